@@ -1,0 +1,1 @@
+//! Generated test matrices, addressed by specs such as `poisson2d:N`.

@@ -1,0 +1,348 @@
+//! The cudarc-backed runtime (compiled with the `cuda` feature).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+    LaunchConfig,
+};
+use cudarc::nvrtc::{CompileError, CompileOptions};
+
+use super::kernels::{self, KernelSource};
+use super::KernelType;
+use crate::error::{Error, Result};
+
+pub use cudarc::driver::{CudaSlice as DeviceBuffer, CudaView, CudaViewMut, PushKernelArg};
+
+/// A CUDA device with its stream and kernel cache. Cheap to share as `Arc<Gpu>`.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    cc: (i32, i32),
+    sm_count: u32,
+    modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Gpu({}, sm_{}{}, {} SMs)",
+            self.name, self.cc.0, self.cc.1, self.sm_count
+        )
+    }
+}
+
+/// Why no driver can be used, or `None` when the library loads. Never panics.
+fn driver_missing() -> Option<String> {
+    // SAFETY: is_culib_present only tries to dlopen the library by its usual names.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        None
+    } else {
+        Some("CUDA driver not found (libcuda.so could not be loaded); using the CPU".into())
+    }
+}
+
+/// Whether the NVRTC library can be loaded (kernel compilation needs it, a GPU does not).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to dlopen the library.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+fn compile_error(kernel: &str, e: CompileError) -> Error {
+    let log = match e {
+        CompileError::CompileError { log, options, .. } => format!(
+            "{}\n(options: {})",
+            log.to_string_lossy(),
+            options.join(" ")
+        ),
+        other => format!("{other:?}"),
+    };
+    Error::Compile {
+        kernel: kernel.to_string(),
+        log,
+    }
+}
+
+/// Compiles a kernel source to PTX for `arch` (e.g. `"sm_90"`), with `defines` as `-D` options.
+/// Needs only the NVRTC library, no GPU: CI uses this to check that every kernel compiles.
+pub fn compile_ptx(
+    src: &KernelSource,
+    arch: &str,
+    defines: &[(&str, String)],
+) -> Result<cudarc::nvrtc::Ptx> {
+    if !nvrtc_present() {
+        return Err(Error::CudaUnavailable(
+            "NVRTC library (libnvrtc.so) not found; kernels cannot be compiled".into(),
+        ));
+    }
+    let text = kernels::preprocess(src)?;
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        "-default-device".to_string(),
+    ];
+    options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    let opts = CompileOptions {
+        options,
+        name: Some(src.name.to_string()),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(text, opts).map_err(|e| compile_error(src.name, e))
+}
+
+static SHARED: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
+
+impl Gpu {
+    /// Opens device 0. Never panics: no driver, no device or a failing device is an
+    /// [`Error::CudaUnavailable`] whose message says which.
+    pub fn new() -> Result<Arc<Gpu>> {
+        Self::with_ordinal(0)
+    }
+
+    /// Opens the device with the given ordinal.
+    pub fn with_ordinal(ordinal: usize) -> Result<Arc<Gpu>> {
+        if let Some(why) = driver_missing() {
+            return Err(Error::CudaUnavailable(why));
+        }
+        let unavailable = |what: &str, e: cudarc::driver::DriverError| {
+            Error::CudaUnavailable(format!("{what}: {e}"))
+        };
+        let count = CudaContext::device_count().map_err(|e| unavailable("cuDeviceGetCount", e))?;
+        if count <= 0 {
+            return Err(Error::CudaUnavailable("no CUDA device present".into()));
+        }
+        if ordinal >= count as usize {
+            return Err(Error::CudaUnavailable(format!(
+                "device {ordinal} requested but only {count} present"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| unavailable("creating a context", e))?;
+        // SAFETY: every operation of this crate is ordered on the one stream created below, so
+        // no buffer is ever used by two streams and the per-launch events are not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| unavailable("creating a stream", e))?;
+        let name = ctx.name().unwrap_or_else(|_| "unknown CUDA device".into());
+        let cc = ctx
+            .compute_capability()
+            .map_err(|e| unavailable("reading the compute capability", e))?;
+        let sm_count = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(|e| unavailable("reading the SM count", e))? as u32;
+        Ok(Arc::new(Gpu {
+            ctx,
+            stream,
+            name,
+            cc,
+            sm_count,
+            modules: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// One `Gpu` shared by the whole process (device 0), created on first use. Tests and the
+    /// CLIs use it so that kernels compile once per process.
+    pub fn shared() -> Result<Arc<Gpu>> {
+        SHARED
+            .get_or_init(|| Gpu::new().map_err(|e| e.to_string()))
+            .clone()
+            .map_err(Error::CudaUnavailable)
+    }
+
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> (i32, i32) {
+        self.cc
+    }
+    /// NVRTC architecture string for this device, e.g. `"sm_90"`.
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.cc.0, self.cc.1)
+    }
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+    /// The cudarc context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+    /// The stream every operation of this `Gpu` is ordered on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The loaded module for `src` compiled with `defines`, compiling it on first use.
+    pub fn module(
+        &self,
+        src: &KernelSource,
+        defines: &[(&str, String)],
+    ) -> Result<Arc<CudaModule>> {
+        let mut key = src.name.to_string();
+        for (k, v) in defines {
+            key.push_str(&format!(" -D{k}={v}"));
+        }
+        let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = cache.get(&key) {
+            return Ok(m.clone());
+        }
+        let ptx = compile_ptx(src, &self.arch(), defines)?;
+        let module = self
+            .ctx
+            .load_module(ptx)
+            .map_err(|e| Error::cuda(format!("loading module {}", src.name), e))?;
+        cache.insert(key, module.clone());
+        Ok(module)
+    }
+
+    /// The entry point `name` of `src` compiled with `defines`.
+    pub fn function(
+        &self,
+        src: &KernelSource,
+        name: &str,
+        defines: &[(&str, String)],
+    ) -> Result<CudaFunction> {
+        self.module(src, defines)?
+            .load_function(name)
+            .map_err(|e| Error::cuda(format!("kernel {name} in {}", src.name), e))
+    }
+
+    /// A type-suffixed entry point: `typed_function::<f64>(src, "scan_incl", ..)` loads
+    /// `scan_incl_f64`.
+    pub fn typed_function<T: KernelType>(
+        &self,
+        src: &KernelSource,
+        root: &str,
+        defines: &[(&str, String)],
+    ) -> Result<CudaFunction> {
+        self.function(src, &super::kernel_name::<T>(root), defines)
+    }
+
+    /// Allocates `n` zeroed elements on the device.
+    pub fn zeros<T: KernelType + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        n: usize,
+    ) -> Result<CudaSlice<T>> {
+        self.stream
+            .alloc_zeros::<T>(n)
+            .map_err(|e| alloc_error::<T>(n, e))
+    }
+
+    /// Allocates `n` elements without initialising them.
+    ///
+    /// # Safety
+    /// The contents are undefined until written; reading them before is undefined behaviour.
+    pub unsafe fn alloc<T: KernelType>(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.stream
+            .alloc::<T>(n)
+            .map_err(|e| alloc_error::<T>(n, e))
+    }
+
+    /// Copies a host slice to a new device buffer.
+    pub fn upload<T: KernelType>(&self, host: &[T]) -> Result<CudaSlice<T>> {
+        self.stream
+            .clone_htod(host)
+            .map_err(|e| Error::cuda(format!("copying {} elements to the device", host.len()), e))
+    }
+
+    /// Copies a host slice into an existing device buffer of the same length.
+    pub fn upload_into<T: KernelType>(
+        &self,
+        host: &[T],
+        dst: &mut impl DevicePtrMut<T>,
+    ) -> Result<()> {
+        self.stream
+            .memcpy_htod(host, dst)
+            .map_err(|e| Error::cuda("copying to the device", e))
+    }
+
+    /// Copies a device buffer (or view) to a new host vector; synchronises the stream.
+    pub fn download<T: KernelType>(&self, dev: &impl DevicePtr<T>) -> Result<Vec<T>> {
+        self.stream
+            .clone_dtoh(dev)
+            .map_err(|e| Error::cuda("copying to the host", e))
+    }
+
+    /// Waits for all work queued on the stream; reports errors of earlier kernels.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(|e| Error::cuda("stream synchronize", e))
+    }
+
+    /// Maps a launch failure to an error that names the kernel.
+    pub fn launch_error(kernel: &str, e: cudarc::driver::DriverError) -> Error {
+        Error::cuda(format!("launching kernel {kernel}"), e)
+    }
+
+    /// A launch configuration of `blocks` blocks of `threads` threads and `smem` bytes of
+    /// dynamic shared memory.
+    pub fn cfg(blocks: u32, threads: u32, smem: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (blocks.max(1), 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: smem,
+        }
+    }
+
+    /// Device-to-device copy bandwidth in bytes per second (bytes read plus bytes written),
+    /// measured with CUDA events over `bytes`-sized buffers: the ceiling that memory-bound
+    /// kernels are compared with. Takes the median of `reps` copies after a warm-up.
+    pub fn copy_bandwidth(&self, bytes: usize, reps: usize) -> Result<f64> {
+        let n = bytes / 4;
+        let src = self.zeros::<u32>(n)?;
+        let mut dst = self.zeros::<u32>(n)?;
+        let mut times = Vec::with_capacity(reps);
+        for i in 0..reps + 2 {
+            let t = self.time(|| {
+                self.stream
+                    .memcpy_dtod(&src, &mut dst)
+                    .map_err(|e| Error::cuda("memcpy_dtod", e))
+            })?;
+            if i >= 2 {
+                times.push(t);
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let med = times[times.len() / 2];
+        Ok(2.0 * (n * 4) as f64 / med)
+    }
+
+    /// Runs `f` (which queues work on this stream) between two CUDA events and returns the
+    /// elapsed seconds, after waiting for the end event.
+    pub fn time(&self, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .stream
+            .record_event(flags)
+            .map_err(|e| Error::cuda("recording an event", e))?;
+        f()?;
+        let end = self
+            .stream
+            .record_event(flags)
+            .map_err(|e| Error::cuda("recording an event", e))?;
+        end.synchronize()
+            .map_err(|e| Error::cuda("event synchronize", e))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(|e| Error::cuda("event elapsed time", e))?;
+        Ok(ms as f64 * 1e-3)
+    }
+}
+
+fn alloc_error<T>(n: usize, e: cudarc::driver::DriverError) -> Error {
+    Error::cuda(
+        format!(
+            "allocating {n} elements ({} bytes) on the device",
+            n * std::mem::size_of::<T>()
+        ),
+        e,
+    )
+}

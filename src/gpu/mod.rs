@@ -1,0 +1,82 @@
+//! The GPU runtime: device discovery, the stream, run-time kernel compilation and device buffers.
+//!
+//! Everything here sits on [cudarc] with dynamic loading, so the crate builds with no CUDA
+//! installed and a binary runs on a machine without the driver: [`Gpu::new`] then returns
+//! [`Error::CudaUnavailable`] with a sentence saying what is missing, and callers fall back to the
+//! CPU. cudarc panics when a driver function is used while the library is absent, so discovery
+//! checks `is_culib_present()` before any driver call.
+//!
+//! # Kernels
+//!
+//! Kernel sources live in `kernels/` and are embedded with `include_str!` (see [`kernels`]).
+//! They are compiled by NVRTC on first use for the device's own architecture (`sm_XY` read from
+//! the device), with the tuning policy passed as `-D` defines, and the loaded module is cached per
+//! [`Gpu`] under (source, defines). Entry points are `extern "C"` and type-suffixed
+//! (`scan_incl_f64`): cudarc wraps no NVRTC name-expression call, so no mangled C++ name crosses
+//! the boundary. Use [`kernel_name`] to build the name from a type.
+//!
+//! # One stream, no event tracking
+//!
+//! A [`Gpu`] owns one stream and every operation of this crate is ordered on it. cudarc's
+//! multi-stream event tracking (an event recorded per buffer argument per launch) buys nothing in
+//! that setting and costs microseconds per launch, which matters for a 5 µs SpMV; it is disabled.
+
+#[cfg(feature = "cuda")]
+mod imp;
+pub mod kernels;
+
+#[cfg(feature = "cuda")]
+pub use imp::*;
+
+#[cfg(not(feature = "cuda"))]
+mod stub;
+#[cfg(not(feature = "cuda"))]
+pub use stub::*;
+
+/// The type-suffixed name of a kernel entry point: `kernel_name::<f64>("scan_incl")` is
+/// `"scan_incl_f64"`.
+pub fn kernel_name<T: KernelType>(root: &str) -> String {
+    format!("{root}_{}", T::KERNEL_SUFFIX)
+}
+
+/// Element types that have kernel instantiations, with their name suffix and C type.
+pub trait KernelType: Copy + Send + Sync + 'static + crate::scalar::DeviceElem {
+    /// Suffix of entry-point names (`f32`, `f64`, `i32`, `u32`, `u64`).
+    const KERNEL_SUFFIX: &'static str;
+    /// The C type in kernel sources.
+    const C_TYPE: &'static str;
+}
+
+macro_rules! kernel_type {
+    ($t:ty, $s:literal, $c:literal) => {
+        impl KernelType for $t {
+            const KERNEL_SUFFIX: &'static str = $s;
+            const C_TYPE: &'static str = $c;
+        }
+    };
+}
+kernel_type!(f32, "f32", "float");
+kernel_type!(f64, "f64", "double");
+kernel_type!(i32, "i32", "int");
+kernel_type!(u32, "u32", "unsigned int");
+kernel_type!(u64, "u64", "unsigned long long");
+
+/// True when `SEGSPARSE_REQUIRE_GPU=1`: GPU tests must then fail instead of skipping when no
+/// device works (the GPU machine's `run.sh` sets it).
+pub fn gpu_required() -> bool {
+    std::env::var("SEGSPARSE_REQUIRE_GPU").is_ok_and(|v| v == "1")
+}
+
+/// For tests: the shared [`Gpu`] of this process, or `None` after printing a notice when no
+/// device works. Panics instead when [`gpu_required`] (so a GPU test never passes silently on
+/// the GPU machine).
+pub fn test_gpu() -> Option<std::sync::Arc<Gpu>> {
+    match Gpu::shared() {
+        Ok(g) => Some(g),
+        Err(e) if gpu_required() => panic!("SEGSPARSE_REQUIRE_GPU=1 but no GPU: {e}"),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Matrix Market reading and writing (`.mtx` and `.mtx.gz`).

@@ -1,0 +1,1 @@
+//! Scan, segmented scan and the primitives built on them, on the CPU and the GPU.

@@ -1,0 +1,1 @@
+//! Iterative solvers: CG, Jacobi-PCG and BiCGSTAB, one body for CPU and GPU.

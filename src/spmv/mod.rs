@@ -1,0 +1,1 @@
+//! Sparse matrix–vector products `y ← α·A·x + β·y` on the CPU and the GPU.

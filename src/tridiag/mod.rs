@@ -1,0 +1,1 @@
+//! Tridiagonal systems: Thomas (CPU reference), cyclic reduction and PCR.
