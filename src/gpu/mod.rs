@@ -22,6 +22,8 @@
 //! that setting and costs microseconds per launch, which matters for a 5 µs SpMV; it is disabled.
 
 #[cfg(feature = "cuda")]
+pub mod cusparse;
+#[cfg(feature = "cuda")]
 mod imp;
 pub mod kernels;
 
