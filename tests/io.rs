@@ -735,6 +735,9 @@ fn raefsky2_has_the_published_shape() {
     assert!(
         s.values().iter().zip(t.values()).all(|(a, b)| *a == -*b) && s.row_ptr() == t.row_ptr()
     );
+    let r: CsrMatrix<f32> = io::read_matrix_market(project_file("ash219.mtx.gz")).unwrap();
+    assert_eq!((r.shape(), r.nnz()), ((219, 85), 438));
+    assert!(r.values().iter().all(|&v| v == 1.0) && r.row_stats().max == 2);
     let g: CsrMatrix<f64> = io::read_matrix_market(project_file("gr_30_30.mtx.gz")).unwrap();
     assert_eq!((g.nnz(), g.is_symmetric()), (7744, true));
     let e = io::read_matrix_market::<f64>(project_file("young1c.mtx.gz")).unwrap_err();
