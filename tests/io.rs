@@ -513,6 +513,8 @@ fn random_mutations_never_panic() {
             v.truncate(at);
         }
         let r = catch_unwind(AssertUnwindSafe(|| {
+            // Compression is detected from the bytes; the stream may break anywhere.
+            let _ = io::read_matrix_market_from::<f64, _>(&v[..], "fuzz.mtx.gz");
             let rd = BufReader::new(flate2::read::MultiGzDecoder::new(&v[..]));
             let _ = io::read_matrix_market_from::<f64, _>(rd, "fuzz.mtx.gz");
         }));
@@ -619,6 +621,10 @@ fn write_then_read_is_bit_exact_in_f64_and_f32() {
     assert!(text.contains("\n3 3 4\n1 2 -1.5\n"), "{text}");
     let back: CsrMatrix<f64> = io::read_matrix_market_from(&out[..], "mem").unwrap();
     assert_eq!(back, read64("skew.mtx"));
+    // Readers detect gzip by its magic bytes, from a file of any name or from memory.
+    let gz = std::fs::read(small("symmetric_gz.mtx.gz")).unwrap();
+    let m: CsrMatrix<f64> = io::read_matrix_market_from(&gz[..], "mem.gz").unwrap();
+    assert_eq!(m, read64("symmetric.mtx"));
     // Empty shapes.
     for m in [
         CsrMatrix::<f64>::zeros(0, 0),
@@ -908,4 +914,64 @@ fn specs_are_recognized_and_bad_ones_list_the_valid_forms() {
     assert!(matches!(e, Error::Io { .. }), "{e:?}");
     let e = io::load::<f64>("random:5", 0).unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+}
+
+/// CPU seconds (user + system) used by this process so far, from `/proc/self/stat` (0 elsewhere):
+/// on a shared machine the wall clock alone says little.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let after = &stat[stat.rfind(')').map_or(0, |p| p + 2)..];
+    let f: Vec<f64> = after.split(' ').map(|x| x.parse().unwrap_or(0.0)).collect();
+    (f[11] + f[12]) / 100.0
+}
+
+/// Timing of the big paths (run with `cargo test --release --test io -- --ignored --nocapture`):
+/// generation of ~10^7–10^8-entry matrices and the reader's throughput on raefsky2's text.
+#[test]
+#[ignore = "timing, large allocations"]
+fn speed_of_generation_and_reading() {
+    let threads = rayon::current_num_threads();
+    for spec in [
+        "poisson2d:3000",
+        "poisson3d:200",
+        "random:2000000:16",
+        "powerlaw:2000000:2.2",
+    ] {
+        let (t, c) = (std::time::Instant::now(), cpu_seconds());
+        let a: CsrMatrix<f64> = generate::from_spec(spec, 1).unwrap();
+        let (s, cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+        println!(
+            "{spec:>22}: {:>11} entries in {s:.3} s wall, {cpu:.2} CPU-s ({:.0} M entries per CPU-s, {threads} threads)",
+            a.nnz(),
+            a.nnz() as f64 / cpu / 1e6
+        );
+    }
+    let text = gunzip(&project_file("raefsky2.mtx.gz"));
+    let (t, c) = (std::time::Instant::now(), cpu_seconds());
+    let reps = 5;
+    for _ in 0..reps {
+        let a: CsrMatrix<f64> = io::read_matrix_market_from(&text[..], "raefsky2").unwrap();
+        assert_eq!(a.nnz(), 294_276);
+    }
+    let s = t.elapsed().as_secs_f64() / reps as f64;
+    let cpu = (cpu_seconds() - c) / reps as f64;
+    println!(
+        "read raefsky2 text ({:.1} MB): {s:.3} s wall, {cpu:.3} CPU-s: {:.0} MB and {:.1} M entries per CPU-s",
+        text.len() as f64 / 1e6,
+        text.len() as f64 / cpu / 1e6,
+        294_276.0 / cpu / 1e6
+    );
+    let t = std::time::Instant::now();
+    let a: CsrMatrix<f64> = io::read_matrix_market(project_file("raefsky2.mtx.gz")).unwrap();
+    println!("read raefsky2.mtx.gz: {:.3} s", t.elapsed().as_secs_f64());
+    let t = std::time::Instant::now();
+    let mut out = Vec::new();
+    io::write_matrix_market_to(&mut out, &a).unwrap();
+    println!(
+        "write raefsky2: {:.3} s ({:.1} MB)",
+        t.elapsed().as_secs_f64(),
+        out.len() as f64 / 1e6
+    );
 }
