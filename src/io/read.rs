@@ -45,7 +45,7 @@ pub(crate) fn open(path: &Path) -> Result<BufReader<File>> {
 /// A reader whose gzip compression, if any, has been detected and undone.
 enum Source<R: BufRead> {
     Plain(R),
-    Gzip(BufReader<MultiGzDecoder<R>>),
+    Gzip(Box<BufReader<MultiGzDecoder<R>>>),
 }
 
 impl<R: BufRead> Read for Source<R> {
@@ -83,7 +83,10 @@ fn source<R: BufRead>(mut r: R, name: &str) -> Result<Source<R>> {
         }
     };
     Ok(if gz {
-        Source::Gzip(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(r)))
+        Source::Gzip(Box::new(BufReader::with_capacity(
+            1 << 16,
+            MultiGzDecoder::new(r),
+        )))
     } else {
         Source::Plain(r)
     })
