@@ -17,6 +17,15 @@
 //! The Poisson and tridiagonal matrices are symmetric positive definite (the standard
 //! finite-difference Laplacians with Dirichlet boundaries) and do not depend on the seed.
 //!
+//! ```
+//! use segsparse::{generate, CsrMatrix};
+//! let a: CsrMatrix<f64> = generate::from_spec("poisson2d:100", 0).unwrap();
+//! assert_eq!((a.nrows(), a.nnz()), (10_000, 5 * 100 * 100 - 4 * 100));
+//! let r: CsrMatrix<f32> = generate::from_spec("random:1000:8", 42).unwrap();
+//! assert_eq!(r, generate::random(1000, 8, 42).unwrap()); // same seed, same matrix
+//! assert!(generate::from_spec::<f64>("poisson:3", 0).is_err()); // lists the valid forms
+//! ```
+//!
 //! ## Power-law row lengths
 //!
 //! `powerlaw:N:ALPHA` draws each row length as `L = min(N, ⌊x_min · U^(−1/(ALPHA−1))⌋)` with `U`
