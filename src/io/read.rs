@@ -748,7 +748,8 @@ fn read_coordinate<T: Scalar, R: BufRead>(
                     t.push(c, r, -v);
                 }
             }
-            MmSymmetry::Hermitian => unreachable!("rejected with the header"),
+            // Rejected with the header already; kept as an error so no input can panic.
+            MmSymmetry::Hermitian => return e("hermitian matrices are not supported".into()),
         }
     }
     if count < expected {
