@@ -36,8 +36,8 @@ use std::time::Instant;
 use segsparse::tridiag::cpu;
 
 const G: f32 = 9.81;
-const DT: f32 = 0.3;
-const TAU: f32 = 0.02;
+const DT: f32 = 0.15;
+const TAU: f32 = 0.005;
 const REST: f32 = 1.0;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -123,7 +123,7 @@ fn initial(n: usize) -> (Vec<f32>, Vec<f32>) {
             let ridge = 0.5 * (-((y - 0.7).powi(2) + (x - 0.35).powi(2)) / 0.004).exp();
             let gnd = beach.max(ridge);
             ground[i * n + j] = gnd;
-            let drop = 0.4 * (-((y - 0.35).powi(2) + (x - 0.3).powi(2)) / 0.002).exp();
+            let drop = 0.5 * (-((y - 0.35).powi(2) + (x - 0.3).powi(2)) / 0.003).exp();
             h[i * n + j] = (REST + drop).max(gnd);
         }
     }
@@ -144,6 +144,13 @@ fn write_frame(
     let scale = (512 / n).max(1) as u32;
     let size = n as u32 * scale;
     let mut img = image::RgbImage::new(size, size);
+    // Colour scale from this frame's largest wave (at least 1 cm), so that spreading, weakening
+    // waves stay visible.
+    let amp = h
+        .iter()
+        .zip(ground)
+        .filter(|(h, g)| *h - *g > 1e-3)
+        .fold(0.01f32, |m, (h, _)| m.max((h - REST).abs()));
     for i in 0..n {
         for j in 0..n {
             let idx = i * n + j;
@@ -153,10 +160,13 @@ fn write_frame(
                 image::Rgb([170 + s / 2, 150 + s / 2, 100 + s / 3])
             } else {
                 // Height above rest, plus a fake light from the slope, so crests show.
-                let v = ((h[idx] - REST) / 0.15).clamp(-1.0, 1.0);
+                let v = ((h[idx] - REST) / amp).clamp(-1.0, 1.0);
                 let jm = if j > 0 { idx - 1 } else { idx };
                 let jp = if j + 1 < n { idx + 1 } else { idx };
-                let slope = ((h[jp] - h[jm]) * 40.0).clamp(-1.0, 1.0);
+                let im = if i > 0 { idx - n } else { idx };
+                let ip = if i + 1 < n { idx + n } else { idx };
+                let slope =
+                    ((h[jp] - h[jm] + h[ip] - h[im]) * n as f32 / (8.0 * amp)).clamp(-1.0, 1.0);
                 let l = 0.5 * v + 0.35 * slope;
                 let ch = |base: f32, amp: f32| (base + amp * l).clamp(0.0, 255.0) as u8;
                 image::Rgb([ch(40.0, 90.0), ch(95.0, 110.0), ch(175.0, 80.0)])

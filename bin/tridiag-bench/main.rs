@@ -217,13 +217,17 @@ fn bench_shape<T: Scalar + GtsvScalar>(
     if !cli.no_sweep && batch > 1 {
         let base = solver.tuning();
         let mut rows = Vec::new();
-        for rpt in [4u32, 8, 16] {
+        for rpt in [4u32, 8, 16, 32] {
             for stop in [1u32, 32, 64, 128, 4096] {
                 solver.set_tuning(GpuTuning {
                     block_rows_per_thread: rpt,
                     partition_cr_stop: stop,
                     ..base
                 });
+                let occ = solver
+                    .block_occupancy(n, TridiagAlgorithm::Partition)?
+                    .map(|o| o.2)
+                    .unwrap_or(0);
                 let t = time_gpu(g, cli.reps, cli.inner, || {
                     solver.queue_batch(
                         n,
@@ -238,7 +242,7 @@ fn bench_shape<T: Scalar + GtsvScalar>(
                 })?;
                 solver.check()?;
                 rows.push(format!(
-                    "rows/thread {rpt} cr_stop {stop}: {:.2} µs",
+                    "rows/thread {rpt} cr_stop {stop} ({occ} blocks/SM): {:.2} µs",
                     t * 1e6
                 ));
             }

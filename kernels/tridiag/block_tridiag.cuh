@@ -77,8 +77,54 @@ __device__ __forceinline__ TriEq<T> tri_combine(const TriEq<T>& e, const TriEq<T
 }
 
 #ifndef TRI_PCR_PER_THREAD
-#define TRI_PCR_PER_THREAD 4  // PCR keeps this many equations per thread in registers
+#define TRI_PCR_PER_THREAD 2  // PCR keeps this many equations per thread in registers
 #endif
+#ifndef TRI_MAX_THREADS
+#define TRI_MAX_THREADS 512   // threads per block of the per-block solver (launch bounds)
+#endif
+#ifndef TRI_LOAD_UNROLL
+#define TRI_LOAD_UNROLL 8     // global loads a thread keeps in flight while staging a tile
+#endif
+
+// Copies rows [0, n) of a system (global offset off) into shared memory, TRI_LOAD_UNROLL rows
+// per thread per round: every load of a round is issued before any is stored, so a thread
+// keeps 4 * TRI_LOAD_UNROLL loads in flight instead of waiting a full memory latency per row
+// (a plain strided loop serialised on that latency and cost more than the whole solve).
+// a_0, c_{n-1} and the couplings between systems of sys_n rows (in the global numbering
+// g0 + i) read as zero. Ends with a barrier.
+template <typename T>
+__device__ __forceinline__ void tri_stage(const TriSmem<T>& s, const T* __restrict__ ga, const T* __restrict__ gb,
+                                          const T* __restrict__ gc, const T* __restrict__ gd, u64 off, u32 n,
+                                          u64 g0, u64 total, u32 sys_n) {
+    const u32 tid = threadIdx.x, nt = blockDim.x;
+    for (u32 base = tid; base < n; base += nt * TRI_LOAD_UNROLL) {
+        T va[TRI_LOAD_UNROLL], vb[TRI_LOAD_UNROLL], vc[TRI_LOAD_UNROLL], vd[TRI_LOAD_UNROLL];
+#pragma unroll
+        for (u32 u = 0; u < TRI_LOAD_UNROLL; ++u) {
+            const u32 i = base + u * nt;
+            if (i < n) {
+                va[u] = ga[off + i];
+                vb[u] = gb[off + i];
+                vc[u] = gc[off + i];
+                vd[u] = gd[off + i];
+            }
+        }
+#pragma unroll
+        for (u32 u = 0; u < TRI_LOAD_UNROLL; ++u) {
+            const u32 i = base + u * nt;
+            if (i < n) {
+                const u64 g = g0 + i;
+                const u32 r = (u32)(g % sys_n);
+                const u32 p = TRI_PAD(i);
+                s.a[p] = r == 0 ? T(0) : va[u];
+                s.b[p] = vb[u];
+                s.c[p] = (r == sys_n - 1 || g + 1 == total) ? T(0) : vc[u];
+                s.d[p] = vd[u];
+            }
+        }
+    }
+    __syncthreads();
+}
 
 // Solves the n-equation system in shared memory in place (on return s.d holds x) with all
 // threads of the block: cyclic reduction (the paper's reduce phase, Figure 4) while the active

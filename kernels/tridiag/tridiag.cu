@@ -38,15 +38,7 @@ __device__ __forceinline__ void tridiag_block(const T* __restrict__ ga, const T*
     const u32 row_base = blockIdx.x * n;
     // Coalesced load; a_0 and c_{n-1} read as zero, and so are the couplings between the
     // systems of sys_n rows when a block holds several (the last level of a multi-block batch).
-    for (u32 i = tid; i < n; i += nt) {
-        const u32 p = TRI_PAD(i);
-        const u32 r = i % sys_n;
-        s.a[p] = r == 0 ? T(0) : ga[off + i];
-        s.b[p] = gb[off + i];
-        s.c[p] = (i == n - 1 || r == sys_n - 1) ? T(0) : gc[off + i];
-        s.d[p] = gd[off + i];
-    }
-    __syncthreads();
+    tri_stage(s, ga, gb, gc, gd, off, n, 0, n, sys_n);
     if (!partition || n < 2) {
         block_cr_pcr(s, n, cr_stop, flag, [=](u32 i) { return row_base + i; });
     } else {
@@ -95,18 +87,8 @@ template <typename T>
 __device__ __forceinline__ void tri_load_tile(const TriSmem<T>& s, const T* __restrict__ ga, const T* __restrict__ gb,
                                               const T* __restrict__ gc, const T* __restrict__ gd, u32 n, u32 sys_n,
                                               u64 tile0, u32 tile) {
-    for (u32 i = threadIdx.x; i < tile; i += blockDim.x) {
-        const u64 g = tile0 + i;
-        if (g < n) {
-            const u32 p = TRI_PAD(i);
-            const u32 r = (u32)(g % sys_n);
-            s.a[p] = r == 0 ? T(0) : ga[g];
-            s.b[p] = gb[g];
-            s.c[p] = (r == sys_n - 1 || g == (u64)n - 1) ? T(0) : gc[g];
-            s.d[p] = gd[g];
-        }
-    }
-    __syncthreads();
+    const u32 rows = (u32)min((u64)tile, (u64)n - tile0);
+    tri_stage(s, ga, gb, gc, gd, tile0, rows, tile0, (u64)n, sys_n);
 }
 
 template <typename T>
@@ -240,7 +222,7 @@ __device__ __forceinline__ void tridiag_cr_back(const T* __restrict__ ga, const 
 }
 
 #define TRI_ENTRIES(T, S)                                                                                     \
-    extern "C" __global__ void tridiag_block_##S(const T* a, const T* b, const T* c, const T* d, T* x, u32 n,  \
+    extern "C" __global__ void __launch_bounds__(TRI_MAX_THREADS) tridiag_block_##S(const T* a, const T* b, const T* c, const T* d, T* x, u32 n,  \
                                                  u32 sys_n, u32 partition, u32 cr_stop, u32* flag) {          \
         tridiag_block<T>(a, b, c, d, x, n, sys_n, partition, cr_stop, flag);                                  \
     }                                                                                                          \

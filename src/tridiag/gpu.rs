@@ -36,6 +36,9 @@ use crate::scalar::Scalar;
 pub const MULTI_CHUNK: u32 = 16;
 /// Threads per block of the multi-block partition kernels.
 pub const MULTI_THREADS: u32 = 64;
+/// Most threads of the per-block solver (`TRI_MAX_THREADS`, its `__launch_bounds__`: 1024 threads
+/// would need at most 64 registers each).
+const MAX_BLOCK_THREADS: u32 = 512;
 /// Threads per block of the multi-block cyclic-reduction level kernels (one equation each).
 const CR_LEVEL_THREADS: u32 = 256;
 /// Most levels a multi-block solve can have (flag slots).
@@ -195,7 +198,9 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
             return None;
         }
         let n = n as u32;
-        let warps = |t: u32| t.div_ceil(32).clamp(1, 32) * 32;
+        // At most MAX_BLOCK_THREADS (the kernel's launch bounds); the CR and PCR loops stride
+        // over the equations, PCR holding 2 per thread.
+        let warps = |t: u32| t.div_ceil(32).clamp(1, MAX_BLOCK_THREADS / 32) * 32;
         let pad = |m: u32| m + (m.max(1) - 1) / 32;
         let bytes = T::BYTES as u32;
         let (threads, partition, cr_stop) = match mode {
@@ -205,10 +210,11 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
                 self.tuning.partition_cr_stop,
             ),
             BlockMode::Cr => (warps(n.div_ceil(2)), 0, 1),
-            BlockMode::Pcr => (warps(n.div_ceil(2)), 0, n),
+            BlockMode::Pcr => (warps(n.next_power_of_two().div_ceil(2)), 0, n),
             BlockMode::CrPcr => (warps(n.div_ceil(2)), 0, self.tuning.hybrid_cr_stop),
         };
-        if mode == BlockMode::Pcr && n > 4 * threads {
+        if mode == BlockMode::Pcr && n.next_power_of_two() > 2 * threads {
+            // PCR holds two equations per thread of the system padded to a power of two.
             return None;
         }
         let mut smem = 4 * pad(n) * bytes;
@@ -222,6 +228,35 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
             cr_stop,
             smem,
         })
+    }
+
+    /// For one block per system of `n` rows by `alg` (`Auto` is `Partition`): threads per block,
+    /// dynamic shared memory in bytes, and how many such blocks one SM holds at once (registers,
+    /// shared memory and threads permitting). `None` when `n` does not fit one block.
+    ///
+    /// # Errors
+    /// A driver failure of the occupancy query.
+    pub fn block_occupancy(
+        &self,
+        n: usize,
+        alg: TridiagAlgorithm,
+    ) -> Result<Option<(u32, u32, u32)>> {
+        let mode = match alg {
+            TridiagAlgorithm::CyclicReduction => BlockMode::Cr,
+            TridiagAlgorithm::Pcr => BlockMode::Pcr,
+            TridiagAlgorithm::CrPcr => BlockMode::CrPcr,
+            _ => BlockMode::Partition,
+        };
+        let Some(cfg) = self.block_cfg(n, mode) else {
+            return Ok(None);
+        };
+        smem_attr(&self.k.block, cfg.smem, "tridiag_block")?;
+        let blocks = self
+            .k
+            .block
+            .occupancy_max_active_blocks_per_multiprocessor(cfg.threads, cfg.smem as usize, None)
+            .map_err(|e| Error::cuda("occupancy of tridiag_block", e))?;
+        Ok(Some((cfg.threads, cfg.smem, blocks)))
     }
 
     /// Queues the solution of `batch` systems of `n` rows (stored one after another in the device
@@ -307,10 +342,9 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
             }
             if alg == A::Pcr {
                 return Err(Error::InvalidInput(format!(
-                    "PCR solves each system in one block: n = {n} is above its limit of {} rows \
-                     (shared memory {} bytes); use CrPcr, CyclicReduction or Partition",
-                    self.tuning.block_max_rows.min(4096),
-                    self.smem_optin
+                    "PCR solves each system in one block, two equations per thread: n = {n} is \
+                     above its limit of {} rows; use CrPcr, CyclicReduction or Partition",
+                    (2 * MAX_BLOCK_THREADS).min(self.tuning.block_max_rows)
                 )));
             }
         }

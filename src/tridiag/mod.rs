@@ -40,7 +40,7 @@
 //! |---|---|---|---|
 //! | `Thomas` | CPU | 8n | Gaussian elimination, the reference ([`cpu::thomas`]); batched over rayon |
 //! | `CyclicReduction` | GPU (CPU: [`cpu::cyclic_reduction`]) | 17n | the paper's form: per block in shared memory; longer systems through global memory, one launch per level down to a size one block finishes |
-//! | `Pcr` | GPU | O(n log n) | every equation reduced at every step: log2 n steps, no back substitution; one block per system |
+//! | `Pcr` | GPU | O(n log n) | every equation reduced at every step: log2 n steps, no back substitution; one block per system, n ≤ 1024 |
 //! | `CrPcr` | GPU | | CR down to a subsystem of a few hundred equations, PCR there, CR back (Zhang, Cohen and Owens' hybrid); longer systems: global CR levels first |
 //! | `Partition` | GPU | ≈ 2× Thomas | each thread eliminates a run of consecutive rows in registers / shared memory (the run's interior refers only to its two ends), the run ends form a system of twice the number of threads solved by CR + PCR, and each thread fills in its run; longer systems: the same across blocks, recursively |
 //! | `Auto` | | | `Partition` (per block for 64 ≤ n ≤ 4096 when it fits in shared memory, else multi-block) |
@@ -82,7 +82,7 @@ pub enum TridiagAlgorithm {
     Thomas,
     /// Cyclic reduction, as in the paper.
     CyclicReduction,
-    /// Parallel cyclic reduction (systems of at most 4096 rows, one block each).
+    /// Parallel cyclic reduction (systems of at most 1024 rows, one block each).
     Pcr,
     /// Cyclic reduction down to a block-sized subsystem, PCR there, CR back.
     CrPcr,
