@@ -89,16 +89,26 @@ fn time_gpu(
     }
     g.synchronize()?;
     let mut v = Vec::with_capacity(reps);
+    let mut host = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = g.time(|| {
+            let h = Instant::now();
             for _ in 0..inner {
                 f()?;
             }
+            host.push(h.elapsed().as_secs_f64() / inner as f64);
             Ok(())
         })?;
         v.push(t / inner as f64);
     }
+    HOST_ENQUEUE.with(|c| c.set(median(host)));
     Ok(median(v))
+}
+
+thread_local! {
+    /// Median host time to queue one call in the last `time_gpu`: when it is close to the GPU
+    /// time, the measurement is bound by launch overhead, not by the kernels.
+    static HOST_ENQUEUE: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
 }
 
 fn max_rel_err<T: Scalar>(n: usize, got: &[T], want: &[f64]) -> f64 {
@@ -163,6 +173,11 @@ fn bench_shape<T: Scalar + GtsvScalar>(
                 sp.strided_batch(n, batch, &dv.a, &dv.b, &dv.c, &mut dv.x)
             })
         };
+        let host = HOST_ENQUEUE.with(|c| c.get());
+        eprintln!(
+            "{shape} cuSPARSE: host enqueue {:.2} µs per solve",
+            host * 1e6
+        );
         // Correctness of the peer on fresh data (it solves in place).
         g.stream().memcpy_dtod(&dv.d, &mut dv.x).context("copy")?;
         if batch == 1 {
@@ -202,6 +217,21 @@ fn bench_shape<T: Scalar + GtsvScalar>(
         g.stream().memset_zeros(&mut dv.x).context("memset")?;
         solver.solve_batch(n, batch, &dv.a, &dv.b, &dv.c, &dv.d, &mut dv.x, alg)?;
         let err = max_rel_err(n, &g.download(&dv.x)?, &want);
+        let host = HOST_ENQUEUE.with(|c| c.get());
+        eprintln!(
+            "{shape} {}: host enqueue {:.2} µs per solve (GPU {:.2} µs)",
+            alg.name(),
+            host * 1e6,
+            t * 1e6
+        );
+        if batch > 1 {
+            if let Some((th, sm, occ)) = solver.block_occupancy(n, alg)? {
+                eprintln!(
+                    "{shape} {}: {th} threads, {sm} B shared memory, {occ} blocks per SM",
+                    alg.name()
+                );
+            }
+        }
         let ratio = peer_t
             .map(|p| format!("{:.2}", p / t))
             .unwrap_or("–".into());
