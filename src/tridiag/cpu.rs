@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
 fn tiny<T: Scalar>(p: T, scale: T) -> bool {
-    !(p.abs() > T::of_f64(T::EPS) * scale)
+    // Not `<=`: a NaN pivot must count as tiny.
+    p.abs().partial_cmp(&(T::of_f64(T::EPS) * scale)) != Some(std::cmp::Ordering::Greater)
 }
 
 fn pivot_error(what: &str, system: Option<usize>, row: usize, pivot: f64) -> Error {
@@ -288,7 +289,7 @@ pub fn cyclic_reduction<T: Scalar>(
             if tiny(b[i], a[i].abs() + c[i].abs()) {
                 return Err(err(i, b[i]));
             }
-            d[i] = d[i] / b[i];
+            d[i] /= b[i];
         }
     }
     while st > 1 {

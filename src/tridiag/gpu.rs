@@ -46,13 +46,14 @@ const MAX_LEVELS: usize = 32;
 /// Largest total row count the kernels' 32-bit indices allow.
 const MAX_ROWS: usize = (1 << 31) - 1;
 
-/// Tuning of the per-block solvers. `Default` is the policy chosen from the H100 measurements in
+/// Tuning of the per-block solvers. `Default` is the policy chosen from the H200 sweep in
 /// `benches/results/tridiag.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuTuning {
     /// Rows per thread in the per-block partition method (threads per block = n / this, rounded
     /// up to whole warps, at most 1024): 8 keeps a run's loop short and gives 1024-row systems
-    /// 128 threads, so all 1024 systems of a batch are resident at once on an H100.
+    /// 128 threads, so all 1024 systems of a batch are resident at once on a 132-SM H100/H200
+    /// (8 blocks per SM, measured with the occupancy query).
     pub block_rows_per_thread: u32,
     /// `CrPcr`: cyclic reduction stops (and PCR takes over) when this many equations remain.
     pub hybrid_cr_stop: u32,
