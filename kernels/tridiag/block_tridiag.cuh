@@ -134,7 +134,8 @@ __device__ __forceinline__ void tri_stage(const TriSmem<T>& s, const T* __restri
 // Solves the n-equation system in shared memory in place (on return s.d holds x) with all
 // threads of the block: cyclic reduction (the paper's reduce phase, Figure 4) while the active
 // subsystem has more than cr_stop equations, parallel cyclic reduction on what is left, then CR
-// back substitution (the down-sweep). cr_stop = 1 is pure CR, cr_stop >= n pure PCR. Works for
+// back substitution (the down-sweep). cr_stop = 1 is pure CR, cr_stop >= n pure PCR (PCR holds
+// TRI_PCR_PER_THREAD equations per thread, so cr_stop is lowered to that times blockDim). Works for
 // any n: the system is padded virtually to a power of two with identity rows (a = c = 0,
 // b = 1, d = 0); the coupling to a padded row is zero because c_{n-1} = 0 and a_0 = 0 are
 // enforced on load, and elimination keeps those couplings zero.

@@ -51,7 +51,7 @@ const MAX_ROWS: usize = (1 << 31) - 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuTuning {
     /// Rows per thread in the per-block partition method (threads per block = n / this, rounded
-    /// up to whole warps, at most 1024): 8 keeps a run's loop short and gives 1024-row systems
+    /// up to whole warps, at most 512): 8 keeps a run's loop short and gives 1024-row systems
     /// 128 threads, so all 1024 systems of a batch are resident at once on a 132-SM H100/H200
     /// (8 blocks per SM, measured with the occupancy query).
     pub block_rows_per_thread: u32,
