@@ -165,14 +165,22 @@ fn tokens(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
-/// A token for an error message: lossy UTF-8, at most 40 characters.
+/// A token for an error message: lossy UTF-8, control characters escaped, at most 40 characters.
 fn show(tok: &[u8]) -> String {
     let s = String::from_utf8_lossy(tok);
-    if s.chars().count() > 40 {
-        format!("{}...", s.chars().take(40).collect::<String>())
-    } else {
-        s.into_owned()
+    let mut out = String::new();
+    for (k, c) in s.chars().enumerate() {
+        if k == 40 {
+            out.push_str("...");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
     }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
