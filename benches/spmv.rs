@@ -9,6 +9,9 @@
 //!
 //! `cargo bench --bench spmv`; `SEGSPARSE_BENCH_QUICK=1` runs raefsky2 only.
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 
