@@ -63,6 +63,12 @@ impl<T: PartialOrd + Copy> Keep<T> {
     }
 }
 
+
+/// Compact kernels (kernels/device/compact.cu).
+pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
+    name: "device/compact.cu",
+    text: include_str!("../../kernels/device/compact.cu"),
+};
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use super::Keep;
@@ -122,5 +128,238 @@ pub mod cpu {
     ) -> (Vec<K>, Vec<V>) {
         let flags: Vec<bool> = keys.iter().map(|&k| keep.test(k)).collect();
         compact_pairs(keys, values, &flags)
+    }
+}
+
+/// GPU implementations: flags are packed one bit per element (see
+/// [`pack_flags`](crate::primitives::pack_flags)); the kept count comes back to the host only
+/// when the call returns.
+#[cfg(feature = "cuda")]
+pub mod gpu {
+    use super::{Keep, KERNELS};
+    use crate::error::Result;
+    use crate::gpu::{kernel_name, DeviceBuffer, Gpu, KernelType, PushKernelArg};
+    use crate::primitives::glue::{self, launch_err, len_u32, width};
+    use crate::primitives::Direction;
+
+    /// Threads per block of the select kernels (a tile is threads × items).
+    pub(crate) const THREADS: u32 = 256;
+    /// Items per thread: 16 flag words per warp per tile, enough loads in flight per SM for
+    /// a bandwidth-bound pass on sm_80/sm_90.
+    pub(crate) const ITEMS: u32 = 16;
+    /// Elements per tile.
+    pub(crate) const TILE: usize = (THREADS * ITEMS) as usize;
+
+    pub(crate) fn defines() -> [(&'static str, String); 2] {
+        [
+            ("SEL_THREADS", THREADS.to_string()),
+            ("SEL_ITEMS", ITEMS.to_string()),
+        ]
+    }
+
+    /// Pass 1 + the scan: runs `count` (which fills one count per tile) and returns the
+    /// inclusive scan of the counts (its last entry is the total).
+    pub(crate) fn scanned_tile_counts(
+        g: &Gpu,
+        tiles: u32,
+        count: impl FnOnce(&mut DeviceBuffer<u32>) -> Result<()>,
+    ) -> Result<DeviceBuffer<u32>> {
+        // SAFETY: every entry is written by the count kernel (one per tile) before it is read.
+        let mut counts = unsafe { g.alloc::<u32>(tiles as usize)? };
+        count(&mut counts)?;
+        glue::scan_u32(g, &counts, Direction::Forward, true)
+    }
+
+    /// The last entry of `incl` (the total), copied to the host.
+    pub(crate) fn total(g: &Gpu, incl: &DeviceBuffer<u32>) -> Result<usize> {
+        let last = incl.slice(incl.len() - 1..);
+        Ok(g.download(&last)?[0] as usize)
+    }
+
+    pub(crate) fn count_flag_bits(
+        g: &Gpu,
+        src: &crate::gpu::kernels::KernelSource,
+        entry: &str,
+        flags: &DeviceBuffer<u32>,
+        n: u32,
+        tiles: u32,
+    ) -> Result<DeviceBuffer<u32>> {
+        scanned_tile_counts(g, tiles, |counts| {
+            let f = g.function(src, entry, &defines())?;
+            let mut b = g.stream().launch_builder(&f);
+            b.arg(flags).arg(&n).arg(counts);
+            // SAFETY: <entry>(const u32* words, u32 n, u32* tile_counts): words holds n bits,
+            // counts one entry per tile.
+            unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(entry))?;
+            Ok(())
+        })
+    }
+
+    /// The elements whose flag bit is set, in order, and their count. The output buffer has
+    /// `values.len()` elements; those past the count are unspecified.
+    ///
+    /// # Panics
+    /// When `flags` holds fewer than `values.len()` bits.
+    pub fn compact<T: KernelType>(
+        g: &Gpu,
+        values: &DeviceBuffer<T>,
+        flags: &DeviceBuffer<u32>,
+    ) -> Result<(DeviceBuffer<T>, usize)> {
+        let n = values.len();
+        glue::check_words("compact", flags.len(), n);
+        let n32 = len_u32(n, "compact")?;
+        // SAFETY: only the first `count` elements are meaningful, and all of them are written.
+        let mut out = unsafe { g.alloc::<T>(n.max(1))? };
+        if n == 0 {
+            return Ok((out, 0));
+        }
+        let tiles = n.div_ceil(TILE) as u32;
+        let incl = count_flag_bits(g, &KERNELS, "compact_count_bits", flags, n32, tiles)?;
+        let entry = format!("compact_bits_{}", width::<T>());
+        let f = g.function(&KERNELS, &entry, &defines())?;
+        let mut b = g.stream().launch_builder(&f);
+        b.arg(values)
+            .arg(flags)
+            .arg(&n32)
+            .arg(&incl)
+            .arg(&tiles)
+            .arg(&mut out);
+        // SAFETY: compact_bits_bN(const K* x, const u32* words, u32 n, const u32* tile_incl,
+        // u32 num_tiles, K* out); x and out hold n elements, tile_incl num_tiles.
+        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
+        let count = total(g, &incl)?;
+        Ok((out, count))
+    }
+
+    /// The key-value pairs whose flag bit is set, in order, and their count.
+    ///
+    /// # Panics
+    /// When the lengths differ or `flags` holds too few bits.
+    pub fn compact_pairs<K: KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        flags: &DeviceBuffer<u32>,
+    ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
+        let n = keys.len();
+        assert_eq!(n, values.len(), "compact_pairs: {n} keys but {} values", values.len());
+        glue::check_words("compact_pairs", flags.len(), n);
+        let n32 = len_u32(n, "compact_pairs")?;
+        // SAFETY: the first `count` elements of both outputs are written.
+        let (mut ko, mut vo) = unsafe { (g.alloc::<K>(n.max(1))?, g.alloc::<V>(n.max(1))?) };
+        if n == 0 {
+            return Ok((ko, vo, 0));
+        }
+        let tiles = n.div_ceil(TILE) as u32;
+        let incl = count_flag_bits(g, &KERNELS, "compact_count_bits", flags, n32, tiles)?;
+        let entry = format!("compact_bits_pairs_{}_{}", width::<K>(), width::<V>());
+        let f = g.function(&KERNELS, &entry, &defines())?;
+        let mut b = g.stream().launch_builder(&f);
+        b.arg(keys)
+            .arg(values)
+            .arg(flags)
+            .arg(&n32)
+            .arg(&incl)
+            .arg(&tiles)
+            .arg(&mut ko)
+            .arg(&mut vo);
+        // SAFETY: compact_bits_pairs_bK_bV(const K*, const V*, const u32* words, u32 n,
+        // const u32* tile_incl, u32 num_tiles, K*, V*): every buffer is at least n long.
+        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
+        let count = total(g, &incl)?;
+        Ok((ko, vo, count))
+    }
+
+    fn count_pred<T: KernelType + PartialOrd>(
+        g: &Gpu,
+        values: &DeviceBuffer<T>,
+        n: u32,
+        keep: Keep<T>,
+        tiles: u32,
+    ) -> Result<DeviceBuffer<u32>> {
+        let (code, c) = keep.code();
+        scanned_tile_counts(g, tiles, |counts| {
+            let entry = kernel_name::<T>("compact_count_pred");
+            let f = g.function(&KERNELS, &entry, &defines())?;
+            let mut b = g.stream().launch_builder(&f);
+            b.arg(values).arg(&n).arg(&code).arg(&c).arg(counts);
+            // SAFETY: compact_count_pred_T(const T* x, u32 n, u32 code, T c, u32* tile_counts).
+            unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
+            Ok(())
+        })
+    }
+
+    /// The elements for which `keep` holds, in order, and their count (IEEE comparisons, as on
+    /// the CPU).
+    pub fn compact_if<T: KernelType + PartialOrd>(
+        g: &Gpu,
+        values: &DeviceBuffer<T>,
+        keep: Keep<T>,
+    ) -> Result<(DeviceBuffer<T>, usize)> {
+        let n = values.len();
+        let n32 = len_u32(n, "compact_if")?;
+        // SAFETY: the first `count` elements are written.
+        let mut out = unsafe { g.alloc::<T>(n.max(1))? };
+        if n == 0 {
+            return Ok((out, 0));
+        }
+        let tiles = n.div_ceil(TILE) as u32;
+        let incl = count_pred(g, values, n32, keep, tiles)?;
+        let (code, c) = keep.code();
+        let entry = kernel_name::<T>("compact_pred");
+        let f = g.function(&KERNELS, &entry, &defines())?;
+        let mut b = g.stream().launch_builder(&f);
+        b.arg(values)
+            .arg(&n32)
+            .arg(&code)
+            .arg(&c)
+            .arg(&incl)
+            .arg(&tiles)
+            .arg(&mut out);
+        // SAFETY: compact_pred_T(const T* x, u32 n, u32 code, T c, const u32* tile_incl,
+        // u32 num_tiles, T* out); x and out hold n elements.
+        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
+        let count = total(g, &incl)?;
+        Ok((out, count))
+    }
+
+    /// The key-value pairs whose key satisfies `keep`, in order, and their count.
+    ///
+    /// # Panics
+    /// When the lengths differ.
+    pub fn compact_pairs_if<K: KernelType + PartialOrd, V: KernelType>(
+        g: &Gpu,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        keep: Keep<K>,
+    ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
+        let n = keys.len();
+        assert_eq!(n, values.len(), "compact_pairs_if: {n} keys but {} values", values.len());
+        let n32 = len_u32(n, "compact_pairs_if")?;
+        // SAFETY: the first `count` elements of both outputs are written.
+        let (mut ko, mut vo) = unsafe { (g.alloc::<K>(n.max(1))?, g.alloc::<V>(n.max(1))?) };
+        if n == 0 {
+            return Ok((ko, vo, 0));
+        }
+        let tiles = n.div_ceil(TILE) as u32;
+        let incl = count_pred(g, keys, n32, keep, tiles)?;
+        let (code, c) = keep.code();
+        let entry = format!("{}_{}", kernel_name::<K>("compact_pred_pairs"), width::<V>());
+        let f = g.function(&KERNELS, &entry, &defines())?;
+        let mut b = g.stream().launch_builder(&f);
+        b.arg(keys)
+            .arg(values)
+            .arg(&n32)
+            .arg(&code)
+            .arg(&c)
+            .arg(&incl)
+            .arg(&tiles)
+            .arg(&mut ko)
+            .arg(&mut vo);
+        // SAFETY: compact_pred_pairs_T_bV(const T*, const V*, u32 n, u32 code, T c,
+        // const u32* tile_incl, u32 num_tiles, T*, V*): every buffer is at least n long.
+        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
+        let count = total(g, &incl)?;
+        Ok((ko, vo, count))
     }
 }

@@ -84,3 +84,60 @@ pub mod cpu {
         out
     }
 }
+
+/// GPU implementations: the paper's formulation, a 0/1 vector from the packed flags and an
+/// exclusive scan (segmented over packed head flags for [`segmented_enumerate`](gpu::segmented_enumerate)).
+#[cfg(feature = "cuda")]
+pub mod gpu {
+    use crate::error::Result;
+    use crate::gpu::{DeviceBuffer, Gpu};
+    use crate::primitives::glue::{self, helper, len_u32};
+    use crate::primitives::Direction;
+
+    fn ones_of(g: &Gpu, flags: &DeviceBuffer<u32>, n: usize) -> Result<DeviceBuffer<u32>> {
+        glue::check_words("enumerate", flags.len(), n);
+        let n32 = len_u32(n, "enumerate")?;
+        // SAFETY: bits_to_u32 writes all n entries.
+        let mut e = unsafe { g.alloc::<u32>(n.max(1))? };
+        helper!(g, "bits_to_u32", n, flags, &n32, &0u32, &mut e);
+        Ok(e)
+    }
+
+    /// For each of the `n` elements, the number of set flag bits before it (forward) or after
+    /// it (backward).
+    ///
+    /// # Panics
+    /// When `flags` holds fewer than `n` bits.
+    pub fn enumerate(
+        g: &Gpu,
+        flags: &DeviceBuffer<u32>,
+        n: usize,
+        dir: Direction,
+    ) -> Result<DeviceBuffer<u32>> {
+        if n == 0 {
+            return g.zeros::<u32>(1);
+        }
+        let e = ones_of(g, flags, n)?;
+        glue::scan_u32(g, &e, dir, false)
+    }
+
+    /// Enumerate restarting at every segment head (packed head flags; element 0 always starts
+    /// a segment).
+    ///
+    /// # Panics
+    /// When `flags` or `heads` hold fewer than `n` bits.
+    pub fn segmented_enumerate(
+        g: &Gpu,
+        flags: &DeviceBuffer<u32>,
+        heads: &DeviceBuffer<u32>,
+        n: usize,
+        dir: Direction,
+    ) -> Result<DeviceBuffer<u32>> {
+        glue::check_words("segmented_enumerate", heads.len(), n);
+        if n == 0 {
+            return g.zeros::<u32>(1);
+        }
+        let e = ones_of(g, flags, n)?;
+        glue::segmented_scan_u32(g, &e, heads, dir, false)
+    }
+}

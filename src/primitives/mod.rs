@@ -59,3 +59,5 @@ pub mod enumerate;
 pub mod segreduce;
 pub mod sort;
 pub mod split;
+mod glue;
+pub use glue::{pack_flags, unpack_flags};

@@ -103,6 +103,12 @@ impl RadixKey for u64 {
     }
 }
 
+
+/// Radix sort kernels (kernels/device/radix_sort.cu).
+pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
+    name: "device/radix_sort.cu",
+    text: include_str!("../../kernels/device/radix_sort.cu"),
+};
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use super::RadixKey;
@@ -212,5 +218,263 @@ pub mod cpu {
             passes += 1;
         }
         (k, passes)
+    }
+}
+
+/// GPU implementations (see the module docs). Sorting is in place: the caller's buffers hold
+/// the result (the scratch buffers are swapped in when the last pass lands there).
+#[cfg(feature = "cuda")]
+pub mod gpu {
+    use super::{RadixKey, KERNELS};
+    use crate::error::{Error, Result};
+    use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
+    use crate::primitives::glue::{self, helper, launch_err, len_u32, width};
+    use crate::primitives::Direction;
+
+    /// Threads per block; must be 256 (one thread per digit value in the ranking).
+    pub(crate) const THREADS: u32 = 256;
+    /// Keys per thread: a 4096-key tile keeps the count table (256 × tiles) small enough
+    /// that its scan costs a few percent of a pass.
+    pub(crate) const ITEMS: u32 = 16;
+    const TILE: usize = (THREADS * ITEMS) as usize;
+
+    fn defines() -> [(&'static str, String); 2] {
+        [
+            ("RADIX_THREADS", THREADS.to_string()),
+            ("RADIX_ITEMS", ITEMS.to_string()),
+        ]
+    }
+
+    /// Sorts `keys[..]` (and `values` along) by the radix bits `begin_bit..end_bit` of the
+    /// keys under `mode` (0 unsigned, 1 signed, 2 float), stable, 8 bits per pass.
+    pub(crate) fn radix_sort_bits<K: KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        mut values: Option<&mut DeviceBuffer<V>>,
+        mode: u32,
+        begin_bit: u32,
+        end_bit: u32,
+    ) -> Result<()> {
+        let n = keys.len();
+        if let Some(v) = values.as_ref() {
+            assert_eq!(n, v.len(), "radix_sort_pairs: {n} keys but {} values", v.len());
+        }
+        let n32 = len_u32(n, "radix_sort")?;
+        if n <= 1 || begin_bit >= end_bit {
+            return Ok(());
+        }
+        let tiles = n.div_ceil(TILE);
+        let t32 = tiles as u32;
+        // SAFETY: the upsweep writes every (digit, tile) count; downsweeps write all n.
+        let mut hist = unsafe { g.alloc::<u32>(256 * tiles)? };
+        let mut alt_k = unsafe { g.alloc::<K>(n)? };
+        let mut alt_v = match values.as_ref() {
+            Some(_) => Some(unsafe { g.alloc::<V>(n)? }),
+            None => None,
+        };
+        let kw = width::<K>();
+        let up = format!("radix_upsweep_{kw}");
+        let down = match values {
+            Some(_) => format!("radix_downsweep_pairs_{kw}_{}", width::<V>()),
+            None => format!("radix_downsweep_{kw}"),
+        };
+        let fup = g.function(&KERNELS, &up, &defines())?;
+        let fdown = g.function(&KERNELS, &down, &defines())?;
+        let mut in_alt = false;
+        let mut shift = begin_bit;
+        while shift < end_bit {
+            let nbits = (end_bit - shift).min(8);
+            let (src_k, dst_k) = if in_alt {
+                (&alt_k, &mut *keys)
+            } else {
+                // Two disjoint buffers: borrow them separately.
+                (&*keys, &mut alt_k)
+            };
+            let mut b = g.stream().launch_builder(&fup);
+            b.arg(src_k)
+                .arg(&n32)
+                .arg(&shift)
+                .arg(&nbits)
+                .arg(&mode)
+                .arg(&mut hist)
+                .arg(&t32);
+            // SAFETY: radix_upsweep_bK(const K* keys, u32 n, u32 shift, u32 nbits, u32 mode,
+            // u32* hist, u32 num_tiles): keys has n, hist 256 * num_tiles.
+            unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&up))?;
+            let offs = glue::scan_u32(g, &hist, Direction::Forward, false)?;
+            let mut b = g.stream().launch_builder(&fdown);
+            b.arg(src_k).arg(dst_k);
+            // Values ping-pong the same way as keys.
+            let vbufs = match (values.as_deref_mut(), alt_v.as_mut()) {
+                (Some(v), Some(av)) => Some(if in_alt { (&*av, v) } else { (&*v, av) }),
+                _ => None,
+            };
+            if let Some((sv, dv)) = vbufs {
+                b.arg(sv).arg(dv);
+            }
+            b.arg(&n32)
+                .arg(&shift)
+                .arg(&nbits)
+                .arg(&mode)
+                .arg(&offs)
+                .arg(&t32);
+            // SAFETY: radix_downsweep[_pairs]_bK[_bV](const K* kin, K* kout, [const V* vin,
+            // V* vout,] u32 n, u32 shift, u32 nbits, u32 mode, const u32* offsets,
+            // u32 num_tiles): all key/value buffers hold n, offsets 256 * num_tiles.
+            unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&down))?;
+            in_alt = !in_alt;
+            shift += nbits;
+        }
+        if in_alt {
+            std::mem::swap(keys, &mut alt_k);
+            if let (Some(v), Some(av)) = (values, alt_v.as_mut()) {
+                std::mem::swap(v, av);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sorts the keys in place, ascending in radix order (floats: IEEE totalOrder), stable.
+    pub fn radix_sort<K: RadixKey + KernelType>(g: &Gpu, keys: &mut DeviceBuffer<K>) -> Result<()> {
+        radix_sort_bits::<K, u32>(g, keys, None, K::MODE, 0, K::BITS)
+    }
+
+    /// Sorts key-value pairs by key in place, stable (equal keys keep their input order).
+    ///
+    /// # Panics
+    /// When the lengths differ.
+    pub fn radix_sort_pairs<K: RadixKey + KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<()> {
+        radix_sort_bits(g, keys, Some(values), K::MODE, 0, K::BITS)
+    }
+
+    fn gather<T: KernelType>(
+        g: &Gpu,
+        src: &DeviceBuffer<T>,
+        idx: &DeviceBuffer<u32>,
+    ) -> Result<DeviceBuffer<T>> {
+        let n = idx.len();
+        let n32 = len_u32(n, "gather")?;
+        // SAFETY: gather writes all n entries.
+        let mut out = unsafe { g.alloc::<T>(n)? };
+        helper!(g, &format!("gather_{}", width::<T>()), n, src, idx, &n32, &mut out);
+        Ok(out)
+    }
+
+    /// The permutation that sorts `keys` within each segment (stable): a key sort carrying the
+    /// index, then a stable sort by segment id over only the bits the segment count needs.
+    fn segmented_permutation<K: RadixKey + KernelType>(
+        g: &Gpu,
+        keys: &DeviceBuffer<K>,
+        offsets: &DeviceBuffer<u32>,
+    ) -> Result<DeviceBuffer<u32>> {
+        let n = keys.len();
+        let m = offsets.len() - 1;
+        let n32 = len_u32(n, "segmented_sort")?;
+        let m32 = len_u32(m, "segmented_sort")?;
+        // SAFETY: the helpers write all n entries.
+        let (mut ids, mut idx) = unsafe { (g.alloc::<u32>(n)?, g.alloc::<u32>(n)?) };
+        helper!(g, "segment_ids", n, offsets, &m32, &n32, &mut ids);
+        helper!(g, "iota_u32", n, &mut idx, &n32);
+        let mut k = gather(g, keys, &idx)?; // a copy of the keys
+        radix_sort_bits(g, &mut k, Some(&mut idx), K::MODE, 0, K::BITS)?;
+        let mut seg = gather(g, &ids, &idx)?;
+        let seg_bits = 32 - (m.max(1) as u32 - 1).leading_zeros().min(32);
+        radix_sort_bits(g, &mut seg, Some(&mut idx), 0, 0, seg_bits.max(1))?;
+        Ok(idx)
+    }
+
+    /// Sorts each segment `offsets[s]..offsets[s+1]` in place (stable).
+    ///
+    /// # Panics
+    /// When `offsets` is empty.
+    pub fn segmented_sort<K: RadixKey + KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        offsets: &DeviceBuffer<u32>,
+    ) -> Result<()> {
+        assert!(!offsets.is_empty(), "segment offsets must have at least one entry");
+        if keys.len() <= 1 {
+            return Ok(());
+        }
+        let perm = segmented_permutation(g, keys, offsets)?;
+        *keys = gather(g, keys, &perm)?;
+        Ok(())
+    }
+
+    /// Sorts the key-value pairs of each segment by key in place (stable).
+    ///
+    /// # Panics
+    /// When the lengths differ or `offsets` is empty.
+    pub fn segmented_sort_pairs<K: RadixKey + KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+        offsets: &DeviceBuffer<u32>,
+    ) -> Result<()> {
+        assert!(!offsets.is_empty(), "segment offsets must have at least one entry");
+        assert_eq!(keys.len(), values.len(), "segmented_sort_pairs: lengths");
+        if keys.len() <= 1 {
+            return Ok(());
+        }
+        let perm = segmented_permutation(g, keys, offsets)?;
+        *keys = gather(g, keys, &perm)?;
+        *values = gather(g, values, &perm)?;
+        Ok(())
+    }
+
+    /// The paper's segmented quicksort (§4.1, Figure 2) in place; returns the number of
+    /// passes. Per pass: distribute the pivot (each segment's first key) with a segmented scan,
+    /// compare (`>` on even passes, `>=` on odd ones), split-and-segment (three segmented
+    /// scans and a scatter that also writes the new head flags). After every pass a device
+    /// reduction counts the descents and only that count (4 bytes) is read by the host, as
+    /// the paper's "global reduction after each step".
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if the loop has not finished after `2n + 2` passes (cannot
+    /// happen for a correct implementation: a pass either splits a segment or the next one
+    /// does), besides device errors.
+    pub fn quicksort<K: RadixKey + KernelType>(g: &Gpu, keys: &mut DeviceBuffer<K>) -> Result<usize> {
+        let n = keys.len();
+        let n32 = len_u32(n, "quicksort")?;
+        let mut heads = g.zeros::<u32>(n.div_ceil(32).max(1))?;
+        helper!(g, "or_u32", 1, &mut heads, &1u32);
+        let cmp = format!("qs_compare_{}", width::<K>());
+        let desc = format!("count_descents_{}", width::<K>());
+        let mut counter = g.zeros::<u32>(1)?;
+        let mode = K::MODE;
+        let mut passes = 0usize;
+        loop {
+            g.stream()
+                .memset_zeros(&mut counter)
+                .map_err(|e| Error::cuda("memset", e))?;
+            helper!(g, &desc, n, &*keys, &n32, &mode, &mut counter);
+            if g.download(&counter)?[0] == 0 {
+                return Ok(passes);
+            }
+            if passes > 2 * n + 2 {
+                return Err(Error::InvalidInput(format!(
+                    "quicksort did not finish after {passes} passes on {n} keys"
+                )));
+            }
+            let pivot = crate::primitives::distribute::gpu::segmented_distribute(
+                g,
+                keys,
+                &heads,
+                Direction::Forward,
+            )?;
+            // SAFETY: qs_compare writes all n entries.
+            let mut e = unsafe { g.alloc::<u32>(n)? };
+            let ge = (passes % 2) as u32;
+            helper!(g, &cmp, n, &*keys, &pivot, &n32, &mode, &ge, &mut e);
+            let (k2, h2) =
+                crate::primitives::split::gpu::split_and_segment_e(g, keys, &e, &heads)?;
+            *keys = k2;
+            heads = h2;
+            passes += 1;
+        }
     }
 }
