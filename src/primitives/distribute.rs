@@ -107,11 +107,11 @@ pub mod gpu {
     pub fn segmented_distribute<T: KernelType>(
         g: &Gpu,
         values: &DeviceBuffer<T>,
-        heads: &DeviceBuffer<u32>,
+        heads: &crate::primitives::gpu::HeadFlags,
         dir: Direction,
     ) -> Result<DeviceBuffer<T>> {
         let n = values.len();
-        glue::check_words("segmented_distribute", heads.len(), n);
+        assert_eq!(heads.len(), n, "segmented_distribute: {n} values but {} head flags", heads.len());
         let n32 = len_u32(n, "segmented_distribute")?;
         if n == 0 {
             return unsafe { g.alloc::<T>(1) };
@@ -120,7 +120,7 @@ pub mod gpu {
         let w = width::<T>();
         // SAFETY: keep_segment_ends_bN writes all n entries.
         let mut kept = unsafe { g.alloc::<T>(n)? };
-        helper!(g, &format!("keep_segment_ends_{w}"), n, values, heads, &n32, &backward, &mut kept);
+        helper!(g, &format!("keep_segment_ends_{w}"), n, values, heads.words(), &n32, &backward, &mut kept);
         if w == "b32" {
             // The buffer's bits as u32: a transmuting view of the same allocation.
             let kept_u32 = reinterpret::<T, u32>(g, kept)?;

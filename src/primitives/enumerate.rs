@@ -129,11 +129,11 @@ pub mod gpu {
     pub fn segmented_enumerate(
         g: &Gpu,
         flags: &DeviceBuffer<u32>,
-        heads: &DeviceBuffer<u32>,
+        heads: &crate::primitives::gpu::HeadFlags,
         n: usize,
         dir: Direction,
     ) -> Result<DeviceBuffer<u32>> {
-        glue::check_words("segmented_enumerate", heads.len(), n);
+        assert_eq!(heads.len(), n, "segmented_enumerate: {n} elements but {} head flags", heads.len());
         if n == 0 {
             return g.zeros::<u32>(1);
         }

@@ -26,7 +26,7 @@ pub(crate) fn scan_u32(
 pub(crate) fn segmented_scan_u32(
     g: &Gpu,
     x: &DeviceBuffer<u32>,
-    heads: &DeviceBuffer<u32>,
+    heads: &crate::primitives::gpu::HeadFlags,
     dir: Direction,
     inclusive: bool,
 ) -> Result<DeviceBuffer<u32>> {

@@ -208,11 +208,11 @@ pub mod gpu {
     pub fn segmented_reduce_heads<T: ScanElem + KernelType>(
         g: &Gpu,
         values: &DeviceBuffer<T>,
-        heads: &DeviceBuffer<u32>,
+        heads: &crate::primitives::gpu::HeadFlags,
         op: ScanOp,
     ) -> Result<(DeviceBuffer<T>, usize)> {
         let n = values.len();
-        glue::check_words("segmented_reduce_heads", heads.len(), n);
+        assert_eq!(heads.len(), n, "segmented_reduce_heads: {n} values but {} head flags", heads.len());
         let n32 = len_u32(n, "segmented_reduce_heads")?;
         if n == 0 {
             return Ok((unsafe { g.alloc::<T>(1)? }, 0));
@@ -220,7 +220,7 @@ pub mod gpu {
         let words = n.div_ceil(32);
         let mut h = g.zeros::<u32>(words)?;
         g.stream()
-            .memcpy_dtod(&heads.slice(..words), &mut h)
+            .memcpy_dtod(&heads.words().slice(..words), &mut h)
             .map_err(|e| crate::Error::cuda("copying head flags", e))?;
         helper!(g, "or_u32", 1, &mut h, &1u32);
         // SAFETY: iota_u32 writes all n entries.

@@ -440,8 +440,9 @@ pub mod gpu {
     pub fn quicksort<K: RadixKey + KernelType>(g: &Gpu, keys: &mut DeviceBuffer<K>) -> Result<usize> {
         let n = keys.len();
         let n32 = len_u32(n, "quicksort")?;
-        let mut heads = g.zeros::<u32>(n.div_ceil(32).max(1))?;
-        helper!(g, "or_u32", 1, &mut heads, &1u32);
+        let mut words = g.zeros::<u32>(n.div_ceil(32).max(1))?;
+        helper!(g, "or_u32", 1, &mut words, &1u32);
+        let mut heads = crate::primitives::gpu::HeadFlags::from_words(words, n);
         let cmp = format!("qs_compare_{}", width::<K>());
         let desc = format!("count_descents_{}", width::<K>());
         let mut counter = g.zeros::<u32>(1)?;

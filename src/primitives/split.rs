@@ -147,6 +147,7 @@ pub mod gpu {
     use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
     use crate::primitives::compact::gpu::{count_flag_bits, defines, total, THREADS, TILE};
     use crate::primitives::glue::{self, launch_err, len_u32, stride_grid, width};
+    use crate::primitives::gpu::HeadFlags;
     use crate::primitives::Direction;
 
     /// Stable partition by the flag bits: falses first, then trues. Returns the output and the
@@ -236,14 +237,14 @@ pub mod gpu {
         g: &Gpu,
         values: &DeviceBuffer<T>,
         flags: &DeviceBuffer<u32>,
-        heads: &DeviceBuffer<u32>,
-    ) -> Result<(DeviceBuffer<T>, DeviceBuffer<u32>)> {
+        heads: &HeadFlags,
+    ) -> Result<(DeviceBuffer<T>, HeadFlags)> {
         let n = values.len();
         glue::check_words("split_and_segment", flags.len(), n);
-        glue::check_words("split_and_segment", heads.len(), n);
+        assert_eq!(heads.len(), n, "split_and_segment: {n} values but {} head flags", heads.len());
         let n32 = len_u32(n, "split_and_segment")?;
         if n == 0 {
-            return Ok((g.zeros::<T>(1)?, g.zeros::<u32>(1)?));
+            return Ok((g.zeros::<T>(1)?, HeadFlags::from_words(g.zeros::<u32>(1)?, 0)));
         }
         let src = &crate::primitives::distribute::KERNELS;
         // SAFETY: bits_to_u32 writes all n entries.
@@ -262,8 +263,8 @@ pub mod gpu {
         g: &Gpu,
         values: &DeviceBuffer<T>,
         e: &DeviceBuffer<u32>,
-        heads: &DeviceBuffer<u32>,
-    ) -> Result<(DeviceBuffer<T>, DeviceBuffer<u32>)> {
+        heads: &HeadFlags,
+    ) -> Result<(DeviceBuffer<T>, HeadFlags)> {
         let n = values.len();
         let n32 = len_u32(n, "split_and_segment")?;
         let ones = crate::primitives::glue::ones(g, n)?;
@@ -287,6 +288,6 @@ pub mod gpu {
         // SAFETY: sas_scatter_bN(const K* x, const u32* e, const u32* f, const u32* b,
         // const u32* p, u32 n, K* out, u32* new_heads); all n long, new_heads ceil(n/32) words.
         unsafe { b.launch(Gpu::cfg(stride_grid(g, n), 256, 0)) }.map_err(launch_err(&entry))?;
-        Ok((out, new_heads))
+        Ok((out, HeadFlags::from_words(new_heads, n)))
     }
 }
