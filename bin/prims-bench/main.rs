@@ -22,18 +22,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Median seconds of `reps` runs of `f` after two warm-ups; `reset` runs before each, untimed.
-fn time_gpu(
-    g: &Gpu,
-    reps: usize,
-    mut reset: impl FnMut() -> Res<()>,
-    mut f: impl FnMut() -> Res<()>,
-) -> Res<f64> {
+/// Median seconds of `reps` runs of `f(true)` after two warm-ups; `f(false)` (the reset of
+/// the input) runs before each, untimed.
+fn time_gpu(g: &Gpu, reps: usize, mut f: impl FnMut(bool) -> Res<()>) -> Res<f64> {
     let mut t = Vec::new();
     for i in 0..reps + 2 {
-        reset()?;
+        f(false)?;
         g.synchronize()?;
-        let s = g.time(&mut f)?;
+        let s = g.time(|| f(true))?;
         if i >= 2 {
             t.push(s);
         }
@@ -60,7 +56,7 @@ fn main() -> Res<()> {
     println!("\n## Radix sort (keys only unless noted)\n");
     println!("| keys | n | GPU time | Gkeys/s | CUB (issue) | vs CUB | GB/s moved (3 passes of I/O per digit) |");
     println!("|---|---|---|---|---|---|---|");
-    let mut sort_row = |name: &str, n: usize, t: f64, cub: Option<f64>, bytes_per_key_pass: f64, passes: f64| {
+    let sort_row = |name: &str, n: usize, t: f64, cub: Option<f64>, bytes_per_key_pass: f64, passes: f64| {
         let gk = n as f64 / t / 1e9;
         let cubs = cub.map(|c| format!("{:.0} µs", c * 1e6)).unwrap_or("–".into());
         let vs = cub.map(|c| format!("{:.2}×", t / c)).unwrap_or("–".into());
@@ -72,7 +68,7 @@ fn main() -> Res<()> {
         let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
         let src = g.upload(&keys)?;
         let mut d = g.upload(&keys)?;
-        let t = time_gpu(&g, reps, || copy_into(&g, &src, &mut d), || sort::gpu::radix_sort(&g, &mut d))?;
+        let t = time_gpu(&g, reps, |timed| if timed { sort::gpu::radix_sort(&g, &mut d) } else { copy_into(&g, &src, &mut d) })?;
         sort_row("u32", n, t, cub, 12.0, 4.0);
         if lg == 24 {
             let mut check = g.download(&d)?;
@@ -82,25 +78,24 @@ fn main() -> Res<()> {
             let vals: Vec<u32> = (0..n as u32).collect();
             let vsrc = g.upload(&vals)?;
             let mut dv = g.upload(&vals)?;
-            let t = time_gpu(
-                &g,
-                reps,
-                || {
+            let t = time_gpu(&g, reps, |timed| {
+                if timed {
+                    sort::gpu::radix_sort_pairs(&g, &mut d, &mut dv)
+                } else {
                     copy_into(&g, &src, &mut d)?;
                     copy_into(&g, &vsrc, &mut dv)
-                },
-                || sort::gpu::radix_sort_pairs(&g, &mut d, &mut dv),
-            )?;
+                }
+            })?;
             sort_row("u32 + u32 value", n, t, None, 20.0, 4.0);
             let kf: Vec<f32> = (0..n).map(|_| r.gen_range(-1e6f32..1e6)).collect();
             let fsrc = g.upload(&kf)?;
             let mut df = g.upload(&kf)?;
-            let t = time_gpu(&g, reps, || copy_into(&g, &fsrc, &mut df), || sort::gpu::radix_sort(&g, &mut df))?;
+            let t = time_gpu(&g, reps, |timed| if timed { sort::gpu::radix_sort(&g, &mut df) } else { copy_into(&g, &fsrc, &mut df) })?;
             sort_row("f32", n, t, None, 12.0, 4.0);
             let k64: Vec<u64> = (0..n).map(|_| r.gen()).collect();
             let s64 = g.upload(&k64)?;
             let mut d64 = g.upload(&k64)?;
-            let t = time_gpu(&g, reps, || copy_into(&g, &s64, &mut d64), || sort::gpu::radix_sort(&g, &mut d64))?;
+            let t = time_gpu(&g, reps, |timed| if timed { sort::gpu::radix_sort(&g, &mut d64) } else { copy_into(&g, &s64, &mut d64) })?;
             sort_row("u64", n, t, None, 24.0, 8.0);
         }
     }
@@ -111,12 +106,16 @@ fn main() -> Res<()> {
     let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
     let src = g.upload(&keys)?;
     let mut d = g.upload(&keys)?;
-    let t_radix = time_gpu(&g, reps, || copy_into(&g, &src, &mut d), || sort::gpu::radix_sort(&g, &mut d))?;
+    let t_radix = time_gpu(&g, reps, |timed| if timed { sort::gpu::radix_sort(&g, &mut d) } else { copy_into(&g, &src, &mut d) })?;
     let mut passes = 0;
     let qreps = if quick { 1 } else { 3 };
-    let t_q = time_gpu(&g, qreps, || copy_into(&g, &src, &mut d), || {
-        passes = sort::gpu::quicksort(&g, &mut d)?;
-        Ok(())
+    let t_q = time_gpu(&g, qreps, |timed| {
+        if timed {
+            passes = sort::gpu::quicksort(&g, &mut d)?;
+            Ok(())
+        } else {
+            copy_into(&g, &src, &mut d)
+        }
     })?;
     let qs_ok = {
         let h = g.download(&d)?;
@@ -139,8 +138,12 @@ fn main() -> Res<()> {
     // segmented sort of the same keys in 1024 segments of 4096
     let offs: Vec<u32> = (0..=1024u32).map(|i| i * 4096).collect();
     let doffs = g.upload(&offs)?;
-    let t_seg = time_gpu(&g, if quick { 2 } else { 5 }, || copy_into(&g, &src, &mut d), || {
-        sort::gpu::segmented_sort(&g, &mut d, &doffs)
+    let t_seg = time_gpu(&g, if quick { 2 } else { 5 }, |timed| {
+        if timed {
+            sort::gpu::segmented_sort(&g, &mut d, &doffs)
+        } else {
+            copy_into(&g, &src, &mut d)
+        }
     })?;
     seg_times.push(t_seg);
     println!("| test | paper (8800 GTX, 2007) | today | device / CPU |");
@@ -165,10 +168,10 @@ fn main() -> Res<()> {
         let f: Vec<bool> = v.iter().map(|&x| x < 0.6).collect();
         let dv = g.upload(&v)?;
         let fw = g.upload(&pack_flags(&f))?;
-        let t = time_gpu(&g, reps, || Ok(()), || compact::gpu::compact(&g, &dv, &fw).map(|_| ()))?;
-        let tp = time_gpu(&g, reps, || Ok(()), || compact::gpu::compact_if(&g, &dv, Keep::Less(0.6)).map(|_| ()))?;
+        let t = time_gpu(&g, reps, |timed| if !timed { Ok(()) } else { compact::gpu::compact(&g, &dv, &fw).map(|_| ()) })?;
+        let tp = time_gpu(&g, reps, |timed| if !timed { Ok(()) } else { compact::gpu::compact_if(&g, &dv, Keep::Less(0.6)).map(|_| ()) })?;
         let du = g.upload(&v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())?;
-        let ts = time_gpu(&g, reps, || Ok(()), || split::gpu::split(&g, &du, &fw).map(|_| ()))?;
+        let ts = time_gpu(&g, reps, |timed| if !timed { Ok(()) } else { split::gpu::split(&g, &du, &fw).map(|_| ()) })?;
         let bytes = n as f64 * (4.0 + 0.125) + 0.6 * n as f64 * 4.0;
         let vs = if lg == 26 { format!("{:.2}×", t / 229e-6) } else { "–".into() };
         println!("| 2^{lg} | {:.1} µs | {:.0} | {vs} | {:.1} µs | {:.1} µs |", t * 1e6, bytes / t / 1e9, tp * 1e6, ts * 1e6);
@@ -198,7 +201,10 @@ fn main() -> Res<()> {
         };
         let m = offs.len() - 1;
         let d_off = g.upload(&offs)?;
-        let t = time_gpu(&g, reps, || Ok(()), || {
+        let t = time_gpu(&g, reps, |timed| {
+            if !timed {
+                return Ok(());
+            }
             segreduce::gpu::segmented_reduce_offsets(&g, &dv, &d_off, ScanOp::Plus).map(|_| ())
         })?;
         let bytes = n as f64 * 4.0 + (m as f64 + 1.0) * 4.0 + m as f64 * 4.0;

@@ -29,6 +29,14 @@ macro_rules! embed {
 /// Every header under `kernels/`, by the path that `#include` lines use.
 pub const HEADERS: &[(&str, &str)] = &[
     embed!("common.cuh"),
+    embed!("warp/warp_scan.cuh"),
+    embed!("warp/warp_reduce.cuh"),
+    embed!("block/block_scan.cuh"),
+    embed!("block/block_load_store.cuh"),
+    embed!("block/tile_lookback.cuh"),
+    embed!("block/tile_scan.cuh"),
+    embed!("block/block_work_efficient.cuh"),
+    embed!("block/scan_instances.cuh"),
     embed!("block/block_select.cuh"),
     embed!("block/block_radix_rank.cuh"),
 ];
@@ -37,6 +45,11 @@ pub const HEADERS: &[(&str, &str)] = &[
 /// policy). The CI test compiles each for `sm_80` and `sm_90`.
 pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::gpu::kernels::SELFTEST,
+    &crate::primitives::sources::SCAN_LOOKBACK,
+    &crate::primitives::sources::SEGSCAN_LOOKBACK,
+    &crate::primitives::sources::SCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_FLAGS,
     &crate::primitives::compact::KERNELS,
     &crate::primitives::split::KERNELS,
     &crate::primitives::sort::KERNELS,

@@ -10,19 +10,56 @@ use crate::gpu::{DeviceBuffer, Gpu};
 use crate::primitives::Direction;
 
 #[cfg(feature = "cuda")]
-/// `out = scan(x)` of u32 with plus, exclusive or inclusive, in direction `dir`.
+fn spec(dir: Direction, inclusive: bool) -> crate::primitives::ScanSpec {
+    use crate::primitives::{ScanKind, ScanOp, ScanSpec};
+    let kind = if inclusive {
+        ScanKind::Inclusive
+    } else {
+        ScanKind::Exclusive
+    };
+    ScanSpec::new(ScanOp::Plus, kind, dir)
+}
+
+/// `out = scan(x)` of u32 with plus, exclusive or inclusive, in direction `dir` (the default,
+/// single-pass look-back algorithm).
+#[cfg(feature = "cuda")]
 pub(crate) fn scan_u32(
     g: &Gpu,
     x: &DeviceBuffer<u32>,
     dir: Direction,
     inclusive: bool,
 ) -> Result<DeviceBuffer<u32>> {
-    let _ = (g, x, dir, inclusive);
-    unimplemented!("waiting for branch scan")
+    // SAFETY: the scan writes all x.len() outputs.
+    let mut out = unsafe { g.alloc::<u32>(x.len().max(1))? };
+    if !x.is_empty() {
+        let mut o = out.slice_mut(..x.len());
+        crate::primitives::gpu::scan(g, x, &mut o, spec(dir, inclusive), Default::default())?;
+    }
+    Ok(out)
 }
 
+/// [`scan_u32`] into `out` with a caller-kept scan workspace (radix sort scans its count table
+/// once per pass).
 #[cfg(feature = "cuda")]
+pub(crate) fn scan_u32_with(
+    g: &Gpu,
+    x: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+    inclusive: bool,
+    ws: &mut DeviceBuffer<u8>,
+) -> Result<()> {
+    crate::primitives::gpu::scan_with(
+        g,
+        x,
+        out,
+        spec(Direction::Forward, inclusive),
+        Default::default(),
+        ws,
+    )
+}
+
 /// `out = segmented_scan(x, heads)` of u32 with plus over packed head flags.
+#[cfg(feature = "cuda")]
 pub(crate) fn segmented_scan_u32(
     g: &Gpu,
     x: &DeviceBuffer<u32>,
@@ -30,21 +67,24 @@ pub(crate) fn segmented_scan_u32(
     dir: Direction,
     inclusive: bool,
 ) -> Result<DeviceBuffer<u32>> {
-    let _ = (g, x, heads, dir, inclusive);
-    unimplemented!("waiting for branch scan")
-}
-
-/// Packs one flag per element into u32 words, bit `i % 32` of word `i / 32` (the device layout
-/// of flags and head flags for every primitive here).
-pub fn pack_flags(flags: &[bool]) -> Vec<u32> {
-    let mut w = vec![0u32; flags.len().div_ceil(32)];
-    for (i, &f) in flags.iter().enumerate() {
-        w[i / 32] |= (f as u32) << (i % 32);
+    // SAFETY: the scan writes all x.len() outputs.
+    let mut out = unsafe { g.alloc::<u32>(x.len().max(1))? };
+    if !x.is_empty() {
+        let xv = x.slice(..heads.len());
+        let mut o = out.slice_mut(..heads.len());
+        crate::primitives::gpu::segmented_scan(
+            g,
+            &xv,
+            heads,
+            &mut o,
+            spec(dir, inclusive),
+            Default::default(),
+        )?;
     }
-    w
+    Ok(out)
 }
 
-/// The first `n` flags of packed words (inverse of [`pack_flags`]).
+/// The first `n` flags of packed words (inverse of [`pack_flags`](crate::primitives::pack_flags)).
 ///
 /// # Panics
 /// When `words` holds fewer than `n` bits.

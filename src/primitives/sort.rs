@@ -267,6 +267,8 @@ pub mod gpu {
         let t32 = tiles as u32;
         // SAFETY: the upsweep writes every (digit, tile) count; downsweeps write all n.
         let mut hist = unsafe { g.alloc::<u32>(256 * tiles)? };
+        let mut offs = unsafe { g.alloc::<u32>(256 * tiles)? };
+        let mut ws = crate::primitives::gpu::workspace(g, 256 * tiles)?;
         let mut alt_k = unsafe { g.alloc::<K>(n)? };
         let mut alt_v = match values.as_ref() {
             Some(_) => Some(unsafe { g.alloc::<V>(n)? }),
@@ -301,7 +303,7 @@ pub mod gpu {
             // SAFETY: radix_upsweep_bK(const K* keys, u32 n, u32 shift, u32 nbits, u32 mode,
             // u32* hist, u32 num_tiles): keys has n, hist 256 * num_tiles.
             unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&up))?;
-            let offs = glue::scan_u32(g, &hist, Direction::Forward, false)?;
+            glue::scan_u32_with(g, &hist, &mut offs, false, &mut ws)?;
             let mut b = g.stream().launch_builder(&fdown);
             b.arg(src_k).arg(dst_k);
             // Values ping-pong the same way as keys.
