@@ -22,7 +22,11 @@ fn bools(r: &mut ChaCha8Rng, n: usize, p: f64) -> Vec<bool> {
 fn offsets(r: &mut ChaCha8Rng, m: usize, max_len: u32) -> Vec<u32> {
     let mut o = vec![0u32];
     for _ in 0..m {
-        let l = if r.gen_bool(0.2) { 0 } else { r.gen_range(0..=max_len) };
+        let l = if r.gen_bool(0.2) {
+            0
+        } else {
+            r.gen_range(0..=max_len)
+        };
         o.push(o.last().unwrap() + l);
     }
     o
@@ -118,7 +122,10 @@ fn cpu_distribute_copies_segment_ends() {
         assert_eq!(f[i], v[start]);
         assert_eq!(b[i], v[end - 1]);
     }
-    assert_eq!(distribute::cpu::distribute(&v, Direction::Backward), vec![v[n - 1]; n]);
+    assert_eq!(
+        distribute::cpu::distribute(&v, Direction::Backward),
+        vec![v[n - 1]; n]
+    );
     assert!(distribute::cpu::distribute::<u32>(&[], Direction::Forward).is_empty());
 }
 
@@ -237,7 +244,10 @@ fn cpu_sorts_agree_with_std() {
     let mut want = f.clone();
     want.sort_by(f32::total_cmp);
     let got = scpu::radix_sort(&f);
-    assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+    assert!(got
+        .iter()
+        .zip(&want)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
     let i: Vec<i32> = (0..300).map(|_| r.gen()).collect();
     let mut wi = i.clone();
     wi.sort();
@@ -301,7 +311,10 @@ mod gpu {
                 let v: Vec<u32> = (0..n).map(|_| r.gen()).collect();
                 let w: Vec<u64> = (0..n).map(|_| r.gen()).collect();
                 let f = bools(&mut r, n, p);
-                let fw = up(&g, &pack_flags(&f).into_iter().chain([0]).collect::<Vec<_>>());
+                let fw = up(
+                    &g,
+                    &pack_flags(&f).into_iter().chain([0]).collect::<Vec<_>>(),
+                );
                 let (out, c) = compact::gpu::compact(&g, &up(&g, &v), &fw).unwrap();
                 let want = ccpu::compact(&v, &f);
                 assert_eq!(c, want.len(), "n={n} p={p}");
@@ -335,17 +348,16 @@ mod gpu {
                 let want = ccpu::compact_if(&v, keep);
                 let got = &g.download(&out).unwrap()[..c];
                 assert_eq!(c, want.len(), "n={n} {keep:?}");
-                assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+                assert!(got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()));
             }
             let vi: Vec<i32> = (0..n).map(|_| r.gen_range(-50..50)).collect();
             let vals: Vec<u32> = (0..n as u32).collect();
-            let (ko, vo, c) = compact::gpu::compact_pairs_if(
-                &g,
-                &up(&g, &vi),
-                &up(&g, &vals),
-                Keep::Less(10),
-            )
-            .unwrap();
+            let (ko, vo, c) =
+                compact::gpu::compact_pairs_if(&g, &up(&g, &vi), &up(&g, &vals), Keep::Less(10))
+                    .unwrap();
             let (wk, wv) = ccpu::compact_pairs_if(&vi, &vals, Keep::Less(10));
             assert_eq!(c, wk.len());
             assert_eq!(&g.download(&ko).unwrap()[..c], &wk[..]);
@@ -399,12 +411,23 @@ mod gpu {
                 let d = distribute::gpu::segmented_distribute(&g, &up(&g, &v32), &hf, dir).unwrap();
                 let want = distribute::cpu::segmented_distribute(&v32, &h, dir);
                 let got = g.download(&d).unwrap();
-                assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "n={n}");
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "n={n}"
+                );
                 let v64: Vec<u64> = (0..n).map(|_| r.gen()).collect();
                 let d = distribute::gpu::segmented_distribute(&g, &up(&g, &v64), &hf, dir).unwrap();
-                assert_eq!(g.download(&d).unwrap(), distribute::cpu::segmented_distribute(&v64, &h, dir));
+                assert_eq!(
+                    g.download(&d).unwrap(),
+                    distribute::cpu::segmented_distribute(&v64, &h, dir)
+                );
                 let d = distribute::gpu::distribute(&g, &up(&g, &v64), dir).unwrap();
-                assert_eq!(g.download(&d).unwrap(), distribute::cpu::distribute(&v64, dir));
+                assert_eq!(
+                    g.download(&d).unwrap(),
+                    distribute::cpu::distribute(&v64, dir)
+                );
             }
         }
     }
@@ -437,12 +460,18 @@ mod gpu {
         T: segsparse::primitives::ScanElem + segsparse::gpu::KernelType,
     {
         for op in [ScanOp::Plus, ScanOp::Max, ScanOp::Min] {
-            let got = segreduce::gpu::segmented_reduce_offsets(g, &up(g, v), &up(g, o), op).unwrap();
+            let got =
+                segreduce::gpu::segmented_reduce_offsets(g, &up(g, v), &up(g, o), op).unwrap();
             let got = g.download(&got).unwrap();
             let want = segreduce::cpu::segmented_reduce_offsets(v, o, op);
             for s in 0..want.len() {
                 let len = (o[s + 1] - o[s]) as usize;
-                assert!(tol(got[s], want[s], len), "segment {s} (len {len}) {op:?}: {:?} vs {:?}", got[s], want[s]);
+                assert!(
+                    tol(got[s], want[s], len),
+                    "segment {s} (len {len}) {op:?}: {:?} vs {:?}",
+                    got[s],
+                    want[s]
+                );
             }
         }
     }
@@ -451,7 +480,15 @@ mod gpu {
     fn gpu_segmented_reduce_every_length() {
         let Some(g) = test_gpu() else { return };
         let mut r = rng(105);
-        for (m, max_len) in [(1usize, 0u32), (3, 0), (5000, 3), (3000, 40), (200, 5000), (3, 70_000), (1, 100_003)] {
+        for (m, max_len) in [
+            (1usize, 0u32),
+            (3, 0),
+            (5000, 3),
+            (3000, 40),
+            (200, 5000),
+            (3, 70_000),
+            (1, 100_003),
+        ] {
             let mut o = offsets(&mut r, m, max_len);
             if m == 1 && max_len > 0 {
                 o = vec![0, max_len];
@@ -473,7 +510,8 @@ mod gpu {
             let h = heads_of(&o, n);
             let hf = HeadFlags::from_flags(&g, &h).unwrap();
             let (out, cnt) =
-                segreduce::gpu::segmented_reduce_heads(&g, &up(&g, &vi), &hf, ScanOp::Plus).unwrap();
+                segreduce::gpu::segmented_reduce_heads(&g, &up(&g, &vi), &hf, ScanOp::Plus)
+                    .unwrap();
             let want = segreduce::cpu::segmented_reduce_heads(&vi, &h, ScanOp::Plus);
             assert_eq!(cnt, want.len());
             assert_eq!(&g.download(&out).unwrap()[..cnt], &want[..]);
@@ -488,7 +526,11 @@ mod gpu {
             for (name, keys) in key_sets(&mut r, n) {
                 let mut d = up(&g, &keys);
                 sort::gpu::radix_sort(&g, &mut d).unwrap();
-                assert_eq!(g.download(&d).unwrap(), scpu::radix_sort(&keys), "u32 {name} n={n}");
+                assert_eq!(
+                    g.download(&d).unwrap(),
+                    scpu::radix_sort(&keys),
+                    "u32 {name} n={n}"
+                );
             }
             let ki: Vec<i32> = (0..n).map(|_| r.gen()).collect();
             let mut d = up(&g, &ki);
@@ -499,8 +541,15 @@ mod gpu {
             sort::gpu::radix_sort(&g, &mut d).unwrap();
             let got = g.download(&d).unwrap();
             let want = scpu::radix_sort(&kf);
-            assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "f32 n={n}");
-            let k64: Vec<u64> = (0..n).map(|_| r.gen::<u64>() >> r.gen_range(0..64)).collect();
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "f32 n={n}"
+            );
+            let k64: Vec<u64> = (0..n)
+                .map(|_| r.gen::<u64>() >> r.gen_range(0..64))
+                .collect();
             let mut d = up(&g, &k64);
             sort::gpu::radix_sort(&g, &mut d).unwrap();
             assert_eq!(g.download(&d).unwrap(), scpu::radix_sort(&k64), "u64 n={n}");
@@ -538,12 +587,23 @@ mod gpu {
             let k: Vec<u32> = (0..n).map(|_| r.gen_range(0..100)).collect();
             let v: Vec<u32> = (0..n as u32).collect();
             let dof = up(&g, &o);
-            let mut dk = up(&g, &k.iter().copied().chain([0]).take(n.max(1)).collect::<Vec<_>>());
+            let mut dk = up(
+                &g,
+                &k.iter()
+                    .copied()
+                    .chain([0])
+                    .take(n.max(1))
+                    .collect::<Vec<_>>(),
+            );
             if n == 0 {
                 continue;
             }
             sort::gpu::segmented_sort(&g, &mut dk, &dof).unwrap();
-            assert_eq!(g.download(&dk).unwrap(), scpu::segmented_sort(&k, &o), "m={m}");
+            assert_eq!(
+                g.download(&dk).unwrap(),
+                scpu::segmented_sort(&k, &o),
+                "m={m}"
+            );
             let (mut dk, mut dv) = (up(&g, &k), up(&g, &v));
             sort::gpu::segmented_sort_pairs(&g, &mut dk, &mut dv, &dof).unwrap();
             let (wk, wv) = scpu::segmented_sort_pairs(&k, &v, &o);
@@ -565,15 +625,51 @@ mod gpu {
                 let passes = sort::gpu::quicksort(&g, &mut d).unwrap();
                 let (want, cpu_passes) = scpu::quicksort(&keys);
                 assert_eq!(g.download(&d).unwrap(), want, "{name} n={n}");
-                assert_eq!(passes, cpu_passes, "{name} n={n}: same passes as the CPU reference");
+                assert_eq!(
+                    passes, cpu_passes,
+                    "{name} n={n}: same passes as the CPU reference"
+                );
             }
         }
         let kf = special_floats(&mut r, 3000);
         let mut d = up(&g, &kf);
         sort::gpu::quicksort(&g, &mut d).unwrap();
         let got = g.download(&d).unwrap();
-        assert!(got.iter().zip(&scpu::radix_sort(&kf)).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert!(got
+            .iter()
+            .zip(&scpu::radix_sort(&kf))
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
         let _ = unpack_flags(&[1], 1);
+    }
+
+    /// One small call of every shared-memory kernel (two tiles and a ragged one), for
+    /// compute-sanitizer's memcheck and racecheck, which are too slow for the full tests.
+    #[test]
+    fn gpu_sanitizer_small() {
+        let Some(g) = test_gpu() else { return };
+        let mut r = rng(111);
+        let n = 2 * 4096 + 77;
+        let k: Vec<u32> = (0..n).map(|_| r.gen_range(0..300)).collect();
+        let v: Vec<u32> = (0..n as u32).collect();
+        let (mut dk, mut dv) = (up(&g, &k), up(&g, &v));
+        sort::gpu::radix_sort_pairs(&g, &mut dk, &mut dv).unwrap();
+        assert_eq!(g.download(&dk).unwrap(), scpu::radix_sort(&k));
+        let f = bools(&mut r, n, 0.6);
+        let fw = up(&g, &pack_flags(&f));
+        let (out, c) = compact::gpu::compact(&g, &up(&g, &k), &fw).unwrap();
+        assert_eq!(&g.download(&out).unwrap()[..c], &ccpu::compact(&k, &f)[..]);
+        let (out, _) = split::gpu::split(&g, &up(&g, &k), &fw).unwrap();
+        assert_eq!(g.download(&out).unwrap(), split::cpu::split(&k, &f).0);
+        let o = offsets(&mut r, 300, 60);
+        let m = *o.last().unwrap() as usize;
+        let vi: Vec<i32> = (0..m).map(|_| r.gen_range(-9..9)).collect();
+        let got =
+            segreduce::gpu::segmented_reduce_offsets(&g, &up(&g, &vi), &up(&g, &o), ScanOp::Plus)
+                .unwrap();
+        assert_eq!(
+            g.download(&got).unwrap(),
+            segreduce::cpu::segmented_reduce_offsets(&vi, &o, ScanOp::Plus)
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ __device__ __forceinline__ void block_select_count(const K* keys, u32 n, F flags
     const u32 warp = threadIdx.x >> 5;
     const u32 tile_base = blockIdx.x * SEL_TILE + warp * 32u * SEL_ITEMS;
     u32 cnt = 0;
-#pragma unroll 4
+#pragma unroll
     for (u32 it = 0; it < SEL_ITEMS; ++it) {
         u32 base = tile_base + it * 32u;
         u32 idx = base + lane_id();

@@ -19,7 +19,7 @@ __device__ __forceinline__ void radix_upsweep(const K* keys, u32 n, u32 shift, u
         (&counts[0][0])[i] = 0;
     __syncthreads();
     const u32 start = blockIdx.x * RADIX_TILE;
-#pragma unroll 4
+#pragma unroll
     for (u32 it = 0; it < RADIX_ITEMS; ++it) {
         u32 idx = start + it * RADIX_THREADS + threadIdx.x;
         if (idx < n) atomicAdd(&counts[warp][radix_digit(keys[idx], mode, shift, nbits)], 1u);

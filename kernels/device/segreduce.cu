@@ -55,7 +55,7 @@ __device__ __forceinline__ void segreduce_tile(const T* x, u32 n, const u32* off
         range[1] = first_ending_after(offsets, m, end);
     }
     for (u32 i = tid; i < SR_TILE / 32; i += SR_THREADS) hb[i] = i == 0 ? 1u : 0u;
-#pragma unroll 4
+#pragma unroll
     for (u32 it = 0; it < SR_ITEMS; ++it) {
         u32 j = it * SR_THREADS + tid;
         sv[SR_PAD(j)] = start + j < n ? x[start + j] : ident;

@@ -63,7 +63,6 @@ impl<T: PartialOrd + Copy> Keep<T> {
     }
 }
 
-
 /// Compact kernels (kernels/device/compact.cu).
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/compact.cu",
@@ -242,7 +241,12 @@ pub mod gpu {
         flags: &DeviceBuffer<u32>,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
         let n = keys.len();
-        assert_eq!(n, values.len(), "compact_pairs: {n} keys but {} values", values.len());
+        assert_eq!(
+            n,
+            values.len(),
+            "compact_pairs: {n} keys but {} values",
+            values.len()
+        );
         glue::check_words("compact_pairs", flags.len(), n);
         let n32 = len_u32(n, "compact_pairs")?;
         // SAFETY: the first `count` elements of both outputs are written.
@@ -334,7 +338,12 @@ pub mod gpu {
         keep: Keep<K>,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
         let n = keys.len();
-        assert_eq!(n, values.len(), "compact_pairs_if: {n} keys but {} values", values.len());
+        assert_eq!(
+            n,
+            values.len(),
+            "compact_pairs_if: {n} keys but {} values",
+            values.len()
+        );
         let n32 = len_u32(n, "compact_pairs_if")?;
         // SAFETY: the first `count` elements of both outputs are written.
         let (mut ko, mut vo) = unsafe { (g.alloc::<K>(n.max(1))?, g.alloc::<V>(n.max(1))?) };
@@ -344,7 +353,11 @@ pub mod gpu {
         let tiles = n.div_ceil(TILE) as u32;
         let incl = count_pred(g, keys, n32, keep, tiles)?;
         let (code, c) = keep.code();
-        let entry = format!("{}_{}", kernel_name::<K>("compact_pred_pairs"), width::<V>());
+        let entry = format!(
+            "{}_{}",
+            kernel_name::<K>("compact_pred_pairs"),
+            width::<V>()
+        );
         let f = g.function(&KERNELS, &entry, &defines())?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(keys)

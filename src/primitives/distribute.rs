@@ -16,7 +16,6 @@
 //! assert_eq!(cpu::segmented_distribute(&v, &h, Direction::Backward), ['c', 'c', 'c', 'e', 'e']);
 //! ```
 
-
 /// Element-wise helpers of enumerate, distribute, split-and-segment, quicksort and segmented sort (kernels/device/segment_ops.cu).
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/segment_ops.cu",
@@ -94,7 +93,15 @@ pub mod gpu {
         let mut out = unsafe { g.alloc::<T>(n.max(1))? };
         if n > 0 {
             let last = (dir == Direction::Backward) as u32;
-            helper!(g, &format!("broadcast_{}", width::<T>()), n, values, &n32, &last, &mut out);
+            helper!(
+                g,
+                &format!("broadcast_{}", width::<T>()),
+                n,
+                values,
+                &n32,
+                &last,
+                &mut out
+            );
         }
         Ok(out)
     }
@@ -111,7 +118,12 @@ pub mod gpu {
         dir: Direction,
     ) -> Result<DeviceBuffer<T>> {
         let n = values.len();
-        assert_eq!(heads.len(), n, "segmented_distribute: {n} values but {} head flags", heads.len());
+        assert_eq!(
+            heads.len(),
+            n,
+            "segmented_distribute: {n} values but {} head flags",
+            heads.len()
+        );
         let n32 = len_u32(n, "segmented_distribute")?;
         if n == 0 {
             return unsafe { g.alloc::<T>(1) };
@@ -120,7 +132,16 @@ pub mod gpu {
         let w = width::<T>();
         // SAFETY: keep_segment_ends_bN writes all n entries.
         let mut kept = unsafe { g.alloc::<T>(n)? };
-        helper!(g, &format!("keep_segment_ends_{w}"), n, values, heads.words(), &n32, &backward, &mut kept);
+        helper!(
+            g,
+            &format!("keep_segment_ends_{w}"),
+            n,
+            values,
+            heads.words(),
+            &n32,
+            &backward,
+            &mut kept
+        );
         if w == "b32" {
             // The buffer's bits as u32: a transmuting view of the same allocation.
             let kept_u32 = reinterpret::<T, u32>(g, kept)?;

@@ -133,7 +133,12 @@ pub mod gpu {
         n: usize,
         dir: Direction,
     ) -> Result<DeviceBuffer<u32>> {
-        assert_eq!(heads.len(), n, "segmented_enumerate: {n} elements but {} head flags", heads.len());
+        assert_eq!(
+            heads.len(),
+            n,
+            "segmented_enumerate: {n} elements but {} head flags",
+            heads.len()
+        );
         if n == 0 {
             return g.zeros::<u32>(1);
         }

@@ -94,7 +94,9 @@ pub fn unpack_flags(words: &[u32], n: usize) -> Vec<bool> {
         "unpack_flags: {} words hold fewer than {n} flags",
         words.len()
     );
-    (0..n).map(|i| (words[i / 32] >> (i % 32)) & 1 == 1).collect()
+    (0..n)
+        .map(|i| (words[i / 32] >> (i % 32)) & 1 == 1)
+        .collect()
 }
 
 #[cfg(feature = "cuda")]
@@ -129,7 +131,9 @@ pub(crate) fn check_words(what: &str, words: usize, n: usize) {
 
 #[cfg(feature = "cuda")]
 /// The launch error of `kernel`.
-pub(crate) fn launch_err(kernel: &str) -> impl FnOnce(cudarc::driver::DriverError) -> crate::Error + '_ {
+pub(crate) fn launch_err(
+    kernel: &str,
+) -> impl FnOnce(cudarc::driver::DriverError) -> crate::Error + '_ {
     move |e| Gpu::launch_error(kernel, e)
 }
 

@@ -19,7 +19,6 @@
 //! assert_eq!(cpu::segmented_reduce_heads(&v, &h, ScanOp::Max), [2, 5]);
 //! ```
 
-
 /// Segmented reduce kernels (kernels/device/segreduce.cu).
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/segreduce.cu",
@@ -142,7 +141,10 @@ pub mod gpu {
         offsets: &DeviceBuffer<u32>,
         op: ScanOp,
     ) -> Result<DeviceBuffer<T>> {
-        assert!(!offsets.is_empty(), "segment offsets must have at least one entry");
+        assert!(
+            !offsets.is_empty(),
+            "segment offsets must have at least one entry"
+        );
         let n = values.len();
         let m = offsets.len() - 1;
         let n32 = len_u32(n, "segmented_reduce")?;
@@ -168,8 +170,13 @@ pub mod gpu {
         let t32 = tiles as u32;
         // SAFETY: tail, headpart and fixseg entries are written by the tile kernel before the
         // fix-up reads them (headpart only where fixseg names a segment).
-        let (mut tail, mut headpart, mut fixseg) =
-            unsafe { (g.alloc::<T>(tiles)?, g.alloc::<T>(tiles)?, g.alloc::<u32>(tiles)?) };
+        let (mut tail, mut headpart, mut fixseg) = unsafe {
+            (
+                g.alloc::<T>(tiles)?,
+                g.alloc::<T>(tiles)?,
+                g.alloc::<u32>(tiles)?,
+            )
+        };
         let entry = kernel_name::<T>(&format!("segreduce_{on}"));
         let f = g.function(&KERNELS, &entry, &defines())?;
         let mut b = g.stream().launch_builder(&f);
@@ -212,7 +219,12 @@ pub mod gpu {
         op: ScanOp,
     ) -> Result<(DeviceBuffer<T>, usize)> {
         let n = values.len();
-        assert_eq!(heads.len(), n, "segmented_reduce_heads: {n} values but {} head flags", heads.len());
+        assert_eq!(
+            heads.len(),
+            n,
+            "segmented_reduce_heads: {n} values but {} head flags",
+            heads.len()
+        );
         let n32 = len_u32(n, "segmented_reduce_heads")?;
         if n == 0 {
             return Ok((unsafe { g.alloc::<T>(1)? }, 0));

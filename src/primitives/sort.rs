@@ -103,7 +103,6 @@ impl RadixKey for u64 {
     }
 }
 
-
 /// Radix sort kernels (kernels/device/radix_sort.cu).
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/radix_sort.cu",
@@ -257,7 +256,12 @@ pub mod gpu {
     ) -> Result<()> {
         let n = keys.len();
         if let Some(v) = values.as_ref() {
-            assert_eq!(n, v.len(), "radix_sort_pairs: {n} keys but {} values", v.len());
+            assert_eq!(
+                n,
+                v.len(),
+                "radix_sort_pairs: {n} keys but {} values",
+                v.len()
+            );
         }
         let n32 = len_u32(n, "radix_sort")?;
         if n <= 1 || begin_bit >= end_bit {
@@ -362,7 +366,15 @@ pub mod gpu {
         let n32 = len_u32(n, "gather")?;
         // SAFETY: gather writes all n entries.
         let mut out = unsafe { g.alloc::<T>(n)? };
-        helper!(g, &format!("gather_{}", width::<T>()), n, src, idx, &n32, &mut out);
+        helper!(
+            g,
+            &format!("gather_{}", width::<T>()),
+            n,
+            src,
+            idx,
+            &n32,
+            &mut out
+        );
         Ok(out)
     }
 
@@ -398,7 +410,10 @@ pub mod gpu {
         keys: &mut DeviceBuffer<K>,
         offsets: &DeviceBuffer<u32>,
     ) -> Result<()> {
-        assert!(!offsets.is_empty(), "segment offsets must have at least one entry");
+        assert!(
+            !offsets.is_empty(),
+            "segment offsets must have at least one entry"
+        );
         if keys.len() <= 1 {
             return Ok(());
         }
@@ -417,7 +432,10 @@ pub mod gpu {
         values: &mut DeviceBuffer<V>,
         offsets: &DeviceBuffer<u32>,
     ) -> Result<()> {
-        assert!(!offsets.is_empty(), "segment offsets must have at least one entry");
+        assert!(
+            !offsets.is_empty(),
+            "segment offsets must have at least one entry"
+        );
         assert_eq!(keys.len(), values.len(), "segmented_sort_pairs: lengths");
         if keys.len() <= 1 {
             return Ok(());
@@ -439,7 +457,10 @@ pub mod gpu {
     /// [`Error::InvalidInput`] if the loop has not finished after `2n + 2` passes (cannot
     /// happen for a correct implementation: a pass either splits a segment or the next one
     /// does), besides device errors.
-    pub fn quicksort<K: RadixKey + KernelType>(g: &Gpu, keys: &mut DeviceBuffer<K>) -> Result<usize> {
+    pub fn quicksort<K: RadixKey + KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+    ) -> Result<usize> {
         let n = keys.len();
         let n32 = len_u32(n, "quicksort")?;
         let mut words = g.zeros::<u32>(n.div_ceil(32).max(1))?;
@@ -473,8 +494,7 @@ pub mod gpu {
             let mut e = unsafe { g.alloc::<u32>(n)? };
             let ge = (passes % 2) as u32;
             helper!(g, &cmp, n, &*keys, &pivot, &n32, &mode, &ge, &mut e);
-            let (k2, h2) =
-                crate::primitives::split::gpu::split_and_segment_e(g, keys, &e, &heads)?;
+            let (k2, h2) = crate::primitives::split::gpu::split_and_segment_e(g, keys, &e, &heads)?;
             *keys = k2;
             heads = h2;
             passes += 1;

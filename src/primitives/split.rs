@@ -21,7 +21,6 @@
 //! assert_eq!((out, nf), (vec![1, 3, 4, 6, 0, 2, 5], 4));
 //! ```
 
-
 /// Split kernels (kernels/device/split.cu).
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/split.cu",
@@ -47,13 +46,7 @@ pub mod cpu {
             _ => 0,
         };
         (0..flags.len())
-            .map(|i| {
-                if e[i] {
-                    f[i]
-                } else {
-                    i as u32 - f[i] + nf
-                }
-            })
+            .map(|i| if e[i] { f[i] } else { i as u32 - f[i] + nf })
             .collect()
     }
 
@@ -71,7 +64,13 @@ pub mod cpu {
             .map(|(&v, _)| v)
             .collect();
         let nf = out.len();
-        out.extend(values.iter().zip(flags).filter(|(_, &f)| f).map(|(&v, _)| v));
+        out.extend(
+            values
+                .iter()
+                .zip(flags)
+                .filter(|(_, &f)| f)
+                .map(|(&v, _)| v),
+        );
         (out, nf)
     }
 
@@ -197,7 +196,12 @@ pub mod gpu {
         flags: &DeviceBuffer<u32>,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
         let n = keys.len();
-        assert_eq!(n, values.len(), "split_pairs: {n} keys but {} values", values.len());
+        assert_eq!(
+            n,
+            values.len(),
+            "split_pairs: {n} keys but {} values",
+            values.len()
+        );
         glue::check_words("split_pairs", flags.len(), n);
         let n32 = len_u32(n, "split_pairs")?;
         // SAFETY: split is a permutation: all n outputs are written.
@@ -241,10 +245,18 @@ pub mod gpu {
     ) -> Result<(DeviceBuffer<T>, HeadFlags)> {
         let n = values.len();
         glue::check_words("split_and_segment", flags.len(), n);
-        assert_eq!(heads.len(), n, "split_and_segment: {n} values but {} head flags", heads.len());
+        assert_eq!(
+            heads.len(),
+            n,
+            "split_and_segment: {n} values but {} head flags",
+            heads.len()
+        );
         let n32 = len_u32(n, "split_and_segment")?;
         if n == 0 {
-            return Ok((g.zeros::<T>(1)?, HeadFlags::from_words(g.zeros::<u32>(1)?, 0)));
+            return Ok((
+                g.zeros::<T>(1)?,
+                HeadFlags::from_words(g.zeros::<u32>(1)?, 0),
+            ));
         }
         let src = &crate::primitives::distribute::KERNELS;
         // SAFETY: bits_to_u32 writes all n entries.
