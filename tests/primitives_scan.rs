@@ -272,6 +272,7 @@ mod gpu_tests {
             t,
             t + 1,
             5 * t + 17,
+            8 * t,
         ];
         v.push(100_003);
         v

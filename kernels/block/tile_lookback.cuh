@@ -2,7 +2,7 @@
 // "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVR-2016-002).
 //
 // Workspace layout (bytes, offsets passed from Rust, see primitives::gpu):
-//   [0]   u32 generation   [4] u32 tile counter          (header, 256 bytes)
+//   [0]   u32 generation   [4] u32 tile counter   [8] u32 done counter   (header, 256 bytes)
 //   status: u64 per tile; high word = gen << 3 | flag << 2 | status, low word = the value's bits
 //           for 4-byte types (value and status in ONE 64-bit store, so a reader that sees the
 //           status sees its value: no fence needed)
@@ -12,9 +12,9 @@
 //           live in separate arrays, because a tile overwrites AGG by INCL while others read.
 //
 // No reset pass between launches: every status word carries the generation of the launch that
-// wrote it, and a word of another generation reads as "not yet". The block that draws the last
-// tile id bumps the generation for the next launch and resets the tile counter (every other
-// block has drawn its id by then; the next launch on the stream starts after this one ends).
+// wrote it, and a word of another generation reads as "not yet". The last block to finish
+// advances the generation for the next launch and resets the counters (every block has read
+// the generation by then; the next launch on the stream starts after this one ends).
 // A workspace must be zero-filled once when allocated.
 //
 // Tile ids come from an atomic counter, not blockIdx: a block only waits on tiles whose ids
@@ -27,6 +27,13 @@
 #define TILE_AGG 1u
 #define TILE_INCL 2u
 #define TILE_GEN_MASK 0x1fffffffu
+
+// Nanoseconds a look-back lane sleeps between polls of a status word that is not ready yet
+// (0 = spin). Polling lanes of a thousand resident blocks otherwise compete with the streaming
+// loads for L2 bandwidth.
+#ifndef SCAN_BACKOFF
+#define SCAN_BACKOFF 0
+#endif
 
 template <typename T> __device__ __forceinline__ u32 bits32(T v);
 template <> __device__ __forceinline__ u32 bits32<float>(float v) { return __float_as_uint(v); }
@@ -45,15 +52,21 @@ template <typename T> struct TileStatus {
     T* agg;        // 8-byte types only
     T* incl;       // 8-byte types only
 
-    // Thread 0 only: reads the generation, then draws a tile id. Bumps the generation and
-    // resets the counter when it draws the last id.
-    __device__ __forceinline__ void draw(u32 num_tiles, u32& tile, u32& gen) const {
+    // Thread 0 only: reads the generation and draws a tile id. No fence is needed between the
+    // two: the generation only changes in finish(), after every block of this launch has
+    // counted itself done, i.e. long after this read returned.
+    __device__ __forceinline__ void draw(u32& tile, u32& gen) const {
         gen = *(volatile u32*)&header[0];
-        __threadfence();
         tile = atomicAdd(&header[1], 1u);
-        if (tile == num_tiles - 1) {
-            atomicExch(&header[1], 0u);
-            __threadfence();
+    }
+
+    // Thread 0 only, at the very end of a block: the last block of the launch to finish resets
+    // both counters and advances the generation for the next launch (which starts after this
+    // one ends, on the same stream).
+    __device__ __forceinline__ void finish(u32 num_tiles, u32 gen) const {
+        if (atomicAdd(&header[2], 1u) == num_tiles - 1) {
+            header[1] = 0u;
+            header[2] = 0u;
             *(volatile u32*)&header[0] = (gen + 1u) & TILE_GEN_MASK;
         }
     }
@@ -74,10 +87,14 @@ template <typename T> struct TileStatus {
     __device__ __forceinline__ u32 wait(u32 t, u32 gen, SegPair<T>& p) const {
         u64 w;
         u32 hi;
-        do {
+        while (true) {
             w = *(volatile u64*)&status[t];
             hi = (u32)(w >> 32);
-        } while ((hi & 3u) == TILE_INVALID || (hi >> 3) != gen);
+            if ((hi & 3u) != TILE_INVALID && (hi >> 3) == gen) break;
+#if SCAN_BACKOFF > 0
+            __nanosleep(SCAN_BACKOFF);
+#endif
+        }
         const u32 st = hi & 3u;
         p.f = (hi >> 2) & 1u;
         if (sizeof(T) == 4) {

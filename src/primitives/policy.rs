@@ -86,6 +86,32 @@ fn env_override() -> Option<(u32, u32, u32)> {
     ok.then_some((t, i4, i8))
 }
 
+/// Nanoseconds a look-back lane sleeps between polls of a status word that is not ready
+/// (`SCAN_BACKOFF`); tuning override `SEGSPARSE_SCAN_BACKOFF=NS` (0..=10000).
+pub fn lookback_backoff_ns() -> u32 {
+    env_u32("SEGSPARSE_SCAN_BACKOFF", 10_000).unwrap_or(LOOKBACK_BACKOFF_NS)
+}
+
+/// Minimum resident blocks per SM requested from the compiler for the look-back kernels
+/// (`__launch_bounds__` second argument, `SCAN_MIN_BLOCKS`); override
+/// `SEGSPARSE_SCAN_MIN_BLOCKS=K` (1..=16).
+pub fn lookback_min_blocks() -> u32 {
+    env_u32("SEGSPARSE_SCAN_MIN_BLOCKS", 16)
+        .filter(|&k| k >= 1)
+        .unwrap_or(LOOKBACK_MIN_BLOCKS)
+}
+
+const LOOKBACK_BACKOFF_NS: u32 = 0;
+const LOOKBACK_MIN_BLOCKS: u32 = 1;
+
+fn env_u32(name: &str, max: u32) -> Option<u32> {
+    std::env::var(name)
+        .ok()?
+        .parse::<u32>()
+        .ok()
+        .filter(|&v| v <= max)
+}
+
 /// The `-D` defines for the look-back / warp-shuffle sources.
 pub fn lookback_defines() -> Vec<(&'static str, String)> {
     let p4 = lookback(4);
@@ -94,5 +120,7 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_THREADS", p4.threads.to_string()),
         ("SCAN_ITEMS_4", p4.items.to_string()),
         ("SCAN_ITEMS_8", p8.items.to_string()),
+        ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
+        ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
     ]
 }
