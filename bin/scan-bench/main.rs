@@ -138,7 +138,8 @@ fn run(cli: Cli) -> Result<()> {
     let policy = segsparse::primitives::policy::lookback(4);
     println!(
         "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read+write, 512 MiB, median of 20); \
-         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, min blocks {}; {} samples x {} calls",
+         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, min blocks {}, window 32x{}; \
+         {} samples x {} calls",
         g.name(),
         g.sm_count(),
         copy_bw / 1e9,
@@ -148,9 +149,20 @@ fn run(cli: Cli) -> Result<()> {
         segsparse::primitives::policy::lookback(8).items,
         segsparse::primitives::policy::lookback_backoff_ns(),
         segsparse::primitives::policy::lookback_min_blocks(),
+        segsparse::primitives::policy::lookback_k(),
         cli.reps,
         cli.batch
     );
+    for (label, seg) in [("scan", false), ("segscan", true)] {
+        if seg && cli.scan_only {
+            continue;
+        }
+        let (r4, b4) = pg::lookback_occupancy::<f32>(&g, seg)?;
+        let (r8, b8) = pg::lookback_occupancy::<f64>(&g, seg)?;
+        println!(
+            "{label}_lookback_plus: f32 {r4} registers, {b4} blocks/SM; f64 {r8} registers, {b8} blocks/SM"
+        );
+    }
     let b = Bench {
         g: &g,
         reps: cli.reps,

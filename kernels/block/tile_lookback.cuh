@@ -83,34 +83,48 @@ template <typename T> struct TileStatus {
         }
     }
 
-    // Spins until tile `t` has a status of this generation; returns it with its pair.
-    __device__ __forceinline__ u32 wait(u32 t, u32 gen, SegPair<T>& p) const {
-        u64 w;
-        u32 hi;
-        while (true) {
-            w = *(volatile u64*)&status[t];
-            hi = (u32)(w >> 32);
-            if ((hi & 3u) != TILE_INVALID && (hi >> 3) == gen) break;
+    __device__ __forceinline__ u64 load_word(u32 t) const { return *(volatile u64*)&status[t]; }
+    __device__ __forceinline__ static bool valid(u64 w, u32 gen) {
+        const u32 hi = (u32)(w >> 32);
+        return (hi & 3u) != TILE_INVALID && (hi >> 3) == gen;
+    }
+    // Spins until the word of tile `t` is valid (`w` holds a first read).
+    __device__ __forceinline__ u64 wait_word(u32 t, u32 gen, u64 w) const {
+        while (!valid(w, gen)) {
 #if SCAN_BACKOFF > 0
             __nanosleep(SCAN_BACKOFF);
 #endif
+            w = load_word(t);
         }
+        return w;
+    }
+    // The status and pair of a valid word. For 8-byte values, the caller has fenced after
+    // reading the word (see tile_lookback).
+    __device__ __forceinline__ u32 decode(u32 t, u64 w, SegPair<T>& p) const {
+        const u32 hi = (u32)(w >> 32);
         const u32 st = hi & 3u;
         p.f = (hi >> 2) & 1u;
-        if (sizeof(T) == 4) {
-            p.v = from_bits32<T>((u32)w);
-        } else {
-            __threadfence();
-            p.v = st == TILE_INCL ? *(volatile T*)&incl[t] : *(volatile T*)&agg[t];
-        }
+        if (sizeof(T) == 4) p.v = from_bits32<T>((u32)w);
+        else p.v = st == TILE_INCL ? *(volatile T*)&incl[t] : *(volatile T*)&agg[t];
         return st;
     }
 };
 
+#ifndef SCAN_LOOKBACK_K
+#define SCAN_LOOKBACK_K 1
+#endif
+
 // Warp 0 of tile `tile` (> 0): the exclusive prefix pair of the tile, by looking back over
-// windows of 32 predecessors (lane l reads tile - 1 - l) until one has its inclusive prefix.
-// A predecessor whose aggregate flag is set publishes INCL at once (its prefix cannot pass a
-// segment head), so segmented look-backs stop early. Returns the pair on lane 0.
+// windows of 32 x K predecessors (lane l reads tiles tile-1-(K*l+k), k = 0..K-1, K independent
+// loads in flight) until one has its inclusive prefix. A predecessor whose aggregate flag is set
+// publishes INCL at once (its prefix cannot pass a segment head), so segmented look-backs stop
+// early. Returns the pair on every lane.
+//
+// K is a tuning knob (policy::lookback_k). The idea behind K > 1: a tile that finds no
+// inclusive prefix in its window moves one window back per L2 round trip, which would cap the
+// frontier at one window per round trip. Measured on an H200 (f32, 2^26): K = 1 287 us,
+// K = 4 310 us, K = 8 428 us — waiting for more predecessors costs more than it saves, so
+// K = 1 (CUB's window) is the default.
 template <typename T, typename Op>
 __device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32 tile, u32 gen, Op op) {
     const int lane = (int)(threadIdx.x & 31u);
@@ -118,23 +132,50 @@ __device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32
     SegPair<T> running = {0u, id};
     long long pred = (long long)tile - 1;
     while (true) {
-        const long long t = pred - lane;
-        SegPair<T> p = {0u, id};
-        u32 st = TILE_INCL;
-        if (t >= 0) st = ts.wait((u32)t, gen, p);
-        __syncwarp();
-        const u32 incl = __ballot_sync(FULL_MASK, st == TILE_INCL);
-        const int stop = incl ? __ffs(incl) - 1 : 32;  // nearest tile with its full prefix
-        if (lane > stop) {
-            p.f = 0;
-            p.v = id;
+        SegPair<T> p[SCAN_LOOKBACK_K];
+        u32 st[SCAN_LOOKBACK_K];
+        u64 w[SCAN_LOOKBACK_K];
+        // Issue all K loads before looking at any (one round trip, not K).
+#pragma unroll
+        for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
+            const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
+            w[k] = t >= 0 ? ts.load_word((u32)t) : 0ull;
         }
-        SegPair<T> w = warp_seg_reduce_reversed(p, op);
-        w.f = __shfl_sync(FULL_MASK, w.f, 0);
-        w.v = __shfl_sync(FULL_MASK, w.v, 0);
-        running = seg_combine(w, running, op);
+#pragma unroll
+        for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
+            const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
+            if (t >= 0) w[k] = ts.wait_word((u32)t, gen, w[k]);
+        }
+        if (sizeof(T) != 4) __threadfence();  // acquire: values were stored before the status
+#pragma unroll
+        for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
+            const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
+            p[k].f = 0u;
+            p[k].v = id;
+            st[k] = TILE_INCL;
+            if (t >= 0) st[k] = ts.decode((u32)t, w[k], p[k]);
+        }
+        __syncwarp();
+        // Nearest tile with its full prefix: first lane with one, then its first k.
+        int kstop = SCAN_LOOKBACK_K;
+#pragma unroll
+        for (int k = SCAN_LOOKBACK_K - 1; k >= 0; --k)
+            if (st[k] == TILE_INCL) kstop = k;
+        const u32 incl = __ballot_sync(FULL_MASK, kstop < SCAN_LOOKBACK_K);
+        const int stop = incl ? __ffs(incl) - 1 : 32;
+        // This lane's pair over its K tiles, oldest first, ignoring tiles past the stop.
+        SegPair<T> q = {0u, id};
+#pragma unroll
+        for (int k = SCAN_LOOKBACK_K - 1; k >= 0; --k) {
+            const bool use = lane < stop || (lane == stop && k <= kstop);
+            if (use) q = seg_combine(q, p[k], op);
+        }
+        SegPair<T> win = warp_seg_reduce_reversed(q, op);
+        win.f = __shfl_sync(FULL_MASK, win.f, 0);
+        win.v = __shfl_sync(FULL_MASK, win.v, 0);
+        running = seg_combine(win, running, op);
         if (incl) break;
-        pred -= 32;
+        pred -= 32 * SCAN_LOOKBACK_K;
     }
     return running;
 }

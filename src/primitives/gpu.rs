@@ -232,6 +232,29 @@ fn defines() -> Vec<(&'static str, String)> {
     d
 }
 
+/// Registers per thread and resident blocks per SM of the look-back kernel for `T` (plain or
+/// segmented, plus), compiled with the current policy: for benchmark reports.
+pub fn lookback_occupancy<T: ScanElem + KernelType>(
+    g: &Gpu,
+    segmented: bool,
+) -> Result<(i32, u32)> {
+    let (src, prefix) = if segmented {
+        (&SEGSCAN_LOOKBACK, "segscan")
+    } else {
+        (&SCAN_LOOKBACK, "scan")
+    };
+    let name = format!("{prefix}_lookback_plus_{}", T::SUFFIX);
+    let f = g.function(src, &name, &defines())?;
+    let regs = f
+        .num_regs()
+        .map_err(|e| Error::cuda(format!("reading the registers of {name}"), e))?;
+    let threads = policy::lookback(std::mem::size_of::<T>()).threads;
+    let blocks = f
+        .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+        .map_err(|e| Error::cuda(format!("occupancy of {name}"), e))?;
+    Ok((regs, blocks))
+}
+
 fn check_ws(ws: &CudaSlice<u8>, n: usize) {
     let need = scratch_len(n);
     assert!(

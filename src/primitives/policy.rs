@@ -101,6 +101,15 @@ pub fn lookback_min_blocks() -> u32 {
         .unwrap_or(LOOKBACK_MIN_BLOCKS)
 }
 
+/// Predecessor tiles each look-back lane reads per window (`SCAN_LOOKBACK_K`; window =
+/// 32·K tiles); override `SEGSPARSE_SCAN_LOOKBACK_K=K` (1..=16).
+pub fn lookback_k() -> u32 {
+    env_u32("SEGSPARSE_SCAN_LOOKBACK_K", 16)
+        .filter(|&k| k >= 1)
+        .unwrap_or(LOOKBACK_K)
+}
+
+const LOOKBACK_K: u32 = 1;
 const LOOKBACK_BACKOFF_NS: u32 = 0;
 const LOOKBACK_MIN_BLOCKS: u32 = 1;
 
@@ -122,5 +131,6 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_ITEMS_8", p8.items.to_string()),
         ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
         ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
+        ("SCAN_LOOKBACK_K", lookback_k().to_string()),
     ]
 }
