@@ -69,7 +69,13 @@ pub fn lookback(elem_bytes: usize) -> Policy {
     }
 }
 
+/// The override is read once per process (the hot path must not touch the environment).
 fn env_override() -> Option<(u32, u32, u32)> {
+    static O: std::sync::OnceLock<Option<(u32, u32, u32)>> = std::sync::OnceLock::new();
+    *O.get_or_init(read_env_override)
+}
+
+fn read_env_override() -> Option<(u32, u32, u32)> {
     let v = std::env::var("SEGSPARSE_SCAN_POLICY").ok()?;
     let (t, rest) = v.split_once('x')?;
     let (i4, i8) = rest.split_once(',').unwrap_or((rest, rest));
@@ -86,7 +92,50 @@ fn env_override() -> Option<(u32, u32, u32)> {
     ok.then_some((t, i4, i8))
 }
 
-/// The `-D` defines for the look-back / warp-shuffle sources.
+/// Nanoseconds a look-back lane sleeps between polls of a status word that is not ready
+/// (`SCAN_BACKOFF`); tuning override `SEGSPARSE_SCAN_BACKOFF=NS` (0..=10000).
+pub fn lookback_backoff_ns() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_BACKOFF", 10_000).unwrap_or(LOOKBACK_BACKOFF_NS))
+}
+
+/// Minimum resident blocks per SM requested from the compiler for the look-back kernels
+/// (`__launch_bounds__` second argument, `SCAN_MIN_BLOCKS`); override
+/// `SEGSPARSE_SCAN_MIN_BLOCKS=K` (1..=16).
+pub fn lookback_min_blocks() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        env_u32("SEGSPARSE_SCAN_MIN_BLOCKS", 16)
+            .filter(|&k| k >= 1)
+            .unwrap_or(LOOKBACK_MIN_BLOCKS)
+    })
+}
+
+/// Predecessor tiles each look-back lane reads per window (`SCAN_LOOKBACK_K`; window =
+/// 32·K tiles); override `SEGSPARSE_SCAN_LOOKBACK_K=K` (1..=16).
+pub fn lookback_k() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        env_u32("SEGSPARSE_SCAN_LOOKBACK_K", 16)
+            .filter(|&k| k >= 1)
+            .unwrap_or(LOOKBACK_K)
+    })
+}
+
+const LOOKBACK_K: u32 = 1;
+const LOOKBACK_BACKOFF_NS: u32 = 0;
+const LOOKBACK_MIN_BLOCKS: u32 = 1;
+
+fn env_u32(name: &str, max: u32) -> Option<u32> {
+    std::env::var(name)
+        .ok()?
+        .parse::<u32>()
+        .ok()
+        .filter(|&v| v <= max)
+}
+
+/// The `-D` defines for the look-back / warp-shuffle sources (environment read once per
+/// process).
 pub fn lookback_defines() -> Vec<(&'static str, String)> {
     let p4 = lookback(4);
     let p8 = lookback(8);
@@ -94,5 +143,8 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_THREADS", p4.threads.to_string()),
         ("SCAN_ITEMS_4", p4.items.to_string()),
         ("SCAN_ITEMS_8", p8.items.to_string()),
+        ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
+        ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
+        ("SCAN_LOOKBACK_K", lookback_k().to_string()),
     ]
 }
