@@ -27,7 +27,20 @@ macro_rules! embed {
 }
 
 /// Every header under `kernels/`, by the path that `#include` lines use.
-pub const HEADERS: &[(&str, &str)] = &[embed!("common.cuh"), embed!("tridiag/block_tridiag.cuh")];
+pub const HEADERS: &[(&str, &str)] = &[
+    embed!("common.cuh"),
+    embed!("warp/warp_scan.cuh"),
+    embed!("warp/warp_reduce.cuh"),
+    embed!("block/block_scan.cuh"),
+    embed!("block/block_load_store.cuh"),
+    embed!("block/tile_lookback.cuh"),
+    embed!("block/tile_scan.cuh"),
+    embed!("block/block_work_efficient.cuh"),
+    embed!("block/scan_instances.cuh"),
+    embed!("block/block_select.cuh"),
+    embed!("block/block_radix_rank.cuh"),
+    embed!("tridiag/block_tridiag.cuh"),
+];
 
 /// Every kernel source, each with the defines it is compiled with in CI (the defaults of its
 /// policy). The CI test compiles each for `sm_80` and `sm_90`.
@@ -35,6 +48,16 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::gpu::kernels::SELFTEST,
     &crate::tridiag::TRIDIAG_KERNELS,
     &crate::tridiag::SHALLOW_WATER_KERNELS,
+    &crate::primitives::sources::SCAN_LOOKBACK,
+    &crate::primitives::sources::SEGSCAN_LOOKBACK,
+    &crate::primitives::sources::SCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_FLAGS,
+    &crate::primitives::compact::KERNELS,
+    &crate::primitives::split::KERNELS,
+    &crate::primitives::sort::KERNELS,
+    &crate::primitives::segreduce::KERNELS,
+    &crate::primitives::distribute::KERNELS,
 ];
 
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).

@@ -1,0 +1,503 @@
+//! Sorting built on split: LSD radix sort (keys and key-value pairs), segmented sort, and the
+//! paper's segmented quicksort.
+//!
+//! # Radix sort
+//!
+//! The paper's global radix sort is a sequence of 1-bit splits (Sengupta et al. 2007, §5 "Sort";
+//! Blelloch 1990): split by bit 0, then bit 1, and so on; each split is stable, so the result is
+//! sorted. The GPU version generalises the split from one bit to an 8-bit digit (256 buckets
+//! instead of 2): per pass, an upsweep kernel counts the digits of every tile, one device-wide
+//! exclusive scan of the digit-major count table gives every (digit, tile) its output offset,
+//! and a downsweep kernel ranks each tile's keys by digit with a block-local scan (warp
+//! `match_any` peers and per-warp counters, then a scan over warps and digits) and scatters
+//! them through shared memory so the global writes are contiguous runs. 4 passes for 32-bit keys,
+//! 8 for 64-bit ones.
+//!
+//! Keys are ordered by their "radix bits": unsigned integers as they are, signed integers with
+//! the sign bit flipped, floats with the usual flip (negative: all bits inverted; positive: sign
+//! bit set). For floats this is IEEE 754 `totalOrder`, the order of [`f32::total_cmp`]:
+//! `-NaN < -inf < … < -0.0 < +0.0 < … < +inf < +NaN`, so `-0.0` sorts before `+0.0` and NaNs go
+//! to the ends by their sign. Every sort here is stable.
+//!
+//! # Segmented quicksort (§4.1, Figure 2)
+//!
+//! Start with one segment; per pass distribute each segment's first element (the pivot) across
+//! the segment, compare every element with it (`>` on even passes, `>=` on odd ones), and
+//! split-and-segment by the result; stop when a global check finds the vector sorted. Faithful
+//! to the paper, including its weakness: with the first element as pivot, a reverse-sorted
+//! input needs about two passes per element.
+//!
+//! ```
+//! use segsparse::primitives::sort::cpu;
+//! let (sorted, passes) = cpu::quicksort(&[5u32, 3, 7, 4, 6]);
+//! assert_eq!(sorted, [3, 4, 5, 6, 7]);
+//! assert_eq!(passes, 2); // Figure 2: two passes
+//! assert_eq!(cpu::radix_sort(&[-1.5f32, 0.0, -0.0, 2.0]), [-1.5, -0.0, 0.0, 2.0]);
+//! ```
+
+/// Keys the radix sorts accept: mapped to unsigned "radix bits" whose unsigned order is the
+/// key order (see the module docs for floats).
+pub trait RadixKey: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
+    /// The unsigned type of the radix bits (`u32` or `u64`).
+    type Bits: Copy + Ord + Send + Sync + std::fmt::Debug + 'static;
+    /// Number of key bits (32 or 64).
+    const BITS: u32;
+    /// How the kernels map the key to its bits: 0 unsigned, 1 signed integer, 2 float.
+    const MODE: u32;
+    /// The order-preserving radix bits of the key.
+    fn to_radix(self) -> Self::Bits;
+    /// The radix bits as u64 (for digit extraction in the references).
+    fn radix_u64(self) -> u64;
+}
+
+impl RadixKey for u32 {
+    type Bits = u32;
+    const BITS: u32 = 32;
+    const MODE: u32 = 0;
+    fn to_radix(self) -> u32 {
+        self
+    }
+    fn radix_u64(self) -> u64 {
+        self as u64
+    }
+}
+
+impl RadixKey for i32 {
+    type Bits = u32;
+    const BITS: u32 = 32;
+    const MODE: u32 = 1;
+    fn to_radix(self) -> u32 {
+        (self as u32) ^ 0x8000_0000
+    }
+    fn radix_u64(self) -> u64 {
+        self.to_radix() as u64
+    }
+}
+
+impl RadixKey for f32 {
+    type Bits = u32;
+    const BITS: u32 = 32;
+    const MODE: u32 = 2;
+    fn to_radix(self) -> u32 {
+        let b = self.to_bits();
+        if b & 0x8000_0000 != 0 {
+            !b
+        } else {
+            b | 0x8000_0000
+        }
+    }
+    fn radix_u64(self) -> u64 {
+        self.to_radix() as u64
+    }
+}
+
+impl RadixKey for u64 {
+    type Bits = u64;
+    const BITS: u32 = 64;
+    const MODE: u32 = 0;
+    fn to_radix(self) -> u64 {
+        self
+    }
+    fn radix_u64(self) -> u64 {
+        self
+    }
+}
+
+/// Radix sort kernels (kernels/device/radix_sort.cu).
+pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
+    name: "device/radix_sort.cu",
+    text: include_str!("../../kernels/device/radix_sort.cu"),
+};
+/// CPU reference implementations (sequential, they define the semantics).
+pub mod cpu {
+    use super::RadixKey;
+    use crate::primitives::split;
+
+    /// The keys in ascending radix order (stable).
+    pub fn radix_sort<K: RadixKey>(keys: &[K]) -> Vec<K> {
+        let mut out = keys.to_vec();
+        out.sort_by_key(|k| k.to_radix());
+        out
+    }
+
+    /// Key-value pairs sorted by key, stable (equal keys keep their input order).
+    ///
+    /// # Panics
+    /// When the lengths differ.
+    pub fn radix_sort_pairs<K: RadixKey, V: Copy>(keys: &[K], values: &[V]) -> (Vec<K>, Vec<V>) {
+        assert_eq!(
+            keys.len(),
+            values.len(),
+            "radix_sort_pairs: {} keys but {} values",
+            keys.len(),
+            values.len()
+        );
+        let mut idx: Vec<usize> = (0..keys.len()).collect();
+        idx.sort_by_key(|&i| keys[i].to_radix());
+        (
+            idx.iter().map(|&i| keys[i]).collect(),
+            idx.iter().map(|&i| values[i]).collect(),
+        )
+    }
+
+    /// The paper's 1-bit split radix sort, literally: one stable [`split`](split::cpu::split) per
+    /// key bit, least significant first. Slow; it documents that the digit sort is a
+    /// generalised split.
+    pub fn split_radix_sort<K: RadixKey>(keys: &[K]) -> Vec<K> {
+        let mut k = keys.to_vec();
+        for bit in 0..K::BITS {
+            let flags: Vec<bool> = k.iter().map(|x| (x.radix_u64() >> bit) & 1 == 1).collect();
+            k = split::cpu::split(&k, &flags).0;
+        }
+        k
+    }
+
+    /// Sorts each segment `offsets[s]..offsets[s+1]` independently (stable).
+    ///
+    /// # Panics
+    /// When the offsets are invalid for `keys.len()`.
+    pub fn segmented_sort<K: RadixKey>(keys: &[K], offsets: &[u32]) -> Vec<K> {
+        crate::primitives::segreduce::check_offsets(keys.len(), offsets);
+        let mut out = keys.to_vec();
+        for w in offsets.windows(2) {
+            out[w[0] as usize..w[1] as usize].sort_by_key(|k| k.to_radix());
+        }
+        out
+    }
+
+    /// Sorts the key-value pairs of each segment by key (stable).
+    ///
+    /// # Panics
+    /// When the lengths differ or the offsets are invalid.
+    pub fn segmented_sort_pairs<K: RadixKey, V: Copy>(
+        keys: &[K],
+        values: &[V],
+        offsets: &[u32],
+    ) -> (Vec<K>, Vec<V>) {
+        assert_eq!(keys.len(), values.len(), "segmented_sort_pairs: lengths");
+        crate::primitives::segreduce::check_offsets(keys.len(), offsets);
+        let mut ko = keys.to_vec();
+        let mut vo = values.to_vec();
+        for w in offsets.windows(2) {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            let (k, v) = radix_sort_pairs(&keys[a..b], &values[a..b]);
+            ko[a..b].copy_from_slice(&k);
+            vo[a..b].copy_from_slice(&v);
+        }
+        (ko, vo)
+    }
+
+    /// The paper's segmented quicksort (§4.1, Figure 2) with the CPU primitives: pivot
+    /// distribute, compare (`>` on even passes, `>=` on odd ones), split-and-segment, until a
+    /// global check finds the keys sorted. Returns the sorted keys and the number of passes.
+    pub fn quicksort<K: RadixKey>(keys: &[K]) -> (Vec<K>, usize) {
+        use crate::primitives::{distribute, Direction};
+        let mut k = keys.to_vec();
+        let mut heads = vec![false; k.len()];
+        if let Some(h) = heads.first_mut() {
+            *h = true;
+        }
+        let mut passes = 0;
+        while !k.windows(2).all(|w| w[0].to_radix() <= w[1].to_radix()) {
+            let pivot = distribute::cpu::segmented_distribute(&k, &heads, Direction::Forward);
+            let flags: Vec<bool> = k
+                .iter()
+                .zip(&pivot)
+                .map(|(x, p)| {
+                    if passes % 2 == 0 {
+                        x.to_radix() > p.to_radix()
+                    } else {
+                        x.to_radix() >= p.to_radix()
+                    }
+                })
+                .collect();
+            let (nk, nh) = split::cpu::split_and_segment(&k, &flags, &heads);
+            k = nk;
+            heads = nh;
+            passes += 1;
+        }
+        (k, passes)
+    }
+}
+
+/// GPU implementations (see the module docs). Sorting is in place: the caller's buffers hold
+/// the result (the scratch buffers are swapped in when the last pass lands there).
+#[cfg(feature = "cuda")]
+pub mod gpu {
+    use super::{RadixKey, KERNELS};
+    use crate::error::{Error, Result};
+    use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
+    use crate::primitives::glue::{self, helper, launch_err, len_u32, width};
+    use crate::primitives::Direction;
+
+    /// Threads per block; must be 256 (one thread per digit value in the ranking).
+    pub(crate) const THREADS: u32 = 256;
+    /// Keys per thread: a 4096-key tile keeps the count table (256 × tiles) small enough
+    /// that its scan costs a few percent of a pass.
+    pub(crate) const ITEMS: u32 = 16;
+    const TILE: usize = (THREADS * ITEMS) as usize;
+
+    fn defines() -> [(&'static str, String); 2] {
+        [
+            ("RADIX_THREADS", THREADS.to_string()),
+            ("RADIX_ITEMS", ITEMS.to_string()),
+        ]
+    }
+
+    /// Sorts `keys[..]` (and `values` along) by the radix bits `begin_bit..end_bit` of the
+    /// keys under `mode` (0 unsigned, 1 signed, 2 float), stable, 8 bits per pass.
+    pub(crate) fn radix_sort_bits<K: KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        mut values: Option<&mut DeviceBuffer<V>>,
+        mode: u32,
+        begin_bit: u32,
+        end_bit: u32,
+    ) -> Result<()> {
+        let n = keys.len();
+        if let Some(v) = values.as_ref() {
+            assert_eq!(
+                n,
+                v.len(),
+                "radix_sort_pairs: {n} keys but {} values",
+                v.len()
+            );
+        }
+        let n32 = len_u32(n, "radix_sort")?;
+        if n <= 1 || begin_bit >= end_bit {
+            return Ok(());
+        }
+        let tiles = n.div_ceil(TILE);
+        let t32 = tiles as u32;
+        // SAFETY: the upsweep writes every (digit, tile) count; downsweeps write all n.
+        let mut hist = unsafe { g.alloc::<u32>(256 * tiles)? };
+        let mut offs = unsafe { g.alloc::<u32>(256 * tiles)? };
+        let mut ws = crate::primitives::gpu::workspace(g, 256 * tiles)?;
+        let mut alt_k = unsafe { g.alloc::<K>(n)? };
+        let mut alt_v = match values.as_ref() {
+            Some(_) => Some(unsafe { g.alloc::<V>(n)? }),
+            None => None,
+        };
+        let kw = width::<K>();
+        let up = format!("radix_upsweep_{kw}");
+        let down = match values {
+            Some(_) => format!("radix_downsweep_pairs_{kw}_{}", width::<V>()),
+            None => format!("radix_downsweep_{kw}"),
+        };
+        let fup = g.function(&KERNELS, &up, &defines())?;
+        let fdown = g.function(&KERNELS, &down, &defines())?;
+        let mut in_alt = false;
+        let mut shift = begin_bit;
+        while shift < end_bit {
+            let nbits = (end_bit - shift).min(8);
+            let (src_k, dst_k) = if in_alt {
+                (&alt_k, &mut *keys)
+            } else {
+                // Two disjoint buffers: borrow them separately.
+                (&*keys, &mut alt_k)
+            };
+            let mut b = g.stream().launch_builder(&fup);
+            b.arg(src_k)
+                .arg(&n32)
+                .arg(&shift)
+                .arg(&nbits)
+                .arg(&mode)
+                .arg(&mut hist)
+                .arg(&t32);
+            // SAFETY: radix_upsweep_bK(const K* keys, u32 n, u32 shift, u32 nbits, u32 mode,
+            // u32* hist, u32 num_tiles): keys has n, hist 256 * num_tiles.
+            unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&up))?;
+            glue::scan_u32_with(g, &hist, &mut offs, false, &mut ws)?;
+            let mut b = g.stream().launch_builder(&fdown);
+            b.arg(src_k).arg(dst_k);
+            // Values ping-pong the same way as keys.
+            let vbufs = match (values.as_deref_mut(), alt_v.as_mut()) {
+                (Some(v), Some(av)) => Some(if in_alt { (&*av, v) } else { (&*v, av) }),
+                _ => None,
+            };
+            if let Some((sv, dv)) = vbufs {
+                b.arg(sv).arg(dv);
+            }
+            b.arg(&n32)
+                .arg(&shift)
+                .arg(&nbits)
+                .arg(&mode)
+                .arg(&offs)
+                .arg(&t32);
+            // SAFETY: radix_downsweep[_pairs]_bK[_bV](const K* kin, K* kout, [const V* vin,
+            // V* vout,] u32 n, u32 shift, u32 nbits, u32 mode, const u32* offsets,
+            // u32 num_tiles): all key/value buffers hold n, offsets 256 * num_tiles.
+            unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&down))?;
+            in_alt = !in_alt;
+            shift += nbits;
+        }
+        if in_alt {
+            std::mem::swap(keys, &mut alt_k);
+            if let (Some(v), Some(av)) = (values, alt_v.as_mut()) {
+                std::mem::swap(v, av);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sorts the keys in place, ascending in radix order (floats: IEEE totalOrder), stable.
+    pub fn radix_sort<K: RadixKey + KernelType>(g: &Gpu, keys: &mut DeviceBuffer<K>) -> Result<()> {
+        radix_sort_bits::<K, u32>(g, keys, None, K::MODE, 0, K::BITS)
+    }
+
+    /// Sorts key-value pairs by key in place, stable (equal keys keep their input order).
+    ///
+    /// # Panics
+    /// When the lengths differ.
+    pub fn radix_sort_pairs<K: RadixKey + KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+    ) -> Result<()> {
+        radix_sort_bits(g, keys, Some(values), K::MODE, 0, K::BITS)
+    }
+
+    fn gather<T: KernelType>(
+        g: &Gpu,
+        src: &DeviceBuffer<T>,
+        idx: &DeviceBuffer<u32>,
+    ) -> Result<DeviceBuffer<T>> {
+        let n = idx.len();
+        let n32 = len_u32(n, "gather")?;
+        // SAFETY: gather writes all n entries.
+        let mut out = unsafe { g.alloc::<T>(n)? };
+        helper!(
+            g,
+            &format!("gather_{}", width::<T>()),
+            n,
+            src,
+            idx,
+            &n32,
+            &mut out
+        );
+        Ok(out)
+    }
+
+    /// The permutation that sorts `keys` within each segment (stable): a key sort carrying the
+    /// index, then a stable sort by segment id over only the bits the segment count needs.
+    fn segmented_permutation<K: RadixKey + KernelType>(
+        g: &Gpu,
+        keys: &DeviceBuffer<K>,
+        offsets: &DeviceBuffer<u32>,
+    ) -> Result<DeviceBuffer<u32>> {
+        let n = keys.len();
+        let m = offsets.len() - 1;
+        let n32 = len_u32(n, "segmented_sort")?;
+        let m32 = len_u32(m, "segmented_sort")?;
+        // SAFETY: the helpers write all n entries.
+        let (mut ids, mut idx) = unsafe { (g.alloc::<u32>(n)?, g.alloc::<u32>(n)?) };
+        helper!(g, "segment_ids", n, offsets, &m32, &n32, &mut ids);
+        helper!(g, "iota_u32", n, &mut idx, &n32);
+        let mut k = gather(g, keys, &idx)?; // a copy of the keys
+        radix_sort_bits(g, &mut k, Some(&mut idx), K::MODE, 0, K::BITS)?;
+        let mut seg = gather(g, &ids, &idx)?;
+        let seg_bits = 32 - (m.max(1) as u32 - 1).leading_zeros().min(32);
+        radix_sort_bits(g, &mut seg, Some(&mut idx), 0, 0, seg_bits.max(1))?;
+        Ok(idx)
+    }
+
+    /// Sorts each segment `offsets[s]..offsets[s+1]` in place (stable).
+    ///
+    /// # Panics
+    /// When `offsets` is empty.
+    pub fn segmented_sort<K: RadixKey + KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        offsets: &DeviceBuffer<u32>,
+    ) -> Result<()> {
+        assert!(
+            !offsets.is_empty(),
+            "segment offsets must have at least one entry"
+        );
+        if keys.len() <= 1 {
+            return Ok(());
+        }
+        let perm = segmented_permutation(g, keys, offsets)?;
+        *keys = gather(g, keys, &perm)?;
+        Ok(())
+    }
+
+    /// Sorts the key-value pairs of each segment by key in place (stable).
+    ///
+    /// # Panics
+    /// When the lengths differ or `offsets` is empty.
+    pub fn segmented_sort_pairs<K: RadixKey + KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        values: &mut DeviceBuffer<V>,
+        offsets: &DeviceBuffer<u32>,
+    ) -> Result<()> {
+        assert!(
+            !offsets.is_empty(),
+            "segment offsets must have at least one entry"
+        );
+        assert_eq!(keys.len(), values.len(), "segmented_sort_pairs: lengths");
+        if keys.len() <= 1 {
+            return Ok(());
+        }
+        let perm = segmented_permutation(g, keys, offsets)?;
+        *keys = gather(g, keys, &perm)?;
+        *values = gather(g, values, &perm)?;
+        Ok(())
+    }
+
+    /// The paper's segmented quicksort (§4.1, Figure 2) in place; returns the number of
+    /// passes. Per pass: distribute the pivot (each segment's first key) with a segmented scan,
+    /// compare (`>` on even passes, `>=` on odd ones), split-and-segment (three segmented
+    /// scans and a scatter that also writes the new head flags). After every pass a device
+    /// reduction counts the descents and only that count (4 bytes) is read by the host, as
+    /// the paper's "global reduction after each step".
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if the loop has not finished after `2n + 2` passes (cannot
+    /// happen for a correct implementation: a pass either splits a segment or the next one
+    /// does), besides device errors.
+    pub fn quicksort<K: RadixKey + KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+    ) -> Result<usize> {
+        let n = keys.len();
+        let n32 = len_u32(n, "quicksort")?;
+        let mut words = g.zeros::<u32>(n.div_ceil(32).max(1))?;
+        helper!(g, "or_u32", 1, &mut words, &1u32);
+        let mut heads = crate::primitives::gpu::HeadFlags::from_words(words, n);
+        let cmp = format!("qs_compare_{}", width::<K>());
+        let desc = format!("count_descents_{}", width::<K>());
+        let mut counter = g.zeros::<u32>(1)?;
+        let mode = K::MODE;
+        let mut passes = 0usize;
+        loop {
+            g.stream()
+                .memset_zeros(&mut counter)
+                .map_err(|e| Error::cuda("memset", e))?;
+            helper!(g, &desc, n, &*keys, &n32, &mode, &mut counter);
+            if g.download(&counter)?[0] == 0 {
+                return Ok(passes);
+            }
+            if passes > 2 * n + 2 {
+                return Err(Error::InvalidInput(format!(
+                    "quicksort did not finish after {passes} passes on {n} keys"
+                )));
+            }
+            let pivot = crate::primitives::distribute::gpu::segmented_distribute(
+                g,
+                keys,
+                &heads,
+                Direction::Forward,
+            )?;
+            // SAFETY: qs_compare writes all n entries.
+            let mut e = unsafe { g.alloc::<u32>(n)? };
+            let ge = (passes % 2) as u32;
+            helper!(g, &cmp, n, &*keys, &pivot, &n32, &mode, &ge, &mut e);
+            let (k2, h2) = crate::primitives::split::gpu::split_and_segment_e(g, keys, &e, &heads)?;
+            *keys = k2;
+            heads = h2;
+            passes += 1;
+        }
+    }
+}
