@@ -8,7 +8,7 @@
 //! # Algorithms
 //!
 //! * [`ScanAlgorithm::DecoupledLookback`] (default): one kernel, one read and one write per
-//!   element. Tiles of `threads × items` elements ([`policy::lookback`](super::policy::lookback))
+//!   element. Tiles of `threads × items` elements ([`policy::lookback`])
 //!   take ids from an atomic counter, publish their aggregate in a status word, and look back over
 //!   windows of 32 predecessors for the first published inclusive prefix (Merrill and Garland
 //!   2016). Segmented: the status carries a (flag, value) pair and a tile that contains a head

@@ -6,11 +6,14 @@
 //!
 //! | kernel | elements | threads | items | why |
 //! |---|---|---|---|---|
-//! | look-back | 4 bytes | 256 | 16 | 16 independent coalesced loads in flight per thread saturate HBM3; a 4096-element tile keeps 2^26 at 16 K tiles, so look-back latency is amortised; 17 KB of shared memory leaves room for 8 blocks per SM |
+//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`); 62 registers → 4 blocks per SM |
 //! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory |
 //! | warp-shuffle | as look-back | | | the same tile code; only the tile-to-tile carry differs |
 //! | work-efficient | any | 128 | 2 | the paper's configuration (128 threads, 256 elements per block) |
 //! | second level (tile sums) | any | 512 | 8 | one block loops over the tile sums; 4096 per step |
+//!
+//! Look-back window: 32 predecessors, one per lane (K = 1); polling without back-off. Both were
+//! measured against alternatives (K = 4, 8; 100 and 400 ns back-off) and kept.
 //!
 //! The look-back row can be overridden for tuning experiments with the environment variable
 //! `SEGSPARSE_SCAN_POLICY=THREADSxITEMS4,ITEMS8` (e.g. `256x12,6`); threads must be a multiple
