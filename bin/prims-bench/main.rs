@@ -43,33 +43,10 @@ fn copy_into<T: KernelType>(g: &Gpu, src: &DeviceBuffer<T>, dst: &mut DeviceBuff
         .map_err(|e| segsparse::Error::cuda("memcpy", e))
 }
 
-/// Keeps freed device memory in the default pool (release threshold "never"), as CUB's
-/// benchmarks keep a caching allocator: without it every call that allocates a large output
-/// pays for mapping fresh pages after each stream synchronisation.
-fn cache_allocations(g: &Gpu) {
-    use cudarc::driver::sys;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    let mut threshold: u64 = u64::MAX;
-    // SAFETY: plain driver calls on this context's device; `threshold` outlives the call.
-    unsafe {
-        let _ = g.context().bind_to_thread();
-        if sys::cuDeviceGetDefaultMemPool(&mut pool, g.context().cu_device())
-            == sys::CUresult::CUDA_SUCCESS
-        {
-            let _ = sys::cuMemPoolSetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                &mut threshold as *mut u64 as *mut std::ffi::c_void,
-            );
-        }
-    }
-}
-
 fn main() -> Res<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let reps = if quick { 5 } else { 20 };
     let g = Gpu::new()?;
-    cache_allocations(&g);
     let mut r = ChaCha8Rng::seed_from_u64(7);
     let bw = g.copy_bandwidth(1 << 28, 10)?;
     println!(

@@ -126,6 +126,7 @@ impl Gpu {
         let stream = ctx
             .new_stream()
             .map_err(|e| unavailable("creating a stream", e))?;
+        keep_freed_memory_pooled(&ctx);
         let name = ctx.name().unwrap_or_else(|_| "unknown CUDA device".into());
         let cc = ctx
             .compute_capability()
@@ -334,6 +335,31 @@ impl Gpu {
             .elapsed_ms(&end)
             .map_err(|e| Error::cuda("event elapsed time", e))?;
         Ok(ms as f64 * 1e-3)
+    }
+}
+
+/// Keeps freed device memory in the device's default pool (release threshold "never").
+///
+/// cudarc allocates with `cuMemAllocAsync` from that pool. With the default threshold of 0 the
+/// pool returns its memory to the driver at every synchronisation, so the next call that
+/// allocates an output (a compaction, a convenience scan) pays for mapping fresh pages: measured
+/// on the H200, compact 2^26 f32 took 585 µs instead of 196 µs. CUB's callers keep a caching
+/// allocator for the same reason. Failure here only costs speed, so errors are ignored.
+fn keep_freed_memory_pooled(ctx: &CudaContext) {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: plain driver calls on this context's device, made after the context was bound to
+    // this thread by its creation; `pool` and `threshold` outlive the calls.
+    unsafe {
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) == sys::CUresult::CUDA_SUCCESS
+        {
+            let _ = sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                &mut threshold as *mut u64 as *mut std::ffi::c_void,
+            );
+        }
     }
 }
 
