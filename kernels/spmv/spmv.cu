@@ -142,9 +142,13 @@ __device__ __forceinline__ void spmv_fused_tile(
     const bool first_is_head = (__ldg(heads + ((tile * TILE) >> 5)) & 1u) != 0u;  // TILE % 32 == 0
     if (threadIdx.x < 32) {
         const u32 lane = threadIdx.x;
+        // Local tails live in tile_value[0, ntiles), inclusive ones in tile_value[ntiles, 2 ntiles):
+        // a tile that upgrades LOCAL to INCLUSIVE never overwrites the value a reader that saw
+        // LOCAL is about to load (the same split as CUB's ScanTileState for wide types).
+        T* tile_incl = tile_value + gridDim.x;
         if (lane == 0) {
             // Publish this tile's tail: INCLUSIVE when a boundary inside the tile starts it.
-            tile_value[tile] = agg.value;
+            if (agg.flag) tile_incl[tile] = agg.value; else tile_value[tile] = agg.value;
             __threadfence();
             volatile u32* f = tile_flag + tile;
             *f = epoch * 4u + (agg.flag ? TILE_INCLUSIVE : TILE_LOCAL);
@@ -162,7 +166,7 @@ __device__ __forceinline__ void spmv_fused_tile(
                     do { fl = *f; } while ((fl >> 2) != epoch);
                     st = fl & 3u;
                     __threadfence();
-                    v = *((volatile T*)(tile_value + t));
+                    v = *((volatile T*)((st == TILE_INCLUSIVE ? tile_incl : tile_value) + t));
                 }
                 const u32 incl = __ballot_sync(FULL_MASK, st == TILE_INCLUSIVE);
                 // Lanes up to and including the nearest INCLUSIVE predecessor contribute.
@@ -176,7 +180,7 @@ __device__ __forceinline__ void spmv_fused_tile(
             }
             if (lane == 0 && !agg.flag) {
                 // The whole tile lies inside one row: now its inclusive tail is known.
-                tile_value[tile] = carry + agg.value;
+                tile_incl[tile] = carry + agg.value;
                 __threadfence();
                 volatile u32* f = tile_flag + tile;
                 *f = epoch * 4u + TILE_INCLUSIVE;

@@ -322,7 +322,8 @@ impl<T: Scalar + KernelType> GpuCsr<T> {
             nsegs,
             ntiles: ntiles as u32,
             tile_flag: Mutex::new(gpu.zeros::<u32>(ntiles.max(1))?),
-            tile_value: Mutex::new(gpu.zeros::<T>(ntiles.max(1))?),
+            // Local tails, then inclusive tails (see the kernel).
+            tile_value: Mutex::new(gpu.zeros::<T>(2 * ntiles.max(1))?),
             epoch: AtomicU32::new(0),
             paper: Mutex::new(paper),
             k,
@@ -504,8 +505,8 @@ impl<T: Scalar + KernelType> GpuCsr<T> {
         // SAFETY: spmv_fused_T(const u32* col, const T* val, const u32* heads,
         // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
         // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
-        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag/
-        // tile_value one per tile (ntiles blocks are launched), row_map nsegs entries when
+        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per tile and
+        // tile_value two per tile (ntiles blocks are launched), row_map nsegs entries when
         // has_map, x ncols and y nrows (checked by the caller).
         unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
             .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
