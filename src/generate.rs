@@ -1,1 +1,519 @@
 //! Generated test matrices, addressed by specs such as `poisson2d:N`.
+//!
+//! Benchmarks and tests need matrices far larger than the ones committed under `matrices/`
+//! (10^7–10^8 entries), with known structure. A *spec* names one; [`from_spec`] builds it and
+//! [`crate::io::load`] accepts a spec wherever it accepts a file name (so does `spmv-bench`).
+//!
+//! | spec | matrix | rows | entries |
+//! |---|---|---|---|
+//! | `poisson2d:N` | 5-point Laplacian on an N×N grid: 4 on the diagonal, −1 for each grid neighbour | N² | ≈ 5N² |
+//! | `poisson3d:N` | 7-point Laplacian on an N×N×N grid: 6 on the diagonal, −1 for each neighbour | N³ | ≈ 7N³ |
+//! | `tridiag:N` | 1-D Laplacian: 2 on the diagonal, −1 beside it | N | 3N − 2 |
+//! | `diag:N` | diagonal, values uniform in [1, 2) | N | N |
+//! | `dense:N` | every entry stored, values uniform in [−1, 1) (the "Dense" matrix of the Williams SpMV set) | N | N² |
+//! | `random:N:K` | N×N, every row has exactly K distinct uniformly random columns, values uniform in [−1, 1) | N | N·K |
+//! | `powerlaw:N:ALPHA` | N×N, row lengths power-law ("Zipf") distributed with exponent ALPHA, random distinct columns, values uniform in [−1, 1) | N | ≈ 12 N for ALPHA ≥ 2.1 |
+//!
+//! The Poisson and tridiagonal matrices are symmetric positive definite (the standard
+//! finite-difference Laplacians with Dirichlet boundaries) and do not depend on the seed.
+//!
+//! ## Power-law row lengths
+//!
+//! `powerlaw:N:ALPHA` draws each row length as `L = min(N, ⌊x_min · U^(−1/(ALPHA−1))⌋)` with `U`
+//! uniform in (0, 1]: a Pareto variable (the continuous form of Zipf's law) whose density falls as
+//! `L^(−ALPHA)`, capped at N. `x_min ≥ 1` is chosen so that the mean of the capped continuous
+//! variable is 12 (or N if N < 12); after rounding down the mean row length is about 11.5 whenever
+//! that is possible. ALPHA must be greater than 1. For small ALPHA the tail is so heavy that
+//! even `x_min = 1` gives a larger mean: with N = 10^6 the mean is about 15 for ALPHA = 2, 75 for
+//! ALPHA = 1.8 and 2000 for ALPHA = 1.5 — the long rows are the point of such matrices.
+//! [`powerlaw_mean`] gives the expected mean for any N and ALPHA.
+//!
+//! ## Determinism and speed
+//!
+//! Rows are generated in parallel (rayon) in fixed chunks of [`CHUNK_ROWS`] rows; each chunk draws
+//! from its own `ChaCha8Rng` stream derived from `(seed, chunk)`, so a matrix depends only on its
+//! spec and seed, never on the number of threads. Rows are produced in order with sorted, distinct
+//! columns straight into the CSR arrays (no triplets, no sort), so a 10^8-entry matrix takes about
+//! a second per core-second of a few hundred million entries.
+
+use std::ops::Range;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::{CsrMatrix, Scalar};
+
+/// Rows per generation chunk; each chunk has its own random stream.
+pub const CHUNK_ROWS: usize = 1 << 13;
+
+/// The valid spec forms, as listed in error messages.
+pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense:N, random:N:K, \
+                              powerlaw:N:ALPHA (e.g. poisson2d:1000, random:100000:16, powerlaw:100000:2.2)";
+
+const NAMES: [&str; 7] = [
+    "poisson2d",
+    "poisson3d",
+    "tridiag",
+    "diag",
+    "dense",
+    "random",
+    "powerlaw",
+];
+
+/// True when `s` has the shape of a spec: a known generator name followed by `:` (the arguments
+/// are checked by [`from_spec`]).
+pub fn is_spec(s: &str) -> bool {
+    match s.split_once(':') {
+        Some((name, _)) => NAMES.iter().any(|n| n.eq_ignore_ascii_case(name.trim())),
+        None => false,
+    }
+}
+
+/// Builds the matrix a spec names (see the [module docs](self) for the forms); `seed` fixes the
+/// random ones.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for an unknown or malformed spec (the message lists the valid forms)
+/// and for matrices whose size exceeds the 32-bit index limit.
+pub fn from_spec<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
+    let bad = |why: &str| {
+        Error::InvalidInput(format!(
+            "bad matrix spec '{spec}': {why}; valid forms are {SPEC_FORMS}"
+        ))
+    };
+    let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+    let name = parts[0].to_ascii_lowercase();
+    let int = |i: usize, what: &str| -> Result<usize> {
+        let s = parts
+            .get(i)
+            .ok_or_else(|| bad(&format!("missing {what}")))?;
+        s.replace('_', "")
+            .parse::<usize>()
+            .map_err(|_| bad(&format!("{what} '{s}' is not a non-negative integer")))
+    };
+    let arity = |n: usize| -> Result<()> {
+        if parts.len() > n + 1 {
+            Err(bad(&format!("{name} takes {n} argument(s)")))
+        } else {
+            Ok(())
+        }
+    };
+    match name.as_str() {
+        "poisson2d" => {
+            arity(1)?;
+            poisson2d(int(1, "N")?)
+        }
+        "poisson3d" => {
+            arity(1)?;
+            poisson3d(int(1, "N")?)
+        }
+        "tridiag" => {
+            arity(1)?;
+            tridiag(int(1, "N")?)
+        }
+        "diag" => {
+            arity(1)?;
+            diag(int(1, "N")?, seed)
+        }
+        "dense" => {
+            arity(1)?;
+            dense(int(1, "N")?, seed)
+        }
+        "random" => {
+            arity(2)?;
+            random(int(1, "N")?, int(2, "K")?, seed)
+        }
+        "powerlaw" => {
+            arity(2)?;
+            let n = int(1, "N")?;
+            let a = parts.get(2).ok_or_else(|| bad("missing ALPHA"))?;
+            let alpha = a
+                .parse::<f64>()
+                .map_err(|_| bad(&format!("ALPHA '{a}' is not a number")))?;
+            powerlaw(n, alpha, seed)
+        }
+        _ => Err(bad("unknown generator")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The chunked parallel builder
+// ---------------------------------------------------------------------------------------------
+
+fn too_big(what: &str, v: u128) -> Error {
+    Error::InvalidInput(format!(
+        "the generated matrix would have {v} {what}, beyond the 32-bit index limit ({})",
+        u32::MAX
+    ))
+}
+
+fn check_rows(n: u128) -> Result<usize> {
+    if n > u32::MAX as u128 {
+        return Err(too_big("rows", n));
+    }
+    Ok(n as usize)
+}
+
+/// The random stream of `chunk` for one generation `phase`.
+fn chunk_rng(seed: u64, chunk: usize, phase: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream((chunk as u64) * 4 + phase);
+    rng
+}
+
+/// Builds an `nrows × ncols` matrix whose row `i` has `len(i)` entries; `fill(chunk, rows,
+/// row_ptr, cols, vals)` writes the entries of the rows in `rows` (`row_ptr` holds their
+/// `rows.len() + 1` pointers, relative to the start of `cols`/`vals`) with strictly increasing
+/// columns. Chunks are filled in parallel; every chunk is checked before the matrix is made.
+fn build<T, L, F>(nrows: usize, ncols: usize, len: L, fill: F) -> Result<CsrMatrix<T>>
+where
+    T: Scalar,
+    L: Fn(usize) -> usize,
+    F: Fn(usize, Range<usize>, &[u32], &mut [u32], &mut [T]) + Sync,
+{
+    check_rows(nrows as u128)?;
+    check_rows(ncols as u128)?;
+    let mut row_ptr = Vec::with_capacity(nrows + 1);
+    let mut acc: u64 = 0;
+    row_ptr.push(0u32);
+    for i in 0..nrows {
+        acc += len(i) as u64;
+        if acc > u32::MAX as u64 {
+            return Err(too_big("entries (or more)", acc as u128));
+        }
+        row_ptr.push(acc as u32);
+    }
+    let nnz = acc as usize;
+    let mut col_idx = vec![0u32; nnz];
+    let mut values = vec![T::zero(); nnz];
+    let mut pieces = Vec::with_capacity(nrows.div_ceil(CHUNK_ROWS));
+    {
+        let (mut c_rest, mut v_rest) = (&mut col_idx[..], &mut values[..]);
+        for (chunk, r0) in (0..nrows).step_by(CHUNK_ROWS).enumerate() {
+            let r1 = (r0 + CHUNK_ROWS).min(nrows);
+            let n = (row_ptr[r1] - row_ptr[r0]) as usize;
+            let (c, cr) = std::mem::take(&mut c_rest).split_at_mut(n);
+            let (v, vr) = std::mem::take(&mut v_rest).split_at_mut(n);
+            c_rest = cr;
+            v_rest = vr;
+            pieces.push((chunk, r0..r1, c, v));
+        }
+    }
+    let rp = &row_ptr;
+    let ok = pieces.into_par_iter().all(|(chunk, rows, cols, vals)| {
+        let base = rp[rows.start];
+        let local: Vec<u32> = rp[rows.start..=rows.end]
+            .iter()
+            .map(|&p| p - base)
+            .collect();
+        fill(chunk, rows.clone(), &local, cols, vals);
+        // Check what `fill` wrote: strictly increasing columns below ncols in every row.
+        local.windows(2).all(|w| {
+            let row = &cols[w[0] as usize..w[1] as usize];
+            row.windows(2).all(|c| c[0] < c[1]) && row.last().is_none_or(|&c| (c as usize) < ncols)
+        })
+    });
+    if !ok {
+        return Err(Error::InvalidInput(
+            "internal error: a generator wrote unsorted or out-of-range columns".into(),
+        ));
+    }
+    // SAFETY: row_ptr has nrows + 1 non-decreasing entries from 0 to nnz (built above, checked
+    // against u32), col_idx and values have nnz entries, and every column was checked < ncols.
+    Ok(unsafe { CsrMatrix::from_parts_unchecked(nrows, ncols, row_ptr, col_idx, values) })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured matrices
+// ---------------------------------------------------------------------------------------------
+
+/// The 5-point Laplacian on an `n × n` grid (`n²` rows, natural ordering): 4 on the diagonal and
+/// −1 for each of the up to four grid neighbours. Symmetric positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n²` or the entry count exceeds `u32`.
+pub fn poisson2d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows((n as u128) * (n as u128))?;
+    let len = |r: usize| {
+        let (x, y) = (r % n, r / n);
+        1 + (x > 0) as usize + (x + 1 < n) as usize + (y > 0) as usize + (y + 1 < n) as usize
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        let (four, m1) = (T::of_f64(4.0), -T::one());
+        for (k, r) in range.enumerate() {
+            let (x, y) = (r % n, r / n);
+            let mut p = rp[k] as usize;
+            let mut put = |c: usize, v: T| {
+                cols[p] = c as u32;
+                vals[p] = v;
+                p += 1;
+            };
+            if y > 0 {
+                put(r - n, m1);
+            }
+            if x > 0 {
+                put(r - 1, m1);
+            }
+            put(r, four);
+            if x + 1 < n {
+                put(r + 1, m1);
+            }
+            if y + 1 < n {
+                put(r + n, m1);
+            }
+        }
+    })
+}
+
+/// The 7-point Laplacian on an `n × n × n` grid (`n³` rows, natural ordering): 6 on the diagonal
+/// and −1 for each of the up to six grid neighbours. Symmetric positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n³` or the entry count exceeds `u32`.
+pub fn poisson3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows((n as u128).pow(3))?;
+    let nn = n * n;
+    let len = |r: usize| {
+        let (x, y, z) = (r % n, (r / n) % n, r / nn);
+        1 + (x > 0) as usize
+            + (x + 1 < n) as usize
+            + (y > 0) as usize
+            + (y + 1 < n) as usize
+            + (z > 0) as usize
+            + (z + 1 < n) as usize
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        let (six, m1) = (T::of_f64(6.0), -T::one());
+        for (k, r) in range.enumerate() {
+            let (x, y, z) = (r % n, (r / n) % n, r / nn);
+            let mut p = rp[k] as usize;
+            let mut put = |c: usize, v: T| {
+                cols[p] = c as u32;
+                vals[p] = v;
+                p += 1;
+            };
+            if z > 0 {
+                put(r - nn, m1);
+            }
+            if y > 0 {
+                put(r - n, m1);
+            }
+            if x > 0 {
+                put(r - 1, m1);
+            }
+            put(r, six);
+            if x + 1 < n {
+                put(r + 1, m1);
+            }
+            if y + 1 < n {
+                put(r + n, m1);
+            }
+            if z + 1 < n {
+                put(r + nn, m1);
+            }
+        }
+    })
+}
+
+/// The 1-D Laplacian: `n × n` tridiagonal with 2 on the diagonal and −1 beside it. Symmetric
+/// positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n` exceeds `u32`.
+pub fn tridiag<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let len = |r: usize| 1 + (r > 0) as usize + (r + 1 < n) as usize;
+    build(n, n, len, |_, range, rp, cols, vals| {
+        for (k, r) in range.enumerate() {
+            let mut p = rp[k] as usize;
+            for c in r.saturating_sub(1)..(r + 2).min(n) {
+                cols[p] = c as u32;
+                vals[p] = if c == r { T::of_f64(2.0) } else { -T::one() };
+                p += 1;
+            }
+        }
+    })
+}
+
+/// An `n × n` diagonal matrix with values uniform in [1, 2).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n` exceeds `u32`.
+pub fn diag<T: Scalar>(n: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    build(
+        n,
+        n,
+        |_| 1,
+        |chunk, range, _, cols, vals| {
+            let mut rng = chunk_rng(seed, chunk, 1);
+            for (k, r) in range.enumerate() {
+                cols[k] = r as u32;
+                vals[k] = T::of_f64(rng.gen_range(1.0..2.0));
+            }
+        },
+    )
+}
+
+/// An `n × n` matrix with every entry stored, values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n²` exceeds `u32`.
+pub fn dense<T: Scalar>(n: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if (n as u128) * (n as u128) > u32::MAX as u128 {
+        return Err(too_big("entries", (n as u128) * (n as u128)));
+    }
+    build(
+        n,
+        n,
+        |_| n,
+        |chunk, range, rp, cols, vals| {
+            let mut rng = chunk_rng(seed, chunk, 1);
+            for k in 0..range.len() {
+                let p = rp[k] as usize;
+                for c in 0..n {
+                    cols[p + c] = c as u32;
+                    vals[p + c] = T::of_f64(rng.gen_range(-1.0..1.0));
+                }
+            }
+        },
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random matrices
+// ---------------------------------------------------------------------------------------------
+
+/// Writes `out.len()` distinct sorted values drawn uniformly from `0..n` (a uniformly random
+/// subset); `scratch` is reused between calls.
+fn sample_distinct(rng: &mut ChaCha8Rng, n: usize, out: &mut [u32], scratch: &mut Vec<u32>) {
+    let k = out.len();
+    // Draw the smaller of the subset and its complement.
+    let m = k.min(n - k);
+    scratch.clear();
+    while scratch.len() < m {
+        let need = m - scratch.len();
+        for _ in 0..need {
+            scratch.push(rng.gen_range(0..n as u32));
+        }
+        scratch.sort_unstable();
+        scratch.dedup();
+    }
+    if m == k {
+        out.copy_from_slice(scratch);
+    } else {
+        // `scratch` holds the excluded columns; write the others in order.
+        let mut skip = scratch.iter().peekable();
+        let mut p = 0;
+        for c in 0..n as u32 {
+            if skip.peek() == Some(&&c) {
+                skip.next();
+            } else {
+                out[p] = c;
+                p += 1;
+            }
+        }
+    }
+}
+
+fn random_rows<T: Scalar>(
+    n: usize,
+    seed: u64,
+    len: impl Fn(usize) -> usize,
+) -> Result<CsrMatrix<T>> {
+    build(n, n, len, |chunk, range, rp, cols, vals| {
+        let mut rng = chunk_rng(seed, chunk, 1);
+        let mut scratch = Vec::new();
+        for k in 0..range.len() {
+            let (a, b) = (rp[k] as usize, rp[k + 1] as usize);
+            sample_distinct(&mut rng, n, &mut cols[a..b], &mut scratch);
+            for v in &mut vals[a..b] {
+                *v = T::of_f64(rng.gen_range(-1.0..1.0));
+            }
+        }
+    })
+}
+
+/// An `n × n` matrix whose every row holds exactly `k` distinct, uniformly random columns (sorted)
+/// with values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `k > n` or the size exceeds `u32`.
+pub fn random<T: Scalar>(n: usize, k: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if k > n {
+        return Err(Error::InvalidInput(format!(
+            "random:{n}:{k}: a row of {n} columns cannot hold {k} distinct entries"
+        )));
+    }
+    random_rows(n, seed, |_| k)
+}
+
+/// The expected mean row length of `powerlaw:n:alpha` before rounding (see the module docs).
+pub fn powerlaw_mean(n: usize, alpha: f64) -> f64 {
+    capped_pareto_mean(powerlaw_xmin(n, alpha), n as f64, alpha - 1.0)
+}
+
+/// `E[min(X, cap)]` for a Pareto variable with minimum `xm` and tail exponent `beta`
+/// (`P(X > x) = (xm/x)^beta`).
+fn capped_pareto_mean(xm: f64, cap: f64, beta: f64) -> f64 {
+    if xm >= cap {
+        return cap;
+    }
+    if (beta - 1.0).abs() < 1e-12 {
+        xm + xm * (cap / xm).ln()
+    } else {
+        xm + xm.powf(beta) * (cap.powf(1.0 - beta) - xm.powf(1.0 - beta)) / (1.0 - beta)
+    }
+}
+
+/// The `x_min ≥ 1` whose capped mean is 12 (or `n` for small `n`), by bisection.
+fn powerlaw_xmin(n: usize, alpha: f64) -> f64 {
+    let (cap, beta) = (n.max(1) as f64, alpha - 1.0);
+    let target = cap.min(12.0);
+    if capped_pareto_mean(1.0, cap, beta) >= target {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (1.0, cap);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if capped_pareto_mean(mid, cap, beta) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// An `n × n` matrix with power-law ("Zipf") row lengths of exponent `alpha` (see the module
+/// docs), each row's columns distinct, uniformly random and sorted, values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `alpha ≤ 1` (or not finite) or the size exceeds `u32`.
+pub fn powerlaw<T: Scalar>(n: usize, alpha: f64, seed: u64) -> Result<CsrMatrix<T>> {
+    if !(alpha > 1.0 && alpha.is_finite()) {
+        return Err(Error::InvalidInput(format!(
+            "powerlaw:{n}:{alpha}: ALPHA must be a finite number greater than 1"
+        )));
+    }
+    check_rows(n as u128)?;
+    let xm = powerlaw_xmin(n, alpha);
+    let inv = -1.0 / (alpha - 1.0);
+    // Row lengths first, in parallel chunks with their own streams (phase 0).
+    let mut lens = vec![0u32; n];
+    lens.par_chunks_mut(CHUNK_ROWS)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng = chunk_rng(seed, chunk, 0);
+            for l in out {
+                let u: f64 = 1.0 - rng.gen::<f64>(); // (0, 1]
+                let x = (xm * u.powf(inv)).floor();
+                *l = if x >= n as f64 {
+                    n as u32
+                } else {
+                    x.max(1.0) as u32
+                };
+            }
+        });
+    random_rows(n, seed, |i| lens[i] as usize)
+}

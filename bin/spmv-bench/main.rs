@@ -1,1 +1,189 @@
-fn main() {}
+//! `spmv-bench`: sparse matrix–vector product benchmark (see `spmv-bench --help`).
+//!
+//! `main` only parses and maps the outcome to an exit code; [`run`] does the work and returns
+//! `anyhow::Result<ExitCode>` (the ripgrep layout). Every error, a bad file included, ends the
+//! program with one line on stderr and exit code 1; a closed stdout (`spmv-bench | head`) is not
+//! an error.
+
+mod cli;
+mod implementations;
+mod output;
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use segsparse::spmv::cpu;
+use segsparse::{CsrMatrix, Precision};
+
+use cli::{Cli, Format};
+use implementations::{implementations, Problem, Timing};
+use output::Row;
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            if e.downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("spmv-bench: error: {}", one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line. segsparse's messages already include their source
+/// (`file: No such file or directory`), so a cause whose text is already there is not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&c);
+        }
+    }
+    msg.replace('\n', "; ")
+}
+
+/// Looks a relative matrix path up in the current directory, then beside each ancestor of the
+/// executable (`target/release/spmv-bench` → `target/release`, `target`, the repository root,
+/// ...), so the default `matrices/raefsky2.mtx.gz` is found from anywhere in a clone. Specs and
+/// paths found nowhere are returned unchanged (the loader then reports them).
+fn resolve(arg: &str) -> String {
+    let p = Path::new(arg);
+    if p.is_absolute() || p.exists() || segsparse::generate::is_spec(arg) {
+        return arg.to_string();
+    }
+    let found: Option<PathBuf> = std::env::current_exe().ok().and_then(|exe| {
+        exe.ancestors()
+            .skip(1)
+            .map(|d| d.join(p))
+            .find(|c| c.exists())
+    });
+    found.map_or_else(|| arg.to_string(), |c| c.to_string_lossy().into_owned())
+}
+
+/// Runs the benchmark described by `cli`.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    // Choose implementations first: `--backend gpu` fails here, before any loading.
+    let imps = implementations(cli.backend)?;
+    let precisions = cli.precision.list();
+    let timing = Timing {
+        iters: cli.iters as usize,
+        min_sample_s: 1e-3,
+        warmup_s: 0.05,
+    };
+    let threads = rayon::current_num_threads();
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+
+    let steps = (cli.matrices.len() * imps.len() * precisions.len()) as u64;
+    let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    // Several matrices or a large one: show progress; else the bar stays hidden.
+    let mut show = cli.matrices.len() > 1;
+    if !show {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+
+    if cli.format == Format::Csv {
+        writeln!(out, "{}", output::CSV_HEADER)?;
+    }
+    for name in &cli.matrices {
+        bar.set_message(format!("loading {name}"));
+        let t0 = Instant::now();
+        let a64: CsrMatrix<f64> = segsparse::io::load(&resolve(name), cli.seed)?;
+        let load_s = t0.elapsed().as_secs_f64();
+        if !show && a64.nnz() >= 5_000_000 {
+            show = true;
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        if a64.has_non_finite() {
+            bar.suspend(|| {
+                eprintln!(
+                    "spmv-bench: warning: {name} contains NaN or infinite values; \
+                     they propagate into y and the reference alike"
+                )
+            });
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
+        let x64: Vec<f64> = (0..a64.ncols()).map(|_| rng.gen_range(-1.0..1.0)).collect();
+        let p = Problem {
+            a32: a64.cast(),
+            x32: x64.iter().map(|&v| v as f32).collect(),
+            a64,
+            x64,
+        };
+        let shape = (p.a64.nrows(), p.a64.ncols(), p.a64.nnz());
+        let mut rows: Vec<Row> = Vec::new();
+        for &prec in &precisions {
+            // The reference uses the inputs of this precision (the f32 run is judged on its
+            // arithmetic, not on the rounding of A and x to f32).
+            let (reference, bytes) = match prec {
+                Precision::F32 => (cpu::spmv_f64_reference(&p.a32, &p.x32), p.a32.spmv_bytes()),
+                Precision::F64 => (cpu::spmv_f64_reference(&p.a64, &p.x64), p.a64.spmv_bytes()),
+            };
+            for imp in &imps {
+                bar.set_message(format!("{name}: {} {prec}", imp.name()));
+                let m = imp.run(&p, prec, &timing)?;
+                let err = cpu::max_rel_err(&m.y, &reference);
+                rows.push(Row::measured(
+                    name,
+                    shape,
+                    imp.name(),
+                    &prec.to_string(),
+                    &imp.backend().to_string(),
+                    m.median_s,
+                    bytes,
+                    err,
+                ));
+                bar.inc(1);
+            }
+        }
+        output::fill_speedups(&mut rows);
+        rows.extend(output::paper_rows(name, &p.a64));
+        bar.suspend(|| -> io::Result<()> {
+            match cli.format {
+                Format::Table => {
+                    output::write_matrix_header(
+                        &mut out,
+                        name,
+                        &p.a64,
+                        &p.a64.row_stats(),
+                        load_s,
+                    )?;
+                    output::write_table(&mut out, &rows, threads)?;
+                }
+                Format::Json => {
+                    for r in &rows {
+                        output::write_json(&mut out, r)?;
+                    }
+                }
+                Format::Csv => {
+                    for r in &rows {
+                        output::write_csv(&mut out, r)?;
+                    }
+                }
+            }
+            out.flush()
+        })?;
+    }
+    bar.finish_and_clear();
+    Ok(ExitCode::SUCCESS)
+}
