@@ -509,17 +509,7 @@ impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
         CsrMatrix::ncols(self)
     }
     fn apply(&self, _: &Cpu, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        // TEMPORARY until the `cli` branch's spmv::spmv is merged.
-        assert_eq!(x.len(), CsrMatrix::ncols(self));
-        assert_eq!(y.len(), CsrMatrix::nrows(self));
-        let (rp, ci, va) = (self.row_ptr(), self.col_idx(), self.values());
-        y.par_iter_mut().enumerate().for_each(|(i, y)| {
-            let mut acc = T::zero();
-            for k in rp[i] as usize..rp[i + 1] as usize {
-                acc += va[k] * x[ci[k] as usize];
-            }
-            *y = acc;
-        });
+        crate::spmv::spmv(T::one(), self, x, T::zero(), y);
         Ok(())
     }
 }

@@ -19,11 +19,12 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
-use super::{Fuse, VectorOps};
+use super::{Fuse, LinearOperator, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
+use crate::spmv::gpu::GpuCsr;
 
 /// The solvers' vector kernels.
 pub const BLAS1: KernelSource = KernelSource {
@@ -263,9 +264,13 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         self.gpu.upload_into(&s, &mut sc.slots)
     }
     fn read_slots(&self, sc: &GpuScalars<T>) -> Result<[T; NSLOTS]> {
-        let v = self.gpu.download(&sc.slots)?;
+        // Into a stack array: the status check every k iterations allocates nothing.
         let mut s = [T::zero(); NSLOTS];
-        s.copy_from_slice(&v);
+        self.gpu
+            .stream()
+            .memcpy_dtoh(&sc.slots, &mut s[..])
+            .map_err(|e| Error::cuda("reading the solver's scalar slots", e))?;
+        self.gpu.synchronize()?;
         Ok(s)
     }
     fn read_history(&self, sc: &GpuScalars<T>, len: usize) -> Result<Vec<T>> {
@@ -585,5 +590,18 @@ impl<T> GpuScalars<T> {
             self.grid
         );
         g
+    }
+}
+
+/// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
+impl<T: Scalar + KernelType> LinearOperator<T, GpuOps<T>> for GpuCsr<T> {
+    fn nrows(&self) -> usize {
+        GpuCsr::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        GpuCsr::ncols(self)
+    }
+    fn apply(&self, _: &GpuOps<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        self.spmv(T::one(), x, T::zero(), y)
     }
 }

@@ -72,10 +72,13 @@
 //!   of f32 or ill-conditioned matrices), the iteration is *restarted* from the true residual
 //!   (at most [`MAX_RESTARTS`] times), like sprs' "hard restart"; the reported
 //!   [`SolveInfo::relative_residual`] is always the true one.
-//! - **Breakdown is reported, not worked around.** CG stops with [`SolveError::Breakdown`] when
-//!   pᵀAp ≤ 0 (the matrix is not positive definite along `p`); BiCGSTAB when ρ = r̂ᵀr vanishes
-//!   relative to ‖r̂‖‖r‖ (|ρ| ≤ ε‖r̂‖‖r‖), when r̂ᵀv = 0, or when ω = 0 without convergence. The
-//!   iterate `x` is left at the last good iterate for the caller to inspect.
+//! - **Breakdown.** CG stops with [`SolveError::Breakdown`] when pᵀAp ≤ 0 (the matrix is not
+//!   positive definite along `p`); BiCGSTAB when r̂ᵀv = 0 or when ω = 0 without convergence.
+//!   When BiCGSTAB's ρ = r̂ᵀr vanishes relative to ‖r̂‖‖r‖ (|ρ| ≤ ε‖r̂‖‖r‖; it happens on
+//!   cage8 with b = 1 at iteration 3, where 1ᵀr reaches 0 while r does not) the solve restarts
+//!   from the true residual with a new shadow residual r̂ = r (at most [`MAX_RESTARTS`] restarts
+//!   in all, like sprs' soft restart) before reporting the breakdown. The iterate `x` is left at
+//!   the last good iterate for the caller to inspect.
 //! - **BiCGSTAB's early exit on ‖s‖** (van der Vorst's line "if s is small enough, x = x + αp̂,
 //!   stop") is handled without a host check: when tᵀt = 0 we set ω = 0, so the update reduces to
 //!   `x ← x + αp̂`, `r ← s`, and the convergence test of the same kernel accepts it.
@@ -597,6 +600,12 @@ where
         if status != Status::Running {
             // The kernels stopped at the recorded iteration; later ones were no-ops.
             it = slots[Slot::StatusIter as usize].as_f64() as usize;
+        }
+        if status == Status::BreakdownRho && restarts < MAX_RESTARTS && it < params.max_iters {
+            // BiCGSTAB's shadow residual became orthogonal to r: restart with r̂ = b − A·x.
+            last_true = true_residual(method, x, &mut sc)?;
+            restarts += 1;
+            continue;
         }
         if status != Status::Converged {
             break status;
