@@ -27,7 +27,7 @@ use segsparse::solvers::{
     bicgstab, cg, pcg, Cpu, Identity, Jacobi, LinearOperator, SolveError, SolveInfo, SolveParams,
     VectorOps,
 };
-use segsparse::{generate, io, CsrMatrix, Scalar};
+use segsparse::{io, CsrMatrix, Scalar};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Method {
@@ -298,8 +298,10 @@ fn gpu_rows<T: Scalar + segsparse::gpu::KernelType>(
         bytes as f64 / 1e6,
         floor * 1e6,
         bw / 1e9,
-        row.per_iter
-            .map_or(String::new(), |t| format!("; {:.0}% of floor", 100.0 * floor / t))
+        row.per_iter.map_or(String::new(), |t| format!(
+            "; {:.0}% of floor",
+            100.0 * floor / t
+        ))
     );
     row.note = if row.note.is_empty() {
         extra

@@ -103,7 +103,11 @@ fn cg_solves_poisson2d_and_history_decreases_overall() {
     let mut x = vec![f64::NAN; a.nrows()]; // InitialGuess::Zero: contents ignored
     let info = cg(&Cpu, &a, &b, &mut x, &params(1e-10)).unwrap();
     check_info(&a, &b, &x, &info, 1e-10);
-    assert!(info.iterations > 10 && info.iterations < 400, "{}", info.iterations);
+    assert!(
+        info.iterations > 10 && info.iterations < 400,
+        "{}",
+        info.iterations
+    );
     assert!(info.history.last().unwrap() < &1e-10);
 }
 
@@ -118,7 +122,9 @@ fn cg_solves_poisson3d_f32_to_single_precision_tolerance() {
 
 #[test]
 fn cg_and_jacobi_pcg_converge_on_spd_corpus_matrices() {
-    for name in ["bcsstk01", "nos4", "gr_30_30", "1138_bus", "bcsstk03", "bcsstk09"] {
+    for name in [
+        "bcsstk01", "nos4", "gr_30_30", "1138_bus", "bcsstk03", "bcsstk09",
+    ] {
         let Some(a) = load::<f64>(name) else { continue };
         let b = ones(a.nrows());
         let jac = Jacobi::from_matrix(&Cpu, &a).unwrap();
@@ -177,19 +183,18 @@ fn bicgstab_solves_unsymmetric_corpus_matrices() {
         }
         eprintln!("{name}: {solved:?}");
         // west0479 (zero diagonal, notoriously hard for unpreconditioned Krylov methods) may fail.
-        assert!(!solved.is_empty() || name == "west0479", "{name} not solved");
+        assert!(
+            !solved.is_empty() || name == "west0479",
+            "{name} not solved"
+        );
     }
 }
 
 #[test]
 fn cg_on_an_indefinite_matrix_reports_breakdown() {
     // diag(1, 2, -1, 3): pᵀAp ≤ 0 appears within a few iterations.
-    let a = CsrMatrix::from_triplets(
-        4,
-        4,
-        &[(0, 0, 1.0), (1, 1, 2.0), (2, 2, -1.0), (3, 3, 3.0)],
-    )
-    .unwrap();
+    let a = CsrMatrix::from_triplets(4, 4, &[(0, 0, 1.0), (1, 1, 2.0), (2, 2, -1.0), (3, 3, 3.0)])
+        .unwrap();
     let b = vec![0.0, 0.0, 1.0, 0.0];
     let mut x = vec![0.0; 4];
     match cg(&Cpu, &a, &b, &mut x, &params(1e-12)) {
@@ -279,8 +284,15 @@ fn initial_guess_is_used_and_exact_guess_takes_no_iterations() {
     assert_eq!(info.iterations, 0);
     // b = 0 with a zero guess: solved at once.
     let mut x0 = vec![0.0; a.nrows()];
-    let info = bicgstab(&Cpu, &a, &Identity, &vec![0.0; a.nrows()], &mut x0, &params(1e-8))
-        .unwrap();
+    let info = bicgstab(
+        &Cpu,
+        &a,
+        &Identity,
+        &vec![0.0; a.nrows()],
+        &mut x0,
+        &params(1e-8),
+    )
+    .unwrap();
     assert_eq!(info.iterations, 0);
     assert!(x0.iter().all(|&v| v == 0.0));
 }
@@ -304,7 +316,10 @@ fn check_every_does_not_change_the_result_on_cpu() {
     )
     .unwrap();
     assert_eq!(i1.iterations, i2.iterations);
-    assert_eq!(x1, x2, "the kernels stop at the same iteration whatever the check interval");
+    assert_eq!(
+        x1, x2,
+        "the kernels stop at the same iteration whatever the check interval"
+    );
     assert_eq!(i1.history, i2.history);
 }
 
@@ -375,7 +390,9 @@ fn jacobi_pcg_beats_cg_on_a_badly_scaled_spd_matrix() {
     // D·A·D with A = Poisson and D spanning 1..1000: Jacobi undoes the scaling.
     let a = generate::poisson2d::<f64>(20).unwrap();
     let n = a.nrows();
-    let d: Vec<f64> = (0..n).map(|i| 1.0 + 999.0 * (i % 17) as f64 / 16.0).collect();
+    let d: Vec<f64> = (0..n)
+        .map(|i| 1.0 + 999.0 * (i % 17) as f64 / 16.0)
+        .collect();
     let t: Vec<(usize, usize, f64)> = (0..n)
         .flat_map(|i| {
             let (c, v) = a.row(i);
@@ -393,7 +410,12 @@ fn jacobi_pcg_beats_cg_on_a_badly_scaled_spd_matrix() {
     let info = pcg(&Cpu, &s, &jac, &b, &mut x, &params(1e-8)).unwrap();
     check_info(&s, &b, &x, &info, 1e-8);
     if let Ok(p) = plain {
-        assert!(info.iterations < p.iterations, "{} vs {}", info.iterations, p.iterations);
+        assert!(
+            info.iterations < p.iterations,
+            "{} vs {}",
+            info.iterations,
+            p.iterations
+        );
     }
     // BiCGSTAB with the fused Jacobi path agrees.
     let mut x2 = vec![0.0; n];
@@ -471,7 +493,10 @@ mod gpu {
             .map(|(a, b)| (a.as_f64() - b.as_f64()).powi(2))
             .sum::<f64>()
             .sqrt();
-        assert!(dn <= 1e4 * tol * xn.max(1e-300), "{method}: |xc - xg| = {dn:e}, |x| = {xn:e}");
+        assert!(
+            dn <= 1e4 * tol * xn.max(1e-300),
+            "{method}: |xc - xg| = {dn:e}, |x| = {xn:e}"
+        );
         (ic, ig)
     }
 
@@ -484,11 +509,17 @@ mod gpu {
         let b = ones(a.nrows());
         for m in ["cg", "pcg", "bicgstab", "bicgstab-jacobi"] {
             let (c, g) = agree(&a, m, 1e-9, &b);
-            eprintln!("poisson2d:64 {m}: CPU {} GPU {} iterations", c.iterations, g.iterations);
+            eprintln!(
+                "poisson2d:64 {m}: CPU {} GPU {} iterations",
+                c.iterations, g.iterations
+            );
         }
         let a = generate::poisson3d::<f32>(20).unwrap();
         let (c, g) = agree(&a, "cg", 1e-5, &ones(a.nrows()));
-        eprintln!("poisson3d:20 f32 cg: CPU {} GPU {}", c.iterations, g.iterations);
+        eprintln!(
+            "poisson3d:20 f32 cg: CPU {} GPU {}",
+            c.iterations, g.iterations
+        );
     }
 
     #[test]
@@ -503,7 +534,10 @@ mod gpu {
         }
         if let Some(a) = load::<f64>("raefsky2") {
             let (c, g) = agree(&a, "bicgstab", 1e-8, &ones(a.nrows()));
-            eprintln!("raefsky2 BiCGSTAB: CPU {} GPU {}", c.iterations, g.iterations);
+            eprintln!(
+                "raefsky2 BiCGSTAB: CPU {} GPU {}",
+                c.iterations, g.iterations
+            );
         }
     }
 
@@ -532,7 +566,10 @@ mod gpu {
                 }) => {
                     assert_eq!(iterations, 20, "n = {n}");
                     let r = true_rel_residual(&a, &b, &ops.download(&x).unwrap());
-                    assert!((r - residual).abs() <= 1e-6 * r, "n = {n}: {r} vs {residual}");
+                    assert!(
+                        (r - residual).abs() <= 1e-6 * r,
+                        "n = {n}: {r} vs {residual}"
+                    );
                 }
                 Err(e) => panic!("n = {n}: {e}"),
             }
@@ -540,19 +577,19 @@ mod gpu {
         let a = generate::poisson2d::<f64>(300).unwrap();
         let b = ones(a.nrows());
         let (c, gi) = agree(&a, "cg", 1e-8, &b);
-        eprintln!("poisson2d:300 cg: CPU {} GPU {}", c.iterations, gi.iterations);
+        eprintln!(
+            "poisson2d:300 cg: CPU {} GPU {}",
+            c.iterations, gi.iterations
+        );
     }
 
     #[test]
     fn gpu_reports_breakdown_nan_and_dimension_errors() {
         let Some(g) = test_gpu() else { return };
         let ops = GpuOps::<f64>::new(&g).unwrap();
-        let a = CsrMatrix::from_triplets(
-            4,
-            4,
-            &[(0, 0, 1.0), (1, 1, 2.0), (2, 2, -1.0), (3, 3, 3.0)],
-        )
-        .unwrap();
+        let a =
+            CsrMatrix::from_triplets(4, 4, &[(0, 0, 1.0), (1, 1, 2.0), (2, 2, -1.0), (3, 3, 3.0)])
+                .unwrap();
         let da = GpuCsr::upload(&g, &a).unwrap();
         let b = ops.upload(&[0.0, 0.0, 1.0, 0.0]).unwrap();
         let mut x = ops.zeros(4).unwrap();

@@ -87,8 +87,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType>(cli: &Cli) -> Result<ExitCo
         PrecisionArg::F64 => Precision::F64,
     };
     let path = resolve(&cli.matrix);
-    let a: CsrMatrix<T> = segsparse::io::load(&path, cli.seed)
-        .with_context(|| format!("loading {}", cli.matrix))?;
+    let a: CsrMatrix<T> =
+        segsparse::io::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
     if a.nrows() != a.ncols() {
         bail!(
             "{}: the matrix is {}×{}; a linear solve needs a square matrix",
@@ -102,13 +102,18 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType>(cli: &Cli) -> Result<ExitCo
         "ones" => vec![T::one(); n],
         "random" => {
             let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
-            (0..n).map(|_| T::of_f64(rng.gen_range(-1.0..1.0))).collect()
+            (0..n)
+                .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+                .collect()
         }
         file => {
             let v: Vec<T> = segsparse::io::read_vector(file)
                 .with_context(|| format!("reading the right-hand side {file}"))?;
             if v.len() != n {
-                bail!("{file}: right-hand side has {} entries, the matrix {n} rows", v.len());
+                bail!(
+                    "{file}: right-hand side has {} entries, the matrix {n} rows",
+                    v.len()
+                );
             }
             v
         }
@@ -120,9 +125,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType>(cli: &Cli) -> Result<ExitCo
         MethodArg::Auto => MethodArg::Bicgstab,
         m => m,
     };
-    let tol = cli
-        .tol
-        .unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
+    let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
         rel_tol: tol,
         max_iters: cli.max_iters,
@@ -171,9 +174,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType>(cli: &Cli) -> Result<ExitCo
                 residual,
             },
         ) => (*iterations, *residual, false, Some(e)),
-        Err(e @ SolveError::Breakdown { iteration, .. }) => {
-            (*iteration, f64::NAN, false, Some(e))
-        }
+        Err(e @ SolveError::Breakdown { iteration, .. }) => (*iteration, f64::NAN, false, Some(e)),
         Err(e @ SolveError::NonFinite { iteration }) => (*iteration, f64::NAN, false, Some(e)),
         Err(e) => bail!("{e}"),
     };
@@ -217,7 +218,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType>(cli: &Cli) -> Result<ExitCo
                 "matrix     {} ({n}×{n}, {} nonzeros, {})",
                 cli.matrix,
                 a.nnz(),
-                if symmetric { "symmetric" } else { "unsymmetric" }
+                if symmetric {
+                    "symmetric"
+                } else {
+                    "unsymmetric"
+                }
             )?;
             writeln!(
                 w,

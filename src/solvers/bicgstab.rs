@@ -133,7 +133,13 @@ where
         match (self.kind, self.pre.as_mut()) {
             (Kind::Jacobi, Some((phat, _))) => {
                 let inv_diag = inv_diag.expect("diagonal preconditioner");
-                be.bicg_p(&self.r, &self.v, &mut self.p, Fuse::Jacobi { inv_diag, z: phat }, sc)?;
+                be.bicg_p(
+                    &self.r,
+                    &self.v,
+                    &mut self.p,
+                    Fuse::Jacobi { inv_diag, z: phat },
+                    sc,
+                )?;
                 self.a.apply(be, phat, &mut self.v)?;
             }
             (Kind::General, Some((phat, _))) => {
@@ -151,7 +157,13 @@ where
         match (self.kind, self.pre.as_mut()) {
             (Kind::Jacobi, Some((_, shat))) => {
                 let inv_diag = inv_diag.expect("diagonal preconditioner");
-                be.bicg_s(&self.r, &self.v, &mut self.s, Fuse::Jacobi { inv_diag, z: shat }, sc)?;
+                be.bicg_s(
+                    &self.r,
+                    &self.v,
+                    &mut self.s,
+                    Fuse::Jacobi { inv_diag, z: shat },
+                    sc,
+                )?;
                 self.a.apply(be, shat, &mut self.t)?;
             }
             (Kind::General, Some((_, shat))) => {

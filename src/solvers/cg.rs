@@ -14,11 +14,11 @@
 //! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
+use super::precond::Identity;
 use super::{
     check_dims, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
     SolveParams, VectorOps,
 };
-use super::precond::Identity;
 use crate::scalar::Scalar;
 
 /// Conjugate gradient for a symmetric positive definite `A`: solves `A·x = b`.
@@ -134,13 +134,19 @@ where
                 be.copy(&self.r, &mut self.p)
             }
             Kind::Jacobi => {
-                let z = self.z.as_mut().expect("z is allocated for a preconditioner");
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
                 let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
                 be.cg_start(&self.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
                 be.copy(z, &mut self.p)
             }
             Kind::General => {
-                let z = self.z.as_mut().expect("z is allocated for a preconditioner");
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
                 self.m.apply(be, &self.r, z)?;
                 be.cg_start(&self.r, Fuse::Separate(Some(z)), sc, it)?;
                 be.copy(z, &mut self.p)
@@ -163,13 +169,19 @@ where
                 be.cg_update_xp(x, &mut self.p, &self.r, sc, it)
             }
             Kind::Jacobi => {
-                let z = self.z.as_mut().expect("z is allocated for a preconditioner");
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
                 let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
                 be.cg_update_r(&self.q, &mut self.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
                 be.cg_update_xp(x, &mut self.p, z, sc, it)
             }
             Kind::General => {
-                let z = self.z.as_mut().expect("z is allocated for a preconditioner");
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
                 be.cg_update_r(&self.q, &mut self.r, Fuse::Separate(None), sc, it)?;
                 self.m.apply(be, &self.r, z)?;
                 be.cg_rho(&self.r, z, sc, it)?;

@@ -73,7 +73,9 @@ fn chunked<T: Scalar>(
             .enumerate()
             .for_each(|(c, out)| *out = f(c * CHUNK..((c + 1) * CHUNK).min(n)));
     }
-    parts.iter().fold([T::zero(); 2], |a, p| [a[0] + p[0], a[1] + p[1]])
+    parts
+        .iter()
+        .fold([T::zero(); 2], |a, p| [a[0] + p[0], a[1] + p[1]])
 }
 
 fn same_len(what: &str, a: usize, b: usize) {
@@ -347,7 +349,10 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         }
         same_len("bicg_p", r.len(), v.len());
         same_len("bicg_p", r.len(), p.len());
-        let (beta, omega) = (sc.slots[Slot::Beta as usize], sc.slots[Slot::Omega as usize]);
+        let (beta, omega) = (
+            sc.slots[Slot::Beta as usize],
+            sc.slots[Slot::Omega as usize],
+        );
         let upd = |p: &mut [T], r: &[T], v: &[T]| {
             for ((p, &r), &v) in p.iter_mut().zip(r).zip(v) {
                 *p = r + beta * (*p - omega * v);
@@ -480,7 +485,10 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         ] {
             same_len(what, n, len);
         }
-        let (alpha, omega) = (sc.slots[Slot::Alpha as usize], sc.slots[Slot::Omega as usize]);
+        let (alpha, omega) = (
+            sc.slots[Slot::Alpha as usize],
+            sc.slots[Slot::Omega as usize],
+        );
         let (xs, rs) = (Shared::new(x), Shared::new(r));
         let [rr, rho] = chunked(n, &mut sc.partials, |rg| {
             // SAFETY: each chunk range is handed to exactly one task.

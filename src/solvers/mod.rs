@@ -248,7 +248,10 @@ impl fmt::Display for SolveError {
                 "not converged after {iterations} iterations (relative residual {residual:.3e})"
             ),
             SolveError::NonFinite { iteration } => {
-                write!(f, "residual became NaN or infinite at iteration {iteration}")
+                write!(
+                    f,
+                    "residual became NaN or infinite at iteration {iteration}"
+                )
             }
             SolveError::DimensionMismatch {
                 what,
@@ -341,15 +344,10 @@ pub trait VectorOps<T: Scalar> {
         r: &mut Self::Vector,
     ) -> crate::Result<()>;
     /// `z ← d ∘ r` (elementwise product).
-    fn scale(&self, d: &Self::Vector, r: &Self::Vector, z: &mut Self::Vector)
-        -> crate::Result<()>;
+    fn scale(&self, d: &Self::Vector, r: &Self::Vector, z: &mut Self::Vector) -> crate::Result<()>;
     /// `xᵀy` on the host (synchronises; for setup and final checks, not inside iterations).
-    fn dot(
-        &self,
-        x: &Self::Vector,
-        y: &Self::Vector,
-        sc: &mut Self::Scalars,
-    ) -> crate::Result<f64>;
+    fn dot(&self, x: &Self::Vector, y: &Self::Vector, sc: &mut Self::Scalars)
+        -> crate::Result<f64>;
 
     /// Allocates the slots (all zero), a history of `max_iters + 1` entries and the reduction
     /// workspace for vectors of length `n`.

@@ -162,7 +162,13 @@ pub fn cg_alpha<T: Scalar>(s: &mut [T; NSLOTS], pq: T, it: usize) {
 
 /// CG after `r ← r − αq`: convergence test on ‖r‖²; with `rz = Some(rᵀz)` also
 /// β = rᵀz / ρ and ρ ← rᵀz (a separate preconditioner passes `None` and calls [`cg_rho`]).
-pub fn cg_update_r<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rz: Option<T>, it: usize) {
+pub fn cg_update_r<T: Scalar>(
+    s: &mut [T; NSLOTS],
+    hist: &mut [T],
+    rr: T,
+    rz: Option<T>,
+    it: usize,
+) {
     if test_rr(s, hist, rr, it) {
         return;
     }
