@@ -27,7 +27,10 @@ macro_rules! embed {
 }
 
 /// Every header under `kernels/`, by the path that `#include` lines use.
-pub const HEADERS: &[(&str, &str)] = &[embed!("common.cuh"), embed!("spmv/spmv_scan.cuh")];
+pub const HEADERS: &[(&str, &str)] = &[
+    embed!("common.cuh"),
+    embed!("spmv/spmv_scan.cuh"),
+];
 
 /// Every kernel source, each with the defines it is compiled with in CI (the defaults of its
 /// policy). The CI test compiles each for `sm_80` and `sm_90`.
