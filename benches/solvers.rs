@@ -49,7 +49,7 @@ impl Method {
         match self {
             Method::Cg => 10,
             Method::Pcg => 12,
-            Method::Bicgstab => 4 + 2 + 3 + 2 + 9,
+            Method::Bicgstab => 4 + 2 + 3 + 2 + 8,
         }
     }
     fn spmvs(self) -> usize {

@@ -438,6 +438,7 @@ mod gpu {
         method: &str,
         tol: f64,
         b: &[T],
+        close: Option<f64>,
     ) -> (SolveInfo, SolveInfo) {
         let g = test_gpu().unwrap();
         let ops = GpuOps::<T>::new(&g).unwrap();
@@ -477,26 +478,37 @@ mod gpu {
         let xg = ops.download(&xg).unwrap();
         check_info(a, b, &xg, &ig, tol);
         check_info(a, b, &xc, &ic, tol);
-        let slack = 3 + ic.iterations / 20;
+        // BiCGSTAB's residual is erratic: different rounding moves the stopping iteration more.
+        let slack = if method.starts_with("bicgstab") {
+            3 + ic.iterations / 5
+        } else {
+            3 + ic.iterations / 20
+        };
         assert!(
             ic.iterations.abs_diff(ig.iterations) <= slack,
             "{method}: CPU {} vs GPU {} iterations",
             ic.iterations,
             ig.iterations
         );
-        // Both solutions have residual ≤ tol; their difference is bounded by the conditioning,
-        // so compare against the spread of the solution with a generous factor.
-        let xn: f64 = xc.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
-        let dn: f64 = xc
-            .iter()
-            .zip(&xg)
-            .map(|(a, b)| (a.as_f64() - b.as_f64()).powi(2))
-            .sum::<f64>()
-            .sqrt();
+        // The solutions agree within the tolerance in the residual sense:
+        // ‖A(x_cpu − x_gpu)‖ ≤ ‖b − A·x_cpu‖ + ‖b − A·x_gpu‖ ≤ 2·tol·‖b‖.
+        let d: Vec<T> = xc.iter().zip(&xg).map(|(&a, &b)| a - b).collect();
+        let mut ad = vec![T::zero(); a.nrows()];
+        segsparse::spmv::spmv(T::one(), a, &d, T::zero(), &mut ad);
+        let bn: f64 = b.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
+        let adn: f64 = ad.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
+        let f32_slack = if T::BYTES == 4 { 1.0 } else { 0.01 };
         assert!(
-            dn <= 1e4 * tol * xn.max(1e-300),
-            "{method}: |xc - xg| = {dn:e}, |x| = {xn:e}"
+            adn <= (2.0 + f32_slack) * tol * bn,
+            "{method}: ‖A(xc − xg)‖/‖b‖ = {:e}",
+            adn / bn
         );
+        // And directly, where the problem is well conditioned (the Poisson problems).
+        if let Some(k) = close {
+            let xn: f64 = xc.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
+            let dn: f64 = d.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
+            assert!(dn <= k * tol * xn, "{method}: ‖xc − xg‖ = {dn:e}, ‖x‖ = {xn:e}");
+        }
         (ic, ig)
     }
 
@@ -508,14 +520,14 @@ mod gpu {
         let a = generate::poisson2d::<f64>(64).unwrap();
         let b = ones(a.nrows());
         for m in ["cg", "pcg", "bicgstab", "bicgstab-jacobi"] {
-            let (c, g) = agree(&a, m, 1e-9, &b);
+            let (c, g) = agree(&a, m, 1e-9, &b, Some(1e5));
             eprintln!(
                 "poisson2d:64 {m}: CPU {} GPU {} iterations",
                 c.iterations, g.iterations
             );
         }
         let a = generate::poisson3d::<f32>(20).unwrap();
-        let (c, g) = agree(&a, "cg", 1e-5, &ones(a.nrows()));
+        let (c, g) = agree(&a, "cg", 1e-5, &ones(a.nrows()), Some(1e4));
         eprintln!(
             "poisson3d:20 f32 cg: CPU {} GPU {}",
             c.iterations, g.iterations
@@ -530,10 +542,10 @@ mod gpu {
         for name in ["nos4", "gr_30_30", "1138_bus", "bcsstk09"] {
             let Some(a) = load::<f64>(name) else { continue };
             let b = ones(a.nrows());
-            agree(&a, "pcg", 1e-8, &b);
+            agree(&a, "pcg", 1e-8, &b, None);
         }
         if let Some(a) = load::<f64>("raefsky2") {
-            let (c, g) = agree(&a, "bicgstab", 1e-8, &ones(a.nrows()));
+            let (c, g) = agree(&a, "bicgstab", 1e-8, &ones(a.nrows()), None);
             eprintln!(
                 "raefsky2 BiCGSTAB: CPU {} GPU {}",
                 c.iterations, g.iterations
@@ -576,7 +588,7 @@ mod gpu {
         }
         let a = generate::poisson2d::<f64>(300).unwrap();
         let b = ones(a.nrows());
-        let (c, gi) = agree(&a, "cg", 1e-8, &b);
+        let (c, gi) = agree(&a, "cg", 1e-8, &b, Some(1e5));
         eprintln!(
             "poisson2d:300 cg: CPU {} GPU {}",
             c.iterations, gi.iterations
