@@ -15,7 +15,7 @@
 //!   Each solve ends with a host read of the result, so the device is synchronised inside the
 //!   timed region.
 //! - **time to solution** = the median wall time of 3 complete solves to the tolerance (1e-8 for
-//!   f64, 1e-5 for f32), including setup; CPU solves that would exceed the time budget are
+//!   f64, 1e-3 for f32: see the results for why not less), including setup; CPU solves that would exceed the time budget are
 //!   skipped and marked.
 //! - The GPU rows also give the SpMV alone (median of 50, CUDA events), the bytes each iteration
 //!   moves (SpMV bytes + the fused vector kernels' passes) and that volume over the device's
@@ -153,7 +153,7 @@ fn measure<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
         (Ok(t1), Ok(t2)) => row.per_iter = Some((t2 - t1) / (n2 - n1) as f64),
         (Err(e), _) | (_, Err(e)) => row.note = format!("timing: {e}"),
     }
-    let tol = if T::BYTES == 4 { 1e-5 } else { 1e-8 };
+    let tol = if T::BYTES == 4 { 1e-3 } else { 1e-8 };
     let p = SolveParams {
         rel_tol: tol,
         max_iters: 20_000,

@@ -47,14 +47,14 @@ fn load<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
 /// ‖b − A·x‖ / ‖b‖ in f64, computed independently of the solvers.
 fn true_rel_residual<T: Scalar>(a: &CsrMatrix<T>, b: &[T], x: &[T]) -> f64 {
     let mut num = 0.0;
-    for i in 0..a.nrows() {
+    for (i, bi) in b.iter().enumerate() {
         let (cols, vals) = a.row(i);
         let ax: f64 = cols
             .iter()
             .zip(vals)
             .map(|(&c, &v)| v.as_f64() * x[c as usize].as_f64())
             .sum();
-        num += (b[i].as_f64() - ax).powi(2);
+        num += (bi.as_f64() - ax).powi(2);
     }
     let den: f64 = b.iter().map(|v| v.as_f64().powi(2)).sum();
     (num / den).sqrt()
@@ -507,7 +507,10 @@ mod gpu {
         if let Some(k) = close {
             let xn: f64 = xc.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
             let dn: f64 = d.iter().map(|v| v.as_f64().powi(2)).sum::<f64>().sqrt();
-            assert!(dn <= k * tol * xn, "{method}: ‖xc − xg‖ = {dn:e}, ‖x‖ = {xn:e}");
+            assert!(
+                dn <= k * tol * xn,
+                "{method}: ‖xc − xg‖ = {dn:e}, ‖x‖ = {xn:e}"
+            );
         }
         (ic, ig)
     }
