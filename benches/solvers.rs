@@ -309,6 +309,92 @@ fn gpu_rows<T: Scalar + segsparse::gpu::KernelType>(
         format!("{}; {extra}", row.note)
     };
     print_row(&row);
+    if m != Method::Bicgstab {
+        cusparse_row::<T>(&g, &ops, &da, &jac, &b, short, m, bw);
+    }
+}
+
+/// The same solver with cuSPARSE's SpMV (the peer) as the operator: separates the cost of our
+/// vector kernels from that of the SpMV.
+#[cfg(feature = "cuda")]
+struct CusparseOp<'a, T: Scalar + segsparse::gpu::KernelType>(
+    std::cell::RefCell<segsparse::spmv::gpu::CusparseSpmv<'a, T>>,
+    usize,
+);
+
+#[cfg(feature = "cuda")]
+impl<T: Scalar + segsparse::gpu::KernelType>
+    LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>> for CusparseOp<'_, T>
+{
+    fn nrows(&self) -> usize {
+        self.1
+    }
+    fn ncols(&self) -> usize {
+        self.1
+    }
+    fn apply(
+        &self,
+        _: &segsparse::solvers::gpu::GpuOps<T>,
+        x: &segsparse::gpu::DeviceBuffer<T>,
+        y: &mut segsparse::gpu::DeviceBuffer<T>,
+    ) -> segsparse::Result<()> {
+        self.0.borrow_mut().spmv(T::one(), x, T::zero(), y)
+    }
+}
+
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn cusparse_row<T: Scalar + segsparse::gpu::KernelType>(
+    g: &std::sync::Arc<segsparse::gpu::Gpu>,
+    ops: &segsparse::solvers::gpu::GpuOps<T>,
+    da: &segsparse::spmv::gpu::GpuCsr<T>,
+    jac: &Jacobi<segsparse::gpu::DeviceBuffer<T>>,
+    b: &segsparse::gpu::DeviceBuffer<T>,
+    short: &str,
+    m: Method,
+    bw: f64,
+) {
+    use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv};
+    let label = format!("{short}/{}/gpu+cusparse-spmv/{}", m.name(), T::NAME);
+    let n = da.nrows();
+    let x = ops.zeros(n).expect("alloc");
+    let mut y = ops.zeros(n).expect("alloc");
+    let cu = match CusparseSpmv::new(da, CusparseAlg::Alg1, T::one(), &x, T::zero(), &mut y) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("| {label} | — | — | — | — | cuSPARSE unavailable: {e} |");
+            return;
+        }
+    };
+    let op = CusparseOp(std::cell::RefCell::new(cu), n);
+    let mut ts = Vec::new();
+    for i in 0..55 {
+        let t = g
+            .time(|| op.0.borrow_mut().spmv(T::one(), &x, T::zero(), &mut y))
+            .expect("cusparse spmv");
+        if i >= 5 {
+            ts.push(t);
+        }
+    }
+    let spmv = median(ts);
+    let mut row = measure(label, ops, &op, jac, m, b, (20, 220, 5), 60.0);
+    let vec_bytes = m.vector_passes() * n * T::BYTES;
+    let note = format!(
+        "cuSPARSE SpMV {:.1} µs; vector kernels {:.1} MB/iter = {:.1} µs at copy BW{}",
+        spmv * 1e6,
+        vec_bytes as f64 / 1e6,
+        vec_bytes as f64 / bw * 1e6,
+        row.per_iter.map_or(String::new(), |t| format!(
+            "; iteration − SpMV = {:.1} µs",
+            (t - spmv) * 1e6
+        ))
+    );
+    row.note = if row.note.is_empty() {
+        note
+    } else {
+        format!("{}; {note}", row.note)
+    };
+    print_row(&row);
 }
 
 fn main() {
