@@ -113,11 +113,7 @@ __device__ __forceinline__ bool grid_sum(T (&v)[K], T* partials, u32* ticket) {
     return true;
 }
 
-// Grid-stride loop, unrolled so that each thread has several independent loads in flight (the
-// pointers are __restrict__, so the compiler may hoist the loads of later iterations above the
-// stores of earlier ones): a thread handles about n / (grid * threads) ~ 4 elements at 1M.
-#define GRID_STRIDE(i, n) \
-    _Pragma("unroll 4") for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+#define GRID_STRIDE(i, n) for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
 
 // ---- recurrences (mirror of solvers::recur) -------------------------------------------------
 
@@ -139,7 +135,7 @@ template <typename T> __device__ void cg_rho_(T* s, T rz, u32 it) {
 
 // dot = x.y into S_DOT (setup and final checks only).
 template <typename T>
-__device__ void dot_(const T* __restrict__ x, const T* __restrict__ y, u32 n, T* s, T* partials, u32* ticket) {
+__device__ void dot_(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket) {
     T v[1] = {T(0)};
     GRID_STRIDE(i, n) v[0] += x[i] * y[i];
     if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) s[S_DOT] = v[0];
@@ -147,7 +143,7 @@ __device__ void dot_(const T* __restrict__ x, const T* __restrict__ y, u32 n, T*
 
 // Start: |r|^2 and rho = r.z (z by mode); recur::start.
 template <typename T>
-__device__ void cg_start_(const T* __restrict__ r, const T* __restrict__ dinv, T* __restrict__ z, u32 n, u32 mode, T* s, T* partials,
+__device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,
                           u32* ticket, T* hist, u32 it) {
     T v[2] = {T(0), T(0)};
     GRID_STRIDE(i, n) {
@@ -175,7 +171,7 @@ __device__ void cg_start_(const T* __restrict__ r, const T* __restrict__ dinv, T
 
 // CG: pq = p.q; alpha = rho / pq; breakdown when pq <= 0.
 template <typename T>
-__device__ void cg_alpha_(const T* __restrict__ p, const T* __restrict__ q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
+__device__ void cg_alpha_(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T v[1] = {T(0)};
     GRID_STRIDE(i, n) v[0] += p[i] * q[i];
@@ -190,7 +186,7 @@ __device__ void cg_alpha_(const T* __restrict__ p, const T* __restrict__ q, u32 
 
 // CG: r -= alpha q (and z = dinv r); |r|^2, r.z; convergence; beta, rho.
 template <typename T>
-__device__ void cg_update_r_(const T* __restrict__ q, T* __restrict__ r, const T* __restrict__ dinv, T* __restrict__ z, u32 n, u32 mode, T* s,
+__device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
                              T* partials, u32* ticket, T* hist, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     const T alpha = s[S_ALPHA];
@@ -214,7 +210,7 @@ __device__ void cg_update_r_(const T* __restrict__ q, T* __restrict__ r, const T
 
 // PCG with a separate preconditioner: rz = r.z; beta, rho.
 template <typename T>
-__device__ void cg_rho_k_(const T* __restrict__ r, const T* __restrict__ z, u32 n, T* s, T* partials, u32* ticket, u32 it) {
+__device__ void cg_rho_k_(const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T v[1] = {T(0)};
     GRID_STRIDE(i, n) v[0] += r[i] * z[i];
@@ -224,7 +220,7 @@ __device__ void cg_rho_k_(const T* __restrict__ r, const T* __restrict__ z, u32 
 // CG: x += alpha p; p = z + beta p. Also runs in the iteration that set the status (the
 // converging iteration's x update is deferred to here).
 template <typename T>
-__device__ void cg_update_xp_(T* __restrict__ x, T* __restrict__ p, const T* __restrict__ z, u32 n, const T* s, u32 it) {
+__device__ void cg_update_xp_(T* x, T* p, const T* z, u32 n, const T* s, u32 it) {
     if (s[S_STATUS] != T(0) && s[S_STATUS_ITER] != T(it)) return;
     const T alpha = s[S_ALPHA], beta = s[S_BETA];
     GRID_STRIDE(i, n) {
@@ -236,7 +232,7 @@ __device__ void cg_update_xp_(T* __restrict__ x, T* __restrict__ p, const T* __r
 
 // BiCGSTAB: p = r + beta (p - omega v) (and phat = dinv p).
 template <typename T>
-__device__ void bicg_p_(const T* __restrict__ r, const T* __restrict__ v, T* __restrict__ p, const T* __restrict__ dinv, T* __restrict__ phat, u32 n, u32 mode,
+__device__ void bicg_p_(const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n, u32 mode,
                         const T* s) {
     if (s[S_STATUS] != T(0)) return;
     const T beta = s[S_BETA], omega = s[S_OMEGA];
@@ -249,7 +245,7 @@ __device__ void bicg_p_(const T* __restrict__ r, const T* __restrict__ v, T* __r
 
 // BiCGSTAB: rv = rhat.v; alpha = rho / rv.
 template <typename T>
-__device__ void bicg_alpha_(const T* __restrict__ rhat, const T* __restrict__ v, u32 n, T* s, T* partials, u32* ticket,
+__device__ void bicg_alpha_(const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket,
                             u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T a[1] = {T(0)};
@@ -266,7 +262,7 @@ __device__ void bicg_alpha_(const T* __restrict__ rhat, const T* __restrict__ v,
 
 // BiCGSTAB: s = r - alpha v (and shat = dinv s).
 template <typename T>
-__device__ void bicg_s_(const T* __restrict__ r, const T* __restrict__ v, T* __restrict__ sv, const T* __restrict__ dinv, T* __restrict__ shat, u32 n, u32 mode,
+__device__ void bicg_s_(const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n, u32 mode,
                         const T* s) {
     if (s[S_STATUS] != T(0)) return;
     const T alpha = s[S_ALPHA];
@@ -279,7 +275,7 @@ __device__ void bicg_s_(const T* __restrict__ r, const T* __restrict__ v, T* __r
 
 // BiCGSTAB: ts = t.s, tt = t.t; omega = ts / tt (0 when t = 0).
 template <typename T>
-__device__ void bicg_omega_(const T* __restrict__ t, const T* __restrict__ sv, u32 n, T* s, T* partials, u32* ticket,
+__device__ void bicg_omega_(const T* t, const T* sv, u32 n, T* s, T* partials, u32* ticket,
                             u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T a[2] = {T(0), T(0)};
@@ -298,8 +294,8 @@ __device__ void bicg_omega_(const T* __restrict__ t, const T* __restrict__ sv, u
 
 // BiCGSTAB: x += alpha phat + omega shat; r = s - omega t; |r|^2, rhat.r; tests; beta, rho.
 template <typename T>
-__device__ void bicg_update_(T* __restrict__ x, const T* __restrict__ phat, const T* __restrict__ shat, const T* __restrict__ sv, const T* __restrict__ t, T* __restrict__ r,
-                             const T* __restrict__ rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
+__device__ void bicg_update_(T* x, const T* phat, const T* shat, const T* sv, const T* t, T* r,
+                             const T* rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
                              u32 it) {
     if (s[S_STATUS] != T(0)) return;
     const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
@@ -325,10 +321,10 @@ __device__ void bicg_update_(T* __restrict__ x, const T* __restrict__ phat, cons
 }
 
 // Elementwise helpers for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
-template <typename T> __device__ void residual_(const T* __restrict__ b, const T* __restrict__ ax, T* __restrict__ r, u32 n) {
+template <typename T> __device__ void residual_(const T* b, const T* ax, T* r, u32 n) {
     GRID_STRIDE(i, n) r[i] = b[i] - ax[i];
 }
-template <typename T> __device__ void scale_(const T* __restrict__ d, const T* __restrict__ r, T* __restrict__ z, u32 n) {
+template <typename T> __device__ void scale_(const T* d, const T* r, T* z, u32 n) {
     GRID_STRIDE(i, n) z[i] = d[i] * r[i];
 }
 
