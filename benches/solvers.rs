@@ -323,8 +323,8 @@ struct CusparseOp<'a, T: Scalar + segsparse::gpu::KernelType>(
 );
 
 #[cfg(feature = "cuda")]
-impl<T: Scalar + segsparse::gpu::KernelType>
-    LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>> for CusparseOp<'_, T>
+impl<T: Scalar + segsparse::gpu::KernelType> LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>>
+    for CusparseOp<'_, T>
 {
     fn nrows(&self) -> usize {
         self.1
