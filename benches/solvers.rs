@@ -36,6 +36,7 @@ enum Method {
     Bicgstab,
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl Method {
     fn name(self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use segsparse::solvers::{
     bicgstab, cg, pcg, Cpu, Identity, InitialGuess, Jacobi, LinearOperator, Preconditioner,
-    SolveError, SolveInfo, SolveParams, VectorOps,
+    SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{generate, io, CsrMatrix, Scalar};
 
@@ -429,6 +429,7 @@ fn jacobi_pcg_beats_cg_on_a_badly_scaled_spd_matrix() {
 mod gpu {
     use super::*;
     use segsparse::gpu::test_gpu;
+    use segsparse::solvers::VectorOps;
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
 
