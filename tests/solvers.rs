@@ -429,8 +429,8 @@ fn jacobi_pcg_beats_cg_on_a_badly_scaled_spd_matrix() {
 mod gpu {
     use super::*;
     use segsparse::gpu::test_gpu;
-    use segsparse::solvers::VectorOps;
     use segsparse::solvers::gpu::GpuOps;
+    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
     /// Solves on CPU and GPU with the same method and compares iterations and solutions.
