@@ -40,6 +40,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     embed!("block/block_select.cuh"),
     embed!("block/block_radix_rank.cuh"),
     embed!("tridiag/block_tridiag.cuh"),
+    embed!("spmv/spmv_scan.cuh"),
 ];
 
 /// Every kernel source, each with the defines it is compiled with in CI (the defaults of its
@@ -58,6 +59,10 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::primitives::sort::KERNELS,
     &crate::primitives::segreduce::KERNELS,
     &crate::primitives::distribute::KERNELS,
+    #[cfg(feature = "cuda")]
+    &crate::spmv::gpu::SPMV_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::solvers::gpu::BLAS1,
 ];
 
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).

@@ -112,3 +112,6 @@ pub mod cpu;
 pub fn spmv<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     cpu::spmv_par(alpha, a, x, beta, y)
 }
+
+#[cfg(feature = "cuda")]
+pub mod gpu;

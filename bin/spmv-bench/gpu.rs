@@ -1,0 +1,232 @@
+//! The GPU rows of `spmv-bench`: every [`SpmvAlgorithm`] of segsparse and cuSPARSE's CSR ALG1
+//! and ALG2 (after `cusparseSpMV_preprocess`), in the same process, on the same uploaded matrix,
+//! timed the same way.
+//!
+//! Timing: CUDA events around a batch of back-to-back products on the GPU's stream, after a
+//! warm-up; the batch is long enough (≥ [`Timing::min_sample_s`]) that event resolution and
+//! launch gaps between samples do not count, and the median over [`Timing::iters`] batches is
+//! reported. x and y stay the same across calls, as in an iterative solver: a matrix that fits
+//! in L2 (raefsky2: 3.5 MB in f64, L2 of an H100: 50 MB) is measured L2-resident, and the
+//! report says so.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use segsparse::gpu::{Gpu, KernelType};
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
+use segsparse::{CsrMatrix, Precision, Scalar};
+
+use crate::implementations::{median, Backend, Implementation, Measurement, Problem, Timing};
+
+/// The device, the copy bandwidth measured once, and the last uploaded matrix (shared by all
+/// GPU rows so the upload happens once per matrix and precision).
+pub struct GpuState {
+    gpu: Arc<Gpu>,
+    copy_bw: RefCell<Option<f64>>,
+    cache32: RefCell<Option<(usize, Rc<GpuCsr<f32>>)>>,
+    cache64: RefCell<Option<(usize, Rc<GpuCsr<f64>>)>>,
+}
+
+impl GpuState {
+    /// Wraps an opened device.
+    pub fn new(gpu: Arc<Gpu>) -> Rc<Self> {
+        Rc::new(GpuState {
+            gpu,
+            copy_bw: RefCell::new(None),
+            cache32: RefCell::new(None),
+            cache64: RefCell::new(None),
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Device-to-device copy bandwidth (read + write bytes per second) over 512 MiB buffers,
+    /// measured once per process.
+    pub fn copy_bandwidth(&self) -> Result<f64> {
+        if let Some(b) = *self.copy_bw.borrow() {
+            return Ok(b);
+        }
+        let b = self.gpu.copy_bandwidth(512 << 20, 20)?;
+        *self.copy_bw.borrow_mut() = Some(b);
+        Ok(b)
+    }
+}
+
+trait Cached: Scalar + KernelType {
+    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<Self>>)>>;
+    fn matrix(p: &Problem) -> &CsrMatrix<Self>;
+    fn x(p: &Problem) -> &[Self];
+}
+impl Cached for f32 {
+    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<f32>>)>> {
+        &s.cache32
+    }
+    fn matrix(p: &Problem) -> &CsrMatrix<f32> {
+        &p.a32
+    }
+    fn x(p: &Problem) -> &[f32] {
+        &p.x32
+    }
+}
+impl Cached for f64 {
+    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<f64>>)>> {
+        &s.cache64
+    }
+    fn matrix(p: &Problem) -> &CsrMatrix<f64> {
+        &p.a64
+    }
+    fn x(p: &Problem) -> &[f64] {
+        &p.x64
+    }
+}
+
+fn uploaded<T: Cached>(s: &GpuState, p: &Problem) -> Result<Rc<GpuCsr<T>>> {
+    let key = T::matrix(p) as *const CsrMatrix<T> as usize;
+    if let Some((k, m)) = &*T::cache(s).borrow() {
+        if *k == key {
+            return Ok(m.clone());
+        }
+    }
+    // Drop the previous matrix before uploading the next one (device memory).
+    *T::cache(s).borrow_mut() = None;
+    let m = Rc::new(GpuCsr::upload(&s.gpu, T::matrix(p)).context("uploading the matrix")?);
+    *T::cache(s).borrow_mut() = Some((key, m.clone()));
+    Ok(m)
+}
+
+/// Times `f` (which queues one product on the stream) with CUDA events: warm-up, then the
+/// median over `t.iters` batches of seconds per product.
+pub fn time_gpu(g: &Gpu, t: &Timing, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    // Warm-up: at least 3 calls and warmup_s of device time.
+    let mut calls = 0u64;
+    let mut spent = 0.0;
+    while calls < 3 || spent < t.warmup_s {
+        let batch = (calls.max(1)).min(1 << 16);
+        spent += g.time(|| {
+            for _ in 0..batch {
+                f().map_err(|e| segsparse::Error::InvalidInput(e.to_string()))?;
+            }
+            Ok(())
+        })?;
+        calls += batch;
+    }
+    let per_call = spent / calls as f64;
+    let reps = ((t.min_sample_s / per_call.max(1e-9)).ceil() as u64).clamp(1, 1 << 16);
+    let mut samples = Vec::with_capacity(t.iters.max(1));
+    for _ in 0..t.iters.max(1) {
+        let s = g.time(|| {
+            for _ in 0..reps {
+                f().map_err(|e| segsparse::Error::InvalidInput(e.to_string()))?;
+            }
+            Ok(())
+        })?;
+        samples.push(s / reps as f64);
+    }
+    Ok(median(&mut samples))
+}
+
+/// One of segsparse's GPU algorithms.
+pub struct SegsparseGpu {
+    state: Rc<GpuState>,
+    alg: SpmvAlgorithm,
+    name: String,
+}
+
+impl SegsparseGpu {
+    /// A row for `alg`.
+    pub fn new(state: Rc<GpuState>, alg: SpmvAlgorithm) -> Self {
+        let name = format!("segsparse gpu {}", alg.name());
+        SegsparseGpu { state, alg, name }
+    }
+
+    fn go<T: Cached>(&self, p: &Problem, t: &Timing) -> Result<Measurement> {
+        let g = self.state.gpu().clone();
+        let a = uploaded::<T>(&self.state, p)?;
+        let x = g.upload(T::x(p))?;
+        // y poisoned with NaN: β = 0 must not read it.
+        let mut y = g.upload(&vec![T::nan(); a.nrows()])?;
+        let median_s = time_gpu(&g, t, || {
+            a.spmv_with(self.alg, T::one(), &x, T::zero(), &mut y)
+                .map_err(Into::into)
+        })?;
+        let y = g.download(&y)?.iter().map(|v| v.as_f64()).collect();
+        Ok(Measurement { median_s, y })
+    }
+}
+
+impl Implementation for SegsparseGpu {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+    fn run(&self, p: &Problem, precision: Precision, t: &Timing) -> Result<Measurement> {
+        match precision {
+            Precision::F32 => self.go::<f32>(p, t),
+            Precision::F64 => self.go::<f64>(p, t),
+        }
+    }
+}
+
+/// cuSPARSE `cusparseSpMV` (CSR, ALG1 or ALG2) after `cusparseSpMV_preprocess`.
+pub struct CusparseGpu {
+    state: Rc<GpuState>,
+    alg: CusparseAlg,
+}
+
+impl CusparseGpu {
+    /// A row for `alg`.
+    pub fn new(state: Rc<GpuState>, alg: CusparseAlg) -> Self {
+        CusparseGpu { state, alg }
+    }
+
+    fn go<T: Cached>(&self, p: &Problem, t: &Timing) -> Result<Measurement> {
+        let g = self.state.gpu().clone();
+        let a = uploaded::<T>(&self.state, p)?;
+        let x = g.upload(T::x(p))?;
+        let mut y = g.upload(&vec![T::nan(); a.nrows()])?;
+        let (one, zero) = (T::one(), T::zero());
+        let mut peer = CusparseSpmv::new(&a, self.alg, one, &x, zero, &mut y)
+            .map_err(|e| anyhow::anyhow!("cuSPARSE not available: {e}"))?;
+        let median_s = time_gpu(&g, t, || peer.spmv(one, &x, zero, &mut y).map_err(Into::into))?;
+        drop(peer);
+        let y = g.download(&y)?.iter().map(|v| v.as_f64()).collect();
+        Ok(Measurement { median_s, y })
+    }
+}
+
+impl Implementation for CusparseGpu {
+    fn name(&self) -> &str {
+        self.alg.name()
+    }
+    fn backend(&self) -> Backend {
+        Backend::Gpu
+    }
+    fn run(&self, p: &Problem, precision: Precision, t: &Timing) -> Result<Measurement> {
+        match precision {
+            Precision::F32 => self.go::<f32>(p, t),
+            Precision::F64 => self.go::<f64>(p, t),
+        }
+    }
+}
+
+/// The GPU rows, in report order: Auto, Fused, Vector, the paper's algorithm, then cuSPARSE.
+pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>> {
+    vec![
+        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Auto)),
+        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Fused)),
+        Box::new(SegsparseGpu::new(
+            state.clone(),
+            SpmvAlgorithm::Vector { lanes: 0 },
+        )),
+        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::PaperSegscan)),
+        Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg1)),
+        Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
+    ]
+}

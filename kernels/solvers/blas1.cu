@@ -1,0 +1,391 @@
+// Fused vector steps of the iterative solvers (CG, PCG, BiCGSTAB): src/solvers/gpu.rs launches
+// them, src/solvers/recur.rs is the reference for the scalar recurrences in the last blocks.
+//
+// Scalars never leave the device. Every reduction kernel writes one partial sum per block, and
+// the last block to finish (an atomic ticket; the "threadFenceReduction" pattern) sums the
+// partials in block order -- so the result is deterministic for a given grid size -- and then
+// computes alpha, beta, omega, the convergence and breakdown tests, and the status word. The
+// next kernel reads its coefficients from the slots. Every kernel returns at once when the status
+// is set, so the host checks the status only every k iterations.
+//
+// Grid: a fixed number of blocks (a multiple of the SM count, chosen on the host) striding over
+// the vector; the partial-sum buffer holds NRED * gridDim.x values.
+#include "common.cuh"
+
+#ifndef SOLVER_THREADS
+#define SOLVER_THREADS 256
+#endif
+
+// Slot numbers: must match solvers::recur::Slot.
+#define S_STATUS 0
+#define S_STATUS_ITER 1
+#define S_THRESH 2
+#define S_RHO 3
+#define S_RR 4
+#define S_ALPHA 5
+#define S_BETA 6
+#define S_OMEGA 7
+#define S_PQ 8
+#define S_TS 9
+#define S_TT 10
+#define S_RR0 11
+#define S_DOT 12
+
+// Status codes: must match solvers::recur::Status.
+#define ST_CONVERGED 1
+#define ST_BREAKDOWN_PQ 2
+#define ST_BREAKDOWN_RHO 3
+#define ST_BREAKDOWN_RV 4
+#define ST_BREAKDOWN_OMEGA 5
+#define ST_NONFINITE 6
+
+// Fuse modes (solvers::Fuse): 0 identity (z is r), 1 Jacobi (z = dinv * r written here),
+// 2 separate preconditioner (z given, or rho left to cg_rho).
+#define FUSE_IDENTITY 0
+#define FUSE_JACOBI 1
+#define FUSE_SEPARATE 2
+
+template <typename T> __device__ __forceinline__ bool finite_(T x) { return (x - x) == T(0); }
+__device__ __forceinline__ float eps_(float) { return 1.1920929e-07f; }
+__device__ __forceinline__ double eps_(double) { return 2.220446049250313e-16; }
+
+template <typename T> __device__ __forceinline__ void stop_(T* s, int status, u32 it) {
+    s[S_STATUS] = T(status);
+    s[S_STATUS_ITER] = T(it);
+}
+
+// Sum of K values over the block, valid in thread 0. Shuffles within each warp, then warp 0
+// sums the per-warp results from shared memory: a fixed order, so deterministic.
+template <int K, typename T>
+__device__ __forceinline__ void block_sum(T (&v)[K], T (*smem)[32]) {
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] += __shfl_down_sync(FULL_MASK, v[k], o);
+    if (lane == 0)
+#pragma unroll
+        for (int k = 0; k < K; ++k) smem[k][warp] = v[k];
+    __syncthreads();
+    if (warp == 0) {
+        const u32 nwarps = blockDim.x >> 5;
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = lane < nwarps ? smem[k][lane] : T(0);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int k = 0; k < K; ++k) v[k] += __shfl_down_sync(FULL_MASK, v[k], o);
+    }
+}
+
+// Grid-wide sum of K values per thread. Returns true in the last block to finish, where thread 0
+// then holds the totals in v. Resets the ticket for the next kernel.
+template <int K, typename T>
+__device__ __forceinline__ bool grid_sum(T (&v)[K], T* partials, u32* ticket) {
+    __shared__ T smem[K][32];
+    __shared__ bool last;
+    block_sum<K>(v, smem);
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) partials[k * gridDim.x + blockIdx.x] = v[k];
+        // Make this block's partials visible device-wide before taking a ticket.
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    // Also orders warp 0's reads of smem above before the second block_sum's writes.
+    __syncthreads();
+    if (!last) return false;
+    __threadfence();
+    T acc[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) acc[k] = T(0);
+    // volatile: read the other blocks' partials from L2, not from a stale L1 line.
+    const volatile T* vp = partials;
+    for (u32 b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+#pragma unroll
+        for (int k = 0; k < K; ++k) acc[k] += vp[k * gridDim.x + b];
+    block_sum<K>(acc, smem);
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = acc[k];
+        *ticket = 0;
+    }
+    return true;
+}
+
+#define GRID_STRIDE(i, n) for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += gridDim.x * blockDim.x)
+
+// ---- recurrences (mirror of solvers::recur) -------------------------------------------------
+
+template <typename T> __device__ bool test_rr_(T* s, T* hist, T rr, u32 it) {
+    s[S_RR] = rr;
+    hist[it] = rr;
+    if (!finite_(rr)) { stop_(s, ST_NONFINITE, it); return true; }
+    if (rr <= s[S_THRESH]) { stop_(s, ST_CONVERGED, it); return true; }
+    return false;
+}
+
+template <typename T> __device__ void cg_rho_(T* s, T rz, u32 it) {
+    if (!finite_(rz)) { stop_(s, ST_NONFINITE, it); return; }
+    s[S_BETA] = rz / s[S_RHO];
+    s[S_RHO] = rz;
+}
+
+// ---- kernels ----------------------------------------------------------------------------------
+
+// dot = x.y into S_DOT (setup and final checks only).
+template <typename T>
+__device__ void dot_(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket) {
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += x[i] * y[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) s[S_DOT] = v[0];
+}
+
+// Start: |r|^2 and rho = r.z (z by mode); recur::start.
+template <typename T>
+__device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,
+                          u32* ticket, T* hist, u32 it) {
+    T v[2] = {T(0), T(0)};
+    GRID_STRIDE(i, n) {
+        const T ri = r[i];
+        v[0] += ri * ri;
+        if (mode == FUSE_JACOBI) {
+            const T zi = dinv[i] * ri;
+            z[i] = zi;
+            v[1] += ri * zi;
+        } else if (mode == FUSE_SEPARATE) {
+            v[1] += ri * z[i];
+        }
+    }
+    if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
+        const T rr = v[0], rz = mode == FUSE_IDENTITY ? v[0] : v[1];
+        s[S_RHO] = rz;
+        s[S_RR0] = rr;
+        s[S_ALPHA] = T(1);
+        s[S_OMEGA] = T(1);
+        s[S_BETA] = T(0);
+        if (!finite_(rz)) { stop_(s, ST_NONFINITE, it); return; }
+        test_rr_(s, hist, rr, it);
+    }
+}
+
+// CG: pq = p.q; alpha = rho / pq; breakdown when pq <= 0.
+template <typename T>
+__device__ void cg_alpha_(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += p[i] * q[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) {
+        const T pq = v[0];
+        s[S_PQ] = pq;
+        if (!finite_(pq)) { s[S_ALPHA] = T(0); stop_(s, ST_NONFINITE, it); }
+        else if (pq <= T(0)) { s[S_ALPHA] = T(0); stop_(s, ST_BREAKDOWN_PQ, it); }
+        else s[S_ALPHA] = s[S_RHO] / pq;
+    }
+}
+
+// CG: r -= alpha q (and z = dinv r); |r|^2, r.z; convergence; beta, rho.
+template <typename T>
+__device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
+                             T* partials, u32* ticket, T* hist, u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    const T alpha = s[S_ALPHA];
+    T v[2] = {T(0), T(0)};
+    GRID_STRIDE(i, n) {
+        const T ri = r[i] - alpha * q[i];
+        r[i] = ri;
+        v[0] += ri * ri;
+        if (mode == FUSE_JACOBI) {
+            const T zi = dinv[i] * ri;
+            z[i] = zi;
+            v[1] += ri * zi;
+        }
+    }
+    if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
+        if (test_rr_(s, hist, v[0], it)) return;
+        if (mode == FUSE_IDENTITY) cg_rho_(s, v[0], it);
+        else if (mode == FUSE_JACOBI) cg_rho_(s, v[1], it);
+    }
+}
+
+// PCG with a separate preconditioner: rz = r.z; beta, rho.
+template <typename T>
+__device__ void cg_rho_k_(const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += r[i] * z[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) cg_rho_(s, v[0], it);
+}
+
+// CG: x += alpha p; p = z + beta p. Also runs in the iteration that set the status (the
+// converging iteration's x update is deferred to here).
+template <typename T>
+__device__ void cg_update_xp_(T* x, T* p, const T* z, u32 n, const T* s, u32 it) {
+    if (s[S_STATUS] != T(0) && s[S_STATUS_ITER] != T(it)) return;
+    const T alpha = s[S_ALPHA], beta = s[S_BETA];
+    GRID_STRIDE(i, n) {
+        const T pi = p[i];
+        x[i] += alpha * pi;
+        p[i] = z[i] + beta * pi;
+    }
+}
+
+// BiCGSTAB: p = r + beta (p - omega v) (and phat = dinv p).
+template <typename T>
+__device__ void bicg_p_(const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n, u32 mode,
+                        const T* s) {
+    if (s[S_STATUS] != T(0)) return;
+    const T beta = s[S_BETA], omega = s[S_OMEGA];
+    GRID_STRIDE(i, n) {
+        const T pi = r[i] + beta * (p[i] - omega * v[i]);
+        p[i] = pi;
+        if (mode == FUSE_JACOBI) phat[i] = dinv[i] * pi;
+    }
+}
+
+// BiCGSTAB: rv = rhat.v; alpha = rho / rv.
+template <typename T>
+__device__ void bicg_alpha_(const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket,
+                            u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T a[1] = {T(0)};
+    GRID_STRIDE(i, n) a[0] += rhat[i] * v[i];
+    if (grid_sum<1>(a, partials, ticket) && threadIdx.x == 0) {
+        const T rv = a[0];
+        s[S_PQ] = rv;
+        const T alpha = s[S_RHO] / rv;
+        if (!finite_(rv)) stop_(s, ST_NONFINITE, it);
+        else if (rv == T(0) || !finite_(alpha)) stop_(s, ST_BREAKDOWN_RV, it);
+        else s[S_ALPHA] = alpha;
+    }
+}
+
+// BiCGSTAB: s = r - alpha v (and shat = dinv s).
+template <typename T>
+__device__ void bicg_s_(const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n, u32 mode,
+                        const T* s) {
+    if (s[S_STATUS] != T(0)) return;
+    const T alpha = s[S_ALPHA];
+    GRID_STRIDE(i, n) {
+        const T si = r[i] - alpha * v[i];
+        sv[i] = si;
+        if (mode == FUSE_JACOBI) shat[i] = dinv[i] * si;
+    }
+}
+
+// BiCGSTAB: ts = t.s, tt = t.t; omega = ts / tt (0 when t = 0).
+template <typename T>
+__device__ void bicg_omega_(const T* t, const T* sv, u32 n, T* s, T* partials, u32* ticket,
+                            u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T a[2] = {T(0), T(0)};
+    GRID_STRIDE(i, n) {
+        const T ti = t[i];
+        a[0] += ti * sv[i];
+        a[1] += ti * ti;
+    }
+    if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) {
+        s[S_TS] = a[0];
+        s[S_TT] = a[1];
+        if (!finite_(a[0]) || !finite_(a[1])) stop_(s, ST_NONFINITE, it);
+        else s[S_OMEGA] = a[1] > T(0) ? a[0] / a[1] : T(0);
+    }
+}
+
+// BiCGSTAB: x += alpha phat + omega shat; r = s - omega t; |r|^2, rhat.r; tests; beta, rho.
+template <typename T>
+__device__ void bicg_update_(T* x, const T* phat, const T* shat, const T* sv, const T* t, T* r,
+                             const T* rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
+                             u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
+    T a[2] = {T(0), T(0)};
+    GRID_STRIDE(i, n) {
+        x[i] += alpha * phat[i] + omega * shat[i];
+        const T ri = sv[i] - omega * t[i];
+        r[i] = ri;
+        a[0] += ri * ri;
+        a[1] += rhat[i] * ri;
+    }
+    if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) {
+        const T rr = a[0], rho = a[1];
+        if (test_rr_(s, hist, rr, it)) return;
+        if (!finite_(rho)) stop_(s, ST_NONFINITE, it);
+        else if (omega == T(0)) stop_(s, ST_BREAKDOWN_OMEGA, it);
+        else if (rho * rho <= eps_(T(0)) * eps_(T(0)) * s[S_RR0] * rr) stop_(s, ST_BREAKDOWN_RHO, it);
+        else {
+            s[S_BETA] = (rho / s[S_RHO]) * (s[S_ALPHA] / omega);
+            s[S_RHO] = rho;
+        }
+    }
+}
+
+// Elementwise helpers for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
+template <typename T> __device__ void residual_(const T* b, const T* ax, T* r, u32 n) {
+    GRID_STRIDE(i, n) r[i] = b[i] - ax[i];
+}
+template <typename T> __device__ void scale_(const T* d, const T* r, T* z, u32 n) {
+    GRID_STRIDE(i, n) z[i] = d[i] * r[i];
+}
+
+// ---- entry points -----------------------------------------------------------------------------
+
+#define SOLVER_ENTRIES(T, SUF)                                                                       \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_dot_##SUF(                   \
+        const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket) {                            \
+        dot_<T>(x, y, n, s, partials, ticket);                                                      \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_start_##SUF(              \
+        const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket, T* hist,  \
+        u32 it) {                                                                                   \
+        cg_start_<T>(r, dinv, z, n, mode, s, partials, ticket, hist, it);                           \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_alpha_##SUF(              \
+        const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {                    \
+        cg_alpha_<T>(p, q, n, s, partials, ticket, it);                                             \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_update_r_##SUF(           \
+        const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket,     \
+        T* hist, u32 it) {                                                                          \
+        cg_update_r_<T>(q, r, dinv, z, n, mode, s, partials, ticket, hist, it);                     \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_rho_##SUF(                \
+        const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {                    \
+        cg_rho_k_<T>(r, z, n, s, partials, ticket, it);                                             \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_update_xp_##SUF(          \
+        T* x, T* p, const T* z, u32 n, const T* s, u32 it) {                                        \
+        cg_update_xp_<T>(x, p, z, n, s, it);                                                        \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_p_##SUF(                \
+        const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n, u32 mode, const T* s) {        \
+        bicg_p_<T>(r, v, p, dinv, phat, n, mode, s);                                                \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_alpha_##SUF(            \
+        const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket, u32 it) {                 \
+        bicg_alpha_<T>(rhat, v, n, s, partials, ticket, it);                                        \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_s_##SUF(                \
+        const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n, u32 mode, const T* s) {       \
+        bicg_s_<T>(r, v, sv, dinv, shat, n, mode, s);                                               \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_omega_##SUF(            \
+        const T* t, const T* sv, u32 n, T* s, T* partials, u32* ticket, u32 it) {                   \
+        bicg_omega_<T>(t, sv, n, s, partials, ticket, it);                                          \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_update_##SUF(           \
+        T* x, const T* phat, const T* shat, const T* sv, const T* t, T* r, const T* rhat, u32 n,    \
+        T* s, T* partials, u32* ticket, T* hist, u32 it) {                                          \
+        bicg_update_<T>(x, phat, shat, sv, t, r, rhat, n, s, partials, ticket, hist, it);           \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_residual_##SUF(             \
+        const T* b, const T* ax, T* r, u32 n) {                                                     \
+        residual_<T>(b, ax, r, n);                                                                  \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_scale_##SUF(                \
+        const T* d, const T* r, T* z, u32 n) {                                                      \
+        scale_<T>(d, r, z, n);                                                                      \
+    }
+
+SOLVER_ENTRIES(float, f32)
+SOLVER_ENTRIES(double, f64)

@@ -1,0 +1,287 @@
+// Sparse matrix-vector product y <- alpha*A*x + beta*y for CSR matrices (u32 indices).
+//
+// Three algorithms (the Rust side, src/spmv/gpu.rs, chooses and launches them):
+//
+// 1. spmv_fused_*: one pass over the nonzeros, balanced by nonzeros. The nonzeros are cut into
+//    tiles of SPMV_THREADS*SPMV_ITEMS consecutive entries, one tile per block; each thread owns
+//    SPMV_ITEMS consecutive entries (loaded with 16-byte vector loads) and their head flags
+//    (a packed bit per nonzero, set at every row start, built once at upload - the head-flag
+//    representation of Sengupta et al. 2007 §2.2, one bit instead of one word). Products stay in
+//    registers. A block-wide scan of (row starts, boundary flag, tail sum) triples gives each
+//    thread the row index of its first entry and the partial sum carried into it; rows that end
+//    inside a thread are written directly. The partial sum carried between tiles is resolved by
+//    a decoupled look-back (each tile publishes its tail sum, flagged LOCAL when the tile lies
+//    inside one row and INCLUSIVE when a row starts in it; a tile whose first entry continues a
+//    row sums its predecessors' tails back to the first INCLUSIVE one). Hence one launch, no
+//    product array, and a row of 10^6 entries costs what 10^6 entries in short rows cost.
+//    Empty rows own no nonzero and so no head flag: matrices with empty rows carry a map from
+//    segment (non-empty row) index to row index, and the thread that writes a row also writes
+//    beta*y for the empty rows just before it (and after it, for the last non-empty row).
+//
+// 2. spmv_vector_*: a sub-warp of 2^k lanes per row (CSR-vector). One launch, no carries; wins
+//    when rows are short and of even length (stencils) or when the matrix fits in L2.
+//
+// 3. The paper's four steps (Sengupta et al. 2007 §4.2): spmv_products_* (gather x and multiply),
+//    the head flags (built at upload), a backward inclusive segmented sum scan (the crate's
+//    segmented-scan primitive), and spmv_rowgather_* (y = alpha*product[rowPtr] + beta*y).
+//
+// beta == 0 never reads y (so NaN or garbage in y does not propagate), in every kernel.
+// Accumulation is in T: f32 products are summed in f32, as cuSPARSE does for CUDA_R_32F.
+#include "common.cuh"
+#include "spmv/spmv_scan.cuh"
+
+#ifndef SPMV_THREADS
+#define SPMV_THREADS 256
+#endif
+#ifndef SPMV_ITEMS_F32
+#define SPMV_ITEMS_F32 8
+#endif
+#ifndef SPMV_ITEMS_F64
+#define SPMV_ITEMS_F64 8
+#endif
+#ifndef SPMV_VECTOR_THREADS
+#define SPMV_VECTOR_THREADS 256
+#endif
+
+// Look-back status of a tile: flag word = epoch * 4 + status. The epoch changes with every
+// launch, so the status array never needs clearing between launches.
+#define TILE_LOCAL 1u
+#define TILE_INCLUSIVE 2u
+
+template <typename T>
+__device__ __forceinline__ T scaled_y(const T* y, u32 row, T beta) {
+    // beta == 0 must not read y: 0 * NaN would be NaN.
+    return beta == T(0) ? T(0) : beta * y[row];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fused, nonzero-balanced, single-pass kernel.
+// ---------------------------------------------------------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map, u32 nsegs,
+                                          u32 nrows, u32 seg, T sum, T alpha, T beta) {
+    if (!has_map) {
+        y[seg] = alpha * sum + scaled_y(y, seg, beta);
+        return;
+    }
+    const u32 row = row_map[seg];
+    // Empty rows between the previous non-empty row and this one get beta*y.
+    const u32 first_empty = seg == 0 ? 0u : row_map[seg - 1] + 1u;
+    for (u32 r = first_empty; r < row; ++r) y[r] = scaled_y(y, r, beta);
+    y[row] = alpha * sum + scaled_y(y, row, beta);
+    if (seg + 1 == nsegs) {
+        for (u32 r = row + 1; r < nrows; ++r) y[r] = scaled_y(y, r, beta);
+    }
+}
+
+template <typename T, int ITEMS, int THREADS>
+__device__ __forceinline__ void spmv_fused_tile(
+    const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
+    const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
+    u32 nnz, u32 nrows, const T* __restrict__ x, T* y, T alpha, T beta, u32* tile_flag,
+    T* tile_value, u32 epoch, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry) {
+    static_assert(ITEMS % 4 == 0 && ITEMS <= 28, "ITEMS must be a multiple of 4, at most 28");
+    constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
+    constexpr int VEC_COL = ITEMS / 4;                     // uint4 per thread for col
+    constexpr int VEC_VAL = ITEMS * (int)sizeof(T) / 16;  // uint4 per thread for val
+    const u32 tile = blockIdx.x;
+    const u32 k0 = tile * TILE + threadIdx.x * (u32)ITEMS;
+    const int nvalid = k0 >= nnz ? 0 : (nnz - k0 >= (u32)ITEMS ? ITEMS : (int)(nnz - k0));
+
+    // ---- load entries and multiply (products stay in registers)
+    T prod[ITEMS];
+    if (nvalid == ITEMS) {
+        union { uint4 v[VEC_COL]; u32 c[ITEMS]; } cu;
+        union { uint4 v[VEC_VAL]; T t[ITEMS]; } vu;
+        const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
+        const uint4* vp = reinterpret_cast<const uint4*>(val + k0);
+#pragma unroll
+        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = __ldg(cp + j);
+#pragma unroll
+        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = __ldg(vp + j);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * __ldg(x + cu.c[i]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            prod[i] = i < nvalid ? __ldg(val + k0 + i) * __ldg(x + __ldg(col + k0 + i)) : T(0);
+        }
+    }
+
+    // ---- head flags of the thread's entries, plus the one of the entry after them (a row
+    // ends at item i exactly when item i+1 starts a row; bit nnz is a sentinel 1).
+    u32 hb = 0, eb = 0;
+    if (nvalid > 0) {
+        const u32 w = k0 >> 5, sh = k0 & 31u;
+        const u64 win = (u64)__ldg(heads + w) | ((u64)__ldg(heads + w + 1) << 32);
+        const u32 bits = (u32)(win >> sh);
+        const u32 mask = (nvalid == 32) ? 0xffffffffu : ((1u << nvalid) - 1u);
+        hb = bits & mask;         // item i starts a row
+        eb = (bits >> 1) & mask;  // item i ends a row
+    }
+
+    // ---- the thread's aggregate: row starts, whether any boundary, sum after the last end
+    SegAgg<T> mine;
+    mine.count = __popc(hb);
+    mine.flag = (hb | eb) != 0u;
+    {
+        const int last_end = eb ? 31 - __clz(eb) : -1;
+        T t = T(0);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i)
+            if (i > last_end) t += prod[i];
+        mine.value = t;
+    }
+
+    SegAgg<T> agg;
+    SegAgg<T> before = block_seg_scan_exclusive<T, THREADS>(mine, scan_st, &agg);
+
+    // ---- decoupled look-back across tiles (warp 0)
+    // The first entry of the tile continues a row iff thread 0 saw no head at item 0.
+    const bool first_is_head = (__ldg(heads + ((tile * TILE) >> 5)) & 1u) != 0u;  // TILE % 32 == 0
+    if (threadIdx.x < 32) {
+        const u32 lane = threadIdx.x;
+        // Local tails live in tile_value[0, ntiles), inclusive ones in tile_value[ntiles, 2 ntiles):
+        // a tile that upgrades LOCAL to INCLUSIVE never overwrites the value a reader that saw
+        // LOCAL is about to load (the same split as CUB's ScanTileState for wide types).
+        T* tile_incl = tile_value + gridDim.x;
+        if (lane == 0) {
+            // Publish this tile's tail: INCLUSIVE when a boundary inside the tile starts it.
+            if (agg.flag) tile_incl[tile] = agg.value; else tile_value[tile] = agg.value;
+            __threadfence();
+            volatile u32* f = tile_flag + tile;
+            *f = epoch * 4u + (agg.flag ? TILE_INCLUSIVE : TILE_LOCAL);
+        }
+        T carry = T(0);
+        if (!first_is_head && tile > 0) {
+            int pred = (int)tile - 1;
+            while (true) {
+                const int t = pred - (int)lane;
+                u32 st = TILE_INCLUSIVE;
+                T v = T(0);
+                if (t >= 0) {
+                    volatile u32* f = tile_flag + t;
+                    u32 fl;
+                    do { fl = *f; } while ((fl >> 2) != epoch);
+                    st = fl & 3u;
+                    __threadfence();
+                    v = *((volatile T*)((st == TILE_INCLUSIVE ? tile_incl : tile_value) + t));
+                }
+                const u32 incl = __ballot_sync(FULL_MASK, st == TILE_INCLUSIVE);
+                // Lanes up to and including the nearest INCLUSIVE predecessor contribute.
+                const int stop = incl ? __ffs(incl) - 1 : 31;
+                T mine_v = (int)lane <= stop ? v : T(0);
+#pragma unroll
+                for (int off = 16; off > 0; off >>= 1) mine_v += __shfl_xor_sync(FULL_MASK, mine_v, off);
+                carry += mine_v;
+                if (incl) break;
+                pred -= 32;
+            }
+            if (lane == 0 && !agg.flag) {
+                // The whole tile lies inside one row: now its inclusive tail is known.
+                tile_incl[tile] = carry + agg.value;
+                __threadfence();
+                volatile u32* f = tile_flag + tile;
+                *f = epoch * 4u + TILE_INCLUSIVE;
+            }
+        }
+        if (lane == 0) s_carry = carry;
+    }
+    __syncthreads();
+
+    // ---- write the rows that end in this thread
+    T run = before.value + (before.flag ? T(0) : s_carry);
+    u32 seg = __ldg(tile_heads + tile) + before.count - 1u;  // wraps to the row of the carried entry
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        if ((hb >> i) & 1u) ++seg;
+        run += prod[i];
+        if ((eb >> i) & 1u) {
+            write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
+            run = T(0);
+        }
+    }
+}
+
+#define SPMV_FUSED_ENTRY(T, SUFFIX, ITEMS)                                                         \
+    extern "C" __global__ void __launch_bounds__(SPMV_THREADS) spmv_fused_##SUFFIX(                \
+        const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
+        const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
+        T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
+        __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
+        __shared__ T s_carry;                                                                      \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS>(col, val, heads, tile_heads, row_map, has_map,     \
+                                                nsegs, nnz, nrows, x, y, alpha, beta, tile_flag,   \
+                                                tile_value, epoch, scan_st, s_carry);              \
+    }
+SPMV_FUSED_ENTRY(float, f32, SPMV_ITEMS_F32)
+SPMV_FUSED_ENTRY(double, f64, SPMV_ITEMS_F64)
+
+// ---------------------------------------------------------------------------------------------
+// Vector kernel: a sub-warp of `lanes` (power of two, <= 32) threads per row.
+// ---------------------------------------------------------------------------------------------
+
+template <typename T>
+__device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr,
+                                                 const u32* __restrict__ col,
+                                                 const T* __restrict__ val,
+                                                 const T* __restrict__ x, T* y, T alpha, T beta,
+                                                 u32 nrows, u32 lanes_log2) {
+    const u32 lanes = 1u << lanes_log2;
+    const u32 gid = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 row = gid >> lanes_log2;
+    const u32 lane = gid & (lanes - 1u);
+    T sum = T(0);
+    if (row < nrows) {
+        const u32 a = __ldg(row_ptr + row), b = __ldg(row_ptr + row + 1);
+        u32 k = a + lane;
+        // Two entries in flight per lane per iteration.
+        for (; k + lanes < b; k += 2 * lanes) {
+            const u32 c0 = __ldg(col + k), c1 = __ldg(col + k + lanes);
+            const T v0 = __ldg(val + k), v1 = __ldg(val + k + lanes);
+            sum += v0 * __ldg(x + c0) + v1 * __ldg(x + c1);
+        }
+        if (k < b) sum += __ldg(val + k) * __ldg(x + __ldg(col + k));
+    }
+    // Every lane of the warp takes part in the shuffles (rows past the end contribute 0).
+    for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+    if (row < nrows && lane == 0) y[row] = alpha * sum + scaled_y(y, row, beta);
+}
+
+#define SPMV_VECTOR_ENTRY(T, SUFFIX)                                                               \
+    extern "C" __global__ void __launch_bounds__(SPMV_VECTOR_THREADS) spmv_vector_##SUFFIX(        \
+        const u32* row_ptr, const u32* col, const T* val, const T* x, T* y, T alpha, T beta,       \
+        u32 nrows, u32 lanes_log2) {                                                               \
+        spmv_vector_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows, lanes_log2);              \
+    }
+SPMV_VECTOR_ENTRY(float, f32)
+SPMV_VECTOR_ENTRY(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// y <- beta*y (a matrix without nonzeros), and the two element-wise steps of the paper's SpMV.
+// ---------------------------------------------------------------------------------------------
+
+#define SPMV_SIMPLE_ENTRIES(T, SUFFIX)                                                             \
+    extern "C" __global__ void spmv_scale_##SUFFIX(T* y, T beta, u32 n) {                          \
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)    \
+            y[i] = scaled_y(y, i, beta);                                                           \
+    }                                                                                              \
+    /* Step 1 of §4.2: product = value * x[index]. */                                              \
+    extern "C" __global__ void spmv_products_##SUFFIX(const u32* col, const T* val, const T* x,    \
+                                                      T* prod, u32 nnz) {                          \
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < nnz; i += gridDim.x * blockDim.x)  \
+            prod[i] = __ldg(val + i) * __ldg(x + __ldg(col + i));                                  \
+    }                                                                                              \
+    /* Step 4 of §4.2: after the backward inclusive segmented scan, a row's sum sits at its    */  \
+    /* first entry. Empty rows share their rowPtr with the next row, so they take beta*y.      */  \
+    extern "C" __global__ void spmv_rowgather_##SUFFIX(const u32* row_ptr, const T* prod, T* y,    \
+                                                       T alpha, T beta, u32 nrows) {               \
+        for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < nrows;                             \
+             r += gridDim.x * blockDim.x) {                                                        \
+            const u32 a = __ldg(row_ptr + r), b = __ldg(row_ptr + r + 1);                          \
+            y[r] = (a < b ? alpha * prod[a] : T(0)) + scaled_y(y, r, beta);                        \
+        }                                                                                          \
+    }
+SPMV_SIMPLE_ENTRIES(float, f32)
+SPMV_SIMPLE_ENTRIES(double, f64)

@@ -1,0 +1,192 @@
+//! Conjugate gradient (Hestenes and Stiefel 1952) and preconditioned CG, written once for every
+//! backend. See the [module docs](super) for the fused steps and the departures from the
+//! textbook.
+//!
+//! Per iteration, with `q = A·p`:
+//!
+//! | step | vector work | scalars (on the backend) |
+//! |---|---|---|
+//! | `A.apply(p, q)` | the operator | |
+//! | [`cg_alpha`](super::VectorOps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
+//! | [`cg_update_r`](super::VectorOps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
+//! | [`cg_update_xp`](super::VectorOps::cg_update_xp) | `x += αp; p = z + βp` | |
+//!
+//! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
+//! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
+
+use super::precond::Identity;
+use super::{
+    check_dims, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    SolveParams, VectorOps,
+};
+use crate::scalar::Scalar;
+
+/// Conjugate gradient for a symmetric positive definite `A`: solves `A·x = b`.
+///
+/// `x` is the initial guess when [`SolveParams::initial_guess`] says so, and holds the solution
+/// (or the last iterate, on error) afterwards. A matrix that is not positive definite is reported
+/// as [`SolveError::Breakdown`] when `pᵀAp ≤ 0` shows it.
+///
+/// # Errors
+/// [`SolveError`]: breakdown, non-convergence, NaN/Inf, dimension mismatch, or a backend failure.
+pub fn cg<T, B, A>(
+    be: &B,
+    a: &A,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+{
+    pcg(be, a, &Identity, b, x, params)
+}
+
+/// Preconditioned conjugate gradient with the SPD preconditioner `m` (for example
+/// [`Jacobi`](super::Jacobi)). A diagonal preconditioner is fused into the vector updates; any
+/// other is applied once per iteration through [`Preconditioner::apply`].
+///
+/// # Errors
+/// As [`cg`].
+pub fn pcg<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let n = check_dims(be, a, b, x)?;
+    if let Some(d) = m.inverse_diagonal() {
+        if be.len(d) != n {
+            return Err(SolveError::DimensionMismatch {
+                what: "preconditioner diagonal",
+                expected: n,
+                found: be.len(d),
+            });
+        }
+    }
+    let kind = if m.is_identity() {
+        Kind::Identity
+    } else if m.inverse_diagonal().is_some() {
+        Kind::Jacobi
+    } else {
+        Kind::General
+    };
+    // The whole workspace, before the first iteration.
+    let mut state = CgState {
+        a,
+        m,
+        kind,
+        r: be.zeros(n)?,
+        z: if kind == Kind::Identity {
+            None
+        } else {
+            Some(be.zeros(n)?)
+        },
+        p: be.zeros(n)?,
+        q: be.zeros(n)?,
+    };
+    let sc = be.scalars(n, params.max_iters)?;
+    drive(be, a, b, x, params, &mut state, sc)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Identity,
+    Jacobi,
+    General,
+}
+
+struct CgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
+    a: &'a A,
+    m: &'a P,
+    kind: Kind,
+    r: B::Vector,
+    z: Option<B::Vector>,
+    p: B::Vector,
+    q: B::Vector,
+}
+
+impl<T, B, A, P> Method<T, B> for CgState<'_, T, B, A, P>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
+        (&mut self.r, &mut self.q)
+    }
+
+    fn start(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
+        match self.kind {
+            Kind::Identity => {
+                be.cg_start(&self.r, Fuse::Identity, sc, it)?;
+                be.copy(&self.r, &mut self.p)
+            }
+            Kind::Jacobi => {
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
+                let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
+                be.cg_start(&self.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
+                be.copy(z, &mut self.p)
+            }
+            Kind::General => {
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
+                self.m.apply(be, &self.r, z)?;
+                be.cg_start(&self.r, Fuse::Separate(Some(z)), sc, it)?;
+                be.copy(z, &mut self.p)
+            }
+        }
+    }
+
+    fn step(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        it: usize,
+    ) -> crate::Result<()> {
+        self.a.apply(be, &self.p, &mut self.q)?;
+        be.cg_alpha(&self.p, &self.q, sc, it)?;
+        match self.kind {
+            Kind::Identity => {
+                be.cg_update_r(&self.q, &mut self.r, Fuse::Identity, sc, it)?;
+                be.cg_update_xp(x, &mut self.p, &self.r, sc, it)
+            }
+            Kind::Jacobi => {
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
+                let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
+                be.cg_update_r(&self.q, &mut self.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
+                be.cg_update_xp(x, &mut self.p, z, sc, it)
+            }
+            Kind::General => {
+                let z = self
+                    .z
+                    .as_mut()
+                    .expect("z is allocated for a preconditioner");
+                be.cg_update_r(&self.q, &mut self.r, Fuse::Separate(None), sc, it)?;
+                self.m.apply(be, &self.r, z)?;
+                be.cg_rho(&self.r, z, sc, it)?;
+                be.cg_update_xp(x, &mut self.p, z, sc, it)
+            }
+        }
+    }
+}

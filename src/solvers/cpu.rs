@@ -1,0 +1,523 @@
+//! The CPU backend: `Vec<T>` vectors, host scalars, rayon over fixed chunks.
+//!
+//! Reductions sum each chunk of [`CHUNK`] elements sequentially and then the chunk sums in chunk
+//! order, so a result does not depend on the number of threads or on work stealing: CPU solves
+//! are reproducible bit for bit. The per-chunk partial sums live in the solve's workspace, so an
+//! iteration allocates nothing.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::recur::{self, Slot, NSLOTS};
+use super::{Fuse, LinearOperator, VectorOps};
+use crate::csr::CsrMatrix;
+use crate::error::Result;
+use crate::scalar::Scalar;
+
+/// Elements per reduction chunk (one rayon task each).
+pub const CHUNK: usize = 16 * 1024;
+
+/// The CPU backend of the solvers (vectors are `Vec<T>`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cpu;
+
+/// The CPU's scalar slots, residual history and per-chunk partial sums.
+#[derive(Clone, Debug)]
+pub struct CpuScalars<T> {
+    slots: [T; NSLOTS],
+    hist: Vec<T>,
+    partials: Vec<[T; 2]>,
+}
+
+/// A pointer to a vector that parallel tasks write through, each to its own disjoint range.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T, usize);
+// SAFETY: tasks only touch disjoint ranges (see `Shared::range`).
+unsafe impl<T: Send> Send for Shared<T> {}
+unsafe impl<T: Send> Sync for Shared<T> {}
+impl<T> Shared<T> {
+    fn new(v: &mut [T]) -> Self {
+        Shared(v.as_mut_ptr(), v.len())
+    }
+    /// # Safety
+    /// No two live slices obtained from the same `Shared` may overlap, and none may outlive the
+    /// borrow `new` was called with. `chunked` hands each task its own chunk range.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range(&self, r: Range<usize>) -> &mut [T] {
+        assert!(r.end <= self.1);
+        std::slice::from_raw_parts_mut(self.0.add(r.start), r.len())
+    }
+}
+
+/// Runs `f` on the chunks of `0..n` in parallel and sums the returned pairs in chunk order.
+fn chunked<T: Scalar>(
+    n: usize,
+    partials: &mut [[T; 2]],
+    f: impl Fn(Range<usize>) -> [T; 2] + Sync + Send,
+) -> [T; 2] {
+    let nch = n.div_ceil(CHUNK);
+    assert!(
+        partials.len() >= nch,
+        "solver workspace is for {} elements, vectors have {n}",
+        partials.len() * CHUNK
+    );
+    let parts = &mut partials[..nch];
+    if nch <= 1 {
+        for (c, out) in parts.iter_mut().enumerate() {
+            *out = f(c * CHUNK..((c + 1) * CHUNK).min(n));
+        }
+    } else {
+        parts
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(c, out)| *out = f(c * CHUNK..((c + 1) * CHUNK).min(n)));
+    }
+    parts
+        .iter()
+        .fold([T::zero(); 2], |a, p| [a[0] + p[0], a[1] + p[1]])
+}
+
+fn same_len(what: &str, a: usize, b: usize) {
+    assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
+}
+
+impl<T: Scalar> VectorOps<T> for Cpu {
+    type Vector = Vec<T>;
+    type Scalars = CpuScalars<T>;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn default_check_every(&self) -> usize {
+        1
+    }
+    fn len(&self, v: &Vec<T>) -> usize {
+        v.len()
+    }
+    fn zeros(&self, n: usize) -> Result<Vec<T>> {
+        Ok(vec![T::zero(); n])
+    }
+    fn upload(&self, host: &[T]) -> Result<Vec<T>> {
+        Ok(host.to_vec())
+    }
+    fn download(&self, v: &Vec<T>) -> Result<Vec<T>> {
+        Ok(v.clone())
+    }
+    fn copy(&self, src: &Vec<T>, dst: &mut Vec<T>) -> Result<()> {
+        same_len("copy", src.len(), dst.len());
+        dst.par_chunks_mut(CHUNK)
+            .zip(src.par_chunks(CHUNK))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        Ok(())
+    }
+    fn set_zero(&self, v: &mut Vec<T>) -> Result<()> {
+        v.par_chunks_mut(CHUNK).for_each(|c| c.fill(T::zero()));
+        Ok(())
+    }
+    fn residual(&self, b: &Vec<T>, ax: &Vec<T>, r: &mut Vec<T>) -> Result<()> {
+        same_len("residual", b.len(), ax.len());
+        same_len("residual", b.len(), r.len());
+        r.par_iter_mut()
+            .zip(b.par_iter().zip(ax.par_iter()))
+            .for_each(|(r, (&b, &ax))| *r = b - ax);
+        Ok(())
+    }
+    fn scale(&self, d: &Vec<T>, r: &Vec<T>, z: &mut Vec<T>) -> Result<()> {
+        same_len("scale", d.len(), r.len());
+        same_len("scale", d.len(), z.len());
+        z.par_iter_mut()
+            .zip(d.par_iter().zip(r.par_iter()))
+            .for_each(|(z, (&d, &r))| *z = d * r);
+        Ok(())
+    }
+    fn dot(&self, x: &Vec<T>, y: &Vec<T>, sc: &mut CpuScalars<T>) -> Result<f64> {
+        same_len("dot", x.len(), y.len());
+        let [d, _] = chunked(x.len(), &mut sc.partials, |rg| {
+            let s = x[rg.clone()]
+                .iter()
+                .zip(&y[rg])
+                .fold(T::zero(), |a, (&x, &y)| a + x * y);
+            [s, T::zero()]
+        });
+        sc.slots[Slot::Dot as usize] = d;
+        Ok(d.as_f64())
+    }
+
+    fn scalars(&self, n: usize, max_iters: usize) -> Result<CpuScalars<T>> {
+        Ok(CpuScalars {
+            slots: [T::zero(); NSLOTS],
+            hist: vec![T::zero(); max_iters + 1],
+            partials: vec![[T::zero(); 2]; n.div_ceil(CHUNK).max(1)],
+        })
+    }
+    fn write_slots(&self, sc: &mut CpuScalars<T>, values: &[(Slot, T)]) -> Result<()> {
+        for &(k, v) in values {
+            sc.slots[k as usize] = v;
+        }
+        Ok(())
+    }
+    fn read_slots(&self, sc: &CpuScalars<T>) -> Result<[T; NSLOTS]> {
+        Ok(sc.slots)
+    }
+    fn read_history(&self, sc: &CpuScalars<T>, len: usize) -> Result<Vec<T>> {
+        Ok(sc.hist[..len.min(sc.hist.len())].to_vec())
+    }
+
+    fn cg_start(
+        &self,
+        r: &Vec<T>,
+        fuse: Fuse<'_, Vec<T>>,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let n = r.len();
+        let [rr, rz] = match fuse {
+            Fuse::Identity => {
+                let [rr, _] = chunked(n, &mut sc.partials, |rg| {
+                    [r[rg].iter().fold(T::zero(), |a, &v| a + v * v), T::zero()]
+                });
+                [rr, rr]
+            }
+            Fuse::Jacobi { inv_diag, z } => {
+                same_len("cg_start", n, inv_diag.len());
+                same_len("cg_start", n, z.len());
+                let zs = Shared::new(z);
+                chunked(n, &mut sc.partials, |rg| {
+                    // SAFETY: each chunk range is handed to exactly one task.
+                    let z = unsafe { zs.range(rg.clone()) };
+                    let mut acc = [T::zero(); 2];
+                    for ((z, &r), &d) in z.iter_mut().zip(&r[rg.clone()]).zip(&inv_diag[rg]) {
+                        *z = d * r;
+                        acc[0] += r * r;
+                        acc[1] += r * *z;
+                    }
+                    acc
+                })
+            }
+            Fuse::Separate(z) => {
+                let z = z.expect("cg_start with a separate preconditioner needs z");
+                same_len("cg_start", n, z.len());
+                chunked(n, &mut sc.partials, |rg| {
+                    r[rg.clone()]
+                        .iter()
+                        .zip(&z[rg])
+                        .fold([T::zero(); 2], |a, (&r, &z)| [a[0] + r * r, a[1] + r * z])
+                })
+            }
+        };
+        recur::start(&mut sc.slots, &mut sc.hist, rr, rz, it);
+        Ok(())
+    }
+
+    fn cg_alpha(&self, p: &Vec<T>, q: &Vec<T>, sc: &mut CpuScalars<T>, it: usize) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        same_len("cg_alpha", p.len(), q.len());
+        let [pq, _] = chunked(p.len(), &mut sc.partials, |rg| {
+            let s = p[rg.clone()]
+                .iter()
+                .zip(&q[rg])
+                .fold(T::zero(), |a, (&p, &q)| a + p * q);
+            [s, T::zero()]
+        });
+        recur::cg_alpha(&mut sc.slots, pq, it);
+        Ok(())
+    }
+
+    fn cg_update_r(
+        &self,
+        q: &Vec<T>,
+        r: &mut Vec<T>,
+        fuse: Fuse<'_, Vec<T>>,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        let n = r.len();
+        same_len("cg_update_r", n, q.len());
+        let alpha = sc.slots[Slot::Alpha as usize];
+        let rs = Shared::new(r);
+        let (rr, rz) = match fuse {
+            Fuse::Identity => {
+                let [rr, _] = chunked(n, &mut sc.partials, |rg| {
+                    // SAFETY: each chunk range is handed to exactly one task.
+                    let r = unsafe { rs.range(rg.clone()) };
+                    let mut acc = T::zero();
+                    for (r, &q) in r.iter_mut().zip(&q[rg]) {
+                        *r -= alpha * q;
+                        acc += *r * *r;
+                    }
+                    [acc, T::zero()]
+                });
+                (rr, Some(rr))
+            }
+            Fuse::Jacobi { inv_diag, z } => {
+                same_len("cg_update_r", n, inv_diag.len());
+                same_len("cg_update_r", n, z.len());
+                let zs = Shared::new(z);
+                let [rr, rz] = chunked(n, &mut sc.partials, |rg| {
+                    // SAFETY: each chunk range is handed to exactly one task.
+                    let (r, z) = unsafe { (rs.range(rg.clone()), zs.range(rg.clone())) };
+                    let mut acc = [T::zero(); 2];
+                    for (((r, z), &q), &d) in
+                        r.iter_mut().zip(z).zip(&q[rg.clone()]).zip(&inv_diag[rg])
+                    {
+                        *r -= alpha * q;
+                        *z = d * *r;
+                        acc[0] += *r * *r;
+                        acc[1] += *r * *z;
+                    }
+                    acc
+                });
+                (rr, Some(rz))
+            }
+            Fuse::Separate(_) => {
+                let [rr, _] = chunked(n, &mut sc.partials, |rg| {
+                    // SAFETY: each chunk range is handed to exactly one task.
+                    let r = unsafe { rs.range(rg.clone()) };
+                    let mut acc = T::zero();
+                    for (r, &q) in r.iter_mut().zip(&q[rg]) {
+                        *r -= alpha * q;
+                        acc += *r * *r;
+                    }
+                    [acc, T::zero()]
+                });
+                (rr, None)
+            }
+        };
+        recur::cg_update_r(&mut sc.slots, &mut sc.hist, rr, rz, it);
+        Ok(())
+    }
+
+    fn cg_rho(&self, r: &Vec<T>, z: &Vec<T>, sc: &mut CpuScalars<T>, it: usize) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        same_len("cg_rho", r.len(), z.len());
+        let [rz, _] = chunked(r.len(), &mut sc.partials, |rg| {
+            let s = r[rg.clone()]
+                .iter()
+                .zip(&z[rg])
+                .fold(T::zero(), |a, (&r, &z)| a + r * z);
+            [s, T::zero()]
+        });
+        recur::cg_rho(&mut sc.slots, rz, it);
+        Ok(())
+    }
+
+    fn cg_update_xp(
+        &self,
+        x: &mut Vec<T>,
+        p: &mut Vec<T>,
+        z: &Vec<T>,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let s = &sc.slots;
+        if recur::stopped(s) && s[Slot::StatusIter as usize].as_f64() as usize != it {
+            return Ok(());
+        }
+        same_len("cg_update_xp", x.len(), p.len());
+        same_len("cg_update_xp", x.len(), z.len());
+        let (alpha, beta) = (s[Slot::Alpha as usize], s[Slot::Beta as usize]);
+        x.par_chunks_mut(CHUNK)
+            .zip(p.par_chunks_mut(CHUNK))
+            .zip(z.par_chunks(CHUNK))
+            .for_each(|((x, p), z)| {
+                for ((x, p), &z) in x.iter_mut().zip(p.iter_mut()).zip(z) {
+                    *x += alpha * *p;
+                    *p = z + beta * *p;
+                }
+            });
+        Ok(())
+    }
+
+    fn bicg_p(
+        &self,
+        r: &Vec<T>,
+        v: &Vec<T>,
+        p: &mut Vec<T>,
+        fuse: Fuse<'_, Vec<T>>,
+        sc: &mut CpuScalars<T>,
+    ) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        same_len("bicg_p", r.len(), v.len());
+        same_len("bicg_p", r.len(), p.len());
+        let (beta, omega) = (
+            sc.slots[Slot::Beta as usize],
+            sc.slots[Slot::Omega as usize],
+        );
+        let upd = |p: &mut [T], r: &[T], v: &[T]| {
+            for ((p, &r), &v) in p.iter_mut().zip(r).zip(v) {
+                *p = r + beta * (*p - omega * v);
+            }
+        };
+        match fuse {
+            Fuse::Jacobi { inv_diag, z } => {
+                same_len("bicg_p", r.len(), z.len());
+                p.par_chunks_mut(CHUNK)
+                    .zip(z.par_chunks_mut(CHUNK))
+                    .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
+                    .zip(inv_diag.par_chunks(CHUNK))
+                    .for_each(|(((p, z), (r, v)), d)| {
+                        upd(p, r, v);
+                        for ((z, &p), &d) in z.iter_mut().zip(p.iter()).zip(d) {
+                            *z = d * p;
+                        }
+                    });
+            }
+            _ => p
+                .par_chunks_mut(CHUNK)
+                .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
+                .for_each(|(p, (r, v))| upd(p, r, v)),
+        }
+        Ok(())
+    }
+
+    fn bicg_alpha(
+        &self,
+        rhat: &Vec<T>,
+        v: &Vec<T>,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        same_len("bicg_alpha", rhat.len(), v.len());
+        let [rv, _] = chunked(v.len(), &mut sc.partials, |rg| {
+            let s = rhat[rg.clone()]
+                .iter()
+                .zip(&v[rg])
+                .fold(T::zero(), |a, (&x, &y)| a + x * y);
+            [s, T::zero()]
+        });
+        recur::bicg_alpha(&mut sc.slots, rv, it);
+        Ok(())
+    }
+
+    fn bicg_s(
+        &self,
+        r: &Vec<T>,
+        v: &Vec<T>,
+        s: &mut Vec<T>,
+        fuse: Fuse<'_, Vec<T>>,
+        sc: &mut CpuScalars<T>,
+    ) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        same_len("bicg_s", r.len(), v.len());
+        same_len("bicg_s", r.len(), s.len());
+        let alpha = sc.slots[Slot::Alpha as usize];
+        match fuse {
+            Fuse::Jacobi { inv_diag, z } => {
+                same_len("bicg_s", r.len(), z.len());
+                s.par_chunks_mut(CHUNK)
+                    .zip(z.par_chunks_mut(CHUNK))
+                    .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
+                    .zip(inv_diag.par_chunks(CHUNK))
+                    .for_each(|(((s, z), (r, v)), d)| {
+                        for ((((s, z), &r), &v), &d) in
+                            s.iter_mut().zip(z.iter_mut()).zip(r).zip(v).zip(d)
+                        {
+                            *s = r - alpha * v;
+                            *z = d * *s;
+                        }
+                    });
+            }
+            _ => s
+                .par_chunks_mut(CHUNK)
+                .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
+                .for_each(|(s, (r, v))| {
+                    for ((s, &r), &v) in s.iter_mut().zip(r).zip(v) {
+                        *s = r - alpha * v;
+                    }
+                }),
+        }
+        Ok(())
+    }
+
+    fn bicg_omega(&self, t: &Vec<T>, s: &Vec<T>, sc: &mut CpuScalars<T>, it: usize) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        same_len("bicg_omega", t.len(), s.len());
+        let [ts, tt] = chunked(t.len(), &mut sc.partials, |rg| {
+            t[rg.clone()]
+                .iter()
+                .zip(&s[rg])
+                .fold([T::zero(); 2], |a, (&t, &s)| [a[0] + t * s, a[1] + t * t])
+        });
+        recur::bicg_omega(&mut sc.slots, ts, tt, it);
+        Ok(())
+    }
+
+    fn bicg_update(
+        &self,
+        x: &mut Vec<T>,
+        phat: &Vec<T>,
+        shat: &Vec<T>,
+        s: &Vec<T>,
+        t: &Vec<T>,
+        r: &mut Vec<T>,
+        rhat: &Vec<T>,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        let n = x.len();
+        for (what, len) in [
+            ("p̂", phat.len()),
+            ("ŝ", shat.len()),
+            ("s", s.len()),
+            ("t", t.len()),
+            ("r", r.len()),
+            ("r̂", rhat.len()),
+        ] {
+            same_len(what, n, len);
+        }
+        let (alpha, omega) = (
+            sc.slots[Slot::Alpha as usize],
+            sc.slots[Slot::Omega as usize],
+        );
+        let (xs, rs) = (Shared::new(x), Shared::new(r));
+        let [rr, rho] = chunked(n, &mut sc.partials, |rg| {
+            // SAFETY: each chunk range is handed to exactly one task.
+            let (x, r) = unsafe { (xs.range(rg.clone()), rs.range(rg.clone())) };
+            let mut acc = [T::zero(); 2];
+            for (k, i) in rg.enumerate() {
+                x[k] += alpha * phat[i] + omega * shat[i];
+                let ri = s[i] - omega * t[i];
+                r[k] = ri;
+                acc[0] += ri * ri;
+                acc[1] += rhat[i] * ri;
+            }
+            acc
+        });
+        recur::bicg_update(&mut sc.slots, &mut sc.hist, rr, rho, it);
+        Ok(())
+    }
+}
+
+/// `y ← A·x` with the crate's row-parallel CPU SpMV.
+impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
+    fn nrows(&self) -> usize {
+        CsrMatrix::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        CsrMatrix::ncols(self)
+    }
+    fn apply(&self, _: &Cpu, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        crate::spmv::spmv(T::one(), self, x, T::zero(), y);
+        Ok(())
+    }
+}

@@ -1,0 +1,607 @@
+//! The GPU backend of the solvers: device vectors, device-resident scalars, fused kernels.
+//!
+//! [`GpuOps<T>`] implements [`VectorOps`] with `CudaSlice<T>` vectors and a small device buffer
+//! of scalar slots. The kernels (`kernels/solvers/blas1.cu`) compute α, β, ω and the
+//! convergence, breakdown and NaN tests in the last block of their reductions, so an iteration
+//! never waits for the host; the host reads the slots every
+//! [`SolveParams::check_every`](super::SolveParams::check_every) iterations (16 by default). All
+//! work is ordered on the [`Gpu`]'s one stream. A solve allocates its vectors, the slots, the
+//! residual history (`max_iters + 1` values) and the per-block partial sums up front, and nothing
+//! per iteration.
+//!
+//! Reductions are deterministic: a fixed grid (chosen from `n` and the SM count, see
+//! [`BLOCKS_PER_SM`]) writes one partial per block and the last block sums them in block order.
+//! Results therefore agree bit for bit from run to run on one device, though not with the CPU
+//! backend (whose summation order differs).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
+
+use super::recur::{Slot, NSLOTS};
+use super::{Fuse, LinearOperator, VectorOps};
+use crate::error::{Error, Result};
+use crate::gpu::kernels::KernelSource;
+use crate::gpu::{Gpu, KernelType};
+use crate::scalar::Scalar;
+use crate::spmv::gpu::GpuCsr;
+
+/// The solvers' vector kernels.
+pub const BLAS1: KernelSource = KernelSource {
+    name: "solvers/blas1.cu",
+    text: include_str!("../../kernels/solvers/blas1.cu"),
+};
+
+/// Threads per block of every solver kernel: 256 = 8 warps, enough for the two-level
+/// (shuffle, then shared memory) block reduction to be cheap, and 8 resident blocks per SM fill
+/// an H100 SM's 2048 threads.
+pub const THREADS: u32 = 256;
+/// Blocks per SM of the grid-stride kernels: 8 × 256 threads fills an SM (2048 threads on sm_80
+/// and sm_90), giving enough loads in flight to saturate HBM; more blocks would only lengthen the
+/// last block's sum of partials.
+pub const BLOCKS_PER_SM: u32 = 8;
+
+/// The number of partial sums each block writes at most (the widest fused reduction).
+const NRED: usize = 2;
+
+/// Fuse mode codes of `blas1.cu`.
+const FUSE_IDENTITY: u32 = 0;
+const FUSE_JACOBI: u32 = 1;
+const FUSE_SEPARATE: u32 = 2;
+
+struct Kernels {
+    dot: CudaFunction,
+    cg_start: CudaFunction,
+    cg_alpha: CudaFunction,
+    cg_update_r: CudaFunction,
+    cg_rho: CudaFunction,
+    cg_update_xp: CudaFunction,
+    bicg_p: CudaFunction,
+    bicg_alpha: CudaFunction,
+    bicg_s: CudaFunction,
+    bicg_omega: CudaFunction,
+    bicg_update: CudaFunction,
+    residual: CudaFunction,
+    scale: CudaFunction,
+}
+
+/// The GPU backend for element type `T` (`f32` or `f64`): the kernels are compiled once, when it
+/// is created.
+pub struct GpuOps<T> {
+    gpu: Arc<Gpu>,
+    k: Kernels,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T> std::fmt::Debug for GpuOps<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuOps({:?})", self.gpu)
+    }
+}
+
+/// The GPU's scalar slots, residual history, partial sums and last-block ticket.
+pub struct GpuScalars<T> {
+    slots: CudaSlice<T>,
+    hist: CudaSlice<T>,
+    partials: CudaSlice<T>,
+    ticket: CudaSlice<u32>,
+    grid: u32,
+}
+
+fn launch_err(name: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Gpu::launch_error(name, e)
+}
+
+fn n32(n: usize) -> u32 {
+    u32::try_from(n).expect("solver vectors are limited to u32::MAX elements")
+}
+
+fn same_len(what: &str, a: usize, b: usize) {
+    assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
+}
+
+/// A null device pointer for kernel arguments that the chosen mode does not touch.
+const NULL: u64 = 0;
+
+impl<T: Scalar + KernelType> GpuOps<T> {
+    /// Compiles (or takes from the [`Gpu`]'s cache) the solver kernels for `T`.
+    ///
+    /// # Errors
+    /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
+    pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
+        let defines = [("SOLVER_THREADS", THREADS.to_string())];
+        let f = |root: &str| gpu.typed_function::<T>(&BLAS1, root, &defines);
+        Ok(GpuOps {
+            gpu: gpu.clone(),
+            k: Kernels {
+                dot: f("solver_dot")?,
+                cg_start: f("solver_cg_start")?,
+                cg_alpha: f("solver_cg_alpha")?,
+                cg_update_r: f("solver_cg_update_r")?,
+                cg_rho: f("solver_cg_rho")?,
+                cg_update_xp: f("solver_cg_update_xp")?,
+                bicg_p: f("solver_bicg_p")?,
+                bicg_alpha: f("solver_bicg_alpha")?,
+                bicg_s: f("solver_bicg_s")?,
+                bicg_omega: f("solver_bicg_omega")?,
+                bicg_update: f("solver_bicg_update")?,
+                residual: f("solver_residual")?,
+                scale: f("solver_scale")?,
+            },
+            _t: std::marker::PhantomData,
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Blocks of the grid-stride kernels for vectors of length `n`.
+    pub fn grid(&self, n: usize) -> u32 {
+        let need = n.div_ceil(THREADS as usize).max(1);
+        need.min((self.gpu.sm_count().max(1) * BLOCKS_PER_SM) as usize) as u32
+    }
+
+    fn cfg(&self, grid: u32) -> cudarc::driver::LaunchConfig {
+        Gpu::cfg(grid, THREADS, 0)
+    }
+
+    fn mode_ptrs<'a>(
+        fuse: &'a mut Fuse<'_, CudaSlice<T>>,
+    ) -> (u32, Option<&'a CudaSlice<T>>, Option<&'a mut CudaSlice<T>>) {
+        match fuse {
+            Fuse::Identity => (FUSE_IDENTITY, None, None),
+            Fuse::Jacobi { inv_diag, z } => (FUSE_JACOBI, Some(*inv_diag), Some(&mut **z)),
+            Fuse::Separate(_) => (FUSE_SEPARATE, None, None),
+        }
+    }
+}
+
+/// Pushes an optional buffer, or a null pointer.
+macro_rules! opt_arg {
+    ($b:expr, $o:expr) => {
+        match $o {
+            Some(v) => {
+                $b.arg(v);
+            }
+            None => {
+                $b.arg(&NULL);
+            }
+        }
+    };
+}
+
+impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
+    type Vector = CudaSlice<T>;
+    type Scalars = GpuScalars<T>;
+
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+    fn default_check_every(&self) -> usize {
+        16
+    }
+    fn len(&self, v: &CudaSlice<T>) -> usize {
+        v.len()
+    }
+    fn zeros(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.gpu.zeros::<T>(n)
+    }
+    fn upload(&self, host: &[T]) -> Result<CudaSlice<T>> {
+        self.gpu.upload(host)
+    }
+    fn download(&self, v: &CudaSlice<T>) -> Result<Vec<T>> {
+        self.gpu.download(v)
+    }
+    fn copy(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+        same_len("copy", src.len(), dst.len());
+        self.gpu
+            .stream()
+            .memcpy_dtod(src, dst)
+            .map_err(|e| Error::cuda("solver vector copy", e))
+    }
+    fn set_zero(&self, v: &mut CudaSlice<T>) -> Result<()> {
+        self.gpu
+            .stream()
+            .memset_zeros(v)
+            .map_err(|e| Error::cuda("solver vector memset", e))
+    }
+    fn residual(&self, b: &CudaSlice<T>, ax: &CudaSlice<T>, r: &mut CudaSlice<T>) -> Result<()> {
+        same_len("residual", b.len(), ax.len());
+        same_len("residual", b.len(), r.len());
+        let n = n32(b.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.residual);
+        l.arg(b).arg(ax).arg(r).arg(&n);
+        // SAFETY: solver_residual(const T* b, const T* ax, T* r, u32 n); all three have n elements.
+        unsafe { l.launch(self.cfg(self.grid(b.len()))) }
+            .map(|_| ())
+            .map_err(launch_err("solver_residual"))
+    }
+    fn scale(&self, d: &CudaSlice<T>, r: &CudaSlice<T>, z: &mut CudaSlice<T>) -> Result<()> {
+        same_len("scale", d.len(), r.len());
+        same_len("scale", d.len(), z.len());
+        let n = n32(d.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.scale);
+        l.arg(d).arg(r).arg(z).arg(&n);
+        // SAFETY: solver_scale(const T* d, const T* r, T* z, u32 n); all three have n elements.
+        unsafe { l.launch(self.cfg(self.grid(d.len()))) }
+            .map(|_| ())
+            .map_err(launch_err("solver_scale"))
+    }
+    fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut GpuScalars<T>) -> Result<f64> {
+        same_len("dot", x.len(), y.len());
+        let n = n32(x.len());
+        let grid = sc.grid_for(self, x.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.dot);
+        l.arg(x)
+            .arg(y)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket);
+        // SAFETY: solver_dot(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket);
+        // x, y have n elements, s NSLOTS, partials NRED * grid, ticket 1.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_dot"))?;
+        Ok(self.read_slots(sc)?[Slot::Dot as usize].as_f64())
+    }
+
+    fn scalars(&self, n: usize, max_iters: usize) -> Result<GpuScalars<T>> {
+        let grid = self.grid(n);
+        Ok(GpuScalars {
+            slots: self.gpu.zeros::<T>(NSLOTS)?,
+            hist: self.gpu.zeros::<T>(max_iters + 1)?,
+            partials: self.gpu.zeros::<T>(NRED * grid as usize)?,
+            ticket: self.gpu.zeros::<u32>(1)?,
+            grid,
+        })
+    }
+    fn write_slots(&self, sc: &mut GpuScalars<T>, values: &[(Slot, T)]) -> Result<()> {
+        let mut s = self.read_slots(sc)?;
+        for &(k, v) in values {
+            s[k as usize] = v;
+        }
+        self.gpu.upload_into(&s, &mut sc.slots)
+    }
+    fn read_slots(&self, sc: &GpuScalars<T>) -> Result<[T; NSLOTS]> {
+        // Into a stack array: the status check every k iterations allocates nothing.
+        let mut s = [T::zero(); NSLOTS];
+        self.gpu
+            .stream()
+            .memcpy_dtoh(&sc.slots, &mut s[..])
+            .map_err(|e| Error::cuda("reading the solver's scalar slots", e))?;
+        self.gpu.synchronize()?;
+        Ok(s)
+    }
+    fn read_history(&self, sc: &GpuScalars<T>, len: usize) -> Result<Vec<T>> {
+        let len = len.min(sc.hist.len());
+        self.gpu.download(&sc.hist.slice(..len))
+    }
+
+    fn cg_start(
+        &self,
+        r: &CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let n = n32(r.len());
+        let grid = sc.grid_for(self, r.len());
+        let it = n32(it);
+        let given = match &fuse {
+            Fuse::Separate(z) => Some(z.expect("cg_start with a separate preconditioner needs z")),
+            _ => None,
+        };
+        let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
+        if let Some(z) = &z {
+            same_len("cg_start", r.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.cg_start);
+        l.arg(r);
+        opt_arg!(l, dinv);
+        match (z, given) {
+            (Some(z), _) => {
+                l.arg(z);
+            }
+            (None, Some(g)) => {
+                same_len("cg_start", r.len(), g.len());
+                l.arg(g);
+            }
+            (None, None) => {
+                l.arg(&NULL);
+            }
+        }
+        l.arg(&n)
+            .arg(&mode)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&mut sc.hist)
+            .arg(&it);
+        // SAFETY: solver_cg_start(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
+        // T* partials, u32* ticket, T* hist, u32 it). r, dinv, z have n elements when the mode
+        // reads them (null otherwise: the mode does not touch them; with a separate
+        // preconditioner z is only read); hist has max_iters + 1 > it elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_start"))?;
+        Ok(())
+    }
+
+    fn cg_alpha(
+        &self,
+        p: &CudaSlice<T>,
+        q: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("cg_alpha", p.len(), q.len());
+        let (n, it) = (n32(p.len()), n32(it));
+        let grid = sc.grid_for(self, p.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.cg_alpha);
+        l.arg(p)
+            .arg(q)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&it);
+        // SAFETY: solver_cg_alpha(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket,
+        // u32 it); p, q have n elements, partials NRED * grid.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_alpha"))?;
+        Ok(())
+    }
+
+    fn cg_update_r(
+        &self,
+        q: &CudaSlice<T>,
+        r: &mut CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("cg_update_r", q.len(), r.len());
+        let (n, it) = (n32(r.len()), n32(it));
+        let grid = sc.grid_for(self, r.len());
+        let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
+        if let (Some(d), Some(z)) = (&dinv, &z) {
+            same_len("cg_update_r", r.len(), d.len());
+            same_len("cg_update_r", r.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.cg_update_r);
+        l.arg(q).arg(r);
+        opt_arg!(l, dinv);
+        opt_arg!(l, z);
+        l.arg(&n)
+            .arg(&mode)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&mut sc.hist)
+            .arg(&it);
+        // SAFETY: solver_cg_update_r(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
+        // T* s, T* partials, u32* ticket, T* hist, u32 it); q, r (and dinv, z in Jacobi mode,
+        // null otherwise and untouched) have n elements; hist has more than it elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_update_r"))?;
+        Ok(())
+    }
+
+    fn cg_rho(
+        &self,
+        r: &CudaSlice<T>,
+        z: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("cg_rho", r.len(), z.len());
+        let (n, it) = (n32(r.len()), n32(it));
+        let grid = sc.grid_for(self, r.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.cg_rho);
+        l.arg(r)
+            .arg(z)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&it);
+        // SAFETY: solver_cg_rho(const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket,
+        // u32 it); r, z have n elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_rho"))?;
+        Ok(())
+    }
+
+    fn cg_update_xp(
+        &self,
+        x: &mut CudaSlice<T>,
+        p: &mut CudaSlice<T>,
+        z: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("cg_update_xp", x.len(), p.len());
+        same_len("cg_update_xp", x.len(), z.len());
+        let (n, it) = (n32(x.len()), n32(it));
+        let grid = sc.grid_for(self, x.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.cg_update_xp);
+        l.arg(x).arg(p).arg(z).arg(&n).arg(&sc.slots).arg(&it);
+        // SAFETY: solver_cg_update_xp(T* x, T* p, const T* z, u32 n, const T* s, u32 it); x, p,
+        // z have n elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_update_xp"))?;
+        Ok(())
+    }
+
+    fn bicg_p(
+        &self,
+        r: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        p: &mut CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+    ) -> Result<()> {
+        same_len("bicg_p", r.len(), v.len());
+        same_len("bicg_p", r.len(), p.len());
+        let n = n32(r.len());
+        let grid = sc.grid_for(self, r.len());
+        let (mode, dinv, phat) = Self::mode_ptrs(&mut fuse);
+        if let (Some(d), Some(z)) = (&dinv, &phat) {
+            same_len("bicg_p", r.len(), d.len());
+            same_len("bicg_p", r.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_p);
+        l.arg(r).arg(v).arg(p);
+        opt_arg!(l, dinv);
+        opt_arg!(l, phat);
+        l.arg(&n).arg(&mode).arg(&sc.slots);
+        // SAFETY: solver_bicg_p(const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n,
+        // u32 mode, const T* s); r, v, p (and dinv, phat in Jacobi mode) have n elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_p"))?;
+        Ok(())
+    }
+
+    fn bicg_alpha(
+        &self,
+        rhat: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("bicg_alpha", rhat.len(), v.len());
+        let (n, it) = (n32(v.len()), n32(it));
+        let grid = sc.grid_for(self, v.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha);
+        l.arg(rhat)
+            .arg(v)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&it);
+        // SAFETY: solver_bicg_alpha(const T* rhat, const T* v, u32 n, T* s, T* partials,
+        // u32* ticket, u32 it); rhat, v have n elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_alpha"))?;
+        Ok(())
+    }
+
+    fn bicg_s(
+        &self,
+        r: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        s: &mut CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+    ) -> Result<()> {
+        same_len("bicg_s", r.len(), v.len());
+        same_len("bicg_s", r.len(), s.len());
+        let n = n32(r.len());
+        let grid = sc.grid_for(self, r.len());
+        let (mode, dinv, shat) = Self::mode_ptrs(&mut fuse);
+        if let (Some(d), Some(z)) = (&dinv, &shat) {
+            same_len("bicg_s", r.len(), d.len());
+            same_len("bicg_s", r.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_s);
+        l.arg(r).arg(v).arg(s);
+        opt_arg!(l, dinv);
+        opt_arg!(l, shat);
+        l.arg(&n).arg(&mode).arg(&sc.slots);
+        // SAFETY: solver_bicg_s(const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n,
+        // u32 mode, const T* s); r, v, sv (and dinv, shat in Jacobi mode) have n elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_s"))?;
+        Ok(())
+    }
+
+    fn bicg_omega(
+        &self,
+        t: &CudaSlice<T>,
+        s: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("bicg_omega", t.len(), s.len());
+        let (n, it) = (n32(t.len()), n32(it));
+        let grid = sc.grid_for(self, t.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_omega);
+        l.arg(t)
+            .arg(s)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&it);
+        // SAFETY: solver_bicg_omega(const T* t, const T* sv, u32 n, T* s, T* partials,
+        // u32* ticket, u32 it); t, sv have n elements.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_omega"))?;
+        Ok(())
+    }
+
+    fn bicg_update(
+        &self,
+        x: &mut CudaSlice<T>,
+        phat: &CudaSlice<T>,
+        shat: &CudaSlice<T>,
+        s: &CudaSlice<T>,
+        t: &CudaSlice<T>,
+        r: &mut CudaSlice<T>,
+        rhat: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let len = x.len();
+        for (what, l) in [
+            ("p̂", phat.len()),
+            ("ŝ", shat.len()),
+            ("s", s.len()),
+            ("t", t.len()),
+            ("r", r.len()),
+            ("r̂", rhat.len()),
+        ] {
+            same_len(what, len, l);
+        }
+        let (n, it) = (n32(len), n32(it));
+        let grid = sc.grid_for(self, len);
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_update);
+        l.arg(x)
+            .arg(phat)
+            .arg(shat)
+            .arg(s)
+            .arg(t)
+            .arg(r)
+            .arg(rhat)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&mut sc.hist)
+            .arg(&it);
+        // SAFETY: solver_bicg_update(T* x, const T* phat, const T* shat, const T* sv,
+        // const T* t, T* r, const T* rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
+        // u32 it); every vector has n elements (p̂ may alias p, ŝ may alias s: both read-only).
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_update"))?;
+        Ok(())
+    }
+}
+
+impl<T> GpuScalars<T> {
+    /// The grid of the reductions: fixed when the scalars were allocated (so the partial-sum
+    /// buffer fits and the sums are deterministic).
+    fn grid_for<U: Scalar + KernelType>(&self, ops: &GpuOps<U>, n: usize) -> u32 {
+        let g = ops.grid(n);
+        assert!(
+            g <= self.grid,
+            "solver workspace was allocated for a grid of {} blocks, vectors of length {n} need {g}",
+            self.grid
+        );
+        g
+    }
+}
+
+/// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
+impl<T: Scalar + KernelType> LinearOperator<T, GpuOps<T>> for GpuCsr<T> {
+    fn nrows(&self) -> usize {
+        GpuCsr::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        GpuCsr::ncols(self)
+    }
+    fn apply(&self, _: &GpuOps<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        self.spmv(T::one(), x, T::zero(), y)
+    }
+}

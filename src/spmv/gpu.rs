@@ -1,0 +1,607 @@
+//! GPU sparse matrix–vector products `y ← α·A·x + β·y` on a device-resident CSR matrix.
+//!
+//! [`GpuCsr`] uploads a [`CsrMatrix`] once and computes everything that depends only on the
+//! structure at that time: the packed head flags (one bit per nonzero, set at each row start —
+//! the segment representation of Sengupta, Harris, Zhang and Owens, *Scan Primitives for GPU
+//! Computing*, 2007, §2.2), the number of row starts before each tile, the map from non-empty
+//! row to row when empty rows exist, the look-back scratch, the product workspace of the
+//! paper's algorithm and the [`SpmvAlgorithm`] that `Auto` resolves to. A multiply then
+//! allocates nothing and never waits for the host: it queues one kernel (two or three for the
+//! paper's algorithm) on the [`Gpu`]'s stream.
+//!
+//! # Algorithms
+//!
+//! - [`SpmvAlgorithm::Fused`] — the fast path. One pass over the nonzeros, balanced by
+//!   nonzeros: a tile of `threads × items` consecutive entries per block, products in registers,
+//!   a block scan of (row starts, boundary, tail sum) triples with warp shuffles, and the sum
+//!   carried between tiles resolved by a decoupled look-back, so no product array is ever
+//!   written and a row of a million entries costs what a million entries in short rows cost.
+//!   One launch whatever the matrix.
+//! - [`SpmvAlgorithm::Vector`] — a sub-warp of 2^k lanes per row (CSR-vector), for short,
+//!   regular rows. One launch; imbalanced when row lengths vary.
+//! - [`SpmvAlgorithm::PaperSegscan`] — the paper's four steps (§4.2): products
+//!   `value · x[index]`, head flags at each row start (built at upload), a backward inclusive
+//!   segmented sum scan of the products, and `y = α·product[rowPtr] + β·y` per row. Kept to
+//!   show where the paper's formulation stands against the fused one; it writes and reads the
+//!   product array, so it moves about twice the bytes.
+//! - [`SpmvAlgorithm::Auto`] (the default) picks from the row statistics at upload; see
+//!   [`GpuCsr::resolved_algorithm`].
+//!
+//! # Semantics and precision
+//!
+//! Empty rows produce `β·y`; `β = 0` never reads `y` (NaN in `y` does not propagate); `x` and
+//! `y` must not alias. `f32` sums in `f32` (as cuSPARSE does for `CUDA_R_32F`); the order of the
+//! additions differs from the CPU's, so results agree to a tolerance that grows with the row
+//! length. The fused path is deterministic except for rows that span three or more tiles, whose
+//! carried sum may be added in a different order from run to run (the look-back may find a
+//! predecessor's inclusive sum or add up its local sums, depending on timing).
+//!
+//! # Where it departs from the paper
+//!
+//! The paper materialises a 32-bit flag per entry and a product per entry and runs three
+//! kernels plus a multi-block segmented scan; the fused path keeps one bit per entry, builds it
+//! once per matrix, and never writes the products. Both paths read `x` through the read-only
+//! cache (`__ldg`). Column indices are `u32`, like the crate's CSR type.
+
+mod cusparse_peer;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::csr::{CsrMatrix, RowStats};
+use crate::error::{Error, Result};
+use crate::gpu::kernels::KernelSource;
+use crate::gpu::{CudaView, CudaViewMut, Gpu, KernelType, PushKernelArg};
+use crate::scalar::Scalar;
+
+pub use cusparse_peer::{CusparseAlg, CusparseSpmv};
+
+use cudarc::driver::{CudaFunction, CudaSlice};
+
+/// The SpMV kernels (`kernels/spmv/spmv.cu`).
+pub const SPMV_SRC: KernelSource = KernelSource {
+    name: "spmv/spmv.cu",
+    text: include_str!("../../kernels/spmv/spmv.cu"),
+};
+
+/// Which GPU SpMV algorithm to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SpmvAlgorithm {
+    /// Chosen at upload from the row statistics (see [`GpuCsr::resolved_algorithm`]).
+    #[default]
+    Auto,
+    /// Single-pass, nonzero-balanced segmented reduction with a decoupled look-back (the
+    /// default fast path).
+    Fused,
+    /// A sub-warp per row; `lanes` is a power of two in 1..=32, or 0 to choose from the mean
+    /// row length.
+    Vector {
+        /// Threads per row (power of two ≤ 32), 0 = automatic.
+        lanes: u32,
+    },
+    /// The paper's four steps: gather-multiply, head flags, backward segmented scan, gather.
+    PaperSegscan,
+}
+
+impl SpmvAlgorithm {
+    /// A short name for tables: `auto`, `fused`, `vector`, `vector8`, `paper-segscan`.
+    pub fn name(self) -> String {
+        match self {
+            SpmvAlgorithm::Auto => "auto".into(),
+            SpmvAlgorithm::Fused => "fused".into(),
+            SpmvAlgorithm::Vector { lanes: 0 } => "vector".into(),
+            SpmvAlgorithm::Vector { lanes } => format!("vector{lanes}"),
+            SpmvAlgorithm::PaperSegscan => "paper-segscan".into(),
+        }
+    }
+}
+
+/// Tuning policy of the SpMV kernels: one table, passed to NVRTC as `-D` defines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpmvPolicy {
+    /// Threads per block of the fused kernel.
+    pub threads: u32,
+    /// Consecutive nonzeros per thread of the fused kernel, `f32` (multiple of 4, ≤ 28).
+    pub items_f32: u32,
+    /// Consecutive nonzeros per thread of the fused kernel, `f64` (multiple of 4, ≤ 28).
+    pub items_f64: u32,
+    /// Threads per block of the vector kernel.
+    pub vector_threads: u32,
+}
+
+impl SpmvPolicy {
+    /// The policy for a device of compute capability `cc`.
+    ///
+    /// 256 threads × 8 items: 2048 nonzeros per tile. Eight entries per thread are two `uint4`
+    /// loads of column indices and two (f32) or four (f64) `uint4` loads of values, enough bytes
+    /// in flight per SM to cover DRAM latency at full occupancy (8 blocks of 256 threads), while
+    /// 2048-entry tiles give raefsky2 (294k entries) 144 tiles: about one per SM of an H100.
+    /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts (tuning only).
+    pub fn for_device(_cc: (i32, i32)) -> Self {
+        let mut p = SpmvPolicy {
+            threads: 256,
+            items_f32: 8,
+            items_f64: 8,
+            vector_threads: 256,
+        };
+        if let Some(items) = std::env::var("SEGSPARSE_SPMV_ITEMS")
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .filter(|&i| i % 4 == 0 && (4..=28).contains(&i))
+        {
+            p.items_f32 = items;
+            p.items_f64 = items;
+        }
+        if let Some(threads) = std::env::var("SEGSPARSE_SPMV_THREADS")
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .filter(|&t| t % 32 == 0 && (64..=1024).contains(&t))
+        {
+            p.threads = threads;
+        }
+        p
+    }
+
+    /// The `-D` defines of this policy.
+    pub fn defines(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SPMV_THREADS", self.threads.to_string()),
+            ("SPMV_ITEMS_F32", self.items_f32.to_string()),
+            ("SPMV_ITEMS_F64", self.items_f64.to_string()),
+            ("SPMV_VECTOR_THREADS", self.vector_threads.to_string()),
+        ]
+    }
+
+    /// Nonzeros per tile of the fused kernel for element type `T`.
+    pub fn tile<T: Scalar>(&self) -> u32 {
+        self.threads
+            * if T::BYTES == 4 {
+                self.items_f32
+            } else {
+                self.items_f64
+            }
+    }
+}
+
+/// Loaded kernels of one element type.
+struct Kernels {
+    fused: CudaFunction,
+    vector: CudaFunction,
+    scale: CudaFunction,
+    products: CudaFunction,
+    rowgather: CudaFunction,
+}
+
+/// A CSR matrix resident on the GPU, ready for repeated `y ← α·A·x + β·y`.
+///
+/// Built by [`GpuCsr::upload`]; every structure-only table is computed there, so
+/// [`spmv`](GpuCsr::spmv) queues kernels and returns without allocating or synchronising.
+pub struct GpuCsr<T: Scalar + KernelType> {
+    gpu: Arc<Gpu>,
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    stats: RowStats,
+    policy: SpmvPolicy,
+    auto: SpmvAlgorithm,
+    vector_lanes: u32,
+    row_ptr: CudaSlice<u32>,
+    col: CudaSlice<u32>,
+    val: CudaSlice<T>,
+    /// Packed head flags: bit k of word k/32 is set when entry k starts a row; bit nnz is a
+    /// sentinel; two zero words of padding.
+    heads: CudaSlice<u32>,
+    /// Row starts before each fused tile.
+    tile_heads: CudaSlice<u32>,
+    /// Segment (non-empty row) → row; one dummy entry when there are no empty rows.
+    row_map: CudaSlice<u32>,
+    has_map: bool,
+    nsegs: u32,
+    ntiles: u32,
+    tile_flag: Mutex<CudaSlice<u32>>,
+    tile_value: Mutex<CudaSlice<T>>,
+    epoch: AtomicU32,
+    paper: Mutex<PaperWorkspace<T>>,
+    k: Kernels,
+}
+
+/// The paper path's per-matrix state: head flags for the segmented scan and the product array.
+struct PaperWorkspace<T: Scalar + KernelType> {
+    products: CudaSlice<T>,
+    scanned: CudaSlice<T>,
+}
+
+impl<T: Scalar + KernelType> std::fmt::Debug for GpuCsr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuCsr<{}>({}×{}, {} nonzeros, auto = {})",
+            T::NAME,
+            self.nrows,
+            self.ncols,
+            self.nnz,
+            self.auto.name()
+        )
+    }
+}
+
+/// The largest nonzero count accepted: tile arithmetic in the kernels is 32-bit.
+const MAX_NNZ: usize = (u32::MAX as usize) - (1 << 16);
+
+impl<T: Scalar + KernelType> GpuCsr<T> {
+    /// Uploads `a` and builds every structure-only table (head flags, tile row starts, the
+    /// empty-row map, look-back scratch, paper workspace) and compiles the kernels (once per
+    /// process and policy). [`SpmvAlgorithm::Auto`] is resolved here.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the matrix has more than about 2^32 − 2^16 nonzeros or
+    /// rows; CUDA errors (out of device memory, a failed compile) with their context.
+    pub fn upload(gpu: &Arc<Gpu>, a: &CsrMatrix<T>) -> Result<Self> {
+        let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
+        if nnz > MAX_NNZ || nrows >= u32::MAX as usize || ncols >= u32::MAX as usize {
+            return Err(Error::InvalidInput(format!(
+                "GpuCsr: {nrows}×{ncols} matrix with {nnz} nonzeros exceeds the 32-bit index \
+                 range of the GPU kernels (at most {MAX_NNZ} nonzeros)"
+            )));
+        }
+        let policy = SpmvPolicy::for_device(gpu.compute_capability());
+        let defines = policy.defines();
+        let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);
+        let k = Kernels {
+            fused: f("spmv_fused")?,
+            vector: f("spmv_vector")?,
+            scale: f("spmv_scale")?,
+            products: f("spmv_products")?,
+            rowgather: f("spmv_rowgather")?,
+        };
+
+        let row_ptr = a.row_ptr();
+        // Head flags (one bit per entry at each row start, sentinel at nnz), the segment map.
+        let words = (nnz + 1).div_ceil(32) + 2;
+        let mut heads = vec![0u32; words];
+        let stats = a.row_stats();
+        let has_map = stats.empty_rows > 0;
+        let mut row_map = Vec::new();
+        for r in 0..nrows {
+            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
+            if s < e {
+                heads[s / 32] |= 1 << (s % 32);
+                if has_map {
+                    row_map.push(r as u32);
+                }
+            }
+        }
+        heads[nnz / 32] |= 1 << (nnz % 32);
+        let nsegs = (nrows - stats.empty_rows) as u32;
+        if row_map.is_empty() {
+            row_map.push(0);
+        }
+        // Row starts before each tile: count set bits word by word (tiles are multiples of 32).
+        let tile = policy.tile::<T>() as usize;
+        let ntiles = nnz.div_ceil(tile);
+        let mut tile_heads = Vec::with_capacity(ntiles.max(1));
+        let mut count = 0u32;
+        for t in 0..ntiles {
+            tile_heads.push(count);
+            let (w0, w1) = (t * tile / 32, ((t + 1) * tile / 32).min(nnz.div_ceil(32)));
+            for w in w0..w1 {
+                let mut bits = heads[w];
+                if w == nnz / 32 {
+                    bits &= !(1u32 << (nnz % 32)); // not the sentinel
+                }
+                count += bits.count_ones();
+            }
+        }
+        if tile_heads.is_empty() {
+            tile_heads.push(0);
+        }
+
+        let vector_lanes = auto_lanes(&stats);
+        let auto = choose(&stats, nnz, nrows);
+        let paper = PaperWorkspace {
+            products: gpu.zeros::<T>(nnz.max(1))?,
+            scanned: gpu.zeros::<T>(nnz.max(1))?,
+        };
+        let (zero_idx, zero_val) = ([0u32], [T::zero()]);
+        Ok(GpuCsr {
+            nrows,
+            ncols,
+            nnz,
+            stats,
+            policy,
+            auto,
+            vector_lanes,
+            row_ptr: gpu.upload(row_ptr)?,
+            col: gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?,
+            val: gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?,
+            heads: gpu.upload(&heads)?,
+            tile_heads: gpu.upload(&tile_heads)?,
+            row_map: gpu.upload(&row_map)?,
+            has_map,
+            nsegs,
+            ntiles: ntiles as u32,
+            tile_flag: Mutex::new(gpu.zeros::<u32>(ntiles.max(1))?),
+            // Local tails, then inclusive tails (see the kernel).
+            tile_value: Mutex::new(gpu.zeros::<T>(2 * ntiles.max(1))?),
+            epoch: AtomicU32::new(0),
+            paper: Mutex::new(paper),
+            k,
+            gpu: gpu.clone(),
+        })
+    }
+
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+    /// The GPU the matrix lives on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+    /// Row-length statistics computed at upload.
+    pub fn row_stats(&self) -> &RowStats {
+        &self.stats
+    }
+    /// The kernel policy the matrix was uploaded with.
+    pub fn policy(&self) -> SpmvPolicy {
+        self.policy
+    }
+    /// Bytes one SpMV moves at the minimum (DESIGN.md's count):
+    /// `nnz·(sizeof(T)+4) + (nrows+1)·4 + (ncols+nrows)·sizeof(T)`.
+    pub fn spmv_bytes(&self) -> usize {
+        self.nnz * (T::BYTES + 4) + (self.nrows + 1) * 4 + (self.ncols + self.nrows) * T::BYTES
+    }
+    /// Device CSR arrays `(row_ptr, col_idx, values)` (for peers such as cuSPARSE). For a
+    /// matrix without entries `col_idx` and `values` hold one dummy element.
+    pub fn device_parts(&self) -> (&CudaSlice<u32>, &CudaSlice<u32>, &CudaSlice<T>) {
+        (&self.row_ptr, &self.col, &self.val)
+    }
+
+    /// Sets the look-back epoch counter (tests of its wrap-around only).
+    #[doc(hidden)]
+    pub fn set_epoch_for_tests(&self, epoch: u32) {
+        self.epoch.store(epoch, Ordering::Relaxed);
+    }
+
+    /// What [`SpmvAlgorithm::Auto`] runs for this matrix.
+    ///
+    /// The fused kernel unless the rows are short and even (max ≤ 2·mean + 4, no empty rows,
+    /// coefficient of variation ≤ 0.5): then one sub-warp per row reads each row with
+    /// coalesced loads and needs no look-back.
+    pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
+        self.auto
+    }
+
+    /// `y ← α·A·x + β·y` with the algorithm chosen at upload. Queues work on the GPU's stream
+    /// and returns; no allocation, no host synchronisation.
+    ///
+    /// # Panics
+    /// When `x.len() != ncols` or `y.len() != nrows` (both sizes in the message).
+    ///
+    /// # Errors
+    /// A failed launch, naming the kernel.
+    pub fn spmv(&self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
+        self.spmv_with(SpmvAlgorithm::Auto, alpha, x, beta, y)
+    }
+
+    /// [`spmv`](Self::spmv) with a forced algorithm.
+    pub fn spmv_with(
+        &self,
+        algorithm: SpmvAlgorithm,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let xv = x.slice(..);
+        let mut yv = y.slice_mut(..);
+        self.spmv_view(algorithm, alpha, &xv, beta, &mut yv)
+    }
+
+    /// [`spmv_with`](Self::spmv_with) on views (sub-ranges of larger buffers).
+    pub fn spmv_view(
+        &self,
+        algorithm: SpmvAlgorithm,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        assert_eq!(
+            x.len(),
+            self.ncols,
+            "spmv: x has {} elements but the matrix has {} columns",
+            x.len(),
+            self.ncols
+        );
+        assert_eq!(
+            y.len(),
+            self.nrows,
+            "spmv: y has {} elements but the matrix has {} rows",
+            y.len(),
+            self.nrows
+        );
+        if self.nrows == 0 {
+            return Ok(());
+        }
+        let algorithm = match algorithm {
+            SpmvAlgorithm::Auto => self.auto,
+            a => a,
+        };
+        if self.nnz == 0 {
+            return self.scale(beta, y);
+        }
+        match algorithm {
+            SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused(alpha, x, beta, y),
+            SpmvAlgorithm::Vector { lanes } => {
+                let lanes = if lanes == 0 { self.vector_lanes } else { lanes };
+                assert!(
+                    lanes.is_power_of_two() && lanes <= 32,
+                    "SpmvAlgorithm::Vector: lanes = {lanes} is not a power of two in 1..=32"
+                );
+                self.vector(lanes, alpha, x, beta, y)
+            }
+            SpmvAlgorithm::PaperSegscan => self.paper(alpha, x, beta, y),
+        }
+    }
+
+    fn scale(&self, beta: T, y: &mut CudaViewMut<'_, T>) -> Result<()> {
+        let n = self.nrows as u32;
+        let mut b = self.gpu.stream().launch_builder(&self.k.scale);
+        b.arg(y).arg(&beta).arg(&n);
+        let blocks = n.div_ceil(256).min(self.gpu.sm_count() * 8);
+        // SAFETY: spmv_scale_T(T* y, T beta, u32 n); y has n = nrows elements.
+        unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_scale", e))?;
+        Ok(())
+    }
+
+    fn fused(
+        &self,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
+        // Epochs 1..2^30; on wrap-around, clear the flags so no stale flag matches.
+        let mut epoch = self.epoch.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        if epoch >= (1 << 30) || epoch == 0 {
+            self.gpu
+                .stream()
+                .memset_zeros(&mut *flag)
+                .map_err(|e| Error::cuda("clearing the SpMV look-back flags", e))?;
+            self.epoch.store(1, Ordering::Relaxed);
+            epoch = 1;
+        }
+        let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
+        let mut b = self.gpu.stream().launch_builder(&self.k.fused);
+        b.arg(&self.col)
+            .arg(&self.val)
+            .arg(&self.heads)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nnz)
+            .arg(&nrows)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&mut *flag)
+            .arg(&mut *value)
+            .arg(&epoch);
+        // SAFETY: spmv_fused_T(const u32* col, const T* val, const u32* heads,
+        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
+        // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
+        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per tile and
+        // tile_value two per tile (ntiles blocks are launched), row_map nsegs entries when
+        // has_map, x ncols and y nrows (checked by the caller).
+        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
+        Ok(())
+    }
+
+    fn vector(
+        &self,
+        lanes: u32,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let nrows = self.nrows as u32;
+        let lanes_log2 = lanes.trailing_zeros();
+        let threads = self.policy.vector_threads;
+        let blocks = ((self.nrows as u64 * lanes as u64).div_ceil(threads as u64)) as u32;
+        let mut b = self.gpu.stream().launch_builder(&self.k.vector);
+        b.arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(&self.val)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows)
+            .arg(&lanes_log2);
+        // SAFETY: spmv_vector_T(const u32* row_ptr, const u32* col, const T* val, const T* x,
+        // T* y, T alpha, T beta, u32 nrows, u32 lanes_log2); row_ptr has nrows+1 entries,
+        // col/val nnz, x ncols, y nrows; blocks*threads covers nrows*lanes threads.
+        unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_vector", e))?;
+        Ok(())
+    }
+
+    fn paper(
+        &self,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let mut ws = self.paper.lock().unwrap_or_else(|p| p.into_inner());
+        let ws = &mut *ws;
+        let (nnz, nrows) = (self.nnz as u32, self.nrows as u32);
+        let grid = |n: u32| n.div_ceil(256).min(self.gpu.sm_count() * 16);
+        // (1) product = value · x[index]
+        let mut b = self.gpu.stream().launch_builder(&self.k.products);
+        b.arg(&self.col)
+            .arg(&self.val)
+            .arg(x)
+            .arg(&mut ws.products)
+            .arg(&nnz);
+        // SAFETY: spmv_products_T(const u32* col, const T* val, const T* x, T* prod, u32 nnz);
+        // col, val and prod have nnz elements, x ncols.
+        unsafe { b.launch(Gpu::cfg(grid(nnz), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_products", e))?;
+        // (2) head flags were built at upload; (3) backward inclusive segmented sum scan.
+        // TODO(scan merge): crate::primitives::gpu::segmented_scan
+        return Err(Error::InvalidInput("paper path: segmented scan not merged yet".into()));
+        // (4) y = α·product[rowPtr] + β·y
+        let mut b = self.gpu.stream().launch_builder(&self.k.rowgather);
+        b.arg(&self.row_ptr)
+            .arg(&ws.scanned)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows);
+        // SAFETY: spmv_rowgather_T(const u32* row_ptr, const T* prod, T* y, T alpha, T beta,
+        // u32 nrows); row_ptr has nrows+1 entries, prod nnz, y nrows.
+        unsafe { b.launch(Gpu::cfg(grid(nrows), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_rowgather", e))?;
+        Ok(())
+    }
+}
+
+/// Threads per row of the vector kernel: the power of two nearest the mean row length, in 2..=32.
+fn auto_lanes(s: &RowStats) -> u32 {
+    let m = s.mean.max(1.0);
+    let mut lanes = 2u32;
+    while (lanes as f64) * 1.5 < m && lanes < 32 {
+        lanes *= 2;
+    }
+    lanes
+}
+
+/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]).
+fn choose(s: &RowStats, _nnz: usize, _nrows: usize) -> SpmvAlgorithm {
+    let regular = s.empty_rows == 0
+        && (s.max as f64) <= 2.0 * s.mean + 4.0
+        && s.std_dev <= 0.5 * s.mean.max(1.0);
+    if regular {
+        SpmvAlgorithm::Vector { lanes: 0 }
+    } else {
+        SpmvAlgorithm::Fused
+    }
+}

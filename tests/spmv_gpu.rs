@@ -1,0 +1,298 @@
+//! GPU SpMV (`GpuCsr`) against an f64 CPU reference: every algorithm, both precisions, real
+//! matrices (matrices/ and the corpus in `SEGSPARSE_DATA`) and generated ones with empty rows,
+//! one dense row, a single row or column, 0×0 and n×0, power-law rows; poisoned outputs,
+//! β = 0 with NaN in y, general α and β; and cuSPARSE through the same comparison.
+//!
+//! Skips with a notice without a GPU; fails instead when `SEGSPARSE_REQUIRE_GPU=1`.
+
+#![cfg(feature = "cuda")]
+
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use segsparse::csr::CsrMatrix;
+use segsparse::gpu::{self, Gpu};
+use segsparse::scalar::Scalar;
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
+
+fn algorithms() -> Vec<SpmvAlgorithm> {
+    vec![
+        SpmvAlgorithm::Auto,
+        SpmvAlgorithm::Fused,
+        SpmvAlgorithm::Vector { lanes: 0 },
+        SpmvAlgorithm::Vector { lanes: 1 },
+        SpmvAlgorithm::Vector { lanes: 32 },
+        SpmvAlgorithm::PaperSegscan,
+    ]
+}
+
+/// `α·A·x + β·y` in f64 from the matrix's own (T-valued) entries, and per row the magnitude
+/// `|α|·Σ|a_ij·x_j| + |β·y_i|` that bounds the rounding error.
+fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T]) -> (Vec<f64>, Vec<f64>) {
+    let mut out = Vec::with_capacity(a.nrows());
+    let mut mag = Vec::with_capacity(a.nrows());
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        let (mut s, mut m) = (0f64, 0f64);
+        for (&c, &v) in cols.iter().zip(vals) {
+            let p = v.as_f64() * x[c as usize].as_f64();
+            s += p;
+            m += p.abs();
+        }
+        let by = if beta == 0.0 { 0.0 } else { beta * y[i].as_f64() };
+        out.push(alpha * s + by);
+        mag.push(alpha.abs() * m + by.abs());
+    }
+    (out, mag)
+}
+
+fn random_vec<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
+    (0..n).map(|_| T::of_f64(rng.gen_range(-1.0..1.0))).collect()
+}
+
+/// Runs every algorithm on `a` with (α, β) and checks against the reference. `label` names the
+/// case in failure messages.
+fn check_matrix<T: Scalar + gpu::KernelType>(g: &Arc<Gpu>, a: &CsrMatrix<T>, label: &str, seed: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let d = GpuCsr::upload(g, a).unwrap_or_else(|e| panic!("{label}: upload failed: {e}"));
+    let x: Vec<T> = random_vec(&mut rng, a.ncols());
+    let xd = g.upload(&x).unwrap();
+    for &(alpha, beta) in &[(1.0, 0.0), (-0.75, 1.5), (2.0, -1.0)] {
+        // β = 0: y is poisoned with NaN and must not be read. Otherwise random.
+        let y0: Vec<T> = if beta == 0.0 {
+            vec![T::nan(); a.nrows()]
+        } else {
+            random_vec(&mut rng, a.nrows())
+        };
+        let (want, mag) = reference(a, alpha, &x, beta, &y0);
+        for alg in algorithms() {
+            let mut yd = g.upload(&y0).unwrap();
+            d.spmv_with(alg, T::of_f64(alpha), &xd, T::of_f64(beta), &mut yd)
+                .unwrap_or_else(|e| panic!("{label} {}: {e}", alg.name()));
+            let got = g.download(&yd).unwrap();
+            compare::<T>(&got, &want, &mag, a, &format!("{label} {} {} α={alpha} β={beta}", T::NAME, alg.name()));
+        }
+    }
+}
+
+fn compare<T: Scalar>(got: &[T], want: &[f64], mag: &[f64], a: &CsrMatrix<T>, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for i in 0..want.len() {
+        let len = (a.row_ptr()[i + 1] - a.row_ptr()[i]) as f64;
+        // Rounding of a sum of `len` products plus the α/β scaling, in T.
+        let tol = 2.0 * T::EPS * (len + 4.0) * mag[i] + 1e-300;
+        let g = got[i].as_f64();
+        assert!(
+            (g - want[i]).abs() <= tol,
+            "{what}: row {i} (length {len}) = {g:e}, want {:e} (tolerance {tol:e})",
+            want[i]
+        );
+    }
+}
+
+/// A matrix from row lengths, random columns in 0..ncols (unsorted, possibly repeated, which
+/// every kernel must accept) and random values.
+fn from_lengths<T: Scalar>(rng: &mut ChaCha8Rng, ncols: usize, lens: &[usize]) -> CsrMatrix<T> {
+    let mut row_ptr = vec![0u32];
+    let mut col = Vec::new();
+    let mut val = Vec::new();
+    for &l in lens {
+        for _ in 0..l {
+            col.push(rng.gen_range(0..ncols as u32));
+            val.push(T::of_f64(rng.gen_range(-1.0..1.0)));
+        }
+        row_ptr.push(col.len() as u32);
+    }
+    CsrMatrix::try_from_parts(lens.len(), ncols, row_ptr, col, val).unwrap()
+}
+
+fn both<F: Fn(&Arc<Gpu>, &str, &mut ChaCha8Rng, bool)>(f: F) {
+    let Some(g) = gpu::test_gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    f(&g, "f32", &mut rng, false);
+    f(&g, "f64", &mut rng, true);
+}
+
+macro_rules! each_precision {
+    ($g:expr, $f64:expr, $a:expr, $label:expr, $seed:expr) => {
+        if $f64 {
+            check_matrix::<f64>($g, &$a, $label, $seed)
+        } else {
+            check_matrix::<f32>($g, &$a.cast::<f32>(), $label, $seed)
+        }
+    };
+}
+
+#[test]
+fn sizes_around_tile_boundaries() {
+    both(|g, _, rng, is64| {
+        // A tile is threads × items nonzeros (2048 with the default policy); cover 0, 1,
+        // tile−1, tile, tile+1 and several tiles, with rows of 1..=9 entries.
+        for nnz_target in [1usize, 31, 32, 33, 2047, 2048, 2049, 4095, 4096, 4097, 3 * 2048 + 5, 100_003] {
+            let mut lens = Vec::new();
+            let mut total = 0;
+            while total < nnz_target {
+                let l = rng.gen_range(1..=9).min(nnz_target - total);
+                lens.push(l);
+                total += l;
+            }
+            let a = from_lengths::<f64>(rng, 777, &lens);
+            each_precision!(g, is64, a, &format!("boundary nnz={nnz_target}"), nnz_target as u64);
+        }
+    });
+}
+
+#[test]
+fn empty_rows_everywhere() {
+    both(|g, _, rng, is64| {
+        // Leading, trailing, isolated and long runs of empty rows, and rows of one entry.
+        let mut lens = vec![0, 0, 0, 3, 0, 1, 1, 0, 0];
+        for i in 0..5000 {
+            lens.push(match i % 11 {
+                0..=3 => 0,
+                4 => 40,
+                _ => rng.gen_range(1..6),
+            });
+        }
+        lens.extend(std::iter::repeat_n(0, 3000));
+        lens.push(2);
+        lens.extend([0, 0, 0, 0]);
+        let a = from_lengths::<f64>(rng, 1000, &lens);
+        each_precision!(g, is64, a, "empty rows", 1);
+        // Only the last row non-empty; only the first.
+        let mut lens = vec![0; 9000];
+        lens.push(5000);
+        let a = from_lengths::<f64>(rng, 300, &lens);
+        each_precision!(g, is64, a, "last row only", 2);
+        let mut lens = vec![7000];
+        lens.extend(std::iter::repeat_n(0, 9000));
+        let a = from_lengths::<f64>(rng, 300, &lens);
+        each_precision!(g, is64, a, "first row only", 3);
+    });
+}
+
+#[test]
+fn one_dense_row_among_short_rows() {
+    both(|g, _, rng, is64| {
+        // 200k entries in one row spans ~100 tiles: the look-back walks more than one window
+        // of 32 predecessors.
+        let mut lens: Vec<usize> = (0..20_000).map(|_| rng.gen_range(1..8)).collect();
+        lens[7777] = 200_000;
+        let a = from_lengths::<f64>(rng, 50_000, &lens);
+        each_precision!(g, is64, a, "dense row", 4);
+    });
+}
+
+#[test]
+fn single_row_single_column_and_degenerate_shapes() {
+    both(|g, _, rng, is64| {
+        let a = from_lengths::<f64>(rng, 70_000, &[150_000]);
+        each_precision!(g, is64, a, "single row", 5);
+        let a = from_lengths::<f64>(rng, 1, &vec![1; 50_001]);
+        each_precision!(g, is64, a, "single column", 6);
+        let a = from_lengths::<f64>(rng, 1, &[1]);
+        each_precision!(g, is64, a, "1×1", 7);
+        for (r, c) in [(0, 0), (17, 0), (0, 9), (5000, 3)] {
+            let a = CsrMatrix::<f64>::zeros(r, c);
+            each_precision!(g, is64, a, &format!("{r}×{c} without entries"), 8);
+        }
+    });
+}
+
+#[test]
+fn power_law_rows() {
+    both(|g, _, rng, is64| {
+        // Pareto-like lengths: most rows short, a few of 10^4..10^5 entries.
+        let lens: Vec<usize> = (0..60_000)
+            .map(|_| {
+                let u: f64 = rng.gen_range(1e-6..1.0);
+                ((1.0 / u.powf(1.0 / 1.2)) as usize).min(120_000) - 1
+            })
+            .collect();
+        let a = from_lengths::<f64>(rng, 60_000, &lens);
+        each_precision!(g, is64, a, "power law", 9);
+    });
+}
+
+#[test]
+fn large_random_many_tiles() {
+    both(|g, _, rng, is64| {
+        // About 2^22 + 3 entries: thousands of tiles in flight.
+        let n = 400_000;
+        let mut lens: Vec<usize> = (0..n).map(|_| rng.gen_range(0..21)).collect();
+        let total: usize = lens.iter().sum();
+        let target = (1 << 22) + 3;
+        if total < target {
+            lens.push(target - total);
+        }
+        let a = from_lengths::<f64>(rng, n, &lens);
+        each_precision!(g, is64, a, "large random", 10);
+    });
+}
+
+#[test]
+fn repeated_multiplies_are_consistent_and_epoch_wraps() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut lens: Vec<usize> = (0..30_000).map(|_| rng.gen_range(0..9)).collect();
+    lens[100] = 50_000;
+    let a = from_lengths::<f64>(&mut rng, 30_000, &lens);
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    let x: Vec<f64> = random_vec(&mut rng, a.ncols());
+    let xd = g.upload(&x).unwrap();
+    let (want, mag) = reference(&a, 1.0, &x, 0.0, &vec![0.0; a.nrows()]);
+    let mut yd = g.zeros::<f64>(a.nrows()).unwrap();
+    for i in 0..50 {
+        if i == 20 {
+            d.set_epoch_for_tests((1 << 30) - 3);
+        }
+        d.spmv_with(SpmvAlgorithm::Fused, 1.0, &xd, 0.0, &mut yd).unwrap();
+        if i % 7 == 0 || (18..26).contains(&i) {
+            let got = g.download(&yd).unwrap();
+            compare::<f64>(&got, &want, &mag, &a, &format!("repeat {i}"));
+        }
+    }
+}
+
+#[test]
+fn length_mismatch_panics_with_both_sizes() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let a = CsrMatrix::<f64>::identity(10);
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    let x = g.zeros::<f64>(9).unwrap();
+    let mut y = g.zeros::<f64>(10).unwrap();
+    let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = d.spmv(1.0, &x, 0.0, &mut y);
+    }))
+    .unwrap_err();
+    let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains('9') && msg.contains("10"), "{msg}");
+}
+
+/// cuSPARSE ALG1/ALG2 agree with the reference too (the benchmark's peer must be right).
+#[test]
+fn cusparse_peer_matches_reference() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let lens: Vec<usize> = (0..20_000).map(|i| if i % 13 == 0 { 0 } else { rng.gen_range(1..30) }).collect();
+    let a = from_lengths::<f64>(&mut rng, 20_000, &lens);
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    let x: Vec<f64> = random_vec(&mut rng, a.ncols());
+    let y0: Vec<f64> = random_vec(&mut rng, a.nrows());
+    let (want, mag) = reference(&a, 1.25, &x, -0.5, &y0);
+    let xd = g.upload(&x).unwrap();
+    for alg in [CusparseAlg::Alg1, CusparseAlg::Alg2] {
+        let mut yd = g.upload(&y0).unwrap();
+        let mut p = match CusparseSpmv::new(&d, alg, 1.25, &xd, -0.5, &mut yd) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("cuSPARSE not available: {e}");
+                return;
+            }
+        };
+        p.spmv(1.25, &xd, -0.5, &mut yd).unwrap();
+        let got = g.download(&yd).unwrap();
+        compare::<f64>(&got, &want, &mag, &a, alg.name());
+    }
+}
