@@ -296,3 +296,76 @@ fn cusparse_peer_matches_reference() {
         compare::<f64>(&got, &want, &mag, &a, alg.name());
     }
 }
+
+/// `matrices/` of the repository: beside the manifest when it exists (build machine), else in
+/// the current directory (the GPU machine runs from the repository root).
+fn matrices_dir() -> std::path::PathBuf {
+    let m = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices");
+    if m.is_dir() {
+        m
+    } else {
+        std::path::PathBuf::from("matrices")
+    }
+}
+
+fn mtx_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let s = p.to_string_lossy();
+                    s.ends_with(".mtx") || s.ends_with(".mtx.gz")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Every matrix of matrices/ (and matrices/small/) and of the corpus in `SEGSPARSE_DATA`, both
+/// precisions, every algorithm. Files the reader rejects (complex entries) are reported and
+/// skipped; at least raefsky2 must load.
+#[test]
+fn real_matrices_and_corpus() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let mut files = mtx_files(&matrices_dir());
+    files.extend(mtx_files(&matrices_dir().join("small")));
+    match std::env::var("SEGSPARSE_DATA") {
+        Ok(d) => files.extend(mtx_files(std::path::Path::new(&d))),
+        Err(_) => eprintln!("SEGSPARSE_DATA not set: corpus matrices skipped"),
+    }
+    let mut checked = 0;
+    for (i, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        match segsparse::io::load::<f64>(&f.to_string_lossy(), 0) {
+            Ok(a) => {
+                check_matrix::<f64>(&g, &a, &name, i as u64);
+                check_matrix::<f32>(&g, &a.cast::<f32>(), &name, i as u64);
+                checked += 1;
+            }
+            Err(e) => eprintln!("skipped {name}: {e}"),
+        }
+    }
+    eprintln!("checked {checked} of {} matrix files", files.len());
+    assert!(files.iter().any(|f| f.to_string_lossy().contains("raefsky2")), "raefsky2 not found");
+}
+
+/// Generated matrices of each kind at moderate size (the benchmark runs the 10^7–10^8 ones).
+#[test]
+fn generated_specs() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for spec in [
+        "poisson2d:700",
+        "poisson3d:70",
+        "random:300000:9",
+        "powerlaw:300000:1.8",
+        "powerlaw:200000:2.2",
+        "tridiag:100001",
+        "dense:300",
+    ] {
+        let a = segsparse::generate::from_spec::<f64>(spec, 5).unwrap();
+        check_matrix::<f64>(&g, &a, spec, 3);
+        check_matrix::<f32>(&g, &a.cast::<f32>(), spec, 3);
+    }
+}

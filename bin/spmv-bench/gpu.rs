@@ -13,12 +13,108 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use std::io::{self, Write};
+
 use anyhow::{Context, Result};
 use segsparse::gpu::{Gpu, KernelType};
 use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
 use segsparse::{CsrMatrix, Precision, Scalar};
 
 use crate::implementations::{median, Backend, Implementation, Measurement, Problem, Timing};
+use crate::output::Row;
+
+thread_local! {
+    static STATE: RefCell<Option<Rc<GpuState>>> = const { RefCell::new(None) };
+}
+
+/// Opens the shared device and returns the GPU rows (see [`gpu_implementations`]), or why no
+/// device can be used.
+pub fn open() -> std::result::Result<Vec<Box<dyn Implementation>>, String> {
+    let g = Gpu::shared().map_err(|e| e.to_string())?;
+    let state = GpuState::new(g);
+    STATE.with(|s| *s.borrow_mut() = Some(state.clone()));
+    Ok(gpu_implementations(&state))
+}
+
+/// The GPU comparison of one matrix, after the main table: the device and its copy bandwidth
+/// (measured once in this process), then per GPU row µs, GFLOP/s, GB/s, % of the copy
+/// bandwidth, SpMV/s, the speed-up over the best cuSPARSE algorithm of the same precision, and
+/// the max relative error. Nothing when no GPU row was measured.
+pub fn write_gpu_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    let Some(state) = STATE.with(|s| s.borrow().clone()) else {
+        return Ok(());
+    };
+    let gpu_rows: Vec<&Row> = rows.iter().filter(|r| r.backend == "gpu").collect();
+    if gpu_rows.is_empty() {
+        return Ok(());
+    }
+    let copy = state.copy_bandwidth().map_err(io::Error::other)?;
+    let l2 = state.l2_bytes();
+    writeln!(
+        out,
+        "GPU     {} ({}), device copy bandwidth {:.0} GB/s (read + write, measured in this run), L2 {} MB",
+        state.gpu().name(),
+        state.gpu().arch(),
+        copy / 1e9,
+        l2 >> 20
+    )?;
+    writeln!(
+        out,
+        "{:<34} {:<4} {:>10} {:>9} {:>8} {:>7} {:>10} {:>9} {:>11}",
+        "implementation", "prec", "median µs", "GFLOP/s", "GB/s", "% copy", "SpMV/s", "×cuSPARSE", "max rel err"
+    )?;
+    let num = |v: f64, p: usize| {
+        if v.is_finite() {
+            format!("{v:.p$}")
+        } else {
+            "—".to_string()
+        }
+    };
+    let mut fits_l2 = false;
+    for r in &gpu_rows {
+        let best_cusparse = rows
+            .iter()
+            .filter(|c| {
+                c.backend == "gpu"
+                    && c.precision == r.precision
+                    && c.implementation.starts_with("cusparse")
+                    && c.median_us.is_finite()
+            })
+            .map(|c| c.median_us)
+            .fold(f64::INFINITY, f64::min);
+        let bytes = r.gbs * 1e9 * r.median_us * 1e-6;
+        fits_l2 |= bytes.is_finite() && bytes < l2 as f64;
+        writeln!(
+            out,
+            "{:<34} {:<4} {:>10} {:>9} {:>8} {:>7} {:>10} {:>9} {:>11}",
+            r.implementation,
+            r.precision,
+            num(r.median_us, if r.median_us < 100.0 { 2 } else { 1 }),
+            num(r.gflops, 2),
+            num(r.gbs, 1),
+            num(100.0 * r.gbs * 1e9 / copy, 1),
+            num(r.spmv_per_s, 0),
+            num(best_cusparse / r.median_us, 2),
+            if r.max_rel_err.is_finite() {
+                format!("{:.2e}", r.max_rel_err)
+            } else {
+                "—".into()
+            },
+        )?;
+    }
+    writeln!(
+        out,
+        "(CUDA events around batches of back-to-back products after warm-up, median of the batches;          same uploaded matrix, x and y for every row; cuSPARSE after cusparseSpMV_preprocess;          ×cuSPARSE = best cuSPARSE CSR algorithm's time / this time)"
+    )?;
+    if fits_l2 {
+        writeln!(
+            out,
+            "(the matrix and vectors fit in the {} MB L2 cache: repeated products run from L2,              as in an iterative solver, so GB/s may exceed the DRAM copy bandwidth)",
+            l2 >> 20
+        )?;
+    }
+    writeln!(out)
+}
 
 /// The device, the copy bandwidth measured once, and the last uploaded matrix (shared by all
 /// GPU rows so the upload happens once per matrix and precision).
@@ -43,6 +139,14 @@ impl GpuState {
     /// The device.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
+    }
+
+    /// The device's L2 cache size in bytes (0 when unknown).
+    pub fn l2_bytes(&self) -> usize {
+        self.gpu
+            .context()
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_or(0, |v| v.max(0) as usize)
     }
 
     /// Device-to-device copy bandwidth (read + write bytes per second) over 512 MiB buffers,
