@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::csr::CsrMatrix;
 use segsparse::gpu::{self, Gpu};
 use segsparse::scalar::Scalar;
-use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, GpuScalar, SpmvAlgorithm};
 
 fn algorithms() -> Vec<SpmvAlgorithm> {
     vec![
@@ -53,7 +53,7 @@ fn random_vec<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
 
 /// Runs every algorithm on `a` with (α, β) and checks against the reference. `label` names the
 /// case in failure messages.
-fn check_matrix<T: Scalar + gpu::KernelType>(g: &Arc<Gpu>, a: &CsrMatrix<T>, label: &str, seed: u64) {
+fn check_matrix<T: GpuScalar>(g: &Arc<Gpu>, a: &CsrMatrix<T>, label: &str, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let d = GpuCsr::upload(g, a).unwrap_or_else(|e| panic!("{label}: upload failed: {e}"));
     let x: Vec<T> = random_vec(&mut rng, a.ncols());

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::io::{self, Write};
 
 use anyhow::{Context, Result};
-use segsparse::gpu::{Gpu, KernelType};
-use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
-use segsparse::{CsrMatrix, Precision, Scalar};
+use segsparse::gpu::Gpu;
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, GpuScalar, SpmvAlgorithm};
+use segsparse::{CsrMatrix, Precision};
 
 use crate::implementations::{median, Backend, Implementation, Measurement, Problem, Timing};
 use crate::output::Row;
@@ -161,7 +161,7 @@ impl GpuState {
     }
 }
 
-trait Cached: Scalar + KernelType {
+trait Cached: GpuScalar {
     fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<Self>>)>>;
     fn matrix(p: &Problem) -> &CsrMatrix<Self>;
     fn x(p: &Problem) -> &[Self];

@@ -30,6 +30,14 @@ macro_rules! embed {
 pub const HEADERS: &[(&str, &str)] = &[
     embed!("common.cuh"),
     embed!("spmv/spmv_scan.cuh"),
+    embed!("warp/warp_scan.cuh"),
+    embed!("warp/warp_reduce.cuh"),
+    embed!("block/block_scan.cuh"),
+    embed!("block/block_load_store.cuh"),
+    embed!("block/tile_lookback.cuh"),
+    embed!("block/tile_scan.cuh"),
+    embed!("block/block_work_efficient.cuh"),
+    embed!("block/scan_instances.cuh"),
 ];
 
 /// Every kernel source, each with the defines it is compiled with in CI (the defaults of its
@@ -38,6 +46,11 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::gpu::kernels::SELFTEST,
     #[cfg(feature = "cuda")]
     &crate::spmv::gpu::SPMV_SRC,
+    &crate::primitives::sources::SCAN_LOOKBACK,
+    &crate::primitives::sources::SEGSCAN_LOOKBACK,
+    &crate::primitives::sources::SCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_FLAGS,
 ];
 
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).

@@ -52,11 +52,19 @@ use crate::csr::{CsrMatrix, RowStats};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{CudaView, CudaViewMut, Gpu, KernelType, PushKernelArg};
+use crate::primitives::gpu::{self as prim, HeadFlags};
+use crate::primitives::{ScanAlgorithm, ScanElem, ScanOp, ScanSpec};
 use crate::scalar::Scalar;
 
 pub use cusparse_peer::{CusparseAlg, CusparseSpmv};
 
 use cudarc::driver::{CudaFunction, CudaSlice};
+
+/// Element types of the GPU SpMV: `f32` and `f64` (a [`Scalar`] with kernel instantiations,
+/// scannable by the segmented-scan primitive). Generic callers (solvers) bound on this.
+pub trait GpuScalar: Scalar + KernelType + ScanElem {}
+impl GpuScalar for f32 {}
+impl GpuScalar for f64 {}
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
 pub const SPMV_SRC: KernelSource = KernelSource {
@@ -177,7 +185,7 @@ struct Kernels {
 ///
 /// Built by [`GpuCsr::upload`]; every structure-only table is computed there, so
 /// [`spmv`](GpuCsr::spmv) queues kernels and returns without allocating or synchronising.
-pub struct GpuCsr<T: Scalar + KernelType> {
+pub struct GpuCsr<T: GpuScalar> {
     gpu: Arc<Gpu>,
     nrows: usize,
     ncols: usize,
@@ -202,17 +210,21 @@ pub struct GpuCsr<T: Scalar + KernelType> {
     tile_flag: Mutex<CudaSlice<u32>>,
     tile_value: Mutex<CudaSlice<T>>,
     epoch: AtomicU32,
-    paper: Mutex<PaperWorkspace<T>>,
+    paper: Mutex<Option<PaperWorkspace<T>>>,
     k: Kernels,
 }
 
 /// The paper path's per-matrix state: head flags for the segmented scan and the product array.
-struct PaperWorkspace<T: Scalar + KernelType> {
+struct PaperWorkspace<T: GpuScalar> {
     products: CudaSlice<T>,
     scanned: CudaSlice<T>,
+    /// Head flags at every row start (step 2 of §4.2, built once here).
+    flags: HeadFlags,
+    /// Workspace of the segmented scan (allocated once, reused by every multiply).
+    scan_ws: CudaSlice<u8>,
 }
 
-impl<T: Scalar + KernelType> std::fmt::Debug for GpuCsr<T> {
+impl<T: GpuScalar> std::fmt::Debug for GpuCsr<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -229,7 +241,7 @@ impl<T: Scalar + KernelType> std::fmt::Debug for GpuCsr<T> {
 /// The largest nonzero count accepted: tile arithmetic in the kernels is 32-bit.
 const MAX_NNZ: usize = (u32::MAX as usize) - (1 << 16);
 
-impl<T: Scalar + KernelType> GpuCsr<T> {
+impl<T: GpuScalar> GpuCsr<T> {
     /// Uploads `a` and builds every structure-only table (head flags, tile row starts, the
     /// empty-row map, look-back scratch, paper workspace) and compiles the kernels (once per
     /// process and policy). [`SpmvAlgorithm::Auto`] is resolved here.
@@ -299,9 +311,15 @@ impl<T: Scalar + KernelType> GpuCsr<T> {
 
         let vector_lanes = auto_lanes(&stats);
         let auto = choose(&stats, nnz, nrows);
-        let paper = PaperWorkspace {
-            products: gpu.zeros::<T>(nnz.max(1))?,
-            scanned: gpu.zeros::<T>(nnz.max(1))?,
+        let paper = if nnz == 0 {
+            None
+        } else {
+            Some(PaperWorkspace {
+                products: gpu.zeros::<T>(nnz)?,
+                scanned: gpu.zeros::<T>(nnz)?,
+                flags: HeadFlags::from_offsets(gpu, row_ptr, nnz)?,
+                scan_ws: prim::workspace(gpu, nnz)?,
+            })
         };
         let (zero_idx, zero_val) = ([0u32], [T::zero()]);
         Ok(GpuCsr {
@@ -551,7 +569,9 @@ impl<T: Scalar + KernelType> GpuCsr<T> {
         y: &mut CudaViewMut<'_, T>,
     ) -> Result<()> {
         let mut ws = self.paper.lock().unwrap_or_else(|p| p.into_inner());
-        let ws = &mut *ws;
+        let ws = ws
+            .as_mut()
+            .expect("the paper workspace exists whenever the matrix has entries");
         let (nnz, nrows) = (self.nnz as u32, self.nrows as u32);
         let grid = |n: u32| n.div_ceil(256).min(self.gpu.sm_count() * 16);
         // (1) product = value · x[index]
@@ -566,8 +586,15 @@ impl<T: Scalar + KernelType> GpuCsr<T> {
         unsafe { b.launch(Gpu::cfg(grid(nnz), 256, 0)) }
             .map_err(|e| Gpu::launch_error("spmv_products", e))?;
         // (2) head flags were built at upload; (3) backward inclusive segmented sum scan.
-        // TODO(scan merge): crate::primitives::gpu::segmented_scan
-        return Err(Error::InvalidInput("paper path: segmented scan not merged yet".into()));
+        prim::segmented_scan_with(
+            &self.gpu,
+            &ws.products,
+            &ws.flags,
+            &mut ws.scanned,
+            ScanSpec::inclusive(ScanOp::Plus).backward(),
+            ScanAlgorithm::default(),
+            &mut ws.scan_ws,
+        )?;
         // (4) y = α·product[rowPtr] + β·y
         let mut b = self.gpu.stream().launch_builder(&self.k.rowgather);
         b.arg(&self.row_ptr)

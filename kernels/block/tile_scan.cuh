@@ -1,0 +1,184 @@
+// Tile-level scan ("agent" in CUB's terms): one block scans one tile of THREADS x ITEMS
+// consecutive logical elements, in four steps:
+//   1. load the tile (coalesced, striped) and transpose it to ITEMS consecutive elements per
+//      thread through shared memory; read the thread's head flags (one or two u32 words);
+//   2. each thread reduces its ITEMS elements sequentially to a (flag, value) pair;
+//   3. a block-wide exclusive scan of those pairs (warp shuffles + one shared-memory pass);
+//   4. the tile's carry-in is combined in, each thread rescans its ITEMS elements from its
+//      prefix, and the tile is stored back through shared memory.
+// The carry-in comes from the decoupled look-back (lookback_scan_tile), or from a scanned array
+// of tile sums (the reduce-then-scan kernels of the warp-shuffle algorithm).
+#pragma once
+#include "common.cuh"
+#include "warp/warp_reduce.cuh"
+#include "block/block_scan.cuh"
+#include "block/block_load_store.cuh"
+#include "block/tile_lookback.cuh"
+
+template <typename T, int THREADS, int ITEMS> struct TileStorage {
+    TileBuffer<T, THREADS * ITEMS> buf;
+    BlockScanStorage<T, THREADS> scan;
+    T prefix_v;
+    u32 prefix_f;
+    u32 tile;
+    u32 gen;
+};
+
+template <typename T, typename Op, bool SEG, int ITEMS>
+__device__ __forceinline__ SegPair<T> thread_reduce(const T (&x)[ITEMS], u32 bits, Op op) {
+    SegPair<T> r;
+    r.f = SEG ? (bits != 0u) : 0u;
+    r.v = x[0];
+#pragma unroll
+    for (int i = 1; i < ITEMS; ++i) r.v = (SEG && ((bits >> i) & 1u)) ? x[i] : op(r.v, x[i]);
+    return r;
+}
+
+// Rescans the thread's elements in place from the value `pre` of everything before them.
+template <typename T, typename Op, bool SEG, int ITEMS>
+__device__ __forceinline__ void thread_scan(T (&x)[ITEMS], u32 bits, T pre, bool excl, Op op) {
+    const T id = Op::template identity<T>();
+    T run = pre;
+    if (excl) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const bool h = SEG && ((bits >> i) & 1u);
+            const T o = h ? id : run;
+            run = h ? x[i] : op(run, x[i]);
+            x[i] = o;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const bool h = SEG && ((bits >> i) & 1u);
+            run = h ? x[i] : op(run, x[i]);
+            x[i] = run;
+        }
+    }
+}
+
+// Steps 1-3 for tile `tile`: loads x, reads bits, returns the thread's exclusive pair within the
+// tile and the tile aggregate.
+template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
+__device__ __forceinline__ SegPair<T> tile_upsweep(const T* __restrict__ in, const u32* __restrict__ flags,
+                                                   long long n, long long base, bool bwd, Op op,
+                                                   TileStorage<T, THREADS, ITEMS>& s, T (&x)[ITEMS],
+                                                   u32& bits, SegPair<T>& agg) {
+    load_tile_blocked<T, THREADS, ITEMS>(in, n, base, bwd, s.buf.items, x, Op::template identity<T>());
+    bits = SEG ? logical_flags(flags, n, base + (long long)threadIdx.x * ITEMS, ITEMS, bwd) : 0u;
+    SegPair<T> tp = thread_reduce<T, Op, SEG, ITEMS>(x, bits, op);
+    return block_exclusive_scan<T, Op, SEG, THREADS>(tp, op, s.scan, agg);
+}
+
+// The single-pass scan of one tile with decoupled look-back.
+template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
+__device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, const u32* __restrict__ flags,
+                                                   T* __restrict__ out, long long n, u32 num_tiles, bool bwd,
+                                                   bool excl, const TileStatus<T>& ts,
+                                                   TileStorage<T, THREADS, ITEMS>& s) {
+    const Op op;
+    const T id = Op::template identity<T>();
+    if (threadIdx.x == 0) {
+        u32 t, g;
+        ts.draw(num_tiles, t, g);
+        s.tile = t;
+        s.gen = g;
+    }
+    __syncthreads();
+    const u32 tile = s.tile, gen = s.gen;
+    const long long base = (long long)tile * (THREADS * ITEMS);
+    T x[ITEMS];
+    u32 bits;
+    SegPair<T> agg;
+    SegPair<T> pre = tile_upsweep<T, Op, SEG, THREADS, ITEMS>(in, flags, n, base, bwd, op, s, x, bits, agg);
+    if (threadIdx.x < 32) {
+        SegPair<T> P = {0u, id};
+        // A tile that contains a segment head knows its inclusive prefix already.
+        const bool closed = SEG && agg.f;
+        if (tile == 0) {
+            if (threadIdx.x == 0) ts.publish(0, gen, TILE_INCL, agg.f, agg.v);
+        } else {
+            if (threadIdx.x == 0) ts.publish(tile, gen, closed ? TILE_INCL : TILE_AGG, agg.f, agg.v);
+            P = tile_lookback<T, Op>(ts, tile, gen, op);
+            if (threadIdx.x == 0 && !closed) {
+                SegPair<T> inc = seg_combine(P, agg, op);
+                ts.publish(tile, gen, TILE_INCL, inc.f, inc.v);
+            }
+        }
+        if (threadIdx.x == 0) {
+            s.prefix_v = P.v;
+            s.prefix_f = P.f;
+        }
+    }
+    __syncthreads();
+    SegPair<T> P = {s.prefix_f, s.prefix_v};
+    pre = seg_combine(P, pre, op);
+    thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl, op);
+    store_tile_blocked<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
+}
+
+// Reduce-then-scan, pass 1: tile blockIdx.x writes its aggregate pair.
+template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
+__device__ __forceinline__ void reduce_tile(const T* __restrict__ in, const u32* __restrict__ flags, long long n,
+                                            bool bwd, u32* spine_f, T* spine_v,
+                                            TileStorage<T, THREADS, ITEMS>& s) {
+    const Op op;
+    const long long base = (long long)blockIdx.x * (THREADS * ITEMS);
+    T x[ITEMS];
+    u32 bits;
+    SegPair<T> agg;
+    tile_upsweep<T, Op, SEG, THREADS, ITEMS>(in, flags, n, base, bwd, op, s, x, bits, agg);
+    if (threadIdx.x == 0) {
+        spine_f[blockIdx.x] = agg.f;
+        spine_v[blockIdx.x] = agg.v;
+    }
+}
+
+// Reduce-then-scan, pass 3: tile blockIdx.x scans from its carry spine_v[blockIdx.x] (the
+// exclusive scan of the tile aggregates).
+template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
+__device__ __forceinline__ void scan_tile_from_spine(const T* __restrict__ in, const u32* __restrict__ flags,
+                                                     T* __restrict__ out, long long n, bool bwd, bool excl,
+                                                     const T* __restrict__ spine_v,
+                                                     TileStorage<T, THREADS, ITEMS>& s) {
+    const Op op;
+    const long long base = (long long)blockIdx.x * (THREADS * ITEMS);
+    T x[ITEMS];
+    u32 bits;
+    SegPair<T> agg;
+    SegPair<T> pre = tile_upsweep<T, Op, SEG, THREADS, ITEMS>(in, flags, n, base, bwd, op, s, x, bits, agg);
+    SegPair<T> P = {0u, spine_v[blockIdx.x]};
+    pre = seg_combine(P, pre, op);
+    thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl, op);
+    store_tile_blocked<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
+}
+
+// Reduce-then-scan, pass 2 (also the second level of the work-efficient algorithm): ONE block
+// scans the m tile pairs (spine_f, spine_v) in place, exclusive and forward, looping over
+// chunks of THREADS x ITEMS with a running carry.
+template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
+__device__ __forceinline__ void spine_scan(const u32* __restrict__ spine_f, T* spine_v, long long m,
+                                           TileStorage<T, THREADS, ITEMS>& s) {
+    const Op op;
+    const T id = Op::template identity<T>();
+    SegPair<T> carry = {0u, id};
+    for (long long base = 0; base < m; base += THREADS * ITEMS) {
+        T x[ITEMS];
+        load_tile_blocked<T, THREADS, ITEMS>(spine_v, m, base, false, s.buf.items, x, id);
+        u32 bits = 0;
+        if (SEG) {
+            const long long j0 = base + (long long)threadIdx.x * ITEMS;
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k)
+                if (j0 + k < m && spine_f[j0 + k]) bits |= 1u << k;
+        }
+        SegPair<T> tp = thread_reduce<T, Op, SEG, ITEMS>(x, bits, op);
+        SegPair<T> agg;
+        SegPair<T> pre = block_exclusive_scan<T, Op, SEG, THREADS>(tp, op, s.scan, agg);
+        pre = seg_combine(carry, pre, op);
+        thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, true, op);
+        store_tile_blocked<T, THREADS, ITEMS>(spine_v, m, base, false, s.buf.items, x);
+        carry = seg_combine(carry, agg, op);
+        __syncthreads();  // the next chunk reuses the buffer and the warp totals
+    }
+}

@@ -1,0 +1,98 @@
+//! Tuning of the scan kernels: threads per block and items per thread, in one table.
+//!
+//! A tile is `threads × items` consecutive elements; one block scans one tile. The values reach
+//! NVRTC as `-D` defines (every kernel source also has `#ifndef` defaults equal to the 4-byte
+//! row below, so CI compiles it with none).
+//!
+//! | kernel | elements | threads | items | why |
+//! |---|---|---|---|---|
+//! | look-back | 4 bytes | 256 | 16 | 16 independent coalesced loads in flight per thread saturate HBM3; a 4096-element tile keeps 2^26 at 16 K tiles, so look-back latency is amortised; 17 KB of shared memory leaves room for 8 blocks per SM |
+//! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory |
+//! | warp-shuffle | as look-back | | | the same tile code; only the tile-to-tile carry differs |
+//! | work-efficient | any | 128 | 2 | the paper's configuration (128 threads, 256 elements per block) |
+//! | second level (tile sums) | any | 512 | 8 | one block loops over the tile sums; 4096 per step |
+//!
+//! The look-back row can be overridden for tuning experiments with the environment variable
+//! `SEGSPARSE_SCAN_POLICY=THREADSxITEMS4,ITEMS8` (e.g. `256x12,6`); threads must be a multiple
+//! of 32 in 64..=1024, and items 1..=32.
+
+/// Threads per block and items per thread of one kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Policy {
+    /// Threads per block (a multiple of 32).
+    pub threads: u32,
+    /// Consecutive elements each thread owns.
+    pub items: u32,
+}
+
+impl Policy {
+    /// Elements per tile (`threads × items`).
+    pub const fn tile(&self) -> usize {
+        (self.threads * self.items) as usize
+    }
+}
+
+/// The smallest tile of any look-back or warp-shuffle policy; tile-status workspace is sized by
+/// it so one workspace serves every policy.
+pub const MIN_TILE: usize = 512;
+
+/// The work-efficient (Sengupta 2007) block: 128 threads, 2 elements each.
+pub const WORK_EFFICIENT: Policy = Policy {
+    threads: 128,
+    items: 2,
+};
+
+/// The single block that scans tile sums for the multi-pass algorithms.
+pub const SPINE: Policy = Policy {
+    threads: 512,
+    items: 8,
+};
+
+/// The look-back (and warp-shuffle) tile for elements of `elem_bytes` bytes (4 or 8).
+pub fn lookback(elem_bytes: usize) -> Policy {
+    if let Some((t, i4, i8)) = env_override() {
+        return Policy {
+            threads: t,
+            items: if elem_bytes == 8 { i8 } else { i4 },
+        };
+    }
+    if elem_bytes == 8 {
+        Policy {
+            threads: 256,
+            items: 8,
+        }
+    } else {
+        Policy {
+            threads: 256,
+            items: 16,
+        }
+    }
+}
+
+fn env_override() -> Option<(u32, u32, u32)> {
+    let v = std::env::var("SEGSPARSE_SCAN_POLICY").ok()?;
+    let (t, rest) = v.split_once('x')?;
+    let (i4, i8) = rest.split_once(',').unwrap_or((rest, rest));
+    let (t, i4, i8): (u32, u32, u32) = (t.parse().ok()?, i4.parse().ok()?, i8.parse().ok()?);
+    let ok = t % 32 == 0
+        && (64..=1024).contains(&t)
+        && (1..=32).contains(&i4)
+        && (1..=32).contains(&i8)
+        && (t * i4) as usize >= MIN_TILE
+        && (t * i8) as usize >= MIN_TILE
+        // static shared memory stays under 48 KB
+        && t * i8 * 8 * 33 / 32 < 46_000
+        && t * i4 * 4 * 33 / 32 < 46_000;
+    ok.then_some((t, i4, i8))
+}
+
+/// The `-D` defines for the look-back / warp-shuffle sources.
+pub fn lookback_defines() -> Vec<(&'static str, String)> {
+    let p4 = lookback(4);
+    let p8 = lookback(8);
+    vec![
+        ("SCAN_THREADS", p4.threads.to_string()),
+        ("SCAN_ITEMS_4", p4.items.to_string()),
+        ("SCAN_ITEMS_8", p8.items.to_string()),
+    ]
+}
