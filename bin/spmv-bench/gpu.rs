@@ -121,8 +121,8 @@ pub fn write_gpu_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
 pub struct GpuState {
     gpu: Arc<Gpu>,
     copy_bw: RefCell<Option<f64>>,
-    cache32: RefCell<Option<(usize, Rc<GpuCsr<f32>>)>>,
-    cache64: RefCell<Option<(usize, Rc<GpuCsr<f64>>)>>,
+    cache32: RefCell<Option<(u64, Rc<GpuCsr<f32>>)>>,
+    cache64: RefCell<Option<(u64, Rc<GpuCsr<f64>>)>>,
 }
 
 impl GpuState {
@@ -162,12 +162,12 @@ impl GpuState {
 }
 
 trait Cached: GpuScalar {
-    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<Self>>)>>;
+    fn cache(s: &GpuState) -> &RefCell<Option<(u64, Rc<GpuCsr<Self>>)>>;
     fn matrix(p: &Problem) -> &CsrMatrix<Self>;
     fn x(p: &Problem) -> &[Self];
 }
 impl Cached for f32 {
-    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<f32>>)>> {
+    fn cache(s: &GpuState) -> &RefCell<Option<(u64, Rc<GpuCsr<f32>>)>> {
         &s.cache32
     }
     fn matrix(p: &Problem) -> &CsrMatrix<f32> {
@@ -178,7 +178,7 @@ impl Cached for f32 {
     }
 }
 impl Cached for f64 {
-    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<f64>>)>> {
+    fn cache(s: &GpuState) -> &RefCell<Option<(u64, Rc<GpuCsr<f64>>)>> {
         &s.cache64
     }
     fn matrix(p: &Problem) -> &CsrMatrix<f64> {
@@ -189,8 +189,27 @@ impl Cached for f64 {
     }
 }
 
+/// Identifies the matrix of a [`Problem`]: its shape and a sample of its entries and of x
+/// (the address alone is not enough: the next matrix may be built at the same address).
+fn fingerprint<T: Cached>(p: &Problem) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let a = T::matrix(p);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (a.nrows(), a.ncols(), a.nnz()).hash(&mut h);
+    let step = (a.nnz() / 4096).max(1);
+    for k in (0..a.nnz()).step_by(step) {
+        a.col_idx()[k].hash(&mut h);
+        a.values()[k].as_f64().to_bits().hash(&mut h);
+    }
+    let x = T::x(p);
+    for k in (0..x.len()).step_by((x.len() / 1024).max(1)) {
+        x[k].as_f64().to_bits().hash(&mut h);
+    }
+    h.finish()
+}
+
 fn uploaded<T: Cached>(s: &GpuState, p: &Problem) -> Result<Rc<GpuCsr<T>>> {
-    let key = T::matrix(p) as *const CsrMatrix<T> as usize;
+    let key = fingerprint::<T>(p);
     if let Some((k, m)) = &*T::cache(s).borrow() {
         if *k == key {
             return Ok(m.clone());
@@ -321,8 +340,11 @@ impl Implementation for CusparseGpu {
 }
 
 /// The GPU rows, in report order: Auto, Fused, Vector, the paper's algorithm, then cuSPARSE.
+///
+/// `SEGSPARSE_BENCH_GPU_ROWS` (comma-separated names such as `fused,vector,cusparse-alg1`)
+/// keeps only the rows whose name contains one of them (tuning runs).
 pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>> {
-    vec![
+    let mut all: Vec<Box<dyn Implementation>> = vec![
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Auto)),
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Fused)),
         Box::new(SegsparseGpu::new(
@@ -332,5 +354,10 @@ pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>>
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::PaperSegscan)),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg1)),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
-    ]
+    ];
+    if let Ok(keep) = std::env::var("SEGSPARSE_BENCH_GPU_ROWS") {
+        let keep: Vec<&str> = keep.split(',').map(str::trim).collect();
+        all.retain(|i| keep.iter().any(|k| !k.is_empty() && i.name().contains(k)));
+    }
+    all
 }
