@@ -156,7 +156,21 @@ __device__ __forceinline__ void spmv_fused_tile(
         T carry = T(0);
         if (!first_is_head && tile > 0) {
             int pred = (int)tile - 1;
-            while (true) {
+            // Fast path: the nearest predecessor almost always contains a row start and so is
+            // INCLUSIVE; wait for it alone instead of for a window of 32.
+            u32 fl0 = 0;
+            T v0 = T(0);
+            if (lane == 0) {
+                volatile u32* f = tile_flag + pred;
+                do { fl0 = *f; } while ((fl0 >> 2) != epoch);
+                __threadfence();
+                v0 = *((volatile T*)(((fl0 & 3u) == TILE_INCLUSIVE ? tile_incl : tile_value) + pred));
+            }
+            fl0 = __shfl_sync(FULL_MASK, fl0, 0);
+            carry = __shfl_sync(FULL_MASK, v0, 0);
+            bool done = (fl0 & 3u) == TILE_INCLUSIVE;
+            pred -= 1;
+            while (!done) {
                 const int t = pred - (int)lane;
                 u32 st = TILE_INCLUSIVE;
                 T v = T(0);
@@ -175,7 +189,7 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
                 for (int off = 16; off > 0; off >>= 1) mine_v += __shfl_xor_sync(FULL_MASK, mine_v, off);
                 carry += mine_v;
-                if (incl) break;
+                done = incl != 0u;
                 pred -= 32;
             }
             if (lane == 0 && !agg.flag) {
