@@ -29,7 +29,13 @@ fn algorithms() -> Vec<SpmvAlgorithm> {
 
 /// `α·A·x + β·y` in f64 from the matrix's own (T-valued) entries, and per row the magnitude
 /// `|α|·Σ|a_ij·x_j| + |β·y_i|` that bounds the rounding error.
-fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T]) -> (Vec<f64>, Vec<f64>) {
+fn reference<T: Scalar>(
+    a: &CsrMatrix<T>,
+    alpha: f64,
+    x: &[T],
+    beta: f64,
+    y: &[T],
+) -> (Vec<f64>, Vec<f64>) {
     let mut out = Vec::with_capacity(a.nrows());
     let mut mag = Vec::with_capacity(a.nrows());
     for i in 0..a.nrows() {
@@ -40,7 +46,11 @@ fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T
             s += p;
             m += p.abs();
         }
-        let by = if beta == 0.0 { 0.0 } else { beta * y[i].as_f64() };
+        let by = if beta == 0.0 {
+            0.0
+        } else {
+            beta * y[i].as_f64()
+        };
         out.push(alpha * s + by);
         mag.push(alpha.abs() * m + by.abs());
     }
@@ -48,7 +58,9 @@ fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T
 }
 
 fn random_vec<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
-    (0..n).map(|_| T::of_f64(rng.gen_range(-1.0..1.0))).collect()
+    (0..n)
+        .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+        .collect()
 }
 
 /// Runs every algorithm on `a` with (α, β) and checks against the reference. `label` names the
@@ -71,7 +83,13 @@ fn check_matrix<T: GpuScalar>(g: &Arc<Gpu>, a: &CsrMatrix<T>, label: &str, seed:
             d.spmv_with(alg, T::of_f64(alpha), &xd, T::of_f64(beta), &mut yd)
                 .unwrap_or_else(|e| panic!("{label} {}: {e}", alg.name()));
             let got = g.download(&yd).unwrap();
-            compare::<T>(&got, &want, &mag, a, &format!("{label} {} {} α={alpha} β={beta}", T::NAME, alg.name()));
+            compare::<T>(
+                &got,
+                &want,
+                &mag,
+                a,
+                &format!("{label} {} {} α={alpha} β={beta}", T::NAME, alg.name()),
+            );
         }
     }
 }
@@ -85,7 +103,11 @@ fn compare<T: Scalar>(got: &[T], want: &[f64], mag: &[f64], a: &CsrMatrix<T>, wh
         let g = got[i].as_f64();
         if !want[i].is_finite() || !tol.is_finite() {
             // NaN or ∞ in A, x or y: the GPU must not produce a finite value either.
-            assert!(!g.is_finite(), "{what}: row {i} = {g:e}, want non-finite {:e}", want[i]);
+            assert!(
+                !g.is_finite(),
+                "{what}: row {i} = {g:e}, want non-finite {:e}",
+                want[i]
+            );
             continue;
         }
         assert!(
@@ -134,7 +156,20 @@ fn sizes_around_tile_boundaries() {
     both(|g, _, rng, is64| {
         // A tile is threads × items nonzeros (2048 with the default policy); cover 0, 1,
         // tile−1, tile, tile+1 and several tiles, with rows of 1..=9 entries.
-        for nnz_target in [1usize, 31, 32, 33, 2047, 2048, 2049, 4095, 4096, 4097, 3 * 2048 + 5, 100_003] {
+        for nnz_target in [
+            1usize,
+            31,
+            32,
+            33,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            4097,
+            3 * 2048 + 5,
+            100_003,
+        ] {
             let mut lens = Vec::new();
             let mut total = 0;
             while total < nnz_target {
@@ -143,7 +178,13 @@ fn sizes_around_tile_boundaries() {
                 total += l;
             }
             let a = from_lengths::<f64>(rng, 777, &lens);
-            each_precision!(g, is64, a, &format!("boundary nnz={nnz_target}"), nnz_target as u64);
+            each_precision!(
+                g,
+                is64,
+                a,
+                &format!("boundary nnz={nnz_target}"),
+                nnz_target as u64
+            );
         }
     });
 }
@@ -252,7 +293,8 @@ fn repeated_multiplies_are_consistent_and_epoch_wraps() {
         if i == 20 {
             d.set_epoch_for_tests((1 << 30) - 3);
         }
-        d.spmv_with(SpmvAlgorithm::Fused, 1.0, &xd, 0.0, &mut yd).unwrap();
+        d.spmv_with(SpmvAlgorithm::Fused, 1.0, &xd, 0.0, &mut yd)
+            .unwrap();
         if i % 7 == 0 || (18..26).contains(&i) {
             let got = g.download(&yd).unwrap();
             compare::<f64>(&got, &want, &mag, &a, &format!("repeat {i}"));
@@ -280,7 +322,9 @@ fn length_mismatch_panics_with_both_sizes() {
 fn cusparse_peer_matches_reference() {
     let Some(g) = gpu::test_gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(12);
-    let lens: Vec<usize> = (0..20_000).map(|i| if i % 13 == 0 { 0 } else { rng.gen_range(1..30) }).collect();
+    let lens: Vec<usize> = (0..20_000)
+        .map(|i| if i % 13 == 0 { 0 } else { rng.gen_range(1..30) })
+        .collect();
     let a = from_lengths::<f64>(&mut rng, 20_000, &lens);
     let d = GpuCsr::upload(&g, &a).unwrap();
     let x: Vec<f64> = random_vec(&mut rng, a.ncols());
@@ -356,7 +400,12 @@ fn real_matrices_and_corpus() {
         }
     }
     eprintln!("checked {checked} of {} matrix files", files.len());
-    assert!(files.iter().any(|f| f.to_string_lossy().contains("raefsky2")), "raefsky2 not found");
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("raefsky2")),
+        "raefsky2 not found"
+    );
 }
 
 /// Generated matrices of each kind at moderate size (the benchmark runs the 10^7–10^8 ones).

@@ -61,7 +61,15 @@ pub fn write_gpu_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
     writeln!(
         out,
         "{:<34} {:<4} {:>10} {:>9} {:>8} {:>7} {:>10} {:>9} {:>11}",
-        "implementation", "prec", "median µs", "GFLOP/s", "GB/s", "% copy", "SpMV/s", "×cuSPARSE", "max rel err"
+        "implementation",
+        "prec",
+        "median µs",
+        "GFLOP/s",
+        "GB/s",
+        "% copy",
+        "SpMV/s",
+        "×cuSPARSE",
+        "max rel err"
     )?;
     let num = |v: f64, p: usize| {
         if v.is_finite() {
@@ -317,7 +325,9 @@ impl CusparseGpu {
         let (one, zero) = (T::one(), T::zero());
         let mut peer = CusparseSpmv::new(&a, self.alg, one, &x, zero, &mut y)
             .map_err(|e| anyhow::anyhow!("cuSPARSE not available: {e}"))?;
-        let median_s = time_gpu(&g, t, || peer.spmv(one, &x, zero, &mut y).map_err(Into::into))?;
+        let median_s = time_gpu(&g, t, || {
+            peer.spmv(one, &x, zero, &mut y).map_err(Into::into)
+        })?;
         drop(peer);
         let y = g.download(&y)?.iter().map(|v| v.as_f64()).collect();
         Ok(Measurement { median_s, y })
@@ -351,7 +361,10 @@ pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>>
             state.clone(),
             SpmvAlgorithm::Vector { lanes: 0 },
         )),
-        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::PaperSegscan)),
+        Box::new(SegsparseGpu::new(
+            state.clone(),
+            SpmvAlgorithm::PaperSegscan,
+        )),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg1)),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
     ];

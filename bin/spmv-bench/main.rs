@@ -14,7 +14,10 @@ mod gpu {
     pub fn open() -> Result<Vec<Box<dyn crate::implementations::Implementation>>, String> {
         Err("built without the `cuda` feature".into())
     }
-    pub fn write_gpu_table(_: &mut impl std::io::Write, _: &[crate::output::Row]) -> std::io::Result<()> {
+    pub fn write_gpu_table(
+        _: &mut impl std::io::Write,
+        _: &[crate::output::Row],
+    ) -> std::io::Result<()> {
         Ok(())
     }
 }

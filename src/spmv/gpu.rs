@@ -297,8 +297,8 @@ impl<T: GpuScalar> GpuCsr<T> {
         for t in 0..ntiles {
             tile_heads.push(count);
             let (w0, w1) = (t * tile / 32, ((t + 1) * tile / 32).min(nnz.div_ceil(32)));
-            for w in w0..w1 {
-                let mut bits = heads[w];
+            for (w, &word) in heads.iter().enumerate().take(w1).skip(w0) {
+                let mut bits = word;
                 if w == nnz / 32 {
                     bits &= !(1u32 << (nnz % 32)); // not the sentinel
                 }
@@ -392,9 +392,11 @@ impl<T: GpuScalar> GpuCsr<T> {
 
     /// What [`SpmvAlgorithm::Auto`] runs for this matrix.
     ///
-    /// The fused kernel unless the rows are short and even (max ≤ 2·mean + 4, no empty rows,
-    /// coefficient of variation ≤ 0.5): then one sub-warp per row reads each row with
-    /// coalesced loads and needs no look-back.
+    /// The vector kernel (a sub-warp per row) when the rows are even (max ≤ 2·mean + 4, no
+    /// empty rows, coefficient of variation ≤ 0.5) and either the matrix is small (fewer than
+    /// 2^22 entries: it runs from L2 and one launch without look-back is the shortest path) or
+    /// the rows hold 12 or more entries; the fused kernel otherwise (irregular rows, empty rows,
+    /// large short-row stencils).
     pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
         self.auto
     }
@@ -622,11 +624,17 @@ fn auto_lanes(s: &RowStats) -> u32 {
 }
 
 /// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]).
-fn choose(s: &RowStats, _nnz: usize, _nrows: usize) -> SpmvAlgorithm {
+///
+/// From the H200 measurements in `benches/results/spmv.md`: the vector kernel won on every
+/// regular matrix that fits in L2 (raefsky2, bcsstk16, luxembourg_osm: one launch, no
+/// look-back, about 3.5 µs) and on regular rows of 16 entries (random:4000000:16, f64 by 13%);
+/// the fused kernel won on large short-row stencils (poisson3d:160 by 11% in f64 and 27% in f32,
+/// poisson2d:2000 in f32) and on everything irregular.
+fn choose(s: &RowStats, nnz: usize, _nrows: usize) -> SpmvAlgorithm {
     let regular = s.empty_rows == 0
         && (s.max as f64) <= 2.0 * s.mean + 4.0
         && s.std_dev <= 0.5 * s.mean.max(1.0);
-    if regular {
+    if regular && (nnz < (1 << 22) || s.mean >= 12.0) {
         SpmvAlgorithm::Vector { lanes: 0 }
     } else {
         SpmvAlgorithm::Fused

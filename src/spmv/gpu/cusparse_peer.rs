@@ -80,8 +80,20 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<Self> {
-        assert_eq!(x.len(), a.ncols(), "cuSPARSE SpMV: x has {} elements, A has {} columns", x.len(), a.ncols());
-        assert_eq!(y.len(), a.nrows(), "cuSPARSE SpMV: y has {} elements, A has {} rows", y.len(), a.nrows());
+        assert_eq!(
+            x.len(),
+            a.ncols(),
+            "cuSPARSE SpMV: x has {} elements, A has {} columns",
+            x.len(),
+            a.ncols()
+        );
+        assert_eq!(
+            y.len(),
+            a.nrows(),
+            "cuSPARSE SpMV: y has {} elements, A has {} rows",
+            y.len(),
+            a.nrows()
+        );
         let cs = Cusparse::new(a.gpu())?;
         let stream = a.gpu().stream();
         let (rp, ci, va) = a.device_parts();
@@ -184,9 +196,27 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
     ///
     /// # Panics
     /// On length mismatch (both sizes named).
-    pub fn spmv(&mut self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
-        assert_eq!(x.len(), self.ncols, "cuSPARSE SpMV: x has {} elements, A has {} columns", x.len(), self.ncols);
-        assert_eq!(y.len(), self.nrows, "cuSPARSE SpMV: y has {} elements, A has {} rows", y.len(), self.nrows);
+    pub fn spmv(
+        &mut self,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        assert_eq!(
+            x.len(),
+            self.ncols,
+            "cuSPARSE SpMV: x has {} elements, A has {} columns",
+            x.len(),
+            self.ncols
+        );
+        assert_eq!(
+            y.len(),
+            self.nrows,
+            "cuSPARSE SpMV: y has {} elements, A has {} rows",
+            y.len(),
+            self.nrows
+        );
         self.alpha = alpha;
         self.beta = beta;
         let stream = self.cs.gpu().stream().clone();
