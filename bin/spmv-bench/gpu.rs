@@ -129,8 +129,8 @@ pub fn write_gpu_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
 pub struct GpuState {
     gpu: Arc<Gpu>,
     copy_bw: RefCell<Option<f64>>,
-    cache32: RefCell<Option<(u64, Rc<GpuCsr<f32>>)>>,
-    cache64: RefCell<Option<(u64, Rc<GpuCsr<f64>>)>>,
+    cache32: Cache<f32>,
+    cache64: Cache<f64>,
 }
 
 impl GpuState {
@@ -169,13 +169,16 @@ impl GpuState {
     }
 }
 
+/// The last uploaded matrix of one precision, with the fingerprint of its problem.
+type Cache<T> = RefCell<Option<(u64, Rc<GpuCsr<T>>)>>;
+
 trait Cached: GpuScalar {
-    fn cache(s: &GpuState) -> &RefCell<Option<(u64, Rc<GpuCsr<Self>>)>>;
+    fn cache(s: &GpuState) -> &Cache<Self>;
     fn matrix(p: &Problem) -> &CsrMatrix<Self>;
     fn x(p: &Problem) -> &[Self];
 }
 impl Cached for f32 {
-    fn cache(s: &GpuState) -> &RefCell<Option<(u64, Rc<GpuCsr<f32>>)>> {
+    fn cache(s: &GpuState) -> &Cache<f32> {
         &s.cache32
     }
     fn matrix(p: &Problem) -> &CsrMatrix<f32> {
@@ -186,7 +189,7 @@ impl Cached for f32 {
     }
 }
 impl Cached for f64 {
-    fn cache(s: &GpuState) -> &RefCell<Option<(u64, Rc<GpuCsr<f64>>)>> {
+    fn cache(s: &GpuState) -> &Cache<f64> {
         &s.cache64
     }
     fn matrix(p: &Problem) -> &CsrMatrix<f64> {
@@ -237,7 +240,7 @@ pub fn time_gpu(g: &Gpu, t: &Timing, mut f: impl FnMut() -> Result<()>) -> Resul
     let mut calls = 0u64;
     let mut spent = 0.0;
     while calls < 3 || spent < t.warmup_s {
-        let batch = (calls.max(1)).min(1 << 16);
+        let batch = calls.clamp(1, 1 << 16);
         spent += g.time(|| {
             for _ in 0..batch {
                 f().map_err(|e| segsparse::Error::InvalidInput(e.to_string()))?;
