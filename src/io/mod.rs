@@ -55,7 +55,11 @@
 //! what is actually read, so a header that claims 10^12 entries allocates nothing unusual (and is
 //! rejected anyway because segsparse indexes entries with `u32`). Peak memory is about 16 bytes per
 //! stored entry (f64) during assembly plus the final CSR arrays. Dimensions and entry counts beyond
-//! `u32::MAX` are rejected with a clear error.
+//! `u32::MAX` are rejected with a clear error. The one allocation that follows the header rather
+//! than the data is inherent to CSR: the row pointers (`4·(rows + 1)` bytes, at most 16 GiB for
+//! the largest row count a `u32` allows) and, for [`read_vector`] of a coordinate file, the vector
+//! itself; both are reserved with `try_reserve`, so a refused allocation is an error, not an
+//! abort.
 //!
 //! # Writing
 //!

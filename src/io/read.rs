@@ -1,7 +1,7 @@
 //! The streaming Matrix Market reader.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
@@ -26,8 +26,8 @@ const BANNER_FORM: &str = "'%%MatrixMarket matrix <coordinate|array> <real|integ
 // Opening files
 // ---------------------------------------------------------------------------------------------
 
-/// Opens `path`, transparently decompressing gzip (detected by its magic bytes `1f 8b`).
-pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead>> {
+/// Opens `path` for reading (gzip is detected later, by [`source`]).
+pub(crate) fn open(path: &Path) -> Result<BufReader<File>> {
     let io_err = |source| Error::Io {
         path: Some(path.to_path_buf()),
         source,
@@ -39,18 +39,56 @@ pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead>> {
             "is a directory, not a Matrix Market file",
         )));
     }
-    let mut r = BufReader::with_capacity(1 << 16, f);
+    Ok(BufReader::with_capacity(1 << 16, f))
+}
+
+/// A reader whose gzip compression, if any, has been detected and undone.
+enum Source<R: BufRead> {
+    Plain(R),
+    Gzip(Box<BufReader<MultiGzDecoder<R>>>),
+}
+
+impl<R: BufRead> Read for Source<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::Plain(r) => r.read(buf),
+            Source::Gzip(r) => r.read(buf),
+        }
+    }
+}
+
+impl<R: BufRead> BufRead for Source<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        match self {
+            Source::Plain(r) => r.fill_buf(),
+            Source::Gzip(r) => r.fill_buf(),
+        }
+    }
+    fn consume(&mut self, n: usize) {
+        match self {
+            Source::Plain(r) => r.consume(n),
+            Source::Gzip(r) => r.consume(n),
+        }
+    }
+}
+
+/// Looks at the first bytes of `r`: the gzip magic `1f 8b` means compressed input, whatever the
+/// file is called.
+fn source<R: BufRead>(mut r: R, name: &str) -> Result<Source<R>> {
     let gz = loop {
         match r.fill_buf() {
             Ok(b) => break b.starts_with(&[0x1f, 0x8b]),
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
+            Err(e) => return Err(Error::mtx(name, 1, format!("cannot read the file: {e}"))),
         }
     };
     Ok(if gz {
-        Box::new(BufReader::with_capacity(1 << 16, MultiGzDecoder::new(r)))
+        Source::Gzip(Box::new(BufReader::with_capacity(
+            1 << 16,
+            MultiGzDecoder::new(r),
+        )))
     } else {
-        Box::new(r)
+        Source::Plain(r)
     })
 }
 
@@ -443,12 +481,13 @@ pub fn read_header(path: impl AsRef<Path>) -> Result<MatrixMarketHeader> {
     read_header_from(open(path)?, &display_name(path))
 }
 
-/// [`read_header`] from any buffered reader; `name` is used in error messages.
+/// [`read_header`] from any buffered reader (plain or gzip-compressed text, detected by its
+/// first bytes); `name` is used in error messages.
 ///
 /// # Errors
 /// As [`read_header`].
 pub fn read_header_from<R: BufRead>(reader: R, name: &str) -> Result<MatrixMarketHeader> {
-    let mut lines = Lines::new(reader, name);
+    let mut lines = Lines::new(source(reader, name)?, name);
     Ok(parse_header(&mut lines)?.hdr)
 }
 
@@ -467,8 +506,8 @@ pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix
     read_matrix_market_from(open(path)?, &display_name(path))
 }
 
-/// [`read_matrix_market`] from any buffered reader (plain text; wrap gzip input in a decoder
-/// first). `name` is used in error messages.
+/// [`read_matrix_market`] from any buffered reader (plain or gzip-compressed text, detected by
+/// its first bytes). `name` is used in error messages.
 ///
 /// # Errors
 /// As [`read_matrix_market`].
@@ -476,7 +515,7 @@ pub fn read_matrix_market_from<T: Scalar, R: BufRead>(
     reader: R,
     name: &str,
 ) -> Result<CsrMatrix<T>> {
-    let mut lines = Lines::new(reader, name);
+    let mut lines = Lines::new(source(reader, name)?, name);
     let info = parse_header(&mut lines)?;
     let hdr = info.hdr;
     if hdr.field == MmField::Complex || hdr.symmetry == MmSymmetry::Hermitian {
@@ -709,7 +748,8 @@ fn read_coordinate<T: Scalar, R: BufRead>(
                     t.push(c, r, -v);
                 }
             }
-            MmSymmetry::Hermitian => unreachable!("rejected with the header"),
+            // Rejected with the header already; kept as an error so no input can panic.
+            MmSymmetry::Hermitian => return e("hermitian matrices are not supported".into()),
         }
     }
     if count < expected {
@@ -810,12 +850,13 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     read_vector_from(open(path)?, &display_name(path))
 }
 
-/// [`read_vector`] from any buffered reader; `name` is used in error messages.
+/// [`read_vector`] from any buffered reader (plain or gzip-compressed text, detected by its
+/// first bytes); `name` is used in error messages.
 ///
 /// # Errors
 /// As [`read_vector`].
 pub fn read_vector_from<T: Scalar, R: BufRead>(reader: R, name: &str) -> Result<Vec<T>> {
-    let mut lines = Lines::new(reader, name);
+    let mut lines = Lines::new(source(reader, name)?, name);
     let info = parse_header(&mut lines)?;
     let hdr = info.hdr;
     if hdr.field == MmField::Complex || hdr.field == MmField::Pattern {
