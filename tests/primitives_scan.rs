@@ -89,7 +89,9 @@ fn float_compare<T: ScanElem>(
     let tol = 4.0 * eps * (x.len() as f64).sqrt() * m;
     for i in 0..x.len() {
         let g = got[i].to_f64();
-        if !((g - want[i]).abs() <= tol) {
+        // NaN (e.g. a poisoned element left unwritten) must fail too.
+        let ok = (g - want[i]).abs() <= tol;
+        if !ok {
             return Err(format!(
                 "element {i} of {}: got {g}, want {} (tol {tol:e})",
                 x.len(),
@@ -272,6 +274,7 @@ mod gpu_tests {
             t,
             t + 1,
             5 * t + 17,
+            8 * t,
         ];
         v.push(100_003);
         v

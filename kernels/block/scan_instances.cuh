@@ -13,6 +13,9 @@
 #ifndef SCAN_ITEMS_8
 #define SCAN_ITEMS_8 8
 #endif
+#ifndef SCAN_MIN_BLOCKS
+#define SCAN_MIN_BLOCKS 1
+#endif
 #ifndef SPINE_THREADS
 #define SPINE_THREADS 512
 #endif

@@ -2,7 +2,7 @@
 // "Single-pass Parallel Prefix Scan with Decoupled Look-back", NVR-2016-002).
 //
 // Workspace layout (bytes, offsets passed from Rust, see primitives::gpu):
-//   [0]   u32 generation   [4] u32 tile counter          (header, 256 bytes)
+//   [0]   u32 generation   [4] u32 tile counter   [8] u32 done counter   (header, 256 bytes)
 //   status: u64 per tile; high word = gen << 3 | flag << 2 | status, low word = the value's bits
 //           for 4-byte types (value and status in ONE 64-bit store, so a reader that sees the
 //           status sees its value: no fence needed)
@@ -12,9 +12,9 @@
 //           live in separate arrays, because a tile overwrites AGG by INCL while others read.
 //
 // No reset pass between launches: every status word carries the generation of the launch that
-// wrote it, and a word of another generation reads as "not yet". The block that draws the last
-// tile id bumps the generation for the next launch and resets the tile counter (every other
-// block has drawn its id by then; the next launch on the stream starts after this one ends).
+// wrote it, and a word of another generation reads as "not yet". The last block to finish
+// advances the generation for the next launch and resets the counters (every block has read
+// the generation by then; the next launch on the stream starts after this one ends).
 // A workspace must be zero-filled once when allocated.
 //
 // Tile ids come from an atomic counter, not blockIdx: a block only waits on tiles whose ids
@@ -27,6 +27,13 @@
 #define TILE_AGG 1u
 #define TILE_INCL 2u
 #define TILE_GEN_MASK 0x1fffffffu
+
+// Nanoseconds a look-back lane sleeps between polls of a status word that is not ready yet
+// (0 = spin). Polling lanes of a thousand resident blocks otherwise compete with the streaming
+// loads for L2 bandwidth.
+#ifndef SCAN_BACKOFF
+#define SCAN_BACKOFF 0
+#endif
 
 template <typename T> __device__ __forceinline__ u32 bits32(T v);
 template <> __device__ __forceinline__ u32 bits32<float>(float v) { return __float_as_uint(v); }
@@ -45,15 +52,21 @@ template <typename T> struct TileStatus {
     T* agg;        // 8-byte types only
     T* incl;       // 8-byte types only
 
-    // Thread 0 only: reads the generation, then draws a tile id. Bumps the generation and
-    // resets the counter when it draws the last id.
-    __device__ __forceinline__ void draw(u32 num_tiles, u32& tile, u32& gen) const {
+    // Thread 0 only: reads the generation and draws a tile id. No fence is needed between the
+    // two: the generation only changes in finish(), after every block of this launch has
+    // counted itself done, i.e. long after this read returned.
+    __device__ __forceinline__ void draw(u32& tile, u32& gen) const {
         gen = *(volatile u32*)&header[0];
-        __threadfence();
         tile = atomicAdd(&header[1], 1u);
-        if (tile == num_tiles - 1) {
-            atomicExch(&header[1], 0u);
-            __threadfence();
+    }
+
+    // Thread 0 only, at the very end of a block: the last block of the launch to finish resets
+    // both counters and advances the generation for the next launch (which starts after this
+    // one ends, on the same stream).
+    __device__ __forceinline__ void finish(u32 num_tiles, u32 gen) const {
+        if (atomicAdd(&header[2], 1u) == num_tiles - 1) {
+            header[1] = 0u;
+            header[2] = 0u;
             *(volatile u32*)&header[0] = (gen + 1u) & TILE_GEN_MASK;
         }
     }
@@ -70,30 +83,48 @@ template <typename T> struct TileStatus {
         }
     }
 
-    // Spins until tile `t` has a status of this generation; returns it with its pair.
-    __device__ __forceinline__ u32 wait(u32 t, u32 gen, SegPair<T>& p) const {
-        u64 w;
-        u32 hi;
-        do {
-            w = *(volatile u64*)&status[t];
-            hi = (u32)(w >> 32);
-        } while ((hi & 3u) == TILE_INVALID || (hi >> 3) != gen);
+    __device__ __forceinline__ u64 load_word(u32 t) const { return *(volatile u64*)&status[t]; }
+    __device__ __forceinline__ static bool valid(u64 w, u32 gen) {
+        const u32 hi = (u32)(w >> 32);
+        return (hi & 3u) != TILE_INVALID && (hi >> 3) == gen;
+    }
+    // Spins until the word of tile `t` is valid (`w` holds a first read).
+    __device__ __forceinline__ u64 wait_word(u32 t, u32 gen, u64 w) const {
+        while (!valid(w, gen)) {
+#if SCAN_BACKOFF > 0
+            __nanosleep(SCAN_BACKOFF);
+#endif
+            w = load_word(t);
+        }
+        return w;
+    }
+    // The status and pair of a valid word. For 8-byte values, the caller has fenced after
+    // reading the word (see tile_lookback).
+    __device__ __forceinline__ u32 decode(u32 t, u64 w, SegPair<T>& p) const {
+        const u32 hi = (u32)(w >> 32);
         const u32 st = hi & 3u;
         p.f = (hi >> 2) & 1u;
-        if (sizeof(T) == 4) {
-            p.v = from_bits32<T>((u32)w);
-        } else {
-            __threadfence();
-            p.v = st == TILE_INCL ? *(volatile T*)&incl[t] : *(volatile T*)&agg[t];
-        }
+        if (sizeof(T) == 4) p.v = from_bits32<T>((u32)w);
+        else p.v = st == TILE_INCL ? *(volatile T*)&incl[t] : *(volatile T*)&agg[t];
         return st;
     }
 };
 
+#ifndef SCAN_LOOKBACK_K
+#define SCAN_LOOKBACK_K 1
+#endif
+
 // Warp 0 of tile `tile` (> 0): the exclusive prefix pair of the tile, by looking back over
-// windows of 32 predecessors (lane l reads tile - 1 - l) until one has its inclusive prefix.
-// A predecessor whose aggregate flag is set publishes INCL at once (its prefix cannot pass a
-// segment head), so segmented look-backs stop early. Returns the pair on lane 0.
+// windows of 32 x K predecessors (lane l reads tiles tile-1-(K*l+k), k = 0..K-1, K independent
+// loads in flight) until one has its inclusive prefix. A predecessor whose aggregate flag is set
+// publishes INCL at once (its prefix cannot pass a segment head), so segmented look-backs stop
+// early. Returns the pair on every lane.
+//
+// K is a tuning knob (policy::lookback_k). The idea behind K > 1: a tile that finds no
+// inclusive prefix in its window moves one window back per L2 round trip, which would cap the
+// frontier at one window per round trip. Measured on an H200 (f32, 2^26): K = 1 287 us,
+// K = 4 310 us, K = 8 428 us — waiting for more predecessors costs more than it saves, so
+// K = 1 (CUB's window) is the default.
 template <typename T, typename Op>
 __device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32 tile, u32 gen, Op op) {
     const int lane = (int)(threadIdx.x & 31u);
@@ -101,23 +132,50 @@ __device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32
     SegPair<T> running = {0u, id};
     long long pred = (long long)tile - 1;
     while (true) {
-        const long long t = pred - lane;
-        SegPair<T> p = {0u, id};
-        u32 st = TILE_INCL;
-        if (t >= 0) st = ts.wait((u32)t, gen, p);
-        __syncwarp();
-        const u32 incl = __ballot_sync(FULL_MASK, st == TILE_INCL);
-        const int stop = incl ? __ffs(incl) - 1 : 32;  // nearest tile with its full prefix
-        if (lane > stop) {
-            p.f = 0;
-            p.v = id;
+        SegPair<T> p[SCAN_LOOKBACK_K];
+        u32 st[SCAN_LOOKBACK_K];
+        u64 w[SCAN_LOOKBACK_K];
+        // Issue all K loads before looking at any (one round trip, not K).
+#pragma unroll
+        for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
+            const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
+            w[k] = t >= 0 ? ts.load_word((u32)t) : 0ull;
         }
-        SegPair<T> w = warp_seg_reduce_reversed(p, op);
-        w.f = __shfl_sync(FULL_MASK, w.f, 0);
-        w.v = __shfl_sync(FULL_MASK, w.v, 0);
-        running = seg_combine(w, running, op);
+#pragma unroll
+        for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
+            const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
+            if (t >= 0) w[k] = ts.wait_word((u32)t, gen, w[k]);
+        }
+        if (sizeof(T) != 4) __threadfence();  // acquire: values were stored before the status
+#pragma unroll
+        for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
+            const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
+            p[k].f = 0u;
+            p[k].v = id;
+            st[k] = TILE_INCL;
+            if (t >= 0) st[k] = ts.decode((u32)t, w[k], p[k]);
+        }
+        __syncwarp();
+        // Nearest tile with its full prefix: first lane with one, then its first k.
+        int kstop = SCAN_LOOKBACK_K;
+#pragma unroll
+        for (int k = SCAN_LOOKBACK_K - 1; k >= 0; --k)
+            if (st[k] == TILE_INCL) kstop = k;
+        const u32 incl = __ballot_sync(FULL_MASK, kstop < SCAN_LOOKBACK_K);
+        const int stop = incl ? __ffs(incl) - 1 : 32;
+        // This lane's pair over its K tiles, oldest first, ignoring tiles past the stop.
+        SegPair<T> q = {0u, id};
+#pragma unroll
+        for (int k = SCAN_LOOKBACK_K - 1; k >= 0; --k) {
+            const bool use = lane < stop || (lane == stop && k <= kstop);
+            if (use) q = seg_combine(q, p[k], op);
+        }
+        SegPair<T> win = warp_seg_reduce_reversed(q, op);
+        win.f = __shfl_sync(FULL_MASK, win.f, 0);
+        win.v = __shfl_sync(FULL_MASK, win.v, 0);
+        running = seg_combine(win, running, op);
         if (incl) break;
-        pred -= 32;
+        pred -= 32 * SCAN_LOOKBACK_K;
     }
     return running;
 }

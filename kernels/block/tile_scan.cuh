@@ -34,12 +34,27 @@ __device__ __forceinline__ SegPair<T> thread_reduce(const T (&x)[ITEMS], u32 bit
     return r;
 }
 
+#define SCAN_MODE_INCL 0
+#define SCAN_MODE_EXCL 1
+// Exclusive over PAIRS (the tile sums of the multi-pass algorithms): a flag marks a head
+// somewhere INSIDE the run an element summarises, so the element's own flag does not reset what
+// comes before it; out[b] = pair(0) (+) ... (+) pair(b-1).
+#define SCAN_MODE_PAIR_EXCL 2
+
 // Rescans the thread's elements in place from the value `pre` of everything before them.
 template <typename T, typename Op, bool SEG, int ITEMS>
-__device__ __forceinline__ void thread_scan(T (&x)[ITEMS], u32 bits, T pre, bool excl, Op op) {
+__device__ __forceinline__ void thread_scan(T (&x)[ITEMS], u32 bits, T pre, int mode, Op op) {
     const T id = Op::template identity<T>();
     T run = pre;
-    if (excl) {
+    if (mode == SCAN_MODE_PAIR_EXCL) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const bool h = SEG && ((bits >> i) & 1u);
+            const T o = run;
+            run = h ? x[i] : op(run, x[i]);
+            x[i] = o;
+        }
+    } else if (mode == SCAN_MODE_EXCL) {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const bool h = SEG && ((bits >> i) & 1u);
@@ -80,7 +95,7 @@ __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, con
     const T id = Op::template identity<T>();
     if (threadIdx.x == 0) {
         u32 t, g;
-        ts.draw(num_tiles, t, g);
+        ts.draw(t, g);
         s.tile = t;
         s.gen = g;
     }
@@ -113,8 +128,9 @@ __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, con
     __syncthreads();
     SegPair<T> P = {s.prefix_f, s.prefix_v};
     pre = seg_combine(P, pre, op);
-    thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl, op);
+    thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl ? SCAN_MODE_EXCL : SCAN_MODE_INCL, op);
     store_tile_blocked<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
+    if (threadIdx.x == 0) ts.finish(num_tiles, gen);
 }
 
 // Reduce-then-scan, pass 1: tile blockIdx.x writes its aggregate pair.
@@ -149,7 +165,7 @@ __device__ __forceinline__ void scan_tile_from_spine(const T* __restrict__ in, c
     SegPair<T> pre = tile_upsweep<T, Op, SEG, THREADS, ITEMS>(in, flags, n, base, bwd, op, s, x, bits, agg);
     SegPair<T> P = {0u, spine_v[blockIdx.x]};
     pre = seg_combine(P, pre, op);
-    thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl, op);
+    thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl ? SCAN_MODE_EXCL : SCAN_MODE_INCL, op);
     store_tile_blocked<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
 }
 
@@ -176,7 +192,7 @@ __device__ __forceinline__ void spine_scan(const u32* __restrict__ spine_f, T* s
         SegPair<T> agg;
         SegPair<T> pre = block_exclusive_scan<T, Op, SEG, THREADS>(tp, op, s.scan, agg);
         pre = seg_combine(carry, pre, op);
-        thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, true, op);
+        thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, SCAN_MODE_PAIR_EXCL, op);
         store_tile_blocked<T, THREADS, ITEMS>(spine_v, m, base, false, s.buf.items, x);
         carry = seg_combine(carry, agg, op);
         __syncthreads();  // the next chunk reuses the buffer and the warp totals

@@ -8,7 +8,7 @@
 #include "block/tile_scan.cuh"
 
 #define LOOKBACK_ENTRY(OPN, OP, T, SUF, ITEMS)                                                      \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) segscan_lookback_##OPN##_##SUF(         \
+    extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS) segscan_lookback_##OPN##_##SUF(         \
         const T* __restrict__ in, const u32* __restrict__ flags, T* __restrict__ out, long long n, u32 num_tiles, int bwd,    \
         int excl, u32* header, u64* status, T* agg, T* incl) {                                      \
         __shared__ TileStorage<T, SCAN_THREADS, ITEMS> s;                                           \

@@ -8,7 +8,7 @@
 //! # Algorithms
 //!
 //! * [`ScanAlgorithm::DecoupledLookback`] (default): one kernel, one read and one write per
-//!   element. Tiles of `threads × items` elements ([`policy::lookback`](super::policy::lookback))
+//!   element. Tiles of `threads × items` elements ([`policy::lookback`])
 //!   take ids from an atomic counter, publish their aggregate in a status word, and look back over
 //!   windows of 32 predecessors for the first published inclusive prefix (Merrill and Garland
 //!   2016). Segmented: the status carries a (flag, value) pair and a tile that contains a head
@@ -42,7 +42,10 @@
 //! policy (tile shape) through reassociation, but not on scheduling: a given algorithm and policy
 //! gives bitwise identical results run to run.
 
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, DevicePtrMut, PushKernelArg};
 
 use super::policy::{self, Policy};
 use super::sources::{
@@ -224,12 +227,78 @@ pub fn workspace(g: &Gpu, n: usize) -> Result<CudaSlice<u8>> {
         .map_err(|e| Error::cuda(format!("allocating a {bytes}-byte scan workspace"), e))
 }
 
-fn defines() -> Vec<(&'static str, String)> {
-    let mut d = policy::lookback_defines();
-    d.push(("SPINE_THREADS", policy::SPINE.threads.to_string()));
-    d.push(("SPINE_ITEMS", policy::SPINE.items.to_string()));
-    d.push(("WE_THREADS", policy::WORK_EFFICIENT.threads.to_string()));
-    d
+fn defines() -> &'static [(&'static str, String)] {
+    static D: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
+    D.get_or_init(|| {
+        let mut d = policy::lookback_defines();
+        d.push(("SPINE_THREADS", policy::SPINE.threads.to_string()));
+        d.push(("SPINE_ITEMS", policy::SPINE.items.to_string()));
+        d.push(("WE_THREADS", policy::WORK_EFFICIENT.threads.to_string()));
+        d
+    })
+}
+
+/// (context address, source name, entry root, operator, type suffix). The cached function
+/// holds its module and context alive, so the address cannot be reused by another context.
+type FnKey = (
+    usize,
+    &'static str,
+    &'static str,
+    super::ScanOp,
+    &'static str,
+);
+
+/// Loaded entry points, so a scan call costs a lock and a hash of a small key on the host
+/// instead of building names and define strings (a 2^20 scan takes ~8 µs on the GPU; the host
+/// side must stay well below that for back-to-back calls to keep the GPU busy).
+fn entry(
+    g: &Gpu,
+    src: &'static KernelSource,
+    root: &'static str,
+    op: super::ScanOp,
+    suffix: &'static str,
+) -> Result<CudaFunction> {
+    static CACHE: OnceLock<Mutex<HashMap<FnKey, CudaFunction>>> = OnceLock::new();
+    let key = (
+        std::sync::Arc::as_ptr(g.context()) as usize,
+        src.name,
+        root,
+        op,
+        suffix,
+    );
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(f) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(f.clone());
+    }
+    let f = g.function(src, &format!("{root}_{}_{suffix}", op.name()), defines())?;
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, f.clone());
+    Ok(f)
+}
+
+/// Registers per thread and resident blocks per SM of the look-back kernel for `T` (plain or
+/// segmented, plus), compiled with the current policy: for benchmark reports.
+pub fn lookback_occupancy<T: ScanElem + KernelType>(
+    g: &Gpu,
+    segmented: bool,
+) -> Result<(i32, u32)> {
+    let (src, prefix) = if segmented {
+        (&SEGSCAN_LOOKBACK, "segscan")
+    } else {
+        (&SCAN_LOOKBACK, "scan")
+    };
+    let name = format!("{prefix}_lookback_plus_{}", T::SUFFIX);
+    let f = g.function(src, &name, defines())?;
+    let regs = f
+        .num_regs()
+        .map_err(|e| Error::cuda(format!("reading the registers of {name}"), e))?;
+    let threads = policy::lookback(std::mem::size_of::<T>()).threads;
+    let blocks = f
+        .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+        .map_err(|e| Error::cuda(format!("occupancy of {name}"), e))?;
+    Ok((regs, blocks))
 }
 
 fn check_ws(ws: &CudaSlice<u8>, n: usize) {
@@ -266,13 +335,14 @@ fn dispatch<T: ScanElem + KernelType>(
     }
     let seg = flags != 0;
     let l = layout(n);
-    let defs = defines();
     let bwd = i32::from(spec.direction == Direction::Backward);
     let excl = i32::from(spec.kind == ScanKind::Exclusive);
     let n64 = n as i64;
     let prefix = if seg { "segscan" } else { "scan" };
+    // Names are built only for error messages.
     let name = |root: &str| format!("{prefix}_{root}_{}_{}", spec.op.name(), T::SUFFIX);
-    let func = |src: &KernelSource, nm: &str| g.function(src, nm, &defs);
+    let func =
+        |src: &'static KernelSource, root: &'static str| entry(g, src, root, spec.op, T::SUFFIX);
     let stream = g.stream();
     let tile_policy: Policy = policy::lookback(std::mem::size_of::<T>());
     let (header, status, agg, incl) = (
@@ -294,15 +364,11 @@ fn dispatch<T: ScanElem + KernelType>(
     match alg {
         ScanAlgorithm::DecoupledLookback => {
             let tiles = tiles_u32(n, tile_policy.tile())?;
-            let nm = name("lookback");
-            let f = func(
-                if seg {
-                    &SEGSCAN_LOOKBACK
-                } else {
-                    &SCAN_LOOKBACK
-                },
-                &nm,
-            )?;
+            let f = if seg {
+                func(&SEGSCAN_LOOKBACK, "segscan_lookback")?
+            } else {
+                func(&SCAN_LOOKBACK, "scan_lookback")?
+            };
             let mut b = stream.launch_builder(&f);
             b.arg(&inp);
             if seg {
@@ -323,12 +389,18 @@ fn dispatch<T: ScanElem + KernelType>(
             // (checked ≥ scratch_len(n)) holds the header and `cap ≥ num_tiles` status, agg and
             // incl slots at the offsets of `layout(n)`.
             unsafe { b.launch(Gpu::cfg(tiles, tile_policy.threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&nm, e))?;
+                .map_err(|e| Gpu::launch_error(&name("lookback"), e))?;
         }
         ScanAlgorithm::WarpShuffle => {
             let tiles = tiles_u32(n, tile_policy.tile())?;
-            let nm = name("ws_reduce");
-            let f = func(multipass, &nm)?;
+            let f = func(
+                multipass,
+                if seg {
+                    "segscan_ws_reduce"
+                } else {
+                    "scan_ws_reduce"
+                },
+            )?;
             let mut b = stream.launch_builder(&f);
             b.arg(&inp);
             if seg {
@@ -338,10 +410,17 @@ fn dispatch<T: ScanElem + KernelType>(
             // SAFETY: {seg}scan_ws_reduce_{op}_{T}(const T* in, [const u32* flags,] long long n,
             // int bwd, u32* spine_f, T* spine_v): one spine slot per tile, spine_cap ≥ tiles.
             unsafe { b.launch(Gpu::cfg(tiles, tile_policy.threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&nm, e))?;
-            launch_spine::<T>(g, multipass, &name("spine"), &defs, spine_f, spine_v, tiles)?;
-            let nm = name("ws_scan");
-            let f = func(multipass, &nm)?;
+                .map_err(|e| Gpu::launch_error(&name("ws_reduce"), e))?;
+            let spine = func(multipass, if seg { "segscan_spine" } else { "scan_spine" })?;
+            launch_spine(g, &spine, spine_f, spine_v, tiles)?;
+            let f = func(
+                multipass,
+                if seg {
+                    "segscan_ws_scan"
+                } else {
+                    "scan_ws_scan"
+                },
+            )?;
             let mut b = stream.launch_builder(&f);
             b.arg(&inp);
             if seg {
@@ -351,13 +430,19 @@ fn dispatch<T: ScanElem + KernelType>(
             // SAFETY: {seg}scan_ws_scan_{op}_{T}(const T* in, [const u32* flags,] T* out,
             // long long n, int bwd, int excl, const T* spine_v): spine_v holds `tiles` carries.
             unsafe { b.launch(Gpu::cfg(tiles, tile_policy.threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&nm, e))?;
+                .map_err(|e| Gpu::launch_error(&name("ws_scan"), e))?;
         }
         ScanAlgorithm::WorkEfficient => {
             let p = policy::WORK_EFFICIENT;
             let blocks = tiles_u32(n, p.tile())?;
-            let nm = name("we_block");
-            let f = func(multipass, &nm)?;
+            let f = func(
+                multipass,
+                if seg {
+                    "segscan_we_block"
+                } else {
+                    "scan_we_block"
+                },
+            )?;
             let mut b = stream.launch_builder(&f);
             b.arg(&inp);
             if seg {
@@ -374,50 +459,32 @@ fn dispatch<T: ScanElem + KernelType>(
             // long long n, int bwd, int excl, u32* spine_f, T* spine_v, u32* first_head): one
             // slot per block in each spine array, spine_cap ≥ blocks.
             unsafe { b.launch(Gpu::cfg(blocks, p.threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&nm, e))?;
+                .map_err(|e| Gpu::launch_error(&name("we_block"), e))?;
             if blocks > 1 {
-                launch_spine::<T>(
-                    g,
-                    multipass,
-                    &name("spine"),
-                    &defs,
-                    spine_f,
-                    spine_v,
-                    blocks,
-                )?;
-                let nm = format!("scan_we_fixup_{}_{}", spec.op.name(), T::SUFFIX);
-                let f = func(&SCAN_MULTIPASS, &nm)?;
+                let spine = func(multipass, if seg { "segscan_spine" } else { "scan_spine" })?;
+                launch_spine(g, &spine, spine_f, spine_v, blocks)?;
+                let f = func(&SCAN_MULTIPASS, "scan_we_fixup")?;
                 let mut b = stream.launch_builder(&f);
                 b.arg(&out).arg(&n64).arg(&bwd).arg(&spine_v).arg(&first);
                 // SAFETY: scan_we_fixup_{op}_{T}(T* out, long long n, int bwd,
                 // const T* spine_v, const u32* first_head): block b+1 of the grid reads slot b+1
                 // < blocks.
                 unsafe { b.launch(Gpu::cfg(blocks - 1, p.threads, 0)) }
-                    .map_err(|e| Gpu::launch_error(&nm, e))?;
+                    .map_err(|e| Gpu::launch_error("scan_we_fixup", e))?;
             }
         }
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn launch_spine<T: KernelType>(
-    g: &Gpu,
-    src: &KernelSource,
-    nm: &str,
-    defs: &[(&str, String)],
-    spine_f: u64,
-    spine_v: u64,
-    m: u32,
-) -> Result<()> {
-    let f = g.function(src, nm, defs)?;
+fn launch_spine(g: &Gpu, f: &CudaFunction, spine_f: u64, spine_v: u64, m: u32) -> Result<()> {
     let m64 = m as i64;
-    let mut b = g.stream().launch_builder(&f);
+    let mut b = g.stream().launch_builder(f);
     b.arg(&spine_f).arg(&spine_v).arg(&m64);
     // SAFETY: {seg}scan_spine_{op}_{T}(const u32* spine_f, T* spine_v, long long m): both
     // arrays hold m ≤ spine_cap slots; one block.
     unsafe { b.launch(Gpu::cfg(1, policy::SPINE.threads, 0)) }
-        .map_err(|e| Gpu::launch_error(nm, e))?;
+        .map_err(|e| Gpu::launch_error("scan_spine", e))?;
     Ok(())
 }
 

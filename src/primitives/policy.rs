@@ -6,11 +6,14 @@
 //!
 //! | kernel | elements | threads | items | why |
 //! |---|---|---|---|---|
-//! | look-back | 4 bytes | 256 | 16 | 16 independent coalesced loads in flight per thread saturate HBM3; a 4096-element tile keeps 2^26 at 16 K tiles, so look-back latency is amortised; 17 KB of shared memory leaves room for 8 blocks per SM |
+//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`); 62 registers → 4 blocks per SM |
 //! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory |
 //! | warp-shuffle | as look-back | | | the same tile code; only the tile-to-tile carry differs |
 //! | work-efficient | any | 128 | 2 | the paper's configuration (128 threads, 256 elements per block) |
 //! | second level (tile sums) | any | 512 | 8 | one block loops over the tile sums; 4096 per step |
+//!
+//! Look-back window: 32 predecessors, one per lane (K = 1); polling without back-off. Both were
+//! measured against alternatives (K = 4, 8; 100 and 400 ns back-off) and kept.
 //!
 //! The look-back row can be overridden for tuning experiments with the environment variable
 //! `SEGSPARSE_SCAN_POLICY=THREADSxITEMS4,ITEMS8` (e.g. `256x12,6`); threads must be a multiple
@@ -69,7 +72,13 @@ pub fn lookback(elem_bytes: usize) -> Policy {
     }
 }
 
+/// The override is read once per process (the hot path must not touch the environment).
 fn env_override() -> Option<(u32, u32, u32)> {
+    static O: std::sync::OnceLock<Option<(u32, u32, u32)>> = std::sync::OnceLock::new();
+    *O.get_or_init(read_env_override)
+}
+
+fn read_env_override() -> Option<(u32, u32, u32)> {
     let v = std::env::var("SEGSPARSE_SCAN_POLICY").ok()?;
     let (t, rest) = v.split_once('x')?;
     let (i4, i8) = rest.split_once(',').unwrap_or((rest, rest));
@@ -86,7 +95,50 @@ fn env_override() -> Option<(u32, u32, u32)> {
     ok.then_some((t, i4, i8))
 }
 
-/// The `-D` defines for the look-back / warp-shuffle sources.
+/// Nanoseconds a look-back lane sleeps between polls of a status word that is not ready
+/// (`SCAN_BACKOFF`); tuning override `SEGSPARSE_SCAN_BACKOFF=NS` (0..=10000).
+pub fn lookback_backoff_ns() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_BACKOFF", 10_000).unwrap_or(LOOKBACK_BACKOFF_NS))
+}
+
+/// Minimum resident blocks per SM requested from the compiler for the look-back kernels
+/// (`__launch_bounds__` second argument, `SCAN_MIN_BLOCKS`); override
+/// `SEGSPARSE_SCAN_MIN_BLOCKS=K` (1..=16).
+pub fn lookback_min_blocks() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        env_u32("SEGSPARSE_SCAN_MIN_BLOCKS", 16)
+            .filter(|&k| k >= 1)
+            .unwrap_or(LOOKBACK_MIN_BLOCKS)
+    })
+}
+
+/// Predecessor tiles each look-back lane reads per window (`SCAN_LOOKBACK_K`; window =
+/// 32·K tiles); override `SEGSPARSE_SCAN_LOOKBACK_K=K` (1..=16).
+pub fn lookback_k() -> u32 {
+    static V: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        env_u32("SEGSPARSE_SCAN_LOOKBACK_K", 16)
+            .filter(|&k| k >= 1)
+            .unwrap_or(LOOKBACK_K)
+    })
+}
+
+const LOOKBACK_K: u32 = 1;
+const LOOKBACK_BACKOFF_NS: u32 = 0;
+const LOOKBACK_MIN_BLOCKS: u32 = 1;
+
+fn env_u32(name: &str, max: u32) -> Option<u32> {
+    std::env::var(name)
+        .ok()?
+        .parse::<u32>()
+        .ok()
+        .filter(|&v| v <= max)
+}
+
+/// The `-D` defines for the look-back / warp-shuffle sources (environment read once per
+/// process).
 pub fn lookback_defines() -> Vec<(&'static str, String)> {
     let p4 = lookback(4);
     let p8 = lookback(8);
@@ -94,5 +146,8 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_THREADS", p4.threads.to_string()),
         ("SCAN_ITEMS_4", p4.items.to_string()),
         ("SCAN_ITEMS_8", p8.items.to_string()),
+        ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
+        ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
+        ("SCAN_LOOKBACK_K", lookback_k().to_string()),
     ]
 }
