@@ -211,10 +211,11 @@ pub fn spmv_chunked<T: Scalar>(
 /// When `x.len() != a.ncols()` or `y.len() != a.nrows()`.
 pub fn spmv_par<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     let cost = a.nnz() + a.nrows();
-    let threads = rayon::current_num_threads();
-    let chunks = if cost < SEQ_CUTOFF || threads == 1 {
+    // Asking rayon for its thread count costs more than a tiny product: small matrices skip it.
+    let chunks = if cost < SEQ_CUTOFF {
         1
     } else {
+        let threads = rayon::current_num_threads();
         (threads * CHUNKS_PER_THREAD)
             .min(cost / MIN_CHUNK_COST)
             .max(1)

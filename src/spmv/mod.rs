@@ -54,7 +54,29 @@
 //!   interleaved partial sums per row (for instruction-level parallelism), so its results differ
 //!   from the sequential ones by rounding only, and they do not depend on the number of threads.
 //!
-//! # Example
+//! # Examples
+//!
+//! Load a matrix (a Matrix Market file or a generator spec) and multiply:
+//!
+//! ```
+//! use segsparse::{io, spmv::spmv, CsrMatrix};
+//!
+//! let a: CsrMatrix<f64> = io::load("matrices/raefsky2.mtx.gz", 0)?;
+//! assert_eq!((a.nrows(), a.ncols(), a.nnz()), (3242, 3242, 294_276));
+//! let x = vec![1.0; a.ncols()];
+//! let mut y = vec![0.0; a.nrows()];
+//! spmv(1.0, &a, &x, 0.0, &mut y); // y ← A·x: with x = 1, the row sums
+//! let row0: f64 = a.row(0).1.iter().sum();
+//! assert!((y[0] - row0).abs() <= 1e-12 * row0.abs());
+//!
+//! let p: CsrMatrix<f32> = io::load("poisson2d:100", 0)?; // 10^4 rows, 5-point Laplacian
+//! let mut z = vec![0.0f32; p.nrows()];
+//! spmv(1.0, &p, &vec![1.0; p.ncols()], 0.0, &mut z);
+//! assert_eq!(z[101], 0.0); // an interior row sums to 4 − 4·1
+//! # Ok::<(), segsparse::Error>(())
+//! ```
+//!
+//! The semantics of `α` and `β`:
 //!
 //! ```
 //! use segsparse::{spmv::spmv, CsrMatrix};
