@@ -38,7 +38,8 @@ fn reference<T: Scalar>(
 ) -> (Vec<f64>, Vec<f64>) {
     let mut out = Vec::with_capacity(a.nrows());
     let mut mag = Vec::with_capacity(a.nrows());
-    for i in 0..a.nrows() {
+    assert_eq!(y.len(), a.nrows());
+    for (i, yi) in y.iter().enumerate() {
         let (cols, vals) = a.row(i);
         let (mut s, mut m) = (0f64, 0f64);
         for (&c, &v) in cols.iter().zip(vals) {
@@ -46,11 +47,7 @@ fn reference<T: Scalar>(
             s += p;
             m += p.abs();
         }
-        let by = if beta == 0.0 {
-            0.0
-        } else {
-            beta * y[i].as_f64()
-        };
+        let by = if beta == 0.0 { 0.0 } else { beta * yi.as_f64() };
         out.push(alpha * s + by);
         mag.push(alpha.abs() * m + by.abs());
     }
