@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::csr::CsrMatrix;
 use segsparse::gpu::{self, Gpu};
 use segsparse::scalar::Scalar;
-use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, GpuScalar, SpmvAlgorithm};
 
 fn algorithms() -> Vec<SpmvAlgorithm> {
     vec![
@@ -29,10 +29,17 @@ fn algorithms() -> Vec<SpmvAlgorithm> {
 
 /// `α·A·x + β·y` in f64 from the matrix's own (T-valued) entries, and per row the magnitude
 /// `|α|·Σ|a_ij·x_j| + |β·y_i|` that bounds the rounding error.
-fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T]) -> (Vec<f64>, Vec<f64>) {
+fn reference<T: Scalar>(
+    a: &CsrMatrix<T>,
+    alpha: f64,
+    x: &[T],
+    beta: f64,
+    y: &[T],
+) -> (Vec<f64>, Vec<f64>) {
     let mut out = Vec::with_capacity(a.nrows());
     let mut mag = Vec::with_capacity(a.nrows());
-    for i in 0..a.nrows() {
+    assert_eq!(y.len(), a.nrows());
+    for (i, yi) in y.iter().enumerate() {
         let (cols, vals) = a.row(i);
         let (mut s, mut m) = (0f64, 0f64);
         for (&c, &v) in cols.iter().zip(vals) {
@@ -40,7 +47,7 @@ fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T
             s += p;
             m += p.abs();
         }
-        let by = if beta == 0.0 { 0.0 } else { beta * y[i].as_f64() };
+        let by = if beta == 0.0 { 0.0 } else { beta * yi.as_f64() };
         out.push(alpha * s + by);
         mag.push(alpha.abs() * m + by.abs());
     }
@@ -48,12 +55,14 @@ fn reference<T: Scalar>(a: &CsrMatrix<T>, alpha: f64, x: &[T], beta: f64, y: &[T
 }
 
 fn random_vec<T: Scalar>(rng: &mut ChaCha8Rng, n: usize) -> Vec<T> {
-    (0..n).map(|_| T::of_f64(rng.gen_range(-1.0..1.0))).collect()
+    (0..n)
+        .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+        .collect()
 }
 
 /// Runs every algorithm on `a` with (α, β) and checks against the reference. `label` names the
 /// case in failure messages.
-fn check_matrix<T: Scalar + gpu::KernelType>(g: &Arc<Gpu>, a: &CsrMatrix<T>, label: &str, seed: u64) {
+fn check_matrix<T: GpuScalar>(g: &Arc<Gpu>, a: &CsrMatrix<T>, label: &str, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let d = GpuCsr::upload(g, a).unwrap_or_else(|e| panic!("{label}: upload failed: {e}"));
     let x: Vec<T> = random_vec(&mut rng, a.ncols());
@@ -71,7 +80,13 @@ fn check_matrix<T: Scalar + gpu::KernelType>(g: &Arc<Gpu>, a: &CsrMatrix<T>, lab
             d.spmv_with(alg, T::of_f64(alpha), &xd, T::of_f64(beta), &mut yd)
                 .unwrap_or_else(|e| panic!("{label} {}: {e}", alg.name()));
             let got = g.download(&yd).unwrap();
-            compare::<T>(&got, &want, &mag, a, &format!("{label} {} {} α={alpha} β={beta}", T::NAME, alg.name()));
+            compare::<T>(
+                &got,
+                &want,
+                &mag,
+                a,
+                &format!("{label} {} {} α={alpha} β={beta}", T::NAME, alg.name()),
+            );
         }
     }
 }
@@ -83,6 +98,15 @@ fn compare<T: Scalar>(got: &[T], want: &[f64], mag: &[f64], a: &CsrMatrix<T>, wh
         // Rounding of a sum of `len` products plus the α/β scaling, in T.
         let tol = 2.0 * T::EPS * (len + 4.0) * mag[i] + 1e-300;
         let g = got[i].as_f64();
+        if !want[i].is_finite() || !tol.is_finite() {
+            // NaN or ∞ in A, x or y: the GPU must not produce a finite value either.
+            assert!(
+                !g.is_finite(),
+                "{what}: row {i} = {g:e}, want non-finite {:e}",
+                want[i]
+            );
+            continue;
+        }
         assert!(
             (g - want[i]).abs() <= tol,
             "{what}: row {i} (length {len}) = {g:e}, want {:e} (tolerance {tol:e})",
@@ -129,7 +153,20 @@ fn sizes_around_tile_boundaries() {
     both(|g, _, rng, is64| {
         // A tile is threads × items nonzeros (2048 with the default policy); cover 0, 1,
         // tile−1, tile, tile+1 and several tiles, with rows of 1..=9 entries.
-        for nnz_target in [1usize, 31, 32, 33, 2047, 2048, 2049, 4095, 4096, 4097, 3 * 2048 + 5, 100_003] {
+        for nnz_target in [
+            1usize,
+            31,
+            32,
+            33,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            4097,
+            3 * 2048 + 5,
+            100_003,
+        ] {
             let mut lens = Vec::new();
             let mut total = 0;
             while total < nnz_target {
@@ -138,7 +175,13 @@ fn sizes_around_tile_boundaries() {
                 total += l;
             }
             let a = from_lengths::<f64>(rng, 777, &lens);
-            each_precision!(g, is64, a, &format!("boundary nnz={nnz_target}"), nnz_target as u64);
+            each_precision!(
+                g,
+                is64,
+                a,
+                &format!("boundary nnz={nnz_target}"),
+                nnz_target as u64
+            );
         }
     });
 }
@@ -247,7 +290,8 @@ fn repeated_multiplies_are_consistent_and_epoch_wraps() {
         if i == 20 {
             d.set_epoch_for_tests((1 << 30) - 3);
         }
-        d.spmv_with(SpmvAlgorithm::Fused, 1.0, &xd, 0.0, &mut yd).unwrap();
+        d.spmv_with(SpmvAlgorithm::Fused, 1.0, &xd, 0.0, &mut yd)
+            .unwrap();
         if i % 7 == 0 || (18..26).contains(&i) {
             let got = g.download(&yd).unwrap();
             compare::<f64>(&got, &want, &mag, &a, &format!("repeat {i}"));
@@ -275,7 +319,9 @@ fn length_mismatch_panics_with_both_sizes() {
 fn cusparse_peer_matches_reference() {
     let Some(g) = gpu::test_gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(12);
-    let lens: Vec<usize> = (0..20_000).map(|i| if i % 13 == 0 { 0 } else { rng.gen_range(1..30) }).collect();
+    let lens: Vec<usize> = (0..20_000)
+        .map(|i| if i % 13 == 0 { 0 } else { rng.gen_range(1..30) })
+        .collect();
     let a = from_lengths::<f64>(&mut rng, 20_000, &lens);
     let d = GpuCsr::upload(&g, &a).unwrap();
     let x: Vec<f64> = random_vec(&mut rng, a.ncols());
@@ -294,5 +340,86 @@ fn cusparse_peer_matches_reference() {
         p.spmv(1.25, &xd, -0.5, &mut yd).unwrap();
         let got = g.download(&yd).unwrap();
         compare::<f64>(&got, &want, &mag, &a, alg.name());
+    }
+}
+
+/// `matrices/` of the repository: beside the manifest when it exists (build machine), else in
+/// the current directory (the GPU machine runs from the repository root).
+fn matrices_dir() -> std::path::PathBuf {
+    // On the GPU machine the repository copy may lack matrices/; the staged copy is in .gpu/.
+    let m = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices");
+    if m.is_dir() {
+        m
+    } else if std::path::Path::new("matrices").is_dir() {
+        std::path::PathBuf::from("matrices")
+    } else {
+        std::path::PathBuf::from(".gpu/matrices")
+    }
+}
+
+fn mtx_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let s = p.to_string_lossy();
+                    s.ends_with(".mtx") || s.ends_with(".mtx.gz")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Every matrix of matrices/ (and matrices/small/) and of the corpus in `SEGSPARSE_DATA`, both
+/// precisions, every algorithm. Files the reader rejects (complex entries) are reported and
+/// skipped; at least raefsky2 must load.
+#[test]
+fn real_matrices_and_corpus() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let mut files = mtx_files(&matrices_dir());
+    files.extend(mtx_files(&matrices_dir().join("small")));
+    match std::env::var("SEGSPARSE_DATA") {
+        Ok(d) => files.extend(mtx_files(std::path::Path::new(&d))),
+        Err(_) => eprintln!("SEGSPARSE_DATA not set: corpus matrices skipped"),
+    }
+    let mut checked = 0;
+    for (i, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        match segsparse::io::load::<f64>(&f.to_string_lossy(), 0) {
+            Ok(a) => {
+                check_matrix::<f64>(&g, &a, &name, i as u64);
+                check_matrix::<f32>(&g, &a.cast::<f32>(), &name, i as u64);
+                checked += 1;
+            }
+            Err(e) => eprintln!("skipped {name}: {e}"),
+        }
+    }
+    eprintln!("checked {checked} of {} matrix files", files.len());
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("raefsky2")),
+        "raefsky2 not found"
+    );
+}
+
+/// Generated matrices of each kind at moderate size (the benchmark runs the 10^7–10^8 ones).
+#[test]
+fn generated_specs() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for spec in [
+        "poisson2d:700",
+        "poisson3d:70",
+        "random:300000:9",
+        "powerlaw:300000:1.8",
+        "powerlaw:200000:2.2",
+        "tridiag:100001",
+        "dense:300",
+    ] {
+        let a = segsparse::generate::from_spec::<f64>(spec, 5).unwrap();
+        check_matrix::<f64>(&g, &a, spec, 3);
+        check_matrix::<f32>(&g, &a.cast::<f32>(), spec, 3);
     }
 }

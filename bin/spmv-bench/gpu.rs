@@ -13,20 +13,124 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use std::io::{self, Write};
+
 use anyhow::{Context, Result};
-use segsparse::gpu::{Gpu, KernelType};
-use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, SpmvAlgorithm};
-use segsparse::{CsrMatrix, Precision, Scalar};
+use segsparse::gpu::Gpu;
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, GpuScalar, SpmvAlgorithm};
+use segsparse::{CsrMatrix, Precision};
 
 use crate::implementations::{median, Backend, Implementation, Measurement, Problem, Timing};
+use crate::output::Row;
+
+thread_local! {
+    static STATE: RefCell<Option<Rc<GpuState>>> = const { RefCell::new(None) };
+}
+
+/// Opens the shared device and returns the GPU rows (see [`gpu_implementations`]), or why no
+/// device can be used.
+pub fn open() -> std::result::Result<Vec<Box<dyn Implementation>>, String> {
+    let g = Gpu::shared().map_err(|e| e.to_string())?;
+    let state = GpuState::new(g);
+    STATE.with(|s| *s.borrow_mut() = Some(state.clone()));
+    Ok(gpu_implementations(&state))
+}
+
+/// The GPU comparison of one matrix, after the main table: the device and its copy bandwidth
+/// (measured once in this process), then per GPU row µs, GFLOP/s, GB/s, % of the copy
+/// bandwidth, SpMV/s, the speed-up over the best cuSPARSE algorithm of the same precision, and
+/// the max relative error. Nothing when no GPU row was measured.
+pub fn write_gpu_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
+    let Some(state) = STATE.with(|s| s.borrow().clone()) else {
+        return Ok(());
+    };
+    let gpu_rows: Vec<&Row> = rows.iter().filter(|r| r.backend == "gpu").collect();
+    if gpu_rows.is_empty() {
+        return Ok(());
+    }
+    let copy = state.copy_bandwidth().map_err(io::Error::other)?;
+    let l2 = state.l2_bytes();
+    writeln!(
+        out,
+        "GPU     {} ({}), device copy bandwidth {:.0} GB/s (read + write, measured in this run), L2 {} MB",
+        state.gpu().name(),
+        state.gpu().arch(),
+        copy / 1e9,
+        l2 >> 20
+    )?;
+    writeln!(
+        out,
+        "{:<34} {:<4} {:>10} {:>9} {:>8} {:>7} {:>10} {:>9} {:>11}",
+        "implementation",
+        "prec",
+        "median µs",
+        "GFLOP/s",
+        "GB/s",
+        "% copy",
+        "SpMV/s",
+        "×cuSPARSE",
+        "max rel err"
+    )?;
+    let num = |v: f64, p: usize| {
+        if v.is_finite() {
+            format!("{v:.p$}")
+        } else {
+            "—".to_string()
+        }
+    };
+    let mut fits_l2 = false;
+    for r in &gpu_rows {
+        let best_cusparse = rows
+            .iter()
+            .filter(|c| {
+                c.backend == "gpu"
+                    && c.precision == r.precision
+                    && c.implementation.starts_with("cusparse")
+                    && c.median_us.is_finite()
+            })
+            .map(|c| c.median_us)
+            .fold(f64::INFINITY, f64::min);
+        let bytes = r.gbs * 1e9 * r.median_us * 1e-6;
+        fits_l2 |= bytes.is_finite() && bytes < l2 as f64;
+        writeln!(
+            out,
+            "{:<34} {:<4} {:>10} {:>9} {:>8} {:>7} {:>10} {:>9} {:>11}",
+            r.implementation,
+            r.precision,
+            num(r.median_us, if r.median_us < 100.0 { 2 } else { 1 }),
+            num(r.gflops, 2),
+            num(r.gbs, 1),
+            num(100.0 * r.gbs * 1e9 / copy, 1),
+            num(r.spmv_per_s, 0),
+            num(best_cusparse / r.median_us, 2),
+            if r.max_rel_err.is_finite() {
+                format!("{:.2e}", r.max_rel_err)
+            } else {
+                "—".into()
+            },
+        )?;
+    }
+    writeln!(
+        out,
+        "(CUDA events around batches of back-to-back products after warm-up, median of the batches;          same uploaded matrix, x and y for every row; cuSPARSE after cusparseSpMV_preprocess;          ×cuSPARSE = best cuSPARSE CSR algorithm's time / this time)"
+    )?;
+    if fits_l2 {
+        writeln!(
+            out,
+            "(the matrix and vectors fit in the {} MB L2 cache: repeated products run from L2,              as in an iterative solver, so GB/s may exceed the DRAM copy bandwidth)",
+            l2 >> 20
+        )?;
+    }
+    writeln!(out)
+}
 
 /// The device, the copy bandwidth measured once, and the last uploaded matrix (shared by all
 /// GPU rows so the upload happens once per matrix and precision).
 pub struct GpuState {
     gpu: Arc<Gpu>,
     copy_bw: RefCell<Option<f64>>,
-    cache32: RefCell<Option<(usize, Rc<GpuCsr<f32>>)>>,
-    cache64: RefCell<Option<(usize, Rc<GpuCsr<f64>>)>>,
+    cache32: Cache<f32>,
+    cache64: Cache<f64>,
 }
 
 impl GpuState {
@@ -45,6 +149,14 @@ impl GpuState {
         &self.gpu
     }
 
+    /// The device's L2 cache size in bytes (0 when unknown).
+    pub fn l2_bytes(&self) -> usize {
+        self.gpu
+            .context()
+            .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_or(0, |v| v.max(0) as usize)
+    }
+
     /// Device-to-device copy bandwidth (read + write bytes per second) over 512 MiB buffers,
     /// measured once per process.
     pub fn copy_bandwidth(&self) -> Result<f64> {
@@ -57,13 +169,16 @@ impl GpuState {
     }
 }
 
-trait Cached: Scalar + KernelType {
-    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<Self>>)>>;
+/// The last uploaded matrix of one precision, with the fingerprint of its problem.
+type Cache<T> = RefCell<Option<(u64, Rc<GpuCsr<T>>)>>;
+
+trait Cached: GpuScalar {
+    fn cache(s: &GpuState) -> &Cache<Self>;
     fn matrix(p: &Problem) -> &CsrMatrix<Self>;
     fn x(p: &Problem) -> &[Self];
 }
 impl Cached for f32 {
-    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<f32>>)>> {
+    fn cache(s: &GpuState) -> &Cache<f32> {
         &s.cache32
     }
     fn matrix(p: &Problem) -> &CsrMatrix<f32> {
@@ -74,7 +189,7 @@ impl Cached for f32 {
     }
 }
 impl Cached for f64 {
-    fn cache(s: &GpuState) -> &RefCell<Option<(usize, Rc<GpuCsr<f64>>)>> {
+    fn cache(s: &GpuState) -> &Cache<f64> {
         &s.cache64
     }
     fn matrix(p: &Problem) -> &CsrMatrix<f64> {
@@ -85,8 +200,27 @@ impl Cached for f64 {
     }
 }
 
+/// Identifies the matrix of a [`Problem`]: its shape and a sample of its entries and of x
+/// (the address alone is not enough: the next matrix may be built at the same address).
+fn fingerprint<T: Cached>(p: &Problem) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let a = T::matrix(p);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (a.nrows(), a.ncols(), a.nnz()).hash(&mut h);
+    let step = (a.nnz() / 4096).max(1);
+    for k in (0..a.nnz()).step_by(step) {
+        a.col_idx()[k].hash(&mut h);
+        a.values()[k].as_f64().to_bits().hash(&mut h);
+    }
+    let x = T::x(p);
+    for k in (0..x.len()).step_by((x.len() / 1024).max(1)) {
+        x[k].as_f64().to_bits().hash(&mut h);
+    }
+    h.finish()
+}
+
 fn uploaded<T: Cached>(s: &GpuState, p: &Problem) -> Result<Rc<GpuCsr<T>>> {
-    let key = T::matrix(p) as *const CsrMatrix<T> as usize;
+    let key = fingerprint::<T>(p);
     if let Some((k, m)) = &*T::cache(s).borrow() {
         if *k == key {
             return Ok(m.clone());
@@ -106,7 +240,7 @@ pub fn time_gpu(g: &Gpu, t: &Timing, mut f: impl FnMut() -> Result<()>) -> Resul
     let mut calls = 0u64;
     let mut spent = 0.0;
     while calls < 3 || spent < t.warmup_s {
-        let batch = (calls.max(1)).min(1 << 16);
+        let batch = calls.clamp(1, 1 << 16);
         spent += g.time(|| {
             for _ in 0..batch {
                 f().map_err(|e| segsparse::Error::InvalidInput(e.to_string()))?;
@@ -194,7 +328,9 @@ impl CusparseGpu {
         let (one, zero) = (T::one(), T::zero());
         let mut peer = CusparseSpmv::new(&a, self.alg, one, &x, zero, &mut y)
             .map_err(|e| anyhow::anyhow!("cuSPARSE not available: {e}"))?;
-        let median_s = time_gpu(&g, t, || peer.spmv(one, &x, zero, &mut y).map_err(Into::into))?;
+        let median_s = time_gpu(&g, t, || {
+            peer.spmv(one, &x, zero, &mut y).map_err(Into::into)
+        })?;
         drop(peer);
         let y = g.download(&y)?.iter().map(|v| v.as_f64()).collect();
         Ok(Measurement { median_s, y })
@@ -217,16 +353,27 @@ impl Implementation for CusparseGpu {
 }
 
 /// The GPU rows, in report order: Auto, Fused, Vector, the paper's algorithm, then cuSPARSE.
+///
+/// `SEGSPARSE_BENCH_GPU_ROWS` (comma-separated names such as `fused,vector,cusparse-alg1`)
+/// keeps only the rows whose name contains one of them (tuning runs).
 pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>> {
-    vec![
+    let mut all: Vec<Box<dyn Implementation>> = vec![
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Auto)),
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Fused)),
         Box::new(SegsparseGpu::new(
             state.clone(),
             SpmvAlgorithm::Vector { lanes: 0 },
         )),
-        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::PaperSegscan)),
+        Box::new(SegsparseGpu::new(
+            state.clone(),
+            SpmvAlgorithm::PaperSegscan,
+        )),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg1)),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
-    ]
+    ];
+    if let Ok(keep) = std::env::var("SEGSPARSE_BENCH_GPU_ROWS") {
+        let keep: Vec<&str> = keep.split(',').map(str::trim).collect();
+        all.retain(|i| keep.iter().any(|k| !k.is_empty() && i.name().contains(k)));
+    }
+    all
 }

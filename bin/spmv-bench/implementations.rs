@@ -18,7 +18,6 @@ pub enum Backend {
     /// On the host's cores.
     Cpu,
     /// On a CUDA device.
-    #[allow(dead_code)] // the GPU implementations land in later issues
     Gpu,
 }
 
@@ -90,16 +89,19 @@ pub fn implementations(backend: BackendArg) -> Result<Vec<Box<dyn Implementation
         Box::new(SprsCpu),
     ];
     match backend {
-        BackendArg::Auto | BackendArg::Cpu => Ok(cpu),
-        BackendArg::Gpu => match segsparse::gpu::Gpu::new() {
-            // Gpu::new()'s message ends with the CPU fallback that library callers get; this
-            // program exits instead, so that clause is dropped.
-            Err(e) => {
-                let e = e.to_string();
-                anyhow::bail!("no GPU: {}", e.trim_end_matches("; using the CPU"))
+        BackendArg::Cpu => Ok(cpu),
+        // GPU rows first when a device opens (bin/spmv-bench/gpu.rs).
+        BackendArg::Auto => match crate::gpu::open() {
+            Ok(mut all) => {
+                all.extend(cpu);
+                Ok(all)
             }
-            Ok(g) => anyhow::bail!("GPU SpMV not available yet (device {} found)", g.name()),
+            Err(_) => Ok(cpu),
         },
+        // Gpu::new()'s message ends with the CPU fallback that library callers get; this
+        // program exits instead, so that clause is dropped.
+        BackendArg::Gpu => crate::gpu::open()
+            .map_err(|e| anyhow::anyhow!("no GPU: {}", e.trim_end_matches("; using the CPU"))),
     }
 }
 

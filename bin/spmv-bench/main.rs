@@ -6,6 +6,21 @@
 //! an error.
 
 mod cli;
+#[cfg(feature = "cuda")]
+mod gpu;
+#[cfg(not(feature = "cuda"))]
+mod gpu {
+    //! Built without the `cuda` feature: no GPU rows.
+    pub fn open() -> Result<Vec<Box<dyn crate::implementations::Implementation>>, String> {
+        Err("built without the `cuda` feature".into())
+    }
+    pub fn write_gpu_table(
+        _: &mut impl std::io::Write,
+        _: &[crate::output::Row],
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 mod implementations;
 mod output;
 
@@ -141,7 +156,28 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             };
             for imp in &imps {
                 bar.set_message(format!("{name}: {} {prec}", imp.name()));
-                let m = imp.run(&p, prec, &timing)?;
+                let m = match imp.run(&p, prec, &timing) {
+                    Ok(m) => m,
+                    // A GPU peer that cannot run here (cuSPARSE missing) gets a row saying so;
+                    // nothing else fails.
+                    Err(e) if imp.backend() == implementations::Backend::Gpu => {
+                        let mut r = Row::measured(
+                            name,
+                            shape,
+                            &format!("{} ({e})", imp.name()),
+                            &prec.to_string(),
+                            "gpu",
+                            f64::NAN,
+                            bytes,
+                            f64::NAN,
+                        );
+                        r.source = "unavailable";
+                        rows.push(r);
+                        bar.inc(1);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 let err = cpu::max_rel_err(&m.y, &reference);
                 rows.push(Row::measured(
                     name,
@@ -169,6 +205,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                         load_s,
                     )?;
                     output::write_table(&mut out, &rows, threads)?;
+                    gpu::write_gpu_table(&mut out, &rows)?;
                 }
                 Format::Json => {
                     for r in &rows {

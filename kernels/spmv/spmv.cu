@@ -18,8 +18,9 @@
 //    segment (non-empty row) index to row index, and the thread that writes a row also writes
 //    beta*y for the empty rows just before it (and after it, for the last non-empty row).
 //
-// 2. spmv_vector_*: a sub-warp of 2^k lanes per row (CSR-vector). One launch, no carries; wins
-//    when rows are short and of even length (stencils) or when the matrix fits in L2.
+// 2. spmv_vector_*: a sub-warp of 2^k lanes per row (CSR-vector). One launch, no carries; on an
+//    H200 it won on small regular matrices (L2-resident: the shortest dependent chain) and on
+//    regular rows of 16 entries, and lost to the fused kernel on large 5- and 7-point stencils.
 //
 // 3. The paper's four steps (Sengupta et al. 2007 §4.2): spmv_products_* (gather x and multiply),
 //    the head flags (built at upload), a backward inclusive segmented sum scan (the crate's
@@ -156,7 +157,21 @@ __device__ __forceinline__ void spmv_fused_tile(
         T carry = T(0);
         if (!first_is_head && tile > 0) {
             int pred = (int)tile - 1;
-            while (true) {
+            // Fast path: the nearest predecessor almost always contains a row start and so is
+            // INCLUSIVE; wait for it alone instead of for a window of 32.
+            u32 fl0 = 0;
+            T v0 = T(0);
+            if (lane == 0) {
+                volatile u32* f = tile_flag + pred;
+                do { fl0 = *f; } while ((fl0 >> 2) != epoch);
+                __threadfence();
+                v0 = *((volatile T*)(((fl0 & 3u) == TILE_INCLUSIVE ? tile_incl : tile_value) + pred));
+            }
+            fl0 = __shfl_sync(FULL_MASK, fl0, 0);
+            carry = __shfl_sync(FULL_MASK, v0, 0);
+            bool done = (fl0 & 3u) == TILE_INCLUSIVE;
+            pred -= 1;
+            while (!done) {
                 const int t = pred - (int)lane;
                 u32 st = TILE_INCLUSIVE;
                 T v = T(0);
@@ -175,7 +190,7 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
                 for (int off = 16; off > 0; off >>= 1) mine_v += __shfl_xor_sync(FULL_MASK, mine_v, off);
                 carry += mine_v;
-                if (incl) break;
+                done = incl != 0u;
                 pred -= 32;
             }
             if (lane == 0 && !agg.flag) {

@@ -99,7 +99,8 @@ use crate::{CsrMatrix, Scalar};
 pub mod cpu;
 
 // ---- GPU SpMV: the GPU helper adds its module here ------------------------------------------
-// #[cfg(feature = "cuda")] pub mod gpu;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 // ----------------------------------------------------------------------------------------------
 
 /// `y ← α·A·x + β·y` on the CPU, multithreaded (rayon) over chunks of rows balanced by nonzeros.
@@ -112,6 +113,3 @@ pub mod cpu;
 pub fn spmv<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     cpu::spmv_par(alpha, a, x, beta, y)
 }
-
-#[cfg(feature = "cuda")]
-pub mod gpu;

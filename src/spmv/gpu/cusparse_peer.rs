@@ -12,10 +12,9 @@ use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
-use super::GpuCsr;
+use super::{GpuCsr, GpuScalar};
 use crate::error::Result;
 use crate::gpu::cusparse::{check, sys, Cusparse};
-use crate::gpu::KernelType;
 use crate::scalar::Scalar;
 
 /// The cuSPARSE CSR SpMV algorithm.
@@ -52,7 +51,7 @@ fn data_type<T: Scalar>() -> sys::cudaDataType {
 }
 
 /// A prepared `cusparseSpMV` (handle, descriptors, preprocessed buffer) for one matrix.
-pub struct CusparseSpmv<'a, T: Scalar + KernelType> {
+pub struct CusparseSpmv<'a, T: GpuScalar> {
     cs: Cusparse,
     mat: sys::cusparseSpMatDescr_t,
     vx: sys::cusparseDnVecDescr_t,
@@ -66,7 +65,7 @@ pub struct CusparseSpmv<'a, T: Scalar + KernelType> {
     _matrix: PhantomData<&'a GpuCsr<T>>,
 }
 
-impl<'a, T: Scalar + KernelType> CusparseSpmv<'a, T> {
+impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
     /// Creates the handle and descriptors for `a`, sizes and allocates the external buffer and
     /// runs `cusparseSpMV_preprocess` with `x`, `y`, `alpha` and `beta` (cuSPARSE requires the
     /// later calls to use the same scalars' kind; vectors may change).
@@ -81,8 +80,20 @@ impl<'a, T: Scalar + KernelType> CusparseSpmv<'a, T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<Self> {
-        assert_eq!(x.len(), a.ncols(), "cuSPARSE SpMV: x has {} elements, A has {} columns", x.len(), a.ncols());
-        assert_eq!(y.len(), a.nrows(), "cuSPARSE SpMV: y has {} elements, A has {} rows", y.len(), a.nrows());
+        assert_eq!(
+            x.len(),
+            a.ncols(),
+            "cuSPARSE SpMV: x has {} elements, A has {} columns",
+            x.len(),
+            a.ncols()
+        );
+        assert_eq!(
+            y.len(),
+            a.nrows(),
+            "cuSPARSE SpMV: y has {} elements, A has {} rows",
+            y.len(),
+            a.nrows()
+        );
         let cs = Cusparse::new(a.gpu())?;
         let stream = a.gpu().stream();
         let (rp, ci, va) = a.device_parts();
@@ -185,9 +196,27 @@ impl<'a, T: Scalar + KernelType> CusparseSpmv<'a, T> {
     ///
     /// # Panics
     /// On length mismatch (both sizes named).
-    pub fn spmv(&mut self, alpha: T, x: &CudaSlice<T>, beta: T, y: &mut CudaSlice<T>) -> Result<()> {
-        assert_eq!(x.len(), self.ncols, "cuSPARSE SpMV: x has {} elements, A has {} columns", x.len(), self.ncols);
-        assert_eq!(y.len(), self.nrows, "cuSPARSE SpMV: y has {} elements, A has {} rows", y.len(), self.nrows);
+    pub fn spmv(
+        &mut self,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        assert_eq!(
+            x.len(),
+            self.ncols,
+            "cuSPARSE SpMV: x has {} elements, A has {} columns",
+            x.len(),
+            self.ncols
+        );
+        assert_eq!(
+            y.len(),
+            self.nrows,
+            "cuSPARSE SpMV: y has {} elements, A has {} rows",
+            y.len(),
+            self.nrows
+        );
         self.alpha = alpha;
         self.beta = beta;
         let stream = self.cs.gpu().stream().clone();
@@ -224,7 +253,7 @@ impl<'a, T: Scalar + KernelType> CusparseSpmv<'a, T> {
     }
 }
 
-impl<T: Scalar + KernelType> Drop for CusparseSpmv<'_, T> {
+impl<T: GpuScalar> Drop for CusparseSpmv<'_, T> {
     fn drop(&mut self) {
         // SAFETY: each descriptor was created by `new` (or is null) and is destroyed once.
         unsafe {
