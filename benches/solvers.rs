@@ -236,7 +236,10 @@ fn problems(small: bool) -> Vec<(String, Vec<Method>)> {
     v
 }
 
-fn bench_precision<T: Scalar + segsparse::gpu::KernelType>(filter: &str, small: bool) {
+fn bench_precision<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
+    filter: &str,
+    small: bool,
+) {
     for (spec, methods) in problems(small) {
         let a: CsrMatrix<T> = io::load(&spec, 1).expect("problem");
         let short = spec.rsplit('/').next().unwrap_or(&spec).to_string();
@@ -256,7 +259,7 @@ fn bench_precision<T: Scalar + segsparse::gpu::KernelType>(filter: &str, small: 
 }
 
 #[cfg(feature = "cuda")]
-fn gpu_rows<T: Scalar + segsparse::gpu::KernelType>(
+fn gpu_rows<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     a: &CsrMatrix<T>,
     short: &str,
     b_host: &[T],
@@ -318,14 +321,14 @@ fn gpu_rows<T: Scalar + segsparse::gpu::KernelType>(
 /// The same solver with cuSPARSE's SpMV (the peer) as the operator: separates the cost of our
 /// vector kernels from that of the SpMV.
 #[cfg(feature = "cuda")]
-struct CusparseOp<'a, T: Scalar + segsparse::gpu::KernelType>(
+struct CusparseOp<'a, T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     std::cell::RefCell<segsparse::spmv::gpu::CusparseSpmv<'a, T>>,
     usize,
 );
 
 #[cfg(feature = "cuda")]
-impl<T: Scalar + segsparse::gpu::KernelType> LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>>
-    for CusparseOp<'_, T>
+impl<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>
+    LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>> for CusparseOp<'_, T>
 {
     fn nrows(&self) -> usize {
         self.1
@@ -345,7 +348,7 @@ impl<T: Scalar + segsparse::gpu::KernelType> LinearOperator<T, segsparse::solver
 
 #[cfg(feature = "cuda")]
 #[allow(clippy::too_many_arguments)]
-fn cusparse_row<T: Scalar + segsparse::gpu::KernelType>(
+fn cusparse_row<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     g: &std::sync::Arc<segsparse::gpu::Gpu>,
     ops: &segsparse::solvers::gpu::GpuOps<T>,
     da: &segsparse::spmv::gpu::GpuCsr<T>,

@@ -434,7 +434,7 @@ mod gpu {
     use segsparse::spmv::gpu::GpuCsr;
 
     /// Solves on CPU and GPU with the same method and compares iterations and solutions.
-    fn agree<T: Scalar + segsparse::gpu::KernelType>(
+    fn agree<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
         a: &CsrMatrix<T>,
         method: &str,
         tol: f64,

@@ -81,7 +81,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn run_typed<T: Scalar + segsparse::gpu::KernelType>(cli: &Cli) -> Result<ExitCode> {
+fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
+    cli: &Cli,
+) -> Result<ExitCode> {
     let precision = match cli.precision {
         PrecisionArg::F32 => Precision::F32,
         PrecisionArg::F64 => Precision::F64,
@@ -288,7 +290,7 @@ fn solve_with<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
 }
 
 #[cfg(feature = "cuda")]
-fn gpu_solve<T: Scalar + segsparse::gpu::KernelType>(
+fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     a: &CsrMatrix<T>,
     b: &[T],
     x: &mut Vec<T>,

@@ -594,7 +594,7 @@ impl<T> GpuScalars<T> {
 }
 
 /// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
-impl<T: Scalar + KernelType> LinearOperator<T, GpuOps<T>> for GpuCsr<T> {
+impl<T: crate::spmv::gpu::GpuScalar> LinearOperator<T, GpuOps<T>> for GpuCsr<T> {
     fn nrows(&self) -> usize {
         GpuCsr::nrows(self)
     }

@@ -72,8 +72,7 @@ use cudarc::driver::{CudaFunction, CudaSlice};
 /// Element types of the GPU SpMV: `f32` and `f64` (a [`Scalar`] with kernel instantiations,
 /// scannable by the segmented-scan primitive). Generic callers (solvers) bound on this.
 pub trait GpuScalar: Scalar + KernelType + ScanElem {}
-impl GpuScalar for f32 {}
-impl GpuScalar for f64 {}
+impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
 pub const SPMV_SRC: KernelSource = KernelSource {
