@@ -137,6 +137,7 @@ pub mod cpu {
 pub mod gpu {
     use super::{Keep, KERNELS};
     use crate::error::Result;
+    use crate::gpu::kernels::KernelSource;
     use crate::gpu::{kernel_name, DeviceBuffer, Gpu, KernelType, PushKernelArg};
     use crate::primitives::glue::{self, launch_err, len_u32, width};
     use crate::primitives::Direction;
@@ -204,30 +205,7 @@ pub mod gpu {
         values: &DeviceBuffer<T>,
         flags: &DeviceBuffer<u32>,
     ) -> Result<(DeviceBuffer<T>, usize)> {
-        let n = values.len();
-        glue::check_words("compact", flags.len(), n);
-        let n32 = len_u32(n, "compact")?;
-        // SAFETY: only the first `count` elements are meaningful, and all of them are written.
-        let mut out = unsafe { g.alloc::<T>(n.max(1))? };
-        if n == 0 {
-            return Ok((out, 0));
-        }
-        let tiles = n.div_ceil(TILE) as u32;
-        let incl = count_flag_bits(g, &KERNELS, "compact_count_bits", flags, n32, tiles)?;
-        let entry = format!("compact_bits_{}", width::<T>());
-        let f = g.function(&KERNELS, &entry, &defines())?;
-        let mut b = g.stream().launch_builder(&f);
-        b.arg(values)
-            .arg(flags)
-            .arg(&n32)
-            .arg(&incl)
-            .arg(&tiles)
-            .arg(&mut out);
-        // SAFETY: compact_bits_bN(const K* x, const u32* words, u32 n, const u32* tile_incl,
-        // u32 num_tiles, K* out); x and out hold n elements, tile_incl num_tiles.
-        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
-        let count = total(g, &incl)?;
-        Ok((out, count))
+        scatter_by_bits(g, &KERNELS, "compact", values, flags)
     }
 
     /// The key-value pairs whose flag bit is set, in order, and their count.
@@ -240,24 +218,76 @@ pub mod gpu {
         values: &DeviceBuffer<V>,
         flags: &DeviceBuffer<u32>,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
+        scatter_pairs_by_bits(g, &KERNELS, "compact", keys, values, flags)
+    }
+
+    /// The shape that compaction and split share: a count kernel `<root>_count_bits` fills one
+    /// count per tile from the flag bits, the counts are scanned, and a scatter kernel
+    /// `<root>_bits_<w>` writes every element to its place. Returns the output and the total of
+    /// the counts (kept elements for compact, falses for split); the total is the only value
+    /// that comes back to the host.
+    pub(crate) fn scatter_by_bits<T: KernelType>(
+        g: &Gpu,
+        src: &KernelSource,
+        root: &str,
+        values: &DeviceBuffer<T>,
+        flags: &DeviceBuffer<u32>,
+    ) -> Result<(DeviceBuffer<T>, usize)> {
+        let n = values.len();
+        glue::check_words(root, flags.len(), n);
+        let n32 = len_u32(n, root)?;
+        // SAFETY: the scatter kernel writes every position the operation defines (compact: the
+        // first `count`; split: all n, a permutation); the rest is documented as unspecified.
+        let mut out = unsafe { g.alloc::<T>(n.max(1))? };
+        if n == 0 {
+            return Ok((out, 0));
+        }
+        let tiles = n.div_ceil(TILE) as u32;
+        let incl = count_flag_bits(g, src, &format!("{root}_count_bits"), flags, n32, tiles)?;
+        let entry = format!("{root}_bits_{}", width::<T>());
+        let f = g.function(src, &entry, &defines())?;
+        let mut b = g.stream().launch_builder(&f);
+        b.arg(values)
+            .arg(flags)
+            .arg(&n32)
+            .arg(&incl)
+            .arg(&tiles)
+            .arg(&mut out);
+        // SAFETY: <root>_bits_bN(const K* x, const u32* words, u32 n, const u32* tile_incl,
+        // u32 num_tiles, K* out); x and out hold n elements, tile_incl num_tiles.
+        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
+        let count = total(g, &incl)?;
+        Ok((out, count))
+    }
+
+    /// [`scatter_by_bits`] of key-value pairs: the scatter kernel is
+    /// `<root>_bits_pairs_<wk>_<wv>`.
+    pub(crate) fn scatter_pairs_by_bits<K: KernelType, V: KernelType>(
+        g: &Gpu,
+        src: &KernelSource,
+        root: &str,
+        keys: &DeviceBuffer<K>,
+        values: &DeviceBuffer<V>,
+        flags: &DeviceBuffer<u32>,
+    ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
         let n = keys.len();
         assert_eq!(
             n,
             values.len(),
-            "compact_pairs: {n} keys but {} values",
+            "{root}_pairs: {n} keys but {} values",
             values.len()
         );
-        glue::check_words("compact_pairs", flags.len(), n);
-        let n32 = len_u32(n, "compact_pairs")?;
-        // SAFETY: the first `count` elements of both outputs are written.
+        glue::check_words(root, flags.len(), n);
+        let n32 = len_u32(n, root)?;
+        // SAFETY: as in `scatter_by_bits`, for both outputs.
         let (mut ko, mut vo) = unsafe { (g.alloc::<K>(n.max(1))?, g.alloc::<V>(n.max(1))?) };
         if n == 0 {
             return Ok((ko, vo, 0));
         }
         let tiles = n.div_ceil(TILE) as u32;
-        let incl = count_flag_bits(g, &KERNELS, "compact_count_bits", flags, n32, tiles)?;
-        let entry = format!("compact_bits_pairs_{}_{}", width::<K>(), width::<V>());
-        let f = g.function(&KERNELS, &entry, &defines())?;
+        let incl = count_flag_bits(g, src, &format!("{root}_count_bits"), flags, n32, tiles)?;
+        let entry = format!("{root}_bits_pairs_{}_{}", width::<K>(), width::<V>());
+        let f = g.function(src, &entry, &defines())?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(keys)
             .arg(values)
@@ -267,7 +297,7 @@ pub mod gpu {
             .arg(&tiles)
             .arg(&mut ko)
             .arg(&mut vo);
-        // SAFETY: compact_bits_pairs_bK_bV(const K*, const V*, const u32* words, u32 n,
+        // SAFETY: <root>_bits_pairs_bK_bV(const K*, const V*, const u32* words, u32 n,
         // const u32* tile_incl, u32 num_tiles, K*, V*): every buffer is at least n long.
         unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
         let count = total(g, &incl)?;

@@ -144,7 +144,7 @@ pub mod gpu {
     use super::KERNELS;
     use crate::error::Result;
     use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
-    use crate::primitives::compact::gpu::{count_flag_bits, defines, total, THREADS, TILE};
+    use crate::primitives::compact::gpu::{scatter_by_bits, scatter_pairs_by_bits};
     use crate::primitives::glue::{self, launch_err, len_u32, stride_grid, width};
     use crate::primitives::gpu::HeadFlags;
     use crate::primitives::Direction;
@@ -159,30 +159,7 @@ pub mod gpu {
         values: &DeviceBuffer<T>,
         flags: &DeviceBuffer<u32>,
     ) -> Result<(DeviceBuffer<T>, usize)> {
-        let n = values.len();
-        glue::check_words("split", flags.len(), n);
-        let n32 = len_u32(n, "split")?;
-        // SAFETY: every one of the n outputs is written (split is a permutation).
-        let mut out = unsafe { g.alloc::<T>(n.max(1))? };
-        if n == 0 {
-            return Ok((out, 0));
-        }
-        let tiles = n.div_ceil(TILE) as u32;
-        let incl = count_flag_bits(g, &KERNELS, "split_count_bits", flags, n32, tiles)?;
-        let entry = format!("split_bits_{}", width::<T>());
-        let f = g.function(&KERNELS, &entry, &defines())?;
-        let mut b = g.stream().launch_builder(&f);
-        b.arg(values)
-            .arg(flags)
-            .arg(&n32)
-            .arg(&incl)
-            .arg(&tiles)
-            .arg(&mut out);
-        // SAFETY: split_bits_bN(const K* x, const u32* words, u32 n, const u32* tile_incl,
-        // u32 num_tiles, K* out); x and out hold n elements.
-        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
-        let nf = total(g, &incl)?;
-        Ok((out, nf))
+        scatter_by_bits(g, &KERNELS, "split", values, flags)
     }
 
     /// [`split`] of key-value pairs. Returns keys, values and the number of falses.
@@ -195,38 +172,7 @@ pub mod gpu {
         values: &DeviceBuffer<V>,
         flags: &DeviceBuffer<u32>,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
-        let n = keys.len();
-        assert_eq!(
-            n,
-            values.len(),
-            "split_pairs: {n} keys but {} values",
-            values.len()
-        );
-        glue::check_words("split_pairs", flags.len(), n);
-        let n32 = len_u32(n, "split_pairs")?;
-        // SAFETY: split is a permutation: all n outputs are written.
-        let (mut ko, mut vo) = unsafe { (g.alloc::<K>(n.max(1))?, g.alloc::<V>(n.max(1))?) };
-        if n == 0 {
-            return Ok((ko, vo, 0));
-        }
-        let tiles = n.div_ceil(TILE) as u32;
-        let incl = count_flag_bits(g, &KERNELS, "split_count_bits", flags, n32, tiles)?;
-        let entry = format!("split_bits_pairs_{}_{}", width::<K>(), width::<V>());
-        let f = g.function(&KERNELS, &entry, &defines())?;
-        let mut b = g.stream().launch_builder(&f);
-        b.arg(keys)
-            .arg(values)
-            .arg(flags)
-            .arg(&n32)
-            .arg(&incl)
-            .arg(&tiles)
-            .arg(&mut ko)
-            .arg(&mut vo);
-        // SAFETY: split_bits_pairs_bK_bV(const K*, const V*, const u32* words, u32 n,
-        // const u32* tile_incl, u32 num_tiles, K*, V*): all buffers at least n long.
-        unsafe { b.launch(Gpu::cfg(tiles, THREADS, 0)) }.map_err(launch_err(&entry))?;
-        let nf = total(g, &incl)?;
-        Ok((ko, vo, nf))
+        scatter_pairs_by_bits(g, &KERNELS, "split", keys, values, flags)
     }
 
     /// Split within every segment; the falses and the trues of each segment become two new
