@@ -103,6 +103,20 @@ fn same_len(what: &str, a: usize, b: usize) {
 /// A null device pointer for kernel arguments that the chosen mode does not touch.
 const NULL: u64 = 0;
 
+/// Pushes an optional buffer, or a null pointer.
+macro_rules! opt_arg {
+    ($b:expr, $o:expr) => {
+        match $o {
+            Some(v) => {
+                $b.arg(v);
+            }
+            None => {
+                $b.arg(&NULL);
+            }
+        }
+    };
+}
+
 impl<T: Scalar + KernelType> GpuOps<T> {
     /// Compiles (or takes from the [`Gpu`]'s cache) the solver kernels for `T`.
     ///
@@ -147,6 +161,67 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         Gpu::cfg(grid, THREADS, 0)
     }
 
+    /// The shared launch of `solver_bicg_p` and `solver_bicg_s`, kernels of one signature:
+    /// `(const T* r, const T* v, T* out, const T* dinv, T* hat, u32 n, u32 mode, const T* s)`.
+    #[allow(clippy::too_many_arguments)]
+    fn bicg_vector_step(
+        &self,
+        f: &CudaFunction,
+        name: &'static str,
+        r: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        out: &mut CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+    ) -> Result<()> {
+        same_len(name, r.len(), v.len());
+        same_len(name, r.len(), out.len());
+        let n = n32(r.len());
+        let grid = sc.grid_for(self, r.len());
+        let (mode, dinv, hat) = Self::mode_ptrs(&mut fuse);
+        if let (Some(d), Some(z)) = (&dinv, &hat) {
+            same_len(name, r.len(), d.len());
+            same_len(name, r.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(f);
+        l.arg(r).arg(v).arg(out);
+        opt_arg!(l, dinv);
+        opt_arg!(l, hat);
+        l.arg(&n).arg(&mode).arg(&sc.slots);
+        // SAFETY: the signature above; r, v, out (and dinv, hat in Jacobi mode) have n elements,
+        // `sc.slots` holds the scalar slots the kernel reads.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err(name))?;
+        Ok(())
+    }
+
+    /// The shared launch of `solver_bicg_alpha` and `solver_bicg_omega`, reductions of one
+    /// signature: `(const T* a, const T* b, u32 n, T* s, T* partials, u32* ticket, u32 it)`.
+    fn bicg_reduce_step(
+        &self,
+        f: &CudaFunction,
+        name: &'static str,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len(name, a.len(), b.len());
+        let (n, it) = (n32(a.len()), n32(it));
+        let grid = sc.grid_for(self, a.len());
+        let mut l = self.gpu.stream().launch_builder(f);
+        l.arg(a)
+            .arg(b)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&it);
+        // SAFETY: the signature above; a, b have n elements, `sc.partials` one entry per block of
+        // `grid` and `sc.ticket` one counter (both sized by `grid_for`).
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err(name))?;
+        Ok(())
+    }
+
     fn mode_ptrs<'a>(
         fuse: &'a mut Fuse<'_, CudaSlice<T>>,
     ) -> (u32, Option<&'a CudaSlice<T>>, Option<&'a mut CudaSlice<T>>) {
@@ -156,20 +231,6 @@ impl<T: Scalar + KernelType> GpuOps<T> {
             Fuse::Separate(_) => (FUSE_SEPARATE, None, None),
         }
     }
-}
-
-/// Pushes an optional buffer, or a null pointer.
-macro_rules! opt_arg {
-    ($b:expr, $o:expr) => {
-        match $o {
-            Some(v) => {
-                $b.arg(v);
-            }
-            None => {
-                $b.arg(&NULL);
-            }
-        }
-    };
 }
 
 impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
@@ -433,27 +494,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         r: &CudaSlice<T>,
         v: &CudaSlice<T>,
         p: &mut CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
+        fuse: Fuse<'_, CudaSlice<T>>,
         sc: &mut GpuScalars<T>,
     ) -> Result<()> {
-        same_len("bicg_p", r.len(), v.len());
-        same_len("bicg_p", r.len(), p.len());
-        let n = n32(r.len());
-        let grid = sc.grid_for(self, r.len());
-        let (mode, dinv, phat) = Self::mode_ptrs(&mut fuse);
-        if let (Some(d), Some(z)) = (&dinv, &phat) {
-            same_len("bicg_p", r.len(), d.len());
-            same_len("bicg_p", r.len(), z.len());
-        }
-        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_p);
-        l.arg(r).arg(v).arg(p);
-        opt_arg!(l, dinv);
-        opt_arg!(l, phat);
-        l.arg(&n).arg(&mode).arg(&sc.slots);
-        // SAFETY: solver_bicg_p(const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n,
-        // u32 mode, const T* s); r, v, p (and dinv, phat in Jacobi mode) have n elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_p"))?;
-        Ok(())
+        // solver_bicg_p: p ← r + β(p − ω v), and p̂ = D⁻¹p in Jacobi mode.
+        self.bicg_vector_step(&self.k.bicg_p, "solver_bicg_p", r, v, p, fuse, sc)
     }
 
     fn bicg_alpha(
@@ -463,21 +508,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         sc: &mut GpuScalars<T>,
         it: usize,
     ) -> Result<()> {
-        same_len("bicg_alpha", rhat.len(), v.len());
-        let (n, it) = (n32(v.len()), n32(it));
-        let grid = sc.grid_for(self, v.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha);
-        l.arg(rhat)
-            .arg(v)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&it);
-        // SAFETY: solver_bicg_alpha(const T* rhat, const T* v, u32 n, T* s, T* partials,
-        // u32* ticket, u32 it); rhat, v have n elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_alpha"))?;
-        Ok(())
+        // solver_bicg_alpha: r̂ᵀv, then α = ρ / r̂ᵀv in the last block.
+        self.bicg_reduce_step(&self.k.bicg_alpha, "solver_bicg_alpha", rhat, v, sc, it)
     }
 
     fn bicg_s(
@@ -485,27 +517,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         r: &CudaSlice<T>,
         v: &CudaSlice<T>,
         s: &mut CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
+        fuse: Fuse<'_, CudaSlice<T>>,
         sc: &mut GpuScalars<T>,
     ) -> Result<()> {
-        same_len("bicg_s", r.len(), v.len());
-        same_len("bicg_s", r.len(), s.len());
-        let n = n32(r.len());
-        let grid = sc.grid_for(self, r.len());
-        let (mode, dinv, shat) = Self::mode_ptrs(&mut fuse);
-        if let (Some(d), Some(z)) = (&dinv, &shat) {
-            same_len("bicg_s", r.len(), d.len());
-            same_len("bicg_s", r.len(), z.len());
-        }
-        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_s);
-        l.arg(r).arg(v).arg(s);
-        opt_arg!(l, dinv);
-        opt_arg!(l, shat);
-        l.arg(&n).arg(&mode).arg(&sc.slots);
-        // SAFETY: solver_bicg_s(const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n,
-        // u32 mode, const T* s); r, v, sv (and dinv, shat in Jacobi mode) have n elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_s"))?;
-        Ok(())
+        // solver_bicg_s: s ← r − α v, and ŝ = D⁻¹s in Jacobi mode.
+        self.bicg_vector_step(&self.k.bicg_s, "solver_bicg_s", r, v, s, fuse, sc)
     }
 
     fn bicg_omega(
@@ -515,21 +531,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         sc: &mut GpuScalars<T>,
         it: usize,
     ) -> Result<()> {
-        same_len("bicg_omega", t.len(), s.len());
-        let (n, it) = (n32(t.len()), n32(it));
-        let grid = sc.grid_for(self, t.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_omega);
-        l.arg(t)
-            .arg(s)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&it);
-        // SAFETY: solver_bicg_omega(const T* t, const T* sv, u32 n, T* s, T* partials,
-        // u32* ticket, u32 it); t, sv have n elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_omega"))?;
-        Ok(())
+        // solver_bicg_omega: tᵀs and tᵀt, then ω = tᵀs / tᵀt in the last block.
+        self.bicg_reduce_step(&self.k.bicg_omega, "solver_bicg_omega", t, s, sc, it)
     }
 
     fn bicg_update(
