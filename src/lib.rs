@@ -23,6 +23,44 @@
 //! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
 //! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB (one body for CPU and GPU) |
 //! | [`tridiag`] | tridiagonal systems: Thomas, cyclic reduction, PCR |
+//!
+//! ## Quick start
+//!
+//! ```
+//! use segsparse::{generate, spmv, CsrMatrix};
+//! use segsparse::solvers::{cg, Cpu, SolveParams};
+//!
+//! // A matrix from a file (`io::read_matrix_market`) or, as here, from a generator spec.
+//! let a: CsrMatrix<f64> = generate::from_spec("poisson2d:30", 0)?;
+//! let x = vec![1.0; a.ncols()];
+//! let mut y = vec![0.0; a.nrows()];
+//! spmv::spmv(1.0, &a, &x, 0.0, &mut y); // y ← A·x on the CPU (rayon)
+//!
+//! // Solve A·x = b with conjugate gradient; the same call runs on the GPU with
+//! // `solvers::gpu::GpuOps` and a `spmv::gpu::GpuCsr` in place of `Cpu` and `a`.
+//! let mut sol = vec![0.0; a.ncols()];
+//! let info = cg(&Cpu, &a, &y, &mut sol, &SolveParams { rel_tol: 1e-10, ..Default::default() })?;
+//! assert!(info.relative_residual <= 1e-10);
+//!
+//! // The GPU, when one works (this prints a reason and carries on without one):
+//! match segsparse::gpu::Gpu::new() {
+//!     Ok(g) => println!("GPU: {}", g.name()),
+//!     Err(e) => println!("{e}"),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Backends and features
+//!
+//! | | CPU | GPU (feature `cuda`, default) |
+//! |---|---|---|
+//! | SpMV | [`spmv::spmv`] (rayon), [`spmv::cpu`] | `spmv::gpu::GpuCsr` (fused, vector, the paper's segmented scan) |
+//! | scan family and primitives | [`primitives::cpu`] and each module's `cpu` | [`primitives`]`::gpu` and each module's `gpu` |
+//! | solvers | [`solvers::Cpu`] | `solvers::gpu::GpuOps` |
+//! | tridiagonal | [`tridiag::cpu`] | `tridiag::gpu::GpuTridiag` |
+//!
+//! Feature `cli` (default) builds `spmv-bench`, `sparse-solve` and the other benchmark tools.
+//! Performance figures measured on the GPU machine are in `benches/results/` of the repository.
 #![warn(missing_docs)]
 
 pub mod csr;

@@ -45,7 +45,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Random diagonally dominant systems (cuSPARSE's convention: lower[0] = upper[n-1] = 0).
+/// Random diagonally dominant systems (cuSPARSE's convention: `lower[0] = upper[n-1] = 0`).
 #[allow(clippy::type_complexity)]
 fn systems<T: Scalar>(n: usize, batch: usize, seed: u64) -> (Vec<T>, Vec<T>, Vec<T>, Vec<T>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);

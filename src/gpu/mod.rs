@@ -2,7 +2,7 @@
 //!
 //! Everything here sits on [cudarc] with dynamic loading, so the crate builds with no CUDA
 //! installed and a binary runs on a machine without the driver: [`Gpu::new`] then returns
-//! [`Error::CudaUnavailable`] with a sentence saying what is missing, and callers fall back to the
+//! [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) with a sentence saying what is missing, and callers fall back to the
 //! CPU. cudarc panics when a driver function is used while the library is absent, so discovery
 //! checks `is_culib_present()` before any driver call.
 //!

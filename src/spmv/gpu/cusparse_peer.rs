@@ -71,7 +71,7 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
     /// later calls to use the same scalars' kind; vectors may change).
     ///
     /// # Errors
-    /// [`Error::Cusparse`] when the library is absent or a call fails (the call is named).
+    /// [`Error::Cusparse`](crate::Error::Cusparse) when the library is absent or a call fails (the call is named).
     pub fn new(
         a: &'a GpuCsr<T>,
         alg: CusparseAlg,
