@@ -78,6 +78,18 @@ fn chunked<T: Scalar>(
         .fold([T::zero(); 2], |a, p| [a[0] + p[0], a[1] + p[1]])
 }
 
+/// `xᵀy` summed per fixed-size chunk in a fixed order (see [`chunked`]).
+fn chunked_dot<T: Scalar>(x: &[T], y: &[T], partials: &mut [[T; 2]]) -> T {
+    let [d, _] = chunked(x.len(), partials, |rg| {
+        let s = x[rg.clone()]
+            .iter()
+            .zip(&y[rg])
+            .fold(T::zero(), |a, (&x, &y)| a + x * y);
+        [s, T::zero()]
+    });
+    d
+}
+
 fn same_len(what: &str, a: usize, b: usize) {
     assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
 }
@@ -133,13 +145,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
     }
     fn dot(&self, x: &Vec<T>, y: &Vec<T>, sc: &mut CpuScalars<T>) -> Result<f64> {
         same_len("dot", x.len(), y.len());
-        let [d, _] = chunked(x.len(), &mut sc.partials, |rg| {
-            let s = x[rg.clone()]
-                .iter()
-                .zip(&y[rg])
-                .fold(T::zero(), |a, (&x, &y)| a + x * y);
-            [s, T::zero()]
-        });
+        let d = chunked_dot(x, y, &mut sc.partials);
         sc.slots[Slot::Dot as usize] = d;
         Ok(d.as_f64())
     }
@@ -215,13 +221,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             return Ok(());
         }
         same_len("cg_alpha", p.len(), q.len());
-        let [pq, _] = chunked(p.len(), &mut sc.partials, |rg| {
-            let s = p[rg.clone()]
-                .iter()
-                .zip(&q[rg])
-                .fold(T::zero(), |a, (&p, &q)| a + p * q);
-            [s, T::zero()]
-        });
+        let pq = chunked_dot(p, q, &mut sc.partials);
         recur::cg_alpha(&mut sc.slots, pq, it);
         Ok(())
     }
@@ -298,13 +298,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             return Ok(());
         }
         same_len("cg_rho", r.len(), z.len());
-        let [rz, _] = chunked(r.len(), &mut sc.partials, |rg| {
-            let s = r[rg.clone()]
-                .iter()
-                .zip(&z[rg])
-                .fold(T::zero(), |a, (&r, &z)| a + r * z);
-            [s, T::zero()]
-        });
+        let rz = chunked_dot(r, z, &mut sc.partials);
         recur::cg_rho(&mut sc.slots, rz, it);
         Ok(())
     }
@@ -391,13 +385,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             return Ok(());
         }
         same_len("bicg_alpha", rhat.len(), v.len());
-        let [rv, _] = chunked(v.len(), &mut sc.partials, |rg| {
-            let s = rhat[rg.clone()]
-                .iter()
-                .zip(&v[rg])
-                .fold(T::zero(), |a, (&x, &y)| a + x * y);
-            [s, T::zero()]
-        });
+        let rv = chunked_dot(rhat, v, &mut sc.partials);
         recur::bicg_alpha(&mut sc.slots, rv, it);
         Ok(())
     }
