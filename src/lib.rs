@@ -19,6 +19,7 @@
 //! | [`io`] | Matrix Market reading and writing (`.mtx`, `.mtx.gz`) |
 //! | [`generate`] | generated test matrices (`poisson2d:N`, `random:N:K`, ...) |
 //! | [`gpu`] | device discovery, NVRTC kernel cache, device buffers |
+//! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
 //! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
 //! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB (one body for CPU and GPU) |
@@ -68,6 +69,7 @@ pub mod error;
 pub mod generate;
 pub mod gpu;
 pub mod io;
+pub mod kernel_registry;
 pub mod primitives;
 pub mod scalar;
 pub mod solvers;

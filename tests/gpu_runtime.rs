@@ -18,7 +18,7 @@ fn every_kernel_source_compiles_for_sm80_and_sm90() {
         return;
     }
     let mut failures = Vec::new();
-    for src in kernels::ALL_SOURCES {
+    for src in segsparse::kernel_registry::ALL_SOURCES {
         for arch in ["sm_80", "sm_90"] {
             match gpu::compile_ptx(src, arch, &[]) {
                 Ok(ptx) => assert!(!ptx.to_src().is_empty(), "{} gave empty PTX", src.name),
@@ -29,7 +29,7 @@ fn every_kernel_source_compiles_for_sm80_and_sm90() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     eprintln!(
         "compiled {} kernel sources for sm_80 and sm_90",
-        kernels::ALL_SOURCES.len()
+        segsparse::kernel_registry::ALL_SOURCES.len()
     );
 }
 
@@ -42,6 +42,7 @@ fn a_compile_error_names_the_kernel_and_keeps_the_log() {
     let bad = kernels::KernelSource {
         name: "broken.cu",
         text: "extern \"C\" __global__ void k() { undeclared_thing = 1; }\n",
+        headers: &[],
     };
     let e = gpu::compile_ptx(&bad, "sm_90", &[])
         .unwrap_err()

@@ -67,6 +67,10 @@ impl<T: PartialOrd + Copy> Keep<T> {
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/compact.cu",
     text: include_str!("../../kernels/device/compact.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_SELECT,
+    ],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {

@@ -20,6 +20,10 @@
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/segment_ops.cu",
     text: include_str!("../../kernels/device/segment_ops.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_RADIX_RANK,
+    ],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {

@@ -55,46 +55,113 @@ pub mod cpu;
 pub mod gpu;
 pub mod policy;
 
-/// The kernel sources of the scan family (compiled by NVRTC on first use; listed in
-/// [`crate::gpu::kernels::ALL_SOURCES`] so CI compiles them).
+/// The kernel sources of the scan family and the warp- and block-level headers that every
+/// primitive's kernels share (compiled by NVRTC on first use; listed in
+/// [`crate::kernel_registry::ALL_SOURCES`] so CI compiles them).
 pub mod sources {
-    use crate::gpu::kernels::KernelSource;
+    use crate::gpu::kernels::{KernelSource, COMMON};
 
     macro_rules! source {
-        ($(#[$m:meta])* $name:ident, $path:literal) => {
+        ($(#[$m:meta])* $name:ident, $path:literal, [$($h:expr),*]) => {
             $(#[$m])*
             pub const $name: KernelSource = KernelSource {
                 name: $path,
                 text: include_str!(concat!("../../kernels/", $path)),
+                headers: &[$(&$h),*],
             };
         };
     }
     source!(
+        /// `warp/warp_scan.cuh`: shuffle-based warp scans and segmented scans.
+        WARP_SCAN,
+        "warp/warp_scan.cuh",
+        [COMMON]
+    );
+    source!(
+        /// `warp/warp_reduce.cuh`: warp reductions and ballot helpers.
+        WARP_REDUCE,
+        "warp/warp_reduce.cuh",
+        [COMMON]
+    );
+    source!(
+        /// `block/block_scan.cuh`: block scan from warp scans and one shared-memory pass.
+        BLOCK_SCAN,
+        "block/block_scan.cuh",
+        [COMMON, WARP_SCAN, WARP_REDUCE]
+    );
+    source!(
+        /// `block/block_load_store.cuh`: striped ↔ blocked tiles, packed flag bits.
+        BLOCK_LOAD_STORE,
+        "block/block_load_store.cuh",
+        [COMMON]
+    );
+    source!(
+        /// `block/tile_lookback.cuh`: tile status words of the decoupled look-back.
+        TILE_LOOKBACK,
+        "block/tile_lookback.cuh",
+        [COMMON, WARP_REDUCE]
+    );
+    source!(
+        /// `block/tile_scan.cuh`: one tile of a single-pass (segmented) scan.
+        TILE_SCAN,
+        "block/tile_scan.cuh",
+        [COMMON, WARP_REDUCE, BLOCK_SCAN, BLOCK_LOAD_STORE, TILE_LOOKBACK]
+    );
+    source!(
+        /// `block/block_work_efficient.cuh`: the papers' work-efficient block scan.
+        BLOCK_WORK_EFFICIENT,
+        "block/block_work_efficient.cuh",
+        [COMMON, WARP_REDUCE, BLOCK_LOAD_STORE]
+    );
+    source!(
+        /// `block/scan_instances.cuh`: the (operator, type) instantiation macros.
+        SCAN_INSTANCES,
+        "block/scan_instances.cuh",
+        [COMMON]
+    );
+    source!(
+        /// `block/block_select.cuh`: block-level selection (compact, split).
+        BLOCK_SELECT,
+        "block/block_select.cuh",
+        [COMMON]
+    );
+    source!(
+        /// `block/block_radix_rank.cuh`: block-level radix ranking.
+        BLOCK_RADIX_RANK,
+        "block/block_radix_rank.cuh",
+        [COMMON]
+    );
+    source!(
         /// `scan_lookback_{op}_{type}`: single-pass scan with decoupled look-back.
         SCAN_LOOKBACK,
-        "device/scan_lookback.cu"
+        "device/scan_lookback.cu",
+        [COMMON, SCAN_INSTANCES, TILE_SCAN]
     );
     source!(
         /// `segscan_lookback_{op}_{type}`: single-pass segmented scan with decoupled look-back.
         SEGSCAN_LOOKBACK,
-        "device/segscan_lookback.cu"
+        "device/segscan_lookback.cu",
+        [COMMON, SCAN_INSTANCES, TILE_SCAN]
     );
     source!(
         /// Work-efficient and warp-shuffle multi-pass scans (`scan_we_*`, `scan_ws_*`,
         /// `scan_spine_*`).
         SCAN_MULTIPASS,
-        "device/scan_multipass.cu"
+        "device/scan_multipass.cu",
+        [COMMON, SCAN_INSTANCES, TILE_SCAN, BLOCK_WORK_EFFICIENT]
     );
     source!(
         /// Work-efficient and warp-shuffle multi-pass segmented scans (`segscan_we_*`,
         /// `segscan_ws_*`, `segscan_spine_*`).
         SEGSCAN_MULTIPASS,
-        "device/segscan_multipass.cu"
+        "device/segscan_multipass.cu",
+        [COMMON, SCAN_INSTANCES, TILE_SCAN, BLOCK_WORK_EFFICIENT]
     );
     source!(
         /// `segscan_flags_from_offsets`: packed head flags from CSR-style offsets.
         SEGSCAN_FLAGS,
-        "device/segscan_flags.cu"
+        "device/segscan_flags.cu",
+        [COMMON]
     );
 }
 

@@ -23,6 +23,7 @@
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/segreduce.cu",
     text: include_str!("../../kernels/device/segreduce.cu"),
+    headers: &[&crate::gpu::kernels::COMMON],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {

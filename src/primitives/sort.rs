@@ -107,6 +107,10 @@ impl RadixKey for u64 {
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/radix_sort.cu",
     text: include_str!("../../kernels/device/radix_sort.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_RADIX_RANK,
+    ],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {

@@ -25,6 +25,10 @@
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/split.cu",
     text: include_str!("../../kernels/device/split.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_SELECT,
+    ],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {

@@ -30,6 +30,7 @@ use crate::spmv::gpu::GpuCsr;
 pub const BLAS1: KernelSource = KernelSource {
     name: "solvers/blas1.cu",
     text: include_str!("../../kernels/solvers/blas1.cu"),
+    headers: &[&crate::gpu::kernels::COMMON],
 };
 
 /// Threads per block of every solver kernel: 256 = 8 warps, enough for the two-level

@@ -74,10 +74,19 @@ use cudarc::driver::{CudaFunction, CudaSlice};
 pub trait GpuScalar: Scalar + KernelType + ScanElem {}
 impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
+/// `kernels/spmv/spmv_scan.cuh`: the warp and block scan of (head count, flag, partial sum)
+/// triples of the fused SpMV.
+pub const SPMV_SCAN: KernelSource = KernelSource {
+    name: "spmv/spmv_scan.cuh",
+    text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+};
+
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
 pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
+    headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
 };
 
 /// Which GPU SpMV algorithm to run.

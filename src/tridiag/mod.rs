@@ -58,10 +58,19 @@ use crate::error::Result;
 use crate::gpu::kernels::KernelSource;
 use crate::scalar::Scalar;
 
+/// `kernels/tridiag/block_tridiag.cuh`: block- and thread-level building blocks of the
+/// tridiagonal solvers.
+pub const BLOCK_TRIDIAG: KernelSource = KernelSource {
+    name: "tridiag/block_tridiag.cuh",
+    text: include_str!("../../kernels/tridiag/block_tridiag.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+};
+
 /// The tridiagonal kernels (`kernels/tridiag/tridiag.cu`).
 pub const TRIDIAG_KERNELS: KernelSource = KernelSource {
     name: "tridiag/tridiag.cu",
     text: include_str!("../../kernels/tridiag/tridiag.cu"),
+    headers: &[&crate::gpu::kernels::COMMON, &BLOCK_TRIDIAG],
 };
 
 /// Assembly kernels of the shallow-water example's alternating-direction sweeps
@@ -69,6 +78,7 @@ pub const TRIDIAG_KERNELS: KernelSource = KernelSource {
 pub const SHALLOW_WATER_KERNELS: KernelSource = KernelSource {
     name: "tridiag/shallow_water.cu",
     text: include_str!("../../kernels/tridiag/shallow_water.cu"),
+    headers: &[&crate::gpu::kernels::COMMON],
 };
 
 /// Which algorithm solves the systems. GPU algorithms are forced with

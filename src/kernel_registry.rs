@@ -1,0 +1,73 @@
+//! Every kernel source of the crate in one list, assembled above the modules that own them.
+//!
+//! The GPU runtime ([`crate::gpu`]) compiles whatever [`KernelSource`] it is handed and knows no
+//! kernel above it; each module (primitives, SpMV, solvers, tridiagonal) declares its own sources
+//! and headers. This list exists for the checks that must see all of them at once: CI compiles
+//! each for `sm_80` and `sm_90` with NVRTC (`tests/gpu_runtime.rs`), and a unit test below
+//! resolves every source's includes on every machine, NVRTC or not.
+
+use crate::gpu::kernels::KernelSource;
+
+/// Every kernel source (`.cu`), each compiled in CI with the defaults of its policy.
+pub const ALL_SOURCES: &[&KernelSource] = &[
+    &crate::gpu::kernels::SELFTEST,
+    &crate::tridiag::TRIDIAG_KERNELS,
+    &crate::tridiag::SHALLOW_WATER_KERNELS,
+    &crate::primitives::sources::SCAN_LOOKBACK,
+    &crate::primitives::sources::SEGSCAN_LOOKBACK,
+    &crate::primitives::sources::SCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_MULTIPASS,
+    &crate::primitives::sources::SEGSCAN_FLAGS,
+    &crate::primitives::compact::KERNELS,
+    &crate::primitives::split::KERNELS,
+    &crate::primitives::sort::KERNELS,
+    &crate::primitives::segreduce::KERNELS,
+    &crate::primitives::distribute::KERNELS,
+    #[cfg(feature = "cuda")]
+    &crate::spmv::gpu::SPMV_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::solvers::gpu::BLAS1,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::kernels::preprocess;
+
+    /// Every include of every source is declared (so no kernel fails to compile for a missing
+    /// header on a machine that has NVRTC), and every `.cu` under `kernels/` is listed here.
+    #[test]
+    fn every_source_resolves_its_includes_and_is_listed() {
+        for src in ALL_SOURCES {
+            let text = preprocess(src).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!text.contains("#include"), "{}: include left", src.name);
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        if !dir.is_dir() {
+            return; // not on the build machine
+        }
+        let mut on_disk = Vec::new();
+        let mut stack = vec![dir.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "cu") {
+                    let rel = p
+                        .strip_prefix(&dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/");
+                    on_disk.push(rel);
+                }
+            }
+        }
+        for f in &on_disk {
+            assert!(
+                ALL_SOURCES.iter().any(|s| s.name == f),
+                "kernels/{f} is not in kernel_registry::ALL_SOURCES (CI would not compile it)"
+            );
+        }
+    }
+}
