@@ -366,6 +366,111 @@ fn overlong_lines_are_bounded() {
     assert_eq!(m.nnz(), 1);
 }
 
+/// The memory budget refuses what the size line needs before allocating it, and entries as
+/// they outgrow it; errors name the file, line and both figures.
+#[test]
+fn memory_budget_refuses_with_the_figures() {
+    use io::ReadOptions;
+    // The issue's 67-byte file: 10^9 rows × 1 column × 1 entry needs 8 GB of row pointers and
+    // work array. Under a 1 GiB budget it is refused from the size line, at once.
+    let text = "%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 1\n";
+    assert_eq!(text.len(), 67);
+    let opts = ReadOptions { max_bytes: 1 << 30 };
+    let t = std::time::Instant::now();
+    let e = io::read_matrix_market_from_with::<f64, _>(text.as_bytes(), "big.mtx", &opts)
+        .unwrap_err()
+        .to_string();
+    eprintln!("{e} ({:.6} s)", t.elapsed().as_secs_f64());
+    assert!(
+        e.starts_with("big.mtx:2: the size line declares 1000000000 rows"),
+        "{e}"
+    );
+    assert!(
+        e.contains("8.00 GB (8000000004 bytes)")
+            && e.contains("memory budget of 1.07 GB (1073741824 bytes)"),
+        "{e}"
+    );
+    assert!(
+        e.contains("ReadOptions::max_bytes") && e.contains("SEGSPARSE_MTX_MAX_BYTES"),
+        "{e}"
+    );
+
+    // Entries are counted as they are read, 12 + 2·sizeof(T) bytes each (28 for f64, 20 for
+    // f32): 100 rows fix 804 bytes, so a 2000-byte budget holds 42 f64 or 59 f32 entries.
+    let mut text = String::from("%%MatrixMarket matrix coordinate real general\n100 100 100\n");
+    for i in 1..=100 {
+        text.push_str(&format!("{i} {i} 1.0\n"));
+    }
+    let opts = ReadOptions { max_bytes: 2000 };
+    let e = io::read_matrix_market_from_with::<f64, _>(text.as_bytes(), "e.mtx", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("e.mtx:45: 43 entries stored so far"), "{e}");
+    let e = io::read_matrix_market_from_with::<f32, _>(text.as_bytes(), "e.mtx", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("e.mtx:62: 60 entries stored so far"), "{e}");
+    // Symmetric expansion counts both entries: the 22nd off-diagonal line makes 44 > 42.
+    let mut sym = String::from("%%MatrixMarket matrix coordinate real symmetric\n100 100 99\n");
+    for i in 2..=100 {
+        sym.push_str(&format!("{i} 1 1.0\n"));
+    }
+    let e = io::read_matrix_market_from_with::<f64, _>(sym.as_bytes(), "s.mtx", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("s.mtx:24: 44 entries stored so far (after symmetric expansion)"),
+        "{e}"
+    );
+    // The same file reads with the default budget.
+    let m: CsrMatrix<f64> = io::read_matrix_market_from(text.as_bytes(), "e.mtx").unwrap();
+    assert_eq!(m.nnz(), 100);
+
+    // A vector: the declared length is checked up front.
+    let v = "%%MatrixMarket matrix coordinate real general\n4000000000 1 1\n1 1 1.0\n";
+    let e = io::read_vector_from_with::<f64, _>(
+        v.as_bytes(),
+        "v.mtx",
+        &ReadOptions { max_bytes: 1 << 20 },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("v.mtx:2: the size line declares a vector of 4000000000 values"),
+        "{e}"
+    );
+    // The default budget is positive and documented as overridable.
+    assert!(ReadOptions::default().max_bytes >= 1 << 20);
+}
+
+/// Row pointers of a mostly-empty matrix are built in one pass at memory speed (the issue: a
+/// billion declared rows took 19 s). Here 5·10^7 rows with three entries; the time is printed
+/// for the record, not asserted (timings are not tests).
+#[test]
+fn mostly_empty_matrices_read_in_one_pass() {
+    let n = 50_000_000u32;
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} 3 3\n2 1 1.0\n2 3 -1\n{n} 2 7\n"
+    );
+    let t = std::time::Instant::now();
+    let m: CsrMatrix<f32> = io::read_matrix_market_from(text.as_bytes(), "sparse.mtx").unwrap();
+    eprintln!("{n} rows, 3 entries: {:.3} s", t.elapsed().as_secs_f64());
+    assert_eq!((m.nrows(), m.ncols(), m.nnz()), (n as usize, 3, 3));
+    let rp = m.row_ptr();
+    assert_eq!(&rp[..4], &[0, 0, 2, 2]);
+    assert_eq!(rp[n as usize - 1], 2);
+    assert_eq!(rp[n as usize], 3);
+    assert_eq!(m.col_idx(), &[0, 2, 1]);
+    // Out of row order: the counting sort gives the same matrix.
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{n} 3 3\n{n} 2 7\n2 3 -1\n2 1 1.0\n"
+    );
+    let m2: CsrMatrix<f32> = io::read_matrix_market_from(text.as_bytes(), "sparse.mtx").unwrap();
+    assert_eq!(m2.row_ptr(), m.row_ptr());
+    assert_eq!(m2.col_idx(), m.col_idx());
+    assert_eq!(m2.values(), m.values());
+}
+
 /// Feeds the readers random mutations and truncations of valid files: they must return (never
 /// panic), an `Ok` matrix must satisfy the CSR invariants, and an error must be a Matrix Market
 /// error naming the input and a line inside it (or just past its end).

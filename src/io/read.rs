@@ -18,6 +18,172 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// f64 triplets); beyond it the buffers grow with what is actually read.
 pub const MAX_RESERVE: usize = 1 << 22;
 
+/// Limits of the Matrix Market reader. `ReadOptions::default()` is what [`read_matrix_market`]
+/// and the other functions without options use.
+///
+/// ```
+/// use segsparse::io::{self, ReadOptions};
+/// // A file that declares a billion rows is legal, but its row pointers alone need 4 GB.
+/// let text = "%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 2.5\n";
+/// let opts = ReadOptions { max_bytes: 1 << 30, ..Default::default() };
+/// let e = io::read_matrix_market_from_with::<f64, _>(text.as_bytes(), "big.mtx", &opts)
+///     .unwrap_err();
+/// assert!(e.to_string().contains("memory budget"), "{e}");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The most bytes the reader may hold for one matrix or vector: the row pointers that the
+    /// declared row count needs, plus about `12 + 2·sizeof(T)` bytes per stored entry (the
+    /// triplets being read and the CSR arrays they become). A file whose declared sizes, or
+    /// whose entries as they are read, need more is refused with an [`Error::MatrixMarket`]
+    /// naming both figures, before the allocation. Default: [`ReadOptions::default_max_bytes`].
+    pub max_bytes: u64,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            max_bytes: Self::default_max_bytes(),
+        }
+    }
+}
+
+impl ReadOptions {
+    /// The default budget: the value of `SEGSPARSE_MTX_MAX_BYTES` when set (bytes, or with a
+    /// `K`/`M`/`G` suffix), else half of the machine's physical memory (Linux `/proc/meminfo`),
+    /// else 8 GiB. Half of RAM lets any matrix that can be processed at all be read, while a
+    /// small file that declares absurd sizes is refused instead of driving the machine into
+    /// swap or the OOM killer.
+    pub fn default_max_bytes() -> u64 {
+        if let Some(v) = std::env::var("SEGSPARSE_MTX_MAX_BYTES")
+            .ok()
+            .and_then(|v| parse_bytes(&v))
+        {
+            return v;
+        }
+        physical_memory().map_or(8 << 30, |m| m / 2)
+    }
+}
+
+/// `123`, `64K`, `512M`, `8G` (binary multiples).
+fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()?.to_ascii_uppercase() {
+        'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'M' => (&s[..s.len() - 1], 1 << 20),
+        'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+fn physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Bytes as a person reads them: `4.00 GB (4000000004 bytes)`.
+fn human(bytes: u64) -> String {
+    format!("{:.2} GB ({bytes} bytes)", bytes as f64 / 1e9)
+}
+
+/// What the reader may hold, worked out from the size line before anything is allocated.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    max_bytes: u64,
+    /// Bytes fixed by the declared row count: row pointers and the counting sort's work array.
+    fixed: u64,
+    /// The most entries that may be stored (after symmetric expansion) within the budget.
+    max_entries: usize,
+}
+
+impl Budget {
+    /// Bytes per stored entry: the triplet (two `u32` and a value) and its CSR copy (a `u32`
+    /// and a value).
+    fn per_entry<T>() -> u64 {
+        12 + 2 * std::mem::size_of::<T>() as u64
+    }
+
+    /// The budget of a matrix with `nrows` declared rows, or the error that refuses it.
+    fn for_matrix<T, R>(lines: &Lines<R>, info: &HeaderInfo, opts: &ReadOptions) -> Result<Self> {
+        let nrows = info.hdr.nrows;
+        // Row pointers (nrows + 1) plus the work array of the counting sort (nrows), u32 each.
+        let fixed = 8 * nrows + 4;
+        if fixed > opts.max_bytes {
+            return Err(lines.err(
+                info.size_line,
+                format!(
+                    "the size line declares {nrows} rows, whose row pointers need {}, beyond \
+                     the reader's memory budget of {} (io::ReadOptions::max_bytes, or the \
+                     environment variable SEGSPARSE_MTX_MAX_BYTES)",
+                    human(fixed),
+                    human(opts.max_bytes)
+                ),
+            ));
+        }
+        let max_entries = ((opts.max_bytes - fixed) / Self::per_entry::<T>())
+            .min(U32_LIMIT)
+            .min(usize::MAX as u64) as usize;
+        Ok(Budget {
+            max_bytes: opts.max_bytes,
+            fixed,
+            max_entries,
+        })
+    }
+
+    /// The budget of a vector of `len` declared values read from a coordinate file (the vector
+    /// plus one triplet per entry) or an array file (the values only, `fixed` = 0).
+    fn for_vector<T, R>(
+        lines: &Lines<R>,
+        info: &HeaderInfo,
+        opts: &ReadOptions,
+        len: u64,
+    ) -> Result<Self> {
+        let sz = std::mem::size_of::<T>() as u64;
+        let (fixed, per_entry) = match info.hdr.format {
+            MmFormat::Coordinate => (len * sz, 8 + sz),
+            MmFormat::Array => (0, sz),
+        };
+        let need = match info.hdr.format {
+            MmFormat::Coordinate => fixed,
+            MmFormat::Array => len * sz,
+        };
+        if need > opts.max_bytes {
+            return Err(lines.err(
+                info.size_line,
+                format!(
+                    "the size line declares a vector of {len} values, which needs {}, beyond \
+                     the reader's memory budget of {} (io::ReadOptions::max_bytes, or the \
+                     environment variable SEGSPARSE_MTX_MAX_BYTES)",
+                    human(need),
+                    human(opts.max_bytes)
+                ),
+            ));
+        }
+        Ok(Budget {
+            max_bytes: opts.max_bytes,
+            fixed,
+            max_entries: ((opts.max_bytes - fixed) / per_entry).min(usize::MAX as u64) as usize,
+        })
+    }
+
+    /// The error for a file whose entries, as read so far, outgrow the budget.
+    fn exceeded<T, R>(&self, lines: &Lines<R>, stored: usize) -> Error {
+        lines.err(
+            lines.line,
+            format!(
+                "{stored} entries stored so far (after symmetric expansion), with what the \
+                 declared dimensions fix, need {}, beyond the reader's memory budget of {} (io::ReadOptions::max_bytes, \
+                 or the environment variable SEGSPARSE_MTX_MAX_BYTES)",
+                human(self.fixed + stored as u64 * Self::per_entry::<T>()),
+                human(self.max_bytes)
+            ),
+        )
+    }
+}
+
 const U32_LIMIT: u64 = u32::MAX as u64;
 const BANNER_FORM: &str = "'%%MatrixMarket matrix <coordinate|array> <real|integer|pattern> \
                            <general|symmetric|skew-symmetric>'";
@@ -502,8 +668,20 @@ pub fn read_header_from<R: BufRead>(reader: R, name: &str) -> Result<MatrixMarke
 /// [`Error::Io`] when the file cannot be opened; [`Error::MatrixMarket`] naming the file, line and
 /// problem for anything malformed, for complex or hermitian files and for sizes beyond `u32`.
 pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix<T>> {
+    read_matrix_market_with(path, &ReadOptions::default())
+}
+
+/// [`read_matrix_market`] with explicit [`ReadOptions`] (a memory budget).
+///
+/// # Errors
+/// As [`read_matrix_market`], and [`Error::MatrixMarket`] when the declared row count or the
+/// entries read need more memory than `opts.max_bytes`.
+pub fn read_matrix_market_with<T: Scalar>(
+    path: impl AsRef<Path>,
+    opts: &ReadOptions,
+) -> Result<CsrMatrix<T>> {
     let path = path.as_ref();
-    read_matrix_market_from(open(path)?, &display_name(path))
+    read_matrix_market_from_with(open(path)?, &display_name(path), opts)
 }
 
 /// [`read_matrix_market`] from any buffered reader (plain or gzip-compressed text, detected by
@@ -514,6 +692,18 @@ pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix
 pub fn read_matrix_market_from<T: Scalar, R: BufRead>(
     reader: R,
     name: &str,
+) -> Result<CsrMatrix<T>> {
+    read_matrix_market_from_with(reader, name, &ReadOptions::default())
+}
+
+/// [`read_matrix_market_from`] with explicit [`ReadOptions`] (a memory budget).
+///
+/// # Errors
+/// As [`read_matrix_market_with`].
+pub fn read_matrix_market_from_with<T: Scalar, R: BufRead>(
+    reader: R,
+    name: &str,
+    opts: &ReadOptions,
 ) -> Result<CsrMatrix<T>> {
     let mut lines = Lines::new(source(reader, name)?, name);
     let info = parse_header(&mut lines)?;
@@ -537,7 +727,8 @@ pub fn read_matrix_market_from<T: Scalar, R: BufRead>(
             ),
         ));
     }
-    let mut t = Triplets::<T>::with_capacity(hdr.entries.min(MAX_RESERVE as u64) as usize);
+    let budget = Budget::for_matrix::<T, _>(&lines, &info, opts)?;
+    let mut t = Triplets::<T>::new(hdr.entries, budget);
     match hdr.format {
         MmFormat::Coordinate => read_coordinate(&mut lines, &info, &mut t)?,
         MmFormat::Array => read_array(&mut lines, &info, &mut t)?,
@@ -550,15 +741,32 @@ struct Triplets<T> {
     rows: Vec<u32>,
     cols: Vec<u32>,
     vals: Vec<T>,
+    budget: Budget,
 }
 
 impl<T: Scalar> Triplets<T> {
-    fn with_capacity(n: usize) -> Self {
+    /// Reserves for `declared` entries, but never more than [`MAX_RESERVE`] or the budget: the
+    /// count in a header is not trusted for allocation.
+    fn new(declared: u64, budget: Budget) -> Self {
+        let n = declared
+            .min(MAX_RESERVE as u64)
+            .min(budget.max_entries as u64) as usize;
         Triplets {
             rows: Vec::with_capacity(n),
             cols: Vec::with_capacity(n),
             vals: Vec::with_capacity(n),
+            budget,
         }
+    }
+
+    /// Called after each line's entries are pushed: refuses a file whose entries outgrow the
+    /// budget (at most two entries past it are ever held).
+    #[inline]
+    fn check_budget<R>(&self, lines: &Lines<R>) -> Result<()> {
+        if self.rows.len() > self.budget.max_entries {
+            return Err(self.budget.exceeded::<T, R>(lines, self.rows.len()));
+        }
+        Ok(())
     }
 
     #[inline]
@@ -591,14 +799,34 @@ impl<T: Scalar> Triplets<T> {
         row_ptr
             .try_reserve_exact(nrows + 1)
             .map_err(|_| alloc_err("row pointers", nrows))?;
-        row_ptr.resize(nrows + 1, 0);
-        for &r in &self.rows {
-            row_ptr[r as usize + 1] += 1;
-        }
-        for i in 0..nrows {
-            row_ptr[i + 1] += row_ptr[i];
-        }
         let sorted_rows = self.rows.windows(2).all(|w| w[0] <= w[1]);
+        // Entries in (row, column) order without duplicates need no sorting afterwards; this
+        // check costs O(nnz) where the CSR's own costs O(rows + nnz).
+        let strictly_sorted = sorted_rows
+            && (1..nnz).all(|k| self.rows[k - 1] < self.rows[k] || self.cols[k - 1] < self.cols[k]);
+        if sorted_rows {
+            // Entries in row order (most files, and any mostly-empty matrix): each row pointer
+            // is written once, runs of empty rows by a vectorised fill, so a billion declared
+            // rows cost one pass at memory speed. row_ptr[i] = number of entries in rows < i.
+            let mut k = 0;
+            while k < nnz {
+                let r = self.rows[k] as usize;
+                row_ptr.resize(r + 1, k as u32);
+                while k < nnz && self.rows[k] as usize == r {
+                    k += 1;
+                }
+            }
+            row_ptr.resize(nrows + 1, nnz as u32);
+        } else {
+            // Counting sort: row counts, then their exclusive prefix sum.
+            row_ptr.resize(nrows + 1, 0);
+            for &r in &self.rows {
+                row_ptr[r as usize + 1] += 1;
+            }
+            for i in 0..nrows {
+                row_ptr[i + 1] += row_ptr[i];
+            }
+        }
         let (col_idx, values) = if sorted_rows {
             (self.cols, self.vals)
         } else {
@@ -620,7 +848,7 @@ impl<T: Scalar> Triplets<T> {
         drop(self.rows);
         let mut m = CsrMatrix::try_from_parts(nrows, ncols, row_ptr, col_idx, values)
             .map_err(|e| lines.err(0, format!("internal error assembling CSR: {e}")))?;
-        if !m.has_sorted_indices() {
+        if !strictly_sorted && !m.has_sorted_indices() {
             m.sort_indices();
             m.sum_duplicates();
         }
@@ -751,6 +979,7 @@ fn read_coordinate<T: Scalar, R: BufRead>(
             // Rejected with the header already; kept as an error so no input can panic.
             MmSymmetry::Hermitian => return e("hermitian matrices are not supported".into()),
         }
+        t.check_budget(lines)?;
     }
     if count < expected {
         return Err(lines.err(
@@ -815,6 +1044,7 @@ fn read_array<T: Scalar, R: BufRead>(
                     _ => {}
                 }
             }
+            t.check_budget(lines)?;
         }
         i += 1;
         if i >= nrows {
@@ -847,7 +1077,7 @@ fn read_array<T: Scalar, R: BufRead>(
 /// a shape that is not a vector.
 pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     let path = path.as_ref();
-    read_vector_from(open(path)?, &display_name(path))
+    read_vector_from_with(open(path)?, &display_name(path), &ReadOptions::default())
 }
 
 /// [`read_vector`] from any buffered reader (plain or gzip-compressed text, detected by its
@@ -856,6 +1086,19 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
 /// # Errors
 /// As [`read_vector`].
 pub fn read_vector_from<T: Scalar, R: BufRead>(reader: R, name: &str) -> Result<Vec<T>> {
+    read_vector_from_with(reader, name, &ReadOptions::default())
+}
+
+/// [`read_vector_from`] with explicit [`ReadOptions`] (a memory budget).
+///
+/// # Errors
+/// As [`read_vector`], and [`Error::MatrixMarket`] when the declared length needs more memory
+/// than `opts.max_bytes`.
+pub fn read_vector_from_with<T: Scalar, R: BufRead>(
+    reader: R,
+    name: &str,
+    opts: &ReadOptions,
+) -> Result<Vec<T>> {
     let mut lines = Lines::new(source(reader, name)?, name);
     let info = parse_header(&mut lines)?;
     let hdr = info.hdr;
@@ -878,6 +1121,7 @@ pub fn read_vector_from<T: Scalar, R: BufRead>(reader: R, name: &str) -> Result<
         ));
     }
     let len = (hdr.nrows * hdr.ncols) as usize;
+    let budget = Budget::for_vector::<T, _>(&lines, &info, opts, len as u64)?;
     match hdr.format {
         MmFormat::Array => {
             let mut v = Vec::with_capacity(len.min(MAX_RESERVE));
@@ -918,7 +1162,7 @@ pub fn read_vector_from<T: Scalar, R: BufRead>(reader: R, name: &str) -> Result<
             Ok(v)
         }
         MmFormat::Coordinate => {
-            let mut t = Triplets::<T>::with_capacity(hdr.entries.min(MAX_RESERVE as u64) as usize);
+            let mut t = Triplets::<T>::new(hdr.entries, budget);
             read_coordinate(&mut lines, &info, &mut t)?;
             let mut v: Vec<T> = Vec::new();
             v.try_reserve_exact(len).map_err(|_| {
