@@ -93,7 +93,7 @@ static ALLOC: Counting = Counting;
 /// sit at up to twice that while growing), the buffered reader and gzip state (~200 KiB), the
 /// up-front reservation of `MAX_RESERVE` triplets of f64 (16 B each, 64 MiB) that a header
 /// declaring many entries triggers, and the error messages.
-const SLACK: usize = 4 << 20 | MAX_RESERVE * 16;
+const SLACK: usize = (4 << 20) + MAX_RESERVE * 16;
 
 /// Budget the reader runs under during fuzzing.
 const BUDGET: u64 = 64 << 20;
@@ -304,9 +304,12 @@ fn declared_need(input: &[u8], sz: usize) -> usize {
     need.min(BUDGET * 2).saturating_mul(3) as usize
 }
 
+/// One way of reading an input: its name, the value size it stores, the read itself.
+type Read<'a> = (&'static str, usize, &'a dyn Fn(&[u8]) -> bool);
+
 fn run_one(input: &[u8], stats: &mut Stats, findings: &Path, tag: &str) {
     let opts = ReadOptions { max_bytes: BUDGET };
-    let reads: [(&str, usize, &dyn Fn(&[u8]) -> bool); 4] = [
+    let reads: [Read; 4] = [
         ("f64", 8, &|b| {
             io::read_matrix_market_from_with::<f64, _>(b, "<fuzz>", &opts).is_ok()
         }),

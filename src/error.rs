@@ -70,12 +70,29 @@ impl Error {
         }
     }
 
-    /// Builds a [`Error::Cuda`] from anything printable.
+    /// Builds a [`Error::Cuda`] from anything printable. A driver error that leaves the context
+    /// unusable (a kernel that faulted: illegal address, trap, failed launch, ...) says so, since
+    /// every later call in the process fails with the same code.
     pub fn cuda(context: impl Into<String>, err: impl fmt::Display) -> Self {
+        let mut message = err.to_string();
+        if STICKY.iter().any(|code| message.contains(code)) {
+            message.push_str(
+                " (a sticky error: the CUDA context is unusable from now on, and every later GPU \
+                 call of this process fails; a kernel faulted, possibly in earlier work on this \
+                 stream)",
+            );
+        } else if message.contains("CUDA_ERROR_OUT_OF_MEMORY") {
+            message.push_str(" (out of device memory)");
+        }
         Error::Cuda {
             context: context.into(),
-            message: err.to_string(),
+            message,
         }
+    }
+
+    /// True when a CUDA error left the context unusable (see [`Error::cuda`]).
+    pub fn is_sticky_cuda_error(&self) -> bool {
+        matches!(self, Error::Cuda { message, .. } if STICKY.iter().any(|c| message.contains(c)))
     }
 
     /// True when the error says that no GPU can be used (as opposed to a GPU that failed).
@@ -83,6 +100,20 @@ impl Error {
         matches!(self, Error::CudaUnavailable(_))
     }
 }
+
+/// Driver error codes after which the context cannot be used again (CUDA's "sticky" errors).
+const STICKY: &[&str] = &[
+    "CUDA_ERROR_ILLEGAL_ADDRESS",
+    "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_MISALIGNED_ADDRESS",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+    "CUDA_ERROR_INVALID_PC",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_ASSERT",
+    "CUDA_ERROR_LAUNCH_TIMEOUT",
+    "CUDA_ERROR_ECC_UNCORRECTABLE",
+];
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -51,6 +51,35 @@ fn a_compile_error_names_the_kernel_and_keeps_the_log() {
     assert!(e.contains("undeclared_thing"), "{e}");
 }
 
+/// The kernel cache stores CUBINs: NVRTC produces an ELF image for a real architecture, without
+/// a GPU. (The disk cache's keying, checksums and atomic writes are unit-tested in
+/// `gpu::disk_cache`; loading a cached CUBIN is exercised on the GPU machine by every test.)
+#[test]
+fn cubin_compiles_without_a_gpu() {
+    if !gpu::nvrtc_present() {
+        assert!(
+            std::env::var("SEGSPARSE_REQUIRE_NVRTC").as_deref() != Ok("1"),
+            "SEGSPARSE_REQUIRE_NVRTC=1 but libnvrtc.so could not be loaded"
+        );
+        eprintln!("skipped: NVRTC not found");
+        return;
+    }
+    let cubin = gpu::compile_cubin(&kernels::SELFTEST, "sm_90", &[]).unwrap();
+    assert!(
+        cubin.starts_with(b"\x7fELF"),
+        "not an ELF image: {:?}",
+        &cubin[..16.min(cubin.len())]
+    );
+    eprintln!(
+        "selftest.cu: {} bytes of CUBIN for sm_90 (NVRTC {})",
+        cubin.len(),
+        gpu::nvrtc_version()
+    );
+    // A virtual architecture gives PTX only, which is an error here, not an empty image.
+    let e = gpu::compile_cubin(&kernels::SELFTEST, "compute_90", &[]).unwrap_err();
+    assert!(e.to_string().contains("selftest.cu"), "{e}");
+}
+
 #[test]
 fn discovery_never_panics() {
     // On a machine without a driver this is a clear error; on the GPU machine a device.

@@ -18,8 +18,9 @@ use segsparse::tridiag::{cpu, TridiagAlgorithm};
 use segsparse::Scalar;
 
 /// Benchmark the tridiagonal solvers (GPU, cuSPARSE, CPU).
+// No bare `about`: it would replace this doc comment with the crate's description in --help.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None)]
+#[command(version, long_about = None)]
 struct Cli {
     /// Timed samples per case (the median is reported).
     #[arg(long, default_value_t = 31)]
@@ -391,7 +392,8 @@ fn paper_comparison(g: &std::sync::Arc<Gpu>, cli: &Cli) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let g = Gpu::shared().context("no GPU")?;
+    let g = Gpu::shared()
+        .map_err(|e| anyhow::anyhow!("this benchmark needs a CUDA GPU, and there is {e}"))?;
     let copy_bw = g.copy_bandwidth(1 << 28, 20)?;
     let mut sp = match CusparseTridiag::new(&g) {
         Ok(s) => Some(s),
@@ -439,5 +441,27 @@ mod tests {
     fn verify_cli() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+        let help = super::Cli::command().render_help().to_string();
+        assert!(
+            help.starts_with("Benchmark the tridiagonal solvers"),
+            "{help}"
+        );
+    }
+
+    /// Without a GPU the tool says so in one sentence (no repeated prefix, no "using the
+    /// CPU" while it exits) and fails.
+    #[test]
+    fn no_gpu_is_one_plain_sentence() {
+        let cli = <super::Cli as clap::Parser>::parse_from(["tridiag-bench", "--no-sweep"]);
+        if segsparse::gpu::Gpu::shared().is_ok() {
+            return; // a GPU: nothing to check here
+        }
+        let e = format!("{:#}", super::run(cli).unwrap_err());
+        assert!(
+            e.starts_with("this benchmark needs a CUDA GPU, and there is no usable CUDA device: "),
+            "{e}"
+        );
+        assert_eq!(e.matches("no usable CUDA device").count(), 1, "{e}");
+        assert!(!e.contains("using the CPU") && !e.contains('\n'), "{e}");
     }
 }

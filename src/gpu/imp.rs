@@ -22,6 +22,8 @@ pub struct Gpu {
     name: String,
     cc: (i32, i32),
     sm_count: u32,
+    nvrtc_version: String,
+    driver_version: i32,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
 }
 
@@ -41,7 +43,7 @@ fn driver_missing() -> Option<String> {
     if unsafe { cudarc::driver::sys::is_culib_present() } {
         None
     } else {
-        Some("CUDA driver not found (libcuda.so could not be loaded); using the CPU".into())
+        Some("CUDA driver not found (libcuda.so could not be loaded)".into())
     }
 }
 
@@ -66,6 +68,24 @@ fn compile_error(kernel: &str, e: CompileError) -> Error {
     }
 }
 
+fn nvrtc_missing() -> Error {
+    Error::CudaUnavailable(
+        "NVRTC library (libnvrtc.so) not found; kernels cannot be compiled".into(),
+    )
+}
+
+/// The NVRTC options of every kernel: the architecture, C++17, device code by default, and the
+/// policy's `-D` defines.
+fn nvrtc_options(arch: &str, defines: &[(&str, String)]) -> Vec<String> {
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        "-default-device".to_string(),
+    ];
+    options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    options
+}
+
 /// Compiles a kernel source to PTX for `arch` (e.g. `"sm_90"`), with `defines` as `-D` options.
 /// Needs only the NVRTC library, no GPU: CI uses this to check that every kernel compiles.
 pub fn compile_ptx(
@@ -74,23 +94,111 @@ pub fn compile_ptx(
     defines: &[(&str, String)],
 ) -> Result<cudarc::nvrtc::Ptx> {
     if !nvrtc_present() {
-        return Err(Error::CudaUnavailable(
-            "NVRTC library (libnvrtc.so) not found; kernels cannot be compiled".into(),
-        ));
+        return Err(nvrtc_missing());
     }
     let text = kernels::preprocess(src)?;
-    let mut options = vec![
-        format!("--gpu-architecture={arch}"),
-        "--std=c++17".to_string(),
-        "-default-device".to_string(),
-    ];
-    options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
     let opts = CompileOptions {
-        options,
+        options: nvrtc_options(arch, defines),
         name: Some(src.name.to_string()),
         ..Default::default()
     };
     cudarc::nvrtc::compile_ptx_with_opts(text, opts).map_err(|e| compile_error(src.name, e))
+}
+
+/// Compiles a kernel source to a CUBIN for the real architecture `arch` (e.g. `"sm_90"`): machine
+/// code that the driver loads without a JIT step, and that the [`disk_cache`](super::disk_cache)
+/// keeps. Needs only the NVRTC library, no GPU.
+pub fn compile_cubin(
+    src: &KernelSource,
+    arch: &str,
+    defines: &[(&str, String)],
+) -> Result<Vec<u8>> {
+    if !nvrtc_present() {
+        return Err(nvrtc_missing());
+    }
+    let text = kernels::preprocess(src)?;
+    cubin_of(src.name, &text, &nvrtc_options(arch, defines))
+}
+
+/// NVRTC on preprocessed `text`; cudarc's safe API returns PTX only, so the program is driven
+/// through its `result`/`sys` layers to fetch the CUBIN.
+fn cubin_of(name: &str, text: &str, options: &[String]) -> Result<Vec<u8>> {
+    use cudarc::nvrtc::{result, sys};
+    use std::ffi::CString;
+    let fail = |log: String| Error::Compile {
+        kernel: name.to_string(),
+        log,
+    };
+    let c_src = CString::new(text).map_err(|_| fail("the source contains a NUL byte".into()))?;
+    let c_name = CString::new(name).map_err(|_| fail("the name contains a NUL byte".into()))?;
+    let prog = result::create_program(&c_src, Some(&c_name))
+        .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
+    // Destroys the program on every path out of this function.
+    struct Prog(sys::nvrtcProgram);
+    impl Drop for Prog {
+        fn drop(&mut self) {
+            // SAFETY: created by create_program above and destroyed only here.
+            let _ = unsafe { result::destroy_program(self.0) };
+        }
+    }
+    let prog = Prog(prog);
+    // SAFETY: `prog` is a live program; `c_src` and `c_name` outlive it (dropped after `prog`,
+    // declared before it).
+    if let Err(e) = unsafe { result::compile_program(prog.0, options) } {
+        // SAFETY: as above.
+        let log = unsafe { result::get_program_log(prog.0) }
+            .map(|raw| {
+                let bytes: Vec<u8> = raw
+                    .iter()
+                    .map(|&c| c as u8)
+                    .take_while(|&b| b != 0)
+                    .collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+            .unwrap_or_default();
+        return Err(fail(format!(
+            "{e:?}\n{log}\n(options: {})",
+            options.join(" ")
+        )));
+    }
+    let mut size = 0usize;
+    // SAFETY: the program compiled; `size` is a valid out-pointer.
+    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
+        .result()
+        .map_err(|e| fail(format!("nvrtcGetCUBINSize: {e:?}")))?;
+    if size == 0 {
+        return Err(fail(format!(
+            "NVRTC produced no CUBIN (options: {}); a virtual architecture gives PTX only",
+            options.join(" ")
+        )));
+    }
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has the `size` bytes that nvrtcGetCUBINSize reported.
+    unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()) }
+        .result()
+        .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}")))?;
+    Ok(cubin)
+}
+
+/// NVRTC's version as `major.minor`, or `"unknown"`.
+pub fn nvrtc_version() -> String {
+    if !nvrtc_present() {
+        return "unknown".into();
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain query with valid out-pointers; the library is present.
+    match unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }.result() {
+        Ok(()) => format!("{major}.{minor}"),
+        Err(_) => "unknown".into(),
+    }
+}
+
+/// The CUDA driver's version number (e.g. 13000), or 0 when it cannot be read.
+fn driver_version() -> i32 {
+    let mut v = 0;
+    // SAFETY: only called after the driver library was found; valid out-pointer.
+    let _ = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    v
 }
 
 static SHARED: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
@@ -142,6 +250,8 @@ impl Gpu {
             name,
             cc,
             sm_count,
+            nvrtc_version: nvrtc_version(),
+            driver_version: driver_version(),
             modules: Mutex::new(HashMap::new()),
         }))
     }
@@ -149,8 +259,15 @@ impl Gpu {
     /// One `Gpu` shared by the whole process (device 0), created on first use. Tests and the
     /// CLIs use it so that kernels compile once per process.
     pub fn shared() -> Result<Arc<Gpu>> {
+        // The reason is kept without the variant's "no usable CUDA device: " prefix, which the
+        // error re-adds when displayed.
         SHARED
-            .get_or_init(|| Gpu::new().map_err(|e| e.to_string()))
+            .get_or_init(|| {
+                Gpu::new().map_err(|e| match e {
+                    Error::CudaUnavailable(why) => why,
+                    other => other.to_string(),
+                })
+            })
             .clone()
             .map_err(Error::CudaUnavailable)
     }
@@ -194,13 +311,41 @@ impl Gpu {
         if let Some(m) = cache.get(&key) {
             return Ok(m.clone());
         }
-        let ptx = compile_ptx(src, &self.arch(), defines)?;
+        let cubin = self.cubin(src, defines)?;
         let module = self
             .ctx
-            .load_module(ptx)
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(|e| Error::cuda(format!("loading module {}", src.name), e))?;
         cache.insert(key, module.clone());
         Ok(module)
+    }
+
+    /// The CUBIN of `src` for this device: from the on-disk cache when a valid entry exists,
+    /// else compiled by NVRTC and stored there (see [`super::disk_cache`]).
+    fn cubin(&self, src: &KernelSource, defines: &[(&str, String)]) -> Result<Vec<u8>> {
+        if !nvrtc_present() {
+            return Err(nvrtc_missing());
+        }
+        let text = kernels::preprocess(src)?;
+        let options = nvrtc_options(&self.arch(), defines);
+        let Some(dir) = super::disk_cache::cache_dir() else {
+            return cubin_of(src.name, &text, &options);
+        };
+        let key = super::disk_cache::CacheKey::new(
+            src.name,
+            &text,
+            &self.arch(),
+            &options,
+            &self.nvrtc_version,
+            &self.driver_version.to_string(),
+        );
+        if let Some(cubin) = super::disk_cache::load(&dir, &key) {
+            return Ok(cubin);
+        }
+        let cubin = cubin_of(src.name, &text, &options)?;
+        // A cache that cannot be written costs the next process a compile, nothing else.
+        let _ = super::disk_cache::store(&dir, &key, &cubin);
+        Ok(cubin)
     }
 
     /// The entry point `name` of `src` compiled with `defines`.
@@ -227,30 +372,100 @@ impl Gpu {
     }
 
     /// Allocates `n` zeroed elements on the device.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] naming the element count, type and bytes, and the device's free memory,
+    /// when the device is out of memory.
     pub fn zeros<T: KernelType + cudarc::driver::ValidAsZeroBits>(
         &self,
         n: usize,
     ) -> Result<CudaSlice<T>> {
         self.stream
             .alloc_zeros::<T>(n)
-            .map_err(|e| alloc_error::<T>(n, e))
+            .map_err(|e| self.alloc_error::<T>(n, e))
     }
 
     /// Allocates `n` elements without initialising them.
     ///
     /// # Safety
     /// The contents are undefined until written; reading them before is undefined behaviour.
+    ///
+    /// # Errors
+    /// As [`zeros`](Gpu::zeros).
     pub unsafe fn alloc<T: KernelType>(&self, n: usize) -> Result<CudaSlice<T>> {
         self.stream
             .alloc::<T>(n)
-            .map_err(|e| alloc_error::<T>(n, e))
+            .map_err(|e| self.alloc_error::<T>(n, e))
     }
 
-    /// Copies a host slice to a new device buffer.
+    fn alloc_error<T: KernelType>(&self, n: usize, e: cudarc::driver::DriverError) -> Error {
+        let free = match cudarc::driver::result::mem_get_info() {
+            Ok((free, total)) => format!("; {free} of {total} bytes free on {}", self.name),
+            Err(_) => String::new(),
+        };
+        Error::cuda(
+            format!(
+                "allocating {n} {} elements ({} bytes) on the device{free}",
+                T::KERNEL_SUFFIX,
+                n.saturating_mul(std::mem::size_of::<T>())
+            ),
+            e,
+        )
+    }
+
+    /// Copies a host slice to a new device buffer. Allocates first, so that running out of
+    /// device memory is reported as such, with the bytes requested.
     pub fn upload<T: KernelType>(&self, host: &[T]) -> Result<CudaSlice<T>> {
-        self.stream
-            .clone_htod(host)
-            .map_err(|e| Error::cuda(format!("copying {} elements to the device", host.len()), e))
+        // SAFETY: every element is written by the copy below before the buffer is returned.
+        let mut dev = unsafe { self.alloc::<T>(host.len()) }?;
+        self.stream.memcpy_htod(host, &mut dev).map_err(|e| {
+            Error::cuda(
+                format!(
+                    "copying {} {} elements ({} bytes) to the device",
+                    host.len(),
+                    T::KERNEL_SUFFIX,
+                    std::mem::size_of_val(host)
+                ),
+                e,
+            )
+        })?;
+        Ok(dev)
+    }
+
+    /// Free and total device memory in bytes (`cuMemGetInfo`). Freed buffers stay in this
+    /// process's memory pool (see `keep_freed_memory_pooled`), so "free" does not grow back when
+    /// buffers are dropped; [`pool_used_bytes`](Gpu::pool_used_bytes) counts what is live.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        cudarc::driver::result::mem_get_info().map_err(|e| Error::cuda("cuMemGetInfo", e))
+    }
+
+    /// Bytes of device memory currently allocated from the device's default memory pool (all of
+    /// this crate's buffers): live buffers only, so a leak shows as growth across a workload.
+    pub fn pool_used_bytes(&self) -> Result<u64> {
+        use cudarc::driver::sys;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| Error::cuda("binding the context", e))?;
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        let mut used: u64 = 0;
+        // SAFETY: plain driver queries on this context's device with valid out-pointers; the
+        // attribute USED_MEM_CURRENT is a cuuint64_t.
+        unsafe {
+            sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
+                .result()
+                .map_err(|e| Error::cuda("cuDeviceGetDefaultMemPool", e))?;
+            sys::cuMemPoolGetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+                &mut used as *mut u64 as *mut std::ffi::c_void,
+            )
+            .result()
+            .map_err(|e| Error::cuda("cuMemPoolGetAttribute(USED_MEM_CURRENT)", e))?;
+        }
+        Ok(used)
     }
 
     /// Copies a host slice into an existing device buffer of the same length.
@@ -361,14 +576,4 @@ fn keep_freed_memory_pooled(ctx: &CudaContext) {
             );
         }
     }
-}
-
-fn alloc_error<T>(n: usize, e: cudarc::driver::DriverError) -> Error {
-    Error::cuda(
-        format!(
-            "allocating {n} elements ({} bytes) on the device",
-            n * std::mem::size_of::<T>()
-        ),
-        e,
-    )
 }

@@ -11,7 +11,10 @@
 //! Kernel sources live in `kernels/` and are embedded with `include_str!` (see [`kernels`]).
 //! They are compiled by NVRTC on first use for the device's own architecture (`sm_XY` read from
 //! the device), with the tuning policy passed as `-D` defines, and the loaded module is cached per
-//! [`Gpu`] under (source, defines). Entry points are `extern "C"` and type-suffixed
+//! [`Gpu`] under (source, defines). NVRTC produces a CUBIN (machine code for that `sm_XY`, no
+//! driver JIT), which is also kept on disk across processes by [`disk_cache`] (in
+//! `~/.cache/segsparse`; `SEGSPARSE_CACHE_DIR` moves it, `SEGSPARSE_KERNEL_CACHE=0` turns it off),
+//! so only the first process of a user pays the compile. Entry points are `extern "C"` and type-suffixed
 //! (`scan_incl_f64`): cudarc wraps no NVRTC name-expression call, so no mangled C++ name crosses
 //! the boundary. Use [`kernel_name`] to build the name from a type.
 //!
@@ -23,6 +26,7 @@
 
 #[cfg(feature = "cuda")]
 pub mod cusparse;
+pub mod disk_cache;
 #[cfg(feature = "cuda")]
 mod imp;
 pub mod kernels;
