@@ -16,146 +16,84 @@ use crate::gpu::cusparse::{check, sys, Cusparse};
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
 
-/// Scalars with cuSPARSE gtsv2 entry points (f32: `S`, f64: `D`).
+/// `cusparse?gtsv2StridedBatch_bufferSizeExt(h, m, dl, d, du, x, batch, stride, bytes)`.
+pub type StridedBatchBufferFn<T> = unsafe fn(
+    sys::cusparseHandle_t,
+    i32,
+    *const T,
+    *const T,
+    *const T,
+    *const T,
+    i32,
+    i32,
+    *mut usize,
+) -> sys::cusparseStatus_t;
+/// `cusparse?gtsv2StridedBatch(h, m, dl, d, du, x, batch, stride, workspace)`.
+pub type StridedBatchFn<T> = unsafe fn(
+    sys::cusparseHandle_t,
+    i32,
+    *const T,
+    *const T,
+    *const T,
+    *mut T,
+    i32,
+    i32,
+    *mut std::ffi::c_void,
+) -> sys::cusparseStatus_t;
+/// `cusparse?gtsv2_nopivot_bufferSizeExt(h, m, n, dl, d, du, b, ldb, bytes)`.
+pub type NopivotBufferFn<T> = unsafe fn(
+    sys::cusparseHandle_t,
+    i32,
+    i32,
+    *const T,
+    *const T,
+    *const T,
+    *const T,
+    i32,
+    *mut usize,
+) -> sys::cusparseStatus_t;
+/// `cusparse?gtsv2_nopivot(h, m, n, dl, d, du, b, ldb, workspace)`.
+pub type NopivotFn<T> = unsafe fn(
+    sys::cusparseHandle_t,
+    i32,
+    i32,
+    *const T,
+    *const T,
+    *const T,
+    *mut T,
+    i32,
+    *mut std::ffi::c_void,
+) -> sys::cusparseStatus_t;
+
+/// Scalars with cuSPARSE gtsv2 entry points (f32: `S`, f64: `D`): the four functions, as
+/// pointers to cudarc's bindings, so the f32/f64 dispatch is written once (the signatures are
+/// checked by the compiler against cudarc's).
 pub trait GtsvScalar: Scalar + KernelType {
     /// `cusparse?gtsv2StridedBatch_bufferSizeExt`.
-    ///
-    /// # Safety
-    /// Raw cuSPARSE call: valid handle and device pointers of the sizes cuSPARSE documents.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn strided_batch_buffer(
-        h: sys::cusparseHandle_t,
-        m: i32,
-        dl: *const Self,
-        d: *const Self,
-        du: *const Self,
-        x: *const Self,
-        batch: i32,
-        stride: i32,
-        bytes: *mut usize,
-    ) -> sys::cusparseStatus_t;
+    const STRIDED_BATCH_BUFFER: StridedBatchBufferFn<Self>;
     /// `cusparse?gtsv2StridedBatch`.
-    ///
-    /// # Safety
-    /// As above, plus a workspace of the queried size.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn strided_batch(
-        h: sys::cusparseHandle_t,
-        m: i32,
-        dl: *const Self,
-        d: *const Self,
-        du: *const Self,
-        x: *mut Self,
-        batch: i32,
-        stride: i32,
-        buf: *mut std::ffi::c_void,
-    ) -> sys::cusparseStatus_t;
+    const STRIDED_BATCH: StridedBatchFn<Self>;
     /// `cusparse?gtsv2_nopivot_bufferSizeExt`.
-    ///
-    /// # Safety
-    /// As above.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn nopivot_buffer(
-        h: sys::cusparseHandle_t,
-        m: i32,
-        n: i32,
-        dl: *const Self,
-        d: *const Self,
-        du: *const Self,
-        b: *const Self,
-        ldb: i32,
-        bytes: *mut usize,
-    ) -> sys::cusparseStatus_t;
+    const NOPIVOT_BUFFER: NopivotBufferFn<Self>;
     /// `cusparse?gtsv2_nopivot`.
-    ///
-    /// # Safety
-    /// As above, plus a workspace of the queried size.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn nopivot(
-        h: sys::cusparseHandle_t,
-        m: i32,
-        n: i32,
-        dl: *const Self,
-        d: *const Self,
-        du: *const Self,
-        b: *mut Self,
-        ldb: i32,
-        buf: *mut std::ffi::c_void,
-    ) -> sys::cusparseStatus_t;
+    const NOPIVOT: NopivotFn<Self>;
 }
 
-macro_rules! gtsv_impl {
-    ($t:ty, $sbb:ident, $sb:ident, $npb:ident, $np:ident) => {
-        impl GtsvScalar for $t {
-            unsafe fn strided_batch_buffer(
-                h: sys::cusparseHandle_t,
-                m: i32,
-                dl: *const Self,
-                d: *const Self,
-                du: *const Self,
-                x: *const Self,
-                batch: i32,
-                stride: i32,
-                bytes: *mut usize,
-            ) -> sys::cusparseStatus_t {
-                sys::$sbb(h, m, dl, d, du, x, batch, stride, bytes)
-            }
-            unsafe fn strided_batch(
-                h: sys::cusparseHandle_t,
-                m: i32,
-                dl: *const Self,
-                d: *const Self,
-                du: *const Self,
-                x: *mut Self,
-                batch: i32,
-                stride: i32,
-                buf: *mut std::ffi::c_void,
-            ) -> sys::cusparseStatus_t {
-                sys::$sb(h, m, dl, d, du, x, batch, stride, buf)
-            }
-            unsafe fn nopivot_buffer(
-                h: sys::cusparseHandle_t,
-                m: i32,
-                n: i32,
-                dl: *const Self,
-                d: *const Self,
-                du: *const Self,
-                b: *const Self,
-                ldb: i32,
-                bytes: *mut usize,
-            ) -> sys::cusparseStatus_t {
-                sys::$npb(h, m, n, dl, d, du, b, ldb, bytes)
-            }
-            unsafe fn nopivot(
-                h: sys::cusparseHandle_t,
-                m: i32,
-                n: i32,
-                dl: *const Self,
-                d: *const Self,
-                du: *const Self,
-                b: *mut Self,
-                ldb: i32,
-                buf: *mut std::ffi::c_void,
-            ) -> sys::cusparseStatus_t {
-                sys::$np(h, m, n, dl, d, du, b, ldb, buf)
-            }
-        }
-    };
+impl GtsvScalar for f32 {
+    const STRIDED_BATCH_BUFFER: StridedBatchBufferFn<f32> =
+        sys::cusparseSgtsv2StridedBatch_bufferSizeExt;
+    const STRIDED_BATCH: StridedBatchFn<f32> = sys::cusparseSgtsv2StridedBatch;
+    const NOPIVOT_BUFFER: NopivotBufferFn<f32> = sys::cusparseSgtsv2_nopivot_bufferSizeExt;
+    const NOPIVOT: NopivotFn<f32> = sys::cusparseSgtsv2_nopivot;
 }
-gtsv_impl!(
-    f32,
-    cusparseSgtsv2StridedBatch_bufferSizeExt,
-    cusparseSgtsv2StridedBatch,
-    cusparseSgtsv2_nopivot_bufferSizeExt,
-    cusparseSgtsv2_nopivot
-);
-gtsv_impl!(
-    f64,
-    cusparseDgtsv2StridedBatch_bufferSizeExt,
-    cusparseDgtsv2StridedBatch,
-    cusparseDgtsv2_nopivot_bufferSizeExt,
-    cusparseDgtsv2_nopivot
-);
+
+impl GtsvScalar for f64 {
+    const STRIDED_BATCH_BUFFER: StridedBatchBufferFn<f64> =
+        sys::cusparseDgtsv2StridedBatch_bufferSizeExt;
+    const STRIDED_BATCH: StridedBatchFn<f64> = sys::cusparseDgtsv2StridedBatch;
+    const NOPIVOT_BUFFER: NopivotBufferFn<f64> = sys::cusparseDgtsv2_nopivot_bufferSizeExt;
+    const NOPIVOT: NopivotFn<f64> = sys::cusparseDgtsv2_nopivot;
+}
 
 /// A cuSPARSE handle on a [`Gpu`]'s stream with a reusable gtsv2 workspace.
 pub struct CusparseTridiag {
@@ -224,33 +162,20 @@ impl CusparseTridiag {
         let g = self.sp.gpu().clone();
         let s = g.stream();
         let h = self.sp.handle();
-        let mut bytes = 0usize;
-        {
-            let (pl, _a) = dl.device_ptr(s);
-            let (pd, _b) = d.device_ptr(s);
-            let (pu, _c) = du.device_ptr(s);
-            let (px, _d) = x.device_ptr(s);
-            // SAFETY: live handle; device pointers of batch*n elements; bytes is an out-pointer.
-            check(
-                unsafe {
-                    T::strided_batch_buffer(
-                        h, m, pl as _, pd as _, pu as _, px as _, b, m, &mut bytes,
-                    )
-                },
-                "gtsv2StridedBatch_bufferSizeExt",
-            )?;
-        }
-        let buf = self.workspace(bytes)?;
         let (pl, _a) = dl.device_ptr(s);
         let (pd, _b) = d.device_ptr(s);
         let (pu, _c) = du.device_ptr(s);
         let (px, _d) = x.device_ptr_mut(s);
+        let (pl, pd, pu, px) = (pl as *const T, pd as *const T, pu as *const T, px as *mut T);
+        let mut bytes = 0usize;
+        // SAFETY: live handle; device pointers of batch*n elements; bytes is an out-pointer.
+        let status = unsafe { T::STRIDED_BATCH_BUFFER(h, m, pl, pd, pu, px, b, m, &mut bytes) };
+        check(status, "gtsv2StridedBatch_bufferSizeExt")?;
+        let buf = self.workspace(bytes)?;
         // SAFETY: as above, with a workspace of the queried size that outlives the queued call
         // (kept in self until replaced by a larger one, which happens on the same stream).
-        check(
-            unsafe { T::strided_batch(h, m, pl as _, pd as _, pu as _, px as _, b, m, buf) },
-            "gtsv2StridedBatch",
-        )
+        let status = unsafe { T::STRIDED_BATCH(h, m, pl, pd, pu, px, b, m, buf) };
+        check(status, "gtsv2StridedBatch")
     }
 
     /// Queues `gtsv2_nopivot` on one system of `n = d.len()` rows; `b` holds the right-hand side
@@ -269,29 +194,18 @@ impl CusparseTridiag {
         let g = self.sp.gpu().clone();
         let s = g.stream();
         let h = self.sp.handle();
-        let mut bytes = 0usize;
-        {
-            let (pl, _a) = dl.device_ptr(s);
-            let (pd, _b) = d.device_ptr(s);
-            let (pu, _c) = du.device_ptr(s);
-            let (pb, _d) = b.device_ptr(s);
-            // SAFETY: live handle; device pointers of n elements; bytes is an out-pointer.
-            check(
-                unsafe {
-                    T::nopivot_buffer(h, m, 1, pl as _, pd as _, pu as _, pb as _, m, &mut bytes)
-                },
-                "gtsv2_nopivot_bufferSizeExt",
-            )?;
-        }
-        let buf = self.workspace(bytes)?;
         let (pl, _a) = dl.device_ptr(s);
         let (pd, _b) = d.device_ptr(s);
         let (pu, _c) = du.device_ptr(s);
         let (pb, _d) = b.device_ptr_mut(s);
+        let (pl, pd, pu, pb) = (pl as *const T, pd as *const T, pu as *const T, pb as *mut T);
+        let mut bytes = 0usize;
+        // SAFETY: live handle; device pointers of n elements; bytes is an out-pointer.
+        let status = unsafe { T::NOPIVOT_BUFFER(h, m, 1, pl, pd, pu, pb, m, &mut bytes) };
+        check(status, "gtsv2_nopivot_bufferSizeExt")?;
+        let buf = self.workspace(bytes)?;
         // SAFETY: as above, with a workspace of the queried size.
-        check(
-            unsafe { T::nopivot(h, m, 1, pl as _, pd as _, pu as _, pb as _, m, buf) },
-            "gtsv2_nopivot",
-        )
+        let status = unsafe { T::NOPIVOT(h, m, 1, pl, pd, pu, pb, m, buf) };
+        check(status, "gtsv2_nopivot")
     }
 }
