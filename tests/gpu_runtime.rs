@@ -5,16 +5,25 @@
 
 use segsparse::gpu::{self, kernels, Gpu, PushKernelArg};
 
+/// Whether NVRTC can be loaded; prints a skip notice when not, and fails instead under
+/// `SEGSPARSE_REQUIRE_NVRTC=1` (CI).
+fn nvrtc_or_skip() -> bool {
+    if gpu::nvrtc_present() {
+        return true;
+    }
+    assert!(
+        std::env::var("SEGSPARSE_REQUIRE_NVRTC").as_deref() != Ok("1"),
+        "SEGSPARSE_REQUIRE_NVRTC=1 but libnvrtc.so could not be loaded"
+    );
+    eprintln!("skipped: NVRTC not found (set LD_LIBRARY_PATH to a libnvrtc.so.13)");
+    false
+}
+
 /// Every kernel source compiles for sm_80 and sm_90. Needs only libnvrtc. CI sets
 /// `SEGSPARSE_REQUIRE_NVRTC=1`, so there this test fails instead of skipping when NVRTC is absent.
 #[test]
 fn every_kernel_source_compiles_for_sm80_and_sm90() {
-    if !gpu::nvrtc_present() {
-        assert!(
-            std::env::var("SEGSPARSE_REQUIRE_NVRTC").as_deref() != Ok("1"),
-            "SEGSPARSE_REQUIRE_NVRTC=1 but libnvrtc.so could not be loaded"
-        );
-        eprintln!("skipped: NVRTC not found (set LD_LIBRARY_PATH to a libnvrtc.so.13)");
+    if !nvrtc_or_skip() {
         return;
     }
     let mut failures = Vec::new();
@@ -56,12 +65,7 @@ fn a_compile_error_names_the_kernel_and_keeps_the_log() {
 /// `gpu::disk_cache`; loading a cached CUBIN is exercised on the GPU machine by every test.)
 #[test]
 fn cubin_compiles_without_a_gpu() {
-    if !gpu::nvrtc_present() {
-        assert!(
-            std::env::var("SEGSPARSE_REQUIRE_NVRTC").as_deref() != Ok("1"),
-            "SEGSPARSE_REQUIRE_NVRTC=1 but libnvrtc.so could not be loaded"
-        );
-        eprintln!("skipped: NVRTC not found");
+    if !nvrtc_or_skip() {
         return;
     }
     let cubin = gpu::compile_cubin(&kernels::SELFTEST, "sm_90", &[]).unwrap();
