@@ -46,7 +46,19 @@ static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
 pub fn device() -> Result<&'static Device, Error> {
     DEVICE
         .get_or_init(|| {
-            let gpu = Gpu::shared().map_err(|e| e.to_string())?;
+            let gpu = Gpu::shared().map_err(|e| match e {
+                // The crate's Display adds "no usable CUDA device: " at each level it is
+                // re-wrapped; keep the reason once.
+                Error::CudaUnavailable(m) => {
+                    let p = "no usable CUDA device: ";
+                    let mut s = m.as_str();
+                    while let Some(rest) = s.strip_prefix(p) {
+                        s = rest;
+                    }
+                    s.to_string()
+                }
+                other => other.to_string(),
+            })?;
             let ev = || {
                 gpu.context()
                     .new_event(None)
