@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use numpy::{Element, PyArray1, PyReadonlyArray1, PyReadwriteArray1};
+use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use segsparse::gpu::DeviceBuffer;
 use segsparse::solvers::gpu::GpuOps;
@@ -115,7 +116,7 @@ fn build<T: Elem>(
     data: &Bound<'_, PyAny>,
     want: Want,
 ) -> PyResult<Mat<T>> {
-    let values = data.extract::<PyReadonlyArray1<'_, T>>()?.as_slice()?.to_vec();
+    let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
     run(py, move || {
         let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
         let dev = match want {
@@ -462,12 +463,55 @@ pub struct PyMatrix {
     inner: Inner,
 }
 
-fn rw<'py, T: Elem>(a: &Bound<'py, PyAny>) -> PyResult<PyReadwriteArray1<'py, T>> {
-    a.extract::<PyReadwriteArray1<'py, T>>()
+/// A writable view of a 1-D NumPy array of `T`. rust-numpy's `extract` panics when the array
+/// is already borrowed (it aliases an input) or read-only; `try_readwrite` reports it instead.
+pub fn rw<'py, T: Element>(a: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadwriteArray1<'py, T>> {
+    a.downcast::<PyArray1<T>>()
+        .map_err(|_| dtype_error::<T>(a, what))?
+        .try_readwrite()
+        .map_err(|e| {
+            PyValueError::new_err(format!(
+                "{what} cannot be written: it overlaps an input or is read-only ({e})"
+            ))
+        })
 }
 
-fn ro<'py, T: Elem>(a: &Bound<'py, PyAny>) -> PyResult<PyReadonlyArray1<'py, T>> {
-    a.extract::<PyReadonlyArray1<'py, T>>()
+/// A read-only view of a 1-D NumPy array of `T` (see [`rw`]).
+pub fn ro<'py, T: Element>(a: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, T>> {
+    a.downcast::<PyArray1<T>>()
+        .map_err(|_| dtype_error::<T>(a, what))?
+        .try_readonly()
+        .map_err(|e| PyValueError::new_err(format!("{what} cannot be read: {e}")))
+}
+
+fn dtype_error<T: Element>(a: &Bound<'_, PyAny>, what: &str) -> PyErr {
+    let found = a
+        .getattr("dtype")
+        .and_then(|d| d.str().map(|s| s.to_string()))
+        .unwrap_or_else(|_| a.get_type().to_string());
+    let shape = a
+        .getattr("shape")
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "{what} must be a 1-D NumPy array of {} (found {found}, shape {shape})",
+        std::any::type_name::<T>()
+    ))
+}
+
+/// The contiguous data of a NumPy view, or a `ValueError` naming the argument.
+pub fn slice<'a, T: Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
+}
+
+/// The contiguous data of a writable NumPy view (see [`slice`]).
+pub fn slice_mut<'a, T: Element>(
+    a: &'a mut PyReadwriteArray1<'_, T>,
+    what: &str,
+) -> PyResult<&'a mut [T]> {
+    a.as_slice_mut()
+        .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
 }
 
 #[pymethods]
@@ -554,9 +598,9 @@ impl PyMatrix {
         y: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         with_mat!(self, m, T => {
-            let xa = ro::<T>(x)?;
-            let mut ya = rw::<T>(y)?;
-            let (xs, ys) = (xa.as_slice()?, ya.as_slice_mut()?);
+            let xa = ro::<T>(x, "x")?;
+            let mut ya = rw::<T>(y, "y")?;
+            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
             run(py, || m.spmv_host(alpha, xs, beta, ys))
         })
     }
@@ -597,9 +641,9 @@ impl PyMatrix {
         let o = opts(method, precond, rtol, atol, maxiter, x0, check_every)
             .map_err(|f| f.into_py_err(py))?;
         with_mat!(self, m, T => {
-            let ba = ro::<T>(b)?;
-            let mut xa = rw::<T>(x)?;
-            let (bs, xs) = (ba.as_slice()?, xa.as_slice_mut()?);
+            let ba = ro::<T>(b, "b")?;
+            let mut xa = rw::<T>(x, "x")?;
+            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
             run(py, || m.solve_host(&o, bs, xs))
         })
     }

@@ -1,7 +1,7 @@
 //! Scan, segmented scan, sort and batched tridiagonal solves on arrays: NumPy arrays on the CPU,
 //! device arrays (CuPy) on the GPU, zero-copy.
 
-use numpy::{Element, PyArray1, PyReadonlyArray1, PyReadwriteArray1};
+use numpy::{Element, PyArray1};
 use pyo3::prelude::*;
 use segsparse::gpu::KernelType;
 use segsparse::primitives::sort::RadixKey;
@@ -13,6 +13,7 @@ use segsparse::Scalar;
 
 use crate::device::{device, Borrowed};
 use crate::errors::{run, Failure, Res};
+use crate::matrix::{ro, rw, slice, slice_mut};
 
 fn spec(op: &str, inclusive: bool, reverse: bool) -> PyResult<ScanSpec> {
     let op = match op {
@@ -69,7 +70,7 @@ pub fn scan_host(
     op: &str,
     inclusive: bool,
     reverse: bool,
-    offsets: Option<PyReadonlyArray1<'_, u32>>,
+    offsets: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     fn go<T: ScanElem + Element>(
         py: Python<'_>,
@@ -78,9 +79,9 @@ pub fn scan_host(
         s: ScanSpec,
         offsets: Option<&[u32]>,
     ) -> PyResult<()> {
-        let xa = x.extract::<PyReadonlyArray1<'_, T>>()?;
-        let mut oa = out.extract::<PyReadwriteArray1<'_, T>>()?;
-        let (xs, os) = (xa.as_slice()?, oa.as_slice_mut()?);
+        let xa = ro::<T>(x, "x")?;
+        let mut oa = rw::<T>(out, "out")?;
+        let (xs, os) = (slice(&xa, "x")?, slice_mut(&mut oa, "out")?);
         run(py, || {
             check_same("out", os.len(), xs.len())?;
             match offsets {
@@ -91,8 +92,9 @@ pub fn scan_host(
         })
     }
     let s = spec(op, inclusive, reverse)?;
-    let off = match &offsets {
-        Some(o) => Some(o.as_slice()?),
+    let off_view = offsets.map(|o| ro::<u32>(o, "offsets")).transpose()?;
+    let off = match &off_view {
+        Some(o) => Some(slice(o, "offsets")?),
         None => None,
     };
     by_scan_dtype!(dtype_of(x)?.as_str(), go(py, x, out, s, off))
@@ -192,8 +194,8 @@ pub fn sort_host(
         keys: &Bound<'_, PyAny>,
         with_perm: bool,
     ) -> PyResult<(PyObject, Option<PyObject>)> {
-        let ka = keys.extract::<PyReadonlyArray1<'_, K>>()?;
-        let ks = ka.as_slice()?;
+        let ka = ro::<K>(keys, "keys")?;
+        let ks = slice(&ka, "keys")?;
         let (k, p) = run(py, || {
             let perm_in: Vec<u32> = if with_perm {
                 (0..u32::try_from(ks.len()).map_err(|_| {
@@ -292,9 +294,10 @@ pub fn tridiag_host(
         arrays: [&Bound<'_, PyAny>; 4],
         use_gpu: bool,
     ) -> PyResult<PyObject> {
-        let [a, b, c, d] = arrays.map(|v| v.extract::<PyReadonlyArray1<'_, T>>());
+        let [a, b, c, d] = arrays.map(|v| ro::<T>(v, "tridiagonal arrays"));
         let (a, b, c, d) = (a?, b?, c?, d?);
-        let (a, b, c, d) = (a.as_slice()?, b.as_slice()?, c.as_slice()?, d.as_slice()?);
+        let w = "tridiagonal arrays";
+        let (a, b, c, d) = (slice(&a, w)?, slice(&b, w)?, slice(&c, w)?, slice(&d, w)?);
         let x = run(py, || {
             check_tridiag(n, [a.len(), b.len(), c.len(), d.len()])?;
             if use_gpu {

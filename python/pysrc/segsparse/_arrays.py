@@ -35,7 +35,10 @@ def device_array(a: Any, what: str, *, writable: bool = False) -> Optional[Devic
     ptr, readonly = iface["data"]
     if writable and readonly:
         raise ValueError(f"{what} is read-only")
-    return DeviceArray(int(ptr or 0), int(shape[0]), dtype, iface.get("stream"))
+    stream = iface.get("stream")
+    if stream == 1:
+        stream = 0  # CU_STREAM_LEGACY is the legacy default stream, CuPy's handle 0
+    return DeviceArray(int(ptr or 0), int(shape[0]), dtype, stream)
 
 
 def cupy():
@@ -51,9 +54,10 @@ def current_stream() -> int:
     return int(cupy().cuda.get_current_stream().ptr)
 
 
-def wait_list(*arrays: Optional[DeviceArray]) -> List[int]:
-    """Streams our work must wait for: each input's interface stream and CuPy's current one."""
-    streams = [current_stream()]
+def wait_list(current: int, *arrays: Optional[DeviceArray]) -> List[int]:
+    """Streams our work must wait for: CuPy's ``current`` one and each array's interface
+    stream."""
+    streams = [current]
     for a in arrays:
         if a is not None and a.stream is not None and a.stream not in streams:
             streams.append(int(a.stream))

@@ -81,7 +81,7 @@ def _scan(x, op, inclusive, reverse, offsets):
         doff = device_array(offsets, "offsets")
         off_ptr, nseg = doff.ptr, doff.n - 1
     _core.scan_device(str(dx.dtype), dx.ptr, do.ptr, dx.n, op, inclusive, reverse,
-                      wait_list(dx), current_stream(), off_ptr, nseg)
+                      wait_list(current_stream(), dx), current_stream(), off_ptr, nseg)
     return out
 
 
@@ -110,7 +110,7 @@ def sort(keys: Any, values: Any = None):
             raise ValueError(f"values has {values.shape[0]} elements, keys {dk.n}")
         perm = cp.arange(dk.n, dtype=cp.uint32)
     _core.sort_device(str(dk.dtype), dk.ptr, dk.n, None if perm is None else perm.data.ptr,
-                      wait_list(dk), current_stream())
+                      wait_list(current_stream(), dk), current_stream())
     if values is None:
         return k
     return k, cp.asarray(values)[perm]
@@ -141,7 +141,7 @@ def tridiagonal_solve(lower: Any, diag: Any, upper: Any, rhs: Any, *, device: st
         x = cp.empty(flat[3].shape[0], dtype=dt)
         ds = [device_array(a, "array") for a in flat + [x]]
         _core.tridiag_device(str(np.dtype(dt)), n, ds[3].n, [d.ptr for d in ds],
-                             wait_list(*ds), current_stream())
+                             wait_list(current_stream(), *ds), current_stream())
         return x.reshape(shape)
     dt = np.result_type(*[np.asarray(a).dtype for a in arrays])
     dt = dt if dt in (np.float32, np.float64) else np.float64

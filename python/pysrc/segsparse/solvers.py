@@ -99,7 +99,7 @@ def _solve(
         dx = device_array(x, "x", writable=True)
         out = m._m.solve_device(
             method, precond, db.ptr, dx.ptr, rtol, atol, maxiter, x0 is not None,
-            wait_list(db, dx), current_stream(), check_every,
+            wait_list(current_stream(), db, dx), current_stream(), check_every,
         )
     else:
         b = host_vector(b, m.dtype, "b")
