@@ -246,15 +246,22 @@ pub fn sort_device(
             // SAFETY: as in `scan_device`.
             let mut kb = unsafe { Borrowed::<K>::new(d, keys, n) };
             if n > 0 {
+                // The radix sort may end by swapping its argument with its alternate buffer
+                // (an odd number of passes), which would hand the caller's memory to the crate
+                // to free: sort crate-owned copies and copy the results back instead.
+                let s = d.gpu.stream();
+                let copy_err = |e| segsparse::Error::cuda("copying sort keys", e);
+                let mut k = s.clone_dtod(&*kb).map_err(copy_err)?;
                 match perm {
-                    None => segsparse::primitives::sort::gpu::radix_sort(&d.gpu, &mut kb)?,
+                    None => segsparse::primitives::sort::gpu::radix_sort(&d.gpu, &mut k)?,
                     Some(p) => {
                         let mut pb = unsafe { Borrowed::<u32>::new(d, p, n) };
-                        segsparse::primitives::sort::gpu::radix_sort_pairs(
-                            &d.gpu, &mut kb, &mut pb,
-                        )?
+                        let mut v = s.clone_dtod(&*pb).map_err(copy_err)?;
+                        segsparse::primitives::sort::gpu::radix_sort_pairs(&d.gpu, &mut k, &mut v)?;
+                        s.memcpy_dtod(&v, &mut *pb).map_err(copy_err)?;
                     }
                 }
+                s.memcpy_dtod(&k, &mut *kb).map_err(copy_err)?;
             }
             d.leave(signal)?;
             Ok(())

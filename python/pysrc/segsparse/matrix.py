@@ -146,7 +146,12 @@ class Matrix:
         and everything queued on the current stream afterwards runs after it: events order the
         streams, the host does not wait. The result is a CuPy array on the same device.
         """
-        if type(x) is np.ndarray and x.dtype == self._dtype and (y is None or type(y) is np.ndarray):
+        if (
+            type(x) is np.ndarray
+            and x.dtype == self._dtype
+            and x.flags.c_contiguous
+            and (y is None or type(y) is np.ndarray)
+        ):
             # The hot path, kept short (the binding-overhead goal is <= 10 us a call): the Rust
             # side checks lengths, contiguity, y's dtype, and that x and y do not overlap
             # (rust-numpy's borrow tracking refuses a writable y that aliases x).
