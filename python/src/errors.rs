@@ -122,10 +122,7 @@ pub fn run_held<R>(py: Python<'_>, f: impl FnOnce() -> Res<R>) -> PyResult<R> {
     finish(py, out)
 }
 
-fn finish<R>(
-    py: Python<'_>,
-    out: std::thread::Result<Res<R>>,
-) -> PyResult<R> {
+fn finish<R>(py: Python<'_>, out: std::thread::Result<Res<R>>) -> PyResult<R> {
     match out {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(f)) => Err(f.into_py_err(py)),

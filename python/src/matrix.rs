@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use segsparse::gpu::DeviceBuffer;
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
-    bicgstab, cg, pcg, Cpu, Identity, InitialGuess, Jacobi, LinearOperator, SolveError,
-    SolveInfo, SolveParams, VectorOps,
+    bicgstab, cg, pcg, Cpu, Identity, InitialGuess, Jacobi, LinearOperator, SolveError, SolveInfo,
+    SolveParams, VectorOps,
 };
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 use segsparse::{CsrMatrix, Scalar};
@@ -172,7 +172,12 @@ fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
             i.restarts,
             "converged".into(),
         )),
-        Err(e @ SolveError::NotConverged { iterations, residual }) => Ok((
+        Err(
+            e @ SolveError::NotConverged {
+                iterations,
+                residual,
+            },
+        ) => Ok((
             false,
             iterations.max(1) as i64,
             iterations,
@@ -422,8 +427,7 @@ impl<T: Elem> Mat<T> {
         // SAFETY: as in `solve_device`.
         let x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
         let mut y = unsafe { Borrowed::<T>::new(dev, yp, self.host.nrows()) };
-        d.csr
-            .spmv(T::of_f64(alpha), &x, T::of_f64(beta), &mut y)?;
+        d.csr.spmv(T::of_f64(alpha), &x, T::of_f64(beta), &mut y)?;
         dev.leave(signal)?;
         Ok(())
     }
@@ -465,7 +469,10 @@ pub struct PyMatrix {
 
 /// A writable view of a 1-D NumPy array of `T`. rust-numpy's `extract` panics when the array
 /// is already borrowed (it aliases an input) or read-only; `try_readwrite` reports it instead.
-pub fn rw<'py, T: Element>(a: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadwriteArray1<'py, T>> {
+pub fn rw<'py, T: Element>(
+    a: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<PyReadwriteArray1<'py, T>> {
     a.downcast::<PyArray1<T>>()
         .map_err(|_| dtype_error::<T>(a, what))?
         .try_readwrite()
@@ -477,7 +484,10 @@ pub fn rw<'py, T: Element>(a: &Bound<'py, PyAny>, what: &str) -> PyResult<PyRead
 }
 
 /// A read-only view of a 1-D NumPy array of `T` (see [`rw`]).
-pub fn ro<'py, T: Element>(a: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, T>> {
+pub fn ro<'py, T: Element>(
+    a: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<PyReadonlyArray1<'py, T>> {
     a.downcast::<PyArray1<T>>()
         .map_err(|_| dtype_error::<T>(a, what))?
         .try_readonly()
@@ -727,12 +737,19 @@ pub fn read_matrix_market(
         py: Python<'_>,
         path: std::path::PathBuf,
     ) -> PyResult<(usize, usize, PyObject, PyObject, PyObject)> {
-        let m: CsrMatrix<T> =
-            run(py, move || Ok(segsparse::io::read_matrix_market::<T>(&path)?))?;
+        let m: CsrMatrix<T> = run(py, move || {
+            Ok(segsparse::io::read_matrix_market::<T>(&path)?)
+        })?;
         let (nr, nc) = m.shape();
         let (rp, ci) = index_arrays(py, m.row_ptr(), m.col_idx());
         let (_, _, v) = m.into_parts();
-        Ok((nr, nc, rp, ci, PyArray1::from_vec(py, v).into_any().unbind()))
+        Ok((
+            nr,
+            nc,
+            rp,
+            ci,
+            PyArray1::from_vec(py, v).into_any().unbind(),
+        ))
     }
     match dtype {
         "float32" => go::<f32>(py, path),
