@@ -126,9 +126,9 @@ def spmv_vs_cupy(mats, rows, out, quick):
 
     out["spmv"] = []
     for name, a in mats:
-        a32 = a.astype(np.float64)
-        m = segsparse.Matrix(a32, device="gpu")
-        c = csp.csr_matrix(a32)
+        a64 = a.astype(np.float64)
+        m = segsparse.Matrix(a64, device="gpu")
+        c = csp.csr_matrix(a64)
         x = cp.asarray(np.random.default_rng(1).standard_normal(a.shape[1]))
         y1 = m @ x
         y2 = c @ x

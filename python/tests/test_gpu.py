@@ -112,7 +112,7 @@ def test_not_converged_and_errors_gpu(gpu):
     cp = gpu
     a = spd(500, seed=1)
     x, info = segsparse.cg(a, cp.ones(500), rtol=1e-14, maxiter=3)
-    assert not info.converged and info.status == 3
+    assert not info.converged and info.status > 0 and info.iterations >= 3
     cpu_m = segsparse.Matrix(a, device="cpu")
     with pytest.raises(ValueError, match="lives on the CPU"):
         cpu_m @ cp.ones(500)
