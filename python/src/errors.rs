@@ -39,6 +39,18 @@ impl From<Error> for Failure {
 /// The result type of GIL-free work.
 pub type Res<T> = std::result::Result<T, Failure>;
 
+/// A `ValueError` unless `found == expected`: "`what` has `found` elements but `whose` needs
+/// (has) `expected`".
+pub fn check_len(what: &str, found: usize, expected: usize, whose: &str) -> Res<()> {
+    if found == expected {
+        Ok(())
+    } else {
+        Err(Failure::Value(format!(
+            "{what} has {found} elements but {whose} needs {expected}"
+        )))
+    }
+}
+
 static ERRORS: GILOnceCell<Py<PyModule>> = GILOnceCell::new();
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {

@@ -17,7 +17,7 @@ use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 use segsparse::{CsrMatrix, Scalar};
 
 use crate::device::{device, Borrowed};
-use crate::errors::{run, run_held, Failure, Res};
+use crate::errors::{check_len, run, run_held, Failure, Res};
 
 /// Element types of a matrix: `f32` and `f64`, with NumPy and GPU support.
 pub trait Elem: GpuScalar + Element {}
@@ -142,17 +142,6 @@ fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
         ops: Mutex::new(None),
         jacobi: Mutex::new(None),
     })
-}
-
-/// Checks a vector length against what the matrix needs.
-fn check_len(what: &str, found: usize, expected: usize) -> Res<()> {
-    if found == expected {
-        Ok(())
-    } else {
-        Err(Failure::Value(format!(
-            "{what} has {found} elements but the matrix needs {expected}"
-        )))
-    }
 }
 
 /// A solve's outcome in SciPy's terms: `status` 0 converged, > 0 the iterations done without
@@ -340,8 +329,8 @@ impl<T: Elem> Mat<T> {
     /// Solve with host vectors; on the GPU when the matrix is there (b and x copied over).
     fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T]) -> Res<Outcome> {
         let n = self.host.nrows();
-        check_len("b", b.len(), n)?;
-        check_len("x", x.len(), self.host.ncols())?;
+        check_len("b", b.len(), n, "the matrix")?;
+        check_len("x", x.len(), self.host.ncols(), "the matrix")?;
         let t0 = Instant::now();
         if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
@@ -392,8 +381,8 @@ impl<T: Elem> Mat<T> {
     }
 
     fn spmv_host(&self, alpha: f64, x: &[T], beta: f64, y: &mut [T]) -> Res<()> {
-        check_len("x", x.len(), self.host.ncols())?;
-        check_len("y", y.len(), self.host.nrows())?;
+        check_len("x", x.len(), self.host.ncols(), "the matrix")?;
+        check_len("y", y.len(), self.host.nrows(), "the matrix")?;
         let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
         match &self.dev {
             None => segsparse::spmv::spmv(alpha, &self.host, x, beta, y),

@@ -12,7 +12,7 @@ use segsparse::tridiag::{self, gpu::GpuTridiag, TridiagAlgorithm};
 use segsparse::Scalar;
 
 use crate::device::{device, Borrowed};
-use crate::errors::{run, Failure, Res};
+use crate::errors::{check_len, run, Failure, Res};
 use crate::matrix::{ro, rw, slice, slice_mut};
 
 fn spec(op: &str, inclusive: bool, reverse: bool) -> PyResult<ScanSpec> {
@@ -41,18 +41,27 @@ fn spec(op: &str, inclusive: bool, reverse: bool) -> PyResult<ScanSpec> {
     ))
 }
 
-/// Calls `$f::<T>(...)` for the dtype named by `$dtype` among the scan element types.
-macro_rules! by_scan_dtype {
-    ($dtype:expr, $f:ident ( $($a:expr),* )) => {
+/// Calls `$f::<T>(...)` with the Rust type `T` of the NumPy dtype named `$dtype`, among the
+/// listed ones; any other dtype is a `TypeError` saying what is accepted.
+macro_rules! by_dtype {
+    ($dtype:expr, $f:ident $args:tt, { $($name:literal => $t:ty),+ }, $what:literal) => {
         match $dtype {
-            "float32" => $f::<f32>($($a),*),
-            "float64" => $f::<f64>($($a),*),
-            "int32" => $f::<i32>($($a),*),
-            "uint32" => $f::<u32>($($a),*),
+            $($name => $f::<$t> $args,)+
             d => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "scans take float32, float64, int32 or uint32 arrays, not {d}"
+                concat!($what, " ({}), not {}"),
+                [$($name),+].join(", "),
+                d
             ))),
         }
+    };
+}
+
+/// [`by_dtype!`] over the scan element types.
+macro_rules! by_scan_dtype {
+    ($dtype:expr, $f:ident $args:tt) => {
+        by_dtype!($dtype, $f $args,
+            { "float32" => f32, "float64" => f64, "int32" => i32, "uint32" => u32 },
+            "scans take arrays of these dtypes")
     };
 }
 
@@ -83,7 +92,7 @@ pub fn scan_host(
         let mut oa = rw::<T>(out, "out")?;
         let (xs, os) = (slice(&xa, "x")?, slice_mut(&mut oa, "out")?);
         run(py, || {
-            check_same("out", os.len(), xs.len())?;
+            check_len("out", os.len(), xs.len(), "the input")?;
             match offsets {
                 None => pcpu::par_scan(xs, os, s),
                 Some(off) => pcpu::par_segmented_scan_offsets(xs, off, os, s)?,
@@ -98,16 +107,6 @@ pub fn scan_host(
         None => None,
     };
     by_scan_dtype!(dtype_of(x)?.as_str(), go(py, x, out, s, off))
-}
-
-fn check_same(what: &str, found: usize, expected: usize) -> Res<()> {
-    if found == expected {
-        Ok(())
-    } else {
-        Err(Failure::Value(format!(
-            "{what} has {found} elements but the input has {expected}"
-        )))
-    }
 }
 
 /// `out ← scan(x)` on the GPU with device pointers of `n` elements of `dtype`; with
@@ -167,18 +166,12 @@ pub fn scan_device(
     by_scan_dtype!(dtype, go(py, x, out, n, s, &wait, signal, offsets, nseg))
 }
 
-/// Calls `$f::<K>(...)` for the key types of the radix sort.
+/// [`by_dtype!`] over the key types of the radix sort.
 macro_rules! by_key_dtype {
-    ($dtype:expr, $f:ident ( $($a:expr),* )) => {
-        match $dtype {
-            "float32" => $f::<f32>($($a),*),
-            "int32" => $f::<i32>($($a),*),
-            "uint32" => $f::<u32>($($a),*),
-            "uint64" => $f::<u64>($($a),*),
-            d => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "sort takes float32, int32, uint32 or uint64 keys, not {d}"
-            ))),
-        }
+    ($dtype:expr, $f:ident $args:tt) => {
+        by_dtype!($dtype, $f $args,
+            { "float32" => f32, "int32" => i32, "uint32" => u32, "uint64" => u64 },
+            "sort takes keys of these dtypes")
     };
 }
 
@@ -270,16 +263,11 @@ pub fn sort_device(
     by_key_dtype!(dtype, go(py, keys, n, perm, &wait, signal))
 }
 
-/// Calls `$f::<T>(...)` for float32 / float64.
+/// [`by_dtype!`] over float32 / float64.
 macro_rules! by_float_dtype {
-    ($dtype:expr, $f:ident ( $($a:expr),* )) => {
-        match $dtype {
-            "float32" => $f::<f32>($($a),*),
-            "float64" => $f::<f64>($($a),*),
-            d => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "tridiagonal systems must be float32 or float64, not {d}"
-            ))),
-        }
+    ($dtype:expr, $f:ident $args:tt) => {
+        by_dtype!($dtype, $f $args, { "float32" => f32, "float64" => f64 },
+            "tridiagonal systems must have a float dtype")
     };
 }
 
