@@ -129,15 +129,18 @@ def tridiagonal_solve(lower: Any, diag: Any, upper: Any, rhs: Any, *, device: st
     on the GPU, no copy. Returns ``x`` with ``rhs``'s shape and kind.
     """
     arrays = (lower, diag, upper, rhs)
-    if device_array(rhs, "rhs") is not None or (
-        hasattr(rhs, "__cuda_array_interface__")
-    ):
+    if hasattr(rhs, "__cuda_array_interface__"):
         cp = cupy()
         dt = np.result_type(*[a.dtype for a in arrays])
         dt = dt if dt in (np.float32, np.float64) else np.float64
         shape = rhs.shape
         flat = [cp.ascontiguousarray(cp.asarray(a, dtype=dt).reshape(-1)) for a in arrays]
         n = shape[-1] if len(shape) else 0
+        if len({a.shape[0] for a in flat}) != 1:
+            raise ValueError(
+                "tridiagonal solve: lower, diag, upper and rhs have "
+                f"{[a.shape[0] for a in flat]} elements; they must be equal"
+            )
         x = cp.empty(flat[3].shape[0], dtype=dt)
         ds = [device_array(a, "array") for a in flat + [x]]
         _core.tridiag_device(str(np.dtype(dt)), n, ds[3].n, [d.ptr for d in ds],
