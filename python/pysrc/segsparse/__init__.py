@@ -1,0 +1,62 @@
+"""segsparse: sparse linear algebra on NVIDIA GPUs built on segmented scan, from Python.
+
+The same engine as the Rust crate ``segsparse``, from NumPy, SciPy and CuPy::
+
+    import scipy.io, segsparse
+    A = segsparse.Matrix(scipy.sparse.random(1000, 1000, 0.01, format="csr"))  # uploaded once
+    y = A @ x                                      # NumPy in, NumPy out; CuPy in, CuPy out
+    x, info = segsparse.bicgstab(A, b, rtol=1e-8)  # like scipy.sparse.linalg.bicgstab
+
+- ``Matrix``: a CSR matrix on the GPU when one works (``device="auto"|"gpu"|"cpu"``), with
+  ``A @ x`` and ``A.spmv(x, alpha, beta, y)``.
+- ``cg``, ``pcg``, ``bicgstab``: SciPy-style ``(x, info)``; ``info`` is a ``SolveInfo``.
+- ``scan``, ``segmented_scan``, ``sort``, ``tridiagonal_solve``: primitives on arrays.
+- ``load_matrix_market``, ``save_matrix_market``.
+- ``gpu_available()``, ``device_name()``, ``gpu_error()``.
+
+CuPy arrays (anything with ``__cuda_array_interface__``) are used in place, without copies;
+work is ordered with CuPy's current stream by CUDA events (the host does not wait). Errors are
+the exceptions in ``segsparse.errors``, with the crate's messages.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import _core
+from .errors import (
+    CudaError,
+    CudaUnavailableError,
+    InternalError,
+    MatrixMarketError,
+    SegsparseError,
+    SolverError,
+)
+from .matrix import Matrix, as_matrix, load_matrix_market, save_matrix_market
+from .primitives import scan, segmented_scan, sort, tridiagonal_solve
+from .solvers import SolveInfo, bicgstab, cg, pcg
+
+__version__ = _core.__version__
+
+__all__ = [
+    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "scan", "segmented_scan",
+    "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
+    "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
+    "CudaError", "SolverError", "InternalError",
+]
+
+
+def gpu_available() -> bool:
+    """True when a CUDA device works (driver loaded, device opened); then ``Matrix`` and the
+    solvers use it by default."""
+    return _core.gpu_status()[0]
+
+
+def device_name() -> Optional[str]:
+    """The GPU's name (e.g. ``"NVIDIA H200"``), or ``None`` without a working GPU."""
+    return _core.gpu_status()[1]
+
+
+def gpu_error() -> Optional[str]:
+    """Why no GPU is used (``None`` when one is)."""
+    return _core.gpu_status()[2]

@@ -1,0 +1,254 @@
+"""``segsparse.Matrix``: a sparse matrix held by segsparse, uploaded to the GPU once."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._arrays import current_stream, cupy, device_array, host_vector, wait_list
+
+__all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _value_dtype(data_dtype: np.dtype, dtype: Any) -> np.dtype:
+    if dtype is not None:
+        d = np.dtype(dtype)
+        if d not in _FLOATS:
+            raise TypeError(f"dtype must be float32 or float64, not {d}")
+        return d
+    return data_dtype if data_dtype in _FLOATS else np.dtype(np.float64)
+
+
+def _csr_parts(A: Any) -> Tuple[Tuple[int, int], Any, Any, Any, bool]:
+    """(shape, indptr, indices, data, from_device) of a SciPy/CuPy sparse matrix or dense array."""
+    fmt = getattr(A, "format", None)
+    if fmt is not None and hasattr(A, "tocsr"):
+        on_device = hasattr(A.data, "__cuda_array_interface__")
+        csr = A if fmt == "csr" else A.tocsr()  # CSC / COO / others: SciPy's (CuPy's) conversion
+        if on_device:
+            # cupyx.scipy.sparse: the structure tables of the GPU SpMV are built on the host, so
+            # the three arrays make one trip device -> host -> device, once, here.
+            return csr.shape, csr.indptr.get(), csr.indices.get(), csr.data.get(), True
+        return csr.shape, csr.indptr, csr.indices, csr.data, False
+    if hasattr(A, "__cuda_array_interface__"):
+        A = cupy().asnumpy(A)
+    dense = np.asarray(A)
+    if dense.ndim != 2:
+        raise TypeError(
+            "Matrix takes a scipy.sparse or cupyx.scipy.sparse matrix, a segsparse.Matrix or a "
+            f"2-D array; got {type(A).__name__} with {dense.ndim} dimensions"
+        )
+    rows, cols = np.nonzero(dense)
+    indptr = np.zeros(dense.shape[0] + 1, dtype=np.int64)
+    np.add.at(indptr, rows + 1, 1)
+    return dense.shape, np.cumsum(indptr), cols, dense[rows, cols], False
+
+
+class Matrix:
+    """A sparse matrix held by segsparse: on the GPU when one works, else on the CPU.
+
+    ``Matrix(A, dtype=None, device="auto")`` takes
+
+    - a ``scipy.sparse`` matrix or array (CSR, CSC, COO, ...; non-CSR formats are converted to
+      CSR by SciPy first),
+    - a ``cupyx.scipy.sparse`` matrix,
+    - a dense 2-D NumPy (or CuPy) array, or another ``Matrix``.
+
+    ``dtype`` is ``float32`` or ``float64`` (default: the data's own when it is one of those,
+    else float64). ``device`` is ``"auto"`` (the GPU when one works, else the CPU), ``"gpu"``
+    (raise ``CudaUnavailableError`` when none works) or ``"cpu"``.
+
+    What is copied: the crate keeps its own validated CSR arrays (uint32 indices), so the
+    indices and values are copied once into it (int32/uint32/int64 indices and float32/float64
+    values are read straight from the NumPy buffers, with no intermediate NumPy conversion;
+    other dtypes are converted by NumPy first). On the GPU the matrix is then uploaded once, with
+    its row-structure tables; every multiply and solve after that moves only vectors (and none
+    at all for CuPy vectors). A ``cupyx`` matrix makes one device -> host -> device trip here,
+    because those tables are built on the host.
+
+    Multiply with ``A @ x`` or ``A.spmv(x, alpha, beta, y)``; solve with ``segsparse.cg(A, b)``
+    and friends.
+    """
+
+    __slots__ = ("_m", "_dtype", "_shape")
+
+    def __init__(self, A: Any, *, dtype: Any = None, device: str = "auto"):
+        if isinstance(A, Matrix):
+            if (dtype is None or np.dtype(dtype) == A.dtype) and device in ("auto", A.device):
+                self._m, self._dtype, self._shape = A._m, A._dtype, A._shape
+                return
+            A = A.to_scipy()
+        shape, indptr, indices, data, _ = _csr_parts(A)
+        vd = _value_dtype(np.dtype(data.dtype), dtype)
+        data = np.ascontiguousarray(data, dtype=vd)
+        indptr = _index_array(indptr)
+        indices = _index_array(indices)
+        self._m = _core._Matrix(int(shape[0]), int(shape[1]), indptr, indices, data, device)
+        self._dtype = vd
+        self._shape = (int(shape[0]), int(shape[1]))
+
+    # --- properties ------------------------------------------------------------------------
+    @property
+    def shape(self) -> Tuple[int, int]:
+        """``(nrows, ncols)``."""
+        return self._shape
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries."""
+        return self._m.nnz
+
+    @property
+    def dtype(self) -> np.dtype:
+        """``float32`` or ``float64``."""
+        return self._dtype
+
+    @property
+    def device(self) -> str:
+        """``"gpu"`` when the matrix is uploaded to the GPU, else ``"cpu"``."""
+        return "gpu" if self._m.on_gpu else "cpu"
+
+    @property
+    def gpu_algorithm(self) -> Optional[str]:
+        """The GPU SpMV algorithm chosen for this matrix at upload (``None`` on the CPU)."""
+        return self._m.gpu_algorithm
+
+    def __repr__(self) -> str:
+        r, c = self._shape
+        return f"<segsparse.Matrix {r}x{c}, {self.nnz} stored entries, {self._dtype}, {self.device}>"
+
+    # --- conversion ------------------------------------------------------------------------
+    def to_scipy(self):
+        """A ``scipy.sparse.csr_matrix`` copy (needs SciPy)."""
+        import scipy.sparse as sp
+
+        indptr, indices, data = self._m.to_arrays()
+        return sp.csr_matrix((data, indices, indptr), shape=self._shape)
+
+    # --- SpMV ------------------------------------------------------------------------------
+    def spmv(self, x: Any, alpha: float = 1.0, beta: float = 0.0, y: Any = None):
+        """``y <- alpha * A @ x + beta * y``; returns ``y``.
+
+        ``x`` and ``y`` are NumPy arrays (or anything ``np.asarray`` takes), or CuPy / other
+        ``__cuda_array_interface__`` device arrays. With ``y=None`` a new array is returned
+        (``beta`` must then be 0); a given ``y`` must be a contiguous 1-D array of the matrix's
+        dtype and is written in place.
+
+        NumPy vectors: on a CPU matrix the multiply runs on the CPU (multithreaded); on a GPU
+        matrix ``x`` (and ``y`` when ``beta != 0``) are copied to the device and ``y`` back.
+
+        Device vectors (the matrix must be on the GPU): no copy at all. The multiply is queued
+        after the work already queued on CuPy's current stream (and on ``x``'s interface stream)
+        and everything queued on the current stream afterwards runs after it: events order the
+        streams, the host does not wait. The result is a CuPy array on the same device.
+        """
+        if (
+            type(x) is np.ndarray
+            and x.dtype == self._dtype
+            and x.flags.c_contiguous
+            and (y is None or type(y) is np.ndarray)
+        ):
+            # The hot path, kept short (the binding-overhead goal is <= 10 us a call): the Rust
+            # side checks lengths, contiguity, y's dtype, and that x and y do not overlap
+            # (rust-numpy's borrow tracking refuses a writable y that aliases x).
+            if y is None:
+                if beta != 0:
+                    raise ValueError("beta != 0 needs y")
+                y = np.empty(self._shape[0], dtype=self._dtype)
+            self._m.spmv_host(alpha, x, beta, y)
+            return y
+        dx = device_array(x, "x")
+        if dx is not None:
+            return self._spmv_device(x, dx, alpha, beta, y)
+        if beta != 0 and y is None:
+            raise ValueError("beta != 0 needs y")
+        x = host_vector(x, self._dtype, "x")
+        if y is None:
+            y = np.empty(self._shape[0], dtype=self._dtype)
+        elif not (
+            isinstance(y, np.ndarray) and y.dtype == self._dtype and y.flags.c_contiguous
+        ):
+            raise ValueError(f"y must be a contiguous NumPy array of dtype {self._dtype}")
+        self._m.spmv_host(alpha, x, beta, y)
+        return y
+
+    def _spmv_device(self, x, dx, alpha, beta, y):
+        if dx.dtype != self._dtype:
+            x = cupy().ascontiguousarray(x, dtype=self._dtype)
+            dx = device_array(x, "x")
+        if y is None:
+            if beta != 0:
+                raise ValueError("beta != 0 needs y")
+            y = cupy().empty(self._shape[0], dtype=self._dtype)
+        dy = device_array(y, "y", writable=True)
+        if dy is None or dy.dtype != self._dtype:
+            raise ValueError(f"y must be a device array of dtype {self._dtype} like x")
+        if dy.n != self._shape[0] or dx.n != self._shape[1]:
+            raise ValueError(
+                f"spmv: x has {dx.n} elements and y {dy.n}; the matrix is "
+                f"{self._shape[0]}x{self._shape[1]}"
+            )
+        if dy.ptr == dx.ptr and dx.n > 0:
+            raise ValueError("x and y must not overlap")
+        cs = current_stream()
+        self._m.spmv_device(alpha, dx.ptr, beta, dy.ptr, wait_list(cs, dx, dy), cs)
+        return y
+
+    def __matmul__(self, x: Any):
+        """``A @ x``: the product with a vector (NumPy in, NumPy out; CuPy in, CuPy out)."""
+        return self.spmv(x)
+
+    def dot(self, x: Any):
+        """``A @ x``."""
+        return self.spmv(x)
+
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:  # noqa: F821
+        """Writes the matrix to a Matrix Market file (``.gz``: compressed)."""
+        self._m.write_matrix_market(path)
+
+
+def _index_array(a: Any) -> np.ndarray:
+    a = np.asarray(a)
+    if a.dtype not in (np.int32, np.uint32, np.int64):
+        a = a.astype(np.int64)
+    return np.ascontiguousarray(a)
+
+
+def as_matrix(A: Any, device: str = "auto") -> Matrix:
+    """``A`` itself when it is a ``Matrix``, else ``Matrix(A, device=device)``."""
+    return A if isinstance(A, Matrix) else Matrix(A, device=device)
+
+
+def load_matrix_market(path, *, dtype: Any = np.float64, as_matrix: bool = False, device="auto"):
+    """Reads a Matrix Market file (``.mtx`` or ``.mtx.gz``; real, integer or pattern;
+    general, symmetric or skew-symmetric).
+
+    Returns a ``scipy.sparse.csr_matrix`` (canonical: sorted indices, no duplicates), or with
+    ``as_matrix=True`` a ``segsparse.Matrix`` on ``device`` (no SciPy needed).
+
+    Raises ``MatrixMarketError`` (with ``.path`` and ``.line``) for a malformed file and
+    ``FileNotFoundError`` for a missing one.
+    """
+    d = np.dtype(dtype)
+    if d not in _FLOATS:
+        raise TypeError(f"dtype must be float32 or float64, not {d}")
+    nrows, ncols, indptr, indices, data = _core.read_matrix_market(str(path), str(d))
+    if as_matrix:
+        m = Matrix.__new__(Matrix)
+        m._m = _core._Matrix(nrows, ncols, indptr, indices, data, device)
+        m._dtype, m._shape = d, (nrows, ncols)
+        return m
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((data, indices, indptr), shape=(nrows, ncols))
+
+
+def save_matrix_market(path, A: Any) -> None:
+    """Writes ``A`` (a ``Matrix``, SciPy/CuPy sparse matrix or dense array) as a Matrix Market
+    coordinate file; a path ending in ``.gz`` is compressed."""
+    m = A if isinstance(A, Matrix) else Matrix(A, device="cpu")
+    m.save(str(path))

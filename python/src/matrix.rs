@@ -1,0 +1,750 @@
+//! `_Matrix`: a CSR matrix held by the crate, on the CPU and (when a GPU works) uploaded once;
+//! its SpMV and the iterative solvers.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use segsparse::gpu::DeviceBuffer;
+use segsparse::solvers::gpu::GpuOps;
+use segsparse::solvers::{
+    bicgstab, cg, pcg, Cpu, Identity, InitialGuess, Jacobi, LinearOperator, SolveError, SolveInfo,
+    SolveParams, VectorOps,
+};
+use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
+use segsparse::{CsrMatrix, Scalar};
+
+use crate::device::{device, Borrowed};
+use crate::errors::{check_len, run, run_held, Failure, Res};
+
+/// Element types of a matrix: `f32` and `f64`, with NumPy and GPU support.
+pub trait Elem: GpuScalar + Element {}
+impl<T: GpuScalar + Element> Elem for T {}
+
+/// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
+/// created on first use.
+struct DevMat<T: Elem> {
+    csr: GpuCsr<T>,
+    ops: Mutex<Option<Arc<GpuOps<T>>>>,
+    jacobi: Mutex<Option<Arc<Jacobi<DeviceBuffer<T>>>>>,
+}
+
+/// One precision of a matrix.
+pub struct Mat<T: Elem> {
+    host: CsrMatrix<T>,
+    dev: Option<DevMat<T>>,
+    jacobi: Mutex<Option<Arc<Jacobi<Vec<T>>>>>,
+}
+
+enum Inner {
+    F32(Mat<f32>),
+    F64(Mat<f64>),
+}
+
+/// Runs `$body` with `$m` bound to the matrix of either precision (`$t` its element type).
+macro_rules! with_mat {
+    ($self:expr, $m:ident, $t:ident => $body:expr) => {
+        match &$self.inner {
+            Inner::F32($m) => {
+                type $t = f32;
+                $body
+            }
+            Inner::F64($m) => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
+}
+
+/// Where a matrix lives, as asked by the caller.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+fn want(device: &str) -> Res<Want> {
+    match device {
+        "auto" => Ok(Want::Auto),
+        "gpu" | "cuda" => Ok(Want::Gpu),
+        "cpu" => Ok(Want::Cpu),
+        other => Err(Failure::Value(format!(
+            "device must be 'auto', 'gpu' or 'cpu', not {other:?}"
+        ))),
+    }
+}
+
+/// Index arrays as the crate's `u32`, from the integer dtypes SciPy uses. One copy (the crate's
+/// `CsrMatrix` owns its arrays); negative or too large indices are reported by value.
+fn indices(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
+    let bad = |v: i64| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "{what}: index {v} is outside the 32-bit unsigned range of segsparse"
+        ))
+    };
+    if let Ok(v) = a.extract::<PyReadonlyArray1<'_, i32>>() {
+        let s = v.as_slice()?;
+        return s
+            .iter()
+            .map(|&i| u32::try_from(i).map_err(|_| bad(i as i64)))
+            .collect();
+    }
+    if let Ok(v) = a.extract::<PyReadonlyArray1<'_, u32>>() {
+        return Ok(v.as_slice()?.to_vec());
+    }
+    if let Ok(v) = a.extract::<PyReadonlyArray1<'_, i64>>() {
+        let s = v.as_slice()?;
+        return s
+            .iter()
+            .map(|&i| u32::try_from(i).map_err(|_| bad(i)))
+            .collect();
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "{what} must be a contiguous 1-D int32, uint32 or int64 array"
+    )))
+}
+
+fn build<T: Elem>(
+    py: Python<'_>,
+    shape: (usize, usize),
+    row_ptr: Vec<u32>,
+    col_idx: Vec<u32>,
+    data: &Bound<'_, PyAny>,
+    want: Want,
+) -> PyResult<Mat<T>> {
+    let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
+    run(py, move || {
+        let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
+        let dev = match want {
+            Want::Cpu => None,
+            Want::Gpu => Some(upload(&host)?),
+            Want::Auto => match device() {
+                Ok(_) => Some(upload(&host)?),
+                Err(_) => None,
+            },
+        };
+        Ok(Mat {
+            host,
+            dev,
+            jacobi: Mutex::new(None),
+        })
+    })
+}
+
+fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
+    let d = device()?;
+    Ok(DevMat {
+        csr: GpuCsr::upload(&d.gpu, host)?,
+        ops: Mutex::new(None),
+        jacobi: Mutex::new(None),
+    })
+}
+
+/// A solve's outcome in SciPy's terms: `status` 0 converged, > 0 the iterations done without
+/// converging, < 0 a breakdown or a non-finite residual.
+type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String);
+
+fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
+    let secs = t0.elapsed().as_secs_f64();
+    match r {
+        Ok(i) => Ok((
+            true,
+            0,
+            i.iterations,
+            i.relative_residual,
+            i.seconds,
+            i.history,
+            i.restarts,
+            "converged".into(),
+        )),
+        Err(
+            e @ SolveError::NotConverged {
+                iterations,
+                residual,
+            },
+        ) => Ok((
+            false,
+            iterations.max(1) as i64,
+            iterations,
+            residual,
+            secs,
+            Vec::new(),
+            0,
+            e.to_string(),
+        )),
+        Err(e @ SolveError::Breakdown { iteration, .. }) => Ok((
+            false,
+            -1,
+            iteration,
+            f64::NAN,
+            secs,
+            Vec::new(),
+            0,
+            e.to_string(),
+        )),
+        Err(e @ SolveError::NonFinite { iteration }) => Ok((
+            false,
+            -2,
+            iteration,
+            f64::NAN,
+            secs,
+            Vec::new(),
+            0,
+            e.to_string(),
+        )),
+        Err(e) => Err(Failure::Solve(e)),
+    }
+}
+
+/// Solver options from Python.
+#[derive(Clone, Copy)]
+struct Opts {
+    method: Method,
+    jacobi: bool,
+    params: SolveParams,
+}
+
+/// The solvers the bindings know. New methods (GMRES) and preconditioners (polynomial) are one
+/// more arm here and in [`solve_with`], plus a thin function in `segsparse/solvers.py`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Cg,
+    Bicgstab,
+}
+
+fn opts(
+    method: &str,
+    precond: &str,
+    rtol: f64,
+    atol: f64,
+    maxiter: usize,
+    x0: bool,
+    check_every: Option<usize>,
+) -> Res<Opts> {
+    let method = match method {
+        "cg" => Method::Cg,
+        "bicgstab" => Method::Bicgstab,
+        m => return Err(Failure::Value(format!("unknown solver {m:?}"))),
+    };
+    let jacobi = match precond {
+        "none" => false,
+        "jacobi" => true,
+        p => {
+            return Err(Failure::Value(format!(
+                "unknown preconditioner {p:?} (known: 'none', 'jacobi')"
+            )))
+        }
+    };
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(Failure::Value(format!(
+            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
+        )));
+    }
+    Ok(Opts {
+        method,
+        jacobi,
+        params: SolveParams {
+            rel_tol: rtol,
+            abs_tol: atol,
+            max_iters: maxiter,
+            initial_guess: if x0 {
+                InitialGuess::Given
+            } else {
+                InitialGuess::Zero
+            },
+            record_history: true,
+            check_every,
+            ..Default::default()
+        },
+    })
+}
+
+/// One body for both backends: dispatch on the method and the preconditioner.
+fn solve_with<T, B, A>(
+    be: &B,
+    a: &A,
+    jac: Option<&Jacobi<B::Vector>>,
+    o: &Opts,
+    b: &B::Vector,
+    x: &mut B::Vector,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B>,
+    Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
+{
+    match (o.method, jac) {
+        (Method::Cg, None) => cg(be, a, b, x, &o.params),
+        (Method::Cg, Some(j)) => pcg(be, a, j, b, x, &o.params),
+        (Method::Bicgstab, None) => bicgstab(be, a, &Identity, b, x, &o.params),
+        (Method::Bicgstab, Some(j)) => bicgstab(be, a, j, b, x, &o.params),
+    }
+}
+
+impl<T: Elem> Mat<T> {
+    fn dev(&self) -> Res<&DevMat<T>> {
+        self.dev.as_ref().ok_or_else(|| {
+            Failure::Value(
+                "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a \
+                 matrix created with device='gpu'"
+                    .into(),
+            )
+        })
+    }
+
+    fn cpu_jacobi(&self) -> Res<Arc<Jacobi<Vec<T>>>> {
+        let mut j = self.jacobi.lock().unwrap_or_else(|p| p.into_inner());
+        if j.is_none() {
+            *j = Some(Arc::new(Jacobi::from_matrix(&Cpu, &self.host)?));
+        }
+        Ok(j.clone().expect("set above"))
+    }
+
+    fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &DevMat<T>)> {
+        let d = self.dev()?;
+        let ops = {
+            let mut o = d.ops.lock().unwrap_or_else(|p| p.into_inner());
+            if o.is_none() {
+                *o = Some(Arc::new(GpuOps::<T>::new(d.csr.gpu())?));
+            }
+            o.clone().expect("set above")
+        };
+        Ok((ops, d))
+    }
+
+    fn gpu_jacobi(&self, ops: &GpuOps<T>) -> Res<Arc<Jacobi<DeviceBuffer<T>>>> {
+        let d = self.dev()?;
+        let mut j = d.jacobi.lock().unwrap_or_else(|p| p.into_inner());
+        if j.is_none() {
+            *j = Some(Arc::new(Jacobi::from_matrix(ops, &self.host)?));
+        }
+        Ok(j.clone().expect("set above"))
+    }
+
+    /// Solve with host vectors; on the GPU when the matrix is there (b and x copied over).
+    fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T]) -> Res<Outcome> {
+        let n = self.host.nrows();
+        check_len("b", b.len(), n, "the matrix")?;
+        check_len("x", x.len(), self.host.ncols(), "the matrix")?;
+        let t0 = Instant::now();
+        if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            let jac = if o.jacobi {
+                Some(self.gpu_jacobi(&ops)?)
+            } else {
+                None
+            };
+            let g = d.csr.gpu();
+            let bd = g.upload(b)?;
+            let mut xd = g.upload(x)?;
+            let r = solve_with(&*ops, &d.csr, jac.as_deref(), o, &bd, &mut xd);
+            let xs = g.download(&xd)?;
+            x.copy_from_slice(&xs);
+            outcome(r, t0)
+        } else {
+            let jac = if o.jacobi {
+                Some(self.cpu_jacobi()?)
+            } else {
+                None
+            };
+            let bv = b.to_vec();
+            let mut xv = x.to_vec();
+            let r = solve_with(&Cpu, &self.host, jac.as_deref(), o, &bv, &mut xv);
+            x.copy_from_slice(&xv);
+            outcome(r, t0)
+        }
+    }
+
+    /// Solve with device vectors owned by the caller (zero-copy).
+    fn solve_device(&self, o: &Opts, bp: u64, xp: u64, wait: &[u64], signal: u64) -> Res<Outcome> {
+        let (ops, d) = self.gpu_ops()?;
+        let jac = if o.jacobi {
+            Some(self.gpu_jacobi(&ops)?)
+        } else {
+            None
+        };
+        let dev = device()?;
+        let t0 = Instant::now();
+        dev.enter(wait)?;
+        // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
+        // this dtype with nrows / ncols elements, and holds them during the call.
+        let b = unsafe { Borrowed::<T>::new(dev, bp, self.host.nrows()) };
+        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
+        let r = solve_with(&*ops, &d.csr, jac.as_deref(), o, &b, &mut x);
+        dev.leave(signal)?;
+        outcome(r, t0)
+    }
+
+    fn spmv_host(&self, alpha: f64, x: &[T], beta: f64, y: &mut [T]) -> Res<()> {
+        check_len("x", x.len(), self.host.ncols(), "the matrix")?;
+        check_len("y", y.len(), self.host.nrows(), "the matrix")?;
+        let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
+        match &self.dev {
+            None => segsparse::spmv::spmv(alpha, &self.host, x, beta, y),
+            Some(d) => {
+                let g = d.csr.gpu();
+                let xd = g.upload(x)?;
+                let mut yd = if beta == T::zero() {
+                    g.zeros::<T>(y.len())?
+                } else {
+                    g.upload(y)?
+                };
+                d.csr.spmv(alpha, &xd, beta, &mut yd)?;
+                y.copy_from_slice(&g.download(&yd)?);
+            }
+        }
+        Ok(())
+    }
+
+    fn spmv_device(
+        &self,
+        alpha: f64,
+        xp: u64,
+        beta: f64,
+        yp: u64,
+        wait: &[u64],
+        signal: u64,
+    ) -> Res<()> {
+        let d = self.dev()?;
+        let dev = device()?;
+        dev.enter(wait)?;
+        // SAFETY: as in `solve_device`.
+        let x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
+        let mut y = unsafe { Borrowed::<T>::new(dev, yp, self.host.nrows()) };
+        d.csr.spmv(T::of_f64(alpha), &x, T::of_f64(beta), &mut y)?;
+        dev.leave(signal)?;
+        Ok(())
+    }
+
+    /// Seconds per `y ← A·x` measured inside Rust (the reference for the Python overhead).
+    fn bench_rust(&self, reps: usize, on_gpu: bool) -> Res<f64> {
+        let x = vec![T::one(); self.host.ncols()];
+        let mut y = vec![T::zero(); self.host.nrows()];
+        if on_gpu {
+            let d = self.dev()?;
+            let g = d.csr.gpu();
+            let xd = g.upload(&x)?;
+            let mut yd = g.zeros::<T>(y.len())?;
+            d.csr.spmv(T::one(), &xd, T::zero(), &mut yd)?;
+            g.synchronize()?;
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                d.csr.spmv(T::one(), &xd, T::zero(), &mut yd)?;
+            }
+            g.synchronize()?;
+            Ok(t0.elapsed().as_secs_f64() / reps as f64)
+        } else {
+            segsparse::spmv::spmv(T::one(), &self.host, &x, T::zero(), &mut y);
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                segsparse::spmv::spmv(T::one(), &self.host, &x, T::zero(), &mut y);
+            }
+            Ok(t0.elapsed().as_secs_f64() / reps as f64)
+        }
+    }
+}
+
+/// A CSR matrix held by segsparse (use `segsparse.Matrix`, which builds it from SciPy, CuPy or
+/// NumPy data).
+#[pyclass(name = "_Matrix", module = "segsparse._core", frozen)]
+pub struct PyMatrix {
+    inner: Inner,
+}
+
+/// A writable view of a 1-D NumPy array of `T`. rust-numpy's `extract` panics when the array
+/// is already borrowed (it aliases an input) or read-only; `try_readwrite` reports it instead.
+pub fn rw<'py, T: Element>(
+    a: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<PyReadwriteArray1<'py, T>> {
+    a.downcast::<PyArray1<T>>()
+        .map_err(|_| dtype_error::<T>(a, what))?
+        .try_readwrite()
+        .map_err(|e| {
+            PyValueError::new_err(format!(
+                "{what} cannot be written: it overlaps an input or is read-only ({e})"
+            ))
+        })
+}
+
+/// A read-only view of a 1-D NumPy array of `T` (see [`rw`]).
+pub fn ro<'py, T: Element>(
+    a: &Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<PyReadonlyArray1<'py, T>> {
+    a.downcast::<PyArray1<T>>()
+        .map_err(|_| dtype_error::<T>(a, what))?
+        .try_readonly()
+        .map_err(|e| PyValueError::new_err(format!("{what} cannot be read: {e}")))
+}
+
+fn dtype_error<T: Element>(a: &Bound<'_, PyAny>, what: &str) -> PyErr {
+    let found = a
+        .getattr("dtype")
+        .and_then(|d| d.str().map(|s| s.to_string()))
+        .unwrap_or_else(|_| a.get_type().to_string());
+    let shape = a
+        .getattr("shape")
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "{what} must be a 1-D NumPy array of {} (found {found}, shape {shape})",
+        std::any::type_name::<T>()
+    ))
+}
+
+/// The contiguous data of a NumPy view, or a `ValueError` naming the argument.
+pub fn slice<'a, T: Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
+}
+
+/// The contiguous data of a writable NumPy view (see [`slice`]).
+pub fn slice_mut<'a, T: Element>(
+    a: &'a mut PyReadwriteArray1<'_, T>,
+    what: &str,
+) -> PyResult<&'a mut [T]> {
+    a.as_slice_mut()
+        .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
+}
+
+#[pymethods]
+impl PyMatrix {
+    /// `_Matrix(nrows, ncols, indptr, indices, data, device)`: validates the CSR arrays (sorted
+    /// or not, duplicates allowed as the crate allows them) and uploads to the GPU.
+    #[new]
+    #[pyo3(signature = (nrows, ncols, indptr, indices, data, device = "auto"))]
+    fn new(
+        py: Python<'_>,
+        nrows: usize,
+        ncols: usize,
+        indptr: &Bound<'_, PyAny>,
+        indices: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+        device: &str,
+    ) -> PyResult<Self> {
+        let w = want(device).map_err(|f| f.into_py_err(py))?;
+        let rp = self::indices(indptr, "indptr")?;
+        let ci = self::indices(indices, "indices")?;
+        let dtype = data.getattr("dtype")?.str()?.to_string();
+        let inner = match dtype.as_str() {
+            "float32" => Inner::F32(build(py, (nrows, ncols), rp, ci, data, w)?),
+            "float64" => Inner::F64(build(py, (nrows, ncols), rp, ci, data, w)?),
+            d => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "matrix values must be float32 or float64, not {d}"
+                )))
+            }
+        };
+        Ok(PyMatrix { inner })
+    }
+
+    /// `(nrows, ncols)`.
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        with_mat!(self, m, _T => m.host.shape())
+    }
+
+    /// Stored entries.
+    #[getter]
+    fn nnz(&self) -> usize {
+        with_mat!(self, m, _T => m.host.nnz())
+    }
+
+    /// `"float32"` or `"float64"`.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        match self.inner {
+            Inner::F32(_) => "float32",
+            Inner::F64(_) => "float64",
+        }
+    }
+
+    /// True when the matrix is uploaded to the GPU.
+    #[getter]
+    fn on_gpu(&self) -> bool {
+        with_mat!(self, m, _T => m.dev.is_some())
+    }
+
+    /// The GPU SpMV algorithm chosen at upload (`None` on the CPU).
+    #[getter]
+    fn gpu_algorithm(&self) -> Option<String> {
+        with_mat!(self, m, _T => m.dev.as_ref().map(|d| d.csr.resolved_algorithm().name()))
+    }
+
+    /// `(indptr, indices, data)` as new NumPy arrays (int32 indices when they fit, else int64).
+    fn to_arrays<'py>(&self, py: Python<'py>) -> PyResult<(PyObject, PyObject, PyObject)> {
+        with_mat!(self, m, T => {
+            let (rp, ci, v) = (m.host.row_ptr(), m.host.col_idx(), m.host.values());
+            let data = PyArray1::<T>::from_slice(py, v).into_any().unbind();
+            let (a, b) = index_arrays(py, rp, ci);
+            Ok((a, b, data))
+        })
+    }
+
+    /// `y ← alpha·A·x + beta·y` with NumPy vectors of the matrix's dtype (`y` written in place).
+    fn spmv_host(
+        &self,
+        py: Python<'_>,
+        alpha: f64,
+        x: &Bound<'_, PyAny>,
+        beta: f64,
+        y: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        with_mat!(self, m, T => {
+            let xa = ro::<T>(x, "x")?;
+            let mut ya = rw::<T>(y, "y")?;
+            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
+            run(py, || m.spmv_host(alpha, xs, beta, ys))
+        })
+    }
+
+    /// `y ← alpha·A·x + beta·y` with device pointers (contiguous, the matrix's dtype), ordered
+    /// after the streams in `wait` and before later work on `signal`. Queues and returns.
+    #[allow(clippy::too_many_arguments)]
+    fn spmv_device(
+        &self,
+        py: Python<'_>,
+        alpha: f64,
+        x: u64,
+        beta: f64,
+        y: u64,
+        wait: Vec<u64>,
+        signal: u64,
+    ) -> PyResult<()> {
+        with_mat!(self, m, _T => run_held(py, || m.spmv_device(alpha, x, beta, y, &wait, signal)))
+    }
+
+    /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
+    /// result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is built from.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None))]
+    fn solve_host(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        precond: &str,
+        b: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+        rtol: f64,
+        atol: f64,
+        maxiter: usize,
+        x0: bool,
+        check_every: Option<usize>,
+    ) -> PyResult<Outcome> {
+        let o = opts(method, precond, rtol, atol, maxiter, x0, check_every)
+            .map_err(|f| f.into_py_err(py))?;
+        with_mat!(self, m, T => {
+            let ba = ro::<T>(b, "b")?;
+            let mut xa = rw::<T>(x, "x")?;
+            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
+            run(py, || m.solve_host(&o, bs, xs))
+        })
+    }
+
+    /// Solves `A x = b` with device pointers (see `spmv_device`).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None))]
+    fn solve_device(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        precond: &str,
+        b: u64,
+        x: u64,
+        rtol: f64,
+        atol: f64,
+        maxiter: usize,
+        x0: bool,
+        wait: Vec<u64>,
+        signal: u64,
+        check_every: Option<usize>,
+    ) -> PyResult<Outcome> {
+        let o = opts(method, precond, rtol, atol, maxiter, x0, check_every)
+            .map_err(|f| f.into_py_err(py))?;
+        with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal)))
+    }
+
+    /// Seconds per SpMV of a loop run inside Rust (CPU, or the GPU with device vectors and one
+    /// synchronisation at the end): the baseline of the binding-overhead benchmark.
+    fn bench_rust_spmv(&self, py: Python<'_>, reps: usize, gpu: bool) -> PyResult<f64> {
+        with_mat!(self, m, _T => run(py, || m.bench_rust(reps.max(1), gpu)))
+    }
+
+    /// Writes the matrix to a Matrix Market file (`.mtx`, or `.mtx.gz` compressed).
+    fn write_matrix_market(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        with_mat!(self, m, _T => run(py, || Ok(segsparse::io::write_matrix_market(&path, &m.host)?)))
+    }
+
+    fn __repr__(&self) -> String {
+        let (r, c) = self.shape();
+        format!(
+            "_Matrix({r}×{c}, {} nonzeros, {}, {})",
+            self.nnz(),
+            self.dtype(),
+            if self.on_gpu() { "gpu" } else { "cpu" }
+        )
+    }
+}
+
+/// CSR index arrays as NumPy int32 (SciPy's default) when every value fits, else int64.
+pub fn index_arrays(py: Python<'_>, rp: &[u32], ci: &[u32]) -> (PyObject, PyObject) {
+    let fits = rp.last().is_none_or(|&n| n <= i32::MAX as u32)
+        && rp.len() <= i32::MAX as usize
+        && ci.iter().all(|&c| c <= i32::MAX as u32);
+    if fits {
+        let a: Vec<i32> = rp.iter().map(|&v| v as i32).collect();
+        let b: Vec<i32> = ci.iter().map(|&v| v as i32).collect();
+        (
+            PyArray1::from_vec(py, a).into_any().unbind(),
+            PyArray1::from_vec(py, b).into_any().unbind(),
+        )
+    } else {
+        let a: Vec<i64> = rp.iter().map(|&v| v as i64).collect();
+        let b: Vec<i64> = ci.iter().map(|&v| v as i64).collect();
+        (
+            PyArray1::from_vec(py, a).into_any().unbind(),
+            PyArray1::from_vec(py, b).into_any().unbind(),
+        )
+    }
+}
+
+/// Reads a Matrix Market file: `(nrows, ncols, indptr, indices, data)`.
+#[pyfunction]
+#[pyo3(signature = (path, dtype = "float64"))]
+pub fn read_matrix_market(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    dtype: &str,
+) -> PyResult<(usize, usize, PyObject, PyObject, PyObject)> {
+    fn go<T: Elem>(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+    ) -> PyResult<(usize, usize, PyObject, PyObject, PyObject)> {
+        let m: CsrMatrix<T> = run(py, move || {
+            Ok(segsparse::io::read_matrix_market::<T>(&path)?)
+        })?;
+        let (nr, nc) = m.shape();
+        let (rp, ci) = index_arrays(py, m.row_ptr(), m.col_idx());
+        let (_, _, v) = m.into_parts();
+        Ok((
+            nr,
+            nc,
+            rp,
+            ci,
+            PyArray1::from_vec(py, v).into_any().unbind(),
+        ))
+    }
+    match dtype {
+        "float32" => go::<f32>(py, path),
+        "float64" => go::<f64>(py, path),
+        d => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "dtype must be float32 or float64, not {d}"
+        ))),
+    }
+}

@@ -1,0 +1,222 @@
+"""segsparse against SciPy/NumPy on the CPU (CI runs these; no GPU needed)."""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import segsparse
+from conftest import matrices_dir
+
+RNG = np.random.default_rng(7)
+
+
+def spd(n, seed=0):
+    """A random sparse SPD matrix (diagonally dominant)."""
+    r = sp.random(n, n, density=min(1.0, 8 / n), random_state=seed, format="csr")
+    a = r + r.T
+    d = np.asarray(abs(a).sum(axis=1)).ravel() + 1.0
+    return (a + sp.diags(d)).tocsr()
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmv_matches_scipy(fmt, dtype):
+    a = sp.random(301, 257, density=0.03, random_state=3, format=fmt, dtype=dtype)
+    m = segsparse.Matrix(a, device="cpu")
+    assert m.shape == (301, 257) and m.dtype == dtype and m.device == "cpu"
+    x = RNG.standard_normal(257).astype(dtype)
+    y0 = RNG.standard_normal(301).astype(dtype)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(m @ x, a @ x, rtol=tol, atol=tol)
+    y = y0.copy()
+    out = m.spmv(x, alpha=2.0, beta=-0.5, y=y)
+    assert out is y
+    np.testing.assert_allclose(y, 2.0 * (a @ x) - 0.5 * y0, rtol=tol, atol=tol)
+
+
+def test_empty_rows_unsorted_duplicates_and_int64_indices():
+    indptr = np.array([0, 3, 3, 5], dtype=np.int64)
+    indices = np.array([2, 0, 2, 1, 0], dtype=np.int64)  # unsorted, a duplicate in row 0
+    data = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    a = sp.csr_matrix((data, indices, indptr), shape=(3, 3))
+    x = np.array([1.0, 10.0, 100.0])
+    np.testing.assert_allclose(segsparse.Matrix(a, device="cpu") @ x, a @ x)
+
+
+def test_dense_input_and_roundtrip():
+    d = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+    m = segsparse.Matrix(d, device="cpu")
+    assert m.nnz == 3
+    np.testing.assert_array_equal(m.to_scipy().toarray(), d)
+
+
+def test_bad_inputs_raise_clear_errors():
+    m = segsparse.Matrix(sp.eye(4, format="csr"), device="cpu")
+    with pytest.raises(ValueError, match="x has 3 elements"):
+        m @ np.ones(3)
+    with pytest.raises(ValueError, match="beta"):
+        m.spmv(np.ones(4), beta=1.0)
+    with pytest.raises(ValueError, match="device must be"):
+        segsparse.Matrix(sp.eye(4), device="tpu")
+    bad = sp.csr_matrix((np.ones(1), np.array([7]), np.array([0, 1, 1])), shape=(2, 8))
+    bad.indices[0] = 9  # column 9 of an 8-column matrix
+    with pytest.raises(ValueError, match="9"):
+        segsparse.Matrix(bad, device="cpu")
+    with pytest.raises(TypeError):
+        segsparse.Matrix("not a matrix", device="cpu")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cg_pcg_match_scipy_residual(dtype):
+    a = spd(400, seed=1).astype(dtype)
+    b = RNG.standard_normal(400).astype(dtype)
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    for solver in (segsparse.cg, segsparse.pcg):
+        x, info = solver(a, b, rtol=rtol, device="cpu")
+        assert info.converged and info.status == 0 and info.device == "cpu"
+        r = np.linalg.norm(b.astype(np.float64) - a.astype(np.float64) @ x) / np.linalg.norm(b)
+        assert r <= rtol * 1.01, (solver, r)
+        assert info.residual <= rtol
+        assert len(info.history) == info.iterations + 1 + info.restarts or len(info.history) > 0
+        assert info.time > 0
+
+
+def test_bicgstab_unsymmetric_and_x0():
+    n = 300
+    a = (spd(n, seed=2) + sp.random(n, n, density=0.01, random_state=4)).tocsr()
+    b = RNG.standard_normal(n)
+    m = segsparse.Matrix(a, device="cpu")
+    x, info = segsparse.bicgstab(m, b, rtol=1e-10)
+    assert info.converged
+    assert np.linalg.norm(b - a @ x) <= 1.01e-10 * np.linalg.norm(b)
+    x2, info2 = segsparse.bicgstab(m, b, x0=x, rtol=1e-8, M="jacobi")
+    assert info2.converged and info2.iterations <= 1
+
+
+def test_not_converged_is_reported_not_raised():
+    a = spd(200, seed=3)
+    x, info = segsparse.cg(a, np.ones(200), rtol=1e-14, maxiter=2, device="cpu")
+    assert not info.converged and not info and info.status == 2
+    assert "not converged" in info.message
+    assert x.shape == (200,)
+
+
+def test_breakdown_on_indefinite_matrix():
+    a = sp.diags([1.0, -1.0, 2.0, -3.0]).tocsr()
+    x, info = segsparse.cg(a, np.ones(4), rtol=1e-12, device="cpu")
+    assert not info.converged and info.status == -1 and "breakdown" in info.message
+
+
+def test_solver_argument_errors():
+    with pytest.raises(ValueError, match="square"):
+        segsparse.cg(sp.random(3, 4, density=0.5), np.ones(3), device="cpu")
+    with pytest.raises(TypeError, match="M must be"):
+        segsparse.cg(sp.eye(3), np.ones(3), M=np.eye(3), device="cpu")
+    with pytest.raises(ValueError, match="b has 2"):
+        segsparse.cg(sp.eye(3), np.ones(2), device="cpu")
+    with pytest.raises(ValueError, match="Jacobi"):
+        segsparse.pcg(sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]])), np.ones(2), device="cpu")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint32])
+@pytest.mark.parametrize("inclusive", [True, False])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_matches_numpy(dtype, inclusive, reverse):
+    n = 10_007
+    x = (RNG.integers(0, 100, n)).astype(dtype)
+    s = x[::-1] if reverse else x
+    ref = np.cumsum(s, dtype=dtype)
+    if not inclusive:
+        ref = np.concatenate([[0], ref[:-1]]).astype(dtype)
+    if reverse:
+        ref = ref[::-1]
+    np.testing.assert_array_equal(segsparse.scan(x, inclusive=inclusive, reverse=reverse), ref)
+    np.testing.assert_array_equal(segsparse.scan(x, "max"), np.maximum.accumulate(x))
+
+
+def test_segmented_scan_offsets_and_flags():
+    x = RNG.standard_normal(1000)
+    offsets = np.array([0, 0, 10, 10, 500, 999, 1000])
+    ref = np.concatenate([np.cumsum(x[a:b]) for a, b in zip(offsets[:-1], offsets[1:])])
+    np.testing.assert_allclose(segsparse.segmented_scan(x, offsets), ref, rtol=1e-12, atol=1e-12)
+    flags = np.zeros(1000, dtype=bool)
+    flags[[10, 500, 999]] = True
+    np.testing.assert_allclose(segsparse.segmented_scan(x, flags=flags), ref, atol=1e-12)
+    with pytest.raises(ValueError, match="offsets"):
+        segsparse.segmented_scan(x, [0, 5, 3, 1000])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint32, np.uint64])
+def test_sort_matches_numpy_stable(dtype):
+    keys = RNG.integers(0, 50, 5000).astype(dtype)
+    vals = np.arange(5000)
+    np.testing.assert_array_equal(segsparse.sort(keys), np.sort(keys))
+    sk, sv = segsparse.sort(keys, vals)
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(sk, keys[order])
+    np.testing.assert_array_equal(sv, vals[order])
+    with pytest.raises(TypeError):
+        segsparse.sort(np.ones(3, dtype=np.int8))
+
+
+@pytest.mark.parametrize("batch", [None, 7])
+def test_tridiagonal_solve_matches_dense(batch):
+    n = 33
+    shape = (n,) if batch is None else (batch, n)
+    lo, up = RNG.standard_normal(shape), RNG.standard_normal(shape)
+    di = 4.0 + np.abs(lo) + np.abs(up)
+    rhs = RNG.standard_normal(shape)
+    x = segsparse.tridiagonal_solve(lo, di, up, rhs, device="cpu")
+    assert x.shape == shape
+    for k in range(1 if batch is None else batch):
+        l, d, u, r, xs = (v if batch is None else v[k] for v in (lo, di, up, rhs, x))
+        t = np.diag(d) + np.diag(l[1:], -1) + np.diag(u[:-1], 1)
+        np.testing.assert_allclose(t @ xs, r, atol=1e-10)
+    with pytest.raises(segsparse.SolverError):
+        segsparse.tridiagonal_solve(np.zeros(3), np.zeros(3), np.zeros(3), np.ones(3), device="cpu")
+
+
+def test_matrix_market_roundtrip_and_errors(tmp_path):
+    a = sp.random(40, 30, density=0.1, random_state=5, format="csr")
+    p = tmp_path / "a.mtx.gz"
+    segsparse.save_matrix_market(p, a)
+    b = segsparse.load_matrix_market(p)
+    assert (abs(a - b) > 0).nnz == 0
+    m = segsparse.load_matrix_market(p, as_matrix=True, device="cpu", dtype=np.float32)
+    assert m.dtype == np.float32 and m.shape == (40, 30)
+    bad = tmp_path / "bad.mtx"
+    bad.write_text("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 x 1.0\n")
+    with pytest.raises(segsparse.MatrixMarketError) as e:
+        segsparse.load_matrix_market(bad)
+    assert e.value.line == 3 and str(bad) in str(e.value) and e.value.path == str(bad)
+    assert isinstance(e.value, ValueError)
+    with pytest.raises(FileNotFoundError):
+        segsparse.load_matrix_market(tmp_path / "missing.mtx")
+
+
+def test_raefsky2_bicgstab_against_scipy():
+    d = matrices_dir()
+    if d is None or not os.path.exists(os.path.join(d, "raefsky2.mtx.gz")):
+        pytest.skip("matrices/raefsky2.mtx.gz not found")
+    a = segsparse.load_matrix_market(os.path.join(d, "raefsky2.mtx.gz"))
+    b = a @ np.ones(a.shape[1])
+    x, info = segsparse.bicgstab(a, b, rtol=1e-8, M="jacobi", maxiter=20000, device="cpu")
+    assert info.converged, info
+    assert np.linalg.norm(b - a @ x) <= 1.01e-8 * np.linalg.norm(b)
+
+
+def test_gpu_status_reports_a_reason():
+    if segsparse.gpu_available():
+        assert segsparse.device_name() and segsparse.gpu_error() is None
+    else:
+        assert segsparse.device_name() is None and segsparse.gpu_error()
+        with pytest.raises(segsparse.CudaUnavailableError):
+            segsparse.Matrix(sp.eye(3), device="gpu")
+
+
+def test_help_is_useful():
+    doc = segsparse.cg.__doc__
+    for word in ("rtol", "maxiter", "SolveInfo", "CuPy", "Example"):
+        assert word in doc
