@@ -18,9 +18,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, LinearOperator,
     Preconditioner, Progress, SolveError, SolveInfo, SolveParams, VectorOps,
@@ -473,8 +473,17 @@ mod tests {
         assert_eq!(v["precond"], "poly");
         assert!(v["relative_residual"].is_null());
         for k in [
-            "n", "nnz", "method", "backend", "precision", "iterations", "converged",
-            "tolerance", "seconds", "seconds_per_iteration", "error",
+            "n",
+            "nnz",
+            "method",
+            "backend",
+            "precision",
+            "iterations",
+            "converged",
+            "tolerance",
+            "seconds",
+            "seconds_per_iteration",
+            "error",
         ] {
             assert!(v.get(k).is_some(), "{k} missing");
         }

@@ -574,7 +574,11 @@ impl<T: Scalar> VectorOps<T> for Cpu {
     }
 
     fn krylov_pair<'k>(&self, k: &'k mut CpuKrylov<T>, j: usize) -> (&'k Vec<T>, &'k mut Vec<T>) {
-        assert!(j < k.lay.m, "Krylov column {j} of a restart length {}", k.lay.m);
+        assert!(
+            j < k.lay.m,
+            "Krylov column {j} of a restart length {}",
+            k.lay.m
+        );
         let (lo, hi) = k.v.split_at_mut(j + 1);
         (&lo[j], &mut hi[0])
     }
@@ -646,7 +650,11 @@ impl<T: Scalar> VectorOps<T> for Cpu {
 
     fn gmres_combine(&self, k: &mut CpuKrylov<T>, ncols: usize, u: &mut Vec<T>) -> Result<()> {
         let lay = k.lay;
-        assert!(ncols <= lay.m, "{ncols} GMRES columns of a restart length {}", lay.m);
+        assert!(
+            ncols <= lay.m,
+            "{ncols} GMRES columns of a restart length {}",
+            lay.m
+        );
         same_len("gmres_combine", u.len(), k.v[0].len());
         recur::gmres_solve_y(&mut k.small, lay, ncols);
         let y = &k.small[lay.y()..lay.y() + ncols];

@@ -34,8 +34,8 @@
 
 use super::recur::Status;
 use super::{
-    check_dims, drive, LinearOperator, Method, Preconditioner, SolveError, SolveInfo, SolveParams,
-    VectorOps,
+    check_problem, drive, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    SolveParams, VectorOps,
 };
 use crate::scalar::Scalar;
 
@@ -83,22 +83,13 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    let n = check_dims(be, a, b, x)?;
+    let n = check_problem(be, a, m, b, x)?;
     if restart == 0 {
         return Err(SolveError::DimensionMismatch {
             what: "GMRES restart length (must be at least 1)",
             expected: 1,
             found: 0,
         });
-    }
-    if let Some(d) = m.inverse_diagonal() {
-        if be.len(d) != n {
-            return Err(SolveError::DimensionMismatch {
-                what: "preconditioner diagonal",
-                expected: n,
-                found: be.len(d),
-            });
-        }
     }
     // A restart longer than n only adds columns after the exact solution.
     let restart = restart.min(n.max(1));

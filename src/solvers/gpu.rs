@@ -675,7 +675,13 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         let mut l = self.gpu.stream().launch_builder(&self.k.poly_step);
         l.arg(t);
         opt_arg!(l, inv_diag);
-        l.arg(res).arg(d).arg(z).arg(&n).arg(&first).arg(&c1).arg(&c2);
+        l.arg(res)
+            .arg(d)
+            .arg(z)
+            .arg(&n)
+            .arg(&first)
+            .arg(&c1)
+            .arg(&c2);
         // SAFETY: solver_poly_step(const T* t, const T* dinv, T* res, T* d, T* z, u32 n,
         // u32 first, T c1, T c2); every vector has n elements, dinv is null when absent.
         unsafe { l.launch(self.cfg(self.grid(len))) }
@@ -828,7 +834,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         ncols: usize,
         u: &mut CudaSlice<T>,
     ) -> Result<()> {
-        assert!(ncols <= k.m, "{ncols} GMRES columns of a restart length {}", k.m);
+        assert!(
+            ncols <= k.m,
+            "{ncols} GMRES columns of a restart length {}",
+            k.m
+        );
         same_len("gmres_combine", u.len(), k.v[0].len());
         let (n, m, nc) = (n32(u.len()), n32(k.m), n32(ncols));
         let mut l = self.gpu.stream().launch_builder(&self.k.gmres_solve_y);

@@ -130,8 +130,8 @@ use std::time::Instant;
 
 pub use bicgstab::bicgstab;
 pub use cg::{cg, pcg};
-pub use gmres::{gmres, DEFAULT_RESTART};
 pub use cpu::{Cpu, CpuKrylov, CpuScalars};
+pub use gmres::{gmres, DEFAULT_RESTART};
 pub use precond::{Chebyshev, ChebyshevParams, Identity, Jacobi};
 pub use recur::{GmresLayout, Slot, Status, NSLOTS};
 
@@ -649,6 +649,57 @@ pub(crate) fn check_dims<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?
         });
     }
     Ok(n)
+}
+
+/// Checks `A`, `b`, `x` ([`check_dims`]) and the length of a diagonal preconditioner: the
+/// preamble every method shares.
+pub(crate) fn check_problem<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &B::Vector,
+    x: &B::Vector,
+) -> Result<usize, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let n = check_dims(be, a, b, x)?;
+    if let Some(d) = m.inverse_diagonal() {
+        if be.len(d) != n {
+            return Err(SolveError::DimensionMismatch {
+                what: "preconditioner diagonal",
+                expected: n,
+                found: be.len(d),
+            });
+        }
+    }
+    Ok(n)
+}
+
+/// How a method applies its preconditioner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrecondKind {
+    /// None: `z` is `r`.
+    Identity,
+    /// Diagonal: fused into the vector steps.
+    Jacobi,
+    /// Any other: [`Preconditioner::apply`].
+    General,
+}
+
+impl PrecondKind {
+    pub(crate) fn of<T: Scalar, B: VectorOps<T>, P: Preconditioner<T, B> + ?Sized>(m: &P) -> Self {
+        if m.is_identity() {
+            PrecondKind::Identity
+        } else if m.inverse_diagonal().is_some() {
+            PrecondKind::Jacobi
+        } else {
+            PrecondKind::General
+        }
+    }
 }
 
 /// The loop shared by every method and backend: setup, iterations with a status check every

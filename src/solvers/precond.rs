@@ -165,7 +165,12 @@ where
     /// [`Error::InvalidInput`] for a zero or non-finite diagonal entry (with `jacobi`), a degree
     /// of 0, or an estimate that found no positive eigenvalue (the matrix is not positive
     /// definite enough for a Chebyshev interval); backend errors.
-    pub fn from_matrix(be: &B, a: &'a A, m: &CsrMatrix<T>, params: &ChebyshevParams) -> Result<Self> {
+    pub fn from_matrix(
+        be: &B,
+        a: &'a A,
+        m: &CsrMatrix<T>,
+        params: &ChebyshevParams,
+    ) -> Result<Self> {
         let inv_diag = if params.jacobi {
             Some(Jacobi::from_matrix(be, m)?.inv_diag)
         } else {
@@ -191,7 +196,7 @@ where
         }
         let n = a.nrows();
         let (lo, hi) = estimate_bounds(be, a, inv_diag.as_ref(), n, params.estimate_steps.max(2))?;
-        if !(hi > 0.0) || !hi.is_finite() {
+        if !hi.is_finite() || hi <= 0.0 {
             return Err(Error::InvalidInput(format!(
                 "Chebyshev preconditioner: the estimated largest eigenvalue is {hi:.3e}; the \
                  polynomial needs a spectrum in the positive half-line"
@@ -308,15 +313,16 @@ fn symmetric_eigenvalues(s: &mut [Vec<f64>]) -> Vec<f64> {
                 let t = sgn / (theta.abs() + (theta * theta + 1.0).sqrt());
                 let c = 1.0 / (t * t + 1.0).sqrt();
                 let sn = t * c;
-                for k in 0..n {
-                    let (skp, skq) = (s[k][p], s[k][q]);
-                    s[k][p] = c * skp - sn * skq;
-                    s[k][q] = sn * skp + c * skq;
+                for row in s.iter_mut() {
+                    let (skp, skq) = (row[p], row[q]);
+                    row[p] = c * skp - sn * skq;
+                    row[q] = sn * skp + c * skq;
                 }
-                for k in 0..n {
-                    let (spk, sqk) = (s[p][k], s[q][k]);
-                    s[p][k] = c * spk - sn * sqk;
-                    s[q][k] = sn * spk + c * sqk;
+                let (head, tail) = s.split_at_mut(q);
+                for (spk, sqk) in head[p].iter_mut().zip(tail[0].iter_mut()) {
+                    let (a, b) = (*spk, *sqk);
+                    *spk = c * a - sn * b;
+                    *sqk = sn * a + c * b;
                 }
             }
         }
