@@ -9,6 +9,12 @@
 //! residual history (`max_iters + 1` values) and the per-block partial sums up front, and nothing
 //! per iteration.
 //!
+//! GMRES keeps its basis as `m + 1` device vectors plus a device table of their pointers
+//! ([`GpuKrylov`]), so one launch computes all `j + 1` Gram–Schmidt coefficients of a column (a
+//! 2-D grid: blocks × basis vectors) and one launch subtracts them; the Hessenberg column, the
+//! Givens rotations and the residual estimate are computed by the last block of the second
+//! pass, and the small least-squares solve at the end of a cycle by a one-thread kernel.
+//!
 //! Reductions are deterministic: a fixed grid (chosen from `n` and the SM count, see
 //! [`BLOCKS_PER_SM`]) writes one partial per block and the last block sums them in block order.
 //! Results therefore agree bit for bit from run to run on one device, though not with the CPU
