@@ -1,4 +1,5 @@
-//! Solver benchmark: time per iteration and time to solution of CG, Jacobi-PCG and BiCGSTAB on
+//! Solver benchmark: time per iteration and time to solution of CG, Jacobi-PCG, Chebyshev-PCG,
+//! BiCGSTAB and GMRES(30) on
 //! the CPU and the GPU, f32 and f64, on Poisson 2D 1000² and 3D 100³ (1M rows each) and
 //! raefsky2. Prints a markdown table (the one recorded in `benches/results/solvers.md`).
 //!
@@ -24,8 +25,8 @@
 use std::time::Instant;
 
 use segsparse::solvers::{
-    bicgstab, cg, pcg, Cpu, Identity, Jacobi, LinearOperator, SolveError, SolveInfo, SolveParams,
-    VectorOps,
+    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, LinearOperator,
+    SolveError, SolveInfo, SolveParams, VectorOps, DEFAULT_RESTART,
 };
 use segsparse::{io, CsrMatrix, Scalar};
 
@@ -33,8 +34,15 @@ use segsparse::{io, CsrMatrix, Scalar};
 enum Method {
     Cg,
     Pcg,
+    /// CG with the Chebyshev polynomial preconditioner (default degree 4).
+    CgPoly,
     Bicgstab,
+    /// GMRES(30), no preconditioner.
+    Gmres,
 }
+
+/// Degree of the Chebyshev rows.
+const POLY_DEGREE: usize = 4;
 
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl Method {
@@ -42,7 +50,9 @@ impl Method {
         match self {
             Method::Cg => "cg",
             Method::Pcg => "pcg",
+            Method::CgPoly => "cg-poly",
             Method::Bicgstab => "bicgstab",
+            Method::Gmres => "gmres",
         }
     }
     /// Vector passes of n elements per iteration in our fused kernels (see the solvers' docs).
@@ -50,14 +60,22 @@ impl Method {
         match self {
             Method::Cg => 10,
             Method::Pcg => 12,
+            // CG with a separate preconditioner (r update 3, rᵀz 2, x/p update 5, pᵀq 2) plus
+            // the polynomial: k + 1 poly steps of 8 (first: 5) passes.
+            Method::CgPoly => 12 + 5 + 8 * POLY_DEGREE,
             Method::Bicgstab => 4 + 2 + 3 + 2 + 8,
+            // Column j: two block dots (j + 2 vectors read each), two block updates (j + 3),
+            // the normalisation (2): 4j + 12, averaged over j < 30 = 70; plus the per-cycle
+            // restart (residual, combine, axpy) spread over 30 iterations (~1.5).
+            Method::Gmres => 70 + 2,
         }
     }
     fn spmvs(self) -> usize {
-        if self == Method::Bicgstab {
-            2
-        } else {
-            1
+        match self {
+            Method::Bicgstab => 2,
+            Method::CgPoly => 1 + POLY_DEGREE,
+            // One per iteration, plus one per restart cycle.
+            _ => 1,
         }
     }
 }
@@ -74,7 +92,20 @@ fn run<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
     match m {
         Method::Cg => cg(be, op, b, x, p),
         Method::Pcg => pcg(be, op, jac, b, x, p),
+        Method::CgPoly => {
+            // The preconditioner's setup (16 Arnoldi steps) is part of the solve.
+            let d = jac.inverse_diagonal();
+            let mut dinv = be.zeros(be.len(d))?;
+            be.copy(d, &mut dinv)?;
+            let cp = ChebyshevParams {
+                degree: POLY_DEGREE,
+                ..Default::default()
+            };
+            let poly = Chebyshev::new(be, op, Some(dinv), &cp)?;
+            pcg(be, op, &poly, b, x, p)
+        }
         Method::Bicgstab => bicgstab(be, op, &Identity, b, x, p),
+        Method::Gmres => gmres(be, op, &Identity, b, x, DEFAULT_RESTART, p),
     }
 }
 
@@ -218,7 +249,13 @@ fn find(name: &str) -> Option<String> {
 }
 
 fn problems(small: bool) -> Vec<(String, Vec<Method>)> {
-    let all = vec![Method::Cg, Method::Pcg, Method::Bicgstab];
+    let all = vec![
+        Method::Cg,
+        Method::Pcg,
+        Method::CgPoly,
+        Method::Bicgstab,
+        Method::Gmres,
+    ];
     let mut v = if small {
         vec![
             ("poisson2d:100".to_string(), all.clone()),
@@ -231,7 +268,7 @@ fn problems(small: bool) -> Vec<(String, Vec<Method>)> {
         ]
     };
     if let Some(p) = find("raefsky2") {
-        v.push((p, vec![Method::Bicgstab]));
+        v.push((p, vec![Method::Bicgstab, Method::Gmres]));
     }
     v
 }
@@ -313,7 +350,7 @@ fn gpu_rows<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Scan
         format!("{}; {extra}", row.note)
     };
     print_row(&row);
-    if m != Method::Bicgstab {
+    if matches!(m, Method::Cg | Method::Pcg) {
         cusparse_row::<T>(&g, &ops, &da, &jac, &b, short, m, bw);
     }
 }

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
-/// Solve A·x = b with conjugate gradient, Jacobi-preconditioned CG or BiCGSTAB, on the CPU or
-/// the GPU, and report iterations, the true final residual ‖b − A·x‖/‖b‖ and the time per
+/// Solve A·x = b with conjugate gradient, BiCGSTAB or restarted GMRES, unpreconditioned or with
+/// a Jacobi or Chebyshev-polynomial preconditioner, on the CPU or the GPU, and report iterations, the true final residual ‖b − A·x‖/‖b‖ and the time per
 /// iteration.
 ///
 /// Exit status: 0 converged; 2 breakdown or no convergence (the reason on stderr); 1 other
@@ -20,6 +20,19 @@ pub struct Cli {
     /// Solver. auto: CG for a symmetric matrix with a positive diagonal, BiCGSTAB otherwise.
     #[arg(long, value_enum, default_value_t = MethodArg::Auto)]
     pub method: MethodArg,
+
+    /// Preconditioner: none, jacobi (the diagonal), or poly (a Chebyshev polynomial in the
+    /// Jacobi-scaled matrix, bounds from a few Lanczos/Arnoldi steps). --method pcg implies jacobi.
+    #[arg(long, value_enum, default_value_t = PrecondArg::None)]
+    pub precond: PrecondArg,
+
+    /// Degree of --precond poly (matrix products per preconditioner application).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub poly_degree: u32,
+
+    /// GMRES restart length m (basis vectors kept per cycle).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=255))]
+    pub restart: u32,
 
     /// Right-hand side: ones, random (uniform in [-1, 1), seeded by --seed), or a Matrix Market
     /// vector file.
@@ -74,6 +87,8 @@ pub enum MethodArg {
     Pcg,
     /// BiCGSTAB (unsymmetric matrices).
     Bicgstab,
+    /// Restarted GMRES(m) (any nonsingular matrix; see --restart).
+    Gmres,
 }
 
 impl MethodArg {
@@ -84,6 +99,29 @@ impl MethodArg {
             MethodArg::Cg => "cg",
             MethodArg::Pcg => "pcg",
             MethodArg::Bicgstab => "bicgstab",
+            MethodArg::Gmres => "gmres",
+        }
+    }
+}
+
+/// `--precond`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrecondArg {
+    /// No preconditioner.
+    None,
+    /// Jacobi: the inverse of the diagonal.
+    Jacobi,
+    /// A Chebyshev polynomial in D⁻¹A (only matrix products and vector updates).
+    Poly,
+}
+
+impl PrecondArg {
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrecondArg::None => "none",
+            PrecondArg::Jacobi => "jacobi",
+            PrecondArg::Poly => "poly",
         }
     }
 }
@@ -131,6 +169,7 @@ mod tests {
         assert_eq!(c.precision, PrecisionArg::F64);
         assert_eq!(c.format, Format::Text);
         assert_eq!(c.rhs, "ones");
+        assert_eq!((c.precond, c.restart), (PrecondArg::None, 30));
         let c = Cli::try_parse_from([
             "sparse-solve",
             "m.mtx",
@@ -154,6 +193,22 @@ mod tests {
         .unwrap();
         assert_eq!(c.method, MethodArg::Bicgstab);
         assert_eq!((c.tol, c.max_iters), (Some(1e-6), 50));
-        assert!(Cli::try_parse_from(["sparse-solve", "m.mtx", "--method", "gmres"]).is_err());
+        let c = Cli::try_parse_from([
+            "sparse-solve",
+            "m.mtx",
+            "--method",
+            "gmres",
+            "--restart",
+            "50",
+            "--precond",
+            "poly",
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.method, c.restart, c.precond),
+            (MethodArg::Gmres, 50, PrecondArg::Poly)
+        );
+        assert!(Cli::try_parse_from(["sparse-solve", "m.mtx", "--restart", "0"]).is_err());
+        assert!(Cli::try_parse_from(["sparse-solve", "m.mtx", "--precond", "ilu"]).is_err());
     }
 }

@@ -1,5 +1,5 @@
-//! `sparse-solve`: solve `A·x = b` with CG, Jacobi-PCG or BiCGSTAB on the CPU or the GPU (see
-//! `sparse-solve --help`).
+//! `sparse-solve`: solve `A·x = b` with CG, BiCGSTAB or GMRES(m), with no, Jacobi or Chebyshev
+//! polynomial preconditioning, on the CPU or the GPU (see `sparse-solve --help`).
 //!
 //! `main` parses and maps the outcome to an exit code; [`run`] does the work (the ripgrep
 //! layout). Exit codes: 0 converged, 2 the solver broke down or did not converge (one line on
@@ -12,20 +12,23 @@ mod plot;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use segsparse::solvers::{
-    bicgstab, cg, pcg, Cpu, Identity, Jacobi, LinearOperator, Progress, SolveError, SolveInfo,
-    SolveParams, VectorOps,
+    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, LinearOperator,
+    Preconditioner, Progress, SolveError, SolveInfo, SolveParams, VectorOps,
 };
 use segsparse::{CsrMatrix, Precision, Scalar};
+use serde::Serialize;
 
-use cli::{BackendArg, Cli, Format, MethodArg, PrecisionArg};
+use cli::{BackendArg, Cli, Format, MethodArg, PrecisionArg, PrecondArg};
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -71,6 +74,40 @@ struct Outcome {
     backend: String,
     result: std::result::Result<SolveInfo, SolveError>,
     seconds: f64,
+}
+
+/// The `--format json` object (one line). Non-finite numbers are written as `null`.
+#[derive(Serialize)]
+struct Report<'a> {
+    matrix: &'a str,
+    n: usize,
+    nnz: usize,
+    method: &'a str,
+    /// GMRES's restart length; `null` for the other methods.
+    restart: Option<usize>,
+    precond: &'a str,
+    backend: &'a str,
+    precision: String,
+    iterations: usize,
+    converged: bool,
+    relative_residual: Option<f64>,
+    tolerance: f64,
+    seconds: Option<f64>,
+    seconds_per_iteration: Option<f64>,
+    error: Option<String>,
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+/// What to solve with: the method (auto resolved) and its preconditioner and restart.
+#[derive(Clone, Copy)]
+struct Plan {
+    method: MethodArg,
+    precond: PrecondArg,
+    restart: usize,
+    poly_degree: usize,
 }
 
 /// Runs the solve described by `cli`.
@@ -127,6 +164,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         MethodArg::Auto => MethodArg::Bicgstab,
         m => m,
     };
+    let plan = Plan {
+        method,
+        precond: match (method, cli.precond) {
+            (MethodArg::Pcg, PrecondArg::None) => PrecondArg::Jacobi,
+            (_, p) => p,
+        },
+        restart: cli.restart as usize,
+        poly_degree: cli.poly_degree as usize,
+    };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
         rel_tol: tol,
@@ -135,6 +181,13 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         on_check: Some(progress),
         ..Default::default()
     };
+    // The bar is for people: not with --format json, and not when stderr is a file or a pipe.
+    PROGRESS_ENABLED.store(
+        cli.format == Format::Text && std::io::stderr().is_terminal(),
+        Ordering::Relaxed,
+    );
+    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    MAX_ITERS.store(cli.max_iters as u64, Ordering::Relaxed);
 
     let use_gpu = match cli.backend {
         BackendArg::Cpu => false,
@@ -143,11 +196,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     };
     let mut x = vec![T::zero(); n];
     let out = if use_gpu {
-        gpu_solve(&a, &b, &mut x, method, &params)?
+        gpu_solve(&a, &b, &mut x, plan, &params)?
     } else {
         let t = Instant::now();
         let threads = rayon::current_num_threads();
-        let result = solve_with(&Cpu, &a, &a, method, &b, &mut x, &params)?;
+        let result = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params)?;
         Outcome {
             method: method.name(),
             backend: format!("cpu ({threads} threads)"),
@@ -178,6 +231,12 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         ) => (*iterations, *residual, false, Some(e)),
         Err(e @ SolveError::Breakdown { iteration, .. }) => (*iteration, f64::NAN, false, Some(e)),
         Err(e @ SolveError::NonFinite { iteration }) => (*iteration, f64::NAN, false, Some(e)),
+        Err(
+            e @ SolveError::Stagnation {
+                iterations,
+                residual,
+            },
+        ) => (*iterations, *residual, false, Some(e)),
         Err(e) => bail!("{e}"),
     };
     let seconds = out.result.as_ref().map_or(out.seconds, |i| i.seconds);
@@ -190,29 +249,25 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let mut w = stdout.lock();
     match cli.format {
         Format::Json => {
-            let num = |v: f64| {
-                if v.is_finite() {
-                    format!("{v:e}")
-                } else {
-                    "null".into()
-                }
+            let report = Report {
+                matrix: &cli.matrix,
+                n,
+                nnz: a.nnz(),
+                method: out.method,
+                restart: (method == MethodArg::Gmres).then_some(plan.restart),
+                precond: plan.precond.name(),
+                backend: &out.backend,
+                precision: precision.to_string(),
+                iterations,
+                converged,
+                relative_residual: finite(residual),
+                tolerance: tol,
+                seconds: finite(seconds),
+                seconds_per_iteration: finite(per_iter),
+                error: reason.map(|e| e.to_string()),
             };
-            writeln!(
-                w,
-                "{{\"matrix\":{},\"n\":{n},\"nnz\":{},\"method\":\"{}\",\"backend\":{},\
-                 \"precision\":\"{precision}\",\"iterations\":{iterations},\"converged\":{converged},\
-                 \"relative_residual\":{},\"tolerance\":{},\"seconds\":{},\
-                 \"seconds_per_iteration\":{},\"error\":{}}}",
-                json_str(&cli.matrix),
-                a.nnz(),
-                out.method,
-                json_str(&out.backend),
-                num(residual),
-                num(tol),
-                num(seconds),
-                num(per_iter),
-                reason.map_or("null".into(), |e| json_str(&e.to_string())),
-            )?;
+            serde_json::to_writer(&mut w, &report)?;
+            writeln!(w)?;
         }
         Format::Text => {
             writeln!(
@@ -228,13 +283,19 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             )?;
             writeln!(
                 w,
-                "method     {}{}   backend {}   precision {precision}",
+                "method     {}{}{}   preconditioner {}   backend {}   precision {precision}",
                 out.method,
+                if method == MethodArg::Gmres {
+                    format!("({})", plan.restart)
+                } else {
+                    String::new()
+                },
                 if cli.method == MethodArg::Auto {
                     " (auto)"
                 } else {
                     ""
                 },
+                plan.precond.name(),
                 out.backend
             )?;
             match &out.result {
@@ -267,20 +328,27 @@ fn solve_with<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,
-    method: MethodArg,
+    plan: Plan,
     b: &[T],
     x: &mut Vec<T>,
     params: &SolveParams,
 ) -> Result<std::result::Result<SolveInfo, SolveError>> {
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
-    let r = match method {
-        MethodArg::Cg => cg(be, op, &db, &mut dx, params),
-        MethodArg::Pcg => {
+    let r = match plan.precond {
+        PrecondArg::None => run_method(be, op, &Identity, plan, &db, &mut dx, params),
+        PrecondArg::Jacobi => {
             let j = Jacobi::from_matrix(be, a)?;
-            pcg(be, op, &j, &db, &mut dx, params)
+            run_method(be, op, &j, plan, &db, &mut dx, params)
         }
-        MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, &Identity, &db, &mut dx, params),
+        PrecondArg::Poly => {
+            let cp = ChebyshevParams {
+                degree: plan.poly_degree,
+                ..Default::default()
+            };
+            let p = Chebyshev::from_matrix(be, op, a, &cp)?;
+            run_method(be, op, &p, plan, &db, &mut dx, params)
+        }
     };
     *x = be.download(&dx)?;
     match r {
@@ -289,12 +357,28 @@ fn solve_with<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
     }
 }
 
+fn run_method<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+    be: &B,
+    op: &A,
+    m: &P,
+    plan: Plan,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+) -> std::result::Result<SolveInfo, SolveError> {
+    match plan.method {
+        MethodArg::Cg | MethodArg::Pcg => pcg(be, op, m, b, x, params),
+        MethodArg::Gmres => gmres(be, op, m, b, x, plan.restart, params),
+        MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, m, b, x, params),
+    }
+}
+
 #[cfg(feature = "cuda")]
 fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     a: &CsrMatrix<T>,
     b: &[T],
     x: &mut Vec<T>,
-    method: MethodArg,
+    plan: Plan,
     params: &SolveParams,
 ) -> Result<Outcome> {
     use segsparse::solvers::gpu::GpuOps;
@@ -303,9 +387,9 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let result = solve_with(&ops, &da, a, method, b, x, params)?;
+    let result = solve_with(&ops, &da, a, plan, b, x, params)?;
     Ok(Outcome {
-        method: method.name(),
+        method: plan.method.name(),
         backend: format!("gpu ({})", g.name()),
         result,
         seconds: t.elapsed().as_secs_f64(),
@@ -317,57 +401,46 @@ fn gpu_solve<T: Scalar>(
     _: &CsrMatrix<T>,
     _: &[T],
     _: &mut Vec<T>,
-    _: MethodArg,
+    _: Plan,
     _: &SolveParams,
 ) -> Result<Outcome> {
     bail!("--backend gpu: sparse-solve was built without the `cuda` feature")
 }
 
-/// Milliseconds (since the solve started) of the last progress line; 0 = none drawn.
-static LAST_PROGRESS_MS: AtomicU64 = AtomicU64::new(0);
+/// Whether the progress bar may be drawn (text output to a terminal).
+static PROGRESS_ENABLED: AtomicBool = AtomicBool::new(false);
+/// The iteration limit (the bar's length).
+static MAX_ITERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The bar, created at the first status check after one second (short solves draw nothing).
+static PROGRESS: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
-/// The progress line: after the first second, at most every half second.
+/// The solver's status-check callback ([`SolveParams::on_check`] takes a plain `fn`, hence the
+/// statics): an indicatif bar on stderr for solves longer than a second.
 fn progress(p: &Progress) {
-    let ms = (p.seconds * 1e3) as u64;
-    let last = LAST_PROGRESS_MS.load(Ordering::Relaxed);
-    if ms < 1000 || ms < last + 500 {
+    if !PROGRESS_ENABLED.load(Ordering::Relaxed) || p.seconds < 1.0 {
         return;
     }
-    LAST_PROGRESS_MS.store(ms, Ordering::Relaxed);
-    let line = format!(
-        "iteration {:>7}   relative residual {:.3e}   {:.1} s",
-        p.iteration, p.relative_residual, p.seconds
-    );
-    let mut e = std::io::stderr().lock();
-    if e.is_terminal() {
-        let _ = write!(e, "\r{line}");
-    } else {
-        let _ = writeln!(e, "{line}");
-    }
-    let _ = e.flush();
+    let mut bar = PROGRESS.lock().unwrap_or_else(|e| e.into_inner());
+    let bar = bar.get_or_insert_with(|| {
+        let b = ProgressBar::with_draw_target(
+            Some(MAX_ITERS.load(Ordering::Relaxed)),
+            ProgressDrawTarget::stderr(),
+        );
+        if let Ok(style) = ProgressStyle::with_template(
+            "{elapsed:>4} [{bar:30}] {pos}/{len} iterations, relative residual {msg}",
+        ) {
+            b.set_style(style.progress_chars("=> "));
+        }
+        b
+    });
+    bar.set_position(p.iteration as u64);
+    bar.set_message(format!("{:.3e}", p.relative_residual));
 }
 
 fn clear_progress() {
-    if LAST_PROGRESS_MS.load(Ordering::Relaxed) > 0 && std::io::stderr().is_terminal() {
-        eprint!("\r{:60}\r", "");
+    if let Some(b) = PROGRESS.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        b.finish_and_clear();
     }
-}
-
-/// A JSON string literal.
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
 }
 
 #[cfg(test)]
@@ -375,7 +448,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn json_strings_are_escaped() {
-        assert_eq!(json_str("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    fn json_report_keeps_its_fields_and_escapes_strings() {
+        let r = Report {
+            matrix: "a\"b\\c\n",
+            n: 3,
+            nnz: 7,
+            method: "gmres",
+            restart: Some(30),
+            precond: "poly",
+            backend: "cpu (2 threads)",
+            precision: "f64".into(),
+            iterations: 12,
+            converged: false,
+            relative_residual: finite(f64::NAN),
+            tolerance: 1e-8,
+            seconds: Some(0.5),
+            seconds_per_iteration: Some(0.5 / 12.0),
+            error: Some("breakdown".into()),
+        };
+        let s = serde_json::to_string(&r).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["matrix"], "a\"b\\c\n");
+        assert_eq!(v["restart"], 30);
+        assert_eq!(v["precond"], "poly");
+        assert!(v["relative_residual"].is_null());
+        for k in [
+            "n",
+            "nnz",
+            "method",
+            "backend",
+            "precision",
+            "iterations",
+            "converged",
+            "tolerance",
+            "seconds",
+            "seconds_per_iteration",
+            "error",
+        ] {
+            assert!(v.get(k).is_some(), "{k} missing");
+        }
     }
 }

@@ -38,6 +38,8 @@
 #define ST_BREAKDOWN_RV 4
 #define ST_BREAKDOWN_OMEGA 5
 #define ST_NONFINITE 6
+#define ST_STAGNATED 7
+#define ST_BREAKDOWN_ARNOLDI 8
 
 // Fuse modes (solvers::Fuse): 0 identity (z is r), 1 Jacobi (z = dinv * r written here),
 // 2 separate preconditioner (z given, or rho left to cg_rho).
@@ -389,3 +391,242 @@ template <typename T> __device__ void scale_(const T* d, const T* r, T* z, u32 n
 
 SOLVER_ENTRIES(float, f32)
 SOLVER_ENTRIES(double, f64)
+
+// ---- axpy and the Chebyshev preconditioner's step (host scalars; no status) -------------------
+
+template <typename T> __device__ void axpy_(T alpha, const T* x, T* y, u32 n) {
+    GRID_STRIDE(i, n) y[i] += alpha * x[i];
+}
+
+// first: res = D^-1 t; d = c2 res; z = d.   else: res -= D^-1 t; d = c1 d + c2 res; z += d.
+template <typename T>
+__device__ void poly_step_(const T* t, const T* dinv, T* res, T* d, T* z, u32 n, u32 first, T c1,
+                           T c2) {
+    GRID_STRIDE(i, n) {
+        const T ti = dinv ? dinv[i] * t[i] : t[i];
+        if (first) {
+            const T di = c2 * ti;
+            res[i] = ti;
+            d[i] = di;
+            z[i] = di;
+        } else {
+            const T ri = res[i] - ti;
+            const T di = c1 * d[i] + c2 * ri;
+            res[i] = ri;
+            d[i] = di;
+            z[i] += di;
+        }
+    }
+}
+
+// ---- GMRES (mirror of solvers::recur::{GmresLayout, gmres_start, gmres_column}) ---------------
+//
+// The basis is a table of m + 1 device pointers (vptr). Small arrays at the offsets below.
+
+#ifndef GMRES_MAX_COLS
+#define GMRES_MAX_COLS 256
+#endif
+
+struct GmresLay {
+    u32 m;
+    __device__ u32 hess() const { return 0; }
+    __device__ u32 rmat() const { return (m + 1) * m; }
+    __device__ u32 cs() const { return 2 * (m + 1) * m; }
+    __device__ u32 sn() const { return cs() + m; }
+    __device__ u32 g() const { return sn() + m; }
+    __device__ u32 y() const { return g() + m + 1; }
+    __device__ u32 c1() const { return y() + m; }
+    __device__ u32 c2() const { return c1() + m + 1; }
+    __device__ u32 beta2() const { return c2() + m + 1; }
+    __device__ u32 scale() const { return beta2() + 1; }
+};
+
+template <typename T> __device__ void gmres_start_rec_(T* s, T* small, GmresLay L, T* hist, T rr, u32 it) {
+    const T beta = sqrt(rr > T(0) ? rr : T(0));
+    for (u32 i = 0; i <= L.m; ++i) small[L.g() + i] = T(0);
+    small[L.g()] = beta;
+    small[L.beta2()] = rr;
+    small[L.scale()] = beta > T(0) ? T(1) / beta : T(0);
+    test_rr_(s, hist, rr, it);
+}
+
+template <typename T>
+__device__ void gmres_column_rec_(T* s, T* small, GmresLay L, T* hist, u32 j, T ww, u32 it) {
+    const u32 ld = L.m + 1;
+    const T hnext = sqrt(ww > T(0) ? ww : T(0));
+    for (u32 i = 0; i <= j; ++i) {
+        const T h = small[L.c1() + i] + small[L.c2() + i];
+        small[L.hess() + j * ld + i] = h;
+        small[L.rmat() + j * ld + i] = h;
+    }
+    small[L.hess() + j * ld + j + 1] = hnext;
+    for (u32 i = 0; i < j; ++i) {
+        const T c = small[L.cs() + i], sn = small[L.sn() + i];
+        const T a = small[L.rmat() + j * ld + i], b = small[L.rmat() + j * ld + i + 1];
+        small[L.rmat() + j * ld + i] = c * a + sn * b;
+        small[L.rmat() + j * ld + i + 1] = c * b - sn * a;
+    }
+    const T a = small[L.rmat() + j * ld + j];
+    const T d = sqrt(a * a + hnext * hnext);
+    small[L.scale()] = hnext > T(0) ? T(1) / hnext : T(0);
+    if (!finite_(d) || !finite_(a)) { stop_(s, ST_NONFINITE, it); return; }
+    if (d == T(0)) { stop_(s, ST_BREAKDOWN_ARNOLDI, it); return; }
+    const T c = a / d, sn = hnext / d;
+    small[L.cs() + j] = c;
+    small[L.sn() + j] = sn;
+    small[L.rmat() + j * ld + j] = d;
+    small[L.rmat() + j * ld + j + 1] = T(0);
+    const T gj = small[L.g() + j];
+    small[L.g() + j] = c * gj;
+    small[L.g() + j + 1] = -sn * gj;
+    const T rr = sn * sn * gj * gj;
+    if (test_rr_(s, hist, rr, it)) return;
+    if (j + 1 == L.m && rr >= (T(1) - eps_(T(0))) * small[L.beta2()]) stop_(s, ST_STAGNATED, it);
+}
+
+// Start of a cycle: |r|^2, then the recurrence (v0 = r / |r| is gmres_scale's job).
+template <typename T>
+__device__ void gmres_start_(const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket,
+                             T* hist, u32 it) {
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += r[i] * r[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0)
+        gmres_start_rec_(s, small, GmresLay{m}, hist, v[0], it);
+}
+
+// dst = small[scale] * src (in place when src is null), unless the status is set.
+template <typename T>
+__device__ void gmres_scale_(const T* src, T* dst, u32 n, const T* s, const T* small, u32 m) {
+    if (s[S_STATUS] != T(0)) return;
+    const T f = small[GmresLay{m}.scale()];
+    if (src) {
+        GRID_STRIDE(i, n) dst[i] = f * src[i];
+    } else {
+        GRID_STRIDE(i, n) dst[i] *= f;
+    }
+}
+
+// Block of dot products c[k] = V[k].w, k < nv: grid (gx, nv); block (bx, k) sums its share of
+// vector k, and the last block to finish sums each k's gx partials in block order
+// (deterministic) into small[out + k].
+template <typename T>
+__device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s,
+                            T* small, u32 out, T* partials, u32* ticket) {
+    if (s[S_STATUS] != T(0)) return;
+    __shared__ T smem[1][32];
+    __shared__ bool last;
+    const u32 k = blockIdx.y, gx = gridDim.x;
+    const T* vk = reinterpret_cast<const T*>(vptr[k]);
+    T v[1] = {T(0)};
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) v[0] += vk[i] * w[i];
+    block_sum<1>(v, smem);
+    if (threadIdx.x == 0) {
+        partials[k * gx + blockIdx.x] = v[0];
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gx * nv - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const volatile T* vp = partials;
+    for (u32 c = threadIdx.x; c < nv; c += blockDim.x) {
+        T acc = T(0);
+        for (u32 b = 0; b < gx; ++b) acc += vp[c * gx + b];
+        small[out + c] = acc;
+    }
+    if (threadIdx.x == 0) *ticket = 0;
+}
+
+// w -= sum_k small[coef + k] V[k], k < nv. With final != 0 also |w|^2, and the last block runs
+// the column recurrence (Givens rotations, residual estimate, tests) for column nv - 1.
+template <typename T>
+__device__ void gmres_update_(const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small,
+                              u32 m, u32 coef, u32 final_, T* partials, u32* ticket, T* hist,
+                              u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    __shared__ T c[GMRES_MAX_COLS];
+    __shared__ const T* vs[GMRES_MAX_COLS];
+    for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
+        c[k] = small[coef + k];
+        vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    }
+    __syncthreads();
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) {
+        T acc = w[i];
+        for (u32 k = 0; k < nv; ++k) acc -= c[k] * vs[k][i];
+        w[i] = acc;
+        v[0] += acc * acc;
+    }
+    if (!final_) return;
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0)
+        gmres_column_rec_(s, small, GmresLay{m}, hist, nv - 1, v[0], it);
+}
+
+// One thread: back substitution R y = g on the leading k x k block.
+template <typename T> __device__ void gmres_solve_y_(T* small, u32 m, u32 k) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const GmresLay L{m};
+    const u32 ld = m + 1;
+    for (int i = int(k) - 1; i >= 0; --i) {
+        T acc = small[L.g() + i];
+        for (u32 c = i + 1; c < k; ++c) acc -= small[L.rmat() + c * ld + i] * small[L.y() + c];
+        small[L.y() + i] = acc / small[L.rmat() + i * ld + i];
+    }
+}
+
+// u = sum_k y[k] V[k], k < ncols.
+template <typename T>
+__device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 ncols,
+                               const T* small, u32 m) {
+    __shared__ T y[GMRES_MAX_COLS];
+    __shared__ const T* vs[GMRES_MAX_COLS];
+    for (u32 k = threadIdx.x; k < ncols; k += blockDim.x) {
+        y[k] = small[GmresLay{m}.y() + k];
+        vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    }
+    __syncthreads();
+    GRID_STRIDE(i, n) {
+        T acc = T(0);
+        for (u32 k = 0; k < ncols; ++k) acc += y[k] * vs[k][i];
+        u[i] = acc;
+    }
+}
+
+#define KRYLOV_ENTRIES(T, SUF)                                                                       \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_axpy_##SUF(                  \
+        T alpha, const T* x, T* y, u32 n) {                                                         \
+        axpy_<T>(alpha, x, y, n);                                                                   \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_poly_step_##SUF(             \
+        const T* t, const T* dinv, T* res, T* d, T* z, u32 n, u32 first, T c1, T c2) {              \
+        poly_step_<T>(t, dinv, res, d, z, n, first, c1, c2);                                        \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_start_##SUF(           \
+        const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket, T* hist, u32 it) {      \
+        gmres_start_<T>(r, n, s, small, m, partials, ticket, hist, it);                             \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_scale_##SUF(           \
+        const T* src, T* dst, u32 n, const T* s, const T* small, u32 m) {                           \
+        gmres_scale_<T>(src, dst, n, s, small, m);                                                  \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_dots_##SUF(            \
+        const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s, T* small, u32 out,   \
+        T* partials, u32* ticket) {                                                                 \
+        gmres_dots_<T>(vptr, w, n, nv, s, small, out, partials, ticket);                            \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_update_##SUF(          \
+        const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small, u32 m, u32 coef,       \
+        u32 final_, T* partials, u32* ticket, T* hist, u32 it) {                                    \
+        gmres_update_<T>(vptr, w, n, nv, s, small, m, coef, final_, partials, ticket, hist, it);    \
+    }                                                                                               \
+    extern "C" __global__ void solver_gmres_solve_y_##SUF(T* small, u32 m, u32 k) {                 \
+        gmres_solve_y_<T>(small, m, k);                                                             \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_combine_##SUF(         \
+        const unsigned long long* vptr, T* u, u32 n, u32 ncols, const T* small, u32 m) {            \
+        gmres_combine_<T>(vptr, u, n, ncols, small, m);                                             \
+    }
+
+KRYLOV_ENTRIES(float, f32)
+KRYLOV_ENTRIES(double, f64)

@@ -17,8 +17,9 @@
 //!
 //! The shadow residual r̂ is the initial residual (reset to the true residual on a restart).
 
+use super::PrecondKind as Kind;
 use super::{
-    check_dims, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    check_problem, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
     SolveParams, VectorOps,
 };
 use crate::scalar::Scalar;
@@ -43,23 +44,8 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    let n = check_dims(be, a, b, x)?;
-    if let Some(d) = m.inverse_diagonal() {
-        if be.len(d) != n {
-            return Err(SolveError::DimensionMismatch {
-                what: "preconditioner diagonal",
-                expected: n,
-                found: be.len(d),
-            });
-        }
-    }
-    let kind = if m.is_identity() {
-        Kind::Identity
-    } else if m.inverse_diagonal().is_some() {
-        Kind::Jacobi
-    } else {
-        Kind::General
-    };
+    let n = check_problem(be, a, m, b, x)?;
+    let kind = Kind::of::<T, B, P>(m);
     let pre = if kind == Kind::Identity {
         None
     } else {
@@ -79,13 +65,6 @@ where
     };
     let sc = be.scalars(n, params.max_iters)?;
     drive(be, a, b, x, params, &mut state, sc)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Identity,
-    Jacobi,
-    General,
 }
 
 struct BicgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::recur::{self, Slot, NSLOTS};
+use super::recur::{self, GmresLayout, Slot, NSLOTS};
 use super::{Fuse, LinearOperator, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
@@ -27,6 +27,15 @@ pub struct Cpu;
 pub struct CpuScalars<T> {
     slots: [T; NSLOTS],
     hist: Vec<T>,
+    partials: Vec<[T; 2]>,
+}
+
+/// GMRES's Krylov workspace on the CPU: the basis vectors and the small arrays.
+#[derive(Clone, Debug)]
+pub struct CpuKrylov<T> {
+    v: Vec<Vec<T>>,
+    small: Vec<T>,
+    lay: GmresLayout,
     partials: Vec<[T; 2]>,
 }
 
@@ -492,6 +501,173 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             acc
         });
         recur::bicg_update(&mut sc.slots, &mut sc.hist, rr, rho, it);
+        Ok(())
+    }
+
+    fn axpy(&self, alpha: T, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
+        same_len("axpy", x.len(), y.len());
+        y.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK))
+            .for_each(|(y, x)| {
+                for (y, &x) in y.iter_mut().zip(x) {
+                    *y += alpha * x;
+                }
+            });
+        Ok(())
+    }
+
+    fn poly_step(
+        &self,
+        t: &Vec<T>,
+        inv_diag: Option<&Vec<T>>,
+        res: &mut Vec<T>,
+        d: &mut Vec<T>,
+        z: &mut Vec<T>,
+        first: bool,
+        c1: T,
+        c2: T,
+    ) -> Result<()> {
+        let n = t.len();
+        for (what, l) in [("res", res.len()), ("d", d.len()), ("z", z.len())] {
+            same_len(what, n, l);
+        }
+        if let Some(dv) = inv_diag {
+            same_len("poly_step D⁻¹", n, dv.len());
+        }
+        res.par_chunks_mut(CHUNK)
+            .zip(d.par_chunks_mut(CHUNK))
+            .zip(z.par_chunks_mut(CHUNK))
+            .enumerate()
+            .for_each(|(c, ((res, d), z))| {
+                let base = c * CHUNK;
+                for k in 0..res.len() {
+                    let i = base + k;
+                    let ti = match inv_diag {
+                        Some(dv) => dv[i] * t[i],
+                        None => t[i],
+                    };
+                    if first {
+                        res[k] = ti;
+                        d[k] = c2 * ti;
+                        z[k] = d[k];
+                    } else {
+                        res[k] -= ti;
+                        d[k] = c1 * d[k] + c2 * res[k];
+                        z[k] += d[k];
+                    }
+                }
+            });
+        Ok(())
+    }
+
+    type Krylov = CpuKrylov<T>;
+
+    fn krylov(&self, n: usize, m: usize) -> Result<CpuKrylov<T>> {
+        assert!(m >= 1, "GMRES restart length must be at least 1");
+        let lay = GmresLayout { m };
+        Ok(CpuKrylov {
+            v: (0..=m).map(|_| vec![T::zero(); n]).collect(),
+            small: vec![T::zero(); lay.len()],
+            lay,
+            partials: vec![[T::zero(); 2]; n.div_ceil(CHUNK).max(1)],
+        })
+    }
+
+    fn krylov_pair<'k>(&self, k: &'k mut CpuKrylov<T>, j: usize) -> (&'k Vec<T>, &'k mut Vec<T>) {
+        assert!(
+            j < k.lay.m,
+            "Krylov column {j} of a restart length {}",
+            k.lay.m
+        );
+        let (lo, hi) = k.v.split_at_mut(j + 1);
+        (&lo[j], &mut hi[0])
+    }
+
+    fn krylov_small(&self, k: &CpuKrylov<T>) -> Result<Vec<T>> {
+        Ok(k.small.clone())
+    }
+
+    fn gmres_start(
+        &self,
+        r: &Vec<T>,
+        k: &mut CpuKrylov<T>,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("gmres_start", r.len(), k.v[0].len());
+        let rr = chunked_dot(r, r, &mut k.partials);
+        recur::gmres_start(&mut sc.slots, &mut k.small, k.lay, &mut sc.hist, rr, it);
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        let f = k.small[k.lay.scale()];
+        k.v[0]
+            .par_iter_mut()
+            .zip(r.par_iter())
+            .for_each(|(v, &r)| *v = f * r);
+        Ok(())
+    }
+
+    fn gmres_arnoldi(
+        &self,
+        k: &mut CpuKrylov<T>,
+        j: usize,
+        sc: &mut CpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        let lay = k.lay;
+        assert!(j < lay.m, "Krylov column {j} of a restart length {}", lay.m);
+        let (basis, rest) = k.v.split_at_mut(j + 1);
+        let w = &mut rest[0];
+        // Two passes of classical Gram–Schmidt (CGS2).
+        for pass in [lay.c1(), lay.c2()] {
+            for (i, v) in basis.iter().enumerate() {
+                k.small[pass + i] = chunked_dot(v, w, &mut k.partials);
+            }
+            let c = &k.small[pass..pass + j + 1];
+            w.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, w)| {
+                let (base, len) = (ch * CHUNK, w.len());
+                for (i, v) in basis.iter().enumerate() {
+                    let ci = c[i];
+                    for (w, &v) in w.iter_mut().zip(&v[base..base + len]) {
+                        *w -= ci * v;
+                    }
+                }
+            });
+        }
+        let ww = chunked_dot(w, w, &mut k.partials);
+        recur::gmres_column(&mut sc.slots, &mut k.small, lay, &mut sc.hist, j, ww, it);
+        if recur::stopped(&sc.slots) {
+            return Ok(());
+        }
+        let f = k.small[lay.scale()];
+        w.par_iter_mut().for_each(|w| *w *= f);
+        Ok(())
+    }
+
+    fn gmres_combine(&self, k: &mut CpuKrylov<T>, ncols: usize, u: &mut Vec<T>) -> Result<()> {
+        let lay = k.lay;
+        assert!(
+            ncols <= lay.m,
+            "{ncols} GMRES columns of a restart length {}",
+            lay.m
+        );
+        same_len("gmres_combine", u.len(), k.v[0].len());
+        recur::gmres_solve_y(&mut k.small, lay, ncols);
+        let y = &k.small[lay.y()..lay.y() + ncols];
+        let basis = &k.v[..ncols];
+        u.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, u)| {
+            let (base, len) = (ch * CHUNK, u.len());
+            u.fill(T::zero());
+            for (v, &yi) in basis.iter().zip(y) {
+                for (u, &v) in u.iter_mut().zip(&v[base..base + len]) {
+                    *u += yi * v;
+                }
+            }
+        });
         Ok(())
     }
 }

@@ -9,6 +9,12 @@
 //! residual history (`max_iters + 1` values) and the per-block partial sums up front, and nothing
 //! per iteration.
 //!
+//! GMRES keeps its basis as `m + 1` device vectors plus a device table of their pointers
+//! ([`GpuKrylov`]), so one launch computes all `j + 1` Gram–Schmidt coefficients of a column (a
+//! 2-D grid: blocks × basis vectors) and one launch subtracts them; the Hessenberg column, the
+//! Givens rotations and the residual estimate are computed by the last block of the second
+//! pass, and the small least-squares solve at the end of a cycle by a one-thread kernel.
+//!
 //! Reductions are deterministic: a fixed grid (chosen from `n` and the SM count, see
 //! [`BLOCKS_PER_SM`]) writes one partial per block and the last block sums them in block order.
 //! Results therefore agree bit for bit from run to run on one device, though not with the CPU
@@ -64,6 +70,14 @@ struct Kernels {
     bicg_update: CudaFunction,
     residual: CudaFunction,
     scale: CudaFunction,
+    axpy: CudaFunction,
+    poly_step: CudaFunction,
+    gmres_start: CudaFunction,
+    gmres_scale: CudaFunction,
+    gmres_dots: CudaFunction,
+    gmres_update: CudaFunction,
+    gmres_solve_y: CudaFunction,
+    gmres_combine: CudaFunction,
 }
 
 /// The GPU backend for element type `T` (`f32` or `f64`): the kernels are compiled once, when it
@@ -78,6 +92,27 @@ impl<T> std::fmt::Debug for GpuOps<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "GpuOps({:?})", self.gpu)
     }
+}
+
+/// The largest GMRES restart length of the GPU kernels (their shared-memory tables hold
+/// `GMRES_MAX_COLS = 256` basis vectors).
+pub const MAX_RESTART: usize = 255;
+
+/// Blocks per basis vector of GMRES's block dot product (the grid is this × (j + 1) blocks):
+/// 2 per SM keeps the 2-D grid near 8 blocks per SM at j ≈ 4 and bounds the last block's sum.
+const DOT_BLOCKS_PER_SM: u32 = 2;
+
+/// GMRES's Krylov workspace on the GPU: the basis vectors, a device table of their pointers
+/// (the fused multi-vector kernels walk it), the small arrays of
+/// [`GmresLayout`](super::recur::GmresLayout), and the partial sums of the block dot products.
+pub struct GpuKrylov<T> {
+    v: Vec<CudaSlice<T>>,
+    ptrs: CudaSlice<u64>,
+    small: CudaSlice<T>,
+    partials: CudaSlice<T>,
+    ticket: CudaSlice<u32>,
+    m: usize,
+    dot_grid: u32,
 }
 
 /// The GPU's scalar slots, residual history, partial sums and last-block ticket.
@@ -142,6 +177,14 @@ impl<T: Scalar + KernelType> GpuOps<T> {
                 bicg_update: f("solver_bicg_update")?,
                 residual: f("solver_residual")?,
                 scale: f("solver_scale")?,
+                axpy: f("solver_axpy")?,
+                poly_step: f("solver_poly_step")?,
+                gmres_start: f("solver_gmres_start")?,
+                gmres_scale: f("solver_gmres_scale")?,
+                gmres_dots: f("solver_gmres_dots")?,
+                gmres_update: f("solver_gmres_update")?,
+                gmres_solve_y: f("solver_gmres_solve_y")?,
+                gmres_combine: f("solver_gmres_combine")?,
             },
             _t: std::marker::PhantomData,
         })
@@ -220,6 +263,30 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         // SAFETY: the signature above; a, b have n elements, `sc.partials` one entry per block of
         // `grid` and `sc.ticket` one counter (both sized by `grid_for`).
         unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err(name))?;
+        Ok(())
+    }
+
+    /// `v_dst ← scale · src` for GMRES (in place when `src` is `None`), unless the status is set.
+    fn gmres_scale(
+        &self,
+        k: &mut GpuKrylov<T>,
+        dst: usize,
+        src: Option<&CudaSlice<T>>,
+        sc: &GpuScalars<T>,
+    ) -> Result<()> {
+        let d = &mut k.v[dst];
+        if let Some(s) = src {
+            same_len("gmres_scale", s.len(), d.len());
+        }
+        let (n, m) = (n32(d.len()), n32(k.m));
+        let grid = self.grid(d.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.gmres_scale);
+        opt_arg!(l, src);
+        l.arg(d).arg(&n).arg(&sc.slots).arg(&k.small).arg(&m);
+        // SAFETY: solver_gmres_scale(const T* src, T* dst, u32 n, const T* s, const T* small,
+        // u32 m); src (or null: in place) and dst have n elements, s the slots, small
+        // GmresLayout{m}.len() entries.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_scale"))?;
         Ok(())
     }
 
@@ -580,6 +647,221 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         // u32 it); every vector has n elements (p̂ may alias p, ŝ may alias s: both read-only).
         unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_update"))?;
         Ok(())
+    }
+
+    fn axpy(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+        same_len("axpy", x.len(), y.len());
+        let n = n32(x.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.axpy);
+        l.arg(&alpha).arg(x).arg(y).arg(&n);
+        // SAFETY: solver_axpy(T alpha, const T* x, T* y, u32 n); x, y have n elements.
+        unsafe { l.launch(self.cfg(self.grid(x.len()))) }
+            .map(|_| ())
+            .map_err(launch_err("solver_axpy"))
+    }
+
+    fn poly_step(
+        &self,
+        t: &CudaSlice<T>,
+        inv_diag: Option<&CudaSlice<T>>,
+        res: &mut CudaSlice<T>,
+        d: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T>,
+        first: bool,
+        c1: T,
+        c2: T,
+    ) -> Result<()> {
+        let len = t.len();
+        for (what, l) in [("res", res.len()), ("d", d.len()), ("z", z.len())] {
+            same_len(what, len, l);
+        }
+        if let Some(dv) = inv_diag {
+            same_len("poly_step D⁻¹", len, dv.len());
+        }
+        let (n, first) = (n32(len), u32::from(first));
+        let mut l = self.gpu.stream().launch_builder(&self.k.poly_step);
+        l.arg(t);
+        opt_arg!(l, inv_diag);
+        l.arg(res)
+            .arg(d)
+            .arg(z)
+            .arg(&n)
+            .arg(&first)
+            .arg(&c1)
+            .arg(&c2);
+        // SAFETY: solver_poly_step(const T* t, const T* dinv, T* res, T* d, T* z, u32 n,
+        // u32 first, T c1, T c2); every vector has n elements, dinv is null when absent.
+        unsafe { l.launch(self.cfg(self.grid(len))) }
+            .map(|_| ())
+            .map_err(launch_err("solver_poly_step"))
+    }
+
+    type Krylov = GpuKrylov<T>;
+
+    fn krylov(&self, n: usize, m: usize) -> Result<GpuKrylov<T>> {
+        assert!(m >= 1, "GMRES restart length must be at least 1");
+        if m > MAX_RESTART {
+            return Err(Error::InvalidInput(format!(
+                "GMRES restart length {m}: the GPU kernels support at most {MAX_RESTART}"
+            )));
+        }
+        let v = (0..=m)
+            .map(|_| self.gpu.zeros::<T>(n))
+            .collect::<Result<Vec<_>>>()?;
+        let stream = self.gpu.stream();
+        let ptrs: Vec<u64> = v
+            .iter()
+            .map(|b| {
+                let (p, _sync) = cudarc::driver::DevicePtr::device_ptr(b, stream);
+                p
+            })
+            .collect();
+        let need = n.div_ceil(THREADS as usize).max(1);
+        let dot_grid = need.min((self.gpu.sm_count().max(1) * DOT_BLOCKS_PER_SM) as usize) as u32;
+        let lay = super::recur::GmresLayout { m };
+        let npart = ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
+        Ok(GpuKrylov {
+            ptrs: self.gpu.upload(&ptrs)?,
+            v,
+            small: self.gpu.zeros::<T>(lay.len())?,
+            partials: self.gpu.zeros::<T>(npart)?,
+            ticket: self.gpu.zeros::<u32>(1)?,
+            m,
+            dot_grid,
+        })
+    }
+
+    fn krylov_pair<'k>(
+        &self,
+        k: &'k mut GpuKrylov<T>,
+        j: usize,
+    ) -> (&'k CudaSlice<T>, &'k mut CudaSlice<T>) {
+        assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
+        let (lo, hi) = k.v.split_at_mut(j + 1);
+        (&lo[j], &mut hi[0])
+    }
+
+    fn krylov_small(&self, k: &GpuKrylov<T>) -> Result<Vec<T>> {
+        self.gpu.download(&k.small)
+    }
+
+    fn gmres_start(
+        &self,
+        r: &CudaSlice<T>,
+        k: &mut GpuKrylov<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        same_len("gmres_start", r.len(), k.v[0].len());
+        let (n, m, it) = (n32(r.len()), n32(k.m), n32(it));
+        let grid = self.grid(r.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.gmres_start);
+        l.arg(r)
+            .arg(&n)
+            .arg(&mut sc.slots)
+            .arg(&mut k.small)
+            .arg(&m)
+            .arg(&mut k.partials)
+            .arg(&mut k.ticket)
+            .arg(&mut sc.hist)
+            .arg(&it);
+        // SAFETY: solver_gmres_start(const T* r, u32 n, T* s, T* small, u32 m, T* partials,
+        // u32* ticket, T* hist, u32 it); r has n elements, small GmresLayout{m}.len(), partials
+        // at least `grid` entries (sized in `krylov`), hist more than it.
+        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_start"))?;
+        self.gmres_scale(k, 0, Some(r), sc)
+    }
+
+    fn gmres_arnoldi(
+        &self,
+        k: &mut GpuKrylov<T>,
+        j: usize,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
+        let lay = super::recur::GmresLayout { m: k.m };
+        let len = k.v[0].len();
+        let (n, nv, m, it32) = (n32(len), n32(j + 1), n32(k.m), n32(it));
+        let grid = self.grid(len);
+        for (pass, coef) in [(0u32, lay.c1()), (1, lay.c2())] {
+            let coef = n32(coef);
+            // c = Vᵀw.
+            let w = &k.v[j + 1];
+            let mut l = self.gpu.stream().launch_builder(&self.k.gmres_dots);
+            l.arg(&k.ptrs)
+                .arg(w)
+                .arg(&n)
+                .arg(&nv)
+                .arg(&sc.slots)
+                .arg(&mut k.small)
+                .arg(&coef)
+                .arg(&mut k.partials)
+                .arg(&mut k.ticket);
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (k.dot_grid, nv, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: solver_gmres_dots(const u64* vptr, const T* w, u32 n, u32 nv, const T* s,
+            // T* small, u32 out, T* partials, u32* ticket): vptr holds m + 1 ≥ nv pointers to
+            // vectors of n elements (alive in `k.v`), w is one of them (v_{j+1}, read only here
+            // and not among the first nv), partials holds (m + 1)·dot_grid entries.
+            unsafe { l.launch(cfg) }.map_err(launch_err("solver_gmres_dots"))?;
+            // w −= V·c (and ‖w‖², Givens and tests in the second pass).
+            let final_ = pass;
+            let w = &mut k.v[j + 1];
+            let mut l = self.gpu.stream().launch_builder(&self.k.gmres_update);
+            l.arg(&k.ptrs)
+                .arg(w)
+                .arg(&n)
+                .arg(&nv)
+                .arg(&mut sc.slots)
+                .arg(&mut k.small)
+                .arg(&m)
+                .arg(&coef)
+                .arg(&final_)
+                .arg(&mut k.partials)
+                .arg(&mut k.ticket)
+                .arg(&mut sc.hist)
+                .arg(&it32);
+            // SAFETY: solver_gmres_update(const u64* vptr, T* w, u32 n, u32 nv, T* s, T* small,
+            // u32 m, u32 coef, u32 final, T* partials, u32* ticket, T* hist, u32 it): as above;
+            // w = v_{j+1} is written and only v_0 … v_j (nv = j + 1 ≤ 256) are read through
+            // vptr; partials has at least `grid` entries; hist more than it.
+            unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_update"))?;
+        }
+        // Normalise v_{j+1} in place.
+        self.gmres_scale(k, j + 1, None, sc)
+    }
+
+    fn gmres_combine(
+        &self,
+        k: &mut GpuKrylov<T>,
+        ncols: usize,
+        u: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        assert!(
+            ncols <= k.m,
+            "{ncols} GMRES columns of a restart length {}",
+            k.m
+        );
+        same_len("gmres_combine", u.len(), k.v[0].len());
+        let (n, m, nc) = (n32(u.len()), n32(k.m), n32(ncols));
+        let mut l = self.gpu.stream().launch_builder(&self.k.gmres_solve_y);
+        l.arg(&mut k.small).arg(&m).arg(&nc);
+        // SAFETY: solver_gmres_solve_y(T* small, u32 m, u32 k); small has GmresLayout{m}.len()
+        // entries and k ≤ m; one thread works.
+        unsafe { l.launch(Gpu::cfg(1, 32, 0)) }.map_err(launch_err("solver_gmres_solve_y"))?;
+        let grid = self.grid(u.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.gmres_combine);
+        l.arg(&k.ptrs).arg(u).arg(&n).arg(&nc).arg(&k.small).arg(&m);
+        // SAFETY: solver_gmres_combine(const u64* vptr, T* u, u32 n, u32 ncols, const T* small,
+        // u32 m); vptr holds m + 1 ≥ ncols pointers to vectors of n elements, u is not one of
+        // them and has n elements.
+        unsafe { l.launch(self.cfg(grid)) }
+            .map(|_| ())
+            .map_err(launch_err("solver_gmres_combine"))
     }
 }
 

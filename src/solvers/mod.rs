@@ -1,12 +1,36 @@
-//! Iterative solvers: CG, Jacobi-PCG and BiCGSTAB, one body for CPU and GPU.
+//! Iterative solvers: CG, PCG, BiCGSTAB and restarted GMRES, one body for CPU and GPU, with
+//! Jacobi and Chebyshev-polynomial preconditioners.
 //!
 //! # What is here
 //!
 //! | solver | for | function |
 //! |---|---|---|
 //! | conjugate gradient (Hestenes and Stiefel 1952) | symmetric positive definite `A` | [`cg`] |
-//! | preconditioned CG (Jacobi or your own [`Preconditioner`]) | SPD `A` | [`pcg`] |
+//! | preconditioned CG (any SPD [`Preconditioner`]) | SPD `A` | [`pcg`] |
 //! | BiCGSTAB (van der Vorst 1992), optionally right-preconditioned | unsymmetric `A` | [`bicgstab`] |
+//! | GMRES(m) (Saad and Schultz 1986), restarted, right-preconditioned | any nonsingular `A` | [`gmres`] |
+//!
+//! | preconditioner | needs | type |
+//! |---|---|---|
+//! | none | — | [`Identity`] |
+//! | Jacobi, `M = diag(A)` (fused into the vector updates) | a nonzero diagonal | [`Jacobi`] |
+//! | Chebyshev polynomial in `D⁻¹A`, bounds from a few Lanczos/Arnoldi steps | a spectrum in the right half-plane | [`Chebyshev`] |
+//!
+//! GMRES with the polynomial preconditioner, on the CPU (the same call runs on the GPU with
+//! [`gpu::GpuOps`] and the GPU matrix):
+//!
+//! ```
+//! use segsparse::solvers::{gmres, pcg, Chebyshev, ChebyshevParams, Cpu, SolveParams};
+//! let a = segsparse::generate::poisson2d::<f64>(32).unwrap();
+//! let b = vec![1.0; a.nrows()];
+//! let poly = Chebyshev::from_matrix(&Cpu, &a, &a, &ChebyshevParams::default()).unwrap();
+//! let mut x = vec![0.0; a.nrows()];
+//! let info = gmres(&Cpu, &a, &poly, &b, &mut x, 30, &SolveParams::default()).unwrap();
+//! assert!(info.relative_residual <= 1e-8);
+//! // The polynomial is SPD, so CG may use it too.
+//! let info = pcg(&Cpu, &a, &poly, &b, &mut x, &SolveParams::default()).unwrap();
+//! assert!(info.relative_residual <= 1e-8);
+//! ```
 //!
 //! Each solver is written **once**, generic over two traits:
 //!
@@ -95,6 +119,7 @@
 mod bicgstab;
 mod cg;
 mod cpu;
+mod gmres;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod precond;
@@ -105,9 +130,10 @@ use std::time::Instant;
 
 pub use bicgstab::bicgstab;
 pub use cg::{cg, pcg};
-pub use cpu::{Cpu, CpuScalars};
-pub use precond::{Identity, Jacobi};
-pub use recur::{Slot, Status, NSLOTS};
+pub use cpu::{Cpu, CpuKrylov, CpuScalars};
+pub use gmres::{gmres, DEFAULT_RESTART};
+pub use precond::{Chebyshev, ChebyshevParams, Identity, Jacobi};
+pub use recur::{GmresLayout, Slot, Status, NSLOTS};
 
 use crate::scalar::Scalar;
 
@@ -216,6 +242,14 @@ pub enum SolveError {
         /// The true relative residual ‖b − A·x‖/‖b‖ of the final iterate.
         residual: f64,
     },
+    /// GMRES made no progress over a whole restart cycle (the restart length is too short for
+    /// this matrix, or the matrix is singular): iterating further would not help.
+    Stagnation {
+        /// Iterations performed.
+        iterations: usize,
+        /// The true relative residual of the final iterate.
+        residual: f64,
+    },
     /// A residual became NaN or infinite (overflow, or NaN in the matrix or right-hand side).
     NonFinite {
         /// The iteration at which it was detected (0: the initial residual).
@@ -246,6 +280,15 @@ impl fmt::Display for SolveError {
             } => write!(
                 f,
                 "not converged after {iterations} iterations (relative residual {residual:.3e})"
+            ),
+            SolveError::Stagnation {
+                iterations,
+                residual,
+            } => write!(
+                f,
+                "GMRES stagnated: no progress over a whole restart cycle after {iterations} \
+                 iterations (relative residual {residual:.3e}); try a longer --restart or a \
+                 preconditioner"
             ),
             SolveError::NonFinite { iteration } => {
                 write!(
@@ -437,6 +480,74 @@ pub trait VectorOps<T: Scalar> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()>;
+    /// `y ← y + αx` with a host scalar (GMRES's solution update once per cycle, setup).
+    fn axpy(&self, alpha: T, x: &Self::Vector, y: &mut Self::Vector) -> crate::Result<()>;
+
+    /// One step of the Chebyshev recurrence of the [`Chebyshev`] preconditioner, with host
+    /// scalars `c1`, `c2` and `t = A·d` (or `t = r` when `first`), `D⁻¹` when given:
+    ///
+    /// - `first`: `res ← D⁻¹t; d ← c2·res; z ← d`
+    /// - otherwise: `res ← res − D⁻¹t; d ← c1·d + c2·res; z ← z + d`
+    ///
+    /// Runs regardless of the status (a preconditioner has no status).
+    #[allow(clippy::too_many_arguments)]
+    fn poly_step(
+        &self,
+        t: &Self::Vector,
+        inv_diag: Option<&Self::Vector>,
+        res: &mut Self::Vector,
+        d: &mut Self::Vector,
+        z: &mut Self::Vector,
+        first: bool,
+        c1: T,
+        c2: T,
+    ) -> crate::Result<()>;
+
+    /// GMRES's Krylov workspace: `m + 1` basis vectors of length `n` and the small dense arrays of
+    /// [`recur::GmresLayout`] (on the device for the GPU), plus whatever the fused multi-vector
+    /// steps need (the GPU keeps a device table of the basis pointers and its partial sums).
+    type Krylov;
+    /// Allocates the Krylov workspace for vectors of length `n` and restart length `m ≥ 1`.
+    fn krylov(&self, n: usize, m: usize) -> crate::Result<Self::Krylov>;
+    /// The basis vectors `v_j` and `v_{j+1}` (`j < m`): the operator reads the first and writes
+    /// the second before [`VectorOps::gmres_arnoldi`].
+    fn krylov_pair<'k>(
+        &self,
+        k: &'k mut Self::Krylov,
+        j: usize,
+    ) -> (&'k Self::Vector, &'k mut Self::Vector);
+    /// The small arrays ([`recur::GmresLayout`]) on the host (synchronises; setup only, e.g. for
+    /// eigenvalue estimates from the Hessenberg matrix).
+    fn krylov_small(&self, k: &Self::Krylov) -> crate::Result<Vec<T>>;
+    /// GMRES start of a cycle at `iteration`: ‖r‖², then [`recur::gmres_start`], and
+    /// `v₀ = r/‖r‖`.
+    fn gmres_start(
+        &self,
+        r: &Self::Vector,
+        k: &mut Self::Krylov,
+        sc: &mut Self::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()>;
+    /// GMRES Arnoldi step for column `j`: orthogonalises `w = v_{j+1}` against `v_0 … v_j` by
+    /// classical Gram–Schmidt applied twice (CGS2: each pass is one fused block of `j + 1` dot
+    /// products and one fused `w ← w − V·c`), takes ‖w‖², runs [`recur::gmres_column`] (Givens
+    /// rotations and the tests, on the device for the GPU) and normalises `v_{j+1}`.
+    fn gmres_arnoldi(
+        &self,
+        k: &mut Self::Krylov,
+        j: usize,
+        sc: &mut Self::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()>;
+    /// GMRES: solves the leading `ncols × ncols` block of `R·y = g` ([`recur::gmres_solve_y`])
+    /// and writes `u ← V·y` (the correction before preconditioning). Runs regardless of the
+    /// status.
+    fn gmres_combine(
+        &self,
+        k: &mut Self::Krylov,
+        ncols: usize,
+        u: &mut Self::Vector,
+    ) -> crate::Result<()>;
     /// BiCGSTAB: `x ← x + αp̂ + ωŝ; r ← s − ωt`, then [`recur::bicg_update`] with ‖r‖² and r̂ᵀr.
     #[allow(clippy::too_many_arguments)]
     fn bicg_update(
@@ -486,6 +597,18 @@ pub(crate) trait Method<T: Scalar, B: VectorOps<T>> {
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector);
     /// (Re)starts from the residual in the workspace of [`Method::r_and_scratch`].
     fn start(&mut self, be: &B, sc: &mut B::Scalars, iteration: usize) -> crate::Result<()>;
+    /// Called once the iterations of a (re)start end, with the status and the iteration it
+    /// was set at: GMRES adds the correction of its current cycle to `x` here.
+    fn finish(
+        &mut self,
+        _be: &B,
+        _sc: &mut B::Scalars,
+        _x: &mut B::Vector,
+        _status: Status,
+        _it: usize,
+    ) -> crate::Result<()> {
+        Ok(())
+    }
     /// Iteration `it` (1-based).
     fn step(
         &mut self,
@@ -526,6 +649,57 @@ pub(crate) fn check_dims<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?
         });
     }
     Ok(n)
+}
+
+/// Checks `A`, `b`, `x` ([`check_dims`]) and the length of a diagonal preconditioner: the
+/// preamble every method shares.
+pub(crate) fn check_problem<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &B::Vector,
+    x: &B::Vector,
+) -> Result<usize, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let n = check_dims(be, a, b, x)?;
+    if let Some(d) = m.inverse_diagonal() {
+        if be.len(d) != n {
+            return Err(SolveError::DimensionMismatch {
+                what: "preconditioner diagonal",
+                expected: n,
+                found: be.len(d),
+            });
+        }
+    }
+    Ok(n)
+}
+
+/// How a method applies its preconditioner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrecondKind {
+    /// None: `z` is `r`.
+    Identity,
+    /// Diagonal: fused into the vector steps.
+    Jacobi,
+    /// Any other: [`Preconditioner::apply`].
+    General,
+}
+
+impl PrecondKind {
+    pub(crate) fn of<T: Scalar, B: VectorOps<T>, P: Preconditioner<T, B> + ?Sized>(m: &P) -> Self {
+        if m.is_identity() {
+            PrecondKind::Identity
+        } else if m.inverse_diagonal().is_some() {
+            PrecondKind::Jacobi
+        } else {
+            PrecondKind::General
+        }
+    }
 }
 
 /// The loop shared by every method and backend: setup, iterations with a status check every
@@ -599,6 +773,7 @@ where
             // The kernels stopped at the recorded iteration; later ones were no-ops.
             it = slots[Slot::StatusIter as usize].as_f64() as usize;
         }
+        method.finish(be, &mut sc, x, status, it)?;
         if status == Status::BreakdownRho && restarts < MAX_RESTARTS && it < params.max_iters {
             // BiCGSTAB's shadow residual became orthogonal to r: restart with r̂ = b − A·x.
             last_true = true_residual(method, x, &mut sc)?;
@@ -641,6 +816,13 @@ where
             converged: true,
         }),
         Status::NonFinite => Err(SolveError::NonFinite { iteration: it }),
+        Status::Stagnated => {
+            let residual = true_residual(method, x, &mut sc)? / scale;
+            Err(SolveError::Stagnation {
+                iterations: it,
+                residual,
+            })
+        }
         Status::Running => {
             let residual = true_residual(method, x, &mut sc)? / scale;
             Err(SolveError::NotConverged {

@@ -59,6 +59,11 @@ pub enum Status {
     BreakdownOmega = 5,
     /// A residual or scalar became NaN or infinite.
     NonFinite = 6,
+    /// GMRES: a whole restart cycle did not lower the residual.
+    Stagnated = 7,
+    /// GMRES: the new Arnoldi column vanished (`A·M⁻¹·v = 0`: a singular operator or
+    /// preconditioner).
+    BreakdownArnoldi = 8,
 }
 
 impl Status {
@@ -71,6 +76,8 @@ impl Status {
             3 => Status::BreakdownRho,
             4 => Status::BreakdownRv,
             5 => Status::BreakdownOmega,
+            7 => Status::Stagnated,
+            8 => Status::BreakdownArnoldi,
             _ => Status::NonFinite,
         }
     }
@@ -87,6 +94,10 @@ impl Status {
             Status::BreakdownRv => "r̂ᵀv = 0 in BiCGSTAB",
             Status::BreakdownOmega => "ω = 0 in BiCGSTAB (tᵀs = 0 without convergence)",
             Status::NonFinite => "NaN or infinity",
+            Status::Stagnated => "GMRES made no progress over a whole restart cycle",
+            Status::BreakdownArnoldi => {
+                "GMRES: the Arnoldi column vanished (A·M⁻¹·v = 0: singular operator or preconditioner)"
+            }
         }
     }
 }
@@ -233,5 +244,173 @@ pub fn bicg_update<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rho_ne
         let beta = (rho_new / get(s, Slot::Rho)) * (get(s, Slot::Alpha) / omega);
         set(s, Slot::Beta, beta);
         set(s, Slot::Rho, rho_new);
+    }
+}
+
+/// Where GMRES(m) keeps its small dense arrays in one buffer of [`GmresLayout::len`] values of
+/// `T` (the "small" part of [`VectorOps::Krylov`](super::VectorOps::Krylov)); the GPU kernels use
+/// the same offsets (`kernels/solvers/gmres.cu`).
+///
+/// | array | length | what |
+/// |---|---|---|
+/// | `hess` | (m+1)·m | the Hessenberg matrix H, column-major, as Arnoldi produced it |
+/// | `rmat` | (m+1)·m | H after the Givens rotations (upper triangular R) |
+/// | `cs`, `sn` | m each | the rotations |
+/// | `g` | m+1 | the rotated right-hand side β·e₁; `|g[j+1]|` is the residual norm after column j |
+/// | `y` | m | the solution of R·y = g |
+/// | `c1`, `c2` | m+1 each | the two Gram–Schmidt passes' coefficients of the current column |
+/// | `beta2` | 1 | ‖r‖² at the start of the cycle (for the stagnation test) |
+/// | `scale` | 1 | the factor that normalises the newest basis vector |
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GmresLayout {
+    /// The restart length m.
+    pub m: usize,
+}
+
+impl GmresLayout {
+    /// Offset of `hess`.
+    pub fn hess(self) -> usize {
+        0
+    }
+    /// Offset of `rmat`.
+    pub fn rmat(self) -> usize {
+        (self.m + 1) * self.m
+    }
+    /// Offset of `cs`.
+    pub fn cs(self) -> usize {
+        2 * (self.m + 1) * self.m
+    }
+    /// Offset of `sn`.
+    pub fn sn(self) -> usize {
+        self.cs() + self.m
+    }
+    /// Offset of `g`.
+    pub fn g(self) -> usize {
+        self.sn() + self.m
+    }
+    /// Offset of `y`.
+    pub fn y(self) -> usize {
+        self.g() + self.m + 1
+    }
+    /// Offset of `c1`.
+    pub fn c1(self) -> usize {
+        self.y() + self.m
+    }
+    /// Offset of `c2`.
+    pub fn c2(self) -> usize {
+        self.c1() + self.m + 1
+    }
+    /// Offset of `beta2`.
+    pub fn beta2(self) -> usize {
+        self.c2() + self.m + 1
+    }
+    /// Offset of `scale`.
+    pub fn scale(self) -> usize {
+        self.beta2() + 1
+    }
+    /// Total length.
+    pub fn len(self) -> usize {
+        self.scale() + 1
+    }
+    /// Never empty (`m ≥ 1`); for clippy's `len_without_is_empty`.
+    pub fn is_empty(self) -> bool {
+        false
+    }
+}
+
+/// GMRES start of a cycle from a residual with ‖r‖² = `rr`: g = (‖r‖, 0, …), the scale 1/‖r‖
+/// for v₀ = r/‖r‖, and the convergence test.
+pub fn gmres_start<T: Scalar>(
+    s: &mut [T; NSLOTS],
+    small: &mut [T],
+    lay: GmresLayout,
+    hist: &mut [T],
+    rr: T,
+    it: usize,
+) {
+    let beta = rr.max(T::zero()).sqrt();
+    small[lay.g()..lay.g() + lay.m + 1].fill(T::zero());
+    small[lay.g()] = beta;
+    small[lay.beta2()] = rr;
+    small[lay.scale()] = if beta > T::zero() {
+        T::one() / beta
+    } else {
+        T::zero()
+    };
+    test_rr(s, hist, rr, it);
+}
+
+/// GMRES column `j` (0-based) after the two Gram–Schmidt passes: `ww` = ‖w‖² of the
+/// orthogonalised vector. Stores H[:, j] = c1 + c2 and H[j+1, j] = ‖w‖, applies the earlier
+/// rotations and a new one to R[:, j], updates g, records |g[j+1]|² as the residual estimate,
+/// and tests convergence, breakdown, and (at the end of a cycle, `j = m − 1`) stagnation. Sets
+/// the scale 1/‖w‖ that normalises v_{j+1}.
+pub fn gmres_column<T: Scalar>(
+    s: &mut [T; NSLOTS],
+    small: &mut [T],
+    lay: GmresLayout,
+    hist: &mut [T],
+    j: usize,
+    ww: T,
+    it: usize,
+) {
+    let m = lay.m;
+    let ld = m + 1;
+    let hnext = ww.max(T::zero()).sqrt();
+    for i in 0..=j {
+        let h = small[lay.c1() + i] + small[lay.c2() + i];
+        small[lay.hess() + j * ld + i] = h;
+        small[lay.rmat() + j * ld + i] = h;
+    }
+    small[lay.hess() + j * ld + j + 1] = hnext;
+    // Earlier rotations on the new column.
+    for i in 0..j {
+        let (c, sn) = (small[lay.cs() + i], small[lay.sn() + i]);
+        let a = small[lay.rmat() + j * ld + i];
+        let b = small[lay.rmat() + j * ld + i + 1];
+        small[lay.rmat() + j * ld + i] = c * a + sn * b;
+        small[lay.rmat() + j * ld + i + 1] = c * b - sn * a;
+    }
+    let a = small[lay.rmat() + j * ld + j];
+    let d = (a * a + hnext * hnext).sqrt();
+    small[lay.scale()] = if hnext > T::zero() {
+        T::one() / hnext
+    } else {
+        T::zero()
+    };
+    if !d.is_finite() || !a.is_finite() {
+        stop(s, Status::NonFinite, it);
+        return;
+    }
+    if d == T::zero() {
+        stop(s, Status::BreakdownArnoldi, it);
+        return;
+    }
+    let (c, sn) = (a / d, hnext / d);
+    small[lay.cs() + j] = c;
+    small[lay.sn() + j] = sn;
+    small[lay.rmat() + j * ld + j] = d;
+    small[lay.rmat() + j * ld + j + 1] = T::zero();
+    let gj = small[lay.g() + j];
+    small[lay.g() + j] = c * gj;
+    small[lay.g() + j + 1] = -sn * gj;
+    let rr = sn * sn * gj * gj;
+    if test_rr(s, hist, rr, it) {
+        return;
+    }
+    if j + 1 == m && rr >= (T::one() - T::epsilon()) * small[lay.beta2()] {
+        stop(s, Status::Stagnated, it);
+    }
+}
+
+/// Solves the leading `k × k` block of R·y = g by back substitution into `y`.
+pub fn gmres_solve_y<T: Scalar>(small: &mut [T], lay: GmresLayout, k: usize) {
+    let ld = lay.m + 1;
+    for i in (0..k).rev() {
+        let mut acc = small[lay.g() + i];
+        for c in i + 1..k {
+            acc -= small[lay.rmat() + c * ld + i] * small[lay.y() + c];
+        }
+        small[lay.y() + i] = acc / small[lay.rmat() + i * ld + i];
     }
 }
