@@ -31,6 +31,11 @@
 // Nanoseconds a look-back lane sleeps between polls of a status word that is not ready yet
 // (0 = spin). Polling lanes of a thousand resident blocks otherwise compete with the streaming
 // loads for L2 bandwidth.
+// Tile ids: 0 = drawn from an atomic counter (below), 1 = blockIdx.x (policy::lookback_order).
+#ifndef SCAN_TILE_ORDER
+#define SCAN_TILE_ORDER 0
+#endif
+
 #ifndef SCAN_BACKOFF
 #define SCAN_BACKOFF 0
 #endif
@@ -51,6 +56,9 @@ template <typename T> struct TileStatus {
     u64* status;   // one word per tile
     T* agg;        // 8-byte types only
     T* incl;       // 8-byte types only
+
+    // The generation of this launch (valid until every block of it has finished).
+    __device__ __forceinline__ u32 generation() const { return *(volatile u32*)&header[0]; }
 
     // Thread 0 only: reads the generation and draws a tile id. No fence is needed between the
     // two: the generation only changes in finish(), after every block of this launch has

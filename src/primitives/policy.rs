@@ -125,6 +125,52 @@ pub fn lookback_k() -> u32 {
     })
 }
 
+/// Tile transposes of the look-back and warp-shuffle kernels (`SCAN_WARP_XPOSE`): `true` =
+/// warp-local (each warp moves its own 32 × items elements through its slice of shared memory,
+/// `__syncwarp` only), `false` = block-wide (two `__syncthreads` per load). Override
+/// `SEGSPARSE_SCAN_XPOSE=0|1`.
+pub fn lookback_warp_xpose() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_XPOSE", 1).map_or(LOOKBACK_WARP_XPOSE, |v| v == 1))
+}
+
+/// How look-back tiles get their ids (`SCAN_TILE_ORDER`): `false` = drawn from an atomic
+/// counter (a block only waits on blocks already running: deadlock-free on any scheduler),
+/// `true` = `blockIdx.x` (no draw round trip; relies on blocks starting in index order, as
+/// CUB's scan does). Override `SEGSPARSE_SCAN_ORDER=0|1`.
+pub fn lookback_blockidx_order() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_ORDER", 1).map_or(LOOKBACK_BLOCKIDX_ORDER, |v| v == 1))
+}
+
+/// Streaming (evict-first) stores of the scan output (`SCAN_STREAM_STORE`). Override
+/// `SEGSPARSE_SCAN_STREAM=0|1`.
+pub fn lookback_stream_store() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_STREAM", 1).map_or(LOOKBACK_STREAM_STORE, |v| v == 1))
+}
+
+/// The three switches above in words, for benchmark reports.
+pub fn lookback_variant_name() -> String {
+    format!(
+        "transpose {}, tile ids {}, stores {}",
+        if lookback_warp_xpose() { "warp" } else { "block" },
+        if lookback_blockidx_order() {
+            "blockIdx"
+        } else {
+            "atomic"
+        },
+        if lookback_stream_store() {
+            "streaming"
+        } else {
+            "default"
+        }
+    )
+}
+
+const LOOKBACK_WARP_XPOSE: bool = true;
+const LOOKBACK_BLOCKIDX_ORDER: bool = false;
+const LOOKBACK_STREAM_STORE: bool = false;
 const LOOKBACK_K: u32 = 1;
 const LOOKBACK_BACKOFF_NS: u32 = 0;
 const LOOKBACK_MIN_BLOCKS: u32 = 1;
@@ -149,5 +195,8 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
         ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
         ("SCAN_LOOKBACK_K", lookback_k().to_string()),
+        ("SCAN_WARP_XPOSE", u32::from(lookback_warp_xpose()).to_string()),
+        ("SCAN_TILE_ORDER", u32::from(lookback_blockidx_order()).to_string()),
+        ("SCAN_STREAM_STORE", u32::from(lookback_stream_store()).to_string()),
     ]
 }
