@@ -14,7 +14,9 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${1:-final}
-res=$(mktemp -d)
+# A fixed folder, so a caller whose timeout killed this script can still pack what is there.
+res=${RES:-/tmp/segsparse-results}
+rm -rf "$res"; mkdir -p "$res"
 trap 'tar czf "${OUT:-/tmp}/results.tgz" -C "$res" .; ls -la "$res"' EXIT
 export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/.gpu/data" RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$res/device.txt"
