@@ -58,19 +58,29 @@ bench() {
   cat "$res/scan-vs-cub.md"
 }
 
-if [ "$mode" = probe ]; then
-  bench
-  # The look-back kernel's switches, one process each (defines are read once per process).
-  sweep() {  # name, env...
-    local name=$1; shift
-    env "$@" .gpu/bin/scan-bench --format json --lookback-only --scan-only --no-paper --no-big \
-        --sizes 20,24,26 --reps 9 > "$res/sweep-$name.jsonl" 2> "$res/sweep-$name.err"
-    echo "$name $* : $(python3 -c '
+# The look-back kernel's switches, one process each (defines are read once per process).
+sweep() {  # name, env...
+  local name=$1; shift
+  env "$@" .gpu/bin/scan-bench --format json --lookback-only --scan-only --no-paper --no-big \
+      --sizes 20,24,26 --reps 9 ${SWEEP_ARGS:-} > "$res/sweep-$name.jsonl" 2> "$res/sweep-$name.err"
+  echo "$name $* : $(python3 -c '
 import json,sys
 r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print(" ".join("2^%d%s=%.1f" % (x["n"].bit_length()-1, x["direction"][0], x["us"]) for x in r if x["op"]=="scan"))
-' "$res/sweep-$name.jsonl") $(grep -o 'f32 [0-9]* registers, [0-9]* blocks/SM' "$res/sweep-$name.err" | head -1)" | tee -a "$res/sweep.txt"
-  }
+print(" ".join("%s:2^%d%s=%.1f" % (x["dtype"], x["n"].bit_length()-1, x["direction"][0], x["us"]) for x in r if x["op"]=="scan"))
+' "$res/sweep-$name.jsonl") $(grep '^scan_lookback_plus' "$res/sweep-$name.err" | head -1)" | tee -a "$res/sweep.txt"
+}
+ncu_run() {  # name, env...
+  local name=$1; shift
+  env "$@" timeout 60 /usr/local/cuda/bin/ncu --clock-control none -k regex:'^scan_lookback_plus_f32' -c 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --section SchedulerStats \
+      .gpu/bin/scan-bench --lookback-only --scan-only --no-paper --no-big --sizes 26 --reps 1 --batch 1 \
+      > "$res/ncu-$name.txt" 2>&1
+  stamp "ncu $name rc=$?"
+}
+
+if [ "$mode" = probe ]; then
+  bench
   sweep block SEGSPARSE_SCAN_XPOSE=0
   sweep warp SEGSPARSE_SCAN_XPOSE=1
   sweep warp-order SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1
@@ -83,15 +93,6 @@ print(" ".join("2^%d%s=%.1f" % (x["n"].bit_length()-1, x["direction"][0], x["us"
   sweep warp-order-256x8-min8 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_POLICY=256x8,4 SEGSPARSE_SCAN_MIN_BLOCKS=8
   sweep warp-order-128x16 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_POLICY=128x16,8
   stamp "sweep done"
-  ncu_run() {  # name, env...
-    local name=$1; shift
-    env "$@" timeout 60 /usr/local/cuda/bin/ncu --clock-control none -k regex:'^scan_lookback_plus_f32' -c 1 \
-        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
-        --section MemoryWorkloadAnalysis --section SchedulerStats \
-        .gpu/bin/scan-bench --lookback-only --scan-only --no-paper --no-big --sizes 26 --reps 1 --batch 1 \
-        > "$res/ncu-$name.txt" 2>&1
-    stamp "ncu $name rc=$?"
-  }
   ncu_run block SEGSPARSE_SCAN_XPOSE=0
   ncu_run warp SEGSPARSE_SCAN_XPOSE=1
   ncu_run warp-order SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1
@@ -102,5 +103,17 @@ else
     stamp "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$res/sanitizer-$tool.log" | tail -1)"
   done
   bench
+  # The switches around the final defaults (f32 and f64), and the profile of the default.
+  export SWEEP_ARGS=--f64
+  sweep default
+  sweep warp SEGSPARSE_SCAN_XPOSE=1
+  sweep order SEGSPARSE_SCAN_ORDER=1
+  sweep fenced SEGSPARSE_SCAN_STATUS16=0
+  sweep min5 SEGSPARSE_SCAN_MIN_BLOCKS=5
+  sweep min7 SEGSPARSE_SCAN_MIN_BLOCKS=7
+  sweep min8 SEGSPARSE_SCAN_MIN_BLOCKS=8
+  sweep 256x12-min8 SEGSPARSE_SCAN_POLICY=256x12,6 SEGSPARSE_SCAN_MIN_BLOCKS=8
+  stamp "sweep done"
+  ncu_run default
 fi
 stamp done

@@ -129,7 +129,7 @@ __device__ __forceinline__ void store_tile_blocked(T* __restrict__ out, long lon
 // multiple of 32 stays inside [w*(W + W/32), (w+1)*(W + W/32))), so __syncwarp() orders every
 // shared-memory access (racecheck-clean). Selected by SCAN_WARP_XPOSE (policy::lookback_xpose).
 #ifndef SCAN_WARP_XPOSE
-#define SCAN_WARP_XPOSE 1
+#define SCAN_WARP_XPOSE 0
 #endif
 template <typename T, int ITEMS>
 __device__ __forceinline__ bool warp_vectorizable(const T* p, long long n, long long wbase, bool bwd) {

@@ -150,10 +150,18 @@ pub fn lookback_stream_store() -> bool {
     *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_STREAM", 1).map_or(LOOKBACK_STREAM_STORE, |v| v == 1))
 }
 
-/// The three switches above in words, for benchmark reports.
+/// Status words of 8-byte values (`SCAN_STATUS16`): `true` = value and status in one 16-byte
+/// word (one vector store, one vector load, no fences), `false` = value in a side array behind
+/// a `__threadfence()`. Override `SEGSPARSE_SCAN_STATUS16=0|1`.
+pub fn lookback_status16() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_STATUS16", 1).map_or(LOOKBACK_STATUS16, |v| v == 1))
+}
+
+/// The switches above in words, for benchmark reports.
 pub fn lookback_variant_name() -> String {
     format!(
-        "transpose {}, tile ids {}, stores {}",
+        "transpose {}, tile ids {}, stores {}, 8-byte status {}",
         if lookback_warp_xpose() { "warp" } else { "block" },
         if lookback_blockidx_order() {
             "blockIdx"
@@ -164,16 +172,22 @@ pub fn lookback_variant_name() -> String {
             "streaming"
         } else {
             "default"
+        },
+        if lookback_status16() {
+            "16-byte"
+        } else {
+            "fenced"
         }
     )
 }
 
-const LOOKBACK_WARP_XPOSE: bool = true;
+const LOOKBACK_WARP_XPOSE: bool = false;
+const LOOKBACK_STATUS16: bool = true;
 const LOOKBACK_BLOCKIDX_ORDER: bool = false;
 const LOOKBACK_STREAM_STORE: bool = false;
 const LOOKBACK_K: u32 = 1;
 const LOOKBACK_BACKOFF_NS: u32 = 0;
-const LOOKBACK_MIN_BLOCKS: u32 = 1;
+const LOOKBACK_MIN_BLOCKS: u32 = 6;
 
 fn env_u32(name: &str, max: u32) -> Option<u32> {
     std::env::var(name)
@@ -193,10 +207,18 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_ITEMS_4", p4.items.to_string()),
         ("SCAN_ITEMS_8", p8.items.to_string()),
         ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
-        ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
+        // at most 2048 resident threads per SM: a larger request could not be honoured
+        (
+            "SCAN_MIN_BLOCKS",
+            lookback_min_blocks()
+                .min(2048 / p4.threads.max(p8.threads))
+                .max(1)
+                .to_string(),
+        ),
         ("SCAN_LOOKBACK_K", lookback_k().to_string()),
         ("SCAN_WARP_XPOSE", u32::from(lookback_warp_xpose()).to_string()),
         ("SCAN_TILE_ORDER", u32::from(lookback_blockidx_order()).to_string()),
         ("SCAN_STREAM_STORE", u32::from(lookback_stream_store()).to_string()),
+        ("SCAN_STATUS16", u32::from(lookback_status16()).to_string()),
     ]
 }
