@@ -33,14 +33,16 @@ else
   nvcc_pid=
 fi
 
+# The three test executables run side by side (gpu_runtime is mostly NVRTC work on the CPU).
 tests() {
   for t in primitives_scan primitives_more gpu_runtime; do
     exe=.gpu/tests/test-$t
     [ -x "$exe" ] || continue
-    timeout 170 "$exe" --test-threads=4 > "$res/test-$t.log" 2>&1
-    stamp "test-$t rc=$? $(grep -E '^test result:' "$res/test-$t.log" | tail -1)"
-    grep -E 'panicked|FAILED' "$res/test-$t.log" | head -10
+    ( timeout 170 "$exe" --test-threads=4 > "$res/test-$t.log" 2>&1
+      stamp "test-$t rc=$? $(grep -E '^test result:' "$res/test-$t.log" | tail -1)"
+      grep -E 'panicked|FAILED' "$res/test-$t.log" | head -10 ) &
   done
+  wait
 }
 tests
 
@@ -98,7 +100,7 @@ if [ "$mode" = probe ]; then
   ncu_run warp-order SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1
 else
   for tool in memcheck racecheck; do
-    timeout 60 /usr/local/cuda/bin/compute-sanitizer --tool $tool .gpu/tests/test-primitives_scan gpu_sanitizer_small \
+    timeout 50 /usr/local/cuda/bin/compute-sanitizer --tool $tool .gpu/tests/test-primitives_scan gpu_sanitizer_small \
         > "$res/sanitizer-$tool.log" 2>&1
     stamp "sanitizer $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$res/sanitizer-$tool.log" | tail -1)"
   done
