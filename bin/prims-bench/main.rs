@@ -50,7 +50,16 @@ macro_rules! md {
 
 /// One JSON record (only in JSON mode).
 #[allow(clippy::too_many_arguments)]
-fn emit(json: bool, g: &Gpu, op: &str, variant: &str, dtype: &str, n: usize, segment: Value, t: f64) {
+fn emit(
+    json: bool,
+    g: &Gpu,
+    op: &str,
+    variant: &str,
+    dtype: &str,
+    n: usize,
+    segment: Value,
+    t: f64,
+) {
     if json {
         Record {
             tool: "segsparse",
@@ -110,13 +119,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let g = record::gpu_or_exit("prims-bench", Gpu::new())?;
     let mut r = ChaCha8Rng::seed_from_u64(7);
     let bw = g.copy_bandwidth(1 << 28, 10)?;
-    md!(json, 
+    md!(
+        json,
         "device: {} ({} SMs), copy bandwidth {:.0} GB/s (read+write)",
         g.name(),
         g.sm_count(),
         bw / 1e9
     );
-    md!(json, "CPU threads (rayon): {}", rayon::current_num_threads());
+    md!(
+        json,
+        "CPU threads (rayon): {}",
+        rayon::current_num_threads()
+    );
 
     // ---------------- radix sort
     md!(json, "\n## Radix sort (keys only unless noted)\n");
@@ -130,7 +144,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .unwrap_or("–".into());
             let vs = cub.map(|c| format!("{:.2}×", t / c)).unwrap_or("–".into());
             let gbs = n as f64 * bytes_per_key_pass * passes / t / 1e9;
-            md!(json, 
+            md!(
+                json,
                 "| {name} | 2^{} | {:.0} µs | {:.2} | {cubs} | {vs} | {:.0} |",
                 n.trailing_zeros(),
                 t * 1e6,
@@ -199,86 +214,96 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
     // ---------------- the paper's 4M sort table (markdown only)
     if !json {
-    md!(json, "\n## The paper's sort table, 4M (2^22) random 32-bit keys\n");
-    let n = 1usize << 22;
-    let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
-    let src = g.upload(&keys)?;
-    let mut d = g.upload(&keys)?;
-    let t_radix = time_gpu(&g, reps, |timed| {
-        if timed {
-            sort::gpu::radix_sort(&g, &mut d)
-        } else {
-            copy_into(&g, &src, &mut d)
-        }
-    })?;
-    let mut passes = 0;
-    let qreps = if quick { 1 } else { 3 };
-    let t_q = time_gpu(&g, qreps, |timed| {
-        if timed {
-            passes = sort::gpu::quicksort(&g, &mut d)?;
-            Ok(())
-        } else {
-            copy_into(&g, &src, &mut d)
-        }
-    })?;
-    let qs_ok = {
-        let h = g.download(&d)?;
-        h.windows(2).all(|w| w[0] <= w[1])
-    };
-    let cpu = |f: &dyn Fn(&mut Vec<u32>)| {
-        let mut t = Vec::new();
-        for _ in 0..3 {
-            let mut v = keys.clone();
-            let s = Instant::now();
-            f(&mut v);
-            t.push(s.elapsed().as_secs_f64());
-        }
-        median(t)
-    };
-    let t_std = cpu(&|v| v.sort());
-    let t_std_unstable = cpu(&|v| v.sort_unstable());
-    let t_par = cpu(&|v| v.par_sort_unstable());
-    let mut seg_times = Vec::new();
-    // segmented sort of the same keys in 1024 segments of 4096
-    let offs: Vec<u32> = (0..=1024u32).map(|i| i * 4096).collect();
-    let doffs = g.upload(&offs)?;
-    let t_seg = time_gpu(&g, if quick { 2 } else { 5 }, |timed| {
-        if timed {
-            sort::gpu::segmented_sort(&g, &mut d, &doffs)
-        } else {
-            copy_into(&g, &src, &mut d)
-        }
-    })?;
-    seg_times.push(t_seg);
-    md!(json, "| test | paper (8800 GTX, 2007) | today | device / CPU |");
-    md!(json, "|---|---|---|---|");
-    md!(json, 
-        "| GPU global radix | 165.0 ms | {:.3} ms | this GPU, 8-bit digits, 4 passes |",
-        t_radix * 1e3
-    );
-    md!(json, 
+        md!(
+            json,
+            "\n## The paper's sort table, 4M (2^22) random 32-bit keys\n"
+        );
+        let n = 1usize << 22;
+        let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
+        let src = g.upload(&keys)?;
+        let mut d = g.upload(&keys)?;
+        let t_radix = time_gpu(&g, reps, |timed| {
+            if timed {
+                sort::gpu::radix_sort(&g, &mut d)
+            } else {
+                copy_into(&g, &src, &mut d)
+            }
+        })?;
+        let mut passes = 0;
+        let qreps = if quick { 1 } else { 3 };
+        let t_q = time_gpu(&g, qreps, |timed| {
+            if timed {
+                passes = sort::gpu::quicksort(&g, &mut d)?;
+                Ok(())
+            } else {
+                copy_into(&g, &src, &mut d)
+            }
+        })?;
+        let qs_ok = {
+            let h = g.download(&d)?;
+            h.windows(2).all(|w| w[0] <= w[1])
+        };
+        let cpu = |f: &dyn Fn(&mut Vec<u32>)| {
+            let mut t = Vec::new();
+            for _ in 0..3 {
+                let mut v = keys.clone();
+                let s = Instant::now();
+                f(&mut v);
+                t.push(s.elapsed().as_secs_f64());
+            }
+            median(t)
+        };
+        let t_std = cpu(&|v| v.sort());
+        let t_std_unstable = cpu(&|v| v.sort_unstable());
+        let t_par = cpu(&|v| v.par_sort_unstable());
+        let mut seg_times = Vec::new();
+        // segmented sort of the same keys in 1024 segments of 4096
+        let offs: Vec<u32> = (0..=1024u32).map(|i| i * 4096).collect();
+        let doffs = g.upload(&offs)?;
+        let t_seg = time_gpu(&g, if quick { 2 } else { 5 }, |timed| {
+            if timed {
+                sort::gpu::segmented_sort(&g, &mut d, &doffs)
+            } else {
+                copy_into(&g, &src, &mut d)
+            }
+        })?;
+        seg_times.push(t_seg);
+        md!(
+            json,
+            "| test | paper (8800 GTX, 2007) | today | device / CPU |"
+        );
+        md!(json, "|---|---|---|---|");
+        md!(
+            json,
+            "| GPU global radix | 165.0 ms | {:.3} ms | this GPU, 8-bit digits, 4 passes |",
+            t_radix * 1e3
+        );
+        md!(json,
         "| GPU radix/merge | 317.8 ms | – (not built: the global radix sort needs no merge) | |"
     );
-    md!(json, "| CPU STL sort (std::sort) | 571.7 ms | {:.1} ms (`slice::sort_unstable`, 1 thread) | host of the GPU machine |", t_std_unstable * 1e3);
-    md!(json, 
-        "| CPU stable sort | – | {:.1} ms (`slice::sort`, 1 thread) | host |",
-        t_std * 1e3
-    );
-    md!(json, 
-        "| CPU parallel sort | – | {:.1} ms (`par_sort_unstable`, {} threads) | host |",
-        t_par * 1e3,
-        rayon::current_num_threads()
-    );
-    md!(json, "| GPU quicksort (paper: per block + merge) | 2050.3 ms | {:.1} ms, {passes} passes, sorted: {qs_ok} (segmented quicksort over the whole vector, §4.1) | this GPU |", t_q * 1e3);
-    md!(json, 
-        "| GPU segmented sort (1024 segments × 4096) | – | {:.3} ms | this GPU |",
-        t_seg * 1e3
-    );
-    md!(json, 
-        "\nradix vs std::sort_unstable: {:.0}× (paper: global radix 3.5× faster than STL)",
-        t_std_unstable / t_radix
-    );
-
+        md!(json, "| CPU STL sort (std::sort) | 571.7 ms | {:.1} ms (`slice::sort_unstable`, 1 thread) | host of the GPU machine |", t_std_unstable * 1e3);
+        md!(
+            json,
+            "| CPU stable sort | – | {:.1} ms (`slice::sort`, 1 thread) | host |",
+            t_std * 1e3
+        );
+        md!(
+            json,
+            "| CPU parallel sort | – | {:.1} ms (`par_sort_unstable`, {} threads) | host |",
+            t_par * 1e3,
+            rayon::current_num_threads()
+        );
+        md!(json, "| GPU quicksort (paper: per block + merge) | 2050.3 ms | {:.1} ms, {passes} passes, sorted: {qs_ok} (segmented quicksort over the whole vector, §4.1) | this GPU |", t_q * 1e3);
+        md!(
+            json,
+            "| GPU segmented sort (1024 segments × 4096) | – | {:.3} ms | this GPU |",
+            t_seg * 1e3
+        );
+        md!(
+            json,
+            "\nradix vs std::sort_unstable: {:.0}× (paper: global radix 3.5× faster than STL)",
+            t_std_unstable / t_radix
+        );
     }
 
     // ---------------- compaction
@@ -322,7 +347,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } else {
             "–".into()
         };
-        md!(json, 
+        md!(
+            json,
             "| 2^{lg} | {:.1} µs | {:.0} | {vs} | {:.1} µs | {:.1} µs |",
             t * 1e6,
             bytes / t / 1e9,
@@ -375,7 +401,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         } else {
             "–".into()
         };
-        md!(json, 
+        md!(
+            json,
             "| {name} | {m} | {:.1} µs | {:.0} | {goal} | {cub} |",
             t * 1e6,
             bytes / t / 1e9

@@ -204,7 +204,12 @@ fn main() -> ExitCode {
 }
 
 /// Plain scans of `host` (uploaded), every selected algorithm, kind and direction.
-fn scan_rows<T: ScanElem + KernelType>(b: &Bench, cli: &Cli, host: &[T], dtype: &str) -> Result<()> {
+fn scan_rows<T: ScanElem + KernelType>(
+    b: &Bench,
+    cli: &Cli,
+    host: &[T],
+    dtype: &str,
+) -> Result<()> {
     let g = b.g;
     let n = host.len();
     let x = g.upload(host)?;
@@ -227,7 +232,7 @@ fn scan_rows<T: ScanElem + KernelType>(b: &Bench, cli: &Cli, host: &[T], dtype: 
                     alg,
                     dtype,
                 };
-                b.row(&r, t, 2.0 * (n * std::mem::size_of::<T>()) as f64);
+                b.row(&r, t, 2.0 * std::mem::size_of_val(host) as f64);
             }
         }
     }
