@@ -130,6 +130,17 @@ struct Temp {
 };
 static Temp g_temp;
 
+// CUB's two-phase call: `call(tmp, bytes)` with tmp = nullptr asks for the temporary storage,
+// then the call is timed with storage from g_temp, and the measurement printed.
+template <typename F>
+static void measure(const char* op, const char* variant, const char* dtype, size_t n, const std::string& seg,
+                    const char* api, F call) {
+    size_t bytes = 0;
+    CK(call(nullptr, bytes));
+    void* tmp = g_temp.get(bytes);
+    emit(op, variant, dtype, n, seg, time_us([&] { return call(tmp, bytes); }), api);
+}
+
 // ---------------------------------------------------------------- copy (the roofline)
 static void bench_copy() {
     const size_t n = (size_t)1 << 27;  // 512 MiB of f32, as scan-bench's copy bandwidth
@@ -150,15 +161,10 @@ template <typename T> static void bench_scan(const char* dtype, const std::vecto
         T* out = dalloc<T>(n);
         fill_uniform<T><<<FILL_BLOCKS, FILL_THREADS>>>(in, n, 1u, -1.0, 1.0);
         CK(cudaGetLastError());
-        size_t bytes = 0;
-        CK(cub::DeviceScan::InclusiveSum(nullptr, bytes, in, out, n));
-        void* tmp = g_temp.get(bytes);
-        double us = time_us([&] { return cub::DeviceScan::InclusiveSum(tmp, bytes, in, out, n); });
-        emit("scan", "inclusive", dtype, n, "null", us, "DeviceScan::InclusiveSum");
-        CK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n));
-        tmp = g_temp.get(bytes);
-        us = time_us([&] { return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, n); });
-        emit("scan", "exclusive", dtype, n, "null", us, "DeviceScan::ExclusiveSum");
+        measure("scan", "inclusive", dtype, n, "null", "DeviceScan::InclusiveSum",
+                [&](void* t, size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, in, out, n); });
+        measure("scan", "exclusive", dtype, n, "null", "DeviceScan::ExclusiveSum",
+                [&](void* t, size_t& b) { return cub::DeviceScan::ExclusiveSum(t, b, in, out, n); });
         CK(cudaFree(in));
         CK(cudaFree(out));
     }
@@ -192,13 +198,10 @@ static void bench_segscan(const std::vector<int>& lgs, std::mt19937_64& rng) {
             for (size_t s = 0; s + 1 < o.size(); ++s)
                 for (int i = o[s]; i < o[s + 1]; ++i) hk[i] = (uint32_t)s;
             CK(cudaMemcpy(keys, hk.data(), (size_t)n * 4, cudaMemcpyHostToDevice));
-            size_t bytes = 0;
-            CK(cub::DeviceScan::InclusiveScanByKey(nullptr, bytes, keys, in, out, cuda::std::plus<float>{}, n));
-            void* tmp = g_temp.get(bytes);
-            double us = time_us([&] {
-                return cub::DeviceScan::InclusiveScanByKey(tmp, bytes, keys, in, out, cuda::std::plus<float>{}, n);
-            });
-            emit("segscan", "inclusive", "f32", n, seg_json(len), us, "DeviceScan::InclusiveScanByKey");
+            measure("segscan", "inclusive", "f32", n, seg_json(len), "DeviceScan::InclusiveScanByKey",
+                    [&](void* t, size_t& b) {
+                        return cub::DeviceScan::InclusiveScanByKey(t, b, keys, in, out, cuda::std::plus<float>{}, n);
+                    });
         }
         CK(cudaFree(in));
         CK(cudaFree(out));
@@ -218,11 +221,8 @@ static void bench_segreduce(int lg, std::mt19937_64& rng) {
         int* offs = dalloc<int>(o.size());
         float* out = dalloc<float>(m);
         CK(cudaMemcpy(offs, o.data(), o.size() * 4, cudaMemcpyHostToDevice));
-        size_t bytes = 0;
-        CK(cub::DeviceSegmentedReduce::Sum(nullptr, bytes, in, out, m, offs, offs + 1));
-        void* tmp = g_temp.get(bytes);
-        double us = time_us([&] { return cub::DeviceSegmentedReduce::Sum(tmp, bytes, in, out, m, offs, offs + 1); });
-        emit("segreduce", "plus", "f32", n, seg_json(len), us, "DeviceSegmentedReduce::Sum");
+        measure("segreduce", "plus", "f32", n, seg_json(len), "DeviceSegmentedReduce::Sum",
+                [&](void* t, size_t& b) { return cub::DeviceSegmentedReduce::Sum(t, b, in, out, m, offs, offs + 1); });
         CK(cudaFree(offs));
         CK(cudaFree(out));
     }
@@ -243,11 +243,8 @@ template <typename K> static void bench_sort_keys(const char* dtype, int lg) {
     K* out = dalloc<K>(n);
     fill_keys<K>(in, n, 4u);
     CK(cudaGetLastError());
-    size_t bytes = 0;
-    CK(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, n));
-    void* tmp = g_temp.get(bytes);
-    double us = time_us([&] { return cub::DeviceRadixSort::SortKeys(tmp, bytes, in, out, n); });
-    emit("sort", "keys", dtype, n, "null", us, "DeviceRadixSort::SortKeys");
+    measure("sort", "keys", dtype, n, "null", "DeviceRadixSort::SortKeys",
+            [&](void* t, size_t& b) { return cub::DeviceRadixSort::SortKeys(t, b, in, out, n); });
     CK(cudaFree(in));
     CK(cudaFree(out));
 }
@@ -261,11 +258,9 @@ static void bench_sort_pairs(int lg) {
     fill_u32<<<FILL_BLOCKS, FILL_THREADS>>>(kin, n, 5u);
     fill_u32<<<FILL_BLOCKS, FILL_THREADS>>>(vin, n, 6u);
     CK(cudaGetLastError());
-    size_t bytes = 0;
-    CK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kin, kout, vin, vout, n));
-    void* tmp = g_temp.get(bytes);
-    double us = time_us([&] { return cub::DeviceRadixSort::SortPairs(tmp, bytes, kin, kout, vin, vout, n); });
-    emit("sort", "pairs", "u32", n, "null", us, "DeviceRadixSort::SortPairs");
+    measure("sort", "pairs", "u32", n, "null", "DeviceRadixSort::SortPairs", [&](void* t, size_t& b) {
+        return cub::DeviceRadixSort::SortPairs(t, b, kin, kout, vin, vout, n);
+    });
     CK(cudaFree(kin));
     CK(cudaFree(kout));
     CK(cudaFree(vin));
@@ -288,16 +283,11 @@ static void bench_compact(const std::vector<int>& lgs) {
         fill_uniform<float><<<FILL_BLOCKS, FILL_THREADS>>>(in, n, 8u, 0.0, 1.0);
         flags_less<<<FILL_BLOCKS, FILL_THREADS>>>(in, flags, n, 0.6f);
         CK(cudaGetLastError());
-        size_t bytes = 0;
-        CK(cub::DeviceSelect::Flagged(nullptr, bytes, in, flags, out, count, n));
-        void* tmp = g_temp.get(bytes);
-        double us = time_us([&] { return cub::DeviceSelect::Flagged(tmp, bytes, in, flags, out, count, n); });
-        emit("compact", "flagged", "f32", n, "null", us, "DeviceSelect::Flagged");
+        measure("compact", "flagged", "f32", n, "null", "DeviceSelect::Flagged",
+                [&](void* t, size_t& b) { return cub::DeviceSelect::Flagged(t, b, in, flags, out, count, n); });
         const LessThan pred{0.6f};
-        CK(cub::DeviceSelect::If(nullptr, bytes, in, out, count, n, pred));
-        tmp = g_temp.get(bytes);
-        us = time_us([&] { return cub::DeviceSelect::If(tmp, bytes, in, out, count, n, pred); });
-        emit("compact", "if", "f32", n, "null", us, "DeviceSelect::If");
+        measure("compact", "if", "f32", n, "null", "DeviceSelect::If",
+                [&](void* t, size_t& b) { return cub::DeviceSelect::If(t, b, in, out, count, n, pred); });
         int host_count = 0;
         CK(cudaMemcpy(&host_count, count, 4, cudaMemcpyDeviceToHost));
         fprintf(stderr, "cub-peers: select 2^%d kept %d (%.1f %%)\n", lg, host_count, 100.0 * host_count / n);

@@ -8,7 +8,8 @@
 #
 # probe: GPU tests of the primitives, the CUB harness, scan-bench/prims-bench (JSON), a sweep of
 #        the look-back kernel's switches (SEGSPARSE_SCAN_*), and Nsight Compute of the scan
-#        kernel before (block transposes) and after (warp transposes).
+#        kernel (default and 8 blocks/SM). (Round 2's probe swept the switches of that time:
+#        benches/results/scan.md.)
 # final: GPU tests, compute-sanitizer memcheck/racecheck on the scan kernels, and the run that
 #        becomes benches/results/scan-vs-cub.jsonl.
 set -uo pipefail
@@ -83,21 +84,18 @@ ncu_run() {  # name, env...
 
 if [ "$mode" = probe ]; then
   bench
-  sweep block SEGSPARSE_SCAN_XPOSE=0
-  sweep warp SEGSPARSE_SCAN_XPOSE=1
-  sweep warp-order SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1
-  sweep block-order SEGSPARSE_SCAN_XPOSE=0 SEGSPARSE_SCAN_ORDER=1
-  sweep warp-stream SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_STREAM=1
-  sweep warp-order-stream SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_STREAM=1
-  sweep warp-min5 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_MIN_BLOCKS=5
-  sweep warp-order-min6 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_MIN_BLOCKS=6
-  sweep warp-512x16 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_POLICY=512x16,8
-  sweep warp-order-256x8-min8 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_POLICY=256x8,4 SEGSPARSE_SCAN_MIN_BLOCKS=8
-  sweep warp-order-128x16 SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_POLICY=128x16,8
+  export SWEEP_ARGS=--f64
+  sweep default
+  sweep order SEGSPARSE_SCAN_ORDER=1
+  sweep stream SEGSPARSE_SCAN_STREAM=1
+  sweep fenced SEGSPARSE_SCAN_STATUS16=0
+  sweep min8 SEGSPARSE_SCAN_MIN_BLOCKS=8
+  sweep order-min8 SEGSPARSE_SCAN_ORDER=1 SEGSPARSE_SCAN_MIN_BLOCKS=8
+  sweep 512x16-min4 SEGSPARSE_SCAN_POLICY=512x16,8 SEGSPARSE_SCAN_MIN_BLOCKS=4
+  sweep 128x16-min16 SEGSPARSE_SCAN_POLICY=128x16,8 SEGSPARSE_SCAN_MIN_BLOCKS=16
   stamp "sweep done"
-  ncu_run block SEGSPARSE_SCAN_XPOSE=0
-  ncu_run warp SEGSPARSE_SCAN_XPOSE=1
-  ncu_run warp-order SEGSPARSE_SCAN_XPOSE=1 SEGSPARSE_SCAN_ORDER=1
+  ncu_run default
+  ncu_run min8 SEGSPARSE_SCAN_MIN_BLOCKS=8
 else
   for tool in memcheck racecheck; do
     timeout 50 /usr/local/cuda/bin/compute-sanitizer --tool $tool .gpu/tests/test-primitives_scan gpu_sanitizer_small \
@@ -108,7 +106,6 @@ else
   # The switches around the final defaults (f32 and f64), and the profile of the default.
   export SWEEP_ARGS=--f64
   sweep default
-  sweep warp SEGSPARSE_SCAN_XPOSE=1
   sweep order SEGSPARSE_SCAN_ORDER=1
   sweep fenced SEGSPARSE_SCAN_STATUS16=0
   sweep min5 SEGSPARSE_SCAN_MIN_BLOCKS=5

@@ -79,7 +79,7 @@ __device__ __forceinline__ SegPair<T> tile_upsweep(const T* __restrict__ in, con
                                                    long long n, long long base, bool bwd, Op op,
                                                    TileStorage<T, THREADS, ITEMS>& s, T (&x)[ITEMS],
                                                    u32& bits, SegPair<T>& agg) {
-    load_tile<T, THREADS, ITEMS>(in, n, base, bwd, s.buf.items, x, Op::template identity<T>());
+    load_tile_blocked<T, THREADS, ITEMS>(in, n, base, bwd, s.buf.items, x, Op::template identity<T>());
     bits = SEG ? logical_flags(flags, n, base + (long long)threadIdx.x * ITEMS, ITEMS, bwd) : 0u;
     SegPair<T> tp = thread_reduce<T, Op, SEG, ITEMS>(x, bits, op);
     return block_exclusive_scan<T, Op, SEG, THREADS>(tp, op, s.scan, agg);
@@ -138,7 +138,7 @@ __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, con
     SegPair<T> P = {s.prefix_f, s.prefix_v};
     pre = seg_combine(P, pre, op);
     thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl ? SCAN_MODE_EXCL : SCAN_MODE_INCL, op);
-    store_tile<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
+    store_tile_blocked<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
     if (threadIdx.x == 0) ts.finish(num_tiles, gen);
 }
 
@@ -175,7 +175,7 @@ __device__ __forceinline__ void scan_tile_from_spine(const T* __restrict__ in, c
     SegPair<T> P = {0u, spine_v[blockIdx.x]};
     pre = seg_combine(P, pre, op);
     thread_scan<T, Op, SEG, ITEMS>(x, bits, pre.v, excl ? SCAN_MODE_EXCL : SCAN_MODE_INCL, op);
-    store_tile<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
+    store_tile_blocked<T, THREADS, ITEMS>(out, n, base, bwd, s.buf.items, x);
 }
 
 // Reduce-then-scan, pass 2 (also the second level of the work-efficient algorithm): ONE block

@@ -22,9 +22,10 @@
 //! registers) measured faster still (217.6 µs) but was found after the device tests had run, so
 //! it is not the default yet.
 //!
-//! Switches measured in the same sweep and left at their defaults: warp-local transposes (+2 %),
-//! tiles in blockIdx order (−3 %, but relies on in-order block dispatch), streaming stores
-//! (noise); 16-byte status words for 8-byte values are on (−37 % for f64 at 2^26).
+//! Switches measured in the same sweep and left at their defaults: tiles in blockIdx order (−3 %,
+//! but relies on in-order block dispatch), streaming stores (noise); 16-byte status words for
+//! 8-byte values are on (−37 % for f64 at 2^26). Warp-local transposes (CUB's WARP_TRANSPOSE)
+//! were measured 2 % slower and removed (commit 71e434c has them).
 //!
 //! The look-back row can be overridden for tuning experiments with the environment variable
 //! `SEGSPARSE_SCAN_POLICY=THREADSxITEMS4,ITEMS8` (e.g. `256x12,6`); threads must be a multiple
@@ -136,15 +137,6 @@ pub fn lookback_k() -> u32 {
     })
 }
 
-/// Tile transposes of the look-back and warp-shuffle kernels (`SCAN_WARP_XPOSE`): `true` =
-/// warp-local (each warp moves its own 32 × items elements through its slice of shared memory,
-/// `__syncwarp` only), `false` = block-wide (two `__syncthreads` per load). Override
-/// `SEGSPARSE_SCAN_XPOSE=0|1`.
-pub fn lookback_warp_xpose() -> bool {
-    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_XPOSE", 1).map_or(LOOKBACK_WARP_XPOSE, |v| v == 1))
-}
-
 /// How look-back tiles get their ids (`SCAN_TILE_ORDER`): `false` = drawn from an atomic
 /// counter (a block only waits on blocks already running: deadlock-free on any scheduler),
 /// `true` = `blockIdx.x` (no draw round trip; relies on blocks starting in index order, as
@@ -174,12 +166,7 @@ pub fn lookback_status16() -> bool {
 /// The switches above in words, for benchmark reports.
 pub fn lookback_variant_name() -> String {
     format!(
-        "transpose {}, tile ids {}, stores {}, 8-byte status {}",
-        if lookback_warp_xpose() {
-            "warp"
-        } else {
-            "block"
-        },
+        "tile ids {}, stores {}, 8-byte status {}",
         if lookback_blockidx_order() {
             "blockIdx"
         } else {
@@ -198,7 +185,6 @@ pub fn lookback_variant_name() -> String {
     )
 }
 
-const LOOKBACK_WARP_XPOSE: bool = false;
 const LOOKBACK_STATUS16: bool = true;
 const LOOKBACK_BLOCKIDX_ORDER: bool = false;
 const LOOKBACK_STREAM_STORE: bool = false;
@@ -233,10 +219,6 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
                 .to_string(),
         ),
         ("SCAN_LOOKBACK_K", lookback_k().to_string()),
-        (
-            "SCAN_WARP_XPOSE",
-            u32::from(lookback_warp_xpose()).to_string(),
-        ),
         (
             "SCAN_TILE_ORDER",
             u32::from(lookback_blockidx_order()).to_string(),
