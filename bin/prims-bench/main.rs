@@ -410,3 +410,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks, and `--help` opens with this tool's description (not the
+    /// crate's).
+    #[test]
+    fn verify_cli() {
+        let cmd = super::Cli::command();
+        cmd.clone().debug_assert();
+        let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+        assert!(about.starts_with("prims-bench:"), "{about}");
+    }
+}
