@@ -498,22 +498,28 @@ mod gpu_tests {
     }
 
     /// A small case for compute-sanitizer (memcheck, racecheck): every algorithm, both
-    /// directions, plain and segmented, a few tiles.
+    /// directions, plain and segmented, a few tiles; f32 (8-byte status words) and f64
+    /// (16-byte status words).
     #[test]
     fn gpu_sanitizer_small() {
         let Some(g) = test_gpu() else { return };
-        let mut rng = ChaCha8Rng::seed_from_u64(14);
-        let n = 3 * policy::lookback(4).tile() + 5;
-        let x: Vec<f32> = random_vec(&mut rng, n);
+        sanitizer_case::<f32>(&g, 14);
+        sanitizer_case::<f64>(&g, 15);
+    }
+
+    fn sanitizer_case<T: TestElem + KernelType>(g: &Gpu, seed: u64) {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n = 3 * policy::lookback(std::mem::size_of::<T>()).tile() + 5;
+        let x: Vec<T> = random_vec(&mut rng, n);
         let f = random_flags(&mut rng, n, 2);
-        let hf = HeadFlags::from_flags(&g, &f).unwrap();
-        let mut ws = gpu::workspace(&g, n).unwrap();
+        let hf = HeadFlags::from_flags(g, &f).unwrap();
+        let mut ws = gpu::workspace(g, n).unwrap();
         for alg in ScanAlgorithm::ALL {
             for dir in DIRS {
                 for seg in [false, true] {
                     let spec = ScanSpec::new(ScanOp::Plus, ScanKind::Inclusive, dir);
                     let fl = seg.then_some((&f[..], &hf));
-                    run_one(&g, &x, fl, spec, alg, &mut ws)
+                    run_one(g, &x, fl, spec, alg, &mut ws)
                         .unwrap_or_else(|e| panic!("{alg:?} {dir:?} seg={seg}: {e}"));
                 }
             }

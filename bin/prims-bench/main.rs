@@ -3,10 +3,19 @@
 //! paper's 4M-key sort table, compaction (against CUB select and Roger et al.'s sizes),
 //! segmented reduce at several segment lengths, split, segmented sort and quicksort.
 //!
-//! Usage: `prims-bench [quick]`. Every GPU time is the median of CUDA-event timings after a
-//! warm-up; allocations made inside a call are part of its time.
+//! Usage: `prims-bench [--quick] [--format json]`. Every GPU time is the median of CUDA-event
+//! timings after a warm-up; allocations made inside a call are part of its time. With
+//! `--format json` it prints one JSON object per measurement (sort, compact, segmented reduce)
+//! in the format of the CUB peer harness (`benches/peers/`), and skips the paper's tables.
+
+#[path = "../scan-bench/record.rs"]
+mod record;
 
 use std::time::Instant;
+
+use clap::Parser;
+use record::{Format, Record};
+use serde_json::Value;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -16,6 +25,56 @@ use segsparse::primitives::compact::{self, Keep};
 use segsparse::primitives::{pack_flags, segreduce, sort, split, ScanOp};
 
 type Res<T> = segsparse::Result<T>;
+
+/// prims-bench: GPU radix sort, compaction, split, segmented reduce, segmented sort and the
+/// paper's quicksort, against the copy bandwidth measured in the same process and the CPU sorts.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Cli {
+    /// Fewer sizes and repetitions.
+    #[arg(long)]
+    quick: bool,
+    /// Output: markdown tables, or one JSON object per measurement.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+}
+
+/// Prints a markdown line unless the output is JSON.
+macro_rules! md {
+    ($json:expr, $($arg:tt)*) => {
+        if !$json {
+            println!($($arg)*);
+        }
+    };
+}
+
+/// One JSON record (only in JSON mode).
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    json: bool,
+    g: &Gpu,
+    op: &str,
+    variant: &str,
+    dtype: &str,
+    n: usize,
+    segment: Value,
+    t: f64,
+) {
+    if json {
+        Record {
+            tool: "segsparse",
+            op,
+            variant,
+            dtype,
+            n,
+            segment,
+            us: t * 1e6,
+            device: g.name(),
+            extra: record::extra([]),
+        }
+        .print();
+    }
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -43,24 +102,40 @@ fn copy_into<T: KernelType>(g: &Gpu, src: &DeviceBuffer<T>, dst: &mut DeviceBuff
         .map_err(|e| segsparse::Error::cuda("memcpy", e))
 }
 
-fn main() -> Res<()> {
-    let quick = std::env::args().any(|a| a == "quick");
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("prims-bench: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let quick = cli.quick;
+    let json = cli.format == Format::Json;
     let reps = if quick { 5 } else { 20 };
-    let g = Gpu::new()?;
+    let g = record::gpu_or_exit("prims-bench", Gpu::new())?;
     let mut r = ChaCha8Rng::seed_from_u64(7);
     let bw = g.copy_bandwidth(1 << 28, 10)?;
-    println!(
+    md!(
+        json,
         "device: {} ({} SMs), copy bandwidth {:.0} GB/s (read+write)",
         g.name(),
         g.sm_count(),
         bw / 1e9
     );
-    println!("CPU threads (rayon): {}", rayon::current_num_threads());
+    md!(
+        json,
+        "CPU threads (rayon): {}",
+        rayon::current_num_threads()
+    );
 
     // ---------------- radix sort
-    println!("\n## Radix sort (keys only unless noted)\n");
-    println!("| keys | n | GPU time | Gkeys/s | CUB (issue) | vs CUB | GB/s moved (3 passes of I/O per digit) |");
-    println!("|---|---|---|---|---|---|---|");
+    md!(json, "\n## Radix sort (keys only unless noted)\n");
+    md!(json, "| keys | n | GPU time | Gkeys/s | CUB (issue) | vs CUB | GB/s moved (3 passes of I/O per digit) |");
+    md!(json, "|---|---|---|---|---|---|---|");
     let sort_row =
         |name: &str, n: usize, t: f64, cub: Option<f64>, bytes_per_key_pass: f64, passes: f64| {
             let gk = n as f64 / t / 1e9;
@@ -69,7 +144,8 @@ fn main() -> Res<()> {
                 .unwrap_or("–".into());
             let vs = cub.map(|c| format!("{:.2}×", t / c)).unwrap_or("–".into());
             let gbs = n as f64 * bytes_per_key_pass * passes / t / 1e9;
-            println!(
+            md!(
+                json,
                 "| {name} | 2^{} | {:.0} µs | {:.2} | {cubs} | {vs} | {:.0} |",
                 n.trailing_zeros(),
                 t * 1e6,
@@ -90,11 +166,12 @@ fn main() -> Res<()> {
             }
         })?;
         sort_row("u32", n, t, cub, 12.0, 4.0);
+        emit(json, &g, "sort", "keys", "u32", n, Value::Null, t);
         if lg == 24 {
             let mut check = g.download(&d)?;
             let ok = check.windows(2).all(|w| w[0] <= w[1]);
             check.clear();
-            println!("| (u32 2^24 result sorted: {ok}) | | | | | | |");
+            md!(json, "| (u32 2^24 result sorted: {ok}) | | | | | | |");
             let vals: Vec<u32> = (0..n as u32).collect();
             let vsrc = g.upload(&vals)?;
             let mut dv = g.upload(&vals)?;
@@ -107,6 +184,7 @@ fn main() -> Res<()> {
                 }
             })?;
             sort_row("u32 + u32 value", n, t, None, 20.0, 4.0);
+            emit(json, &g, "sort", "pairs", "u32", n, Value::Null, t);
             let kf: Vec<f32> = (0..n).map(|_| r.gen_range(-1e6f32..1e6)).collect();
             let fsrc = g.upload(&kf)?;
             let mut df = g.upload(&kf)?;
@@ -118,6 +196,7 @@ fn main() -> Res<()> {
                 }
             })?;
             sort_row("f32", n, t, None, 12.0, 4.0);
+            emit(json, &g, "sort", "keys", "f32", n, Value::Null, t);
             let k64: Vec<u64> = (0..n).map(|_| r.gen()).collect();
             let s64 = g.upload(&k64)?;
             let mut d64 = g.upload(&k64)?;
@@ -129,94 +208,108 @@ fn main() -> Res<()> {
                 }
             })?;
             sort_row("u64", n, t, None, 24.0, 8.0);
+            emit(json, &g, "sort", "keys", "u64", n, Value::Null, t);
         }
     }
 
-    // ---------------- the paper's 4M sort table
-    println!("\n## The paper's sort table, 4M (2^22) random 32-bit keys\n");
-    let n = 1usize << 22;
-    let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
-    let src = g.upload(&keys)?;
-    let mut d = g.upload(&keys)?;
-    let t_radix = time_gpu(&g, reps, |timed| {
-        if timed {
-            sort::gpu::radix_sort(&g, &mut d)
-        } else {
-            copy_into(&g, &src, &mut d)
-        }
-    })?;
-    let mut passes = 0;
-    let qreps = if quick { 1 } else { 3 };
-    let t_q = time_gpu(&g, qreps, |timed| {
-        if timed {
-            passes = sort::gpu::quicksort(&g, &mut d)?;
-            Ok(())
-        } else {
-            copy_into(&g, &src, &mut d)
-        }
-    })?;
-    let qs_ok = {
-        let h = g.download(&d)?;
-        h.windows(2).all(|w| w[0] <= w[1])
-    };
-    let cpu = |f: &dyn Fn(&mut Vec<u32>)| {
-        let mut t = Vec::new();
-        for _ in 0..3 {
-            let mut v = keys.clone();
-            let s = Instant::now();
-            f(&mut v);
-            t.push(s.elapsed().as_secs_f64());
-        }
-        median(t)
-    };
-    let t_std = cpu(&|v| v.sort());
-    let t_std_unstable = cpu(&|v| v.sort_unstable());
-    let t_par = cpu(&|v| v.par_sort_unstable());
-    let mut seg_times = Vec::new();
-    // segmented sort of the same keys in 1024 segments of 4096
-    let offs: Vec<u32> = (0..=1024u32).map(|i| i * 4096).collect();
-    let doffs = g.upload(&offs)?;
-    let t_seg = time_gpu(&g, if quick { 2 } else { 5 }, |timed| {
-        if timed {
-            sort::gpu::segmented_sort(&g, &mut d, &doffs)
-        } else {
-            copy_into(&g, &src, &mut d)
-        }
-    })?;
-    seg_times.push(t_seg);
-    println!("| test | paper (8800 GTX, 2007) | today | device / CPU |");
-    println!("|---|---|---|---|");
-    println!(
-        "| GPU global radix | 165.0 ms | {:.3} ms | this GPU, 8-bit digits, 4 passes |",
-        t_radix * 1e3
-    );
-    println!(
+    // ---------------- the paper's 4M sort table (markdown only)
+    if !json {
+        md!(
+            json,
+            "\n## The paper's sort table, 4M (2^22) random 32-bit keys\n"
+        );
+        let n = 1usize << 22;
+        let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
+        let src = g.upload(&keys)?;
+        let mut d = g.upload(&keys)?;
+        let t_radix = time_gpu(&g, reps, |timed| {
+            if timed {
+                sort::gpu::radix_sort(&g, &mut d)
+            } else {
+                copy_into(&g, &src, &mut d)
+            }
+        })?;
+        let mut passes = 0;
+        let qreps = if quick { 1 } else { 3 };
+        let t_q = time_gpu(&g, qreps, |timed| {
+            if timed {
+                passes = sort::gpu::quicksort(&g, &mut d)?;
+                Ok(())
+            } else {
+                copy_into(&g, &src, &mut d)
+            }
+        })?;
+        let qs_ok = {
+            let h = g.download(&d)?;
+            h.windows(2).all(|w| w[0] <= w[1])
+        };
+        let cpu = |f: &dyn Fn(&mut Vec<u32>)| {
+            let mut t = Vec::new();
+            for _ in 0..3 {
+                let mut v = keys.clone();
+                let s = Instant::now();
+                f(&mut v);
+                t.push(s.elapsed().as_secs_f64());
+            }
+            median(t)
+        };
+        let t_std = cpu(&|v| v.sort());
+        let t_std_unstable = cpu(&|v| v.sort_unstable());
+        let t_par = cpu(&|v| v.par_sort_unstable());
+        let mut seg_times = Vec::new();
+        // segmented sort of the same keys in 1024 segments of 4096
+        let offs: Vec<u32> = (0..=1024u32).map(|i| i * 4096).collect();
+        let doffs = g.upload(&offs)?;
+        let t_seg = time_gpu(&g, if quick { 2 } else { 5 }, |timed| {
+            if timed {
+                sort::gpu::segmented_sort(&g, &mut d, &doffs)
+            } else {
+                copy_into(&g, &src, &mut d)
+            }
+        })?;
+        seg_times.push(t_seg);
+        md!(
+            json,
+            "| test | paper (8800 GTX, 2007) | today | device / CPU |"
+        );
+        md!(json, "|---|---|---|---|");
+        md!(
+            json,
+            "| GPU global radix | 165.0 ms | {:.3} ms | this GPU, 8-bit digits, 4 passes |",
+            t_radix * 1e3
+        );
+        md!(json,
         "| GPU radix/merge | 317.8 ms | – (not built: the global radix sort needs no merge) | |"
     );
-    println!("| CPU STL sort (std::sort) | 571.7 ms | {:.1} ms (`slice::sort_unstable`, 1 thread) | host of the GPU machine |", t_std_unstable * 1e3);
-    println!(
-        "| CPU stable sort | – | {:.1} ms (`slice::sort`, 1 thread) | host |",
-        t_std * 1e3
-    );
-    println!(
-        "| CPU parallel sort | – | {:.1} ms (`par_sort_unstable`, {} threads) | host |",
-        t_par * 1e3,
-        rayon::current_num_threads()
-    );
-    println!("| GPU quicksort (paper: per block + merge) | 2050.3 ms | {:.1} ms, {passes} passes, sorted: {qs_ok} (segmented quicksort over the whole vector, §4.1) | this GPU |", t_q * 1e3);
-    println!(
-        "| GPU segmented sort (1024 segments × 4096) | – | {:.3} ms | this GPU |",
-        t_seg * 1e3
-    );
-    println!(
-        "\nradix vs std::sort_unstable: {:.0}× (paper: global radix 3.5× faster than STL)",
-        t_std_unstable / t_radix
-    );
+        md!(json, "| CPU STL sort (std::sort) | 571.7 ms | {:.1} ms (`slice::sort_unstable`, 1 thread) | host of the GPU machine |", t_std_unstable * 1e3);
+        md!(
+            json,
+            "| CPU stable sort | – | {:.1} ms (`slice::sort`, 1 thread) | host |",
+            t_std * 1e3
+        );
+        md!(
+            json,
+            "| CPU parallel sort | – | {:.1} ms (`par_sort_unstable`, {} threads) | host |",
+            t_par * 1e3,
+            rayon::current_num_threads()
+        );
+        md!(json, "| GPU quicksort (paper: per block + merge) | 2050.3 ms | {:.1} ms, {passes} passes, sorted: {qs_ok} (segmented quicksort over the whole vector, §4.1) | this GPU |", t_q * 1e3);
+        md!(
+            json,
+            "| GPU segmented sort (1024 segments × 4096) | – | {:.3} ms | this GPU |",
+            t_seg * 1e3
+        );
+        md!(
+            json,
+            "\nradix vs std::sort_unstable: {:.0}× (paper: global radix 3.5× faster than STL)",
+            t_std_unstable / t_radix
+        );
+    }
 
     // ---------------- compaction
-    println!("\n## Compaction (stream reduction), 60% kept\n");
-    println!("| n | flagged f32 | GB/s (n·(4+1/8) read + 0.6n·4 write) | vs CUB select 2^26 (229 µs) | predicate f32 (x < c) | split u32 |");
-    println!("|---|---|---|---|---|---|");
+    md!(json, "\n## Compaction (stream reduction), 60% kept\n");
+    md!(json, "| n | flagged f32 | GB/s (n·(4+1/8) read + 0.6n·4 write) | vs CUB select 2^26 (229 µs) | predicate f32 (x < c) | split u32 |");
+    md!(json, "|---|---|---|---|---|---|");
     let sizes: &[u32] = if quick { &[20, 26] } else { &[20, 22, 24, 26] };
     for &lg in sizes {
         let n = 1usize << lg;
@@ -246,13 +339,16 @@ fn main() -> Res<()> {
                 split::gpu::split(&g, &du, &fw).map(|_| ())
             }
         })?;
+        emit(json, &g, "compact", "flagged", "f32", n, Value::Null, t);
+        emit(json, &g, "compact", "if", "f32", n, Value::Null, tp);
         let bytes = n as f64 * (4.0 + 0.125) + 0.6 * n as f64 * 4.0;
         let vs = if lg == 26 {
             format!("{:.2}×", t / 229e-6)
         } else {
             "–".into()
         };
-        println!(
+        md!(
+            json,
             "| 2^{lg} | {:.1} µs | {:.0} | {vs} | {:.1} µs | {:.1} µs |",
             t * 1e6,
             bytes / t / 1e9,
@@ -260,12 +356,12 @@ fn main() -> Res<()> {
             ts * 1e6
         );
     }
-    println!("\nRoger et al. 2007 report only ratios (their GeForce 8800 GTS OpenGL method was ~2.5× slower than a CUDA scan+scatter); our absolute times at 1M/4M/16M are the 2^20/2^22/2^24 rows.");
+    md!(json, "\nRoger et al. 2007 report only ratios (their GeForce 8800 GTS OpenGL method was ~2.5× slower than a CUDA scan+scatter); our absolute times at 1M/4M/16M are the 2^20/2^22/2^24 rows.");
 
     // ---------------- segmented reduce
-    println!("\n## Segmented reduce, f32 plus, n = 2^26\n");
-    println!("| segment length | segments | time | GB/s (values + offsets + results) | goal ≤ 100 µs | CUB (issue, len 100) |");
-    println!("|---|---|---|---|---|---|");
+    md!(json, "\n## Segmented reduce, f32 plus, n = 2^26\n");
+    md!(json, "| segment length | segments | time | GB/s (values + offsets + results) | goal ≤ 100 µs | CUB (issue, len 100) |");
+    md!(json, "|---|---|---|---|---|---|");
     let n = 1usize << 26;
     let v: Vec<f32> = (0..n).map(|_| r.gen_range(-1.0f32..1.0)).collect();
     let dv = g.upload(&v)?;
@@ -291,6 +387,8 @@ fn main() -> Res<()> {
             }
             segreduce::gpu::segmented_reduce_offsets(&g, &dv, &d_off, ScanOp::Plus).map(|_| ())
         })?;
+        let seg = record::segment((len > 0).then_some(len), len == 0);
+        emit(json, &g, "segreduce", "plus", "f32", n, seg, t);
         let bytes = n as f64 * 4.0 + (m as f64 + 1.0) * 4.0 + m as f64 * 4.0;
         let name = if len == 0 {
             "random 0..2000".to_string()
@@ -303,11 +401,27 @@ fn main() -> Res<()> {
         } else {
             "–".into()
         };
-        println!(
+        md!(
+            json,
             "| {name} | {m} | {:.1} µs | {:.0} | {goal} | {cub} |",
             t * 1e6,
             bytes / t / 1e9
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks, and `--help` opens with this tool's description (not the
+    /// crate's).
+    #[test]
+    fn verify_cli() {
+        let cmd = super::Cli::command();
+        cmd.clone().debug_assert();
+        let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+        assert!(about.starts_with("prims-bench:"), "{about}");
+    }
 }

@@ -6,21 +6,39 @@
 //! as it is in a real pipeline), divided by the batch, after warm-up; the median of `--reps`
 //! such samples. Bytes: each input read once and each output written once — 8 per element for
 //! an f32 scan, plus n/8 for packed head flags or 4·(m+1) for m segment offsets.
+//!
+//! `--format json` prints one JSON object per measurement instead of markdown, in the format of
+//! the CUB peer harness (`benches/peers/`), for `benches/peers/merge.py`.
+
+mod record;
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::gpu::{DeviceBuffer, Gpu};
+use record::{Format, Record};
+use segsparse::gpu::{DeviceBuffer, Gpu, KernelType};
 use segsparse::primitives::gpu::{self as pg, HeadFlags};
-use segsparse::primitives::{cpu, ScanAlgorithm, ScanOp, ScanSpec};
+use segsparse::primitives::{cpu, ScanAlgorithm, ScanElem, ScanKind, ScanOp, ScanSpec};
+use serde_json::Value;
 
-/// Scan and segmented-scan throughput on the GPU.
+/// scan-bench: throughput of segsparse's GPU scans and segmented scans (every algorithm, both
+/// directions) against the copy bandwidth measured in the same process, and the experiment of
+/// Sengupta et al. (2007, §5).
 #[derive(Parser, Debug)]
-#[command(version, about, long_about = None)]
+#[command(version)]
 struct Cli {
+    /// Output: markdown tables, or one JSON object per measurement.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+    /// Also measure f64 plain scans.
+    #[arg(long)]
+    f64: bool,
+    /// Also measure exclusive plain scans.
+    #[arg(long)]
+    exclusive: bool,
     /// Timed samples per measurement (median reported).
     #[arg(long, default_value_t = 15)]
     reps: usize,
@@ -79,6 +97,20 @@ struct Bench<'a> {
     reps: usize,
     batch: usize,
     copy_bw: f64,
+    format: Format,
+}
+
+/// What one row measured.
+struct Row<'a> {
+    n: usize,
+    /// "scan" or "segscan".
+    op: &'static str,
+    /// "-", "flags" or "offsets".
+    input: &'static str,
+    segs: Option<Segs>,
+    spec: ScanSpec,
+    alg: ScanAlgorithm,
+    dtype: &'a str,
 }
 
 impl Bench<'_> {
@@ -102,15 +134,54 @@ impl Bench<'_> {
         Ok(t[t.len() / 2])
     }
 
-    fn row(&self, cols: &[String], secs: f64, bytes: f64) {
+    fn row(&self, r: &Row, secs: f64, bytes: f64) {
         let gbs = bytes / secs / 1e9;
-        println!(
-            "| {} | {:.1} | {:.0} | {:.0} % |",
-            cols.join(" | "),
-            secs * 1e6,
-            gbs,
-            100.0 * bytes / secs / self.copy_bw
-        );
+        let of_copy = bytes / secs / self.copy_bw;
+        let dir = match r.spec.direction {
+            segsparse::primitives::Direction::Forward => "fwd",
+            segsparse::primitives::Direction::Backward => "bwd",
+        };
+        let kind = match r.spec.kind {
+            ScanKind::Inclusive => "inclusive",
+            ScanKind::Exclusive => "exclusive",
+        };
+        let segs = r.segs.map_or("-".to_string(), Segs::name);
+        match self.format {
+            Format::Markdown => println!(
+                "| 2^{} | {} | {} | {} | {segs} | {dir} | {kind} | {} | {:.1} | {gbs:.0} | {:.0} % |",
+                r.n.trailing_zeros(),
+                r.dtype,
+                r.op,
+                r.input,
+                r.alg.name(),
+                secs * 1e6,
+                100.0 * of_copy
+            ),
+            Format::Json => Record {
+                tool: "segsparse",
+                op: r.op,
+                variant: kind,
+                dtype: r.dtype,
+                n: r.n,
+                segment: match r.segs {
+                    None => Value::Null,
+                    Some(Segs::Random) => record::segment(None, true),
+                    Some(Segs::Fixed(l)) => record::segment(Some(l), false),
+                },
+                us: secs * 1e6,
+                device: self.g.name(),
+                extra: record::extra([
+                    ("direction", dir.into()),
+                    ("algorithm", r.alg.name().into()),
+                    ("input", r.input.into()),
+                    ("gbs", gbs.into()),
+                    ("of_copy", of_copy.into()),
+                    ("reps", self.reps.into()),
+                    ("batch", self.batch.into()),
+                ]),
+            }
+            .print(),
+        }
     }
 }
 
@@ -132,14 +203,50 @@ fn main() -> ExitCode {
     }
 }
 
+/// Plain scans of `host` (uploaded), every selected algorithm, kind and direction.
+fn scan_rows<T: ScanElem + KernelType>(
+    b: &Bench,
+    cli: &Cli,
+    host: &[T],
+    dtype: &str,
+) -> Result<()> {
+    let g = b.g;
+    let n = host.len();
+    let x = g.upload(host)?;
+    let mut y: DeviceBuffer<T> = g.zeros(n)?;
+    let mut ws = pg::workspace(g, n)?;
+    let mut specs = vec![ScanSpec::inclusive(ScanOp::Plus)];
+    if cli.exclusive {
+        specs.push(ScanSpec::exclusive(ScanOp::Plus));
+    }
+    for alg in algs(cli) {
+        for &s in &specs {
+            for spec in [s, s.backward()] {
+                let t = b.time(|| pg::scan_with(g, &x, &mut y, spec, alg, &mut ws))?;
+                let r = Row {
+                    n,
+                    op: "scan",
+                    input: "-",
+                    segs: None,
+                    spec,
+                    alg,
+                    dtype,
+                };
+                b.row(&r, t, 2.0 * std::mem::size_of_val(host) as f64);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<()> {
-    let g = Gpu::new().context("opening the GPU")?;
+    let g = record::gpu_or_exit("scan-bench", Gpu::new())?;
     let copy_bw = g.copy_bandwidth(1 << 29, 20)?;
     let policy = segsparse::primitives::policy::lookback(4);
-    println!(
+    let header = format!(
         "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read+write, 512 MiB, median of 20); \
-         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, min blocks {}, window 32x{}; \
-         {} samples x {} calls",
+         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, min blocks {}, window 32x{}, \
+         variant {}; {} samples x {} calls",
         g.name(),
         g.sm_count(),
         copy_bw / 1e9,
@@ -150,53 +257,78 @@ fn run(cli: Cli) -> Result<()> {
         segsparse::primitives::policy::lookback_backoff_ns(),
         segsparse::primitives::policy::lookback_min_blocks(),
         segsparse::primitives::policy::lookback_k(),
+        segsparse::primitives::policy::lookback_variant_name(),
         cli.reps,
         cli.batch
     );
+    let json = cli.format == Format::Json;
+    // In JSON mode the context goes to stderr, so stdout holds only records.
+    let say = |line: &str| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    say(&header);
+    if json {
+        Record {
+            tool: "segsparse",
+            op: "copy",
+            variant: "memcpy",
+            dtype: "f32",
+            n: 1 << 27,
+            segment: Value::Null,
+            us: (1u64 << 30) as f64 / copy_bw * 1e6,
+            device: g.name(),
+            extra: record::extra([("gbs", (copy_bw / 1e9).into())]),
+        }
+        .print();
+    }
     for (label, seg) in [("scan", false), ("segscan", true)] {
         if seg && cli.scan_only {
             continue;
         }
         let (r4, b4) = pg::lookback_occupancy::<f32>(&g, seg)?;
         let (r8, b8) = pg::lookback_occupancy::<f64>(&g, seg)?;
-        println!(
+        say(&format!(
             "{label}_lookback_plus: f32 {r4} registers, {b4} blocks/SM; f64 {r8} registers, {b8} blocks/SM"
-        );
+        ));
     }
     let b = Bench {
         g: &g,
         reps: cli.reps,
         batch: cli.batch,
         copy_bw,
+        format: cli.format,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let fwd = ScanSpec::inclusive(ScanOp::Plus);
     let bwd = fwd.backward();
 
-    println!("\n## f32 inclusive +-scan and segmented scan\n");
-    println!("| n | what | segments | direction | algorithm | µs | GB/s | of copy |");
-    println!("|---|---|---|---|---|---|---|---|");
+    if !json {
+        println!("\n## +-scan and segmented scan\n");
+        println!("| n | type | what | input | segments | direction | kind | algorithm | µs | GB/s | of copy |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    }
     let mut sizes: Vec<usize> = cli.sizes.iter().map(|&k| 1usize << k).collect();
     if !cli.no_big {
         sizes.push(1 << 28);
     }
     for &n in &sizes {
         let host: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect();
-        let x = g.upload(&host)?;
-        drop(host);
-        let mut y: DeviceBuffer<f32> = g.zeros(n)?;
-        let mut ws = pg::workspace(&g, n)?;
-        let nlabel = format!("2^{}", n.trailing_zeros());
-        for alg in algs(&cli) {
-            for (dname, spec) in [("fwd", fwd), ("bwd", bwd)] {
-                let t = b.time(|| pg::scan_with(&g, &x, &mut y, spec, alg, &mut ws))?;
-                let cols = [&nlabel, "scan", "-", dname, alg.name()].map(String::from);
-                b.row(&cols, t, 8.0 * n as f64);
-            }
+        scan_rows(&b, &cli, &host, "f32")?;
+        if cli.f64 {
+            let h64: Vec<f64> = host.iter().map(|&v| f64::from(v)).collect();
+            scan_rows(&b, &cli, &h64, "f64")?;
         }
         if n > 1 << 26 || cli.scan_only {
             continue; // 2^28: plain scan only
         }
+        let x = g.upload(&host)?;
+        drop(host);
+        let mut y: DeviceBuffer<f32> = g.zeros(n)?;
+        let mut ws = pg::workspace(&g, n)?;
         for segs in [
             Segs::Fixed(32),
             Segs::Fixed(1024),
@@ -207,22 +339,31 @@ fn run(cli: Cli) -> Result<()> {
             let doffs = g.upload(&offs)?;
             let flags = HeadFlags::from_offsets(&g, &offs, n)?;
             for alg in algs(&cli) {
-                for (dname, spec) in [("fwd", fwd), ("bwd", bwd)] {
+                for spec in [fwd, bwd] {
+                    let mut r = Row {
+                        n,
+                        op: "segscan",
+                        input: "flags",
+                        segs: Some(segs),
+                        spec,
+                        alg,
+                        dtype: "f32",
+                    };
                     let t = b.time(|| {
                         pg::segmented_scan_with(&g, &x, &flags, &mut y, spec, alg, &mut ws)
                     })?;
-                    let cols = [&nlabel, "segscan flags", &segs.name(), dname, alg.name()]
-                        .map(String::from);
-                    b.row(&cols, t, 8.0 * n as f64 + n as f64 / 8.0);
+                    b.row(&r, t, 8.0 * n as f64 + n as f64 / 8.0);
                     let t = b.time(|| {
                         pg::segmented_scan_offsets_with(&g, &x, &doffs, &mut y, spec, alg, &mut ws)
                     })?;
-                    let cols = [&nlabel, "segscan offsets", &segs.name(), dname, alg.name()]
-                        .map(String::from);
-                    b.row(&cols, t, 8.0 * n as f64 + 4.0 * offs.len() as f64);
+                    r.input = "offsets";
+                    b.row(&r, t, 8.0 * n as f64 + 4.0 * offs.len() as f64);
                 }
             }
         }
+    }
+    if json {
+        return Ok(());
     }
 
     // The CPU (rayon) for reference, same accounting.
@@ -314,4 +455,19 @@ fn run(cli: Cli) -> Result<()> {
         println!("| 2^{k} | {} |", cells.join(" | "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own consistency checks, and `--help` opens with this tool's description (not the
+    /// crate's).
+    #[test]
+    fn verify_cli() {
+        let cmd = super::Cli::command();
+        cmd.clone().debug_assert();
+        let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+        assert!(about.starts_with("scan-bench:"), "{about}");
+    }
 }

@@ -23,6 +23,20 @@ template <typename T> __device__ __forceinline__ T load_ro(const T* p) { return 
 #define SCAN_VEC 1
 #endif
 
+// Streaming (evict-first) global stores of the output (SCAN_STREAM_STORE = 1): the output is not
+// read again by the scan, so it should not push the look-back's status words out of L2.
+#ifndef SCAN_STREAM_STORE
+#define SCAN_STREAM_STORE 0
+#endif
+
+__device__ __forceinline__ void store_vec(uint4* p, uint4 v) {
+#if SCAN_STREAM_STORE
+    __stcs(p, v);
+#else
+    *p = v;
+#endif
+}
+
 // Full tiles whose first physical element is 16-byte aligned are moved with 16-byte vector
 // accesses (VEC = 16 / sizeof(T) elements each): a quarter of the load/store instructions for
 // 4-byte types. Backward, the physical range of a tile is reversed into logical order while
@@ -95,7 +109,7 @@ __device__ __forceinline__ void store_tile_blocked(T* __restrict__ out, long lon
                 const int idx = bwd ? TILE - 1 - (v * VEC + c) : v * VEC + c;
                 vals[c] = sm[TILE_PAD(idx)];
             }
-            dst[v] = *reinterpret_cast<const uint4*>(vals);
+            store_vec(dst + v, *reinterpret_cast<const uint4*>(vals));
         }
     } else {
 #pragma unroll

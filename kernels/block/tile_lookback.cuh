@@ -6,10 +6,17 @@
 //   status: u64 per tile; high word = gen << 3 | flag << 2 | status, low word = the value's bits
 //           for 4-byte types (value and status in ONE 64-bit store, so a reader that sees the
 //           status sees its value: no fence needed)
-//   agg, incl: one T per tile each, for 8-byte types: the value is stored first, then
-//           __threadfence(), then the status word; a reader that sees the status fences before
-//           reading the value (release/acquire through fences). Aggregate and inclusive values
-//           live in separate arrays, because a tile overwrites AGG by INCL while others read.
+//   8-byte types, SCAN_STATUS16 = 1 (default): status words of 16 bytes, {value bits, high word
+//           << 32}, written and read as ONE 16-byte vector access (st/ld .v2.u64 by one thread,
+//           16-byte aligned: a single access on sm_70 and later, which CUB's tile state for
+//           8-byte values also relies on). No fence on either side. The array starts at `status`
+//           and uses the agg/incl regions behind it (the workspace gives status, agg and incl
+//           8 bytes per tile each, contiguous, so 16 bytes per tile fit).
+//   8-byte types, SCAN_STATUS16 = 0: agg, incl hold one T per tile each: the value is stored
+//           first, then __threadfence(), then the status word; a reader that sees the status
+//           fences before reading the value (release/acquire through fences). Aggregate and
+//           inclusive values live in separate arrays, because a tile overwrites AGG by INCL
+//           while others read. Measured slower (two fences per tile; benches/results/scan.md).
 //
 // No reset pass between launches: every status word carries the generation of the launch that
 // wrote it, and a word of another generation reads as "not yet". The last block to finish
@@ -19,6 +26,8 @@
 //
 // Tile ids come from an atomic counter, not blockIdx: a block only waits on tiles whose ids
 // were drawn earlier, by blocks already running, so the look-back can never deadlock.
+// (SCAN_TILE_ORDER = 1 uses blockIdx.x instead, as CUB does: 3 % faster for f32 on an H200, but
+// correct only while the hardware starts blocks in index order; off by default.)
 #pragma once
 #include "common.cuh"
 #include "warp/warp_reduce.cuh"
@@ -31,9 +40,31 @@
 // Nanoseconds a look-back lane sleeps between polls of a status word that is not ready yet
 // (0 = spin). Polling lanes of a thousand resident blocks otherwise compete with the streaming
 // loads for L2 bandwidth.
+// Tile ids: 0 = drawn from an atomic counter (below), 1 = blockIdx.x (policy::lookback_order).
+#ifndef SCAN_TILE_ORDER
+#define SCAN_TILE_ORDER 0
+#endif
+
 #ifndef SCAN_BACKOFF
 #define SCAN_BACKOFF 0
 #endif
+
+#ifndef SCAN_STATUS16
+#define SCAN_STATUS16 1
+#endif
+
+template <typename T> __device__ __forceinline__ u64 bits64(T v) { return 0ull; }
+template <> __device__ __forceinline__ u64 bits64<double>(double v) { return (u64)__double_as_longlong(v); }
+template <typename T> __device__ __forceinline__ T from_bits64(u64 b) { return T(0); }
+template <> __device__ __forceinline__ double from_bits64<double>(u64 b) { return __longlong_as_double((long long)b); }
+
+// One status word as read by a look-back lane: `hi` is the 64-bit word with the status in its
+// high half (4-byte values: the value in its low half); `val` holds an 8-byte value's bits
+// (16-byte words only).
+struct StatusWord {
+    u64 hi;
+    u64 val;
+};
 
 template <typename T> __device__ __forceinline__ u32 bits32(T v);
 template <> __device__ __forceinline__ u32 bits32<float>(float v) { return __float_as_uint(v); }
@@ -51,6 +82,9 @@ template <typename T> struct TileStatus {
     u64* status;   // one word per tile
     T* agg;        // 8-byte types only
     T* incl;       // 8-byte types only
+
+    // The generation of this launch (valid until every block of it has finished).
+    __device__ __forceinline__ u32 generation() const { return *(volatile u32*)&header[0]; }
 
     // Thread 0 only: reads the generation and draws a tile id. No fence is needed between the
     // two: the generation only changes in finish(), after every block of this launch has
@@ -71,10 +105,17 @@ template <typename T> struct TileStatus {
         }
     }
 
+    static constexpr bool WIDE = sizeof(T) == 8 && SCAN_STATUS16;
+
     __device__ __forceinline__ void publish(u32 tile, u32 gen, u32 st, u32 f, T v) const {
         const u32 hi = (gen << 3) | (f << 2) | st;
         if (sizeof(T) == 4) {
             *(volatile u64*)&status[tile] = ((u64)hi << 32) | (u64)bits32<T>(v);
+        } else if (WIDE) {
+            u64* p = status + 2 * (size_t)tile;
+            asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(bits64<T>(v)),
+                         "l"((u64)hi << 32)
+                         : "memory");
         } else {
             if (st == TILE_INCL) *(volatile T*)&incl[tile] = v;
             else *(volatile T*)&agg[tile] = v;
@@ -83,13 +124,22 @@ template <typename T> struct TileStatus {
         }
     }
 
-    __device__ __forceinline__ u64 load_word(u32 t) const { return *(volatile u64*)&status[t]; }
-    __device__ __forceinline__ static bool valid(u64 w, u32 gen) {
-        const u32 hi = (u32)(w >> 32);
+    __device__ __forceinline__ StatusWord load_word(u32 t) const {
+        StatusWord w = {0ull, 0ull};
+        if (WIDE) {
+            const u64* p = status + 2 * (size_t)t;
+            asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(w.val), "=l"(w.hi) : "l"(p) : "memory");
+        } else {
+            w.hi = *(volatile u64*)&status[t];
+        }
+        return w;
+    }
+    __device__ __forceinline__ static bool valid(StatusWord w, u32 gen) {
+        const u32 hi = (u32)(w.hi >> 32);
         return (hi & 3u) != TILE_INVALID && (hi >> 3) == gen;
     }
     // Spins until the word of tile `t` is valid (`w` holds a first read).
-    __device__ __forceinline__ u64 wait_word(u32 t, u32 gen, u64 w) const {
+    __device__ __forceinline__ StatusWord wait_word(u32 t, u32 gen, StatusWord w) const {
         while (!valid(w, gen)) {
 #if SCAN_BACKOFF > 0
             __nanosleep(SCAN_BACKOFF);
@@ -100,11 +150,12 @@ template <typename T> struct TileStatus {
     }
     // The status and pair of a valid word. For 8-byte values, the caller has fenced after
     // reading the word (see tile_lookback).
-    __device__ __forceinline__ u32 decode(u32 t, u64 w, SegPair<T>& p) const {
-        const u32 hi = (u32)(w >> 32);
+    __device__ __forceinline__ u32 decode(u32 t, StatusWord w, SegPair<T>& p) const {
+        const u32 hi = (u32)(w.hi >> 32);
         const u32 st = hi & 3u;
         p.f = (hi >> 2) & 1u;
-        if (sizeof(T) == 4) p.v = from_bits32<T>((u32)w);
+        if (sizeof(T) == 4) p.v = from_bits32<T>((u32)w.hi);
+        else if (WIDE) p.v = from_bits64<T>(w.val);
         else p.v = st == TILE_INCL ? *(volatile T*)&incl[t] : *(volatile T*)&agg[t];
         return st;
     }
@@ -134,19 +185,20 @@ __device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32
     while (true) {
         SegPair<T> p[SCAN_LOOKBACK_K];
         u32 st[SCAN_LOOKBACK_K];
-        u64 w[SCAN_LOOKBACK_K];
+        StatusWord w[SCAN_LOOKBACK_K];
         // Issue all K loads before looking at any (one round trip, not K).
 #pragma unroll
         for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
             const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
-            w[k] = t >= 0 ? ts.load_word((u32)t) : 0ull;
+            w[k] = t >= 0 ? ts.load_word((u32)t) : StatusWord{0ull, 0ull};
         }
 #pragma unroll
         for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
             const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);
             if (t >= 0) w[k] = ts.wait_word((u32)t, gen, w[k]);
         }
-        if (sizeof(T) != 4) __threadfence();  // acquire: values were stored before the status
+        // acquire (separate-array layout only): values were stored before the status
+        if (sizeof(T) != 4 && !TileStatus<T>::WIDE) __threadfence();
 #pragma unroll
         for (int k = 0; k < SCAN_LOOKBACK_K; ++k) {
             const long long t = pred - (long long)(SCAN_LOOKBACK_K * lane + k);

@@ -93,6 +93,14 @@ __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, con
                                                    TileStorage<T, THREADS, ITEMS>& s) {
     const Op op;
     const T id = Op::template identity<T>();
+#if SCAN_TILE_ORDER
+    // Tiles in blockIdx order (CUB's choice): the loads start at once, without the round trip
+    // of the counter draw and the barrier that broadcasts it. Relies on the hardware starting
+    // blocks in blockIdx order (as CUB's single-pass scan does); only warp 0, which looks back
+    // and publishes, needs the generation.
+    const u32 tile = blockIdx.x;
+    const u32 gen = threadIdx.x < 32 ? ts.generation() : 0u;
+#else
     if (threadIdx.x == 0) {
         u32 t, g;
         ts.draw(t, g);
@@ -101,6 +109,7 @@ __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, con
     }
     __syncthreads();
     const u32 tile = s.tile, gen = s.gen;
+#endif
     const long long base = (long long)tile * (THREADS * ITEMS);
     T x[ITEMS];
     u32 bits;

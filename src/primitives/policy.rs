@@ -6,14 +6,26 @@
 //!
 //! | kernel | elements | threads | items | why |
 //! |---|---|---|---|---|
-//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`); 62 registers → 4 blocks per SM |
-//! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory |
+//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`). With `__launch_bounds__(256, 6)`: 40 registers → 6 blocks per SM (round 1: 62 → 4) |
+//! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory; 40 registers, 6 blocks per SM |
 //! | warp-shuffle | as look-back | | | the same tile code; only the tile-to-tile carry differs |
 //! | work-efficient | any | 128 | 2 | the paper's configuration (128 threads, 256 elements per block) |
 //! | second level (tile sums) | any | 512 | 8 | one block loops over the tile sums; 4096 per step |
 //!
 //! Look-back window: 32 predecessors, one per lane (K = 1); polling without back-off. Both were
 //! measured against alternatives (K = 4, 8; 100 and 400 ns back-off) and kept.
+//!
+//! Resident blocks: the look-back kernels are latency-bound — Nsight Compute shows half of every
+//! warp's time at the barrier where a block's warps wait for warp 0's look-back — so what pays is
+//! more blocks per SM to run meanwhile. `__launch_bounds__(threads, 6)` caps registers at 40:
+//! f32 2^26 287.6 → 236 µs on an H200 (`benches/results/scan.md`, round 2). 8 blocks/SM (32
+//! registers) measured faster still (217.6 µs) but was found after the device tests had run, so
+//! it is not the default yet.
+//!
+//! Switches measured in the same sweep and left at their defaults: tiles in blockIdx order (−3 %,
+//! but relies on in-order block dispatch), streaming stores (noise); 16-byte status words for
+//! 8-byte values are on (−37 % for f64 at 2^26). Warp-local transposes (CUB's WARP_TRANSPOSE)
+//! were measured 2 % slower and removed (commit 71e434c has them).
 //!
 //! The look-back row can be overridden for tuning experiments with the environment variable
 //! `SEGSPARSE_SCAN_POLICY=THREADSxITEMS4,ITEMS8` (e.g. `256x12,6`); threads must be a multiple
@@ -125,9 +137,60 @@ pub fn lookback_k() -> u32 {
     })
 }
 
+/// How look-back tiles get their ids (`SCAN_TILE_ORDER`): `false` = drawn from an atomic
+/// counter (a block only waits on blocks already running: deadlock-free on any scheduler),
+/// `true` = `blockIdx.x` (no draw round trip; relies on blocks starting in index order, as
+/// CUB's scan does). Override `SEGSPARSE_SCAN_ORDER=0|1`.
+pub fn lookback_blockidx_order() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        env_u32("SEGSPARSE_SCAN_ORDER", 1).map_or(LOOKBACK_BLOCKIDX_ORDER, |v| v == 1)
+    })
+}
+
+/// Streaming (evict-first) stores of the scan output (`SCAN_STREAM_STORE`). Override
+/// `SEGSPARSE_SCAN_STREAM=0|1`.
+pub fn lookback_stream_store() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_STREAM", 1).map_or(LOOKBACK_STREAM_STORE, |v| v == 1))
+}
+
+/// Status words of 8-byte values (`SCAN_STATUS16`): `true` = value and status in one 16-byte
+/// word (one vector store, one vector load, no fences), `false` = value in a side array behind
+/// a `__threadfence()`. Override `SEGSPARSE_SCAN_STATUS16=0|1`.
+pub fn lookback_status16() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| env_u32("SEGSPARSE_SCAN_STATUS16", 1).map_or(LOOKBACK_STATUS16, |v| v == 1))
+}
+
+/// The switches above in words, for benchmark reports.
+pub fn lookback_variant_name() -> String {
+    format!(
+        "tile ids {}, stores {}, 8-byte status {}",
+        if lookback_blockidx_order() {
+            "blockIdx"
+        } else {
+            "atomic"
+        },
+        if lookback_stream_store() {
+            "streaming"
+        } else {
+            "default"
+        },
+        if lookback_status16() {
+            "16-byte"
+        } else {
+            "fenced"
+        }
+    )
+}
+
+const LOOKBACK_STATUS16: bool = true;
+const LOOKBACK_BLOCKIDX_ORDER: bool = false;
+const LOOKBACK_STREAM_STORE: bool = false;
 const LOOKBACK_K: u32 = 1;
 const LOOKBACK_BACKOFF_NS: u32 = 0;
-const LOOKBACK_MIN_BLOCKS: u32 = 1;
+const LOOKBACK_MIN_BLOCKS: u32 = 6;
 
 fn env_u32(name: &str, max: u32) -> Option<u32> {
     std::env::var(name)
@@ -147,7 +210,23 @@ pub fn lookback_defines() -> Vec<(&'static str, String)> {
         ("SCAN_ITEMS_4", p4.items.to_string()),
         ("SCAN_ITEMS_8", p8.items.to_string()),
         ("SCAN_BACKOFF", lookback_backoff_ns().to_string()),
-        ("SCAN_MIN_BLOCKS", lookback_min_blocks().to_string()),
+        // at most 2048 resident threads per SM: a larger request could not be honoured
+        (
+            "SCAN_MIN_BLOCKS",
+            lookback_min_blocks()
+                .min(2048 / p4.threads.max(p8.threads))
+                .max(1)
+                .to_string(),
+        ),
         ("SCAN_LOOKBACK_K", lookback_k().to_string()),
+        (
+            "SCAN_TILE_ORDER",
+            u32::from(lookback_blockidx_order()).to_string(),
+        ),
+        (
+            "SCAN_STREAM_STORE",
+            u32::from(lookback_stream_store()).to_string(),
+        ),
+        ("SCAN_STATUS16", u32::from(lookback_status16()).to_string()),
     ]
 }
