@@ -7,6 +7,7 @@
 //! other error (a bad file, no GPU for `--backend gpu`, ...).
 
 mod cli;
+mod dist;
 mod plot;
 
 use std::io::{IsTerminal, Write};
@@ -142,7 +143,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         BackendArg::Auto => segsparse::gpu::Gpu::shared().is_ok(),
     };
     let mut x = vec![T::zero(); n];
-    let out = if use_gpu {
+    let out = if cli.gpus > 1 {
+        dist::solve(&a, &b, &mut x, method, &params, cli.gpus)?
+    } else if use_gpu {
         gpu_solve(&a, &b, &mut x, method, &params)?
     } else {
         let t = Instant::now();

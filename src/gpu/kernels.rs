@@ -63,6 +63,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::spmv::gpu::SPMV_SRC,
     #[cfg(feature = "cuda")]
     &crate::solvers::gpu::BLAS1,
+    #[cfg(feature = "nccl")]
+    &crate::dist::nccl::DIST_KERNELS,
 ];
 
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).

@@ -583,6 +583,13 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 }
 
 impl<T> GpuScalars<T> {
+    /// The slots and the residual history, for backends that run their own recurrence kernels
+    /// on these scalars (the distributed backend, `dist::nccl`).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn slots_hist_mut(&mut self) -> (&mut CudaSlice<T>, &mut CudaSlice<T>) {
+        (&mut self.slots, &mut self.hist)
+    }
+
     /// The grid of the reductions: fixed when the scalars were allocated (so the partial-sum
     /// buffer fits and the sums are deterministic).
     fn grid_for<U: Scalar + KernelType>(&self, ops: &GpuOps<U>, n: usize) -> u32 {
