@@ -10,6 +10,14 @@ export NCCL_NVLS_ENABLE=0 SEGSPARSE_REQUIRE_GPU=1 RUST_BACKTRACE=1
 budget=${SCALEOUT_BUDGET:-225}
 log=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/scaleout.tgz" -C "$log" .' EXIT
 b=.gpu/bin
+# cudarc looks for libnccl.so (or .so.<CUDA major>), not libnccl.so.2: without the dev symlink,
+# point it at the runtime library.
+if ! ldconfig -p | grep -q 'libnccl.so '; then
+  mkdir -p /tmp/ncclib && ln -sf "$(ldconfig -p | awk '/libnccl.so.2 /{print $NF; exit}')" /tmp/ncclib/libnccl.so
+  export LD_LIBRARY_PATH=/tmp/ncclib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-/usr/lib/x86_64-linux-gnu}
+ldconfig -p | grep nccl > "$log/nccl.txt"
 step() { # step NAME TIMEOUT CMD...: runs CMD with a timeout, logs it, prints the result lines.
   local name=$1 t=$2; shift 2
   local left=$((budget - SECONDS)); [ "$left" -lt 5 ] && { echo "SKIP $name (no time left)"; return; }
@@ -35,7 +43,7 @@ step jacobi-2 20 $b/dist_cg threads --gpus 2 --grid 128 --method jacobi --tol 1e
 step bicgstab-2 20 $b/dist_cg threads --gpus 2 --grid 128 --method bicgstab --tol 1e-10
 # One process per GPU: mpirun starts them, the NCCL id travels through a file.
 rm -f /tmp/segsparse-nccl.id
-step mpirun-2 30 mpirun --allow-run-as-root --oversubscribe -np 2 -x NCCL_NVLS_ENABLE=0 -x SEGSPARSE_NCCL_ID_FILE=/tmp/segsparse-nccl.id $b/dist_cg process --grid 128
+step mpirun-2 30 mpirun --allow-run-as-root --oversubscribe -np 2 -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x SEGSPARSE_NCCL_ID_FILE=/tmp/segsparse-nccl.id $b/dist_cg process --grid 128
 # The same without MPI: two processes, rank and size from the environment.
 rm -f /tmp/segsparse-nccl.id
 step procs-2 30 bash -c "SEGSPARSE_RANK=1 SEGSPARSE_NRANKS=2 $b/dist_cg process --grid 128 & SEGSPARSE_RANK=0 SEGSPARSE_NRANKS=2 $b/dist_cg process --grid 128; wait"
