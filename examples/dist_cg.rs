@@ -41,7 +41,9 @@ struct Opts {
 fn parse() -> Result<Opts, String> {
     let mut a = std::env::args().skip(1);
     let mut o = Opts {
-        mode: a.next().ok_or("usage: dist_cg threads|single|process [options]")?,
+        mode: a
+            .next()
+            .ok_or("usage: dist_cg threads|single|process [options]")?,
         gpus: 1,
         grid: (64, 64, 64),
         f32: false,
@@ -56,7 +58,10 @@ fn parse() -> Result<Opts, String> {
             "--gpus" => o.gpus = v()?.parse().map_err(|e| format!("--gpus: {e}"))?,
             "--grid" => {
                 let s = v()?;
-                let d: Vec<u64> = s.split('x').map(|t| t.parse().map_err(|e| format!("--grid {s}: {e}"))).collect::<Result<_, _>>()?;
+                let d: Vec<u64> = s
+                    .split('x')
+                    .map(|t| t.parse().map_err(|e| format!("--grid {s}: {e}")))
+                    .collect::<Result<_, _>>()?;
                 o.grid = match d[..] {
                     [n] => (n, n, n),
                     [x, y, z] => (x, y, z),
@@ -125,7 +130,10 @@ fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts) -> Res<()> {
     let wall = t.elapsed().as_secs_f64();
     let (iters, res, ok) = match r {
         Ok(info) => (info.iterations, info.relative_residual, true),
-        Err(SolveError::NotConverged { iterations, residual }) => (iterations, residual, false),
+        Err(SolveError::NotConverged {
+            iterations,
+            residual,
+        }) => (iterations, residual, false),
         Err(e) => return Err(e.into()),
     };
     if rank.rank() == 0 {
@@ -146,7 +154,11 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
     let gpu = segsparse::gpu::Gpu::new()?;
     let t0 = Instant::now();
     let blk = poisson3d_block::<T>(o.grid, 0..nx * ny * nz)?;
-    let row_ptr: Vec<u32> = blk.row_ptr.iter().map(|&p| u32::try_from(p)).collect::<Result<_, _>>()?;
+    let row_ptr: Vec<u32> = blk
+        .row_ptr
+        .iter()
+        .map(|&p| u32::try_from(p))
+        .collect::<Result<_, _>>()?;
     let cols: Vec<u32> = blk.cols.iter().map(|&c| c as u32).collect();
     let n = blk.nrows();
     let a = segsparse::CsrMatrix::try_from_parts(n, n, row_ptr, cols, blk.vals)?;
@@ -155,7 +167,12 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
     let setup = t0.elapsed().as_secs_f64();
     let b = ops.upload(&vec![T::one(); n])?;
     let mut x = ops.zeros(n)?;
-    let params = SolveParams { rel_tol: o.tol, max_iters: o.max_iters, record_history: false, ..Default::default() };
+    let params = SolveParams {
+        rel_tol: o.tol,
+        max_iters: o.max_iters,
+        record_history: false,
+        ..Default::default()
+    };
     let t = Instant::now();
     let r = match o.method.as_str() {
         "cg" => cg(&ops, &g, &b, &mut x, &params),
@@ -169,7 +186,10 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
     let wall = t.elapsed().as_secs_f64();
     let (iters, res) = match r {
         Ok(i) => (i.iterations, i.relative_residual),
-        Err(SolveError::NotConverged { iterations, residual }) => (iterations, residual),
+        Err(SolveError::NotConverged {
+            iterations,
+            residual,
+        }) => (iterations, residual),
         Err(e) => return Err(e.into()),
     };
     println!(
@@ -180,7 +200,8 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
 }
 
 fn env_usize(keys: &[&str]) -> Option<usize> {
-    keys.iter().find_map(|k| std::env::var(k).ok()?.parse().ok())
+    keys.iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
 }
 
 fn main() -> Res<()> {
@@ -190,22 +211,36 @@ fn main() -> Res<()> {
         ("single", true) => single::<f32>(&o),
         ("threads", f32) => {
             run_threads(o.gpus, |rank| {
-                let r = if f32 { rank_solve::<f32>(rank, &o) } else { rank_solve::<f64>(rank, &o) };
+                let r = if f32 {
+                    rank_solve::<f32>(rank, &o)
+                } else {
+                    rank_solve::<f64>(rank, &o)
+                };
                 r.map_err(|e| segsparse::Error::Solver(e.to_string()))
             })?;
             Ok(())
         }
         ("process", f32) => {
-            let rank = env_usize(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "SEGSPARSE_RANK"]).ok_or("no rank: run under mpirun or set SEGSPARSE_RANK")?;
-            let size = env_usize(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SEGSPARSE_NRANKS"]).ok_or("no size: run under mpirun or set SEGSPARSE_NRANKS")?;
-            let device = env_usize(&["OMPI_COMM_WORLD_LOCAL_RANK", "SEGSPARSE_DEVICE"]).unwrap_or(rank);
-            let path = PathBuf::from(std::env::var("SEGSPARSE_NCCL_ID_FILE").unwrap_or_else(|_| "/tmp/segsparse-nccl.id".into()));
+            let rank = env_usize(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "SEGSPARSE_RANK"])
+                .ok_or("no rank: run under mpirun or set SEGSPARSE_RANK")?;
+            let size = env_usize(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SEGSPARSE_NRANKS"])
+                .ok_or("no size: run under mpirun or set SEGSPARSE_NRANKS")?;
+            let device =
+                env_usize(&["OMPI_COMM_WORLD_LOCAL_RANK", "SEGSPARSE_DEVICE"]).unwrap_or(rank);
+            let path = PathBuf::from(
+                std::env::var("SEGSPARSE_NCCL_ID_FILE")
+                    .unwrap_or_else(|_| "/tmp/segsparse-nccl.id".into()),
+            );
             let id = match std::env::var("SEGSPARSE_NCCL_ID") {
                 Ok(hex) => NcclId::from_hex(&hex)?,
                 Err(_) => NcclId::share_via_file(&path, rank, Duration::from_secs(60))?,
             };
             let r = Rank::init(device, rank, size, &id)?;
-            if f32 { rank_solve::<f32>(r, &o) } else { rank_solve::<f64>(r, &o) }
+            if f32 {
+                rank_solve::<f32>(r, &o)
+            } else {
+                rank_solve::<f64>(r, &o)
+            }
         }
         (m, _) => Err(format!("unknown mode {m}: threads, single or process").into()),
     }

@@ -121,20 +121,41 @@ fn distributed(a: &CsrMatrix<f64>, b: &[f64], k: usize, m: Method) -> (Vec<Solve
 fn check(k: usize) {
     let spd = segsparse::generate::poisson3d::<f64>(24).unwrap();
     let uns = convection(90, 0.3);
-    for (a, m) in [(&spd, Method::Cg), (&spd, Method::Jacobi), (&uns, Method::Bicgstab)] {
-        let b: Vec<f64> = (0..a.nrows()).map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0).collect();
+    for (a, m) in [
+        (&spd, Method::Cg),
+        (&spd, Method::Jacobi),
+        (&uns, Method::Bicgstab),
+    ] {
+        let b: Vec<f64> = (0..a.nrows())
+            .map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0)
+            .collect();
         let (one, x1) = single_gpu(a, &b, m);
         let (infos, x) = distributed(a, &b, k, m);
         for i in &infos {
             assert_eq!(i.iterations, infos[0].iterations, "ranks disagree");
         }
         let it = infos[0].iterations;
-        assert!(it.abs_diff(one.iterations) <= 1, "{m:?} on {k} GPUs: {it} iterations, 1 GPU {}", one.iterations);
-        assert!(infos[0].relative_residual <= 1e-10, "{m:?}: residual {}", infos[0].relative_residual);
+        assert!(
+            it.abs_diff(one.iterations) <= 1,
+            "{m:?} on {k} GPUs: {it} iterations, 1 GPU {}",
+            one.iterations
+        );
+        assert!(
+            infos[0].relative_residual <= 1e-10,
+            "{m:?}: residual {}",
+            infos[0].relative_residual
+        );
         let scale = x1.iter().map(|v| v.abs()).fold(0.0, f64::max);
-        let err = x.iter().zip(&x1).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err = x
+            .iter()
+            .zip(&x1)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(err <= 1e-7 * scale, "{m:?} on {k} GPUs: |x - x1| = {err}");
-        println!("{m:?} on {k} GPUs: {it} iterations (1 GPU: {}), residual {:.2e}", one.iterations, infos[0].relative_residual);
+        println!(
+            "{m:?} on {k} GPUs: {it} iterations (1 GPU: {}), residual {:.2e}",
+            one.iterations, infos[0].relative_residual
+        );
     }
 }
 
@@ -182,6 +203,10 @@ fn distributed_product_on_two_gpus_matches_the_host() {
         let want: f64 = (whole.row_ptr[i] as usize..whole.row_ptr[i + 1] as usize)
             .map(|k| whole.vals[k] * x[whole.cols[k] as usize])
             .sum();
-        assert!((got[i] - want).abs() <= 1e-12 * (1.0 + want.abs()), "row {i}: {} vs {want}", got[i]);
+        assert!(
+            (got[i] - want).abs() <= 1e-12 * (1.0 + want.abs()),
+            "row {i}: {} vs {want}",
+            got[i]
+        );
     }
 }

@@ -31,7 +31,9 @@ fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
 }
 
 fn rhs(n: usize) -> Vec<f64> {
-    (0..n).map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0).collect()
+    (0..n)
+        .map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0)
+        .collect()
 }
 
 #[test]
@@ -44,13 +46,21 @@ fn partitions_cover_and_balance() {
         assert_eq!(p.starts()[0], 0);
         let cost = |r: usize| {
             let rg = p.rows(r);
-            (a.row_ptr()[rg.end as usize] - a.row_ptr()[rg.start as usize]) as u64 + rg.end - rg.start
+            (a.row_ptr()[rg.end as usize] - a.row_ptr()[rg.start as usize]) as u64 + rg.end
+                - rg.start
         };
         let total = a.nnz() as u64 + 3000;
-        let max_row = (0..3000).map(|i| a.row(i).0.len() as u64 + 1).max().unwrap();
+        let max_row = (0..3000)
+            .map(|i| a.row(i).0.len() as u64 + 1)
+            .max()
+            .unwrap();
         for r in 0..k {
             // Each block is within one row's cost of the ideal share.
-            assert!(cost(r) <= total / k as u64 + max_row + 1, "rank {r} of {k}: cost {}", cost(r));
+            assert!(
+                cost(r) <= total / k as u64 + max_row + 1,
+                "rank {r} of {k}: cost {}",
+                cost(r)
+            );
             for g in p.rows(r) {
                 assert_eq!(p.owner(g), r);
             }
@@ -81,7 +91,9 @@ fn poisson3d_blocks_match_the_global_generator() {
 /// Builds every rank's part in one process, the exchange being the transpose of the need lists.
 fn parts(a: &CsrMatrix<f64>, p: &Partition) -> Vec<DistPart<f64>> {
     let k = p.nranks();
-    let blocks: Vec<_> = (0..k).map(|r| RowBlock::from_csr(a, p.rows(r)).unwrap()).collect();
+    let blocks: Vec<_> = (0..k)
+        .map(|r| RowBlock::from_csr(a, p.rows(r)).unwrap())
+        .collect();
     sim::run(k, |comm| {
         let r = comm.rank();
         DistPart::build(&blocks[r], p, r, |need| Ok(comm.all_to_all(need))).unwrap()
@@ -115,7 +127,8 @@ fn halo_lists_and_index_maps() {
                 for l in 0..part.n_owned() + part.n_halo() {
                     assert_eq!(part.global_to_local(part.local_to_global(l)), Some(l));
                 }
-                let outside = (0..a.nrows() as u64).find(|g| !rows.contains(g) && !want.contains(g));
+                let outside =
+                    (0..a.nrows() as u64).find(|g| !rows.contains(g) && !want.contains(g));
                 if let Some(g) = outside {
                     assert_eq!(part.global_to_local(g), None);
                 }
@@ -125,13 +138,20 @@ fn halo_lists_and_index_maps() {
                         assert_eq!(p.owner(*h), nb.peer);
                     }
                 }
-                assert_eq!(part.nnz(), (a.row_ptr()[rows.end as usize] - a.row_ptr()[rows.start as usize]) as usize);
+                assert_eq!(
+                    part.nnz(),
+                    (a.row_ptr()[rows.end as usize] - a.row_ptr()[rows.start as usize]) as usize
+                );
             }
             // What q sends to r is what r receives from q, entry by entry (global indices).
             for (r, pr) in ps.iter().enumerate() {
                 for nb in &pr.recv {
                     let q = &ps[nb.peer];
-                    let s = q.send.iter().find(|s| s.peer == r).expect("matching send list");
+                    let s = q
+                        .send
+                        .iter()
+                        .find(|s| s.peer == r)
+                        .expect("matching send list");
                     let sent: Vec<u64> = q.send_idx[s.offset..s.offset + s.count]
                         .iter()
                         .map(|&l| q.local_to_global(l as usize))
@@ -145,7 +165,10 @@ fn halo_lists_and_index_maps() {
 
 #[test]
 fn distributed_product_matches_the_global_one() {
-    for a in [generate::random::<f64>(500, 7, 11).unwrap(), convection(17, 0.3)] {
+    for a in [
+        generate::random::<f64>(500, 7, 11).unwrap(),
+        convection(17, 0.3),
+    ] {
         let n = a.nrows();
         let x: Vec<f64> = (0..n).map(|i| ((i * 31) % 17) as f64 - 8.0).collect();
         let mut want = vec![0.0; n];
@@ -154,15 +177,29 @@ fn distributed_product_matches_the_global_one() {
             let p = Partition::by_nnz(a.row_ptr(), k);
             let ys = sim::run(k, |comm| {
                 let rows = p.rows(comm.rank());
-                let op = sim::SimCsr::new(&RowBlock::from_csr(&a, rows.clone()).unwrap(), &p, comm.clone()).unwrap();
+                let op = sim::SimCsr::new(
+                    &RowBlock::from_csr(&a, rows.clone()).unwrap(),
+                    &p,
+                    comm.clone(),
+                )
+                .unwrap();
                 let xl = x[rows.start as usize..rows.end as usize].to_vec();
                 let mut y = vec![f64::NAN; op.n_owned()];
-                segsparse::solvers::LinearOperator::apply(&op, &sim::SimOps::new(comm), &xl, &mut y).unwrap();
+                segsparse::solvers::LinearOperator::apply(
+                    &op,
+                    &sim::SimOps::new(comm),
+                    &xl,
+                    &mut y,
+                )
+                .unwrap();
                 y
             });
             let got: Vec<f64> = ys.concat();
             for i in 0..n {
-                assert!((got[i] - want[i]).abs() <= 1e-12 * (1.0 + want[i].abs()), "row {i}, {k} ranks");
+                assert!(
+                    (got[i] - want[i]).abs() <= 1e-12 * (1.0 + want[i].abs()),
+                    "row {i}, {k} ranks"
+                );
             }
         }
     }
@@ -176,11 +213,22 @@ enum Method {
 }
 
 /// Solves on `k` simulated ranks; returns (iterations of every rank, the assembled x, residual).
-fn solve_sim(a: &CsrMatrix<f64>, b: &[f64], k: usize, m: Method, params: &SolveParams) -> (Vec<usize>, Vec<f64>, f64) {
+fn solve_sim(
+    a: &CsrMatrix<f64>,
+    b: &[f64],
+    k: usize,
+    m: Method,
+    params: &SolveParams,
+) -> (Vec<usize>, Vec<f64>, f64) {
     let p = Partition::by_nnz(a.row_ptr(), k);
     let out = sim::run(k, |comm| {
         let rows = p.rows(comm.rank());
-        let op = sim::SimCsr::new(&RowBlock::from_csr(a, rows.clone()).unwrap(), &p, comm.clone()).unwrap();
+        let op = sim::SimCsr::new(
+            &RowBlock::from_csr(a, rows.clone()).unwrap(),
+            &p,
+            comm.clone(),
+        )
+        .unwrap();
         let be = sim::SimOps::new(comm);
         let bl = b[rows.start as usize..rows.end as usize].to_vec();
         let mut x = vec![0.0; op.n_owned()];
@@ -202,10 +250,17 @@ fn solve_sim(a: &CsrMatrix<f64>, b: &[f64], k: usize, m: Method, params: &SolveP
 
 #[test]
 fn distributed_solvers_match_the_single_process_solve() {
-    let params = SolveParams { rel_tol: 1e-10, ..Default::default() };
+    let params = SolveParams {
+        rel_tol: 1e-10,
+        ..Default::default()
+    };
     let spd = generate::poisson2d::<f64>(24).unwrap();
     let uns = convection(20, 0.35);
-    for (a, m) in [(&spd, Method::Cg), (&spd, Method::Jacobi), (&uns, Method::Bicgstab)] {
+    for (a, m) in [
+        (&spd, Method::Cg),
+        (&spd, Method::Jacobi),
+        (&uns, Method::Bicgstab),
+    ] {
         let b = rhs(a.nrows());
         let mut x1 = vec![0.0; a.nrows()];
         let one = match m {
@@ -219,10 +274,22 @@ fn distributed_solvers_match_the_single_process_solve() {
         .unwrap();
         for k in [1, 2, 3, 4] {
             let (iters, x, res) = solve_sim(a, &b, k, m, &params);
-            assert!(iters.iter().all(|&i| i == iters[0]), "ranks disagree: {iters:?}");
-            assert!(iters[0].abs_diff(one.iterations) <= 1, "{k} ranks: {} vs {} iterations", iters[0], one.iterations);
+            assert!(
+                iters.iter().all(|&i| i == iters[0]),
+                "ranks disagree: {iters:?}"
+            );
+            assert!(
+                iters[0].abs_diff(one.iterations) <= 1,
+                "{k} ranks: {} vs {} iterations",
+                iters[0],
+                one.iterations
+            );
             assert!(res <= 1e-10, "{k} ranks: residual {res}");
-            let err = x.iter().zip(&x1).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            let err = x
+                .iter()
+                .zip(&x1)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
             let scale = x1.iter().map(|v| v.abs()).fold(0.0, f64::max);
             assert!(err <= 1e-7 * scale, "{k} ranks: |x - x1| = {err}");
         }
@@ -234,7 +301,10 @@ fn generated_blocks_solve_without_a_global_matrix() {
     let (nx, ny, nz) = (9u64, 8u64, 7u64);
     let n = nx * ny * nz;
     let p = Partition::by_rows(n, 3);
-    let params = SolveParams { rel_tol: 1e-10, ..Default::default() };
+    let params = SolveParams {
+        rel_tol: 1e-10,
+        ..Default::default()
+    };
     let out = sim::run(3, |comm| {
         let block = poisson3d_block::<f64>((nx, ny, nz), p.rows(comm.rank())).unwrap();
         let op = sim::SimCsr::new(&block, &p, comm.clone()).unwrap();

@@ -93,7 +93,11 @@ impl Partition {
     /// # Panics
     /// When `g >= n`.
     pub fn owner(&self, g: u64) -> usize {
-        assert!(g < self.n(), "row {g} outside a partition of {} rows", self.n());
+        assert!(
+            g < self.n(),
+            "row {g} outside a partition of {} rows",
+            self.n()
+        );
         // The last block start ≤ g; empty blocks share their start with the next one, which owns g.
         self.starts.partition_point(|&s| s <= g) - 1
     }
@@ -141,7 +145,10 @@ impl<T: Scalar> RowBlock<T> {
         Ok(RowBlock {
             n_global: a.nrows() as u64,
             first_row: rows.start,
-            row_ptr: rp[r0..=r1].iter().map(|&p| (p as usize - k0) as u64).collect(),
+            row_ptr: rp[r0..=r1]
+                .iter()
+                .map(|&p| (p as usize - k0) as u64)
+                .collect(),
             cols: a.col_idx()[k0..k1].iter().map(|&c| c as u64).collect(),
             vals: a.values()[k0..k1].to_vec(),
         })
@@ -346,7 +353,12 @@ impl<T: Scalar> DistPart<T> {
         let is_owned = |c: u64| owned_range.contains(&c);
 
         // The halo: every off-block column, sorted and unique.
-        let mut halo_global: Vec<u64> = block.cols.iter().copied().filter(|&c| !is_owned(c)).collect();
+        let mut halo_global: Vec<u64> = block
+            .cols
+            .iter()
+            .copied()
+            .filter(|&c| !is_owned(c))
+            .collect();
         halo_global.sort_unstable();
         halo_global.dedup();
 
@@ -366,17 +378,23 @@ impl<T: Scalar> DistPart<T> {
                     o_cols.push((c - rows.start) as u32);
                     o_vals.push(block.vals[k]);
                 } else {
-                    let h = halo_global.binary_search(&c).expect("every off-block column is in the halo");
+                    let h = halo_global
+                        .binary_search(&c)
+                        .expect("every off-block column is in the halo");
                     bnd_cols.push(h as u32);
                     bnd_vals.push(block.vals[k]);
                     touches_halo = true;
                 }
             }
-            let on = u32::try_from(o_cols.len()).map_err(|_| too_big("the owned nonzero count", o_cols.len()))?;
+            let on = u32::try_from(o_cols.len())
+                .map_err(|_| too_big("the owned nonzero count", o_cols.len()))?;
             o_ptr.push(on);
             if touches_halo {
                 bnd_rows.push(i as u32);
-                bnd_ptr.push(u32::try_from(bnd_cols.len()).map_err(|_| too_big("the boundary nonzero count", bnd_cols.len()))?);
+                bnd_ptr.push(
+                    u32::try_from(bnd_cols.len())
+                        .map_err(|_| too_big("the boundary nonzero count", bnd_cols.len()))?,
+                );
             }
         }
         let owned = CsrMatrix::try_from_parts(n_owned, n_owned, o_ptr, o_cols, o_vals)?;
@@ -390,7 +408,11 @@ impl<T: Scalar> DistPart<T> {
             let end = partition.rows(peer).end;
             let len = halo_global[k..].partition_point(|&g| g < end);
             need[peer].extend_from_slice(&halo_global[k..k + len]);
-            recv.push(Neighbor { peer, offset: k, count: len });
+            recv.push(Neighbor {
+                peer,
+                offset: k,
+                count: len,
+            });
             k += len;
         }
 
@@ -408,7 +430,9 @@ impl<T: Scalar> DistPart<T> {
                 continue;
             }
             if peer == rank {
-                return Err(Error::InvalidInput(format!("rank {rank} asked itself for halo entries")));
+                return Err(Error::InvalidInput(format!(
+                    "rank {rank} asked itself for halo entries"
+                )));
             }
             let offset = send_idx.len();
             for g in list {
@@ -419,7 +443,11 @@ impl<T: Scalar> DistPart<T> {
                 }
                 send_idx.push((g - rows.start) as u32);
             }
-            send.push(Neighbor { peer, offset, count: send_idx.len() - offset });
+            send.push(Neighbor {
+                peer,
+                offset,
+                count: send_idx.len() - offset,
+            });
         }
         Ok(DistPart {
             rank,
@@ -470,7 +498,10 @@ impl<T: Scalar> DistPart<T> {
         if g >= self.first_row && g < self.first_row + n {
             Some((g - self.first_row) as usize)
         } else {
-            self.halo_global.binary_search(&g).ok().map(|h| n as usize + h)
+            self.halo_global
+                .binary_search(&g)
+                .ok()
+                .map(|h| n as usize + h)
         }
     }
 
@@ -489,7 +520,9 @@ impl<T: Scalar> DistPart<T> {
     pub(crate) fn boundary_host(&self, halo: &[T], y: &mut [T]) {
         for (k, &row) in self.bnd_rows.iter().enumerate() {
             let (a, b) = (self.bnd_ptr[k] as usize, self.bnd_ptr[k + 1] as usize);
-            let s = (a..b).fold(T::zero(), |s, j| s + self.bnd_vals[j] * halo[self.bnd_cols[j] as usize]);
+            let s = (a..b).fold(T::zero(), |s, j| {
+                s + self.bnd_vals[j] * halo[self.bnd_cols[j] as usize]
+            });
             y[row as usize] += s;
         }
     }

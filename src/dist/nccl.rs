@@ -73,8 +73,9 @@ pub fn nccl_available() -> Result<()> {
         Ok(())
     } else {
         Err(Error::CudaUnavailable(
-            "the NCCL library (libnccl.so.2) was not found: multi-GPU solves need NCCL \
-             (single-GPU use is unaffected)"
+            "the NCCL library was not found (libnccl.so: install NCCL's development package, \
+             or put a libnccl.so link to libnccl.so.2 on LD_LIBRARY_PATH): multi-GPU solves \
+             need NCCL (single-GPU use is unaffected)"
                 .into(),
         ))
     }
@@ -130,7 +131,12 @@ impl NcclId {
     /// [`Error::InvalidInput`] when the text is not 512 hex digits.
     pub fn from_hex(s: &str) -> Result<Self> {
         let s = s.trim();
-        let bad = || Error::InvalidInput(format!("an NCCL id is 512 hex digits, got {} characters", s.len()));
+        let bad = || {
+            Error::InvalidInput(format!(
+                "an NCCL id is 512 hex digits, got {} characters",
+                s.len()
+            ))
+        };
         if s.len() != 512 || !s.is_ascii() {
             return Err(bad());
         }
@@ -307,7 +313,14 @@ impl Rank {
             let (r, _b) = all.device_ptr(self.gpu.stream());
             // SAFETY: s holds `size` u64, r `size * size`.
             unsafe {
-                nr::all_gather(s as _, r as _, size, u64::as_nccl_type(), self.comm.coll, self.cu_stream())
+                nr::all_gather(
+                    s as _,
+                    r as _,
+                    size,
+                    u64::as_nccl_type(),
+                    self.comm.coll,
+                    self.cu_stream(),
+                )
             }
             .map_err(nccl_err("ncclAllGather"))?;
         }
@@ -330,12 +343,26 @@ impl Rank {
                 // SAFETY: offsets stay inside dsend (flat.len()) and drecv (total_in).
                 unsafe {
                     if ns_ > 0 {
-                        nr::send((s + 8 * so as u64) as _, ns_, u64::as_nccl_type(), p as i32, self.comm.coll, self.cu_stream())
-                            .map_err(nccl_err("ncclSend"))?;
+                        nr::send(
+                            (s + 8 * so as u64) as _,
+                            ns_,
+                            u64::as_nccl_type(),
+                            p as i32,
+                            self.comm.coll,
+                            self.cu_stream(),
+                        )
+                        .map_err(nccl_err("ncclSend"))?;
                     }
                     if nr_ > 0 {
-                        nr::recv((r + 8 * ro as u64) as _, nr_, u64::as_nccl_type(), p as i32, self.comm.coll, self.cu_stream())
-                            .map_err(nccl_err("ncclRecv"))?;
+                        nr::recv(
+                            (r + 8 * ro as u64) as _,
+                            nr_,
+                            u64::as_nccl_type(),
+                            p as i32,
+                            self.comm.coll,
+                            self.cu_stream(),
+                        )
+                        .map_err(nccl_err("ncclRecv"))?;
                     }
                 }
                 so += ns_;
@@ -449,7 +476,12 @@ pub struct PartInfo {
 
 impl<T: DistScalar> std::fmt::Debug for DistCsr<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DistCsr(rank {}: {:?})", self.rank.rank(), self.part_info)
+        write!(
+            f,
+            "DistCsr(rank {}: {:?})",
+            self.rank.rank(),
+            self.part_info
+        )
     }
 }
 
@@ -467,7 +499,9 @@ impl<T: DistScalar> DistCsr<T> {
                 rank.size()
             )));
         }
-        let part = DistPart::build(block, partition, rank.rank(), |need| rank.all_to_all_u64(need))?;
+        let part = DistPart::build(block, partition, rank.rank(), |need| {
+            rank.all_to_all_u64(need)
+        })?;
         Self::upload(rank, &part)
     }
 
@@ -487,8 +521,20 @@ impl<T: DistScalar> DistCsr<T> {
     /// CUDA failures and the single-GPU SpMV's limits.
     pub fn upload(rank: &Rank, part: &DistPart<T>) -> Result<Self> {
         let gpu = &rank.gpu;
-        let up32 = |v: &[u32]| if v.is_empty() { gpu.zeros::<u32>(1) } else { gpu.upload(v) };
-        let upt = |v: &[T]| if v.is_empty() { gpu.zeros::<T>(1) } else { gpu.upload(v) };
+        let up32 = |v: &[u32]| {
+            if v.is_empty() {
+                gpu.zeros::<u32>(1)
+            } else {
+                gpu.upload(v)
+            }
+        };
+        let upt = |v: &[T]| {
+            if v.is_empty() {
+                gpu.zeros::<T>(1)
+            } else {
+                gpu.upload(v)
+            }
+        };
         let defines = [("SOLVER_THREADS", THREADS.to_string())];
         let ctx = gpu.context();
         let ev = || ctx.new_event(None).map_err(cuda_err("creating an event"));
@@ -552,8 +598,11 @@ impl<T: DistScalar> DistCsr<T> {
                 .map_err(launch_err("dist_gather"))?;
         }
         let hs = &self.rank.comm.halo_stream;
-        self.ev_gathered.record(main).map_err(cuda_err("recording an event"))?;
-        hs.wait(&self.ev_gathered).map_err(cuda_err("waiting for an event"))?;
+        self.ev_gathered
+            .record(main)
+            .map_err(cuda_err("recording an event"))?;
+        hs.wait(&self.ev_gathered)
+            .map_err(cuda_err("waiting for an event"))?;
         let (sp, _a) = self.sendbuf.device_ptr(hs);
         let (hp, _b) = self.halo.device_ptr(hs);
         let sz = std::mem::size_of::<T>() as u64;
@@ -562,16 +611,36 @@ impl<T: DistScalar> DistCsr<T> {
         nr::group_start().map_err(nccl_err("ncclGroupStart"))?;
         for s in &self.send {
             // SAFETY: the range lies inside sendbuf (built from the send lists).
-            unsafe { nr::send((sp + sz * s.offset as u64) as _, s.count, T::as_nccl_type(), s.peer as i32, comm, cs) }
-                .map_err(nccl_err("ncclSend"))?;
+            unsafe {
+                nr::send(
+                    (sp + sz * s.offset as u64) as _,
+                    s.count,
+                    T::as_nccl_type(),
+                    s.peer as i32,
+                    comm,
+                    cs,
+                )
+            }
+            .map_err(nccl_err("ncclSend"))?;
         }
         for r in &self.recv {
             // SAFETY: the range lies inside the halo buffer (built from the receive lists).
-            unsafe { nr::recv((hp + sz * r.offset as u64) as _, r.count, T::as_nccl_type(), r.peer as i32, comm, cs) }
-                .map_err(nccl_err("ncclRecv"))?;
+            unsafe {
+                nr::recv(
+                    (hp + sz * r.offset as u64) as _,
+                    r.count,
+                    T::as_nccl_type(),
+                    r.peer as i32,
+                    comm,
+                    cs,
+                )
+            }
+            .map_err(nccl_err("ncclRecv"))?;
         }
         nr::group_end().map_err(nccl_err("ncclGroupEnd"))?;
-        self.ev_halo.record(hs).map_err(cuda_err("recording an event"))?;
+        self.ev_halo
+            .record(hs)
+            .map_err(cuda_err("recording an event"))?;
         Ok(())
     }
 
@@ -624,12 +693,18 @@ impl<T: DistScalar> DistCsr<T> {
     ///
     /// # Errors
     /// As [`DistCsr::spmv`].
-    pub fn measure(&self, x: &CudaSlice<T>, y: &mut CudaSlice<T>, reps: usize) -> Result<SpmvTimings> {
+    pub fn measure(
+        &self,
+        x: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+        reps: usize,
+    ) -> Result<SpmvTimings> {
         let gpu = &self.rank.gpu;
         let reps = reps.max(1);
         let hs = &self.rank.comm.halo_stream;
         let sync = || -> Result<()> {
-            hs.synchronize().map_err(cuda_err("halo stream synchronize"))?;
+            hs.synchronize()
+                .map_err(cuda_err("halo stream synchronize"))?;
             gpu.synchronize()
         };
         let series = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
@@ -649,7 +724,9 @@ impl<T: DistScalar> DistCsr<T> {
         let exchange = series(&mut || {
             if ex {
                 self.start_exchange(x)?;
-                gpu.stream().wait(&self.ev_halo).map_err(cuda_err("waiting for the halo"))?;
+                gpu.stream()
+                    .wait(&self.ev_halo)
+                    .map_err(cuda_err("waiting for the halo"))?;
             }
             Ok(())
         })?;
@@ -719,7 +796,12 @@ pub struct DistScalars<T> {
 
 impl<T: DistScalar> std::fmt::Debug for NcclOps<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "NcclOps(rank {} of {})", self.rank.rank(), self.rank.size())
+        write!(
+            f,
+            "NcclOps(rank {} of {})",
+            self.rank.rank(),
+            self.rank.size()
+        )
     }
 }
 
@@ -754,7 +836,11 @@ impl<T: DistScalar> NcclOps<T> {
 
     fn grid(&self, sc: &DistScalars<T>, n: usize) -> u32 {
         let g = self.inner.grid(n);
-        assert!(g <= sc.grid, "solver workspace for {} blocks, vectors of length {n} need {g}", sc.grid);
+        assert!(
+            g <= sc.grid,
+            "solver workspace for {} blocks, vectors of length {n} need {g}",
+            sc.grid
+        );
         g
     }
 
@@ -767,7 +853,13 @@ impl<T: DistScalar> NcclOps<T> {
         sc: &mut DistScalars<T>,
         gate: bool,
     ) -> Result<()> {
-        assert_eq!(a.len(), b.len(), "dot: vectors of lengths {} and {}", a.len(), b.len());
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "dot: vectors of lengths {} and {}",
+            a.len(),
+            b.len()
+        );
         let n = n32(a.len());
         let grid = self.grid(sc, a.len());
         let gate = gate as u32;
@@ -776,8 +868,20 @@ impl<T: DistScalar> NcclOps<T> {
         l.arg(a).arg(b);
         match cd {
             Some((c, d)) => {
-                assert_eq!(a.len(), c.len(), "dot: vectors of lengths {} and {}", a.len(), c.len());
-                assert_eq!(a.len(), d.len(), "dot: vectors of lengths {} and {}", a.len(), d.len());
+                assert_eq!(
+                    a.len(),
+                    c.len(),
+                    "dot: vectors of lengths {} and {}",
+                    a.len(),
+                    c.len()
+                );
+                assert_eq!(
+                    a.len(),
+                    d.len(),
+                    "dot: vectors of lengths {} and {}",
+                    a.len(),
+                    d.len()
+                );
                 l.arg(c).arg(d);
             }
             None => {
@@ -803,7 +907,12 @@ impl<T: DistScalar> NcclOps<T> {
         let (k, it) = (kind as u32, n32(it));
         let (slots, hist) = sc.inner.slots_hist_mut();
         let mut l = self.rank.gpu.stream().launch_builder(&self.k.finish);
-        l.arg(&k).arg(&mode).arg(&sc.red).arg(slots).arg(hist).arg(&it);
+        l.arg(&k)
+            .arg(&mode)
+            .arg(&sc.red)
+            .arg(slots)
+            .arg(hist)
+            .arg(&it);
         // SAFETY: dist_finish(u32 kind, u32 mode, const T* red, T* s, T* hist, u32 it): red 2,
         // s NSLOTS, hist max_iters + 1 > it elements. One thread.
         unsafe { l.launch(Gpu::cfg(1, 1, 0)) }.map_err(launch_err("dist_finish"))?;
@@ -902,7 +1011,13 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         self.finish(Kind::Start, mode, sc, it)
     }
 
-    fn cg_alpha(&self, p: &CudaSlice<T>, q: &CudaSlice<T>, sc: &mut DistScalars<T>, it: usize) -> Result<()> {
+    fn cg_alpha(
+        &self,
+        p: &CudaSlice<T>,
+        q: &CudaSlice<T>,
+        sc: &mut DistScalars<T>,
+        it: usize,
+    ) -> Result<()> {
         self.dot2(p, q, None, sc, true)?;
         self.finish(Kind::CgAlpha, 0, sc, it)
     }
@@ -915,7 +1030,13 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         sc: &mut DistScalars<T>,
         it: usize,
     ) -> Result<()> {
-        assert_eq!(q.len(), r.len(), "cg_update_r: vectors of lengths {} and {}", q.len(), r.len());
+        assert_eq!(
+            q.len(),
+            r.len(),
+            "cg_update_r: vectors of lengths {} and {}",
+            q.len(),
+            r.len()
+        );
         let mode = mode_of(&fuse);
         let n = n32(r.len());
         let grid = self.grid(sc, r.len());
@@ -945,7 +1066,13 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         self.finish(Kind::CgUpdateR, mode, sc, it)
     }
 
-    fn cg_rho(&self, r: &CudaSlice<T>, z: &CudaSlice<T>, sc: &mut DistScalars<T>, it: usize) -> Result<()> {
+    fn cg_rho(
+        &self,
+        r: &CudaSlice<T>,
+        z: &CudaSlice<T>,
+        sc: &mut DistScalars<T>,
+        it: usize,
+    ) -> Result<()> {
         self.dot2(r, z, None, sc, true)?;
         self.finish(Kind::CgRho, 0, sc, it)
     }
@@ -972,7 +1099,13 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         self.inner.bicg_p(r, v, p, fuse, &mut sc.inner)
     }
 
-    fn bicg_alpha(&self, rhat: &CudaSlice<T>, v: &CudaSlice<T>, sc: &mut DistScalars<T>, it: usize) -> Result<()> {
+    fn bicg_alpha(
+        &self,
+        rhat: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        sc: &mut DistScalars<T>,
+        it: usize,
+    ) -> Result<()> {
         self.dot2(rhat, v, None, sc, true)?;
         self.finish(Kind::BicgAlpha, 0, sc, it)
     }
@@ -988,7 +1121,13 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         self.inner.bicg_s(r, v, s, fuse, &mut sc.inner)
     }
 
-    fn bicg_omega(&self, t: &CudaSlice<T>, s: &CudaSlice<T>, sc: &mut DistScalars<T>, it: usize) -> Result<()> {
+    fn bicg_omega(
+        &self,
+        t: &CudaSlice<T>,
+        s: &CudaSlice<T>,
+        sc: &mut DistScalars<T>,
+        it: usize,
+    ) -> Result<()> {
         self.dot2(t, s, Some((t, t)), sc, true)?;
         self.finish(Kind::BicgOmega, 0, sc, it)
     }
@@ -1006,7 +1145,14 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         it: usize,
     ) -> Result<()> {
         let len = x.len();
-        for (what, l) in [("p̂", phat.len()), ("ŝ", shat.len()), ("s", s.len()), ("t", t.len()), ("r", r.len()), ("r̂", rhat.len())] {
+        for (what, l) in [
+            ("p̂", phat.len()),
+            ("ŝ", shat.len()),
+            ("s", s.len()),
+            ("t", t.len()),
+            ("r", r.len()),
+            ("r̂", rhat.len()),
+        ] {
             assert_eq!(len, l, "bicg_update: {what} has length {l}, x {len}");
         }
         let n = n32(len);

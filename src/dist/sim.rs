@@ -154,7 +154,9 @@ impl<T: Scalar> SimCsr<T> {
     /// # Errors
     /// As [`DistPart::build`].
     pub fn new(block: &RowBlock<T>, partition: &Partition, comm: SimComm) -> Result<Self> {
-        let part = DistPart::build(block, partition, comm.rank(), |need| Ok(comm.all_to_all(need)))?;
+        let part = DistPart::build(block, partition, comm.rank(), |need| {
+            Ok(comm.all_to_all(need))
+        })?;
         Ok(SimCsr { part, comm })
     }
     /// The local part.
@@ -220,7 +222,13 @@ pub struct SimScalars<T> {
 }
 
 fn local_dot<T: Scalar>(x: &[T], y: &[T]) -> T {
-    assert_eq!(x.len(), y.len(), "dot: vectors of lengths {} and {}", x.len(), y.len());
+    assert_eq!(
+        x.len(),
+        y.len(),
+        "dot: vectors of lengths {} and {}",
+        x.len(),
+        y.len()
+    );
     x.iter().zip(y).fold(T::zero(), |s, (&a, &b)| s + a * b)
 }
 
@@ -336,11 +344,14 @@ impl<T: Scalar> VectorOps<T> for SimOps {
                 Cpu.scale(inv_diag, r, z)?;
                 local_dot(r, z)
             }
-            Fuse::Separate(z) => {
-                local_dot(r, z.expect("cg_start with a separate preconditioner needs z"))
-            }
+            Fuse::Separate(z) => local_dot(
+                r,
+                z.expect("cg_start with a separate preconditioner needs z"),
+            ),
         };
-        self.finish(sc, [rr, rz], |s, h, [rr, rz]| recur::start(s, h, rr, rz, it))
+        self.finish(sc, [rr, rz], |s, h, [rr, rz]| {
+            recur::start(s, h, rr, rz, it)
+        })
     }
 
     fn cg_alpha(&self, p: &Vec<T>, q: &Vec<T>, sc: &mut SimScalars<T>, it: usize) -> Result<()> {
@@ -348,7 +359,9 @@ impl<T: Scalar> VectorOps<T> for SimOps {
             return Ok(());
         }
         let pq = local_dot(p, q);
-        self.finish(sc, [pq, T::zero()], |s, _, [pq, _]| recur::cg_alpha(s, pq, it))
+        self.finish(sc, [pq, T::zero()], |s, _, [pq, _]| {
+            recur::cg_alpha(s, pq, it)
+        })
     }
 
     fn cg_update_r(
@@ -386,7 +399,9 @@ impl<T: Scalar> VectorOps<T> for SimOps {
             return Ok(());
         }
         let rz = local_dot(r, z);
-        self.finish(sc, [rz, T::zero()], |s, _, [rz, _]| recur::cg_rho(s, rz, it))
+        self.finish(sc, [rz, T::zero()], |s, _, [rz, _]| {
+            recur::cg_rho(s, rz, it)
+        })
     }
 
     fn cg_update_xp(
@@ -422,7 +437,9 @@ impl<T: Scalar> VectorOps<T> for SimOps {
             return Ok(());
         }
         let rv = local_dot(rhat, v);
-        self.finish(sc, [rv, T::zero()], |s, _, [rv, _]| recur::bicg_alpha(s, rv, it))
+        self.finish(sc, [rv, T::zero()], |s, _, [rv, _]| {
+            recur::bicg_alpha(s, rv, it)
+        })
     }
 
     fn bicg_s(
@@ -441,7 +458,9 @@ impl<T: Scalar> VectorOps<T> for SimOps {
             return Ok(());
         }
         let (ts, tt) = (local_dot(t, s), local_dot(t, t));
-        self.finish(sc, [ts, tt], |s, _, [ts, tt]| recur::bicg_omega(s, ts, tt, it))
+        self.finish(sc, [ts, tt], |s, _, [ts, tt]| {
+            recur::bicg_omega(s, ts, tt, it)
+        })
     }
 
     fn bicg_update(
