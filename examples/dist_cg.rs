@@ -24,7 +24,9 @@ use std::time::{Duration, Instant};
 
 use segsparse::dist::nccl::{run_threads, DistCsr, DistScalar, NcclId, NcclOps, Rank};
 use segsparse::dist::{poisson3d_block, Partition};
-use segsparse::solvers::{bicgstab, cg, pcg, Identity, Jacobi, SolveError, SolveParams, VectorOps};
+use segsparse::solvers::{
+    bicgstab, cg, pcg, Identity, Jacobi, LinearOperator, SolveError, SolveParams, VectorOps,
+};
 
 #[derive(Clone, Debug)]
 struct Opts {
@@ -81,6 +83,42 @@ fn parse() -> Result<Opts, String> {
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+/// Runs `--method` with the backend `be` and operator `a` (`diag`: the diagonal for Jacobi);
+/// returns (iterations, true relative residual, converged). Non-convergence is a result here
+/// (fixed-iteration timing runs), other failures are errors.
+fn solve<T: DistScalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
+    be: &B,
+    a: &A,
+    diag: &[T],
+    b: &B::Vector,
+    x: &mut B::Vector,
+    o: &Opts,
+) -> Res<(usize, f64, bool)> {
+    let params = SolveParams {
+        rel_tol: o.tol,
+        max_iters: o.max_iters,
+        record_history: false,
+        ..Default::default()
+    };
+    let r = match o.method.as_str() {
+        "cg" => cg(be, a, b, x, &params),
+        "jacobi" => {
+            let jac = Jacobi::from_diagonal(be, diag)?;
+            pcg(be, a, &jac, b, x, &params)
+        }
+        "bicgstab" => bicgstab(be, a, &Identity, b, x, &params),
+        m => return Err(format!("unknown method {m}").into()),
+    };
+    match r {
+        Ok(info) => Ok((info.iterations, info.relative_residual, true)),
+        Err(SolveError::NotConverged {
+            iterations,
+            residual,
+        }) => Ok((iterations, residual, false)),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// One rank's solve: generate its rows, set up, time the product, solve.
 fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts) -> Res<()> {
     let (nx, ny, nz) = o.grid;
@@ -111,31 +149,9 @@ fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts) -> Res<()> {
         tm.local * 1e3,
         tm.overlap
     );
-    let params = SolveParams {
-        rel_tol: o.tol,
-        max_iters: o.max_iters,
-        record_history: false,
-        ..Default::default()
-    };
     let t = Instant::now();
-    let r = match o.method.as_str() {
-        "cg" => cg(&ops, &a, &b, &mut x, &params),
-        "jacobi" => {
-            let jac = Jacobi::from_diagonal(&ops, &vec![T::of_f64(6.0); nl])?;
-            pcg(&ops, &a, &jac, &b, &mut x, &params)
-        }
-        "bicgstab" => bicgstab(&ops, &a, &Identity, &b, &mut x, &params),
-        m => return Err(format!("unknown method {m}").into()),
-    };
+    let (iters, res, ok) = solve(&ops, &a, &vec![T::of_f64(6.0); nl], &b, &mut x, o)?;
     let wall = t.elapsed().as_secs_f64();
-    let (iters, res, ok) = match r {
-        Ok(info) => (info.iterations, info.relative_residual, true),
-        Err(SolveError::NotConverged {
-            iterations,
-            residual,
-        }) => (iterations, residual, false),
-        Err(e) => return Err(e.into()),
-    };
     if rank.rank() == 0 {
         println!(
             "mode={} method={} prec={} grid={}x{}x{} n={} nnz={} gpus={} iters={} rel_res={:.3e} converged={} setup_s={:.2} solve_s={:.4} per_iter_ms={:.4} spmv_ms={:.4} halo_ms={:.4} overlap={:.2}",
@@ -167,31 +183,9 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
     let setup = t0.elapsed().as_secs_f64();
     let b = ops.upload(&vec![T::one(); n])?;
     let mut x = ops.zeros(n)?;
-    let params = SolveParams {
-        rel_tol: o.tol,
-        max_iters: o.max_iters,
-        record_history: false,
-        ..Default::default()
-    };
     let t = Instant::now();
-    let r = match o.method.as_str() {
-        "cg" => cg(&ops, &g, &b, &mut x, &params),
-        "jacobi" => {
-            let jac = Jacobi::from_diagonal(&ops, &a.diagonal())?;
-            pcg(&ops, &g, &jac, &b, &mut x, &params)
-        }
-        "bicgstab" => bicgstab(&ops, &g, &Identity, &b, &mut x, &params),
-        m => return Err(format!("unknown method {m}").into()),
-    };
+    let (iters, res, _) = solve(&ops, &g, &a.diagonal(), &b, &mut x, o)?;
     let wall = t.elapsed().as_secs_f64();
-    let (iters, res) = match r {
-        Ok(i) => (i.iterations, i.relative_residual),
-        Err(SolveError::NotConverged {
-            iterations,
-            residual,
-        }) => (iterations, residual),
-        Err(e) => return Err(e.into()),
-    };
     println!(
         "mode=single method={} prec={} grid={}x{}x{} n={} nnz={} gpus=1 iters={} rel_res={:.3e} setup_s={:.2} solve_s={:.4} per_iter_ms={:.4}",
         o.method, if o.f32 { "f32" } else { "f64" }, nx, ny, nz, n, a.nnz(), iters, res, setup, wall, wall / iters.max(1) as f64 * 1e3

@@ -13,6 +13,9 @@ use segsparse::solvers::{bicgstab, cg, pcg, Identity, Jacobi, SolveInfo, SolvePa
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::CsrMatrix;
 
+mod dist_common;
+use dist_common::convection;
+
 /// The number of usable GPUs, or `None` (with a notice) when the test must skip.
 fn gpus(need: usize) -> Option<usize> {
     let n = match Gpu::new() {
@@ -42,29 +45,6 @@ enum Method {
     Cg,
     Jacobi,
     Bicgstab,
-}
-
-fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
-    let mut t = Vec::new();
-    for y in 0..m {
-        for x in 0..m {
-            let i = y * m + x;
-            t.push((i, i, 4.0));
-            if x > 0 {
-                t.push((i, i - 1, -1.0 - c));
-            }
-            if x + 1 < m {
-                t.push((i, i + 1, -1.0 + c));
-            }
-            if y > 0 {
-                t.push((i, i - m, -1.0 - c / 2.0));
-            }
-            if y + 1 < m {
-                t.push((i, i + m, -1.0 + c / 2.0));
-            }
-        }
-    }
-    CsrMatrix::from_triplets(m * m, m * m, &t).unwrap()
 }
 
 fn params() -> SolveParams {
@@ -199,14 +179,13 @@ fn distributed_product_on_two_gpus_matches_the_host() {
     .unwrap();
     let whole = poisson3d_block::<f64>((nx, ny, nz), 0..n).unwrap();
     let got: Vec<f64> = out.concat();
-    for i in 0..n as usize {
+    for (i, g) in got.iter().enumerate() {
         let want: f64 = (whole.row_ptr[i] as usize..whole.row_ptr[i + 1] as usize)
             .map(|k| whole.vals[k] * x[whole.cols[k] as usize])
             .sum();
         assert!(
-            (got[i] - want).abs() <= 1e-12 * (1.0 + want.abs()),
-            "row {i}: {} vs {want}",
-            got[i]
+            (g - want).abs() <= 1e-12 * (1.0 + want.abs()),
+            "row {i}: {g} vs {want}"
         );
     }
 }

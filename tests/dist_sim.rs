@@ -6,29 +6,8 @@ use segsparse::dist::{poisson3d_block, sim, DistPart, Partition, RowBlock};
 use segsparse::solvers::{bicgstab, cg, pcg, Cpu, Identity, Jacobi, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
-/// A convection–diffusion operator on an `m × m` grid: unsymmetric, diagonally dominant.
-fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
-    let mut t = Vec::new();
-    for y in 0..m {
-        for x in 0..m {
-            let i = y * m + x;
-            t.push((i, i, 4.0));
-            if x > 0 {
-                t.push((i, i - 1, -1.0 - c));
-            }
-            if x + 1 < m {
-                t.push((i, i + 1, -1.0 + c));
-            }
-            if y > 0 {
-                t.push((i, i - m, -1.0 - c / 2.0));
-            }
-            if y + 1 < m {
-                t.push((i, i + m, -1.0 + c / 2.0));
-            }
-        }
-    }
-    CsrMatrix::from_triplets(m * m, m * m, &t).unwrap()
-}
+mod dist_common;
+use dist_common::convection;
 
 fn rhs(n: usize) -> Vec<f64> {
     (0..n)
@@ -195,9 +174,10 @@ fn distributed_product_matches_the_global_one() {
                 y
             });
             let got: Vec<f64> = ys.concat();
-            for i in 0..n {
+            assert_eq!(got.len(), n);
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert!(
-                    (got[i] - want[i]).abs() <= 1e-12 * (1.0 + want[i].abs()),
+                    (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
                     "row {i}, {k} ranks"
                 );
             }
@@ -338,12 +318,12 @@ fn bad_blocks_are_errors() {
     let p = Partition::by_rows(25, 2);
     // A block that does not match the partition.
     let wrong = RowBlock::from_csr(&a, 0..10).unwrap();
-    let e = DistPart::build(&wrong, &p, 0, |need| Ok(need)).unwrap_err();
+    let e = DistPart::build(&wrong, &p, 0, Ok).unwrap_err();
     assert!(e.to_string().contains("does not match"), "{e}");
     // A column outside the matrix.
     let mut bad = RowBlock::from_csr(&a, p.rows(0)).unwrap();
     bad.cols[0] = 99;
-    assert!(DistPart::build(&bad, &p, 0, |need| Ok(need)).is_err());
+    assert!(DistPart::build(&bad, &p, 0, Ok).is_err());
     // A peer asking for an entry this rank does not own.
     let good = RowBlock::from_csr(&a, p.rows(0)).unwrap();
     let e = DistPart::build(&good, &p, 0, |_| Ok(vec![vec![], vec![20]])).unwrap_err();

@@ -11,6 +11,7 @@ use crate::Outcome;
 /// Solves on `gpus` GPUs. `T` is `f32` or `f64` (dispatched at run time so that the caller's
 /// generic bounds stay those of the single-GPU path).
 #[cfg(feature = "nccl")]
+#[allow(clippy::ptr_arg)] // a Vec, not a slice: the run-time dispatch downcasts a sized type
 pub fn solve<T: Scalar>(
     a: &CsrMatrix<T>,
     b: &[T],
@@ -96,6 +97,7 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
 
 /// Without the `nccl` feature `--gpus N > 1` is an error.
 #[cfg(not(feature = "nccl"))]
+#[allow(clippy::ptr_arg)] // the same signature as the `nccl` build
 pub fn solve<T: Scalar>(
     _: &CsrMatrix<T>,
     _: &[T],

@@ -479,9 +479,9 @@ impl<T: Scalar> VectorOps<T> for SimOps {
             return Ok(());
         }
         let (alpha, omega) = (Self::slot(sc, Slot::Alpha)?, Self::slot(sc, Slot::Omega)?);
-        for i in 0..x.len() {
-            x[i] += alpha * phat[i] + omega * shat[i];
-            r[i] = s[i] - omega * t[i];
+        for (i, (x, r)) in x.iter_mut().zip(r.iter_mut()).enumerate() {
+            *x += alpha * phat[i] + omega * shat[i];
+            *r = s[i] - omega * t[i];
         }
         let (rr, rho) = (local_dot(r, r), local_dot(rhat, r));
         self.finish(sc, [rr, rho], |s, h, [rr, rho]| {
