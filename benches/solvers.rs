@@ -25,8 +25,8 @@
 use std::time::Instant;
 
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, LinearOperator,
-    SolveError, SolveInfo, SolveParams, VectorOps, DEFAULT_RESTART,
+    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, KrylovOps,
+    LinearOperator, SolveError, SolveInfo, SolveParams, VectorOps, DEFAULT_RESTART,
 };
 use segsparse::{io, CsrMatrix, Scalar};
 
@@ -80,7 +80,7 @@ impl Method {
     }
 }
 
-fn run<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
+fn run<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     jac: &Jacobi<B::Vector>,
@@ -126,7 +126,7 @@ struct Row {
 /// Times `iters` iterations (tolerance 0) of method `m`, median of `reps`; None if the method
 /// stops early (breakdown).
 #[allow(clippy::too_many_arguments)]
-fn time_iters<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
+fn time_iters<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     jac: &Jacobi<B::Vector>,
@@ -156,7 +156,7 @@ fn time_iters<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn measure<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
+fn measure<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     label: String,
     be: &B,
     op: &A,

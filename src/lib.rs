@@ -24,6 +24,7 @@
 //! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
 //! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB (one body for CPU and GPU) |
 //! | [`tridiag`] | tridiagonal systems: Thomas, cyclic reduction, PCR |
+//! | [`dist`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB |
 //!
 //! ## Quick start
 //!
@@ -65,6 +66,7 @@
 #![warn(missing_docs)]
 
 pub mod csr;
+pub mod dist;
 pub mod error;
 pub mod generate;
 pub mod gpu;

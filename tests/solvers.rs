@@ -681,7 +681,7 @@ mod gpu {
     use super::*;
     use segsparse::gpu::test_gpu;
     use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
+    use segsparse::solvers::{KrylovOps, VectorOps};
     use segsparse::spmv::gpu::GpuCsr;
 
     /// Solves on CPU and GPU with the same method and compares iterations and solutions.

@@ -71,6 +71,11 @@ pub struct Cli {
     #[arg(long)]
     pub check_every: Option<usize>,
 
+    /// Split the solve over this many GPUs of this host (a thread per GPU, NCCL; rows balanced
+    /// by nonzeros). 1: the single-device path chosen by --backend.
+    #[arg(long, default_value_t = 1)]
+    pub gpus: usize,
+
     /// Seed of random right-hand sides and random matrix specs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

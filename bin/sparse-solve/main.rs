@@ -7,6 +7,7 @@
 //! other error (a bad file, no GPU for `--backend gpu`, ...).
 
 mod cli;
+mod dist;
 mod plot;
 
 use std::io::{IsTerminal, Write};
@@ -22,8 +23,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, LinearOperator,
-    Preconditioner, Progress, SolveError, SolveInfo, SolveParams, VectorOps,
+    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, KrylovOps,
+    LinearOperator, Preconditioner, Progress, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Precision, Scalar};
 use serde::Serialize;
@@ -195,7 +196,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         BackendArg::Auto => segsparse::gpu::Gpu::shared().is_ok(),
     };
     let mut x = vec![T::zero(); n];
-    let out = if use_gpu {
+    let out = if cli.gpus > 1 {
+        dist::solve(&a, &b, &mut x, plan, &params, cli.gpus)?
+    } else if use_gpu {
         gpu_solve(&a, &b, &mut x, plan, &params)?
     } else {
         let t = Instant::now();
@@ -324,7 +327,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     }
 }
 
-fn solve_with<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
+fn solve_with<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,
@@ -357,7 +360,7 @@ fn solve_with<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
     }
 }
 
-fn run_method<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn run_method<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
     be: &B,
     op: &A,
     m: &P,

@@ -10,7 +10,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::recur::{self, GmresLayout, Slot, NSLOTS};
-use super::{Fuse, LinearOperator, VectorOps};
+use super::{Fuse, KrylovOps, LinearOperator, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -559,7 +559,9 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             });
         Ok(())
     }
+}
 
+impl<T: Scalar> KrylovOps<T> for Cpu {
     type Krylov = CpuKrylov<T>;
 
     fn krylov(&self, n: usize, m: usize) -> Result<CpuKrylov<T>> {

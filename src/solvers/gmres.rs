@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `z = M⁻¹v_j` (Jacobi: [`scale`](super::VectorOps::scale); none: skipped) | 3 n | |
 //! | `A.apply(z, v_{j+1})` | the operator | |
-//! | [`gmres_arnoldi`](super::VectorOps::gmres_arnoldi) | CGS2: 2 × (block dot, block update), normalise | H[:, j], Givens rotation, \|g_{j+1}\|, tests |
+//! | [`gmres_arnoldi`](super::KrylovOps::gmres_arnoldi) | CGS2: 2 × (block dot, block update), normalise | H[:, j], Givens rotation, \|g_{j+1}\|, tests |
 //!
 //! and the cycle ends after `m` iterations (or at convergence) with `x ← x + M⁻¹·V·y`, where
 //! `R·y = g` is the rotated least-squares problem (solved by a one-thread kernel on the GPU).
@@ -34,8 +34,8 @@
 
 use super::recur::Status;
 use super::{
-    check_problem, drive, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
-    SolveParams, VectorOps,
+    check_problem, drive, KrylovOps, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    SolveParams,
 };
 use crate::scalar::Scalar;
 
@@ -79,7 +79,7 @@ pub fn gmres<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -114,7 +114,7 @@ where
     drive(be, a, b, x, params, &mut state, sc)
 }
 
-struct GmresState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
+struct GmresState<'a, T: Scalar, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     b: &'a B::Vector,
@@ -136,7 +136,7 @@ struct GmresState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> GmresState<'_, T, B, A, P>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -162,7 +162,7 @@ where
 impl<T, B, A, P> Method<T, B> for GmresState<'_, T, B, A, P>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {

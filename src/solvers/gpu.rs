@@ -25,7 +25,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
-use super::{Fuse, LinearOperator, VectorOps};
+use super::{Fuse, KrylovOps, LinearOperator, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -695,7 +695,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .map(|_| ())
             .map_err(launch_err("solver_poly_step"))
     }
+}
 
+impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
     type Krylov = GpuKrylov<T>;
 
     fn krylov(&self, n: usize, m: usize) -> Result<GpuKrylov<T>> {
@@ -866,6 +868,13 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 }
 
 impl<T> GpuScalars<T> {
+    /// The slots and the residual history, for backends that run their own recurrence kernels
+    /// on these scalars (the distributed backend, `dist::nccl`).
+    #[cfg(feature = "nccl")]
+    pub(crate) fn slots_hist_mut(&mut self) -> (&mut CudaSlice<T>, &mut CudaSlice<T>) {
+        (&mut self.slots, &mut self.hist)
+    }
+
     /// The grid of the reductions: fixed when the scalars were allocated (so the partial-sum
     /// buffer fits and the sums are deterministic).
     fn grid_for<U: Scalar + KernelType>(&self, ops: &GpuOps<U>, n: usize) -> u32 {

@@ -503,6 +503,27 @@ pub trait VectorOps<T: Scalar> {
         c2: T,
     ) -> crate::Result<()>;
 
+    /// BiCGSTAB: `x ← x + αp̂ + ωŝ; r ← s − ωt`, then [`recur::bicg_update`] with ‖r‖² and r̂ᵀr.
+    #[allow(clippy::too_many_arguments)]
+    fn bicg_update(
+        &self,
+        x: &mut Self::Vector,
+        phat: &Self::Vector,
+        shat: &Self::Vector,
+        s: &Self::Vector,
+        t: &Self::Vector,
+        r: &mut Self::Vector,
+        rhat: &Self::Vector,
+        sc: &mut Self::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()>;
+}
+
+/// The multi-vector steps of GMRES (and of the Arnoldi/Lanczos eigenvalue estimate of the
+/// [`Chebyshev`] preconditioner): a backend offers them on top of [`VectorOps`]. Kept apart so
+/// that a backend with only the single-vector steps (the distributed backends of `dist`) still
+/// runs CG, PCG and BiCGSTAB, and gains GMRES by implementing this trait.
+pub trait KrylovOps<T: Scalar>: VectorOps<T> {
     /// GMRES's Krylov workspace: `m + 1` basis vectors of length `n` and the small dense arrays of
     /// [`recur::GmresLayout`] (on the device for the GPU), plus whatever the fused multi-vector
     /// steps need (the GPU keeps a device table of the basis pointers and its partial sums).
@@ -510,7 +531,7 @@ pub trait VectorOps<T: Scalar> {
     /// Allocates the Krylov workspace for vectors of length `n` and restart length `m ≥ 1`.
     fn krylov(&self, n: usize, m: usize) -> crate::Result<Self::Krylov>;
     /// The basis vectors `v_j` and `v_{j+1}` (`j < m`): the operator reads the first and writes
-    /// the second before [`VectorOps::gmres_arnoldi`].
+    /// the second before [`KrylovOps::gmres_arnoldi`].
     fn krylov_pair<'k>(
         &self,
         k: &'k mut Self::Krylov,
@@ -547,20 +568,6 @@ pub trait VectorOps<T: Scalar> {
         k: &mut Self::Krylov,
         ncols: usize,
         u: &mut Self::Vector,
-    ) -> crate::Result<()>;
-    /// BiCGSTAB: `x ← x + αp̂ + ωŝ; r ← s − ωt`, then [`recur::bicg_update`] with ‖r‖² and r̂ᵀr.
-    #[allow(clippy::too_many_arguments)]
-    fn bicg_update(
-        &self,
-        x: &mut Self::Vector,
-        phat: &Self::Vector,
-        shat: &Self::Vector,
-        s: &Self::Vector,
-        t: &Self::Vector,
-        r: &mut Self::Vector,
-        rhat: &Self::Vector,
-        sc: &mut Self::Scalars,
-        iteration: usize,
     ) -> crate::Result<()>;
 }
 

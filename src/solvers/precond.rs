@@ -1,7 +1,7 @@
 //! Preconditioners: the identity, Jacobi (the inverse of the diagonal) and a Chebyshev
 //! polynomial in the (Jacobi-scaled) operator.
 
-use super::{LinearOperator, Preconditioner, VectorOps};
+use super::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
@@ -155,7 +155,7 @@ impl<T: Scalar, B: VectorOps<T>, A: ?Sized> std::fmt::Debug for Chebyshev<'_, T,
 impl<'a, T, B, A> Chebyshev<'a, T, B, A>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     /// The preconditioner for the operator `a` whose matrix is `m` (for the diagonal), with
@@ -238,7 +238,7 @@ fn estimate_bounds<T, B, A>(
 ) -> Result<(f64, f64)>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     use super::recur::{GmresLayout, Slot, Status};

@@ -1,0 +1,191 @@
+//! The distributed solvers on 1 and 2 GPUs over NCCL, against the single-GPU solve.
+//!
+//! Skipped with a notice where there is no GPU or no NCCL, but failing under
+//! `SEGSPARSE_REQUIRE_GPU=1` (the GPU machine) when a GPU exists and NCCL or the solve fails. The
+//! 2-GPU cases skip with a notice on a machine of one GPU.
+#![cfg(feature = "nccl")]
+
+use segsparse::dist::nccl::{nccl_available, run_threads, DistCsr, NcclOps};
+use segsparse::dist::{poisson3d_block, Partition, RowBlock};
+use segsparse::gpu::{gpu_required, Gpu};
+use segsparse::solvers::gpu::GpuOps;
+use segsparse::solvers::{bicgstab, cg, pcg, Identity, Jacobi, SolveInfo, SolveParams, VectorOps};
+use segsparse::spmv::gpu::GpuCsr;
+use segsparse::CsrMatrix;
+
+mod dist_common;
+use dist_common::convection;
+
+/// The number of usable GPUs, or `None` (with a notice) when the test must skip.
+fn gpus(need: usize) -> Option<usize> {
+    let n = match Gpu::new() {
+        Ok(_) => cudarc::driver::CudaContext::device_count().unwrap_or(0) as usize,
+        Err(e) if gpu_required() => panic!("SEGSPARSE_REQUIRE_GPU=1 but no GPU: {e}"),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return None;
+        }
+    };
+    if let Err(e) = nccl_available() {
+        if gpu_required() {
+            panic!("SEGSPARSE_REQUIRE_GPU=1, a GPU exists, but {e}");
+        }
+        eprintln!("skipped: {e}");
+        return None;
+    }
+    if n < need {
+        eprintln!("skipped: {need} GPUs needed, {n} present");
+        return None;
+    }
+    Some(n)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Method {
+    Cg,
+    Jacobi,
+    Bicgstab,
+}
+
+fn params() -> SolveParams {
+    SolveParams {
+        rel_tol: 1e-10,
+        ..Default::default()
+    }
+}
+
+fn single_gpu(a: &CsrMatrix<f64>, b: &[f64], m: Method) -> (SolveInfo, Vec<f64>) {
+    let gpu = Gpu::new().unwrap();
+    let ops = GpuOps::<f64>::new(&gpu).unwrap();
+    let g = GpuCsr::upload(&gpu, a).unwrap();
+    let db = ops.upload(b).unwrap();
+    let mut x = ops.zeros(a.nrows()).unwrap();
+    let info = match m {
+        Method::Cg => cg(&ops, &g, &db, &mut x, &params()),
+        Method::Jacobi => {
+            let j = Jacobi::from_diagonal(&ops, &a.diagonal()).unwrap();
+            pcg(&ops, &g, &j, &db, &mut x, &params())
+        }
+        Method::Bicgstab => bicgstab(&ops, &g, &Identity, &db, &mut x, &params()),
+    }
+    .unwrap();
+    (info, ops.download(&x).unwrap())
+}
+
+/// Solves on `k` GPUs (a thread each); returns each rank's info and the assembled x.
+fn distributed(a: &CsrMatrix<f64>, b: &[f64], k: usize, m: Method) -> (Vec<SolveInfo>, Vec<f64>) {
+    let part = Partition::by_nnz(a.row_ptr(), k);
+    let out = run_threads(k, |rank| {
+        let d = DistCsr::from_global(&rank, a, &part)?;
+        let ops = NcclOps::<f64>::new(&rank)?;
+        let rows = d.owned_rows();
+        let db = ops.upload(&b[rows.start as usize..rows.end as usize])?;
+        let mut x = ops.zeros(d.info().n_owned)?;
+        let info = match m {
+            Method::Cg => cg(&ops, &d, &db, &mut x, &params()),
+            Method::Jacobi => {
+                let diag = a.diagonal()[rows.start as usize..rows.end as usize].to_vec();
+                let j = Jacobi::from_diagonal(&ops, &diag)?;
+                pcg(&ops, &d, &j, &db, &mut x, &params())
+            }
+            Method::Bicgstab => bicgstab(&ops, &d, &Identity, &db, &mut x, &params()),
+        }
+        .map_err(segsparse::Error::from)?;
+        Ok((info, ops.download(&x)?))
+    })
+    .unwrap_or_else(|e| panic!("distributed solve on {k} GPUs failed: {e}"));
+    let infos = out.iter().map(|o| o.0.clone()).collect();
+    (infos, out.into_iter().flat_map(|o| o.1).collect())
+}
+
+fn check(k: usize) {
+    let spd = segsparse::generate::poisson3d::<f64>(24).unwrap();
+    let uns = convection(90, 0.3);
+    for (a, m) in [
+        (&spd, Method::Cg),
+        (&spd, Method::Jacobi),
+        (&uns, Method::Bicgstab),
+    ] {
+        let b: Vec<f64> = (0..a.nrows())
+            .map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0)
+            .collect();
+        let (one, x1) = single_gpu(a, &b, m);
+        let (infos, x) = distributed(a, &b, k, m);
+        for i in &infos {
+            assert_eq!(i.iterations, infos[0].iterations, "ranks disagree");
+        }
+        let it = infos[0].iterations;
+        assert!(
+            it.abs_diff(one.iterations) <= 1,
+            "{m:?} on {k} GPUs: {it} iterations, 1 GPU {}",
+            one.iterations
+        );
+        assert!(
+            infos[0].relative_residual <= 1e-10,
+            "{m:?}: residual {}",
+            infos[0].relative_residual
+        );
+        let scale = x1.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let err = x
+            .iter()
+            .zip(&x1)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(err <= 1e-7 * scale, "{m:?} on {k} GPUs: |x - x1| = {err}");
+        println!(
+            "{m:?} on {k} GPUs: {it} iterations (1 GPU: {}), residual {:.2e}",
+            one.iterations, infos[0].relative_residual
+        );
+    }
+}
+
+#[test]
+fn distributed_solvers_on_one_gpu() {
+    if gpus(1).is_some() {
+        check(1);
+    }
+}
+
+#[test]
+fn distributed_solvers_on_two_gpus() {
+    if gpus(2).is_some() {
+        check(2);
+    }
+}
+
+#[test]
+fn distributed_product_on_two_gpus_matches_the_host() {
+    if gpus(2).is_none() {
+        return;
+    }
+    let (nx, ny, nz) = (37u64, 29, 23);
+    let n = nx * ny * nz;
+    let part = Partition::by_rows(n, 2);
+    let x: Vec<f64> = (0..n).map(|i| ((i * 31) % 17) as f64 - 8.0).collect();
+    let out = run_threads(2, |rank| {
+        let block: RowBlock<f64> = poisson3d_block((nx, ny, nz), part.rows(rank.rank()))?;
+        let d = DistCsr::from_block(&rank, &block, &part)?;
+        let ops = NcclOps::<f64>::new(&rank)?;
+        let rows = d.owned_rows();
+        let dx = ops.upload(&x[rows.start as usize..rows.end as usize])?;
+        let mut y = ops.upload(&vec![f64::NAN; d.info().n_owned])?;
+        for _ in 0..3 {
+            d.spmv(&dx, &mut y)?;
+        }
+        let t = d.measure(&dx, &mut y, 5)?;
+        assert!(t.full > 0.0 && t.exchange > 0.0 && (0.0..=1.0).contains(&t.overlap));
+        ops.download(&y)
+    })
+    .unwrap();
+    let whole = poisson3d_block::<f64>((nx, ny, nz), 0..n).unwrap();
+    let got: Vec<f64> = out.concat();
+    for (i, g) in got.iter().enumerate() {
+        let want: f64 = (whole.row_ptr[i] as usize..whole.row_ptr[i + 1] as usize)
+            .map(|k| whole.vals[k] * x[whole.cols[k] as usize])
+            .sum();
+        assert!(
+            (g - want).abs() <= 1e-12 * (1.0 + want.abs()),
+            "row {i}: {g} vs {want}"
+        );
+    }
+}
