@@ -43,11 +43,26 @@
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
 #endif
+// Blocks per SM the fused kernels must fit (caps their registers: 65536 / (threads * blocks)).
+#ifndef SPMV_MIN_BLOCKS
+#define SPMV_MIN_BLOCKS 1
+#endif
+#ifndef SPMV_ROWS_THREADS
+#define SPMV_ROWS_THREADS 128
+#endif
+#ifndef ROW_UNROLL
+#define ROW_UNROLL 8
+#endif
 
 // Look-back status of a tile: flag word = epoch * 4 + status. The epoch changes with every
 // launch, so the status array never needs clearing between launches.
 #define TILE_LOCAL 1u
 #define TILE_INCLUSIVE 2u
+
+// Per-tile bits of the deterministic fused kernel (tile_flag is reused as this table): the tile's
+// first entry continues a row of an earlier tile; the tile contains a row boundary.
+#define FIX_CONT 1u
+#define FIX_BOUND 2u
 
 template <typename T>
 __device__ __forceinline__ T scaled_y(const T* y, u32 row, T beta) {
@@ -76,7 +91,7 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
     }
 }
 
-template <typename T, int ITEMS, int THREADS>
+template <typename T, int ITEMS, int THREADS, bool LOOKBACK>
 __device__ __forceinline__ void spmv_fused_tile(
     const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
@@ -137,6 +152,41 @@ __device__ __forceinline__ void spmv_fused_tile(
 
     SegAgg<T> agg;
     SegAgg<T> before = block_seg_scan_exclusive<T, THREADS>(mine, scan_st, &agg);
+
+    if (!LOOKBACK) {
+        // ---- deterministic carries: no waiting on other tiles. The tile publishes its tail
+        // (the sum after its last boundary, which belongs to the row continuing into the next
+        // tile) and, when its first entry continues a row from an earlier tile, the sum of its
+        // entries up to that row's end ("head"). spmv_fixup adds them in tile order.
+        const bool first_cont =
+            tile > 0u && (__ldg(heads + ((tile * TILE) >> 5)) & 1u) == 0u;  // TILE % 32 == 0
+        if (threadIdx.x == 0) {
+            tile_value[tile] = agg.value;
+            tile_flag[tile] = (first_cont ? FIX_CONT : 0u) | (agg.flag ? FIX_BOUND : 0u);
+        }
+        T run = before.value;
+        // Only the threads before the tile's first boundary can still be in the carried row.
+        bool carried = first_cont && !before.flag;
+        u32 seg = __ldg(tile_heads + tile) + before.count - 1u;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            if ((hb >> i) & 1u) {
+                ++seg;
+                carried = false;
+            }
+            run += prod[i];
+            if ((eb >> i) & 1u) {
+                if (carried) {
+                    tile_value[gridDim.x + tile] = run;  // the head part of the carried row
+                    carried = false;
+                } else {
+                    write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
+                }
+                run = T(0);
+            }
+        }
+        return;
+    }
 
     // ---- decoupled look-back across tiles (warp 0)
     // The first entry of the tile continues a row iff thread 0 saw no head at item 0.
@@ -219,19 +269,130 @@ __device__ __forceinline__ void spmv_fused_tile(
     }
 }
 
-#define SPMV_FUSED_ENTRY(T, SUFFIX, ITEMS)                                                         \
-    extern "C" __global__ void __launch_bounds__(SPMV_THREADS) spmv_fused_##SUFFIX(                \
+// NAME = spmv_fused (LOOKBACK = false: deterministic, finished by spmv_fixup) or
+// spmv_lookback (LOOKBACK = true: the previous single-launch kernel, kept for comparison).
+#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS)                                         \
+    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, SPMV_MIN_BLOCKS) NAME##_##SUFFIX(                  \
         const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
         const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS>(col, val, heads, tile_heads, row_map, has_map,     \
-                                                nsegs, nnz, nrows, x, y, alpha, beta, tile_flag,   \
-                                                tile_value, epoch, scan_st, s_carry);              \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK>(                                         \
+            col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
+            tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
-SPMV_FUSED_ENTRY(float, f32, SPMV_ITEMS_F32)
-SPMV_FUSED_ENTRY(double, f64, SPMV_ITEMS_F64)
+SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32)
+SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32)
+SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64)
+
+// ---------------------------------------------------------------------------------------------
+// Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
+// ---------------------------------------------------------------------------------------------
+
+// One warp per tile t. Tile t finishes the row carried into it when its first entry continues a
+// row (FIX_CONT) and a boundary lies inside it (FIX_BOUND: the carried row ends there). That row
+// started in the nearest earlier tile s with a boundary; its sum is tail[s] + tail[s+1] + ... +
+// tail[t-1] + head[t] (tiles strictly between s and t lie inside the row, so their tail is their
+// whole sum). The warp finds s 32 tiles at a time with a ballot, each lane sums a fixed strided
+// subset of the tails and a butterfly combines them: the same operands in the same order every
+// run, so the result is bitwise reproducible. A row of 10^6 entries spans ~500 tiles: 16 steps.
+template <typename T>
+__device__ __forceinline__ void spmv_fixup_warp(const u32* __restrict__ tile_info,
+                                                const T* __restrict__ tile_value, u32 ntiles,
+                                                const u32* __restrict__ tile_heads,
+                                                const u32* __restrict__ row_map, u32 has_map,
+                                                u32 nsegs, u32 nrows, T* y, T alpha, T beta) {
+    const u32 t = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u32 lane = threadIdx.x & 31u;
+    if (t >= ntiles) return;  // whole warps exit together (blockDim is a multiple of 32)
+    if ((__ldg(tile_info + t) & (FIX_CONT | FIX_BOUND)) != (FIX_CONT | FIX_BOUND)) return;
+    // Tile 0 starts with a row start, so it has FIX_BOUND and the search stops there at the latest.
+    int s = 0;
+    for (int base = (int)t - 1; base >= 0; base -= 32) {
+        const int u = base - (int)lane;
+        const bool b = u >= 0 && (__ldg(tile_info + u) & FIX_BOUND) != 0u;
+        const u32 m = __ballot_sync(FULL_MASK, b);
+        if (m) {
+            s = base - (__ffs(m) - 1);
+            break;
+        }
+    }
+    T sum = T(0);
+    for (int u = s + (int)lane; u < (int)t; u += 32) sum += __ldg(tile_value + u);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+    if (lane == 0) {
+        sum += __ldg(tile_value + ntiles + t);
+        write_row(y, row_map, has_map, nsegs, nrows, __ldg(tile_heads + t) - 1u, sum, alpha,
+                  beta);
+    }
+}
+
+#define SPMV_FIXUP_ENTRY(T, SUFFIX)                                                                \
+    extern "C" __global__ void spmv_fixup_##SUFFIX(                                                \
+        const u32* tile_info, const T* tile_value, u32 ntiles, const u32* tile_heads,              \
+        const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y, T alpha, T beta) {            \
+        spmv_fixup_warp<T>(tile_info, tile_value, ntiles, tile_heads, row_map, has_map, nsegs,     \
+                           nrows, y, alpha, beta);                                                 \
+    }
+SPMV_FIXUP_ENTRY(float, f32)
+SPMV_FIXUP_ENTRY(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// Row kernel: one thread per row, for short rows of even length (stencils).
+// ---------------------------------------------------------------------------------------------
+
+// Every load of a row is issued before the first multiply-add (ROW_UNROLL entries at a time), so
+// a thread has a whole 5- or 7-point row in flight. A warp's 32 rows are contiguous in memory:
+// the first load instruction brings their lines into L1 and the following ones hit there, so
+// DRAM sees each byte once. Rows are summed left to right: deterministic.
+template <typename T>
+__device__ __forceinline__ void spmv_rows_body(const u32* __restrict__ row_ptr,
+                                               const u32* __restrict__ col,
+                                               const T* __restrict__ val,
+                                               const T* __restrict__ x, T* y, T alpha, T beta,
+                                               u32 nrows) {
+    const u32 row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= nrows) return;
+    u32 k = __ldg(row_ptr + row);
+    const u32 end = __ldg(row_ptr + row + 1);
+    T sum = T(0);
+    for (; k + ROW_UNROLL <= end; k += ROW_UNROLL) {
+        u32 c[ROW_UNROLL];
+        T v[ROW_UNROLL];
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL; ++i) {
+            c[i] = __ldg(col + k + i);
+            v[i] = __ldg(val + k + i);
+        }
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL; ++i) sum += v[i] * __ldg(x + c[i]);
+    }
+    if (k < end) {
+        u32 c[ROW_UNROLL];
+        T v[ROW_UNROLL];
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL - 1; ++i) {
+            c[i] = k + i < end ? __ldg(col + k + i) : 0u;
+            v[i] = k + i < end ? __ldg(val + k + i) : T(0);
+        }
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL - 1; ++i)
+            if (k + i < end) sum += v[i] * __ldg(x + c[i]);
+    }
+    y[row] = alpha * sum + scaled_y(y, row, beta);
+}
+
+#define SPMV_ROWS_ENTRY(T, SUFFIX)                                                                 \
+    extern "C" __global__ void __launch_bounds__(SPMV_ROWS_THREADS) spmv_rows_##SUFFIX(            \
+        const u32* row_ptr, const u32* col, const T* val, const T* x, T* y, T alpha, T beta,       \
+        u32 nrows) {                                                                               \
+        spmv_rows_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows);                            \
+    }
+SPMV_ROWS_ENTRY(float, f32)
+SPMV_ROWS_ENTRY(double, f64)
 
 // ---------------------------------------------------------------------------------------------
 // Vector kernel: a sub-warp of `lanes` (power of two, <= 32) threads per row.
@@ -251,13 +412,19 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
     if (row < nrows) {
         const u32 a = __ldg(row_ptr + row), b = __ldg(row_ptr + row + 1);
         u32 k = a + lane;
-        // Two entries in flight per lane per iteration.
-        for (; k + lanes < b; k += 2 * lanes) {
+        // Four entries in flight per lane per iteration, then one at a time.
+        for (; k + 3 * lanes < b; k += 4 * lanes) {
             const u32 c0 = __ldg(col + k), c1 = __ldg(col + k + lanes);
+            const u32 c2 = __ldg(col + k + 2 * lanes), c3 = __ldg(col + k + 3 * lanes);
             const T v0 = __ldg(val + k), v1 = __ldg(val + k + lanes);
-            sum += v0 * __ldg(x + c0) + v1 * __ldg(x + c1);
+            const T v2 = __ldg(val + k + 2 * lanes), v3 = __ldg(val + k + 3 * lanes);
+            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1), x2 = __ldg(x + c2), x3 = __ldg(x + c3);
+            sum += v0 * x0;
+            sum += v1 * x1;
+            sum += v2 * x2;
+            sum += v3 * x3;
         }
-        if (k < b) sum += __ldg(val + k) * __ldg(x + __ldg(col + k));
+        for (; k < b; k += lanes) sum += __ldg(val + k) * __ldg(x + __ldg(col + k));
     }
     // Every lane of the warp takes part in the shuffles (rows past the end contribute 0).
     for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
@@ -300,3 +467,51 @@ SPMV_VECTOR_ENTRY(double, f64)
     }
 SPMV_SIMPLE_ENTRIES(float, f32)
 SPMV_SIMPLE_ENTRIES(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// Upload-time tables of the fused kernel, built on the device (src/spmv/gpu.rs, `GpuCsr::upload`).
+// ---------------------------------------------------------------------------------------------
+
+// Head flags: bit k of heads[k / 32] is set when entry k starts a (non-empty) row, plus a
+// sentinel bit at nnz. `heads` is zeroed first; distinct rows may share a word, hence atomicOr
+// (the result does not depend on the order).
+extern "C" __global__ void spmv_mark_heads(const u32* __restrict__ row_ptr, u32 nrows, u32 nnz,
+                                           u32* heads) {
+    for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < nrows; r += gridDim.x * blockDim.x) {
+        const u32 a = __ldg(row_ptr + r), b = __ldg(row_ptr + r + 1);
+        if (a < b) atomicOr(heads + (a >> 5), 1u << (a & 31u));
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicOr(heads + (nnz >> 5), 1u << (nnz & 31u));
+}
+
+// counts[w] = row starts in word w of the head flags (not the sentinel), for w < nw; the words
+// past the entries count 0. An exclusive scan of counts gives rank[w] = row starts before word w.
+extern "C" __global__ void spmv_head_counts(const u32* __restrict__ heads, u32 nnz, u32 nw,
+                                            u32* counts) {
+    const u32 data_words = (nnz + 31u) >> 5;
+    for (u32 w = blockIdx.x * blockDim.x + threadIdx.x; w < nw; w += gridDim.x * blockDim.x) {
+        u32 bits = w < data_words ? __ldg(heads + w) : 0u;
+        if (w == (nnz >> 5)) bits &= ~(1u << (nnz & 31u));
+        counts[w] = __popc(bits);
+    }
+}
+
+// tile_heads[t] = row starts before tile t (= rank at the tile's first word); with empty rows,
+// row_map[segment] = row for every non-empty row (its segment = row starts before its first entry).
+extern "C" __global__ void spmv_tile_tables(const u32* __restrict__ row_ptr, u32 nrows,
+                                            const u32* __restrict__ heads,
+                                            const u32* __restrict__ rank, u32 ntiles,
+                                            u32 tile_words, u32* tile_heads, u32* row_map,
+                                            u32 has_map) {
+    const u32 n = ntiles > nrows ? ntiles : nrows;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (i < ntiles) tile_heads[i] = __ldg(rank + i * tile_words);
+        if (has_map && i < nrows) {
+            const u32 a = __ldg(row_ptr + i), b = __ldg(row_ptr + i + 1);
+            if (a < b) {
+                const u32 w = a >> 5;
+                row_map[__ldg(rank + w) + __popc(__ldg(heads + w) & ((1u << (a & 31u)) - 1u))] = i;
+            }
+        }
+    }
+}

@@ -87,9 +87,18 @@ pub enum SpmvAlgorithm {
     /// Chosen at upload from the row statistics (see [`GpuCsr::resolved_algorithm`]).
     #[default]
     Auto,
-    /// Single-pass, nonzero-balanced segmented reduction with a decoupled look-back (the
-    /// default fast path).
+    /// Nonzero-balanced segmented reduction: tiles of consecutive nonzeros reduce their rows
+    /// independently, and a small fix-up kernel adds the partial sums of the rows that cross
+    /// tiles in tile order (deterministic). The path for irregular rows.
     Fused,
+    /// The previous fused kernel: one launch, carries between tiles resolved by a decoupled
+    /// look-back. Not bitwise reproducible for rows spanning three or more tiles (the look-back
+    /// may add a predecessor's inclusive sum or its local sums, depending on timing). Kept for
+    /// comparison.
+    FusedLookback,
+    /// One thread per row, every load of a short row issued at once: the path for short rows
+    /// of even length (stencils).
+    Rows,
     /// A sub-warp per row; `lanes` is a power of two in 1..=32, or 0 to choose from the mean
     /// row length.
     Vector {
@@ -101,11 +110,14 @@ pub enum SpmvAlgorithm {
 }
 
 impl SpmvAlgorithm {
-    /// A short name for tables: `auto`, `fused`, `vector`, `vector8`, `paper-segscan`.
+    /// A short name for tables: `auto`, `fused`, `fused-lookback`, `rows`, `vector`, `vector8`,
+    /// `paper-segscan`.
     pub fn name(self) -> String {
         match self {
             SpmvAlgorithm::Auto => "auto".into(),
             SpmvAlgorithm::Fused => "fused".into(),
+            SpmvAlgorithm::FusedLookback => "fused-lookback".into(),
+            SpmvAlgorithm::Rows => "rows".into(),
             SpmvAlgorithm::Vector { lanes: 0 } => "vector".into(),
             SpmvAlgorithm::Vector { lanes } => format!("vector{lanes}"),
             SpmvAlgorithm::PaperSegscan => "paper-segscan".into(),
@@ -124,6 +136,8 @@ pub struct SpmvPolicy {
     pub items_f64: u32,
     /// Threads per block of the vector kernel.
     pub vector_threads: u32,
+    /// Threads per block of the row kernel.
+    pub rows_threads: u32,
 }
 
 impl SpmvPolicy {
@@ -140,6 +154,7 @@ impl SpmvPolicy {
             items_f32: 8,
             items_f64: 8,
             vector_threads: 256,
+            rows_threads: 128,
         };
         if let Some(items) = std::env::var("SEGSPARSE_SPMV_ITEMS")
             .ok()
@@ -166,6 +181,7 @@ impl SpmvPolicy {
             ("SPMV_ITEMS_F32", self.items_f32.to_string()),
             ("SPMV_ITEMS_F64", self.items_f64.to_string()),
             ("SPMV_VECTOR_THREADS", self.vector_threads.to_string()),
+            ("SPMV_ROWS_THREADS", self.rows_threads.to_string()),
         ]
     }
 
@@ -183,6 +199,9 @@ impl SpmvPolicy {
 /// Loaded kernels of one element type.
 struct Kernels {
     fused: CudaFunction,
+    fixup: CudaFunction,
+    lookback: CudaFunction,
+    rows: CudaFunction,
     vector: CudaFunction,
     scale: CudaFunction,
     products: CudaFunction,
@@ -215,10 +234,17 @@ pub struct GpuCsr<T: GpuScalar> {
     has_map: bool,
     nsegs: u32,
     ntiles: u32,
+    /// Per tile: look-back status (`FusedLookback`, `epoch·4 + status`, epoch ≥ 1) or the
+    /// fix-up bits (`Fused`, values < 4, so never mistaken for a look-back status; `Fused`
+    /// rewrites every entry before its fix-up reads them).
     tile_flag: Mutex<CudaSlice<u32>>,
+    /// Two values per tile: local and inclusive tails (`FusedLookback`), or tails and heads of
+    /// the rows crossing tiles (`Fused`).
     tile_value: Mutex<CudaSlice<T>>,
     epoch: AtomicU32,
+    /// Allocated on the first use of the paper's algorithm (it holds two arrays of nnz values).
     paper: Mutex<Option<PaperWorkspace<T>>>,
+    preprocess_s: f64,
     k: Kernels,
 }
 
@@ -249,6 +275,82 @@ impl<T: GpuScalar> std::fmt::Debug for GpuCsr<T> {
 /// The largest nonzero count accepted: tile arithmetic in the kernels is 32-bit.
 const MAX_NNZ: usize = (u32::MAX as usize) - (1 << 16);
 
+/// The structure-only tables of [`GpuCsr::upload`], built on the device from `row_ptr`: the
+/// head flags (one bit per entry), the row starts before each tile and, with empty rows, the
+/// segment → row map. Three small kernels and one exclusive scan of `⌈nnz/32⌉ + 1` counts (the
+/// crate's scan primitive); the counts and their scan are freed when it returns.
+struct Preprocess<'a> {
+    gpu: &'a Arc<Gpu>,
+    nrows: usize,
+    nnz: usize,
+    ntiles: usize,
+    tile: usize,
+    has_map: bool,
+}
+
+impl Preprocess<'_> {
+    fn run(
+        &self,
+        row_ptr: &CudaSlice<u32>,
+        heads: &mut CudaSlice<u32>,
+        tile_heads: &mut CudaSlice<u32>,
+        row_map: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let g = self.gpu;
+        let f = |name: &str| g.function(&SPMV_SRC, name, &[]);
+        let (nrows, nnz) = (self.nrows as u32, self.nnz as u32);
+        let grid = |n: usize| (n.div_ceil(256) as u32).clamp(1, g.sm_count() * 16);
+        let mark = f("spmv_mark_heads")?;
+        let mut b = g.stream().launch_builder(&mark);
+        b.arg(row_ptr).arg(&nrows).arg(&nnz).arg(&mut *heads);
+        // SAFETY: spmv_mark_heads(const u32* row_ptr, u32 nrows, u32 nnz, u32* heads); row_ptr
+        // has nrows+1 entries ≤ nnz, heads ⌈(nnz+1)/32⌉+2 ≥ nnz/32+1 zeroed words.
+        unsafe { b.launch(Gpu::cfg(grid(self.nrows), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_mark_heads", e))?;
+        if self.nnz == 0 {
+            return Ok(());
+        }
+        let nw = self.nnz.div_ceil(32) + 1;
+        let mut counts = g.zeros::<u32>(nw)?;
+        let counts_fn = f("spmv_head_counts")?;
+        let mut b = g.stream().launch_builder(&counts_fn);
+        let nw32 = nw as u32;
+        b.arg(&*heads).arg(&nnz).arg(&nw32).arg(&mut counts);
+        // SAFETY: spmv_head_counts(const u32* heads, u32 nnz, u32 nw, u32* counts); counts has
+        // nw words; heads is read below ⌈nnz/32⌉ words only.
+        unsafe { b.launch(Gpu::cfg(grid(nw), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_head_counts", e))?;
+        let mut rank = g.zeros::<u32>(nw)?;
+        prim::scan(
+            g,
+            &counts,
+            &mut rank,
+            ScanSpec::exclusive(ScanOp::Plus),
+            ScanAlgorithm::default(),
+        )?;
+        let (ntiles, tile_words, has_map) =
+            (self.ntiles as u32, (self.tile / 32) as u32, self.has_map as u32);
+        let tables = f("spmv_tile_tables")?;
+        let mut b = g.stream().launch_builder(&tables);
+        b.arg(row_ptr)
+            .arg(&nrows)
+            .arg(&*heads)
+            .arg(&rank)
+            .arg(&ntiles)
+            .arg(&tile_words)
+            .arg(&mut *tile_heads)
+            .arg(&mut *row_map)
+            .arg(&has_map);
+        // SAFETY: spmv_tile_tables(const u32* row_ptr, u32 nrows, const u32* heads,
+        // const u32* rank, u32 ntiles, u32 tile_words, u32* tile_heads, u32* row_map,
+        // u32 has_map); rank has nw > (ntiles-1)·tile_words entries, tile_heads ntiles, row_map
+        // nsegs entries when has_map (one per non-empty row, indexed by its segment < nsegs).
+        unsafe { b.launch(Gpu::cfg(grid(self.nrows.max(self.ntiles)), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_tile_tables", e))?;
+        Ok(())
+    }
+}
+
 impl<T: GpuScalar> GpuCsr<T> {
     /// Uploads `a` and builds every structure-only table (head flags, tile row starts, the
     /// empty-row map, look-back scratch, paper workspace) and compiles the kernels (once per
@@ -270,88 +372,58 @@ impl<T: GpuScalar> GpuCsr<T> {
         let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);
         let k = Kernels {
             fused: f("spmv_fused")?,
+            fixup: f("spmv_fixup")?,
+            lookback: f("spmv_lookback")?,
+            rows: f("spmv_rows")?,
             vector: f("spmv_vector")?,
             scale: f("spmv_scale")?,
             products: f("spmv_products")?,
             rowgather: f("spmv_rowgather")?,
         };
 
-        let row_ptr = a.row_ptr();
-        // Head flags (one bit per entry at each row start, sentinel at nnz), the segment map.
-        let words = (nnz + 1).div_ceil(32) + 2;
-        let mut heads = vec![0u32; words];
         let stats = a.row_stats();
         let has_map = stats.empty_rows > 0;
-        let mut row_map = Vec::new();
-        for r in 0..nrows {
-            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-            if s < e {
-                heads[s / 32] |= 1 << (s % 32);
-                if has_map {
-                    row_map.push(r as u32);
-                }
-            }
-        }
-        heads[nnz / 32] |= 1 << (nnz % 32);
         let nsegs = (nrows - stats.empty_rows) as u32;
-        if row_map.is_empty() {
-            row_map.push(0);
-        }
-        // Row starts before each tile: count set bits word by word (tiles are multiples of 32).
         let tile = policy.tile::<T>() as usize;
         let ntiles = nnz.div_ceil(tile);
-        let mut tile_heads = Vec::with_capacity(ntiles.max(1));
-        let mut count = 0u32;
-        for t in 0..ntiles {
-            tile_heads.push(count);
-            let (w0, w1) = (t * tile / 32, ((t + 1) * tile / 32).min(nnz.div_ceil(32)));
-            for (w, &word) in heads.iter().enumerate().take(w1).skip(w0) {
-                let mut bits = word;
-                if w == nnz / 32 {
-                    bits &= !(1u32 << (nnz % 32)); // not the sentinel
-                }
-                count += bits.count_ones();
-            }
-        }
-        if tile_heads.is_empty() {
-            tile_heads.push(0);
-        }
-
-        let vector_lanes = auto_lanes(&stats);
-        let auto = choose(&stats, nnz, nrows);
-        let paper = if nnz == 0 {
-            None
-        } else {
-            Some(PaperWorkspace {
-                products: gpu.zeros::<T>(nnz)?,
-                scanned: gpu.zeros::<T>(nnz)?,
-                flags: HeadFlags::from_offsets(gpu, row_ptr, nnz)?,
-                scan_ws: prim::workspace(gpu, nnz)?,
-            })
-        };
         let (zero_idx, zero_val) = ([0u32], [T::zero()]);
+        let row_ptr = gpu.upload(a.row_ptr())?;
+        let col = gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?;
+        let val = gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?;
+        let mut heads = gpu.zeros::<u32>((nnz + 1).div_ceil(32) + 2)?;
+        let mut tile_heads = gpu.zeros::<u32>(ntiles.max(1))?;
+        let mut row_map = gpu.zeros::<u32>(if has_map { nsegs.max(1) as usize } else { 1 })?;
+        let pre = Preprocess {
+            gpu,
+            nrows,
+            nnz,
+            ntiles,
+            tile,
+            has_map,
+        };
+        let preprocess_s = gpu.time(|| pre.run(&row_ptr, &mut heads, &mut tile_heads, &mut row_map))?;
         Ok(GpuCsr {
             nrows,
             ncols,
             nnz,
+            auto: choose(&stats, nnz, nrows),
+            vector_lanes: auto_lanes(&stats),
             stats,
             policy,
-            auto,
-            vector_lanes,
-            row_ptr: gpu.upload(row_ptr)?,
-            col: gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?,
-            val: gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?,
-            heads: gpu.upload(&heads)?,
-            tile_heads: gpu.upload(&tile_heads)?,
-            row_map: gpu.upload(&row_map)?,
+            row_ptr,
+            col,
+            val,
+            heads,
+            tile_heads,
+            row_map,
             has_map,
             nsegs,
             ntiles: ntiles as u32,
             tile_flag: Mutex::new(gpu.zeros::<u32>(ntiles.max(1))?),
-            // Local tails, then inclusive tails (see the kernel).
             tile_value: Mutex::new(gpu.zeros::<T>(2 * ntiles.max(1))?),
             epoch: AtomicU32::new(0),
-            paper: Mutex::new(paper),
+            paper: Mutex::new(None),
+            preprocess_s,
             k,
             gpu: gpu.clone(),
         })
@@ -390,6 +462,36 @@ impl<T: GpuScalar> GpuCsr<T> {
     /// matrix without entries `col_idx` and `values` hold one dummy element.
     pub fn device_parts(&self) -> (&CudaSlice<u32>, &CudaSlice<u32>, &CudaSlice<T>) {
         (&self.row_ptr, &self.col, &self.val)
+    }
+
+    /// Device seconds spent building the structure tables at upload (head flags, tile row
+    /// starts, empty-row map), measured with CUDA events; the host-to-device copies of the CSR
+    /// arrays are not included.
+    pub fn preprocess_seconds(&self) -> f64 {
+        self.preprocess_s
+    }
+
+    /// Device bytes held beyond the CSR arrays (`row_ptr`, `col_idx`, `values`): head flags,
+    /// per-tile tables, the empty-row map, and the paper's workspace once it has been used.
+    pub fn extra_device_bytes(&self) -> usize {
+        let paper = self
+            .paper
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |w| {
+                (w.products.len() + w.scanned.len()) * T::BYTES
+                    + w.flags.words().len() * 4
+                    + w.scan_ws.len()
+            });
+        let tiles = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner()).len() * 4
+            + self.tile_value.lock().unwrap_or_else(|p| p.into_inner()).len() * T::BYTES;
+        (self.heads.len() + self.tile_heads.len() + self.row_map.len()) * 4 + tiles + paper
+    }
+
+    /// Bytes of the CSR arrays on the device.
+    pub fn csr_device_bytes(&self) -> usize {
+        (self.row_ptr.len() + self.col.len()) * 4 + self.val.len() * T::BYTES
     }
 
     /// Sets the look-back epoch counter (tests of its wrap-around only).
@@ -470,6 +572,8 @@ impl<T: GpuScalar> GpuCsr<T> {
         }
         match algorithm {
             SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused(alpha, x, beta, y),
+            SpmvAlgorithm::FusedLookback => self.lookback(alpha, x, beta, y),
+            SpmvAlgorithm::Rows => self.rows(alpha, x, beta, y),
             SpmvAlgorithm::Vector { lanes } => {
                 let lanes = if lanes == 0 { self.vector_lanes } else { lanes };
                 assert!(
@@ -502,6 +606,89 @@ impl<T: GpuScalar> GpuCsr<T> {
     ) -> Result<()> {
         let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
         let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
+        let (has_map, nnz, nrows, epoch) =
+            (self.has_map as u32, self.nnz as u32, self.nrows as u32, 0u32);
+        let mut b = self.gpu.stream().launch_builder(&self.k.fused);
+        b.arg(&self.col)
+            .arg(&self.val)
+            .arg(&self.heads)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nnz)
+            .arg(&nrows)
+            .arg(x)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&mut *flag)
+            .arg(&mut *value)
+            .arg(&epoch);
+        // SAFETY: the signature and sizes of spmv_lookback_T (see `lookback`); spmv_fused_T
+        // writes tile_flag[tile] and tile_value[tile], tile_value[ntiles + tile] of its own tile
+        // only, and reads no other tile's entries.
+        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
+        if self.ntiles < 2 {
+            return Ok(());
+        }
+        let mut b = self.gpu.stream().launch_builder(&self.k.fixup);
+        b.arg(&*flag)
+            .arg(&*value)
+            .arg(&self.ntiles)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nrows)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: spmv_fixup_T(const u32* tile_info, const T* tile_value, u32 ntiles,
+        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y,
+        // T alpha, T beta); tile_info and tile_heads have ntiles entries, tile_value 2·ntiles,
+        // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
+        unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
+        Ok(())
+    }
+
+    fn rows(
+        &self,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let nrows = self.nrows as u32;
+        let threads = self.policy.rows_threads;
+        let mut b = self.gpu.stream().launch_builder(&self.k.rows);
+        b.arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(&self.val)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows);
+        // SAFETY: spmv_rows_T(const u32* row_ptr, const u32* col, const T* val, const T* x,
+        // T* y, T alpha, T beta, u32 nrows); row_ptr has nrows+1 entries, col/val nnz, x ncols,
+        // y nrows; one thread per row.
+        unsafe { b.launch(Gpu::cfg(nrows.div_ceil(threads), threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_rows", e))?;
+        Ok(())
+    }
+
+    fn lookback(
+        &self,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
         // Epochs 1..2^30; on wrap-around, clear the flags so no stale flag matches.
         let mut epoch = self.epoch.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
         if epoch >= (1 << 30) || epoch == 0 {
@@ -513,7 +700,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             epoch = 1;
         }
         let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
-        let mut b = self.gpu.stream().launch_builder(&self.k.fused);
+        let mut b = self.gpu.stream().launch_builder(&self.k.lookback);
         b.arg(&self.col)
             .arg(&self.val)
             .arg(&self.heads)
@@ -530,14 +717,14 @@ impl<T: GpuScalar> GpuCsr<T> {
             .arg(&mut *flag)
             .arg(&mut *value)
             .arg(&epoch);
-        // SAFETY: spmv_fused_T(const u32* col, const T* val, const u32* heads,
+        // SAFETY: spmv_lookback_T(const u32* col, const T* val, const u32* heads,
         // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
         // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
         // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per tile and
         // tile_value two per tile (ntiles blocks are launched), row_map nsegs entries when
         // has_map, x ncols and y nrows (checked by the caller).
         unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
+            .map_err(|e| Gpu::launch_error("spmv_lookback", e))?;
         Ok(())
     }
 
@@ -579,9 +766,15 @@ impl<T: GpuScalar> GpuCsr<T> {
         y: &mut CudaViewMut<'_, T>,
     ) -> Result<()> {
         let mut ws = self.paper.lock().unwrap_or_else(|p| p.into_inner());
-        let ws = ws
-            .as_mut()
-            .expect("the paper workspace exists whenever the matrix has entries");
+        if ws.is_none() {
+            *ws = Some(PaperWorkspace {
+                products: self.gpu.zeros::<T>(self.nnz)?,
+                scanned: self.gpu.zeros::<T>(self.nnz)?,
+                flags: HeadFlags::from_device_offsets(&self.gpu, &self.row_ptr, self.nnz)?,
+                scan_ws: prim::workspace(&self.gpu, self.nnz)?,
+            });
+        }
+        let ws = ws.as_mut().expect("created above");
         let (nnz, nrows) = (self.nnz as u32, self.nrows as u32);
         let grid = |n: u32| n.div_ceil(256).min(self.gpu.sm_count() * 16);
         // (1) product = value · x[index]
@@ -631,20 +824,32 @@ fn auto_lanes(s: &RowStats) -> u32 {
     lanes
 }
 
-/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]).
+/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]), from row-length statistics only
+/// (never from one matrix's identity), so that unseen matrices of the same kind get the same
+/// choice.
 ///
-/// From the H200 measurements in `benches/results/spmv.md`: the vector kernel won on every
-/// regular matrix that fits in L2 (raefsky2, bcsstk16, luxembourg_osm: one launch, no
-/// look-back, about 3.5 µs) and on regular rows of 16 entries (random:4000000:16, f64 by 13%);
-/// the fused kernel won on large short-row stencils (poisson3d:160 by 11% in f64 and 27% in f32,
-/// poisson2d:2000 in f32) and on everything irregular.
+/// - Small and regular (fewer than 2^22 entries, L2-resident): the vector kernel — one launch,
+///   the shortest dependent chain (raefsky2, bcsstk16, luxembourg_osm on the H200).
+/// - Short rows of bounded length (max ≤ [`ROWS_MAX_LEN`] and max ≤ 2·mean + 4): one thread per
+///   row — every load of a row in flight at once, no carries (Poisson 2D/3D).
+/// - Regular longer rows: the vector kernel.
+/// - Everything else (heavy tails, dense rows among short ones, empty rows with irregular
+///   lengths): the nonzero-balanced fused kernel, whose cost does not depend on row lengths.
 fn choose(s: &RowStats, nnz: usize, _nrows: usize) -> SpmvAlgorithm {
     let regular = s.empty_rows == 0
         && (s.max as f64) <= 2.0 * s.mean + 4.0
         && s.std_dev <= 0.5 * s.mean.max(1.0);
-    if regular && (nnz < (1 << 22) || s.mean >= 12.0) {
+    let short = s.max <= ROWS_MAX_LEN && (s.max as f64) <= 2.0 * s.mean + 4.0;
+    if regular && nnz < (1 << 22) {
+        SpmvAlgorithm::Vector { lanes: 0 }
+    } else if short {
+        SpmvAlgorithm::Rows
+    } else if regular {
         SpmvAlgorithm::Vector { lanes: 0 }
     } else {
         SpmvAlgorithm::Fused
     }
 }
+
+/// Longest row for which `Auto` runs one thread per row.
+pub const ROWS_MAX_LEN: usize = 12;
