@@ -21,6 +21,10 @@ powerlaw:800000:1.8 denserows:4000000:4:16:500000 wide:100000:20000000:100"
 RAEF=.gpu/data/raefsky2.mtx.gz
 [ -f "$RAEF" ] || RAEF=matrices/raefsky2.mtx.gz
 NCU=/usr/local/cuda/bin/ncu
+# The GPU table of a table-format bench output: matrix and row-stat lines, then the rows after
+# each "GPU" header (median µs, GB/s, % copy, ×cuSPARSE), compacted.
+gputab() { awk '/^matrix/{print $2} /^rows /{print} /^GPU/{g=1; next} /^\(/{g=0} g&&NF{print}' "$1" \
+  | grep -v 'paper' | sed -E 's/  +/ /g' | cut -c1-100; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$res/device.txt"
 date -u | tee -a "$res/device.txt"
 for mode in "$@"; do
@@ -36,34 +40,54 @@ for mode in "$@"; do
     SEGSPARSE_BENCH_VECTOR_LANES=${LANES:-2,4,8} timeout 300 .gpu/bin/spmv-bench $LARGE "$RAEF" \
       --backend gpu --iters ${ITERS:-10} > "$res/bench.txt" 2> "$res/bench.err"
     echo "bench rc=$?"; tail -3 "$res/bench.err"
-    grep -E '^(matrix|rows|GPU|segsparse gpu|cusparse)' "$res/bench.txt" | grep -v 'segsparse gpu paper' | cut -c1-110 ;;
+    gputab "$res/bench.txt" ;;
   final)
     timeout 300 .gpu/bin/spmv-bench $LARGE "$RAEF" --backend gpu --iters ${ITERS:-15} --format json \
       > "$res/spmv-large.jsonl" 2> "$res/final.err"
     echo "final rc=$? $(wc -l < "$res/spmv-large.jsonl") lines"; tail -3 "$res/final.err" ;;
   corpus)
-    timeout 200 .gpu/bin/spmv-bench .gpu/data/*.mtx* matrices/*.mtx* --backend gpu --iters ${ITERS:-10} \
+    # young1c is complex (the reader rejects it, which would end the run).
+    SEGSPARSE_BENCH_GPU_ROWS=${CORPUS_ROWS:-gpu auto,gpu fused,gpu rows,cusparse} timeout 200 .gpu/bin/spmv-bench \
+      $(ls .gpu/data/*.mtx.gz | grep -v young1c) --backend gpu --iters ${ITERS:-10} \
       --format json > "$res/corpus.jsonl" 2> "$res/corpus.err"
     echo "corpus rc=$? $(wc -l < "$res/corpus.jsonl") lines"; tail -3 "$res/corpus.err" ;;
   ncu)
+    # NCU_RUNS: "matrix|bench row|kernel regex" triples (f64); defaults: before and after.
     sec="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
-    for m in poisson2d:2000 powerlaw:5000000:2.2; do
-      for k in "fused-lookback:spmv_lookback_f64" "segsparse gpu fused:spmv_fused_f64" \
-               "segsparse gpu fused:spmv_fixup_f64" "rows:spmv_rows_f64" "cusparse-alg1:regex:csrmv|spmv"; do
-        row=${k%%:*}; kern=${k#*:}
-        case "$m:$row" in powerlaw*:rows) continue;; esac
-        case "$kern" in regex:*) kf="$kern";; *) kf="regex:^$kern\$";; esac
-        SEGSPARSE_BENCH_GPU_ROWS="$row" timeout 120 $NCU --clock-control none -k "$kf" -c 1 $sec \
-          .gpu/bin/spmv-bench "$m" --backend gpu --precision f64 --iters 1 \
-          > "$res/ncu-${m%%:*}-${kern//[^a-z0-9_]/_}.txt" 2>&1
-        f="$res/ncu-${m%%:*}-${kern//[^a-z0-9_]/_}.txt"
-        echo "== $m $kern"; grep -E '^  [a-z_]+.*\(|DRAM Throughput|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Local Memory|Memory Throughput' "$f" | head -12
-      done
+    runs=${NCU_RUNS:-"poisson2d:2000|fused-lookback|^spmv_lookback_f64$ poisson2d:2000|rows|^spmv_rows_f64$ poisson2d:2000|fused|^spmv_fused_f64$ poisson2d:2000|cusparse-alg1|csrmv powerlaw:5000000:2.2|fused-lookback|^spmv_lookback_f64$ powerlaw:5000000:2.2|fused|^spmv_fused_f64$ powerlaw:5000000:2.2|fused|^spmv_fixup_f64$ powerlaw:5000000:2.2|cusparse-alg1|csrmv"}
+    for r in $runs; do
+      m=${r%%|*}; rest=${r#*|}; row=${rest%%|*}; kre=${rest#*|}
+      f="$res/ncu-${m%%:*}-$(echo "$kre" | tr -cd 'a-z0-9_').txt"
+      SEGSPARSE_BENCH_GPU_ROWS="$row" timeout 120 $NCU --clock-control none -k "regex:$kre" -c 1 $sec \
+        .gpu/bin/spmv-bench "$m" --backend gpu --precision f64 --iters 1 > "$f" 2>&1
+      echo "== $m $row $kre"; grep -E '^  [a-zA-Z_:<>]+.*\(|DRAM Throughput|Duration|L2 Hit Rate|Registers Per|Achieved Occupancy|Local Memory Spilling Requests  ' "$f" | head -9
+    done ;;
+  tune)
+    # Tile shape of the fused kernel on the irregular kinds, and the row kernel's block size.
+    for cfg in "SEGSPARSE_SPMV_ITEMS=4" "SEGSPARSE_SPMV_ITEMS=12" "SEGSPARSE_SPMV_ITEMS=16" "SEGSPARSE_SPMV_THREADS=128" "SEGSPARSE_SPMV_THREADS=512"; do
+      env $cfg SEGSPARSE_BENCH_GPU_ROWS="gpu fused,cusparse" timeout 100 .gpu/bin/spmv-bench powerlaw:5000000:2.2 \
+        denserows:4000000:4:16:500000 --backend gpu --iters 7 > "$res/tune-$cfg.txt" 2>&1
+      echo "== $cfg"; gputab "$res/tune-$cfg.txt"
+    done
+    for rt in 64 256 512; do
+      SEGSPARSE_SPMV_ROWS_THREADS=$rt SEGSPARSE_BENCH_GPU_ROWS="gpu rows" timeout 60 .gpu/bin/spmv-bench poisson2d:2000 \
+        poisson3d:160 --backend gpu --iters 7 > "$res/tune-rows$rt.txt" 2>&1
+      echo "== rows threads $rt"; gputab "$res/tune-rows$rt.txt"
+    done ;;
+  ab)
+    # A/B of compile-time settings against the defaults of `bench` (same call): streaming loads
+    # off, and the fused kernels capped to 5 blocks per SM.
+    for cfg in ${AB_CFGS:-SEGSPARSE_SPMV_STREAM=0 SEGSPARSE_SPMV_MIN_BLOCKS=5}; do
+      env $cfg SEGSPARSE_BENCH_GPU_ROWS="gpu auto,gpu fused,cusparse" timeout 100 .gpu/bin/spmv-bench \
+        powerlaw:5000000:2.2 denserows:4000000:4:16:500000 random:4000000:16 --backend gpu --iters 7 > "$res/ab-$cfg.txt" 2>&1
+      env $cfg SEGSPARSE_BENCH_GPU_ROWS="gpu rows,gpu vector,cusparse" timeout 100 .gpu/bin/spmv-bench \
+        poisson2d:2000 random:3000000:6 random:4000000:16 --backend gpu --iters 7 >> "$res/ab-$cfg.txt" 2>&1
+      echo "== $cfg"; gputab "$res/ab-$cfg.txt"
     done ;;
   sanitize)
     for tool in memcheck racecheck; do
-      timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 .gpu/tests/test-spmv_gpu \
-        ${SAN_TESTS:-sizes_around one_row_of results_are} --test-threads=1 > "$res/sanitize-$tool.log" 2>&1
+      timeout ${SAN_TIMEOUT:-100} compute-sanitizer --tool $tool --error-exitcode 9 .gpu/tests/test-spmv_gpu \
+        ${SAN_TESTS:-sizes_around empty_rows one_dense_row} --test-threads=1 > "$res/sanitize-$tool.log" 2>&1
       echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test result' "$res/sanitize-$tool.log" | tr '\n' ' ')"
     done ;;
   esac

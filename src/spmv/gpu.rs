@@ -138,6 +138,10 @@ pub struct SpmvPolicy {
     pub vector_threads: u32,
     /// Threads per block of the row kernel.
     pub rows_threads: u32,
+    /// Blocks per SM the fused kernels are compiled to fit (`__launch_bounds__`; 1 = no cap).
+    pub min_blocks: u32,
+    /// Stream the matrix through the caches evict-first (see `kernels/spmv/spmv.cu`).
+    pub stream: bool,
 }
 
 impl SpmvPolicy {
@@ -147,7 +151,10 @@ impl SpmvPolicy {
     /// loads of column indices and two (f32) or four (f64) `uint4` loads of values, enough bytes
     /// in flight per SM to cover DRAM latency at full occupancy (8 blocks of 256 threads), while
     /// 2048-entry tiles give raefsky2 (294k entries) 144 tiles: about one per SM of an H100.
-    /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts (tuning only).
+    /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts, `SEGSPARSE_SPMV_THREADS` the fused
+    /// kernel's threads, `SEGSPARSE_SPMV_ROWS_THREADS` the row kernel's,
+    /// `SEGSPARSE_SPMV_MIN_BLOCKS` the fused kernels' register cap and `SEGSPARSE_SPMV_STREAM=0`
+    /// turns the evict-first streaming of the matrix off (tuning only).
     pub fn for_device(_cc: (i32, i32)) -> Self {
         let mut p = SpmvPolicy {
             threads: 256,
@@ -155,7 +162,16 @@ impl SpmvPolicy {
             items_f64: 8,
             vector_threads: 256,
             rows_threads: 128,
+            min_blocks: 1,
+            stream: true,
         };
+        let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
+        if let Some(b) = env_u32("SEGSPARSE_SPMV_MIN_BLOCKS").filter(|b| (1..=16).contains(b)) {
+            p.min_blocks = b;
+        }
+        if let Some(v) = env_u32("SEGSPARSE_SPMV_STREAM") {
+            p.stream = v != 0;
+        }
         if let Some(items) = std::env::var("SEGSPARSE_SPMV_ITEMS")
             .ok()
             .and_then(|s| s.parse::<u32>().ok())
@@ -163,6 +179,13 @@ impl SpmvPolicy {
         {
             p.items_f32 = items;
             p.items_f64 = items;
+        }
+        if let Some(threads) = std::env::var("SEGSPARSE_SPMV_ROWS_THREADS")
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .filter(|&t| t % 32 == 0 && (32..=1024).contains(&t))
+        {
+            p.rows_threads = threads;
         }
         if let Some(threads) = std::env::var("SEGSPARSE_SPMV_THREADS")
             .ok()
@@ -182,6 +205,8 @@ impl SpmvPolicy {
             ("SPMV_ITEMS_F64", self.items_f64.to_string()),
             ("SPMV_VECTOR_THREADS", self.vector_threads.to_string()),
             ("SPMV_ROWS_THREADS", self.rows_threads.to_string()),
+            ("SPMV_MIN_BLOCKS", self.min_blocks.to_string()),
+            ("SPMV_STREAM", (self.stream as u32).to_string()),
         ]
     }
 
@@ -229,6 +254,9 @@ pub struct GpuCsr<T: GpuScalar> {
     heads: CudaSlice<u32>,
     /// Row starts before each fused tile.
     tile_heads: CudaSlice<u32>,
+    /// Per tile: the nearest earlier tile holding a row boundary (where the row carried into
+    /// the tile starts; read by the fix-up).
+    tile_start: CudaSlice<u32>,
     /// Segment (non-empty row) → row; one dummy entry when there are no empty rows.
     row_map: CudaSlice<u32>,
     has_map: bool,
@@ -294,6 +322,7 @@ impl Preprocess<'_> {
         row_ptr: &CudaSlice<u32>,
         heads: &mut CudaSlice<u32>,
         tile_heads: &mut CudaSlice<u32>,
+        tile_start: &mut CudaSlice<u32>,
         row_map: &mut CudaSlice<u32>,
     ) -> Result<()> {
         let g = self.gpu;
@@ -347,6 +376,30 @@ impl Preprocess<'_> {
         // nsegs entries when has_map (one per non-empty row, indexed by its segment < nsegs).
         unsafe { b.launch(Gpu::cfg(grid(self.nrows.max(self.ntiles)), 256, 0)) }
             .map_err(|e| Gpu::launch_error("spmv_tile_tables", e))?;
+        // tile_start = exclusive max-scan of (tile if it holds a boundary else 0); counts is
+        // reused for the flags.
+        let bounds = f("spmv_tile_bounds")?;
+        let mut b = g.stream().launch_builder(&bounds);
+        b.arg(&*heads)
+            .arg(&rank)
+            .arg(&nnz)
+            .arg(&nw32)
+            .arg(&ntiles)
+            .arg(&tile_words)
+            .arg(&mut counts);
+        // SAFETY: spmv_tile_bounds(const u32* heads, const u32* rank, u32 nnz, u32 nw,
+        // u32 ntiles, u32 tile_words, u32* bnd); bnd (counts) has nw ≥ ntiles words, rank nw,
+        // heads is read at bit (t+1)·tile < nnz only.
+        unsafe { b.launch(Gpu::cfg(grid(self.ntiles), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_tile_bounds", e))?;
+        let flags = counts.slice(..self.ntiles);
+        prim::scan(
+            g,
+            &flags,
+            tile_start,
+            ScanSpec::exclusive(ScanOp::Max),
+            ScanAlgorithm::default(),
+        )?;
         Ok(())
     }
 }
@@ -392,6 +445,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         let val = gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?;
         let mut heads = gpu.zeros::<u32>((nnz + 1).div_ceil(32) + 2)?;
         let mut tile_heads = gpu.zeros::<u32>(ntiles.max(1))?;
+        let mut tile_start = gpu.zeros::<u32>(ntiles.max(1))?;
         let mut row_map = gpu.zeros::<u32>(if has_map { nsegs.max(1) as usize } else { 1 })?;
         let pre = Preprocess {
             gpu,
@@ -401,12 +455,26 @@ impl<T: GpuScalar> GpuCsr<T> {
             tile,
             has_map,
         };
-        let preprocess_s = gpu.time(|| pre.run(&row_ptr, &mut heads, &mut tile_heads, &mut row_map))?;
+        let preprocess_s = gpu.time(|| {
+            pre.run(
+                &row_ptr,
+                &mut heads,
+                &mut tile_heads,
+                &mut tile_start,
+                &mut row_map,
+            )
+        })?;
         Ok(GpuCsr {
             nrows,
             ncols,
             nnz,
-            auto: choose(&stats, nnz, nrows),
+            auto: choose(&Shape {
+                stats: &stats,
+                nnz,
+                elem_bytes: T::BYTES,
+                tile,
+                spread: column_spread(a),
+            }),
             vector_lanes: auto_lanes(&stats),
             stats,
             policy,
@@ -415,6 +483,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             val,
             heads,
             tile_heads,
+            tile_start,
             row_map,
             has_map,
             nsegs,
@@ -486,7 +555,9 @@ impl<T: GpuScalar> GpuCsr<T> {
             });
         let tiles = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner()).len() * 4
             + self.tile_value.lock().unwrap_or_else(|p| p.into_inner()).len() * T::BYTES;
-        (self.heads.len() + self.tile_heads.len() + self.row_map.len()) * 4 + tiles + paper
+        (self.heads.len() + self.tile_heads.len() + self.tile_start.len() + self.row_map.len()) * 4
+            + tiles
+            + paper
     }
 
     /// Bytes of the CSR arrays on the device.
@@ -500,13 +571,13 @@ impl<T: GpuScalar> GpuCsr<T> {
         self.epoch.store(epoch, Ordering::Relaxed);
     }
 
-    /// What [`SpmvAlgorithm::Auto`] runs for this matrix.
-    ///
-    /// The vector kernel (a sub-warp per row) when the rows are even (max ≤ 2·mean + 4, no
-    /// empty rows, coefficient of variation ≤ 0.5) and either the matrix is small (fewer than
-    /// 2^22 entries: it runs from L2 and one launch without look-back is the shortest path) or
-    /// the rows hold 12 or more entries; the fused kernel otherwise (irregular rows, empty rows,
-    /// large short-row stencils).
+    /// What [`SpmvAlgorithm::Auto`] runs for this matrix, chosen at upload from its row-length
+    /// statistics, size, element type and column spread: the vector kernel for small regular
+    /// matrices, one thread per row for short rows (stencils, small matrices with rows of at most
+    /// 64 entries), the vector kernel for large short or regular rows with scattered columns in
+    /// `f64`, the look-back kernel for small matrices whose rows fit in a tile, and the fused
+    /// kernel otherwise (the full rule, with the measurements behind it, is in the source of
+    /// `choose`). Every choice is bitwise reproducible run to run.
     pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
         self.auto
     }
@@ -635,6 +706,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         }
         let mut b = self.gpu.stream().launch_builder(&self.k.fixup);
         b.arg(&*flag)
+            .arg(&self.tile_start)
             .arg(&*value)
             .arg(&self.ntiles)
             .arg(&self.tile_heads)
@@ -645,9 +717,10 @@ impl<T: GpuScalar> GpuCsr<T> {
             .arg(y)
             .arg(&alpha)
             .arg(&beta);
-        // SAFETY: spmv_fixup_T(const u32* tile_info, const T* tile_value, u32 ntiles,
-        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y,
-        // T alpha, T beta); tile_info and tile_heads have ntiles entries, tile_value 2·ntiles,
+        // SAFETY: spmv_fixup_T(const u32* tile_info, const u32* tile_start,
+        // const T* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y,
+        // T alpha, T beta); tile_info, tile_start and tile_heads have ntiles entries (tile_start
+        // values < their index), tile_value 2·ntiles,
         // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
         unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
             .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
@@ -824,32 +897,99 @@ fn auto_lanes(s: &RowStats) -> u32 {
     lanes
 }
 
-/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]), from row-length statistics only
-/// (never from one matrix's identity), so that unseen matrices of the same kind get the same
-/// choice.
+/// What `Auto` decides from: row-length statistics, the matrix size, the element size, the tile
+/// and how far columns stray from the diagonal. Kinds, never instances.
+struct Shape<'a> {
+    stats: &'a RowStats,
+    nnz: usize,
+    elem_bytes: usize,
+    tile: usize,
+    /// Mean |column − diagonal| over a sample of rows (see [`column_spread`]).
+    spread: f64,
+}
+
+/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]). Every threshold comes from the H200
+/// measurements in `benches/results/spmv.md` on kinds of matrices (row-length statistics and
+/// column locality), never from one matrix, so that unseen matrices of the same kind get the
+/// same choice.
 ///
-/// - Small and regular (fewer than 2^22 entries, L2-resident): the vector kernel — one launch,
-///   the shortest dependent chain (raefsky2, bcsstk16, luxembourg_osm on the H200).
-/// - Short rows of bounded length (max ≤ [`ROWS_MAX_LEN`] and max ≤ 2·mean + 4): one thread per
-///   row — every load of a row in flight at once, no carries (Poisson 2D/3D).
-/// - Regular longer rows: the vector kernel.
-/// - Everything else (heavy tails, dense rows among short ones, empty rows with irregular
-///   lengths): the nonzero-balanced fused kernel, whose cost does not depend on row lengths.
-fn choose(s: &RowStats, nnz: usize, _nrows: usize) -> SpmvAlgorithm {
+/// Small matrices (fewer than 2^22 entries, L2-resident; one launch dominates):
+/// - regular rows: the vector kernel (raefsky2, bcsstk16: 1.9–2.2× cuSPARSE);
+/// - rows of at most [`SMALL_ROWS_MAX_LEN`] entries: one thread per row (Erdos971, hor_131,
+///   bayer10: 1.5–1.8×);
+/// - rows of at most one tile: the look-back kernel, one launch, and deterministic then: with no
+///   row longer than a tile every tile holds a row boundary, so the look-back never adds more than
+///   its nearest predecessor's value (jazz, mbeacxc, rajat01: 1.1–1.9×);
+/// - longer rows: the fused kernel (two launches).
+///
+/// Large matrices:
+/// - short rows of bounded length with local columns (stencils): one thread per row (Poisson
+///   2D/3D: 95–99% of the copy bandwidth, 1.4–1.7× cuSPARSE);
+/// - short rows with scattered columns: the vector kernel, streamed (random:3000000:6);
+/// - other regular rows: the fused kernel in `f32`, the vector kernel in `f64` (random:N:16 and
+///   wide:M:N:100 measured both ways);
+/// - everything else (heavy tails, dense rows among short ones, empty rows): the fused kernel,
+///   whose cost does not depend on row lengths.
+fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
+    let s = m.stats;
     let regular = s.empty_rows == 0
         && (s.max as f64) <= 2.0 * s.mean + 4.0
         && s.std_dev <= 0.5 * s.mean.max(1.0);
     let short = s.max <= ROWS_MAX_LEN && (s.max as f64) <= 2.0 * s.mean + 4.0;
-    if regular && nnz < (1 << 22) {
-        SpmvAlgorithm::Vector { lanes: 0 }
-    } else if short {
+    if m.nnz < (1 << 22) {
+        if regular {
+            SpmvAlgorithm::Vector { lanes: 0 }
+        } else if s.max <= SMALL_ROWS_MAX_LEN {
+            SpmvAlgorithm::Rows
+        } else if s.max <= m.tile {
+            SpmvAlgorithm::FusedLookback
+        } else {
+            SpmvAlgorithm::Fused
+        }
+    } else if short && m.spread <= LOCAL_SPREAD {
         SpmvAlgorithm::Rows
+    } else if short {
+        SpmvAlgorithm::Vector { lanes: 0 }
+    } else if regular && m.elem_bytes == 4 {
+        SpmvAlgorithm::Fused
     } else if regular {
         SpmvAlgorithm::Vector { lanes: 0 }
     } else {
         SpmvAlgorithm::Fused
     }
 }
+
+/// Mean distance |column − row·ncols/nrows| of the entries of up to 4096 evenly spaced rows: how
+/// scattered the x gathers are. Stencils stay within a few grid planes (poisson3d:160: ~7,000
+/// columns); uniformly random columns average a third of the width.
+fn column_spread<T: Scalar>(a: &CsrMatrix<T>) -> f64 {
+    let (nrows, ncols) = (a.nrows(), a.ncols());
+    if nrows == 0 || a.nnz() == 0 {
+        return 0.0;
+    }
+    let step = nrows.div_ceil(4096);
+    let scale = ncols as f64 / nrows as f64;
+    let (mut sum, mut count) = (0f64, 0usize);
+    for r in (0..nrows).step_by(step) {
+        let diag = r as f64 * scale;
+        for &c in a.row(r).0 {
+            sum += (c as f64 - diag).abs();
+            count += 1;
+        }
+    }
+    if count == 0 {
+        0.0
+    } else {
+        sum / count as f64
+    }
+}
+
+/// Largest mean column spread (see [`column_spread`]) for which large short-row matrices run one
+/// thread per row: 2^17 columns (1 MiB of x in f64) keeps the gathers of neighbouring rows in L1/L2.
+pub const LOCAL_SPREAD: f64 = (1u32 << 17) as f64;
+
+/// Longest row for which `Auto` runs one thread per row on small irregular matrices.
+pub const SMALL_ROWS_MAX_LEN: usize = 64;
 
 /// Longest row for which `Auto` runs one thread per row.
 pub const ROWS_MAX_LEN: usize = 12;
