@@ -92,4 +92,5 @@ for mode in "$@"; do
     done ;;
   esac
   echo "[$mode: $(( $(date +%s) - t0 )) s]"
+  tar czf "${OUT:-/tmp}/spmv-results.tgz" -C "$res" . 2>/dev/null  # keep what is done if cut off
 done

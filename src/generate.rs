@@ -154,13 +154,7 @@ pub fn from_spec<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         }
         "denserows" => {
             arity(4)?;
-            denserows(
-                int(1, "N")?,
-                int(2, "K")?,
-                int(3, "D")?,
-                int(4, "L")?,
-                seed,
-            )
+            denserows(int(1, "N")?, int(2, "K")?, int(3, "D")?, int(4, "L")?, seed)
         }
         "wide" => {
             arity(3)?;
@@ -499,13 +493,22 @@ pub fn random<T: Scalar>(n: usize, k: usize, seed: u64) -> Result<CsrMatrix<T>> 
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when `k > n`, `l > n`, `d > n` or the size exceeds `u32`.
-pub fn denserows<T: Scalar>(n: usize, k: usize, d: usize, l: usize, seed: u64) -> Result<CsrMatrix<T>> {
+pub fn denserows<T: Scalar>(
+    n: usize,
+    k: usize,
+    d: usize,
+    l: usize,
+    seed: u64,
+) -> Result<CsrMatrix<T>> {
     if k > n || l > n || d > n {
         return Err(Error::InvalidInput(format!(
             "denserows:{n}:{k}:{d}:{l}: K, D and L must not exceed N"
         )));
     }
-    let (step, off) = if d == 0 { (0, 0) } else { (n / d, n / (2 * d)) };
+    let (step, off) = (
+        n.checked_div(d).unwrap_or(0),
+        n.checked_div(2 * d).unwrap_or(0),
+    );
     let dense = |i: usize| d > 0 && i >= off && (i - off) % step == 0 && (i - off) / step < d;
     random_rows(n, n, seed, |i| if dense(i) { l } else { k })
 }

@@ -441,7 +441,9 @@ fn one_row_of_a_million_entries_and_rows_spanning_many_tiles() {
     both(|g, _, rng, is64| {
         let a = from_lengths::<f64>(rng, 2_000_000, &[1_000_000]);
         each_precision!(g, is64, a, "one row of 10^6", 21);
-        let mut lens: Vec<usize> = (0..30_000).map(|i| if i % 17 == 0 { 0 } else { 3 }).collect();
+        let mut lens: Vec<usize> = (0..30_000)
+            .map(|i| if i % 17 == 0 { 0 } else { 3 })
+            .collect();
         lens[12_345] = 1_000_000;
         lens[29_999] = 70_001;
         let a = from_lengths::<f64>(rng, 40_000, &lens);
@@ -464,7 +466,12 @@ fn one_row_of_a_million_entries_and_rows_spanning_many_tiles() {
 #[test]
 fn results_are_bitwise_reproducible() {
     let Some(g) = gpu::test_gpu() else { return };
-    fn bits<T: GpuScalar>(g: &Arc<Gpu>, a: &CsrMatrix<T>, alg: SpmvAlgorithm, x: &[T]) -> Vec<Vec<u64>> {
+    fn bits<T: GpuScalar>(
+        g: &Arc<Gpu>,
+        a: &CsrMatrix<T>,
+        alg: SpmvAlgorithm,
+        x: &[T],
+    ) -> Vec<Vec<u64>> {
         let xd = g.upload(x).unwrap();
         let mut runs = Vec::new();
         for upload in 0..2 {
@@ -472,7 +479,13 @@ fn results_are_bitwise_reproducible() {
             for _ in 0..if upload == 0 { 6 } else { 2 } {
                 let mut yd = g.upload(&vec![T::nan(); a.nrows()]).unwrap();
                 d.spmv_with(alg, T::one(), &xd, T::zero(), &mut yd).unwrap();
-                runs.push(g.download(&yd).unwrap().iter().map(|v| v.as_f64().to_bits()).collect());
+                runs.push(
+                    g.download(&yd)
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_f64().to_bits())
+                        .collect(),
+                );
             }
         }
         runs
@@ -499,7 +512,10 @@ fn results_are_bitwise_reproducible() {
         // Not the paper's algorithm: its segmented-scan primitive carries between tiles with a
         // look-back, so a long row's sum may be added in a different order from run to run
         // (measured on the H200: run 1 differed from run 0 in f64).
-        for (prec, runs) in [("f64", bits(&g, &a, alg, &x)), ("f32", bits(&g, &a32, alg, &x32))] {
+        for (prec, runs) in [
+            ("f64", bits(&g, &a, alg, &x)),
+            ("f32", bits(&g, &a32, alg, &x32)),
+        ] {
             for (i, r) in runs.iter().enumerate().skip(1) {
                 let diff = r.iter().zip(&runs[0]).position(|(p, q)| p != q);
                 assert!(
@@ -518,7 +534,12 @@ fn results_are_bitwise_reproducible() {
 #[test]
 fn preprocessing_memory_and_cost() {
     let Some(g) = gpu::test_gpu() else { return };
-    for spec in ["poisson2d:600", "powerlaw:200000:2.2", "random:100000:4", "tridiag:300000"] {
+    for spec in [
+        "poisson2d:600",
+        "powerlaw:200000:2.2",
+        "random:100000:4",
+        "tridiag:300000",
+    ] {
         let a = segsparse::generate::from_spec::<f64>(spec, 1).unwrap();
         for (prec, d_extra, d_csr, pre, paper_extra) in [
             {
@@ -526,13 +547,26 @@ fn preprocessing_memory_and_cost() {
                 let e = d.extra_device_bytes();
                 let mut y = g.zeros::<f64>(a.nrows()).unwrap();
                 let x = g.zeros::<f64>(a.ncols()).unwrap();
-                d.spmv_with(SpmvAlgorithm::PaperSegscan, 1.0, &x, 0.0, &mut y).unwrap();
-                ("f64", e, d.csr_device_bytes(), d.preprocess_seconds(), d.extra_device_bytes())
+                d.spmv_with(SpmvAlgorithm::PaperSegscan, 1.0, &x, 0.0, &mut y)
+                    .unwrap();
+                (
+                    "f64",
+                    e,
+                    d.csr_device_bytes(),
+                    d.preprocess_seconds(),
+                    d.extra_device_bytes(),
+                )
             },
             {
                 let a32 = a.cast::<f32>();
                 let d = GpuCsr::upload(&g, &a32).unwrap();
-                ("f32", d.extra_device_bytes(), d.csr_device_bytes(), d.preprocess_seconds(), 0)
+                (
+                    "f32",
+                    d.extra_device_bytes(),
+                    d.csr_device_bytes(),
+                    d.preprocess_seconds(),
+                    0,
+                )
             },
         ] {
             eprintln!(
@@ -546,9 +580,15 @@ fn preprocessing_memory_and_cost() {
                 d_extra * 10 <= d_csr,
                 "{spec} {prec}: {d_extra} extra bytes > 10% of the CSR's {d_csr}"
             );
-            assert!(pre.is_finite() && pre > 0.0, "{spec} {prec}: preprocessing time {pre}");
+            assert!(
+                pre.is_finite() && pre > 0.0,
+                "{spec} {prec}: preprocessing time {pre}"
+            );
             if prec == "f64" {
-                assert!(paper_extra > d_extra, "{spec}: the paper's workspace is lazy");
+                assert!(
+                    paper_extra > d_extra,
+                    "{spec}: the paper's workspace is lazy"
+                );
             }
         }
     }
@@ -560,7 +600,9 @@ fn auto_choice_by_kind() {
     let Some(g) = gpu::test_gpu() else { return };
     // Small irregular matrices whose rows fit in a tile: the (then deterministic) look-back.
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let lens: Vec<usize> = (0..5000).map(|i| if i % 50 == 0 { 900 } else { 3 }).collect();
+    let lens: Vec<usize> = (0..5000)
+        .map(|i| if i % 50 == 0 { 900 } else { 3 })
+        .collect();
     let a = from_lengths::<f64>(&mut rng, 5000, &lens);
     let d = GpuCsr::upload(&g, &a).unwrap();
     assert_eq!(d.resolved_algorithm(), SpmvAlgorithm::FusedLookback);
@@ -571,7 +613,12 @@ fn auto_choice_by_kind() {
     for run in 0..8 {
         let mut yd = g.zeros::<f64>(a.nrows()).unwrap();
         d.spmv(1.0, &xd, 0.0, &mut yd).unwrap();
-        let b: Vec<u64> = g.download(&yd).unwrap().iter().map(|v| v.to_bits()).collect();
+        let b: Vec<u64> = g
+            .download(&yd)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
         match &first {
             None => first = Some(b),
             Some(f) => assert!(f == &b, "look-back run {run} differs"),
@@ -587,6 +634,11 @@ fn auto_choice_by_kind() {
     ] {
         let a = segsparse::generate::from_spec::<f32>(spec, 9).unwrap();
         let d = GpuCsr::upload(&g, &a).unwrap();
-        assert_eq!(d.resolved_algorithm().name(), want, "{spec}: {:?}", d.row_stats());
+        assert_eq!(
+            d.resolved_algorithm().name(),
+            want,
+            "{spec}: {:?}",
+            d.row_stats()
+        );
     }
 }

@@ -394,7 +394,10 @@ pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>>
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
     ];
     if let Ok(lanes) = std::env::var("SEGSPARSE_BENCH_VECTOR_LANES") {
-        for l in lanes.split(',').filter_map(|l| l.trim().parse::<u32>().ok()) {
+        for l in lanes
+            .split(',')
+            .filter_map(|l| l.trim().parse::<u32>().ok())
+        {
             if l.is_power_of_two() && l <= 32 {
                 all.push(Box::new(SegsparseGpu::new(
                     state.clone(),

@@ -326,7 +326,10 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines.len(), 3, "{s}");
         assert!(lines[0].starts_with("matrix,rows,cols,nnz,implementation,precision,backend,"));
-        assert!(lines[1].starts_with("\"dir/m \"\"x\"\".mtx\",2,3,4,"), "{s}");
+        assert!(
+            lines[1].starts_with("\"dir/m \"\"x\"\".mtx\",2,3,4,"),
+            "{s}"
+        );
         let mut rd = csv::Reader::from_reader(s.as_bytes());
         let header = rd.headers().unwrap().clone();
         for rec in rd.records() {

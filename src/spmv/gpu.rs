@@ -1,56 +1,78 @@
 //! GPU sparse matrix–vector products `y ← α·A·x + β·y` on a device-resident CSR matrix.
 //!
-//! [`GpuCsr`] uploads a [`CsrMatrix`] once and computes everything that depends only on the
-//! structure at that time: the packed head flags (one bit per nonzero, set at each row start —
+//! [`GpuCsr`] uploads a [`CsrMatrix`] once and computes, on the device, everything that depends
+//! only on the structure: the packed head flags (one bit per nonzero, set at each row start —
 //! the segment representation of Sengupta, Harris, Zhang and Owens, *Scan Primitives for GPU
-//! Computing*, 2007, §2.2), the number of row starts before each tile, the map from non-empty
-//! row to row when empty rows exist, the look-back scratch, the product workspace of the
-//! paper's algorithm and the [`SpmvAlgorithm`] that `Auto` resolves to. A multiply then
-//! allocates nothing and never waits for the host: it queues one kernel (the products, the
-//! segmented scan's kernels and the gather for the paper's algorithm) on the [`Gpu`]'s stream.
+//! Computing*, 2007, §2.2), the number of row starts before each tile, where the row carried into
+//! each tile starts, the map from non-empty row to row when empty rows exist, and the
+//! [`SpmvAlgorithm`] that `Auto` resolves to (from row statistics computed on the host). That
+//! costs about 0.07–0.09 ms of device time per upload for 10–60 M nonzeros (a few small kernels
+//! and two scans; [`GpuCsr::preprocess_seconds`]) and 1.2–1.7% of the CSR arrays' device memory
+//! ([`GpuCsr::extra_device_bytes`]; plus 4 bytes per non-empty row when empty rows exist). The
+//! paper's product workspace (two arrays of nnz values) is allocated on its first use only. A
+//! multiply then allocates nothing and never waits for the host.
 //!
 //! # Algorithms
 //!
-//! - [`SpmvAlgorithm::Fused`] — the fast path. One pass over the nonzeros, balanced by
-//!   nonzeros: a tile of `threads × items` consecutive entries per block, products in registers,
-//!   a block scan of (row starts, boundary, tail sum) triples with warp shuffles, and the sum
-//!   carried between tiles resolved by a decoupled look-back, so no product array is ever
-//!   written and every tile does the same work whatever the row lengths (a row of 200,000
-//!   entries spans ~100 tiles and is summed by the look-back). One launch whatever the matrix.
-//! - [`SpmvAlgorithm::Vector`] — a sub-warp of 2^k lanes per row (CSR-vector), for short,
-//!   regular rows. One launch; imbalanced when row lengths vary.
+//! - [`SpmvAlgorithm::Fused`] — the nonzero-balanced segmented reduction, for irregular rows. A
+//!   tile of `threads × items` consecutive entries per block, products in registers, a block
+//!   scan of (row starts, boundary, tail sum) triples with warp shuffles; rows inside a tile are
+//!   written directly, and a tile never waits for another: it writes the partial sums of its
+//!   first and last (tile-crossing) rows to a small per-tile array, and a fix-up kernel (one
+//!   warp per tile) adds them in tile order. Two launches, no product array, the same work per
+//!   tile whatever the row lengths (a row of 10^6 entries spans ~500 tiles), bitwise
+//!   reproducible.
+//! - [`SpmvAlgorithm::Rows`] — one thread per row with every load of a short row in flight: the
+//!   path for stencils (Poisson 2D/3D at 95–99.6% of the copy bandwidth).
+//! - [`SpmvAlgorithm::Vector`] — a sub-warp of 2^k lanes per row (CSR-vector), for regular
+//!   rows; the shortest path for small L2-resident matrices (one launch).
+//! - [`SpmvAlgorithm::FusedLookback`] — the previous fused kernel: the same tiles, with the carry
+//!   resolved by a decoupled look-back in one launch. Reproducible when no row is longer than a
+//!   tile (then every tile holds a row boundary and the look-back reads its nearest predecessor
+//!   only); otherwise a long row's carries may be added in a different order from run to run.
 //! - [`SpmvAlgorithm::PaperSegscan`] — the paper's four steps (§4.2): products
-//!   `value · x[index]`, head flags at each row start (built at upload), a backward inclusive
-//!   segmented sum scan of the products, and `y = α·product[rowPtr] + β·y` per row. Kept to
-//!   show where the paper's formulation stands against the fused one; it writes and reads the
-//!   product array, so it moves about twice the bytes.
-//! - [`SpmvAlgorithm::Auto`] (the default) picks from the row statistics at upload: the
-//!   fused kernel, except the vector kernel for small regular matrices and regular rows of 12+
-//!   entries; see [`GpuCsr::resolved_algorithm`].
+//!   `value · x[index]`, head flags at each row start, a backward inclusive segmented sum scan of
+//!   the products, and `y = α·product[rowPtr] + β·y` per row. Kept to show where the paper's
+//!   formulation stands; it writes and reads the product array, so it moves about twice the
+//!   bytes. Its scan primitive carries between tiles with a look-back, so it is not bitwise
+//!   reproducible for long rows.
+//! - [`SpmvAlgorithm::Auto`] (the default) chooses at upload from the matrix's kind (row-length
+//!   statistics, size, element type, column spread); see [`GpuCsr::resolved_algorithm`]. Every
+//!   choice it makes is bitwise reproducible run to run.
 //!
-//! # Performance (H200, `benches/results/spmv.md`)
+//! The fused and vector kernels stream the matrix through the caches evict-first
+//! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
+//! matrices are what bounds them (ncu: L2 throughput 97%, L2 hit rate 42% before).
 //!
-//! Against cuSPARSE CSR ALG1/ALG2 (after `cusparseSpMV_preprocess`) in the same process: 1.3–2.7×
-//! faster on raefsky2 and the other L2-resident matrices of the corpus (one launch, ~3.5–5 µs);
-//! 0.7–0.97× on large Poisson, random and power-law matrices, where the fused kernel reaches
-//! 54–56% of the copy bandwidth on stencils (cuSPARSE 61–64%). The paper's four steps run at
-//! 0.3–0.6× of cuSPARSE.
+//! # Performance (H200, `benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
+//! `cusparseSpMV_preprocess`, same process)
+//!
+//! - Poisson 2D 2000² and 3D 160³ (stencils): 95–99.6% of the device copy bandwidth by the
+//!   crate's byte count, 1.44–1.69× the best cuSPARSE algorithm.
+//! - Uniform random rows (6 and 16 per row) and short-and-wide: 1.00–1.04×, except short-and-wide
+//!   in `f64` at 0.96× (**miss**).
+//! - Power-law rows and a few dense rows among short ones: 0.98–0.99× in `f32`, 0.77–0.98× in
+//!   `f64` (**miss**: the heavy-tailed `powerlaw:800000:1.8` is at 0.86× / 0.77×; the gathers of
+//!   `x`, L2-bound, limit the fused kernel, which runs at 50% occupancy with 58 registers).
+//!   Geo-mean over the 8 large matrices, both precisions: 1.08× (goal 1.15×, **miss**).
+//! - The 40 small corpus matrices (L2-resident): geo-mean 1.62× (f32 and f64), 0.93–2.4×
+//!   (lp_ship04l at 0.93–0.94× is the **miss**); raefsky2 f64 in 3.9 µs (1.71×).
+//! - The paper's four steps: 0.3–0.7× of cuSPARSE.
 //!
 //! # Semantics and precision
 //!
 //! Empty rows produce `β·y`; `β = 0` never reads `y` (NaN in `y` does not propagate); `x` and
 //! `y` must not alias. `f32` sums in `f32` (as cuSPARSE does for `CUDA_R_32F`); the order of the
 //! additions differs from the CPU's, so results agree to a tolerance that grows with the row
-//! length. The fused path is deterministic except for rows that span three or more tiles, whose
-//! carried sum may be added in a different order from run to run (the look-back may find a
-//! predecessor's inclusive sum or add up its local sums, depending on timing).
+//! length. `Fused`, `Rows`, `Vector` and `Auto` give the same bits every run (tested on the H200
+//! with rows of up to 600,000 entries).
 //!
 //! # Where it departs from the paper
 //!
 //! The paper materialises a 32-bit flag per entry and a product per entry and runs three
 //! kernels plus a multi-block segmented scan; the fused path keeps one bit per entry, builds it
-//! once per matrix, and never writes the products. Both paths read `x` through the read-only
-//! cache (`__ldg`). Column indices are `u32`, like the crate's CSR type.
+//! once per matrix, and never writes the products. Column indices are `u32`, like the crate's
+//! CSR type.
 
 mod cusparse_peer;
 
@@ -309,6 +331,8 @@ const MAX_NNZ: usize = (u32::MAX as usize) - (1 << 16);
 /// crate's scan primitive); the counts and their scan are freed when it returns.
 struct Preprocess<'a> {
     gpu: &'a Arc<Gpu>,
+    /// The policy's defines: the same module as the SpMV kernels (compiled before the timing).
+    defines: &'a [(&'static str, String)],
     nrows: usize,
     nnz: usize,
     ntiles: usize,
@@ -326,7 +350,7 @@ impl Preprocess<'_> {
         row_map: &mut CudaSlice<u32>,
     ) -> Result<()> {
         let g = self.gpu;
-        let f = |name: &str| g.function(&SPMV_SRC, name, &[]);
+        let f = |name: &str| g.function(&SPMV_SRC, name, self.defines);
         let (nrows, nnz) = (self.nrows as u32, self.nnz as u32);
         let grid = |n: usize| (n.div_ceil(256) as u32).clamp(1, g.sm_count() * 16);
         let mark = f("spmv_mark_heads")?;
@@ -357,8 +381,11 @@ impl Preprocess<'_> {
             ScanSpec::exclusive(ScanOp::Plus),
             ScanAlgorithm::default(),
         )?;
-        let (ntiles, tile_words, has_map) =
-            (self.ntiles as u32, (self.tile / 32) as u32, self.has_map as u32);
+        let (ntiles, tile_words, has_map) = (
+            self.ntiles as u32,
+            (self.tile / 32) as u32,
+            self.has_map as u32,
+        );
         let tables = f("spmv_tile_tables")?;
         let mut b = g.stream().launch_builder(&tables);
         b.arg(row_ptr)
@@ -449,6 +476,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         let mut row_map = gpu.zeros::<u32>(if has_map { nsegs.max(1) as usize } else { 1 })?;
         let pre = Preprocess {
             gpu,
+            defines: &defines,
             nrows,
             nnz,
             ntiles,
@@ -553,8 +581,18 @@ impl<T: GpuScalar> GpuCsr<T> {
                     + w.flags.words().len() * 4
                     + w.scan_ws.len()
             });
-        let tiles = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner()).len() * 4
-            + self.tile_value.lock().unwrap_or_else(|p| p.into_inner()).len() * T::BYTES;
+        let tiles = self
+            .tile_flag
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+            * 4
+            + self
+                .tile_value
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len()
+                * T::BYTES;
         (self.heads.len() + self.tile_heads.len() + self.tile_start.len() + self.row_map.len()) * 4
             + tiles
             + paper
@@ -677,30 +715,20 @@ impl<T: GpuScalar> GpuCsr<T> {
     ) -> Result<()> {
         let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
         let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
-        let (has_map, nnz, nrows, epoch) =
-            (self.has_map as u32, self.nnz as u32, self.nrows as u32, 0u32);
-        let mut b = self.gpu.stream().launch_builder(&self.k.fused);
-        b.arg(&self.col)
-            .arg(&self.val)
-            .arg(&self.heads)
-            .arg(&self.tile_heads)
-            .arg(&self.row_map)
-            .arg(&has_map)
-            .arg(&self.nsegs)
-            .arg(&nnz)
-            .arg(&nrows)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&mut *flag)
-            .arg(&mut *value)
-            .arg(&epoch);
-        // SAFETY: the signature and sizes of spmv_lookback_T (see `lookback`); spmv_fused_T
-        // writes tile_flag[tile] and tile_value[tile], tile_value[ntiles + tile] of its own tile
-        // only, and reads no other tile's entries.
-        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
+        // spmv_fused_T writes tile_flag[tile], tile_value[tile] and tile_value[ntiles + tile] of
+        // its own tile only and reads no other tile's entries (the epoch is unused).
+        self.launch_tiles(
+            &self.k.fused,
+            "spmv_fused",
+            alpha,
+            x,
+            beta,
+            y,
+            &mut flag,
+            &mut value,
+            0,
+        )?;
+        let (has_map, nrows) = (self.has_map as u32, self.nrows as u32);
         if self.ntiles < 2 {
             return Ok(());
         }
@@ -724,6 +752,50 @@ impl<T: GpuScalar> GpuCsr<T> {
         // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
         unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
             .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
+        Ok(())
+    }
+
+    /// Launches one of the tile kernels (`spmv_fused_T` or `spmv_lookback_T`, same signature),
+    /// one block per tile.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_tiles(
+        &self,
+        kernel: &CudaFunction,
+        name: &str,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+        flag: &mut CudaSlice<u32>,
+        value: &mut CudaSlice<T>,
+        epoch: u32,
+    ) -> Result<()> {
+        let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
+        let mut b = self.gpu.stream().launch_builder(kernel);
+        b.arg(&self.col)
+            .arg(&self.val)
+            .arg(&self.heads)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nnz)
+            .arg(&nrows)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(flag)
+            .arg(value)
+            .arg(&epoch);
+        // SAFETY: spmv_{fused,lookback}_T(const u32* col, const T* val, const u32* heads,
+        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
+        // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
+        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per
+        // tile and tile_value two per tile (ntiles blocks are launched), row_map nsegs entries
+        // when has_map, x ncols and y nrows (checked by the caller).
+        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
+            .map_err(|e| Gpu::launch_error(name, e))?;
         Ok(())
     }
 
@@ -772,32 +844,17 @@ impl<T: GpuScalar> GpuCsr<T> {
             self.epoch.store(1, Ordering::Relaxed);
             epoch = 1;
         }
-        let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
-        let mut b = self.gpu.stream().launch_builder(&self.k.lookback);
-        b.arg(&self.col)
-            .arg(&self.val)
-            .arg(&self.heads)
-            .arg(&self.tile_heads)
-            .arg(&self.row_map)
-            .arg(&has_map)
-            .arg(&self.nsegs)
-            .arg(&nnz)
-            .arg(&nrows)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&mut *flag)
-            .arg(&mut *value)
-            .arg(&epoch);
-        // SAFETY: spmv_lookback_T(const u32* col, const T* val, const u32* heads,
-        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
-        // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
-        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per tile and
-        // tile_value two per tile (ntiles blocks are launched), row_map nsegs entries when
-        // has_map, x ncols and y nrows (checked by the caller).
-        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_lookback", e))?;
+        self.launch_tiles(
+            &self.k.lookback,
+            "spmv_lookback",
+            alpha,
+            x,
+            beta,
+            y,
+            &mut flag,
+            &mut value,
+            epoch,
+        )?;
         Ok(())
     }
 
