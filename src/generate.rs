@@ -12,7 +12,9 @@
 //! | `diag:N` | diagonal, values uniform in [1, 2) | N | N |
 //! | `dense:N` | every entry stored, values uniform in [−1, 1) (the "Dense" matrix of the Williams SpMV set) | N | N² |
 //! | `random:N:K` | N×N, every row has exactly K distinct uniformly random columns, values uniform in [−1, 1) | N | N·K |
-//! | `powerlaw:N:ALPHA` | N×N, row lengths power-law ("Zipf") distributed with exponent ALPHA, random distinct columns, values uniform in [−1, 1) | N | ≈ 12 N for ALPHA ≥ 2.1 |
+//! | `powerlaw:N:ALPHA` | N×N, row lengths power-law ("Zipf") distributed with exponent ALPHA, random distinct columns, values uniform in [−1, 1) | N | ≈ 12 N for ALPHA ≥ 2.1; a heavier tail (more long rows) for ALPHA < 2 |
+//! | `denserows:N:K:D:L` | N×N, K random columns per row except D evenly spread dense rows of L random columns (a few dense rows among short ones) | N | (N − D)·K + D·L |
+//! | `wide:M:N:K` | M×N (short and wide when N ≫ M), K random columns per row | M | M·K |
 //!
 //! The Poisson and tridiagonal matrices are symmetric positive definite (the standard
 //! finite-difference Laplacians with Dirichlet boundaries) and do not depend on the seed.
@@ -62,9 +64,11 @@ pub const CHUNK_ROWS: usize = 1 << 13;
 
 /// The valid spec forms, as listed in error messages.
 pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense:N, random:N:K, \
-                              powerlaw:N:ALPHA (e.g. poisson2d:1000, random:100000:16, powerlaw:100000:2.2)";
+                              powerlaw:N:ALPHA, denserows:N:K:D:L, wide:M:N:K (e.g. poisson2d:1000, \
+                              random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
+                              wide:1000:1000000:32)";
 
-const NAMES: [&str; 7] = [
+const NAMES: [&str; 9] = [
     "poisson2d",
     "poisson3d",
     "tridiag",
@@ -72,6 +76,8 @@ const NAMES: [&str; 7] = [
     "dense",
     "random",
     "powerlaw",
+    "denserows",
+    "wide",
 ];
 
 /// True when `s` has the shape of a spec: a known generator name followed by `:` (the arguments
@@ -145,6 +151,14 @@ pub fn from_spec<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
                 .parse::<f64>()
                 .map_err(|_| bad(&format!("ALPHA '{a}' is not a number")))?;
             powerlaw(n, alpha, seed)
+        }
+        "denserows" => {
+            arity(4)?;
+            denserows(int(1, "N")?, int(2, "K")?, int(3, "D")?, int(4, "L")?, seed)
+        }
+        "wide" => {
+            arity(3)?;
+            wide(int(1, "M")?, int(2, "N")?, int(3, "K")?, seed)
         }
         _ => Err(bad("unknown generator")),
     }
@@ -440,17 +454,18 @@ fn sample_distinct(
 }
 
 fn random_rows<T: Scalar>(
-    n: usize,
+    nrows: usize,
+    ncols: usize,
     seed: u64,
     len: impl Fn(usize) -> usize,
 ) -> Result<CsrMatrix<T>> {
-    build(n, n, len, |chunk, range, rp, cols, vals| {
+    build(nrows, ncols, len, |chunk, range, rp, cols, vals| {
         let mut rng = chunk_rng(seed, chunk, 1);
         let mut scratch = Vec::new();
-        let dist = Uniform::new(0, (n as u32).max(1));
+        let dist = Uniform::new(0, (ncols as u32).max(1));
         for k in 0..range.len() {
             let (a, b) = (rp[k] as usize, rp[k + 1] as usize);
-            sample_distinct(&mut rng, n, &dist, &mut cols[a..b], &mut scratch);
+            sample_distinct(&mut rng, ncols, &dist, &mut cols[a..b], &mut scratch);
             for v in &mut vals[a..b] {
                 *v = T::of_f64(sym_unit(&mut rng));
             }
@@ -469,7 +484,47 @@ pub fn random<T: Scalar>(n: usize, k: usize, seed: u64) -> Result<CsrMatrix<T>> 
             "random:{n}:{k}: a row of {n} columns cannot hold {k} distinct entries"
         )));
     }
-    random_rows(n, seed, |_| k)
+    random_rows(n, n, seed, |_| k)
+}
+
+/// An `n × n` matrix of short rows with a few dense ones: every row holds `k` distinct,
+/// uniformly random columns, except `d` rows spread evenly over the matrix (row
+/// `i·⌊n/d⌋ + ⌊n/(2d)⌋` for `i < d`) that hold `l` each. Values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `k > n`, `l > n`, `d > n` or the size exceeds `u32`.
+pub fn denserows<T: Scalar>(
+    n: usize,
+    k: usize,
+    d: usize,
+    l: usize,
+    seed: u64,
+) -> Result<CsrMatrix<T>> {
+    if k > n || l > n || d > n {
+        return Err(Error::InvalidInput(format!(
+            "denserows:{n}:{k}:{d}:{l}: K, D and L must not exceed N"
+        )));
+    }
+    let (step, off) = (
+        n.checked_div(d).unwrap_or(0),
+        n.checked_div(2 * d).unwrap_or(0),
+    );
+    let dense = |i: usize| d > 0 && i >= off && (i - off) % step == 0 && (i - off) / step < d;
+    random_rows(n, n, seed, |i| if dense(i) { l } else { k })
+}
+
+/// A short, wide `m × n` matrix (typically `n ≫ m`): every row holds `k` distinct, uniformly
+/// random columns of `n`, values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `k > n` or the size exceeds `u32`.
+pub fn wide<T: Scalar>(m: usize, n: usize, k: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if k > n {
+        return Err(Error::InvalidInput(format!(
+            "wide:{m}:{n}:{k}: a row of {n} columns cannot hold {k} distinct entries"
+        )));
+    }
+    random_rows(m, n, seed, |_| k)
 }
 
 /// The expected mean row length of `powerlaw:n:alpha` before rounding (see the module docs).
@@ -539,5 +594,5 @@ pub fn powerlaw<T: Scalar>(n: usize, alpha: f64, seed: u64) -> Result<CsrMatrix<
                 };
             }
         });
-    random_rows(n, seed, |i| lens[i] as usize)
+    random_rows(n, n, seed, |i| lens[i] as usize)
 }

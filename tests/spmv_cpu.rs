@@ -278,3 +278,41 @@ fn length_mismatch_panics_with_both_sizes() {
         );
     }
 }
+
+/// The generator kinds added for the large SpMV set: a few dense rows among short ones, and
+/// short-and-wide. Shapes, counts, where the dense rows are, and that the CPU versions agree on
+/// them.
+#[test]
+fn dense_rows_and_wide_generators() {
+    use segsparse::generate;
+    let a: CsrMatrix<f64> = generate::from_spec("denserows:10000:4:5:3000", 3).unwrap();
+    assert_eq!((a.nrows(), a.ncols()), (10_000, 10_000));
+    assert_eq!(a.nnz(), (10_000 - 5) * 4 + 5 * 3000);
+    let long: Vec<usize> = (0..a.nrows())
+        .filter(|&i| a.row(i).0.len() == 3000)
+        .collect();
+    assert_eq!(long, vec![1000, 3000, 5000, 7000, 9000]);
+    assert_eq!(a, generate::denserows(10_000, 4, 5, 3000, 3).unwrap());
+    assert_ne!(a, generate::denserows(10_000, 4, 5, 3000, 4).unwrap());
+    let none: CsrMatrix<f32> = generate::from_spec("denserows:100:2:0:50", 1).unwrap();
+    assert_eq!(none.nnz(), 200);
+    assert!(generate::from_spec::<f64>("denserows:100:2:3", 1).is_err());
+    assert!(generate::from_spec::<f64>("denserows:100:2:3:101", 1).is_err());
+
+    let w: CsrMatrix<f64> = generate::from_spec("wide:300:100000:25", 9).unwrap();
+    assert_eq!((w.nrows(), w.ncols(), w.nnz()), (300, 100_000, 7_500));
+    assert!(
+        w.col_idx().iter().any(|&c| c >= 50_000),
+        "columns span the width"
+    );
+    assert!(generate::from_spec::<f64>("wide:3:10:11", 1).is_err());
+    assert!(generate::is_spec("wide:3:10:2") && generate::is_spec("denserows:5:1:1:1"));
+
+    for m in [&a, &w] {
+        let x = random_x(m.ncols(), 5);
+        let mut y = vec![0.0; m.nrows()];
+        spmv(1.0, m, &x, 0.0, &mut y);
+        let r = cpu::spmv_f64_reference(m, &x);
+        assert!(cpu::max_rel_err(&y, &r) < 1e-13);
+    }
+}

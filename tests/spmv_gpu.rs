@@ -20,7 +20,10 @@ fn algorithms() -> Vec<SpmvAlgorithm> {
     vec![
         SpmvAlgorithm::Auto,
         SpmvAlgorithm::Fused,
+        SpmvAlgorithm::FusedLookback,
+        SpmvAlgorithm::Rows,
         SpmvAlgorithm::Vector { lanes: 0 },
+        SpmvAlgorithm::Vector { lanes: 4 },
         SpmvAlgorithm::Vector { lanes: 1 },
         SpmvAlgorithm::Vector { lanes: 32 },
         SpmvAlgorithm::PaperSegscan,
@@ -290,9 +293,14 @@ fn repeated_multiplies_are_consistent_and_epoch_wraps() {
         if i == 20 {
             d.set_epoch_for_tests((1 << 30) - 3);
         }
-        d.spmv_with(SpmvAlgorithm::Fused, 1.0, &xd, 0.0, &mut yd)
-            .unwrap();
-        if i % 7 == 0 || (18..26).contains(&i) {
+        // The look-back's epochs wrap; the deterministic kernel shares its per-tile flags.
+        let alg = if i % 3 == 2 {
+            SpmvAlgorithm::Fused
+        } else {
+            SpmvAlgorithm::FusedLookback
+        };
+        d.spmv_with(alg, 1.0, &xd, 0.0, &mut yd).unwrap();
+        if i % 7 == 0 || (18..26).contains(&i) || i % 3 == 2 {
             let got = g.download(&yd).unwrap();
             compare::<f64>(&got, &want, &mag, &a, &format!("repeat {i}"));
         }
@@ -417,9 +425,220 @@ fn generated_specs() {
         "powerlaw:200000:2.2",
         "tridiag:100001",
         "dense:300",
+        "denserows:100000:6:3:60000",
+        "wide:2000:400000:40",
     ] {
         let a = segsparse::generate::from_spec::<f64>(spec, 5).unwrap();
         check_matrix::<f64>(&g, &a, spec, 3);
         check_matrix::<f32>(&g, &a.cast::<f32>(), spec, 3);
+    }
+}
+
+/// One row of 10^6 entries (about 500 tiles of the fused kernel), alone, and among short rows
+/// and empty rows; rows whose lengths sit at tile multiples.
+#[test]
+fn one_row_of_a_million_entries_and_rows_spanning_many_tiles() {
+    both(|g, _, rng, is64| {
+        let a = from_lengths::<f64>(rng, 2_000_000, &[1_000_000]);
+        each_precision!(g, is64, a, "one row of 10^6", 21);
+        let mut lens: Vec<usize> = (0..30_000)
+            .map(|i| if i % 17 == 0 { 0 } else { 3 })
+            .collect();
+        lens[12_345] = 1_000_000;
+        lens[29_999] = 70_001;
+        let a = from_lengths::<f64>(rng, 40_000, &lens);
+        each_precision!(g, is64, a, "10^6 row among short and empty rows", 22);
+        // Lengths at and around multiples of the 2048-entry tile, back to back.
+        let lens: Vec<usize> = [2047, 2048, 2049, 1, 4096, 4095, 6145, 0, 8192, 1, 1, 12_289]
+            .iter()
+            .cycle()
+            .take(60)
+            .copied()
+            .collect();
+        let a = from_lengths::<f64>(rng, 9_000, &lens);
+        each_precision!(g, is64, a, "rows at tile multiples", 23);
+    });
+}
+
+/// Every deterministic path gives identical bits run after run and after a fresh upload: rows
+/// that cross many tiles (power law with a heavy tail, dense rows) are where an order that
+/// depends on timing would show.
+#[test]
+fn results_are_bitwise_reproducible() {
+    let Some(g) = gpu::test_gpu() else { return };
+    fn bits<T: GpuScalar>(
+        g: &Arc<Gpu>,
+        a: &CsrMatrix<T>,
+        alg: SpmvAlgorithm,
+        x: &[T],
+    ) -> Vec<Vec<u64>> {
+        let xd = g.upload(x).unwrap();
+        let mut runs = Vec::new();
+        for upload in 0..2 {
+            let d = GpuCsr::upload(g, a).unwrap();
+            for _ in 0..if upload == 0 { 6 } else { 2 } {
+                let mut yd = g.upload(&vec![T::nan(); a.nrows()]).unwrap();
+                d.spmv_with(alg, T::one(), &xd, T::zero(), &mut yd).unwrap();
+                runs.push(
+                    g.download(&yd)
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_f64().to_bits())
+                        .collect(),
+                );
+            }
+        }
+        runs
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let mut lens: Vec<usize> = (0..200_000)
+        .map(|_| {
+            let u: f64 = rng.gen_range(1e-6..1.0);
+            ((1.0 / u.powf(1.0 / 1.1)) as usize).min(300_000)
+        })
+        .collect();
+    lens[5] = 600_000;
+    lens[150_000] = 250_000;
+    let a = from_lengths::<f64>(&mut rng, 200_000, &lens);
+    let x: Vec<f64> = random_vec(&mut rng, a.ncols());
+    let a32 = a.cast::<f32>();
+    let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    for alg in [
+        SpmvAlgorithm::Auto,
+        SpmvAlgorithm::Fused,
+        SpmvAlgorithm::Rows,
+        SpmvAlgorithm::Vector { lanes: 0 },
+    ] {
+        // Not the paper's algorithm: its segmented-scan primitive carries between tiles with a
+        // look-back, so a long row's sum may be added in a different order from run to run
+        // (measured on the H200: run 1 differed from run 0 in f64).
+        for (prec, runs) in [
+            ("f64", bits(&g, &a, alg, &x)),
+            ("f32", bits(&g, &a32, alg, &x32)),
+        ] {
+            for (i, r) in runs.iter().enumerate().skip(1) {
+                let diff = r.iter().zip(&runs[0]).position(|(p, q)| p != q);
+                assert!(
+                    diff.is_none(),
+                    "{} {prec}: run {i} differs from run 0 at row {:?}",
+                    alg.name(),
+                    diff
+                );
+            }
+        }
+    }
+}
+
+/// Upload-time tables stay within 10% of the CSR arrays' device memory (the paper's workspace
+/// is only allocated when that algorithm runs), and their cost is measured.
+#[test]
+fn preprocessing_memory_and_cost() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for spec in [
+        "poisson2d:600",
+        "powerlaw:200000:2.2",
+        "random:100000:4",
+        "tridiag:300000",
+    ] {
+        let a = segsparse::generate::from_spec::<f64>(spec, 1).unwrap();
+        for (prec, d_extra, d_csr, pre, paper_extra) in [
+            {
+                let d = GpuCsr::upload(&g, &a).unwrap();
+                let e = d.extra_device_bytes();
+                let mut y = g.zeros::<f64>(a.nrows()).unwrap();
+                let x = g.zeros::<f64>(a.ncols()).unwrap();
+                d.spmv_with(SpmvAlgorithm::PaperSegscan, 1.0, &x, 0.0, &mut y)
+                    .unwrap();
+                (
+                    "f64",
+                    e,
+                    d.csr_device_bytes(),
+                    d.preprocess_seconds(),
+                    d.extra_device_bytes(),
+                )
+            },
+            {
+                let a32 = a.cast::<f32>();
+                let d = GpuCsr::upload(&g, &a32).unwrap();
+                (
+                    "f32",
+                    d.extra_device_bytes(),
+                    d.csr_device_bytes(),
+                    d.preprocess_seconds(),
+                    0,
+                )
+            },
+        ] {
+            eprintln!(
+                "{spec} {prec}: extra {d_extra} B = {:.2}% of CSR {d_csr} B; preprocessing {:.3} ms \
+                 ({:.3} ms per 10^7 nonzeros)",
+                100.0 * d_extra as f64 / d_csr as f64,
+                pre * 1e3,
+                pre * 1e3 * 1e7 / a.nnz() as f64
+            );
+            assert!(
+                d_extra * 10 <= d_csr,
+                "{spec} {prec}: {d_extra} extra bytes > 10% of the CSR's {d_csr}"
+            );
+            assert!(
+                pre.is_finite() && pre > 0.0,
+                "{spec} {prec}: preprocessing time {pre}"
+            );
+            if prec == "f64" {
+                assert!(
+                    paper_extra > d_extra,
+                    "{spec}: the paper's workspace is lazy"
+                );
+            }
+        }
+    }
+}
+
+/// `Auto` picks by the kind of matrix (row-length statistics), never by identity.
+#[test]
+fn auto_choice_by_kind() {
+    let Some(g) = gpu::test_gpu() else { return };
+    // Small irregular matrices whose rows fit in a tile: the (then deterministic) look-back.
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let lens: Vec<usize> = (0..5000)
+        .map(|i| if i % 50 == 0 { 900 } else { 3 })
+        .collect();
+    let a = from_lengths::<f64>(&mut rng, 5000, &lens);
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    assert_eq!(d.resolved_algorithm(), SpmvAlgorithm::FusedLookback);
+    // ... and it gives the same bits every run (no row crosses more than two tiles).
+    let x: Vec<f64> = random_vec(&mut rng, a.ncols());
+    let xd = g.upload(&x).unwrap();
+    let mut first: Option<Vec<u64>> = None;
+    for run in 0..8 {
+        let mut yd = g.zeros::<f64>(a.nrows()).unwrap();
+        d.spmv(1.0, &xd, 0.0, &mut yd).unwrap();
+        let b: Vec<u64> = g
+            .download(&yd)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        match &first {
+            None => first = Some(b),
+            Some(f) => assert!(f == &b, "look-back run {run} differs"),
+        }
+    }
+    for (spec, want) in [
+        ("poisson2d:2100", "rows"),
+        ("poisson3d:170", "rows"),
+        ("powerlaw:3000000:2.2", "fused"),
+        ("denserows:3000000:6:8:500000", "fused"),
+        ("random:3000000:6", "vector"),
+        ("random:1000:5", "vector"),
+    ] {
+        let a = segsparse::generate::from_spec::<f32>(spec, 9).unwrap();
+        let d = GpuCsr::upload(&g, &a).unwrap();
+        assert_eq!(
+            d.resolved_algorithm().name(),
+            want,
+            "{spec}: {:?}",
+            d.row_stats()
+        );
     }
 }

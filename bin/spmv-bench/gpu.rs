@@ -289,7 +289,11 @@ impl SegsparseGpu {
                 .map_err(Into::into)
         })?;
         let y = g.download(&y)?.iter().map(|v| v.as_f64()).collect();
-        Ok(Measurement { median_s, y })
+        Ok(Measurement {
+            median_s,
+            y,
+            preprocess_s: a.preprocess_seconds(),
+        })
     }
 }
 
@@ -333,7 +337,11 @@ impl CusparseGpu {
         })?;
         drop(peer);
         let y = g.download(&y)?.iter().map(|v| v.as_f64()).collect();
-        Ok(Measurement { median_s, y })
+        Ok(Measurement {
+            median_s,
+            y,
+            preprocess_s: f64::NAN,
+        })
     }
 }
 
@@ -352,17 +360,31 @@ impl Implementation for CusparseGpu {
     }
 }
 
-/// The GPU rows, in report order: Auto, Fused, Vector, the paper's algorithm, then cuSPARSE.
+/// The copy bandwidth of this process's device in GB/s (measured once), or `None` when no
+/// device was opened.
+pub fn copy_gbs() -> Option<f64> {
+    let state = STATE.with(|s| s.borrow().clone())?;
+    state.copy_bandwidth().ok().map(|b| b / 1e9)
+}
+
+/// The GPU rows, in report order: Auto, Fused, Rows, Vector, the look-back kernel, the paper's
+/// algorithm, then cuSPARSE.
 ///
 /// `SEGSPARSE_BENCH_GPU_ROWS` (comma-separated names such as `fused,vector,cusparse-alg1`)
-/// keeps only the rows whose name contains one of them (tuning runs).
+/// keeps only the rows whose name contains one of them (tuning runs);
+/// `SEGSPARSE_BENCH_VECTOR_LANES` (e.g. `2,4,8`) adds vector rows with those lanes per row.
 pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>> {
     let mut all: Vec<Box<dyn Implementation>> = vec![
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Auto)),
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Fused)),
+        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Rows)),
         Box::new(SegsparseGpu::new(
             state.clone(),
             SpmvAlgorithm::Vector { lanes: 0 },
+        )),
+        Box::new(SegsparseGpu::new(
+            state.clone(),
+            SpmvAlgorithm::FusedLookback,
         )),
         Box::new(SegsparseGpu::new(
             state.clone(),
@@ -371,6 +393,19 @@ pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>>
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg1)),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
     ];
+    if let Ok(lanes) = std::env::var("SEGSPARSE_BENCH_VECTOR_LANES") {
+        for l in lanes
+            .split(',')
+            .filter_map(|l| l.trim().parse::<u32>().ok())
+        {
+            if l.is_power_of_two() && l <= 32 {
+                all.push(Box::new(SegsparseGpu::new(
+                    state.clone(),
+                    SpmvAlgorithm::Vector { lanes: l },
+                )));
+            }
+        }
+    }
     if let Ok(keep) = std::env::var("SEGSPARSE_BENCH_GPU_ROWS") {
         let keep: Vec<&str> = keep.split(',').map(str::trim).collect();
         all.retain(|i| keep.iter().any(|k| !k.is_empty() && i.name().contains(k)));

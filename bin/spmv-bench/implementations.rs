@@ -62,6 +62,8 @@ pub struct Measurement {
     pub median_s: f64,
     /// The computed `y = A·x`, widened to f64, for the error against the reference.
     pub y: Vec<f64>,
+    /// Device seconds of the upload-time preprocessing (segsparse GPU rows; NaN otherwise).
+    pub preprocess_s: f64,
 }
 
 /// An SpMV implementation: `y ← A·x` (α = 1, β = 0) on a [`Problem`] in one precision, timed
@@ -154,6 +156,7 @@ fn measure_host<T: Scalar>(
     Measurement {
         median_s,
         y: y.iter().map(|v| v.as_f64()).collect(),
+        preprocess_s: f64::NAN,
     }
 }
 
@@ -257,7 +260,20 @@ mod tests {
             assert!(cpu::max_rel_err(&m.y, &r32) < 1e-5, "{}", imp.name());
             assert!(m.median_s > 0.0);
         }
-        assert!(implementations(BackendArg::Gpu).is_err());
+        // `--backend gpu` must hold on every machine: an error naming the missing device (or the
+        // feature) without a GPU, else only GPU rows, segsparse's auto first and both cuSPARSE
+        // algorithms among them.
+        match implementations(BackendArg::Gpu) {
+            Err(e) => assert!(e.to_string().starts_with("no GPU: "), "{e}"),
+            Ok(gpu) => {
+                assert!(gpu.iter().all(|i| i.backend() == Backend::Gpu));
+                let names: Vec<&str> = gpu.iter().map(|i| i.name()).collect();
+                assert_eq!(names.first(), Some(&"segsparse gpu auto"), "{names:?}");
+                for want in ["cusparse-alg1", "cusparse-alg2", "segsparse gpu fused"] {
+                    assert!(names.contains(&want), "{want} missing from {names:?}");
+                }
+            }
+        }
     }
 
     #[test]

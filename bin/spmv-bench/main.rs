@@ -20,6 +20,9 @@ mod gpu {
     ) -> std::io::Result<()> {
         Ok(())
     }
+    pub fn copy_gbs() -> Option<f64> {
+        None
+    }
 }
 mod implementations;
 mod output;
@@ -117,9 +120,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
 
-    if cli.format == Format::Csv {
-        writeln!(out, "{}", output::CSV_HEADER)?;
-    }
+    // CSV goes through one writer for the whole run: the header comes once, before the first row.
+    let mut csv_out = (cli.format == Format::Csv).then(|| output::csv_writer(io::stdout()));
     for name in &cli.matrices {
         bar.set_message(format!("loading {name}"));
         let t0 = Instant::now();
@@ -179,6 +181,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     Err(e) => return Err(e),
                 };
                 let err = cpu::max_rel_err(&m.y, &reference);
+                let preprocess_ms = m.preprocess_s * 1e3;
                 rows.push(Row::measured(
                     name,
                     shape,
@@ -189,10 +192,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     bytes,
                     err,
                 ));
+                if let Some(r) = rows.last_mut() {
+                    r.preprocess_ms = preprocess_ms;
+                }
                 bar.inc(1);
             }
         }
         output::fill_speedups(&mut rows);
+        if let Some(copy) = gpu::copy_gbs() {
+            for r in rows.iter_mut().filter(|r| r.backend == "gpu") {
+                r.copy_gbs = copy;
+            }
+        }
         rows.extend(output::paper_rows(name, &p.a64));
         bar.suspend(|| -> io::Result<()> {
             match cli.format {
@@ -213,8 +224,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 }
                 Format::Csv => {
-                    for r in &rows {
-                        output::write_csv(&mut out, r)?;
+                    if let Some(w) = csv_out.as_mut() {
+                        for r in &rows {
+                            output::write_csv(w, r)?;
+                        }
                     }
                 }
             }

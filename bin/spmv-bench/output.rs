@@ -35,6 +35,11 @@ pub struct Row {
     pub speedup_vs_sprs: f64,
     /// `measured`, or `paper` for the seed paper's quoted figures.
     pub source: &'static str,
+    /// Device-to-device copy bandwidth (read + write, GB/s) measured in this process; GPU rows
+    /// only (NaN otherwise).
+    pub copy_gbs: f64,
+    /// Device milliseconds of the upload-time preprocessing (segsparse GPU rows only).
+    pub preprocess_ms: f64,
 }
 
 impl Row {
@@ -66,6 +71,8 @@ impl Row {
             max_rel_err,
             speedup_vs_sprs: f64::NAN,
             source: "measured",
+            copy_gbs: f64::NAN,
+            preprocess_ms: f64::NAN,
         }
     }
 }
@@ -96,6 +103,8 @@ pub fn paper_rows(matrix: &str, a: &CsrMatrix<f64>) -> Vec<Row> {
             max_rel_err: f64::NAN,
             speedup_vs_sprs: f64::NAN,
             source: "paper",
+            copy_gbs: f64::NAN,
+            preprocess_ms: f64::NAN,
         }
     };
     // 365 SpMV/s is 215 MFLOP/s with 2·nnz flops per product: the paper's two figures agree.
@@ -207,107 +216,71 @@ pub fn write_table(out: &mut impl Write, rows: &[Row], threads: usize) -> io::Re
     writeln!(out)
 }
 
-/// A JSON string literal with the escapes RFC 8259 requires.
-pub fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
+/// The machine-readable form of a [`Row`] (JSON lines and CSV share it, through serde): unknown
+/// values (NaN) become `null` in JSON and empty fields in CSV. Field names are the output's
+/// column names; `copy_gbs` and `preprocess_ms` are absent from rows that have none.
+#[derive(serde::Serialize)]
+struct Record<'a> {
+    matrix: &'a str,
+    rows: usize,
+    cols: usize,
+    nnz: usize,
+    implementation: &'a str,
+    precision: &'a str,
+    backend: &'a str,
+    median_us: Option<f64>,
+    gflops: Option<f64>,
+    gbs: Option<f64>,
+    spmv_per_s: Option<f64>,
+    max_rel_err: Option<f64>,
+    speedup_vs_sprs: Option<f64>,
+    source: &'a str,
+    copy_gbs: Option<f64>,
+    preprocess_ms: Option<f64>,
 }
 
-/// A JSON number, or `null` for NaN and infinities (JSON has neither).
-fn json_num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        "null".to_string()
+fn known(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+impl<'a> From<&'a Row> for Record<'a> {
+    fn from(r: &'a Row) -> Self {
+        Record {
+            matrix: &r.matrix,
+            rows: r.rows,
+            cols: r.cols,
+            nnz: r.nnz,
+            implementation: &r.implementation,
+            precision: &r.precision,
+            backend: &r.backend,
+            median_us: known(r.median_us),
+            gflops: known(r.gflops),
+            gbs: known(r.gbs),
+            spmv_per_s: known(r.spmv_per_s),
+            max_rel_err: known(r.max_rel_err),
+            speedup_vs_sprs: known(r.speedup_vs_sprs),
+            source: r.source,
+            copy_gbs: known(r.copy_gbs),
+            preprocess_ms: known(r.preprocess_ms),
+        }
     }
 }
 
 /// One JSON object on one line.
 pub fn write_json(out: &mut impl Write, r: &Row) -> io::Result<()> {
-    let err = if r.max_rel_err.is_finite() {
-        format!("{:e}", r.max_rel_err)
-    } else {
-        "null".to_string()
-    };
-    writeln!(
-        out,
-        "{{\"matrix\":{},\"rows\":{},\"cols\":{},\"nnz\":{},\"implementation\":{},\"precision\":{},\
-         \"backend\":{},\"median_us\":{},\"gflops\":{},\"gbs\":{},\"spmv_per_s\":{},\
-         \"max_rel_err\":{},\"speedup_vs_sprs\":{},\"source\":{}}}",
-        json_str(&r.matrix),
-        r.rows,
-        r.cols,
-        r.nnz,
-        json_str(&r.implementation),
-        json_str(&r.precision),
-        json_str(&r.backend),
-        json_num(r.median_us),
-        json_num(r.gflops),
-        json_num(r.gbs),
-        json_num(r.spmv_per_s),
-        err,
-        json_num(r.speedup_vs_sprs),
-        json_str(r.source),
-    )
+    serde_json::to_writer(&mut *out, &Record::from(r)).map_err(io::Error::from)?;
+    writeln!(out)
 }
 
-/// The CSV header line.
-pub const CSV_HEADER: &str = "matrix,rows,cols,nnz,implementation,precision,backend,median_us,\
-                              gflops,gbs,spmv_per_s,max_rel_err,speedup_vs_sprs,source";
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// A CSV writer for rows (header written before the first row).
+pub fn csv_writer<W: Write>(out: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new().has_headers(true).from_writer(out)
 }
 
-fn csv_num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v}")
-    } else {
-        String::new()
-    }
-}
-
-/// One CSV line (empty fields for unknown values).
-pub fn write_csv(out: &mut impl Write, r: &Row) -> io::Result<()> {
-    writeln!(
-        out,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-        csv_field(&r.matrix),
-        r.rows,
-        r.cols,
-        r.nnz,
-        csv_field(&r.implementation),
-        r.precision,
-        r.backend,
-        csv_num(r.median_us),
-        csv_num(r.gflops),
-        csv_num(r.gbs),
-        csv_num(r.spmv_per_s),
-        if r.max_rel_err.is_finite() {
-            format!("{:e}", r.max_rel_err)
-        } else {
-            String::new()
-        },
-        csv_num(r.speedup_vs_sprs),
-        r.source,
-    )
+/// One CSV line (empty fields for unknown values); the writer adds the header first.
+pub fn write_csv<W: Write>(w: &mut csv::Writer<W>, r: &Row) -> io::Result<()> {
+    w.serialize(Record::from(r)).map_err(io::Error::other)?;
+    w.flush()
 }
 
 #[cfg(test)]
@@ -316,7 +289,6 @@ mod tests {
 
     #[test]
     fn json_escapes_and_nulls() {
-        assert_eq!(json_str("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
         let mut r = Row::measured(
             "dir/m \"x\".mtx",
             (2, 3, 4),
@@ -337,16 +309,32 @@ mod tests {
         );
         assert!(s.contains("\"max_rel_err\":1.5e-17"), "{s}");
         assert!(s.contains("\"speedup_vs_sprs\":null"), "{s}");
-        assert!(s.contains("\"gflops\":0.008"), "{s}");
+        assert!(s.contains("\"copy_gbs\":null"), "{s}");
         assert_eq!(s.lines().count(), 1);
+        let parsed: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(parsed["gflops"].as_f64(), Some(0.008));
+        assert_eq!(parsed["implementation"], "segsparse par");
+        r.copy_gbs = 4031.5;
         let mut v = Vec::new();
-        write_csv(&mut v, &r).unwrap();
-        let s = String::from_utf8(v).unwrap();
-        assert!(s.starts_with("\"dir/m \"\"x\"\".mtx\",2,3,4,"), "{s}");
-        assert_eq!(
-            s.trim_end().split(',').count(),
-            CSV_HEADER.split(',').count()
+        write_json(&mut v, &r).unwrap();
+        let parsed: serde_json::Value = serde_json::from_slice(&v).unwrap();
+        assert_eq!(parsed["copy_gbs"].as_f64(), Some(4031.5));
+        let mut w = csv_writer(Vec::new());
+        write_csv(&mut w, &r).unwrap();
+        write_csv(&mut w, &r).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines.len(), 3, "{s}");
+        assert!(lines[0].starts_with("matrix,rows,cols,nnz,implementation,precision,backend,"));
+        assert!(
+            lines[1].starts_with("\"dir/m \"\"x\"\".mtx\",2,3,4,"),
+            "{s}"
         );
+        let mut rd = csv::Reader::from_reader(s.as_bytes());
+        let header = rd.headers().unwrap().clone();
+        for rec in rd.records() {
+            assert_eq!(rec.unwrap().len(), header.len());
+        }
     }
 
     #[test]

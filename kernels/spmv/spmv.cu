@@ -1,30 +1,37 @@
 // Sparse matrix-vector product y <- alpha*A*x + beta*y for CSR matrices (u32 indices).
 //
-// Three algorithms (the Rust side, src/spmv/gpu.rs, chooses and launches them):
+// The algorithms (the Rust side, src/spmv/gpu.rs, chooses and launches them):
 //
-// 1. spmv_fused_*: one pass over the nonzeros, balanced by nonzeros. The nonzeros are cut into
+// 1. spmv_fused_* + spmv_fixup_*: nonzero-balanced segmented reduction. The nonzeros are cut into
 //    tiles of SPMV_THREADS*SPMV_ITEMS consecutive entries, one tile per block; each thread owns
 //    SPMV_ITEMS consecutive entries (loaded with 16-byte vector loads) and their head flags
 //    (a packed bit per nonzero, set at every row start, built once at upload - the head-flag
 //    representation of Sengupta et al. 2007 §2.2, one bit instead of one word). Products stay in
 //    registers. A block-wide scan of (row starts, boundary flag, tail sum) triples gives each
 //    thread the row index of its first entry and the partial sum carried into it; rows that end
-//    inside a thread are written directly. The partial sum carried between tiles is resolved by
-//    a decoupled look-back (each tile publishes its tail sum, flagged LOCAL when the tile lies
-//    inside one row and INCLUSIVE when a row starts in it; a tile whose first entry continues a
-//    row sums its predecessors' tails back to the first INCLUSIVE one). Hence one launch, no
-//    product array, and a row of 10^6 entries costs what 10^6 entries in short rows cost.
+//    inside a thread are written directly. A tile never waits for another: it writes the sum of
+//    its last (open) row and, if its first row began in an earlier tile, that row's part in this
+//    tile, to a small per-tile array; spmv_fixup (one warp per tile) then adds the pieces of each
+//    row that crosses tiles in tile order. Deterministic, no product array, and a row of 10^6
+//    entries costs what 10^6 entries in short rows cost.
 //    Empty rows own no nonzero and so no head flag: matrices with empty rows carry a map from
 //    segment (non-empty row) index to row index, and the thread that writes a row also writes
 //    beta*y for the empty rows just before it (and after it, for the last non-empty row).
 //
-// 2. spmv_vector_*: a sub-warp of 2^k lanes per row (CSR-vector). One launch, no carries; on an
-//    H200 it won on small regular matrices (L2-resident: the shortest dependent chain) and on
-//    regular rows of 16 entries, and lost to the fused kernel on large 5- and 7-point stencils.
+// 1b. spmv_lookback_*: the same tiles with the carry resolved by a decoupled look-back in one
+//    launch (the previous default; its sum order for rows crossing 3+ tiles depends on timing).
 //
-// 3. The paper's four steps (Sengupta et al. 2007 §4.2): spmv_products_* (gather x and multiply),
+// 2. spmv_rows_*: one thread per row with all loads of a short row in flight (stencils).
+//
+// 3. spmv_vector_*: a sub-warp of 2^k lanes per row (CSR-vector). One launch, no carries; wins
+//    on small regular matrices (L2-resident: the shortest dependent chain).
+//
+// 4. The paper's four steps (Sengupta et al. 2007 §4.2): spmv_products_* (gather x and multiply),
 //    the head flags (built at upload), a backward inclusive segmented sum scan (the crate's
 //    segmented-scan primitive), and spmv_rowgather_* (y = alpha*product[rowPtr] + beta*y).
+//
+// Upload-time tables (spmv_mark_heads, spmv_head_counts, spmv_tile_tables) are built on the
+// device from row_ptr.
 //
 // beta == 0 never reads y (so NaN or garbage in y does not propagate), in every kernel.
 // Accumulation is in T: f32 products are summed in f32, as cuSPARSE does for CUDA_R_32F.
@@ -43,16 +50,56 @@
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
 #endif
+// Blocks per SM the fused kernels must fit (caps their registers: 65536 / (threads * blocks)).
+#ifndef SPMV_MIN_BLOCKS
+#define SPMV_MIN_BLOCKS 1
+#endif
+#ifndef SPMV_ROWS_THREADS
+#define SPMV_ROWS_THREADS 128
+#endif
+#ifndef ROW_UNROLL
+#define ROW_UNROLL 8
+#endif
 
 // Look-back status of a tile: flag word = epoch * 4 + status. The epoch changes with every
 // launch, so the status array never needs clearing between launches.
 #define TILE_LOCAL 1u
 #define TILE_INCLUSIVE 2u
 
+// Per-tile bits of the deterministic fused kernel (tile_flag is reused as this table): the tile's
+// first entry continues a row of an earlier tile; the tile contains a row boundary.
+#define FIX_CONT 1u
+#define FIX_BOUND 2u
+
 template <typename T>
 __device__ __forceinline__ T scaled_y(const T* y, u32 row, T beta) {
     // beta == 0 must not read y: 0 * NaN would be NaN.
     return beta == T(0) ? T(0) : beta * y[row];
+}
+
+// Loads of the matrix (row_ptr, col, val) and stores of y are streamed in the fused and vector
+// kernels (not in the row kernel, see there): ld.global.cs /
+// st.global.cs allocate their lines evict-first in L1 and L2. The matrix is read once per
+// product and is 10-20x larger than x, so with default caching it pushes x out of L2 and the
+// random x gathers of irregular matrices go to DRAM (ncu on powerlaw:5000000:2.2, f64: L2 hit
+// rate 42%, L2 throughput 97%). x keeps the default policy (__ldg). SPMV_STREAM=0 restores
+// default caching everywhere (A/B measurements).
+#ifndef SPMV_STREAM
+#define SPMV_STREAM 1
+#endif
+template <typename V> __device__ __forceinline__ V ld_stream(const V* p) {
+#if SPMV_STREAM
+    return __ldcs(p);
+#else
+    return __ldg(p);
+#endif
+}
+template <typename T> __device__ __forceinline__ void st_stream(T* p, T v) {
+#if SPMV_STREAM
+    __stcs(p, v);
+#else
+    *p = v;
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -63,7 +110,7 @@ template <typename T>
 __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map, u32 nsegs,
                                           u32 nrows, u32 seg, T sum, T alpha, T beta) {
     if (!has_map) {
-        y[seg] = alpha * sum + scaled_y(y, seg, beta);
+        st_stream(y + seg, alpha * sum + scaled_y(y, seg, beta));
         return;
     }
     const u32 row = row_map[seg];
@@ -76,7 +123,7 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
     }
 }
 
-template <typename T, int ITEMS, int THREADS>
+template <typename T, int ITEMS, int THREADS, bool LOOKBACK>
 __device__ __forceinline__ void spmv_fused_tile(
     const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
@@ -98,15 +145,15 @@ __device__ __forceinline__ void spmv_fused_tile(
         const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
         const uint4* vp = reinterpret_cast<const uint4*>(val + k0);
 #pragma unroll
-        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = __ldg(cp + j);
+        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = ld_stream(cp + j);
 #pragma unroll
-        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = __ldg(vp + j);
+        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_stream(vp + j);
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * __ldg(x + cu.c[i]);
     } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            prod[i] = i < nvalid ? __ldg(val + k0 + i) * __ldg(x + __ldg(col + k0 + i)) : T(0);
+            prod[i] = i < nvalid ? ld_stream(val + k0 + i) * __ldg(x + ld_stream(col + k0 + i)) : T(0);
         }
     }
 
@@ -137,6 +184,41 @@ __device__ __forceinline__ void spmv_fused_tile(
 
     SegAgg<T> agg;
     SegAgg<T> before = block_seg_scan_exclusive<T, THREADS>(mine, scan_st, &agg);
+
+    if (!LOOKBACK) {
+        // ---- deterministic carries: no waiting on other tiles. The tile publishes its tail
+        // (the sum after its last boundary, which belongs to the row continuing into the next
+        // tile) and, when its first entry continues a row from an earlier tile, the sum of its
+        // entries up to that row's end ("head"). spmv_fixup adds them in tile order.
+        const bool first_cont =
+            tile > 0u && (__ldg(heads + ((tile * TILE) >> 5)) & 1u) == 0u;  // TILE % 32 == 0
+        if (threadIdx.x == 0) {
+            tile_value[tile] = agg.value;
+            tile_flag[tile] = (first_cont ? FIX_CONT : 0u) | (agg.flag ? FIX_BOUND : 0u);
+        }
+        T run = before.value;
+        // Only the threads before the tile's first boundary can still be in the carried row.
+        bool carried = first_cont && !before.flag;
+        u32 seg = __ldg(tile_heads + tile) + before.count - 1u;
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            if ((hb >> i) & 1u) {
+                ++seg;
+                carried = false;
+            }
+            run += prod[i];
+            if ((eb >> i) & 1u) {
+                if (carried) {
+                    tile_value[gridDim.x + tile] = run;  // the head part of the carried row
+                    carried = false;
+                } else {
+                    write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
+                }
+                run = T(0);
+            }
+        }
+        return;
+    }
 
     // ---- decoupled look-back across tiles (warp 0)
     // The first entry of the tile continues a row iff thread 0 saw no head at item 0.
@@ -219,19 +301,127 @@ __device__ __forceinline__ void spmv_fused_tile(
     }
 }
 
-#define SPMV_FUSED_ENTRY(T, SUFFIX, ITEMS)                                                         \
-    extern "C" __global__ void __launch_bounds__(SPMV_THREADS) spmv_fused_##SUFFIX(                \
+// NAME = spmv_fused (LOOKBACK = false: deterministic, finished by spmv_fixup) or
+// spmv_lookback (LOOKBACK = true: the previous single-launch kernel, kept for comparison).
+#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS)                                         \
+    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, SPMV_MIN_BLOCKS) NAME##_##SUFFIX(                  \
         const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
         const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS>(col, val, heads, tile_heads, row_map, has_map,     \
-                                                nsegs, nnz, nrows, x, y, alpha, beta, tile_flag,   \
-                                                tile_value, epoch, scan_st, s_carry);              \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK>(                                         \
+            col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
+            tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
-SPMV_FUSED_ENTRY(float, f32, SPMV_ITEMS_F32)
-SPMV_FUSED_ENTRY(double, f64, SPMV_ITEMS_F64)
+SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32)
+SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32)
+SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64)
+
+// ---------------------------------------------------------------------------------------------
+// Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
+// ---------------------------------------------------------------------------------------------
+
+// One warp per tile t. Tile t finishes the row carried into it when its first entry continues a
+// row (FIX_CONT) and a boundary lies inside it (FIX_BOUND: the carried row ends there). That row
+// started in the nearest earlier tile s with a boundary; its sum is tail[s] + tail[s+1] + ... +
+// tail[t-1] + head[t] (tiles strictly between s and t lie inside the row, so their tail is their
+// whole sum). s comes from a table built at upload; each lane sums a fixed strided subset of the
+// tails and a butterfly combines them: the same operands in the same order every run, so the
+// result is bitwise reproducible. A row of 10^6 entries spans ~500 tiles: 16 loads per lane.
+template <typename T>
+__device__ __forceinline__ void spmv_fixup_warp(const u32* __restrict__ tile_info,
+                                                const u32* __restrict__ tile_start,
+                                                const T* __restrict__ tile_value, u32 ntiles,
+                                                const u32* __restrict__ tile_heads,
+                                                const u32* __restrict__ row_map, u32 has_map,
+                                                u32 nsegs, u32 nrows, T* y, T alpha, T beta) {
+    const u32 t = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const u32 lane = threadIdx.x & 31u;
+    if (t >= ntiles) return;  // whole warps exit together (blockDim is a multiple of 32)
+    if ((__ldg(tile_info + t) & (FIX_CONT | FIX_BOUND)) != (FIX_CONT | FIX_BOUND)) return;
+    // s depends only on the structure: tile_start was built at upload (spmv_tile_bounds and an
+    // exclusive max-scan), so no search here.
+    const u32 s = __ldg(tile_start + t);
+    T sum = T(0);
+#pragma unroll 4
+    for (u32 u = s + lane; u < t; u += 32) sum += __ldg(tile_value + u);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
+    if (lane == 0) {
+        sum += __ldg(tile_value + ntiles + t);
+        write_row(y, row_map, has_map, nsegs, nrows, __ldg(tile_heads + t) - 1u, sum, alpha,
+                  beta);
+    }
+}
+
+#define SPMV_FIXUP_ENTRY(T, SUFFIX)                                                                \
+    extern "C" __global__ void spmv_fixup_##SUFFIX(                                                \
+        const u32* tile_info, const u32* tile_start, const T* tile_value, u32 ntiles,              \
+        const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y,        \
+        T alpha, T beta) {                                                                         \
+        spmv_fixup_warp<T>(tile_info, tile_start, tile_value, ntiles, tile_heads, row_map,         \
+                           has_map, nsegs, nrows, y, alpha, beta);                                 \
+    }
+SPMV_FIXUP_ENTRY(float, f32)
+SPMV_FIXUP_ENTRY(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// Row kernel: one thread per row, for short rows of even length (stencils).
+// ---------------------------------------------------------------------------------------------
+
+// Every load of a row is issued before the first multiply-add (ROW_UNROLL entries at a time), so
+// a thread has a whole 5- or 7-point row in flight. A warp's 32 rows are contiguous in memory:
+// the first load instruction brings their lines into L1 and the following ones hit there, so
+// DRAM sees each byte once. That reuse is why this kernel does not stream its loads evict-first
+// (measured on the H200: poisson2d:2000 f64 93.5 us streamed vs 77.2 us cached, poisson3d:160
+// 136 vs 104 us). Rows are summed left to right: deterministic.
+template <typename T>
+__device__ __forceinline__ void spmv_rows_body(const u32* __restrict__ row_ptr,
+                                               const u32* __restrict__ col,
+                                               const T* __restrict__ val,
+                                               const T* __restrict__ x, T* y, T alpha, T beta,
+                                               u32 nrows) {
+    const u32 row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= nrows) return;
+    u32 k = __ldg(row_ptr + row);
+    const u32 end = __ldg(row_ptr + row + 1);
+    T sum = T(0);
+    for (; k + ROW_UNROLL <= end; k += ROW_UNROLL) {
+        u32 c[ROW_UNROLL];
+        T v[ROW_UNROLL];
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL; ++i) {
+            c[i] = __ldg(col + k + i);
+            v[i] = __ldg(val + k + i);
+        }
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL; ++i) sum += v[i] * __ldg(x + c[i]);
+    }
+    if (k < end) {
+        u32 c[ROW_UNROLL];
+        T v[ROW_UNROLL];
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL - 1; ++i) {
+            c[i] = k + i < end ? __ldg(col + k + i) : 0u;
+            v[i] = k + i < end ? __ldg(val + k + i) : T(0);
+        }
+#pragma unroll
+        for (int i = 0; i < ROW_UNROLL - 1; ++i)
+            if (k + i < end) sum += v[i] * __ldg(x + c[i]);
+    }
+    y[row] = alpha * sum + scaled_y(y, row, beta);
+}
+
+#define SPMV_ROWS_ENTRY(T, SUFFIX)                                                                 \
+    extern "C" __global__ void __launch_bounds__(SPMV_ROWS_THREADS) spmv_rows_##SUFFIX(            \
+        const u32* row_ptr, const u32* col, const T* val, const T* x, T* y, T alpha, T beta,       \
+        u32 nrows) {                                                                               \
+        spmv_rows_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows);                            \
+    }
+SPMV_ROWS_ENTRY(float, f32)
+SPMV_ROWS_ENTRY(double, f64)
 
 // ---------------------------------------------------------------------------------------------
 // Vector kernel: a sub-warp of `lanes` (power of two, <= 32) threads per row.
@@ -249,19 +439,33 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
     const u32 lane = gid & (lanes - 1u);
     T sum = T(0);
     if (row < nrows) {
-        const u32 a = __ldg(row_ptr + row), b = __ldg(row_ptr + row + 1);
+        const u32 a = ld_stream(row_ptr + row), b = ld_stream(row_ptr + row + 1);
         u32 k = a + lane;
-        // Two entries in flight per lane per iteration.
-        for (; k + lanes < b; k += 2 * lanes) {
-            const u32 c0 = __ldg(col + k), c1 = __ldg(col + k + lanes);
-            const T v0 = __ldg(val + k), v1 = __ldg(val + k + lanes);
-            sum += v0 * __ldg(x + c0) + v1 * __ldg(x + c1);
+        // Four entries in flight per lane per iteration, then at most two and one (< 4 left).
+        for (; k + 3 * lanes < b; k += 4 * lanes) {
+            const u32 c0 = ld_stream(col + k), c1 = ld_stream(col + k + lanes);
+            const u32 c2 = ld_stream(col + k + 2 * lanes), c3 = ld_stream(col + k + 3 * lanes);
+            const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
+            const T v2 = ld_stream(val + k + 2 * lanes), v3 = ld_stream(val + k + 3 * lanes);
+            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1), x2 = __ldg(x + c2), x3 = __ldg(x + c3);
+            sum += v0 * x0;
+            sum += v1 * x1;
+            sum += v2 * x2;
+            sum += v3 * x3;
         }
-        if (k < b) sum += __ldg(val + k) * __ldg(x + __ldg(col + k));
+        if (k + lanes < b) {
+            const u32 c0 = ld_stream(col + k), c1 = ld_stream(col + k + lanes);
+            const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
+            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1);
+            sum += v0 * x0;
+            sum += v1 * x1;
+            k += 2 * lanes;
+        }
+        if (k < b) sum += ld_stream(val + k) * __ldg(x + ld_stream(col + k));
     }
     // Every lane of the warp takes part in the shuffles (rows past the end contribute 0).
     for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
-    if (row < nrows && lane == 0) y[row] = alpha * sum + scaled_y(y, row, beta);
+    if (row < nrows && lane == 0) st_stream(y + row, alpha * sum + scaled_y(y, row, beta));
 }
 
 #define SPMV_VECTOR_ENTRY(T, SUFFIX)                                                               \
@@ -300,3 +504,67 @@ SPMV_VECTOR_ENTRY(double, f64)
     }
 SPMV_SIMPLE_ENTRIES(float, f32)
 SPMV_SIMPLE_ENTRIES(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// Upload-time tables of the fused kernel, built on the device (src/spmv/gpu.rs, `GpuCsr::upload`).
+// ---------------------------------------------------------------------------------------------
+
+// Head flags: bit k of heads[k / 32] is set when entry k starts a (non-empty) row, plus a
+// sentinel bit at nnz. `heads` is zeroed first; distinct rows may share a word, hence atomicOr
+// (the result does not depend on the order).
+extern "C" __global__ void spmv_mark_heads(const u32* __restrict__ row_ptr, u32 nrows, u32 nnz,
+                                           u32* heads) {
+    for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < nrows; r += gridDim.x * blockDim.x) {
+        const u32 a = __ldg(row_ptr + r), b = __ldg(row_ptr + r + 1);
+        if (a < b) atomicOr(heads + (a >> 5), 1u << (a & 31u));
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicOr(heads + (nnz >> 5), 1u << (nnz & 31u));
+}
+
+// counts[w] = row starts in word w of the head flags (not the sentinel), for w < nw; the words
+// past the entries count 0. An exclusive scan of counts gives rank[w] = row starts before word w.
+extern "C" __global__ void spmv_head_counts(const u32* __restrict__ heads, u32 nnz, u32 nw,
+                                            u32* counts) {
+    const u32 data_words = (nnz + 31u) >> 5;
+    for (u32 w = blockIdx.x * blockDim.x + threadIdx.x; w < nw; w += gridDim.x * blockDim.x) {
+        u32 bits = w < data_words ? __ldg(heads + w) : 0u;
+        if (w == (nnz >> 5)) bits &= ~(1u << (nnz & 31u));
+        counts[w] = __popc(bits);
+    }
+}
+
+// tile_heads[t] = row starts before tile t (= rank at the tile's first word); with empty rows,
+// row_map[segment] = row for every non-empty row (its segment = row starts before its first entry).
+extern "C" __global__ void spmv_tile_tables(const u32* __restrict__ row_ptr, u32 nrows,
+                                            const u32* __restrict__ heads,
+                                            const u32* __restrict__ rank, u32 ntiles,
+                                            u32 tile_words, u32* tile_heads, u32* row_map,
+                                            u32 has_map) {
+    const u32 n = ntiles > nrows ? ntiles : nrows;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        if (i < ntiles) tile_heads[i] = __ldg(rank + i * tile_words);
+        if (has_map && i < nrows) {
+            const u32 a = __ldg(row_ptr + i), b = __ldg(row_ptr + i + 1);
+            if (a < b) {
+                const u32 w = a >> 5;
+                row_map[__ldg(rank + w) + __popc(__ldg(heads + w) & ((1u << (a & 31u)) - 1u))] = i;
+            }
+        }
+    }
+}
+
+// bnd[u] = u when tile u holds a row boundary (a row start in it, or a row end at its last entry,
+// i.e. a row start or the sentinel right after it), else 0. An exclusive max-scan of bnd gives
+// tile_start[t] = the nearest earlier tile with a boundary: where the row carried into t starts.
+// rank has nw = ceil(nnz/32) + 1 entries (row starts before each word, the sentinel excluded).
+extern "C" __global__ void spmv_tile_bounds(const u32* __restrict__ heads,
+                                            const u32* __restrict__ rank, u32 nnz, u32 nw,
+                                            u32 ntiles, u32 tile_words, u32* bnd) {
+    for (u32 u = blockIdx.x * blockDim.x + threadIdx.x; u < ntiles; u += gridDim.x * blockDim.x) {
+        const u32 w0 = u * tile_words;
+        const u32 w1 = w0 + tile_words < nw - 1u ? w0 + tile_words : nw - 1u;
+        const u32 next = (u + 1u) * tile_words * 32u;  // first entry after the tile
+        const bool end_last = next >= nnz || ((__ldg(heads + (next >> 5)) >> (next & 31u)) & 1u);
+        bnd[u] = (__ldg(rank + w1) > __ldg(rank + w0) || end_last) ? u : 0u;
+    }
+}

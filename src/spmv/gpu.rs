@@ -1,56 +1,78 @@
 //! GPU sparse matrix–vector products `y ← α·A·x + β·y` on a device-resident CSR matrix.
 //!
-//! [`GpuCsr`] uploads a [`CsrMatrix`] once and computes everything that depends only on the
-//! structure at that time: the packed head flags (one bit per nonzero, set at each row start —
+//! [`GpuCsr`] uploads a [`CsrMatrix`] once and computes, on the device, everything that depends
+//! only on the structure: the packed head flags (one bit per nonzero, set at each row start —
 //! the segment representation of Sengupta, Harris, Zhang and Owens, *Scan Primitives for GPU
-//! Computing*, 2007, §2.2), the number of row starts before each tile, the map from non-empty
-//! row to row when empty rows exist, the look-back scratch, the product workspace of the
-//! paper's algorithm and the [`SpmvAlgorithm`] that `Auto` resolves to. A multiply then
-//! allocates nothing and never waits for the host: it queues one kernel (the products, the
-//! segmented scan's kernels and the gather for the paper's algorithm) on the [`Gpu`]'s stream.
+//! Computing*, 2007, §2.2), the number of row starts before each tile, where the row carried into
+//! each tile starts, the map from non-empty row to row when empty rows exist, and the
+//! [`SpmvAlgorithm`] that `Auto` resolves to (from row statistics computed on the host). That
+//! costs about 0.07–0.09 ms of device time per upload for 10–60 M nonzeros (a few small kernels
+//! and two scans; [`GpuCsr::preprocess_seconds`]) and 1.2–1.7% of the CSR arrays' device memory
+//! ([`GpuCsr::extra_device_bytes`]; plus 4 bytes per non-empty row when empty rows exist). The
+//! paper's product workspace (two arrays of nnz values) is allocated on its first use only. A
+//! multiply then allocates nothing and never waits for the host.
 //!
 //! # Algorithms
 //!
-//! - [`SpmvAlgorithm::Fused`] — the fast path. One pass over the nonzeros, balanced by
-//!   nonzeros: a tile of `threads × items` consecutive entries per block, products in registers,
-//!   a block scan of (row starts, boundary, tail sum) triples with warp shuffles, and the sum
-//!   carried between tiles resolved by a decoupled look-back, so no product array is ever
-//!   written and every tile does the same work whatever the row lengths (a row of 200,000
-//!   entries spans ~100 tiles and is summed by the look-back). One launch whatever the matrix.
-//! - [`SpmvAlgorithm::Vector`] — a sub-warp of 2^k lanes per row (CSR-vector), for short,
-//!   regular rows. One launch; imbalanced when row lengths vary.
+//! - [`SpmvAlgorithm::Fused`] — the nonzero-balanced segmented reduction, for irregular rows. A
+//!   tile of `threads × items` consecutive entries per block, products in registers, a block
+//!   scan of (row starts, boundary, tail sum) triples with warp shuffles; rows inside a tile are
+//!   written directly, and a tile never waits for another: it writes the partial sums of its
+//!   first and last (tile-crossing) rows to a small per-tile array, and a fix-up kernel (one
+//!   warp per tile) adds them in tile order. Two launches, no product array, the same work per
+//!   tile whatever the row lengths (a row of 10^6 entries spans ~500 tiles), bitwise
+//!   reproducible.
+//! - [`SpmvAlgorithm::Rows`] — one thread per row with every load of a short row in flight: the
+//!   path for stencils (Poisson 2D/3D at 95–99.6% of the copy bandwidth).
+//! - [`SpmvAlgorithm::Vector`] — a sub-warp of 2^k lanes per row (CSR-vector), for regular
+//!   rows; the shortest path for small L2-resident matrices (one launch).
+//! - [`SpmvAlgorithm::FusedLookback`] — the previous fused kernel: the same tiles, with the carry
+//!   resolved by a decoupled look-back in one launch. Reproducible when no row is longer than a
+//!   tile (then every tile holds a row boundary and the look-back reads its nearest predecessor
+//!   only); otherwise a long row's carries may be added in a different order from run to run.
 //! - [`SpmvAlgorithm::PaperSegscan`] — the paper's four steps (§4.2): products
-//!   `value · x[index]`, head flags at each row start (built at upload), a backward inclusive
-//!   segmented sum scan of the products, and `y = α·product[rowPtr] + β·y` per row. Kept to
-//!   show where the paper's formulation stands against the fused one; it writes and reads the
-//!   product array, so it moves about twice the bytes.
-//! - [`SpmvAlgorithm::Auto`] (the default) picks from the row statistics at upload: the
-//!   fused kernel, except the vector kernel for small regular matrices and regular rows of 12+
-//!   entries; see [`GpuCsr::resolved_algorithm`].
+//!   `value · x[index]`, head flags at each row start, a backward inclusive segmented sum scan of
+//!   the products, and `y = α·product[rowPtr] + β·y` per row. Kept to show where the paper's
+//!   formulation stands; it writes and reads the product array, so it moves about twice the
+//!   bytes. Its scan primitive carries between tiles with a look-back, so it is not bitwise
+//!   reproducible for long rows.
+//! - [`SpmvAlgorithm::Auto`] (the default) chooses at upload from the matrix's kind (row-length
+//!   statistics, size, element type, column spread); see [`GpuCsr::resolved_algorithm`]. Every
+//!   choice it makes is bitwise reproducible run to run.
 //!
-//! # Performance (H200, `benches/results/spmv.md`)
+//! The fused and vector kernels stream the matrix through the caches evict-first
+//! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
+//! matrices are what bounds them (ncu: L2 throughput 97%, L2 hit rate 42% before).
 //!
-//! Against cuSPARSE CSR ALG1/ALG2 (after `cusparseSpMV_preprocess`) in the same process: 1.3–2.7×
-//! faster on raefsky2 and the other L2-resident matrices of the corpus (one launch, ~3.5–5 µs);
-//! 0.7–0.97× on large Poisson, random and power-law matrices, where the fused kernel reaches
-//! 54–56% of the copy bandwidth on stencils (cuSPARSE 61–64%). The paper's four steps run at
-//! 0.3–0.6× of cuSPARSE.
+//! # Performance (H200, `benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
+//! `cusparseSpMV_preprocess`, same process)
+//!
+//! - Poisson 2D 2000² and 3D 160³ (stencils): 95–99.6% of the device copy bandwidth by the
+//!   crate's byte count, 1.44–1.69× the best cuSPARSE algorithm.
+//! - Uniform random rows (6 and 16 per row) and short-and-wide: 1.00–1.04×, except short-and-wide
+//!   in `f64` at 0.96× (**miss**).
+//! - Power-law rows and a few dense rows among short ones: 0.98–0.99× in `f32`, 0.77–0.98× in
+//!   `f64` (**miss**: the heavy-tailed `powerlaw:800000:1.8` is at 0.86× / 0.77×; the gathers of
+//!   `x`, L2-bound, limit the fused kernel, which runs at 50% occupancy with 58 registers).
+//!   Geo-mean over the 8 large matrices, both precisions: 1.08× (goal 1.15×, **miss**).
+//! - The 40 small corpus matrices (L2-resident): geo-mean 1.62× (f32 and f64), 0.93–2.4×
+//!   (lp_ship04l at 0.93–0.94× is the **miss**); raefsky2 f64 in 3.9 µs (1.71×).
+//! - The paper's four steps: 0.3–0.7× of cuSPARSE.
 //!
 //! # Semantics and precision
 //!
 //! Empty rows produce `β·y`; `β = 0` never reads `y` (NaN in `y` does not propagate); `x` and
 //! `y` must not alias. `f32` sums in `f32` (as cuSPARSE does for `CUDA_R_32F`); the order of the
 //! additions differs from the CPU's, so results agree to a tolerance that grows with the row
-//! length. The fused path is deterministic except for rows that span three or more tiles, whose
-//! carried sum may be added in a different order from run to run (the look-back may find a
-//! predecessor's inclusive sum or add up its local sums, depending on timing).
+//! length. `Fused`, `Rows`, `Vector` and `Auto` give the same bits every run (tested on the H200
+//! with rows of up to 600,000 entries).
 //!
 //! # Where it departs from the paper
 //!
 //! The paper materialises a 32-bit flag per entry and a product per entry and runs three
 //! kernels plus a multi-block segmented scan; the fused path keeps one bit per entry, builds it
-//! once per matrix, and never writes the products. Both paths read `x` through the read-only
-//! cache (`__ldg`). Column indices are `u32`, like the crate's CSR type.
+//! once per matrix, and never writes the products. Column indices are `u32`, like the crate's
+//! CSR type.
 
 mod cusparse_peer;
 
@@ -96,9 +118,18 @@ pub enum SpmvAlgorithm {
     /// Chosen at upload from the row statistics (see [`GpuCsr::resolved_algorithm`]).
     #[default]
     Auto,
-    /// Single-pass, nonzero-balanced segmented reduction with a decoupled look-back (the
-    /// default fast path).
+    /// Nonzero-balanced segmented reduction: tiles of consecutive nonzeros reduce their rows
+    /// independently, and a small fix-up kernel adds the partial sums of the rows that cross
+    /// tiles in tile order (deterministic). The path for irregular rows.
     Fused,
+    /// The previous fused kernel: one launch, carries between tiles resolved by a decoupled
+    /// look-back. Not bitwise reproducible for rows spanning three or more tiles (the look-back
+    /// may add a predecessor's inclusive sum or its local sums, depending on timing). Kept for
+    /// comparison.
+    FusedLookback,
+    /// One thread per row, every load of a short row issued at once: the path for short rows
+    /// of even length (stencils).
+    Rows,
     /// A sub-warp per row; `lanes` is a power of two in 1..=32, or 0 to choose from the mean
     /// row length.
     Vector {
@@ -110,11 +141,14 @@ pub enum SpmvAlgorithm {
 }
 
 impl SpmvAlgorithm {
-    /// A short name for tables: `auto`, `fused`, `vector`, `vector8`, `paper-segscan`.
+    /// A short name for tables: `auto`, `fused`, `fused-lookback`, `rows`, `vector`, `vector8`,
+    /// `paper-segscan`.
     pub fn name(self) -> String {
         match self {
             SpmvAlgorithm::Auto => "auto".into(),
             SpmvAlgorithm::Fused => "fused".into(),
+            SpmvAlgorithm::FusedLookback => "fused-lookback".into(),
+            SpmvAlgorithm::Rows => "rows".into(),
             SpmvAlgorithm::Vector { lanes: 0 } => "vector".into(),
             SpmvAlgorithm::Vector { lanes } => format!("vector{lanes}"),
             SpmvAlgorithm::PaperSegscan => "paper-segscan".into(),
@@ -133,6 +167,12 @@ pub struct SpmvPolicy {
     pub items_f64: u32,
     /// Threads per block of the vector kernel.
     pub vector_threads: u32,
+    /// Threads per block of the row kernel.
+    pub rows_threads: u32,
+    /// Blocks per SM the fused kernels are compiled to fit (`__launch_bounds__`; 1 = no cap).
+    pub min_blocks: u32,
+    /// Stream the matrix through the caches evict-first (see `kernels/spmv/spmv.cu`).
+    pub stream: bool,
 }
 
 impl SpmvPolicy {
@@ -142,14 +182,27 @@ impl SpmvPolicy {
     /// loads of column indices and two (f32) or four (f64) `uint4` loads of values, enough bytes
     /// in flight per SM to cover DRAM latency at full occupancy (8 blocks of 256 threads), while
     /// 2048-entry tiles give raefsky2 (294k entries) 144 tiles: about one per SM of an H100.
-    /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts (tuning only).
+    /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts, `SEGSPARSE_SPMV_THREADS` the fused
+    /// kernel's threads, `SEGSPARSE_SPMV_ROWS_THREADS` the row kernel's,
+    /// `SEGSPARSE_SPMV_MIN_BLOCKS` the fused kernels' register cap and `SEGSPARSE_SPMV_STREAM=0`
+    /// turns the evict-first streaming of the matrix off (tuning only).
     pub fn for_device(_cc: (i32, i32)) -> Self {
         let mut p = SpmvPolicy {
             threads: 256,
             items_f32: 8,
             items_f64: 8,
             vector_threads: 256,
+            rows_threads: 128,
+            min_blocks: 1,
+            stream: true,
         };
+        let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
+        if let Some(b) = env_u32("SEGSPARSE_SPMV_MIN_BLOCKS").filter(|b| (1..=16).contains(b)) {
+            p.min_blocks = b;
+        }
+        if let Some(v) = env_u32("SEGSPARSE_SPMV_STREAM") {
+            p.stream = v != 0;
+        }
         if let Some(items) = std::env::var("SEGSPARSE_SPMV_ITEMS")
             .ok()
             .and_then(|s| s.parse::<u32>().ok())
@@ -157,6 +210,13 @@ impl SpmvPolicy {
         {
             p.items_f32 = items;
             p.items_f64 = items;
+        }
+        if let Some(threads) = std::env::var("SEGSPARSE_SPMV_ROWS_THREADS")
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .filter(|&t| t % 32 == 0 && (32..=1024).contains(&t))
+        {
+            p.rows_threads = threads;
         }
         if let Some(threads) = std::env::var("SEGSPARSE_SPMV_THREADS")
             .ok()
@@ -175,6 +235,9 @@ impl SpmvPolicy {
             ("SPMV_ITEMS_F32", self.items_f32.to_string()),
             ("SPMV_ITEMS_F64", self.items_f64.to_string()),
             ("SPMV_VECTOR_THREADS", self.vector_threads.to_string()),
+            ("SPMV_ROWS_THREADS", self.rows_threads.to_string()),
+            ("SPMV_MIN_BLOCKS", self.min_blocks.to_string()),
+            ("SPMV_STREAM", (self.stream as u32).to_string()),
         ]
     }
 
@@ -192,6 +255,9 @@ impl SpmvPolicy {
 /// Loaded kernels of one element type.
 struct Kernels {
     fused: CudaFunction,
+    fixup: CudaFunction,
+    lookback: CudaFunction,
+    rows: CudaFunction,
     vector: CudaFunction,
     scale: CudaFunction,
     products: CudaFunction,
@@ -219,15 +285,25 @@ pub struct GpuCsr<T: GpuScalar> {
     heads: CudaSlice<u32>,
     /// Row starts before each fused tile.
     tile_heads: CudaSlice<u32>,
+    /// Per tile: the nearest earlier tile holding a row boundary (where the row carried into
+    /// the tile starts; read by the fix-up).
+    tile_start: CudaSlice<u32>,
     /// Segment (non-empty row) → row; one dummy entry when there are no empty rows.
     row_map: CudaSlice<u32>,
     has_map: bool,
     nsegs: u32,
     ntiles: u32,
+    /// Per tile: look-back status (`FusedLookback`, `epoch·4 + status`, epoch ≥ 1) or the
+    /// fix-up bits (`Fused`, values < 4, so never mistaken for a look-back status; `Fused`
+    /// rewrites every entry before its fix-up reads them).
     tile_flag: Mutex<CudaSlice<u32>>,
+    /// Two values per tile: local and inclusive tails (`FusedLookback`), or tails and heads of
+    /// the rows crossing tiles (`Fused`).
     tile_value: Mutex<CudaSlice<T>>,
     epoch: AtomicU32,
+    /// Allocated on the first use of the paper's algorithm (it holds two arrays of nnz values).
     paper: Mutex<Option<PaperWorkspace<T>>>,
+    preprocess_s: f64,
     k: Kernels,
 }
 
@@ -258,6 +334,112 @@ impl<T: GpuScalar> std::fmt::Debug for GpuCsr<T> {
 /// The largest nonzero count accepted: tile arithmetic in the kernels is 32-bit.
 const MAX_NNZ: usize = (u32::MAX as usize) - (1 << 16);
 
+/// The structure-only tables of [`GpuCsr::upload`], built on the device from `row_ptr`: the
+/// head flags (one bit per entry), the row starts before each tile and, with empty rows, the
+/// segment → row map. Three small kernels and one exclusive scan of `⌈nnz/32⌉ + 1` counts (the
+/// crate's scan primitive); the counts and their scan are freed when it returns.
+struct Preprocess<'a> {
+    gpu: &'a Arc<Gpu>,
+    /// The policy's defines: the same module as the SpMV kernels (compiled before the timing).
+    defines: &'a [(&'static str, String)],
+    nrows: usize,
+    nnz: usize,
+    ntiles: usize,
+    tile: usize,
+    has_map: bool,
+}
+
+impl Preprocess<'_> {
+    fn run(
+        &self,
+        row_ptr: &CudaSlice<u32>,
+        heads: &mut CudaSlice<u32>,
+        tile_heads: &mut CudaSlice<u32>,
+        tile_start: &mut CudaSlice<u32>,
+        row_map: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let g = self.gpu;
+        let f = |name: &str| g.function(&SPMV_SRC, name, self.defines);
+        let (nrows, nnz) = (self.nrows as u32, self.nnz as u32);
+        let grid = |n: usize| (n.div_ceil(256) as u32).clamp(1, g.sm_count() * 16);
+        let mark = f("spmv_mark_heads")?;
+        let mut b = g.stream().launch_builder(&mark);
+        b.arg(row_ptr).arg(&nrows).arg(&nnz).arg(&mut *heads);
+        // SAFETY: spmv_mark_heads(const u32* row_ptr, u32 nrows, u32 nnz, u32* heads); row_ptr
+        // has nrows+1 entries ≤ nnz, heads ⌈(nnz+1)/32⌉+2 ≥ nnz/32+1 zeroed words.
+        unsafe { b.launch(Gpu::cfg(grid(self.nrows), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_mark_heads", e))?;
+        if self.nnz == 0 {
+            return Ok(());
+        }
+        let nw = self.nnz.div_ceil(32) + 1;
+        let mut counts = g.zeros::<u32>(nw)?;
+        let counts_fn = f("spmv_head_counts")?;
+        let mut b = g.stream().launch_builder(&counts_fn);
+        let nw32 = nw as u32;
+        b.arg(&*heads).arg(&nnz).arg(&nw32).arg(&mut counts);
+        // SAFETY: spmv_head_counts(const u32* heads, u32 nnz, u32 nw, u32* counts); counts has
+        // nw words; heads is read below ⌈nnz/32⌉ words only.
+        unsafe { b.launch(Gpu::cfg(grid(nw), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_head_counts", e))?;
+        let mut rank = g.zeros::<u32>(nw)?;
+        prim::scan(
+            g,
+            &counts,
+            &mut rank,
+            ScanSpec::exclusive(ScanOp::Plus),
+            ScanAlgorithm::default(),
+        )?;
+        let (ntiles, tile_words, has_map) = (
+            self.ntiles as u32,
+            (self.tile / 32) as u32,
+            self.has_map as u32,
+        );
+        let tables = f("spmv_tile_tables")?;
+        let mut b = g.stream().launch_builder(&tables);
+        b.arg(row_ptr)
+            .arg(&nrows)
+            .arg(&*heads)
+            .arg(&rank)
+            .arg(&ntiles)
+            .arg(&tile_words)
+            .arg(&mut *tile_heads)
+            .arg(&mut *row_map)
+            .arg(&has_map);
+        // SAFETY: spmv_tile_tables(const u32* row_ptr, u32 nrows, const u32* heads,
+        // const u32* rank, u32 ntiles, u32 tile_words, u32* tile_heads, u32* row_map,
+        // u32 has_map); rank has nw > (ntiles-1)·tile_words entries, tile_heads ntiles, row_map
+        // nsegs entries when has_map (one per non-empty row, indexed by its segment < nsegs).
+        unsafe { b.launch(Gpu::cfg(grid(self.nrows.max(self.ntiles)), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_tile_tables", e))?;
+        // tile_start = exclusive max-scan of (tile if it holds a boundary else 0); counts is
+        // reused for the flags.
+        let bounds = f("spmv_tile_bounds")?;
+        let mut b = g.stream().launch_builder(&bounds);
+        b.arg(&*heads)
+            .arg(&rank)
+            .arg(&nnz)
+            .arg(&nw32)
+            .arg(&ntiles)
+            .arg(&tile_words)
+            .arg(&mut counts);
+        // SAFETY: spmv_tile_bounds(const u32* heads, const u32* rank, u32 nnz, u32 nw,
+        // u32 ntiles, u32 tile_words, u32* bnd); bnd (counts) has nw ≥ ntiles words, rank nw,
+        // heads is read at bit (t+1)·tile < nnz only.
+        unsafe { b.launch(Gpu::cfg(grid(self.ntiles), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_tile_bounds", e))?;
+        let flags = counts.slice(..self.ntiles);
+        prim::scan(
+            g,
+            &flags,
+            tile_start,
+            ScanSpec::exclusive(ScanOp::Max),
+            ScanAlgorithm::default(),
+        )?;
+        Ok(())
+    }
+}
+
 impl<T: GpuScalar> GpuCsr<T> {
     /// Uploads `a` and builds every structure-only table (head flags, tile row starts, the
     /// empty-row map, look-back scratch, paper workspace) and compiles the kernels (once per
@@ -279,88 +461,75 @@ impl<T: GpuScalar> GpuCsr<T> {
         let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);
         let k = Kernels {
             fused: f("spmv_fused")?,
+            fixup: f("spmv_fixup")?,
+            lookback: f("spmv_lookback")?,
+            rows: f("spmv_rows")?,
             vector: f("spmv_vector")?,
             scale: f("spmv_scale")?,
             products: f("spmv_products")?,
             rowgather: f("spmv_rowgather")?,
         };
 
-        let row_ptr = a.row_ptr();
-        // Head flags (one bit per entry at each row start, sentinel at nnz), the segment map.
-        let words = (nnz + 1).div_ceil(32) + 2;
-        let mut heads = vec![0u32; words];
         let stats = a.row_stats();
         let has_map = stats.empty_rows > 0;
-        let mut row_map = Vec::new();
-        for r in 0..nrows {
-            let (s, e) = (row_ptr[r] as usize, row_ptr[r + 1] as usize);
-            if s < e {
-                heads[s / 32] |= 1 << (s % 32);
-                if has_map {
-                    row_map.push(r as u32);
-                }
-            }
-        }
-        heads[nnz / 32] |= 1 << (nnz % 32);
         let nsegs = (nrows - stats.empty_rows) as u32;
-        if row_map.is_empty() {
-            row_map.push(0);
-        }
-        // Row starts before each tile: count set bits word by word (tiles are multiples of 32).
         let tile = policy.tile::<T>() as usize;
         let ntiles = nnz.div_ceil(tile);
-        let mut tile_heads = Vec::with_capacity(ntiles.max(1));
-        let mut count = 0u32;
-        for t in 0..ntiles {
-            tile_heads.push(count);
-            let (w0, w1) = (t * tile / 32, ((t + 1) * tile / 32).min(nnz.div_ceil(32)));
-            for (w, &word) in heads.iter().enumerate().take(w1).skip(w0) {
-                let mut bits = word;
-                if w == nnz / 32 {
-                    bits &= !(1u32 << (nnz % 32)); // not the sentinel
-                }
-                count += bits.count_ones();
-            }
-        }
-        if tile_heads.is_empty() {
-            tile_heads.push(0);
-        }
-
-        let vector_lanes = auto_lanes(&stats);
-        let auto = choose(&stats, nnz, nrows);
-        let paper = if nnz == 0 {
-            None
-        } else {
-            Some(PaperWorkspace {
-                products: gpu.zeros::<T>(nnz)?,
-                scanned: gpu.zeros::<T>(nnz)?,
-                flags: HeadFlags::from_offsets(gpu, row_ptr, nnz)?,
-                scan_ws: prim::workspace(gpu, nnz)?,
-            })
-        };
         let (zero_idx, zero_val) = ([0u32], [T::zero()]);
+        let row_ptr = gpu.upload(a.row_ptr())?;
+        let col = gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?;
+        let val = gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?;
+        let mut heads = gpu.zeros::<u32>((nnz + 1).div_ceil(32) + 2)?;
+        let mut tile_heads = gpu.zeros::<u32>(ntiles.max(1))?;
+        let mut tile_start = gpu.zeros::<u32>(ntiles.max(1))?;
+        let mut row_map = gpu.zeros::<u32>(if has_map { nsegs.max(1) as usize } else { 1 })?;
+        let pre = Preprocess {
+            gpu,
+            defines: &defines,
+            nrows,
+            nnz,
+            ntiles,
+            tile,
+            has_map,
+        };
+        let preprocess_s = gpu.time(|| {
+            pre.run(
+                &row_ptr,
+                &mut heads,
+                &mut tile_heads,
+                &mut tile_start,
+                &mut row_map,
+            )
+        })?;
         Ok(GpuCsr {
             nrows,
             ncols,
             nnz,
+            auto: choose(&Shape {
+                stats: &stats,
+                nnz,
+                elem_bytes: T::BYTES,
+                tile,
+                spread: column_spread(a),
+            }),
+            vector_lanes: auto_lanes(&stats),
             stats,
             policy,
-            auto,
-            vector_lanes,
-            row_ptr: gpu.upload(row_ptr)?,
-            col: gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?,
-            val: gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?,
-            heads: gpu.upload(&heads)?,
-            tile_heads: gpu.upload(&tile_heads)?,
-            row_map: gpu.upload(&row_map)?,
+            row_ptr,
+            col,
+            val,
+            heads,
+            tile_heads,
+            tile_start,
+            row_map,
             has_map,
             nsegs,
             ntiles: ntiles as u32,
             tile_flag: Mutex::new(gpu.zeros::<u32>(ntiles.max(1))?),
-            // Local tails, then inclusive tails (see the kernel).
             tile_value: Mutex::new(gpu.zeros::<T>(2 * ntiles.max(1))?),
             epoch: AtomicU32::new(0),
-            paper: Mutex::new(paper),
+            paper: Mutex::new(None),
+            preprocess_s,
             k,
             gpu: gpu.clone(),
         })
@@ -401,19 +570,61 @@ impl<T: GpuScalar> GpuCsr<T> {
         (&self.row_ptr, &self.col, &self.val)
     }
 
+    /// Device seconds spent building the structure tables at upload (head flags, tile row
+    /// starts, empty-row map), measured with CUDA events; the host-to-device copies of the CSR
+    /// arrays are not included.
+    pub fn preprocess_seconds(&self) -> f64 {
+        self.preprocess_s
+    }
+
+    /// Device bytes held beyond the CSR arrays (`row_ptr`, `col_idx`, `values`): head flags,
+    /// per-tile tables, the empty-row map, and the paper's workspace once it has been used.
+    pub fn extra_device_bytes(&self) -> usize {
+        let paper = self
+            .paper
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(0, |w| {
+                (w.products.len() + w.scanned.len()) * T::BYTES
+                    + w.flags.words().len() * 4
+                    + w.scan_ws.len()
+            });
+        let tiles = self
+            .tile_flag
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+            * 4
+            + self
+                .tile_value
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len()
+                * T::BYTES;
+        (self.heads.len() + self.tile_heads.len() + self.tile_start.len() + self.row_map.len()) * 4
+            + tiles
+            + paper
+    }
+
+    /// Bytes of the CSR arrays on the device.
+    pub fn csr_device_bytes(&self) -> usize {
+        (self.row_ptr.len() + self.col.len()) * 4 + self.val.len() * T::BYTES
+    }
+
     /// Sets the look-back epoch counter (tests of its wrap-around only).
     #[doc(hidden)]
     pub fn set_epoch_for_tests(&self, epoch: u32) {
         self.epoch.store(epoch, Ordering::Relaxed);
     }
 
-    /// What [`SpmvAlgorithm::Auto`] runs for this matrix.
-    ///
-    /// The vector kernel (a sub-warp per row) when the rows are even (max ≤ 2·mean + 4, no
-    /// empty rows, coefficient of variation ≤ 0.5) and either the matrix is small (fewer than
-    /// 2^22 entries: it runs from L2 and one launch without look-back is the shortest path) or
-    /// the rows hold 12 or more entries; the fused kernel otherwise (irregular rows, empty rows,
-    /// large short-row stencils).
+    /// What [`SpmvAlgorithm::Auto`] runs for this matrix, chosen at upload from its row-length
+    /// statistics, size, element type and column spread: the vector kernel for small regular
+    /// matrices, one thread per row for short rows (stencils, small matrices with rows of at most
+    /// 64 entries), the vector kernel for large short or regular rows with scattered columns in
+    /// `f64`, the look-back kernel for small matrices whose rows fit in a tile, and the fused
+    /// kernel otherwise (the full rule, with the measurements behind it, is in the source of
+    /// `choose`). Every choice is bitwise reproducible run to run.
     pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
         self.auto
     }
@@ -479,6 +690,8 @@ impl<T: GpuScalar> GpuCsr<T> {
         }
         match algorithm {
             SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused(alpha, x, beta, y),
+            SpmvAlgorithm::FusedLookback => self.lookback(alpha, x, beta, y),
+            SpmvAlgorithm::Rows => self.rows(alpha, x, beta, y),
             SpmvAlgorithm::Vector { lanes } => {
                 let lanes = if lanes == 0 { self.vector_lanes } else { lanes };
                 assert!(
@@ -511,18 +724,63 @@ impl<T: GpuScalar> GpuCsr<T> {
     ) -> Result<()> {
         let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
         let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
-        // Epochs 1..2^30; on wrap-around, clear the flags so no stale flag matches.
-        let mut epoch = self.epoch.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        if epoch >= (1 << 30) || epoch == 0 {
-            self.gpu
-                .stream()
-                .memset_zeros(&mut *flag)
-                .map_err(|e| Error::cuda("clearing the SpMV look-back flags", e))?;
-            self.epoch.store(1, Ordering::Relaxed);
-            epoch = 1;
+        // spmv_fused_T writes tile_flag[tile], tile_value[tile] and tile_value[ntiles + tile] of
+        // its own tile only and reads no other tile's entries (the epoch is unused).
+        self.launch_tiles(
+            &self.k.fused,
+            "spmv_fused",
+            alpha,
+            x,
+            beta,
+            y,
+            &mut flag,
+            &mut value,
+            0,
+        )?;
+        let (has_map, nrows) = (self.has_map as u32, self.nrows as u32);
+        if self.ntiles < 2 {
+            return Ok(());
         }
+        let mut b = self.gpu.stream().launch_builder(&self.k.fixup);
+        b.arg(&*flag)
+            .arg(&self.tile_start)
+            .arg(&*value)
+            .arg(&self.ntiles)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nrows)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: spmv_fixup_T(const u32* tile_info, const u32* tile_start,
+        // const T* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y,
+        // T alpha, T beta); tile_info, tile_start and tile_heads have ntiles entries (tile_start
+        // values < their index), tile_value 2·ntiles,
+        // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
+        unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
+        Ok(())
+    }
+
+    /// Launches one of the tile kernels (`spmv_fused_T` or `spmv_lookback_T`, same signature),
+    /// one block per tile.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_tiles(
+        &self,
+        kernel: &CudaFunction,
+        name: &str,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+        flag: &mut CudaSlice<u32>,
+        value: &mut CudaSlice<T>,
+        epoch: u32,
+    ) -> Result<()> {
         let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
-        let mut b = self.gpu.stream().launch_builder(&self.k.fused);
+        let mut b = self.gpu.stream().launch_builder(kernel);
         b.arg(&self.col)
             .arg(&self.val)
             .arg(&self.heads)
@@ -536,17 +794,76 @@ impl<T: GpuScalar> GpuCsr<T> {
             .arg(y)
             .arg(&alpha)
             .arg(&beta)
-            .arg(&mut *flag)
-            .arg(&mut *value)
+            .arg(flag)
+            .arg(value)
             .arg(&epoch);
-        // SAFETY: spmv_fused_T(const u32* col, const T* val, const u32* heads,
+        // SAFETY: spmv_{fused,lookback}_T(const u32* col, const T* val, const u32* heads,
         // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
         // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
-        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per tile and
-        // tile_value two per tile (ntiles blocks are launched), row_map nsegs entries when
-        // has_map, x ncols and y nrows (checked by the caller).
+        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per
+        // tile and tile_value two per tile (ntiles blocks are launched), row_map nsegs entries
+        // when has_map, x ncols and y nrows (checked by the caller).
         unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
+            .map_err(|e| Gpu::launch_error(name, e))?;
+        Ok(())
+    }
+
+    fn rows(
+        &self,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let nrows = self.nrows as u32;
+        let threads = self.policy.rows_threads;
+        let mut b = self.gpu.stream().launch_builder(&self.k.rows);
+        b.arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(&self.val)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows);
+        // SAFETY: spmv_rows_T(const u32* row_ptr, const u32* col, const T* val, const T* x,
+        // T* y, T alpha, T beta, u32 nrows); row_ptr has nrows+1 entries, col/val nnz, x ncols,
+        // y nrows; one thread per row.
+        unsafe { b.launch(Gpu::cfg(nrows.div_ceil(threads), threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_rows", e))?;
+        Ok(())
+    }
+
+    fn lookback(
+        &self,
+        alpha: T,
+        x: &CudaView<'_, T>,
+        beta: T,
+        y: &mut CudaViewMut<'_, T>,
+    ) -> Result<()> {
+        let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
+        // Epochs 1..2^30; on wrap-around, clear the flags so no stale flag matches.
+        let mut epoch = self.epoch.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        if epoch >= (1 << 30) || epoch == 0 {
+            self.gpu
+                .stream()
+                .memset_zeros(&mut *flag)
+                .map_err(|e| Error::cuda("clearing the SpMV look-back flags", e))?;
+            self.epoch.store(1, Ordering::Relaxed);
+            epoch = 1;
+        }
+        self.launch_tiles(
+            &self.k.lookback,
+            "spmv_lookback",
+            alpha,
+            x,
+            beta,
+            y,
+            &mut flag,
+            &mut value,
+            epoch,
+        )?;
         Ok(())
     }
 
@@ -588,9 +905,15 @@ impl<T: GpuScalar> GpuCsr<T> {
         y: &mut CudaViewMut<'_, T>,
     ) -> Result<()> {
         let mut ws = self.paper.lock().unwrap_or_else(|p| p.into_inner());
-        let ws = ws
-            .as_mut()
-            .expect("the paper workspace exists whenever the matrix has entries");
+        if ws.is_none() {
+            *ws = Some(PaperWorkspace {
+                products: self.gpu.zeros::<T>(self.nnz)?,
+                scanned: self.gpu.zeros::<T>(self.nnz)?,
+                flags: HeadFlags::from_device_offsets(&self.gpu, &self.row_ptr, self.nnz)?,
+                scan_ws: prim::workspace(&self.gpu, self.nnz)?,
+            });
+        }
+        let ws = ws.as_mut().expect("created above");
         let (nnz, nrows) = (self.nnz as u32, self.nrows as u32);
         let grid = |n: u32| n.div_ceil(256).min(self.gpu.sm_count() * 16);
         // (1) product = value · x[index]
@@ -640,20 +963,99 @@ fn auto_lanes(s: &RowStats) -> u32 {
     lanes
 }
 
-/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]).
+/// What `Auto` decides from: row-length statistics, the matrix size, the element size, the tile
+/// and how far columns stray from the diagonal. Kinds, never instances.
+struct Shape<'a> {
+    stats: &'a RowStats,
+    nnz: usize,
+    elem_bytes: usize,
+    tile: usize,
+    /// Mean |column − diagonal| over a sample of rows (see [`column_spread`]).
+    spread: f64,
+}
+
+/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]). Every threshold comes from the H200
+/// measurements in `benches/results/spmv.md` on kinds of matrices (row-length statistics and
+/// column locality), never from one matrix, so that unseen matrices of the same kind get the
+/// same choice.
 ///
-/// From the H200 measurements in `benches/results/spmv.md`: the vector kernel won on every
-/// regular matrix that fits in L2 (raefsky2, bcsstk16, luxembourg_osm: one launch, no
-/// look-back, about 3.5 µs) and on regular rows of 16 entries (random:4000000:16, f64 by 13%);
-/// the fused kernel won on large short-row stencils (poisson3d:160 by 11% in f64 and 27% in f32,
-/// poisson2d:2000 in f32) and on everything irregular.
-fn choose(s: &RowStats, nnz: usize, _nrows: usize) -> SpmvAlgorithm {
+/// Small matrices (fewer than 2^22 entries, L2-resident; one launch dominates):
+/// - regular rows: the vector kernel (raefsky2, bcsstk16: 1.9–2.2× cuSPARSE);
+/// - rows of at most [`SMALL_ROWS_MAX_LEN`] entries: one thread per row (Erdos971, hor_131,
+///   bayer10: 1.5–1.8×);
+/// - rows of at most one tile: the look-back kernel, one launch, and deterministic then: with no
+///   row longer than a tile every tile holds a row boundary, so the look-back never adds more than
+///   its nearest predecessor's value (jazz, mbeacxc, rajat01: 1.1–1.9×);
+/// - longer rows: the fused kernel (two launches).
+///
+/// Large matrices:
+/// - short rows of bounded length with local columns (stencils): one thread per row (Poisson
+///   2D/3D: 95–99% of the copy bandwidth, 1.4–1.7× cuSPARSE);
+/// - short rows with scattered columns: the vector kernel, streamed (random:3000000:6);
+/// - other regular rows: the fused kernel in `f32`, the vector kernel in `f64` (random:N:16 and
+///   wide:M:N:100 measured both ways);
+/// - everything else (heavy tails, dense rows among short ones, empty rows): the fused kernel,
+///   whose cost does not depend on row lengths.
+fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
+    let s = m.stats;
     let regular = s.empty_rows == 0
         && (s.max as f64) <= 2.0 * s.mean + 4.0
         && s.std_dev <= 0.5 * s.mean.max(1.0);
-    if regular && (nnz < (1 << 22) || s.mean >= 12.0) {
+    let short = s.max <= ROWS_MAX_LEN && (s.max as f64) <= 2.0 * s.mean + 4.0;
+    if m.nnz < (1 << 22) {
+        if regular {
+            SpmvAlgorithm::Vector { lanes: 0 }
+        } else if s.max <= SMALL_ROWS_MAX_LEN {
+            SpmvAlgorithm::Rows
+        } else if s.max <= m.tile {
+            SpmvAlgorithm::FusedLookback
+        } else {
+            SpmvAlgorithm::Fused
+        }
+    } else if short && m.spread <= LOCAL_SPREAD {
+        SpmvAlgorithm::Rows
+    } else if short {
+        SpmvAlgorithm::Vector { lanes: 0 }
+    } else if regular && m.elem_bytes == 4 {
+        SpmvAlgorithm::Fused
+    } else if regular {
         SpmvAlgorithm::Vector { lanes: 0 }
     } else {
         SpmvAlgorithm::Fused
     }
 }
+
+/// Mean distance |column − row·ncols/nrows| of the entries of up to 4096 evenly spaced rows: how
+/// scattered the x gathers are. Stencils stay within a few grid planes (poisson3d:160: ~7,000
+/// columns); uniformly random columns average a third of the width.
+fn column_spread<T: Scalar>(a: &CsrMatrix<T>) -> f64 {
+    let (nrows, ncols) = (a.nrows(), a.ncols());
+    if nrows == 0 || a.nnz() == 0 {
+        return 0.0;
+    }
+    let step = nrows.div_ceil(4096);
+    let scale = ncols as f64 / nrows as f64;
+    let (mut sum, mut count) = (0f64, 0usize);
+    for r in (0..nrows).step_by(step) {
+        let diag = r as f64 * scale;
+        for &c in a.row(r).0 {
+            sum += (c as f64 - diag).abs();
+            count += 1;
+        }
+    }
+    if count == 0 {
+        0.0
+    } else {
+        sum / count as f64
+    }
+}
+
+/// Largest mean column spread (see [`column_spread`]) for which large short-row matrices run one
+/// thread per row: 2^17 columns (1 MiB of x in f64) keeps the gathers of neighbouring rows in L1/L2.
+pub const LOCAL_SPREAD: f64 = (1u32 << 17) as f64;
+
+/// Longest row for which `Auto` runs one thread per row on small irregular matrices.
+pub const SMALL_ROWS_MAX_LEN: usize = 64;
+
+/// Longest row for which `Auto` runs one thread per row.
+pub const ROWS_MAX_LEN: usize = 12;
