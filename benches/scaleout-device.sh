@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The scale-out measurements of issue 14, in one call to a 2-GPU machine (nvidia-h200-x2):
+# The scale-out measurements of issue 14, in one call to a 2- or 4-GPU machine (nvidia-h200-x2/-x4):
 # GPU tests on 1 and 2 GPUs, strong scaling (Poisson 3D 256^3 f64 CG), weak scaling (160^3 per
 # GPU), Jacobi-PCG and BiCGSTAB, the one-process-per-GPU mode under mpirun, sparse-solve --gpus 2,
 # and, with the time left, a matrix of more than 2^32 nonzeros (Poisson 3D 864^3 f32).
@@ -31,23 +31,31 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 nvidia-smi topo -m > "$log/topo.txt" 2>&1
 step test-dist-gpu 60 .gpu/tests/test-dist_gpu --test-threads=1 --nocapture
 step test-dist-sim 30 .gpu/tests/test-dist_sim --test-threads=1
-# Strong scaling: the same problem on 1 GPU (plain single-GPU solver), 1 rank, 2 ranks.
+ngpu=$(nvidia-smi -L | wc -l)
+counts="1 2"; [ "$ngpu" -ge 4 ] && counts="1 2 4"
+# Strong scaling: the same problem on 1 GPU (plain single-GPU solver), then 1, 2 (and 4) ranks.
 step strong-single 40 $b/dist_cg single --grid 256 --tol 1e-12
-step strong-1 40 $b/dist_cg threads --gpus 1 --grid 256 --tol 1e-12
-step strong-2 40 $b/dist_cg threads --gpus 2 --grid 256 --tol 1e-12
+for n in $counts; do step strong-$n 40 $b/dist_cg threads --gpus $n --grid 256 --tol 1e-12; done
 # Weak scaling: 160^3 rows per GPU, a fixed 400 iterations (per-iteration time).
-step weak-1 25 $b/dist_cg threads --gpus 1 --grid 160 --tol 1e-30 --max-iters 400
-step weak-2 25 $b/dist_cg threads --gpus 2 --grid 160x160x320 --tol 1e-30 --max-iters 400
+weak_grid() { case $1 in 1) echo 160;; 2) echo 160x160x320;; 4) echo 160x320x320;; esac; }
+for n in $counts; do step weak-$n 25 $b/dist_cg threads --gpus $n --grid "$(weak_grid $n)" --tol 1e-30 --max-iters 400; done
 # The other solvers on 2 GPUs.
 step jacobi-2 20 $b/dist_cg threads --gpus 2 --grid 128 --method jacobi --tol 1e-10
 step bicgstab-2 20 $b/dist_cg threads --gpus 2 --grid 128 --method bicgstab --tol 1e-10
 # One process per GPU: mpirun starts them, the NCCL id travels through a file.
 rm -f /tmp/segsparse-nccl.id
-step mpirun-2 30 mpirun --allow-run-as-root --oversubscribe -np 2 -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x SEGSPARSE_NCCL_ID_FILE=/tmp/segsparse-nccl.id $b/dist_cg process --grid 128
-# The same without MPI: two processes, rank and size from the environment.
-rm -f /tmp/segsparse-nccl.id
-step procs-2 30 bash -c "SEGSPARSE_RANK=1 SEGSPARSE_NRANKS=2 $b/dist_cg process --grid 128 & SEGSPARSE_RANK=0 SEGSPARSE_NRANKS=2 $b/dist_cg process --grid 128; wait"
-step sparse-solve-2 20 $b/sparse-solve poisson3d:100 --gpus 2 --method cg --format json
-# More than 2^32 nonzeros (4.5e9): Poisson 3D 864^3 in f32 over 2 GPUs, each rank building its rows.
-step big-2 200 $b/dist_cg threads --gpus 2 --grid 864 --f32 --tol 1e-30 --max-iters 100 --reps 5
+step mpirun-$ngpu 30 mpirun --allow-run-as-root --oversubscribe -np $ngpu -x NCCL_NVLS_ENABLE=0 -x LD_LIBRARY_PATH -x SEGSPARSE_NCCL_ID_FILE=/tmp/segsparse-nccl.id $b/dist_cg process --grid 128
+if [ "$ngpu" -lt 4 ]; then
+  # The same without MPI: two processes, rank and size from the environment.
+  rm -f /tmp/segsparse-nccl.id
+  step procs-2 30 bash -c "SEGSPARSE_RANK=1 SEGSPARSE_NRANKS=2 $b/dist_cg process --grid 128 & SEGSPARSE_RANK=0 SEGSPARSE_NRANKS=2 $b/dist_cg process --grid 128; wait"
+fi
+step sparse-solve-$ngpu 20 $b/sparse-solve poisson3d:100 --gpus $ngpu --method cg --format json
+# More than 2^32 nonzeros, each rank building its own rows: Poisson 3D 864^3 in f32 (4.5e9) over
+# 2 GPUs, or 1024^3 (7.5e9) over 4.
+if [ "$ngpu" -ge 4 ]; then
+  step big-4 200 $b/dist_cg threads --gpus 4 --grid 1024 --f32 --tol 1e-30 --max-iters 100 --reps 5
+else
+  step big-2 200 $b/dist_cg threads --gpus 2 --grid 864 --f32 --tol 1e-30 --max-iters 100 --reps 5
+fi
 echo "total ${SECONDS}s"
