@@ -14,7 +14,7 @@ RNG = np.random.default_rng(7)
 
 def spd(n, seed=0):
     """A random sparse SPD matrix (diagonally dominant)."""
-    r = sp.random(n, n, density=min(1.0, 8 / n), random_state=seed, format="csr")
+    r = sp.random(n, n, density=min(1.0, 8 / n), random_state=np.random.default_rng(seed), format="csr")
     a = r + r.T
     d = np.asarray(abs(a).sum(axis=1)).ravel() + 1.0
     return (a + sp.diags(d)).tocsr()
@@ -23,7 +23,7 @@ def spd(n, seed=0):
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_spmv_matches_scipy(fmt, dtype):
-    a = sp.random(301, 257, density=0.03, random_state=3, format=fmt, dtype=dtype)
+    a = sp.random(301, 257, density=0.03, random_state=np.random.default_rng(3), format=fmt, dtype=dtype)
     m = segsparse.Matrix(a, device="cpu")
     assert m.shape == (301, 257) and m.dtype == dtype and m.device == "cpu"
     x = RNG.standard_normal(257).astype(dtype)
@@ -85,7 +85,7 @@ def test_cg_pcg_match_scipy_residual(dtype):
 
 def test_bicgstab_unsymmetric_and_x0():
     n = 300
-    a = (spd(n, seed=2) + sp.random(n, n, density=0.01, random_state=4)).tocsr()
+    a = (spd(n, seed=2) + sp.random(n, n, density=0.01, random_state=np.random.default_rng(4))).tocsr()
     b = RNG.standard_normal(n)
     m = segsparse.Matrix(a, device="cpu")
     x, info = segsparse.bicgstab(m, b, rtol=1e-10)
@@ -179,7 +179,7 @@ def test_tridiagonal_solve_matches_dense(batch):
 
 
 def test_matrix_market_roundtrip_and_errors(tmp_path):
-    a = sp.random(40, 30, density=0.1, random_state=5, format="csr")
+    a = sp.random(40, 30, density=0.1, random_state=np.random.default_rng(5), format="csr")
     p = tmp_path / "a.mtx.gz"
     segsparse.save_matrix_market(p, a)
     b = segsparse.load_matrix_market(p)

@@ -18,7 +18,7 @@ RNG = np.random.default_rng(11)
 
 
 def spd(n, seed=0):
-    r = sp.random(n, n, density=min(1.0, 8 / n), random_state=seed, format="csr")
+    r = sp.random(n, n, density=min(1.0, 8 / n), random_state=np.random.default_rng(seed), format="csr")
     a = r + r.T
     return (a + sp.diags(np.asarray(abs(a).sum(axis=1)).ravel() + 1.0)).tocsr()
 
@@ -32,7 +32,7 @@ def test_device_reported(gpu):
 @pytest.mark.parametrize("n", [1, 31, 1000, 70_001])
 def test_spmv_cupy_in_cupy_out(gpu, dtype, n):
     cp = gpu
-    a = sp.random(n, n, density=min(1.0, 6 / n), random_state=n, format="csr", dtype=dtype)
+    a = sp.random(n, n, density=min(1.0, 6 / n), random_state=np.random.default_rng(n), format="csr", dtype=dtype)
     m = segsparse.Matrix(a, device="gpu")
     x = RNG.standard_normal(n).astype(dtype)
     xd = cp.asarray(x)
@@ -72,7 +72,7 @@ def test_cupyx_matrix_input(gpu):
     cp = gpu
     import cupyx.scipy.sparse as csp
 
-    a = sp.random(500, 400, density=0.02, random_state=9, format="csr")
+    a = sp.random(500, 400, density=0.02, random_state=np.random.default_rng(9), format="csr")
     m = segsparse.Matrix(csp.csr_matrix(a))
     x = RNG.standard_normal(400)
     np.testing.assert_allclose(cp.asnumpy(m @ cp.asarray(x)), a @ x, rtol=1e-12, atol=1e-12)
