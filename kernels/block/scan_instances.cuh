@@ -14,7 +14,7 @@
 #define SCAN_ITEMS_8 8
 #endif
 #ifndef SCAN_MIN_BLOCKS
-#define SCAN_MIN_BLOCKS 6
+#define SCAN_MIN_BLOCKS 8
 #endif
 #ifndef SPINE_THREADS
 #define SPINE_THREADS 512

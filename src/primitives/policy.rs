@@ -6,8 +6,8 @@
 //!
 //! | kernel | elements | threads | items | why |
 //! |---|---|---|---|---|
-//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`). With `__launch_bounds__(256, 6)`: 40 registers → 6 blocks per SM (round 1: 62 → 4) |
-//! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory; 40 registers, 6 blocks per SM |
+//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`). With `__launch_bounds__(256, 8)`: 32 registers → 8 blocks per SM (round 1: 62 → 4) |
+//! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory; 32 registers, 8 blocks per SM |
 //! | warp-shuffle | as look-back | | | the same tile code; only the tile-to-tile carry differs |
 //! | work-efficient | any | 128 | 2 | the paper's configuration (128 threads, 256 elements per block) |
 //! | second level (tile sums) | any | 512 | 8 | one block loops over the tile sums; 4096 per step |
@@ -17,10 +17,10 @@
 //!
 //! Resident blocks: the look-back kernels are latency-bound — Nsight Compute shows half of every
 //! warp's time at the barrier where a block's warps wait for warp 0's look-back — so what pays is
-//! more blocks per SM to run meanwhile. `__launch_bounds__(threads, 6)` caps registers at 40:
-//! f32 2^26 287.6 → 236 µs on an H200 (`benches/results/scan.md`, round 2). 8 blocks/SM (32
-//! registers) measured faster still (217.6 µs) but was found after the device tests had run, so
-//! it is not the default yet.
+//! more blocks per SM to run meanwhile. `__launch_bounds__(threads, 6)` capped registers at 40:
+//! f32 2^26 287.6 → 236 µs on an H200 (`benches/results/scan.md`, round 2); `(threads, 8)` caps
+//! them at 32 with no spill: 240 → 221 µs (f32) and 389 → 370 µs (f64) at 2^26 in the same
+//! process, GPU tests green with it (integration run), so 8 is the default.
 //!
 //! Switches measured in the same sweep and left at their defaults: tiles in blockIdx order (−3 %,
 //! but relies on in-order block dispatch), streaming stores (noise); 16-byte status words for
@@ -190,7 +190,7 @@ const LOOKBACK_BLOCKIDX_ORDER: bool = false;
 const LOOKBACK_STREAM_STORE: bool = false;
 const LOOKBACK_K: u32 = 1;
 const LOOKBACK_BACKOFF_NS: u32 = 0;
-const LOOKBACK_MIN_BLOCKS: u32 = 6;
+const LOOKBACK_MIN_BLOCKS: u32 = 8;
 
 fn env_u32(name: &str, max: u32) -> Option<u32> {
     std::env::var(name)
