@@ -768,8 +768,12 @@ mod gpu {
         check_info(a, b, &xg, &ig, tol);
         check_info(a, b, &xc, &ic, tol);
         // BiCGSTAB's residual is erratic: different rounding moves the stopping iteration more.
+        // So does a restarted GMRES that needs many cycles: each restart starts from a residual
+        // that differs in the last bits (orsirr_1: CPU 4802, GPU 4498 iterations, SciPy 4607).
         let slack = if method.starts_with("bicgstab") {
             3 + ic.iterations / 5
+        } else if method.starts_with("gmres") {
+            3 + ic.iterations / 10
         } else {
             3 + ic.iterations / 20
         };
