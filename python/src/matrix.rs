@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use segsparse::gpu::DeviceBuffer;
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
-    bicgstab, cg, pcg, Cpu, Identity, InitialGuess, Jacobi, LinearOperator, SolveError, SolveInfo,
-    SolveParams, VectorOps,
+    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
+    KrylovOps, LinearOperator, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 use segsparse::{CsrMatrix, Scalar};
@@ -204,18 +204,30 @@ fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
 #[derive(Clone, Copy)]
 struct Opts {
     method: Method,
-    jacobi: bool,
+    precond: Precond,
     params: SolveParams,
 }
 
-/// The solvers the bindings know. New methods (GMRES) and preconditioners (polynomial) are one
-/// more arm here and in [`solve_with`], plus a thin function in `segsparse/solvers.py`.
+/// The solvers the bindings know (a new one is one more arm here and in [`solve_with`], plus a
+/// thin function in `segsparse/solvers.py`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Method {
     Cg,
     Bicgstab,
+    /// Restarted GMRES with this restart length.
+    Gmres(usize),
 }
 
+/// The preconditioners the bindings know.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Precond {
+    None,
+    Jacobi,
+    /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree.
+    Poly(usize),
+}
+
+#[allow(clippy::too_many_arguments)]
 fn opts(
     method: &str,
     precond: &str,
@@ -224,18 +236,32 @@ fn opts(
     maxiter: usize,
     x0: bool,
     check_every: Option<usize>,
+    restart: usize,
+    degree: usize,
 ) -> Res<Opts> {
     let method = match method {
         "cg" => Method::Cg,
         "bicgstab" => Method::Bicgstab,
+        "gmres" if (1..=255).contains(&restart) => Method::Gmres(restart),
+        "gmres" => {
+            return Err(Failure::Value(format!(
+                "restart must be in 1..=255, got {restart}"
+            )))
+        }
         m => return Err(Failure::Value(format!("unknown solver {m:?}"))),
     };
-    let jacobi = match precond {
-        "none" => false,
-        "jacobi" => true,
+    let precond = match precond {
+        "none" => Precond::None,
+        "jacobi" => Precond::Jacobi,
+        "poly" if degree >= 1 => Precond::Poly(degree),
+        "poly" => {
+            return Err(Failure::Value(format!(
+                "the polynomial degree must be >= 1, got {degree}"
+            )))
+        }
         p => {
             return Err(Failure::Value(format!(
-                "unknown preconditioner {p:?} (known: 'none', 'jacobi')"
+                "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly')"
             )))
         }
     };
@@ -246,7 +272,7 @@ fn opts(
     }
     Ok(Opts {
         method,
-        jacobi,
+        precond,
         params: SolveParams {
             rel_tol: rtol,
             abs_tol: atol,
@@ -267,6 +293,7 @@ fn opts(
 fn solve_with<T, B, A>(
     be: &B,
     a: &A,
+    m: &CsrMatrix<T>,
     jac: Option<&Jacobi<B::Vector>>,
     o: &Opts,
     b: &B::Vector,
@@ -274,15 +301,42 @@ fn solve_with<T, B, A>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: KrylovOps<T>,
     A: LinearOperator<T, B>,
     Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
 {
-    match (o.method, jac) {
-        (Method::Cg, None) => cg(be, a, b, x, &o.params),
-        (Method::Cg, Some(j)) => pcg(be, a, j, b, x, &o.params),
-        (Method::Bicgstab, None) => bicgstab(be, a, &Identity, b, x, &o.params),
-        (Method::Bicgstab, Some(j)) => bicgstab(be, a, j, b, x, &o.params),
+    fn with<T, B, A, P>(
+        be: &B,
+        a: &A,
+        p: &P,
+        o: &Opts,
+        b: &B::Vector,
+        x: &mut B::Vector,
+    ) -> Result<SolveInfo, SolveError>
+    where
+        T: Scalar,
+        B: KrylovOps<T>,
+        A: LinearOperator<T, B>,
+        P: segsparse::solvers::Preconditioner<T, B>,
+    {
+        match o.method {
+            Method::Cg => pcg(be, a, p, b, x, &o.params),
+            Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
+            Method::Gmres(m) => gmres(be, a, p, b, x, m, &o.params),
+        }
+    }
+    match (o.precond, jac) {
+        (Precond::None, _) if o.method == Method::Cg => cg(be, a, b, x, &o.params),
+        (Precond::Jacobi, Some(j)) => with(be, a, j, o, b, x),
+        (Precond::Poly(degree), _) => {
+            let params = ChebyshevParams {
+                degree,
+                ..Default::default()
+            };
+            let p = Chebyshev::from_matrix(be, a, m, &params).map_err(SolveError::Backend)?;
+            with(be, a, &p, o, b, x)
+        }
+        _ => with(be, a, &Identity, o, b, x),
     }
 }
 
@@ -334,7 +388,7 @@ impl<T: Elem> Mat<T> {
         let t0 = Instant::now();
         if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
-            let jac = if o.jacobi {
+            let jac = if o.precond == Precond::Jacobi {
                 Some(self.gpu_jacobi(&ops)?)
             } else {
                 None
@@ -342,19 +396,27 @@ impl<T: Elem> Mat<T> {
             let g = d.csr.gpu();
             let bd = g.upload(b)?;
             let mut xd = g.upload(x)?;
-            let r = solve_with(&*ops, &d.csr, jac.as_deref(), o, &bd, &mut xd);
+            let r = solve_with(&*ops, &d.csr, &self.host, jac.as_deref(), o, &bd, &mut xd);
             let xs = g.download(&xd)?;
             x.copy_from_slice(&xs);
             outcome(r, t0)
         } else {
-            let jac = if o.jacobi {
+            let jac = if o.precond == Precond::Jacobi {
                 Some(self.cpu_jacobi()?)
             } else {
                 None
             };
             let bv = b.to_vec();
             let mut xv = x.to_vec();
-            let r = solve_with(&Cpu, &self.host, jac.as_deref(), o, &bv, &mut xv);
+            let r = solve_with(
+                &Cpu,
+                &self.host,
+                &self.host,
+                jac.as_deref(),
+                o,
+                &bv,
+                &mut xv,
+            );
             x.copy_from_slice(&xv);
             outcome(r, t0)
         }
@@ -363,7 +425,7 @@ impl<T: Elem> Mat<T> {
     /// Solve with device vectors owned by the caller (zero-copy).
     fn solve_device(&self, o: &Opts, bp: u64, xp: u64, wait: &[u64], signal: u64) -> Res<Outcome> {
         let (ops, d) = self.gpu_ops()?;
-        let jac = if o.jacobi {
+        let jac = if o.precond == Precond::Jacobi {
             Some(self.gpu_jacobi(&ops)?)
         } else {
             None
@@ -375,7 +437,7 @@ impl<T: Elem> Mat<T> {
         // this dtype with nrows / ncols elements, and holds them during the call.
         let b = unsafe { Borrowed::<T>::new(dev, bp, self.host.nrows()) };
         let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
-        let r = solve_with(&*ops, &d.csr, jac.as_deref(), o, &b, &mut x);
+        let r = solve_with(&*ops, &d.csr, &self.host, jac.as_deref(), o, &b, &mut x);
         dev.leave(signal)?;
         outcome(r, t0)
     }
@@ -623,7 +685,7 @@ impl PyMatrix {
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
     /// result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is built from.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4))]
     fn solve_host(
         &self,
         py: Python<'_>,
@@ -636,9 +698,21 @@ impl PyMatrix {
         maxiter: usize,
         x0: bool,
         check_every: Option<usize>,
+        restart: usize,
+        degree: usize,
     ) -> PyResult<Outcome> {
-        let o = opts(method, precond, rtol, atol, maxiter, x0, check_every)
-            .map_err(|f| f.into_py_err(py))?;
+        let o = opts(
+            method,
+            precond,
+            rtol,
+            atol,
+            maxiter,
+            x0,
+            check_every,
+            restart,
+            degree,
+        )
+        .map_err(|f| f.into_py_err(py))?;
         with_mat!(self, m, T => {
             let ba = ro::<T>(b, "b")?;
             let mut xa = rw::<T>(x, "x")?;
@@ -649,7 +723,7 @@ impl PyMatrix {
 
     /// Solves `A x = b` with device pointers (see `spmv_device`).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 4))]
     fn solve_device(
         &self,
         py: Python<'_>,
@@ -664,9 +738,21 @@ impl PyMatrix {
         wait: Vec<u64>,
         signal: u64,
         check_every: Option<usize>,
+        restart: usize,
+        degree: usize,
     ) -> PyResult<Outcome> {
-        let o = opts(method, precond, rtol, atol, maxiter, x0, check_every)
-            .map_err(|f| f.into_py_err(py))?;
+        let o = opts(
+            method,
+            precond,
+            rtol,
+            atol,
+            maxiter,
+            x0,
+            check_every,
+            restart,
+            degree,
+        )
+        .map_err(|f| f.into_py_err(py))?;
         with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal)))
     }
 

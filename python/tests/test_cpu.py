@@ -220,3 +220,53 @@ def test_help_is_useful():
     doc = segsparse.cg.__doc__
     for word in ("rtol", "maxiter", "SolveInfo", "CuPy", "Example"):
         assert word in doc
+
+
+def unsym(n, seed=0):
+    """A random sparse unsymmetric, diagonally dominant matrix."""
+    r = sp.random(n, n, density=min(1.0, 6 / n), random_state=np.random.default_rng(seed), format="csr")
+    d = np.asarray(abs(r).sum(axis=1)).ravel() + 1.0
+    return (r + sp.diags(d)).tocsr()
+
+
+@pytest.mark.parametrize("M", [None, "jacobi", "poly"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gmres_against_scipy(M, dtype):
+    a = unsym(800, seed=11).astype(dtype)
+    b = RNG.standard_normal(800).astype(dtype)
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    x, info = segsparse.gmres(a, b, rtol=rtol, restart=20, M=M, device="cpu")
+    assert info.converged and info.method == "gmres", info
+    a64 = a.astype(np.float64)
+    assert np.linalg.norm(b - a64 @ x.astype(np.float64)) <= 1.05 * rtol * np.linalg.norm(b)
+    if M is None and dtype == np.float64:
+        # SciPy's GMRES(20) to the same tolerance: a comparable number of inner iterations.
+        import scipy.sparse.linalg as spla
+        count = [0]
+        spla.gmres(a64, b, rtol=rtol, restart=20, callback=lambda _: count.__setitem__(0, count[0] + 1),
+                   callback_type="pr_norm")
+        assert abs(info.iterations - count[0]) <= 3 + count[0] // 5, (info.iterations, count[0])
+
+
+@pytest.mark.parametrize("solver", ["cg", "bicgstab", "gmres"])
+def test_poly_preconditioner_cuts_iterations(solver):
+    a = spd(2000, seed=12)
+    b = np.ones(2000)
+    f = getattr(segsparse, solver)
+    x0, plain = f(a, b, rtol=1e-10, device="cpu")
+    x1, poly = f(a, b, rtol=1e-10, M="poly", device="cpu")
+    assert plain.converged and poly.converged, (plain, poly)
+    assert poly.iterations < plain.iterations, (poly.iterations, plain.iterations)
+    assert np.linalg.norm(b - a @ x1) <= 1.05e-10 * np.linalg.norm(b)
+
+
+def test_gmres_arguments_are_checked():
+    a = unsym(50, seed=1)
+    with pytest.raises(ValueError, match="restart"):
+        segsparse.gmres(a, np.ones(50), restart=0, device="cpu")
+    with pytest.raises(TypeError, match="poly"):
+        segsparse.gmres(a, np.ones(50), M=object(), device="cpu")
+    # A singular system (a zero operator) breaks down cleanly: reported, never "converged".
+    z = sp.csr_matrix((4, 4))
+    x, info = segsparse.gmres(z, np.ones(4), device="cpu")
+    assert not info.converged and info.status != 0, info

@@ -165,3 +165,18 @@ def test_tridiagonal_cupy_and_numpy_gpu(gpu, batch, n):
     np.testing.assert_allclose(cp.asnumpy(got), ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(segsparse.tridiagonal_solve(lo, di, up, rhs, device="gpu"), ref,
                                rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("M", [None, "jacobi", "poly"])
+def test_gmres_cupy(gpu, M):
+    cp = gpu
+    n = 3000
+    r = sp.random(n, n, density=6 / n, random_state=np.random.default_rng(21), format="csr")
+    a = (r + sp.diags(np.asarray(abs(r).sum(axis=1)).ravel() + 1.0)).tocsr()
+    b = RNG.standard_normal(n)
+    x, info = segsparse.gmres(a, cp.asarray(b), rtol=1e-10, M=M)
+    assert isinstance(x, cp.ndarray) and info.converged and info.device == "gpu", info
+    assert np.linalg.norm(b - a @ cp.asnumpy(x)) <= 1.05e-10 * np.linalg.norm(b)
+    # CPU and GPU agree on the iteration count within rounding.
+    _, ic = segsparse.gmres(a, b, rtol=1e-10, M=M, device="cpu")
+    assert abs(ic.iterations - info.iterations) <= 3 + ic.iterations // 10, (ic, info)

@@ -34,12 +34,12 @@ from .errors import (
 )
 from .matrix import Matrix, as_matrix, load_matrix_market, save_matrix_market
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
-from .solvers import SolveInfo, bicgstab, cg, pcg
+from .solvers import SolveInfo, bicgstab, cg, gmres, pcg
 
 __version__ = _core.__version__
 
 __all__ = [
-    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "scan", "segmented_scan",
+    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "scan", "segmented_scan",
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
     "CudaError", "SolverError", "InternalError",
