@@ -18,11 +18,11 @@
 //! | [`csr`] | [`CsrMatrix`] with checked invariants |
 //! | [`io`] | Matrix Market reading and writing (`.mtx`, `.mtx.gz`) |
 //! | [`generate`] | generated test matrices (`poisson2d:N`, `random:N:K`, ...) |
-//! | [`gpu`] | device discovery, NVRTC kernel cache, device buffers |
+//! | [`gpu`] | device discovery, NVRTC compilation with an on-disk CUBIN cache, device buffers, errors |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
 //! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
-//! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB (one body for CPU and GPU) |
+//! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m), a Chebyshev polynomial preconditioner (one body for every backend) |
 //! | [`tridiag`] | tridiagonal systems: Thomas, cyclic reduction, PCR |
 //! | [`dist`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB |
 //!
