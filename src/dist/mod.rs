@@ -10,14 +10,14 @@
 //! all-reduce.
 //!
 //! Each rank's rows ([`RowBlock`], global `u64` column indices, built from a global
-//! [`CsrMatrix`] by [`RowBlock::from_csr`] or directly by a generator such as
+//! [`CsrMatrix`](crate::CsrMatrix) by [`RowBlock::from_csr`] or directly by a generator such as
 //! [`poisson3d_block`], so that no process ever holds the whole matrix) become a [`DistPart`]:
 //!
 //! - local column numbering: the owned columns first (`0..n_owned`, in global order), then the
 //!   **halo**, the columns owned by other ranks that this rank's rows touch (`n_owned..`, sorted
 //!   by global index, hence grouped by owner rank);
 //! - the **owned block** `A_oo` (owned rows × owned columns) as an ordinary 32-bit
-//!   [`CsrMatrix`], multiplied by the single-GPU SpMV;
+//!   [`CsrMatrix`](crate::CsrMatrix), multiplied by the single-GPU SpMV;
 //! - the **boundary block** `A_oh`: only the rows that touch the halo, compressed (row list,
 //!   row pointer, halo-local columns), so its cost is proportional to the halo, not to `n`;
 //! - the **receive lists** (which contiguous range of the halo comes from which peer) and the

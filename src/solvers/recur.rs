@@ -248,7 +248,7 @@ pub fn bicg_update<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rho_ne
 }
 
 /// Where GMRES(m) keeps its small dense arrays in one buffer of [`GmresLayout::len`] values of
-/// `T` (the "small" part of [`VectorOps::Krylov`](super::VectorOps::Krylov)); the GPU kernels use
+/// `T` (the "small" part of [`KrylovOps::Krylov`](super::KrylovOps::Krylov)); the GPU kernels use
 /// the same offsets (`kernels/solvers/gmres.cu`).
 ///
 /// | array | length | what |

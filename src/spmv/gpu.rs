@@ -1050,7 +1050,7 @@ fn column_spread<T: Scalar>(a: &CsrMatrix<T>) -> f64 {
     }
 }
 
-/// Largest mean column spread (see [`column_spread`]) for which large short-row matrices run one
+/// Largest mean column spread (see `column_spread`) for which large short-row matrices run one
 /// thread per row: 2^17 columns (1 MiB of x in f64) keeps the gathers of neighbouring rows in L1/L2.
 pub const LOCAL_SPREAD: f64 = (1u32 << 17) as f64;
 
