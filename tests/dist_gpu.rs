@@ -2,7 +2,9 @@
 //!
 //! Skipped with a notice where there is no GPU or no NCCL, but failing under
 //! `SEGSPARSE_REQUIRE_GPU=1` (the GPU machine) when a GPU exists and NCCL or the solve fails. The
-//! 2-GPU cases skip with a notice on a machine of one GPU.
+//! 2-GPU cases skip with a notice on a machine of one GPU, unless `SEGSPARSE_REQUIRE_GPUS=N`
+//! (set by `benches/scaleout-device.sh` to the machine's GPU count) says N GPUs must be there:
+//! then a case needing at most N GPUs fails instead of skipping when fewer work.
 #![cfg(feature = "nccl")]
 
 use segsparse::dist::nccl::{nccl_available, run_threads, DistCsr, NcclOps};
@@ -34,6 +36,13 @@ fn gpus(need: usize) -> Option<usize> {
         return None;
     }
     if n < need {
+        let required: usize = std::env::var("SEGSPARSE_REQUIRE_GPUS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if required >= need {
+            panic!("SEGSPARSE_REQUIRE_GPUS={required} but only {n} GPUs work");
+        }
         eprintln!("skipped: {need} GPUs needed, {n} present");
         return None;
     }
