@@ -46,8 +46,9 @@ fn max_rel_err(got: &[f64], want: &[f64]) -> f64 {
 fn fill_device(g: &Gpu, leave: usize) -> Vec<gpu::DeviceBuffer<u32>> {
     // `leave` bytes are set aside first and given back last, so that small allocations still
     // succeed. The device is filled until it refuses even 1 MiB: `memory_info`'s free figure is
-    // no guide, since memory the stream-ordered pool has reserved (a failed huge allocation grows
-    // it) counts as used there and is still available to this process.
+    // no guide here. Seen on the H200 (2026-11-23): after the failed 152 GB request above,
+    // cuMemGetInfo reported 5 MB free, yet 12 blocks totalling ~149 GB were then allocated from
+    // the stream-ordered pool; trimming the pool (cuMemPoolTrimTo) did not change the figure.
     let reserve = g.zeros::<u32>(leave / 4).unwrap();
     let mut hold = Vec::new();
     let mut chunk = 1usize << 34; // 16 GiB
