@@ -72,9 +72,11 @@ pub mod generate;
 pub mod gpu;
 pub mod io;
 pub mod kernel_registry;
+pub mod precond;
 pub mod primitives;
 pub mod scalar;
 pub mod solvers;
+pub mod sparse;
 pub mod spmv;
 pub mod tridiag;
 

@@ -14,12 +14,12 @@
 //! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
-use super::precond::Identity;
 use super::PrecondKind as Kind;
 use super::{
     check_problem, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
     SolveParams, VectorOps,
 };
+use crate::precond::Identity;
 use crate::scalar::Scalar;
 
 /// Conjugate gradient for a symmetric positive definite `A`: solves `A·x = b`.

@@ -122,7 +122,7 @@ mod cpu;
 mod gmres;
 #[cfg(feature = "cuda")]
 pub mod gpu;
-mod precond;
+
 pub mod recur;
 
 use std::fmt;
@@ -132,7 +132,8 @@ pub use bicgstab::bicgstab;
 pub use cg::{cg, pcg};
 pub use cpu::{Cpu, CpuKrylov, CpuScalars};
 pub use gmres::{gmres, DEFAULT_RESTART};
-pub use precond::{Chebyshev, ChebyshevParams, Identity, Jacobi};
+// The preconditioners live in `crate::precond`; re-exported here so `solvers::Jacobi` keeps working.
+pub use crate::precond::{Chebyshev, ChebyshevParams, Identity, Jacobi};
 pub use recur::{GmresLayout, Slot, Status, NSLOTS};
 
 use crate::scalar::Scalar;

@@ -1,0 +1,81 @@
+//! The identity and Jacobi (the inverse of the diagonal).
+
+use crate::csr::CsrMatrix;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use crate::solvers::{Preconditioner, VectorOps};
+
+/// No preconditioning (`M = I`). The solvers skip the `z` vector entirely.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Identity;
+
+impl<T: Scalar, B: VectorOps<T>> Preconditioner<T, B> for Identity {
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        be.copy(r, z)
+    }
+    fn is_identity(&self) -> bool {
+        true
+    }
+}
+
+/// Jacobi preconditioning, `M = diag(A)`: holds `D⁻¹` as a backend vector, and the solvers fuse
+/// `z = D⁻¹r` into their vector updates.
+#[derive(Clone, Debug)]
+pub struct Jacobi<V> {
+    inv_diag: V,
+}
+
+impl<V> Jacobi<V> {
+    /// From the diagonal of `A`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming the row when a diagonal entry is zero or not finite (Jacobi
+    /// is then undefined).
+    pub fn from_diagonal<T: Scalar, B: VectorOps<T, Vector = V>>(
+        be: &B,
+        diag: &[T],
+    ) -> Result<Self> {
+        let mut inv = Vec::with_capacity(diag.len());
+        for (i, &d) in diag.iter().enumerate() {
+            if d == T::zero() || !d.is_finite() {
+                return Err(Error::InvalidInput(format!(
+                    "Jacobi preconditioner: diagonal entry of row {i} is {d}"
+                )));
+            }
+            inv.push(T::one() / d);
+        }
+        Ok(Jacobi {
+            inv_diag: be.upload(&inv)?,
+        })
+    }
+
+    /// From the diagonal of the matrix `a`.
+    ///
+    /// # Errors
+    /// As [`Jacobi::from_diagonal`].
+    pub fn from_matrix<T: Scalar, B: VectorOps<T, Vector = V>>(
+        be: &B,
+        a: &CsrMatrix<T>,
+    ) -> Result<Self> {
+        Self::from_diagonal(be, &a.diagonal())
+    }
+
+    /// `D⁻¹` on the backend.
+    pub fn inverse_diagonal(&self) -> &V {
+        &self.inv_diag
+    }
+
+    /// `D⁻¹` on the backend, by value.
+    pub fn into_inverse_diagonal(self) -> V {
+        self.inv_diag
+    }
+}
+
+impl<T: Scalar, B: VectorOps<T>> Preconditioner<T, B> for Jacobi<B::Vector> {
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        be.scale(&self.inv_diag, r, z)
+    }
+    fn inverse_diagonal(&self) -> Option<&B::Vector> {
+        Some(&self.inv_diag)
+    }
+}

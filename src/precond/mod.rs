@@ -1,0 +1,20 @@
+//! Preconditioners `z ← M⁻¹r` for the solvers of [`crate::solvers`], which see them only
+//! through the [`Preconditioner`](crate::solvers::Preconditioner) trait.
+//!
+//! | preconditioner | needs | type |
+//! |---|---|---|
+//! | none | — | [`Identity`] |
+//! | Jacobi, `M = diag(A)` (fused into the solvers' vector updates) | a nonzero diagonal | [`Jacobi`] |
+//! | Chebyshev polynomial in `D⁻¹A`, bounds from a few Lanczos/Arnoldi steps | a spectrum in the right half-plane | [`Chebyshev`] |
+//!
+//! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
+//! matrix on one backend (Ginkgo's factory → `generate` split; see `STYLE.md` §5).
+//! They sit between the sparse operations and the solvers: they use the solvers' backend traits
+//! ([`VectorOps`](crate::solvers::VectorOps), [`LinearOperator`](crate::solvers::LinearOperator))
+//! and nothing of a concrete solver.
+
+mod chebyshev;
+mod jacobi;
+
+pub use chebyshev::{Chebyshev, ChebyshevParams};
+pub use jacobi::{Identity, Jacobi};
