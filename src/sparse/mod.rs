@@ -298,9 +298,9 @@ mod tests {
 
     fn dense(a: &CsrMatrix<f64>) -> Vec<Vec<f64>> {
         let mut d = vec![vec![0.0; a.ncols()]; a.nrows()];
-        for i in 0..a.nrows() {
+        for (i, row) in d.iter_mut().enumerate() {
             for k in a.row_ptr()[i] as usize..a.row_ptr()[i + 1] as usize {
-                d[i][a.col_idx()[k] as usize] += a.values()[k];
+                row[a.col_idx()[k] as usize] += a.values()[k];
             }
         }
         d
