@@ -116,6 +116,45 @@ pub fn check_host(what: &str, need: u64) -> Result<()> {
     }
 }
 
+/// The host preflight of a front end that reads a matrix and then allocates vectors
+/// (`sparse-solve`, `spmv-bench`): when `path` is a Matrix Market file, its header alone gives
+/// the reader's peak and the matrix's size, and the check is
+/// `max(read peak, matrix + rows·per_row + cols·per_col + entries·per_entry)` bytes (the
+/// reader's triplets are freed before the vectors exist; `per_entry` counts copies of the
+/// matrix, such as an `f32` cast), for values of type `T`. A generator spec or a missing file passes (the
+/// loader reports the latter).
+///
+/// # Errors
+/// [`Error::OutOfMemory`] naming the file and the figures; the header's own errors (a
+/// malformed banner or size line) as [`Error::MatrixMarket`].
+pub fn check_matrix_file<T>(
+    path: &str,
+    what: &str,
+    per_row: u64,
+    per_col: u64,
+    per_entry: u64,
+) -> Result<()> {
+    if !std::path::Path::new(path).is_file() {
+        return Ok(());
+    }
+    let hdr = crate::io::read_header(path)?;
+    let vectors = hdr
+        .nrows
+        .saturating_mul(per_row)
+        .saturating_add(hdr.ncols.saturating_mul(per_col))
+        .saturating_add(hdr.stored_entries_max().saturating_mul(per_entry));
+    let need = hdr
+        .read_peak_bytes::<T>()
+        .max(hdr.csr_bytes::<T>().saturating_add(vectors));
+    check_host(
+        &format!(
+            "{what} on {path} ({}×{}, declared entries: {})",
+            hdr.nrows, hdr.ncols, hdr.entries
+        ),
+        need,
+    )
+}
+
 /// `available` capped by the byte count in the environment variable `var`, when set.
 pub(crate) fn cap(available: Option<u64>, var: &str) -> Option<u64> {
     let limit = std::env::var(var).ok().and_then(|v| parse_bytes(&v));

@@ -1124,7 +1124,7 @@ fn certainly_empty_rows_are_bounded_by_default() {
             .to_string();
         let secs = t.elapsed().as_secs_f64();
         assert!(
-            e.starts_with("big.mtx:2: the size line declares 1000000000 rows but only 1 entries")
+            e.starts_with("big.mtx:2: the size line declares 1000000000 rows but only 1 entry")
                 && e.contains("at least 999999999 rows are empty")
                 && e.contains("8.00 GB (8000000004 bytes)")
                 && e.contains("max_empty_rows"),

@@ -9,6 +9,7 @@
 mod cli;
 mod dist;
 mod plot;
+mod preflight;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -127,6 +128,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         PrecisionArg::F64 => Precision::F64,
     };
     let path = resolve(&cli.matrix);
+    preflight::host::<T>(&path, cli)?;
     let a: CsrMatrix<T> =
         segsparse::io::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
     if a.nrows() != a.ncols() {

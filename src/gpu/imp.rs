@@ -380,9 +380,22 @@ impl Gpu {
         &self,
         n: usize,
     ) -> Result<CudaSlice<T>> {
+        self.precheck::<T>(n)?;
         self.stream
             .alloc_zeros::<T>(n)
             .map_err(|e| self.alloc_error::<T>(n, e))
+    }
+
+    /// The memory preflight of one buffer of `n` elements (see [`check_memory`](Gpu::check_memory)).
+    fn precheck<T: KernelType>(&self, n: usize) -> Result<()> {
+        let bytes = crate::memory::bytes_of::<T>(n);
+        if bytes < crate::memory::UNCHECKED_BYTES {
+            return Ok(());
+        }
+        self.check_memory(
+            &format!("a device buffer of {n} {} elements", T::KERNEL_SUFFIX),
+            bytes,
+        )
     }
 
     /// Allocates `n` elements without initialising them.
@@ -393,6 +406,7 @@ impl Gpu {
     /// # Errors
     /// As [`zeros`](Gpu::zeros).
     pub unsafe fn alloc<T: KernelType>(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.precheck::<T>(n)?;
         self.stream
             .alloc::<T>(n)
             .map_err(|e| self.alloc_error::<T>(n, e))
@@ -442,9 +456,47 @@ impl Gpu {
         cudarc::driver::result::mem_get_info().map_err(|e| Error::cuda("cuMemGetInfo", e))
     }
 
+    /// Device memory this process can still allocate, in bytes: `cuMemGetInfo`'s free bytes
+    /// plus what the default memory pool holds reserved but unused (freed buffers stay there,
+    /// see [`memory_info`](Gpu::memory_info)), capped by `SEGSPARSE_MAX_DEVICE_BYTES`.
+    pub fn available_memory(&self) -> Result<u64> {
+        let (free, _) = self.memory_info()?;
+        let pooled = self.pool_attribute(
+            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        )?;
+        let used = self.pool_used_bytes()?;
+        let avail = (free as u64).saturating_add(pooled.saturating_sub(used));
+        Ok(crate::memory::cap(Some(avail), "SEGSPARSE_MAX_DEVICE_BYTES").unwrap_or(avail))
+    }
+
+    /// The memory preflight on the device ([`crate::memory`]): `Ok` when `bytes` for `what` fit
+    /// into [`available_memory`](Gpu::available_memory) with the margin. Requests below
+    /// [`crate::memory::UNCHECKED_BYTES`] are not checked (no driver query).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] naming `what`, both figures and the device; a CUDA error when the
+    /// figures cannot be read.
+    pub fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        if bytes < crate::memory::UNCHECKED_BYTES {
+            return Ok(());
+        }
+        let avail = self.available_memory()?;
+        crate::memory::check_fits(
+            what,
+            bytes,
+            avail,
+            &format!("device memory on {}", self.name),
+        )
+    }
+
     /// Bytes of device memory currently allocated from the device's default memory pool (all of
     /// this crate's buffers): live buffers only, so a leak shows as growth across a workload.
     pub fn pool_used_bytes(&self) -> Result<u64> {
+        self.pool_attribute(cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+    }
+
+    /// A `cuuint64_t` attribute of the device's default memory pool.
+    fn pool_attribute(&self, attr: cudarc::driver::sys::CUmemPool_attribute) -> Result<u64> {
         use cudarc::driver::sys;
         self.ctx
             .bind_to_thread()
@@ -452,18 +504,14 @@ impl Gpu {
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         let mut used: u64 = 0;
         // SAFETY: plain driver queries on this context's device with valid out-pointers; the
-        // attribute USED_MEM_CURRENT is a cuuint64_t.
+        // attributes read here (USED_MEM_CURRENT, RESERVED_MEM_CURRENT) are cuuint64_t.
         unsafe {
             sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
                 .result()
                 .map_err(|e| Error::cuda("cuDeviceGetDefaultMemPool", e))?;
-            sys::cuMemPoolGetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                &mut used as *mut u64 as *mut std::ffi::c_void,
-            )
-            .result()
-            .map_err(|e| Error::cuda("cuMemPoolGetAttribute(USED_MEM_CURRENT)", e))?;
+            sys::cuMemPoolGetAttribute(pool, attr, &mut used as *mut u64 as *mut std::ffi::c_void)
+                .result()
+                .map_err(|e| Error::cuda(format!("cuMemPoolGetAttribute({attr:?})"), e))?;
         }
         Ok(used)
     }

@@ -129,11 +129,12 @@ impl Budget {
                 return Err(lines.err(
                     info.size_line,
                     format!(
-                        "the size line declares {nrows} rows but only {} entries, so at least \
+                        "the size line declares {nrows} rows but only {} {}, so at least \
                          {empty} rows are empty; their row pointers alone would need {}. Refused \
                          as most likely a wrong size line (io::ReadOptions::max_empty_rows = {} \
                          accepts at most that many certainly empty rows)",
                         info.hdr.entries,
+                        if info.hdr.entries == 1 { "entry" } else { "entries" },
                         human(fixed),
                         opts.max_empty_rows
                     ),
