@@ -41,6 +41,8 @@ pub mod cusparse;
 pub mod disk_cache;
 #[cfg(feature = "cuda")]
 mod imp;
+#[cfg(feature = "cuda")]
+pub mod nvrtc;
 pub mod kernels;
 
 #[cfg(feature = "cuda")]

@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._arrays import current_stream, cupy, device_array, host_vector, wait_list
+from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
 from .matrix import Matrix, as_matrix
 
 __all__ = ["SolveInfo", "cg", "pcg", "bicgstab"]
@@ -89,6 +89,7 @@ def _solve(
     if db is not None:
         cp = cupy()
         if db.dtype != m.dtype:
+            check_real(db.dtype, "b")
             b = cp.ascontiguousarray(b, dtype=m.dtype)
             db = device_array(b, "b")
         if db.n != n:
@@ -96,6 +97,7 @@ def _solve(
         if x0 is None:
             x = cp.zeros(n, dtype=m.dtype)
         else:
+            check_real(x0.dtype if hasattr(x0, "dtype") else np.asarray(x0).dtype, "x0")
             x = cp.array(x0, dtype=m.dtype, copy=True).reshape(-1)
             if x.size != n:
                 raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
@@ -111,6 +113,8 @@ def _solve(
         if x0 is None:
             x = np.zeros(n, dtype=m.dtype)
         else:
+            x0 = np.asarray(x0)
+            check_real(x0.dtype, "x0")
             x = np.array(x0, dtype=m.dtype, copy=True).reshape(-1)
             if x.shape[0] != n:
                 raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
