@@ -2,7 +2,7 @@
 //! with device memory and host RSS sampled; any growth after the warm-up is a leak.
 //!
 //! ```text
-//! cargo run --release --example soak -- [--rounds 100000] [--seed 1] [--every 1000]
+//! cargo run --release --example soak -- [--rounds 100000] [--seconds 1e9] [--seed 1] [--every 1000]
 //! ```
 //!
 //! Each round draws a matrix (Poisson 2-D of side 4–24, or a random diagonally dominant
@@ -13,7 +13,8 @@
 //! (`VmRSS`), printed as one JSON line each. The verdict compares the last sample with the
 //! first one after the warm-up (10 % of the rounds): growth above 1 % of the device's free
 //! memory or of the RSS, or live pool bytes that do not return to the baseline, fail (exit 1).
-//! The last line is `SOAK ...` with the figures.
+//! `--seconds` stops early (the rounds done are reported). The last line is `SOAK ...` with the
+//! figures.
 
 #[cfg(feature = "cuda")]
 fn main() -> std::process::ExitCode {
@@ -120,6 +121,7 @@ mod imp {
         let rounds = arg("--rounds", 100_000);
         let seed = arg("--seed", 1);
         let every = arg("--every", 1000).max(1);
+        let max_secs = arg("--seconds", 1_000_000_000) as f64;
         let g = match Gpu::shared() {
             Ok(g) => g,
             Err(e) => {
@@ -131,12 +133,13 @@ mod imp {
         let ops64 = GpuOps::<f64>::new(&g).expect("GpuOps<f64>");
         let ops32 = GpuOps::<f32>::new(&g).expect("GpuOps<f32>");
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let warmup = (rounds / 10).max(every);
         let t0 = Instant::now();
         let (mut iters, mut failed) = (0usize, 0usize);
         // (round, device free, pool live bytes, RSS)
         let mut samples: Vec<(u64, u64, u64, u64)> = Vec::new();
+        let mut done = 0;
         for k in 1..=rounds {
+            done = k;
             let it = if rng.gen_bool(0.25) {
                 round::<f32>(&g, &ops32, &mut rng, k)
             } else {
@@ -144,7 +147,8 @@ mod imp {
             };
             iters += it;
             failed += usize::from(it == 0);
-            if k % every == 0 || k == rounds {
+            let last = k == rounds || t0.elapsed().as_secs_f64() > max_secs;
+            if k % every == 0 || last {
                 g.synchronize().expect("synchronize");
                 let (free, _) = g.memory_info().expect("cuMemGetInfo");
                 let pool = g.pool_used_bytes().expect("pool");
@@ -155,7 +159,12 @@ mod imp {
                 );
                 samples.push((k, free as u64, pool, rss));
             }
+            if last {
+                break;
+            }
         }
+        let rounds = done;
+        let warmup = (rounds / 10).max(every);
         let secs = t0.elapsed().as_secs_f64();
         let base = *samples
             .iter()

@@ -42,7 +42,11 @@ fn temp_file(name: &str, text: &str) -> PathBuf {
 fn peak_rss() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    l.split_whitespace().nth(1)?.parse::<u64>().ok().map(|k| k * 1024)
+    l.split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()
+        .map(|k| k * 1024)
 }
 
 #[test]
@@ -85,29 +89,33 @@ fn a_solve_that_cannot_fit_is_refused_before_allocating() {
         matches!(&e, SolveError::Backend(Error::OutOfMemory { what, .. }) if what == "the CG workspace"),
         "{e}"
     );
-    assert!(e.to_string().starts_with("out of memory: the CG workspace needs"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("out of memory: the CG workspace needs"),
+        "{e}"
+    );
     let e = gmres(&Cpu, &a, &Identity, &b, &mut x, 30, &params).unwrap_err();
-    assert!(e.to_string().contains("the GMRES workspace (Krylov basis)"), "{e}");
+    assert!(
+        e.to_string().contains("the GMRES workspace (Krylov basis)"),
+        "{e}"
+    );
     let e = bicgstab(&Cpu, &a, &Identity, &b, &mut x, &params).unwrap_err();
     assert!(e.to_string().contains("the BiCGSTAB workspace"), "{e}");
     // A sane limit still solves.
     cg(&Cpu, &a, &b, &mut x, &SolveParams::default()).unwrap();
 }
 
+/// Where the bad value is, and the `A`, `b` and `x0` of the case.
+type Case = (&'static str, CsrMatrix<f64>, Vec<f64>, Vec<f64>);
+
 /// A matrix, b and x0 for the NaN/Inf cases: Poisson 2-D with `bad` put into A, b or x0.
-fn nonfinite_cases(bad: f64) -> Vec<(&'static str, CsrMatrix<f64>, Vec<f64>, Vec<f64>)> {
+fn nonfinite_cases(bad: f64) -> Vec<Case> {
     let a: CsrMatrix<f64> = generate::from_spec("poisson2d:12", 0).unwrap();
     let n = a.nrows();
     let mut vals = a.values().to_vec();
     vals[17] = bad;
-    let bad_a = CsrMatrix::try_from_parts(
-        n,
-        n,
-        a.row_ptr().to_vec(),
-        a.col_idx().to_vec(),
-        vals,
-    )
-    .unwrap();
+    let bad_a =
+        CsrMatrix::try_from_parts(n, n, a.row_ptr().to_vec(), a.col_idx().to_vec(), vals).unwrap();
     let mut bad_b = vec![1.0; n];
     bad_b[5] = bad;
     let mut bad_x = vec![0.5; n];

@@ -51,9 +51,13 @@ fn every_kernel_source_compiles_for_sm80_sm89_and_sm90() {
         for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((src, arch)) = jobs.get(i) else { break };
+                let Some((src, arch)) = jobs.get(i) else {
+                    break;
+                };
                 let r = match gpu::compile_ptx(src, arch, &[]) {
-                    Ok(ptx) if ptx.to_src().is_empty() => Err(format!("{} gave empty PTX", src.name)),
+                    Ok(ptx) if ptx.to_src().is_empty() => {
+                        Err(format!("{} gave empty PTX", src.name))
+                    }
                     Ok(_) => Ok(()),
                     Err(e) => Err(format!("{} for {arch}: {e}", src.name)),
                 };

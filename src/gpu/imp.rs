@@ -445,7 +445,9 @@ impl Gpu {
     /// Bytes of device memory currently allocated from the device's default memory pool (all of
     /// this crate's buffers): live buffers only, so a leak shows as growth across a workload.
     pub fn pool_used_bytes(&self) -> Result<u64> {
-        self.pool_attribute(cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+        self.pool_attribute(
+            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+        )
     }
 
     /// A `cuuint64_t` attribute of the device's default memory pool.
@@ -594,13 +596,19 @@ fn event_elapsed_ms(
     let f = FN.get_or_init(|| {
         // SAFETY: the driver library is loaded (a Gpu exists); both names have the signature F.
         let lib = unsafe { cudarc::driver::sys::culib() };
-        [&b"cuEventElapsedTime_v2\0"[..], &b"cuEventElapsedTime\0"[..]]
-            .iter()
-            // SAFETY: as above.
-            .find_map(|name| unsafe { lib.get::<F>(*name) }.ok().map(|s| *s))
+        [
+            &b"cuEventElapsedTime_v2\0"[..],
+            &b"cuEventElapsedTime\0"[..],
+        ]
+        .iter()
+        // SAFETY: as above.
+        .find_map(|name| unsafe { lib.get::<F>(*name) }.ok().map(|s| *s))
     });
     let f = f.ok_or_else(|| {
-        Error::cuda("event elapsed time", "the driver exports no cuEventElapsedTime")
+        Error::cuda(
+            "event elapsed time",
+            "the driver exports no cuEventElapsedTime",
+        )
     })?;
     let mut ms = 0f32;
     // SAFETY: both events were recorded on this context's stream and synchronised; valid

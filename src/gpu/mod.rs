@@ -41,9 +41,9 @@ pub mod cusparse;
 pub mod disk_cache;
 #[cfg(feature = "cuda")]
 mod imp;
+pub mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
-pub mod kernels;
 
 #[cfg(feature = "cuda")]
 pub use imp::*;

@@ -86,7 +86,14 @@ pub fn candidates(driver_major: Option<i32>) -> Vec<String> {
             names.push(format!("libnvrtc.so.{m}"));
         }
     }
-    names.push(if cfg!(windows) { "nvrtc.dll" } else { "libnvrtc.so" }.to_string());
+    names.push(
+        if cfg!(windows) {
+            "nvrtc.dll"
+        } else {
+            "libnvrtc.so"
+        }
+        .to_string(),
+    );
     names
 }
 

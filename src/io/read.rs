@@ -134,7 +134,11 @@ impl Budget {
                          as most likely a wrong size line (io::ReadOptions::max_empty_rows = {} \
                          accepts at most that many certainly empty rows)",
                         info.hdr.entries,
-                        if info.hdr.entries == 1 { "entry" } else { "entries" },
+                        if info.hdr.entries == 1 {
+                            "entry"
+                        } else {
+                            "entries"
+                        },
                         human(fixed),
                         opts.max_empty_rows
                     ),
