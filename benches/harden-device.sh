@@ -10,10 +10,10 @@
 #   .gpu/tests/test-<name>                    release test executables
 #   .gpu/python/segsparse-*.whl               the abi3 wheel (maturin build --release)
 #   .gpu/harden-device.sh, .gpu/soak.py       this script and python/bench/soak.py
-# Run from the repository root:  bash .gpu/harden-device.sh [soak seconds, default 110]
+# Run from the repository root:  bash .gpu/harden-device.sh [soak seconds, default 90]
 # Logs: $OUT/harden.tgz. The summary table comes last.
 set -uo pipefail
-secs=${1:-110}
+secs=${1:-90}
 out=$(mktemp -d)
 trap 'tar czf "${OUT:-/tmp}/harden.tgz" -C "$out" . 2>/dev/null; rm -rf "$out"' EXIT
 export SEGSPARSE_REQUIRE_GPU=1 RUST_BACKTRACE=1
@@ -26,7 +26,7 @@ date -u '+%Y-%m-%d %H:%M UTC' | tee -a "$out/device.txt"
 for t in bad_input gpu_runtime reliability solvers; do
     exe=.gpu/tests/test-$t
     [ -x "$exe" ] || { row "tests $t" "MISSING" "-"; continue; }
-    timeout 150 "$exe" --test-threads=1 --nocapture >"$out/test-$t.log" 2>&1
+    timeout 100 "$exe" --test-threads=1 --nocapture >"$out/test-$t.log" 2>&1
     rc=$?
     res=$(grep -E '^test result:' "$out/test-$t.log" | tail -1 | cut -c1-90)
     row "tests $t" "$([ $rc = 0 ] && echo pass || echo "FAIL rc=$rc")" "$res"
@@ -45,7 +45,11 @@ cli() { # label env... -- command...
     local envs=()
     while [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift
-    env "${envs[@]}" /usr/bin/time -f "TIME %e s %M KB" "$@" >"$out/cli-$label.out" 2>"$out/cli-$label.err"
+    # Wall time and the child's peak RSS, measured by Python (no /usr/bin/time needed).
+    env "${envs[@]}" python3 -c 'import resource, subprocess, sys, time
+t = time.time(); r = subprocess.run(sys.argv[1:])
+print("TIME %.3f s %d KB" % (time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss), file=sys.stderr)
+sys.exit(r.returncode)' "$@" >"$out/cli-$label.out" 2>"$out/cli-$label.err"
     local rc=$?
     local tm
     tm=$(grep '^TIME' "$out/cli-$label.err" | tail -1)

@@ -31,7 +31,9 @@ class SolveInfo:
         converged: the true residual ``||b - A x|| / ||b||`` reached the tolerance.
         status: SciPy's ``info`` integer: 0 converged, > 0 the iterations done without
             converging, -1 a breakdown (e.g. ``p^T A p <= 0`` in CG: A is not SPD), -2 a NaN or
-            infinite residual.
+            infinite residual: a NaN or infinity in ``A``, ``b`` or ``x0`` gives -2 with
+            ``iterations == 0`` on every solver (never ``converged``); an overflow later on, -2
+            at its iteration.
         iterations: iterations performed (CG: one SpMV each; BiCGSTAB: two).
         residual: the true relative residual of the returned ``x`` (NaN after a breakdown).
         time: wall-clock seconds of the solve (device synchronised).
