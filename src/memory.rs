@@ -138,6 +138,11 @@ pub fn check_matrix_file<T>(
         return Ok(());
     }
     let hdr = crate::io::read_header(path)?;
+    // The reader's own refusal from the header (almost every row certainly empty), here before
+    // the caller opens a GPU or reads anything else.
+    if let Some(msg) = crate::io::empty_rows_refusal(&hdr, &crate::io::ReadOptions::default()) {
+        return Err(Error::mtx(path, 0, msg));
+    }
     let vectors = hdr
         .nrows
         .saturating_mul(per_row)

@@ -94,6 +94,7 @@
 
 mod header;
 mod read;
+pub(crate) use read::empty_rows_refusal;
 mod write;
 
 use std::path::Path;

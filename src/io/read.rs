@@ -118,32 +118,8 @@ impl Budget {
                 ),
             ));
         }
-        if info.hdr.format == MmFormat::Coordinate {
-            // Each declared entry reaches one row, two after symmetric expansion.
-            let reach = match info.hdr.symmetry {
-                MmSymmetry::General => info.hdr.entries,
-                _ => info.hdr.entries.saturating_mul(2),
-            };
-            let empty = nrows.saturating_sub(reach);
-            if empty > opts.max_empty_rows {
-                return Err(lines.err(
-                    info.size_line,
-                    format!(
-                        "the size line declares {nrows} rows but only {} {}, so at least \
-                         {empty} rows are empty; their row pointers alone would need {}. Refused \
-                         as most likely a wrong size line (io::ReadOptions::max_empty_rows = {} \
-                         accepts at most that many certainly empty rows)",
-                        info.hdr.entries,
-                        if info.hdr.entries == 1 {
-                            "entry"
-                        } else {
-                            "entries"
-                        },
-                        human(fixed),
-                        opts.max_empty_rows
-                    ),
-                ));
-            }
+        if let Some(msg) = empty_rows_refusal(&info.hdr, opts) {
+            return Err(lines.err(info.size_line, msg));
         }
         let max_entries = ((opts.max_bytes - fixed) / Self::per_entry::<T>())
             .min(U32_LIMIT)
@@ -204,6 +180,30 @@ impl Budget {
             ),
         )
     }
+}
+
+/// Why a coordinate file whose declared rows are almost all certainly empty is refused
+/// ([`ReadOptions::max_empty_rows`]), or `None`. Each declared entry reaches one row, two after
+/// symmetric expansion; used by the reader at the size line and by the front ends' preflight
+/// ([`crate::memory::check_matrix_file`]) before they open a GPU.
+pub(crate) fn empty_rows_refusal(hdr: &MatrixMarketHeader, opts: &ReadOptions) -> Option<String> {
+    if hdr.format != MmFormat::Coordinate {
+        return None;
+    }
+    let empty = hdr.nrows.saturating_sub(hdr.stored_entries_max());
+    (empty > opts.max_empty_rows).then(|| {
+        format!(
+            "the size line declares {} rows but only {} {}, so at least {empty} rows are empty; \
+             their row pointers alone would need {}. Refused as most likely a wrong size line \
+             (io::ReadOptions::max_empty_rows = {} accepts at most that many certainly empty \
+             rows)",
+            hdr.nrows,
+            hdr.entries,
+            if hdr.entries == 1 { "entry" } else { "entries" },
+            human(hdr.nrows.saturating_mul(8).saturating_add(4)),
+            opts.max_empty_rows
+        )
+    })
 }
 
 const U32_LIMIT: u64 = u32::MAX as u64;
