@@ -308,7 +308,10 @@ fn declared_need(input: &[u8], sz: usize) -> usize {
 type Read<'a> = (&'static str, usize, &'a dyn Fn(&[u8]) -> bool);
 
 fn run_one(input: &[u8], stats: &mut Stats, findings: &Path, tag: &str) {
-    let opts = ReadOptions { max_bytes: BUDGET };
+    let opts = ReadOptions {
+        max_bytes: BUDGET,
+        ..Default::default()
+    };
     let reads: [Read; 4] = [
         ("f64", 8, &|b| {
             io::read_matrix_market_from_with::<f64, _>(b, "<fuzz>", &opts).is_ok()

@@ -58,6 +58,18 @@ pub enum Error {
     Cusparse(String),
     /// An iterative or direct solver failed; see [`crate::solvers::SolveError`].
     Solver(String),
+    /// The memory preflight ([`crate::memory`]) refused an allocation proportional to the
+    /// problem: it would not fit into what the host or the device has.
+    OutOfMemory {
+        /// What was to be allocated ("CG's workspace", "the matrix upload", ...).
+        what: String,
+        /// Bytes needed.
+        need: u64,
+        /// Bytes available when it was checked.
+        available: u64,
+        /// Where: "host memory (MemAvailable)", "device memory of NVIDIA H200", ...
+        place: String,
+    },
 }
 
 impl Error {
@@ -142,6 +154,19 @@ impl fmt::Display for Error {
             }
             Error::Cusparse(m) => write!(f, "cuSPARSE error: {m}"),
             Error::Solver(m) => write!(f, "solver error: {m}"),
+            Error::OutOfMemory {
+                what,
+                need,
+                available,
+                place,
+            } => write!(
+                f,
+                "out of memory: {what} needs {} of {place}, which has {} available (at most {} % \
+                 of it is used)",
+                crate::memory::human(*need),
+                crate::memory::human(*available),
+                100 - crate::memory::MARGIN_PERCENT
+            ),
         }
     }
 }

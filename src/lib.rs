@@ -20,6 +20,7 @@
 //! | [`generate`] | generated test matrices (`poisson2d:N`, `random:N:K`, ...) |
 //! | [`gpu`] | device discovery, NVRTC compilation with an on-disk CUBIN cache, device buffers, errors |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
+//! | [`memory`] | the memory preflight: bytes needed against what the host and device have |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
 //! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
 //! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m), a Chebyshev polynomial preconditioner (one body for every backend) |
@@ -72,6 +73,7 @@ pub mod generate;
 pub mod gpu;
 pub mod io;
 pub mod kernel_registry;
+pub mod memory;
 pub mod precond;
 pub mod primitives;
 pub mod scalar;

@@ -13,33 +13,89 @@ fn nvrtc_or_skip() -> bool {
     }
     assert!(
         std::env::var("SEGSPARSE_REQUIRE_NVRTC").as_deref() != Ok("1"),
-        "SEGSPARSE_REQUIRE_NVRTC=1 but libnvrtc.so could not be loaded"
+        "SEGSPARSE_REQUIRE_NVRTC=1 but no NVRTC library could be loaded: {:?}",
+        gpu::nvrtc::library().err()
     );
-    eprintln!("skipped: NVRTC not found (set LD_LIBRARY_PATH to a libnvrtc.so.13)");
+    eprintln!("skipped: NVRTC not found (set LD_LIBRARY_PATH to a libnvrtc.so.12 or .13)");
     false
 }
 
-/// Every kernel source compiles for sm_80 and sm_90. Needs only libnvrtc. CI sets
-/// `SEGSPARSE_REQUIRE_NVRTC=1`, so there this test fails instead of skipping when NVRTC is absent.
+/// Every kernel source compiles for sm_80, sm_89 and sm_90 (A100, L40/RTX 4090, H100/H200).
+/// Needs only libnvrtc. CI sets `SEGSPARSE_REQUIRE_NVRTC=1`, so there this test fails instead of
+/// skipping when NVRTC is absent, and runs it once per NVRTC major version (12 and 13, chosen
+/// with `SEGSPARSE_NVRTC`), with `SEGSPARSE_EXPECT_NVRTC_MAJOR` saying which one must be in use.
 #[test]
-fn every_kernel_source_compiles_for_sm80_and_sm90() {
+fn every_kernel_source_compiles_for_sm80_sm89_and_sm90() {
     if !nvrtc_or_skip() {
         return;
     }
-    let mut failures = Vec::new();
-    for src in segsparse::kernel_registry::ALL_SOURCES {
-        for arch in ["sm_80", "sm_90"] {
-            match gpu::compile_ptx(src, arch, &[]) {
-                Ok(ptx) => assert!(!ptx.to_src().is_empty(), "{} gave empty PTX", src.name),
-                Err(e) => failures.push(format!("{} for {arch}: {e}", src.name)),
-            }
-        }
+    let (lib, version) = gpu::nvrtc::library().unwrap();
+    if let Ok(want) = std::env::var("SEGSPARSE_EXPECT_NVRTC_MAJOR") {
+        assert_eq!(
+            version.0.to_string(),
+            want,
+            "NVRTC {version:?} from {lib}, expected major {want}"
+        );
     }
+    let archs = ["sm_80", "sm_89", "sm_90"];
+    let jobs: Vec<_> = segsparse::kernel_registry::ALL_SOURCES
+        .iter()
+        .flat_map(|src| archs.iter().map(move |arch| (src, *arch)))
+        .collect();
+    // NVRTC compiles distinct programs concurrently: one worker per core (CI has two) keeps the
+    // 48 compiles of two NVRTC versions within CI's time.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((src, arch)) = jobs.get(i) else {
+                    break;
+                };
+                let r = match gpu::compile_ptx(src, arch, &[]) {
+                    Ok(ptx) if ptx.to_src().is_empty() => {
+                        Err(format!("{} gave empty PTX", src.name))
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(format!("{} for {arch}: {e}", src.name)),
+                };
+                if let Err(e) = r {
+                    failures.lock().unwrap().push(e);
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     eprintln!(
-        "compiled {} kernel sources for sm_80 and sm_90",
-        segsparse::kernel_registry::ALL_SOURCES.len()
+        "compiled {} kernel sources for {archs:?} with NVRTC {}.{} ({lib})",
+        segsparse::kernel_registry::ALL_SOURCES.len(),
+        version.0,
+        version.1
     );
+}
+
+/// The driver and NVRTC versions found are reported (issue 23): by `Gpu::describe` on a device,
+/// and by the free functions without one.
+#[test]
+fn driver_and_nvrtc_versions_are_reported() {
+    match gpu::driver_version_number() {
+        Some(v) => eprintln!("CUDA driver {}", gpu::version_string(v)),
+        None => eprintln!("no CUDA driver"),
+    }
+    match gpu::nvrtc::library() {
+        Ok((lib, v)) => eprintln!("NVRTC {}.{} from {lib}", v.0, v.1),
+        Err(e) => eprintln!("{e}"),
+    }
+    assert_eq!(gpu::version_string(12040), "12.4");
+    assert_eq!(gpu::version_string(13000), "13.0");
+    if let Some(g) = gpu::test_gpu() {
+        let d = g.describe();
+        eprintln!("{d}");
+        assert!(d.contains("CUDA driver 1") && d.contains("NVRTC 1"), "{d}");
+    }
 }
 
 #[test]

@@ -375,7 +375,10 @@ fn memory_budget_refuses_with_the_figures() {
     // work array. Under a 1 GiB budget it is refused from the size line, at once.
     let text = "%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 1\n";
     assert_eq!(text.len(), 67);
-    let opts = ReadOptions { max_bytes: 1 << 30 };
+    let opts = ReadOptions {
+        max_bytes: 1 << 30,
+        ..Default::default()
+    };
     let t = std::time::Instant::now();
     let e = io::read_matrix_market_from_with::<f64, _>(text.as_bytes(), "big.mtx", &opts)
         .unwrap_err()
@@ -401,7 +404,10 @@ fn memory_budget_refuses_with_the_figures() {
     for i in 1..=100 {
         text.push_str(&format!("{i} {i} 1.0\n"));
     }
-    let opts = ReadOptions { max_bytes: 2000 };
+    let opts = ReadOptions {
+        max_bytes: 2000,
+        ..Default::default()
+    };
     let e = io::read_matrix_market_from_with::<f64, _>(text.as_bytes(), "e.mtx", &opts)
         .unwrap_err()
         .to_string();
@@ -431,7 +437,10 @@ fn memory_budget_refuses_with_the_figures() {
     let e = io::read_vector_from_with::<f64, _>(
         v.as_bytes(),
         "v.mtx",
-        &ReadOptions { max_bytes: 1 << 20 },
+        &ReadOptions {
+            max_bytes: 1 << 20,
+            ..Default::default()
+        },
     )
     .unwrap_err()
     .to_string();
@@ -452,8 +461,18 @@ fn mostly_empty_matrices_read_in_one_pass() {
     let text = format!(
         "%%MatrixMarket matrix coordinate real general\n{n} 3 3\n2 1 1.0\n2 3 -1\n{n} 2 7\n"
     );
+    // 5·10^7 − 3 certainly empty rows are beyond the default ReadOptions::max_empty_rows.
+    let e = io::read_matrix_market_from::<f32, _>(text.as_bytes(), "sparse.mtx")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at least 49999997 rows are empty"), "{e}");
+    let opts = io::ReadOptions {
+        max_empty_rows: u64::MAX,
+        ..Default::default()
+    };
     let t = std::time::Instant::now();
-    let m: CsrMatrix<f32> = io::read_matrix_market_from(text.as_bytes(), "sparse.mtx").unwrap();
+    let m: CsrMatrix<f32> =
+        io::read_matrix_market_from_with(text.as_bytes(), "sparse.mtx", &opts).unwrap();
     eprintln!("{n} rows, 3 entries: {:.3} s", t.elapsed().as_secs_f64());
     assert_eq!((m.nrows(), m.ncols(), m.nnz()), (n as usize, 3, 3));
     let rp = m.row_ptr();
@@ -465,7 +484,8 @@ fn mostly_empty_matrices_read_in_one_pass() {
     let text = format!(
         "%%MatrixMarket matrix coordinate real general\n{n} 3 3\n{n} 2 7\n2 3 -1\n2 1 1.0\n"
     );
-    let m2: CsrMatrix<f32> = io::read_matrix_market_from(text.as_bytes(), "sparse.mtx").unwrap();
+    let m2: CsrMatrix<f32> =
+        io::read_matrix_market_from_with(text.as_bytes(), "sparse.mtx", &opts).unwrap();
     assert_eq!(m2.row_ptr(), m.row_ptr());
     assert_eq!(m2.col_idx(), m.col_idx());
     assert_eq!(m2.values(), m.values());
@@ -1079,4 +1099,57 @@ fn speed_of_generation_and_reading() {
         t.elapsed().as_secs_f64(),
         out.len() as f64 / 1e6
     );
+}
+
+/// Issue 23: the 67-byte file (10^9 rows, one entry) and its square sibling are refused from the
+/// size line under the *default* options, whatever the machine's memory: almost every row is
+/// certainly empty. A mostly-empty file within the limit still reads, and the limit counts the
+/// symmetric expansion.
+#[test]
+fn certainly_empty_rows_are_bounded_by_default() {
+    for (text, len) in [
+        (
+            "%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 1\n",
+            67,
+        ),
+        (
+            "%%MatrixMarket matrix coordinate real general\n1000000000 1000000000 1\n1 1 1\n",
+            76,
+        ),
+    ] {
+        assert_eq!(text.len(), len);
+        let t = std::time::Instant::now();
+        let e = io::read_matrix_market_from::<f64, _>(text.as_bytes(), "big.mtx")
+            .unwrap_err()
+            .to_string();
+        let secs = t.elapsed().as_secs_f64();
+        assert!(
+            e.starts_with("big.mtx:2: the size line declares 1000000000 rows but only 1 entry")
+                && e.contains("at least 999999999 rows are empty")
+                && e.contains("8.00 GB (8000000004 bytes)")
+                && e.contains("max_empty_rows"),
+            "{e}"
+        );
+        assert!(secs < 0.1, "{secs} s");
+    }
+    let limit = io::DEFAULT_MAX_EMPTY_ROWS;
+    // Exactly `limit` certainly empty rows: accepted (and read).
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{} 1 1\n1 1 1\n",
+        limit + 1
+    );
+    let m: CsrMatrix<f32> = io::read_matrix_market_from(text.as_bytes(), "ok.mtx").unwrap();
+    assert_eq!(m.nrows() as u64, limit + 1);
+    // One more: refused.
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{} 1 1\n1 1 1\n",
+        limit + 2
+    );
+    assert!(io::read_matrix_market_from::<f32, _>(text.as_bytes(), "no.mtx").is_err());
+    // A symmetric file's entries reach two rows each.
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real symmetric\n{0} {0} 1\n2 1 1\n",
+        limit + 2
+    );
+    assert!(io::read_matrix_market_from::<f32, _>(text.as_bytes(), "sym.mtx").is_ok());
 }

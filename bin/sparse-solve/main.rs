@@ -4,11 +4,15 @@
 //! `main` parses and maps the outcome to an exit code; [`run`] does the work (the ripgrep
 //! layout). Exit codes: 0 converged, 2 the solver broke down or did not converge (one line on
 //! stderr says why; `--format json` still prints its object, with `"converged": false`), 1 any
-//! other error (a bad file, no GPU for `--backend gpu`, ...).
+//! other error (a bad file, no GPU for `--backend gpu`, a problem that does not fit into the
+//! host's or the GPU's memory, ...). A NaN or infinity in the matrix or the right-hand side is
+//! exit 2 with "residual became NaN or infinite at iteration 0" (with `--precond jacobi`, one
+//! on the diagonal is refused at setup instead: exit 1).
 
 mod cli;
 mod dist;
 mod plot;
+mod preflight;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -127,6 +131,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         PrecisionArg::F64 => Precision::F64,
     };
     let path = resolve(&cli.matrix);
+    preflight::host::<T>(&path, cli)?;
     let a: CsrMatrix<T> =
         segsparse::io::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
     if a.nrows() != a.ncols() {

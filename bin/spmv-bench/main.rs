@@ -95,6 +95,12 @@ fn resolve(arg: &str) -> String {
 
 /// Runs the benchmark described by `cli`.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    // Memory preflight (issue 23), from each file's header, before anything is opened or read:
+    // the f64 matrix and its f32 copy (8 bytes per entry, 4 per row), x in both precisions,
+    // and per row the f64 reference, y and its downloaded copy.
+    for name in &cli.matrices {
+        segsparse::memory::check_matrix_file::<f64>(&resolve(name), "spmv-bench", 28, 12, 8)?;
+    }
     // Choose implementations first: `--backend gpu` fails here, before any loading.
     let imps = implementations(cli.backend)?;
     let precisions = cli.precision.list();

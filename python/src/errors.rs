@@ -107,6 +107,7 @@ pub fn crate_error(py: Python<'_>, e: Error) -> PyErr {
             raise(py, "CudaError", msg)
         }
         Error::Solver(_) => raise(py, "SolverError", msg),
+        Error::OutOfMemory { .. } => raise(py, "OutOfMemoryError", msg),
         _ => raise(py, "SegsparseError", msg),
     }
 }

@@ -29,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prims::tridiag_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::tridiag_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::gpu_status, m)?)?;
+    m.add_function(wrap_pyfunction!(prims::gpu_versions, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

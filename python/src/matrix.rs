@@ -591,6 +591,11 @@ impl PyMatrix {
         device: &str,
     ) -> PyResult<Self> {
         let w = want(device).map_err(|f| f.into_py_err(py))?;
+        // Memory preflight (issue 23) before the copies: the crate's own CSR arrays (u32 row
+        // pointers and columns, f64 values at most); the upload checks the device itself.
+        let need = 4 * indptr.len()? as u64 + 12 * indices.len()? as u64;
+        segsparse::memory::check_host("the matrix's CSR copy", need)
+            .map_err(|e| crate::errors::crate_error(py, e))?;
         let rp = self::indices(indptr, "indptr")?;
         let ci = self::indices(indices, "indices")?;
         let dtype = data.getattr("dtype")?.str()?.to_string();

@@ -374,3 +374,15 @@ pub fn gpu_status(py: Python<'_>) -> (bool, Option<String>, Option<String>) {
         Err(_) => (false, None, Some("opening the GPU panicked".into())),
     }
 }
+
+/// `(driver, nvrtc, nvrtc_library)`: the CUDA driver's version (`"13.0"`), the NVRTC version
+/// that compiles the kernels (`"12.4"`) and the library it came from; `None` where not found.
+/// Needs no device.
+#[pyfunction]
+pub fn gpu_versions() -> (Option<String>, Option<String>, Option<String>) {
+    let driver = segsparse::gpu::driver_version_number().map(segsparse::gpu::version_string);
+    match segsparse::gpu::nvrtc::library() {
+        Ok((lib, (major, minor))) => (driver, Some(format!("{major}.{minor}")), Some(lib.into())),
+        Err(_) => (driver, None, None),
+    }
+}

@@ -7,7 +7,6 @@ use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
     LaunchConfig,
 };
-use cudarc::nvrtc::{CompileError, CompileOptions};
 
 use super::kernels::{self, KernelSource};
 use super::KernelType;
@@ -47,31 +46,28 @@ fn driver_missing() -> Option<String> {
     }
 }
 
-/// Whether the NVRTC library can be loaded (kernel compilation needs it, a GPU does not).
+/// Whether a usable NVRTC library can be loaded (kernel compilation needs it, a GPU does not);
+/// CUDA 12 and 13 alike, see [`super::nvrtc`].
 pub fn nvrtc_present() -> bool {
-    // SAFETY: only tries to dlopen the library.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+    super::nvrtc::present()
 }
 
-fn compile_error(kernel: &str, e: CompileError) -> Error {
-    let log = match e {
-        CompileError::CompileError { log, options, .. } => format!(
-            "{}\n(options: {})",
-            log.to_string_lossy(),
-            options.join(" ")
-        ),
-        other => format!("{other:?}"),
-    };
-    Error::Compile {
-        kernel: kernel.to_string(),
-        log,
+/// The CUDA driver's version number (`12040` for 12.4, `13000` for 13.0), or `None` when no
+/// driver library loads. Needs no device and no context.
+pub fn driver_version_number() -> Option<i32> {
+    if driver_missing().is_some() {
+        return None;
     }
+    let mut v = 0;
+    // SAFETY: the driver library is present; cuDriverGetVersion may be called before cuInit
+    // and only writes the out-pointer.
+    let rc = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
+    (rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS && v > 0).then_some(v)
 }
 
-fn nvrtc_missing() -> Error {
-    Error::CudaUnavailable(
-        "NVRTC library (libnvrtc.so) not found; kernels cannot be compiled".into(),
-    )
+/// `12040` → `"12.4"`.
+pub fn version_string(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
 /// The NVRTC options of every kernel: the architecture, C++17, device code by default, and the
@@ -93,16 +89,16 @@ pub fn compile_ptx(
     arch: &str,
     defines: &[(&str, String)],
 ) -> Result<cudarc::nvrtc::Ptx> {
-    if !nvrtc_present() {
-        return Err(nvrtc_missing());
-    }
     let text = kernels::preprocess(src)?;
-    let opts = CompileOptions {
-        options: nvrtc_options(arch, defines),
-        name: Some(src.name.to_string()),
-        ..Default::default()
-    };
-    cudarc::nvrtc::compile_ptx_with_opts(text, opts).map_err(|e| compile_error(src.name, e))
+    let ptx = super::nvrtc::compile(
+        src.name,
+        &text,
+        &nvrtc_options(arch, defines),
+        super::nvrtc::Output::Ptx,
+    )?;
+    Ok(cudarc::nvrtc::Ptx::from_src(
+        String::from_utf8_lossy(&ptx).into_owned(),
+    ))
 }
 
 /// Compiles a kernel source to a CUBIN for the real architecture `arch` (e.g. `"sm_90"`): machine
@@ -113,92 +109,26 @@ pub fn compile_cubin(
     arch: &str,
     defines: &[(&str, String)],
 ) -> Result<Vec<u8>> {
-    if !nvrtc_present() {
-        return Err(nvrtc_missing());
-    }
     let text = kernels::preprocess(src)?;
     cubin_of(src.name, &text, &nvrtc_options(arch, defines))
 }
 
-/// NVRTC on preprocessed `text`; cudarc's safe API returns PTX only, so the program is driven
-/// through its `result`/`sys` layers to fetch the CUBIN.
+/// NVRTC on preprocessed `text`, returning the CUBIN.
 fn cubin_of(name: &str, text: &str, options: &[String]) -> Result<Vec<u8>> {
-    use cudarc::nvrtc::{result, sys};
-    use std::ffi::CString;
-    let fail = |log: String| Error::Compile {
-        kernel: name.to_string(),
-        log,
-    };
-    let c_src = CString::new(text).map_err(|_| fail("the source contains a NUL byte".into()))?;
-    let c_name = CString::new(name).map_err(|_| fail("the name contains a NUL byte".into()))?;
-    let prog = result::create_program(&c_src, Some(&c_name))
-        .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
-    // Destroys the program on every path out of this function.
-    struct Prog(sys::nvrtcProgram);
-    impl Drop for Prog {
-        fn drop(&mut self) {
-            // SAFETY: created by create_program above and destroyed only here.
-            let _ = unsafe { result::destroy_program(self.0) };
-        }
-    }
-    let prog = Prog(prog);
-    // SAFETY: `prog` is a live program; `c_src` and `c_name` outlive it (dropped after `prog`,
-    // declared before it).
-    if let Err(e) = unsafe { result::compile_program(prog.0, options) } {
-        // SAFETY: as above.
-        let log = unsafe { result::get_program_log(prog.0) }
-            .map(|raw| {
-                let bytes: Vec<u8> = raw
-                    .iter()
-                    .map(|&c| c as u8)
-                    .take_while(|&b| b != 0)
-                    .collect();
-                String::from_utf8_lossy(&bytes).into_owned()
-            })
-            .unwrap_or_default();
-        return Err(fail(format!(
-            "{e:?}\n{log}\n(options: {})",
-            options.join(" ")
-        )));
-    }
-    let mut size = 0usize;
-    // SAFETY: the program compiled; `size` is a valid out-pointer.
-    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }
-        .result()
-        .map_err(|e| fail(format!("nvrtcGetCUBINSize: {e:?}")))?;
-    if size == 0 {
-        return Err(fail(format!(
-            "NVRTC produced no CUBIN (options: {}); a virtual architecture gives PTX only",
-            options.join(" ")
-        )));
-    }
-    let mut cubin = vec![0u8; size];
-    // SAFETY: `cubin` has the `size` bytes that nvrtcGetCUBINSize reported.
-    unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()) }
-        .result()
-        .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}")))?;
-    Ok(cubin)
+    super::nvrtc::compile(name, text, options, super::nvrtc::Output::Cubin)
 }
 
-/// NVRTC's version as `major.minor`, or `"unknown"`.
+/// NVRTC's version as `major.minor`, or `"unknown"` when no usable library is found.
 pub fn nvrtc_version() -> String {
-    if !nvrtc_present() {
-        return "unknown".into();
-    }
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: plain query with valid out-pointers; the library is present.
-    match unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }.result() {
-        Ok(()) => format!("{major}.{minor}"),
+    match super::nvrtc::library() {
+        Ok((_, (major, minor))) => format!("{major}.{minor}"),
         Err(_) => "unknown".into(),
     }
 }
 
 /// The CUDA driver's version number (e.g. 13000), or 0 when it cannot be read.
 fn driver_version() -> i32 {
-    let mut v = 0;
-    // SAFETY: only called after the driver library was found; valid out-pointer.
-    let _ = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) };
-    v
+    driver_version_number().unwrap_or(0)
 }
 
 static SHARED: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
@@ -288,6 +218,31 @@ impl Gpu {
     pub fn sm_count(&self) -> u32 {
         self.sm_count
     }
+    /// The CUDA driver's version, e.g. `"13.0"` or `"12.4"` (the CUDA version it supports).
+    pub fn driver_version(&self) -> String {
+        version_string(self.driver_version)
+    }
+    /// The NVRTC version that compiles this device's kernels, e.g. `"13.0"` (`"unknown"` when
+    /// no usable NVRTC library was found; kernels then cannot be compiled).
+    pub fn nvrtc_version(&self) -> &str {
+        &self.nvrtc_version
+    }
+    /// One line naming the device, its architecture, the driver and NVRTC: what
+    /// `sparse-solve --version`-style reports print.
+    pub fn describe(&self) -> String {
+        let nvrtc = match super::nvrtc::library() {
+            Ok((lib, _)) => format!("NVRTC {} ({lib})", self.nvrtc_version),
+            Err(e) => format!("no NVRTC: {e}"),
+        };
+        format!(
+            "{} (sm_{}{}, {} SMs), CUDA driver {}, {nvrtc}",
+            self.name,
+            self.cc.0,
+            self.cc.1,
+            self.sm_count,
+            self.driver_version()
+        )
+    }
     /// The cudarc context.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
@@ -323,9 +278,7 @@ impl Gpu {
     /// The CUBIN of `src` for this device: from the on-disk cache when a valid entry exists,
     /// else compiled by NVRTC and stored there (see [`super::disk_cache`]).
     fn cubin(&self, src: &KernelSource, defines: &[(&str, String)]) -> Result<Vec<u8>> {
-        if !nvrtc_present() {
-            return Err(nvrtc_missing());
-        }
+        super::nvrtc::library()?; // the reason when no usable NVRTC is found
         let text = kernels::preprocess(src)?;
         let options = nvrtc_options(&self.arch(), defines);
         let Some(dir) = super::disk_cache::cache_dir() else {
@@ -380,9 +333,22 @@ impl Gpu {
         &self,
         n: usize,
     ) -> Result<CudaSlice<T>> {
+        self.precheck::<T>(n)?;
         self.stream
             .alloc_zeros::<T>(n)
             .map_err(|e| self.alloc_error::<T>(n, e))
+    }
+
+    /// The memory preflight of one buffer of `n` elements (see [`check_memory`](Gpu::check_memory)).
+    fn precheck<T: KernelType>(&self, n: usize) -> Result<()> {
+        let bytes = crate::memory::bytes_of::<T>(n);
+        if bytes < crate::memory::UNCHECKED_BYTES {
+            return Ok(());
+        }
+        self.check_memory(
+            &format!("a device buffer of {n} {} elements", T::KERNEL_SUFFIX),
+            bytes,
+        )
     }
 
     /// Allocates `n` elements without initialising them.
@@ -393,6 +359,7 @@ impl Gpu {
     /// # Errors
     /// As [`zeros`](Gpu::zeros).
     pub unsafe fn alloc<T: KernelType>(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.precheck::<T>(n)?;
         self.stream
             .alloc::<T>(n)
             .map_err(|e| self.alloc_error::<T>(n, e))
@@ -442,9 +409,49 @@ impl Gpu {
         cudarc::driver::result::mem_get_info().map_err(|e| Error::cuda("cuMemGetInfo", e))
     }
 
+    /// Device memory this process can still allocate, in bytes: `cuMemGetInfo`'s free bytes
+    /// plus what the default memory pool holds reserved but unused (freed buffers stay there,
+    /// see [`memory_info`](Gpu::memory_info)), capped by `SEGSPARSE_MAX_DEVICE_BYTES`.
+    pub fn available_memory(&self) -> Result<u64> {
+        let (free, _) = self.memory_info()?;
+        let pooled = self.pool_attribute(
+            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+        )?;
+        let used = self.pool_used_bytes()?;
+        let avail = (free as u64).saturating_add(pooled.saturating_sub(used));
+        Ok(crate::memory::cap(Some(avail), "SEGSPARSE_MAX_DEVICE_BYTES").unwrap_or(avail))
+    }
+
+    /// The memory preflight on the device ([`crate::memory`]): `Ok` when `bytes` for `what` fit
+    /// into [`available_memory`](Gpu::available_memory) with the margin. Requests below
+    /// [`crate::memory::UNCHECKED_BYTES`] are not checked (no driver query).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] naming `what`, both figures and the device; a CUDA error when the
+    /// figures cannot be read.
+    pub fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        if bytes < crate::memory::UNCHECKED_BYTES {
+            return Ok(());
+        }
+        let avail = self.available_memory()?;
+        crate::memory::check_fits(
+            what,
+            bytes,
+            avail,
+            &format!("device memory on {}", self.name),
+        )
+    }
+
     /// Bytes of device memory currently allocated from the device's default memory pool (all of
     /// this crate's buffers): live buffers only, so a leak shows as growth across a workload.
     pub fn pool_used_bytes(&self) -> Result<u64> {
+        self.pool_attribute(
+            cudarc::driver::sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
+        )
+    }
+
+    /// A `cuuint64_t` attribute of the device's default memory pool.
+    fn pool_attribute(&self, attr: cudarc::driver::sys::CUmemPool_attribute) -> Result<u64> {
         use cudarc::driver::sys;
         self.ctx
             .bind_to_thread()
@@ -452,18 +459,14 @@ impl Gpu {
         let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
         let mut used: u64 = 0;
         // SAFETY: plain driver queries on this context's device with valid out-pointers; the
-        // attribute USED_MEM_CURRENT is a cuuint64_t.
+        // attributes read here (USED_MEM_CURRENT, RESERVED_MEM_CURRENT) are cuuint64_t.
         unsafe {
             sys::cuDeviceGetDefaultMemPool(&mut pool, self.ctx.cu_device())
                 .result()
                 .map_err(|e| Error::cuda("cuDeviceGetDefaultMemPool", e))?;
-            sys::cuMemPoolGetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                &mut used as *mut u64 as *mut std::ffi::c_void,
-            )
-            .result()
-            .map_err(|e| Error::cuda("cuMemPoolGetAttribute(USED_MEM_CURRENT)", e))?;
+            sys::cuMemPoolGetAttribute(pool, attr, &mut used as *mut u64 as *mut std::ffi::c_void)
+                .result()
+                .map_err(|e| Error::cuda(format!("cuMemPoolGetAttribute({attr:?})"), e))?;
         }
         Ok(used)
     }
@@ -546,9 +549,7 @@ impl Gpu {
             .map_err(|e| Error::cuda("recording an event", e))?;
         end.synchronize()
             .map_err(|e| Error::cuda("event synchronize", e))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(|e| Error::cuda("event elapsed time", e))?;
+        let ms = event_elapsed_ms(start.cu_event(), end.cu_event())?;
         Ok(ms as f64 * 1e-3)
     }
 }
@@ -576,4 +577,44 @@ fn keep_freed_memory_pooled(ctx: &CudaContext) {
             );
         }
     }
+}
+
+/// `cuEventElapsedTime` under the name the driver exports: cudarc's CUDA 13 bindings call
+/// `cuEventElapsedTime_v2`, which drivers before 12.8 lack (cudarc would panic on the missing
+/// symbol), so the symbol is looked up here, the new name first, then the old one (same
+/// signature and meaning).
+fn event_elapsed_ms(
+    start: cudarc::driver::sys::CUevent,
+    end: cudarc::driver::sys::CUevent,
+) -> Result<f32> {
+    type F = unsafe extern "C" fn(
+        *mut f32,
+        cudarc::driver::sys::CUevent,
+        cudarc::driver::sys::CUevent,
+    ) -> cudarc::driver::sys::CUresult;
+    static FN: OnceLock<Option<F>> = OnceLock::new();
+    let f = FN.get_or_init(|| {
+        // SAFETY: the driver library is loaded (a Gpu exists); both names have the signature F.
+        let lib = unsafe { cudarc::driver::sys::culib() };
+        [
+            &b"cuEventElapsedTime_v2\0"[..],
+            &b"cuEventElapsedTime\0"[..],
+        ]
+        .iter()
+        // SAFETY: as above.
+        .find_map(|name| unsafe { lib.get::<F>(*name) }.ok().map(|s| *s))
+    });
+    let f = f.ok_or_else(|| {
+        Error::cuda(
+            "event elapsed time",
+            "the driver exports no cuEventElapsedTime",
+        )
+    })?;
+    let mut ms = 0f32;
+    // SAFETY: both events were recorded on this context's stream and synchronised; valid
+    // out-pointer.
+    unsafe { f(&mut ms, start, end) }
+        .result()
+        .map_err(|e| Error::cuda("event elapsed time", e))?;
+    Ok(ms)
 }

@@ -42,6 +42,8 @@ pub mod disk_cache;
 #[cfg(feature = "cuda")]
 mod imp;
 pub mod kernels;
+#[cfg(feature = "cuda")]
+pub mod nvrtc;
 
 #[cfg(feature = "cuda")]
 pub use imp::*;

@@ -57,6 +57,37 @@ pub struct MatrixMarketHeader {
     pub entries: u64,
 }
 
+impl MatrixMarketHeader {
+    /// The most entries the matrix can store after symmetric expansion (one triangle doubled).
+    pub fn stored_entries_max(&self) -> u64 {
+        match self.symmetry {
+            MmSymmetry::General => self.entries,
+            _ => self.entries.saturating_mul(2),
+        }
+    }
+
+    /// The host bytes of the `CsrMatrix<T>` this file becomes, at most (`u32` row pointers and
+    /// column indices, `T` values); saturating.
+    pub fn csr_bytes<T>(&self) -> u64 {
+        let sz = std::mem::size_of::<T>() as u64;
+        self.nrows
+            .saturating_add(1)
+            .saturating_mul(4)
+            .saturating_add(self.stored_entries_max().saturating_mul(4 + sz))
+    }
+
+    /// The reader's peak host bytes for this file read as `T` (the row pointers and counting
+    /// sort's work array, the triplets being read and the CSR copy), as its memory budget counts
+    /// them ([`super::ReadOptions::max_bytes`]); saturating.
+    pub fn read_peak_bytes<T>(&self) -> u64 {
+        let sz = std::mem::size_of::<T>() as u64;
+        self.nrows
+            .saturating_mul(8)
+            .saturating_add(4)
+            .saturating_add(self.stored_entries_max().saturating_mul(12 + 2 * sz))
+    }
+}
+
 impl MmFormat {
     pub(crate) fn parse(s: &str) -> Option<Self> {
         match s.to_ascii_lowercase().as_str() {

@@ -62,8 +62,11 @@
 //! checked against it from the size line, before anything is allocated, and every stored entry
 //! counts `12 + 2·sizeof(T)` bytes (the triplet being read and its CSR copy) as it is read. A
 //! file that needs more is refused with an [`Error::MatrixMarket`] that names both figures;
-//! a 67-byte file declaring 10^9 rows is refused in microseconds under a 1 GB budget, and read
-//! in about a second under the default one. Row pointers of entries that come in row order (most
+//! a 67-byte file declaring 10^9 rows is refused in microseconds under a 1 GB budget. Rows
+//! that no declared entry can reach are bounded too ([`ReadOptions::max_empty_rows`], 2^24 by
+//! default): the same file is refused from its size line whatever the budget, because almost
+//! all of its rows are certainly empty (the front ends' memory preflight, [`crate::memory`],
+//! then never sees it). Row pointers of entries that come in row order (most
 //! files, and every mostly-empty matrix) are written once each, runs of empty rows by a fill at
 //! memory speed. Peak memory is about `12 + 2·sizeof(T)` bytes per stored entry plus the row
 //! pointers. The allocations that follow the header rather than the data (row pointers, a
@@ -91,6 +94,7 @@
 
 mod header;
 mod read;
+pub(crate) use read::empty_rows_refusal;
 mod write;
 
 use std::path::Path;
@@ -99,7 +103,7 @@ pub use header::{MatrixMarketHeader, MmField, MmFormat, MmSymmetry};
 pub use read::{
     read_header, read_header_from, read_matrix_market, read_matrix_market_from,
     read_matrix_market_from_with, read_matrix_market_with, read_vector, read_vector_from,
-    read_vector_from_with, ReadOptions, MAX_LINE_BYTES, MAX_RESERVE,
+    read_vector_from_with, ReadOptions, DEFAULT_MAX_EMPTY_ROWS, MAX_LINE_BYTES, MAX_RESERVE,
 };
 pub use write::{write_matrix_market, write_matrix_market_to, write_vector, write_vector_to};
 

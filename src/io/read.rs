@@ -38,12 +38,26 @@ pub struct ReadOptions {
     /// whose entries as they are read, need more is refused with an [`Error::MatrixMarket`]
     /// naming both figures, before the allocation. Default: [`ReadOptions::default_max_bytes`].
     pub max_bytes: u64,
+    /// The most rows of a coordinate file that are certainly empty (declared rows minus the
+    /// most rows its declared entries can reach) that the reader accepts. Default
+    /// [`DEFAULT_MAX_EMPTY_ROWS`] (2^24, 128 MiB of row pointers); `u64::MAX` accepts any.
+    ///
+    /// Why: every row costs its row pointer whether it holds an entry or not, so a few bytes of
+    /// header (`1000000000 1000000000 1`) would otherwise cost 8 GB of memory and seconds of
+    /// filling, and then every vector of a solve or SpMV on it as much again, for a matrix
+    /// that is almost entirely empty rows: singular as a system matrix, and most likely a
+    /// mistyped size line. Such a file is refused from the size line, in microseconds.
+    pub max_empty_rows: u64,
 }
+
+/// The default of [`ReadOptions::max_empty_rows`]: 2^24 rows.
+pub const DEFAULT_MAX_EMPTY_ROWS: u64 = 1 << 24;
 
 impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             max_bytes: Self::default_max_bytes(),
+            max_empty_rows: DEFAULT_MAX_EMPTY_ROWS,
         }
     }
 }
@@ -57,31 +71,12 @@ impl ReadOptions {
     pub fn default_max_bytes() -> u64 {
         if let Some(v) = std::env::var("SEGSPARSE_MTX_MAX_BYTES")
             .ok()
-            .and_then(|v| parse_bytes(&v))
+            .and_then(|v| crate::memory::parse_bytes(&v))
         {
             return v;
         }
-        physical_memory().map_or(8 << 30, |m| m / 2)
+        crate::memory::host_total().map_or(8 << 30, |m| m / 2)
     }
-}
-
-/// `123`, `64K`, `512M`, `8G` (binary multiples).
-fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()?.to_ascii_uppercase() {
-        'K' => (&s[..s.len() - 1], 1u64 << 10),
-        'M' => (&s[..s.len() - 1], 1 << 20),
-        'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.trim().parse::<u64>().ok()?.checked_mul(mult)
-}
-
-fn physical_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
 }
 
 /// Bytes as a person reads them: `4.00 GB (4000000004 bytes)`.
@@ -122,6 +117,9 @@ impl Budget {
                     human(opts.max_bytes)
                 ),
             ));
+        }
+        if let Some(msg) = empty_rows_refusal(&info.hdr, opts) {
+            return Err(lines.err(info.size_line, msg));
         }
         let max_entries = ((opts.max_bytes - fixed) / Self::per_entry::<T>())
             .min(U32_LIMIT)
@@ -182,6 +180,30 @@ impl Budget {
             ),
         )
     }
+}
+
+/// Why a coordinate file whose declared rows are almost all certainly empty is refused
+/// ([`ReadOptions::max_empty_rows`]), or `None`. Each declared entry reaches one row, two after
+/// symmetric expansion; used by the reader at the size line and by the front ends' preflight
+/// ([`crate::memory::check_matrix_file`]) before they open a GPU.
+pub(crate) fn empty_rows_refusal(hdr: &MatrixMarketHeader, opts: &ReadOptions) -> Option<String> {
+    if hdr.format != MmFormat::Coordinate {
+        return None;
+    }
+    let empty = hdr.nrows.saturating_sub(hdr.stored_entries_max());
+    (empty > opts.max_empty_rows).then(|| {
+        format!(
+            "the size line declares {} rows but only {} {}, so at least {empty} rows are empty; \
+             their row pointers alone would need {}. Refused as most likely a wrong size line \
+             (io::ReadOptions::max_empty_rows = {} accepts at most that many certainly empty \
+             rows)",
+            hdr.nrows,
+            hdr.entries,
+            if hdr.entries == 1 { "entry" } else { "entries" },
+            human(hdr.nrows.saturating_mul(8).saturating_add(4)),
+            opts.max_empty_rows
+        )
+    })
 }
 
 const U32_LIMIT: u64 = u32::MAX as u64;

@@ -46,6 +46,8 @@ where
 {
     let n = check_problem(be, a, m, b, x)?;
     let kind = Kind::of::<T, B, P>(m);
+    let vectors = if kind == Kind::Identity { 6 } else { 8 };
+    super::preflight(be, "the BiCGSTAB workspace", n, vectors, 0, params)?;
     let pre = if kind == Kind::Identity {
         None
     } else {

@@ -67,6 +67,8 @@ where
 {
     let n = check_problem(be, a, m, b, x)?;
     let kind = Kind::of::<T, B, P>(m);
+    let vectors = if kind == Kind::Identity { 3 } else { 4 };
+    super::preflight(be, "the CG workspace", n, vectors, 0, params)?;
     // The whole workspace, before the first iteration.
     let mut state = CgState {
         a,

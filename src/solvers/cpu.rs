@@ -159,6 +159,9 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         Ok(d.as_f64())
     }
 
+    fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        crate::memory::check_host(what, bytes)
+    }
     fn scalars(&self, n: usize, max_iters: usize) -> Result<CpuScalars<T>> {
         Ok(CpuScalars {
             slots: [T::zero(); NSLOTS],

@@ -93,6 +93,17 @@ where
     }
     // A restart longer than n only adds columns after the exact solution.
     let restart = restart.min(n.max(1));
+    // r, q, z and the m + 1 basis vectors; the small arrays are O(m²).
+    let vectors = 2 + usize::from(!m.is_identity()) + restart + 1;
+    let small = crate::memory::bytes_of::<T>(super::GmresLayout { m: restart }.len());
+    super::preflight(
+        be,
+        "the GMRES workspace (Krylov basis)",
+        n,
+        vectors,
+        small,
+        params,
+    )?;
     let mut state = GmresState {
         a,
         m,

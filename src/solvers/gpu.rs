@@ -375,6 +375,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         Ok(self.read_slots(sc)?[Slot::Dot as usize].as_f64())
     }
 
+    fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        self.gpu.check_memory(what, bytes)
+    }
     fn scalars(&self, n: usize, max_iters: usize) -> Result<GpuScalars<T>> {
         let grid = self.grid(n);
         Ok(GpuScalars {

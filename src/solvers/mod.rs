@@ -251,7 +251,10 @@ pub enum SolveError {
         /// The true relative residual of the final iterate.
         residual: f64,
     },
-    /// A residual became NaN or infinite (overflow, or NaN in the matrix or right-hand side).
+    /// A residual became NaN or infinite. A NaN or infinity in `A`, `b` or the initial guess is
+    /// reported at iteration 0, before any iteration (every method, every backend: the initial
+    /// residual `b − A·x` is non-finite, since NaN·0 and ∞·0 are NaN); an overflow later on at
+    /// the iteration where it happened. Never a converged result.
     NonFinite {
         /// The iteration at which it was detected (0: the initial residual).
         iteration: usize,
@@ -392,6 +395,15 @@ pub trait VectorOps<T: Scalar> {
     /// `xᵀy` on the host (synchronises; for setup and final checks, not inside iterations).
     fn dot(&self, x: &Self::Vector, y: &Self::Vector, sc: &mut Self::Scalars)
         -> crate::Result<f64>;
+
+    /// Checks, before a solve allocates its workspace, that `bytes` more of this backend's
+    /// memory can be had for `what` (the [`crate::memory`] preflight): the CPU backend checks
+    /// the host, the GPU backend the device. The default checks nothing (a backend whose
+    /// memory cannot be queried).
+    fn check_memory(&self, what: &str, bytes: u64) -> crate::Result<()> {
+        let _ = (what, bytes);
+        Ok(())
+    }
 
     /// Allocates the slots (all zero), a history of `max_iters + 1` entries and the reduction
     /// workspace for vectors of length `n`.
@@ -659,6 +671,27 @@ pub(crate) fn check_dims<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?
     Ok(n)
 }
 
+/// The memory preflight of a solve ([`crate::memory`]): `vectors` workspace vectors of length
+/// `n`, `extra` further bytes (GMRES's small arrays), the residual history of
+/// `max_iters + 1` entries and the reduction partials, checked by
+/// [`VectorOps::check_memory`] before anything is allocated.
+pub(crate) fn preflight<T: Scalar, B: VectorOps<T>>(
+    be: &B,
+    what: &str,
+    n: usize,
+    vectors: usize,
+    extra: u64,
+    params: &SolveParams,
+) -> Result<(), SolveError> {
+    use crate::memory::bytes_of;
+    let bytes = bytes_of::<T>(n)
+        .saturating_mul(vectors as u64)
+        .saturating_add(bytes_of::<T>(params.max_iters.saturating_add(1)))
+        .saturating_add(bytes_of::<[T; 2]>(n / 1024 + 1))
+        .saturating_add(extra);
+    be.check_memory(what, bytes).map_err(SolveError::Backend)
+}
+
 /// Checks `A`, `b`, `x` ([`check_dims`]) and the length of a diagonal preconditioner: the
 /// preamble every method shares.
 pub(crate) fn check_problem<T, B, A, P>(
@@ -749,12 +782,18 @@ where
         a.apply(be, x, q)?;
         be.residual(b, q, r)?;
         let rr = be.dot(r, r, sc)?;
-        Ok::<f64, SolveError>(rr.max(0.0).sqrt())
+        // NaN stays NaN (f64::max would turn it into 0, a "converged" residual).
+        Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
     };
 
     let mut it = 0usize;
     let mut restarts = 0usize;
     let mut last_true = true_residual(method, x, &mut sc)?;
+    // A NaN or infinity anywhere in A, b or the initial guess makes b − A·x non-finite (NaN·0
+    // and ∞·0 are NaN): reported here, at iteration 0, the same way on every backend and method.
+    if !last_true.is_finite() {
+        return Err(SolveError::NonFinite { iteration: 0 });
+    }
     let status = loop {
         // (Re)start from the residual b − A·x that sits in method.r.
         be.write_slots(&mut sc, &[(Slot::Status, T::zero())])?;
@@ -792,6 +831,9 @@ where
             break status;
         }
         let now = true_residual(method, x, &mut sc)?;
+        if !now.is_finite() {
+            break Status::NonFinite;
+        }
         if now <= thresh {
             last_true = now;
             break status;

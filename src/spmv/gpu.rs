@@ -456,6 +456,21 @@ impl<T: GpuScalar> GpuCsr<T> {
                  range of the GPU kernels (at most {MAX_NNZ} nonzeros)"
             )));
         }
+        // Memory preflight (crate::memory), before any allocation: the CSR arrays, and an upper
+        // bound of the structure tables (head flags, tile row starts and their scan, the
+        // empty-row map).
+        {
+            use crate::memory::bytes_of;
+            let need = bytes_of::<u32>(nrows + 1)
+                .saturating_add(bytes_of::<u32>(nnz))
+                .saturating_add(bytes_of::<T>(nnz))
+                .saturating_add(bytes_of::<u32>(nrows))
+                .saturating_add(bytes_of::<u32>(nnz / 8 + 64));
+            gpu.check_memory(
+                &format!("the upload of a {nrows}×{ncols} matrix with {nnz} nonzeros"),
+                need,
+            )?;
+        }
         let policy = SpmvPolicy::for_device(gpu.compute_capability());
         let defines = policy.defines();
         let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);

@@ -12,7 +12,8 @@ The same engine as the Rust crate ``segsparse``, from NumPy, SciPy and CuPy::
 - ``cg``, ``pcg``, ``bicgstab``: SciPy-style ``(x, info)``; ``info`` is a ``SolveInfo``.
 - ``scan``, ``segmented_scan``, ``sort``, ``tridiagonal_solve``: primitives on arrays.
 - ``load_matrix_market``, ``save_matrix_market``.
-- ``gpu_available()``, ``device_name()``, ``gpu_error()``.
+- ``gpu_available()``, ``device_name()``, ``gpu_error()``, ``gpu_info()`` (with the CUDA
+  driver and NVRTC versions found).
 
 CuPy arrays (anything with ``__cuda_array_interface__``) are used in place, without copies;
 work is ordered with CuPy's current stream by CUDA events (the host does not wait). Errors are
@@ -29,6 +30,7 @@ from .errors import (
     CudaUnavailableError,
     InternalError,
     MatrixMarketError,
+    OutOfMemoryError,
     SegsparseError,
     SolverError,
 )
@@ -42,7 +44,7 @@ __all__ = [
     "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "scan", "segmented_scan",
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
-    "CudaError", "SolverError", "InternalError",
+    "CudaError", "SolverError", "InternalError", "OutOfMemoryError", "gpu_info",
 ]
 
 
@@ -60,3 +62,17 @@ def device_name() -> Optional[str]:
 def gpu_error() -> Optional[str]:
     """Why no GPU is used (``None`` when one is)."""
     return _core.gpu_status()[2]
+
+
+def gpu_info() -> dict:
+    """What segsparse found: ``available`` (bool), ``device`` (name or ``None``), ``driver`` (the
+    CUDA driver's version, e.g. ``"13.0"``, or ``None``), ``nvrtc`` (the NVRTC version that
+    compiles the kernels, e.g. ``"12.4"``), ``nvrtc_library`` (the file it came from) and
+    ``error`` (why no GPU is used, or ``None``). CUDA 12 and 13 drivers both work; NVRTC is the
+    newest library not newer than the driver (``SEGSPARSE_NVRTC`` names one explicitly)."""
+    ok, name, err = _core.gpu_status()
+    driver, nvrtc, lib = _core.gpu_versions()
+    return {
+        "available": ok, "device": name, "driver": driver, "nvrtc": nvrtc,
+        "nvrtc_library": lib, "error": err,
+    }

@@ -73,8 +73,35 @@ def wait_list(current: int, *arrays: Optional[DeviceArray]) -> List[int]:
     return streams
 
 
+def check_real(dtype: Any, what: str) -> np.dtype:
+    """``dtype`` when segsparse converts it without losing meaning, else ``TypeError``.
+
+    The rule (issue 23): ``float32`` and ``float64`` are used as they are; ``bool``, the
+    integer types and ``float16`` are converted to the floating type in use (exact, except
+    64-bit integers beyond 2**53, which round to the nearest float64, as NumPy rounds them);
+    everything else is refused, naming the dtype: complex numbers (the imaginary part would be
+    dropped silently, a wrong answer, even when it is zero: pass ``.real`` explicitly),
+    ``longdouble`` (precision would be lost), objects, strings, dates."""
+    d = np.dtype(dtype)
+    if d.kind in "biu" or (d.kind == "f" and d.itemsize <= 8):
+        return d
+    if d.kind == "c":
+        raise TypeError(
+            f"{what} has the complex dtype {d}: segsparse solves real systems only (pass "
+            f"{what}.real if the imaginary part is known to be zero)"
+        )
+    raise TypeError(
+        f"{what} has dtype {d}; segsparse takes float32 or float64 (bool, integer and float16 "
+        "values are converted)"
+    )
+
+
 def host_vector(a: Any, dtype: np.dtype, what: str) -> np.ndarray:
-    """``a`` as a 1-D contiguous NumPy array of ``dtype`` (no copy when it already is one)."""
+    """``a`` as a 1-D contiguous NumPy array of ``dtype`` (no copy when it already is one);
+    dtypes other than ``dtype`` follow ``check_real``'s rule."""
+    if not (isinstance(a, np.ndarray) and a.dtype == dtype):
+        a = np.asarray(a)
+        check_real(a.dtype, what)
     v = np.ascontiguousarray(a, dtype=dtype)
     if v.ndim != 1:
         raise ValueError(f"{what} must be 1-D, got shape {v.shape}")

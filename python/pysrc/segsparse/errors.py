@@ -11,6 +11,9 @@ Every error of the Rust crate arrives as one of these, with the crate's own mess
 - ``SolverError``: a solver could not run (the message says why). A solve that merely did not
   converge is *not* an exception: see ``SolveInfo.converged``.
 - ``InternalError``: a panic inside the Rust code (a bug); it never unwinds into Python.
+- ``OutOfMemoryError`` (also a ``MemoryError``): the memory preflight refused an allocation
+  proportional to the problem (a matrix copy or upload, a solver's workspace) because the host
+  or the GPU does not have it; the message names what, the bytes needed and available.
 
 Bad arguments (wrong shapes, dtypes or lengths, invalid CSR arrays) raise ``ValueError`` or
 ``TypeError``; a missing file raises ``FileNotFoundError``.
@@ -27,6 +30,7 @@ __all__ = [
     "CudaError",
     "SolverError",
     "InternalError",
+    "OutOfMemoryError",
 ]
 
 
@@ -57,3 +61,8 @@ class SolverError(SegsparseError):
 
 class InternalError(SegsparseError):
     """A panic inside segsparse's Rust code: a bug, reported instead of crashing."""
+
+
+class OutOfMemoryError(SegsparseError, MemoryError):
+    """The memory preflight refused an allocation: the message names what, the bytes needed and
+    the bytes the host or the GPU has."""

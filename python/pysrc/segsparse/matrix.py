@@ -7,7 +7,7 @@ from typing import Any, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._arrays import current_stream, cupy, device_array, host_vector, wait_list
+from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
 
 __all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market"]
 
@@ -83,7 +83,7 @@ class Matrix:
                 return
             A = A.to_scipy()
         shape, indptr, indices, data, _ = _csr_parts(A)
-        vd = _value_dtype(np.dtype(data.dtype), dtype)
+        vd = _value_dtype(check_real(data.dtype, "the matrix"), dtype)
         data = np.ascontiguousarray(data, dtype=vd)
         indptr = _index_array(indptr)
         indices = _index_array(indices)
@@ -178,6 +178,7 @@ class Matrix:
 
     def _spmv_device(self, x, dx, alpha, beta, y):
         if dx.dtype != self._dtype:
+            check_real(dx.dtype, "x")
             x = cupy().ascontiguousarray(x, dtype=self._dtype)
             dx = device_array(x, "x")
         if y is None:

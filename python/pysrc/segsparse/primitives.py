@@ -12,7 +12,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _core
-from ._arrays import current_stream, cupy, device_array, wait_list
+from ._arrays import check_real, current_stream, cupy, device_array, wait_list
 
 __all__ = ["scan", "segmented_scan", "sort", "tridiagonal_solve"]
 
@@ -131,7 +131,7 @@ def tridiagonal_solve(lower: Any, diag: Any, upper: Any, rhs: Any, *, device: st
     arrays = (lower, diag, upper, rhs)
     if hasattr(rhs, "__cuda_array_interface__"):
         cp = cupy()
-        dt = np.result_type(*[a.dtype for a in arrays])
+        dt = check_real(np.result_type(*[a.dtype for a in arrays]), "tridiagonal system")
         dt = dt if dt in (np.float32, np.float64) else np.float64
         shape = rhs.shape
         flat = [cp.ascontiguousarray(cp.asarray(a, dtype=dt).reshape(-1)) for a in arrays]
@@ -146,7 +146,7 @@ def tridiagonal_solve(lower: Any, diag: Any, upper: Any, rhs: Any, *, device: st
         _core.tridiag_device(str(np.dtype(dt)), n, ds[3].n, [d.ptr for d in ds],
                              wait_list(current_stream(), *ds), current_stream())
         return x.reshape(shape)
-    dt = np.result_type(*[np.asarray(a).dtype for a in arrays])
+    dt = check_real(np.result_type(*[np.asarray(a).dtype for a in arrays]), "tridiagonal system")
     dt = dt if dt in (np.float32, np.float64) else np.float64
     shape = np.shape(rhs)
     flat = [np.ascontiguousarray(np.asarray(a, dtype=dt).reshape(-1)) for a in arrays]

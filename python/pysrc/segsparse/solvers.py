@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._arrays import current_stream, cupy, device_array, host_vector, wait_list
+from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
 from .matrix import Matrix, as_matrix
 
 __all__ = ["SolveInfo", "cg", "pcg", "bicgstab"]
@@ -31,7 +31,9 @@ class SolveInfo:
         converged: the true residual ``||b - A x|| / ||b||`` reached the tolerance.
         status: SciPy's ``info`` integer: 0 converged, > 0 the iterations done without
             converging, -1 a breakdown (e.g. ``p^T A p <= 0`` in CG: A is not SPD), -2 a NaN or
-            infinite residual.
+            infinite residual: a NaN or infinity in ``A``, ``b`` or ``x0`` gives -2 with
+            ``iterations == 0`` on every solver (never ``converged``); an overflow later on, -2
+            at its iteration.
         iterations: iterations performed (CG: one SpMV each; BiCGSTAB: two).
         residual: the true relative residual of the returned ``x`` (NaN after a breakdown).
         time: wall-clock seconds of the solve (device synchronised).
@@ -89,6 +91,7 @@ def _solve(
     if db is not None:
         cp = cupy()
         if db.dtype != m.dtype:
+            check_real(db.dtype, "b")
             b = cp.ascontiguousarray(b, dtype=m.dtype)
             db = device_array(b, "b")
         if db.n != n:
@@ -96,6 +99,7 @@ def _solve(
         if x0 is None:
             x = cp.zeros(n, dtype=m.dtype)
         else:
+            check_real(x0.dtype if hasattr(x0, "dtype") else np.asarray(x0).dtype, "x0")
             x = cp.array(x0, dtype=m.dtype, copy=True).reshape(-1)
             if x.size != n:
                 raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
@@ -111,6 +115,8 @@ def _solve(
         if x0 is None:
             x = np.zeros(n, dtype=m.dtype)
         else:
+            x0 = np.asarray(x0)
+            check_real(x0.dtype, "x0")
             x = np.array(x0, dtype=m.dtype, copy=True).reshape(-1)
             if x.shape[0] != n:
                 raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
