@@ -57,11 +57,10 @@ r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 print(" ".join("%s-%s-2^%d=%.1f" % (x["variant"], x["dtype"], x["n"].bit_length()-1, x["us"]) for x in r))
 ' "$res/sweep-$name.jsonl")" | tee -a "$res/sweep.txt"
   }
-  sweep 384x20 SEGSPARSE_SORT_POLICY=384x20
-  sweep 384x16 SEGSPARSE_SORT_POLICY=384x16
-  sweep 256x24 SEGSPARSE_SORT_POLICY=256x24
-  sweep 512x15 SEGSPARSE_SORT_POLICY=512x15
-  sweep 256x16 SEGSPARSE_SORT_POLICY=256x16
+  for pol in ${SWEEP_POLICIES:-384x20 384x22 320x24 256x24 256x28}; do
+    sweep $pol SEGSPARSE_SORT_POLICY=$pol
+    sweep $pol-any SEGSPARSE_SORT_POLICY=$pol SEGSPARSE_SORT_MATCH=any
+  done
   sweep three-kernel SEGSPARSE_SORT=3k
   stamp "sweep done"
   SECS="--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats --section ComputeWorkloadAnalysis --section SourceCounters"
@@ -71,9 +70,11 @@ print(" ".join("%s-%s-2^%d=%.1f" % (x["variant"], x["dtype"], x["n"].bit_length(
   timeout 60 $NCU --clock-control none -k regex:'radix_onesweep_pairs_b32_b32' -c 1 $SECS \
       $B --quick --only sort --sort-sizes 24 > "$res/ncu-ours-pairs.txt" 2>&1
   stamp "ncu ours pairs rc=$?"
-  timeout 90 $NCU --clock-control none -k regex:'Onesweep|Histogram' -c 3 $SECS \
-      "$here/cub-peers" --only sort --quick --reps 1 --batch 1 > "$res/ncu-cub.txt" 2>&1
-  stamp "ncu cub rc=$?"
+  if [ -n "${NCU_CUB:-}" ]; then
+    timeout 90 $NCU --clock-control none -k regex:'Onesweep|Histogram' -c 3 $SECS \
+        "$here/cub-peers" --only sort --quick --reps 1 --batch 1 > "$res/ncu-cub.txt" 2>&1
+    stamp "ncu cub rc=$?"
+  fi
 fi
 stamp done
 echo "== sweep"; cat "$res/sweep.txt" 2>/dev/null

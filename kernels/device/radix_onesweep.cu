@@ -123,9 +123,37 @@ __device__ __forceinline__ void radix_histogram(const K* keys, u32 n, u32 begin_
     }
 }
 
+// Peer lanes (same digit) of this warp: 8 ballots, or (OS_MATCH_ANY = 1) the match.any
+// instruction.
+#ifndef OS_MATCH_ANY
+#define OS_MATCH_ANY 0
+#endif
+__device__ __forceinline__ u32 os_peers(u32 d) {
+#if OS_MATCH_ANY
+    return __match_any_sync(FULL_MASK, d);
+#else
+    return match_digit(d);
+#endif
+}
+
+// The digit of a key with the order-preserving map folded into two masks set once per thread
+// (radix_bits, branch-free): bits = k ^ ((sign-extended top bit & neg) | sign).
+struct DigitOf {
+    u32 shift, mask, neg, sign;
+    __device__ __forceinline__ DigitOf(u32 mode, u32 shift_, u32 nbits)
+        : shift(shift_), mask((1u << nbits) - 1u), neg(mode == 2 ? ~0u : 0u), sign(mode >= 1 ? 1u : 0u) {}
+    __device__ __forceinline__ u32 operator()(u32 k) const {
+        const u32 x = k ^ (((u32)((i32)k >> 31) & neg) | (sign << 31));
+        return (x >> shift) & mask;
+    }
+    __device__ __forceinline__ u32 operator()(u64 k) const {
+        const u64 m = ((u64)((i64)k >> 63) & ((u64)neg << 32 | neg)) | ((u64)sign << 63);
+        return (u32)((k ^ m) >> shift) & mask;
+    }
+};
+
 struct OnesweepStorage {
-    u32 warp_count[OS_WARPS][RADIX_BUCKETS];  // per-warp digit counts, then their prefix over warps
-    u32 digit_base[RADIX_BUCKETS];            // first tile-local position of each digit
+    u32 warp_count[OS_WARPS][RADIX_BUCKETS];  // per-warp digit counts, then each (warp, digit)'s next rank
     u32 goff[RADIX_BUCKETS];                  // output position of tile-local position 0 of each digit
     u32 tot[8];
     u32 tile;
@@ -142,41 +170,38 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
     K* exk = reinterpret_cast<K*>(exch_raw);
     V* exv = reinterpret_cast<V*>(exch_raw);
     const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+    const DigitOf digit_of(mode, shift, nbits);
 
     if (tid == 0) s.tile = atomicAdd(&ws[WS_COUNTERS + pass], 1u);
-    for (u32 i = tid; i < OS_WARPS * RADIX_BUCKETS; i += OS_THREADS) (&s.warp_count[0][0])[i] = 0u;
+    for (u32 i = lane; i < RADIX_BUCKETS; i += 32u) s.warp_count[warp][i] = 0u;
     __syncthreads();
     const u32 tile = s.tile;
     const u32 tile_start = tile * OS_TILE;
     const u32 chunk = tile_start + warp * 32u * ITEMS;
     const u32 max_digit = (1u << nbits) - 1u;
+    const bool full = tile_start + OS_TILE <= n;
 
-    // Load (warp-striped: item it of lane l is chunk position it*32 + l, coalesced).
+    // Load (warp-striped: item it of lane l is chunk position it*32 + l, coalesced). Keys past
+    // n get the largest digit.
     K key[ITEMS];
     u32 rank[ITEMS];
 #pragma unroll
     for (u32 it = 0; it < ITEMS; ++it) {
         const u32 idx = chunk + it * 32u + lane;
-        key[it] = idx < n ? kin[idx] : K(0);
+        key[it] = (full || idx < n) ? kin[idx] : K(0);
     }
-    // Rank within the warp: peers by 8 ballots, running per-warp count per digit.
-    const u32 below = (1u << lane) - 1u;
+    auto digit = [&](u32 it) -> u32 {
+        return (full || chunk + it * 32u + lane < n) ? digit_of(key[it]) : max_digit;
+    };
+    // (1) Early counts: each warp's digit histogram by shared atomics (independent, pipelined).
 #pragma unroll
-    for (u32 it = 0; it < ITEMS; ++it) {
-        const u32 idx = chunk + it * 32u + lane;
-        const u32 d = idx < n ? radix_digit(key[it], mode, shift, nbits) : max_digit;
-        const u32 peers = match_digit(d);
-        const u32 cnt = s.warp_count[warp][d];
-        const u32 lt = __popc(peers & below);
-        rank[it] = cnt + lt;
-        __syncwarp();
-        if (lt == 0) s.warp_count[warp][d] = cnt + __popc(peers);
-        __syncwarp();
-    }
+    for (u32 it = 0; it < ITEMS; ++it) atomicAdd(&s.warp_count[warp][digit(it)], 1u);
     __syncthreads();
-    // Thread d: prefix over warps of digit d, the tile's count of digit d, and (two barriers
-    // inside) the prefix over digits.
+    // (2) Thread d: prefix over warps of digit d and the tile's count of digit d; publish the
+    // count at once (successors' look-backs need it before this tile has ranked anything); the
+    // prefix over digits (two barriers inside) turns every warp's count into its first rank.
     u32 total = 0;
+    u32* st = ws + WS_STATUS + ((size_t)pass * num_tiles + tile) * RADIX_BUCKETS + tid;
     if (tid < RADIX_BUCKETS) {
 #pragma unroll
         for (u32 w = 0; w < OS_WARPS; ++w) {
@@ -184,17 +209,36 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
             s.warp_count[w][tid] = total;
             total += c;
         }
+        *(volatile u32*)st = (tile == 0 ? OS_FLAG_INCL : OS_FLAG_AGG) | total;
     }
     const u32 base = exclusive_256(total, s.tot);
     if (tid < RADIX_BUCKETS) {
-        s.digit_base[tid] = base;
-        // Decoupled look-back for digit tid over the tiles of this pass.
-        u32* st = ws + WS_STATUS + ((size_t)pass * num_tiles + tile) * RADIX_BUCKETS + tid;
+#pragma unroll
+        for (u32 w = 0; w < OS_WARPS; ++w) s.warp_count[w][tid] += base;
+    }
+    __syncthreads();
+    // (3) Ranks: the highest peer lane (whose count of lower-or-equal peers is the peer count)
+    // claims the peers' ranks with one shared atomic and hands the old count to its peers.
+    const u32 le = 0xffffffffu >> (31u - lane);
+#pragma unroll
+    for (u32 it = 0; it < ITEMS; ++it) {
+        const u32 d = digit(it);
+        const u32 peers = os_peers(d);
+        const u32 leader = 31u - __clz(peers);
+        const u32 pos = __popc(peers & le);
+        u32 first = 0;
+        if (lane == leader) first = atomicAdd(&s.warp_count[warp][d], pos);
+        first = __shfl_sync(FULL_MASK, first, leader);
+        rank[it] = first + pos - 1u;
+    }
+    // Keys into shared memory in rank order (the exchange buffer is not read before the
+    // barrier below).
+#pragma unroll
+    for (u32 it = 0; it < ITEMS; ++it) exk[rank[it]] = key[it];
+    // (4) Decoupled look-back for digit tid over this pass's tiles, while the ranks settle.
+    if (tid < RADIX_BUCKETS) {
         u32 excl = 0;
-        if (tile == 0) {
-            *(volatile u32*)st = OS_FLAG_INCL | total;
-        } else {
-            *(volatile u32*)st = OS_FLAG_AGG | total;
+        if (tile != 0) {
             const u32* p = st - RADIX_BUCKETS;
             while (true) {
                 u32 w = *(volatile const u32*)p;
@@ -208,23 +252,15 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
         s.goff[tid] = ws[pass * RADIX_BUCKETS + tid] + excl - base;
     }
     __syncthreads();
-    // Tile-local ranks, and the keys into shared memory in rank order.
-#pragma unroll
-    for (u32 it = 0; it < ITEMS; ++it) {
-        const u32 idx = chunk + it * 32u + lane;
-        const u32 d = idx < n ? radix_digit(key[it], mode, shift, nbits) : max_digit;
-        rank[it] += s.digit_base[d] + s.warp_count[warp][d];
-        exk[rank[it]] = key[it];
-    }
-    __syncthreads();
+    // (5) Scatter in rank order: tile position j of digit d goes to goff[d] + j.
     const u32 count = min((u32)OS_TILE, n - tile_start);
     u32 dst[HAS_V ? ITEMS : 1];
 #pragma unroll
     for (u32 it = 0; it < ITEMS; ++it) {
         const u32 j = it * OS_THREADS + tid;
-        if (j < count) {
+        if (full || j < count) {
             const K k = exk[j];
-            const u32 o = s.goff[radix_digit(k, mode, shift, nbits)] + j;
+            const u32 o = s.goff[digit_of(k)] + j;
             kout[o] = k;
             if (HAS_V) dst[HAS_V ? it : 0] = o;
         }
@@ -234,7 +270,7 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 idx = chunk + it * 32u + lane;
-            val[HAS_V ? it : 0] = idx < n ? vin[idx] : V(0);
+            val[HAS_V ? it : 0] = (full || idx < n) ? vin[idx] : V(0);
         }
         __syncthreads();
 #pragma unroll
@@ -243,7 +279,7 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 j = it * OS_THREADS + tid;
-            if (j < count) vout[dst[HAS_V ? it : 0]] = exv[j];
+            if (full || j < count) vout[dst[HAS_V ? it : 0]] = exv[j];
         }
     }
 }

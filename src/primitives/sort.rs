@@ -273,7 +273,9 @@ pub mod gpu {
     /// digit, so the scattered stores come in runs of ~120 bytes, and the exchange buffer
     /// (30 KiB) plus the 12 per-warp count rows (12 KiB) fit 48 KiB. 8-byte elements get half
     /// the items, or as many as fit the same shared memory. `SEGSPARSE_SORT_POLICY=TxI`
-    /// (read once per process; T a multiple of 32 in 256..=1024) overrides the 4-byte shape.
+    /// (read once per process; T a multiple of 32 in 256..=1024) overrides the 4-byte shape,
+    /// and `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8
+    /// ballots per key.
     pub(crate) fn onesweep_policy() -> OnesweepPolicy {
         static ENV: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
         let env = *ENV.get_or_init(|| {
@@ -291,6 +293,7 @@ pub mod gpu {
             items4: items4.min(fit(4)),
             items8: items4.div_ceil(2).min(fit(8)),
             min_blocks: (65536 / (threads * ONESWEEP_REGS)).max(1),
+            match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
         }
     }
 
@@ -301,6 +304,7 @@ pub mod gpu {
         pub items4: u32,
         pub items8: u32,
         pub min_blocks: u32,
+        pub match_any: bool,
     }
 
     /// `SEGSPARSE_SORT=3k` (read once per process) selects the three-kernel sort for every size,
@@ -365,6 +369,7 @@ pub mod gpu {
             ("OS_ITEMS", p.items4.to_string()),
             ("OS_ITEMS8", p.items8.to_string()),
             ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
+            ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
         ];
         let tile = (threads * items) as usize;
         let tiles = n.div_ceil(tile);
