@@ -70,6 +70,9 @@ print(" ".join("%s-%s-2^%d=%.1f" % (x["variant"], x["dtype"], x["n"].bit_length(
   timeout 60 $NCU --clock-control none -k regex:'radix_onesweep_pairs_b32_b32' -c 1 $SECS \
       $B --quick --only sort --sort-sizes 24 > "$res/ncu-ours-pairs.txt" 2>&1
   stamp "ncu ours pairs rc=$?"
+  SEGSPARSE_SORT_MATCH=any timeout 60 $NCU --clock-control none -k regex:'radix_onesweep_b32' -c 1 $SECS \
+      $B --quick --only sort --sort-sizes 24 > "$res/ncu-ours-keys-any.txt" 2>&1
+  stamp "ncu ours keys match.any rc=$?"
   if [ -n "${NCU_CUB:-}" ]; then
     timeout 90 $NCU --clock-control none -k regex:'Onesweep|Histogram' -c 3 $SECS \
         "$here/cub-peers" --only sort --quick --reps 1 --batch 1 > "$res/ncu-cub.txt" 2>&1
