@@ -297,12 +297,12 @@ mod gpu {
     const SIZES: &[usize] = &[
         1, 2, 31, 32, 33, 4095, 4096, 4097, 8191, 8192, 12289, 100_003,
     ];
-    /// The sort's sizes: the above, and both sides of the Onesweep tiles (7680 keys for
-    /// 4-byte elements, 3840 for 8-byte ones, by default) and of their multiples, and enough
-    /// tiles for long look-back chains.
+    /// The sort's sizes: both sides of the Onesweep tiles (by default 7168 keys alone, 5120
+    /// key-value pairs, 3584 for 8-byte keys or values) and of their multiples, the tiles of
+    /// other shapes (7680, 3840), and enough tiles for long look-back chains.
     const SORT_SIZES: &[usize] = &[
-        1, 2, 31, 33, 3839, 3840, 3841, 4097, 7679, 7680, 7681, 15359, 15360, 15361, 23041,
-        100_003, 1_000_003,
+        1, 2, 31, 33, 3583, 3584, 3585, 3840, 4097, 5119, 5120, 5121, 7167, 7168, 7169, 7681,
+        10241, 14337, 15361, 100_003, 1_000_003,
     ];
 
     fn up<T: segsparse::gpu::KernelType>(g: &Gpu, v: &[T]) -> segsparse::gpu::DeviceBuffer<T> {

@@ -30,18 +30,21 @@
 #include "block/block_radix_rank.cuh"
 
 #ifndef OS_THREADS
-#define OS_THREADS 384
+#define OS_THREADS 256
 #endif
 #ifndef OS_ITEMS
-#define OS_ITEMS 20
+#define OS_ITEMS 28
+#endif
+#ifndef OS_ITEMS_PAIRS
+#define OS_ITEMS_PAIRS 20
 #endif
 // Items per thread when the wider of key and value has 8 bytes (the exchange buffer must fit
 // the same 48 KiB of static shared memory).
 #ifndef OS_ITEMS8
-#define OS_ITEMS8 10
+#define OS_ITEMS8 14
 #endif
 #ifndef OS_MIN_BLOCKS
-#define OS_MIN_BLOCKS 2
+#define OS_MIN_BLOCKS 3
 #endif
 #define OS_WARPS (OS_THREADS / 32)
 #define OS_FLAG_AGG 0x40000000u
@@ -136,19 +139,28 @@ __device__ __forceinline__ u32 os_peers(u32 d) {
 #endif
 }
 
-// The digit of a key with the order-preserving map folded into two masks set once per thread
-// (radix_bits, branch-free): bits = k ^ ((sign-extended top bit & neg) | sign).
-struct DigitOf {
-    u32 shift, mask, neg, sign;
-    __device__ __forceinline__ DigitOf(u32 mode, u32 shift_, u32 nbits)
-        : shift(shift_), mask((1u << nbits) - 1u), neg(mode == 2 ? ~0u : 0u), sign(mode >= 1 ? 1u : 0u) {}
+// The digit of a key under the order-preserving map of MODE (radix_bits), a template parameter
+// so that unsigned keys pay one shift and mask: bits = k ^ ((sign-extended top bit & neg) | sign).
+//
+// The field extraction is a volatile bfe on purpose: the digit of a key is needed in three
+// phases, and a cheap digit lets the compiler keep all ITEMS of them alive across the phases
+// (CSE), which spills at 28 items; recomputing costs one instruction.
+template <u32 MODE> struct DigitOf {
+    u32 shift, nbits;
+    __device__ __forceinline__ DigitOf(u32 shift_, u32 nbits_) : shift(shift_), nbits(nbits_) {}
     __device__ __forceinline__ u32 operator()(u32 k) const {
-        const u32 x = k ^ (((u32)((i32)k >> 31) & neg) | (sign << 31));
-        return (x >> shift) & mask;
+        if (MODE == 1) k ^= 0x80000000u;
+        if (MODE == 2) k ^= (u32)((i32)k >> 31) | 0x80000000u;
+        u32 d;
+        asm volatile("bfe.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(k), "r"(shift), "r"(nbits));
+        return d;
     }
     __device__ __forceinline__ u32 operator()(u64 k) const {
-        const u64 m = ((u64)((i64)k >> 63) & ((u64)neg << 32 | neg)) | ((u64)sign << 63);
-        return (u32)((k ^ m) >> shift) & mask;
+        if (MODE == 1) k ^= 0x8000000000000000ull;
+        if (MODE == 2) k ^= (u64)((i64)k >> 63) | 0x8000000000000000ull;
+        u64 d;
+        asm volatile("bfe.u64 %0, %1, %2, %3;" : "=l"(d) : "l"(k), "r"(shift), "r"(nbits));
+        return (u32)d;
     }
 };
 
@@ -159,18 +171,17 @@ struct OnesweepStorage {
     u32 tile;
 };
 
-template <typename K, typename V, bool HAS_V, u32 OS_ITEMS_W>
-__device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,
-                                               u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws) {
-    constexpr u32 W = (HAS_V && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
+template <typename K, typename V, bool HAS_V, u32 OS_ITEMS_W, u32 MODE>
+__device__ __forceinline__ void radix_onesweep_tile(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,
+                                                    u32 nbits, u32 pass, u32 num_tiles, u32* ws,
+                                                    OnesweepStorage& s, unsigned char* exch_raw,
+                                                    unsigned char* dig) {
     constexpr u32 ITEMS = OS_ITEMS_W;
     constexpr u32 OS_TILE = OS_THREADS * ITEMS;
-    __shared__ OnesweepStorage s;
-    __shared__ __align__(16) unsigned char exch_raw[OS_TILE * W];
     K* exk = reinterpret_cast<K*>(exch_raw);
     V* exv = reinterpret_cast<V*>(exch_raw);
     const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-    const DigitOf digit_of(mode, shift, nbits);
+    const DigitOf<MODE> digit_of(shift, nbits);
 
     if (tid == 0) s.tile = atomicAdd(&ws[WS_COUNTERS + pass], 1u);
     for (u32 i = lane; i < RADIX_BUCKETS; i += 32u) s.warp_count[warp][i] = 0u;
@@ -254,37 +265,59 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
     __syncthreads();
     // (5) Scatter in rank order: tile position j of digit d goes to goff[d] + j.
     const u32 count = min((u32)OS_TILE, n - tile_start);
-    u32 dst[HAS_V ? ITEMS : 1];
 #pragma unroll
     for (u32 it = 0; it < ITEMS; ++it) {
         const u32 j = it * OS_THREADS + tid;
         if (full || j < count) {
             const K k = exk[j];
-            const u32 o = s.goff[digit_of(k)] + j;
-            kout[o] = k;
-            if (HAS_V) dst[HAS_V ? it : 0] = o;
+            const u32 d = digit_of(k);
+            kout[s.goff[d] + j] = k;
+            // Pairs: the digit of each tile position, for the value scatter (kept in shared
+            // memory: ITEMS destinations in registers beside the ranks and values spill).
+            if (HAS_V) dig[j] = (unsigned char)d;
         }
     }
     if (HAS_V) {
-        V val[HAS_V ? ITEMS : 1];
+        // The barrier first: every key has left the exchange buffer, and the value loads
+        // cannot be hoisted above the key scatter (keys, ranks and values together spill).
+        __syncthreads();
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 idx = chunk + it * 32u + lane;
-            val[HAS_V ? it : 0] = (full || idx < n) ? vin[idx] : V(0);
+            exv[rank[it]] = (full || idx < n) ? vin[idx] : V(0);
         }
-        __syncthreads();
-#pragma unroll
-        for (u32 it = 0; it < ITEMS; ++it) exv[rank[it]] = val[HAS_V ? it : 0];
         __syncthreads();
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 j = it * OS_THREADS + tid;
-            if (full || j < count) vout[dst[HAS_V ? it : 0]] = exv[j];
+            if (full || j < count) vout[s.goff[dig[j]] + j] = exv[j];
         }
     }
 }
 
-#define OS_ITEMS_OF(K, V) ((sizeof(K) == 8 || sizeof(V) == 8) ? OS_ITEMS8 : OS_ITEMS)
+// One of the three key maps, chosen once per launch (uniform branch).
+template <typename K, typename V, bool HAS_V, u32 ITEMS>
+__device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,
+                                               u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws) {
+    constexpr u32 W = (HAS_V && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
+    __shared__ OnesweepStorage s;
+    __shared__ __align__(16) unsigned char exch[OS_THREADS * ITEMS * W];
+    __shared__ unsigned char dig[HAS_V ? OS_THREADS * ITEMS : 1];
+    if (mode == 0)
+        radix_onesweep_tile<K, V, HAS_V, ITEMS, 0>(kin, kout, vin, vout, n, shift, nbits, pass, num_tiles, ws, s, exch,
+                                                   dig);
+    else if (mode == 1)
+        radix_onesweep_tile<K, V, HAS_V, ITEMS, 1>(kin, kout, vin, vout, n, shift, nbits, pass, num_tiles, ws, s, exch,
+                                                   dig);
+    else
+        radix_onesweep_tile<K, V, HAS_V, ITEMS, 2>(kin, kout, vin, vout, n, shift, nbits, pass, num_tiles, ws, s, exch,
+                                                   dig);
+}
+
+// Items per thread of each instance: keys only and pairs of 4-byte elements have their own
+// counts (the value exchange changes the best tile), 8-byte elements another.
+#define OS_ITEMS_OF(K, V, PAIRS) \
+    ((sizeof(K) == 8 || sizeof(V) == 8) ? OS_ITEMS8 : ((PAIRS) ? OS_ITEMS_PAIRS : OS_ITEMS))
 
 #define ONESWEEP_KEYS(K, S)                                                                       \
     extern "C" __global__ void __launch_bounds__(HIST_THREADS)                                    \
@@ -294,7 +327,7 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
     extern "C" __global__ void __launch_bounds__(OS_THREADS, OS_MIN_BLOCKS)                       \
     radix_onesweep_##S(const K* kin, K* kout, u32 n, u32 shift, u32 nbits, u32 mode, u32 pass,    \
                        u32 num_tiles, u32* ws) {                                                  \
-        radix_onesweep<K, u32, false, OS_ITEMS_OF(K, K)>(kin, kout, nullptr, nullptr, n, shift,   \
+        radix_onesweep<K, u32, false, OS_ITEMS_OF(K, K, false)>(kin, kout, nullptr, nullptr, n, shift,   \
                                                          nbits, mode, pass, num_tiles, ws);       \
     }
 ONESWEEP_KEYS(u32, b32)
@@ -304,7 +337,7 @@ ONESWEEP_KEYS(u64, b64)
     extern "C" __global__ void __launch_bounds__(OS_THREADS, OS_MIN_BLOCKS)                       \
     radix_onesweep_pairs_##S(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,      \
                              u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws) {             \
-        radix_onesweep<K, V, true, OS_ITEMS_OF(K, V)>(kin, kout, vin, vout, n, shift, nbits, mode, \
+        radix_onesweep<K, V, true, OS_ITEMS_OF(K, V, true)>(kin, kout, vin, vout, n, shift, nbits, mode, \
                                                       pass, num_tiles, ws);                       \
     }
 ONESWEEP_PAIRS(u32, u32, b32_b32)

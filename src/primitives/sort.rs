@@ -266,42 +266,54 @@ pub mod gpu {
     /// Static shared memory of one block (the CUDA limit without opt-in).
     const SMEM_LIMIT: u32 = 48 * 1024;
 
-    /// The Onesweep launch shape: threads, items per thread for 4-byte and for 8-byte elements
-    /// (the wider of key and value), minimum blocks per SM.
+    /// The Onesweep launch shape (see [`OnesweepPolicy`]).
     ///
-    /// Default 384 threads × 20 keys for 4-byte elements: a 7680-key tile averages 30 keys per
-    /// digit, so the scattered stores come in runs of ~120 bytes, and the exchange buffer
-    /// (30 KiB) plus the 12 per-warp count rows (12 KiB) fit 48 KiB. 8-byte elements get half
-    /// the items, or as many as fit the same shared memory. `SEGSPARSE_SORT_POLICY=TxI`
-    /// (read once per process; T a multiple of 32 in 256..=1024) overrides the 4-byte shape,
-    /// and `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8
-    /// ballots per key.
+    /// Default: 256 threads, 28 keys per thread for 4-byte keys alone (a 7168-key tile averages
+    /// 28 keys per digit, so the scattered stores come in runs of ~112 bytes), 20 for 4-byte
+    /// key-value pairs (their ranks, keys and values must fit 80 registers, three blocks per
+    /// SM), and 14 for 8-byte keys or values. The H200 sweep behind these numbers is in
+    /// benches/results/primitives.md. `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process;
+    /// T a multiple of 32 in 256..=1024) overrides the threads, the keys-only and the pairs
+    /// items; `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8
+    /// ballots per key (measured slower).
     pub(crate) fn onesweep_policy() -> OnesweepPolicy {
-        static ENV: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+        static ENV: std::sync::OnceLock<Option<(u32, u32, Option<u32>)>> =
+            std::sync::OnceLock::new();
         let env = *ENV.get_or_init(|| {
             let v = std::env::var("SEGSPARSE_SORT_POLICY").ok()?;
-            let (t, i) = v.split_once('x')?;
+            let (t, rest) = v.split_once('x')?;
+            let (i, p) = match rest.split_once(',') {
+                Some((i, p)) => (i, Some(p.trim().parse::<u32>().ok()?)),
+                None => (rest, None),
+            };
             let (t, i) = (t.trim().parse::<u32>().ok()?, i.trim().parse::<u32>().ok()?);
-            (t % 32 == 0 && (256..=1024).contains(&t) && (1..=64).contains(&i)).then_some((t, i))
+            let ok = |x: u32| (1..=64).contains(&x);
+            (t % 32 == 0 && (256..=1024).contains(&t) && ok(i) && p.is_none_or(ok))
+                .then_some((t, i, p))
         });
-        let (threads, items4) = env.unwrap_or((384, 20));
-        // OnesweepStorage: warps x 256 counts, 2 x 256 words, 8 totals, the tile id.
-        let fixed = threads / 32 * 1024 + 2 * 1024 + 64;
-        let fit = |w: u32| ((SMEM_LIMIT - fixed) / (threads * w)).max(1);
+        let (threads, items4, pairs) = env.unwrap_or((256, 28, Some(20)));
+        // OnesweepStorage: warps x 256 counts, 256 offsets, 8 totals, the tile id; pairs add
+        // one digit byte per tile position.
+        let fixed = threads / 32 * 1024 + 1024 + 64;
+        let fit = |bytes: u32| ((SMEM_LIMIT - fixed) / (threads * bytes)).max(1);
         OnesweepPolicy {
             threads,
             items4: items4.min(fit(4)),
-            items8: items4.div_ceil(2).min(fit(8)),
+            items_pairs: pairs.unwrap_or(items4).min(fit(5)),
+            items8: items4.div_ceil(2).min(fit(9)),
             min_blocks: (65536 / (threads * ONESWEEP_REGS)).max(1),
             match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
         }
     }
 
-    /// See [`onesweep_policy`].
+    /// The Onesweep launch shape: threads per block, items per thread for 4-byte keys alone,
+    /// for 4-byte key-value pairs and for 8-byte keys or values, minimum blocks per SM (the
+    /// register bound), and the peer-matching method.
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct OnesweepPolicy {
         pub threads: u32,
         pub items4: u32,
+        pub items_pairs: u32,
         pub items8: u32,
         pub min_blocks: u32,
         pub match_any: bool,
@@ -363,10 +375,18 @@ pub mod gpu {
         let wide =
             std::mem::size_of::<K>() == 8 || (values.is_some() && std::mem::size_of::<V>() == 8);
         let p = onesweep_policy();
-        let (threads, items) = (p.threads, if wide { p.items8 } else { p.items4 });
+        let items = if wide {
+            p.items8
+        } else if values.is_some() {
+            p.items_pairs
+        } else {
+            p.items4
+        };
+        let threads = p.threads;
         let defines = [
             ("OS_THREADS", p.threads.to_string()),
             ("OS_ITEMS", p.items4.to_string()),
+            ("OS_ITEMS_PAIRS", p.items_pairs.to_string()),
             ("OS_ITEMS8", p.items8.to_string()),
             ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
             ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
