@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
             fprintf(stderr,
                     "cub-peers: CUB's scan, scan-by-key, segmented reduce, radix sort and select timed "
                     "with CUDA events; one JSON object per line.\nusage: cub-peers [--quick] [--reps N] "
-                    "[--batch N] [--only sort|scan]\n");
+                    "[--batch N] [--only sort|scan|segreduce]\n");
             return 2;
         }
     }
@@ -330,10 +330,8 @@ int main(int argc, char** argv) {
         bench_scan<float>("f32", scan_lgs);
         bench_scan<double>("f64", scan_lgs);
     }
-    if (all) {
-        bench_segscan(quick ? std::vector<int>{26} : std::vector<int>{20, 24, 26}, rng);
-        bench_segreduce(26, rng);
-    }
+    if (all) bench_segscan(quick ? std::vector<int>{26} : std::vector<int>{20, 24, 26}, rng);
+    if (all || only == "segreduce") bench_segreduce(26, rng);
     if (all || only == "sort") {
         // u32 keys and u32 key-value pairs over the issue's range 2^22..2^28.
         for (int lg : quick ? std::vector<int>{24} : std::vector<int>{22, 24, 26, 28}) {

@@ -46,6 +46,12 @@ $B --format json --only sort --sort-sizes 22,24,26,28 > "$res/prims.jsonl" 2> "$
 stamp "prims-bench rc=$?"
 python3 "$here/merge.py" --cub "$res/cub.jsonl" --ours "$res/prims.jsonl" \
     --out "$res/scan-vs-cub.jsonl" --md > "$res/scan-vs-cub.md" 2>&1
+# The segmented reduce (f32, 2^26, six segment lengths) beside CUB's.
+"$here/cub-peers" --only segreduce > "$res/cub-segreduce.jsonl" 2> "$res/cub-segreduce.err"
+$B --format json --only segreduce > "$res/prims-segreduce.jsonl" 2> "$res/prims-segreduce.err"
+stamp "segreduce rc=$?"
+python3 "$here/merge.py" --cub "$res/cub-segreduce.jsonl" --ours "$res/prims-segreduce.jsonl" \
+    --out "$res/segreduce-vs-cub.jsonl" --md > "$res/segreduce-vs-cub.md" 2>&1
 # Other tile shapes over the same sizes, beside the same CUB figures.
 for pol in ${CANDIDATES:-}; do
   SEGSPARSE_SORT_POLICY=$pol $B --format json --only sort --sort-sizes 22,24,26,28 \
@@ -91,4 +97,5 @@ fi
 stamp done
 echo "== sweep"; cat "$res/sweep.txt" 2>/dev/null
 for pol in ${CANDIDATES:-}; do echo "== $pol"; grep -E '^\| sort' "$res/cand-$pol.md" | cut -d'|' -f3,4,5,9-; done
+echo "== segreduce"; grep -E '^\| segreduce' "$res/segreduce-vs-cub.md"; grep copy "$res/cub-segreduce.jsonl" | cut -c1-120
 echo "== vs CUB (default)"; grep -E '^\| sort' "$res/scan-vs-cub.md"
