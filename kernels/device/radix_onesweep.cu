@@ -5,15 +5,25 @@
 //                    counters per block, then global atomics); the last block to finish turns
 //                    each pass's 256 counts into an exclusive prefix in place: bins[p][d] is the
 //                    first output position of digit d in pass p.
-//   radix_onesweep   one launch per digit: each block draws a tile id from a counter, ranks its
-//                    tile's keys by digit (warp ballots + per-warp counters, as in
-//                    block/block_radix_rank.cuh, with any multiple of 32 threads), and thread d
-//                    runs a decoupled look-back over tiles for digit d: it publishes the tile's
-//                    count of digit d as an AGGREGATE, sums predecessors' words back to the first
-//                    INCLUSIVE one, and publishes its own INCLUSIVE prefix. The tile's digit-d keys
-//                    then go to bins[d] + prefix + (position among the tile's digit-d keys):
-//                    ranked into shared memory, written out in rank order (runs of one digit are
-//                    contiguous, so the stores coalesce).
+//   radix_onesweep   one launch per digit: each block draws a tile id from a counter and
+//                    (1) counts each warp's digits with shared atomics ("early counts");
+//                    (2) thread d publishes the tile's count of digit d as an AGGREGATE status
+//                        word at once, and turns the warp counts into each (warp, digit)'s first
+//                        tile rank;
+//                    (3) ranks the keys: peers by 8 warp ballots, the highest peer lane claims
+//                        their ranks with one shared atomicAdd and shuffles the old count to
+//                        them (no per-lane read-modify-write chain, no second pass);
+//                    (4) thread d runs the decoupled look-back for digit d: sums predecessors'
+//                        words back to the first INCLUSIVE one and publishes its own INCLUSIVE
+//                        prefix; the tile's digit-d keys then go to bins[d] + prefix + (position
+//                        among the tile's digit-d keys): ranked into shared memory, written out
+//                        in rank order (runs of one digit are contiguous, so the stores coalesce).
+//
+// Measured on an H200 (benches/results/primitives.md): the first version (per-lane count
+// read-modify-write per key, look-back before ranking) took 142 us per pass at 2^24 against
+// CUB's 101; this one 115 us at 384 threads, less at the default 256 x 28. match.any instead of
+// the ballots is 1.5x slower; making the key map a template parameter with a volatile bfe
+// (against register spills) was slower too, so the map stays a runtime branch.
 // So per pass the keys are read once and written once (the three-kernel sort of radix_sort.cu
 // reads them twice and scans a 256 x tiles count table between).
 //
@@ -29,6 +39,8 @@
 #include "common.cuh"
 #include "block/block_radix_rank.cuh"
 
+// The default shape (256 threads, 28 keys alone, 24 pairs, 14 with 8-byte elements) is the
+// fastest of an H200 sweep (benches/results/primitives.md); the host passes these defines.
 #ifndef OS_THREADS
 #define OS_THREADS 256
 #endif
@@ -36,7 +48,7 @@
 #define OS_ITEMS 28
 #endif
 #ifndef OS_ITEMS_PAIRS
-#define OS_ITEMS_PAIRS 20
+#define OS_ITEMS_PAIRS 24
 #endif
 // Items per thread when the wider of key and value has 8 bytes (the exchange buffer must fit
 // the same 48 KiB of static shared memory).
@@ -139,28 +151,19 @@ __device__ __forceinline__ u32 os_peers(u32 d) {
 #endif
 }
 
-// The digit of a key under the order-preserving map of MODE (radix_bits), a template parameter
-// so that unsigned keys pay one shift and mask: bits = k ^ ((sign-extended top bit & neg) | sign).
-//
-// The field extraction is a volatile bfe on purpose: the digit of a key is needed in three
-// phases, and a cheap digit lets the compiler keep all ITEMS of them alive across the phases
-// (CSE), which spills at 28 items; recomputing costs one instruction.
-template <u32 MODE> struct DigitOf {
-    u32 shift, nbits;
-    __device__ __forceinline__ DigitOf(u32 shift_, u32 nbits_) : shift(shift_), nbits(nbits_) {}
+// The digit of a key with the order-preserving map folded into two masks set once per thread
+// (radix_bits, branch-free): bits = k ^ ((sign-extended top bit & neg) | sign).
+struct DigitOf {
+    u32 shift, mask, neg, sign;
+    __device__ __forceinline__ DigitOf(u32 mode, u32 shift_, u32 nbits)
+        : shift(shift_), mask((1u << nbits) - 1u), neg(mode == 2 ? ~0u : 0u), sign(mode >= 1 ? 1u : 0u) {}
     __device__ __forceinline__ u32 operator()(u32 k) const {
-        if (MODE == 1) k ^= 0x80000000u;
-        if (MODE == 2) k ^= (u32)((i32)k >> 31) | 0x80000000u;
-        u32 d;
-        asm volatile("bfe.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(k), "r"(shift), "r"(nbits));
-        return d;
+        const u32 x = k ^ (((u32)((i32)k >> 31) & neg) | (sign << 31));
+        return (x >> shift) & mask;
     }
     __device__ __forceinline__ u32 operator()(u64 k) const {
-        if (MODE == 1) k ^= 0x8000000000000000ull;
-        if (MODE == 2) k ^= (u64)((i64)k >> 63) | 0x8000000000000000ull;
-        u64 d;
-        asm volatile("bfe.u64 %0, %1, %2, %3;" : "=l"(d) : "l"(k), "r"(shift), "r"(nbits));
-        return (u32)d;
+        const u64 m = ((u64)((i64)k >> 63) & ((u64)neg << 32 | neg)) | ((u64)sign << 63);
+        return (u32)((k ^ m) >> shift) & mask;
     }
 };
 
@@ -171,17 +174,18 @@ struct OnesweepStorage {
     u32 tile;
 };
 
-template <typename K, typename V, bool HAS_V, u32 OS_ITEMS_W, u32 MODE>
-__device__ __forceinline__ void radix_onesweep_tile(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,
-                                                    u32 nbits, u32 pass, u32 num_tiles, u32* ws,
-                                                    OnesweepStorage& s, unsigned char* exch_raw,
-                                                    unsigned char* dig) {
+template <typename K, typename V, bool HAS_V, u32 OS_ITEMS_W>
+__device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,
+                                               u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws) {
+    constexpr u32 W = (HAS_V && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
     constexpr u32 ITEMS = OS_ITEMS_W;
     constexpr u32 OS_TILE = OS_THREADS * ITEMS;
+    __shared__ OnesweepStorage s;
+    __shared__ __align__(16) unsigned char exch_raw[OS_TILE * W];
     K* exk = reinterpret_cast<K*>(exch_raw);
     V* exv = reinterpret_cast<V*>(exch_raw);
     const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-    const DigitOf<MODE> digit_of(shift, nbits);
+    const DigitOf digit_of(mode, shift, nbits);
 
     if (tid == 0) s.tile = atomicAdd(&ws[WS_COUNTERS + pass], 1u);
     for (u32 i = lane; i < RADIX_BUCKETS; i += 32u) s.warp_count[warp][i] = 0u;
@@ -265,57 +269,38 @@ __device__ __forceinline__ void radix_onesweep_tile(const K* kin, K* kout, const
     __syncthreads();
     // (5) Scatter in rank order: tile position j of digit d goes to goff[d] + j.
     const u32 count = min((u32)OS_TILE, n - tile_start);
+    u32 dst[HAS_V ? ITEMS : 1];
 #pragma unroll
     for (u32 it = 0; it < ITEMS; ++it) {
         const u32 j = it * OS_THREADS + tid;
         if (full || j < count) {
             const K k = exk[j];
-            const u32 d = digit_of(k);
-            kout[s.goff[d] + j] = k;
-            // Pairs: the digit of each tile position, for the value scatter (kept in shared
-            // memory: ITEMS destinations in registers beside the ranks and values spill).
-            if (HAS_V) dig[j] = (unsigned char)d;
+            const u32 o = s.goff[digit_of(k)] + j;
+            kout[o] = k;
+            if (HAS_V) dst[HAS_V ? it : 0] = o;
         }
     }
     if (HAS_V) {
-        // The barrier first: every key has left the exchange buffer, and the value loads
-        // cannot be hoisted above the key scatter (keys, ranks and values together spill).
-        __syncthreads();
+        V val[HAS_V ? ITEMS : 1];
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 idx = chunk + it * 32u + lane;
-            exv[rank[it]] = (full || idx < n) ? vin[idx] : V(0);
+            val[HAS_V ? it : 0] = (full || idx < n) ? vin[idx] : V(0);
         }
+        __syncthreads();
+#pragma unroll
+        for (u32 it = 0; it < ITEMS; ++it) exv[rank[it]] = val[HAS_V ? it : 0];
         __syncthreads();
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 j = it * OS_THREADS + tid;
-            if (full || j < count) vout[s.goff[dig[j]] + j] = exv[j];
+            if (full || j < count) vout[dst[HAS_V ? it : 0]] = exv[j];
         }
     }
 }
 
-// One of the three key maps, chosen once per launch (uniform branch).
-template <typename K, typename V, bool HAS_V, u32 ITEMS>
-__device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,
-                                               u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws) {
-    constexpr u32 W = (HAS_V && sizeof(V) > sizeof(K)) ? sizeof(V) : sizeof(K);
-    __shared__ OnesweepStorage s;
-    __shared__ __align__(16) unsigned char exch[OS_THREADS * ITEMS * W];
-    __shared__ unsigned char dig[HAS_V ? OS_THREADS * ITEMS : 1];
-    if (mode == 0)
-        radix_onesweep_tile<K, V, HAS_V, ITEMS, 0>(kin, kout, vin, vout, n, shift, nbits, pass, num_tiles, ws, s, exch,
-                                                   dig);
-    else if (mode == 1)
-        radix_onesweep_tile<K, V, HAS_V, ITEMS, 1>(kin, kout, vin, vout, n, shift, nbits, pass, num_tiles, ws, s, exch,
-                                                   dig);
-    else
-        radix_onesweep_tile<K, V, HAS_V, ITEMS, 2>(kin, kout, vin, vout, n, shift, nbits, pass, num_tiles, ws, s, exch,
-                                                   dig);
-}
-
-// Items per thread of each instance: keys only and pairs of 4-byte elements have their own
-// counts (the value exchange changes the best tile), 8-byte elements another.
+// Items per thread of each instance: 4-byte keys alone and 4-byte pairs have their own counts
+// (the value exchange changes the best tile), 8-byte keys or values another.
 #define OS_ITEMS_OF(K, V, PAIRS) \
     ((sizeof(K) == 8 || sizeof(V) == 8) ? OS_ITEMS8 : ((PAIRS) ? OS_ITEMS_PAIRS : OS_ITEMS))
 
@@ -327,8 +312,9 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
     extern "C" __global__ void __launch_bounds__(OS_THREADS, OS_MIN_BLOCKS)                       \
     radix_onesweep_##S(const K* kin, K* kout, u32 n, u32 shift, u32 nbits, u32 mode, u32 pass,    \
                        u32 num_tiles, u32* ws) {                                                  \
-        radix_onesweep<K, u32, false, OS_ITEMS_OF(K, K, false)>(kin, kout, nullptr, nullptr, n, shift,   \
-                                                         nbits, mode, pass, num_tiles, ws);       \
+        radix_onesweep<K, u32, false, OS_ITEMS_OF(K, K, false)>(kin, kout, nullptr, nullptr, n,   \
+                                                                shift, nbits, mode, pass,         \
+                                                                num_tiles, ws);                   \
     }
 ONESWEEP_KEYS(u32, b32)
 ONESWEEP_KEYS(u64, b64)
@@ -337,8 +323,8 @@ ONESWEEP_KEYS(u64, b64)
     extern "C" __global__ void __launch_bounds__(OS_THREADS, OS_MIN_BLOCKS)                       \
     radix_onesweep_pairs_##S(const K* kin, K* kout, const V* vin, V* vout, u32 n, u32 shift,      \
                              u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws) {             \
-        radix_onesweep<K, V, true, OS_ITEMS_OF(K, V, true)>(kin, kout, vin, vout, n, shift, nbits, mode, \
-                                                      pass, num_tiles, ws);                       \
+        radix_onesweep<K, V, true, OS_ITEMS_OF(K, V, true)>(kin, kout, vin, vout, n, shift,       \
+                                                            nbits, mode, pass, num_tiles, ws);    \
     }
 ONESWEEP_PAIRS(u32, u32, b32_b32)
 ONESWEEP_PAIRS(u32, u64, b32_b64)

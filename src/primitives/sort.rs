@@ -6,12 +6,16 @@
 //! The paper's global radix sort is a sequence of 1-bit splits (Sengupta et al. 2007, §5 "Sort";
 //! Blelloch 1990): split by bit 0, then bit 1, and so on; each split is stable, so the result is
 //! sorted. The GPU version generalises the split from one bit to an 8-bit digit (256 buckets
-//! instead of 2): per pass, an upsweep kernel counts the digits of every tile, one device-wide
-//! exclusive scan of the digit-major count table gives every (digit, tile) its output offset,
-//! and a downsweep kernel ranks each tile's keys by digit with a block-local scan (warp
-//! `match_any` peers and per-warp counters, then a scan over warps and digits) and scatters
-//! them through shared memory so the global writes are contiguous runs. 4 passes for 32-bit keys,
-//! 8 for 64-bit ones.
+//! instead of 2), 4 passes for 32-bit keys, 8 for 64-bit ones, as Onesweep (Adinets and
+//! Merrill 2022; `kernels/device/radix_onesweep.cu`): one upfront kernel counts the digits of
+//! every pass in a single read of the keys, then one kernel per digit ranks each tile's keys
+//! (warp ballots find the peers of each digit, per-warp counters give the stable rank) and
+//! finds the tile's output offsets by a decoupled look-back over the preceding tiles' digit
+//! counts, so each pass reads and writes the keys once. From 2^30 keys on (the look-back's
+//! 30-bit counts) the three-kernel sort runs instead: per pass an upsweep count per tile, a
+//! device-wide scan of the digit-major count table, and a downsweep that ranks and scatters
+//! (`kernels/device/radix_sort.cu`). Both scatter through shared memory so the global writes
+//! are contiguous runs.
 //!
 //! Keys are ordered by their "radix bits": unsigned integers as they are, signed integers with
 //! the sign bit flipped, floats with the usual flip (negative: all bits inverted; positive: sign
@@ -269,13 +273,13 @@ pub mod gpu {
     /// The Onesweep launch shape (see [`OnesweepPolicy`]).
     ///
     /// Default: 256 threads, 28 keys per thread for 4-byte keys alone (a 7168-key tile averages
-    /// 28 keys per digit, so the scattered stores come in runs of ~112 bytes), 20 for 4-byte
-    /// key-value pairs (their ranks, keys and values must fit 80 registers, three blocks per
-    /// SM), and 14 for 8-byte keys or values. The H200 sweep behind these numbers is in
-    /// benches/results/primitives.md. `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process;
-    /// T a multiple of 32 in 256..=1024) overrides the threads, the keys-only and the pairs
-    /// items; `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8
-    /// ballots per key (measured slower).
+    /// 28 keys per digit, so the scattered stores come in runs of ~112 bytes), 24 for 4-byte
+    /// key-value pairs, and 14 for 8-byte keys or values: the fastest shapes of the H200 sweep
+    /// in benches/results/primitives.md (three blocks of 80 registers per SM).
+    /// `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process; T a multiple of 32 in
+    /// 256..=1024) overrides the threads, the keys-only and the pairs items;
+    /// `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8 ballots
+    /// per key (measured 1.5x slower).
     pub(crate) fn onesweep_policy() -> OnesweepPolicy {
         static ENV: std::sync::OnceLock<Option<(u32, u32, Option<u32>)>> =
             std::sync::OnceLock::new();
@@ -291,16 +295,15 @@ pub mod gpu {
             (t % 32 == 0 && (256..=1024).contains(&t) && ok(i) && p.is_none_or(ok))
                 .then_some((t, i, p))
         });
-        let (threads, items4, pairs) = env.unwrap_or((256, 28, Some(20)));
-        // OnesweepStorage: warps x 256 counts, 256 offsets, 8 totals, the tile id; pairs add
-        // one digit byte per tile position.
+        let (threads, items4, pairs) = env.unwrap_or((256, 28, Some(24)));
+        // OnesweepStorage: warps x 256 counts, 256 offsets, 8 totals, the tile id.
         let fixed = threads / 32 * 1024 + 1024 + 64;
         let fit = |bytes: u32| ((SMEM_LIMIT - fixed) / (threads * bytes)).max(1);
         OnesweepPolicy {
             threads,
             items4: items4.min(fit(4)),
-            items_pairs: pairs.unwrap_or(items4).min(fit(5)),
-            items8: items4.div_ceil(2).min(fit(9)),
+            items_pairs: pairs.unwrap_or(items4).min(fit(4)),
+            items8: items4.div_ceil(2).min(fit(8)),
             min_blocks: (65536 / (threads * ONESWEEP_REGS)).max(1),
             match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
         }
