@@ -21,6 +21,7 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::primitives::compact::KERNELS,
     &crate::primitives::split::KERNELS,
     &crate::primitives::sort::KERNELS,
+    &crate::primitives::sort::ONESWEEP_KERNELS,
     &crate::primitives::segreduce::KERNELS,
     &crate::primitives::distribute::KERNELS,
     #[cfg(feature = "cuda")]

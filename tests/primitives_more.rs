@@ -297,6 +297,13 @@ mod gpu {
     const SIZES: &[usize] = &[
         1, 2, 31, 32, 33, 4095, 4096, 4097, 8191, 8192, 12289, 100_003,
     ];
+    /// The sort's sizes: both sides of the Onesweep tiles (by default 7168 keys alone, 5120
+    /// key-value pairs, 3584 for 8-byte keys or values) and of their multiples, the tiles of
+    /// other shapes (7680, 3840), and enough tiles for long look-back chains.
+    const SORT_SIZES: &[usize] = &[
+        1, 2, 31, 33, 3583, 3584, 3585, 3840, 4097, 5119, 5120, 5121, 7167, 7168, 7169, 7681,
+        10241, 14337, 15361, 100_003, 1_000_003,
+    ];
 
     fn up<T: segsparse::gpu::KernelType>(g: &Gpu, v: &[T]) -> segsparse::gpu::DeviceBuffer<T> {
         g.upload(v).unwrap()
@@ -522,7 +529,7 @@ mod gpu {
     fn gpu_radix_sort_keys_all_types() {
         let Some(g) = test_gpu() else { return };
         let mut r = rng(106);
-        for &n in SIZES {
+        for &n in SORT_SIZES {
             for (name, keys) in key_sets(&mut r, n) {
                 let mut d = up(&g, &keys);
                 sort::gpu::radix_sort(&g, &mut d).unwrap();
@@ -560,7 +567,7 @@ mod gpu {
     fn gpu_radix_sort_pairs_is_stable() {
         let Some(g) = test_gpu() else { return };
         let mut r = rng(107);
-        for &n in SIZES {
+        for &n in SORT_SIZES {
             let k: Vec<u32> = (0..n).map(|_| r.gen_range(0..13)).collect();
             let v: Vec<u32> = (0..n as u32).collect();
             let (mut dk, mut dv) = (up(&g, &k), up(&g, &v));
@@ -654,6 +661,13 @@ mod gpu {
         let (mut dk, mut dv) = (up(&g, &k), up(&g, &v));
         sort::gpu::radix_sort_pairs(&g, &mut dk, &mut dv).unwrap();
         assert_eq!(g.download(&dk).unwrap(), scpu::radix_sort(&k));
+        let mut dk = up(&g, &k);
+        sort::gpu::radix_sort(&g, &mut dk).unwrap();
+        assert_eq!(g.download(&dk).unwrap(), scpu::radix_sort(&k));
+        let k64: Vec<u64> = (0..n).map(|_| r.gen::<u64>() >> 20).collect();
+        let mut dk = up(&g, &k64);
+        sort::gpu::radix_sort(&g, &mut dk).unwrap();
+        assert_eq!(g.download(&dk).unwrap(), scpu::radix_sort(&k64));
         let f = bools(&mut r, n, 0.6);
         let fw = up(&g, &pack_flags(&f));
         let (out, c) = compact::gpu::compact(&g, &up(&g, &k), &fw).unwrap();
@@ -670,6 +684,100 @@ mod gpu {
             g.download(&got).unwrap(),
             segreduce::cpu::segmented_reduce_offsets(&vi, &o, ScanOp::Plus)
         );
+    }
+
+    /// Key-value pairs of every key type, with few distinct keys (long runs of equal keys
+    /// across tiles: stability across the look-back) and with random keys.
+    #[test]
+    fn gpu_radix_sort_pairs_every_key_type() {
+        let Some(g) = test_gpu() else { return };
+        let mut r = rng(112);
+        for n in [7681usize, 100_003] {
+            let idx: Vec<u32> = (0..n as u32).collect();
+            for distinct in [3u32, u32::MAX] {
+                let ki: Vec<i32> = (0..n)
+                    .map(|_| r.gen_range(0..=distinct) as i32 - 1)
+                    .collect();
+                let (mut dk, mut dv) = (up(&g, &ki), up(&g, &idx));
+                sort::gpu::radix_sort_pairs(&g, &mut dk, &mut dv).unwrap();
+                let (wk, wv) = scpu::radix_sort_pairs(&ki, &idx);
+                assert_eq!(g.download(&dk).unwrap(), wk, "i32 n={n}");
+                assert_eq!(g.download(&dv).unwrap(), wv, "i32 n={n}");
+                let k64: Vec<u64> = (0..n)
+                    .map(|_| (r.gen_range(0..=distinct) as u64) << 40 | 7)
+                    .collect();
+                let (mut dk, mut dv) = (up(&g, &k64), up(&g, &idx));
+                sort::gpu::radix_sort_pairs(&g, &mut dk, &mut dv).unwrap();
+                let (wk, wv) = scpu::radix_sort_pairs(&k64, &idx);
+                assert_eq!(g.download(&dk).unwrap(), wk, "u64 n={n}");
+                assert_eq!(g.download(&dv).unwrap(), wv, "u64 n={n}");
+                let v64: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
+                let ku: Vec<u32> = (0..n).map(|_| r.gen_range(0..=distinct)).collect();
+                let (mut dk, mut dv) = (up(&g, &ku), up(&g, &v64));
+                sort::gpu::radix_sort_pairs(&g, &mut dk, &mut dv).unwrap();
+                let (wk, wv) = scpu::radix_sort_pairs(&ku, &v64);
+                assert_eq!(g.download(&dk).unwrap(), wk, "u32/u64 n={n}");
+                assert_eq!(g.download(&dv).unwrap(), wv, "u32/u64 n={n}");
+            }
+        }
+    }
+
+    /// 2^28 keys (the largest size): key-value pairs with the index as value, checked
+    /// in O(n) without a CPU sort: keys ascending, values a permutation of 0..n, every key the
+    /// input key at its value's index, and equal keys in index order (stable). Then keys only
+    /// (f32), checked ascending in totalOrder and equal to the input as a multiset
+    /// (order-independent sums of the bits and of a mix of them).
+    #[test]
+    fn gpu_radix_sort_2_pow_28() {
+        let Some(g) = test_gpu() else { return };
+        let n = 1usize << 28;
+        let mut r = rng(113);
+        let k: Vec<u32> = (0..n).map(|_| r.gen()).collect();
+        let idx: Vec<u32> = (0..n as u32).collect();
+        let (mut dk, mut dv) = (up(&g, &k), up(&g, &idx));
+        drop(idx);
+        sort::gpu::radix_sort_pairs(&g, &mut dk, &mut dv).unwrap();
+        let (sk, sv) = (g.download(&dk).unwrap(), g.download(&dv).unwrap());
+        drop((dk, dv));
+        let mut seen = vec![false; n];
+        for j in 0..n {
+            let i = sv[j] as usize;
+            assert!(!seen[i], "value {i} twice");
+            seen[i] = true;
+            assert_eq!(sk[j], k[i], "key at {j} is not the input key of its value");
+            if j > 0 {
+                assert!(
+                    sk[j - 1] < sk[j] || (sk[j - 1] == sk[j] && sv[j - 1] < sv[j]),
+                    "order or stability broken at {j}"
+                );
+            }
+        }
+        drop((sk, sv, seen, k));
+        let f: Vec<f32> = (0..n)
+            .map(|i| {
+                if i % 1000 == 0 {
+                    -0.0
+                } else {
+                    r.gen_range(-1e9f32..1e9)
+                }
+            })
+            .collect();
+        let fingerprint = |v: &[f32]| {
+            v.iter().fold((0u64, 0u64), |(a, b), x| {
+                let u = x.to_bits() as u64;
+                (
+                    a.wrapping_add(u),
+                    b.wrapping_add(u.wrapping_mul(u) ^ (u << 29)),
+                )
+            })
+        };
+        let want = fingerprint(&f);
+        let mut df = up(&g, &f);
+        drop(f);
+        sort::gpu::radix_sort(&g, &mut df).unwrap();
+        let got = g.download(&df).unwrap();
+        assert!(got.windows(2).all(|w| w[0].total_cmp(&w[1]).is_le()));
+        assert_eq!(fingerprint(&got), want);
     }
 
     #[test]

@@ -300,15 +300,17 @@ static void bench_compact(const std::vector<int>& lgs) {
 
 int main(int argc, char** argv) {
     bool quick = false;
+    std::string only;  // empty: everything; "sort": the radix sorts (and the copy) only
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::max(1, atoi(argv[++i]));
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) g_batch = std::max(1, atoi(argv[++i]));
         else {
             fprintf(stderr,
                     "cub-peers: CUB's scan, scan-by-key, segmented reduce, radix sort and select timed "
                     "with CUDA events; one JSON object per line.\nusage: cub-peers [--quick] [--reps N] "
-                    "[--batch N]\n");
+                    "[--batch N] [--only sort|scan|segreduce]\n");
             return 2;
         }
     }
@@ -322,16 +324,24 @@ int main(int argc, char** argv) {
     snprintf(g_device, sizeof g_device, "%s", prop.name);
     std::mt19937_64 rng(11);
     bench_copy();
+    const bool all = only.empty();
     std::vector<int> scan_lgs = quick ? std::vector<int>{20, 26} : std::vector<int>{20, 24, 26, 28};
-    bench_scan<float>("f32", scan_lgs);
-    bench_scan<double>("f64", scan_lgs);
-    bench_segscan(quick ? std::vector<int>{26} : std::vector<int>{20, 24, 26}, rng);
-    bench_segreduce(26, rng);
-    for (int lg : quick ? std::vector<int>{24} : std::vector<int>{22, 24, 26}) bench_sort_keys<uint32_t>("u32", lg);
-    bench_sort_pairs(24);
-    bench_sort_keys<float>("f32", 24);
-    bench_sort_keys<uint64_t>("u64", 24);
-    bench_compact(quick ? std::vector<int>{26} : std::vector<int>{20, 24, 26});
+    if (all || only == "scan") {
+        bench_scan<float>("f32", scan_lgs);
+        bench_scan<double>("f64", scan_lgs);
+    }
+    if (all) bench_segscan(quick ? std::vector<int>{26} : std::vector<int>{20, 24, 26}, rng);
+    if (all || only == "segreduce") bench_segreduce(26, rng);
+    if (all || only == "sort") {
+        // u32 keys and u32 key-value pairs over the issue's range 2^22..2^28.
+        for (int lg : quick ? std::vector<int>{24} : std::vector<int>{22, 24, 26, 28}) {
+            bench_sort_keys<uint32_t>("u32", lg);
+            bench_sort_pairs(lg);
+        }
+        bench_sort_keys<float>("f32", 24);
+        bench_sort_keys<uint64_t>("u64", 24);
+    }
+    if (all) bench_compact(quick ? std::vector<int>{26} : std::vector<int>{20, 24, 26});
     g_temp.get(0);
     return 0;
 }

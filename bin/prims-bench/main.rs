@@ -37,6 +37,12 @@ struct Cli {
     /// Output: markdown tables, or one JSON object per measurement.
     #[arg(long, value_enum, default_value_t = Format::Markdown)]
     format: Format,
+    /// Only these sections (comma-separated: sort, paper, compact, segreduce); all by default.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// log2 of the radix sort sizes (u32 keys and u32 key-value pairs).
+    #[arg(long, value_delimiter = ',', default_values_t = [22u32, 24, 26])]
+    sort_sizes: Vec<u32>,
 }
 
 /// Prints a markdown line unless the output is JSON.
@@ -116,6 +122,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let quick = cli.quick;
     let json = cli.format == Format::Json;
     let reps = if quick { 5 } else { 20 };
+    let want = |section: &str| cli.only.is_empty() || cli.only.iter().any(|o| o == section);
     let g = record::gpu_or_exit("prims-bench", Gpu::new())?;
     let mut r = ChaCha8Rng::seed_from_u64(7);
     let bw = g.copy_bandwidth(1 << 28, 10)?;
@@ -153,11 +160,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 gbs
             );
         };
-    for (lg, cub) in [(22u32, Some(164e-6)), (24, Some(457e-6)), (26, None)] {
+    for &lg in cli.sort_sizes.iter().filter(|_| want("sort")) {
+        let cub = match lg {
+            22 => Some(164e-6),
+            24 => Some(457e-6),
+            _ => None,
+        };
         let n = 1usize << lg;
         let keys: Vec<u32> = (0..n).map(|_| r.gen()).collect();
         let src = g.upload(&keys)?;
-        let mut d = g.upload(&keys)?;
+        drop(keys);
+        let mut d = g.zeros::<u32>(n)?;
+        let reps = if lg >= 28 { reps.min(7) } else { reps };
         let t = time_gpu(&g, reps, |timed| {
             if timed {
                 sort::gpu::radix_sort(&g, &mut d)
@@ -167,24 +181,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         })?;
         sort_row("u32", n, t, cub, 12.0, 4.0);
         emit(json, &g, "sort", "keys", "u32", n, Value::Null, t);
+        let mut check = g.download(&d)?;
+        let ok = check.windows(2).all(|w| w[0] <= w[1]);
+        check.clear();
+        md!(json, "| (u32 2^{lg} result sorted: {ok}) | | | | | | |");
+        anyhow::ensure!(ok, "u32 2^{lg}: the GPU result is not sorted");
+        let vals: Vec<u32> = (0..n as u32).collect();
+        let vsrc = g.upload(&vals)?;
+        drop(vals);
+        let mut dv = g.zeros::<u32>(n)?;
+        let t = time_gpu(&g, reps, |timed| {
+            if timed {
+                sort::gpu::radix_sort_pairs(&g, &mut d, &mut dv)
+            } else {
+                copy_into(&g, &src, &mut d)?;
+                copy_into(&g, &vsrc, &mut dv)
+            }
+        })?;
+        sort_row("u32 + u32 value", n, t, None, 20.0, 4.0);
+        emit(json, &g, "sort", "pairs", "u32", n, Value::Null, t);
+        drop((src, d, vsrc, dv));
         if lg == 24 {
-            let mut check = g.download(&d)?;
-            let ok = check.windows(2).all(|w| w[0] <= w[1]);
-            check.clear();
-            md!(json, "| (u32 2^24 result sorted: {ok}) | | | | | | |");
-            let vals: Vec<u32> = (0..n as u32).collect();
-            let vsrc = g.upload(&vals)?;
-            let mut dv = g.upload(&vals)?;
-            let t = time_gpu(&g, reps, |timed| {
-                if timed {
-                    sort::gpu::radix_sort_pairs(&g, &mut d, &mut dv)
-                } else {
-                    copy_into(&g, &src, &mut d)?;
-                    copy_into(&g, &vsrc, &mut dv)
-                }
-            })?;
-            sort_row("u32 + u32 value", n, t, None, 20.0, 4.0);
-            emit(json, &g, "sort", "pairs", "u32", n, Value::Null, t);
             let kf: Vec<f32> = (0..n).map(|_| r.gen_range(-1e6f32..1e6)).collect();
             let fsrc = g.upload(&kf)?;
             let mut df = g.upload(&kf)?;
@@ -213,7 +230,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 
     // ---------------- the paper's 4M sort table (markdown only)
-    if !json {
+    if !json && want("paper") {
         md!(
             json,
             "\n## The paper's sort table, 4M (2^22) random 32-bit keys\n"
@@ -306,107 +323,111 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         );
     }
 
-    // ---------------- compaction
-    md!(json, "\n## Compaction (stream reduction), 60% kept\n");
-    md!(json, "| n | flagged f32 | GB/s (n·(4+1/8) read + 0.6n·4 write) | vs CUB select 2^26 (229 µs) | predicate f32 (x < c) | split u32 |");
-    md!(json, "|---|---|---|---|---|---|");
-    let sizes: &[u32] = if quick { &[20, 26] } else { &[20, 22, 24, 26] };
-    for &lg in sizes {
-        let n = 1usize << lg;
-        let v: Vec<f32> = (0..n).map(|_| r.gen_range(0.0f32..1.0)).collect();
-        let f: Vec<bool> = v.iter().map(|&x| x < 0.6).collect();
-        let dv = g.upload(&v)?;
-        let fw = g.upload(&pack_flags(&f))?;
-        let t = time_gpu(&g, reps, |timed| {
-            if !timed {
-                Ok(())
+    if want("compact") {
+        // ---------------- compaction
+        md!(json, "\n## Compaction (stream reduction), 60% kept\n");
+        md!(json, "| n | flagged f32 | GB/s (n·(4+1/8) read + 0.6n·4 write) | vs CUB select 2^26 (229 µs) | predicate f32 (x < c) | split u32 |");
+        md!(json, "|---|---|---|---|---|---|");
+        let sizes: &[u32] = if quick { &[20, 26] } else { &[20, 22, 24, 26] };
+        for &lg in sizes {
+            let n = 1usize << lg;
+            let v: Vec<f32> = (0..n).map(|_| r.gen_range(0.0f32..1.0)).collect();
+            let f: Vec<bool> = v.iter().map(|&x| x < 0.6).collect();
+            let dv = g.upload(&v)?;
+            let fw = g.upload(&pack_flags(&f))?;
+            let t = time_gpu(&g, reps, |timed| {
+                if !timed {
+                    Ok(())
+                } else {
+                    compact::gpu::compact(&g, &dv, &fw).map(|_| ())
+                }
+            })?;
+            let tp = time_gpu(&g, reps, |timed| {
+                if !timed {
+                    Ok(())
+                } else {
+                    compact::gpu::compact_if(&g, &dv, Keep::Less(0.6)).map(|_| ())
+                }
+            })?;
+            let du = g.upload(&v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())?;
+            let ts = time_gpu(&g, reps, |timed| {
+                if !timed {
+                    Ok(())
+                } else {
+                    split::gpu::split(&g, &du, &fw).map(|_| ())
+                }
+            })?;
+            emit(json, &g, "compact", "flagged", "f32", n, Value::Null, t);
+            emit(json, &g, "compact", "if", "f32", n, Value::Null, tp);
+            let bytes = n as f64 * (4.0 + 0.125) + 0.6 * n as f64 * 4.0;
+            let vs = if lg == 26 {
+                format!("{:.2}×", t / 229e-6)
             } else {
-                compact::gpu::compact(&g, &dv, &fw).map(|_| ())
-            }
-        })?;
-        let tp = time_gpu(&g, reps, |timed| {
-            if !timed {
-                Ok(())
-            } else {
-                compact::gpu::compact_if(&g, &dv, Keep::Less(0.6)).map(|_| ())
-            }
-        })?;
-        let du = g.upload(&v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>())?;
-        let ts = time_gpu(&g, reps, |timed| {
-            if !timed {
-                Ok(())
-            } else {
-                split::gpu::split(&g, &du, &fw).map(|_| ())
-            }
-        })?;
-        emit(json, &g, "compact", "flagged", "f32", n, Value::Null, t);
-        emit(json, &g, "compact", "if", "f32", n, Value::Null, tp);
-        let bytes = n as f64 * (4.0 + 0.125) + 0.6 * n as f64 * 4.0;
-        let vs = if lg == 26 {
-            format!("{:.2}×", t / 229e-6)
-        } else {
-            "–".into()
-        };
-        md!(
-            json,
-            "| 2^{lg} | {:.1} µs | {:.0} | {vs} | {:.1} µs | {:.1} µs |",
-            t * 1e6,
-            bytes / t / 1e9,
-            tp * 1e6,
-            ts * 1e6
-        );
+                "–".into()
+            };
+            md!(
+                json,
+                "| 2^{lg} | {:.1} µs | {:.0} | {vs} | {:.1} µs | {:.1} µs |",
+                t * 1e6,
+                bytes / t / 1e9,
+                tp * 1e6,
+                ts * 1e6
+            );
+        }
+        md!(json, "\nRoger et al. 2007 report only ratios (their GeForce 8800 GTS OpenGL method was ~2.5× slower than a CUDA scan+scatter); our absolute times at 1M/4M/16M are the 2^20/2^22/2^24 rows.");
     }
-    md!(json, "\nRoger et al. 2007 report only ratios (their GeForce 8800 GTS OpenGL method was ~2.5× slower than a CUDA scan+scatter); our absolute times at 1M/4M/16M are the 2^20/2^22/2^24 rows.");
 
-    // ---------------- segmented reduce
-    md!(json, "\n## Segmented reduce, f32 plus, n = 2^26\n");
-    md!(json, "| segment length | segments | time | GB/s (values + offsets + results) | goal ≤ 100 µs | CUB (issue, len 100) |");
-    md!(json, "|---|---|---|---|---|---|");
-    let n = 1usize << 26;
-    let v: Vec<f32> = (0..n).map(|_| r.gen_range(-1.0f32..1.0)).collect();
-    let dv = g.upload(&v)?;
-    for len in [1usize, 32, 100, 1024, 65536, 0] {
-        let offs: Vec<u32> = if len == 0 {
-            // random lengths 0..=2000
-            let mut o = vec![0u32];
-            while (*o.last().unwrap() as usize) < n {
-                let l = r.gen_range(0..=2000u32);
-                o.push((*o.last().unwrap() + l).min(n as u32));
-            }
-            o
-        } else {
-            let mut o: Vec<u32> = (0..n.div_ceil(len)).map(|s| (s * len) as u32).collect();
-            o.push(n as u32);
-            o
-        };
-        let m = offs.len() - 1;
-        let d_off = g.upload(&offs)?;
-        let t = time_gpu(&g, reps, |timed| {
-            if !timed {
-                return Ok(());
-            }
-            segreduce::gpu::segmented_reduce_offsets(&g, &dv, &d_off, ScanOp::Plus).map(|_| ())
-        })?;
-        let seg = record::segment((len > 0).then_some(len), len == 0);
-        emit(json, &g, "segreduce", "plus", "f32", n, seg, t);
-        let bytes = n as f64 * 4.0 + (m as f64 + 1.0) * 4.0 + m as f64 * 4.0;
-        let name = if len == 0 {
-            "random 0..2000".to_string()
-        } else {
-            len.to_string()
-        };
-        let goal = if t <= 100e-6 { "met" } else { "missed" };
-        let cub = if len == 100 {
-            format!("758 µs ({:.1}× ours)", 758e-6 / t)
-        } else {
-            "–".into()
-        };
-        md!(
-            json,
-            "| {name} | {m} | {:.1} µs | {:.0} | {goal} | {cub} |",
-            t * 1e6,
-            bytes / t / 1e9
-        );
+    if want("segreduce") {
+        // ---------------- segmented reduce
+        md!(json, "\n## Segmented reduce, f32 plus, n = 2^26\n");
+        md!(json, "| segment length | segments | time | GB/s (values + offsets + results) | goal ≤ 100 µs | CUB (issue, len 100) |");
+        md!(json, "|---|---|---|---|---|---|");
+        let n = 1usize << 26;
+        let v: Vec<f32> = (0..n).map(|_| r.gen_range(-1.0f32..1.0)).collect();
+        let dv = g.upload(&v)?;
+        for len in [1usize, 32, 100, 1024, 65536, 0] {
+            let offs: Vec<u32> = if len == 0 {
+                // random lengths 0..=2000
+                let mut o = vec![0u32];
+                while (*o.last().unwrap() as usize) < n {
+                    let l = r.gen_range(0..=2000u32);
+                    o.push((*o.last().unwrap() + l).min(n as u32));
+                }
+                o
+            } else {
+                let mut o: Vec<u32> = (0..n.div_ceil(len)).map(|s| (s * len) as u32).collect();
+                o.push(n as u32);
+                o
+            };
+            let m = offs.len() - 1;
+            let d_off = g.upload(&offs)?;
+            let t = time_gpu(&g, reps, |timed| {
+                if !timed {
+                    return Ok(());
+                }
+                segreduce::gpu::segmented_reduce_offsets(&g, &dv, &d_off, ScanOp::Plus).map(|_| ())
+            })?;
+            let seg = record::segment((len > 0).then_some(len), len == 0);
+            emit(json, &g, "segreduce", "plus", "f32", n, seg, t);
+            let bytes = n as f64 * 4.0 + (m as f64 + 1.0) * 4.0 + m as f64 * 4.0;
+            let name = if len == 0 {
+                "random 0..2000".to_string()
+            } else {
+                len.to_string()
+            };
+            let goal = if t <= 100e-6 { "met" } else { "missed" };
+            let cub = if len == 100 {
+                format!("758 µs ({:.1}× ours)", 758e-6 / t)
+            } else {
+                "–".into()
+            };
+            md!(
+                json,
+                "| {name} | {m} | {:.1} µs | {:.0} | {goal} | {cub} |",
+                t * 1e6,
+                bytes / t / 1e9
+            );
+        }
     }
     Ok(())
 }

@@ -27,14 +27,33 @@
 #define SR_PAD(j) ((j) + ((j) >> 5))
 #define SR_NONE 0xffffffffu
 
-// First s in [0, m) with offsets[s + 1] > v, or m.
+// First s in [0, m) with offsets[s + 1] > v, or m: a 32-ary search by one whole warp (every
+// lane returns the answer). Each round probes 32 evenly spaced offsets in one coalesced-ish
+// load and keeps the gap where the predicate turns true, so 2^21 segments take 5 dependent
+// loads instead of the 21 of a binary search by one thread — that chain of L2/DRAM round trips
+// before a tile could start was the segmented reduce's latency floor.
 __device__ __forceinline__ u32 first_ending_after(const u32* offsets, u32 m, u32 v) {
-    u32 lo = 0, hi = m;
-    while (lo < hi) {
-        u32 mid = (lo + hi) >> 1;
-        if (offsets[mid + 1] > v) hi = mid; else lo = mid + 1;
+    const u32 lane = threadIdx.x & 31u;
+    u32 lo = 0, hi = m;  // the answer lies in [lo, hi]
+    while (hi - lo > 32u) {
+        const u32 step = (hi - lo + 31u) / 32u;
+        const u32 p = lo + (lane + 1u) * step - 1u;
+        const bool pred = p >= hi || offsets[p + 1] > v;
+        const u32 bal = __ballot_sync(FULL_MASK, pred);
+        if (bal == 0u) {
+            lo = lo + 32u * step;  // past every probe: only hi is left
+            if (lo > hi) lo = hi;
+        } else {
+            const u32 f = __ffs(bal) - 1u;
+            const u32 nhi = min(lo + (f + 1u) * step - 1u, hi);
+            lo = f == 0u ? lo : lo + f * step;
+            hi = nhi;
+        }
     }
-    return lo;
+    const u32 p = lo + lane;
+    const bool pred = p < hi && offsets[p + 1] > v;
+    const u32 bal = __ballot_sync(FULL_MASK, pred);
+    return bal ? lo + __ffs(bal) - 1u : hi;
 }
 
 template <typename T, typename Op>
@@ -50,9 +69,10 @@ __device__ __forceinline__ void segreduce_tile(const T* x, u32 n, const u32* off
     const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
     const u32 start = blockIdx.x * SR_TILE;
     const u32 end = min(start + SR_TILE, n);
-    if (tid == 0) {
-        range[0] = first_ending_after(offsets, m, start);
-        range[1] = first_ending_after(offsets, m, end);
+    // Warps 0 and 1 search the two ends at once (SR_THREADS >= 64).
+    if (warp < 2) {
+        const u32 r = first_ending_after(offsets, m, warp == 0 ? start : end);
+        if (lane == 0) range[warp] = r;
     }
     for (u32 i = tid; i < SR_TILE / 32; i += SR_THREADS) hb[i] = i == 0 ? 1u : 0u;
 #pragma unroll

@@ -6,12 +6,16 @@
 //! The paper's global radix sort is a sequence of 1-bit splits (Sengupta et al. 2007, §5 "Sort";
 //! Blelloch 1990): split by bit 0, then bit 1, and so on; each split is stable, so the result is
 //! sorted. The GPU version generalises the split from one bit to an 8-bit digit (256 buckets
-//! instead of 2): per pass, an upsweep kernel counts the digits of every tile, one device-wide
-//! exclusive scan of the digit-major count table gives every (digit, tile) its output offset,
-//! and a downsweep kernel ranks each tile's keys by digit with a block-local scan (warp
-//! `match_any` peers and per-warp counters, then a scan over warps and digits) and scatters
-//! them through shared memory so the global writes are contiguous runs. 4 passes for 32-bit keys,
-//! 8 for 64-bit ones.
+//! instead of 2), 4 passes for 32-bit keys, 8 for 64-bit ones, as Onesweep (Adinets and
+//! Merrill 2022; `kernels/device/radix_onesweep.cu`): one upfront kernel counts the digits of
+//! every pass in a single read of the keys, then one kernel per digit ranks each tile's keys
+//! (warp ballots find the peers of each digit, per-warp counters give the stable rank) and
+//! finds the tile's output offsets by a decoupled look-back over the preceding tiles' digit
+//! counts, so each pass reads and writes the keys once. From 2^30 keys on (the look-back's
+//! 30-bit counts) the three-kernel sort runs instead: per pass an upsweep count per tile, a
+//! device-wide scan of the digit-major count table, and a downsweep that ranks and scatters
+//! (`kernels/device/radix_sort.cu`). Both scatter through shared memory so the global writes
+//! are contiguous runs.
 //!
 //! Keys are ordered by their "radix bits": unsigned integers as they are, signed integers with
 //! the sign bit flipped, floats with the usual flip (negative: all bits inverted; positive: sign
@@ -107,6 +111,17 @@ impl RadixKey for u64 {
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/radix_sort.cu",
     text: include_str!("../../kernels/device/radix_sort.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_RADIX_RANK,
+    ],
+};
+
+/// Onesweep radix sort kernels (kernels/device/radix_onesweep.cu): the all-passes histogram and
+/// one rank-and-scatter kernel per digit with a decoupled look-back over tiles.
+pub const ONESWEEP_KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
+    name: "device/radix_onesweep.cu",
+    text: include_str!("../../kernels/device/radix_onesweep.cu"),
     headers: &[
         &crate::gpu::kernels::COMMON,
         &crate::primitives::sources::BLOCK_RADIX_RANK,
@@ -228,7 +243,7 @@ pub mod cpu {
 /// the result (the scratch buffers are swapped in when the last pass lands there).
 #[cfg(feature = "cuda")]
 pub mod gpu {
-    use super::{RadixKey, KERNELS};
+    use super::{RadixKey, KERNELS, ONESWEEP_KERNELS};
     use crate::error::{Error, Result};
     use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
     use crate::primitives::glue::{self, helper, launch_err, len_u32, width};
@@ -248,9 +263,215 @@ pub mod gpu {
         ]
     }
 
+    /// Keys below this count take the Onesweep path (its status words hold 30-bit counts).
+    const ONESWEEP_MAX_N: usize = 1 << 30;
+    /// Registers per thread the Onesweep launch bound aims at (it sets the blocks per SM).
+    const ONESWEEP_REGS: u32 = 80;
+    /// Static shared memory of one block (the CUDA limit without opt-in).
+    const SMEM_LIMIT: u32 = 48 * 1024;
+
+    /// The Onesweep launch shape (see [`OnesweepPolicy`]).
+    ///
+    /// Default: 256 threads, 28 keys per thread for 4-byte keys alone (a 7168-key tile averages
+    /// 28 keys per digit, so the scattered stores come in runs of ~112 bytes), 24 for 4-byte
+    /// key-value pairs, and 14 for 8-byte keys or values: the fastest shapes of the H200 sweep
+    /// in benches/results/primitives.md (three blocks of 80 registers per SM).
+    /// `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process; T a multiple of 32 in
+    /// 256..=1024) overrides the threads, the keys-only and the pairs items;
+    /// `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8 ballots
+    /// per key (measured 1.5x slower).
+    pub(crate) fn onesweep_policy() -> OnesweepPolicy {
+        static ENV: std::sync::OnceLock<Option<(u32, u32, Option<u32>)>> =
+            std::sync::OnceLock::new();
+        let env = *ENV.get_or_init(|| {
+            let v = std::env::var("SEGSPARSE_SORT_POLICY").ok()?;
+            let (t, rest) = v.split_once('x')?;
+            let (i, p) = match rest.split_once(',') {
+                Some((i, p)) => (i, Some(p.trim().parse::<u32>().ok()?)),
+                None => (rest, None),
+            };
+            let (t, i) = (t.trim().parse::<u32>().ok()?, i.trim().parse::<u32>().ok()?);
+            let ok = |x: u32| (1..=64).contains(&x);
+            (t % 32 == 0 && (256..=1024).contains(&t) && ok(i) && p.is_none_or(ok))
+                .then_some((t, i, p))
+        });
+        let (threads, items4, pairs) = env.unwrap_or((256, 28, Some(24)));
+        // OnesweepStorage: warps x 256 counts, 256 offsets, 8 totals, the tile id.
+        let fixed = threads / 32 * 1024 + 1024 + 64;
+        let fit = |bytes: u32| ((SMEM_LIMIT - fixed) / (threads * bytes)).max(1);
+        OnesweepPolicy {
+            threads,
+            items4: items4.min(fit(4)),
+            items_pairs: pairs.unwrap_or(items4).min(fit(4)),
+            items8: items4.div_ceil(2).min(fit(8)),
+            min_blocks: (65536 / (threads * ONESWEEP_REGS)).max(1),
+            match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
+        }
+    }
+
+    /// The Onesweep launch shape: threads per block, items per thread for 4-byte keys alone,
+    /// for 4-byte key-value pairs and for 8-byte keys or values, minimum blocks per SM (the
+    /// register bound), and the peer-matching method.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct OnesweepPolicy {
+        pub threads: u32,
+        pub items4: u32,
+        pub items_pairs: u32,
+        pub items8: u32,
+        pub min_blocks: u32,
+        pub match_any: bool,
+    }
+
+    /// `SEGSPARSE_SORT=3k` (read once per process) selects the three-kernel sort for every size,
+    /// for comparisons.
+    fn three_kernel_forced() -> bool {
+        static ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *ENV.get_or_init(|| std::env::var("SEGSPARSE_SORT").is_ok_and(|v| v == "3k"))
+    }
+
     /// Sorts `keys[..]` (and `values` along) by the radix bits `begin_bit..end_bit` of the
-    /// keys under `mode` (0 unsigned, 1 signed, 2 float), stable, 8 bits per pass.
+    /// keys under `mode` (0 unsigned, 1 signed, 2 float), stable, 8 bits per pass: Onesweep
+    /// below 2^30 keys, the three-kernel sort above.
     pub(crate) fn radix_sort_bits<K: KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        values: Option<&mut DeviceBuffer<V>>,
+        mode: u32,
+        begin_bit: u32,
+        end_bit: u32,
+    ) -> Result<()> {
+        if keys.len() < ONESWEEP_MAX_N && !three_kernel_forced() {
+            onesweep_bits(g, keys, values, mode, begin_bit, end_bit)
+        } else {
+            three_kernel_bits(g, keys, values, mode, begin_bit, end_bit)
+        }
+    }
+
+    /// The Onesweep sort (kernels/device/radix_onesweep.cu): one histogram launch for every
+    /// pass, then one rank-and-scatter launch per 8-bit digit.
+    fn onesweep_bits<K: KernelType, V: KernelType>(
+        g: &Gpu,
+        keys: &mut DeviceBuffer<K>,
+        mut values: Option<&mut DeviceBuffer<V>>,
+        mode: u32,
+        begin_bit: u32,
+        end_bit: u32,
+    ) -> Result<()> {
+        let n = keys.len();
+        if let Some(v) = values.as_ref() {
+            assert_eq!(
+                n,
+                v.len(),
+                "radix_sort_pairs: {n} keys but {} values",
+                v.len()
+            );
+        }
+        assert!(
+            end_bit <= 8 * std::mem::size_of::<K>() as u32,
+            "radix sort: end bit {end_bit} past the {}-bit key",
+            8 * std::mem::size_of::<K>()
+        );
+        let n32 = len_u32(n, "radix_sort")?;
+        if n <= 1 || begin_bit >= end_bit {
+            return Ok(());
+        }
+        let wide =
+            std::mem::size_of::<K>() == 8 || (values.is_some() && std::mem::size_of::<V>() == 8);
+        let p = onesweep_policy();
+        let items = if wide {
+            p.items8
+        } else if values.is_some() {
+            p.items_pairs
+        } else {
+            p.items4
+        };
+        let threads = p.threads;
+        let defines = [
+            ("OS_THREADS", p.threads.to_string()),
+            ("OS_ITEMS", p.items4.to_string()),
+            ("OS_ITEMS_PAIRS", p.items_pairs.to_string()),
+            ("OS_ITEMS8", p.items8.to_string()),
+            ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
+            ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
+        ];
+        let tile = (threads * items) as usize;
+        let tiles = n.div_ceil(tile);
+        let t32 = tiles as u32;
+        let passes = (end_bit - begin_bit).div_ceil(8);
+        // Workspace (zeroed): bins[8][256], done counter, tile counters (WS_STATUS = 8*256+32
+        // words of header), then passes x tiles x 256 status words.
+        let header = 8 * 256 + 32;
+        let mut ws = g.zeros::<u32>(header + passes as usize * tiles * 256)?;
+        // SAFETY: every pass writes all n keys (and values) of its output.
+        let mut alt_k = unsafe { g.alloc::<K>(n)? };
+        let mut alt_v = match values.as_ref() {
+            Some(_) => Some(unsafe { g.alloc::<V>(n)? }),
+            None => None,
+        };
+        let kw = width::<K>();
+        let hist = format!("radix_histogram_{kw}");
+        let sweep = match values {
+            Some(_) => format!("radix_onesweep_pairs_{kw}_{}", width::<V>()),
+            None => format!("radix_onesweep_{kw}"),
+        };
+        let fhist = g.function(&ONESWEEP_KERNELS, &hist, &defines)?;
+        let fsweep = g.function(&ONESWEEP_KERNELS, &sweep, &defines)?;
+        let hist_blocks = (n.div_ceil(256 * 8) as u32).min(g.sm_count() * 8).max(1);
+        let mut b = g.stream().launch_builder(&fhist);
+        b.arg(&*keys)
+            .arg(&n32)
+            .arg(&begin_bit)
+            .arg(&end_bit)
+            .arg(&mode)
+            .arg(&mut ws);
+        // SAFETY: radix_histogram_bK(const K* keys, u32 n, u32 begin_bit, u32 end_bit, u32 mode,
+        // u32* ws): keys holds n; ws holds the 8 x 256 bins and the done counter.
+        unsafe { b.launch(Gpu::cfg(hist_blocks, 256, 0)) }.map_err(launch_err(&hist))?;
+        let mut in_alt = false;
+        for pass in 0..passes {
+            let shift = begin_bit + 8 * pass;
+            let nbits = (end_bit - shift).min(8);
+            let (src_k, dst_k) = if in_alt {
+                (&alt_k, &mut *keys)
+            } else {
+                (&*keys, &mut alt_k)
+            };
+            let mut b = g.stream().launch_builder(&fsweep);
+            b.arg(src_k).arg(dst_k);
+            let vbufs = match (values.as_deref_mut(), alt_v.as_mut()) {
+                (Some(v), Some(av)) => Some(if in_alt { (&*av, v) } else { (&*v, av) }),
+                _ => None,
+            };
+            if let Some((sv, dv)) = vbufs {
+                b.arg(sv).arg(dv);
+            }
+            b.arg(&n32)
+                .arg(&shift)
+                .arg(&nbits)
+                .arg(&mode)
+                .arg(&pass)
+                .arg(&t32)
+                .arg(&mut ws);
+            // SAFETY: radix_onesweep[_pairs]_bK[_bV](const K* kin, K* kout, [const V* vin,
+            // V* vout,] u32 n, u32 shift, u32 nbits, u32 mode, u32 pass, u32 num_tiles, u32* ws):
+            // key/value buffers hold n, ws the header and passes x num_tiles x 256 status
+            // words; the grid is num_tiles blocks of OS_THREADS (the tile ids drawn from the
+            // pass's counter are exactly 0..num_tiles).
+            unsafe { b.launch(Gpu::cfg(t32, threads, 0)) }.map_err(launch_err(&sweep))?;
+            in_alt = !in_alt;
+        }
+        if in_alt {
+            std::mem::swap(keys, &mut alt_k);
+            if let (Some(v), Some(av)) = (values, alt_v.as_mut()) {
+                std::mem::swap(v, av);
+            }
+        }
+        Ok(())
+    }
+
+    /// The three-kernel sort (kernels/device/radix_sort.cu): per pass an upsweep count, a
+    /// device scan of the count table and a downsweep. Used from 2^30 keys on.
+    fn three_kernel_bits<K: KernelType, V: KernelType>(
         g: &Gpu,
         keys: &mut DeviceBuffer<K>,
         mut values: Option<&mut DeviceBuffer<V>>,
