@@ -12,7 +12,7 @@
 //   count   — insert the product columns into an open-addressing hash table (linear probing,
 //             atomicCAS), count the distinct ones: nnz(C[i,:]).
 //   fill    — the same insertion, then the distinct columns sorted (ranking for warp groups,
-//             bitonic sort of the table for blocks) and written at row_ptr[i].
+//             compaction and a bitonic sort for blocks) and written at row_ptr[i].
 //   numeric — C's sorted row loaded, values accumulated in the order of A's row entries:
 //             for each A entry k (in order) the lanes take distinct columns of B[k,:], find
 //             each one's position by binary search in C's sorted row and add a_ik·b_kj there;
@@ -62,20 +62,35 @@ __device__ __forceinline__ u32 spgemm_bin_of(u32 ub) {
     return ub <= 32 ? 0 : ub <= 64 ? 1 : ub <= 256 ? 2 : ub <= 1024 ? 3 : ub <= 4096 ? 4 : 5;
 }
 
+// Every lane of a warp runs the same number of iterations (base is warp-uniform), so the
+// ballots below see the whole warp. Counters are updated once per warp and bin (a single
+// global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160).
 extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* __restrict__ acol,
-                                        const u32* __restrict__ brp, u32 m, u32* ub_out, u32* bin_count, u32* bin_max) {
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
-        u64 ub = 0;
-        for (u32 p = arp[i]; p < arp[i + 1]; ++p) {
-            const u32 k = acol[p];
-            ub += brp[k + 1] - brp[k];
+                                        const u32* __restrict__ brp, u32 m, u32* ub_out, u32* bin_count,
+                                        u32* bin_max) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
+        const u32 i = base + threadIdx.x;
+        u32 u = 0;
+        if (i < m) {
+            u64 ub = 0;
+            for (u32 p = arp[i]; p < arp[i + 1]; ++p) {
+                const u32 k = acol[p];
+                ub += brp[k + 1] - brp[k];
+            }
+            u = ub > 0xfffffff0ull ? 0xfffffff0u : (u32)ub;
+            ub_out[i] = u;
         }
-        const u32 u = ub > 0xfffffff0ull ? 0xfffffff0u : (u32)ub;
-        ub_out[i] = u;
-        if (u > 0) {
-            const u32 b = spgemm_bin_of(u);
-            atomicAdd(bin_count + b, 1u);
-            atomicMax(bin_max + b, u);
+        const u32 b = spgemm_bin_of(u);
+        for (u32 bb = 0; bb < SPGEMM_NBINS; ++bb) {
+            const bool mine = u > 0 && b == bb;
+            const u32 mask = __ballot_sync(FULL_MASK, mine);
+            if (mask == 0) continue;
+            const u32 mx = __reduce_max_sync(FULL_MASK, mine ? u : 0u);
+            if (lane == (u32)(__ffs(mask) - 1)) {
+                atomicAdd(bin_count + bb, (u32)__popc(mask));
+                atomicMax(bin_max + bb, mx);
+            }
         }
     }
 }
@@ -95,12 +110,23 @@ extern "C" __global__ void spgemm_check_rows(const u32* __restrict__ brp, const 
     }
 }
 
-extern "C" __global__ void spgemm_bin_rows(const u32* __restrict__ ub, u32 m, const u32* __restrict__ offsets, u32* cursor, u32* rows) {
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
-        const u32 u = ub[i];
-        if (u == 0) continue;
+extern "C" __global__ void spgemm_bin_rows(const u32* __restrict__ ub, u32 m, const u32* __restrict__ offsets,
+                                           u32* cursor, u32* rows) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
+        const u32 i = base + threadIdx.x;
+        const u32 u = i < m ? ub[i] : 0u;
         const u32 b = spgemm_bin_of(u);
-        rows[offsets[b] + atomicAdd(cursor + b, 1u)] = i;
+        for (u32 bb = 0; bb < SPGEMM_NBINS; ++bb) {
+            const bool mine = u > 0 && b == bb;
+            const u32 mask = __ballot_sync(FULL_MASK, mine);
+            if (mask == 0) continue;
+            const u32 leader = __ffs(mask) - 1;
+            u32 pos = 0;
+            if (lane == leader) pos = atomicAdd(cursor + bb, (u32)__popc(mask));
+            pos = __shfl_sync(FULL_MASK, pos, leader);
+            if (mine) rows[offsets[bb] + pos + __popc(mask & ((1u << lane) - 1u))] = i;
+        }
     }
 }
 
@@ -121,18 +147,20 @@ __device__ __forceinline__ u32 spgemm_group_sum(u32 v, u32 mask) {
     return v;
 }
 
-// Inserts every product column of row i into keys (CAP entries, zeroed to EMPTY first by the
+// Inserts every product column of row i into keys (CAP entries, set to EMPTY first by the
 // caller); returns this lane's count of new insertions.
 template <int G>
 __device__ __forceinline__ u32 spgemm_group_insert(u32 i, u32 r, const u32* __restrict__ arp,
                                                    const u32* __restrict__ acol, const u32* __restrict__ brp,
                                                    const u32* __restrict__ bcol, u32* keys, u32 mask) {
+    // One A entry per lane (the insertion order does not matter here): each lane's chain of
+    // dependent loads is one entry long instead of the whole row.
     u32 added = 0;
-    const u32 a0 = arp[i], a1 = arp[i + 1];
-    for (u32 p = a0; p < a1; ++p) {
+    const u32 a1 = arp[i + 1];
+    for (u32 p = arp[i] + r; p < a1; p += G) {
         const u32 k = acol[p];
         const u32 b1 = brp[k + 1];
-        for (u32 q = brp[k] + r; q < b1; q += G) added += spgemm_insert(keys, mask, bcol[q]);
+        for (u32 q = brp[k]; q < b1; ++q) added += spgemm_insert(keys, mask, bcol[q]);
     }
     return added;
 }
@@ -208,16 +236,29 @@ __device__ void spgemm_numeric_group(const u32* __restrict__ rows, u32 nrows_bin
         sval[g][t] = T(0);
     }
     __syncwarp(gm);
-    const u32 a1 = arp[i + 1];
-    for (u32 p = arp[i]; p < a1; ++p) {
-        const u32 k = acol[p];
-        const T a = aval[p];
-        const u32 b1 = brp[k + 1];
-        for (u32 q = brp[k] + r; q < b1; q += G) {
-            const u32 pos = spgemm_find(scol[g], n, bcol[q]);
-            sval[g][pos] = spgemm_fma(sval[g][pos], a, bval[q]);
+    // The lanes load G of A's entries at a time (column, value, B row range); the row is then
+    // walked in order with the entry broadcast by shuffles, so the serial path holds only the
+    // loads of B's entries.
+    const u32 a0 = arp[i], a1 = arp[i + 1];
+    for (u32 c = a0; c < a1; c += G) {
+        u32 kb0 = 0, kb1 = 0;
+        T av = T(0);
+        if (c + r < a1) {
+            const u32 k = acol[c + r];
+            av = aval[c + r];
+            kb0 = brp[k];
+            kb1 = brp[k + 1];
         }
-        __syncwarp(gm);
+        const u32 cnt = a1 - c < (u32)G ? a1 - c : (u32)G;
+        for (u32 j = 0; j < cnt; ++j) {
+            const u32 q0 = __shfl_sync(gm, kb0, j, G), q1 = __shfl_sync(gm, kb1, j, G);
+            const T a = __shfl_sync(gm, av, j, G);
+            for (u32 q = q0 + r; q < q1; q += G) {
+                const u32 pos = spgemm_find(scol[g], n, bcol[q]);
+                sval[g][pos] = spgemm_fma(sval[g][pos], a, bval[q]);
+            }
+            __syncwarp(gm);
+        }
     }
     for (u32 t = r; t < n; t += G) cval[c0 + t] = sval[g][t];
 }
@@ -230,13 +271,14 @@ __device__ void spgemm_numeric_group(const u32* __restrict__ rows, u32 nrows_bin
 __device__ __forceinline__ u32 spgemm_block_insert(u32 i, const u32* __restrict__ arp, const u32* __restrict__ acol,
                                                    const u32* __restrict__ brp, const u32* __restrict__ bcol,
                                                    u32* keys, u32 mask) {
-    // Products flattened over the block: each A entry's B row split between the threads.
+    // One A entry per warp, its B row split between the lanes (order does not matter here).
     u32 added = 0;
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, nwarps = blockDim.x >> 5;
     const u32 a1 = arp[i + 1];
-    for (u32 p = arp[i]; p < a1; ++p) {
+    for (u32 p = arp[i] + warp; p < a1; p += nwarps) {
         const u32 k = acol[p];
         const u32 b1 = brp[k + 1];
-        for (u32 q = brp[k] + threadIdx.x; q < b1; q += blockDim.x) added += spgemm_insert(keys, mask, bcol[q]);
+        for (u32 q = brp[k] + lane; q < b1; q += 32) added += spgemm_insert(keys, mask, bcol[q]);
     }
     return added;
 }
@@ -290,42 +332,60 @@ __device__ void spgemm_count_block(const u32* __restrict__ rows, u32 nrows_bin, 
     }
 }
 
+// The table's distinct keys are compacted into `list` (n = nnz(C[i,:]) of them, known from
+// row_ptr) and only the next power of two >= n is bitonic-sorted, not the whole table.
 template <int CAP>
 __device__ void spgemm_fill_block(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
                                   const u32* __restrict__ bcol, const u32* __restrict__ crp, u32* ccol,
                                   u32* scratch, u32 slab) {
     __shared__ u32 stable[CAP > 0 ? CAP : 1];
-    u32* keys = CAP > 0 ? stable : scratch + (u64)blockIdx.x * slab;
+    __shared__ u32 slist[CAP > 0 ? CAP : 1];
+    __shared__ u32 fill;
+    u32* keys = CAP > 0 ? stable : scratch + (u64)blockIdx.x * slab * 2;
+    u32* list = CAP > 0 ? slist : scratch + (u64)blockIdx.x * slab * 2 + slab;
     const u32 len = CAP > 0 ? CAP : slab;
     for (u32 slot = blockIdx.x; slot < nrows_bin; slot += gridDim.x) {
         for (u32 t = threadIdx.x; t < len; t += blockDim.x) keys[t] = SPGEMM_EMPTY;
+        if (threadIdx.x == 0) fill = 0;
         __syncthreads();
         const u32 i = rows[slot];
         spgemm_block_insert(i, arp, acol, brp, bcol, keys, len - 1);
         __syncthreads();
-        spgemm_bitonic(keys, len);  // EMPTY (all ones) sorts last
         const u32 c0 = crp[i], n = crp[i + 1] - c0;
-        for (u32 t = threadIdx.x; t < n; t += blockDim.x) ccol[c0 + t] = keys[t];
+        u32 n2 = 1;
+        while (n2 < n) n2 <<= 1;
+        for (u32 t = threadIdx.x; t < len; t += blockDim.x) {
+            const u32 c = keys[t];
+            if (c != SPGEMM_EMPTY) list[atomicAdd(&fill, 1u)] = c;
+        }
+        __syncthreads();
+        for (u32 t = n + threadIdx.x; t < n2; t += blockDim.x) list[t] = SPGEMM_EMPTY;
+        __syncthreads();
+        spgemm_bitonic(list, n2);  // padding (all ones) sorts last
+        for (u32 t = threadIdx.x; t < n; t += blockDim.x) ccol[c0 + t] = list[t];
         __syncthreads();
     }
 }
 
+// One row per block. C's row in shared memory when it has at most CAP entries, else C's own
+// arrays in global memory (values accumulated in place).
 template <typename T, int CAP>
 __device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
                                      const u32* __restrict__ acol, const T* __restrict__ aval,
                                      const u32* __restrict__ brp, const u32* __restrict__ bcol,
                                      const T* __restrict__ bval, const u32* __restrict__ crp,
                                      const u32* __restrict__ ccol, T* cval) {
-    __shared__ u32 scol_s[CAP > 0 ? CAP : 1];
-    __shared__ T sval_s[CAP > 0 ? CAP : 1];
+    __shared__ u32 scol_s[CAP];
+    __shared__ T sval_s[CAP];
     for (u32 slot = blockIdx.x; slot < nrows_bin; slot += gridDim.x) {
         const u32 i = rows[slot];
         const u32 c0 = crp[i], n = crp[i + 1] - c0;
-        const u32* scol = CAP > 0 ? scol_s : ccol + c0;
-        T* sval = CAP > 0 ? sval_s : cval + c0;
+        const bool in_shared = n <= CAP;
+        const u32* scol = in_shared ? scol_s : ccol + c0;
+        T* sval = in_shared ? sval_s : cval + c0;
         for (u32 t = threadIdx.x; t < n; t += blockDim.x) {
-            if (CAP > 0) scol_s[t] = ccol[c0 + t];
+            if (in_shared) scol_s[t] = ccol[c0 + t];
             sval[t] = T(0);
         }
         __syncthreads();
@@ -340,7 +400,7 @@ __device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin
             }
             __syncthreads();
         }
-        if (CAP > 0)
+        if (in_shared)
             for (u32 t = threadIdx.x; t < n; t += blockDim.x) cval[c0 + t] = sval_s[t];
         __syncthreads();
     }
@@ -401,10 +461,10 @@ SPGEMM_BLOCK_BIN(5, 0)
         spgemm_numeric_group<T, 32, 4, 1024>(SPGEMM_NUM_PASS);                                             \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK) spgemm_numeric_b4_##S(SPGEMM_NUM_ARGS(T)) { \
-        spgemm_numeric_block<T, 4096>(SPGEMM_NUM_PASS);                                                    \
+        spgemm_numeric_block<T, 2048>(SPGEMM_NUM_PASS);                                                    \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK) spgemm_numeric_b5_##S(SPGEMM_NUM_ARGS(T)) { \
-        spgemm_numeric_block<T, 0>(SPGEMM_NUM_PASS);                                                       \
+        spgemm_numeric_block<T, 2048>(SPGEMM_NUM_PASS);                                                       \
     }
 SPGEMM_NUMERIC(float, f32)
 SPGEMM_NUMERIC(double, f64)

@@ -233,10 +233,11 @@ impl std::fmt::Debug for GpuSpgemmPlan {
 }
 
 /// Entries per block slab of the global-table bin: a power of two at least the bin's largest
-/// product count; blocks so that all slabs together stay under 2^28 entries (1 GiB).
+/// product count (each block holds two: the hash table and the compacted list); blocks so that
+/// all slabs together stay under 2^28 entries (1 GiB).
 fn slab_for(max_ub: u32) -> (u32, u32) {
     let slab = max_ub.max(1).next_power_of_two().max(8192);
-    let blocks = ((1u64 << 28) / slab as u64).clamp(1, 1024) as u32;
+    let blocks = ((1u64 << 27) / slab as u64).clamp(1, 1024) as u32;
     (slab, blocks)
 }
 
@@ -329,7 +330,7 @@ impl GpuSpgemmPlan {
         let max5 = st[6 + 5];
         let (slab, slab_blocks) = slab_for(max5);
         let mut scratch = if st[5] > 0 {
-            g.zeros::<u32>(slab as usize * slab_blocks.min(st[5]) as usize)?
+            g.zeros::<u32>(2 * slab as usize * slab_blocks.min(st[5]) as usize)?
         } else {
             g.zeros::<u32>(1)?
         };
@@ -363,7 +364,7 @@ impl GpuSpgemmPlan {
                 .arg(&slab);
             // SAFETY: spgemm_count_bB(const u32* rows, u32 n, arp, acol, brp, bcol, u32* counts,
             // u32* scratch, u32 slab): rows n entries of this bin (each < m), counts m+1,
-            // scratch slab·blocks entries when this is the global bin (blocks ≤ slab_blocks).
+            // scratch 2·slab·blocks entries when this is the global bin (blocks ≤ slab_blocks).
             unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
                 .map_err(|e| Gpu::launch_error(&name, e))?;
         }
