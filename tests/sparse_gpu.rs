@@ -157,6 +157,13 @@ fn spgemm_bin_boundaries_and_long_rows() {
     let b2 = CsrMatrix::from_triplets(2000, 300, &tb2).unwrap();
     let a2 = random(64, 2000, 1500, 12);
     check_both(&g, &a2, &b2, "long rows into few columns");
+    // The two-pass symbolic phase (count, then fill in place), taken above 2^30 products.
+    sg::set_one_pass_limit_for_tests(0);
+    check_both(&g, &a, &b, "bin boundaries, two passes");
+    check_both(&g, &a2, &b2, "long rows, two passes");
+    let s: CsrMatrix<f64> = segsparse::generate::from_spec("poisson3d:12", 0).unwrap();
+    check_both(&g, &s, &s, "poisson3d:12, two passes");
+    sg::set_one_pass_limit_for_tests(1 << 30);
 }
 
 #[test]

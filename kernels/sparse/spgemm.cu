@@ -67,7 +67,7 @@ __device__ __forceinline__ u32 spgemm_bin_of(u32 ub) {
 // global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160).
 extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* __restrict__ acol,
                                         const u32* __restrict__ brp, u32 m, u32* ub_out, u32* bin_count,
-                                        u32* bin_max) {
+                                        u32* bin_max, u64* ub_total) {
     const u32 lane = threadIdx.x & 31u;
     for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
         const u32 i = base + threadIdx.x;
@@ -81,6 +81,9 @@ extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* 
             u = ub > 0xfffffff0ull ? 0xfffffff0u : (u32)ub;
             ub_out[i] = u;
         }
+        u64 sum = u;
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, o);
+        if (lane == 0 && sum > 0) atomicAdd(ub_total, sum);
         const u32 b = spgemm_bin_of(u);
         for (u32 bb = 0; bb < SPGEMM_NBINS; ++bb) {
             const bool mine = u > 0 && b == bb;
@@ -186,7 +189,8 @@ __device__ void spgemm_count_group(const u32* __restrict__ rows, u32 nrows_bin, 
 template <int G, int GROUPS, int CAP>
 __device__ void spgemm_fill_group(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
-                                  const u32* __restrict__ bcol, const u32* __restrict__ crp, u32* ccol) {
+                                  const u32* __restrict__ bcol, const u32* __restrict__ out_off, u32* ccol,
+                                  u32* counts) {
     __shared__ u32 table[GROUPS][CAP];
     __shared__ u32 list[GROUPS][CAP];
     __shared__ u32 fill[GROUPS];
@@ -208,7 +212,8 @@ __device__ void spgemm_fill_group(const u32* __restrict__ rows, u32 nrows_bin, c
     }
     __syncwarp(gm);
     const u32 n = fill[g];
-    const u32 base = crp[i];
+    const u32 base = out_off[i];
+    if (r == 0) counts[i] = n;
     for (u32 t = r; t < n; t += G) {
         const u32 c = list[g][t];
         u32 rank = 0;
@@ -332,13 +337,12 @@ __device__ void spgemm_count_block(const u32* __restrict__ rows, u32 nrows_bin, 
     }
 }
 
-// The table's distinct keys are compacted into `list` (n = nnz(C[i,:]) of them, known from
-// row_ptr) and only the next power of two >= n is bitonic-sorted, not the whole table.
+// The table's distinct keys are compacted into `list` (n = nnz(C[i,:]) of them) and only the next power of two >= n is bitonic-sorted, not the whole table.
 template <int CAP>
 __device__ void spgemm_fill_block(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
-                                  const u32* __restrict__ bcol, const u32* __restrict__ crp, u32* ccol,
-                                  u32* scratch, u32 slab) {
+                                  const u32* __restrict__ bcol, const u32* __restrict__ out_off, u32* ccol,
+                                  u32* counts, u32* scratch, u32 slab) {
     __shared__ u32 stable[CAP > 0 ? CAP : 1];
     __shared__ u32 slist[CAP > 0 ? CAP : 1];
     __shared__ u32 fill;
@@ -352,14 +356,15 @@ __device__ void spgemm_fill_block(const u32* __restrict__ rows, u32 nrows_bin, c
         const u32 i = rows[slot];
         spgemm_block_insert(i, arp, acol, brp, bcol, keys, len - 1);
         __syncthreads();
-        const u32 c0 = crp[i], n = crp[i + 1] - c0;
-        u32 n2 = 1;
-        while (n2 < n) n2 <<= 1;
         for (u32 t = threadIdx.x; t < len; t += blockDim.x) {
             const u32 c = keys[t];
             if (c != SPGEMM_EMPTY) list[atomicAdd(&fill, 1u)] = c;
         }
         __syncthreads();
+        const u32 c0 = out_off[i], n = fill;
+        if (threadIdx.x == 0) counts[i] = n;
+        u32 n2 = 1;
+        while (n2 < n) n2 <<= 1;
         for (u32 t = n + threadIdx.x; t < n2; t += blockDim.x) list[t] = SPGEMM_EMPTY;
         __syncthreads();
         spgemm_bitonic(list, n2);  // padding (all ones) sorts last
@@ -424,8 +429,9 @@ __device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin
         spgemm_count_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, counts);                                       \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(G * GROUPS)                                               \
-        spgemm_fill_b##B(SPGEMM_SYM_ARGS, const u32 *crp, u32 *ccol, u32 *scratch, u32 slab) {             \
-        spgemm_fill_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, crp, ccol);                                     \
+        spgemm_fill_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts, u32 *scratch,        \
+                         u32 slab) {                                                                       \
+        spgemm_fill_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts);                         \
     }
 #define SPGEMM_BLOCK_BIN(B, CAP)                                                                           \
     extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)                                             \
@@ -433,8 +439,9 @@ __device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin
         spgemm_count_block<CAP>(SPGEMM_SYM_PASS, counts, scratch, slab);                                   \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)                                             \
-        spgemm_fill_b##B(SPGEMM_SYM_ARGS, const u32 *crp, u32 *ccol, u32 *scratch, u32 slab) {             \
-        spgemm_fill_block<CAP>(SPGEMM_SYM_PASS, crp, ccol, scratch, slab);                                 \
+        spgemm_fill_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts, u32 *scratch,        \
+                         u32 slab) {                                                                       \
+        spgemm_fill_block<CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts, scratch, slab);                     \
     }
 SPGEMM_GROUP_BIN(0, 8, 16, 32)
 SPGEMM_GROUP_BIN(1, 16, 8, 64)
@@ -468,6 +475,17 @@ SPGEMM_BLOCK_BIN(5, 0)
     }
 SPGEMM_NUMERIC(float, f32)
 SPGEMM_NUMERIC(double, f64)
+
+// The one-pass symbolic phase writes each row's sorted columns at its product-count offset
+// (exclusive scan of ub) in a temporary array; this moves them to row_ptr (a warp per row).
+extern "C" __global__ void spgemm_move_rows(const u32* __restrict__ src_off, const u32* __restrict__ crp, u32 m,
+                                            const u32* __restrict__ tmp, u32* ccol) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < m; i += (gridDim.x * blockDim.x) >> 5) {
+        const u32 s0 = src_off[i], d0 = crp[i], n = crp[i + 1] - d0;
+        for (u32 t = lane; t < n; t += 32) ccol[d0 + t] = tmp[s0 + t];
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Transpose helpers: the row of every entry (for the stable key sort by column), the column

@@ -41,6 +41,7 @@
 
 mod cusparse_peer;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
@@ -60,6 +61,17 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
     text: include_str!("../../../kernels/sparse/spgemm.cu"),
     headers: &[&COMMON],
 };
+
+/// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
+/// column per product: 2^30 products = 4 GiB); beyond it, a count pass and a fill pass.
+static ONE_PASS_MAX_PRODUCTS: AtomicU64 = AtomicU64::new(1 << 30);
+
+/// Sets the product count above which the symbolic phase takes two passes (count, then fill)
+/// instead of one (tests of the two-pass path only; both give the same result).
+#[doc(hidden)]
+pub fn set_one_pass_limit_for_tests(products: u64) {
+    ONE_PASS_MAX_PRODUCTS.store(products, Ordering::Relaxed);
+}
 
 /// The bins of the kernels (must match `spgemm_bin_of` and the entry points in spgemm.cu):
 /// (threads per block, rows per block); a bin with 0 rows per block is the global-table bin.
@@ -265,7 +277,8 @@ impl GpuSpgemmPlan {
         let m32 = m as u32;
         let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
         // 1. Product counts and bins.
-        let mut ub = g.zeros::<u32>(m.max(1))?;
+        let mut ub = g.zeros::<u32>(m + 1)?; // ub[m] = 0: its exclusive scan ends at Σ ub
+        let mut ub_total = g.zeros::<u64>(1)?;
         let mut stats = g.zeros::<u32>(13)?; // counts[6], max[6], bad row of B
         if b.nrows > 0 && b.nnz > 0 {
             let k = f("spgemm_check_rows")?;
@@ -289,14 +302,16 @@ impl GpuSpgemmPlan {
                 .arg(&m32)
                 .arg(&mut ub)
                 .arg(&mut cnt)
-                .arg(&mut mx);
+                .arg(&mut mx)
+                .arg(&mut ub_total);
             // SAFETY: spgemm_bound(const u32* arp, const u32* acol, const u32* brp, u32 m,
-            // u32* ub, u32* bin_count, u32* bin_max): arp m+1, acol nnz(A) < ncols(A) = nrows(B),
-            // brp nrows(B)+1, ub m, counts and max 6 each.
+            // u32* ub, u32* bin_count, u32* bin_max, u64* ub_total): arp m+1, acol nnz(A) <
+            // ncols(A) = nrows(B), brp nrows(B)+1, ub m+1, counts and max 6 each, one total.
             unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
                 .map_err(|e| Gpu::launch_error("spgemm_bound", e))?;
         }
         let st = g.download(&stats)?;
+        let products = g.download(&ub_total)?[0];
         if st[12] > 0 {
             return Err(Error::InvalidInput(format!(
                 "GPU SpGEMM: row {} of B has unsorted or repeated column indices (the GPU \
@@ -326,7 +341,6 @@ impl GpuSpgemmPlan {
             unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
                 .map_err(|e| Gpu::launch_error("spgemm_bin_rows", e))?;
         }
-        drop(ub);
         let max5 = st[6 + 5];
         let (slab, slab_blocks) = slab_for(max5);
         let mut scratch = if st[5] > 0 {
@@ -334,87 +348,132 @@ impl GpuSpgemmPlan {
         } else {
             g.zeros::<u32>(1)?
         };
-        // 2. Count per row, scan to row_ptr.
+        let blocks_of = |bi: usize, n: usize| -> u32 {
+            let per_block = BINS[bi].1;
+            if per_block == 0 {
+                slab_blocks.min(n as u32)
+            } else if per_block == 1 {
+                (n as u32).min(g.sm_count() * 64)
+            } else {
+                n.div_ceil(per_block as usize) as u32
+            }
+        };
+        // The fill kernels: each row's distinct columns, sorted, at out_off[i]; counts[i] = n.
+        let fill = |out_off: &CudaSlice<u32>,
+                    ccol: &mut CudaSlice<u32>,
+                    counts: &mut CudaSlice<u32>,
+                    scratch: &mut CudaSlice<u32>|
+         -> Result<()> {
+            for (bi, &(threads, _)) in BINS.iter().enumerate() {
+                let n = bin_start[bi + 1] - bin_start[bi];
+                if n == 0 {
+                    continue;
+                }
+                let name = format!("spgemm_fill_b{bi}");
+                let k = f(&name)?;
+                let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
+                let n32 = n as u32;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(&rows_b)
+                    .arg(&n32)
+                    .arg(a.row_ptr)
+                    .arg(a.col)
+                    .arg(b.row_ptr)
+                    .arg(b.col)
+                    .arg(out_off)
+                    .arg(&mut *ccol)
+                    .arg(&mut *counts)
+                    .arg(&mut *scratch)
+                    .arg(&slab);
+                // SAFETY: spgemm_fill_bB(rows, n, arp, acol, brp, bcol, const u32* out_off,
+                // u32* ccol, u32* counts, u32* scratch, u32 slab): rows n entries of this bin
+                // (each < m); out_off m+1 offsets with room for each row's distinct columns
+                // after it (the scan of ub, or row_ptr); counts m+1; scratch 2·slab·blocks
+                // entries for the global bin (blocks ≤ slab_blocks).
+                unsafe { lb.launch(Gpu::cfg(blocks_of(bi, n), threads, 0)) }
+                    .map_err(|e| Gpu::launch_error(&name, e))?;
+            }
+            Ok(())
+        };
         let mut counts = g.zeros::<u32>(m + 1)?;
-        for (bi, &(threads, per_block)) in BINS.iter().enumerate() {
-            let n = bin_start[bi + 1] - bin_start[bi];
-            if n == 0 {
-                continue;
-            }
-            let blocks = if per_block == 0 {
-                slab_blocks.min(n as u32)
-            } else if per_block == 1 {
-                (n as u32).min(g.sm_count() * 64)
-            } else {
-                n.div_ceil(per_block as usize) as u32
-            };
-            let name = format!("spgemm_count_b{bi}");
-            let k = f(&name)?;
-            let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
-            let n32 = n as u32;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(&rows_b)
-                .arg(&n32)
-                .arg(a.row_ptr)
-                .arg(a.col)
-                .arg(b.row_ptr)
-                .arg(b.col)
-                .arg(&mut counts)
-                .arg(&mut scratch)
-                .arg(&slab);
-            // SAFETY: spgemm_count_bB(const u32* rows, u32 n, arp, acol, brp, bcol, u32* counts,
-            // u32* scratch, u32 slab): rows n entries of this bin (each < m), counts m+1,
-            // scratch 2·slab·blocks entries when this is the global bin (blocks ≤ slab_blocks).
-            unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&name, e))?;
-        }
         let mut row_ptr = g.zeros::<u32>(m + 1)?;
-        prim::scan(
-            g,
-            &counts,
-            &mut row_ptr,
-            ScanSpec::exclusive(ScanOp::Plus),
-            ScanAlgorithm::default(),
-        )?;
-        drop(counts);
-        let total = g.download(&row_ptr.slice(m..m + 1))?[0] as usize;
-        // The counts are u32 per row; their sum may wrap. Sum on the host only when it may.
-        check_u32(m, b.ncols, total, "GPU SpGEMM result")?;
-        // 3. Fill the sorted columns.
-        let mut col = g.zeros::<u32>(total.max(1))?;
-        for (bi, &(threads, per_block)) in BINS.iter().enumerate() {
-            let n = bin_start[bi + 1] - bin_start[bi];
-            if n == 0 {
-                continue;
+        let scan = |input: &CudaSlice<u32>, out: &mut CudaSlice<u32>| {
+            prim::scan(
+                g,
+                input,
+                out,
+                ScanSpec::exclusive(ScanOp::Plus),
+                ScanAlgorithm::default(),
+            )
+        };
+        let (col, total) = if products <= ONE_PASS_MAX_PRODUCTS.load(Ordering::Relaxed) {
+            // One hash pass: sorted columns at the product-count offsets, then moved.
+            let mut ub_off = g.zeros::<u32>(m + 1)?;
+            scan(&ub, &mut ub_off)?;
+            drop(ub);
+            // SAFETY: tmp is read only where the fill kernels wrote (each row's n columns).
+            let mut tmp = unsafe { g.alloc::<u32>((products as usize).max(1))? };
+            fill(&ub_off, &mut tmp, &mut counts, &mut scratch)?;
+            scan(&counts, &mut row_ptr)?;
+            let total = g.download(&row_ptr.slice(m..m + 1))?[0] as usize;
+            // SAFETY: spgemm_move_rows writes every entry (each row's n = row_ptr diff).
+            let mut col = unsafe { g.alloc::<u32>(total.max(1))? };
+            if total > 0 {
+                let k = f("spgemm_move_rows")?;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(&ub_off)
+                    .arg(&row_ptr)
+                    .arg(&m32)
+                    .arg(&tmp)
+                    .arg(&mut col);
+                // SAFETY: spgemm_move_rows(const u32* src_off, const u32* crp, u32 m,
+                // const u32* tmp, u32* ccol): row i's crp[i+1]-crp[i] columns lie at
+                // tmp[src_off[i]..] (written by the fill) and go to ccol[crp[i]..] (total).
+                unsafe { lb.launch(Gpu::cfg(grid(g, m * 32, 256), 256, 0)) }
+                    .map_err(|e| Gpu::launch_error("spgemm_move_rows", e))?;
             }
-            let blocks = if per_block == 0 {
-                slab_blocks.min(n as u32)
-            } else if per_block == 1 {
-                (n as u32).min(g.sm_count() * 64)
-            } else {
-                n.div_ceil(per_block as usize) as u32
-            };
-            let name = format!("spgemm_fill_b{bi}");
-            let k = f(&name)?;
-            let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
-            let n32 = n as u32;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(&rows_b)
-                .arg(&n32)
-                .arg(a.row_ptr)
-                .arg(a.col)
-                .arg(b.row_ptr)
-                .arg(b.col)
-                .arg(&row_ptr)
-                .arg(&mut col)
-                .arg(&mut scratch)
-                .arg(&slab);
-            // SAFETY: spgemm_fill_bB(rows, n, arp, acol, brp, bcol, const u32* crp, u32* ccol,
-            // scratch, slab): as the count kernel; crp m+1 from the scan of the counts, ccol its
-            // total entries (each row writes its count at crp[i]).
-            unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&name, e))?;
-        }
+            (col, total)
+        } else {
+            // Products beyond the one-pass temporary: count, scan, then fill in place.
+            drop(ub);
+            for (bi, &(threads, _)) in BINS.iter().enumerate() {
+                let n = bin_start[bi + 1] - bin_start[bi];
+                if n == 0 {
+                    continue;
+                }
+                let name = format!("spgemm_count_b{bi}");
+                let k = f(&name)?;
+                let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
+                let n32 = n as u32;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(&rows_b)
+                    .arg(&n32)
+                    .arg(a.row_ptr)
+                    .arg(a.col)
+                    .arg(b.row_ptr)
+                    .arg(b.col)
+                    .arg(&mut counts)
+                    .arg(&mut scratch)
+                    .arg(&slab);
+                // SAFETY: spgemm_count_bB(const u32* rows, u32 n, arp, acol, brp, bcol,
+                // u32* counts, u32* scratch, u32 slab): rows n entries of this bin (each < m),
+                // counts m+1, scratch 2·slab·blocks entries for the global bin.
+                unsafe { lb.launch(Gpu::cfg(blocks_of(bi, n), threads, 0)) }
+                    .map_err(|e| Gpu::launch_error(&name, e))?;
+            }
+            if products >= u32::MAX as u64 {
+                // The u32 scan of the counts could wrap: add them on the host first.
+                let sum: u64 = g.download(&counts)?.iter().map(|&c| c as u64).sum();
+                check_u32(m, b.ncols, sum as usize, "GPU SpGEMM result")?;
+            }
+            scan(&counts, &mut row_ptr)?;
+            let total = g.download(&row_ptr.slice(m..m + 1))?[0] as usize;
+            check_u32(m, b.ncols, total, "GPU SpGEMM result")?;
+            let mut col = g.zeros::<u32>(total.max(1))?;
+            fill(&row_ptr, &mut col, &mut counts, &mut scratch)?;
+            (col, total)
+        };
+        drop(counts);
         Ok(GpuSpgemmPlan {
             gpu: gpu.clone(),
             nrows: m,
