@@ -1,6 +1,7 @@
 //! Sparse matrix–matrix operations: SpGEMM `C = A·B` (a symbolic phase and a numeric phase that
 //! can be re-run alone on the same pattern), the Galerkin product `R·A·P`, `A + αB`, and diagonal
-//! scaling. They are what algebraic multigrid setup ([`crate::precond`]) is made of.
+//! scaling; and the graph steps of smoothed aggregation ([`strength_symmetric`],
+//! [`aggregate_mis2`]). They are what algebraic multigrid setup ([`crate::precond`]) is made of.
 //!
 //! This module holds the CPU implementations, which define the semantics and serve as the test
 //! oracle for the GPU ones. Every output is canonical CSR: column indices sorted within each row,
@@ -23,8 +24,13 @@
 //! - F. G. Gustavson, *Two fast algorithms for sparse matrices: multiplication and permuted
 //!   transposition*, ACM TOMS 4(3), 1978.
 
+mod aggregate;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+
+pub use aggregate::{
+    aggregate_mis2, mis2_priority, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
+};
 
 use rayon::prelude::*;
 
