@@ -28,6 +28,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::spmv::gpu::SPMV_SRC,
     #[cfg(feature = "cuda")]
     &crate::solvers::gpu::BLAS1,
+    #[cfg(feature = "cuda")]
+    &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "nccl")]
     &crate::dist::nccl::DIST_KERNELS,
 ];

@@ -568,3 +568,31 @@ extern "C" __global__ void spmv_tile_bounds(const u32* __restrict__ heads,
         bnd[u] = (__ldg(rank + w1) > __ldg(rank + w0) || end_last) ? u : 0u;
     }
 }
+
+// Column spread of sampled rows (GpuCsr::from_device_parts; the host's column_spread on the
+// device): out[0] += sum of |col - r*scale| over the entries of rows r = s*step, s < samples;
+// out[1] += their count. out is zeroed first; the sum's order varies (atomics), which moves the
+// mean by rounding only (it is compared with a threshold).
+extern "C" __global__ void spmv_column_spread(const u32* __restrict__ row_ptr, const u32* __restrict__ col,
+                                              u32 nrows, u32 step, u32 samples, double scale, double* out) {
+    const u32 s = blockIdx.x * blockDim.x + threadIdx.x;
+    double sum = 0.0, count = 0.0;
+    if (s < samples) {
+        const u32 r = s * step;
+        if (r < nrows) {
+            const double diag = (double)r * scale;
+            for (u32 p = row_ptr[r]; p < row_ptr[r + 1]; ++p) {
+                sum += fabs((double)col[p] - diag);
+                count += 1.0;
+            }
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        sum += __shfl_xor_sync(FULL_MASK, sum, o);
+        count += __shfl_xor_sync(FULL_MASK, count, o);
+    }
+    if ((threadIdx.x & 31u) == 0 && count > 0.0) {
+        atomicAdd(out, sum);
+        atomicAdd(out + 1, count);
+    }
+}

@@ -25,6 +25,8 @@
 //!   transposition*, ACM TOMS 4(3), 1978.
 
 mod aggregate;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 
 pub use aggregate::{
     aggregate_mis2, mis2_priority, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,

@@ -471,6 +471,87 @@ impl<T: GpuScalar> GpuCsr<T> {
                 need,
             )?;
         }
+        let (zero_idx, zero_val) = ([0u32], [T::zero()]);
+        let row_ptr = gpu.upload(a.row_ptr())?;
+        let col = gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?;
+        let val = gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?;
+        Self::from_parts_with(
+            gpu,
+            (nrows, ncols, nnz),
+            (row_ptr, col, val),
+            a.row_stats(),
+            column_spread(a),
+        )
+    }
+
+    /// Builds a matrix from CSR arrays already on the device (results of other GPU operations,
+    /// such as a sparse product), with the same structure tables as [`GpuCsr::upload`]. The row
+    /// statistics come from one download of `row_ptr` (`nrows + 1` words) and the column spread
+    /// from a small kernel over sampled rows; the entries never leave the device.
+    ///
+    /// `col` and `val` may hold more than `nnz` elements (at least one: a matrix without entries
+    /// holds a dummy); only the first `nnz` are entries. The arrays are trusted to form a valid
+    /// CSR matrix (non-decreasing `row_ptr` from 0 to `nnz`, columns below `ncols`): they are
+    /// meant to come from the crate's own kernels.
+    ///
+    /// # Panics
+    /// When `row_ptr` does not have `nrows + 1` elements or `col`/`val` are shorter than
+    /// `max(nnz, 1)` (both sizes in the message).
+    ///
+    /// # Errors
+    /// As [`GpuCsr::upload`]; also when the downloaded `row_ptr` does not start at 0 and end at
+    /// `nnz`.
+    pub fn from_device_parts(
+        gpu: &Arc<Gpu>,
+        nrows: usize,
+        ncols: usize,
+        row_ptr: CudaSlice<u32>,
+        col: CudaSlice<u32>,
+        val: CudaSlice<T>,
+    ) -> Result<Self> {
+        assert_eq!(
+            row_ptr.len(),
+            nrows + 1,
+            "GpuCsr::from_device_parts: row_ptr has {} elements for {} rows",
+            row_ptr.len(),
+            nrows
+        );
+        let host_rp = gpu.download(&row_ptr)?;
+        let nnz = host_rp[nrows] as usize;
+        if host_rp[0] != 0 {
+            return Err(Error::InvalidInput(format!(
+                "GpuCsr::from_device_parts: row_ptr[0] = {}, not 0",
+                host_rp[0]
+            )));
+        }
+        assert!(
+            col.len() >= nnz.max(1) && val.len() >= nnz.max(1),
+            "GpuCsr::from_device_parts: {nnz} entries but col has {} and val {} elements",
+            col.len(),
+            val.len()
+        );
+        let stats = row_stats_of(&host_rp);
+        let spread = if nnz == 0 || nrows == 0 {
+            0.0
+        } else {
+            device_column_spread(gpu, &row_ptr, &col, nrows, ncols)?
+        };
+        Self::from_parts_with(gpu, (nrows, ncols, nnz), (row_ptr, col, val), stats, spread)
+    }
+
+    fn from_parts_with(
+        gpu: &Arc<Gpu>,
+        (nrows, ncols, nnz): (usize, usize, usize),
+        (row_ptr, col, val): (CudaSlice<u32>, CudaSlice<u32>, CudaSlice<T>),
+        stats: RowStats,
+        spread: f64,
+    ) -> Result<Self> {
+        if nnz > MAX_NNZ || nrows >= u32::MAX as usize || ncols >= u32::MAX as usize {
+            return Err(Error::InvalidInput(format!(
+                "GpuCsr: {nrows}×{ncols} matrix with {nnz} nonzeros exceeds the 32-bit index \
+                 range of the GPU kernels (at most {MAX_NNZ} nonzeros)"
+            )));
+        }
         let policy = SpmvPolicy::for_device(gpu.compute_capability());
         let defines = policy.defines();
         let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);
@@ -484,16 +565,10 @@ impl<T: GpuScalar> GpuCsr<T> {
             products: f("spmv_products")?,
             rowgather: f("spmv_rowgather")?,
         };
-
-        let stats = a.row_stats();
         let has_map = stats.empty_rows > 0;
         let nsegs = (nrows - stats.empty_rows) as u32;
         let tile = policy.tile::<T>() as usize;
         let ntiles = nnz.div_ceil(tile);
-        let (zero_idx, zero_val) = ([0u32], [T::zero()]);
-        let row_ptr = gpu.upload(a.row_ptr())?;
-        let col = gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?;
-        let val = gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?;
         let mut heads = gpu.zeros::<u32>((nnz + 1).div_ceil(32) + 2)?;
         let mut tile_heads = gpu.zeros::<u32>(ntiles.max(1))?;
         let mut tile_start = gpu.zeros::<u32>(ntiles.max(1))?;
@@ -525,7 +600,7 @@ impl<T: GpuScalar> GpuCsr<T> {
                 nnz,
                 elem_bytes: T::BYTES,
                 tile,
-                spread: column_spread(a),
+                spread,
             }),
             vector_lanes: auto_lanes(&stats),
             stats,
@@ -1038,6 +1113,74 @@ fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
     } else {
         SpmvAlgorithm::Fused
     }
+}
+
+/// [`CsrMatrix::row_stats`] from a row pointer alone.
+fn row_stats_of(row_ptr: &[u32]) -> RowStats {
+    let nrows = row_ptr.len() - 1;
+    if nrows == 0 {
+        return RowStats {
+            min: 0,
+            mean: 0.0,
+            max: 0,
+            std_dev: 0.0,
+            empty_rows: 0,
+        };
+    }
+    let (mut min, mut max, mut empty) = (usize::MAX, 0usize, 0usize);
+    let mut sumsq = 0f64;
+    for w in row_ptr.windows(2) {
+        let len = (w[1] - w[0]) as usize;
+        min = min.min(len);
+        max = max.max(len);
+        empty += (len == 0) as usize;
+        sumsq += (len * len) as f64;
+    }
+    let mean = row_ptr[nrows] as f64 / nrows as f64;
+    let var = (sumsq / nrows as f64 - mean * mean).max(0.0);
+    RowStats {
+        min,
+        mean,
+        max,
+        std_dev: var.sqrt(),
+        empty_rows: empty,
+    }
+}
+
+/// [`column_spread`] on the device (`spmv_column_spread`, the same sample of rows): the sum and
+/// count of |column − diagonal| come back in one download.
+fn device_column_spread(
+    gpu: &Arc<Gpu>,
+    row_ptr: &CudaSlice<u32>,
+    col: &CudaSlice<u32>,
+    nrows: usize,
+    ncols: usize,
+) -> Result<f64> {
+    let step = nrows.div_ceil(4096) as u32;
+    let samples = nrows.div_ceil(step as usize) as u32;
+    let scale = ncols as f64 / nrows as f64;
+    let mut out = gpu.zeros::<f64>(2)?;
+    let f = gpu.function(
+        &SPMV_SRC,
+        "spmv_column_spread",
+        &SpmvPolicy::for_device(gpu.compute_capability()).defines(),
+    )?;
+    let n32 = nrows as u32;
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(row_ptr)
+        .arg(col)
+        .arg(&n32)
+        .arg(&step)
+        .arg(&samples)
+        .arg(&scale)
+        .arg(&mut out);
+    // SAFETY: spmv_column_spread(const u32* row_ptr, const u32* col, u32 nrows, u32 step,
+    // u32 samples, double scale, double* out); row_ptr has nrows+1 entries, the sampled rows'
+    // entries lie in col, out holds 2 doubles.
+    unsafe { b.launch(Gpu::cfg(samples.div_ceil(256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("spmv_column_spread", e))?;
+    let h = gpu.download(&out)?;
+    Ok(if h[1] == 0.0 { 0.0 } else { h[0] / h[1] })
 }
 
 /// Mean distance |column − row·ncols/nrows| of the entries of up to 4096 evenly spaced rows: how

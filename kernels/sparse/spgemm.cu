@@ -1,0 +1,541 @@
+// GPU SpGEMM C = A·B (row-binned hash / sorted-row accumulation), transpose helpers, diagonal
+// extraction and scaling. Launched by src/sparse/gpu/mod.rs, which documents the method.
+//
+// Rows of A are binned by their product count ub(i) = sum over k in A[i,:] of nnz(B[k,:]) (an
+// upper bound of nnz(C[i,:])). Each bin has its own group size G (lanes per row) and table
+// capacity CAP >= ub: G = 8/16/32 lanes of a warp with shared-memory tables for short rows, a
+// 256-thread block with a shared table for longer ones, and a block with a global-memory table
+// for the longest. Within a group, A's row entries are taken in order and the lanes split
+// B[k,:] between them.
+//
+// Phases (each a kernel per bin):
+//   count   — insert the product columns into an open-addressing hash table (linear probing,
+//             atomicCAS), count the distinct ones: nnz(C[i,:]).
+//   fill    — the same insertion, then the distinct columns sorted (ranking for warp groups,
+//             compaction and a bitonic sort for blocks) and written at row_ptr[i].
+//   numeric — C's sorted row loaded, values accumulated in the order of A's row entries:
+//             for each A entry k (in order) the lanes take distinct columns of B[k,:], find
+//             each one's position by binary search in C's sorted row and add a_ik·b_kj there;
+//             a group barrier separates consecutive k. Every C entry is therefore the sum of
+//             its products in A's row order, rounded as round(acc + round(a·b)) — the CPU's
+//             order and rounding (no FMA contraction: __fmul_rn/__fadd_rn), so the GPU result
+//             equals the CPU's bit for bit, run after run.
+#include "common.cuh"
+
+#define SPGEMM_EMPTY 0xffffffffu
+#define SPGEMM_BLOCK 256
+
+__device__ __forceinline__ u32 spgemm_hash(u32 col, u32 mask) { return (col * 2654435761u) & mask; }
+
+// Inserts col; returns 1 when it was not there before.
+__device__ __forceinline__ u32 spgemm_insert(u32* keys, u32 mask, u32 col) {
+    u32 h = spgemm_hash(col, mask);
+    while (true) {
+        const u32 old = atomicCAS(keys + h, SPGEMM_EMPTY, col);
+        if (old == SPGEMM_EMPTY) return 1;
+        if (old == col) return 0;
+        h = (h + 1) & mask;
+    }
+}
+
+__device__ __forceinline__ float spgemm_fma(float acc, float a, float b) { return __fadd_rn(acc, __fmul_rn(a, b)); }
+__device__ __forceinline__ double spgemm_fma(double acc, double a, double b) { return __dadd_rn(acc, __dmul_rn(a, b)); }
+
+// Position of col in the sorted cols[0..n) (col is present).
+__device__ __forceinline__ u32 spgemm_find(const u32* cols, u32 n, u32 col) {
+    u32 lo = 0, hi = n;
+    while (hi - lo > 1) {
+        const u32 mid = (lo + hi) >> 1;
+        if (cols[mid] <= col) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binning. Bin limits (on ub) are spgemm_bin_of's; a row with ub == 0 goes nowhere
+// (its count stays 0). Pass 1 counts rows per bin and the largest ub per bin; pass 2 writes the
+// rows of each bin at offsets[b] + an atomic cursor (the order within a bin does not matter: each
+// row writes only its own output).
+// ---------------------------------------------------------------------------------------------
+#define SPGEMM_NBINS 6
+__device__ __forceinline__ u32 spgemm_bin_of(u32 ub) {
+    return ub <= 32 ? 0 : ub <= 64 ? 1 : ub <= 256 ? 2 : ub <= 1024 ? 3 : ub <= 4096 ? 4 : 5;
+}
+
+// Every lane of a warp runs the same number of iterations (base is warp-uniform), so the
+// ballots below see the whole warp. Counters are updated once per warp and bin (a single
+// global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160).
+extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                        const u32* __restrict__ brp, u32 m, u32* ub_out, u32* bin_count,
+                                        u32* bin_max, u64* ub_total) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
+        const u32 i = base + threadIdx.x;
+        u32 u = 0;
+        if (i < m) {
+            u64 ub = 0;
+            for (u32 p = arp[i]; p < arp[i + 1]; ++p) {
+                const u32 k = acol[p];
+                ub += brp[k + 1] - brp[k];
+            }
+            u = ub > 0xfffffff0ull ? 0xfffffff0u : (u32)ub;
+            ub_out[i] = u;
+        }
+        u64 sum = u;
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, o);
+        if (lane == 0 && sum > 0) atomicAdd(ub_total, sum);
+        const u32 b = spgemm_bin_of(u);
+        for (u32 bb = 0; bb < SPGEMM_NBINS; ++bb) {
+            const bool mine = u > 0 && b == bb;
+            const u32 mask = __ballot_sync(FULL_MASK, mine);
+            if (mask == 0) continue;
+            const u32 mx = __reduce_max_sync(FULL_MASK, mine ? u : 0u);
+            if (lane == (u32)(__ffs(mask) - 1)) {
+                atomicAdd(bin_count + bb, (u32)__popc(mask));
+                atomicMax(bin_max + bb, mx);
+            }
+        }
+    }
+}
+
+// bad[0] = 1 + the first row found of B whose columns are not strictly increasing (0: none).
+// The numeric phase lets the lanes of a group add distinct columns of one B row at once, which
+// needs B canonical (sorted, no duplicates within a row).
+extern "C" __global__ void spgemm_check_rows(const u32* __restrict__ brp, const u32* __restrict__ bcol, u32 n,
+                                             u32* bad) {
+    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+        const u32 b1 = brp[k + 1];
+        for (u32 q = brp[k] + 1; q < b1; ++q)
+            if (bcol[q] <= bcol[q - 1]) {
+                atomicMax(bad, k + 1);
+                break;
+            }
+    }
+}
+
+extern "C" __global__ void spgemm_bin_rows(const u32* __restrict__ ub, u32 m, const u32* __restrict__ offsets,
+                                           u32* cursor, u32* rows) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
+        const u32 i = base + threadIdx.x;
+        const u32 u = i < m ? ub[i] : 0u;
+        const u32 b = spgemm_bin_of(u);
+        for (u32 bb = 0; bb < SPGEMM_NBINS; ++bb) {
+            const bool mine = u > 0 && b == bb;
+            const u32 mask = __ballot_sync(FULL_MASK, mine);
+            if (mask == 0) continue;
+            const u32 leader = __ffs(mask) - 1;
+            u32 pos = 0;
+            if (lane == leader) pos = atomicAdd(cursor + bb, (u32)__popc(mask));
+            pos = __shfl_sync(FULL_MASK, pos, leader);
+            if (mine) rows[offsets[bb] + pos + __popc(mask & ((1u << lane) - 1u))] = i;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warp-group kernels: G lanes per row (G divides 32), GROUPS groups per block, tables of CAP
+// (a power of two >= the bin's largest ub) entries per group in shared memory.
+// ---------------------------------------------------------------------------------------------
+template <int G>
+__device__ __forceinline__ u32 spgemm_group_mask() {
+    const u32 lane = threadIdx.x & 31u;
+    return G == 32 ? FULL_MASK : (((1u << G) - 1u) << (lane & ~(u32)(G - 1)));
+}
+
+template <int G>
+__device__ __forceinline__ u32 spgemm_group_sum(u32 v, u32 mask) {
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, G);
+    return v;
+}
+
+// Inserts every product column of row i into keys (CAP entries, set to EMPTY first by the
+// caller); returns this lane's count of new insertions.
+template <int G>
+__device__ __forceinline__ u32 spgemm_group_insert(u32 i, u32 r, const u32* __restrict__ arp,
+                                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                                   const u32* __restrict__ bcol, u32* keys, u32 mask) {
+    // One A entry per lane (the insertion order does not matter here): each lane's chain of
+    // dependent loads is one entry long instead of the whole row.
+    u32 added = 0;
+    const u32 a1 = arp[i + 1];
+    for (u32 p = arp[i] + r; p < a1; p += G) {
+        const u32 k = acol[p];
+        const u32 b1 = brp[k + 1];
+        for (u32 q = brp[k]; q < b1; ++q) added += spgemm_insert(keys, mask, bcol[q]);
+    }
+    return added;
+}
+
+template <int G, int GROUPS, int CAP>
+__device__ void spgemm_count_group(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                   const u32* __restrict__ bcol, u32* counts) {
+    __shared__ u32 table[GROUPS][CAP];
+    const u32 g = threadIdx.x / G, r = threadIdx.x % G;
+    const u32 gm = spgemm_group_mask<G>();
+    const u32 slot = blockIdx.x * GROUPS + g;
+    if (slot >= nrows_bin) return;  // whole groups leave together
+    u32* keys = table[g];
+    for (u32 t = r; t < CAP; t += G) keys[t] = SPGEMM_EMPTY;
+    __syncwarp(gm);
+    const u32 i = rows[slot];
+    u32 added = spgemm_group_insert<G>(i, r, arp, acol, brp, bcol, keys, CAP - 1);
+    added = spgemm_group_sum<G>(added, gm);
+    if (r == 0) counts[i] = added;
+}
+
+template <int G, int GROUPS, int CAP>
+__device__ void spgemm_fill_group(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                  const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                  const u32* __restrict__ bcol, const u32* __restrict__ out_off, u32* ccol,
+                                  u32* counts) {
+    __shared__ u32 table[GROUPS][CAP];
+    __shared__ u32 list[GROUPS][CAP];
+    __shared__ u32 fill[GROUPS];
+    const u32 g = threadIdx.x / G, r = threadIdx.x % G;
+    const u32 gm = spgemm_group_mask<G>();
+    const u32 slot = blockIdx.x * GROUPS + g;
+    if (slot >= nrows_bin) return;
+    u32* keys = table[g];
+    for (u32 t = r; t < CAP; t += G) keys[t] = SPGEMM_EMPTY;
+    if (r == 0) fill[g] = 0;
+    __syncwarp(gm);
+    const u32 i = rows[slot];
+    spgemm_group_insert<G>(i, r, arp, acol, brp, bcol, keys, CAP - 1);
+    __syncwarp(gm);
+    // Compact the table into list (any order), then rank each key among the list.
+    for (u32 t = r; t < CAP; t += G) {
+        const u32 c = keys[t];
+        if (c != SPGEMM_EMPTY) list[g][atomicAdd(&fill[g], 1u)] = c;
+    }
+    __syncwarp(gm);
+    const u32 n = fill[g];
+    const u32 base = out_off[i];
+    if (r == 0) counts[i] = n;
+    for (u32 t = r; t < n; t += G) {
+        const u32 c = list[g][t];
+        u32 rank = 0;
+        for (u32 s = 0; s < n; ++s) rank += list[g][s] < c;
+        ccol[base + rank] = c;
+    }
+}
+
+template <typename T, int G, int GROUPS, int CAP>
+__device__ void spgemm_numeric_group(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                     const u32* __restrict__ acol, const T* __restrict__ aval,
+                                     const u32* __restrict__ brp, const u32* __restrict__ bcol,
+                                     const T* __restrict__ bval, const u32* __restrict__ crp,
+                                     const u32* __restrict__ ccol, T* cval) {
+    __shared__ u32 scol[GROUPS][CAP];
+    __shared__ T sval[GROUPS][CAP];
+    const u32 g = threadIdx.x / G, r = threadIdx.x % G;
+    const u32 gm = spgemm_group_mask<G>();
+    const u32 slot = blockIdx.x * GROUPS + g;
+    if (slot >= nrows_bin) return;
+    const u32 i = rows[slot];
+    const u32 c0 = crp[i], n = crp[i + 1] - c0;
+    for (u32 t = r; t < n; t += G) {
+        scol[g][t] = ccol[c0 + t];
+        sval[g][t] = T(0);
+    }
+    __syncwarp(gm);
+    // The lanes load G of A's entries at a time (column, value, B row range); the row is then
+    // walked in order with the entry broadcast by shuffles, so the serial path holds only the
+    // loads of B's entries.
+    const u32 a0 = arp[i], a1 = arp[i + 1];
+    for (u32 c = a0; c < a1; c += G) {
+        u32 kb0 = 0, kb1 = 0;
+        T av = T(0);
+        if (c + r < a1) {
+            const u32 k = acol[c + r];
+            av = aval[c + r];
+            kb0 = brp[k];
+            kb1 = brp[k + 1];
+        }
+        const u32 cnt = a1 - c < (u32)G ? a1 - c : (u32)G;
+        for (u32 j = 0; j < cnt; ++j) {
+            const u32 q0 = __shfl_sync(gm, kb0, j, G), q1 = __shfl_sync(gm, kb1, j, G);
+            const T a = __shfl_sync(gm, av, j, G);
+            for (u32 q = q0 + r; q < q1; q += G) {
+                const u32 pos = spgemm_find(scol[g], n, bcol[q]);
+                sval[g][pos] = spgemm_fma(sval[g][pos], a, bval[q]);
+            }
+            __syncwarp(gm);
+        }
+    }
+    for (u32 t = r; t < n; t += G) cval[c0 + t] = sval[g][t];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Block kernels: one row per block of SPGEMM_BLOCK threads. CAP entries in shared memory, or
+// (CAP == 0) a per-block slab of `slab` entries in global scratch (`slab` a power of two >= the
+// bin's largest ub); such blocks loop over their rows.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ u32 spgemm_block_insert(u32 i, const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                                   const u32* __restrict__ brp, const u32* __restrict__ bcol,
+                                                   u32* keys, u32 mask) {
+    // One A entry per warp, its B row split between the lanes (order does not matter here).
+    u32 added = 0;
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31u, nwarps = blockDim.x >> 5;
+    const u32 a1 = arp[i + 1];
+    for (u32 p = arp[i] + warp; p < a1; p += nwarps) {
+        const u32 k = acol[p];
+        const u32 b1 = brp[k + 1];
+        for (u32 q = brp[k] + lane; q < b1; q += 32) added += spgemm_insert(keys, mask, bcol[q]);
+    }
+    return added;
+}
+
+// Bitonic sort of keys[0..len) ascending, len a power of two, by the whole block.
+__device__ void spgemm_bitonic(u32* keys, u32 len) {
+    for (u32 k = 2; k <= len; k <<= 1) {
+        for (u32 j = k >> 1; j > 0; j >>= 1) {
+            for (u32 t = threadIdx.x; t < len; t += blockDim.x) {
+                const u32 o = t ^ j;
+                if (o > t) {
+                    const u32 x = keys[t], y = keys[o];
+                    const bool up = (t & k) == 0;
+                    if ((x > y) == up) {
+                        keys[t] = y;
+                        keys[o] = x;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+__device__ u32 spgemm_block_total(u32 v) {
+    __shared__ u32 total;
+    if (threadIdx.x == 0) total = 0;
+    __syncthreads();
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    if ((threadIdx.x & 31u) == 0) atomicAdd(&total, v);
+    __syncthreads();
+    const u32 t = total;
+    __syncthreads();
+    return t;
+}
+
+template <int CAP>
+__device__ void spgemm_count_block(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                   const u32* __restrict__ bcol, u32* counts, u32* scratch, u32 slab) {
+    __shared__ u32 stable[CAP > 0 ? CAP : 1];
+    u32* keys = CAP > 0 ? stable : scratch + (u64)blockIdx.x * slab;
+    const u32 len = CAP > 0 ? CAP : slab;
+    for (u32 slot = blockIdx.x; slot < nrows_bin; slot += gridDim.x) {
+        for (u32 t = threadIdx.x; t < len; t += blockDim.x) keys[t] = SPGEMM_EMPTY;
+        __syncthreads();
+        const u32 i = rows[slot];
+        const u32 n = spgemm_block_total(spgemm_block_insert(i, arp, acol, brp, bcol, keys, len - 1));
+        if (threadIdx.x == 0) counts[i] = n;
+        __syncthreads();
+    }
+}
+
+// The table's distinct keys are compacted into `list` (n = nnz(C[i,:]) of them) and only the next power of two >= n is bitonic-sorted, not the whole table.
+template <int CAP>
+__device__ void spgemm_fill_block(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                  const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                  const u32* __restrict__ bcol, const u32* __restrict__ out_off, u32* ccol,
+                                  u32* counts, u32* scratch, u32 slab) {
+    __shared__ u32 stable[CAP > 0 ? CAP : 1];
+    __shared__ u32 slist[CAP > 0 ? CAP : 1];
+    __shared__ u32 fill;
+    u32* keys = CAP > 0 ? stable : scratch + (u64)blockIdx.x * slab * 2;
+    u32* list = CAP > 0 ? slist : scratch + (u64)blockIdx.x * slab * 2 + slab;
+    const u32 len = CAP > 0 ? CAP : slab;
+    for (u32 slot = blockIdx.x; slot < nrows_bin; slot += gridDim.x) {
+        for (u32 t = threadIdx.x; t < len; t += blockDim.x) keys[t] = SPGEMM_EMPTY;
+        if (threadIdx.x == 0) fill = 0;
+        __syncthreads();
+        const u32 i = rows[slot];
+        spgemm_block_insert(i, arp, acol, brp, bcol, keys, len - 1);
+        __syncthreads();
+        for (u32 t = threadIdx.x; t < len; t += blockDim.x) {
+            const u32 c = keys[t];
+            if (c != SPGEMM_EMPTY) list[atomicAdd(&fill, 1u)] = c;
+        }
+        __syncthreads();
+        const u32 c0 = out_off[i], n = fill;
+        if (threadIdx.x == 0) counts[i] = n;
+        u32 n2 = 1;
+        while (n2 < n) n2 <<= 1;
+        for (u32 t = n + threadIdx.x; t < n2; t += blockDim.x) list[t] = SPGEMM_EMPTY;
+        __syncthreads();
+        spgemm_bitonic(list, n2);  // padding (all ones) sorts last
+        for (u32 t = threadIdx.x; t < n; t += blockDim.x) ccol[c0 + t] = list[t];
+        __syncthreads();
+    }
+}
+
+// One row per block. C's row in shared memory when it has at most CAP entries, else C's own
+// arrays in global memory (values accumulated in place).
+template <typename T, int CAP>
+__device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                     const u32* __restrict__ acol, const T* __restrict__ aval,
+                                     const u32* __restrict__ brp, const u32* __restrict__ bcol,
+                                     const T* __restrict__ bval, const u32* __restrict__ crp,
+                                     const u32* __restrict__ ccol, T* cval) {
+    __shared__ u32 scol_s[CAP];
+    __shared__ T sval_s[CAP];
+    for (u32 slot = blockIdx.x; slot < nrows_bin; slot += gridDim.x) {
+        const u32 i = rows[slot];
+        const u32 c0 = crp[i], n = crp[i + 1] - c0;
+        const bool in_shared = n <= CAP;
+        const u32* scol = in_shared ? scol_s : ccol + c0;
+        T* sval = in_shared ? sval_s : cval + c0;
+        for (u32 t = threadIdx.x; t < n; t += blockDim.x) {
+            if (in_shared) scol_s[t] = ccol[c0 + t];
+            sval[t] = T(0);
+        }
+        __syncthreads();
+        const u32 a1 = arp[i + 1];
+        for (u32 p = arp[i]; p < a1; ++p) {
+            const u32 k = acol[p];
+            const T a = aval[p];
+            const u32 b1 = brp[k + 1];
+            for (u32 q = brp[k] + threadIdx.x; q < b1; q += blockDim.x) {
+                const u32 pos = spgemm_find(scol, n, bcol[q]);
+                sval[pos] = spgemm_fma(sval[pos], a, bval[q]);
+            }
+            __syncthreads();
+        }
+        if (in_shared)
+            for (u32 t = threadIdx.x; t < n; t += blockDim.x) cval[c0 + t] = sval_s[t];
+        __syncthreads();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points, one per bin (the Rust side's BINS table must match):
+//   bin 0: ub <= 32,   8 lanes,  16 groups (128 threads), CAP 32
+//   bin 1: ub <= 64,   16 lanes, 8 groups (128 threads),  CAP 64
+//   bin 2: ub <= 256,  32 lanes, 4 groups (128 threads),  CAP 256
+//   bin 3: ub <= 1024, 32 lanes, 4 groups (128 threads),  CAP 1024
+//   bin 4: ub <= 4096, a block of 256 threads per row,    CAP 4096
+//   bin 5: larger,     a block of 256 threads per row,    global slab
+// ---------------------------------------------------------------------------------------------
+#define SPGEMM_SYM_ARGS const u32 *rows, u32 nrows_bin, const u32 *arp, const u32 *acol, const u32 *brp, const u32 *bcol
+#define SPGEMM_SYM_PASS rows, nrows_bin, arp, acol, brp, bcol
+
+#define SPGEMM_GROUP_BIN(B, G, GROUPS, CAP)                                                                  \
+    extern "C" __global__ void __launch_bounds__(G * GROUPS)                                               \
+        spgemm_count_b##B(SPGEMM_SYM_ARGS, u32 *counts, u32 *scratch, u32 slab) {                          \
+        spgemm_count_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, counts);                                       \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(G * GROUPS)                                               \
+        spgemm_fill_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts, u32 *scratch,        \
+                         u32 slab) {                                                                       \
+        spgemm_fill_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts);                         \
+    }
+#define SPGEMM_BLOCK_BIN(B, CAP)                                                                           \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)                                             \
+        spgemm_count_b##B(SPGEMM_SYM_ARGS, u32 *counts, u32 *scratch, u32 slab) {                          \
+        spgemm_count_block<CAP>(SPGEMM_SYM_PASS, counts, scratch, slab);                                   \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)                                             \
+        spgemm_fill_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts, u32 *scratch,        \
+                         u32 slab) {                                                                       \
+        spgemm_fill_block<CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts, scratch, slab);                     \
+    }
+SPGEMM_GROUP_BIN(0, 8, 16, 32)
+SPGEMM_GROUP_BIN(1, 16, 8, 64)
+SPGEMM_GROUP_BIN(2, 32, 4, 256)
+SPGEMM_GROUP_BIN(3, 32, 4, 1024)
+SPGEMM_BLOCK_BIN(4, 4096)
+SPGEMM_BLOCK_BIN(5, 0)
+
+#define SPGEMM_NUM_ARGS(T)                                                                                 \
+    const u32 *rows, u32 nrows_bin, const u32 *arp, const u32 *acol, const T *aval, const u32 *brp,        \
+        const u32 *bcol, const T *bval, const u32 *crp, const u32 *ccol, T *cval
+#define SPGEMM_NUM_PASS rows, nrows_bin, arp, acol, aval, brp, bcol, bval, crp, ccol, cval
+#define SPGEMM_NUMERIC(T, S)                                                                               \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b0_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, 8, 16, 32>(SPGEMM_NUM_PASS);                                               \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b1_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, 16, 8, 64>(SPGEMM_NUM_PASS);                                               \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b2_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, 32, 4, 256>(SPGEMM_NUM_PASS);                                              \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b3_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, 32, 4, 1024>(SPGEMM_NUM_PASS);                                             \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK) spgemm_numeric_b4_##S(SPGEMM_NUM_ARGS(T)) { \
+        spgemm_numeric_block<T, 2048>(SPGEMM_NUM_PASS);                                                    \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK) spgemm_numeric_b5_##S(SPGEMM_NUM_ARGS(T)) { \
+        spgemm_numeric_block<T, 2048>(SPGEMM_NUM_PASS);                                                       \
+    }
+SPGEMM_NUMERIC(float, f32)
+SPGEMM_NUMERIC(double, f64)
+
+// The one-pass symbolic phase writes each row's sorted columns at its product-count offset
+// (exclusive scan of ub) in a temporary array; this moves them to row_ptr (a warp per row).
+extern "C" __global__ void spgemm_move_rows(const u32* __restrict__ src_off, const u32* __restrict__ crp, u32 m,
+                                            const u32* __restrict__ tmp, u32* ccol) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < m; i += (gridDim.x * blockDim.x) >> 5) {
+        const u32 s0 = src_off[i], d0 = crp[i], n = crp[i + 1] - d0;
+        for (u32 t = lane; t < n; t += 32) ccol[d0 + t] = tmp[s0 + t];
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transpose helpers: the row of every entry (for the stable key sort by column), the column
+// histogram (counts per column, atomics: the counts do not depend on the order), and the gather
+// of the sorted entries.
+// ---------------------------------------------------------------------------------------------
+extern "C" __global__ void sparse_entry_rows(const u32* __restrict__ rp, u32 m, u32* rows) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x)
+        for (u32 p = rp[i]; p < rp[i + 1]; ++p) rows[p] = i;
+}
+
+extern "C" __global__ void sparse_col_counts(const u32* __restrict__ col, u32 nnz, u32* counts) {
+    for (u32 p = blockIdx.x * blockDim.x + threadIdx.x; p < nnz; p += gridDim.x * blockDim.x)
+        atomicAdd(counts + col[p], 1u);
+}
+
+#define SPARSE_TYPED(T, S)                                                                                 \
+    extern "C" __global__ void sparse_transpose_gather_##S(const u32* __restrict__ perm,                   \
+                                                           const u32* __restrict__ rows,                   \
+                                                           const T* __restrict__ val, u32 nnz, u32* tcol,  \
+                                                           T* tval) {                                      \
+        for (u32 q = blockIdx.x * blockDim.x + threadIdx.x; q < nnz; q += gridDim.x * blockDim.x) {        \
+            const u32 p = perm[q];                                                                         \
+            tcol[q] = rows[p];                                                                             \
+            tval[q] = val[p];                                                                              \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* d[i] = A[i,i] (0 when not stored; the last stored one when repeated). */                            \
+    extern "C" __global__ void sparse_diagonal_##S(const u32* __restrict__ rp, const u32* __restrict__ col, \
+                                                   const T* __restrict__ val, u32 n, T* d) {               \
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {          \
+            T v = T(0);                                                                                    \
+            for (u32 p = rp[i]; p < rp[i + 1]; ++p)                                                        \
+                if (col[p] == i) v = val[p];                                                               \
+            d[i] = v;                                                                                      \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* A <- diag(left)·A·diag(right); has_left/has_right select the sides. */                             \
+    extern "C" __global__ void sparse_scale_##S(const u32* __restrict__ rp, const u32* __restrict__ col,   \
+                                                T* val, u32 m, const T* __restrict__ left,                 \
+                                                const T* __restrict__ right, u32 has_left, u32 has_right) { \
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {          \
+            const T l = has_left ? left[i] : T(1);                                                         \
+            for (u32 p = rp[i]; p < rp[i + 1]; ++p) {                                                      \
+                T v = val[p];                                                                              \
+                if (has_left) v = v * l;                                                                   \
+                if (has_right) v = v * right[col[p]];                                                      \
+                val[p] = v;                                                                                \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+SPARSE_TYPED(float, f32)
+SPARSE_TYPED(double, f64)

@@ -1,0 +1,276 @@
+//! cuSPARSE `cusparseSpGEMM` (`CUSPARSE_SPGEMM_DEFAULT`) as the peer of the GPU SpGEMM, called
+//! the way a user calls it: descriptors of `A`, `B` and an empty `C`, `workEstimation` (size
+//! query, buffer allocation, call), `compute` (the same), `cusparseSpMatGetSize`, the allocation
+//! of `C`'s three arrays, `cusparseCsrSetPointers` and `copy`. Everything from the first
+//! descriptor to the copy is part of one [`CusparseSpgemm::multiply`], so a benchmark timing it
+//! times the whole protocol; only the handle is created once.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+
+use super::{CsrView, DeviceCsr};
+use crate::error::Result;
+use crate::gpu::cusparse::{check, sys, Cusparse};
+use crate::gpu::Gpu;
+use crate::spmv::gpu::GpuScalar;
+
+fn data_type<T: GpuScalar>() -> sys::cudaDataType {
+    if T::BYTES == 4 {
+        sys::cudaDataType::CUDA_R_32F
+    } else {
+        sys::cudaDataType::CUDA_R_64F
+    }
+}
+
+/// A cuSPARSE handle for SpGEMM products.
+pub struct CusparseSpgemm {
+    cs: Cusparse,
+}
+
+/// Destroys the descriptors when a call fails half-way.
+struct Descrs {
+    mats: Vec<sys::cusparseSpMatDescr_t>,
+    spgemm: sys::cusparseSpGEMMDescr_t,
+}
+
+impl Drop for Descrs {
+    fn drop(&mut self) {
+        // SAFETY: each descriptor was created by cuSPARSE and is destroyed once.
+        unsafe {
+            for &m in &self.mats {
+                let _ = sys::cusparseDestroySpMat(m as _);
+            }
+            if !self.spgemm.is_null() {
+                let _ = sys::cusparseSpGEMM_destroyDescr(self.spgemm);
+            }
+        }
+    }
+}
+
+impl CusparseSpgemm {
+    /// Creates the handle on `gpu`'s stream.
+    ///
+    /// # Errors
+    /// [`Error::Cusparse`](crate::Error::Cusparse) when the library is absent or a call fails.
+    pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
+        Ok(CusparseSpgemm {
+            cs: Cusparse::new(gpu)?,
+        })
+    }
+
+    /// The library's version.
+    pub fn version(&self) -> String {
+        self.cs.version()
+    }
+
+    /// `C = A·B` by the whole cuSPARSE protocol (see the module docs); `C` is returned in a
+    /// [`DeviceCsr`] whose arrays were allocated during the call.
+    ///
+    /// # Panics
+    /// When `A`'s columns differ from `B`'s rows.
+    ///
+    /// # Errors
+    /// [`Error::Cusparse`](crate::Error::Cusparse) naming the failing call; out of device memory.
+    pub fn multiply<'a, 'b, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrView<'a, T>>,
+        b: impl Into<CsrView<'b, T>>,
+    ) -> Result<DeviceCsr<T>> {
+        let (a, b) = (a.into(), b.into());
+        assert_eq!(
+            a.ncols, b.nrows,
+            "cuSPARSE SpGEMM: A has {} columns and B {} rows",
+            a.ncols, b.nrows
+        );
+        let g = self.cs.gpu();
+        let stream = g.stream();
+        let h = self.cs.handle();
+        let dt = data_type::<T>();
+        let (alpha, beta) = (T::one(), T::zero());
+        let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        let alg = sys::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_DEFAULT;
+        let mut d = Descrs {
+            mats: Vec::new(),
+            spgemm: std::ptr::null_mut(),
+        };
+        let i32i = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+        let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
+        let mut c_row_ptr = g.zeros::<u32>(a.nrows + 1)?;
+        // SAFETY: every pointer handed to cuSPARSE is a live device allocation of the size given
+        // (A and B as their views say; C's arrays allocated below before they are set); the
+        // descriptors are destroyed by `Descrs`; the buffers outlive the calls that use them
+        // (all queued on this stream, and the buffers are freed on the same stream).
+        unsafe {
+            let make = |v: CsrView<'_, T>| -> Result<sys::cusparseSpMatDescr_t> {
+                let (rp, _g1) = v.row_ptr.device_ptr(stream);
+                let (ci, _g2) = v.col.device_ptr(stream);
+                let (va, _g3) = v.val.device_ptr(stream);
+                let mut m = std::ptr::null_mut();
+                check(
+                    sys::cusparseCreateCsr(
+                        &mut m,
+                        v.nrows as i64,
+                        v.ncols as i64,
+                        v.nnz as i64,
+                        rp as *mut c_void,
+                        ci as *mut c_void,
+                        va as *mut c_void,
+                        i32i,
+                        i32i,
+                        base,
+                        dt,
+                    ),
+                    "cusparseCreateCsr",
+                )?;
+                Ok(m)
+            };
+            let ma = make(a)?;
+            d.mats.push(ma);
+            let mb = make(b)?;
+            d.mats.push(mb);
+            let mut mc = std::ptr::null_mut();
+            check(
+                sys::cusparseCreateCsr(
+                    &mut mc,
+                    a.nrows as i64,
+                    b.ncols as i64,
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    i32i,
+                    i32i,
+                    base,
+                    dt,
+                ),
+                "cusparseCreateCsr(C)",
+            )?;
+            d.mats.push(mc);
+            check(
+                sys::cusparseSpGEMM_createDescr(&mut d.spgemm),
+                "cusparseSpGEMM_createDescr",
+            )?;
+            let pa = &alpha as *const T as *const c_void;
+            let pb = &beta as *const T as *const c_void;
+            let mut size1 = 0usize;
+            check(
+                sys::cusparseSpGEMM_workEstimation(
+                    h,
+                    op,
+                    op,
+                    pa,
+                    ma as _,
+                    mb as _,
+                    pb,
+                    mc,
+                    dt,
+                    alg,
+                    d.spgemm,
+                    &mut size1,
+                    std::ptr::null_mut(),
+                ),
+                "cusparseSpGEMM_workEstimation (size)",
+            )?;
+            let mut buf1 = g.alloc::<u64>(size1.div_ceil(8).max(1))?;
+            let (b1, _g4) = buf1.device_ptr_mut(stream);
+            check(
+                sys::cusparseSpGEMM_workEstimation(
+                    h,
+                    op,
+                    op,
+                    pa,
+                    ma as _,
+                    mb as _,
+                    pb,
+                    mc,
+                    dt,
+                    alg,
+                    d.spgemm,
+                    &mut size1,
+                    b1 as *mut c_void,
+                ),
+                "cusparseSpGEMM_workEstimation",
+            )?;
+            let mut size2 = 0usize;
+            check(
+                sys::cusparseSpGEMM_compute(
+                    h,
+                    op,
+                    op,
+                    pa,
+                    ma as _,
+                    mb as _,
+                    pb,
+                    mc,
+                    dt,
+                    alg,
+                    d.spgemm,
+                    &mut size2,
+                    std::ptr::null_mut(),
+                ),
+                "cusparseSpGEMM_compute (size)",
+            )?;
+            let mut buf2 = g.alloc::<u64>(size2.div_ceil(8).max(1))?;
+            let (b2, _g5) = buf2.device_ptr_mut(stream);
+            check(
+                sys::cusparseSpGEMM_compute(
+                    h,
+                    op,
+                    op,
+                    pa,
+                    ma as _,
+                    mb as _,
+                    pb,
+                    mc,
+                    dt,
+                    alg,
+                    d.spgemm,
+                    &mut size2,
+                    b2 as *mut c_void,
+                ),
+                "cusparseSpGEMM_compute",
+            )?;
+            let (mut r, mut c, mut nnz) = (0i64, 0i64, 0i64);
+            check(
+                sys::cusparseSpMatGetSize(mc as _, &mut r, &mut c, &mut nnz),
+                "cusparseSpMatGetSize",
+            )?;
+            let nnz = nnz as usize;
+            let mut col = g.alloc::<u32>(nnz.max(1))?;
+            let mut val = g.alloc::<T>(nnz.max(1))?;
+            {
+                let (rp, _g6) = c_row_ptr.device_ptr_mut(stream);
+                let (ci, _g7) = col.device_ptr_mut(stream);
+                let (va, _g8) = val.device_ptr_mut(stream);
+                check(
+                    sys::cusparseCsrSetPointers(
+                        mc,
+                        rp as *mut c_void,
+                        ci as *mut c_void,
+                        va as *mut c_void,
+                    ),
+                    "cusparseCsrSetPointers",
+                )?;
+                check(
+                    sys::cusparseSpGEMM_copy(
+                        h, op, op, pa, ma as _, mb as _, pb, mc, dt, alg, d.spgemm,
+                    ),
+                    "cusparseSpGEMM_copy",
+                )?;
+            }
+            drop(d);
+            drop((_g4, _g5));
+            drop((buf1, buf2));
+            Ok(DeviceCsr {
+                nrows: a.nrows,
+                ncols: b.ncols,
+                nnz,
+                row_ptr: c_row_ptr,
+                col,
+                val,
+            })
+        }
+    }
+}

@@ -1,0 +1,827 @@
+//! GPU sparse matrix–matrix operations: SpGEMM `C = A·B` with a symbolic plan whose numeric
+//! phase can be re-run alone, the Galerkin product `R·A·P`, transpose, diagonal extraction and
+//! diagonal scaling; and [`CusparseSpgemm`], cuSPARSE's `cusparseSpGEMM` as the in-run peer.
+//!
+//! Results are [`DeviceCsr`] matrices (CSR arrays that stay on the device, canonical: sorted
+//! column indices, no duplicates, explicit zeros from cancellation kept — the pattern of the CPU
+//! [`crate::sparse::SpgemmPlan`]); [`DeviceCsr::into_gpu_csr`] turns one into a [`GpuCsr`] ready
+//! for SpMV (building the SpMV's structure tables on the device) without copying the entries.
+//!
+//! # Method: row-binned hash SpGEMM (`kernels/sparse/spgemm.cu`)
+//!
+//! Each row `i` of `A` has an upper bound of its product count,
+//! `ub(i) = Σ_{k ∈ A[i,:]} nnz(B[k,:])`, computed by one kernel that also bins the row by `ub`:
+//! 8 lanes per row and a 32-entry shared table (`ub ≤ 32`, e.g. Poisson 2D: 25 products, 13
+//! distinct), 16 lanes and 64 entries (`ub ≤ 64`, Poisson 3D: 49 → 25), a warp and 256 or 1024
+//! entries (`ub ≤ 1024`, the 27-point stencil: 729 → 125), a 256-thread block with a 4096-entry
+//! shared table, and a block with a global-memory table for the longest rows.
+//!
+//! The symbolic phase is one pass: each row's product columns are inserted into an
+//! open-addressing hash table (`atomicCAS`, linear probing), the distinct ones compacted and
+//! sorted (ranked within the group for warp bins, bitonic-sorted for block bins) and written at
+//! the row's product-count offset (exclusive scan of `ub`) in a temporary, with their count; a
+//! scan of the counts (the crate's scan primitive) gives `row_ptr` and a move kernel packs the
+//! columns. Above 2^30 products (the temporary's 4 GiB) it takes two passes instead: count, scan,
+//! fill in place. The *numeric* phase loads each row's sorted columns into shared memory and,
+//! taking `A`'s row entries in order, lets the lanes find each product's position by binary
+//! search and add it; a group barrier between consecutive entries of `A`'s row keeps the
+//! additions in the CPU's order. Products are rounded as `round(acc + round(a·b))` (no FMA
+//! contraction), so the GPU product equals the CPU [`crate::sparse::spgemm`] **bit for bit**, and
+//! is reproducible run to run. `B` must be canonical (strictly increasing columns in each row;
+//! checked, an `Err` names the row), since the lanes of a group add distinct columns of one row
+//! of `B` at once.
+//!
+//! # Performance (H200, `benches/results/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
+//! the same process)
+//!
+//! - 27-point stencil 100³: 18.2 ms against 69.2 ms (3.8× in f64, 5.6× in f32).
+//! - Poisson 2D 2000² 0.91×, Poisson 3D 160³ 0.88×, a 17-per-row band 0.61×, tridiagonal 0.72×
+//!   (**miss** of the 1.5× goal): the hash kernel is issue-bound on divergent `atomicCAS` probe
+//!   loops (7.4 active threads per warp, ncu), and the banded case's numeric phase runs at low
+//!   occupancy (tables sized by the product bound).
+//! - Corpus (40 matrices, A·A or A·Aᵀ): geo-mean 1.11× (f64), 26 of 40 at ≥ 1.0× (**miss**:
+//!   matrices with a few very long rows, down to 0.22×, where one block walks a long row of `A`
+//!   with a barrier per entry to keep the summation order).
+//!
+//! Expand–sort–compress (every product written as a (row, column) key, radix-sorted, reduced by
+//! segments) is not used: the crate's 64-bit key sort alone (10.8 G keys/s) would take longer on
+//! the stencils' 10^8–10^9 products than cuSPARSE's whole product.
+//!
+//! # Transpose
+//!
+//! A stable key–value radix sort ([`crate::primitives::sort::gpu::radix_sort_pairs`]) of the
+//! column indices carrying the entry positions: entries of equal column keep their row-major
+//! order, so each row of `Aᵀ` comes out sorted. Column counts (atomics) and a scan give
+//! `row_ptr`; one gather writes the rows and values.
+
+mod cusparse_peer;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use cudarc::driver::CudaSlice;
+
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{KernelSource, COMMON};
+use crate::gpu::{Gpu, PushKernelArg};
+use crate::primitives::gpu as prim;
+use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
+use crate::spmv::gpu::{GpuCsr, GpuScalar};
+
+pub use cusparse_peer::CusparseSpgemm;
+
+/// `kernels/sparse/spgemm.cu`: binned SpGEMM, transpose helpers, diagonal and scaling.
+pub const SPGEMM_SRC: KernelSource = KernelSource {
+    name: "sparse/spgemm.cu",
+    text: include_str!("../../../kernels/sparse/spgemm.cu"),
+    headers: &[&COMMON],
+};
+
+/// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
+/// column per product: 2^30 products = 4 GiB); beyond it, a count pass and a fill pass.
+static ONE_PASS_MAX_PRODUCTS: AtomicU64 = AtomicU64::new(1 << 30);
+
+/// Sets the product count above which the symbolic phase takes two passes (count, then fill)
+/// instead of one (tests of the two-pass path only; both give the same result).
+#[doc(hidden)]
+pub fn set_one_pass_limit_for_tests(products: u64) {
+    ONE_PASS_MAX_PRODUCTS.store(products, Ordering::Relaxed);
+}
+
+/// The bins of the kernels (must match `spgemm_bin_of` and the entry points in spgemm.cu):
+/// (threads per block, rows per block); a bin with 0 rows per block is the global-table bin.
+const BINS: [(u32, u32); 6] = [(128, 16), (128, 8), (128, 4), (128, 4), (256, 1), (256, 0)];
+
+/// A CSR matrix whose arrays live on the device: the result type of the GPU sparse operations.
+///
+/// `col` and `val` hold `max(nnz, 1)` elements (a dummy one for a matrix without entries, as
+/// [`GpuCsr`] does). Invariants (built by the crate's kernels): `row_ptr` has `nrows + 1`
+/// entries, non-decreasing from 0 to `nnz`; columns below `ncols`, sorted within each row.
+pub struct DeviceCsr<T: GpuScalar> {
+    /// Rows.
+    pub nrows: usize,
+    /// Columns.
+    pub ncols: usize,
+    /// Stored entries.
+    pub nnz: usize,
+    /// Row pointer (`nrows + 1`).
+    pub row_ptr: CudaSlice<u32>,
+    /// Column indices (`max(nnz, 1)`).
+    pub col: CudaSlice<u32>,
+    /// Values (`max(nnz, 1)`).
+    pub val: CudaSlice<T>,
+}
+
+impl<T: GpuScalar> std::fmt::Debug for DeviceCsr<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DeviceCsr<{}>({}×{}, {} entries)",
+            T::NAME,
+            self.nrows,
+            self.ncols,
+            self.nnz
+        )
+    }
+}
+
+/// A borrowed view of CSR arrays on the device (of a [`GpuCsr`] or a [`DeviceCsr`]).
+#[derive(Clone, Copy)]
+pub struct CsrView<'a, T: GpuScalar> {
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    row_ptr: &'a CudaSlice<u32>,
+    col: &'a CudaSlice<u32>,
+    val: &'a CudaSlice<T>,
+}
+
+impl<'a, T: GpuScalar> From<&'a GpuCsr<T>> for CsrView<'a, T> {
+    fn from(a: &'a GpuCsr<T>) -> Self {
+        let (row_ptr, col, val) = a.device_parts();
+        CsrView {
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            row_ptr,
+            col,
+            val,
+        }
+    }
+}
+
+impl<'a, T: GpuScalar> From<&'a DeviceCsr<T>> for CsrView<'a, T> {
+    fn from(a: &'a DeviceCsr<T>) -> Self {
+        CsrView {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            nnz: a.nnz,
+            row_ptr: &a.row_ptr,
+            col: &a.col,
+            val: &a.val,
+        }
+    }
+}
+
+impl<T: GpuScalar> DeviceCsr<T> {
+    /// Uploads a host matrix.
+    ///
+    /// # Errors
+    /// Out of device memory; more than 2^32 − 1 rows, columns or entries.
+    pub fn upload(gpu: &Gpu, a: &crate::csr::CsrMatrix<T>) -> Result<Self> {
+        check_u32(a.nrows(), a.ncols(), a.nnz(), "DeviceCsr::upload")?;
+        let (zi, zv) = ([0u32], [T::zero()]);
+        Ok(DeviceCsr {
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            row_ptr: gpu.upload(a.row_ptr())?,
+            col: gpu.upload(if a.nnz() == 0 { &zi[..] } else { a.col_idx() })?,
+            val: gpu.upload(if a.nnz() == 0 { &zv[..] } else { a.values() })?,
+        })
+    }
+
+    /// Downloads into a host [`CsrMatrix`](crate::csr::CsrMatrix) (checked).
+    ///
+    /// # Errors
+    /// A failed copy, or arrays that break the CSR invariants.
+    pub fn download(&self, gpu: &Gpu) -> Result<crate::csr::CsrMatrix<T>> {
+        let rp = gpu.download(&self.row_ptr)?;
+        let mut col = gpu.download(&self.col)?;
+        let mut val = gpu.download(&self.val)?;
+        col.truncate(self.nnz);
+        val.truncate(self.nnz);
+        crate::csr::CsrMatrix::try_from_parts(self.nrows, self.ncols, rp, col, val)
+    }
+
+    /// A [`GpuCsr`] on the same arrays (no copy of the entries), with the SpMV's structure
+    /// tables built on the device ([`GpuCsr::from_device_parts`]).
+    ///
+    /// # Errors
+    /// As [`GpuCsr::from_device_parts`].
+    pub fn into_gpu_csr(self, gpu: &Arc<Gpu>) -> Result<GpuCsr<T>> {
+        GpuCsr::from_device_parts(
+            gpu,
+            self.nrows,
+            self.ncols,
+            self.row_ptr,
+            self.col,
+            self.val,
+        )
+    }
+
+    /// A borrowed view (the argument type of the operations here).
+    pub fn view(&self) -> CsrView<'_, T> {
+        self.into()
+    }
+}
+
+fn check_u32(m: usize, n: usize, nnz: usize, what: &str) -> Result<()> {
+    if m >= u32::MAX as usize || n >= u32::MAX as usize || nnz >= u32::MAX as usize {
+        return Err(Error::InvalidInput(format!(
+            "{what}: {m}×{n} with {nnz} entries exceeds the 32-bit index range of the GPU kernels"
+        )));
+    }
+    Ok(())
+}
+
+fn grid(g: &Gpu, n: usize, threads: usize) -> u32 {
+    (n.div_ceil(threads) as u32).clamp(1, g.sm_count() * 32)
+}
+
+/// The symbolic result of `C = A·B` on the GPU: the rows of `A` binned by their product
+/// counts and the pattern of `C` (`row_ptr`, sorted `col`), reusable by
+/// [`GpuSpgemmPlan::numeric_into`] for new values of `A` and `B` on the same patterns.
+pub struct GpuSpgemmPlan {
+    gpu: Arc<Gpu>,
+    nrows: usize,
+    ncols: usize,
+    a_shape: (usize, usize, usize),
+    b_shape: (usize, usize, usize),
+    nnz: usize,
+    /// Rows of A, bin by bin (`bin_start[b]..bin_start[b+1]`).
+    rows: CudaSlice<u32>,
+    bin_start: [usize; 7],
+    row_ptr: CudaSlice<u32>,
+    col: CudaSlice<u32>,
+}
+
+impl std::fmt::Debug for GpuSpgemmPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuSpgemmPlan({}×{}, {} entries, rows per bin {:?})",
+            self.nrows,
+            self.ncols,
+            self.nnz,
+            self.bin_rows()
+        )
+    }
+}
+
+/// Entries per block slab of the global-table bin: a power of two at least the bin's largest
+/// product count (each block holds two: the hash table and the compacted list); blocks so that
+/// all slabs together stay under 2^28 entries (1 GiB).
+fn slab_for(max_ub: u32) -> (u32, u32) {
+    let slab = max_ub.max(1).next_power_of_two().max(8192);
+    let blocks = ((1u64 << 27) / slab as u64).clamp(1, 1024) as u32;
+    (slab, blocks)
+}
+
+impl GpuSpgemmPlan {
+    /// The symbolic phase of `C = A·B`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `A`'s columns differ from `B`'s rows, when a row of `B` has
+    /// unsorted or repeated columns (naming the row), or when `C` would exceed the 32-bit index
+    /// range; CUDA errors with their context.
+    pub fn symbolic<'a, 'b, T: GpuScalar>(
+        gpu: &Arc<Gpu>,
+        a: impl Into<CsrView<'a, T>>,
+        b: impl Into<CsrView<'b, T>>,
+    ) -> Result<Self> {
+        let (a, b) = (a.into(), b.into());
+        if a.ncols != b.nrows {
+            return Err(Error::InvalidInput(format!(
+                "GPU SpGEMM: A is {}×{} and B is {}×{}: A's columns must equal B's rows",
+                a.nrows, a.ncols, b.nrows, b.ncols
+            )));
+        }
+        let g = gpu;
+        let m = a.nrows;
+        let m32 = m as u32;
+        let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
+        // 1. Product counts and bins.
+        let mut ub = g.zeros::<u32>(m + 1)?; // ub[m] = 0: its exclusive scan ends at Σ ub
+        let mut ub_total = g.zeros::<u64>(1)?;
+        let mut stats = g.zeros::<u32>(13)?; // counts[6], max[6], bad row of B
+        if b.nrows > 0 && b.nnz > 0 {
+            let k = f("spgemm_check_rows")?;
+            let mut bad = stats.slice_mut(12..13);
+            let bn = b.nrows as u32;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(b.row_ptr).arg(b.col).arg(&bn).arg(&mut bad);
+            // SAFETY: spgemm_check_rows(const u32* brp, const u32* bcol, u32 n, u32* bad): brp
+            // n+1 entries ending at nnz(B), bcol nnz(B), bad one word.
+            unsafe { lb.launch(Gpu::cfg(grid(g, b.nrows, 256), 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
+        }
+        if m > 0 {
+            let k = f("spgemm_bound")?;
+            let (mut cnt, mut rest) = stats.split_at_mut(6);
+            let mut mx = rest.slice_mut(0..6);
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(a.row_ptr)
+                .arg(a.col)
+                .arg(b.row_ptr)
+                .arg(&m32)
+                .arg(&mut ub)
+                .arg(&mut cnt)
+                .arg(&mut mx)
+                .arg(&mut ub_total);
+            // SAFETY: spgemm_bound(const u32* arp, const u32* acol, const u32* brp, u32 m,
+            // u32* ub, u32* bin_count, u32* bin_max, u64* ub_total): arp m+1, acol nnz(A) <
+            // ncols(A) = nrows(B), brp nrows(B)+1, ub m+1, counts and max 6 each, one total.
+            unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_bound", e))?;
+        }
+        let st = g.download(&stats)?;
+        let products = g.download(&ub_total)?[0];
+        if st[12] > 0 {
+            return Err(Error::InvalidInput(format!(
+                "GPU SpGEMM: row {} of B has unsorted or repeated column indices (the GPU \
+                 product needs B in canonical form: sort and sum duplicates first)",
+                st[12] - 1
+            )));
+        }
+        let mut bin_start = [0usize; 7];
+        for bi in 0..6 {
+            bin_start[bi + 1] = bin_start[bi] + st[bi] as usize;
+        }
+        let binned = bin_start[6];
+        let mut rows = g.zeros::<u32>(binned.max(1))?;
+        if binned > 0 {
+            let offs: Vec<u32> = bin_start[..6].iter().map(|&x| x as u32).collect();
+            let offs = g.upload(&offs)?;
+            let mut cursor = g.zeros::<u32>(6)?;
+            let k = f("spgemm_bin_rows")?;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&ub)
+                .arg(&m32)
+                .arg(&offs)
+                .arg(&mut cursor)
+                .arg(&mut rows);
+            // SAFETY: spgemm_bin_rows(const u32* ub, u32 m, const u32* offsets, u32* cursor,
+            // u32* rows): ub m, offsets and cursor 6, rows holds every binned row (Σ counts).
+            unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_bin_rows", e))?;
+        }
+        let max5 = st[6 + 5];
+        let (slab, slab_blocks) = slab_for(max5);
+        let mut scratch = if st[5] > 0 {
+            g.zeros::<u32>(2 * slab as usize * slab_blocks.min(st[5]) as usize)?
+        } else {
+            g.zeros::<u32>(1)?
+        };
+        let blocks_of = |bi: usize, n: usize| -> u32 {
+            let per_block = BINS[bi].1;
+            if per_block == 0 {
+                slab_blocks.min(n as u32)
+            } else if per_block == 1 {
+                (n as u32).min(g.sm_count() * 64)
+            } else {
+                n.div_ceil(per_block as usize) as u32
+            }
+        };
+        // The fill kernels: each row's distinct columns, sorted, at out_off[i]; counts[i] = n.
+        let fill = |out_off: &CudaSlice<u32>,
+                    ccol: &mut CudaSlice<u32>,
+                    counts: &mut CudaSlice<u32>,
+                    scratch: &mut CudaSlice<u32>|
+         -> Result<()> {
+            for (bi, &(threads, _)) in BINS.iter().enumerate() {
+                let n = bin_start[bi + 1] - bin_start[bi];
+                if n == 0 {
+                    continue;
+                }
+                let name = format!("spgemm_fill_b{bi}");
+                let k = f(&name)?;
+                let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
+                let n32 = n as u32;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(&rows_b)
+                    .arg(&n32)
+                    .arg(a.row_ptr)
+                    .arg(a.col)
+                    .arg(b.row_ptr)
+                    .arg(b.col)
+                    .arg(out_off)
+                    .arg(&mut *ccol)
+                    .arg(&mut *counts)
+                    .arg(&mut *scratch)
+                    .arg(&slab);
+                // SAFETY: spgemm_fill_bB(rows, n, arp, acol, brp, bcol, const u32* out_off,
+                // u32* ccol, u32* counts, u32* scratch, u32 slab): rows n entries of this bin
+                // (each < m); out_off m+1 offsets with room for each row's distinct columns
+                // after it (the scan of ub, or row_ptr); counts m+1; scratch 2·slab·blocks
+                // entries for the global bin (blocks ≤ slab_blocks).
+                unsafe { lb.launch(Gpu::cfg(blocks_of(bi, n), threads, 0)) }
+                    .map_err(|e| Gpu::launch_error(&name, e))?;
+            }
+            Ok(())
+        };
+        let mut counts = g.zeros::<u32>(m + 1)?;
+        let mut row_ptr = g.zeros::<u32>(m + 1)?;
+        let scan = |input: &CudaSlice<u32>, out: &mut CudaSlice<u32>| {
+            prim::scan(
+                g,
+                input,
+                out,
+                ScanSpec::exclusive(ScanOp::Plus),
+                ScanAlgorithm::default(),
+            )
+        };
+        let (col, total) = if products <= ONE_PASS_MAX_PRODUCTS.load(Ordering::Relaxed) {
+            // One hash pass: sorted columns at the product-count offsets, then moved.
+            let mut ub_off = g.zeros::<u32>(m + 1)?;
+            scan(&ub, &mut ub_off)?;
+            drop(ub);
+            // SAFETY: tmp is read only where the fill kernels wrote (each row's n columns).
+            let mut tmp = unsafe { g.alloc::<u32>((products as usize).max(1))? };
+            fill(&ub_off, &mut tmp, &mut counts, &mut scratch)?;
+            scan(&counts, &mut row_ptr)?;
+            let total = g.download(&row_ptr.slice(m..m + 1))?[0] as usize;
+            // SAFETY: spgemm_move_rows writes every entry (each row's n = row_ptr diff).
+            let mut col = unsafe { g.alloc::<u32>(total.max(1))? };
+            if total > 0 {
+                let k = f("spgemm_move_rows")?;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(&ub_off)
+                    .arg(&row_ptr)
+                    .arg(&m32)
+                    .arg(&tmp)
+                    .arg(&mut col);
+                // SAFETY: spgemm_move_rows(const u32* src_off, const u32* crp, u32 m,
+                // const u32* tmp, u32* ccol): row i's crp[i+1]-crp[i] columns lie at
+                // tmp[src_off[i]..] (written by the fill) and go to ccol[crp[i]..] (total).
+                unsafe { lb.launch(Gpu::cfg(grid(g, m * 32, 256), 256, 0)) }
+                    .map_err(|e| Gpu::launch_error("spgemm_move_rows", e))?;
+            }
+            (col, total)
+        } else {
+            // Products beyond the one-pass temporary: count, scan, then fill in place.
+            drop(ub);
+            for (bi, &(threads, _)) in BINS.iter().enumerate() {
+                let n = bin_start[bi + 1] - bin_start[bi];
+                if n == 0 {
+                    continue;
+                }
+                let name = format!("spgemm_count_b{bi}");
+                let k = f(&name)?;
+                let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
+                let n32 = n as u32;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(&rows_b)
+                    .arg(&n32)
+                    .arg(a.row_ptr)
+                    .arg(a.col)
+                    .arg(b.row_ptr)
+                    .arg(b.col)
+                    .arg(&mut counts)
+                    .arg(&mut scratch)
+                    .arg(&slab);
+                // SAFETY: spgemm_count_bB(const u32* rows, u32 n, arp, acol, brp, bcol,
+                // u32* counts, u32* scratch, u32 slab): rows n entries of this bin (each < m),
+                // counts m+1, scratch 2·slab·blocks entries for the global bin.
+                unsafe { lb.launch(Gpu::cfg(blocks_of(bi, n), threads, 0)) }
+                    .map_err(|e| Gpu::launch_error(&name, e))?;
+            }
+            if products >= u32::MAX as u64 {
+                // The u32 scan of the counts could wrap: add them on the host first.
+                let sum: u64 = g.download(&counts)?.iter().map(|&c| c as u64).sum();
+                check_u32(m, b.ncols, sum as usize, "GPU SpGEMM result")?;
+            }
+            scan(&counts, &mut row_ptr)?;
+            let total = g.download(&row_ptr.slice(m..m + 1))?[0] as usize;
+            check_u32(m, b.ncols, total, "GPU SpGEMM result")?;
+            let mut col = g.zeros::<u32>(total.max(1))?;
+            fill(&row_ptr, &mut col, &mut counts, &mut scratch)?;
+            (col, total)
+        };
+        drop(counts);
+        Ok(GpuSpgemmPlan {
+            gpu: gpu.clone(),
+            nrows: m,
+            ncols: b.ncols,
+            a_shape: (a.nrows, a.ncols, a.nnz),
+            b_shape: (b.nrows, b.ncols, b.nnz),
+            nnz: total,
+            rows,
+            bin_start,
+            row_ptr,
+            col,
+        })
+    }
+
+    /// Entries of `C`.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
+    /// Rows of `A` in each bin (by product count: ≤ 32, ≤ 64, ≤ 256, ≤ 1024, ≤ 4096, more).
+    pub fn bin_rows(&self) -> [usize; 6] {
+        std::array::from_fn(|b| self.bin_start[b + 1] - self.bin_start[b])
+    }
+
+    /// `C`'s row pointer on the device (`nrows + 1`).
+    pub fn row_ptr(&self) -> &CudaSlice<u32> {
+        &self.row_ptr
+    }
+
+    /// `C`'s column indices on the device (`max(nnz, 1)`), sorted within each row.
+    pub fn col_idx(&self) -> &CudaSlice<u32> {
+        &self.col
+    }
+
+    /// The numeric phase into `values` (length `max(nnz, 1)`): `C = A·B` on the plan's pattern.
+    /// Queues kernels and returns (no allocation, no synchronisation).
+    ///
+    /// # Panics
+    /// When `A` or `B` do not have the shapes and entry counts the plan was made for, or
+    /// `values` has the wrong length.
+    ///
+    /// # Errors
+    /// A failed launch, naming the kernel.
+    pub fn numeric_into<'a, 'b, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrView<'a, T>>,
+        b: impl Into<CsrView<'b, T>>,
+        values: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let (a, b) = (a.into(), b.into());
+        assert_eq!(
+            (a.nrows, a.ncols, a.nnz),
+            self.a_shape,
+            "GPU SpGEMM numeric: A (rows, cols, nnz) differs from the plan's"
+        );
+        assert_eq!(
+            (b.nrows, b.ncols, b.nnz),
+            self.b_shape,
+            "GPU SpGEMM numeric: B (rows, cols, nnz) differs from the plan's"
+        );
+        assert_eq!(
+            values.len(),
+            self.nnz.max(1),
+            "GPU SpGEMM numeric: values length vs the plan's entries"
+        );
+        let g = &self.gpu;
+        for (bi, &(threads, per_block)) in BINS.iter().enumerate() {
+            let n = self.bin_start[bi + 1] - self.bin_start[bi];
+            if n == 0 {
+                continue;
+            }
+            let blocks = if per_block <= 1 {
+                (n as u32).min(g.sm_count() * 64)
+            } else {
+                n.div_ceil(per_block as usize) as u32
+            };
+            let k = g.typed_function::<T>(&SPGEMM_SRC, &format!("spgemm_numeric_b{bi}"), &[])?;
+            let rows_b = self.rows.slice(self.bin_start[bi]..self.bin_start[bi + 1]);
+            let n32 = n as u32;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&rows_b)
+                .arg(&n32)
+                .arg(a.row_ptr)
+                .arg(a.col)
+                .arg(a.val)
+                .arg(b.row_ptr)
+                .arg(b.col)
+                .arg(b.val)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&mut *values);
+            // SAFETY: spgemm_numeric_bB_T(rows, n, arp, acol, const T* aval, brp, bcol,
+            // const T* bval, crp, ccol, T* cval): the plan's bins and pattern for these shapes
+            // (checked above); every product's column is in C's row (the symbolic phase put it
+            // there), so the binary search lands inside the row; cval has nnz entries.
+            unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
+                .map_err(|e| Gpu::launch_error(&format!("spgemm_numeric_b{bi}"), e))?;
+        }
+        // Rows without products have no entries: nothing to write.
+        Ok(())
+    }
+
+    /// The numeric phase into a new [`DeviceCsr`] (the pattern copied on the device).
+    ///
+    /// # Errors
+    /// As [`GpuSpgemmPlan::numeric_into`]; out of device memory.
+    pub fn numeric<'a, 'b, T: GpuScalar>(
+        &self,
+        a: impl Into<CsrView<'a, T>>,
+        b: impl Into<CsrView<'b, T>>,
+    ) -> Result<DeviceCsr<T>> {
+        let g = &self.gpu;
+        // SAFETY: every entry is written by the numeric kernels (each row of C is written by
+        // its row's group); a matrix without entries keeps one unread dummy.
+        let mut val = unsafe { g.alloc::<T>(self.nnz.max(1))? };
+        self.numeric_into(a, b, &mut val)?;
+        let row_ptr = g
+            .stream()
+            .clone_dtod(&self.row_ptr)
+            .map_err(|e| Error::cuda("copying C's row pointer", e))?;
+        let col = g
+            .stream()
+            .clone_dtod(&self.col)
+            .map_err(|e| Error::cuda("copying C's columns", e))?;
+        Ok(DeviceCsr {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            nnz: self.nnz,
+            row_ptr,
+            col,
+            val,
+        })
+    }
+
+    /// The numeric phase, the plan's pattern arrays moved into the result (no copy): for a
+    /// one-off product.
+    ///
+    /// # Errors
+    /// As [`GpuSpgemmPlan::numeric_into`].
+    pub fn into_product<'a, 'b, T: GpuScalar>(
+        self,
+        a: impl Into<CsrView<'a, T>>,
+        b: impl Into<CsrView<'b, T>>,
+    ) -> Result<DeviceCsr<T>> {
+        // SAFETY: as in `numeric`.
+        let mut val = unsafe { self.gpu.alloc::<T>(self.nnz.max(1))? };
+        self.numeric_into(a, b, &mut val)?;
+        Ok(DeviceCsr {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            nnz: self.nnz,
+            row_ptr: self.row_ptr,
+            col: self.col,
+            val,
+        })
+    }
+}
+
+/// `C = A·B` on the GPU (symbolic and numeric phases), canonical CSR on the device.
+///
+/// `B` must be canonical (strictly increasing columns within each row); `A` may be in any
+/// order (its entries are added in stored order, as the CPU does).
+///
+/// # Errors
+/// As [`GpuSpgemmPlan::symbolic`].
+pub fn spgemm<'a, 'b, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: impl Into<CsrView<'a, T>>,
+    b: impl Into<CsrView<'b, T>>,
+) -> Result<DeviceCsr<T>> {
+    let (a, b) = (a.into(), b.into());
+    GpuSpgemmPlan::symbolic(gpu, a, b)?.into_product(a, b)
+}
+
+/// The Galerkin product `R·A·P` on the GPU (`(R·A)·P`).
+///
+/// # Errors
+/// As [`spgemm`], for either product.
+pub fn galerkin<'r, 'a, 'p, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    r: impl Into<CsrView<'r, T>>,
+    a: impl Into<CsrView<'a, T>>,
+    p: impl Into<CsrView<'p, T>>,
+) -> Result<DeviceCsr<T>> {
+    let ra = spgemm(gpu, r, a)?;
+    spgemm(gpu, &ra, p)
+}
+
+/// `Aᵀ` on the GPU, canonical CSR (rows of `Aᵀ` sorted when `A`'s rows are: a stable sort by
+/// column keeps the row-major order within each column).
+///
+/// # Errors
+/// CUDA errors with their context.
+pub fn transpose<'a, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: impl Into<CsrView<'a, T>>,
+) -> Result<DeviceCsr<T>> {
+    let a = a.into();
+    let g = gpu;
+    let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
+    let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
+    let mut counts = g.zeros::<u32>(n + 1)?;
+    let mut row_ptr = g.zeros::<u32>(n + 1)?;
+    if nnz == 0 {
+        return Ok(DeviceCsr {
+            nrows: n,
+            ncols: m,
+            nnz: 0,
+            row_ptr,
+            col: g.zeros::<u32>(1)?,
+            val: g.zeros::<T>(1)?,
+        });
+    }
+    let nnz32 = nnz as u32;
+    let m32 = m as u32;
+    let mut rows = g.zeros::<u32>(nnz)?;
+    let k = f("sparse_entry_rows")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a.row_ptr).arg(&m32).arg(&mut rows);
+    // SAFETY: sparse_entry_rows(const u32* rp, u32 m, u32* rows): rp m+1 ending at nnz, rows nnz.
+    unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_entry_rows", e))?;
+    let k = f("sparse_col_counts")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a.col).arg(&nnz32).arg(&mut counts);
+    // SAFETY: sparse_col_counts(const u32* col, u32 nnz, u32* counts): columns < n, counts n+1.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_col_counts", e))?;
+    prim::scan(
+        g,
+        &counts,
+        &mut row_ptr,
+        ScanSpec::exclusive(ScanOp::Plus),
+        ScanAlgorithm::default(),
+    )?;
+    let mut keys = g
+        .stream()
+        .clone_dtod(&a.col.slice(..nnz))
+        .map_err(|e| Error::cuda("copying column keys", e))?;
+    let iota: Vec<u32> = (0..nnz32).collect();
+    let mut perm = g.upload(&iota)?;
+    crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
+    drop(keys);
+    // SAFETY: the gather writes all nnz entries.
+    let (mut tcol, mut tval) = unsafe { (g.alloc::<u32>(nnz)?, g.alloc::<T>(nnz)?) };
+    let k = g.typed_function::<T>(&SPGEMM_SRC, "sparse_transpose_gather", &[])?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(&perm)
+        .arg(&rows)
+        .arg(a.val)
+        .arg(&nnz32)
+        .arg(&mut tcol)
+        .arg(&mut tval);
+    // SAFETY: sparse_transpose_gather_T(const u32* perm, const u32* rows, const T* val, u32 nnz,
+    // u32* tcol, T* tval): perm a permutation of 0..nnz, rows and val nnz, outputs nnz.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_transpose_gather", e))?;
+    Ok(DeviceCsr {
+        nrows: n,
+        ncols: m,
+        nnz,
+        row_ptr,
+        col: tcol,
+        val: tval,
+    })
+}
+
+/// The diagonal `d[i] = A[i,i]` (0 where not stored), `min(nrows, ncols)` entries.
+///
+/// # Errors
+/// CUDA errors with their context.
+pub fn diagonal<'a, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: impl Into<CsrView<'a, T>>,
+) -> Result<CudaSlice<T>> {
+    let a = a.into();
+    let n = a.nrows.min(a.ncols);
+    let mut d = gpu.zeros::<T>(n.max(1))?;
+    if n == 0 {
+        return Ok(d);
+    }
+    let k = gpu.typed_function::<T>(&SPGEMM_SRC, "sparse_diagonal", &[])?;
+    let n32 = n as u32;
+    let mut lb = gpu.stream().launch_builder(&k);
+    lb.arg(a.row_ptr)
+        .arg(a.col)
+        .arg(a.val)
+        .arg(&n32)
+        .arg(&mut d);
+    // SAFETY: sparse_diagonal_T(rp, col, val, u32 n, T* d): rows < n ≤ nrows exist, d n entries.
+    unsafe { lb.launch(Gpu::cfg(grid(gpu, n, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_diagonal", e))?;
+    Ok(d)
+}
+
+/// `A ← diag(left)·A·diag(right)` in place on the device; either side may be `None`.
+///
+/// # Panics
+/// When a scaling vector's length differs from `A`'s rows (`left`) or columns (`right`).
+///
+/// # Errors
+/// A failed launch.
+pub fn scale<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: &mut DeviceCsr<T>,
+    left: Option<&CudaSlice<T>>,
+    right: Option<&CudaSlice<T>>,
+) -> Result<()> {
+    if let Some(l) = left {
+        assert_eq!(l.len(), a.nrows, "scale: left vector length vs rows");
+    }
+    if let Some(r) = right {
+        assert_eq!(r.len(), a.ncols, "scale: right vector length vs columns");
+    }
+    if a.nrows == 0 || a.nnz == 0 {
+        return Ok(());
+    }
+    let k = gpu.typed_function::<T>(&SPGEMM_SRC, "sparse_scale", &[])?;
+    let dummy = gpu.zeros::<T>(1)?;
+    let (hl, hr) = (left.is_some() as u32, right.is_some() as u32);
+    let m32 = a.nrows as u32;
+    let mut lb = gpu.stream().launch_builder(&k);
+    lb.arg(&a.row_ptr)
+        .arg(&a.col)
+        .arg(&mut a.val)
+        .arg(&m32)
+        .arg(left.unwrap_or(&dummy))
+        .arg(right.unwrap_or(&dummy))
+        .arg(&hl)
+        .arg(&hr);
+    // SAFETY: sparse_scale_T(rp, col, T* val, u32 m, const T* left, const T* right, u32 has_l,
+    // u32 has_r): left read only when given (nrows entries), right only when given (ncols).
+    unsafe { lb.launch(Gpu::cfg(grid(gpu, a.nrows, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_scale", e))?;
+    Ok(())
+}
