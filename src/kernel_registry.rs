@@ -27,6 +27,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::spmv::gpu::SPMV_SRC,
     #[cfg(feature = "cuda")]
     &crate::solvers::gpu::BLAS1,
+    #[cfg(feature = "cuda")]
+    &crate::sparse::triangular::gpu::SPTRSV_SRC,
     #[cfg(feature = "nccl")]
     &crate::dist::nccl::DIST_KERNELS,
 ];

@@ -23,6 +23,9 @@
 //! - F. G. Gustavson, *Two fast algorithms for sparse matrices: multiplication and permuted
 //!   transposition*, ACM TOMS 4(3), 1978.
 
+pub mod incomplete;
+pub mod triangular;
+
 use rayon::prelude::*;
 
 use crate::csr::CsrMatrix;
