@@ -53,6 +53,12 @@ pub struct IncompleteParams {
     pub shift: f64,
     /// A pivot of magnitude at most `pivot_tol × max_j |a_ij|` is an error. Default 1e-12.
     pub pivot_tol: f64,
+    /// On a bad pivot, retry with a larger shift instead of failing: the shift starts at
+    /// [`AUTO_SHIFT_START`] (or at twice `shift` when that is larger) and doubles, at most
+    /// [`AUTO_SHIFT_TRIES`] times (PETSc's "positive definite" shift, Manteuffel's method for
+    /// IC(0) on SPD matrices that are not M-matrices, where IC(0) can break down). The shift that
+    /// succeeded is reported by the factor. Default false.
+    pub auto_shift: bool,
     /// The GPU triangular solve algorithm (the CPU always substitutes in row order). Default
     /// [`SptrsvAlgorithm::Auto`].
     pub algorithm: SptrsvAlgorithm,
@@ -65,10 +71,21 @@ impl Default for IncompleteParams {
         IncompleteParams {
             shift: 0.0,
             pivot_tol: 1e-12,
+            auto_shift: false,
             algorithm: SptrsvAlgorithm::Auto,
             non_exhaustive: (),
         }
     }
+}
+
+/// The first shift tried by [`IncompleteParams::auto_shift`].
+pub const AUTO_SHIFT_START: f64 = 1e-3;
+/// The most retries of [`IncompleteParams::auto_shift`] (the last shift tried is about 4).
+pub const AUTO_SHIFT_TRIES: usize = 12;
+
+/// The shift after a failed `shift` under [`IncompleteParams::auto_shift`].
+pub(crate) fn next_shift(shift: f64) -> f64 {
+    (2.0 * shift).max(AUTO_SHIFT_START)
 }
 
 /// The pattern side of an incomplete factorization: how the factor's entries are taken from `A`,
@@ -274,6 +291,7 @@ pub struct IncompleteFactor<T> {
     values: Vec<T>,
     /// IC: `Lᵀ`'s values (gathered after each factorization).
     t_values: Vec<T>,
+    shift_used: f64,
 }
 
 impl<T: Scalar> IncompleteFactor<T> {
@@ -289,6 +307,7 @@ impl<T: Scalar> IncompleteFactor<T> {
             params: *params,
             values: Vec::new(),
             t_values: Vec::new(),
+            shift_used: params.shift,
         };
         f.refactor(a)?;
         Ok(f)
@@ -301,17 +320,39 @@ impl<T: Scalar> IncompleteFactor<T> {
     pub fn refactor(&mut self, a: &CsrMatrix<T>) -> Result<()> {
         let s = &self.structure;
         s.check_pattern(a)?;
-        let (mut v, rowmax) = s.initial_values(a, self.params.shift);
         let tol = T::of_f64(self.params.pivot_tol);
-        match s.kind {
-            FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol, &self.params)?,
-            FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol, &self.params)?,
+        let mut shift = self.params.shift;
+        let mut tries = 0;
+        loop {
+            let (mut v, rowmax) = s.initial_values(a, shift);
+            let r = match s.kind {
+                FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol),
+                FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol),
+            };
+            match r {
+                Ok(()) => {
+                    if let Some((_, _, map)) = &s.transpose {
+                        self.t_values = map.iter().map(|&p| v[p as usize]).collect();
+                    }
+                    self.values = v;
+                    self.shift_used = shift;
+                    return Ok(());
+                }
+                Err((row, piv)) if !self.params.auto_shift || tries >= AUTO_SHIFT_TRIES => {
+                    return Err(pivot_error(s.kind, row, piv, &self.params));
+                }
+                Err(_) => {
+                    shift = next_shift(shift);
+                    tries += 1;
+                }
+            }
         }
-        if let Some((_, _, map)) = &s.transpose {
-            self.t_values = map.iter().map(|&p| v[p as usize]).collect();
-        }
-        self.values = v;
-        Ok(())
+    }
+
+    /// The diagonal shift of the last successful factorization (see
+    /// [`IncompleteParams::auto_shift`]).
+    pub fn shift_used(&self) -> f64 {
+        self.shift_used
     }
 
     /// The structure.
@@ -417,8 +458,7 @@ fn ilu0_rows<T: Scalar>(
     v: &mut [T],
     rowmax: &[T],
     tol: T,
-    params: &IncompleteParams,
-) -> Result<()> {
+) -> std::result::Result<(), (usize, f64)> {
     let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
     let mut pos = vec![NO_DIAG; s.n];
     for i in 0..s.n {
@@ -442,7 +482,7 @@ fn ilu0_rows<T: Scalar>(
         }
         let piv = v[dp[i] as usize];
         if bad(piv, rowmax[i], tol) {
-            return Err(pivot_error(FactorKind::Ilu0, i, piv.as_f64(), params));
+            return Err((i, piv.as_f64()));
         }
     }
     Ok(())
@@ -454,8 +494,7 @@ fn ic0_rows<T: Scalar>(
     v: &mut [T],
     rowmax: &[T],
     tol: T,
-    params: &IncompleteParams,
-) -> Result<()> {
+) -> std::result::Result<(), (usize, f64)> {
     let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
     let mut pos = vec![NO_DIAG; s.n];
     for i in 0..s.n {
@@ -482,7 +521,7 @@ fn ic0_rows<T: Scalar>(
             piv -= v[p] * v[p];
         }
         if bad(piv, rowmax[i], tol) || piv < T::zero() {
-            return Err(pivot_error(FactorKind::Ic0, i, piv.as_f64(), params));
+            return Err((i, piv.as_f64()));
         }
         v[d] = piv.sqrt();
     }

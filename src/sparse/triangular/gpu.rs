@@ -348,6 +348,7 @@ pub struct GpuIncompleteFactor<T> {
     upper: GpuTriPlan,
     /// IC: `Lᵀ`'s columns, values and the gather map from `L`.
     transpose: Option<(CudaSlice<u32>, CudaSlice<T>, CudaSlice<u32>)>,
+    shift_used: f64,
 }
 
 impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
@@ -390,6 +391,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             gpu: gpu.clone(),
             structure: s,
             params: *params,
+            shift_used: params.shift,
         };
         f.refactor(a)?;
         Ok(f)
@@ -406,7 +408,37 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         if s.n == 0 {
             return Ok(());
         }
-        let (v, rowmax) = s.initial_values(a, self.params.shift);
+        let mut shift = self.params.shift;
+        let mut tries = 0;
+        loop {
+            match self.factor_once(a, shift)? {
+                None => {
+                    self.shift_used = shift;
+                    return Ok(());
+                }
+                Some((row, piv))
+                    if !self.params.auto_shift
+                        || tries >= crate::sparse::incomplete::AUTO_SHIFT_TRIES =>
+                {
+                    return Err(pivot_error(self.structure.kind, row, piv, &self.params));
+                }
+                Some(_) => {
+                    shift = crate::sparse::incomplete::next_shift(shift);
+                    tries += 1;
+                }
+            }
+        }
+    }
+
+    /// The diagonal shift of the last successful factorization.
+    pub fn shift_used(&self) -> f64 {
+        self.shift_used
+    }
+
+    /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
+    fn factor_once(&mut self, a: &CsrMatrix<T>, shift: f64) -> Result<Option<(usize, f64)>> {
+        let s = &self.structure;
+        let (v, rowmax) = s.initial_values(a, shift);
         self.gpu.upload_into(&v, &mut self.val)?;
         self.gpu.upload_into(&rowmax, &mut self.rowmax)?;
         self.gpu.upload_into(&[u32::MAX], &mut self.bad)?;
@@ -451,18 +483,18 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                 .map_err(launch_err("gather"))?;
         }
         let bad = self.gpu.download(&self.bad)?[0];
-        if bad != u32::MAX {
-            let row = bad as usize;
-            let piv = match s.kind {
-                FactorKind::Ilu0 => {
-                    let p = s.diag_pos[row] as usize;
-                    self.gpu.download(&self.val.slice(p..p + 1))?[0].as_f64()
-                }
-                FactorKind::Ic0 => f64::NAN,
-            };
-            return Err(pivot_error(s.kind, row, piv, &self.params));
+        if bad == u32::MAX {
+            return Ok(None);
         }
-        Ok(())
+        let row = bad as usize;
+        let piv = match s.kind {
+            FactorKind::Ilu0 => {
+                let p = s.diag_pos[row] as usize;
+                self.gpu.download(&self.val.slice(p..p + 1))?[0].as_f64()
+            }
+            FactorKind::Ic0 => f64::NAN,
+        };
+        Ok(Some((row, piv)))
     }
 
     /// `x = L⁻¹b` (queued).
