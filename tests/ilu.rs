@@ -222,7 +222,26 @@ mod gpu {
     use segsparse::sparse::triangular::gpu::{GpuIncompleteFactor, GpuTriangular};
     use std::sync::Arc;
 
+    /// `SEGSPARSE_ILU_QUICK=1` (under compute-sanitizer) keeps only the small cases.
+    fn quick() -> bool {
+        std::env::var("SEGSPARSE_ILU_QUICK").is_ok_and(|v| v == "1")
+    }
+
     fn matrices<T: Scalar>() -> Vec<(String, CsrMatrix<T>)> {
+        if quick() {
+            return vec![
+                (
+                    "random 300 empty rows".into(),
+                    random_matrix::<T>(300, 4, 0, 3, 2),
+                ),
+                (
+                    "random 3000 wide".into(),
+                    random_matrix::<T>(3000, 3, 0, 11, 4),
+                ),
+                ("chain 300".into(), chain::<T>(300)),
+                ("diagonal 100".into(), diagonal::<T>(100)),
+            ];
+        }
         let mut v = vec![
             ("random 1".to_string(), random_matrix::<T>(1, 0, 0, 0, 1)),
             (
@@ -369,6 +388,15 @@ mod gpu {
                 FactorKind::Ilu0,
             ),
         ];
+        if quick() {
+            cases.truncate(1);
+            cases.push(("chain 200".into(), chain::<T>(200), FactorKind::Ilu0));
+            cases.push((
+                "poisson 20".into(),
+                segsparse::generate::poisson2d::<T>(20).unwrap(),
+                FactorKind::Ic0,
+            ));
+        }
         for (name, kind) in [
             ("orsirr_1", FactorKind::Ilu0),
             ("sherman5", FactorKind::Ilu0),
@@ -376,6 +404,9 @@ mod gpu {
             ("bcsstk13", FactorKind::Ic0),
             ("bcsstk09", FactorKind::Ic0),
         ] {
+            if quick() {
+                break;
+            }
             if let Some(a) = load::<T>(name) {
                 cases.push((name.into(), a, kind));
             }
