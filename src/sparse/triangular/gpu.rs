@@ -26,6 +26,10 @@ use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
 use crate::sparse::incomplete::{pivot_error, FactorKind, IncompleteParams, IncompleteStructure};
 
+/// The largest `x` a run of narrow levels keeps in shared memory (the dynamic shared memory a
+/// block gets without opting in): 6144 rows in f64, 12288 in f32.
+pub const SMEM_X_BYTES: usize = 48 * 1024;
+
 /// `kernels/sparse/sptrsv.cu`.
 pub const SPTRSV_SRC: KernelSource = KernelSource {
     name: "sparse/sptrsv.cu",
@@ -47,6 +51,7 @@ struct Kernels {
     ilu0: CudaFunction,
     ic0: CudaFunction,
     gather: CudaFunction,
+    jacobi: CudaFunction,
 }
 
 impl Kernels {
@@ -59,6 +64,7 @@ impl Kernels {
             ilu0: f("ilu0_levels")?,
             ic0: f("ic0_levels")?,
             gather: f("gather")?,
+            jacobi: f("sptrsv_jacobi")?,
         })
     }
 }
@@ -98,7 +104,7 @@ impl GpuTriPlan {
     ) -> Result<Self> {
         let stats = plan.stats();
         let lanes = lanes_per_row(&stats);
-        let groups = gpu_level_groups(plan.level_ptr(), GROUP_THREADS / lanes, THREADS / lanes);
+        let groups = gpu_level_groups(plan.level_ptr(), lanes, GROUP_THREADS, THREADS);
         let up = |v: &[u32]| {
             if v.is_empty() {
                 gpu.zeros::<u32>(1)
@@ -147,6 +153,8 @@ impl GpuTriPlan {
         self.algorithm = algorithm.choose(self.groups.len());
     }
 
+    /// `x = T⁻¹b` exactly (by the plan's algorithm), or approximately by `sweeps` Jacobi
+    /// sweeps when `jacobi` is given (with a scratch vector of n elements).
     #[allow(clippy::too_many_arguments)]
     fn solve<T: KernelType>(
         &self,
@@ -156,6 +164,7 @@ impl GpuTriPlan {
         val: &CudaSlice<T>,
         b: &CudaSlice<T>,
         x: &mut CudaSlice<T>,
+        jacobi: Option<(usize, &mut CudaSlice<T>)>,
     ) -> Result<()> {
         assert_eq!(
             b.len(),
@@ -175,6 +184,45 @@ impl GpuTriPlan {
             return Ok(());
         }
         let stream = gpu.stream();
+        let n = self.n as u32;
+        if let Some((sweeps, scratch)) = jacobi {
+            assert!(
+                scratch.len() >= self.n,
+                "Jacobi scratch of {} elements for {} rows",
+                scratch.len(),
+                self.n
+            );
+            let rows_per_block = THREADS / self.lanes;
+            let blocks = n
+                .div_ceil(rows_per_block)
+                .min(self.sm_count.max(1) * (2048 / THREADS));
+            // Sweep j writes x when (sweeps − j) is even, else the scratch, so the last is x.
+            for j in 0..=sweeps {
+                let to_x = (sweeps - j) % 2 == 0;
+                let mut l = stream.launch_builder(&k.jacobi);
+                l.arg(&n).arg(&self.start).arg(&self.end);
+                match &self.diag {
+                    Some(d) => l.arg(d),
+                    None => l.arg(&NULL),
+                };
+                l.arg(col).arg(val).arg(b);
+                match (j, to_x) {
+                    (0, true) => l.arg(&NULL).arg(&mut *x),
+                    (0, false) => l.arg(&NULL).arg(&mut *scratch),
+                    (_, true) => l.arg(&*scratch).arg(&mut *x),
+                    (_, false) => l.arg(&*x).arg(&mut *scratch),
+                };
+                l.arg(&self.lanes);
+                // SAFETY: sptrsv_jacobi(u32 n, const u32* start, const u32* end,
+                // const u32* diag, const u32* col, const T* val, const T* b, const T* x_in,
+                // T* x_out, u32 g): start/end/diag have n entries (diag null for a unit
+                // diagonal), col/val hold the positions they point to, b, x and the scratch n
+                // elements; x_in (null in the first sweep) and x_out are distinct buffers.
+                unsafe { l.launch(Gpu::cfg(blocks, THREADS, 0)) }
+                    .map_err(launch_err("sptrsv_jacobi"))?;
+            }
+            return Ok(());
+        }
         match self.algorithm {
             SptrsvAlgorithm::SyncFree => {
                 let mut flags = self.flags.lock().unwrap_or_else(|p| p.into_inner());
@@ -182,10 +230,9 @@ impl GpuTriPlan {
                     .memset_zeros(&mut *flags)
                     .map_err(|e| Error::cuda("clearing the sync-free flags", e))?;
                 let warps = THREADS / 32;
-                let blocks = (self.n as u32)
+                let blocks = n
                     .div_ceil(warps)
                     .min(self.sm_count.max(1) * (2048 / THREADS));
-                let n = self.n as u32;
                 let mut l = stream.launch_builder(&k.syncfree);
                 l.arg(&n).arg(&self.order).arg(&self.start).arg(&self.end);
                 match &self.diag {
@@ -203,17 +250,22 @@ impl GpuTriPlan {
                     .map_err(launch_err("sptrsv_syncfree"))?;
             }
             _ => {
+                // A run keeps x in shared memory when it fits the default 48 KiB.
+                let bytes = self.n * std::mem::size_of::<T>();
+                let smem_on = u32::from(bytes <= SMEM_X_BYTES);
                 for g in &self.groups {
-                    let threads = if g.blocks == 1 {
-                        GROUP_THREADS
+                    let smem = if g.blocks == 1 && smem_on == 1 {
+                        bytes as u32
                     } else {
-                        THREADS
+                        0
                     };
                     let mut l = stream.launch_builder(&k.levels);
                     l.arg(&self.order)
                         .arg(&self.level_ptr)
                         .arg(&g.lo)
                         .arg(&g.hi)
+                        .arg(&n)
+                        .arg(&smem_on)
                         .arg(&self.start)
                         .arg(&self.end);
                     match &self.diag {
@@ -222,11 +274,12 @@ impl GpuTriPlan {
                     };
                     l.arg(col).arg(val).arg(b).arg(&mut *x).arg(&self.lanes);
                     // SAFETY: sptrsv_levels(const u32* order, const u32* level_ptr, u32 lo,
-                    // u32 hi, const u32* start, const u32* end, const u32* diag,
+                    // u32 hi, u32 n, u32 smem, const u32* start, const u32* end, const u32* diag,
                     // const u32* col, const T* val, const T* b, T* x, u32 g): level_ptr has
                     // levels + 1 ≥ hi + 1 entries, the other arrays as for the sync-free kernel;
-                    // g divides 32; a group of several levels is one block (the barrier).
-                    unsafe { l.launch(Gpu::cfg(g.blocks, threads, 0)) }
+                    // g divides 32; a run (one block, blockDim ≥ g × its widest level) gets
+                    // n·sizeof(T) bytes of dynamic shared memory when smem = 1.
+                    unsafe { l.launch(Gpu::cfg(g.blocks, g.threads, smem)) }
                         .map_err(launch_err("sptrsv_levels"))?;
                 }
             }
@@ -294,7 +347,7 @@ impl<T: Scalar + KernelType> GpuTriangular<T> {
     /// When `b` or `x` do not have the matrix's row count.
     pub fn solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
         self.plan
-            .solve(&self.gpu, &self.k, &self.col, &self.val, b, x)
+            .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, None)
     }
 
     /// New values on the same pattern (no new analysis).
@@ -349,6 +402,8 @@ pub struct GpuIncompleteFactor<T> {
     /// IC: `Lᵀ`'s columns, values and the gather map from `L`.
     transpose: Option<(CudaSlice<u32>, CudaSlice<T>, CudaSlice<u32>)>,
     shift_used: f64,
+    /// The ping-pong vector of the Jacobi sweeps.
+    scratch: Mutex<CudaSlice<T>>,
 }
 
 impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
@@ -363,6 +418,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         params: &IncompleteParams,
     ) -> Result<Self> {
         let s = IncompleteStructure::analyse(a, kind)?;
+        let s_n = s.n.max(1);
         let up = |v: &[u32]| {
             if v.is_empty() {
                 gpu.zeros::<u32>(1)
@@ -375,7 +431,6 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             Some((_, tcol, tmap)) => Some((up(tcol)?, gpu.zeros::<T>(nnz)?, up(tmap)?)),
             None => None,
         };
-        let warps_narrow = GROUP_THREADS / 32;
         let mut f = GpuIncompleteFactor {
             k: Kernels::load::<T>(gpu)?,
             row_ptr: up(&s.row_ptr)?,
@@ -384,7 +439,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             val: gpu.zeros::<T>(nnz)?,
             rowmax: gpu.zeros::<T>(s.n.max(1))?,
             bad: gpu.zeros::<u32>(1)?,
-            factor_groups: gpu_level_groups(s.lower.level_ptr(), warps_narrow, THREADS / 32),
+            factor_groups: gpu_level_groups(s.lower.level_ptr(), 32, GROUP_THREADS, THREADS),
             lower: GpuTriPlan::upload(gpu, &s.lower, params.algorithm)?,
             upper: GpuTriPlan::upload(gpu, &s.upper, params.algorithm)?,
             transpose,
@@ -392,6 +447,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             structure: s,
             params: *params,
             shift_used: params.shift,
+            scratch: Mutex::new(gpu.zeros::<T>(if params.jacobi_sweeps > 0 { s_n } else { 1 })?),
         };
         f.refactor(a)?;
         Ok(f)
@@ -448,12 +504,13 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             FactorKind::Ic0 => (&self.k.ic0, "ic0_levels"),
         };
         let tol = self.params.pivot_tol;
+        let maxlen = s.row_ptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) as usize;
         for g in &self.factor_groups {
-            let threads = if g.blocks == 1 {
-                GROUP_THREADS
-            } else {
-                THREADS
-            };
+            // Row cache: as many entries per warp as fit the default 48 KiB (see ilu0_levels).
+            let per_entry = std::mem::size_of::<T>() + 4;
+            let warps = (g.threads / 32) as usize;
+            let cache = maxlen.min(SMEM_X_BYTES / (warps * per_entry)) as u32;
+            let smem = warps as u32 * cache * per_entry as u32;
             let mut l = stream.launch_builder(f);
             l.arg(&self.lower.order)
                 .arg(&self.lower.level_ptr)
@@ -465,13 +522,15 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                 .arg(&mut self.val)
                 .arg(&self.rowmax)
                 .arg(&tol)
-                .arg(&mut self.bad);
+                .arg(&mut self.bad)
+                .arg(&cache);
             // SAFETY: {ilu0,ic0}_levels(const u32* order, const u32* level_ptr, u32 lo, u32 hi,
             // const u32* row_ptr, const u32* col, const u32* diag, T* val, const T* rowmax,
-            // double tol, u32* bad): order/diag/rowmax have n entries, row_ptr n + 1, col/val
-            // the factor's nnz, level_ptr levels + 1 ≥ hi + 1 (the lower plan of this factor's
-            // pattern, whose levels order every row after the rows it reads); bad one word.
-            unsafe { l.launch(Gpu::cfg(g.blocks, threads, 0)) }.map_err(launch_err(name))?;
+            // double tol, u32* bad, u32 cache): order/diag/rowmax have n entries, row_ptr n + 1,
+            // col/val the factor's nnz, level_ptr levels + 1 ≥ hi + 1 (the lower plan of this
+            // factor's pattern, whose levels order every row after the rows it reads); bad one
+            // word; the dynamic shared memory holds warps × cache × (sizeof(T) + 4) bytes.
+            unsafe { l.launch(Gpu::cfg(g.blocks, g.threads, smem)) }.map_err(launch_err(name))?;
         }
         if let Some((_, tval, tmap)) = &mut self.transpose {
             let n = tmap.len() as u32;
@@ -497,19 +556,28 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         Ok(Some((row, piv)))
     }
 
-    /// `x = L⁻¹b` (queued).
-    pub fn lower_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
-        self.lower
-            .solve(&self.gpu, &self.k, &self.col, &self.val, b, x)
+    fn sweeps(&self) -> Option<usize> {
+        (self.params.jacobi_sweeps > 0).then_some(self.params.jacobi_sweeps)
     }
 
-    /// `x = U⁻¹b` (IC: `L⁻ᵀb`) (queued).
+    /// `x = L⁻¹b` (queued; approximate with [`IncompleteParams::jacobi_sweeps`]).
+    pub fn lower_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let j = self.sweeps().map(|k| (k, &mut *scratch));
+        self.lower
+            .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, j)
+    }
+
+    /// `x = U⁻¹b` (IC: `L⁻ᵀb`) (queued; approximate with
+    /// [`IncompleteParams::jacobi_sweeps`]).
     pub fn upper_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let j = self.sweeps().map(|k| (k, &mut *scratch));
         match &self.transpose {
-            Some((tcol, tval, _)) => self.upper.solve(&self.gpu, &self.k, tcol, tval, b, x),
+            Some((tcol, tval, _)) => self.upper.solve(&self.gpu, &self.k, tcol, tval, b, x, j),
             None => self
                 .upper
-                .solve(&self.gpu, &self.k, &self.col, &self.val, b, x),
+                .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, j),
         }
     }
 

@@ -345,6 +345,54 @@ impl TriangularPlan {
     }
 }
 
+impl TriangularPlan {
+    /// `sweeps` Jacobi sweeps on the triangle, `x ← D⁻¹(b − N·x)` from `x = D⁻¹b` (`N` the
+    /// strict triangle): the approximate solve of
+    /// [`IncompleteParams::jacobi_sweeps`](crate::sparse::incomplete::IncompleteParams::jacobi_sweeps),
+    /// exact on every row whose level is below `sweeps`.
+    pub fn sweep_values<T: Scalar>(
+        &self,
+        col: &[u32],
+        val: &[T],
+        b: &[T],
+        x: &mut [T],
+        sweeps: usize,
+    ) {
+        assert_eq!(
+            b.len(),
+            self.n,
+            "Jacobi sweeps: b has {} elements, the matrix {} rows",
+            b.len(),
+            self.n
+        );
+        assert_eq!(
+            x.len(),
+            self.n,
+            "Jacobi sweeps: x has {} elements, the matrix {} rows",
+            x.len(),
+            self.n
+        );
+        let d = |i: usize| match self.diagonal {
+            Diagonal::Unit => T::one(),
+            Diagonal::NonUnit => val[self.diag_pos[i] as usize],
+        };
+        for i in 0..self.n {
+            x[i] = b[i] / d(i);
+        }
+        let mut prev = x.to_vec();
+        for _ in 0..sweeps {
+            prev.copy_from_slice(x);
+            for i in 0..self.n {
+                let mut s = b[i];
+                for k in self.start[i] as usize..self.end[i] as usize {
+                    s -= val[k] * prev[col[k] as usize];
+                }
+                x[i] = s / d(i);
+            }
+        }
+    }
+}
+
 /// One-shot solve of the `triangle` of `a` (analysis and substitution; use a [`TriangularPlan`]
 /// to solve many times).
 ///
@@ -416,54 +464,65 @@ impl SptrsvAlgorithm {
     }
 }
 
-/// One launch of the level-by-level GPU solve: levels `lo..hi`; a group of several levels runs
-/// in one block with a barrier between levels.
+/// One launch of the level-by-level GPU solve: levels `lo..hi`; a group of several levels (a
+/// *run* of narrow levels) is one block with a barrier between levels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelGroup {
     /// First level.
     pub lo: u32,
     /// One past the last level.
     pub hi: u32,
-    /// Blocks of the launch (1 when `hi - lo > 1`).
+    /// Blocks of the launch (1 for a run).
     pub blocks: u32,
+    /// Threads per block.
+    pub threads: u32,
 }
 
-/// The launches of a level-by-level sweep: each level wider than `narrow_max` rows gets its own
-/// launch of `ceil(width / rows_per_block)` blocks; consecutive levels of at most `narrow_max`
-/// rows share a one-block launch (with a block barrier between them).
+/// The launches of a level-by-level sweep with `lanes` threads per row: each level wider than
+/// `run_threads / lanes` rows gets its own launch of `wide_threads`-thread blocks; consecutive
+/// narrower levels share a one-block launch (a run), whose block is just large enough for the
+/// widest of its levels (at least 64 threads: a smaller block makes each level's barrier
+/// cheaper, and a run is a chain of barriers).
 pub fn gpu_level_groups(
     level_ptr: &[u32],
-    narrow_max: u32,
-    rows_per_block: u32,
+    lanes: u32,
+    run_threads: u32,
+    wide_threads: u32,
 ) -> Vec<LevelGroup> {
+    let narrow_max = run_threads / lanes;
+    let rows_per_block = (wide_threads / lanes).max(1);
     let mut groups: Vec<LevelGroup> = Vec::new();
     let nlev = level_ptr.len().saturating_sub(1);
-    let mut run: Option<u32> = None;
+    // (first level, widest level) of the current run.
+    let mut run: Option<(u32, u32)> = None;
+    let close = |groups: &mut Vec<LevelGroup>, (lo, maxw): (u32, u32), hi: u32| {
+        let threads = (maxw * lanes).div_ceil(32) * 32;
+        groups.push(LevelGroup {
+            lo,
+            hi,
+            blocks: 1,
+            threads: threads.clamp(64, run_threads),
+        });
+    };
     for l in 0..nlev {
         let w = level_ptr[l + 1] - level_ptr[l];
         if w <= narrow_max {
-            run.get_or_insert(l as u32);
+            let r = run.get_or_insert((l as u32, 0));
+            r.1 = r.1.max(w);
             continue;
         }
-        if let Some(lo) = run.take() {
-            groups.push(LevelGroup {
-                lo,
-                hi: l as u32,
-                blocks: 1,
-            });
+        if let Some(r) = run.take() {
+            close(&mut groups, r, l as u32);
         }
         groups.push(LevelGroup {
             lo: l as u32,
             hi: l as u32 + 1,
             blocks: w.div_ceil(rows_per_block).max(2),
+            threads: wide_threads,
         });
     }
-    if let Some(lo) = run {
-        groups.push(LevelGroup {
-            lo,
-            hi: nlev as u32,
-            blocks: 1,
-        });
+    if let Some(r) = run {
+        close(&mut groups, r, nlev as u32);
     }
     groups
 }

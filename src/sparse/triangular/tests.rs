@@ -165,29 +165,16 @@ fn bad_structure_and_zero_diagonal_name_the_row() {
 
 #[test]
 fn level_groups_merge_narrow_levels() {
-    // Widths 1, 1, 100, 2, 3 with narrow ≤ 4 and 32 rows per block.
-    let lp = [0u32, 1, 2, 102, 104, 107];
-    let g = gpu_level_groups(&lp, 4, 32);
-    assert_eq!(
-        g,
-        vec![
-            LevelGroup {
-                lo: 0,
-                hi: 2,
-                blocks: 1
-            },
-            LevelGroup {
-                lo: 2,
-                hi: 3,
-                blocks: 4
-            },
-            LevelGroup {
-                lo: 3,
-                hi: 5,
-                blocks: 1
-            },
-        ]
-    );
+    // Widths 1, 1, 200, 2, 40 with 8 lanes: runs of ≤ 128 rows, wide blocks of 32 rows.
+    let lp = [0u32, 1, 2, 202, 204, 244];
+    let g = gpu_level_groups(&lp, 8, 1024, 256);
+    let lg = |lo, hi, blocks, threads| LevelGroup {
+        lo,
+        hi,
+        blocks,
+        threads,
+    };
+    assert_eq!(g, vec![lg(0, 2, 1, 64), lg(2, 3, 7, 256), lg(3, 5, 1, 320)]);
     assert_eq!(SptrsvAlgorithm::Auto.choose(3), SptrsvAlgorithm::Levels);
     assert_eq!(
         SptrsvAlgorithm::Auto.choose(1000),
@@ -353,5 +340,25 @@ fn corpus_factors_solve_like_dense_substitution() {
             &dense_solve(&u, Triangle::Upper, Diagonal::NonUnit, &b),
             1e-10,
         );
+    }
+}
+
+#[test]
+fn jacobi_sweeps_are_exact_beyond_the_level_count() {
+    let a = random_matrix(120, 4, 5, 21);
+    let b: Vec<f64> = (0..120).map(|i| 1.0 + (i % 4) as f64).collect();
+    for tri in [Triangle::Lower, Triangle::Upper] {
+        let plan = TriangularPlan::analyse(&a, tri, Diagonal::NonUnit).unwrap();
+        let mut exact = vec![0.0; 120];
+        plan.solve(&a, &b, &mut exact).unwrap();
+        let mut x = vec![0.0; 120];
+        plan.sweep_values(a.col_idx(), a.values(), &b, &mut x, plan.levels());
+        close(&x, &exact, 1e-12);
+        // Fewer sweeps: exact on the rows of lower levels only.
+        plan.sweep_values(a.col_idx(), a.values(), &b, &mut x, 1);
+        for &r in &plan.order()[..plan.level_ptr()[2] as usize] {
+            let r = r as usize;
+            assert!((x[r] - exact[r]).abs() <= 1e-12 * (1.0 + exact[r].abs()));
+        }
     }
 }
