@@ -562,7 +562,8 @@ mod gpu {
         let vals = bad.values_mut();
         // Entries in order: (0,0) (1,1) (1,2) (2,1) (2,2) (3,3); make a_22 = 0.5.
         vals[4] = 0.5;
-        for kind in [FactorKind::Ilu0] {
+        {
+            let kind = FactorKind::Ilu0;
             let e = GpuIncompleteFactor::new(&gpu, &bad, kind, &IncompleteParams::default())
                 .err()
                 .expect("zero pivot");

@@ -558,7 +558,7 @@ fn tables(recs: &[Value]) {
             }
         };
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} | {}/{} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} | {}/{} | {} | {} | {} |",
             f(r, "matrix"),
             f(r, "n"),
             f(r, "nnz"),
@@ -573,7 +573,10 @@ fn tables(recs: &[Value]) {
             f(r, "l_levels"),
             f(r, "u_levels"),
             f(r, "l_alg"),
-            f(r, "u_alg")
+            f(r, "u_alg"),
+            conv("jacobi_iters", "jacobi_converged"),
+            f(r, "jacobi_solve_s"),
+            f(r, "jacobi_time_ratio")
         );
     }
     println!("\n### CG vs PCG + IC(0), rtol 1e-8, b = 1\n");

@@ -172,8 +172,8 @@ impl IncompleteStructure {
                 let mut row_ptr = Vec::with_capacity(n + 1);
                 row_ptr.push(0u32);
                 let (mut col_idx, mut src) = (Vec::new(), Vec::new());
-                for i in 0..n {
-                    for p in rp[i]..=check.diag_pos()[i] {
+                for (&lo, &d) in rp.iter().zip(check.diag_pos()) {
+                    for p in lo..=d {
                         col_idx.push(cj[p as usize]);
                         src.push(p);
                     }
@@ -268,7 +268,11 @@ impl IncompleteStructure {
 
 fn strip(e: &Error) -> String {
     match e {
-        Error::InvalidInput(m) => m.trim_start_matches("triangular solve: ").to_string(),
+        Error::InvalidInput(m) => m.trim_start_matches("triangular solve: ").replace(
+            "(a non-unit solve divides by it)",
+            "(the factorization needs every diagonal entry stored; a row permutation that \
+                 puts nonzeros on the diagonal is the usual remedy)",
+        ),
         other => other.to_string(),
     }
 }
@@ -535,8 +539,8 @@ fn ic0_rows<T: Scalar>(
             pos[cj[p] as usize] = NO_DIAG;
         }
         let mut piv = v[d];
-        for p in lo..d {
-            piv -= v[p] * v[p];
+        for l in &v[lo..d] {
+            piv -= *l * *l;
         }
         if bad(piv, rowmax[i], tol) || piv < T::zero() {
             return Err((i, piv.as_f64()));

@@ -1,3 +1,6 @@
+// Dense reference loops index several arrays at once.
+#![allow(clippy::needless_range_loop)]
+
 use super::*;
 use crate::sparse::incomplete::{FactorKind, IncompleteFactor, IncompleteParams};
 
