@@ -30,6 +30,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::solvers::gpu::BLAS1,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::sparse::triangular::gpu::SPTRSV_SRC,
     #[cfg(feature = "nccl")]
     &crate::dist::nccl::DIST_KERNELS,
 ];

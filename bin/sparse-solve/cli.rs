@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 /// Solve A·x = b with conjugate gradient, BiCGSTAB or restarted GMRES, unpreconditioned or with
-/// a Jacobi or Chebyshev-polynomial preconditioner, on the CPU or the GPU, and report iterations, the true final residual ‖b − A·x‖/‖b‖ and the time per
+/// a Jacobi, Chebyshev-polynomial, ILU(0) or IC(0) preconditioner, on the CPU or the GPU, and report iterations, the true final residual ‖b − A·x‖/‖b‖ and the time per
 /// iteration.
 ///
 /// Exit status: 0 converged; 2 breakdown or no convergence (the reason on stderr); 1 other
@@ -21,8 +21,9 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = MethodArg::Auto)]
     pub method: MethodArg,
 
-    /// Preconditioner: none, jacobi (the diagonal), or poly (a Chebyshev polynomial in the
-    /// Jacobi-scaled matrix, bounds from a few Lanczos/Arnoldi steps). --method pcg implies jacobi.
+    /// Preconditioner: none, jacobi (the diagonal), poly (a Chebyshev polynomial in the
+    /// Jacobi-scaled matrix, bounds from a few Lanczos/Arnoldi steps), ilu0 or ic0 (incomplete
+    /// factorizations, two triangular solves per application). --method pcg implies jacobi.
     #[arg(long, value_enum, default_value_t = PrecondArg::None)]
     pub precond: PrecondArg,
 
@@ -118,6 +119,12 @@ pub enum PrecondArg {
     Jacobi,
     /// A Chebyshev polynomial in D⁻¹A (only matrix products and vector updates).
     Poly,
+    /// ILU(0): incomplete LU on A's pattern (for gmres and bicgstab; a diagonal shift is added
+    /// automatically when a pivot vanishes).
+    Ilu0,
+    /// IC(0): incomplete Cholesky on A's lower pattern (for cg/pcg on SPD matrices; shifted
+    /// automatically when a pivot is not positive).
+    Ic0,
 }
 
 impl PrecondArg {
@@ -127,6 +134,8 @@ impl PrecondArg {
             PrecondArg::None => "none",
             PrecondArg::Jacobi => "jacobi",
             PrecondArg::Poly => "poly",
+            PrecondArg::Ilu0 => "ilu0",
+            PrecondArg::Ic0 => "ic0",
         }
     }
 }
@@ -215,5 +224,7 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["sparse-solve", "m.mtx", "--restart", "0"]).is_err());
         assert!(Cli::try_parse_from(["sparse-solve", "m.mtx", "--precond", "ilu"]).is_err());
+        let c = Cli::try_parse_from(["sparse-solve", "m.mtx", "--precond", "ic0"]).unwrap();
+        assert_eq!(c.precond, PrecondArg::Ic0);
     }
 }

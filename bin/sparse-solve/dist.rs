@@ -22,9 +22,14 @@ pub fn solve<T: Scalar>(
     gpus: usize,
 ) -> Result<Outcome> {
     use std::any::Any;
-    if plan.method == MethodArg::Gmres || plan.precond == PrecondArg::Poly {
+    if plan.method == MethodArg::Gmres
+        || matches!(
+            plan.precond,
+            PrecondArg::Poly | PrecondArg::Ilu0 | PrecondArg::Ic0
+        )
+    {
         anyhow::bail!(
-            "--gpus {gpus}: GMRES and the polynomial preconditioner run on one GPU only; use \
+            "--gpus {gpus}: GMRES and the polynomial, ILU(0) and IC(0) preconditioners run on one GPU only; use \
              --method cg, pcg or bicgstab with --precond none or jacobi"
         );
     }

@@ -34,6 +34,7 @@ use segsparse::{CsrMatrix, Precision, Scalar};
 use serde::Serialize;
 
 use cli::{BackendArg, Cli, Format, MethodArg, PrecisionArg, PrecondArg};
+use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -332,7 +333,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     }
 }
 
-fn solve_with<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,
@@ -348,6 +349,19 @@ fn solve_with<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
         PrecondArg::Jacobi => {
             let j = Jacobi::from_matrix(be, a)?;
             run_method(be, op, &j, plan, &db, &mut dx, params)
+        }
+        PrecondArg::Ilu0 | PrecondArg::Ic0 => {
+            let ip = IncompleteParams {
+                auto_shift: true,
+                ..Default::default()
+            };
+            if plan.precond == PrecondArg::Ilu0 {
+                let m = Ilu0::new(be, a, &ip)?;
+                run_method(be, op, &m, plan, &db, &mut dx, params)
+            } else {
+                let m = Ic0::new(be, a, &ip)?;
+                run_method(be, op, &m, plan, &db, &mut dx, params)
+            }
         }
         PrecondArg::Poly => {
             let cp = ChebyshevParams {

@@ -225,6 +225,10 @@ enum Precond {
     Jacobi,
     /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree.
     Poly(usize),
+    /// ILU(0) (automatic diagonal shift on a bad pivot).
+    Ilu0,
+    /// IC(0) (automatic diagonal shift on a bad pivot).
+    Ic0,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -253,6 +257,8 @@ fn opts(
     let precond = match precond {
         "none" => Precond::None,
         "jacobi" => Precond::Jacobi,
+        "ilu0" => Precond::Ilu0,
+        "ic0" => Precond::Ic0,
         "poly" if degree >= 1 => Precond::Poly(degree),
         "poly" => {
             return Err(Failure::Value(format!(
@@ -261,7 +267,7 @@ fn opts(
         }
         p => {
             return Err(Failure::Value(format!(
-                "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly')"
+                "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly', 'ilu0', 'ic0')"
             )))
         }
     };
@@ -301,7 +307,7 @@ fn solve_with<T, B, A>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: KrylovOps<T>,
+    B: KrylovOps<T> + segsparse::precond::TriangularOps<T>,
     A: LinearOperator<T, B>,
     Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
 {
@@ -335,6 +341,20 @@ where
             };
             let p = Chebyshev::from_matrix(be, a, m, &params).map_err(SolveError::Backend)?;
             with(be, a, &p, o, b, x)
+        }
+        (Precond::Ilu0 | Precond::Ic0, _) => {
+            use segsparse::precond::{Ic0, Ilu0, IncompleteParams};
+            let ip = IncompleteParams {
+                auto_shift: true,
+                ..Default::default()
+            };
+            if o.precond == Precond::Ilu0 {
+                let p = Ilu0::new(be, m, &ip).map_err(SolveError::Backend)?;
+                with(be, a, &p, o, b, x)
+            } else {
+                let p = Ic0::new(be, m, &ip).map_err(SolveError::Backend)?;
+                with(be, a, &p, o, b, x)
+            }
         }
         _ => with(be, a, &Identity, o, b, x),
     }

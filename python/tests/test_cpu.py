@@ -260,6 +260,20 @@ def test_poly_preconditioner_cuts_iterations(solver):
     assert np.linalg.norm(b - a @ x1) <= 1.05e-10 * np.linalg.norm(b)
 
 
+@pytest.mark.parametrize("solver,M", [("gmres", "ilu0"), ("bicgstab", "ilu0"), ("cg", "ic0")])
+def test_incomplete_factorizations_against_scipy(solver, M):
+    import scipy.sparse.linalg as spla
+    a = spd(1500, seed=13) if M == "ic0" else unsym(1500, seed=14)
+    b = RNG.standard_normal(1500)
+    f = getattr(segsparse, solver)
+    _, plain = f(a, b, rtol=1e-10, maxiter=20000, device="cpu")
+    x, info = f(a, b, rtol=1e-10, maxiter=20000, M=M, device="cpu")
+    assert info.converged, info
+    assert info.iterations < plain.iterations, (info.iterations, plain.iterations)
+    ref = spla.spsolve(a.tocsc(), b)
+    assert np.linalg.norm(x - ref) <= 1e-7 * np.linalg.norm(ref)
+
+
 def test_gmres_arguments_are_checked():
     a = unsym(50, seed=1)
     with pytest.raises(ValueError, match="restart"):

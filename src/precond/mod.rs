@@ -6,6 +6,8 @@
 //! | none | — | [`Identity`] |
 //! | Jacobi, `M = diag(A)` (fused into the solvers' vector updates) | a nonzero diagonal | [`Jacobi`] |
 //! | Chebyshev polynomial in `D⁻¹A`, bounds from a few Lanczos/Arnoldi steps | a spectrum in the right half-plane | [`Chebyshev`] |
+//! | ILU(0), `M = L·U` on `A`'s pattern (two triangular solves per application) | a nonzero diagonal, no zero pivot | [`Ilu0`] |
+//! | IC(0), `M = L·Lᵀ` on `A`'s lower pattern | SPD `A`, positive pivots | [`Ic0`] |
 //!
 //! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
 //! matrix on one backend (Ginkgo's factory → `generate` split; see `STYLE.md` §5).
@@ -14,7 +16,11 @@
 //! and nothing of a concrete solver.
 
 mod chebyshev;
+mod ilu;
 mod jacobi;
 
+pub use crate::sparse::incomplete::{FactorKind, IncompleteParams};
+pub use crate::sparse::triangular::SptrsvAlgorithm;
 pub use chebyshev::{Chebyshev, ChebyshevParams};
+pub use ilu::{Ic0, Ilu0, TriangularOps};
 pub use jacobi::{Identity, Jacobi};

@@ -24,6 +24,8 @@
 //! - F. G. Gustavson, *Two fast algorithms for sparse matrices: multiplication and permuted
 //!   transposition*, ACM TOMS 4(3), 1978.
 
+pub mod incomplete;
+pub mod triangular;
 mod aggregate;
 #[cfg(feature = "cuda")]
 pub mod gpu;

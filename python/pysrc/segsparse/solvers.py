@@ -5,7 +5,8 @@ scalar of the iteration stays on the device; the host checks convergence every
 ``check_every`` iterations) and on the CPU otherwise.
 
 Methods: ``cg``, ``pcg``, ``bicgstab``, ``gmres``; preconditioners (``M=``): ``None``,
-``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial). Adding one is an arm in the Rust
+``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial), ``"ilu0"`` and ``"ic0"``
+(incomplete LU / Cholesky without fill, two triangular solves per application). Adding one is an arm in the Rust
 dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` / ``opts`` / ``solve_with``) and a
 thin function here that calls ``_solve`` with its name.
 """
@@ -136,10 +137,10 @@ def _solve(
 def _precond(M: Any) -> str:
     if M is None:
         return "none"
-    if isinstance(M, str) and M.lower() in ("jacobi", "none", "poly"):
+    if isinstance(M, str) and M.lower() in ("jacobi", "none", "poly", "ilu0", "ic0"):
         return M.lower()
     raise TypeError(
-        "M must be None, 'jacobi' or 'poly' (segsparse applies its own preconditioners on the "
+        "M must be None, 'jacobi', 'poly', 'ilu0' or 'ic0' (segsparse applies its own preconditioners on the "
         f"device; a SciPy LinearOperator is not supported), got {type(M).__name__}"
     )
 
@@ -160,7 +161,10 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_every=
         maxiter: iteration limit (default ``10 * n`` as in SciPy).
         M: ``None``, ``"jacobi"`` (diagonal preconditioning; see ``pcg``) or ``"poly"`` (the
             crate's Chebyshev polynomial in the Jacobi-scaled matrix, degree 4, with eigenvalue
-            bounds from 16 Lanczos steps: fewer iterations, each costing 5 SpMVs).
+            bounds from 16 Lanczos steps: fewer iterations, each costing 5 SpMVs), ``"ic0"``
+            (incomplete Cholesky: SPD, for ``cg``/``pcg``) or ``"ilu0"`` (incomplete LU, for
+            ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
+            shift added automatically when a pivot vanishes.
         check_every: on the GPU, read the convergence status every this many iterations
             (default 16; the reported iteration count is exact either way).
         device: where to put a matrix that is not a ``segsparse.Matrix`` yet
@@ -203,7 +207,7 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_
 def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=None,
           check_every=None, device="auto"):
     """Restarted GMRES(``restart``) for any nonsingular ``A``, right-preconditioned by ``M``
-    (``None``, ``"jacobi"`` or ``"poly"``): returns ``(x, info)``. Arguments as ``cg``;
+    (``None``, ``"jacobi"``, ``"poly"``, ``"ilu0"`` or ``"ic0"``): returns ``(x, info)``. Arguments as ``cg``;
     ``maxiter`` counts inner iterations (Arnoldi steps), not restart cycles as SciPy's does.
     Classical Gram-Schmidt applied twice, Givens rotations on the device; a cycle that makes no
     progress is reported as stagnation (``info.status == -1``, ``info.message`` says so).

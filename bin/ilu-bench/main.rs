@@ -1,0 +1,635 @@
+//! `ilu-bench`: the measurements of issue 19 in one process on the GPU, each beside its peer.
+//!
+//! - GMRES(30) without a preconditioner and with ILU(0) (GPU factorization included in the time
+//!   to solution) on the nonsymmetric corpus matrices;
+//! - CG and PCG + IC(0) on the SPD corpus matrices;
+//! - the triangular solves of those factors (`L` and `U`): ours (level-by-level,
+//!   synchronization-free, and the automatic choice) against cuSPARSE `SpSV`, solve phase and
+//!   analysis phase timed separately.
+//!
+//! Times of single kernels or solves are medians of CUDA-event timings (each over `--reps`
+//! back-to-back calls) after a warm-up; solver times are wall clock with the device
+//! synchronised, after a warm-up run of every kernel on a small matrix.
+//!
+//! Usage: `ilu-bench [--data DIR] [--format json|markdown] [--only NAME,...]`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use serde_json::{json, Value};
+
+use segsparse::gpu::Gpu;
+use segsparse::precond::{Ic0, Ilu0, IncompleteParams, SptrsvAlgorithm};
+use segsparse::solvers::gpu::GpuOps;
+use segsparse::solvers::{cg, gmres, pcg, Identity, SolveParams};
+use segsparse::sparse::incomplete::{triangle_of, FactorKind, IncompleteFactor};
+use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
+use segsparse::sparse::triangular::gpu::GpuTriangular;
+use segsparse::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
+use segsparse::spmv::gpu::GpuCsr;
+use segsparse::CsrMatrix;
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// Markdown tables.
+    Markdown,
+    /// One JSON object per measurement (then the tables).
+    Json,
+}
+
+/// ilu-bench: GMRES(30) ± ILU(0), CG vs PCG + IC(0), and SpTRSV vs cuSPARSE SpSV, on the GPU.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Cli {
+    /// Directory of the corpus (`NAME.mtx.gz`); default `$SEGSPARSE_DATA`, else `../shared/matrices`.
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Markdown)]
+    format: Format,
+    /// Only these matrices (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Back-to-back solves per CUDA-event timing.
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Iteration limit of the Krylov solves.
+    #[arg(long, default_value_t = 20_000)]
+    max_iters: usize,
+    /// Skip the Krylov solves (triangular solves only).
+    #[arg(long)]
+    sptrsv_only: bool,
+    /// Jacobi sweeps of the approximate ILU(0) application measured beside the exact one
+    /// (fewer than 8 stagnate GMRES on raefsky2, orsirr_1, olm1000, hor_131: see ilu.md).
+    #[arg(long, default_value_t = 8)]
+    sweeps: usize,
+    /// Skip the warm-up (for profiling the first launches).
+    #[arg(long)]
+    no_warm_up: bool,
+}
+
+const NONSYM: &[&str] = &[
+    "raefsky2",
+    "orsirr_1",
+    "sherman5",
+    "west0479",
+    "fs_183_1",
+    "hor_131",
+    "arc130",
+    "watt_2",
+    "cage8",
+    "ex6",
+    "qh1484",
+    "rajat19",
+    "adder_dcop_05",
+    "bayer10",
+    "olm1000",
+    "Pd",
+];
+const SPD: &[&str] = &[
+    "bcsstk01",
+    "bcsstk03",
+    "bcsstk09",
+    "bcsstk13",
+    "bcsstk16",
+    "494_bus",
+    "1138_bus",
+    "nos4",
+    "gr_30_30",
+    "plat362",
+    "Trefethen_500",
+    "mesh1e1",
+];
+
+fn load(dir: &Path, name: &str) -> Option<CsrMatrix<f64>> {
+    for ext in ["mtx.gz", "mtx"] {
+        let p = dir.join(format!("{name}.{ext}"));
+        if p.exists() {
+            return segsparse::io::read_matrix_market(&p).ok();
+        }
+    }
+    None
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median over 5 timings of `reps` calls of `f`, per call, in seconds.
+fn time_per_call(
+    gpu: &Gpu,
+    reps: usize,
+    mut f: impl FnMut() -> segsparse::Result<()>,
+) -> segsparse::Result<f64> {
+    f()?;
+    gpu.synchronize()?;
+    let mut ts = Vec::new();
+    for _ in 0..5 {
+        ts.push(
+            gpu.time(|| {
+                for _ in 0..reps {
+                    f()?;
+                }
+                Ok(())
+            })? / reps as f64,
+        );
+    }
+    Ok(median(ts))
+}
+
+struct Out {
+    format: Format,
+    records: Vec<Value>,
+}
+
+impl Out {
+    fn emit(&mut self, v: Value) {
+        if self.format == Format::Json {
+            println!("{v}");
+        }
+        self.records.push(v);
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let dir = cli
+        .data
+        .clone()
+        .or_else(|| std::env::var("SEGSPARSE_DATA").ok().map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("../shared/matrices"));
+    let gpu = Gpu::shared()?;
+    let be = GpuOps::<f64>::new(&gpu)?;
+    let mut out = Out {
+        format: cli.format,
+        records: Vec::new(),
+    };
+    let pick = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .filter(|n| cli.only.is_empty() || cli.only.iter().any(|o| o == *n))
+            .map(|s| s.to_string())
+            .collect()
+    };
+    if !cli.no_warm_up {
+        warm_up(&gpu, &be)?;
+    }
+    let device = gpu.name().to_string();
+    let params = SolveParams {
+        max_iters: cli.max_iters,
+        record_history: false,
+        ..Default::default()
+    };
+
+    for name in pick(NONSYM) {
+        let Some(a) = load(&dir, &name) else {
+            eprintln!("{name}: not found in {}", dir.display());
+            continue;
+        };
+        if !cli.sptrsv_only {
+            gmres_case(&gpu, &be, &name, &a, &params, cli.sweeps, &device, &mut out)?;
+        }
+        let ip = IncompleteParams {
+            auto_shift: true,
+            ..Default::default()
+        };
+        match IncompleteFactor::new(&a, FactorKind::Ilu0, &ip) {
+            Ok(f) => {
+                let l = triangle_of(&f.matrix(), Triangle::Lower, None);
+                let u = f.upper_matrix();
+                sptrsv_case(
+                    &gpu,
+                    &name,
+                    "ilu0 L",
+                    &l,
+                    Triangle::Lower,
+                    Diagonal::Unit,
+                    cli.reps,
+                    &device,
+                    &mut out,
+                )?;
+                sptrsv_case(
+                    &gpu,
+                    &name,
+                    "ilu0 U",
+                    &u,
+                    Triangle::Upper,
+                    Diagonal::NonUnit,
+                    cli.reps,
+                    &device,
+                    &mut out,
+                )?;
+            }
+            Err(e) => eprintln!("{name}: no ILU(0) factor: {e}"),
+        }
+    }
+    for name in pick(SPD) {
+        let Some(a) = load(&dir, &name) else {
+            eprintln!("{name}: not found in {}", dir.display());
+            continue;
+        };
+        if !cli.sptrsv_only {
+            pcg_case(&gpu, &be, &name, &a, &params, &device, &mut out)?;
+        }
+        let ip = IncompleteParams {
+            auto_shift: true,
+            ..Default::default()
+        };
+        if let Ok(f) = IncompleteFactor::new(&a, FactorKind::Ic0, &ip) {
+            let l = f.lower_matrix();
+            let u = f.upper_matrix();
+            sptrsv_case(
+                &gpu,
+                &name,
+                "ic0 L",
+                &l,
+                Triangle::Lower,
+                Diagonal::NonUnit,
+                cli.reps,
+                &device,
+                &mut out,
+            )?;
+            sptrsv_case(
+                &gpu,
+                &name,
+                "ic0 Lᵀ",
+                &u,
+                Triangle::Upper,
+                Diagonal::NonUnit,
+                cli.reps,
+                &device,
+                &mut out,
+            )?;
+        }
+    }
+    tables(&out.records);
+    Ok(())
+}
+
+/// Compiles every kernel path once (a small convection–diffusion matrix).
+fn warm_up(gpu: &Arc<Gpu>, be: &GpuOps<f64>) -> anyhow::Result<()> {
+    let a = segsparse::generate::poisson2d::<f64>(20)?;
+    let n = a.nrows();
+    let da = GpuCsr::upload(gpu, &a)?;
+    let db = gpu.upload(&vec![1.0; n])?;
+    let mut dx = gpu.zeros::<f64>(n)?;
+    let p = SolveParams::default();
+    let m = Ilu0::new(be, &a, &IncompleteParams::default())?;
+    gmres(be, &da, &m, &db, &mut dx, 30, &p)?;
+    gmres(be, &da, &Identity, &db, &mut dx, 30, &p)?;
+    let jp = IncompleteParams {
+        jacobi_sweeps: 2,
+        ..Default::default()
+    };
+    let mj = Ilu0::new(be, &a, &jp)?;
+    gmres(be, &da, &mj, &db, &mut dx, 30, &p)?;
+    let c = Ic0::new(be, &a, &IncompleteParams::default())?;
+    pcg(be, &da, &c, &db, &mut dx, &p)?;
+    cg(be, &da, &db, &mut dx, &p)?;
+    for alg in [SptrsvAlgorithm::Levels, SptrsvAlgorithm::SyncFree] {
+        let t = GpuTriangular::upload(gpu, &a, Triangle::Lower, Diagonal::NonUnit, alg)?;
+        t.solve(&db, &mut dx)?;
+    }
+    let _ = CusparseSpsv::new(
+        gpu,
+        &triangle_of(&a, Triangle::Lower, None),
+        Triangle::Lower,
+        Diagonal::NonUnit,
+        &db,
+        &mut dx,
+    )
+    .and_then(|mut s| s.solve(&db, &mut dx));
+    gpu.synchronize()?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gmres_case(
+    gpu: &Arc<Gpu>,
+    be: &GpuOps<f64>,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    params: &SolveParams,
+    sweeps: usize,
+    device: &str,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    let n = a.nrows();
+    let da = GpuCsr::upload(gpu, a)?;
+    let db = gpu.upload(&vec![1.0; n])?;
+    let mut dx = gpu.zeros::<f64>(n)?;
+    // Unpreconditioned.
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    let r = gmres(be, &da, &Identity, &db, &mut dx, 30, params);
+    let plain_s = t0.elapsed().as_secs_f64();
+    let (plain_it, plain_ok, plain_res) = match &r {
+        Ok(i) => (i.iterations, true, i.relative_residual),
+        Err(e) => (params.max_iters, false, residual_of(e)),
+    };
+    // ILU(0): setup (analysis on the CPU, factorization on the GPU) + solve.
+    let ip = IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    };
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    let setup = Ilu0::new(be, a, &ip);
+    let setup_s = t0.elapsed().as_secs_f64();
+    let rec = match setup {
+        Err(e) => {
+            json!({"bench": "gmres", "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
+            "none_iters": plain_it, "none_converged": plain_ok, "none_s": plain_s, "none_rel_res": plain_res,
+            "ilu0_error": e.to_string()})
+        }
+        Ok(m) => {
+            let t1 = Instant::now();
+            let r = gmres(be, &da, &m, &db, &mut dx, 30, params);
+            let solve_s = t1.elapsed().as_secs_f64();
+            let (it, ok, res) = match &r {
+                Ok(i) => (i.iterations, true, i.relative_residual),
+                Err(e) => (params.max_iters, false, residual_of(e)),
+            };
+            let (lp, up) = m.factor().plans();
+            // The approximate application: Jacobi sweeps on the triangles (setup again).
+            let jp = IncompleteParams {
+                jacobi_sweeps: sweeps,
+                ..ip
+            };
+            gpu.synchronize()?;
+            let t2 = Instant::now();
+            let mj = Ilu0::new(be, a, &jp)?;
+            let jsetup_s = t2.elapsed().as_secs_f64();
+            let t3 = Instant::now();
+            let rj = gmres(be, &da, &mj, &db, &mut dx, 30, params);
+            let jsolve_s = t3.elapsed().as_secs_f64();
+            let (jit, jok) = match &rj {
+                Ok(i) => (i.iterations, true),
+                Err(_) => (params.max_iters, false),
+            };
+            json!({"jacobi_sweeps": sweeps, "jacobi_iters": jit, "jacobi_converged": jok,
+                "jacobi_setup_s": jsetup_s, "jacobi_solve_s": jsolve_s,
+                "jacobi_time_ratio": (jsetup_s + jsolve_s) / plain_s,"bench": "gmres", "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
+                "none_iters": plain_it, "none_converged": plain_ok, "none_s": plain_s, "none_rel_res": plain_res,
+                "ilu0_iters": it, "ilu0_converged": ok, "ilu0_rel_res": res,
+                "ilu0_setup_s": setup_s, "ilu0_solve_s": solve_s, "ilu0_total_s": setup_s + solve_s,
+                "shift": m.factor().shift_used(),
+                "iter_ratio": it as f64 / plain_it as f64,
+                "time_ratio": (setup_s + solve_s) / plain_s,
+                "l_levels": lp.stats().levels, "u_levels": up.stats().levels,
+                "l_alg": lp.algorithm().name(), "u_alg": up.algorithm().name(),
+                "factor_launches": m.factor().factor_groups()})
+        }
+    };
+    out.emit(rec);
+    Ok(())
+}
+
+fn residual_of(e: &segsparse::solvers::SolveError) -> f64 {
+    match e {
+        segsparse::solvers::SolveError::NotConverged { residual, .. }
+        | segsparse::solvers::SolveError::Stagnation { residual, .. } => *residual,
+        _ => f64::NAN,
+    }
+}
+
+fn pcg_case(
+    gpu: &Arc<Gpu>,
+    be: &GpuOps<f64>,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    params: &SolveParams,
+    device: &str,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    let n = a.nrows();
+    let da = GpuCsr::upload(gpu, a)?;
+    let db = gpu.upload(&vec![1.0; n])?;
+    let mut dx = gpu.zeros::<f64>(n)?;
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    let r = cg(be, &da, &db, &mut dx, params);
+    let plain_s = t0.elapsed().as_secs_f64();
+    let (plain_it, plain_ok) = match &r {
+        Ok(i) => (i.iterations, true),
+        Err(_) => (params.max_iters, false),
+    };
+    let ip = IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let setup = Ic0::new(be, a, &ip);
+    let setup_s = t0.elapsed().as_secs_f64();
+    let rec = match setup {
+        Err(e) => json!({"bench": "pcg", "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
+            "cg_iters": plain_it, "cg_converged": plain_ok, "cg_s": plain_s, "ic0_error": e.to_string()}),
+        Ok(m) => {
+            let t1 = Instant::now();
+            let r = pcg(be, &da, &m, &db, &mut dx, params);
+            let solve_s = t1.elapsed().as_secs_f64();
+            let (it, ok) = match &r {
+                Ok(i) => (i.iterations, true),
+                Err(_) => (params.max_iters, false),
+            };
+            json!({"bench": "pcg", "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
+                "cg_iters": plain_it, "cg_converged": plain_ok, "cg_s": plain_s,
+                "ic0_iters": it, "ic0_converged": ok, "ic0_setup_s": setup_s, "ic0_solve_s": solve_s,
+                "shift": m.factor().shift_used(),
+                "iter_ratio": it as f64 / plain_it as f64,
+                "time_ratio": (setup_s + solve_s) / plain_s})
+        }
+    };
+    out.emit(rec);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sptrsv_case(
+    gpu: &Arc<Gpu>,
+    name: &str,
+    which: &str,
+    m: &CsrMatrix<f64>,
+    tri: Triangle,
+    diag: Diagonal,
+    reps: usize,
+    device: &str,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    let n = m.nrows();
+    let b: Vec<f64> = (0..n).map(|i| 1.0 + (i % 7) as f64 * 0.1).collect();
+    let db = gpu.upload(&b)?;
+    let mut dx = gpu.zeros::<f64>(n)?;
+    let plan = TriangularPlan::analyse(m, tri, diag)?;
+    let mut want = vec![0.0; n];
+    plan.solve(m, &b, &mut want)?;
+    let check = |dx: &cudarc::driver::CudaSlice<f64>| -> anyhow::Result<f64> {
+        let got = gpu.download(dx)?;
+        let scale = want.iter().fold(0.0f64, |s, v| s.max(v.abs())).max(1e-300);
+        Ok(got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (g - w).abs() / scale)
+            .fold(0.0, f64::max))
+    };
+    // Ours: analysis (CPU analysis + upload of the plan and matrix), then each algorithm.
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    let mut t = GpuTriangular::upload(gpu, m, tri, diag, SptrsvAlgorithm::Auto)?;
+    gpu.synchronize()?;
+    let ours_analysis_s = t0.elapsed().as_secs_f64();
+    let auto = t.plan().algorithm();
+    let stats = t.plan().stats();
+    let groups = t.plan().level_groups().len();
+    let lanes = t.plan().lanes();
+    let mut times = serde_json::Map::new();
+    let mut err = 0.0f64;
+    for alg in [SptrsvAlgorithm::Levels, SptrsvAlgorithm::SyncFree] {
+        t.set_algorithm(alg);
+        let s = time_per_call(gpu, reps, || t.solve(&db, &mut dx))?;
+        err = err.max(check(&dx)?);
+        times.insert(format!("{}_us", alg.name()), json!(s * 1e6));
+    }
+    let ours_us = times[&format!("{}_us", auto.name())]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    // cuSPARSE SpSV: descriptors + buffer + analysis, then solves.
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    let peer = CusparseSpsv::new(gpu, m, tri, diag, &db, &mut dx);
+    gpu.synchronize()?;
+    let peer_analysis_s = t0.elapsed().as_secs_f64();
+    let (peer_us, peer_err) = match peer {
+        Ok(mut p) => {
+            let s = time_per_call(gpu, reps, || p.solve(&db, &mut dx))?;
+            (s * 1e6, check(&dx)?)
+        }
+        Err(e) => {
+            eprintln!("{name} {which}: cuSPARSE: {e}");
+            (f64::NAN, f64::NAN)
+        }
+    };
+    let mut rec = json!({"bench": "sptrsv", "matrix": name, "factor": which, "n": n,
+        "offdiag_nnz": stats.offdiag_nnz, "levels": stats.levels, "max_width": stats.max_width,
+        "groups": groups, "lanes": lanes, "auto": auto.name(), "ours_us": ours_us,
+        "ours_analysis_ms": ours_analysis_s * 1e3, "cusparse_us": peer_us,
+        "cusparse_analysis_ms": peer_analysis_s * 1e3, "speedup": peer_us / ours_us,
+        "max_rel_err": err, "cusparse_max_rel_err": peer_err, "device": device});
+    if let Value::Object(o) = &mut rec {
+        o.extend(times);
+    }
+    out.emit(rec);
+    Ok(())
+}
+
+fn f(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::Number(x) => {
+            let x = x.as_f64().unwrap_or(f64::NAN);
+            if x.fract() == 0.0 && x.abs() < 1e9 {
+                format!("{x:.0}")
+            } else if x.abs() >= 100.0 {
+                format!("{x:.1}")
+            } else {
+                format!("{x:.3}")
+            }
+        }
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        _ => "—".into(),
+    }
+}
+
+fn tables(recs: &[Value]) {
+    let by = |b: &'static str| recs.iter().filter(move |r| r["bench"] == b);
+    println!("\n### GMRES(30), rtol 1e-8, b = 1: none vs ILU(0) (setup = CPU analysis + GPU factorization)\n");
+    println!("| matrix | n | nnz | none iters | none s | ILU(0) iters | setup s | solve s | iter ratio | time ratio | shift | L/U levels | L/U alg | +Jacobi sweeps: iters | s | time ratio |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in by("gmres") {
+        let conv = |k: &str, c: &str| {
+            if r[c] == false {
+                format!("{} (nc)", f(r, k))
+            } else {
+                f(r, k)
+            }
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} | {}/{} | {} | {} | {} |",
+            f(r, "matrix"),
+            f(r, "n"),
+            f(r, "nnz"),
+            conv("none_iters", "none_converged"),
+            f(r, "none_s"),
+            conv("ilu0_iters", "ilu0_converged"),
+            f(r, "ilu0_setup_s"),
+            f(r, "ilu0_solve_s"),
+            f(r, "iter_ratio"),
+            f(r, "time_ratio"),
+            f(r, "shift"),
+            f(r, "l_levels"),
+            f(r, "u_levels"),
+            f(r, "l_alg"),
+            f(r, "u_alg"),
+            conv("jacobi_iters", "jacobi_converged"),
+            f(r, "jacobi_solve_s"),
+            f(r, "jacobi_time_ratio")
+        );
+    }
+    println!("\n### CG vs PCG + IC(0), rtol 1e-8, b = 1\n");
+    println!("| matrix | n | nnz | CG iters | CG s | IC(0) iters | setup s | solve s | iter ratio | time ratio | shift |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in by("pcg") {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            f(r, "matrix"),
+            f(r, "n"),
+            f(r, "nnz"),
+            f(r, "cg_iters"),
+            f(r, "cg_s"),
+            f(r, "ic0_iters"),
+            f(r, "ic0_setup_s"),
+            f(r, "ic0_solve_s"),
+            f(r, "iter_ratio"),
+            f(r, "time_ratio"),
+            f(r, "shift")
+        );
+    }
+    println!("\n### SpTRSV (f64) vs cuSPARSE SpSV: solve µs (median), analysis ms\n");
+    println!("| matrix | factor | n | nnz | levels | groups | lanes | levels µs | sync-free µs | auto | cuSPARSE µs | speedup | ours analysis ms | cuSPARSE analysis ms | max err |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in by("sptrsv") {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1e} |",
+            f(r, "matrix"),
+            f(r, "factor"),
+            f(r, "n"),
+            f(r, "offdiag_nnz"),
+            f(r, "levels"),
+            f(r, "groups"),
+            f(r, "lanes"),
+            f(r, "levels_us"),
+            f(r, "sync-free_us"),
+            f(r, "auto"),
+            f(r, "cusparse_us"),
+            f(r, "speedup"),
+            f(r, "ours_analysis_ms"),
+            f(r, "cusparse_analysis_ms"),
+            r["max_rel_err"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Cli::command().debug_assert();
+    }
+}

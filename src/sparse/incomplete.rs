@@ -1,0 +1,551 @@
+//! Incomplete factorizations without fill: ILU(0) and IC(0), on the CPU (the reference); the GPU
+//! factorization is in [`triangular::gpu`](super::triangular::gpu) (feature `cuda`).
+//!
+//! - **ILU(0)**: `A ≈ L·U` with `L` unit lower triangular and `U` upper triangular, both on
+//!   `A`'s own pattern (the product equals `A` at every stored position). The factor is one
+//!   matrix of `A`'s pattern: its strict lower part is `L`, its upper part (with the diagonal) is
+//!   `U`. Row `i` is eliminated by the IKJ variant (Saad, *Iterative Methods for Sparse Linear
+//!   Systems*, 2nd ed., Algorithm 10.4): for each `k < i` stored in row `i`, in order,
+//!   `a_ik ← a_ik / u_kk` and `a_ij ← a_ij − a_ik·u_kj` for every `j > k` stored in both rows.
+//! - **IC(0)**: `A ≈ L·Lᵀ` for a symmetric positive definite `A`, `L` on the pattern of `A`'s
+//!   lower triangle (only that triangle is read). Row by row:
+//!   `l_ik = (a_ik − Σ_{j<k} l_ij·l_kj) / l_kk`, then `l_ii = √(a_ii − Σ_{j<i} l_ij²)`.
+//!
+//! Row `i` depends on the rows `k < i` stored in its lower part: the same dependency graph as the
+//! lower triangular solve, so the GPU factorization runs on that solve's level schedule.
+//!
+//! **Pivots.** A pivot (ILU: `u_ii`; IC: `a_ii − Σ l_ij²` before the square root) that is not
+//! finite or whose magnitude is at most [`IncompleteParams::pivot_tol`] times the largest
+//! magnitude in the row of `A` (IC: of its lower triangle) stops the factorization with an error
+//! naming the row. [`IncompleteParams::shift`] is the usual remedy (Manteuffel 1980): the
+//! factorization is then of `A` with each diagonal entry moved away from zero by
+//! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
+
+use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
+use crate::csr::CsrMatrix;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+
+/// Which incomplete factorization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FactorKind {
+    /// `A ≈ L·U` on `A`'s pattern.
+    Ilu0,
+    /// `A ≈ L·Lᵀ` on the pattern of `A`'s lower triangle (symmetric positive definite `A`).
+    Ic0,
+}
+
+impl FactorKind {
+    /// `"ilu0"` or `"ic0"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FactorKind::Ilu0 => "ilu0",
+            FactorKind::Ic0 => "ic0",
+        }
+    }
+}
+
+/// Options of an incomplete factorization.
+#[derive(Clone, Copy, Debug)]
+pub struct IncompleteParams {
+    /// Diagonal shift: each diagonal entry is moved away from zero by `shift × max_j |a_ij|`
+    /// before factoring (see the [module docs](self)). Default 0.
+    pub shift: f64,
+    /// A pivot of magnitude at most `pivot_tol × max_j |a_ij|` is an error. Default 1e-12.
+    pub pivot_tol: f64,
+    /// On a bad pivot, retry with a larger shift instead of failing: the shift starts at
+    /// [`AUTO_SHIFT_START`] (or at twice `shift` when that is larger) and doubles, at most
+    /// [`AUTO_SHIFT_TRIES`] times (PETSc's "positive definite" shift, Manteuffel's method for
+    /// IC(0) on SPD matrices that are not M-matrices, where IC(0) can break down). The shift that
+    /// succeeded is reported by the factor. Default false.
+    pub auto_shift: bool,
+    /// Apply the factor approximately: `k > 0` Jacobi sweeps on each triangular system
+    /// (`x ← D⁻¹(b − N·x)` from `x = D⁻¹b`, `N` the strict triangle) instead of the exact solve.
+    /// A sweep is fully parallel (an SpMV on the triangle), where the exact solve's critical path
+    /// is the factor's level count; `k` sweeps are exact on every row of level < `k`. For deep
+    /// factors (hundreds of levels) a few sweeps cost far less than one exact solve and change
+    /// the Krylov iteration count little (Chow and Patel 2015; Anzt, Chow and Dongarra 2015).
+    /// The preconditioner is then a fixed polynomial in the factors, still a linear operator
+    /// (so GMRES and BiCGSTAB stay valid), but for IC(0) no longer exactly symmetric. Default 0
+    /// (exact).
+    pub jacobi_sweeps: usize,
+    /// The GPU triangular solve algorithm (the CPU always substitutes in row order). Default
+    /// [`SptrsvAlgorithm::Auto`].
+    pub algorithm: SptrsvAlgorithm,
+    #[doc(hidden)]
+    pub non_exhaustive: (),
+}
+
+impl Default for IncompleteParams {
+    fn default() -> Self {
+        IncompleteParams {
+            shift: 0.0,
+            pivot_tol: 1e-12,
+            auto_shift: false,
+            jacobi_sweeps: 0,
+            algorithm: SptrsvAlgorithm::Auto,
+            non_exhaustive: (),
+        }
+    }
+}
+
+/// The first shift tried by [`IncompleteParams::auto_shift`].
+pub const AUTO_SHIFT_START: f64 = 1e-3;
+/// The most retries of [`IncompleteParams::auto_shift`] (the last shift tried is about 4).
+pub const AUTO_SHIFT_TRIES: usize = 12;
+
+/// The shift after a failed `shift` under [`IncompleteParams::auto_shift`].
+pub(crate) fn next_shift(shift: f64) -> f64 {
+    (2.0 * shift).max(AUTO_SHIFT_START)
+}
+
+/// The pattern side of an incomplete factorization: how the factor's entries are taken from `A`,
+/// the plans of its two triangular solves, and (IC) the transpose map. Shared by the CPU and GPU
+/// factors; computed once per pattern.
+#[derive(Clone, Debug)]
+pub struct IncompleteStructure {
+    /// The factorization.
+    pub kind: FactorKind,
+    /// Rows.
+    pub n: usize,
+    /// `row_ptr` of the factor (ILU: `A`'s; IC: `A`'s lower triangle).
+    pub row_ptr: Vec<u32>,
+    /// `col_idx` of the factor.
+    pub col_idx: Vec<u32>,
+    /// For each factor entry, its position in `A`.
+    pub src: Vec<u32>,
+    /// Position of each row's diagonal entry in the factor.
+    pub diag_pos: Vec<u32>,
+    /// The lower solve (ILU: unit; IC: non-unit) on the factor.
+    pub lower: TriangularPlan,
+    /// The upper solve: ILU on the factor, IC on `Lᵀ`.
+    pub upper: TriangularPlan,
+    /// IC: `Lᵀ` as `(row_ptr, col_idx, map)`, with `Lᵀ.values[p] = L.values[map[p]]`.
+    pub transpose: Option<(Vec<u32>, Vec<u32>, Vec<u32>)>,
+    /// `A`'s entry count and columns (to check that an update has the same pattern).
+    pub a_nnz: usize,
+    a_col_hash: u64,
+}
+
+fn pattern_hash<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
+    // FNV-1a over row_ptr and col_idx: a cheap guard against an update on another pattern.
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &v in a.row_ptr().iter().chain(a.col_idx()) {
+        h ^= v as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl IncompleteStructure {
+    /// Analyses `a` for the factorization `kind`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `a` is not square, its indices are not sorted, or a row has no
+    /// diagonal entry (the row is named).
+    pub fn analyse<T: Scalar>(a: &CsrMatrix<T>, kind: FactorKind) -> Result<Self> {
+        let n = a.nrows();
+        // The lower non-unit analysis checks squareness, sorting and the diagonal for both kinds.
+        let check = TriangularPlan::analyse(a, Triangle::Lower, Diagonal::NonUnit)
+            .map_err(|e| Error::InvalidInput(format!("{}: {}", kind.name(), strip(&e))))?;
+        match kind {
+            FactorKind::Ilu0 => {
+                let lower = TriangularPlan::analyse(a, Triangle::Lower, Diagonal::Unit)?;
+                let upper = TriangularPlan::analyse(a, Triangle::Upper, Diagonal::NonUnit)?;
+                Ok(IncompleteStructure {
+                    kind,
+                    n,
+                    row_ptr: a.row_ptr().to_vec(),
+                    col_idx: a.col_idx().to_vec(),
+                    src: (0..a.nnz() as u32).collect(),
+                    diag_pos: check.diag_pos().to_vec(),
+                    lower,
+                    upper,
+                    transpose: None,
+                    a_nnz: a.nnz(),
+                    a_col_hash: pattern_hash(a),
+                })
+            }
+            FactorKind::Ic0 => {
+                // The lower triangle: entries [row_ptr[i], diag_pos[i]] of each row.
+                let (rp, cj) = (a.row_ptr(), a.col_idx());
+                let mut row_ptr = Vec::with_capacity(n + 1);
+                row_ptr.push(0u32);
+                let (mut col_idx, mut src) = (Vec::new(), Vec::new());
+                for (&lo, &d) in rp.iter().zip(check.diag_pos()) {
+                    for p in lo..=d {
+                        col_idx.push(cj[p as usize]);
+                        src.push(p);
+                    }
+                    row_ptr.push(col_idx.len() as u32);
+                }
+                let diag_pos: Vec<u32> = row_ptr[1..].iter().map(|&e| e - 1).collect();
+                // Lᵀ with the map of its entries into L's.
+                let nnz = col_idx.len();
+                let mut t_ptr = vec![0u32; n + 1];
+                for &c in &col_idx {
+                    t_ptr[c as usize + 1] += 1;
+                }
+                for j in 0..n {
+                    t_ptr[j + 1] += t_ptr[j];
+                }
+                let mut next = t_ptr.clone();
+                let mut t_col = vec![0u32; nnz];
+                let mut t_map = vec![0u32; nnz];
+                for i in 0..n {
+                    for p in row_ptr[i]..row_ptr[i + 1] {
+                        let c = col_idx[p as usize] as usize;
+                        let q = next[c] as usize;
+                        t_col[q] = i as u32;
+                        t_map[q] = p;
+                        next[c] += 1;
+                    }
+                }
+                let pattern = |rp: &[u32], cj: &[u32]| -> Result<CsrMatrix<T>> {
+                    CsrMatrix::try_from_parts(n, n, rp.to_vec(), cj.to_vec(), vec![T::one(); nnz])
+                };
+                let l = pattern(&row_ptr, &col_idx)?;
+                let lt = pattern(&t_ptr, &t_col)?;
+                let lower = TriangularPlan::analyse(&l, Triangle::Lower, Diagonal::NonUnit)?;
+                let upper = TriangularPlan::analyse(&lt, Triangle::Upper, Diagonal::NonUnit)?;
+                Ok(IncompleteStructure {
+                    kind,
+                    n,
+                    row_ptr,
+                    col_idx,
+                    src,
+                    diag_pos,
+                    lower,
+                    upper,
+                    transpose: Some((t_ptr, t_col, t_map)),
+                    a_nnz: a.nnz(),
+                    a_col_hash: pattern_hash(a),
+                })
+            }
+        }
+    }
+
+    /// Checks that `a` has the pattern this structure was made for.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when it does not.
+    pub fn check_pattern<T: Scalar>(&self, a: &CsrMatrix<T>) -> Result<()> {
+        if a.nrows() != self.n || a.nnz() != self.a_nnz || pattern_hash(a) != self.a_col_hash {
+            return Err(Error::InvalidInput(format!(
+                "{} update: the matrix ({} rows, {} entries) does not have the pattern the \
+                 factorization was set up for ({} rows, {} entries); set up a new one",
+                self.kind.name(),
+                a.nrows(),
+                a.nnz(),
+                self.n,
+                self.a_nnz
+            )));
+        }
+        Ok(())
+    }
+
+    /// The factor's initial values: `A`'s entries at [`src`](Self::src), with the diagonal
+    /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
+    pub fn initial_values<T: Scalar>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T>) {
+        let av = a.values();
+        let mut vals: Vec<T> = self.src.iter().map(|&p| av[p as usize]).collect();
+        let mut rowmax = vec![T::zero(); self.n];
+        for i in 0..self.n {
+            let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
+            let m = vals[lo..hi]
+                .iter()
+                .fold(T::zero(), |m, v| if v.abs() > m { v.abs() } else { m });
+            rowmax[i] = m;
+            if shift != 0.0 {
+                let d = &mut vals[self.diag_pos[i] as usize];
+                let s = if *d < T::zero() { -T::one() } else { T::one() };
+                *d += s * T::of_f64(shift) * m;
+            }
+        }
+        (vals, rowmax)
+    }
+}
+
+fn strip(e: &Error) -> String {
+    match e {
+        Error::InvalidInput(m) => m.trim_start_matches("triangular solve: ").replace(
+            "(a non-unit solve divides by it)",
+            "(the factorization needs every diagonal entry stored; a row permutation that \
+                 puts nonzeros on the diagonal is the usual remedy)",
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// The error of a bad pivot, shared by the CPU and GPU factorizations.
+pub(crate) fn pivot_error(
+    kind: FactorKind,
+    row: usize,
+    pivot: f64,
+    params: &IncompleteParams,
+) -> Error {
+    let what = match kind {
+        FactorKind::Ilu0 => format!("ILU(0): pivot u_{row}{row} = {pivot:.3e} in row {row}"),
+        FactorKind::Ic0 => format!(
+            "IC(0): pivot a_{row}{row} − Σ l_{row}j² = {pivot:.3e} in row {row} (the matrix is not \
+             positive definite enough for IC(0))"
+        ),
+    };
+    Error::InvalidInput(format!(
+        "{what} is zero, too small (|pivot| ≤ {:.1e} × the row's largest entry) or not finite; a \
+         diagonal shift (IncompleteParams::shift, e.g. 0.01) usually cures it",
+        params.pivot_tol
+    ))
+}
+
+/// An incomplete factorization on the CPU: the [`IncompleteStructure`] and the factor's values.
+#[derive(Clone, Debug)]
+pub struct IncompleteFactor<T> {
+    structure: IncompleteStructure,
+    params: IncompleteParams,
+    values: Vec<T>,
+    /// IC: `Lᵀ`'s values (gathered after each factorization).
+    t_values: Vec<T>,
+    shift_used: f64,
+}
+
+impl<T: Scalar> IncompleteFactor<T> {
+    /// Analyses and factors `a`.
+    ///
+    /// # Errors
+    /// As [`IncompleteStructure::analyse`], and a bad pivot naming its row (see the
+    /// [module docs](self)).
+    pub fn new(a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
+        let structure = IncompleteStructure::analyse(a, kind)?;
+        let mut f = IncompleteFactor {
+            structure,
+            params: *params,
+            values: Vec::new(),
+            t_values: Vec::new(),
+            shift_used: params.shift,
+        };
+        f.refactor(a)?;
+        Ok(f)
+    }
+
+    /// Factors new values of `a` on the pattern analysed before (no new analysis).
+    ///
+    /// # Errors
+    /// A different pattern, or a bad pivot naming its row.
+    pub fn refactor(&mut self, a: &CsrMatrix<T>) -> Result<()> {
+        let s = &self.structure;
+        s.check_pattern(a)?;
+        let tol = T::of_f64(self.params.pivot_tol);
+        let mut shift = self.params.shift;
+        let mut tries = 0;
+        loop {
+            let (mut v, rowmax) = s.initial_values(a, shift);
+            let r = match s.kind {
+                FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol),
+                FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol),
+            };
+            match r {
+                Ok(()) => {
+                    if let Some((_, _, map)) = &s.transpose {
+                        self.t_values = map.iter().map(|&p| v[p as usize]).collect();
+                    }
+                    self.values = v;
+                    self.shift_used = shift;
+                    return Ok(());
+                }
+                Err((row, piv)) if !self.params.auto_shift || tries >= AUTO_SHIFT_TRIES => {
+                    return Err(pivot_error(s.kind, row, piv, &self.params));
+                }
+                Err(_) => {
+                    shift = next_shift(shift);
+                    tries += 1;
+                }
+            }
+        }
+    }
+
+    /// The diagonal shift of the last successful factorization (see
+    /// [`IncompleteParams::auto_shift`]).
+    pub fn shift_used(&self) -> f64 {
+        self.shift_used
+    }
+
+    /// The structure.
+    pub fn structure(&self) -> &IncompleteStructure {
+        &self.structure
+    }
+    /// The parameters.
+    pub fn params(&self) -> &IncompleteParams {
+        &self.params
+    }
+    /// The factor's values (on [`IncompleteStructure::row_ptr`]/[`col_idx`](IncompleteStructure::col_idx)).
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// The factor as a matrix (ILU: `L` below the diagonal and `U` on and above it; IC: `L`).
+    pub fn matrix(&self) -> CsrMatrix<T> {
+        let s = &self.structure;
+        CsrMatrix::try_from_parts(
+            s.n,
+            s.n,
+            s.row_ptr.clone(),
+            s.col_idx.clone(),
+            self.values.clone(),
+        )
+        .expect("the factor keeps a valid pattern")
+    }
+
+    /// `L` as its own matrix (ILU: the strict lower part with ones on the diagonal; IC: `L`).
+    pub fn lower_matrix(&self) -> CsrMatrix<T> {
+        let m = self.matrix();
+        match self.structure.kind {
+            FactorKind::Ic0 => m,
+            FactorKind::Ilu0 => triangle_of(&m, Triangle::Lower, Some(T::one())),
+        }
+    }
+
+    /// `U` as its own matrix (ILU: the upper part with the diagonal; IC: `Lᵀ`).
+    pub fn upper_matrix(&self) -> CsrMatrix<T> {
+        match &self.structure.transpose {
+            Some((rp, cj, _)) => CsrMatrix::try_from_parts(
+                self.structure.n,
+                self.structure.n,
+                rp.clone(),
+                cj.clone(),
+                self.t_values.clone(),
+            )
+            .expect("the transpose keeps a valid pattern"),
+            None => triangle_of(&self.matrix(), Triangle::Upper, None),
+        }
+    }
+
+    /// `x = L⁻¹b` (approximate with [`IncompleteParams::jacobi_sweeps`]).
+    pub fn lower_solve(&self, b: &[T], x: &mut [T]) {
+        let s = &self.structure;
+        match self.params.jacobi_sweeps {
+            0 => s.lower.solve_values(&s.col_idx, &self.values, b, x),
+            k => s.lower.sweep_values(&s.col_idx, &self.values, b, x, k),
+        }
+    }
+
+    /// `x = U⁻¹b` (IC: `L⁻ᵀb`) (approximate with [`IncompleteParams::jacobi_sweeps`]).
+    pub fn upper_solve(&self, b: &[T], x: &mut [T]) {
+        let s = &self.structure;
+        let (col, val) = match &s.transpose {
+            Some((_, tcol, _)) => (&tcol[..], &self.t_values[..]),
+            None => (&s.col_idx[..], &self.values[..]),
+        };
+        match self.params.jacobi_sweeps {
+            0 => s.upper.solve_values(col, val, b, x),
+            k => s.upper.sweep_values(col, val, b, x, k),
+        }
+    }
+}
+
+/// The `triangle` of `m` (diagonal included) as its own matrix; `unit` replaces the diagonal by
+/// that value (and adds it where missing).
+pub fn triangle_of<T: Scalar>(
+    m: &CsrMatrix<T>,
+    triangle: Triangle,
+    unit: Option<T>,
+) -> CsrMatrix<T> {
+    let mut t = Vec::new();
+    for i in 0..m.nrows() {
+        let (c, v) = m.row(i);
+        for (&cj, &vj) in c.iter().zip(v) {
+            let j = cj as usize;
+            let keep = match triangle {
+                Triangle::Lower => j < i,
+                Triangle::Upper => j > i,
+            };
+            if keep || (j == i && unit.is_none()) {
+                t.push((i, j, vj));
+            }
+        }
+        if let Some(u) = unit {
+            t.push((i, i, u));
+        }
+    }
+    CsrMatrix::from_triplets(m.nrows(), m.ncols(), &t).expect("a triangle of a valid matrix")
+}
+
+fn bad<T: Scalar>(p: T, rowmax: T, tol: T) -> bool {
+    !p.is_finite() || p.abs() <= tol * rowmax
+}
+
+/// ILU(0), IKJ variant, rows in order.
+fn ilu0_rows<T: Scalar>(
+    s: &IncompleteStructure,
+    v: &mut [T],
+    rowmax: &[T],
+    tol: T,
+) -> std::result::Result<(), (usize, f64)> {
+    let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
+    let mut pos = vec![NO_DIAG; s.n];
+    for i in 0..s.n {
+        let (lo, hi) = (rp[i] as usize, rp[i + 1] as usize);
+        for p in lo..hi {
+            pos[cj[p] as usize] = p as u32;
+        }
+        for p in lo..dp[i] as usize {
+            let k = cj[p] as usize;
+            let l = v[p] / v[dp[k] as usize];
+            v[p] = l;
+            for q in dp[k] as usize + 1..rp[k + 1] as usize {
+                let t = pos[cj[q] as usize];
+                if t != NO_DIAG {
+                    v[t as usize] -= l * v[q];
+                }
+            }
+        }
+        for p in lo..hi {
+            pos[cj[p] as usize] = NO_DIAG;
+        }
+        let piv = v[dp[i] as usize];
+        if bad(piv, rowmax[i], tol) {
+            return Err((i, piv.as_f64()));
+        }
+    }
+    Ok(())
+}
+
+/// IC(0), row by row (left-looking).
+fn ic0_rows<T: Scalar>(
+    s: &IncompleteStructure,
+    v: &mut [T],
+    rowmax: &[T],
+    tol: T,
+) -> std::result::Result<(), (usize, f64)> {
+    let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
+    let mut pos = vec![NO_DIAG; s.n];
+    for i in 0..s.n {
+        let (lo, d) = (rp[i] as usize, dp[i] as usize);
+        for p in lo..d {
+            pos[cj[p] as usize] = p as u32;
+        }
+        for p in lo..d {
+            let k = cj[p] as usize;
+            let mut acc = v[p];
+            for q in rp[k] as usize..dp[k] as usize {
+                let t = pos[cj[q] as usize];
+                if t != NO_DIAG {
+                    acc -= v[t as usize] * v[q];
+                }
+            }
+            v[p] = acc / v[dp[k] as usize];
+        }
+        for p in lo..d {
+            pos[cj[p] as usize] = NO_DIAG;
+        }
+        let mut piv = v[d];
+        for l in &v[lo..d] {
+            piv -= *l * *l;
+        }
+        if bad(piv, rowmax[i], tol) || piv < T::zero() {
+            return Err((i, piv.as_f64()));
+        }
+        v[d] = piv.sqrt();
+    }
+    Ok(())
+}
