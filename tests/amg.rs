@@ -501,3 +501,29 @@ fn explore() {
         println!("{}", amg.summary());
     }
 }
+
+/// Writes the MIS-2 aggregation of a problem for a PyAMG cross-check
+/// (`AMG_DUMP=aniso2d:300:0.001 cargo test --test amg dump -- --ignored`).
+#[test]
+#[ignore]
+fn dump_aggregation() {
+    let spec = std::env::var("AMG_DUMP").unwrap_or_else(|_| "aniso2d:300:0.001".into());
+    let a: CsrMatrix<f64> = generate::from_spec(&spec, 0).unwrap();
+    let s = segsparse::sparse::strength_symmetric(&a, 0.0).unwrap();
+    let agg = segsparse::sparse::aggregate_mis2(&s, 0);
+    let text: Vec<String> = agg.agg.iter().map(|x| x.to_string()).collect();
+    std::fs::write("/tmp/agg.txt", text.join("\n")).unwrap();
+    let amg = Amg::new(&Cpu, &a, &AmgParams::default()).unwrap();
+    let stats = |m: &CsrMatrix<f64>| {
+        let s1: f64 = m.values().iter().sum();
+        let s2: f64 = m.values().iter().map(|v| v * v).sum();
+        format!(
+            "{}x{} nnz {} sum {s1:.10e} sumsq {s2:.10e}",
+            m.nrows(),
+            m.ncols(),
+            m.nnz()
+        )
+    };
+    println!("P0 {}", stats(amg.prolongators()[0]));
+    println!("A1 {}", stats(amg.level_matrices()[1]));
+}

@@ -22,7 +22,8 @@ pub fn solve<T: Scalar>(
     gpus: usize,
 ) -> Result<Outcome> {
     use std::any::Any;
-    if plan.method == MethodArg::Gmres || plan.precond == PrecondArg::Poly {
+    if plan.method == MethodArg::Gmres || matches!(plan.precond, PrecondArg::Poly | PrecondArg::Amg)
+    {
         anyhow::bail!(
             "--gpus {gpus}: GMRES and the polynomial preconditioner run on one GPU only; use \
              --method cg, pcg or bicgstab with --precond none or jacobi"
@@ -104,6 +105,7 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
         backend: format!("{gpus} GPUs over NCCL ({name})"),
         result,
         seconds: t.elapsed().as_secs_f64(),
+        extra: Default::default(),
     })
 }
 
