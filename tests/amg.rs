@@ -10,6 +10,9 @@ use segsparse::precond::{Amg, AmgParams};
 use segsparse::solvers::{bicgstab, gmres, pcg, Cpu, Preconditioner, SolveParams};
 use segsparse::CsrMatrix;
 
+/// A named problem, its near-nullspace candidates (if not the constant) and block size.
+type Problem = (&'static str, CsrMatrix<f64>, Option<Vec<Vec<f64>>>, usize);
+
 fn ones_rhs(a: &CsrMatrix<f64>) -> Vec<f64> {
     let mut b = vec![0.0; a.nrows()];
     segsparse::spmv::spmv(1.0, a, &vec![1.0; a.nrows()], 0.0, &mut b);
@@ -295,7 +298,7 @@ fn gpu_cycle_equals_cpu_cycle() {
     };
     let ops = GpuOps::<f64>::new(&gpu).unwrap();
     let (ea, eb) = elasticity(30);
-    let cases: Vec<(&str, CsrMatrix<f64>, Option<Vec<Vec<f64>>>, usize)> = vec![
+    let cases: Vec<Problem> = vec![
         ("poisson3d:20", generate::poisson3d(20).unwrap(), None, 1),
         (
             "aniso2d:80:1e-3",
@@ -379,7 +382,7 @@ fn gpu_cycle_equals_cpu_cycle() {
 #[test]
 #[ignore]
 fn explore() {
-    let problems: Vec<(&str, CsrMatrix<f64>, Option<Vec<Vec<f64>>>, usize)> = vec![
+    let problems: Vec<Problem> = vec![
         (
             "poisson3d:24 (pyamg 7)",
             generate::poisson3d(24).unwrap(),

@@ -68,7 +68,7 @@ fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
         for k in 0..j {
             s -= l[j * n + k] * l[j * n + k];
         }
-        if !(s > 1e-14 * scale) {
+        if s.is_nan() || s <= 1e-14 * scale {
             return None;
         }
         let djj = s.sqrt();
@@ -125,7 +125,8 @@ fn lu_inverse(a: &[f64], n: usize) -> Result<Vec<f64>> {
         let p = (k..n)
             .max_by(|&x, &y| lu[x * n + k].abs().total_cmp(&lu[y * n + k].abs()))
             .unwrap_or(k);
-        if !(lu[p * n + k].abs() > (n as f64) * f64::EPSILON * scale) {
+        let piv = lu[p * n + k].abs();
+        if piv.is_nan() || piv <= (n as f64) * f64::EPSILON * scale {
             return Err(Error::InvalidInput(format!(
                 "AMG coarse solve: the {n}×{n} coarse matrix is singular (LU pivot {k} is {:.3e}); \
                  a singular operator (e.g. a pure Neumann problem) needs a larger coarse level \
@@ -182,6 +183,7 @@ fn lu_inverse(a: &[f64], n: usize) -> Result<Vec<f64>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)]
 mod tests {
     use super::*;
 

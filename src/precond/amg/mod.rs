@@ -486,7 +486,9 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
                 p: tr.map(|t| be.upload_matrix(&t.p)).transpose()?,
                 r: tr.map(|t| be.upload_matrix(&t.r)).transpose()?,
             });
-            let nc = tr.map_or(0, |t| t.p.ncols());
+            // The coarsest level has no next level: one unused element (a device allocation of
+            // zero bytes is an error).
+            let nc = tr.map_or(1, |t| t.p.ncols());
             work.push(Work {
                 s: Scratch::new(be, lv.a.nrows())?,
                 bc: be.zeros(nc)?,

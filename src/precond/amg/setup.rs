@@ -66,7 +66,7 @@ pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
         return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
     }
     let d = a.diagonal();
-    if let Some(i) = d.iter().position(|&x| !(x > T::zero()) || !x.is_finite()) {
+    if let Some(i) = d.iter().position(|&x| x <= T::zero() || !x.is_finite()) {
         return Err(Error::InvalidInput(format!(
             "AMG: diagonal entry of row {i} is {} (smoothed aggregation needs a positive \
              diagonal: the matrix should be symmetric positive definite)",
@@ -162,7 +162,7 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
             .for_each(|(w, (&v, &vp))| *w -= al * v + b_prev * vp);
         let bt = w.par_iter().map(|x| x * x).sum::<f64>().sqrt();
         alpha.push(al);
-        if !(bt > 1e-12 * al.abs().max(1e-300)) {
+        if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
             break;
         }
         beta.push(bt);

@@ -166,11 +166,11 @@ pub(crate) fn fit_candidates<T: Scalar>(
     row_ptr.push(0u32);
     let mut col = Vec::with_capacity(members.len() * k);
     let mut val = Vec::with_capacity(members.len() * k);
-    for i in 0..n {
+    for (i, &r) in local.iter().enumerate() {
         let a = agg.agg[i / block];
         if a != NOT_AGGREGATED {
             let (q, _) = &blocks[a as usize];
-            let r = local[i] as usize;
+            let r = r as usize;
             for c in 0..k {
                 col.push((a as usize * k + c) as u32);
                 val.push(T::of_f64(q[r * k + c]));
