@@ -17,8 +17,8 @@ use crate::matrix::{ro, rw, slice, slice_mut, Elem, PyMatrix};
 
 /// The hierarchy on the backend of its matrix.
 pub enum AmgOn<T: Elem> {
-    Cpu(Amg<T, Cpu>),
-    Gpu(std::sync::Arc<GpuOps<T>>, Amg<T, GpuOps<T>>),
+    Cpu(Box<Amg<T, Cpu>>),
+    Gpu(std::sync::Arc<GpuOps<T>>, Box<Amg<T, GpuOps<T>>>),
 }
 
 impl<T: Elem> AmgOn<T> {
@@ -76,6 +76,7 @@ impl PyAmg {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn params(
     theta: f64,
     smoother: &str,

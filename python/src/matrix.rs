@@ -295,6 +295,7 @@ fn opts(
 }
 
 /// One body for both backends: dispatch on the method and the preconditioner.
+#[allow(clippy::too_many_arguments)]
 fn solve_with<T, B, A>(
     be: &B,
     a: &A,
@@ -412,7 +413,7 @@ impl<T: Elem> Mat<T> {
             let bd = g.upload(b)?;
             let mut xd = g.upload(x)?;
             let h = match amg.as_deref() {
-                Some(AmgOn::Gpu(_, h)) => Some(h),
+                Some(AmgOn::Gpu(_, h)) => Some(&**h),
                 Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
                 None => None,
             };
@@ -436,7 +437,7 @@ impl<T: Elem> Mat<T> {
                 None
             };
             let h = match amg.as_deref() {
-                Some(AmgOn::Cpu(h)) => Some(h),
+                Some(AmgOn::Cpu(h)) => Some(&**h),
                 Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
                 None => None,
             };
@@ -470,7 +471,7 @@ impl<T: Elem> Mat<T> {
         let amg = amg.map(|h| h.typed::<T>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let h = match amg.as_deref() {
-            Some(AmgOn::Gpu(_, h)) => Some(h),
+            Some(AmgOn::Gpu(_, h)) => Some(&**h),
             Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
             None => None,
         };
@@ -513,9 +514,9 @@ impl<T: Elem> Mat<T> {
         Ok(if self.dev.is_some() {
             let (ops, _) = self.gpu_ops()?;
             let h = build(&*ops, &self.host, p, cand.as_ref())?;
-            AmgOn::Gpu(ops, h)
+            AmgOn::Gpu(ops, Box::new(h))
         } else {
-            AmgOn::Cpu(build(&Cpu, &self.host, p, cand.as_ref())?)
+            AmgOn::Cpu(Box::new(build(&Cpu, &self.host, p, cand.as_ref())?))
         })
     }
 
