@@ -85,6 +85,7 @@ struct Outcome {
 #[derive(Default)]
 struct Extra {
     setup_seconds: Option<f64>,
+    resetup_seconds: Option<f64>,
     /// (iterations, seconds) of each solve after the first (`--rhs-count`).
     more: Vec<(usize, f64)>,
     amg: Option<AmgSummary>,
@@ -111,6 +112,8 @@ struct Report<'a> {
     error: Option<String>,
     /// Preconditioner setup (host and upload), apart from `solve_seconds`.
     setup_seconds: Option<f64>,
+    /// AMG: the numeric re-setup for new values on the same pattern (timed once, same values).
+    resetup_seconds: Option<f64>,
     /// The first solve, without setup (= `seconds`).
     solve_seconds: Option<f64>,
     /// Iterations and seconds of every right-hand side (`--rhs-count`), first included.
@@ -304,6 +307,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 seconds_per_iteration: finite(per_iter),
                 error: reason.map(|e| e.to_string()),
                 setup_seconds: out.extra.setup_seconds,
+                resetup_seconds: out.extra.resetup_seconds,
                 solve_seconds: finite(seconds),
                 iterations_all: std::iter::once(iterations)
                     .chain(out.extra.more.iter().map(|m| m.0))
@@ -362,6 +366,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             if let Some(s) = out.extra.setup_seconds {
                 writeln!(w, "setup      {s:.4} s (preconditioner)")?;
             }
+            if let Some(s) = out.extra.resetup_seconds {
+                writeln!(w, "re-setup   {s:.4} s (numeric only, same pattern)")?;
+            }
             if !out.extra.more.is_empty() {
                 let (it, sec) = out
                     .extra
@@ -419,7 +426,7 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + MultigridOps<T>, A: LinearOperator<T,
             solve_all(be, op, &p, plan, b, &db, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
-            let m = match plan.rbm {
+            let mut m = match plan.rbm {
                 Some(n) => {
                     let c = segsparse::precond::amg::rigid_body_modes_2d(
                         &segsparse::generate::elasticity2d_coordinates(n),
@@ -430,6 +437,11 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + MultigridOps<T>, A: LinearOperator<T,
             }
             .context("AMG setup")?;
             extra.setup_seconds = Some(m.summary().setup.total);
+            // The numeric re-setup on the same values, timed (time-stepping codes call it
+            // once per step); the hierarchy is the same afterwards.
+            let t = Instant::now();
+            m.update(be, a).context("AMG numeric re-setup")?;
+            extra.resetup_seconds = Some(t.elapsed().as_secs_f64());
             extra.amg = Some(m.summary().clone());
             solve_all(be, op, &m, plan, b, &db, &mut dx, params, &mut extra)
         }
@@ -622,6 +634,7 @@ mod tests {
             seconds_per_iteration: Some(0.5 / 12.0),
             error: Some("breakdown".into()),
             setup_seconds: Some(0.1),
+            resetup_seconds: None,
             solve_seconds: Some(0.5),
             iterations_all: vec![12],
             solve_seconds_all: vec![0.5],
