@@ -204,15 +204,15 @@ fn strength<T: Scalar>(a: &CsrMatrix<T>, block: usize, theta: f64) -> Result<Csr
     }
 }
 
-/// `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T` (numeric phase only, given the plan).
+/// `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T`, in place of the product `at = A·T`.
 fn smooth_prolongator<T: Scalar>(
     level: &HostLevel<T>,
     t: &CsrMatrix<T>,
-    at_plan: &SpgemmPlan,
+    at: CsrMatrix<T>,
     t_pos: &[u32],
     omega: f64,
 ) -> CsrMatrix<T> {
-    let mut p = at_plan.numeric(&level.a, t);
+    let mut p = at;
     let w = omega / level.rho;
     let rp = p.row_ptr().to_vec();
     let n = p.nrows();
@@ -338,9 +338,9 @@ impl<T: Scalar> HostHierarchy<T> {
             times.tentative += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let at_plan = SpgemmPlan::symbolic(&lv.a, &t)?;
-            let pat = at_plan.numeric(&lv.a, &t);
-            let t_pos = positions(&t, pat.row_ptr(), pat.col_idx())?;
-            let p = smooth_prolongator(lv, &t, &at_plan, &t_pos, params.omega);
+            let at = at_plan.numeric(&lv.a, &t);
+            let t_pos = positions(&t, at.row_ptr(), at.col_idx())?;
+            let p = smooth_prolongator(lv, &t, at, &t_pos, params.omega);
             let r = p.transpose();
             times.smooth += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
@@ -417,7 +417,8 @@ impl<T: Scalar> HostHierarchy<T> {
             let (t, bc) = fit_candidates(&tr.agg, lv.block, &b);
             times.tentative += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
-            tr.p = smooth_prolongator(lv, &t, &tr.at_plan, &tr.t_pos, params.omega);
+            let at = tr.at_plan.numeric(&lv.a, &t);
+            tr.p = smooth_prolongator(lv, &t, at, &tr.t_pos, params.omega);
             tr.t = t;
             tr.r = tr.p.transpose();
             times.smooth += clock.elapsed().as_secs_f64();
