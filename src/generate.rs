@@ -15,6 +15,9 @@
 //! | `powerlaw:N:ALPHA` | N×N, row lengths power-law ("Zipf") distributed with exponent ALPHA, random distinct columns, values uniform in [−1, 1) | N | ≈ 12 N for ALPHA ≥ 2.1; a heavier tail (more long rows) for ALPHA < 2 |
 //! | `denserows:N:K:D:L` | N×N, K random columns per row except D evenly spread dense rows of L random columns (a few dense rows among short ones) | N | (N − D)·K + D·L |
 //! | `wide:M:N:K` | M×N (short and wide when N ≫ M), K random columns per row | M | M·K |
+//! | `aniso2d:N:EPS` | anisotropic diffusion `−u_xx − EPS·u_yy`, Q1 finite elements on an N×N grid (PyAMG's `stencil_grid(diffusion_stencil_2d(EPS), (N, N))`) | N² | ≈ 9N² |
+//! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
+//! | `elasticity2d:N` | 2-D linear elasticity, Q1 elements, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary (PyAMG's `linear_elasticity((N, N))`); two unknowns per node | 2N² | ≈ 18·2N² |
 //!
 //! The Poisson and tridiagonal matrices are symmetric positive definite (the standard
 //! finite-difference Laplacians with Dirichlet boundaries) and do not depend on the seed.
@@ -66,9 +69,12 @@ pub const CHUNK_ROWS: usize = 1 << 13;
 pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense:N, random:N:K, \
                               powerlaw:N:ALPHA, denserows:N:K:D:L, wide:M:N:K (e.g. poisson2d:1000, \
                               random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
-                              wide:1000:1000000:32)";
+                              wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N";
 
-const NAMES: [&str; 9] = [
+const NAMES: [&str; 12] = [
+    "aniso2d",
+    "poisson3d27",
+    "elasticity2d",
     "poisson2d",
     "poisson3d",
     "tridiag",
@@ -159,6 +165,23 @@ pub fn from_spec<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         "wide" => {
             arity(3)?;
             wide(int(1, "M")?, int(2, "N")?, int(3, "K")?, seed)
+        }
+        "aniso2d" => {
+            arity(2)?;
+            let n = int(1, "N")?;
+            let e = parts.get(2).ok_or_else(|| bad("missing EPS"))?;
+            let eps = e
+                .parse::<f64>()
+                .map_err(|_| bad(&format!("EPS '{e}' is not a number")))?;
+            aniso2d(n, eps)
+        }
+        "poisson3d27" => {
+            arity(1)?;
+            poisson3d27(int(1, "N")?)
+        }
+        "elasticity2d" => {
+            arity(1)?;
+            elasticity2d(int(1, "N")?)
         }
         _ => Err(bad("unknown generator")),
     }
@@ -341,6 +364,219 @@ pub fn poisson3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
             }
         }
     })
+}
+
+/// Anisotropic diffusion `−u_xx − ε·u_yy` on an `n × n` grid by bilinear (Q1) finite elements
+/// with unit spacing and Dirichlet boundaries: PyAMG's
+/// `stencil_grid(diffusion_stencil_2d(epsilon=ε, theta=0), (n, n))`, entry for entry. Node
+/// `(x, y)` is row `x·n + y` (PyAMG's ordering, `y` fastest); the 9-point stencil is, times 6,
+/// `8(1+ε)` in the centre, `2ε − 4` towards `x ± 1` (the strong direction for small ε),
+/// `2 − 4ε` towards `y ± 1` (positive for ε < 1/2: Q1 elements are not an M-matrix there) and
+/// `−(1+ε)` on the diagonals. Symmetric positive definite for ε > 0.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `ε` is not positive and finite or the size exceeds `u32`.
+pub fn aniso2d<T: Scalar>(n: usize, eps: f64) -> Result<CsrMatrix<T>> {
+    if !(eps > 0.0 && eps.is_finite()) {
+        return Err(Error::InvalidInput(format!(
+            "aniso2d: EPS = {eps} must be positive and finite"
+        )));
+    }
+    let rows = check_rows((n as u128) * (n as u128))?;
+    let (centre, along_x, along_y, corner) = (
+        8.0 * (1.0 + eps) / 6.0,
+        (2.0 * eps - 4.0) / 6.0,
+        (2.0 - 4.0 * eps) / 6.0,
+        -(1.0 + eps) / 6.0,
+    );
+    let span = |c: usize| 1 + (c > 0) as usize + (c + 1 < n) as usize;
+    let len = |r: usize| span(r / n) * span(r % n);
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (k, r) in range.enumerate() {
+            let (x, y) = (r / n, r % n);
+            let mut p = rp[k] as usize;
+            for dx in -1i64..=1 {
+                let xx = x as i64 + dx;
+                if xx < 0 || xx >= n as i64 {
+                    continue;
+                }
+                for dy in -1i64..=1 {
+                    let yy = y as i64 + dy;
+                    if yy < 0 || yy >= n as i64 {
+                        continue;
+                    }
+                    let v = match (dx != 0, dy != 0) {
+                        (false, false) => centre,
+                        (true, false) => along_x,
+                        (false, true) => along_y,
+                        (true, true) => corner,
+                    };
+                    cols[p] = (xx as usize * n + yy as usize) as u32;
+                    vals[p] = T::of_f64(v);
+                    p += 1;
+                }
+            }
+        }
+    })
+}
+
+/// The 27-point stencil on an `n × n × n` grid (`n³` rows, natural ordering): 26 on the diagonal
+/// and −1 for each of the up to 26 grid neighbours (the cube around the node). Symmetric positive
+/// definite (weakly diagonally dominant, strictly on the boundary).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n³` or the entry count exceeds `u32`.
+pub fn poisson3d27<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows((n as u128).pow(3))?;
+    let nn = n * n;
+    let span = |c: usize| 1 + (c > 0) as usize + (c + 1 < n) as usize;
+    let len = |r: usize| span(r % n) * span((r / n) % n) * span(r / nn);
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (k, r) in range.enumerate() {
+            let (x, y, z) = ((r % n) as i64, ((r / n) % n) as i64, (r / nn) as i64);
+            let mut p = rp[k] as usize;
+            let inside = |c: i64| c >= 0 && c < n as i64;
+            for dz in -1..=1 {
+                for dy in -1..=1 {
+                    for dx in -1..=1 {
+                        let (xx, yy, zz) = (x + dx, y + dy, z + dz);
+                        if !(inside(xx) && inside(yy) && inside(zz)) {
+                            continue;
+                        }
+                        let c = zz as usize * nn + yy as usize * n + xx as usize;
+                        cols[p] = c as u32;
+                        vals[p] = T::of_f64(if c == r { 26.0 } else { -1.0 });
+                        p += 1;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The 8×8 stiffness matrix of a unit square Q1 element for plane linear elasticity with Lamé
+/// parameters `lame` and `mu` (PyAMG's `q12d_local` with unit spacing). Local nodes are
+/// `(0,0), (1,0), (1,1), (0,1)`; local unknown `2·node + component`.
+fn q1_elasticity_local(lame: f64, mu: f64) -> [[f64; 8]; 8] {
+    let m = lame + 2.0 * mu;
+    let r11 = [
+        [2., -2., -1., 1.],
+        [-2., 2., 1., -1.],
+        [-1., 1., 2., -2.],
+        [1., -1., -2., 2.],
+    ];
+    let r12 = [
+        [1., 1., -1., -1.],
+        [-1., -1., 1., 1.],
+        [-1., -1., 1., 1.],
+        [1., 1., -1., -1.],
+    ];
+    let r22 = [
+        [2., 1., -1., -2.],
+        [1., 2., -2., -1.],
+        [-1., -2., 2., 1.],
+        [-2., -1., 1., 2.],
+    ];
+    let mut k = [[0.0; 8]; 8];
+    for a in 0..4 {
+        for b in 0..4 {
+            let (s11, s12, s21, s22) = (
+                r11[a][b] / 6.0,
+                r12[a][b] / 4.0,
+                r12[b][a] / 4.0,
+                r22[a][b] / 6.0,
+            );
+            k[2 * a][2 * b] = m * s11 + mu * s22;
+            k[2 * a + 1][2 * b + 1] = mu * s11 + m * s22;
+            // K[1::2, 0::2] = mu·R12 + lame·R12ᵀ, and K[0::2, 1::2] its transpose.
+            k[2 * a + 1][2 * b] = mu * s12 + lame * s21;
+        }
+    }
+    for a in 0..4 {
+        for b in 0..4 {
+            k[2 * a][2 * b + 1] = k[2 * b + 1][2 * a];
+        }
+    }
+    k
+}
+
+/// 2-D linear elasticity on the unit-spaced `(n + 1) × (n + 1)`-element square, Q1 elements,
+/// Young's modulus 10⁵, Poisson ratio 0.3, clamped (Dirichlet) on the whole boundary: PyAMG's
+/// `linear_elasticity((n, n))`, entry for entry. The unknowns are the two displacements of the
+/// `n × n` interior nodes; node `(i, j)` (1-based, `i` along x) is node number
+/// `(j − 1)·n + (i − 1)` and owns rows `2·node` (x) and `2·node + 1` (y). Every row stores the
+/// 18 entries of the 3 × 3 neighbouring nodes (fewer at the boundary; some are zero by
+/// symmetry). [`elasticity2d_coordinates`] gives the node coordinates for rigid-body modes.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the size exceeds `u32`.
+pub fn elasticity2d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows(2 * (n as u128) * (n as u128))?;
+    let (e, nu) = (1e5, 0.3);
+    let lame = e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+    let mu = e / (2.0 + 2.0 * nu);
+    let k = q1_elasticity_local(lame, mu);
+    // The local node at offset (dx, dy) from an element's lower-left corner.
+    let local = |dx: usize, dy: usize| match (dx, dy) {
+        (0, 0) => 0,
+        (1, 0) => 1,
+        (1, 1) => 2,
+        _ => 3,
+    };
+    let span = |c: usize| 1 + (c > 1) as usize + (c < n) as usize;
+    let len = |r: usize| {
+        let node = r / 2;
+        let (i, j) = (node % n + 1, node / n + 1);
+        2 * span(i) * span(j)
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (kk, r) in range.enumerate() {
+            let (node, c) = (r / 2, r % 2);
+            let (i, j) = (node % n + 1, node / n + 1);
+            // acc[dy][dx][c2] for the neighbour (i + dx − 1, j + dy − 1).
+            let mut acc = [[[0.0f64; 2]; 3]; 3];
+            for (ei, ej) in [(i - 1, j - 1), (i, j - 1), (i - 1, j), (i, j)] {
+                let la = local(i - ei, j - ej);
+                for dx in 0..2 {
+                    for dy in 0..2 {
+                        let lb = local(dx, dy);
+                        let (ni, nj) = (ei + dx, ej + dy);
+                        for c2 in 0..2 {
+                            acc[nj + 1 - j][ni + 1 - i][c2] += k[2 * la + c][2 * lb + c2];
+                        }
+                    }
+                }
+            }
+            let mut p = rp[kk] as usize;
+            for (dy, row) in acc.iter().enumerate() {
+                let nj = j + dy - 1;
+                if nj < 1 || nj > n {
+                    continue;
+                }
+                for (dx, pair) in row.iter().enumerate() {
+                    let ni = i + dx - 1;
+                    if ni < 1 || ni > n {
+                        continue;
+                    }
+                    let nb = (nj - 1) * n + (ni - 1);
+                    for (c2, &v) in pair.iter().enumerate() {
+                        cols[p] = (2 * nb + c2) as u32;
+                        vals[p] = T::of_f64(v);
+                        p += 1;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The coordinates of the nodes of [`elasticity2d`]`(n)`, `[x, y]` per node in node order,
+/// centred on the domain as PyAMG centres them (so its rigid-body modes are the same).
+pub fn elasticity2d_coordinates(n: usize) -> Vec<[f64; 2]> {
+    let h = (n + 1) as f64 / 2.0;
+    (0..n * n)
+        .map(|node| [(node % n + 1) as f64 - h, (node / n + 1) as f64 - h])
+        .collect()
 }
 
 /// The 1-D Laplacian: `n × n` tridiagonal with 2 on the diagonal and −1 beside it. Symmetric
@@ -595,4 +831,93 @@ pub fn powerlaw<T: Scalar>(n: usize, alpha: f64, seed: u64) -> Result<CsrMatrix<
             }
         });
     random_rows(n, n, seed, |i| lens[i] as usize)
+}
+
+#[cfg(test)]
+mod amg_problem_tests {
+    use super::*;
+
+    fn dense(a: &CsrMatrix<f64>) -> Vec<Vec<f64>> {
+        a.to_dense()
+    }
+
+    /// Entries printed by PyAMG 5.4.1 (`linear_elasticity((3, 3))` and
+    /// `stencil_grid(diffusion_stencil_2d(epsilon=0.001, theta=0), (4, 4))`).
+    #[test]
+    fn elasticity_and_aniso_match_pyamg() {
+        let a = elasticity2d::<f64>(3).unwrap();
+        assert_eq!((a.nrows(), a.nnz()), (18, 196));
+        assert!(a.is_symmetric());
+        let d = dense(&a);
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * y.abs().max(1.0);
+        let row0 = [
+            230769.23076923,
+            0.0,
+            -76923.07692308,
+            0.0,
+            0.0,
+            0.0,
+            19230.76923077,
+            0.0,
+        ];
+        for (k, &v) in row0.iter().enumerate() {
+            assert!(close(d[0][k], v), "A[0,{k}] = {} vs {v}", d[0][k]);
+        }
+        let row9 = [
+            -24038.46153846,
+            -28846.15384615,
+            0.0,
+            -76923.07692308,
+            24038.46153846,
+            -28846.15384615,
+            0.0,
+            19230.76923077,
+            0.0,
+            230769.23076923,
+            0.0,
+            19230.76923077,
+            24038.46153846,
+            -28846.15384615,
+            0.0,
+            -76923.07692308,
+            -24038.46153846,
+            -28846.15384615,
+        ];
+        for (k, &v) in row9.iter().enumerate() {
+            assert!(close(d[9][k], v), "A[9,{k}] = {} vs {v}", d[9][k]);
+        }
+        let fro: f64 = a.values().iter().map(|v| v * v).sum();
+        assert!(close(fro, 1154585798816.5684), "{fro}");
+        let xy = elasticity2d_coordinates(3);
+        assert_eq!((xy[0], xy[4]), ([-1.0, -1.0], [0.0, 0.0]));
+
+        let s = aniso2d::<f64>(4, 0.001).unwrap();
+        assert_eq!(s.nnz(), 100);
+        let d = dense(&s);
+        let row5 = [
+            -0.16683333,
+            -0.66633333,
+            -0.16683333,
+            0.0,
+            0.33266667,
+            1.33466667,
+            0.33266667,
+            0.0,
+            -0.16683333,
+            -0.66633333,
+            -0.16683333,
+        ];
+        for (k, &v) in row5.iter().enumerate() {
+            assert!((d[5][k] - v).abs() < 1e-8, "S[5,{k}] = {} vs {v}", d[5][k]);
+        }
+        let fro: f64 = s.values().iter().map(|v| v * v).sum();
+        assert!((fro - 42.8153761111111).abs() < 1e-9);
+        assert!(aniso2d::<f64>(4, 0.0).is_err());
+        let p = poisson3d27::<f64>(3).unwrap();
+        assert_eq!((p.nrows(), p.nnz()), (27, 343));
+        assert!(p.is_symmetric());
+        assert_eq!(from_spec::<f64>("elasticity2d:3", 0).unwrap(), a);
+        assert_eq!(from_spec::<f64>("aniso2d:4:1e-3", 0).unwrap(), s);
+        assert_eq!(from_spec::<f64>("poisson3d27:3", 0).unwrap(), p);
+    }
 }

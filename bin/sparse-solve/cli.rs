@@ -23,7 +23,9 @@ pub struct Cli {
 
     /// Preconditioner: none, jacobi (the diagonal), poly (a Chebyshev polynomial in the
     /// Jacobi-scaled matrix, bounds from a few Lanczos/Arnoldi steps), ilu0 or ic0 (incomplete
-    /// factorizations, two triangular solves per application). --method pcg implies jacobi.
+    /// factorizations, two triangular solves per application), or amg (smoothed-aggregation
+    /// algebraic multigrid, one cycle per application; see the --amg-* options). --method pcg
+    /// implies jacobi.
     #[arg(long, value_enum, default_value_t = PrecondArg::None)]
     pub precond: PrecondArg,
 
@@ -35,8 +37,8 @@ pub struct Cli {
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=255))]
     pub restart: u32,
 
-    /// Right-hand side: ones, random (uniform in [-1, 1), seeded by --seed), or a Matrix Market
-    /// vector file.
+    /// Right-hand side: ones, aones (A·1, so the solution is 1), random (uniform in [-1, 1),
+    /// seeded by --seed), or a Matrix Market vector file.
     #[arg(long, default_value = "ones")]
     pub rhs: String,
 
@@ -80,6 +82,84 @@ pub struct Cli {
     /// Seed of random right-hand sides and random matrix specs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+
+    /// Solve this many right-hand sides (b, 1.1·b, 1.2·b, ...) with one preconditioner setup;
+    /// the report gives the first solve and, in JSON, every solve's iterations and seconds.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rhs_count: u32,
+
+    #[command(flatten)]
+    pub amg: AmgArgs,
+}
+
+/// The options of `--precond amg`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct AmgArgs {
+    /// AMG: strength-of-connection threshold θ in [0, 1].
+    #[arg(long, default_value_t = 0.0)]
+    pub amg_theta: f64,
+    /// AMG: smoother of every level.
+    #[arg(long, value_enum, default_value_t = AmgSmootherArg::Chebyshev)]
+    pub amg_smoother: AmgSmootherArg,
+    /// AMG: Chebyshev smoother degree (operator applications per smoothing step).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub amg_degree: u32,
+    /// AMG: pre- and post-smoothing steps.
+    #[arg(long, default_value_t = 1)]
+    pub amg_sweeps: usize,
+    /// AMG: cycle shape.
+    #[arg(long, value_enum, default_value_t = AmgCycleArg::V)]
+    pub amg_cycle: AmgCycleArg,
+    /// AMG: coarsen until at most this many rows, then invert that level densely.
+    #[arg(long, default_value_t = 300)]
+    pub amg_coarse_size: usize,
+    /// AMG: at most this many levels.
+    #[arg(long, default_value_t = 10)]
+    pub amg_max_levels: usize,
+    /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 unknowns per node) for an
+    /// elasticity2d:N spec, the constant otherwise.
+    #[arg(long, value_enum, default_value_t = AmgCandidatesArg::Auto)]
+    pub amg_candidates: AmgCandidatesArg,
+    /// AMG: unknowns per node of the fine level [default: 2 with rigid-body modes, else 1].
+    #[arg(long)]
+    pub amg_block_size: Option<usize>,
+    /// AMG: smoothing steps on A·x = 0 applied to the candidates before fitting.
+    #[arg(long, default_value_t = 0)]
+    pub amg_improve: usize,
+    /// AMG: lower end of the Chebyshev interval as a fraction of its upper end.
+    #[arg(long, default_value_t = 0.1)]
+    pub amg_cheb_lower: f64,
+}
+
+/// `--amg-smoother`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmgSmootherArg {
+    /// Chebyshev polynomial in D⁻¹A.
+    Chebyshev,
+    /// Damped Jacobi (ω = 2/3).
+    Jacobi,
+    /// l1-Jacobi.
+    L1Jacobi,
+}
+
+/// `--amg-cycle`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmgCycleArg {
+    /// V-cycle.
+    V,
+    /// W-cycle.
+    W,
+}
+
+/// `--amg-candidates`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmgCandidatesArg {
+    /// Rigid-body modes for elasticity2d:N specs, else the constant.
+    Auto,
+    /// The constant vector.
+    Constant,
+    /// 2-D rigid-body modes (elasticity2d:N specs only: they need the node coordinates).
+    Rbm,
 }
 
 /// `--method`.
@@ -125,6 +205,8 @@ pub enum PrecondArg {
     /// IC(0): incomplete Cholesky on A's lower pattern (for cg/pcg on SPD matrices; shifted
     /// automatically when a pivot is not positive).
     Ic0,
+    /// Smoothed-aggregation algebraic multigrid.
+    Amg,
 }
 
 impl PrecondArg {
@@ -136,6 +218,7 @@ impl PrecondArg {
             PrecondArg::Poly => "poly",
             PrecondArg::Ilu0 => "ilu0",
             PrecondArg::Ic0 => "ic0",
+            PrecondArg::Amg => "amg",
         }
     }
 }

@@ -25,7 +25,7 @@ pub fn solve<T: Scalar>(
     if plan.method == MethodArg::Gmres
         || matches!(
             plan.precond,
-            PrecondArg::Poly | PrecondArg::Ilu0 | PrecondArg::Ic0
+            PrecondArg::Poly | PrecondArg::Ilu0 | PrecondArg::Ic0 | PrecondArg::Amg
         )
     {
         anyhow::bail!(
@@ -109,6 +109,7 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
         backend: format!("{gpus} GPUs over NCCL ({name})"),
         result,
         seconds: t.elapsed().as_secs_f64(),
+        extra: Default::default(),
     })
 }
 

@@ -1,5 +1,6 @@
-//! `sparse-solve`: solve `A·x = b` with CG, BiCGSTAB or GMRES(m), with no, Jacobi or Chebyshev
-//! polynomial preconditioning, on the CPU or the GPU (see `sparse-solve --help`).
+//! `sparse-solve`: solve `A·x = b` with CG, BiCGSTAB or GMRES(m), with no, Jacobi, Chebyshev
+//! polynomial or algebraic-multigrid preconditioning, on the CPU or the GPU (see
+//! `sparse-solve --help`).
 //!
 //! `main` parses and maps the outcome to an exit code; [`run`] does the work (the ripgrep
 //! layout). Exit codes: 0 converged, 2 the solver broke down or did not converge (one line on
@@ -26,6 +27,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::precond::{Amg, AmgParams, AmgSummary, MultigridOps};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, KrylovOps,
     LinearOperator, Preconditioner, Progress, SolveError, SolveInfo, SolveParams,
@@ -80,6 +82,18 @@ struct Outcome {
     backend: String,
     result: std::result::Result<SolveInfo, SolveError>,
     seconds: f64,
+    extra: Extra,
+}
+
+/// What a solve reports beyond the first solve's info: preconditioner setup, every
+/// right-hand side's solve, the AMG hierarchy.
+#[derive(Default)]
+struct Extra {
+    setup_seconds: Option<f64>,
+    resetup_seconds: Option<f64>,
+    /// (iterations, seconds) of each solve after the first (`--rhs-count`).
+    more: Vec<(usize, f64)>,
+    amg: Option<AmgSummary>,
 }
 
 /// The `--format json` object (one line). Non-finite numbers are written as `null`.
@@ -101,6 +115,17 @@ struct Report<'a> {
     seconds: Option<f64>,
     seconds_per_iteration: Option<f64>,
     error: Option<String>,
+    /// Preconditioner setup (host and upload), apart from `solve_seconds`.
+    setup_seconds: Option<f64>,
+    /// AMG: the numeric re-setup for new values on the same pattern (timed once, same values).
+    resetup_seconds: Option<f64>,
+    /// The first solve, without setup (= `seconds`).
+    solve_seconds: Option<f64>,
+    /// Iterations and seconds of every right-hand side (`--rhs-count`), first included.
+    iterations_all: Vec<usize>,
+    solve_seconds_all: Vec<f64>,
+    /// The AMG hierarchy (`--precond amg`): levels, rows and nonzeros, complexities, bytes.
+    amg: Option<AmgSummary>,
 }
 
 fn finite(v: f64) -> Option<f64> {
@@ -114,6 +139,10 @@ struct Plan {
     precond: PrecondArg,
     restart: usize,
     poly_degree: usize,
+    amg: AmgParams,
+    /// `Some(n)`: rigid-body modes of `elasticity2d:n` as the AMG candidates.
+    rbm: Option<usize>,
+    rhs_count: usize,
 }
 
 /// Runs the solve described by `cli`.
@@ -146,6 +175,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let n = a.nrows();
     let b: Vec<T> = match cli.rhs.as_str() {
         "ones" => vec![T::one(); n],
+        "aones" => {
+            let mut b = vec![T::zero(); n];
+            segsparse::spmv::spmv(T::one(), &a, &vec![T::one(); n], T::zero(), &mut b);
+            b
+        }
         "random" => {
             let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
             (0..n)
@@ -179,6 +213,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         },
         restart: cli.restart as usize,
         poly_degree: cli.poly_degree as usize,
+        amg: amg_params(cli)?,
+        rbm: rbm_grid(cli)?,
+        rhs_count: cli.rhs_count as usize,
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
@@ -213,8 +250,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         Outcome {
             method: method.name(),
             backend: format!("cpu ({threads} threads)"),
-            result,
+            result: result.0,
             seconds: t.elapsed().as_secs_f64(),
+            extra: result.1,
         }
     };
     clear_progress();
@@ -274,6 +312,16 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 seconds: finite(seconds),
                 seconds_per_iteration: finite(per_iter),
                 error: reason.map(|e| e.to_string()),
+                setup_seconds: out.extra.setup_seconds,
+                resetup_seconds: out.extra.resetup_seconds,
+                solve_seconds: finite(seconds),
+                iterations_all: std::iter::once(iterations)
+                    .chain(out.extra.more.iter().map(|m| m.0))
+                    .collect(),
+                solve_seconds_all: std::iter::once(seconds)
+                    .chain(out.extra.more.iter().map(|m| m.1))
+                    .collect(),
+                amg: out.extra.amg.clone(),
             };
             serde_json::to_writer(&mut w, &report)?;
             writeln!(w)?;
@@ -321,6 +369,27 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 )?,
                 Err(e) => writeln!(w, "FAILED     {e}")?,
             }
+            if let Some(s) = out.extra.setup_seconds {
+                writeln!(w, "setup      {s:.4} s (preconditioner)")?;
+            }
+            if let Some(s) = out.extra.resetup_seconds {
+                writeln!(w, "re-setup   {s:.4} s (numeric only, same pattern)")?;
+            }
+            if !out.extra.more.is_empty() {
+                let (it, sec) = out
+                    .extra
+                    .more
+                    .iter()
+                    .fold((iterations, seconds), |a, m| (a.0 + m.0, a.1 + m.1));
+                writeln!(
+                    w,
+                    "{} solves  {it} iterations, {sec:.4} s in all (one setup)",
+                    out.extra.more.len() + 1
+                )?;
+            }
+            if let Some(s) = &out.extra.amg {
+                writeln!(w, "{s}")?;
+            }
         }
     }
     w.flush()?;
@@ -333,7 +402,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     }
 }
 
-fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, B>>(
+fn solve_with<
+    T: Scalar,
+    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
+    A: LinearOperator<T, B>,
+>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,
@@ -341,14 +414,17 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T
     b: &[T],
     x: &mut Vec<T>,
     params: &SolveParams,
-) -> Result<std::result::Result<SolveInfo, SolveError>> {
+) -> Result<(std::result::Result<SolveInfo, SolveError>, Extra)> {
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
+    let mut extra = Extra::default();
+    let t = Instant::now();
     let r = match plan.precond {
-        PrecondArg::None => run_method(be, op, &Identity, plan, &db, &mut dx, params),
+        PrecondArg::None => solve_all(be, op, &Identity, plan, b, &db, &mut dx, params, &mut extra),
         PrecondArg::Jacobi => {
             let j = Jacobi::from_matrix(be, a)?;
-            run_method(be, op, &j, plan, &db, &mut dx, params)
+            extra.setup_seconds = Some(t.elapsed().as_secs_f64());
+            solve_all(be, op, &j, plan, b, &db, &mut dx, params, &mut extra)
         }
         PrecondArg::Ilu0 | PrecondArg::Ic0 => {
             let ip = IncompleteParams {
@@ -369,13 +445,105 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T
                 ..Default::default()
             };
             let p = Chebyshev::from_matrix(be, op, a, &cp)?;
-            run_method(be, op, &p, plan, &db, &mut dx, params)
+            extra.setup_seconds = Some(t.elapsed().as_secs_f64());
+            solve_all(be, op, &p, plan, b, &db, &mut dx, params, &mut extra)
+        }
+        PrecondArg::Amg => {
+            let mut m = match plan.rbm {
+                Some(n) => {
+                    let c = segsparse::precond::amg::rigid_body_modes_2d(
+                        &segsparse::generate::elasticity2d_coordinates(n),
+                    );
+                    Amg::with_candidates(be, a, &c, &plan.amg)
+                }
+                None => Amg::new(be, a, &plan.amg),
+            }
+            .context("AMG setup")?;
+            extra.setup_seconds = Some(m.summary().setup.total);
+            // The numeric re-setup on the same values, timed (time-stepping codes call it
+            // once per step); the hierarchy is the same afterwards.
+            let t = Instant::now();
+            m.update(be, a).context("AMG numeric re-setup")?;
+            extra.resetup_seconds = Some(t.elapsed().as_secs_f64());
+            extra.amg = Some(m.summary().clone());
+            solve_all(be, op, &m, plan, b, &db, &mut dx, params, &mut extra)
         }
     };
     *x = be.download(&dx)?;
     match r {
         Err(SolveError::Backend(e)) => Err(e.into()),
-        other => Ok(other),
+        other => Ok((other, extra)),
+    }
+}
+
+/// The first solve into `x`, then the further right-hand sides of `--rhs-count` (`(1 + k/10)·b`)
+/// with the same preconditioner, their iterations and seconds into `extra`.
+#[allow(clippy::too_many_arguments)]
+fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+    be: &B,
+    op: &A,
+    m: &P,
+    plan: Plan,
+    b: &[T],
+    db: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    extra: &mut Extra,
+) -> std::result::Result<SolveInfo, SolveError> {
+    let first = run_method(be, op, m, plan, db, x, params)?;
+    for k in 1..plan.rhs_count {
+        let f = T::of_f64(1.0 + 0.1 * k as f64);
+        let bk: Vec<T> = b.iter().map(|&v| f * v).collect();
+        let dbk = be.upload(&bk)?;
+        let mut xk = be.zeros(b.len())?;
+        let info = run_method(be, op, m, plan, &dbk, &mut xk, params)?;
+        extra.more.push((info.iterations, info.seconds));
+    }
+    Ok(first)
+}
+
+/// The AMG options of the command line.
+fn amg_params(cli: &Cli) -> Result<AmgParams> {
+    use cli::{AmgCycleArg, AmgSmootherArg};
+    use segsparse::precond::amg::{Cycle, Smoother};
+    let rbm = rbm_grid(cli)?.is_some();
+    Ok(AmgParams {
+        theta: cli.amg.amg_theta,
+        smoother: match cli.amg.amg_smoother {
+            AmgSmootherArg::Chebyshev => Smoother::Chebyshev,
+            AmgSmootherArg::Jacobi => Smoother::Jacobi,
+            AmgSmootherArg::L1Jacobi => Smoother::L1Jacobi,
+        },
+        degree: cli.amg.amg_degree as usize,
+        chebyshev_lower: cli.amg.amg_cheb_lower,
+        sweeps: cli.amg.amg_sweeps,
+        cycle: match cli.amg.amg_cycle {
+            AmgCycleArg::V => Cycle::V,
+            AmgCycleArg::W => Cycle::W,
+        },
+        coarse_size: cli.amg.amg_coarse_size,
+        max_levels: cli.amg.amg_max_levels,
+        block_size: cli.amg.amg_block_size.unwrap_or(if rbm { 2 } else { 1 }),
+        improve_candidates: cli.amg.amg_improve,
+        ..Default::default()
+    })
+}
+
+/// `Some(n)` when the AMG candidates are the rigid-body modes of `elasticity2d:n`.
+fn rbm_grid(cli: &Cli) -> Result<Option<usize>> {
+    use cli::AmgCandidatesArg;
+    let grid = cli
+        .matrix
+        .strip_prefix("elasticity2d:")
+        .and_then(|n| n.trim().replace('_', "").parse::<usize>().ok());
+    match (cli.amg.amg_candidates, grid) {
+        (AmgCandidatesArg::Constant, _) | (AmgCandidatesArg::Auto, None) => Ok(None),
+        (_, Some(n)) => Ok(Some(n)),
+        (AmgCandidatesArg::Rbm, None) => {
+            bail!(
+                "--amg-candidates rbm needs node coordinates: only elasticity2d:N specs have them"
+            )
+        }
     }
 }
 
@@ -409,12 +577,13 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let result = solve_with(&ops, &da, a, plan, b, x, params)?;
+    let (result, extra) = solve_with(&ops, &da, a, plan, b, x, params)?;
     Ok(Outcome {
         method: plan.method.name(),
         backend: format!("gpu ({})", g.name()),
         result,
         seconds: t.elapsed().as_secs_f64(),
+        extra,
     })
 }
 
@@ -487,6 +656,12 @@ mod tests {
             seconds: Some(0.5),
             seconds_per_iteration: Some(0.5 / 12.0),
             error: Some("breakdown".into()),
+            setup_seconds: Some(0.1),
+            resetup_seconds: None,
+            solve_seconds: Some(0.5),
+            iterations_all: vec![12],
+            solve_seconds_all: vec![0.5],
+            amg: None,
         };
         let s = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();

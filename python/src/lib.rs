@@ -12,6 +12,7 @@
 
 use pyo3::prelude::*;
 
+mod amg;
 mod device;
 mod errors;
 mod matrix;
@@ -21,6 +22,7 @@ mod prims;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matrix::PyMatrix>()?;
+    m.add_class::<amg::PyAmg>()?;
     m.add_function(wrap_pyfunction!(matrix::read_matrix_market, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_device, m)?)?;

@@ -8,6 +8,7 @@ use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArra
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use segsparse::gpu::DeviceBuffer;
+use segsparse::precond::{Amg, AmgParams, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
@@ -16,6 +17,7 @@ use segsparse::solvers::{
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 use segsparse::{CsrMatrix, Scalar};
 
+use crate::amg::{AmgOn, PyAmg};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, run_held, Failure, Res};
 
@@ -229,6 +231,8 @@ enum Precond {
     Ilu0,
     /// IC(0) (automatic diagonal shift on a bad pivot).
     Ic0,
+    /// Smoothed-aggregation AMG (a given `_Amg`, or one built with the defaults per solve).
+    Amg,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -260,6 +264,7 @@ fn opts(
         "ilu0" => Precond::Ilu0,
         "ic0" => Precond::Ic0,
         "poly" if degree >= 1 => Precond::Poly(degree),
+        "amg" => Precond::Amg,
         "poly" => {
             return Err(Failure::Value(format!(
                 "the polynomial degree must be >= 1, got {degree}"
@@ -267,7 +272,7 @@ fn opts(
         }
         p => {
             return Err(Failure::Value(format!(
-                "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly', 'ilu0', 'ic0')"
+                "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly', 'ilu0', 'ic0', 'amg')"
             )))
         }
     };
@@ -296,18 +301,20 @@ fn opts(
 }
 
 /// One body for both backends: dispatch on the method and the preconditioner.
+#[allow(clippy::too_many_arguments)]
 fn solve_with<T, B, A>(
     be: &B,
     a: &A,
     m: &CsrMatrix<T>,
     jac: Option<&Jacobi<B::Vector>>,
+    amg: Option<&Amg<T, B>>,
     o: &Opts,
     b: &B::Vector,
     x: &mut B::Vector,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: KrylovOps<T> + segsparse::precond::TriangularOps<T>,
+    B: KrylovOps<T> + segsparse::precond::TriangularOps<T> + MultigridOps<T>,
     A: LinearOperator<T, B>,
     Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
 {
@@ -356,6 +363,13 @@ where
                 with(be, a, &p, o, b, x)
             }
         }
+        (Precond::Amg, _) => match amg {
+            Some(h) => with(be, a, h, o, b, x),
+            None => {
+                let h = Amg::new(be, m, &AmgParams::default()).map_err(SolveError::Backend)?;
+                with(be, a, &h, o, b, x)
+            }
+        },
         _ => with(be, a, &Identity, o, b, x),
     }
 }
@@ -401,7 +415,9 @@ impl<T: Elem> Mat<T> {
     }
 
     /// Solve with host vectors; on the GPU when the matrix is there (b and x copied over).
-    fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T]) -> Res<Outcome> {
+    fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T], amg: Option<&PyAmg>) -> Res<Outcome> {
+        let amg = amg.map(|h| h.typed::<T>()).transpose()?;
+        let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let n = self.host.nrows();
         check_len("b", b.len(), n, "the matrix")?;
         check_len("x", x.len(), self.host.ncols(), "the matrix")?;
@@ -416,7 +432,21 @@ impl<T: Elem> Mat<T> {
             let g = d.csr.gpu();
             let bd = g.upload(b)?;
             let mut xd = g.upload(x)?;
-            let r = solve_with(&*ops, &d.csr, &self.host, jac.as_deref(), o, &bd, &mut xd);
+            let h = match amg.as_deref() {
+                Some(AmgOn::Gpu(_, h)) => Some(&**h),
+                Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
+                None => None,
+            };
+            let r = solve_with(
+                &*ops,
+                &d.csr,
+                &self.host,
+                jac.as_deref(),
+                h,
+                o,
+                &bd,
+                &mut xd,
+            );
             let xs = g.download(&xd)?;
             x.copy_from_slice(&xs);
             outcome(r, t0)
@@ -426,6 +456,11 @@ impl<T: Elem> Mat<T> {
             } else {
                 None
             };
+            let h = match amg.as_deref() {
+                Some(AmgOn::Cpu(h)) => Some(&**h),
+                Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
+                None => None,
+            };
             let bv = b.to_vec();
             let mut xv = x.to_vec();
             let r = solve_with(
@@ -433,6 +468,7 @@ impl<T: Elem> Mat<T> {
                 &self.host,
                 &self.host,
                 jac.as_deref(),
+                h,
                 o,
                 &bv,
                 &mut xv,
@@ -443,7 +479,22 @@ impl<T: Elem> Mat<T> {
     }
 
     /// Solve with device vectors owned by the caller (zero-copy).
-    fn solve_device(&self, o: &Opts, bp: u64, xp: u64, wait: &[u64], signal: u64) -> Res<Outcome> {
+    fn solve_device(
+        &self,
+        o: &Opts,
+        bp: u64,
+        xp: u64,
+        wait: &[u64],
+        signal: u64,
+        amg: Option<&PyAmg>,
+    ) -> Res<Outcome> {
+        let amg = amg.map(|h| h.typed::<T>()).transpose()?;
+        let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let h = match amg.as_deref() {
+            Some(AmgOn::Gpu(_, h)) => Some(&**h),
+            Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
+            None => None,
+        };
         let (ops, d) = self.gpu_ops()?;
         let jac = if o.precond == Precond::Jacobi {
             Some(self.gpu_jacobi(&ops)?)
@@ -457,9 +508,44 @@ impl<T: Elem> Mat<T> {
         // this dtype with nrows / ncols elements, and holds them during the call.
         let b = unsafe { Borrowed::<T>::new(dev, bp, self.host.nrows()) };
         let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
-        let r = solve_with(&*ops, &d.csr, &self.host, jac.as_deref(), o, &b, &mut x);
+        let r = solve_with(&*ops, &d.csr, &self.host, jac.as_deref(), h, o, &b, &mut x);
         dev.leave(signal)?;
         outcome(r, t0)
+    }
+
+    /// The AMG hierarchy of this matrix, on its device.
+    fn build_amg(&self, p: &AmgParams, cand: Option<&[Vec<f64>]>) -> Res<AmgOn<T>> {
+        let cand: Option<Vec<Vec<T>>> = cand.map(|c| {
+            c.iter()
+                .map(|v| v.iter().map(|&x| T::of_f64(x)).collect())
+                .collect()
+        });
+        fn build<T: Scalar, B: MultigridOps<T>>(
+            be: &B,
+            a: &CsrMatrix<T>,
+            p: &AmgParams,
+            c: Option<&Vec<Vec<T>>>,
+        ) -> segsparse::Result<Amg<T, B>> {
+            match c {
+                Some(c) => Amg::with_candidates(be, a, c, p),
+                None => Amg::new(be, a, p),
+            }
+        }
+        Ok(if self.dev.is_some() {
+            let (ops, _) = self.gpu_ops()?;
+            let h = build(&*ops, &self.host, p, cand.as_ref())?;
+            AmgOn::Gpu(ops, Box::new(h))
+        } else {
+            AmgOn::Cpu(Box::new(build(&Cpu, &self.host, p, cand.as_ref())?))
+        })
+    }
+
+    fn update_amg(&self, h: &mut AmgOn<T>) -> Res<()> {
+        match h {
+            AmgOn::Cpu(a) => a.update(&Cpu, &self.host)?,
+            AmgOn::Gpu(ops, a) => a.update(&**ops, &self.host)?,
+        }
+        Ok(())
     }
 
     fn spmv_host(&self, alpha: f64, x: &[T], beta: f64, y: &mut [T]) -> Res<()> {
@@ -536,6 +622,32 @@ impl<T: Elem> Mat<T> {
 #[pyclass(name = "_Matrix", module = "segsparse._core", frozen)]
 pub struct PyMatrix {
     inner: Inner,
+}
+
+impl PyMatrix {
+    /// The AMG hierarchy of this matrix (for `_Amg.__new__`).
+    pub(crate) fn build_amg(
+        &self,
+        p: &AmgParams,
+        cand: Option<&[Vec<f64>]>,
+    ) -> Res<Box<dyn std::any::Any + Send + Sync>> {
+        Ok(match &self.inner {
+            Inner::F32(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
+            Inner::F64(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
+        })
+    }
+
+    /// The numeric re-setup of `h` for this matrix's values.
+    pub(crate) fn update_amg(&self, h: &PyAmg) -> Res<()> {
+        with_mat!(self, m, T => {
+            let mut g = h.typed::<T>()?.lock().unwrap_or_else(|p| p.into_inner());
+            m.update_amg(&mut g)
+        })
+    }
+}
+
+fn wrong_device() -> Failure {
+    Failure::Value("the AMG hierarchy was built for a matrix on another device".into())
 }
 
 /// A writable view of a 1-D NumPy array of `T`. rust-numpy's `extract` panics when the array
@@ -710,7 +822,7 @@ impl PyMatrix {
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
     /// result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is built from.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4, amg = None))]
     fn solve_host(
         &self,
         py: Python<'_>,
@@ -725,6 +837,7 @@ impl PyMatrix {
         check_every: Option<usize>,
         restart: usize,
         degree: usize,
+        amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Outcome> {
         let o = opts(
             method,
@@ -738,17 +851,18 @@ impl PyMatrix {
             degree,
         )
         .map_err(|f| f.into_py_err(py))?;
+        let amg = amg.as_deref();
         with_mat!(self, m, T => {
             let ba = ro::<T>(b, "b")?;
             let mut xa = rw::<T>(x, "x")?;
             let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-            run(py, || m.solve_host(&o, bs, xs))
+            run(py, || m.solve_host(&o, bs, xs, amg))
         })
     }
 
     /// Solves `A x = b` with device pointers (see `spmv_device`).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 4))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 4, amg = None))]
     fn solve_device(
         &self,
         py: Python<'_>,
@@ -765,6 +879,7 @@ impl PyMatrix {
         check_every: Option<usize>,
         restart: usize,
         degree: usize,
+        amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Outcome> {
         let o = opts(
             method,
@@ -778,7 +893,8 @@ impl PyMatrix {
             degree,
         )
         .map_err(|f| f.into_py_err(py))?;
-        with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal)))
+        let amg = amg.as_deref();
+        with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal, amg)))
     }
 
     /// Seconds per SpMV of a loop run inside Rust (CPU, or the GPU with device vectors and one

@@ -284,3 +284,61 @@ def test_gmres_arguments_are_checked():
     z = sp.csr_matrix((4, 4))
     x, info = segsparse.gmres(z, np.ones(4), device="cpu")
     assert not info.converged and info.status != 0, info
+
+
+def poisson2d(n):
+    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+    i = sp.identity(n)
+    return (sp.kron(t, i) + sp.kron(i, t)).tocsr()
+
+
+def test_amg_object_solves_many_rhs_and_scipy_uses_it():
+    import scipy.sparse.linalg as spla
+
+    a = poisson2d(48)
+    m = segsparse.Matrix(a, device="cpu")
+    ml = segsparse.amg(m)
+    assert ml.levels[0] == (a.shape[0], a.nnz) and len(ml.levels) >= 2
+    assert 1.0 < ml.operator_complexity < 1.6 and ml.setup_seconds > 0
+    assert "operator complexity" in repr(ml)
+    for k in range(3):
+        b = a @ np.full(a.shape[0], 1.0 + k)
+        x, info = ml.solve(b, rtol=1e-8)
+        assert info.converged and info.iterations <= 12, info
+        np.testing.assert_allclose(x, 1.0 + k, rtol=1e-6)
+    _, plain = segsparse.cg(m, b, rtol=1e-8)
+    assert plain.iterations > 3 * info.iterations
+    # The same hierarchy as M of the other solvers, and "amg" built per call.
+    for solver in (segsparse.gmres, segsparse.bicgstab, segsparse.pcg):
+        x, info = solver(m, b, rtol=1e-8, M=ml)
+        assert info.converged and info.iterations <= 15, (solver, info)
+    x, info = segsparse.cg(a, b, rtol=1e-8, M="amg", device="cpu")
+    assert info.converged and info.iterations <= 12
+    # SciPy's CG with the cycle as a LinearOperator.
+    its = []
+    x, flag = spla.cg(a, b, rtol=1e-8, M=ml.aspreconditioner(), callback=lambda xk: its.append(1))
+    assert flag == 0 and len(its) <= 12
+    np.testing.assert_allclose(x, 3.0, rtol=1e-6)
+    # Numeric re-setup on the same pattern.
+    ml.update(2.0 * a)
+    x, info = ml.solve(2.0 * b, rtol=1e-8)
+    assert info.converged and info.iterations <= 12
+
+
+def test_amg_candidates_and_errors():
+    a = poisson2d(20)
+    n = a.shape[0]
+    ml = segsparse.amg(a, candidates=np.ones((n, 1)), smoother="l1-jacobi", sweeps=2, cycle="W",
+                       device="cpu")
+    x, info = ml.solve(a @ np.ones(n), rtol=1e-8)
+    assert info.converged
+    with pytest.raises(ValueError, match="candidates"):
+        segsparse.amg(a, candidates=np.ones((n - 1, 1)), device="cpu")
+    with pytest.raises(ValueError, match="smoother"):
+        segsparse.amg(a, smoother="gauss-seidel", device="cpu")
+    bad = a.tolil()
+    bad[3, 3] = -1.0
+    with pytest.raises(ValueError, match="row 3"):
+        segsparse.amg(bad.tocsr(), device="cpu")
+    with pytest.raises(TypeError, match="amg"):
+        segsparse.cg(a, np.ones(n), M=object())

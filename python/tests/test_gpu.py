@@ -180,3 +180,23 @@ def test_gmres_cupy(gpu, M):
     # CPU and GPU agree on the iteration count within rounding.
     _, ic = segsparse.gmres(a, b, rtol=1e-10, M=M, device="cpu")
     assert abs(ic.iterations - info.iterations) <= 3 + ic.iterations // 10, (ic, info)
+
+
+def test_amg_gpu_matches_cpu_and_takes_cupy(gpu):
+    cp = gpu
+    n = 40
+    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+    i = sp.identity(n)
+    a = (sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i) + sp.kron(sp.kron(i, i), t)).tocsr()
+    b = a @ np.ones(a.shape[0])
+    ml_gpu = segsparse.amg(a, device="gpu")
+    ml_cpu = segsparse.amg(a, device="cpu")
+    assert ml_gpu.levels == ml_cpu.levels and ml_gpu.device_bytes > 0
+    xg, ig = ml_gpu.solve(cp.asarray(b), rtol=1e-8)
+    assert isinstance(xg, cp.ndarray) and ig.converged and ig.device == "gpu"
+    xc, ic = ml_cpu.solve(b, rtol=1e-8)
+    assert abs(ig.iterations - ic.iterations) <= 1
+    np.testing.assert_allclose(cp.asnumpy(xg), 1.0, rtol=1e-6)
+    r = RNG.standard_normal(a.shape[0])
+    np.testing.assert_allclose(ml_gpu.aspreconditioner() @ r, ml_cpu.aspreconditioner() @ r,
+                               rtol=1e-9, atol=1e-12)

@@ -223,7 +223,7 @@ where
 }
 
 /// Eigenvalues of a small symmetric matrix by cyclic Jacobi rotations (destroys `s`).
-fn symmetric_eigenvalues(s: &mut [Vec<f64>]) -> Vec<f64> {
+pub(crate) fn symmetric_eigenvalues(s: &mut [Vec<f64>]) -> Vec<f64> {
     let n = s.len();
     for _sweep in 0..50 {
         let off: f64 = (0..n)

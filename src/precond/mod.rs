@@ -8,6 +8,7 @@
 //! | Chebyshev polynomial in `D⁻¹A`, bounds from a few Lanczos/Arnoldi steps | a spectrum in the right half-plane | [`Chebyshev`] |
 //! | ILU(0), `M = L·U` on `A`'s pattern (two triangular solves per application) | a nonzero diagonal, no zero pivot | [`Ilu0`] |
 //! | IC(0), `M = L·Lᵀ` on `A`'s lower pattern | SPD `A`, positive pivots | [`Ic0`] |
+//! | smoothed-aggregation algebraic multigrid, one V- or W-cycle | a positive diagonal (SPD for CG) | [`Amg`] |
 //!
 //! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
 //! matrix on one backend (Ginkgo's factory → `generate` split; see `STYLE.md` §5).
@@ -15,12 +16,14 @@
 //! ([`VectorOps`](crate::solvers::VectorOps), [`LinearOperator`](crate::solvers::LinearOperator))
 //! and nothing of a concrete solver.
 
+pub mod amg;
 mod chebyshev;
 mod ilu;
 mod jacobi;
 
 pub use crate::sparse::incomplete::{FactorKind, IncompleteParams};
 pub use crate::sparse::triangular::SptrsvAlgorithm;
+pub use amg::{Amg, AmgParams, AmgSummary, MultigridOps};
 pub use chebyshev::{Chebyshev, ChebyshevParams};
 pub use ilu::{Ic0, Ilu0, TriangularOps};
 pub use jacobi::{Identity, Jacobi};

@@ -10,6 +10,8 @@ The same engine as the Rust crate ``segsparse``, from NumPy, SciPy and CuPy::
 - ``Matrix``: a CSR matrix on the GPU when one works (``device="auto"|"gpu"|"cpu"``), with
   ``A @ x`` and ``A.spmv(x, alpha, beta, y)``.
 - ``cg``, ``pcg``, ``bicgstab``: SciPy-style ``(x, info)``; ``info`` is a ``SolveInfo``.
+- ``amg``: a smoothed-aggregation multigrid hierarchy (``M=`` of any solver, ``.solve``,
+  ``.aspreconditioner()`` for SciPy).
 - ``scan``, ``segmented_scan``, ``sort``, ``tridiagonal_solve``: primitives on arrays.
 - ``load_matrix_market``, ``save_matrix_market``.
 - ``gpu_available()``, ``device_name()``, ``gpu_error()``, ``gpu_info()`` (with the CUDA
@@ -36,12 +38,14 @@ from .errors import (
 )
 from .matrix import Matrix, as_matrix, load_matrix_market, save_matrix_market
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
+from .amg import AMG, amg
 from .solvers import SolveInfo, bicgstab, cg, gmres, pcg
 
 __version__ = _core.__version__
 
 __all__ = [
-    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "scan", "segmented_scan",
+    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "amg", "AMG", "scan",
+    "segmented_scan",
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
     "CudaError", "SolverError", "InternalError", "OutOfMemoryError", "gpu_info",

@@ -6,7 +6,8 @@ scalar of the iteration stays on the device; the host checks convergence every
 
 Methods: ``cg``, ``pcg``, ``bicgstab``, ``gmres``; preconditioners (``M=``): ``None``,
 ``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial), ``"ilu0"`` and ``"ic0"``
-(incomplete LU / Cholesky without fill, two triangular solves per application). Adding one is an arm in the Rust
+(incomplete LU / Cholesky without fill, two triangular solves per application), ``"amg"``
+(smoothed-aggregation multigrid with the defaults) or a hierarchy from ``segsparse.amg``. Adding one is an arm in the Rust
 dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` / ``opts`` / ``solve_with``) and a
 thin function here that calls ``_solve`` with its name.
 """
@@ -76,6 +77,11 @@ def _solve(
     restart: int = 30,
     degree: int = 4,
 ) -> Tuple[Any, SolveInfo]:
+    hierarchy = None
+    if not isinstance(precond, str):  # an AMG object from segsparse.amg
+        hierarchy, precond = precond, "amg"
+        if not isinstance(A, Matrix):
+            A = hierarchy.matrix
     db = device_array(b, "b")
     if db is not None and not isinstance(A, Matrix):
         device = "gpu"  # a CuPy right-hand side wants the matrix on the GPU
@@ -108,6 +114,7 @@ def _solve(
         out = m._m.solve_device(
             method, precond, db.ptr, dx.ptr, rtol, atol, maxiter, x0 is not None,
             wait_list(current_stream(), db, dx), current_stream(), check_every, restart, degree,
+            None if hierarchy is None else hierarchy._a,
         )
     else:
         b = host_vector(b, m.dtype, "b")
@@ -123,7 +130,7 @@ def _solve(
                 raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
         out = m._m.solve_host(
             method, precond, b, x, rtol, atol, maxiter, x0 is not None, check_every, restart,
-            degree,
+            degree, None if hierarchy is None else hierarchy._a,
         )
     converged, status, iters, res, secs, hist, restarts, msg = out
     info = SolveInfo(
@@ -134,13 +141,18 @@ def _solve(
     return x, info
 
 
-def _precond(M: Any) -> str:
+def _precond(M: Any) -> Any:
+    from .amg import AMG
+
     if M is None:
         return "none"
-    if isinstance(M, str) and M.lower() in ("jacobi", "none", "poly", "ilu0", "ic0"):
+    if isinstance(M, AMG):
+        return M
+    if isinstance(M, str) and M.lower() in ("jacobi", "none", "poly", "ilu0", "ic0", "amg"):
         return M.lower()
     raise TypeError(
-        "M must be None, 'jacobi', 'poly', 'ilu0' or 'ic0' (segsparse applies its own preconditioners on the "
+        "M must be None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg' or a segsparse.amg hierarchy "
+        "(segsparse applies its own preconditioners on the "
         f"device; a SciPy LinearOperator is not supported), got {type(M).__name__}"
     )
 
@@ -164,7 +176,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_every=
             bounds from 16 Lanczos steps: fewer iterations, each costing 5 SpMVs), ``"ic0"``
             (incomplete Cholesky: SPD, for ``cg``/``pcg``) or ``"ilu0"`` (incomplete LU, for
             ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
-            shift added automatically when a pivot vanishes.
+            shift added automatically when a pivot vanishes, ``"amg"``
+            (smoothed-aggregation multigrid, built for this solve) or a hierarchy from
+            ``segsparse.amg`` (built once, reused).
         check_every: on the GPU, read the convergence status every this many iterations
             (default 16; the reported iteration count is exact either way).
         device: where to put a matrix that is not a ``segsparse.Matrix`` yet

@@ -1,0 +1,230 @@
+//! The multigrid cycle, written once for every [`MultigridOps`] backend: smoothers, residual,
+//! restriction, coarse correction, prolongation. Every step is a backend call that queues work
+//! (SpMV with `y ← αAx + βy`, and the solvers' fused vector steps), so on the GPU a cycle never
+//! waits for the host.
+
+use super::setup::HostLevel;
+use super::{AmgParams, Cycle, MultigridOps, Smoother};
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+
+/// A level's smoother on the backend.
+pub(crate) struct LevelSmoother<V> {
+    /// The scaling of the smoother: `D⁻¹` for Chebyshev, `ω·D⁻¹` for Jacobi, `D_l1⁻¹` for
+    /// l1-Jacobi.
+    pub scale: V,
+    pub kind: Smoother,
+    /// Chebyshev: the polynomial's interval in the spectrum of `D⁻¹A`.
+    pub interval: (f64, f64),
+    /// Chebyshev: the degree of the residual polynomial (operator applications per step,
+    /// counting the residual).
+    pub degree: usize,
+    pub sweeps: usize,
+}
+
+impl<V> LevelSmoother<V> {
+    pub fn new<T: Scalar, B: MultigridOps<T, Vector = V>>(
+        be: &B,
+        level: &HostLevel<T>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        let scale = match params.smoother {
+            Smoother::Chebyshev => be.upload(&level.inv_diag)?,
+            Smoother::Jacobi => {
+                let w = T::of_f64(params.jacobi_weight);
+                be.upload(&level.inv_diag.iter().map(|&d| w * d).collect::<Vec<_>>())?
+            }
+            Smoother::L1Jacobi => be.upload(&level.inv_l1)?,
+        };
+        let hi = params.chebyshev_upper * level.rho;
+        Ok(LevelSmoother {
+            scale,
+            kind: params.smoother,
+            interval: (hi * params.chebyshev_lower, hi),
+            degree: params.degree.max(1),
+            sweeps: params.sweeps,
+        })
+    }
+
+    /// Device bytes of the smoother's vector.
+    pub fn bytes<T: Scalar, B: MultigridOps<T, Vector = V>>(&self, be: &B) -> usize {
+        be.len(&self.scale) * std::mem::size_of::<T>()
+    }
+}
+
+/// A level's scratch vectors: the residual and the smoother's three work vectors and correction.
+pub(crate) struct Scratch<V> {
+    pub r: V,
+    pub res: V,
+    pub d: V,
+    pub t: V,
+    pub z: V,
+}
+
+impl<V> Scratch<V> {
+    pub fn new<T: Scalar, B: MultigridOps<T, Vector = V>>(be: &B, n: usize) -> Result<Self> {
+        Ok(Scratch {
+            r: be.zeros(n)?,
+            res: be.zeros(n)?,
+            d: be.zeros(n)?,
+            t: be.zeros(n)?,
+            z: be.zeros(n)?,
+        })
+    }
+}
+
+/// `r ← b − A·x`.
+fn residual<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    b: &B::Vector,
+    x: &B::Vector,
+    r: &mut B::Vector,
+) -> Result<()> {
+    be.copy(b, r)?;
+    be.spmv(a, -T::one(), x, T::one(), r)
+}
+
+/// `z ← p(D⁻¹A)·D⁻¹·r`, the Chebyshev polynomial of the interval (Saad, Algorithm 12.1, from
+/// zero), with `degree − 1` operator applications.
+fn chebyshev<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    sm: &LevelSmoother<B::Vector>,
+    r: &B::Vector,
+    z: &mut B::Vector,
+    [res, d, t]: [&mut B::Vector; 3],
+) -> Result<()> {
+    let (lmin, lmax) = sm.interval;
+    let theta = 0.5 * (lmax + lmin);
+    let delta = 0.5 * (lmax - lmin);
+    let sigma = theta / delta;
+    let dinv = Some(&sm.scale);
+    be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
+    let mut rho = 1.0 / sigma;
+    for _ in 1..sm.degree {
+        be.spmv(a, T::one(), d, T::zero(), t)?;
+        let rho_new = 1.0 / (2.0 * sigma - rho);
+        be.poly_step(
+            t,
+            dinv,
+            res,
+            d,
+            z,
+            false,
+            T::of_f64(rho_new * rho),
+            T::of_f64(2.0 * rho_new / delta),
+        )?;
+        rho = rho_new;
+    }
+    Ok(())
+}
+
+/// One smoothing step on `A·x = b`; `zero` says `x` is zero on entry (its contents are then
+/// ignored and the residual is `b` itself).
+pub(crate) fn smooth<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    sm: &LevelSmoother<B::Vector>,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    zero: bool,
+    w: &mut Scratch<B::Vector>,
+) -> Result<()> {
+    match sm.kind {
+        Smoother::Chebyshev => {
+            let Scratch { r, res, d, t, z } = w;
+            if zero {
+                chebyshev(be, a, sm, b, x, [res, d, t])
+            } else {
+                residual(be, a, b, x, r)?;
+                chebyshev(be, a, sm, r, z, [res, d, t])?;
+                be.axpy(T::one(), z, x)
+            }
+        }
+        Smoother::Jacobi | Smoother::L1Jacobi => {
+            if zero {
+                be.scale(&sm.scale, b, x)
+            } else {
+                residual(be, a, b, x, &mut w.r)?;
+                be.scale(&sm.scale, &w.r, &mut w.z)?;
+                be.axpy(T::one(), &w.z, x)
+            }
+        }
+    }
+}
+
+/// A level of the hierarchy on the backend.
+pub(crate) struct DeviceLevel<T: Scalar, B: MultigridOps<T>> {
+    pub a: B::Matrix,
+    pub smoother: LevelSmoother<B::Vector>,
+    /// `P` and `R` to the next level (none on the coarsest).
+    pub p: Option<B::Matrix>,
+    pub r: Option<B::Matrix>,
+}
+
+/// A level's cycle workspace: scratch, and the next level's right-hand side and solution.
+pub(crate) struct Work<V> {
+    pub s: Scratch<V>,
+    pub bc: V,
+    pub xc: V,
+}
+
+/// The cycle on `levels[0]` (the coarsest is `levels.len() − 1`): `x ≈ A⁻¹b`; `zero` says `x`
+/// is zero on entry.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn cycle<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    levels: &[DeviceLevel<T, B>],
+    coarse_inv: &B::Matrix,
+    kind: Cycle,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    zero: bool,
+    work: &mut [Work<B::Vector>],
+) -> Result<()> {
+    let (lv, deeper) = levels.split_first().expect("a level");
+    if deeper.is_empty() {
+        // The coarsest level: x ← x + A⁻¹(b − A·x) with the dense inverse.
+        if zero {
+            return be.spmv(coarse_inv, T::one(), b, T::zero(), x);
+        }
+        let w = &mut work[0];
+        residual(be, &lv.a, b, x, &mut w.s.r)?;
+        return be.spmv(coarse_inv, T::one(), &w.s.r, T::one(), x);
+    }
+    let (w, rest) = work.split_first_mut().expect("work for every level");
+    let sweeps = lv.smoother.sweeps;
+    for s in 0..sweeps {
+        smooth(be, &lv.a, &lv.smoother, b, x, zero && s == 0, &mut w.s)?;
+    }
+    let x_zero = zero && sweeps == 0;
+    if x_zero {
+        be.copy(b, &mut w.s.r)?;
+    } else {
+        residual(be, &lv.a, b, x, &mut w.s.r)?;
+    }
+    let (p, r) = (lv.p.as_ref().expect("P"), lv.r.as_ref().expect("R"));
+    be.spmv(r, T::one(), &w.s.r, T::zero(), &mut w.bc)?;
+    let visits = match kind {
+        Cycle::V => 1,
+        Cycle::W => 2,
+    };
+    for v in 0..visits {
+        cycle(be, deeper, coarse_inv, kind, &w.bc, &mut w.xc, v == 0, rest)?;
+    }
+    if x_zero {
+        be.spmv(p, T::one(), &w.xc, T::zero(), x)?;
+    } else {
+        be.spmv(p, T::one(), &w.xc, T::one(), x)?;
+    }
+    for _ in 0..sweeps {
+        smooth(be, &lv.a, &lv.smoother, b, x, false, &mut w.s)?;
+    }
+    Ok(())
+}
+
+/// An error for a parameter.
+pub(crate) fn bad(what: String) -> Error {
+    Error::InvalidInput(format!("AMG parameters: {what}"))
+}

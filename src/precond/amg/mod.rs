@@ -1,0 +1,608 @@
+//! Smoothed-aggregation algebraic multigrid (Vaněk, Mandel and Brezina 1996) as a
+//! preconditioner for [`pcg`](crate::solvers::pcg), [`gmres`](crate::solvers::gmres) and
+//! [`bicgstab`](crate::solvers::bicgstab), on the CPU and on the GPU with one cycle body.
+//!
+//! ```
+//! use segsparse::precond::{Amg, AmgParams};
+//! use segsparse::solvers::{pcg, Cpu, SolveParams};
+//! let a = segsparse::generate::poisson3d::<f64>(16).unwrap();
+//! let amg = Amg::new(&Cpu, &a, &AmgParams::default()).unwrap();
+//! println!("{}", amg.summary()); // levels, rows and entries per level, complexities
+//! let b = vec![1.0; a.nrows()];
+//! let mut x = vec![0.0; a.nrows()];
+//! let info = pcg(&Cpu, &a, &amg, &b, &mut x, &SolveParams::default()).unwrap();
+//! assert!(info.iterations <= 12);
+//! ```
+//!
+//! # Setup
+//!
+//! On the host (CPU, rayon), one step per function (`setup.rs`) so a GPU path can replace them
+//! one at a time: symmetric strength of connection ([`strength_symmetric`](crate::sparse::strength_symmetric),
+//! θ = 0 by default as PyAMG's SA) on the node graph (blocks of [`AmgParams::block_size`]
+//! unknowns amalgamated by their Frobenius norm), deterministic MIS-2 aggregation
+//! ([`aggregate_mis2`](crate::sparse::aggregate_mis2)), the tentative prolongator `T` from the
+//! near-nullspace candidates (the constant by default, e.g. [`rigid_body_modes_2d`] for
+//! elasticity) by a QR per aggregate, prolongator smoothing `P = (I − ω/ρ·D⁻¹A)·T` with `ρ` the
+//! largest Ritz value of 15 Lanczos steps on `D⁻¹A` (ω = 4/3: PyAMG's defaults), `R = Pᵀ` and
+//! `A_c = R·A·P` with [`SpgemmPlan`](crate::sparse::SpgemmPlan)s; levels until at most
+//! [`AmgParams::coarse_size`] rows, whose matrix is inverted densely (Cholesky, LU when that
+//! fails). The hierarchy is then uploaded to the backend ([`MultigridOps::upload_matrix`]).
+//! [`Amg::update`] reruns only the numeric phases for new values on the same pattern.
+//!
+//! # Cycle
+//!
+//! A V-cycle (or W) with a smoother that runs in parallel: PyAMG's default, symmetric
+//! Gauss–Seidel, is sequential, so the default here is a Chebyshev polynomial in `D⁻¹A` on
+//! `[0.11ρ, 1.1ρ]` of degree 4, one pre- and one post-smoothing step;
+//! damped Jacobi and l1-Jacobi are the alternatives. Pre- and post-smoother are the same
+//! symmetric operator and the coarse solve is exact, so the cycle is a symmetric positive
+//! definite preconditioner for an SPD matrix (CG may use it). Every step is a backend call that
+//! queues work ([`MultigridOps::spmv`] and the solvers' vector steps): on the GPU,
+//! [`Preconditioner::apply`] never synchronises with the host.
+//!
+//! # References
+//!
+//! - P. Vaněk, J. Mandel and M. Brezina, *Algebraic multigrid by smoothed aggregation for second
+//!   and fourth order elliptic problems*, Computing 56, 1996.
+//! - N. Bell, S. Dalton and L. N. Olson, *Exposing fine-grained parallelism in algebraic
+//!   multigrid methods*, SIAM J. Sci. Comput. 34(4), 2012.
+//! - M. Adams, M. Brezina, J. Hu and R. Tuminaro, *Parallel multigrid smoothing: polynomial
+//!   versus Gauss–Seidel*, J. Comput. Phys. 188, 2003 (Chebyshev smoothers).
+
+mod coarse;
+mod cycle;
+mod setup;
+mod tentative;
+
+use std::cell::RefCell;
+use std::fmt;
+use std::time::Instant;
+
+pub use coarse::CoarseSolver;
+pub use tentative::{rigid_body_modes_2d, rigid_body_modes_3d};
+
+use crate::csr::CsrMatrix;
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::solvers::{Cpu, LinearOperator, Preconditioner, VectorOps};
+use cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
+use setup::HostHierarchy;
+
+/// The smoother of every level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub enum Smoother {
+    /// Chebyshev polynomial in `D⁻¹A` of degree [`AmgParams::degree`] on
+    /// `[ρ·chebyshev_lower, ρ]·chebyshev_upper`.
+    Chebyshev,
+    /// Damped Jacobi, `x ← x + ω·D⁻¹(b − Ax)` with ω = [`AmgParams::jacobi_weight`].
+    Jacobi,
+    /// l1-Jacobi, `x ← x + D_l1⁻¹(b − Ax)` with `(D_l1)_ii = Σ_j |a_ij|` (convergent without a
+    /// weight for any SPD matrix).
+    L1Jacobi,
+}
+
+impl fmt::Display for Smoother {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Smoother::Chebyshev => "chebyshev",
+            Smoother::Jacobi => "jacobi",
+            Smoother::L1Jacobi => "l1-jacobi",
+        })
+    }
+}
+
+/// The cycle shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub enum Cycle {
+    /// One coarse-grid visit per level.
+    V,
+    /// Two coarse-grid visits per level.
+    W,
+}
+
+/// Options of the [`Amg`] preconditioner. Fill with struct-update syntax from `Default`.
+#[derive(Clone, Copy, Debug)]
+pub struct AmgParams {
+    /// Strength threshold θ of the symmetric strength of connection. Default 0 (every
+    /// connection is strong: PyAMG's SA default).
+    pub theta: f64,
+    /// Seed of the MIS-2 aggregation's priorities. Default 0.
+    pub seed: u64,
+    /// Unknowns per node on the fine level (2 for 2-D elasticity, 3 for 3-D): strength and
+    /// aggregation run on the node graph. Coarse levels have as many unknowns per node as
+    /// there are candidates. Default 1.
+    pub block_size: usize,
+    /// Prolongator smoothing weight: `P = (I − ω/ρ(D⁻¹A)·D⁻¹A)·T`. Default 4/3.
+    pub omega: f64,
+    /// The smoother. Default [`Smoother::Chebyshev`].
+    pub smoother: Smoother,
+    /// Chebyshev: degree of the residual polynomial (operator applications per smoothing step,
+    /// the residual's included). Default 4 (see `benches/results/amg.md`: degree 4 on
+    /// `[ρ/10, 1.1ρ]` is the cheapest setting within 20 % of PyAMG's iteration counts with
+    /// symmetric Gauss–Seidel on the test problems).
+    pub degree: usize,
+    /// Chebyshev: the interval's upper end as a multiple of the estimated ρ(D⁻¹A). Default 1.1.
+    pub chebyshev_upper: f64,
+    /// Chebyshev: the interval's lower end as a fraction of the upper one. Default 1/10 (PyAMG's
+    /// Chebyshev smoother uses 1/30; 1/10 took 5–15 % fewer iterations on Poisson 2-D/3-D,
+    /// the 27-point stencil and elasticity, and 10 % more on the anisotropic problem).
+    pub chebyshev_lower: f64,
+    /// Damped Jacobi's weight. Default 2/3.
+    pub jacobi_weight: f64,
+    /// Pre- and post-smoothing steps. Default 1.
+    pub sweeps: usize,
+    /// V- or W-cycle. Default V.
+    pub cycle: Cycle,
+    /// Stop coarsening at this many rows or fewer; that level is inverted densely. Default 300.
+    pub coarse_size: usize,
+    /// At most this many levels. Default 10.
+    pub max_levels: usize,
+    /// Smoothing steps on `A·x = 0` applied to the candidates before the tentative
+    /// prolongator is fitted (PyAMG's `improve_candidates`, 4 symmetric Gauss–Seidel sweeps by
+    /// default there). Default 0.
+    pub improve_candidates: usize,
+    /// Lanczos steps of the spectral-radius estimate. Default 15.
+    pub spectral_steps: usize,
+    #[doc(hidden)]
+    pub non_exhaustive: (),
+}
+
+impl Default for AmgParams {
+    fn default() -> Self {
+        AmgParams {
+            theta: 0.0,
+            seed: 0,
+            block_size: 1,
+            omega: 4.0 / 3.0,
+            smoother: Smoother::Chebyshev,
+            degree: 4,
+            chebyshev_upper: 1.1,
+            chebyshev_lower: 0.1,
+            jacobi_weight: 2.0 / 3.0,
+            sweeps: 1,
+            cycle: Cycle::V,
+            coarse_size: 300,
+            max_levels: 10,
+            improve_candidates: 0,
+            spectral_steps: 15,
+            non_exhaustive: (),
+        }
+    }
+}
+
+impl AmgParams {
+    fn check(&self) -> Result<()> {
+        use cycle::bad;
+        if !(0.0..=1.0).contains(&self.theta) {
+            return Err(bad(format!("theta = {} is not in [0, 1]", self.theta)));
+        }
+        if self.block_size == 0 {
+            return Err(bad("block_size must be at least 1".into()));
+        }
+        if !(self.omega > 0.0 && self.omega < 2.0) {
+            return Err(bad(format!("omega = {} is not in (0, 2)", self.omega)));
+        }
+        if self.degree == 0 {
+            return Err(bad("the Chebyshev degree must be at least 1".into()));
+        }
+        if !(self.chebyshev_upper >= 1.0
+            && self.chebyshev_lower > 0.0
+            && self.chebyshev_lower < 1.0)
+        {
+            return Err(bad(format!(
+                "Chebyshev bounds: upper factor {} must be ≥ 1 and lower fraction {} in (0, 1)",
+                self.chebyshev_upper, self.chebyshev_lower
+            )));
+        }
+        if !(self.jacobi_weight > 0.0 && self.jacobi_weight < 2.0) {
+            return Err(bad(format!(
+                "jacobi_weight = {} is not in (0, 2)",
+                self.jacobi_weight
+            )));
+        }
+        if self.max_levels == 0 {
+            return Err(bad("max_levels must be at least 1".into()));
+        }
+        if self.coarse_size > 20_000 {
+            return Err(bad(format!(
+                "coarse_size = {} is too large for a dense inverse (at most 20000)",
+                self.coarse_size
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Seconds spent in each setup phase (host).
+#[derive(Clone, Copy, Debug, Default)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct SetupTimes {
+    /// Strength of connection.
+    pub strength: f64,
+    /// MIS-2 aggregation.
+    pub aggregate: f64,
+    /// Candidate improvement.
+    pub candidates: f64,
+    /// Tentative prolongators (QR per aggregate).
+    pub tentative: f64,
+    /// Prolongator smoothing (`A·T`, scaling) and the transposes `R = Pᵀ`.
+    pub smooth: f64,
+    /// Galerkin products `R·A·P`.
+    pub galerkin: f64,
+    /// Diagonals and spectral-radius estimates of every level.
+    pub smoother: f64,
+    /// The coarse inverse.
+    pub coarse: f64,
+    /// Uploading the hierarchy to the backend.
+    pub upload: f64,
+    /// All of setup (wall clock).
+    pub total: f64,
+}
+
+/// One level of the [`AmgSummary`].
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct LevelSummary {
+    /// Rows of the level's operator.
+    pub rows: usize,
+    /// Stored entries of the level's operator.
+    pub nnz: usize,
+    /// Unknowns per node.
+    pub block: usize,
+    /// The estimate of ρ(D⁻¹A).
+    pub rho: f64,
+}
+
+/// What the hierarchy looks like: printable (`Display`) and, with the `cli` feature,
+/// serde-serializable.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct AmgSummary {
+    /// Levels, finest first.
+    pub levels: Vec<LevelSummary>,
+    /// Σ nnz(A_l) / nnz(A_0).
+    pub operator_complexity: f64,
+    /// Σ rows(A_l) / rows(A_0).
+    pub grid_complexity: f64,
+    /// Bytes of the hierarchy on the backend (operators, transfers, the coarse inverse,
+    /// smoother and cycle vectors).
+    pub device_bytes: usize,
+    /// Near-nullspace candidates.
+    pub candidates: usize,
+    /// The coarse solve.
+    pub coarse_solver: CoarseSolver,
+    /// The smoother.
+    pub smoother: Smoother,
+    /// Chebyshev degree (when the smoother is Chebyshev).
+    pub degree: usize,
+    /// Smoothing steps before and after the coarse correction.
+    pub sweeps: usize,
+    /// The cycle.
+    pub cycle: Cycle,
+    /// Setup time by phase.
+    pub setup: SetupTimes,
+}
+
+impl fmt::Display for AmgSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "smoothed-aggregation AMG: {} levels, {:?}-cycle, {} smoother{} ×{}, coarse {}",
+            self.levels.len(),
+            self.cycle,
+            self.smoother,
+            if self.smoother == Smoother::Chebyshev {
+                format!(" (degree {})", self.degree)
+            } else {
+                String::new()
+            },
+            self.sweeps,
+            self.coarse_solver
+        )?;
+        writeln!(f, "  level        rows          nnz  block   rho(D⁻¹A)")?;
+        for (l, lv) in self.levels.iter().enumerate() {
+            writeln!(
+                f,
+                "  {l:>5} {:>11} {:>12} {:>6} {:>11.4}",
+                lv.rows, lv.nnz, lv.block, lv.rho
+            )?;
+        }
+        write!(
+            f,
+            "  operator complexity {:.3}, grid complexity {:.3}, {} candidate(s), {:.1} MiB on the \
+             backend, setup {:.3} s",
+            self.operator_complexity,
+            self.grid_complexity,
+            self.candidates,
+            self.device_bytes as f64 / (1 << 20) as f64,
+            self.setup.total
+        )
+    }
+}
+
+/// What the multigrid cycle needs from a backend beyond the solvers' [`VectorOps`]: a sparse
+/// matrix type (square or rectangular) with `y ← α·A·x + β·y`. Implemented by [`Cpu`]
+/// ([`CsrMatrix`]) and the GPU backend ([`GpuCsr`](crate::spmv::gpu::GpuCsr)).
+pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized {
+    /// A matrix on the backend.
+    type Matrix: LinearOperator<T, Self>;
+    /// Copies a host matrix to the backend.
+    ///
+    /// # Errors
+    /// Backend errors (out of memory, a failed compile).
+    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix>;
+    /// Bytes the matrix occupies on the backend.
+    fn matrix_bytes(&self, a: &Self::Matrix) -> usize;
+    /// `y ← α·A·x + β·y`. Must not synchronise with the host.
+    ///
+    /// # Errors
+    /// A failed launch.
+    fn spmv(
+        &self,
+        a: &Self::Matrix,
+        alpha: T,
+        x: &Self::Vector,
+        beta: T,
+        y: &mut Self::Vector,
+    ) -> Result<()>;
+}
+
+impl<T: Scalar> MultigridOps<T> for Cpu {
+    type Matrix = CsrMatrix<T>;
+    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
+        Ok(a.clone())
+    }
+    fn matrix_bytes(&self, a: &CsrMatrix<T>) -> usize {
+        a.nnz() * (4 + std::mem::size_of::<T>()) + (a.nrows() + 1) * 4
+    }
+    fn spmv(&self, a: &CsrMatrix<T>, alpha: T, x: &Vec<T>, beta: T, y: &mut Vec<T>) -> Result<()> {
+        crate::spmv::spmv(alpha, a, x, beta, y);
+        Ok(())
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<T: crate::spmv::gpu::GpuScalar> MultigridOps<T> for crate::solvers::gpu::GpuOps<T> {
+    type Matrix = crate::spmv::gpu::GpuCsr<T>;
+    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix> {
+        crate::spmv::gpu::GpuCsr::upload(self.gpu(), a)
+    }
+    fn matrix_bytes(&self, a: &Self::Matrix) -> usize {
+        a.csr_device_bytes() + a.extra_device_bytes()
+    }
+    fn spmv(
+        &self,
+        a: &Self::Matrix,
+        alpha: T,
+        x: &Self::Vector,
+        beta: T,
+        y: &mut Self::Vector,
+    ) -> Result<()> {
+        a.spmv(alpha, x, beta, y)
+    }
+}
+
+/// The smoothed-aggregation AMG preconditioner on backend `B`: one cycle per application.
+pub struct Amg<T: Scalar, B: MultigridOps<T>> {
+    params: AmgParams,
+    host: HostHierarchy<T>,
+    levels: Vec<DeviceLevel<T, B>>,
+    coarse_inv: B::Matrix,
+    work: RefCell<Vec<Work<B::Vector>>>,
+    summary: AmgSummary,
+}
+
+impl<T: Scalar, B: MultigridOps<T>> fmt::Debug for Amg<T, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Amg({} levels)", self.levels.len())
+    }
+}
+
+impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
+    /// The hierarchy of `a` with the constant as the near-nullspace candidate.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) for a matrix that is not square, a
+    /// diagonal entry that is not positive (the row is named), non-finite entries, bad
+    /// parameters, or a coarse matrix that cannot be inverted; backend errors.
+    pub fn new(be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Self> {
+        Self::build(be, a, None, params)
+    }
+
+    /// The hierarchy of `a` with the given near-nullspace candidates, each of length
+    /// `a.nrows()` (e.g. [`rigid_body_modes_2d`] with [`AmgParams::block_size`] = 2).
+    ///
+    /// # Errors
+    /// As [`Amg::new`], and for candidates of the wrong length or with non-finite values.
+    pub fn with_candidates(
+        be: &B,
+        a: &CsrMatrix<T>,
+        candidates: &[Vec<T>],
+        params: &AmgParams,
+    ) -> Result<Self> {
+        Self::build(be, a, Some(candidates), params)
+    }
+
+    fn build(
+        be: &B,
+        a: &CsrMatrix<T>,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        let clock = Instant::now();
+        let host = HostHierarchy::build(a, candidates, params)?;
+        let (levels, coarse_inv, work, upload) = Self::upload(be, &host, params)?;
+        let mut amg = Amg {
+            params: *params,
+            host,
+            levels,
+            coarse_inv,
+            work: RefCell::new(work),
+            summary: empty_summary(params),
+        };
+        amg.host.times.upload = upload;
+        amg.host.times.total = clock.elapsed().as_secs_f64();
+        amg.summary = amg.summarise(be);
+        Ok(amg)
+    }
+
+    /// Numeric re-setup for new values of `A` on the pattern the hierarchy was built for: the
+    /// aggregation and the symbolic SpGEMM phases are kept, everything numeric is recomputed
+    /// and uploaded again. Equals a fresh setup whenever the aggregation of the new matrix is
+    /// the same (always for θ = 0, which looks at the pattern alone).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the pattern differs, and as
+    /// [`Amg::new`].
+    pub fn update(&mut self, be: &B, a: &CsrMatrix<T>) -> Result<()> {
+        let clock = Instant::now();
+        self.host.update(a, &self.params)?;
+        let (levels, coarse_inv, work, upload) = Self::upload(be, &self.host, &self.params)?;
+        self.levels = levels;
+        self.coarse_inv = coarse_inv;
+        self.work = RefCell::new(work);
+        self.host.times.upload = upload;
+        self.host.times.total = clock.elapsed().as_secs_f64();
+        self.summary = self.summarise(be);
+        Ok(())
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn upload(
+        be: &B,
+        host: &HostHierarchy<T>,
+        params: &AmgParams,
+    ) -> Result<(Vec<DeviceLevel<T, B>>, B::Matrix, Vec<Work<B::Vector>>, f64)> {
+        let clock = Instant::now();
+        let mut levels = Vec::with_capacity(host.levels.len());
+        let mut work = Vec::with_capacity(host.levels.len());
+        for (l, lv) in host.levels.iter().enumerate() {
+            let tr = host.transfers.get(l);
+            levels.push(DeviceLevel {
+                a: be.upload_matrix(&lv.a)?,
+                smoother: LevelSmoother::new(be, lv, params)?,
+                p: tr.map(|t| be.upload_matrix(&t.p)).transpose()?,
+                r: tr.map(|t| be.upload_matrix(&t.r)).transpose()?,
+            });
+            // The coarsest level has no next level: one unused element (a device allocation of
+            // zero bytes is an error).
+            let nc = tr.map_or(1, |t| t.p.ncols());
+            work.push(Work {
+                s: Scratch::new(be, lv.a.nrows())?,
+                bc: be.zeros(nc)?,
+                xc: be.zeros(nc)?,
+            });
+        }
+        let coarse_inv = be.upload_matrix(&host.coarse_inv)?;
+        Ok((levels, coarse_inv, work, clock.elapsed().as_secs_f64()))
+    }
+
+    fn summarise(&self, be: &B) -> AmgSummary {
+        let levels: Vec<LevelSummary> = self
+            .host
+            .levels
+            .iter()
+            .map(|lv| LevelSummary {
+                rows: lv.a.nrows(),
+                nnz: lv.a.nnz(),
+                block: lv.block,
+                rho: lv.rho,
+            })
+            .collect();
+        let (r0, z0) = (levels[0].rows.max(1) as f64, levels[0].nnz.max(1) as f64);
+        let vb = std::mem::size_of::<T>();
+        let mut bytes = be.matrix_bytes(&self.coarse_inv);
+        for (lv, w) in self.levels.iter().zip(self.work.borrow().iter()) {
+            bytes += be.matrix_bytes(&lv.a) + lv.smoother.bytes(be);
+            bytes += lv.p.as_ref().map_or(0, |m| be.matrix_bytes(m));
+            bytes += lv.r.as_ref().map_or(0, |m| be.matrix_bytes(m));
+            bytes += (5 * be.len(&w.s.r) + be.len(&w.bc) + be.len(&w.xc)) * vb;
+        }
+        AmgSummary {
+            operator_complexity: levels.iter().map(|l| l.nnz as f64).sum::<f64>() / z0,
+            grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / r0,
+            levels,
+            device_bytes: bytes,
+            candidates: self.host.candidates.as_ref().map_or(1, |c| c.len()),
+            coarse_solver: self.host.coarse_solver,
+            smoother: self.params.smoother,
+            degree: self.params.degree,
+            sweeps: self.params.sweeps,
+            cycle: self.params.cycle,
+            setup: self.host.times,
+        }
+    }
+
+    /// The hierarchy's summary.
+    pub fn summary(&self) -> &AmgSummary {
+        &self.summary
+    }
+
+    /// The parameters it was built with.
+    pub fn params(&self) -> &AmgParams {
+        &self.params
+    }
+
+    /// The number of levels.
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The host copies of the level operators (finest first) — for inspection and tests.
+    pub fn level_matrices(&self) -> Vec<&CsrMatrix<T>> {
+        self.host.levels.iter().map(|l| &l.a).collect()
+    }
+
+    /// The host copies of the prolongators `P_l` (level `l + 1` to level `l`).
+    pub fn prolongators(&self) -> Vec<&CsrMatrix<T>> {
+        self.host.transfers.iter().map(|t| &t.p).collect()
+    }
+}
+
+fn empty_summary(params: &AmgParams) -> AmgSummary {
+    AmgSummary {
+        levels: Vec::new(),
+        operator_complexity: 0.0,
+        grid_complexity: 0.0,
+        device_bytes: 0,
+        candidates: 0,
+        coarse_solver: CoarseSolver::Cholesky,
+        smoother: params.smoother,
+        degree: params.degree,
+        sweeps: params.sweeps,
+        cycle: params.cycle,
+        setup: SetupTimes::default(),
+    }
+}
+
+impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
+    /// `z ← M⁻¹r`: one cycle from `z = 0`. Queues work only (no host synchronisation).
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        let n = self.host.levels[0].a.nrows();
+        assert_eq!(
+            be.len(r),
+            n,
+            "AMG apply: r has {} rows, A has {n}",
+            be.len(r)
+        );
+        assert_eq!(
+            be.len(z),
+            n,
+            "AMG apply: z has {} rows, A has {n}",
+            be.len(z)
+        );
+        let mut work = self.work.borrow_mut();
+        cycle::cycle(
+            be,
+            &self.levels,
+            &self.coarse_inv,
+            self.params.cycle,
+            r,
+            z,
+            true,
+            &mut work,
+        )
+    }
+}

@@ -1,0 +1,443 @@
+//! The host-side setup of the hierarchy, one step per function so that a GPU path can replace
+//! them one at a time: strength → aggregation → tentative prolongator → prolongator smoothing →
+//! Galerkin product, then the coarse inverse. The symbolic results (aggregation, SpGEMM plans,
+//! index maps) are kept, so [`HostHierarchy::update`] reruns only the numeric phases.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::coarse::{dense_inverse, CoarseSolver};
+use super::tentative::{amalgamate, fit_candidates, Candidates};
+use super::{AmgParams, SetupTimes};
+use crate::csr::CsrMatrix;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use crate::sparse::{aggregate_mis2, strength_symmetric, Aggregation, SpgemmPlan};
+
+/// One level's operator and what its smoother needs.
+pub(crate) struct HostLevel<T> {
+    pub a: CsrMatrix<T>,
+    /// `1/a_ii` (0 for an empty row of a coarse level).
+    pub inv_diag: Vec<T>,
+    /// `1/Σ_j |a_ij|` (the l1-Jacobi scaling).
+    pub inv_l1: Vec<T>,
+    /// The estimate of ρ(D⁻¹A).
+    pub rho: f64,
+    /// Unknowns per node.
+    pub block: usize,
+}
+
+/// The transfer from one level to the next, with its symbolic data.
+pub(crate) struct Transfer<T> {
+    pub agg: Aggregation,
+    pub t: CsrMatrix<T>,
+    pub at_plan: SpgemmPlan,
+    /// Where each entry of `T` sits in the pattern of `A·T` (which holds `T`'s pattern because
+    /// every diagonal entry of `A` is stored).
+    pub t_pos: Vec<u32>,
+    pub p: CsrMatrix<T>,
+    pub r: CsrMatrix<T>,
+    pub ra_plan: SpgemmPlan,
+    pub rap_plan: SpgemmPlan,
+}
+
+/// The whole hierarchy on the host.
+pub(crate) struct HostHierarchy<T> {
+    pub levels: Vec<HostLevel<T>>,
+    pub transfers: Vec<Transfer<T>>,
+    pub coarse_inv: CsrMatrix<T>,
+    pub coarse_solver: CoarseSolver,
+    /// The fine level's candidates as the user gave them (before improvement).
+    pub candidates: Option<Candidates<T>>,
+    pub times: SetupTimes,
+}
+
+/// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
+pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
+    if a.nrows() != a.ncols() {
+        return Err(Error::InvalidInput(format!(
+            "AMG: the matrix is {}×{}, not square",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    if a.nrows() == 0 {
+        return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
+    }
+    let d = a.diagonal();
+    if let Some(i) = d.iter().position(|&x| x <= T::zero() || !x.is_finite()) {
+        return Err(Error::InvalidInput(format!(
+            "AMG: diagonal entry of row {i} is {} (smoothed aggregation needs a positive \
+             diagonal: the matrix should be symmetric positive definite)",
+            d[i]
+        )));
+    }
+    if a.has_non_finite() {
+        return Err(Error::InvalidInput(
+            "AMG: the matrix has a non-finite entry".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The smoother data of a level from its operator.
+fn level_of<T: Scalar>(a: CsrMatrix<T>, block: usize, steps: usize) -> HostLevel<T> {
+    let n = a.nrows();
+    let (p, v) = (a.row_ptr(), a.values());
+    let d = a.diagonal();
+    let inv_diag: Vec<T> = d
+        .iter()
+        .map(|&x| {
+            if x != T::zero() {
+                T::one() / x
+            } else {
+                T::zero()
+            }
+        })
+        .collect();
+    let inv_l1: Vec<T> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let s = v[p[i] as usize..p[i + 1] as usize]
+                .iter()
+                .fold(0.0, |s, x| s + x.as_f64().abs());
+            if s > 0.0 {
+                T::of_f64(1.0 / s)
+            } else {
+                T::zero()
+            }
+        })
+        .collect();
+    let rho = spectral_radius(&a, &inv_diag, steps);
+    HostLevel {
+        a,
+        inv_diag,
+        inv_l1,
+        rho,
+        block,
+    }
+}
+
+/// An estimate of ρ(D⁻¹A) from `steps` Lanczos steps on `D^{-1/2} A D^{-1/2}` (symmetric when
+/// `A` is; it has the eigenvalues of `D⁻¹A`), the largest Ritz value — the estimate PyAMG's
+/// `approximate_spectral_radius` makes. A fixed pseudo-random start, so setup is deterministic.
+pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps: usize) -> f64 {
+    let n = a.nrows();
+    if n == 0 {
+        return 1.0;
+    }
+    let s: Vec<f64> = inv_diag
+        .iter()
+        .map(|d| d.as_f64().max(0.0).sqrt())
+        .collect();
+    let apply = |x: &[f64], y: &mut [f64]| {
+        let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
+        y.par_iter_mut().enumerate().for_each(|(i, yi)| {
+            let mut acc = 0.0;
+            for k in p[i] as usize..p[i + 1] as usize {
+                let c = j[k] as usize;
+                acc += v[k].as_f64() * s[c] * x[c];
+            }
+            *yi = s[i] * acc;
+        });
+    };
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| {
+            let h = crate::sparse::splitmix64(i as u64 ^ 0x5EED);
+            (h >> 11) as f64 / (1u64 << 53) as f64 + 0.5
+        })
+        .collect();
+    let nv = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    v.iter_mut().for_each(|x| *x /= nv);
+    let mut v_prev = vec![0.0f64; n];
+    let mut w = vec![0.0f64; n];
+    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
+    let mut b_prev = 0.0;
+    for _ in 0..steps.min(n).max(1) {
+        apply(&v, &mut w);
+        let al: f64 = w.par_iter().zip(&v).map(|(a, b)| a * b).sum();
+        w.par_iter_mut()
+            .zip(v.par_iter().zip(&v_prev))
+            .for_each(|(w, (&v, &vp))| *w -= al * v + b_prev * vp);
+        let bt = w.par_iter().map(|x| x * x).sum::<f64>().sqrt();
+        alpha.push(al);
+        if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
+            break;
+        }
+        beta.push(bt);
+        std::mem::swap(&mut v_prev, &mut v);
+        v.par_iter_mut().zip(&w).for_each(|(v, &w)| *v = w / bt);
+        b_prev = bt;
+    }
+    let m = alpha.len();
+    let mut t: Vec<Vec<f64>> = (0..m)
+        .map(|i| {
+            (0..m)
+                .map(|j| {
+                    if i == j {
+                        alpha[i]
+                    } else if j == i + 1 || i == j + 1 {
+                        beta[i.min(j)]
+                    } else {
+                        0.0
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let ev = crate::precond::chebyshev::symmetric_eigenvalues(&mut t);
+    let rho = ev.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if rho > 0.0 && rho.is_finite() {
+        rho
+    } else {
+        1.0
+    }
+}
+
+/// The strength graph of a level (on its nodes).
+fn strength<T: Scalar>(a: &CsrMatrix<T>, block: usize, theta: f64) -> Result<CsrMatrix<T>> {
+    if block == 1 {
+        strength_symmetric(a, theta)
+    } else {
+        strength_symmetric(&amalgamate(a, block)?, theta)
+    }
+}
+
+/// `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T`, in place of the product `at = A·T`.
+fn smooth_prolongator<T: Scalar>(
+    level: &HostLevel<T>,
+    t: &CsrMatrix<T>,
+    at: CsrMatrix<T>,
+    t_pos: &[u32],
+    omega: f64,
+) -> CsrMatrix<T> {
+    let mut p = at;
+    let w = omega / level.rho;
+    let rp = p.row_ptr().to_vec();
+    let n = p.nrows();
+    let vals = p.values_mut();
+    // Row-parallel: P_ij = −w·d_i⁻¹·(AT)_ij, then + T_ij at T's positions.
+    let mut rows: Vec<&mut [T]> = Vec::with_capacity(n);
+    let mut rest = vals;
+    for i in 0..n {
+        let (h, tl) = rest.split_at_mut((rp[i + 1] - rp[i]) as usize);
+        rows.push(h);
+        rest = tl;
+    }
+    let tp = t.row_ptr();
+    let tv = t.values();
+    rows.into_par_iter().enumerate().for_each(|(i, row)| {
+        let s = T::of_f64(-w) * level.inv_diag[i];
+        row.iter_mut().for_each(|x| *x *= s);
+        for k in tp[i] as usize..tp[i + 1] as usize {
+            row[(t_pos[k] - rp[i]) as usize] += tv[k];
+        }
+    });
+    p
+}
+
+/// The position of each entry of `T` within the pattern `pat` (row by row, both sorted).
+fn positions<T: Scalar>(t: &CsrMatrix<T>, pat_ptr: &[u32], pat_col: &[u32]) -> Result<Vec<u32>> {
+    let (tp, tj) = (t.row_ptr(), t.col_idx());
+    let mut pos = vec![0u32; t.nnz()];
+    for i in 0..t.nrows() {
+        let row = &pat_col[pat_ptr[i] as usize..pat_ptr[i + 1] as usize];
+        for k in tp[i] as usize..tp[i + 1] as usize {
+            match row.binary_search(&tj[k]) {
+                Ok(x) => pos[k] = pat_ptr[i] + x as u32,
+                Err(_) => {
+                    return Err(Error::InvalidInput(format!(
+                        "AMG: row {i} of A·T lacks an entry of T (a diagonal entry of A is \
+                         missing)"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(pos)
+}
+
+/// Improves the candidates by relaxing `A·x = 0` from them ([`AmgParams::improve_candidates`]
+/// sweeps of the level's smoother), on the CPU.
+fn improve<T: Scalar>(
+    level: &HostLevel<T>,
+    b: &mut Candidates<T>,
+    params: &AmgParams,
+) -> Result<()> {
+    if params.improve_candidates == 0 {
+        return Ok(());
+    }
+    let be = crate::solvers::Cpu;
+    let sm = super::cycle::LevelSmoother::new(&be, level, params)?;
+    let n = level.a.nrows();
+    let zero = vec![T::zero(); n];
+    let mut work = super::cycle::Scratch::new(&be, n)?;
+    for x in b.iter_mut() {
+        for _ in 0..params.improve_candidates {
+            super::cycle::smooth(&be, &level.a, &sm, &zero, x, false, &mut work)?;
+        }
+    }
+    Ok(())
+}
+
+impl<T: Scalar> HostHierarchy<T> {
+    /// The full setup.
+    pub fn build(
+        a: &CsrMatrix<T>,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        check_fine(a)?;
+        params.check()?;
+        let n = a.nrows();
+        if let Some(c) = candidates {
+            super::tentative::check_candidates(c, n)?;
+        }
+        if n % params.block_size != 0 {
+            return Err(Error::InvalidInput(format!(
+                "AMG: {n} rows are not a multiple of the block size {}",
+                params.block_size
+            )));
+        }
+        let mut times = SetupTimes::default();
+        let clock = Instant::now();
+        let mut levels = vec![level_of(
+            a.clone(),
+            params.block_size,
+            params.spectral_steps,
+        )];
+        times.smoother += clock.elapsed().as_secs_f64();
+        let mut b: Candidates<T> = match candidates {
+            Some(c) => c.to_vec(),
+            None => vec![vec![T::one(); n]],
+        };
+        let clock = Instant::now();
+        improve(&levels[0], &mut b, params)?;
+        times.candidates += clock.elapsed().as_secs_f64();
+        let mut transfers = Vec::new();
+        loop {
+            let lv = levels.last().expect("at least the fine level");
+            let n = lv.a.nrows();
+            if levels.len() >= params.max_levels || n <= params.coarse_size {
+                break;
+            }
+            let clock = Instant::now();
+            let s = strength(&lv.a, lv.block, params.theta)?;
+            times.strength += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let agg = aggregate_mis2(&s, params.seed);
+            times.aggregate += clock.elapsed().as_secs_f64();
+            let k = b.len();
+            let nc = agg.num_aggregates() * k;
+            if nc == 0 || nc >= n {
+                break;
+            }
+            let clock = Instant::now();
+            let (t, bc) = fit_candidates(&agg, lv.block, &b);
+            times.tentative += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let at_plan = SpgemmPlan::symbolic(&lv.a, &t)?;
+            let at = at_plan.numeric(&lv.a, &t);
+            let t_pos = positions(&t, at.row_ptr(), at.col_idx())?;
+            let p = smooth_prolongator(lv, &t, at, &t_pos, params.omega);
+            let r = p.transpose();
+            times.smooth += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let ra_plan = SpgemmPlan::symbolic(&r, &lv.a)?;
+            let ra = ra_plan.numeric(&r, &lv.a);
+            let rap_plan = SpgemmPlan::symbolic(&ra, &p)?;
+            let ac = rap_plan.numeric(&ra, &p);
+            times.galerkin += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            levels.push(level_of(ac, k, params.spectral_steps));
+            times.smoother += clock.elapsed().as_secs_f64();
+            transfers.push(Transfer {
+                agg,
+                t,
+                at_plan,
+                t_pos,
+                p,
+                r,
+                ra_plan,
+                rap_plan,
+            });
+            b = bc;
+        }
+        let clock = Instant::now();
+        let (coarse_inv, coarse_solver) = dense_inverse(&levels.last().expect("a level").a)?;
+        times.coarse += clock.elapsed().as_secs_f64();
+        Ok(HostHierarchy {
+            levels,
+            transfers,
+            coarse_inv,
+            coarse_solver,
+            candidates: candidates.map(|c| c.to_vec()),
+            times,
+        })
+    }
+
+    /// The numeric re-setup for new values of `A` on the same pattern: aggregation, SpGEMM plans
+    /// and patterns are kept; candidates, `T`, `P`, `R`, the coarse operators, the smoothers and
+    /// the coarse inverse are recomputed.
+    pub fn update(&mut self, a: &CsrMatrix<T>, params: &AmgParams) -> Result<()> {
+        check_fine(a)?;
+        let old = &self.levels[0].a;
+        if a.nrows() != old.nrows() || a.row_ptr() != old.row_ptr() || a.col_idx() != old.col_idx()
+        {
+            return Err(Error::InvalidInput(format!(
+                "AMG update: the new matrix ({}×{}, {} entries) does not have the pattern the \
+                 hierarchy was built for ({}×{}, {} entries); build a new one",
+                a.nrows(),
+                a.ncols(),
+                a.nnz(),
+                old.nrows(),
+                old.ncols(),
+                old.nnz()
+            )));
+        }
+        let mut times = SetupTimes::default();
+        let n = a.nrows();
+        let clock = Instant::now();
+        let block0 = self.levels[0].block;
+        self.levels[0] = level_of(a.clone(), block0, params.spectral_steps);
+        times.smoother += clock.elapsed().as_secs_f64();
+        let mut b: Candidates<T> = match &self.candidates {
+            Some(c) => c.clone(),
+            None => vec![vec![T::one(); n]],
+        };
+        let clock = Instant::now();
+        improve(&self.levels[0], &mut b, params)?;
+        times.candidates += clock.elapsed().as_secs_f64();
+        for l in 0..self.transfers.len() {
+            let (lo, hi) = self.levels.split_at_mut(l + 1);
+            let lv = &lo[l];
+            let tr = &mut self.transfers[l];
+            let clock = Instant::now();
+            let (t, bc) = fit_candidates(&tr.agg, lv.block, &b);
+            times.tentative += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let at = tr.at_plan.numeric(&lv.a, &t);
+            tr.p = smooth_prolongator(lv, &t, at, &tr.t_pos, params.omega);
+            tr.t = t;
+            tr.r = tr.p.transpose();
+            times.smooth += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let ra = tr.ra_plan.numeric(&tr.r, &lv.a);
+            let ac = tr.rap_plan.numeric(&ra, &tr.p);
+            times.galerkin += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let block = hi[0].block;
+            hi[0] = level_of(ac, block, params.spectral_steps);
+            times.smoother += clock.elapsed().as_secs_f64();
+            b = bc;
+        }
+        let clock = Instant::now();
+        let (inv, how) = dense_inverse(&self.levels.last().expect("a level").a)?;
+        self.coarse_inv = inv;
+        self.coarse_solver = how;
+        times.coarse += clock.elapsed().as_secs_f64();
+        self.times = times;
+        Ok(())
+    }
+}
