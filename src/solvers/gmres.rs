@@ -203,7 +203,7 @@ where
         &mut self,
         be: &B,
         sc: &mut B::Scalars,
-        x: &mut B::Vector,
+        _x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
         if self.halted {
@@ -225,7 +225,27 @@ where
         }
         be.gmres_arnoldi(&mut self.k, j, sc, it)?;
         self.j += 1;
-        if self.j == self.restart {
+        Ok(())
+    }
+
+    /// The steps of a block depend on the column it starts at.
+    fn block_key(&self) -> Option<u64> {
+        Some(self.j as u64)
+    }
+
+    /// A block ends at the end of the cycle, where the host decides.
+    fn block_limit(&self) -> usize {
+        self.restart - self.j
+    }
+
+    fn after_block(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        it: usize,
+    ) -> crate::Result<()> {
+        if self.j == self.restart && !self.halted {
             // End of the cycle: the one host read per cycle decides between stop and restart.
             let slots = be.read_slots(sc)?;
             if Status::of(slots[super::Slot::Status as usize]) != Status::Running {
