@@ -275,7 +275,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len(name, a.len(), b.len());
-        let (n, it) = (n32(a.len()), n32(it));
+        let (n, it) = (n32(a.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, a.len());
         let mut l = self.gpu.stream().launch_builder(f);
         l.arg(a)
@@ -593,7 +593,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("cg_alpha", p.len(), q.len());
-        let (n, it) = (n32(p.len()), n32(it));
+        let (n, it) = (n32(p.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, p.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_alpha);
         l.arg(p)
@@ -618,7 +618,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("cg_update_r", q.len(), r.len());
-        let (n, it) = (n32(r.len()), n32(it));
+        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, r.len());
         let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
         if let (Some(d), Some(z)) = (&dinv, &z) {
@@ -651,7 +651,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("cg_rho", r.len(), z.len());
-        let (n, it) = (n32(r.len()), n32(it));
+        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, r.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_rho);
         l.arg(r)
@@ -677,7 +677,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     ) -> Result<()> {
         same_len("cg_update_xp", x.len(), p.len());
         same_len("cg_update_xp", x.len(), z.len());
-        let (n, it) = (n32(x.len()), n32(it));
+        let (n, it) = (n32(x.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, x.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_update_xp);
         l.arg(x).arg(p).arg(z).arg(&n).arg(&sc.slots).arg(&it);
