@@ -30,7 +30,7 @@
 #define S_TT 10
 #define S_RR0 11
 #define S_DOT 12
-// The iteration number of the kernels' `it` argument 0 (solvers::recur::Slot::IterBase): the
+// The iteration that the kernels' `it` argument counts from (solvers::recur::Slot::IterBase): the
 // entry points add it to their `it`, so a CUDA graph captured once with relative iteration
 // numbers replays at any base (src/solvers/gpu.rs sets it before each block). 0 outside graphs.
 #define S_ITER_BASE 13
@@ -55,7 +55,9 @@ template <typename T> __device__ __forceinline__ bool finite_(T x) { return (x -
 __device__ __forceinline__ float eps_(float) { return 1.1920929e-07f; }
 __device__ __forceinline__ double eps_(double) { return 2.220446049250313e-16; }
 
-template <typename T> __device__ __forceinline__ u32 iter_base_(const T* s) { return u32(s[S_ITER_BASE]); }
+template <typename T> __device__ __forceinline__ u32 iter_base_(const T* s) {
+    return u32(s[S_ITER_BASE]);
+}
 
 template <typename T> __device__ __forceinline__ void stop_(T* s, int status, u32 it) {
     s[S_STATUS] = T(status);
@@ -638,7 +640,8 @@ __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 
     }                                                                                               \
     /* s[S_ITER_BASE] <- v (add = 0) or += v (add = 1, the last node of a captured block). */     \
     extern "C" __global__ void solver_iter_base_##SUF(T* s, u32 v, u32 add) {                       \
-        if (threadIdx.x == 0 && blockIdx.x == 0) s[S_ITER_BASE] = T((add ? iter_base_(s) : 0u) + v); \
+        if (threadIdx.x == 0 && blockIdx.x == 0)                                                    \
+            s[S_ITER_BASE] = T((add ? iter_base_(s) : 0u) + v);                                     \
     }                                                                                               \
     extern "C" __global__ void solver_gmres_solve_y_##SUF(T* small, u32 m, u32 k) {                 \
         gmres_solve_y_<T>(small, m, k);                                                             \

@@ -228,9 +228,18 @@ where
         Ok(())
     }
 
-    /// The steps of a block depend on the column it starts at.
+    /// Not recorded yet: the first device run of recorded GMRES blocks (keyed by the starting
+    /// column, `Some(self.j as u64)`) diverged because a replay did not advance `j`; that is
+    /// what [`Method::replayed`] below now does, but the fix has not run on a device yet, so
+    /// GMRES stays on the uncaptured path until it has (issue 21).
     fn block_key(&self) -> Option<u64> {
-        Some(self.j as u64)
+        None
+    }
+
+    fn replayed(&mut self, len: usize) {
+        if !self.halted {
+            self.j += len;
+        }
     }
 
     /// A block ends at the end of the cycle, where the host decides.

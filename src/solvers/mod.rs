@@ -96,15 +96,21 @@
 //!   host sets before a block and the graph's last node advances by the block length. Without
 //!   graphs the slot stays 0 and the kernels get absolute iterations, as before.
 //! - **When.** Each solve records its own graphs (they hold the solve's buffers), keyed by the
-//!   method's block key (0 for CG and BiCGSTAB; the starting column for GMRES, whose
-//!   blocks end at cycle ends) and the block length. A block seen once runs directly, the second
-//!   occurrence is recorded and run, later ones are replayed: a one-off block (the tail before
-//!   the iteration limit) is never instantiated. A new problem is a new solve and records anew.
+//!   method's block key (0 for CG and BiCGSTAB) and the block length. GMRES's blocks end at
+//!   cycle ends (where the host decides between restart and stop) and are not recorded yet:
+//!   their key would be the starting column, and a replay must advance the column counter
+//!   (the method's `replayed` hook), which has not run on a device yet. A block seen once runs
+//!   directly, the second occurrence is recorded and run, later ones are replayed: a one-off
+//!   block (the tail before the iteration limit) is never instantiated. A new problem is a new
+//!   solve and records anew.
 //! - **What is recorded.** Everything a step issues: the operator, a preconditioner's
 //!   [`Preconditioner::apply`] (which must only queue device work: Jacobi, Chebyshev and any
 //!   preconditioner that follows that rule are captured with the iteration), the fused steps.
 //!   A step that synchronises cannot be recorded: the solve then fails with a CUDA error that
 //!   says so, and `graphs: false` runs it uncaptured.
+//! - **Host state.** A replayed block does not call the steps: a method's host-side state must
+//!   not change per step (CG, BiCGSTAB) or be advanced by `replayed` (GMRES's column), and an
+//!   operator or preconditioner is applied by the graph without its `apply` being called.
 //! - **Early exit.** As without graphs: the kernel that sets the status records the iteration,
 //!   every later kernel of the block returns at once (except `x`'s update in the iteration that
 //!   converged), and the host sees the status at the block's end. A replayed block therefore
@@ -700,6 +706,9 @@ pub(crate) trait Method<T: Scalar, B: VectorOps<T>> {
     fn block_limit(&self) -> usize {
         usize::MAX
     }
+    /// Called instead of `len` calls of [`Method::step`] when the backend replayed a recorded
+    /// block: a method that keeps host state per step (GMRES's column) advances it here.
+    fn replayed(&mut self, _len: usize) {}
     /// Called after each block of steps, outside any recording, at iteration `it`: where a
     /// method does its host work (GMRES's end of cycle).
     fn after_block(
@@ -869,7 +878,10 @@ where
             };
             let it0 = it;
             match be.begin_block(&mut sc, it0, len, key)? {
-                Block::Replayed => it += len,
+                Block::Replayed => {
+                    it += len;
+                    method.replayed(len);
+                }
                 mode => {
                     let mut run = || {
                         for _ in 0..len {
