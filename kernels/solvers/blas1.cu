@@ -30,6 +30,10 @@
 #define S_TT 10
 #define S_RR0 11
 #define S_DOT 12
+// The iteration that the kernels' `it` argument counts from (solvers::recur::Slot::IterBase): the
+// entry points add it to their `it`, so a CUDA graph captured once with relative iteration
+// numbers replays at any base (src/solvers/gpu.rs sets it before each block). 0 outside graphs.
+#define S_ITER_BASE 13
 
 // Status codes: must match solvers::recur::Status.
 #define ST_CONVERGED 1
@@ -50,6 +54,10 @@
 template <typename T> __device__ __forceinline__ bool finite_(T x) { return (x - x) == T(0); }
 __device__ __forceinline__ float eps_(float) { return 1.1920929e-07f; }
 __device__ __forceinline__ double eps_(double) { return 2.220446049250313e-16; }
+
+template <typename T> __device__ __forceinline__ u32 iter_base_(const T* s) {
+    return u32(s[S_ITER_BASE]);
+}
 
 template <typename T> __device__ __forceinline__ void stop_(T* s, int status, u32 it) {
     s[S_STATUS] = T(status);
@@ -340,23 +348,28 @@ template <typename T> __device__ void scale_(const T* d, const T* r, T* z, u32 n
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_start_##SUF(              \
         const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket, T* hist,  \
         u32 it) {                                                                                   \
+        it += iter_base_(s);                                                                        \
         cg_start_<T>(r, dinv, z, n, mode, s, partials, ticket, hist, it);                           \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_alpha_##SUF(              \
         const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {                    \
+        it += iter_base_(s);                                                                        \
         cg_alpha_<T>(p, q, n, s, partials, ticket, it);                                             \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_update_r_##SUF(           \
         const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket,     \
         T* hist, u32 it) {                                                                          \
+        it += iter_base_(s);                                                                        \
         cg_update_r_<T>(q, r, dinv, z, n, mode, s, partials, ticket, hist, it);                     \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_rho_##SUF(                \
         const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {                    \
+        it += iter_base_(s);                                                                        \
         cg_rho_k_<T>(r, z, n, s, partials, ticket, it);                                             \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_update_xp_##SUF(          \
         T* x, T* p, const T* z, u32 n, const T* s, u32 it) {                                        \
+        it += iter_base_(s);                                                                        \
         cg_update_xp_<T>(x, p, z, n, s, it);                                                        \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_p_##SUF(                \
@@ -365,6 +378,7 @@ template <typename T> __device__ void scale_(const T* d, const T* r, T* z, u32 n
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_alpha_##SUF(            \
         const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket, u32 it) {                 \
+        it += iter_base_(s);                                                                        \
         bicg_alpha_<T>(rhat, v, n, s, partials, ticket, it);                                        \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_s_##SUF(                \
@@ -373,11 +387,13 @@ template <typename T> __device__ void scale_(const T* d, const T* r, T* z, u32 n
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_omega_##SUF(            \
         const T* t, const T* sv, u32 n, T* s, T* partials, u32* ticket, u32 it) {                   \
+        it += iter_base_(s);                                                                        \
         bicg_omega_<T>(t, sv, n, s, partials, ticket, it);                                          \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_update_##SUF(           \
         T* x, const T* phat, const T* shat, const T* sv, const T* t, T* r, const T* rhat, u32 n,    \
         T* s, T* partials, u32* ticket, T* hist, u32 it) {                                          \
+        it += iter_base_(s);                                                                        \
         bicg_update_<T>(x, phat, shat, sv, t, r, rhat, n, s, partials, ticket, hist, it);           \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_residual_##SUF(             \
@@ -604,6 +620,7 @@ __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_start_##SUF(           \
         const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket, T* hist, u32 it) {      \
+        it += iter_base_(s);                                                                        \
         gmres_start_<T>(r, n, s, small, m, partials, ticket, hist, it);                             \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_scale_##SUF(           \
@@ -618,7 +635,13 @@ __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_update_##SUF(          \
         const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small, u32 m, u32 coef,       \
         u32 final_, T* partials, u32* ticket, T* hist, u32 it) {                                    \
+        it += iter_base_(s);                                                                        \
         gmres_update_<T>(vptr, w, n, nv, s, small, m, coef, final_, partials, ticket, hist, it);    \
+    }                                                                                               \
+    /* s[S_ITER_BASE] <- v (add = 0) or += v (add = 1, the last node of a captured block). */     \
+    extern "C" __global__ void solver_iter_base_##SUF(T* s, u32 v, u32 add) {                       \
+        if (threadIdx.x == 0 && blockIdx.x == 0)                                                    \
+            s[S_ITER_BASE] = T((add ? iter_base_(s) : 0u) + v);                                     \
     }                                                                                               \
     extern "C" __global__ void solver_gmres_solve_y_##SUF(T* small, u32 m, u32 k) {                 \
         gmres_solve_y_<T>(small, m, k);                                                             \

@@ -214,7 +214,7 @@ where
         &mut self,
         be: &B,
         sc: &mut B::Scalars,
-        x: &mut B::Vector,
+        _x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
         if self.halted {
@@ -236,7 +236,36 @@ where
         }
         be.gmres_arnoldi(&mut self.k, j, sc, it)?;
         self.j += 1;
-        if self.j == self.restart {
+        Ok(())
+    }
+
+    /// Not recorded yet: the first device run of recorded GMRES blocks (keyed by the starting
+    /// column, `Some(self.j as u64)`) diverged because a replay did not advance `j`; that is
+    /// what [`Method::replayed`] below now does, but the fix has not run on a device yet, so
+    /// GMRES stays on the uncaptured path until it has (issue 21).
+    fn block_key(&self) -> Option<u64> {
+        None
+    }
+
+    fn replayed(&mut self, len: usize) {
+        if !self.halted {
+            self.j += len;
+        }
+    }
+
+    /// A block ends at the end of the cycle, where the host decides.
+    fn block_limit(&self) -> usize {
+        self.restart - self.j
+    }
+
+    fn after_block(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        it: usize,
+    ) -> crate::Result<()> {
+        if self.j == self.restart && !self.halted {
             // End of the cycle: the one host read per cycle decides between stop and restart.
             let slots = be.read_slots(sc)?;
             if Status::of(slots[super::Slot::Status as usize]) != Status::Running {

@@ -22,10 +22,10 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
+use cudarc::driver::{sys, CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
-use super::{Fuse, KrylovOps, LinearOperator, VectorOps};
+use super::{Block, Fuse, KrylovOps, LinearOperator, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -78,6 +78,7 @@ struct Kernels {
     gmres_update: CudaFunction,
     gmres_solve_y: CudaFunction,
     gmres_combine: CudaFunction,
+    iter_base: CudaFunction,
 }
 
 /// The GPU backend for element type `T` (`f32` or `f64`): the kernels are compiled once, when it
@@ -115,14 +116,37 @@ pub struct GpuKrylov<T> {
     dot_grid: u32,
 }
 
-/// The GPU's scalar slots, residual history, partial sums and last-block ticket.
+/// The GPU's scalar slots, residual history, partial sums and last-block ticket, and the
+/// solve's recorded blocks (CUDA graphs).
 pub struct GpuScalars<T> {
     slots: CudaSlice<T>,
     hist: CudaSlice<T>,
     partials: CudaSlice<T>,
     ticket: CudaSlice<u32>,
     grid: u32,
+    /// The value of the slot [`Slot::IterBase`] on the device, as queued: every launch passes
+    /// its iteration minus this.
+    base: usize,
+    graphs: Graphs,
 }
+
+/// The recorded blocks of one solve: a block's steps are recorded the second time its key is
+/// seen (a block seen once, such as the tail before the iteration limit, is not worth the
+/// instantiation) and replayed from the third on.
+#[derive(Default)]
+struct Graphs {
+    /// `(key, len)` of the blocks run once.
+    seen: Vec<(u64, usize)>,
+    /// `(key, len, graph)` of the recorded blocks.
+    recorded: Vec<(u64, usize, CudaGraph)>,
+    /// The block being recorded.
+    recording: Option<(u64, usize)>,
+}
+
+// SAFETY: a `CudaGraph` holds raw CUDA handles, which the driver lets any thread use as long as
+// calls on one graph are serialised; `Graphs` is only reached through `&mut GpuScalars`, so they
+// are.
+unsafe impl Send for Graphs {}
 
 fn launch_err(name: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
     move |e| Gpu::launch_error(name, e)
@@ -185,6 +209,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
                 gmres_update: f("solver_gmres_update")?,
                 gmres_solve_y: f("solver_gmres_solve_y")?,
                 gmres_combine: f("solver_gmres_combine")?,
+                iter_base: f("solver_iter_base")?,
             },
             _t: std::marker::PhantomData,
         })
@@ -250,7 +275,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len(name, a.len(), b.len());
-        let (n, it) = (n32(a.len()), n32(it));
+        let (n, it) = (n32(a.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, a.len());
         let mut l = self.gpu.stream().launch_builder(f);
         l.arg(a)
@@ -287,6 +312,33 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         // u32 m); src (or null: in place) and dst have n elements, s the slots, small
         // GmresLayout{m}.len() entries.
         unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_scale"))?;
+        Ok(())
+    }
+
+    /// The iteration argument of a kernel for iteration `it`: `it` minus the device's
+    /// [`Slot::IterBase`], which the kernel adds back. Outside a recording, an `it` below the base
+    /// (a restart at the iteration a status was set, inside a replayed block) resets the base.
+    fn iter_arg(&self, sc: &mut GpuScalars<T>, it: usize) -> Result<u32> {
+        if it < sc.base {
+            assert!(
+                sc.graphs.recording.is_none(),
+                "iteration {it} before the recorded block's base {}",
+                sc.base
+            );
+            self.set_iter_base(sc, 0, false)?;
+        }
+        Ok(n32(it - sc.base))
+    }
+
+    /// `s[IterBase] ← v`, or `+= v` when `add`.
+    fn set_iter_base(&self, sc: &mut GpuScalars<T>, v: usize, add: bool) -> Result<()> {
+        let (v32, add32) = (n32(v), u32::from(add));
+        let mut l = self.gpu.stream().launch_builder(&self.k.iter_base);
+        l.arg(&mut sc.slots).arg(&v32).arg(&add32);
+        // SAFETY: solver_iter_base(T* s, u32 v, u32 add): s holds NSLOTS > IterBase entries; one
+        // thread writes.
+        unsafe { l.launch(Gpu::cfg(1, 32, 0)) }.map_err(launch_err("solver_iter_base"))?;
+        sc.base = if add { sc.base + v } else { v };
         Ok(())
     }
 
@@ -386,6 +438,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             partials: self.gpu.zeros::<T>(NRED * grid as usize)?,
             ticket: self.gpu.zeros::<u32>(1)?,
             grid,
+            base: 0,
+            graphs: Graphs::default(),
         })
     }
     fn write_slots(&self, sc: &mut GpuScalars<T>, values: &[(Slot, T)]) -> Result<()> {
@@ -410,6 +464,82 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         self.gpu.download(&sc.hist.slice(..len))
     }
 
+    /// CUDA graphs: see "Recorded blocks" in the [module docs](super).
+    fn begin_block(
+        &self,
+        sc: &mut GpuScalars<T>,
+        it0: usize,
+        len: usize,
+        key: Option<u64>,
+    ) -> Result<Block> {
+        let Some(key) = key else {
+            return Ok(Block::Direct);
+        };
+        let g = &sc.graphs;
+        let found = g.recorded.iter().position(|r| (r.0, r.1) == (key, len));
+        let seen = g.seen.contains(&(key, len));
+        if found.is_none() && !seen {
+            sc.graphs.seen.push((key, len));
+            return Ok(Block::Direct);
+        }
+        // Both a recording and a replay number their iterations from it0.
+        if sc.base != it0 {
+            self.set_iter_base(sc, it0, false)?;
+        }
+        if let Some(i) = found {
+            sc.graphs.recorded[i]
+                .2
+                .launch()
+                .map_err(|e| Error::cuda("launching a recorded solver block (CUDA graph)", e))?;
+            sc.base += len;
+            return Ok(Block::Replayed);
+        }
+        self.gpu
+            .stream()
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(|e| Error::cuda("beginning the capture of a solver block", e))?;
+        sc.graphs.recording = Some((key, len));
+        Ok(Block::Recording)
+    }
+
+    fn end_block(&self, sc: &mut GpuScalars<T>, ok: bool) -> Result<()> {
+        let (key, len) = sc
+            .graphs
+            .recording
+            .take()
+            .expect("end_block without a recording block");
+        // The last node moves the base to the next block's first iteration.
+        let advanced = if ok {
+            self.set_iter_base(sc, len, true)
+        } else {
+            Ok(())
+        };
+        let graph = self
+            .gpu
+            .stream()
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .map_err(|e| {
+                Error::cuda(
+                    "recording a solver block as a CUDA graph (a step or preconditioner that \
+                     synchronises with the host cannot be recorded: set SolveParams::graphs = \
+                     false)",
+                    e,
+                )
+            });
+        if !ok {
+            // The caller reports the step's error; nothing of the block ran.
+            return Ok(());
+        }
+        advanced?;
+        let graph = graph?
+            .ok_or_else(|| Error::InvalidInput("a recorded solver block was empty".to_string()))?;
+        graph
+            .launch()
+            .map_err(|e| Error::cuda("launching a recorded solver block (CUDA graph)", e))?;
+        sc.graphs.recorded.push((key, len, graph));
+        Ok(())
+    }
+
     fn cg_start(
         &self,
         r: &CudaSlice<T>,
@@ -419,7 +549,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     ) -> Result<()> {
         let n = n32(r.len());
         let grid = sc.grid_for(self, r.len());
-        let it = n32(it);
+        let it = self.iter_arg(sc, it)?;
         let given = match &fuse {
             Fuse::Separate(z) => Some(z.expect("cg_start with a separate preconditioner needs z")),
             _ => None,
@@ -466,7 +596,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("cg_alpha", p.len(), q.len());
-        let (n, it) = (n32(p.len()), n32(it));
+        let (n, it) = (n32(p.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, p.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_alpha);
         l.arg(p)
@@ -491,7 +621,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("cg_update_r", q.len(), r.len());
-        let (n, it) = (n32(r.len()), n32(it));
+        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, r.len());
         let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
         if let (Some(d), Some(z)) = (&dinv, &z) {
@@ -524,7 +654,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("cg_rho", r.len(), z.len());
-        let (n, it) = (n32(r.len()), n32(it));
+        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, r.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_rho);
         l.arg(r)
@@ -550,7 +680,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     ) -> Result<()> {
         same_len("cg_update_xp", x.len(), p.len());
         same_len("cg_update_xp", x.len(), z.len());
-        let (n, it) = (n32(x.len()), n32(it));
+        let (n, it) = (n32(x.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, x.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_update_xp);
         l.arg(x).arg(p).arg(z).arg(&n).arg(&sc.slots).arg(&it);
@@ -629,7 +759,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         ] {
             same_len(what, len, l);
         }
-        let (n, it) = (n32(len), n32(it));
+        let (n, it) = (n32(len), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, len);
         let mut l = self.gpu.stream().launch_builder(&self.k.bicg_update);
         l.arg(x)
@@ -758,7 +888,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         same_len("gmres_start", r.len(), k.v[0].len());
-        let (n, m, it) = (n32(r.len()), n32(k.m), n32(it));
+        let (n, m, it) = (n32(r.len()), n32(k.m), self.iter_arg(sc, it)?);
         let grid = self.grid(r.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.gmres_start);
         l.arg(r)
@@ -787,7 +917,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
         let lay = super::recur::GmresLayout { m: k.m };
         let len = k.v[0].len();
-        let (n, nv, m, it32) = (n32(len), n32(j + 1), n32(k.m), n32(it));
+        let (n, nv, m, it32) = (n32(len), n32(j + 1), n32(k.m), self.iter_arg(sc, it)?);
         let grid = self.grid(len);
         for (pass, coef) in [(0u32, lay.c1()), (1, lay.c2())] {
             let coef = n32(coef);

@@ -80,6 +80,44 @@
 //! the iteration at which the status was set is recorded exactly. A solve allocates its whole
 //! workspace before the first iteration and nothing inside the loop.
 //!
+//! # Recorded blocks (CUDA graphs)
+//!
+//! Since no step waits for the host, the iterations between two status checks (a *block*:
+//! [`SolveParams::check_every`] iterations, fewer where the iteration limit or a GMRES cycle end
+//! comes first) are a fixed sequence of kernel launches. With [`SolveParams::graphs`] (the
+//! default) the GPU backend records a block with CUDA stream capture and replays it as one graph
+//! launch, removing the launch cost of each kernel (about 2–3 µs of host time apiece, which on
+//! systems of a few thousand rows is most of an iteration). The hooks are
+//! [`VectorOps::begin_block`] and [`VectorOps::end_block`], no-ops for the CPU and the
+//! distributed backends, so every method keeps one body:
+//!
+//! - **Iteration numbers.** A recorded kernel keeps the arguments it was captured with, so the
+//!   kernels number their iterations relative to a device slot ([`Slot::IterBase`]) that the
+//!   host sets before a block and the graph's last node advances by the block length. Without
+//!   graphs the slot stays 0 and the kernels get absolute iterations, as before.
+//! - **When.** Each solve records its own graphs (they hold the solve's buffers), keyed by the
+//!   method's block key (0 for CG and BiCGSTAB) and the block length. GMRES's blocks end at
+//!   cycle ends (where the host decides between restart and stop) and are not recorded yet:
+//!   their key would be the starting column, and a replay must advance the column counter
+//!   (the method's `replayed` hook), which has not run on a device yet. A block seen once runs
+//!   directly, the second occurrence is recorded and run, later ones are replayed: a one-off
+//!   block (the tail before the iteration limit) is never instantiated. A new problem is a new
+//!   solve and records anew.
+//! - **What is recorded.** Everything a step issues: the operator, a preconditioner's
+//!   [`Preconditioner::apply`] (which must only queue device work: Jacobi, Chebyshev and any
+//!   preconditioner that follows that rule are captured with the iteration), the fused steps.
+//!   A step that synchronises cannot be recorded: the solve then fails with a CUDA error that
+//!   says so, and `graphs: false` runs it uncaptured.
+//! - **Host state.** A replayed block does not call the steps: a method's host-side state must
+//!   not change per step (CG, BiCGSTAB) or be advanced by `replayed` (GMRES's column), and an
+//!   operator or preconditioner is applied by the graph without its `apply` being called.
+//! - **Early exit.** As without graphs: the kernel that sets the status records the iteration,
+//!   every later kernel of the block returns at once (except `x`'s update in the iteration that
+//!   converged), and the host sees the status at the block's end. A replayed block therefore
+//!   runs to its end as no-ops; the iteration count, residual history, `x` and the reported
+//!   error (breakdown, NaN) are those of the uncaptured path, bit for bit (the same kernels,
+//!   grids and reduction orders run in both).
+//!
 //! The CPU backend runs the same steps with host scalars (the same recurrences, written once in
 //! Rust in [`recur`] and mirrored in `kernels/solvers/blas1.cu`), and its reductions also
 //! sum fixed-size chunks in a fixed order, so CPU results are reproducible run to run.
@@ -173,6 +211,12 @@ pub struct SolveParams {
     /// Called from the solve's thread at each status check with the progress so far (for
     /// progress lines); `None` by default.
     pub on_check: Option<fn(&Progress)>,
+    /// Let the backend record a block of iterations (the `check_every` iterations between two
+    /// status checks) once and replay it: CUDA graphs on the GPU, which remove the launch cost
+    /// of every kernel. Same arithmetic, iterations and residuals as without; ignored by
+    /// backends that do not record (the CPU). Default true. See "Recorded blocks" in the
+    /// module docs.
+    pub graphs: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -187,6 +231,7 @@ impl Default for SolveParams {
             record_history: true,
             check_every: None,
             on_check: None,
+            graphs: true,
             non_exhaustive: (),
         }
     }
@@ -415,6 +460,28 @@ pub trait VectorOps<T: Scalar> {
     /// Reads the first `len` history entries (‖r‖² per iteration).
     fn read_history(&self, sc: &Self::Scalars, len: usize) -> crate::Result<Vec<T>>;
 
+    /// Begins a block of `len` iterations after iteration `it0` (the unit between two status
+    /// checks). `key` names the block's sequence of steps (the same key and `len`: the same
+    /// launches on the same buffers, iteration numbers relative to `it0`), `None` when it must
+    /// not be recorded. The default runs the steps as they come ([`Block::Direct`]); a
+    /// recording backend may instead run a block it recorded before ([`Block::Replayed`]: the
+    /// caller skips the steps) or record the steps the caller issues next ([`Block::Recording`],
+    /// closed by [`VectorOps::end_block`]).
+    fn begin_block(
+        &self,
+        _sc: &mut Self::Scalars,
+        _it0: usize,
+        _len: usize,
+        _key: Option<u64>,
+    ) -> crate::Result<Block> {
+        Ok(Block::Direct)
+    }
+    /// Closes a block begun as [`Block::Recording`] and runs it; `ok` is false when a step
+    /// failed (the recording is then dropped).
+    fn end_block(&self, _sc: &mut Self::Scalars, _ok: bool) -> crate::Result<()> {
+        Ok(())
+    }
+
     /// Start of (P)CG and BiCGSTAB at `iteration` (0, or the iteration of a restart): applies
     /// `fuse`, then [`recur::start`] with ‖r‖² and ρ = rᵀz.
     fn cg_start(
@@ -584,6 +651,18 @@ pub trait KrylovOps<T: Scalar>: VectorOps<T> {
     ) -> crate::Result<()>;
 }
 
+/// What [`VectorOps::begin_block`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// Nothing: the caller issues the block's steps, which run as they come.
+    Direct,
+    /// The caller issues the steps; the backend records them, and runs them at
+    /// [`VectorOps::end_block`].
+    Recording,
+    /// The backend ran a recorded block: the caller skips the steps.
+    Replayed,
+}
+
 /// A linear operator `y ← A·x` on the backend `B`'s vectors. Implement it for your own
 /// (matrix-free) operator to solve with it.
 pub trait LinearOperator<T: Scalar, B: VectorOps<T>> {
@@ -629,7 +708,32 @@ pub(crate) trait Method<T: Scalar, B: VectorOps<T>> {
     ) -> crate::Result<()> {
         Ok(())
     }
-    /// Iteration `it` (1-based).
+    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`]):
+    /// `Some(0)` for methods whose every iteration issues the same steps.
+    fn block_key(&self) -> Option<u64> {
+        Some(0)
+    }
+    /// The most iterations the next block may hold (a method that needs the host at some
+    /// iteration ends the block there).
+    fn block_limit(&self) -> usize {
+        usize::MAX
+    }
+    /// Called instead of `len` calls of [`Method::step`] when the backend replayed a recorded
+    /// block: a method that keeps host state per step (GMRES's column) advances it here.
+    fn replayed(&mut self, _len: usize) {}
+    /// Called after each block of steps, outside any recording, at iteration `it`: where a
+    /// method does its host work (GMRES's end of cycle).
+    fn after_block(
+        &mut self,
+        _be: &B,
+        _sc: &mut B::Scalars,
+        _x: &mut B::Vector,
+        _it: usize,
+    ) -> crate::Result<()> {
+        Ok(())
+    }
+    /// Iteration `it` (1-based). Must only queue backend work (no host synchronisation), so
+    /// that a block of steps can be recorded.
     fn step(
         &mut self,
         be: &B,
@@ -801,19 +905,46 @@ where
         let mut slots = be.read_slots(&sc)?;
         let mut status = Status::of(slots[Slot::Status as usize]);
         while status == Status::Running && it < params.max_iters {
-            it += 1;
-            method.step(be, &mut sc, x, it)?;
-            if it % check_every == 0 || it == params.max_iters {
-                slots = be.read_slots(&sc)?;
-                status = Status::of(slots[Slot::Status as usize]);
-                if let Some(f) = params.on_check {
-                    f(&Progress {
-                        iteration: it,
-                        relative_residual: slots[Slot::Rr as usize].as_f64().max(0.0).sqrt()
-                            / scale,
-                        seconds: clock.elapsed().as_secs_f64(),
-                    });
+            // One block: up to the next multiple of check_every, the iteration limit, or the
+            // method's own limit; then one status read.
+            let len = (check_every - it % check_every)
+                .min(params.max_iters - it)
+                .min(method.block_limit().max(1));
+            let key = if params.graphs {
+                method.block_key()
+            } else {
+                None
+            };
+            let it0 = it;
+            match be.begin_block(&mut sc, it0, len, key)? {
+                Block::Replayed => {
+                    it += len;
+                    method.replayed(len);
                 }
+                mode => {
+                    let mut run = || {
+                        for _ in 0..len {
+                            it += 1;
+                            method.step(be, &mut sc, x, it)?;
+                        }
+                        Ok::<(), crate::Error>(())
+                    };
+                    let done = run();
+                    if mode == Block::Recording {
+                        be.end_block(&mut sc, done.is_ok())?;
+                    }
+                    done?;
+                }
+            }
+            method.after_block(be, &mut sc, x, it)?;
+            slots = be.read_slots(&sc)?;
+            status = Status::of(slots[Slot::Status as usize]);
+            if let Some(f) = params.on_check {
+                f(&Progress {
+                    iteration: it,
+                    relative_residual: slots[Slot::Rr as usize].as_f64().max(0.0).sqrt() / scale,
+                    seconds: clock.elapsed().as_secs_f64(),
+                });
             }
         }
         if status != Status::Running {

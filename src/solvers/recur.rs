@@ -40,6 +40,10 @@ pub enum Slot {
     Rr0 = 11,
     /// The result of [`VectorOps::dot`](super::VectorOps::dot).
     Dot = 12,
+    /// The iteration number that the GPU kernels add to their iteration argument, so that a
+    /// captured CUDA graph replays at any iteration (see `solvers::gpu`). Stays 0 on the CPU and
+    /// on the uncaptured GPU path.
+    IterBase = 13,
 }
 
 /// The status word in [`Slot::Status`].

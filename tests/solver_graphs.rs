@@ -1,0 +1,287 @@
+//! Recorded solver blocks (CUDA graphs, `SolveParams::graphs`): a solve with graphs gives the
+//! same iterations, residual history and solution, bit for bit, as the same solve without, on
+//! generated and real matrices, for CG, Jacobi- and Chebyshev-PCG, BiCGSTAB and GMRES; a second
+//! problem on the same backend records its own blocks; a breakdown and an overflow inside a
+//! replayed block surface as the same `SolveError` at the same iteration. The CPU ignores the
+//! flag. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
+
+use std::path::PathBuf;
+
+use segsparse::solvers::{
+    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, SolveError,
+    SolveParams,
+};
+use segsparse::{generate, io, CsrMatrix};
+
+fn load(name: &str) -> Option<CsrMatrix<f64>> {
+    let mut roots = Vec::new();
+    if let Ok(d) = std::env::var("SEGSPARSE_DATA") {
+        roots.push(PathBuf::from(d));
+    }
+    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("matrices"));
+    for r in roots {
+        let p = r.join(format!("{name}.mtx.gz"));
+        if p.exists() {
+            return Some(io::read_matrix_market(&p).unwrap_or_else(|e| panic!("{e}")));
+        }
+    }
+    eprintln!("skipped: {name} not found");
+    None
+}
+
+/// A tridiagonal chain `tridiag(−1, 2, −1)` of `n` rows with `b = e₀`, so the Krylov vectors
+/// reach row `k` only after about `k` operator applications, with one change at row `k`:
+/// `diag` replaces its diagonal, `off` the coupling `(k, k+1)` and `(k+1, k)`. A negative
+/// diagonal makes CG break down, a huge coupling overflows — both only once the iteration gets
+/// there, so inside a replayed block.
+fn chain(n: usize, k: usize, diag: f64, off: f64) -> (CsrMatrix<f64>, Vec<f64>) {
+    let mut t = Vec::new();
+    for i in 0..n {
+        t.push((i, i, if i == k { diag } else { 2.0 }));
+        if i + 1 < n {
+            let v = if i == k { off } else { -1.0 };
+            t.push((i, i + 1, v));
+            t.push((i + 1, i, v));
+        }
+    }
+    let mut b = vec![0.0; n];
+    b[0] = 1.0;
+    (CsrMatrix::from_triplets(n, n, &t).unwrap(), b)
+}
+
+fn params(check_every: usize, graphs: bool) -> SolveParams {
+    SolveParams {
+        rel_tol: 1e-10,
+        max_iters: 3000,
+        check_every: Some(check_every),
+        graphs,
+        ..Default::default()
+    }
+}
+
+/// On the CPU the flag changes nothing (no recording backend), and the chain problems break
+/// down and overflow where the GPU test expects them to.
+#[test]
+fn cpu_ignores_graphs_and_chain_errors_happen_late() {
+    let a = generate::poisson2d::<f64>(20).unwrap();
+    let b = vec![1.0; a.nrows()];
+    let (mut x1, mut x2) = (vec![0.0; a.nrows()], vec![0.0; a.nrows()]);
+    let i1 = cg(&Cpu, &a, &b, &mut x1, &params(1, false)).unwrap();
+    let i2 = cg(&Cpu, &a, &b, &mut x2, &params(1, true)).unwrap();
+    assert_eq!(i1.iterations, i2.iterations);
+    assert_eq!(i1.history, i2.history);
+    assert_eq!(x1, x2);
+
+    let (a, b) = chain(200, 20, -3.0, -1.0);
+    let mut x = vec![0.0; 200];
+    match cg(&Cpu, &a, &b, &mut x, &params(1, true)) {
+        Err(SolveError::Breakdown { iteration, .. }) => assert!(iteration > 8, "{iteration}"),
+        other => panic!("expected a late breakdown, got {other:?}"),
+    }
+    let (a, b) = chain(200, 20, 2.0, 1e300);
+    for bicg in [false, true] {
+        let mut x = vec![0.0; 200];
+        let r = if bicg {
+            bicgstab(&Cpu, &a, &Identity, &b, &mut x, &params(1, true))
+        } else {
+            cg(&Cpu, &a, &b, &mut x, &params(1, true))
+        };
+        match r {
+            Err(SolveError::NonFinite { iteration }) => assert!(iteration > 4, "{iteration}"),
+            other => panic!("expected a late overflow, got {other:?}"),
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::*;
+    use segsparse::gpu::test_gpu;
+    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::solvers::{SolveInfo, VectorOps};
+    use segsparse::spmv::gpu::GpuCsr;
+
+    const METHODS: [&str; 8] = [
+        "cg",
+        "pcg-jacobi",
+        "pcg-poly",
+        "bicgstab",
+        "bicgstab-jacobi",
+        "bicgstab-poly",
+        "gmres",
+        "gmres-jacobi",
+    ];
+
+    /// Solves `a·x = b` by `method` with graphs off and on (same backend, same process); returns
+    /// both outcomes with the solutions.
+    fn both(
+        ops: &GpuOps<f64>,
+        a: &CsrMatrix<f64>,
+        b: &[f64],
+        method: &str,
+        check_every: usize,
+        restart: usize,
+    ) -> [(Result<SolveInfo, SolveError>, Vec<f64>); 2] {
+        let g = ops.gpu();
+        let da = GpuCsr::upload(g, a).unwrap();
+        let db = ops.upload(b).unwrap();
+        let jac = Jacobi::from_matrix(ops, a).unwrap();
+        let poly = if method.ends_with("poly") {
+            let pp = ChebyshevParams {
+                degree: 3,
+                ..Default::default()
+            };
+            Some(Chebyshev::from_matrix(ops, &da, a, &pp).unwrap())
+        } else {
+            None
+        };
+        [false, true].map(|graphs| {
+            let p = params(check_every, graphs);
+            let mut x = ops.zeros(a.nrows()).unwrap();
+            let r = match method {
+                "cg" => cg(ops, &da, &db, &mut x, &p),
+                "pcg-jacobi" => pcg(ops, &da, &jac, &db, &mut x, &p),
+                "pcg-poly" => pcg(ops, &da, poly.as_ref().unwrap(), &db, &mut x, &p),
+                "bicgstab" => bicgstab(ops, &da, &Identity, &db, &mut x, &p),
+                "bicgstab-jacobi" => bicgstab(ops, &da, &jac, &db, &mut x, &p),
+                "bicgstab-poly" => bicgstab(ops, &da, poly.as_ref().unwrap(), &db, &mut x, &p),
+                "gmres" => gmres(ops, &da, &Identity, &db, &mut x, restart, &p),
+                "gmres-jacobi" => gmres(ops, &da, &jac, &db, &mut x, restart, &p),
+                _ => unreachable!("{method}"),
+            };
+            (r, ops.download(&x).unwrap())
+        })
+    }
+
+    /// Graphs on and off agree exactly: the same kernels with the same grids and the same
+    /// deterministic reductions run in both.
+    fn assert_same(what: &str, r: &[(Result<SolveInfo, SolveError>, Vec<f64>); 2]) {
+        let [(off, x_off), (on, x_on)] = r;
+        match (off, on) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.iterations, b.iterations, "{what}: iterations");
+                assert_eq!(a.restarts, b.restarts, "{what}: restarts");
+                assert_eq!(a.history, b.history, "{what}: residual history");
+                assert_eq!(
+                    a.relative_residual, b.relative_residual,
+                    "{what}: true residual"
+                );
+                assert!(a.iterations > 0, "{what}: no iterations");
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{what}: errors differ");
+            }
+            (a, b) => panic!("{what}: without graphs {a:?}, with graphs {b:?}"),
+        }
+        assert_eq!(x_off, x_on, "{what}: solutions differ");
+    }
+
+    #[test]
+    fn gpu_graphs_equal_uncaptured_on_generated_and_real_matrices() {
+        let Some(g) = test_gpu() else { return };
+        let ops = GpuOps::<f64>::new(&g).unwrap();
+        let mut problems: Vec<(String, CsrMatrix<f64>)> = vec![
+            (
+                "poisson2d:48".into(),
+                generate::poisson2d::<f64>(48).unwrap(),
+            ),
+            (
+                "poisson3d:14".into(),
+                generate::poisson3d::<f64>(14).unwrap(),
+            ),
+        ];
+        for name in [
+            "nos4", "bcsstk01", "1138_bus", "raefsky2", "west0479", "sherman5",
+        ] {
+            if let Some(a) = load(name) {
+                problems.push((name.into(), a));
+            }
+        }
+        let mut compared = 0;
+        for (name, a) in &problems {
+            let b = vec![1.0; a.nrows()];
+            let spd = !matches!(name.as_str(), "raefsky2" | "west0479" | "sherman5");
+            for method in METHODS {
+                let needs_spd = method.starts_with("cg")
+                    || method.starts_with("pcg")
+                    || method.ends_with("poly");
+                if !spd && needs_spd {
+                    continue;
+                }
+                // Several block lengths: blocks of 1 (replayed from the third iteration), 5
+                // (GMRES(30)'s cycle ends are not multiples), and the default 16.
+                for k in [1, 5, 16] {
+                    let r = both(&ops, a, &b, method, k, 30);
+                    let what = format!("{name} {method} check_every={k}");
+                    assert_same(&what, &r);
+                    if let Ok(i) = &r[1].0 {
+                        eprintln!(
+                            "{what}: {} iterations, {:.2e}",
+                            i.iterations, i.relative_residual
+                        );
+                    } else {
+                        eprintln!("{what}: {:?}", r[1].0);
+                    }
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 40, "only {compared} comparisons");
+    }
+
+    /// GMRES with a short restart: many cycles, blocks keyed by the column they start at.
+    #[test]
+    fn gpu_graphs_gmres_short_restarts_and_two_problems_on_one_backend() {
+        let Some(g) = test_gpu() else { return };
+        let ops = GpuOps::<f64>::new(&g).unwrap();
+        let a = generate::poisson2d::<f64>(40).unwrap();
+        let b: Vec<f64> = (0..a.nrows()).map(|i| 1.0 + (i % 7) as f64).collect();
+        for (restart, k) in [(7, 3), (10, 4), (30, 16)] {
+            let r = both(&ops, &a, &b, "gmres", k, restart);
+            assert_same(&format!("gmres({restart}) check_every={k}"), &r);
+        }
+        // A changed problem on the same backend: its own recordings, its own (equal) results.
+        let a2 = generate::poisson3d::<f64>(13).unwrap();
+        let b2 = vec![1.0; a2.nrows()];
+        for method in ["cg", "bicgstab", "gmres"] {
+            let r1 = both(&ops, &a, &b, method, 4, 30);
+            let r2 = both(&ops, &a2, &b2, method, 4, 30);
+            assert_same(&format!("{method} first problem"), &r1);
+            assert_same(&format!("{method} second problem"), &r2);
+            let (i1, i2) = (r1[1].0.as_ref().unwrap(), r2[1].0.as_ref().unwrap());
+            assert_ne!(i1.history, i2.history, "{method}: the problems differ");
+        }
+    }
+
+    /// A breakdown and an overflow that happen inside a replayed block are reported as without
+    /// graphs: same variant, same iteration, same last iterate.
+    #[test]
+    fn gpu_graphs_breakdown_and_nan_inside_a_replayed_block() {
+        let Some(g) = test_gpu() else { return };
+        let ops = GpuOps::<f64>::new(&g).unwrap();
+        let (a, b) = chain(200, 20, -3.0, -1.0);
+        for k in [1, 2, 3] {
+            let r = both(&ops, &a, &b, "cg", k, 30);
+            assert_same(&format!("cg breakdown, check_every={k}"), &r);
+            match &r[1].0 {
+                Err(SolveError::Breakdown { iteration, .. }) => {
+                    assert!(*iteration > 3 * k, "{iteration}")
+                }
+                other => panic!("expected a breakdown, got {other:?}"),
+            }
+        }
+        let (a, b) = chain(200, 20, 2.0, 1e300);
+        for method in ["cg", "bicgstab", "gmres"] {
+            for k in [1, 2] {
+                let r = both(&ops, &a, &b, method, k, 30);
+                assert_same(&format!("{method} overflow, check_every={k}"), &r);
+                match &r[1].0 {
+                    Err(SolveError::NonFinite { iteration }) => {
+                        assert!(*iteration > 2 * k, "{method}: {iteration}")
+                    }
+                    other => panic!("{method}: expected NaN/Inf, got {other:?}"),
+                }
+            }
+        }
+    }
+}
