@@ -272,8 +272,8 @@ fn opts(
         }
         p => {
             return Err(Failure::Value(format!(
-                "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly', 'ilu0', 'ic0', 'amg')"
-            )))
+            "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly', 'ilu0', 'ic0', 'amg')"
+        )))
         }
     };
     if !(rtol >= 0.0 && atol >= 0.0) {

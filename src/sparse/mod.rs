@@ -24,11 +24,11 @@
 //! - F. G. Gustavson, *Two fast algorithms for sparse matrices: multiplication and permuted
 //!   transposition*, ACM TOMS 4(3), 1978.
 
-pub mod incomplete;
-pub mod triangular;
 mod aggregate;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod incomplete;
+pub mod triangular;
 
 pub use aggregate::{
     aggregate_mis2, mis2_priority, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
