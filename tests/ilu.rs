@@ -6,42 +6,14 @@
 //! GPU tests skip with a notice without a device and fail instead when `SEGSPARSE_REQUIRE_GPU=1`.
 //! Corpus matrices come from `SEGSPARSE_DATA`, `../shared/matrices` or `matrices/`.
 
-use std::path::PathBuf;
-
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams};
 use segsparse::solvers::{cg, gmres, pcg, Cpu, Identity, SolveParams};
 use segsparse::sparse::incomplete::{FactorKind, IncompleteFactor};
 use segsparse::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
-use segsparse::{io, CsrMatrix, Scalar};
+use segsparse::{CsrMatrix, Scalar};
 
-fn roots() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Ok(d) = std::env::var("SEGSPARSE_DATA") {
-        v.push(PathBuf::from(d));
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let base = if manifest.exists() {
-        manifest
-    } else {
-        PathBuf::from(".")
-    };
-    v.push(base.join("../shared/matrices"));
-    v.push(base.join("matrices"));
-    v
-}
-
-fn load<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
-    for root in roots() {
-        for ext in ["mtx.gz", "mtx"] {
-            let p = root.join(format!("{name}.{ext}"));
-            if p.exists() {
-                return Some(io::read_matrix_market(&p).unwrap_or_else(|e| panic!("{e}")));
-            }
-        }
-    }
-    eprintln!("skipped: {name} not found (set SEGSPARSE_DATA)");
-    None
-}
+mod common_mtx;
+use common_mtx::load;
 
 struct Rng(u64);
 impl Rng {

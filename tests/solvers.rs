@@ -7,42 +7,14 @@
 //! the manifest directory when it exists, else to the current directory); a test whose matrix is
 //! absent prints "skipped" and returns.
 
-use std::path::PathBuf;
-
 use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
     LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
 };
-use segsparse::{generate, io, CsrMatrix, Scalar};
+use segsparse::{generate, CsrMatrix, Scalar};
 
-fn roots() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Ok(d) = std::env::var("SEGSPARSE_DATA") {
-        v.push(PathBuf::from(d));
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let base = if manifest.exists() {
-        manifest
-    } else {
-        PathBuf::from(".")
-    };
-    v.push(base.join("../shared/matrices"));
-    v.push(base.join("matrices"));
-    v
-}
-
-fn load<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
-    for root in roots() {
-        for ext in ["mtx.gz", "mtx"] {
-            let p = root.join(format!("{name}.{ext}"));
-            if p.exists() {
-                return Some(io::read_matrix_market(&p).unwrap_or_else(|e| panic!("{e}")));
-            }
-        }
-    }
-    eprintln!("skipped: {name} not found (set SEGSPARSE_DATA)");
-    None
-}
+mod common_mtx;
+use common_mtx::load;
 
 /// ‖b − A·x‖ / ‖b‖ in f64, computed independently of the solvers.
 fn true_rel_residual<T: Scalar>(a: &CsrMatrix<T>, b: &[T], x: &[T]) -> f64 {
