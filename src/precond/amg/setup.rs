@@ -156,11 +156,11 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
     let mut b_prev = 0.0;
     for _ in 0..steps.min(n).max(1) {
         apply(&v, &mut w);
-        let al: f64 = w.par_iter().zip(&v).map(|(a, b)| a * b).sum();
+        let al = det_dot(&w, &v);
         w.par_iter_mut()
             .zip(v.par_iter().zip(&v_prev))
             .for_each(|(w, (&v, &vp))| *w -= al * v + b_prev * vp);
-        let bt = w.par_iter().map(|x| x * x).sum::<f64>().sqrt();
+        let bt = det_dot(&w, &w).sqrt();
         alpha.push(al);
         if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
             break;
@@ -193,6 +193,20 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
     } else {
         1.0
     }
+}
+
+/// `x·y` summed the same way whatever the thread count or work stealing: fixed chunks summed in
+/// order, then the chunk sums in order. (A rayon `sum()` splits where threads steal work, so its
+/// rounding changes from run to run; the setup must be deterministic so that a numeric re-setup
+/// equals a fresh setup and the CPU and GPU hierarchies are the same.)
+fn det_dot(x: &[f64], y: &[f64]) -> f64 {
+    const CHUNK: usize = 8192;
+    let partial: Vec<f64> = x
+        .par_chunks(CHUNK)
+        .zip(y.par_chunks(CHUNK))
+        .map(|(a, b)| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>())
+        .collect();
+    partial.iter().sum()
 }
 
 /// The strength graph of a level (on its nodes).
