@@ -14,6 +14,8 @@
 //! | `random:N:K` | N×N, every row has exactly K distinct uniformly random columns, values uniform in [−1, 1) | N | N·K |
 //! | `powerlaw:N:ALPHA` | N×N, row lengths power-law ("Zipf") distributed with exponent ALPHA, random distinct columns, values uniform in [−1, 1) | N | ≈ 12 N for ALPHA ≥ 2.1; a heavier tail (more long rows) for ALPHA < 2 |
 //! | `denserows:N:K:D:L` | N×N, K random columns per row except D evenly spread dense rows of L random columns (a few dense rows among short ones) | N | (N − D)·K + D·L |
+//! | `emptyrows:N:PCT:K` | N×N, about PCT % of the rows empty (chosen by a hash of the seed and the row), the others K random columns (mostly-empty matrices) | N | ≈ (1 − PCT/100)·N·K |
+//! | `rmat:SCALE:EF` | R-MAT graph (Graph500's a = 0.57, b = c = 0.19): 2^SCALE vertices, EF·2^SCALE edges drawn, duplicates merged; skewed row lengths and clustered columns | 2^SCALE | ≤ EF·2^SCALE |
 //! | `wide:M:N:K` | M×N (short and wide when N ≫ M), K random columns per row | M | M·K |
 //! | `aniso2d:N:EPS` | anisotropic diffusion `−u_xx − EPS·u_yy`, Q1 finite elements on an N×N grid (PyAMG's `stencil_grid(diffusion_stencil_2d(EPS), (N, N))`) | N² | ≈ 9N² |
 //! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
@@ -69,9 +71,10 @@ pub const CHUNK_ROWS: usize = 1 << 13;
 pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense:N, random:N:K, \
                               powerlaw:N:ALPHA, denserows:N:K:D:L, wide:M:N:K (e.g. poisson2d:1000, \
                               random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
-                              wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N";
+                              wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N, \
+                              emptyrows:N:PCT:K, rmat:SCALE:EF";
 
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 14] = [
     "aniso2d",
     "poisson3d27",
     "elasticity2d",
@@ -84,6 +87,8 @@ const NAMES: [&str; 12] = [
     "powerlaw",
     "denserows",
     "wide",
+    "emptyrows",
+    "rmat",
 ];
 
 /// True when `s` has the shape of a spec: a known generator name followed by `:` (the arguments
@@ -165,6 +170,14 @@ pub fn from_spec<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         "wide" => {
             arity(3)?;
             wide(int(1, "M")?, int(2, "N")?, int(3, "K")?, seed)
+        }
+        "emptyrows" => {
+            arity(3)?;
+            emptyrows(int(1, "N")?, int(2, "PCT")?, int(3, "K")?, seed)
+        }
+        "rmat" => {
+            arity(2)?;
+            rmat(int(1, "SCALE")?, int(2, "EF")?, seed)
         }
         "aniso2d" => {
             arity(2)?;
@@ -763,6 +776,101 @@ pub fn wide<T: Scalar>(m: usize, n: usize, k: usize, seed: u64) -> Result<CsrMat
     random_rows(m, n, seed, |_| k)
 }
 
+/// SplitMix64's output function: the per-row and per-entry hashes of [`emptyrows`] and [`rmat`].
+#[inline]
+fn mix64(z: u64) -> u64 {
+    let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A mostly-empty `n × n` matrix: row `i` is empty when a hash of `(seed, i)` modulo 100 is
+/// below `pct`, and otherwise holds `k` distinct, uniformly random columns; values uniform in
+/// [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `pct > 100`, `k > n` or the size exceeds `u32`.
+pub fn emptyrows<T: Scalar>(n: usize, pct: usize, k: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if pct > 100 || k > n {
+        return Err(Error::InvalidInput(format!(
+            "emptyrows:{n}:{pct}:{k}: PCT must be at most 100 and K at most N"
+        )));
+    }
+    let key = mix64(seed ^ 0xE3);
+    random_rows(n, n, seed, |i| {
+        if mix64(key ^ i as u64) % 100 < pct as u64 {
+            0
+        } else {
+            k
+        }
+    })
+}
+
+/// An R-MAT graph's adjacency matrix (Chakrabarti, Zhan and Faloutsos 2004) with Graph500's
+/// probabilities `a = 0.57, b = c = 0.19, d = 0.05`: `ef · 2^scale` edges are drawn, each by
+/// choosing one quadrant per bit of the row and column; repeated edges are merged (so the
+/// matrix has at most that many entries). Row lengths follow a heavy-tailed distribution and
+/// columns cluster at low indices, as in web and social graphs. Values come from a hash of the
+/// seed and the entry, uniform in [−1, 1), so the matrix depends only on the arguments.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `scale > 31` or the edge count exceeds `u32`.
+pub fn rmat<T: Scalar>(scale: usize, ef: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if scale > 31 {
+        return Err(Error::InvalidInput(format!(
+            "rmat:{scale}:{ef}: SCALE must be at most 31 (2^SCALE rows)"
+        )));
+    }
+    let n = 1usize << scale;
+    let edges = (n as u128) * ef as u128;
+    if edges > u32::MAX as u128 {
+        return Err(too_big("entries", edges));
+    }
+    let edges = edges as usize;
+    const EDGE_CHUNK: usize = 1 << 16;
+    let mut e: Vec<u64> = vec![0; edges];
+    e.par_chunks_mut(EDGE_CHUNK)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng = chunk_rng(seed, chunk, 2);
+            for slot in out {
+                let (mut r, mut c) = (0u64, 0u64);
+                for _ in 0..scale {
+                    let u: f64 = rng.gen();
+                    let (dr, dc) = if u < 0.57 {
+                        (0, 0)
+                    } else if u < 0.76 {
+                        (0, 1)
+                    } else if u < 0.95 {
+                        (1, 0)
+                    } else {
+                        (1, 1)
+                    };
+                    r = 2 * r + dr;
+                    c = 2 * c + dc;
+                }
+                *slot = (r << 32) | c;
+            }
+        });
+    e.par_sort_unstable();
+    e.dedup();
+    let mut row_ptr = vec![0u32; n + 1];
+    for &x in &e {
+        row_ptr[(x >> 32) as usize + 1] += 1;
+    }
+    for i in 0..n {
+        row_ptr[i + 1] += row_ptr[i];
+    }
+    let key = mix64(seed ^ 0x7A7);
+    let col: Vec<u32> = e.par_iter().map(|&x| x as u32).collect();
+    let val: Vec<T> = e
+        .par_iter()
+        .map(|&x| T::of_f64((mix64(key ^ x) >> 11) as f64 / (1u64 << 52) as f64 - 1.0))
+        .collect();
+    CsrMatrix::try_from_parts(n, n, row_ptr, col, val)
+}
+
 /// The expected mean row length of `powerlaw:n:alpha` before rounding (see the module docs).
 pub fn powerlaw_mean(n: usize, alpha: f64) -> f64 {
     capped_pareto_mean(powerlaw_xmin(n, alpha), n as f64, alpha - 1.0)
@@ -919,5 +1027,45 @@ mod amg_problem_tests {
         assert_eq!(from_spec::<f64>("elasticity2d:3", 0).unwrap(), a);
         assert_eq!(from_spec::<f64>("aniso2d:4:1e-3", 0).unwrap(), s);
         assert_eq!(from_spec::<f64>("poisson3d27:3", 0).unwrap(), p);
+    }
+}
+
+#[cfg(test)]
+mod irregular_tests {
+    use super::*;
+
+    #[test]
+    fn emptyrows_has_the_asked_share_of_empty_rows() {
+        let a: CsrMatrix<f64> = from_spec("emptyrows:20000:90:20", 3).unwrap();
+        let s = a.row_stats();
+        let share = s.empty_rows as f64 / 20000.0;
+        assert!((0.88..=0.92).contains(&share), "{share}");
+        assert_eq!(s.max, 20);
+        assert_eq!(a, emptyrows(20000, 90, 20, 3).unwrap());
+        assert_ne!(a, emptyrows(20000, 90, 20, 4).unwrap());
+        assert!(from_spec::<f64>("emptyrows:10:101:2", 0).is_err());
+        let full: CsrMatrix<f64> = from_spec("emptyrows:100:0:3", 0).unwrap();
+        assert_eq!(full.nnz(), 300);
+    }
+
+    #[test]
+    fn rmat_is_skewed_deterministic_and_canonical() {
+        let a: CsrMatrix<f64> = from_spec("rmat:14:16", 5).unwrap();
+        assert_eq!(a.nrows(), 1 << 14);
+        assert!(a.nnz() <= 16 << 14 && a.nnz() > 8 << 14, "{}", a.nnz());
+        let s = a.row_stats();
+        // Heavy tail: the longest row is far above the mean; many rows are empty.
+        assert!(s.max as f64 > 20.0 * s.mean, "{s:?}");
+        assert!(s.empty_rows > 0);
+        for i in 0..a.nrows() {
+            let (c, _) = a.row(i);
+            assert!(
+                c.windows(2).all(|w| w[0] < w[1]),
+                "row {i} not strictly sorted"
+            );
+        }
+        assert!(a.values().iter().all(|v| (-1.0..1.0).contains(v)));
+        assert_eq!(a, rmat(14, 16, 5).unwrap());
+        assert!(from_spec::<f64>("rmat:32:1", 0).is_err());
     }
 }

@@ -239,12 +239,11 @@ where
         Ok(())
     }
 
-    /// Not recorded yet: the first device run of recorded GMRES blocks (keyed by the starting
-    /// column, `Some(self.j as u64)`) diverged because a replay did not advance `j`; that is
-    /// what [`Method::replayed`] below now does, but the fix has not run on a device yet, so
-    /// GMRES stays on the uncaptured path until it has (issue 21).
+    /// A block's steps depend on its starting column (which Krylov vectors it reads and
+    /// writes), so the column is the key; a replayed block advances the column counter through
+    /// [`Method::replayed`] below.
     fn block_key(&self) -> Option<u64> {
-        None
+        Some(self.j as u64)
     }
 
     fn replayed(&mut self, len: usize) {

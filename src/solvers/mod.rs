@@ -97,9 +97,9 @@
 //!   graphs the slot stays 0 and the kernels get absolute iterations, as before.
 //! - **When.** Each solve records its own graphs (they hold the solve's buffers), keyed by the
 //!   method's block key (0 for CG and BiCGSTAB) and the block length. GMRES's blocks end at
-//!   cycle ends (where the host decides between restart and stop) and are not recorded yet:
-//!   their key would be the starting column, and a replay must advance the column counter
-//!   (the method's `replayed` hook), which has not run on a device yet. A block seen once runs
+//!   cycle ends (where the host decides between restart and stop); their key is the starting
+//!   column, and a replay advances the column counter (the method's `replayed` hook). A block
+//!   seen once runs
 //!   directly, the second occurrence is recorded and run, later ones are replayed: a one-off
 //!   block (the tail before the iteration limit) is never instantiated. A new problem is a new
 //!   solve and records anew.
