@@ -312,6 +312,20 @@ impl<T: Scalar> CsrMatrix<T> {
         })
     }
 
+    /// This matrix with sorted, unique column indices: borrowed when it is so already, else a
+    /// sorted copy with duplicates summed (the form factorizations and the AMG setup need; the
+    /// SpMV does not).
+    pub fn canonical(&self) -> std::borrow::Cow<'_, Self> {
+        if self.has_sorted_indices() {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            let mut c = self.clone();
+            c.sort_indices();
+            c.sum_duplicates();
+            std::borrow::Cow::Owned(c)
+        }
+    }
+
     /// Sorts the column indices within every row (stable, so duplicates keep their order).
     pub fn sort_indices(&mut self) {
         let mut perm: Vec<(u32, T)> = Vec::new();

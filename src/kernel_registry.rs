@@ -32,6 +32,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::precond::amg::AMG_SETUP_SRC,
     #[cfg(feature = "nccl")]
     &crate::dist::nccl::DIST_KERNELS,
 ];

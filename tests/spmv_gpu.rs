@@ -631,6 +631,9 @@ fn auto_choice_by_kind() {
         ("denserows:3000000:6:8:500000", "fused"),
         ("random:3000000:6", "vector"),
         ("random:1000:5", "vector"),
+        ("poisson3d27:70", "vector4"),
+        ("emptyrows:3000000:90:20", "fused"),
+        ("rmat:20:16", "fused"),
     ] {
         let a = segsparse::generate::from_spec::<f32>(spec, 9).unwrap();
         let d = GpuCsr::upload(&g, &a).unwrap();

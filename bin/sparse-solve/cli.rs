@@ -129,6 +129,10 @@ pub struct AmgArgs {
     /// AMG: lower end of the Chebyshev interval as a fraction of its upper end.
     #[arg(long, default_value_t = 0.1)]
     pub amg_cheb_lower: f64,
+    /// AMG: run the setup on the host even with --backend gpu (where it runs on the device by
+    /// default); for comparisons.
+    #[arg(long)]
+    pub amg_host_setup: bool,
 }
 
 /// `--amg-smoother`.

@@ -525,6 +525,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         max_levels: cli.amg.amg_max_levels,
         block_size: cli.amg.amg_block_size.unwrap_or(if rbm { 2 } else { 1 }),
         improve_candidates: cli.amg.amg_improve,
+        host_setup: cli.amg.amg_host_setup,
         ..Default::default()
     })
 }

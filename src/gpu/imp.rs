@@ -24,6 +24,24 @@ pub struct Gpu {
     nvrtc_version: String,
     driver_version: i32,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    users: Users,
+}
+
+/// Which threads use a [`Gpu`], for CUDA graph capture: a capture records *everything* queued on
+/// the stream, whichever thread queues it, so a solve may record its iterations only while no
+/// other thread uses the `Gpu` (see [`Gpu::begin_capture`]).
+#[derive(Default)]
+struct Users {
+    /// The first thread that queued work.
+    owner: std::sync::OnceLock<std::thread::ThreadId>,
+    /// Another thread has queued work: no more captures.
+    shared: std::sync::atomic::AtomicBool,
+    /// A capture is in progress (its thread in `capture`).
+    capturing: std::sync::atomic::AtomicBool,
+    capture: Mutex<Option<std::thread::ThreadId>>,
+    done: std::sync::Condvar,
+    /// Captures that produced a graph.
+    graphs: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -183,6 +201,7 @@ impl Gpu {
             nvrtc_version: nvrtc_version(),
             driver_version: driver_version(),
             modules: Mutex::new(HashMap::new()),
+            users: Users::default(),
         }))
     }
 
@@ -247,9 +266,86 @@ impl Gpu {
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
-    /// The stream every operation of this `Gpu` is ordered on.
+    /// The stream every operation of this `Gpu` is ordered on. Every use of the stream goes
+    /// through here: it notes which threads use the `Gpu`, and a thread other than a capturing
+    /// one waits here until the capture ends (so its work is never recorded into another
+    /// thread's graph).
     pub fn stream(&self) -> &Arc<CudaStream> {
+        use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+        let u = &self.users;
+        let me = std::thread::current().id();
+        if *u.owner.get_or_init(|| me) != me && !u.shared.load(Relaxed) {
+            u.shared.store(true, SeqCst);
+        }
+        if u.capturing.load(SeqCst) {
+            let mut c = u.capture.lock().unwrap_or_else(|p| p.into_inner());
+            while matches!(*c, Some(t) if t != me) {
+                c = u.done.wait(c).unwrap_or_else(|p| p.into_inner());
+            }
+        }
         &self.stream
+    }
+
+    /// Starts recording this thread's work on the stream into a CUDA graph (stream capture),
+    /// unless another thread has used this `Gpu`: then nothing starts and `Ok(false)` comes
+    /// back, and the caller runs its work directly. A capture must be ended by
+    /// [`Gpu::end_capture`] on the same thread; meanwhile other threads wait in
+    /// [`Gpu::stream`].
+    ///
+    /// # Errors
+    /// A failed `cuStreamBeginCapture`.
+    pub fn begin_capture(&self) -> Result<bool> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let u = &self.users;
+        let me = std::thread::current().id();
+        if *u.owner.get_or_init(|| me) != me || u.shared.load(SeqCst) {
+            return Ok(false);
+        }
+        *u.capture.lock().unwrap_or_else(|p| p.into_inner()) = Some(me);
+        u.capturing.store(true, SeqCst);
+        // A thread that marked itself before seeing `capturing` may be queueing work now.
+        if u.shared.load(SeqCst) {
+            self.release_capture();
+            return Ok(false);
+        }
+        if let Err(e) = self.stream.begin_capture(
+            cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        ) {
+            self.release_capture();
+            return Err(Error::cuda("beginning a stream capture", e));
+        }
+        Ok(true)
+    }
+
+    /// Ends the capture begun by [`Gpu::begin_capture`] and instantiates the graph (`None`
+    /// when nothing was recorded); other threads may use the stream again.
+    ///
+    /// # Errors
+    /// A failed capture (e.g. a step that synchronised with the host) or instantiation.
+    pub fn end_capture(&self) -> Result<Option<cudarc::driver::CudaGraph>> {
+        let r = self
+            .stream
+            .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0));
+        self.release_capture();
+        if matches!(r, Ok(Some(_))) {
+            self.users
+                .graphs
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        r.map_err(|e| Error::cuda("ending a stream capture", e))
+    }
+
+    /// How many CUDA graphs have been recorded on this `Gpu` (tests check that a path they
+    /// mean to exercise with graphs really recorded some).
+    pub fn graphs_recorded(&self) -> usize {
+        self.users.graphs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn release_capture(&self) {
+        let u = &self.users;
+        *u.capture.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        u.capturing.store(false, std::sync::atomic::Ordering::SeqCst);
+        u.done.notify_all();
     }
 
     /// The loaded module for `src` compiled with `defines`, compiling it on first use.
@@ -334,7 +430,7 @@ impl Gpu {
         n: usize,
     ) -> Result<CudaSlice<T>> {
         self.precheck::<T>(n)?;
-        self.stream
+        self.stream()
             .alloc_zeros::<T>(n)
             .map_err(|e| self.alloc_error::<T>(n, e))
     }
@@ -360,7 +456,7 @@ impl Gpu {
     /// As [`zeros`](Gpu::zeros).
     pub unsafe fn alloc<T: KernelType>(&self, n: usize) -> Result<CudaSlice<T>> {
         self.precheck::<T>(n)?;
-        self.stream
+        self.stream()
             .alloc::<T>(n)
             .map_err(|e| self.alloc_error::<T>(n, e))
     }
@@ -385,7 +481,7 @@ impl Gpu {
     pub fn upload<T: KernelType>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         // SAFETY: every element is written by the copy below before the buffer is returned.
         let mut dev = unsafe { self.alloc::<T>(host.len()) }?;
-        self.stream.memcpy_htod(host, &mut dev).map_err(|e| {
+        self.stream().memcpy_htod(host, &mut dev).map_err(|e| {
             Error::cuda(
                 format!(
                     "copying {} {} elements ({} bytes) to the device",
@@ -477,21 +573,21 @@ impl Gpu {
         host: &[T],
         dst: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
-        self.stream
+        self.stream()
             .memcpy_htod(host, dst)
             .map_err(|e| Error::cuda("copying to the device", e))
     }
 
     /// Copies a device buffer (or view) to a new host vector; synchronises the stream.
     pub fn download<T: KernelType>(&self, dev: &impl DevicePtr<T>) -> Result<Vec<T>> {
-        self.stream
+        self.stream()
             .clone_dtoh(dev)
             .map_err(|e| Error::cuda("copying to the host", e))
     }
 
     /// Waits for all work queued on the stream; reports errors of earlier kernels.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream
+        self.stream()
             .synchronize()
             .map_err(|e| Error::cuda("stream synchronize", e))
     }
@@ -521,7 +617,7 @@ impl Gpu {
         let mut times = Vec::with_capacity(reps);
         for i in 0..reps + 2 {
             let t = self.time(|| {
-                self.stream
+                self.stream()
                     .memcpy_dtod(&src, &mut dst)
                     .map_err(|e| Error::cuda("memcpy_dtod", e))
             })?;

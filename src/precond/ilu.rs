@@ -109,19 +109,6 @@ impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::solvers::gp
     }
 }
 
-/// `a` with sorted, unique column indices (a sorted copy when it is not so already: the
-/// factorization needs that form, the operator does not).
-fn canonical<T: Scalar>(a: &CsrMatrix<T>) -> std::borrow::Cow<'_, CsrMatrix<T>> {
-    if a.has_sorted_indices() {
-        std::borrow::Cow::Borrowed(a)
-    } else {
-        let mut c = a.clone();
-        c.sort_indices();
-        c.sum_duplicates();
-        std::borrow::Cow::Owned(c)
-    }
-}
-
 /// The shared body of [`Ilu0`] and [`Ic0`].
 struct Incomplete<T: Scalar, B: TriangularOps<T>> {
     factor: B::Factor,
@@ -132,7 +119,7 @@ struct Incomplete<T: Scalar, B: TriangularOps<T>> {
 impl<T: Scalar, B: TriangularOps<T>> Incomplete<T, B> {
     fn new(be: &B, a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
         Ok(Incomplete {
-            factor: be.factor(&canonical(a), kind, params)?,
+            factor: be.factor(&a.canonical(), kind, params)?,
             tmp: RefCell::new(be.zeros(a.nrows())?),
         })
     }
@@ -164,7 +151,7 @@ macro_rules! incomplete_precond {
             /// # Errors
             /// Another pattern, or a bad pivot naming the row.
             pub fn update(&mut self, be: &B, a: &CsrMatrix<T>) -> Result<()> {
-                be.refactor(&mut self.0.factor, &canonical(a))
+                be.refactor(&mut self.0.factor, &a.canonical())
             }
 
             /// The backend's factor.

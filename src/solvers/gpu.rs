@@ -494,10 +494,10 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             sc.base += len;
             return Ok(Block::Replayed);
         }
-        self.gpu
-            .stream()
-            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .map_err(|e| Error::cuda("beginning the capture of a solver block", e))?;
+        // Another thread uses this Gpu: its work would be recorded too, so run directly.
+        if !self.gpu.begin_capture()? {
+            return Ok(Block::Direct);
+        }
         sc.graphs.recording = Some((key, len));
         Ok(Block::Recording)
     }
@@ -514,18 +514,16 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         } else {
             Ok(())
         };
-        let graph = self
-            .gpu
-            .stream()
-            .end_capture(sys::CUgraphInstantiate_flags(0))
-            .map_err(|e| {
-                Error::cuda(
-                    "recording a solver block as a CUDA graph (a step or preconditioner that \
-                     synchronises with the host cannot be recorded: set SolveParams::graphs = \
-                     false)",
-                    e,
-                )
-            });
+        let graph = self.gpu.end_capture().map_err(|e| match e {
+            Error::Cuda { message, .. } => Error::Cuda {
+                context: "recording a solver block as a CUDA graph (a step or preconditioner \
+                          that synchronises with the host cannot be recorded: set \
+                          SolveParams::graphs = false)"
+                    .into(),
+                message,
+            },
+            other => other,
+        });
         if !ok {
             // The caller reports the step's error; nothing of the block ran.
             return Ok(());

@@ -1082,6 +1082,10 @@ struct Shape<'a> {
 /// - short rows of bounded length with local columns (stencils): one thread per row (Poisson
 ///   2D/3D: 95–99% of the copy bandwidth, 1.4–1.7× cuSPARSE);
 /// - short rows with scattered columns: the vector kernel, streamed (random:3000000:6);
+/// - regular rows of up to [`LOCAL_VECTOR4_MAX_LEN`] entries with local columns (the 27-point
+///   stencil): the vector kernel with 4 lanes per row, 8 rows per warp (H200, 2026-11-24,
+///   `benches/results/spmv.md`: 1.04–1.20× cuSPARSE where the 32-lane vector kernel, the nearest
+///   power of two to 27, ran at 0.57× in f64 and the fused kernel at 0.85× in f32);
 /// - other regular rows: the fused kernel in `f32`, the vector kernel in `f64` (random:N:16 and
 ///   wide:M:N:100 measured both ways);
 /// - everything else (heavy tails, dense rows among short ones, empty rows): the fused kernel,
@@ -1106,6 +1110,8 @@ fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
         SpmvAlgorithm::Rows
     } else if short {
         SpmvAlgorithm::Vector { lanes: 0 }
+    } else if regular && s.max <= LOCAL_VECTOR4_MAX_LEN && m.spread <= LOCAL_SPREAD {
+        SpmvAlgorithm::Vector { lanes: 4 }
     } else if regular && m.elem_bytes == 4 {
         SpmvAlgorithm::Fused
     } else if regular {
@@ -1217,3 +1223,41 @@ pub const SMALL_ROWS_MAX_LEN: usize = 64;
 
 /// Longest row for which `Auto` runs one thread per row.
 pub const ROWS_MAX_LEN: usize = 12;
+
+/// Longest row of the regular, local-column matrices for which `Auto` runs the 4-lane vector
+/// kernel (measured on 27-point stencils, rows of 8–27 entries).
+pub const LOCAL_VECTOR4_MAX_LEN: usize = 32;
+
+#[cfg(test)]
+mod auto_tests {
+    use super::*;
+
+    /// `Auto`'s choice on generated instances of each kind, from the same statistics the
+    /// upload computes (row lengths and the sampled column spread).
+    #[test]
+    fn auto_choice_by_kind() {
+        let cases: [(&str, &str); 9] = [
+            ("poisson3d:100", "rows"),
+            ("poisson3d27:60", "vector4"),
+            ("powerlaw:600000:2.0", "fused"),
+            ("emptyrows:2000000:90:20", "fused"),
+            ("denserows:1000000:4:8:200000", "fused"),
+            ("rmat:18:16", "fused"),
+            ("random:800000:6", "vector"),
+            ("random:300000:27", "vector"),
+            ("random:1000:5", "vector"),
+        ];
+        for (spec, want) in cases {
+            let a = crate::generate::from_spec::<f64>(spec, 9).unwrap();
+            let stats = row_stats_of(a.row_ptr());
+            let got = choose(&Shape {
+                stats: &stats,
+                nnz: a.nnz(),
+                elem_bytes: 8,
+                tile: SpmvPolicy::for_device((9, 0)).tile::<f64>() as usize,
+                spread: column_spread(&a),
+            });
+            assert_eq!(got.name(), want, "{spec}: {stats:?}");
+        }
+    }
+}

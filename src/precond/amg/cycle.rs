@@ -36,14 +36,19 @@ impl<V> LevelSmoother<V> {
             }
             Smoother::L1Jacobi => be.upload(&level.inv_l1)?,
         };
-        let hi = params.chebyshev_upper * level.rho;
-        Ok(LevelSmoother {
+        Ok(Self::from_parts(scale, level.rho, params))
+    }
+
+    /// The smoother with its scaling vector already on the backend and the level's ρ(D⁻¹A).
+    pub fn from_parts(scale: V, rho: f64, params: &AmgParams) -> Self {
+        let hi = params.chebyshev_upper * rho;
+        LevelSmoother {
             scale,
             kind: params.smoother,
             interval: (hi * params.chebyshev_lower, hi),
             degree: params.degree.max(1),
             sweeps: params.sweeps,
-        })
+        }
     }
 
     /// Device bytes of the smoother's vector.

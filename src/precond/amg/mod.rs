@@ -51,6 +51,8 @@
 
 mod coarse;
 mod cycle;
+#[cfg(feature = "cuda")]
+mod device;
 mod setup;
 mod tentative;
 
@@ -59,6 +61,8 @@ use std::fmt;
 use std::time::Instant;
 
 pub use coarse::CoarseSolver;
+#[cfg(feature = "cuda")]
+pub use device::AMG_SETUP_SRC;
 pub use tentative::{rigid_body_modes_2d, rigid_body_modes_3d};
 
 use crate::csr::CsrMatrix;
@@ -145,6 +149,10 @@ pub struct AmgParams {
     pub improve_candidates: usize,
     /// Lanczos steps of the spectral-radius estimate. Default 15.
     pub spectral_steps: usize,
+    /// Run the setup on the host even when the backend could run it (the GPU backend sets up
+    /// on the device by default): for comparisons; the hierarchy is the same up to the rounding
+    /// of the ρ estimates. Default false.
+    pub host_setup: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -167,6 +175,7 @@ impl Default for AmgParams {
             max_levels: 10,
             improve_candidates: 0,
             spectral_steps: 15,
+            host_setup: false,
             non_exhaustive: (),
         }
     }
@@ -325,7 +334,7 @@ impl fmt::Display for AmgSummary {
 /// What the multigrid cycle needs from a backend beyond the solvers' [`VectorOps`]: a sparse
 /// matrix type (square or rectangular) with `y ← α·A·x + β·y`. Implemented by [`Cpu`]
 /// ([`CsrMatrix`]) and the GPU backend ([`GpuCsr`](crate::spmv::gpu::GpuCsr)).
-pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized {
+pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized + 'static {
     /// A matrix on the backend.
     type Matrix: LinearOperator<T, Self>;
     /// Copies a host matrix to the backend.
@@ -347,6 +356,125 @@ pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized {
         beta: T,
         y: &mut Self::Vector,
     ) -> Result<()>;
+    /// Builds the hierarchy of `a` (the setup). The default runs it on the host and uploads
+    /// the result; the GPU backend runs it on the device (`device.rs`).
+    ///
+    /// # Errors
+    /// As [`Amg::new`].
+    #[doc(hidden)]
+    fn amg_setup(
+        &self,
+        a: &CsrMatrix<T>,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<AmgSetup<T, Self>> {
+        host_setup(self, a, candidates, params)
+    }
+}
+
+/// What a setup hands to [`Amg`]: the hierarchy for the cycle, and the state that a numeric
+/// re-setup and inspection use. Opaque outside the crate.
+#[doc(hidden)]
+pub struct AmgSetup<T: Scalar, B: MultigridOps<T>> {
+    built: Built<T, B>,
+    state: Box<dyn HierarchyState<T, B>>,
+}
+
+/// The hierarchy on the backend, as the cycle uses it, and what the summary reports.
+pub(crate) struct Built<T: Scalar, B: MultigridOps<T>> {
+    levels: Vec<DeviceLevel<T, B>>,
+    coarse_inv: B::Matrix,
+    info: Vec<LevelSummary>,
+    coarse_solver: CoarseSolver,
+    times: SetupTimes,
+}
+
+/// A setup's state: host ([`HostHierarchy`]) or device (`device.rs`).
+pub(crate) trait HierarchyState<T: Scalar, B: MultigridOps<T>> {
+    /// The numeric re-setup for new values of `a` on the same pattern.
+    fn update(&mut self, be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Built<T, B>>;
+    /// The number of near-nullspace candidates.
+    fn candidates(&self) -> usize;
+    /// Host copies of the level operators.
+    fn level_matrices(&self, be: &B, levels: &[DeviceLevel<T, B>]) -> Result<Vec<CsrMatrix<T>>>;
+    /// Host copies of the prolongators.
+    fn prolongators(&self, be: &B, levels: &[DeviceLevel<T, B>]) -> Result<Vec<CsrMatrix<T>>>;
+}
+
+/// The host setup: [`HostHierarchy::build`], then every matrix uploaded.
+fn host_setup<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &CsrMatrix<T>,
+    candidates: Option<&[Vec<T>]>,
+    params: &AmgParams,
+) -> Result<AmgSetup<T, B>> {
+    let clock = Instant::now();
+    let host = HostHierarchy::build(a, candidates, params)?;
+    let built = upload_host(be, &host, params, clock)?;
+    Ok(AmgSetup {
+        built,
+        state: Box::new(HostState(host)),
+    })
+}
+
+/// Uploads a host hierarchy; `clock` started with the setup (for the total).
+fn upload_host<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    host: &HostHierarchy<T>,
+    params: &AmgParams,
+    clock: Instant,
+) -> Result<Built<T, B>> {
+    let up = Instant::now();
+    let mut levels = Vec::with_capacity(host.levels.len());
+    for (l, lv) in host.levels.iter().enumerate() {
+        let tr = host.transfers.get(l);
+        levels.push(DeviceLevel {
+            a: be.upload_matrix(&lv.a)?,
+            smoother: LevelSmoother::new(be, lv, params)?,
+            p: tr.map(|t| be.upload_matrix(&t.p)).transpose()?,
+            r: tr.map(|t| be.upload_matrix(&t.r)).transpose()?,
+        });
+    }
+    let coarse_inv = be.upload_matrix(&host.coarse_inv)?;
+    let mut times = host.times;
+    times.upload = up.elapsed().as_secs_f64();
+    times.total = clock.elapsed().as_secs_f64();
+    Ok(Built {
+        levels,
+        coarse_inv,
+        info: host
+            .levels
+            .iter()
+            .map(|lv| LevelSummary {
+                rows: lv.a.nrows(),
+                nnz: lv.a.nnz(),
+                block: lv.block,
+                rho: lv.rho,
+            })
+            .collect(),
+        coarse_solver: host.coarse_solver,
+        times,
+    })
+}
+
+/// The host setup's state.
+struct HostState<T: Scalar>(HostHierarchy<T>);
+
+impl<T: Scalar, B: MultigridOps<T>> HierarchyState<T, B> for HostState<T> {
+    fn update(&mut self, be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Built<T, B>> {
+        let clock = Instant::now();
+        self.0.update(a, params)?;
+        upload_host(be, &self.0, params, clock)
+    }
+    fn candidates(&self) -> usize {
+        self.0.candidates.as_ref().map_or(1, |c| c.len())
+    }
+    fn level_matrices(&self, _be: &B, _l: &[DeviceLevel<T, B>]) -> Result<Vec<CsrMatrix<T>>> {
+        Ok(self.0.levels.iter().map(|l| l.a.clone()).collect())
+    }
+    fn prolongators(&self, _be: &B, _l: &[DeviceLevel<T, B>]) -> Result<Vec<CsrMatrix<T>>> {
+        Ok(self.0.transfers.iter().map(|t| t.p.clone()).collect())
+    }
 }
 
 impl<T: Scalar> MultigridOps<T> for Cpu {
@@ -382,12 +510,24 @@ impl<T: crate::spmv::gpu::GpuScalar> MultigridOps<T> for crate::solvers::gpu::Gp
     ) -> Result<()> {
         a.spmv(alpha, x, beta, y)
     }
+    fn amg_setup(
+        &self,
+        a: &CsrMatrix<T>,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<AmgSetup<T, Self>> {
+        if params.host_setup {
+            host_setup(self, a, candidates, params)
+        } else {
+            device::setup(self, a, candidates, params)
+        }
+    }
 }
 
 /// The smoothed-aggregation AMG preconditioner on backend `B`: one cycle per application.
 pub struct Amg<T: Scalar, B: MultigridOps<T>> {
     params: AmgParams,
-    host: HostHierarchy<T>,
+    state: Box<dyn HierarchyState<T, B>>,
     levels: Vec<DeviceLevel<T, B>>,
     coarse_inv: B::Matrix,
     work: RefCell<Vec<Work<B::Vector>>>,
@@ -431,86 +571,66 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
         candidates: Option<&[Vec<T>]>,
         params: &AmgParams,
     ) -> Result<Self> {
-        let clock = Instant::now();
-        let host = HostHierarchy::build(a, candidates, params)?;
-        let (levels, coarse_inv, work, upload) = Self::upload(be, &host, params)?;
+        let AmgSetup { built, state } = be.amg_setup(a, candidates, params)?;
         let mut amg = Amg {
             params: *params,
-            host,
-            levels,
-            coarse_inv,
-            work: RefCell::new(work),
+            state,
+            levels: Vec::new(),
+            coarse_inv: built.coarse_inv,
+            work: RefCell::new(Vec::new()),
             summary: empty_summary(params),
         };
-        amg.host.times.upload = upload;
-        amg.host.times.total = clock.elapsed().as_secs_f64();
-        amg.summary = amg.summarise(be);
+        amg.install(be, built.levels, built.info, built.coarse_solver, built.times)?;
         Ok(amg)
     }
 
     /// Numeric re-setup for new values of `A` on the pattern the hierarchy was built for: the
     /// aggregation and the symbolic SpGEMM phases are kept, everything numeric is recomputed
-    /// and uploaded again. Equals a fresh setup whenever the aggregation of the new matrix is
-    /// the same (always for θ = 0, which looks at the pattern alone).
+    /// (on the backend that ran the setup). Equals a fresh setup whenever the aggregation of
+    /// the new matrix is the same (always for θ = 0, which looks at the pattern alone).
     ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the pattern differs, and as
     /// [`Amg::new`].
     pub fn update(&mut self, be: &B, a: &CsrMatrix<T>) -> Result<()> {
-        let clock = Instant::now();
-        self.host.update(a, &self.params)?;
-        let (levels, coarse_inv, work, upload) = Self::upload(be, &self.host, &self.params)?;
-        self.levels = levels;
-        self.coarse_inv = coarse_inv;
-        self.work = RefCell::new(work);
-        self.host.times.upload = upload;
-        self.host.times.total = clock.elapsed().as_secs_f64();
-        self.summary = self.summarise(be);
-        Ok(())
+        let built = self.state.update(be, a, &self.params)?;
+        self.coarse_inv = built.coarse_inv;
+        self.install(be, built.levels, built.info, built.coarse_solver, built.times)
     }
 
-    #[allow(clippy::type_complexity)]
-    fn upload(
+    /// Takes a new hierarchy: levels, cycle workspace, summary.
+    fn install(
+        &mut self,
         be: &B,
-        host: &HostHierarchy<T>,
-        params: &AmgParams,
-    ) -> Result<(Vec<DeviceLevel<T, B>>, B::Matrix, Vec<Work<B::Vector>>, f64)> {
-        let clock = Instant::now();
-        let mut levels = Vec::with_capacity(host.levels.len());
-        let mut work = Vec::with_capacity(host.levels.len());
-        for (l, lv) in host.levels.iter().enumerate() {
-            let tr = host.transfers.get(l);
-            levels.push(DeviceLevel {
-                a: be.upload_matrix(&lv.a)?,
-                smoother: LevelSmoother::new(be, lv, params)?,
-                p: tr.map(|t| be.upload_matrix(&t.p)).transpose()?,
-                r: tr.map(|t| be.upload_matrix(&t.r)).transpose()?,
-            });
+        levels: Vec<DeviceLevel<T, B>>,
+        info: Vec<LevelSummary>,
+        coarse_solver: CoarseSolver,
+        times: SetupTimes,
+    ) -> Result<()> {
+        let mut work = Vec::with_capacity(info.len());
+        for (l, lv) in info.iter().enumerate() {
             // The coarsest level has no next level: one unused element (a device allocation of
             // zero bytes is an error).
-            let nc = tr.map_or(1, |t| t.p.ncols());
+            let nc = info.get(l + 1).map_or(1, |c| c.rows);
             work.push(Work {
-                s: Scratch::new(be, lv.a.nrows())?,
+                s: Scratch::new(be, lv.rows)?,
                 bc: be.zeros(nc)?,
                 xc: be.zeros(nc)?,
             });
         }
-        let coarse_inv = be.upload_matrix(&host.coarse_inv)?;
-        Ok((levels, coarse_inv, work, clock.elapsed().as_secs_f64()))
+        self.levels = levels;
+        self.work = RefCell::new(work);
+        self.summary = self.summarise(be, info, coarse_solver, times);
+        Ok(())
     }
 
-    fn summarise(&self, be: &B) -> AmgSummary {
-        let levels: Vec<LevelSummary> = self
-            .host
-            .levels
-            .iter()
-            .map(|lv| LevelSummary {
-                rows: lv.a.nrows(),
-                nnz: lv.a.nnz(),
-                block: lv.block,
-                rho: lv.rho,
-            })
-            .collect();
+    fn summarise(
+        &self,
+        be: &B,
+        levels: Vec<LevelSummary>,
+        coarse_solver: CoarseSolver,
+        setup: SetupTimes,
+    ) -> AmgSummary {
         let (r0, z0) = (levels[0].rows.max(1) as f64, levels[0].nnz.max(1) as f64);
         let vb = std::mem::size_of::<T>();
         let mut bytes = be.matrix_bytes(&self.coarse_inv);
@@ -525,13 +645,13 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
             grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / r0,
             levels,
             device_bytes: bytes,
-            candidates: self.host.candidates.as_ref().map_or(1, |c| c.len()),
-            coarse_solver: self.host.coarse_solver,
+            candidates: self.state.candidates(),
+            coarse_solver,
             smoother: self.params.smoother,
             degree: self.params.degree,
             sweeps: self.params.sweeps,
             cycle: self.params.cycle,
-            setup: self.host.times,
+            setup,
         }
     }
 
@@ -550,14 +670,21 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
         self.levels.len()
     }
 
-    /// The host copies of the level operators (finest first) — for inspection and tests.
-    pub fn level_matrices(&self) -> Vec<&CsrMatrix<T>> {
-        self.host.levels.iter().map(|l| &l.a).collect()
+    /// Host copies of the level operators (finest first), downloaded from the backend where
+    /// the setup ran there — for inspection and tests.
+    ///
+    /// # Errors
+    /// A failed download.
+    pub fn level_matrices(&self, be: &B) -> Result<Vec<CsrMatrix<T>>> {
+        self.state.level_matrices(be, &self.levels)
     }
 
-    /// The host copies of the prolongators `P_l` (level `l + 1` to level `l`).
-    pub fn prolongators(&self) -> Vec<&CsrMatrix<T>> {
-        self.host.transfers.iter().map(|t| &t.p).collect()
+    /// Host copies of the prolongators `P_l` (level `l + 1` to level `l`).
+    ///
+    /// # Errors
+    /// A failed download.
+    pub fn prolongators(&self, be: &B) -> Result<Vec<CsrMatrix<T>>> {
+        self.state.prolongators(be, &self.levels)
     }
 }
 
@@ -580,7 +707,7 @@ fn empty_summary(params: &AmgParams) -> AmgSummary {
 impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
     /// `z ← M⁻¹r`: one cycle from `z = 0`. Queues work only (no host synchronisation).
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
-        let n = self.host.levels[0].a.nrows();
+        let n = self.summary.levels[0].rows;
         assert_eq!(
             be.len(r),
             n,

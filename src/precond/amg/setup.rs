@@ -170,6 +170,12 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
         v.par_iter_mut().zip(&w).for_each(|(v, &w)| *v = w / bt);
         b_prev = bt;
     }
+    ritz_max(&alpha, &beta)
+}
+
+/// The largest Ritz value of the Lanczos tridiagonal `(alpha, beta)` (diagonal and
+/// off-diagonal), or 1 when it is not a positive finite number.
+pub(crate) fn ritz_max(alpha: &[f64], beta: &[f64]) -> f64 {
     let m = alpha.len();
     let mut t: Vec<Vec<f64>> = (0..m)
         .map(|i| {

@@ -136,6 +136,33 @@ pub struct CsrView<'a, T: GpuScalar> {
     val: &'a CudaSlice<T>,
 }
 
+impl<'a, T: GpuScalar> CsrView<'a, T> {
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+    /// The row pointer (`nrows + 1` entries).
+    pub fn row_ptr(&self) -> &'a CudaSlice<u32> {
+        self.row_ptr
+    }
+    /// The column indices (`max(nnz, 1)` entries).
+    pub fn col(&self) -> &'a CudaSlice<u32> {
+        self.col
+    }
+    /// The values (`max(nnz, 1)` entries).
+    pub fn val(&self) -> &'a CudaSlice<T> {
+        self.val
+    }
+}
+
 impl<'a, T: GpuScalar> From<&'a GpuCsr<T>> for CsrView<'a, T> {
     fn from(a: &'a GpuCsr<T>) -> Self {
         let (row_ptr, col, val) = a.device_parts();
