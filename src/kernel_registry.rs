@@ -31,6 +31,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
+    &crate::sparse::gpu::AGGREGATE_SRC,
+    #[cfg(feature = "cuda")]
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,

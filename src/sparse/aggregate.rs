@@ -1,35 +1,58 @@
-//! Strength of connection and aggregation: the graph steps of smoothed-aggregation multigrid.
+//! Strength of connection, amalgamation and aggregation: the graph steps of smoothed-aggregation
+//! multigrid.
 //!
 //! [`strength_symmetric`] keeps the strong off-diagonal entries of `A` (PyAMG's symmetric
-//! strength of connection); [`aggregate_mis2`] groups the nodes of that graph into aggregates
-//! around the nodes of a distance-2 maximal independent set (Bell, Dalton and Olson 2012).
+//! strength of connection); [`amalgamate`] turns a matrix with `block` unknowns per node into its
+//! node graph; [`aggregate_mis2`] groups the nodes of a strength graph into aggregates around the
+//! nodes of a distance-2 maximal independent set (Bell, Dalton and Olson 2012).
+//!
+//! These CPU functions are the reference: the GPU versions (`sparse::gpu::strength_symmetric`,
+//! `amalgamate`, `aggregate_mis2`, with the CUDA feature) return **exactly** the same results on
+//! canonical input (same patterns, same aggregation arrays and roots, values bit for bit), so a
+//! hierarchy built on either side is the same.
 //!
 //! # Why MIS-2, and why this exact procedure
 //!
 //! Greedy aggregation (PyAMG's `standard_aggregation`) visits nodes in order, which is
 //! sequential. A distance-2 maximal independent set has the same property that makes good
-//! aggregates — every node is within distance 2 of exactly one chosen root and no two roots
-//! are within distance 2 — and it is computed in parallel rounds where every node reads only the
-//! previous round's arrays. The procedure below fixes every tie by a random priority and the node
+//! aggregates — every node is within distance 2 of a chosen root and no two roots are within
+//! distance 2 — and it is computed in parallel rounds where every node reads only the previous
+//! half-round's array. The procedure below breaks every tie by a random priority and the node
 //! index, so its result depends on the graph and the seed alone, not on thread count or
-//! evaluation order: the CPU version here and the GPU version (`sparse::gpu`) produce the same
-//! aggregates, hence the same multigrid hierarchy.
+//! evaluation order.
 //!
-//! 1. Priority `w(i) = splitmix64(seed ^ splitmix64(i))` ([`mis2_priority`]). State
+//! 1. The graph: the pattern of `S`, symmetrised (`i ~ j` when `s_ij` or `s_ji` is stored),
+//!    without the diagonal.
+//! 2. Priority `w(i) = splitmix64(seed ^ splitmix64(i))` ([`mis2_priority`]); state
 //!    `OUT = 0`, `UNDECIDED = 1`, `IN = 2`; nodes without neighbours start `OUT`, the others
-//!    `UNDECIDED`. `key(i) = (state(i), w(i), i)`, compared lexicographically.
-//! 2. Round: `t1(i) = max key(j)` over `j ∈ {i} ∪ N(i)`; `t2(i) = max t1(j)` over the same set
-//!    (the largest key within distance 2); every `UNDECIDED` node whose `t2` is its own key
-//!    becomes `IN`, and every `UNDECIDED` node whose `t2` belongs to an `IN` node becomes `OUT`.
-//!    Repeat until no node is `UNDECIDED` (each round decides at least the node of largest key).
-//! 3. The `IN` nodes are the roots; aggregate `k` is the `k`-th root in node order.
-//! 4. Pass 1: a non-root node with a root neighbour joins the root neighbour of largest
-//!    `(w(j), j)`. Pass 2: a node still unassigned joins the aggregate of its neighbour of largest
-//!    `(w(j), j)` among those assigned in pass 1 (maximality puts every node with neighbours
-//!    within distance 2 of a root, so pass 2 assigns the rest).
+//!    `UNDECIDED`. Each node's state, priority and index are packed in one 64-bit key,
+//!    `key(i) = state << 62 | (w(i) >> 34) << 32 | i` (2 bits of state, the top 30 bits of the
+//!    priority, the 32-bit index), so comparing keys compares `(state, priority, index)` and a
+//!    round moves 8-byte words instead of tuples.
+//! 3. Round: `t1(i) = max key(j)` over `j ∈ {i} ∪ N(i)`; `t2(i) = max t1(j)` over the same set
+//!    (the largest key within distance 2); every `UNDECIDED` node with `t2(i) == key(i)` becomes
+//!    `IN`, and every `UNDECIDED` node whose `t2(i) >> 62 == IN` becomes `OUT`. Repeat until no
+//!    node is `UNDECIDED`: each round decides at least the undecided node of largest key (every
+//!    key within distance 2 of it is smaller, or is an `IN` node's and makes it `OUT`).
+//! 4. The `IN` nodes are the roots; aggregate `k` is the `k`-th root in node order.
+//! 5. Pass 1: a non-root node with a root neighbour joins the root neighbour of largest
+//!    `(w(j) >> 34) << 32 | j` (its key without the state bits). Pass 2: a node still unassigned
+//!    joins the aggregate of its neighbour of largest `(w(j) >> 34) << 32 | j` among those
+//!    assigned in pass 1 (maximality puts every node with neighbours within distance 2 of a root,
+//!    so pass 2 assigns the rest).
 //!
 //! Nodes without strong neighbours stay unaggregated ([`NOT_AGGREGATED`]): their rows of the
 //! tentative prolongator are zero, and the smoother alone treats them (as in PyAMG).
+//!
+//! # CPU implementation and determinism
+//!
+//! Every output matrix is built in two passes over rows in chunks of [`ROWS_PER_TASK`] (rayon):
+//! a count pass, a prefix sum of the counts, and a fill pass writing each row in place — no
+//! vector per row. The MIS-2 rounds work on two `u64` arrays (keys and `t1`) reused across
+//! rounds: the second half-round and the state update are one pass, since `t2(i)` is needed by
+//! node `i` alone and the pass writes only keys while reading `t1`. All of it is integer work
+//! except strength's threshold and amalgamation's sums, which are computed per entry and per
+//! block in a fixed order (below), so the results do not depend on the thread count.
 //!
 //! # References
 //!
@@ -72,17 +95,116 @@ pub fn splitmix64(z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The random priority of node `i` in [`aggregate_mis2`] (shared with the GPU version).
+/// The random priority of node `i` in [`aggregate_mis2`] (shared with the GPU version, which
+/// keeps its top 30 bits).
 #[inline]
 pub fn mis2_priority(i: u32, seed: u64) -> u64 {
     splitmix64(seed ^ splitmix64(i as u64))
 }
 
+/// Rows per parallel task of the two-pass builders and of the MIS-2 passes: large enough to
+/// amortise a task, small enough to balance the load of 2–64 threads.
+pub(crate) const ROWS_PER_TASK: usize = 4096;
+
+/// CSR arrays of `n` rows built in two passes: `count(s, i)` returns the length of row `i`, a
+/// prefix sum gives the row pointer, and `fill(s, i, cols, vals)` writes row `i` into slices of
+/// exactly that length. Rows are processed in parallel in chunks of [`ROWS_PER_TASK`], each task
+/// with a scratch value from `init`. The result does not depend on the thread count as long as
+/// `count` and `fill` depend on the row alone.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming `what` when the total reaches `u32::MAX`.
+pub(crate) fn build_rows<V, S>(
+    n: usize,
+    what: &str,
+    init: impl Fn() -> S + Sync + Send,
+    count: impl Fn(&mut S, usize) -> usize + Sync + Send,
+    fill: impl Fn(&mut S, usize, &mut [u32], &mut [V]) + Sync + Send,
+) -> Result<(Vec<u32>, Vec<u32>, Vec<V>)>
+where
+    V: Copy + Default + Send + Sync,
+{
+    let mut counts = vec![0u32; n];
+    counts
+        .par_chunks_mut(ROWS_PER_TASK)
+        .enumerate()
+        .for_each_init(&init, |s, (c, out)| {
+            let lo = c * ROWS_PER_TASK;
+            for (r, o) in out.iter_mut().enumerate() {
+                *o = count(s, lo + r) as u32;
+            }
+        });
+    let chunk_total: Vec<u64> = counts
+        .par_chunks(ROWS_PER_TASK)
+        .map(|c| c.iter().map(|&x| x as u64).sum())
+        .collect();
+    let mut starts = Vec::with_capacity(chunk_total.len() + 1);
+    starts.push(0u64);
+    for t in &chunk_total {
+        starts.push(starts.last().copied().unwrap_or(0) + t);
+    }
+    let nnz = *starts.last().unwrap_or(&0);
+    if nnz >= u32::MAX as u64 {
+        return Err(Error::InvalidInput(format!(
+            "{what}: {nnz} entries exceed the 32-bit index range"
+        )));
+    }
+    let mut row_ptr = vec![0u32; n + 1];
+    row_ptr[1..]
+        .par_chunks_mut(ROWS_PER_TASK)
+        .zip(counts.par_chunks(ROWS_PER_TASK))
+        .enumerate()
+        .for_each(|(c, (out, cnt))| {
+            let mut acc = starts[c] as u32;
+            for (o, &x) in out.iter_mut().zip(cnt) {
+                acc += x;
+                *o = acc;
+            }
+        });
+    drop(counts);
+    let nnz = nnz as usize;
+    let mut col = vec![0u32; nnz];
+    let mut val = vec![V::default(); nnz];
+    let mut parts = Vec::with_capacity(chunk_total.len());
+    let (mut rc, mut rv) = (&mut col[..], &mut val[..]);
+    for c in 0..chunk_total.len() {
+        let len = chunk_total[c] as usize;
+        let (hc, tc) = std::mem::take(&mut rc).split_at_mut(len);
+        let (hv, tv) = std::mem::take(&mut rv).split_at_mut(len);
+        parts.push((c, hc, hv));
+        rc = tc;
+        rv = tv;
+    }
+    let rp = &row_ptr;
+    parts
+        .into_par_iter()
+        .for_each_init(&init, |s, (c, cols, vals)| {
+            let lo = c * ROWS_PER_TASK;
+            let hi = (lo + ROWS_PER_TASK).min(n);
+            let base = rp[lo];
+            for i in lo..hi {
+                let (a, b) = ((rp[i] - base) as usize, (rp[i + 1] - base) as usize);
+                fill(s, i, &mut cols[a..b], &mut vals[a..b]);
+            }
+        });
+    Ok((row_ptr, col, val))
+}
+
+/// True when the columns of `cols` are strictly increasing (a canonical row).
+#[inline]
+fn strictly_increasing(cols: &[u32]) -> bool {
+    cols.windows(2).all(|w| w[0] < w[1])
+}
+
 /// Symmetric strength of connection (PyAMG's `symmetric_strength_of_connection`): the
-/// off-diagonal `a_ij` is strong when `|a_ij| ≥ θ·sqrt(|a_ii|·|a_jj|)`. Returns the strong
-/// off-diagonal entries (values `a_ij`) as canonical CSR without the diagonal; `θ = 0` keeps every
-/// stored off-diagonal entry (PyAMG's default for smoothed aggregation). Explicit zeros are
-/// dropped.
+/// off-diagonal `a_ij` is strong when `|a_ij| ≥ θ·sqrt(|a_ii|·|a_jj|)` (evaluated in `f64`, as
+/// `theta * (d_i * d_j).sqrt()`). Returns the strong off-diagonal entries (values `a_ij`) as
+/// canonical CSR without the diagonal; `θ = 0` keeps every stored off-diagonal entry (PyAMG's
+/// default for smoothed aggregation). Explicit zeros are dropped.
+///
+/// Non-canonical input is accepted: `a_ii` is the sum of the row's stored diagonal entries, each
+/// stored entry is tested on its own, and the strong entries of one column are summed in stored
+/// order.
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when `A` is not square or `θ` is not in `[0, 1]`.
@@ -100,156 +222,413 @@ pub fn strength_symmetric<T: Scalar>(a: &CsrMatrix<T>, theta: f64) -> Result<Csr
         )));
     }
     let n = a.nrows();
-    let diag: Vec<f64> = a.diagonal().iter().map(|d| d.as_f64().abs()).collect();
     let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
-    let rows: Vec<Vec<(u32, T)>> = (0..n)
+    let row = |i: usize| p[i] as usize..p[i + 1] as usize;
+    let diag: Vec<f64> = (0..n)
         .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
         .map(|i| {
-            let mut row: Vec<(u32, T)> = (p[i] as usize..p[i + 1] as usize)
-                .filter(|&k| {
-                    let c = j[k] as usize;
-                    let x = v[k].as_f64().abs();
-                    c != i && x != 0.0 && x >= theta * (diag[i] * diag[c]).sqrt()
-                })
-                .map(|k| (j[k], v[k]))
-                .collect();
-            row.sort_unstable_by_key(|e| e.0);
-            // Duplicate entries of one column are summed (they are one connection).
-            row.dedup_by(|b, a| {
-                if a.0 == b.0 {
-                    a.1 += b.1;
-                    true
-                } else {
-                    false
+            let mut d = T::zero();
+            for k in row(i) {
+                if j[k] as usize == i {
+                    d += v[k];
                 }
-            });
-            row
+            }
+            d.as_f64().abs()
         })
         .collect();
-    let mut row_ptr = Vec::with_capacity(n + 1);
-    row_ptr.push(0u32);
-    let nnz: usize = rows.iter().map(Vec::len).sum();
-    let mut col_idx = Vec::with_capacity(nnz);
-    let mut values = Vec::with_capacity(nnz);
-    for row in rows {
-        for (c, x) in row {
-            col_idx.push(c);
-            values.push(x);
-        }
-        row_ptr.push(col_idx.len() as u32);
+    let strong = |i: usize, k: usize| {
+        let c = j[k] as usize;
+        let x = v[k].as_f64().abs();
+        c != i && x != 0.0 && x >= theta * (diag[i] * diag[c]).sqrt()
+    };
+    // A non-canonical row: its strong entries as (column << 32 | position) keys, sorted, so
+    // that equal columns are adjacent and in stored order.
+    let gather = |keys: &mut Vec<u64>, i: usize| {
+        keys.clear();
+        let r = row(i);
+        let lo = r.start;
+        keys.extend(
+            r.filter(|&k| strong(i, k))
+                .map(|k| (j[k] as u64) << 32 | (k - lo) as u64),
+        );
+        keys.sort_unstable();
+    };
+    let distinct = |keys: &[u64]| {
+        keys.iter()
+            .enumerate()
+            .filter(|&(q, &k)| q == 0 || keys[q - 1] >> 32 != k >> 32)
+            .count()
+    };
+    let (rp, col, val) = build_rows(
+        n,
+        "strength of connection",
+        Vec::<u64>::new,
+        |keys, i| {
+            if strictly_increasing(&j[row(i)]) {
+                row(i).filter(|&k| strong(i, k)).count()
+            } else {
+                gather(keys, i);
+                distinct(keys)
+            }
+        },
+        |keys, i, cols, vals| {
+            if strictly_increasing(&j[row(i)]) {
+                for (q, k) in row(i).filter(|&k| strong(i, k)).enumerate() {
+                    cols[q] = j[k];
+                    vals[q] = v[k];
+                }
+            } else {
+                gather(keys, i);
+                let lo = p[i] as usize;
+                let mut q = usize::MAX;
+                for (t, &key) in keys.iter().enumerate() {
+                    let x = v[lo + (key & 0xffff_ffff) as usize];
+                    if t > 0 && keys[t - 1] >> 32 == key >> 32 {
+                        vals[q] += x;
+                    } else {
+                        q = q.wrapping_add(1);
+                        cols[q] = (key >> 32) as u32;
+                        vals[q] = x;
+                    }
+                }
+            }
+        },
+    )?;
+    // SAFETY: build_rows made row_ptr non-decreasing from 0 to col.len() (< u32::MAX); columns
+    // come from A (< n), strictly increasing within each row; val has col.len() entries.
+    Ok(unsafe { CsrMatrix::from_parts_unchecked(n, n, rp, col, val) })
+}
+
+/// The node graph of a matrix with `block` unknowns per node (PyAMG amalgamates BSR matrices the
+/// same way before its strength of connection): node `(I, J)` is stored when any entry of the
+/// `block × block` block is, with value `sqrt(Σ a_ij²)` over the block's stored entries.
+///
+/// The sum is taken in `f64` in a fixed order — the rows of the block in increasing order, each
+/// row's entries of the block in stored order (column order for canonical input) — starting from
+/// `0.0`, then `sqrt` and a conversion to `T`; the GPU version adds in the same order, so the two
+/// agree bit for bit. `block = 1` gives `|a_ij|` on the pattern of `A`. The result is canonical.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `block` is 0 or does not divide the rows and columns.
+pub fn amalgamate<T: Scalar>(a: &CsrMatrix<T>, block: usize) -> Result<CsrMatrix<T>> {
+    let (m, n) = (a.nrows(), a.ncols());
+    if block == 0 || m % block != 0 || n % block != 0 {
+        return Err(Error::InvalidInput(format!(
+            "amalgamate: the matrix is {m}×{n}, not a multiple of the block size {block}"
+        )));
     }
-    CsrMatrix::try_from_parts(n, n, row_ptr, col_idx, values)
+    let nodes = m / block;
+    let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
+    let b32 = block as u32;
+    // The node row's entries as (block column << 32 | gather position) keys, positions counted
+    // over the block's rows in order and each row in stored order; sorting them lists each block
+    // column's entries in the summation order.
+    let gather = |keys: &mut Vec<u64>, node: usize| {
+        keys.clear();
+        let (lo, hi) = (p[node * block] as usize, p[(node + 1) * block] as usize);
+        keys.extend((lo..hi).map(|k| ((j[k] / b32) as u64) << 32 | (k - lo) as u64));
+        keys.sort_unstable();
+    };
+    let (rp, col, val) = build_rows(
+        nodes,
+        "amalgamate",
+        Vec::<u64>::new,
+        |keys, node| {
+            gather(keys, node);
+            keys.iter()
+                .enumerate()
+                .filter(|&(q, &k)| q == 0 || keys[q - 1] >> 32 != k >> 32)
+                .count()
+        },
+        |keys, node, cols, vals: &mut [T]| {
+            gather(keys, node);
+            let lo = p[node * block] as usize;
+            let mut q = 0;
+            let mut t = 0;
+            while t < keys.len() {
+                let c = keys[t] >> 32;
+                let mut s = 0.0f64;
+                while t < keys.len() && keys[t] >> 32 == c {
+                    let x = v[lo + (keys[t] & 0xffff_ffff) as usize].as_f64();
+                    s += x * x;
+                    t += 1;
+                }
+                cols[q] = c as u32;
+                vals[q] = T::of_f64(s.sqrt());
+                q += 1;
+            }
+        },
+    )?;
+    // SAFETY: as in strength_symmetric; block columns are j / block < n / block, strictly
+    // increasing within each row (distinct sorted keys).
+    Ok(unsafe { CsrMatrix::from_parts_unchecked(nodes, n / block, rp, col, val) })
 }
 
 /// The symmetrised adjacency of `s` without the diagonal: `i ~ j` when `s_ij` or `s_ji` is
-/// stored. Rows sorted, no duplicates.
-fn symmetric_graph<T: Scalar>(s: &CsrMatrix<T>) -> (Vec<u32>, Vec<u32>) {
+/// stored. Rows sorted, no duplicates. Built from the mirror test of every entry (binary search
+/// of `i` in row `j` of the canonical pattern): when every entry has its mirror (the usual case,
+/// `S` of a symmetric matrix) the graph is the pattern without the diagonal; otherwise the
+/// missing mirrors are collected as sorted `(j, i)` pairs and merged into their rows.
+pub(crate) fn symmetric_graph<T: Scalar>(s: &CsrMatrix<T>) -> Result<(Vec<u32>, Vec<u32>)> {
     let n = s.nrows();
-    let t = s.transpose();
-    let rows: Vec<Vec<u32>> = (0..n)
+    let owned;
+    let (ptr, idx): (&[u32], &[u32]) =
+        if (0..n).into_par_iter().with_min_len(ROWS_PER_TASK).all(|i| {
+            strictly_increasing(&s.col_idx()[s.row_ptr()[i] as usize..s.row_ptr()[i + 1] as usize])
+        }) {
+            (s.row_ptr(), s.col_idx())
+        } else {
+            let (sp, sj) = (s.row_ptr(), s.col_idx());
+            let sorted_row = |r: &mut Vec<u32>, i: usize| {
+                r.clear();
+                r.extend_from_slice(&sj[sp[i] as usize..sp[i + 1] as usize]);
+                r.sort_unstable();
+                r.dedup();
+            };
+            let (p, j, _) = build_rows::<(), _>(
+                n,
+                "aggregation graph",
+                Vec::<u32>::new,
+                |r, i| {
+                    sorted_row(r, i);
+                    r.len()
+                },
+                |r, i, cols, _| {
+                    sorted_row(r, i);
+                    cols.copy_from_slice(r);
+                },
+            )?;
+            owned = (p, j);
+            (&owned.0, &owned.1)
+        };
+    let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
+    let has = |r: usize, c: u32| nb(r).binary_search(&c).is_ok();
+    // Missing mirrors (i, j) → (j, i), as keys j << 32 | i, sorted.
+    let mut extra: Vec<u64> = (0..n.div_ceil(ROWS_PER_TASK))
         .into_par_iter()
-        .map(|i| {
-            let mut r: Vec<u32> = s
-                .col_idx()
-                .get(s.row_ptr()[i] as usize..s.row_ptr()[i + 1] as usize)
-                .unwrap_or(&[])
-                .iter()
-                .chain(&t.col_idx()[t.row_ptr()[i] as usize..t.row_ptr()[i + 1] as usize])
-                .copied()
-                .filter(|&c| c as usize != i)
-                .collect();
-            r.sort_unstable();
-            r.dedup();
-            r
+        .flat_map_iter(|c| {
+            let lo = c * ROWS_PER_TASK;
+            let hi = (lo + ROWS_PER_TASK).min(n);
+            (lo..hi).flat_map(move |i| {
+                nb(i)
+                    .iter()
+                    .filter(move |&&jj| jj as usize != i && !has(jj as usize, i as u32))
+                    .map(move |&jj| (jj as u64) << 32 | i as u64)
+            })
         })
         .collect();
-    let mut ptr = Vec::with_capacity(n + 1);
-    ptr.push(0u32);
-    let mut idx = Vec::new();
-    for r in rows {
-        idx.extend_from_slice(&r);
-        ptr.push(idx.len() as u32);
-    }
-    (ptr, idx)
+    extra.par_sort_unstable();
+    let eptr: Vec<u32> = if extra.is_empty() {
+        Vec::new()
+    } else {
+        (0..n + 1)
+            .into_par_iter()
+            .with_min_len(ROWS_PER_TASK)
+            .map(|r| extra.partition_point(|&k| (k >> 32) < r as u64) as u32)
+            .collect()
+    };
+    let erow = |i: usize| {
+        if eptr.is_empty() {
+            &extra[0..0]
+        } else {
+            &extra[eptr[i] as usize..eptr[i + 1] as usize]
+        }
+    };
+    let own = |i: usize| nb(i).iter().filter(move |&&c| c as usize != i);
+    let (gp, gj, _) = build_rows::<(), _>(
+        n,
+        "aggregation graph",
+        || (),
+        |_, i| own(i).count() + erow(i).len(),
+        |_, i, cols, _| {
+            // Merge of two sorted, disjoint lists.
+            let mut e = erow(i).iter().map(|&k| k as u32).peekable();
+            let mut q = 0;
+            for &c in own(i) {
+                while let Some(&x) = e.peek() {
+                    if x < c {
+                        cols[q] = x;
+                        q += 1;
+                        e.next();
+                    } else {
+                        break;
+                    }
+                }
+                cols[q] = c;
+                q += 1;
+            }
+            for x in e {
+                cols[q] = x;
+                q += 1;
+            }
+        },
+    )?;
+    Ok((gp, gj))
 }
 
-const OUT: u8 = 0;
-const UNDECIDED: u8 = 1;
-const IN: u8 = 2;
+const OUT: u64 = 0;
+const UNDECIDED: u64 = 1;
+const IN: u64 = 2;
+const STATE_SHIFT: u32 = 62;
+/// The key without its state bits: `(w >> 34) << 32 | i`.
+const LOW: u64 = (1 << STATE_SHIFT) - 1;
 
-/// `(state, priority, node)`: the lexicographic key of the MIS-2 rounds.
-type Key = (u8, u64, u32);
+/// The packed MIS-2 key of node `i` (see the module docs).
+#[inline]
+fn mis2_key(i: u32, seed: u64, state: u64) -> u64 {
+    (state << STATE_SHIFT) | ((mis2_priority(i, seed) >> 34) << 32) | i as u64
+}
+
+/// The MIS-2 rounds on the graph `(ptr, idx)`: the final keys (every state `IN` or `OUT`) and
+/// the number of rounds.
+fn mis2_rounds(ptr: &[u32], idx: &[u32], seed: u64) -> (Vec<u64>, usize) {
+    let n = ptr.len() - 1;
+    let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
+    let closed_max = |i: usize, a: &[u64]| nb(i).iter().fold(a[i], |m, &j| m.max(a[j as usize]));
+    let mut key: Vec<u64> = (0..n)
+        .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
+        .map(|i| {
+            let state = if nb(i).is_empty() { OUT } else { UNDECIDED };
+            mis2_key(i as u32, seed, state)
+        })
+        .collect();
+    let mut undecided = key
+        .par_iter()
+        .filter(|&&k| k >> STATE_SHIFT == UNDECIDED)
+        .count();
+    let mut t1 = vec![0u64; n];
+    let mut rounds = 0;
+    while undecided > 0 {
+        rounds += 1;
+        t1.par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .for_each(|(c, out)| {
+                let lo = c * ROWS_PER_TASK;
+                for (r, o) in out.iter_mut().enumerate() {
+                    *o = closed_max(lo + r, &key);
+                }
+            });
+        // t2 and the state update in one pass: t2(i) is needed by node i alone, and this pass
+        // reads only t1 and writes only key[i].
+        undecided = key
+            .par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .map(|(c, ks)| {
+                let lo = c * ROWS_PER_TASK;
+                let mut left = 0usize;
+                for (r, k) in ks.iter_mut().enumerate() {
+                    if *k >> STATE_SHIFT != UNDECIDED {
+                        continue;
+                    }
+                    let t2 = closed_max(lo + r, &t1);
+                    if t2 == *k {
+                        *k = (*k & LOW) | IN << STATE_SHIFT;
+                    } else if t2 >> STATE_SHIFT == IN {
+                        *k &= LOW;
+                    } else {
+                        left += 1;
+                    }
+                }
+                left
+            })
+            .sum();
+    }
+    (key, rounds)
+}
 
 /// MIS-2 aggregation of the graph of `s` (its pattern, symmetrised, without the diagonal),
-/// deterministic for a given `seed` and independent of evaluation order. See the module docs for
-/// the exact procedure.
+/// deterministic for a given `seed` and independent of evaluation order and thread count. See
+/// the module docs for the exact procedure.
 ///
 /// # Panics
-/// When `s` is not square (a strength matrix always is).
+/// When `s` is not square (a strength matrix always is), or its symmetrised graph has 2^32 or
+/// more entries.
 pub fn aggregate_mis2<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> Aggregation {
     assert_eq!(s.nrows(), s.ncols(), "aggregate_mis2: S must be square");
     let n = s.nrows();
-    let (ptr, idx) = symmetric_graph(s);
-    let nbrs = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
-    let w: Vec<u64> = (0..n as u32).map(|i| mis2_priority(i, seed)).collect();
-    let mut state: Vec<u8> = (0..n)
-        .map(|i| if nbrs(i).is_empty() { OUT } else { UNDECIDED })
+    let (ptr, idx) = symmetric_graph(s).unwrap_or_else(|e| panic!("aggregate_mis2: {e}"));
+    let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
+    let (key, _rounds) = mis2_rounds(&ptr, &idx, seed);
+    let is_root = |k: u64| k >> STATE_SHIFT == IN;
+    // Roots numbered in node order: per-chunk counts, their prefix, then the ranks.
+    let chunk_roots: Vec<u32> = key
+        .par_chunks(ROWS_PER_TASK)
+        .map(|c| c.iter().filter(|&&k| is_root(k)).count() as u32)
         .collect();
-    let max_over = |i: usize, f: &dyn Fn(usize) -> Key| {
-        nbrs(i)
-            .iter()
-            .map(|&j| f(j as usize))
-            .fold(f(i), |m, k| m.max(k))
-    };
-    while state.contains(&UNDECIDED) {
-        let key = |i: usize| (state[i], w[i], i as u32);
-        let t1: Vec<Key> = (0..n).into_par_iter().map(|i| max_over(i, &key)).collect();
-        let t2: Vec<Key> = (0..n)
-            .into_par_iter()
-            .map(|i| max_over(i, &|j| t1[j]))
-            .collect();
-        state = (0..n)
-            .into_par_iter()
-            .map(|i| match state[i] {
-                UNDECIDED if t2[i].2 as usize == i => IN,
-                UNDECIDED if t2[i].0 == IN => OUT,
-                s => s,
-            })
-            .collect();
+    let mut first = Vec::with_capacity(chunk_roots.len() + 1);
+    first.push(0u32);
+    for c in &chunk_roots {
+        first.push(first.last().copied().unwrap_or(0) + c);
     }
-    let roots: Vec<u32> = (0..n as u32).filter(|&i| state[i as usize] == IN).collect();
-    let mut agg = vec![NOT_AGGREGATED; n];
-    for (k, &r) in roots.iter().enumerate() {
-        agg[r as usize] = k as u32;
+    let nroots = *first.last().unwrap_or(&0) as usize;
+    let mut roots = vec![0u32; nroots];
+    let mut p1 = vec![NOT_AGGREGATED; n];
+    {
+        let mut parts = Vec::with_capacity(chunk_roots.len());
+        let mut rest = &mut roots[..];
+        for &c in &chunk_roots {
+            let (h, t) = std::mem::take(&mut rest).split_at_mut(c as usize);
+            parts.push(h);
+            rest = t;
+        }
+        p1.par_chunks_mut(ROWS_PER_TASK)
+            .zip(parts)
+            .enumerate()
+            .for_each(|(c, (out, rts))| {
+                let lo = c * ROWS_PER_TASK;
+                let mut r = 0;
+                for (q, o) in out.iter_mut().enumerate() {
+                    if is_root(key[lo + q]) {
+                        *o = first[c] + r as u32;
+                        rts[r] = (lo + q) as u32;
+                        r += 1;
+                    }
+                }
+            });
     }
-    // Pass 1: join the best root neighbour.
-    let pass1: Vec<u32> = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            if agg[i] != NOT_AGGREGATED {
-                return agg[i];
+    // Pass 1: join the root neighbour of largest key (all roots share the state bits).
+    let rank = p1.clone();
+    p1.par_chunks_mut(ROWS_PER_TASK)
+        .enumerate()
+        .for_each(|(c, out)| {
+            let lo = c * ROWS_PER_TASK;
+            for (q, o) in out.iter_mut().enumerate() {
+                if *o != NOT_AGGREGATED {
+                    continue;
+                }
+                let best = nb(lo + q)
+                    .iter()
+                    .map(|&j| key[j as usize])
+                    .filter(|&k| is_root(k))
+                    .max();
+                if let Some(k) = best {
+                    *o = rank[(k & 0xffff_ffff) as usize];
+                }
             }
-            nbrs(i)
-                .iter()
-                .filter(|&&j| state[j as usize] == IN)
-                .max_by_key(|&&j| (w[j as usize], j))
-                .map_or(NOT_AGGREGATED, |&j| agg[j as usize])
-        })
-        .collect();
-    // Pass 2: join the best neighbour assigned in pass 1.
-    let agg: Vec<u32> = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            if pass1[i] != NOT_AGGREGATED {
-                return pass1[i];
+        });
+    drop(rank);
+    // Pass 2: join the pass-1-assigned neighbour of largest (w >> 34, j).
+    let mut agg = p1.clone();
+    agg.par_chunks_mut(ROWS_PER_TASK)
+        .enumerate()
+        .for_each(|(c, out)| {
+            let lo = c * ROWS_PER_TASK;
+            for (q, o) in out.iter_mut().enumerate() {
+                if *o != NOT_AGGREGATED {
+                    continue;
+                }
+                let best = nb(lo + q)
+                    .iter()
+                    .filter(|&&j| p1[j as usize] != NOT_AGGREGATED)
+                    .map(|&j| key[j as usize] & LOW)
+                    .max();
+                if let Some(k) = best {
+                    *o = p1[(k & 0xffff_ffff) as usize];
+                }
             }
-            nbrs(i)
-                .iter()
-                .filter(|&&j| pass1[j as usize] != NOT_AGGREGATED)
-                .max_by_key(|&&j| (w[j as usize], j))
-                .map_or(NOT_AGGREGATED, |&j| pass1[j as usize])
-        })
-        .collect();
+        });
     Aggregation { agg, roots }
 }
 
@@ -257,6 +636,138 @@ pub fn aggregate_mis2<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> Aggregation {
 mod tests {
     use super::*;
     use crate::generate;
+    use rand::{Rng, SeedableRng};
+
+    /// A random square matrix, possibly unsymmetric, with unsorted rows, repeated columns,
+    /// explicit zeros and empty rows.
+    fn messy(n: usize, per_row: usize, seed: u64) -> CsrMatrix<f64> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut rp = vec![0u32];
+        let (mut cj, mut cv) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            if rng.gen_range(0..9) != 0 {
+                cj.push(i as u32);
+                cv.push(rng.gen_range(1.0..4.0));
+            }
+            for _ in 0..rng.gen_range(0..=per_row) {
+                cj.push(rng.gen_range(0..n) as u32);
+                cv.push(if rng.gen_range(0..10) == 0 {
+                    0.0
+                } else {
+                    rng.gen_range(-1.0..1.0)
+                });
+            }
+            rp.push(cj.len() as u32);
+        }
+        CsrMatrix::try_from_parts(n, n, rp, cj, cv).unwrap()
+    }
+
+    /// The definitions written plainly (a vector per row), to check the two-pass builders.
+    fn naive_strength(a: &CsrMatrix<f64>, theta: f64) -> CsrMatrix<f64> {
+        let d: Vec<f64> = a.diagonal().iter().map(|x| x.abs()).collect();
+        let mut t = Vec::new();
+        for i in 0..a.nrows() {
+            let (c, v) = a.row(i);
+            let mut row: Vec<(usize, u32, f64)> = c
+                .iter()
+                .zip(v)
+                .enumerate()
+                .filter(|&(_, (&c, &x))| {
+                    let c = c as usize;
+                    c != i && x != 0.0 && x.abs() >= theta * (d[i] * d[c]).sqrt()
+                })
+                .map(|(k, (&c, &x))| (k, c, x))
+                .collect();
+            row.sort_by_key(|e| (e.1, e.0));
+            let mut out: Vec<(u32, f64)> = Vec::new();
+            for (_, c, x) in row {
+                match out.last_mut() {
+                    Some(l) if l.0 == c => l.1 += x,
+                    _ => out.push((c, x)),
+                }
+            }
+            t.extend(out.into_iter().map(|(c, x)| (i, c as usize, x)));
+        }
+        // from_triplets would sum again; build directly.
+        let mut rp = vec![0u32; a.nrows() + 1];
+        for &(i, _, _) in &t {
+            rp[i + 1] += 1;
+        }
+        for i in 0..a.nrows() {
+            rp[i + 1] += rp[i];
+        }
+        let cj = t.iter().map(|e| e.1 as u32).collect();
+        let cv = t.iter().map(|e| e.2).collect();
+        CsrMatrix::try_from_parts(a.nrows(), a.ncols(), rp, cj, cv).unwrap()
+    }
+
+    fn naive_graph(s: &CsrMatrix<f64>) -> Vec<Vec<u32>> {
+        let n = s.nrows();
+        let mut g = vec![std::collections::BTreeSet::new(); n];
+        for i in 0..n {
+            for &j in s.row(i).0 {
+                if j as usize != i {
+                    g[i].insert(j);
+                    g[j as usize].insert(i as u32);
+                }
+            }
+        }
+        g.into_iter().map(|r| r.into_iter().collect()).collect()
+    }
+
+    /// The procedure of the module docs with tuple keys and a vector per row.
+    fn naive_mis2(s: &CsrMatrix<f64>, seed: u64) -> Aggregation {
+        let g = naive_graph(s);
+        let n = g.len();
+        let w = |i: usize| mis2_priority(i as u32, seed) >> 34;
+        let mut state: Vec<u8> = (0..n).map(|i| u8::from(!g[i].is_empty())).collect();
+        while state.contains(&1) {
+            let key = |i: usize| (state[i], w(i), i);
+            let t1: Vec<_> = (0..n)
+                .map(|i| g[i].iter().map(|&j| key(j as usize)).fold(key(i), Ord::max))
+                .collect();
+            let t2: Vec<_> = (0..n)
+                .map(|i| g[i].iter().map(|&j| t1[j as usize]).fold(t1[i], Ord::max))
+                .collect();
+            state = (0..n)
+                .map(|i| match state[i] {
+                    1 if t2[i].2 == i => 2,
+                    1 if t2[i].0 == 2 => 0,
+                    s => s,
+                })
+                .collect();
+        }
+        let roots: Vec<u32> = (0..n as u32).filter(|&i| state[i as usize] == 2).collect();
+        let mut p1 = vec![NOT_AGGREGATED; n];
+        for (k, &r) in roots.iter().enumerate() {
+            p1[r as usize] = k as u32;
+        }
+        let rank = p1.clone();
+        for i in 0..n {
+            if p1[i] == NOT_AGGREGATED {
+                if let Some(&j) = g[i]
+                    .iter()
+                    .filter(|&&j| state[j as usize] == 2)
+                    .max_by_key(|&&j| (w(j as usize), j))
+                {
+                    p1[i] = rank[j as usize];
+                }
+            }
+        }
+        let mut agg = p1.clone();
+        for i in 0..n {
+            if agg[i] == NOT_AGGREGATED {
+                if let Some(&j) = g[i]
+                    .iter()
+                    .filter(|&&j| p1[j as usize] != NOT_AGGREGATED)
+                    .max_by_key(|&&j| (w(j as usize), j))
+                {
+                    agg[i] = p1[j as usize];
+                }
+            }
+        }
+        Aggregation { agg, roots }
+    }
 
     #[test]
     fn strength_drops_weak_entries() {
@@ -284,10 +795,67 @@ mod tests {
             .contains("2×3"));
     }
 
+    #[test]
+    fn two_pass_builders_match_the_definitions() {
+        for (n, per_row, seed) in [(0, 3, 1), (1, 2, 2), (37, 4, 3), (5000, 6, 4), (9000, 2, 5)] {
+            let a = messy(n, per_row, seed);
+            for theta in [0.0, 0.1, 0.5] {
+                let s = strength_symmetric(&a, theta).unwrap();
+                assert_eq!(s, naive_strength(&a, theta), "n {n} theta {theta}");
+                assert!(s.has_sorted_indices());
+            }
+            let (gp, gj) = symmetric_graph(&a).unwrap();
+            let want = naive_graph(&a);
+            for (i, r) in want.iter().enumerate() {
+                assert_eq!(&gj[gp[i] as usize..gp[i + 1] as usize], &r[..], "row {i}");
+            }
+            assert_eq!(gp[n] as usize, gj.len());
+        }
+    }
+
+    #[test]
+    fn amalgamate_sums_blocks_in_the_documented_order() {
+        for (n, block, seed) in [(60, 2, 7), (90, 3, 8), (40, 1, 9)] {
+            let a = messy(n, 5, seed);
+            let g = amalgamate(&a, block).unwrap();
+            assert!(g.has_sorted_indices());
+            // Reference: rows of the block in order, entries in stored order.
+            for node in 0..n / block {
+                let mut want: Vec<(u32, f64)> = Vec::new();
+                let mut cols: Vec<u32> = (node * block..(node + 1) * block)
+                    .flat_map(|i| a.row(i).0.iter().map(|&c| c / block as u32))
+                    .collect();
+                cols.sort_unstable();
+                cols.dedup();
+                for c in cols {
+                    let mut s = 0.0f64;
+                    for i in node * block..(node + 1) * block {
+                        let (cj, v) = a.row(i);
+                        for (&j, &x) in cj.iter().zip(v) {
+                            if j / block as u32 == c {
+                                s += x * x;
+                            }
+                        }
+                    }
+                    want.push((c, s.sqrt()));
+                }
+                let (gc, gv) = g.row(node);
+                let got: Vec<(u32, f64)> = gc.iter().copied().zip(gv.iter().copied()).collect();
+                assert_eq!(got, want, "node {node}");
+            }
+        }
+        let a = messy(10, 2, 1);
+        assert!(amalgamate(&a, 3)
+            .unwrap_err()
+            .to_string()
+            .contains("block size 3"));
+        assert!(amalgamate(&a, 0).is_err());
+    }
+
     /// Checks the MIS-2 properties: roots pairwise at distance > 2, every node with neighbours
     /// aggregated, each aggregate connected to its root within distance 2.
     fn check(a: &CsrMatrix<f64>, g: &Aggregation) {
-        let (ptr, idx) = symmetric_graph(a);
+        let (ptr, idx) = symmetric_graph(a).unwrap();
         let n = a.nrows();
         let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
         let is_root: Vec<bool> = {
@@ -295,7 +863,12 @@ mod tests {
             g.roots.iter().for_each(|&x| r[x as usize] = true);
             r
         };
-        for &r in &g.roots {
+        assert!(
+            g.roots.windows(2).all(|w| w[0] < w[1]),
+            "roots in node order"
+        );
+        for (k, &r) in g.roots.iter().enumerate() {
+            assert_eq!(g.agg[r as usize], k as u32, "root {r} heads aggregate {k}");
             for &j in nb(r as usize) {
                 assert!(!is_root[j as usize], "roots {r} and {j} adjacent");
                 for &k in nb(j as usize) {
@@ -322,22 +895,45 @@ mod tests {
     }
 
     #[test]
-    fn mis2_on_poisson_is_valid_and_deterministic() {
-        let a = generate::poisson2d::<f64>(40).unwrap();
-        let s = strength_symmetric(&a, 0.0).unwrap();
-        let g = aggregate_mis2(&s, 7);
-        check(&a, &g);
-        // Aggregates of a 5-point grid by MIS-2 hold about 5–13 nodes: coarsening ratio check.
-        let ratio = a.nrows() as f64 / g.num_aggregates() as f64;
-        assert!((4.0..=14.0).contains(&ratio), "coarsening ratio {ratio}");
-        assert_eq!(g, aggregate_mis2(&s, 7));
-        // The result does not depend on the thread count.
-        let pool = rayon::ThreadPoolBuilder::new()
+    fn mis2_is_valid_deterministic_and_matches_the_definition() {
+        let e2 = generate::elasticity2d::<f64>(20).unwrap();
+        let cases: Vec<(&str, CsrMatrix<f64>)> = vec![
+            ("poisson2d:40", generate::poisson2d(40).unwrap()),
+            ("poisson3d:12", generate::poisson3d(12).unwrap()),
+            ("poisson3d27:10", generate::poisson3d27(10).unwrap()),
+            ("aniso2d:30", generate::aniso2d(30, 1e-3).unwrap()),
+            ("elasticity2d:20/2", amalgamate(&e2, 2).unwrap()),
+            ("messy:3000", messy(3000, 3, 11)),
+        ];
+        let pool1 = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .unwrap();
-        assert_eq!(g, pool.install(|| aggregate_mis2(&s, 7)));
-        assert_ne!(g, aggregate_mis2(&s, 8));
+        let pool3 = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for (name, a) in &cases {
+            for theta in [0.0, 0.25] {
+                let s = strength_symmetric(a, theta).unwrap();
+                for seed in [0, 7] {
+                    let g = aggregate_mis2(&s, seed);
+                    check(&s, &g);
+                    assert_eq!(g, naive_mis2(&s, seed), "{name} θ {theta} seed {seed}");
+                    assert_eq!(g, pool1.install(|| aggregate_mis2(&s, seed)), "{name}");
+                    assert_eq!(g, pool3.install(|| aggregate_mis2(&s, seed)), "{name}");
+                }
+                if s.nnz() > 0 {
+                    let (g0, g7) = (aggregate_mis2(&s, 0), aggregate_mis2(&s, 7));
+                    assert!(g0 != g7, "{name} θ {theta}: seeds 0 and 7 agree");
+                }
+            }
+        }
+        // Aggregates of a 5-point grid by MIS-2 hold about 5–13 nodes: coarsening ratio check.
+        let a = &cases[0].1;
+        let g = aggregate_mis2(&strength_symmetric(a, 0.0).unwrap(), 7);
+        let ratio = a.nrows() as f64 / g.num_aggregates() as f64;
+        assert!((4.0..=14.0).contains(&ratio), "coarsening ratio {ratio}");
     }
 
     #[test]
@@ -360,5 +956,15 @@ mod tests {
         assert_eq!(g.num_aggregates(), 1);
         let e = CsrMatrix::<f64>::from_triplets(0, 0, &[]).unwrap();
         assert_eq!(aggregate_mis2(&e, 0).num_aggregates(), 0);
+        // The same graph through a non-canonical S (unsorted, repeated, with the diagonal).
+        let m = CsrMatrix::try_from_parts(
+            4,
+            4,
+            vec![0, 3, 5, 6, 7],
+            vec![1, 0, 1, 2, 2, 1, 3],
+            vec![1.0; 7],
+        )
+        .unwrap();
+        assert_eq!(aggregate_mis2(&m, 1), g);
     }
 }

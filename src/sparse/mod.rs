@@ -1,6 +1,6 @@
 //! Sparse matrix–matrix operations: SpGEMM `C = A·B` (a symbolic phase and a numeric phase that
 //! can be re-run alone on the same pattern), the Galerkin product `R·A·P`, `A + αB`, and diagonal
-//! scaling; and the graph steps of smoothed aggregation ([`strength_symmetric`],
+//! scaling; and the graph steps of smoothed aggregation ([`strength_symmetric`], [`amalgamate`],
 //! [`aggregate_mis2`]). They are what algebraic multigrid setup ([`crate::precond`]) is made of.
 //!
 //! This module holds the CPU implementations, which define the semantics and serve as the test
@@ -31,7 +31,8 @@ pub mod incomplete;
 pub mod triangular;
 
 pub use aggregate::{
-    aggregate_mis2, mis2_priority, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
+    aggregate_mis2, amalgamate, mis2_priority, splitmix64, strength_symmetric, Aggregation,
+    NOT_AGGREGATED,
 };
 
 use rayon::prelude::*;

@@ -19,7 +19,8 @@
 //! On the host (CPU, rayon), one step per function (`setup.rs`) so a GPU path can replace them
 //! one at a time: symmetric strength of connection ([`strength_symmetric`](crate::sparse::strength_symmetric),
 //! θ = 0 by default as PyAMG's SA) on the node graph (blocks of [`AmgParams::block_size`]
-//! unknowns amalgamated by their Frobenius norm), deterministic MIS-2 aggregation
+//! unknowns amalgamated by their Frobenius norm, [`amalgamate`](crate::sparse::amalgamate)),
+//! deterministic MIS-2 aggregation
 //! ([`aggregate_mis2`](crate::sparse::aggregate_mis2)), the tentative prolongator `T` from the
 //! near-nullspace candidates (the constant by default, e.g. [`rigid_body_modes_2d`] for
 //! elasticity) by a QR per aggregate, prolongator smoothing `P = (I − ω/ρ·D⁻¹A)·T` with `ρ` the

@@ -8,12 +8,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::coarse::{dense_inverse, CoarseSolver};
-use super::tentative::{amalgamate, fit_candidates, Candidates};
+use super::tentative::{fit_candidates, Candidates};
 use super::{AmgParams, SetupTimes};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::sparse::{aggregate_mis2, strength_symmetric, Aggregation, SpgemmPlan};
+use crate::sparse::{aggregate_mis2, amalgamate, strength_symmetric, Aggregation, SpgemmPlan};
 
 /// One level's operator and what its smoother needs.
 pub(crate) struct HostLevel<T> {

@@ -1,5 +1,6 @@
-//! The tentative prolongator from near-nullspace candidates (PyAMG's `fit_candidates`), node
-//! amalgamation for systems with several unknowns per node, and rigid-body modes.
+//! The tentative prolongator from near-nullspace candidates (PyAMG's `fit_candidates`) and
+//! rigid-body modes. (Node amalgamation for systems with several unknowns per node is
+//! [`crate::sparse::amalgamate`].)
 
 use rayon::prelude::*;
 
@@ -32,51 +33,6 @@ pub(crate) fn check_candidates<T: Scalar>(c: &[Vec<T>], n: usize) -> Result<()> 
         }
     }
     Ok(())
-}
-
-/// The node graph of a matrix with `block` unknowns per node: entry `(I, J)` is the Frobenius
-/// norm of the `block × block` block (PyAMG amalgamates BSR matrices the same way before its
-/// strength of connection). `block = 1` is the matrix itself.
-pub(crate) fn amalgamate<T: Scalar>(a: &CsrMatrix<T>, block: usize) -> Result<CsrMatrix<T>> {
-    let n = a.nrows();
-    if n % block != 0 {
-        return Err(Error::InvalidInput(format!(
-            "AMG: {n} rows are not a multiple of the block size {block}"
-        )));
-    }
-    let nodes = n / block;
-    let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
-    let rows: Vec<Vec<(u32, f64)>> = (0..nodes)
-        .into_par_iter()
-        .map(|node| {
-            let mut e: Vec<(u32, f64)> = (node * block..(node + 1) * block)
-                .flat_map(|i| p[i] as usize..p[i + 1] as usize)
-                .map(|k| (j[k] / block as u32, v[k].as_f64() * v[k].as_f64()))
-                .collect();
-            e.sort_unstable_by_key(|x| x.0);
-            e.dedup_by(|b, a| {
-                if a.0 == b.0 {
-                    a.1 += b.1;
-                    true
-                } else {
-                    false
-                }
-            });
-            e
-        })
-        .collect();
-    let mut row_ptr = Vec::with_capacity(nodes + 1);
-    row_ptr.push(0u32);
-    let mut col = Vec::new();
-    let mut val = Vec::new();
-    for r in rows {
-        for (c, s) in r {
-            col.push(c);
-            val.push(T::of_f64(s.sqrt()));
-        }
-        row_ptr.push(col.len() as u32);
-    }
-    CsrMatrix::try_from_parts(nodes, nodes, row_ptr, col, val)
 }
 
 /// The tentative prolongator `T` (`n × nagg·k`) and the coarse candidates: for each aggregate,
@@ -231,7 +187,7 @@ pub fn rigid_body_modes_3d<T: Scalar>(coords: &[[f64; 3]]) -> Vec<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sparse::{aggregate_mis2, strength_symmetric};
+    use crate::sparse::{aggregate_mis2, amalgamate, strength_symmetric};
 
     /// `T·B_c = B` (the candidates are interpolated exactly) and `TᵀT = I` on the aggregates'
     /// columns, for one and for three candidates (a rank-deficient aggregate loses columns).

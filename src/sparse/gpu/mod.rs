@@ -54,6 +54,7 @@
 //! order, so each row of `Aᵀ` comes out sorted. Column counts (atomics) and a scan give
 //! `row_ptr`; one gather writes the rows and values.
 
+mod aggregate;
 mod cusparse_peer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,6 +69,9 @@ use crate::primitives::gpu as prim;
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
+pub use aggregate::{
+    aggregate_mis2, amalgamate, strength_symmetric, tentative_single, GpuAggregation, AGGREGATE_SRC,
+};
 pub use cusparse_peer::CusparseSpgemm;
 
 /// `kernels/sparse/spgemm.cu`: binned SpGEMM, transpose helpers, diagonal and scaling.
