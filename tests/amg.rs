@@ -549,10 +549,32 @@ fn gpu_setup_equals_host_setup() {
     let ops = GpuOps::<f64>::new(&gpu).unwrap();
     let (ea, eb) = elasticity(24);
     let cases: Vec<(Problem, f64)> = vec![
-        (("poisson3d:24", generate::poisson3d(24).unwrap(), None, 1), 0.0),
-        (("poisson3d27:14", generate::poisson3d27(14).unwrap(), None, 1), 0.0),
-        (("aniso2d:60:1e-3", generate::aniso2d(60, 1e-3).unwrap(), None, 1), 0.25),
-        (("poisson2d:50", generate::poisson2d(50).unwrap(), None, 1), 0.0),
+        (
+            ("poisson3d:24", generate::poisson3d(24).unwrap(), None, 1),
+            0.0,
+        ),
+        (
+            (
+                "poisson3d27:14",
+                generate::poisson3d27(14).unwrap(),
+                None,
+                1,
+            ),
+            0.0,
+        ),
+        (
+            (
+                "aniso2d:60:1e-3",
+                generate::aniso2d(60, 1e-3).unwrap(),
+                None,
+                1,
+            ),
+            0.25,
+        ),
+        (
+            ("poisson2d:50", generate::poisson2d(50).unwrap(), None, 1),
+            0.0,
+        ),
         (("elasticity2d:24", ea.clone(), Some(eb.clone()), 2), 0.0),
         (("elasticity2d:24 scalar", ea, None, 2), 0.1),
     ];
@@ -575,7 +597,10 @@ fn gpu_setup_equals_host_setup() {
             dev.level_matrices(&ops).unwrap(),
             host.level_matrices(&ops).unwrap(),
         );
-        let (pd, ph) = (dev.prolongators(&ops).unwrap(), host.prolongators(&ops).unwrap());
+        let (pd, ph) = (
+            dev.prolongators(&ops).unwrap(),
+            host.prolongators(&ops).unwrap(),
+        );
         for (what, xs, ys) in [("A", &ld, &lh), ("P", &pd, &ph)] {
             for (l, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
                 assert_eq!(x.row_ptr(), y.row_ptr(), "{name}: {what}_{l} row pointers");
@@ -590,7 +615,12 @@ fn gpu_setup_equals_host_setup() {
             }
         }
         for (d, h) in dev.summary().levels.iter().zip(&host.summary().levels) {
-            assert!((d.rho - h.rho).abs() <= 1e-10 * h.rho, "{name}: rho {} vs {}", d.rho, h.rho);
+            assert!(
+                (d.rho - h.rho).abs() <= 1e-10 * h.rho,
+                "{name}: rho {} vs {}",
+                d.rho,
+                h.rho
+            );
         }
         // The GPU re-setup on new values equals a fresh GPU setup bit for bit.
         let a2 = rescaled(a);
@@ -609,15 +639,26 @@ fn gpu_setup_equals_host_setup() {
         let (mut z1, mut z2) = (ops.zeros(a.nrows()).unwrap(), ops.zeros(a.nrows()).unwrap());
         upd.apply(&ops, &r, &mut z1).unwrap();
         fresh.apply(&ops, &r, &mut z2).unwrap();
-        assert_eq!(ops.download(&z1).unwrap(), ops.download(&z2).unwrap(), "{name}");
+        assert_eq!(
+            ops.download(&z1).unwrap(),
+            ops.download(&z2).unwrap(),
+            "{name}"
+        );
     }
     // Bad input is refused on the device path as on the host path.
     let mut bad = generate::poisson2d::<f64>(10).unwrap();
     bad.values_mut()[0] = -1.0;
-    let e = Amg::new(&ops, &bad, &AmgParams::default()).unwrap_err().to_string();
+    let e = Amg::new(&ops, &bad, &AmgParams::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("row 0"), "{e}");
     let wrong = generate::poisson2d::<f64>(11).unwrap();
-    let mut dev = Amg::new(&ops, &generate::poisson2d::<f64>(10).unwrap(), &AmgParams::default()).unwrap();
+    let mut dev = Amg::new(
+        &ops,
+        &generate::poisson2d::<f64>(10).unwrap(),
+        &AmgParams::default(),
+    )
+    .unwrap();
     let e = dev.update(&ops, &wrong).unwrap_err().to_string();
     assert!(e.contains("pattern"), "{e}");
 }

@@ -237,7 +237,11 @@ mod gpu {
             }
         }
         assert!(compared >= 40, "only {compared} comparisons");
-        assert!(g.graphs_recorded() >= 40, "only {} graphs recorded", g.graphs_recorded());
+        assert!(
+            g.graphs_recorded() >= 40,
+            "only {} graphs recorded",
+            g.graphs_recorded()
+        );
     }
 
     /// GMRES with a short restart: many cycles, blocks keyed by the column they start at.

@@ -344,7 +344,8 @@ impl Gpu {
     fn release_capture(&self) {
         let u = &self.users;
         *u.capture.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        u.capturing.store(false, std::sync::atomic::Ordering::SeqCst);
+        u.capturing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         u.done.notify_all();
     }
 

@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
 use super::{Block, Fuse, KrylovOps, LinearOperator, VectorOps};

@@ -87,11 +87,16 @@ fn f<T: GpuScalar>(g: &Gpu, root: &str) -> Result<cudarc::driver::CudaFunction> 
 }
 
 /// `x·y` of two device vectors: block partials in a fixed grid, summed here in block order.
-fn dot(g: &Gpu, x: &CudaSlice<f64>, y: &CudaSlice<f64>, partials: &mut CudaSlice<f64>) -> Result<f64> {
+fn dot(
+    g: &Gpu,
+    x: &CudaSlice<f64>,
+    y: &CudaSlice<f64>,
+    partials: &mut CudaSlice<f64>,
+) -> Result<f64> {
     let n = x.len().min(y.len()) as u32;
     let k = g.function(&AMG_SETUP_SRC, "amg_dot", &[])?;
     let mut lb = g.stream().launch_builder(&k);
-    lb.arg(x).arg(y).arg(&n).arg(partials);
+    lb.arg(x).arg(y).arg(&n).arg(&mut *partials);
     // SAFETY: amg_dot(const double* x, const double* y, u32 n, double* partials): x, y ≥ n
     // elements; partials has DOT_BLOCKS elements, one per block.
     unsafe { lb.launch(Gpu::cfg(DOT_BLOCKS as u32, BLOCK, 0)) }
@@ -125,8 +130,21 @@ fn level_data<T: GpuScalar>(
     let mut inv_diag = g.zeros::<T>(n.max(1))?;
     let mut inv_l1 = g.zeros::<T>(n.max(1))?;
     let mut s = g.zeros::<f64>(n.max(1))?;
-    launch!(g, f::<T>(g, "amg_level_scales")?, n, "amg_level_scales",
-        [a.row_ptr(), a.col(), a.val(), &n32, &mut inv_diag, &mut inv_l1, &mut s]);
+    launch!(
+        g,
+        f::<T>(g, "amg_level_scales")?,
+        n,
+        "amg_level_scales",
+        [
+            a.row_ptr(),
+            a.col(),
+            a.val(),
+            &n32,
+            &mut inv_diag,
+            &mut inv_l1,
+            &mut s
+        ]
+    );
     let rho = if n == 0 {
         1.0
     } else {
@@ -141,7 +159,12 @@ fn level_data<T: GpuScalar>(
 }
 
 /// The largest Ritz value of `steps` Lanczos steps on `D^{-1/2} A D^{-1/2}`.
-fn lanczos<T: GpuScalar>(g: &Arc<Gpu>, a: CsrView<'_, T>, s: &CudaSlice<f64>, steps: usize) -> Result<f64> {
+fn lanczos<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    s: &CudaSlice<f64>,
+    steps: usize,
+) -> Result<f64> {
     let n = a.nrows();
     let n32 = n as u32;
     let mut partials = g.zeros::<f64>(DOT_BLOCKS)?;
@@ -150,24 +173,47 @@ fn lanczos<T: GpuScalar>(g: &Arc<Gpu>, a: CsrView<'_, T>, s: &CudaSlice<f64>, st
     let mut w = g.zeros::<f64>(n)?;
     let k_apply = f::<T>(g, "amg_lanczos_apply")?;
     let fun = |name: &str| g.function(&AMG_SETUP_SRC, name, &[]);
-    launch!(g, fun("amg_lanczos_start")?, n, "amg_lanczos_start", [&mut v, &n32]);
+    launch!(
+        g,
+        fun("amg_lanczos_start")?,
+        n,
+        "amg_lanczos_start",
+        [&mut v, &n32]
+    );
     let nv = dot(g, &v, &v, &mut partials)?.sqrt();
-    launch!(g, fun("amg_scale_double")?, n, "amg_scale_double", [&mut v, &nv, &n32]);
+    launch!(
+        g,
+        fun("amg_scale_double")?,
+        n,
+        "amg_scale_double",
+        [&mut v, &nv, &n32]
+    );
     let (mut alpha, mut beta) = (Vec::new(), Vec::new());
     let mut b_prev = 0.0f64;
     for _ in 0..steps.min(n).max(1) {
         {
             let k = k_apply.clone();
             let mut lb = g.stream().launch_builder(&k);
-            lb.arg(a.row_ptr()).arg(a.col()).arg(a.val()).arg(&n32).arg(s).arg(&v).arg(&mut w);
+            lb.arg(a.row_ptr())
+                .arg(a.col())
+                .arg(a.val())
+                .arg(&n32)
+                .arg(s)
+                .arg(&v)
+                .arg(&mut w);
             // SAFETY: amg_lanczos_apply_T(rp, col, val, u32 n, const double* s, const double* v,
             // double* y): a square n×n CSR, s, v and y n elements; 8 lanes per row.
             unsafe { lb.launch(Gpu::cfg(grid(g, n.div_ceil(4) * 32), BLOCK, 0)) }
                 .map_err(|e| Gpu::launch_error("amg_lanczos_apply", e))?;
         }
         let al = dot(g, &w, &v, &mut partials)?;
-        launch!(g, fun("amg_lanczos_orth")?, n, "amg_lanczos_orth",
-            [&mut w, &v, &vp, &al, &b_prev, &n32]);
+        launch!(
+            g,
+            fun("amg_lanczos_orth")?,
+            n,
+            "amg_lanczos_orth",
+            [&mut w, &v, &vp, &al, &b_prev, &n32]
+        );
         let bt = dot(g, &w, &w, &mut partials)?.sqrt();
         alpha.push(al);
         if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
@@ -175,14 +221,25 @@ fn lanczos<T: GpuScalar>(g: &Arc<Gpu>, a: CsrView<'_, T>, s: &CudaSlice<f64>, st
         }
         beta.push(bt);
         std::mem::swap(&mut vp, &mut v);
-        launch!(g, fun("amg_lanczos_next")?, n, "amg_lanczos_next", [&mut v, &w, &bt, &n32]);
+        launch!(
+            g,
+            fun("amg_lanczos_next")?,
+            n,
+            "amg_lanczos_next",
+            [&mut v, &w, &bt, &n32]
+        );
         b_prev = bt;
     }
     Ok(ritz_max(&alpha, &beta))
 }
 
 /// The strength graph of a level on the device (on its nodes).
-fn strength<T: GpuScalar>(g: &Arc<Gpu>, a: CsrView<'_, T>, block: usize, theta: f64) -> Result<DeviceCsr<T>> {
+fn strength<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    block: usize,
+    theta: f64,
+) -> Result<DeviceCsr<T>> {
     if block == 1 {
         sg::strength_symmetric(g, a, theta)
     } else {
@@ -224,19 +281,42 @@ fn smooth<T: GpuScalar>(
 ) -> Result<()> {
     let neg_w = T::of_f64(-(omega / lv.rho));
     let n32 = at.nrows as u32;
-    launch!(g, f::<T>(g, "amg_smooth")?, at.nrows, "amg_smooth",
-        [&at.row_ptr, &mut at.val, &n32, &lv.inv_diag, &neg_w, &t.row_ptr, &t.val, t_pos]);
+    launch!(
+        g,
+        f::<T>(g, "amg_smooth")?,
+        at.nrows,
+        "amg_smooth",
+        [
+            &at.row_ptr,
+            &mut at.val,
+            &n32,
+            &lv.inv_diag,
+            &neg_w,
+            &t.row_ptr,
+            &t.val,
+            t_pos
+        ]
+    );
     Ok(())
 }
 
 /// Where each entry of `t` sits in the pattern of `p` (every entry must be there: `A`'s
 /// diagonal is stored).
-fn positions<T: GpuScalar>(g: &Arc<Gpu>, t: &DeviceCsr<T>, p: &DeviceCsr<T>) -> Result<CudaSlice<u32>> {
+fn positions<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    t: &DeviceCsr<T>,
+    p: &DeviceCsr<T>,
+) -> Result<CudaSlice<u32>> {
     let mut pos = g.zeros::<u32>(t.nnz.max(1))?;
     let mut bad = g.upload(&[u32::MAX])?;
     let n32 = t.nrows as u32;
-    launch!(g, g.function(&AMG_SETUP_SRC, "amg_t_positions", &[])?, t.nrows, "amg_t_positions",
-        [&t.row_ptr, &t.col, &n32, &p.row_ptr, &p.col, &mut pos, &mut bad]);
+    launch!(
+        g,
+        g.function(&AMG_SETUP_SRC, "amg_t_positions", &[])?,
+        t.nrows,
+        "amg_t_positions",
+        [&t.row_ptr, &t.col, &n32, &p.row_ptr, &p.col, &mut pos, &mut bad]
+    );
     let bad = g.download(&bad)?[0];
     if bad != u32::MAX {
         return Err(Error::InvalidInput(format!(
@@ -260,7 +340,13 @@ fn smoother<T: GpuScalar>(
             let mut out = g.zeros::<T>(n)?;
             let w = T::of_f64(params.jacobi_weight);
             let n32 = n as u32;
-            launch!(g, f::<T>(g, "amg_scaled")?, n, "amg_scaled", [&mut out, &lv.inv_diag, &w, &n32]);
+            launch!(
+                g,
+                f::<T>(g, "amg_scaled")?,
+                n,
+                "amg_scaled",
+                [&mut out, &lv.inv_diag, &w, &n32]
+            );
             Ok(out)
         }
     }
@@ -505,7 +591,14 @@ impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
         let mut times = SetupTimes::default();
         let mut kept = std::mem::take(&mut self.transfers);
         let cands = self.candidates.clone();
-        let (pass, kept) = run_levels(ops, a, cands.as_deref(), params, Some(&mut kept), &mut times)?;
+        let (pass, kept) = run_levels(
+            ops,
+            a,
+            cands.as_deref(),
+            params,
+            Some(&mut kept),
+            &mut times,
+        )?;
         self.transfers = kept;
         finish(ops, pass, params, &mut times, total)
     }
@@ -514,11 +607,19 @@ impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
         self.candidates.as_ref().map_or(1, |c| c.len())
     }
 
-    fn level_matrices(&self, _ops: &GpuOps<T>, levels: &[DeviceLevel<T, GpuOps<T>>]) -> Result<Vec<CsrMatrix<T>>> {
+    fn level_matrices(
+        &self,
+        _ops: &GpuOps<T>,
+        levels: &[DeviceLevel<T, GpuOps<T>>],
+    ) -> Result<Vec<CsrMatrix<T>>> {
         levels.iter().map(|l| download(&self.gpu, &l.a)).collect()
     }
 
-    fn prolongators(&self, _ops: &GpuOps<T>, levels: &[DeviceLevel<T, GpuOps<T>>]) -> Result<Vec<CsrMatrix<T>>> {
+    fn prolongators(
+        &self,
+        _ops: &GpuOps<T>,
+        levels: &[DeviceLevel<T, GpuOps<T>>],
+    ) -> Result<Vec<CsrMatrix<T>>> {
         levels
             .iter()
             .filter_map(|l| l.p.as_ref())

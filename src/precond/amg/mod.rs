@@ -581,7 +581,13 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
             work: RefCell::new(Vec::new()),
             summary: empty_summary(params),
         };
-        amg.install(be, built.levels, built.info, built.coarse_solver, built.times)?;
+        amg.install(
+            be,
+            built.levels,
+            built.info,
+            built.coarse_solver,
+            built.times,
+        )?;
         Ok(amg)
     }
 
@@ -596,7 +602,13 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
     pub fn update(&mut self, be: &B, a: &CsrMatrix<T>) -> Result<()> {
         let built = self.state.update(be, a, &self.params)?;
         self.coarse_inv = built.coarse_inv;
-        self.install(be, built.levels, built.info, built.coarse_solver, built.times)
+        self.install(
+            be,
+            built.levels,
+            built.info,
+            built.coarse_solver,
+            built.times,
+        )
     }
 
     /// Takes a new hierarchy: levels, cycle workspace, summary.
