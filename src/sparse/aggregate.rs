@@ -46,7 +46,7 @@
 //!
 //! # CPU implementation and determinism
 //!
-//! Every output matrix is built in two passes over rows in chunks of [`ROWS_PER_TASK`] (rayon):
+//! Every output matrix is built in two passes over rows in chunks of 4096 rows (rayon tasks):
 //! a count pass, a prefix sum of the counts, and a fill pass writing each row in place — no
 //! vector per row. The MIS-2 rounds work on two `u64` arrays (keys and `t1`) reused across
 //! rounds: the second half-round and the state update are one pass, since `t2(i)` is needed by

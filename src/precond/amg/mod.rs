@@ -60,7 +60,7 @@ use std::fmt;
 use std::time::Instant;
 
 pub use coarse::CoarseSolver;
-pub use tentative::{rigid_body_modes_2d, rigid_body_modes_3d};
+pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
 use crate::csr::CsrMatrix;
 use crate::error::Result;
