@@ -167,8 +167,8 @@ where
     let mut val = vec![V::default(); nnz];
     let mut parts = Vec::with_capacity(chunk_total.len());
     let (mut rc, mut rv) = (&mut col[..], &mut val[..]);
-    for c in 0..chunk_total.len() {
-        let len = chunk_total[c] as usize;
+    for (c, &len) in chunk_total.iter().enumerate() {
+        let len = len as usize;
         let (hc, tc) = std::mem::take(&mut rc).split_at_mut(len);
         let (hv, tv) = std::mem::take(&mut rv).split_at_mut(len);
         parts.push((c, hc, hv));
