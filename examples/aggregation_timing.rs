@@ -59,10 +59,10 @@ fn main() -> segsparse::Result<()> {
         let t_ag = median(|| {
             sparse::aggregate_mis2(&s, 0);
         });
-        let agg = sparse::aggregate_mis2(&s, 0);
+        let (agg, rounds) = sparse::aggregate_mis2_counted(&s, 0);
         println!(
             "cpu {spec}: {} rows, {} nodes; amalgamate (block {block}) {t_am:.3} s, strength \
-             {t_st:.3} s, MIS-2 {t_ag:.3} s ({} aggregates)",
+             {t_st:.3} s, MIS-2 {t_ag:.3} s ({} aggregates, {rounds} rounds)",
             a.nrows(),
             node.nrows(),
             agg.num_aggregates()
