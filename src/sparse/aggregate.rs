@@ -46,7 +46,7 @@
 //!
 //! # CPU implementation and determinism
 //!
-//! Every output matrix is built in two passes over rows in chunks of [`ROWS_PER_TASK`] (rayon):
+//! Every output matrix is built in two passes over rows in chunks of 4096 rows (rayon tasks):
 //! a count pass, a prefix sum of the counts, and a fill pass writing each row in place — no
 //! vector per row. The MIS-2 rounds work on two `u64` arrays (keys and `t1`) reused across
 //! rounds: the second half-round and the state update are one pass, since `t2(i)` is needed by
@@ -546,11 +546,20 @@ fn mis2_rounds(ptr: &[u32], idx: &[u32], seed: u64) -> (Vec<u64>, usize) {
 /// When `s` is not square (a strength matrix always is), or its symmetrised graph has 2^32 or
 /// more entries.
 pub fn aggregate_mis2<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> Aggregation {
+    aggregate_mis2_counted(s, seed).0
+}
+
+/// [`aggregate_mis2`] and the number of MIS-2 rounds it took (the GPU version reports the same
+/// count in `GpuAggregation::rounds`).
+///
+/// # Panics
+/// As [`aggregate_mis2`].
+pub fn aggregate_mis2_counted<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> (Aggregation, usize) {
     assert_eq!(s.nrows(), s.ncols(), "aggregate_mis2: S must be square");
     let n = s.nrows();
     let (ptr, idx) = symmetric_graph(s).unwrap_or_else(|e| panic!("aggregate_mis2: {e}"));
     let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
-    let (key, _rounds) = mis2_rounds(&ptr, &idx, seed);
+    let (key, rounds) = mis2_rounds(&ptr, &idx, seed);
     let is_root = |k: u64| k >> STATE_SHIFT == IN;
     // Roots numbered in node order: per-chunk counts, their prefix, then the ranks.
     let chunk_roots: Vec<u32> = key
@@ -629,7 +638,7 @@ pub fn aggregate_mis2<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> Aggregation {
                 }
             }
         });
-    Aggregation { agg, roots }
+    (Aggregation { agg, roots }, rounds)
 }
 
 #[cfg(test)]

@@ -31,8 +31,8 @@ pub mod incomplete;
 pub mod triangular;
 
 pub use aggregate::{
-    aggregate_mis2, amalgamate, mis2_priority, splitmix64, strength_symmetric, Aggregation,
-    NOT_AGGREGATED,
+    aggregate_mis2, aggregate_mis2_counted, amalgamate, mis2_priority, splitmix64,
+    strength_symmetric, Aggregation, NOT_AGGREGATED,
 };
 
 use rayon::prelude::*;

@@ -64,7 +64,7 @@ use std::time::Instant;
 pub use coarse::CoarseSolver;
 #[cfg(feature = "cuda")]
 pub use device::AMG_SETUP_SRC;
-pub use tentative::{rigid_body_modes_2d, rigid_body_modes_3d};
+pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
 use crate::csr::CsrMatrix;
 use crate::error::Result;

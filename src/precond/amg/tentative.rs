@@ -43,11 +43,19 @@ pub(crate) fn check_candidates<T: Scalar>(c: &[Vec<T>], n: usize) -> Result<()> 
 /// so `T` keeps one entry per candidate in every aggregated row whatever the values: the
 /// pattern depends on the aggregation alone, which the numeric re-setup relies on. Unknowns of
 /// unaggregated nodes get empty rows.
-pub(crate) fn fit_candidates<T: Scalar>(
+///
+/// All of it is computed in `f64`, each aggregate's sums sequentially over its unknowns in
+/// increasing order; for one candidate (`k = 1`) that is `T[i, a] = b_i / ‖b_a‖` and
+/// `bc[a] = ‖b_a‖` (a zero or non-finite norm gives a zero column), which the GPU's
+/// [`crate::sparse::gpu::tentative_single`] reproduces bit for bit.
+///
+/// # Panics
+/// When `b` is empty, its vectors' lengths differ, or `agg` has fewer than `len / block` nodes.
+pub fn fit_candidates<T: Scalar>(
     agg: &Aggregation,
     block: usize,
     b: &[Vec<T>],
-) -> (CsrMatrix<T>, Candidates<T>) {
+) -> (CsrMatrix<T>, Vec<Vec<T>>) {
     let k = b.len();
     let n = b[0].len();
     let nagg = agg.num_aggregates();

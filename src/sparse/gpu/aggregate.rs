@@ -359,7 +359,7 @@ pub struct GpuAggregation {
     /// within each; after them, from `agg_ptr[num_aggregates]`, the unaggregated nodes in
     /// increasing order (`max(n, 1)` entries in all).
     pub members: CudaSlice<u32>,
-    /// MIS-2 rounds taken (the same as the CPU's).
+    /// MIS-2 rounds taken (the same as [`crate::sparse::aggregate_mis2_counted`]'s).
     pub rounds: usize,
 }
 

@@ -1,6 +1,9 @@
 //! GPU sparse matrix–matrix operations: SpGEMM `C = A·B` with a symbolic plan whose numeric
 //! phase can be re-run alone, the Galerkin product `R·A·P`, transpose, diagonal extraction and
 //! diagonal scaling; and [`CusparseSpgemm`], cuSPARSE's `cusparseSpGEMM` as the in-run peer.
+//! The graph phases of smoothed aggregation ([`strength_symmetric`], [`amalgamate`],
+//! [`aggregate_mis2`], [`tentative_single`]) are in [`aggregate`], equal to their CPU
+//! references exactly.
 //!
 //! Results are [`DeviceCsr`] matrices (CSR arrays that stay on the device, canonical: sorted
 //! column indices, no duplicates, explicit zeros from cancellation kept — the pattern of the CPU
@@ -54,7 +57,7 @@
 //! order, so each row of `Aᵀ` comes out sorted. Column counts (atomics) and a scan give
 //! `row_ptr`; one gather writes the rows and values.
 
-mod aggregate;
+pub mod aggregate;
 mod cusparse_peer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
