@@ -79,6 +79,8 @@ struct DeviceState<T: GpuScalar> {
     fine_col: Vec<u32>,
     candidates: Option<Vec<Vec<T>>>,
     transfers: Vec<DevTransfer>,
+    /// An update failed part-way (its transfers are gone): later updates are refused.
+    failed: bool,
 }
 
 /// The kernels of this module for element type `T`.
@@ -513,6 +515,7 @@ pub(crate) fn setup<T: GpuScalar>(
         fine_col: a.col_idx().to_vec(),
         candidates: candidates.map(|c| c.to_vec()),
         transfers: kept,
+        failed: false,
     };
     let built = finish(ops, pass, params, &mut times, total)?;
     Ok(AmgSetup {
@@ -588,9 +591,18 @@ impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
                 self.fine_col.len()
             )));
         }
+        if self.failed {
+            return Err(Error::InvalidInput(
+                "AMG update: an earlier update of this hierarchy failed part-way; build a new \
+                 hierarchy"
+                    .into(),
+            ));
+        }
         let mut times = SetupTimes::default();
         let mut kept = std::mem::take(&mut self.transfers);
         let cands = self.candidates.clone();
+        // On an error the kept plans are gone; the hierarchy in use stays the previous one.
+        self.failed = true;
         let (pass, kept) = run_levels(
             ops,
             a,
@@ -600,6 +612,7 @@ impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
             &mut times,
         )?;
         self.transfers = kept;
+        self.failed = false;
         finish(ops, pass, params, &mut times, total)
     }
 
