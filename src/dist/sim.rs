@@ -199,6 +199,23 @@ impl<T: Scalar> LinearOperator<T, SimOps> for SimCsr<T> {
     }
 }
 
+impl<T: Scalar> super::DistOperator<T, SimOps> for SimCsr<T> {
+    fn owned_block(&self) -> &crate::CsrMatrix<T> {
+        &self.part.owned
+    }
+}
+
+impl<T: Scalar> super::LocalOps<T> for SimOps {
+    type Local = Cpu;
+    fn local(&self) -> &Cpu {
+        &Cpu
+    }
+    fn barrier(&self) -> Result<()> {
+        self.comm.all_reduce(&mut [T::zero()]);
+        Ok(())
+    }
+}
+
 /// The simulated ranks' solver backend: `Vec<T>` vectors holding the owned entries, reductions
 /// all-reduced over the ranks.
 #[derive(Clone, Debug)]
