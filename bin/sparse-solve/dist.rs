@@ -146,6 +146,14 @@ pub fn solve<T: Scalar>(
 ) -> Result<Outcome> {
     use std::any::Any;
     let (method, precond) = dist_plan(plan).map_err(|e| e.context(format!("--gpus {gpus}")))?;
+    let present = segsparse::gpu::Gpu::device_count();
+    if present < gpus {
+        let why = match segsparse::gpu::Gpu::new() {
+            Err(e) if present == 0 => format!(" ({e})"),
+            _ => String::new(),
+        };
+        bail!("--gpus {gpus}: {present} CUDA device(s) present{why}");
+    }
     let b = b.to_vec(); // a sized type to downcast (one copy of the right-hand side)
     let run = Run {
         plan,
