@@ -203,8 +203,8 @@ fn distributed_product_on_two_gpus_matches_the_host() {
 
 use segsparse::dist::nccl::{auto_gpus, measure_costs};
 use segsparse::dist::{
-    choose_gpus, solve_rank, DistPart, DistPrecond, DistSolve, IterationWork, Krylov,
-    LocalPrecond, ProblemStats,
+    choose_gpus, solve_rank, DistPart, DistPrecond, DistSolve, IterationWork, Krylov, LocalPrecond,
+    ProblemStats,
 };
 use segsparse::precond::{Amg, AmgParams, Ic0, IncompleteParams};
 use segsparse::solvers::{Chebyshev, ChebyshevParams, Preconditioner};
@@ -274,7 +274,12 @@ fn dist_gpu_solve(
             prior,
         )?;
         let info = o.result.map_err(segsparse::Error::from)?;
-        Ok((info, o.setup_seconds, o.solve_seconds, wall.elapsed().as_secs_f64()))
+        Ok((
+            info,
+            o.setup_seconds,
+            o.solve_seconds,
+            wall.elapsed().as_secs_f64(),
+        ))
     })
     .unwrap_or_else(|e| panic!("{} on {k} GPUs: {e}", p.name()))
 }
