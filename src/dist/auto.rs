@@ -183,7 +183,8 @@ impl ProblemStats {
 pub struct CommCosts {
     /// GPUs available (the most [`choose_gpus`] returns).
     pub gpus: usize,
-    /// One all-reduce of a few scalars, queued back to back as in a solve (seconds each).
+    /// One reduction step of a solve beyond the local sums: the all-reduce of a few scalars with
+    /// its partial-sum and recurrence kernels, queued back to back (seconds each).
     pub allreduce_seconds: f64,
     /// One neighbour exchange of a few values (seconds).
     pub halo_latency_seconds: f64,

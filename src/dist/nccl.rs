@@ -1272,7 +1272,8 @@ fn exchange_seconds(rank: &Rank, count: usize, reps: usize) -> Result<f64> {
 }
 
 /// Measures this machine's communication costs on the ranks' group (collective: every rank
-/// calls it): one small all-reduce queued back to back as in a solve (100 of them), a
+/// calls it): one reduction step as a solve issues it (partial sums, the all-reduce, the
+/// recurrence kernel; 100 of them queued back to back), a
 /// neighbour exchange of 16 and of 2^20 `f64` values (latency, and bandwidth from the
 /// difference), a device's copy bandwidth and the memory it has free. Every figure is the mean
 /// over the ranks, so every rank gets the same costs (and makes the same choice). Takes a few
@@ -1284,16 +1285,24 @@ pub fn measure_costs(rank: &Rank) -> Result<super::CommCosts> {
     let gpu = &rank.gpu;
     let size = rank.size();
     let mean = |v: f64| -> Result<f64> { Ok(rank.sum_f64(v)? / size as f64) };
-    let mut red = gpu.zeros::<f64>(2)?;
+    // One reduction step as the solvers issue it (the partial-sum kernel, the all-reduce of
+    // its two sums, the one-thread recurrence kernel), on vectors of one entry, back to back.
+    let ops = NcclOps::<f64>::new(rank)?;
+    let (u, v) = (gpu.upload(&[1.0f64])?, gpu.upload(&[1.0f64])?);
+    let mut sc = ops.scalars(1, 1)?;
+    let mut step = || -> Result<()> {
+        ops.dot2(&u, &v, None, &mut sc, false)?;
+        ops.finish(Kind::Dot, 0, &mut sc, 0)
+    };
     for _ in 0..5 {
-        rank.all_reduce(&mut red)?;
+        step()?;
     }
     gpu.synchronize()?;
     rank.sum_f64(0.0)?;
     const REPS: usize = 100;
     let t = Instant::now();
     for _ in 0..REPS {
-        rank.all_reduce(&mut red)?;
+        step()?;
     }
     gpu.synchronize()?;
     let allreduce = mean(t.elapsed().as_secs_f64() / REPS as f64)?;
