@@ -121,6 +121,32 @@ fn choose<T: Scalar>(
     Ok(None)
 }
 
+/// The one line an explicit `--gpus gpus` prints when the model would use fewer GPUs for this
+/// problem on this machine; `None` when `gpus` is what the model chooses (or more than it knows).
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+pub fn too_small(
+    stats: &segsparse::dist::ProblemStats,
+    c: &segsparse::dist::CommCosts,
+    gpus: usize,
+) -> Option<String> {
+    let chosen = segsparse::dist::choose_gpus(stats, c);
+    if chosen >= gpus {
+        return None;
+    }
+    let t = |k| segsparse::dist::modelled_iteration_seconds(stats, c, k) * 1e6;
+    Some(format!(
+        "--gpus {gpus}: this problem ({} rows, {} nonzeros) is too small to gain from {gpus} \
+         GPUs: modelled {:.1} µs per iteration on {gpus}, {:.1} µs on {chosen} (measured \
+         reduction step {:.1} µs, halo exchange {:.1} µs); --gpus auto would use {chosen}",
+        stats.rows,
+        stats.nnz,
+        t(gpus),
+        t(chosen),
+        c.allreduce_seconds * 1e6,
+        c.halo_latency_seconds * 1e6,
+    ))
+}
+
 #[cfg(feature = "nccl")]
 fn modelled(stats: &segsparse::dist::ProblemStats, c: &segsparse::dist::CommCosts) -> Vec<f64> {
     (1..=c.gpus.max(1))
@@ -269,19 +295,8 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
         let stats = ProblemStats::from_csr(a, run.method.work(&run.precond));
         let chosen = segsparse::dist::choose_gpus(&stats, &c);
         let modelled = modelled(&stats, &c);
-        if chosen < gpus {
-            eprintln!(
-                "sparse-solve: --gpus {gpus}: this problem ({} rows, {} nonzeros) is too small to \
-                 gain from {gpus} GPUs: modelled {:.1} µs per iteration on {gpus}, {:.1} µs on \
-                 {chosen} (measured all-reduce {:.1} µs, halo exchange {:.1} µs); --gpus auto \
-                 would use {chosen}",
-                a.nrows(),
-                a.nnz(),
-                modelled[gpus - 1] * 1e6,
-                modelled[chosen - 1] * 1e6,
-                c.allreduce_seconds * 1e6,
-                c.halo_latency_seconds * 1e6,
-            );
+        if let Some(line) = too_small(&stats, &c, gpus) {
+            eprintln!("sparse-solve: {line}");
         }
         GpuChoice {
             chosen,
@@ -336,6 +351,36 @@ mod tests {
             rhs_count: 1,
             dist_precond: dist,
         }
+    }
+
+    #[test]
+    fn an_explicit_count_too_large_for_the_problem_says_so_in_one_line() {
+        use segsparse::dist::{CommCosts, IterationWork, ProblemStats};
+        let c = CommCosts {
+            gpus: 4,
+            allreduce_seconds: 17e-6,
+            halo_latency_seconds: 15e-6,
+            halo_bytes_per_second: 100e9,
+            device_bytes_per_second: 4e12,
+            device_memory_bytes: 140_000_000_000,
+        };
+        let grid = |n: u64| ProblemStats {
+            rows: n * n * n,
+            nnz: 7 * n * n * n,
+            scalar_bytes: 8,
+            halo_per_cut: n * n,
+            work: IterationWork::cg(),
+        };
+        let line = too_small(&grid(20), &c, 2).expect("20³ does not gain from 2 GPUs");
+        assert!(!line.contains('\n'));
+        assert!(
+            line.starts_with("--gpus 2: this problem (8000 rows"),
+            "{line}"
+        );
+        assert!(line.ends_with("--gpus auto would use 1"), "{line}");
+        assert_eq!(too_small(&grid(256), &c, 2), None);
+        assert_eq!(too_small(&grid(256), &c, 4), None);
+        assert_eq!(too_small(&grid(20), &c, 1), None);
     }
 
     #[test]

@@ -25,6 +25,13 @@
 //! The halo exchange uses its own communicator (created from a second unique id) so that it
 //! never queues behind an all-reduce on the other stream.
 //!
+//! # How many GPUs
+//!
+//! [`measure_costs`] measures, collectively on a group of ranks, what one reduction step and one
+//! halo exchange cost here, with a GPU's copy bandwidth and free memory; [`auto_gpus`] starts a
+//! group on every GPU of the machine (only when there are two or more), measures, and applies
+//! [`choose_gpus`](super::choose_gpus) to a problem's statistics (`sparse-solve --gpus auto`).
+//!
 //! # Errors
 //!
 //! A machine without `libnccl.so` gets [`Error::CudaUnavailable`] naming the library; single-GPU
