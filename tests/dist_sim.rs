@@ -720,3 +720,74 @@ fn every_timing_field_is_present_and_consistent_on_simulated_ranks() {
         }
     }
 }
+
+#[test]
+fn a_setup_that_fails_on_one_rank_fails_on_every_rank_without_hanging() {
+    // A zero on the diagonal of the last rank's rows only: Jacobi, block-Jacobi IC(0) (without
+    // the automatic shift) and the polynomial's diagonal fail there; the other ranks must not
+    // wait forever in the next collective.
+    let n = 200;
+    let mut t = Vec::new();
+    for i in 0..n {
+        t.push((i, i, if i == n - 3 { 0.0 } else { 4.0 }));
+        if i > 0 {
+            t.push((i, i - 1, -1.0));
+            t.push((i - 1, i, -1.0));
+        }
+    }
+    let a = CsrMatrix::<f64>::from_triplets(n, n, &t).unwrap();
+    let b = rhs(n);
+    for precond in [
+        DistPrecond::Jacobi,
+        DistPrecond::BlockJacobi(LocalPrecond::Ic0(IncompleteParams::default())),
+        DistPrecond::Chebyshev(ChebyshevParams::default()),
+    ] {
+        let p = Partition::by_rows(n as u64, 3);
+        let errs = sim::run(3, |comm| {
+            let rows = p.rows(comm.rank());
+            let op = sim::SimCsr::new(
+                &RowBlock::from_csr(&a, rows.clone()).unwrap(),
+                &p,
+                comm.clone(),
+            )
+            .unwrap();
+            let be = sim::SimOps::new(comm);
+            let what = DistSolve {
+                method: Krylov::Cg,
+                precond,
+                params: params10(),
+            };
+            let mut x = vec![0.0; op.n_owned()];
+            let part = op.part();
+            let (r0, r1) = (rows.start as usize, rows.end as usize);
+            solve_rank(
+                &be,
+                &op,
+                &part.owned,
+                part.first_row,
+                &b[r0..r1],
+                &mut x,
+                &what,
+                0.0,
+            )
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+        });
+        assert!(
+            errs[0].contains("failed on 1 other rank"),
+            "{}: {errs:?}",
+            precond.name()
+        );
+        assert!(
+            errs[1].contains("failed on 1 other rank"),
+            "{}: {errs:?}",
+            precond.name()
+        );
+        assert!(
+            !errs[2].contains("other rank"),
+            "{}: {errs:?}",
+            precond.name()
+        );
+    }
+}

@@ -250,8 +250,18 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
         let block = RowBlock::from_csr(a, part.rows(rank.rank()))?;
         let dpart = DistPart::build(&block, &part, rank.rank(), |need| rank.all_to_all_u64(need))?;
         drop(block);
-        let d = DistCsr::upload(&rank, &dpart)?;
-        let ops = NcclOps::<T>::new(&rank)?;
+        // The upload can fail on one GPU only (its memory): every rank stops then.
+        let up = (|| Ok((DistCsr::upload(&rank, &dpart)?, NcclOps::<T>::new(&rank)?)))();
+        let failed = rank.sum_f64(if up.is_err() { 1.0 } else { 0.0 })?;
+        let (d, ops) = match up {
+            Err(e) => return Err(e),
+            Ok(_) if failed > 0.0 => {
+                return Err(segsparse::Error::InvalidInput(format!(
+                    "the upload failed on {failed} other GPU(s)"
+                )))
+            }
+            Ok(v) => v,
+        };
         let prior = before_probe + t.elapsed().as_secs_f64();
         let rows = d.owned_rows();
         let (r0, r1) = (rows.start as usize, rows.end as usize);

@@ -68,5 +68,7 @@ pub use auto::{
     ProblemStats,
 };
 pub use block::{poisson3d_block, DistPart, Neighbor, Partition, RowBlock};
-pub use precond::{setup_precond, BlockJacobi, DistOperator, DistPrecond, LocalOps, LocalPrecond};
+pub use precond::{
+    agree, setup_precond, BlockJacobi, DistOperator, DistPrecond, LocalOps, LocalPrecond,
+};
 pub use solve::{solve_rank, DistSolve, Krylov, RankOutcome};

@@ -1209,8 +1209,8 @@ impl<T: DistScalar> super::LocalOps<T> for NcclOps<T> {
     fn local(&self) -> &GpuOps<T> {
         &self.inner
     }
-    fn barrier(&self) -> Result<()> {
-        self.rank.sum_f64(0.0).map(|_| ())
+    fn count_failed(&self, failed: bool) -> Result<usize> {
+        Ok(self.rank.sum_f64(if failed { 1.0 } else { 0.0 })? as usize)
     }
 }
 

@@ -44,12 +44,15 @@ pub trait LocalOps<T: Scalar>: VectorOps<T> {
         + MultigridOps<T>;
     /// The rank's single-device backend.
     fn local(&self) -> &Self::Local;
-    /// Waits until every rank has called it (collective; synchronises the device): the end of
-    /// a setup, so that the solve's clock starts together on every rank.
+    /// How many ranks pass `failed = true` (collective; every rank gets the same count, and
+    /// none returns before all have called it, so it is also a barrier; synchronises the
+    /// device). A step that can fail on some ranks only (a local factorization, a zero on one
+    /// rank's diagonal) is followed by this, so that every rank stops together instead of
+    /// waiting forever in the next collective.
     ///
     /// # Errors
     /// Communication failures.
-    fn barrier(&self) -> Result<()>;
+    fn count_failed(&self, failed: bool) -> Result<usize>;
 }
 
 /// A distributed matrix that holds its diagonal block `A_oo` as a matrix of the local backend.
@@ -185,11 +188,62 @@ impl DistPrecond {
 /// # Errors
 /// The local preconditioner's errors (a zero diagonal entry, a bad pivot, an AMG setup
 /// failure), each naming the local row, and backend failures.
+///
+/// Collective and safe against failures on some ranks only: each rank's local part is followed
+/// by [`LocalOps::count_failed`], so when one rank's setup fails every rank returns an error (the
+/// failing rank its own, the others one naming how many ranks failed) and none waits forever.
 pub fn setup_precond<'a, T, D, A>(
     be: &D,
     a: &'a A,
     owned: &CsrMatrix<T>,
     first_row: u64,
+    which: &DistPrecond,
+) -> Result<Box<dyn Preconditioner<T, D> + 'a>>
+where
+    T: Scalar,
+    D: LocalOps<T> + 'a,
+    D::Vector: 'a,
+    D::Local: 'a,
+    A: DistOperator<T, D> + ?Sized,
+{
+    if let DistPrecond::Chebyshev(p) = which {
+        // The inverse diagonal is local (and may fail on one rank); the estimate is collective
+        // and, working on all-reduced values, fails on every rank or on none.
+        let inv = agree(
+            be,
+            if p.jacobi {
+                Jacobi::from_matrix(be, owned).map(|j| Some(j.into_inverse_diagonal()))
+            } else {
+                Ok(None)
+            },
+        )?;
+        return Ok(Box::new(Chebyshev::from_operator(
+            be, a, inv, first_row, p,
+        )?));
+    }
+    agree(be, setup_local(be, a, owned, which))
+}
+
+/// `r` on every rank when every rank's `r` is `Ok`; otherwise an error on every rank.
+///
+/// # Errors
+/// This rank's own error, or one saying how many other ranks failed.
+pub fn agree<T: Scalar, D: LocalOps<T>, R>(be: &D, r: Result<R>) -> Result<R> {
+    let failed = be.count_failed(r.is_err())?;
+    match r {
+        Err(e) => Err(e),
+        Ok(_) if failed > 0 => Err(crate::Error::InvalidInput(format!(
+            "the preconditioner's setup failed on {failed} other rank(s)"
+        ))),
+        ok => ok,
+    }
+}
+
+/// The preconditioners whose setup is local to the rank (all but the distributed polynomial).
+fn setup_local<'a, T, D, A>(
+    be: &D,
+    a: &'a A,
+    owned: &CsrMatrix<T>,
     which: &DistPrecond,
 ) -> Result<Box<dyn Preconditioner<T, D> + 'a>>
 where
@@ -205,14 +259,7 @@ where
         DistPrecond::Jacobi | DistPrecond::BlockJacobi(LocalPrecond::Jacobi) => {
             Box::new(Jacobi::from_matrix(be, owned)?)
         }
-        DistPrecond::Chebyshev(p) => {
-            let inv = if p.jacobi {
-                Some(Jacobi::from_matrix(be, owned)?.into_inverse_diagonal())
-            } else {
-                None
-            };
-            Box::new(Chebyshev::from_operator(be, a, inv, first_row, p)?)
-        }
+        DistPrecond::Chebyshev(_) => unreachable!("set up collectively by setup_precond"),
         DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(p)) => Box::new(BlockJacobi::new(
             Chebyshev::from_matrix(local, a.owned_block(), owned, p)?,
         )),

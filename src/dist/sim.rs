@@ -210,9 +210,10 @@ impl<T: Scalar> super::LocalOps<T> for SimOps {
     fn local(&self) -> &Cpu {
         &Cpu
     }
-    fn barrier(&self) -> Result<()> {
-        self.comm.all_reduce(&mut [T::zero()]);
-        Ok(())
+    fn count_failed(&self, failed: bool) -> Result<usize> {
+        let mut n = [if failed { 1.0f64 } else { 0.0 }];
+        self.comm.all_reduce(&mut n);
+        Ok(n[0] as usize)
     }
 }
 

@@ -51,7 +51,7 @@ pub struct RankOutcome {
     /// [`RankOutcome::setup_seconds`].
     pub result: std::result::Result<SolveInfo, SolveError>,
     /// Setup: the caller's part (`prior_setup_seconds`) plus this rank's preconditioner setup,
-    /// the uploads of `b` and `x`, and the barrier that ends the setup on every rank.
+    /// the uploads of `b` and `x`, and the collective check that ends the setup on every rank.
     pub setup_seconds: f64,
     /// The solver call (also when it failed).
     pub solve_seconds: f64,
@@ -60,12 +60,13 @@ pub struct RankOutcome {
 /// Solves on one rank (collective: every rank calls it with its own part): sets up
 /// `what.precond` for the diagonal block `owned` (host; the owned rows × owned columns),
 /// uploads `b` and the initial guess `x` (this rank's entries), waits for every rank
-/// ([`LocalOps::barrier`]), runs the solver, and downloads this rank's solution (or last
+/// ([`LocalOps::count_failed`]), runs the solver, and downloads this rank's solution (or last
 /// iterate) into `x`. `prior_setup_seconds` is the setup the
 /// caller already spent on this solve (partition, communicator, the matrix's upload).
 ///
 /// # Errors
-/// Preconditioner setup and backend failures; a failed solve (no convergence, breakdown) is a
+/// Preconditioner setup and backend failures — on every rank when any rank's setup fails (see
+/// [`setup_precond`]); a failed solve (no convergence, breakdown) is a
 /// [`RankOutcome::result`], not an error.
 #[allow(clippy::too_many_arguments)]
 pub fn solve_rank<T, D, A>(
@@ -85,9 +86,9 @@ where
 {
     let clock = Instant::now();
     let m = setup_precond(be, a, owned, first_row, &what.precond)?;
-    let db = be.upload(b)?;
-    let mut dx = be.upload(x)?;
-    be.barrier()?;
+    let vectors = (|| Ok((be.upload(b)?, be.upload(x)?)))();
+    // Also the barrier that ends the setup on every rank.
+    let (db, mut dx) = super::precond::agree(be, vectors)?;
     let setup_seconds = prior_setup_seconds + clock.elapsed().as_secs_f64();
     let clock = Instant::now();
     let mut result = match what.method {
