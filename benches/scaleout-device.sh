@@ -73,6 +73,8 @@ counts="1 2"; [ "$ngpu" -ge 4 ] && counts="1 2 4"
 # Strong scaling: the same problem on 1 GPU (plain single-GPU solver), then 1, 2 (and 4) ranks.
 step strong-single 40 $b/dist_cg single --grid 256 --tol 1e-12
 for n in $counts; do step strong-$n 40 $b/dist_cg threads --gpus $n --grid 256 --tol 1e-12; done
+# The halo stream at the device's highest priority (issue 22, item 4): does the overlap rise?
+step strong-2-halo-high 40 env SEGSPARSE_HALO_PRIORITY=high $b/dist_cg threads --gpus 2 --grid 256 --tol 1e-12
 # Weak scaling: 160^3 rows per GPU, a fixed 400 iterations (per-iteration time).
 weak_grid() { case $1 in 1) echo 160;; 2) echo 160x160x320;; 4) echo 160x320x320;; esac; }
 for n in $counts; do step weak-$n 25 $b/dist_cg threads --gpus $n --grid "$(weak_grid $n)" --tol 1e-30 --max-iters 400; done

@@ -20,6 +20,9 @@
 //! | rank stream | gather `x[send_idx]` → event → `y = A_oo·x` → wait halo → `y[bnd] += A_oh·halo` → `pᵀq` partials → all-reduce → α → `r −= αq`, ‖r‖² partials → all-reduce → β → `x, p` update |
 //! | halo stream | wait gather → grouped `ncclSend`/`ncclRecv` with each neighbour → event |
 //!
+//! `SEGSPARSE_HALO_PRIORITY=high` creates the halo stream with the device's highest priority
+//! (an experiment for the overlap; off by default until measured).
+//!
 //! The two all-reduces of a CG iteration cannot be merged without changing the algorithm (α is
 //! needed before `r` is updated); each step's sums (‖r‖² and `rᵀz`) travel in one all-reduce.
 //! The halo exchange uses its own communicator (created from a second unique id) so that it
@@ -224,6 +227,14 @@ impl Drop for NcclComm {
     }
 }
 
+/// Whether the halo stream gets the device's highest priority (`SEGSPARSE_HALO_PRIORITY=high`;
+/// default: normal, as measured in `benches/results/scaleout.md`). With it, the exchange's NCCL
+/// kernel is scheduled ahead of the owned block's SpMV blocks as SMs free up, which may raise
+/// the overlap measured there (0.05–0.30); not measured yet, hence a switch.
+fn halo_priority_high() -> bool {
+    std::env::var("SEGSPARSE_HALO_PRIORITY").is_ok_and(|v| v.eq_ignore_ascii_case("high"))
+}
+
 /// One rank: its GPU and communicators.
 #[derive(Clone, Debug)]
 pub struct Rank {
@@ -245,10 +256,14 @@ impl Rank {
         gpu.context()
             .bind_to_thread()
             .map_err(cuda_err("binding the context"))?;
-        let halo_stream = gpu
-            .context()
-            .new_stream()
-            .map_err(cuda_err("creating the halo stream"))?;
+        let halo_stream = if halo_priority_high() {
+            let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+                .map_err(cuda_err("reading the stream priority range"))?;
+            gpu.context().new_stream_with_priority(greatest)
+        } else {
+            gpu.context().new_stream()
+        }
+        .map_err(cuda_err("creating the halo stream"))?;
         let init = |id: ns::ncclUniqueId| {
             let mut c = std::mem::MaybeUninit::uninit();
             // SAFETY: c receives the communicator; id, size and rank are valid values.
