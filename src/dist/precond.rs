@@ -233,7 +233,7 @@ pub fn agree<T: Scalar, D: LocalOps<T>, R>(be: &D, r: Result<R>) -> Result<R> {
     match r {
         Err(e) => Err(e),
         Ok(_) if failed > 0 => Err(crate::Error::InvalidInput(format!(
-            "the preconditioner's setup failed on {failed} other rank(s)"
+            "the setup failed on {failed} other rank(s)"
         ))),
         ok => ok,
     }
