@@ -205,7 +205,7 @@ fn measure<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
                 times.push(c.elapsed().as_secs_f64());
                 row.iters = Some(info.iterations);
                 row.residual = Some(info.relative_residual);
-                if rep == 0 && info.seconds * 3.0 > solve_budget_s {
+                if rep == 0 && info.solve_seconds * 3.0 > solve_budget_s {
                     break;
                 }
             }

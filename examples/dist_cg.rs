@@ -1,5 +1,5 @@
-//! Distributed CG (or Jacobi-PCG, BiCGSTAB) on the 7-point Poisson problem over several GPUs,
-//! each rank generating only its own rows. Three modes:
+//! Distributed CG (or PCG, BiCGSTAB) on the 7-point Poisson problem over several GPUs, each
+//! rank generating only its own rows. Three modes:
 //!
 //! ```text
 //! # one process, a thread per GPU:
@@ -15,18 +15,32 @@
 //! SEGSPARSE_RANK=1 SEGSPARSE_NRANKS=2 dist_cg process --grid 256
 //! ```
 //!
-//! Options: `--grid N` or `--grid NXxNYxNZ`, `--f32`, `--method cg|jacobi|bicgstab`,
-//! `--tol 1e-8`, `--max-iters N`, `--reps N` (products timed for the halo report).
-//! Rank 0 prints one `key=value` line per solve; each rank prints its halo timings.
+//! Options: `--grid N` or `--grid NXxNYxNZ`, `--f32`, `--method cg|jacobi|bicgstab` (`jacobi`:
+//! CG with `--precond jacobi`), `--precond none|jacobi|poly|block-poly|ilu0|ic0|amg` (on several
+//! ranks `poly` is the distributed polynomial, the others after it block-Jacobi with that local
+//! solver), `--tol 1e-8`, `--max-iters N`, `--solves K` (the same system K times in the process:
+//! the first solve is cold, the later ones warm), `--reps N` (products timed for the halo
+//! report, after the solves).
+//!
+//! # What is timed (the crate's one timing model, "Timing" in `segsparse::solvers`)
+//!
+//! Every mode prints `setup_s` (generating the rows, the matrix's upload, communicators, the
+//! preconditioner's setup, the vectors' upload) and, per solve, `solve_s`: the solver call
+//! (workspace, iterations, the true residual; the device synchronised), the longest rank's; and
+//! `per_iter_ms = solve_s / iters`. The same interval `sparse-solve` reports as `solve_seconds`.
+//! Nothing runs on the device between the setup and the first solve in either mode (the product
+//! timings come after the solves), so the first solve of `single` and of one rank start equally
+//! cold. Rank 0 prints one `key=value` line per solve; each rank prints its halo timings.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use segsparse::dist::nccl::{run_threads, DistCsr, DistScalar, NcclId, NcclOps, Rank};
-use segsparse::dist::{poisson3d_block, Partition};
-use segsparse::solvers::{
-    bicgstab, cg, pcg, Identity, Jacobi, LinearOperator, SolveError, SolveParams, VectorOps,
+use segsparse::dist::{
+    poisson3d_block, solve_rank, DistPart, DistPrecond, DistSolve, Krylov, LocalPrecond, Partition,
 };
+use segsparse::precond::{AmgParams, IncompleteParams};
+use segsparse::solvers::{ChebyshevParams, SolveError, SolveParams, VectorOps};
 
 #[derive(Clone, Debug)]
 struct Opts {
@@ -35,8 +49,10 @@ struct Opts {
     grid: (u64, u64, u64),
     f32: bool,
     method: String,
+    precond: String,
     tol: f64,
     max_iters: usize,
+    solves: usize,
     reps: usize,
 }
 
@@ -50,8 +66,10 @@ fn parse() -> Result<Opts, String> {
         grid: (64, 64, 64),
         f32: false,
         method: "cg".into(),
+        precond: "none".into(),
         tol: 1e-8,
         max_iters: 20_000,
+        solves: 1,
         reps: 50,
     };
     while let Some(k) = a.next() {
@@ -72,43 +90,66 @@ fn parse() -> Result<Opts, String> {
             }
             "--f32" => o.f32 = true,
             "--method" => o.method = v()?,
+            "--precond" => o.precond = v()?,
             "--tol" => o.tol = v()?.parse().map_err(|e| format!("--tol: {e}"))?,
             "--max-iters" => o.max_iters = v()?.parse().map_err(|e| format!("--max-iters: {e}"))?,
+            "--solves" => o.solves = v()?.parse().map_err(|e| format!("--solves: {e}"))?,
             "--reps" => o.reps = v()?.parse().map_err(|e| format!("--reps: {e}"))?,
             _ => return Err(format!("unknown option {k}")),
         }
+    }
+    if o.method == "jacobi" {
+        o.method = "cg".into();
+        o.precond = "jacobi".into();
     }
     Ok(o)
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-/// Runs `--method` with the backend `be` and operator `a` (`diag`: the diagonal for Jacobi);
-/// returns (iterations, true relative residual, converged). Non-convergence is a result here
-/// (fixed-iteration timing runs), other failures are errors.
-fn solve<T: DistScalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
-    be: &B,
-    a: &A,
-    diag: &[T],
-    b: &B::Vector,
-    x: &mut B::Vector,
-    o: &Opts,
-) -> Res<(usize, f64, bool)> {
-    let params = SolveParams {
+/// The method and preconditioner of the options.
+fn plan(o: &Opts) -> Res<(Krylov, DistPrecond)> {
+    let method = match o.method.as_str() {
+        "cg" => Krylov::Cg,
+        "bicgstab" => Krylov::Bicgstab,
+        m => return Err(format!("unknown method {m} (cg, jacobi, bicgstab)").into()),
+    };
+    let ip = IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    };
+    let precond = match o.precond.as_str() {
+        "none" => DistPrecond::None,
+        "jacobi" => DistPrecond::Jacobi,
+        "poly" => DistPrecond::Chebyshev(ChebyshevParams::default()),
+        "block-poly" => {
+            DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(ChebyshevParams::default()))
+        }
+        "ilu0" => DistPrecond::BlockJacobi(LocalPrecond::Ilu0(ip)),
+        "ic0" => DistPrecond::BlockJacobi(LocalPrecond::Ic0(ip)),
+        "amg" => DistPrecond::BlockJacobi(LocalPrecond::Amg(AmgParams::default())),
+        p => {
+            return Err(format!(
+                "unknown preconditioner {p} (none, jacobi, poly, block-poly, ilu0, ic0, amg)"
+            )
+            .into())
+        }
+    };
+    Ok((method, precond))
+}
+
+fn params(o: &Opts) -> SolveParams {
+    SolveParams {
         rel_tol: o.tol,
         max_iters: o.max_iters,
         record_history: false,
         ..Default::default()
-    };
-    let r = match o.method.as_str() {
-        "cg" => cg(be, a, b, x, &params),
-        "jacobi" => {
-            let jac = Jacobi::from_diagonal(be, diag)?;
-            pcg(be, a, &jac, b, x, &params)
-        }
-        "bicgstab" => bicgstab(be, a, &Identity, b, x, &params),
-        m => return Err(format!("unknown method {m}").into()),
-    };
+    }
+}
+
+/// (iterations, true relative residual, converged) of a solve; non-convergence is a result
+/// here (fixed-iteration timing runs), other failures are errors.
+fn summary(r: Result<segsparse::solvers::SolveInfo, SolveError>) -> Res<(usize, f64, bool)> {
     match r {
         Ok(info) => Ok((info.iterations, info.relative_residual, true)),
         Err(SolveError::NotConverged {
@@ -119,24 +160,57 @@ fn solve<T: DistScalar, B: VectorOps<T>, A: LinearOperator<T, B>>(
     }
 }
 
-/// One rank's solve: generate its rows, set up, time the product, solve.
-fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts) -> Res<()> {
+/// One rank's run: generate its rows, set up, solve `--solves` times, then time the product.
+/// `t0` is when the setup began (before the context and the communicators were created).
+fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts, t0: Instant) -> Res<()> {
     let (nx, ny, nz) = o.grid;
     let n = nx * ny * nz;
+    let (method, precond) = plan(o)?;
     let part = Partition::by_rows(n, rank.size());
-    let t0 = Instant::now();
     let block = poisson3d_block::<T>(o.grid, part.rows(rank.rank()))?;
-    let nnz_local = block.nnz() as f64;
-    let a = DistCsr::from_block(&rank, &block, &part)?;
+    let dpart = DistPart::build(&block, &part, rank.rank(), |need| rank.all_to_all_u64(need))?;
     drop(block);
+    let a = DistCsr::upload(&rank, &dpart)?;
     let ops = NcclOps::<T>::new(&rank)?;
-    let nnz = rank.sum_f64(nnz_local)?;
-    let setup = t0.elapsed().as_secs_f64();
+    let nnz = rank.sum_f64(dpart.nnz() as f64)?;
+    let prior = t0.elapsed().as_secs_f64();
     let nl = a.info().n_owned;
-    let b = ops.upload(&vec![T::one(); nl])?;
-    let mut x = ops.zeros(nl)?;
+    let b = vec![T::one(); nl];
+    let what = DistSolve {
+        method,
+        precond,
+        params: params(o),
+    };
+    for s in 0..o.solves.max(1) {
+        let mut x = vec![T::zero(); nl];
+        // Each solve sets its preconditioner up again (solve_rank's unit); the later solves'
+        // setup_s is that alone, the first one's also the matrix and the communicators.
+        let out = solve_rank(
+            &ops,
+            &a,
+            &dpart.owned,
+            dpart.first_row,
+            &b,
+            &mut x,
+            &what,
+            if s == 0 { prior } else { 0.0 },
+        )?;
+        // The longest rank, as sparse-solve reports.
+        let setup = max_over_ranks(&rank, out.setup_seconds)?;
+        let solve = max_over_ranks(&rank, out.solve_seconds)?;
+        let (iters, res, ok) = summary(out.result)?;
+        if rank.rank() == 0 {
+            println!(
+                "mode={} method={} precond={} prec={} grid={}x{}x{} n={} nnz={} gpus={} solve={} iters={} rel_res={:.3e} converged={} setup_s={:.3} solve_s={:.4} per_iter_ms={:.4}",
+                o.mode, o.method, what.precond.name(), if o.f32 { "f32" } else { "f64" }, nx, ny, nz, n, nnz as u64,
+                rank.size(), s + 1, iters, res, ok, setup, solve,
+                solve / iters.max(1) as f64 * 1e3
+            );
+        }
+    }
+    let bd = ops.upload(&b)?;
     let mut y = ops.zeros(nl)?;
-    let tm = a.measure(&b, &mut y, o.reps)?;
+    let tm = a.measure(&bd, &mut y, o.reps)?;
     println!(
         "rank={} rows={} halo={} send={} boundary_rows={} spmv_ms={:.4} halo_ms={:.4} local_ms={:.4} overlap={:.2}",
         rank.rank(),
@@ -149,26 +223,30 @@ fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts) -> Res<()> {
         tm.local * 1e3,
         tm.overlap
     );
-    let t = Instant::now();
-    let (iters, res, ok) = solve(&ops, &a, &vec![T::of_f64(6.0); nl], &b, &mut x, o)?;
-    let wall = t.elapsed().as_secs_f64();
-    if rank.rank() == 0 {
-        println!(
-            "mode={} method={} prec={} grid={}x{}x{} n={} nnz={} gpus={} iters={} rel_res={:.3e} converged={} setup_s={:.2} solve_s={:.4} per_iter_ms={:.4} spmv_ms={:.4} halo_ms={:.4} overlap={:.2}",
-            o.mode, o.method, if o.f32 { "f32" } else { "f64" }, nx, ny, nz, n, nnz as u64, rank.size(), iters, res, ok, setup, wall,
-            wall / iters.max(1) as f64 * 1e3, tm.full * 1e3, tm.exchange * 1e3, tm.overlap
-        );
-    }
     Ok(())
+}
+
+/// The largest `v` over the ranks (collective; one sum per rank, each rank contributing only in
+/// its own round).
+fn max_over_ranks(rank: &Rank, v: f64) -> Res<f64> {
+    let mut best = 0.0f64;
+    for r in 0..rank.size() {
+        let mine = if r == rank.rank() { v } else { 0.0 };
+        best = best.max(rank.sum_f64(mine)?);
+    }
+    Ok(best)
 }
 
 /// The same solver on one GPU without the distributed layer (GpuOps + GpuCsr).
 fn single<T: DistScalar>(o: &Opts) -> Res<()> {
+    use segsparse::precond::{Amg, Ic0, Ilu0};
     use segsparse::solvers::gpu::GpuOps;
+    use segsparse::solvers::{bicgstab, pcg, Chebyshev, Identity, Jacobi, Preconditioner};
     use segsparse::spmv::gpu::GpuCsr;
     let (nx, ny, nz) = o.grid;
-    let gpu = segsparse::gpu::Gpu::new()?;
+    let (method, precond) = plan(o)?;
     let t0 = Instant::now();
+    let gpu = segsparse::gpu::Gpu::new()?;
     let blk = poisson3d_block::<T>(o.grid, 0..nx * ny * nz)?;
     let row_ptr: Vec<u32> = blk
         .row_ptr
@@ -180,15 +258,51 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
     let a = segsparse::CsrMatrix::try_from_parts(n, n, row_ptr, cols, blk.vals)?;
     let g = GpuCsr::upload(&gpu, &a)?;
     let ops = GpuOps::<T>::new(&gpu)?;
-    let setup = t0.elapsed().as_secs_f64();
+    // The preconditioner on one GPU: the distributed choices without their distribution.
+    let m: Box<dyn Preconditioner<T, GpuOps<T>>> = match precond {
+        DistPrecond::None => Box::new(Identity),
+        DistPrecond::Jacobi => Box::new(Jacobi::from_matrix(&ops, &a)?),
+        DistPrecond::Chebyshev(p) | DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(p)) => {
+            Box::new(Chebyshev::from_matrix(&ops, &g, &a, &p)?)
+        }
+        DistPrecond::BlockJacobi(LocalPrecond::Ilu0(p)) => Box::new(Ilu0::new(&ops, &a, &p)?),
+        DistPrecond::BlockJacobi(LocalPrecond::Ic0(p)) => Box::new(Ic0::new(&ops, &a, &p)?),
+        DistPrecond::BlockJacobi(LocalPrecond::Amg(p)) => Box::new(Amg::new(&ops, &a, &p)?),
+        other => return Err(format!("{} on one GPU", other.name()).into()),
+    };
     let b = ops.upload(&vec![T::one(); n])?;
     let mut x = ops.zeros(n)?;
+    gpu.synchronize()?;
+    let setup = t0.elapsed().as_secs_f64();
+    let p = params(o);
+    for s in 0..o.solves.max(1) {
+        let t = Instant::now();
+        let r = match method {
+            Krylov::Cg => pcg(&ops, &g, &*m, &b, &mut x, &p),
+            Krylov::Bicgstab => bicgstab(&ops, &g, &*m, &b, &mut x, &p),
+        };
+        let solve = t.elapsed().as_secs_f64();
+        let (iters, res, ok) = summary(r)?;
+        println!(
+            "mode=single method={} precond={} prec={} grid={}x{}x{} n={} nnz={} gpus=1 solve={} iters={} rel_res={:.3e} converged={} setup_s={:.3} solve_s={:.4} per_iter_ms={:.4}",
+            o.method, precond.name(), if o.f32 { "f32" } else { "f64" }, nx, ny, nz, n, a.nnz(), s + 1, iters, res, ok, setup, solve,
+            solve / iters.max(1) as f64 * 1e3
+        );
+    }
+    // The product alone, after the solves (as the ranks' halo report).
+    let mut y = ops.zeros(n)?;
+    for _ in 0..3 {
+        g.spmv(T::one(), &b, T::zero(), &mut y)?;
+    }
+    gpu.synchronize()?;
     let t = Instant::now();
-    let (iters, res, _) = solve(&ops, &g, &a.diagonal(), &b, &mut x, o)?;
-    let wall = t.elapsed().as_secs_f64();
+    for _ in 0..o.reps.max(1) {
+        g.spmv(T::one(), &b, T::zero(), &mut y)?;
+    }
+    gpu.synchronize()?;
     println!(
-        "mode=single method={} prec={} grid={}x{}x{} n={} nnz={} gpus=1 iters={} rel_res={:.3e} setup_s={:.2} solve_s={:.4} per_iter_ms={:.4}",
-        o.method, if o.f32 { "f32" } else { "f64" }, nx, ny, nz, n, a.nnz(), iters, res, setup, wall, wall / iters.max(1) as f64 * 1e3
+        "rank=single rows={n} spmv_ms={:.4}",
+        t.elapsed().as_secs_f64() / o.reps.max(1) as f64 * 1e3
     );
     Ok(())
 }
@@ -200,15 +314,17 @@ fn env_usize(keys: &[&str]) -> Option<usize> {
 
 fn main() -> Res<()> {
     let o = parse()?;
+    plan(&o)?;
     match (o.mode.as_str(), o.f32) {
         ("single", false) => single::<f64>(&o),
         ("single", true) => single::<f32>(&o),
         ("threads", f32) => {
+            let t0 = Instant::now();
             run_threads(o.gpus, |rank| {
                 let r = if f32 {
-                    rank_solve::<f32>(rank, &o)
+                    rank_solve::<f32>(rank, &o, t0)
                 } else {
-                    rank_solve::<f64>(rank, &o)
+                    rank_solve::<f64>(rank, &o, t0)
                 };
                 r.map_err(|e| segsparse::Error::Solver(e.to_string()))
             })?;
@@ -229,11 +345,12 @@ fn main() -> Res<()> {
                 Ok(hex) => NcclId::from_hex(&hex)?,
                 Err(_) => NcclId::share_via_file(&path, rank, Duration::from_secs(60))?,
             };
+            let t0 = Instant::now();
             let r = Rank::init(device, rank, size, &id)?;
             if f32 {
-                rank_solve::<f32>(r, &o)
+                rank_solve::<f32>(r, &o, t0)
             } else {
-                rank_solve::<f64>(r, &o)
+                rank_solve::<f64>(r, &o, t0)
             }
         }
         (m, _) => Err(format!("unknown mode {m}: threads, single or process").into()),

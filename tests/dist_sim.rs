@@ -332,3 +332,462 @@ fn bad_blocks_are_errors() {
     let r = CsrMatrix::<f64>::from_triplets(2, 3, &[(0, 2, 1.0)]).unwrap();
     assert!(RowBlock::from_csr(&r, 0..1).is_err());
 }
+
+// --- issue 22: preconditioners across ranks, and the timing model on simulated ranks ----------
+
+use segsparse::dist::{solve_rank, BlockJacobi, DistPrecond, DistSolve, Krylov, LocalPrecond};
+use segsparse::precond::{Amg, AmgParams, Ic0, Ilu0, IncompleteParams};
+use segsparse::solvers::{Chebyshev, ChebyshevParams, Preconditioner, SolveInfo};
+
+fn ip() -> IncompleteParams {
+    IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    }
+}
+
+/// Every local solver of block-Jacobi, with a name.
+fn locals() -> Vec<LocalPrecond> {
+    vec![
+        LocalPrecond::Jacobi,
+        LocalPrecond::Chebyshev(ChebyshevParams::default()),
+        LocalPrecond::Ilu0(ip()),
+        LocalPrecond::Ic0(ip()),
+        LocalPrecond::Amg(AmgParams::default()),
+    ]
+}
+
+/// The single-process preconditioner `l` of `a` on the CPU, applied to `r`.
+fn apply_single(a: &CsrMatrix<f64>, l: &LocalPrecond, r: &[f64]) -> Vec<f64> {
+    let r = r.to_vec();
+    let mut z = vec![f64::NAN; r.len()];
+    match l {
+        LocalPrecond::Jacobi => Jacobi::from_matrix(&Cpu, a)
+            .unwrap()
+            .apply(&Cpu, &r, &mut z),
+        LocalPrecond::Chebyshev(p) => Chebyshev::from_matrix(&Cpu, a, a, p)
+            .unwrap()
+            .apply(&Cpu, &r, &mut z),
+        LocalPrecond::Ilu0(p) => Ilu0::new(&Cpu, a, p).unwrap().apply(&Cpu, &r, &mut z),
+        LocalPrecond::Ic0(p) => Ic0::new(&Cpu, a, p).unwrap().apply(&Cpu, &r, &mut z),
+        LocalPrecond::Amg(p) => Amg::new(&Cpu, a, p).unwrap().apply(&Cpu, &r, &mut z),
+        _ => unreachable!(),
+    }
+    .unwrap();
+    z
+}
+
+/// The one-process solve of `a x = b` with preconditioner `l` (CG for SPD, else BiCGSTAB).
+fn solve_single(a: &CsrMatrix<f64>, b: &[f64], l: &LocalPrecond, method: Krylov) -> SolveInfo {
+    fn go<P: Preconditioner<f64, Cpu>>(
+        a: &CsrMatrix<f64>,
+        p: &P,
+        b: &[f64],
+        method: Krylov,
+    ) -> SolveInfo {
+        let mut x = vec![0.0; a.nrows()];
+        let b = b.to_vec();
+        match method {
+            Krylov::Cg => pcg(&Cpu, a, p, &b, &mut x, &params10()),
+            Krylov::Bicgstab => bicgstab(&Cpu, a, p, &b, &mut x, &params10()),
+        }
+        .unwrap()
+    }
+    match l {
+        LocalPrecond::Jacobi => go(a, &Jacobi::from_matrix(&Cpu, a).unwrap(), b, method),
+        LocalPrecond::Chebyshev(p) => go(
+            a,
+            &Chebyshev::from_matrix(&Cpu, a, a, p).unwrap(),
+            b,
+            method,
+        ),
+        LocalPrecond::Ilu0(p) => go(a, &Ilu0::new(&Cpu, a, p).unwrap(), b, method),
+        LocalPrecond::Ic0(p) => go(a, &Ic0::new(&Cpu, a, p).unwrap(), b, method),
+        LocalPrecond::Amg(p) => go(a, &Amg::new(&Cpu, a, p).unwrap(), b, method),
+        _ => unreachable!(),
+    }
+}
+
+fn params10() -> SolveParams {
+    SolveParams {
+        rel_tol: 1e-10,
+        ..Default::default()
+    }
+}
+
+/// A distributed solve on `k` simulated ranks through `dist::solve_rank`: every rank's outcome
+/// (iterations or the error, setup and solve seconds, the rank's wall time from before its part
+/// was built) and the assembled x.
+#[allow(clippy::type_complexity)]
+fn solve_dist(
+    a: &CsrMatrix<f64>,
+    b: &[f64],
+    k: usize,
+    what: &DistSolve,
+) -> (Vec<(Result<SolveInfo, String>, f64, f64, f64)>, Vec<f64>) {
+    let p = Partition::by_nnz(a.row_ptr(), k);
+    let out = sim::run(k, |comm| {
+        let wall = std::time::Instant::now();
+        let rows = p.rows(comm.rank());
+        let op = sim::SimCsr::new(
+            &RowBlock::from_csr(a, rows.clone()).unwrap(),
+            &p,
+            comm.clone(),
+        )
+        .unwrap();
+        let be = sim::SimOps::new(comm);
+        let prior = wall.elapsed().as_secs_f64();
+        let (r0, r1) = (rows.start as usize, rows.end as usize);
+        let mut x = vec![0.0; r1 - r0];
+        let part = op.part();
+        let o = solve_rank(
+            &be,
+            &op,
+            &part.owned,
+            part.first_row,
+            &b[r0..r1],
+            &mut x,
+            what,
+            prior,
+        )
+        .unwrap();
+        let wall = wall.elapsed().as_secs_f64();
+        (
+            (
+                o.result.map_err(|e| e.to_string()),
+                o.setup_seconds,
+                o.solve_seconds,
+                wall,
+            ),
+            x,
+        )
+    });
+    let (outs, xs): (Vec<_>, Vec<_>) = out.into_iter().unzip();
+    (outs, xs.concat())
+}
+
+fn iterations(outs: &[(Result<SolveInfo, String>, f64, f64, f64)]) -> usize {
+    let it: Vec<usize> = outs
+        .iter()
+        .map(|o| o.0.as_ref().expect("converged").iterations)
+        .collect();
+    assert!(it.iter().all(|&i| i == it[0]), "ranks disagree: {it:?}");
+    it[0]
+}
+
+#[test]
+fn block_jacobi_on_one_rank_is_the_one_rank_preconditioner() {
+    let a = generate::poisson3d::<f64>(10).unwrap();
+    let n = a.nrows();
+    let r: Vec<f64> = (0..n).map(|i| ((i * 37) % 23) as f64 / 7.0 - 1.5).collect();
+    let b = rhs(n);
+    for l in locals() {
+        // The application, bit for bit: on one rank the diagonal block is the whole matrix.
+        let want = apply_single(&a, &l, &r);
+        let p = Partition::by_rows(n as u64, 1);
+        let got = sim::run(1, |comm| {
+            let op = sim::SimCsr::new(
+                &RowBlock::from_csr(&a, 0..n as u64).unwrap(),
+                &p,
+                comm.clone(),
+            )
+            .unwrap();
+            let be = sim::SimOps::new(comm);
+            let m = segsparse::dist::setup_precond(
+                &be,
+                &op,
+                &op.part().owned,
+                0,
+                &DistPrecond::BlockJacobi(l),
+            )
+            .unwrap();
+            let mut z = vec![f64::NAN; n];
+            m.apply(&be, &r, &mut z).unwrap();
+            z
+        })
+        .remove(0);
+        assert_eq!(got, want, "block-Jacobi({}) on one rank", l.name());
+        // The solve: the same iterations as the one-process solve with that preconditioner.
+        let one = solve_single(&a, &b, &l, Krylov::Cg);
+        let what = DistSolve {
+            method: Krylov::Cg,
+            precond: DistPrecond::BlockJacobi(l),
+            params: params10(),
+        };
+        let (outs, _) = solve_dist(&a, &b, 1, &what);
+        let it = iterations(&outs);
+        assert!(
+            it.abs_diff(one.iterations) <= 1,
+            "block-Jacobi({}) on one rank: {it} iterations, one process {}",
+            l.name(),
+            one.iterations
+        );
+    }
+    // BlockJacobi forwards a diagonal, so Jacobi stays fused into the vector steps.
+    let jac = Jacobi::from_matrix(&Cpu, &a).unwrap();
+    let bj = BlockJacobi::new(jac);
+    let d = <BlockJacobi<_> as Preconditioner<f64, sim::SimOps>>::inverse_diagonal(&bj);
+    assert!(d.is_some());
+}
+
+/// Block-Jacobi drops the couplings between ranks, so it needs more iterations than the
+/// one-device preconditioner; how many more depends on how much of the spectrum the local
+/// solver fixes. Measured here (Poisson 3D 16³, CG to 1e-10; `GRID=24` or `32` in the
+/// environment runs a larger grid and `TABLE=1` prints instead of asserting):
+///
+/// | local solver | one device | 2 ranks | 3 ranks | 4 ranks |
+/// |---|---:|---:|---:|---:|
+/// | Jacobi | 63 | 63 | 63 | 63 |
+/// | ILU(0) / IC(0) | 24 | 31 | 35 | 35 |
+/// | Chebyshev, degree 4 | 16 | 23 | 29 | 31 |
+/// | AMG | 8 | 23 | 28 | 28 |
+///
+/// (24³: ILU 33 → 45/47/47, AMG 9 → 28/32/34; 32³: ILU 43 → 54/62/58, AMG 10 → 32/38/40.)
+/// The ~1.3× of the issue holds for Jacobi (exactly 1: it is diagonal) and for ILU(0)/IC(0) on
+/// two ranks; three and four ranks (thin slabs: 4–5 z-planes here) cost up to 1.45×; a local
+/// polynomial up to 2×; AMG loses its global coarse correction at the cuts (3–4×, still fewer
+/// iterations than block-Jacobi ILU). The asserted bounds are those, with a little room.
+#[test]
+fn block_jacobi_on_2_to_4_ranks_against_the_one_device_iterations() {
+    let g: usize = std::env::var("GRID")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let a = generate::poisson3d::<f64>(g).unwrap();
+    let b = rhs(a.nrows());
+    let table = std::env::var("TABLE").is_ok();
+    let mut bj_ilu = Vec::new();
+    let mut bj_amg = Vec::new();
+    for l in locals() {
+        let one = solve_single(&a, &b, &l, Krylov::Cg).iterations;
+        let what = DistSolve {
+            method: Krylov::Cg,
+            precond: DistPrecond::BlockJacobi(l),
+            params: params10(),
+        };
+        for k in [2, 3, 4] {
+            let (outs, x) = solve_dist(&a, &b, k, &what);
+            let it = iterations(&outs);
+            println!("{} k={k}: {it} (one device {one})", l.name());
+            // The assembled solution solves the global system.
+            let mut ax = vec![0.0; a.nrows()];
+            segsparse::spmv::spmv(1.0, &a, &x, 0.0, &mut ax);
+            let res = ax
+                .iter()
+                .zip(&b)
+                .map(|(p, q)| (p - q) * (p - q))
+                .sum::<f64>()
+                .sqrt()
+                / b.iter().map(|v| v * v).sum::<f64>().sqrt();
+            assert!(res <= 1e-10, "{} on {k} ranks: residual {res}", l.name());
+            if table {
+                continue;
+            }
+            let ratio = it as f64 / one as f64;
+            let bound = match (l, k) {
+                (LocalPrecond::Jacobi, _) => 1.0,
+                (LocalPrecond::Ilu0(_) | LocalPrecond::Ic0(_), 2) => 1.3,
+                (LocalPrecond::Ilu0(_) | LocalPrecond::Ic0(_), _) => 1.5,
+                (LocalPrecond::Chebyshev(_), _) => 2.0,
+                (LocalPrecond::Amg(_), _) => 4.0,
+                _ => unreachable!(),
+            };
+            assert!(
+                ratio <= bound,
+                "block-Jacobi({}) on {k} ranks: {it} iterations, one device {one} ({ratio:.2}× > \
+                 {bound}×)",
+                l.name()
+            );
+            match l {
+                LocalPrecond::Ilu0(_) => bj_ilu.push(it),
+                LocalPrecond::Amg(_) => bj_amg.push(it),
+                _ => {}
+            }
+        }
+    }
+    // Block-Jacobi AMG stays the strongest of them.
+    for (amg, ilu) in bj_amg.iter().zip(&bj_ilu) {
+        assert!(amg < ilu, "block-Jacobi AMG {amg} vs ILU {ilu}");
+    }
+}
+
+#[test]
+fn block_jacobi_bicgstab_on_an_unsymmetric_matrix() {
+    let a = convection(40, 0.3);
+    let b = rhs(a.nrows());
+    for l in [LocalPrecond::Jacobi, LocalPrecond::Ilu0(ip())] {
+        let one = solve_single(&a, &b, &l, Krylov::Bicgstab).iterations;
+        let what = DistSolve {
+            method: Krylov::Bicgstab,
+            precond: DistPrecond::BlockJacobi(l),
+            params: params10(),
+        };
+        for k in [1, 2, 4] {
+            let (outs, _) = solve_dist(&a, &b, k, &what);
+            let it = iterations(&outs);
+            println!(
+                "bicgstab block-Jacobi({}) k={k}: {it} (one device {one})",
+                l.name()
+            );
+            assert!(
+                it as f64 <= 1.3 * one as f64 + 1.0,
+                "{} on {k} ranks: {it} vs {one}",
+                l.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_distributed_polynomial_is_the_one_process_polynomial() {
+    let a = generate::poisson3d::<f64>(14).unwrap();
+    let b = rhs(a.nrows());
+    for degree in [2, 4] {
+        let cp = ChebyshevParams {
+            degree,
+            ..Default::default()
+        };
+        // One process, the same estimate (VectorOps-only Arnoldi, partition-independent start).
+        let inv = Jacobi::from_matrix(&Cpu, &a)
+            .unwrap()
+            .into_inverse_diagonal();
+        let poly = Chebyshev::from_operator(&Cpu, &a, Some(inv), 0, &cp).unwrap();
+        // ... and the GMRES-kernel estimate of the one-device path: nearly the same interval.
+        let krylov = Chebyshev::from_matrix(&Cpu, &a, &a, &cp).unwrap();
+        let (i1, i2) = (poly.interval(), krylov.interval());
+        assert!(
+            (i1.1 - i2.1).abs() <= 1e-2 * i2.1,
+            "upper ends {i1:?} vs {i2:?}"
+        );
+        let mut x = vec![0.0; a.nrows()];
+        let one = pcg(&Cpu, &a, &poly, &b, &mut x, &params10())
+            .unwrap()
+            .iterations;
+        let what = DistSolve {
+            method: Krylov::Cg,
+            precond: DistPrecond::Chebyshev(cp),
+            params: params10(),
+        };
+        for k in [1, 2, 3, 4] {
+            let (outs, _) = solve_dist(&a, &b, k, &what);
+            let it = iterations(&outs);
+            assert!(
+                it.abs_diff(one) <= 1,
+                "degree {degree} on {k} ranks: {it} iterations, one process {one}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_timing_field_is_present_and_consistent_on_simulated_ranks() {
+    let a = generate::poisson3d::<f64>(12).unwrap();
+    let b = rhs(a.nrows());
+    for (precond, max_iters) in [
+        (DistPrecond::None, 10_000),
+        (DistPrecond::BlockJacobi(LocalPrecond::Ic0(ip())), 10_000),
+        (DistPrecond::Chebyshev(ChebyshevParams::default()), 10_000),
+        // Not converged: the solve is still timed.
+        (DistPrecond::Jacobi, 3),
+    ] {
+        let what = DistSolve {
+            method: Krylov::Cg,
+            precond,
+            params: SolveParams {
+                max_iters,
+                ..params10()
+            },
+        };
+        let (outs, _) = solve_dist(&a, &b, 3, &what);
+        for (r, setup, solve, wall) in &outs {
+            assert!(*setup > 0.0 && *solve > 0.0, "{setup} {solve}");
+            assert!(setup + solve <= *wall, "{setup} + {solve} > {wall}");
+            match r {
+                Ok(info) => {
+                    assert_eq!(info.setup_seconds, *setup);
+                    // The solver's own clock runs inside the timed call.
+                    assert!(info.solve_seconds > 0.0 && info.solve_seconds <= *solve);
+                    assert_eq!(
+                        info.seconds_per_iteration(),
+                        info.solve_seconds / info.iterations as f64
+                    );
+                }
+                Err(e) => {
+                    assert_eq!(max_iters, 3, "{e}");
+                    assert!(e.contains("not converged"), "{e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_setup_that_fails_on_one_rank_fails_on_every_rank_without_hanging() {
+    // A zero on the diagonal of the last rank's rows only: Jacobi, block-Jacobi IC(0) (without
+    // the automatic shift) and the polynomial's diagonal fail there; the other ranks must not
+    // wait forever in the next collective.
+    let n = 200;
+    let mut t = Vec::new();
+    for i in 0..n {
+        t.push((i, i, if i == n - 3 { 0.0 } else { 4.0 }));
+        if i > 0 {
+            t.push((i, i - 1, -1.0));
+            t.push((i - 1, i, -1.0));
+        }
+    }
+    let a = CsrMatrix::<f64>::from_triplets(n, n, &t).unwrap();
+    let b = rhs(n);
+    for precond in [
+        DistPrecond::Jacobi,
+        DistPrecond::BlockJacobi(LocalPrecond::Ic0(IncompleteParams::default())),
+        DistPrecond::Chebyshev(ChebyshevParams::default()),
+    ] {
+        let p = Partition::by_rows(n as u64, 3);
+        let errs = sim::run(3, |comm| {
+            let rows = p.rows(comm.rank());
+            let op = sim::SimCsr::new(
+                &RowBlock::from_csr(&a, rows.clone()).unwrap(),
+                &p,
+                comm.clone(),
+            )
+            .unwrap();
+            let be = sim::SimOps::new(comm);
+            let what = DistSolve {
+                method: Krylov::Cg,
+                precond,
+                params: params10(),
+            };
+            let mut x = vec![0.0; op.n_owned()];
+            let part = op.part();
+            let (r0, r1) = (rows.start as usize, rows.end as usize);
+            solve_rank(
+                &be,
+                &op,
+                &part.owned,
+                part.first_row,
+                &b[r0..r1],
+                &mut x,
+                &what,
+                0.0,
+            )
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+        });
+        assert!(
+            errs[0].contains("failed on 1 other rank"),
+            "{}: {errs:?}",
+            precond.name()
+        );
+        assert!(
+            errs[1].contains("failed on 1 other rank"),
+            "{}: {errs:?}",
+            precond.name()
+        );
+        assert!(
+            !errs[2].contains("other rank"),
+            "{}: {errs:?}",
+            precond.name()
+        );
+    }
+}

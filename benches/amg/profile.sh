@@ -38,7 +38,7 @@ for n in ["p128", "p128-d3", "p128-d2", "p128-jac", "p27-d6", "aniso-d6", "e300-
     try:
         a = json.loads(open(os.path.join(d, n + ".json")).read().strip().splitlines()[-1])
         print("%-9s it %4d setup %7.3f resetup %7.3f solve %.4f per-it %.3f ms" % (n, a["iterations"],
-              a["setup_seconds"], a["resetup_seconds"], a["solve_seconds"], 1e3 * a["solve_seconds"] / max(1, a["iterations"])))
+              a["amg"]["setup"]["total"], a["resetup_seconds"], a["solve_seconds"], 1e3 * a["solve_seconds"] / max(1, a["iterations"])))
     except Exception as e:
         print(n, "failed", e)
 try:

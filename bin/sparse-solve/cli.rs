@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 /// Solve A·x = b with conjugate gradient, BiCGSTAB or restarted GMRES, unpreconditioned or with
-/// a Jacobi, Chebyshev-polynomial, ILU(0) or IC(0) preconditioner, on the CPU or the GPU, and report iterations, the true final residual ‖b − A·x‖/‖b‖ and the time per
-/// iteration.
+/// a Jacobi, Chebyshev-polynomial, ILU(0), IC(0) or AMG preconditioner, on the CPU, one GPU or
+/// several, and report iterations, the true final residual ‖b − A·x‖/‖b‖, the setup time, the
+/// solve time and the solve time per iteration.
 ///
 /// Exit status: 0 converged; 2 breakdown or no convergence (the reason on stderr); 1 other
 /// errors.
@@ -75,9 +76,21 @@ pub struct Cli {
     pub check_every: Option<usize>,
 
     /// Split the solve over this many GPUs of this host (a thread per GPU, NCCL; rows balanced
-    /// by nonzeros). 1: the single-device path chosen by --backend.
-    #[arg(long, default_value_t = 1)]
-    pub gpus: usize,
+    /// by nonzeros). 1: the single-device path chosen by --backend. auto: as many as the
+    /// problem is worth, from its size and the all-reduce and halo-exchange costs measured on
+    /// this machine at start (only with two or more GPUs; with one or none, 1 without starting
+    /// NCCL). A count above what the problem gains from still runs, with one line on stderr
+    /// saying so.
+    #[arg(long, default_value = "1", value_parser = parse_gpus)]
+    pub gpus: GpusArg,
+
+    /// With --gpus N > 1: how the preconditioner spans the GPUs. auto: the global form where
+    /// one exists (jacobi; poly is the distributed Chebyshev polynomial in the whole D⁻¹A),
+    /// block-Jacobi otherwise (ilu0, ic0, amg). block: block-Jacobi, --precond applied to each
+    /// GPU's diagonal block (couplings between GPUs dropped, no messages). global: refused for
+    /// ilu0, ic0 and amg, which have no distributed form.
+    #[arg(long, value_enum, default_value_t = DistPrecondArg::Auto)]
+    pub dist_precond: DistPrecondArg,
 
     /// Seed of random right-hand sides and random matrix specs.
     #[arg(long, default_value_t = 1)]
@@ -164,6 +177,38 @@ pub enum AmgCandidatesArg {
     Constant,
     /// 2-D rigid-body modes (elasticity2d:N specs only: they need the node coordinates).
     Rbm,
+}
+
+/// `--gpus`: a count or `auto`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpusArg {
+    /// Chosen from the problem and the measured costs.
+    Auto,
+    /// This many (at least 1).
+    Count(usize),
+}
+
+fn parse_gpus(s: &str) -> Result<GpusArg, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(GpusArg::Auto);
+    }
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(GpusArg::Count(n)),
+        _ => Err(format!(
+            "expected auto or a GPU count of at least 1, got {s:?}"
+        )),
+    }
+}
+
+/// `--dist-precond`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DistPrecondArg {
+    /// The global form where one exists (jacobi, poly), block-Jacobi otherwise.
+    Auto,
+    /// Block-Jacobi: --precond on each GPU's diagonal block.
+    Block,
+    /// The global form (jacobi, poly only).
+    Global,
 }
 
 /// `--method`.
@@ -313,5 +358,28 @@ mod tests {
         assert!(Cli::try_parse_from(["sparse-solve", "m.mtx", "--precond", "ilu"]).is_err());
         let c = Cli::try_parse_from(["sparse-solve", "m.mtx", "--precond", "ic0"]).unwrap();
         assert_eq!(c.precond, PrecondArg::Ic0);
+        assert_eq!(c.gpus, GpusArg::Count(1));
+        assert_eq!(c.dist_precond, DistPrecondArg::Auto);
+        let c = Cli::try_parse_from(["sparse-solve", "m.mtx", "--gpus", "auto"]).unwrap();
+        assert_eq!(c.gpus, GpusArg::Auto);
+        let c = Cli::try_parse_from([
+            "sparse-solve",
+            "m.mtx",
+            "--gpus",
+            "4",
+            "--dist-precond",
+            "block",
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.gpus, c.dist_precond),
+            (GpusArg::Count(4), DistPrecondArg::Block)
+        );
+        for bad in ["0", "-1", "two", ""] {
+            assert!(
+                Cli::try_parse_from(["sparse-solve", "m.mtx", "--gpus", bad]).is_err(),
+                "--gpus {bad:?}"
+            );
+        }
     }
 }

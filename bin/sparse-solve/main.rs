@@ -1,6 +1,10 @@
 //! `sparse-solve`: solve `A·x = b` with CG, BiCGSTAB or GMRES(m), with no, Jacobi, Chebyshev
-//! polynomial or algebraic-multigrid preconditioning, on the CPU or the GPU (see
-//! `sparse-solve --help`).
+//! polynomial, ILU(0)/IC(0) or algebraic-multigrid preconditioning, on the CPU, one GPU or
+//! several (`--gpus N|auto`, see [`dist`]) (see `sparse-solve --help`).
+//!
+//! Every path reports the crate's one timing model: `setup_seconds` (from the loaded matrix to
+//! the first solver call), `solve_seconds` (that call) and `seconds_per_iteration` (their
+//! quotient by the iterations), also for solves that fail.
 //!
 //! `main` parses and maps the outcome to an exit code; [`run`] does the work (the ripgrep
 //! layout). Exit codes: 0 converged, 2 the solver broke down or did not converge (one line on
@@ -35,7 +39,7 @@ use segsparse::solvers::{
 use segsparse::{CsrMatrix, Precision, Scalar};
 use serde::Serialize;
 
-use cli::{BackendArg, Cli, Format, MethodArg, PrecisionArg, PrecondArg};
+use cli::{BackendArg, Cli, DistPrecondArg, Format, GpusArg, MethodArg, PrecisionArg, PrecondArg};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
 
 fn main() -> ExitCode {
@@ -76,24 +80,48 @@ fn resolve(arg: &str) -> String {
         .map_or_else(|| arg.to_string(), |c| c.to_string_lossy().into_owned())
 }
 
-/// What one solve produced, for the report.
+/// What one solve produced, for the report. The timing follows the crate's one model ("Timing"
+/// in `segsparse::solvers`): `setup_seconds` is everything between the loaded matrix and the
+/// first solver call (device or communicators, uploads, partition, preconditioner setup),
+/// `solve_seconds` the first solver call itself, on every path alike.
 struct Outcome {
     method: &'static str,
     backend: String,
     result: std::result::Result<SolveInfo, SolveError>,
-    seconds: f64,
+    setup_seconds: f64,
+    solve_seconds: f64,
     extra: Extra,
 }
 
-/// What a solve reports beyond the first solve's info: preconditioner setup, every
-/// right-hand side's solve, the AMG hierarchy.
+/// What a solve reports beyond the first solve's info: every right-hand side's solve, the AMG
+/// hierarchy, the multi-GPU details.
 #[derive(Default)]
 struct Extra {
-    setup_seconds: Option<f64>,
     resetup_seconds: Option<f64>,
     /// (iterations, seconds) of each solve after the first (`--rhs-count`).
     more: Vec<(usize, f64)>,
     amg: Option<AmgSummary>,
+    /// Ranks (GPUs) the solve ran on; 1 for the single-device paths.
+    gpus: usize,
+    /// How the preconditioner spans the GPUs (`block-jacobi(ic0)`, ...); `None` on one device.
+    dist_precond: Option<String>,
+    /// `--gpus auto` or the small-problem check of an explicit count: the measured costs, the
+    /// model's iteration time per GPU count, the choice, and the probe's seconds.
+    gpu_choice: Option<GpuChoice>,
+}
+
+/// The costs measured for `--gpus auto` (or for the check of an explicit count) and what the
+/// model made of them.
+#[derive(Clone, Serialize)]
+pub struct GpuChoice {
+    /// The GPU count the model chose.
+    pub chosen: usize,
+    /// The measured costs (`None`: nothing was measured, fewer than two GPUs).
+    pub costs: Option<segsparse::dist::CommCosts>,
+    /// Modelled seconds per iteration on 1, 2, ... GPUs.
+    pub modelled_iteration_seconds: Vec<f64>,
+    /// Seconds the measurement took (not part of setup or solve).
+    pub probe_seconds: f64,
 }
 
 /// The `--format json` object (one line). Non-finite numbers are written as `null`.
@@ -112,15 +140,30 @@ struct Report<'a> {
     converged: bool,
     relative_residual: Option<f64>,
     tolerance: f64,
+    /// The same as `solve_seconds` (kept for existing readers).
     seconds: Option<f64>,
+    /// `solve_seconds / iterations`.
     seconds_per_iteration: Option<f64>,
     error: Option<String>,
-    /// Preconditioner setup (host and upload), apart from `solve_seconds`.
+    /// Everything between the loaded matrix and the first solver call: the device or the
+    /// communicators, uploads, partition, preconditioner setup (the AMG re-setup timing and
+    /// the GPU-count probe excluded).
     setup_seconds: Option<f64>,
     /// AMG: the numeric re-setup for new values on the same pattern (timed once, same values).
     resetup_seconds: Option<f64>,
-    /// The first solve, without setup (= `seconds`).
+    /// The first solver call (workspace, iterations, true residual; the device synchronised).
     solve_seconds: Option<f64>,
+    /// From the loaded matrix to the solution back on the host: setup, probe, every solve and
+    /// the download (≥ setup_seconds + solve_seconds).
+    wall_seconds: Option<f64>,
+    /// GPUs the solve ran on (1 on the CPU and the single-GPU path).
+    gpus: usize,
+    /// `--gpus` as given (`auto` or the count).
+    gpus_requested: String,
+    /// With several GPUs: `jacobi`, `poly` (distributed polynomial) or `block-jacobi(<local>)`.
+    dist_precond: Option<String>,
+    /// `--gpus auto`, or an explicit count checked against the model: costs and choice.
+    gpu_choice: Option<GpuChoice>,
     /// Iterations and seconds of every right-hand side (`--rhs-count`), first included.
     iterations_all: Vec<usize>,
     solve_seconds_all: Vec<f64>,
@@ -143,6 +186,8 @@ struct Plan {
     /// `Some(n)`: rigid-body modes of `elasticity2d:n` as the AMG candidates.
     rbm: Option<usize>,
     rhs_count: usize,
+    /// `--dist-precond` (several GPUs only).
+    dist_precond: DistPrecondArg,
 }
 
 /// Runs the solve described by `cli`.
@@ -216,6 +261,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg: amg_params(cli)?,
         rbm: rbm_grid(cli)?,
         rhs_count: cli.rhs_count as usize,
+        dist_precond: cli.dist_precond,
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
@@ -233,28 +279,59 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = None;
     MAX_ITERS.store(cli.max_iters as u64, Ordering::Relaxed);
 
+    let wall = Instant::now();
+    // --gpus auto: with two or more GPUs (and a method and preconditioner that run on several),
+    // measure and choose; else 1 without any NCCL start.
+    let (gpus, choice) = match cli.gpus {
+        GpusArg::Count(k) => (k, None),
+        GpusArg::Auto if cli.backend == BackendArg::Cpu => (1, None),
+        GpusArg::Auto => match dist::auto(&a, plan)? {
+            Some(c) => (c.chosen, Some(c)),
+            None => (1, None),
+        },
+    };
+    // Setup starts after the --gpus auto decision (its probe is reported on its own).
+    let setup_clock = Instant::now();
     let use_gpu = match cli.backend {
         BackendArg::Cpu => false,
         BackendArg::Gpu => true,
         BackendArg::Auto => segsparse::gpu::Gpu::shared().is_ok(),
     };
     let mut x = vec![T::zero(); n];
-    let out = if cli.gpus > 1 {
-        dist::solve(&a, &b, &mut x, plan, &params, cli.gpus)?
+    let mut out = if gpus > 1 {
+        if cli.backend == BackendArg::Cpu {
+            bail!("--gpus {gpus} runs on GPUs; it cannot be combined with --backend cpu");
+        }
+        dist::solve(
+            &a,
+            &b,
+            &mut x,
+            plan,
+            &params,
+            gpus,
+            choice.is_none(),
+            setup_clock,
+        )?
     } else if use_gpu {
-        gpu_solve(&a, &b, &mut x, plan, &params)?
+        gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
     } else {
-        let t = Instant::now();
         let threads = rayon::current_num_threads();
-        let result = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params)?;
+        let (result, times, extra) =
+            solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
         Outcome {
             method: method.name(),
             backend: format!("cpu ({threads} threads)"),
-            result: result.0,
-            seconds: t.elapsed().as_secs_f64(),
-            extra: result.1,
+            result,
+            setup_seconds: times.0,
+            solve_seconds: times.1,
+            extra,
         }
     };
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    if out.extra.gpu_choice.is_none() {
+        out.extra.gpu_choice = choice;
+    }
+    out.extra.gpus = out.extra.gpus.max(1);
     clear_progress();
 
     if let Some(p) = &cli.output {
@@ -286,12 +363,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         ) => (*iterations, *residual, false, Some(e)),
         Err(e) => bail!("{e}"),
     };
-    let seconds = out.result.as_ref().map_or(out.seconds, |i| i.seconds);
-    let per_iter = if iterations > 0 {
-        seconds / iterations as f64
-    } else {
-        0.0
-    };
+    let seconds = out.solve_seconds;
+    let per_iter = segsparse::solvers::per_iteration(seconds, iterations);
     let stdout = std::io::stdout();
     let mut w = stdout.lock();
     match cli.format {
@@ -312,9 +385,17 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 seconds: finite(seconds),
                 seconds_per_iteration: finite(per_iter),
                 error: reason.map(|e| e.to_string()),
-                setup_seconds: out.extra.setup_seconds,
+                setup_seconds: finite(out.setup_seconds),
                 resetup_seconds: out.extra.resetup_seconds,
                 solve_seconds: finite(seconds),
+                wall_seconds: finite(wall_seconds),
+                gpus: out.extra.gpus,
+                gpus_requested: match cli.gpus {
+                    GpusArg::Auto => "auto".into(),
+                    GpusArg::Count(k) => k.to_string(),
+                },
+                dist_precond: out.extra.dist_precond.clone(),
+                gpu_choice: out.extra.gpu_choice.clone(),
                 iterations_all: std::iter::once(iterations)
                     .chain(out.extra.more.iter().map(|m| m.0))
                     .collect(),
@@ -369,8 +450,24 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 )?,
                 Err(e) => writeln!(w, "FAILED     {e}")?,
             }
-            if let Some(s) = out.extra.setup_seconds {
-                writeln!(w, "setup      {s:.4} s (preconditioner)")?;
+            writeln!(
+                w,
+                "time       setup {:.4} s (device or communicators, uploads, preconditioner), \
+                 solve {seconds:.4} s, {wall_seconds:.4} s in all",
+                out.setup_seconds
+            )?;
+            if let Some(c) = &out.extra.gpu_choice {
+                writeln!(
+                    w,
+                    "gpus       {} used{}; the model chose {} (probe {:.3} s)",
+                    out.extra.gpus,
+                    out.extra
+                        .dist_precond
+                        .as_ref()
+                        .map_or(String::new(), |d| format!(", preconditioner {d}")),
+                    c.chosen,
+                    c.probe_seconds
+                )?;
             }
             if let Some(s) = out.extra.resetup_seconds {
                 writeln!(w, "re-setup   {s:.4} s (numeric only, same pattern)")?;
@@ -402,6 +499,17 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     }
 }
 
+/// What [`solve_with`] returns: the first solve's result, (setup, solve) seconds, the extras.
+type Solved = (
+    std::result::Result<SolveInfo, SolveError>,
+    (f64, f64),
+    Extra,
+);
+
+/// Sets up the preconditioner of `plan` and solves. `setup_clock` started where this path's
+/// setup began (before the device was opened or the matrix uploaded): setup runs from there to
+/// the first solver call, less the AMG re-setup timing.
+#[allow(clippy::too_many_arguments)]
 fn solve_with<
     T: Scalar,
     B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
@@ -414,17 +522,19 @@ fn solve_with<
     b: &[T],
     x: &mut Vec<T>,
     params: &SolveParams,
-) -> Result<(std::result::Result<SolveInfo, SolveError>, Extra)> {
+    setup_clock: Instant,
+) -> Result<Solved> {
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
     let mut extra = Extra::default();
-    let t = Instant::now();
+    let clock = (setup_clock, &db);
     let r = match plan.precond {
-        PrecondArg::None => solve_all(be, op, &Identity, plan, b, &db, &mut dx, params, &mut extra),
+        PrecondArg::None => solve_all(
+            be, op, &Identity, plan, b, clock, &mut dx, params, &mut extra,
+        ),
         PrecondArg::Jacobi => {
             let j = Jacobi::from_matrix(be, a)?;
-            extra.setup_seconds = Some(t.elapsed().as_secs_f64());
-            solve_all(be, op, &j, plan, b, &db, &mut dx, params, &mut extra)
+            solve_all(be, op, &j, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Ilu0 | PrecondArg::Ic0 => {
             let ip = IncompleteParams {
@@ -433,10 +543,10 @@ fn solve_with<
             };
             if plan.precond == PrecondArg::Ilu0 {
                 let m = Ilu0::new(be, a, &ip)?;
-                run_method(be, op, &m, plan, &db, &mut dx, params)
+                solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
             } else {
                 let m = Ic0::new(be, a, &ip)?;
-                run_method(be, op, &m, plan, &db, &mut dx, params)
+                solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
             }
         }
         PrecondArg::Poly => {
@@ -445,8 +555,7 @@ fn solve_with<
                 ..Default::default()
             };
             let p = Chebyshev::from_matrix(be, op, a, &cp)?;
-            extra.setup_seconds = Some(t.elapsed().as_secs_f64());
-            solve_all(be, op, &p, plan, b, &db, &mut dx, params, &mut extra)
+            solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
             let mut m = match plan.rbm {
@@ -459,25 +568,28 @@ fn solve_with<
                 None => Amg::new(be, a, &plan.amg),
             }
             .context("AMG setup")?;
-            extra.setup_seconds = Some(m.summary().setup.total);
             // The numeric re-setup on the same values, timed (time-stepping codes call it
-            // once per step); the hierarchy is the same afterwards.
+            // once per step); the hierarchy is the same afterwards. Not part of the setup.
             let t = Instant::now();
             m.update(be, a).context("AMG numeric re-setup")?;
             extra.resetup_seconds = Some(t.elapsed().as_secs_f64());
             extra.amg = Some(m.summary().clone());
-            solve_all(be, op, &m, plan, b, &db, &mut dx, params, &mut extra)
+            solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
         }
     };
     *x = be.download(&dx)?;
+    let (r, times) = r;
     match r {
         Err(SolveError::Backend(e)) => Err(e.into()),
-        other => Ok((other, extra)),
+        other => Ok((other, times, extra)),
     }
 }
 
 /// The first solve into `x`, then the further right-hand sides of `--rhs-count` (`(1 + k/10)·b`)
-/// with the same preconditioner, their iterations and seconds into `extra`.
+/// with the same preconditioner, their iterations and solve seconds into `extra`. `clock` is the
+/// setup clock and the uploaded `b`; returns the first result and its (setup, solve) seconds,
+/// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
+/// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
 fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
     be: &B,
@@ -485,21 +597,36 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditio
     m: &P,
     plan: Plan,
     b: &[T],
-    db: &B::Vector,
+    (setup_clock, db): (Instant, &B::Vector),
     x: &mut B::Vector,
     params: &SolveParams,
     extra: &mut Extra,
-) -> std::result::Result<SolveInfo, SolveError> {
-    let first = run_method(be, op, m, plan, db, x, params)?;
-    for k in 1..plan.rhs_count {
-        let f = T::of_f64(1.0 + 0.1 * k as f64);
-        let bk: Vec<T> = b.iter().map(|&v| f * v).collect();
-        let dbk = be.upload(&bk)?;
-        let mut xk = be.zeros(b.len())?;
-        let info = run_method(be, op, m, plan, &dbk, &mut xk, params)?;
-        extra.more.push((info.iterations, info.seconds));
+) -> (std::result::Result<SolveInfo, SolveError>, (f64, f64)) {
+    let setup = setup_clock.elapsed().as_secs_f64() - extra.resetup_seconds.unwrap_or(0.0);
+    let t = Instant::now();
+    let first = run_method(be, op, m, plan, db, x, params);
+    let solve = t.elapsed().as_secs_f64();
+    let first = first.map(|mut i| {
+        i.setup_seconds = setup;
+        i
+    });
+    if first.is_ok() {
+        for k in 1..plan.rhs_count {
+            let f = T::of_f64(1.0 + 0.1 * k as f64);
+            let bk: Vec<T> = b.iter().map(|&v| f * v).collect();
+            let more = be.upload(&bk).map_err(SolveError::from).and_then(|dbk| {
+                let mut xk = be.zeros(b.len())?;
+                let t = Instant::now();
+                let r = run_method(be, op, m, plan, &dbk, &mut xk, params);
+                Ok((r, t.elapsed().as_secs_f64()))
+            });
+            match more {
+                Ok((Ok(info), secs)) => extra.more.push((info.iterations, secs)),
+                Ok((Err(e), _)) | Err(e) => return (Err(e), (setup, solve)),
+            }
+        }
     }
-    Ok(first)
+    (first, (setup, solve))
 }
 
 /// The AMG options of the command line.
@@ -571,19 +698,20 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     x: &mut Vec<T>,
     plan: Plan,
     params: &SolveParams,
+    setup_clock: Instant,
 ) -> Result<Outcome> {
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
-    let t = Instant::now();
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let (result, extra) = solve_with(&ops, &da, a, plan, b, x, params)?;
+    let (result, times, extra) = solve_with(&ops, &da, a, plan, b, x, params, setup_clock)?;
     Ok(Outcome {
         method: plan.method.name(),
         backend: format!("gpu ({})", g.name()),
         result,
-        seconds: t.elapsed().as_secs_f64(),
+        setup_seconds: times.0,
+        solve_seconds: times.1,
         extra,
     })
 }
@@ -595,6 +723,7 @@ fn gpu_solve<T: Scalar>(
     _: &mut Vec<T>,
     _: Plan,
     _: &SolveParams,
+    _: Instant,
 ) -> Result<Outcome> {
     bail!("--backend gpu: sparse-solve was built without the `cuda` feature")
 }
@@ -660,6 +789,11 @@ mod tests {
             setup_seconds: Some(0.1),
             resetup_seconds: None,
             solve_seconds: Some(0.5),
+            wall_seconds: Some(0.7),
+            gpus: 1,
+            gpus_requested: "auto".into(),
+            dist_precond: None,
+            gpu_choice: None,
             iterations_all: vec![12],
             solve_seconds_all: vec![0.5],
             amg: None,
@@ -682,6 +816,13 @@ mod tests {
             "seconds",
             "seconds_per_iteration",
             "error",
+            "setup_seconds",
+            "solve_seconds",
+            "wall_seconds",
+            "gpus",
+            "gpus_requested",
+            "dist_precond",
+            "gpu_choice",
         ] {
             assert!(v.get(k).is_some(), "{k} missing");
         }

@@ -11,7 +11,7 @@ use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgParams, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
+    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
     KrylovOps, LinearOperator, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
@@ -147,21 +147,27 @@ fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
 }
 
 /// A solve's outcome in SciPy's terms: `status` 0 converged, > 0 the iterations done without
-/// converging, < 0 a breakdown or a non-finite residual.
-type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String);
+/// converging, < 0 a breakdown or a non-finite residual; then the solve's seconds, history,
+/// restarts, message, and the setup's seconds (the crate's timing model: setup is everything
+/// from the call to the solver call — uploads, the Jacobi diagonal, the preconditioner —, solve
+/// the solver call itself, for failed solves too).
+type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
 
-fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
-    let secs = t0.elapsed().as_secs_f64();
+/// A solve's result with its (setup, solve) seconds.
+type Timed = (Result<SolveInfo, SolveError>, f64, f64);
+
+fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
     match r {
         Ok(i) => Ok((
             true,
             0,
             i.iterations,
             i.relative_residual,
-            i.seconds,
+            secs,
             i.history,
             i.restarts,
             "converged".into(),
+            setup,
         )),
         Err(
             e @ SolveError::NotConverged {
@@ -177,6 +183,7 @@ fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
             Vec::new(),
             0,
             e.to_string(),
+            setup,
         )),
         Err(e @ SolveError::Breakdown { iteration, .. }) => Ok((
             false,
@@ -187,6 +194,7 @@ fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
             Vec::new(),
             0,
             e.to_string(),
+            setup,
         )),
         Err(e @ SolveError::NonFinite { iteration }) => Ok((
             false,
@@ -197,6 +205,7 @@ fn outcome(r: Result<SolveInfo, SolveError>, t0: Instant) -> Res<Outcome> {
             Vec::new(),
             0,
             e.to_string(),
+            setup,
         )),
         Err(e) => Err(Failure::Solve(e)),
     }
@@ -300,7 +309,8 @@ fn opts(
     })
 }
 
-/// One body for both backends: dispatch on the method and the preconditioner.
+/// One body for both backends: dispatch on the method and the preconditioner. `t0` is when the
+/// call's setup began: setup runs from there to the solver call, which is timed on its own.
 #[allow(clippy::too_many_arguments)]
 fn solve_with<T, B, A>(
     be: &B,
@@ -311,13 +321,15 @@ fn solve_with<T, B, A>(
     o: &Opts,
     b: &B::Vector,
     x: &mut B::Vector,
-) -> Result<SolveInfo, SolveError>
+    t0: Instant,
+) -> Timed
 where
     T: Scalar,
     B: KrylovOps<T> + segsparse::precond::TriangularOps<T> + MultigridOps<T>,
     A: LinearOperator<T, B>,
     Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
 {
+    #[allow(clippy::too_many_arguments)]
     fn with<T, B, A, P>(
         be: &B,
         a: &A,
@@ -325,29 +337,41 @@ where
         o: &Opts,
         b: &B::Vector,
         x: &mut B::Vector,
-    ) -> Result<SolveInfo, SolveError>
+        t0: Instant,
+    ) -> Timed
     where
         T: Scalar,
         B: KrylovOps<T>,
         A: LinearOperator<T, B>,
         P: segsparse::solvers::Preconditioner<T, B>,
     {
-        match o.method {
+        let setup = t0.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mut r = match o.method {
             Method::Cg => pcg(be, a, p, b, x, &o.params),
             Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
             Method::Gmres(m) => gmres(be, a, p, b, x, m, &o.params),
+        };
+        let solve = t.elapsed().as_secs_f64();
+        if let Ok(i) = &mut r {
+            i.setup_seconds = setup;
         }
+        (r, setup, solve)
     }
+    let failed =
+        |e: segsparse::Error| (Err(SolveError::Backend(e)), t0.elapsed().as_secs_f64(), 0.0);
     match (o.precond, jac) {
-        (Precond::None, _) if o.method == Method::Cg => cg(be, a, b, x, &o.params),
-        (Precond::Jacobi, Some(j)) => with(be, a, j, o, b, x),
+        (Precond::None, _) if o.method == Method::Cg => with(be, a, &Identity, o, b, x, t0),
+        (Precond::Jacobi, Some(j)) => with(be, a, j, o, b, x, t0),
         (Precond::Poly(degree), _) => {
             let params = ChebyshevParams {
                 degree,
                 ..Default::default()
             };
-            let p = Chebyshev::from_matrix(be, a, m, &params).map_err(SolveError::Backend)?;
-            with(be, a, &p, o, b, x)
+            match Chebyshev::from_matrix(be, a, m, &params) {
+                Ok(p) => with(be, a, &p, o, b, x, t0),
+                Err(e) => failed(e),
+            }
         }
         (Precond::Ilu0 | Precond::Ic0, _) => {
             use segsparse::precond::{Ic0, Ilu0, IncompleteParams};
@@ -356,21 +380,25 @@ where
                 ..Default::default()
             };
             if o.precond == Precond::Ilu0 {
-                let p = Ilu0::new(be, m, &ip).map_err(SolveError::Backend)?;
-                with(be, a, &p, o, b, x)
+                match Ilu0::new(be, m, &ip) {
+                    Ok(p) => with(be, a, &p, o, b, x, t0),
+                    Err(e) => failed(e),
+                }
             } else {
-                let p = Ic0::new(be, m, &ip).map_err(SolveError::Backend)?;
-                with(be, a, &p, o, b, x)
+                match Ic0::new(be, m, &ip) {
+                    Ok(p) => with(be, a, &p, o, b, x, t0),
+                    Err(e) => failed(e),
+                }
             }
         }
         (Precond::Amg, _) => match amg {
-            Some(h) => with(be, a, h, o, b, x),
-            None => {
-                let h = Amg::new(be, m, &AmgParams::default()).map_err(SolveError::Backend)?;
-                with(be, a, &h, o, b, x)
-            }
+            Some(h) => with(be, a, h, o, b, x, t0),
+            None => match Amg::new(be, m, &AmgParams::default()) {
+                Ok(h) => with(be, a, &h, o, b, x, t0),
+                Err(e) => failed(e),
+            },
         },
-        _ => with(be, a, &Identity, o, b, x),
+        _ => with(be, a, &Identity, o, b, x, t0),
     }
 }
 
@@ -446,10 +474,11 @@ impl<T: Elem> Mat<T> {
                 o,
                 &bd,
                 &mut xd,
+                t0,
             );
             let xs = g.download(&xd)?;
             x.copy_from_slice(&xs);
-            outcome(r, t0)
+            outcome(r)
         } else {
             let jac = if o.precond == Precond::Jacobi {
                 Some(self.cpu_jacobi()?)
@@ -472,9 +501,10 @@ impl<T: Elem> Mat<T> {
                 o,
                 &bv,
                 &mut xv,
+                t0,
             );
             x.copy_from_slice(&xv);
-            outcome(r, t0)
+            outcome(r)
         }
     }
 
@@ -495,6 +525,7 @@ impl<T: Elem> Mat<T> {
             Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
             None => None,
         };
+        let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
         let jac = if o.precond == Precond::Jacobi {
             Some(self.gpu_jacobi(&ops)?)
@@ -502,15 +533,24 @@ impl<T: Elem> Mat<T> {
             None
         };
         let dev = device()?;
-        let t0 = Instant::now();
         dev.enter(wait)?;
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
         let b = unsafe { Borrowed::<T>::new(dev, bp, self.host.nrows()) };
         let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
-        let r = solve_with(&*ops, &d.csr, &self.host, jac.as_deref(), h, o, &b, &mut x);
+        let r = solve_with(
+            &*ops,
+            &d.csr,
+            &self.host,
+            jac.as_deref(),
+            h,
+            o,
+            &b,
+            &mut x,
+            t0,
+        );
         dev.leave(signal)?;
-        outcome(r, t0)
+        outcome(r)
     }
 
     /// The AMG hierarchy of this matrix, on its device.

@@ -1,6 +1,7 @@
 """segsparse against SciPy/NumPy on the CPU (CI runs these; no GPU needed)."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -81,6 +82,22 @@ def test_cg_pcg_match_scipy_residual(dtype):
         assert info.residual <= rtol
         assert len(info.history) == info.iterations + 1 + info.restarts or len(info.history) > 0
         assert info.time > 0
+
+
+@pytest.mark.parametrize("M", [None, "jacobi", "poly", "ic0", "amg"])
+def test_info_splits_setup_and_solve(M):
+    # The crate's timing model: setup (uploads, preconditioner) apart from the solver call;
+    # time is the solve, also when the solve did not converge.
+    a = spd(400, seed=3)
+    b = RNG.standard_normal(400)
+    for maxiter in (None, 2):
+        t = time.perf_counter()
+        _, info = segsparse.cg(a, b, rtol=1e-10, M=M, maxiter=maxiter, device="cpu")
+        wall = time.perf_counter() - t
+        assert info.setup_seconds >= 0 and info.solve_seconds > 0, info
+        assert info.time == info.solve_seconds
+        assert info.setup_seconds + info.solve_seconds <= wall
+        assert info.converged == (maxiter is None)
 
 
 def test_bicgstab_unsymmetric_and_x0():

@@ -40,10 +40,35 @@
 //! every rank executes the same control flow because every decision is taken on all-reduced
 //! (hence identical) scalars.
 
+//!
+//! # Preconditioners, timing and how many GPUs
+//!
+//! - [`BlockJacobi`] makes any single-device preconditioner (Jacobi, Chebyshev, ILU(0), IC(0),
+//!   AMG) the local solver of each rank's diagonal block; the distributed Chebyshev polynomial
+//!   is [`Chebyshev::from_operator`](crate::precond::Chebyshev::from_operator) on a distributed
+//!   backend; [`setup_precond`] builds either from a [`DistPrecond`] (see [`precond`]).
+//! - [`solve_rank`] is one rank's solve with the crate's timing model (setup apart from the
+//!   solver call; "Timing" in [`crate::solvers`]), generic over the distributed backend, so
+//!   simulated ranks in CI run exactly what NCCL ranks run.
+//! - [`choose_gpus`] decides how many GPUs a problem is worth from its size and the machine's
+//!   measured communication costs (see [`auto`]); `nccl::measure_costs` measures them and
+//!   `nccl::auto_gpus` does both (what `sparse-solve --gpus auto` calls).
+
+pub mod auto;
 mod block;
+pub mod precond;
 pub mod sim;
+mod solve;
 
 #[cfg(feature = "nccl")]
 pub mod nccl;
 
+pub use auto::{
+    choose_gpus, min_gpus_for_memory, modelled_iteration_seconds, CommCosts, IterationWork,
+    ProblemStats,
+};
 pub use block::{poisson3d_block, DistPart, Neighbor, Partition, RowBlock};
+pub use precond::{
+    agree, setup_precond, BlockJacobi, DistOperator, DistPrecond, LocalOps, LocalPrecond,
+};
+pub use solve::{solve_rank, DistSolve, Krylov, RankOutcome};

@@ -199,6 +199,24 @@ impl<T: Scalar> LinearOperator<T, SimOps> for SimCsr<T> {
     }
 }
 
+impl<T: Scalar> super::DistOperator<T, SimOps> for SimCsr<T> {
+    fn owned_block(&self) -> &crate::CsrMatrix<T> {
+        &self.part.owned
+    }
+}
+
+impl<T: Scalar> super::LocalOps<T> for SimOps {
+    type Local = Cpu;
+    fn local(&self) -> &Cpu {
+        &Cpu
+    }
+    fn count_failed(&self, failed: bool) -> Result<usize> {
+        let mut n = [if failed { 1.0f64 } else { 0.0 }];
+        self.comm.all_reduce(&mut n);
+        Ok(n[0] as usize)
+    }
+}
+
 /// The simulated ranks' solver backend: `Vec<T>` vectors holding the owned entries, reductions
 /// all-reduced over the ranks.
 #[derive(Clone, Debug)]

@@ -152,6 +152,15 @@ fn driver_version() -> i32 {
 static SHARED: OnceLock<std::result::Result<Arc<Gpu>, String>> = OnceLock::new();
 
 impl Gpu {
+    /// How many CUDA devices this process can see: 0 without a driver or a device. Never
+    /// panics, creates no context.
+    pub fn device_count() -> usize {
+        if driver_missing().is_some() {
+            return 0;
+        }
+        CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+    }
+
     /// Opens device 0. Never panics: no driver, no device or a failing device is an
     /// [`Error::CudaUnavailable`] whose message says which.
     pub fn new() -> Result<Arc<Gpu>> {

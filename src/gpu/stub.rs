@@ -13,6 +13,10 @@ pub struct Gpu {
 const WHY: &str = "segsparse was built without the `cuda` feature";
 
 impl Gpu {
+    /// How many CUDA devices this process can see: always 0 in this build.
+    pub fn device_count() -> usize {
+        0
+    }
     /// Always [`Error::CudaUnavailable`] in this build.
     pub fn new() -> Result<Arc<Gpu>> {
         Err(Error::CudaUnavailable(WHY.into()))

@@ -127,25 +127,43 @@ where
         }
         let n = a.nrows();
         let (lo, hi) = estimate_bounds(be, a, inv_diag.as_ref(), n, params.estimate_steps.max(2))?;
-        if !hi.is_finite() || hi <= 0.0 {
-            return Err(Error::InvalidInput(format!(
-                "Chebyshev preconditioner: the estimated largest eigenvalue is {hi:.3e}; the \
-                 polynomial needs a spectrum in the positive half-line"
-            )));
-        }
-        let lmax = hi * params.upper_margin.max(1.0);
-        let lmin = match params.lower_ratio {
-            Some(r) if r > 1.0 => lmax / r,
-            _ => lo.max(lmax * 1e-6).min(lmax / 2.0),
-        };
-        Ok(Chebyshev {
-            a,
-            inv_diag,
-            degree: params.degree,
-            lmin,
-            lmax,
-            scratch: std::cell::RefCell::new([be.zeros(n)?, be.zeros(n)?, be.zeros(n)?]),
-        })
+        Self::with_bounds(be, a, inv_diag, params, lo, hi)
+    }
+}
+
+impl<'a, T, B, A> Chebyshev<'a, T, B, A>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+{
+    /// As [`Chebyshev::new`] for backends without the multi-vector steps of
+    /// [`KrylovOps`] — the distributed ones of [`crate::dist`], where this is the **distributed
+    /// Chebyshev polynomial**: `a` is the distributed operator, `inv_diag` the inverse diagonal of
+    /// this rank's rows, and both the estimate and every application use only the operator
+    /// (SpMVs with their halo exchanges), vector updates and all-reduced inner products.
+    ///
+    /// The bounds come from the same Arnoldi process on `A·D⁻¹`, orthogonalised by modified
+    /// Gram–Schmidt through [`VectorOps::dot`] and [`VectorOps::axpy`] (one inner product, hence
+    /// one all-reduce, per Hessenberg entry: about `steps²/2` at setup, none per application).
+    /// The start vector's entry `g` depends only on the global row `g` (`first_row` is the
+    /// global index of this rank's first row; 0 in a single process), so every partition of a
+    /// matrix estimates from the same vector and, up to rounding, gets the same polynomial as
+    /// one process.
+    ///
+    /// # Errors
+    /// As [`Chebyshev::from_matrix`].
+    pub fn from_operator(
+        be: &B,
+        a: &'a A,
+        inv_diag: Option<B::Vector>,
+        first_row: u64,
+        params: &ChebyshevParams,
+    ) -> Result<Self> {
+        let n = a.nrows();
+        let steps = params.estimate_steps.max(2);
+        let (lo, hi) = estimate_bounds_mgs(be, a, inv_diag.as_ref(), n, first_row, steps)?;
+        Self::with_bounds(be, a, inv_diag, params, lo, hi)
     }
 
     /// The interval `[λ_min, λ_max]` the polynomial is built for.
@@ -157,6 +175,128 @@ where
     pub fn degree(&self) -> usize {
         self.degree
     }
+
+    /// The polynomial for the estimated extreme eigenvalues `lo`, `hi` of `D⁻¹A`.
+    fn with_bounds(
+        be: &B,
+        a: &'a A,
+        inv_diag: Option<B::Vector>,
+        params: &ChebyshevParams,
+        lo: f64,
+        hi: f64,
+    ) -> Result<Self> {
+        if params.degree == 0 {
+            return Err(Error::InvalidInput(
+                "Chebyshev preconditioner: the degree must be at least 1".into(),
+            ));
+        }
+        if !hi.is_finite() || hi <= 0.0 {
+            return Err(Error::InvalidInput(format!(
+                "Chebyshev preconditioner: the estimated largest eigenvalue is {hi:.3e}; the \
+                 polynomial needs a spectrum in the positive half-line"
+            )));
+        }
+        let lmax = hi * params.upper_margin.max(1.0);
+        let lmin = match params.lower_ratio {
+            Some(r) if r > 1.0 => lmax / r,
+            _ => lo.max(lmax * 1e-6).min(lmax / 2.0),
+        };
+        let n = a.nrows();
+        Ok(Chebyshev {
+            a,
+            inv_diag,
+            degree: params.degree,
+            lmin,
+            lmax,
+            scratch: std::cell::RefCell::new([be.zeros(n)?, be.zeros(n)?, be.zeros(n)?]),
+        })
+    }
+}
+
+/// The start vector's entry for global row `g`: a hash of `g` mapped to [0.5, 1.5) (a constant
+/// vector can miss the extreme eigenvectors; a hash keeps it independent of the partition).
+fn start_entry(g: u64) -> f64 {
+    let mut z = g.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64 + 0.5
+}
+
+/// Extreme eigenvalue estimates of `A·D⁻¹` from `steps` Arnoldi steps with modified
+/// Gram–Schmidt through [`VectorOps`] alone (see [`Chebyshev::from_operator`]).
+fn estimate_bounds_mgs<T, B, A>(
+    be: &B,
+    a: &A,
+    inv_diag: Option<&B::Vector>,
+    n: usize,
+    first_row: u64,
+    steps: usize,
+) -> Result<(f64, f64)>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+{
+    let mut sc = be.scalars(n, 1)?;
+    let start: Vec<T> = (0..n as u64)
+        .map(|i| T::of_f64(start_entry(first_row + i)))
+        .collect();
+    let w0 = be.upload(&start)?;
+    let norm = be.dot(&w0, &w0, &mut sc)?.sqrt();
+    if norm.is_nan() || norm <= 0.0 {
+        // No rows anywhere (or a non-finite start): nothing to estimate.
+        return Ok((0.0, 0.0));
+    }
+    let mut v = be.zeros(n)?;
+    be.axpy(T::of_f64(1.0 / norm), &w0, &mut v)?;
+    let mut basis = vec![v];
+    let mut z = be.zeros(n)?;
+    // h[j][i]: column j of the Hessenberg matrix, rows 0..=j+1.
+    let mut h: Vec<Vec<f64>> = Vec::new();
+    for j in 0..steps {
+        let mut w = be.zeros(n)?;
+        match inv_diag {
+            Some(d) => {
+                be.scale(d, &basis[j], &mut z)?;
+                a.apply(be, &z, &mut w)?;
+            }
+            None => a.apply(be, &basis[j], &mut w)?,
+        }
+        let mut col = vec![0.0; j + 2];
+        for (i, vi) in basis.iter().enumerate() {
+            let hij = be.dot(vi, &w, &mut sc)?;
+            be.axpy(T::of_f64(-hij), vi, &mut w)?;
+            col[i] = hij;
+        }
+        let hn = be.dot(&w, &w, &mut sc)?.max(0.0).sqrt();
+        col[j + 1] = hn;
+        if !col.iter().all(|c| c.is_finite()) {
+            return Err(Error::InvalidInput(
+                "Chebyshev preconditioner: the eigenvalue estimate became NaN or infinite (a \
+                 non-finite matrix entry?)"
+                    .into(),
+            ));
+        }
+        h.push(col);
+        // An invariant subspace (or the whole space) is found: the Ritz values are exact.
+        let scale = h.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+        if hn <= 1e-12 * scale || j + 1 == steps {
+            break;
+        }
+        let mut next = be.zeros(n)?;
+        be.axpy(T::of_f64(1.0 / hn), &w, &mut next)?;
+        basis.push(next);
+    }
+    let cols = h.len();
+    let hv = |i: usize, j: usize| h[j].get(i).copied().unwrap_or(0.0);
+    let mut s: Vec<Vec<f64>> = (0..cols)
+        .map(|i| (0..cols).map(|j| 0.5 * (hv(i, j) + hv(j, i))).collect())
+        .collect();
+    let ev = symmetric_eigenvalues(&mut s);
+    let lo = ev.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ev.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok((lo, hi))
 }
 
 /// Extreme eigenvalue estimates of `A·D⁻¹` from `steps` Arnoldi steps with GMRES's kernels.

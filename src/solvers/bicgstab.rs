@@ -44,6 +44,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
@@ -66,7 +67,7 @@ where
         pre,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct BicgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {

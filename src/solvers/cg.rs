@@ -65,6 +65,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
@@ -84,7 +85,7 @@ where
         q: be.zeros(n)?,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct CgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {

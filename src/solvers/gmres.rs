@@ -83,6 +83,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
     if restart == 0 {
         return Err(SolveError::DimensionMismatch {
@@ -122,7 +123,7 @@ where
         halted: false,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct GmresState<'a, T: Scalar, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {

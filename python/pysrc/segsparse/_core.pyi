@@ -9,8 +9,9 @@ import numpy.typing as npt
 
 __version__: str
 
-# (converged, status, iterations, residual, seconds, history, restarts, message)
-_Outcome = Tuple[bool, int, int, float, float, List[float], int, str]
+# (converged, status, iterations, residual, solve seconds, history, restarts, message,
+#  setup seconds)
+_Outcome = Tuple[bool, int, int, float, float, List[float], int, str, float]
 
 class _Matrix:
     def __init__(

@@ -38,7 +38,13 @@ class SolveInfo:
             at its iteration.
         iterations: iterations performed (CG: one SpMV each; BiCGSTAB: two).
         residual: the true relative residual of the returned ``x`` (NaN after a breakdown).
-        time: wall-clock seconds of the solve (device synchronised).
+        time: the same as ``solve_seconds`` (kept for existing code).
+        setup_seconds: seconds from the call to the solver call: uploading ``b`` and ``x``, the
+            Jacobi diagonal or the preconditioner's setup (0 for a given ``segsparse.amg``
+            hierarchy beyond its use); the crate's timing model, as ``sparse-solve`` reports it.
+        solve_seconds: seconds of the solver call itself (workspace, iterations, the true
+            residual; the device synchronised), for failed solves too. Seconds per iteration
+            are ``solve_seconds / iterations``.
         history: relative residual after each iteration (entry 0: the initial one); empty when
             the solve did not converge.
         restarts: restarts from the true residual (see the crate's solver docs).
@@ -57,6 +63,8 @@ class SolveInfo:
     method: str
     device: str
     message: str
+    setup_seconds: float = 0.0
+    solve_seconds: float = 0.0
 
     def __bool__(self) -> bool:
         return self.converged
@@ -132,11 +140,11 @@ def _solve(
             method, precond, b, x, rtol, atol, maxiter, x0 is not None, check_every, restart,
             degree, None if hierarchy is None else hierarchy._a,
         )
-    converged, status, iters, res, secs, hist, restarts, msg = out
+    converged, status, iters, res, secs, hist, restarts, msg, setup = out
     info = SolveInfo(
         converged=converged, status=status, iterations=iters, residual=res, time=secs,
         history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device=m.device, message=msg,
+        device=m.device, message=msg, setup_seconds=setup, solve_seconds=secs,
     )
     return x, info
 
