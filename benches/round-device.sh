@@ -32,14 +32,14 @@ step spmv-gpu 120 $G/tests/test-spmv_gpu --test-threads=1
 step sparse-gpu 60 $G/tests/test-sparse_gpu --test-threads=1
 # 2. AMG: tests, benchmark beside plain CG and PyAMG, kernel breakdown of a setup.
 bash $G/amg-setup-device.sh tests bench 2>&1 | tee "$res/amg.log"
-# 3. Graphs benchmark (issue 21 table, GMRES now recorded) and CuPy's CG beside it.
-step graphs-bench 150 $G/benches/solver_graphs "$res/solvers-graphs.jsonl"
-step cupy 60 python3 $G/cupy_solvers.py "$SEGSPARSE_DATA"
 # 4. SpMV kernels on stencil kinds (the new Auto rule) and the large set, every kernel.
 SEGSPARSE_BENCH_GPU_ROWS="auto,fused,rows,vector,cusparse" SEGSPARSE_BENCH_VECTOR_LANES=4,8 \
   step survey 120 $G/bin/spmv-bench poisson3d27:100 poisson3d27:64 elasticity2d:1000 poisson3d:160 \
     --backend gpu --iters 8 --format json
 cp "$res/survey.log" "$res/survey.jsonl"
+# 3. Graphs benchmark (issue 21 table, GMRES now recorded) and CuPy's CG beside it.
+step graphs-bench 150 $G/benches/solver_graphs "$res/solvers-graphs.jsonl"
 # 5. Nsight Compute: kernel time of one GPU AMG setup.
-bash $G/amg-setup-device.sh ncu 2>&1 | tail -30 | tee "$res/amg-ncu.log"
+AMG_ARCHIVE=amg-ncu bash $G/amg-setup-device.sh ncu 2>&1 | tail -30 | tee "$res/amg-ncu.log"
+step cupy 60 python3 $G/cupy_solvers.py "$SEGSPARSE_DATA"
 echo "== summary"; cat "$res/summary.txt"; grep -A40 "== summary" "$res/amg.log" | tail -25

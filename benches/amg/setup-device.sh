@@ -11,7 +11,7 @@
 # Writes $OUT/amg-setup.tgz; prints a summary table last.
 set -uo pipefail
 export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/.gpu/data" RUST_BACKTRACE=1
-res=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/amg-setup.tgz" -C "$res" .' EXIT
+res=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/${AMG_ARCHIVE:-amg-setup}.tgz" -C "$res" .' EXIT
 modes=${*:-tests bench ncu}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$res/device.txt"
 nproc >> "$res/device.txt"; date -u >> "$res/device.txt"
