@@ -9,6 +9,8 @@
 // (as on the CPU); their dot products are block partial sums in a fixed grid, summed on the
 // host in block order, so the estimate is reproducible run to run (not bitwise the CPU's).
 
+#include "common.cuh"
+
 #define AMG_BLOCK 256
 #define AMG_DOT_BLOCKS 1024
 
