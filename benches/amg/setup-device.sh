@@ -96,12 +96,12 @@ for k, spec in specs.items():
     if not c or not a:
         print(k, "missing", bool(c), bool(a)); continue
     cg1 = c["solve_seconds"]; cg10 = sum(c["solve_seconds_all"])
-    st = a["setup_seconds"]; s1 = a["solve_seconds"]; s10 = sum(a["solve_seconds_all"])
+    st = a["amg"]["setup"]["total"]; s1 = a["solve_seconds"]; s10 = sum(a["solve_seconds_all"])
     p = py.get(spec, {})
     print("%-9s %8d | %5d %8.4f | %5d %7.3f %7.3f %7.4f %7.3f %8.3f %5.2f %3d | %7s | %5s %6s %6s" % (k, a["n"], c["iterations"], cg1,
           a["iterations"], st, a.get("resetup_seconds") or float("nan"), s1, (st + s1) / cg1, (st + s10) / cg10,
           a["amg"]["operator_complexity"], len(a["amg"]["levels"]),
-          "%.3f" % h["setup_seconds"] if h else "-",
+          "%.3f" % h["amg"]["setup"]["total"] if h else "-",
           p.get("iterations", "-"), "%.2f" % p["setup_seconds"] if p else "-", "%.3f" % p["solve_seconds"] if p else "-"))
     print("          phases: " + " ".join("%s %.3f" % (k2, v) for k2, v in a["amg"]["setup"].items()))
 PY
