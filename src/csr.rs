@@ -305,8 +305,9 @@ impl<T: Scalar> CsrMatrix<T> {
 
     /// True when the column indices of every row are strictly increasing (sorted, no duplicates).
     pub fn has_sorted_indices(&self) -> bool {
-        self.row_ptr.windows(2).all(|w| {
-            self.col_idx[w[0] as usize..w[1] as usize]
+        use rayon::prelude::*;
+        (0..self.nrows).into_par_iter().all(|i| {
+            self.col_idx[self.row_ptr[i] as usize..self.row_ptr[i + 1] as usize]
                 .windows(2)
                 .all(|c| c[0] < c[1])
         })
@@ -415,16 +416,17 @@ impl<T: Scalar> CsrMatrix<T> {
     /// The main diagonal (zeros where no entry is stored; duplicates summed), length
     /// `min(nrows, ncols)`.
     pub fn diagonal(&self) -> Vec<T> {
+        use rayon::prelude::*;
         let n = self.nrows.min(self.ncols);
         let mut d = vec![T::zero(); n];
-        for (i, di) in d.iter_mut().enumerate() {
+        d.par_iter_mut().enumerate().for_each(|(i, di)| {
             let (c, v) = self.row(i);
             for (&cj, &vj) in c.iter().zip(v) {
                 if cj as usize == i {
                     *di += vj;
                 }
             }
-        }
+        });
         d
     }
 
@@ -454,7 +456,8 @@ impl<T: Scalar> CsrMatrix<T> {
 
     /// True when any stored value is NaN or infinite.
     pub fn has_non_finite(&self) -> bool {
-        self.values.iter().any(|v| !v.is_finite())
+        use rayon::prelude::*;
+        self.values.par_iter().any(|v| !v.is_finite())
     }
 
     /// Converts to a `sprs` CSR matrix (indices widened to `usize`).

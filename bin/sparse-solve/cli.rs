@@ -146,6 +146,10 @@ pub struct AmgArgs {
     /// default); for comparisons.
     #[arg(long)]
     pub amg_host_setup: bool,
+    /// AMG: build the hierarchy this many times and report each setup's seconds
+    /// (`amg_setup_seconds_all`); the first in a process also loads the GPU kernels.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub amg_setups: u32,
 }
 
 /// `--amg-smoother`.

@@ -97,7 +97,13 @@ struct Outcome {
 /// hierarchy, the multi-GPU details.
 #[derive(Default)]
 struct Extra {
+    /// Seconds between the first setup's end and the solve that are not setup: further full
+    /// setups (`--amg-setups`) and the numeric re-setup.
     resetup_seconds: Option<f64>,
+    /// The numeric re-setup's own seconds.
+    resetup_only: Option<f64>,
+    /// Each full AMG setup's seconds (the hierarchy's own clock).
+    amg_setups: Vec<f64>,
     /// (iterations, seconds) of each solve after the first (`--rhs-count`).
     more: Vec<(usize, f64)>,
     amg: Option<AmgSummary>,
@@ -151,6 +157,9 @@ struct Report<'a> {
     setup_seconds: Option<f64>,
     /// AMG: the numeric re-setup for new values on the same pattern (timed once, same values).
     resetup_seconds: Option<f64>,
+    /// AMG: each full setup's own seconds (`--amg-setups N` runs N; the first in a process also
+    /// loads the GPU kernels).
+    amg_setup_seconds_all: Vec<f64>,
     /// The first solver call (workspace, iterations, true residual; the device synchronised).
     solve_seconds: Option<f64>,
     /// From the loaded matrix to the solution back on the host: setup, probe, every solve and
@@ -186,6 +195,8 @@ struct Plan {
     /// `Some(n)`: rigid-body modes of `elasticity2d:n` as the AMG candidates.
     rbm: Option<usize>,
     rhs_count: usize,
+    /// `--amg-setups`.
+    amg_setups: usize,
     /// `--dist-precond` (several GPUs only).
     dist_precond: DistPrecondArg,
 }
@@ -261,6 +272,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg: amg_params(cli)?,
         rbm: rbm_grid(cli)?,
         rhs_count: cli.rhs_count as usize,
+        amg_setups: cli.amg.amg_setups as usize,
         dist_precond: cli.dist_precond,
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
@@ -386,7 +398,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 seconds_per_iteration: finite(per_iter),
                 error: reason.map(|e| e.to_string()),
                 setup_seconds: finite(out.setup_seconds),
-                resetup_seconds: out.extra.resetup_seconds,
+                resetup_seconds: out.extra.resetup_only,
+                amg_setup_seconds_all: out.extra.amg_setups.clone(),
                 solve_seconds: finite(seconds),
                 wall_seconds: finite(wall_seconds),
                 gpus: out.extra.gpus,
@@ -568,12 +581,31 @@ fn solve_with<
                 None => Amg::new(be, a, &plan.amg),
             }
             .context("AMG setup")?;
+            extra.amg_setups.push(m.summary().setup.total);
+            // `--amg-setups N`: N − 1 further full setups, timed (the first one in a process
+            // also loads the kernels); the last one is used. Not part of `setup_seconds`.
+            let t = Instant::now();
+            for _ in 1..plan.amg_setups {
+                m = match plan.rbm {
+                    Some(n) => Amg::with_candidates(
+                        be,
+                        a,
+                        &segsparse::precond::amg::rigid_body_modes_2d(
+                            &segsparse::generate::elasticity2d_coordinates(n),
+                        ),
+                        &plan.amg,
+                    ),
+                    None => Amg::new(be, a, &plan.amg),
+                }
+                .context("AMG setup")?;
+                extra.amg_setups.push(m.summary().setup.total);
+            }
+            extra.amg = Some(m.summary().clone());
             // The numeric re-setup on the same values, timed (time-stepping codes call it
             // once per step); the hierarchy is the same afterwards. Not part of the setup.
-            let t = Instant::now();
             m.update(be, a).context("AMG numeric re-setup")?;
             extra.resetup_seconds = Some(t.elapsed().as_secs_f64());
-            extra.amg = Some(m.summary().clone());
+            extra.resetup_only = Some(m.summary().setup.total);
             solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
         }
     };
@@ -788,6 +820,7 @@ mod tests {
             error: Some("breakdown".into()),
             setup_seconds: Some(0.1),
             resetup_seconds: None,
+            amg_setup_seconds_all: vec![],
             solve_seconds: Some(0.5),
             wall_seconds: Some(0.7),
             gpus: 1,
