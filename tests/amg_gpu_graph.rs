@@ -122,6 +122,18 @@ fn cases() -> Vec<(String, CsrMatrix<f64>)> {
         ),
         ("empty".into(), CsrMatrix::from_triplets(0, 0, &[]).unwrap()),
     ];
+    // Huge diagonals: d_i·d_j overflows to ∞ and θ·sqrt(∞) (NaN at θ = 0) keeps nothing there.
+    let mut h = generate::poisson2d::<f64>(20).unwrap();
+    let (rp, cj) = (h.row_ptr().to_vec(), h.col_idx().to_vec());
+    for i in (0..h.nrows()).step_by(5) {
+        let r = rp[i] as usize..rp[i + 1] as usize;
+        for (c, x) in cj[r.clone()].iter().zip(&mut h.values_mut()[r]) {
+            if *c as usize == i {
+                *x = 1e300;
+            }
+        }
+    }
+    v.push(("huge diagonals".into(), h));
     let e = generate::elasticity2d::<f64>(30).unwrap();
     v.push((
         "elasticity2d:30 amalgamated".into(),
