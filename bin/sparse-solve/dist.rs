@@ -359,6 +359,7 @@ mod tests {
             amg: Default::default(),
             rbm: None,
             rhs_count: 1,
+            amg_setups: 1,
             dist_precond: dist,
         }
     }
