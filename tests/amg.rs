@@ -662,3 +662,49 @@ fn gpu_setup_equals_host_setup() {
     let e = dev.update(&ops, &wrong).unwrap_err().to_string();
     assert!(e.contains("pattern"), "{e}");
 }
+
+/// AMG-PCG with the V-cycle recorded inside the iteration's CUDA graph (blocks of 2 iterations,
+/// so blocks are recorded and replayed) equals the uncaptured solve bit for bit, and graphs
+/// were really recorded.
+#[test]
+fn gpu_amg_cycle_inside_cuda_graphs_equals_uncaptured() {
+    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::solvers::VectorOps;
+    use segsparse::spmv::gpu::GpuCsr;
+    let Some(_) = segsparse::gpu::test_gpu() else {
+        return;
+    };
+    // A Gpu of this test's own: graphs are recorded only while one thread uses a Gpu.
+    let gpu = segsparse::gpu::Gpu::new().unwrap();
+    let ops = GpuOps::<f64>::new(&gpu).unwrap();
+    let (ea, eb) = elasticity(40);
+    for (name, a, cand, block) in [
+        ("poisson3d:30", generate::poisson3d::<f64>(30).unwrap(), None, 1),
+        ("elasticity2d:40", ea, Some(eb), 2),
+    ] {
+        let amg = match &cand {
+            Some(c) => Amg::with_candidates(&ops, &a, c, &params(block)).unwrap(),
+            None => Amg::new(&ops, &a, &params(block)).unwrap(),
+        };
+        let da = GpuCsr::upload(&gpu, &a).unwrap();
+        let db = ops.upload(&ones_rhs(&a)).unwrap();
+        let before = gpu.graphs_recorded();
+        let run = |graphs: bool| {
+            let p = SolveParams {
+                check_every: Some(2),
+                graphs,
+                ..Default::default()
+            };
+            let mut x = ops.zeros(a.nrows()).unwrap();
+            let info = pcg(&ops, &da, &amg, &db, &mut x, &p).unwrap();
+            (info, ops.download(&x).unwrap())
+        };
+        let (off, xo) = run(false);
+        let (on, xn) = run(true);
+        assert!(gpu.graphs_recorded() > before, "{name}: no graph recorded");
+        assert_eq!(off.iterations, on.iterations, "{name}");
+        assert_eq!(off.history, on.history, "{name}");
+        assert_eq!(xo, xn, "{name}: solutions");
+        assert!(on.iterations >= 5, "{name}: {} iterations", on.iterations);
+    }
+}

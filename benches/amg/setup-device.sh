@@ -41,8 +41,13 @@ for mode in $modes; do
     for p in "p128 $P128" "p256 $P256" "p27 $P27" "aniso $AN" "e300 $E300" "e1k $E1k" "bcsstk16 $BC"; do
       set -- $p
       run "$1-cg" "$2" --method cg --precond none --rhs-count 10
-      run "$1-amg" "$2" --precond amg --rhs-count 10
+      run "$1-amg" "$2" --precond amg --rhs-count 10 --amg-setups 2
     done
+    # The cycle inside the iteration's CUDA graph against launched from the host (blocks of 4).
+    run p128-amg-graphs $P128 --precond amg --check-every 4
+    run p128-amg-nographs $P128 --precond amg --check-every 4 --no-graphs
+    run aniso-amg-graphs $AN --precond amg --check-every 4
+    run aniso-amg-nographs $AN --precond amg --check-every 4 --no-graphs
     wait
     # The host setup in the same process kind, where it takes seconds rather than a minute.
     for p in "p128 $P128" "p27 $P27" "aniso $AN" "e300 $E300" "bcsstk16 $BC"; do
@@ -96,12 +101,17 @@ for k, spec in specs.items():
     if not c or not a:
         print(k, "missing", bool(c), bool(a)); continue
     cg1 = c["solve_seconds"]; cg10 = sum(c["solve_seconds_all"])
-    st = a["amg"]["setup"]["total"]; s1 = a["solve_seconds"]; s10 = sum(a["solve_seconds_all"])
+    st = a["amg_setup_seconds_all"][-1]; s1 = a["solve_seconds"]; s10 = sum(a["solve_seconds_all"])
     p = py.get(spec, {})
     print("%-9s %8d | %5d %8.4f | %5d %7.3f %7.3f %7.4f %7.3f %8.3f %5.2f %3d | %7s | %5s %6s %6s" % (k, a["n"], c["iterations"], cg1,
           a["iterations"], st, a.get("resetup_seconds") or float("nan"), s1, (st + s1) / cg1, (st + s10) / cg10,
           a["amg"]["operator_complexity"], len(a["amg"]["levels"]),
           "%.3f" % h["amg"]["setup"]["total"] if h else "-",
           p.get("iterations", "-"), "%.2f" % p["setup_seconds"] if p else "-", "%.3f" % p["solve_seconds"] if p else "-"))
-    print("          phases: " + " ".join("%s %.3f" % (k2, v) for k2, v in a["amg"]["setup"].items()))
+    print("          setups %s; phases of the last: " % a["amg_setup_seconds_all"] + " ".join("%s %.3f" % (k2, v) for k2, v in a["amg"]["setup"].items()))
+for n in ["p128", "aniso"]:
+    g, ng = load(n + "-amg-graphs"), load(n + "-amg-nographs")
+    if g and ng:
+        print("%s AMG-PCG check-every 4: graphs %d it %.2f ms/it, launched %d it %.2f ms/it" % (n, g["iterations"],
+              1e3 * g["solve_seconds"] / g["iterations"], ng["iterations"], 1e3 * ng["solve_seconds"] / ng["iterations"]))
 PY

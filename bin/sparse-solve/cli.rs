@@ -75,6 +75,12 @@ pub struct Cli {
     #[arg(long)]
     pub check_every: Option<usize>,
 
+    /// GPU: launch every kernel of every iteration from the host instead of recording the
+    /// iterations between two convergence checks as a CUDA graph and replaying it (the default;
+    /// results are the same bit for bit).
+    #[arg(long)]
+    pub no_graphs: bool,
+
     /// Split the solve over this many GPUs of this host (a thread per GPU, NCCL; rows balanced
     /// by nonzeros). 1: the single-device path chosen by --backend. auto: as many as the
     /// problem is worth, from its size and the all-reduce and halo-exchange costs measured on

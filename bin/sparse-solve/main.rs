@@ -280,6 +280,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         rel_tol: tol,
         max_iters: cli.max_iters,
         check_every: cli.check_every,
+        graphs: !cli.no_graphs,
         on_check: Some(progress),
         ..Default::default()
     };
