@@ -679,7 +679,12 @@ fn gpu_amg_cycle_inside_cuda_graphs_equals_uncaptured() {
     let ops = GpuOps::<f64>::new(&gpu).unwrap();
     let (ea, eb) = elasticity(40);
     for (name, a, cand, block) in [
-        ("poisson3d:30", generate::poisson3d::<f64>(30).unwrap(), None, 1),
+        (
+            "poisson3d:30",
+            generate::poisson3d::<f64>(30).unwrap(),
+            None,
+            1,
+        ),
         ("elasticity2d:40", ea, Some(eb), 2),
     ] {
         let amg = match &cand {

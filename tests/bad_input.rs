@@ -8,6 +8,8 @@
 //!   when one works, and it must under `SEGSPARSE_REQUIRE_GPU=1`): `SolveError::NonFinite` at
 //!   iteration 0; from `sparse-solve`: exit status 2 and one line naming it.
 
+#[cfg(feature = "cli")]
+mod common_cli;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
@@ -242,24 +244,7 @@ fn gpu_cases() {}
 mod cli {
     use super::*;
 
-    /// The CLI `name`: where cargo built it, else (a test executable staged for the GPU machine
-    /// as `.gpu/tests/test-*`) `../bin/<name>` beside this executable; `None` (the test skips
-    /// with a notice) when neither exists.
-    fn bin(name: &str, built: &str) -> Option<String> {
-        if std::path::Path::new(built).exists() {
-            return Some(built.to_string());
-        }
-        let staged = std::env::current_exe()
-            .ok()?
-            .parent()?
-            .join("../bin")
-            .join(name);
-        if staged.exists() {
-            return Some(staged.to_string_lossy().into_owned());
-        }
-        eprintln!("skipped: {name} is neither at {built} nor in ../bin beside this test");
-        None
-    }
+    use super::common_cli::bin;
 
     fn run(bin: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String, f64) {
         let t = Instant::now();

@@ -1232,19 +1232,20 @@ pub const LOCAL_VECTOR4_MAX_LEN: usize = 32;
 mod auto_tests {
     use super::*;
 
-    /// `Auto`'s choice on generated instances of each kind, from the same statistics the
-    /// upload computes (row lengths and the sampled column spread).
+    /// `Auto`'s choice on generated instances of each kind (all above the 2^22-entry line
+    /// between the small and large rules), from the same statistics the upload computes (row
+    /// lengths and the sampled column spread).
     #[test]
     fn auto_choice_by_kind() {
         let cases: [(&str, &str); 9] = [
             ("poisson3d:100", "rows"),
             ("poisson3d27:60", "vector4"),
             ("powerlaw:600000:2.0", "fused"),
-            ("emptyrows:2000000:90:20", "fused"),
+            ("emptyrows:5000000:90:20", "fused"),
             ("denserows:1000000:4:8:200000", "fused"),
             ("rmat:18:16", "fused"),
             ("random:800000:6", "vector"),
-            ("random:300000:27", "vector"),
+            ("random:800000:20", "vector"),
             ("random:1000:5", "vector"),
         ];
         for (spec, want) in cases {
