@@ -66,7 +66,7 @@ rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 hdr = rows[0]; ki = hdr.index("Kernel Name"); vi = hdr.index("Metric Value"); ui = hdr.index("Metric Unit")
 for r in rows[1:]:
     v = float(r[vi].replace(",", "")); u = r[ui]
-    v = v / 1e3 if u == "nsecond" else (v * 1e3 if u == "msecond" else v)
+    v = v / 1e3 if u in ("nsecond", "ns") else (v * 1e3 if u in ("msecond", "ms") else v)
     k = r[ki].split("(")[0]; t[k] += v; c[k] += 1
 tot = sum(t.values())
 print("kernel time total %.1f us over %d launches" % (tot, sum(c.values())))
