@@ -713,3 +713,14 @@ fn gpu_amg_cycle_inside_cuda_graphs_equals_uncaptured() {
         assert!(on.iterations >= 5, "{name}: {} iterations", on.iterations);
     }
 }
+
+/// The preconditioner moves between threads (the Python binding runs solves with the GIL
+/// released): both backends' `Amg` are `Send`.
+#[test]
+fn amg_is_send() {
+    fn send<S: Send>() {}
+    send::<Amg<f64, Cpu>>();
+    send::<Amg<f32, Cpu>>();
+    #[cfg(feature = "cuda")]
+    send::<Amg<f64, segsparse::solvers::gpu::GpuOps<f64>>>();
+}

@@ -403,7 +403,7 @@ pub(crate) struct Built<T: Scalar, B: MultigridOps<T>> {
 }
 
 /// A setup's state: host ([`HostHierarchy`]) or device (`device.rs`).
-pub(crate) trait HierarchyState<T: Scalar, B: MultigridOps<T>> {
+pub(crate) trait HierarchyState<T: Scalar, B: MultigridOps<T>>: Send {
     /// The numeric re-setup for new values of `a` on the same pattern.
     fn update(&mut self, be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Built<T, B>>;
     /// The number of near-nullspace candidates.
