@@ -305,6 +305,58 @@ fn transpose_diagonal_scale() {
     assert_eq!(got.values(), want.values());
 }
 
+/// `A + αB` on the GPU equals the CPU's bit for bit (pattern, values, explicit zeros), f32 and
+/// f64, on random patterns with empty rows, rectangular and empty shapes, identical patterns
+/// (every entry summed) and disjoint ones; shape mismatches and non-canonical rows are errors.
+#[test]
+fn add_equals_the_cpu() {
+    let Some(g) = gpu::test_gpu() else { return };
+    fn check<T: GpuScalar + Bits>(g: &Arc<Gpu>, a: &CsrMatrix<T>, alpha: T, b: &CsrMatrix<T>) {
+        let want = sparse::add(a, alpha, b).unwrap();
+        let (da, db) = (
+            DeviceCsr::upload(g, a).unwrap(),
+            DeviceCsr::upload(g, b).unwrap(),
+        );
+        let got = sg::add(g, &da, alpha, &db).unwrap().download(g).unwrap();
+        let what = format!("{}×{} {}", a.nrows(), a.ncols(), T::NAME);
+        assert_eq!(got.row_ptr(), want.row_ptr(), "{what}: row_ptr");
+        assert_eq!(got.col_idx(), want.col_idx(), "{what}: columns");
+        for (k, (x, y)) in got.values().iter().zip(want.values()).enumerate() {
+            assert!(
+                (*x).to_bits_u64() == (*y).to_bits_u64(),
+                "{what}: value {k}: GPU {x:?} vs CPU {y:?}"
+            );
+        }
+    }
+    for (m, n, seed) in [
+        (0, 4, 1),
+        (4, 0, 2),
+        (1, 1, 3),
+        (900, 700, 4),
+        (30000, 20000, 5),
+    ] {
+        let (a, b) = (random(m, n, 9, seed), random(m, n, 5, seed + 100));
+        for alpha in [1.0, -0.37, 0.0] {
+            check::<f64>(&g, &a, alpha, &b);
+            check::<f32>(&g, &a.cast(), alpha as f32, &b.cast());
+        }
+        // The same pattern (every entry summed; α = −1 cancels to explicit zeros) and A + αA.
+        check::<f64>(&g, &a, -1.0, &a);
+        let empty = CsrMatrix::<f64>::from_triplets(m, n, &[]).unwrap();
+        check::<f64>(&g, &a, 2.0, &empty);
+        check::<f64>(&g, &empty, 2.0, &a);
+    }
+    let a = DeviceCsr::upload(&g, &random(10, 8, 3, 7)).unwrap();
+    let b = DeviceCsr::upload(&g, &random(10, 9, 3, 8)).unwrap();
+    let e = sg::add(&g, &a, 1.0, &b).unwrap_err().to_string();
+    assert!(e.contains("10×8") && e.contains("10×9"), "{e}");
+    let unsorted =
+        CsrMatrix::try_from_parts(2, 3, vec![0, 2, 2], vec![2, 0], vec![1.0, 2.0]).unwrap();
+    let du = DeviceCsr::upload(&g, &unsorted).unwrap();
+    let e = sg::add(&g, &du, 1.0, &du).unwrap_err().to_string();
+    assert!(e.contains("row 0"), "{e}");
+}
+
 /// A product turned into a `GpuCsr` (structure tables built on the device) multiplies vectors
 /// as the same matrix uploaded from the host does.
 #[test]

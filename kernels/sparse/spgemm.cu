@@ -539,3 +539,58 @@ extern "C" __global__ void sparse_col_counts(const u32* __restrict__ col, u32 nn
     }
 SPARSE_TYPED(float, f32)
 SPARSE_TYPED(double, f64)
+
+// C = A + alpha*B for canonical A and B (sorted, unique columns per row): one thread per row
+// merges the two rows. Count pass: the union's size per row into counts[i].
+extern "C" __global__ void sparse_add_count(const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                            const u32* __restrict__ brp, const u32* __restrict__ bcol, u32 m,
+                                            u32* __restrict__ counts) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+        u32 p = arp[i], q = brp[i], c = 0;
+        const u32 pe = arp[i + 1], qe = brp[i + 1];
+        while (p < pe || q < qe) {
+            const u32 ca = p < pe ? acol[p] : 0xffffffffu, cb = q < qe ? bcol[q] : 0xffffffffu;
+            p += ca <= cb;
+            q += cb <= ca;
+            ++c;
+        }
+        counts[i] = c;
+    }
+}
+
+// Fill pass at crp[i] (the exclusive scan of the counts): the CPU's rounding, a + round(alpha*b)
+// where both are stored (sparse::add sums the duplicate in that order), round(alpha*b) where only B is.
+template <typename T>
+__device__ __forceinline__ void sparse_add_fill(const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                                const T* __restrict__ aval, const u32* __restrict__ brp,
+                                                const u32* __restrict__ bcol, const T* __restrict__ bval, T alpha,
+                                                u32 m, const u32* __restrict__ crp, u32* __restrict__ ccol,
+                                                T* __restrict__ cval) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+        u32 p = arp[i], q = brp[i], o = crp[i];
+        const u32 pe = arp[i + 1], qe = brp[i + 1];
+        while (p < pe || q < qe) {
+            const u32 ca = p < pe ? acol[p] : 0xffffffffu, cb = q < qe ? bcol[q] : 0xffffffffu;
+            T v;
+            if (ca < cb) {
+                v = aval[p++];
+            } else if (cb < ca) {
+                v = alpha * bval[q++];
+            } else {
+                v = spgemm_fma(aval[p++], alpha, bval[q++]);
+            }
+            ccol[o] = ca < cb ? ca : cb;
+            cval[o++] = v;
+        }
+    }
+}
+extern "C" __global__ void sparse_add_fill_f32(const u32* arp, const u32* acol, const float* aval, const u32* brp,
+                                               const u32* bcol, const float* bval, float alpha, u32 m,
+                                               const u32* crp, u32* ccol, float* cval) {
+    sparse_add_fill<float>(arp, acol, aval, brp, bcol, bval, alpha, m, crp, ccol, cval);
+}
+extern "C" __global__ void sparse_add_fill_f64(const u32* arp, const u32* acol, const double* aval, const u32* brp,
+                                               const u32* bcol, const double* bval, double alpha, u32 m,
+                                               const u32* crp, u32* ccol, double* cval) {
+    sparse_add_fill<double>(arp, acol, aval, brp, bcol, bval, alpha, m, crp, ccol, cval);
+}

@@ -1,6 +1,6 @@
 //! GPU sparse matrix–matrix operations: SpGEMM `C = A·B` with a symbolic plan whose numeric
-//! phase can be re-run alone, the Galerkin product `R·A·P`, transpose, diagonal extraction and
-//! diagonal scaling; and [`CusparseSpgemm`], cuSPARSE's `cusparseSpGEMM` as the in-run peer.
+//! phase can be re-run alone, the Galerkin product `R·A·P`, transpose, `A + αB`, diagonal
+//! extraction and diagonal scaling; and [`CusparseSpgemm`], cuSPARSE's `cusparseSpGEMM` as the in-run peer.
 //! The graph phases of smoothed aggregation ([`strength_symmetric`], [`amalgamate`],
 //! [`aggregate_mis2`], [`tentative_single`]) are in [`aggregate`], equal to their CPU
 //! references exactly.
@@ -787,6 +787,107 @@ pub fn transpose<'a, T: GpuScalar>(
         row_ptr,
         col: tcol,
         val: tval,
+    })
+}
+
+/// `C = A + α·B` on the GPU for canonical `A` and `B` of the same shape: the union of the
+/// patterns, `a_ij + round(α·b_ij)` where both are stored and `round(α·b_ij)` where only `B` is —
+/// the CPU [`crate::sparse::add`] bit for bit (explicit zeros kept). One thread per row merges
+/// the two rows: a count pass, a scan, a fill pass.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the shapes differ or a row is not canonical (naming it); CUDA
+/// errors with their context.
+pub fn add<'a, 'b, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: impl Into<CsrView<'a, T>>,
+    alpha: T,
+    b: impl Into<CsrView<'b, T>>,
+) -> Result<DeviceCsr<T>> {
+    let (a, b) = (a.into(), b.into());
+    if (a.nrows, a.ncols) != (b.nrows, b.ncols) {
+        return Err(Error::InvalidInput(format!(
+            "GPU A + αB: A is {}×{} and B is {}×{}",
+            a.nrows, a.ncols, b.nrows, b.ncols
+        )));
+    }
+    let g = gpu;
+    check_u32(a.nrows, a.ncols, a.nnz.saturating_add(b.nnz), "GPU A + αB")?;
+    for (m, name) in [(&a, "A"), (&b, "B")] {
+        if m.nrows > 0 && m.nnz > 0 {
+            let k = g.function(&SPGEMM_SRC, "spgemm_check_rows", &[])?;
+            let mut bad = g.zeros::<u32>(1)?;
+            let n32 = m.nrows as u32;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(m.row_ptr).arg(m.col).arg(&n32).arg(&mut bad);
+            // SAFETY: spgemm_check_rows(const u32* rp, const u32* col, u32 n, u32* bad): rp
+            // n+1 entries ending at nnz, col nnz, bad one word.
+            unsafe { lb.launch(Gpu::cfg(grid(g, m.nrows, 256), 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
+            let bad = g.download(&bad)?[0];
+            if bad > 0 {
+                return Err(Error::InvalidInput(format!(
+                    "GPU A + αB: row {} of {name} has unsorted or repeated column indices (sort \
+                     the rows and sum duplicates first)",
+                    bad - 1
+                )));
+            }
+        }
+    }
+    let m = a.nrows;
+    let m32 = m as u32;
+    let mut counts = g.zeros::<u32>(m + 1)?;
+    let mut row_ptr = g.zeros::<u32>(m + 1)?;
+    if m > 0 {
+        let k = g.function(&SPGEMM_SRC, "sparse_add_count", &[])?;
+        let mut lb = g.stream().launch_builder(&k);
+        lb.arg(a.row_ptr)
+            .arg(a.col)
+            .arg(b.row_ptr)
+            .arg(b.col)
+            .arg(&m32)
+            .arg(&mut counts);
+        // SAFETY: sparse_add_count(arp, acol, brp, bcol, u32 m, u32* counts): both row pointers
+        // m+1 entries ending at their nnz; counts m+1 (counts[m] stays 0).
+        unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("sparse_add_count", e))?;
+        prim::scan(
+            g,
+            &counts,
+            &mut row_ptr,
+            ScanSpec::exclusive(ScanOp::Plus),
+            ScanAlgorithm::default(),
+        )?;
+    }
+    let nnz = g.download(&row_ptr.slice(m..m + 1))?[0] as usize;
+    let (mut col, mut val) = (g.zeros::<u32>(nnz.max(1))?, g.zeros::<T>(nnz.max(1))?);
+    if nnz > 0 {
+        let k = g.typed_function::<T>(&SPGEMM_SRC, "sparse_add_fill", &[])?;
+        let mut lb = g.stream().launch_builder(&k);
+        lb.arg(a.row_ptr)
+            .arg(a.col)
+            .arg(a.val)
+            .arg(b.row_ptr)
+            .arg(b.col)
+            .arg(b.val)
+            .arg(&alpha)
+            .arg(&m32)
+            .arg(&row_ptr)
+            .arg(&mut col)
+            .arg(&mut val);
+        // SAFETY: sparse_add_fill_T(arp, acol, aval, brp, bcol, bval, T alpha, u32 m, crp,
+        // u32* ccol, T* cval): crp the scan of the count pass's union sizes (the same merge), so
+        // row i writes crp[i]..crp[i+1] < nnz.
+        unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("sparse_add_fill", e))?;
+    }
+    Ok(DeviceCsr {
+        nrows: m,
+        ncols: a.ncols,
+        nnz,
+        row_ptr,
+        col,
+        val,
     })
 }
 
