@@ -572,33 +572,25 @@ fn solve_with<
             solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
-            let mut m = match plan.rbm {
-                Some(n) => {
-                    let c = segsparse::precond::amg::rigid_body_modes_2d(
-                        &segsparse::generate::elasticity2d_coordinates(n),
-                    );
-                    Amg::with_candidates(be, a, &c, &plan.amg)
+            let candidates = plan.rbm.map(|n| {
+                segsparse::precond::amg::rigid_body_modes_2d(
+                    &segsparse::generate::elasticity2d_coordinates(n),
+                )
+            });
+            let build = || {
+                match &candidates {
+                    Some(c) => Amg::with_candidates(be, a, c, &plan.amg),
+                    None => Amg::new(be, a, &plan.amg),
                 }
-                None => Amg::new(be, a, &plan.amg),
-            }
-            .context("AMG setup")?;
+                .context("AMG setup")
+            };
+            let mut m = build()?;
             extra.amg_setups.push(m.summary().setup.total);
             // `--amg-setups N`: N − 1 further full setups, timed (the first one in a process
             // also loads the kernels); the last one is used. Not part of `setup_seconds`.
             let t = Instant::now();
             for _ in 1..plan.amg_setups {
-                m = match plan.rbm {
-                    Some(n) => Amg::with_candidates(
-                        be,
-                        a,
-                        &segsparse::precond::amg::rigid_body_modes_2d(
-                            &segsparse::generate::elasticity2d_coordinates(n),
-                        ),
-                        &plan.amg,
-                    ),
-                    None => Amg::new(be, a, &plan.amg),
-                }
-                .context("AMG setup")?;
+                m = build()?;
                 extra.amg_setups.push(m.summary().setup.total);
             }
             extra.amg = Some(m.summary().clone());

@@ -641,12 +641,7 @@ impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
     }
 }
 
-/// A host copy of a device matrix.
+/// A host copy of a level's device matrix.
 fn download<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<CsrMatrix<T>> {
-    let (rp, col, val) = a.device_parts();
-    let mut col = g.download(col)?;
-    let mut val = g.download(val)?;
-    col.truncate(a.nnz());
-    val.truncate(a.nnz());
-    CsrMatrix::try_from_parts(a.nrows(), a.ncols(), g.download(rp)?, col, val)
+    CsrView::from(a).download(g)
 }

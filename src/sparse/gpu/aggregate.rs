@@ -64,7 +64,7 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
 
-use super::{check_u32, grid, CsrView, DeviceCsr, SPGEMM_SRC};
+use super::{check_canonical, check_u32, grid, CsrView, DeviceCsr};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
@@ -147,32 +147,6 @@ fn empty_csr<T: GpuScalar>(g: &Gpu, m: usize, n: usize) -> Result<DeviceCsr<T>> 
         col: g.zeros::<u32>(1)?,
         val: g.zeros::<T>(1)?,
     })
-}
-
-/// `Err` naming a row of `a` whose columns are not strictly increasing (none when `a` is
-/// canonical); `what` names the operation.
-fn check_canonical<T: GpuScalar>(g: &Arc<Gpu>, a: &CsrView<'_, T>, what: &str) -> Result<()> {
-    if a.nrows == 0 || a.nnz == 0 {
-        return Ok(());
-    }
-    let k = g.function(&SPGEMM_SRC, "spgemm_check_rows", &[])?;
-    let mut bad = g.zeros::<u32>(1)?;
-    let n32 = a.nrows as u32;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(a.row_ptr).arg(a.col).arg(&n32).arg(&mut bad);
-    // SAFETY: spgemm_check_rows(const u32* brp, const u32* bcol, u32 n, u32* bad): row_ptr n+1
-    // entries ending at nnz, col nnz, bad one word.
-    unsafe { lb.launch(Gpu::cfg(item_blocks(g, a.nrows), THREADS, 0)) }
-        .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
-    let b = read_at(g, &bad, 0)?;
-    if b > 0 {
-        return Err(Error::InvalidInput(format!(
-            "{what}: row {} has unsorted or repeated column indices (the GPU version needs \
-             canonical CSR: sort the rows and sum duplicates first)",
-            b - 1
-        )));
-    }
-    Ok(())
 }
 
 /// Symmetric strength of connection on the GPU: the same matrix as

@@ -168,6 +168,19 @@ impl<'a, T: GpuScalar> CsrView<'a, T> {
     pub fn val(&self) -> &'a CudaSlice<T> {
         self.val
     }
+
+    /// Downloads into a host [`CsrMatrix`](crate::csr::CsrMatrix) (checked).
+    ///
+    /// # Errors
+    /// A failed copy, or arrays that break the CSR invariants.
+    pub fn download(&self, gpu: &Gpu) -> Result<crate::csr::CsrMatrix<T>> {
+        let rp = gpu.download(self.row_ptr)?;
+        let mut col = gpu.download(self.col)?;
+        let mut val = gpu.download(self.val)?;
+        col.truncate(self.nnz);
+        val.truncate(self.nnz);
+        crate::csr::CsrMatrix::try_from_parts(self.nrows, self.ncols, rp, col, val)
+    }
 }
 
 impl<'a, T: GpuScalar> From<&'a GpuCsr<T>> for CsrView<'a, T> {
@@ -220,12 +233,7 @@ impl<T: GpuScalar> DeviceCsr<T> {
     /// # Errors
     /// A failed copy, or arrays that break the CSR invariants.
     pub fn download(&self, gpu: &Gpu) -> Result<crate::csr::CsrMatrix<T>> {
-        let rp = gpu.download(&self.row_ptr)?;
-        let mut col = gpu.download(&self.col)?;
-        let mut val = gpu.download(&self.val)?;
-        col.truncate(self.nnz);
-        val.truncate(self.nnz);
-        crate::csr::CsrMatrix::try_from_parts(self.nrows, self.ncols, rp, col, val)
+        self.view().download(gpu)
     }
 
     /// A [`GpuCsr`] on the same arrays (no copy of the entries), with the SpMV's structure
@@ -254,6 +262,37 @@ fn check_u32(m: usize, n: usize, nnz: usize, what: &str) -> Result<()> {
     if m >= u32::MAX as usize || n >= u32::MAX as usize || nnz >= u32::MAX as usize {
         return Err(Error::InvalidInput(format!(
             "{what}: {m}×{n} with {nnz} entries exceeds the 32-bit index range of the GPU kernels"
+        )));
+    }
+    Ok(())
+}
+
+/// `Err` naming a row of `a` whose columns are not strictly increasing (none when `a` is
+/// canonical, the form the GPU operations that merge or search rows need); `what` names the
+/// operation. One `spgemm_check_rows` launch and a one-word download.
+pub(crate) fn check_canonical<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    a: &CsrView<'_, T>,
+    what: &str,
+) -> Result<()> {
+    if a.nrows == 0 || a.nnz == 0 {
+        return Ok(());
+    }
+    let k = g.function(&SPGEMM_SRC, "spgemm_check_rows", &[])?;
+    let mut bad = g.zeros::<u32>(1)?;
+    let n32 = a.nrows as u32;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a.row_ptr).arg(a.col).arg(&n32).arg(&mut bad);
+    // SAFETY: spgemm_check_rows(const u32* brp, const u32* bcol, u32 n, u32* bad): row_ptr n+1
+    // entries ending at nnz, col nnz, bad one word.
+    unsafe { lb.launch(Gpu::cfg(grid(g, a.nrows, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
+    let b = g.download(&bad)?[0];
+    if b > 0 {
+        return Err(Error::InvalidInput(format!(
+            "{what}: row {} has unsorted or repeated column indices (the GPU version needs \
+             canonical CSR: sort the rows and sum duplicates first)",
+            b - 1
         )));
     }
     Ok(())
@@ -813,27 +852,8 @@ pub fn add<'a, 'b, T: GpuScalar>(
     }
     let g = gpu;
     check_u32(a.nrows, a.ncols, a.nnz.saturating_add(b.nnz), "GPU A + αB")?;
-    for (m, name) in [(&a, "A"), (&b, "B")] {
-        if m.nrows > 0 && m.nnz > 0 {
-            let k = g.function(&SPGEMM_SRC, "spgemm_check_rows", &[])?;
-            let mut bad = g.zeros::<u32>(1)?;
-            let n32 = m.nrows as u32;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(m.row_ptr).arg(m.col).arg(&n32).arg(&mut bad);
-            // SAFETY: spgemm_check_rows(const u32* rp, const u32* col, u32 n, u32* bad): rp
-            // n+1 entries ending at nnz, col nnz, bad one word.
-            unsafe { lb.launch(Gpu::cfg(grid(g, m.nrows, 256), 256, 0)) }
-                .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
-            let bad = g.download(&bad)?[0];
-            if bad > 0 {
-                return Err(Error::InvalidInput(format!(
-                    "GPU A + αB: row {} of {name} has unsorted or repeated column indices (sort \
-                     the rows and sum duplicates first)",
-                    bad - 1
-                )));
-            }
-        }
-    }
+    check_canonical(g, &a, "GPU A + αB (A)")?;
+    check_canonical(g, &b, "GPU A + αB (B)")?;
     let m = a.nrows;
     let m32 = m as u32;
     let mut counts = g.zeros::<u32>(m + 1)?;
