@@ -53,7 +53,7 @@ stamp "$(tail -1 "$res/nvcc.log" 2>/dev/null)"
 
 bench() {
   bash "$here/run.sh" "$res/cub.jsonl" 2> "$res/cub.err"; stamp "cub-peers rc=$?"
-  .gpu/bin/scan-bench --format json --f64 --exclusive --lookback-only --no-paper --sizes 20,24,26 \
+  .gpu/bin/scan-bench --format json --f64 --exclusive --lookback-only --no-paper --sizes ${SCAN_SIZES:-20,24,26} \
       > "$res/scan.jsonl" 2> "$res/scan.err"; stamp "scan-bench rc=$?"
   .gpu/bin/prims-bench --format json --quick > "$res/prims.jsonl" 2> "$res/prims.err"; stamp "prims-bench rc=$?"
   python3 "$here/merge.py" --cub "$res/cub.jsonl" --ours "$res/scan.jsonl" "$res/prims.jsonl" \
@@ -82,7 +82,48 @@ ncu_run() {  # name, env...
   stamp "ncu $name rc=$?"
 }
 
-if [ "$mode" = probe ]; then
+if [ "$mode" = round3 ]; then
+  # Round 3 (issue 20 item 2): CUB's sm_90 shapes (128 threads x 24 items for 4-byte sums),
+  # more blocks per SM, and the wait before the first look-back window (SCAN_FIRST_DELAY).
+  SCAN_SIZES=20,24,26 bench   # scan-bench adds 2^28 unless --no-big
+  export SWEEP_ARGS=--f64
+  sweep default
+  sweep first500 SEGSPARSE_SCAN_FIRST_DELAY=500
+  sweep first1000 SEGSPARSE_SCAN_FIRST_DELAY=1000
+  sweep backoff200 SEGSPARSE_SCAN_BACKOFF=200
+  sweep 128x24-min12 SEGSPARSE_SCAN_POLICY=128x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=12
+  sweep 128x24-min10 SEGSPARSE_SCAN_POLICY=128x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=10
+  sweep 128x24-min16 SEGSPARSE_SCAN_POLICY=128x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=16
+  sweep 128x24-min12-first700 SEGSPARSE_SCAN_POLICY=128x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=12 SEGSPARSE_SCAN_FIRST_DELAY=700
+  sweep 128x24-min12-order SEGSPARSE_SCAN_POLICY=128x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=12 SEGSPARSE_SCAN_ORDER=1
+  sweep 128x16-min16 SEGSPARSE_SCAN_POLICY=128x16,8 SEGSPARSE_SCAN_MIN_BLOCKS=16
+  sweep 192x16-min10 SEGSPARSE_SCAN_POLICY=192x16,8 SEGSPARSE_SCAN_MIN_BLOCKS=10
+  sweep 256x24-min6 SEGSPARSE_SCAN_POLICY=256x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=6
+  stamp "sweep done"
+  ncu_run default
+  ncu_run 128x24-min12 SEGSPARSE_SCAN_POLICY=128x24,12 SEGSPARSE_SCAN_MIN_BLOCKS=12
+elif [ "$mode" = round3b ]; then
+  # Round 3, second call: the first-window delay around its best value, the key-value sort's
+  # early value loads (OS_EARLY_VALUES) on and off, sanitizers on the changed kernels.
+  for tool in memcheck racecheck; do
+    for t in primitives_scan primitives_more; do
+      timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool $tool .gpu/tests/test-$t gpu_sanitizer_small \
+          > "$res/sanitizer-$tool-$t.log" 2>&1
+      stamp "sanitizer $tool $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$res/sanitizer-$tool-$t.log" | tail -1)"
+    done
+  done
+  bash "$here/run.sh" "$res/cub.jsonl" 2> "$res/cub.err"; stamp "cub-peers rc=$?"
+  grep '"sort"' "$res/cub.jsonl" | head -20
+  for ev in 0 1; do
+    SEGSPARSE_SORT_EARLY_VALUES=$ev .gpu/bin/prims-bench --format json --only sort \
+        > "$res/sort-early$ev.jsonl" 2> "$res/sort-early$ev.err"
+    stamp "sort early values $ev rc=$?"; grep -E '"(pairs|keys)"' "$res/sort-early$ev.jsonl" | cut -c1-220
+  done
+  export SWEEP_ARGS=--f64
+  for d in 0 1000 1500 2000 3000; do sweep first$d SEGSPARSE_SCAN_FIRST_DELAY=$d; done
+  stamp "sweep done"
+  SEGSPARSE_SCAN_FIRST_DELAY=1500 ncu_run first1500
+elif [ "$mode" = probe ]; then
   bench
   export SWEEP_ARGS=--f64
   sweep default

@@ -245,7 +245,7 @@ fn run(cli: Cli) -> Result<()> {
     let policy = segsparse::primitives::policy::lookback(4);
     let header = format!(
         "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read+write, 512 MiB, median of 20); \
-         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, min blocks {}, window 32x{}, \
+         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, first delay {} ns, min blocks {}, window 32x{}, \
          variant {}; {} samples x {} calls",
         g.name(),
         g.sm_count(),
@@ -255,6 +255,7 @@ fn run(cli: Cli) -> Result<()> {
         segsparse::primitives::policy::lookback(8).threads,
         segsparse::primitives::policy::lookback(8).items,
         segsparse::primitives::policy::lookback_backoff_ns(),
+        segsparse::primitives::policy::lookback_first_delay_ns(),
         segsparse::primitives::policy::lookback_min_blocks(),
         segsparse::primitives::policy::lookback_k(),
         segsparse::primitives::policy::lookback_variant_name(),

@@ -49,6 +49,16 @@
 #define SCAN_BACKOFF 0
 #endif
 
+// Nanoseconds warp 0 waits before its first look-back window (0 = none), in launches of at
+// least SCAN_FIRST_DELAY_TILES tiles: see policy::lookback_first_delay_ns. Small launches skip
+// it: their tiles all start together and the wait would sit on the critical path.
+#ifndef SCAN_FIRST_DELAY
+#define SCAN_FIRST_DELAY 0
+#endif
+#ifndef SCAN_FIRST_DELAY_TILES
+#define SCAN_FIRST_DELAY_TILES 2048
+#endif
+
 #ifndef SCAN_STATUS16
 #define SCAN_STATUS16 1
 #endif
@@ -177,11 +187,17 @@ template <typename T> struct TileStatus {
 // K = 4 310 us, K = 8 428 us — waiting for more predecessors costs more than it saves, so
 // K = 1 (CUB's window) is the default.
 template <typename T, typename Op>
-__device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32 tile, u32 gen, Op op) {
+__device__ __forceinline__ SegPair<T> tile_lookback(const TileStatus<T>& ts, u32 tile, u32 gen, Op op,
+                                                    u32 num_tiles) {
     const int lane = (int)(threadIdx.x & 31u);
     const T id = Op::template identity<T>();
     SegPair<T> running = {0u, id};
     long long pred = (long long)tile - 1;
+#if SCAN_FIRST_DELAY > 0
+    if (num_tiles >= SCAN_FIRST_DELAY_TILES) __nanosleep(SCAN_FIRST_DELAY);
+#else
+    (void)num_tiles;
+#endif
     while (true) {
         SegPair<T> p[SCAN_LOOKBACK_K];
         u32 st[SCAN_LOOKBACK_K];

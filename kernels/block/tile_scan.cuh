@@ -123,7 +123,7 @@ __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, con
             if (threadIdx.x == 0) ts.publish(0, gen, TILE_INCL, agg.f, agg.v);
         } else {
             if (threadIdx.x == 0) ts.publish(tile, gen, closed ? TILE_INCL : TILE_AGG, agg.f, agg.v);
-            P = tile_lookback<T, Op>(ts, tile, gen, op);
+            P = tile_lookback<T, Op>(ts, tile, gen, op, num_tiles);
             if (threadIdx.x == 0 && !closed) {
                 SegPair<T> inc = seg_combine(P, agg, op);
                 ts.publish(tile, gen, TILE_INCL, inc.f, inc.v);

@@ -58,6 +58,19 @@
 #ifndef OS_MIN_BLOCKS
 #define OS_MIN_BLOCKS 3
 #endif
+// Key-value sorts: 1 = issue the value loads as soon as the keys sit in shared memory, so
+// their latency overlaps the look-back and the key scatter (the keys' registers are free by
+// then); 0 = load them after the key scatter, just before they are exchanged (CUB's order).
+// The key scatter keeps each element's digit (4 per register) instead of its output index,
+// so the early values cost few registers. See primitives::sort::gpu::onesweep_policy.
+#ifndef OS_EARLY_VALUES
+#define OS_EARLY_VALUES 1
+#endif
+// Nanoseconds a look-back thread sleeps between polls of a status word that is not ready yet
+// (0 = spin): 256 spinning threads per waiting block compete with the scatter's traffic for L2.
+#ifndef OS_POLL_NS
+#define OS_POLL_NS 0
+#endif
 #define OS_WARPS (OS_THREADS / 32)
 #define OS_FLAG_AGG 0x40000000u
 #define OS_FLAG_INCL 0x80000000u
@@ -250,6 +263,17 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
     // barrier below).
 #pragma unroll
     for (u32 it = 0; it < ITEMS; ++it) exk[rank[it]] = key[it];
+    // Values (warp-striped like the keys), early: in flight during the look-back and the key
+    // scatter.
+    V val[HAS_V ? ITEMS : 1];
+    auto load_values = [&]() {
+#pragma unroll
+        for (u32 it = 0; it < ITEMS; ++it) {
+            const u32 idx = chunk + it * 32u + lane;
+            val[HAS_V ? it : 0] = (full || idx < n) ? vin[idx] : V(0);
+        }
+    };
+    if (HAS_V && OS_EARLY_VALUES) load_values();
     // (4) Decoupled look-back for digit tid over this pass's tiles, while the ranks settle.
     if (tid < RADIX_BUCKETS) {
         u32 excl = 0;
@@ -257,7 +281,12 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
             const u32* p = st - RADIX_BUCKETS;
             while (true) {
                 u32 w = *(volatile const u32*)p;
-                while ((w & (OS_FLAG_AGG | OS_FLAG_INCL)) == 0u) w = *(volatile const u32*)p;
+                while ((w & (OS_FLAG_AGG | OS_FLAG_INCL)) == 0u) {
+#if OS_POLL_NS > 0
+                    __nanosleep(OS_POLL_NS);
+#endif
+                    w = *(volatile const u32*)p;
+                }
                 excl += w & OS_VALUE_MASK;
                 if (w & OS_FLAG_INCL) break;
                 p -= RADIX_BUCKETS;
@@ -267,34 +296,34 @@ __device__ __forceinline__ void radix_onesweep(const K* kin, K* kout, const V* v
         s.goff[tid] = ws[pass * RADIX_BUCKETS + tid] + excl - base;
     }
     __syncthreads();
-    // (5) Scatter in rank order: tile position j of digit d goes to goff[d] + j.
+    // (5) Scatter in rank order: tile position j of digit d goes to goff[d] + j. For the
+    // values, the digit of position j is kept (a byte each), not its output index.
     const u32 count = min((u32)OS_TILE, n - tile_start);
-    u32 dst[HAS_V ? ITEMS : 1];
+    constexpr u32 DWORDS = HAS_V ? (ITEMS + 3) / 4 : 1;
+    u32 digs[DWORDS];
+#pragma unroll
+    for (u32 w = 0; w < DWORDS; ++w) digs[w] = 0u;
 #pragma unroll
     for (u32 it = 0; it < ITEMS; ++it) {
         const u32 j = it * OS_THREADS + tid;
         if (full || j < count) {
             const K k = exk[j];
-            const u32 o = s.goff[digit_of(k)] + j;
-            kout[o] = k;
-            if (HAS_V) dst[HAS_V ? it : 0] = o;
+            const u32 d = digit_of(k);
+            kout[s.goff[d] + j] = k;
+            if (HAS_V) digs[HAS_V ? it / 4 : 0] |= d << (8 * (it % 4));
         }
     }
     if (HAS_V) {
-        V val[HAS_V ? ITEMS : 1];
-#pragma unroll
-        for (u32 it = 0; it < ITEMS; ++it) {
-            const u32 idx = chunk + it * 32u + lane;
-            val[HAS_V ? it : 0] = (full || idx < n) ? vin[idx] : V(0);
-        }
-        __syncthreads();
+        if (!OS_EARLY_VALUES) load_values();
+        __syncthreads();  // every key has left the exchange buffer
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) exv[rank[it]] = val[HAS_V ? it : 0];
         __syncthreads();
 #pragma unroll
         for (u32 it = 0; it < ITEMS; ++it) {
             const u32 j = it * OS_THREADS + tid;
-            if (full || j < count) vout[dst[HAS_V ? it : 0]] = exv[j];
+            const u32 d = (digs[HAS_V ? it / 4 : 0] >> (8 * (it % 4))) & 0xffu;
+            if (full || j < count) vout[s.goff[d] + j] = exv[j];
         }
     }
 }

@@ -267,6 +267,8 @@ pub mod gpu {
     const ONESWEEP_MAX_N: usize = 1 << 30;
     /// Registers per thread the Onesweep launch bound aims at (it sets the blocks per SM).
     const ONESWEEP_REGS: u32 = 80;
+    /// Sleep between the Onesweep look-back's polls, nanoseconds (0 = spin).
+    const ONESWEEP_POLL_NS: u32 = 0;
     /// Static shared memory of one block (the CUDA limit without opt-in).
     const SMEM_LIMIT: u32 = 48 * 1024;
 
@@ -279,11 +281,18 @@ pub mod gpu {
     /// `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process; T a multiple of 32 in
     /// 256..=1024) overrides the threads, the keys-only and the pairs items;
     /// `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8 ballots
-    /// per key (measured 1.5x slower).
+    /// per key (measured 1.5x slower); `SEGSPARSE_SORT_EARLY_VALUES=0` loads a key-value sort's
+    /// values after the key scatter instead of before the look-back (`OS_EARLY_VALUES`);
+    /// `SEGSPARSE_SORT_POLL_NS=NS` (0..=10000) sleeps between the look-back's polls
+    /// (`OS_POLL_NS`).
     pub(crate) fn onesweep_policy() -> OnesweepPolicy {
-        static ENV: std::sync::OnceLock<Option<(u32, u32, Option<u32>)>> =
-            std::sync::OnceLock::new();
-        let env = *ENV.get_or_init(|| {
+        // Read once per process: the sort is on the hot path of every SpGEMM and setup.
+        static POLICY: std::sync::OnceLock<OnesweepPolicy> = std::sync::OnceLock::new();
+        *POLICY.get_or_init(read_onesweep_policy)
+    }
+
+    fn read_onesweep_policy() -> OnesweepPolicy {
+        let env = (|| {
             let v = std::env::var("SEGSPARSE_SORT_POLICY").ok()?;
             let (t, rest) = v.split_once('x')?;
             let (i, p) = match rest.split_once(',') {
@@ -294,7 +303,7 @@ pub mod gpu {
             let ok = |x: u32| (1..=64).contains(&x);
             (t % 32 == 0 && (256..=1024).contains(&t) && ok(i) && p.is_none_or(ok))
                 .then_some((t, i, p))
-        });
+        })();
         let (threads, items4, pairs) = env.unwrap_or((256, 28, Some(24)));
         // OnesweepStorage: warps x 256 counts, 256 offsets, 8 totals, the tile id.
         let fixed = threads / 32 * 1024 + 1024 + 64;
@@ -306,6 +315,12 @@ pub mod gpu {
             items8: items4.div_ceil(2).min(fit(8)),
             min_blocks: (65536 / (threads * ONESWEEP_REGS)).max(1),
             match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
+            early_values: std::env::var("SEGSPARSE_SORT_EARLY_VALUES").map_or(true, |v| v != "0"),
+            poll_ns: std::env::var("SEGSPARSE_SORT_POLL_NS")
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|&v| v <= 10_000)
+                .unwrap_or(ONESWEEP_POLL_NS),
         }
     }
 
@@ -320,6 +335,8 @@ pub mod gpu {
         pub items8: u32,
         pub min_blocks: u32,
         pub match_any: bool,
+        pub early_values: bool,
+        pub poll_ns: u32,
     }
 
     /// `SEGSPARSE_SORT=3k` (read once per process) selects the three-kernel sort for every size,
@@ -393,6 +410,8 @@ pub mod gpu {
             ("OS_ITEMS8", p.items8.to_string()),
             ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
             ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
+            ("OS_EARLY_VALUES", u32::from(p.early_values).to_string()),
+            ("OS_POLL_NS", p.poll_ns.to_string()),
         ];
         let tile = (threads * items) as usize;
         let tiles = n.div_ceil(tile);
