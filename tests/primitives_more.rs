@@ -492,6 +492,11 @@ mod gpu {
             (3, 0),
             (5000, 3),
             (3000, 40),
+            // averages of ~60 and ~125: the 8- and 16-lane group kernels (segreduce::gpu::tile_body)
+            (2000, 120),
+            (1000, 250),
+            (4000, 1),
+            (3000, 1),
             (200, 5000),
             (3, 70_000),
             (1, 100_003),
@@ -499,6 +504,21 @@ mod gpu {
             let mut o = offsets(&mut r, m, max_len);
             if m == 1 && max_len > 0 {
                 o = vec![0, max_len];
+            }
+            // Mostly short segments with a few long ones (averages ~20 and ~32): the 4- and
+            // 8-lane group kernels hand the long ones to the whole block.
+            if max_len == 1 {
+                let cycle: &[u32] = if m == 4000 {
+                    &[1, 2, 5, 70, 0, 7, 3, 4, 11, 100]
+                } else {
+                    &[1, 2, 5, 90, 0, 7, 3, 4, 11, 200]
+                };
+                o = std::iter::once(0)
+                    .chain(cycle.iter().cycle().take(m).scan(0u32, |acc, &l| {
+                        *acc += l;
+                        Some(*acc)
+                    }))
+                    .collect();
             }
             let n = *o.last().unwrap() as usize;
             let vi: Vec<i32> = (0..n).map(|_| r.gen_range(-1000..1000)).collect();

@@ -123,6 +123,20 @@ elif [ "$mode" = round3b ]; then
   for d in 0 1000 1500 2000 3000; do sweep first$d SEGSPARSE_SCAN_FIRST_DELAY=$d; done
   stamp "sweep done"
   SEGSPARSE_SCAN_FIRST_DELAY=1500 ncu_run first1500
+elif [ "$mode" = round3c ]; then
+  # Round 3, the H200 call: the same-process comparison with CUB at the new defaults (first
+  # window delay 3 µs, early value loads), and the switches around them.
+  SCAN_SIZES=20,24,26 bench
+  export SWEEP_ARGS=--f64
+  for d in 0 5000; do sweep first$d SEGSPARSE_SCAN_FIRST_DELAY=$d; done
+  sweep first3000-backoff300 SEGSPARSE_SCAN_BACKOFF=300
+  for v in "EARLY_VALUES=0" "POLL_NS=200" "POLL_NS=1000"; do
+    env SEGSPARSE_SORT_$v .gpu/bin/prims-bench --format json --only sort > "$res/sort-$v.jsonl" 2> "$res/sort-$v.err"
+    echo "sort $v: $(grep -E '"(pairs|keys)"' "$res/sort-$v.jsonl" | python3 -c '
+import json,sys
+print(" ".join("%s:%s:2^%d=%.1f" % (r["variant"], r["dtype"], r["n"].bit_length()-1, r["us"]) for r in map(json.loads, sys.stdin)))')" | tee -a "$res/sweep.txt"
+  done
+  stamp "sweep done"
 elif [ "$mode" = probe ]; then
   bench
   export SWEEP_ARGS=--f64

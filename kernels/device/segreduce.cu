@@ -156,6 +156,124 @@ __device__ __forceinline__ void segreduce_tile(const T* x, u32 n, const u32* off
     }
 }
 
+// The same tile contract as segreduce_tile (out for the owned segments that begin in the tile,
+// headpart / fixseg for the one that began earlier, tail = the reduction from the tile's last
+// segment start to its end), without the shared-memory segmented scan: the host picks this
+// body when segments average >= SR_WARP_MIN_AVG elements, where the scan's per-element
+// instructions made the tile kernel instruction-bound (ncu: 3x its memory floor).
+//   - groups of G lanes reduce whole segments straight from global memory (a segment's G lanes
+//     read consecutive elements; four loads in flight per lane), then a shuffle tree;
+//   - the whole block reduces the two pieces that cross the tile's ends (the carried segment's
+//     part and the tail) in one strided pass.
+// Every reduction runs in a fixed order, so results are deterministic for a given G.
+template <typename T, typename Op, int G>
+__device__ __forceinline__ T group_reduce(const T* __restrict__ x, u32 a, u32 b, u32 gl, Op op) {
+    T acc = Op::template identity<T>();
+    u32 i = a + gl;
+    for (; i < b && b - i > 3u * G; i += 4u * G) {
+        const T v0 = x[i], v1 = x[i + G], v2 = x[i + 2u * G], v3 = x[i + 3u * G];
+        acc = op(acc, op(op(v0, v1), op(v2, v3)));
+    }
+    for (; i < b; i += G) acc = op(acc, x[i]);
+#pragma unroll
+    for (int d = G / 2; d > 0; d >>= 1) acc = op(acc, __shfl_xor_sync(FULL_MASK, acc, d, G));
+    return acc;
+}
+
+template <typename T, typename Op, int G>
+__device__ __forceinline__ void segreduce_tile_groups(const T* __restrict__ x, u32 n, const u32* __restrict__ offsets,
+                                                      u32 m, T* out, T* tail, T* headpart, u32* fixseg) {
+    __shared__ u32 range[3];
+    __shared__ T red[2][SR_WARPS];
+    Op op;
+    const T ident = Op::template identity<T>();
+    const u32 tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+    const u32 start = blockIdx.x * SR_TILE;
+    const u32 end = min(start + SR_TILE, n);
+    // Warps 0, 1, 2 search at once: owned range [lo, hi) and the segment holding end - 1.
+    if (warp < 3) {
+        const u32 r = first_ending_after(offsets, m, warp == 0 ? start : warp == 1 ? end : end - 1);
+        if (lane == 0) range[warp] = r;
+    }
+    __syncthreads();
+    const u32 lo = range[0], hi = range[1], last = range[2];
+    const bool carried = lo < hi && offsets[lo] < start;
+    // The owned segments that begin here (empty ones get the identity).
+    const u32 first = blockIdx.x == 0 ? 0u : lo;
+    constexpr u32 GROUPS = SR_THREADS / G;
+    const u32 grp = tid / G, gl = tid % G;
+    // Rounds are uniform over a warp (its groups are consecutive), so every lane of the warp
+    // reaches the shuffles.
+    const u32 warp_first_grp = (warp * 32u) / G;
+    // Segments longer than 16 G (more than 16 loads per lane) are left to the whole block
+    // below: one group on a long segment would hold its block while the other warps idle.
+    // At most SR_TILE / (16 G) <= 64 of them fit in a tile.
+    __shared__ u32 longs[SR_TILE / 64];
+    __shared__ u32 nlong;
+    if (tid == 0) nlong = 0u;
+    __syncthreads();
+    for (u32 r0 = first; r0 + warp_first_grp < hi; r0 += GROUPS) {
+        const u32 sg = r0 + grp;
+        u32 a = 0, b = 0;
+        if (sg < hi) {
+            a = offsets[sg];
+            b = offsets[sg + 1];
+        }
+        bool mine = sg < hi && a >= start;  // a < start: the carried segment (below)
+        if (mine && b - a > 16u * G) {
+            if (gl == 0) longs[atomicAdd(&nlong, 1u)] = sg;
+            mine = false;
+        }
+        const T v = group_reduce<T, Op, G>(x, mine ? a : 0u, mine ? b : 0u, gl, op);
+        if (mine && gl == 0) out[sg] = a == b ? ident : v;
+    }
+    __syncthreads();
+    // The long segments, one after another by the whole block (the list's order varies between
+    // runs, each segment's reduction order does not).
+    for (u32 k = 0; k < nlong; ++k) {
+        const u32 sg = longs[k];
+        const u32 a = offsets[sg], b = offsets[sg + 1];
+        T v = ident;
+        for (u32 i = a + tid; i < b; i += SR_THREADS) v = op(v, x[i]);
+#pragma unroll
+        for (u32 d = 16; d > 0; d >>= 1) v = op(v, __shfl_down_sync(FULL_MASK, v, d));
+        if (lane == 0) red[0][warp] = v;
+        __syncthreads();
+        if (tid == 0) {
+            T r = red[0][0];
+            for (u32 w = 1; w < SR_WARPS; ++w) r = op(r, red[0][w]);
+            out[sg] = r;
+        }
+        __syncthreads();
+    }
+    // The two pieces that cross the tile's ends, by the whole block in one pass.
+    const u32 h_end = carried ? offsets[lo + 1] : start;  // carried part: [start, h_end)
+    const u32 t_beg = max(start, offsets[last]);           // tail: [t_beg, end)
+    T hv = ident, tv = ident;
+    for (u32 i = start + tid; i < h_end; i += SR_THREADS) hv = op(hv, x[i]);
+    for (u32 i = t_beg + tid; i < end; i += SR_THREADS) tv = op(tv, x[i]);
+#pragma unroll
+    for (u32 d = 16; d > 0; d >>= 1) {
+        hv = op(hv, __shfl_down_sync(FULL_MASK, hv, d));
+        tv = op(tv, __shfl_down_sync(FULL_MASK, tv, d));
+    }
+    if (lane == 0) {
+        red[0][warp] = hv;
+        red[1][warp] = tv;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        T h = red[0][0], t = red[1][0];
+        for (u32 w = 1; w < SR_WARPS; ++w) {
+            h = op(h, red[0][w]);
+            t = op(t, red[1][w]);
+        }
+        fixseg[blockIdx.x] = carried ? lo : SR_NONE;
+        if (carried) headpart[blockIdx.x] = h;
+        tail[blockIdx.x] = t;
+    }
+}
+
 // One block per tile; only tiles whose first owned segment began in an earlier tile work.
 template <typename T, typename Op>
 __device__ __forceinline__ void segreduce_fixup(const u32* offsets, T* out, const T* tail,
@@ -184,6 +302,26 @@ __device__ __forceinline__ void segreduce_fixup(const u32* offsets, T* out, cons
     segreduce_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,           \
                          T* headpart, u32* fixseg) {                                              \
         segreduce_tile<T, OP>(x, n, offsets, m, out, tail, headpart, fixseg);                     \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
+    segreduce_groups4_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,   \
+                                 T* headpart, u32* fixseg) {                                      \
+        segreduce_tile_groups<T, OP, 4>(x, n, offsets, m, out, tail, headpart, fixseg);           \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
+    segreduce_groups8_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,   \
+                                 T* headpart, u32* fixseg) {                                      \
+        segreduce_tile_groups<T, OP, 8>(x, n, offsets, m, out, tail, headpart, fixseg);           \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
+    segreduce_groups16_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,  \
+                                  T* headpart, u32* fixseg) {                                     \
+        segreduce_tile_groups<T, OP, 16>(x, n, offsets, m, out, tail, headpart, fixseg);          \
+    }                                                                                             \
+    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
+    segreduce_groups32_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,  \
+                                  T* headpart, u32* fixseg) {                                     \
+        segreduce_tile_groups<T, OP, 32>(x, n, offsets, m, out, tail, headpart, fixseg);          \
     }                                                                                             \
     extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
     segreduce_fixup_##ON##_##S(const u32* offsets, T* out, const T* tail, const T* headpart,      \

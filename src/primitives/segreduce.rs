@@ -121,6 +121,34 @@ pub mod gpu {
         ]
     }
 
+    /// Segments averaging at least this many elements take the group kernels.
+    pub(crate) const GROUPS_MIN_AVG: usize = 16;
+
+    /// The tile kernel for `n` values in `m` segments: the block segmented scan
+    /// (`segreduce`) for short segments, where a lane per few elements would idle; groups of
+    /// G lanes per segment (`segreduce_groupsG`) from an average of [`GROUPS_MIN_AVG`]
+    /// elements, G ≈ a quarter of the average (4..=32) so each lane has about four loads in
+    /// flight. Both kernels fill the same per-tile fix-up arrays. `SEGSPARSE_SEGREDUCE=scan`
+    /// or `=groups` forces one body (read once per process; for comparisons).
+    pub(crate) fn tile_body(n: usize, m: usize) -> &'static str {
+        static FORCE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+        let force = *FORCE.get_or_init(|| match std::env::var("SEGSPARSE_SEGREDUCE").as_deref() {
+            Ok("scan") => Some(false),
+            Ok("groups") => Some(true),
+            _ => None,
+        });
+        let avg = n / m.max(1);
+        if !force.unwrap_or(avg >= GROUPS_MIN_AVG) {
+            return "segreduce";
+        }
+        match avg / 4 {
+            0..=7 => "segreduce_groups4",
+            8..=15 => "segreduce_groups8",
+            16..=31 => "segreduce_groups16",
+            _ => "segreduce_groups32",
+        }
+    }
+
     fn op_name(op: ScanOp) -> &'static str {
         match op {
             ScanOp::Plus => "plus",
@@ -178,7 +206,7 @@ pub mod gpu {
                 g.alloc::<u32>(tiles)?,
             )
         };
-        let entry = kernel_name::<T>(&format!("segreduce_{on}"));
+        let entry = kernel_name::<T>(&format!("{}_{on}", tile_body(n, m)));
         let f = g.function(&KERNELS, &entry, &defines())?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(values)
@@ -189,8 +217,9 @@ pub mod gpu {
             .arg(&mut tail)
             .arg(&mut headpart)
             .arg(&mut fixseg);
-        // SAFETY: segreduce_OP_T(const T* x, u32 n, const u32* offsets, u32 m, T* out,
-        // T* tail, T* headpart, u32* fixseg): x has n, offsets m+1, out m, the rest one per tile.
+        // SAFETY: segreduce[_groupsG]_OP_T(const T* x, u32 n, const u32* offsets, u32 m,
+        // T* out, T* tail, T* headpart, u32* fixseg): x has n, offsets m+1, out m, the rest one
+        // per tile.
         unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&entry))?;
         let entry = kernel_name::<T>(&format!("segreduce_fixup_{on}"));
         let f = g.function(&KERNELS, &entry, &defines())?;
@@ -252,5 +281,22 @@ pub mod gpu {
         }
         let out = segmented_reduce_offsets(g, values, &offsets, op)?;
         Ok((out, m))
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    #[test]
+    fn tile_body_follows_the_average_segment_length() {
+        use super::gpu::tile_body;
+        if std::env::var_os("SEGSPARSE_SEGREDUCE").is_some() {
+            return; // a forced body is the point of the variable
+        }
+        assert_eq!(tile_body(1 << 20, 1 << 20), "segreduce");
+        assert_eq!(tile_body(1000, 100), "segreduce");
+        assert_eq!(tile_body(1 << 26, 1 << 22), "segreduce_groups4");
+        assert_eq!(tile_body(1 << 26, 1 << 21), "segreduce_groups8");
+        assert_eq!(tile_body(100 << 20, 1 << 20), "segreduce_groups16");
+        assert_eq!(tile_body(1 << 26, 1 << 16), "segreduce_groups32");
     }
 }
