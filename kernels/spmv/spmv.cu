@@ -18,6 +18,9 @@
 //    segment (non-empty row) index to row index, and the thread that writes a row also writes
 //    beta*y for the empty rows just before it (and after it, for the last non-empty row).
 //
+// 1a. spmv_pipe_*: the same tiles and fix-up by a persistent grid that stages each block's next
+//    tile of col/val in shared memory (cp.async) while it gathers x for the current one.
+//
 // 1b. spmv_lookback_*: the same tiles with the carry resolved by a decoupled look-back in one
 //    launch (the previous default; its sum order for rows crossing 3+ tiles depends on timing).
 //
@@ -102,6 +105,75 @@ template <typename T> __device__ __forceinline__ void st_stream(T* p, T v) {
 #endif
 }
 
+// Gathers of x in the fused and vector kernels. SPMV_XHINT selects their cache policy (tuning,
+// sm_80+; SEGSPARSE_SPMV_XHINT): 0 = __ldg; 1 = L2 evict-last through a fractional cache policy
+// (createpolicy + ld.global.nc.L2::cache_hint), so that x outlives the streamed matrix and y in
+// L2; 2 = 1 without L1 allocation; 3 = no L1 allocation alone (random gathers rarely hit L1).
+// The random gathers of irregular matrices are what reaches DRAM when x is not held in L2
+// (benches/results/spmv.md, issue 20 item 4).
+#ifndef SPMV_XHINT
+#define SPMV_XHINT 0
+#endif
+#if SPMV_XHINT != 0 && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ u64 x_policy() {
+    u64 pol;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+#if SPMV_XHINT == 1
+#define SPMV_XLD "ld.global.nc.L2::cache_hint"
+#elif SPMV_XHINT == 2
+#define SPMV_XLD "ld.global.nc.L1::no_allocate.L2::cache_hint"
+#endif
+__device__ __forceinline__ float ld_x(const float* p) {
+    float v;
+#if SPMV_XHINT == 3
+    asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#else
+    asm(SPMV_XLD ".f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(x_policy()));
+#endif
+    return v;
+}
+__device__ __forceinline__ double ld_x(const double* p) {
+    double v;
+#if SPMV_XHINT == 3
+    asm("ld.global.nc.L1::no_allocate.f64 %0, [%1];" : "=d"(v) : "l"(p));
+#else
+    asm(SPMV_XLD ".f64 %0, [%1], %2;" : "=d"(v) : "l"(p), "l"(x_policy()));
+#endif
+    return v;
+}
+#else
+template <typename T> __device__ __forceinline__ T ld_x(const T* p) { return __ldg(p); }
+#endif
+
+// Asynchronous 16-byte copies global -> shared (cp.async, sm_80+), for the pipelined fused
+// kernel: the next tile's matrix entries stream into shared memory while the block gathers x
+// for the current one. `bytes` < 16 copies that many and zero-fills the rest (the last tile).
+// Before sm_80: an ordinary load and store (the copy is then synchronous; same results).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, u32 bytes) {
+#if __CUDA_ARCH__ >= 800
+    const u32 s = (u32)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(bytes)
+                 : "memory");
+#else
+    const unsigned char* g = (const unsigned char*)gmem;
+    unsigned char* d = (unsigned char*)smem;
+    for (u32 i = 0; i < 16; ++i) d[i] = i < bytes ? g[i] : (unsigned char)0;
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Waits until at most one committed group of this thread is still in flight.
+__device__ __forceinline__ void cp_async_wait_one() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fused, nonzero-balanced, single-pass kernel.
 // ---------------------------------------------------------------------------------------------
@@ -123,37 +195,49 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
     }
 }
 
-template <typename T, int ITEMS, int THREADS, bool LOOKBACK>
+// A matrix load of the fused tile: from shared memory when the tile was staged there
+// (STAGED, the pipelined kernel), else streamed from global memory.
+template <bool STAGED, typename V> __device__ __forceinline__ V ld_entry(const V* p) {
+    if (STAGED) return *p;
+    return ld_stream(p);
+}
+
+// One tile of the fused kernel. `tile` < `ntiles` is the tile index (blockIdx.x, or a persistent
+// block's current tile); with STAGED the tile's col/val entries are read from s_col/s_val (the
+// tile's TILE entries staged in shared memory, zero past nnz) instead of col/val.
+template <typename T, int ITEMS, int THREADS, bool LOOKBACK, bool STAGED>
 __device__ __forceinline__ void spmv_fused_tile(
     const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
     u32 nnz, u32 nrows, const T* __restrict__ x, T* y, T alpha, T beta, u32* tile_flag,
-    T* tile_value, u32 epoch, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry) {
+    T* tile_value, u32 epoch, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry,
+    u32 tile, u32 ntiles, const u32* s_col, const T* s_val) {
     static_assert(ITEMS % 4 == 0 && ITEMS <= 28, "ITEMS must be a multiple of 4, at most 28");
     constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
     constexpr int VEC_COL = ITEMS / 4;                     // uint4 per thread for col
     constexpr int VEC_VAL = ITEMS * (int)sizeof(T) / 16;  // uint4 per thread for val
-    const u32 tile = blockIdx.x;
     const u32 k0 = tile * TILE + threadIdx.x * (u32)ITEMS;
     const int nvalid = k0 >= nnz ? 0 : (nnz - k0 >= (u32)ITEMS ? ITEMS : (int)(nnz - k0));
+    const u32* cbase = STAGED ? s_col + threadIdx.x * (u32)ITEMS : col + k0;
+    const T* vbase = STAGED ? s_val + threadIdx.x * (u32)ITEMS : val + k0;
 
     // ---- load entries and multiply (products stay in registers)
     T prod[ITEMS];
     if (nvalid == ITEMS) {
         union { uint4 v[VEC_COL]; u32 c[ITEMS]; } cu;
         union { uint4 v[VEC_VAL]; T t[ITEMS]; } vu;
-        const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
-        const uint4* vp = reinterpret_cast<const uint4*>(val + k0);
+        const uint4* cp = reinterpret_cast<const uint4*>(cbase);
+        const uint4* vp = reinterpret_cast<const uint4*>(vbase);
 #pragma unroll
-        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = ld_stream(cp + j);
+        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = ld_entry<STAGED>(cp + j);
 #pragma unroll
-        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_stream(vp + j);
+        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_entry<STAGED>(vp + j);
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * __ldg(x + cu.c[i]);
+        for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * ld_x(x + cu.c[i]);
     } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            prod[i] = i < nvalid ? ld_stream(val + k0 + i) * __ldg(x + ld_stream(col + k0 + i)) : T(0);
+            prod[i] = i < nvalid ? ld_entry<STAGED>(vbase + i) * ld_x(x + ld_entry<STAGED>(cbase + i)) : T(0);
         }
     }
 
@@ -209,7 +293,7 @@ __device__ __forceinline__ void spmv_fused_tile(
             run += prod[i];
             if ((eb >> i) & 1u) {
                 if (carried) {
-                    tile_value[gridDim.x + tile] = run;  // the head part of the carried row
+                    tile_value[ntiles + tile] = run;  // the head part of the carried row
                     carried = false;
                 } else {
                     write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
@@ -228,7 +312,7 @@ __device__ __forceinline__ void spmv_fused_tile(
         // Local tails live in tile_value[0, ntiles), inclusive ones in tile_value[ntiles, 2 ntiles):
         // a tile that upgrades LOCAL to INCLUSIVE never overwrites the value a reader that saw
         // LOCAL is about to load (the same split as CUB's ScanTileState for wide types).
-        T* tile_incl = tile_value + gridDim.x;
+        T* tile_incl = tile_value + ntiles;
         if (lane == 0) {
             // Publish this tile's tail: INCLUSIVE when a boundary inside the tile starts it.
             if (agg.flag) tile_incl[tile] = agg.value; else tile_value[tile] = agg.value;
@@ -310,14 +394,96 @@ __device__ __forceinline__ void spmv_fused_tile(
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK>(                                         \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK, false>(                                  \
             col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
-            tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
+            tile_flag, tile_value, epoch, scan_st, s_carry, blockIdx.x, gridDim.x, nullptr,        \
+            nullptr);                                                                              \
     }
 SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32)
 SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64)
 SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32)
 SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64)
+
+// ---------------------------------------------------------------------------------------------
+// Pipelined fused kernel: the same tiles, tables, carries and fix-up as spmv_fused (so the same
+// bits), run by a persistent grid whose blocks take tiles blockIdx.x, blockIdx.x + gridDim.x, ...
+// While a block gathers x for one tile, the col/val entries of its next tile stream into shared
+// memory (cp.async, double-buffered), so the matrix stream from DRAM never waits behind the
+// dependent x gathers (col load, then x load) of the tile in hand.
+// ---------------------------------------------------------------------------------------------
+
+// Issues the copies of tile `tile`'s entries into s_col/s_val (zero past nnz); 16-byte chunks,
+// consecutive threads on consecutive chunks (coalesced).
+template <typename T, int ITEMS, int THREADS>
+__device__ __forceinline__ void spmv_stage_tile(const u32* col, const T* val, u32 nnz, u32 tile,
+                                                u32* s_col, T* s_val) {
+    constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
+    constexpr u32 CPV = 16u / (u32)sizeof(T);  // values per 16-byte chunk
+    const u32 base = tile * TILE;
+    const u32 n = nnz - base < TILE ? nnz - base : TILE;  // entries of this tile
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+        const u32 e = (threadIdx.x + (u32)j * THREADS) * 4u;
+        const u32 bytes = e >= n ? 0u : (n - e >= 4u ? 16u : (n - e) * 4u);
+        cp_async16(s_col + e, bytes ? (const void*)(col + base + e) : (const void*)col, bytes);
+    }
+#pragma unroll
+    for (int j = 0; j < ITEMS * (int)sizeof(T) / 16; ++j) {
+        const u32 e = (threadIdx.x + (u32)j * THREADS) * CPV;
+        const u32 bytes = e >= n ? 0u : (n - e >= CPV ? 16u : (n - e) * (u32)sizeof(T));
+        cp_async16(s_val + e, bytes ? (const void*)(val + base + e) : (const void*)val, bytes);
+    }
+}
+
+// smem: 2 stages of TILE column indices followed by 2 stages of TILE values (dynamic shared
+// memory, 2 * TILE * (4 + sizeof(T)) bytes; the Rust side raises the kernel's limit).
+template <typename T, int ITEMS, int THREADS>
+__device__ __forceinline__ void spmv_pipe_body(
+    const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
+    const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
+    u32 nnz, u32 nrows, const T* __restrict__ x, T* y, T alpha, T beta, u32* tile_flag,
+    T* tile_value, u32 ntiles, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry,
+    uint4* smem) {
+    constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
+    u32* s_col = reinterpret_cast<u32*>(smem);
+    T* s_val = reinterpret_cast<T*>(s_col + 2u * TILE);
+    u32 tile = blockIdx.x;
+    u32 buf = 0;
+    if (tile < ntiles) spmv_stage_tile<T, ITEMS, THREADS>(col, val, nnz, tile, s_col, s_val);
+    cp_async_commit();
+    for (; tile < ntiles; tile += gridDim.x) {
+        // The buffer staged into here was last read by the previous iteration, before its block
+        // scan's barrier, which every thread has passed.
+        const u32 next = tile + gridDim.x;
+        if (next < ntiles)
+            spmv_stage_tile<T, ITEMS, THREADS>(col, val, nnz, next, s_col + (buf ^ 1u) * TILE,
+                                               s_val + (buf ^ 1u) * TILE);
+        cp_async_commit();    // one group per iteration (possibly empty): wait_group 1 below
+        cp_async_wait_one();  // leaves only the next tile's copies in flight
+        __syncthreads();      // every thread's copies of this tile are visible
+        spmv_fused_tile<T, ITEMS, THREADS, false, true>(
+            col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,
+            tile_flag, tile_value, 0u, scan_st, s_carry, tile, ntiles, s_col + buf * TILE,
+            s_val + buf * TILE);
+        buf ^= 1u;
+    }
+}
+
+#define SPMV_PIPE_ENTRY(T, SUFFIX, ITEMS)                                                          \
+    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, SPMV_MIN_BLOCKS) spmv_pipe_##SUFFIX( \
+        const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
+        const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
+        T alpha, T beta, u32* tile_flag, T* tile_value, u32 ntiles) {                              \
+        __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
+        __shared__ T s_carry;                                                                      \
+        extern __shared__ uint4 spmv_pipe_smem[];                                                  \
+        spmv_pipe_body<T, ITEMS, SPMV_THREADS>(col, val, heads, tile_heads, row_map, has_map,      \
+                                               nsegs, nnz, nrows, x, y, alpha, beta, tile_flag,    \
+                                               tile_value, ntiles, scan_st, s_carry,               \
+                                               spmv_pipe_smem);                                    \
+    }
+SPMV_PIPE_ENTRY(float, f32, SPMV_ITEMS_F32)
+SPMV_PIPE_ENTRY(double, f64, SPMV_ITEMS_F64)
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
@@ -447,7 +613,7 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
             const u32 c2 = ld_stream(col + k + 2 * lanes), c3 = ld_stream(col + k + 3 * lanes);
             const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
             const T v2 = ld_stream(val + k + 2 * lanes), v3 = ld_stream(val + k + 3 * lanes);
-            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1), x2 = __ldg(x + c2), x3 = __ldg(x + c3);
+            const T x0 = ld_x(x + c0), x1 = ld_x(x + c1), x2 = ld_x(x + c2), x3 = ld_x(x + c3);
             sum += v0 * x0;
             sum += v1 * x1;
             sum += v2 * x2;
@@ -456,12 +622,12 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
         if (k + lanes < b) {
             const u32 c0 = ld_stream(col + k), c1 = ld_stream(col + k + lanes);
             const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
-            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1);
+            const T x0 = ld_x(x + c0), x1 = ld_x(x + c1);
             sum += v0 * x0;
             sum += v1 * x1;
             k += 2 * lanes;
         }
-        if (k < b) sum += ld_stream(val + k) * __ldg(x + ld_stream(col + k));
+        if (k < b) sum += ld_stream(val + k) * ld_x(x + ld_stream(col + k));
     }
     // Every lane of the warp takes part in the shuffles (rows past the end contribute 0).
     for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
