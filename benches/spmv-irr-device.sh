@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # One call to the GPU machine for issue 20 item 4 (SpMV on irregular matrices), from the
-# repository root with a selective staging in .gpu/ (bin/spmv-bench, tests/test-spmv_gpu,
-# data/raefsky2.mtx.gz, this script). Everything goes into $OUT/irr-results.tgz.
+# repository root with a selective staging in $STAGE (default .gpu/: bin/spmv-bench,
+# tests/test-spmv_gpu, data/raefsky2.mtx.gz, this script). Everything goes into
+# $OUT/irr-results.tgz. (The device receives the checkout the session started in, not a helper's
+# worktree: a helper stages into an ignored folder of that checkout, e.g. target/<name>/, and
+# sets STAGE to it.)
 #
-#   bash .gpu/spmv-irr-device.sh MODE...   (several modes in one call, run in order)
+#   STAGE=.gpu bash .gpu/spmv-irr-device.sh MODE...   (several modes in one call, run in order)
 #
 # bench    : held-out-style instances of every irregular kind (several sizes and seeds) and two
 #            regular ones, both precisions, every kernel of the crate and cuSPARSE ALG1/ALG2
 #            (json lines, CALL names the call in each line)
-# variants : tuning knobs A/B on three f64 instances (x-gather cache policy, L2 fetch
-#            granularity, pipelined kernel's blocks per SM), fused and pipelined vs cuSPARSE
-# ncu      : Nsight Compute of fused, pipelined and cuSPARSE ALG1 on one power-law and one
-#            dense-rows instance (f64), with DRAM bytes and L2 sector counts
-# tests    : tests/spmv_gpu.rs (SEGSPARSE_REQUIRE_GPU=1)
-# sanitize : compute-sanitizer memcheck + racecheck on the pipelined kernel's tests
+# variants : the fused kernel's compile-time policy (SEGSPARSE_SPMV_* overrides, CFGS) A/B
+#            against cuSPARSE in the same process, on VM (f64 by default)
+# ncu      : Nsight Compute (NCU_RUNS "matrix|bench row|kernel regex", NCU_ENV overrides) with
+#            DRAM bytes and L2 sector counts
+# tests    : tests/spmv_gpu.rs (SEGSPARSE_REQUIRE_GPU=1), under TEST_ENV (policy overrides)
+# sanitize : compute-sanitizer memcheck + racecheck on the tile-boundary, empty-row and dense-row
+#            tests, under TEST_ENV
 set -u
-export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/.gpu/data" RUST_BACKTRACE=1
+S=${STAGE:-.gpu}
+export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/$S/data" RUST_BACKTRACE=1
 res=$(mktemp -d)
 trap 'tar czf "${OUT:-/tmp}/irr-results.tgz" -C "$res" . 2>/dev/null' EXIT
-B=.gpu/bin/spmv-bench
+B=$S/bin/spmv-bench
 NCU=/usr/local/cuda/bin/ncu
 IRR=${IRR:-"powerlaw:4000000:2.0 powerlaw:1000000:1.8 powerlaw:3000000:2.2 denserows:5000000:4:20:600000 \
 denserows:2000000:6:10:1500000 emptyrows:8000000:85:16 emptyrows:12000000:95:30 rmat:21:12 rmat:20:24"}
 REG=${REG:-"random:3000000:24 poisson3d:140"}
-ROWS=${ROWS:-"gpu auto,gpu fused,gpu pipelined,gpu vector,cusparse"}
+ROWS=${ROWS:-"gpu auto,gpu fused,gpu rows,gpu vector,cusparse"}
 # A compact table of json lines: matrix, precision, implementation, median µs.
 tab() { python3 - "$@" <<'EOF'
 import json, sys, collections
@@ -52,31 +57,33 @@ for mode in "$@"; do
     echo "bench rc=$? $(wc -l < "$res/bench.jsonl") lines"; tail -2 "$res/bench.err"
     tab "$res/bench.jsonl" ;;
   variants)
+    # CFGS: space-separated configurations, each a '+'-joined list of VAR=VALUE (NONE = defaults).
     VM=${VM:-"powerlaw:4000000:2.0 denserows:5000000:4:20:600000 emptyrows:8000000:85:16"}
-    for cfg in ${CFGS:-NONE SEGSPARSE_SPMV_XHINT=1 SEGSPARSE_SPMV_XHINT=2 SEGSPARSE_SPMV_XHINT=3 SEGSPARSE_L2_FETCH_BYTES=32 SEGSPARSE_SPMV_PIPE_BLOCKS=2}; do
-      env $( [ "$cfg" = NONE ] || echo "$cfg" ) SEGSPARSE_BENCH_GPU_ROWS="gpu fused,gpu pipelined,cusparse" \
-        timeout ${VAR_TIMEOUT:-60} $B $VM --backend gpu --precision f64 --iters 6 --format json --seed 3 \
+    for cfg in ${CFGS:-NONE SEGSPARSE_SPMV_XHINT=1 SEGSPARSE_SPMV_STRIPED=1}; do
+      envs=$( [ "$cfg" = NONE ] || echo "$cfg" | tr '+' ' ' )
+      env $envs SEGSPARSE_BENCH_GPU_ROWS="${VROWS:-gpu fused,cusparse}" \
+        timeout ${VAR_TIMEOUT:-60} $B $VM --backend gpu --precision ${VPREC:-f64} --iters ${VITERS:-6} --format json --seed 3 \
         > "$res/var-$cfg.jsonl" 2> "$res/var-$cfg.err"
       echo "== $cfg rc=$?"; tab "$res/var-$cfg.jsonl"
     done ;;
   ncu)
     sec="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats"
     met="--metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sector_hit_rate.pct,l1tex__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active"
-    runs=${NCU_RUNS:-"powerlaw:4000000:2.0|fused|^spmv_fused_f64$ powerlaw:4000000:2.0|pipelined|^spmv_pipe_f64$ powerlaw:4000000:2.0|cusparse-alg1|csrmv denserows:2000000:6:10:1500000|fused|^spmv_fused_f64$ denserows:2000000:6:10:1500000|pipelined|^spmv_pipe_f64$ denserows:2000000:6:10:1500000|cusparse-alg1|csrmv"}
+    runs=${NCU_RUNS:-"powerlaw:4000000:2.0|fused|^spmv_fused_f64$ powerlaw:4000000:2.0|cusparse-alg1|csrmv emptyrows:8000000:85:16|fused|^spmv_fused_f64$ emptyrows:8000000:85:16|cusparse-alg1|csrmv"}
     for r in $runs; do
       m=${r%%|*}; rest=${r#*|}; row=${rest%%|*}; kre=${rest#*|}
-      f="$res/ncu-${m%%:*}-${row}.txt"
-      SEGSPARSE_BENCH_GPU_ROWS="$row" timeout ${NCU_TIMEOUT:-45} $NCU --clock-control none -k "regex:$kre" -c 1 $sec $met \
+      f="$res/ncu-${NCU_TAG:-}${m%%:*}-${row}.txt"
+      env ${NCU_ENV:-SEGSPARSE_NONE=0} SEGSPARSE_BENCH_GPU_ROWS="$row" timeout ${NCU_TIMEOUT:-45} $NCU --clock-control none -k "regex:$kre" -c 1 $sec $met \
         $B "$m" --backend gpu --precision f64 --iters 1 > "$f" 2>&1
-      echo "== $m $row"; grep -E '^  [a-zA-Z_:<>]+.*\(|Duration|DRAM Throughput|L2 Hit Rate|L1/TEX Hit|Registers Per|Achieved Occupancy|dram__bytes|lts__t_sectors_srcunit|sm__warps_active|Dynamic Shared' "$f" | sed -E 's/  +/ /g' | head -16
+      echo "== ${NCU_TAG:-}$m $row"; grep -E '^  [a-zA-Z_:<>]+.*\(|Duration|DRAM Throughput|L2 Hit Rate|L1/TEX Hit|Registers Per|Achieved Occupancy|dram__bytes|lts__t_sectors_srcunit|sm__warps_active|Dynamic Shared' "$f" | sed -E 's/  +/ /g' | head -16
     done ;;
   tests)
-    timeout ${TEST_TIMEOUT:-200} .gpu/tests/test-spmv_gpu ${TESTS:-} --test-threads=1 > "$res/tests.log" 2>&1
+    env ${TEST_ENV:-SEGSPARSE_NONE=0} timeout ${TEST_TIMEOUT:-200} $S/tests/test-spmv_gpu ${TESTS:-} --test-threads=1 > "$res/tests.log" 2>&1
     echo "tests rc=$? $(grep -E '^test result:' "$res/tests.log" | tail -1)"
     grep -E 'panicked|FAILED|failed' "$res/tests.log" | head -20 ;;
   sanitize)
     for tool in memcheck racecheck; do
-      timeout ${SAN_TIMEOUT:-100} compute-sanitizer --tool $tool --error-exitcode 9 .gpu/tests/test-spmv_gpu \
+      env ${TEST_ENV:-SEGSPARSE_NONE=0} timeout ${SAN_TIMEOUT:-100} compute-sanitizer --tool $tool --error-exitcode 9 $S/tests/test-spmv_gpu \
         ${SAN_TESTS:-sizes_around empty_rows one_dense_row} --test-threads=1 > "$res/sanitize-$tool.log" 2>&1
       echo "sanitize $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test result' "$res/sanitize-$tool.log" | tr '\n' ' ')"
     done ;;

@@ -20,7 +20,6 @@ fn algorithms() -> Vec<SpmvAlgorithm> {
     vec![
         SpmvAlgorithm::Auto,
         SpmvAlgorithm::Fused,
-        SpmvAlgorithm::Pipelined,
         SpmvAlgorithm::FusedLookback,
         SpmvAlgorithm::Rows,
         SpmvAlgorithm::Vector { lanes: 0 },
@@ -509,7 +508,6 @@ fn results_are_bitwise_reproducible() {
     for alg in [
         SpmvAlgorithm::Auto,
         SpmvAlgorithm::Fused,
-        SpmvAlgorithm::Pipelined,
         SpmvAlgorithm::Rows,
         SpmvAlgorithm::Vector { lanes: 0 },
     ] {
@@ -529,56 +527,6 @@ fn results_are_bitwise_reproducible() {
                     diff
                 );
             }
-        }
-    }
-}
-
-/// The pipelined kernel runs the fused kernel's tiles with the entries staged in shared memory:
-/// the same sums in the same order, so the same bits as `Fused`, on kinds whose tiles each
-/// persistent block takes several of (power law, dense rows, mostly-empty rows, R-MAT), with
-/// general α and β.
-#[test]
-fn pipelined_equals_fused_bit_for_bit() {
-    let Some(g) = gpu::test_gpu() else { return };
-    fn run<T: GpuScalar>(g: &Arc<Gpu>, a: &CsrMatrix<T>, alg: SpmvAlgorithm, seed: u64) -> Vec<u64> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let x: Vec<T> = random_vec(&mut rng, a.ncols());
-        let y: Vec<T> = random_vec(&mut rng, a.nrows());
-        let d = GpuCsr::upload(g, a).unwrap();
-        let (xd, mut yd) = (g.upload(&x).unwrap(), g.upload(&y).unwrap());
-        d.spmv_with(alg, T::of_f64(-1.25), &xd, T::of_f64(0.5), &mut yd)
-            .unwrap();
-        g.download(&yd)
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().to_bits())
-            .collect()
-    }
-    for (i, spec) in [
-        "powerlaw:400000:1.8",
-        "denserows:300000:4:5:150000",
-        "emptyrows:2000000:90:10",
-        "rmat:18:8",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let a = segsparse::generate::from_spec::<f64>(spec, 11 + i as u64).unwrap();
-        let a32 = a.cast::<f32>();
-        for (prec, fused, pipe) in [
-            (
-                "f64",
-                run(&g, &a, SpmvAlgorithm::Fused, 5),
-                run(&g, &a, SpmvAlgorithm::Pipelined, 5),
-            ),
-            (
-                "f32",
-                run(&g, &a32, SpmvAlgorithm::Fused, 5),
-                run(&g, &a32, SpmvAlgorithm::Pipelined, 5),
-            ),
-        ] {
-            let diff = fused.iter().zip(&pipe).position(|(p, q)| p != q);
-            assert!(diff.is_none(), "{spec} {prec}: pipelined differs from fused at row {diff:?}");
         }
     }
 }

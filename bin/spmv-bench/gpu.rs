@@ -367,7 +367,7 @@ pub fn copy_gbs() -> Option<f64> {
     state.copy_bandwidth().ok().map(|b| b / 1e9)
 }
 
-/// The GPU rows, in report order: Auto, Fused, Pipelined, Rows, Vector, the look-back kernel, the paper's
+/// The GPU rows, in report order: Auto, Fused, Rows, Vector, the look-back kernel, the paper's
 /// algorithm, then cuSPARSE.
 ///
 /// `SEGSPARSE_BENCH_GPU_ROWS` (comma-separated names such as `fused,vector,cusparse-alg1`)
@@ -377,7 +377,6 @@ pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>>
     let mut all: Vec<Box<dyn Implementation>> = vec![
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Auto)),
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Fused)),
-        Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Pipelined)),
         Box::new(SegsparseGpu::new(state.clone(), SpmvAlgorithm::Rows)),
         Box::new(SegsparseGpu::new(
             state.clone(),

@@ -18,9 +18,6 @@
 //    segment (non-empty row) index to row index, and the thread that writes a row also writes
 //    beta*y for the empty rows just before it (and after it, for the last non-empty row).
 //
-// 1a. spmv_pipe_*: the same tiles and fix-up by a persistent grid that stages each block's next
-//    tile of col/val in shared memory (cp.async) while it gathers x for the current one.
-//
 // 1b. spmv_lookback_*: the same tiles with the carry resolved by a decoupled look-back in one
 //    launch (the previous default; its sum order for rows crossing 3+ tiles depends on timing).
 //
@@ -53,9 +50,13 @@
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
 #endif
-// Blocks per SM the fused kernels must fit (caps their registers: 65536 / (threads * blocks)).
-#ifndef SPMV_MIN_BLOCKS
-#define SPMV_MIN_BLOCKS 1
+// Blocks per SM the deterministic fused kernel must fit, per type (caps its registers:
+// 65536 / (threads * blocks)); the look-back kernel has no cap.
+#ifndef SPMV_MIN_BLOCKS_F32
+#define SPMV_MIN_BLOCKS_F32 1
+#endif
+#ifndef SPMV_MIN_BLOCKS_F64
+#define SPMV_MIN_BLOCKS_F64 1
 #endif
 #ifndef SPMV_ROWS_THREADS
 #define SPMV_ROWS_THREADS 128
@@ -108,7 +109,8 @@ template <typename T> __device__ __forceinline__ void st_stream(T* p, T v) {
 // Gathers of x in the fused and vector kernels. SPMV_XHINT selects their cache policy (tuning,
 // sm_80+; SEGSPARSE_SPMV_XHINT): 0 = __ldg; 1 = L2 evict-last through a fractional cache policy
 // (createpolicy + ld.global.nc.L2::cache_hint), so that x outlives the streamed matrix and y in
-// L2; 2 = 1 without L1 allocation; 3 = no L1 allocation alone (random gathers rarely hit L1).
+// L2; 2 = 1 without L1 allocation; 3 = no L1 allocation alone; 4 = a plain coherent load
+// (ld.global, not the read-only path); 5 = ld.global.cg (cached in L2 only).
 // The random gathers of irregular matrices are what reaches DRAM when x is not held in L2
 // (benches/results/spmv.md, issue 20 item 4).
 #ifndef SPMV_XHINT
@@ -120,15 +122,19 @@ __device__ __forceinline__ u64 x_policy() {
     asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
     return pol;
 }
-#if SPMV_XHINT == 1
-#define SPMV_XLD "ld.global.nc.L2::cache_hint"
-#elif SPMV_XHINT == 2
+#if SPMV_XHINT == 2
 #define SPMV_XLD "ld.global.nc.L1::no_allocate.L2::cache_hint"
+#else
+#define SPMV_XLD "ld.global.nc.L2::cache_hint"
 #endif
 __device__ __forceinline__ float ld_x(const float* p) {
     float v;
 #if SPMV_XHINT == 3
     asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#elif SPMV_XHINT == 4
+    asm("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#elif SPMV_XHINT == 5
+    asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
 #else
     asm(SPMV_XLD ".f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(x_policy()));
 #endif
@@ -138,6 +144,10 @@ __device__ __forceinline__ double ld_x(const double* p) {
     double v;
 #if SPMV_XHINT == 3
     asm("ld.global.nc.L1::no_allocate.f64 %0, [%1];" : "=d"(v) : "l"(p));
+#elif SPMV_XHINT == 4
+    asm("ld.global.f64 %0, [%1];" : "=d"(v) : "l"(p));
+#elif SPMV_XHINT == 5
+    asm("ld.global.cg.f64 %0, [%1];" : "=d"(v) : "l"(p));
 #else
     asm(SPMV_XLD ".f64 %0, [%1], %2;" : "=d"(v) : "l"(p), "l"(x_policy()));
 #endif
@@ -146,33 +156,6 @@ __device__ __forceinline__ double ld_x(const double* p) {
 #else
 template <typename T> __device__ __forceinline__ T ld_x(const T* p) { return __ldg(p); }
 #endif
-
-// Asynchronous 16-byte copies global -> shared (cp.async, sm_80+), for the pipelined fused
-// kernel: the next tile's matrix entries stream into shared memory while the block gathers x
-// for the current one. `bytes` < 16 copies that many and zero-fills the rest (the last tile).
-// Before sm_80: an ordinary load and store (the copy is then synchronous; same results).
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, u32 bytes) {
-#if __CUDA_ARCH__ >= 800
-    const u32 s = (u32)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(bytes)
-                 : "memory");
-#else
-    const unsigned char* g = (const unsigned char*)gmem;
-    unsigned char* d = (unsigned char*)smem;
-    for (u32 i = 0; i < 16; ++i) d[i] = i < bytes ? g[i] : (unsigned char)0;
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-// Waits until at most one committed group of this thread is still in flight.
-__device__ __forceinline__ void cp_async_wait_one() {
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 1;" ::: "memory");
-#endif
-}
 
 // ---------------------------------------------------------------------------------------------
 // Fused, nonzero-balanced, single-pass kernel.
@@ -195,51 +178,95 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
     }
 }
 
-// A matrix load of the fused tile: from shared memory when the tile was staged there
-// (STAGED, the pipelined kernel), else streamed from global memory.
-template <bool STAGED, typename V> __device__ __forceinline__ V ld_entry(const V* p) {
-    if (STAGED) return *p;
-    return ld_stream(p);
-}
+// The fused kernel's load pattern (SEGSPARSE_SPMV_STRIPED): 0 = blocked, each thread loads its
+// ITEMS consecutive entries with 16-byte vector loads, so one load instruction of a warp covers
+// every sector of its span by halves (lanes 32 or 64 bytes apart) and each sector is requested
+// twice, the second time mostly an L1 hit; 1 = warp-striped for full tiles, lane l loading
+// entries l, l+32, l+64, ... of its warp's 32*ITEMS (every instruction reads whole sectors), the
+// products then passing through shared memory to the blocked order the scan needs.
+#ifndef SPMV_STRIPED
+#define SPMV_STRIPED 0
+#endif
+// SPMV_SMEM_PROD (SEGSPARSE_SPMV_SMEM_PROD): 1 = every thread parks its ITEMS products in shared
+// memory and re-reads them after the block scan, instead of holding them in registers across it
+// (16 registers fewer in f64: the kernel's occupancy is register-bound).
+#ifndef SPMV_SMEM_PROD
+#define SPMV_SMEM_PROD 0
+#endif
 
-// One tile of the fused kernel. `tile` < `ntiles` is the tile index (blockIdx.x, or a persistent
-// block's current tile); with STAGED the tile's col/val entries are read from s_col/s_val (the
-// tile's TILE entries staged in shared memory, zero past nnz) instead of col/val.
-template <typename T, int ITEMS, int THREADS, bool LOOKBACK, bool STAGED>
+template <typename T, int ITEMS, int THREADS, bool LOOKBACK>
 __device__ __forceinline__ void spmv_fused_tile(
     const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
     u32 nnz, u32 nrows, const T* __restrict__ x, T* y, T alpha, T beta, u32* tile_flag,
-    T* tile_value, u32 epoch, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry,
-    u32 tile, u32 ntiles, const u32* s_col, const T* s_val) {
+    T* tile_value, u32 epoch, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry) {
     static_assert(ITEMS % 4 == 0 && ITEMS <= 28, "ITEMS must be a multiple of 4, at most 28");
     constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
     constexpr int VEC_COL = ITEMS / 4;                     // uint4 per thread for col
     constexpr int VEC_VAL = ITEMS * (int)sizeof(T) / 16;  // uint4 per thread for val
+    const u32 tile = blockIdx.x;
     const u32 k0 = tile * TILE + threadIdx.x * (u32)ITEMS;
     const int nvalid = k0 >= nnz ? 0 : (nnz - k0 >= (u32)ITEMS ? ITEMS : (int)(nnz - k0));
-    const u32* cbase = STAGED ? s_col + threadIdx.x * (u32)ITEMS : col + k0;
-    const T* vbase = STAGED ? s_val + threadIdx.x * (u32)ITEMS : val + k0;
 
-    // ---- load entries and multiply (products stay in registers)
+    // ---- load entries and multiply (products in registers, or parked in shared memory)
     T prod[ITEMS];
+#if SPMV_STRIPED || SPMV_SMEM_PROD
+    // Thread t's products at s_tr[t * (ITEMS + 1) + i]: the odd stride keeps the blocked reads
+    // free of bank conflicts.
+    __shared__ T s_tr[THREADS * (ITEMS + 1)];
+    T* const my_prod = s_tr + threadIdx.x * (u32)(ITEMS + 1);
+#endif
+#if SPMV_SMEM_PROD
+#define SPMV_PROD(i) my_prod[i]
+#else
+#define SPMV_PROD(i) prod[i]
+#endif
+#if SPMV_STRIPED
+    if ((tile + 1u) * TILE <= nnz) {  // a full tile (the same branch for the whole block)
+        const u32 lane = threadIdx.x & 31u;
+        const u32 wbase = tile * TILE + (threadIdx.x & ~31u) * (u32)ITEMS;
+        T* ws = s_tr + (threadIdx.x & ~31u) * (u32)(ITEMS + 1);
+        u32 c[ITEMS];
+        T v[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) c[i] = ld_stream(col + wbase + (u32)i * 32u + lane);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) v[i] = ld_stream(val + wbase + (u32)i * 32u + lane);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const u32 e = (u32)i * 32u + lane;  // entry of the warp's span: thread e / ITEMS
+            ws[(e / ITEMS) * (ITEMS + 1) + e % ITEMS] = v[i] * ld_x(x + c[i]);
+        }
+        __syncwarp();
+#if !SPMV_SMEM_PROD
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) prod[i] = my_prod[i];
+#endif
+    } else
+#endif
     if (nvalid == ITEMS) {
         union { uint4 v[VEC_COL]; u32 c[ITEMS]; } cu;
         union { uint4 v[VEC_VAL]; T t[ITEMS]; } vu;
-        const uint4* cp = reinterpret_cast<const uint4*>(cbase);
-        const uint4* vp = reinterpret_cast<const uint4*>(vbase);
+        const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
+        const uint4* vp = reinterpret_cast<const uint4*>(val + k0);
 #pragma unroll
-        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = ld_entry<STAGED>(cp + j);
+        for (int j = 0; j < VEC_COL; ++j) cu.v[j] = ld_stream(cp + j);
 #pragma unroll
-        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_entry<STAGED>(vp + j);
+        for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_stream(vp + j);
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * ld_x(x + cu.c[i]);
     } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            prod[i] = i < nvalid ? ld_entry<STAGED>(vbase + i) * ld_x(x + ld_entry<STAGED>(cbase + i)) : T(0);
+            prod[i] = i < nvalid ? ld_stream(val + k0 + i) * ld_x(x + ld_stream(col + k0 + i)) : T(0);
         }
     }
+#if SPMV_SMEM_PROD
+    if (!SPMV_STRIPED || (tile + 1u) * TILE > nnz) {  // the striped path stored them already
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) my_prod[i] = prod[i];
+    }
+#endif
 
     // ---- head flags of the thread's entries, plus the one of the entry after them (a row
     // ends at item i exactly when item i+1 starts a row; bit nnz is a sentinel 1).
@@ -262,7 +289,7 @@ __device__ __forceinline__ void spmv_fused_tile(
         T t = T(0);
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
-            if (i > last_end) t += prod[i];
+            if (i > last_end) t += SPMV_PROD(i);
         mine.value = t;
     }
 
@@ -290,10 +317,10 @@ __device__ __forceinline__ void spmv_fused_tile(
                 ++seg;
                 carried = false;
             }
-            run += prod[i];
+            run += SPMV_PROD(i);
             if ((eb >> i) & 1u) {
                 if (carried) {
-                    tile_value[ntiles + tile] = run;  // the head part of the carried row
+                    tile_value[gridDim.x + tile] = run;  // the head part of the carried row
                     carried = false;
                 } else {
                     write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
@@ -312,7 +339,7 @@ __device__ __forceinline__ void spmv_fused_tile(
         // Local tails live in tile_value[0, ntiles), inclusive ones in tile_value[ntiles, 2 ntiles):
         // a tile that upgrades LOCAL to INCLUSIVE never overwrites the value a reader that saw
         // LOCAL is about to load (the same split as CUB's ScanTileState for wide types).
-        T* tile_incl = tile_value + ntiles;
+        T* tile_incl = tile_value + gridDim.x;
         if (lane == 0) {
             // Publish this tile's tail: INCLUSIVE when a boundary inside the tile starts it.
             if (agg.flag) tile_incl[tile] = agg.value; else tile_value[tile] = agg.value;
@@ -377,7 +404,7 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         if ((hb >> i) & 1u) ++seg;
-        run += prod[i];
+        run += SPMV_PROD(i);
         if ((eb >> i) & 1u) {
             write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
             run = T(0);
@@ -385,105 +412,25 @@ __device__ __forceinline__ void spmv_fused_tile(
     }
 }
 
+#undef SPMV_PROD
+
 // NAME = spmv_fused (LOOKBACK = false: deterministic, finished by spmv_fixup) or
 // spmv_lookback (LOOKBACK = true: the previous single-launch kernel, kept for comparison).
-#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS)                                         \
-    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, SPMV_MIN_BLOCKS) NAME##_##SUFFIX(                  \
+#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS, MIN_BLOCKS)                             \
+    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, MIN_BLOCKS) NAME##_##SUFFIX(       \
         const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
         const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK, false>(                                  \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK>(                                         \
             col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
-            tile_flag, tile_value, epoch, scan_st, s_carry, blockIdx.x, gridDim.x, nullptr,        \
-            nullptr);                                                                              \
+            tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
-SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32)
-SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64)
-SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32)
-SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64)
-
-// ---------------------------------------------------------------------------------------------
-// Pipelined fused kernel: the same tiles, tables, carries and fix-up as spmv_fused (so the same
-// bits), run by a persistent grid whose blocks take tiles blockIdx.x, blockIdx.x + gridDim.x, ...
-// While a block gathers x for one tile, the col/val entries of its next tile stream into shared
-// memory (cp.async, double-buffered), so the matrix stream from DRAM never waits behind the
-// dependent x gathers (col load, then x load) of the tile in hand.
-// ---------------------------------------------------------------------------------------------
-
-// Issues the copies of tile `tile`'s entries into s_col/s_val (zero past nnz); 16-byte chunks,
-// consecutive threads on consecutive chunks (coalesced).
-template <typename T, int ITEMS, int THREADS>
-__device__ __forceinline__ void spmv_stage_tile(const u32* col, const T* val, u32 nnz, u32 tile,
-                                                u32* s_col, T* s_val) {
-    constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
-    constexpr u32 CPV = 16u / (u32)sizeof(T);  // values per 16-byte chunk
-    const u32 base = tile * TILE;
-    const u32 n = nnz - base < TILE ? nnz - base : TILE;  // entries of this tile
-#pragma unroll
-    for (int j = 0; j < ITEMS / 4; ++j) {
-        const u32 e = (threadIdx.x + (u32)j * THREADS) * 4u;
-        const u32 bytes = e >= n ? 0u : (n - e >= 4u ? 16u : (n - e) * 4u);
-        cp_async16(s_col + e, bytes ? (const void*)(col + base + e) : (const void*)col, bytes);
-    }
-#pragma unroll
-    for (int j = 0; j < ITEMS * (int)sizeof(T) / 16; ++j) {
-        const u32 e = (threadIdx.x + (u32)j * THREADS) * CPV;
-        const u32 bytes = e >= n ? 0u : (n - e >= CPV ? 16u : (n - e) * (u32)sizeof(T));
-        cp_async16(s_val + e, bytes ? (const void*)(val + base + e) : (const void*)val, bytes);
-    }
-}
-
-// smem: 2 stages of TILE column indices followed by 2 stages of TILE values (dynamic shared
-// memory, 2 * TILE * (4 + sizeof(T)) bytes; the Rust side raises the kernel's limit).
-template <typename T, int ITEMS, int THREADS>
-__device__ __forceinline__ void spmv_pipe_body(
-    const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
-    const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
-    u32 nnz, u32 nrows, const T* __restrict__ x, T* y, T alpha, T beta, u32* tile_flag,
-    T* tile_value, u32 ntiles, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry,
-    uint4* smem) {
-    constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
-    u32* s_col = reinterpret_cast<u32*>(smem);
-    T* s_val = reinterpret_cast<T*>(s_col + 2u * TILE);
-    u32 tile = blockIdx.x;
-    u32 buf = 0;
-    if (tile < ntiles) spmv_stage_tile<T, ITEMS, THREADS>(col, val, nnz, tile, s_col, s_val);
-    cp_async_commit();
-    for (; tile < ntiles; tile += gridDim.x) {
-        // The buffer staged into here was last read by the previous iteration, before its block
-        // scan's barrier, which every thread has passed.
-        const u32 next = tile + gridDim.x;
-        if (next < ntiles)
-            spmv_stage_tile<T, ITEMS, THREADS>(col, val, nnz, next, s_col + (buf ^ 1u) * TILE,
-                                               s_val + (buf ^ 1u) * TILE);
-        cp_async_commit();    // one group per iteration (possibly empty): wait_group 1 below
-        cp_async_wait_one();  // leaves only the next tile's copies in flight
-        __syncthreads();      // every thread's copies of this tile are visible
-        spmv_fused_tile<T, ITEMS, THREADS, false, true>(
-            col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,
-            tile_flag, tile_value, 0u, scan_st, s_carry, tile, ntiles, s_col + buf * TILE,
-            s_val + buf * TILE);
-        buf ^= 1u;
-    }
-}
-
-#define SPMV_PIPE_ENTRY(T, SUFFIX, ITEMS)                                                          \
-    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, SPMV_MIN_BLOCKS) spmv_pipe_##SUFFIX( \
-        const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
-        const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
-        T alpha, T beta, u32* tile_flag, T* tile_value, u32 ntiles) {                              \
-        __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
-        __shared__ T s_carry;                                                                      \
-        extern __shared__ uint4 spmv_pipe_smem[];                                                  \
-        spmv_pipe_body<T, ITEMS, SPMV_THREADS>(col, val, heads, tile_heads, row_map, has_map,      \
-                                               nsegs, nnz, nrows, x, y, alpha, beta, tile_flag,    \
-                                               tile_value, ntiles, scan_st, s_carry,               \
-                                               spmv_pipe_smem);                                    \
-    }
-SPMV_PIPE_ENTRY(float, f32, SPMV_ITEMS_F32)
-SPMV_PIPE_ENTRY(double, f64, SPMV_ITEMS_F64)
+SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32)
+SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1)
+SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1)
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).

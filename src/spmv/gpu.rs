@@ -122,10 +122,6 @@ pub enum SpmvAlgorithm {
     /// independently, and a small fix-up kernel adds the partial sums of the rows that cross
     /// tiles in tile order (deterministic). The path for irregular rows.
     Fused,
-    /// The fused kernel's tiles, carries and fix-up (the same bits as [`Fused`](Self::Fused)) run
-    /// by a persistent grid that stages each block's next tile of the matrix in shared memory
-    /// (`cp.async`, double-buffered) while it gathers `x` for the current one.
-    Pipelined,
     /// The previous fused kernel: one launch, carries between tiles resolved by a decoupled
     /// look-back. Not bitwise reproducible for rows spanning three or more tiles (the look-back
     /// may add a predecessor's inclusive sum or its local sums, depending on timing). Kept for
@@ -145,14 +141,13 @@ pub enum SpmvAlgorithm {
 }
 
 impl SpmvAlgorithm {
-    /// A short name for tables: `auto`, `fused`, `pipelined`, `fused-lookback`, `rows`, `vector`, `vector8`,
+    /// A short name for tables: `auto`, `fused`, `fused-lookback`, `rows`, `vector`, `vector8`,
     /// `paper-segscan`.
     pub fn name(self) -> String {
         match self {
             SpmvAlgorithm::Auto => "auto".into(),
             SpmvAlgorithm::Fused => "fused".into(),
             SpmvAlgorithm::FusedLookback => "fused-lookback".into(),
-            SpmvAlgorithm::Pipelined => "pipelined".into(),
             SpmvAlgorithm::Rows => "rows".into(),
             SpmvAlgorithm::Vector { lanes: 0 } => "vector".into(),
             SpmvAlgorithm::Vector { lanes } => format!("vector{lanes}"),
@@ -174,16 +169,22 @@ pub struct SpmvPolicy {
     pub vector_threads: u32,
     /// Threads per block of the row kernel.
     pub rows_threads: u32,
-    /// Blocks per SM the fused kernels are compiled to fit (`__launch_bounds__`; 1 = no cap).
-    pub min_blocks: u32,
+    /// Blocks per SM the fused kernels are compiled to fit in `f32` (`__launch_bounds__`, which
+    /// caps their registers; 1 = no cap).
+    pub min_blocks_f32: u32,
+    /// The same in `f64`.
+    pub min_blocks_f64: u32,
     /// Stream the matrix through the caches evict-first (see `kernels/spmv/spmv.cu`).
     pub stream: bool,
-    /// L2 eviction priority of the `x` gathers (`SPMV_XHINT` in `kernels/spmv/spmv.cu`):
-    /// 0 `__ldg`, 1 L2 evict-last (a cache policy), 2 the same without L1 allocation, 3 no L1
-    /// allocation alone.
+    /// Cache policy of the fused and vector kernels' `x` gathers (`SPMV_XHINT` in
+    /// `kernels/spmv/spmv.cu`; 0 = `__ldg`).
     pub x_hint: u32,
-    /// Resident blocks per SM of the pipelined kernel's persistent grid; 0 = as many as fit.
-    pub pipe_blocks: u32,
+    /// Load the fused kernel's full tiles warp-striped (every load instruction reads whole
+    /// sectors) and hand the products to their threads through shared memory.
+    pub striped: bool,
+    /// Park the fused kernel's products in shared memory across its block scan instead of
+    /// holding them in registers.
+    pub smem_prod: bool,
 }
 
 impl SpmvPolicy {
@@ -195,10 +196,10 @@ impl SpmvPolicy {
     /// 2048-entry tiles give raefsky2 (294k entries) 144 tiles: about one per SM of an H100.
     /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts, `SEGSPARSE_SPMV_THREADS` the fused
     /// kernel's threads, `SEGSPARSE_SPMV_ROWS_THREADS` the row kernel's,
-    /// `SEGSPARSE_SPMV_MIN_BLOCKS` the fused kernels' register cap and `SEGSPARSE_SPMV_STREAM=0`
-    /// turns the evict-first streaming of the matrix off, `SEGSPARSE_SPMV_XHINT` sets the `x`
-    /// gathers' L2 priority and `SEGSPARSE_SPMV_PIPE_BLOCKS` the pipelined kernel's blocks per SM
-    /// (tuning only).
+    /// `SEGSPARSE_SPMV_MIN_BLOCKS` (`_F32`, `_F64`) the fused kernels' register cap and `SEGSPARSE_SPMV_STREAM=0`
+    /// turns the evict-first streaming of the matrix off, `SEGSPARSE_SPMV_XHINT` sets the cache
+    /// policy of the `x` gathers, `SEGSPARSE_SPMV_STRIPED` the fused kernel's load pattern and
+    /// `SEGSPARSE_SPMV_SMEM_PROD` where it keeps its products (tuning only).
     pub fn for_device(_cc: (i32, i32)) -> Self {
         let mut p = SpmvPolicy {
             threads: 256,
@@ -206,23 +207,35 @@ impl SpmvPolicy {
             items_f64: 8,
             vector_threads: 256,
             rows_threads: 128,
-            min_blocks: 1,
+            min_blocks_f32: 1,
+            min_blocks_f64: 1,
             stream: true,
             x_hint: 0,
-            pipe_blocks: 0,
+            striped: false,
+            smem_prod: false,
         };
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
         if let Some(b) = env_u32("SEGSPARSE_SPMV_MIN_BLOCKS").filter(|b| (1..=16).contains(b)) {
-            p.min_blocks = b;
+            p.min_blocks_f32 = b;
+            p.min_blocks_f64 = b;
+        }
+        if let Some(b) = env_u32("SEGSPARSE_SPMV_MIN_BLOCKS_F32").filter(|b| (1..=16).contains(b)) {
+            p.min_blocks_f32 = b;
+        }
+        if let Some(b) = env_u32("SEGSPARSE_SPMV_MIN_BLOCKS_F64").filter(|b| (1..=16).contains(b)) {
+            p.min_blocks_f64 = b;
         }
         if let Some(v) = env_u32("SEGSPARSE_SPMV_STREAM") {
             p.stream = v != 0;
         }
-        if let Some(v) = env_u32("SEGSPARSE_SPMV_XHINT").filter(|v| *v <= 3) {
+        if let Some(v) = env_u32("SEGSPARSE_SPMV_XHINT").filter(|v| *v <= 5) {
             p.x_hint = v;
         }
-        if let Some(v) = env_u32("SEGSPARSE_SPMV_PIPE_BLOCKS").filter(|v| *v <= 32) {
-            p.pipe_blocks = v;
+        if let Some(v) = env_u32("SEGSPARSE_SPMV_STRIPED") {
+            p.striped = v != 0;
+        }
+        if let Some(v) = env_u32("SEGSPARSE_SPMV_SMEM_PROD") {
+            p.smem_prod = v != 0;
         }
         if let Some(items) = std::env::var("SEGSPARSE_SPMV_ITEMS")
             .ok()
@@ -257,16 +270,13 @@ impl SpmvPolicy {
             ("SPMV_ITEMS_F64", self.items_f64.to_string()),
             ("SPMV_VECTOR_THREADS", self.vector_threads.to_string()),
             ("SPMV_ROWS_THREADS", self.rows_threads.to_string()),
-            ("SPMV_MIN_BLOCKS", self.min_blocks.to_string()),
+            ("SPMV_MIN_BLOCKS_F32", self.min_blocks_f32.to_string()),
+            ("SPMV_MIN_BLOCKS_F64", self.min_blocks_f64.to_string()),
             ("SPMV_STREAM", (self.stream as u32).to_string()),
             ("SPMV_XHINT", self.x_hint.to_string()),
+            ("SPMV_STRIPED", (self.striped as u32).to_string()),
+            ("SPMV_SMEM_PROD", (self.smem_prod as u32).to_string()),
         ]
-    }
-
-    /// Dynamic shared memory of the pipelined kernel for element type `T`: two stages of a
-    /// tile's column indices and values.
-    pub fn pipe_smem<T: Scalar>(&self) -> u32 {
-        2 * self.tile::<T>() * (4 + T::BYTES as u32)
     }
 
     /// Nonzeros per tile of the fused kernel for element type `T`.
@@ -283,7 +293,6 @@ impl SpmvPolicy {
 /// Loaded kernels of one element type.
 struct Kernels {
     fused: CudaFunction,
-    pipe: CudaFunction,
     fixup: CudaFunction,
     lookback: CudaFunction,
     rows: CudaFunction,
@@ -322,8 +331,6 @@ pub struct GpuCsr<T: GpuScalar> {
     has_map: bool,
     nsegs: u32,
     ntiles: u32,
-    /// Blocks of the pipelined kernel's persistent grid (≤ `ntiles`).
-    pipe_grid: u32,
     /// Per tile: look-back status (`FusedLookback`, `epoch·4 + status`, epoch ≥ 1) or the
     /// fix-up bits (`Fused`, values < 4, so never mistaken for a look-back status; `Fused`
     /// rewrites every entry before its fix-up reads them).
@@ -588,7 +595,6 @@ impl<T: GpuScalar> GpuCsr<T> {
         let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);
         let k = Kernels {
             fused: f("spmv_fused")?,
-            pipe: f("spmv_pipe")?,
             fixup: f("spmv_fixup")?,
             lookback: f("spmv_lookback")?,
             rows: f("spmv_rows")?,
@@ -601,7 +607,6 @@ impl<T: GpuScalar> GpuCsr<T> {
         let nsegs = (nrows - stats.empty_rows) as u32;
         let tile = policy.tile::<T>() as usize;
         let ntiles = nnz.div_ceil(tile);
-        let pipe_grid = pipe_grid::<T>(gpu, &k.pipe, &policy, ntiles)?;
         let mut heads = gpu.zeros::<u32>((nnz + 1).div_ceil(32) + 2)?;
         let mut tile_heads = gpu.zeros::<u32>(ntiles.max(1))?;
         let mut tile_start = gpu.zeros::<u32>(ntiles.max(1))?;
@@ -648,7 +653,6 @@ impl<T: GpuScalar> GpuCsr<T> {
             has_map,
             nsegs,
             ntiles: ntiles as u32,
-            pipe_grid,
             tile_flag: Mutex::new(gpu.zeros::<u32>(ntiles.max(1))?),
             tile_value: Mutex::new(gpu.zeros::<T>(2 * ntiles.max(1))?),
             epoch: AtomicU32::new(0),
@@ -813,8 +817,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             return self.scale(beta, y);
         }
         match algorithm {
-            SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused(false, alpha, x, beta, y),
-            SpmvAlgorithm::Pipelined => self.fused(true, alpha, x, beta, y),
+            SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused(alpha, x, beta, y),
             SpmvAlgorithm::FusedLookback => self.lookback(alpha, x, beta, y),
             SpmvAlgorithm::Rows => self.rows(alpha, x, beta, y),
             SpmvAlgorithm::Vector { lanes } => {
@@ -840,10 +843,8 @@ impl<T: GpuScalar> GpuCsr<T> {
         Ok(())
     }
 
-    /// The fused kernel (`pipelined`: its persistent, shared-memory-staged form) and the fix-up.
     fn fused(
         &self,
-        pipelined: bool,
         alpha: T,
         x: &CudaView<'_, T>,
         beta: T,
@@ -852,23 +853,18 @@ impl<T: GpuScalar> GpuCsr<T> {
         let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
         let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
         // spmv_fused_T writes tile_flag[tile], tile_value[tile] and tile_value[ntiles + tile] of
-        // its own tile only and reads no other tile's entries (the epoch is unused); so does
-        // spmv_pipe_T for each tile it takes.
-        if pipelined {
-            self.launch_pipe(alpha, x, beta, y, &mut flag, &mut value)?;
-        } else {
-            self.launch_tiles(
-                &self.k.fused,
-                "spmv_fused",
-                alpha,
-                x,
-                beta,
-                y,
-                &mut flag,
-                &mut value,
-                0,
-            )?;
-        }
+        // its own tile only and reads no other tile's entries (the epoch is unused).
+        self.launch_tiles(
+            &self.k.fused,
+            "spmv_fused",
+            alpha,
+            x,
+            beta,
+            y,
+            &mut flag,
+            &mut value,
+            0,
+        )?;
         let (has_map, nrows) = (self.has_map as u32, self.nrows as u32);
         if self.ntiles < 2 {
             return Ok(());
@@ -893,45 +889,6 @@ impl<T: GpuScalar> GpuCsr<T> {
         // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
         unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
             .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
-        Ok(())
-    }
-
-    /// Launches `spmv_pipe_T`: `pipe_grid` persistent blocks over the fused kernel's tiles.
-    fn launch_pipe(
-        &self,
-        alpha: T,
-        x: &CudaView<'_, T>,
-        beta: T,
-        y: &mut CudaViewMut<'_, T>,
-        flag: &mut CudaSlice<u32>,
-        value: &mut CudaSlice<T>,
-    ) -> Result<()> {
-        let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
-        let mut b = self.gpu.stream().launch_builder(&self.k.pipe);
-        b.arg(&self.col)
-            .arg(&self.val)
-            .arg(&self.heads)
-            .arg(&self.tile_heads)
-            .arg(&self.row_map)
-            .arg(&has_map)
-            .arg(&self.nsegs)
-            .arg(&nnz)
-            .arg(&nrows)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(flag)
-            .arg(value)
-            .arg(&self.ntiles);
-        // SAFETY: spmv_pipe_T(const u32* col, const T* val, const u32* heads,
-        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
-        // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 ntiles); the
-        // buffers as in launch_tiles (each block takes tiles < ntiles); the dynamic shared memory
-        // is the two stages the kernel indexes (pipe_smem), allowed at upload (pipe_grid).
-        let smem = self.policy.pipe_smem::<T>();
-        unsafe { b.launch(Gpu::cfg(self.pipe_grid, self.policy.threads, smem)) }
-            .map_err(|e| Gpu::launch_error("spmv_pipe", e))?;
         Ok(())
     }
 
@@ -1122,30 +1079,6 @@ impl<T: GpuScalar> GpuCsr<T> {
             .map_err(|e| Gpu::launch_error("spmv_rowgather", e))?;
         Ok(())
     }
-}
-
-/// Blocks of the pipelined kernel's persistent grid: as many as fit on the device at once (the
-/// occupancy with its dynamic shared memory, or the policy's `pipe_blocks` per SM), at most one
-/// per tile. Raises the kernel's dynamic shared-memory limit first (49,152 bytes in `f64`,
-/// above the default 48 KiB with the static scan storage).
-fn pipe_grid<T: Scalar>(
-    gpu: &Arc<Gpu>,
-    pipe: &CudaFunction,
-    policy: &SpmvPolicy,
-    ntiles: usize,
-) -> Result<u32> {
-    use cudarc::driver::sys::CUfunction_attribute_enum as A;
-    let smem = policy.pipe_smem::<T>();
-    pipe.set_attribute(A::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
-        .map_err(|e| Error::cuda("allowing spmv_pipe its shared memory", e))?;
-    let per_sm = if policy.pipe_blocks > 0 {
-        policy.pipe_blocks
-    } else {
-        pipe.occupancy_max_active_blocks_per_multiprocessor(policy.threads, smem as usize, None)
-            .map_err(|e| Error::cuda("the occupancy of spmv_pipe", e))?
-            .max(1)
-    };
-    Ok(((gpu.sm_count() * per_sm) as usize).min(ntiles.max(1)) as u32)
 }
 
 /// Threads per row of the vector kernel: the power of two nearest the mean row length, in 2..=32.
