@@ -22,7 +22,7 @@ set -u
 S=${STAGE:-.gpu}
 export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/$S/data" RUST_BACKTRACE=1
 res=$(mktemp -d)
-trap 'tar czf "${OUT:-/tmp}/irr-results.tgz" -C "$res" . 2>/dev/null' EXIT
+trap 'tar czf "${OUT:-/tmp}/${ARCHIVE:-irr-results}.tgz" -C "$res" . 2>/dev/null' EXIT
 B=$S/bin/spmv-bench
 NCU=/usr/local/cuda/bin/ncu
 IRR=${IRR:-"powerlaw:4000000:2.0 powerlaw:1000000:1.8 powerlaw:3000000:2.2 denserows:5000000:4:20:600000 \
@@ -89,5 +89,5 @@ for mode in "$@"; do
     done ;;
   esac
   echo "[$mode: $(( $(date +%s) - t0 )) s]"
-  tar czf "${OUT:-/tmp}/irr-results.tgz" -C "$res" . 2>/dev/null  # keep what is done if cut off
+  tar czf "${OUT:-/tmp}/${ARCHIVE:-irr-results}.tgz" -C "$res" . 2>/dev/null  # keep what is done if cut off
 done
