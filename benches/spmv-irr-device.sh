@@ -15,6 +15,7 @@
 #            against cuSPARSE in the same process, on VM (f64 by default)
 # ncu      : Nsight Compute (NCU_RUNS "matrix|bench row|kernel regex", NCU_ENV overrides) with
 #            DRAM bytes and L2 sector counts
+# corpus   : Auto and cuSPARSE on the small real matrices in $STAGE/data (geo-mean, min)
 # tests    : tests/spmv_gpu.rs (SEGSPARSE_REQUIRE_GPU=1), under TEST_ENV (policy overrides)
 # sanitize : compute-sanitizer memcheck + racecheck on the tile-boundary, empty-row and dense-row
 #            tests, under TEST_ENV
@@ -77,6 +78,13 @@ for mode in "$@"; do
         $B "$m" --backend gpu --precision f64 --iters 1 > "$f" 2>&1
       echo "== ${NCU_TAG:-}$m $row"; grep -E '^  [a-zA-Z_:<>]+.*\(|Duration|DRAM Throughput|L2 Hit Rate|L1/TEX Hit|Registers Per|Achieved Occupancy|dram__bytes|lts__t_sectors_srcunit|sm__warps_active|Dynamic Shared' "$f" | sed -E 's/  +/ /g' | head -16
     done ;;
+  corpus)
+    # The small real matrices (L2-resident; young1c is complex, which the reader rejects).
+    SEGSPARSE_BENCH_GPU_ROWS="${CORPUS_ROWS:-gpu auto,cusparse}" timeout ${CORPUS_TIMEOUT:-120} $B \
+      $(ls $S/data/*.mtx.gz | grep -v young1c) --backend gpu --iters ${ITERS:-5} --format json \
+      > "$res/corpus.jsonl" 2> "$res/corpus.err"
+    echo "corpus rc=$? $(wc -l < "$res/corpus.jsonl") lines"; tail -2 "$res/corpus.err"
+    tab "$res/corpus.jsonl" | awk '{split($0, a, "("); r = a[2] + 0; n++; s += log(r); if (r < m || m == 0) m = r} END {printf "corpus auto/cuSPARSE: n %d geo-mean %.3f min %.2f\n", n, exp(s / n), m}' ;;
   tests)
     env ${TEST_ENV:-SEGSPARSE_NONE=0} timeout ${TEST_TIMEOUT:-200} $S/tests/test-spmv_gpu ${TESTS:-} --test-threads=1 > "$res/tests.log" 2>&1
     echo "tests rc=$? $(grep -E '^test result:' "$res/tests.log" | tail -1)"

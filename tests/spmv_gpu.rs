@@ -645,5 +645,13 @@ fn auto_choice_by_kind() {
             "{spec}: {:?}",
             d.row_stats()
         );
-    }
+    } // Regular rows with scattered columns in f64: the fused kernel since its loads are striped.
+    let a = segsparse::generate::from_spec::<f64>("random:1500000:20", 9).unwrap();
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    assert_eq!(
+        d.resolved_algorithm().name(),
+        "fused",
+        "{:?}",
+        d.row_stats()
+    );
 }

@@ -178,23 +178,34 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
     }
 }
 
-// The fused kernel's load pattern (SEGSPARSE_SPMV_STRIPED): 0 = blocked, each thread loads its
-// ITEMS consecutive entries with 16-byte vector loads, so one load instruction of a warp covers
-// every sector of its span by halves (lanes 32 or 64 bytes apart) and each sector is requested
-// twice, the second time mostly an L1 hit; 1 = warp-striped for full tiles, lane l loading
-// entries l, l+32, l+64, ... of its warp's 32*ITEMS (every instruction reads whole sectors), the
-// products then passing through shared memory to the blocked order the scan needs.
-#ifndef SPMV_STRIPED
-#define SPMV_STRIPED 0
+// The fused kernel's load pattern, per element type (STRIPED; SPMV_STRIPED_F32/_F64,
+// SEGSPARSE_SPMV_STRIPED): false = blocked, each thread loads its ITEMS consecutive entries with
+// 16-byte vector loads, so one load instruction of a warp touches every sector of its span by
+// halves (lanes 32 or 64 bytes apart); true = warp-striped for full tiles, lane l loading entries
+// l, l+32, l+64, ... of its warp's 32*ITEMS (every load instruction reads whole sectors, 128 or
+// 256 contiguous bytes), the products then passing through shared memory to the blocked order
+// the scan needs. Measured on the H100 (powerlaw:4000000:2.0, f64, ncu): blocked 2.16 GB read
+// from DRAM, striped 1.61 GB (cuSPARSE's csrmv_v3: 1.61 GB) for 0.78 GB of matrix, L2 read
+// sectors 96.9 M -> 82.9 M; the time follows the bytes (747 -> 638 us, 0.87 -> 1.01x cuSPARSE).
+// Half-sector requests of a streamed (evict-first) line evidently get the line fetched twice.
+//
+// SMEM_PROD (SPMV_SMEM_PROD_F32/_F64): every thread parks its ITEMS products in shared memory and
+// re-reads them after the block scan instead of holding them in registers across it (f64: 58
+// registers -> 48, and 40 without spills under a 6-blocks-per-SM bound).
+#ifndef SPMV_STRIPED_F32
+#define SPMV_STRIPED_F32 0
 #endif
-// SPMV_SMEM_PROD (SEGSPARSE_SPMV_SMEM_PROD): 1 = every thread parks its ITEMS products in shared
-// memory and re-reads them after the block scan, instead of holding them in registers across it
-// (16 registers fewer in f64: the kernel's occupancy is register-bound).
-#ifndef SPMV_SMEM_PROD
-#define SPMV_SMEM_PROD 0
+#ifndef SPMV_STRIPED_F64
+#define SPMV_STRIPED_F64 0
+#endif
+#ifndef SPMV_SMEM_PROD_F32
+#define SPMV_SMEM_PROD_F32 0
+#endif
+#ifndef SPMV_SMEM_PROD_F64
+#define SPMV_SMEM_PROD_F64 0
 #endif
 
-template <typename T, int ITEMS, int THREADS, bool LOOKBACK>
+template <typename T, int ITEMS, int THREADS, bool LOOKBACK, bool STRIPED, bool SMEM_PROD>
 __device__ __forceinline__ void spmv_fused_tile(
     const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
@@ -207,22 +218,16 @@ __device__ __forceinline__ void spmv_fused_tile(
     const u32 tile = blockIdx.x;
     const u32 k0 = tile * TILE + threadIdx.x * (u32)ITEMS;
     const int nvalid = k0 >= nnz ? 0 : (nnz - k0 >= (u32)ITEMS ? ITEMS : (int)(nnz - k0));
+    // A full tile takes the striped path (the same branch for the whole block).
+    const bool striped = STRIPED && (tile + 1u) * TILE <= nnz;
 
     // ---- load entries and multiply (products in registers, or parked in shared memory)
     T prod[ITEMS];
-#if SPMV_STRIPED || SPMV_SMEM_PROD
     // Thread t's products at s_tr[t * (ITEMS + 1) + i]: the odd stride keeps the blocked reads
     // free of bank conflicts.
-    __shared__ T s_tr[THREADS * (ITEMS + 1)];
-    T* const my_prod = s_tr + threadIdx.x * (u32)(ITEMS + 1);
-#endif
-#if SPMV_SMEM_PROD
-#define SPMV_PROD(i) my_prod[i]
-#else
-#define SPMV_PROD(i) prod[i]
-#endif
-#if SPMV_STRIPED
-    if ((tile + 1u) * TILE <= nnz) {  // a full tile (the same branch for the whole block)
+    __shared__ T s_tr[(STRIPED || SMEM_PROD) ? THREADS * (ITEMS + 1) : 1];
+    T* const my_prod = s_tr + ((STRIPED || SMEM_PROD) ? threadIdx.x * (u32)(ITEMS + 1) : 0u);
+    if (striped) {
         const u32 lane = threadIdx.x & 31u;
         const u32 wbase = tile * TILE + (threadIdx.x & ~31u) * (u32)ITEMS;
         T* ws = s_tr + (threadIdx.x & ~31u) * (u32)(ITEMS + 1);
@@ -238,13 +243,11 @@ __device__ __forceinline__ void spmv_fused_tile(
             ws[(e / ITEMS) * (ITEMS + 1) + e % ITEMS] = v[i] * ld_x(x + c[i]);
         }
         __syncwarp();
-#if !SPMV_SMEM_PROD
+        if (!SMEM_PROD) {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) prod[i] = my_prod[i];
-#endif
-    } else
-#endif
-    if (nvalid == ITEMS) {
+            for (int i = 0; i < ITEMS; ++i) prod[i] = my_prod[i];
+        }
+    } else if (nvalid == ITEMS) {
         union { uint4 v[VEC_COL]; u32 c[ITEMS]; } cu;
         union { uint4 v[VEC_VAL]; T t[ITEMS]; } vu;
         const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
@@ -261,12 +264,11 @@ __device__ __forceinline__ void spmv_fused_tile(
             prod[i] = i < nvalid ? ld_stream(val + k0 + i) * ld_x(x + ld_stream(col + k0 + i)) : T(0);
         }
     }
-#if SPMV_SMEM_PROD
-    if (!SPMV_STRIPED || (tile + 1u) * TILE > nnz) {  // the striped path stored them already
+    if (SMEM_PROD && !striped) {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) my_prod[i] = prod[i];
     }
-#endif
+#define SPMV_PROD(i) (SMEM_PROD ? my_prod[i] : prod[i])
 
     // ---- head flags of the thread's entries, plus the one of the entry after them (a row
     // ends at item i exactly when item i+1 starts a row; bit nnz is a sentinel 1).
@@ -416,21 +418,23 @@ __device__ __forceinline__ void spmv_fused_tile(
 
 // NAME = spmv_fused (LOOKBACK = false: deterministic, finished by spmv_fixup) or
 // spmv_lookback (LOOKBACK = true: the previous single-launch kernel, kept for comparison).
-#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS, MIN_BLOCKS)                             \
+#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS, MIN_BLOCKS, STRIPED, SMEM_PROD)       \
     extern "C" __global__ void __launch_bounds__(SPMV_THREADS, MIN_BLOCKS) NAME##_##SUFFIX(       \
         const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
         const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK>(                                         \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK, (STRIPED) != 0, (SMEM_PROD) != 0>(       \
             col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
             tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
-SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32)
-SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64)
-SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1)
-SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1)
+SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32, SPMV_STRIPED_F32,
+                 SPMV_SMEM_PROD_F32)
+SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64, SPMV_STRIPED_F64,
+                 SPMV_SMEM_PROD_F64)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
+SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1, SPMV_STRIPED_F64, SPMV_SMEM_PROD_F64)
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
