@@ -208,7 +208,7 @@ impl SpmvPolicy {
     /// one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT` (the
     /// cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
     /// (0 or 1, both types; `_F32`, `_F64` one).
-    pub fn for_device(_cc: (i32, i32)) -> Self {
+    pub fn for_device(cc: (i32, i32)) -> Self {
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
         let threads = env_u32("SEGSPARSE_SPMV_THREADS")
             .filter(|&t| t % 32 == 0 && (64..=1024).contains(&t))
@@ -224,14 +224,16 @@ impl SpmvPolicy {
         let flag = &|v: u32| v <= 1;
         let (striped_f32, striped_f64) = per_type("SEGSPARSE_SPMV_STRIPED", 1, flag);
         let (smem_prod_f32, smem_prod_f64) = per_type("SEGSPARSE_SPMV_SMEM_PROD", 1, flag);
-        // 2048 threads per SM in f32 (32 registers), 1536 in f64 (40).
+        // 2048 threads per SM in f32 (32 registers), 1536 in f64 (40), or as many as the SM
+        // holds.
         let blocks = &|v: u32| (1..=16).contains(&v);
         let (mb32, mb64) = per_type("SEGSPARSE_SPMV_MIN_BLOCKS", 0, blocks);
+        let most = max_threads_per_sm(cc);
         let mb = |set: u32, resident: u32| {
             if set > 0 {
                 set
             } else {
-                (resident / threads).max(1)
+                (resident.min(most) / threads).max(1)
             }
         };
         SpmvPolicy {
@@ -283,6 +285,17 @@ impl SpmvPolicy {
             } else {
                 self.items_f64
             }
+    }
+}
+
+/// Resident threads per SM by compute capability (CUDA's table): 1024 on sm_75, 1536 on sm_86,
+/// sm_87, sm_89 and sm_12x, 2048 elsewhere. Bounds the fused kernel's blocks-per-SM hint, which
+/// ptxas rejects as out of range beyond it.
+fn max_threads_per_sm(cc: (i32, i32)) -> u32 {
+    match cc {
+        (7, 5) => 1024,
+        (8, 6) | (8, 7) | (8, 9) | (12, _) => 1536,
+        _ => 2048,
     }
 }
 
@@ -1272,6 +1285,8 @@ mod auto_tests {
         }
         assert!(p.striped_f32 && p.striped_f64 && p.smem_prod_f32 && p.smem_prod_f64);
         assert_eq!((p.min_blocks_f32, p.min_blocks_f64), (8, 6));
+        let ada = SpmvPolicy::for_device((8, 9));
+        assert_eq!((ada.min_blocks_f32, ada.min_blocks_f64), (6, 6));
         assert!(p.min_blocks_f32 * p.threads <= 2048 && p.min_blocks_f64 * p.threads <= 2048);
         let d = p.defines();
         for (k, v) in [
