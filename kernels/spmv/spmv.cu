@@ -4,10 +4,12 @@
 //
 // 1. spmv_fused_* + spmv_fixup_*: nonzero-balanced segmented reduction. The nonzeros are cut into
 //    tiles of SPMV_THREADS*SPMV_ITEMS consecutive entries, one tile per block; each thread owns
-//    SPMV_ITEMS consecutive entries (loaded with 16-byte vector loads) and their head flags
-//    (a packed bit per nonzero, set at every row start, built once at upload - the head-flag
-//    representation of Sengupta et al. 2007 §2.2, one bit instead of one word). Products stay in
-//    registers. A block-wide scan of (row starts, boundary flag, tail sum) triples gives each
+//    SPMV_ITEMS consecutive entries and their head flags (a packed bit per nonzero, set at every
+//    row start, built once at upload - the head-flag representation of Sengupta et al. 2007
+//    §2.2, one bit instead of one word). The entries of a full tile are loaded warp-striped (every
+//    load instruction reads whole sectors) and their products handed to their owners through
+//    shared memory, where they also wait out the block scan (see spmv_fused_tile); no product
+//    array in global memory. A block-wide scan of (row starts, boundary flag, tail sum) triples gives each
 //    thread the row index of its first entry and the partial sum carried into it; rows that end
 //    inside a thread are written directly. A tile never waits for another: it writes the sum of
 //    its last (open) row and, if its first row began in an earlier tile, that row's part in this

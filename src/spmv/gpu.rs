@@ -15,8 +15,10 @@
 //! # Algorithms
 //!
 //! - [`SpmvAlgorithm::Fused`] — the nonzero-balanced segmented reduction, for irregular rows. A
-//!   tile of `threads × items` consecutive entries per block, products in registers, a block
-//!   scan of (row starts, boundary, tail sum) triples with warp shuffles; rows inside a tile are
+//!   tile of `threads × items` consecutive entries per block, loaded warp-striped (whole sectors
+//!   per load instruction: loading each thread's entries as 16-byte vectors split every sector
+//!   between two instructions and read a third more from DRAM), products parked in shared
+//!   memory (so that 6 blocks per SM fit in `f64`, 8 in `f32`), a block scan of (row starts, boundary, tail sum) triples with warp shuffles; rows inside a tile are
 //!   written directly, and a tile never waits for another: it writes the partial sums of its
 //!   first and last (tile-crossing) rows to a small per-tile array, and a fix-up kernel (one
 //!   warp per tile) adds them in tile order. Two launches, no product array, the same work per
@@ -44,20 +46,20 @@
 //! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
 //! matrices are what bounds them (ncu: L2 throughput 97%, L2 hit rate 42% before).
 //!
-//! # Performance (H200, `benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
+//! # Performance (`benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
 //! `cusparseSpMV_preprocess`, same process)
 //!
-//! - Poisson 2D 2000² and 3D 160³ (stencils): 95–99.6% of the device copy bandwidth by the
-//!   crate's byte count, 1.44–1.69× the best cuSPARSE algorithm.
-//! - Uniform random rows (6 and 16 per row) and short-and-wide: 1.00–1.04×, except short-and-wide
-//!   in `f64` at 0.96× (**miss**).
-//! - Power-law rows and a few dense rows among short ones: 0.98–0.99× in `f32`, 0.77–0.98× in
-//!   `f64` (**miss**: the heavy-tailed `powerlaw:800000:1.8` is at 0.86× / 0.77×; the gathers of
-//!   `x`, L2-bound, limit the fused kernel, which runs at 50% occupancy with 58 registers).
-//!   Geo-mean over the 8 large matrices, both precisions: 1.08× (goal 1.15×, **miss**).
-//! - The 40 small corpus matrices (L2-resident): geo-mean 1.62× (f32 and f64), 0.93–2.4×
-//!   (lp_ship04l at 0.93–0.94× is the **miss**); raefsky2 f64 in 3.9 µs (1.71×).
-//! - The paper's four steps: 0.3–0.7× of cuSPARSE.
+//! H100, 2026-11-25 (issue 20 item 4), held-out instances of 10–69 M entries, `Auto` against
+//! the faster cuSPARSE algorithm: power law 0.99–1.02×, a few dense rows among short ones
+//! 1.02–1.13×, mostly empty rows 0.97–1.07×, uniform random and short-and-wide rows 1.00–1.04×,
+//! Poisson 3D 1.25–1.36×; **misses**: R-MAT 0.92–0.98× and the 27-point stencil in `f64`
+//! 0.88×; geo-mean 1.03× (goal 1.2×). The striped loads moved power law `f64` from 0.76–0.87× to
+//! 0.99–1.02× (DRAM read 2.16 → 1.61 GB on powerlaw:4000000:2.0, cuSPARSE's figure); in `f32`
+//! they cost R-MAT 10–14 % (blocked loads 1.05–1.10×) and gain power law and dense rows 4–13 %.
+//! The 40 small corpus matrices (L2-resident): geo-mean 1.66×; raefsky2 in 4.0 µs (2.3×).
+//!
+//! H200, 2026-11-22/24 (issue 10, before the striped loads): stencils at 95–99.6% of the copy
+//! bandwidth (1.44–1.69×); the paper's four steps 0.3–0.7× of cuSPARSE.
 //!
 //! # Semantics and precision
 //!
