@@ -96,10 +96,14 @@ fn spmv_policy_variants_assemble() {
             smem_prod_f64: false,
             ..base
         };
-        let hints = if arch == "sm_90" { 1..=5 } else { 1..=0 };
+        let hints: &[u32] = if arch == "sm_90" {
+            &[1, 2, 3, 4, 5]
+        } else {
+            &[]
+        };
         let variants = [base, blocked]
             .into_iter()
-            .chain(hints.map(|x_hint| SpmvPolicy { x_hint, ..base }));
+            .chain(hints.iter().map(|&x_hint| SpmvPolicy { x_hint, ..base }));
         for p in variants {
             gpu::compile_cubin(&SPMV_SRC, arch, &p.defines())
                 .unwrap_or_else(|e| panic!("spmv.cu for {arch} with {p:?}: {e}"));
