@@ -9,12 +9,12 @@
 //    §2.2, one bit instead of one word). The entries of a full tile are loaded warp-striped (every
 //    load instruction reads whole sectors) and their products handed to their owners through
 //    shared memory, where they also wait out the block scan (see spmv_fused_tile); no product
-//    array in global memory. A block-wide scan of (row starts, boundary flag, tail sum) triples gives each
-//    thread the row index of its first entry and the partial sum carried into it; rows that end
-//    inside a thread are written directly. A tile never waits for another: it writes the sum of
-//    its last (open) row and, if its first row began in an earlier tile, that row's part in this
-//    tile, to a small per-tile array; spmv_fixup (one warp per tile) then adds the pieces of each
-//    row that crosses tiles in tile order. Deterministic, no product array, and a row of 10^6
+//    array in global memory. A block-wide scan of (row starts, boundary flag, tail sum) triples
+//    gives each thread the row index of its first entry and the partial sum carried into it;
+//    rows that end inside a thread are written directly. A tile never waits for another: it
+//    writes the sum of its last (open) row and, if its first row began in an earlier tile, that
+//    row's part in this tile, to a small per-tile array; spmv_fixup (one warp per tile) then adds
+//    the pieces of each row that crosses tiles in tile order. Deterministic, no product array, and a row of 10^6
 //    entries costs what 10^6 entries in short rows cost.
 //    Empty rows own no nonzero and so no head flag: matrices with empty rows carry a map from
 //    segment (non-empty row) index to row index, and the thread that writes a row also writes
@@ -189,7 +189,8 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
 // the scan needs. Measured on the H100 (powerlaw:4000000:2.0, f64, ncu): blocked 2.16 GB read
 // from DRAM, striped 1.61 GB (cuSPARSE's csrmv_v3: 1.61 GB) for 0.78 GB of matrix, L2 read
 // sectors 96.9 M -> 82.9 M; the time follows the bytes (747 -> 638 us, 0.87 -> 1.01x cuSPARSE).
-// Half-sector requests of a streamed (evict-first) line evidently get the line fetched twice.
+// The extra bytes fit each streamed (evict-first) line being fetched twice when its sectors are
+// requested by halves (an inference from these counters, not a per-request profile).
 //
 // SMEM_PROD (SPMV_SMEM_PROD_F32/_F64): every thread parks its ITEMS products in shared memory and
 // re-reads them after the block scan instead of holding them in registers across it (f64: 58
