@@ -77,6 +77,40 @@ fn every_kernel_source_compiles_for_sm80_sm89_and_sm90() {
     );
 }
 
+/// The SpMV kernels assemble (CUBIN: the inline PTX of the cache policies is only checked by
+/// ptxas) with each architecture's own policy (warp-striped loads, products parked in shared
+/// memory, register caps), with the blocked loads, and on sm_90 with every `x`-gather cache
+/// policy of the tuning knob.
+#[test]
+fn spmv_policy_variants_assemble() {
+    use segsparse::spmv::gpu::{SpmvPolicy, SPMV_SRC};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    for (arch, cc) in [("sm_80", (8, 0)), ("sm_89", (8, 9)), ("sm_90", (9, 0))] {
+        let base = SpmvPolicy::for_device(cc);
+        let blocked = SpmvPolicy {
+            striped_f32: false,
+            striped_f64: false,
+            smem_prod_f32: false,
+            smem_prod_f64: false,
+            ..base
+        };
+        let hints: &[u32] = if arch == "sm_90" {
+            &[1, 2, 3, 4, 5]
+        } else {
+            &[]
+        };
+        let variants = [base, blocked]
+            .into_iter()
+            .chain(hints.iter().map(|&x_hint| SpmvPolicy { x_hint, ..base }));
+        for p in variants {
+            gpu::compile_cubin(&SPMV_SRC, arch, &p.defines())
+                .unwrap_or_else(|e| panic!("spmv.cu for {arch} with {p:?}: {e}"));
+        }
+    }
+}
+
 /// The driver and NVRTC versions found are reported (issue 23): by `Gpu::describe` on a device,
 /// and by the free functions without one.
 #[test]

@@ -427,6 +427,8 @@ fn generated_specs() {
         "dense:300",
         "denserows:100000:6:3:60000",
         "wide:2000:400000:40",
+        "emptyrows:400000:90:12",
+        "rmat:16:12",
     ] {
         let a = segsparse::generate::from_spec::<f64>(spec, 5).unwrap();
         check_matrix::<f64>(&g, &a, spec, 3);
@@ -643,5 +645,13 @@ fn auto_choice_by_kind() {
             "{spec}: {:?}",
             d.row_stats()
         );
-    }
+    } // Regular rows with scattered columns in f64: the fused kernel since its loads are striped.
+    let a = segsparse::generate::from_spec::<f64>("random:1500000:20", 9).unwrap();
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    assert_eq!(
+        d.resolved_algorithm().name(),
+        "fused",
+        "{:?}",
+        d.row_stats()
+    );
 }

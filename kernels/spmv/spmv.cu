@@ -4,15 +4,17 @@
 //
 // 1. spmv_fused_* + spmv_fixup_*: nonzero-balanced segmented reduction. The nonzeros are cut into
 //    tiles of SPMV_THREADS*SPMV_ITEMS consecutive entries, one tile per block; each thread owns
-//    SPMV_ITEMS consecutive entries (loaded with 16-byte vector loads) and their head flags
-//    (a packed bit per nonzero, set at every row start, built once at upload - the head-flag
-//    representation of Sengupta et al. 2007 §2.2, one bit instead of one word). Products stay in
-//    registers. A block-wide scan of (row starts, boundary flag, tail sum) triples gives each
-//    thread the row index of its first entry and the partial sum carried into it; rows that end
-//    inside a thread are written directly. A tile never waits for another: it writes the sum of
-//    its last (open) row and, if its first row began in an earlier tile, that row's part in this
-//    tile, to a small per-tile array; spmv_fixup (one warp per tile) then adds the pieces of each
-//    row that crosses tiles in tile order. Deterministic, no product array, and a row of 10^6
+//    SPMV_ITEMS consecutive entries and their head flags (a packed bit per nonzero, set at every
+//    row start, built once at upload - the head-flag representation of Sengupta et al. 2007
+//    §2.2, one bit instead of one word). The entries of a full tile are loaded warp-striped (every
+//    load instruction reads whole sectors) and their products handed to their owners through
+//    shared memory, where they also wait out the block scan (see spmv_fused_tile); no product
+//    array in global memory. A block-wide scan of (row starts, boundary flag, tail sum) triples
+//    gives each thread the row index of its first entry and the partial sum carried into it;
+//    rows that end inside a thread are written directly. A tile never waits for another: it
+//    writes the sum of its last (open) row and, if its first row began in an earlier tile, that
+//    row's part in this tile, to a small per-tile array; spmv_fixup (one warp per tile) then adds
+//    the pieces of each row that crosses tiles in tile order. Deterministic, no product array, and a row of 10^6
 //    entries costs what 10^6 entries in short rows cost.
 //    Empty rows own no nonzero and so no head flag: matrices with empty rows carry a map from
 //    segment (non-empty row) index to row index, and the thread that writes a row also writes
@@ -50,9 +52,13 @@
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
 #endif
-// Blocks per SM the fused kernels must fit (caps their registers: 65536 / (threads * blocks)).
-#ifndef SPMV_MIN_BLOCKS
-#define SPMV_MIN_BLOCKS 1
+// Blocks per SM the deterministic fused kernel must fit, per type (caps its registers:
+// 65536 / (threads * blocks)); the look-back kernel has no cap.
+#ifndef SPMV_MIN_BLOCKS_F32
+#define SPMV_MIN_BLOCKS_F32 1
+#endif
+#ifndef SPMV_MIN_BLOCKS_F64
+#define SPMV_MIN_BLOCKS_F64 1
 #endif
 #ifndef SPMV_ROWS_THREADS
 #define SPMV_ROWS_THREADS 128
@@ -102,6 +108,57 @@ template <typename T> __device__ __forceinline__ void st_stream(T* p, T v) {
 #endif
 }
 
+// Gathers of x in the fused and vector kernels. SPMV_XHINT selects their cache policy (tuning,
+// sm_80+; SEGSPARSE_SPMV_XHINT): 0 = __ldg; 1 = L2 evict-last through a fractional cache policy
+// (createpolicy + ld.global.nc.L2::cache_hint), so that x outlives the streamed matrix and y in
+// L2; 2 = 1 without L1 allocation; 3 = no L1 allocation alone; 4 = a plain coherent load
+// (ld.global, not the read-only path); 5 = ld.global.cg (cached in L2 only).
+// The random gathers of irregular matrices are what reaches DRAM when x is not held in L2
+// (benches/results/spmv.md, issue 20 item 4).
+#ifndef SPMV_XHINT
+#define SPMV_XHINT 0
+#endif
+#if SPMV_XHINT != 0 && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ u64 x_policy() {
+    u64 pol;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+#if SPMV_XHINT == 2
+#define SPMV_XLD "ld.global.nc.L1::no_allocate.L2::cache_hint"
+#else
+#define SPMV_XLD "ld.global.nc.L2::cache_hint"
+#endif
+__device__ __forceinline__ float ld_x(const float* p) {
+    float v;
+#if SPMV_XHINT == 3
+    asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#elif SPMV_XHINT == 4
+    asm("ld.global.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#elif SPMV_XHINT == 5
+    asm("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p));
+#else
+    asm(SPMV_XLD ".f32 %0, [%1], %2;" : "=f"(v) : "l"(p), "l"(x_policy()));
+#endif
+    return v;
+}
+__device__ __forceinline__ double ld_x(const double* p) {
+    double v;
+#if SPMV_XHINT == 3
+    asm("ld.global.nc.L1::no_allocate.f64 %0, [%1];" : "=d"(v) : "l"(p));
+#elif SPMV_XHINT == 4
+    asm("ld.global.f64 %0, [%1];" : "=d"(v) : "l"(p));
+#elif SPMV_XHINT == 5
+    asm("ld.global.cg.f64 %0, [%1];" : "=d"(v) : "l"(p));
+#else
+    asm(SPMV_XLD ".f64 %0, [%1], %2;" : "=d"(v) : "l"(p), "l"(x_policy()));
+#endif
+    return v;
+}
+#else
+template <typename T> __device__ __forceinline__ T ld_x(const T* p) { return __ldg(p); }
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Fused, nonzero-balanced, single-pass kernel.
 // ---------------------------------------------------------------------------------------------
@@ -123,7 +180,35 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
     }
 }
 
-template <typename T, int ITEMS, int THREADS, bool LOOKBACK>
+// The fused kernel's load pattern, per element type (STRIPED; SPMV_STRIPED_F32/_F64,
+// SEGSPARSE_SPMV_STRIPED): false = blocked, each thread loads its ITEMS consecutive entries with
+// 16-byte vector loads, so one load instruction of a warp touches every sector of its span by
+// halves (lanes 32 or 64 bytes apart); true = warp-striped for full tiles, lane l loading entries
+// l, l+32, l+64, ... of its warp's 32*ITEMS (every load instruction reads whole sectors, 128 or
+// 256 contiguous bytes), the products then passing through shared memory to the blocked order
+// the scan needs. Measured on the H100 (powerlaw:4000000:2.0, f64, ncu): blocked 2.16 GB read
+// from DRAM, striped 1.61 GB (cuSPARSE's csrmv_v3: 1.61 GB) for 0.78 GB of matrix, L2 read
+// sectors 96.9 M -> 82.9 M; the time follows the bytes (747 -> 638 us, 0.87 -> 1.01x cuSPARSE).
+// The extra bytes fit each streamed (evict-first) line being fetched twice when its sectors are
+// requested by halves (an inference from these counters, not a per-request profile).
+//
+// SMEM_PROD (SPMV_SMEM_PROD_F32/_F64): every thread parks its ITEMS products in shared memory and
+// re-reads them after the block scan instead of holding them in registers across it (f64: 58
+// registers -> 48, and 40 without spills under a 6-blocks-per-SM bound).
+#ifndef SPMV_STRIPED_F32
+#define SPMV_STRIPED_F32 0
+#endif
+#ifndef SPMV_STRIPED_F64
+#define SPMV_STRIPED_F64 0
+#endif
+#ifndef SPMV_SMEM_PROD_F32
+#define SPMV_SMEM_PROD_F32 0
+#endif
+#ifndef SPMV_SMEM_PROD_F64
+#define SPMV_SMEM_PROD_F64 0
+#endif
+
+template <typename T, int ITEMS, int THREADS, bool LOOKBACK, bool STRIPED, bool SMEM_PROD>
 __device__ __forceinline__ void spmv_fused_tile(
     const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
@@ -136,10 +221,36 @@ __device__ __forceinline__ void spmv_fused_tile(
     const u32 tile = blockIdx.x;
     const u32 k0 = tile * TILE + threadIdx.x * (u32)ITEMS;
     const int nvalid = k0 >= nnz ? 0 : (nnz - k0 >= (u32)ITEMS ? ITEMS : (int)(nnz - k0));
+    // A full tile takes the striped path (the same branch for the whole block).
+    const bool striped = STRIPED && (tile + 1u) * TILE <= nnz;
 
-    // ---- load entries and multiply (products stay in registers)
+    // ---- load entries and multiply (products in registers, or parked in shared memory)
     T prod[ITEMS];
-    if (nvalid == ITEMS) {
+    // Thread t's products at s_tr[t * (ITEMS + 1) + i]: the odd stride keeps the blocked reads
+    // free of bank conflicts.
+    __shared__ T s_tr[(STRIPED || SMEM_PROD) ? THREADS * (ITEMS + 1) : 1];
+    T* const my_prod = s_tr + ((STRIPED || SMEM_PROD) ? threadIdx.x * (u32)(ITEMS + 1) : 0u);
+    if (striped) {
+        const u32 lane = threadIdx.x & 31u;
+        const u32 wbase = tile * TILE + (threadIdx.x & ~31u) * (u32)ITEMS;
+        T* ws = s_tr + (threadIdx.x & ~31u) * (u32)(ITEMS + 1);
+        u32 c[ITEMS];
+        T v[ITEMS];
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) c[i] = ld_stream(col + wbase + (u32)i * 32u + lane);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) v[i] = ld_stream(val + wbase + (u32)i * 32u + lane);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            const u32 e = (u32)i * 32u + lane;  // entry of the warp's span: thread e / ITEMS
+            ws[(e / ITEMS) * (ITEMS + 1) + e % ITEMS] = v[i] * ld_x(x + c[i]);
+        }
+        __syncwarp();
+        if (!SMEM_PROD) {
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) prod[i] = my_prod[i];
+        }
+    } else if (nvalid == ITEMS) {
         union { uint4 v[VEC_COL]; u32 c[ITEMS]; } cu;
         union { uint4 v[VEC_VAL]; T t[ITEMS]; } vu;
         const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
@@ -149,13 +260,18 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
         for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_stream(vp + j);
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * __ldg(x + cu.c[i]);
+        for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * ld_x(x + cu.c[i]);
     } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            prod[i] = i < nvalid ? ld_stream(val + k0 + i) * __ldg(x + ld_stream(col + k0 + i)) : T(0);
+            prod[i] = i < nvalid ? ld_stream(val + k0 + i) * ld_x(x + ld_stream(col + k0 + i)) : T(0);
         }
     }
+    if (SMEM_PROD && !striped) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) my_prod[i] = prod[i];
+    }
+#define SPMV_PROD(i) (SMEM_PROD ? my_prod[i] : prod[i])
 
     // ---- head flags of the thread's entries, plus the one of the entry after them (a row
     // ends at item i exactly when item i+1 starts a row; bit nnz is a sentinel 1).
@@ -178,7 +294,7 @@ __device__ __forceinline__ void spmv_fused_tile(
         T t = T(0);
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i)
-            if (i > last_end) t += prod[i];
+            if (i > last_end) t += SPMV_PROD(i);
         mine.value = t;
     }
 
@@ -206,7 +322,7 @@ __device__ __forceinline__ void spmv_fused_tile(
                 ++seg;
                 carried = false;
             }
-            run += prod[i];
+            run += SPMV_PROD(i);
             if ((eb >> i) & 1u) {
                 if (carried) {
                     tile_value[gridDim.x + tile] = run;  // the head part of the carried row
@@ -293,7 +409,7 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) {
         if ((hb >> i) & 1u) ++seg;
-        run += prod[i];
+        run += SPMV_PROD(i);
         if ((eb >> i) & 1u) {
             write_row(y, row_map, has_map, nsegs, nrows, seg, run, alpha, beta);
             run = T(0);
@@ -301,23 +417,27 @@ __device__ __forceinline__ void spmv_fused_tile(
     }
 }
 
+#undef SPMV_PROD
+
 // NAME = spmv_fused (LOOKBACK = false: deterministic, finished by spmv_fixup) or
 // spmv_lookback (LOOKBACK = true: the previous single-launch kernel, kept for comparison).
-#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS)                                         \
-    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, SPMV_MIN_BLOCKS) NAME##_##SUFFIX(                  \
+#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS, MIN_BLOCKS, STRIPED, SMEM_PROD)       \
+    extern "C" __global__ void __launch_bounds__(SPMV_THREADS, MIN_BLOCKS) NAME##_##SUFFIX(       \
         const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
         const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK>(                                         \
+        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK, (STRIPED) != 0, (SMEM_PROD) != 0>(       \
             col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
             tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
-SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32)
-SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64)
-SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32)
-SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64)
+SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32, SPMV_STRIPED_F32,
+                 SPMV_SMEM_PROD_F32)
+SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64, SPMV_STRIPED_F64,
+                 SPMV_SMEM_PROD_F64)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
+SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1, SPMV_STRIPED_F64, SPMV_SMEM_PROD_F64)
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
@@ -447,7 +567,7 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
             const u32 c2 = ld_stream(col + k + 2 * lanes), c3 = ld_stream(col + k + 3 * lanes);
             const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
             const T v2 = ld_stream(val + k + 2 * lanes), v3 = ld_stream(val + k + 3 * lanes);
-            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1), x2 = __ldg(x + c2), x3 = __ldg(x + c3);
+            const T x0 = ld_x(x + c0), x1 = ld_x(x + c1), x2 = ld_x(x + c2), x3 = ld_x(x + c3);
             sum += v0 * x0;
             sum += v1 * x1;
             sum += v2 * x2;
@@ -456,12 +576,12 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
         if (k + lanes < b) {
             const u32 c0 = ld_stream(col + k), c1 = ld_stream(col + k + lanes);
             const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
-            const T x0 = __ldg(x + c0), x1 = __ldg(x + c1);
+            const T x0 = ld_x(x + c0), x1 = ld_x(x + c1);
             sum += v0 * x0;
             sum += v1 * x1;
             k += 2 * lanes;
         }
-        if (k < b) sum += ld_stream(val + k) * __ldg(x + ld_stream(col + k));
+        if (k < b) sum += ld_stream(val + k) * ld_x(x + ld_stream(col + k));
     }
     // Every lane of the warp takes part in the shuffles (rows past the end contribute 0).
     for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);

@@ -192,6 +192,7 @@ impl Gpu {
             .new_stream()
             .map_err(|e| unavailable("creating a stream", e))?;
         keep_freed_memory_pooled(&ctx);
+        l2_limits_from_env(&ctx);
         let name = ctx.name().unwrap_or_else(|_| "unknown CUDA device".into());
         let cc = ctx
             .compute_capability()
@@ -680,6 +681,31 @@ fn keep_freed_memory_pooled(ctx: &CudaContext) {
                 pool,
                 sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                 &mut threshold as *mut u64 as *mut std::ffi::c_void,
+            );
+        }
+    }
+}
+
+/// Tuning only: `SEGSPARSE_L2_FETCH_BYTES` sets the context's maximum L2 fetch granularity
+/// (`CU_LIMIT_MAX_L2_FETCH_GRANULARITY`, 0–128 bytes: how much an L2 miss may fetch beyond the
+/// requested 32-byte sector) and `SEGSPARSE_L2_PERSIST_MB` the L2 set aside for persisting
+/// accesses (`CU_LIMIT_PERSISTING_L2_CACHE_SIZE`). Both are process-wide settings, so the crate
+/// leaves them alone unless asked; a value the driver refuses is ignored (a measurement knob).
+fn l2_limits_from_env(ctx: &CudaContext) {
+    use cudarc::driver::sys;
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    if ctx.bind_to_thread().is_err() {
+        return;
+    }
+    // SAFETY: plain driver calls on the context just bound to this thread.
+    unsafe {
+        if let Some(b) = env("SEGSPARSE_L2_FETCH_BYTES") {
+            let _ = sys::cuCtxSetLimit(sys::CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY, b);
+        }
+        if let Some(mb) = env("SEGSPARSE_L2_PERSIST_MB") {
+            let _ = sys::cuCtxSetLimit(
+                sys::CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+                mb.saturating_mul(1 << 20),
             );
         }
     }

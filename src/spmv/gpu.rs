@@ -15,8 +15,10 @@
 //! # Algorithms
 //!
 //! - [`SpmvAlgorithm::Fused`] — the nonzero-balanced segmented reduction, for irregular rows. A
-//!   tile of `threads × items` consecutive entries per block, products in registers, a block
-//!   scan of (row starts, boundary, tail sum) triples with warp shuffles; rows inside a tile are
+//!   tile of `threads × items` consecutive entries per block, loaded warp-striped (whole sectors
+//!   per load instruction: loading each thread's entries as 16-byte vectors split every sector
+//!   between two instructions and read a third more from DRAM), products parked in shared
+//!   memory (so that 6 blocks per SM fit in `f64`, 8 in `f32`), a block scan of (row starts, boundary, tail sum) triples with warp shuffles; rows inside a tile are
 //!   written directly, and a tile never waits for another: it writes the partial sums of its
 //!   first and last (tile-crossing) rows to a small per-tile array, and a fix-up kernel (one
 //!   warp per tile) adds them in tile order. Two launches, no product array, the same work per
@@ -37,27 +39,27 @@
 //!   bytes. Its scan primitive carries between tiles with a look-back, so it is not bitwise
 //!   reproducible for long rows.
 //! - [`SpmvAlgorithm::Auto`] (the default) chooses at upload from the matrix's kind (row-length
-//!   statistics, size, element type, column spread); see [`GpuCsr::resolved_algorithm`]. Every
+//!   statistics, size, column spread); see [`GpuCsr::resolved_algorithm`]. Every
 //!   choice it makes is bitwise reproducible run to run.
 //!
 //! The fused and vector kernels stream the matrix through the caches evict-first
 //! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
 //! matrices are what bounds them (ncu: L2 throughput 97%, L2 hit rate 42% before).
 //!
-//! # Performance (H200, `benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
+//! # Performance (`benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
 //! `cusparseSpMV_preprocess`, same process)
 //!
-//! - Poisson 2D 2000² and 3D 160³ (stencils): 95–99.6% of the device copy bandwidth by the
-//!   crate's byte count, 1.44–1.69× the best cuSPARSE algorithm.
-//! - Uniform random rows (6 and 16 per row) and short-and-wide: 1.00–1.04×, except short-and-wide
-//!   in `f64` at 0.96× (**miss**).
-//! - Power-law rows and a few dense rows among short ones: 0.98–0.99× in `f32`, 0.77–0.98× in
-//!   `f64` (**miss**: the heavy-tailed `powerlaw:800000:1.8` is at 0.86× / 0.77×; the gathers of
-//!   `x`, L2-bound, limit the fused kernel, which runs at 50% occupancy with 58 registers).
-//!   Geo-mean over the 8 large matrices, both precisions: 1.08× (goal 1.15×, **miss**).
-//! - The 40 small corpus matrices (L2-resident): geo-mean 1.62× (f32 and f64), 0.93–2.4×
-//!   (lp_ship04l at 0.93–0.94× is the **miss**); raefsky2 f64 in 3.9 µs (1.71×).
-//! - The paper's four steps: 0.3–0.7× of cuSPARSE.
+//! H100, 2026-11-25 (issue 20 item 4), held-out instances of 10–69 M entries, `Auto` against
+//! the faster cuSPARSE algorithm: power law 0.99–1.02×, a few dense rows among short ones
+//! 1.02–1.13×, mostly empty rows 0.97–1.07×, uniform random and short-and-wide rows 1.00–1.04×,
+//! Poisson 3D 1.25–1.36×; **misses**: R-MAT 0.92–0.98× and the 27-point stencil in `f64`
+//! 0.88×; geo-mean 1.03× (goal 1.2×). The striped loads moved power law `f64` from 0.76–0.87× to
+//! 0.99–1.02× (DRAM read 2.16 → 1.61 GB on powerlaw:4000000:2.0, cuSPARSE's figure); in `f32`
+//! they cost R-MAT 10–14 % (blocked loads 1.05–1.10×) and gain power law and dense rows 4–13 %.
+//! The 40 small corpus matrices (L2-resident): geo-mean 1.66×; raefsky2 in 4.0 µs (2.3×).
+//!
+//! H200, 2026-11-22/24 (issue 10, before the striped loads): stencils at 95–99.6% of the copy
+//! bandwidth (1.44–1.69×); the paper's four steps 0.3–0.7× of cuSPARSE.
 //!
 //! # Semantics and precision
 //!
@@ -169,75 +171,111 @@ pub struct SpmvPolicy {
     pub vector_threads: u32,
     /// Threads per block of the row kernel.
     pub rows_threads: u32,
-    /// Blocks per SM the fused kernels are compiled to fit (`__launch_bounds__`; 1 = no cap).
-    pub min_blocks: u32,
+    /// Blocks per SM the deterministic fused kernel is compiled to fit in `f32`
+    /// (`__launch_bounds__`, which caps its registers; 1 = no cap).
+    pub min_blocks_f32: u32,
+    /// The same in `f64`.
+    pub min_blocks_f64: u32,
     /// Stream the matrix through the caches evict-first (see `kernels/spmv/spmv.cu`).
     pub stream: bool,
+    /// Cache policy of the fused and vector kernels' `x` gathers (`SPMV_XHINT` in
+    /// `kernels/spmv/spmv.cu`; 0 = `__ldg`).
+    pub x_hint: u32,
+    /// Load the fused kernels' full tiles warp-striped in `f32` (every load instruction reads
+    /// whole sectors) and hand the products to their threads through shared memory.
+    pub striped_f32: bool,
+    /// The same in `f64`.
+    pub striped_f64: bool,
+    /// Park the fused kernels' products in shared memory across the block scan in `f32`,
+    /// instead of holding them in registers.
+    pub smem_prod_f32: bool,
+    /// The same in `f64`.
+    pub smem_prod_f64: bool,
 }
 
 impl SpmvPolicy {
     /// The policy for a device of compute capability `cc`.
     ///
-    /// 256 threads × 8 items: 2048 nonzeros per tile. Eight entries per thread are two `uint4`
-    /// loads of column indices and two (f32) or four (f64) `uint4` loads of values, enough bytes
-    /// in flight per SM to cover DRAM latency at full occupancy (8 blocks of 256 threads), while
-    /// 2048-entry tiles give raefsky2 (294k entries) 144 tiles: about one per SM of an H100.
-    /// `SEGSPARSE_SPMV_ITEMS` overrides both item counts, `SEGSPARSE_SPMV_THREADS` the fused
-    /// kernel's threads, `SEGSPARSE_SPMV_ROWS_THREADS` the row kernel's,
-    /// `SEGSPARSE_SPMV_MIN_BLOCKS` the fused kernels' register cap and `SEGSPARSE_SPMV_STREAM=0`
-    /// turns the evict-first streaming of the matrix off (tuning only).
-    pub fn for_device(_cc: (i32, i32)) -> Self {
-        let mut p = SpmvPolicy {
-            threads: 256,
-            items_f32: 8,
-            items_f64: 8,
-            vector_threads: 256,
-            rows_threads: 128,
-            min_blocks: 1,
-            stream: true,
-        };
+    /// 256 threads × 8 items: 2048 nonzeros per tile, which gives raefsky2 (294k entries) 144
+    /// tiles, about one per SM of an H100. Full tiles are loaded warp-striped (every load
+    /// instruction reads whole 32-byte sectors; the blocked 16-byte loads of each thread's 8
+    /// entries touched each sector by halves and, streamed evict-first, had lines fetched from
+    /// DRAM twice: 2.16 GB instead of 1.61 GB on powerlaw:4000000:2.0 in f64, H100), and the
+    /// products wait out the block scan in shared memory, so that the kernel fits 6 blocks per SM
+    /// in `f64` (40 registers) and 8 in `f32` (32), without spills.
+    ///
+    /// Tuning overrides (environment): `SEGSPARSE_SPMV_ITEMS` (both item counts),
+    /// `SEGSPARSE_SPMV_THREADS` (the fused kernel's threads), `SEGSPARSE_SPMV_ROWS_THREADS` (the
+    /// row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`, `_F64`
+    /// one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT` (the
+    /// cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
+    /// (0 or 1, both types; `_F32`, `_F64` one).
+    pub fn for_device(cc: (i32, i32)) -> Self {
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
-        if let Some(b) = env_u32("SEGSPARSE_SPMV_MIN_BLOCKS").filter(|b| (1..=16).contains(b)) {
-            p.min_blocks = b;
-        }
-        if let Some(v) = env_u32("SEGSPARSE_SPMV_STREAM") {
-            p.stream = v != 0;
-        }
-        if let Some(items) = std::env::var("SEGSPARSE_SPMV_ITEMS")
-            .ok()
-            .and_then(|s| s.parse::<u32>().ok())
-            .filter(|&i| i % 4 == 0 && (4..=28).contains(&i))
-        {
-            p.items_f32 = items;
-            p.items_f64 = items;
-        }
-        if let Some(threads) = std::env::var("SEGSPARSE_SPMV_ROWS_THREADS")
-            .ok()
-            .and_then(|s| s.parse::<u32>().ok())
-            .filter(|&t| t % 32 == 0 && (32..=1024).contains(&t))
-        {
-            p.rows_threads = threads;
-        }
-        if let Some(threads) = std::env::var("SEGSPARSE_SPMV_THREADS")
-            .ok()
-            .and_then(|s| s.parse::<u32>().ok())
+        let threads = env_u32("SEGSPARSE_SPMV_THREADS")
             .filter(|&t| t % 32 == 0 && (64..=1024).contains(&t))
-        {
-            p.threads = threads;
+            .unwrap_or(256);
+        let items =
+            env_u32("SEGSPARSE_SPMV_ITEMS").filter(|&i| i % 4 == 0 && (4..=28).contains(&i));
+        // A setting for both types, then one per type.
+        let per_type = |name: &str, default: u32, ok: &dyn Fn(u32) -> bool| {
+            let both = env_u32(name).filter(|v| ok(*v)).unwrap_or(default);
+            let one = |suffix: &str| env_u32(&format!("{name}_{suffix}")).filter(|v| ok(*v));
+            (one("F32").unwrap_or(both), one("F64").unwrap_or(both))
+        };
+        let flag = &|v: u32| v <= 1;
+        let (striped_f32, striped_f64) = per_type("SEGSPARSE_SPMV_STRIPED", 1, flag);
+        let (smem_prod_f32, smem_prod_f64) = per_type("SEGSPARSE_SPMV_SMEM_PROD", 1, flag);
+        // 2048 threads per SM in f32 (32 registers), 1536 in f64 (40), or as many as the SM
+        // holds.
+        let blocks = &|v: u32| (1..=16).contains(&v);
+        let (mb32, mb64) = per_type("SEGSPARSE_SPMV_MIN_BLOCKS", 0, blocks);
+        let most = max_threads_per_sm(cc);
+        let mb = |set: u32, resident: u32| {
+            if set > 0 {
+                set
+            } else {
+                (resident.min(most) / threads).max(1)
+            }
+        };
+        SpmvPolicy {
+            threads,
+            items_f32: items.unwrap_or(8),
+            items_f64: items.unwrap_or(8),
+            vector_threads: 256,
+            rows_threads: env_u32("SEGSPARSE_SPMV_ROWS_THREADS")
+                .filter(|&t| t % 32 == 0 && (32..=1024).contains(&t))
+                .unwrap_or(128),
+            min_blocks_f32: mb(mb32, 2048),
+            min_blocks_f64: mb(mb64, 1536),
+            stream: env_u32("SEGSPARSE_SPMV_STREAM").is_none_or(|v| v != 0),
+            x_hint: env_u32("SEGSPARSE_SPMV_XHINT")
+                .filter(|v| *v <= 5)
+                .unwrap_or(0),
+            striped_f32: striped_f32 != 0,
+            striped_f64: striped_f64 != 0,
+            smem_prod_f32: smem_prod_f32 != 0,
+            smem_prod_f64: smem_prod_f64 != 0,
         }
-        p
     }
 
     /// The `-D` defines of this policy.
     pub fn defines(&self) -> Vec<(&'static str, String)> {
+        let b = |v: bool| (v as u32).to_string();
         vec![
             ("SPMV_THREADS", self.threads.to_string()),
             ("SPMV_ITEMS_F32", self.items_f32.to_string()),
             ("SPMV_ITEMS_F64", self.items_f64.to_string()),
             ("SPMV_VECTOR_THREADS", self.vector_threads.to_string()),
             ("SPMV_ROWS_THREADS", self.rows_threads.to_string()),
-            ("SPMV_MIN_BLOCKS", self.min_blocks.to_string()),
-            ("SPMV_STREAM", (self.stream as u32).to_string()),
+            ("SPMV_MIN_BLOCKS_F32", self.min_blocks_f32.to_string()),
+            ("SPMV_MIN_BLOCKS_F64", self.min_blocks_f64.to_string()),
+            ("SPMV_STREAM", b(self.stream)),
+            ("SPMV_XHINT", self.x_hint.to_string()),
+            ("SPMV_STRIPED_F32", b(self.striped_f32)),
+            ("SPMV_STRIPED_F64", b(self.striped_f64)),
+            ("SPMV_SMEM_PROD_F32", b(self.smem_prod_f32)),
+            ("SPMV_SMEM_PROD_F64", b(self.smem_prod_f64)),
         ]
     }
 
@@ -249,6 +287,17 @@ impl SpmvPolicy {
             } else {
                 self.items_f64
             }
+    }
+}
+
+/// Resident threads per SM by compute capability (CUDA's table): 1024 on sm_75, 1536 on sm_86,
+/// sm_87, sm_89 and sm_12x, 2048 elsewhere. Bounds the fused kernel's blocks-per-SM hint, which
+/// ptxas rejects as out of range beyond it.
+fn max_threads_per_sm(cc: (i32, i32)) -> u32 {
+    match cc {
+        (7, 5) => 1024,
+        (8, 6) | (8, 7) | (8, 9) | (12, _) => 1536,
+        _ => 2048,
     }
 }
 
@@ -598,7 +647,6 @@ impl<T: GpuScalar> GpuCsr<T> {
             auto: choose(&Shape {
                 stats: &stats,
                 nnz,
-                elem_bytes: T::BYTES,
                 tile,
                 spread,
             }),
@@ -709,11 +757,11 @@ impl<T: GpuScalar> GpuCsr<T> {
     }
 
     /// What [`SpmvAlgorithm::Auto`] runs for this matrix, chosen at upload from its row-length
-    /// statistics, size, element type and column spread: the vector kernel for small regular
-    /// matrices, one thread per row for short rows (stencils, small matrices with rows of at most
-    /// 64 entries), the vector kernel for large short or regular rows with scattered columns in
-    /// `f64`, the look-back kernel for small matrices whose rows fit in a tile, and the fused
-    /// kernel otherwise (the full rule, with the measurements behind it, is in the source of
+    /// statistics, size and column spread: the vector kernel for small regular matrices, one
+    /// thread per row for short rows (stencils, small matrices with rows of at most 64 entries),
+    /// the vector kernel for large short rows with scattered columns and (4 lanes) for regular
+    /// rows of up to 32 local entries, the look-back kernel for small matrices whose rows fit in a
+    /// tile, and the fused kernel otherwise (the full rule, with the measurements behind it, is in the source of
     /// `choose`). Every choice is bitwise reproducible run to run.
     pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
         self.auto
@@ -1053,12 +1101,11 @@ fn auto_lanes(s: &RowStats) -> u32 {
     lanes
 }
 
-/// What `Auto` decides from: row-length statistics, the matrix size, the element size, the tile
+/// What `Auto` decides from: row-length statistics, the matrix size, the tile
 /// and how far columns stray from the diagonal. Kinds, never instances.
 struct Shape<'a> {
     stats: &'a RowStats,
     nnz: usize,
-    elem_bytes: usize,
     tile: usize,
     /// Mean |column − diagonal| over a sample of rows (see [`column_spread`]).
     spread: f64,
@@ -1086,8 +1133,9 @@ struct Shape<'a> {
 ///   stencil): the vector kernel with 4 lanes per row, 8 rows per warp (H200, 2026-11-24,
 ///   `benches/results/spmv.md`: 1.04–1.20× cuSPARSE where the 32-lane vector kernel, the nearest
 ///   power of two to 27, ran at 0.57× in f64 and the fused kernel at 0.85× in f32);
-/// - other regular rows: the fused kernel in `f32`, the vector kernel in `f64` (random:N:16 and
-///   wide:M:N:100 measured both ways);
+/// - other regular rows: the fused kernel (H100, 2026-11-25: with warp-striped loads it runs
+///   random:3000000:24 in `f64` in 686 µs against the vector kernel's 784 µs; before them the
+///   vector kernel was the faster one in `f64`);
 /// - everything else (heavy tails, dense rows among short ones, empty rows): the fused kernel,
 ///   whose cost does not depend on row lengths.
 fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
@@ -1112,10 +1160,6 @@ fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
         SpmvAlgorithm::Vector { lanes: 0 }
     } else if regular && s.max <= LOCAL_VECTOR4_MAX_LEN && m.spread <= LOCAL_SPREAD {
         SpmvAlgorithm::Vector { lanes: 4 }
-    } else if regular && m.elem_bytes == 4 {
-        SpmvAlgorithm::Fused
-    } else if regular {
-        SpmvAlgorithm::Vector { lanes: 0 }
     } else {
         SpmvAlgorithm::Fused
     }
@@ -1232,6 +1276,33 @@ pub const LOCAL_VECTOR4_MAX_LEN: usize = 32;
 mod auto_tests {
     use super::*;
 
+    /// The default policy (no `SEGSPARSE_SPMV_*` overrides in CI): striped loads and products in
+    /// shared memory in both types, register caps that fill an SM without exceeding its 2048
+    /// threads, and the matching defines.
+    #[test]
+    fn default_policy() {
+        let p = SpmvPolicy::for_device((9, 0));
+        if std::env::vars().any(|(k, _)| k.starts_with("SEGSPARSE_SPMV_")) {
+            return; // a tuning run
+        }
+        assert!(p.striped_f32 && p.striped_f64 && p.smem_prod_f32 && p.smem_prod_f64);
+        assert_eq!((p.min_blocks_f32, p.min_blocks_f64), (8, 6));
+        let ada = SpmvPolicy::for_device((8, 9));
+        assert_eq!((ada.min_blocks_f32, ada.min_blocks_f64), (6, 6));
+        assert!(p.min_blocks_f32 * p.threads <= 2048 && p.min_blocks_f64 * p.threads <= 2048);
+        let d = p.defines();
+        for (k, v) in [
+            ("SPMV_STRIPED_F64", "1"),
+            ("SPMV_MIN_BLOCKS_F64", "6"),
+            ("SPMV_XHINT", "0"),
+        ] {
+            assert!(
+                d.iter().any(|(n, x)| *n == k && x == v),
+                "{k} = {v} in {d:?}"
+            );
+        }
+    }
+
     /// `Auto`'s choice on generated instances of each kind (all above the 2^22-entry line
     /// between the small and large rules), from the same statistics the upload computes (row
     /// lengths and the sampled column spread).
@@ -1245,7 +1316,7 @@ mod auto_tests {
             ("denserows:1000000:4:8:200000", "fused"),
             ("rmat:18:16", "fused"),
             ("random:800000:6", "vector"),
-            ("random:800000:20", "vector"),
+            ("random:800000:20", "fused"),
             ("random:1000:5", "vector"),
         ];
         for (spec, want) in cases {
@@ -1254,7 +1325,6 @@ mod auto_tests {
             let got = choose(&Shape {
                 stats: &stats,
                 nnz: a.nnz(),
-                elem_bytes: 8,
                 tile: SpmvPolicy::for_device((9, 0)).tile::<f64>() as usize,
                 spread: column_spread(&a),
             });
