@@ -174,6 +174,9 @@ mod imp {
             .cloned()
             .unwrap_or_else(|| "solver-fused.jsonl".into());
         let filter = args.get(1).cloned().unwrap_or_default();
+        // Which of old, graphs, fused, fused-direct to run (all by default; for profiling).
+        let only = args.get(2).cloned().unwrap_or_default();
+        let run = |c: &str| only.is_empty() || only.split(',').any(|o| o == c);
         let g = Gpu::new().expect("a CUDA device");
         let fused = GpuOps::<f64>::new(&g).unwrap();
         let separate = GpuOps::<f64>::new(&g)
@@ -223,10 +226,22 @@ mod imp {
                     continue;
                 }
                 let counts = (240, 960);
-                let old = time_method(&separate, &da, &jac, method, &b, false, counts);
-                let graphs = time_method(&separate, &da, &jac, method, &b, true, counts);
-                let fz = time_method(&fused, &da, &jac, method, &b, true, counts);
-                let fzd = time_method(&fused, &da, &jac, method, &b, false, counts);
+                let timed = |c: &str, ops: &Be, graphs: bool| {
+                    if run(c) {
+                        time_method(ops, &da, &jac, method, &b, graphs, counts)
+                    } else {
+                        Timing {
+                            per_iter: None,
+                            tts: None,
+                            info: Err("not run".into()),
+                            x: Vec::new(),
+                        }
+                    }
+                };
+                let old = timed("old", &separate, false);
+                let graphs = timed("graphs", &separate, true);
+                let fz = timed("fused", &fused, true);
+                let fzd = timed("fused-direct", &fused, false);
                 let identical = same(&graphs, &fz) && same(&old, &fzd) && same(&old, &graphs);
                 let is_fused = fused.is_fused(a.nrows());
                 let iters = graphs.info.as_ref().map(|i| i.iterations).ok();
