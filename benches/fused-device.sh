@@ -21,29 +21,27 @@ step() {
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader | tee "$res/device.txt"
 date -u | tee -a "$res/device.txt"
-step test-fused 60 "$G/tests/test-solver_fused" --test-threads=1 --nocapture
+step test-fused 45 "$G/tests/test-solver_fused" --test-threads=1 --nocapture
 grep -E 'panicked|FAILED|seed' "$res/test-fused.log" | head -10
-step test-graphs 90 "$G/tests/test-solver_graphs" --test-threads=1
+step test-graphs 60 "$G/tests/test-solver_graphs" --test-threads=1
 grep -E 'panicked|FAILED' "$res/test-graphs.log" | head -6
-step test-solvers 60 "$G/tests/test-solvers" gpu --test-threads=1
+step test-solvers 40 "$G/tests/test-solvers" gpu --test-threads=1
 grep -E 'panicked|FAILED' "$res/test-solvers.log" | head -6
-step bench ${BENCH_T:-150} "$G/benches/solver_fused" "$res/solver-fused.jsonl"
-CS=compute-sanitizer; command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
-step memcheck 50 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_breakdown --test-threads=1
-tail -2 "$res/memcheck.log"
-step memcheck2 50 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
-tail -2 "$res/memcheck2.log"
-step racecheck 50 $CS --tool racecheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
-tail -2 "$res/racecheck.log"
-step synccheck 50 $CS --tool synccheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
-tail -2 "$res/synccheck.log"
-NCU="/usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
-step ncu-sep 40 $NCU -k 'regex:spmv|solver_bicg' -c 14 "$G/benches/solver_fused" "$res/ncu-sep.jsonl" raefsky2/bicgstab graphs
-step ncu-fused 40 $NCU -k 'regex:spmv|solver_bicg' -c 10 "$G/benches/solver_fused" "$res/ncu-fused.jsonl" raefsky2/bicgstab fused
-step ncu-gmres 40 $NCU -k 'regex:spmv|solver_gmres' -c 12 "$G/benches/solver_fused" "$res/ncu-gm.jsonl" raefsky2/gmres fused
-for f in ncu-sep ncu-fused ncu-gmres; do
-  grep -E '^  [a-z_]+.*\(|Duration|Registers Per|Achieved Occ' "$res/$f.log" | head -60 > "$res/$f-summary.txt"
-done
-pack
-cat "$res/ncu-fused-summary.txt" | head -30
+step bench ${BENCH_T:-140} "$G/benches/solver_fused" "$res/solver-fused.jsonl"
 cat "$res/bench.log"
+NCU="/usr/local/cuda/bin/ncu --clock-control none --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats"
+summ() { grep -E '^  [a-z_]+.*\(|Duration|Registers Per|Achieved Occ' "$res/$1.log" | head -80 > "$res/$1-summary.txt"; pack; }
+step ncu-sep 30 $NCU -k 'regex:spmv|solver_bicg' -c 14 "$G/benches/solver_fused" "$res/ncu-sep.jsonl" raefsky2/bicgstab graphs
+summ ncu-sep
+step ncu-fused 30 $NCU -k 'regex:spmv|solver_bicg' -c 10 "$G/benches/solver_fused" "$res/ncu-fused.jsonl" raefsky2/bicgstab fused
+summ ncu-fused
+CS=compute-sanitizer; command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
+step memcheck 35 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_breakdown --test-threads=1
+tail -2 "$res/memcheck.log"
+step racecheck 30 $CS --tool racecheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
+tail -2 "$res/racecheck.log"
+step ncu-gmres 30 $NCU -k 'regex:spmv|solver_gmres' -c 12 "$G/benches/solver_fused" "$res/ncu-gm.jsonl" raefsky2/gmres fused
+summ ncu-gmres
+step memcheck2 30 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
+tail -2 "$res/memcheck2.log"
+awk '/Duration/ {print FILENAME": "$0}' "$res"/ncu-*-summary.txt | head -40
