@@ -38,7 +38,7 @@ summ ncu-fused
 CS=compute-sanitizer; command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
 step memcheck 35 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_breakdown --test-threads=1
 tail -2 "$res/memcheck.log"
-step racecheck 30 $CS --tool racecheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
+step racecheck 60 $CS --tool racecheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_breakdown --test-threads=1
 tail -2 "$res/racecheck.log"
 step ncu-gmres 30 $NCU -k 'regex:spmv|solver_gmres' -c 12 "$G/benches/solver_fused" "$res/ncu-gm.jsonl" raefsky2/gmres fused
 summ ncu-gmres

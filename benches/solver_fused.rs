@@ -6,7 +6,9 @@
 //! - **old**: separate kernels, no graphs (the solvers before issue 21);
 //! - **graphs**: separate kernels replayed as CUDA graphs (the default before the fused path);
 //! - **fused**: the fused kernels replayed as CUDA graphs (the default now, below the limit);
-//! - **fused-direct**: the fused kernels without graphs.
+//! - **fused-direct**: the fused kernels without graphs;
+//! - **fused-plain** (raefsky2 only): as fused, the kernels launched plainly instead of
+//!   cooperatively (what the cooperative launch costs inside a graph).
 //!
 //! `cargo bench --bench solver_fused [-- OUT.jsonl [FILTER]]`: one JSON object per row to
 //! OUT.jsonl (default `solver-fused.jsonl`), a markdown table on stdout. Matrices come from
@@ -176,9 +178,10 @@ mod imp {
         let filter = args.get(1).cloned().unwrap_or_default();
         // Which of old, graphs, fused, fused-direct to run (all by default; for profiling).
         let only = args.get(2).cloned().unwrap_or_default();
-        let run = |c: &str| only.is_empty() || only.split(',').any(|o| o == c);
+        let run = |c: &str| c != "none" && (only.is_empty() || only.split(',').any(|o| o == c));
         let g = Gpu::new().expect("a CUDA device");
         let fused = GpuOps::<f64>::new(&g).unwrap();
+        let plain = GpuOps::<f64>::new(&g).unwrap().with_plain_launch();
         let separate = GpuOps::<f64>::new(&g)
             .unwrap()
             .with_fused_path(FusedPath::Off);
@@ -209,10 +212,10 @@ mod imp {
         }
         println!(
             "| problem | rows | method | fused? | µs/it old | µs/it graphs | µs/it fused | \
-             µs/it fused-direct | fused/graphs | iters | tts old ms | tts graphs ms | \
+             µs/it fused-direct | µs/it fused-plain | fused/graphs | iters | tts old ms | tts graphs ms | \
              tts fused ms | fused/old | same |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for (name, a, methods) in &problems {
             let da = GpuCsr::upload(&g, a).unwrap();
             let b = fused.upload(&vec![1.0; a.nrows()]).unwrap();
@@ -242,6 +245,12 @@ mod imp {
                 let graphs = timed("graphs", &separate, true);
                 let fz = timed("fused", &fused, true);
                 let fzd = timed("fused-direct", &fused, false);
+                // The fused kernels launched plainly instead of cooperatively (raefsky2 only).
+                let fzp = if name == "raefsky2" {
+                    timed("fused-plain", &plain, true)
+                } else {
+                    timed("none", &plain, true)
+                };
                 let identical = same(&graphs, &fz) && same(&old, &fzd) && same(&old, &graphs);
                 let is_fused = fused.is_fused(a.nrows());
                 let iters = graphs.info.as_ref().map(|i| i.iterations).ok();
@@ -251,6 +260,7 @@ mod imp {
                     "precision": "f64", "device": g.name(), "fused_path": is_fused,
                     "per_iter_us_old": us(&old), "per_iter_us_graphs": us(&graphs),
                     "per_iter_us_fused": us(&fz), "per_iter_us_fused_direct": us(&fzd),
+                    "per_iter_us_fused_plain_launch": us(&fzp),
                     "iterations": iters,
                     "iterations_fused": fz.info.as_ref().map(|i| i.iterations).ok(),
                     "tts_s_old": old.tts, "tts_s_graphs": graphs.tts, "tts_s_fused": fz.tts,
@@ -269,13 +279,14 @@ mod imp {
                 };
                 println!(
                     "| {name} | {} | {method} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | \
-                     {} | {} |",
+                     {} | {} | {} |",
                     a.nrows(),
                     if is_fused { "yes" } else { "no" },
                     f(old.per_iter, 1e6),
                     f(graphs.per_iter, 1e6),
                     f(fz.per_iter, 1e6),
                     f(fzd.per_iter, 1e6),
+                    f(fzp.per_iter, 1e6),
                     ratio(fz.per_iter, graphs.per_iter),
                     iters.map_or_else(
                         || graphs.info.clone().err().unwrap_or_default(),

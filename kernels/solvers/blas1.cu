@@ -138,7 +138,7 @@ __device__ __forceinline__ bool grid_sum(T (&v)[K], T* partials, u32* ticket) {
 
 template <typename T> __device__ bool test_rr_(T* s, T* hist, T rr, u32 it) {
     s[S_RR] = rr;
-    hist[it] = rr;
+    if (hist) hist[it] = rr;  // null in the fused kernels' blocks other than block 0
     if (!finite_(rr)) { stop_(s, ST_NONFINITE, it); return true; }
     if (rr <= s[S_THRESH]) { stop_(s, ST_CONVERGED, it); return true; }
     return false;
@@ -682,88 +682,96 @@ KRYLOV_ENTRIES(double, f64)
 //
 // On systems of a few thousand rows an iteration's kernels are short and dependent, so their
 // number sets the time per iteration (each costs ~2-3 us of launch and drain even inside a CUDA
-// graph). The kernels below do the work of several of the kernels above in one launch: where
-// those end (a reduction whose last block computes alpha, omega, beta, ...), these wait at a grid
-// barrier until the last block has computed them, then go on with the next vector pass. They are
-// launched cooperatively (every block resident at once; the driver refuses a grid that cannot
-// be) over the same grid as the kernels above, each thread touching the same elements in the
-// same order, and they call the same recurrences: for a given grid their results equal those of
-// the separate kernels bit for bit. Only scalars cross blocks (each thread's vector elements are
-// its own from one pass to the next), so the barrier orders only the slot and partial-sum traffic.
+// graph, and a reduction's last-block epilogue ~2 us more). The kernels below do the work of
+// several of the kernels above in one launch: where those end (a reduction whose last block
+// computes alpha, omega, beta, ...), these meet at a grid barrier, after which EVERY block sums
+// the partials itself (in the same block order, so every block gets the same totals, bit for
+// bit) and runs the recurrence on its own shared-memory copy of the slots; block 0 also writes
+// the slots and the history back for the host and the next kernels. No block waits for another
+// block's epilogue: the barrier is one atomic arrival and one wait.
+//
+// They are launched cooperatively (every block resident at once; the driver refuses a grid that
+// cannot be) over the same grid as the separate kernels, each thread touching the same elements
+// in the same order, with the same reductions and recurrences: for a given grid their results
+// equal those of the separate kernels bit for bit. Only scalars cross blocks (each thread's
+// vector elements are its own from one pass to the next).
 
-// A grid barrier with a leader. bar[0] is the arrival ticket (the same word as grid_sum's ticket,
-// 0 between launches), bar[1] a generation count that the leader advances to release the others.
-struct GridBar {
-    u32* b;
-    u32 gen;  // thread 0: the generation at arrival
+__device__ __forceinline__ u32 atom_add_release_(u32* p, u32 v) {
+    u32 old;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+__device__ __forceinline__ u32 ld_acquire_(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
 
-    // Every block arrives (all threads; each thread fences the writes it made for the leader
-    // first). True, in the whole block, for the last block to arrive: the leader.
-    __device__ __forceinline__ bool arrive() {
-        __shared__ bool last;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            // The generation cannot move before this block has arrived, so this read is current.
-            gen = ld_(b + 1);
-            __threadfence();
-            last = atomicAdd(b, 1u) == gridDim.x - 1;
-            if (last) __threadfence();
-        }
-        __syncthreads();
-        return last;
+// Every block of the (co-resident) grid waits here until all have arrived; what a block wrote
+// before is visible to every block after. The word's top bit flips once per barrier: block 0
+// adds 2^31 - (G - 1) and the others 1, so the G arrivals add exactly 2^31 and the low bits come
+// back to 0. The top bit changes only with the last arrival (the low bits are 0 at the start of
+// every barrier), so a block waits until it differs from the value it saw when it arrived; the
+// word needs no reset between barriers or launches, whatever their grid sizes.
+__device__ __forceinline__ void grid_barrier_(u32* bar) {
+    __syncthreads();  // the block's writes happen before thread 0's release
+    if (threadIdx.x == 0) {
+        const u32 inc = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+        const u32 old = atom_add_release_(bar, inc);
+        while (((ld_acquire_(bar) ^ old) & 0x80000000u) == 0) {}
     }
+    __syncthreads();
+}
 
-    // The leader (after its work, each thread having fenced what it wrote for the others) resets
-    // the ticket and releases; the others wait for the release.
-    __device__ __forceinline__ void release(bool leader) {
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            if (leader) {
-                *b = 0;
-                __threadfence();
-                atomicAdd(b + 1, 1u);
-            } else {
-                while (ld_(b + 1) == gen) {}
-                __threadfence();
-            }
-        }
-        __syncthreads();
-    }
-};
-
-// grid_sum of K values, then the leader's thread 0 runs lead(totals) and every block waits for it.
-template <int K, typename T, typename Lead>
-__device__ __forceinline__ void grid_sum_sync(T (&v)[K], T* partials, GridBar& bar, Lead lead) {
+// Grid-wide sum of K values per thread, in every block: thread 0 of each block ends with the
+// totals (the partials summed in block order, as grid_sum's last block does). Partials are
+// double-buffered by `phase` (a block may write the next barrier's partial while a slower one
+// still reads this one's; not two barriers ahead, since it cannot pass the next barrier before
+// the slower block arrives there): 2 * K * gridDim.x entries.
+template <int K, typename T>
+__device__ __forceinline__ void grid_allsum(T (&v)[K], T* partials, u32* bar, u32& phase) {
     __shared__ T smem[K][32];
     block_sum<K>(v, smem);
-    if (threadIdx.x == 0) {
+    T* part = partials + (phase++ & 1u) * K * gridDim.x;
+    if (threadIdx.x == 0)
 #pragma unroll
-        for (int k = 0; k < K; ++k) partials[k * gridDim.x + blockIdx.x] = v[k];
-        __threadfence();
-    }
-    const bool leader = bar.arrive();
-    if (leader) {
-        sum_partials<K>(v, partials, smem);
-        if (threadIdx.x == 0) {
-            lead(v);
-            __threadfence();
-        }
-    }
-    bar.release(leader);
+        for (int k = 0; k < K; ++k) part[k * gridDim.x + blockIdx.x] = v[k];
+    grid_barrier_(bar);
+    sum_partials<K>(v, part, smem);
+}
+
+// The block's copy of the slots (loaded at entry, read and written by the recurrences) and the
+// history pointer its recurrences write (block 0's only).
+template <typename T> struct LocalSlots {
+    T* s;     // shared memory, NSLOTS_K values
+    T* hist;  // block 0: the history; others: null
+};
+#define NSLOTS_K 16
+
+template <typename T> __device__ __forceinline__ void load_slots_(T* ls, const T* s) {
+    if (threadIdx.x < NSLOTS_K) ls[threadIdx.x] = s[threadIdx.x];
+    __syncthreads();
+}
+// Block 0 writes the slots back (every exit of a fused kernel's body goes through this).
+template <typename T> __device__ __forceinline__ void publish_slots_(const T* ls, T* s) {
+    __syncthreads();
+    if (blockIdx.x == 0 && threadIdx.x < NSLOTS_K) s[threadIdx.x] = ls[threadIdx.x];
 }
 
 // CG, one launch for cg_alpha, cg_update_r and cg_update_xp (modes identity and Jacobi).
 template <typename T>
 __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
-                          T* s, T* partials, u32* barw, T* hist, u32 it) {
+                          T* s, T* hist, T* partials, u32* bar, u32 it) {
     if (s[S_STATUS] != T(0)) return;
-    GridBar bar{barw, 0};
+    u32 phase = 0;
     T pq[1] = {T(0)};
     GRID_STRIDE(i, n) pq[0] += p[i] * q[i];
-    grid_sum_sync<1>(pq, partials, bar, [&](T (&t)[1]) { cg_alpha_rec_(s, t[0], it); });
+    grid_allsum<1>(pq, partials, bar, phase);
+    if (threadIdx.x == 0) cg_alpha_rec_(s, pq[0], it);
+    __syncthreads();
     // A breakdown in this iteration skips r's update; x and p are updated as cg_update_xp does.
-    if (ld_(s + S_STATUS) == T(0)) {
-        const T alpha = ld_(s + S_ALPHA);
+    if (s[S_STATUS] == T(0)) {
+        const T alpha = s[S_ALPHA];
         T v[2] = {T(0), T(0)};
         GRID_STRIDE(i, n) {
             const T ri = r[i] - alpha * q[i];
@@ -775,11 +783,12 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
                 v[1] += ri * zi;
             }
         }
-        grid_sum_sync<2>(v, partials, bar,
-                         [&](T (&t)[2]) { cg_update_r_rec_(s, hist, t[0], t[1], mode, it); });
+        grid_allsum<2>(v, partials, bar, phase);
+        if (threadIdx.x == 0) cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
+        __syncthreads();
     }
     // Set in this iteration (it was clear at entry): x's update still runs.
-    const T alpha = ld_(s + S_ALPHA), beta = ld_(s + S_BETA);
+    const T alpha = s[S_ALPHA], beta = s[S_BETA];
     const T* zz = mode == FUSE_JACOBI ? z : r;
     GRID_STRIDE(i, n) {
         const T pi = p[i];
@@ -791,14 +800,16 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
 // BiCGSTAB, one launch for bicg_alpha and bicg_s.
 template <typename T>
 __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, const T* dinv,
-                              T* shat, u32 n, u32 mode, T* s, T* partials, u32* barw, u32 it) {
+                              T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it) {
     if (s[S_STATUS] != T(0)) return;
-    GridBar bar{barw, 0};
+    u32 phase = 0;
     T a[1] = {T(0)};
     GRID_STRIDE(i, n) a[0] += rhat[i] * v[i];
-    grid_sum_sync<1>(a, partials, bar, [&](T (&t)[1]) { bicg_alpha_rec_(s, t[0], it); });
-    if (ld_(s + S_STATUS) != T(0)) return;
-    const T alpha = ld_(s + S_ALPHA);
+    grid_allsum<1>(a, partials, bar, phase);
+    if (threadIdx.x == 0) bicg_alpha_rec_(s, a[0], it);
+    __syncthreads();
+    if (s[S_STATUS] != T(0)) return;
+    const T alpha = s[S_ALPHA];
     GRID_STRIDE(i, n) {
         const T si = r[i] - alpha * v[i];
         sv[i] = si;
@@ -812,19 +823,21 @@ __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, cons
 template <typename T>
 __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* r, const T* rhat,
                                T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
-                               T* partials, u32* barw, T* hist, u32 it) {
+                               T* hist, T* partials, u32* bar, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     const T* phat_in = mode == FUSE_IDENTITY ? p : phat;
-    GridBar bar{barw, 0};
+    u32 phase = 0;
     T a[2] = {T(0), T(0)};
     GRID_STRIDE(i, n) {
         const T ti = t[i];
         a[0] += ti * sv[i];
         a[1] += ti * ti;
     }
-    grid_sum_sync<2>(a, partials, bar, [&](T (&u)[2]) { bicg_omega_rec_(s, u[0], u[1], it); });
-    if (ld_(s + S_STATUS) != T(0)) return;
-    const T alpha = ld_(s + S_ALPHA), omega = ld_(s + S_OMEGA);
+    grid_allsum<2>(a, partials, bar, phase);
+    if (threadIdx.x == 0) bicg_omega_rec_(s, a[0], a[1], it);
+    __syncthreads();
+    if (s[S_STATUS] != T(0)) return;
+    const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
     a[0] = a[1] = T(0);
     GRID_STRIDE(i, n) {
         x[i] += alpha * phat_in[i] + omega * shat[i];
@@ -833,10 +846,11 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
         a[0] += ri * ri;
         a[1] += rhat[i] * ri;
     }
-    grid_sum_sync<2>(a, partials, bar,
-                     [&](T (&u)[2]) { bicg_update_rec_(s, hist, u[0], u[1], omega, it); });
-    if (ld_(s + S_STATUS) != T(0)) return;
-    const T beta = ld_(s + S_BETA);
+    grid_allsum<2>(a, partials, bar, phase);
+    if (threadIdx.x == 0) bicg_update_rec_(s, hist, a[0], a[1], omega, it);
+    __syncthreads();
+    if (s[S_STATUS] != T(0)) return;
+    const T beta = s[S_BETA];
     GRID_STRIDE(i, n) {
         const T pi = r[i] + beta * (p[i] - omega * v[i]);
         p[i] = pi;
@@ -849,17 +863,22 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
 #define ARNOLDI_BATCH 8
 
 // GMRES, one launch for column j's CGS2 (gmres_dots, gmres_update twice), the column recurrence
-// and gmres_scale. Partials: nv * gridDim.x entries.
+// and gmres_scale. Every block computes the coefficients c itself (each k's partials in block
+// order, as gmres_dots' last block); block 0 writes them to small and runs the column recurrence
+// (Givens rotations on the small arrays: once, not in every block). The others scale v_{j+1}
+// by 1/|w| computed from the same total, as the recurrence does; when the recurrence sets the
+// status, v_{j+1} is scaled although gmres_scale would not have, which nothing reads (the
+// correction uses v_0 ... v_j, a restart rebuilds the basis). Partials: 2 * nv * gridDim.x.
 template <typename T>
 __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m,
-                               T* partials, u32* barw, T* hist, u32 it) {
+                               T* partials, u32* bar, T* hist, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     __shared__ T c[GMRES_MAX_COLS];
     __shared__ const T* vs[GMRES_MAX_COLS];
     __shared__ T wsum[GMRES_MAX_COLS][ARNOLDI_WARPS];
-    GridBar bar{barw, 0};
     const GmresLay L{m};
     const u32 nv = j + 1, G = gridDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 phase = 0;
     T* w = reinterpret_cast<T*>(vptr[j + 1]);
     for (u32 k = threadIdx.x; k < nv; k += blockDim.x) vs[k] = reinterpret_cast<const T*>(vptr[k]);
     __syncthreads();
@@ -887,28 +906,22 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
                     if (k0 + q < nv) wsum[k0 + q][warp] = acc[q];
         }
         __syncthreads();
+        T* part = partials + (phase++ & 1u) * nv * G;
         for (u32 k = warp; k < nv; k += ARNOLDI_WARPS) {
             T x = lane < ARNOLDI_WARPS ? wsum[k][lane] : T(0);
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(FULL_MASK, x, o);
-            if (lane == 0) {
-                partials[k * G + blockIdx.x] = x;
-                __threadfence();
-            }
+            if (lane == 0) part[k * G + blockIdx.x] = x;
         }
-        bool leader = bar.arrive();
-        if (leader) {
-            // As gmres_dots' last block: each k's G partials in block order.
-            const volatile T* vp = partials;
-            for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
-                T acc = T(0);
-                for (u32 b = 0; b < G; ++b) acc += vp[k * G + b];
-                small[coef + k] = acc;
-                __threadfence();
-            }
+        grid_barrier_(bar);
+        // Every block: each k's G partials in block order, as gmres_dots' last block.
+        const volatile T* vp = part;
+        for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
+            T acc = T(0);
+            for (u32 b = 0; b < G; ++b) acc += vp[k * G + b];
+            c[k] = acc;
+            if (blockIdx.x == 0) small[coef + k] = acc;
         }
-        bar.release(leader);
-        for (u32 k = threadIdx.x; k < nv; k += blockDim.x) c[k] = ld_(small + coef + k);
         __syncthreads();
         // w -= V c, as gmres_update (the same order of subtractions).
         GRID_STRIDE(i, n) {
@@ -920,38 +933,56 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
         }
         __syncthreads();  // c is rewritten by the next pass
     }
-    grid_sum_sync<1>(ww, partials, bar,
-                     [&](T (&u)[1]) { gmres_column_rec_(s, small, L, hist, j, u[0], it); });
-    if (ld_(s + S_STATUS) != T(0)) return;
-    const T f = ld_(small + L.scale());
-    GRID_STRIDE(i, n) w[i] *= f;
+    grid_allsum<1>(ww, partials, bar, phase);
+    if (blockIdx.x == 0 && threadIdx.x == 0) gmres_column_rec_(s, small, L, hist, j, ww[0], it);
+    // v_{j+1} = w / |w| with gmres_column_rec_'s factor.
+    __shared__ T f;
+    if (threadIdx.x == 0) {
+        const T hnext = sqrt(ww[0] > T(0) ? ww[0] : T(0));
+        f = hnext > T(0) ? T(1) / hnext : T(0);
+    }
+    __syncthreads();
+    const T fs = f;
+    GRID_STRIDE(i, n) w[i] *= fs;
 }
 
+// The entry points load the block's copy of the slots and let block 0 write it back. bar[0] is
+// the separate kernels' ticket (0 between launches), bar[1] the barrier word.
 #define FUSED_ENTRIES(T, SUF)                                                                       \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_fused_##SUF(              \
         T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,      \
         u32* bar, T* hist, u32 it) {                                                                \
+        __shared__ T ls[NSLOTS_K];                                                                  \
         it += iter_base_(s);                                                                        \
-        cg_fused_<T>(x, p, q, r, dinv, z, n, mode, s, partials, bar, hist, it);                     \
+        load_slots_(ls, s);                                                                         \
+        cg_fused_<T>(x, p, q, r, dinv, z, n, mode, ls, blockIdx.x == 0 ? hist : nullptr, partials,  \
+                     bar + 1, it);                                                                  \
+        publish_slots_(ls, s);                                                                      \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_alpha_s_##SUF(          \
         const T* rhat, const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n, u32 mode,      \
         T* s, T* partials, u32* bar, u32 it) {                                                      \
+        __shared__ T ls[NSLOTS_K];                                                                  \
         it += iter_base_(s);                                                                        \
-        bicg_alpha_s_<T>(rhat, r, v, sv, dinv, shat, n, mode, s, partials, bar, it);                \
+        load_slots_(ls, s);                                                                         \
+        bicg_alpha_s_<T>(rhat, r, v, sv, dinv, shat, n, mode, ls, partials, bar + 1, it);           \
+        publish_slots_(ls, s);                                                                      \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_update_p_##SUF(         \
         T* x, const T* shat, const T* sv, const T* t, T* r, const T* rhat, T* p, const T* v,        \
         const T* dinv, T* phat, u32 n, u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it) {    \
+        __shared__ T ls[NSLOTS_K];                                                                  \
         it += iter_base_(s);                                                                        \
-        bicg_update_p_<T>(x, shat, sv, t, r, rhat, p, v, dinv, phat, n, mode, s, partials, bar,     \
-                          hist, it);                                                                \
+        load_slots_(ls, s);                                                                         \
+        bicg_update_p_<T>(x, shat, sv, t, r, rhat, p, v, dinv, phat, n, mode, ls,                   \
+                          blockIdx.x == 0 ? hist : nullptr, partials, bar + 1, it);                 \
+        publish_slots_(ls, s);                                                                      \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_arnoldi_##SUF(         \
         const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m, T* partials, u32* bar, \
         T* hist, u32 it) {                                                                          \
         it += iter_base_(s);                                                                        \
-        gmres_arnoldi_<T>(vptr, n, j, s, small, m, partials, bar, hist, it);                        \
+        gmres_arnoldi_<T>(vptr, n, j, s, small, m, partials, bar + 1, hist, it);                    \
     }
 
 FUSED_ENTRIES(float, f32)

@@ -104,6 +104,8 @@ pub struct GpuOps<T> {
     fused: FusedPath,
     /// The device can keep one block of each fused kernel per SM resident.
     fused_ok: bool,
+    /// Launch the fused kernels cooperatively (the default).
+    cooperative: bool,
     _t: std::marker::PhantomData<T>,
 }
 
@@ -234,22 +236,27 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         // The fused kernels wait for all their blocks at grid barriers: they run only if one
         // block per SM can be resident (registers and shared memory allow it), which the
         // cooperative launch then guarantees.
-        let fused_ok = [
-            &k.cg_fused,
-            &k.bicg_alpha_s,
-            &k.bicg_update_p,
-            &k.gmres_arnoldi,
-        ]
-        .iter()
-        .all(|f| {
-            f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-                .is_ok_and(|b| b >= 1)
-        });
+        // (The occupancy query does not bind the context itself, and this thread may not have
+        // used the device yet.)
+        let bound = gpu.context().bind_to_thread().is_ok();
+        let fused_ok = bound
+            && [
+                &k.cg_fused,
+                &k.bicg_alpha_s,
+                &k.bicg_update_p,
+                &k.gmres_arnoldi,
+            ]
+            .iter()
+            .all(|f| {
+                f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                    .is_ok_and(|b| b >= 1)
+            });
         Ok(GpuOps {
             gpu: gpu.clone(),
             k,
             fused: FusedPath::Auto,
             fused_ok,
+            cooperative: true,
             _t: std::marker::PhantomData,
         })
     }
@@ -275,6 +282,35 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// systems" in the [module docs](self) for why this bound.
     pub fn fused_rows(&self) -> usize {
         self.gpu.sm_count().max(1) as usize * THREADS as usize
+    }
+
+    /// Launches the fused kernels with a plain launch instead of a cooperative one (for
+    /// measuring what the cooperative launch costs; the grid is co-resident either way when
+    /// nothing else runs on the device, but only the cooperative launch makes the driver
+    /// guarantee it).
+    #[doc(hidden)]
+    pub fn with_plain_launch(mut self) -> Self {
+        self.cooperative = false;
+        self
+    }
+
+    /// Launches a fused kernel over `grid` blocks, cooperatively unless
+    /// [`GpuOps::with_plain_launch`].
+    ///
+    /// # Safety
+    /// As [`cudarc::driver::LaunchArgs::launch`]: `l` holds the kernel's arguments.
+    unsafe fn launch_fused(
+        &self,
+        l: &mut cudarc::driver::LaunchArgs<'_>,
+        grid: u32,
+    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        if self.cooperative {
+            // SAFETY: the caller's.
+            unsafe { l.launch_cooperative(self.cfg(grid)) }.map(|_| ())
+        } else {
+            // SAFETY: the caller's.
+            unsafe { l.launch(self.cfg(grid)) }.map(|_| ())
+        }
     }
 
     /// Whether the fused steps run for vectors of length `n`.
@@ -504,7 +540,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         Ok(GpuScalars {
             slots: self.gpu.zeros::<T>(NSLOTS)?,
             hist: self.gpu.zeros::<T>(max_iters + 1)?,
-            partials: self.gpu.zeros::<T>(NRED * grid as usize)?,
+            // Twice the widest reduction's partials: the fused kernels double-buffer them.
+            partials: self.gpu.zeros::<T>(2 * NRED * grid as usize)?,
             ticket: self.gpu.zeros::<u32>(2)?,
             grid,
             base: 0,
@@ -890,10 +927,10 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .arg(&it);
         // SAFETY: solver_cg_fused(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n,
         // u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it); x, p, q, r (and dinv, z in
-        // Jacobi mode, null otherwise and untouched) have n elements; partials NRED · grid
+        // Jacobi mode, null otherwise and untouched) have n elements; partials 2 · NRED · grid
         // entries, bar 2 words, hist more than it. Cooperative: the blocks wait for each other,
         // and the driver refuses a grid that cannot be resident at once.
-        unsafe { l.launch_cooperative(self.cfg(grid)) }.map_err(launch_err("solver_cg_fused"))?;
+        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_cg_fused"))?;
         Ok(())
     }
 
@@ -941,9 +978,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         // SAFETY: solver_bicg_alpha_s(const T* rhat, const T* r, const T* v, T* sv,
         // const T* dinv, T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it); the
         // vectors (dinv, shat in Jacobi mode, null otherwise) have n elements, partials
-        // NRED · grid, bar 2 words. Cooperative: see cg_tail.
-        unsafe { l.launch_cooperative(self.cfg(grid)) }
-            .map_err(launch_err("solver_bicg_alpha_s"))?;
+        // 2 · NRED · grid, bar 2 words. Cooperative: see cg_tail.
+        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_bicg_alpha_s"))?;
         Ok(())
     }
 
@@ -1019,9 +1055,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         // T* partials, u32* bar, T* hist, u32 it); every vector has n elements; phat is null in
         // identity mode (p̂ is p), read in separate mode, read then overwritten with D⁻¹p in
         // Jacobi mode; dinv null unless Jacobi; ŝ may alias s (both read-only). partials
-        // NRED · grid, bar 2 words, hist more than it. Cooperative: see cg_tail.
-        unsafe { l.launch_cooperative(self.cfg(grid)) }
-            .map_err(launch_err("solver_bicg_update_p"))?;
+        // 2 · NRED · grid, bar 2 words, hist more than it. Cooperative: see cg_tail.
+        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_bicg_update_p"))?;
         Ok(())
     }
 
@@ -1097,7 +1132,8 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         let need = n.div_ceil(THREADS as usize).max(1);
         let dot_grid = need.min((self.gpu.sm_count().max(1) * DOT_BLOCKS_PER_SM) as usize) as u32;
         let lay = super::recur::GmresLayout { m };
-        let npart = ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
+        // Twice (m + 1) per block: the fused Arnoldi step double-buffers its partials.
+        let npart = 2 * ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
         Ok(GpuKrylov {
             ptrs: self.gpu.upload(&ptrs)?,
             v,
@@ -1164,7 +1200,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         if let Some(grid) = self.fused_grid(len) {
             // One launch for the whole Arnoldi step (module docs, "Small systems").
             assert!(
-                (j + 1) * grid as usize <= k.partials.len(),
+                2 * (j + 1) * grid as usize <= k.partials.len(),
                 "fused Arnoldi partials"
             );
             let j32 = n32(j);
@@ -1182,9 +1218,9 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
             // SAFETY: solver_gmres_arnoldi(const u64* vptr, T* n, u32 j, T* s, T* small, u32 m,
             // T* partials, u32* bar, T* hist, u32 it): vptr holds m + 1 > j + 1 pointers to
             // vectors of n elements (alive in `k.v`); v_{j+1} is written, v_0 … v_j read;
-            // partials holds (j + 1)·grid entries (asserted), bar 2 words, small
+            // partials holds 2·(j + 1)·grid entries (asserted), bar 2 words, small
             // GmresLayout{m}.len(), hist more than it. Cooperative: see cg_tail.
-            unsafe { l.launch_cooperative(self.cfg(grid)) }
+            unsafe { self.launch_fused(&mut l, grid) }
                 .map_err(launch_err("solver_gmres_arnoldi"))?;
             return Ok(());
         }
