@@ -758,27 +758,47 @@ template <typename T> __device__ __forceinline__ void publish_slots_(const T* ls
     if (blockIdx.x == 0 && threadIdx.x < NSLOTS_K) s[threadIdx.x] = ls[threadIdx.x];
 }
 
+// The CG and BiCGSTAB kernels below hold one element per thread (the host launches
+// ceil(n / blockDim) <= SM-count blocks, so n <= gridDim.x * blockDim.x): every vector value an
+// element needs is loaded at entry, in parallel with the slots, and kept in registers across the
+// barriers, so each barrier is followed by arithmetic, not by another round trip to memory.
+// The expressions are those of the separate kernels (a thread without an element contributes 0).
+#define ONE_ELEMENT(i, has, n)                                                                     \
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;                                          \
+    const bool has = i < (n)
+
 // CG, one launch for cg_alpha, cg_update_r and cg_update_xp (modes identity and Jacobi).
 template <typename T>
 __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
                           T* s, T* hist, T* partials, u32* bar, u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T pi = T(0), qi = T(0), ri = T(0), xi = T(0), di = T(0);
+    if (has) {
+        pi = p[i];
+        qi = q[i];
+        ri = r[i];
+        xi = x[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
     if (s[S_STATUS] != T(0)) return;
     u32 phase = 0;
     T pq[1] = {T(0)};
-    GRID_STRIDE(i, n) pq[0] += p[i] * q[i];
+    if (has) pq[0] += pi * qi;
     grid_allsum<1>(pq, partials, bar, phase);
     if (threadIdx.x == 0) cg_alpha_rec_(s, pq[0], it);
     __syncthreads();
     // A breakdown in this iteration skips r's update; x and p are updated as cg_update_xp does.
+    T zi = ri;
     if (s[S_STATUS] == T(0)) {
         const T alpha = s[S_ALPHA];
         T v[2] = {T(0), T(0)};
-        GRID_STRIDE(i, n) {
-            const T ri = r[i] - alpha * q[i];
+        if (has) {
+            ri = ri - alpha * qi;
             r[i] = ri;
             v[0] += ri * ri;
+            zi = ri;
             if (mode == FUSE_JACOBI) {
-                const T zi = dinv[i] * ri;
+                zi = di * ri;
                 z[i] = zi;
                 v[1] += ri * zi;
             }
@@ -786,14 +806,15 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
         grid_allsum<2>(v, partials, bar, phase);
         if (threadIdx.x == 0) cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
         __syncthreads();
+    } else if (mode == FUSE_JACOBI && has) {
+        zi = z[i];  // cg_update_xp reads the z of the previous iteration
     }
     // Set in this iteration (it was clear at entry): x's update still runs.
     const T alpha = s[S_ALPHA], beta = s[S_BETA];
-    const T* zz = mode == FUSE_JACOBI ? z : r;
-    GRID_STRIDE(i, n) {
-        const T pi = p[i];
-        x[i] += alpha * pi;
-        p[i] = zz[i] + beta * pi;
+    if (has) {
+        xi += alpha * pi;
+        x[i] = xi;
+        p[i] = zi + beta * pi;
     }
 }
 
@@ -801,20 +822,26 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
 template <typename T>
 __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, const T* dinv,
                               T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T rhi = T(0), vi = T(0), ri = T(0), di = T(0);
+    if (has) {
+        rhi = rhat[i];
+        vi = v[i];
+        ri = r[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
     if (s[S_STATUS] != T(0)) return;
     u32 phase = 0;
     T a[1] = {T(0)};
-    GRID_STRIDE(i, n) a[0] += rhat[i] * v[i];
+    if (has) a[0] += rhi * vi;
     grid_allsum<1>(a, partials, bar, phase);
     if (threadIdx.x == 0) bicg_alpha_rec_(s, a[0], it);
     __syncthreads();
-    if (s[S_STATUS] != T(0)) return;
+    if (s[S_STATUS] != T(0) || !has) return;
     const T alpha = s[S_ALPHA];
-    GRID_STRIDE(i, n) {
-        const T si = r[i] - alpha * v[i];
-        sv[i] = si;
-        if (mode == FUSE_JACOBI) shat[i] = dinv[i] * si;
-    }
+    const T si = ri - alpha * vi;
+    sv[i] = si;
+    if (mode == FUSE_JACOBI) shat[i] = di * si;
 }
 
 // BiCGSTAB, one launch for bicg_omega, bicg_update and the next iteration's bicg_p. phat is
@@ -824,13 +851,25 @@ template <typename T>
 __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* r, const T* rhat,
                                T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
                                T* hist, T* partials, u32* bar, u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T ti = T(0), si = T(0), xi = T(0), phi = T(0), shi = T(0), rhi = T(0), pi = T(0), vi = T(0),
+      di = T(0);
+    if (has) {
+        ti = t[i];
+        si = sv[i];
+        xi = x[i];
+        pi = p[i];
+        phi = mode == FUSE_IDENTITY ? pi : phat[i];
+        shi = shat[i];
+        rhi = rhat[i];
+        vi = v[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
     if (s[S_STATUS] != T(0)) return;
-    const T* phat_in = mode == FUSE_IDENTITY ? p : phat;
     u32 phase = 0;
     T a[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        const T ti = t[i];
-        a[0] += ti * sv[i];
+    if (has) {
+        a[0] += ti * si;
         a[1] += ti * ti;
     }
     grid_allsum<2>(a, partials, bar, phase);
@@ -839,23 +878,23 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
     if (s[S_STATUS] != T(0)) return;
     const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
     a[0] = a[1] = T(0);
-    GRID_STRIDE(i, n) {
-        x[i] += alpha * phat_in[i] + omega * shat[i];
-        const T ri = sv[i] - omega * t[i];
+    T ri = T(0);
+    if (has) {
+        xi += alpha * phi + omega * shi;
+        x[i] = xi;
+        ri = si - omega * ti;
         r[i] = ri;
         a[0] += ri * ri;
-        a[1] += rhat[i] * ri;
+        a[1] += rhi * ri;
     }
     grid_allsum<2>(a, partials, bar, phase);
     if (threadIdx.x == 0) bicg_update_rec_(s, hist, a[0], a[1], omega, it);
     __syncthreads();
-    if (s[S_STATUS] != T(0)) return;
+    if (s[S_STATUS] != T(0) || !has) return;
     const T beta = s[S_BETA];
-    GRID_STRIDE(i, n) {
-        const T pi = r[i] + beta * (p[i] - omega * v[i]);
-        p[i] = pi;
-        if (mode == FUSE_JACOBI) phat[i] = dinv[i] * pi;
-    }
+    pi = ri + beta * (pi - omega * vi);
+    p[i] = pi;
+    if (mode == FUSE_JACOBI) phat[i] = di * pi;
 }
 
 #define ARNOLDI_WARPS (SOLVER_THREADS / 32)
