@@ -45,3 +45,6 @@ summ ncu-gmres
 step memcheck2 30 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_f32 --test-threads=1
 tail -2 "$res/memcheck2.log"
 awk '/Duration/ {print FILENAME": "$0}' "$res"/ncu-*-summary.txt | head -40
+# The peer (same call, its own process): CuPy's cg and gmres (raefsky2 GMRES(30) among them).
+step cupy 60 python3 benches/peers/cupy_solvers.py "$SEGSPARSE_DATA"
+tail -30 "$res/cupy.log"

@@ -770,7 +770,7 @@ template <typename T> __device__ __forceinline__ void publish_slots_(const T* ls
 // CG, one launch for cg_alpha, cg_update_r and cg_update_xp (modes identity and Jacobi).
 template <typename T>
 __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
-                          T* s, T* hist, T* partials, u32* bar, u32 it) {
+                          T* s, const T* sg, T* hist, T* partials, u32* bar, u32 it) {
     ONE_ELEMENT(i, has, n);
     T pi = T(0), qi = T(0), ri = T(0), xi = T(0), di = T(0);
     if (has) {
@@ -780,6 +780,7 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
         xi = x[i];
         if (mode == FUSE_JACOBI) di = dinv[i];
     }
+    load_slots_(s, sg);
     if (s[S_STATUS] != T(0)) return;
     u32 phase = 0;
     T pq[1] = {T(0)};
@@ -821,7 +822,8 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
 // BiCGSTAB, one launch for bicg_alpha and bicg_s.
 template <typename T>
 __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, const T* dinv,
-                              T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it) {
+                              T* shat, u32 n, u32 mode, T* s, const T* sg, T* partials, u32* bar,
+                              u32 it) {
     ONE_ELEMENT(i, has, n);
     T rhi = T(0), vi = T(0), ri = T(0), di = T(0);
     if (has) {
@@ -830,6 +832,7 @@ __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, cons
         ri = r[i];
         if (mode == FUSE_JACOBI) di = dinv[i];
     }
+    load_slots_(s, sg);
     if (s[S_STATUS] != T(0)) return;
     u32 phase = 0;
     T a[1] = {T(0)};
@@ -850,7 +853,7 @@ __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, cons
 template <typename T>
 __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* r, const T* rhat,
                                T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
-                               T* hist, T* partials, u32* bar, u32 it) {
+                               const T* sg, T* hist, T* partials, u32* bar, u32 it) {
     ONE_ELEMENT(i, has, n);
     T ti = T(0), si = T(0), xi = T(0), phi = T(0), shi = T(0), rhi = T(0), pi = T(0), vi = T(0),
       di = T(0);
@@ -865,6 +868,7 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
         vi = v[i];
         if (mode == FUSE_JACOBI) di = dinv[i];
     }
+    load_slots_(s, sg);
     if (s[S_STATUS] != T(0)) return;
     u32 phase = 0;
     T a[2] = {T(0), T(0)};
@@ -911,16 +915,18 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
 template <typename T>
 __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m,
                                T* partials, u32* bar, T* hist, u32 it) {
-    if (s[S_STATUS] != T(0)) return;
     __shared__ T c[GMRES_MAX_COLS];
     __shared__ const T* vs[GMRES_MAX_COLS];
     __shared__ T wsum[GMRES_MAX_COLS][ARNOLDI_WARPS];
     const GmresLay L{m};
     const u32 nv = j + 1, G = gridDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     u32 phase = 0;
+    // The pointer table and the status in one round trip.
     T* w = reinterpret_cast<T*>(vptr[j + 1]);
     for (u32 k = threadIdx.x; k < nv; k += blockDim.x) vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    const bool stopped = s[S_STATUS] != T(0);
     __syncthreads();
+    if (stopped) return;
     T ww[1] = {T(0)};
     for (u32 pass = 0; pass < 2; ++pass) {
         const u32 coef = pass == 0 ? L.c1() : L.c2();
@@ -985,7 +991,8 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
     GRID_STRIDE(i, n) w[i] *= fs;
 }
 
-// The entry points load the block's copy of the slots and let block 0 write it back. bar[0] is
+// The entry points give the bodies the block's copy of the slots (which a body loads once it has
+// issued its vector loads, so the two round trips overlap) and let block 0 write it back. bar[0] is
 // the separate kernels' ticket (0 between launches), bar[1] the barrier word.
 #define FUSED_ENTRIES(T, SUF)                                                                       \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_fused_##SUF(              \
@@ -993,9 +1000,8 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
         u32* bar, T* hist, u32 it) {                                                                \
         __shared__ T ls[NSLOTS_K];                                                                  \
         it += iter_base_(s);                                                                        \
-        load_slots_(ls, s);                                                                         \
-        cg_fused_<T>(x, p, q, r, dinv, z, n, mode, ls, blockIdx.x == 0 ? hist : nullptr, partials,  \
-                     bar + 1, it);                                                                  \
+        cg_fused_<T>(x, p, q, r, dinv, z, n, mode, ls, s, blockIdx.x == 0 ? hist : nullptr,         \
+                     partials, bar + 1, it);                                                        \
         publish_slots_(ls, s);                                                                      \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_alpha_s_##SUF(          \
@@ -1003,8 +1009,7 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
         T* s, T* partials, u32* bar, u32 it) {                                                      \
         __shared__ T ls[NSLOTS_K];                                                                  \
         it += iter_base_(s);                                                                        \
-        load_slots_(ls, s);                                                                         \
-        bicg_alpha_s_<T>(rhat, r, v, sv, dinv, shat, n, mode, ls, partials, bar + 1, it);           \
+        bicg_alpha_s_<T>(rhat, r, v, sv, dinv, shat, n, mode, ls, s, partials, bar + 1, it);        \
         publish_slots_(ls, s);                                                                      \
     }                                                                                               \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_update_p_##SUF(         \
@@ -1012,8 +1017,7 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
         const T* dinv, T* phat, u32 n, u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it) {    \
         __shared__ T ls[NSLOTS_K];                                                                  \
         it += iter_base_(s);                                                                        \
-        load_slots_(ls, s);                                                                         \
-        bicg_update_p_<T>(x, shat, sv, t, r, rhat, p, v, dinv, phat, n, mode, ls,                   \
+        bicg_update_p_<T>(x, shat, sv, t, r, rhat, p, v, dinv, phat, n, mode, ls, s,                \
                           blockIdx.x == 0 ? hist : nullptr, partials, bar + 1, it);                 \
         publish_slots_(ls, s);                                                                      \
     }                                                                                               \
