@@ -19,6 +19,43 @@
 //! [`BLOCKS_PER_SM`]) writes one partial per block and the last block sums them in block order.
 //! Results therefore agree bit for bit from run to run on one device, though not with the CPU
 //! backend (whose summation order differs).
+//!
+//! # Small systems: fused kernels
+//!
+//! On a system of a few thousand rows every kernel is short and waits on the one before, so an
+//! iteration costs about as many microseconds as it has kernels, even replayed as a CUDA graph
+//! (Nsight Compute on an H100, raefsky2: 2.7–3.2 µs for a one-pass vector kernel of 13 blocks,
+//! 5.6–7.6 µs for one that ends in a reduction and its last-block epilogue). Up to
+//! [`GpuOps::fused_rows`] rows (`256 ·` SM count: 33,792 on an H100 or H200) the backend
+//! therefore runs the fused steps of [`VectorOps`] as single launches:
+//!
+//! | method | separate kernels per iteration | fused |
+//! |---|---|---|
+//! | CG, Jacobi-PCG | SpMV, `cg_alpha`, `cg_update_r`, `cg_update_xp` | SpMV, `cg_fused` ([`VectorOps::cg_tail`]) |
+//! | BiCGSTAB (any preconditioner) | `bicg_p`, SpMV, `bicg_alpha`, `bicg_s`, SpMV, `bicg_omega`, `bicg_update` | SpMV, `bicg_alpha_s`, SpMV, `bicg_update_p` (the next `p` included) |
+//! | GMRES(m), column `j` | SpMV, 2 × (`gmres_dots`, `gmres_update`), `gmres_scale` | SpMV, `gmres_arnoldi` |
+//!
+//! Where a separate kernel ends in a reduction, a fused kernel meets at a **grid barrier** (one
+//! release-add per block and an acquire spin on a word whose top bit flips once per barrier),
+//! after which every block sums the per-block partials itself, in block order, and runs the
+//! scalar recurrence on its own shared-memory copy of the slots (block 0 writes them back): no
+//! block waits for another's epilogue. Blocks that wait for each other must all be resident:
+//! the kernels are launched **cooperatively** (the driver refuses a grid that could not be), the
+//! grid is at most one block per SM, and [`GpuOps::new`] checks with the occupancy calculator
+//! that one block fits; a device where it does not runs the separate kernels. The grid is the
+//! one the separate kernels use, each thread handles the same element, and the reductions and
+//! recurrences are the same code, so **results equal the separate kernels' bit for bit**
+//! (iterations, residual histories, solutions, errors; `tests/solver_fused.rs`).
+//!
+//! Why the bound is `256 ·` SM count: below it the separate kernels' grid is one block of 256
+//! threads per 256 rows, at most one per SM, which is co-resident and gives each thread one
+//! element, so the fused kernels keep every vector value in registers across their barriers.
+//! Above it the separate kernels use up to [`BLOCKS_PER_SM`] blocks per SM for bandwidth, and a
+//! fused kernel would need either a different grid (different sums) or blocks that wait on
+//! blocks that may not be resident. Measured on an H100 (`benches/results/solvers.md`), the
+//! fused path is faster at every size up to the bound (0.71–0.84× the separate kernels' time per
+//! iteration with graphs, Poisson 2D 32² to 183², CG, BiCGSTAB and GMRES), so `Auto` uses it up to
+//! there. [`FusedPath::Off`] keeps the separate kernels (for comparison).
 
 use std::sync::Arc;
 

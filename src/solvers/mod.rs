@@ -118,6 +118,19 @@
 //!   error (breakdown, NaN) are those of the uncaptured path, bit for bit (the same kernels,
 //!   grids and reduction orders run in both).
 //!
+//! # Fused steps
+//!
+//! Some steps of [`VectorOps`] stand for a fixed sequence of the others:
+//! [`VectorOps::cg_tail`] (CG's `cg_alpha`, `cg_update_r`, `cg_update_xp`),
+//! [`VectorOps::bicg_alpha_s`] and [`VectorOps::bicg_update_p`] (BiCGSTAB's `bicg_alpha` +
+//! `bicg_s` and `bicg_omega` + `bicg_update` + the next iteration's `bicg_p`). Their default
+//! implementations issue that sequence, so the CPU and the distributed backends are unchanged;
+//! the GPU backend runs each as one kernel on small systems (see "Small systems" in
+//! [`gpu`]), where an iteration's cost is its number of kernel launches. BiCGSTAB uses the
+//! fused order (its `p` update moved to the end of the previous iteration) only where the
+//! backend asks for it ([`VectorOps::bicg_fused`]). Either way the arithmetic is the same:
+//! iterations, residuals and errors do not depend on the fusion.
+//!
 //! The CPU backend runs the same steps with host scalars (the same recurrences, written once in
 //! Rust in [`recur`] and mirrored in `kernels/solvers/blas1.cu`), and its reductions also
 //! sum fixed-size chunks in a fixed order, so CPU results are reproducible run to run.
@@ -670,7 +683,7 @@ pub trait VectorOps<T: Scalar> {
 
     /// Whether BiCGSTAB on vectors of length `n` runs its fused step order
     /// ([`VectorOps::bicg_alpha_s`], [`VectorOps::bicg_update_p`]): `p`'s update moves from the
-    /// start of an iteration to the end of the previous one (and of [`Method::start`]), where a
+    /// start of an iteration to the end of the previous one (and of the (re)start), where a
     /// backend can fuse it with the reductions before it. The default, false, keeps the
     /// separate steps (the CPU's order is unchanged).
     fn bicg_fused(&self, n: usize) -> bool {
