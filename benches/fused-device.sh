@@ -6,6 +6,9 @@
 # copy the executables to .gpu/tests/test-{solver_fused,solver_graphs,solvers} and
 # .gpu/benches/solver_fused, the corpus matrices to .gpu/data, this script to .gpu/; then on the
 # machine, from the repository root: bash .gpu/fused-device.sh  (results in $OUT/fused.tgz).
+# GPU_DIR names another staging folder: the device tool ships the session's own checkout, so a
+# helper working in another worktree stages into an ignored folder of that checkout (this branch's
+# figures: GPU_DIR=.gpu-fused, carried as [".gpu-fused"]).
 set -uo pipefail
 G=${GPU_DIR:-.gpu}
 export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/$G/data" RUST_BACKTRACE=1
