@@ -55,6 +55,9 @@ template <typename T> __device__ __forceinline__ bool finite_(T x) { return (x -
 __device__ __forceinline__ float eps_(float) { return 1.1920929e-07f; }
 __device__ __forceinline__ double eps_(double) { return 2.220446049250313e-16; }
 
+// A volatile read: a value that another block of the same launch wrote (L2, never a stale L1 line).
+template <typename T> __device__ __forceinline__ T ld_(const T* p) { return *(const volatile T*)p; }
+
 template <typename T> __device__ __forceinline__ u32 iter_base_(const T* s) {
     return u32(s[S_ITER_BASE]);
 }
@@ -88,6 +91,24 @@ __device__ __forceinline__ void block_sum(T (&v)[K], T (*smem)[32]) {
     }
 }
 
+// The last block's part of a grid-wide sum: the K totals of the gridDim.x partials per value,
+// summed in block order (deterministic), into thread 0's v.
+template <int K, typename T>
+__device__ __forceinline__ void sum_partials(T (&v)[K], const T* partials, T (*smem)[32]) {
+    T acc[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) acc[k] = T(0);
+    // volatile: read the other blocks' partials from L2, not from a stale L1 line.
+    const volatile T* vp = partials;
+    for (u32 b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+#pragma unroll
+        for (int k = 0; k < K; ++k) acc[k] += vp[k * gridDim.x + b];
+    block_sum<K>(acc, smem);
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] = acc[k];
+}
+
 // Grid-wide sum of K values per thread. Returns true in the last block to finish, where thread 0
 // then holds the totals in v. Resets the ticket for the next kernel.
 template <int K, typename T>
@@ -106,20 +127,8 @@ __device__ __forceinline__ bool grid_sum(T (&v)[K], T* partials, u32* ticket) {
     __syncthreads();
     if (!last) return false;
     __threadfence();
-    T acc[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) acc[k] = T(0);
-    // volatile: read the other blocks' partials from L2, not from a stale L1 line.
-    const volatile T* vp = partials;
-    for (u32 b = threadIdx.x; b < gridDim.x; b += blockDim.x)
-#pragma unroll
-        for (int k = 0; k < K; ++k) acc[k] += vp[k * gridDim.x + b];
-    block_sum<K>(acc, smem);
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int k = 0; k < K; ++k) v[k] = acc[k];
-        *ticket = 0;
-    }
+    sum_partials<K>(v, partials, smem);
+    if (threadIdx.x == 0) *ticket = 0;
     return true;
 }
 
@@ -129,7 +138,7 @@ __device__ __forceinline__ bool grid_sum(T (&v)[K], T* partials, u32* ticket) {
 
 template <typename T> __device__ bool test_rr_(T* s, T* hist, T rr, u32 it) {
     s[S_RR] = rr;
-    hist[it] = rr;
+    if (hist) hist[it] = rr;  // null in the fused kernels' blocks other than block 0
     if (!finite_(rr)) { stop_(s, ST_NONFINITE, it); return true; }
     if (rr <= s[S_THRESH]) { stop_(s, ST_CONVERGED, it); return true; }
     return false;
@@ -179,19 +188,28 @@ __device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s
     }
 }
 
+// CG: alpha = rho / pq; breakdown when pq <= 0.
+template <typename T> __device__ void cg_alpha_rec_(T* s, T pq, u32 it) {
+    s[S_PQ] = pq;
+    if (!finite_(pq)) { s[S_ALPHA] = T(0); stop_(s, ST_NONFINITE, it); }
+    else if (pq <= T(0)) { s[S_ALPHA] = T(0); stop_(s, ST_BREAKDOWN_PQ, it); }
+    else s[S_ALPHA] = s[S_RHO] / pq;
+}
+
+// CG: |r|^2 test; beta, rho from rz (by mode).
+template <typename T> __device__ void cg_update_r_rec_(T* s, T* hist, T rr, T rz, u32 mode, u32 it) {
+    if (test_rr_(s, hist, rr, it)) return;
+    if (mode == FUSE_IDENTITY) cg_rho_(s, rr, it);
+    else if (mode == FUSE_JACOBI) cg_rho_(s, rz, it);
+}
+
 // CG: pq = p.q; alpha = rho / pq; breakdown when pq <= 0.
 template <typename T>
 __device__ void cg_alpha_(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T v[1] = {T(0)};
     GRID_STRIDE(i, n) v[0] += p[i] * q[i];
-    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) {
-        const T pq = v[0];
-        s[S_PQ] = pq;
-        if (!finite_(pq)) { s[S_ALPHA] = T(0); stop_(s, ST_NONFINITE, it); }
-        else if (pq <= T(0)) { s[S_ALPHA] = T(0); stop_(s, ST_BREAKDOWN_PQ, it); }
-        else s[S_ALPHA] = s[S_RHO] / pq;
-    }
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) cg_alpha_rec_(s, v[0], it);
 }
 
 // CG: r -= alpha q (and z = dinv r); |r|^2, r.z; convergence; beta, rho.
@@ -211,11 +229,8 @@ __device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 m
             v[1] += ri * zi;
         }
     }
-    if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
-        if (test_rr_(s, hist, v[0], it)) return;
-        if (mode == FUSE_IDENTITY) cg_rho_(s, v[0], it);
-        else if (mode == FUSE_JACOBI) cg_rho_(s, v[1], it);
-    }
+    if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0)
+        cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
 }
 
 // PCG with a separate preconditioner: rz = r.z; beta, rho.
@@ -253,6 +268,35 @@ __device__ void bicg_p_(const T* r, const T* v, T* p, const T* dinv, T* phat, u3
     }
 }
 
+// BiCGSTAB: alpha = rho / rv.
+template <typename T> __device__ void bicg_alpha_rec_(T* s, T rv, u32 it) {
+    s[S_PQ] = rv;
+    const T alpha = s[S_RHO] / rv;
+    if (!finite_(rv)) stop_(s, ST_NONFINITE, it);
+    else if (rv == T(0) || !finite_(alpha)) stop_(s, ST_BREAKDOWN_RV, it);
+    else s[S_ALPHA] = alpha;
+}
+
+// BiCGSTAB: omega = ts / tt (0 when t = 0).
+template <typename T> __device__ void bicg_omega_rec_(T* s, T ts, T tt, u32 it) {
+    s[S_TS] = ts;
+    s[S_TT] = tt;
+    if (!finite_(ts) || !finite_(tt)) stop_(s, ST_NONFINITE, it);
+    else s[S_OMEGA] = tt > T(0) ? ts / tt : T(0);
+}
+
+// BiCGSTAB: |r|^2 test, breakdown tests, beta and rho from rr = |r|^2 and rho = rhat.r.
+template <typename T> __device__ void bicg_update_rec_(T* s, T* hist, T rr, T rho, T omega, u32 it) {
+    if (test_rr_(s, hist, rr, it)) return;
+    if (!finite_(rho)) stop_(s, ST_NONFINITE, it);
+    else if (omega == T(0)) stop_(s, ST_BREAKDOWN_OMEGA, it);
+    else if (rho * rho <= eps_(T(0)) * eps_(T(0)) * s[S_RR0] * rr) stop_(s, ST_BREAKDOWN_RHO, it);
+    else {
+        s[S_BETA] = (rho / s[S_RHO]) * (s[S_ALPHA] / omega);
+        s[S_RHO] = rho;
+    }
+}
+
 // BiCGSTAB: rv = rhat.v; alpha = rho / rv.
 template <typename T>
 __device__ void bicg_alpha_(const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket,
@@ -260,14 +304,7 @@ __device__ void bicg_alpha_(const T* rhat, const T* v, u32 n, T* s, T* partials,
     if (s[S_STATUS] != T(0)) return;
     T a[1] = {T(0)};
     GRID_STRIDE(i, n) a[0] += rhat[i] * v[i];
-    if (grid_sum<1>(a, partials, ticket) && threadIdx.x == 0) {
-        const T rv = a[0];
-        s[S_PQ] = rv;
-        const T alpha = s[S_RHO] / rv;
-        if (!finite_(rv)) stop_(s, ST_NONFINITE, it);
-        else if (rv == T(0) || !finite_(alpha)) stop_(s, ST_BREAKDOWN_RV, it);
-        else s[S_ALPHA] = alpha;
-    }
+    if (grid_sum<1>(a, partials, ticket) && threadIdx.x == 0) bicg_alpha_rec_(s, a[0], it);
 }
 
 // BiCGSTAB: s = r - alpha v (and shat = dinv s).
@@ -294,12 +331,7 @@ __device__ void bicg_omega_(const T* t, const T* sv, u32 n, T* s, T* partials, u
         a[0] += ti * sv[i];
         a[1] += ti * ti;
     }
-    if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) {
-        s[S_TS] = a[0];
-        s[S_TT] = a[1];
-        if (!finite_(a[0]) || !finite_(a[1])) stop_(s, ST_NONFINITE, it);
-        else s[S_OMEGA] = a[1] > T(0) ? a[0] / a[1] : T(0);
-    }
+    if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) bicg_omega_rec_(s, a[0], a[1], it);
 }
 
 // BiCGSTAB: x += alpha phat + omega shat; r = s - omega t; |r|^2, rhat.r; tests; beta, rho.
@@ -317,17 +349,8 @@ __device__ void bicg_update_(T* x, const T* phat, const T* shat, const T* sv, co
         a[0] += ri * ri;
         a[1] += rhat[i] * ri;
     }
-    if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) {
-        const T rr = a[0], rho = a[1];
-        if (test_rr_(s, hist, rr, it)) return;
-        if (!finite_(rho)) stop_(s, ST_NONFINITE, it);
-        else if (omega == T(0)) stop_(s, ST_BREAKDOWN_OMEGA, it);
-        else if (rho * rho <= eps_(T(0)) * eps_(T(0)) * s[S_RR0] * rr) stop_(s, ST_BREAKDOWN_RHO, it);
-        else {
-            s[S_BETA] = (rho / s[S_RHO]) * (s[S_ALPHA] / omega);
-            s[S_RHO] = rho;
-        }
-    }
+    if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0)
+        bicg_update_rec_(s, hist, a[0], a[1], omega, it);
 }
 
 // Elementwise helpers for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
@@ -471,7 +494,8 @@ __device__ void gmres_column_rec_(T* s, T* small, GmresLay L, T* hist, u32 j, T 
     const u32 ld = L.m + 1;
     const T hnext = sqrt(ww > T(0) ? ww : T(0));
     for (u32 i = 0; i <= j; ++i) {
-        const T h = small[L.c1() + i] + small[L.c2() + i];
+        // volatile: in the fused Arnoldi kernel another block wrote them in this launch.
+        const T h = ld_(small + L.c1() + i) + ld_(small + L.c2() + i);
         small[L.hess() + j * ld + i] = h;
         small[L.rmat() + j * ld + i] = h;
     }
@@ -653,3 +677,356 @@ __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 
 
 KRYLOV_ENTRIES(float, f32)
 KRYLOV_ENTRIES(double, f64)
+
+// ---- small-system path: one launch per step of several reductions (src/solvers/gpu.rs) ---------
+//
+// On systems of a few thousand rows an iteration's kernels are short and dependent, so their
+// number sets the time per iteration (each costs ~2-3 us of launch and drain even inside a CUDA
+// graph, and a reduction's last-block epilogue ~2 us more). The kernels below do the work of
+// several of the kernels above in one launch: where those end (a reduction whose last block
+// computes alpha, omega, beta, ...), these meet at a grid barrier, after which EVERY block sums
+// the partials itself (in the same block order, so every block gets the same totals, bit for
+// bit) and runs the recurrence on its own shared-memory copy of the slots; block 0 also writes
+// the slots and the history back for the host and the next kernels. No block waits for another
+// block's epilogue: the barrier is one atomic arrival and one wait.
+//
+// They are launched cooperatively (every block resident at once; the driver refuses a grid that
+// cannot be) over the same grid as the separate kernels, each thread touching the same elements
+// in the same order, with the same reductions and recurrences: for a given grid their results
+// equal those of the separate kernels bit for bit. Only scalars cross blocks (each thread's
+// vector elements are its own from one pass to the next).
+
+__device__ __forceinline__ u32 atom_add_release_(u32* p, u32 v) {
+    u32 old;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+__device__ __forceinline__ u32 ld_acquire_(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Every block of the (co-resident) grid waits here until all have arrived; what a block wrote
+// before is visible to every block after. The word's top bit flips once per barrier: block 0
+// adds 2^31 - (G - 1) and the others 1, so the G arrivals add exactly 2^31 and the low bits come
+// back to 0. The top bit changes only with the last arrival (the low bits are 0 at the start of
+// every barrier), so a block waits until it differs from the value it saw when it arrived; the
+// word needs no reset between barriers or launches, whatever their grid sizes.
+__device__ __forceinline__ void grid_barrier_(u32* bar) {
+    __syncthreads();  // the block's writes happen before thread 0's release
+    if (threadIdx.x == 0) {
+        const u32 inc = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+        const u32 old = atom_add_release_(bar, inc);
+        while (((ld_acquire_(bar) ^ old) & 0x80000000u) == 0) {}
+    }
+    __syncthreads();
+}
+
+// Grid-wide sum of K values per thread, in every block: thread 0 of each block ends with the
+// totals (the partials summed in block order, as grid_sum's last block does). Partials are
+// double-buffered by `phase` (a block may write the next barrier's partial while a slower one
+// still reads this one's; not two barriers ahead, since it cannot pass the next barrier before
+// the slower block arrives there): 2 * K * gridDim.x entries.
+template <int K, typename T>
+__device__ __forceinline__ void grid_allsum(T (&v)[K], T* partials, u32* bar, u32& phase) {
+    __shared__ T smem[K][32];
+    block_sum<K>(v, smem);
+    T* part = partials + (phase++ & 1u) * K * gridDim.x;
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int k = 0; k < K; ++k) part[k * gridDim.x + blockIdx.x] = v[k];
+    grid_barrier_(bar);
+    sum_partials<K>(v, part, smem);
+}
+
+// The block's copy of the slots (loaded at entry, read and written by the recurrences) and the
+// history pointer its recurrences write (block 0's only).
+template <typename T> struct LocalSlots {
+    T* s;     // shared memory, NSLOTS_K values
+    T* hist;  // block 0: the history; others: null
+};
+#define NSLOTS_K 16
+
+template <typename T> __device__ __forceinline__ void load_slots_(T* ls, const T* s) {
+    if (threadIdx.x < NSLOTS_K) ls[threadIdx.x] = s[threadIdx.x];
+    __syncthreads();
+}
+// Block 0 writes the slots back (every exit of a fused kernel's body goes through this).
+template <typename T> __device__ __forceinline__ void publish_slots_(const T* ls, T* s) {
+    __syncthreads();
+    if (blockIdx.x == 0 && threadIdx.x < NSLOTS_K) s[threadIdx.x] = ls[threadIdx.x];
+}
+
+// The CG and BiCGSTAB kernels below hold one element per thread (the host launches
+// ceil(n / blockDim) <= SM-count blocks, so n <= gridDim.x * blockDim.x): every vector value an
+// element needs is loaded at entry, in parallel with the slots, and kept in registers across the
+// barriers, so each barrier is followed by arithmetic, not by another round trip to memory.
+// The expressions are those of the separate kernels (a thread without an element contributes 0).
+#define ONE_ELEMENT(i, has, n)                                                                     \
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;                                          \
+    const bool has = i < (n)
+
+// CG, one launch for cg_alpha, cg_update_r and cg_update_xp (modes identity and Jacobi).
+template <typename T>
+__device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
+                          T* s, const T* sg, T* hist, T* partials, u32* bar, u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T pi = T(0), qi = T(0), ri = T(0), xi = T(0), di = T(0);
+    if (has) {
+        pi = p[i];
+        qi = q[i];
+        ri = r[i];
+        xi = x[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
+    load_slots_(s, sg);
+    if (s[S_STATUS] != T(0)) return;
+    u32 phase = 0;
+    T pq[1] = {T(0)};
+    if (has) pq[0] += pi * qi;
+    grid_allsum<1>(pq, partials, bar, phase);
+    if (threadIdx.x == 0) cg_alpha_rec_(s, pq[0], it);
+    __syncthreads();
+    // A breakdown in this iteration skips r's update; x and p are updated as cg_update_xp does.
+    T zi = ri;
+    if (s[S_STATUS] == T(0)) {
+        const T alpha = s[S_ALPHA];
+        T v[2] = {T(0), T(0)};
+        if (has) {
+            ri = ri - alpha * qi;
+            r[i] = ri;
+            v[0] += ri * ri;
+            zi = ri;
+            if (mode == FUSE_JACOBI) {
+                zi = di * ri;
+                z[i] = zi;
+                v[1] += ri * zi;
+            }
+        }
+        grid_allsum<2>(v, partials, bar, phase);
+        if (threadIdx.x == 0) cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
+        __syncthreads();
+    } else if (mode == FUSE_JACOBI && has) {
+        zi = z[i];  // cg_update_xp reads the z of the previous iteration
+    }
+    // Set in this iteration (it was clear at entry): x's update still runs.
+    const T alpha = s[S_ALPHA], beta = s[S_BETA];
+    if (has) {
+        xi += alpha * pi;
+        x[i] = xi;
+        p[i] = zi + beta * pi;
+    }
+}
+
+// BiCGSTAB, one launch for bicg_alpha and bicg_s.
+template <typename T>
+__device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, const T* dinv,
+                              T* shat, u32 n, u32 mode, T* s, const T* sg, T* partials, u32* bar,
+                              u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T rhi = T(0), vi = T(0), ri = T(0), di = T(0);
+    if (has) {
+        rhi = rhat[i];
+        vi = v[i];
+        ri = r[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
+    load_slots_(s, sg);
+    if (s[S_STATUS] != T(0)) return;
+    u32 phase = 0;
+    T a[1] = {T(0)};
+    if (has) a[0] += rhi * vi;
+    grid_allsum<1>(a, partials, bar, phase);
+    if (threadIdx.x == 0) bicg_alpha_rec_(s, a[0], it);
+    __syncthreads();
+    if (s[S_STATUS] != T(0) || !has) return;
+    const T alpha = s[S_ALPHA];
+    const T si = ri - alpha * vi;
+    sv[i] = si;
+    if (mode == FUSE_JACOBI) shat[i] = di * si;
+}
+
+// BiCGSTAB, one launch for bicg_omega, bicg_update and the next iteration's bicg_p. phat is
+// p-hat: read by x's update (p itself in identity mode), and overwritten with dinv p in Jacobi
+// mode (a separate preconditioner computes it in the next iteration).
+template <typename T>
+__device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* r, const T* rhat,
+                               T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
+                               const T* sg, T* hist, T* partials, u32* bar, u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T ti = T(0), si = T(0), xi = T(0), phi = T(0), shi = T(0), rhi = T(0), pi = T(0), vi = T(0),
+      di = T(0);
+    if (has) {
+        ti = t[i];
+        si = sv[i];
+        xi = x[i];
+        pi = p[i];
+        phi = mode == FUSE_IDENTITY ? pi : phat[i];
+        shi = shat[i];
+        rhi = rhat[i];
+        vi = v[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
+    load_slots_(s, sg);
+    if (s[S_STATUS] != T(0)) return;
+    u32 phase = 0;
+    T a[2] = {T(0), T(0)};
+    if (has) {
+        a[0] += ti * si;
+        a[1] += ti * ti;
+    }
+    grid_allsum<2>(a, partials, bar, phase);
+    if (threadIdx.x == 0) bicg_omega_rec_(s, a[0], a[1], it);
+    __syncthreads();
+    if (s[S_STATUS] != T(0)) return;
+    const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
+    a[0] = a[1] = T(0);
+    T ri = T(0);
+    if (has) {
+        xi += alpha * phi + omega * shi;
+        x[i] = xi;
+        ri = si - omega * ti;
+        r[i] = ri;
+        a[0] += ri * ri;
+        a[1] += rhi * ri;
+    }
+    grid_allsum<2>(a, partials, bar, phase);
+    if (threadIdx.x == 0) bicg_update_rec_(s, hist, a[0], a[1], omega, it);
+    __syncthreads();
+    if (s[S_STATUS] != T(0) || !has) return;
+    const T beta = s[S_BETA];
+    pi = ri + beta * (pi - omega * vi);
+    p[i] = pi;
+    if (mode == FUSE_JACOBI) phat[i] = di * pi;
+}
+
+#define ARNOLDI_WARPS (SOLVER_THREADS / 32)
+// Basis vectors whose loads one thread keeps in flight in the fused Arnoldi step.
+#define ARNOLDI_BATCH 8
+
+// GMRES, one launch for column j's CGS2 (gmres_dots, gmres_update twice), the column recurrence
+// and gmres_scale. Every block computes the coefficients c itself (each k's partials in block
+// order, as gmres_dots' last block); block 0 writes them to small and runs the column recurrence
+// (Givens rotations on the small arrays: once, not in every block). The others scale v_{j+1}
+// by 1/|w| computed from the same total, as the recurrence does; when the recurrence sets the
+// status, v_{j+1} is scaled although gmres_scale would not have, which nothing reads (the
+// correction uses v_0 ... v_j, a restart rebuilds the basis). Partials: 2 * nv * gridDim.x.
+template <typename T>
+__device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m,
+                               T* partials, u32* bar, T* hist, u32 it) {
+    __shared__ T c[GMRES_MAX_COLS];
+    __shared__ const T* vs[GMRES_MAX_COLS];
+    __shared__ T wsum[GMRES_MAX_COLS][ARNOLDI_WARPS];
+    const GmresLay L{m};
+    const u32 nv = j + 1, G = gridDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 phase = 0;
+    // The pointer table and the status in one round trip.
+    T* w = reinterpret_cast<T*>(vptr[j + 1]);
+    for (u32 k = threadIdx.x; k < nv; k += blockDim.x) vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    const bool stopped = s[S_STATUS] != T(0);
+    __syncthreads();
+    if (stopped) return;
+    T ww[1] = {T(0)};
+    for (u32 pass = 0; pass < 2; ++pass) {
+        const u32 coef = pass == 0 ? L.c1() : L.c2();
+        // Block partials of c[k] = V[k].w, as gmres_dots (each k's block sum is block_sum's tree).
+        for (u32 k0 = 0; k0 < nv; k0 += ARNOLDI_BATCH) {
+            T acc[ARNOLDI_BATCH];
+#pragma unroll
+            for (int q = 0; q < ARNOLDI_BATCH; ++q) acc[q] = T(0);
+            GRID_STRIDE(i, n) {
+                const T wi = w[i];
+#pragma unroll
+                for (int q = 0; q < ARNOLDI_BATCH; ++q)
+                    if (k0 + q < nv) acc[q] += vs[k0 + q][i] * wi;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+                for (int q = 0; q < ARNOLDI_BATCH; ++q) acc[q] += __shfl_down_sync(FULL_MASK, acc[q], o);
+            if (lane == 0)
+#pragma unroll
+                for (int q = 0; q < ARNOLDI_BATCH; ++q)
+                    if (k0 + q < nv) wsum[k0 + q][warp] = acc[q];
+        }
+        __syncthreads();
+        T* part = partials + (phase++ & 1u) * nv * G;
+        for (u32 k = warp; k < nv; k += ARNOLDI_WARPS) {
+            T x = lane < ARNOLDI_WARPS ? wsum[k][lane] : T(0);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(FULL_MASK, x, o);
+            if (lane == 0) part[k * G + blockIdx.x] = x;
+        }
+        grid_barrier_(bar);
+        // Every block: each k's G partials in block order, as gmres_dots' last block.
+        const volatile T* vp = part;
+        for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
+            T acc = T(0);
+            for (u32 b = 0; b < G; ++b) acc += vp[k * G + b];
+            c[k] = acc;
+            if (blockIdx.x == 0) small[coef + k] = acc;
+        }
+        __syncthreads();
+        // w -= V c, as gmres_update (the same order of subtractions).
+        GRID_STRIDE(i, n) {
+            T acc = w[i];
+#pragma unroll 8
+            for (u32 k = 0; k < nv; ++k) acc -= c[k] * vs[k][i];
+            w[i] = acc;
+            if (pass == 1) ww[0] += acc * acc;
+        }
+        __syncthreads();  // c is rewritten by the next pass
+    }
+    grid_allsum<1>(ww, partials, bar, phase);
+    if (blockIdx.x == 0 && threadIdx.x == 0) gmres_column_rec_(s, small, L, hist, j, ww[0], it);
+    // v_{j+1} = w / |w| with gmres_column_rec_'s factor.
+    __shared__ T f;
+    if (threadIdx.x == 0) {
+        const T hnext = sqrt(ww[0] > T(0) ? ww[0] : T(0));
+        f = hnext > T(0) ? T(1) / hnext : T(0);
+    }
+    __syncthreads();
+    const T fs = f;
+    GRID_STRIDE(i, n) w[i] *= fs;
+}
+
+// The entry points give the bodies the block's copy of the slots (which a body loads once it has
+// issued its vector loads, so the two round trips overlap) and let block 0 write it back. bar[0] is
+// the separate kernels' ticket (0 between launches), bar[1] the barrier word.
+#define FUSED_ENTRIES(T, SUF)                                                                       \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_fused_##SUF(              \
+        T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,      \
+        u32* bar, T* hist, u32 it) {                                                                \
+        __shared__ T ls[NSLOTS_K];                                                                  \
+        it += iter_base_(s);                                                                        \
+        cg_fused_<T>(x, p, q, r, dinv, z, n, mode, ls, s, blockIdx.x == 0 ? hist : nullptr,         \
+                     partials, bar + 1, it);                                                        \
+        publish_slots_(ls, s);                                                                      \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_alpha_s_##SUF(          \
+        const T* rhat, const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n, u32 mode,      \
+        T* s, T* partials, u32* bar, u32 it) {                                                      \
+        __shared__ T ls[NSLOTS_K];                                                                  \
+        it += iter_base_(s);                                                                        \
+        bicg_alpha_s_<T>(rhat, r, v, sv, dinv, shat, n, mode, ls, s, partials, bar + 1, it);        \
+        publish_slots_(ls, s);                                                                      \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_update_p_##SUF(         \
+        T* x, const T* shat, const T* sv, const T* t, T* r, const T* rhat, T* p, const T* v,        \
+        const T* dinv, T* phat, u32 n, u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it) {    \
+        __shared__ T ls[NSLOTS_K];                                                                  \
+        it += iter_base_(s);                                                                        \
+        bicg_update_p_<T>(x, shat, sv, t, r, rhat, p, v, dinv, phat, n, mode, ls, s,                \
+                          blockIdx.x == 0 ? hist : nullptr, partials, bar + 1, it);                 \
+        publish_slots_(ls, s);                                                                      \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_arnoldi_##SUF(         \
+        const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m, T* partials, u32* bar, \
+        T* hist, u32 it) {                                                                          \
+        it += iter_base_(s);                                                                        \
+        gmres_arnoldi_<T>(vptr, n, j, s, small, m, partials, bar + 1, hist, it);                    \
+    }
+
+FUSED_ENTRIES(float, f32)
+FUSED_ENTRIES(double, f64)

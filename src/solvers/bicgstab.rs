@@ -16,6 +16,14 @@
 //! | [`bicg_update`](super::VectorOps::bicg_update) | `x += αp̂ + ωŝ; r = s − ωt` | ‖r‖², ρ' = r̂ᵀr, β, tests |
 //!
 //! The shadow residual r̂ is the initial residual (reset to the true residual on a restart).
+//!
+//! **Fused order** (when [`VectorOps::bicg_fused`] says so; the GPU on small systems): `bicg_p`
+//! moves to the end of the previous iteration (and of the start, where β = 0 and `p = v = 0`
+//! make it `p = r`), so an iteration is `A·p̂`, [`bicg_alpha_s`](super::VectorOps::bicg_alpha_s),
+//! `A·ŝ`, [`bicg_update_p`](super::VectorOps::bicg_update_p): four launches on the GPU instead
+//! of seven. Nothing between the end of one iteration and the start of the next reads or writes
+//! `p`, `r`, `v`, β or ω, and `bicg_p` is a no-op once the status is set, so the arithmetic,
+//! iterations and residuals are those of the separate order.
 
 use super::PrecondKind as Kind;
 use super::{
@@ -58,6 +66,7 @@ where
         a,
         m,
         kind,
+        fused: be.bicg_fused(n),
         r: be.zeros(n)?,
         rhat: be.zeros(n)?,
         p: be.zeros(n)?,
@@ -74,6 +83,8 @@ struct BicgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
+    /// The fused order (module docs).
+    fused: bool,
     r: B::Vector,
     rhat: B::Vector,
     p: B::Vector,
@@ -100,7 +111,12 @@ where
         be.set_zero(&mut self.p)?;
         be.set_zero(&mut self.v)?;
         // ‖r‖², ρ = r̂ᵀr = ‖r‖², ‖r̂‖², α = ω = 1, β = 0.
-        be.cg_start(&self.r, Fuse::Identity, sc, it)
+        be.cg_start(&self.r, Fuse::Identity, sc, it)?;
+        if self.fused {
+            // The first iteration's p (= r), which the fused order computes ahead.
+            self.update_p(be, sc)?;
+        }
+        Ok(())
     }
 
     fn step(
@@ -110,6 +126,9 @@ where
         x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
+        if self.fused {
+            return self.fused_step(be, sc, x, it);
+        }
         let inv_diag = self.m.inverse_diagonal();
         // p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
         match (self.kind, self.pre.as_mut()) {
@@ -174,5 +193,106 @@ where
             sc,
             it,
         )
+    }
+}
+
+impl<T, B, A, P> BicgState<'_, T, B, A, P>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    /// `p = r + β(p − ωv)` and, for Jacobi, `p̂ = D⁻¹p` (the fused order's start).
+    fn update_p(&mut self, be: &B, sc: &mut B::Scalars) -> crate::Result<()> {
+        let fuse = match (self.kind, self.pre.as_mut()) {
+            (Kind::Jacobi, Some((phat, _))) => Fuse::Jacobi {
+                inv_diag: self.m.inverse_diagonal().expect("diagonal preconditioner"),
+                z: phat,
+            },
+            (Kind::General, _) => Fuse::Separate(None),
+            _ => Fuse::Identity,
+        };
+        be.bicg_p(&self.r, &self.v, &mut self.p, fuse, sc)
+    }
+
+    /// One iteration in the fused order: `v = A·p̂`, α and `s`, `t = A·ŝ`, ω, `x`, `r`, β and the
+    /// next `p` (module docs).
+    fn fused_step(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        it: usize,
+    ) -> crate::Result<()> {
+        let inv_diag = self.m.inverse_diagonal();
+        match (self.kind, self.pre.as_mut()) {
+            (Kind::Jacobi, Some((phat, shat))) => {
+                let inv_diag = inv_diag.expect("diagonal preconditioner");
+                self.a.apply(be, phat, &mut self.v)?;
+                let fuse = Fuse::Jacobi {
+                    inv_diag,
+                    z: &mut *shat,
+                };
+                be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)?;
+                self.a.apply(be, shat, &mut self.t)?;
+                be.bicg_update_p(
+                    x,
+                    Some(phat),
+                    Some(inv_diag),
+                    shat,
+                    &self.s,
+                    &self.t,
+                    &mut self.r,
+                    &self.rhat,
+                    &mut self.p,
+                    &self.v,
+                    sc,
+                    it,
+                )
+            }
+            (Kind::General, Some((phat, shat))) => {
+                self.m.apply(be, &self.p, phat)?;
+                self.a.apply(be, phat, &mut self.v)?;
+                let fuse = Fuse::Separate(None);
+                be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)?;
+                self.m.apply(be, &self.s, shat)?;
+                self.a.apply(be, shat, &mut self.t)?;
+                be.bicg_update_p(
+                    x,
+                    Some(phat),
+                    None,
+                    shat,
+                    &self.s,
+                    &self.t,
+                    &mut self.r,
+                    &self.rhat,
+                    &mut self.p,
+                    &self.v,
+                    sc,
+                    it,
+                )
+            }
+            _ => {
+                self.a.apply(be, &self.p, &mut self.v)?;
+                let fuse = Fuse::Identity;
+                be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)?;
+                self.a.apply(be, &self.s, &mut self.t)?;
+                be.bicg_update_p(
+                    x,
+                    None,
+                    None,
+                    &self.s,
+                    &self.s,
+                    &self.t,
+                    &mut self.r,
+                    &self.rhat,
+                    &mut self.p,
+                    &self.v,
+                    sc,
+                    it,
+                )
+            }
+        }
     }
 }

@@ -144,11 +144,11 @@ where
         it: usize,
     ) -> crate::Result<()> {
         self.a.apply(be, &self.p, &mut self.q)?;
-        be.cg_alpha(&self.p, &self.q, sc, it)?;
+        // cg_alpha, cg_update_r, cg_update_xp: one fused call (VectorOps::cg_tail) where the
+        // preconditioner allows it.
         match self.kind {
             Kind::Identity => {
-                be.cg_update_r(&self.q, &mut self.r, Fuse::Identity, sc, it)?;
-                be.cg_update_xp(x, &mut self.p, &self.r, sc, it)
+                be.cg_tail(x, &mut self.p, &self.q, &mut self.r, Fuse::Identity, sc, it)
             }
             Kind::Jacobi => {
                 let z = self
@@ -156,10 +156,11 @@ where
                     .as_mut()
                     .expect("z is allocated for a preconditioner");
                 let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
-                be.cg_update_r(&self.q, &mut self.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
-                be.cg_update_xp(x, &mut self.p, z, sc, it)
+                let fuse = Fuse::Jacobi { inv_diag, z };
+                be.cg_tail(x, &mut self.p, &self.q, &mut self.r, fuse, sc, it)
             }
             Kind::General => {
+                be.cg_alpha(&self.p, &self.q, sc, it)?;
                 let z = self
                     .z
                     .as_mut()

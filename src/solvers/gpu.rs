@@ -19,13 +19,50 @@
 //! [`BLOCKS_PER_SM`]) writes one partial per block and the last block sums them in block order.
 //! Results therefore agree bit for bit from run to run on one device, though not with the CPU
 //! backend (whose summation order differs).
+//!
+//! # Small systems: fused kernels
+//!
+//! On a system of a few thousand rows every kernel is short and waits on the one before, so an
+//! iteration costs about as many microseconds as it has kernels, even replayed as a CUDA graph
+//! (Nsight Compute on an H100, raefsky2: 2.7–3.2 µs for a one-pass vector kernel of 13 blocks,
+//! 5.6–7.6 µs for one that ends in a reduction and its last-block epilogue). Up to
+//! [`GpuOps::fused_rows`] rows (`256 ·` SM count: 33,792 on an H100 or H200) the backend
+//! therefore runs the fused steps of [`VectorOps`] as single launches:
+//!
+//! | method | separate kernels per iteration | fused |
+//! |---|---|---|
+//! | CG, Jacobi-PCG | SpMV, `cg_alpha`, `cg_update_r`, `cg_update_xp` | SpMV, `cg_fused` ([`VectorOps::cg_tail`]) |
+//! | BiCGSTAB (any preconditioner) | `bicg_p`, SpMV, `bicg_alpha`, `bicg_s`, SpMV, `bicg_omega`, `bicg_update` | SpMV, `bicg_alpha_s`, SpMV, `bicg_update_p` (the next `p` included) |
+//! | GMRES(m), column `j` | SpMV, 2 × (`gmres_dots`, `gmres_update`), `gmres_scale` | SpMV, `gmres_arnoldi` |
+//!
+//! Where a separate kernel ends in a reduction, a fused kernel meets at a **grid barrier** (one
+//! release-add per block and an acquire spin on a word whose top bit flips once per barrier),
+//! after which every block sums the per-block partials itself, in block order, and runs the
+//! scalar recurrence on its own shared-memory copy of the slots (block 0 writes them back): no
+//! block waits for another's epilogue. Blocks that wait for each other must all be resident:
+//! the kernels are launched **cooperatively** (the driver refuses a grid that could not be), the
+//! grid is at most one block per SM, and [`GpuOps::new`] checks with the occupancy calculator
+//! that one block fits; a device where it does not runs the separate kernels. The grid is the
+//! one the separate kernels use, each thread handles the same element, and the reductions and
+//! recurrences are the same code, so **results equal the separate kernels' bit for bit**
+//! (iterations, residual histories, solutions, errors; `tests/solver_fused.rs`).
+//!
+//! Why the bound is `256 ·` SM count: below it the separate kernels' grid is one block of 256
+//! threads per 256 rows, at most one per SM, which is co-resident and gives each thread one
+//! element, so the fused kernels keep every vector value in registers across their barriers.
+//! Above it the separate kernels use up to [`BLOCKS_PER_SM`] blocks per SM for bandwidth, and a
+//! fused kernel would need either a different grid (different sums) or blocks that wait on
+//! blocks that may not be resident. Measured on an H100 (`benches/results/solvers.md`), the
+//! fused path is faster at every size up to the bound (0.71–0.84× the separate kernels' time per
+//! iteration with graphs, Poisson 2D 32² to 183², CG, BiCGSTAB and GMRES), so `Auto` uses it up to
+//! there. [`FusedPath::Off`] keeps the separate kernels (for comparison).
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
-use super::{Block, Fuse, KrylovOps, LinearOperator, VectorOps};
+use super::{separate, Block, Fuse, KrylovOps, LinearOperator, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -79,6 +116,21 @@ struct Kernels {
     gmres_solve_y: CudaFunction,
     gmres_combine: CudaFunction,
     iter_base: CudaFunction,
+    cg_fused: CudaFunction,
+    bicg_alpha_s: CudaFunction,
+    bicg_update_p: CudaFunction,
+    gmres_arnoldi: CudaFunction,
+}
+
+/// When the GPU backend runs the fused steps of the small-system path (see "Small systems" in
+/// the [module docs](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FusedPath {
+    /// Fused where the system is small enough ([`GpuOps::fused_rows`]): the default.
+    #[default]
+    Auto,
+    /// Never: every step is its own kernel, as before the small-system path (for comparison).
+    Off,
 }
 
 /// The GPU backend for element type `T` (`f32` or `f64`): the kernels are compiled once, when it
@@ -86,6 +138,11 @@ struct Kernels {
 pub struct GpuOps<T> {
     gpu: Arc<Gpu>,
     k: Kernels,
+    fused: FusedPath,
+    /// The device can keep one block of each fused kernel per SM resident.
+    fused_ok: bool,
+    /// Launch the fused kernels cooperatively (the default).
+    cooperative: bool,
     _t: std::marker::PhantomData<T>,
 }
 
@@ -185,32 +242,58 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
         let defines = [("SOLVER_THREADS", THREADS.to_string())];
         let f = |root: &str| gpu.typed_function::<T>(&BLAS1, root, &defines);
+        let k = Kernels {
+            dot: f("solver_dot")?,
+            cg_start: f("solver_cg_start")?,
+            cg_alpha: f("solver_cg_alpha")?,
+            cg_update_r: f("solver_cg_update_r")?,
+            cg_rho: f("solver_cg_rho")?,
+            cg_update_xp: f("solver_cg_update_xp")?,
+            bicg_p: f("solver_bicg_p")?,
+            bicg_alpha: f("solver_bicg_alpha")?,
+            bicg_s: f("solver_bicg_s")?,
+            bicg_omega: f("solver_bicg_omega")?,
+            bicg_update: f("solver_bicg_update")?,
+            residual: f("solver_residual")?,
+            scale: f("solver_scale")?,
+            axpy: f("solver_axpy")?,
+            poly_step: f("solver_poly_step")?,
+            gmres_start: f("solver_gmres_start")?,
+            gmres_scale: f("solver_gmres_scale")?,
+            gmres_dots: f("solver_gmres_dots")?,
+            gmres_update: f("solver_gmres_update")?,
+            gmres_solve_y: f("solver_gmres_solve_y")?,
+            gmres_combine: f("solver_gmres_combine")?,
+            iter_base: f("solver_iter_base")?,
+            cg_fused: f("solver_cg_fused")?,
+            bicg_alpha_s: f("solver_bicg_alpha_s")?,
+            bicg_update_p: f("solver_bicg_update_p")?,
+            gmres_arnoldi: f("solver_gmres_arnoldi")?,
+        };
+        // The fused kernels wait for all their blocks at grid barriers: they run only if one
+        // block per SM can be resident (registers and shared memory allow it), which the
+        // cooperative launch then guarantees.
+        // (The occupancy query does not bind the context itself, and this thread may not have
+        // used the device yet.)
+        let bound = gpu.context().bind_to_thread().is_ok();
+        let fused_ok = bound
+            && [
+                &k.cg_fused,
+                &k.bicg_alpha_s,
+                &k.bicg_update_p,
+                &k.gmres_arnoldi,
+            ]
+            .iter()
+            .all(|f| {
+                f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                    .is_ok_and(|b| b >= 1)
+            });
         Ok(GpuOps {
             gpu: gpu.clone(),
-            k: Kernels {
-                dot: f("solver_dot")?,
-                cg_start: f("solver_cg_start")?,
-                cg_alpha: f("solver_cg_alpha")?,
-                cg_update_r: f("solver_cg_update_r")?,
-                cg_rho: f("solver_cg_rho")?,
-                cg_update_xp: f("solver_cg_update_xp")?,
-                bicg_p: f("solver_bicg_p")?,
-                bicg_alpha: f("solver_bicg_alpha")?,
-                bicg_s: f("solver_bicg_s")?,
-                bicg_omega: f("solver_bicg_omega")?,
-                bicg_update: f("solver_bicg_update")?,
-                residual: f("solver_residual")?,
-                scale: f("solver_scale")?,
-                axpy: f("solver_axpy")?,
-                poly_step: f("solver_poly_step")?,
-                gmres_start: f("solver_gmres_start")?,
-                gmres_scale: f("solver_gmres_scale")?,
-                gmres_dots: f("solver_gmres_dots")?,
-                gmres_update: f("solver_gmres_update")?,
-                gmres_solve_y: f("solver_gmres_solve_y")?,
-                gmres_combine: f("solver_gmres_combine")?,
-                iter_base: f("solver_iter_base")?,
-            },
+            k,
+            fused: FusedPath::Auto,
+            fused_ok,
+            cooperative: true,
             _t: std::marker::PhantomData,
         })
     }
@@ -218,6 +301,65 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// The device.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
+    }
+
+    /// Sets when the fused steps of the small-system path run (default [`FusedPath::Auto`]).
+    pub fn with_fused_path(mut self, fused: FusedPath) -> Self {
+        self.fused = fused;
+        self
+    }
+
+    /// When the fused steps run.
+    pub fn fused_path(&self) -> FusedPath {
+        self.fused
+    }
+
+    /// The largest system (rows) on which [`FusedPath::Auto`] runs the fused steps: one block of
+    /// [`THREADS`] per SM, `sm_count · 256` (33,792 on a 132-SM H100 or H200). See "Small
+    /// systems" in the [module docs](self) for why this bound.
+    pub fn fused_rows(&self) -> usize {
+        self.gpu.sm_count().max(1) as usize * THREADS as usize
+    }
+
+    /// Launches the fused kernels with a plain launch instead of a cooperative one (for
+    /// measuring what the cooperative launch costs; the grid is co-resident either way when
+    /// nothing else runs on the device, but only the cooperative launch makes the driver
+    /// guarantee it).
+    #[doc(hidden)]
+    pub fn with_plain_launch(mut self) -> Self {
+        self.cooperative = false;
+        self
+    }
+
+    /// Launches a fused kernel over `grid` blocks, cooperatively unless
+    /// [`GpuOps::with_plain_launch`].
+    ///
+    /// # Safety
+    /// As [`cudarc::driver::LaunchArgs::launch`]: `l` holds the kernel's arguments.
+    unsafe fn launch_fused(
+        &self,
+        l: &mut cudarc::driver::LaunchArgs<'_>,
+        grid: u32,
+    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        if self.cooperative {
+            // SAFETY: the caller's.
+            unsafe { l.launch_cooperative(self.cfg(grid)) }.map(|_| ())
+        } else {
+            // SAFETY: the caller's.
+            unsafe { l.launch(self.cfg(grid)) }.map(|_| ())
+        }
+    }
+
+    /// Whether the fused steps run for vectors of length `n`.
+    pub fn is_fused(&self, n: usize) -> bool {
+        self.fused_grid(n).is_some()
+    }
+
+    /// The grid of the fused steps for vectors of length `n` (the grid of the separate kernels,
+    /// at most one block per SM), or `None` where the separate kernels run.
+    fn fused_grid(&self, n: usize) -> Option<u32> {
+        (self.fused_ok && self.fused == FusedPath::Auto && (1..=self.fused_rows()).contains(&n))
+            .then(|| self.grid(n))
     }
 
     /// Blocks of the grid-stride kernels for vectors of length `n`.
@@ -435,8 +577,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         Ok(GpuScalars {
             slots: self.gpu.zeros::<T>(NSLOTS)?,
             hist: self.gpu.zeros::<T>(max_iters + 1)?,
-            partials: self.gpu.zeros::<T>(NRED * grid as usize)?,
-            ticket: self.gpu.zeros::<u32>(1)?,
+            // Twice the widest reduction's partials: the fused kernels double-buffer them.
+            partials: self.gpu.zeros::<T>(2 * NRED * grid as usize)?,
+            ticket: self.gpu.zeros::<u32>(2)?,
             grid,
             base: 0,
             graphs: Graphs::default(),
@@ -780,6 +923,180 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         Ok(())
     }
 
+    fn cg_tail(
+        &self,
+        x: &mut CudaSlice<T>,
+        p: &mut CudaSlice<T>,
+        q: &CudaSlice<T>,
+        r: &mut CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let grid = match (self.fused_grid(x.len()), &fuse) {
+            (Some(g), Fuse::Identity | Fuse::Jacobi { .. }) => g,
+            _ => return separate::cg_tail(self, x, p, q, r, fuse, sc, it),
+        };
+        for (what, l) in [("p", p.len()), ("q", q.len()), ("r", r.len())] {
+            same_len(what, x.len(), l);
+        }
+        let (n, it) = (n32(x.len()), self.iter_arg(sc, it)?);
+        assert!(
+            grid <= sc.grid,
+            "fused CG grid {grid} over the workspace's {}",
+            sc.grid
+        );
+        let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
+        if let (Some(d), Some(z)) = (&dinv, &z) {
+            same_len("cg_tail D⁻¹", x.len(), d.len());
+            same_len("cg_tail z", x.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.cg_fused);
+        l.arg(x).arg(p).arg(q).arg(r);
+        opt_arg!(l, dinv);
+        opt_arg!(l, z);
+        l.arg(&n)
+            .arg(&mode)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&mut sc.hist)
+            .arg(&it);
+        // SAFETY: solver_cg_fused(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n,
+        // u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it); x, p, q, r (and dinv, z in
+        // Jacobi mode, null otherwise and untouched) have n elements; partials 2 · NRED · grid
+        // entries, bar 2 words, hist more than it. Cooperative: the blocks wait for each other,
+        // and the driver refuses a grid that cannot be resident at once.
+        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_cg_fused"))?;
+        Ok(())
+    }
+
+    fn bicg_fused(&self, n: usize) -> bool {
+        self.is_fused(n)
+    }
+
+    fn bicg_alpha_s(
+        &self,
+        rhat: &CudaSlice<T>,
+        r: &CudaSlice<T>,
+        v: &CudaSlice<T>,
+        s: &mut CudaSlice<T>,
+        mut fuse: Fuse<'_, CudaSlice<T>>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let Some(grid) = self.fused_grid(r.len()) else {
+            return separate::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, it);
+        };
+        for (what, l) in [("r̂", rhat.len()), ("v", v.len()), ("s", s.len())] {
+            same_len(what, r.len(), l);
+        }
+        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
+        assert!(
+            grid <= sc.grid,
+            "fused BiCGSTAB grid {grid} over the workspace's {}",
+            sc.grid
+        );
+        let (mode, dinv, shat) = Self::mode_ptrs(&mut fuse);
+        if let (Some(d), Some(z)) = (&dinv, &shat) {
+            same_len("bicg_alpha_s D⁻¹", r.len(), d.len());
+            same_len("bicg_alpha_s ŝ", r.len(), z.len());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha_s);
+        l.arg(rhat).arg(r).arg(v).arg(s);
+        opt_arg!(l, dinv);
+        opt_arg!(l, shat);
+        l.arg(&n)
+            .arg(&mode)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&it);
+        // SAFETY: solver_bicg_alpha_s(const T* rhat, const T* r, const T* v, T* sv,
+        // const T* dinv, T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it); the
+        // vectors (dinv, shat in Jacobi mode, null otherwise) have n elements, partials
+        // 2 · NRED · grid, bar 2 words. Cooperative: see cg_tail.
+        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_bicg_alpha_s"))?;
+        Ok(())
+    }
+
+    fn bicg_update_p(
+        &self,
+        x: &mut CudaSlice<T>,
+        phat: Option<&mut CudaSlice<T>>,
+        inv_diag: Option<&CudaSlice<T>>,
+        shat: &CudaSlice<T>,
+        s: &CudaSlice<T>,
+        t: &CudaSlice<T>,
+        r: &mut CudaSlice<T>,
+        rhat: &CudaSlice<T>,
+        p: &mut CudaSlice<T>,
+        v: &CudaSlice<T>,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<()> {
+        let Some(grid) = self.fused_grid(x.len()) else {
+            return separate::bicg_update_p(
+                self, x, phat, inv_diag, shat, s, t, r, rhat, p, v, sc, it,
+            );
+        };
+        let len = x.len();
+        for (what, l) in [
+            ("ŝ", shat.len()),
+            ("s", s.len()),
+            ("t", t.len()),
+            ("r", r.len()),
+            ("r̂", rhat.len()),
+            ("p", p.len()),
+            ("v", v.len()),
+        ] {
+            same_len(what, len, l);
+        }
+        let mode = match (&phat, inv_diag) {
+            (None, _) => FUSE_IDENTITY,
+            (Some(_), Some(_)) => FUSE_JACOBI,
+            (Some(_), None) => FUSE_SEPARATE,
+        };
+        if let Some(ph) = &phat {
+            same_len("p̂", len, ph.len());
+        }
+        if let Some(d) = inv_diag {
+            same_len("D⁻¹", len, d.len());
+        }
+        let (n, it) = (n32(len), self.iter_arg(sc, it)?);
+        assert!(
+            grid <= sc.grid,
+            "fused BiCGSTAB grid {grid} over the workspace's {}",
+            sc.grid
+        );
+        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_update_p);
+        l.arg(x)
+            .arg(shat)
+            .arg(s)
+            .arg(t)
+            .arg(r)
+            .arg(rhat)
+            .arg(p)
+            .arg(v);
+        opt_arg!(l, inv_diag);
+        opt_arg!(l, phat);
+        l.arg(&n)
+            .arg(&mode)
+            .arg(&mut sc.slots)
+            .arg(&mut sc.partials)
+            .arg(&mut sc.ticket)
+            .arg(&mut sc.hist)
+            .arg(&it);
+        // SAFETY: solver_bicg_update_p(T* x, const T* shat, const T* sv, const T* t, T* r,
+        // const T* rhat, T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
+        // T* partials, u32* bar, T* hist, u32 it); every vector has n elements; phat is null in
+        // identity mode (p̂ is p), read in separate mode, read then overwritten with D⁻¹p in
+        // Jacobi mode; dinv null unless Jacobi; ŝ may alias s (both read-only). partials
+        // 2 · NRED · grid, bar 2 words, hist more than it. Cooperative: see cg_tail.
+        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_bicg_update_p"))?;
+        Ok(())
+    }
+
     fn axpy(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         same_len("axpy", x.len(), y.len());
         let n = n32(x.len());
@@ -852,13 +1169,14 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         let need = n.div_ceil(THREADS as usize).max(1);
         let dot_grid = need.min((self.gpu.sm_count().max(1) * DOT_BLOCKS_PER_SM) as usize) as u32;
         let lay = super::recur::GmresLayout { m };
-        let npart = ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
+        // Twice (m + 1) per block: the fused Arnoldi step double-buffers its partials.
+        let npart = 2 * ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
         Ok(GpuKrylov {
             ptrs: self.gpu.upload(&ptrs)?,
             v,
             small: self.gpu.zeros::<T>(lay.len())?,
             partials: self.gpu.zeros::<T>(npart)?,
-            ticket: self.gpu.zeros::<u32>(1)?,
+            ticket: self.gpu.zeros::<u32>(2)?,
             m,
             dot_grid,
         })
@@ -916,6 +1234,33 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         let lay = super::recur::GmresLayout { m: k.m };
         let len = k.v[0].len();
         let (n, nv, m, it32) = (n32(len), n32(j + 1), n32(k.m), self.iter_arg(sc, it)?);
+        if let Some(grid) = self.fused_grid(len) {
+            // One launch for the whole Arnoldi step (module docs, "Small systems").
+            assert!(
+                2 * (j + 1) * grid as usize <= k.partials.len(),
+                "fused Arnoldi partials"
+            );
+            let j32 = n32(j);
+            let mut l = self.gpu.stream().launch_builder(&self.k.gmres_arnoldi);
+            l.arg(&k.ptrs)
+                .arg(&n)
+                .arg(&j32)
+                .arg(&mut sc.slots)
+                .arg(&mut k.small)
+                .arg(&m)
+                .arg(&mut k.partials)
+                .arg(&mut k.ticket)
+                .arg(&mut sc.hist)
+                .arg(&it32);
+            // SAFETY: solver_gmres_arnoldi(const u64* vptr, T* n, u32 j, T* s, T* small, u32 m,
+            // T* partials, u32* bar, T* hist, u32 it): vptr holds m + 1 > j + 1 pointers to
+            // vectors of n elements (alive in `k.v`); v_{j+1} is written, v_0 … v_j read;
+            // partials holds 2·(j + 1)·grid entries (asserted), bar 2 words, small
+            // GmresLayout{m}.len(), hist more than it. Cooperative: see cg_tail.
+            unsafe { self.launch_fused(&mut l, grid) }
+                .map_err(launch_err("solver_gmres_arnoldi"))?;
+            return Ok(());
+        }
         let grid = self.grid(len);
         for (pass, coef) in [(0u32, lay.c1()), (1, lay.c2())] {
             let coef = n32(coef);

@@ -118,6 +118,19 @@
 //!   error (breakdown, NaN) are those of the uncaptured path, bit for bit (the same kernels,
 //!   grids and reduction orders run in both).
 //!
+//! # Fused steps
+//!
+//! Some steps of [`VectorOps`] stand for a fixed sequence of the others:
+//! [`VectorOps::cg_tail`] (CG's `cg_alpha`, `cg_update_r`, `cg_update_xp`),
+//! [`VectorOps::bicg_alpha_s`] and [`VectorOps::bicg_update_p`] (BiCGSTAB's `bicg_alpha` +
+//! `bicg_s` and `bicg_omega` + `bicg_update` + the next iteration's `bicg_p`). Their default
+//! implementations issue that sequence, so the CPU and the distributed backends are unchanged;
+//! the GPU backend runs each as one kernel on small systems (see "Small systems" in
+//! [`gpu`]), where an iteration's cost is its number of kernel launches. BiCGSTAB uses the
+//! fused order (its `p` update moved to the end of the previous iteration) only where the
+//! backend asks for it ([`VectorOps::bicg_fused`]). Either way the arithmetic is the same:
+//! iterations, residuals and errors do not depend on the fusion.
+//!
 //! The CPU backend runs the same steps with host scalars (the same recurrences, written once in
 //! Rust in [`recur`] and mirrored in `kernels/solvers/blas1.cu`), and its reductions also
 //! sum fixed-size chunks in a fixed order, so CPU results are reproducible run to run.
@@ -646,6 +659,175 @@ pub trait VectorOps<T: Scalar> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()>;
+
+    // ---- Fused steps (the small-system path; see "Fused steps" in the module docs) ----------
+
+    /// CG after the operator, for the identity or Jacobi `fuse` (not
+    /// [`Fuse::Separate`]): [`VectorOps::cg_alpha`], [`VectorOps::cg_update_r`] and
+    /// [`VectorOps::cg_update_xp`] (with `z = r` for the identity), in that order. The default
+    /// issues the three steps; a backend may do them in fewer passes (the GPU backend in one
+    /// launch on small systems), with the same arithmetic.
+    #[allow(clippy::too_many_arguments)]
+    fn cg_tail(
+        &self,
+        x: &mut Self::Vector,
+        p: &mut Self::Vector,
+        q: &Self::Vector,
+        r: &mut Self::Vector,
+        fuse: Fuse<'_, Self::Vector>,
+        sc: &mut Self::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()> {
+        separate::cg_tail(self, x, p, q, r, fuse, sc, iteration)
+    }
+
+    /// Whether BiCGSTAB on vectors of length `n` runs its fused step order
+    /// ([`VectorOps::bicg_alpha_s`], [`VectorOps::bicg_update_p`]): `p`'s update moves from the
+    /// start of an iteration to the end of the previous one (and of the (re)start), where a
+    /// backend can fuse it with the reductions before it. The default, false, keeps the
+    /// separate steps (the CPU's order is unchanged).
+    fn bicg_fused(&self, n: usize) -> bool {
+        let _ = n;
+        false
+    }
+
+    /// BiCGSTAB: [`VectorOps::bicg_alpha`] then [`VectorOps::bicg_s`] (`s ← r − αv`, `ŝ` by
+    /// `fuse`). The default issues the two steps.
+    #[allow(clippy::too_many_arguments)]
+    fn bicg_alpha_s(
+        &self,
+        rhat: &Self::Vector,
+        r: &Self::Vector,
+        v: &Self::Vector,
+        s: &mut Self::Vector,
+        fuse: Fuse<'_, Self::Vector>,
+        sc: &mut Self::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()> {
+        separate::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, iteration)
+    }
+
+    /// BiCGSTAB: [`VectorOps::bicg_omega`], [`VectorOps::bicg_update`], then the next
+    /// iteration's [`VectorOps::bicg_p`]
+    /// (`p ← r + β(p − ωv)`). `phat` is `p̂` (read by `x`'s update; `None`: `p̂` is `p`); with
+    /// `inv_diag` (Jacobi) the new `p̂ = D⁻¹p` is written into it, without (a separate
+    /// preconditioner) it is left for [`Preconditioner::apply`]. The default issues the two
+    /// steps.
+    #[allow(clippy::too_many_arguments)]
+    fn bicg_update_p(
+        &self,
+        x: &mut Self::Vector,
+        phat: Option<&mut Self::Vector>,
+        inv_diag: Option<&Self::Vector>,
+        shat: &Self::Vector,
+        s: &Self::Vector,
+        t: &Self::Vector,
+        r: &mut Self::Vector,
+        rhat: &Self::Vector,
+        p: &mut Self::Vector,
+        v: &Self::Vector,
+        sc: &mut Self::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()> {
+        separate::bicg_update_p(
+            self, x, phat, inv_diag, shat, s, t, r, rhat, p, v, sc, iteration,
+        )
+    }
+}
+
+/// The fused steps of [`VectorOps`] as their separate steps: the trait's default
+/// implementations, also called by a backend that fuses only some systems (the GPU on large
+/// ones).
+pub(crate) mod separate {
+    use super::{Fuse, VectorOps};
+    use crate::scalar::Scalar;
+
+    /// [`VectorOps::cg_tail`] as three steps.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn cg_tail<T: Scalar, B: VectorOps<T> + ?Sized>(
+        be: &B,
+        x: &mut B::Vector,
+        p: &mut B::Vector,
+        q: &B::Vector,
+        r: &mut B::Vector,
+        fuse: Fuse<'_, B::Vector>,
+        sc: &mut B::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()> {
+        be.cg_alpha(p, q, sc, iteration)?;
+        match fuse {
+            Fuse::Identity => {
+                be.cg_update_r(q, r, Fuse::Identity, sc, iteration)?;
+                be.cg_update_xp(x, p, r, sc, iteration)
+            }
+            Fuse::Jacobi { inv_diag, z } => {
+                be.cg_update_r(
+                    q,
+                    r,
+                    Fuse::Jacobi {
+                        inv_diag,
+                        z: &mut *z,
+                    },
+                    sc,
+                    iteration,
+                )?;
+                be.cg_update_xp(x, p, z, sc, iteration)
+            }
+            Fuse::Separate(_) => {
+                panic!("cg_tail: a separate preconditioner is applied between the steps")
+            }
+        }
+    }
+
+    /// [`VectorOps::bicg_alpha_s`] as two steps.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bicg_alpha_s<T: Scalar, B: VectorOps<T> + ?Sized>(
+        be: &B,
+        rhat: &B::Vector,
+        r: &B::Vector,
+        v: &B::Vector,
+        s: &mut B::Vector,
+        fuse: Fuse<'_, B::Vector>,
+        sc: &mut B::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()> {
+        be.bicg_alpha(rhat, v, sc, iteration)?;
+        be.bicg_s(r, v, s, fuse, sc)
+    }
+
+    /// [`VectorOps::bicg_update_p`] as two steps.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bicg_update_p<T: Scalar, B: VectorOps<T> + ?Sized>(
+        be: &B,
+        x: &mut B::Vector,
+        phat: Option<&mut B::Vector>,
+        inv_diag: Option<&B::Vector>,
+        shat: &B::Vector,
+        s: &B::Vector,
+        t: &B::Vector,
+        r: &mut B::Vector,
+        rhat: &B::Vector,
+        p: &mut B::Vector,
+        v: &B::Vector,
+        sc: &mut B::Scalars,
+        iteration: usize,
+    ) -> crate::Result<()> {
+        be.bicg_omega(t, s, sc, iteration)?;
+        match phat {
+            None => {
+                be.bicg_update(x, p, shat, s, t, r, rhat, sc, iteration)?;
+                be.bicg_p(r, v, p, Fuse::Identity, sc)
+            }
+            Some(ph) => {
+                be.bicg_update(x, ph, shat, s, t, r, rhat, sc, iteration)?;
+                let fuse = match inv_diag {
+                    Some(inv_diag) => Fuse::Jacobi { inv_diag, z: ph },
+                    None => Fuse::Separate(None),
+                };
+                be.bicg_p(r, v, p, fuse, sc)
+            }
+        }
+    }
 }
 
 /// The multi-vector steps of GMRES (and of the Arnoldi/Lanczos eigenvalue estimate of the
