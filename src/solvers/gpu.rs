@@ -493,6 +493,39 @@ impl<T: Scalar + KernelType> GpuOps<T> {
             Fuse::Separate(_) => (FUSE_SEPARATE, None, None),
         }
     }
+
+    /// [`Self::mode_ptrs`] for a fused kernel over `len` elements, with the Jacobi vectors'
+    /// lengths checked (`what` names the step in the panic).
+    fn fused_mode<'a>(
+        what: &str,
+        len: usize,
+        fuse: &'a mut Fuse<'_, CudaSlice<T>>,
+    ) -> (u32, Option<&'a CudaSlice<T>>, Option<&'a mut CudaSlice<T>>) {
+        let (mode, dinv, z) = Self::mode_ptrs(fuse);
+        if let (Some(d), Some(z)) = (&dinv, &z) {
+            same_len(&format!("{what} D⁻¹"), len, d.len());
+            same_len(&format!("{what} z"), len, z.len());
+        }
+        (mode, dinv, z)
+    }
+
+    /// The `n` and `it` arguments of a fused launch over `grid` blocks; the workspace's
+    /// partials hold at most `sc.grid` blocks' worth.
+    fn fused_args(
+        &self,
+        what: &str,
+        len: usize,
+        grid: u32,
+        sc: &mut GpuScalars<T>,
+        it: usize,
+    ) -> Result<(u32, u32)> {
+        assert!(
+            grid <= sc.grid,
+            "fused {what} grid {grid} over the workspace's {}",
+            sc.grid
+        );
+        Ok((n32(len), self.iter_arg(sc, it)?))
+    }
 }
 
 impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
@@ -940,17 +973,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         for (what, l) in [("p", p.len()), ("q", q.len()), ("r", r.len())] {
             same_len(what, x.len(), l);
         }
-        let (n, it) = (n32(x.len()), self.iter_arg(sc, it)?);
-        assert!(
-            grid <= sc.grid,
-            "fused CG grid {grid} over the workspace's {}",
-            sc.grid
-        );
-        let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
-        if let (Some(d), Some(z)) = (&dinv, &z) {
-            same_len("cg_tail D⁻¹", x.len(), d.len());
-            same_len("cg_tail z", x.len(), z.len());
-        }
+        let (n, it) = self.fused_args("CG", x.len(), grid, sc, it)?;
+        let (mode, dinv, z) = Self::fused_mode("cg_tail", x.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_fused);
         l.arg(x).arg(p).arg(q).arg(r);
         opt_arg!(l, dinv);
@@ -991,17 +1015,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         for (what, l) in [("r̂", rhat.len()), ("v", v.len()), ("s", s.len())] {
             same_len(what, r.len(), l);
         }
-        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
-        assert!(
-            grid <= sc.grid,
-            "fused BiCGSTAB grid {grid} over the workspace's {}",
-            sc.grid
-        );
-        let (mode, dinv, shat) = Self::mode_ptrs(&mut fuse);
-        if let (Some(d), Some(z)) = (&dinv, &shat) {
-            same_len("bicg_alpha_s D⁻¹", r.len(), d.len());
-            same_len("bicg_alpha_s ŝ", r.len(), z.len());
-        }
+        let (n, it) = self.fused_args("BiCGSTAB", r.len(), grid, sc, it)?;
+        let (mode, dinv, shat) = Self::fused_mode("bicg_alpha_s", r.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha_s);
         l.arg(rhat).arg(r).arg(v).arg(s);
         opt_arg!(l, dinv);
@@ -1063,12 +1078,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         if let Some(d) = inv_diag {
             same_len("D⁻¹", len, d.len());
         }
-        let (n, it) = (n32(len), self.iter_arg(sc, it)?);
-        assert!(
-            grid <= sc.grid,
-            "fused BiCGSTAB grid {grid} over the workspace's {}",
-            sc.grid
-        );
+        let (n, it) = self.fused_args("BiCGSTAB", len, grid, sc, it)?;
         let mut l = self.gpu.stream().launch_builder(&self.k.bicg_update_p);
         l.arg(x)
             .arg(shat)
