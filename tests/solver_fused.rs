@@ -11,6 +11,9 @@
 //!   row limit and one past it: equal bit for bit (same grid, same reduction order), and close to
 //!   the CPU. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
+mod common_solve;
+use common_solve::{chain, params};
+
 use std::path::PathBuf;
 
 use segsparse::solvers::{
@@ -80,33 +83,6 @@ fn random_system(n: usize, seed: &mut u64) -> (CsrMatrix<f64>, Vec<f64>) {
     }
     let b = (0..n).map(|_| next(seed)).collect();
     (CsrMatrix::from_triplets(n, n, &t).unwrap(), b)
-}
-
-/// The chain of `tests/solver_graphs.rs`: `tridiag(−1, 2, −1)` with one changed row `k`, so a
-/// breakdown or an overflow happens only once the iteration reaches it.
-fn chain(n: usize, k: usize, diag: f64, off: f64) -> (CsrMatrix<f64>, Vec<f64>) {
-    let mut t = Vec::new();
-    for i in 0..n {
-        t.push((i, i, if i == k { diag } else { 2.0 }));
-        if i + 1 < n {
-            let v = if i == k { off } else { -1.0 };
-            t.push((i, i + 1, v));
-            t.push((i + 1, i, v));
-        }
-    }
-    let mut b = vec![0.0; n];
-    b[0] = 1.0;
-    (CsrMatrix::from_triplets(n, n, &t).unwrap(), b)
-}
-
-fn params(check_every: usize, graphs: bool) -> SolveParams {
-    SolveParams {
-        rel_tol: 1e-10,
-        max_iters: 3000,
-        check_every: Some(check_every),
-        graphs,
-        ..Default::default()
-    }
 }
 
 /// Two outcomes agree exactly: the same variant, iterations, restarts, history, true residual

@@ -5,11 +5,13 @@
 //! replayed block surface as the same `SolveError` at the same iteration. The CPU ignores the
 //! flag. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
+mod common_solve;
+use common_solve::{chain, params};
+
 use std::path::PathBuf;
 
 use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, SolveError,
-    SolveParams,
 };
 use segsparse::{generate, io, CsrMatrix};
 
@@ -27,36 +29,6 @@ fn load(name: &str) -> Option<CsrMatrix<f64>> {
     }
     eprintln!("skipped: {name} not found");
     None
-}
-
-/// A tridiagonal chain `tridiag(−1, 2, −1)` of `n` rows with `b = e₀`, so the Krylov vectors
-/// reach row `k` only after about `k` operator applications, with one change at row `k`:
-/// `diag` replaces its diagonal, `off` the coupling `(k, k+1)` and `(k+1, k)`. A negative
-/// diagonal makes CG break down, a huge coupling overflows — both only once the iteration gets
-/// there, so inside a replayed block.
-fn chain(n: usize, k: usize, diag: f64, off: f64) -> (CsrMatrix<f64>, Vec<f64>) {
-    let mut t = Vec::new();
-    for i in 0..n {
-        t.push((i, i, if i == k { diag } else { 2.0 }));
-        if i + 1 < n {
-            let v = if i == k { off } else { -1.0 };
-            t.push((i, i + 1, v));
-            t.push((i + 1, i, v));
-        }
-    }
-    let mut b = vec![0.0; n];
-    b[0] = 1.0;
-    (CsrMatrix::from_triplets(n, n, &t).unwrap(), b)
-}
-
-fn params(check_every: usize, graphs: bool) -> SolveParams {
-    SolveParams {
-        rel_tol: 1e-10,
-        max_iters: 3000,
-        check_every: Some(check_every),
-        graphs,
-        ..Default::default()
-    }
 }
 
 /// On the CPU the flag changes nothing (no recording backend), and the chain problems break
