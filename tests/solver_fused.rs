@@ -11,32 +11,16 @@
 //!   row limit and one past it: equal bit for bit (same grid, same reduction order), and close to
 //!   the CPU. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
+mod common_mtx;
 mod common_solve;
-use common_solve::{chain, params};
-
-use std::path::PathBuf;
+use common_mtx::load;
+use common_solve::{applies, chain, params};
 
 use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, CpuScalars, Fuse, Identity, Jacobi,
     LinearOperator, Slot, SolveError, SolveInfo, SolveParams, VectorOps, NSLOTS,
 };
-use segsparse::{generate, io, CsrMatrix, Result};
-
-fn load(name: &str) -> Option<CsrMatrix<f64>> {
-    let mut roots = Vec::new();
-    if let Ok(d) = std::env::var("SEGSPARSE_DATA") {
-        roots.push(PathBuf::from(d));
-    }
-    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("matrices"));
-    for r in roots {
-        let p = r.join(format!("{name}.mtx.gz"));
-        if p.exists() {
-            return Some(io::read_matrix_market(&p).unwrap_or_else(|e| panic!("{e}")));
-        }
-    }
-    eprintln!("skipped: {name} not found");
-    None
-}
+use segsparse::{generate, CsrMatrix, Result};
 
 /// A seed that changes from run to run (printed, so a failure can be replayed).
 fn fresh_seed() -> u64 {
@@ -307,54 +291,20 @@ mod gpu {
     use segsparse::solvers::gpu::{FusedPath, GpuOps};
     use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
-    use segsparse::Scalar;
 
-    const METHODS: [&str; 8] = [
-        "cg",
-        "pcg-jacobi",
-        "pcg-poly",
-        "bicgstab",
-        "bicgstab-jacobi",
-        "bicgstab-poly",
-        "gmres",
-        "gmres-jacobi",
-    ];
+    use common_solve::gpu::{precs, run, Outcome};
+    use common_solve::METHODS;
 
-    type Outcome = (std::result::Result<SolveInfo, SolveError>, Vec<f64>);
-
-    fn solve<T: Scalar + segsparse::gpu::KernelType + segsparse::spmv::gpu::GpuScalar>(
+    fn solve<T: segsparse::spmv::gpu::GpuScalar>(
         ops: &GpuOps<T>,
         a: &CsrMatrix<T>,
         b: &[T],
         method: &str,
         p: &SolveParams,
-    ) -> (std::result::Result<SolveInfo, SolveError>, Vec<T>) {
-        let g = ops.gpu();
-        let da = GpuCsr::upload(g, a).unwrap();
+    ) -> Outcome<T> {
+        let da = GpuCsr::upload(ops.gpu(), a).unwrap();
         let db = ops.upload(b).unwrap();
-        let jac = method
-            .ends_with("jacobi")
-            .then(|| Jacobi::from_matrix(ops, a).unwrap());
-        let poly = method.ends_with("poly").then(|| {
-            let pp = ChebyshevParams {
-                degree: 3,
-                ..Default::default()
-            };
-            Chebyshev::from_matrix(ops, &da, a, &pp).unwrap()
-        });
-        let mut x = ops.zeros(a.nrows()).unwrap();
-        let r = match method {
-            "cg" => cg(ops, &da, &db, &mut x, p),
-            "pcg-jacobi" => pcg(ops, &da, jac.as_ref().unwrap(), &db, &mut x, p),
-            "pcg-poly" => pcg(ops, &da, poly.as_ref().unwrap(), &db, &mut x, p),
-            "bicgstab" => bicgstab(ops, &da, &Identity, &db, &mut x, p),
-            "bicgstab-jacobi" => bicgstab(ops, &da, jac.as_ref().unwrap(), &db, &mut x, p),
-            "bicgstab-poly" => bicgstab(ops, &da, poly.as_ref().unwrap(), &db, &mut x, p),
-            "gmres" => gmres(ops, &da, &Identity, &db, &mut x, 30, p),
-            "gmres-jacobi" => gmres(ops, &da, jac.as_ref().unwrap(), &db, &mut x, 30, p),
-            _ => unreachable!("{method}"),
-        };
-        (r, ops.download(&x).unwrap())
+        run(ops, &da, &db, &precs(ops, &da, a, method), method, 30, p)
     }
 
     /// Separate and fused kernels on one problem, graphs off and on: all four outcomes equal.
@@ -366,10 +316,10 @@ mod gpu {
         b: &[f64],
         method: &str,
         check_every: usize,
-    ) -> Outcome {
+    ) -> Outcome<f64> {
         assert!(fz.is_fused(a.nrows()), "{name}: not on the fused path");
         assert!(!sep.is_fused(a.nrows()));
-        let mut first: Option<Outcome> = None;
+        let mut first: Option<Outcome<f64>> = None;
         for graphs in [false, true] {
             let p = params(check_every, graphs);
             let s = solve(sep, a, b, method, &p);
@@ -419,15 +369,8 @@ mod gpu {
         }
         let mut compared = 0;
         for (name, a, b, spd) in &problems {
-            let zero_diag = a.diagonal().contains(&0.0);
             for method in METHODS {
-                if zero_diag && method.ends_with("jacobi") {
-                    continue;
-                }
-                let needs_spd = method.starts_with("cg")
-                    || method.starts_with("pcg")
-                    || method.ends_with("poly");
-                if !spd && needs_spd {
+                if !applies(method, a, *spd) {
                     continue;
                 }
                 for k in [1, 16] {

@@ -5,31 +5,13 @@
 //! replayed block surface as the same `SolveError` at the same iteration. The CPU ignores the
 //! flag. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
+mod common_mtx;
 mod common_solve;
-use common_solve::{chain, params};
+use common_mtx::load;
+use common_solve::{applies, chain, params};
 
-use std::path::PathBuf;
-
-use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, SolveError,
-};
-use segsparse::{generate, io, CsrMatrix};
-
-fn load(name: &str) -> Option<CsrMatrix<f64>> {
-    let mut roots = Vec::new();
-    if let Ok(d) = std::env::var("SEGSPARSE_DATA") {
-        roots.push(PathBuf::from(d));
-    }
-    roots.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("matrices"));
-    for r in roots {
-        let p = r.join(format!("{name}.mtx.gz"));
-        if p.exists() {
-            return Some(io::read_matrix_market(&p).unwrap_or_else(|e| panic!("{e}")));
-        }
-    }
-    eprintln!("skipped: {name} not found");
-    None
-}
+use segsparse::solvers::{bicgstab, cg, Cpu, Identity, SolveError};
+use segsparse::{generate, CsrMatrix};
 
 /// On the CPU the flag changes nothing (no recording backend), and the chain problems break
 /// down and overflow where the GPU test expects them to.
@@ -70,22 +52,14 @@ mod gpu {
     use super::*;
     use segsparse::gpu::test_gpu;
     use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{SolveInfo, VectorOps};
+    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
-    const METHODS: [&str; 8] = [
-        "cg",
-        "pcg-jacobi",
-        "pcg-poly",
-        "bicgstab",
-        "bicgstab-jacobi",
-        "bicgstab-poly",
-        "gmres",
-        "gmres-jacobi",
-    ];
+    use common_solve::gpu::{precs, run, Outcome};
+    use common_solve::METHODS;
 
-    /// Solves `a·x = b` by `method` with graphs off and on (same backend, same process); returns
-    /// both outcomes with the solutions.
+    /// Solves `a·x = b` by `method` with graphs off and on (same backend, same process, the same
+    /// preconditioner); returns both outcomes with the solutions.
     fn both(
         ops: &GpuOps<f64>,
         a: &CsrMatrix<f64>,
@@ -93,43 +67,26 @@ mod gpu {
         method: &str,
         check_every: usize,
         restart: usize,
-    ) -> [(Result<SolveInfo, SolveError>, Vec<f64>); 2] {
-        let g = ops.gpu();
-        let da = GpuCsr::upload(g, a).unwrap();
+    ) -> [Outcome<f64>; 2] {
+        let da = GpuCsr::upload(ops.gpu(), a).unwrap();
         let db = ops.upload(b).unwrap();
-        let jac = method
-            .ends_with("jacobi")
-            .then(|| Jacobi::from_matrix(ops, a).unwrap());
-        let poly = if method.ends_with("poly") {
-            let pp = ChebyshevParams {
-                degree: 3,
-                ..Default::default()
-            };
-            Some(Chebyshev::from_matrix(ops, &da, a, &pp).unwrap())
-        } else {
-            None
-        };
+        let pr = precs(ops, &da, a, method);
         [false, true].map(|graphs| {
-            let p = params(check_every, graphs);
-            let mut x = ops.zeros(a.nrows()).unwrap();
-            let r = match method {
-                "cg" => cg(ops, &da, &db, &mut x, &p),
-                "pcg-jacobi" => pcg(ops, &da, jac.as_ref().unwrap(), &db, &mut x, &p),
-                "pcg-poly" => pcg(ops, &da, poly.as_ref().unwrap(), &db, &mut x, &p),
-                "bicgstab" => bicgstab(ops, &da, &Identity, &db, &mut x, &p),
-                "bicgstab-jacobi" => bicgstab(ops, &da, jac.as_ref().unwrap(), &db, &mut x, &p),
-                "bicgstab-poly" => bicgstab(ops, &da, poly.as_ref().unwrap(), &db, &mut x, &p),
-                "gmres" => gmres(ops, &da, &Identity, &db, &mut x, restart, &p),
-                "gmres-jacobi" => gmres(ops, &da, jac.as_ref().unwrap(), &db, &mut x, restart, &p),
-                _ => unreachable!("{method}"),
-            };
-            (r, ops.download(&x).unwrap())
+            run(
+                ops,
+                &da,
+                &db,
+                &pr,
+                method,
+                restart,
+                &params(check_every, graphs),
+            )
         })
     }
 
     /// Graphs on and off agree exactly: the same kernels with the same grids and the same
     /// deterministic reductions run in both.
-    fn assert_same(what: &str, r: &[(Result<SolveInfo, SolveError>, Vec<f64>); 2]) {
+    fn assert_same(what: &str, r: &[Outcome<f64>; 2]) {
         let [(off, x_off), (on, x_on)] = r;
         match (off, on) {
             (Ok(a), Ok(b)) => {
@@ -178,16 +135,9 @@ mod gpu {
         for (name, a) in &problems {
             let b = vec![1.0; a.nrows()];
             let spd = !matches!(name.as_str(), "raefsky2" | "west0479" | "sherman5");
-            // Jacobi needs a nonzero diagonal (west0479 has zeros on it).
-            let zero_diag = a.diagonal().contains(&0.0);
+            // (Jacobi needs a nonzero diagonal: west0479 has zeros on it.)
             for method in METHODS {
-                if zero_diag && method.ends_with("jacobi") {
-                    continue;
-                }
-                let needs_spd = method.starts_with("cg")
-                    || method.starts_with("pcg")
-                    || method.ends_with("poly");
-                if !spd && needs_spd {
+                if !applies(method, a, spd) {
                     continue;
                 }
                 // Several block lengths: blocks of 1 (replayed from the third iteration), 5

@@ -7,8 +7,11 @@
 //! flags (element 0 always starts a segment, so there are no empty ones).
 //!
 //! The GPU version does not materialise the scan: each tile of elements reduces the segments
-//! that end inside it with a block-level segmented reduction, and a segment that crosses tiles
-//! is finished by a small fix-up kernel from per-tile partials, so the values are read once.
+//! that end inside it, and a segment that crosses tiles is finished by a small fix-up kernel
+//! from per-tile partials, so the values are read once. Inside a tile, short segments (an
+//! average below [`gpu::GROUPS_MIN_AVG`] elements) go through a block-level segmented
+//! reduction; longer ones are reduced by groups of 4–32 lanes per segment straight from global
+//! memory, the longest by the whole block ([`gpu::tile_body`] picks the kernel).
 //!
 //! ```
 //! use segsparse::primitives::segreduce::cpu;
@@ -122,7 +125,7 @@ pub mod gpu {
     }
 
     /// Segments averaging at least this many elements take the group kernels.
-    pub(crate) const GROUPS_MIN_AVG: usize = 16;
+    pub const GROUPS_MIN_AVG: usize = 16;
 
     /// The tile kernel for `n` values in `m` segments: the block segmented scan
     /// (`segreduce`) for short segments, where a lane per few elements would idle; groups of
@@ -130,7 +133,7 @@ pub mod gpu {
     /// elements, G ≈ a quarter of the average (4..=32) so each lane has about four loads in
     /// flight. Both kernels fill the same per-tile fix-up arrays. `SEGSPARSE_SEGREDUCE=scan`
     /// or `=groups` forces one body (read once per process; for comparisons).
-    pub(crate) fn tile_body(n: usize, m: usize) -> &'static str {
+    pub fn tile_body(n: usize, m: usize) -> &'static str {
         static FORCE: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
         let force = *FORCE.get_or_init(|| match std::env::var("SEGSPARSE_SEGREDUCE").as_deref() {
             Ok("scan") => Some(false),
