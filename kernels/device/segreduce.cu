@@ -297,32 +297,23 @@ __device__ __forceinline__ void segreduce_fixup(const u32* offsets, T* out, cons
     }
 }
 
+// segreduce_groupsG_OP_T: the lane-group tile kernel for groups of G lanes.
+#define SEGREDUCE_GROUPS(T, S, OP, ON, G)                                                         \
+    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
+    segreduce_groups##G##_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out,        \
+                                     T* tail, T* headpart, u32* fixseg) {                         \
+        segreduce_tile_groups<T, OP, G>(x, n, offsets, m, out, tail, headpart, fixseg);           \
+    }
 #define SEGREDUCE(T, S, OP, ON)                                                                   \
     extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
     segreduce_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,           \
                          T* headpart, u32* fixseg) {                                              \
         segreduce_tile<T, OP>(x, n, offsets, m, out, tail, headpart, fixseg);                     \
     }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
-    segreduce_groups4_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,   \
-                                 T* headpart, u32* fixseg) {                                      \
-        segreduce_tile_groups<T, OP, 4>(x, n, offsets, m, out, tail, headpart, fixseg);           \
-    }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
-    segreduce_groups8_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,   \
-                                 T* headpart, u32* fixseg) {                                      \
-        segreduce_tile_groups<T, OP, 8>(x, n, offsets, m, out, tail, headpart, fixseg);           \
-    }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
-    segreduce_groups16_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,  \
-                                  T* headpart, u32* fixseg) {                                     \
-        segreduce_tile_groups<T, OP, 16>(x, n, offsets, m, out, tail, headpart, fixseg);          \
-    }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
-    segreduce_groups32_##ON##_##S(const T* x, u32 n, const u32* offsets, u32 m, T* out, T* tail,  \
-                                  T* headpart, u32* fixseg) {                                     \
-        segreduce_tile_groups<T, OP, 32>(x, n, offsets, m, out, tail, headpart, fixseg);          \
-    }                                                                                             \
+    SEGREDUCE_GROUPS(T, S, OP, ON, 4)                                                             \
+    SEGREDUCE_GROUPS(T, S, OP, ON, 8)                                                             \
+    SEGREDUCE_GROUPS(T, S, OP, ON, 16)                                                            \
+    SEGREDUCE_GROUPS(T, S, OP, ON, 32)                                                            \
     extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
     segreduce_fixup_##ON##_##S(const u32* offsets, T* out, const T* tail, const T* headpart,      \
                                const u32* fixseg) {                                               \
