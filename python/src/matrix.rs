@@ -8,11 +8,11 @@ use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArra
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use segsparse::gpu::DeviceBuffer;
-use segsparse::precond::{Amg, AmgParams, MultigridOps};
+use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
-    KrylovOps, LinearOperator, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator, SolveError,
+    SolveInfo, SolveParams,
 };
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 use segsparse::{CsrMatrix, Scalar};
