@@ -1,4 +1,4 @@
-//! Preconditioners `z ← M⁻¹r` for the solvers (`crate::solvers`), which see them only
+//! Preconditioners `z ← M⁻¹r` for the solvers, which see them only
 //! through the [`Preconditioner`](crate::backend::Preconditioner) trait.
 //!
 //! | preconditioner | needs | type |
