@@ -116,6 +116,13 @@ impl VectorOps<f64> for FusedCpu {
     fn bicg_fused(&self, _n: usize) -> bool {
         true
     }
+    fn update_slots(
+        &self,
+        sc: &mut CpuScalars<f64>,
+        f: impl FnOnce(&mut [f64; NSLOTS], &mut [f64]),
+    ) -> Result<()> {
+        <Cpu as VectorOps<f64>>::update_slots(&Cpu, sc, f)
+    }
     delegate! {
         default_check_every() -> usize;
         len(v: &Vec<f64>) -> usize;
@@ -123,6 +130,11 @@ impl VectorOps<f64> for FusedCpu {
         upload(host: &[f64]) -> Result<Vec<f64>>;
         download(v: &Vec<f64>) -> Result<Vec<f64>>;
         copy(src: &Vec<f64>, dst: &mut Vec<f64>) -> Result<()>;
+        fill(v: &mut Vec<f64>, a: f64) -> Result<()>;
+        scal(a: f64, v: &mut Vec<f64>) -> Result<()>;
+        axpby(a: f64, x: &Vec<f64>, b: f64, y: &mut Vec<f64>) -> Result<()>;
+        axpbypcz(a: f64, x: &Vec<f64>, b: f64, y: &Vec<f64>, c: f64, z: &mut Vec<f64>) -> Result<()>;
+        vmul(a: f64, x: &Vec<f64>, y: &Vec<f64>, b: f64, z: &mut Vec<f64>) -> Result<()>;
         set_zero(v: &mut Vec<f64>) -> Result<()>;
         residual(b: &Vec<f64>, ax: &Vec<f64>, r: &mut Vec<f64>) -> Result<()>;
         scale(d: &Vec<f64>, r: &Vec<f64>, z: &mut Vec<f64>) -> Result<()>;
