@@ -6,8 +6,7 @@ use segsparse::dist::{poisson3d_block, sim, DistPart, Partition, RowBlock};
 use segsparse::solvers::{bicgstab, cg, pcg, Cpu, Identity, Jacobi, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
-mod dist_common;
-use dist_common::convection;
+use crate::common::dist::convection;
 
 fn rhs(n: usize) -> Vec<f64> {
     (0..n)
