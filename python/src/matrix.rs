@@ -7,15 +7,15 @@ use std::time::Instant;
 use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use segsparse::csr::check_gpu::{
+    upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
+};
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgParams, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
     bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
     KrylovOps, LinearOperator, SolveError, SolveInfo, SolveParams,
-};
-use segsparse::csr::check_gpu::{
-    upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 use segsparse::{CsrMatrix, Scalar};
@@ -257,7 +257,8 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
     }
     let (parts, times) = r?;
     let tt = Instant::now();
-    let csr = GpuCsr::from_device_parts(gpu, shape.0, shape.1, parts.row_ptr, parts.col, parts.val)?;
+    let csr =
+        GpuCsr::from_device_parts(gpu, shape.0, shape.1, parts.row_ptr, parts.col, parts.val)?;
     let tables = tt.elapsed().as_secs_f64();
     let nnz = csr.nnz();
     Ok(Mat {
@@ -559,7 +560,10 @@ impl<T: Elem> Mat<T> {
         if let Some(h) = self.host.get() {
             return Ok(h);
         }
-        let d = self.dev.as_ref().expect("a matrix without a host copy is on the GPU");
+        let d = self
+            .dev
+            .as_ref()
+            .expect("a matrix without a host copy is on the GPU");
         let g = d.csr.gpu();
         let (rp, ci, v) = d.csr.device_parts();
         let rp = g.download(rp)?;

@@ -247,7 +247,11 @@ fn copy_into<T: KernelType>(
 
 /// Bytes [`upload_csr`] copies for these arrays (to decide whether pinned staging pays off:
 /// see [`DIRECT_BYTES`]).
-pub fn upload_bytes(row_ptr: &HostIndices<'_>, col_idx: &HostIndices<'_>, values: &HostValues<'_>) -> usize {
+pub fn upload_bytes(
+    row_ptr: &HostIndices<'_>,
+    col_idx: &HostIndices<'_>,
+    values: &HostValues<'_>,
+) -> usize {
     let v = match values {
         HostValues::F32(s) => 4 * s.len(),
         HostValues::F64(s) => 8 * s.len(),
@@ -331,7 +335,7 @@ pub fn upload_csr<T: KernelType + cudarc::driver::ValidAsZeroBits>(
         copy_into(gpu, staging.as_deref_mut(), vbytes, &mut val)?;
     } else {
         let mut raw = raw_words(gpu, vbytes.len())?;
-        copy_into(gpu, staging.as_deref_mut(), vbytes, &mut raw)?;
+        copy_into(gpu, staging, vbytes, &mut raw)?;
         val_raw = Some(raw);
     }
     gpu.synchronize()?;
@@ -371,7 +375,11 @@ pub fn upload_csr<T: KernelType + cudarc::driver::ValidAsZeroBits>(
         let (nnz64, ncols32) = (nnz as u64, ncols as u32);
         let target = ci_out.as_ref().unwrap_or(&ci_raw);
         let mut b = gpu.stream().launch_builder(&k);
-        b.arg(&ci_raw).arg(&nnz64).arg(&ncols32).arg(target).arg(&mut err);
+        b.arg(&ci_raw)
+            .arg(&nnz64)
+            .arg(&ncols32)
+            .arg(target)
+            .arg(&mut err);
         // SAFETY: csr_cols_<I>(const I* in, u64 nnz, u32 ncols, u32* out, u64* err): `in`
         // holds nnz elements of I, `out` nnz u32 (the input itself for 32-bit I), err 4 u64.
         unsafe { b.launch(Gpu::cfg(blocks(nnz), 256, 0)) }

@@ -34,6 +34,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "fail_slow(seconds): SciPy's marker (pytest-fail-slow)")
 
 
+_EXCLUDED_OURS = {}
+
+
 def pytest_collection_modifyitems(config, items):
     keep, drop = [], []
     for item in items:
@@ -45,10 +48,21 @@ def pytest_collection_modifyitems(config, items):
         if m and _solver_of(m.group(1)) not in OURS:
             drop.append(item)
             continue
-        if any(re.fullmatch(p, name) for p in EXCLUDED):
+        reason = next((r for p, r in EXCLUDED.items() if re.fullmatch(p, name)), None)
+        if reason is not None:
             drop.append(item)
+            _EXCLUDED_OURS.setdefault(reason, []).append(name)
             continue
         keep.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _EXCLUDED_OURS:
+        return
+    n = sum(len(v) for v in _EXCLUDED_OURS.values())
+    terminalreporter.write_line(f"SciPy contract: {n} tests excluded (other solvers' tests not counted):")
+    for reason, names in _EXCLUDED_OURS.items():
+        terminalreporter.write_line(f"  {len(names):3d}  {reason}")
