@@ -9,9 +9,9 @@ wall time from the call to the matrix being usable on the device (CuPy: its thre
 segsparse: validated, converted and with its SpMV tables), the device synchronised. After a
 warm-up of both (kernels compiled, first-touch allocations done), ``reps`` alternating rounds;
 medians reported, with segsparse's ``upload_seconds`` breakdown of its median round. Variants:
-``reuse`` (``reuse_buffers=True``: the pinned staging kept across calls, the default for
-repeated uploads) and ``fresh`` (the staging allocated per call). ``ratio`` is CuPy's median
-over segsparse's (>= 1: segsparse is at least as fast).
+``reuse`` (``reuse_buffers=True``: the pinned staging kept across calls) and ``fresh`` (the
+staging allocated in the call: ``release_upload_buffers()`` before it). ``ratio`` is CuPy's
+median over segsparse's (>= 1: segsparse is at least as fast).
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ def bench_one(name, A, reps, cp, csp):
     def up_seg(reuse):
         return lambda: segsparse.Matrix(A, device="gpu", reuse_buffers=reuse)
 
+    def fresh():
+        segsparse.release_upload_buffers()  # not timed: the next upload allocates its staging
+        return up_seg(False)
+
     # Warm-up: compile, first-touch, the staging kept.
     for f in (up_cupy, up_seg(True), up_cupy, up_seg(True)):
         _, r = timed(f, sync)
@@ -76,7 +80,8 @@ def bench_one(name, A, reps, cp, csp):
     rows = {"cupyx": [], "reuse": [], "fresh": []}
     parts = {"reuse": [], "fresh": []}
     for _ in range(reps):
-        for key, f in (("cupyx", up_cupy), ("reuse", up_seg(True)), ("fresh", up_seg(False))):
+        for key in ("cupyx", "fresh", "reuse"):
+            f = {"cupyx": up_cupy, "reuse": up_seg(True)}.get(key) or fresh()
             t, r = timed(f, sync)
             rows[key].append(t)
             if key != "cupyx":
@@ -105,6 +110,18 @@ def bench_one(name, A, reps, cp, csp):
     return out
 
 
+def safe(rows, name, *args):
+    """One matrix's rows; an error is printed and the others still run."""
+    try:
+        rows += bench_one(name, *args)
+    except Exception as e:  # noqa: BLE001 (a benchmark reports and goes on)
+        print(f"{name}: FAILED: {type(e).__name__}: {e}", flush=True)
+        globals()["FAILED"] = True
+
+
+FAILED = False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
@@ -128,16 +145,16 @@ def main():
     A = poisson3d(64 if a.quick else 200)
     print(f"poisson3d built in {time.perf_counter() - t:.1f} s: {A.shape[0]} rows, {A.nnz} nnz",
           flush=True)
-    rows += bench_one("poisson3d-" + ("64" if a.quick else "200"), A, a.reps, cp, csp)
-    rows += bench_one("poisson3d-" + ("64" if a.quick else "200"), A.astype(np.float32),
-                      a.reps, cp, csp)
+    name = "poisson3d-" + ("64" if a.quick else "200")
+    safe(rows, name, A, a.reps, cp, csp)
+    safe(rows, name, A.astype(np.float32), a.reps, cp, csp)
     del A
     gc.collect()
     if a.matrices:
         files = sorted(glob.glob(os.path.join(a.matrices, "*.mtx.gz")), key=os.path.getsize)
         for f in files[-4:]:
             M = segsparse.load_matrix_market(f)
-            rows += bench_one(os.path.basename(f).split(".")[0], M, a.reps, cp, csp)
+            safe(rows, os.path.basename(f).split(".")[0], M, a.reps, cp, csp)
     print(f"device: {device}  date: {date}  commit: {commit}")
     print("| matrix | dtype | nnz | variant | segsparse s | cupyx s | ratio | staging | copy | "
           "check | tables | spmv err |")
@@ -153,6 +170,8 @@ def main():
             for r in rows:
                 r.update(device=device, date=date, commit=commit, host=platform.node())
                 fh.write(json.dumps(r) + "\n")
+    if FAILED:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

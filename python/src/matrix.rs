@@ -223,6 +223,13 @@ fn build<T: Elem>(
 /// The pinned staging buffers kept between uploads when the caller asks (`reuse_buffers`).
 static STAGING: Mutex<Option<Staging>> = Mutex::new(None);
 
+/// Frees the pinned staging buffers kept by `reuse_buffers=True` (if any); returns their bytes.
+#[pyfunction]
+pub fn release_upload_buffers() -> usize {
+    let mut kept = STAGING.lock().unwrap_or_else(|p| p.into_inner());
+    kept.take().map_or(0, |s| s.bytes())
+}
+
 /// Builds a GPU matrix straight from the caller's arrays: one copy through pinned staging,
 /// checks and conversions on the device (`segsparse::csr::check_gpu`), the SpMV tables from
 /// the device arrays. No host copy is kept.
@@ -237,6 +244,7 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
     let d = device()?;
     let gpu = &d.gpu;
     let mut kept = STAGING.lock().unwrap_or_else(|p| p.into_inner());
+    let had = kept.is_some();
     let ts = Instant::now();
     let mut staging = match kept.take() {
         Some(s) => Some(s),
@@ -247,10 +255,9 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
     };
     let staging_s = ts.elapsed().as_secs_f64();
     let r = upload_csr::<T>(gpu, staging.as_mut(), shape, rp, ci, vals);
-    if reuse {
-        if let Some(s) = staging {
-            *kept = Some(s);
-        }
+    if reuse || had {
+        // Kept: asked for now, or kept by an earlier call (freed by release_upload_buffers).
+        *kept = staging;
     } else {
         drop(kept);
         drop(staging);

@@ -117,6 +117,8 @@ def test_types_converted_on_the_device(gpu, idx, src, dst):
     ref = a.astype(np.float64) @ x.astype(np.float64)
     tol = 1e-4 if np.float32 in (src, dst) else 1e-11
     np.testing.assert_allclose(m @ x, ref, rtol=tol, atol=tol * np.abs(ref).max())
+    assert segsparse.release_upload_buffers() == 32 << 20  # kept by reuse_buffers=True
+    assert segsparse.release_upload_buffers() == 0
     back = m.to_scipy()  # the host copy, downloaded on demand
     assert (back.indices == a.indices).all() and (back.indptr == a.indptr).all()
     np.testing.assert_array_equal(back.data, a.data.astype(dst))

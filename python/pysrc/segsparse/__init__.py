@@ -39,7 +39,8 @@ from .errors import (
     SegsparseError,
     SolverError,
 )
-from .matrix import Matrix, as_matrix, load_matrix_market, save_matrix_market
+from .matrix import (Matrix, as_matrix, load_matrix_market, release_upload_buffers,
+                     save_matrix_market)
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
 from .amg import AMG, amg
 from .solvers import SolveInfo, bicgstab, cg, gmres, pcg
@@ -53,6 +54,7 @@ __all__ = [
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
     "CudaError", "SolverError", "InternalError", "OutOfMemoryError", "gpu_info", "warmup",
+    "release_upload_buffers",
 ]
 
 

@@ -9,7 +9,14 @@ import numpy as np
 from . import _core
 from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
 
-__all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market"]
+__all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market",
+           "release_upload_buffers"]
+
+
+def release_upload_buffers() -> int:
+    """Frees the pinned staging buffers that ``Matrix(..., reuse_buffers=True)`` kept for later
+    uploads; returns the bytes freed (0 when none were kept)."""
+    return _core.release_upload_buffers()
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -69,8 +76,9 @@ class Matrix:
     copy is kept (one is downloaded if a host-side operation needs it later: ``to_scipy``,
     ``save``, a preconditioner set up on the host such as ``"ilu0"`` or ``"amg"``). The
     row-structure tables of the SpMV are built on the device. ``reuse_buffers=True`` keeps the
-    pinned staging (32 MiB) for the next upload of the process (allocating it costs a few
-    milliseconds). ``upload_seconds`` tells where the time went. On the CPU the crate keeps its
+    pinned staging (32 MiB) for the next uploads of the process (allocating it costs a few
+    milliseconds; ``segsparse.release_upload_buffers()`` frees it). Matrices under 8 MiB are
+    copied straight from pageable memory. ``upload_seconds`` tells where the time went. On the CPU the crate keeps its
     own validated CSR arrays (one copy). Every multiply and solve after that moves only vectors
     (and none at all for CuPy vectors). A ``cupyx`` matrix is read back to the host once and
     uploaded as above.
