@@ -617,7 +617,12 @@ impl<T: Elem> Mat<T> {
         let d = self.dev()?;
         let mut j = d.jacobi.lock().unwrap_or_else(|p| p.into_inner());
         if j.is_none() {
-            *j = Some(Arc::new(Jacobi::from_matrix(ops, self.host()?)?));
+            // The diagonal from the device arrays (a matrix uploaded by the GPU path keeps no
+            // host copy): n values read back, checked and inverted by `from_diagonal`.
+            let g = d.csr.gpu();
+            let diag = g.download(&segsparse::sparse::gpu::diagonal(g, &d.csr)?)?;
+            let n = self.shape.0.min(self.shape.1);
+            *j = Some(Arc::new(Jacobi::from_diagonal(ops, &diag[..n])?));
         }
         Ok(j.clone().expect("set above"))
     }

@@ -6,8 +6,9 @@
 builds use ours. The tests of SciPy's other solvers (bicg, cgs, gcrotmk, lgmres, minres, qmr,
 tfqmr) test SciPy, not segsparse: they are deselected, as are the cases below, each with its
 reason. The check runs against the SciPy version in ``PINNED`` (CI installs it); another
-version skips the module (``SEGSPARSE_SCIPY_CONTRACT=1`` turns that into a failure; the pin
-is ``PINNED`` in ``test_scipy_iterative.py``).
+version skips the module (``SEGSPARSE_SCIPY_CONTRACT=1`` turns that into a failure,
+``SEGSPARSE_SCIPY_CONTRACT=any`` runs the installed version's tests; the pin is ``PINNED`` in
+``test_scipy_iterative.py``).
 """
 
 import re
