@@ -9,9 +9,11 @@ wall time from the call to the matrix being usable on the device (CuPy: its thre
 segsparse: validated, converted and with its SpMV tables), the device synchronised. After a
 warm-up of both (kernels compiled, first-touch allocations done), ``reps`` alternating rounds;
 medians reported, with segsparse's ``upload_seconds`` breakdown of its median round. Variants:
-``reuse`` (``reuse_buffers=True``: the pinned staging kept across calls) and ``fresh`` (the
-staging allocated in the call: ``release_upload_buffers()`` before it). ``ratio`` is CuPy's
-median over segsparse's (>= 1: segsparse is at least as fast).
+``reuse`` (``reuse_buffers=True``: the pinned staging kept across calls), ``fresh`` (the
+staging allocated in the call: ``release_upload_buffers()`` before it) and ``host``
+(``SEGSPARSE_UPLOAD=host``: the crate's CsrMatrix built and checked on the host, then uploaded,
+as ``Matrix`` did before; 2 rounds). ``ratio`` is CuPy's median over segsparse's (>= 1:
+segsparse is at least as fast).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def timed(f, sync):
     return time.perf_counter() - t, r
 
 
-def bench_one(name, A, reps, cp, csp):
+def bench_one(name, A, reps, cp, csp, host_reps=2):
     sync = cp.cuda.Device().synchronize
     pool = cp.get_default_memory_pool()
 
@@ -90,6 +92,19 @@ def bench_one(name, A, reps, cp, csp):
             del r
             gc.collect()
             pool.free_all_blocks()
+    # The host-validated path (SEGSPARSE_UPLOAD=host: what Matrix did before), a few rounds.
+    rows["host"], parts["host"] = [], []
+    os.environ["SEGSPARSE_UPLOAD"] = "host"
+    try:
+        for _ in range(host_reps):
+            t, r = timed(up_seg(False), sync)
+            rows["host"].append(t)
+            parts["host"].append(r.upload_seconds)
+            del r
+            gc.collect()
+            pool.free_all_blocks()
+    finally:
+        del os.environ["SEGSPARSE_UPLOAD"]
     # Correctness of the last upload: one SpMV against SciPy.
     m = segsparse.Matrix(A, device="gpu", reuse_buffers=True)
     x = np.random.default_rng(0).standard_normal(A.shape[1]).astype(A.dtype)
@@ -98,7 +113,7 @@ def bench_one(name, A, reps, cp, csp):
     del m
     out = []
     med_c = statistics.median(rows["cupyx"])
-    for key in ("reuse", "fresh"):
+    for key in ("reuse", "fresh", "host"):
         med = statistics.median(rows[key])
         k = rows[key].index(sorted(rows[key])[len(rows[key]) // 2])
         out.append({

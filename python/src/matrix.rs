@@ -964,11 +964,15 @@ impl PyMatrix {
                 "matrix values must be float32 or float64, not {dtype}"
             )));
         }
-        let on_gpu = match w {
-            Want::Cpu => false,
-            Want::Gpu => true,
-            Want::Auto => self::device().is_ok(),
-        };
+        // SEGSPARSE_UPLOAD=host: the host-validated path (the crate's CsrMatrix built on the
+        // host, then uploaded with its host copy kept), for comparison and as a fallback.
+        let host_path = std::env::var("SEGSPARSE_UPLOAD").is_ok_and(|v| v == "host");
+        let on_gpu = !host_path
+            && match w {
+                Want::Cpu => false,
+                Want::Gpu => true,
+                Want::Auto => self::device().is_ok(),
+            };
         if on_gpu {
             let rp = IdxArr::of(indptr, "indptr")?;
             let ci = IdxArr::of(indices, "indices")?;
