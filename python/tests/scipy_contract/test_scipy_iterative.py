@@ -33,10 +33,14 @@ try:
     sys.modules.pop(_MODULE, None)
     try:
         _scipy_tests = importlib.import_module(_MODULE)
-    except ImportError as e:  # a SciPy build without its tests
+    except Exception as e:  # noqa: BLE001 (no tests in this SciPy build, or another layout)
+        # A SciPy build without its tests, or another version's module that does not import
+        # with our solvers in place (SciPy 1.18 keys its test parameters by SciPy's own
+        # functions): skipped, unless the pinned contract is required.
         if os.environ.get("SEGSPARSE_SCIPY_CONTRACT") == "1":
             raise
-        pytest.skip(f"SciPy's tests are not installed: {e}", allow_module_level=True)
+        pytest.skip(f"SciPy {scipy.__version__}'s test_iterative.py cannot run here: "
+                    f"{type(e).__name__}: {e}", allow_module_level=True)
 finally:
     for _name, _f in _saved.items():
         setattr(_isolve, _name, _f)
