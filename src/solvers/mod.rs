@@ -207,7 +207,7 @@ pub use crate::backend::gpu;
 pub use crate::backend::recur;
 pub use crate::backend::recur::{GmresLayout, Slot, Status, NSLOTS};
 pub use crate::backend::{
-    Block, Cpu, CpuKrylov, CpuScalars, Fuse, Identity, KrylovOps, LinearOperator, Preconditioner,
+    Block, Cpu, CpuScalars, Fuse, HostKrylov, Identity, KrylovOps, LinearOperator, Preconditioner,
     VectorOps,
 };
 
@@ -625,7 +625,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     M: Method<T, B>,
 {
-    let bb = be.dot(b, b, &mut sc)?;
+    let bb = be.dot(b, b, &mut sc)?.as_f64();
     if !bb.is_finite() {
         return Err(SolveError::NonFinite { iteration: 0 });
     }
@@ -645,7 +645,7 @@ where
         let (r, q) = method.r_and_scratch();
         a.apply(be, x, q)?;
         be.residual(b, q, r)?;
-        let rr = be.dot(r, r, sc)?;
+        let rr = be.dot(r, r, sc)?.as_f64();
         // NaN stays NaN (f64::max would turn it into 0, a "converged" residual).
         Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
     };
