@@ -317,7 +317,21 @@ pub struct GpuSpgemmPlan {
     bin_start: [usize; 7],
     row_ptr: CudaSlice<u32>,
     col: CudaSlice<u32>,
+    /// Segments of the rows of the wide bins (2–5) for the numeric phase: (row, first entry)
+    /// pairs, their count on the device (`seg_count`) and an upper bound of it on the host.
+    seg_items: CudaSlice<u32>,
+    seg_count: CudaSlice<u32>,
+    seg_bound: usize,
+    /// The numeric kernels of the first version (one A entry at a time); for comparisons.
+    legacy: bool,
 }
+
+/// Largest column count of `B` for the bitmap symbolic kernel of the block bins
+/// (`SPGEMM_BITMAP_WORDS` · 32 in spgemm.cu).
+const BITMAP_COLS: usize = 2048 * 32;
+
+/// C entries per segment of the flat numeric kernel (`SPGEMM_FLAT_SEG` in spgemm.cu).
+const FLAT_SEG: usize = 256;
 
 impl std::fmt::Debug for GpuSpgemmPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -364,6 +378,7 @@ impl GpuSpgemmPlan {
         let m = a.nrows;
         let m32 = m as u32;
         let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
+        let legacy = std::env::var_os("SEGSPARSE_SPGEMM_LEGACY").is_some();
         // 1. Product counts and bins.
         let mut ub = g.zeros::<u32>(m + 1)?; // ub[m] = 0: its exclusive scan ends at Σ ub
         let mut ub_total = g.zeros::<u64>(1)?;
@@ -455,6 +470,40 @@ impl GpuSpgemmPlan {
             for (bi, &(threads, _)) in BINS.iter().enumerate() {
                 let n = bin_start[bi + 1] - bin_start[bi];
                 if n == 0 {
+                    continue;
+                }
+                if !legacy && (bi < 4 || b.ncols <= BITMAP_COLS) {
+                    let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
+                    let n32 = n as u32;
+                    let nc32 = b.ncols as u32;
+                    let (name, blocks) = if bi < 4 {
+                        (format!("spgemm_fill_flat_b{bi}"), blocks_of(bi, n))
+                    } else {
+                        (
+                            "spgemm_fill_bitmap_rows".to_string(),
+                            (n as u32).min(g.sm_count() * 16),
+                        )
+                    };
+                    let k = f(&name)?;
+                    let mut lb = g.stream().launch_builder(&k);
+                    lb.arg(&rows_b)
+                        .arg(&n32)
+                        .arg(a.row_ptr)
+                        .arg(a.col)
+                        .arg(b.row_ptr)
+                        .arg(b.col);
+                    if bi >= 4 {
+                        lb.arg(&nc32);
+                    }
+                    lb.arg(out_off).arg(&mut *ccol).arg(&mut *counts);
+                    // SAFETY: spgemm_fill_flat_bB(rows, n, arp, acol, brp, bcol, const u32*
+                    // out_off, u32* ccol, u32* counts) and spgemm_fill_bitmap_rows(…, bcol, u32
+                    // ncols, out_off, ccol, counts): rows n entries of this bin (each < m);
+                    // out_off m+1 offsets with room for each row's distinct columns after it;
+                    // counts m+1; the bitmap kernel's B has at most BITMAP_COLS columns (its
+                    // shared bitmap), the group kernels' tables hold the bin's largest ub.
+                    unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
+                        .map_err(|e| Gpu::launch_error(&name, e))?;
                     continue;
                 }
                 let name = format!("spgemm_fill_b{bi}");
@@ -562,6 +611,28 @@ impl GpuSpgemmPlan {
             (col, total)
         };
         drop(counts);
+        // Segments of the wide bins' rows for the numeric phase.
+        let wide = bin_start[6] - bin_start[2];
+        let seg_bound = wide + total / FLAT_SEG;
+        let mut seg_items = g.zeros::<u32>(2 * seg_bound.max(1))?;
+        let mut seg_count = g.zeros::<u32>(1)?;
+        if wide > 0 {
+            let k = f("spgemm_seg_items")?;
+            let rows_w = rows.slice(bin_start[2]..bin_start[6]);
+            let (w32, seg32) = (wide as u32, FLAT_SEG as u32);
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&rows_w)
+                .arg(&w32)
+                .arg(&row_ptr)
+                .arg(&seg32)
+                .arg(&mut seg_count)
+                .arg(&mut seg_items);
+            // SAFETY: spgemm_seg_items(const u32* rows, u32 nrows, const u32* crp, u32 seg,
+            // u32* cursor, u32* items): rows `wide` entries < m, crp m+1; Σ ceil(n_i/seg) ≤
+            // wide + total/seg = seg_bound pairs fit items.
+            unsafe { lb.launch(Gpu::cfg(grid(g, wide, 256), 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_seg_items", e))?;
+        }
         Ok(GpuSpgemmPlan {
             gpu: gpu.clone(),
             nrows: m,
@@ -573,6 +644,10 @@ impl GpuSpgemmPlan {
             bin_start,
             row_ptr,
             col,
+            seg_items,
+            seg_count,
+            seg_bound,
+            legacy,
         })
     }
 
@@ -628,6 +703,9 @@ impl GpuSpgemmPlan {
             "GPU SpGEMM numeric: values length vs the plan's entries"
         );
         let g = &self.gpu;
+        if !self.legacy {
+            return self.numeric_flat(a, b, values);
+        }
         for (bi, &(threads, per_block)) in BINS.iter().enumerate() {
             let n = self.bin_start[bi + 1] - self.bin_start[bi];
             if n == 0 {
@@ -661,6 +739,68 @@ impl GpuSpgemmPlan {
                 .map_err(|e| Gpu::launch_error(&format!("spgemm_numeric_b{bi}"), e))?;
         }
         // Rows without products have no entries: nothing to write.
+        Ok(())
+    }
+
+    /// The flat numeric kernels: a group per row for bins 0 and 1, a warp per row segment for
+    /// the others.
+    fn numeric_flat<T: GpuScalar>(
+        &self,
+        a: CsrView<'_, T>,
+        b: CsrView<'_, T>,
+        values: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let g = &self.gpu;
+        for bi in 0..2 {
+            let n = self.bin_start[bi + 1] - self.bin_start[bi];
+            if n == 0 {
+                continue;
+            }
+            let blocks = n.div_ceil(BINS[bi].1 as usize) as u32;
+            let name = format!("spgemm_flat_b{bi}");
+            let k = g.typed_function::<T>(&SPGEMM_SRC, &name, &[])?;
+            let rows_b = self.rows.slice(self.bin_start[bi]..self.bin_start[bi + 1]);
+            let n32 = n as u32;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&rows_b)
+                .arg(&n32)
+                .arg(a.row_ptr)
+                .arg(a.col)
+                .arg(a.val)
+                .arg(b.row_ptr)
+                .arg(b.col)
+                .arg(b.val)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&mut *values);
+            // SAFETY: spgemm_flat_bB_T(rows, n, arp, acol, aval, brp, bcol, bval, crp, ccol,
+            // T* cval): the plan's bins (each row's C row fits the group's 32/64 entries: n ≤ ub)
+            // and pattern for these shapes (checked by the caller); every product's column is in
+            // C's row, so its slot lies inside the row.
+            unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
+                .map_err(|e| Gpu::launch_error(&name, e))?;
+        }
+        if self.bin_start[6] > self.bin_start[2] {
+            let blocks = (self.seg_bound.div_ceil(4) as u32).clamp(1, g.sm_count() * 16);
+            let k = g.typed_function::<T>(&SPGEMM_SRC, "spgemm_flat_seg", &[])?;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&self.seg_items)
+                .arg(&self.seg_count)
+                .arg(a.row_ptr)
+                .arg(a.col)
+                .arg(a.val)
+                .arg(b.row_ptr)
+                .arg(b.col)
+                .arg(b.val)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&mut *values);
+            // SAFETY: spgemm_flat_seg_T(items, nitems, arp, acol, aval, brp, bcol, bval, crp,
+            // ccol, T* cval): *nitems (row, first entry) pairs written by spgemm_seg_items for
+            // this plan's rows, each segment inside its row of C.
+            unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_flat_seg", e))?;
+        }
         Ok(())
     }
 
