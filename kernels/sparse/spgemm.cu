@@ -64,20 +64,41 @@ __device__ __forceinline__ u32 spgemm_bin_of(u32 ub) {
 
 // Every lane of a warp runs the same number of iterations (base is warp-uniform), so the
 // ballots below see the whole warp. Counters are updated once per warp and bin (a single
-// global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160).
+// global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160). A row of more
+// than SPGEMM_LONG_ROW entries is summed by the whole warp (a thread walking a dense row of
+// thousands of entries alone held the kernel for over 100 us on matrices with dense rows).
+#define SPGEMM_LONG_ROW 8u
 extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* __restrict__ acol,
                                         const u32* __restrict__ brp, u32 m, u32* ub_out, u32* bin_count,
                                         u32* bin_max, u64* ub_total) {
     const u32 lane = threadIdx.x & 31u;
     for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
         const u32 i = base + threadIdx.x;
+        u64 ub = 0;
+        bool long_row = false;
+        if (i < m) {
+            const u32 p0 = arp[i], p1 = arp[i + 1];
+            long_row = p1 - p0 > SPGEMM_LONG_ROW;
+            if (!long_row)
+                for (u32 p = p0; p < p1; ++p) {
+                    const u32 k = acol[p];
+                    ub += brp[k + 1] - brp[k];
+                }
+        }
+        for (u32 lm = __ballot_sync(FULL_MASK, long_row); lm != 0; lm &= lm - 1) {
+            const u32 src = __ffs(lm) - 1;
+            const u32 ri = __shfl_sync(FULL_MASK, i, src);
+            const u32 q1 = arp[ri + 1];
+            u64 sum = 0;
+            for (u32 p = arp[ri] + lane; p < q1; p += 32) {
+                const u32 k = acol[p];
+                sum += brp[k + 1] - brp[k];
+            }
+            for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, o);
+            if (lane == src) ub = sum;
+        }
         u32 u = 0;
         if (i < m) {
-            u64 ub = 0;
-            for (u32 p = arp[i]; p < arp[i + 1]; ++p) {
-                const u32 k = acol[p];
-                ub += brp[k + 1] - brp[k];
-            }
             u = ub > 0xfffffff0ull ? 0xfffffff0u : (u32)ub;
             ub_out[i] = u;
         }
@@ -98,18 +119,33 @@ extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* 
     }
 }
 
-// bad[0] = 1 + the first row found of B whose columns are not strictly increasing (0: none).
-// The numeric phase lets the lanes of a group add distinct columns of one B row at once, which
-// needs B canonical (sorted, no duplicates within a row).
+// bad[0] = 1 + a row of B whose columns are not strictly increasing (the largest such row
+// index found; 0: none). The numeric phase lets the lanes of a group add distinct columns of
+// one B row at once, which needs B canonical (sorted, no duplicates within a row). Long rows
+// are checked by the whole warp, as in spgemm_bound.
 extern "C" __global__ void spgemm_check_rows(const u32* __restrict__ brp, const u32* __restrict__ bcol, u32 n,
                                              u32* bad) {
-    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
-        const u32 b1 = brp[k + 1];
-        for (u32 q = brp[k] + 1; q < b1; ++q)
-            if (bcol[q] <= bcol[q - 1]) {
-                atomicMax(bad, k + 1);
-                break;
-            }
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+        const u32 k = base + threadIdx.x;
+        bool long_row = false;
+        if (k < n) {
+            const u32 b0 = brp[k], b1 = brp[k + 1];
+            long_row = b1 - b0 > SPGEMM_LONG_ROW;
+            if (!long_row)
+                for (u32 q = b0 + 1; q < b1; ++q)
+                    if (bcol[q] <= bcol[q - 1]) {
+                        atomicMax(bad, k + 1);
+                        break;
+                    }
+        }
+        for (u32 lm = __ballot_sync(FULL_MASK, long_row); lm != 0; lm &= lm - 1) {
+            const u32 rk = __shfl_sync(FULL_MASK, k, __ffs(lm) - 1);
+            const u32 b1 = brp[rk + 1];
+            bool wrong = false;
+            for (u32 q = brp[rk] + 1 + lane; q < b1; q += 32) wrong |= bcol[q] <= bcol[q - 1];
+            if (__any_sync(FULL_MASK, wrong) && lane == 0) atomicMax(bad, rk + 1);
+        }
     }
 }
 
@@ -599,7 +635,7 @@ __device__ void spgemm_numeric_flat_group(const u32* __restrict__ rows, u32 nrow
     for (u32 t = r; t < n; t += G) cval[c0 + t] = sval[g][dense ? scol[g][t] - c_lo : t];
 }
 
-// One warp per segment: items[2s] = row, items[2s + 1] = the segment's first entry in the row;
+// One warp per segment: items[3s..3s+3) = row, first and end entry of the segment in the row;
 // *nitems segments.
 template <typename T, int WARPS, int SEG>
 __device__ void spgemm_numeric_flat_seg(const u32* __restrict__ items, const u32* __restrict__ nitems,
@@ -613,10 +649,9 @@ __device__ void spgemm_numeric_flat_seg(const u32* __restrict__ items, const u32
     const u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31u;
     const u32 count = *nitems;
     for (u32 it = blockIdx.x * WARPS + w; it < count; it += gridDim.x * WARPS) {
-        const u32 i = items[2 * it], p0 = items[2 * it + 1];
-        const u32 c0 = crp[i] + p0, rest = crp[i + 1] - c0;
-        const u32 sn = rest < (u32)SEG ? rest : (u32)SEG;
-        const bool full = p0 == 0 && sn == rest;
+        const u32 i = items[3 * it], p0 = items[3 * it + 1], p1 = items[3 * it + 2];
+        const u32 r0 = crp[i], c0 = r0 + p0, sn = p1 - p0;
+        const bool full = p0 == 0 && r0 + p1 == crp[i + 1];
         for (u32 t = lane; t < sn; t += 32) scol[w][t] = ccol[c0 + t];
         __syncwarp();
         const u32 c_lo = scol[w][0], c_hi = scol[w][sn - 1];
@@ -635,17 +670,24 @@ __device__ void spgemm_numeric_flat_seg(const u32* __restrict__ items, const u32
     }
 }
 
-// The segments of the rows rows[0..nrows): ceil(n / seg) per row of n entries, written at
-// an atomic cursor (their order does not matter). Every lane of a warp runs the same iterations.
+// The segments of the rows rows[0..nrows): a row of n entries and ub products gets
+// s = min(n, max(ceil(n / seg), ceil(ub / prod))) segments of n/s entries (rounded), so that no
+// segment holds more than seg entries and rows with many products per entry are shared by
+// several warps. Written at an atomic cursor (their order does not matter); every lane of a
+// warp runs the same iterations.
 extern "C" __global__ void spgemm_seg_items(const u32* __restrict__ rows, u32 nrows, const u32* __restrict__ crp,
-                                            u32 seg, u32* cursor, u32* items) {
+                                            const u32* __restrict__ ub, u32 seg, u32 prod, u32* cursor,
+                                            u32* items) {
     const u32 lane = threadIdx.x & 31u;
     for (u32 base = blockIdx.x * blockDim.x; base < nrows; base += gridDim.x * blockDim.x) {
         const u32 idx = base + threadIdx.x;
-        u32 i = 0, ns = 0;
+        u32 i = 0, ns = 0, n = 0;
         if (idx < nrows) {
             i = rows[idx];
-            ns = (crp[i + 1] - crp[i] + seg - 1) / seg;
+            n = crp[i + 1] - crp[i];
+            const u32 by_entries = (n + seg - 1) / seg, by_products = (ub[i] + prod - 1) / prod;
+            ns = by_entries > by_products ? by_entries : by_products;
+            if (ns > n) ns = n;
         }
         u32 incl = ns;
         for (int o = 1; o < 32; o <<= 1) {
@@ -656,8 +698,9 @@ extern "C" __global__ void spgemm_seg_items(const u32* __restrict__ rows, u32 nr
         if (lane == 31 && incl > 0) start = atomicAdd(cursor, incl);
         start = __shfl_sync(FULL_MASK, start, 31) + incl - ns;
         for (u32 s = 0; s < ns; ++s) {
-            items[2 * (start + s)] = i;
-            items[2 * (start + s) + 1] = s * seg;
+            items[3 * (start + s)] = i;
+            items[3 * (start + s) + 1] = (u32)((u64)s * n / ns);
+            items[3 * (start + s) + 2] = (u32)((u64)(s + 1) * n / ns);
         }
     }
 }
@@ -690,12 +733,14 @@ SPGEMM_FLAT(double, f64)
 // ---------------------------------------------------------------------------------------------
 
 // Calls f(col) for every product column of A's entries [a0, a1) of one row, taking G entries
-// at a time from a0 + start, stepping by stride; their products are dealt to the G lanes of the
-// group in turn. All G lanes call it together.
+// at a time from a0 + start, stepping by stride; of their products this group takes rounds of G
+// from t_start, stepping by t_stride (several groups may share a batch), dealt to its lanes.
+// All G lanes call it together.
 template <int G, typename F>
-__device__ __forceinline__ void spgemm_each_product(u32 a0, u32 a1, u32 start, u32 stride,
-                                                    const u32* __restrict__ acol, const u32* __restrict__ brp,
-                                                    const u32* __restrict__ bcol, u32 gm, F&& f) {
+__device__ __forceinline__ void spgemm_each_product(u32 a0, u32 a1, u32 start, u32 stride, u32 t_start,
+                                                    u32 t_stride, const u32* __restrict__ acol,
+                                                    const u32* __restrict__ brp, const u32* __restrict__ bcol,
+                                                    u32 gm, F&& f) {
     const u32 r = threadIdx.x & (G - 1);
     for (u32 ab = a0 + start; ab < a1; ab += stride) {
         u32 lo = 0, len = 0;
@@ -712,7 +757,7 @@ __device__ __forceinline__ void spgemm_each_product(u32 a0, u32 a1, u32 start, u
         }
         const u32 excl = incl - len;
         const u32 total = __shfl_sync(gm, incl, G - 1, G);
-        for (u32 t0 = 0; t0 < total; t0 += G) {
+        for (u32 t0 = t_start; t0 < total; t0 += t_stride) {
             const u32 t = t0 + r;
             u32 j = 0;
 #pragma unroll
@@ -761,60 +806,66 @@ __device__ void spgemm_bitonic_group(u32* keys, u32 len, u32 gm) {
     }
 }
 
+// The row's table holds next_pow2(out_off[i + 1] - out_off[i]) entries (at most CAP): the
+// row's product count in the one-pass symbolic phase, its distinct count in the two-pass one,
+// both at least its distinct columns. Clearing and compacting cost the table's size, not the
+// bin's largest. The distinct columns are compacted in place (a round's writes land at or
+// below the positions it read) and sorted there.
 template <int G, int GROUPS, int CAP>
 __device__ void spgemm_fill_flat_group(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
                                        const u32* __restrict__ acol, const u32* __restrict__ brp,
                                        const u32* __restrict__ bcol, const u32* __restrict__ out_off, u32* ccol,
                                        u32* counts) {
     __shared__ u32 table[GROUPS][CAP];
-    __shared__ u32 list[GROUPS][CAP];
     const u32 g = threadIdx.x / G, r = threadIdx.x % G, lane = threadIdx.x & 31u;
     const u32 gm = spgemm_group_mask<G>();
     const u32 slot = blockIdx.x * GROUPS + g;
     if (slot >= nrows_bin) return;
     u32* keys = table[g];
-    for (u32 t = r; t < CAP; t += G) keys[t] = SPGEMM_EMPTY;
-    __syncwarp(gm);
     const u32 i = rows[slot];
-    spgemm_each_product<G>(arp[i], arp[i + 1], 0, G, acol, brp, bcol, gm,
-                           [&](u32 c) { spgemm_insert_read_first(keys, CAP - 1, c); });
+    const u32 base = out_off[i], room = out_off[i + 1] - base;
+    u32 tsize = 1;
+    while (tsize < room && tsize < (u32)CAP) tsize <<= 1;
+    for (u32 t = r; t < tsize; t += G) keys[t] = SPGEMM_EMPTY;
     __syncwarp(gm);
-    // Compact (ballots: the group's lanes take CAP / G consecutive rounds).
+    spgemm_each_product<G>(arp[i], arp[i + 1], 0, G, 0, G, acol, brp, bcol, gm,
+                           [&](u32 c) { spgemm_insert_read_first(keys, tsize - 1, c); });
+    __syncwarp(gm);
+    // Compact in place (ballots over rounds of G consecutive slots).
     u32 n = 0;
     const u32 below = gm & ((1u << lane) - 1u);
-    for (u32 t0 = 0; t0 < CAP; t0 += G) {
-        const u32 c = keys[t0 + r];
+    for (u32 t0 = 0; t0 < tsize; t0 += G) {
+        const u32 c = t0 + r < tsize ? keys[t0 + r] : SPGEMM_EMPTY;
         const u32 m = __ballot_sync(gm, c != SPGEMM_EMPTY);
-        if (c != SPGEMM_EMPTY) list[g][n + __popc(m & below)] = c;
+        if (c != SPGEMM_EMPTY) keys[n + __popc(m & below)] = c;
         n += __popc(m);
+        __syncwarp(gm);
     }
-    __syncwarp(gm);
-    const u32 base = out_off[i];
     if (r == 0) counts[i] = n;
     if (n <= 64) {
         for (u32 t = r; t < n; t += G) {
-            const u32 c = list[g][t];
+            const u32 c = keys[t];
             u32 rank = 0;
-            for (u32 s = 0; s < n; ++s) rank += list[g][s] < c;
+            for (u32 s = 0; s < n; ++s) rank += keys[s] < c;
             ccol[base + rank] = c;
         }
     } else {
         u32 n2 = 1;
         while (n2 < n) n2 <<= 1;
-        for (u32 t = n + r; t < n2; t += G) list[g][t] = SPGEMM_EMPTY;
+        for (u32 t = n + r; t < n2; t += G) keys[t] = SPGEMM_EMPTY;
         __syncwarp(gm);
-        spgemm_bitonic_group<G>(list[g], n2, gm);
-        for (u32 t = r; t < n; t += G) ccol[base + t] = list[g][t];
+        spgemm_bitonic_group<G>(keys, n2, gm);
+        for (u32 t = r; t < n; t += G) ccol[base + t] = keys[t];
     }
 }
 
-// A block of SPGEMM_BLOCK threads per row; B has at most 32·MAXW columns.
-template <int MAXW>
+// A block of SPGEMM_BLOCK threads per row, a bitmap of B's ncols columns in dynamic shared
+// memory. The warps share each batch of 32 A entries and split its products between them.
 __device__ void spgemm_fill_bitmap(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
                                    const u32* __restrict__ acol, const u32* __restrict__ brp,
                                    const u32* __restrict__ bcol, u32 ncols, const u32* __restrict__ out_off,
                                    u32* ccol, u32* counts) {
-    __shared__ u32 bits[MAXW];
+    extern __shared__ u32 bits[];
     __shared__ u32 wsum[SPGEMM_BLOCK / 32];
     const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const u32 nw = (ncols + 31) / 32;
@@ -823,7 +874,7 @@ __device__ void spgemm_fill_bitmap(const u32* __restrict__ rows, u32 nrows_bin, 
         for (u32 t = threadIdx.x; t < nw; t += SPGEMM_BLOCK) bits[t] = 0;
         __syncthreads();
         const u32 i = rows[slot];
-        spgemm_each_product<32>(arp[i], arp[i + 1], warp * 32, SPGEMM_BLOCK, acol, brp, bcol, FULL_MASK,
+        spgemm_each_product<32>(arp[i], arp[i + 1], 0, 32, warp * 32, SPGEMM_BLOCK, acol, brp, bcol, FULL_MASK,
                                 [&](u32 c) {
                                     const u32 bit = 1u << (c & 31u);
                                     if (!(((volatile u32*)bits)[c >> 5] & bit)) atomicOr(bits + (c >> 5), bit);
@@ -852,7 +903,6 @@ __device__ void spgemm_fill_bitmap(const u32* __restrict__ rows, u32 nrows_bin, 
     }
 }
 
-#define SPGEMM_BITMAP_WORDS 2048
 #define SPGEMM_FLAT_GROUP_BIN(B, G, GROUPS, CAP)                                                           \
     extern "C" __global__ void __launch_bounds__(G * GROUPS)                                               \
         spgemm_fill_flat_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts) {               \
@@ -864,7 +914,7 @@ SPGEMM_FLAT_GROUP_BIN(2, 32, 4, 256)
 SPGEMM_FLAT_GROUP_BIN(3, 32, 4, 1024)
 extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)
     spgemm_fill_bitmap_rows(SPGEMM_SYM_ARGS, u32 ncols, const u32* out_off, u32* ccol, u32* counts) {
-    spgemm_fill_bitmap<SPGEMM_BITMAP_WORDS>(SPGEMM_SYM_PASS, ncols, out_off, ccol, counts);
+    spgemm_fill_bitmap(SPGEMM_SYM_PASS, ncols, out_off, ccol, counts);
 }
 
 // The one-pass symbolic phase writes each row's sorted columns at its product-count offset

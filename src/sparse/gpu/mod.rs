@@ -317,8 +317,8 @@ pub struct GpuSpgemmPlan {
     bin_start: [usize; 7],
     row_ptr: CudaSlice<u32>,
     col: CudaSlice<u32>,
-    /// Segments of the rows of the wide bins (2–5) for the numeric phase: (row, first entry)
-    /// pairs, their count on the device (`seg_count`) and an upper bound of it on the host.
+    /// Segments of the rows of the wide bins (2–5) for the numeric phase: (row, first entry,
+    /// end entry) triples, their count on the device (`seg_count`) and an upper bound of it on the host.
     seg_items: CudaSlice<u32>,
     seg_count: CudaSlice<u32>,
     seg_bound: usize,
@@ -326,9 +326,12 @@ pub struct GpuSpgemmPlan {
     legacy: bool,
 }
 
-/// Largest column count of `B` for the bitmap symbolic kernel of the block bins
-/// (`SPGEMM_BITMAP_WORDS` · 32 in spgemm.cu).
-const BITMAP_COLS: usize = 2048 * 32;
+/// Largest column count of `B` for the bitmap symbolic kernel of the block bins (its bitmap in
+/// dynamic shared memory: 44 KiB).
+const BITMAP_COLS: usize = 11264 * 32;
+
+/// Products per segment above which the flat numeric kernel splits a row between more warps.
+const FLAT_PROD: usize = 2048;
 
 /// C entries per segment of the flat numeric kernel (`SPGEMM_FLAT_SEG` in spgemm.cu).
 const FLAT_SEG: usize = 256;
@@ -472,16 +475,17 @@ impl GpuSpgemmPlan {
                 if n == 0 {
                     continue;
                 }
-                if !legacy && (bi < 4 || b.ncols <= BITMAP_COLS) {
+                if !legacy && (bi == 2 || bi == 3 || (bi >= 4 && b.ncols <= BITMAP_COLS)) {
                     let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
                     let n32 = n as u32;
                     let nc32 = b.ncols as u32;
-                    let (name, blocks) = if bi < 4 {
-                        (format!("spgemm_fill_flat_b{bi}"), blocks_of(bi, n))
+                    let (name, blocks, shared) = if bi < 4 {
+                        (format!("spgemm_fill_flat_b{bi}"), blocks_of(bi, n), 0)
                     } else {
                         (
                             "spgemm_fill_bitmap_rows".to_string(),
                             (n as u32).min(g.sm_count() * 16),
+                            4 * b.ncols.div_ceil(32) as u32,
                         )
                     };
                     let k = f(&name)?;
@@ -500,9 +504,10 @@ impl GpuSpgemmPlan {
                     // out_off, u32* ccol, u32* counts) and spgemm_fill_bitmap_rows(…, bcol, u32
                     // ncols, out_off, ccol, counts): rows n entries of this bin (each < m);
                     // out_off m+1 offsets with room for each row's distinct columns after it;
-                    // counts m+1; the bitmap kernel's B has at most BITMAP_COLS columns (its
-                    // shared bitmap), the group kernels' tables hold the bin's largest ub.
-                    unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
+                    // counts m+1; the bitmap kernel's dynamic shared memory holds ncols bits
+                    // (at most BITMAP_COLS: under 48 KiB), the group kernels' tables at least
+                    // each row's distinct columns (≤ out_off[i+1] − out_off[i] ≤ ub ≤ CAP).
+                    unsafe { lb.launch(Gpu::cfg(blocks, threads, shared)) }
                         .map_err(|e| Gpu::launch_error(&name, e))?;
                     continue;
                 }
@@ -547,7 +552,6 @@ impl GpuSpgemmPlan {
             // One hash pass: sorted columns at the product-count offsets, then moved.
             let mut ub_off = g.zeros::<u32>(m + 1)?;
             scan(&ub, &mut ub_off)?;
-            drop(ub);
             // SAFETY: tmp is read only where the fill kernels wrote (each row's n columns).
             let mut tmp = unsafe { g.alloc::<u32>((products as usize).max(1))? };
             fill(&ub_off, &mut tmp, &mut counts, &mut scratch)?;
@@ -572,7 +576,6 @@ impl GpuSpgemmPlan {
             (col, total)
         } else {
             // Products beyond the one-pass temporary: count, scan, then fill in place.
-            drop(ub);
             for (bi, &(threads, _)) in BINS.iter().enumerate() {
                 let n = bin_start[bi + 1] - bin_start[bi];
                 if n == 0 {
@@ -613,23 +616,26 @@ impl GpuSpgemmPlan {
         drop(counts);
         // Segments of the wide bins' rows for the numeric phase.
         let wide = bin_start[6] - bin_start[2];
-        let seg_bound = wide + total / FLAT_SEG;
-        let mut seg_items = g.zeros::<u32>(2 * seg_bound.max(1))?;
+        let seg_bound = 2 * wide + total / FLAT_SEG + products as usize / FLAT_PROD;
+        let mut seg_items = g.zeros::<u32>(3 * seg_bound.max(1))?;
         let mut seg_count = g.zeros::<u32>(1)?;
         if wide > 0 {
             let k = f("spgemm_seg_items")?;
             let rows_w = rows.slice(bin_start[2]..bin_start[6]);
-            let (w32, seg32) = (wide as u32, FLAT_SEG as u32);
+            let (w32, seg32, prod32) = (wide as u32, FLAT_SEG as u32, FLAT_PROD as u32);
             let mut lb = g.stream().launch_builder(&k);
             lb.arg(&rows_w)
                 .arg(&w32)
                 .arg(&row_ptr)
+                .arg(&ub)
                 .arg(&seg32)
+                .arg(&prod32)
                 .arg(&mut seg_count)
                 .arg(&mut seg_items);
-            // SAFETY: spgemm_seg_items(const u32* rows, u32 nrows, const u32* crp, u32 seg,
-            // u32* cursor, u32* items): rows `wide` entries < m, crp m+1; Σ ceil(n_i/seg) ≤
-            // wide + total/seg = seg_bound pairs fit items.
+            // SAFETY: spgemm_seg_items(const u32* rows, u32 nrows, const u32* crp,
+            // const u32* ub, u32 seg, u32 prod, u32* cursor, u32* items): rows `wide` entries
+            // < m, crp and ub m+1; Σ max(ceil(n_i/seg), ceil(ub_i/prod)) ≤ 2·wide + total/seg +
+            // products/prod = seg_bound triples fit items.
             unsafe { lb.launch(Gpu::cfg(grid(g, wide, 256), 256, 0)) }
                 .map_err(|e| Gpu::launch_error("spgemm_seg_items", e))?;
         }
@@ -757,7 +763,13 @@ impl GpuSpgemmPlan {
                 continue;
             }
             let blocks = n.div_ceil(BINS[bi].1 as usize) as u32;
-            let name = format!("spgemm_flat_b{bi}");
+            // Bin 1 (e.g. the 7-point stencil's A·A, 7 entries of 7): one A entry at a time
+            // measured faster than the flat kernel's bookkeeping.
+            let name = if bi == 0 {
+                "spgemm_flat_b0".to_string()
+            } else {
+                "spgemm_numeric_b1".to_string()
+            };
             let k = g.typed_function::<T>(&SPGEMM_SRC, &name, &[])?;
             let rows_b = self.rows.slice(self.bin_start[bi]..self.bin_start[bi + 1]);
             let n32 = n as u32;
@@ -773,8 +785,8 @@ impl GpuSpgemmPlan {
                 .arg(&self.row_ptr)
                 .arg(&self.col)
                 .arg(&mut *values);
-            // SAFETY: spgemm_flat_bB_T(rows, n, arp, acol, aval, brp, bcol, bval, crp, ccol,
-            // T* cval): the plan's bins (each row's C row fits the group's 32/64 entries: n ≤ ub)
+            // SAFETY: spgemm_flat_b0_T / spgemm_numeric_b1_T(rows, n, arp, acol, aval, brp, bcol,
+            // bval, crp, ccol, T* cval): the plan's bins (each row's C row fits the group's 32/64 entries: n ≤ ub)
             // and pattern for these shapes (checked by the caller); every product's column is in
             // C's row, so its slot lies inside the row.
             unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
@@ -796,8 +808,9 @@ impl GpuSpgemmPlan {
                 .arg(&self.col)
                 .arg(&mut *values);
             // SAFETY: spgemm_flat_seg_T(items, nitems, arp, acol, aval, brp, bcol, bval, crp,
-            // ccol, T* cval): *nitems (row, first entry) pairs written by spgemm_seg_items for
-            // this plan's rows, each segment inside its row of C.
+            // ccol, T* cval): *nitems (row, first, end entry) triples written by
+            // spgemm_seg_items for this plan's rows, each segment inside its row of C and at
+            // most FLAT_SEG entries.
             unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
                 .map_err(|e| Gpu::launch_error("spgemm_flat_seg", e))?;
         }
