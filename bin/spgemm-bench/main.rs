@@ -124,10 +124,21 @@ fn jumps3d(n: usize) -> CsrMatrix<f64> {
             for x in 0..n {
                 let (r, k) = (id(x, y, z), coef(x, y, z));
                 let mut diag = 0.0;
-                for (dx, dy, dz) in [(-1i64, 0, 0), (1, 0, 0), (0, -1, 0), (0, 1, 0), (0, 0, -1), (0, 0, 1)] {
+                for (dx, dy, dz) in [
+                    (-1i64, 0, 0),
+                    (1, 0, 0),
+                    (0, -1, 0),
+                    (0, 1, 0),
+                    (0, 0, -1),
+                    (0, 0, 1),
+                ] {
                     let (xx, yy, zz) = (x as i64 + dx, y as i64 + dy, z as i64 + dz);
                     let inside = [xx, yy, zz].iter().all(|&c| c >= 0 && c < n as i64);
-                    let kn = if inside { coef(xx as usize, yy as usize, zz as usize) } else { k };
+                    let kn = if inside {
+                        coef(xx as usize, yy as usize, zz as usize)
+                    } else {
+                        k
+                    };
                     let c = 2.0 * k * kn / (k + kn);
                     diag += c;
                     if inside {
@@ -155,12 +166,18 @@ fn amg_level(name: &str, a: &CsrMatrix<f64>) -> anyhow::Result<Level> {
     use segsparse::sparse as sp;
     let elastic = name.starts_with("elasticity2d:");
     let block = if elastic { 2 } else { 1 };
-    let nodes = if elastic { sp::amalgamate(a, 2)? } else { a.clone() };
+    let nodes = if elastic {
+        sp::amalgamate(a, 2)?
+    } else {
+        a.clone()
+    };
     let s = sp::strength_symmetric(&nodes, 0.0)?;
     let agg = sp::aggregate_mis2(&s, 0);
     let cand: Vec<Vec<f64>> = if elastic {
         let n: usize = name["elasticity2d:".len()..].parse()?;
-        segsparse::precond::amg::rigid_body_modes_2d(&segsparse::generate::elasticity2d_coordinates(n))
+        segsparse::precond::amg::rigid_body_modes_2d(
+            &segsparse::generate::elasticity2d_coordinates(n),
+        )
     } else {
         vec![vec![1.0; a.nrows()]]
     };
@@ -169,11 +186,16 @@ fn amg_level(name: &str, a: &CsrMatrix<f64>) -> anyhow::Result<Level> {
     let (rp, cols, vals) = (a.row_ptr(), a.col_idx(), a.values());
     let mut rho = 0.0f64;
     for i in 0..a.nrows() {
-        let s: f64 = (rp[i] as usize..rp[i + 1] as usize).map(|p| vals[p].abs()).sum();
+        let s: f64 = (rp[i] as usize..rp[i + 1] as usize)
+            .map(|p| vals[p].abs())
+            .sum();
         rho = rho.max(s / d[i].abs().max(f64::MIN_POSITIVE));
     }
     let _ = cols;
-    let dinv: Vec<f64> = d.iter().map(|&x| if x != 0.0 { 1.0 / x } else { 0.0 }).collect();
+    let dinv: Vec<f64> = d
+        .iter()
+        .map(|&x| if x != 0.0 { 1.0 / x } else { 0.0 })
+        .collect();
     let mut at = sp::spgemm(a, &t)?;
     sp::scale(&mut at, Some(&dinv), None);
     let p = sp::add(&t, -(4.0 / 3.0) / rho, &at)?;
@@ -388,10 +410,28 @@ fn main() -> anyhow::Result<()> {
         let mut rows = Vec::new();
         for (label, op, a, b) in &pairs {
             if cli.precision != Prec::F32 {
-                rows.push(run::<f64>(&g, cs.as_ref(), label, op, a, b, cli.reps, cli.once));
+                rows.push(run::<f64>(
+                    &g,
+                    cs.as_ref(),
+                    label,
+                    op,
+                    a,
+                    b,
+                    cli.reps,
+                    cli.once,
+                ));
             }
             if cli.precision != Prec::F64 {
-                rows.push(run::<f32>(&g, cs.as_ref(), label, op, a, b, cli.reps, cli.once));
+                rows.push(run::<f32>(
+                    &g,
+                    cs.as_ref(),
+                    label,
+                    op,
+                    a,
+                    b,
+                    cli.reps,
+                    cli.once,
+                ));
             }
         }
         for r in rows {
@@ -459,14 +499,23 @@ mod tests {
 
     #[test]
     fn amg_levels_have_the_products_shapes() {
-        for spec in ["poisson3d:8", "elasticity2d:8", "jumps3d:8", "poisson3d27:6"] {
+        for spec in [
+            "poisson3d:8",
+            "elasticity2d:8",
+            "jumps3d:8",
+            "poisson3d27:6",
+        ] {
             let a = load(spec).unwrap();
             let lv = amg_level(spec, &a).unwrap();
             let nc = lv.t.ncols();
             assert!(nc > 0 && nc < a.nrows(), "{spec}: {nc} coarse unknowns");
             assert_eq!((lv.p.nrows(), lv.p.ncols()), (a.nrows(), nc), "{spec}: P");
             assert_eq!((lv.r.nrows(), lv.r.ncols()), (nc, a.nrows()), "{spec}: R");
-            assert_eq!((lv.ra.nrows(), lv.ra.ncols()), (nc, a.nrows()), "{spec}: R·A");
+            assert_eq!(
+                (lv.ra.nrows(), lv.ra.ncols()),
+                (nc, a.nrows()),
+                "{spec}: R·A"
+            );
             assert!(lv.p.nnz() > lv.t.nnz(), "{spec}: smoothing widens T");
         }
     }

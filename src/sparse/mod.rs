@@ -361,7 +361,10 @@ mod tests {
         for i in 0..n {
             for j in 0..n {
                 let want: f64 = (0..n).map(|l| da[i][l] * da[l][j]).sum();
-                assert!((dc[i][j] - want).abs() <= 1e-9 * (1.0 + want.abs()), "C[{i},{j}]");
+                assert!(
+                    (dc[i][j] - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                    "C[{i},{j}]"
+                );
             }
         }
     }

@@ -10,41 +10,55 @@
 //! [`crate::sparse::SpgemmPlan`]); [`DeviceCsr::into_gpu_csr`] turns one into a [`GpuCsr`] ready
 //! for SpMV (building the SpMV's structure tables on the device) without copying the entries.
 //!
-//! # Method: row-binned hash SpGEMM (`kernels/sparse/spgemm.cu`)
+//! # Method: row-binned SpGEMM (`kernels/sparse/spgemm.cu`)
 //!
 //! Each row `i` of `A` has an upper bound of its product count,
-//! `ub(i) = Σ_{k ∈ A[i,:]} nnz(B[k,:])`, computed by one kernel that also bins the row by `ub`:
-//! 8 lanes per row and a 32-entry shared table (`ub ≤ 32`, e.g. Poisson 2D: 25 products, 13
-//! distinct), 16 lanes and 64 entries (`ub ≤ 64`, Poisson 3D: 49 → 25), a warp and 256 or 1024
-//! entries (`ub ≤ 1024`, the 27-point stencil: 729 → 125), a 256-thread block with a 4096-entry
-//! shared table, and a block with a global-memory table for the longest rows.
+//! `ub(i) = Σ_{k ∈ A[i,:]} nnz(B[k,:])`, computed by one kernel (rows of more than 8 entries
+//! summed by a whole warp) that also bins the row by `ub`: `≤ 32`, `≤ 64`, `≤ 256`, `≤ 1024`,
+//! `≤ 4096` and more.
 //!
-//! The symbolic phase is one pass: each row's product columns are inserted into an
-//! open-addressing hash table (`atomicCAS`, linear probing), the distinct ones compacted and
-//! sorted (ranked within the group for warp bins, bitonic-sorted for block bins) and written at
-//! the row's product-count offset (exclusive scan of `ub`) in a temporary, with their count; a
-//! scan of the counts (the crate's scan primitive) gives `row_ptr` and a move kernel packs the
-//! columns. Above 2^30 products (the temporary's 4 GiB) it takes two passes instead: count, scan,
-//! fill in place. The *numeric* phase loads each row's sorted columns into shared memory and,
-//! taking `A`'s row entries in order, lets the lanes find each product's position by binary
-//! search and add it; a group barrier between consecutive entries of `A`'s row keeps the
-//! additions in the CPU's order. Products are rounded as `round(acc + round(a·b))` (no FMA
-//! contraction), so the GPU product equals the CPU [`crate::sparse::spgemm`] **bit for bit**, and
-//! is reproducible run to run. `B` must be canonical (strictly increasing columns in each row;
-//! checked, an `Err` names the row), since the lanes of a group add distinct columns of one row
-//! of `B` at once.
+//! The symbolic phase is one pass: each row's distinct product columns are found, sorted and
+//! written at the row's product-count offset (exclusive scan of `ub`) in a temporary, with their
+//! count; a scan of the counts (the crate's scan primitive) gives `row_ptr` and a move kernel
+//! packs the columns. Above 2^30 products (the temporary's 4 GiB) it takes two passes instead:
+//! count, scan, fill in place. How a row's columns are found depends on its bin:
+//! - `ub ≤ 64` (e.g. the 7-point stencil's `A·A`, 49 → 25): 8 or 16 lanes per row insert the
+//!   products of one `A` entry each into a shared open-addressing hash table (`atomicCAS`,
+//!   linear probing) and rank the distinct ones.
+//! - `ub ≤ 1024` (`R·A`, `(R·A)·P`, the 27-point `A·A`): a warp per row; the products of 32 `A`
+//!   entries at a time are dealt to the lanes one each (a prefix sum of the `B`-row lengths
+//!   tells each lane its entry), inserted with a plain read before the `atomicCAS` (most
+//!   products find their column already there when the output is much smaller than the
+//!   products) into a table sized for the row, compacted in place by ballots and sorted
+//!   (ranking, or a bitonic sort above 64 columns).
+//! - longer rows: a 256-thread block per row with a **bitmap** of `B`'s columns in shared memory
+//!   when `B` has at most 360 448 columns (the set bits, read in order, are the sorted row: no
+//!   hashing, no sort — the dense-row path), else a hash table in shared or global memory and a
+//!   bitonic sort.
 //!
-//! # Performance (H200, `benches/results/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
+//! The *numeric* phase adds each product in `A`'s row order: for bin 1 a group walks `A`'s
+//! row one entry at a time (its lanes split the `B` row, a group barrier between entries); for
+//! the other bins the products are dealt to the lanes one each as above, and products that
+//! meet the same entry of `C` within one round (`__match_any_sync`) are added by the lowest such
+//! lane in lane order, which is `A`'s row order. Rows of the wide bins are cut into segments of
+//! at most 256 entries of `C` and about 2048 products, a warp each; a segment takes from each
+//! `B` row only its column range (binary search), and accumulates in a dense window indexed by
+//! column when its columns span at most 512, else finds each column by binary search in its
+//! sorted columns in shared memory. Products are rounded as `round(acc + round(a·b))` (no FMA
+//! contraction), so the GPU product equals the CPU [`crate::sparse::spgemm`] **bit for bit**,
+//! and is reproducible run to run. `B` must be canonical (strictly increasing columns in each
+//! row; checked, an `Err` names the row), since the lanes add distinct columns of one row of
+//! `B` at once.
+//!
+//! # Performance (H100, `benches/results/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
 //! the same process)
 //!
-//! - 27-point stencil 100³: 18.2 ms against 69.2 ms (3.8× in f64, 5.6× in f32).
-//! - Poisson 2D 2000² 0.91×, Poisson 3D 160³ 0.88×, a 17-per-row band 0.61×, tridiagonal 0.72×
-//!   (**miss** of the 1.5× goal): the hash kernel is issue-bound on divergent `atomicCAS` probe
-//!   loops (7.4 active threads per warp, ncu), and the banded case's numeric phase runs at low
-//!   occupancy (tables sized by the product bound).
-//! - Corpus (40 matrices, A·A or A·Aᵀ): geo-mean 1.11× (f64), 26 of 40 at ≥ 1.0× (**miss**:
-//!   matrices with a few very long rows, down to 0.22×, where one block walks a long row of `A`
-//!   with a barrier per entry to keep the summation order).
+//! - Smoothed-aggregation products, 7-point 100³: `A·T` 1.08×, `R·A` 2.67×, `(R·A)·P` 1.20×,
+//!   `A·A` 1.55×; 27-point 50³: 1.61×, 1.29×, 1.41×, 3.99×; 2-D elasticity 500²: 1.06×,
+//!   2.74×, 1.38×, 3.98×. At 128³ the 7-point `A·T` and `A·A` fall to 0.93× and 0.75× (the
+//!   bin-1 hash symbolic phase, issue-bound on divergent probing).
+//! - Corpus `A·A` (40 matrices): geo-mean 1.35×, 35 of 40 at ≥ 1.0×; the lowest (0.78×) are
+//!   products under 0.5 ms where launches and three small downloads weigh.
 //!
 //! Expand–sort–compress (every product written as a (row, column) key, radix-sorted, reduced by
 //! segments) is not used: the crate's 64-bit key sort alone (10.8 G keys/s) would take longer on
@@ -757,12 +771,12 @@ impl GpuSpgemmPlan {
         values: &mut CudaSlice<T>,
     ) -> Result<()> {
         let g = &self.gpu;
-        for bi in 0..2 {
+        for (bi, &(_, per_block)) in BINS.iter().enumerate().take(2) {
             let n = self.bin_start[bi + 1] - self.bin_start[bi];
             if n == 0 {
                 continue;
             }
-            let blocks = n.div_ceil(BINS[bi].1 as usize) as u32;
+            let blocks = n.div_ceil(per_block as usize) as u32;
             // Bin 1 (e.g. the 7-point stencil's A·A, 7 entries of 7): one A entry at a time
             // measured faster than the flat kernel's bookkeeping.
             let name = if bi == 0 {
