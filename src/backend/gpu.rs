@@ -45,7 +45,7 @@
 //! that one block fits; a device where it does not runs the separate kernels. The grid is the
 //! one the separate kernels use, each thread handles the same element, and the reductions and
 //! recurrences are the same code, so **results equal the separate kernels' bit for bit**
-//! (iterations, residual histories, solutions, errors; `tests/solver_fused.rs`).
+//! (iterations, residual histories, solutions, errors; `tests/all/solver_fused.rs`).
 //!
 //! Why the bound is `256 ·` SM count: below it the separate kernels' grid is one block of 256
 //! threads per 256 rows, at most one per SM, which is co-resident and gives each thread one

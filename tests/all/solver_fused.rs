@@ -11,10 +11,8 @@
 //!   row limit and one past it: equal bit for bit (same grid, same reduction order), and close to
 //!   the CPU. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
-mod common_mtx;
-mod common_solve;
-use common_mtx::load;
-use common_solve::{applies, chain, params};
+use crate::common::mtx::load;
+use crate::common::solve::{applies, chain, params};
 
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
@@ -305,8 +303,8 @@ mod gpu {
     use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
-    use common_solve::gpu::{precs, run, Outcome};
-    use common_solve::METHODS;
+    use crate::common::solve::gpu::{precs, run, Outcome};
+    use crate::common::solve::METHODS;
 
     fn solve<T: segsparse::spmv::gpu::GpuScalar>(
         ops: &GpuOps<T>,
