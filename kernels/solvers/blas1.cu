@@ -353,7 +353,7 @@ __device__ void bicg_update_(T* x, const T* phat, const T* shat, const T* sv, co
         bicg_update_rec_(s, hist, a[0], a[1], omega, it);
 }
 
-// Elementwise helpers for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
+// Elementwise kernels for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
 template <typename T> __device__ void residual_(const T* b, const T* ax, T* r, u32 n) {
     GRID_STRIDE(i, n) r[i] = b[i] - ax[i];
 }

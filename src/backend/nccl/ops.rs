@@ -15,7 +15,7 @@ use crate::gpu::kernels::KernelSource;
 use crate::gpu::Gpu;
 
 /// The distributed kernels, appended to the solvers' `blas1.cu` (whose slots, `grid_sum` and
-/// recurrence helpers they use).
+/// recurrence functions they use).
 pub const DIST_KERNELS: KernelSource = KernelSource {
     name: "dist/dist.cu",
     text: concat!(
