@@ -562,6 +562,25 @@ fn modes_case(
                 ..base
             },
         ),
+        (
+            format!("{fac} multicolor exact, level kernels"),
+            fac,
+            IncompleteParams {
+                ordering: Ordering::Multicolor,
+                application: Application::Exact,
+                algorithm: SptrsvAlgorithm::Levels,
+                ..base
+            },
+        ),
+        (
+            format!("{fac} natural, 4 Jacobi sweeps"),
+            fac,
+            IncompleteParams {
+                ordering: Ordering::Natural,
+                jacobi_sweeps: 4,
+                ..base
+            },
+        ),
         (format!("{fac} auto"), fac, base),
     ];
     let mut best: Option<(String, f64)> = None;
