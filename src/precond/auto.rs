@@ -15,8 +15,7 @@
 //! | a diagonal entry missing or zero | GMRES | ILU(0) after a row matching | the only choice here that needs no diagonal |
 //! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`], ≥ [`AMG_MIN_ROWS`] rows | CG | AMG | coefficient jumps: multigrid's home ground |
 //! | symmetric, positive diagonal, M-matrix signs | CG | none (near-constant diagonal) or Jacobi | Poisson-like: a preconditioner's setup costs more than it saves on one solve |
-//! | symmetric, positive diagonal, other signs, shallow IC(0) ([`SHALLOW_LEVELS`]) | CG | IC(0) | cheap triangular solves |
-//! | symmetric, positive diagonal, other signs | CG | Jacobi | fused into CG's updates, scales a wide diagonal |
+//! | symmetric, positive diagonal, other signs | CG | Jacobi | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/auto.md`) |
 //! | unsymmetric, strictly diagonally dominant by a margin ([`DOMINANT_MARGIN`]) | GMRES | Jacobi | converges in few iterations without more |
 //! | unsymmetric, otherwise | GMRES | ILU(0), application chosen per factor | robust on the nonsymmetric corpus |
 //!
@@ -26,7 +25,6 @@
 use crate::csr::CsrMatrix;
 use crate::scalar::Scalar;
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
-use crate::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
 
 /// Rows from which [`Auto`](AutoPrecond::Amg) may pick AMG (its setup does not pay below).
 pub const AMG_MIN_ROWS: usize = 50_000;
@@ -34,8 +32,6 @@ pub const AMG_MIN_ROWS: usize = 50_000;
 pub const JUMP_SPREAD: f64 = 100.0;
 /// The diagonal spread above which CG takes Jacobi rather than nothing.
 pub const JACOBI_SPREAD: f64 = 4.0;
-/// Levels of the natural lower triangle up to which an incomplete factor is "shallow".
-pub const SHALLOW_LEVELS: usize = 48;
 /// Strict diagonal dominance margin: `|a_ii| ≥ (1 + margin) Σ_{j≠i} |a_ij|` on every row.
 pub const DOMINANT_MARGIN: f64 = 0.5;
 /// Rows sampled by the symmetry check (evenly spaced; all rows below this count).
@@ -165,9 +161,7 @@ impl MatrixStats {
             opposite as f64 / offdiag as f64
         };
         s.symmetric = sampled_symmetric(&a);
-        s.lower_levels = TriangularPlan::analyse(&*a, Triangle::Lower, Diagonal::Unit)
-            .map(|p| p.levels())
-            .unwrap_or(0);
+        s.lower_levels = lower_levels(&a);
         s
     }
 
@@ -176,6 +170,26 @@ impl MatrixStats {
     pub fn m_matrix_signs(&self) -> bool {
         self.opposite_sign_fraction >= 0.99
     }
+}
+
+/// Levels of the lower triangle (sorted indices): one pass, no plan.
+fn lower_levels<T: Scalar>(a: &CsrMatrix<T>) -> usize {
+    let n = a.nrows();
+    let (rp, cj) = (a.row_ptr(), a.col_idx());
+    let mut level = vec![0u32; n];
+    let mut most = 0u32;
+    for i in 0..n {
+        let mut l = 0u32;
+        for &c in &cj[rp[i] as usize..rp[i + 1] as usize] {
+            if c as usize >= i {
+                break;
+            }
+            l = l.max(level[c as usize] + 1);
+        }
+        level[i] = l;
+        most = most.max(l + 1);
+    }
+    most as usize
 }
 
 /// Symmetry of values on up to [`SYMMETRY_SAMPLE`] evenly spaced rows (sorted indices).
@@ -289,23 +303,13 @@ fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
                 ),
             );
         }
-        if s.lower_levels <= SHALLOW_LEVELS {
-            return (
-                Cg,
-                Ic0,
-                format!(
-                    "symmetric, positive diagonal, {} levels in the lower triangle (cheap \
-                     triangular solves): CG with IC(0)",
-                    s.lower_levels
-                ),
-            );
-        }
         return (
             Cg,
             Jacobi,
             format!(
-                "symmetric, positive diagonal, not an M-matrix pattern, {} levels in the lower \
-                 triangle (deep triangular solves): CG with Jacobi",
+                "symmetric, positive diagonal, not an M-matrix pattern ({} levels in the lower \
+                 triangle): CG with Jacobi (fused into CG's updates; IC(0) cut iterations on the \
+                 corpus but lost in time on every such matrix)",
                 s.lower_levels
             ),
         );

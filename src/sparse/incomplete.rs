@@ -186,6 +186,15 @@ pub const AUTO_EXACT_LEVELS: usize = 48;
 pub const SWEEP_COST_LEVELS: usize = 8;
 /// The most sweeps [`Application::Auto`] uses.
 pub const MAX_AUTO_SWEEPS: usize = 12;
+/// Sweeps of [`Application::Auto`] on a deep triangle (more than [`AUTO_REORDER_LEVELS`]
+/// levels) whose `‖D⁻¹N‖∞` is at least 1 but at most [`DEEP_SWEEP_MAX_NORM`]. Measured on an
+/// H100 (`benches/results/ilu.md`): 4 sweeps were the fastest ILU(0)/IC(0) application on the
+/// corpus's deep factors (raefsky2, bcsstk13, bcsstk16; norms 3–80), where the exact solve
+/// costs 0.7–1.4 ms and the multicoloured factor needs 1.4–4× the iterations.
+pub const DEEP_SWEEPS: usize = 4;
+/// The largest `‖D⁻¹N‖∞` of a deep triangle that [`Application::Auto`] sweeps (olm1000's
+/// factors, 136 and 157, stagnate GMRES under sweeps; the swept corpus factors stay below 80).
+pub const DEEP_SWEEP_MAX_NORM: f64 = 100.0;
 /// The reduction of the sweeps' error that [`Application::Auto`] asks for.
 pub const AUTO_SWEEP_REDUCTION: f64 = 1e-2;
 
@@ -196,24 +205,30 @@ pub const AUTO_SWEEP_REDUCTION: f64 = 1e-2;
 /// its diagonal, ones for a unit triangle): when `ν < 1`, `k = ⌈log(AUTO_SWEEP_REDUCTION) /
 /// log ν⌉` (at least 2, at most [`MAX_AUTO_SWEEPS`]), taken when `k` sweeps cost less than the
 /// exact solve (`k × SWEEP_COST_LEVELS < levels`). When `ν ≥ 1` the sweeps may grow before they
-/// converge (the `U` of ILU(0) of a matrix far from diagonal dominance), and the solve stays
-/// exact.
+/// converge (the `U` of ILU(0) of a matrix far from diagonal dominance): a deep triangle (more
+/// than [`AUTO_REORDER_LEVELS`] levels, where the exact solve is a long chain) with
+/// `ν ≤ DEEP_SWEEP_MAX_NORM` takes [`DEEP_SWEEPS`] sweeps, any other stays exact.
 pub fn choose_sweeps<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
     let nu = strict_norm(plan, col, val);
     let levels = plan.levels();
-    if levels <= AUTO_EXACT_LEVELS || !(nu < 1.0) {
+    if levels <= AUTO_EXACT_LEVELS || nu.is_nan() {
         return (0, nu);
     }
-    let k = if nu <= 0.0 {
-        2
-    } else {
-        ((AUTO_SWEEP_REDUCTION.ln() / nu.ln()).ceil() as usize).clamp(2, MAX_AUTO_SWEEPS)
-    };
-    if k * SWEEP_COST_LEVELS < levels && k < levels {
-        (k, nu)
-    } else {
-        (0, nu)
+    if nu < 1.0 {
+        let k = if nu <= 0.0 {
+            2
+        } else {
+            ((AUTO_SWEEP_REDUCTION.ln() / nu.ln()).ceil() as usize).clamp(2, MAX_AUTO_SWEEPS)
+        };
+        if k * SWEEP_COST_LEVELS < levels && k < levels {
+            return (k, nu);
+        }
+        return (0, nu);
     }
+    if levels > AUTO_REORDER_LEVELS && nu <= DEEP_SWEEP_MAX_NORM {
+        return (DEEP_SWEEPS, nu);
+    }
+    (0, nu)
 }
 
 /// `‖D⁻¹N‖∞` of a triangle (`N` its strict part, `D` its diagonal or ones).
@@ -659,6 +674,31 @@ fn strip(e: &Error) -> String {
     }
 }
 
+/// [`Ordering::Auto`] with [`Application::Auto`]: the natural-order factor first, kept when it
+/// is shallow or its deep triangles are swept; `Ok(None)` means "reorder" (the caller goes on
+/// with the multicolour attempt). Other parameters: `Ok(None)` at once.
+pub(crate) fn natural_first<F>(
+    params: &IncompleteParams,
+    build: impl Fn(&IncompleteParams) -> Result<F>,
+    shape: impl Fn(&F) -> (usize, ApplyModes),
+) -> Result<Option<F>> {
+    if params.ordering != Ordering::Auto
+        || params.application != Application::Auto
+        || params.jacobi_sweeps > 0
+    {
+        return Ok(None);
+    }
+    let Ok(natural) = build(&params.natural_fallback()) else {
+        return Ok(None);
+    };
+    let (levels, modes) = shape(&natural);
+    let swept = modes.lower_sweeps > 0 || modes.upper_sweeps > 0;
+    if levels <= AUTO_REORDER_LEVELS || swept {
+        return Ok(Some(natural));
+    }
+    Ok(None)
+}
+
 /// One factorization of `a`'s values on `s` with `shift` on the host: the factor's values, or
 /// the row and value of the first bad pivot.
 pub(crate) fn factor_values<T: Scalar>(
@@ -792,6 +832,11 @@ impl<T: Scalar> IncompleteFactor<T> {
     /// As [`IncompleteStructure::analyse`], and a bad pivot naming its row (see the
     /// [module docs](self)).
     pub fn new(a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
+        if let Some(f) = natural_first(params, |p| Self::new(a, kind, p), |f| {
+            (f.structure.lower.levels(), f.modes)
+        })? {
+            return Ok(f);
+        }
         let structure = IncompleteStructure::analyse_with(a, kind, params)?;
         let mut f = IncompleteFactor {
             structure,

@@ -433,6 +433,13 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self> {
+        if let Some(f) = crate::sparse::incomplete::natural_first(
+            params,
+            |p| Self::new(gpu, a, kind, p),
+            |f| (f.structure.lower.levels(), f.modes),
+        )? {
+            return Ok(f);
+        }
         let s = IncompleteStructure::analyse_with(a, kind, params)?;
         let s_n = s.n.max(1);
         let sweeps_possible = params.jacobi_sweeps > 0 || params.application == Application::Auto;
