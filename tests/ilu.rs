@@ -223,14 +223,22 @@ fn dense_dominant(n: usize, seed: u64) -> CsrMatrix<f64> {
     let mut t = Vec::new();
     for i in 0..n {
         for j in 0..n {
-            let v = if i == j { 2.0 * n as f64 } else { r.unit() - 0.5 };
+            let v = if i == j {
+                2.0 * n as f64
+            } else {
+                r.unit() - 0.5
+            };
             t.push((i, j, v));
         }
     }
     CsrMatrix::from_triplets(n, n, &t).unwrap()
 }
 
-fn params_with(ordering: Ordering, application: Application, matching: RowMatching) -> IncompleteParams {
+fn params_with(
+    ordering: Ordering,
+    application: Application,
+    matching: RowMatching,
+) -> IncompleteParams {
     IncompleteParams {
         ordering,
         application,
@@ -261,7 +269,10 @@ fn reordered_and_matched_exact_factors_invert_a_full_pattern() {
             for perm in [&s.perm_in, &s.perm_out].into_iter().flatten() {
                 assert!(reorder::is_permutation(perm));
                 let inv = reorder::inverse(perm);
-                assert!(perm.iter().enumerate().all(|(i, &p)| inv[p as usize] as usize == i));
+                assert!(perm
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &p)| inv[p as usize] as usize == i));
             }
             let z = apply_cpu(&m, &ax);
             let d = max_rel_diff(&z, &x);
@@ -293,7 +304,12 @@ fn every_ordering_and_application_converges_where_the_natural_exact_one_does() {
     for (name, a) in &cases {
         let b = vec![1.0; a.nrows()];
         let mut exact_iters = 0;
-        for ordering in [Ordering::Natural, Ordering::Multicolor, Ordering::Rcm, Ordering::Auto] {
+        for ordering in [
+            Ordering::Natural,
+            Ordering::Multicolor,
+            Ordering::Rcm,
+            Ordering::Auto,
+        ] {
             for application in [Application::Exact, Application::Auto] {
                 let p = params_with(ordering, application, RowMatching::Auto);
                 let m = Ilu0::new(&Cpu, a, &p).unwrap();
@@ -303,7 +319,10 @@ fn every_ordering_and_application_converges_where_the_natural_exact_one_does() {
                 assert!(info.relative_residual <= 1e-8);
                 let s = m.summary();
                 if ordering == Ordering::Multicolor {
-                    assert!(s.lower_levels <= s.colors && s.upper_levels <= s.colors, "{s}");
+                    assert!(
+                        s.lower_levels <= s.colors && s.upper_levels <= s.colors,
+                        "{s}"
+                    );
                 }
                 if ordering == Ordering::Natural && application == Application::Exact {
                     exact_iters = info.iterations;
@@ -356,7 +375,10 @@ fn the_matching_puts_a_nonzero_on_every_diagonal() {
         for i in 0..b.nrows() {
             let (c, v) = b.row(i);
             let k = c.binary_search(&(i as u32)).expect("a diagonal entry");
-            assert!(v[k] != 0.0 || src[b.row_ptr()[i] as usize + k] == reorder::INSERTED, "{name} row {i}");
+            assert!(
+                v[k] != 0.0 || src[b.row_ptr()[i] as usize + k] == reorder::INSERTED,
+                "{name} row {i}"
+            );
         }
         eprintln!("{name}: {} unmatched columns", m.unmatched);
     }
@@ -434,7 +456,13 @@ fn jumps3d(n: usize) -> CsrMatrix<f64> {
                 let c = coef(i, j, k);
                 let mut d = 0.0;
                 let mut nb = |ii: isize, jj: isize, kk: isize, t: &mut Vec<(usize, usize, f64)>| {
-                    let w = if ii < 0 || jj < 0 || kk < 0 || ii >= n as isize || jj >= n as isize || kk >= n as isize {
+                    let w = if ii < 0
+                        || jj < 0
+                        || kk < 0
+                        || ii >= n as isize
+                        || jj >= n as isize
+                        || kk >= n as isize
+                    {
                         c
                     } else {
                         let (a, b, e) = (ii as usize, jj as usize, kk as usize);
@@ -483,7 +511,12 @@ fn auto_chooses_by_kind_and_deterministically() {
     let cases: Vec<(&str, &CsrMatrix<f64>, M, P)> = vec![
         ("SPD Poisson", &poisson, M::Cg, P::None),
         ("jump coefficients 40³", &jumps, M::Cg, P::Amg),
-        ("jump coefficients 12³ (small)", &small_jumps, M::Cg, P::Jacobi),
+        (
+            "jump coefficients 12³ (small)",
+            &small_jumps,
+            M::Cg,
+            P::Jacobi,
+        ),
         ("convection-dominated", &conv, M::Gmres, P::Ilu0),
         ("indefinite", &indef, M::Gmres, P::Ilu0),
         ("no diagonal", &shuffled, M::Gmres, P::Ilu0),
@@ -491,11 +524,24 @@ fn auto_chooses_by_kind_and_deterministically() {
     ];
     for (what, a, method, precond) in cases {
         let c = choose(a);
-        assert_eq!((c.method, c.precond), (method, precond), "{what}: {}", c.reason);
+        assert_eq!(
+            (c.method, c.precond),
+            (method, precond),
+            "{what}: {}",
+            c.reason
+        );
         let again = choose(a);
-        assert_eq!((again.method, again.precond, &again.reason), (c.method, c.precond, &c.reason));
+        assert_eq!(
+            (again.method, again.precond, &again.reason),
+            (c.method, c.precond, &c.reason)
+        );
         assert!(!c.reason.is_empty());
-        eprintln!("{what}: {} + {}: {}", c.method.name(), c.precond.name(), c.reason);
+        eprintln!(
+            "{what}: {} + {}: {}",
+            c.method.name(),
+            c.precond.name(),
+            c.reason
+        );
     }
     // The corpus: IC(0) where the lower triangle is shallow, Jacobi where it is deep.
     if let Some(a) = load::<f64>("bcsstk16") {
@@ -945,12 +991,28 @@ mod gpu {
         let be = GpuOps::<f64>::new(&gpu).unwrap();
         let mut cases: Vec<(String, CsrMatrix<f64>, FactorKind, IncompleteParams)> = Vec::new();
         let conv = convection2d(if quick() { 12 } else { 40 }, 20.0);
-        for ordering in [Ordering::Natural, Ordering::Multicolor, Ordering::Rcm, Ordering::Auto] {
+        for ordering in [
+            Ordering::Natural,
+            Ordering::Multicolor,
+            Ordering::Rcm,
+            Ordering::Auto,
+        ] {
             for application in [Application::Exact, Application::Auto] {
                 let p = params_with(ordering, application, RowMatching::On);
-                cases.push((format!("convection {ordering:?} {application:?}"), conv.clone(), FactorKind::Ilu0, p));
-                let sym = segsparse::generate::poisson2d::<f64>(if quick() { 10 } else { 40 }).unwrap();
-                cases.push((format!("poisson IC {ordering:?} {application:?}"), sym, FactorKind::Ic0, p));
+                cases.push((
+                    format!("convection {ordering:?} {application:?}"),
+                    conv.clone(),
+                    FactorKind::Ilu0,
+                    p,
+                ));
+                let sym =
+                    segsparse::generate::poisson2d::<f64>(if quick() { 10 } else { 40 }).unwrap();
+                cases.push((
+                    format!("poisson IC {ordering:?} {application:?}"),
+                    sym,
+                    FactorKind::Ic0,
+                    p,
+                ));
             }
         }
         if !quick() {
@@ -995,8 +1057,20 @@ mod gpu {
                 }
             };
             assert_eq!(
-                (sc.ordering, sc.lower_levels, &sc.lower_mode, &sc.upper_mode, sc.matched),
-                (sg.ordering, sg.lower_levels, &sg.lower_mode, &sg.upper_mode, sg.matched),
+                (
+                    sc.ordering,
+                    sc.lower_levels,
+                    &sc.lower_mode,
+                    &sc.upper_mode,
+                    sc.matched
+                ),
+                (
+                    sg.ordering,
+                    sg.lower_levels,
+                    &sg.lower_mode,
+                    &sg.upper_mode,
+                    sg.matched
+                ),
                 "{name}"
             );
             let d = max_rel_diff(&gpu.download(&dz).unwrap(), &zc);

@@ -20,10 +20,10 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use serde_json::{json, Value};
 
+use cudarc::driver::CudaSlice;
 use segsparse::gpu::Gpu;
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, SptrsvAlgorithm};
 use segsparse::solvers::gpu::GpuOps;
-use cudarc::driver::CudaSlice;
 use segsparse::solvers::{cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
 use segsparse::sparse::incomplete::FactorSummary;
 use segsparse::sparse::incomplete::{triangle_of, FactorKind, IncompleteFactor};
@@ -206,7 +206,9 @@ fn main() -> anyhow::Result<()> {
                 eprintln!("{name}: not found in {}", dir.display());
                 continue;
             };
-            modes_case(&gpu, &be, &name, &a, spd, &params, cli.reps, &device, &mut out)?;
+            modes_case(
+                &gpu, &be, &name, &a, spd, &params, cli.reps, &device, &mut out,
+            )?;
         }
     }
     if cli.modes_only {
@@ -419,7 +421,11 @@ fn gmres_case(
 }
 
 /// Mean seconds of one `f()` over `reps` back-to-back calls (device synchronised around).
-fn mean_call(gpu: &Gpu, reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+fn mean_call(
+    gpu: &Gpu,
+    reps: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<f64> {
     f()?;
     gpu.synchronize()?;
     let t = Instant::now();
@@ -641,7 +647,12 @@ fn modes_tables(recs: &[Value]) {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in recs.iter().filter(|r| r["bench"] == "modes") {
         if let Some(e) = r["error"].as_str() {
-            println!("| {} | {} | error: {} |", r["matrix"].as_str().unwrap_or(""), r["config"].as_str().unwrap_or(""), e);
+            println!(
+                "| {} | {} | error: {} |",
+                r["matrix"].as_str().unwrap_or(""),
+                r["config"].as_str().unwrap_or(""),
+                e
+            );
             continue;
         }
         let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
@@ -679,7 +690,9 @@ fn modes_tables(recs: &[Value]) {
             r["fastest"].as_str().unwrap_or("—"),
             g("fastest_s") * 1e3,
             g("ratio"),
-            r["reason"].as_str().unwrap_or(r["error"].as_str().unwrap_or("")),
+            r["reason"]
+                .as_str()
+                .unwrap_or(r["error"].as_str().unwrap_or("")),
         );
     }
 }

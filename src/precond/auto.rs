@@ -131,7 +131,7 @@ impl MatrixStats {
             if d == 0.0 {
                 s.missing_diagonal += 1;
             }
-            if !(d > 0.0) {
+            if d <= 0.0 || d.is_nan() {
                 s.positive_diagonal = false;
             }
             dmin = dmin.min(d.abs());
@@ -153,7 +153,11 @@ impl MatrixStats {
                 min_dom = min_dom.min(d.abs() / off);
             }
         }
-        s.diagonal_spread = if dmin > 0.0 { dmax / dmin } else { f64::INFINITY };
+        s.diagonal_spread = if dmin > 0.0 {
+            dmax / dmin
+        } else {
+            f64::INFINITY
+        };
         s.min_dominance = min_dom;
         s.opposite_sign_fraction = if offdiag == 0 {
             1.0

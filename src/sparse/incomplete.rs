@@ -331,7 +331,10 @@ impl std::fmt::Display for FactorSummary {
         write!(
             f,
             ", natural levels {}, L {} levels {}, U {} levels {}",
-            self.natural_levels, self.lower_levels, self.lower_mode, self.upper_levels,
+            self.natural_levels,
+            self.lower_levels,
+            self.lower_mode,
+            self.upper_levels,
             self.upper_mode
         )?;
         if self.matched || self.inserted_diagonals > 0 {
@@ -644,7 +647,13 @@ impl IncompleteStructure {
         let mut vals: Vec<T> = self
             .src
             .iter()
-            .map(|&p| if p == INSERTED { T::zero() } else { av[p as usize] })
+            .map(|&p| {
+                if p == INSERTED {
+                    T::zero()
+                } else {
+                    av[p as usize]
+                }
+            })
             .collect();
         let mut rowmax = vec![T::zero(); self.n];
         for i in 0..self.n {
@@ -812,7 +821,8 @@ impl ApplyModes {
     /// Whether a reordered factor is unstable enough to fall back to the natural order: a
     /// triangle's `‖D⁻¹N‖∞` above [`REORDER_MAX_GROWTH`].
     pub fn unstable(&self) -> bool {
-        !(self.lower_norm <= REORDER_MAX_GROWTH && self.upper_norm <= REORDER_MAX_GROWTH)
+        let ok = |v: f64| v <= REORDER_MAX_GROWTH;
+        !ok(self.lower_norm) || !ok(self.upper_norm)
     }
 
     /// `"exact"` or `"jacobi-K"` for a triangle's sweeps.
@@ -832,9 +842,11 @@ impl<T: Scalar> IncompleteFactor<T> {
     /// As [`IncompleteStructure::analyse`], and a bad pivot naming its row (see the
     /// [module docs](self)).
     pub fn new(a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
-        if let Some(f) = natural_first(params, |p| Self::new(a, kind, p), |f| {
-            (f.structure.lower.levels(), f.modes)
-        })? {
+        if let Some(f) = natural_first(
+            params,
+            |p| Self::new(a, kind, p),
+            |f| (f.structure.lower.levels(), f.modes),
+        )? {
             return Ok(f);
         }
         let structure = IncompleteStructure::analyse_with(a, kind, params)?;

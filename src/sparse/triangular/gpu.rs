@@ -549,8 +549,12 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     fn factor_once(&mut self, a: &CsrMatrix<T>, shift: f64) -> Result<Option<(usize, f64)>> {
         if self.factors_on_host() {
             let s = &self.structure;
-            return match crate::sparse::incomplete::factor_values(s, a, shift, self.params.pivot_tol)
-            {
+            return match crate::sparse::incomplete::factor_values(
+                s,
+                a,
+                shift,
+                self.params.pivot_tol,
+            ) {
                 Ok(v) => {
                     self.gpu.upload_into(&v, &mut self.val)?;
                     self.gather_transpose()?;
@@ -631,7 +635,12 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     }
 
     /// `dst = src[map]` (queued).
-    fn gather(&self, map: &CudaSlice<u32>, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+    fn gather(
+        &self,
+        map: &CudaSlice<u32>,
+        src: &CudaSlice<T>,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<()> {
         let n = self.structure.n as u32;
         if n == 0 {
             return Ok(());
@@ -675,7 +684,8 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         match &self.perm_out {
             Some(p) => {
                 let mut y = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
-                self.upper.solve(&self.gpu, &self.k, col, val, b, &mut y, j)?;
+                self.upper
+                    .solve(&self.gpu, &self.k, col, val, b, &mut y, j)?;
                 self.gather(p, &y, x)
             }
             None => self.upper.solve(&self.gpu, &self.k, col, val, b, x, j),
