@@ -14,7 +14,7 @@
 //!
 //! So the aggregates and every pattern are the CPU's, and the values differ from the CPU
 //! hierarchy only through the rounding of the ρ estimates (its dot products are summed in
-//! another order), which moves ω/ρ in the last bits (`tests/amg.rs` checks both).
+//! another order), which moves ω/ρ in the last bits (`tests/all/amg.rs` checks both).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,12 +26,12 @@ use super::cycle::{DeviceLevel, LevelSmoother, Scratch};
 use super::setup::{check_fine, ritz_max};
 use super::tentative::{check_candidates, fit_candidates};
 use super::{AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother};
+use crate::backend::gpu::GpuOps;
+use crate::backend::VectorOps;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
-use crate::solvers::gpu::GpuOps;
-use crate::solvers::VectorOps;
 use crate::sparse::gpu::{self as sg, CsrView, DeviceCsr, GpuAggregation, GpuSpgemmPlan};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
