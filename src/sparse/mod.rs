@@ -28,6 +28,7 @@ mod aggregate;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod incomplete;
+pub mod reorder;
 pub mod triangular;
 
 pub use aggregate::{
