@@ -4,13 +4,13 @@
 //! device buffer on the GPU), a small block of *scalar slots* that holds ρ, α, β, ω, ‖r‖² and a
 //! status word ([`VectorOps::Scalars`]: host values on the CPU, device memory on the GPU), and
 //! the vector steps the solvers and preconditioners issue. The operators are bound to a backend
-//! through two traits that live here too, so that the solvers (`crate::solvers`) and the
-//! preconditioners (`crate::precond`) both look down at them and never at each other:
+//! through two traits that live here too, so that the solvers (`solvers`) and the
+//! preconditioners (`precond`) both look down at them and never at each other:
 //!
 //! - [`LinearOperator`]: `y ← A·x` with the backend's vectors (implemented for
 //!   [`CsrMatrix`](crate::CsrMatrix) on the CPU and for the GPU SpMV's matrix in `crate::spmv`,
 //!   and for your own matrix-free operator);
-//! - [`Preconditioner`]: `z ← M⁻¹r` ([`Identity`] is here; the others are in `crate::precond`).
+//! - [`Preconditioner`]: `z ← M⁻¹r` ([`Identity`] is here; the others are in `precond`).
 //!
 //! | backend | vectors | scalars | where |
 //! |---|---|---|---|

@@ -297,7 +297,7 @@ pub trait VectorOps<T: Scalar> {
         self.axpby(alpha, x, T::one(), y)
     }
 
-    /// One step of the Chebyshev recurrence of the Chebyshev preconditioner (`crate::precond::Chebyshev`), with host
+    /// One step of the Chebyshev recurrence of the Chebyshev preconditioner (`precond::Chebyshev`), with host
     /// scalars `c1`, `c2` and `t = A·d` (or `t = r` when `first`), `D⁻¹` when given:
     ///
     /// - `first`: `res ← D⁻¹t; d ← c2·res; z ← d`
