@@ -4,7 +4,7 @@
 //! [`SimOps`] implements only the core of [`VectorOps`]: the [`Cpu`] backend's vector
 //! operations, and a `dot` that is a local sum followed by [`SimComm::all_reduce`] (summed in
 //! rank order, so the result is the same on every rank and from run to run). Every solver step
-//! is the trait's default built from that core. The distributed operator is `crate::dist::sim::SimCsr`.
+//! is the trait's default built from that core. The distributed operator is `dist::sim::SimCsr`.
 
 use std::any::Any;
 use std::sync::{Arc, Barrier, Mutex};
