@@ -152,6 +152,12 @@ pub struct AmgArgs {
     /// default); for comparisons.
     #[arg(long)]
     pub amg_host_setup: bool,
+    /// AMG: time every setup phase (the device setup then synchronises after each phase).
+    #[arg(long)]
+    pub amg_phase_times: bool,
+    /// AMG: Lanczos steps of the spectral-radius estimates.
+    #[arg(long, default_value_t = 15)]
+    pub amg_spectral_steps: usize,
     /// AMG: build the hierarchy this many times and report each setup's seconds
     /// (`amg_setup_seconds_all`); the first in a process also loads the GPU kernels.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
