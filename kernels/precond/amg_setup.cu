@@ -363,7 +363,7 @@ extern "C" __global__ void amg_lanczos_ritz(double* scal, u32 steps) {
             }
             rho = fmax(fabs(lmax), fabs(a));
         } else {
-            rho = NAN;
+            rho = 0.0;  // not finite: rho falls back to 1 below
         }
     }
     scal[AMG_SC_RHO(steps)] = (rho > 0.0 && isfinite(rho)) ? rho : 1.0;
