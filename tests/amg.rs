@@ -732,7 +732,7 @@ fn gpu_setup_equals_host_setup() {
     dev.apply(&ops, &r, &mut z).unwrap();
     let unsorted = with_cols(&|c| c.swap(3, 4)); // row 1: columns 0, 1, 2, 11 -> 1, 0, ...
     let mut nan = base.clone();
-    nan.values_mut()[7] = f64::NAN;
+    nan.values_mut()[5] = f64::NAN; // row 1 holds entries 3..7
     let mut neg = base.clone();
     let k = (neg.row_ptr()[4]..neg.row_ptr()[5])
         .find(|&k| neg.col_idx()[k as usize] == 4)

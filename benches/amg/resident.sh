@@ -41,7 +41,7 @@ for mode in $modes; do
   tests)
     for t in .gpu/tests/test-amg .gpu/tests/test-amg_gpu_graph; do
       [ -x "$t" ] || continue
-      timeout 150 "$t" gpu --test-threads=1 > "$res/$(basename $t).log" 2>&1
+      timeout 150 "$t" --test-threads=1 > "$res/$(basename $t).log" 2>&1
       echo "$(basename $t) rc=$? $(grep 'test result' "$res/$(basename $t).log")"
       grep -E "panicked|FAILED" -A3 "$res/$(basename $t).log" | head -20
     done ;;
@@ -56,9 +56,9 @@ for mode in $modes; do
     done
     run p128-amg-phases poisson3d:128 --precond amg --amg-setups 2 --amg-phase-times ;;
   variants)
-    for p in "p128 poisson3d:128" "p200 poisson3d:200" "aniso3 aniso2d:1000:0.001" "e1k elasticity2d:1000" "p27 poisson3d27:96"; do
+    for p in "p128 poisson3d:128" "aniso3 aniso2d:1000:0.001" "e1k elasticity2d:1000"; do
       set -- $p
-      for v in "d2 --amg-degree 2" "d3 --amg-degree 3" "c2k --amg-coarse-size 2000" "d3c2k --amg-degree 3 --amg-coarse-size 2000" "s8 --amg-spectral-steps 8"; do
+      for v in "d2 --amg-degree 2" "d3 --amg-degree 3" "c2k --amg-coarse-size 2000" "s8 --amg-spectral-steps 8"; do
         set -- $p $v
         name=$1-amg-$3; spec=$2; shift 3
         run "$name" "$spec" --precond amg --amg-setups 2 "$@"
@@ -92,7 +92,7 @@ PY
       hyp $n | tee -a "$res/hypre.jsonl"
     done ;;
   memcheck)
-    timeout 200 compute-sanitizer --tool memcheck --leak-check no .gpu/tests/test-amg gpu_setup \
+    timeout ${AMG_MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --leak-check no .gpu/tests/test-amg gpu_setup \
       --test-threads=1 > "$res/memcheck.log" 2>&1
     echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)" ;;
   esac

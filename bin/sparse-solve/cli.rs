@@ -121,7 +121,7 @@ pub struct AmgArgs {
     #[arg(long, value_enum, default_value_t = AmgSmootherArg::Chebyshev)]
     pub amg_smoother: AmgSmootherArg,
     /// AMG: Chebyshev smoother degree (operator applications per smoothing step).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=32))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=32))]
     pub amg_degree: u32,
     /// AMG: pre- and post-smoothing steps.
     #[arg(long, default_value_t = 1)]

@@ -330,9 +330,31 @@ __device__ int amg_sturm(const double* alpha, const double* beta, int m, double 
 }
 
 // rho = the largest |eigenvalue| of the Lanczos tridiagonal matrix (1 when that is not positive
-// and finite, as setup.rs: ritz_max), by bisection to the last bit from Gershgorin's bounds.
+// and finite, as setup.rs: ritz_max), by multisection from Gershgorin's bounds: each of the 32
+// lanes of one warp counts the eigenvalues below its point of the interval, and the interval
+// shrinks 33-fold per step until it cannot shrink (about 11 steps for double precision).
+// Returns in every lane the smallest x with at least `want` eigenvalues below it.
+__device__ double amg_multisect(const double* alpha, const double* beta, int m, double lo, double hi, int want) {
+    const int lane = threadIdx.x & 31;
+    for (int it = 0; it < 64; ++it) {
+        const double w = (hi - lo) / 33.0;
+        const double x = lo + w * (lane + 1);
+        const bool enough = x > lo && x < hi && amg_sturm(alpha, beta, m, x) >= want;
+        const unsigned ok = __ballot_sync(FULL_MASK, enough || x >= hi);
+        // The first lane whose point has enough eigenvalues below it bounds from above, the
+        // lane before it from below; none: the answer lies above the last point.
+        const int first = __ffs(ok) - 1;
+        const double nhi = first >= 0 ? fmin(hi, lo + w * (first + 1)) : hi;
+        const double nlo = first < 0 ? lo + w * 32 : (first > 0 ? lo + w * first : lo);
+        if (!(nhi < hi || nlo > lo)) break;
+        lo = nlo;
+        hi = nhi;
+    }
+    return hi;
+}
+
 extern "C" __global__ void amg_lanczos_ritz(double* scal, u32 steps) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (blockIdx.x != 0 || threadIdx.x >= 32) return;
     const int m = (int)scal[AMG_SC_M(steps)];
     const double* alpha = scal;
     const double* beta = scal + steps;
@@ -345,28 +367,16 @@ extern "C" __global__ void amg_lanczos_ritz(double* scal, u32 steps) {
             hi = fmax(hi, alpha[i] + r);
         }
         if (isfinite(lo) && isfinite(hi)) {
-            // Largest: the smallest x with all m eigenvalues below it.
-            double a = lo, b = hi;
-            for (int it = 0; it < 200; ++it) {
-                const double mid = 0.5 * (a + b);
-                if (mid <= a || mid >= b) break;
-                if (amg_sturm(alpha, beta, m, mid) >= m) b = mid; else a = mid;
-            }
-            const double lmax = b;
-            a = lo;
-            b = hi;
-            // Smallest: the smallest x with at least one eigenvalue below it.
-            for (int it = 0; it < 200; ++it) {
-                const double mid = 0.5 * (a + b);
-                if (mid <= a || mid >= b) break;
-                if (amg_sturm(alpha, beta, m, mid) >= 1) b = mid; else a = mid;
-            }
-            rho = fmax(fabs(lmax), fabs(a));
-        } else {
-            rho = 0.0;  // not finite: rho falls back to 1 below
+            // Widen by a few ulps so that the eigenvalues lie strictly inside.
+            const double pad = 1e-12 * fmax(fabs(lo), fabs(hi)) + 1e-300;
+            lo -= pad;
+            hi += pad;
+            const double lmax = amg_multisect(alpha, beta, m, lo, hi, m);
+            const double lmin = amg_multisect(alpha, beta, m, lo, hi, 1);
+            rho = fmax(fabs(lmax), fabs(lmin));
         }
     }
-    scal[AMG_SC_RHO(steps)] = (rho > 0.0 && isfinite(rho)) ? rho : 1.0;
+    if (threadIdx.x == 0) scal[AMG_SC_RHO(steps)] = (rho > 0.0 && isfinite(rho)) ? rho : 1.0;
 }
 
 // ---- Checks of the fine matrix and its pattern fingerprint ------------------------------------

@@ -46,7 +46,7 @@
 //!
 //! A V-cycle (or W) with a smoother that runs in parallel: PyAMG's default, symmetric
 //! Gauss–Seidel, is sequential, so the default here is a Chebyshev polynomial in `D⁻¹A` on
-//! `[0.11ρ, 1.1ρ]` of degree 4, one pre- and one post-smoothing step;
+//! `[0.11ρ, 1.1ρ]` of degree 3, one pre- and one post-smoothing step;
 //! damped Jacobi and l1-Jacobi are the alternatives. Pre- and post-smoother are the same
 //! symmetric operator and the coarse solve is exact, so the cycle is a symmetric positive
 //! definite preconditioner for an SPD matrix (CG may use it). Every step is a backend call that
@@ -136,9 +136,10 @@ pub struct AmgParams {
     /// The smoother. Default [`Smoother::Chebyshev`].
     pub smoother: Smoother,
     /// Chebyshev: degree of the residual polynomial (operator applications per smoothing step,
-    /// the residual's included). Default 4 (see `benches/results/amg.md`: degree 4 on
-    /// `[ρ/10, 1.1ρ]` is the cheapest setting within 20 % of PyAMG's iteration counts with
-    /// symmetric Gauss–Seidel on the test problems).
+    /// the residual's included). Default 3: the shortest time to solution on Poisson 3-D,
+    /// anisotropic 2-D and 2-D elasticity among degrees 2–4 that keeps Poisson within 20 % of
+    /// PyAMG's iterations (`benches/results/amg.md`; degree 2 is faster still but takes 30 %
+    /// more iterations).
     pub degree: usize,
     /// Chebyshev: the interval's upper end as a multiple of the estimated ρ(D⁻¹A). Default 1.1.
     pub chebyshev_upper: f64,
@@ -182,7 +183,7 @@ impl Default for AmgParams {
             block_size: 1,
             omega: 4.0 / 3.0,
             smoother: Smoother::Chebyshev,
-            degree: 4,
+            degree: 3,
             chebyshev_upper: 1.1,
             chebyshev_lower: 0.1,
             jacobi_weight: 2.0 / 3.0,
