@@ -276,7 +276,14 @@ fn queue_level_data<T: GpuScalar>(
         g,
         fu(g, "amg_lanczos_start_dot")?,
         "amg_lanczos_start_dot",
-        [&mut v, &n32, &mut *partials, &mut *ticket, &mut d.scal, &lay32]
+        [
+            &mut v,
+            &n32,
+            &mut *partials,
+            &mut *ticket,
+            &mut d.scal,
+            &lay32
+        ]
     );
     launch!(
         g,
@@ -552,12 +559,15 @@ pub(crate) fn setup<T: GpuScalar>(
     })
 }
 
+/// The hierarchy a device setup builds.
+type DevBuilt<T> = Built<T, GpuOps<T>>;
+
 fn setup_state<T: GpuScalar>(
     ops: &GpuOps<T>,
     fine: GpuCsr<T>,
     candidates: Option<&[Vec<T>]>,
     params: &AmgParams,
-) -> Result<(Built<T, GpuOps<T>>, DeviceState<T>)> {
+) -> Result<(DevBuilt<T>, DeviceState<T>)> {
     let total = Instant::now();
     params.check()?;
     let g = ops.gpu();
@@ -611,12 +621,8 @@ fn setup_state<T: GpuScalar>(
         let s = strength(g, a_l.into(), lv.block, params.theta)?;
         phase(g, params, &mut times.strength, clock)?;
         let clock = Instant::now();
-        let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
-            g,
-            (&s).into(),
-            params.seed,
-            false,
-        )?;
+        let agg =
+            crate::sparse::gpu::aggregate::aggregate_mis2_with(g, (&s).into(), params.seed, false)?;
         drop(s);
         phase(g, params, &mut times.aggregate, clock)?;
         let nc = agg.num_aggregates * b.len();
@@ -804,7 +810,9 @@ impl<T: GpuScalar> DeviceState<T> {
             };
             let (head, tail) = levels.split_at_mut(l + 1);
             let (lv, next) = (&mut head[l], &mut tail[0]);
-            let p = lv.p.as_mut().expect("a transfer below every level but the last");
+            let p =
+                lv.p.as_mut()
+                    .expect("a transfer below every level but the last");
             let clock = Instant::now();
             tr.at_plan.numeric_into(&lv.a, &tr.t, p.values_mut())?;
             let prows = p.nrows();
@@ -833,8 +841,7 @@ impl<T: GpuScalar> DeviceState<T> {
             phase(g, params, &mut times.smooth, clock)?;
             let clock = Instant::now();
             tr.ra_plan.numeric_into(&*r, &lv.a, &mut tr.ra.val)?;
-            tr.rap_plan
-                .numeric_into(&tr.ra, &*p, next.a.values_mut())?;
+            tr.rap_plan.numeric_into(&tr.ra, &*p, next.a.values_mut())?;
             phase(g, params, &mut times.galerkin, clock)?;
         }
         let clock = Instant::now();

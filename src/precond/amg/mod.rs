@@ -686,7 +686,11 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
         candidates: &[Vec<T>],
         params: &AmgParams,
     ) -> Result<Self> {
-        Self::from_setup(be, be.amg_setup_matrix(a, Some(candidates), params)?, params)
+        Self::from_setup(
+            be,
+            be.amg_setup_matrix(a, Some(candidates), params)?,
+            params,
+        )
     }
 
     fn from_setup(be: &B, setup: AmgSetup<T, B>, params: &AmgParams) -> Result<Self> {

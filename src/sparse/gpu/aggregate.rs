@@ -603,7 +603,12 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
         rounds += MIS2_BATCH;
         // The next batch starts from this one's last count.
         let last = c[MIS2_BATCH];
-        counts = g.upload(&[last].into_iter().chain([0; MIS2_BATCH]).collect::<Vec<_>>())?;
+        counts = g.upload(
+            &[last]
+                .into_iter()
+                .chain([0; MIS2_BATCH])
+                .collect::<Vec<_>>(),
+        )?;
     }
     drop(t1);
     // Roots numbered in node order: exclusive scan of the IN flags.
