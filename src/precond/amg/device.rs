@@ -30,7 +30,7 @@
 //!
 //! So the aggregates and every pattern are the CPU's, and the values differ from the CPU
 //! hierarchy only through the rounding of the ρ estimates (its dot products are summed in
-//! another order), which moves ω/ρ in the last bits (`tests/amg.rs` checks both).
+//! another order), which moves ω/ρ in the last bits (`tests/all/amg.rs` checks both).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,11 +43,11 @@ use super::tentative::{check_candidates, fit_candidates};
 use super::{
     AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother, UpdateInput,
 };
+use crate::backend::gpu::GpuOps;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
-use crate::solvers::gpu::GpuOps;
 use crate::sparse::gpu::{self as sg, CsrView, DeviceCsr, GpuAggregation, GpuSpgemmPlan};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
@@ -597,7 +597,7 @@ fn setup_state<T: GpuScalar>(
         let clock = Instant::now();
         read_rhos(g, &mut data, steps)?;
         let sm = new_smoother(g, &data[0], params)?;
-        let zero = crate::solvers::VectorOps::zeros(ops, n)?;
+        let zero = crate::backend::VectorOps::zeros(ops, n)?;
         let mut work = Scratch::new(ops, n)?;
         for x in b.iter_mut() {
             for _ in 0..params.improve_candidates {

@@ -11,14 +11,13 @@
 //!   row limit and one past it: equal bit for bit (same grid, same reduction order), and close to
 //!   the CPU. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
-mod common_mtx;
-mod common_solve;
-use common_mtx::load;
-use common_solve::{applies, chain, params};
+use crate::common::mtx::load;
+use crate::common::solve::{applies, chain, params};
 
+use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, CpuScalars, Fuse, Identity, Jacobi,
-    LinearOperator, Slot, SolveError, SolveInfo, SolveParams, VectorOps, NSLOTS,
+    bicgstab, cg, gmres, pcg, Cpu, CpuScalars, Fuse, Identity, LinearOperator, Slot, SolveError,
+    SolveInfo, SolveParams, VectorOps, NSLOTS,
 };
 use segsparse::{generate, CsrMatrix, Result};
 
@@ -115,6 +114,13 @@ impl VectorOps<f64> for FusedCpu {
     fn bicg_fused(&self, _n: usize) -> bool {
         true
     }
+    fn update_slots(
+        &self,
+        sc: &mut CpuScalars<f64>,
+        f: impl FnOnce(&mut [f64; NSLOTS], &mut [f64]),
+    ) -> Result<()> {
+        <Cpu as VectorOps<f64>>::update_slots(&Cpu, sc, f)
+    }
     delegate! {
         default_check_every() -> usize;
         len(v: &Vec<f64>) -> usize;
@@ -122,6 +128,11 @@ impl VectorOps<f64> for FusedCpu {
         upload(host: &[f64]) -> Result<Vec<f64>>;
         download(v: &Vec<f64>) -> Result<Vec<f64>>;
         copy(src: &Vec<f64>, dst: &mut Vec<f64>) -> Result<()>;
+        fill(v: &mut Vec<f64>, a: f64) -> Result<()>;
+        scal(a: f64, v: &mut Vec<f64>) -> Result<()>;
+        axpby(a: f64, x: &Vec<f64>, b: f64, y: &mut Vec<f64>) -> Result<()>;
+        axpbypcz(a: f64, x: &Vec<f64>, b: f64, y: &Vec<f64>, c: f64, z: &mut Vec<f64>) -> Result<()>;
+        vmul(a: f64, x: &Vec<f64>, y: &Vec<f64>, b: f64, z: &mut Vec<f64>) -> Result<()>;
         set_zero(v: &mut Vec<f64>) -> Result<()>;
         residual(b: &Vec<f64>, ax: &Vec<f64>, r: &mut Vec<f64>) -> Result<()>;
         scale(d: &Vec<f64>, r: &Vec<f64>, z: &mut Vec<f64>) -> Result<()>;
@@ -292,8 +303,8 @@ mod gpu {
     use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
-    use common_solve::gpu::{precs, run, Outcome};
-    use common_solve::METHODS;
+    use crate::common::solve::gpu::{precs, run, Outcome};
+    use crate::common::solve::METHODS;
 
     fn solve<T: segsparse::spmv::gpu::GpuScalar>(
         ops: &GpuOps<T>,

@@ -12,8 +12,7 @@ use segsparse::sparse::incomplete::{FactorKind, IncompleteFactor};
 use segsparse::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
 use segsparse::{CsrMatrix, Scalar};
 
-mod common_mtx;
-use common_mtx::load;
+use crate::common::mtx::load;
 
 struct Rng(u64);
 impl Rng {

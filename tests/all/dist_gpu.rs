@@ -10,13 +10,13 @@
 use segsparse::dist::nccl::{nccl_available, run_threads, DistCsr, NcclOps};
 use segsparse::dist::{poisson3d_block, Partition, RowBlock};
 use segsparse::gpu::{gpu_required, Gpu};
+use segsparse::precond::Jacobi;
 use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{bicgstab, cg, pcg, Identity, Jacobi, SolveInfo, SolveParams, VectorOps};
+use segsparse::solvers::{bicgstab, cg, pcg, Identity, SolveInfo, SolveParams, VectorOps};
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::CsrMatrix;
 
-mod dist_common;
-use dist_common::convection;
+use crate::common::dist::convection;
 
 /// The number of usable GPUs, or `None` (with a notice) when the test must skip.
 fn gpus(need: usize) -> Option<usize> {
@@ -207,7 +207,8 @@ use segsparse::dist::{
     ProblemStats,
 };
 use segsparse::precond::{Amg, AmgParams, Ic0, IncompleteParams};
-use segsparse::solvers::{Chebyshev, ChebyshevParams, Preconditioner};
+use segsparse::precond::{Chebyshev, ChebyshevParams};
+use segsparse::solvers::Preconditioner;
 
 fn ip() -> IncompleteParams {
     IncompleteParams {
@@ -303,7 +304,7 @@ fn check_preconds(k: usize) {
         println!("{} on {k} GPUs: {it} iterations (1 GPU: {one})", p.name());
         // One rank: the one-GPU preconditioner. Two: block-Jacobi IC(0) within 1.4× (on 2
         // H200s, 2026-11-24: 38 against 29 on this 20³ problem, 193 against 154 at 128³, where
-        // the cut is a smaller share of the rows), else the bounds of tests/dist_sim.rs.
+        // the cut is a smaller share of the rows), else the bounds of tests/all/dist_sim.rs.
         let bound = match (k, p) {
             (1, _) | (_, DistPrecond::Chebyshev(_)) => one + 1,
             (_, DistPrecond::BlockJacobi(LocalPrecond::Ic0(_))) => (1.4 * one as f64) as usize,

@@ -9,14 +9,15 @@
 //!   iteration 0; from `sparse-solve`: exit status 2 and one line naming it.
 
 #[cfg(feature = "cli")]
-mod common_cli;
+use crate::common::cli as common_cli;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+use segsparse::precond::Jacobi;
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, Jacobi, SolveError, SolveParams,
+    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, SolveError, SolveParams,
 };
 use segsparse::{generate, io, CsrMatrix, Error};
 
