@@ -135,7 +135,7 @@ pub struct AmgArgs {
     #[arg(long, value_enum, default_value_t = AmgSmootherArg::Chebyshev)]
     pub amg_smoother: AmgSmootherArg,
     /// AMG: Chebyshev smoother degree (operator applications per smoothing step).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=32))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=32))]
     pub amg_degree: u32,
     /// AMG: pre- and post-smoothing steps.
     #[arg(long, default_value_t = 1)]
@@ -166,6 +166,12 @@ pub struct AmgArgs {
     /// default); for comparisons.
     #[arg(long)]
     pub amg_host_setup: bool,
+    /// AMG: time every setup phase (the device setup then synchronises after each phase).
+    #[arg(long)]
+    pub amg_phase_times: bool,
+    /// AMG: Lanczos steps of the spectral-radius estimates.
+    #[arg(long, default_value_t = 15)]
+    pub amg_spectral_steps: usize,
     /// AMG: build the hierarchy this many times and report each setup's seconds
     /// (`amg_setup_seconds_all`); the first in a process also loads the GPU kernels.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]

@@ -608,13 +608,9 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<
-    T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
-    A: LinearOperator<T, B>,
->(
+fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
     be: &B,
-    op: &A,
+    op: &B::Matrix,
     a: &CsrMatrix<T>,
     plan: Plan,
     b: &[T],
@@ -661,10 +657,11 @@ fn solve_with<
                     &segsparse::generate::elasticity2d_coordinates(n),
                 )
             });
+            // From the solver's own matrix: on the GPU the setup runs on the device from it.
             let build = || {
                 match &candidates {
-                    Some(c) => Amg::with_candidates(be, a, c, &plan.amg),
-                    None => Amg::new(be, a, &plan.amg),
+                    Some(c) => Amg::from_matrix_with_candidates(be, op, c, &plan.amg),
+                    None => Amg::from_matrix(be, op, &plan.amg),
                 }
                 .context("AMG setup")
             };
@@ -680,7 +677,7 @@ fn solve_with<
             extra.amg = Some(m.summary().clone());
             // The numeric re-setup on the same values, timed (time-stepping codes call it
             // once per step); the hierarchy is the same afterwards. Not part of the setup.
-            m.update(be, a).context("AMG numeric re-setup")?;
+            m.update_matrix(be, op).context("AMG numeric re-setup")?;
             extra.resetup_seconds = Some(t.elapsed().as_secs_f64());
             extra.resetup_only = Some(m.summary().setup.total);
             solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
@@ -762,6 +759,8 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         block_size: cli.amg.amg_block_size.unwrap_or(if rbm { 2 } else { 1 }),
         improve_candidates: cli.amg.amg_improve,
         host_setup: cli.amg.amg_host_setup,
+        phase_times: cli.amg.amg_phase_times,
+        spectral_steps: cli.amg.amg_spectral_steps,
         ..Default::default()
     })
 }

@@ -344,10 +344,12 @@ __device__ __forceinline__ u64 mis2_closed_max(const AggGroup<G>& g, const u32* 
     return g.max(m);
 }
 
-// First half-round: t1(i) = max key over {i} ∪ N(i).
+// First half-round: t1(i) = max key over {i} ∪ N(i). Nothing when the previous round left no
+// node undecided (*prev == 0): the host queues rounds in batches and reads the counters after.
 template <int G>
 __device__ __forceinline__ void mis2_t1(const u32* __restrict__ gptr, const u32* __restrict__ gcol, u32 n,
-                                        const u64* __restrict__ key, u64* t1) {
+                                        const u64* __restrict__ key, u64* t1, const u32* __restrict__ prev) {
+    if (*prev == 0) return;
     const AggGroup<G> g;
     AGG_FOR_ROWS(G, row, n) {
         const u64 m = mis2_closed_max<G>(g, gptr, gcol, row, key);
@@ -361,7 +363,9 @@ __device__ __forceinline__ void mis2_t1(const u32* __restrict__ gptr, const u32*
 // UNDECIDED into *undecided.
 template <int G>
 __device__ __forceinline__ void mis2_t2_update(const u32* __restrict__ gptr, const u32* __restrict__ gcol,
-                                               u32 n, const u64* __restrict__ t1, u64* key, u32* undecided) {
+                                               u32 n, const u64* __restrict__ t1, u64* key, u32* undecided,
+                                               const u32* __restrict__ prev) {
+    if (*prev == 0) return;  // *undecided stays 0
     const AggGroup<G> g;
     u32 left = 0;
     AGG_FOR_ROWS(G, row, n) {
@@ -517,12 +521,13 @@ __device__ __forceinline__ void agg_tent_fit(const u32* __restrict__ agg_ptr, co
                                                    u32* gcol) {                                               \
         agg_graph_fill<G>(rp, col, n, eptr, ekeys, has_extra, gptr, gcol);                                    \
     }                                                                                                         \
-    extern "C" __global__ void mis2_t1_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* key, u64* t1) { \
-        mis2_t1<G>(gptr, gcol, n, key, t1);                                                                   \
+    extern "C" __global__ void mis2_t1_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* key, u64* t1, \
+                                            const u32* prev) {                                                \
+        mis2_t1<G>(gptr, gcol, n, key, t1, prev);                                                             \
     }                                                                                                         \
     extern "C" __global__ void mis2_t2_update_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* t1,    \
-                                                   u64* key, u32* undecided) {                                \
-        mis2_t2_update<G>(gptr, gcol, n, t1, key, undecided);                                                 \
+                                                   u64* key, u32* undecided, const u32* prev) {               \
+        mis2_t2_update<G>(gptr, gcol, n, t1, key, undecided, prev);                                           \
     }                                                                                                         \
     extern "C" __global__ void mis2_pass1_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* key,       \
                                                const u32* rank, u32* roots, u32* p1) {                        \

@@ -299,6 +299,7 @@ fn max_threads_per_sm(cc: (i32, i32)) -> u32 {
 }
 
 /// Loaded kernels of one element type.
+#[derive(Clone)]
 struct Kernels {
     fused: CudaFunction,
     fixup: CudaFunction,
@@ -668,6 +669,56 @@ impl<T: GpuScalar> GpuCsr<T> {
             k,
             gpu: gpu.clone(),
         })
+    }
+
+    /// A copy on the same device: the CSR arrays and structure tables copied on the device
+    /// (stream-ordered, no synchronisation, nothing rebuilt), fresh scratch.
+    ///
+    /// # Errors
+    /// Out of device memory.
+    pub fn try_clone(&self) -> Result<Self> {
+        let g = &self.gpu;
+        let copy = |s: &CudaSlice<u32>| {
+            g.stream()
+                .clone_dtod(s)
+                .map_err(|e| Error::cuda("copying a device matrix", e))
+        };
+        let val = g
+            .stream()
+            .clone_dtod(&self.val)
+            .map_err(|e| Error::cuda("copying a device matrix", e))?;
+        Ok(GpuCsr {
+            gpu: g.clone(),
+            nrows: self.nrows,
+            ncols: self.ncols,
+            nnz: self.nnz,
+            stats: self.stats,
+            policy: self.policy,
+            auto: self.auto,
+            vector_lanes: self.vector_lanes,
+            row_ptr: copy(&self.row_ptr)?,
+            col: copy(&self.col)?,
+            val,
+            heads: copy(&self.heads)?,
+            tile_heads: copy(&self.tile_heads)?,
+            tile_start: copy(&self.tile_start)?,
+            row_map: copy(&self.row_map)?,
+            has_map: self.has_map,
+            nsegs: self.nsegs,
+            ntiles: self.ntiles,
+            tile_flag: Mutex::new(g.zeros::<u32>(self.ntiles.max(1) as usize)?),
+            tile_value: Mutex::new(g.zeros::<T>(2 * self.ntiles.max(1) as usize)?),
+            epoch: AtomicU32::new(0),
+            paper: Mutex::new(None),
+            preprocess_s: self.preprocess_s,
+            k: self.k.clone(),
+        })
+    }
+
+    /// The values on the device (`max(nnz, 1)` elements), to overwrite in place: every structure
+    /// table depends on the pattern alone, so new values on the same pattern need nothing else.
+    pub fn values_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.val
     }
 
     /// Rows.

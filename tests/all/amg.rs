@@ -197,6 +197,16 @@ fn numeric_resetup_equals_fresh_setup() {
         let a2 = rescaled(&a);
         amg.update(&Cpu, &a2).unwrap();
         let fresh = build(&a2);
+        // The backend-matrix entry points are the same setup and update on the CPU.
+        let mut from = match &cand {
+            Some(c) => Amg::from_matrix_with_candidates(&Cpu, &a, c, &p).unwrap(),
+            None => Amg::from_matrix(&Cpu, &a, &p).unwrap(),
+        };
+        from.update_matrix(&Cpu, &a2).unwrap();
+        assert_eq!(
+            from.level_matrices(&Cpu).unwrap(),
+            amg.level_matrices(&Cpu).unwrap()
+        );
         assert_eq!(amg.num_levels(), fresh.num_levels());
         for (x, y) in amg
             .level_matrices(&Cpu)
@@ -543,6 +553,7 @@ fn dump_aggregation() {
 fn gpu_setup_equals_host_setup() {
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::solvers::VectorOps;
+    use segsparse::spmv::gpu::GpuCsr;
     let Some(gpu) = segsparse::gpu::test_gpu() else {
         return;
     };
@@ -591,7 +602,25 @@ fn gpu_setup_equals_host_setup() {
             Some(c) => Amg::with_candidates(&ops, a, c, q).unwrap(),
             None => Amg::new(&ops, a, q).unwrap(),
         };
-        let (dev, host) = (build(&p), build(&host_p));
+        // The device-resident setup: from the solver's device matrix, no host copy.
+        let da = GpuCsr::upload(&gpu, a).unwrap();
+        let from_dev = |m: &GpuCsr<f64>, q: &AmgParams| match cand {
+            Some(c) => Amg::from_matrix_with_candidates(&ops, m, c, q).unwrap(),
+            None => Amg::from_matrix(&ops, m, q).unwrap(),
+        };
+        let (dev, host) = (from_dev(&da, &p), build(&host_p));
+        // The same as the setup from the host matrix, and with the phase timers on, bit for bit.
+        let timed = AmgParams {
+            phase_times: true,
+            ..p
+        };
+        for other in [build(&p), from_dev(&da, &timed)] {
+            assert_eq!(
+                other.level_matrices(&ops).unwrap(),
+                dev.level_matrices(&ops).unwrap(),
+                "{name}: device setup entry points"
+            );
+        }
         assert_eq!(dev.num_levels(), host.num_levels(), "{name}");
         let (ld, lh) = (
             dev.level_matrices(&ops).unwrap(),
@@ -622,14 +651,28 @@ fn gpu_setup_equals_host_setup() {
                 h.rho
             );
         }
-        // The GPU re-setup on new values equals a fresh GPU setup bit for bit.
+        // The GPU re-setup on new values (from the device matrix and from the host) equals a
+        // fresh GPU setup bit for bit.
         let a2 = rescaled(a);
-        let mut upd = build(&p);
-        upd.update(&ops, &a2).unwrap();
-        let fresh = match cand {
-            Some(c) => Amg::with_candidates(&ops, &a2, c, &p).unwrap(),
-            None => Amg::new(&ops, &a2, &p).unwrap(),
-        };
+        let da2 = GpuCsr::upload(&gpu, &a2).unwrap();
+        let mut upd = from_dev(&da, &p);
+        upd.update_matrix(&ops, &da2).unwrap();
+        let mut upd_host = build(&p);
+        upd_host.update(&ops, &a2).unwrap();
+        let fresh = from_dev(&da2, &p);
+        assert_eq!(
+            upd_host.level_matrices(&ops).unwrap(),
+            fresh.level_matrices(&ops).unwrap(),
+            "{name}: GPU re-setup from the host matrix"
+        );
+        assert_eq!(
+            upd.prolongators(&ops).unwrap(),
+            fresh.prolongators(&ops).unwrap(),
+            "{name}: GPU re-setup prolongators"
+        );
+        for (d, h) in upd.summary().levels.iter().zip(&fresh.summary().levels) {
+            assert_eq!(d.rho, h.rho, "{name}: re-setup rho");
+        }
         let (lu, lf) = (
             upd.level_matrices(&ops).unwrap(),
             fresh.level_matrices(&ops).unwrap(),
@@ -661,6 +704,54 @@ fn gpu_setup_equals_host_setup() {
     .unwrap();
     let e = dev.update(&ops, &wrong).unwrap_err().to_string();
     assert!(e.contains("pattern"), "{e}");
+    // The device-resident entry checks on the device: the same rows and entries but another
+    // pattern, an unsorted row, a non-finite value, a non-positive diagonal.
+    let base = generate::poisson2d::<f64>(10).unwrap();
+    let with_cols = |f: &dyn Fn(&mut Vec<u32>)| {
+        let mut col = base.col_idx().to_vec();
+        f(&mut col);
+        CsrMatrix::try_from_parts(
+            base.nrows(),
+            base.ncols(),
+            base.row_ptr().to_vec(),
+            col,
+            base.values().to_vec(),
+        )
+        .unwrap()
+    };
+    assert_eq!(base.col_idx()[2], 10);
+    let moved = with_cols(&|c| c[2] = 11);
+    let e = dev
+        .update_matrix(&ops, &GpuCsr::upload(&gpu, &moved).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("pattern"), "{e}");
+    // The hierarchy is still usable after a refused update.
+    let r = ops.upload(&vec![1.0; base.nrows()]).unwrap();
+    let mut z = ops.zeros(base.nrows()).unwrap();
+    dev.apply(&ops, &r, &mut z).unwrap();
+    let unsorted = with_cols(&|c| c.swap(3, 4)); // row 1: columns 0, 1, 2, 11 -> 1, 0, ...
+    let mut nan = base.clone();
+    nan.values_mut()[5] = f64::NAN; // row 1 holds entries 3..7
+    let mut neg = base.clone();
+    let k = (neg.row_ptr()[4]..neg.row_ptr()[5])
+        .find(|&k| neg.col_idx()[k as usize] == 4)
+        .unwrap() as usize;
+    neg.values_mut()[k] = -4.0;
+    for (m, want) in [
+        (&unsorted, "row 1 has unsorted"),
+        (&nan, "non-finite entry (row 1)"),
+        (&neg, "row 4"),
+    ] {
+        let e = Amg::from_matrix(
+            &ops,
+            &GpuCsr::upload(&gpu, m).unwrap(),
+            &AmgParams::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want), "{want}: {e}");
+    }
 }
 
 /// AMG-PCG with the V-cycle recorded inside the iteration's CUDA graph (blocks of 2 iterations,

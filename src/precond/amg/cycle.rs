@@ -51,6 +51,12 @@ impl<V> LevelSmoother<V> {
         }
     }
 
+    /// A new ρ(D⁻¹A) (after a numeric re-setup): the Chebyshev interval follows it.
+    pub fn set_rho(&mut self, rho: f64, params: &AmgParams) {
+        let hi = params.chebyshev_upper * rho;
+        self.interval = (hi * params.chebyshev_lower, hi);
+    }
+
     /// Device bytes of the smoother's vector.
     pub fn bytes<T: Scalar, B: MultigridOps<T, Vector = V>>(&self, be: &B) -> usize {
         be.len(&self.scale) * std::mem::size_of::<T>()

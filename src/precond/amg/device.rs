@@ -9,8 +9,24 @@
 //! | tentative prolongator, several candidates | host QR per aggregate (`fit_candidates`) on the downloaded aggregation and candidates, `T` uploaded | bit for bit |
 //! | `A·T`, `R·A`, `(R·A)·P` | [`GpuSpgemmPlan`] (symbolic once, numeric re-run by [`Amg::update`](super::Amg::update)) | bit for bit |
 //! | smoothing `P = (I − ω/ρ·D⁻¹A)·T`, `R = Pᵀ` | `amg_smooth` (same two roundings per entry), [`sparse::gpu::transpose`] | bit for bit given the same ρ |
-//! | `D⁻¹`, `D_l1⁻¹`, ρ(D⁻¹A) | `amg_level_scales`; 15 Lanczos steps with device vectors, dots summed in a fixed order | scalings bit for bit; ρ to rounding |
+//! | `D⁻¹`, `D_l1⁻¹`, ρ(D⁻¹A) | `amg_level_scales`; 15 Lanczos steps with device vectors and device scalars (dots summed in a fixed order by the last block), ρ by Sturm bisection on the device | scalings bit for bit; ρ to rounding |
 //! | coarse inverse | the coarsest matrix (≤ `coarse_size` rows) downloaded, inverted on the host, uploaded | bit for bit |
+//!
+//! The setup starts from the solver's device matrix ([`setup`], a [`GpuCsr`]): the checks of the
+//! fine matrix (square, sorted rows, finite values, positive diagonal) and the fingerprint of its
+//! pattern that [`Amg::update`](super::Amg::update) compares against run in one kernel
+//! (`amg_check_fine`), and nothing of the fine matrix is kept on the host. Phases are queued
+//! without synchronising between them except where a size must be read to allocate (the entry
+//! counts of the strength graph, the aggregation and the products, MIS-2's round counters read
+//! every [`MIS2_BATCH`](crate::sparse::gpu::aggregate::MIS2_BATCH) rounds); ρ stays on the device until
+//! the end of the setup. [`AmgParams::phase_times`] synchronises after every phase to time it.
+//!
+//! The numeric re-setup ([`HierarchyState::update`]) checks the new matrix on the device,
+//! compares fingerprints, and then only queues kernels into the hierarchy's own arrays: the
+//! fine values copied in, `A·T` into `P`'s values (`T` and the coarse candidates depend on the
+//! aggregation and the candidates alone and are kept), `R`'s values by a kept permutation of
+//! `P`'s, `R·A` and `(R·A)·P` into kept arrays; every SpMV table is kept (values only change).
+//! It synchronises twice: the check, and reading ρ and the coarsest matrix at the end.
 //!
 //! So the aggregates and every pattern are the CPU's, and the values differ from the CPU
 //! hierarchy only through the rounding of the ρ estimates (its dot products are summed in
@@ -23,11 +39,11 @@ use cudarc::driver::CudaSlice;
 
 use super::coarse::dense_inverse;
 use super::cycle::{DeviceLevel, LevelSmoother, Scratch};
-use super::setup::{check_fine, ritz_max};
 use super::tentative::{check_candidates, fit_candidates};
-use super::{AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother};
+use super::{
+    AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother, UpdateInput,
+};
 use crate::backend::gpu::GpuOps;
-use crate::backend::VectorOps;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{KernelSource, COMMON};
@@ -35,7 +51,8 @@ use crate::gpu::{Gpu, PushKernelArg};
 use crate::sparse::gpu::{self as sg, CsrView, DeviceCsr, GpuAggregation, GpuSpgemmPlan};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
-/// `kernels/precond/amg_setup.cu`: smoother scalings, Lanczos steps, prolongator smoothing.
+/// `kernels/precond/amg_setup.cu`: checks, smoother scalings, Lanczos steps, prolongator
+/// smoothing.
 pub const AMG_SETUP_SRC: KernelSource = KernelSource {
     name: "precond/amg_setup.cu",
     text: include_str!("../../../kernels/precond/amg_setup.cu"),
@@ -43,43 +60,70 @@ pub const AMG_SETUP_SRC: KernelSource = KernelSource {
 };
 
 const BLOCK: u32 = 256;
-/// Blocks of `amg_dot` (must match `AMG_DOT_BLOCKS`).
+/// The most blocks of a reduction kernel (the partials array's length).
 const DOT_BLOCKS: usize = 1024;
 
 fn grid(g: &Gpu, n: usize) -> u32 {
     (n.div_ceil(BLOCK as usize) as u32).clamp(1, g.sm_count() * 16)
 }
 
+/// Blocks of a reduction kernel over `threads` threads of work.
+fn rgrid(g: &Gpu, threads: usize) -> u32 {
+    grid(g, threads).min(DOT_BLOCKS as u32)
+}
+
+/// The fine matrix's pattern as an update compares it: rows, entries and the device hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fingerprint {
+    rows: usize,
+    nnz: usize,
+    hash: u64,
+}
+
 /// A level's smoother data on the device.
 struct LevelData<T: GpuScalar> {
     inv_diag: CudaSlice<T>,
     inv_l1: CudaSlice<T>,
+    /// The Lanczos scalars (`amg_setup.cu`): α, β, the step count, the stop flag, `|v₀|`, ρ.
+    scal: CudaSlice<f64>,
+    /// ρ on the host, once read back.
     rho: f64,
     block: usize,
 }
 
+/// The index of ρ in `LevelData::scal` for a layout of `steps` steps.
+fn rho_index(steps: usize) -> usize {
+    2 * steps + 3
+}
+
 /// The transfer from a level to the next, with what a numeric re-setup reuses.
-struct DevTransfer {
-    agg: GpuAggregation,
-    /// The host copy of the aggregation, kept when `T` is fitted on the host (several
-    /// candidates).
-    host_agg: Option<crate::sparse::Aggregation>,
+struct DevTransfer<T: GpuScalar> {
+    /// `T` (it depends on the aggregation and the candidates only).
+    t: DeviceCsr<T>,
     at_plan: GpuSpgemmPlan,
     /// Where each entry of `T` sits in the pattern of `A·T` (= `P`).
     t_pos: CudaSlice<u32>,
+    /// Where each entry of `P` sits in `R = Pᵀ`.
+    r_pos: CudaSlice<u32>,
     ra_plan: GpuSpgemmPlan,
+    /// `R·A`, its values rewritten by a re-setup.
+    ra: DeviceCsr<T>,
     rap_plan: GpuSpgemmPlan,
 }
 
 /// The device setup's state: what [`HierarchyState::update`] reruns.
 struct DeviceState<T: GpuScalar> {
     gpu: Arc<Gpu>,
-    /// The fine matrix as given (its pattern is what an update must match).
-    fine_ptr: Vec<u32>,
-    fine_col: Vec<u32>,
-    candidates: Option<Vec<Vec<T>>>,
-    transfers: Vec<DevTransfer>,
-    /// An update failed part-way (its transfers are gone): later updates are refused.
+    fingerprint: Fingerprint,
+    transfers: Vec<DevTransfer<T>>,
+    data: Vec<LevelData<T>>,
+    /// Lanczos steps of the scalar layout.
+    steps: usize,
+    candidates: usize,
+    /// The candidates as given, kept when [`AmgParams::improve_candidates`] makes `T` depend on
+    /// the matrix's values (an update then runs a whole setup on the kept pattern check).
+    host_candidates: Option<Vec<Vec<T>>>,
+    /// An update failed after it began to rewrite the hierarchy: later updates are refused.
     failed: bool,
 }
 
@@ -88,50 +132,123 @@ fn f<T: GpuScalar>(g: &Gpu, root: &str) -> Result<cudarc::driver::CudaFunction> 
     g.typed_function::<T>(&AMG_SETUP_SRC, root, &[])
 }
 
-/// `x·y` of two device vectors: block partials in a fixed grid, summed here in block order.
-fn dot(
-    g: &Gpu,
-    x: &CudaSlice<f64>,
-    y: &CudaSlice<f64>,
-    partials: &mut CudaSlice<f64>,
-) -> Result<f64> {
-    let n = x.len().min(y.len()) as u32;
-    let k = g.function(&AMG_SETUP_SRC, "amg_dot", &[])?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(x).arg(y).arg(&n).arg(&mut *partials);
-    // SAFETY: amg_dot(const double* x, const double* y, u32 n, double* partials): x, y ≥ n
-    // elements; partials has DOT_BLOCKS elements, one per block.
-    unsafe { lb.launch(Gpu::cfg(DOT_BLOCKS as u32, BLOCK, 0)) }
-        .map_err(|e| Gpu::launch_error("amg_dot", e))?;
-    Ok(g.download(&*partials)?.iter().sum())
+fn fu(g: &Gpu, root: &str) -> Result<cudarc::driver::CudaFunction> {
+    g.function(&AMG_SETUP_SRC, root, &[])
 }
 
-/// Launches a grid-stride kernel over `n` elements with the given arguments.
-macro_rules! launch {
-    ($g:expr, $k:expr, $n:expr, $name:literal, [$($a:expr),* $(,)?]) => {{
+/// Launches a kernel of `amg_setup.cu` on `blocks` blocks with the given arguments.
+macro_rules! launch_on {
+    ($blocks:expr, $g:expr, $k:expr, $name:literal, [$($a:expr),* $(,)?]) => {{
         let k = $k;
         let mut lb = $g.stream().launch_builder(&k);
         $( lb.arg($a); )*
-        // SAFETY: every kernel of amg_setup.cu launched here is a grid-stride loop over its
-        // `n` argument, whose arrays the caller sized as the kernel's comment says.
-        unsafe { lb.launch(Gpu::cfg(grid($g, $n), BLOCK, 0)) }
+        // SAFETY: every kernel of amg_setup.cu launched here walks its `n` argument with a
+        // grid-stride loop (the reductions on at most DOT_BLOCKS blocks, their partials
+        // length), over arrays the caller sized as the kernel's comment says.
+        unsafe { lb.launch(Gpu::cfg($blocks, BLOCK, 0)) }
             .map_err(|e| Gpu::launch_error($name, e))?;
     }};
 }
 
-/// The smoother data of a level: `D⁻¹`, `D_l1⁻¹` and ρ(D⁻¹A) by `steps` Lanczos steps (the
-/// procedure of `setup::spectral_radius`, with device vectors).
-fn level_data<T: GpuScalar>(
+/// Launches a grid-stride kernel over `n` elements with the given arguments.
+macro_rules! launch {
+    ($g:expr, $k:expr, $n:expr, $name:literal, [$($a:expr),* $(,)?]) => {
+        launch_on!(grid($g, $n), $g, $k, $name, [$($a),*])
+    };
+}
+
+/// Synchronises for the phase timers when they are asked for, and adds the phase's seconds.
+fn phase(g: &Gpu, params: &AmgParams, slot: &mut f64, clock: Instant) -> Result<()> {
+    if params.phase_times {
+        g.synchronize()?;
+        *slot += clock.elapsed().as_secs_f64();
+    }
+    Ok(())
+}
+
+/// The reduction scratch of the Lanczos kernels: block partials and the last-block ticket.
+struct Reduce {
+    partials: CudaSlice<f64>,
+    ticket: CudaSlice<u32>,
+}
+
+impl Reduce {
+    fn new(g: &Gpu) -> Result<Self> {
+        Ok(Reduce {
+            partials: g.zeros::<f64>(DOT_BLOCKS)?,
+            ticket: g.zeros::<u32>(1)?,
+        })
+    }
+}
+
+/// Checks the fine matrix on the device (square, not empty, sorted rows with columns below
+/// `n`, finite values, a positive diagonal) and returns its pattern's fingerprint: one kernel,
+/// one download.
+fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint> {
+    if a.nrows() != a.ncols() {
+        return Err(Error::InvalidInput(format!(
+            "AMG: the matrix is {}×{}, not square",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    if a.nrows() == 0 {
+        return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
+    }
+    let (rp, col, val) = a.device_parts();
+    let n32 = a.nrows() as u32;
+    let mut bad = g.upload(&[u32::MAX; 3])?;
+    let mut hash = g.zeros::<u64>(1)?;
+    launch!(
+        g,
+        f::<T>(g, "amg_check_fine")?,
+        a.nrows(),
+        "amg_check_fine",
+        [rp, col, val, &n32, &mut bad, &mut hash]
+    );
+    let out = g.download(&bad)?;
+    let hash = g.download(&hash)?[0];
+    if out[0] != u32::MAX {
+        return Err(Error::InvalidInput(format!(
+            "AMG: row {} has unsorted or repeated column indices, or a column beyond the matrix \
+             (the device setup needs canonical CSR: sort the rows and sum duplicates first)",
+            out[0]
+        )));
+    }
+    if out[1] != u32::MAX {
+        return Err(Error::InvalidInput(format!(
+            "AMG: the matrix has a non-finite entry (row {})",
+            out[1]
+        )));
+    }
+    if out[2] != u32::MAX {
+        return Err(Error::InvalidInput(format!(
+            "AMG: diagonal entry of row {} is missing, not positive or not finite (smoothed \
+             aggregation needs a positive diagonal: the matrix should be symmetric positive \
+             definite)",
+            out[2]
+        )));
+    }
+    Ok(Fingerprint {
+        rows: a.nrows(),
+        nnz: a.nnz(),
+        hash,
+    })
+}
+
+/// Queues the smoother scalings of a level and its ρ estimate into `d` (`steps` Lanczos steps
+/// on `D^{-1/2} A D^{-1/2}`, the procedure of `setup::spectral_radius`); nothing is read back.
+fn queue_level_data<T: GpuScalar>(
     g: &Arc<Gpu>,
     a: CsrView<'_, T>,
-    block: usize,
+    d: &mut LevelData<T>,
     steps: usize,
-) -> Result<LevelData<T>> {
+    red: &mut Reduce,
+) -> Result<()> {
     let n = a.nrows();
     let n32 = n as u32;
-    let mut inv_diag = g.zeros::<T>(n.max(1))?;
-    let mut inv_l1 = g.zeros::<T>(n.max(1))?;
-    let mut s = g.zeros::<f64>(n.max(1))?;
+    // SAFETY: amg_level_scales writes all n entries.
+    let mut s = unsafe { g.alloc::<f64>(n.max(1))? };
     launch!(
         g,
         f::<T>(g, "amg_level_scales")?,
@@ -142,97 +259,130 @@ fn level_data<T: GpuScalar>(
             a.col(),
             a.val(),
             &n32,
-            &mut inv_diag,
-            &mut inv_l1,
+            &mut d.inv_diag,
+            &mut d.inv_l1,
             &mut s
         ]
     );
-    let rho = if n == 0 {
-        1.0
-    } else {
-        lanczos(g, a, &s, steps)?
-    };
-    Ok(LevelData {
-        inv_diag,
-        inv_l1,
-        rho,
-        block,
-    })
-}
-
-/// The largest Ritz value of `steps` Lanczos steps on `D^{-1/2} A D^{-1/2}`.
-fn lanczos<T: GpuScalar>(
-    g: &Arc<Gpu>,
-    a: CsrView<'_, T>,
-    s: &CudaSlice<f64>,
-    steps: usize,
-) -> Result<f64> {
-    let n = a.nrows();
-    let n32 = n as u32;
-    let mut partials = g.zeros::<f64>(DOT_BLOCKS)?;
-    let mut v = g.zeros::<f64>(n)?;
-    let mut vp = g.zeros::<f64>(n)?;
-    let mut w = g.zeros::<f64>(n)?;
-    let k_apply = f::<T>(g, "amg_lanczos_apply")?;
-    let fun = |name: &str| g.function(&AMG_SETUP_SRC, name, &[]);
+    let lay = steps.max(1);
+    let lay32 = lay as u32;
+    // SAFETY: the start kernel writes all n entries of v; w is written by the first apply
+    // before it is read; vp is read at step 0 multiplied by β = 0, so it must hold numbers.
+    let (mut v, mut w) = unsafe { (g.alloc::<f64>(n.max(1))?, g.alloc::<f64>(n.max(1))?) };
+    let mut vp = g.zeros::<f64>(n.max(1))?;
+    let Reduce { partials, ticket } = red;
+    launch_on!(
+        rgrid(g, n),
+        g,
+        fu(g, "amg_lanczos_start_dot")?,
+        "amg_lanczos_start_dot",
+        [
+            &mut v,
+            &n32,
+            &mut *partials,
+            &mut *ticket,
+            &mut d.scal,
+            &lay32
+        ]
+    );
     launch!(
         g,
-        fun("amg_lanczos_start")?,
+        fu(g, "amg_lanczos_normalize")?,
         n,
-        "amg_lanczos_start",
-        [&mut v, &n32]
+        "amg_lanczos_normalize",
+        [&mut v, &n32, &d.scal, &lay32]
     );
-    let nv = dot(g, &v, &v, &mut partials)?.sqrt();
-    launch!(
-        g,
-        fun("amg_scale_double")?,
-        n,
-        "amg_scale_double",
-        [&mut v, &nv, &n32]
-    );
-    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let mut b_prev = 0.0f64;
-    for _ in 0..steps.min(n).max(1) {
-        {
-            let k = k_apply.clone();
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(a.row_ptr())
-                .arg(a.col())
-                .arg(a.val())
-                .arg(&n32)
-                .arg(s)
-                .arg(&v)
-                .arg(&mut w);
-            // SAFETY: amg_lanczos_apply_T(rp, col, val, u32 n, const double* s, const double* v,
-            // double* y): a square n×n CSR, s, v and y n elements; 8 lanes per row.
-            unsafe { lb.launch(Gpu::cfg(grid(g, n.div_ceil(4) * 32), BLOCK, 0)) }
-                .map_err(|e| Gpu::launch_error("amg_lanczos_apply", e))?;
-        }
-        let al = dot(g, &w, &v, &mut partials)?;
-        launch!(
+    let k_apply = f::<T>(g, "amg_lanczos_apply_dot")?;
+    let k_orth = fu(g, "amg_lanczos_orth_dot")?;
+    let k_next = fu(g, "amg_lanczos_next_dev")?;
+    for k in 0..steps.min(n).max(1) as u32 {
+        launch_on!(
+            rgrid(g, n.div_ceil(4) * 32),
             g,
-            fun("amg_lanczos_orth")?,
-            n,
-            "amg_lanczos_orth",
-            [&mut w, &v, &vp, &al, &b_prev, &n32]
+            k_apply.clone(),
+            "amg_lanczos_apply_dot",
+            [
+                a.row_ptr(),
+                a.col(),
+                a.val(),
+                &n32,
+                &s,
+                &v,
+                &mut w,
+                &mut *partials,
+                &mut *ticket,
+                &mut d.scal,
+                &lay32,
+                &k
+            ]
         );
-        let bt = dot(g, &w, &w, &mut partials)?.sqrt();
-        alpha.push(al);
-        if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
-            break;
-        }
-        beta.push(bt);
+        launch_on!(
+            rgrid(g, n),
+            g,
+            k_orth.clone(),
+            "amg_lanczos_orth_dot",
+            [
+                &mut w,
+                &v,
+                &vp,
+                &n32,
+                &mut *partials,
+                &mut *ticket,
+                &mut d.scal,
+                &lay32,
+                &k
+            ]
+        );
         std::mem::swap(&mut vp, &mut v);
         launch!(
             g,
-            fun("amg_lanczos_next")?,
+            k_next.clone(),
             n,
-            "amg_lanczos_next",
-            [&mut v, &w, &bt, &n32]
+            "amg_lanczos_next_dev",
+            [&mut v, &w, &d.scal, &lay32, &k, &n32]
         );
-        b_prev = bt;
     }
-    Ok(ritz_max(&alpha, &beta))
+    launch_on!(
+        1,
+        g,
+        fu(g, "amg_lanczos_ritz")?,
+        "amg_lanczos_ritz",
+        [&mut d.scal, &lay32]
+    );
+    Ok(())
+}
+
+/// A level's smoother data: allocated, then queued as [`queue_level_data`].
+fn level_data<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    block: usize,
+    steps: usize,
+    red: &mut Reduce,
+) -> Result<LevelData<T>> {
+    let n = a.nrows().max(1);
+    // SAFETY: amg_level_scales writes all n entries of both; the start kernel writes every
+    // scalar before any is read.
+    let mut d = unsafe {
+        LevelData {
+            inv_diag: g.alloc::<T>(n)?,
+            inv_l1: g.alloc::<T>(n)?,
+            scal: g.alloc::<f64>(2 * steps.max(1) + 4)?,
+            rho: 1.0,
+            block,
+        }
+    };
+    queue_level_data(g, a, &mut d, steps, red)?;
+    Ok(d)
+}
+
+/// Reads every level's ρ back (one synchronisation).
+fn read_rhos<T: GpuScalar>(g: &Gpu, data: &mut [LevelData<T>], steps: usize) -> Result<()> {
+    let i = rho_index(steps.max(1));
+    for d in data.iter_mut() {
+        d.rho = g.download(&d.scal.slice(i..i + 1))?[0];
+    }
+    Ok(())
 }
 
 /// The strength graph of a level on the device (on its nodes).
@@ -242,11 +392,14 @@ fn strength<T: GpuScalar>(
     block: usize,
     theta: f64,
 ) -> Result<DeviceCsr<T>> {
+    // Level 0 was checked by `amg_check_fine`; the coarse levels, the node graphs and the
+    // strength graphs come from the crate's kernels, canonical by construction.
+    use crate::sparse::gpu::aggregate::{amalgamate_with, strength_symmetric_with};
     if block == 1 {
-        sg::strength_symmetric(g, a, theta)
+        strength_symmetric_with(g, a, theta, false)
     } else {
-        let nodes = sg::amalgamate(g, a, block)?;
-        sg::strength_symmetric(g, &nodes, theta)
+        let nodes = amalgamate_with(g, a, block, false)?;
+        strength_symmetric_with(g, (&nodes).into(), theta, false)
     }
 }
 
@@ -254,7 +407,6 @@ fn strength<T: GpuScalar>(
 fn tentative<T: GpuScalar>(
     g: &Arc<Gpu>,
     agg: &GpuAggregation,
-    host_agg: &mut Option<crate::sparse::Aggregation>,
     block: usize,
     b: &[CudaSlice<T>],
 ) -> Result<(DeviceCsr<T>, Vec<CudaSlice<T>>)> {
@@ -262,38 +414,43 @@ fn tentative<T: GpuScalar>(
         let (t, bc) = sg::tentative_single(g, agg, block, &b[0])?;
         return Ok((t, vec![bc]));
     }
-    if host_agg.is_none() {
-        *host_agg = Some(agg.download(g)?);
-    }
+    let host_agg = agg.download(g)?;
     let hb: Vec<Vec<T>> = b.iter().map(|v| g.download(v)).collect::<Result<_>>()?;
-    let (t, bc) = fit_candidates(host_agg.as_ref().expect("set above"), block, &hb);
+    let (t, bc) = fit_candidates(&host_agg, block, &hb);
     let t = DeviceCsr::upload(g, &t)?;
     let bc = bc.iter().map(|v| g.upload(v)).collect::<Result<_>>()?;
     Ok((t, bc))
 }
 
-/// `P = (I − ω/ρ·D⁻¹A)·T` in place of the values of `at` (the product `A·T`).
+/// `P = (I − ω/ρ·D⁻¹A)·T` in place of `pval`, the values of the product `A·T` on the pattern
+/// with row pointer `prp`; ρ read on the device.
+#[allow(clippy::too_many_arguments)]
 fn smooth<T: GpuScalar>(
     g: &Arc<Gpu>,
     lv: &LevelData<T>,
-    at: &mut DeviceCsr<T>,
+    steps: usize,
+    prp: &CudaSlice<u32>,
+    pval: &mut CudaSlice<T>,
+    rows: usize,
     t: &DeviceCsr<T>,
     t_pos: &CudaSlice<u32>,
     omega: f64,
 ) -> Result<()> {
-    let neg_w = T::of_f64(-(omega / lv.rho));
-    let n32 = at.nrows as u32;
+    let n32 = rows as u32;
+    let i = rho_index(steps.max(1));
+    let rho = lv.scal.slice(i..i + 1);
     launch!(
         g,
         f::<T>(g, "amg_smooth")?,
-        at.nrows,
+        rows,
         "amg_smooth",
         [
-            &at.row_ptr,
-            &mut at.val,
+            prp,
+            pval,
             &n32,
             &lv.inv_diag,
-            &neg_w,
+            &omega,
+            &rho,
             &t.row_ptr,
             &t.val,
             t_pos
@@ -303,43 +460,63 @@ fn smooth<T: GpuScalar>(
 }
 
 /// Where each entry of `t` sits in the pattern of `p` (every entry must be there: `A`'s
-/// diagonal is stored).
+/// diagonal is stored); the lowest row that breaks it goes to `bad`, read at the end of the
+/// setup.
 fn positions<T: GpuScalar>(
     g: &Arc<Gpu>,
     t: &DeviceCsr<T>,
     p: &DeviceCsr<T>,
+    bad: &mut CudaSlice<u32>,
 ) -> Result<CudaSlice<u32>> {
     let mut pos = g.zeros::<u32>(t.nnz.max(1))?;
-    let mut bad = g.upload(&[u32::MAX])?;
     let n32 = t.nrows as u32;
     launch!(
         g,
-        g.function(&AMG_SETUP_SRC, "amg_t_positions", &[])?,
+        fu(g, "amg_t_positions")?,
         t.nrows,
         "amg_t_positions",
-        [&t.row_ptr, &t.col, &n32, &p.row_ptr, &p.col, &mut pos, &mut bad]
+        [&t.row_ptr, &t.col, &n32, &p.row_ptr, &p.col, &mut pos, bad]
     );
-    let bad = g.download(&bad)?[0];
-    if bad != u32::MAX {
-        return Err(Error::InvalidInput(format!(
-            "AMG: row {bad} of A·T lacks an entry of T (a diagonal entry of A is missing)"
-        )));
-    }
     Ok(pos)
 }
 
-/// The smoother of a level from its device data.
-fn smoother<T: GpuScalar>(
+/// Where each entry of `p` sits in `r = pᵀ`.
+fn transpose_positions<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    p: &DeviceCsr<T>,
+    r: &DeviceCsr<T>,
+) -> Result<CudaSlice<u32>> {
+    // SAFETY: amg_transpose_positions writes one position per entry of p.
+    let mut pos = unsafe { g.alloc::<u32>(p.nnz.max(1))? };
+    if p.nnz == 0 {
+        g.stream()
+            .memset_zeros(&mut pos)
+            .map_err(|e| Error::cuda("clearing positions", e))?;
+        return Ok(pos);
+    }
+    let n32 = p.nrows as u32;
+    launch!(
+        g,
+        fu(g, "amg_transpose_positions")?,
+        p.nrows,
+        "amg_transpose_positions",
+        [&p.row_ptr, &p.col, &n32, &r.row_ptr, &r.col, &mut pos]
+    );
+    Ok(pos)
+}
+
+/// The smoother's scaling vector of a level into `out` (`n` elements).
+fn scaling<T: GpuScalar>(
     g: &Arc<Gpu>,
     lv: &LevelData<T>,
     params: &AmgParams,
-) -> Result<LevelSmoother<CudaSlice<T>>> {
+    out: &mut CudaSlice<T>,
+) -> Result<()> {
     let n = lv.inv_diag.len();
-    let scale = match params.smoother {
-        Smoother::Chebyshev => g.stream().clone_dtod(&lv.inv_diag),
-        Smoother::L1Jacobi => g.stream().clone_dtod(&lv.inv_l1),
+    match params.smoother {
+        Smoother::Chebyshev => g.stream().memcpy_dtod(&lv.inv_diag, out),
+        Smoother::L1Jacobi => g.stream().memcpy_dtod(&lv.inv_l1, out),
         Smoother::Jacobi => {
-            let mut out = g.zeros::<T>(n)?;
             let w = T::of_f64(params.jacobi_weight);
             let n32 = n as u32;
             launch!(
@@ -347,157 +524,55 @@ fn smoother<T: GpuScalar>(
                 f::<T>(g, "amg_scaled")?,
                 n,
                 "amg_scaled",
-                [&mut out, &lv.inv_diag, &w, &n32]
+                [out, &lv.inv_diag, &w, &n32]
             );
-            Ok(out)
+            Ok(())
         }
     }
-    .map_err(|e| Error::cuda("copying a smoother scaling", e))?;
-    Ok(LevelSmoother::from_parts(scale, lv.rho, params))
+    .map_err(|e| Error::cuda("copying a smoother scaling", e))
 }
 
-/// Everything of one setup pass that the state does not keep.
-struct Pass<T: GpuScalar> {
-    levels: Vec<(GpuCsr<T>, LevelData<T>)>,
-    transfers: Vec<(GpuCsr<T>, GpuCsr<T>)>,
-}
-
-/// Runs the level loop: a full setup when `plans` is `None`, else the numeric re-setup on the
-/// kept aggregations and plans.
-fn run_levels<T: GpuScalar>(
-    ops: &GpuOps<T>,
-    a: &CsrMatrix<T>,
-    candidates: Option<&[Vec<T>]>,
+/// A level's smoother, its scaling vector allocated here.
+fn new_smoother<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    lv: &LevelData<T>,
     params: &AmgParams,
-    mut plans: Option<&mut Vec<DevTransfer>>,
-    times: &mut SetupTimes,
-) -> Result<(Pass<T>, Vec<DevTransfer>)> {
-    let g = ops.gpu();
-    let clock = Instant::now();
-    let fine = GpuCsr::upload(g, a)?;
-    times.upload += clock.elapsed().as_secs_f64();
-    let clock = Instant::now();
-    let lv0 = level_data(g, (&fine).into(), params.block_size, params.spectral_steps)?;
-    times.smoother += clock.elapsed().as_secs_f64();
-    let n = a.nrows();
-    let mut b: Vec<CudaSlice<T>> = match candidates {
-        Some(c) => c.iter().map(|v| g.upload(v)).collect::<Result<_>>()?,
-        None => vec![g.upload(&vec![T::one(); n])?],
-    };
-    if params.improve_candidates > 0 {
-        let clock = Instant::now();
-        let sm = smoother(g, &lv0, params)?;
-        let zero = ops.zeros(n)?;
-        let mut work = Scratch::new(ops, n)?;
-        for x in b.iter_mut() {
-            for _ in 0..params.improve_candidates {
-                super::cycle::smooth(ops, &fine, &sm, &zero, x, false, &mut work)?;
-            }
-        }
-        times.candidates += clock.elapsed().as_secs_f64();
-    }
-    let mut levels = vec![(fine, lv0)];
-    let mut transfers = Vec::new();
-    let mut kept = Vec::new();
-    loop {
-        let (a_l, lv) = levels.last().expect("at least the fine level");
-        let n = a_l.nrows();
-        // A re-setup runs exactly the kept transfers; a setup stops by size and level count.
-        let reuse = match plans.as_deref_mut() {
-            Some(p) if p.is_empty() => break,
-            Some(p) => Some(p.remove(0)),
-            None if levels.len() >= params.max_levels || n <= params.coarse_size => break,
-            None => None,
-        };
-        let (agg, mut host_agg, old) = match reuse {
-            Some(tr) => (
-                tr.agg,
-                tr.host_agg,
-                Some((tr.at_plan, tr.t_pos, tr.ra_plan, tr.rap_plan)),
-            ),
-            None => {
-                let clock = Instant::now();
-                let s = strength(g, a_l.into(), lv.block, params.theta)?;
-                g.synchronize()?;
-                times.strength += clock.elapsed().as_secs_f64();
-                let clock = Instant::now();
-                let agg = sg::aggregate_mis2(g, &s, params.seed)?;
-                times.aggregate += clock.elapsed().as_secs_f64();
-                let nc = agg.num_aggregates * b.len();
-                if nc == 0 || nc >= n {
-                    break;
-                }
-                (agg, None, None)
-            }
-        };
-        let clock = Instant::now();
-        let (t, bc) = tentative(g, &agg, &mut host_agg, lv.block, &b)?;
-        g.synchronize()?;
-        times.tentative += clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
-        let (at_plan, old_pos, old_galerkin) = match old {
-            Some((at, pos, ra, rap)) => (at, Some(pos), Some((ra, rap))),
-            None => (GpuSpgemmPlan::symbolic(g, a_l, &t)?, None, None),
-        };
-        let mut p = at_plan.numeric(a_l, &t)?;
-        let t_pos = match old_pos {
-            Some(pos) => pos,
-            None => positions(g, &t, &p)?,
-        };
-        smooth(g, lv, &mut p, &t, &t_pos, params.omega)?;
-        let r = sg::transpose(g, &p)?;
-        g.synchronize()?;
-        times.smooth += clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
-        let (ra_plan, rap_plan, ac) = match old_galerkin {
-            Some((ra_plan, rap_plan)) => {
-                let ra = ra_plan.numeric(&r, a_l)?;
-                let ac = rap_plan.numeric(&ra, &p)?;
-                (ra_plan, rap_plan, ac)
-            }
-            None => {
-                let ra_plan = GpuSpgemmPlan::symbolic(g, &r, a_l)?;
-                let ra = ra_plan.numeric(&r, a_l)?;
-                let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, &p)?;
-                let ac = rap_plan.numeric(&ra, &p)?;
-                (ra_plan, rap_plan, ac)
-            }
-        };
-        g.synchronize()?;
-        times.galerkin += clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
-        let lvc = level_data(g, (&ac).into(), b.len(), params.spectral_steps)?;
-        times.smoother += clock.elapsed().as_secs_f64();
-        let clock = Instant::now();
-        let (p, r, ac) = (p.into_gpu_csr(g)?, r.into_gpu_csr(g)?, ac.into_gpu_csr(g)?);
-        times.upload += clock.elapsed().as_secs_f64();
-        transfers.push((p, r));
-        levels.push((ac, lvc));
-        kept.push(DevTransfer {
-            agg,
-            host_agg,
-            at_plan,
-            t_pos,
-            ra_plan,
-            rap_plan,
-        });
-        b = bc;
-    }
-    Ok((Pass { levels, transfers }, kept))
+) -> Result<LevelSmoother<CudaSlice<T>>> {
+    // SAFETY: `scaling` writes all entries.
+    let mut out = unsafe { g.alloc::<T>(lv.inv_diag.len())? };
+    scaling(g, lv, params, &mut out)?;
+    Ok(LevelSmoother::from_parts(out, lv.rho, params))
 }
 
-/// The full device setup (see the module docs).
+/// The full device setup from the fine matrix `fine` (moved into the hierarchy; see the module
+/// docs).
 pub(crate) fn setup<T: GpuScalar>(
     ops: &GpuOps<T>,
-    a: &CsrMatrix<T>,
+    fine: GpuCsr<T>,
     candidates: Option<&[Vec<T>]>,
     params: &AmgParams,
 ) -> Result<AmgSetup<T, GpuOps<T>>> {
+    let (built, state) = setup_state(ops, fine, candidates, params)?;
+    Ok(AmgSetup {
+        built,
+        state: Box::new(state),
+    })
+}
+
+/// The hierarchy a device setup builds.
+type DevBuilt<T> = Built<T, GpuOps<T>>;
+
+fn setup_state<T: GpuScalar>(
+    ops: &GpuOps<T>,
+    fine: GpuCsr<T>,
+    candidates: Option<&[Vec<T>]>,
+    params: &AmgParams,
+) -> Result<(DevBuilt<T>, DeviceState<T>)> {
     let total = Instant::now();
-    check_fine(a)?;
     params.check()?;
-    let a = &*a.canonical();
-    let n = a.nrows();
+    let g = ops.gpu();
+    let fingerprint = check_fine_device(g, &fine)?;
+    let n = fine.nrows();
     if let Some(c) = candidates {
         check_candidates(c, n)?;
     }
@@ -508,52 +583,128 @@ pub(crate) fn setup<T: GpuScalar>(
         )));
     }
     let mut times = SetupTimes::default();
-    let (pass, kept) = run_levels(ops, a, candidates, params, None, &mut times)?;
-    let state = DeviceState {
-        gpu: ops.gpu().clone(),
-        fine_ptr: a.row_ptr().to_vec(),
-        fine_col: a.col_idx().to_vec(),
-        candidates: candidates.map(|c| c.to_vec()),
-        transfers: kept,
-        failed: false,
-    };
-    let built = finish(ops, pass, params, &mut times, total)?;
-    Ok(AmgSetup {
-        built,
-        state: Box::new(state),
-    })
-}
-
-/// The coarse inverse, the smoothers and the summary rows of a pass.
-fn finish<T: GpuScalar>(
-    ops: &GpuOps<T>,
-    pass: Pass<T>,
-    params: &AmgParams,
-    times: &mut SetupTimes,
-    total: Instant,
-) -> Result<Built<T, GpuOps<T>>> {
-    let g = ops.gpu();
+    let steps = params.spectral_steps;
+    let mut red = Reduce::new(g)?;
     let clock = Instant::now();
-    let coarsest = &pass.levels.last().expect("a level").0;
-    let (inv, coarse_solver) = dense_inverse(&download(g, coarsest)?)?;
+    let lv0 = level_data(g, (&fine).into(), params.block_size, steps, &mut red)?;
+    phase(g, params, &mut times.smoother, clock)?;
+    let mut b: Vec<CudaSlice<T>> = match candidates {
+        Some(c) => c.iter().map(|v| g.upload(v)).collect::<Result<_>>()?,
+        None => vec![g.upload(&vec![T::one(); n])?],
+    };
+    let mut data = vec![lv0];
+    if params.improve_candidates > 0 {
+        let clock = Instant::now();
+        read_rhos(g, &mut data, steps)?;
+        let sm = new_smoother(g, &data[0], params)?;
+        let zero = crate::backend::VectorOps::zeros(ops, n)?;
+        let mut work = Scratch::new(ops, n)?;
+        for x in b.iter_mut() {
+            for _ in 0..params.improve_candidates {
+                super::cycle::smooth(ops, &fine, &sm, &zero, x, false, &mut work)?;
+            }
+        }
+        phase(g, params, &mut times.candidates, clock)?;
+    }
+    let mut mats = vec![fine];
+    let mut pr: Vec<(GpuCsr<T>, GpuCsr<T>)> = Vec::new();
+    let mut kept = Vec::new();
+    let mut bad = g.upload(&[u32::MAX])?;
+    loop {
+        let a_l = mats.last().expect("at least the fine level");
+        let lv = data.last().expect("as many as levels");
+        let n = a_l.nrows();
+        if mats.len() >= params.max_levels || n <= params.coarse_size {
+            break;
+        }
+        let clock = Instant::now();
+        let s = strength(g, a_l.into(), lv.block, params.theta)?;
+        phase(g, params, &mut times.strength, clock)?;
+        let clock = Instant::now();
+        let agg =
+            crate::sparse::gpu::aggregate::aggregate_mis2_with(g, (&s).into(), params.seed, false)?;
+        drop(s);
+        phase(g, params, &mut times.aggregate, clock)?;
+        let nc = agg.num_aggregates * b.len();
+        if nc == 0 || nc >= n {
+            break;
+        }
+        let clock = Instant::now();
+        let (t, bc) = tentative(g, &agg, lv.block, &b)?;
+        phase(g, params, &mut times.tentative, clock)?;
+        let clock = Instant::now();
+        let at_plan = GpuSpgemmPlan::symbolic(g, a_l, &t)?;
+        let mut p = at_plan.numeric(a_l, &t)?;
+        let t_pos = positions(g, &t, &p, &mut bad)?;
+        smooth(
+            g,
+            lv,
+            steps,
+            &p.row_ptr,
+            &mut p.val,
+            p.nrows,
+            &t,
+            &t_pos,
+            params.omega,
+        )?;
+        let r = sg::transpose(g, &p)?;
+        let r_pos = transpose_positions(g, &p, &r)?;
+        phase(g, params, &mut times.smooth, clock)?;
+        let clock = Instant::now();
+        let ra_plan = GpuSpgemmPlan::symbolic(g, &r, a_l)?;
+        let ra = ra_plan.numeric(&r, a_l)?;
+        let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, &p)?;
+        let ac = rap_plan.numeric(&ra, &p)?;
+        phase(g, params, &mut times.galerkin, clock)?;
+        let clock = Instant::now();
+        let lvc = level_data(g, (&ac).into(), b.len(), steps, &mut red)?;
+        phase(g, params, &mut times.smoother, clock)?;
+        let clock = Instant::now();
+        let (p, r, ac) = (p.into_gpu_csr(g)?, r.into_gpu_csr(g)?, ac.into_gpu_csr(g)?);
+        phase(g, params, &mut times.upload, clock)?;
+        pr.push((p, r));
+        mats.push(ac);
+        data.push(lvc);
+        drop(agg);
+        kept.push(DevTransfer {
+            t,
+            at_plan,
+            t_pos,
+            r_pos,
+            ra_plan,
+            ra,
+            rap_plan,
+        });
+        b = bc;
+    }
+    let clock = Instant::now();
+    let coarsest = CsrView::from(mats.last().expect("a level")).download(g)?;
+    let bad = g.download(&bad)?[0];
+    if bad != u32::MAX {
+        return Err(Error::InvalidInput(format!(
+            "AMG: row {bad} of A·T lacks an entry of T (a diagonal entry of A is missing)"
+        )));
+    }
+    read_rhos(g, &mut data, steps)?;
+    let (inv, coarse_solver) = dense_inverse(&coarsest)?;
     let coarse_inv = GpuCsr::upload(g, &inv)?;
-    times.coarse += clock.elapsed().as_secs_f64();
-    let mut info = Vec::with_capacity(pass.levels.len());
-    let mut levels = Vec::with_capacity(pass.levels.len());
-    let mut tr = pass.transfers.into_iter();
-    for (a, lv) in pass.levels {
+    phase(g, params, &mut times.coarse, clock)?;
+    let mut levels = Vec::with_capacity(mats.len());
+    let mut info = Vec::with_capacity(mats.len());
+    let mut pr = pr.into_iter();
+    for (a, d) in mats.into_iter().zip(&data) {
         info.push(LevelSummary {
             rows: a.nrows(),
             nnz: a.nnz(),
-            block: lv.block,
-            rho: lv.rho,
+            block: d.block,
+            rho: d.rho,
         });
-        let (p, r) = match tr.next() {
+        let (p, r) = match pr.next() {
             Some((p, r)) => (Some(p), Some(r)),
             None => (None, None),
         };
         levels.push(DeviceLevel {
-            smoother: smoother(g, &lv, params)?,
+            smoother: new_smoother(g, d, params)?,
             a,
             p,
             r,
@@ -561,34 +712,65 @@ fn finish<T: GpuScalar>(
     }
     g.synchronize()?;
     times.total = total.elapsed().as_secs_f64();
-    Ok(Built {
-        levels,
-        coarse_inv,
-        info,
-        coarse_solver,
-        times: *times,
-    })
+    let state = DeviceState {
+        gpu: g.clone(),
+        fingerprint,
+        transfers: kept,
+        data,
+        steps,
+        candidates: candidates.map_or(1, |c| c.len()),
+        host_candidates: candidates
+            .filter(|_| params.improve_candidates > 0)
+            .map(|c| c.to_vec()),
+        failed: false,
+    };
+    Ok((
+        Built {
+            levels,
+            coarse_inv,
+            info,
+            coarse_solver,
+            times,
+        },
+        state,
+    ))
 }
 
-impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
-    fn update(
+/// The device setup from a host matrix: canonicalised on the host, uploaded, then [`setup`].
+pub(crate) fn setup_host<T: GpuScalar>(
+    ops: &GpuOps<T>,
+    a: &CsrMatrix<T>,
+    candidates: Option<&[Vec<T>]>,
+    params: &AmgParams,
+) -> Result<AmgSetup<T, GpuOps<T>>> {
+    let clock = Instant::now();
+    params.check()?;
+    let a = a.canonical();
+    let fine = GpuCsr::upload(ops.gpu(), &a)?;
+    let up = clock.elapsed().as_secs_f64();
+    let mut s = setup(ops, fine, candidates, params)?;
+    s.built.times.upload += up;
+    s.built.times.total += up;
+    Ok(s)
+}
+
+impl<T: GpuScalar> DeviceState<T> {
+    /// The numeric re-setup from the new fine values on the device (see the module docs).
+    fn update_device(
         &mut self,
         ops: &GpuOps<T>,
-        a: &CsrMatrix<T>,
+        a: &GpuCsr<T>,
         params: &AmgParams,
-    ) -> Result<Built<T, GpuOps<T>>> {
+        built: &mut Built<T, GpuOps<T>>,
+    ) -> Result<()> {
         let total = Instant::now();
-        check_fine(a)?;
-        let a = &*a.canonical();
-        if a.row_ptr() != &self.fine_ptr[..] || a.col_idx() != &self.fine_col[..] {
+        let g = &self.gpu;
+        let fp = check_fine_device(g, a)?;
+        if fp != self.fingerprint {
             return Err(Error::InvalidInput(format!(
-                "AMG update: the new matrix ({}×{}, {} entries) does not have the pattern the \
+                "AMG update: the new matrix ({} rows, {} entries) does not have the pattern the \
                  hierarchy was built for ({} rows, {} entries); build a new one",
-                a.nrows(),
-                a.ncols(),
-                a.nnz(),
-                self.fine_ptr.len() - 1,
-                self.fine_col.len()
+                fp.rows, fp.nnz, self.fingerprint.rows, self.fingerprint.nnz
             )));
         }
         if self.failed {
@@ -598,26 +780,131 @@ impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
                     .into(),
             ));
         }
-        let mut times = SetupTimes::default();
-        let mut kept = std::mem::take(&mut self.transfers);
-        let cands = self.candidates.clone();
-        // On an error the kept plans are gone; the hierarchy in use stays the previous one.
+        if params.improve_candidates > 0 {
+            // The candidates are smoothed with the new values, so T changes: a whole setup.
+            let cands = self.host_candidates.clone();
+            let (fresh, state) = setup_state(ops, a.try_clone()?, cands.as_deref(), params)?;
+            *built = fresh;
+            *self = state;
+            return Ok(());
+        }
         self.failed = true;
-        let (pass, kept) = run_levels(
-            ops,
-            a,
-            cands.as_deref(),
-            params,
-            Some(&mut kept),
-            &mut times,
-        )?;
-        self.transfers = kept;
+        let mut times = SetupTimes::default();
+        let steps = self.steps;
+        let mut red = Reduce::new(g)?;
+        let clock = Instant::now();
+        {
+            let fine = built.levels[0].a.values_mut();
+            g.stream()
+                .memcpy_dtod(a.device_parts().2, fine)
+                .map_err(|e| Error::cuda("copying the new values", e))?;
+        }
+        phase(g, params, &mut times.upload, clock)?;
+        let levels = &mut built.levels;
+        for l in 0..levels.len() {
+            let clock = Instant::now();
+            queue_level_data(g, (&levels[l].a).into(), &mut self.data[l], steps, &mut red)?;
+            phase(g, params, &mut times.smoother, clock)?;
+            let Some(tr) = self.transfers.get_mut(l) else {
+                break;
+            };
+            let (head, tail) = levels.split_at_mut(l + 1);
+            let (lv, next) = (&mut head[l], &mut tail[0]);
+            let p =
+                lv.p.as_mut()
+                    .expect("a transfer below every level but the last");
+            let clock = Instant::now();
+            tr.at_plan.numeric_into(&lv.a, &tr.t, p.values_mut())?;
+            let prows = p.nrows();
+            smooth(
+                g,
+                &self.data[l],
+                steps,
+                tr.at_plan.row_ptr(),
+                p.values_mut(),
+                prows,
+                &tr.t,
+                &tr.t_pos,
+                params.omega,
+            )?;
+            let r = lv.r.as_mut().expect("R with P");
+            let nnz = p.nnz() as u32;
+            if nnz > 0 {
+                launch!(
+                    g,
+                    f::<T>(g, "amg_scatter")?,
+                    p.nnz(),
+                    "amg_scatter",
+                    [p.device_parts().2, &tr.r_pos, r.values_mut(), &nnz]
+                );
+            }
+            phase(g, params, &mut times.smooth, clock)?;
+            let clock = Instant::now();
+            tr.ra_plan.numeric_into(&*r, &lv.a, &mut tr.ra.val)?;
+            tr.rap_plan.numeric_into(&tr.ra, &*p, next.a.values_mut())?;
+            phase(g, params, &mut times.galerkin, clock)?;
+        }
+        let clock = Instant::now();
+        let coarsest = CsrView::from(&levels.last().expect("a level").a).download(g)?;
+        read_rhos(g, &mut self.data, steps)?;
+        let (inv, coarse_solver) = dense_inverse(&coarsest)?;
+        built.coarse_inv = GpuCsr::upload(g, &inv)?;
+        built.coarse_solver = coarse_solver;
+        phase(g, params, &mut times.coarse, clock)?;
+        for ((lv, d), info) in levels.iter_mut().zip(&self.data).zip(built.info.iter_mut()) {
+            scaling(g, d, params, &mut lv.smoother.scale)?;
+            lv.smoother.set_rho(d.rho, params);
+            info.rho = d.rho;
+        }
+        g.synchronize()?;
+        times.total = total.elapsed().as_secs_f64();
+        built.times = times;
         self.failed = false;
-        finish(ops, pass, params, &mut times, total)
+        Ok(())
+    }
+}
+
+impl<T: GpuScalar> HierarchyState<T, GpuOps<T>> for DeviceState<T> {
+    fn update(
+        &mut self,
+        ops: &GpuOps<T>,
+        a: UpdateInput<'_, T, GpuOps<T>>,
+        params: &AmgParams,
+        built: &mut Built<T, GpuOps<T>>,
+    ) -> Result<()> {
+        match a {
+            UpdateInput::Backend(m) => self.update_device(ops, m, params, built),
+            UpdateInput::Host(a) => {
+                let clock = Instant::now();
+                let a = a.canonical();
+                if a.nrows() != self.fingerprint.rows || a.nnz() != self.fingerprint.nnz {
+                    return Err(Error::InvalidInput(format!(
+                        "AMG update: the new matrix ({}×{}, {} entries) does not have the \
+                         pattern the hierarchy was built for ({} rows, {} entries); build a \
+                         new one",
+                        a.nrows(),
+                        a.ncols(),
+                        a.nnz(),
+                        self.fingerprint.rows,
+                        self.fingerprint.nnz
+                    )));
+                }
+                let m = GpuCsr::upload(&self.gpu, &a)?;
+                let up = clock.elapsed().as_secs_f64();
+                self.update_device(ops, &m, params, built)?;
+                built.times.upload += up;
+                built.times.total += up;
+                Ok(())
+            }
+        }
     }
 
     fn candidates(&self) -> usize {
-        self.candidates.as_ref().map_or(1, |c| c.len())
+        self.candidates
+    }
+
+    fn poisoned(&self) -> bool {
+        self.failed
     }
 
     fn level_matrices(

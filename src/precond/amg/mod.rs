@@ -46,7 +46,7 @@
 //!
 //! A V-cycle (or W) with a smoother that runs in parallel: PyAMG's default, symmetric
 //! Gauss–Seidel, is sequential, so the default here is a Chebyshev polynomial in `D⁻¹A` on
-//! `[0.11ρ, 1.1ρ]` of degree 4, one pre- and one post-smoothing step;
+//! `[0.11ρ, 1.1ρ]` of degree 3, one pre- and one post-smoothing step;
 //! damped Jacobi and l1-Jacobi are the alternatives. Pre- and post-smoother are the same
 //! symmetric operator and the coarse solve is exact, so the cycle is a symmetric positive
 //! definite preconditioner for an SPD matrix (CG may use it). Every step is a backend call that
@@ -136,9 +136,10 @@ pub struct AmgParams {
     /// The smoother. Default [`Smoother::Chebyshev`].
     pub smoother: Smoother,
     /// Chebyshev: degree of the residual polynomial (operator applications per smoothing step,
-    /// the residual's included). Default 4 (see `benches/results/amg.md`: degree 4 on
-    /// `[ρ/10, 1.1ρ]` is the cheapest setting within 20 % of PyAMG's iteration counts with
-    /// symmetric Gauss–Seidel on the test problems).
+    /// the residual's included). Default 3: the shortest time to solution on Poisson 3-D,
+    /// anisotropic 2-D and 2-D elasticity among degrees 2–4 that keeps Poisson within 20 % of
+    /// PyAMG's iterations (`benches/results/amg.md`; degree 2 is faster still but takes 30 %
+    /// more iterations).
     pub degree: usize,
     /// Chebyshev: the interval's upper end as a multiple of the estimated ρ(D⁻¹A). Default 1.1.
     pub chebyshev_upper: f64,
@@ -166,6 +167,10 @@ pub struct AmgParams {
     /// on the device by default): for comparisons; the hierarchy is the same up to the rounding
     /// of the ρ estimates. Default false.
     pub host_setup: bool,
+    /// Time every setup phase ([`SetupTimes`]): the device setup then synchronises after each
+    /// phase, which costs time. Without it the device setup reports only the total (and the
+    /// upload of a host matrix); the host setup always times its phases. Default false.
+    pub phase_times: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -178,7 +183,7 @@ impl Default for AmgParams {
             block_size: 1,
             omega: 4.0 / 3.0,
             smoother: Smoother::Chebyshev,
-            degree: 4,
+            degree: 3,
             chebyshev_upper: 1.1,
             chebyshev_lower: 0.1,
             jacobi_weight: 2.0 / 3.0,
@@ -189,6 +194,7 @@ impl Default for AmgParams {
             improve_candidates: 0,
             spectral_steps: 15,
             host_setup: false,
+            phase_times: false,
             non_exhaustive: (),
         }
     }
@@ -237,7 +243,8 @@ impl AmgParams {
     }
 }
 
-/// Seconds spent in each setup phase (host).
+/// Seconds spent in each setup phase (the device setup fills the phases only with
+/// [`AmgParams::phase_times`]; `total` always).
 #[derive(Clone, Copy, Debug, Default)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
 pub struct SetupTimes {
@@ -355,6 +362,11 @@ pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized + 'static {
     /// # Errors
     /// Backend errors (out of memory, a failed compile).
     fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix>;
+    /// Copies a backend matrix to the host.
+    ///
+    /// # Errors
+    /// Backend errors (a failed copy).
+    fn download_matrix(&self, a: &Self::Matrix) -> Result<CsrMatrix<T>>;
     /// Bytes the matrix occupies on the backend.
     fn matrix_bytes(&self, a: &Self::Matrix) -> usize;
     /// `y ← α·A·x + β·y`. Must not synchronise with the host.
@@ -383,6 +395,26 @@ pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized + 'static {
     ) -> Result<AmgSetup<T, Self>> {
         host_setup(self, a, candidates, params)
     }
+    /// Builds the hierarchy of a matrix already on the backend. The default downloads it and
+    /// runs the host setup; the GPU backend sets up on the device from it, without a host copy.
+    ///
+    /// # Errors
+    /// As [`Amg::new`].
+    #[doc(hidden)]
+    fn amg_setup_matrix(
+        &self,
+        a: &Self::Matrix,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<AmgSetup<T, Self>> {
+        host_setup(self, &self.download_matrix(a)?, candidates, params)
+    }
+}
+
+/// The new matrix of a numeric re-setup: on the host or on the backend.
+pub(crate) enum UpdateInput<'a, T: Scalar, B: MultigridOps<T>> {
+    Host(&'a CsrMatrix<T>),
+    Backend(&'a B::Matrix),
 }
 
 /// What a setup hands to [`Amg`]: the hierarchy for the cycle, and the state that a numeric
@@ -404,14 +436,26 @@ pub(crate) struct Built<T: Scalar, B: MultigridOps<T>> {
 
 /// A setup's state: host ([`HostHierarchy`]) or device (`device.rs`).
 pub(crate) trait HierarchyState<T: Scalar, B: MultigridOps<T>>: Send {
-    /// The numeric re-setup for new values of `a` on the same pattern.
-    fn update(&mut self, be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Built<T, B>>;
+    /// The numeric re-setup for new values of `a` on the same pattern, into `built` (the
+    /// hierarchy in use). On an error before `built` is touched (a pattern or value check) it
+    /// stays as it was; after (a backend failure) the state refuses later updates.
+    fn update(
+        &mut self,
+        be: &B,
+        a: UpdateInput<'_, T, B>,
+        params: &AmgParams,
+        built: &mut Built<T, B>,
+    ) -> Result<()>;
     /// The number of near-nullspace candidates.
     fn candidates(&self) -> usize;
     /// Host copies of the level operators.
     fn level_matrices(&self, be: &B, levels: &[DeviceLevel<T, B>]) -> Result<Vec<CsrMatrix<T>>>;
     /// Host copies of the prolongators.
     fn prolongators(&self, be: &B, levels: &[DeviceLevel<T, B>]) -> Result<Vec<CsrMatrix<T>>>;
+    /// Whether a failed update left the hierarchy part-way rewritten.
+    fn poisoned(&self) -> bool {
+        false
+    }
 }
 
 /// The host setup: [`HostHierarchy::build`], then every matrix uploaded.
@@ -474,10 +518,25 @@ fn upload_host<T: Scalar, B: MultigridOps<T>>(
 struct HostState<T: Scalar>(HostHierarchy<T>);
 
 impl<T: Scalar, B: MultigridOps<T>> HierarchyState<T, B> for HostState<T> {
-    fn update(&mut self, be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Built<T, B>> {
+    fn update(
+        &mut self,
+        be: &B,
+        a: UpdateInput<'_, T, B>,
+        params: &AmgParams,
+        built: &mut Built<T, B>,
+    ) -> Result<()> {
         let clock = Instant::now();
+        let down;
+        let a = match a {
+            UpdateInput::Host(a) => a,
+            UpdateInput::Backend(m) => {
+                down = be.download_matrix(m)?;
+                &down
+            }
+        };
         self.0.update(a, params)?;
-        upload_host(be, &self.0, params, clock)
+        *built = upload_host(be, &self.0, params, clock)?;
+        Ok(())
     }
     fn candidates(&self) -> usize {
         self.0.candidates.as_ref().map_or(1, |c| c.len())
@@ -495,6 +554,17 @@ impl<T: Scalar> MultigridOps<T> for Cpu {
     fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
         Ok(a.clone())
     }
+    fn download_matrix(&self, a: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
+        Ok(a.clone())
+    }
+    fn amg_setup_matrix(
+        &self,
+        a: &CsrMatrix<T>,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<AmgSetup<T, Self>> {
+        host_setup(self, a, candidates, params)
+    }
     fn matrix_bytes(&self, a: &CsrMatrix<T>) -> usize {
         a.nnz() * (4 + std::mem::size_of::<T>()) + (a.nrows() + 1) * 4
     }
@@ -509,6 +579,9 @@ impl<T: crate::backend::GpuScalar> MultigridOps<T> for crate::backend::gpu::GpuO
     type Matrix = crate::spmv::gpu::GpuCsr<T>;
     fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix> {
         crate::spmv::gpu::GpuCsr::upload(self.gpu(), a)
+    }
+    fn download_matrix(&self, a: &Self::Matrix) -> Result<CsrMatrix<T>> {
+        crate::sparse::gpu::CsrView::from(a).download(self.gpu())
     }
     fn matrix_bytes(&self, a: &Self::Matrix) -> usize {
         a.csr_device_bytes() + a.extra_device_bytes()
@@ -532,7 +605,19 @@ impl<T: crate::backend::GpuScalar> MultigridOps<T> for crate::backend::gpu::GpuO
         if params.host_setup {
             host_setup(self, a, candidates, params)
         } else {
-            device::setup(self, a, candidates, params)
+            device::setup_host(self, a, candidates, params)
+        }
+    }
+    fn amg_setup_matrix(
+        &self,
+        a: &Self::Matrix,
+        candidates: Option<&[Vec<T>]>,
+        params: &AmgParams,
+    ) -> Result<AmgSetup<T, Self>> {
+        if params.host_setup {
+            host_setup(self, &self.download_matrix(a)?, candidates, params)
+        } else {
+            device::setup(self, a.try_clone()?, candidates, params)
         }
     }
 }
@@ -541,15 +626,16 @@ impl<T: crate::backend::GpuScalar> MultigridOps<T> for crate::backend::gpu::GpuO
 pub struct Amg<T: Scalar, B: MultigridOps<T>> {
     params: AmgParams,
     state: Box<dyn HierarchyState<T, B>>,
-    levels: Vec<DeviceLevel<T, B>>,
-    coarse_inv: B::Matrix,
+    built: Built<T, B>,
     work: RefCell<Vec<Work<B::Vector>>>,
     summary: AmgSummary,
+    /// An update failed after it began to rewrite the hierarchy: `apply` refuses.
+    broken: bool,
 }
 
 impl<T: Scalar, B: MultigridOps<T>> fmt::Debug for Amg<T, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Amg({} levels)", self.levels.len())
+        write!(f, "Amg({} levels)", self.built.levels.len())
     }
 }
 
@@ -561,7 +647,7 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
     /// diagonal entry that is not positive (the row is named), non-finite entries, bad
     /// parameters, or a coarse matrix that cannot be inverted; backend errors.
     pub fn new(be: &B, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Self> {
-        Self::build(be, a, None, params)
+        Self::from_setup(be, be.amg_setup(a, None, params)?, params)
     }
 
     /// The hierarchy of `a` with the given near-nullspace candidates, each of length
@@ -575,77 +661,117 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
         candidates: &[Vec<T>],
         params: &AmgParams,
     ) -> Result<Self> {
-        Self::build(be, a, Some(candidates), params)
+        Self::from_setup(be, be.amg_setup(a, Some(candidates), params)?, params)
     }
 
-    fn build(
+    /// The hierarchy of a matrix already on the backend, such as the one the solver
+    /// multiplies by ([`GpuCsr`](crate::spmv::gpu::GpuCsr) on the GPU): on the GPU the whole
+    /// setup runs on the device from it — the checks (sorted rows, finite values, positive
+    /// diagonal) included, and without a host copy. Rows must be canonical (sorted, no
+    /// duplicates) on the GPU; [`Amg::new`] sorts a host matrix first.
+    ///
+    /// # Errors
+    /// As [`Amg::new`], and for rows that are not canonical (the row is named).
+    pub fn from_matrix(be: &B, a: &B::Matrix, params: &AmgParams) -> Result<Self> {
+        Self::from_setup(be, be.amg_setup_matrix(a, None, params)?, params)
+    }
+
+    /// [`Amg::from_matrix`] with near-nullspace candidates (as [`Amg::with_candidates`]).
+    ///
+    /// # Errors
+    /// As [`Amg::from_matrix`] and [`Amg::with_candidates`].
+    pub fn from_matrix_with_candidates(
         be: &B,
-        a: &CsrMatrix<T>,
-        candidates: Option<&[Vec<T>]>,
+        a: &B::Matrix,
+        candidates: &[Vec<T>],
         params: &AmgParams,
     ) -> Result<Self> {
-        let AmgSetup { built, state } = be.amg_setup(a, candidates, params)?;
+        Self::from_setup(
+            be,
+            be.amg_setup_matrix(a, Some(candidates), params)?,
+            params,
+        )
+    }
+
+    fn from_setup(be: &B, setup: AmgSetup<T, B>, params: &AmgParams) -> Result<Self> {
+        let AmgSetup { built, state } = setup;
         let mut amg = Amg {
             params: *params,
             state,
-            levels: Vec::new(),
-            coarse_inv: built.coarse_inv,
+            built,
             work: RefCell::new(Vec::new()),
             summary: empty_summary(params),
+            broken: false,
         };
-        amg.install(
-            be,
-            built.levels,
-            built.info,
-            built.coarse_solver,
-            built.times,
-        )?;
+        amg.install(be)?;
         Ok(amg)
     }
 
     /// Numeric re-setup for new values of `A` on the pattern the hierarchy was built for: the
     /// aggregation and the symbolic SpGEMM phases are kept, everything numeric is recomputed
-    /// (on the backend that ran the setup). Equals a fresh setup whenever the aggregation of
-    /// the new matrix is the same (always for θ = 0, which looks at the pattern alone).
+    /// (on the backend that ran the setup; on the GPU into the hierarchy's own arrays, every
+    /// SpMV table kept). Equals a fresh setup whenever the aggregation of the new matrix is the
+    /// same (always for θ = 0, which looks at the pattern alone).
     ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) when the pattern differs, and as
-    /// [`Amg::new`].
+    /// [`Amg::new`]. After a backend failure part-way the preconditioner refuses to apply.
     pub fn update(&mut self, be: &B, a: &CsrMatrix<T>) -> Result<()> {
-        let built = self.state.update(be, a, &self.params)?;
-        self.coarse_inv = built.coarse_inv;
-        self.install(
-            be,
-            built.levels,
-            built.info,
-            built.coarse_solver,
-            built.times,
-        )
+        self.update_with(be, UpdateInput::Host(a))
     }
 
-    /// Takes a new hierarchy: levels, cycle workspace, summary.
-    fn install(
-        &mut self,
-        be: &B,
-        levels: Vec<DeviceLevel<T, B>>,
-        info: Vec<LevelSummary>,
-        coarse_solver: CoarseSolver,
-        times: SetupTimes,
-    ) -> Result<()> {
-        let mut work = Vec::with_capacity(info.len());
-        for (l, lv) in info.iter().enumerate() {
-            // The coarsest level has no next level: one unused element (a device allocation of
-            // zero bytes is an error).
-            let nc = info.get(l + 1).map_or(1, |c| c.rows);
-            work.push(Work {
-                s: Scratch::new(be, lv.rows)?,
-                bc: be.zeros(nc)?,
-                xc: be.zeros(nc)?,
-            });
+    /// [`Amg::update`] from a matrix on the backend (on the GPU: no upload, the pattern
+    /// compared by a fingerprint computed on the device).
+    ///
+    /// # Errors
+    /// As [`Amg::update`].
+    pub fn update_matrix(&mut self, be: &B, a: &B::Matrix) -> Result<()> {
+        self.update_with(be, UpdateInput::Backend(a))
+    }
+
+    fn update_with(&mut self, be: &B, a: UpdateInput<'_, T, B>) -> Result<()> {
+        if let Err(e) = self.state.update(be, a, &self.params, &mut self.built) {
+            // A failure after the hierarchy began to change leaves it unusable.
+            if self.state.poisoned() {
+                self.broken = true;
+            }
+            return Err(e);
         }
-        self.levels = levels;
-        self.work = RefCell::new(work);
-        self.summary = self.summarise(be, info, coarse_solver, times);
+        self.broken = false;
+        self.install(be)
+    }
+
+    /// Takes a new hierarchy: cycle workspace (kept when the level sizes are the same),
+    /// summary.
+    fn install(&mut self, be: &B) -> Result<()> {
+        let info = &self.built.info;
+        let same = {
+            let w = self.work.borrow();
+            w.len() == info.len()
+                && w.iter()
+                    .zip(info.iter())
+                    .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
+        };
+        if !same {
+            let mut work = Vec::with_capacity(info.len());
+            for (l, lv) in info.iter().enumerate() {
+                // The coarsest level has no next level: one unused element (a device allocation
+                // of zero bytes is an error).
+                let nc = info.get(l + 1).map_or(1, |c| c.rows);
+                work.push(Work {
+                    s: Scratch::new(be, lv.rows)?,
+                    bc: be.zeros(nc)?,
+                    xc: be.zeros(nc)?,
+                });
+            }
+            self.work = RefCell::new(work);
+        }
+        self.summary = self.summarise(
+            be,
+            self.built.info.clone(),
+            self.built.coarse_solver,
+            self.built.times,
+        );
         Ok(())
     }
 
@@ -658,8 +784,8 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
     ) -> AmgSummary {
         let (r0, z0) = (levels[0].rows.max(1) as f64, levels[0].nnz.max(1) as f64);
         let vb = std::mem::size_of::<T>();
-        let mut bytes = be.matrix_bytes(&self.coarse_inv);
-        for (lv, w) in self.levels.iter().zip(self.work.borrow().iter()) {
+        let mut bytes = be.matrix_bytes(&self.built.coarse_inv);
+        for (lv, w) in self.built.levels.iter().zip(self.work.borrow().iter()) {
             bytes += be.matrix_bytes(&lv.a) + lv.smoother.bytes(be);
             bytes += lv.p.as_ref().map_or(0, |m| be.matrix_bytes(m));
             bytes += lv.r.as_ref().map_or(0, |m| be.matrix_bytes(m));
@@ -692,7 +818,7 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
 
     /// The number of levels.
     pub fn num_levels(&self) -> usize {
-        self.levels.len()
+        self.built.levels.len()
     }
 
     /// Host copies of the level operators (finest first), downloaded from the backend where
@@ -701,7 +827,7 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
     /// # Errors
     /// A failed download.
     pub fn level_matrices(&self, be: &B) -> Result<Vec<CsrMatrix<T>>> {
-        self.state.level_matrices(be, &self.levels)
+        self.state.level_matrices(be, &self.built.levels)
     }
 
     /// Host copies of the prolongators `P_l` (level `l + 1` to level `l`).
@@ -709,7 +835,7 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
     /// # Errors
     /// A failed download.
     pub fn prolongators(&self, be: &B) -> Result<Vec<CsrMatrix<T>>> {
-        self.state.prolongators(be, &self.levels)
+        self.state.prolongators(be, &self.built.levels)
     }
 }
 
@@ -732,6 +858,11 @@ fn empty_summary(params: &AmgParams) -> AmgSummary {
 impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
     /// `z ← M⁻¹r`: one cycle from `z = 0`. Queues work only (no host synchronisation).
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        if self.broken {
+            return Err(crate::Error::InvalidInput(
+                "AMG: a numeric re-setup failed part-way; build a new hierarchy".into(),
+            ));
+        }
         let n = self.summary.levels[0].rows;
         assert_eq!(
             be.len(r),
@@ -748,8 +879,8 @@ impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
         let mut work = self.work.borrow_mut();
         cycle::cycle(
             be,
-            &self.levels,
-            &self.coarse_inv,
+            &self.built.levels,
+            &self.built.coarse_inv,
             self.params.cycle,
             r,
             z,

@@ -48,9 +48,11 @@
 //!   [`crate::sparse`]'s aggregation docs): one kernel for `t1` (the closed-neighbourhood maximum
 //!   of the keys), one for `t2` fused with the state update — `t2(i)` is needed by node `i`
 //!   alone and that kernel reads only `t1`, so each undecided node updates its own key in place —
-//!   which also counts the nodes left undecided into a device counter (a warp sum, one atomic
-//!   per warp). The host reads the counter after each round (one synchronisation per round) and
-//!   stops at zero.
+//!   which also counts the nodes left undecided into a device counter of its round (a warp
+//!   sum, one atomic per warp). Rounds are queued [`MIS2_BATCH`] at a time, each round's kernels
+//!   doing nothing once the previous round's counter is zero; the host reads the batch's
+//!   counters (one synchronisation per batch) and stops at the first zero, which gives the
+//!   round count.
 //! - **Roots and passes**: an exclusive scan of the `IN` flags numbers the roots in node order;
 //!   pass 1 and pass 2 are one group kernel each (largest key among the root neighbours, then
 //!   among the pass-1-assigned neighbours).
@@ -83,6 +85,10 @@ pub const AGGREGATE_SRC: KernelSource = KernelSource {
 
 /// Threads per block of every kernel here.
 const THREADS: u32 = 256;
+
+/// MIS-2 rounds queued between two reads of the round counters (Poisson 3-D takes 10–15
+/// rounds per level, so one or two reads).
+pub const MIS2_BATCH: usize = 8;
 
 /// Lanes per row of the group kernels: the average row length rounded up to a power of two,
 /// between 4 and 32 (Poisson 2D/3D graphs: 4 and 8 lanes; the 27-point stencil: 32), so most
@@ -162,7 +168,17 @@ pub fn strength_symmetric<'a, T: GpuScalar>(
     a: impl Into<CsrView<'a, T>>,
     theta: f64,
 ) -> Result<DeviceCsr<T>> {
-    let a = a.into();
+    strength_symmetric_with(gpu, a.into(), theta, true)
+}
+
+/// [`strength_symmetric`], the canonical check skipped when `check` is false (the input comes
+/// from a check already made or from the crate's own kernels).
+pub(crate) fn strength_symmetric_with<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    theta: f64,
+    check: bool,
+) -> Result<DeviceCsr<T>> {
     if a.nrows != a.ncols {
         return Err(Error::InvalidInput(format!(
             "strength of connection: the matrix is {}×{}, not square",
@@ -175,7 +191,9 @@ pub fn strength_symmetric<'a, T: GpuScalar>(
         )));
     }
     check_u32(a.nrows, a.ncols, a.nnz, "GPU strength of connection")?;
-    check_canonical(gpu, &a, "GPU strength of connection")?;
+    if check {
+        check_canonical(gpu, &a, "GPU strength of connection")?;
+    }
     let g = gpu;
     let n = a.nrows;
     if n == 0 || a.nnz == 0 {
@@ -257,7 +275,16 @@ pub fn amalgamate<'a, T: GpuScalar>(
     a: impl Into<CsrView<'a, T>>,
     block: usize,
 ) -> Result<DeviceCsr<T>> {
-    let a = a.into();
+    amalgamate_with(gpu, a.into(), block, true)
+}
+
+/// [`amalgamate`], the canonical check skipped when `check` is false.
+pub(crate) fn amalgamate_with<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    block: usize,
+    check: bool,
+) -> Result<DeviceCsr<T>> {
     let (m, n) = (a.nrows, a.ncols);
     if block == 0 || m % block != 0 || n % block != 0 {
         return Err(Error::InvalidInput(format!(
@@ -265,7 +292,9 @@ pub fn amalgamate<'a, T: GpuScalar>(
         )));
     }
     check_u32(m, n, a.nnz, "GPU amalgamate")?;
-    check_canonical(gpu, &a, "GPU amalgamate")?;
+    if check {
+        check_canonical(gpu, &a, "GPU amalgamate")?;
+    }
     let g = gpu;
     let nodes = m / block;
     if nodes == 0 || a.nnz == 0 {
@@ -464,7 +493,16 @@ pub fn aggregate_mis2<'a, T: GpuScalar>(
     s: impl Into<CsrView<'a, T>>,
     seed: u64,
 ) -> Result<GpuAggregation> {
-    let s = s.into();
+    aggregate_mis2_with(gpu, s.into(), seed, true)
+}
+
+/// [`aggregate_mis2`], the canonical check skipped when `check` is false.
+pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    s: CsrView<'_, T>,
+    seed: u64,
+    check: bool,
+) -> Result<GpuAggregation> {
     if s.nrows != s.ncols {
         return Err(Error::InvalidInput(format!(
             "GPU MIS-2 aggregation: S is {}×{}, not square",
@@ -472,7 +510,9 @@ pub fn aggregate_mis2<'a, T: GpuScalar>(
         )));
     }
     check_u32(s.nrows, s.ncols, s.nnz, "GPU MIS-2 aggregation")?;
-    check_canonical(gpu, &s, "GPU MIS-2 aggregation")?;
+    if check {
+        check_canonical(gpu, &s, "GPU MIS-2 aggregation")?;
+    }
     let g = gpu;
     let n = s.nrows;
     if n == 0 {
@@ -497,53 +537,78 @@ pub fn aggregate_mis2<'a, T: GpuScalar>(
     // SAFETY: mis2_init writes all n keys; t1 is written by mis2_t1 before mis2_t2_update
     // reads it.
     let (mut key, mut t1) = unsafe { (g.alloc::<u64>(n)?, g.alloc::<u64>(n)?) };
-    let mut counter = g.zeros::<u32>(1)?;
+    // counts[0]: the nodes undecided at the start; counts[r]: after round r of the batch.
+    let mut counts = g.zeros::<u32>(MIS2_BATCH + 1)?;
     let k = g.function(&AGGREGATE_SRC, "mis2_init", &[])?;
     let mut lb = g.stream().launch_builder(&k);
-    lb.arg(&gptr)
-        .arg(&n32)
-        .arg(&seed)
-        .arg(&mut key)
-        .arg(&mut counter);
-    // SAFETY: mis2_init(const u32* gptr, u32 n, u64 seed, u64* key, u32* undecided): gptr n+1,
-    // key n, one counter (zeroed).
-    unsafe { lb.launch(Gpu::cfg(item_blocks(g, n), THREADS, 0)) }
-        .map_err(|e| Gpu::launch_error("mis2_init", e))?;
-    let mut undecided = read_at(g, &counter, 0)?;
+    {
+        let mut c0 = counts.slice_mut(0..1);
+        lb.arg(&gptr)
+            .arg(&n32)
+            .arg(&seed)
+            .arg(&mut key)
+            .arg(&mut c0);
+        // SAFETY: mis2_init(const u32* gptr, u32 n, u64 seed, u64* key, u32* undecided): gptr
+        // n+1, key n, one counter (zeroed).
+        unsafe { lb.launch(Gpu::cfg(item_blocks(g, n), THREADS, 0)) }
+            .map_err(|e| Gpu::launch_error("mis2_init", e))?;
+    }
     let t1_name = format!("mis2_t1_g{lanes}");
     let t2_name = format!("mis2_t2_update_g{lanes}");
     let k1 = g.function(&AGGREGATE_SRC, &t1_name, &[])?;
     let k2 = g.function(&AGGREGATE_SRC, &t2_name, &[])?;
     let mut rounds = 0;
-    while undecided > 0 {
+    loop {
         // Each round decides at least one node: more rounds than nodes is a defect.
         if rounds > n {
             return Err(Error::InvalidInput(format!(
-                "GPU MIS-2 aggregation: {undecided} nodes still undecided after {rounds} rounds"
+                "GPU MIS-2 aggregation: nodes still undecided after {rounds} rounds"
             )));
         }
-        rounds += 1;
-        g.stream()
-            .memset_zeros(&mut counter)
-            .map_err(|e| Error::cuda("clearing the MIS-2 counter", e))?;
-        let mut lb = g.stream().launch_builder(&k1);
-        lb.arg(&gptr).arg(&gcol).arg(&n32).arg(&key).arg(&mut t1);
-        // SAFETY: mis2_t1_gG(const u32* gptr, const u32* gcol, u32 n, const u64* key, u64* t1):
-        // the graph's n+1 pointers and gnnz columns (< n), key and t1 n entries.
-        unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
-            .map_err(|e| Gpu::launch_error(&t1_name, e))?;
-        let mut lb = g.stream().launch_builder(&k2);
-        lb.arg(&gptr)
-            .arg(&gcol)
-            .arg(&n32)
-            .arg(&t1)
-            .arg(&mut key)
-            .arg(&mut counter);
-        // SAFETY: mis2_t2_update_gG(gptr, gcol, n, const u64* t1, u64* key, u32* undecided): as
-        // above; each node writes only its own key; one counter.
-        unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
-            .map_err(|e| Gpu::launch_error(&t2_name, e))?;
-        undecided = read_at(g, &counter, 0)?;
+        for r in 0..MIS2_BATCH {
+            let (done, mut rest) = counts.split_at_mut(r + 1);
+            let prev = done.slice(r..r + 1);
+            let mut cur = rest.slice_mut(0..1);
+            let mut lb = g.stream().launch_builder(&k1);
+            lb.arg(&gptr)
+                .arg(&gcol)
+                .arg(&n32)
+                .arg(&key)
+                .arg(&mut t1)
+                .arg(&prev);
+            // SAFETY: mis2_t1_gG(const u32* gptr, const u32* gcol, u32 n, const u64* key,
+            // u64* t1, const u32* prev): the graph's n+1 pointers and gnnz columns (< n), key
+            // and t1 n entries, one counter.
+            unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
+                .map_err(|e| Gpu::launch_error(&t1_name, e))?;
+            let mut lb = g.stream().launch_builder(&k2);
+            lb.arg(&gptr)
+                .arg(&gcol)
+                .arg(&n32)
+                .arg(&t1)
+                .arg(&mut key)
+                .arg(&mut cur)
+                .arg(&prev);
+            // SAFETY: mis2_t2_update_gG(gptr, gcol, n, const u64* t1, u64* key, u32* undecided,
+            // const u32* prev): as above; each node writes only its own key; two distinct
+            // counters (this round's, zeroed, and the previous one).
+            unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
+                .map_err(|e| Gpu::launch_error(&t2_name, e))?;
+        }
+        let c = g.download(&counts)?;
+        if let Some(r) = c.iter().position(|&x| x == 0) {
+            rounds += r;
+            break;
+        }
+        rounds += MIS2_BATCH;
+        // The next batch starts from this one's last count.
+        let last = c[MIS2_BATCH];
+        counts = g.upload(
+            &[last]
+                .into_iter()
+                .chain([0; MIS2_BATCH])
+                .collect::<Vec<_>>(),
+        )?;
     }
     drop(t1);
     // Roots numbered in node order: exclusive scan of the IN flags.
