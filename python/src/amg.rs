@@ -61,7 +61,7 @@ impl PyAmg {
     /// of near-nullspace vectors (default: the constant).
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (matrix, theta = 0.0, smoother = "chebyshev", degree = 4, sweeps = 1, cycle = "V", coarse_size = 300, max_levels = 10, block_size = 1, improve_candidates = 0, candidates = None))]
+    #[pyo3(signature = (matrix, theta = 0.0, smoother = "chebyshev", degree = 3, sweeps = 1, cycle = "V", coarse_size = 300, max_levels = 10, block_size = 1, improve_candidates = 0, candidates = None))]
     fn new(
         py: Python<'_>,
         matrix: &PyMatrix,

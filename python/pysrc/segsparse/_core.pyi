@@ -59,7 +59,7 @@ class _Matrix:
 
 class _Amg:
     def __init__(
-        self, matrix: _Matrix, theta: float = 0.0, smoother: str = "chebyshev", degree: int = 4,
+        self, matrix: _Matrix, theta: float = 0.0, smoother: str = "chebyshev", degree: int = 3,
         sweeps: int = 1, cycle: str = "V", coarse_size: int = 300, max_levels: int = 10,
         block_size: int = 1, improve_candidates: int = 0,
         candidates: Optional[npt.NDArray[np.float64]] = None,

@@ -99,7 +99,7 @@ class AMG:
         return LinearOperator((n, n), matvec=matvec, rmatvec=matvec, dtype=dtype)
 
 
-def amg(A: Any, *, theta: float = 0.0, smoother: str = "chebyshev", degree: int = 4,
+def amg(A: Any, *, theta: float = 0.0, smoother: str = "chebyshev", degree: int = 3,
         sweeps: int = 1, cycle: str = "V", coarse_size: int = 300, max_levels: int = 10,
         candidates: Any = None, block_size: int = 1, improve_candidates: int = 0,
         device: str = "auto") -> AMG:
