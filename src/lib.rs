@@ -66,6 +66,7 @@
 //! Performance figures measured on the GPU machine are in `benches/results/` of the repository.
 #![warn(missing_docs)]
 
+pub mod batched;
 pub mod csr;
 pub mod dist;
 pub mod error;
@@ -79,6 +80,7 @@ pub mod primitives;
 pub mod scalar;
 pub mod solvers;
 pub mod sparse;
+pub mod spmm;
 pub mod spmv;
 pub mod tridiag;
 
