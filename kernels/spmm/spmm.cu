@@ -28,7 +28,7 @@ template <int G>
 __device__ __forceinline__ u32 group_mask() {
     if (G == 32) return FULL_MASK;
     const u32 wl = threadIdx.x & 31u;
-    return ((1u << G) - 1u) << (wl & ~(u32)(G - 1));
+    return ((1u << (G % 32)) - 1u) << (wl & ~(u32)(G - 1)); // G < 32 here
 }
 
 template <typename T>
