@@ -197,7 +197,7 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
         use segsparse::batched::gpu::GpuBatch;
         use segsparse::gpu::Gpu;
         use segsparse::solvers::gpu::GpuOps;
-        use segsparse::solvers::{self, Identity, Jacobi, SolveParams};
+        use segsparse::solvers::{self, Identity, Jacobi, SolveParams, VectorOps};
         use segsparse::spmv::gpu::GpuCsr;
         let g = match Gpu::shared() {
             Ok(g) => g,
@@ -254,7 +254,7 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
             ..Default::default()
         };
         let gs = gs.min(ms.len());
-        let mut one = |s: usize| {
+        let one = |s: usize| {
             let a = &ms[s];
             let r = batch.row_range(s);
             let da = GpuCsr::upload(&g, a).unwrap();
