@@ -111,62 +111,65 @@ pub fn spmm_par<T: Scalar>(
         n.div_ceil(threads * 8).max(64)
     };
     let (rp, ci, va) = (a.row_ptr(), a.col_idx(), a.values());
-    // Rows r0..r1 into `out(i, j)`, with a k-long accumulator.
-    let rows = |r0: usize, r1: usize, out: &mut dyn FnMut(usize, usize, T)| {
-        let mut acc = vec![T::zero(); k];
-        for i in r0..r1 {
-            acc.iter_mut().for_each(|v| *v = T::zero());
-            if alpha != T::zero() {
-                let (s, e) = (rp[i] as usize, rp[i + 1] as usize);
-                match layout {
-                    Layout::RowMajor => {
-                        for p in s..e {
-                            let (c, v) = (ci[p] as usize, va[p]);
-                            let xr = &x[c * k..c * k + k];
-                            for (a, &xv) in acc.iter_mut().zip(xr) {
-                                *a += v * xv;
-                            }
-                        }
-                    }
-                    Layout::ColMajor => {
-                        for (j, a) in acc.iter_mut().enumerate() {
-                            let xc = &x[j * m..j * m + m];
-                            let mut s0 = T::zero();
-                            for p in s..e {
-                                s0 += va[p] * xc[ci[p] as usize];
-                            }
-                            *a = s0;
-                        }
-                    }
-                }
-            }
-            for (j, &v) in acc.iter().enumerate() {
-                out(i, j, v);
-            }
+    let scale = |yv: &mut T| {
+        *yv = if beta == T::zero() {
+            T::zero()
+        } else {
+            beta * *yv
         }
     };
     match layout {
         Layout::RowMajor => {
             y.par_chunks_mut(chunk * k).enumerate().for_each(|(c, yc)| {
                 let r0 = c * chunk;
-                let r1 = (r0 + chunk).min(n);
-                rows(r0, r1, &mut |i, j, v| {
-                    finish(alpha, v, beta, &mut yc[(i - r0) * k + j])
-                });
+                let mut acc = vec![T::zero(); k];
+                for (li, yrow) in yc.chunks_mut(k).enumerate() {
+                    if alpha == T::zero() {
+                        yrow.iter_mut().for_each(scale);
+                        continue;
+                    }
+                    let i = r0 + li;
+                    acc.fill(T::zero());
+                    for p in rp[i] as usize..rp[i + 1] as usize {
+                        let (c, v) = (ci[p] as usize, va[p]);
+                        for (a, &xv) in acc.iter_mut().zip(&x[c * k..c * k + k]) {
+                            *a += v * xv;
+                        }
+                    }
+                    for (yv, &s) in yrow.iter_mut().zip(&acc) {
+                        finish(alpha, s, beta, yv);
+                    }
+                }
             });
         }
         Layout::ColMajor => {
+            // Rows in blocks small enough that a block's entries stay in cache while each of
+            // the k columns passes over them.
+            const BLOCK: usize = 256;
             let out = RowsOut(y.as_mut_ptr());
             (0..n.div_ceil(chunk)).into_par_iter().for_each(|c| {
-                let r0 = c * chunk;
-                let r1 = (r0 + chunk).min(n);
                 let out = out;
-                rows(r0, r1, &mut |i, j, v| {
-                    // SAFETY: i < n and j < k, so j·n + i < n·k = y.len(); this task alone
-                    // writes rows r0..r1 (the chunks are disjoint).
-                    let yi = unsafe { &mut *out.0.add(j * n + i) };
-                    finish(alpha, v, beta, yi);
-                });
+                let (r0, r1) = (c * chunk, ((c + 1) * chunk).min(n));
+                for b0 in (r0..r1).step_by(BLOCK) {
+                    let b1 = (b0 + BLOCK).min(r1);
+                    for j in 0..k {
+                        let xc = &x[j * m..(j + 1) * m];
+                        for i in b0..b1 {
+                            // SAFETY: i < n and j < k, so j·n + i < n·k = y.len(); this task
+                            // alone writes rows r0..r1 (the chunks are disjoint).
+                            let yi = unsafe { &mut *out.0.add(j * n + i) };
+                            if alpha == T::zero() {
+                                scale(yi);
+                                continue;
+                            }
+                            let mut s0 = T::zero();
+                            for p in rp[i] as usize..rp[i + 1] as usize {
+                                s0 += va[p] * xc[ci[p] as usize];
+                            }
+                            finish(alpha, s0, beta, yi);
+                        }
+                    }
+                }
             });
         }
     }
