@@ -194,10 +194,12 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
         ci: &segsparse::batched::BatchInfo,
         row: &mut serde_json::Value,
     ) {
+        use segsparse::backend::gpu::GpuOps;
+        use segsparse::backend::{Identity, VectorOps};
         use segsparse::batched::gpu::GpuBatch;
         use segsparse::gpu::Gpu;
-        use segsparse::solvers::gpu::GpuOps;
-        use segsparse::solvers::{self, Identity, Jacobi, SolveParams, VectorOps};
+        use segsparse::precond::Jacobi;
+        use segsparse::solvers::{self, SolveParams};
         use segsparse::spmv::gpu::GpuCsr;
         let g = match Gpu::shared() {
             Ok(g) => g,

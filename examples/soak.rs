@@ -35,9 +35,10 @@ mod imp {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use segsparse::gpu::{Gpu, KernelType};
+    use segsparse::precond::Jacobi;
     use segsparse::primitives::ScanElem;
     use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{bicgstab, cg, gmres, pcg, Identity, Jacobi, SolveParams};
+    use segsparse::solvers::{bicgstab, cg, gmres, pcg, Identity, SolveParams};
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
     use segsparse::{generate, CsrMatrix, Scalar};
 

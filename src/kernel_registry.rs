@@ -31,7 +31,7 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::batched::gpu::BATCHED_SRC,
     #[cfg(feature = "cuda")]
-    &crate::solvers::gpu::BLAS1,
+    &crate::backend::gpu::BLAS1,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
@@ -41,7 +41,7 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
     #[cfg(feature = "nccl")]
-    &crate::dist::nccl::DIST_KERNELS,
+    &crate::backend::nccl::DIST_KERNELS,
 ];
 
 #[cfg(test)]

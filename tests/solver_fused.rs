@@ -16,9 +16,10 @@ mod common_solve;
 use common_mtx::load;
 use common_solve::{applies, chain, params};
 
+use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, CpuScalars, Fuse, Identity, Jacobi,
-    LinearOperator, Slot, SolveError, SolveInfo, SolveParams, VectorOps, NSLOTS,
+    bicgstab, cg, gmres, pcg, Cpu, CpuScalars, Fuse, Identity, LinearOperator, Slot, SolveError,
+    SolveInfo, SolveParams, VectorOps, NSLOTS,
 };
 use segsparse::{generate, CsrMatrix, Result};
 

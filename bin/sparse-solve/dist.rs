@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use segsparse::dist::{DistPrecond, Krylov, LocalPrecond};
+use segsparse::precond::ChebyshevParams;
 use segsparse::precond::IncompleteParams;
-use segsparse::solvers::{ChebyshevParams, SolveParams};
+use segsparse::solvers::SolveParams;
 use segsparse::{CsrMatrix, Scalar};
 
 use crate::cli::{DistPrecondArg, MethodArg, PrecondArg};

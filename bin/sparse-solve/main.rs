@@ -31,10 +31,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::precond::{Amg, AmgParams, AmgSummary, MultigridOps};
+use segsparse::precond::{
+    Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
+};
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, KrylovOps,
-    LinearOperator, Preconditioner, Progress, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, Progress,
+    SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Precision, Scalar};
 use serde::Serialize;

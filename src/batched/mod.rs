@@ -52,8 +52,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::backend::{Cpu, Identity};
 use crate::error::{Error, Result};
-use crate::solvers::{self, Cpu, Identity, Jacobi, SolveError, SolveParams};
+use crate::precond::Jacobi;
+use crate::solvers::{self, SolveError, SolveParams};
 use crate::{CsrMatrix, Scalar};
 
 #[cfg(feature = "cuda")]
@@ -404,7 +406,7 @@ pub fn solve_one<T: Scalar>(
     Ok((status, iters as u32, true_residual(a, b, x)))
 }
 
-fn run<T: Scalar, P: solvers::Preconditioner<T, Cpu>>(
+fn run<T: Scalar, P: crate::backend::Preconditioner<T, Cpu>>(
     a: &CsrMatrix<T>,
     m: &P,
     b: &Vec<T>,

@@ -1,9 +1,9 @@
 //! A Chebyshev polynomial in the (Jacobi-scaled) operator.
 
+use crate::backend::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::solvers::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 
 use super::Jacobi;
 
@@ -312,7 +312,7 @@ where
     B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
-    use crate::solvers::recur::{GmresLayout, Slot, Status};
+    use crate::backend::recur::{GmresLayout, Slot, Status};
     let m = steps.min(n.max(1));
     let mut k = be.krylov(n, m)?;
     let mut sc = be.scalars(n, m + 1)?;

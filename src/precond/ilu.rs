@@ -3,8 +3,8 @@
 //!
 //! One body for every backend: the preconditioners see the backend only through
 //! [`TriangularOps`], which adds an incomplete factor type and its two triangular solves to the
-//! solvers' [`VectorOps`]. It is implemented for [`Cpu`](crate::solvers::Cpu) (the reference
-//! substitution) and, with feature `cuda`, for [`GpuOps`](crate::solvers::gpu::GpuOps) (the level
+//! solvers' [`VectorOps`]. It is implemented for [`Cpu`](crate::backend::Cpu) (the reference
+//! substitution) and, with feature `cuda`, for [`GpuOps`](crate::backend::gpu::GpuOps) (the level
 //! or synchronization-free kernels of [`crate::sparse::triangular`]). [`Preconditioner::apply`]
 //! is two triangular solves that only queue device work (no host synchronisation).
 //!
@@ -23,10 +23,10 @@
 
 use std::cell::RefCell;
 
+use crate::backend::{Cpu, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solvers::{Cpu, Preconditioner, VectorOps};
 use crate::sparse::incomplete::{FactorKind, IncompleteFactor, IncompleteParams};
 
 /// A backend that holds incomplete factors and solves with their triangles.
@@ -78,7 +78,7 @@ impl<T: Scalar> TriangularOps<T> for Cpu {
 }
 
 #[cfg(feature = "cuda")]
-impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::solvers::gpu::GpuOps<T> {
+impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gpu::GpuOps<T> {
     type Factor = crate::sparse::triangular::gpu::GpuIncompleteFactor<T>;
     fn factor(
         &self,

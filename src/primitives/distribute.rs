@@ -16,15 +16,10 @@
 //! assert_eq!(cpu::segmented_distribute(&v, &h, Direction::Backward), ['c', 'c', 'c', 'e', 'e']);
 //! ```
 
-/// Element-wise helpers of enumerate, distribute, split-and-segment, quicksort and segmented sort (kernels/device/segment_ops.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/segment_ops.cu",
-    text: include_str!("../../kernels/device/segment_ops.cu"),
-    headers: &[
-        &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_RADIX_RANK,
-    ],
-};
+/// The grid-stride kernels of enumerate, distribute, split-and-segment, quicksort and segmented
+/// sort (`kernels/device/segment_ops.cu`; declared in `glue`, which launches them).
+pub use super::glue::SEGMENT_OPS as KERNELS;
+
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use crate::primitives::Direction;

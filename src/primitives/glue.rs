@@ -129,6 +129,17 @@ pub(crate) fn check_words(what: &str, words: usize, n: usize) {
     );
 }
 
+/// The grid-stride kernels of enumerate, distribute, split-and-segment, quicksort and segmented
+/// sort (`kernels/device/segment_ops.cu`).
+pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
+    name: "device/segment_ops.cu",
+    text: include_str!("../../kernels/device/segment_ops.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_RADIX_RANK,
+    ],
+};
+
 #[cfg(feature = "cuda")]
 /// The launch error of `kernel`.
 pub(crate) fn launch_err(
@@ -150,7 +161,7 @@ macro_rules! helper {
     ($g:expr, $entry:expr, $n:expr, $($arg:expr),* $(,)?) => {{
         use cudarc::driver::PushKernelArg as _;
         let entry: &str = $entry;
-        let f = $g.function(&crate::primitives::distribute::KERNELS, entry, &[])?;
+        let f = $g.function(&crate::primitives::glue::SEGMENT_OPS, entry, &[])?;
         let mut b = $g.stream().launch_builder(&f);
         $( b.arg($arg); )*
         // SAFETY: every call site passes the arguments of `entry` in the order of its signature

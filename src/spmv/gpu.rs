@@ -84,19 +84,16 @@ use std::sync::{Arc, Mutex};
 use crate::csr::{CsrMatrix, RowStats};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
-use crate::gpu::{CudaView, CudaViewMut, Gpu, KernelType, PushKernelArg};
+use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
 use crate::primitives::gpu::{self as prim, HeadFlags};
-use crate::primitives::{ScanAlgorithm, ScanElem, ScanOp, ScanSpec};
+use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::scalar::Scalar;
 
 pub use cusparse_peer::{CusparseAlg, CusparseSpmv};
 
 use cudarc::driver::{CudaFunction, CudaSlice};
 
-/// Element types of the GPU SpMV: `f32` and `f64` (a [`Scalar`] with kernel instantiations,
-/// scannable by the segmented-scan primitive). Generic callers (solvers) bound on this.
-pub trait GpuScalar: Scalar + KernelType + ScanElem {}
-impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
+pub use crate::backend::GpuScalar;
 
 /// `kernels/spmv/spmv_scan.cuh`: the warp and block scan of (head count, flag, partial sum)
 /// triples of the fused SpMV.
@@ -1271,6 +1268,24 @@ pub const ROWS_MAX_LEN: usize = 12;
 /// Longest row of the regular, local-column matrices for which `Auto` runs the 4-lane vector
 /// kernel (measured on 27-point stencils, rows of 8–27 entries).
 pub const LOCAL_VECTOR4_MAX_LEN: usize = 32;
+
+/// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
+impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps<T>> for GpuCsr<T> {
+    fn nrows(&self) -> usize {
+        GpuCsr::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        GpuCsr::ncols(self)
+    }
+    fn apply(
+        &self,
+        _: &crate::backend::gpu::GpuOps<T>,
+        x: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        self.spmv(T::one(), x, T::zero(), y)
+    }
+}
 
 #[cfg(test)]
 mod auto_tests {

@@ -10,8 +10,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::recur::{self, GmresLayout, Slot, NSLOTS};
-use super::{Fuse, KrylovOps, LinearOperator, VectorOps};
-use crate::csr::CsrMatrix;
+use super::{Fuse, KrylovOps, VectorOps};
 use crate::error::Result;
 use crate::scalar::Scalar;
 
@@ -673,20 +672,6 @@ impl<T: Scalar> KrylovOps<T> for Cpu {
                 }
             }
         });
-        Ok(())
-    }
-}
-
-/// `y ← A·x` with the crate's row-parallel CPU SpMV.
-impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
-    fn nrows(&self) -> usize {
-        CsrMatrix::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        CsrMatrix::ncols(self)
-    }
-    fn apply(&self, _: &Cpu, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        crate::spmv::spmv(T::one(), self, x, T::zero(), y);
         Ok(())
     }
 }

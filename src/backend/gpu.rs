@@ -4,7 +4,7 @@
 //! of scalar slots. The kernels (`kernels/solvers/blas1.cu`) compute α, β, ω and the
 //! convergence, breakdown and NaN tests in the last block of their reductions, so an iteration
 //! never waits for the host; the host reads the slots every
-//! [`SolveParams::check_every`](super::SolveParams::check_every) iterations (16 by default). All
+//! `SolveParams::check_every` iterations (16 by default). All
 //! work is ordered on the [`Gpu`]'s one stream. A solve allocates its vectors, the slots, the
 //! residual history (`max_iters + 1` values) and the per-block partial sums up front, and nothing
 //! per iteration.
@@ -62,12 +62,18 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
-use super::{separate, Block, Fuse, KrylovOps, LinearOperator, VectorOps};
+use super::{separate, Block, Fuse, KrylovOps, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
+use crate::primitives::ScanElem;
 use crate::scalar::Scalar;
-use crate::spmv::gpu::GpuCsr;
+
+/// Element types of the GPU backend and the GPU operators: `f32` and `f64` (a [`Scalar`] with
+/// kernel instantiations, scannable by the segmented-scan primitive). Generic callers bound on
+/// this.
+pub trait GpuScalar: Scalar + KernelType + ScanElem {}
+impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
 /// The solvers' vector kernels.
 pub const BLAS1: KernelSource = KernelSource {
@@ -1371,18 +1377,5 @@ impl<T> GpuScalars<T> {
             self.grid
         );
         g
-    }
-}
-
-/// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
-impl<T: crate::spmv::gpu::GpuScalar> LinearOperator<T, GpuOps<T>> for GpuCsr<T> {
-    fn nrows(&self) -> usize {
-        GpuCsr::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        GpuCsr::ncols(self)
-    }
-    fn apply(&self, _: &GpuOps<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        self.spmv(T::one(), x, T::zero(), y)
     }
 }
