@@ -132,10 +132,10 @@ fn run<T: Scalar + GpuPart>(
     let seq = seq.min(count);
     let t0 = Instant::now();
     let mut it_seq = 0u64;
-    for s in 0..seq {
+    for (s, a) in ms.iter().enumerate().take(seq) {
         let r = batch.row_range(s);
         let mut x = vec![T::zero(); r.len()];
-        let (_, it, _) = solve_one(&ms[s], &b[r], &mut x, &params).unwrap();
+        let (_, it, _) = solve_one(a, &b[r], &mut x, &params).unwrap();
         it_seq += it as u64;
     }
     let cpu_seq_rate = seq as f64 / t0.elapsed().as_secs_f64();

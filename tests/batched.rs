@@ -107,7 +107,8 @@ fn cpu_batch_converges_and_equals_one_by_one() {
         let mut x = vec![f64::NAN; b.len()];
         let p = params(method, precond, 1e-10);
         let info = solve_cpu(&batch, &b, &mut x, &p).unwrap();
-        for s in 0..batch.len() {
+        assert_eq!(batch.len(), ms.len());
+        for (s, m) in ms.iter().enumerate() {
             assert_eq!(
                 info.status[s],
                 BatchStatus::Converged,
@@ -117,7 +118,7 @@ fn cpu_batch_converges_and_equals_one_by_one() {
             // The batch path is the single-system path, system by system.
             let r = batch.row_range(s);
             let a = batch.system(s);
-            assert_eq!(a, ms[s]);
+            assert_eq!(&a, m);
             let mut xs = vec![0.0; r.len()];
             let (st, it, _) = solve_one(&a, &b[r.clone()], &mut xs, &p).unwrap();
             assert_eq!((st, it), (info.status[s], info.iterations[s]));

@@ -259,7 +259,7 @@ impl<T: segsparse::spmv::gpu::GpuScalar> BenchGpu for T {
             for _ in 0..3 {
                 f()?;
             }
-            let one = g.time(|| f())?.max(1e-7);
+            let one = g.time(&mut *f)?.max(1e-7);
             let reps = ((1e-3 / one).ceil() as usize).clamp(1, 100_000);
             let mut v = Vec::with_capacity(iters);
             for _ in 0..iters {

@@ -349,16 +349,16 @@ impl BatchInfo {
 /// ‖b − A·x‖/‖b‖ (‖b − A·x‖ when b = 0), in f64.
 fn true_residual<T: Scalar>(a: &CsrMatrix<T>, b: &[T], x: &[T]) -> f64 {
     let (mut rr, mut bb) = (0f64, 0f64);
-    for i in 0..a.nrows() {
+    for (i, &bi) in b.iter().enumerate() {
         let (c, v) = a.row(i);
         let ax: f64 = c
             .iter()
             .zip(v)
             .map(|(&c, &v)| v.as_f64() * x[c as usize].as_f64())
             .sum();
-        let d = b[i].as_f64() - ax;
+        let d = bi.as_f64() - ax;
         rr += d * d;
-        bb += b[i].as_f64() * b[i].as_f64();
+        bb += bi.as_f64() * bi.as_f64();
     }
     if bb > 0.0 {
         (rr / bb).sqrt()
@@ -437,7 +437,8 @@ pub fn solve_cpu<T: Scalar>(
     let clock = std::time::Instant::now();
     batch.check_vectors(b.len(), x.len())?;
     params.check()?;
-    let results: Vec<Result<(Vec<T>, BatchStatus, u32, f64)>> = (0..batch.len())
+    type Solved<T> = (Vec<T>, BatchStatus, u32, f64);
+    let results: Vec<Result<Solved<T>>> = (0..batch.len())
         .into_par_iter()
         .map(|s| {
             let a = batch.system(s);

@@ -72,6 +72,13 @@ struct RowsOut<T>(*mut T);
 unsafe impl<T: Send> Send for RowsOut<T> {}
 unsafe impl<T: Send> Sync for RowsOut<T> {}
 
+impl<T> RowsOut<T> {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper, not its field).
+    fn ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
 /// Multithreaded SpMM over chunks of rows (a few per thread, so work stealing evens out uneven
 /// rows). Each row's `k` sums are accumulated in one pass over its entries; the entries are read
 /// once for all `k` columns. Small products run on the calling thread.
@@ -148,7 +155,6 @@ pub fn spmm_par<T: Scalar>(
             const BLOCK: usize = 256;
             let out = RowsOut(y.as_mut_ptr());
             (0..n.div_ceil(chunk)).into_par_iter().for_each(|c| {
-                let out = out;
                 let (r0, r1) = (c * chunk, ((c + 1) * chunk).min(n));
                 for b0 in (r0..r1).step_by(BLOCK) {
                     let b1 = (b0 + BLOCK).min(r1);
@@ -157,7 +163,7 @@ pub fn spmm_par<T: Scalar>(
                         for i in b0..b1 {
                             // SAFETY: i < n and j < k, so j·n + i < n·k = y.len(); this task
                             // alone writes rows r0..r1 (the chunks are disjoint).
-                            let yi = unsafe { &mut *out.0.add(j * n + i) };
+                            let yi = unsafe { &mut *out.ptr().add(j * n + i) };
                             if alpha == T::zero() {
                                 scale(yi);
                                 continue;

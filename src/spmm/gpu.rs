@@ -3,7 +3,7 @@
 //! [`GpuSpmm`] holds the loaded kernels of one element type; [`GpuSpmm::spmm`] queues one launch
 //! (row-major blocks of up to 32 columns, column-major blocks of any width) and returns without
 //! allocating or synchronising. See `kernels/spmm/spmm.cu` for the two kernels and the
-//! [module docs](super) for why row-major is the fast layout. [`CusparseSpmm`] is the peer
+//! [module docs](super) for which layout suits which matrix. [`CusparseSpmm`] is the peer
 //! (`cusparseSpMM`) that benchmarks and tests compare against.
 
 mod cusparse_peer;
