@@ -1,4 +1,4 @@
-//! Soak test (issue 23): many uploads and solves of random sizes in one process on the GPU,
+//! Soak test: many uploads and solves of random sizes in one process on the GPU,
 //! with device memory and host RSS sampled; any growth after the warm-up is a leak.
 //!
 //! ```text

@@ -50,7 +50,7 @@
 //! from its own `ChaCha8Rng` stream derived from `(seed, chunk)`, so a matrix depends only on its
 //! spec and seed, never on the number of threads. Rows are produced in order with sorted, distinct
 //! columns straight into the CSR arrays (no triplets, no global sort). Measured on a busy 2-core
-//! development machine (`tests/io.rs::speed_of_generation_and_reading`): about 70 M entries per
+//! development machine (`tests/all/io.rs::speed_of_generation_and_reading`): about 70 M entries per
 //! CPU-second for the Poisson matrices, 27 M for `random:N:16` and 15 M for `powerlaw:N:2.2`, so a
 //! 10^8-entry matrix takes a second or two on a 16-core machine.
 

@@ -3,7 +3,7 @@
 //! The GPU runtime ([`crate::gpu`]) compiles whatever [`KernelSource`] it is handed and knows no
 //! kernel above it; each module (primitives, SpMV, solvers, tridiagonal) declares its own sources
 //! and headers. This list exists for the checks that must see all of them at once: CI compiles
-//! each for `sm_80` and `sm_90` with NVRTC (`tests/gpu_runtime.rs`), and a unit test below
+//! each for `sm_80` and `sm_90` with NVRTC (`tests/all/gpu_runtime.rs`), and a unit test below
 //! resolves every source's includes on every machine, NVRTC or not.
 
 use crate::gpu::kernels::KernelSource;
@@ -40,6 +40,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::csr::check_gpu::CSR_CHECK_SRC,
     #[cfg(feature = "nccl")]
     &crate::backend::nccl::DIST_KERNELS,
 ];

@@ -115,7 +115,7 @@ fn implementations(backend: BackendArg) -> Result<Vec<Box<dyn Implementation>>> 
 
 /// Runs the benchmark described by `cli`.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    // Memory preflight (issue 23), from each file's header, before anything is opened or read:
+    // Memory preflight, from each file's header, before anything is opened or read:
     // the f64 matrix and its f32 copy (8 bytes per entry, 4 per row), x in both precisions,
     // and per row the f64 reference, y and its downloaded copy.
     for name in &cli.matrices {

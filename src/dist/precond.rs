@@ -13,10 +13,10 @@
 //! That is Ginkgo's distributed `Schwarz` with a local solver factory, in this crate's shape.
 //!
 //! On one rank `A_oo = A` and block-Jacobi **is** the single-device preconditioner
-//! (`tests/dist_sim.rs` checks the application bit for bit). On `p` ranks the dropped couplings
+//! (`tests/all/dist_sim.rs` checks the application bit for bit). On `p` ranks the dropped couplings
 //! cost iterations, the more the stronger the local solver (Jacobi loses nothing: it is already
 //! diagonal; ILU/IC lose little; AMG loses its global coarse correction across the cuts) — see
-//! the counts asserted in `tests/dist_sim.rs`.
+//! the counts asserted in `tests/all/dist_sim.rs`.
 //!
 //! # The distributed Chebyshev polynomial
 //!

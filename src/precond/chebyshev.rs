@@ -243,7 +243,7 @@ where
         .map(|i| T::of_f64(start_entry(first_row + i)))
         .collect();
     let w0 = be.upload(&start)?;
-    let norm = be.dot(&w0, &w0, &mut sc)?.sqrt();
+    let norm = be.dot(&w0, &w0, &mut sc)?.as_f64().sqrt();
     if norm.is_nan() || norm <= 0.0 {
         // No rows anywhere (or a non-finite start): nothing to estimate.
         return Ok((0.0, 0.0));
@@ -265,11 +265,11 @@ where
         }
         let mut col = vec![0.0; j + 2];
         for (i, vi) in basis.iter().enumerate() {
-            let hij = be.dot(vi, &w, &mut sc)?;
+            let hij = be.dot(vi, &w, &mut sc)?.as_f64();
             be.axpy(T::of_f64(-hij), vi, &mut w)?;
             col[i] = hij;
         }
-        let hn = be.dot(&w, &w, &mut sc)?.max(0.0).sqrt();
+        let hn = be.dot(&w, &w, &mut sc)?.as_f64().max(0.0).sqrt();
         col[j + 1] = hn;
         if !col.iter().all(|c| c.is_finite()) {
             return Err(Error::InvalidInput(

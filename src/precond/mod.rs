@@ -17,11 +17,14 @@
 //! and nothing of a concrete solver.
 
 pub mod amg;
+pub mod auto;
 mod chebyshev;
 mod ilu;
 mod jacobi;
 
-pub use crate::sparse::incomplete::{FactorKind, IncompleteParams};
+pub use crate::sparse::incomplete::{
+    Application, FactorKind, IncompleteParams, Ordering, RowMatching,
+};
 pub use crate::sparse::triangular::SptrsvAlgorithm;
 pub use amg::{Amg, AmgParams, AmgSummary, MultigridOps};
 pub use chebyshev::{Chebyshev, ChebyshevParams};

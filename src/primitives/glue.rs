@@ -149,15 +149,15 @@ pub(crate) fn launch_err(
 }
 
 #[cfg(feature = "cuda")]
-/// Grid size for the grid-stride helpers of `segment_ops.cu`.
+/// Grid size for the grid-stride kernels of `segment_ops.cu`.
 pub(crate) fn stride_grid(g: &Gpu, n: usize) -> u32 {
     (n.div_ceil(256) as u32).clamp(1, g.sm_count() * 8)
 }
 
 #[cfg(feature = "cuda")]
-/// Launches one of the grid-stride helpers of `segment_ops.cu` over `n` elements:
-/// `helper!(g, "entry", n, arg, arg, ...)`, the arguments in the kernel's order.
-macro_rules! helper {
+/// Launches one of the grid-stride kernels of `segment_ops.cu` over `n` elements:
+/// `grid_stride!(g, "entry", n, arg, arg, ...)`, the arguments in the kernel's order.
+macro_rules! grid_stride {
     ($g:expr, $entry:expr, $n:expr, $($arg:expr),* $(,)?) => {{
         use cudarc::driver::PushKernelArg as _;
         let entry: &str = $entry;
@@ -171,7 +171,7 @@ macro_rules! helper {
     }};
 }
 #[cfg(feature = "cuda")]
-pub(crate) use helper;
+pub(crate) use grid_stride;
 
 #[cfg(feature = "cuda")]
 /// `n` ones on the device.
@@ -179,6 +179,6 @@ pub(crate) fn ones(g: &Gpu, n: usize) -> Result<DeviceBuffer<u32>> {
     let n32 = len_u32(n, "ones")?;
     // SAFETY: fill_u32 writes all n entries.
     let mut o = unsafe { g.alloc::<u32>(n.max(1))? };
-    helper!(g, "fill_u32", n, &mut o, &n32, &1u32);
+    grid_stride!(g, "fill_u32", n, &mut o, &n32, &1u32);
     Ok(o)
 }

@@ -49,7 +49,7 @@
 //! # Performance (`benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
 //! `cusparseSpMV_preprocess`, same process)
 //!
-//! H100, 2026-11-25 (issue 20 item 4), held-out instances of 10–69 M entries, `Auto` against
+//! H100, 2026-11-25, held-out instances of 10–69 M entries, `Auto` against
 //! the faster cuSPARSE algorithm: power law 0.99–1.02×, a few dense rows among short ones
 //! 1.02–1.13×, mostly empty rows 0.97–1.07×, uniform random and short-and-wide rows 1.00–1.04×,
 //! Poisson 3D 1.25–1.36×; **misses**: R-MAT 0.92–0.98× and the 27-point stencil in `f64`
@@ -58,7 +58,7 @@
 //! they cost R-MAT 10–14 % (blocked loads 1.05–1.10×) and gain power law and dense rows 4–13 %.
 //! The 40 small corpus matrices (L2-resident): geo-mean 1.66×; raefsky2 in 4.0 µs (2.3×).
 //!
-//! H200, 2026-11-22/24 (issue 10, before the striped loads): stencils at 95–99.6% of the copy
+//! H200, 2026-11-22/24 (before the striped loads): stencils at 95–99.6% of the copy
 //! bandwidth (1.44–1.69×); the paper's four steps 0.3–0.7× of cuSPARSE.
 //!
 //! # Semantics and precision

@@ -4,7 +4,7 @@
 //! - [`ops`]: the solver backend of a rank ([`NcclOps`]).
 //!
 //! The distributed matrix that runs on these ranks, and the cost model that decides how many
-//! GPUs a problem is worth, are `crate::dist::nccl`'s.
+//! GPUs a problem is worth, are `dist::nccl`'s.
 
 pub mod comm;
 pub mod ops;

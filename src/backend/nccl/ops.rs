@@ -15,7 +15,7 @@ use crate::gpu::kernels::KernelSource;
 use crate::gpu::Gpu;
 
 /// The distributed kernels, appended to the solvers' `blas1.cu` (whose slots, `grid_sum` and
-/// recurrence helpers they use).
+/// recurrence functions they use).
 pub const DIST_KERNELS: KernelSource = KernelSource {
     name: "dist/dist.cu",
     text: concat!(
@@ -267,10 +267,40 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
     ) -> Result<()> {
         self.inner.poly_step(t, inv_diag, res, d, z, first, c1, c2)
     }
-    fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut DistScalars<T>) -> Result<f64> {
+    fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut DistScalars<T>) -> Result<T> {
         self.dot2(x, y, None, sc, false)?;
         self.finish(Kind::Dot, 0, sc, 0)?;
-        Ok(self.read_slots(sc)?[Slot::Dot as usize].as_f64())
+        Ok(self.read_slots(sc)?[Slot::Dot as usize])
+    }
+    fn fill(&self, v: &mut CudaSlice<T>, a: T) -> Result<()> {
+        self.inner.fill(v, a)
+    }
+    fn scal(&self, a: T, v: &mut CudaSlice<T>) -> Result<()> {
+        self.inner.scal(a, v)
+    }
+    fn axpby(&self, a: T, x: &CudaSlice<T>, b: T, y: &mut CudaSlice<T>) -> Result<()> {
+        self.inner.axpby(a, x, b, y)
+    }
+    fn axpbypcz(
+        &self,
+        a: T,
+        x: &CudaSlice<T>,
+        b: T,
+        y: &CudaSlice<T>,
+        c: T,
+        z: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        self.inner.axpbypcz(a, x, b, y, c, z)
+    }
+    fn vmul(
+        &self,
+        a: T,
+        x: &CudaSlice<T>,
+        y: &CudaSlice<T>,
+        b: T,
+        z: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        self.inner.vmul(a, x, y, b, z)
     }
 
     fn scalars(&self, n: usize, max_iters: usize) -> Result<DistScalars<T>> {
@@ -292,6 +322,13 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
     }
     fn read_history(&self, sc: &DistScalars<T>, len: usize) -> Result<Vec<T>> {
         self.inner.read_history(&sc.inner, len)
+    }
+    fn update_slots(
+        &self,
+        sc: &mut DistScalars<T>,
+        f: impl FnOnce(&mut [T; NSLOTS], &mut [T]),
+    ) -> Result<()> {
+        self.inner.update_slots(&mut sc.inner, f)
     }
 
     fn cg_start(

@@ -14,7 +14,7 @@
 //!
 //! So the aggregates and every pattern are the CPU's, and the values differ from the CPU
 //! hierarchy only through the rounding of the ρ estimates (its dot products are summed in
-//! another order), which moves ω/ρ in the last bits (`tests/amg.rs` checks both).
+//! another order), which moves ω/ρ in the last bits (`tests/all/amg.rs` checks both).
 
 use std::sync::Arc;
 use std::time::Instant;

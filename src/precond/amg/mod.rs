@@ -34,7 +34,7 @@
 //! and transpose) and keeps the hierarchy there: only the coarsest matrix (≤ `coarse_size`
 //! rows) comes back for its dense inverse, and several candidates come back for their QR. The
 //! two compute the same hierarchy: the same aggregates and patterns, values equal up to the
-//! rounding of the ρ estimates (`tests/amg.rs`, `tests/amg_gpu_graph.rs`).
+//! rounding of the ρ estimates (`tests/all/amg.rs`, `tests/all/amg_gpu_graph.rs`).
 //! [`AmgParams::host_setup`] runs the host setup on the GPU backend and uploads the result (the
 //! path before the GPU setup existed; for comparisons). On an H200, Poisson 3D 128³ (2.1 M rows):
 //! the host setup took 6.5 s with 16 cores before this round's faster graph phases, 0.99 s after,

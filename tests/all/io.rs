@@ -1052,7 +1052,7 @@ fn cpu_seconds() -> f64 {
     (f[11] + f[12]) / 100.0
 }
 
-/// Timing of the big paths (run with `cargo test --release --test io -- --ignored --nocapture`):
+/// Timing of the big paths (run with `cargo test --release --test all io::speed -- --ignored --nocapture`):
 /// generation of ~10^7–10^8-entry matrices and the reader's throughput on raefsky2's text.
 #[test]
 #[ignore = "timing, large allocations"]

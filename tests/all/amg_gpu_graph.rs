@@ -10,7 +10,7 @@
 //! non-canonical and non-square input.
 //!
 //! Skips with a notice without a GPU; fails instead when `SEGSPARSE_REQUIRE_GPU=1`.
-//! Run alone: `cargo test --test amg_gpu_graph`.
+//! Run alone: `cargo test --test all amg_gpu_graph::`.
 
 #![cfg(feature = "cuda")]
 

@@ -7,8 +7,7 @@ use segsparse::precond::Jacobi;
 use segsparse::solvers::{bicgstab, cg, pcg, Cpu, Identity, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
-mod dist_common;
-use dist_common::convection;
+use crate::common::dist::convection;
 
 fn rhs(n: usize) -> Vec<f64> {
     (0..n)

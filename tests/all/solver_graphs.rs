@@ -5,10 +5,8 @@
 //! replayed block surface as the same `SolveError` at the same iteration. The CPU ignores the
 //! flag. GPU tests skip without a device and fail under `SEGSPARSE_REQUIRE_GPU=1`.
 
-mod common_mtx;
-mod common_solve;
-use common_mtx::load;
-use common_solve::{applies, chain, params};
+use crate::common::mtx::load;
+use crate::common::solve::{applies, chain, params};
 
 use segsparse::solvers::{bicgstab, cg, Cpu, Identity, SolveError};
 use segsparse::{generate, CsrMatrix};
@@ -55,8 +53,8 @@ mod gpu {
     use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
-    use common_solve::gpu::{precs, run, Outcome};
-    use common_solve::METHODS;
+    use crate::common::solve::gpu::{precs, run, Outcome};
+    use crate::common::solve::METHODS;
 
     /// Solves `a·x = b` by `method` with graphs off and on (same backend, same process, the same
     /// preconditioner); returns both outcomes with the solutions.

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-mod common_cli;
+use crate::common::cli as common_cli;
 
 /// `sparse-solve` where cargo built it or beside a staged test; the tests skip without it.
 fn exe() -> Option<String> {

@@ -14,8 +14,7 @@ use segsparse::solvers::{
 };
 use segsparse::{generate, CsrMatrix, Scalar};
 
-mod common_mtx;
-use common_mtx::load;
+use crate::common::mtx::load;
 
 /// ‖b − A·x‖ / ‖b‖ in f64, computed independently of the solvers.
 fn true_rel_residual<T: Scalar>(a: &CsrMatrix<T>, b: &[T], x: &[T]) -> f64 {

@@ -16,8 +16,7 @@ use segsparse::solvers::{bicgstab, cg, pcg, Identity, SolveInfo, SolveParams, Ve
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::CsrMatrix;
 
-mod dist_common;
-use dist_common::convection;
+use crate::common::dist::convection;
 
 /// The number of usable GPUs, or `None` (with a notice) when the test must skip.
 fn gpus(need: usize) -> Option<usize> {
@@ -305,7 +304,7 @@ fn check_preconds(k: usize) {
         println!("{} on {k} GPUs: {it} iterations (1 GPU: {one})", p.name());
         // One rank: the one-GPU preconditioner. Two: block-Jacobi IC(0) within 1.4× (on 2
         // H200s, 2026-11-24: 38 against 29 on this 20³ problem, 193 against 154 at 128³, where
-        // the cut is a smaller share of the rows), else the bounds of tests/dist_sim.rs.
+        // the cut is a smaller share of the rows), else the bounds of tests/all/dist_sim.rs.
         let bound = match (k, p) {
             (1, _) | (_, DistPrecond::Chebyshev(_)) => one + 1,
             (_, DistPrecond::BlockJacobi(LocalPrecond::Ic0(_))) => (1.4 * one as f64) as usize,

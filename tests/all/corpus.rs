@@ -3,7 +3,7 @@
 //!
 //! The corpus is found through `SEGSPARSE_DATA`, else `../shared/matrices` relative to the
 //! manifest directory, else relative to the current directory; without it the test prints a
-//! notice and passes (the files under `matrices/` are tested in `tests/io.rs` regardless).
+//! notice and passes (the files under `matrices/` are tested in `tests/all/io.rs` regardless).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

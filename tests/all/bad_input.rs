@@ -9,7 +9,7 @@
 //!   iteration 0; from `sparse-solve`: exit status 2 and one line naming it.
 
 #[cfg(feature = "cli")]
-mod common_cli;
+use crate::common::cli as common_cli;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;

@@ -383,7 +383,7 @@ fn gpu_cycle_equals_cpu_cycle() {
 }
 
 /// Explores the iteration counts of smoother settings on the problems PyAMG was run on
-/// (`benches/peers/pyamg_peer.py`); `cargo test --test amg explore -- --ignored --nocapture`.
+/// (`benches/peers/pyamg_peer.py`); `cargo test --test all amg::explore -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn explore() {
@@ -511,7 +511,7 @@ fn explore() {
 }
 
 /// Writes the MIS-2 aggregation of a problem for a PyAMG cross-check
-/// (`AMG_DUMP=aniso2d:300:0.001 cargo test --test amg dump -- --ignored`).
+/// (`AMG_DUMP=aniso2d:300:0.001 cargo test --test all amg::dump -- --ignored`).
 #[test]
 #[ignore]
 fn dump_aggregation() {

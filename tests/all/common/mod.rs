@@ -1,0 +1,6 @@
+//! Fixtures shared by several test modules.
+
+pub mod cli;
+pub mod dist;
+pub mod mtx;
+pub mod solve;
