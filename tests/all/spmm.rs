@@ -3,8 +3,7 @@
 //! NaN in `Y`, and bad shapes. The GPU product (and cuSPARSE's) through the same comparison;
 //! those tests skip without a GPU and fail instead under `SEGSPARSE_REQUIRE_GPU=1`.
 
-#[path = "common_mtx/mod.rs"]
-mod common_mtx;
+use crate::common::mtx as common_mtx;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
