@@ -27,6 +27,10 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::spmv::gpu::SPMV_SRC,
     #[cfg(feature = "cuda")]
+    &crate::spmm::gpu::SPMM_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::batched::gpu::BATCHED_SRC,
+    #[cfg(feature = "cuda")]
     &crate::backend::gpu::BLAS1,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,

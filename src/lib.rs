@@ -68,6 +68,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod batched;
 pub mod csr;
 pub mod dist;
 pub mod error;
@@ -81,6 +82,7 @@ pub mod primitives;
 pub mod scalar;
 pub mod solvers;
 pub mod sparse;
+pub mod spmm;
 pub mod spmv;
 pub mod tridiag;
 

@@ -42,6 +42,13 @@ pub struct Cli {
     /// Seed of the random vector x and of random generator specs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+
+    /// Sparse matrix times dense block instead: Y ← A·X for X of K columns (a comma-separated
+    /// list runs each K). Times segsparse's SpMM in both layouts, cuSPARSE `cusparseSpMM` (every
+    /// CSR algorithm, best reported) and K separate SpMVs, on the GPU, in the same process; with
+    /// `--backend cpu`, the CPU SpMM beside K CPU SpMVs.
+    #[arg(long, value_name = "K", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub rhs: Vec<u32>,
 }
 
 /// `--precision`.
@@ -127,5 +134,8 @@ mod tests {
         assert_eq!((c.iters, c.seed, c.format), (3, 7, Format::Json));
         assert!(Cli::try_parse_from(["spmv-bench", "--iters", "0"]).is_err());
         assert!(Cli::try_parse_from(["spmv-bench", "--precision", "f16"]).is_err());
+        let c = Cli::try_parse_from(["spmv-bench", "--rhs", "4,8", "--rhs", "16"]).unwrap();
+        assert_eq!(c.rhs, vec![4, 8, 16]);
+        assert!(Cli::try_parse_from(["spmv-bench", "--rhs", "0"]).is_err());
     }
 }

@@ -26,6 +26,7 @@ mod gpu {
 }
 mod implementations;
 mod output;
+mod spmm;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -119,6 +120,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     // and per row the f64 reference, y and its downloaded copy.
     for name in &cli.matrices {
         segsparse::memory::check_matrix_file::<f64>(&resolve(name), "spmv-bench", 28, 12, 8)?;
+    }
+    if !cli.rhs.is_empty() {
+        return spmm::run(&cli, &resolve);
     }
     // Choose implementations first: `--backend gpu` fails here, before any loading.
     let imps = implementations(cli.backend)?;

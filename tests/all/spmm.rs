@@ -1,0 +1,275 @@
+//! SpMM `Y ← α·A·X + β·Y` against `k` SpMVs, column by column: random and real matrices, both
+//! layouts, empty rows, `k = 1` and `k` around the GPU's 32-column window, `α = 0`, `β = 0` with
+//! NaN in `Y`, and bad shapes. The GPU product (and cuSPARSE's) through the same comparison;
+//! those tests skip without a GPU and fail instead under `SEGSPARSE_REQUIRE_GPU=1`.
+
+use crate::common::mtx as common_mtx;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use segsparse::spmm::{self, cpu, Layout};
+use segsparse::spmv::cpu::spmv_seq;
+use segsparse::{generate, CsrMatrix, Error, Scalar};
+
+const LAYOUTS: [Layout; 2] = [Layout::RowMajor, Layout::ColMajor];
+
+fn random_block<T: Scalar>(rows: usize, k: usize, rng: &mut ChaCha8Rng) -> Vec<T> {
+    (0..rows * k)
+        .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+        .collect()
+}
+
+fn column<T: Scalar>(b: &[T], j: usize, rows: usize, k: usize, layout: Layout) -> Vec<T> {
+    (0..rows).map(|i| b[layout.index(i, j, rows, k)]).collect()
+}
+
+/// Checks `y_out` (the block after `Y ← α·A·X + β·Y` from `y_in`) against one SpMV per column,
+/// with a rounding bound that grows with the row length.
+#[allow(clippy::too_many_arguments)]
+fn check_against_spmv<T: Scalar>(
+    what: &str,
+    a: &CsrMatrix<T>,
+    alpha: T,
+    x: &[T],
+    k: usize,
+    layout: Layout,
+    beta: T,
+    y_in: &[T],
+    y_out: &[T],
+) {
+    let (n, m) = (a.nrows(), a.ncols());
+    for j in 0..k {
+        let xc = column(x, j, m, k, layout);
+        let mut yc = column(y_in, j, n, k, layout);
+        spmv_seq(alpha, a, &xc, beta, &mut yc);
+        for i in 0..n {
+            let (cols, vals) = a.row(i);
+            let mag: f64 = alpha.as_f64().abs()
+                * cols
+                    .iter()
+                    .zip(vals)
+                    .map(|(&c, &v)| (v.as_f64() * xc[c as usize].as_f64()).abs())
+                    .sum::<f64>()
+                + if beta == T::zero() {
+                    0.0
+                } else {
+                    (beta.as_f64() * y_in[layout.index(i, j, n, k)].as_f64()).abs()
+                };
+            let got = y_out[layout.index(i, j, n, k)].as_f64();
+            let tol = 4.0 * T::EPS * (cols.len() as f64 + 2.0) * mag + f64::MIN_POSITIVE;
+            assert!(
+                (got - yc[i].as_f64()).abs() <= tol,
+                "{what}: {layout:?} k={k} Y[{i}][{j}] = {got}, SpMV gives {} (tol {tol:e})",
+                yc[i]
+            );
+        }
+    }
+}
+
+fn test_matrices<T: Scalar>() -> Vec<(String, CsrMatrix<T>)> {
+    let mut v: Vec<(String, CsrMatrix<T>)> = vec![
+        ("poisson2d:17".into(), generate::poisson2d(17).unwrap()),
+        ("poisson3d:6".into(), generate::poisson3d(6).unwrap()),
+        ("random:300:9".into(), generate::random(300, 9, 3).unwrap()),
+        (
+            "wide:40:700:12".into(),
+            generate::wide(40, 700, 12, 4).unwrap(),
+        ),
+        (
+            "emptyrows:500:70".into(),
+            generate::emptyrows(500, 70, 6, 5).unwrap(),
+        ),
+        (
+            "powerlaw:2000:1.8".into(),
+            generate::powerlaw(2000, 1.8, 6).unwrap(),
+        ),
+        (
+            "denserows".into(),
+            generate::denserows(400, 3, 2, 380, 7).unwrap(),
+        ),
+        ("zeros:7x5".into(), CsrMatrix::zeros(7, 5)),
+        ("zeros:0x4".into(), CsrMatrix::zeros(0, 4)),
+    ];
+    for name in [
+        "raefsky2",
+        "west0479",
+        "1138_bus",
+        "lp_ship04l",
+        "small/empty_rows",
+    ] {
+        if let Some(a) = common_mtx::load::<T>(name) {
+            v.push((name.into(), a));
+        }
+    }
+    v
+}
+
+fn cpu_case<T: Scalar>() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for (name, a) in test_matrices::<T>() {
+        for &k in &[1usize, 3, 4, 8, 16, 33] {
+            for layout in LAYOUTS {
+                let x = random_block::<T>(a.ncols(), k, &mut rng);
+                let y0 = random_block::<T>(a.nrows(), k, &mut rng);
+                for (alpha, beta) in [(1.0, 0.0), (-0.5, 2.0), (0.0, 3.0), (0.0, 0.0)] {
+                    let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
+                    // β = 0 must not read Y: start from NaN.
+                    let y_in: Vec<T> = if beta == T::zero() {
+                        vec![T::nan(); y0.len()]
+                    } else {
+                        y0.clone()
+                    };
+                    let mut y = y_in.clone();
+                    spmm::spmm(alpha, &a, &x, k, layout, beta, &mut y).unwrap();
+                    check_against_spmv(&name, &a, alpha, &x, k, layout, beta, &y_in, &y);
+                    let mut ys = y_in.clone();
+                    cpu::spmm_seq(alpha, &a, &x, k, layout, beta, &mut ys);
+                    check_against_spmv(&name, &a, alpha, &x, k, layout, beta, &y_in, &ys);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cpu_spmm_equals_k_spmvs_f64() {
+    cpu_case::<f64>();
+}
+
+#[test]
+fn cpu_spmm_equals_k_spmvs_f32() {
+    cpu_case::<f32>();
+}
+
+/// Large enough to take the parallel path with many chunks, so the chunk boundaries are covered.
+#[test]
+fn cpu_spmm_parallel_chunks() {
+    let a: CsrMatrix<f64> = generate::random(20_000, 7, 9).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    for layout in LAYOUTS {
+        let k = 5;
+        let x = random_block::<f64>(a.ncols(), k, &mut rng);
+        let y0 = random_block::<f64>(a.nrows(), k, &mut rng);
+        let mut y = y0.clone();
+        spmm::spmm(1.5, &a, &x, k, layout, -1.0, &mut y).unwrap();
+        check_against_spmv("random:20000:7", &a, 1.5, &x, k, layout, -1.0, &y0, &y);
+    }
+}
+
+#[test]
+fn bad_shapes_are_clear_errors() {
+    let a: CsrMatrix<f64> = generate::random(10, 3, 1).unwrap();
+    let x = vec![0.0; 10 * 4];
+    let mut y = vec![0.0; 10 * 4];
+    let msg = |e: Error| e.to_string();
+    let e = spmm::spmm(1.0, &a, &x, 0, Layout::RowMajor, 0.0, &mut y).unwrap_err();
+    assert!(matches!(e, Error::InvalidInput(_)), "{e}");
+    assert!(msg(e).contains("k = 0"));
+    let e = spmm::spmm(1.0, &a, &x[..36], 4, Layout::RowMajor, 0.0, &mut y).unwrap_err();
+    assert!(msg(e).contains("X has 36 elements, expected 10 rows × 4 columns = 40"));
+    let e = spmm::spmm(1.0, &a, &x, 4, Layout::ColMajor, 0.0, &mut y[..39]).unwrap_err();
+    assert!(msg(e).contains("Y has 39 elements, expected 10 rows × 4 columns = 40"));
+    // A block of the right length for another k is a shape error too.
+    let e = spmm::spmm(1.0, &a, &x, 5, Layout::RowMajor, 0.0, &mut y).unwrap_err();
+    assert!(msg(e).contains("expected 10 rows × 5 columns"));
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::*;
+    use segsparse::gpu::test_gpu;
+    use segsparse::spmm::gpu::{CusparseSpmm, CusparseSpmmAlg, GpuSpmm};
+    use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
+
+    fn gpu_case<T: GpuScalar>() {
+        let Some(g) = test_gpu() else { return };
+        let ops = GpuSpmm::<T>::new(&g).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        for (name, a) in test_matrices::<T>() {
+            let d = GpuCsr::upload(&g, &a).unwrap();
+            for &k in &[1usize, 2, 4, 6, 8, 16, 32, 33, 70] {
+                for layout in LAYOUTS {
+                    let x = random_block::<T>(a.ncols(), k, &mut rng);
+                    let y0 = random_block::<T>(a.nrows(), k, &mut rng);
+                    let dx = g.upload(&x).unwrap();
+                    for (alpha, beta) in [(1.0, 0.0), (-0.5, 2.0), (0.0, 3.0)] {
+                        let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
+                        let y_in: Vec<T> = if beta == T::zero() {
+                            vec![T::nan(); y0.len()] // poisoned, and β = 0 must not read it
+                        } else {
+                            y0.clone()
+                        };
+                        let mut dy = g.upload(&y_in).unwrap();
+                        ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
+                        let y = g.download(&dy).unwrap();
+                        check_against_spmv(&name, &a, alpha, &x, k, layout, beta, &y_in, &y);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gpu_spmm_equals_k_spmvs_f64() {
+        gpu_case::<f64>();
+    }
+
+    #[test]
+    fn gpu_spmm_equals_k_spmvs_f32() {
+        gpu_case::<f32>();
+    }
+
+    #[test]
+    fn gpu_spmm_bad_shapes() {
+        let Some(g) = test_gpu() else { return };
+        let a: CsrMatrix<f64> = generate::random(10, 3, 1).unwrap();
+        let d = GpuCsr::upload(&g, &a).unwrap();
+        let ops = GpuSpmm::<f64>::new(&g).unwrap();
+        let x = g.upload(&[0.0; 40]).unwrap();
+        let mut y = g.upload(&[0.0; 40]).unwrap();
+        let e = ops
+            .spmm(&d, 1.0, &x, 0, Layout::RowMajor, 0.0, &mut y)
+            .unwrap_err();
+        assert!(e.to_string().contains("k = 0"), "{e}");
+        let e = ops
+            .spmm(&d, 1.0, &x, 3, Layout::ColMajor, 0.0, &mut y)
+            .unwrap_err();
+        assert!(e.to_string().contains("X has 40 elements"), "{e}");
+    }
+
+    /// cuSPARSE's SpMM (every algorithm that accepts the layout) agrees with ours.
+    #[test]
+    fn cusparse_spmm_agrees() {
+        let Some(g) = test_gpu() else { return };
+        let a: CsrMatrix<f64> = generate::powerlaw(3000, 1.9, 8).unwrap();
+        let d = GpuCsr::upload(&g, &a).unwrap();
+        let ops = GpuSpmm::<f64>::new(&g).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let k = 8;
+        let mut ran = 0;
+        for layout in LAYOUTS {
+            let x = random_block::<f64>(a.ncols(), k, &mut rng);
+            let dx = g.upload(&x).unwrap();
+            let mut ours = g.zeros::<f64>(a.nrows() * k).unwrap();
+            ops.spmm(&d, 1.0, &dx, k, layout, 0.0, &mut ours).unwrap();
+            let ours = g.download(&ours).unwrap();
+            for alg in CusparseSpmmAlg::ALL {
+                let mut dy = g.zeros::<f64>(a.nrows() * k).unwrap();
+                let Ok(mut p) = CusparseSpmm::new(&d, alg, layout, k, 1.0, &dx, 0.0, &mut dy)
+                else {
+                    continue; // this algorithm does not take this layout
+                };
+                p.spmm(1.0, &dx, 0.0, &mut dy).unwrap();
+                let theirs = g.download(&dy).unwrap();
+                for (i, (o, t)) in ours.iter().zip(&theirs).enumerate() {
+                    assert!(
+                        (o - t).abs() <= 1e-12 * (1.0 + t.abs()),
+                        "{layout:?} {alg:?} [{i}]: ours {o}, cuSPARSE {t}"
+                    );
+                }
+                ran += 1;
+            }
+        }
+        assert!(ran >= 2, "no cuSPARSE SpMM algorithm ran");
+    }
+}
