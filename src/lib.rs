@@ -71,6 +71,7 @@ pub mod dist;
 pub mod error;
 pub mod generate;
 pub mod gpu;
+mod input;
 pub mod io;
 pub mod kernel_registry;
 pub mod memory;
@@ -81,7 +82,9 @@ pub mod solvers;
 pub mod sparse;
 pub mod spmv;
 pub mod tridiag;
+pub mod units;
 
 pub use csr::{CsrMatrix, RowStats};
 pub use error::{Error, Result};
+pub use input::load;
 pub use scalar::{Precision, Scalar};
