@@ -39,6 +39,7 @@ summ ncu-sep
 step ncu-fused 30 $NCU -k 'regex:spmv|solver_bicg' -c 10 "$G/benches/solver_fused" "$res/ncu-fused.jsonl" raefsky2/bicgstab fused
 summ ncu-fused
 CS=compute-sanitizer; command -v $CS >/dev/null || CS=/usr/local/cuda/bin/compute-sanitizer
+export SEGSPARSE_SANITIZER=1  # the tests' smaller instance set under the sanitizer's tools
 step memcheck 35 $CS --tool memcheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_breakdown --test-threads=1
 tail -2 "$res/memcheck.log"
 step racecheck 60 $CS --tool racecheck --error-exitcode 9 "$G/tests/test-solver_fused" gpu_fused_breakdown --test-threads=1

@@ -36,8 +36,9 @@ mod imp {
     use std::io::Write;
 
     use segsparse::gpu::Gpu;
+    use segsparse::precond::Jacobi;
     use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{Jacobi, VectorOps};
+    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     use segsparse::{generate, CsrMatrix};
 

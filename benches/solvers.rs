@@ -24,9 +24,10 @@
 
 use std::time::Instant;
 
+use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, KrylovOps,
-    LinearOperator, SolveError, SolveInfo, SolveParams, VectorOps, DEFAULT_RESTART,
+    bicgstab, cg, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, SolveError, SolveInfo,
+    SolveParams, VectorOps, DEFAULT_RESTART,
 };
 use segsparse::{CsrMatrix, Scalar};
 

@@ -1,4 +1,4 @@
-//! Soak test (issue 23): many uploads and solves of random sizes in one process on the GPU,
+//! Soak test: many uploads and solves of random sizes in one process on the GPU,
 //! with device memory and host RSS sampled; any growth after the warm-up is a leak.
 //!
 //! ```text
@@ -35,9 +35,10 @@ mod imp {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use segsparse::gpu::{Gpu, KernelType};
+    use segsparse::precond::Jacobi;
     use segsparse::primitives::ScanElem;
     use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{bicgstab, cg, gmres, pcg, Identity, Jacobi, SolveParams};
+    use segsparse::solvers::{bicgstab, cg, gmres, pcg, Identity, SolveParams};
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
     use segsparse::{generate, CsrMatrix, Scalar};
 

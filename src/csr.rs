@@ -23,6 +23,9 @@
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
+#[cfg(feature = "cuda")]
+pub mod check_gpu;
+
 /// A sparse matrix in compressed sparse row form. See the [module docs](self) for its invariants.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CsrMatrix<T> {

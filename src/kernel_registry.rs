@@ -27,7 +27,7 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::spmv::gpu::SPMV_SRC,
     #[cfg(feature = "cuda")]
-    &crate::solvers::gpu::BLAS1,
+    &crate::backend::gpu::BLAS1,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
@@ -36,8 +36,10 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::csr::check_gpu::CSR_CHECK_SRC,
     #[cfg(feature = "nccl")]
-    &crate::dist::nccl::DIST_KERNELS,
+    &crate::backend::nccl::DIST_KERNELS,
 ];
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //! | [`memory`] | the memory preflight: bytes needed against what the host and device have |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
+//! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, the operator traits `LinearOperator` and `Preconditioner` |
 //! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
 //! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m), a Chebyshev polynomial preconditioner (one body for every backend) |
 //! | [`tridiag`] | tridiagonal systems: Thomas, cyclic reduction, PCR |
@@ -59,13 +60,14 @@
 //! |---|---|---|
 //! | SpMV | [`spmv::spmv`] (rayon), [`spmv::cpu`] | `spmv::gpu::GpuCsr` (fused, vector, the paper's segmented scan) |
 //! | scan family and primitives | [`primitives::cpu`] and each module's `cpu` | [`primitives`]`::gpu` and each module's `gpu` |
-//! | solvers | [`solvers::Cpu`] | `solvers::gpu::GpuOps` |
+//! | solvers and preconditioners | [`backend::Cpu`] | `backend::gpu::GpuOps` |
 //! | tridiagonal | [`tridiag::cpu`] | `tridiag::gpu::GpuTridiag` |
 //!
 //! Feature `cli` (default) builds `spmv-bench`, `sparse-solve` and the other benchmark tools.
 //! Performance figures measured on the GPU machine are in `benches/results/` of the repository.
 #![warn(missing_docs)]
 
+pub mod backend;
 pub mod csr;
 pub mod dist;
 pub mod error;

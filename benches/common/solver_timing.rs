@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use segsparse::precond::Jacobi;
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Identity, Jacobi, SolveError, SolveInfo, SolveParams, VectorOps,
+    bicgstab, cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams, VectorOps,
 };
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{io, CsrMatrix};

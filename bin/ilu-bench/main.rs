@@ -20,10 +20,12 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use serde_json::{json, Value};
 
+use cudarc::driver::CudaSlice;
 use segsparse::gpu::Gpu;
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, SptrsvAlgorithm};
 use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{cg, gmres, pcg, Identity, SolveParams};
+use segsparse::solvers::{cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
+use segsparse::sparse::incomplete::FactorSummary;
 use segsparse::sparse::incomplete::{triangle_of, FactorKind, IncompleteFactor};
 use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
 use segsparse::sparse::triangular::gpu::GpuTriangular;
@@ -69,6 +71,15 @@ struct Cli {
     /// Skip the warm-up (for profiling the first launches).
     #[arg(long)]
     no_warm_up: bool,
+    /// Only the application modes and the automatic choice (`bench` = `modes` and `auto`):
+    /// per matrix, the unpreconditioned and Jacobi solves, ILU(0)/IC(0) in the natural order
+    /// applied exactly, multicoloured and applied exactly, and with the automatic ordering and
+    /// application; one application against one SpMV; `auto`'s choice against the fastest.
+    #[arg(long)]
+    modes_only: bool,
+    /// Skip the application modes and the automatic choice.
+    #[arg(long)]
+    no_modes: bool,
 }
 
 const NONSYM: &[&str] = &[
@@ -185,6 +196,25 @@ fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
 
+    if !cli.no_modes {
+        for (name, spd) in pick(NONSYM)
+            .into_iter()
+            .map(|n| (n, false))
+            .chain(pick(SPD).into_iter().map(|n| (n, true)))
+        {
+            let Some(a) = load(&dir, &name) else {
+                eprintln!("{name}: not found in {}", dir.display());
+                continue;
+            };
+            modes_case(
+                &gpu, &be, &name, &a, spd, &params, cli.reps, &device, &mut out,
+            )?;
+        }
+    }
+    if cli.modes_only {
+        modes_tables(&out.records);
+        return Ok(());
+    }
     for name in pick(NONSYM) {
         let Some(a) = load(&dir, &name) else {
             eprintln!("{name}: not found in {}", dir.display());
@@ -267,6 +297,7 @@ fn main() -> anyhow::Result<()> {
         }
     }
     tables(&out.records);
+    modes_tables(&out.records);
     Ok(())
 }
 
@@ -387,6 +418,283 @@ fn gmres_case(
     };
     out.emit(rec);
     Ok(())
+}
+
+/// Mean seconds of one `f()` over `reps` back-to-back calls (device synchronised around).
+fn mean_call(
+    gpu: &Gpu,
+    reps: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<f64> {
+    f()?;
+    gpu.synchronize()?;
+    let t = Instant::now();
+    for _ in 0..reps {
+        f()?;
+    }
+    gpu.synchronize()?;
+    Ok(t.elapsed().as_secs_f64() / reps as f64)
+}
+
+/// One configuration's solve: (setup s, solve s, iterations, converged, apply s, summary).
+type ModeRun = (f64, f64, usize, bool, f64, Option<FactorSummary>);
+
+/// Sets up `kind` (None: no preconditioner, Some(None): Jacobi) with `ip` and solves (CG/PCG for
+/// SPD, GMRES(30) otherwise), timing setup, solve and one application.
+#[allow(clippy::too_many_arguments)]
+fn run_mode(
+    gpu: &Arc<Gpu>,
+    be: &GpuOps<f64>,
+    a: &CsrMatrix<f64>,
+    da: &GpuCsr<f64>,
+    spd: bool,
+    precond: &str,
+    ip: &IncompleteParams,
+    params: &SolveParams,
+    reps: usize,
+) -> anyhow::Result<std::result::Result<ModeRun, String>> {
+    use segsparse::precond::Jacobi;
+    use segsparse::solvers::Preconditioner;
+    let n = a.nrows();
+    let db = gpu.upload(&vec![1.0; n])?;
+    let mut dx = gpu.zeros::<f64>(n)?;
+    let mut dz = gpu.zeros::<f64>(n)?;
+    let solve = |m: &dyn Fn(&mut CudaSlice<f64>) -> std::result::Result<SolveInfo, SolveError>,
+                 dx: &mut CudaSlice<f64>| {
+        let t = Instant::now();
+        let r = m(dx);
+        let _ = gpu.synchronize();
+        (t.elapsed().as_secs_f64(), r)
+    };
+    let done = |r: &std::result::Result<SolveInfo, SolveError>| match r {
+        Ok(i) => (i.iterations, true),
+        Err(SolveError::NotConverged { iterations, .. })
+        | Err(SolveError::Stagnation { iterations, .. }) => (*iterations, false),
+        Err(_) => (params.max_iters, false),
+    };
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    macro_rules! go {
+        ($m:expr, $summary:expr) => {{
+            let m = $m;
+            gpu.synchronize()?;
+            let setup = t0.elapsed().as_secs_f64();
+            let (s, r) = solve(
+                &|dx| {
+                    if spd {
+                        pcg(be, da, &m, &db, dx, params)
+                    } else {
+                        gmres(be, da, &m, &db, dx, 30, params)
+                    }
+                },
+                &mut dx,
+            );
+            let (it, ok) = done(&r);
+            let apply = mean_call(gpu, reps, || Ok(m.apply(be, &db, &mut dz)?))?;
+            Ok(Ok((setup, s, it, ok, apply, $summary(&m))))
+        }};
+    }
+    match precond {
+        "none" => {
+            let (s, r) = solve(
+                &|dx| {
+                    if spd {
+                        cg(be, da, &db, dx, params)
+                    } else {
+                        gmres(be, da, &Identity, &db, dx, 30, params)
+                    }
+                },
+                &mut dx,
+            );
+            let (it, ok) = done(&r);
+            Ok(Ok((0.0, s, it, ok, 0.0, None)))
+        }
+        "jacobi" => match Jacobi::from_matrix(be, a) {
+            Ok(m) => go!(m, |_: &Jacobi<_>| None),
+            Err(e) => Ok(Err(e.to_string())),
+        },
+        _ if spd => match Ic0::new(be, a, ip) {
+            Ok(m) => go!(m, |m: &Ic0<f64, GpuOps<f64>>| Some(m.summary())),
+            Err(e) => Ok(Err(e.to_string())),
+        },
+        _ => match Ilu0::new(be, a, ip) {
+            Ok(m) => go!(m, |m: &Ilu0<f64, GpuOps<f64>>| Some(m.summary())),
+            Err(e) => Ok(Err(e.to_string())),
+        },
+    }
+}
+
+/// The application modes and the automatic choice on one matrix (`bench` = `modes`, `auto`).
+#[allow(clippy::too_many_arguments)]
+fn modes_case(
+    gpu: &Arc<Gpu>,
+    be: &GpuOps<f64>,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    spd: bool,
+    params: &SolveParams,
+    reps: usize,
+    device: &str,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    use segsparse::precond::auto;
+    use segsparse::precond::{Application, Ordering};
+    use segsparse::solvers::LinearOperator;
+    let n = a.nrows();
+    let da = GpuCsr::upload(gpu, a)?;
+    let dxs = gpu.upload(&vec![1.0; n])?;
+    let mut dys = gpu.zeros::<f64>(n)?;
+    let spmv = mean_call(gpu, reps, || Ok(da.apply(be, &dxs, &mut dys)?))?;
+    let base = auto::auto_incomplete_params();
+    let fac = if spd { "ic0" } else { "ilu0" };
+    let configs: Vec<(String, &str, IncompleteParams)> = vec![
+        ("none".into(), "none", base),
+        ("jacobi".into(), "jacobi", base),
+        (
+            format!("{fac} natural exact"),
+            fac,
+            IncompleteParams {
+                ordering: Ordering::Natural,
+                application: Application::Exact,
+                ..base
+            },
+        ),
+        (
+            format!("{fac} multicolor exact"),
+            fac,
+            IncompleteParams {
+                ordering: Ordering::Multicolor,
+                application: Application::Exact,
+                ..base
+            },
+        ),
+        (
+            format!("{fac} multicolor exact, level kernels"),
+            fac,
+            IncompleteParams {
+                ordering: Ordering::Multicolor,
+                application: Application::Exact,
+                algorithm: SptrsvAlgorithm::Levels,
+                ..base
+            },
+        ),
+        (
+            format!("{fac} natural, 4 Jacobi sweeps"),
+            fac,
+            IncompleteParams {
+                ordering: Ordering::Natural,
+                jacobi_sweeps: 4,
+                ..base
+            },
+        ),
+        (format!("{fac} auto"), fac, base),
+    ];
+    let mut best: Option<(String, f64)> = None;
+    let mut exact_iters = None;
+    for (config, precond, ip) in &configs {
+        let rec = match run_mode(gpu, be, a, &da, spd, precond, ip, params, reps)? {
+            Err(e) => json!({"bench": "modes", "matrix": name, "n": n, "nnz": a.nnz(),
+                "device": device, "config": config, "error": e}),
+            Ok((setup, solve, it, ok, apply, summary)) => {
+                if config.ends_with("natural exact") && ok {
+                    exact_iters = Some(it);
+                }
+                let total = setup + solve;
+                if ok && best.as_ref().is_none_or(|b| total < b.1) {
+                    best = Some((config.clone(), total));
+                }
+                json!({"bench": "modes", "matrix": name, "n": n, "nnz": a.nnz(),
+                    "device": device, "config": config, "method": if spd { "cg" } else { "gmres" },
+                    "iters": it, "converged": ok, "setup_s": setup, "solve_s": solve,
+                    "total_s": total, "apply_us": apply * 1e6, "spmv_us": spmv * 1e6,
+                    "apply_over_spmv": apply / spmv,
+                    "iters_over_exact": exact_iters.map(|e| it as f64 / e as f64),
+                    "factor": summary})
+            }
+        };
+        out.emit(rec);
+    }
+    // The automatic choice, timed from the host matrix (statistics included).
+    gpu.synchronize()?;
+    let t0 = Instant::now();
+    let c = auto::choose(a);
+    let choose_s = t0.elapsed().as_secs_f64();
+    let precond = match c.precond {
+        auto::AutoPrecond::None => "none",
+        auto::AutoPrecond::Jacobi => "jacobi",
+        auto::AutoPrecond::Ilu0 | auto::AutoPrecond::Ic0 | auto::AutoPrecond::Amg => fac,
+    };
+    // The method follows the matrix kind here (CG for the SPD list, GMRES otherwise).
+    let rec = match run_mode(gpu, be, a, &da, spd, precond, &c.incomplete, params, reps)? {
+        Err(e) => json!({"bench": "auto", "matrix": name, "device": device, "error": e,
+            "choice": format!("{} + {}", c.method.name(), c.precond.name()), "reason": c.reason}),
+        Ok((setup, solve, it, ok, _, _)) => {
+            let total = choose_s + setup + solve;
+            json!({"bench": "auto", "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
+                "choice": format!("{} + {}", c.method.name(), c.precond.name()),
+                "reason": c.reason, "choose_s": choose_s, "iters": it, "converged": ok,
+                "total_s": total, "fastest": best.as_ref().map(|b| b.0.clone()),
+                "fastest_s": best.as_ref().map(|b| b.1),
+                "ratio": best.as_ref().map(|b| total / b.1)})
+        }
+    };
+    out.emit(rec);
+    Ok(())
+}
+
+fn modes_tables(recs: &[Value]) {
+    println!("\n| matrix | config | iters | setup ms | solve ms | total ms | apply µs | apply/SpMV | iters/exact | L levels | U levels | L mode | U mode | order |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in recs.iter().filter(|r| r["bench"] == "modes") {
+        if let Some(e) = r["error"].as_str() {
+            println!(
+                "| {} | {} | error: {} |",
+                r["matrix"].as_str().unwrap_or(""),
+                r["config"].as_str().unwrap_or(""),
+                e
+            );
+            continue;
+        }
+        let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        let fs = &r["factor"];
+        println!(
+            "| {} | {} | {}{} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            r["matrix"].as_str().unwrap_or(""),
+            r["config"].as_str().unwrap_or(""),
+            r["iters"],
+            if r["converged"] == true { "" } else { " (nc)" },
+            g("setup_s") * 1e3,
+            g("solve_s") * 1e3,
+            g("total_s") * 1e3,
+            g("apply_us"),
+            g("apply_over_spmv"),
+            r["iters_over_exact"].as_f64().map_or("".into(), |v| format!("{v:.2}")),
+            fs["lower_levels"],
+            fs["upper_levels"],
+            fs["lower_mode"].as_str().unwrap_or(""),
+            fs["upper_mode"].as_str().unwrap_or(""),
+            fs["ordering"].as_str().unwrap_or(""),
+        );
+    }
+    println!("\n| matrix | auto's choice | iters | total ms | fastest explicit | its ms | ratio | reason |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for r in recs.iter().filter(|r| r["bench"] == "auto") {
+        let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "| {} | {} | {}{} | {:.2} | {} | {:.2} | {:.2} | {} |",
+            r["matrix"].as_str().unwrap_or(""),
+            r["choice"].as_str().unwrap_or(""),
+            r["iters"],
+            if r["converged"] == true { "" } else { " (nc)" },
+            g("total_s") * 1e3,
+            r["fastest"].as_str().unwrap_or("—"),
+            g("fastest_s") * 1e3,
+            g("ratio"),
+            r["reason"]
+                .as_str()
+                .unwrap_or(r["error"].as_str().unwrap_or("")),
+        );
+    }
 }
 
 fn residual_of(e: &segsparse::solvers::SolveError) -> f64 {

@@ -22,13 +22,27 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = MethodArg::Auto)]
     pub method: MethodArg,
 
-    /// Preconditioner: none, jacobi (the diagonal), poly (a Chebyshev polynomial in the
-    /// Jacobi-scaled matrix, bounds from a few Lanczos/Arnoldi steps), ilu0 or ic0 (incomplete
-    /// factorizations, two triangular solves per application), or amg (smoothed-aggregation
-    /// algebraic multigrid, one cycle per application; see the --amg-* options). --method pcg
-    /// implies jacobi.
-    #[arg(long, value_enum, default_value_t = PrecondArg::None)]
+    /// Preconditioner: auto (chosen with the method from cheap statistics of the matrix:
+    /// symmetry, diagonal, dominance, sign pattern, size, level depth; the report says what and
+    /// why), none, jacobi (the diagonal), poly (a Chebyshev polynomial in the Jacobi-scaled
+    /// matrix, bounds from a few Lanczos/Arnoldi steps), ilu0 or ic0 (incomplete
+    /// factorizations, two triangular solves per application; see --ilu-order, --ilu-apply), or
+    /// amg (smoothed-aggregation algebraic multigrid, one cycle per application; see the
+    /// --amg-* options). --method pcg with auto takes jacobi.
+    #[arg(long, value_enum, default_value_t = PrecondArg::Auto)]
     pub precond: PrecondArg,
+
+    /// ILU(0)/IC(0): the ordering before factorizing. auto: multicolouring where the natural
+    /// order's triangles are deep (hundreds of dependency levels) and the colouring has far
+    /// fewer, natural otherwise (and where the multicoloured factor is unstable).
+    #[arg(long, value_enum, default_value_t = IluOrderArg::Auto)]
+    pub ilu_order: IluOrderArg,
+
+    /// ILU(0)/IC(0): how the triangular solves are applied. auto: per triangle, exact on
+    /// shallow ones, Jacobi sweeps on deep ones whose strict part is small; exact: always the
+    /// exact (level-scheduled) solve.
+    #[arg(long, value_enum, default_value_t = IluApplyArg::Auto)]
+    pub ilu_apply: IluApplyArg,
 
     /// Degree of --precond poly (matrix products per preconditioner application).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -249,9 +263,33 @@ impl MethodArg {
     }
 }
 
+/// `--ilu-order`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IluOrderArg {
+    /// Multicolouring where it shortens deep dependency chains, else natural.
+    Auto,
+    /// The matrix's own order.
+    Natural,
+    /// Greedy multicolouring.
+    Multicolor,
+    /// Reverse Cuthill–McKee.
+    Rcm,
+}
+
+/// `--ilu-apply`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IluApplyArg {
+    /// Chosen per triangle from its levels and the size of its strict part.
+    Auto,
+    /// Always the exact solve.
+    Exact,
+}
+
 /// `--precond`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PrecondArg {
+    /// Chosen with the method from the matrix's statistics.
+    Auto,
     /// No preconditioner.
     None,
     /// Jacobi: the inverse of the diagonal.
@@ -272,6 +310,7 @@ impl PrecondArg {
     /// The name in reports.
     pub fn name(self) -> &'static str {
         match self {
+            PrecondArg::Auto => "auto",
             PrecondArg::None => "none",
             PrecondArg::Jacobi => "jacobi",
             PrecondArg::Poly => "poly",
@@ -325,7 +364,11 @@ mod tests {
         assert_eq!(c.precision, PrecisionArg::F64);
         assert_eq!(c.format, Format::Text);
         assert_eq!(c.rhs, "ones");
-        assert_eq!((c.precond, c.restart), (PrecondArg::None, 30));
+        assert_eq!((c.precond, c.restart), (PrecondArg::Auto, 30));
+        assert_eq!(
+            (c.ilu_order, c.ilu_apply),
+            (IluOrderArg::Auto, IluApplyArg::Auto)
+        );
         let c = Cli::try_parse_from([
             "sparse-solve",
             "m.mtx",

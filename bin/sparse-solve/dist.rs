@@ -12,8 +12,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use segsparse::dist::{DistPrecond, Krylov, LocalPrecond};
+use segsparse::precond::ChebyshevParams;
 use segsparse::precond::IncompleteParams;
-use segsparse::solvers::{ChebyshevParams, SolveParams};
+use segsparse::solvers::SolveParams;
 use segsparse::{CsrMatrix, Scalar};
 
 use crate::cli::{DistPrecondArg, MethodArg, PrecondArg};
@@ -38,6 +39,7 @@ pub fn dist_plan(plan: Plan) -> Result<(Krylov, DistPrecond)> {
         ..Default::default()
     };
     let local = match plan.precond {
+        PrecondArg::Auto => bail!("--precond auto must be resolved before the solve"),
         PrecondArg::None => None,
         PrecondArg::Jacobi => Some(LocalPrecond::Jacobi),
         PrecondArg::Poly => Some(LocalPrecond::Chebyshev(poly)),
@@ -361,6 +363,7 @@ mod tests {
             rhs_count: 1,
             amg_setups: 1,
             dist_precond: dist,
+            ilu: Default::default(),
         }
     }
 

@@ -31,16 +31,23 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::precond::{Amg, AmgParams, AmgSummary, MultigridOps};
+use segsparse::precond::{
+    Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
+};
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, Jacobi, KrylovOps,
-    LinearOperator, Preconditioner, Progress, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, Progress,
+    SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Precision, Scalar};
 use serde::Serialize;
 
-use cli::{BackendArg, Cli, DistPrecondArg, Format, GpusArg, MethodArg, PrecisionArg, PrecondArg};
+use cli::{
+    BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluOrderArg, MethodArg,
+    PrecisionArg, PrecondArg,
+};
+use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
+use segsparse::sparse::incomplete::FactorSummary;
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -114,6 +121,19 @@ struct Extra {
     /// `--gpus auto` or the small-problem check of an explicit count: the measured costs, the
     /// model's iteration time per GPU count, the choice, and the probe's seconds.
     gpu_choice: Option<GpuChoice>,
+    /// ILU(0)/IC(0): what the factorization did and how each triangle is applied.
+    factor: Option<FactorSummary>,
+}
+
+/// What `--precond auto` chose, why, and from what.
+#[derive(Clone, Serialize)]
+struct AutoReport {
+    method: &'static str,
+    precond: &'static str,
+    reason: String,
+    /// Seconds the statistics and the choice took (part of `setup_seconds`).
+    seconds: f64,
+    stats: MatrixStats,
 }
 
 /// The costs measured for `--gpus auto` (or for the check of an explicit count) and what the
@@ -178,6 +198,10 @@ struct Report<'a> {
     solve_seconds_all: Vec<f64>,
     /// The AMG hierarchy (`--precond amg`): levels, rows and nonzeros, complexities, bytes.
     amg: Option<AmgSummary>,
+    /// `--precond auto`: the choice and its reason.
+    auto: Option<AutoReport>,
+    /// ILU(0)/IC(0): ordering, levels and application mode of each triangle, matching, shift.
+    factor: Option<FactorSummary>,
 }
 
 fn finite(v: f64) -> Option<f64> {
@@ -199,6 +223,8 @@ struct Plan {
     amg_setups: usize,
     /// `--dist-precond` (several GPUs only).
     dist_precond: DistPrecondArg,
+    /// ILU(0)/IC(0) parameters (`--ilu-order`, `--ilu-apply`).
+    ilu: IncompleteParams,
 }
 
 /// Runs the solve described by `cli`.
@@ -256,17 +282,59 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     };
     let symmetric = a.is_symmetric();
     let posdiag = a.diagonal().iter().all(|&d| d > T::zero());
-    let method = match cli.method {
-        MethodArg::Auto if symmetric && posdiag => MethodArg::Cg,
-        MethodArg::Auto => MethodArg::Bicgstab,
-        m => m,
+    // --precond auto: the choice is part of the setup (time to solution).
+    let auto_clock = Instant::now();
+    let choice = (cli.precond == PrecondArg::Auto).then(|| segsparse::precond::auto::choose(&a));
+    let auto_seconds = auto_clock.elapsed().as_secs_f64();
+    let method = match (cli.method, &choice) {
+        (MethodArg::Auto, Some(c)) => match c.method {
+            AutoMethod::Cg => MethodArg::Cg,
+            AutoMethod::Gmres => MethodArg::Gmres,
+        },
+        (MethodArg::Auto, None) if symmetric && posdiag => MethodArg::Cg,
+        (MethodArg::Auto, None) => MethodArg::Bicgstab,
+        (m, _) => m,
+    };
+    let precond = match (&choice, method, cli.precond) {
+        (Some(c), m, _) => match (m, c.precond) {
+            // ILU(0) is not symmetric: a CG method named on the command line takes Jacobi.
+            (MethodArg::Cg | MethodArg::Pcg, AutoPrecond::Ilu0) => PrecondArg::Jacobi,
+            (MethodArg::Pcg, AutoPrecond::None) => PrecondArg::Jacobi,
+            (_, AutoPrecond::None) => PrecondArg::None,
+            (_, AutoPrecond::Jacobi) => PrecondArg::Jacobi,
+            (_, AutoPrecond::Amg) => PrecondArg::Amg,
+            (_, AutoPrecond::Ilu0) => PrecondArg::Ilu0,
+            (_, AutoPrecond::Ic0) => PrecondArg::Ic0,
+        },
+        (None, MethodArg::Pcg, PrecondArg::None) => PrecondArg::Jacobi,
+        (None, _, p) => p,
+    };
+    let auto_report = choice.as_ref().map(|c| AutoReport {
+        method: method.name(),
+        precond: precond.name(),
+        reason: c.reason.clone(),
+        seconds: auto_seconds,
+        stats: c.stats,
+    });
+    let ilu = IncompleteParams {
+        auto_shift: true,
+        application: match cli.ilu_apply {
+            IluApplyArg::Auto => segsparse::precond::Application::Auto,
+            IluApplyArg::Exact => segsparse::precond::Application::Exact,
+        },
+        ordering: match cli.ilu_order {
+            IluOrderArg::Auto => segsparse::precond::Ordering::Auto,
+            IluOrderArg::Natural => segsparse::precond::Ordering::Natural,
+            IluOrderArg::Multicolor => segsparse::precond::Ordering::Multicolor,
+            IluOrderArg::Rcm => segsparse::precond::Ordering::Rcm,
+        },
+        matching: segsparse::precond::RowMatching::Auto,
+        ..Default::default()
     };
     let plan = Plan {
         method,
-        precond: match (method, cli.precond) {
-            (MethodArg::Pcg, PrecondArg::None) => PrecondArg::Jacobi,
-            (_, p) => p,
-        },
+        precond,
+        ilu,
         restart: cli.restart as usize,
         poly_degree: cli.poly_degree as usize,
         amg: amg_params(cli)?,
@@ -340,7 +408,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             extra,
         }
     };
-    let wall_seconds = wall.elapsed().as_secs_f64();
+    let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
+    out.setup_seconds += auto_seconds;
     if out.extra.gpu_choice.is_none() {
         out.extra.gpu_choice = choice;
     }
@@ -417,6 +486,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                     .chain(out.extra.more.iter().map(|m| m.1))
                     .collect(),
                 amg: out.extra.amg.clone(),
+                auto: auto_report.clone(),
+                factor: out.extra.factor.clone(),
             };
             serde_json::to_writer(&mut w, &report)?;
             writeln!(w)?;
@@ -501,6 +572,19 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             if let Some(s) = &out.extra.amg {
                 writeln!(w, "{s}")?;
             }
+            if let Some(r) = &auto_report {
+                writeln!(
+                    w,
+                    "auto       {} + {}: {} ({:.2} ms)",
+                    r.method,
+                    r.precond,
+                    r.reason,
+                    r.seconds * 1e3
+                )?;
+            }
+            if let Some(f) = &out.extra.factor {
+                writeln!(w, "factor     {f}")?;
+            }
         }
     }
     w.flush()?;
@@ -551,18 +635,18 @@ fn solve_with<
             solve_all(be, op, &j, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Ilu0 | PrecondArg::Ic0 => {
-            let ip = IncompleteParams {
-                auto_shift: true,
-                ..Default::default()
-            };
+            let ip = plan.ilu;
             if plan.precond == PrecondArg::Ilu0 {
                 let m = Ilu0::new(be, a, &ip)?;
+                extra.factor = Some(m.summary());
                 solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
             } else {
                 let m = Ic0::new(be, a, &ip)?;
+                extra.factor = Some(m.summary());
                 solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
             }
         }
+        PrecondArg::Auto => bail!("--precond auto must be resolved before the solve"),
         PrecondArg::Poly => {
             let cp = ChebyshevParams {
                 degree: plan.poly_degree,
@@ -823,6 +907,14 @@ mod tests {
             iterations_all: vec![12],
             solve_seconds_all: vec![0.5],
             amg: None,
+            auto: Some(AutoReport {
+                method: "gmres",
+                precond: "ilu0",
+                reason: "unsymmetric".into(),
+                seconds: 1e-4,
+                stats: MatrixStats::default(),
+            }),
+            factor: None,
         };
         let s = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();
@@ -830,6 +922,8 @@ mod tests {
         assert_eq!(v["restart"], 30);
         assert_eq!(v["precond"], "poly");
         assert!(v["relative_residual"].is_null());
+        assert_eq!(v["auto"]["precond"], "ilu0");
+        assert_eq!(v["auto"]["reason"], "unsymmetric");
         for k in [
             "n",
             "nnz",
@@ -849,6 +943,8 @@ mod tests {
             "gpus_requested",
             "dist_precond",
             "gpu_choice",
+            "auto",
+            "factor",
         ] {
             assert!(v.get(k).is_some(), "{k} missing");
         }

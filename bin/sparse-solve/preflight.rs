@@ -1,4 +1,4 @@
-//! The memory preflight of `sparse-solve` (issue 23): from the matrix file's header alone,
+//! The memory preflight of `sparse-solve`: from the matrix file's header alone,
 //! before anything proportional to the problem is allocated, refuse a matrix that is not square
 //! or that, with `b`, `x` and (on the CPU) the solver's workspace, cannot fit into the host's
 //! available memory. The library checks its own allocations again (the solver workspace on

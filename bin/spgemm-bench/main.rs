@@ -52,6 +52,14 @@ struct Cli {
     /// Timed repetitions per measurement (median reported).
     #[arg(long, default_value_t = 7)]
     reps: usize,
+    /// The products of one smoothed-aggregation level instead of `A·A`: `A·T` (tentative
+    /// prolongator), `R·A`, `(R·A)·P` and `A·A`, with `P = (I − ω/ρ·D⁻¹A)·T` and `R = Pᵀ`.
+    /// `elasticity2d:N` uses 2×2 blocks and the three rigid-body modes.
+    #[arg(long)]
+    amg: bool,
+    /// One product of each kind, untimed and without cuSPARSE (for a profiler).
+    #[arg(long)]
+    once: bool,
 }
 
 fn stencil27(n: usize) -> CsrMatrix<f64> {
@@ -97,10 +105,110 @@ fn band(n: usize, w: usize) -> CsrMatrix<f64> {
     CsrMatrix::from_triplets(n, n, &t).expect("band")
 }
 
+/// 7-point 3-D diffusion with coefficients that jump by 10⁴ between random 8³ boxes (harmonic
+/// means on the faces, Dirichlet boundary): the Poisson pattern with other values.
+fn jumps3d(n: usize) -> CsrMatrix<f64> {
+    let id = |x: usize, y: usize, z: usize| (z * n + y) * n + x;
+    let coef = |x: usize, y: usize, z: usize| {
+        let cell = ((z / 8) * 1_000_003 + (y / 8)) * 1_000_033 + x / 8;
+        let h = segsparse::sparse::splitmix64(cell as u64);
+        if h & 1 == 1 {
+            1e4
+        } else {
+            1.0
+        }
+    };
+    let mut t = Vec::with_capacity(7 * n * n * n);
+    for z in 0..n {
+        for y in 0..n {
+            for x in 0..n {
+                let (r, k) = (id(x, y, z), coef(x, y, z));
+                let mut diag = 0.0;
+                for (dx, dy, dz) in [
+                    (-1i64, 0, 0),
+                    (1, 0, 0),
+                    (0, -1, 0),
+                    (0, 1, 0),
+                    (0, 0, -1),
+                    (0, 0, 1),
+                ] {
+                    let (xx, yy, zz) = (x as i64 + dx, y as i64 + dy, z as i64 + dz);
+                    let inside = [xx, yy, zz].iter().all(|&c| c >= 0 && c < n as i64);
+                    let kn = if inside {
+                        coef(xx as usize, yy as usize, zz as usize)
+                    } else {
+                        k
+                    };
+                    let c = 2.0 * k * kn / (k + kn);
+                    diag += c;
+                    if inside {
+                        t.push((r, id(xx as usize, yy as usize, zz as usize), -c));
+                    }
+                }
+                t.push((r, r, diag));
+            }
+        }
+    }
+    CsrMatrix::from_triplets(n * n * n, n * n * n, &t).expect("jumps3d")
+}
+
+/// One level of smoothed aggregation on the CPU (the shapes the AMG setup multiplies): the
+/// tentative prolongator `T`, `P = (I − ω/ρ·D⁻¹A)·T` (ρ a Gershgorin bound of `D⁻¹A`, ω = 4/3),
+/// `R = Pᵀ` and `R·A`.
+struct Level {
+    t: CsrMatrix<f64>,
+    p: CsrMatrix<f64>,
+    r: CsrMatrix<f64>,
+    ra: CsrMatrix<f64>,
+}
+
+fn amg_level(name: &str, a: &CsrMatrix<f64>) -> anyhow::Result<Level> {
+    use segsparse::sparse as sp;
+    let elastic = name.starts_with("elasticity2d:");
+    let block = if elastic { 2 } else { 1 };
+    let nodes = if elastic {
+        sp::amalgamate(a, 2)?
+    } else {
+        a.clone()
+    };
+    let s = sp::strength_symmetric(&nodes, 0.0)?;
+    let agg = sp::aggregate_mis2(&s, 0);
+    let cand: Vec<Vec<f64>> = if elastic {
+        let n: usize = name["elasticity2d:".len()..].parse()?;
+        segsparse::precond::amg::rigid_body_modes_2d(
+            &segsparse::generate::elasticity2d_coordinates(n),
+        )
+    } else {
+        vec![vec![1.0; a.nrows()]]
+    };
+    let (t, _) = segsparse::precond::amg::fit_candidates(&agg, block, &cand);
+    let d = a.diagonal();
+    let (rp, cols, vals) = (a.row_ptr(), a.col_idx(), a.values());
+    let mut rho = 0.0f64;
+    for i in 0..a.nrows() {
+        let s: f64 = (rp[i] as usize..rp[i + 1] as usize)
+            .map(|p| vals[p].abs())
+            .sum();
+        rho = rho.max(s / d[i].abs().max(f64::MIN_POSITIVE));
+    }
+    let _ = cols;
+    let dinv: Vec<f64> = d
+        .iter()
+        .map(|&x| if x != 0.0 { 1.0 / x } else { 0.0 })
+        .collect();
+    let mut at = sp::spgemm(a, &t)?;
+    sp::scale(&mut at, Some(&dinv), None);
+    let p = sp::add(&t, -(4.0 / 3.0) / rho, &at)?;
+    let r = p.transpose();
+    let ra = sp::spgemm(&r, a)?;
+    Ok(Level { t, p, r, ra })
+}
+
 fn load(name: &str) -> anyhow::Result<CsrMatrix<f64>> {
     let parts: Vec<&str> = name.split(':').collect();
     match parts[0] {
         "poisson3d27" if parts.len() == 2 => Ok(stencil27(parts[1].parse()?)),
+        "jumps3d" if parts.len() == 2 => Ok(jumps3d(parts[1].parse()?)),
         "band" if parts.len() == 3 => Ok(band(parts[1].parse()?, parts[2].parse()?)),
         _ => Ok(segsparse::load::<f64>(name, 0)?),
     }
@@ -135,6 +243,7 @@ fn products(a: &CsrMatrix<f64>, b: &CsrMatrix<f64>) -> u64 {
 
 struct Row {
     name: String,
+    op: String,
     prec: &'static str,
     rows: usize,
     nnz_a: usize,
@@ -147,16 +256,37 @@ struct Row {
     bins: [usize; 6],
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run<T: GpuScalar>(
     g: &Arc<Gpu>,
     cs: Option<&CusparseSpgemm>,
     name: &str,
+    op: &str,
     a64: &CsrMatrix<f64>,
     b64: &CsrMatrix<f64>,
     reps: usize,
+    once: bool,
 ) -> anyhow::Result<Row> {
     let (a, b) = (a64.cast::<T>(), b64.cast::<T>());
     let (da, db) = (DeviceCsr::upload(g, &a)?, DeviceCsr::upload(g, &b)?);
+    if once {
+        let c = sg::spgemm(g, &da, &db)?;
+        g.synchronize()?;
+        return Ok(Row {
+            name: name.to_string(),
+            op: op.to_string(),
+            prec: T::NAME,
+            rows: a.nrows(),
+            nnz_a: a.nnz(),
+            nnz_c: c.nnz,
+            products: products(a64, b64),
+            ours_ms: 0.0,
+            numeric_ms: 0.0,
+            cusparse_ms: None,
+            max_rel_diff: None,
+            bins: [0; 6],
+        });
+    }
     let ours_ms = time(g, reps, || sg::spgemm(g, &da, &db).map(drop))?;
     let plan = GpuSpgemmPlan::symbolic(g, &da, &db)?;
     let mut vals = g.zeros::<T>(plan.nnz().max(1))?;
@@ -189,6 +319,7 @@ fn run<T: GpuScalar>(
     };
     Ok(Row {
         name: name.to_string(),
+        op: op.to_string(),
         prec: T::NAME,
         rows: a.nrows(),
         nnz_a: a.nnz(),
@@ -241,8 +372,8 @@ fn main() -> anyhow::Result<()> {
             g.name(),
             cs.as_ref().map_or("-".into(), |c| c.version())
         );
-        println!("| matrix | type | rows | nnz(A) | nnz(C) | products | ours ms | numeric ms | cuSPARSE ms | speedup | max rel diff |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| matrix | op | type | rows | nnz(A) | nnz(C) | products | ours ms | numeric ms | cuSPARSE ms | speedup | max rel diff |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     }
     for name in expand(&cli.matrices) {
         let a = match load(&name) {
@@ -257,30 +388,64 @@ fn main() -> anyhow::Result<()> {
             .map_or(name.clone(), |f| f.to_string_lossy().into_owned())
             .replace(".mtx.gz", "")
             .replace(".mtx", "");
-        let (b, label) = if a.nrows() == a.ncols() {
-            (a.clone(), short.clone())
+        let mut pairs: Vec<(String, String, CsrMatrix<f64>, CsrMatrix<f64>)> = Vec::new();
+        if cli.amg {
+            let lv = match amg_level(&name, &a) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("skipped {name}: {e}");
+                    continue;
+                }
+            };
+            pairs.push((short.clone(), "A*T".into(), a.clone(), lv.t));
+            pairs.push((short.clone(), "R*A".into(), lv.r, a.clone()));
+            pairs.push((short.clone(), "RA*P".into(), lv.ra, lv.p));
+            pairs.push((short.clone(), "A*A".into(), a.clone(), a));
+        } else if a.nrows() == a.ncols() {
+            pairs.push((short.clone(), "A*A".into(), a.clone(), a));
         } else {
-            (a.transpose(), format!("{short}·Aᵀ"))
-        };
-        let mut rows = Vec::new();
-        if cli.precision != Prec::F32 {
-            rows.push(run::<f64>(&g, cs.as_ref(), &label, &a, &b, cli.reps));
+            let at = a.transpose();
+            pairs.push((format!("{short}·Aᵀ"), "A*A".into(), a, at));
         }
-        if cli.precision != Prec::F64 {
-            rows.push(run::<f32>(&g, cs.as_ref(), &label, &a, &b, cli.reps));
+        let mut rows = Vec::new();
+        for (label, op, a, b) in &pairs {
+            if cli.precision != Prec::F32 {
+                rows.push(run::<f64>(
+                    &g,
+                    cs.as_ref(),
+                    label,
+                    op,
+                    a,
+                    b,
+                    cli.reps,
+                    cli.once,
+                ));
+            }
+            if cli.precision != Prec::F64 {
+                rows.push(run::<f32>(
+                    &g,
+                    cs.as_ref(),
+                    label,
+                    op,
+                    a,
+                    b,
+                    cli.reps,
+                    cli.once,
+                ));
+            }
         }
         for r in rows {
             let r = match r {
                 Ok(r) => r,
                 Err(e) => {
-                    eprintln!("{label}: {e}");
+                    eprintln!("{name}: {e}");
                     continue;
                 }
             };
             let speedup = r.cusparse_ms.map(|c| c / r.ours_ms);
             if json {
                 let v = serde_json::json!({
-                    "bench": "spgemm", "op": "A*A", "matrix": r.name, "dtype": r.prec,
+                    "bench": "spgemm", "op": r.op, "matrix": r.name, "dtype": r.prec,
                     "device": g.name(), "rows": r.rows, "nnz_a": r.nnz_a, "nnz_c": r.nnz_c,
                     "products": r.products, "ours_ms": r.ours_ms, "ours_numeric_ms": r.numeric_ms,
                     "cusparse_ms": r.cusparse_ms, "speedup": speedup,
@@ -290,8 +455,9 @@ fn main() -> anyhow::Result<()> {
                 println!("{v}");
             } else {
                 println!(
-                    "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {} | {} | {} |",
                     r.name,
+                    r.op,
                     r.prec,
                     r.rows,
                     r.nnz_a,
@@ -326,5 +492,31 @@ mod tests {
         assert_eq!(s.nnz(), 10 * 10 * 10); // per axis 2 + 3 + 3 + 2 neighbours
         let b = band(10, 2);
         assert_eq!(b.nnz(), 10 * 5 - 6);
+        let j = jumps3d(5);
+        assert_eq!(j.nnz(), load("poisson3d:5").unwrap().nnz());
+        assert!(j.values().iter().any(|&v| v < -100.0));
+    }
+
+    #[test]
+    fn amg_levels_have_the_products_shapes() {
+        for spec in [
+            "poisson3d:8",
+            "elasticity2d:8",
+            "jumps3d:8",
+            "poisson3d27:6",
+        ] {
+            let a = load(spec).unwrap();
+            let lv = amg_level(spec, &a).unwrap();
+            let nc = lv.t.ncols();
+            assert!(nc > 0 && nc < a.nrows(), "{spec}: {nc} coarse unknowns");
+            assert_eq!((lv.p.nrows(), lv.p.ncols()), (a.nrows(), nc), "{spec}: P");
+            assert_eq!((lv.r.nrows(), lv.r.ncols()), (nc, a.nrows()), "{spec}: R");
+            assert_eq!(
+                (lv.ra.nrows(), lv.ra.ncols()),
+                (nc, a.nrows()),
+                "{spec}: R·A"
+            );
+            assert!(lv.p.nnz() > lv.t.nnz(), "{spec}: smoothing widens T");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The implementations `spmv-bench` measures, behind one trait so that GPU versions and GPU peers
 //! (cuSPARSE) are added as more entries of the same shape: implement [`Implementation`] and list
-//! the new type in [`implementations`].
+//! the new type in [`cpu_implementations`] or `gpu.rs`.
 
 use std::fmt;
 use std::hint::black_box;
@@ -9,8 +9,6 @@ use std::time::Instant;
 use anyhow::Result;
 use segsparse::spmv::cpu;
 use segsparse::{CsrMatrix, Precision, Scalar};
-
-use crate::cli::BackendArg;
 
 /// Where an implementation runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,33 +76,15 @@ pub trait Implementation {
     fn run(&self, p: &Problem, precision: Precision, timing: &Timing) -> Result<Measurement>;
 }
 
-/// The implementations for `--backend`, in report order.
-///
-/// `gpu` is an error until GPU SpMV exists: the no-device message of `segsparse::gpu::Gpu::new()`
-/// when there is no device, else "GPU SpMV not available yet". `auto` is the CPU list (a GPU
-/// helper adds its entries there when a device opens).
-pub fn implementations(backend: BackendArg) -> Result<Vec<Box<dyn Implementation>>> {
-    let cpu: Vec<Box<dyn Implementation>> = vec![
+/// The CPU implementations, in report order (`--backend cpu`; `auto` puts the GPU rows of
+/// `gpu.rs` before them when a device opens).
+pub fn cpu_implementations() -> Vec<Box<dyn Implementation>> {
+    vec![
         Box::new(SegsparseCpu::Par),
         Box::new(SegsparseCpu::Seq),
         Box::new(SegsparseCpu::Segscan),
         Box::new(SprsCpu),
-    ];
-    match backend {
-        BackendArg::Cpu => Ok(cpu),
-        // GPU rows first when a device opens (bin/spmv-bench/gpu.rs).
-        BackendArg::Auto => match crate::gpu::open() {
-            Ok(mut all) => {
-                all.extend(cpu);
-                Ok(all)
-            }
-            Err(_) => Ok(cpu),
-        },
-        // Gpu::new()'s message ends with the CPU fallback that library callers get; this
-        // program exits instead, so that clause is dropped.
-        BackendArg::Gpu => crate::gpu::open()
-            .map_err(|e| anyhow::anyhow!("no GPU: {}", e.trim_end_matches("; using the CPU"))),
-    }
+    ]
 }
 
 /// Times `f` per [`Timing`]: warm-up, then the median of `iters` samples of seconds per call.
@@ -253,26 +233,12 @@ mod tests {
         };
         let r64 = cpu::spmv_f64_reference(&p.a64, &p.x64);
         let r32 = cpu::spmv_f64_reference(&p.a32, &p.x32);
-        for imp in implementations(BackendArg::Cpu).unwrap() {
+        for imp in cpu_implementations() {
             let m = imp.run(&p, Precision::F64, &t).unwrap();
             assert!(cpu::max_rel_err(&m.y, &r64) < 1e-14, "{}", imp.name());
             let m = imp.run(&p, Precision::F32, &t).unwrap();
             assert!(cpu::max_rel_err(&m.y, &r32) < 1e-5, "{}", imp.name());
             assert!(m.median_s > 0.0);
-        }
-        // `--backend gpu` must hold on every machine: an error naming the missing device (or the
-        // feature) without a GPU, else only GPU rows, segsparse's auto first and both cuSPARSE
-        // algorithms among them.
-        match implementations(BackendArg::Gpu) {
-            Err(e) => assert!(e.to_string().starts_with("no GPU: "), "{e}"),
-            Ok(gpu) => {
-                assert!(gpu.iter().all(|i| i.backend() == Backend::Gpu));
-                let names: Vec<&str> = gpu.iter().map(|i| i.name()).collect();
-                assert_eq!(names.first(), Some(&"segsparse gpu auto"), "{names:?}");
-                for want in ["cusparse-alg1", "cusparse-alg2", "segsparse gpu fused"] {
-                    assert!(names.contains(&want), "{want} missing from {names:?}");
-                }
-            }
         }
     }
 

@@ -40,8 +40,8 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::spmv::cpu;
 use segsparse::{CsrMatrix, Precision};
 
-use cli::{Cli, Format};
-use implementations::{implementations, Problem, Timing};
+use cli::{BackendArg, Cli, Format};
+use implementations::{cpu_implementations, Implementation, Problem, Timing};
 use output::Row;
 
 fn main() -> ExitCode {
@@ -93,9 +93,28 @@ fn resolve(arg: &str) -> String {
     found.map_or_else(|| arg.to_string(), |c| c.to_string_lossy().into_owned())
 }
 
+/// The implementations for `--backend`, in report order: the GPU rows (`gpu.rs`) first when a
+/// device opens, then the CPU rows.
+fn implementations(backend: BackendArg) -> Result<Vec<Box<dyn Implementation>>> {
+    match backend {
+        BackendArg::Cpu => Ok(cpu_implementations()),
+        BackendArg::Auto => match gpu::open() {
+            Ok(mut all) => {
+                all.extend(cpu_implementations());
+                Ok(all)
+            }
+            Err(_) => Ok(cpu_implementations()),
+        },
+        // Gpu::new()'s message ends with the CPU fallback that library callers get; this
+        // program exits instead, so that clause is dropped.
+        BackendArg::Gpu => gpu::open()
+            .map_err(|e| anyhow::anyhow!("no GPU: {}", e.trim_end_matches("; using the CPU"))),
+    }
+}
+
 /// Runs the benchmark described by `cli`.
 pub fn run(cli: Cli) -> Result<ExitCode> {
-    // Memory preflight (issue 23), from each file's header, before anything is opened or read:
+    // Memory preflight, from each file's header, before anything is opened or read:
     // the f64 matrix and its f32 copy (8 bytes per entry, 4 per row), x in both precisions,
     // and per row the f64 reference, y and its downloaded copy.
     for name in &cli.matrices {
@@ -242,4 +261,28 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
     bar.finish_and_clear();
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use implementations::Backend;
+
+    #[test]
+    fn backend_gpu_is_an_error_or_gpu_rows() {
+        // `--backend gpu` must hold on every machine: an error naming the missing device (or the
+        // feature) without a GPU, else only GPU rows, segsparse's auto first and both cuSPARSE
+        // algorithms among them.
+        match implementations(BackendArg::Gpu) {
+            Err(e) => assert!(e.to_string().starts_with("no GPU: "), "{e}"),
+            Ok(gpu) => {
+                assert!(gpu.iter().all(|i| i.backend() == Backend::Gpu));
+                let names: Vec<&str> = gpu.iter().map(|i| i.name()).collect();
+                assert_eq!(names.first(), Some(&"segsparse gpu auto"), "{names:?}");
+                for want in ["cusparse-alg1", "cusparse-alg2", "segsparse gpu fused"] {
+                    assert!(names.contains(&want), "{want} missing from {names:?}");
+                }
+            }
+        }
+    }
 }

@@ -1,4 +1,4 @@
-// Element-wise helpers of the primitives that the paper builds from (segmented) scans:
+// Element-wise kernels of the primitives that the paper builds from (segmented) scans:
 // enumerate (flags to 0/1 values before the scan), distribute (keep only heads or tails before a
 // segmented scan; broadcast when unsegmented), split-and-segment and the segmented quicksort
 // (compare with the pivot, scatter with new head flags, sortedness check), segmented sort

@@ -1,5 +1,5 @@
 // Distributed solver steps (src/dist/nccl.rs). This text is appended to solvers/blas1.cu, whose
-// slots, status codes, grid_sum and recurrence helpers it uses.
+// slots, status codes, grid_sum and recurrence functions it uses.
 //
 // A single-GPU reduction step computes its sums and, in its last block, the recurrence. With
 // several ranks the sums are partial: each step here is split in three, all queued on the
@@ -143,7 +143,7 @@ __device__ void dist_finish_(u32 kind, u32 mode, const T* red, T* s, T* hist, u3
     }
 }
 
-// Halo exchange helpers: sendbuf[k] = x[idx[k]], and y[rows[k]] += (A_oh halo)[k] for the
+// Halo exchange kernels: sendbuf[k] = x[idx[k]], and y[rows[k]] += (A_oh halo)[k] for the
 // compressed boundary block (one thread per boundary row: a slab decomposition of a stencil has
 // one or two halo entries per boundary row).
 template <typename T> __device__ void dist_gather_(const T* x, const u32* idx, T* out, u32 n) {

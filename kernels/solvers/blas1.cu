@@ -353,7 +353,7 @@ __device__ void bicg_update_(T* x, const T* phat, const T* shat, const T* sv, co
         bicg_update_rec_(s, hist, a[0], a[1], omega, it);
 }
 
-// Elementwise helpers for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
+// Elementwise kernels for setup: r = b - ax; z = d * r; y = x (copy done by memcpy); v = 0.
 template <typename T> __device__ void residual_(const T* b, const T* ax, T* r, u32 n) {
     GRID_STRIDE(i, n) r[i] = b[i] - ax[i];
 }
@@ -436,6 +436,59 @@ SOLVER_ENTRIES(double, f64)
 template <typename T> __device__ void axpy_(T alpha, const T* x, T* y, u32 n) {
     GRID_STRIDE(i, n) y[i] += alpha * x[i];
 }
+
+// ---- The backend's core vector operations (host scalars; no status) ---------------------------
+//
+// z = a x + b y + c z, each term present when its vector is (x, y non-null; z read only when
+// c != 0, so z need not be initialised then), summed left to right: axpby, axpbypcz, scal.
+template <typename T>
+__device__ void lincomb_(T a, const T* x, T b, const T* y, T c, T* z, u32 n) {
+    GRID_STRIDE(i, n) {
+        T v = T(0);
+        bool any = false;
+        if (x) {
+            v = a * x[i];
+            any = true;
+        }
+        if (y) {
+            const T t = b * y[i];
+            v = any ? v + t : t;
+            any = true;
+        }
+        if (c != T(0)) {
+            const T t = c * z[i];
+            v = any ? v + t : t;
+        }
+        z[i] = v;
+    }
+}
+
+// z = a (x o y) + b z (z read only when b != 0).
+template <typename T> __device__ void vmul_(T a, const T* x, const T* y, T b, T* z, u32 n) {
+    GRID_STRIDE(i, n) {
+        const T v = a * (x[i] * y[i]);
+        z[i] = b != T(0) ? v + b * z[i] : v;
+    }
+}
+
+template <typename T> __device__ void fill_(T a, T* z, u32 n) { GRID_STRIDE(i, n) z[i] = a; }
+
+#define VECTOR_ENTRIES(T, SUF)                                                                      \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) vector_lincomb_##SUF(             \
+        T a, const T* x, T b, const T* y, T c, T* z, u32 n) {                                       \
+        lincomb_<T>(a, x, b, y, c, z, n);                                                           \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) vector_vmul_##SUF(                \
+        T a, const T* x, const T* y, T b, T* z, u32 n) {                                            \
+        vmul_<T>(a, x, y, b, z, n);                                                                 \
+    }                                                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) vector_fill_##SUF(T a, T* z,      \
+                                                                                    u32 n) {       \
+        fill_<T>(a, z, n);                                                                          \
+    }
+
+VECTOR_ENTRIES(float, f32)
+VECTOR_ENTRIES(double, f64)
 
 // first: res = D^-1 t; d = c2 res; z = d.   else: res -= D^-1 t; d = c1 d + c2 res; z += d.
 template <typename T>

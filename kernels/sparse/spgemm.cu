@@ -64,20 +64,41 @@ __device__ __forceinline__ u32 spgemm_bin_of(u32 ub) {
 
 // Every lane of a warp runs the same number of iterations (base is warp-uniform), so the
 // ballots below see the whole warp. Counters are updated once per warp and bin (a single
-// global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160).
+// global counter hit by every row cost 6 ms for 4M rows: ncu, poisson3d:160). A row of more
+// than SPGEMM_LONG_ROW entries is summed by the whole warp (a thread walking a dense row of
+// thousands of entries alone held the kernel for over 100 us on matrices with dense rows).
+#define SPGEMM_LONG_ROW 8u
 extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* __restrict__ acol,
                                         const u32* __restrict__ brp, u32 m, u32* ub_out, u32* bin_count,
                                         u32* bin_max, u64* ub_total) {
     const u32 lane = threadIdx.x & 31u;
     for (u32 base = blockIdx.x * blockDim.x; base < m; base += gridDim.x * blockDim.x) {
         const u32 i = base + threadIdx.x;
+        u64 ub = 0;
+        bool long_row = false;
+        if (i < m) {
+            const u32 p0 = arp[i], p1 = arp[i + 1];
+            long_row = p1 - p0 > SPGEMM_LONG_ROW;
+            if (!long_row)
+                for (u32 p = p0; p < p1; ++p) {
+                    const u32 k = acol[p];
+                    ub += brp[k + 1] - brp[k];
+                }
+        }
+        for (u32 lm = __ballot_sync(FULL_MASK, long_row); lm != 0; lm &= lm - 1) {
+            const u32 src = __ffs(lm) - 1;
+            const u32 ri = __shfl_sync(FULL_MASK, i, src);
+            const u32 q1 = arp[ri + 1];
+            u64 sum = 0;
+            for (u32 p = arp[ri] + lane; p < q1; p += 32) {
+                const u32 k = acol[p];
+                sum += brp[k + 1] - brp[k];
+            }
+            for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, o);
+            if (lane == src) ub = sum;
+        }
         u32 u = 0;
         if (i < m) {
-            u64 ub = 0;
-            for (u32 p = arp[i]; p < arp[i + 1]; ++p) {
-                const u32 k = acol[p];
-                ub += brp[k + 1] - brp[k];
-            }
             u = ub > 0xfffffff0ull ? 0xfffffff0u : (u32)ub;
             ub_out[i] = u;
         }
@@ -98,18 +119,33 @@ extern "C" __global__ void spgemm_bound(const u32* __restrict__ arp, const u32* 
     }
 }
 
-// bad[0] = 1 + the first row found of B whose columns are not strictly increasing (0: none).
-// The numeric phase lets the lanes of a group add distinct columns of one B row at once, which
-// needs B canonical (sorted, no duplicates within a row).
+// bad[0] = 1 + a row of B whose columns are not strictly increasing (the largest such row
+// index found; 0: none). The numeric phase lets the lanes of a group add distinct columns of
+// one B row at once, which needs B canonical (sorted, no duplicates within a row). Long rows
+// are checked by the whole warp, as in spgemm_bound.
 extern "C" __global__ void spgemm_check_rows(const u32* __restrict__ brp, const u32* __restrict__ bcol, u32 n,
                                              u32* bad) {
-    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
-        const u32 b1 = brp[k + 1];
-        for (u32 q = brp[k] + 1; q < b1; ++q)
-            if (bcol[q] <= bcol[q - 1]) {
-                atomicMax(bad, k + 1);
-                break;
-            }
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+        const u32 k = base + threadIdx.x;
+        bool long_row = false;
+        if (k < n) {
+            const u32 b0 = brp[k], b1 = brp[k + 1];
+            long_row = b1 - b0 > SPGEMM_LONG_ROW;
+            if (!long_row)
+                for (u32 q = b0 + 1; q < b1; ++q)
+                    if (bcol[q] <= bcol[q - 1]) {
+                        atomicMax(bad, k + 1);
+                        break;
+                    }
+        }
+        for (u32 lm = __ballot_sync(FULL_MASK, long_row); lm != 0; lm &= lm - 1) {
+            const u32 rk = __shfl_sync(FULL_MASK, k, __ffs(lm) - 1);
+            const u32 b1 = brp[rk + 1];
+            bool wrong = false;
+            for (u32 q = brp[rk] + 1 + lane; q < b1; q += 32) wrong |= bcol[q] <= bcol[q - 1];
+            if (__any_sync(FULL_MASK, wrong) && lane == 0) atomicMax(bad, rk + 1);
+        }
     }
 }
 
@@ -475,6 +511,411 @@ SPGEMM_BLOCK_BIN(5, 0)
     }
 SPGEMM_NUMERIC(float, f32)
 SPGEMM_NUMERIC(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// Numeric phase, flattened: the products of consecutive A entries are dealt to the lanes one
+// each (the lanes load G of A's entries, a prefix sum of their B-row lengths tells each lane
+// which entry and which B entry its product is), so every lane works whatever the lengths of
+// B's rows. Products that land on the same C entry within one round of G are added by the
+// lowest such lane, in lane order (= A's row order, then B's), before the next round: the CPU's
+// order and rounding, so the result is still the CPU's bit for bit.
+//
+// A row's C entries may be split into segments of at most SEG consecutive entries, each
+// processed alone (a warp per segment): each A entry then contributes only the part of its B
+// row inside the segment's column range (found by binary search). A segment whose column
+// range spans at most 2·SEG columns accumulates in a dense window (the product's column minus
+// the first column is its slot: no search), others find each column by binary search in the
+// segment's sorted columns.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ float spgemm_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double spgemm_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float spgemm_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double spgemm_add(double a, double b) { return __dadd_rn(a, b); }
+
+// First q in [lo, hi) with col[q] >= x (hi if none).
+__device__ __forceinline__ u32 spgemm_lower_bound(const u32* __restrict__ col, u32 lo, u32 hi, u32 x) {
+    while (lo < hi) {
+        const u32 mid = (lo + hi) >> 1;
+        if (col[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// Adds the products of A's entries a0..a1 of one row whose columns lie in [c_lo, c_hi] (all of
+// them when FULL) into sval: slot col - c_lo when dense, else the position of col in scol[0..sn).
+// stage: this warp's 32 staging slots. All G lanes of the group call it together.
+template <typename T, int G, bool FULL>
+__device__ __forceinline__ void spgemm_accumulate(u32 a0, u32 a1, const u32* __restrict__ acol,
+                                                  const T* __restrict__ aval, const u32* __restrict__ brp,
+                                                  const u32* __restrict__ bcol, const T* __restrict__ bval,
+                                                  const u32* scol, u32 sn, T* sval, u32 c_lo, u32 c_hi,
+                                                  bool dense, T* stage, u32 gm) {
+    const u32 lane = threadIdx.x & 31u, r = lane & (G - 1);
+    for (u32 ab = a0; ab < a1; ab += G) {
+        u32 lo = 0, len = 0;
+        T av = T(0);
+        if (ab + r < a1) {
+            const u32 k = acol[ab + r];
+            av = aval[ab + r];
+            lo = brp[k];
+            u32 hi = brp[k + 1];
+            if (!FULL) {
+                lo = spgemm_lower_bound(bcol, lo, hi, c_lo);
+                hi = spgemm_lower_bound(bcol, lo, hi, c_hi + 1u);  // c_hi < ncols <= u32::MAX - 1
+            }
+            len = hi - lo;
+        }
+        u32 incl = len;
+#pragma unroll
+        for (int o = 1; o < G; o <<= 1) {
+            const u32 y = __shfl_up_sync(gm, incl, o, G);
+            if (r >= (u32)o) incl += y;
+        }
+        const u32 excl = incl - len;
+        const u32 total = __shfl_sync(gm, incl, G - 1, G);
+        for (u32 t0 = 0; t0 < total; t0 += G) {
+            const u32 t = t0 + r;
+            // The entry j whose products hold t: the last with excl_j <= t (entries without
+            // products share their successor's excl and lose to it).
+            u32 j = 0;
+#pragma unroll
+            for (int s = G / 2; s > 0; s >>= 1) {
+                const u32 e = __shfl_sync(gm, excl, j + s, G);
+                if (e <= t) j += s;
+            }
+            const u32 qlo = __shfl_sync(gm, lo, j, G);
+            const u32 ej = __shfl_sync(gm, excl, j, G);
+            const T a = __shfl_sync(gm, av, j, G);
+            u32 pos = SPGEMM_EMPTY;
+            T p = T(0);
+            if (t < total) {
+                const u32 q = qlo + (t - ej);
+                const u32 col = bcol[q];
+                p = spgemm_mul(a, bval[q]);
+                pos = dense ? col - c_lo : spgemm_find(scol, sn, col);
+            }
+            const u32 same = __match_any_sync(gm, pos);
+            stage[lane] = p;
+            __syncwarp(gm);
+            if (pos != SPGEMM_EMPTY && lane == (u32)(__ffs(same) - 1)) {
+                T acc = sval[pos];
+                for (u32 m = same; m != 0; m &= m - 1) acc = spgemm_add(acc, stage[__ffs(m) - 1]);
+                sval[pos] = acc;
+            }
+            __syncwarp(gm);
+        }
+    }
+}
+
+// One group of G lanes per row (rows whose C row has at most CAP entries).
+template <typename T, int G, int GROUPS, int CAP>
+__device__ void spgemm_numeric_flat_group(const u32* __restrict__ rows, u32 nrows_bin,
+                                          const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                          const T* __restrict__ aval, const u32* __restrict__ brp,
+                                          const u32* __restrict__ bcol, const T* __restrict__ bval,
+                                          const u32* __restrict__ crp, const u32* __restrict__ ccol, T* cval) {
+    __shared__ u32 scol[GROUPS][CAP];
+    __shared__ T sval[GROUPS][2 * CAP];
+    __shared__ T stage[GROUPS * G];
+    const u32 g = threadIdx.x / G, r = threadIdx.x % G;
+    const u32 gm = spgemm_group_mask<G>();
+    const u32 slot = blockIdx.x * GROUPS + g;
+    if (slot >= nrows_bin) return;  // whole groups leave together
+    const u32 i = rows[slot];
+    const u32 c0 = crp[i], n = crp[i + 1] - c0;
+    for (u32 t = r; t < n; t += G) scol[g][t] = ccol[c0 + t];
+    __syncwarp(gm);
+    const u32 c_lo = scol[g][0], c_hi = scol[g][n - 1];
+    const bool dense = c_hi - c_lo < 2u * CAP;
+    const u32 width = dense ? c_hi - c_lo + 1 : n;
+    for (u32 t = r; t < width; t += G) sval[g][t] = T(0);
+    __syncwarp(gm);
+    spgemm_accumulate<T, G, true>(arp[i], arp[i + 1], acol, aval, brp, bcol, bval, scol[g], n, sval[g], c_lo,
+                                  c_hi, dense, stage + (threadIdx.x & ~31u), gm);
+    for (u32 t = r; t < n; t += G) cval[c0 + t] = sval[g][dense ? scol[g][t] - c_lo : t];
+}
+
+// One warp per segment: items[3s..3s+3) = row, first and end entry of the segment in the row;
+// *nitems segments.
+template <typename T, int WARPS, int SEG>
+__device__ void spgemm_numeric_flat_seg(const u32* __restrict__ items, const u32* __restrict__ nitems,
+                                        const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                        const T* __restrict__ aval, const u32* __restrict__ brp,
+                                        const u32* __restrict__ bcol, const T* __restrict__ bval,
+                                        const u32* __restrict__ crp, const u32* __restrict__ ccol, T* cval) {
+    __shared__ u32 scol[WARPS][SEG];
+    __shared__ T sval[WARPS][2 * SEG];
+    __shared__ T stage[WARPS * 32];
+    const u32 w = threadIdx.x >> 5, lane = threadIdx.x & 31u;
+    const u32 count = *nitems;
+    for (u32 it = blockIdx.x * WARPS + w; it < count; it += gridDim.x * WARPS) {
+        const u32 i = items[3 * it], p0 = items[3 * it + 1], p1 = items[3 * it + 2];
+        const u32 r0 = crp[i], c0 = r0 + p0, sn = p1 - p0;
+        const bool full = p0 == 0 && r0 + p1 == crp[i + 1];
+        for (u32 t = lane; t < sn; t += 32) scol[w][t] = ccol[c0 + t];
+        __syncwarp();
+        const u32 c_lo = scol[w][0], c_hi = scol[w][sn - 1];
+        const bool dense = c_hi - c_lo < 2u * SEG;
+        const u32 width = dense ? c_hi - c_lo + 1 : sn;
+        for (u32 t = lane; t < width; t += 32) sval[w][t] = T(0);
+        __syncwarp();
+        if (full)
+            spgemm_accumulate<T, 32, true>(arp[i], arp[i + 1], acol, aval, brp, bcol, bval, scol[w], sn, sval[w],
+                                           c_lo, c_hi, dense, stage + w * 32, FULL_MASK);
+        else
+            spgemm_accumulate<T, 32, false>(arp[i], arp[i + 1], acol, aval, brp, bcol, bval, scol[w], sn, sval[w],
+                                            c_lo, c_hi, dense, stage + w * 32, FULL_MASK);
+        for (u32 t = lane; t < sn; t += 32) cval[c0 + t] = sval[w][dense ? scol[w][t] - c_lo : t];
+        __syncwarp();
+    }
+}
+
+// The segments of the rows rows[0..nrows): a row of n entries and ub products gets
+// s = min(n, max(ceil(n / seg), ceil(ub / prod))) segments of n/s entries (rounded), so that no
+// segment holds more than seg entries and rows with many products per entry are shared by
+// several warps. Written at an atomic cursor (their order does not matter); every lane of a
+// warp runs the same iterations.
+extern "C" __global__ void spgemm_seg_items(const u32* __restrict__ rows, u32 nrows, const u32* __restrict__ crp,
+                                            const u32* __restrict__ ub, u32 seg, u32 prod, u32* cursor,
+                                            u32* items) {
+    const u32 lane = threadIdx.x & 31u;
+    for (u32 base = blockIdx.x * blockDim.x; base < nrows; base += gridDim.x * blockDim.x) {
+        const u32 idx = base + threadIdx.x;
+        u32 i = 0, ns = 0, n = 0;
+        if (idx < nrows) {
+            i = rows[idx];
+            n = crp[i + 1] - crp[i];
+            const u32 by_entries = (n + seg - 1) / seg, by_products = (ub[i] + prod - 1) / prod;
+            ns = by_entries > by_products ? by_entries : by_products;
+            if (ns > n) ns = n;
+        }
+        u32 incl = ns;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(FULL_MASK, incl, o);
+            if (lane >= (u32)o) incl += y;
+        }
+        u32 start = 0;
+        if (lane == 31 && incl > 0) start = atomicAdd(cursor, incl);
+        start = __shfl_sync(FULL_MASK, start, 31) + incl - ns;
+        for (u32 s = 0; s < ns; ++s) {
+            items[3 * (start + s)] = i;
+            items[3 * (start + s) + 1] = (u32)((u64)s * n / ns);
+            items[3 * (start + s) + 2] = (u32)((u64)(s + 1) * n / ns);
+        }
+    }
+}
+
+#define SPGEMM_FLAT_SEG 256
+#define SPGEMM_FLAT(T, S)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_flat_b0_##S(SPGEMM_NUM_ARGS(T)) {             \
+        spgemm_numeric_flat_group<T, 8, 16, 32>(SPGEMM_NUM_PASS);                                          \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_flat_b1_##S(SPGEMM_NUM_ARGS(T)) {             \
+        spgemm_numeric_flat_group<T, 16, 8, 64>(SPGEMM_NUM_PASS);                                          \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(128) spgemm_flat_seg_##S(                                 \
+        const u32 *items, const u32 *nitems, const u32 *arp, const u32 *acol, const T *aval,              \
+        const u32 *brp, const u32 *bcol, const T *bval, const u32 *crp, const u32 *ccol, T *cval) {        \
+        spgemm_numeric_flat_seg<T, 4, SPGEMM_FLAT_SEG>(items, nitems, arp, acol, aval, brp, bcol, bval, crp, \
+                                                       ccol, cval);                                        \
+    }
+SPGEMM_FLAT(float, f32)
+SPGEMM_FLAT(double, f64)
+
+// ---------------------------------------------------------------------------------------------
+// Symbolic phase, flattened: the product columns of a row dealt to the lanes one each (as in
+// the flat numeric phase), inserted into the group's hash table with a plain read before the
+// atomicCAS (most products of a row with far fewer distinct columns than products find their
+// column already there), the table compacted by ballots and sorted by ranking (short rows) or
+// a bitonic sort (longer ones). Rows of the block bins whose B has at most 2^16 columns use a
+// bitmap of B's columns instead of a hash table: no probing, and the set bits read in order
+// are the sorted row.
+// ---------------------------------------------------------------------------------------------
+
+// Calls f(col) for every product column of A's entries [a0, a1) of one row, taking G entries
+// at a time from a0 + start, stepping by stride; of their products this group takes rounds of G
+// from t_start, stepping by t_stride (several groups may share a batch), dealt to its lanes.
+// All G lanes call it together.
+template <int G, typename F>
+__device__ __forceinline__ void spgemm_each_product(u32 a0, u32 a1, u32 start, u32 stride, u32 t_start,
+                                                    u32 t_stride, const u32* __restrict__ acol,
+                                                    const u32* __restrict__ brp, const u32* __restrict__ bcol,
+                                                    u32 gm, F&& f) {
+    const u32 r = threadIdx.x & (G - 1);
+    for (u32 ab = a0 + start; ab < a1; ab += stride) {
+        u32 lo = 0, len = 0;
+        if (ab + r < a1) {
+            const u32 k = acol[ab + r];
+            lo = brp[k];
+            len = brp[k + 1] - lo;
+        }
+        u32 incl = len;
+#pragma unroll
+        for (int o = 1; o < G; o <<= 1) {
+            const u32 y = __shfl_up_sync(gm, incl, o, G);
+            if (r >= (u32)o) incl += y;
+        }
+        const u32 excl = incl - len;
+        const u32 total = __shfl_sync(gm, incl, G - 1, G);
+        for (u32 t0 = t_start; t0 < total; t0 += t_stride) {
+            const u32 t = t0 + r;
+            u32 j = 0;
+#pragma unroll
+            for (int s = G / 2; s > 0; s >>= 1) {
+                const u32 e = __shfl_sync(gm, excl, j + s, G);
+                if (e <= t) j += s;
+            }
+            const u32 qlo = __shfl_sync(gm, lo, j, G);
+            const u32 ej = __shfl_sync(gm, excl, j, G);
+            if (t < total) f(bcol[qlo + (t - ej)]);
+        }
+    }
+}
+
+__device__ __forceinline__ void spgemm_insert_read_first(u32* keys, u32 mask, u32 col) {
+    u32 h = spgemm_hash(col, mask);
+    while (true) {
+        const u32 cur = ((volatile u32*)keys)[h];
+        if (cur == col) return;
+        if (cur == SPGEMM_EMPTY) {
+            const u32 old = atomicCAS(keys + h, SPGEMM_EMPTY, col);
+            if (old == SPGEMM_EMPTY || old == col) return;
+        }
+        h = (h + 1) & mask;
+    }
+}
+
+// Bitonic sort of keys[0..len) ascending (len a power of two) by the G lanes of a group.
+template <int G>
+__device__ void spgemm_bitonic_group(u32* keys, u32 len, u32 gm) {
+    const u32 r = threadIdx.x & (G - 1);
+    for (u32 k = 2; k <= len; k <<= 1) {
+        for (u32 j = k >> 1; j > 0; j >>= 1) {
+            for (u32 t = r; t < len; t += G) {
+                const u32 o = t ^ j;
+                if (o > t) {
+                    const u32 x = keys[t], y = keys[o];
+                    if ((x > y) == ((t & k) == 0)) {
+                        keys[t] = y;
+                        keys[o] = x;
+                    }
+                }
+            }
+            __syncwarp(gm);
+        }
+    }
+}
+
+// The row's table holds next_pow2(out_off[i + 1] - out_off[i]) entries (at most CAP): the
+// row's product count in the one-pass symbolic phase, its distinct count in the two-pass one,
+// both at least its distinct columns. Clearing and compacting cost the table's size, not the
+// bin's largest. The distinct columns are compacted in place (a round's writes land at or
+// below the positions it read) and sorted there.
+template <int G, int GROUPS, int CAP>
+__device__ void spgemm_fill_flat_group(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                       const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                       const u32* __restrict__ bcol, const u32* __restrict__ out_off, u32* ccol,
+                                       u32* counts) {
+    __shared__ u32 table[GROUPS][CAP];
+    const u32 g = threadIdx.x / G, r = threadIdx.x % G, lane = threadIdx.x & 31u;
+    const u32 gm = spgemm_group_mask<G>();
+    const u32 slot = blockIdx.x * GROUPS + g;
+    if (slot >= nrows_bin) return;
+    u32* keys = table[g];
+    const u32 i = rows[slot];
+    const u32 base = out_off[i], room = out_off[i + 1] - base;
+    u32 tsize = 1;
+    while (tsize < room && tsize < (u32)CAP) tsize <<= 1;
+    for (u32 t = r; t < tsize; t += G) keys[t] = SPGEMM_EMPTY;
+    __syncwarp(gm);
+    spgemm_each_product<G>(arp[i], arp[i + 1], 0, G, 0, G, acol, brp, bcol, gm,
+                           [&](u32 c) { spgemm_insert_read_first(keys, tsize - 1, c); });
+    __syncwarp(gm);
+    // Compact in place (ballots over rounds of G consecutive slots).
+    u32 n = 0;
+    const u32 below = gm & ((1u << lane) - 1u);
+    for (u32 t0 = 0; t0 < tsize; t0 += G) {
+        const u32 c = t0 + r < tsize ? keys[t0 + r] : SPGEMM_EMPTY;
+        const u32 m = __ballot_sync(gm, c != SPGEMM_EMPTY);
+        if (c != SPGEMM_EMPTY) keys[n + __popc(m & below)] = c;
+        n += __popc(m);
+        __syncwarp(gm);
+    }
+    if (r == 0) counts[i] = n;
+    if (n <= 64) {
+        for (u32 t = r; t < n; t += G) {
+            const u32 c = keys[t];
+            u32 rank = 0;
+            for (u32 s = 0; s < n; ++s) rank += keys[s] < c;
+            ccol[base + rank] = c;
+        }
+    } else {
+        u32 n2 = 1;
+        while (n2 < n) n2 <<= 1;
+        for (u32 t = n + r; t < n2; t += G) keys[t] = SPGEMM_EMPTY;
+        __syncwarp(gm);
+        spgemm_bitonic_group<G>(keys, n2, gm);
+        for (u32 t = r; t < n; t += G) ccol[base + t] = keys[t];
+    }
+}
+
+// A block of SPGEMM_BLOCK threads per row, a bitmap of B's ncols columns in dynamic shared
+// memory. The warps share each batch of 32 A entries and split its products between them.
+__device__ void spgemm_fill_bitmap(const u32* __restrict__ rows, u32 nrows_bin, const u32* __restrict__ arp,
+                                   const u32* __restrict__ acol, const u32* __restrict__ brp,
+                                   const u32* __restrict__ bcol, u32 ncols, const u32* __restrict__ out_off,
+                                   u32* ccol, u32* counts) {
+    extern __shared__ u32 bits[];
+    __shared__ u32 wsum[SPGEMM_BLOCK / 32];
+    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const u32 nw = (ncols + 31) / 32;
+    const u32 per = (nw + SPGEMM_BLOCK - 1) / SPGEMM_BLOCK;
+    for (u32 slot = blockIdx.x; slot < nrows_bin; slot += gridDim.x) {
+        for (u32 t = threadIdx.x; t < nw; t += SPGEMM_BLOCK) bits[t] = 0;
+        __syncthreads();
+        const u32 i = rows[slot];
+        spgemm_each_product<32>(arp[i], arp[i + 1], 0, 32, warp * 32, SPGEMM_BLOCK, acol, brp, bcol, FULL_MASK,
+                                [&](u32 c) {
+                                    const u32 bit = 1u << (c & 31u);
+                                    if (!(((volatile u32*)bits)[c >> 5] & bit)) atomicOr(bits + (c >> 5), bit);
+                                });
+        __syncthreads();
+        const u32 w0 = threadIdx.x * per, w1 = w0 + per < nw ? w0 + per : nw;
+        u32 mine = 0;
+        for (u32 w = w0; w < w1; ++w) mine += __popc(bits[w]);
+        u32 incl = mine;
+        for (int o = 1; o < 32; o <<= 1) {
+            const u32 y = __shfl_up_sync(FULL_MASK, incl, o);
+            if (lane >= (u32)o) incl += y;
+        }
+        if (lane == 31) wsum[warp] = incl;
+        __syncthreads();
+        u32 before = 0, total = 0;
+        for (u32 v = 0; v < SPGEMM_BLOCK / 32; ++v) {
+            before += v < warp ? wsum[v] : 0u;
+            total += wsum[v];
+        }
+        u32 o = out_off[i] + before + incl - mine;
+        for (u32 w = w0; w < w1; ++w)
+            for (u32 m = bits[w]; m != 0; m &= m - 1) ccol[o++] = w * 32 + __ffs(m) - 1;
+        if (threadIdx.x == 0) counts[i] = total;
+        __syncthreads();
+    }
+}
+
+#define SPGEMM_FLAT_GROUP_BIN(B, G, GROUPS, CAP)                                                           \
+    extern "C" __global__ void __launch_bounds__(G * GROUPS)                                               \
+        spgemm_fill_flat_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts) {               \
+        spgemm_fill_flat_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts);                    \
+    }
+SPGEMM_FLAT_GROUP_BIN(0, 8, 16, 32)
+SPGEMM_FLAT_GROUP_BIN(1, 16, 8, 64)
+SPGEMM_FLAT_GROUP_BIN(2, 32, 4, 256)
+SPGEMM_FLAT_GROUP_BIN(3, 32, 4, 1024)
+extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)
+    spgemm_fill_bitmap_rows(SPGEMM_SYM_ARGS, u32 ncols, const u32* out_off, u32* ccol, u32* counts) {
+    spgemm_fill_bitmap(SPGEMM_SYM_PASS, ncols, out_off, ccol, counts);
+}
 
 // The one-pass symbolic phase writes each row's sorted columns at its product-count offset
 // (exclusive scan of ub) in a temporary array; this moves them to row_ptr (a warp per row).

@@ -2,79 +2,15 @@
 //! the matrix lives; the solvers take it as their preconditioner (`M=` an AMG object), and
 //! `apply_host` runs one cycle for SciPy's `LinearOperator`.
 
-use std::any::Any;
-use std::sync::Mutex;
-
 use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use segsparse::precond::amg::{Cycle, Smoother};
-use segsparse::precond::{Amg, AmgParams, AmgSummary};
-use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{Cpu, Preconditioner, VectorOps};
+use segsparse::precond::AmgParams;
 
-use crate::errors::{check_len, run, Failure, Res};
-use crate::matrix::{ro, rw, slice, slice_mut, Elem, PyMatrix};
-
-/// The hierarchy on the backend of its matrix.
-pub enum AmgOn<T: Elem> {
-    Cpu(Box<Amg<T, Cpu>>),
-    Gpu(std::sync::Arc<GpuOps<T>>, Box<Amg<T, GpuOps<T>>>),
-}
-
-impl<T: Elem> AmgOn<T> {
-    pub fn summary(&self) -> &AmgSummary {
-        match self {
-            AmgOn::Cpu(a) => a.summary(),
-            AmgOn::Gpu(_, a) => a.summary(),
-        }
-    }
-    fn rows(&self) -> usize {
-        self.summary().levels[0].rows
-    }
-    /// One cycle `z = M⁻¹r` on host vectors.
-    fn apply_host(&self, r: &[T], z: &mut [T]) -> Res<()> {
-        check_len("r", r.len(), self.rows(), "the hierarchy")?;
-        check_len("z", z.len(), self.rows(), "the hierarchy")?;
-        match self {
-            AmgOn::Cpu(a) => {
-                let mut zv = vec![T::zero(); z.len()];
-                a.apply(&Cpu, &r.to_vec(), &mut zv)?;
-                z.copy_from_slice(&zv);
-            }
-            AmgOn::Gpu(ops, a) => {
-                let rd = ops.upload(r)?;
-                let mut zd = ops.zeros(z.len())?;
-                a.apply(&**ops, &rd, &mut zd)?;
-                z.copy_from_slice(&ops.download(&zd)?);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The Python object: `Mutex<AmgOn<T>>` for the matrix's dtype, behind `Any`.
-#[pyclass(name = "_Amg", module = "segsparse._core", frozen)]
-pub struct PyAmg {
-    pub(crate) any: Box<dyn Any + Send + Sync>,
-}
-
-impl PyAmg {
-    /// The hierarchy for element type `T`, or a TypeError-like failure.
-    pub(crate) fn typed<T: Elem>(&self) -> Res<&Mutex<AmgOn<T>>> {
-        self.any.downcast_ref::<Mutex<AmgOn<T>>>().ok_or_else(|| {
-            Failure::Value("the AMG hierarchy was built for a matrix of another dtype".into())
-        })
-    }
-
-    fn with<R>(&self, f: impl Fn(&AmgSummary) -> R) -> R {
-        if let Ok(m) = self.typed::<f64>() {
-            return f(m.lock().unwrap_or_else(|p| p.into_inner()).summary());
-        }
-        let m = self.typed::<f32>().expect("an f32 or f64 hierarchy");
-        let out = f(m.lock().unwrap_or_else(|p| p.into_inner()).summary());
-        out
-    }
-}
+use crate::arrays::{ro, rw, slice, slice_mut};
+use crate::errors::{run, Failure, Res};
+use crate::hierarchy::PyAmg;
+use crate::matrix::PyMatrix;
 
 #[allow(clippy::too_many_arguments)]
 fn params(

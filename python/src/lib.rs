@@ -13,8 +13,10 @@
 use pyo3::prelude::*;
 
 mod amg;
+mod arrays;
 mod device;
 mod errors;
+mod hierarchy;
 mod matrix;
 mod prims;
 
@@ -22,8 +24,9 @@ mod prims;
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matrix::PyMatrix>()?;
-    m.add_class::<amg::PyAmg>()?;
+    m.add_class::<hierarchy::PyAmg>()?;
     m.add_function(wrap_pyfunction!(matrix::read_matrix_market, m)?)?;
+    m.add_function(wrap_pyfunction!(matrix::release_upload_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::sort_host, m)?)?;

@@ -1,29 +1,28 @@
 //! `_Matrix`: a CSR matrix held by the crate, on the CPU and (when a GPU works) uploaded once;
 //! its SpMV and the iterative solvers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
-use pyo3::exceptions::PyValueError;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use segsparse::csr::check_gpu::{
+    upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
+};
 use segsparse::gpu::DeviceBuffer;
-use segsparse::precond::{Amg, AmgParams, MultigridOps};
+use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
-    KrylovOps, LinearOperator, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator, SolveError,
+    SolveInfo, SolveParams,
 };
-use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
+use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{CsrMatrix, Scalar};
 
-use crate::amg::{AmgOn, PyAmg};
+use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, run_held, Failure, Res};
-
-/// Element types of a matrix: `f32` and `f64`, with NumPy and GPU support.
-pub trait Elem: GpuScalar + Element {}
-impl<T: GpuScalar + Element> Elem for T {}
+use crate::hierarchy::{AmgOn, PyAmg};
 
 /// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
 /// created on first use.
@@ -33,11 +32,16 @@ struct DevMat<T: Elem> {
     jacobi: Mutex<Option<Arc<Jacobi<DeviceBuffer<T>>>>>,
 }
 
-/// One precision of a matrix.
+/// One precision of a matrix. A matrix on the GPU keeps no host copy until one is needed (a
+/// preconditioner set up on the host, `to_arrays`, writing a file): it is then downloaded once.
 pub struct Mat<T: Elem> {
-    host: CsrMatrix<T>,
+    host: OnceLock<CsrMatrix<T>>,
+    shape: (usize, usize),
+    nnz: usize,
     dev: Option<DevMat<T>>,
     jacobi: Mutex<Option<Arc<Jacobi<Vec<T>>>>>,
+    /// Where the construction's seconds went (name, seconds), for `upload_seconds`.
+    timing: Vec<(&'static str, f64)>,
 }
 
 enum Inner {
@@ -110,6 +114,76 @@ fn indices(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
     )))
 }
 
+/// An index array as the caller's NumPy array, borrowed for the upload.
+enum IdxArr<'py> {
+    I32(PyReadonlyArray1<'py, i32>),
+    U32(PyReadonlyArray1<'py, u32>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
+impl<'py> IdxArr<'py> {
+    fn of(a: &Bound<'py, PyAny>, what: &str) -> PyResult<Self> {
+        if let Ok(v) = a.extract::<PyReadonlyArray1<'py, i32>>() {
+            return Ok(IdxArr::I32(v));
+        }
+        if let Ok(v) = a.extract::<PyReadonlyArray1<'py, u32>>() {
+            return Ok(IdxArr::U32(v));
+        }
+        if let Ok(v) = a.extract::<PyReadonlyArray1<'py, i64>>() {
+            return Ok(IdxArr::I64(v));
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "{what} must be a contiguous 1-D int32, uint32 or int64 array"
+        )))
+    }
+    fn host(&self) -> PyResult<HostIndices<'_>> {
+        Ok(match self {
+            IdxArr::I32(v) => HostIndices::I32(v.as_slice()?),
+            IdxArr::U32(v) => HostIndices::U32(v.as_slice()?),
+            IdxArr::I64(v) => HostIndices::I64(v.as_slice()?),
+        })
+    }
+}
+
+/// A value array as the caller's NumPy array (float32 or float64), borrowed for the upload.
+enum ValArr<'py> {
+    F32(PyReadonlyArray1<'py, f32>),
+    F64(PyReadonlyArray1<'py, f64>),
+}
+
+impl<'py> ValArr<'py> {
+    fn of(a: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(v) = a.extract::<PyReadonlyArray1<'py, f32>>() {
+            return Ok(ValArr::F32(v));
+        }
+        if let Ok(v) = a.extract::<PyReadonlyArray1<'py, f64>>() {
+            return Ok(ValArr::F64(v));
+        }
+        Err(pyo3::exceptions::PyTypeError::new_err(
+            "data must be a contiguous 1-D float32 or float64 array",
+        ))
+    }
+    fn host(&self) -> PyResult<HostValues<'_>> {
+        Ok(match self {
+            ValArr::F32(v) => HostValues::F32(v.as_slice()?),
+            ValArr::F64(v) => HostValues::F64(v.as_slice()?),
+        })
+    }
+}
+
+/// An index outside the 32-bit range is reported as the host path reports it (a plain
+/// `ValueError` naming the array and the value).
+fn range_error(f: Failure) -> Failure {
+    match f {
+        Failure::Crate(segsparse::Error::InvalidInput(m))
+            if m.contains("outside the 32-bit unsigned range") =>
+        {
+            Failure::Value(m)
+        }
+        f => f,
+    }
+}
+
 fn build<T: Elem>(
     py: Python<'_>,
     shape: (usize, usize),
@@ -120,6 +194,7 @@ fn build<T: Elem>(
 ) -> PyResult<Mat<T>> {
     let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
     run(py, move || {
+        let t0 = Instant::now();
         let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
         let dev = match want {
             Want::Cpu => None,
@@ -129,11 +204,83 @@ fn build<T: Elem>(
                 Err(_) => None,
             },
         };
+        let nnz = host.nnz();
         Ok(Mat {
-            host,
+            host: OnceLock::from(host),
+            shape,
+            nnz,
             dev,
             jacobi: Mutex::new(None),
+            timing: vec![("total", t0.elapsed().as_secs_f64())],
         })
+    })
+}
+
+/// The pinned staging buffers kept between uploads when the caller asks (`reuse_buffers`).
+static STAGING: Mutex<Option<Staging>> = Mutex::new(None);
+
+/// Frees the pinned staging buffers kept by `reuse_buffers=True` (if any); returns their bytes.
+#[pyfunction]
+pub fn release_upload_buffers() -> usize {
+    let mut kept = STAGING.lock().unwrap_or_else(|p| p.into_inner());
+    kept.take().map_or(0, |s| s.bytes())
+}
+
+/// Builds a GPU matrix straight from the caller's arrays: one copy through pinned staging,
+/// checks and conversions on the device (`segsparse::csr::check_gpu`), the SpMV tables from
+/// the device arrays. No host copy is kept.
+fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
+    shape: (usize, usize),
+    rp: HostIndices<'_>,
+    ci: HostIndices<'_>,
+    vals: HostValues<'_>,
+    reuse: bool,
+) -> Res<Mat<T>> {
+    let t0 = Instant::now();
+    let d = device()?;
+    let gpu = &d.gpu;
+    let mut kept = STAGING.lock().unwrap_or_else(|p| p.into_inner());
+    let had = kept.is_some();
+    let ts = Instant::now();
+    let mut staging = match kept.take() {
+        Some(s) => Some(s),
+        None if upload_bytes(&rp, &ci, &vals) >= DIRECT_BYTES => {
+            Some(Staging::new(gpu, STAGING_CHUNK)?)
+        }
+        None => None,
+    };
+    let staging_s = ts.elapsed().as_secs_f64();
+    let r = upload_csr::<T>(gpu, staging.as_mut(), shape, rp, ci, vals);
+    if reuse || had {
+        // Kept: asked for now, or kept by an earlier call (freed by release_upload_buffers).
+        *kept = staging;
+    } else {
+        drop(kept);
+        drop(staging);
+    }
+    let (parts, times) = r?;
+    let tt = Instant::now();
+    let csr =
+        GpuCsr::from_device_parts(gpu, shape.0, shape.1, parts.row_ptr, parts.col, parts.val)?;
+    let tables = tt.elapsed().as_secs_f64();
+    let nnz = csr.nnz();
+    Ok(Mat {
+        host: OnceLock::new(),
+        shape,
+        nnz,
+        dev: Some(DevMat {
+            csr,
+            ops: Mutex::new(None),
+            jacobi: Mutex::new(None),
+        }),
+        jacobi: Mutex::new(None),
+        timing: vec![
+            ("staging", staging_s),
+            ("copy", times.copy),
+            ("check", times.check),
+            ("tables", tables),
+            ("total", t0.elapsed().as_secs_f64()),
+        ],
     })
 }
 
@@ -312,10 +459,10 @@ fn opts(
 /// One body for both backends: dispatch on the method and the preconditioner. `t0` is when the
 /// call's setup began: setup runs from there to the solver call, which is timed on its own.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T, B, A>(
+fn solve_with<'m, T, B, A>(
     be: &B,
     a: &A,
-    m: &CsrMatrix<T>,
+    m: &dyn Fn() -> segsparse::Result<&'m CsrMatrix<T>>,
     jac: Option<&Jacobi<B::Vector>>,
     amg: Option<&Amg<T, B>>,
     o: &Opts,
@@ -368,6 +515,10 @@ where
                 degree,
                 ..Default::default()
             };
+            let m = match m() {
+                Ok(m) => m,
+                Err(e) => return failed(e),
+            };
             match Chebyshev::from_matrix(be, a, m, &params) {
                 Ok(p) => with(be, a, &p, o, b, x, t0),
                 Err(e) => failed(e),
@@ -378,6 +529,10 @@ where
             let ip = IncompleteParams {
                 auto_shift: true,
                 ..Default::default()
+            };
+            let m = match m() {
+                Ok(m) => m,
+                Err(e) => return failed(e),
             };
             if o.precond == Precond::Ilu0 {
                 match Ilu0::new(be, m, &ip) {
@@ -393,7 +548,7 @@ where
         }
         (Precond::Amg, _) => match amg {
             Some(h) => with(be, a, h, o, b, x, t0),
-            None => match Amg::new(be, m, &AmgParams::default()) {
+            None => match m().and_then(|m| Amg::new(be, m, &AmgParams::default())) {
                 Ok(h) => with(be, a, &h, o, b, x, t0),
                 Err(e) => failed(e),
             },
@@ -403,6 +558,27 @@ where
 }
 
 impl<T: Elem> Mat<T> {
+    /// The host copy, downloaded from the device on first use for a matrix built there.
+    fn host(&self) -> segsparse::Result<&CsrMatrix<T>> {
+        if let Some(h) = self.host.get() {
+            return Ok(h);
+        }
+        let d = self
+            .dev
+            .as_ref()
+            .expect("a matrix without a host copy is on the GPU");
+        let g = d.csr.gpu();
+        let (rp, ci, v) = d.csr.device_parts();
+        let rp = g.download(rp)?;
+        let mut ci = g.download(ci)?;
+        let mut v = g.download(v)?;
+        ci.truncate(self.nnz);
+        v.truncate(self.nnz);
+        let h = CsrMatrix::try_from_parts(self.shape.0, self.shape.1, rp, ci, v)?;
+        let _ = self.host.set(h);
+        Ok(self.host.get().expect("set above"))
+    }
+
     fn dev(&self) -> Res<&DevMat<T>> {
         self.dev.as_ref().ok_or_else(|| {
             Failure::Value(
@@ -416,7 +592,7 @@ impl<T: Elem> Mat<T> {
     fn cpu_jacobi(&self) -> Res<Arc<Jacobi<Vec<T>>>> {
         let mut j = self.jacobi.lock().unwrap_or_else(|p| p.into_inner());
         if j.is_none() {
-            *j = Some(Arc::new(Jacobi::from_matrix(&Cpu, &self.host)?));
+            *j = Some(Arc::new(Jacobi::from_matrix(&Cpu, self.host()?)?));
         }
         Ok(j.clone().expect("set above"))
     }
@@ -437,7 +613,12 @@ impl<T: Elem> Mat<T> {
         let d = self.dev()?;
         let mut j = d.jacobi.lock().unwrap_or_else(|p| p.into_inner());
         if j.is_none() {
-            *j = Some(Arc::new(Jacobi::from_matrix(ops, &self.host)?));
+            // The diagonal from the device arrays (a matrix uploaded by the GPU path keeps no
+            // host copy): n values read back, checked and inverted by `from_diagonal`.
+            let g = d.csr.gpu();
+            let diag = g.download(&segsparse::sparse::gpu::diagonal(g, &d.csr)?)?;
+            let n = self.shape.0.min(self.shape.1);
+            *j = Some(Arc::new(Jacobi::from_diagonal(ops, &diag[..n])?));
         }
         Ok(j.clone().expect("set above"))
     }
@@ -446,9 +627,9 @@ impl<T: Elem> Mat<T> {
     fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T], amg: Option<&PyAmg>) -> Res<Outcome> {
         let amg = amg.map(|h| h.typed::<T>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        let n = self.host.nrows();
+        let n = self.shape.0;
         check_len("b", b.len(), n, "the matrix")?;
-        check_len("x", x.len(), self.host.ncols(), "the matrix")?;
+        check_len("x", x.len(), self.shape.1, "the matrix")?;
         let t0 = Instant::now();
         if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
@@ -468,7 +649,7 @@ impl<T: Elem> Mat<T> {
             let r = solve_with(
                 &*ops,
                 &d.csr,
-                &self.host,
+                &|| self.host(),
                 jac.as_deref(),
                 h,
                 o,
@@ -492,10 +673,11 @@ impl<T: Elem> Mat<T> {
             };
             let bv = b.to_vec();
             let mut xv = x.to_vec();
+            let host = self.host()?;
             let r = solve_with(
                 &Cpu,
-                &self.host,
-                &self.host,
+                host,
+                &|| Ok(host),
                 jac.as_deref(),
                 h,
                 o,
@@ -536,12 +718,12 @@ impl<T: Elem> Mat<T> {
         dev.enter(wait)?;
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
-        let b = unsafe { Borrowed::<T>::new(dev, bp, self.host.nrows()) };
-        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
+        let b = unsafe { Borrowed::<T>::new(dev, bp, self.shape.0) };
+        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
         let r = solve_with(
             &*ops,
             &d.csr,
-            &self.host,
+            &|| self.host(),
             jac.as_deref(),
             h,
             o,
@@ -573,27 +755,27 @@ impl<T: Elem> Mat<T> {
         }
         Ok(if self.dev.is_some() {
             let (ops, _) = self.gpu_ops()?;
-            let h = build(&*ops, &self.host, p, cand.as_ref())?;
+            let h = build(&*ops, self.host()?, p, cand.as_ref())?;
             AmgOn::Gpu(ops, Box::new(h))
         } else {
-            AmgOn::Cpu(Box::new(build(&Cpu, &self.host, p, cand.as_ref())?))
+            AmgOn::Cpu(Box::new(build(&Cpu, self.host()?, p, cand.as_ref())?))
         })
     }
 
     fn update_amg(&self, h: &mut AmgOn<T>) -> Res<()> {
         match h {
-            AmgOn::Cpu(a) => a.update(&Cpu, &self.host)?,
-            AmgOn::Gpu(ops, a) => a.update(&**ops, &self.host)?,
+            AmgOn::Cpu(a) => a.update(&Cpu, self.host()?)?,
+            AmgOn::Gpu(ops, a) => a.update(&**ops, self.host()?)?,
         }
         Ok(())
     }
 
     fn spmv_host(&self, alpha: f64, x: &[T], beta: f64, y: &mut [T]) -> Res<()> {
-        check_len("x", x.len(), self.host.ncols(), "the matrix")?;
-        check_len("y", y.len(), self.host.nrows(), "the matrix")?;
+        check_len("x", x.len(), self.shape.1, "the matrix")?;
+        check_len("y", y.len(), self.shape.0, "the matrix")?;
         let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
         match &self.dev {
-            None => segsparse::spmv::spmv(alpha, &self.host, x, beta, y),
+            None => segsparse::spmv::spmv(alpha, self.host()?, x, beta, y),
             Some(d) => {
                 let g = d.csr.gpu();
                 let xd = g.upload(x)?;
@@ -622,8 +804,8 @@ impl<T: Elem> Mat<T> {
         let dev = device()?;
         dev.enter(wait)?;
         // SAFETY: as in `solve_device`.
-        let x = unsafe { Borrowed::<T>::new(dev, xp, self.host.ncols()) };
-        let mut y = unsafe { Borrowed::<T>::new(dev, yp, self.host.nrows()) };
+        let x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
+        let mut y = unsafe { Borrowed::<T>::new(dev, yp, self.shape.0) };
         d.csr.spmv(T::of_f64(alpha), &x, T::of_f64(beta), &mut y)?;
         dev.leave(signal)?;
         Ok(())
@@ -631,8 +813,8 @@ impl<T: Elem> Mat<T> {
 
     /// Seconds per `y ← A·x` measured inside Rust (the reference for the Python overhead).
     fn bench_rust(&self, reps: usize, on_gpu: bool) -> Res<f64> {
-        let x = vec![T::one(); self.host.ncols()];
-        let mut y = vec![T::zero(); self.host.nrows()];
+        let x = vec![T::one(); self.shape.1];
+        let mut y = vec![T::zero(); self.shape.0];
         if on_gpu {
             let d = self.dev()?;
             let g = d.csr.gpu();
@@ -647,10 +829,11 @@ impl<T: Elem> Mat<T> {
             g.synchronize()?;
             Ok(t0.elapsed().as_secs_f64() / reps as f64)
         } else {
-            segsparse::spmv::spmv(T::one(), &self.host, &x, T::zero(), &mut y);
+            let h = self.host()?;
+            segsparse::spmv::spmv(T::one(), h, &x, T::zero(), &mut y);
             let t0 = Instant::now();
             for _ in 0..reps {
-                segsparse::spmv::spmv(T::one(), &self.host, &x, T::zero(), &mut y);
+                segsparse::spmv::spmv(T::one(), h, &x, T::zero(), &mut y);
             }
             Ok(t0.elapsed().as_secs_f64() / reps as f64)
         }
@@ -690,69 +873,17 @@ fn wrong_device() -> Failure {
     Failure::Value("the AMG hierarchy was built for a matrix on another device".into())
 }
 
-/// A writable view of a 1-D NumPy array of `T`. rust-numpy's `extract` panics when the array
-/// is already borrowed (it aliases an input) or read-only; `try_readwrite` reports it instead.
-pub fn rw<'py, T: Element>(
-    a: &Bound<'py, PyAny>,
-    what: &str,
-) -> PyResult<PyReadwriteArray1<'py, T>> {
-    a.downcast::<PyArray1<T>>()
-        .map_err(|_| dtype_error::<T>(a, what))?
-        .try_readwrite()
-        .map_err(|e| {
-            PyValueError::new_err(format!(
-                "{what} cannot be written: it overlaps an input or is read-only ({e})"
-            ))
-        })
-}
-
-/// A read-only view of a 1-D NumPy array of `T` (see [`rw`]).
-pub fn ro<'py, T: Element>(
-    a: &Bound<'py, PyAny>,
-    what: &str,
-) -> PyResult<PyReadonlyArray1<'py, T>> {
-    a.downcast::<PyArray1<T>>()
-        .map_err(|_| dtype_error::<T>(a, what))?
-        .try_readonly()
-        .map_err(|e| PyValueError::new_err(format!("{what} cannot be read: {e}")))
-}
-
-fn dtype_error<T: Element>(a: &Bound<'_, PyAny>, what: &str) -> PyErr {
-    let found = a
-        .getattr("dtype")
-        .and_then(|d| d.str().map(|s| s.to_string()))
-        .unwrap_or_else(|_| a.get_type().to_string());
-    let shape = a
-        .getattr("shape")
-        .map(|s| s.to_string())
-        .unwrap_or_default();
-    pyo3::exceptions::PyTypeError::new_err(format!(
-        "{what} must be a 1-D NumPy array of {} (found {found}, shape {shape})",
-        std::any::type_name::<T>()
-    ))
-}
-
-/// The contiguous data of a NumPy view, or a `ValueError` naming the argument.
-pub fn slice<'a, T: Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> PyResult<&'a [T]> {
-    a.as_slice()
-        .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
-}
-
-/// The contiguous data of a writable NumPy view (see [`slice`]).
-pub fn slice_mut<'a, T: Element>(
-    a: &'a mut PyReadwriteArray1<'_, T>,
-    what: &str,
-) -> PyResult<&'a mut [T]> {
-    a.as_slice_mut()
-        .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
-}
-
 #[pymethods]
 impl PyMatrix {
-    /// `_Matrix(nrows, ncols, indptr, indices, data, device)`: validates the CSR arrays (sorted
-    /// or not, duplicates allowed as the crate allows them) and uploads to the GPU.
+    /// `_Matrix(nrows, ncols, indptr, indices, data, device, dtype, reuse_buffers)`: validates
+    /// the CSR arrays (sorted or not, duplicates allowed as the crate allows them) and uploads
+    /// to the GPU. `dtype` (`"float32"`/`"float64"`, default `data`'s) is the matrix's value
+    /// type: on the GPU path `data` is converted there. On the GPU path the arrays are copied
+    /// once through pinned staging and checked on the device (`reuse_buffers`: keep the
+    /// staging for the next upload); on the CPU, the crate's `CsrMatrix` is built on the host.
     #[new]
-    #[pyo3(signature = (nrows, ncols, indptr, indices, data, device = "auto"))]
+    #[pyo3(signature = (nrows, ncols, indptr, indices, data, device = "auto", dtype = None, reuse_buffers = false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         nrows: usize,
@@ -761,8 +892,48 @@ impl PyMatrix {
         indices: &Bound<'_, PyAny>,
         data: &Bound<'_, PyAny>,
         device: &str,
+        dtype: Option<&str>,
+        reuse_buffers: bool,
     ) -> PyResult<Self> {
         let w = want(device).map_err(|f| f.into_py_err(py))?;
+        let data_dtype = data.getattr("dtype")?.str()?.to_string();
+        let dtype = dtype.unwrap_or(&data_dtype).to_string();
+        if !matches!(dtype.as_str(), "float32" | "float64") {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "matrix values must be float32 or float64, not {dtype}"
+            )));
+        }
+        // SEGSPARSE_UPLOAD=host: the host-validated path (the crate's CsrMatrix built on the
+        // host, then uploaded with its host copy kept), for comparison and as a fallback.
+        let host_path = std::env::var("SEGSPARSE_UPLOAD").is_ok_and(|v| v == "host");
+        let on_gpu = !host_path
+            && match w {
+                Want::Cpu => false,
+                Want::Gpu => true,
+                Want::Auto => self::device().is_ok(),
+            };
+        if on_gpu {
+            let rp = IdxArr::of(indptr, "indptr")?;
+            let ci = IdxArr::of(indices, "indices")?;
+            let va = ValArr::of(data)?;
+            let (rp, ci, va) = (rp.host()?, ci.host()?, va.host()?);
+            let shape = (nrows, ncols);
+            let inner = if dtype == "float32" {
+                Inner::F32(run(py, move || {
+                    build_on_gpu::<f32>(shape, rp, ci, va, reuse_buffers).map_err(range_error)
+                })?)
+            } else {
+                Inner::F64(run(py, move || {
+                    build_on_gpu::<f64>(shape, rp, ci, va, reuse_buffers).map_err(range_error)
+                })?)
+            };
+            return Ok(PyMatrix { inner });
+        }
+        let data = if dtype != data_dtype {
+            data.call_method1("astype", (dtype.as_str(),))?
+        } else {
+            data.clone()
+        };
         // Memory preflight (issue 23) before the copies: the crate's own CSR arrays (u32 row
         // pointers and columns, f64 values at most); the upload checks the device itself.
         let need = 4 * indptr.len()? as u64 + 12 * indices.len()? as u64;
@@ -770,29 +941,30 @@ impl PyMatrix {
             .map_err(|e| crate::errors::crate_error(py, e))?;
         let rp = self::indices(indptr, "indptr")?;
         let ci = self::indices(indices, "indices")?;
-        let dtype = data.getattr("dtype")?.str()?.to_string();
         let inner = match dtype.as_str() {
-            "float32" => Inner::F32(build(py, (nrows, ncols), rp, ci, data, w)?),
-            "float64" => Inner::F64(build(py, (nrows, ncols), rp, ci, data, w)?),
-            d => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "matrix values must be float32 or float64, not {d}"
-                )))
-            }
+            "float32" => Inner::F32(build(py, (nrows, ncols), rp, ci, &data, w)?),
+            _ => Inner::F64(build(py, (nrows, ncols), rp, ci, &data, w)?),
         };
         Ok(PyMatrix { inner })
+    }
+
+    /// Where the construction's seconds went: `{"staging", "copy", "check", "tables",
+    /// "total"}` for a matrix built on the GPU, `{"total"}` on the CPU.
+    #[getter]
+    fn upload_seconds(&self) -> Vec<(&'static str, f64)> {
+        with_mat!(self, m, _T => m.timing.clone())
     }
 
     /// `(nrows, ncols)`.
     #[getter]
     fn shape(&self) -> (usize, usize) {
-        with_mat!(self, m, _T => m.host.shape())
+        with_mat!(self, m, _T => m.shape)
     }
 
     /// Stored entries.
     #[getter]
     fn nnz(&self) -> usize {
-        with_mat!(self, m, _T => m.host.nnz())
+        with_mat!(self, m, _T => m.nnz)
     }
 
     /// `"float32"` or `"float64"`.
@@ -819,7 +991,8 @@ impl PyMatrix {
     /// `(indptr, indices, data)` as new NumPy arrays (int32 indices when they fit, else int64).
     fn to_arrays<'py>(&self, py: Python<'py>) -> PyResult<(PyObject, PyObject, PyObject)> {
         with_mat!(self, m, T => {
-            let (rp, ci, v) = (m.host.row_ptr(), m.host.col_idx(), m.host.values());
+            let h = m.host().map_err(|e| crate::errors::crate_error(py, e))?;
+            let (rp, ci, v) = (h.row_ptr(), h.col_idx(), h.values());
             let data = PyArray1::<T>::from_slice(py, v).into_any().unbind();
             let (a, b) = index_arrays(py, rp, ci);
             Ok((a, b, data))
@@ -945,7 +1118,7 @@ impl PyMatrix {
 
     /// Writes the matrix to a Matrix Market file (`.mtx`, or `.mtx.gz` compressed).
     fn write_matrix_market(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        with_mat!(self, m, _T => run(py, || Ok(segsparse::io::write_matrix_market(&path, &m.host)?)))
+        with_mat!(self, m, _T => run(py, || Ok(segsparse::io::write_matrix_market(&path, m.host()?)?)))
     }
 
     fn __repr__(&self) -> String {

@@ -11,9 +11,9 @@ use segsparse::primitives::{
 use segsparse::tridiag::{self, gpu::GpuTridiag, TridiagAlgorithm};
 use segsparse::Scalar;
 
+use crate::arrays::{ro, rw, slice, slice_mut};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, Failure, Res};
-use crate::matrix::{ro, rw, slice, slice_mut};
 
 fn spec(op: &str, inclusive: bool, reverse: bool) -> PyResult<ScanSpec> {
     let op = match op {

@@ -40,6 +40,8 @@
 pub mod cusparse;
 pub mod disk_cache;
 #[cfg(feature = "cuda")]
+mod driver;
+#[cfg(feature = "cuda")]
 mod imp;
 pub mod kernels;
 #[cfg(feature = "cuda")]

@@ -100,7 +100,7 @@ pub fn candidates(driver_major: Option<i32>) -> Vec<String> {
 /// The CUDA driver's major version (12, 13, ...), or `None` without a driver. Needs no context
 /// (`cuDriverGetVersion` may be called before `cuInit`).
 fn driver_major() -> Option<i32> {
-    super::imp::driver_version_number().map(|v| v / 1000)
+    super::driver::driver_version_number().map(|v| v / 1000)
 }
 
 /// Opens `name` and resolves every entry point.

@@ -1,9 +1,9 @@
 //! A Chebyshev polynomial in the (Jacobi-scaled) operator.
 
+use crate::backend::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::solvers::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 
 use super::Jacobi;
 
@@ -243,7 +243,7 @@ where
         .map(|i| T::of_f64(start_entry(first_row + i)))
         .collect();
     let w0 = be.upload(&start)?;
-    let norm = be.dot(&w0, &w0, &mut sc)?.sqrt();
+    let norm = be.dot(&w0, &w0, &mut sc)?.as_f64().sqrt();
     if norm.is_nan() || norm <= 0.0 {
         // No rows anywhere (or a non-finite start): nothing to estimate.
         return Ok((0.0, 0.0));
@@ -265,11 +265,11 @@ where
         }
         let mut col = vec![0.0; j + 2];
         for (i, vi) in basis.iter().enumerate() {
-            let hij = be.dot(vi, &w, &mut sc)?;
+            let hij = be.dot(vi, &w, &mut sc)?.as_f64();
             be.axpy(T::of_f64(-hij), vi, &mut w)?;
             col[i] = hij;
         }
-        let hn = be.dot(&w, &w, &mut sc)?.max(0.0).sqrt();
+        let hn = be.dot(&w, &w, &mut sc)?.as_f64().max(0.0).sqrt();
         col[j + 1] = hn;
         if !col.iter().all(|c| c.is_finite()) {
             return Err(Error::InvalidInput(
@@ -312,7 +312,7 @@ where
     B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
-    use crate::solvers::recur::{GmresLayout, Slot, Status};
+    use crate::backend::recur::{GmresLayout, Slot, Status};
     let m = steps.min(n.max(1));
     let mut k = be.krylov(n, m)?;
     let mut sc = be.scalars(n, m + 1)?;

@@ -3,8 +3,8 @@
 //!
 //! One body for every backend: the preconditioners see the backend only through
 //! [`TriangularOps`], which adds an incomplete factor type and its two triangular solves to the
-//! solvers' [`VectorOps`]. It is implemented for [`Cpu`](crate::solvers::Cpu) (the reference
-//! substitution) and, with feature `cuda`, for [`GpuOps`](crate::solvers::gpu::GpuOps) (the level
+//! solvers' [`VectorOps`]. It is implemented for [`Cpu`](crate::backend::Cpu) (the reference
+//! substitution) and, with feature `cuda`, for [`GpuOps`](crate::backend::gpu::GpuOps) (the level
 //! or synchronization-free kernels of [`crate::sparse::triangular`]). [`Preconditioner::apply`]
 //! is two triangular solves that only queue device work (no host synchronisation).
 //!
@@ -23,11 +23,11 @@
 
 use std::cell::RefCell;
 
+use crate::backend::{Cpu, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solvers::{Cpu, Preconditioner, VectorOps};
-use crate::sparse::incomplete::{FactorKind, IncompleteFactor, IncompleteParams};
+use crate::sparse::incomplete::{FactorKind, FactorSummary, IncompleteFactor, IncompleteParams};
 
 /// A backend that holds incomplete factors and solves with their triangles.
 pub trait TriangularOps<T: Scalar>: VectorOps<T> {
@@ -52,6 +52,8 @@ pub trait TriangularOps<T: Scalar>: VectorOps<T> {
     fn lower_solve(&self, f: &Self::Factor, b: &Self::Vector, x: &mut Self::Vector) -> Result<()>;
     /// `x = U⁻¹b` (IC: `L⁻ᵀb`). Must not synchronise with the host.
     fn upper_solve(&self, f: &Self::Factor, b: &Self::Vector, x: &mut Self::Vector) -> Result<()>;
+    /// What the factorization did and how each triangle is applied.
+    fn summary(f: &Self::Factor) -> FactorSummary;
 }
 
 impl<T: Scalar> TriangularOps<T> for Cpu {
@@ -75,10 +77,13 @@ impl<T: Scalar> TriangularOps<T> for Cpu {
         f.upper_solve(b, x);
         Ok(())
     }
+    fn summary(f: &IncompleteFactor<T>) -> FactorSummary {
+        f.summary()
+    }
 }
 
 #[cfg(feature = "cuda")]
-impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::solvers::gpu::GpuOps<T> {
+impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gpu::GpuOps<T> {
     type Factor = crate::sparse::triangular::gpu::GpuIncompleteFactor<T>;
     fn factor(
         &self,
@@ -106,6 +111,9 @@ impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::solvers::gp
         x: &mut cudarc::driver::CudaSlice<T>,
     ) -> Result<()> {
         f.upper_solve(b, x)
+    }
+    fn summary(f: &Self::Factor) -> FactorSummary {
+        f.summary()
     }
 }
 
@@ -157,6 +165,12 @@ macro_rules! incomplete_precond {
             /// The backend's factor.
             pub fn factor(&self) -> &B::Factor {
                 &self.0.factor
+            }
+
+            /// What the factorization did (ordering, matching, shift) and how each triangle
+            /// is applied (levels, exact or Jacobi sweeps).
+            pub fn summary(&self) -> FactorSummary {
+                B::summary(&self.0.factor)
             }
         }
 

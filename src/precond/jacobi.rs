@@ -1,22 +1,10 @@
-//! The identity and Jacobi (the inverse of the diagonal).
+//! Jacobi (the inverse of the diagonal); the identity is the backend's [`Identity`].
 
+pub use crate::backend::Identity;
+use crate::backend::{Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::solvers::{Preconditioner, VectorOps};
-
-/// No preconditioning (`M = I`). The solvers skip the `z` vector entirely.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Identity;
-
-impl<T: Scalar, B: VectorOps<T>> Preconditioner<T, B> for Identity {
-    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
-        be.copy(r, z)
-    }
-    fn is_identity(&self) -> bool {
-        true
-    }
-}
 
 /// Jacobi preconditioning, `M = diag(A)`: holds `D⁻¹` as a backend vector, and the solvers fuse
 /// `z = D⁻¹r` into their vector updates.

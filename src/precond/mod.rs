@@ -1,5 +1,5 @@
-//! Preconditioners `z ← M⁻¹r` for the solvers of [`crate::solvers`], which see them only
-//! through the [`Preconditioner`](crate::solvers::Preconditioner) trait.
+//! Preconditioners `z ← M⁻¹r` for the solvers, which see them only
+//! through the [`Preconditioner`](crate::backend::Preconditioner) trait.
 //!
 //! | preconditioner | needs | type |
 //! |---|---|---|
@@ -13,15 +13,18 @@
 //! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
 //! matrix on one backend (Ginkgo's factory → `generate` split).
 //! They sit between the sparse operations and the solvers: they use the solvers' backend traits
-//! ([`VectorOps`](crate::solvers::VectorOps), [`LinearOperator`](crate::solvers::LinearOperator))
+//! ([`VectorOps`](crate::backend::VectorOps), [`LinearOperator`](crate::backend::LinearOperator))
 //! and nothing of a concrete solver.
 
 pub mod amg;
+pub mod auto;
 mod chebyshev;
 mod ilu;
 mod jacobi;
 
-pub use crate::sparse::incomplete::{FactorKind, IncompleteParams};
+pub use crate::sparse::incomplete::{
+    Application, FactorKind, IncompleteParams, Ordering, RowMatching,
+};
 pub use crate::sparse::triangular::SptrsvAlgorithm;
 pub use amg::{Amg, AmgParams, AmgSummary, MultigridOps};
 pub use chebyshev::{Chebyshev, ChebyshevParams};

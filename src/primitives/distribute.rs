@@ -16,15 +16,10 @@
 //! assert_eq!(cpu::segmented_distribute(&v, &h, Direction::Backward), ['c', 'c', 'c', 'e', 'e']);
 //! ```
 
-/// Element-wise helpers of enumerate, distribute, split-and-segment, quicksort and segmented sort (kernels/device/segment_ops.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/segment_ops.cu",
-    text: include_str!("../../kernels/device/segment_ops.cu"),
-    headers: &[
-        &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_RADIX_RANK,
-    ],
-};
+/// The grid-stride kernels of enumerate, distribute, split-and-segment, quicksort and segmented
+/// sort (`kernels/device/segment_ops.cu`; declared in `glue`, which launches them).
+pub use super::glue::SEGMENT_OPS as KERNELS;
+
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use crate::primitives::Direction;
@@ -82,7 +77,7 @@ pub mod cpu {
 pub mod gpu {
     use crate::error::Result;
     use crate::gpu::{DeviceBuffer, Gpu, KernelType};
-    use crate::primitives::glue::{self, helper, len_u32, width};
+    use crate::primitives::glue::{self, grid_stride, len_u32, width};
     use crate::primitives::Direction;
 
     /// Every element receives the first (forward) or last (backward) value.
@@ -97,7 +92,7 @@ pub mod gpu {
         let mut out = unsafe { g.alloc::<T>(n.max(1))? };
         if n > 0 {
             let last = (dir == Direction::Backward) as u32;
-            helper!(
+            grid_stride!(
                 g,
                 &format!("broadcast_{}", width::<T>()),
                 n,
@@ -136,7 +131,7 @@ pub mod gpu {
         let w = width::<T>();
         // SAFETY: keep_segment_ends_bN writes all n entries.
         let mut kept = unsafe { g.alloc::<T>(n)? };
-        helper!(
+        grid_stride!(
             g,
             &format!("keep_segment_ends_{w}"),
             n,
@@ -154,10 +149,10 @@ pub mod gpu {
         }
         // SAFETY: split_halves writes all n entries of both.
         let (mut lo, mut hi) = unsafe { (g.alloc::<u32>(n)?, g.alloc::<u32>(n)?) };
-        helper!(g, "split_halves", n, &kept, &n32, &mut lo, &mut hi);
+        grid_stride!(g, "split_halves", n, &kept, &n32, &mut lo, &mut hi);
         let lo = glue::segmented_scan_u32(g, &lo, heads, dir, true)?;
         let hi = glue::segmented_scan_u32(g, &hi, heads, dir, true)?;
-        helper!(g, "join_halves", n, &lo, &hi, &n32, &mut kept);
+        grid_stride!(g, "join_halves", n, &lo, &hi, &n32, &mut kept);
         Ok(kept)
     }
 

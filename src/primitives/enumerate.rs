@@ -91,7 +91,7 @@ pub mod cpu {
 pub mod gpu {
     use crate::error::Result;
     use crate::gpu::{DeviceBuffer, Gpu};
-    use crate::primitives::glue::{self, helper, len_u32};
+    use crate::primitives::glue::{self, grid_stride, len_u32};
     use crate::primitives::Direction;
 
     fn ones_of(g: &Gpu, flags: &DeviceBuffer<u32>, n: usize) -> Result<DeviceBuffer<u32>> {
@@ -99,7 +99,7 @@ pub mod gpu {
         let n32 = len_u32(n, "enumerate")?;
         // SAFETY: bits_to_u32 writes all n entries.
         let mut e = unsafe { g.alloc::<u32>(n.max(1))? };
-        helper!(g, "bits_to_u32", n, flags, &n32, &0u32, &mut e);
+        grid_stride!(g, "bits_to_u32", n, flags, &n32, &0u32, &mut e);
         Ok(e)
     }
 

@@ -129,6 +129,17 @@ pub(crate) fn check_words(what: &str, words: usize, n: usize) {
     );
 }
 
+/// The grid-stride kernels of enumerate, distribute, split-and-segment, quicksort and segmented
+/// sort (`kernels/device/segment_ops.cu`).
+pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
+    name: "device/segment_ops.cu",
+    text: include_str!("../../kernels/device/segment_ops.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::primitives::sources::BLOCK_RADIX_RANK,
+    ],
+};
+
 #[cfg(feature = "cuda")]
 /// The launch error of `kernel`.
 pub(crate) fn launch_err(
@@ -138,19 +149,19 @@ pub(crate) fn launch_err(
 }
 
 #[cfg(feature = "cuda")]
-/// Grid size for the grid-stride helpers of `segment_ops.cu`.
+/// Grid size for the grid-stride kernels of `segment_ops.cu`.
 pub(crate) fn stride_grid(g: &Gpu, n: usize) -> u32 {
     (n.div_ceil(256) as u32).clamp(1, g.sm_count() * 8)
 }
 
 #[cfg(feature = "cuda")]
-/// Launches one of the grid-stride helpers of `segment_ops.cu` over `n` elements:
-/// `helper!(g, "entry", n, arg, arg, ...)`, the arguments in the kernel's order.
-macro_rules! helper {
+/// Launches one of the grid-stride kernels of `segment_ops.cu` over `n` elements:
+/// `grid_stride!(g, "entry", n, arg, arg, ...)`, the arguments in the kernel's order.
+macro_rules! grid_stride {
     ($g:expr, $entry:expr, $n:expr, $($arg:expr),* $(,)?) => {{
         use cudarc::driver::PushKernelArg as _;
         let entry: &str = $entry;
-        let f = $g.function(&crate::primitives::distribute::KERNELS, entry, &[])?;
+        let f = $g.function(&crate::primitives::glue::SEGMENT_OPS, entry, &[])?;
         let mut b = $g.stream().launch_builder(&f);
         $( b.arg($arg); )*
         // SAFETY: every call site passes the arguments of `entry` in the order of its signature
@@ -160,7 +171,7 @@ macro_rules! helper {
     }};
 }
 #[cfg(feature = "cuda")]
-pub(crate) use helper;
+pub(crate) use grid_stride;
 
 #[cfg(feature = "cuda")]
 /// `n` ones on the device.
@@ -168,6 +179,6 @@ pub(crate) fn ones(g: &Gpu, n: usize) -> Result<DeviceBuffer<u32>> {
     let n32 = len_u32(n, "ones")?;
     // SAFETY: fill_u32 writes all n entries.
     let mut o = unsafe { g.alloc::<u32>(n.max(1))? };
-    helper!(g, "fill_u32", n, &mut o, &n32, &1u32);
+    grid_stride!(g, "fill_u32", n, &mut o, &n32, &1u32);
     Ok(o)
 }

@@ -78,7 +78,7 @@ pub mod sources {
         [COMMON]
     );
     source!(
-        /// `warp/warp_reduce.cuh`: warp reductions and ballot helpers.
+        /// `warp/warp_reduce.cuh`: warp reductions and ballot functions.
         WARP_REDUCE,
         "warp/warp_reduce.cuh",
         [COMMON]
@@ -252,7 +252,7 @@ pub enum ScanAlgorithm {
     /// window of 32 predecessors. Reads the input once and writes the output once. The default
     /// and the fastest measured (H200, `benches/results/scan.md`): f32 2^26 in 236 µs (1.32×
     /// CUB's `DeviceScan` measured in the same run; the multi-pass warp-shuffle algorithm took
-    /// 242 µs in round 1), 2^20 in 7.5 µs (CUB 9–13 µs), segmented scans 0.8× CUB's
+    /// 242 µs), 2^20 in 7.5 µs (CUB 9–13 µs), segmented scans 0.8× CUB's
     /// scan-by-key.
     #[default]
     DecoupledLookback,
@@ -457,7 +457,7 @@ pub fn check_offsets(offsets: &[u32], n: usize) -> crate::Result<()> {
     Ok(())
 }
 
-// ---- issue 7 (helper "prims"): the primitives built on scan ----
+// ---- The primitives built on scan ----
 pub mod compact;
 pub mod distribute;
 pub mod enumerate;

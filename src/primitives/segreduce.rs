@@ -108,7 +108,7 @@ pub mod gpu {
     use super::KERNELS;
     use crate::error::Result;
     use crate::gpu::{kernel_name, DeviceBuffer, Gpu, KernelType, PushKernelArg};
-    use crate::primitives::glue::{self, helper, launch_err, len_u32};
+    use crate::primitives::glue::{self, grid_stride, launch_err, len_u32};
     use crate::primitives::{ScanElem, ScanOp};
 
     /// Threads per block of the tile kernel.
@@ -267,10 +267,10 @@ pub mod gpu {
         g.stream()
             .memcpy_dtod(&heads.words().slice(..words), &mut h)
             .map_err(|e| crate::Error::cuda("copying head flags", e))?;
-        helper!(g, "or_u32", 1, &mut h, &1u32);
+        grid_stride!(g, "or_u32", 1, &mut h, &1u32);
         // SAFETY: iota_u32 writes all n entries.
         let mut idx = unsafe { g.alloc::<u32>(n)? };
-        helper!(g, "iota_u32", n, &mut idx, &n32);
+        grid_stride!(g, "iota_u32", n, &mut idx, &n32);
         let (starts, m) = crate::primitives::compact::gpu::compact(g, &idx, &h)?;
         // offsets = starts[0..m] ++ [n]
         // SAFETY: the first m entries are copied below and entry m is set.
@@ -280,7 +280,7 @@ pub mod gpu {
             .map_err(|e| crate::Error::cuda("copying segment offsets", e))?;
         {
             let mut last = offsets.slice_mut(m..);
-            helper!(g, "set_u32", 1, &mut last, &n32);
+            grid_stride!(g, "set_u32", 1, &mut last, &n32);
         }
         let out = segmented_reduce_offsets(g, values, &offsets, op)?;
         Ok((out, m))

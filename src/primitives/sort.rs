@@ -246,7 +246,7 @@ pub mod gpu {
     use super::{RadixKey, KERNELS, ONESWEEP_KERNELS};
     use crate::error::{Error, Result};
     use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
-    use crate::primitives::glue::{self, helper, launch_err, len_u32, width};
+    use crate::primitives::glue::{self, grid_stride, launch_err, len_u32, width};
     use crate::primitives::Direction;
 
     /// Threads per block; must be 256 (one thread per digit value in the ranking).
@@ -613,7 +613,7 @@ pub mod gpu {
         let n32 = len_u32(n, "gather")?;
         // SAFETY: gather writes all n entries.
         let mut out = unsafe { g.alloc::<T>(n)? };
-        helper!(
+        grid_stride!(
             g,
             &format!("gather_{}", width::<T>()),
             n,
@@ -636,10 +636,10 @@ pub mod gpu {
         let m = offsets.len() - 1;
         let n32 = len_u32(n, "segmented_sort")?;
         let m32 = len_u32(m, "segmented_sort")?;
-        // SAFETY: the helpers write all n entries.
+        // SAFETY: the kernels write all n entries.
         let (mut ids, mut idx) = unsafe { (g.alloc::<u32>(n)?, g.alloc::<u32>(n)?) };
-        helper!(g, "segment_ids", n, offsets, &m32, &n32, &mut ids);
-        helper!(g, "iota_u32", n, &mut idx, &n32);
+        grid_stride!(g, "segment_ids", n, offsets, &m32, &n32, &mut ids);
+        grid_stride!(g, "iota_u32", n, &mut idx, &n32);
         let mut k = gather(g, keys, &idx)?; // a copy of the keys
         radix_sort_bits(g, &mut k, Some(&mut idx), K::MODE, 0, K::BITS)?;
         let mut seg = gather(g, &ids, &idx)?;
@@ -711,7 +711,7 @@ pub mod gpu {
         let n = keys.len();
         let n32 = len_u32(n, "quicksort")?;
         let mut words = g.zeros::<u32>(n.div_ceil(32).max(1))?;
-        helper!(g, "or_u32", 1, &mut words, &1u32);
+        grid_stride!(g, "or_u32", 1, &mut words, &1u32);
         let mut heads = crate::primitives::gpu::HeadFlags::from_words(words, n);
         let cmp = format!("qs_compare_{}", width::<K>());
         let desc = format!("count_descents_{}", width::<K>());
@@ -722,7 +722,7 @@ pub mod gpu {
             g.stream()
                 .memset_zeros(&mut counter)
                 .map_err(|e| Error::cuda("memset", e))?;
-            helper!(g, &desc, n, &*keys, &n32, &mode, &mut counter);
+            grid_stride!(g, &desc, n, &*keys, &n32, &mode, &mut counter);
             if g.download(&counter)?[0] == 0 {
                 return Ok(passes);
             }
@@ -740,7 +740,7 @@ pub mod gpu {
             // SAFETY: qs_compare writes all n entries.
             let mut e = unsafe { g.alloc::<u32>(n)? };
             let ge = (passes % 2) as u32;
-            helper!(g, &cmp, n, &*keys, &pivot, &n32, &mode, &ge, &mut e);
+            grid_stride!(g, &cmp, n, &*keys, &pivot, &n32, &mode, &ge, &mut e);
             let (k2, h2) = crate::primitives::split::gpu::split_and_segment_e(g, keys, &e, &heads)?;
             *keys = k2;
             heads = h2;

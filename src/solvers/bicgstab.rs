@@ -33,7 +33,7 @@ use super::{
 use crate::scalar::Scalar;
 
 /// BiCGSTAB for a general (unsymmetric, possibly indefinite) `A`, right-preconditioned by `m`
-/// (pass [`Identity`](super::Identity) for none, [`Jacobi`](super::Jacobi) for the diagonal).
+/// (pass [`Identity`](super::Identity) for none, `precond::Jacobi` for the diagonal).
 ///
 /// # Errors
 /// [`SolveError`]: breakdown (ρ, r̂ᵀv or ω vanishing), non-convergence, NaN/Inf, dimension

@@ -19,7 +19,7 @@ use super::{
     check_problem, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
     SolveParams, VectorOps,
 };
-use crate::precond::Identity;
+use crate::backend::Identity;
 use crate::scalar::Scalar;
 
 /// Conjugate gradient for a symmetric positive definite `A`: solves `A·x = b`.
@@ -46,7 +46,7 @@ where
 }
 
 /// Preconditioned conjugate gradient with the SPD preconditioner `m` (for example
-/// [`Jacobi`](super::Jacobi)). A diagonal preconditioner is fused into the vector updates; any
+/// `precond::Jacobi`). A diagonal preconditioner is fused into the vector updates; any
 /// other is applied once per iteration through [`Preconditioner::apply`].
 ///
 /// # Errors

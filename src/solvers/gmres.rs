@@ -43,8 +43,8 @@ use crate::scalar::Scalar;
 pub const DEFAULT_RESTART: usize = 30;
 
 /// Restarted GMRES(`restart`) for a general square `A`, right-preconditioned by `m` (pass
-/// [`Identity`](super::Identity) for none, [`Jacobi`](super::Jacobi) for the diagonal, or a
-/// [`Chebyshev`](super::Chebyshev) polynomial). Each iteration is one operator application.
+/// [`Identity`](super::Identity) for none, `precond::Jacobi` for the diagonal, or a
+/// `precond::Chebyshev` polynomial). Each iteration is one operator application.
 ///
 /// ```
 /// use segsparse::solvers::{gmres, Cpu, Identity, SolveParams};

@@ -21,6 +21,7 @@
 //! factorization is then of `A` with each diagonal entry moved away from zero by
 //! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
 
+use super::reorder::{self, INSERTED};
 use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
@@ -72,8 +73,32 @@ pub struct IncompleteParams {
     /// The GPU triangular solve algorithm (the CPU always substitutes in row order). Default
     /// [`SptrsvAlgorithm::Auto`].
     pub algorithm: SptrsvAlgorithm,
+    /// How each triangular solve is applied when [`jacobi_sweeps`](Self::jacobi_sweeps) is 0:
+    /// exactly, or chosen per triangle from its level count and the size of its strict part
+    /// ([`Application::Auto`], see [`choose_sweeps`]). Default [`Application::Exact`].
+    pub application: Application,
+    /// A symmetric reordering of the matrix before factorizing (the preconditioner permutes the
+    /// residual in and the correction out, so the caller sees `A`'s numbering). Default
+    /// [`Ordering::Natural`].
+    pub ordering: Ordering,
+    /// A row permutation that puts nonzeros on the diagonal (ILU only). Default
+    /// [`RowMatching::Auto`]: used only when a diagonal entry is missing or stored as zero;
+    /// diagonal entries that no permutation can provide (a structurally singular matrix) are
+    /// inserted as zeros, which then need a [`shift`](Self::shift) or
+    /// [`auto_shift`](Self::auto_shift).
+    pub matching: RowMatching,
     #[doc(hidden)]
     pub non_exhaustive: (),
+}
+
+impl IncompleteParams {
+    /// These parameters in the natural order (after an unstable reordered factor).
+    pub fn natural_fallback(&self) -> Self {
+        IncompleteParams {
+            ordering: Ordering::Natural,
+            ..*self
+        }
+    }
 }
 
 impl Default for IncompleteParams {
@@ -84,8 +109,248 @@ impl Default for IncompleteParams {
             auto_shift: false,
             jacobi_sweeps: 0,
             algorithm: SptrsvAlgorithm::Auto,
+            application: Application::Exact,
+            ordering: Ordering::Natural,
+            matching: RowMatching::Auto,
             non_exhaustive: (),
         }
+    }
+}
+
+/// How a factor's triangular solves are applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Application {
+    /// Exact substitution (level-scheduled or synchronization-free on the GPU).
+    #[default]
+    Exact,
+    /// Chosen per triangle by [`choose_sweeps`]: exact on shallow triangles, Jacobi sweeps on
+    /// deep ones whose strict part is small enough for the sweeps to converge quickly.
+    Auto,
+}
+
+/// A symmetric reordering before factorizing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ordering {
+    /// The matrix's own order.
+    #[default]
+    Natural,
+    /// Multicolouring ([`reorder::multicolor`]): at most as many levels as colours.
+    Multicolor,
+    /// Reverse Cuthill–McKee ([`reorder::rcm`]).
+    Rcm,
+    /// Multicolouring when the natural lower triangle has more than [`AUTO_REORDER_LEVELS`]
+    /// levels and the colouring needs at most 1/[`AUTO_REORDER_GAIN`] of them, else natural;
+    /// natural also when the multicoloured factor is unstable ([`REORDER_MAX_GROWTH`]).
+    Auto,
+}
+
+impl Ordering {
+    /// `"natural"`, `"multicolor"`, `"rcm"` or `"auto"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ordering::Natural => "natural",
+            Ordering::Multicolor => "multicolor",
+            Ordering::Rcm => "rcm",
+            Ordering::Auto => "auto",
+        }
+    }
+}
+
+/// Whether a row permutation puts nonzeros on the diagonal ([`reorder::max_transversal`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RowMatching {
+    /// Never: a missing diagonal entry is an error naming the row.
+    Off,
+    /// When a diagonal entry is missing or stored as zero.
+    #[default]
+    Auto,
+    /// Always (the matching also prefers large diagonal entries).
+    On,
+}
+
+/// Natural-order levels above which [`Ordering::Auto`] considers multicolouring.
+pub const AUTO_REORDER_LEVELS: usize = 256;
+/// [`Ordering::Auto`] multicolours only when the colours are at most the natural levels divided
+/// by this.
+pub const AUTO_REORDER_GAIN: usize = 8;
+/// [`Ordering::Auto`] falls back to the natural order when a triangle of the multicoloured
+/// factor has `‖D⁻¹N‖∞` above this (the factor is unstable: olm1000's multicoloured ILU(0)
+/// reaches 7·10⁴ and GMRES diverges, where the corpus's useful multicoloured factors stay
+/// below 100).
+pub const REORDER_MAX_GROWTH: f64 = 1e3;
+/// Levels up to which [`Application::Auto`] always solves exactly.
+pub const AUTO_EXACT_LEVELS: usize = 48;
+/// The cost of one Jacobi sweep in levels of an exact level-scheduled solve, for
+/// [`Application::Auto`] (a sweep is one launch over the whole triangle; a level of a narrow
+/// run costs a block barrier and a short dependent load chain).
+pub const SWEEP_COST_LEVELS: usize = 8;
+/// The most sweeps [`Application::Auto`] uses.
+pub const MAX_AUTO_SWEEPS: usize = 12;
+/// Sweeps of [`Application::Auto`] on a deep triangle (more than [`AUTO_REORDER_LEVELS`]
+/// levels) whose `‖D⁻¹N‖∞` is at least 1 but at most [`DEEP_SWEEP_MAX_NORM`]. Measured on an
+/// H100 (`benches/results/ilu.md`): 4 sweeps were the fastest ILU(0)/IC(0) application on the
+/// corpus's deep factors (raefsky2, bcsstk13, bcsstk16; norms 3–80), where the exact solve
+/// costs 0.7–1.4 ms and the multicoloured factor needs 1.4–4× the iterations.
+pub const DEEP_SWEEPS: usize = 4;
+/// The largest `‖D⁻¹N‖∞` of a deep triangle that [`Application::Auto`] sweeps (olm1000's
+/// factors, 136 and 157, stagnate GMRES under sweeps; the swept corpus factors stay below 80).
+pub const DEEP_SWEEP_MAX_NORM: f64 = 100.0;
+/// The reduction of the sweeps' error that [`Application::Auto`] asks for.
+pub const AUTO_SWEEP_REDUCTION: f64 = 1e-2;
+
+/// The number of Jacobi sweeps for one triangle under [`Application::Auto`]; 0 means exact.
+///
+/// Exact when the triangle has at most [`AUTO_EXACT_LEVELS`] levels. Otherwise the sweeps'
+/// error after `k` sweeps is bounded by `νᵏ` with `ν = ‖D⁻¹N‖∞` (`N` the strict triangle, `D`
+/// its diagonal, ones for a unit triangle): when `ν < 1`, `k = ⌈log(AUTO_SWEEP_REDUCTION) /
+/// log ν⌉` (at least 2, at most [`MAX_AUTO_SWEEPS`]), taken when `k` sweeps cost less than the
+/// exact solve (`k × SWEEP_COST_LEVELS < levels`). When `ν ≥ 1` the sweeps may grow before they
+/// converge (the `U` of ILU(0) of a matrix far from diagonal dominance): a deep triangle (more
+/// than [`AUTO_REORDER_LEVELS`] levels, where the exact solve is a long chain) with
+/// `ν ≤ DEEP_SWEEP_MAX_NORM` takes [`DEEP_SWEEPS`] sweeps, any other stays exact.
+pub fn choose_sweeps<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
+    let nu = strict_norm(plan, col, val);
+    let levels = plan.levels();
+    if levels <= AUTO_EXACT_LEVELS || nu.is_nan() {
+        return (0, nu);
+    }
+    if nu < 1.0 {
+        let k = if nu <= 0.0 {
+            2
+        } else {
+            ((AUTO_SWEEP_REDUCTION.ln() / nu.ln()).ceil() as usize).clamp(2, MAX_AUTO_SWEEPS)
+        };
+        if k * SWEEP_COST_LEVELS < levels && k < levels {
+            return (k, nu);
+        }
+        return (0, nu);
+    }
+    if levels > AUTO_REORDER_LEVELS && nu <= DEEP_SWEEP_MAX_NORM {
+        return (DEEP_SWEEPS, nu);
+    }
+    (0, nu)
+}
+
+/// `‖D⁻¹N‖∞` of a triangle (`N` its strict part, `D` its diagonal or ones).
+pub fn strict_norm<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f64 {
+    let _ = col;
+    let (s, e) = (plan.start(), plan.end());
+    let mut m = 0.0f64;
+    for i in 0..plan.n() {
+        let d = match plan.diagonal() {
+            Diagonal::Unit => 1.0,
+            Diagonal::NonUnit => val[plan.diag_pos()[i] as usize].abs().as_f64(),
+        };
+        let r: f64 = val[s[i] as usize..e[i] as usize]
+            .iter()
+            .map(|v| v.abs().as_f64())
+            .sum();
+        m = m.max(if d > 0.0 { r / d } else { f64::INFINITY });
+    }
+    m
+}
+
+/// What the analysis did to the matrix before factorizing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Preprocessing {
+    /// The ordering used (never `Auto`).
+    pub ordering: Ordering,
+    /// Colours of a multicolour ordering (0 otherwise).
+    pub colors: usize,
+    /// Levels of the lower triangle in the natural order (after the matching).
+    pub natural_levels: usize,
+    /// Whether a row matching permuted the rows.
+    pub matched: bool,
+    /// Diagonal entries inserted (zeros) because no row permutation provides them.
+    pub inserted_diagonals: usize,
+}
+
+/// What a factorization did and how it is applied: for reports (`info`, JSON).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct FactorSummary {
+    /// `"ilu0"` or `"ic0"`.
+    pub kind: &'static str,
+    /// The ordering used (`"natural"`, `"multicolor"`, `"rcm"`).
+    pub ordering: &'static str,
+    /// Colours of a multicolour ordering (0 otherwise).
+    pub colors: usize,
+    /// Levels of the natural lower triangle (after the matching).
+    pub natural_levels: usize,
+    /// Levels of the factor's lower solve.
+    pub lower_levels: usize,
+    /// Levels of the factor's upper solve.
+    pub upper_levels: usize,
+    /// `"exact"` or `"jacobi-K"`.
+    pub lower_mode: String,
+    /// `"exact"` or `"jacobi-K"`.
+    pub upper_mode: String,
+    /// `‖D⁻¹N‖∞` of the lower triangle (`None` when not computed).
+    pub lower_norm: Option<f64>,
+    /// `‖D⁻¹N‖∞` of the upper triangle (`None` when not computed).
+    pub upper_norm: Option<f64>,
+    /// Whether a row matching permuted the rows.
+    pub matched: bool,
+    /// Diagonal entries inserted (structurally singular matrix).
+    pub inserted_diagonals: usize,
+    /// The diagonal shift used.
+    pub shift: f64,
+    /// Whether the values were factored on the host (a deep schedule on the GPU backend).
+    pub host_factorization: bool,
+}
+
+impl FactorSummary {
+    /// The summary of a factor on `s` applied by `modes`.
+    pub fn new(s: &IncompleteStructure, modes: ApplyModes, shift: f64, host: bool) -> Self {
+        let p = &s.preprocessing;
+        FactorSummary {
+            kind: s.kind.name(),
+            ordering: p.ordering.name(),
+            colors: p.colors,
+            natural_levels: p.natural_levels,
+            lower_levels: s.lower.levels(),
+            upper_levels: s.upper.levels(),
+            lower_mode: ApplyModes::mode_name(modes.lower_sweeps),
+            upper_mode: ApplyModes::mode_name(modes.upper_sweeps),
+            lower_norm: modes.lower_norm.is_finite().then_some(modes.lower_norm),
+            upper_norm: modes.upper_norm.is_finite().then_some(modes.upper_norm),
+            matched: p.matched,
+            inserted_diagonals: p.inserted_diagonals,
+            shift,
+            host_factorization: host,
+        }
+    }
+}
+
+impl std::fmt::Display for FactorSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} order {}", self.kind, self.ordering)?;
+        if self.colors > 0 {
+            write!(f, " ({} colours)", self.colors)?;
+        }
+        write!(
+            f,
+            ", natural levels {}, L {} levels {}, U {} levels {}",
+            self.natural_levels,
+            self.lower_levels,
+            self.lower_mode,
+            self.upper_levels,
+            self.upper_mode
+        )?;
+        if self.matched || self.inserted_diagonals > 0 {
+            write!(
+                f,
+                ", rows matched ({} diagonals inserted)",
+                self.inserted_diagonals
+            )?;
+        }
+        if self.shift != 0.0 {
+            write!(f, ", shift {}", self.shift)?;
+        }
+        if self.host_factorization {
+            write!(f, ", factored on the host")?;
+        }
+        Ok(())
     }
 }
 
@@ -112,7 +377,8 @@ pub struct IncompleteStructure {
     pub row_ptr: Vec<u32>,
     /// `col_idx` of the factor.
     pub col_idx: Vec<u32>,
-    /// For each factor entry, its position in `A`.
+    /// For each factor entry, its position in `A` ([`INSERTED`] for a diagonal entry that
+    /// `A` lacks, initially zero).
     pub src: Vec<u32>,
     /// Position of each row's diagonal entry in the factor.
     pub diag_pos: Vec<u32>,
@@ -125,6 +391,26 @@ pub struct IncompleteStructure {
     /// `A`'s entry count and columns (to check that an update has the same pattern).
     pub a_nnz: usize,
     a_col_hash: u64,
+    /// The rows of `A` in the factor's order: the lower solve reads `b[perm_in[i]]` as its
+    /// `i`-th entry (`None`: the identity). The factor is of `B = A[perm_in, q]`, `q` the
+    /// symmetric ordering.
+    pub perm_in: Option<Vec<u32>>,
+    /// The inverse of the ordering `q`: the upper solve's result `y` is returned as
+    /// `x[j] = y[perm_out[j]]` (`None`: the identity).
+    pub perm_out: Option<Vec<u32>>,
+    /// What was done before factorizing.
+    pub preprocessing: Preprocessing,
+}
+
+/// Whether some row of `a` (sorted indices) has no diagonal entry or a zero one.
+fn diagonal_missing_or_zero<T: Scalar>(a: &CsrMatrix<T>) -> bool {
+    (0..a.nrows()).any(|i| {
+        let (c, v) = a.row(i);
+        match c.binary_search(&(i as u32)) {
+            Ok(k) => v[k] == T::zero(),
+            Err(_) => true,
+        }
+    })
 }
 
 fn pattern_hash<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
@@ -138,7 +424,104 @@ fn pattern_hash<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
 }
 
 impl IncompleteStructure {
-    /// Analyses `a` for the factorization `kind`.
+    /// Analyses `a` for the factorization `kind` with the row matching and ordering of `params`
+    /// ([`IncompleteParams::matching`], [`IncompleteParams::ordering`]).
+    ///
+    /// # Errors
+    /// As [`analyse`](Self::analyse); with [`RowMatching::Off`], a missing diagonal entry.
+    pub fn analyse_with<T: Scalar>(
+        a: &CsrMatrix<T>,
+        kind: FactorKind,
+        params: &IncompleteParams,
+    ) -> Result<Self> {
+        let n = a.nrows();
+        if a.ncols() != n || !a.has_sorted_indices() {
+            return Self::analyse(a, kind);
+        }
+        let matching = kind == FactorKind::Ilu0
+            && match params.matching {
+                RowMatching::Off => false,
+                RowMatching::On => true,
+                RowMatching::Auto => diagonal_missing_or_zero(a),
+            };
+        if !matching && params.ordering == Ordering::Natural {
+            return Self::analyse(a, kind);
+        }
+        let identity: Vec<u32> = (0..n as u32).collect();
+        let mut prep = Preprocessing::default();
+        // Step 1: the row matching (B₁ = A[m, :], missing diagonals inserted).
+        let (a1, src1, m) = if matching {
+            let mt = reorder::max_transversal(a)?;
+            let (b, src) = reorder::permute(a, &mt.row_of, &identity, true)?;
+            prep.matched = mt.row_of != identity;
+            prep.inserted_diagonals = src.iter().filter(|&&p| p == INSERTED).count();
+            (std::borrow::Cow::Owned(b), Some(src), mt.row_of)
+        } else {
+            (std::borrow::Cow::Borrowed(a), None, identity.clone())
+        };
+        // Step 2: the symmetric ordering.
+        prep.natural_levels = TriangularPlan::analyse(&*a1, Triangle::Lower, Diagonal::Unit)
+            .map(|p| p.levels())
+            .unwrap_or(0);
+        let q: Option<Vec<u32>> = match params.ordering {
+            Ordering::Natural => None,
+            Ordering::Rcm => Some(reorder::rcm(&*a1)),
+            Ordering::Multicolor => {
+                let (q, c) = reorder::multicolor(&*a1);
+                prep.colors = c;
+                Some(q)
+            }
+            Ordering::Auto => {
+                if prep.natural_levels > AUTO_REORDER_LEVELS {
+                    let (q, c) = reorder::multicolor(&*a1);
+                    (AUTO_REORDER_GAIN * c <= prep.natural_levels).then(|| {
+                        prep.colors = c;
+                        q
+                    })
+                } else {
+                    None
+                }
+            }
+        };
+        prep.ordering = match (&q, params.ordering) {
+            (None, _) => Ordering::Natural,
+            (Some(_), Ordering::Rcm) => Ordering::Rcm,
+            (Some(_), _) => Ordering::Multicolor,
+        };
+        let (b, src2) = match &q {
+            Some(q) => {
+                let (b, s) = reorder::permute(&*a1, q, q, false)?;
+                (std::borrow::Cow::Owned(b), Some(s))
+            }
+            None => (a1, None),
+        };
+        // Positions of B's entries in A.
+        let to_a = |p: u32| -> u32 {
+            let p1 = match &src2 {
+                Some(s2) => s2[p as usize],
+                None => p,
+            };
+            match (&src1, p1) {
+                (_, INSERTED) => INSERTED,
+                (Some(s1), p1) => s1[p1 as usize],
+                (None, p1) => p1,
+            }
+        };
+        let mut s = Self::analyse(&*b, kind)?;
+        s.src = s.src.iter().map(|&p| to_a(p)).collect();
+        s.a_nnz = a.nnz();
+        s.a_col_hash = pattern_hash(a);
+        let perm_in: Vec<u32> = match &q {
+            Some(q) => q.iter().map(|&i| m[i as usize]).collect(),
+            None => m,
+        };
+        s.perm_in = (perm_in != identity).then_some(perm_in);
+        s.perm_out = q.map(|q| reorder::inverse(&q));
+        s.preprocessing = prep;
+        Ok(s)
+    }
+
+    /// Analyses `a` for the factorization `kind` in its own order.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when `a` is not square, its indices are not sorted, or a row has no
@@ -164,6 +547,12 @@ impl IncompleteStructure {
                     transpose: None,
                     a_nnz: a.nnz(),
                     a_col_hash: pattern_hash(a),
+                    perm_in: None,
+                    perm_out: None,
+                    preprocessing: Preprocessing {
+                        natural_levels: check.levels(),
+                        ..Default::default()
+                    },
                 })
             }
             FactorKind::Ic0 => {
@@ -208,6 +597,7 @@ impl IncompleteStructure {
                 let lt = pattern(&t_ptr, &t_col)?;
                 let lower = TriangularPlan::analyse(&l, Triangle::Lower, Diagonal::NonUnit)?;
                 let upper = TriangularPlan::analyse(&lt, Triangle::Upper, Diagonal::NonUnit)?;
+                let lower_levels = lower.levels();
                 Ok(IncompleteStructure {
                     kind,
                     n,
@@ -217,9 +607,15 @@ impl IncompleteStructure {
                     diag_pos,
                     lower,
                     upper,
+                    preprocessing: Preprocessing {
+                        natural_levels: lower_levels,
+                        ..Default::default()
+                    },
                     transpose: Some((t_ptr, t_col, t_map)),
                     a_nnz: a.nnz(),
                     a_col_hash: pattern_hash(a),
+                    perm_in: None,
+                    perm_out: None,
                 })
             }
         }
@@ -248,7 +644,17 @@ impl IncompleteStructure {
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
     pub fn initial_values<T: Scalar>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T>) {
         let av = a.values();
-        let mut vals: Vec<T> = self.src.iter().map(|&p| av[p as usize]).collect();
+        let mut vals: Vec<T> = self
+            .src
+            .iter()
+            .map(|&p| {
+                if p == INSERTED {
+                    T::zero()
+                } else {
+                    av[p as usize]
+                }
+            })
+            .collect();
         let mut rowmax = vec![T::zero(); self.n];
         for i in 0..self.n {
             let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
@@ -271,10 +677,52 @@ fn strip(e: &Error) -> String {
         Error::InvalidInput(m) => m.trim_start_matches("triangular solve: ").replace(
             "(a non-unit solve divides by it)",
             "(the factorization needs every diagonal entry stored; a row permutation that \
-                 puts nonzeros on the diagonal is the usual remedy)",
+                 puts nonzeros on the diagonal is the usual remedy: IncompleteParams::matching)",
         ),
         other => other.to_string(),
     }
+}
+
+/// [`Ordering::Auto`] with [`Application::Auto`]: the natural-order factor first, kept when it
+/// is shallow or its deep triangles are swept; `Ok(None)` means "reorder" (the caller goes on
+/// with the multicolour attempt). Other parameters: `Ok(None)` at once.
+pub(crate) fn natural_first<F>(
+    params: &IncompleteParams,
+    build: impl Fn(&IncompleteParams) -> Result<F>,
+    shape: impl Fn(&F) -> (usize, ApplyModes),
+) -> Result<Option<F>> {
+    if params.ordering != Ordering::Auto
+        || params.application != Application::Auto
+        || params.jacobi_sweeps > 0
+    {
+        return Ok(None);
+    }
+    let Ok(natural) = build(&params.natural_fallback()) else {
+        return Ok(None);
+    };
+    let (levels, modes) = shape(&natural);
+    let swept = modes.lower_sweeps > 0 || modes.upper_sweeps > 0;
+    if levels <= AUTO_REORDER_LEVELS || swept {
+        return Ok(Some(natural));
+    }
+    Ok(None)
+}
+
+/// One factorization of `a`'s values on `s` with `shift` on the host: the factor's values, or
+/// the row and value of the first bad pivot.
+pub(crate) fn factor_values<T: Scalar>(
+    s: &IncompleteStructure,
+    a: &CsrMatrix<T>,
+    shift: f64,
+    pivot_tol: f64,
+) -> std::result::Result<Vec<T>, (usize, f64)> {
+    let (mut v, rowmax) = s.initial_values(a, shift);
+    let tol = T::of_f64(pivot_tol);
+    match s.kind {
+        FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol)?,
+        FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol)?,
+    }
+    Ok(v)
 }
 
 /// The error of a bad pivot, shared by the CPU and GPU factorizations.
@@ -307,6 +755,84 @@ pub struct IncompleteFactor<T> {
     /// IC: `Lᵀ`'s values (gathered after each factorization).
     t_values: Vec<T>,
     shift_used: f64,
+    /// The application of each triangle, chosen after the first factorization.
+    modes: ApplyModes,
+}
+
+/// How a factor's two triangular solves are applied, and why.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ApplyModes {
+    /// Jacobi sweeps of the lower solve (0: exact).
+    pub lower_sweeps: usize,
+    /// Jacobi sweeps of the upper solve (0: exact).
+    pub upper_sweeps: usize,
+    /// `‖D⁻¹N‖∞` of the lower triangle (computed under [`Application::Auto`], else NaN).
+    pub lower_norm: f64,
+    /// `‖D⁻¹N‖∞` of the upper triangle (computed under [`Application::Auto`], else NaN).
+    pub upper_norm: f64,
+}
+
+impl ApplyModes {
+    /// The modes of `params` without a choice: [`IncompleteParams::jacobi_sweeps`] on both
+    /// triangles.
+    pub fn fixed(params: &IncompleteParams) -> Self {
+        ApplyModes {
+            lower_sweeps: params.jacobi_sweeps,
+            upper_sweeps: params.jacobi_sweeps,
+            lower_norm: f64::NAN,
+            upper_norm: f64::NAN,
+        }
+    }
+
+    /// The modes `params` ask for, given the factor's values on `s`'s pattern (`values`) and,
+    /// for IC, `Lᵀ`'s (`t_values`).
+    pub fn resolve<T: Scalar>(
+        s: &IncompleteStructure,
+        params: &IncompleteParams,
+        values: &[T],
+        t_values: &[T],
+    ) -> Self {
+        let (lower_sweeps, lower_norm) = choose_sweeps(&s.lower, &s.col_idx, values);
+        let (upper_sweeps, upper_norm) = match &s.transpose {
+            Some((_, tcol, _)) => choose_sweeps(&s.upper, tcol, t_values),
+            None => choose_sweeps(&s.upper, &s.col_idx, values),
+        };
+        if params.jacobi_sweeps > 0 || params.application == Application::Exact {
+            return ApplyModes {
+                lower_norm,
+                upper_norm,
+                ..Self::fixed(params)
+            };
+        }
+        ApplyModes {
+            lower_sweeps,
+            upper_sweeps,
+            lower_norm,
+            upper_norm,
+        }
+    }
+
+    /// Whether [`resolve`](Self::resolve) needs the factor's values (an automatic choice).
+    pub fn needs_values(params: &IncompleteParams) -> bool {
+        (params.jacobi_sweeps == 0 && params.application == Application::Auto)
+            || params.ordering == Ordering::Auto
+    }
+
+    /// Whether a reordered factor is unstable enough to fall back to the natural order: a
+    /// triangle's `‖D⁻¹N‖∞` above [`REORDER_MAX_GROWTH`].
+    pub fn unstable(&self) -> bool {
+        let ok = |v: f64| v <= REORDER_MAX_GROWTH;
+        !ok(self.lower_norm) || !ok(self.upper_norm)
+    }
+
+    /// `"exact"` or `"jacobi-K"` for a triangle's sweeps.
+    pub fn mode_name(sweeps: usize) -> String {
+        if sweeps == 0 {
+            "exact".into()
+        } else {
+            format!("jacobi-{sweeps}")
+        }
+    }
 }
 
 impl<T: Scalar> IncompleteFactor<T> {
@@ -316,15 +842,34 @@ impl<T: Scalar> IncompleteFactor<T> {
     /// As [`IncompleteStructure::analyse`], and a bad pivot naming its row (see the
     /// [module docs](self)).
     pub fn new(a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
-        let structure = IncompleteStructure::analyse(a, kind)?;
+        if let Some(f) = natural_first(
+            params,
+            |p| Self::new(a, kind, p),
+            |f| (f.structure.lower.levels(), f.modes),
+        )? {
+            return Ok(f);
+        }
+        let structure = IncompleteStructure::analyse_with(a, kind, params)?;
         let mut f = IncompleteFactor {
             structure,
             params: *params,
             values: Vec::new(),
             t_values: Vec::new(),
             shift_used: params.shift,
+            modes: ApplyModes::fixed(params),
         };
-        f.refactor(a)?;
+        let reordered_auto = params.ordering == Ordering::Auto
+            && f.structure.preprocessing.ordering != Ordering::Natural;
+        if let Err(e) = f.refactor(a) {
+            return match reordered_auto {
+                true => Self::new(a, kind, &params.natural_fallback()),
+                false => Err(e),
+            };
+        }
+        f.modes = ApplyModes::resolve(&f.structure, params, &f.values, &f.t_values);
+        if reordered_auto && f.modes.unstable() {
+            return Self::new(a, kind, &params.natural_fallback());
+        }
         Ok(f)
     }
 
@@ -335,17 +880,11 @@ impl<T: Scalar> IncompleteFactor<T> {
     pub fn refactor(&mut self, a: &CsrMatrix<T>) -> Result<()> {
         let s = &self.structure;
         s.check_pattern(a)?;
-        let tol = T::of_f64(self.params.pivot_tol);
         let mut shift = self.params.shift;
         let mut tries = 0;
         loop {
-            let (mut v, rowmax) = s.initial_values(a, shift);
-            let r = match s.kind {
-                FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol),
-                FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol),
-            };
-            match r {
-                Ok(()) => {
+            match factor_values(s, a, shift, self.params.pivot_tol) {
+                Ok(v) => {
                     if let Some((_, _, map)) = &s.transpose {
                         self.t_values = map.iter().map(|&p| v[p as usize]).collect();
                     }
@@ -373,6 +912,14 @@ impl<T: Scalar> IncompleteFactor<T> {
     /// The structure.
     pub fn structure(&self) -> &IncompleteStructure {
         &self.structure
+    }
+    /// How the two triangular solves are applied.
+    pub fn modes(&self) -> ApplyModes {
+        self.modes
+    }
+    /// What was done and how it is applied.
+    pub fn summary(&self) -> FactorSummary {
+        FactorSummary::new(&self.structure, self.modes, self.shift_used, false)
     }
     /// The parameters.
     pub fn params(&self) -> &IncompleteParams {
@@ -420,25 +967,45 @@ impl<T: Scalar> IncompleteFactor<T> {
         }
     }
 
-    /// `x = L⁻¹b` (approximate with [`IncompleteParams::jacobi_sweeps`]).
+    /// `x = L⁻¹(P·b)` (`P` the factor's row order, [`IncompleteStructure::perm_in`];
+    /// approximate per [`modes`](Self::modes)).
     pub fn lower_solve(&self, b: &[T], x: &mut [T]) {
         let s = &self.structure;
-        match self.params.jacobi_sweeps {
+        let permuted: Vec<T>;
+        let b = match &s.perm_in {
+            Some(p) => {
+                permuted = p.iter().map(|&i| b[i as usize]).collect();
+                &permuted[..]
+            }
+            None => b,
+        };
+        match self.modes.lower_sweeps {
             0 => s.lower.solve_values(&s.col_idx, &self.values, b, x),
             k => s.lower.sweep_values(&s.col_idx, &self.values, b, x, k),
         }
     }
 
-    /// `x = U⁻¹b` (IC: `L⁻ᵀb`) (approximate with [`IncompleteParams::jacobi_sweeps`]).
+    /// `x = Qᵀ·U⁻¹b` (IC: `L⁻ᵀ`; `Q` the factor's ordering,
+    /// [`IncompleteStructure::perm_out`]; approximate per [`modes`](Self::modes)).
     pub fn upper_solve(&self, b: &[T], x: &mut [T]) {
         let s = &self.structure;
         let (col, val) = match &s.transpose {
             Some((_, tcol, _)) => (&tcol[..], &self.t_values[..]),
             None => (&s.col_idx[..], &self.values[..]),
         };
-        match self.params.jacobi_sweeps {
-            0 => s.upper.solve_values(col, val, b, x),
-            k => s.upper.sweep_values(col, val, b, x, k),
+        let solve = |y: &mut [T]| match self.modes.upper_sweeps {
+            0 => s.upper.solve_values(col, val, b, y),
+            k => s.upper.sweep_values(col, val, b, y, k),
+        };
+        match &s.perm_out {
+            Some(p) => {
+                let mut y = vec![T::zero(); x.len()];
+                solve(&mut y);
+                for (xj, &pj) in x.iter_mut().zip(p) {
+                    *xj = y[pj as usize];
+                }
+            }
+            None => solve(x),
         }
     }
 }

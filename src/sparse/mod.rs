@@ -28,6 +28,7 @@ mod aggregate;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod incomplete;
+pub mod reorder;
 pub mod triangular;
 
 pub use aggregate::{
@@ -340,6 +341,32 @@ mod tests {
             // The pattern is exactly sprs's (it keeps cancelled entries as we do).
             let s = &a.to_sprs() * &b.to_sprs();
             assert_eq!(s.nnz(), c.nnz(), "{m}×{k}·{k}×{n}");
+        }
+    }
+
+    /// A dense row and a dense column: every row of `A·A` touches every column (the case the
+    /// GPU routes to bitmaps and dense windows), checked against the dense product.
+    #[test]
+    fn spgemm_dense_row_and_column() {
+        let n = 300;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+        let mut t: Vec<(usize, usize, f64)> = (0..n).map(|j| (0, j, 1.0 + j as f64)).collect();
+        for i in 1..n {
+            t.push((i, 0, rng.gen_range(-1.0..1.0)));
+            t.push((i, rng.gen_range(1..n), rng.gen_range(-1.0..1.0)));
+        }
+        let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+        let c = spgemm(&a, &a).unwrap();
+        assert_eq!(c.nnz(), n * n, "every row touches every column");
+        let (da, dc) = (dense(&a), dense(&c));
+        for i in 0..n {
+            for j in 0..n {
+                let want: f64 = (0..n).map(|l| da[i][l] * da[l][j]).sum();
+                assert!(
+                    (dc[i][j] - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                    "C[{i},{j}]"
+                );
+            }
         }
     }
 

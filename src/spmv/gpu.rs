@@ -49,7 +49,7 @@
 //! # Performance (`benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
 //! `cusparseSpMV_preprocess`, same process)
 //!
-//! H100, 2026-11-25 (issue 20 item 4), held-out instances of 10–69 M entries, `Auto` against
+//! H100, 2026-11-25, held-out instances of 10–69 M entries, `Auto` against
 //! the faster cuSPARSE algorithm: power law 0.99–1.02×, a few dense rows among short ones
 //! 1.02–1.13×, mostly empty rows 0.97–1.07×, uniform random and short-and-wide rows 1.00–1.04×,
 //! Poisson 3D 1.25–1.36×; **misses**: R-MAT 0.92–0.98× and the 27-point stencil in `f64`
@@ -58,7 +58,7 @@
 //! they cost R-MAT 10–14 % (blocked loads 1.05–1.10×) and gain power law and dense rows 4–13 %.
 //! The 40 small corpus matrices (L2-resident): geo-mean 1.66×; raefsky2 in 4.0 µs (2.3×).
 //!
-//! H200, 2026-11-22/24 (issue 10, before the striped loads): stencils at 95–99.6% of the copy
+//! H200, 2026-11-22/24 (before the striped loads): stencils at 95–99.6% of the copy
 //! bandwidth (1.44–1.69×); the paper's four steps 0.3–0.7× of cuSPARSE.
 //!
 //! # Semantics and precision
@@ -84,19 +84,16 @@ use std::sync::{Arc, Mutex};
 use crate::csr::{CsrMatrix, RowStats};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
-use crate::gpu::{CudaView, CudaViewMut, Gpu, KernelType, PushKernelArg};
+use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
 use crate::primitives::gpu::{self as prim, HeadFlags};
-use crate::primitives::{ScanAlgorithm, ScanElem, ScanOp, ScanSpec};
+use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::scalar::Scalar;
 
 pub use cusparse_peer::{CusparseAlg, CusparseSpmv};
 
 use cudarc::driver::{CudaFunction, CudaSlice};
 
-/// Element types of the GPU SpMV: `f32` and `f64` (a [`Scalar`] with kernel instantiations,
-/// scannable by the segmented-scan primitive). Generic callers (solvers) bound on this.
-pub trait GpuScalar: Scalar + KernelType + ScanElem {}
-impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
+pub use crate::backend::GpuScalar;
 
 /// `kernels/spmv/spmv_scan.cuh`: the warp and block scan of (head count, flag, partial sum)
 /// triples of the fused SpMV.
@@ -1271,6 +1268,24 @@ pub const ROWS_MAX_LEN: usize = 12;
 /// Longest row of the regular, local-column matrices for which `Auto` runs the 4-lane vector
 /// kernel (measured on 27-point stencils, rows of 8–27 entries).
 pub const LOCAL_VECTOR4_MAX_LEN: usize = 32;
+
+/// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
+impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps<T>> for GpuCsr<T> {
+    fn nrows(&self) -> usize {
+        GpuCsr::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        GpuCsr::ncols(self)
+    }
+    fn apply(
+        &self,
+        _: &crate::backend::gpu::GpuOps<T>,
+        x: &CudaSlice<T>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        self.spmv(T::one(), x, T::zero(), y)
+    }
+}
 
 #[cfg(test)]
 mod auto_tests {

@@ -94,14 +94,27 @@
 //! # Ok::<(), segsparse::Error>(())
 //! ```
 
+use crate::backend::{Cpu, LinearOperator};
 use crate::{CsrMatrix, Scalar};
 
 pub mod cpu;
 
-// ---- GPU SpMV: the GPU helper adds its module here ------------------------------------------
 #[cfg(feature = "cuda")]
 pub mod gpu;
-// ----------------------------------------------------------------------------------------------
+
+/// `y ← A·x` with the crate's row-parallel CPU SpMV.
+impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
+    fn nrows(&self) -> usize {
+        CsrMatrix::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        CsrMatrix::ncols(self)
+    }
+    fn apply(&self, _: &Cpu, x: &Vec<T>, y: &mut Vec<T>) -> crate::Result<()> {
+        crate::spmv::spmv(T::one(), self, x, T::zero(), y);
+        Ok(())
+    }
+}
 
 /// `y ← α·A·x + β·y` on the CPU, multithreaded (rayon) over chunks of rows balanced by nonzeros.
 ///

@@ -15,8 +15,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+use segsparse::precond::Jacobi;
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, Jacobi, SolveError, SolveParams,
+    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, SolveError, SolveParams,
 };
 use segsparse::{generate, CsrMatrix, Error};
 

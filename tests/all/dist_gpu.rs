@@ -10,8 +10,9 @@
 use segsparse::dist::nccl::{nccl_available, run_threads, DistCsr, NcclOps};
 use segsparse::dist::{poisson3d_block, Partition, RowBlock};
 use segsparse::gpu::{gpu_required, Gpu};
+use segsparse::precond::Jacobi;
 use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{bicgstab, cg, pcg, Identity, Jacobi, SolveInfo, SolveParams, VectorOps};
+use segsparse::solvers::{bicgstab, cg, pcg, Identity, SolveInfo, SolveParams, VectorOps};
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::CsrMatrix;
 
@@ -206,7 +207,8 @@ use segsparse::dist::{
     ProblemStats,
 };
 use segsparse::precond::{Amg, AmgParams, Ic0, IncompleteParams};
-use segsparse::solvers::{Chebyshev, ChebyshevParams, Preconditioner};
+use segsparse::precond::{Chebyshev, ChebyshevParams};
+use segsparse::solvers::Preconditioner;
 
 fn ip() -> IncompleteParams {
     IncompleteParams {

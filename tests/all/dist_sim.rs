@@ -3,7 +3,8 @@
 //! single-process solve.
 
 use segsparse::dist::{poisson3d_block, sim, DistPart, Partition, RowBlock};
-use segsparse::solvers::{bicgstab, cg, pcg, Cpu, Identity, Jacobi, SolveParams};
+use segsparse::precond::Jacobi;
+use segsparse::solvers::{bicgstab, cg, pcg, Cpu, Identity, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
 use crate::common::dist::convection;
@@ -336,7 +337,8 @@ fn bad_blocks_are_errors() {
 
 use segsparse::dist::{solve_rank, BlockJacobi, DistPrecond, DistSolve, Krylov, LocalPrecond};
 use segsparse::precond::{Amg, AmgParams, Ic0, Ilu0, IncompleteParams};
-use segsparse::solvers::{Chebyshev, ChebyshevParams, Preconditioner, SolveInfo};
+use segsparse::precond::{Chebyshev, ChebyshevParams};
+use segsparse::solvers::{Preconditioner, SolveInfo};
 
 fn ip() -> IncompleteParams {
     IncompleteParams {

@@ -7,9 +7,10 @@
 //! the manifest directory when it exists, else to the current directory); a test whose matrix is
 //! absent prints "skipped" and returns.
 
+use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Cpu, Identity, InitialGuess, Jacobi,
-    LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
+    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, LinearOperator, Preconditioner,
+    SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
 };
 use segsparse::{generate, CsrMatrix, Scalar};
 

@@ -166,6 +166,61 @@ fn spgemm_bin_boundaries_and_long_rows() {
     sg::set_one_pass_limit_for_tests(1 << 30);
 }
 
+/// Rows that touch every column of `C` (a dense row of `B` reached from every row of `A`, as a
+/// dense row and a dense column of a square `A` give in `A·A`), with `B` narrow enough for the
+/// bitmap symbolic kernel and wider than it (hash tables in global memory); C's rows are then
+/// split into segments whose columns are contiguous (the numeric phase's dense windows).
+#[test]
+fn spgemm_dense_rows_and_columns() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    // Square: row 0 and column 0 dense, three random entries elsewhere in each row.
+    let n = 3000;
+    let mut t = Vec::new();
+    for j in 0..n {
+        t.push((0, j, rng.gen_range(-1.0..1.0)));
+    }
+    for i in 1..n {
+        t.push((i, 0, rng.gen_range(-1.0..1.0)));
+        for _ in 0..3 {
+            t.push((i, rng.gen_range(1..n), rng.gen_range(-1.0..1.0)));
+        }
+    }
+    let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
+    let want = sparse::spgemm(&a, &a).unwrap();
+    assert!(
+        (0..n).all(|i| want.row_ptr()[i + 1] - want.row_ptr()[i] == n as u32),
+        "every row of A·A touches every column"
+    );
+    check_both(&g, &a, &a, "dense row and column, A·A");
+    check_both(&g, &a, &a.transpose(), "dense row and column, A·Aᵀ");
+    // Wide: B's row 0 holds all 70000 columns, every row of A reaches it.
+    let (k, w) = (2000, 70000);
+    let mut tb = Vec::new();
+    for j in 0..w {
+        tb.push((0, j, rng.gen_range(-1.0..1.0)));
+    }
+    for r in 1..k {
+        for _ in 0..30 {
+            tb.push((r, rng.gen_range(0..w), rng.gen_range(-1.0..1.0)));
+        }
+    }
+    let b = CsrMatrix::from_triplets(k, w, &tb).unwrap();
+    let mut ta = Vec::new();
+    for i in 0..40 {
+        ta.push((i, 0, rng.gen_range(-1.0..1.0)));
+        for _ in 0..20 {
+            ta.push((i, rng.gen_range(1..k), rng.gen_range(-1.0..1.0)));
+        }
+    }
+    let a = CsrMatrix::from_triplets(40, k, &ta).unwrap();
+    check_both(&g, &a, &b, "rows touching all 70000 columns");
+    // Long rows into many columns (block bins, hash tables: B wider than the bitmap).
+    let b = random(2000, 200_000, 150, 32);
+    let a = random(60, 2000, 80, 33);
+    check_both(&g, &a, &b, "long rows, 200000 columns");
+}
+
 #[test]
 fn spgemm_stencils_and_real_matrices() {
     let Some(g) = gpu::test_gpu() else { return };

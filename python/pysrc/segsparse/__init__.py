@@ -9,13 +9,16 @@ The same engine as the Rust crate ``segsparse``, from NumPy, SciPy and CuPy::
 
 - ``Matrix``: a CSR matrix on the GPU when one works (``device="auto"|"gpu"|"cpu"``), with
   ``A @ x`` and ``A.spmv(x, alpha, beta, y)``.
-- ``cg``, ``pcg``, ``bicgstab``: SciPy-style ``(x, info)``; ``info`` is a ``SolveInfo``.
+- ``cg``, ``pcg``, ``bicgstab``, ``gmres``: SciPy's contract, ``(x, info)``; ``info`` is a
+  ``SolveInfo``, an ``int`` equal to SciPy's ``info`` with the details as attributes.
 - ``amg``: a smoothed-aggregation multigrid hierarchy (``M=`` of any solver, ``.solve``,
   ``.aspreconditioner()`` for SciPy).
 - ``scan``, ``segmented_scan``, ``sort``, ``tridiagonal_solve``: primitives on arrays.
 - ``load_matrix_market``, ``save_matrix_market``.
 - ``gpu_available()``, ``device_name()``, ``gpu_error()``, ``gpu_info()`` (with the CUDA
   driver and NVRTC versions found).
+- ``warmup()`` (also ``python -m segsparse warm-up``): compile the common kernels into the
+  kernel disk cache ahead of first use.
 
 CuPy arrays (anything with ``__cuda_array_interface__``) are used in place, without copies;
 work is ordered with CuPy's current stream by CUDA events (the host does not wait). Errors are
@@ -36,10 +39,12 @@ from .errors import (
     SegsparseError,
     SolverError,
 )
-from .matrix import Matrix, as_matrix, load_matrix_market, save_matrix_market
+from .matrix import (Matrix, as_matrix, load_matrix_market, release_upload_buffers,
+                     save_matrix_market)
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
 from .amg import AMG, amg
 from .solvers import SolveInfo, bicgstab, cg, gmres, pcg
+from .warmup import warmup
 
 __version__ = _core.__version__
 
@@ -48,7 +53,8 @@ __all__ = [
     "segmented_scan",
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
-    "CudaError", "SolverError", "InternalError", "OutOfMemoryError", "gpu_info",
+    "CudaError", "SolverError", "InternalError", "OutOfMemoryError", "gpu_info", "warmup",
+    "release_upload_buffers",
 ]
 
 

@@ -13,6 +13,8 @@ __version__: str
 #  setup seconds)
 _Outcome = Tuple[bool, int, int, float, float, List[float], int, str, float]
 
+def release_upload_buffers() -> int: ...
+
 class _Matrix:
     def __init__(
         self,
@@ -22,7 +24,11 @@ class _Matrix:
         indices: npt.NDArray[np.integer],
         data: npt.NDArray[np.floating],
         device: str = "auto",
+        dtype: Optional[str] = None,
+        reuse_buffers: bool = False,
     ) -> None: ...
+    @property
+    def upload_seconds(self) -> List[Tuple[str, float]]: ...
     @property
     def shape(self) -> Tuple[int, int]: ...
     @property

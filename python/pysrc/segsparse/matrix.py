@@ -9,7 +9,14 @@ import numpy as np
 from . import _core
 from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
 
-__all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market"]
+__all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market",
+           "release_upload_buffers"]
+
+
+def release_upload_buffers() -> int:
+    """Frees the pinned staging buffers that ``Matrix(..., reuse_buffers=True)`` kept for later
+    uploads; returns the bytes freed (0 when none were kept)."""
+    return _core.release_upload_buffers()
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -51,7 +58,7 @@ def _csr_parts(A: Any) -> Tuple[Tuple[int, int], Any, Any, Any, bool]:
 class Matrix:
     """A sparse matrix held by segsparse: on the GPU when one works, else on the CPU.
 
-    ``Matrix(A, dtype=None, device="auto")`` takes
+    ``Matrix(A, dtype=None, device="auto", reuse_buffers=False)`` takes
 
     - a ``scipy.sparse`` matrix or array (CSR, CSC, COO, ...; non-CSR formats are converted to
       CSR by SciPy first),
@@ -62,13 +69,24 @@ class Matrix:
     else float64). ``device`` is ``"auto"`` (the GPU when one works, else the CPU), ``"gpu"``
     (raise ``CudaUnavailableError`` when none works) or ``"cpu"``.
 
-    What is copied: the crate keeps its own validated CSR arrays (uint32 indices), so the
-    indices and values are copied once into it (int32/uint32/int64 indices and float32/float64
-    values are read straight from the NumPy buffers, with no intermediate NumPy conversion;
-    other dtypes are converted by NumPy first). On the GPU the matrix is then uploaded once, with
-    its row-structure tables; every multiply and solve after that moves only vectors (and none
-    at all for CuPy vectors). A ``cupyx`` matrix makes one device -> host -> device trip here,
-    because those tables are built on the host.
+    What is copied: on the GPU, each of the three arrays is copied once, in its own dtype
+    (int32/uint32/int64 indices, float32/float64 values, read straight from the NumPy
+    buffers), through pinned staging buffers, and checked and converted to the crate's uint32
+    indices and ``dtype`` values on the device: no host loop touches the entries and no host
+    copy is kept (one is downloaded if a host-side operation needs it later: ``to_scipy``,
+    ``save``, a preconditioner set up on the host such as ``"ilu0"`` or ``"amg"``). The
+    row-structure tables of the SpMV are built on the device. ``reuse_buffers=True`` keeps the
+    pinned staging (32 MiB) for the next uploads of the process (allocating it costs a few
+    milliseconds; ``segsparse.release_upload_buffers()`` frees it). Matrices under 8 MiB are
+    copied straight from pageable memory. ``upload_seconds`` tells where the time went. On the CPU the crate keeps its
+    own validated CSR arrays (one copy). Every multiply and solve after that moves only vectors
+    (and none at all for CuPy vectors). A ``cupyx`` matrix is read back to the host once and
+    uploaded as above.
+
+    A malformed matrix raises ``ValueError`` with the same message on both paths: an index
+    outside the 32-bit range, ``indptr[0] != 0``, a decreasing ``indptr``, ``indptr[-1]`` not
+    the entry count, a column out of range (unsorted columns, duplicates and NaN values are
+    accepted, as SciPy accepts them; a solver reports a NaN as ``info == -2``).
 
     Multiply with ``A @ x`` or ``A.spmv(x, alpha, beta, y)``; solve with ``segsparse.cg(A, b)``
     and friends.
@@ -76,7 +94,8 @@ class Matrix:
 
     __slots__ = ("_m", "_dtype", "_shape")
 
-    def __init__(self, A: Any, *, dtype: Any = None, device: str = "auto"):
+    def __init__(self, A: Any, *, dtype: Any = None, device: str = "auto",
+                 reuse_buffers: bool = False):
         if isinstance(A, Matrix):
             if (dtype is None or np.dtype(dtype) == A.dtype) and device in ("auto", A.device):
                 self._m, self._dtype, self._shape = A._m, A._dtype, A._shape
@@ -84,10 +103,13 @@ class Matrix:
             A = A.to_scipy()
         shape, indptr, indices, data, _ = _csr_parts(A)
         vd = _value_dtype(check_real(data.dtype, "the matrix"), dtype)
-        data = np.ascontiguousarray(data, dtype=vd)
+        # float32/float64 data travel in their own dtype (converted on the device when it
+        # differs from the matrix's); other dtypes are converted by NumPy here.
+        data = np.ascontiguousarray(data, dtype=data.dtype if data.dtype in _FLOATS else vd)
         indptr = _index_array(indptr)
         indices = _index_array(indices)
-        self._m = _core._Matrix(int(shape[0]), int(shape[1]), indptr, indices, data, device)
+        self._m = _core._Matrix(int(shape[0]), int(shape[1]), indptr, indices, data, device,
+                                str(vd), bool(reuse_buffers))
         self._dtype = vd
         self._shape = (int(shape[0]), int(shape[1]))
 
@@ -111,6 +133,15 @@ class Matrix:
     def device(self) -> str:
         """``"gpu"`` when the matrix is uploaded to the GPU, else ``"cpu"``."""
         return "gpu" if self._m.on_gpu else "cpu"
+
+    @property
+    def upload_seconds(self) -> dict:
+        """Where the construction's seconds went. On the GPU: ``staging`` (allocating the
+        pinned buffers; 0 when kept ones were reused), ``copy`` (the three arrays to the device),
+        ``check`` (validation and conversion kernels), ``tables`` (the SpMV's structure tables
+        and row statistics), ``total`` (all of it, from the call into the extension). On the
+        CPU: ``total``."""
+        return dict(self._m.upload_seconds)
 
     @property
     def gpu_algorithm(self) -> Optional[str]:

@@ -7,37 +7,59 @@ scalar of the iteration stays on the device; the host checks convergence every
 Methods: ``cg``, ``pcg``, ``bicgstab``, ``gmres``; preconditioners (``M=``): ``None``,
 ``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial), ``"ilu0"`` and ``"ic0"``
 (incomplete LU / Cholesky without fill, two triangular solves per application), ``"amg"``
-(smoothed-aggregation multigrid with the defaults) or a hierarchy from ``segsparse.amg``. Adding one is an arm in the Rust
-dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` / ``opts`` / ``solve_with``) and a
-thin function here that calls ``_solve`` with its name.
+(smoothed-aggregation multigrid with the defaults) or a hierarchy from ``segsparse.amg``. Adding
+one is an arm in the Rust dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` /
+``opts`` / ``solve_with``) and a thin function here that calls ``_solve`` with its name.
+
+SciPy's contract (``scipy.sparse.linalg.cg`` and friends, SciPy 1.17) is kept: ``info``
+compares equal to SciPy's integer; ``M`` may also be a ``LinearOperator``, a sparse or dense
+matrix or a callable, and ``A`` a matrix-free operator (anything with ``matvec``); ``callback``
+(and GMRES's ``callback_type``), ``x0='Mb'``, GMRES's ``maxiter`` in restart cycles, ``b = 0``
+giving ``x = 0``, SciPy's ``ValueError`` for a bad ``atol``. Those calls that the crate's
+body cannot serve (a Python operator, a callback) run the operator path (``_krylov``): the same
+methods over NumPy or CuPy vectors, the operators applied where their data lives (see
+``_operators``), with SciPy's stopping rules and callback points.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import warnings
 from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from . import _krylov
 from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
+from ._operators import as_operator, is_matrix, operator_dtype
 from .matrix import Matrix, as_matrix
 
-__all__ = ["SolveInfo", "cg", "pcg", "bicgstab"]
+__all__ = ["SolveInfo", "cg", "pcg", "bicgstab", "gmres"]
+
+_FIELDS = ("converged", "iterations", "residual", "time", "history", "restarts", "method",
+           "device", "message", "setup_seconds", "solve_seconds")
 
 
-@dataclass
-class SolveInfo:
-    """What a solve did. ``bool(info)`` is ``info.converged``.
+class SolveInfo(int):
+    """What a solve did: SciPy's ``info`` integer, with the details as attributes.
+
+    ``info`` is an ``int`` (a subclass): ``info == 0``, ``info != 0``, ``int(info)``,
+    ``bool(info)`` (true when the solve did not converge, as SciPy's integer) and use as an
+    index behave as SciPy's. Its value: 0 converged, > 0 not converged within ``maxiter``
+    (SciPy returns ``maxiter``: iterations for CG and BiCGSTAB, restart cycles for GMRES),
+    < 0 a breakdown: -1 (e.g. ``p^T A p <= 0`` in CG: A is not SPD; a GMRES cycle that makes
+    no progress), -10 / -11 BiCGSTAB's rho / omega breakdown on the operator path, -2 a NaN or
+    infinite residual: a NaN or infinity in ``A``, ``b`` or ``x0`` gives -2 with
+    ``iterations == 0`` on every solver of the crate's path (never ``converged``).
 
     Attributes:
-        converged: the true residual ``||b - A x|| / ||b||`` reached the tolerance.
-        status: SciPy's ``info`` integer: 0 converged, > 0 the iterations done without
-            converging, -1 a breakdown (e.g. ``p^T A p <= 0`` in CG: A is not SPD), -2 a NaN or
-            infinite residual: a NaN or infinity in ``A``, ``b`` or ``x0`` gives -2 with
-            ``iterations == 0`` on every solver (never ``converged``); an overflow later on, -2
-            at its iteration.
-        iterations: iterations performed (CG: one SpMV each; BiCGSTAB: two).
-        residual: the true relative residual of the returned ``x`` (NaN after a breakdown).
+        status: ``int(info)``.
+        converged: the residual reached the tolerance (``info == 0``).
+        iterations: iterations performed (CG: one SpMV each; BiCGSTAB: two; GMRES: inner
+            steps).
+        residual: the relative residual ``||b - A x|| / ||b||`` of the returned ``x`` (the
+            crate's path: the true one; the operator path: the last residual it computed,
+            the recursive one for CG and BiCGSTAB; NaN after a breakdown of the crate's path).
         time: the same as ``solve_seconds`` (kept for existing code).
         setup_seconds: seconds from the call to the solver call: uploading ``b`` and ``x``, the
             Jacobi diagonal or the preconditioner's setup (0 for a given ``segsparse.amg``
@@ -46,107 +68,70 @@ class SolveInfo:
             residual; the device synchronised), for failed solves too. Seconds per iteration
             are ``solve_seconds / iterations``.
         history: relative residual after each iteration (entry 0: the initial one); empty when
-            the solve did not converge.
+            a solve of the crate's path did not converge.
         restarts: restarts from the true residual (see the crate's solver docs).
         method: ``"cg"``, ``"pcg"``, ``"bicgstab"`` or ``"gmres"``.
         device: ``"gpu"`` or ``"cpu"``: where it ran.
+        path: ``"crate"`` (the crate's solver body) or ``"operator"`` (see the module docs).
         message: ``"converged"`` or the reason it did not.
     """
 
-    converged: bool
-    status: int
-    iterations: int
-    residual: float
-    time: float
-    history: np.ndarray = field(repr=False)
-    restarts: int
-    method: str
-    device: str
-    message: str
-    setup_seconds: float = 0.0
-    solve_seconds: float = 0.0
+    def __new__(cls, status: int, **fields: Any) -> "SolveInfo":
+        obj = super().__new__(cls, int(status))
+        obj.__dict__.update(fields)
+        return obj
 
-    def __bool__(self) -> bool:
-        return self.converged
+    @property
+    def status(self) -> int:
+        """SciPy's integer: ``int(self)``."""
+        return int(self)
 
+    def __reduce__(self):
+        return (_rebuild_info, (int(self), dict(self.__dict__)))
 
-def _solve(
-    method: str,
-    precond: str,
-    name: str,
-    A: Any,
-    b: Any,
-    x0: Any,
-    rtol: float,
-    atol: float,
-    maxiter: Optional[int],
-    check_every: Optional[int],
-    device: str,
-    restart: int = 30,
-    degree: int = 4,
-) -> Tuple[Any, SolveInfo]:
-    hierarchy = None
-    if not isinstance(precond, str):  # an AMG object from segsparse.amg
-        hierarchy, precond = precond, "amg"
-        if not isinstance(A, Matrix):
-            A = hierarchy.matrix
-    db = device_array(b, "b")
-    if db is not None and not isinstance(A, Matrix):
-        device = "gpu"  # a CuPy right-hand side wants the matrix on the GPU
-    m = as_matrix(A, device=device)
-    n, ncols = m.shape
-    if maxiter is None:
-        maxiter = 10 * max(n, 1)  # SciPy's default
-    if maxiter < 0:
-        raise ValueError(f"maxiter must be >= 0, got {maxiter}")
-    if check_every is not None and check_every < 1:
-        raise ValueError(f"check_every must be >= 1, got {check_every}")
-    if n != ncols:
-        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
-    if db is not None:
-        cp = cupy()
-        if db.dtype != m.dtype:
-            check_real(db.dtype, "b")
-            b = cp.ascontiguousarray(b, dtype=m.dtype)
-            db = device_array(b, "b")
-        if db.n != n:
-            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
-        if x0 is None:
-            x = cp.zeros(n, dtype=m.dtype)
-        else:
-            check_real(x0.dtype if hasattr(x0, "dtype") else np.asarray(x0).dtype, "x0")
-            x = cp.array(x0, dtype=m.dtype, copy=True).reshape(-1)
-            if x.size != n:
-                raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
-        dx = device_array(x, "x", writable=True)
-        out = m._m.solve_device(
-            method, precond, db.ptr, dx.ptr, rtol, atol, maxiter, x0 is not None,
-            wait_list(current_stream(), db, dx), current_stream(), check_every, restart, degree,
-            None if hierarchy is None else hierarchy._a,
+    def __repr__(self) -> str:
+        d = self.__dict__
+        return (
+            f"SolveInfo({int(self)}, converged={d.get('converged')}, iterations="
+            f"{d.get('iterations')}, residual={d.get('residual')}, method={d.get('method')!r}, "
+            f"device={d.get('device')!r}, path={d.get('path')!r}, message={d.get('message')!r})"
         )
-    else:
-        b = host_vector(b, m.dtype, "b")
-        if b.shape[0] != n:
-            raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
-        if x0 is None:
-            x = np.zeros(n, dtype=m.dtype)
+
+    __str__ = __repr__
+
+
+def _rebuild_info(status: int, fields: dict) -> SolveInfo:
+    return SolveInfo(status, **fields)
+
+
+def _tolerances(name: str, rtol: Any, atol: Any) -> Tuple[float, float]:
+    """SciPy's check: ``atol`` a real number >= 0 (``'legacy'``, ``None``, negative:
+    ``ValueError``); ``rtol`` likewise."""
+    def real(v, what):
+        if v is None or isinstance(v, (str, bytes)):
+            ok = False
         else:
-            x0 = np.asarray(x0)
-            check_real(x0.dtype, "x0")
-            x = np.array(x0, dtype=m.dtype, copy=True).reshape(-1)
-            if x.shape[0] != n:
-                raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
-        out = m._m.solve_host(
-            method, precond, b, x, rtol, atol, maxiter, x0 is not None, check_every, restart,
-            degree, None if hierarchy is None else hierarchy._a,
-        )
-    converged, status, iters, res, secs, hist, restarts, msg, setup = out
-    info = SolveInfo(
-        converged=converged, status=status, iterations=iters, residual=res, time=secs,
-        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device=m.device, message=msg, setup_seconds=setup, solve_seconds=secs,
-    )
-    return x, info
+            try:
+                v = float(v)
+                ok = v >= 0 and not math.isnan(v)
+            except (TypeError, ValueError):
+                ok = False
+        if not ok:
+            raise ValueError(
+                f"segsparse.{name} called with invalid `{what}`={v!r}; `{what}` must be a real, "
+                "non-negative number"
+            )
+        return v
+
+    return real(rtol, "rtol"), real(atol, "atol")
+
+
+def _flat(b: Any) -> Any:
+    """A (N,) or (N, 1) vector as (N,) (SciPy accepts both)."""
+    shape = getattr(b, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] == 1:
+        return b.reshape(-1)
+    return b
 
 
 def _precond(M: Any) -> Any:
@@ -156,28 +141,297 @@ def _precond(M: Any) -> Any:
         return "none"
     if isinstance(M, AMG):
         return M
-    if isinstance(M, str) and M.lower() in ("jacobi", "none", "poly", "ilu0", "ic0", "amg"):
-        return M.lower()
-    raise TypeError(
-        "M must be None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg' or a segsparse.amg hierarchy "
-        "(segsparse applies its own preconditioners on the "
-        f"device; a SciPy LinearOperator is not supported), got {type(M).__name__}"
+    if isinstance(M, str):
+        if M.lower() in ("jacobi", "none", "poly", "ilu0", "ic0", "amg"):
+            return M.lower()
+        raise ValueError(
+            f"unknown preconditioner {M!r}: M must be None, 'jacobi', 'poly', 'ilu0', 'ic0', "
+            "'amg', a segsparse.amg hierarchy, a LinearOperator, a matrix or a callable"
+        )
+    try:
+        return as_operator(M, "M")
+    except TypeError:
+        raise TypeError(
+            "M must be None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg', a segsparse.amg hierarchy "
+            "(the crate's preconditioners), or a LinearOperator, a sparse or dense matrix, an "
+            f"object with matvec or a callable (applied where its data lives); got "
+            f"{type(M).__name__}") from None
+
+
+def _solve(
+    method: str,
+    name: str,
+    A: Any,
+    b: Any,
+    x0: Any,
+    rtol: Any,
+    atol: Any,
+    maxiter: Optional[int],
+    M: Any,
+    callback: Any,
+    check_every: Optional[int],
+    device: str,
+    restart: int = 30,
+    degree: int = 4,
+    callback_type: Optional[str] = None,
+) -> Tuple[Any, SolveInfo]:
+    rtol, atol = _tolerances(name, rtol, atol)
+    if maxiter is not None and int(maxiter) < 0:
+        raise ValueError(f"maxiter must be >= 0, got {maxiter}")
+    if check_every is not None and check_every < 1:
+        raise ValueError(f"check_every must be >= 1, got {check_every}")
+    b = _flat(b)
+    pre = _precond(M)
+    if pre == "none" and M is None and not is_matrix(A) and hasattr(A, "psolve"):
+        pre = as_operator(A.psolve, "A.psolve")  # SciPy: an operator's own psolve is M
+    operator_path = not is_matrix(A) or isinstance(pre, _OperatorType) or callback is not None
+    if isinstance(x0, str) and x0 != "Mb":
+        raise ValueError(f"x0 must be an array or 'Mb', not {x0!r}")
+    if isinstance(x0, str) and not operator_path and pre not in ("none", "jacobi"):
+        raise ValueError(
+            "x0='Mb' needs M = None, 'jacobi' or an operator (LinearOperator, matrix, callable); "
+            f"got M={M!r}")
+    if operator_path and pre not in ("none",) and not isinstance(pre, _OperatorType):
+        if pre == "jacobi" and is_matrix(A):
+            pre = _jacobi_operator(A)
+        else:
+            raise ValueError(
+                f"M={M!r} (one of the crate's preconditioners) cannot be combined with a callback "
+                "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
+                "or drop the callback")
+    if operator_path:
+        return _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
+                               device, restart, callback_type)
+    return _solve_crate(method, pre, name, A, b, x0, rtol, atol, maxiter, check_every, device,
+                        restart, degree)
+
+
+from ._operators import Operator as _OperatorType  # noqa: E402
+
+
+def _info(status: int, **fields: Any) -> SolveInfo:
+    fields.setdefault("restarts", 0)
+    fields.setdefault("setup_seconds", 0.0)
+    fields["time"] = fields.get("solve_seconds", 0.0)
+    return SolveInfo(status, **fields)
+
+
+def _zero_solution(xp: Any, n: int, dtype: Any, name: str, device: str, path: str):
+    return xp.zeros(n, dtype=dtype), _info(
+        0, converged=True, iterations=0, residual=0.0, history=np.zeros(1), method=name,
+        device=device, path=path, message="converged: b = 0, x = 0", solve_seconds=0.0)
+
+
+def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_every, device,
+                 restart, degree):
+    hierarchy = None
+    if not isinstance(precond, str):  # an AMG object from segsparse.amg
+        hierarchy, precond = precond, "amg"
+        if not isinstance(A, Matrix):
+            A = hierarchy.matrix
+    db = device_array(b, "b")
+    if db is not None and not isinstance(A, Matrix):
+        device = "gpu"  # a CuPy right-hand side wants the matrix on the GPU
+    m = A if isinstance(A, Matrix) else Matrix(A, device=device, dtype=_system_dtype(A, b))
+    n, ncols = m.shape
+    if n != ncols:
+        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    inner = user_maxiter
+    if method == "gmres":
+        # SciPy counts restart cycles; the crate counts inner steps. The default (10 n cycles)
+        # is capped at 10 n steps: the history is allocated for the limit.
+        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
+    xp = cupy() if db is not None else np
+    if x0 is None:
+        x0_given = False
+    elif isinstance(x0, str):  # 'Mb' with M = None or 'jacobi'
+        x0 = b if precond == "none" else _jacobi_operator(m).bind(xp, m.dtype)(
+            xp.asarray(b, dtype=m.dtype).reshape(-1))
+        x0_given = True
+    else:
+        x0_given = True
+    if db is not None:
+        cp = xp
+        if db.dtype != m.dtype:
+            check_real(db.dtype, "b")
+            b = cp.ascontiguousarray(b, dtype=m.dtype)
+            db = device_array(b, "b")
+        if db.n != n:
+            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
+        if not x0_given:
+            x = cp.zeros(n, dtype=m.dtype)
+        else:
+            check_real(x0.dtype if hasattr(x0, "dtype") else np.asarray(x0).dtype, "x0")
+            x = cp.array(x0, dtype=m.dtype, copy=True).reshape(-1)
+            if x.size != n:
+                raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
+        if not bool(cp.any(b)):
+            return _zero_solution(cp, n, m.dtype, name, m.device, "crate")
+        dx = device_array(x, "x", writable=True)
+        x_start = x.copy() if method == "gmres" else None
+        out = m._m.solve_device(
+            method, precond, db.ptr, dx.ptr, rtol, atol, inner, x0_given,
+            wait_list(current_stream(), db, dx), current_stream(), check_every, restart, degree,
+            None if hierarchy is None else hierarchy._a,
+        )
+    else:
+        b = host_vector(b, m.dtype, "b")
+        if b.shape[0] != n:
+            raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
+        if not x0_given:
+            x = np.zeros(n, dtype=m.dtype)
+        else:
+            x0 = np.asarray(x0)
+            check_real(x0.dtype, "x0")
+            x = np.array(x0, dtype=m.dtype, copy=True).reshape(-1)
+            if x.shape[0] != n:
+                raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+        if not b.any():
+            return _zero_solution(np, n, m.dtype, name, m.device, "crate")
+        x_start = x.copy() if method == "gmres" else None
+        out = m._m.solve_host(
+            method, precond, b, x, rtol, atol, inner, x0_given, check_every, restart,
+            degree, None if hierarchy is None else hierarchy._a,
+        )
+    converged, status, iters, res, secs, hist, restarts, msg, setup = out
+    if status > 0:
+        status = user_maxiter  # SciPy's value: maxiter (GMRES: cycles)
+    if method == "gmres" and status == -1 and precond in ("none", "jacobi"):
+        # A cycle without progress (a singular A): SciPy returns GMRES's least-squares
+        # iterate, which the operator path computes from the same start.
+        pre = None if precond == "none" else _jacobi_operator(m)
+        return _solve_operator(method, name, m, b, x_start, rtol, atol, maxiter, pre, None,
+                               device, restart, None)
+    info = _info(
+        status, converged=converged, iterations=iters, residual=res,
+        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
+        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
     )
+    return x, info
 
 
-def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_every=None,
-       device="auto"):
+def _system_dtype(A: Any, b: Any) -> np.dtype:
+    """SciPy's precision of a system given as arrays: float32 when both ``A`` and ``b`` are
+    float32, else float64 (a ``segsparse.Matrix`` keeps its own)."""
+    ad = getattr(A, "dtype", None)
+    bd = getattr(b, "dtype", None)
+    if bd is None:
+        bd = np.asarray(b).dtype
+    f32 = np.dtype(np.float32)
+    return f32 if (ad is not None and np.dtype(ad) == f32 and np.dtype(bd) == f32) \
+        else np.dtype(np.float64)
+
+
+def _jacobi_operator(A: Any):
+    """``r / diag(A)`` as an operator (a zero diagonal entry leaves ``r`` unscaled there, as the
+    crate's Jacobi refuses it: the operator path has no such check)."""
+    if isinstance(A, Matrix):
+        d, dt = A.to_scipy().diagonal(), A.dtype
+    elif hasattr(A, "diagonal"):
+        d = A.diagonal()
+        d = cupy().asnumpy(d) if hasattr(d, "__cuda_array_interface__") else np.asarray(d)
+        dt = np.float32 if d.dtype == np.float32 else np.float64
+    else:
+        d = np.diagonal(np.asarray(A))
+        dt = np.float64
+    with np.errstate(divide="ignore"):
+        inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 1.0).astype(dt)
+    return as_operator(lambda r: inv * r if isinstance(r, np.ndarray)
+                       else cupy().asarray(inv) * r, "M")
+
+
+def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, device,
+                    restart, callback_type):
+    db = device_array(b, "b")
+    xp = cupy() if db is not None else np
+    if is_matrix(A):
+        if not isinstance(A, Matrix):
+            A = Matrix(A, device="gpu" if db is not None else device,
+                       dtype=_system_dtype(A, b))
+        shape, a_dtype = A.shape, A.dtype
+        where = A.device
+        aop = as_operator(A, "A")
+    else:
+        aop = as_operator(A, "A")
+        if aop.shape is None:
+            raise ValueError(f"{name}: a matrix-free A needs a shape (n, n)")
+        shape, a_dtype = aop.shape, operator_dtype(A)
+        where = "gpu" if db is not None else "cpu"
+    n = shape[0]
+    if shape[0] != shape[1]:
+        raise ValueError(f"{name} needs a square matrix, got {shape[0]}x{shape[1]}")
+    bd = getattr(b, "dtype", None)
+    if bd is None:
+        b = np.asarray(b)
+        bd = b.dtype
+    check_real(bd, "b")
+    if a_dtype is None:
+        a_dtype = np.dtype(np.float64)
+    check_real(a_dtype, "A")
+    dtype = np.dtype(np.float32) if (np.dtype(bd) == np.float32 and a_dtype == np.float32)         else np.dtype(np.float64)
+    b = xp.ascontiguousarray(xp.asarray(b, dtype=dtype)).reshape(-1)
+    if b.shape[0] != n:
+        raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
+    matvec = aop.bind(xp, dtype)
+    if pre is None or pre == "none":
+        def psolve(r):
+            return r
+    else:
+        if pre.shape is not None and pre.shape != tuple(shape):
+            raise ValueError(f"the matrix is {shape} and the preconditioner {pre.shape}")
+        psolve = pre.bind(xp, dtype)
+    if x0 is None:
+        x = xp.zeros(n, dtype=dtype)
+    elif isinstance(x0, str):
+        x = psolve(b.copy())
+        x = x.copy() if x is b else x
+    else:
+        check_real(getattr(x0, "dtype", np.asarray(x0).dtype), "x0")
+        if db is None:
+            x = np.array(x0, dtype=dtype, copy=True).reshape(-1)
+        else:
+            x = xp.array(x0, dtype=dtype, copy=True).reshape(-1)
+        if x.shape[0] != n:
+            raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+    bnrm = float(xp.linalg.norm(b))
+    if bnrm == 0.0:
+        return _zero_solution(xp, n, dtype, name, where, "operator")
+    atol_eff = max(atol, rtol * bnrm)
+    if maxiter is None:
+        maxiter = 10 * n
+    maxiter = int(maxiter)
+    if method == "cg":
+        r = _krylov.cg(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback)
+    elif method == "bicgstab":
+        r = _krylov.bicgstab(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback)
+    else:
+        r = _krylov.gmres(xp, matvec, psolve, b, x, atol_eff, bnrm, max(1, min(restart, n)),
+                          maxiter, callback, callback_type)
+    info = _info(
+        r.info, converged=r.info == 0, iterations=r.iterations, residual=r.rnorm / r.bnrm,
+        history=np.asarray(r.history, dtype=np.float64), method=name, device=where,
+        path="operator", message=r.message, solve_seconds=r.seconds,
+    )
+    return r.x, info
+
+
+def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
+       check_every=None, device="auto"):
     """Conjugate gradient for a symmetric positive definite ``A``: returns ``(x, info)``.
 
     Args:
         A: a ``segsparse.Matrix`` (reuse it for repeated solves: it is uploaded once), or any
             ``scipy.sparse`` / ``cupyx.scipy.sparse`` matrix or dense array (converted, and
-            uploaded, on each call).
+            uploaded, on each call), or a matrix-free operator: a ``LinearOperator`` or anything
+            with ``matvec`` and ``shape`` (applied where its data lives; see the module docs).
         b: right-hand side: a NumPy array (the solution is NumPy) or a CuPy array (the
-            solution is CuPy and stays on the device: no host copy).
-        x0: initial guess (default zeros).
-        rtol, atol: stop when ``||b - A x|| <= max(rtol * ||b||, atol)``, SciPy's criterion,
-            checked on the true residual before reporting convergence.
+            solution is CuPy and stays on the device: no host copy). Shape ``(n,)`` or
+            ``(n, 1)``.
+        x0: initial guess (default zeros), or ``'Mb'``: ``M`` applied to ``b``.
+        rtol, atol: stop when ``||b - A x|| <= max(rtol * ||b||, atol)``, SciPy's criterion
+            (the crate's path checks it on the true residual before reporting convergence).
+            ``atol`` must be a real number >= 0 (``ValueError`` otherwise, as SciPy).
         maxiter: iteration limit (default ``10 * n`` as in SciPy).
         M: ``None``, ``"jacobi"`` (diagonal preconditioning; see ``pcg``) or ``"poly"`` (the
             crate's Chebyshev polynomial in the Jacobi-scaled matrix, degree 4, with eigenvalue
@@ -186,16 +440,20 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_every=
             ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
             shift added automatically when a pivot vanishes, ``"amg"``
             (smoothed-aggregation multigrid, built for this solve) or a hierarchy from
-            ``segsparse.amg`` (built once, reused).
+            ``segsparse.amg`` (built once, reused). These are the crate's (the fast path).
+            As in SciPy, also a ``LinearOperator``, a sparse or dense matrix or a callable
+            approximating ``A^-1`` (the operator path; applied where its data lives).
+        callback: ``callback(xk)`` after each iteration, as SciPy's (runs the operator path).
         check_every: on the GPU, read the convergence status every this many iterations
             (default 16; the reported iteration count is exact either way).
         device: where to put a matrix that is not a ``segsparse.Matrix`` yet
             (``"auto"``, ``"gpu"``, ``"cpu"``).
 
     Returns:
-        ``(x, info)``: the solution (or last iterate) and a ``SolveInfo`` (``info.converged``,
-        ``info.iterations``, ``info.residual``, ``info.time``, ``info.history``, and SciPy's
-        integer as ``info.status``). Not converging is reported in ``info``, not raised.
+        ``(x, info)``: the solution (or last iterate) and a ``SolveInfo``: SciPy's integer
+        (``info == 0`` on success) with ``info.converged``, ``info.iterations``,
+        ``info.residual``, ``info.time``, ``info.history`` as attributes. Not converging is
+        reported in ``info``, not raised. ``b = 0`` gives ``x = 0`` and ``info == 0``.
 
     Example:
         >>> import numpy as np, scipy.sparse as sp, segsparse
@@ -204,35 +462,47 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_every=
         >>> bool(info.converged), np.linalg.norm(A @ x - 1) < 1e-8
         (True, True)
     """
-    return _solve("cg", _precond(M), "cg" if M is None else "pcg", A, b, x0, rtol, atol,
-                  maxiter, check_every, device)
+    return _solve("cg", "cg" if M is None else "pcg", A, b, x0, rtol, atol, maxiter, M,
+                  callback, check_every, device)
 
 
-def pcg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M="jacobi", check_every=None,
-        device="auto"):
+def pcg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M="jacobi", callback=None,
+        check_every=None, device="auto"):
     """Preconditioned conjugate gradient (default: Jacobi, ``M = diag(A)``, fused into the
     vector updates): returns ``(x, info)``. Arguments as ``cg``; ``A`` must be SPD with a
     nonzero diagonal."""
-    return _solve("cg", _precond(M), "pcg", A, b, x0, rtol, atol, maxiter, check_every, device)
+    return _solve("cg", "pcg", A, b, x0, rtol, atol, maxiter, M, callback, check_every, device)
 
 
-def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, check_every=None,
-             device="auto"):
-    """BiCGSTAB for a general (unsymmetric) ``A``, optionally right-preconditioned by Jacobi
-    (``M="jacobi"``): returns ``(x, info)``. Arguments as ``cg``; one iteration costs two
-    SpMVs. A breakdown (a vanishing ``rho``, ``r^T v`` or ``omega``) is reported as
-    ``info.status == -1`` after the crate's restarts are exhausted."""
-    return _solve("bicgstab", _precond(M), "bicgstab", A, b, x0, rtol, atol, maxiter,
+def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
+             check_every=None, device="auto"):
+    """BiCGSTAB for a general (unsymmetric) ``A``, right-preconditioned by ``M``: returns
+    ``(x, info)``. Arguments as ``cg`` (``callback(xk)`` after each iteration); one iteration
+    costs two SpMVs. A breakdown (a vanishing ``rho``, ``r^T v`` or ``omega``) is reported as
+    ``info == -1`` after the crate's restarts are exhausted (-10 / -11 on the operator path,
+    SciPy's codes)."""
+    return _solve("bicgstab", "bicgstab", A, b, x0, rtol, atol, maxiter, M, callback,
                   check_every, device)
 
 
 def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=None,
-          check_every=None, device="auto"):
-    """Restarted GMRES(``restart``) for any nonsingular ``A``, right-preconditioned by ``M``
-    (``None``, ``"jacobi"``, ``"poly"``, ``"ilu0"`` or ``"ic0"``): returns ``(x, info)``. Arguments as ``cg``;
-    ``maxiter`` counts inner iterations (Arnoldi steps), not restart cycles as SciPy's does.
-    Classical Gram-Schmidt applied twice, Givens rotations on the device; a cycle that makes no
-    progress is reported as stagnation (``info.status == -1``, ``info.message`` says so).
+          callback=None, callback_type=None, check_every=None, device="auto"):
+    """Restarted GMRES(``restart``) for any ``A``: returns ``(x, info)``. Arguments as ``cg``.
+
+    ``maxiter`` counts restart cycles, as SciPy's (default ``10 n``; the crate's path then
+    stops after ``10 n`` inner steps). ``restart`` is capped at ``n``. The crate's path
+    (``M`` = ``None``, ``"jacobi"``, ``"poly"``, ``"ilu0"``, ``"ic0"``, ``"amg"``: right
+    preconditioning, classical Gram-Schmidt applied twice, Givens rotations on the device)
+    reports a cycle without progress as ``info == -1``; with ``M`` ``None`` or ``"jacobi"``
+    such a solve (a singular ``A``) is redone on the operator path, which returns GMRES's
+    least-squares iterate as SciPy does (``info == maxiter``). (The Rust API and the CLI count
+    inner steps in their ``max_iters``.)
+
+    ``callback`` and ``callback_type`` as SciPy 1.17: ``'x'`` calls ``callback(xk)`` after each
+    restart cycle; ``'pr_norm'`` calls ``callback(||M r|| / ||b||)`` after each inner step
+    (left-preconditioned, SciPy's operator path); ``'legacy'`` (the default when a callback
+    is given, with SciPy's ``DeprecationWarning``) is ``'pr_norm'`` with ``maxiter`` counting
+    inner steps.
 
     Example:
         >>> import numpy as np, scipy.sparse as sp, segsparse
@@ -241,7 +511,32 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=Non
         >>> bool(info.converged), np.linalg.norm(A @ x - 1) < 1e-8
         (True, True)
     """
+    if restart is None:
+        restart = 20
     if not 1 <= int(restart) <= 255:
         raise ValueError(f"restart must be in 1..=255, got {restart}")
-    return _solve("gmres", _precond(M), "gmres", A, b, x0, rtol, atol, maxiter, check_every,
-                  device, restart=int(restart))
+    if callback is not None and callback_type is None:
+        warnings.warn(
+            "segsparse.gmres called without specifying `callback_type`, as SciPy's gmres: "
+            "the callback gets the preconditioned residual norm after each inner step and "
+            "maxiter counts inner steps ('legacy'); specify callback_type='pr_norm' or 'x' "
+            "(or 'legacy') explicitly",
+            DeprecationWarning, stacklevel=2)
+        callback_type = "legacy"
+    if callback_type is not None and callback_type not in ("x", "pr_norm", "legacy"):
+        raise ValueError(f"Unknown callback_type: {callback_type!r}")
+    if callback is None:
+        callback_type = None
+    n = _square_size(A)
+    if n is not None:
+        restart = max(1, min(int(restart), n))
+    return _solve("gmres", "gmres", A, b, x0, rtol, atol, maxiter, M, callback, check_every,
+                  device, restart=int(restart), callback_type=callback_type)
+
+
+def _square_size(A: Any) -> Optional[int]:
+    shape = getattr(A, "shape", None)
+    try:
+        return int(shape[0]) if shape is not None and len(shape) == 2 else None
+    except (TypeError, ValueError):
+        return None

@@ -26,12 +26,12 @@ use super::cycle::{DeviceLevel, LevelSmoother, Scratch};
 use super::setup::{check_fine, ritz_max};
 use super::tentative::{check_candidates, fit_candidates};
 use super::{AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother};
+use crate::backend::gpu::GpuOps;
+use crate::backend::VectorOps;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
-use crate::solvers::gpu::GpuOps;
-use crate::solvers::VectorOps;
 use crate::sparse::gpu::{self as sg, CsrView, DeviceCsr, GpuAggregation, GpuSpgemmPlan};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 

@@ -1,6 +1,6 @@
 //! Smoothed-aggregation algebraic multigrid (Vaněk, Mandel and Brezina 1996) as a
-//! preconditioner for [`pcg`](crate::solvers::pcg), [`gmres`](crate::solvers::gmres) and
-//! [`bicgstab`](crate::solvers::bicgstab), on the CPU and on the GPU with one cycle body.
+//! preconditioner for `solvers::pcg`, `solvers::gmres` and
+//! `solvers::bicgstab`, on the CPU and on the GPU with one cycle body.
 //!
 //! ```
 //! use segsparse::precond::{Amg, AmgParams};
@@ -79,10 +79,10 @@ pub use coarse::CoarseSolver;
 pub use device::AMG_SETUP_SRC;
 pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
+use crate::backend::{Cpu, LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solvers::{Cpu, LinearOperator, Preconditioner, VectorOps};
 use cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
 use level::HostHierarchy;
 
@@ -506,7 +506,7 @@ impl<T: Scalar> MultigridOps<T> for Cpu {
 }
 
 #[cfg(feature = "cuda")]
-impl<T: crate::spmv::gpu::GpuScalar> MultigridOps<T> for crate::solvers::gpu::GpuOps<T> {
+impl<T: crate::backend::GpuScalar> MultigridOps<T> for crate::backend::gpu::GpuOps<T> {
     type Matrix = crate::spmv::gpu::GpuCsr<T>;
     fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix> {
         crate::spmv::gpu::GpuCsr::upload(self.gpu(), a)

@@ -251,7 +251,7 @@ fn improve<T: Scalar>(
     if params.improve_candidates == 0 {
         return Ok(());
     }
-    let be = crate::solvers::Cpu;
+    let be = crate::backend::Cpu;
     let sm = super::cycle::LevelSmoother::new(&be, level, params)?;
     let n = level.a.nrows();
     let zero = vec![T::zero(); n];

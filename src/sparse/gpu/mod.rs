@@ -10,41 +10,55 @@
 //! [`crate::sparse::SpgemmPlan`]); [`DeviceCsr::into_gpu_csr`] turns one into a [`GpuCsr`] ready
 //! for SpMV (building the SpMV's structure tables on the device) without copying the entries.
 //!
-//! # Method: row-binned hash SpGEMM (`kernels/sparse/spgemm.cu`)
+//! # Method: row-binned SpGEMM (`kernels/sparse/spgemm.cu`)
 //!
 //! Each row `i` of `A` has an upper bound of its product count,
-//! `ub(i) = Σ_{k ∈ A[i,:]} nnz(B[k,:])`, computed by one kernel that also bins the row by `ub`:
-//! 8 lanes per row and a 32-entry shared table (`ub ≤ 32`, e.g. Poisson 2D: 25 products, 13
-//! distinct), 16 lanes and 64 entries (`ub ≤ 64`, Poisson 3D: 49 → 25), a warp and 256 or 1024
-//! entries (`ub ≤ 1024`, the 27-point stencil: 729 → 125), a 256-thread block with a 4096-entry
-//! shared table, and a block with a global-memory table for the longest rows.
+//! `ub(i) = Σ_{k ∈ A[i,:]} nnz(B[k,:])`, computed by one kernel (rows of more than 8 entries
+//! summed by a whole warp) that also bins the row by `ub`: `≤ 32`, `≤ 64`, `≤ 256`, `≤ 1024`,
+//! `≤ 4096` and more.
 //!
-//! The symbolic phase is one pass: each row's product columns are inserted into an
-//! open-addressing hash table (`atomicCAS`, linear probing), the distinct ones compacted and
-//! sorted (ranked within the group for warp bins, bitonic-sorted for block bins) and written at
-//! the row's product-count offset (exclusive scan of `ub`) in a temporary, with their count; a
-//! scan of the counts (the crate's scan primitive) gives `row_ptr` and a move kernel packs the
-//! columns. Above 2^30 products (the temporary's 4 GiB) it takes two passes instead: count, scan,
-//! fill in place. The *numeric* phase loads each row's sorted columns into shared memory and,
-//! taking `A`'s row entries in order, lets the lanes find each product's position by binary
-//! search and add it; a group barrier between consecutive entries of `A`'s row keeps the
-//! additions in the CPU's order. Products are rounded as `round(acc + round(a·b))` (no FMA
-//! contraction), so the GPU product equals the CPU [`crate::sparse::spgemm`] **bit for bit**, and
-//! is reproducible run to run. `B` must be canonical (strictly increasing columns in each row;
-//! checked, an `Err` names the row), since the lanes of a group add distinct columns of one row
-//! of `B` at once.
+//! The symbolic phase is one pass: each row's distinct product columns are found, sorted and
+//! written at the row's product-count offset (exclusive scan of `ub`) in a temporary, with their
+//! count; a scan of the counts (the crate's scan primitive) gives `row_ptr` and a move kernel
+//! packs the columns. Above 2^30 products (the temporary's 4 GiB) it takes two passes instead:
+//! count, scan, fill in place. How a row's columns are found depends on its bin:
+//! - `ub ≤ 64` (e.g. the 7-point stencil's `A·A`, 49 → 25): 8 or 16 lanes per row insert the
+//!   products of one `A` entry each into a shared open-addressing hash table (`atomicCAS`,
+//!   linear probing) and rank the distinct ones.
+//! - `ub ≤ 1024` (`R·A`, `(R·A)·P`, the 27-point `A·A`): a warp per row; the products of 32 `A`
+//!   entries at a time are dealt to the lanes one each (a prefix sum of the `B`-row lengths
+//!   tells each lane its entry), inserted with a plain read before the `atomicCAS` (most
+//!   products find their column already there when the output is much smaller than the
+//!   products) into a table sized for the row, compacted in place by ballots and sorted
+//!   (ranking, or a bitonic sort above 64 columns).
+//! - longer rows: a 256-thread block per row with a **bitmap** of `B`'s columns in shared memory
+//!   when `B` has at most 360 448 columns (the set bits, read in order, are the sorted row: no
+//!   hashing, no sort — the dense-row path), else a hash table in shared or global memory and a
+//!   bitonic sort.
 //!
-//! # Performance (H200, `benches/results/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
+//! The *numeric* phase adds each product in `A`'s row order: for bin 1 a group walks `A`'s
+//! row one entry at a time (its lanes split the `B` row, a group barrier between entries); for
+//! the other bins the products are dealt to the lanes one each as above, and products that
+//! meet the same entry of `C` within one round (`__match_any_sync`) are added by the lowest such
+//! lane in lane order, which is `A`'s row order. Rows of the wide bins are cut into segments of
+//! at most 256 entries of `C` and about 2048 products, a warp each; a segment takes from each
+//! `B` row only its column range (binary search), and accumulates in a dense window indexed by
+//! column when its columns span at most 512, else finds each column by binary search in its
+//! sorted columns in shared memory. Products are rounded as `round(acc + round(a·b))` (no FMA
+//! contraction), so the GPU product equals the CPU [`crate::sparse::spgemm`] **bit for bit**,
+//! and is reproducible run to run. `B` must be canonical (strictly increasing columns in each
+//! row; checked, an `Err` names the row), since the lanes add distinct columns of one row of
+//! `B` at once.
+//!
+//! # Performance (H100, `benches/results/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
 //! the same process)
 //!
-//! - 27-point stencil 100³: 18.2 ms against 69.2 ms (3.8× in f64, 5.6× in f32).
-//! - Poisson 2D 2000² 0.91×, Poisson 3D 160³ 0.88×, a 17-per-row band 0.61×, tridiagonal 0.72×
-//!   (**miss** of the 1.5× goal): the hash kernel is issue-bound on divergent `atomicCAS` probe
-//!   loops (7.4 active threads per warp, ncu), and the banded case's numeric phase runs at low
-//!   occupancy (tables sized by the product bound).
-//! - Corpus (40 matrices, A·A or A·Aᵀ): geo-mean 1.11× (f64), 26 of 40 at ≥ 1.0× (**miss**:
-//!   matrices with a few very long rows, down to 0.22×, where one block walks a long row of `A`
-//!   with a barrier per entry to keep the summation order).
+//! - Smoothed-aggregation products, 7-point 100³: `A·T` 1.08×, `R·A` 2.67×, `(R·A)·P` 1.20×,
+//!   `A·A` 1.55×; 27-point 50³: 1.61×, 1.29×, 1.41×, 3.99×; 2-D elasticity 500²: 1.06×,
+//!   2.74×, 1.38×, 3.98×. At 128³ the 7-point `A·T` and `A·A` fall to 0.93× and 0.75× (the
+//!   bin-1 hash symbolic phase, issue-bound on divergent probing).
+//! - Corpus `A·A` (40 matrices): geo-mean 1.35×, 35 of 40 at ≥ 1.0×; the lowest (0.78×) are
+//!   products under 0.5 ms where launches and three small downloads weigh.
 //!
 //! Expand–sort–compress (every product written as a (row, column) key, radix-sorted, reduced by
 //! segments) is not used: the crate's 64-bit key sort alone (10.8 G keys/s) would take longer on
@@ -317,7 +331,24 @@ pub struct GpuSpgemmPlan {
     bin_start: [usize; 7],
     row_ptr: CudaSlice<u32>,
     col: CudaSlice<u32>,
+    /// Segments of the rows of the wide bins (2–5) for the numeric phase: (row, first entry,
+    /// end entry) triples, their count on the device (`seg_count`) and an upper bound of it on the host.
+    seg_items: CudaSlice<u32>,
+    seg_count: CudaSlice<u32>,
+    seg_bound: usize,
+    /// The numeric kernels of the first version (one A entry at a time); for comparisons.
+    legacy: bool,
 }
+
+/// Largest column count of `B` for the bitmap symbolic kernel of the block bins (its bitmap in
+/// dynamic shared memory: 44 KiB).
+const BITMAP_COLS: usize = 11264 * 32;
+
+/// Products per segment above which the flat numeric kernel splits a row between more warps.
+const FLAT_PROD: usize = 2048;
+
+/// C entries per segment of the flat numeric kernel (`SPGEMM_FLAT_SEG` in spgemm.cu).
+const FLAT_SEG: usize = 256;
 
 impl std::fmt::Debug for GpuSpgemmPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -364,6 +395,7 @@ impl GpuSpgemmPlan {
         let m = a.nrows;
         let m32 = m as u32;
         let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
+        let legacy = std::env::var_os("SEGSPARSE_SPGEMM_LEGACY").is_some();
         // 1. Product counts and bins.
         let mut ub = g.zeros::<u32>(m + 1)?; // ub[m] = 0: its exclusive scan ends at Σ ub
         let mut ub_total = g.zeros::<u64>(1)?;
@@ -457,6 +489,42 @@ impl GpuSpgemmPlan {
                 if n == 0 {
                     continue;
                 }
+                if !legacy && (bi == 2 || bi == 3 || (bi >= 4 && b.ncols <= BITMAP_COLS)) {
+                    let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
+                    let n32 = n as u32;
+                    let nc32 = b.ncols as u32;
+                    let (name, blocks, shared) = if bi < 4 {
+                        (format!("spgemm_fill_flat_b{bi}"), blocks_of(bi, n), 0)
+                    } else {
+                        (
+                            "spgemm_fill_bitmap_rows".to_string(),
+                            (n as u32).min(g.sm_count() * 16),
+                            4 * b.ncols.div_ceil(32) as u32,
+                        )
+                    };
+                    let k = f(&name)?;
+                    let mut lb = g.stream().launch_builder(&k);
+                    lb.arg(&rows_b)
+                        .arg(&n32)
+                        .arg(a.row_ptr)
+                        .arg(a.col)
+                        .arg(b.row_ptr)
+                        .arg(b.col);
+                    if bi >= 4 {
+                        lb.arg(&nc32);
+                    }
+                    lb.arg(out_off).arg(&mut *ccol).arg(&mut *counts);
+                    // SAFETY: spgemm_fill_flat_bB(rows, n, arp, acol, brp, bcol, const u32*
+                    // out_off, u32* ccol, u32* counts) and spgemm_fill_bitmap_rows(…, bcol, u32
+                    // ncols, out_off, ccol, counts): rows n entries of this bin (each < m);
+                    // out_off m+1 offsets with room for each row's distinct columns after it;
+                    // counts m+1; the bitmap kernel's dynamic shared memory holds ncols bits
+                    // (at most BITMAP_COLS: under 48 KiB), the group kernels' tables at least
+                    // each row's distinct columns (≤ out_off[i+1] − out_off[i] ≤ ub ≤ CAP).
+                    unsafe { lb.launch(Gpu::cfg(blocks, threads, shared)) }
+                        .map_err(|e| Gpu::launch_error(&name, e))?;
+                    continue;
+                }
                 let name = format!("spgemm_fill_b{bi}");
                 let k = f(&name)?;
                 let rows_b = rows.slice(bin_start[bi]..bin_start[bi + 1]);
@@ -498,7 +566,6 @@ impl GpuSpgemmPlan {
             // One hash pass: sorted columns at the product-count offsets, then moved.
             let mut ub_off = g.zeros::<u32>(m + 1)?;
             scan(&ub, &mut ub_off)?;
-            drop(ub);
             // SAFETY: tmp is read only where the fill kernels wrote (each row's n columns).
             let mut tmp = unsafe { g.alloc::<u32>((products as usize).max(1))? };
             fill(&ub_off, &mut tmp, &mut counts, &mut scratch)?;
@@ -523,7 +590,6 @@ impl GpuSpgemmPlan {
             (col, total)
         } else {
             // Products beyond the one-pass temporary: count, scan, then fill in place.
-            drop(ub);
             for (bi, &(threads, _)) in BINS.iter().enumerate() {
                 let n = bin_start[bi + 1] - bin_start[bi];
                 if n == 0 {
@@ -562,6 +628,31 @@ impl GpuSpgemmPlan {
             (col, total)
         };
         drop(counts);
+        // Segments of the wide bins' rows for the numeric phase.
+        let wide = bin_start[6] - bin_start[2];
+        let seg_bound = 2 * wide + total / FLAT_SEG + products as usize / FLAT_PROD;
+        let mut seg_items = g.zeros::<u32>(3 * seg_bound.max(1))?;
+        let mut seg_count = g.zeros::<u32>(1)?;
+        if wide > 0 {
+            let k = f("spgemm_seg_items")?;
+            let rows_w = rows.slice(bin_start[2]..bin_start[6]);
+            let (w32, seg32, prod32) = (wide as u32, FLAT_SEG as u32, FLAT_PROD as u32);
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&rows_w)
+                .arg(&w32)
+                .arg(&row_ptr)
+                .arg(&ub)
+                .arg(&seg32)
+                .arg(&prod32)
+                .arg(&mut seg_count)
+                .arg(&mut seg_items);
+            // SAFETY: spgemm_seg_items(const u32* rows, u32 nrows, const u32* crp,
+            // const u32* ub, u32 seg, u32 prod, u32* cursor, u32* items): rows `wide` entries
+            // < m, crp and ub m+1; Σ max(ceil(n_i/seg), ceil(ub_i/prod)) ≤ 2·wide + total/seg +
+            // products/prod = seg_bound triples fit items.
+            unsafe { lb.launch(Gpu::cfg(grid(g, wide, 256), 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_seg_items", e))?;
+        }
         Ok(GpuSpgemmPlan {
             gpu: gpu.clone(),
             nrows: m,
@@ -573,6 +664,10 @@ impl GpuSpgemmPlan {
             bin_start,
             row_ptr,
             col,
+            seg_items,
+            seg_count,
+            seg_bound,
+            legacy,
         })
     }
 
@@ -628,6 +723,9 @@ impl GpuSpgemmPlan {
             "GPU SpGEMM numeric: values length vs the plan's entries"
         );
         let g = &self.gpu;
+        if !self.legacy {
+            return self.numeric_flat(a, b, values);
+        }
         for (bi, &(threads, per_block)) in BINS.iter().enumerate() {
             let n = self.bin_start[bi + 1] - self.bin_start[bi];
             if n == 0 {
@@ -661,6 +759,75 @@ impl GpuSpgemmPlan {
                 .map_err(|e| Gpu::launch_error(&format!("spgemm_numeric_b{bi}"), e))?;
         }
         // Rows without products have no entries: nothing to write.
+        Ok(())
+    }
+
+    /// The flat numeric kernels: a group per row for bins 0 and 1, a warp per row segment for
+    /// the others.
+    fn numeric_flat<T: GpuScalar>(
+        &self,
+        a: CsrView<'_, T>,
+        b: CsrView<'_, T>,
+        values: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let g = &self.gpu;
+        for (bi, &(_, per_block)) in BINS.iter().enumerate().take(2) {
+            let n = self.bin_start[bi + 1] - self.bin_start[bi];
+            if n == 0 {
+                continue;
+            }
+            let blocks = n.div_ceil(per_block as usize) as u32;
+            // Bin 1 (e.g. the 7-point stencil's A·A, 7 entries of 7): one A entry at a time
+            // measured faster than the flat kernel's bookkeeping.
+            let name = if bi == 0 {
+                "spgemm_flat_b0".to_string()
+            } else {
+                "spgemm_numeric_b1".to_string()
+            };
+            let k = g.typed_function::<T>(&SPGEMM_SRC, &name, &[])?;
+            let rows_b = self.rows.slice(self.bin_start[bi]..self.bin_start[bi + 1]);
+            let n32 = n as u32;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&rows_b)
+                .arg(&n32)
+                .arg(a.row_ptr)
+                .arg(a.col)
+                .arg(a.val)
+                .arg(b.row_ptr)
+                .arg(b.col)
+                .arg(b.val)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&mut *values);
+            // SAFETY: spgemm_flat_b0_T / spgemm_numeric_b1_T(rows, n, arp, acol, aval, brp, bcol,
+            // bval, crp, ccol, T* cval): the plan's bins (each row's C row fits the group's 32/64 entries: n ≤ ub)
+            // and pattern for these shapes (checked by the caller); every product's column is in
+            // C's row, so its slot lies inside the row.
+            unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
+                .map_err(|e| Gpu::launch_error(&name, e))?;
+        }
+        if self.bin_start[6] > self.bin_start[2] {
+            let blocks = (self.seg_bound.div_ceil(4) as u32).clamp(1, g.sm_count() * 16);
+            let k = g.typed_function::<T>(&SPGEMM_SRC, "spgemm_flat_seg", &[])?;
+            let mut lb = g.stream().launch_builder(&k);
+            lb.arg(&self.seg_items)
+                .arg(&self.seg_count)
+                .arg(a.row_ptr)
+                .arg(a.col)
+                .arg(a.val)
+                .arg(b.row_ptr)
+                .arg(b.col)
+                .arg(b.val)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&mut *values);
+            // SAFETY: spgemm_flat_seg_T(items, nitems, arp, acol, aval, brp, bcol, bval, crp,
+            // ccol, T* cval): *nitems (row, first, end entry) triples written by
+            // spgemm_seg_items for this plan's rows, each segment inside its row of C and at
+            // most FLAT_SEG entries.
+            unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
+                .map_err(|e| Gpu::launch_error("spgemm_flat_seg", e))?;
+        }
         Ok(())
     }
 

@@ -24,7 +24,10 @@ use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
-use crate::sparse::incomplete::{pivot_error, FactorKind, IncompleteParams, IncompleteStructure};
+use crate::sparse::incomplete::{
+    pivot_error, Application, ApplyModes, FactorKind, IncompleteParams, IncompleteStructure,
+    Ordering,
+};
 
 /// The largest `x` a run of narrow levels keeps in shared memory (the dynamic shared memory a
 /// block gets without opting in): 6144 rows in f64, 12288 in f32.
@@ -40,6 +43,13 @@ pub const SPTRSV_SRC: KernelSource = KernelSource {
 /// Threads per block of the synchronization-free kernel and of the one-level launches: 8 warps,
 /// 8 blocks per SM fill an H100/H200 SM.
 pub const THREADS: u32 = 256;
+/// Levels of an incomplete factorization's schedule above which it runs on the host (one pass
+/// over the rows) and the values are uploaded: the level-by-level GPU factorization costs about
+/// 50 µs per level of a narrow run (a warp per row, the pivot rows read from L2), so a near
+/// chain such as raefsky2's 1516 levels took 81 ms on an H200 against about 10 ms on one CPU
+/// core (`benches/results/ilu.md`).
+pub const HOST_FACTOR_LEVELS: usize = 256;
+
 /// Threads of a one-block launch that sweeps a run of narrow levels: the largest block, so the
 /// runs are long (each level of the run must fit in one pass of the block).
 pub const GROUP_THREADS: u32 = 1024;
@@ -404,6 +414,12 @@ pub struct GpuIncompleteFactor<T> {
     shift_used: f64,
     /// The ping-pong vector of the Jacobi sweeps.
     scratch: Mutex<CudaSlice<T>>,
+    /// The row order and the inverse ordering on the device (see
+    /// [`IncompleteStructure::perm_in`]), and the permuted vector between them.
+    perm_in: Option<CudaSlice<u32>>,
+    perm_out: Option<CudaSlice<u32>>,
+    permuted: Mutex<CudaSlice<T>>,
+    modes: ApplyModes,
 }
 
 impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
@@ -417,8 +433,17 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self> {
-        let s = IncompleteStructure::analyse(a, kind)?;
+        if let Some(f) = crate::sparse::incomplete::natural_first(
+            params,
+            |p| Self::new(gpu, a, kind, p),
+            |f| (f.structure.lower.levels(), f.modes),
+        )? {
+            return Ok(f);
+        }
+        let s = IncompleteStructure::analyse_with(a, kind, params)?;
         let s_n = s.n.max(1);
+        let sweeps_possible = params.jacobi_sweeps > 0 || params.application == Application::Auto;
+        let permuted = s.perm_in.is_some() || s.perm_out.is_some();
         let up = |v: &[u32]| {
             if v.is_empty() {
                 gpu.zeros::<u32>(1)
@@ -444,12 +469,35 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             upper: GpuTriPlan::upload(gpu, &s.upper, params.algorithm)?,
             transpose,
             gpu: gpu.clone(),
-            structure: s,
             params: *params,
             shift_used: params.shift,
-            scratch: Mutex::new(gpu.zeros::<T>(if params.jacobi_sweeps > 0 { s_n } else { 1 })?),
+            scratch: Mutex::new(gpu.zeros::<T>(if sweeps_possible { s_n } else { 1 })?),
+            perm_in: s.perm_in.as_deref().map(up).transpose()?,
+            perm_out: s.perm_out.as_deref().map(up).transpose()?,
+            permuted: Mutex::new(gpu.zeros::<T>(if permuted { s_n } else { 1 })?),
+            modes: ApplyModes::fixed(params),
+            structure: s,
         };
-        f.refactor(a)?;
+        let reordered_auto = params.ordering == Ordering::Auto
+            && f.structure.preprocessing.ordering != Ordering::Natural;
+        if let Err(e) = f.refactor(a) {
+            return match reordered_auto {
+                true => Self::new(gpu, a, kind, &params.natural_fallback()),
+                false => Err(e),
+            };
+        }
+        if ApplyModes::needs_values(params) {
+            // The choice reads the factor's values once (the CPU factor decides the same way).
+            let v = f.download_values()?;
+            let t: Vec<T> = match &f.structure.transpose {
+                Some((_, _, map)) => map.iter().map(|&p| v[p as usize]).collect(),
+                None => Vec::new(),
+            };
+            f.modes = ApplyModes::resolve(&f.structure, params, &v, &t);
+            if reordered_auto && f.modes.unstable() {
+                return Self::new(gpu, a, kind, &params.natural_fallback());
+            }
+        }
         Ok(f)
     }
 
@@ -491,8 +539,30 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         self.shift_used
     }
 
+    /// Whether the factorization runs on the host (then the values are uploaded): when its
+    /// level schedule is deeper than [`HOST_FACTOR_LEVELS`].
+    pub fn factors_on_host(&self) -> bool {
+        self.structure.lower.levels() > HOST_FACTOR_LEVELS
+    }
+
     /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
     fn factor_once(&mut self, a: &CsrMatrix<T>, shift: f64) -> Result<Option<(usize, f64)>> {
+        if self.factors_on_host() {
+            let s = &self.structure;
+            return match crate::sparse::incomplete::factor_values(
+                s,
+                a,
+                shift,
+                self.params.pivot_tol,
+            ) {
+                Ok(v) => {
+                    self.gpu.upload_into(&v, &mut self.val)?;
+                    self.gather_transpose()?;
+                    Ok(None)
+                }
+                Err(bad) => Ok(Some(bad)),
+            };
+        }
         let s = &self.structure;
         let (v, rowmax) = s.initial_values(a, shift);
         self.gpu.upload_into(&v, &mut self.val)?;
@@ -532,20 +602,13 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             // word; the dynamic shared memory holds warps × cache × (sizeof(T) + 4) bytes.
             unsafe { l.launch(Gpu::cfg(g.blocks, g.threads, smem)) }.map_err(launch_err(name))?;
         }
-        if let Some((_, tval, tmap)) = &mut self.transpose {
-            let n = tmap.len() as u32;
-            let mut l = stream.launch_builder(&self.k.gather);
-            l.arg(&*tmap).arg(&self.val).arg(tval).arg(&n);
-            // SAFETY: gather(const u32* map, const T* src, T* dst, u32 n): map and dst have n
-            // entries (the factor's nnz), every map entry indexes src (the factor's values).
-            unsafe { l.launch(Gpu::cfg(n.div_ceil(THREADS).min(1024), THREADS, 0)) }
-                .map_err(launch_err("gather"))?;
-        }
+        self.gather_transpose()?;
         let bad = self.gpu.download(&self.bad)?[0];
         if bad == u32::MAX {
             return Ok(None);
         }
         let row = bad as usize;
+        let s = &self.structure;
         let piv = match s.kind {
             FactorKind::Ilu0 => {
                 let p = s.diag_pos[row] as usize;
@@ -556,29 +619,92 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         Ok(Some((row, piv)))
     }
 
-    fn sweeps(&self) -> Option<usize> {
-        (self.params.jacobi_sweeps > 0).then_some(self.params.jacobi_sweeps)
+    /// IC: `Lᵀ`'s values gathered from `L`'s (queued).
+    fn gather_transpose(&mut self) -> Result<()> {
+        let stream = self.gpu.stream();
+        if let Some((_, tval, tmap)) = &mut self.transpose {
+            let n = tmap.len() as u32;
+            let mut l = stream.launch_builder(&self.k.gather);
+            l.arg(&*tmap).arg(&self.val).arg(tval).arg(&n);
+            // SAFETY: gather(const u32* map, const T* src, T* dst, u32 n): map and dst have n
+            // entries (the factor's nnz), every map entry indexes src (the factor's values).
+            unsafe { l.launch(Gpu::cfg(n.div_ceil(THREADS).min(1024), THREADS, 0)) }
+                .map_err(launch_err("gather"))?;
+        }
+        Ok(())
     }
 
-    /// `x = L⁻¹b` (queued; approximate with [`IncompleteParams::jacobi_sweeps`]).
+    /// `dst = src[map]` (queued).
+    fn gather(
+        &self,
+        map: &CudaSlice<u32>,
+        src: &CudaSlice<T>,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let n = self.structure.n as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.gather);
+        l.arg(map).arg(src).arg(dst).arg(&n);
+        // SAFETY: gather(const u32* map, const T* src, T* dst, u32 n): map is a permutation of
+        // 0..n (n entries), src and dst have at least n elements and are distinct buffers.
+        unsafe { l.launch(Gpu::cfg(n.div_ceil(THREADS).min(1024), THREADS, 0)) }
+            .map_err(launch_err("gather"))?;
+        Ok(())
+    }
+
+    /// `x = L⁻¹(P·b)` (queued; `P` the factor's row order; approximate per
+    /// [`modes`](Self::modes)).
     pub fn lower_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
         let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let j = self.sweeps().map(|k| (k, &mut *scratch));
-        self.lower
-            .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, j)
-    }
-
-    /// `x = U⁻¹b` (IC: `L⁻ᵀb`) (queued; approximate with
-    /// [`IncompleteParams::jacobi_sweeps`]).
-    pub fn upper_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
-        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let j = self.sweeps().map(|k| (k, &mut *scratch));
-        match &self.transpose {
-            Some((tcol, tval, _)) => self.upper.solve(&self.gpu, &self.k, tcol, tval, b, x, j),
+        let j = (self.modes.lower_sweeps > 0).then_some((self.modes.lower_sweeps, &mut *scratch));
+        match &self.perm_in {
+            Some(p) => {
+                let mut pb = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+                self.gather(p, b, &mut pb)?;
+                self.lower
+                    .solve(&self.gpu, &self.k, &self.col, &self.val, &pb, x, j)
+            }
             None => self
-                .upper
+                .lower
                 .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, j),
         }
+    }
+
+    /// `x = Qᵀ·U⁻¹b` (IC: `L⁻ᵀ`; `Q` the factor's ordering) (queued; approximate per
+    /// [`modes`](Self::modes)).
+    pub fn upper_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let j = (self.modes.upper_sweeps > 0).then_some((self.modes.upper_sweeps, &mut *scratch));
+        let (col, val) = match &self.transpose {
+            Some((tcol, tval, _)) => (tcol, tval),
+            None => (&self.col, &self.val),
+        };
+        match &self.perm_out {
+            Some(p) => {
+                let mut y = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+                self.upper
+                    .solve(&self.gpu, &self.k, col, val, b, &mut y, j)?;
+                self.gather(p, &y, x)
+            }
+            None => self.upper.solve(&self.gpu, &self.k, col, val, b, x, j),
+        }
+    }
+
+    /// How the two triangular solves are applied.
+    pub fn modes(&self) -> ApplyModes {
+        self.modes
+    }
+
+    /// What was done and how it is applied.
+    pub fn summary(&self) -> crate::sparse::incomplete::FactorSummary {
+        crate::sparse::incomplete::FactorSummary::new(
+            &self.structure,
+            self.modes,
+            self.shift_used,
+            self.factors_on_host(),
+        )
     }
 
     /// The factor's values (synchronises; for tests and inspection).

@@ -63,10 +63,10 @@ pub fn applies(method: &str, a: &CsrMatrix<f64>, spd: bool) -> bool {
 #[cfg(feature = "cuda")]
 pub mod gpu {
     //! Running one of [`super::METHODS`] on the GPU backend.
+    use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::solvers::{
-        bicgstab, cg, gmres, pcg, Chebyshev, ChebyshevParams, Identity, Jacobi, SolveError,
-        SolveInfo, SolveParams, VectorOps,
+        bicgstab, cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams, VectorOps,
     };
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
     use segsparse::CsrMatrix;

@@ -9,9 +9,8 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::recur::{self, GmresLayout, Slot, NSLOTS};
-use super::{Fuse, KrylovOps, LinearOperator, VectorOps};
-use crate::csr::CsrMatrix;
+use super::recur::{self, Slot, NSLOTS};
+use super::{Fuse, HostKrylov, KrylovOps, VectorOps};
 use crate::error::Result;
 use crate::scalar::Scalar;
 
@@ -27,15 +26,6 @@ pub struct Cpu;
 pub struct CpuScalars<T> {
     slots: [T; NSLOTS],
     hist: Vec<T>,
-    partials: Vec<[T; 2]>,
-}
-
-/// GMRES's Krylov workspace on the CPU: the basis vectors and the small arrays.
-#[derive(Clone, Debug)]
-pub struct CpuKrylov<T> {
-    v: Vec<Vec<T>>,
-    small: Vec<T>,
-    lay: GmresLayout,
     partials: Vec<[T; 2]>,
 }
 
@@ -110,9 +100,6 @@ impl<T: Scalar> VectorOps<T> for Cpu {
     fn name(&self) -> &'static str {
         "cpu"
     }
-    fn default_check_every(&self) -> usize {
-        1
-    }
     fn len(&self, v: &Vec<T>) -> usize {
         v.len()
     }
@@ -132,31 +119,60 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             .for_each(|(d, s)| d.copy_from_slice(s));
         Ok(())
     }
-    fn set_zero(&self, v: &mut Vec<T>) -> Result<()> {
-        v.par_chunks_mut(CHUNK).for_each(|c| c.fill(T::zero()));
+    fn fill(&self, v: &mut Vec<T>, a: T) -> Result<()> {
+        v.par_chunks_mut(CHUNK).for_each(|c| c.fill(a));
         Ok(())
     }
-    fn residual(&self, b: &Vec<T>, ax: &Vec<T>, r: &mut Vec<T>) -> Result<()> {
-        same_len("residual", b.len(), ax.len());
-        same_len("residual", b.len(), r.len());
-        r.par_iter_mut()
-            .zip(b.par_iter().zip(ax.par_iter()))
-            .for_each(|(r, (&b, &ax))| *r = b - ax);
+    fn scal(&self, a: T, v: &mut Vec<T>) -> Result<()> {
+        v.par_chunks_mut(CHUNK)
+            .for_each(|c| c.iter_mut().for_each(|v| *v = a * *v));
         Ok(())
     }
-    fn scale(&self, d: &Vec<T>, r: &Vec<T>, z: &mut Vec<T>) -> Result<()> {
-        same_len("scale", d.len(), r.len());
-        same_len("scale", d.len(), z.len());
-        z.par_iter_mut()
-            .zip(d.par_iter().zip(r.par_iter()))
-            .for_each(|(z, (&d, &r))| *z = d * r);
+    fn axpby(&self, a: T, x: &Vec<T>, b: T, y: &mut Vec<T>) -> Result<()> {
+        same_len("axpby", x.len(), y.len());
+        let zero = b == T::zero();
+        y.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK))
+            .for_each(|(y, x)| {
+                for (y, &x) in y.iter_mut().zip(x) {
+                    *y = if zero { a * x } else { a * x + b * *y };
+                }
+            });
         Ok(())
     }
-    fn dot(&self, x: &Vec<T>, y: &Vec<T>, sc: &mut CpuScalars<T>) -> Result<f64> {
+    fn axpbypcz(&self, a: T, x: &Vec<T>, b: T, y: &Vec<T>, c: T, z: &mut Vec<T>) -> Result<()> {
+        same_len("axpbypcz", x.len(), y.len());
+        same_len("axpbypcz", x.len(), z.len());
+        let zero = c == T::zero();
+        z.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
+            .for_each(|(z, (x, y))| {
+                for ((z, &x), &y) in z.iter_mut().zip(x).zip(y) {
+                    let v = a * x + b * y;
+                    *z = if zero { v } else { v + c * *z };
+                }
+            });
+        Ok(())
+    }
+    fn vmul(&self, a: T, x: &Vec<T>, y: &Vec<T>, b: T, z: &mut Vec<T>) -> Result<()> {
+        same_len("vmul", x.len(), y.len());
+        same_len("vmul", x.len(), z.len());
+        let zero = b == T::zero();
+        z.par_chunks_mut(CHUNK)
+            .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
+            .for_each(|(z, (x, y))| {
+                for ((z, &x), &y) in z.iter_mut().zip(x).zip(y) {
+                    let v = a * (x * y);
+                    *z = if zero { v } else { v + b * *z };
+                }
+            });
+        Ok(())
+    }
+    fn dot(&self, x: &Vec<T>, y: &Vec<T>, sc: &mut CpuScalars<T>) -> Result<T> {
         same_len("dot", x.len(), y.len());
         let d = chunked_dot(x, y, &mut sc.partials);
         sc.slots[Slot::Dot as usize] = d;
-        Ok(d.as_f64())
+        Ok(d)
     }
 
     fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
@@ -180,6 +196,14 @@ impl<T: Scalar> VectorOps<T> for Cpu {
     }
     fn read_history(&self, sc: &CpuScalars<T>, len: usize) -> Result<Vec<T>> {
         Ok(sc.hist[..len.min(sc.hist.len())].to_vec())
+    }
+    fn update_slots(
+        &self,
+        sc: &mut CpuScalars<T>,
+        f: impl FnOnce(&mut [T; NSLOTS], &mut [T]),
+    ) -> Result<()> {
+        f(&mut sc.slots, &mut sc.hist);
+        Ok(())
     }
 
     fn cg_start(
@@ -507,18 +531,6 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         Ok(())
     }
 
-    fn axpy(&self, alpha: T, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        same_len("axpy", x.len(), y.len());
-        y.par_chunks_mut(CHUNK)
-            .zip(x.par_chunks(CHUNK))
-            .for_each(|(y, x)| {
-                for (y, &x) in y.iter_mut().zip(x) {
-                    *y += alpha * x;
-                }
-            });
-        Ok(())
-    }
-
     fn poly_step(
         &self,
         t: &Vec<T>,
@@ -565,42 +577,21 @@ impl<T: Scalar> VectorOps<T> for Cpu {
 }
 
 impl<T: Scalar> KrylovOps<T> for Cpu {
-    type Krylov = CpuKrylov<T>;
+    type Krylov = HostKrylov<Vec<T>, T>;
 
-    fn krylov(&self, n: usize, m: usize) -> Result<CpuKrylov<T>> {
-        assert!(m >= 1, "GMRES restart length must be at least 1");
-        let lay = GmresLayout { m };
-        Ok(CpuKrylov {
-            v: (0..=m).map(|_| vec![T::zero(); n]).collect(),
-            small: vec![T::zero(); lay.len()],
-            lay,
-            partials: vec![[T::zero(); 2]; n.div_ceil(CHUNK).max(1)],
-        })
-    }
-
-    fn krylov_pair<'k>(&self, k: &'k mut CpuKrylov<T>, j: usize) -> (&'k Vec<T>, &'k mut Vec<T>) {
-        assert!(
-            j < k.lay.m,
-            "Krylov column {j} of a restart length {}",
-            k.lay.m
-        );
-        let (lo, hi) = k.v.split_at_mut(j + 1);
-        (&lo[j], &mut hi[0])
-    }
-
-    fn krylov_small(&self, k: &CpuKrylov<T>) -> Result<Vec<T>> {
-        Ok(k.small.clone())
+    fn krylov(&self, n: usize, m: usize) -> Result<HostKrylov<Vec<T>, T>> {
+        HostKrylov::new(self, n, m)
     }
 
     fn gmres_start(
         &self,
         r: &Vec<T>,
-        k: &mut CpuKrylov<T>,
+        k: &mut HostKrylov<Vec<T>, T>,
         sc: &mut CpuScalars<T>,
         it: usize,
     ) -> Result<()> {
         same_len("gmres_start", r.len(), k.v[0].len());
-        let rr = chunked_dot(r, r, &mut k.partials);
+        let rr = chunked_dot(r, r, &mut sc.partials);
         recur::gmres_start(&mut sc.slots, &mut k.small, k.lay, &mut sc.hist, rr, it);
         if recur::stopped(&sc.slots) {
             return Ok(());
@@ -615,7 +606,7 @@ impl<T: Scalar> KrylovOps<T> for Cpu {
 
     fn gmres_arnoldi(
         &self,
-        k: &mut CpuKrylov<T>,
+        k: &mut HostKrylov<Vec<T>, T>,
         j: usize,
         sc: &mut CpuScalars<T>,
         it: usize,
@@ -630,7 +621,7 @@ impl<T: Scalar> KrylovOps<T> for Cpu {
         // Two passes of classical Gram–Schmidt (CGS2).
         for pass in [lay.c1(), lay.c2()] {
             for (i, v) in basis.iter().enumerate() {
-                k.small[pass + i] = chunked_dot(v, w, &mut k.partials);
+                k.small[pass + i] = chunked_dot(v, w, &mut sc.partials);
             }
             let c = &k.small[pass..pass + j + 1];
             w.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, w)| {
@@ -643,7 +634,7 @@ impl<T: Scalar> KrylovOps<T> for Cpu {
                 }
             });
         }
-        let ww = chunked_dot(w, w, &mut k.partials);
+        let ww = chunked_dot(w, w, &mut sc.partials);
         recur::gmres_column(&mut sc.slots, &mut k.small, lay, &mut sc.hist, j, ww, it);
         if recur::stopped(&sc.slots) {
             return Ok(());
@@ -653,7 +644,12 @@ impl<T: Scalar> KrylovOps<T> for Cpu {
         Ok(())
     }
 
-    fn gmres_combine(&self, k: &mut CpuKrylov<T>, ncols: usize, u: &mut Vec<T>) -> Result<()> {
+    fn gmres_combine(
+        &self,
+        k: &mut HostKrylov<Vec<T>, T>,
+        ncols: usize,
+        u: &mut Vec<T>,
+    ) -> Result<()> {
         let lay = k.lay;
         assert!(
             ncols <= lay.m,
@@ -673,20 +669,6 @@ impl<T: Scalar> KrylovOps<T> for Cpu {
                 }
             }
         });
-        Ok(())
-    }
-}
-
-/// `y ← A·x` with the crate's row-parallel CPU SpMV.
-impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
-    fn nrows(&self) -> usize {
-        CsrMatrix::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        CsrMatrix::ncols(self)
-    }
-    fn apply(&self, _: &Cpu, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        crate::spmv::spmv(T::one(), self, x, T::zero(), y);
         Ok(())
     }
 }

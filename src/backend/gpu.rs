@@ -4,7 +4,7 @@
 //! of scalar slots. The kernels (`kernels/solvers/blas1.cu`) compute α, β, ω and the
 //! convergence, breakdown and NaN tests in the last block of their reductions, so an iteration
 //! never waits for the host; the host reads the slots every
-//! [`SolveParams::check_every`](super::SolveParams::check_every) iterations (16 by default). All
+//! `SolveParams::check_every` iterations (16 by default). All
 //! work is ordered on the [`Gpu`]'s one stream. A solve allocates its vectors, the slots, the
 //! residual history (`max_iters + 1` values) and the per-block partial sums up front, and nothing
 //! per iteration.
@@ -62,12 +62,18 @@ use std::sync::Arc;
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
 use super::recur::{Slot, NSLOTS};
-use super::{separate, Block, Fuse, KrylovOps, LinearOperator, VectorOps};
+use super::{defaults, Block, Fuse, HostKrylov, KrylovOps, KrylovSpace, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
+use crate::primitives::ScanElem;
 use crate::scalar::Scalar;
-use crate::spmv::gpu::GpuCsr;
+
+/// Element types of the GPU backend and the GPU operators: `f32` and `f64` (a [`Scalar`] with
+/// kernel instantiations, scannable by the segmented-scan primitive). Generic callers bound on
+/// this.
+pub trait GpuScalar: Scalar + KernelType + ScanElem {}
+impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
 /// The solvers' vector kernels.
 pub const BLAS1: KernelSource = KernelSource {
@@ -108,6 +114,9 @@ struct Kernels {
     residual: CudaFunction,
     scale: CudaFunction,
     axpy: CudaFunction,
+    lincomb: CudaFunction,
+    vmul: CudaFunction,
+    fill: CudaFunction,
     poly_step: CudaFunction,
     gmres_start: CudaFunction,
     gmres_scale: CudaFunction,
@@ -235,6 +244,36 @@ macro_rules! opt_arg {
 }
 
 impl<T: Scalar + KernelType> GpuOps<T> {
+    /// `z ← a·x + b·y + c·z` (absent vectors contribute nothing; `z` read only when `c ≠ 0`).
+    fn lincomb(
+        &self,
+        a: T,
+        x: Option<&CudaSlice<T>>,
+        b: T,
+        y: Option<&CudaSlice<T>>,
+        c: T,
+        z: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let (n, grid) = (n32(z.len()), self.grid(z.len()));
+        let mut l = self.gpu.stream().launch_builder(&self.k.lincomb);
+        l.arg(&a);
+        match x {
+            Some(x) => l.arg(x),
+            None => l.arg(&NULL),
+        };
+        l.arg(&b);
+        match y {
+            Some(y) => l.arg(y),
+            None => l.arg(&NULL),
+        };
+        l.arg(&c).arg(&mut *z).arg(&n);
+        // SAFETY: vector_lincomb(T a, const T* x, T b, const T* y, T c, T* z, u32 n); x and y
+        // are null or have n elements like z (checked by the callers).
+        unsafe { l.launch(self.cfg(grid)) }
+            .map(|_| ())
+            .map_err(launch_err("vector_lincomb"))
+    }
+
     /// Compiles (or takes from the [`Gpu`]'s cache) the solver kernels for `T`.
     ///
     /// # Errors
@@ -257,6 +296,9 @@ impl<T: Scalar + KernelType> GpuOps<T> {
             residual: f("solver_residual")?,
             scale: f("solver_scale")?,
             axpy: f("solver_axpy")?,
+            lincomb: f("vector_lincomb")?,
+            vmul: f("vector_vmul")?,
+            fill: f("vector_fill")?,
             poly_step: f("solver_poly_step")?,
             gmres_start: f("solver_gmres_start")?,
             gmres_scale: f("solver_gmres_scale")?,
@@ -563,6 +605,54 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .memset_zeros(v)
             .map_err(|e| Error::cuda("solver vector memset", e))
     }
+    fn fill(&self, v: &mut CudaSlice<T>, a: T) -> Result<()> {
+        let (n, grid) = (n32(v.len()), self.grid(v.len()));
+        let mut l = self.gpu.stream().launch_builder(&self.k.fill);
+        l.arg(&a).arg(&mut *v).arg(&n);
+        // SAFETY: vector_fill(T a, T* z, u32 n); z has n elements.
+        unsafe { l.launch(self.cfg(grid)) }
+            .map(|_| ())
+            .map_err(launch_err("vector_fill"))
+    }
+    fn scal(&self, a: T, v: &mut CudaSlice<T>) -> Result<()> {
+        self.lincomb(T::zero(), None, T::zero(), None, a, v)
+    }
+    fn axpby(&self, a: T, x: &CudaSlice<T>, b: T, y: &mut CudaSlice<T>) -> Result<()> {
+        same_len("axpby", x.len(), y.len());
+        self.lincomb(a, Some(x), T::zero(), None, b, y)
+    }
+    fn axpbypcz(
+        &self,
+        a: T,
+        x: &CudaSlice<T>,
+        b: T,
+        y: &CudaSlice<T>,
+        c: T,
+        z: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        same_len("axpbypcz", x.len(), y.len());
+        same_len("axpbypcz", x.len(), z.len());
+        self.lincomb(a, Some(x), b, Some(y), c, z)
+    }
+    fn vmul(
+        &self,
+        a: T,
+        x: &CudaSlice<T>,
+        y: &CudaSlice<T>,
+        b: T,
+        z: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        same_len("vmul", x.len(), y.len());
+        same_len("vmul", x.len(), z.len());
+        let (n, grid) = (n32(z.len()), self.grid(z.len()));
+        let mut l = self.gpu.stream().launch_builder(&self.k.vmul);
+        l.arg(&a).arg(x).arg(y).arg(&b).arg(&mut *z).arg(&n);
+        // SAFETY: vector_vmul(T a, const T* x, const T* y, T b, T* z, u32 n); all three have n
+        // elements.
+        unsafe { l.launch(self.cfg(grid)) }
+            .map(|_| ())
+            .map_err(launch_err("vector_vmul"))
+    }
     fn residual(&self, b: &CudaSlice<T>, ax: &CudaSlice<T>, r: &mut CudaSlice<T>) -> Result<()> {
         same_len("residual", b.len(), ax.len());
         same_len("residual", b.len(), r.len());
@@ -585,7 +675,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .map(|_| ())
             .map_err(launch_err("solver_scale"))
     }
-    fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut GpuScalars<T>) -> Result<f64> {
+    fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut GpuScalars<T>) -> Result<T> {
         same_len("dot", x.len(), y.len());
         let n = n32(x.len());
         let grid = sc.grid_for(self, x.len());
@@ -599,7 +689,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         // SAFETY: solver_dot(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket);
         // x, y have n elements, s NSLOTS, partials NRED * grid, ticket 1.
         unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_dot"))?;
-        Ok(self.read_slots(sc)?[Slot::Dot as usize].as_f64())
+        Ok(self.read_slots(sc)?[Slot::Dot as usize])
     }
 
     fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
@@ -638,6 +728,19 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     fn read_history(&self, sc: &GpuScalars<T>, len: usize) -> Result<Vec<T>> {
         let len = len.min(sc.hist.len());
         self.gpu.download(&sc.hist.slice(..len))
+    }
+    /// Downloads the slots and the history, runs `f`, uploads both: correct, and slow (the GPU
+    /// runs every step as its own kernels and never calls this in a solve).
+    fn update_slots(
+        &self,
+        sc: &mut GpuScalars<T>,
+        f: impl FnOnce(&mut [T; NSLOTS], &mut [T]),
+    ) -> Result<()> {
+        let mut s = self.read_slots(sc)?;
+        let mut h = self.gpu.download(&sc.hist)?;
+        f(&mut s, &mut h);
+        self.gpu.upload_into(&s, &mut sc.slots)?;
+        self.gpu.upload_into(&h, &mut sc.hist)
     }
 
     /// CUDA graphs: see "Recorded blocks" in the [module docs](super).
@@ -968,7 +1071,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     ) -> Result<()> {
         let grid = match (self.fused_grid(x.len()), &fuse) {
             (Some(g), Fuse::Identity | Fuse::Jacobi { .. }) => g,
-            _ => return separate::cg_tail(self, x, p, q, r, fuse, sc, it),
+            _ => return defaults::cg_tail(self, x, p, q, r, fuse, sc, it),
         };
         for (what, l) in [("p", p.len()), ("q", q.len()), ("r", r.len())] {
             same_len(what, x.len(), l);
@@ -1010,7 +1113,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         let Some(grid) = self.fused_grid(r.len()) else {
-            return separate::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, it);
+            return defaults::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, it);
         };
         for (what, l) in [("r̂", rhat.len()), ("v", v.len()), ("s", s.len())] {
             same_len(what, r.len(), l);
@@ -1051,7 +1154,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         let Some(grid) = self.fused_grid(x.len()) else {
-            return separate::bicg_update_p(
+            return defaults::bicg_update_p(
                 self, x, phat, inv_diag, shat, s, t, r, rhat, p, v, sc, it,
             );
         };
@@ -1152,6 +1255,16 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         unsafe { l.launch(self.cfg(self.grid(len))) }
             .map(|_| ())
             .map_err(launch_err("solver_poly_step"))
+    }
+}
+
+/// The GPU keeps its small arrays on the device and runs every step itself.
+impl<T> KrylovSpace<CudaSlice<T>, T> for GpuKrylov<T> {
+    fn host(&self) -> Option<&HostKrylov<CudaSlice<T>, T>> {
+        None
+    }
+    fn host_mut(&mut self) -> Option<&mut HostKrylov<CudaSlice<T>, T>> {
+        None
     }
 }
 
@@ -1371,18 +1484,5 @@ impl<T> GpuScalars<T> {
             self.grid
         );
         g
-    }
-}
-
-/// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
-impl<T: crate::spmv::gpu::GpuScalar> LinearOperator<T, GpuOps<T>> for GpuCsr<T> {
-    fn nrows(&self) -> usize {
-        GpuCsr::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        GpuCsr::ncols(self)
-    }
-    fn apply(&self, _: &GpuOps<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
-        self.spmv(T::one(), x, T::zero(), y)
     }
 }

@@ -1,0 +1,96 @@
+//! The backend layer: where vectors live and how the solvers' vector steps run on them.
+//!
+//! A backend is a type implementing [`VectorOps`]: what a vector is (`Vec<T>` on the CPU, a
+//! device buffer on the GPU), a small block of *scalar slots* that holds ρ, α, β, ω, ‖r‖² and a
+//! status word ([`VectorOps::Scalars`]: host values on the CPU, device memory on the GPU), and
+//! the vector steps the solvers and preconditioners issue. The operators are bound to a backend
+//! through two traits that live here too, so that the solvers (`solvers`) and the
+//! preconditioners (`precond`) both look down at them and never at each other:
+//!
+//! - [`LinearOperator`]: `y ← A·x` with the backend's vectors (implemented for
+//!   [`CsrMatrix`](crate::CsrMatrix) on the CPU and for the GPU SpMV's matrix in `crate::spmv`,
+//!   and for your own matrix-free operator);
+//! - [`Preconditioner`]: `z ← M⁻¹r` ([`Identity`] is here; the others are in `precond`).
+//!
+//! | backend | vectors | scalars | where |
+//! |---|---|---|---|
+//! | [`Cpu`] | `Vec<T>` | host | [`cpu`] (rayon over fixed chunks, reproducible sums) |
+//! | `GpuOps` (feature `cuda`) | `CudaSlice<T>` | device | `gpu` (fused kernels, CUDA graphs) |
+//! | [`sim::SimOps`] | `Vec<T>` per simulated rank | host, all-reduced over threads | [`sim`] |
+//! | `NcclOps` (feature `nccl`) | `CudaSlice<T>` per GPU rank | device, all-reduced by NCCL | `nccl` |
+//!
+//! The scalar recurrences every backend computes (α = ρ/pᵀAp, ...) are written once in Rust in
+//! [`recur`] and mirrored in `kernels/solvers/`.
+
+mod cpu;
+mod defaults;
+#[cfg(feature = "cuda")]
+pub mod gpu;
+mod krylov;
+#[cfg(feature = "nccl")]
+pub mod nccl;
+mod ops;
+pub mod recur;
+pub mod sim;
+
+pub use cpu::{Cpu, CpuScalars};
+pub use krylov::{HostKrylov, KrylovOps, KrylovSpace};
+pub use ops::{Fuse, VectorOps};
+pub use recur::{GmresLayout, Slot, Status, NSLOTS};
+
+#[cfg(feature = "cuda")]
+pub use gpu::GpuScalar;
+
+use crate::error::Result;
+use crate::scalar::Scalar;
+
+/// No preconditioning (`M = I`). The solvers skip the `z` vector entirely.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Identity;
+
+impl<T: Scalar, B: VectorOps<T>> Preconditioner<T, B> for Identity {
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
+        be.copy(r, z)
+    }
+    fn is_identity(&self) -> bool {
+        true
+    }
+}
+
+/// What [`VectorOps::begin_block`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// Nothing: the caller issues the block's steps, which run as they come.
+    Direct,
+    /// The caller issues the steps; the backend records them, and runs them at
+    /// [`VectorOps::end_block`].
+    Recording,
+    /// The backend ran a recorded block: the caller skips the steps.
+    Replayed,
+}
+
+/// A linear operator `y ← A·x` on the backend `B`'s vectors. Implement it for your own
+/// (matrix-free) operator to solve with it.
+pub trait LinearOperator<T: Scalar, B: VectorOps<T>> {
+    /// Rows of `A` (the length of `y` and `b`).
+    fn nrows(&self) -> usize;
+    /// Columns of `A` (the length of `x`).
+    fn ncols(&self) -> usize;
+    /// `y ← A·x`. Must not synchronise with the host (on the GPU: queue work on the stream).
+    fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()>;
+}
+
+/// A preconditioner `z ← M⁻¹r`.
+pub trait Preconditioner<T: Scalar, B: VectorOps<T>> {
+    /// `z ← M⁻¹r`.
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> crate::Result<()>;
+    /// `Some(D⁻¹)` for a diagonal preconditioner: the solvers then fuse `z = D⁻¹r` into their
+    /// vector updates instead of calling [`Preconditioner::apply`].
+    fn inverse_diagonal(&self) -> Option<&B::Vector> {
+        None
+    }
+    /// True for the identity (no preconditioning): `z` is then `r` itself.
+    fn is_identity(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,362 @@
+//! The automatic choice of a Krylov method and a preconditioner from cheap statistics of the
+//! matrix: [`choose`] returns an [`AutoChoice`] (method, preconditioner, the incomplete
+//! factorization's parameters, and the reason in words), deterministic for a given matrix.
+//!
+//! The statistics ([`MatrixStats::of`], `O(nnz)` apart from the symmetry check on a sample of
+//! rows): symmetry of values on a sample of rows, the diagonal (missing, zero, signs, spread),
+//! diagonal dominance, the sign pattern of the off-diagonal entries (an M-matrix-like pattern,
+//! as from a diffusion stencil), rows and entries per row, and the depth (levels) of the natural
+//! lower triangle, which is what a triangular solve costs on the GPU.
+//!
+//! The rules, in order (each names itself in [`AutoChoice::reason`]):
+//!
+//! | matrix | method | preconditioner | why |
+//! |---|---|---|---|
+//! | a diagonal entry missing or zero | GMRES | ILU(0) after a row matching | the only choice here that needs no diagonal |
+//! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`], ≥ [`AMG_MIN_ROWS`] rows | CG | AMG | coefficient jumps: multigrid's home ground |
+//! | symmetric, positive diagonal, M-matrix signs | CG | none (near-constant diagonal) or Jacobi | Poisson-like: a preconditioner's setup costs more than it saves on one solve |
+//! | symmetric, positive diagonal, other signs | CG | Jacobi | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/auto.md`) |
+//! | unsymmetric, strictly diagonally dominant by a margin ([`DOMINANT_MARGIN`]) | GMRES | Jacobi | converges in few iterations without more |
+//! | unsymmetric, otherwise | GMRES | ILU(0), application chosen per factor | robust on the nonsymmetric corpus |
+//!
+//! The ILU(0)/IC(0) parameters chosen use [`Application::Auto`] and [`Ordering::Auto`] (sweeps
+//! or reordering where the factor is deep), [`RowMatching::Auto`] and `auto_shift`.
+
+use crate::csr::CsrMatrix;
+use crate::scalar::Scalar;
+use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
+
+/// Rows from which [`Auto`](AutoPrecond::Amg) may pick AMG (its setup does not pay below).
+pub const AMG_MIN_ROWS: usize = 50_000;
+/// The ratio of the largest to the smallest diagonal entry that marks coefficient jumps.
+pub const JUMP_SPREAD: f64 = 100.0;
+/// The diagonal spread above which CG takes Jacobi rather than nothing.
+pub const JACOBI_SPREAD: f64 = 4.0;
+/// Strict diagonal dominance margin: `|a_ii| ≥ (1 + margin) Σ_{j≠i} |a_ij|` on every row.
+pub const DOMINANT_MARGIN: f64 = 0.5;
+/// Rows sampled by the symmetry check (evenly spaced; all rows below this count).
+pub const SYMMETRY_SAMPLE: usize = 4096;
+
+/// The Krylov method of an [`AutoChoice`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AutoMethod {
+    /// Conjugate gradient (with the preconditioner: PCG).
+    Cg,
+    /// Restarted GMRES(30), right preconditioned.
+    Gmres,
+}
+
+impl AutoMethod {
+    /// `"cg"` or `"gmres"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AutoMethod::Cg => "cg",
+            AutoMethod::Gmres => "gmres",
+        }
+    }
+}
+
+/// The preconditioner of an [`AutoChoice`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AutoPrecond {
+    /// None.
+    None,
+    /// The diagonal.
+    Jacobi,
+    /// Smoothed-aggregation AMG.
+    Amg,
+    /// ILU(0) with [`AutoChoice::incomplete`].
+    Ilu0,
+    /// IC(0) with [`AutoChoice::incomplete`].
+    Ic0,
+}
+
+impl AutoPrecond {
+    /// `"none"`, `"jacobi"`, `"amg"`, `"ilu0"` or `"ic0"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AutoPrecond::None => "none",
+            AutoPrecond::Jacobi => "jacobi",
+            AutoPrecond::Amg => "amg",
+            AutoPrecond::Ilu0 => "ilu0",
+            AutoPrecond::Ic0 => "ic0",
+        }
+    }
+}
+
+/// The cheap statistics [`choose`] decides from.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct MatrixStats {
+    /// Rows (= columns).
+    pub rows: usize,
+    /// Stored entries.
+    pub nnz: usize,
+    /// Whether the sampled rows are symmetric in pattern and values (relative 1e-12).
+    pub symmetric: bool,
+    /// Rows without a stored diagonal entry or with a zero one.
+    pub missing_diagonal: usize,
+    /// Whether every diagonal entry is positive.
+    pub positive_diagonal: bool,
+    /// Largest over smallest diagonal magnitude (∞ with a zero diagonal).
+    pub diagonal_spread: f64,
+    /// The smallest `|a_ii| / Σ_{j≠i} |a_ij|` over the rows (∞ for a diagonal matrix).
+    pub min_dominance: f64,
+    /// The fraction of off-diagonal entries whose sign is opposite to their row's diagonal.
+    pub opposite_sign_fraction: f64,
+    /// Levels of the natural lower triangle (the critical path of an ILU(0)/IC(0) solve).
+    pub lower_levels: usize,
+}
+
+impl MatrixStats {
+    /// The statistics of `a` (square; any index order).
+    pub fn of<T: Scalar>(a: &CsrMatrix<T>) -> Self {
+        let a = a.canonical();
+        let n = a.nrows();
+        let mut s = MatrixStats {
+            rows: n,
+            nnz: a.nnz(),
+            positive_diagonal: true,
+            ..Default::default()
+        };
+        let (mut dmin, mut dmax) = (f64::INFINITY, 0.0f64);
+        let (mut opposite, mut offdiag) = (0usize, 0usize);
+        let mut min_dom = f64::INFINITY;
+        for i in 0..n {
+            let (c, v) = a.row(i);
+            let d = match c.binary_search(&(i as u32)) {
+                Ok(k) => v[k].as_f64(),
+                Err(_) => 0.0,
+            };
+            if d == 0.0 {
+                s.missing_diagonal += 1;
+            }
+            if d <= 0.0 || d.is_nan() {
+                s.positive_diagonal = false;
+            }
+            dmin = dmin.min(d.abs());
+            dmax = dmax.max(d.abs());
+            let mut off = 0.0;
+            for (&cj, &vj) in c.iter().zip(v) {
+                if cj as usize != i {
+                    let x = vj.as_f64();
+                    off += x.abs();
+                    if x != 0.0 {
+                        offdiag += 1;
+                        if (x < 0.0) != (d < 0.0) {
+                            opposite += 1;
+                        }
+                    }
+                }
+            }
+            if off > 0.0 {
+                min_dom = min_dom.min(d.abs() / off);
+            }
+        }
+        s.diagonal_spread = if dmin > 0.0 {
+            dmax / dmin
+        } else {
+            f64::INFINITY
+        };
+        s.min_dominance = min_dom;
+        s.opposite_sign_fraction = if offdiag == 0 {
+            1.0
+        } else {
+            opposite as f64 / offdiag as f64
+        };
+        s.symmetric = sampled_symmetric(&a);
+        s.lower_levels = lower_levels(&a);
+        s
+    }
+
+    /// Whether the off-diagonal signs are those of an M-matrix (at least 99 % opposite to the
+    /// diagonal's), as from a diffusion stencil.
+    pub fn m_matrix_signs(&self) -> bool {
+        self.opposite_sign_fraction >= 0.99
+    }
+}
+
+/// Levels of the lower triangle (sorted indices): one pass, no plan.
+fn lower_levels<T: Scalar>(a: &CsrMatrix<T>) -> usize {
+    let n = a.nrows();
+    let (rp, cj) = (a.row_ptr(), a.col_idx());
+    let mut level = vec![0u32; n];
+    let mut most = 0u32;
+    for i in 0..n {
+        let mut l = 0u32;
+        for &c in &cj[rp[i] as usize..rp[i + 1] as usize] {
+            if c as usize >= i {
+                break;
+            }
+            l = l.max(level[c as usize] + 1);
+        }
+        level[i] = l;
+        most = most.max(l + 1);
+    }
+    most as usize
+}
+
+/// Symmetry of values on up to [`SYMMETRY_SAMPLE`] evenly spaced rows (sorted indices).
+fn sampled_symmetric<T: Scalar>(a: &CsrMatrix<T>) -> bool {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return false;
+    }
+    let step = n.div_ceil(SYMMETRY_SAMPLE).max(1);
+    (0..n).step_by(step).all(|i| {
+        let (c, v) = a.row(i);
+        c.iter().zip(v).all(|(&j, &x)| {
+            let (cj, vj) = a.row(j as usize);
+            match cj.binary_search(&(i as u32)) {
+                Ok(k) => {
+                    let (x, y) = (x.as_f64(), vj[k].as_f64());
+                    (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
+                }
+                Err(_) => x == T::zero(),
+            }
+        })
+    })
+}
+
+/// What [`choose`] picked, and why.
+#[derive(Clone, Debug)]
+pub struct AutoChoice {
+    /// The Krylov method.
+    pub method: AutoMethod,
+    /// The preconditioner.
+    pub precond: AutoPrecond,
+    /// The incomplete factorization's parameters (for [`AutoPrecond::Ilu0`] and
+    /// [`AutoPrecond::Ic0`]; the defaults of the automatic path otherwise).
+    pub incomplete: IncompleteParams,
+    /// The rule that decided, in words (with the statistics it read).
+    pub reason: String,
+    /// The statistics.
+    pub stats: MatrixStats,
+}
+
+/// The incomplete-factorization parameters of the automatic path: the application and ordering
+/// chosen per factor, a row matching where the diagonal needs one, and a shift on a bad pivot.
+pub fn auto_incomplete_params() -> IncompleteParams {
+    IncompleteParams {
+        application: Application::Auto,
+        ordering: Ordering::Auto,
+        matching: RowMatching::Auto,
+        auto_shift: true,
+        ..Default::default()
+    }
+}
+
+/// Chooses a method and a preconditioner for `a` (square). See the [module docs](self) for the
+/// rules. Deterministic: the same matrix gives the same choice.
+pub fn choose<T: Scalar>(a: &CsrMatrix<T>) -> AutoChoice {
+    let s = MatrixStats::of(a);
+    let (method, precond, reason) = rule(&s);
+    AutoChoice {
+        method,
+        precond,
+        incomplete: auto_incomplete_params(),
+        reason,
+        stats: s,
+    }
+}
+
+fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
+    use AutoMethod::*;
+    use AutoPrecond::*;
+    if s.missing_diagonal > 0 {
+        return (
+            Gmres,
+            Ilu0,
+            format!(
+                "{} rows lack a nonzero diagonal entry: GMRES with ILU(0) after a row matching",
+                s.missing_diagonal
+            ),
+        );
+    }
+    if s.symmetric && s.positive_diagonal {
+        if s.m_matrix_signs() {
+            if s.diagonal_spread >= JUMP_SPREAD && s.rows >= AMG_MIN_ROWS {
+                return (
+                    Cg,
+                    Amg,
+                    format!(
+                        "symmetric with M-matrix signs and a diagonal spread of {:.1e} \
+                         (coefficient jumps), {} rows: CG with AMG",
+                        s.diagonal_spread, s.rows
+                    ),
+                );
+            }
+            if s.diagonal_spread >= JACOBI_SPREAD {
+                return (
+                    Cg,
+                    Jacobi,
+                    format!(
+                        "symmetric with M-matrix signs (Poisson-like), diagonal spread {:.1}: CG \
+                         with Jacobi",
+                        s.diagonal_spread
+                    ),
+                );
+            }
+            return (
+                Cg,
+                None,
+                format!(
+                    "symmetric with M-matrix signs and a near-constant diagonal (Poisson-like, \
+                     spread {:.2}): plain CG (a setup costs more than it saves on one solve)",
+                    s.diagonal_spread
+                ),
+            );
+        }
+        return (
+            Cg,
+            Jacobi,
+            format!(
+                "symmetric, positive diagonal, not an M-matrix pattern ({} levels in the lower \
+                 triangle): CG with Jacobi (fused into CG's updates; IC(0) cut iterations on the \
+                 corpus but lost in time on every such matrix)",
+                s.lower_levels
+            ),
+        );
+    }
+    if s.min_dominance >= 1.0 + DOMINANT_MARGIN {
+        return (
+            Gmres,
+            Jacobi,
+            format!(
+                "strictly diagonally dominant (min |a_ii|/Σ|a_ij| = {:.2}): GMRES with Jacobi",
+                s.min_dominance
+            ),
+        );
+    }
+    (
+        Gmres,
+        Ilu0,
+        format!(
+            "{}, min diagonal dominance {:.2}, {} levels in the lower triangle: GMRES with \
+             ILU(0), application chosen per factor",
+            if s.symmetric {
+                "symmetric but not positive-diagonal"
+            } else {
+                "unsymmetric"
+            },
+            s.min_dominance,
+            s.lower_levels
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_of_a_poisson_matrix() {
+        let a = crate::generate::poisson2d::<f64>(20).unwrap();
+        let s = MatrixStats::of(&a);
+        assert!(s.symmetric && s.positive_diagonal && s.m_matrix_signs());
+        assert_eq!(s.missing_diagonal, 0);
+        assert_eq!(s.diagonal_spread, 1.0);
+        let c = choose(&a);
+        assert_eq!((c.method, c.precond), (AutoMethod::Cg, AutoPrecond::None));
+    }
+}

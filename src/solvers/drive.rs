@@ -1,0 +1,341 @@
+//! The loop every method and backend shares: the checks before a solve, the iterations in blocks
+//! with a status read between them, the true-residual confirmation with restarts, and the
+//! report.
+
+use std::time::Instant;
+
+use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
+use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
+use crate::scalar::Scalar;
+
+/// One method's per-solve state and iteration, driven by [`drive`].
+pub(crate) trait Method<T: Scalar, B: VectorOps<T>> {
+    /// The residual workspace (where [`drive`] writes `b − A·x` before [`Method::start`]) and a
+    /// scratch vector for `A·x`.
+    fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector);
+    /// (Re)starts from the residual in the workspace of [`Method::r_and_scratch`].
+    fn start(&mut self, be: &B, sc: &mut B::Scalars, iteration: usize) -> crate::Result<()>;
+    /// Called once the iterations of a (re)start end, with the status and the iteration it
+    /// was set at: GMRES adds the correction of its current cycle to `x` here.
+    fn finish(
+        &mut self,
+        _be: &B,
+        _sc: &mut B::Scalars,
+        _x: &mut B::Vector,
+        _status: Status,
+        _it: usize,
+    ) -> crate::Result<()> {
+        Ok(())
+    }
+    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`]):
+    /// `Some(0)` for methods whose every iteration issues the same steps.
+    fn block_key(&self) -> Option<u64> {
+        Some(0)
+    }
+    /// The most iterations the next block may hold (a method that needs the host at some
+    /// iteration ends the block there).
+    fn block_limit(&self) -> usize {
+        usize::MAX
+    }
+    /// Called instead of `len` calls of [`Method::step`] when the backend replayed a recorded
+    /// block: a method that keeps host state per step (GMRES's column) advances it here.
+    fn replayed(&mut self, _len: usize) {}
+    /// Called after each block of steps, outside any recording, at iteration `it`: where a
+    /// method does its host work (GMRES's end of cycle).
+    fn after_block(
+        &mut self,
+        _be: &B,
+        _sc: &mut B::Scalars,
+        _x: &mut B::Vector,
+        _it: usize,
+    ) -> crate::Result<()> {
+        Ok(())
+    }
+    /// Iteration `it` (1-based). Must only queue backend work (no host synchronisation), so
+    /// that a block of steps can be recorded.
+    fn step(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        it: usize,
+    ) -> crate::Result<()>;
+}
+
+/// Checks the dimensions of `A`, `b` and `x`.
+pub(crate) fn check_dims<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?Sized>(
+    be: &B,
+    a: &A,
+    b: &B::Vector,
+    x: &B::Vector,
+) -> Result<usize, SolveError> {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return Err(SolveError::DimensionMismatch {
+            what: "operator columns (the operator must be square)",
+            expected: n,
+            found: a.ncols(),
+        });
+    }
+    if be.len(b) != n {
+        return Err(SolveError::DimensionMismatch {
+            what: "right-hand side b",
+            expected: n,
+            found: be.len(b),
+        });
+    }
+    if be.len(x) != n {
+        return Err(SolveError::DimensionMismatch {
+            what: "solution vector x",
+            expected: n,
+            found: be.len(x),
+        });
+    }
+    Ok(n)
+}
+
+/// The memory preflight of a solve ([`crate::memory`]): `vectors` workspace vectors of length
+/// `n`, `extra` further bytes (GMRES's small arrays), the residual history of
+/// `max_iters + 1` entries and the reduction partials, checked by
+/// [`VectorOps::check_memory`] before anything is allocated.
+pub(crate) fn preflight<T: Scalar, B: VectorOps<T>>(
+    be: &B,
+    what: &str,
+    n: usize,
+    vectors: usize,
+    extra: u64,
+    params: &SolveParams,
+) -> Result<(), SolveError> {
+    use crate::memory::bytes_of;
+    let bytes = bytes_of::<T>(n)
+        .saturating_mul(vectors as u64)
+        .saturating_add(bytes_of::<T>(params.max_iters.saturating_add(1)))
+        .saturating_add(bytes_of::<[T; 2]>(n / 1024 + 1))
+        .saturating_add(extra);
+    be.check_memory(what, bytes).map_err(SolveError::Backend)
+}
+
+/// Checks `A`, `b`, `x` ([`check_dims`]) and the length of a diagonal preconditioner: the
+/// preamble every method shares.
+pub(crate) fn check_problem<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &B::Vector,
+    x: &B::Vector,
+) -> Result<usize, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let n = check_dims(be, a, b, x)?;
+    if let Some(d) = m.inverse_diagonal() {
+        if be.len(d) != n {
+            return Err(SolveError::DimensionMismatch {
+                what: "preconditioner diagonal",
+                expected: n,
+                found: be.len(d),
+            });
+        }
+    }
+    Ok(n)
+}
+
+/// How a method applies its preconditioner.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrecondKind {
+    /// None: `z` is `r`.
+    Identity,
+    /// Diagonal: fused into the vector steps.
+    Jacobi,
+    /// Any other: [`Preconditioner::apply`].
+    General,
+}
+
+impl PrecondKind {
+    pub(crate) fn of<T: Scalar, B: VectorOps<T>, P: Preconditioner<T, B> + ?Sized>(m: &P) -> Self {
+        if m.is_identity() {
+            PrecondKind::Identity
+        } else if m.inverse_diagonal().is_some() {
+            PrecondKind::Jacobi
+        } else {
+            PrecondKind::General
+        }
+    }
+}
+
+/// The loop shared by every method and backend: setup, iterations with a status check every
+/// `check_every`, the true-residual confirmation with restarts, and the report. `clock` was
+/// started at the entry of the solver function (its workspace allocation is part of the solve).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive<T, B, A, M>(
+    be: &B,
+    a: &A,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    method: &mut M,
+    mut sc: B::Scalars,
+    clock: Instant,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    M: Method<T, B>,
+{
+    let bb = be.dot(b, b, &mut sc)?.as_f64();
+    if !bb.is_finite() {
+        return Err(SolveError::NonFinite { iteration: 0 });
+    }
+    let bnorm = bb.sqrt();
+    let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
+    let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
+    let check_every = params
+        .check_every
+        .unwrap_or_else(|| be.default_check_every())
+        .max(1);
+    if params.initial_guess == InitialGuess::Zero {
+        be.set_zero(x)?;
+    }
+    be.write_slots(&mut sc, &[(Slot::Thresh, T::of_f64(thresh * thresh))])?;
+
+    let true_residual = |method: &mut M, x: &B::Vector, sc: &mut B::Scalars| {
+        let (r, q) = method.r_and_scratch();
+        a.apply(be, x, q)?;
+        be.residual(b, q, r)?;
+        let rr = be.dot(r, r, sc)?.as_f64();
+        // NaN stays NaN (f64::max would turn it into 0, a "converged" residual).
+        Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
+    };
+
+    let mut it = 0usize;
+    let mut restarts = 0usize;
+    let mut last_true = true_residual(method, x, &mut sc)?;
+    // A NaN or infinity anywhere in A, b or the initial guess makes b − A·x non-finite (NaN·0
+    // and ∞·0 are NaN): reported here, at iteration 0, the same way on every backend and method.
+    if !last_true.is_finite() {
+        return Err(SolveError::NonFinite { iteration: 0 });
+    }
+    let status = loop {
+        // (Re)start from the residual b − A·x that sits in method.r.
+        be.write_slots(&mut sc, &[(Slot::Status, T::zero())])?;
+        method.start(be, &mut sc, it)?;
+        let mut slots = be.read_slots(&sc)?;
+        let mut status = Status::of(slots[Slot::Status as usize]);
+        while status == Status::Running && it < params.max_iters {
+            // One block: up to the next multiple of check_every, the iteration limit, or the
+            // method's own limit; then one status read.
+            let len = (check_every - it % check_every)
+                .min(params.max_iters - it)
+                .min(method.block_limit().max(1));
+            let key = if params.graphs {
+                method.block_key()
+            } else {
+                None
+            };
+            let it0 = it;
+            match be.begin_block(&mut sc, it0, len, key)? {
+                Block::Replayed => {
+                    it += len;
+                    method.replayed(len);
+                }
+                mode => {
+                    let mut run = || {
+                        for _ in 0..len {
+                            it += 1;
+                            method.step(be, &mut sc, x, it)?;
+                        }
+                        Ok::<(), crate::Error>(())
+                    };
+                    let done = run();
+                    if mode == Block::Recording {
+                        be.end_block(&mut sc, done.is_ok())?;
+                    }
+                    done?;
+                }
+            }
+            method.after_block(be, &mut sc, x, it)?;
+            slots = be.read_slots(&sc)?;
+            status = Status::of(slots[Slot::Status as usize]);
+            if let Some(f) = params.on_check {
+                f(&Progress {
+                    iteration: it,
+                    relative_residual: slots[Slot::Rr as usize].as_f64().max(0.0).sqrt() / scale,
+                    seconds: clock.elapsed().as_secs_f64(),
+                });
+            }
+        }
+        if status != Status::Running {
+            // The kernels stopped at the recorded iteration; later ones were no-ops.
+            it = slots[Slot::StatusIter as usize].as_f64() as usize;
+        }
+        method.finish(be, &mut sc, x, status, it)?;
+        if status == Status::BreakdownRho && restarts < MAX_RESTARTS && it < params.max_iters {
+            // BiCGSTAB's shadow residual became orthogonal to r: restart with r̂ = b − A·x.
+            last_true = true_residual(method, x, &mut sc)?;
+            restarts += 1;
+            continue;
+        }
+        if status != Status::Converged {
+            break status;
+        }
+        let now = true_residual(method, x, &mut sc)?;
+        if !now.is_finite() {
+            break Status::NonFinite;
+        }
+        if now <= thresh {
+            last_true = now;
+            break status;
+        }
+        // Recursive residual converged but the true one did not: restart from the true residual
+        // unless restarts stagnate or run out.
+        if restarts >= MAX_RESTARTS || it >= params.max_iters || now >= last_true {
+            last_true = now;
+            break Status::Running;
+        }
+        last_true = now;
+        restarts += 1;
+    };
+
+    let history = if params.record_history {
+        be.read_history(&sc, it + 1)?
+            .into_iter()
+            .map(|v| v.as_f64().max(0.0).sqrt() / scale)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    match status {
+        Status::Converged => Ok(SolveInfo {
+            iterations: it,
+            relative_residual: last_true / scale,
+            history,
+            solve_seconds: clock.elapsed().as_secs_f64(),
+            setup_seconds: 0.0,
+            restarts,
+            converged: true,
+        }),
+        Status::NonFinite => Err(SolveError::NonFinite { iteration: it }),
+        Status::Stagnated => {
+            let residual = true_residual(method, x, &mut sc)? / scale;
+            Err(SolveError::Stagnation {
+                iterations: it,
+                residual,
+            })
+        }
+        Status::Running => {
+            let residual = true_residual(method, x, &mut sc)? / scale;
+            Err(SolveError::NotConverged {
+                iterations: it,
+                residual,
+            })
+        }
+        other => Err(SolveError::Breakdown {
+            what: other.describe(),
+            iteration: it,
+        }),
+    }
+}

@@ -1,0 +1,237 @@
+//! What a solve takes and gives: its options, its outcome, its errors.
+
+use std::fmt;
+
+/// How often the true residual may force a restart before the solve gives up (see the module
+/// docs, "Departures from the textbook").
+pub const MAX_RESTARTS: usize = 3;
+
+/// Whether the solver may read `x` as an initial guess.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InitialGuess {
+    /// Start from `x = 0` (the contents of `x` are ignored and overwritten).
+    #[default]
+    Zero,
+    /// Start from the contents of `x`.
+    Given,
+}
+
+/// Options of an iterative solve. Fill with struct-update syntax:
+/// `SolveParams { rel_tol: 1e-10, ..Default::default() }`.
+#[derive(Clone, Copy, Debug)]
+pub struct SolveParams {
+    /// Stop when ‖b − A·x‖ ≤ max(rel_tol·‖b‖, abs_tol). Default 1e-8.
+    pub rel_tol: f64,
+    /// Absolute tolerance on ‖b − A·x‖. Default 0.
+    pub abs_tol: f64,
+    /// Iteration limit; [`SolveError::NotConverged`] beyond it. Default 10 000.
+    pub max_iters: usize,
+    /// Start from zero (default) or from the contents of `x`.
+    pub initial_guess: InitialGuess,
+    /// Keep the relative residual of every iteration in [`SolveInfo::history`]. Default true.
+    pub record_history: bool,
+    /// Read the device's status every this many iterations; `None` (default) takes the backend's
+    /// own default ([`VectorOps::default_check_every`](crate::backend::VectorOps::default_check_every)). The solve never runs past convergence
+    /// by more than this many (no-op) iterations and reports the exact iteration either way.
+    pub check_every: Option<usize>,
+    /// Called from the solve's thread at each status check with the progress so far (for
+    /// progress lines); `None` by default.
+    pub on_check: Option<fn(&Progress)>,
+    /// Let the backend record a block of iterations (the `check_every` iterations between two
+    /// status checks) once and replay it: CUDA graphs on the GPU, which remove the launch cost
+    /// of every kernel. Same arithmetic, iterations and residuals as without; ignored by
+    /// backends that do not record (the CPU). Default true. See "Recorded blocks" in the
+    /// module docs.
+    pub graphs: bool,
+    #[doc(hidden)]
+    pub non_exhaustive: (),
+}
+
+impl Default for SolveParams {
+    fn default() -> Self {
+        SolveParams {
+            rel_tol: 1e-8,
+            abs_tol: 0.0,
+            max_iters: 10_000,
+            initial_guess: InitialGuess::Zero,
+            record_history: true,
+            check_every: None,
+            on_check: None,
+            graphs: true,
+            non_exhaustive: (),
+        }
+    }
+}
+
+/// What a progress callback ([`SolveParams::on_check`]) sees.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Iterations done.
+    pub iteration: usize,
+    /// The recursive residual relative to ‖b‖ after that iteration.
+    pub relative_residual: f64,
+    /// Seconds since the solve started.
+    pub seconds: f64,
+}
+
+/// The outcome of a converged solve.
+#[derive(Clone, Debug, Default)]
+pub struct SolveInfo {
+    /// Iterations performed (each is one operator application for CG, two for BiCGSTAB).
+    pub iterations: usize,
+    /// ‖b − A·x‖ / ‖b‖ computed from the returned `x` (‖b − A·x‖ when b = 0).
+    pub relative_residual: f64,
+    /// Recursive residual norms relative to ‖b‖: entry `k` after iteration `k` (entry 0 is the
+    /// initial residual), empty unless [`SolveParams::record_history`]. Restarts continue the
+    /// count.
+    pub history: Vec<f64>,
+    /// Wall-clock seconds of the solver call, from its entry to its return: the workspace it
+    /// allocates, every iteration with its status checks, the true-residual confirmation and the
+    /// history read (the device is synchronised before the clock stops). What a further
+    /// right-hand side with the same matrix and preconditioner costs again. See "Timing" in the
+    /// module docs.
+    pub solve_seconds: f64,
+    /// Seconds of the setup this solve needed and a further right-hand side would reuse
+    /// (partitioning, communicators, uploading the matrix, `b` and `x`, the preconditioner's
+    /// setup). **0 as returned by the solver functions**, which set up nothing beyond their
+    /// per-call workspace (counted in [`SolveInfo::solve_seconds`]); the code that did the setup
+    /// fills it in (`sparse-solve`, the Python binding, `dist`'s rank solve).
+    pub setup_seconds: f64,
+    /// Restarts from the true residual (see the module docs).
+    pub restarts: usize,
+    /// Always true for an `Ok` result (non-convergence is a [`SolveError`]); kept so an info can
+    /// be reported as is.
+    pub converged: bool,
+}
+
+impl SolveInfo {
+    /// [`SolveInfo::solve_seconds`] per iteration (0 when no iteration ran): the figure every
+    /// front end reports as seconds per iteration.
+    pub fn seconds_per_iteration(&self) -> f64 {
+        per_iteration(self.solve_seconds, self.iterations)
+    }
+}
+
+/// `solve_seconds / iterations`, 0 for no iteration: the one definition of the time per
+/// iteration (also for failed solves, whose [`SolveError`] carries no timing: time the solver
+/// call from outside, which is the same interval).
+pub fn per_iteration(solve_seconds: f64, iterations: usize) -> f64 {
+    if iterations == 0 {
+        0.0
+    } else {
+        solve_seconds / iterations as f64
+    }
+}
+
+/// Why a solve failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SolveError {
+    /// A quantity the method divides by vanished or had the wrong sign: `pᵀAp ≤ 0` in CG (the
+    /// matrix is not SPD), `ρ`, `r̂ᵀv` or `ω` in BiCGSTAB.
+    Breakdown {
+        /// Which quantity, in words.
+        what: &'static str,
+        /// The iteration in which it happened (1-based).
+        iteration: usize,
+    },
+    /// The iteration limit was reached (or restarts stagnated) above the tolerance.
+    NotConverged {
+        /// Iterations performed.
+        iterations: usize,
+        /// The true relative residual ‖b − A·x‖/‖b‖ of the final iterate.
+        residual: f64,
+    },
+    /// GMRES made no progress over a whole restart cycle (the restart length is too short for
+    /// this matrix, or the matrix is singular): iterating further would not help.
+    Stagnation {
+        /// Iterations performed.
+        iterations: usize,
+        /// The true relative residual of the final iterate.
+        residual: f64,
+    },
+    /// A residual became NaN or infinite. A NaN or infinity in `A`, `b` or the initial guess is
+    /// reported at iteration 0, before any iteration (every method, every backend: the initial
+    /// residual `b − A·x` is non-finite, since NaN·0 and ∞·0 are NaN); an overflow later on at
+    /// the iteration where it happened. Never a converged result.
+    NonFinite {
+        /// The iteration at which it was detected (0: the initial residual).
+        iteration: usize,
+    },
+    /// The operator, right-hand side and solution vector do not fit together.
+    DimensionMismatch {
+        /// What does not fit.
+        what: &'static str,
+        /// The size required.
+        expected: usize,
+        /// The size found.
+        found: usize,
+    },
+    /// The backend failed (a CUDA error, a kernel that did not compile, ...).
+    Backend(crate::Error),
+}
+
+impl fmt::Display for SolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SolveError::Breakdown { what, iteration } => {
+                write!(f, "breakdown at iteration {iteration}: {what}")
+            }
+            SolveError::NotConverged {
+                iterations,
+                residual,
+            } => write!(
+                f,
+                "not converged after {iterations} iterations (relative residual {residual:.3e})"
+            ),
+            SolveError::Stagnation {
+                iterations,
+                residual,
+            } => write!(
+                f,
+                "GMRES stagnated: no progress over a whole restart cycle after {iterations} \
+                 iterations (relative residual {residual:.3e}); try a longer --restart or a \
+                 preconditioner"
+            ),
+            SolveError::NonFinite { iteration } => {
+                write!(
+                    f,
+                    "residual became NaN or infinite at iteration {iteration}"
+                )
+            }
+            SolveError::DimensionMismatch {
+                what,
+                expected,
+                found,
+            } => write!(
+                f,
+                "dimension mismatch: {what} has length {found}, expected {expected}"
+            ),
+            SolveError::Backend(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SolveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SolveError::Backend(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::Error> for SolveError {
+    fn from(e: crate::Error) -> Self {
+        SolveError::Backend(e)
+    }
+}
+
+impl From<SolveError> for crate::Error {
+    fn from(e: SolveError) -> Self {
+        match e {
+            SolveError::Backend(e) => e,
+            other => crate::Error::Solver(other.to_string()),
+        }
+    }
+}
