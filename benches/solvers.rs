@@ -29,7 +29,7 @@ use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, SolveError, SolveInfo,
     SolveParams, VectorOps, DEFAULT_RESTART,
 };
-use segsparse::{io, CsrMatrix, Scalar};
+use segsparse::{CsrMatrix, Scalar};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Method {
@@ -279,7 +279,7 @@ fn bench_precision<T: Scalar + segsparse::gpu::KernelType + segsparse::primitive
     small: bool,
 ) {
     for (spec, methods) in problems(small) {
-        let a: CsrMatrix<T> = io::load(&spec, 1).expect("problem");
+        let a: CsrMatrix<T> = segsparse::load(&spec, 1).expect("problem");
         let short = spec.rsplit('/').next().unwrap_or(&spec).to_string();
         let b_host = vec![T::one(); a.nrows()];
         for &m in &methods {

@@ -58,13 +58,13 @@ fn bench_matrix<T: Scalar + sprs::MulAcc>(c: &mut Criterion, label: &str, a: &Cs
 }
 
 fn benches(c: &mut Criterion) {
-    let a: CsrMatrix<f64> = segsparse::io::load(&raefsky2_path(), 1).expect("raefsky2");
+    let a: CsrMatrix<f64> = segsparse::load(&raefsky2_path(), 1).expect("raefsky2");
     bench_matrix(c, "raefsky2", &a);
     bench_matrix(c, "raefsky2", &a.cast::<f32>());
     if std::env::var("SEGSPARSE_BENCH_QUICK").is_ok_and(|v| v == "1") {
         return;
     }
-    let p: CsrMatrix<f64> = segsparse::io::load("poisson2d:1000", 1).expect("poisson2d");
+    let p: CsrMatrix<f64> = segsparse::load("poisson2d:1000", 1).expect("poisson2d");
     bench_matrix(c, "poisson2d_1000", &p);
     bench_matrix(c, "poisson2d_1000", &p.cast::<f32>());
 }

@@ -163,9 +163,9 @@ impl fmt::Display for Error {
                 f,
                 "out of memory: {what} needs {} of {place}, which has {} available (at most {} % \
                  of it is used)",
-                crate::memory::human(*need),
-                crate::memory::human(*available),
-                100 - crate::memory::MARGIN_PERCENT
+                crate::units::human(*need),
+                crate::units::human(*available),
+                100 - crate::units::MARGIN_PERCENT
             ),
         }
     }

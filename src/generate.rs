@@ -2,7 +2,7 @@
 //!
 //! Benchmarks and tests need matrices far larger than the ones committed under `matrices/`
 //! (10^7–10^8 entries), with known structure. A *spec* names one; [`from_spec`] builds it and
-//! [`crate::io::load`] accepts a spec wherever it accepts a file name (so does `spmv-bench`).
+//! [`crate::load`] accepts a spec wherever it accepts a file name (so does `spmv-bench`).
 //!
 //! | spec | matrix | rows | entries |
 //! |---|---|---|---|

@@ -13,20 +13,24 @@
 //!
 //! ## Layers
 //!
+//! From the bottom up; a module uses modules of its own row or above it in this table, never
+//! below (`ARCHITECTURE.md` in the repository; CI checks it).
+//!
 //! | module | what it holds |
 //! |---|---|
-//! | [`csr`] | [`CsrMatrix`] with checked invariants |
-//! | [`io`] | Matrix Market reading and writing (`.mtx`, `.mtx.gz`) |
-//! | [`generate`] | generated test matrices (`poisson2d:N`, `random:N:K`, ...) |
-//! | [`gpu`] | device discovery, NVRTC compilation with an on-disk CUBIN cache, device buffers, errors |
-//! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
+//! | [`error`], [`units`], [`scalar`] | the one [`Error`] type; byte counts as people read them; the [`Scalar`] trait |
 //! | [`memory`] | the memory preflight: bytes needed against what the host and device have |
+//! | [`gpu`] | device discovery, NVRTC compilation with an on-disk CUBIN cache, device buffers, errors |
+//! | [`csr`] | [`CsrMatrix`] with checked invariants |
+//! | [`io`], [`generate`] | Matrix Market reading and writing (`.mtx`, `.mtx.gz`); generated test matrices (`poisson2d:N`, `random:N:K`, ...) |
+//! | [`load`] | a matrix from a file or a generator spec |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
 //! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, the operator traits `LinearOperator` and `Preconditioner` |
-//! | [`spmv`] | `y ← α·A·x + β·y` on the CPU and the GPU |
-//! | [`solvers`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m), a Chebyshev polynomial preconditioner (one body for every backend) |
-//! | [`tridiag`] | tridiagonal systems: Thomas, cyclic reduction, PCR |
+//! | [`spmv`], [`tridiag`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR |
+//! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
+//! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |
 //! | [`dist`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB |
+//! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //!
 //! ## Quick start
 //!
@@ -74,6 +78,7 @@ pub mod dist;
 pub mod error;
 pub mod generate;
 pub mod gpu;
+mod input;
 pub mod io;
 pub mod kernel_registry;
 pub mod memory;
@@ -85,7 +90,9 @@ pub mod sparse;
 pub mod spmm;
 pub mod spmv;
 pub mod tridiag;
+pub mod units;
 
 pub use csr::{CsrMatrix, RowStats};
 pub use error::{Error, Result};
+pub use input::load;
 pub use scalar::{Precision, Scalar};

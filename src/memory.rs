@@ -50,8 +50,7 @@
 
 use crate::error::{Error, Result};
 
-/// The share of the available memory kept free by the preflight, in percent.
-pub const MARGIN_PERCENT: u64 = 10;
+pub use crate::units::{human, parse_bytes, MARGIN_PERCENT};
 
 /// Requests smaller than this (4 MiB) are not checked.
 pub const UNCHECKED_BYTES: u64 = 4 << 20;
@@ -64,11 +63,6 @@ pub fn bytes_of<T>(count: usize) -> u64 {
 /// What of `available` bytes may be used: `available` minus the margin.
 pub fn usable(available: u64) -> u64 {
     available - available / 100 * MARGIN_PERCENT - available % 100 * MARGIN_PERCENT / 100
-}
-
-/// Bytes as a person reads them: `8.00 GB (8000000000 bytes)`.
-pub fn human(bytes: u64) -> String {
-    format!("{:.2} GB ({bytes} bytes)", bytes as f64 / 1e9)
 }
 
 /// The arithmetic of every check: `Ok` when `need` bytes fit into `available` bytes of `place`
@@ -116,50 +110,6 @@ pub fn check_host(what: &str, need: u64) -> Result<()> {
     }
 }
 
-/// The host preflight of a front end that reads a matrix and then allocates vectors
-/// (`sparse-solve`, `spmv-bench`): when `path` is a Matrix Market file, its header alone gives
-/// the reader's peak and the matrix's size, and the check is
-/// `max(read peak, matrix + rows·per_row + cols·per_col + entries·per_entry)` bytes (the
-/// reader's triplets are freed before the vectors exist; `per_entry` counts copies of the
-/// matrix, such as an `f32` cast), for values of type `T`. A generator spec or a missing file passes (the
-/// loader reports the latter).
-///
-/// # Errors
-/// [`Error::OutOfMemory`] naming the file and the figures; the header's own errors (a
-/// malformed banner or size line) as [`Error::MatrixMarket`].
-pub fn check_matrix_file<T>(
-    path: &str,
-    what: &str,
-    per_row: u64,
-    per_col: u64,
-    per_entry: u64,
-) -> Result<()> {
-    if !std::path::Path::new(path).is_file() {
-        return Ok(());
-    }
-    let hdr = crate::io::read_header(path)?;
-    // The reader's own refusal from the header (almost every row certainly empty), here before
-    // the caller opens a GPU or reads anything else.
-    if let Some(msg) = crate::io::empty_rows_refusal(&hdr, &crate::io::ReadOptions::default()) {
-        return Err(Error::mtx(path, 0, msg));
-    }
-    let vectors = hdr
-        .nrows
-        .saturating_mul(per_row)
-        .saturating_add(hdr.ncols.saturating_mul(per_col))
-        .saturating_add(hdr.stored_entries_max().saturating_mul(per_entry));
-    let need = hdr
-        .read_peak_bytes::<T>()
-        .max(hdr.csr_bytes::<T>().saturating_add(vectors));
-    check_host(
-        &format!(
-            "{what} on {path} ({}×{}, declared entries: {})",
-            hdr.nrows, hdr.ncols, hdr.entries
-        ),
-        need,
-    )
-}
-
 /// `available` capped by the byte count in the environment variable `var`, when set.
 pub(crate) fn cap(available: Option<u64>, var: &str) -> Option<u64> {
     let limit = std::env::var(var).ok().and_then(|v| parse_bytes(&v));
@@ -174,18 +124,6 @@ fn meminfo_field(text: &str, key: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(key))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
-}
-
-/// `123`, `64K`, `512M`, `8G` (binary multiples).
-pub fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()?.to_ascii_uppercase() {
-        'K' => (&s[..s.len() - 1], 1u64 << 10),
-        'M' => (&s[..s.len() - 1], 1 << 20),
-        'G' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.trim().parse::<u64>().ok()?.checked_mul(mult)
 }
 
 #[cfg(test)]

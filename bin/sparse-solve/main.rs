@@ -245,7 +245,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let path = resolve(&cli.matrix);
     preflight::host::<T>(&path, cli)?;
     let a: CsrMatrix<T> =
-        segsparse::io::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
+        segsparse::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
     if a.nrows() != a.ncols() {
         bail!(
             "{}: the matrix is {}×{}; a linear solve needs a square matrix",

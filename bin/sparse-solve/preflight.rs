@@ -32,6 +32,6 @@ pub fn host<T>(path: &str, cli: &Cli) -> Result<()> {
         _ => 8,
     };
     let per_row = (2 + workspace) * std::mem::size_of::<T>() as u64;
-    segsparse::memory::check_matrix_file::<T>(path, "solving", per_row, 0, 0)?;
+    segsparse::io::check_matrix_file::<T>(path, "solving", per_row, 0, 0)?;
     Ok(())
 }

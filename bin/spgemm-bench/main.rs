@@ -210,7 +210,7 @@ fn load(name: &str) -> anyhow::Result<CsrMatrix<f64>> {
         "poisson3d27" if parts.len() == 2 => Ok(stencil27(parts[1].parse()?)),
         "jumps3d" if parts.len() == 2 => Ok(jumps3d(parts[1].parse()?)),
         "band" if parts.len() == 3 => Ok(band(parts[1].parse()?, parts[2].parse()?)),
-        _ => Ok(segsparse::io::load::<f64>(name, 0)?),
+        _ => Ok(segsparse::load::<f64>(name, 0)?),
     }
 }
 

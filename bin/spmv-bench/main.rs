@@ -119,7 +119,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     // the f64 matrix and its f32 copy (8 bytes per entry, 4 per row), x in both precisions,
     // and per row the f64 reference, y and its downloaded copy.
     for name in &cli.matrices {
-        segsparse::memory::check_matrix_file::<f64>(&resolve(name), "spmv-bench", 28, 12, 8)?;
+        segsparse::io::check_matrix_file::<f64>(&resolve(name), "spmv-bench", 28, 12, 8)?;
     }
     if !cli.rhs.is_empty() {
         return spmm::run(&cli, &resolve);
@@ -154,7 +154,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     for name in &cli.matrices {
         bar.set_message(format!("loading {name}"));
         let t0 = Instant::now();
-        let a64: CsrMatrix<f64> = segsparse::io::load(&resolve(name), cli.seed)?;
+        let a64: CsrMatrix<f64> = segsparse::load(&resolve(name), cli.seed)?;
         let load_s = t0.elapsed().as_secs_f64();
         if !show && a64.nnz() >= 5_000_000 {
             show = true;

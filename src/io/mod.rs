@@ -97,8 +97,6 @@ mod read;
 pub(crate) use read::empty_rows_refusal;
 mod write;
 
-use std::path::Path;
-
 pub use header::{MatrixMarketHeader, MmField, MmFormat, MmSymmetry};
 pub use read::{
     read_header, read_header_from, read_matrix_market, read_matrix_market_from,
@@ -107,25 +105,52 @@ pub use read::{
 };
 pub use write::{write_matrix_market, write_matrix_market_to, write_vector, write_vector_to};
 
+use crate::error::{Error, Result};
 #[cfg(doc)]
-use crate::Error;
-use crate::{CsrMatrix, Result, Scalar};
+use crate::CsrMatrix;
 #[cfg(doc)]
 use std::io::BufRead;
 
-/// Loads a matrix from a Matrix Market file or generates it from a spec such as `poisson2d:100`
-/// (see [`crate::generate`]).
-///
-/// An existing file always wins; otherwise a string that looks like a spec
-/// ([`crate::generate::is_spec`]) is generated with `seed`, and anything else is opened as a file
-/// (giving a "not found" [`Error::Io`] naming it).
+/// The host preflight of a front end that reads a matrix and then allocates vectors
+/// (`sparse-solve`, `spmv-bench`): when `path` is a Matrix Market file, its header alone gives
+/// the reader's peak and the matrix's size, and the check is
+/// `max(read peak, matrix + rows·per_row + cols·per_col + entries·per_entry)` bytes (the
+/// reader's triplets are freed before the vectors exist; `per_entry` counts copies of the
+/// matrix, such as an `f32` cast), for values of type `T`. A generator spec or a missing file passes (the
+/// loader reports the latter).
 ///
 /// # Errors
-/// Those of [`read_matrix_market`] or [`crate::generate::from_spec`].
-pub fn load<T: Scalar>(path_or_spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
-    if !Path::new(path_or_spec).exists() && crate::generate::is_spec(path_or_spec) {
-        crate::generate::from_spec(path_or_spec, seed)
-    } else {
-        read_matrix_market(path_or_spec)
+/// [`Error::OutOfMemory`] naming the file and the figures; the header's own errors (a
+/// malformed banner or size line) as [`Error::MatrixMarket`].
+pub fn check_matrix_file<T>(
+    path: &str,
+    what: &str,
+    per_row: u64,
+    per_col: u64,
+    per_entry: u64,
+) -> Result<()> {
+    if !std::path::Path::new(path).is_file() {
+        return Ok(());
     }
+    let hdr = read_header(path)?;
+    // The reader's own refusal from the header (almost every row certainly empty), here before
+    // the caller opens a GPU or reads anything else.
+    if let Some(msg) = empty_rows_refusal(&hdr, &ReadOptions::default()) {
+        return Err(Error::mtx(path, 0, msg));
+    }
+    let vectors = hdr
+        .nrows
+        .saturating_mul(per_row)
+        .saturating_add(hdr.ncols.saturating_mul(per_col))
+        .saturating_add(hdr.stored_entries_max().saturating_mul(per_entry));
+    let need = hdr
+        .read_peak_bytes::<T>()
+        .max(hdr.csr_bytes::<T>().saturating_add(vectors));
+    crate::memory::check_host(
+        &format!(
+            "{what} on {path} ({}×{}, declared entries: {})",
+            hdr.nrows, hdr.ncols, hdr.entries
+        ),
+        need,
+    )
 }

@@ -8,6 +8,7 @@ use flate2::read::MultiGzDecoder;
 
 use super::header::{MatrixMarketHeader, MmField, MmFormat, MmSymmetry};
 use crate::error::{Error, Result};
+use crate::units::human;
 use crate::{CsrMatrix, Scalar};
 
 /// The longest line the reader accepts (1 MiB); a longer data line is an error, a longer comment
@@ -71,17 +72,12 @@ impl ReadOptions {
     pub fn default_max_bytes() -> u64 {
         if let Some(v) = std::env::var("SEGSPARSE_MTX_MAX_BYTES")
             .ok()
-            .and_then(|v| crate::memory::parse_bytes(&v))
+            .and_then(|v| crate::units::parse_bytes(&v))
         {
             return v;
         }
         crate::memory::host_total().map_or(8 << 30, |m| m / 2)
     }
-}
-
-/// Bytes as a person reads them: `4.00 GB (4000000004 bytes)`.
-fn human(bytes: u64) -> String {
-    format!("{:.2} GB ({bytes} bytes)", bytes as f64 / 1e9)
 }
 
 /// What the reader may hold, worked out from the size line before anything is allocated.
@@ -185,7 +181,7 @@ impl Budget {
 /// Why a coordinate file whose declared rows are almost all certainly empty is refused
 /// ([`ReadOptions::max_empty_rows`]), or `None`. Each declared entry reaches one row, two after
 /// symmetric expansion; used by the reader at the size line and by the front ends' preflight
-/// ([`crate::memory::check_matrix_file`]) before they open a GPU.
+/// ([`crate::io::check_matrix_file`]) before they open a GPU.
 pub(crate) fn empty_rows_refusal(hdr: &MatrixMarketHeader, opts: &ReadOptions) -> Option<String> {
     if hdr.format != MmFormat::Coordinate {
         return None;

@@ -11,7 +11,7 @@
 //! | smoothed-aggregation algebraic multigrid, one V- or W-cycle | a positive diagonal (SPD for CG) | [`Amg`] |
 //!
 //! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
-//! matrix on one backend (Ginkgo's factory → `generate` split; see `STYLE.md` §5).
+//! matrix on one backend (Ginkgo's factory → `generate` split).
 //! They sit between the sparse operations and the solvers: they use the solvers' backend traits
 //! ([`VectorOps`](crate::backend::VectorOps), [`LinearOperator`](crate::backend::LinearOperator))
 //! and nothing of a concrete solver.

@@ -59,9 +59,9 @@
 //! Load a matrix (a Matrix Market file or a generator spec) and multiply:
 //!
 //! ```
-//! use segsparse::{io, spmv::spmv, CsrMatrix};
+//! use segsparse::{spmv::spmv, CsrMatrix};
 //!
-//! let a: CsrMatrix<f64> = io::load("matrices/raefsky2.mtx.gz", 0)?;
+//! let a: CsrMatrix<f64> = segsparse::load("matrices/raefsky2.mtx.gz", 0)?;
 //! assert_eq!((a.nrows(), a.ncols(), a.nnz()), (3242, 3242, 294_276));
 //! let x = vec![1.0; a.ncols()];
 //! let mut y = vec![0.0; a.nrows()];
@@ -69,7 +69,7 @@
 //! let row0: f64 = a.row(0).1.iter().sum();
 //! assert!((y[0] - row0).abs() <= 1e-12 * row0.abs());
 //!
-//! let p: CsrMatrix<f32> = io::load("poisson2d:100", 0)?; // 10^4 rows, 5-point Laplacian
+//! let p: CsrMatrix<f32> = segsparse::load("poisson2d:100", 0)?; // 10^4 rows, 5-point Laplacian
 //! let mut z = vec![0.0f32; p.nrows()];
 //! spmv(1.0, &p, &vec![1.0; p.ncols()], 0.0, &mut z);
 //! assert_eq!(z[101], 0.0); // an interior row sums to 4 − 4·1

@@ -2,7 +2,7 @@
 //! refused with a clear error, never a wrong answer or the OOM killer.
 //!
 //! - the 67-byte file that declares 10^9 rows (and its square sibling): refused in well under a
-//!   second and 100 MB from the library (`io::load` then a solve) and from both CLIs;
+//!   second and 100 MB from the library (`segsparse::load` then a solve) and from both CLIs;
 //! - the memory preflight of the solvers (GMRES's Krylov basis included) and of the CLIs;
 //! - NaN and infinity in `A`, `b` and the initial guess, on every solver (CPU here; the GPU too
 //!   when one works, and it must under `SEGSPARSE_REQUIRE_GPU=1`): `SolveError::NonFinite` at
@@ -19,7 +19,7 @@ use segsparse::precond::Jacobi;
 use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, SolveError, SolveParams,
 };
-use segsparse::{generate, io, CsrMatrix, Error};
+use segsparse::{generate, CsrMatrix, Error};
 
 const BIG67: &str = "%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 1\n";
 const BIG76: &str =
@@ -67,8 +67,8 @@ fn the_billion_row_file_fails_fast_from_the_library() {
     for (name, text) in [("big67.mtx", BIG67), ("big76.mtx", BIG76)] {
         let path = temp_file(name, text);
         let t = Instant::now();
-        // io::load, then (were it to succeed) any solve: the load already refuses.
-        let r = io::load::<f64>(path.to_str().unwrap(), 0).and_then(|a| {
+        // segsparse::load, then (were it to succeed) any solve: the load already refuses.
+        let r = segsparse::load::<f64>(path.to_str().unwrap(), 0).and_then(|a| {
             let b = vec![1.0; a.nrows()];
             let mut x = vec![0.0; a.ncols()];
             cg(&Cpu, &a, &b, &mut x, &SolveParams::default())?;

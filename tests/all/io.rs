@@ -854,7 +854,8 @@ fn raefsky2_has_the_published_shape() {
     let a32: CsrMatrix<f32> = io::read_matrix_market(project_file("raefsky2.mtx.gz")).unwrap();
     assert_eq!((a32.row_ptr(), a32.col_idx()), (a.row_ptr(), a.col_idx()));
     // Through `load`, which dispatches files and specs.
-    let l: CsrMatrix<f64> = io::load(project_file("raefsky2.mtx.gz").to_str().unwrap(), 0).unwrap();
+    let l: CsrMatrix<f64> =
+        segsparse::load(project_file("raefsky2.mtx.gz").to_str().unwrap(), 0).unwrap();
     assert_eq!(l, a);
     // Small SuiteSparse files with each symmetry and field.
     let k: CsrMatrix<f64> = io::read_matrix_market(project_file("karate.mtx.gz")).unwrap();
@@ -1033,11 +1034,11 @@ fn specs_are_recognized_and_bad_ones_list_the_valid_forms() {
         assert!(e.to_string().contains("poisson2d:N, poisson3d:N"), "{e}");
     }
     // `load` generates specs and reads files.
-    let a: CsrMatrix<f64> = io::load("poisson2d:4", 0).unwrap();
+    let a: CsrMatrix<f64> = segsparse::load("poisson2d:4", 0).unwrap();
     assert_eq!(a.nrows(), 16);
-    let e = io::load::<f64>("nothing-here.mtx", 0).unwrap_err();
+    let e = segsparse::load::<f64>("nothing-here.mtx", 0).unwrap_err();
     assert!(matches!(e, Error::Io { .. }), "{e:?}");
-    let e = io::load::<f64>("random:5", 0).unwrap_err();
+    let e = segsparse::load::<f64>("random:5", 0).unwrap_err();
     assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
 }
 

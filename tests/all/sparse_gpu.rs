@@ -236,7 +236,7 @@ fn spgemm_stencils_and_real_matrices() {
     let mut checked = 0;
     for f in &files {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        match segsparse::io::load::<f64>(&f.to_string_lossy(), 0) {
+        match segsparse::load::<f64>(&f.to_string_lossy(), 0) {
             Ok(a) => {
                 if a.nrows() == a.ncols() {
                     check_both(&g, &a, &a, &name);

@@ -395,7 +395,7 @@ fn real_matrices_and_corpus() {
     let mut checked = 0;
     for (i, f) in files.iter().enumerate() {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        match segsparse::io::load::<f64>(&f.to_string_lossy(), 0) {
+        match segsparse::load::<f64>(&f.to_string_lossy(), 0) {
             Ok(a) => {
                 check_matrix::<f64>(&g, &a, &name, i as u64);
                 check_matrix::<f32>(&g, &a.cast::<f32>(), &name, i as u64);

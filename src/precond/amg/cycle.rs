@@ -3,7 +3,7 @@
 //! (SpMV with `y ← αAx + βy`, and the solvers' fused vector steps), so on the GPU a cycle never
 //! waits for the host.
 
-use super::setup::HostLevel;
+use super::level::HostLevel;
 use super::{AmgParams, Cycle, MultigridOps, Smoother};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;

@@ -66,6 +66,7 @@ mod coarse;
 mod cycle;
 #[cfg(feature = "cuda")]
 mod device;
+mod level;
 mod setup;
 mod tentative;
 
@@ -83,7 +84,7 @@ use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
-use setup::HostHierarchy;
+use level::HostHierarchy;
 
 /// The smoother of every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,51 +7,14 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::coarse::{dense_inverse, CoarseSolver};
+use super::coarse::dense_inverse;
+use super::level::{HostHierarchy, HostLevel, Transfer};
 use super::tentative::{fit_candidates, Candidates};
 use super::{AmgParams, SetupTimes};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::sparse::{aggregate_mis2, amalgamate, strength_symmetric, Aggregation, SpgemmPlan};
-
-/// One level's operator and what its smoother needs.
-pub(crate) struct HostLevel<T> {
-    pub a: CsrMatrix<T>,
-    /// `1/a_ii` (0 for an empty row of a coarse level).
-    pub inv_diag: Vec<T>,
-    /// `1/Σ_j |a_ij|` (the l1-Jacobi scaling).
-    pub inv_l1: Vec<T>,
-    /// The estimate of ρ(D⁻¹A).
-    pub rho: f64,
-    /// Unknowns per node.
-    pub block: usize,
-}
-
-/// The transfer from one level to the next, with its symbolic data.
-pub(crate) struct Transfer<T> {
-    pub agg: Aggregation,
-    pub t: CsrMatrix<T>,
-    pub at_plan: SpgemmPlan,
-    /// Where each entry of `T` sits in the pattern of `A·T` (which holds `T`'s pattern because
-    /// every diagonal entry of `A` is stored).
-    pub t_pos: Vec<u32>,
-    pub p: CsrMatrix<T>,
-    pub r: CsrMatrix<T>,
-    pub ra_plan: SpgemmPlan,
-    pub rap_plan: SpgemmPlan,
-}
-
-/// The whole hierarchy on the host.
-pub(crate) struct HostHierarchy<T> {
-    pub levels: Vec<HostLevel<T>>,
-    pub transfers: Vec<Transfer<T>>,
-    pub coarse_inv: CsrMatrix<T>,
-    pub coarse_solver: CoarseSolver,
-    /// The fine level's candidates as the user gave them (before improvement).
-    pub candidates: Option<Candidates<T>>,
-    pub times: SetupTimes,
-}
+use crate::sparse::{aggregate_mis2, amalgamate, strength_symmetric, SpgemmPlan};
 
 /// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
 pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
