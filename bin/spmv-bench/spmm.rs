@@ -67,8 +67,8 @@ pub fn run(cli: &Cli, resolve: &dyn Fn(&str) -> String) -> Result<ExitCode> {
     let mut out = stdout.lock();
     let iters = cli.iters as usize;
     for name in &cli.matrices {
-        segsparse::memory::check_matrix_file::<f64>(&resolve(name), "spmv-bench", 28, 12, 8)?;
-        let a64: CsrMatrix<f64> = segsparse::io::load(&resolve(name), cli.seed)?;
+        segsparse::io::check_matrix_file::<f64>(&resolve(name), "spmv-bench", 28, 12, 8)?;
+        let a64: CsrMatrix<f64> = segsparse::load(&resolve(name), cli.seed)?;
         for prec in cli.precision.list() {
             let rows = match prec {
                 Precision::F32 => bench::<f32>(cli, name, &a64.cast(), iters)?,
