@@ -3,7 +3,7 @@
 # SEGSPARSE_REQUIRE_GPU=1, the front ends with the new preconditioners (CUDA graphs on, the
 # default), and a survey of the SpMV kernels on the irregular kinds of issue 20.
 #
-# Stage here: ../shared/tools/gpu-stage ; cp benches/integration-device.sh .gpu/
+# Stage here: scripts/gpu-stage ; cp benches/integration-device.sh .gpu/
 # On the machine, from the repository root, carrying .gpu:
 #   bash .gpu/integration-device.sh [tests] [smoke] [survey]     (default: all three)
 # Everything goes into $OUT/integration.tgz; a summary is printed last.

@@ -5,7 +5,7 @@
 # device memory before/after), the same tests' GPU parts under compute-sanitizer memcheck, and
 # cold / warm / no-cache start-up.
 #
-# Run from the repository root after ../shared/tools/gpu-stage, with .gpu staged:
+# Run from the repository root after scripts/gpu-stage, with .gpu staged:
 #     bash benches/reliability-device.sh
 # It prints a markdown table (the rows of benches/results/reliability.md) and leaves every log
 # in $OUT/reliability.tgz. Exit status: 0 when every check passed.
@@ -14,7 +14,7 @@ out=$(mktemp -d)
 trap 'tar czf "${OUT:-/tmp}/reliability.tgz" -C "$out" . 2>/dev/null; rm -rf "$out"' EXIT
 export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/.gpu/data" RUST_BACKTRACE=1
 t=.gpu/tests/test-reliability
-[ -x "$t" ] || { echo "missing $t: stage with ../shared/tools/gpu-stage first"; exit 2; }
+[ -x "$t" ] || { echo "missing $t: stage with scripts/gpu-stage first"; exit 2; }
 device=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 echo "device: $device; $(date -u '+%Y-%m-%d %H:%M UTC')"
 fail=0

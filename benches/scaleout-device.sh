@@ -10,7 +10,7 @@
 #   issue 14: GPU tests on 1 and 2 GPUs, strong scaling (Poisson 3D 256^3 f64 CG), weak scaling
 #     (160^3 per GPU), Jacobi-PCG and BiCGSTAB, the one-process-per-GPU mode under mpirun, and,
 #     with the time left, a matrix of more than 2^32 nonzeros (Poisson 3D 864^3 f32).
-# Run from the repository root with the staged binaries in .gpu/ (../shared/tools/gpu-stage):
+# Run from the repository root with the staged binaries in .gpu/ (scripts/gpu-stage):
 #   bash benches/scaleout-device.sh     # writes $OUT/scaleout.tgz (every log)
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 SEGSPARSE_REQUIRE_GPU=1 RUST_BACKTRACE=1

@@ -2,7 +2,7 @@
 # The solvers' device run, in one call to the GPU machine (re-runnable: the lead re-runs it after
 # merging the faster SpMV). Stage first, here:
 #
-#   ../shared/tools/gpu-stage --bench && cp benches/solvers-device.sh benches/peers/*.py .gpu/
+#   scripts/gpu-stage --bench && cp benches/solvers-device.sh benches/peers/*.py .gpu/
 #
 # then, on the GPU machine, from the repository root, with the stage at .gpu:
 #

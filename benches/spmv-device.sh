@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call to the GPU machine for issue 10 (GPU SpMV), from the repository root with the staged
-# build in .gpu/ (../shared/tools/gpu-stage, this script copied to .gpu/). Everything it produces
+# build in .gpu/ (scripts/gpu-stage, this script copied to .gpu/). Everything it produces
 # goes into one archive, $OUT/spmv-results.tgz (the machine returns at most 8 files).
 #
 #   bash .gpu/spmv-device.sh tests|bench|ncu|sanitize|final ...   (several modes in one call)

@@ -3,7 +3,7 @@
 #
 #   mv .stage-scan .gpu && bash .gpu/peers/device.sh probe|final
 #
-# (the stage is built here by ../shared/tools/gpu-stage plus a copy of benches/peers into
+# (the stage is built here by scripts/gpu-stage plus a copy of benches/peers into
 # .gpu/peers; see benches/results/scan.md). Results go into ONE archive, $OUT/results.tgz.
 #
 # probe: GPU tests of the primitives, the CUB harness, scan-bench/prims-bench (JSON), a sweep of
