@@ -11,7 +11,7 @@
 //! `first_spmv_ms` is the time from a ready context to the first product's result on the host:
 //! `GpuCsr::upload` (kernel compile or cache load, structure tables, copies), one SpMV and the
 //! download. The goal of the kernel cache is `first_spmv_ms` ≤ 50 in a second process.
-//! `benches/reliability-device.sh` runs the three cases on the GPU machine.
+//! `benches/reliability/device.sh` runs the three cases on the GPU machine.
 
 use std::time::Instant;
 

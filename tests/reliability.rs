@@ -4,7 +4,7 @@
 //! Tests that need a device skip with a notice without one, and fail under
 //! `SEGSPARSE_REQUIRE_GPU=1` (the GPU machine's `run.sh` sets it). Each prints what it measured,
 //! so that a failure on the GPU machine can be diagnosed from the log alone. The soak test is
-//! `#[ignore]`d (minutes of device time): `benches/reliability-device.sh` runs it.
+//! `#[ignore]`d (minutes of device time): `benches/reliability/device.sh` runs it.
 
 #![cfg(feature = "cuda")]
 
@@ -501,9 +501,9 @@ fn solvers_report_nan_as_non_finite() {
 
 /// 10^5 SpMVs and 10^3 solves in one process; device memory in use (the pool's live bytes)
 /// before and after must be equal, and every 10^4th product and every solve is checked.
-/// Prints a `SOAK` line that `benches/reliability-device.sh` puts in its table.
+/// Prints a `SOAK` line that `benches/reliability/device.sh` puts in its table.
 #[test]
-#[ignore = "minutes on the GPU machine; run by benches/reliability-device.sh"]
+#[ignore = "minutes on the GPU machine; run by benches/reliability/device.sh"]
 fn soak_1e5_spmvs_and_1e3_solves() {
     let Some(g) = gpu::test_gpu() else { return };
     let a: CsrMatrix<f64> = generate::from_spec("poisson2d:256", 0).unwrap();

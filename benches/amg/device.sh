@@ -1,85 +1,95 @@
 #!/usr/bin/env bash
-# The AMG benchmark of benches/results/amg.md, on the GPU machine, from the repository root, with
-# the staged folder .gpu (bin/sparse-solve, tests/test-amg, data/bcsstk16.mtx.gz, this script and
-# benches/peers/pyamg_peer.py copied in as .gpu/pyamg_peer.py) and main's .whl/ (the PyAMG wheel).
-#   bash .gpu/amg-device.sh [quick]
-# Writes $OUT/amg.tgz (every JSON line and log) and prints a summary table last.
+# The AMG benchmark (benches/results/README.md, multigrid rows): the AMG GPU tests, every problem with the setup from the solver's device matrix
+# against plain CG in the same process, cycle variants (degree, coarsest size), hypre's GPU
+# BoomerAMG on the same Laplacians (benches/amg/hypre.sh), an Nsight Compute launch count of
+# one setup, and compute-sanitizer memcheck on the GPU setup test.
+#
+# From the repository root of a clone on the GPU machine, with .gpu/ (scripts/gpu-stage) and, for
+# hypre, .peers/hypre-src.tar.xz carried (see hypre.sh; PyAMG's peer is pyamg_peer.py here):
+#   bash benches/amg/device.sh [tests] [bench] [variants] [ncu] [hypre-build] [hypre] [memcheck]
+# Writes $OUT/amg-resident.tgz; prints one line per run.
 set -uo pipefail
-export SEGSPARSE_REQUIRE_GPU=1 SEGSPARSE_DATA="$PWD/.gpu/data" RUST_BACKTRACE=1
-res=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/amg.tgz" -C "$res" .' EXIT
+export SEGSPARSE_REQUIRE_GPU=1 RUST_BACKTRACE=1
+res=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/amg-resident.tgz" -C "$res" .' EXIT
+modes=${*:-tests bench variants ncu}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$res/device.txt"
-nproc >> "$res/device.txt"
+nproc >> "$res/device.txt"; date -u >> "$res/device.txt"
 S=.gpu/bin/sparse-solve
-
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/pyamg-*.whl && export PYTHONPATH=/tmp/site
-P128=poisson3d:128; P256=poisson3d:256; P27=poisson3d27:96; AN=aniso2d:1000:0.001
-E300=elasticity2d:300; E1k=elasticity2d:1000; BC=.gpu/data/bcsstk16.mtx.gz
-# PyAMG (host CPU) runs beside the GPU tests and sanitizer, which barely use the CPU; it is
-# done before our own runs (whose setup is on the CPU) start.
-(timeout 200 python3 .gpu/pyamg_peer.py $P128 $P27 $AN $E300 $BC > "$res/pyamg.jsonl" 2> "$res/pyamg.err"; echo "pyamg rc=$?") &
-pyamg_pid=$!
-echo "== GPU tests"
-.gpu/tests/test-amg --test-threads=1 > "$res/tests.log" 2>&1; echo "tests rc=$? $(grep 'test result' "$res/tests.log")"
-grep -E "panicked|FAILED" "$res/tests.log" | head
-echo "== compute-sanitizer memcheck (GPU test)"
-timeout 100 compute-sanitizer --tool memcheck --leak-check no .gpu/tests/test-amg gpu_cycle --test-threads=1 > "$res/memcheck.log" 2>&1
-echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)"
-
-wait $pyamg_pid
-
 run() { # name spec extra-args...
   local name=$1 spec=$2; shift 2
-  timeout 200 $S "$spec" --backend gpu --rhs aones --format json "$@" > "$res/$name.json" 2> "$res/$name.err"
-  echo "$name rc=$?"
-}
-for p in "p128 $P128" "p256 $P256" "p27 $P27" "aniso $AN" "e300 $E300" "e1k $E1k" "bcsstk16 $BC"; do
-  set -- $p
-  run "$1-cg" "$2" --method cg --precond none --rhs-count 10
-  run "$1-amg" "$2" --precond amg --rhs-count 10
-done
-# Variants: the Chebyshev interval [ρ/30, 1.1ρ] (PyAMG's).
-run p128-amg-l30 $P128 --precond amg --amg-cheb-lower 0.0333
-run p27-amg-l30 $P27 --precond amg --amg-cheb-lower 0.0333
-run aniso-amg-l30 $AN --precond amg --amg-cheb-lower 0.0333
-run e300-amg-l30 $E300 --precond amg --amg-cheb-lower 0.0333
-run bcsstk16-amg-l30 $BC --precond amg --amg-cheb-lower 0.0333
-# The CPU backend, for the same-process comparison of the cycle on the host.
-timeout 100 $S $P128 --backend cpu --rhs aones --format json --precond amg > "$res/p128-amg-cpu.json" 2>&1
-
-
-echo "== summary"
-python3 - "$res" <<'PY'
-import json, os, sys
-d = sys.argv[1]
-def load(n):
-    try:
-        return json.loads(open(os.path.join(d, n + ".json")).read().strip().splitlines()[-1])
-    except Exception:
-        return None
-py = {}
+  timeout 120 $S "$spec" --backend gpu --rhs aones --format json "$@" > "$res/$name.json" 2> "$res/$name.err"
+  local rc=$?
+  python3 - "$name" "$res/$name.json" "$rc" <<'PY'
+import json, sys
+name, path, rc = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
-    for l in open(os.path.join(d, "pyamg.jsonl")):
-        j = json.loads(l); py[j["problem"]] = j
+    d = json.load(open(path))
 except Exception:
-    pass
-specs = {"p128": "poisson3d:128", "p256": "poisson3d:256", "p27": "poisson3d27:96",
-         "aniso": "aniso2d:1000:0.001", "e300": "elasticity2d:300", "e1k": "elasticity2d:1000",
-         "bcsstk16": ".gpu/data/bcsstk16.mtx.gz"}
-print("%-9s %8s | %5s %8s | %5s %7s %7s %7s %8s %5s %5s | %5s %7s %7s" % ("problem", "rows", "cg_it", "cg_s",
-      "amg_it", "setup", "solve", "s+s/cg", "10rhs/cg", "oc", "lv", "py_it", "py_set", "py_sol"))
-for k, spec in specs.items():
-    c, a = load(k + "-cg"), load(k + "-amg")
-    if not c or not a:
-        print(k, "missing", bool(c), bool(a)); continue
-    cg1 = c["solve_seconds"]; cg10 = sum(c["solve_seconds_all"])
-    # The hierarchy's own setup (sparse-solve's setup_seconds also counts the context and the
-    # matrix's upload since issue 22, which CG needs as well).
-    st = a["amg"]["setup"]["total"]; s1 = a["solve_seconds"]; s10 = sum(a["solve_seconds_all"])
-    p = py.get(spec, {})
-    print("%-9s %8d | %5d %8.4f | %5d %7.3f %7.4f %7.3f %8.3f %5.2f %5d | %5s %7s %7s" % (k, a["n"], c["iterations"], cg1,
-          a["iterations"], st, s1, (st + s1) / cg1, (st + s10) / cg10, a["amg"]["operator_complexity"], len(a["amg"]["levels"]),
-          p.get("iterations", "-"), "%.2f" % p["setup_seconds"] if p else "-", "%.3f" % p["solve_seconds"] if p else "-"))
-for n in ["p128-amg-l30", "p27-amg-l30", "aniso-amg-l30", "e300-amg-l30", "bcsstk16-amg-l30", "p128-amg-cpu"]:
-    a = load(n)
-    if a: print("%-18s it %4d setup %.3f solve %.4f" % (n, a["iterations"], a["amg"]["setup"]["total"], a["solve_seconds"]))
+    print(f"{name} rc={rc} (no JSON)"); sys.exit()
+s = d.get("amg_setup_seconds_all") or []
+a = d.get("amg") or {}
+print(f"{name} rc={rc} it={d.get('iterations')} setup_all={[round(x, 4) for x in s]} "
+      f"resetup={d.get('resetup_seconds')} solve={d.get('solve_seconds')} "
+      f"levels={len(a.get('levels', []))} oc={a.get('operator_complexity')}")
 PY
+}
+hyp() { HYPRE_BUILD=/tmp/hypre bash benches/amg/hypre.sh .peers/hypre-src.tar.xz "$@"; }
+for mode in $modes; do
+  case $mode in
+  tests)
+    timeout 300 .gpu/tests/test-all amg:: amg_gpu_graph:: --test-threads=1 > "$res/tests.log" 2>&1
+    echo "tests rc=$? $(grep 'test result' "$res/tests.log")"
+    grep -E "panicked|FAILED" -A3 "$res/tests.log" | head -20 ;;
+  hypre-build)
+    (hyp > "$res/hypre-build.jsonl" 2> "$res/hypre-build.err"; echo "hypre build done rc=$?") & ;;
+  bench)
+    for p in "p96 poisson3d:96" "p128 poisson3d:128" "p200 poisson3d:200" "p27 poisson3d27:96" \
+             "aniso poisson2d:1000" "aniso3 aniso2d:1000:0.001" "e300 elasticity2d:300" "e1k elasticity2d:1000"; do
+      set -- $p
+      run "$1-cg" "$2" --method cg --precond none
+      run "$1-amg" "$2" --precond amg --amg-setups 3
+    done
+    run p128-amg-phases poisson3d:128 --precond amg --amg-setups 2 --amg-phase-times ;;
+  variants)
+    for p in "p128 poisson3d:128" "aniso3 aniso2d:1000:0.001" "e1k elasticity2d:1000"; do
+      set -- $p
+      for v in "d2 --amg-degree 2" "d3 --amg-degree 3" "c2k --amg-coarse-size 2000" "s8 --amg-spectral-steps 8"; do
+        set -- $p $v
+        name=$1-amg-$3; spec=$2; shift 3
+        run "$name" "$spec" --precond amg --amg-setups 2 "$@"
+      done
+    done ;;
+  ncu)
+    # Every kernel of one setup, one re-setup and one iteration at 96^3, by name.
+    timeout 150 /usr/local/cuda/bin/ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+      $S poisson3d:96 --backend gpu --rhs aones --precond amg --max-iters 1 > "$res/ncu.csv" 2> "$res/ncu.err"
+    echo "ncu rc=$?"
+    python3 - "$res/ncu.csv" <<'PY' | tee "$res/ncu-summary.txt"
+import csv, sys, collections
+t = collections.defaultdict(float); c = collections.Counter()
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+hdr = rows[0]; ki = hdr.index("Kernel Name"); vi = hdr.index("Metric Value"); ui = hdr.index("Metric Unit")
+for r in rows[1:]:
+    v = float(r[vi].replace(",", "")); u = r[ui]
+    v = v / 1e3 if u in ("nsecond", "ns") else (v * 1e3 if u in ("msecond", "ms") else v)
+    k = r[ki].split("(")[0]; t[k] += v; c[k] += 1
+tot = sum(t.values())
+print("kernel time total %.1f us over %d launches" % (tot, sum(c.values())))
+for k, v in sorted(t.items(), key=lambda x: -x[1])[:40]:
+    print("%-44s %9.1f us %5.1f %% %5d launches" % (k[:44], v, 100 * v / tot, c[k]))
+PY
+    ;;
+  hypre)
+    wait
+    for n in 96 128 200; do
+      run "p$n-amg-h" poisson3d:$n --precond amg --amg-setups 3
+      run "p$n-cg-h" poisson3d:$n --method cg --precond none
+      hyp $n | tee -a "$res/hypre.jsonl"
+    done ;;
+  memcheck)
+    timeout ${AMG_MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --leak-check no .gpu/tests/test-all amg::gpu_setup \
+      --test-threads=1 > "$res/memcheck.log" 2>&1
+    echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$res/memcheck.log" | tail -1)" ;;
+  esac
+done
+wait

@@ -6,7 +6,7 @@
 //! Usage: `prims-bench [--quick] [--format json]`. Every GPU time is the median of CUDA-event
 //! timings after a warm-up; allocations made inside a call are part of its time. With
 //! `--format json` it prints one JSON object per measurement (sort, compact, segmented reduce)
-//! in the format of the CUB peer harness (`benches/peers/`), and skips the paper's tables.
+//! in the format of the CUB peer harness (`benches/prims/`), and skips the paper's tables.
 
 #[path = "../scan-bench/record.rs"]
 mod record;

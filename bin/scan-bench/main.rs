@@ -8,7 +8,7 @@
 //! an f32 scan, plus n/8 for packed head flags or 4·(m+1) for m segment offsets.
 //!
 //! `--format json` prints one JSON object per measurement instead of markdown, in the format of
-//! the CUB peer harness (`benches/peers/`), for `benches/peers/merge.py`.
+//! the CUB peer harness (`benches/prims/`), for `benches/prims/merge.py`.
 
 mod record;
 

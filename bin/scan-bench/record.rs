@@ -1,5 +1,5 @@
-//! One measurement as a JSON line, the format the peer harness (`benches/peers/cub_peers.cu`)
-//! prints too, so `benches/peers/merge.py` joins the tools' rows on
+//! One measurement as a JSON line, the format the peer harness (`benches/prims/cub_peers.cu`)
+//! prints too, so `benches/prims/merge.py` joins the tools' rows on
 //! `(op, variant, dtype, n, segment)` into `benches/results/scan-vs-cub.jsonl`.
 //! Shared by `scan-bench` and `prims-bench` (the latter includes this file by path).
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 pub enum Format {
     /// Markdown tables for benches/results/*.md.
     Markdown,
-    /// One JSON object per measurement (for benches/peers/merge.py).
+    /// One JSON object per measurement (for benches/prims/merge.py).
     Json,
 }
 

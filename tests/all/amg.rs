@@ -393,7 +393,7 @@ fn gpu_cycle_equals_cpu_cycle() {
 }
 
 /// Explores the iteration counts of smoother settings on the problems PyAMG was run on
-/// (`benches/peers/pyamg_peer.py`); `cargo test --test all amg::explore -- --ignored --nocapture`.
+/// (`benches/amg/pyamg_peer.py`); `cargo test --test all amg::explore -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn explore() {

@@ -3,7 +3,7 @@
 //! Skipped with a notice where there is no GPU or no NCCL, but failing under
 //! `SEGSPARSE_REQUIRE_GPU=1` (the GPU machine) when a GPU exists and NCCL or the solve fails. The
 //! 2-GPU cases skip with a notice on a machine of one GPU, unless `SEGSPARSE_REQUIRE_GPUS=N`
-//! (set by `benches/scaleout-device.sh` to the machine's GPU count) says N GPUs must be there:
+//! (set by `benches/scaleout/device.sh` to the machine's GPU count) says N GPUs must be there:
 //! then a case needing at most N GPUs fails instead of skipping when fewer work.
 #![cfg(feature = "nccl")]
 

@@ -2,7 +2,7 @@
 """SciPy's restarted GMRES on the nonsymmetric matrices of ../shared/matrices: the iteration
 counts that segsparse's `gmres` is compared with in benches/results/solvers.md.
 
-    python3 benches/peers/scipy_gmres.py [DATA_DIR] > gmres-scipy.json
+    python3 benches/solvers/scipy_gmres.py [DATA_DIR] > gmres-scipy.json
 
 Same problem as the Rust tests: b = ones, x0 = 0, restart 30, rtol 1e-8 on ||b - A x|| / ||b||
 (SciPy's criterion, atol 0), at most 10 000 inner iterations. The inner-iteration count comes

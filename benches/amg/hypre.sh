@@ -9,7 +9,7 @@
 # github.com/hypre-space/hypre (about 5 MB; carried to the GPU machine, nothing is downloaded
 # there). About 3 minutes to build on 16 cores.
 #
-#   bash benches/peers/hypre.sh [ARCHIVE] [SIZES...]     (default .peers/hypre-src.tar.xz, 128 200)
+#   bash benches/amg/hypre.sh [ARCHIVE] [SIZES...]     (default .peers/hypre-src.tar.xz, 128 200)
 # Environment: HYPRE_BUILD (build folder, default /tmp/hypre), HYPRE_JOBS (default nproc),
 # HYPRE_BUILD_TIMEOUT (seconds, default 300), HYPRE_RUN_TIMEOUT (seconds per size, default 60).
 set -uo pipefail

@@ -28,7 +28,7 @@ fn main() {
 }
 
 #[cfg(feature = "cuda")]
-#[path = "common/solver_timing.rs"]
+#[path = "../common/solver_timing.rs"]
 mod solver_timing;
 
 #[cfg(feature = "cuda")]
@@ -44,7 +44,7 @@ mod imp {
 
     use crate::solver_timing::{load, time_method};
 
-    /// Vector passes of n elements per iteration (as `benches/solvers.rs`).
+    /// Vector passes of n elements per iteration (as `benches/solvers/solvers.rs`).
     fn passes(method: &str) -> usize {
         match method {
             "cg" => 10,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the CUB peer harness with the GPU machine's nvcc and runs it.
 #
-#   bash benches/peers/run.sh OUT.jsonl [cub-peers args...]     (from the repository root, or
+#   bash benches/prims/run.sh OUT.jsonl [cub-peers args...]     (from the repository root, or
 #                                                                 from a staged copy: see device.sh)
 #
 # The binary is built once per machine into $PEERS_BUILD (default /tmp/segsparse-peers); a

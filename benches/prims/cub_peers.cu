@@ -1,8 +1,8 @@
 // The peer harness: CUB's device-wide primitives timed on the same GPU, in the same call to the
-// GPU machine, as segsparse's scan-bench and prims-bench (benches/peers/device.sh runs all three;
+// GPU machine, as segsparse's scan-bench and prims-bench (benches/prims/device.sh runs all three;
 // merge.py joins their JSON into benches/results/scan-vs-cub.jsonl).
 //
-// Built on the GPU machine by benches/peers/run.sh: nvcc -arch=sm_90 -O3 (CUB is header-only and
+// Built on the GPU machine by benches/prims/run.sh: nvcc -arch=sm_90 -O3 (CUB is header-only and
 // ships with the CUDA toolkit there). Prints ONE JSON object per measurement on stdout:
 //   {"tool":"cub","op":"scan","variant":"inclusive","dtype":"f32","n":67108864,"segment":null,
 //    "us":174.6,"device":"NVIDIA H200","cub_version":300000}

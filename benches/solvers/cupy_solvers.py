@@ -2,7 +2,7 @@
 """CuPy as the peer of segsparse's solvers: time to solution of cupyx.scipy.sparse.linalg.cg and
 gmres on the GPU machine, on the problems of benches/results/solvers.md.
 
-    python3 benches/peers/cupy_solvers.py [DATA_DIR] > cupy.json
+    python3 benches/solvers/cupy_solvers.py [DATA_DIR] > cupy.json
 
 Problems (as segsparse's generator builds them: unscaled 5-/7-point Laplacians, Dirichlet
 boundary): poisson2d:1000 and poisson3d:100 with CG, raefsky2 with GMRES(30); b = ones, x0 = 0,

@@ -6,7 +6,7 @@
 # cold / warm / no-cache start-up.
 #
 # Run from the repository root after scripts/gpu-stage, with .gpu staged:
-#     bash benches/reliability-device.sh
+#     bash benches/reliability/device.sh
 # It prints a markdown table (the rows of benches/results/reliability.md) and leaves every log
 # in $OUT/reliability.tgz. Exit status: 0 when every check passed.
 set -uo pipefail

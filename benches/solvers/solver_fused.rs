@@ -13,7 +13,7 @@
 //! `cargo bench --bench solver_fused [-- OUT.jsonl [FILTER]]`: one JSON object per row to
 //! OUT.jsonl (default `solver-fused.jsonl`), a markdown table on stdout. Matrices come from
 //! `SEGSPARSE_DATA` (else `matrices/`); absent ones are skipped. Time per iteration and time to
-//! solution are measured as in `benches/solver_graphs.rs`; **same** = the fused solve's
+//! solution are measured as in `benches/solvers/solver_graphs.rs`; **same** = the fused solve's
 //! iterations, residual history, true residual and solution equal the separate kernels', bit
 //! for bit.
 
@@ -28,7 +28,7 @@ fn main() {
 }
 
 #[cfg(feature = "cuda")]
-#[path = "common/solver_timing.rs"]
+#[path = "../common/solver_timing.rs"]
 mod solver_timing;
 
 #[cfg(feature = "cuda")]
