@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hypre's GPU BoomerAMG as the in-run peer of the AMG benchmarks (benches/results/amg.md):
+# hypre's GPU BoomerAMG as the in-run peer of the AMG benchmarks (benches/results/history/amg.md):
 # builds hypre (CUDA, sm_90, no MPI, no Umpire) from a source archive on the GPU machine, then
 # runs its `ij` driver (BoomerAMG-PCG, rtol 1e-8, device memory and execution) on 3-D 7-point
 # Laplacians of the given sizes, printing one JSON line per size with its setup and solve

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyAMG's smoothed aggregation (default options, CG acceleration) on the AMG benchmark problems.
 
-The peer of `sparse-solve --precond amg` (benches/results/amg.md): the same problems, built the
+The peer of `sparse-solve --precond amg` (benches/results/history/amg.md): the same problems, built the
 way segsparse's generators build them (which follow PyAMG's gallery), f64, b = A·1, x0 = 0,
 stopping at ||b - A x|| < rtol ||b|| (PyAMG's criteria 'rr').
 

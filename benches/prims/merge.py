@@ -9,7 +9,7 @@ Each segsparse measurement becomes one output row with the CUB time of the same
 (op, variant, dtype, n, segment) beside it, or null where CUB has no such measurement. A
 backward scan is compared with CUB's forward scan of the same kind (CUB has no backward scan).
 CUB's segmented scan is InclusiveScanByKey (keys = segment ids); ours uses head flags or offsets.
---md also prints the rows as a markdown table (for benches/results/scan.md).
+--md also prints the rows as a markdown table (for benches/results/history/scan.md).
 """
 import argparse
 import datetime

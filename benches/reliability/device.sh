@@ -7,7 +7,7 @@
 #
 # Run from the repository root after scripts/gpu-stage, with .gpu staged:
 #     bash benches/reliability/device.sh
-# It prints a markdown table (the rows of benches/results/reliability.md) and leaves every log
+# It prints a markdown table (the rows of benches/results/history/reliability.md) and leaves every log
 # in $OUT/reliability.tgz. Exit status: 0 when every check passed.
 set -uo pipefail
 out=$(mktemp -d)

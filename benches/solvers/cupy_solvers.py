@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """CuPy as the peer of segsparse's solvers: time to solution of cupyx.scipy.sparse.linalg.cg and
-gmres on the GPU machine, on the problems of benches/results/solvers.md.
+gmres on the GPU machine, on the problems of benches/results/history/solvers.md.
 
     python3 benches/solvers/cupy_solvers.py [DATA_DIR] > cupy.json
 

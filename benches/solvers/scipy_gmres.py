@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """SciPy's restarted GMRES on the nonsymmetric matrices of ../shared/matrices: the iteration
-counts that segsparse's `gmres` is compared with in benches/results/solvers.md.
+counts that segsparse's `gmres` is compared with in benches/results/history/solvers.md.
 
     python3 benches/solvers/scipy_gmres.py [DATA_DIR] > gmres-scipy.json
 

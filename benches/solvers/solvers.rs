@@ -1,7 +1,7 @@
 //! Solver benchmark: time per iteration and time to solution of CG, Jacobi-PCG, Chebyshev-PCG,
 //! BiCGSTAB and GMRES(30) on
 //! the CPU and the GPU, f32 and f64, on Poisson 2D 1000² and 3D 100³ (1M rows each) and
-//! raefsky2. Prints a markdown table (the one recorded in `benches/results/solvers.md`).
+//! raefsky2. Prints a markdown table (the one recorded in `benches/results/history/solvers.md`).
 //!
 //! `cargo bench --bench solvers [-- FILTER]`; FILTER keeps the rows whose
 //! `problem/method/backend/precision` label contains it. Set `SOLVER_BENCH_SMALL=1` to replace
