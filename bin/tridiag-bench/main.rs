@@ -2,7 +2,7 @@
 //! `gtsv2_nopivot`) in the same process, timed the same way (CUDA events after warm-up, median
 //! of many samples, each sample the mean of `--inner` back-to-back solves), plus the paper's
 //! 512 × 512 GPU-versus-CPU comparison. Prints markdown tables (see
-//! `benches/results/tridiag.md`).
+//! `benches/results/history/tridiag.md`).
 
 use std::process::ExitCode;
 use std::time::Instant;

@@ -16,7 +16,7 @@
 //           first, then __threadfence(), then the status word; a reader that sees the status
 //           fences before reading the value (release/acquire through fences). Aggregate and
 //           inclusive values live in separate arrays, because a tile overwrites AGG by INCL
-//           while others read. Measured slower (two fences per tile; benches/results/scan.md).
+//           while others read. Measured slower (two fences per tile; benches/results/history/scan.md).
 //
 // No reset pass between launches: every status word carries the generation of the launch that
 // wrote it, and a word of another generation reads as "not yet". The last block to finish

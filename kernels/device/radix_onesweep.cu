@@ -19,7 +19,7 @@
 //                        among the tile's digit-d keys): ranked into shared memory, written out
 //                        in rank order (runs of one digit are contiguous, so the stores coalesce).
 //
-// Measured on an H200 (benches/results/primitives.md): the first version (per-lane count
+// Measured on an H200 (benches/results/history/primitives.md): the first version (per-lane count
 // read-modify-write per key, look-back before ranking) took 142 us per pass at 2^24 against
 // CUB's 101; this one 115 us at 384 threads, less at the default 256 x 28. match.any instead of
 // the ballots is 1.5x slower; making the key map a template parameter with a volatile bfe
@@ -40,7 +40,7 @@
 #include "block/block_radix_rank.cuh"
 
 // The default shape (256 threads, 28 keys alone, 24 pairs, 14 with 8-byte elements) is the
-// fastest of an H200 sweep (benches/results/primitives.md); the host passes these defines.
+// fastest of an H200 sweep (benches/results/history/primitives.md); the host passes these defines.
 #ifndef OS_THREADS
 #define OS_THREADS 256
 #endif

@@ -114,7 +114,7 @@ template <typename T> __device__ __forceinline__ void st_stream(T* p, T v) {
 // L2; 2 = 1 without L1 allocation; 3 = no L1 allocation alone; 4 = a plain coherent load
 // (ld.global, not the read-only path); 5 = ld.global.cg (cached in L2 only).
 // The random gathers of irregular matrices are what reaches DRAM when x is not held in L2
-// (benches/results/spmv.md).
+// (benches/results/history/spmv.md).
 #ifndef SPMV_XHINT
 #define SPMV_XHINT 0
 #endif

@@ -145,7 +145,7 @@ def test_the_billion_row_file_fails_fast_and_small(tmp_path):
     rc, out, peak, secs = _peak(code)
     print(out)
     assert "MatrixMarketError" in out and "rows are empty" in out, out
-    # The goal is < 1 s (0.22 s measured, benches/results/reliability.md); the bound here is
+    # The goal is < 1 s (0.22 s measured, benches/results/history/reliability.md); the bound here is
     # loose because the time includes a fresh interpreter importing NumPy and SciPy, which a
     # loaded 2-core CI machine can take seconds over. Reading the file would cost gigabytes,
     # which the memory bound catches.

@@ -52,7 +52,7 @@
 //! element, so the fused kernels keep every vector value in registers across their barriers.
 //! Above it the separate kernels use up to [`BLOCKS_PER_SM`] blocks per SM for bandwidth, and a
 //! fused kernel would need either a different grid (different sums) or blocks that wait on
-//! blocks that may not be resident. Measured on an H100 (`benches/results/solvers.md`), the
+//! blocks that may not be resident. Measured on an H100 (`benches/results/history/solvers.md`), the
 //! fused path is faster at every size up to the bound (0.71–0.84× the separate kernels' time per
 //! iteration with graphs, Poisson 2D 32² to 183², CG, BiCGSTAB and GMRES), so `Auto` uses it up to
 //! there. [`FusedPath::Off`] keeps the separate kernels (for comparison).

@@ -25,7 +25,7 @@
 //! so they do not move the comparison; the distributed path launches a few more per iteration,
 //! which only makes small problems still less worth splitting) and any overlap of the halo
 //! exchange with the owned block's product (measured at 5–30 % in
-//! `benches/results/scaleout.md`: counting none is the cautious side).
+//! `benches/results/history/scaleout.md`: counting none is the cautious side).
 //!
 //! # The choice
 //!
@@ -52,7 +52,7 @@ const MEMORY_FILL: f64 = 0.9;
 
 /// The fraction of the copy bandwidth a solver iteration reaches (SpMV gathers, short kernels,
 /// launch gaps): on the 2 × H200 machine one CG iteration took 1.149 ms at Poisson 3D 256³ and
-/// 0.2936 ms at 160³ (`benches/results/scaleout.md`), 1.49× and 1.55× the traffic at the copy
+/// 0.2936 ms at 160³ (`benches/results/history/scaleout.md`), 1.49× and 1.55× the traffic at the copy
 /// bandwidth.
 pub const ACHIEVED_FRACTION: f64 = 0.65;
 
@@ -245,7 +245,7 @@ pub fn choose_gpus(p: &ProblemStats, c: &CommCosts) -> usize {
 mod tests {
     use super::*;
 
-    /// Figures of the order measured on the 2 × H200 NVLink machine (benches/results/scaleout.md:
+    /// Figures of the order measured on the 2 × H200 NVLink machine (benches/results/history/scaleout.md:
     /// ≈ 15 µs per halo exchange, ≈ 17 µs per all-reduce with its recurrence kernel, about 4 TB/s
     /// of device copy bandwidth).
     fn h200(gpus: usize) -> CommCosts {

@@ -15,7 +15,7 @@
 //! | a diagonal entry missing or zero | GMRES | ILU(0) after a row matching | the only choice here that needs no diagonal |
 //! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`], ≥ [`AMG_MIN_ROWS`] rows | CG | AMG | coefficient jumps: multigrid's home ground |
 //! | symmetric, positive diagonal, M-matrix signs | CG | none (near-constant diagonal) or Jacobi | Poisson-like: a preconditioner's setup costs more than it saves on one solve |
-//! | symmetric, positive diagonal, other signs | CG | Jacobi | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/auto.md`) |
+//! | symmetric, positive diagonal, other signs | CG | Jacobi | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/history/auto.md`) |
 //! | unsymmetric, strictly diagonally dominant by a margin ([`DOMINANT_MARGIN`]) | GMRES | Jacobi | converges in few iterations without more |
 //! | unsymmetric, otherwise | GMRES | ILU(0), application chosen per factor | robust on the nonsymmetric corpus |
 //!

@@ -63,7 +63,7 @@ impl Default for ChebyshevParams {
 ///
 /// It pays where an iteration's fixed costs (reductions, launches, host checks) rival the
 /// operator, and it does not help where the Krylov method already uses its iterations well:
-/// see `benches/results/solvers.md` for measurements.
+/// see `benches/results/history/solvers.md` for measurements.
 pub struct Chebyshev<'a, T: Scalar, B: VectorOps<T>, A: ?Sized> {
     a: &'a A,
     inv_diag: Option<B::Vector>,

@@ -250,7 +250,7 @@ pub enum ScanAlgorithm {
     /// Single pass with decoupled look-back (Merrill and Garland 2016): each tile publishes its
     /// aggregate, then its inclusive prefix, in a status word; later tiles look back over a
     /// window of 32 predecessors. Reads the input once and writes the output once. The default
-    /// and the fastest measured (H200, `benches/results/scan.md`): f32 2^26 in 236 µs (1.32×
+    /// and the fastest measured (H200, `benches/results/history/scan.md`): f32 2^26 in 236 µs (1.32×
     /// CUB's `DeviceScan` measured in the same run; the multi-pass warp-shuffle algorithm took
     /// 242 µs), 2^20 in 7.5 µs (CUB 9–13 µs), segmented scans 0.8× CUB's
     /// scan-by-key.

@@ -6,7 +6,7 @@
 //!
 //! | kernel | elements | threads | items | why |
 //! |---|---|---|---|---|
-//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/scan.md`). With `__launch_bounds__(256, 8)`: 32 registers → 8 blocks per SM (unbounded: 62 → 4) |
+//! | look-back | 4 bytes | 256 | 16 | 16 KB per tile in flight (4 × 16-byte vector loads per thread); best or within 4 % of the best of eight shapes swept on an H200 (128–1024 threads, 4–32 items; `benches/results/history/scan.md`). With `__launch_bounds__(256, 8)`: 32 registers → 8 blocks per SM (unbounded: 62 → 4) |
 //! | look-back | 8 bytes | 256 | 8 | same bytes per tile as the 4-byte row, same shared memory; 32 registers, 8 blocks per SM |
 //! | warp-shuffle | as look-back | | | the same tile code; only the tile-to-tile carry differs |
 //! | work-efficient | any | 128 | 2 | the paper's configuration (128 threads, 256 elements per block) |
@@ -18,7 +18,7 @@
 //! Resident blocks: the look-back kernels are latency-bound — Nsight Compute shows half of every
 //! warp's time at the barrier where a block's warps wait for warp 0's look-back — so what pays is
 //! more blocks per SM to run meanwhile. `__launch_bounds__(threads, 6)` capped registers at 40:
-//! f32 2^26 287.6 → 236 µs on an H200 (`benches/results/scan.md`); `(threads, 8)` caps
+//! f32 2^26 287.6 → 236 µs on an H200 (`benches/results/history/scan.md`); `(threads, 8)` caps
 //! them at 32 with no spill: 240 → 221 µs (f32) and 389 → 370 µs (f64) at 2^26 in the same
 //! process, GPU tests green with it (integration run), so 8 is the default.
 //!

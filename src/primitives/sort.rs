@@ -280,7 +280,7 @@ pub mod gpu {
     /// Default: 256 threads, 28 keys per thread for 4-byte keys alone (a 7168-key tile averages
     /// 28 keys per digit, so the scattered stores come in runs of ~112 bytes), 24 for 4-byte
     /// key-value pairs, and 14 for 8-byte keys or values: the fastest shapes of the H200 sweep
-    /// in benches/results/primitives.md (three blocks of 80 registers per SM).
+    /// in benches/results/history/primitives.md (three blocks of 80 registers per SM).
     /// `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process; T a multiple of 32 in
     /// 256..=1024) overrides the threads, the keys-only and the pairs items;
     /// `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8 ballots

@@ -188,7 +188,7 @@ pub const SWEEP_COST_LEVELS: usize = 8;
 pub const MAX_AUTO_SWEEPS: usize = 12;
 /// Sweeps of [`Application::Auto`] on a deep triangle (more than [`AUTO_REORDER_LEVELS`]
 /// levels) whose `‖D⁻¹N‖∞` is at least 1 but at most [`DEEP_SWEEP_MAX_NORM`]. Measured on an
-/// H100 (`benches/results/ilu.md`): 4 sweeps were the fastest ILU(0)/IC(0) application on the
+/// H100 (`benches/results/history/ilu.md`): 4 sweeps were the fastest ILU(0)/IC(0) application on the
 /// corpus's deep factors (raefsky2, bcsstk13, bcsstk16; norms 3–80), where the exact solve
 /// costs 0.7–1.4 ms and the multicoloured factor needs 1.4–4× the iterations.
 pub const DEEP_SWEEPS: usize = 4;

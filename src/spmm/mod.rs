@@ -23,7 +23,7 @@
 //! In column-major they are `k` values `ncols` apart, `k` separate sectors per nonzero, unless
 //! neighbouring rows share columns (banded matrices, stencils): there the column-major kernel's
 //! thread per row reads neighbouring elements of one column of `X` across the warp and streams
-//! the row's entries once. Measured on an H100 (`benches/results/multi_rhs.md`, Poisson 2D,
+//! the row's entries once. Measured on an H100 (`benches/results/history/multi_rhs.md`, Poisson 2D,
 //! 10^6 rows, `f32`): column-major 1.0–1.3 TB/s, row-major 0.7–1.2 TB/s (row-major's group of
 //! lanes idles on 5-entry rows as `k` grows). Irregular matrices were not measured yet.
 //!

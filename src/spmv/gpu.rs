@@ -46,7 +46,7 @@
 //! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
 //! matrices are what bounds them (ncu: L2 throughput 97%, L2 hit rate 42% before).
 //!
-//! # Performance (`benches/results/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
+//! # Performance (`benches/results/history/spmv.md`, cuSPARSE CSR ALG1/ALG2 after
 //! `cusparseSpMV_preprocess`, same process)
 //!
 //! H100, 2026-11-25, held-out instances of 10–69 M entries, `Auto` against
@@ -1160,7 +1160,7 @@ struct Shape<'a> {
 }
 
 /// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]). Every threshold comes from the H200
-/// measurements in `benches/results/spmv.md` on kinds of matrices (row-length statistics and
+/// measurements in `benches/results/history/spmv.md` on kinds of matrices (row-length statistics and
 /// column locality), never from one matrix, so that unseen matrices of the same kind get the
 /// same choice.
 ///
@@ -1179,7 +1179,7 @@ struct Shape<'a> {
 /// - short rows with scattered columns: the vector kernel, streamed (random:3000000:6);
 /// - regular rows of up to [`LOCAL_VECTOR4_MAX_LEN`] entries with local columns (the 27-point
 ///   stencil): the vector kernel with 4 lanes per row, 8 rows per warp (H200, 2026-11-24,
-///   `benches/results/spmv.md`: 1.04–1.20× cuSPARSE where the 32-lane vector kernel, the nearest
+///   `benches/results/history/spmv.md`: 1.04–1.20× cuSPARSE where the 32-lane vector kernel, the nearest
 ///   power of two to 27, ran at 0.57× in f64 and the fused kernel at 0.85× in f32);
 /// - other regular rows: the fused kernel (H100, 2026-11-25: with warp-striped loads it runs
 ///   random:3000000:24 in `f64` in 686 µs against the vector kernel's 784 µs; before them the

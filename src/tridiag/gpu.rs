@@ -47,7 +47,7 @@ const MAX_LEVELS: usize = 32;
 const MAX_ROWS: usize = (1 << 31) - 1;
 
 /// Tuning of the per-block solvers. `Default` is the policy chosen from the H200 sweep in
-/// `benches/results/tridiag.md`.
+/// `benches/results/history/tridiag.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuTuning {
     /// Rows per thread in the per-block partition method (threads per block = n / this, rounded

@@ -398,7 +398,7 @@ fn jacobi_pcg_beats_cg_on_a_badly_scaled_spd_matrix() {
 // ---- GPU ---------------------------------------------------------------------------------------
 
 /// The nonsymmetric corpus matrices of CATALOG.md that GMRES is compared on (with SciPy's counts
-/// in benches/results/solvers.md).
+/// in benches/results/history/solvers.md).
 const UNSYMMETRIC: [&str; 9] = [
     "raefsky2", "cage8", "orsirr_1", "sherman5", "fs_183_1", "west0479", "hor_131", "watt_2",
     "olm1000",

@@ -177,7 +177,7 @@ impl Drop for NcclComm {
 }
 
 /// Whether the halo stream gets the device's highest priority (`SEGSPARSE_HALO_PRIORITY=high`;
-/// default: normal, as measured in `benches/results/scaleout.md`). With it, the exchange's NCCL
+/// default: normal, as measured in `benches/results/history/scaleout.md`). With it, the exchange's NCCL
 /// kernel is scheduled ahead of the owned block's SpMV blocks as SMs free up, which may raise
 /// the overlap measured there (0.05–0.30); not measured yet, hence a switch.
 fn halo_priority_high() -> bool {

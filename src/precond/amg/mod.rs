@@ -38,7 +38,7 @@
 //! [`AmgParams::host_setup`] runs the host setup on the GPU backend and uploads the result (the
 //! path before the GPU setup existed; for comparisons). On an H200, Poisson 3D 128³ (2.1 M rows):
 //! the host setup took 6.5 s with 16 cores before this round's faster graph phases, 0.99 s after,
-//! and the GPU setup's numeric part 0.21 s; PyAMG's setup 12.3 s (`benches/results/amg.md`).
+//! and the GPU setup's numeric part 0.21 s; PyAMG's setup 12.3 s (`benches/results/history/amg.md`).
 //!
 //! [`Amg::update`] reruns only the numeric phases for new values on the same pattern.
 //!
@@ -139,7 +139,7 @@ pub struct AmgParams {
     /// Chebyshev: degree of the residual polynomial (operator applications per smoothing step,
     /// the residual's included). Default 3: the shortest time to solution on Poisson 3-D,
     /// anisotropic 2-D and 2-D elasticity among degrees 2–4 that keeps Poisson within 20 % of
-    /// PyAMG's iterations (`benches/results/amg.md`; degree 2 is faster still but takes 30 %
+    /// PyAMG's iterations (`benches/results/history/amg.md`; degree 2 is faster still but takes 30 %
     /// more iterations).
     pub degree: usize,
     /// Chebyshev: the interval's upper end as a multiple of the estimated ρ(D⁻¹A). Default 1.1.

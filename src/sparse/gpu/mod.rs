@@ -50,7 +50,7 @@
 //! row; checked, an `Err` names the row), since the lanes add distinct columns of one row of
 //! `B` at once.
 //!
-//! # Performance (H100, `benches/results/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
+//! # Performance (H100, `benches/results/history/spgemm.md`, cuSPARSE SpGEMM by its whole protocol in
 //! the same process)
 //!
 //! - Smoothed-aggregation products, 7-point 100³: `A·T` 1.08×, `R·A` 2.67×, `(R·A)·P` 1.20×,

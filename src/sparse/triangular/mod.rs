@@ -21,7 +21,7 @@
 //!
 //! The analysis runs on the CPU (one pass over the triangle's entries plus a counting sort by
 //! level, `O(n + nnz)`); for the factors of the corpus matrices it takes well under a
-//! millisecond (`benches/results/ilu.md` reports it beside cuSPARSE's analysis). A GPU analysis
+//! millisecond (`benches/results/history/ilu.md` reports it beside cuSPARSE's analysis). A GPU analysis
 //! with the crate's scan and sort primitives would matter for matrices that change pattern often;
 //! it is not done yet.
 //!
