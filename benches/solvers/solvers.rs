@@ -352,19 +352,20 @@ fn gpu_rows<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Scan
     };
     print_row(&row);
     if matches!(m, Method::Cg | Method::Pcg) {
+        #[cfg(feature = "peers")]
         cusparse_row::<T>(&g, &ops, &da, &jac, &b, short, m, bw);
     }
 }
 
 /// The same solver with cuSPARSE's SpMV (the peer) as the operator: separates the cost of our
 /// vector kernels from that of the SpMV.
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 struct CusparseOp<'a, T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     std::cell::RefCell<segsparse::spmv::gpu::CusparseSpmv<'a, T>>,
     usize,
 );
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 impl<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>
     LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>> for CusparseOp<'_, T>
 {
@@ -384,7 +385,7 @@ impl<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>
     }
 }
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 #[allow(clippy::too_many_arguments)]
 fn cusparse_row<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     g: &std::sync::Arc<segsparse::gpu::Gpu>,

@@ -6,13 +6,13 @@
 //! an error.
 
 mod cli;
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 mod gpu;
-#[cfg(not(feature = "cuda"))]
+#[cfg(not(feature = "peers"))]
 mod gpu {
-    //! Built without the `cuda` feature: no GPU rows.
+    //! Built without the `peers` feature (which brings `cuda`): no GPU rows.
     pub fn open() -> Result<Vec<Box<dyn crate::implementations::Implementation>>, String> {
-        Err("built without the `cuda` feature".into())
+        Err("built without the `peers` feature".into())
     }
     pub fn write_gpu_table(
         _: &mut impl std::io::Write,

@@ -203,7 +203,7 @@ fn bench<T: Scalar + BenchGpu>(
     Ok(rows)
 }
 
-/// The GPU rows of one K (feature `cuda`); an error without it.
+/// The GPU rows of one K (feature `peers`); an error without it.
 pub trait BenchGpu: Sized {
     /// Every GPU row and the summary of one K.
     fn gpu_rows(
@@ -217,7 +217,7 @@ pub trait BenchGpu: Sized {
     ) -> Result<Vec<Value>>;
 }
 
-#[cfg(not(feature = "cuda"))]
+#[cfg(not(feature = "peers"))]
 impl<T> BenchGpu for T {
     fn gpu_rows(
         _: &CsrMatrix<T>,
@@ -228,11 +228,11 @@ impl<T> BenchGpu for T {
         _: usize,
         _: &dyn Fn(&str, &str, f64, f64) -> Value,
     ) -> Result<Vec<Value>> {
-        anyhow::bail!("--rhs on the GPU: built without the `cuda` feature (use --backend cpu)")
+        anyhow::bail!("--rhs on the GPU: built without the `peers` feature (use --backend cpu)")
     }
 }
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 impl<T: segsparse::spmv::gpu::GpuScalar> BenchGpu for T {
     fn gpu_rows(
         a: &CsrMatrix<T>,

@@ -3,9 +3,10 @@
 //! [`GpuSpmm`] holds the loaded kernels of one element type; [`GpuSpmm::spmm`] queues one launch
 //! (row-major blocks of up to 32 columns, column-major blocks of any width) and returns without
 //! allocating or synchronising. See `kernels/spmm/spmm.cu` for the two kernels and the
-//! [module docs](super) for which layout suits which matrix. [`CusparseSpmm`] is the peer
+//! [module docs](super) for which layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer
 //! (`cusparseSpMM`) that benchmarks and tests compare against.
 
+#[cfg(feature = "peers")]
 mod cusparse_peer;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
+#[cfg(feature = "peers")]
 pub use cusparse_peer::{CusparseSpmm, CusparseSpmmAlg};
 
 /// The SpMM kernels (`kernels/spmm/spmm.cu`).

@@ -76,6 +76,7 @@
 //! once per matrix, and never writes the products. Column indices are `u32`, like the crate's
 //! CSR type.
 
+#[cfg(feature = "peers")]
 mod cusparse_peer;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -89,6 +90,7 @@ use crate::primitives::gpu::{self as prim, HeadFlags};
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::scalar::Scalar;
 
+#[cfg(feature = "peers")]
 pub use cusparse_peer::{CusparseAlg, CusparseSpmv};
 
 use cudarc::driver::{CudaFunction, CudaSlice};

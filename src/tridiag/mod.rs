@@ -46,10 +46,10 @@
 //! | `Auto` | | | `Partition` (per block for 64 ≤ n ≤ 4096 when it fits in shared memory, else multi-block) |
 //!
 //! The GPU entry point is [`gpu::GpuTridiag`] (device buffers, with host-vector wrappers); the
-//! cuSPARSE peer used by the benchmark is [`cusparse_peer`].
+//! cuSPARSE peer used by the benchmark is `cusparse_peer` (feature `peers`).
 
 pub mod cpu;
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 pub mod cusparse_peer;
 #[cfg(feature = "cuda")]
 pub mod gpu;

@@ -558,7 +558,9 @@ mod gpu {
     use segsparse::precond::SptrsvAlgorithm;
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::solvers::Preconditioner;
+    #[cfg(feature = "peers")]
     use segsparse::sparse::incomplete::triangle_of;
+    #[cfg(feature = "peers")]
     use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
     use segsparse::sparse::triangular::gpu::{GpuIncompleteFactor, GpuTriangular};
     use std::sync::Arc;
@@ -674,6 +676,7 @@ mod gpu {
     }
 
     #[test]
+    #[cfg(feature = "peers")]
     fn cusparse_spsv_agrees_on_corpus_factors() {
         let Some(gpu) = test_gpu() else { return };
         for name in ["orsirr_1", "sherman5"] {

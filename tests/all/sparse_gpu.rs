@@ -16,7 +16,9 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::csr::CsrMatrix;
 use segsparse::gpu::{self, Gpu};
 use segsparse::sparse;
-use segsparse::sparse::gpu::{self as sg, CusparseSpgemm, DeviceCsr, GpuSpgemmPlan};
+#[cfg(feature = "peers")]
+use segsparse::sparse::gpu::CusparseSpgemm;
+use segsparse::sparse::gpu::{self as sg, DeviceCsr, GpuSpgemmPlan};
 use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 
 fn random(m: usize, n: usize, per_row: usize, seed: u64) -> CsrMatrix<f64> {
@@ -291,6 +293,7 @@ fn numeric_rerun_galerkin_and_cusparse() {
     assert_eq!(got.values(), want.values());
 
     // cuSPARSE gives the same pattern and values within rounding.
+    #[cfg(feature = "peers")]
     match CusparseSpgemm::new(&g) {
         Ok(cs) => {
             for spec in ["poisson2d:50", "poisson3d:12"] {

@@ -178,7 +178,9 @@ fn bad_shapes_are_clear_errors() {
 mod gpu {
     use super::*;
     use segsparse::gpu::test_gpu;
-    use segsparse::spmm::gpu::{CusparseSpmm, CusparseSpmmAlg, GpuSpmm};
+    use segsparse::spmm::gpu::GpuSpmm;
+    #[cfg(feature = "peers")]
+    use segsparse::spmm::gpu::{CusparseSpmm, CusparseSpmmAlg};
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
 
     fn gpu_case<T: GpuScalar>() {
@@ -239,6 +241,7 @@ mod gpu {
 
     /// cuSPARSE's SpMM (every algorithm that accepts the layout) agrees with ours.
     #[test]
+    #[cfg(feature = "peers")]
     fn cusparse_spmm_agrees() {
         let Some(g) = test_gpu() else { return };
         let a: CsrMatrix<f64> = generate::powerlaw(3000, 1.9, 8).unwrap();

@@ -14,7 +14,9 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::csr::CsrMatrix;
 use segsparse::gpu::{self, Gpu};
 use segsparse::scalar::Scalar;
-use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr, GpuScalar, SpmvAlgorithm};
+#[cfg(feature = "peers")]
+use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv};
+use segsparse::spmv::gpu::{GpuCsr, GpuScalar, SpmvAlgorithm};
 
 fn algorithms() -> Vec<SpmvAlgorithm> {
     vec![
@@ -324,6 +326,7 @@ fn length_mismatch_panics_with_both_sizes() {
 
 /// cuSPARSE ALG1/ALG2 agree with the reference too (the benchmark's peer must be right).
 #[test]
+#[cfg(feature = "peers")]
 fn cusparse_peer_matches_reference() {
     let Some(g) = gpu::test_gpu() else { return };
     let mut rng = ChaCha8Rng::seed_from_u64(12);

@@ -334,6 +334,7 @@ mod gpu {
     }
 
     #[test]
+    #[cfg(feature = "peers")]
     fn cusparse_peer_agrees() {
         let Some(g) = test_gpu() else { return };
         let mut sp = match segsparse::tridiag::cusparse_peer::CusparseTridiag::new(&g) {

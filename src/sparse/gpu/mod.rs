@@ -1,6 +1,6 @@
 //! GPU sparse matrix–matrix operations: SpGEMM `C = A·B` with a symbolic plan whose numeric
 //! phase can be re-run alone, the Galerkin product `R·A·P`, transpose, `A + αB`, diagonal
-//! extraction and diagonal scaling; and [`CusparseSpgemm`], cuSPARSE's `cusparseSpGEMM` as the in-run peer.
+//! extraction and diagonal scaling; and `CusparseSpgemm` (feature `peers`), cuSPARSE's `cusparseSpGEMM` as the in-run peer.
 //! The graph phases of smoothed aggregation ([`strength_symmetric`], [`amalgamate`],
 //! [`aggregate_mis2`], [`tentative_single`]) are in [`aggregate`], equal to their CPU
 //! references exactly.
@@ -72,6 +72,7 @@
 //! `row_ptr`; one gather writes the rows and values.
 
 pub mod aggregate;
+#[cfg(feature = "peers")]
 mod cusparse_peer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,6 +90,7 @@ use crate::spmv::gpu::{GpuCsr, GpuScalar};
 pub use aggregate::{
     aggregate_mis2, amalgamate, strength_symmetric, tentative_single, GpuAggregation, AGGREGATE_SRC,
 };
+#[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
 
 /// `kernels/sparse/spgemm.cu`: binned SpGEMM, transpose helpers, diagonal and scaling.

@@ -32,7 +32,7 @@
 //! - E. Anderson and Y. Saad, *Solving sparse triangular linear systems on parallel computers*,
 //!   Int. J. High Speed Computing 1(1), 1989 (level scheduling).
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "peers")]
 pub mod cusparse_peer;
 #[cfg(feature = "cuda")]
 pub mod gpu;
