@@ -154,6 +154,7 @@ def test_solve_info_stays_scipy_compatible():
     assert info.precond == "ilu0" and info.reason
     back = pickle.loads(pickle.dumps(info))
     assert back == info and back.reason == info.reason and back.choice == info.choice
+    assert "precond='ilu0'" in repr(info)
 
 
 def test_solve_with_caller_choices():

@@ -7,7 +7,8 @@ scalar of the iteration stays on the device; the host checks convergence every
 Methods: ``cg``, ``pcg``, ``bicgstab``, ``gmres``; preconditioners (``M=``): ``None``,
 ``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial), ``"ilu0"`` and ``"ic0"``
 (incomplete LU / Cholesky without fill, two triangular solves per application), ``"amg"``
-(smoothed-aggregation multigrid with the defaults) or a hierarchy from ``segsparse.amg``. Adding
+(smoothed-aggregation multigrid with the defaults), a hierarchy from ``segsparse.amg``, or
+``"auto"``: the one ``auto_choice`` picks for the matrix (``solve`` picks the method too). Adding
 one is an arm in the Rust dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` /
 ``opts`` / ``solve_with``) and a thin function here that calls ``_solve`` with its name.
 
@@ -98,7 +99,8 @@ class SolveInfo(int):
         return (
             f"SolveInfo({int(self)}, converged={d.get('converged')}, iterations="
             f"{d.get('iterations')}, residual={d.get('residual')}, method={d.get('method')!r}, "
-            f"device={d.get('device')!r}, path={d.get('path')!r}, message={d.get('message')!r})"
+            f"device={d.get('device')!r}, path={d.get('path')!r}, message={d.get('message')!r}"
+            + (f", precond={d['precond']!r}" if "precond" in d else "") + ")"
         )
 
     __str__ = __repr__
@@ -150,7 +152,7 @@ def _precond(M: Any) -> Any:
             return M.lower()
         raise ValueError(
             f"unknown preconditioner {M!r}: M must be None, 'jacobi', 'poly', 'ilu0', 'ic0', "
-            "'amg', a segsparse.amg hierarchy, a LinearOperator, a matrix or a callable"
+            "'amg', 'auto', a segsparse.amg hierarchy, a LinearOperator, a matrix or a callable"
         )
     try:
         return as_operator(M, "M")
@@ -567,7 +569,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
             shift added automatically when a pivot vanishes, ``"amg"``
             (smoothed-aggregation multigrid, built for this solve) or a hierarchy from
-            ``segsparse.amg`` (built once, reused). These are the crate's (the fast path).
+            ``segsparse.amg`` (built once, reused), or ``"auto"`` (the one ``auto_choice``
+            picks for ``A``; recorded in ``info.precond`` and ``info.reason``; an unsymmetric
+            ``A`` keeps the solver called). These are the crate's (the fast path).
             As in SciPy, also a ``LinearOperator``, a sparse or dense matrix or a callable
             approximating ``A^-1`` (the operator path; applied where its data lives).
         callback: ``callback(xk)`` after each iteration, as SciPy's (runs the operator path).
