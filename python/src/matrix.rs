@@ -952,7 +952,7 @@ impl PyMatrix {
         } else {
             data.clone()
         };
-        // Memory preflight (issue 23) before the copies: the crate's own CSR arrays (u32 row
+        // Memory preflight before the copies: the crate's own CSR arrays (u32 row
         // pointers and columns, f64 values at most); the upload checks the device itself.
         let need = 4 * indptr.len()? as u64 + 12 * indices.len()? as u64;
         segsparse::memory::check_host("the matrix's CSR copy", need)
