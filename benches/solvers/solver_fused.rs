@@ -3,7 +3,7 @@
 //! BiCGSTAB and GMRES(30) on the GPU, f64, on the small corpus systems, raefsky2 and Poisson 2D
 //! up to the fused path's row limit, each with
 //!
-//! - **old**: separate kernels, no graphs (the solvers before issue 21);
+//! - **old**: separate kernels, no graphs (the solvers before graphs and the fused path);
 //! - **graphs**: separate kernels replayed as CUDA graphs (the default before the fused path);
 //! - **fused**: the fused kernels replayed as CUDA graphs (the default now, below the limit);
 //! - **fused-direct**: the fused kernels without graphs;

@@ -1,4 +1,4 @@
-//! `ilu-bench`: the measurements of issue 19 in one process on the GPU, each beside its peer.
+//! `ilu-bench`: the ILU/IC measurements in one process on the GPU, each beside its peer.
 //!
 //! - GMRES(30) without a preconditioner and with ILU(0) (GPU factorization included in the time
 //!   to solution) on the nonsymmetric corpus matrices;

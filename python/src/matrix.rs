@@ -383,10 +383,12 @@ enum Precond {
     Jacobi,
     /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree.
     Poly(usize),
-    /// ILU(0) (automatic diagonal shift on a bad pivot).
-    Ilu0,
-    /// IC(0) (automatic diagonal shift on a bad pivot).
-    Ic0,
+    /// ILU(0) (automatic diagonal shift on a bad pivot; `true`: the automatic path's
+    /// parameters, with a row matching where the diagonal needs one).
+    Ilu0(bool),
+    /// IC(0) (automatic diagonal shift on a bad pivot; `true`: the automatic path's
+    /// parameters).
+    Ic0(bool),
     /// Smoothed-aggregation AMG (a given `_Amg`, or one built with the defaults per solve).
     Amg,
 }
@@ -417,8 +419,11 @@ fn opts(
     let precond = match precond {
         "none" => Precond::None,
         "jacobi" => Precond::Jacobi,
-        "ilu0" => Precond::Ilu0,
-        "ic0" => Precond::Ic0,
+        "ilu0" => Precond::Ilu0(false),
+        "ic0" => Precond::Ic0(false),
+        // The automatic choice's ILU(0)/IC(0) (`segsparse.auto_choice`).
+        "ilu0:auto" => Precond::Ilu0(true),
+        "ic0:auto" => Precond::Ic0(true),
         "poly" if degree >= 1 => Precond::Poly(degree),
         "amg" => Precond::Amg,
         "poly" => {
@@ -524,17 +529,22 @@ where
                 Err(e) => failed(e),
             }
         }
-        (Precond::Ilu0 | Precond::Ic0, _) => {
+        (Precond::Ilu0(auto) | Precond::Ic0(auto), _) => {
+            use segsparse::precond::auto::auto_incomplete_params;
             use segsparse::precond::{Ic0, Ilu0, IncompleteParams};
-            let ip = IncompleteParams {
-                auto_shift: true,
-                ..Default::default()
+            let ip = if auto {
+                auto_incomplete_params()
+            } else {
+                IncompleteParams {
+                    auto_shift: true,
+                    ..Default::default()
+                }
             };
             let m = match m() {
                 Ok(m) => m,
                 Err(e) => return failed(e),
             };
-            if o.precond == Precond::Ilu0 {
+            if matches!(o.precond, Precond::Ilu0(_)) {
                 match Ilu0::new(be, m, &ip) {
                     Ok(p) => with(be, a, &p, o, b, x, t0),
                     Err(e) => failed(e),
@@ -840,6 +850,14 @@ impl<T: Elem> Mat<T> {
     }
 }
 
+/// What `_Matrix.auto_choice` returns: method, preconditioner, reason and the statistics.
+type AutoTuple = (
+    &'static str,
+    &'static str,
+    String,
+    (usize, usize, bool, usize, bool, f64, f64, f64, usize),
+);
+
 /// A CSR matrix held by segsparse (use `segsparse.Matrix`, which builds it from SciPy, CuPy or
 /// NumPy data).
 #[pyclass(name = "_Matrix", module = "segsparse._core", frozen)]
@@ -934,7 +952,7 @@ impl PyMatrix {
         } else {
             data.clone()
         };
-        // Memory preflight (issue 23) before the copies: the crate's own CSR arrays (u32 row
+        // Memory preflight before the copies: the crate's own CSR arrays (u32 row
         // pointers and columns, f64 values at most); the upload checks the device itself.
         let need = 4 * indptr.len()? as u64 + 12 * indices.len()? as u64;
         segsparse::memory::check_host("the matrix's CSR copy", need)
@@ -1114,6 +1132,39 @@ impl PyMatrix {
     /// synchronisation at the end): the baseline of the binding-overhead benchmark.
     fn bench_rust_spmv(&self, py: Python<'_>, reps: usize, gpu: bool) -> PyResult<f64> {
         with_mat!(self, m, _T => run(py, || m.bench_rust(reps.max(1), gpu)))
+    }
+
+    /// The crate's automatic choice for this matrix (square): `(method, preconditioner, reason,
+    /// statistics)`, the statistics as `(rows, nnz, symmetric, missing_diagonal,
+    /// positive_diagonal, diagonal_spread, min_dominance, opposite_sign_fraction,
+    /// lower_levels)`. Read from the host copy (downloaded once for a matrix built on the GPU).
+    fn auto_choice(&self, py: Python<'_>) -> PyResult<AutoTuple> {
+        with_mat!(self, m, _T => run(py, || {
+            let (r, c) = m.shape;
+            if r != c {
+                return Err(Failure::Value(format!(
+                    "the automatic choice needs a square matrix, got {r}x{c}"
+                )));
+            }
+            let ch = segsparse::precond::auto::choose(m.host()?);
+            let s = ch.stats;
+            Ok((
+                ch.method.name(),
+                ch.precond.name(),
+                ch.reason,
+                (
+                    s.rows,
+                    s.nnz,
+                    s.symmetric,
+                    s.missing_diagonal,
+                    s.positive_diagonal,
+                    s.diagonal_spread,
+                    s.min_dominance,
+                    s.opposite_sign_fraction,
+                    s.lower_levels,
+                ),
+            ))
+        }))
     }
 
     /// Writes the matrix to a Matrix Market file (`.mtx`, or `.mtx.gz` compressed).

@@ -11,6 +11,8 @@ The same engine as the Rust crate ``segsparse``, from NumPy, SciPy and CuPy::
   ``A @ x`` and ``A.spmv(x, alpha, beta, y)``.
 - ``cg``, ``pcg``, ``bicgstab``, ``gmres``: SciPy's contract, ``(x, info)``; ``info`` is a
   ``SolveInfo``, an ``int`` equal to SciPy's ``info`` with the details as attributes.
+- ``solve(A, b)``: the method and preconditioner chosen for ``A`` (``auto_choice(A)``; also
+  ``M="auto"`` of every solver), the choice and its reason in ``info``.
 - ``amg``: a smoothed-aggregation multigrid hierarchy (``M=`` of any solver, ``.solve``,
   ``.aspreconditioner()`` for SciPy).
 - ``scan``, ``segmented_scan``, ``sort``, ``tridiagonal_solve``: primitives on arrays.
@@ -43,13 +45,14 @@ from .matrix import (Matrix, as_matrix, load_matrix_market, release_upload_buffe
                      save_matrix_market)
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
 from .amg import AMG, amg
-from .solvers import SolveInfo, bicgstab, cg, gmres, pcg
+from .solvers import SolveInfo, auto_choice, bicgstab, cg, gmres, pcg, solve
 from .warmup import warmup
 
 __version__ = _core.__version__
 
 __all__ = [
-    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "amg", "AMG", "scan",
+    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "solve", "auto_choice",
+    "amg", "AMG", "scan",
     "segmented_scan",
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",

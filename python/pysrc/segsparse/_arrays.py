@@ -76,7 +76,7 @@ def wait_list(current: int, *arrays: Optional[DeviceArray]) -> List[int]:
 def check_real(dtype: Any, what: str) -> np.dtype:
     """``dtype`` when segsparse converts it without losing meaning, else ``TypeError``.
 
-    The rule (issue 23): ``float32`` and ``float64`` are used as they are; ``bool``, the
+    The rule: ``float32`` and ``float64`` are used as they are; ``bool``, the
     integer types and ``float16`` are converted to the floating type in use (exact, except
     64-bit integers beyond 2**53, which round to the nearest float64, as NumPy rounds them);
     everything else is refused, naming the dtype: complex numbers (the imaginary part would be

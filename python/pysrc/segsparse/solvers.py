@@ -7,7 +7,8 @@ scalar of the iteration stays on the device; the host checks convergence every
 Methods: ``cg``, ``pcg``, ``bicgstab``, ``gmres``; preconditioners (``M=``): ``None``,
 ``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial), ``"ilu0"`` and ``"ic0"``
 (incomplete LU / Cholesky without fill, two triangular solves per application), ``"amg"``
-(smoothed-aggregation multigrid with the defaults) or a hierarchy from ``segsparse.amg``. Adding
+(smoothed-aggregation multigrid with the defaults), a hierarchy from ``segsparse.amg``, or
+``"auto"``: the one ``auto_choice`` picks for the matrix (``solve`` picks the method too). Adding
 one is an arm in the Rust dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` /
 ``opts`` / ``solve_with``) and a thin function here that calls ``_solve`` with its name.
 
@@ -34,7 +35,7 @@ from ._arrays import check_real, current_stream, cupy, device_array, host_vector
 from ._operators import as_operator, is_matrix, operator_dtype
 from .matrix import Matrix, as_matrix
 
-__all__ = ["SolveInfo", "cg", "pcg", "bicgstab", "gmres"]
+__all__ = ["SolveInfo", "cg", "pcg", "bicgstab", "gmres", "solve", "auto_choice"]
 
 _FIELDS = ("converged", "iterations", "residual", "time", "history", "restarts", "method",
            "device", "message", "setup_seconds", "solve_seconds")
@@ -74,6 +75,10 @@ class SolveInfo(int):
         device: ``"gpu"`` or ``"cpu"``: where it ran.
         path: ``"crate"`` (the crate's solver body) or ``"operator"`` (see the module docs).
         message: ``"converged"`` or the reason it did not.
+        precond, reason, choice: with ``M="auto"`` or ``segsparse.solve``: the preconditioner
+            used (``"none"``, ``"jacobi"``, ``"amg"``, ``"ilu0"``, ``"ic0"``, or the caller's),
+            the rule that chose it in words, and the whole ``auto_choice`` dictionary
+            (``None`` when the caller named both method and preconditioner).
     """
 
     def __new__(cls, status: int, **fields: Any) -> "SolveInfo":
@@ -94,7 +99,8 @@ class SolveInfo(int):
         return (
             f"SolveInfo({int(self)}, converged={d.get('converged')}, iterations="
             f"{d.get('iterations')}, residual={d.get('residual')}, method={d.get('method')!r}, "
-            f"device={d.get('device')!r}, path={d.get('path')!r}, message={d.get('message')!r})"
+            f"device={d.get('device')!r}, path={d.get('path')!r}, message={d.get('message')!r}"
+            + (f", precond={d['precond']!r}" if "precond" in d else "") + ")"
         )
 
     __str__ = __repr__
@@ -146,7 +152,7 @@ def _precond(M: Any) -> Any:
             return M.lower()
         raise ValueError(
             f"unknown preconditioner {M!r}: M must be None, 'jacobi', 'poly', 'ilu0', 'ic0', "
-            "'amg', a segsparse.amg hierarchy, a LinearOperator, a matrix or a callable"
+            "'amg', 'auto', a segsparse.amg hierarchy, a LinearOperator, a matrix or a callable"
         )
     try:
         return as_operator(M, "M")
@@ -174,6 +180,7 @@ def _solve(
     restart: int = 30,
     degree: int = 4,
     callback_type: Optional[str] = None,
+    choice: Optional[dict] = None,
 ) -> Tuple[Any, SolveInfo]:
     rtol, atol = _tolerances(name, rtol, atol)
     if maxiter is not None and int(maxiter) < 0:
@@ -181,7 +188,22 @@ def _solve(
     if check_every is not None and check_every < 1:
         raise ValueError(f"check_every must be >= 1, got {check_every}")
     b = _flat(b)
-    pre = _precond(M)
+    given_m = M
+    if isinstance(M, str) and M.lower() == "auto":
+        if choice is None:
+            if not is_matrix(A):
+                raise ValueError("M='auto' needs a matrix A (the choice reads its entries), "
+                                 "not a matrix-free operator")
+            if not isinstance(A, Matrix):
+                db = device_array(b, "b")
+                A = Matrix(A, device="gpu" if db is not None else device,
+                           dtype=_system_dtype(A, b))
+            choice = auto_choice(A)
+        M = _AUTO_PRECOND[choice["precond"]]
+        pre = "none" if M is None else M  # the bindings' names
+    else:
+        choice = None
+        pre = _precond(M)
     if pre == "none" and M is None and not is_matrix(A) and hasattr(A, "psolve"):
         pre = as_operator(A.psolve, "A.psolve")  # SciPy: an operator's own psolve is M
     operator_path = not is_matrix(A) or isinstance(pre, _OperatorType) or callback is not None
@@ -190,23 +212,130 @@ def _solve(
     if isinstance(x0, str) and not operator_path and pre not in ("none", "jacobi"):
         raise ValueError(
             "x0='Mb' needs M = None, 'jacobi' or an operator (LinearOperator, matrix, callable); "
-            f"got M={M!r}")
+            f"got M={given_m!r}" + _chose(choice))
     if operator_path and pre not in ("none",) and not isinstance(pre, _OperatorType):
         if pre == "jacobi" and is_matrix(A):
             pre = _jacobi_operator(A)
         else:
             raise ValueError(
-                f"M={M!r} (one of the crate's preconditioners) cannot be combined with a callback "
+                f"M={given_m!r}{_chose(choice)} (one of the crate's preconditioners) cannot be "
+                "combined with a callback "
                 "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
                 "or drop the callback")
     if operator_path:
-        return _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
-                               device, restart, callback_type)
-    return _solve_crate(method, pre, name, A, b, x0, rtol, atol, maxiter, check_every, device,
-                        restart, degree)
+        x, info = _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
+                                  device, restart, callback_type)
+    else:
+        x, info = _solve_crate(method, pre, name, A, b, x0, rtol, atol, maxiter, check_every,
+                               device, restart, degree)
+    if choice is not None:
+        info.precond = choice["precond"]
+        info.reason = choice["reason"]
+        info.choice = choice
+    return x, info
+
+
+# The automatic choice's preconditioner names and what `_solve` passes on for them (ILU(0)/IC(0)
+# with the automatic path's parameters: a row matching where the diagonal needs one).
+_AUTO_PRECOND = {"none": None, "jacobi": "jacobi", "amg": "amg", "ilu0": "ilu0:auto",
+                 "ic0": "ic0:auto"}
+
+_STATS = ("rows", "nnz", "symmetric", "missing_diagonal", "positive_diagonal",
+          "diagonal_spread", "min_dominance", "opposite_sign_fraction", "lower_levels")
+
+
+def auto_choice(A: Any, *, device: str = "cpu") -> dict:
+    """The crate's automatic choice of a Krylov method and a preconditioner for the square
+    matrix ``A``, from cheap statistics of its entries (``O(nnz)``); deterministic.
+
+    Returns a dictionary: ``method`` (``"cg"`` or ``"gmres"``), ``precond`` (``"none"``,
+    ``"jacobi"``, ``"amg"``, ``"ilu0"`` or ``"ic0"``), ``reason`` (the rule that decided, in
+    words) and ``stats`` (``rows``, ``nnz``, ``symmetric`` (on a sample of rows),
+    ``missing_diagonal`` (rows with a missing or zero diagonal entry), ``positive_diagonal``,
+    ``diagonal_spread``, ``min_dominance``, ``opposite_sign_fraction``, ``lower_levels``).
+    The rules: a missing diagonal: GMRES with ILU(0) after a row matching; symmetric with a
+    positive diagonal: CG (with AMG for large matrices with coefficient jumps, Jacobi for a
+    spread diagonal or other signs, else none); unsymmetric: GMRES with Jacobi when strongly
+    diagonally dominant, else ILU(0). ``segsparse.solve`` and ``M="auto"`` of every solver use it.
+
+    ``A``: a ``segsparse.Matrix`` (read where it is; a GPU matrix is downloaded once) or any
+    ``scipy.sparse``/``cupyx.scipy.sparse`` matrix or dense array (converted on ``device``).
+    """
+    if not is_matrix(A):
+        raise TypeError(f"auto_choice needs a matrix, not {type(A).__name__}")
+    m = A if isinstance(A, Matrix) else Matrix(A, device=device)
+    method, precond, reason, stats = m._m.auto_choice()
+    return {"method": method, "precond": precond, "reason": reason,
+            "stats": dict(zip(_STATS, stats))}
+
+
+def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxiter=None,
+          restart=30, check_every=None, device="auto"):
+    """Solves ``A x = b`` with the method and preconditioner the crate chooses for ``A``
+    (``auto_choice``): returns ``(x, info)`` as the other solvers, with the choice recorded in
+    ``info``: ``info.method``, ``info.precond``, ``info.reason`` and ``info.choice``.
+
+    ``method``: ``"auto"`` (the rule's ``"cg"`` or ``"gmres"``) or one of ``"cg"``,
+    ``"bicgstab"``, ``"gmres"``; ``M``: ``"auto"`` (the rule's preconditioner) or anything the
+    solvers accept. ``maxiter`` is the method's (GMRES: restart cycles, as ``gmres``); the other
+    arguments as ``cg``. ``A`` is converted once (a ``segsparse.Matrix`` is used as it is).
+
+    Example:
+        >>> import numpy as np, scipy.sparse as sp, segsparse
+        >>> A = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(100, 100), format="csr")
+        >>> x, info = segsparse.solve(A, np.ones(100), rtol=1e-10)
+        >>> bool(info.converged), info.method, info.precond
+        (True, 'cg', 'none')
+    """
+    want_method = str(method).lower()
+    auto_m = isinstance(M, str) and M.lower() == "auto"
+    if want_method not in ("auto", "cg", "bicgstab", "gmres"):
+        raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'bicgstab' or 'gmres'")
+    choice = None
+    if want_method == "auto" or auto_m:
+        if not is_matrix(A):
+            raise ValueError("segsparse.solve's automatic choice needs a matrix A (it reads "
+                             "its entries), not a matrix-free operator: name method and M")
+        if not isinstance(A, Matrix):
+            db = device_array(_flat(b), "b")
+            A = Matrix(A, device="gpu" if db is not None else device,
+                       dtype=_system_dtype(A, b))
+        choice = auto_choice(A)
+    name = choice["method"] if want_method == "auto" else want_method
+    pre = "auto" if auto_m else M
+    if name == "gmres":
+        n = _square_size(A)
+        r = max(1, min(int(restart), n)) if n is not None else int(restart)
+        if not 1 <= r <= 255:
+            raise ValueError(f"restart must be in 1..=255, got {restart}")
+        x, info = _solve("gmres", "gmres", A, b, x0, rtol, atol, maxiter, pre, None,
+                         check_every, device, restart=r, choice=choice)
+    else:
+        x, info = _solve(name, name, A, b, x0, rtol, atol, maxiter, pre, None, check_every,
+                         device, choice=choice)
+    if auto_m:
+        info.precond = choice["precond"]
+    elif isinstance(M, str) or M is None:
+        info.precond = "none" if M is None else M.lower()
+    else:
+        info.precond = type(M).__name__
+    if choice is None:
+        info.reason = "method and preconditioner given by the caller"
+    elif auto_m and want_method == "auto":
+        info.reason = choice["reason"]
+    elif auto_m:
+        info.reason = f"method {name!r} given by the caller; preconditioner: {choice['reason']}"
+    else:
+        info.reason = f"preconditioner given by the caller; method: {choice['reason']}"
+    info.choice = choice
+    return x, info
 
 
 from ._operators import Operator as _OperatorType  # noqa: E402
+
+
+def _chose(choice: Optional[dict]) -> str:
+    return "" if choice is None else f" (chosen: {choice['precond']!r})"
 
 
 def _info(status: int, **fields: Any) -> SolveInfo:
@@ -440,7 +569,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
             shift added automatically when a pivot vanishes, ``"amg"``
             (smoothed-aggregation multigrid, built for this solve) or a hierarchy from
-            ``segsparse.amg`` (built once, reused). These are the crate's (the fast path).
+            ``segsparse.amg`` (built once, reused), or ``"auto"`` (the one ``auto_choice``
+            picks for ``A``; recorded in ``info.precond`` and ``info.reason``; an unsymmetric
+            ``A`` keeps the solver called). These are the crate's (the fast path).
             As in SciPy, also a ``LinearOperator``, a sparse or dense matrix or a callable
             approximating ``A^-1`` (the operator path; applied where its data lives).
         callback: ``callback(xk)`` after each iteration, as SciPy's (runs the operator path).

@@ -36,9 +36,8 @@
 //! two compute the same hierarchy: the same aggregates and patterns, values equal up to the
 //! rounding of the ρ estimates (`tests/all/amg.rs`, `tests/all/amg_gpu_graph.rs`).
 //! [`AmgParams::host_setup`] runs the host setup on the GPU backend and uploads the result (the
-//! path before the GPU setup existed; for comparisons). On an H200, Poisson 3D 128³ (2.1 M rows):
-//! the host setup took 6.5 s with 16 cores before this round's faster graph phases, 0.99 s after,
-//! and the GPU setup's numeric part 0.21 s; PyAMG's setup 12.3 s (`benches/results/history/amg.md`).
+//! path before the GPU setup existed; for comparisons). Setup times against the GPU setup and
+//! PyAMG are in `benches/results/history/amg.md`.
 //!
 //! [`Amg::update`] reruns only the numeric phases for new values on the same pattern.
 //!

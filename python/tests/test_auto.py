@@ -1,0 +1,238 @@
+"""The automatic choice from Python: ``auto_choice``, ``solve`` and ``M="auto"``, against the
+crate's rules on generated matrices of each kind (CPU; the GPU variants skip without one)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import segsparse
+
+
+def tridiag(k, lo, mid, hi):
+    return sp.diags([lo, mid, hi], [-1, 0, 1], shape=(k, k), format="csr")
+
+
+def poisson(k):
+    """The 5-point Laplacian on a k x k grid: SPD, M-matrix signs, constant diagonal."""
+    t = tridiag(k, -1.0, 2.0, -1.0)
+    return sp.kronsum(t, t, format="csr")
+
+
+def convection(k, c=0.8):
+    """Convection-diffusion with central differences on a k x k grid: unsymmetric, not
+    diagonally dominant by a margin (|diag| = sum of |off-diagonals| inside)."""
+    t = tridiag(k, -1.0 - c, 2.0, -1.0 + c)
+    return sp.kronsum(t, t, format="csr")
+
+
+def dominant(n):
+    """Unsymmetric and strictly diagonally dominant by far."""
+    return sp.diags([-1.0, 10.0, 0.5, -2.0], [-1, 0, 1, 3], shape=(n, n), format="csr")
+
+
+def missing_diagonal(k):
+    """``convection(k)`` with its first and last rows swapped: two rows without a diagonal
+    entry (not stored at all), which a row matching restores."""
+    a = convection(k).tolil()
+    n = a.shape[0]
+    perm = np.arange(n)
+    perm[0], perm[-1] = n - 1, 0
+    return sp.csr_matrix(a.tocsr()[perm])
+
+
+def jumps(k, contrast=1e3):
+    """A finite-volume diffusion matrix on a k x k grid with a coefficient jumping by
+    ``contrast`` in a square inclusion (Dirichlet boundary): SPD, M-matrix signs, a diagonal
+    spread of about ``contrast``."""
+    c = np.ones((k, k))
+    c[k // 4: 3 * k // 4, k // 4: 3 * k // 4] = contrast
+    idx = np.arange(k * k).reshape(k, k)
+    rows, cols, vals = [], [], []
+    diag = np.zeros(k * k)
+    for a_c, b_c, a_i, b_i in ((c[:, :-1], c[:, 1:], idx[:, :-1], idx[:, 1:]),
+                               (c[:-1, :], c[1:, :], idx[:-1, :], idx[1:, :])):
+        w = (2 * a_c * b_c / (a_c + b_c)).ravel()
+        i, j = a_i.ravel(), b_i.ravel()
+        rows += [i, j]
+        cols += [j, i]
+        vals += [-w, -w]
+        np.add.at(diag, i, w)
+        np.add.at(diag, j, w)
+    border = np.zeros((k, k), dtype=bool)
+    border[0, :] = border[-1, :] = border[:, 0] = border[:, -1] = True
+    diag += np.where(border, c, 0.0).ravel()
+    rows.append(np.arange(k * k))
+    cols.append(np.arange(k * k))
+    vals.append(diag)
+    n = k * k
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(n, n))
+
+
+def spd_random(n, seed=0):
+    """Random SPD (diagonally dominant) with off-diagonal entries of both signs: CG + Jacobi."""
+    r = sp.random(n, n, density=min(1.0, 8 / n), random_state=np.random.default_rng(seed),
+                  format="csr")
+    r.data -= 0.5
+    a = r + r.T
+    return (a + sp.diags(np.asarray(abs(a).sum(axis=1)).ravel() + 1.0)).tocsr()
+
+
+def residual(a, x, b):
+    return np.linalg.norm(b - a @ x) / np.linalg.norm(b)
+
+
+CASES = [
+    ("poisson", lambda: poisson(30), "cg", "none"),
+    ("spd_random", lambda: spd_random(800), "cg", "jacobi"),
+    ("convection", lambda: convection(30), "gmres", "ilu0"),
+    ("dominant", lambda: dominant(900), "gmres", "jacobi"),
+    ("missing_diagonal", lambda: missing_diagonal(30), "gmres", "ilu0"),
+]
+
+
+@pytest.mark.parametrize("name,make,method,precond", CASES, ids=[c[0] for c in CASES])
+def test_auto_choice_follows_the_rules(name, make, method, precond):
+    a = make()
+    ch = segsparse.auto_choice(a)
+    assert (ch["method"], ch["precond"]) == (method, precond), ch["reason"]
+    assert isinstance(ch["reason"], str) and ch["reason"]
+    st = ch["stats"]
+    assert st["rows"] == a.shape[0] and st["nnz"] == a.nnz
+    assert st["symmetric"] == (abs(a - a.T).max() == 0)
+    assert st["missing_diagonal"] == int(np.count_nonzero(a.diagonal() == 0))
+    if name == "missing_diagonal":
+        assert st["missing_diagonal"] == 2 and "row matching" in ch["reason"]
+    # A segsparse.Matrix gives the same choice as the SciPy matrix it came from.
+    assert segsparse.auto_choice(segsparse.Matrix(a, device="cpu")) == ch
+
+
+def test_auto_choice_is_deterministic():
+    for _, make, _, _ in CASES:
+        a = make()
+        assert segsparse.auto_choice(a) == segsparse.auto_choice(a.copy())
+
+
+def test_auto_choice_amg_for_coefficient_jumps():
+    a = jumps(230)  # 52 900 rows: above the AMG threshold
+    ch = segsparse.auto_choice(a)
+    assert (ch["method"], ch["precond"]) == ("cg", "amg"), ch["reason"]
+    assert ch["stats"]["diagonal_spread"] >= 100
+    b = np.ones(a.shape[0])
+    x, info = segsparse.solve(a, b, rtol=1e-8, device="cpu")
+    assert info == 0 and info.precond == "amg" and info.method == "cg"
+    assert residual(a, x, b) < 1e-7
+    # Far fewer iterations than plain CG on the same system.
+    _, plain = segsparse.cg(a, b, rtol=1e-8, device="cpu")
+    assert info.iterations * 4 < plain.iterations
+
+
+@pytest.mark.parametrize("name,make,method,precond", CASES, ids=[c[0] for c in CASES])
+def test_solve_converges_and_reports_its_choice(name, make, method, precond):
+    a = make()
+    b = np.random.default_rng(1).standard_normal(a.shape[0])
+    x, info = segsparse.solve(a, b, rtol=1e-9, device="cpu")
+    assert isinstance(info, segsparse.SolveInfo) and isinstance(info, int)
+    assert info == 0 and not info and info.converged, info
+    assert residual(a, x, b) < 1e-8
+    assert (info.method, info.precond) == (method, precond)
+    assert info.reason == segsparse.auto_choice(a)["reason"]
+    assert info.choice["method"] == method and info.device == "cpu"
+    # Same choice and the same iterations again.
+    x2, info2 = segsparse.solve(a, b, rtol=1e-9, device="cpu")
+    assert info2.choice == info.choice and info2.iterations == info.iterations
+    np.testing.assert_allclose(x2, x, rtol=1e-12, atol=1e-14)
+
+
+def test_solve_info_stays_scipy_compatible():
+    import pickle
+
+    a = convection(20)
+    b = np.ones(a.shape[0])
+    _, info = segsparse.solve(a, b, maxiter=1, restart=2, rtol=1e-14, device="cpu")
+    assert info == 1 and int(info) == info.status and not info.converged  # cycles
+    assert info.precond == "ilu0" and info.reason
+    back = pickle.loads(pickle.dumps(info))
+    assert back == info and back.reason == info.reason and back.choice == info.choice
+    assert "precond='ilu0'" in repr(info)
+
+
+def test_solve_with_caller_choices():
+    a = convection(25)
+    b = np.ones(a.shape[0])
+    x, info = segsparse.solve(a, b, method="bicgstab", rtol=1e-9, device="cpu")
+    assert info == 0 and info.method == "bicgstab" and info.precond == "ilu0"
+    assert "given by the caller" in info.reason and residual(a, x, b) < 1e-8
+    x, info = segsparse.solve(a, b, M="jacobi", rtol=1e-9, device="cpu")
+    assert info == 0 and info.method == "gmres" and info.precond == "jacobi"
+    assert residual(a, x, b) < 1e-8
+    x, info = segsparse.solve(a, b, method="gmres", M=None, rtol=1e-9, device="cpu")
+    assert info == 0 and info.precond == "none" and info.choice is None
+    with pytest.raises(ValueError, match="method"):
+        segsparse.solve(a, b, method="lsqr")
+    with pytest.raises(ValueError, match="matrix-free"):
+        segsparse.solve(segsparse_operator(a), b)
+
+
+def segsparse_operator(a):
+    from scipy.sparse.linalg import aslinearoperator
+
+    return aslinearoperator(a)
+
+
+@pytest.mark.parametrize("solver", ["cg", "pcg", "bicgstab", "gmres"])
+def test_m_auto_for_each_solver(solver):
+    fn = getattr(segsparse, solver)
+    spd_a = spd_random(600)
+    un = missing_diagonal(25)
+    for a, want in ((spd_a, "jacobi"), (un, "ilu0")):
+        b = np.random.default_rng(3).standard_normal(a.shape[0])
+        x, info = fn(a, b, M="auto", rtol=1e-9, maxiter=2000, device="cpu")
+        assert info.precond == want and info.reason == segsparse.auto_choice(a)["reason"]
+        # CG keeps the solver the caller named on an unsymmetric matrix: converging there is
+        # not promised; on the SPD one, and for the general solvers on both, it is.
+        if a is spd_a or solver in ("bicgstab", "gmres"):
+            assert info == 0, info
+            assert residual(a, x, b) < 1e-8
+        assert info.method == ("pcg" if solver in ("cg", "pcg") else solver)
+    # Case and a Matrix the caller built: the same.
+    m = segsparse.Matrix(spd_a, device="cpu")
+    b = np.ones(600)
+    x, info = fn(m, b, M="AUTO", rtol=1e-9, device="cpu")
+    assert info == 0 and info.precond == "jacobi" and residual(spd_a, x, b) < 1e-8
+
+
+def test_m_auto_on_the_operator_path():
+    a = poisson(20)
+    b = np.ones(a.shape[0])
+    seen = []
+    x, info = segsparse.cg(a, b, M="auto", rtol=1e-9, callback=seen.append, device="cpu")
+    assert info == 0 and info.precond == "none" and info.path == "operator" and seen
+    assert residual(a, x, b) < 1e-8
+    with pytest.raises(ValueError, match="callback"):
+        segsparse.gmres(convection(20), b, M="auto", callback=print, callback_type="x")
+    with pytest.raises(ValueError, match="matrix-free"):
+        segsparse.cg(segsparse_operator(a), b, M="auto")
+    with pytest.raises(TypeError, match="matrix"):
+        segsparse.auto_choice(segsparse_operator(a))
+
+
+def test_auto_choice_needs_a_square_matrix():
+    with pytest.raises(ValueError, match="square"):
+        segsparse.auto_choice(sp.random(5, 4, density=0.5, format="csr"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,make,method,precond", CASES, ids=[c[0] for c in CASES])
+def test_solve_auto_gpu_matches_cpu(gpu, name, make, method, precond):
+    cp = gpu
+    a = make()
+    b = np.random.default_rng(2).standard_normal(a.shape[0])
+    m = segsparse.Matrix(a, device="gpu")
+    assert segsparse.auto_choice(m) == segsparse.auto_choice(a)
+    xd, info = segsparse.solve(m, cp.asarray(b), rtol=1e-9)
+    assert isinstance(xd, cp.ndarray) and info.device == "gpu"
+    assert info == 0 and (info.method, info.precond) == (method, precond)
+    assert residual(a, cp.asnumpy(xd), b) < 1e-8
+    _, cpu = segsparse.solve(a, b, rtol=1e-9, device="cpu")
+    assert cpu.choice == info.choice
