@@ -52,6 +52,7 @@ impl<V> LevelSmoother<V> {
     }
 
     /// A new ρ(D⁻¹A) (after a numeric re-setup): the Chebyshev interval follows it.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub fn set_rho(&mut self, rho: f64, params: &AmgParams) {
         let hi = params.chebyshev_upper * rho;
         self.interval = (hi * params.chebyshev_lower, hi);
