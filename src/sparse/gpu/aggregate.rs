@@ -591,7 +591,7 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
                 .arg(&prev);
             // SAFETY: mis2_t2_update_gG(gptr, gcol, n, const u64* t1, u64* key, u32* undecided,
             // const u32* prev): as above; each node writes only its own key; two distinct
-            // counters (this round's, zeroed, and the previous one).
+            // counters (the current MIS-2 iteration's, zeroed, and the previous one).
             unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
                 .map_err(|e| Gpu::launch_error(&t2_name, e))?;
         }
