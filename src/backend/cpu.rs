@@ -277,20 +277,9 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         same_len("cg_update_r", n, q.len());
         let alpha = sc.slots[Slot::Alpha as usize];
         let rs = Shared::new(r);
+        // Without a preconditioner `r·z` is `r·r`; a separate preconditioner computes it later.
+        let identity = matches!(fuse, Fuse::Identity);
         let (rr, rz) = match fuse {
-            Fuse::Identity => {
-                let [rr, _] = chunked(n, &mut sc.partials, |rg| {
-                    // SAFETY: each chunk range is handed to exactly one task.
-                    let r = unsafe { rs.range(rg.clone()) };
-                    let mut acc = T::zero();
-                    for (r, &q) in r.iter_mut().zip(&q[rg]) {
-                        *r -= alpha * q;
-                        acc += *r * *r;
-                    }
-                    [acc, T::zero()]
-                });
-                (rr, Some(rr))
-            }
             Fuse::Jacobi { inv_diag, z } => {
                 same_len("cg_update_r", n, inv_diag.len());
                 same_len("cg_update_r", n, z.len());
@@ -311,7 +300,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
                 });
                 (rr, Some(rz))
             }
-            Fuse::Separate(_) => {
+            Fuse::Identity | Fuse::Separate(_) => {
                 let [rr, _] = chunked(n, &mut sc.partials, |rg| {
                     // SAFETY: each chunk range is handed to exactly one task.
                     let r = unsafe { rs.range(rg.clone()) };
@@ -322,7 +311,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
                     }
                     [acc, T::zero()]
                 });
-                (rr, None)
+                (rr, identity.then_some(rr))
             }
         };
         recur::cg_update_r(&mut sc.slots, &mut sc.hist, rr, rz, it);
