@@ -367,6 +367,21 @@ pub fn copy_gbs() -> Option<f64> {
     state.copy_bandwidth().ok().map(|b| b / 1e9)
 }
 
+/// What `Auto` chose for the last matrix uploaded in each precision (`{"f32": name, ...}`).
+pub fn auto_choices() -> serde_json::Value {
+    let Some(state) = STATE.with(|s| s.borrow().clone()) else {
+        return serde_json::Value::Null;
+    };
+    let mut m = serde_json::Map::new();
+    if let Some((_, a)) = &*state.cache32.borrow() {
+        m.insert("f32".into(), a.resolved_algorithm().name().into());
+    }
+    if let Some((_, a)) = &*state.cache64.borrow() {
+        m.insert("f64".into(), a.resolved_algorithm().name().into());
+    }
+    serde_json::Value::Object(m)
+}
+
 /// The GPU rows, in report order: Auto, Fused, Rows, Vector, the look-back kernel, the paper's
 /// algorithm, then cuSPARSE.
 ///
