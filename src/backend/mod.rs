@@ -78,6 +78,12 @@ pub trait LinearOperator<T: Scalar, B: VectorOps<T>> {
     fn ncols(&self) -> usize;
     /// `y ← A·x`. Must not synchronise with the host (on the GPU: queue work on the stream).
     fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()>;
+    /// Called once before a solve, with the most applications it may make: an operator with a
+    /// choice of kernels may measure them here (a GPU matrix tunes its SpMV when that costs
+    /// under 2 % of them). Does nothing by default.
+    fn prepare(&self, _be: &B, _expected_applies: usize) -> crate::Result<()> {
+        Ok(())
+    }
 }
 
 /// A preconditioner `z ← M⁻¹r`.
