@@ -39,8 +39,10 @@
 //!   bytes. Its scan primitive carries between tiles with a look-back, so it is not bitwise
 //!   reproducible for long rows.
 //! - [`SpmvAlgorithm::Auto`] (the default) chooses at upload from the matrix's kind (row-length
-//!   statistics, size, column spread); see [`GpuCsr::resolved_algorithm`]. Every
-//!   choice it makes is bitwise reproducible run to run.
+//!   statistics, size, `x`-line locality; [`SpmvFeatures`]); see [`GpuCsr::resolved_algorithm`].
+//!   [`GpuCsr::tune`] ([`SpmvPlan`]) replaces that choice by a measured one, cached per pattern
+//!   fingerprint; the solvers tune before iterating when the solve may make enough products
+//!   ([`TUNE_MIN_PRODUCTS`]). Every choice is bitwise reproducible run to run.
 //!
 //! The fused and vector kernels stream the matrix through the caches evict-first
 //! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
@@ -832,13 +834,12 @@ impl<T: GpuScalar> GpuCsr<T> {
         self.epoch.store(epoch, Ordering::Relaxed);
     }
 
-    /// What [`SpmvAlgorithm::Auto`] runs for this matrix, chosen at upload from its row-length
-    /// statistics, size and column spread: the vector kernel for small regular matrices, one
-    /// thread per row for short rows (stencils, small matrices with rows of at most 64 entries),
-    /// the vector kernel for large short rows with scattered columns and (4 lanes) for regular
-    /// rows of up to 32 local entries, the look-back kernel for small matrices whose rows fit in a
-    /// tile, and the fused kernel otherwise (the full rule, with the measurements behind it, is in the source of
-    /// `choose`). Every choice is bitwise reproducible run to run.
+    /// What [`SpmvAlgorithm::Auto`] runs for this matrix: the rule's choice at upload
+    /// ([`GpuCsr::rule_algorithm`], from [`SpmvFeatures`]: the fused kernel for irregular rows,
+    /// one thread per row for short local rows, the vector kernel with a lane count set by the
+    /// entries per lane otherwise; the full rule and the measurements behind it are in the source
+    /// of `choose` and `benches/results/spmv.md`), or the measured one after [`GpuCsr::tune`].
+    /// Every choice is bitwise reproducible run to run.
     pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
         plan::decode(self.auto.load(Ordering::Relaxed)).unwrap_or(self.rule)
     }

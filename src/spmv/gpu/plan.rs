@@ -8,9 +8,11 @@ use std::sync::{Mutex, OnceLock};
 use super::{GpuCsr, GpuScalar, SpmvAlgorithm};
 use crate::error::Result;
 
-/// Products a solve must be expected to make for [`GpuCsr::prepare_for`] to tune: tuning queues
-/// at most about 60 products (see [`SpmvPlan::tune`]), under 2 % of 3000.
-pub const TUNE_MIN_PRODUCTS: usize = 3000;
+/// Products a solve may make for [`GpuCsr::prepare_for`] to tune. Tuning cost 26–240 products
+/// time on an H100 (2026-11-25, 44 instances of 2–218 M entries; more with rows of millions of
+/// entries, whose slow candidates it now skips), so 2 % of 5000 products bounds all but the
+/// largest of those.
+pub const TUNE_MIN_PRODUCTS: usize = 5000;
 
 /// Timed batches per candidate; the fastest batch counts.
 const ROUNDS: usize = 3;
@@ -144,6 +146,11 @@ impl SpmvPlan {
     pub fn candidates<T: GpuScalar>(a: &GpuCsr<T>) -> Vec<SpmvAlgorithm> {
         let s = a.row_stats();
         let mut c = vec![a.rule_algorithm(), SpmvAlgorithm::Fused];
+        // A row longer than two tiles: only the fused kernel's cost does not grow with it.
+        if s.max > 2 * a.policy().tile::<T>() as usize {
+            c.dedup();
+            return c;
+        }
         if s.max <= 256 {
             c.push(SpmvAlgorithm::Rows);
         }
@@ -174,7 +181,7 @@ impl SpmvPlan {
         out
     }
 
-    /// Times each of [`candidates`](Self::candidates) on `a` (one call each, then
+    /// Times each of [`candidates`](Self::candidates) on `a` (`x = 0`; one call each, then
     /// [`ROUNDS`] batches of products lasting at least 40 µs for those within 3× of the best so
     /// far; the fastest batch counts) and returns the fastest, unless a decision for the same
     /// pattern, scalar type and device is cached already. The rule's choice is kept unless
@@ -217,7 +224,8 @@ impl SpmvPlan {
                 "the SpMV tuning vectors",
                 ((a.ncols() + a.nrows()) * T::BYTES) as u64,
             )?;
-            let x = g.upload(&vec![T::one(); a.ncols()])?;
+            // The values of x do not change the kernels' work: zeros, made on the device.
+            let x = g.zeros::<T>(a.ncols())?;
             let mut y = g.zeros::<T>(a.nrows())?;
             let (one, zero) = (T::one(), T::zero());
             let mut best = f64::INFINITY;
