@@ -21,7 +21,7 @@
 //! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
 //! | `knn3d:N:K[:ORDER]` | kNN graph of N points uniform in the unit cube: row i holds the K nearest other points (searched among the neighbouring grid cells), values uniform in [−1, 1); ORDER numbers the points by `x` (slabs, the default), `morton` (Z-order) or `random` | N | N·K |
 //! | `blocks:N:B:D` | dense B×B blocks: each block row holds D blocks, the diagonal one and D − 1 at random block columns; values uniform in [−1, 1) | N (rounded up to a multiple of B) | ≈ N·B·D |
-//! | `zipf:N:S:MAX:W` | row lengths Zipf-distributed, P(L = k) ∝ k^(−S) for k in 1..=MAX, columns random within W of the diagonal (W = 0: anywhere) | N | ≈ N·E[L] |
+//! | `zipf:N:S:MAX:W` | row lengths Zipf-distributed, P(L = k) ∝ k^(−S) for k in 1..=MAX, columns random within W of the diagonal (W = 0: anywhere) | N | ≈ N × the mean row length |
 //! | `arrow:N:W:K` | arrow matrix: the first W rows and columns full, plus K random columns near the diagonal in every other row | N | ≈ 2·N·W + N·K |
 //! | `rmat:SCALE:EF:A:B:C` | R-MAT with quadrant probabilities A, B, C and 1 − A − B − C (flatter than Graph500's when A is smaller) | 2^SCALE | ≤ EF·2^SCALE |
 //! | `elasticity2d:N` | 2-D linear elasticity, Q1 elements, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary (PyAMG's `linear_elasticity((N, N))`); two unknowns per node | 2N² | ≈ 18·2N² |

@@ -26,8 +26,8 @@ use crate::hierarchy::{AmgOn, PyAmg};
 
 /// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
 /// created on first use.
-struct DevMat<T: Elem> {
-    csr: GpuCsr<T>,
+pub(crate) struct DevMat<T: Elem> {
+    pub(crate) csr: GpuCsr<T>,
     ops: Mutex<Option<Arc<GpuOps<T>>>>,
     jacobi: Mutex<Option<Arc<Jacobi<DeviceBuffer<T>>>>>,
 }
@@ -36,15 +36,15 @@ struct DevMat<T: Elem> {
 /// preconditioner set up on the host, `to_arrays`, writing a file): it is then downloaded once.
 pub struct Mat<T: Elem> {
     host: OnceLock<CsrMatrix<T>>,
-    shape: (usize, usize),
+    pub(crate) shape: (usize, usize),
     nnz: usize,
-    dev: Option<DevMat<T>>,
+    pub(crate) dev: Option<DevMat<T>>,
     jacobi: Mutex<Option<Arc<Jacobi<Vec<T>>>>>,
     /// Where the construction's seconds went (name, seconds), for `upload_seconds`.
     timing: Vec<(&'static str, f64)>,
 }
 
-enum Inner {
+pub(crate) enum Inner {
     F32(Mat<f32>),
     F64(Mat<f64>),
 }
@@ -298,12 +298,12 @@ fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
 /// restarts, message, and the setup's seconds (the crate's timing model: setup is everything
 /// from the call to the solver call — uploads, the Jacobi diagonal, the preconditioner —, solve
 /// the solver call itself, for failed solves too).
-type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
+pub(crate) type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
 
 /// A solve's result with its (setup, solve) seconds.
-type Timed = (Result<SolveInfo, SolveError>, f64, f64);
+pub(crate) type Timed = (Result<SolveInfo, SolveError>, f64, f64);
 
-fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
+pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
     match r {
         Ok(i) => Ok((
             true,
@@ -360,16 +360,16 @@ fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
 
 /// Solver options from Python.
 #[derive(Clone, Copy)]
-struct Opts {
-    method: Method,
+pub(crate) struct Opts {
+    pub(crate) method: Method,
     precond: Precond,
-    params: SolveParams,
+    pub(crate) params: SolveParams,
 }
 
 /// The solvers the bindings know (a new one is one more arm here and in [`solve_with`], plus a
 /// thin function in `segsparse/solvers.py`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Method {
+pub(crate) enum Method {
     Cg,
     Bicgstab,
     /// Restarted GMRES with this restart length.
@@ -394,7 +394,7 @@ enum Precond {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn opts(
+pub(crate) fn opts(
     method: &str,
     precond: &str,
     rtol: f64,
@@ -569,7 +569,7 @@ where
 
 impl<T: Elem> Mat<T> {
     /// The host copy, downloaded from the device on first use for a matrix built there.
-    fn host(&self) -> segsparse::Result<&CsrMatrix<T>> {
+    pub(crate) fn host(&self) -> segsparse::Result<&CsrMatrix<T>> {
         if let Some(h) = self.host.get() {
             return Ok(h);
         }
@@ -607,7 +607,7 @@ impl<T: Elem> Mat<T> {
         Ok(j.clone().expect("set above"))
     }
 
-    fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &DevMat<T>)> {
+    pub(crate) fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &DevMat<T>)> {
         let d = self.dev()?;
         let ops = {
             let mut o = d.ops.lock().unwrap_or_else(|p| p.into_inner());
@@ -862,7 +862,7 @@ type AutoTuple = (
 /// NumPy data).
 #[pyclass(name = "_Matrix", module = "segsparse._core", frozen)]
 pub struct PyMatrix {
-    inner: Inner,
+    pub(crate) inner: Inner,
 }
 
 impl PyMatrix {
