@@ -18,6 +18,7 @@ mod amg_gpu_graph;
 mod backend_core;
 mod bad_input;
 mod batched;
+mod complex;
 mod corpus;
 mod dist_gpu;
 mod dist_sim;
