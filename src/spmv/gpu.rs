@@ -84,6 +84,9 @@ mod plan;
 
 pub use plan::{SpmvPlan, TUNE_MIN_PRODUCTS};
 
+mod columns;
+pub use columns::{MAX_COLUMNS, SPMV_COLUMNS_SRC};
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -1438,6 +1441,18 @@ impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps
     }
     fn prepare(&self, _: &crate::backend::gpu::GpuOps<T>, expected_applies: usize) -> Result<()> {
         self.prepare_for(expected_applies).map(|_| ())
+    }
+    /// One launch for up to 32 columns ([`GpuCsr::spmv_columns`]); one column runs the SpMV.
+    fn apply_block(
+        &self,
+        _: &crate::backend::gpu::GpuOps<T>,
+        xs: &[&CudaSlice<T>],
+        ys: &mut [&mut CudaSlice<T>],
+    ) -> Result<()> {
+        if let ([x], [y]) = (xs, &mut *ys) {
+            return self.spmv(T::one(), x, T::zero(), y);
+        }
+        self.spmv_columns(T::one(), xs, T::zero(), ys)
     }
 }
 
