@@ -19,7 +19,6 @@ use pyo3::prelude::*;
 use segsparse::solvers::{
     bicgstab, gmres, pcg, Cpu, KrylovOps, LinearOperator, Preconditioner, SolveError, VectorOps,
 };
-use segsparse::Scalar;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::errors::{check_len, Failure, Res};

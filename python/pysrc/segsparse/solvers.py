@@ -596,15 +596,14 @@ def _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, chec
     xp = cupy() if db is not None else np
     if not b_host.any():
         return _zero_solution(xp, n, m.dtype, name, m.device, "crate")
-    x_start = x.copy() if method == "gmres" else None
+    x_start = x.copy()
     out = solve_host_operator(m._m, method, m_apply, b_host, x, rtol, atol, inner,
                               x0 is not None, check_every, restart)
     converged, status, iters, res, secs, hist, restarts, msg, setup = out
-    if status > 0:
-        status = user_maxiter  # SciPy's value: maxiter (GMRES: cycles)
-    if method == "gmres" and status == -1:
-        # A cycle without progress (a singular A or M): SciPy returns GMRES's least-squares
-        # iterate, which the operator path computes from the same start.
+    if status != 0:
+        # Not converged, or a breakdown (a singular A or M): SciPy returns its own iterate
+        # (GMRES's least-squares one) and code, which the operator path computes from the
+        # same start.
         xs = x_start if db is None else xp.asarray(x_start)
         return _solve_operator(method, name, m, b, xs, rtol, atol, maxiter, pre, None, device,
                                restart, None)
