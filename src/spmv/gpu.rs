@@ -106,6 +106,7 @@ pub const SPMV_SCAN: KernelSource = KernelSource {
     name: "spmv/spmv_scan.cuh",
     text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
@@ -113,6 +114,7 @@ pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
     headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
+    constants: &[],
 };
 
 /// Which GPU SpMV algorithm to run.

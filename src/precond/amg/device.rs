@@ -57,6 +57,7 @@ pub const AMG_SETUP_SRC: KernelSource = KernelSource {
     name: "precond/amg_setup.cu",
     text: include_str!("../../../kernels/precond/amg_setup.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 const BLOCK: u32 = 256;

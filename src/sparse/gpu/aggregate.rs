@@ -81,6 +81,7 @@ pub const AGGREGATE_SRC: KernelSource = KernelSource {
     name: "sparse/aggregate.cu",
     text: include_str!("../../../kernels/sparse/aggregate.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 /// Threads per block of every kernel here.

@@ -98,6 +98,7 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
     name: "sparse/spgemm.cu",
     text: include_str!("../../../kernels/sparse/spgemm.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 /// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
