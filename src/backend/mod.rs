@@ -23,7 +23,6 @@
 //! [`recur`] and mirrored in `kernels/solvers/`.
 
 mod cpu;
-mod defaults;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod krylov;

@@ -112,6 +112,7 @@ pub const SPMV_SCAN: KernelSource = KernelSource {
     name: "spmv/spmv_scan.cuh",
     text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
@@ -119,6 +120,7 @@ pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
     headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
+    constants: &[],
 };
 
 /// Which GPU SpMV algorithm to run.
@@ -582,12 +584,33 @@ impl<T: GpuScalar> GpuCsr<T> {
             row_ptr.len(),
             nrows
         );
-        let host_rp = gpu.download(&row_ptr)?;
-        let nnz = host_rp[nrows] as usize;
-        if host_rp[0] != 0 {
+        // The row statistics on the device: six words come back, not the row pointer.
+        let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0])?;
+        if nrows > 0 {
+            let f = gpu.function(
+                &SPMV_SRC,
+                "spmv_row_stats",
+                &SpmvPolicy::for_device(gpu.compute_capability()).defines(),
+            )?;
+            let n32 = nrows as u32;
+            let mut b = gpu.stream().launch_builder(&f);
+            b.arg(&row_ptr).arg(&n32).arg(&mut out);
+            let blocks = (nrows.div_ceil(256) as u32).clamp(1, gpu.sm_count() * 8);
+            // SAFETY: spmv_row_stats(const u32* row_ptr, u32 nrows, u64* out): row_ptr has
+            // nrows+1 entries (asserted above), out 6 words.
+            unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spmv_row_stats", e))?;
+        }
+        let st = gpu.download(&out)?;
+        let first = if nrows > 0 { st[4] } else { 0 };
+        let nnz = if nrows > 0 {
+            st[5] as usize
+        } else {
+            gpu.download(&row_ptr)?[0] as usize
+        };
+        if first != 0 {
             return Err(Error::InvalidInput(format!(
-                "GpuCsr::from_device_parts: row_ptr[0] = {}, not 0",
-                host_rp[0]
+                "GpuCsr::from_device_parts: row_ptr[0] = {first}, not 0"
             )));
         }
         assert!(
@@ -596,10 +619,23 @@ impl<T: GpuScalar> GpuCsr<T> {
             col.len(),
             val.len()
         );
-        let stats = row_stats_of(&host_rp);
-        // The columns stay on the device: the spread comes from a kernel over sampled rows, and
-        // the x-line statistics are unknown (NaN; the rule then reads the spread).
-        let mut features = SpmvFeatures::from_parts(&host_rp, &[], ncols, &stats);
+        let stats = if nrows == 0 {
+            row_stats_of(&[0])
+        } else {
+            let mean = nnz as f64 / nrows as f64;
+            let var = (st[3] as f64 / nrows as f64 - mean * mean).max(0.0);
+            RowStats {
+                min: st[0] as usize,
+                mean,
+                max: st[1] as usize,
+                std_dev: var.sqrt(),
+                empty_rows: st[2] as usize,
+            }
+        };
+        // The row pointer and the columns stay on the device: the features come from the
+        // statistics above and a kernel over sampled rows (the spread); the x-line statistics
+        // are unknown (NaN; the rule then reads the spread).
+        let mut features = SpmvFeatures::from_stats(nrows, ncols, nnz, &stats);
         features.spread = if nnz == 0 || nrows == 0 {
             0.0
         } else {
@@ -609,7 +645,8 @@ impl<T: GpuScalar> GpuCsr<T> {
             features.lines_per_entry_f64 = f64::NAN;
             features.lines_per_entry_f32 = f64::NAN;
         }
-        let fingerprint = pattern_fingerprint::<T>((nrows, ncols), &host_rp, None);
+        // Without the row pointer on the host: the shape and the row statistics words.
+        let fingerprint = pattern_fingerprint::<T>((nrows, ncols), &[], Some(&st_words(&st)));
         Self::from_parts_with(
             gpu,
             (nrows, ncols, nnz),
@@ -853,7 +890,9 @@ impl<T: GpuScalar> GpuCsr<T> {
     }
 
     /// A hash of the matrix's pattern: its shape, the scalar type and up to 4096 evenly spaced
-    /// row pointers and column indices (matrices uploaded from the device: all row pointers).
+    /// row pointers and column indices (matrices built from device arrays: the shape and the
+    /// row-length statistics only; a collision costs at most a slower kernel, never a wrong
+    /// result).
     /// Two matrices with the same fingerprint get the same tuned kernel; values do not count.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
@@ -1297,6 +1336,13 @@ fn lanes_for(mean: f64, per_lane: f64) -> u32 {
     let x = (mean.max(1.0) / per_lane).max(1.0);
     let e = (x.log2() + 0.5).floor().clamp(1.0, 5.0);
     1u32 << (e as u32)
+}
+
+/// The row-statistics words of [`GpuCsr::from_device_parts`] as `u32`s, for its fingerprint.
+fn st_words(st: &[u64]) -> Vec<u32> {
+    st.iter()
+        .flat_map(|&w| [w as u32, (w >> 32) as u32])
+        .collect()
 }
 
 /// [`GpuCsr::fingerprint`]: the shape, the scalar type, up to 4096 evenly spaced row pointers

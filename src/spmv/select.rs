@@ -50,13 +50,11 @@ impl SpmvFeatures {
         Self::from_parts(a.row_ptr(), a.col_idx(), a.ncols(), &stats)
     }
 
-    /// The features from the CSR arrays (`row_ptr` of `nrows + 1` entries, `col` of at least
-    /// `row_ptr[nrows]`) and the matrix's row statistics.
-    pub fn from_parts(row_ptr: &[u32], col: &[u32], ncols: usize, stats: &RowStats) -> Self {
-        let nrows = row_ptr.len().saturating_sub(1);
-        let nnz = row_ptr.last().copied().unwrap_or(0) as usize;
+    /// The row-length features alone (`p90` 0 and the column statistics 0: unknown), for a
+    /// matrix whose arrays stay on the device.
+    pub fn from_stats(nrows: usize, ncols: usize, nnz: usize, stats: &RowStats) -> Self {
         let mean = stats.mean;
-        let mut f = SpmvFeatures {
+        SpmvFeatures {
             nrows,
             ncols,
             nnz,
@@ -76,7 +74,15 @@ impl SpmvFeatures {
             spread: 0.0,
             lines_per_entry_f64: 0.0,
             lines_per_entry_f32: 0.0,
-        };
+        }
+    }
+
+    /// The features from the CSR arrays (`row_ptr` of `nrows + 1` entries, `col` of at least
+    /// `row_ptr[nrows]`) and the matrix's row statistics.
+    pub fn from_parts(row_ptr: &[u32], col: &[u32], ncols: usize, stats: &RowStats) -> Self {
+        let nrows = row_ptr.len().saturating_sub(1);
+        let nnz = row_ptr.last().copied().unwrap_or(0) as usize;
+        let mut f = Self::from_stats(nrows, ncols, nnz, stats);
         if nrows == 0 || nnz == 0 {
             return f;
         }

@@ -16,6 +16,7 @@ use crate::backend_core::{CoreOnly, Op, Via};
 
 type Single<'a, V> = Box<dyn Fn(&V, &mut V) -> Result<SolveInfo, SolveError> + 'a>;
 type Multi<'a, V> = Box<dyn Fn(&[V], &mut [V]) -> Result<MultiInfo, SolveError> + 'a>;
+type Case<'a, V> = (&'static str, Single<'a, V>, Multi<'a, V>);
 
 /// A convection–diffusion operator on an `m × m` grid: unsymmetric, diagonally dominant.
 fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
@@ -159,7 +160,7 @@ fn cpu_columns_equal_one_column_solves_bit_for_bit() {
     let ilu = Ilu0::new(be, &non, &Default::default()).unwrap();
     let a = &spd;
     let u = &non;
-    let cases: Vec<(&str, Single<'_, Vec<f64>>, Multi<'_, Vec<f64>>)> = vec![
+    let cases: Vec<Case<'_, Vec<f64>>> = vec![
         (
             "cg",
             Box::new(|b, x| pcg(be, a, &Identity, b, x, &p)),
@@ -241,7 +242,7 @@ fn core_only_backend_runs_the_same_columns() {
     let via = Via(&ilu);
     let (oa, ou) = (Op(&a), Op(&u));
     let be = &CoreOnly;
-    let cases: Vec<(&str, Single<'_, Vec<f64>>, Multi<'_, Vec<f64>>)> = vec![
+    let cases: Vec<Case<'_, Vec<f64>>> = vec![
         (
             "core-only pcg jacobi",
             Box::new(|b, x| pcg(be, &oa, &jac, b, x, &p)),

@@ -208,7 +208,8 @@ pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
         let rr: Vec<&B::Vector> = rs.into_iter().map(|r| &*r).collect();
         return be.spmv_block(coarse_inv, T::one(), &rr, T::one(), xs);
     }
-    let (mut heads, mut rests): (Vec<&mut Work<B::Vector>>, Vec<&mut [Work<B::Vector>]>) = work
+    type Split<'w, V> = (Vec<&'w mut Work<V>>, Vec<&'w mut [Work<V>]>);
+    let (mut heads, mut rests): Split<'_, B::Vector> = work
         .iter_mut()
         .map(|w| w.split_first_mut().expect("work for every level"))
         .unzip();

@@ -839,7 +839,7 @@ where
             for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
                 let GmresCol { k, z, j, .. } = c;
                 let (vj, _) = be.krylov_pair(k, *j);
-                vs.push(&*vj);
+                vs.push(vj);
                 zs.push(z.as_mut().expect("z is allocated for a preconditioner"));
             }
             match inv_diag {

@@ -17,6 +17,7 @@ pub const SPMV_COLUMNS_SRC: KernelSource = KernelSource {
     name: "spmv/spmv_columns.cu",
     text: include_str!("../../../kernels/spmv/spmv_columns.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// Columns per launch (`SPMVC_MAX`): the size of the pointer table in the kernel's parameters.
