@@ -86,14 +86,7 @@ impl Aggregation {
     }
 }
 
-/// SplitMix64's output function (Steele, Lea and Flood 2014): a bijective 64-bit mix.
-#[inline]
-pub fn splitmix64(z: u64) -> u64 {
-    let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::generate::splitmix64;
 
 /// The random priority of node `i` in [`aggregate_mis2`] (shared with the GPU version, which
 /// keeps its top 30 bits).
@@ -782,10 +775,10 @@ mod tests {
             }
         }
         let first = x.clone();
-        for i in 0..n {
-            if x[i] == NOT_AGGREGATED {
+        for (i, xi) in x.iter_mut().enumerate() {
+            if *xi == NOT_AGGREGATED {
                 if let Some(&j) = nb(i).iter().find(|&&j| first[j as usize] != NOT_AGGREGATED) {
-                    x[i] = first[j as usize];
+                    *xi = first[j as usize];
                 }
             }
         }

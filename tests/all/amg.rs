@@ -876,3 +876,55 @@ fn amg_is_send() {
     #[cfg(feature = "cuda")]
     send::<Amg<f64, segsparse::solvers::gpu::GpuOps<f64>>>();
 }
+
+#[test]
+fn generated_elasticity3d_and_jumps3d() {
+    // elasticity3d: symmetric, positive diagonal, 81 entries in interior rows, and the
+    // rigid-body modes in the kernel of every row whose stencil stays off the boundary.
+    let n = 5;
+    let a = generate::elasticity3d::<f64>(n).unwrap();
+    assert_eq!(a.nrows(), 3 * n * n * n);
+    assert_eq!(a, generate::from_spec::<f64>("elasticity3d:5", 0).unwrap());
+    let t = a.transpose();
+    for (x, y) in a.values().iter().zip(t.values()) {
+        assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{x} vs {y}");
+    }
+    assert_eq!(a.col_idx(), t.col_idx());
+    assert!(a.diagonal().iter().all(|&d| d > 0.0));
+    let xyz = generate::elasticity3d_coordinates(n);
+    let modes = rigid_body_modes_3d::<f64>(&xyz);
+    let interior = |node: usize| {
+        let (i, j, k) = (node % n, (node / n) % n, node / (n * n));
+        [i, j, k].iter().all(|&c| c > 0 && c + 1 < n)
+    };
+    for m in &modes {
+        for r in 0..a.nrows() {
+            let (c, v) = a.row(r);
+            let s: f64 = c.iter().zip(v).map(|(&c, &v)| v * m[c as usize]).sum();
+            if interior(r / 3) {
+                assert!(s.abs() < 1e-6 * 1e5, "row {r}: {s}");
+            }
+        }
+    }
+    let mid = (2 * n + 2) * n + 2;
+    assert_eq!(a.row(3 * mid).0.len(), 81);
+    // jumps3d: the Poisson pattern, symmetric, coefficients 1 and 10⁴, zero row sums
+    // inside the domain, weakly diagonally dominant.
+    let j = generate::jumps3d::<f64>(20).unwrap();
+    let p = generate::poisson3d::<f64>(20).unwrap();
+    assert_eq!((j.row_ptr(), j.col_idx()), (p.row_ptr(), p.col_idx()));
+    let jt = j.transpose();
+    assert_eq!(j.values(), jt.values());
+    let mut big = false;
+    for r in 0..j.nrows() {
+        let (c, v) = j.row(r);
+        let sum: f64 = v.iter().sum();
+        let d = v[c.iter().position(|&c| c as usize == r).unwrap()];
+        assert!(sum >= -1e-9 * d && d > 0.0, "row {r}");
+        if c.len() == 7 {
+            assert!(sum.abs() <= 1e-9 * d, "row {r}: {sum}");
+        }
+        big |= d > 1e4;
+    }
+    assert!(big, "some box has the large coefficient");
+}
