@@ -43,7 +43,12 @@ pub(crate) fn random_matrix(n: usize, per_row: usize, empty: usize, seed: u64) -
 }
 
 /// Dense substitution on the triangle of `a`.
-pub(crate) fn dense_solve(a: &CsrMatrix<f64>, tri: Triangle, diag: Diagonal, b: &[f64]) -> Vec<f64> {
+pub(crate) fn dense_solve(
+    a: &CsrMatrix<f64>,
+    tri: Triangle,
+    diag: Diagonal,
+    b: &[f64],
+) -> Vec<f64> {
     let d = a.to_dense();
     let n = b.len();
     let mut x = vec![0.0; n];
