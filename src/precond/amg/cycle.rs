@@ -117,10 +117,9 @@ fn chebyshev<T: Scalar, B: MultigridOps<T>>(
     z: &mut B::Vector,
     work: [&mut B::Vector; 3],
 ) -> Result<()> {
-    sm.poly()
-        .apply(be, Some(&sm.scale), r, z, work, |x, y| {
-            be.spmv(a, T::one(), x, T::zero(), y)
-        })
+    sm.poly().apply(be, Some(&sm.scale), r, z, work, |x, y| {
+        be.spmv(a, T::one(), x, T::zero(), y)
+    })
 }
 
 /// One smoothing step on `A·x = b`; `zero` says `x` is zero on entry (its contents are then

@@ -87,8 +87,6 @@ impl CusparseSpgemm {
             mats: Vec::new(),
             spgemm: std::ptr::null_mut(),
         };
-        let i32i = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
-        let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
         let mut c_row_ptr = g.zeros::<u32>(a.nrows + 1)?;
         // SAFETY: every pointer handed to cuSPARSE is a live device allocation of the size given
         // (A and B as their views say; C's arrays allocated below before they are set); the

@@ -15,7 +15,6 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use super::{GpuCsr, GpuScalar};
 use crate::error::Result;
 use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
-use crate::scalar::Scalar;
 
 /// The cuSPARSE CSR SpMV algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
