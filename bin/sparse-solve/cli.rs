@@ -44,8 +44,9 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = IluApplyArg::Auto)]
     pub ilu_apply: IluApplyArg,
 
-    /// Degree of --precond poly (matrix products per preconditioner application).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Degree of --precond poly: of its residual polynomial, as --amg-degree (degree − 1 matrix
+    /// products per preconditioner application).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=65))]
     pub poly_degree: u32,
 
     /// GMRES restart length m (basis vectors kept per cycle).

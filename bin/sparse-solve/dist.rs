@@ -357,7 +357,7 @@ mod tests {
             method,
             precond,
             restart: 30,
-            poly_degree: 3,
+            poly_degree: 4,
             amg: Default::default(),
             rbm: None,
             rhs_count: 1,

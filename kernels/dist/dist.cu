@@ -15,6 +15,7 @@
 #include "common.cuh"
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
+#include "solvers/steps.cuh"
 
 // The step kinds of dist_finish (DIST_START ... DIST_DOT) are -D defines from the Rust side
 // (backend::nccl::ops::Kind).
@@ -45,18 +46,8 @@ template <typename T>
 __device__ void dist_cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
                                   const T* s, T* red, T* partials, u32* ticket) {
     if (s[S_STATUS] != T(0)) return;
-    const T alpha = s[S_ALPHA];
     T v[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        const T ri = r[i] - alpha * q[i];
-        r[i] = ri;
-        v[0] += ri * ri;
-        if (mode == FUSE_JACOBI) {
-            const T zi = dinv[i] * ri;
-            z[i] = zi;
-            v[1] += ri * zi;
-        }
-    }
+    cg_update_r_loop_(q, r, dinv, z, n, mode, s[S_ALPHA], v);
     if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
         red[0] = v[0];
         red[1] = v[1];
@@ -69,15 +60,8 @@ __device__ void dist_bicg_update_(T* x, const T* phat, const T* shat, const T* s
                                   T* r, const T* rhat, u32 n, const T* s, T* red, T* partials,
                                   u32* ticket) {
     if (s[S_STATUS] != T(0)) return;
-    const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
     T a[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        x[i] += alpha * phat[i] + omega * shat[i];
-        const T ri = sv[i] - omega * t[i];
-        r[i] = ri;
-        a[0] += ri * ri;
-        a[1] += rhat[i] * ri;
-    }
+    bicg_update_loop_(x, phat, shat, sv, t, r, rhat, n, s[S_ALPHA], s[S_OMEGA], a);
     if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) {
         red[0] = a[0];
         red[1] = a[1];

@@ -3,7 +3,9 @@
 #include "common.cuh"
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
+#include "solvers/steps.cuh"
 
+// BiCGSTAB: p = r + beta (p - omega v) (and phat = dinv p).
 template <typename T>
 __device__ void bicg_p_(const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n, u32 mode,
                         const T* s) {
@@ -16,7 +18,7 @@ __device__ void bicg_p_(const T* r, const T* v, T* p, const T* dinv, T* phat, u3
     }
 }
 
-
+// BiCGSTAB: rv = rhat.v; alpha = rho / rv.
 template <typename T>
 __device__ void bicg_alpha_(const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket,
                             u32 it) {
@@ -59,20 +61,14 @@ __device__ void bicg_update_(T* x, const T* phat, const T* shat, const T* sv, co
                              const T* rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
                              u32 it) {
     if (s[S_STATUS] != T(0)) return;
-    const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
+    const T omega = s[S_OMEGA];
     T a[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        x[i] += alpha * phat[i] + omega * shat[i];
-        const T ri = sv[i] - omega * t[i];
-        r[i] = ri;
-        a[0] += ri * ri;
-        a[1] += rhat[i] * ri;
-    }
+    bicg_update_loop_(x, phat, shat, sv, t, r, rhat, n, s[S_ALPHA], omega, a);
     if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0)
         bicg_update_rec_(s, hist, a[0], a[1], omega, it);
 }
 
-
+// BiCGSTAB, one launch for bicg_alpha and bicg_s.
 template <typename T>
 __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, const T* dinv,
                               T* shat, u32 n, u32 mode, T* s, const T* sg, T* partials, u32* bar,
@@ -154,6 +150,9 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
     if (mode == FUSE_JACOBI) phat[i] = di * pi;
 }
 
+// The fused entry points give the bodies the block's copy of the slots (which a body loads once
+// it has issued its vector loads, so the two round trips overlap) and let block 0 write it back.
+// bar[0] is the separate kernels' ticket (0 between launches), bar[1] the barrier word.
 #define BICGSTAB_ENTRIES(T, SUF)                                                                     \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_p_##SUF(                \
         const T* r, const T* v, T* p, const T* dinv, T* phat, u32 n, u32 mode, const T* s) {         \

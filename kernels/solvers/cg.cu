@@ -5,6 +5,7 @@
 #include "common.cuh"
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
+#include "solvers/steps.cuh"
 
 // Start: |r|^2 and rho = r.z (z by mode); recur::start.
 template <typename T>
@@ -28,6 +29,7 @@ __device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s
     }
 }
 
+// CG: pq = p.q; alpha = rho / pq; breakdown when pq <= 0.
 template <typename T>
 __device__ void cg_alpha_(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
     if (s[S_STATUS] != T(0)) return;
@@ -41,18 +43,8 @@ template <typename T>
 __device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
                              T* partials, u32* ticket, T* hist, u32 it) {
     if (s[S_STATUS] != T(0)) return;
-    const T alpha = s[S_ALPHA];
     T v[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        const T ri = r[i] - alpha * q[i];
-        r[i] = ri;
-        v[0] += ri * ri;
-        if (mode == FUSE_JACOBI) {
-            const T zi = dinv[i] * ri;
-            z[i] = zi;
-            v[1] += ri * zi;
-        }
-    }
+    cg_update_r_loop_(q, r, dinv, z, n, mode, s[S_ALPHA], v);
     if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0)
         cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
 }
@@ -78,7 +70,6 @@ __device__ void cg_update_xp_(T* x, T* p, const T* z, u32 n, const T* s, u32 it)
         p[i] = z[i] + beta * pi;
     }
 }
-
 
 // CG, one launch for cg_alpha, cg_update_r and cg_update_xp (modes identity and Jacobi).
 template <typename T>
@@ -132,7 +123,9 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
     }
 }
 
-
+// The fused entry points give the bodies the block's copy of the slots (which a body loads once
+// it has issued its vector loads, so the two round trips overlap) and let block 0 write it back.
+// bar[0] is the separate kernels' ticket (0 between launches), bar[1] the barrier word.
 #define CG_ENTRIES(T, SUF)                                                                           \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_start_##SUF(              \
         const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket, T* hist,   \

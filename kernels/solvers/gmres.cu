@@ -180,7 +180,6 @@ __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 
     }
 }
 
-
 #define ARNOLDI_WARPS (SOLVER_THREADS / 32)
 // Basis vectors whose loads one thread keeps in flight in the fused Arnoldi step.
 #define ARNOLDI_BATCH 8
@@ -274,6 +273,8 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
 // The entry points give the bodies the block's copy of the slots (which a body loads once it has
 // issued its vector loads, so the two round trips overlap) and let block 0 write it back. bar[0] is
 
+// gmres_arnoldi's bar[0] is the separate kernels' ticket (0 between launches), bar[1] the
+// barrier word.
 #define GMRES_ENTRIES(T, SUF)                                                                        \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_start_##SUF(           \
         const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket, T* hist, u32 it) {       \

@@ -10,6 +10,8 @@
 // (SPMVC_MAX input and output pointers), so a launch needs no upload and can be captured.
 #include "common.cuh"
 
+// SPMVC_THREADS and SPMVC_MAX (the pointer table's size, which the Rust side's parameter
+// struct mirrors) are -D defines from the Rust side (spmv::gpu::columns).
 #if !defined(SPMVC_THREADS) || !defined(SPMVC_MAX)
 #error "SPMVC_THREADS and SPMVC_MAX come from the Rust side as -D defines (spmv::gpu::columns)"
 #endif

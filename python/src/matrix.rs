@@ -391,7 +391,8 @@ pub(crate) enum Method {
 enum Precond {
     None,
     Jacobi,
-    /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree.
+    /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree (of its
+    /// residual polynomial: degree − 1 products per application).
     Poly(usize),
     /// ILU(0) (automatic diagonal shift on a bad pivot; `true`: the automatic path's
     /// parameters, with a row matching where the diagonal needs one).
@@ -1197,7 +1198,7 @@ impl PyMatrix {
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
     /// result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is built from.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4, amg = None))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 5, amg = None))]
     fn solve_host(
         &self,
         py: Python<'_>,
@@ -1280,7 +1281,7 @@ impl PyMatrix {
 
     /// Solves `A x = b` with device pointers (see `spmv_device`).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 4, amg = None))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 5, amg = None))]
     fn solve_device(
         &self,
         py: Python<'_>,

@@ -131,3 +131,16 @@ pub trait Preconditioner<T: Scalar, B: VectorOps<T>> {
         false
     }
 }
+
+/// Panics unless vectors of lengths `a` and `b` match: a caller's bug (the solvers allocate
+/// every vector of a solve with one length), not an input error.
+pub(crate) fn same_len(what: &str, a: usize, b: usize) {
+    assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
+}
+
+/// [`same_len`] of `n` and each `(name, length)` of `lens`, for the steps with many vectors.
+pub(crate) fn same_lens(op: &str, n: usize, lens: &[(&str, usize)]) {
+    for &(what, l) in lens {
+        assert_eq!(n, l, "{op}: {what} has length {l}, the first vector {n}");
+    }
+}

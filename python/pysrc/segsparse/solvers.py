@@ -184,7 +184,7 @@ def _solve(
     check_every: Optional[int],
     device: str,
     restart: int = 30,
-    degree: int = 4,
+    degree: int = 5,
     callback_type: Optional[str] = None,
     choice: Optional[dict] = None,
 ) -> Tuple[Any, SolveInfo]:
@@ -738,8 +738,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             ``atol`` must be a real number >= 0 (``ValueError`` otherwise, as SciPy).
         maxiter: iteration limit (default ``10 * n`` as in SciPy).
         M: ``None``, ``"jacobi"`` (diagonal preconditioning; see ``pcg``) or ``"poly"`` (the
-            crate's Chebyshev polynomial in the Jacobi-scaled matrix, degree 4, with eigenvalue
-            bounds from 16 Lanczos steps: fewer iterations, each costing 5 SpMVs), ``"ic0"``
+            crate's Chebyshev polynomial in the Jacobi-scaled matrix, degree 5 (of its residual
+            polynomial, as the AMG smoother's degree), with eigenvalue bounds from 16 Lanczos
+            steps: fewer iterations, each costing 5 SpMVs), ``"ic0"``
             (incomplete Cholesky: SPD, for ``cg``/``pcg``) or ``"ilu0"`` (incomplete LU, for
             ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
             shift added automatically when a pivot vanishes, ``"amg"``

@@ -11,7 +11,7 @@ use crate::backend::gpu::{
     GpuOps, GpuScalar, GpuScalars, FUSE_IDENTITY, FUSE_JACOBI, FUSE_SEPARATE, THREADS,
 };
 use crate::backend::recur::{Slot, NSLOTS};
-use crate::backend::{Fuse, VectorOps};
+use crate::backend::{same_lens, Fuse, VectorOps};
 use crate::error::Result;
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::Gpu;
@@ -25,6 +25,7 @@ pub const DIST_KERNELS: KernelSource = KernelSource {
         &crate::gpu::kernels::COMMON,
         &crate::backend::gpu::REDUCE,
         &crate::backend::gpu::RECUR,
+        &crate::backend::gpu::STEPS,
     ],
     constants: &[
         ("DIST_START", Kind::Start as i64),
@@ -494,16 +495,18 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         it: usize,
     ) -> Result<()> {
         let len = x.len();
-        for (what, l) in [
-            ("p̂", phat.len()),
-            ("ŝ", shat.len()),
-            ("s", s.len()),
-            ("t", t.len()),
-            ("r", r.len()),
-            ("r̂", rhat.len()),
-        ] {
-            assert_eq!(len, l, "bicg_update: {what} has length {l}, x {len}");
-        }
+        same_lens(
+            "bicg_update",
+            len,
+            &[
+                ("p̂", phat.len()),
+                ("ŝ", shat.len()),
+                ("s", s.len()),
+                ("t", t.len()),
+                ("r", r.len()),
+                ("r̂", rhat.len()),
+            ],
+        );
         let n = n32(len);
         let grid = self.grid(sc, len);
         let (slots, _) = sc.inner.slots_hist_mut();

@@ -238,7 +238,7 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint
 }
 
 /// Queues the smoother scalings of a level and its ρ estimate into `d` (`steps` Lanczos steps
-/// on `D^{-1/2} A D^{-1/2}`, the procedure of `setup::spectral_radius`); nothing is read back.
+/// on `D^{-1/2} A D^{-1/2}`, the procedure of `precond::spectral::spectral_radius`); nothing is read back.
 fn queue_level_data<T: GpuScalar>(
     g: &Arc<Gpu>,
     a: CsrView<'_, T>,

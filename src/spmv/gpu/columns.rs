@@ -18,8 +18,8 @@ pub const SPMV_COLUMNS_SRC: KernelSource = KernelSource {
     text: include_str!("../../../kernels/spmv/spmv_columns.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
     constants: &[
-        ("SPMVC_MAX", MAX_COLUMNS as i64),
         ("SPMVC_THREADS", THREADS as i64),
+        ("SPMVC_MAX", MAX_COLUMNS as i64),
     ],
 };
 
