@@ -191,7 +191,7 @@ pub const MAX_AUTO_SWEEPS: usize = 12;
 /// H100 (`benches/results/history/ilu.md`): 4 sweeps were the fastest ILU(0)/IC(0) application on the
 /// corpus's deep factors (raefsky2, bcsstk13, bcsstk16; norms 3–80), where the exact solve
 /// costs 0.7–1.4 ms and the multicoloured factor needs 1.4–4× the iterations.
-pub const DEEP_SWEEPS: usize = 4;
+pub const DEEP_SWEEPS: usize = 8;
 /// The largest `‖D⁻¹N‖∞` of a deep triangle that [`Application::Auto`] sweeps (olm1000's
 /// factors, 136 and 157, stagnate GMRES under sweeps; the swept corpus factors stay below 80).
 pub const DEEP_SWEEP_MAX_NORM: f64 = 100.0;

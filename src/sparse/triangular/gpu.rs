@@ -54,6 +54,11 @@ pub const HOST_FACTOR_LEVELS: usize = 256;
 /// runs are long (each level of the run must fit in one pass of the block).
 pub const GROUP_THREADS: u32 = 1024;
 
+/// Blocks per SM at most of the cooperative sweep kernels (`sptrsv_jacobi_fused`,
+/// `ilu_apply_sweeps`): enough warps to give each row of a corpus-sized triangle its own
+/// warp, few enough that a grid barrier (one atomic per block) stays short.
+pub const FUSED_BLOCKS_PER_SM: u32 = 4;
+
 /// The kernels of `sptrsv.cu` for one element type.
 struct Kernels {
     levels: CudaFunction,
@@ -62,6 +67,11 @@ struct Kernels {
     ic0: CudaFunction,
     gather: CudaFunction,
     jacobi: CudaFunction,
+    jacobi_fused: CudaFunction,
+    apply_sweeps: CudaFunction,
+    /// The most co-resident blocks of the cooperative sweep kernels (0: they cannot run, the
+    /// sweeps are separate launches).
+    fused_blocks: u32,
 }
 
 impl Kernels {
@@ -75,7 +85,43 @@ impl Kernels {
             ic0: f("ic0_levels")?,
             gather: f("gather")?,
             jacobi: f("sptrsv_jacobi")?,
-        })
+            jacobi_fused: f("sptrsv_jacobi_fused")?,
+            apply_sweeps: f("ilu_apply_sweeps")?,
+            fused_blocks: 0,
+        }
+        .with_fused_blocks(gpu))
+    }
+
+    /// Sets [`fused_blocks`](Self::fused_blocks) from the occupancy of the cooperative kernels
+    /// (their grid barriers need every block resident; the cooperative launch makes the driver
+    /// refuse a grid that could not be).
+    fn with_fused_blocks(mut self, gpu: &Gpu) -> Self {
+        // The occupancy query does not bind the context itself.
+        let bound = gpu.context().bind_to_thread().is_ok();
+        let per_sm = [&self.jacobi_fused, &self.apply_sweeps]
+            .iter()
+            .map(|f| {
+                f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                    .unwrap_or(0)
+            })
+            .min()
+            .unwrap_or(0)
+            .min(FUSED_BLOCKS_PER_SM);
+        // `SEGSPARSE_SWEEPS=separate` keeps one launch per sweep (for measuring the fusion).
+        let separate = std::env::var("SEGSPARSE_SWEEPS").is_ok_and(|v| v == "separate");
+        self.fused_blocks = if bound && !separate {
+            per_sm * gpu.sm_count()
+        } else {
+            0
+        };
+        self
+    }
+
+    /// The grid of a cooperative sweep launch over `n` rows at `lanes` lanes per row, or `None`
+    /// when the cooperative kernels cannot run here.
+    fn fused_grid(&self, n: u32, lanes: u32) -> Option<u32> {
+        let need = n.div_ceil(THREADS / lanes.max(1)).max(1);
+        (self.fused_blocks > 0).then(|| need.min(self.fused_blocks))
     }
 }
 
@@ -99,6 +145,8 @@ pub struct GpuTriPlan {
     stats: LevelStats,
     /// Ready flags and the row counter of the synchronization-free kernel (n + 1 words).
     flags: Mutex<CudaSlice<u32>>,
+    /// The grid-barrier word of the cooperative sweep kernels (never reset: see `sptrsv.cu`).
+    bar: Mutex<CudaSlice<u32>>,
     sm_count: u32,
 }
 
@@ -137,6 +185,7 @@ impl GpuTriPlan {
             lanes,
             stats,
             flags: Mutex::new(gpu.zeros::<u32>(plan.n() + 1)?),
+            bar: Mutex::new(gpu.zeros::<u32>(1)?),
             sm_count: gpu.sm_count(),
         })
     }
@@ -202,6 +251,38 @@ impl GpuTriPlan {
                 scratch.len(),
                 self.n
             );
+            if let Some(grid) = k.fused_grid(n, self.lanes) {
+                let mut bar = self.bar.lock().unwrap_or_else(|p| p.into_inner());
+                let sweeps = sweeps as u32;
+                let mut l = stream.launch_builder(&k.jacobi_fused);
+                l.arg(&n).arg(&self.start).arg(&self.end);
+                match &self.diag {
+                    Some(d) => l.arg(d),
+                    None => l.arg(&NULL),
+                };
+                l.arg(col)
+                    .arg(val)
+                    .arg(b)
+                    .arg(&NULL)
+                    .arg(&sweeps)
+                    .arg(&mut *x)
+                    .arg(&mut *scratch)
+                    .arg(&NULL)
+                    .arg(&NULL)
+                    .arg(&self.lanes)
+                    .arg(&mut *bar);
+                // SAFETY: sptrsv_jacobi_fused(u32 n, const u32* start, const u32* end,
+                // const u32* diag, const u32* col, const T* val, const T* b, const u32* bmap,
+                // u32 sweeps, T* x, T* scratch, const u32* omap, T* out, u32 g, u32* bar):
+                // start/end/diag have n entries (diag null for a unit diagonal), col/val hold the
+                // positions they point to, b, x and the scratch n elements (x and the scratch
+                // distinct, b distinct from both); bmap, omap and out null; bar one word that only
+                // these cooperative kernels touch. The cooperative launch guarantees that the
+                // grid (at most the co-resident blocks) is resident, as its barriers need.
+                unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
+                    .map_err(launch_err("sptrsv_jacobi_fused"))?;
+                return Ok(());
+            }
             let rows_per_block = THREADS / self.lanes;
             let blocks = n
                 .div_ceil(rows_per_block)
@@ -690,6 +771,90 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             }
             None => self.upper.solve(&self.gpu, &self.k, col, val, b, x, j),
         }
+    }
+
+    /// `z = Qᵀ·U⁻¹(L⁻¹(P·r))` in one cooperative launch when both triangles are applied by
+    /// Jacobi sweeps (`t` receives `L⁻¹(P·r)`); `Ok(false)` (nothing queued) otherwise, or where
+    /// the cooperative kernels cannot run: the caller then runs the two solves. The result equals
+    /// [`lower_solve`](Self::lower_solve) then [`upper_solve`](Self::upper_solve) bit for bit.
+    ///
+    /// # Errors
+    /// Launch failures.
+    pub fn apply_swept(
+        &self,
+        r: &CudaSlice<T>,
+        t: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T>,
+    ) -> Result<bool> {
+        let (ls, us) = (self.modes.lower_sweeps, self.modes.upper_sweeps);
+        let n = self.structure.n as u32;
+        if ls == 0 || us == 0 || n == 0 {
+            return Ok(false);
+        }
+        let grid = match (
+            self.k.fused_grid(n, self.lower.lanes),
+            self.k.fused_grid(n, self.upper.lanes),
+        ) {
+            (Some(a), Some(b)) => a.max(b),
+            _ => return Ok(false),
+        };
+        for (v, what) in [(r.len(), "r"), (t.len(), "t"), (z.len(), "z")] {
+            assert_eq!(
+                v, self.structure.n,
+                "factor application: {what} has {v} elements, the factor {} rows",
+                self.structure.n
+            );
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let mut permuted = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bar = self.lower.bar.lock().unwrap_or_else(|p| p.into_inner());
+        let (ucol, uval) = match &self.transpose {
+            Some((tcol, tval, _)) => (tcol, tval),
+            None => (&self.col, &self.val),
+        };
+        let (ls, us) = (ls as u32, us as u32);
+        let stream = self.gpu.stream();
+        let mut l = stream.launch_builder(&self.k.apply_sweeps);
+        l.arg(&n).arg(&self.lower.start).arg(&self.lower.end);
+        match &self.lower.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(&self.col)
+            .arg(&self.val)
+            .arg(&ls)
+            .arg(&self.lower.lanes)
+            .arg(&self.upper.start)
+            .arg(&self.upper.end);
+        match &self.upper.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes).arg(r);
+        match &self.perm_in {
+            Some(p) => l.arg(p),
+            None => l.arg(&NULL),
+        };
+        l.arg(&mut *t).arg(&mut *scratch);
+        match &self.perm_out {
+            Some(p) => l.arg(&mut *permuted).arg(p).arg(&mut *z),
+            None => l.arg(&mut *z).arg(&NULL).arg(&NULL),
+        };
+        l.arg(&mut *bar);
+        // SAFETY: ilu_apply_sweeps(u32 n, const u32* l_start, const u32* l_end,
+        // const u32* l_diag, const u32* l_col, const T* l_val, u32 l_sweeps, u32 l_g,
+        // const u32* u_start, const u32* u_end, const u32* u_diag, const u32* u_col,
+        // const T* u_val, u32 u_sweeps, u32 u_g, const T* r, const u32* bmap, T* t, T* scratch,
+        // T* y, const u32* omap, T* z, u32* bar): the two plans were made for this factor's
+        // pattern (IC: the upper one for Lᵀ's, with its columns and values), their ranges have
+        // n entries (diag null for a unit diagonal); r, t, the scratch, y and z have n elements
+        // (the permuted buffer has n when perm_out exists) and the written ones are distinct
+        // from each other and from r; bmap/omap are permutations of 0..n or null (then y is z
+        // and omap's output null); bar one word only the cooperative kernels touch. The grid is
+        // at most the co-resident blocks, which the cooperative launch guarantees.
+        unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
+            .map_err(launch_err("ilu_apply_sweeps"))?;
+        Ok(true)
     }
 
     /// How the two triangular solves are applied.
