@@ -59,6 +59,16 @@ pub const GROUP_THREADS: u32 = 1024;
 /// warp, few enough that a grid barrier (one atomic per block) stays short.
 pub const FUSED_BLOCKS_PER_SM: u32 = 4;
 
+/// The longest row (in entries per lane) a triangle may have for its sweeps to run in the
+/// cooperative kernels. There every sweep reads `x` from L2 (it was written by other blocks in the
+/// same launch) and waits at a grid barrier for the slowest row, so a hub row read by few lanes
+/// sets each sweep's time; separate launches read it through L1. Measured on an H100
+/// (`benches/results/history/ilu.md`, 8 sweeps): the cooperative application took 0.40–0.84× the
+/// separate launches' time on 16 of the 17 corpus factors whose longest row has at most 10
+/// entries per lane (494_bus 1.02×), and 1.04–1.42× on the 7 with 14–654 (fs_183_1, arc130,
+/// watt_2, rajat19, adder_dcop_05, bayer10, 1138_bus).
+pub const FUSED_MAX_ROW_PER_LANE: u32 = 12;
+
 /// The kernels of `sptrsv.cu` for one element type.
 struct Kernels {
     levels: CudaFunction,
@@ -147,6 +157,8 @@ pub struct GpuTriPlan {
     flags: Mutex<CudaSlice<u32>>,
     /// The grid-barrier word of the cooperative sweep kernels (never reset: see `sptrsv.cu`).
     bar: Mutex<CudaSlice<u32>>,
+    /// The longest row's entries per lane (see [`FUSED_MAX_ROW_PER_LANE`]).
+    row_per_lane: u32,
     sm_count: u32,
 }
 
@@ -186,6 +198,13 @@ impl GpuTriPlan {
             stats,
             flags: Mutex::new(gpu.zeros::<u32>(plan.n() + 1)?),
             bar: Mutex::new(gpu.zeros::<u32>(1)?),
+            row_per_lane: plan
+                .start()
+                .iter()
+                .zip(plan.end())
+                .map(|(&s, &e)| (e - s).div_ceil(lanes))
+                .max()
+                .unwrap_or(0),
             sm_count: gpu.sm_count(),
         })
     }
@@ -205,6 +224,11 @@ impl GpuTriPlan {
     /// Lanes per row of the level kernels.
     pub fn lanes(&self) -> u32 {
         self.lanes
+    }
+    /// Whether this triangle's sweeps may run in one cooperative launch (its longest row has at
+    /// most [`FUSED_MAX_ROW_PER_LANE`] entries per lane).
+    pub fn sweeps_fusable(&self) -> bool {
+        self.row_per_lane <= FUSED_MAX_ROW_PER_LANE
     }
 
     /// Forces an algorithm (benchmarks compare both on one plan).
@@ -251,7 +275,10 @@ impl GpuTriPlan {
                 scratch.len(),
                 self.n
             );
-            if let Some(grid) = k.fused_grid(n, self.lanes) {
+            if let Some(grid) = k
+                .fused_grid(n, self.lanes)
+                .filter(|_| self.sweeps_fusable())
+            {
                 let mut bar = self.bar.lock().unwrap_or_else(|p| p.into_inner());
                 let sweeps = sweeps as u32;
                 let mut l = stream.launch_builder(&k.jacobi_fused);
@@ -788,7 +815,12 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     ) -> Result<bool> {
         let (ls, us) = (self.modes.lower_sweeps, self.modes.upper_sweeps);
         let n = self.structure.n as u32;
-        if ls == 0 || us == 0 || n == 0 {
+        if ls == 0
+            || us == 0
+            || n == 0
+            || !self.lower.sweeps_fusable()
+            || !self.upper.sweeps_fusable()
+        {
             return Ok(false);
         }
         let grid = match (
