@@ -21,7 +21,7 @@
 //! [`CsrMatrix::from_triplets`] and the Matrix Market reader are canonical (sorted, no duplicates).
 
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 
 #[cfg(feature = "cuda")]
 pub mod check_gpu;
@@ -62,7 +62,7 @@ fn check_u32(what: &str, v: usize) -> Result<()> {
     Ok(())
 }
 
-impl<T: Scalar> CsrMatrix<T> {
+impl<T: Elem> CsrMatrix<T> {
     /// Builds a matrix from its three arrays, checking every invariant (see the module docs).
     ///
     /// # Errors
@@ -405,17 +405,6 @@ impl<T: Scalar> CsrMatrix<T> {
         }
     }
 
-    /// Converts the values to another precision (rounding when narrowing).
-    pub fn cast<U: Scalar>(&self) -> CsrMatrix<U> {
-        CsrMatrix {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            row_ptr: self.row_ptr.clone(),
-            col_idx: self.col_idx.clone(),
-            values: self.values.iter().map(|v| U::of_f64(v.as_f64())).collect(),
-        }
-    }
-
     /// The main diagonal (zeros where no entry is stored; duplicates summed), length
     /// `min(nrows, ncols)`.
     pub fn diagonal(&self) -> Vec<T> {
@@ -460,7 +449,7 @@ impl<T: Scalar> CsrMatrix<T> {
     /// True when any stored value is NaN or infinite.
     pub fn has_non_finite(&self) -> bool {
         use rayon::prelude::*;
-        self.values.par_iter().any(|v| !v.is_finite())
+        self.values.par_iter().any(|v| !v.finite())
     }
 
     /// Converts to a `sprs` CSR matrix (indices widened to `usize`).
@@ -496,13 +485,54 @@ impl<T: Scalar> CsrMatrix<T> {
     }
 }
 
-impl<T: Scalar> From<&CsrMatrix<T>> for sprs::CsMat<T> {
+impl<T: Scalar> CsrMatrix<T> {
+    /// Converts the values to another precision (rounding when narrowing).
+    pub fn cast<U: Scalar>(&self) -> CsrMatrix<U> {
+        self.map_values(|v| U::of_f64(v.as_f64()))
+    }
+}
+
+impl<T: Elem> CsrMatrix<T> {
+    /// The same pattern with every value mapped by `f` (a change of precision, a real matrix
+    /// made complex, a shift of the values...).
+    pub fn map_values<U: Elem>(&self, f: impl Fn(T) -> U) -> CsrMatrix<U> {
+        CsrMatrix {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values: self.values.iter().map(|&v| f(v)).collect(),
+        }
+    }
+
+    /// The conjugate transpose `Aᴴ` (the transpose for a real type).
+    pub fn conj_transpose(&self) -> Self {
+        let mut t = self.transpose();
+        t.values.iter_mut().for_each(|v| *v = v.conj());
+        t
+    }
+
+    /// True when the matrix is square and equal to its conjugate transpose (entries compared
+    /// exactly, after summing duplicates); the same as [`CsrMatrix::is_symmetric`] for a real
+    /// type.
+    pub fn is_hermitian(&self) -> bool {
+        if self.nrows != self.ncols {
+            return false;
+        }
+        let mut a = self.clone();
+        a.sort_indices();
+        a.sum_duplicates();
+        a == a.conj_transpose()
+    }
+}
+
+impl<T: Elem> From<&CsrMatrix<T>> for sprs::CsMat<T> {
     fn from(m: &CsrMatrix<T>) -> Self {
         m.to_sprs()
     }
 }
 
-impl<T: Scalar> TryFrom<&sprs::CsMat<T>> for CsrMatrix<T> {
+impl<T: Elem> TryFrom<&sprs::CsMat<T>> for CsrMatrix<T> {
     type Error = Error;
     fn try_from(m: &sprs::CsMat<T>) -> Result<Self> {
         CsrMatrix::try_from_sprs(m)

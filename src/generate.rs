@@ -20,6 +20,10 @@
 //! | `aniso2d:N:EPS` | anisotropic diffusion `−u_xx − EPS·u_yy`, Q1 finite elements on an N×N grid (PyAMG's `stencil_grid(diffusion_stencil_2d(EPS), (N, N))`) | N² | ≈ 9N² |
 //! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
 //! | `elasticity2d:N` | 2-D linear elasticity, Q1 elements, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary (PyAMG's `linear_elasticity((N, N))`); two unknowns per node | 2N² | ≈ 18·2N² |
+//! | `helmholtz3d:N:K:SHIFT` | complex shifted Helmholtz `−Δu − K²(1 − i·SHIFT)u` on the unit cube, 7-point stencil scaled by h² (see [`helmholtz3d`]); complex symmetric, for a complex element type | N³ | ≈ 7N³ |
+//!
+//! Every spec builds into any element type ([`Elem`]): a complex type gets the real
+//! generators' values with zero imaginary parts.
 //!
 //! The Poisson and tridiagonal matrices are symmetric positive definite (the standard
 //! finite-difference Laplacians with Dirichlet boundaries) and do not depend on the seed.
@@ -62,7 +66,7 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::{CsrMatrix, Scalar};
+use crate::{CsrMatrix, Elem, Scalar};
 
 /// Rows per generation chunk; each chunk has its own random stream.
 pub const CHUNK_ROWS: usize = 1 << 13;
@@ -72,9 +76,11 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               powerlaw:N:ALPHA, denserows:N:K:D:L, wide:M:N:K (e.g. poisson2d:1000, \
                               random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
                               wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N, \
-                              emptyrows:N:PCT:K, rmat:SCALE:EF";
+                              emptyrows:N:PCT:K, rmat:SCALE:EF, helmholtz3d:N:K:SHIFT \
+                              (complex, e.g. helmholtz3d:100:20:0.5)";
 
-const NAMES: [&str; 14] = [
+const NAMES: [&str; 15] = [
+    "helmholtz3d",
     "aniso2d",
     "poisson3d27",
     "elasticity2d",
@@ -106,7 +112,41 @@ pub fn is_spec(s: &str) -> bool {
 /// # Errors
 /// [`Error::InvalidInput`] for an unknown or malformed spec (the message lists the valid forms)
 /// and for matrices whose size exceeds the 32-bit index limit.
-pub fn from_spec<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
+pub fn from_spec<T: Elem>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
+    let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+    if !parts[0].eq_ignore_ascii_case("helmholtz3d") {
+        // The real generators, in the real type; a complex `T` gets zero imaginary parts (for
+        // a real `T` the map is the identity and collects in place).
+        let m = from_spec_real::<T::Real>(spec, seed)?;
+        let (nr, nc) = (m.nrows(), m.ncols());
+        let (row_ptr, col_idx, values) = m.into_parts();
+        let values: Vec<T> = values.into_iter().map(T::from_real).collect();
+        // SAFETY: the parts of a valid matrix with the values mapped one to one.
+        return Ok(unsafe { CsrMatrix::from_parts_unchecked(nr, nc, row_ptr, col_idx, values) });
+    }
+    let bad = |why: &str| {
+        Error::InvalidInput(format!(
+            "bad matrix spec '{spec}': {why}; valid forms are {SPEC_FORMS}"
+        ))
+    };
+    if parts.len() != 4 {
+        return Err(bad("helmholtz3d takes 3 arguments (N, K, SHIFT)"));
+    }
+    let n = parts[1]
+        .replace('_', "")
+        .parse::<usize>()
+        .map_err(|_| bad(&format!("N '{}' is not a non-negative integer", parts[1])))?;
+    let num = |i: usize, what: &str| -> Result<f64> {
+        parts[i]
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| bad(&format!("{what} '{}' is not a finite number", parts[i])))
+    };
+    helmholtz3d(n, num(2, "K")?, num(3, "SHIFT")?)
+}
+
+fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
     let bad = |why: &str| {
         Error::InvalidInput(format!(
             "bad matrix spec '{spec}': {why}; valid forms are {SPEC_FORMS}"
@@ -231,7 +271,7 @@ fn chunk_rng(seed: u64, chunk: usize, phase: u64) -> ChaCha8Rng {
 /// columns. Chunks are filled in parallel; every chunk is checked before the matrix is made.
 fn build<T, L, F>(nrows: usize, ncols: usize, len: L, fill: F) -> Result<CsrMatrix<T>>
 where
-    T: Scalar,
+    T: Elem,
     L: Fn(usize) -> usize,
     F: Fn(usize, Range<usize>, &[u32], &mut [u32], &mut [T]) + Sync,
 {
@@ -335,6 +375,39 @@ pub fn poisson2d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
 /// # Errors
 /// [`Error::InvalidInput`] when `n³` or the entry count exceeds `u32`.
 pub fn poisson3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    stencil7(n, T::of_f64(6.0), -T::one())
+}
+
+/// The complex shifted Helmholtz operator `−Δu − k²(1 − i·shift)·u` on the unit cube with an
+/// `n × n × n` interior grid (`h = 1/(n+1)`, Dirichlet boundaries, 7-point finite differences,
+/// natural ordering), scaled by `h²`: `6 − (kh)² + i·shift·(kh)²` on the diagonal and −1 for
+/// each of the up to six grid neighbours.
+///
+/// The matrix is complex symmetric (`A = Aᵀ`), not Hermitian when `shift ≠ 0`: the problem of
+/// frequency-domain acoustics with damping, and with `shift` around 0.5 the "shifted Laplacian"
+/// preconditioner of Erlangga, Vuik and Oosterlee. For `k` above the lowest eigenvalue
+/// (`kh > 2·sin(πh/2)·√3`) its real part is indefinite. With `shift = 0` it is real
+/// (indefinite Helmholtz) and a real `T` can hold it.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `n³` exceeds `u32`, or when `shift ≠ 0` and `T` is real.
+pub fn helmholtz3d<T: Elem>(n: usize, k: f64, shift: f64) -> Result<CsrMatrix<T>> {
+    let h = 1.0 / (n as f64 + 1.0);
+    let kh2 = (k * h) * (k * h);
+    let of = |v: f64| <T::Real as Scalar>::of_f64(v);
+    let Some(d) = T::from_parts(of(6.0 - kh2), of(shift * kh2)) else {
+        return Err(Error::InvalidInput(format!(
+            "helmholtz3d with shift {shift} is complex: generate it as Complex<f32> or \
+             Complex<f64>, not {}",
+            T::NAME
+        )));
+    };
+    stencil7(n, d, -T::one())
+}
+
+/// The 7-point stencil on an `n × n × n` grid: `diag` on the diagonal, `off` for each of the
+/// up to six grid neighbours.
+fn stencil7<T: Elem>(n: usize, diag: T, off: T) -> Result<CsrMatrix<T>> {
     let rows = check_rows((n as u128).pow(3))?;
     let nn = n * n;
     let len = |r: usize| {
@@ -347,7 +420,6 @@ pub fn poisson3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
             + (z + 1 < n) as usize
     };
     build(rows, rows, len, |_, range, rp, cols, vals| {
-        let (six, m1) = (T::of_f64(6.0), -T::one());
         for (k, r) in range.enumerate() {
             let (x, y, z) = (r % n, (r / n) % n, r / nn);
             let mut p = rp[k] as usize;
@@ -357,23 +429,23 @@ pub fn poisson3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
                 p += 1;
             };
             if z > 0 {
-                put(r - nn, m1);
+                put(r - nn, off);
             }
             if y > 0 {
-                put(r - n, m1);
+                put(r - n, off);
             }
             if x > 0 {
-                put(r - 1, m1);
+                put(r - 1, off);
             }
-            put(r, six);
+            put(r, diag);
             if x + 1 < n {
-                put(r + 1, m1);
+                put(r + 1, off);
             }
             if y + 1 < n {
-                put(r + n, m1);
+                put(r + n, off);
             }
             if z + 1 < n {
-                put(r + nn, m1);
+                put(r + nn, off);
             }
         }
     })

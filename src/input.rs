@@ -5,7 +5,7 @@ use std::path::Path;
 
 #[cfg(doc)]
 use crate::Error;
-use crate::{generate, io, CsrMatrix, Result, Scalar};
+use crate::{generate, io, CsrMatrix, Elem, Result};
 
 /// Loads a matrix from a Matrix Market file or generates it from a spec such as `poisson2d:100`
 /// (see [`crate::generate`]).
@@ -16,7 +16,7 @@ use crate::{generate, io, CsrMatrix, Result, Scalar};
 ///
 /// # Errors
 /// Those of [`io::read_matrix_market`] or [`generate::from_spec`].
-pub fn load<T: Scalar>(path_or_spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
+pub fn load<T: Elem>(path_or_spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
     if !Path::new(path_or_spec).exists() && generate::is_spec(path_or_spec) {
         generate::from_spec(path_or_spec, seed)
     } else {

@@ -121,6 +121,17 @@ pub struct Cli {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rhs_count: u32,
 
+    /// How --rhs-count right-hand sides are solved: block (all at once, each column with its
+    /// own convergence, the operator and preconditioner applied to the block) or sequential
+    /// (one solve after the other, the same setup).
+    #[arg(long, value_enum, default_value_t = RhsModeArg::Block)]
+    pub rhs_mode: RhsModeArg,
+
+    /// The right-hand sides after the first (--rhs-count): scaled ((1 + k/10)·b) or random
+    /// (uniform in [-1, 1), seeded by --seed + k).
+    #[arg(long, value_enum, default_value_t = RhsColumnsArg::Scaled)]
+    pub rhs_columns: RhsColumnsArg,
+
     #[command(flatten)]
     pub amg: AmgArgs,
 }
@@ -441,4 +452,18 @@ mod tests {
             );
         }
     }
+}
+
+/// `--rhs-mode`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RhsModeArg {
+    Block,
+    Sequential,
+}
+
+/// `--rhs-columns`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RhsColumnsArg {
+    Scaled,
+    Random,
 }

@@ -35,7 +35,14 @@
 //! * Duplicate positions in a coordinate file are summed (as `scipy.sparse` does when converting
 //!   to CSR). The result always has sorted column indices without duplicates.
 //! * Explicit zeros in coordinate files are kept (SuiteSparse's `zenios`, `bayer10` rely on them).
-//! * `complex` and `hermitian` files are rejected with a message saying so; segsparse is real only.
+//! * `complex` files (two numbers per value, real and imaginary parts) into a complex element
+//!   type (`Complex<f32>`, `Complex<f64>`), with symmetry `general`, `symmetric` (complex
+//!   symmetric: `a_ji = a_ij`), `skew-symmetric` or `hermitian` (`a_ji = conj(a_ij)`; the
+//!   diagonal of a hermitian file must be real). A real, integer or pattern file reads into a
+//!   complex type too (imaginary parts zero); a complex or hermitian file read into a real type
+//!   is refused with a message that says so, since dropping the imaginary parts would change the
+//!   matrix. A complex entry with one number instead of two, or text in either part, is an error
+//!   that names the file, the line and the part.
 //! * NaN and infinite values (`nan`, `inf`, `-Infinity`, ...) are accepted; callers that care ask
 //!   [`CsrMatrix::has_non_finite`]. Fortran exponents (`1.5D+03`) are accepted too.
 //!
@@ -75,7 +82,8 @@
 //!
 //! # Writing
 //!
-//! [`write_matrix_market`] writes `coordinate real general` with every value printed as the
+//! [`write_matrix_market`] writes `coordinate real general` (`coordinate complex general` for a
+//! complex type) with every value printed as the
 //! shortest decimal that reads back to the same bits ([`f32`] values as `f32` decimals), so a
 //! write → read round trip in the same precision is bit-exact. A path ending in `.gz` is written
 //! gzip-compressed.

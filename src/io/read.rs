@@ -5,11 +5,12 @@ use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
+use num_traits::Zero;
 
 use super::header::{MatrixMarketHeader, MmField, MmFormat, MmSymmetry};
 use crate::error::{Error, Result};
 use crate::units::human;
-use crate::{CsrMatrix, Scalar};
+use crate::{CsrMatrix, Elem, Scalar};
 
 /// The longest line the reader accepts (1 MiB); a longer data line is an error, a longer comment
 /// line is skipped without being stored. It bounds the line buffer for any input.
@@ -457,14 +458,15 @@ fn parse_index(tok: &[u8], what: &str, limit: u64, dim: &str) -> std::result::Re
     }
 }
 
-/// Parses a value of the given field (`Real` or `Integer`).
-fn parse_value<T: Scalar>(tok: &[u8], field: MmField) -> std::result::Result<T, String> {
+/// Parses one real number of the given field (`Real`, `Integer`, or a part of a `Complex`
+/// value); `what` names it in the message (`value`, `real part`, `imaginary part`).
+fn parse_real<T: Scalar>(tok: &[u8], field: MmField, what: &str) -> std::result::Result<T, String> {
     let bad = || match field {
         MmField::Integer => format!(
-            "value '{}' is not an integer (the field is integer)",
+            "{what} '{}' is not an integer (the field is integer)",
             show(tok)
         ),
-        _ => format!("value '{}' is not a number", show(tok)),
+        _ => format!("{what} '{}' is not a number", show(tok)),
     };
     if field == MmField::Integer && !is_integer_syntax(tok) {
         return Err(bad());
@@ -474,7 +476,7 @@ fn parse_value<T: Scalar>(tok: &[u8], field: MmField) -> std::result::Result<T, 
         return Ok(v);
     }
     // Fortran double-precision exponents: 1.5D+03.
-    if field == MmField::Real && s.len() <= 64 && s.bytes().any(|b| b == b'd' || b == b'D') {
+    if field != MmField::Integer && s.len() <= 64 && s.bytes().any(|b| b == b'd' || b == b'D') {
         let fixed: String = s
             .chars()
             .map(|c| if c == 'd' || c == 'D' { 'e' } else { c })
@@ -484,6 +486,41 @@ fn parse_value<T: Scalar>(tok: &[u8], field: MmField) -> std::result::Result<T, 
         }
     }
     Err(bad())
+}
+
+/// Parses the value of an entry: one token for a `real` or `integer` field, two (the real and
+/// imaginary parts) for a `complex` one. `im` is the token after the first (`None` at the end
+/// of the line). The caller has checked that a complex field is read into a complex `T`.
+fn parse_value<T: Elem>(
+    re: &[u8],
+    im: Option<&[u8]>,
+    field: MmField,
+) -> std::result::Result<T, String> {
+    if field != MmField::Complex {
+        return parse_real::<T::Real>(re, field, "value").map(T::from_real);
+    }
+    let Some(im) = im else {
+        return Err(format!(
+            "missing imaginary part after '{}' (a complex entry holds two numbers: real and \
+             imaginary parts)",
+            show(re)
+        ));
+    };
+    let r = parse_real::<T::Real>(re, field, "real part")?;
+    let i = parse_real::<T::Real>(im, field, "imaginary part")?;
+    T::from_parts(r, i).ok_or_else(|| "a complex value in a real matrix".to_string())
+}
+
+/// The refusal of a complex file read into a real element type `T`.
+fn complex_into_real<T: Elem>(hdr: &MatrixMarketHeader, what: &str) -> Option<String> {
+    (!T::IS_COMPLEX && (hdr.field == MmField::Complex || hdr.symmetry == MmSymmetry::Hermitian))
+        .then(|| {
+            format!(
+                "a {} {} file holds complex values: read it as a complex {what} \
+                 (Complex<f32> or Complex<f64>)",
+                hdr.field, hdr.symmetry
+            )
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -684,8 +721,9 @@ pub fn read_header_from<R: BufRead>(reader: R, name: &str) -> Result<MatrixMarke
 ///
 /// # Errors
 /// [`Error::Io`] when the file cannot be opened; [`Error::MatrixMarket`] naming the file, line and
-/// problem for anything malformed, for complex or hermitian files and for sizes beyond `u32`.
-pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix<T>> {
+/// problem for anything malformed, for a complex or hermitian file read into a real `T` and
+/// for sizes beyond `u32`.
+pub fn read_matrix_market<T: Elem>(path: impl AsRef<Path>) -> Result<CsrMatrix<T>> {
     read_matrix_market_with(path, &ReadOptions::default())
 }
 
@@ -694,7 +732,7 @@ pub fn read_matrix_market<T: Scalar>(path: impl AsRef<Path>) -> Result<CsrMatrix
 /// # Errors
 /// As [`read_matrix_market`], and [`Error::MatrixMarket`] when the declared row count or the
 /// entries read need more memory than `opts.max_bytes`.
-pub fn read_matrix_market_with<T: Scalar>(
+pub fn read_matrix_market_with<T: Elem>(
     path: impl AsRef<Path>,
     opts: &ReadOptions,
 ) -> Result<CsrMatrix<T>> {
@@ -707,10 +745,7 @@ pub fn read_matrix_market_with<T: Scalar>(
 ///
 /// # Errors
 /// As [`read_matrix_market`].
-pub fn read_matrix_market_from<T: Scalar, R: BufRead>(
-    reader: R,
-    name: &str,
-) -> Result<CsrMatrix<T>> {
+pub fn read_matrix_market_from<T: Elem, R: BufRead>(reader: R, name: &str) -> Result<CsrMatrix<T>> {
     read_matrix_market_from_with(reader, name, &ReadOptions::default())
 }
 
@@ -718,7 +753,7 @@ pub fn read_matrix_market_from<T: Scalar, R: BufRead>(
 ///
 /// # Errors
 /// As [`read_matrix_market_with`].
-pub fn read_matrix_market_from_with<T: Scalar, R: BufRead>(
+pub fn read_matrix_market_from_with<T: Elem, R: BufRead>(
     reader: R,
     name: &str,
     opts: &ReadOptions,
@@ -726,14 +761,8 @@ pub fn read_matrix_market_from_with<T: Scalar, R: BufRead>(
     let mut lines = Lines::new(source(reader, name)?, name);
     let info = parse_header(&mut lines)?;
     let hdr = info.hdr;
-    if hdr.field == MmField::Complex || hdr.symmetry == MmSymmetry::Hermitian {
-        return Err(lines.err(
-            1,
-            format!(
-                "{} {} matrices are not supported: segsparse handles real matrices only",
-                hdr.field, hdr.symmetry
-            ),
-        ));
+    if let Some(msg) = complex_into_real::<T>(&hdr, "matrix") {
+        return Err(lines.err(1, msg));
     }
     if hdr.format == MmFormat::Coordinate && hdr.entries > U32_LIMIT {
         return Err(lines.err(
@@ -762,7 +791,7 @@ struct Triplets<T> {
     budget: Budget,
 }
 
-impl<T: Scalar> Triplets<T> {
+impl<T: Elem> Triplets<T> {
     /// Reserves for `declared` entries, but never more than [`MAX_RESERVE`] or the budget: the
     /// count in a header is not trusted for allocation.
     fn new(declared: u64, budget: Budget) -> Self {
@@ -904,7 +933,7 @@ impl Triangle {
     }
 }
 
-fn read_coordinate<T: Scalar, R: BufRead>(
+fn read_coordinate<T: Elem, R: BufRead>(
     lines: &mut Lines<R>,
     info: &HeaderInfo,
     t: &mut Triplets<T>,
@@ -912,12 +941,12 @@ fn read_coordinate<T: Scalar, R: BufRead>(
     let hdr = &info.hdr;
     let expected = hdr.entries;
     let pattern = hdr.field == MmField::Pattern;
-    let form = if pattern {
-        "'row col'"
-    } else {
-        "'row col value'"
+    let complex = hdr.field == MmField::Complex;
+    let (form, nfields) = match hdr.field {
+        MmField::Pattern => ("'row col'", 2),
+        MmField::Complex => ("'row col real imaginary'", 4),
+        _ => ("'row col value'", 3),
     };
-    let nfields = if pattern { 2 } else { 3 };
     let mut count: u64 = 0;
     let mut tri = Triangle::default();
     while lines.next_data()? {
@@ -935,6 +964,7 @@ fn read_coordinate<T: Scalar, R: BufRead>(
         count += 1;
         let mut it = tokens(&lines.buf);
         let (rt, ct, vt) = (it.next(), it.next(), it.next());
+        let it_ = if complex { it.next() } else { None };
         let extra = if pattern { vt } else { it.next() };
         let e = |m: String| Err(lines.err(line, m));
         let Some(rt) = rt else {
@@ -964,7 +994,7 @@ fn read_coordinate<T: Scalar, R: BufRead>(
             let Some(vt) = vt else {
                 return e(format!("missing value (expected {form})"));
             };
-            match parse_value(vt, hdr.field) {
+            match parse_value(vt, it_, hdr.field) {
                 Ok(v) => v,
                 Err(m) => return e(m),
             }
@@ -994,8 +1024,22 @@ fn read_coordinate<T: Scalar, R: BufRead>(
                     t.push(c, r, -v);
                 }
             }
-            // Rejected with the header already; kept as an error so no input can panic.
-            MmSymmetry::Hermitian => return e("hermitian matrices are not supported".into()),
+            MmSymmetry::Hermitian => {
+                if r == c {
+                    if v.im() != T::Real::zero() {
+                        return e(format!(
+                            "diagonal entry ({}, {}) = {v} in a hermitian file (its diagonal is real)",
+                            r + 1,
+                            c + 1
+                        ));
+                    }
+                    t.push(r, c, v);
+                } else {
+                    tri.check(lines, r, c)?;
+                    t.push(r, c, v);
+                    t.push(c, r, v.conj());
+                }
+            }
         }
         t.check_budget(lines)?;
     }
@@ -1012,7 +1056,7 @@ fn read_coordinate<T: Scalar, R: BufRead>(
     Ok(())
 }
 
-fn read_array<T: Scalar, R: BufRead>(
+fn read_array<T: Elem, R: BufRead>(
     lines: &mut Lines<R>,
     info: &HeaderInfo,
     t: &mut Triplets<T>,
@@ -1041,25 +1085,25 @@ fn read_array<T: Scalar, R: BufRead>(
         }
         count += 1;
         // `expected > 0` and the counter runs column-major, so (i, j) is in range here.
-        let mut it = tokens(&lines.buf);
-        let vt = it.next().unwrap_or_default();
-        if let Some(x) = it.next() {
+        let v: T = array_value(&lines.buf, hdr.field).map_err(|m| lines.err(line, m))?;
+        if hdr.symmetry == MmSymmetry::Hermitian && i == j && v.im() != T::Real::zero() {
             return Err(lines.err(
                 line,
                 format!(
-                    "too many fields: an array file has one value per line, found more ('{}')",
-                    show(x)
+                    "diagonal value ({}, {}) = {v} in a hermitian file (its diagonal is real)",
+                    i + 1,
+                    j + 1
                 ),
             ));
         }
-        let v: T = parse_value(vt, hdr.field).map_err(|m| lines.err(line, m))?;
         if v != T::zero() {
             t.push(i, j, v);
             if i != j {
                 match hdr.symmetry {
                     MmSymmetry::Symmetric => t.push(j, i, v),
                     MmSymmetry::SkewSymmetric => t.push(j, i, -v),
-                    _ => {}
+                    MmSymmetry::Hermitian => t.push(j, i, v.conj()),
+                    MmSymmetry::General => {}
                 }
             }
             t.check_budget(lines)?;
@@ -1082,6 +1126,29 @@ fn read_array<T: Scalar, R: BufRead>(
     Ok(())
 }
 
+/// The value of one line of an array file: one number, two for a complex field.
+fn array_value<T: Elem>(buf: &[u8], field: MmField) -> std::result::Result<T, String> {
+    let mut it = tokens(buf);
+    let vt = it.next().unwrap_or_default();
+    let im = if field == MmField::Complex {
+        it.next()
+    } else {
+        None
+    };
+    if let Some(x) = it.next() {
+        return Err(format!(
+            "too many fields: an array file has one value per line{}, found more ('{}')",
+            if field == MmField::Complex {
+                " (real and imaginary parts)"
+            } else {
+                ""
+            },
+            show(x)
+        ));
+    }
+    parse_value(vt, im, field)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Vectors
 // ---------------------------------------------------------------------------------------------
@@ -1093,7 +1160,7 @@ fn read_array<T: Scalar, R: BufRead>(
 /// # Errors
 /// [`Error::Io`] when the file cannot be opened; [`Error::MatrixMarket`] for a malformed file or
 /// a shape that is not a vector.
-pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
+pub fn read_vector<T: Elem>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     let path = path.as_ref();
     read_vector_from_with(open(path)?, &display_name(path), &ReadOptions::default())
 }
@@ -1103,7 +1170,7 @@ pub fn read_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
 ///
 /// # Errors
 /// As [`read_vector`].
-pub fn read_vector_from<T: Scalar, R: BufRead>(reader: R, name: &str) -> Result<Vec<T>> {
+pub fn read_vector_from<T: Elem, R: BufRead>(reader: R, name: &str) -> Result<Vec<T>> {
     read_vector_from_with(reader, name, &ReadOptions::default())
 }
 
@@ -1112,7 +1179,7 @@ pub fn read_vector_from<T: Scalar, R: BufRead>(reader: R, name: &str) -> Result<
 /// # Errors
 /// As [`read_vector`], and [`Error::MatrixMarket`] when the declared length needs more memory
 /// than `opts.max_bytes`.
-pub fn read_vector_from_with<T: Scalar, R: BufRead>(
+pub fn read_vector_from_with<T: Elem, R: BufRead>(
     reader: R,
     name: &str,
     opts: &ReadOptions,
@@ -1120,8 +1187,11 @@ pub fn read_vector_from_with<T: Scalar, R: BufRead>(
     let mut lines = Lines::new(source(reader, name)?, name);
     let info = parse_header(&mut lines)?;
     let hdr = info.hdr;
-    if hdr.field == MmField::Complex || hdr.field == MmField::Pattern {
-        return Err(lines.err(1, format!("a {} file cannot hold a real vector", hdr.field)));
+    if hdr.field == MmField::Pattern {
+        return Err(lines.err(1, format!("a {} file cannot hold a vector", hdr.field)));
+    }
+    if let Some(msg) = complex_into_real::<T>(&hdr, "vector") {
+        return Err(lines.err(1, msg));
     }
     if hdr.symmetry != MmSymmetry::General {
         return Err(lines.err(
@@ -1154,18 +1224,7 @@ pub fn read_vector_from_with<T: Scalar, R: BufRead>(
                         ),
                     ));
                 }
-                let mut it = tokens(&lines.buf);
-                let vt = it.next().unwrap_or_default();
-                if let Some(x) = it.next() {
-                    return Err(lines.err(
-                        line,
-                        format!(
-                            "too many fields: an array file has one value per line, found more ('{}')",
-                            show(x)
-                        ),
-                    ));
-                }
-                v.push(parse_value(vt, hdr.field).map_err(|m| lines.err(line, m))?);
+                v.push(array_value(&lines.buf, hdr.field).map_err(|m| lines.err(line, m))?);
             }
             if v.len() < len {
                 return Err(lines.err(

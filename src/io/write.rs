@@ -9,13 +9,13 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use crate::error::{Error, Result};
-use crate::{CsrMatrix, Scalar};
+use crate::{CsrMatrix, Elem, Scalar};
 
 /// Appends the shortest decimal that parses back (as `T`) to exactly `v`.
 ///
 /// Rust's `Display` and `LowerExp` for floats print the shortest round-tripping digits; the
 /// exponent form is used for very large and very small magnitudes to keep lines short.
-fn push_value<T: Scalar>(s: &mut String, v: T) {
+fn push_real<T: Scalar>(s: &mut String, v: T) {
     let a = v.abs().as_f64();
     let plain = a == 0.0 || !a.is_finite() || (1e-5..1e16).contains(&a);
     // A `T` is f32 or f64; going through the concrete type picks its own shortest digits.
@@ -35,6 +35,25 @@ fn push_value<T: Scalar>(s: &mut String, v: T) {
         }
     };
     r.expect("writing to a String cannot fail");
+}
+
+/// Appends an element: one number for a real `T`, the real and imaginary parts separated by a
+/// space for a complex one.
+fn push_value<T: Elem>(s: &mut String, v: T) {
+    push_real(s, v.re());
+    if T::IS_COMPLEX {
+        s.push(' ');
+        push_real(s, v.im());
+    }
+}
+
+/// The Matrix Market field of `T`'s values.
+fn field<T: Elem>() -> &'static str {
+    if T::IS_COMPLEX {
+        "complex"
+    } else {
+        "real"
+    }
 }
 
 /// Creates `path` and runs `body` on a buffered (and, for `*.gz`, gzip-compressing) writer.
@@ -58,14 +77,15 @@ fn with_file(path: &Path, body: impl FnOnce(&mut dyn Write) -> std::io::Result<(
     w.flush().map_err(io_err)
 }
 
-/// Writes `m` as a `coordinate real general` Matrix Market file; a path ending in `.gz` is written
+/// Writes `m` as a `coordinate real general` Matrix Market file (`coordinate complex general`
+/// for a complex `T`); a path ending in `.gz` is written
 /// gzip-compressed. Values are printed with the shortest decimal that reads back bit-exactly in
 /// the matrix's own precision, so [`super::read_matrix_market`] returns an equal matrix (after
 /// sorting and summing duplicates, which a matrix from this crate's readers already is).
 ///
 /// # Errors
 /// [`Error::Io`] naming the path when it cannot be created or written.
-pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, m: &CsrMatrix<T>) -> Result<()> {
+pub fn write_matrix_market<T: Elem>(path: impl AsRef<Path>, m: &CsrMatrix<T>) -> Result<()> {
     with_file(path.as_ref(), |w| write_mm(w, m))
 }
 
@@ -73,12 +93,16 @@ pub fn write_matrix_market<T: Scalar>(path: impl AsRef<Path>, m: &CsrMatrix<T>) 
 ///
 /// # Errors
 /// [`Error::Io`] (without a path) when writing fails.
-pub fn write_matrix_market_to<T: Scalar, W: Write>(mut w: W, m: &CsrMatrix<T>) -> Result<()> {
+pub fn write_matrix_market_to<T: Elem, W: Write>(mut w: W, m: &CsrMatrix<T>) -> Result<()> {
     write_mm(&mut w, m).map_err(Error::from)
 }
 
-fn write_mm<T: Scalar>(w: &mut dyn Write, m: &CsrMatrix<T>) -> std::io::Result<()> {
-    writeln!(w, "%%MatrixMarket matrix coordinate real general")?;
+fn write_mm<T: Elem>(w: &mut dyn Write, m: &CsrMatrix<T>) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "%%MatrixMarket matrix coordinate {} general",
+        field::<T>()
+    )?;
     writeln!(
         w,
         "% written by segsparse {} ({} values)",
@@ -102,13 +126,14 @@ fn write_mm<T: Scalar>(w: &mut dyn Write, m: &CsrMatrix<T>) -> std::io::Result<(
     w.write_all(s.as_bytes())
 }
 
-/// Writes a dense vector as a one-column `array real general` Matrix Market file (gzip when the
+/// Writes a dense vector as a one-column `array real general` Matrix Market file (`array
+/// complex general` for a complex `T`) (gzip when the
 /// path ends in `.gz`), values printed to round-trip exactly. Read back with
 /// [`super::read_vector`].
 ///
 /// # Errors
 /// [`Error::Io`] naming the path when it cannot be created or written.
-pub fn write_vector<T: Scalar>(path: impl AsRef<Path>, v: &[T]) -> Result<()> {
+pub fn write_vector<T: Elem>(path: impl AsRef<Path>, v: &[T]) -> Result<()> {
     with_file(path.as_ref(), |w| write_vec(w, v))
 }
 
@@ -116,12 +141,12 @@ pub fn write_vector<T: Scalar>(path: impl AsRef<Path>, v: &[T]) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::Io`] (without a path) when writing fails.
-pub fn write_vector_to<T: Scalar, W: Write>(mut w: W, v: &[T]) -> Result<()> {
+pub fn write_vector_to<T: Elem, W: Write>(mut w: W, v: &[T]) -> Result<()> {
     write_vec(&mut w, v).map_err(Error::from)
 }
 
-fn write_vec<T: Scalar>(w: &mut dyn Write, v: &[T]) -> std::io::Result<()> {
-    writeln!(w, "%%MatrixMarket matrix array real general")?;
+fn write_vec<T: Elem>(w: &mut dyn Write, v: &[T]) -> std::io::Result<()> {
+    writeln!(w, "%%MatrixMarket matrix array {} general", field::<T>())?;
     writeln!(w, "{} 1", v.len())?;
     let mut s = String::with_capacity(1 << 16);
     for &x in v {

@@ -193,6 +193,7 @@ mod bicgstab;
 mod cg;
 mod drive;
 mod gmres;
+pub mod multi;
 mod types;
 
 pub use bicgstab::bicgstab;

@@ -7,7 +7,9 @@
 
 use rayon::prelude::*;
 
-use crate::{CsrMatrix, Scalar};
+use num_complex::Complex;
+
+use crate::{CsrMatrix, Elem, Scalar};
 
 /// Below this cost (entries + rows) a product runs on the calling thread: a rayon fork–join
 /// costs a few microseconds, as much as a whole product of this size.
@@ -18,7 +20,7 @@ const MIN_CHUNK_COST: usize = 1 << 13;
 const CHUNKS_PER_THREAD: usize = 4;
 
 #[track_caller]
-fn check_lengths<T: Scalar>(what: &str, a: &CsrMatrix<T>, x: &[T], y: Option<&[T]>) {
+fn check_lengths<T: Elem>(what: &str, a: &CsrMatrix<T>, x: &[T], y: Option<&[T]>) {
     assert!(
         x.len() == a.ncols(),
         "{what}: x has length {} but A has {} columns (A is {}×{})",
@@ -40,7 +42,7 @@ fn check_lengths<T: Scalar>(what: &str, a: &CsrMatrix<T>, x: &[T], y: Option<&[T
 }
 
 /// `y ← β·y` without reading `y` when `β = 0`: the `α = 0` case, where `A` and `x` are not read.
-fn scale_only<T: Scalar>(beta: T, y: &mut [T]) {
+fn scale_only<T: Elem>(beta: T, y: &mut [T]) {
     if beta == T::zero() {
         y.fill(T::zero());
     } else {
@@ -50,7 +52,7 @@ fn scale_only<T: Scalar>(beta: T, y: &mut [T]) {
 
 /// Combines a row sum with the old `y` value; `β = 0` does not read `old`.
 #[inline(always)]
-fn combine<T: Scalar>(alpha: T, sum: T, beta: T, old: &mut T) {
+fn combine<T: Elem>(alpha: T, sum: T, beta: T, old: &mut T) {
     *old = if beta == T::zero() {
         alpha * sum
     } else {
@@ -64,7 +66,7 @@ fn combine<T: Scalar>(alpha: T, sum: T, beta: T, old: &mut T) {
 ///
 /// # Panics
 /// When `x.len() != a.ncols()` or `y.len() != a.nrows()`.
-pub fn spmv_seq<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
+pub fn spmv_seq<T: Elem>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     check_lengths("spmv_seq", a, x, Some(y));
     if alpha == T::zero() {
         return scale_only(beta, y);
@@ -86,7 +88,7 @@ pub fn spmv_seq<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut
 /// Every `cols[k] < x.len()` (guaranteed by [`CsrMatrix`]'s invariants once
 /// `x.len() == a.ncols()` is checked).
 #[inline(always)]
-unsafe fn row_dot<T: Scalar>(cols: &[u32], vals: &[T], x: &[T]) -> T {
+unsafe fn row_dot<T: Elem>(cols: &[u32], vals: &[T], x: &[T]) -> T {
     let z = T::zero();
     let (mut s0, mut s1, mut s2, mut s3) = (z, z, z, z);
     let mut c4 = cols.chunks_exact(4);
@@ -111,7 +113,7 @@ unsafe fn row_dot<T: Scalar>(cols: &[u32], vals: &[T], x: &[T]) -> T {
 ///
 /// # Safety
 /// `x.len() == a.ncols()` and `first + y.len() <= a.nrows()`.
-unsafe fn rows_into<T: Scalar>(
+unsafe fn rows_into<T: Elem>(
     alpha: T,
     a: &CsrMatrix<T>,
     x: &[T],
@@ -171,7 +173,7 @@ pub fn balanced_row_splits(row_ptr: &[u32], parts: usize) -> Vec<usize> {
 ///
 /// # Panics
 /// When `chunks == 0`, `x.len() != a.ncols()` or `y.len() != a.nrows()`.
-pub fn spmv_chunked<T: Scalar>(
+pub fn spmv_chunked<T: Elem>(
     alpha: T,
     a: &CsrMatrix<T>,
     x: &[T],
@@ -209,7 +211,7 @@ pub fn spmv_chunked<T: Scalar>(
 ///
 /// # Panics
 /// When `x.len() != a.ncols()` or `y.len() != a.nrows()`.
-pub fn spmv_par<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
+pub fn spmv_par<T: Elem>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     let cost = a.nnz() + a.nrows();
     // Asking rayon for its thread count costs more than a tiny product: small matrices skip it.
     let chunks = if cost < SEQ_CUTOFF {
@@ -229,7 +231,7 @@ pub fn spmv_par<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut
 ///
 /// This is the operation of step 3 in the paper; written as the recurrence
 /// `data[k] += data[k+1]` unless `head[k+1]`, scanned from the back.
-fn segscan_backward_inclusive<T: Scalar>(data: &mut [T], head: &[bool]) {
+fn segscan_backward_inclusive<T: Elem>(data: &mut [T], head: &[bool]) {
     debug_assert_eq!(data.len(), head.len());
     for k in (0..data.len().saturating_sub(1)).rev() {
         if !head[k + 1] {
@@ -248,7 +250,7 @@ fn segscan_backward_inclusive<T: Scalar>(data: &mut [T], head: &[bool]) {
 ///
 /// # Panics
 /// When `x.len() != a.ncols()` or `y.len() != a.nrows()`.
-pub fn spmv_segscan<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
+pub fn spmv_segscan<T: Elem>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     check_lengths("spmv_segscan", a, x, Some(y));
     if alpha == T::zero() {
         return scale_only(beta, y);
@@ -333,6 +335,132 @@ pub fn max_rel_err<T: Scalar>(y: &[T], reference: &[f64]) -> f64 {
         } else {
             (yi - ri).abs()
         };
+        if !d.is_finite() {
+            return f64::INFINITY;
+        }
+        worst = worst.max(d);
+    }
+    worst / scale
+}
+
+/// `y ← α·op(A)·x + β·y` where `op(A)` is `A`, `Aᵀ` or `Aᴴ`, sequentially. `A·x` runs
+/// [`spmv_par`]; the transposed products scatter row by row (`y[col] += op(a)·x[row]`) on the
+/// calling thread, since rows of `A` are columns of `op(A)` and a parallel scatter would race.
+/// For many products with `Aᴴ`, form it once with
+/// [`CsrMatrix::conj_transpose`](crate::CsrMatrix::conj_transpose) and use [`spmv_par`].
+///
+/// # Panics
+/// When the lengths do not fit `op(A)`: `x.len()` must be its columns, `y.len()` its rows (both
+/// sizes are named).
+pub fn spmv_op<T: Elem>(op: super::Op, alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
+    use super::Op;
+    let conj = match op {
+        Op::NoTrans => return spmv_par(alpha, a, x, beta, y),
+        Op::Trans => false,
+        Op::ConjTrans => true,
+    };
+    assert!(
+        x.len() == a.nrows() && y.len() == a.ncols(),
+        "spmv_op({op:?}): x has length {} and y {}, but op(A) is {}×{}",
+        x.len(),
+        y.len(),
+        a.ncols(),
+        a.nrows()
+    );
+    scale_only(beta, y);
+    if alpha == T::zero() {
+        return;
+    }
+    for (i, &xi) in x.iter().enumerate() {
+        let (cols, vals) = a.row(i);
+        let axi = alpha * xi;
+        for (&c, &v) in cols.iter().zip(vals) {
+            let v = if conj { v.conj() } else { v };
+            y[c as usize] += v * axi;
+        }
+    }
+}
+
+/// Adds `v` to the compensated sum `(sum, carry)` (Kahan–Babuška–Neumaier), part by part.
+#[inline]
+fn kahan_add(sum: &mut f64, carry: &mut f64, v: f64) {
+    let t = *sum + v;
+    if sum.abs() >= v.abs() {
+        *carry += (*sum - t) + v;
+    } else {
+        *carry += (v - t) + *sum;
+    }
+    *sum = t;
+}
+
+/// `op(A)·x` for any element type, each product formed exactly in `f64` parts (`re·re − im·im`
+/// with widened values) and summed with compensated (Kahan–Babuška–Neumaier) sums, real and
+/// imaginary parts apart: the reference of the complex tests, accurate to a few units of
+/// `f64` whatever the cancellation within a row.
+///
+/// # Panics
+/// When the length of `x` is not the number of columns of `op(A)`.
+pub fn spmv_compensated_reference<T: Elem>(
+    op: super::Op,
+    a: &CsrMatrix<T>,
+    x: &[T],
+) -> Vec<Complex<f64>> {
+    use super::Op;
+    let (m, n) = match op {
+        Op::NoTrans => (a.nrows(), a.ncols()),
+        _ => (a.ncols(), a.nrows()),
+    };
+    assert!(
+        x.len() == n,
+        "spmv_compensated_reference({op:?}): x has length {} but op(A) has {n} columns",
+        x.len()
+    );
+    let mut acc = vec![[0f64; 4]; m]; // re, re carry, im, im carry
+    for i in 0..a.nrows() {
+        let (cols, vals) = a.row(i);
+        for (&c, &v) in cols.iter().zip(vals) {
+            let (v, c) = (v.widen(), c as usize);
+            let (v, out, xin) = match op {
+                Op::NoTrans => (v, i, x[c].widen()),
+                Op::Trans => (v, c, x[i].widen()),
+                Op::ConjTrans => (v.conj(), c, x[i].widen()),
+            };
+            let [sr, cr, si, ci] = &mut acc[out];
+            // The four part products, each summed separately: no cancellation inside one.
+            kahan_add(sr, cr, v.re * xin.re);
+            kahan_add(sr, cr, -(v.im * xin.im));
+            kahan_add(si, ci, v.re * xin.im);
+            kahan_add(si, ci, v.im * xin.re);
+        }
+    }
+    acc.into_iter()
+        .map(|[sr, cr, si, ci]| Complex::new(sr + cr, si + ci))
+        .collect()
+}
+
+/// [`max_rel_err`] for any element type against a complex reference: the largest modulus of
+/// the difference relative to the largest reference modulus,
+/// `max_i |y_i − ref_i| / max(max_i |ref_i|, f64::MIN_POSITIVE)`; any non-finite difference
+/// gives `f64::INFINITY`.
+///
+/// # Panics
+/// When the lengths differ.
+pub fn max_rel_err_complex<T: Elem>(y: &[T], reference: &[Complex<f64>]) -> f64 {
+    assert!(
+        y.len() == reference.len(),
+        "max_rel_err_complex: y has length {} but the reference has length {}",
+        y.len(),
+        reference.len()
+    );
+    let scale = reference
+        .iter()
+        .map(|r| r.norm())
+        .filter(|r| r.is_finite())
+        .fold(0f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let mut worst = 0f64;
+    for (&yi, &ri) in y.iter().zip(reference) {
+        let d = (yi.widen() - ri).norm();
         if !d.is_finite() {
             return f64::INFINITY;
         }

@@ -79,6 +79,9 @@
 #[cfg(feature = "peers")]
 mod cusparse_peer;
 
+mod columns;
+pub use columns::{MAX_COLUMNS, SPMV_COLUMNS_SRC};
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -1337,6 +1340,18 @@ impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         self.spmv(T::one(), x, T::zero(), y)
+    }
+    /// One launch for up to 32 columns ([`GpuCsr::spmv_columns`]); one column runs the SpMV.
+    fn apply_block(
+        &self,
+        _: &crate::backend::gpu::GpuOps<T>,
+        xs: &[&CudaSlice<T>],
+        ys: &mut [&mut CudaSlice<T>],
+    ) -> Result<()> {
+        if let ([x], [y]) = (xs, &mut *ys) {
+            return self.spmv(T::one(), x, T::zero(), y);
+        }
+        self.spmv_columns(T::one(), xs, T::zero(), ys)
     }
 }
 

@@ -95,7 +95,7 @@
 //! ```
 
 use crate::backend::{Cpu, LinearOperator};
-use crate::{CsrMatrix, Scalar};
+use crate::{CsrMatrix, Elem};
 
 pub mod cpu;
 
@@ -103,7 +103,7 @@ pub mod cpu;
 pub mod gpu;
 
 /// `y ← A·x` with the crate's row-parallel CPU SpMV.
-impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
+impl<T: crate::Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
     fn nrows(&self) -> usize {
         CsrMatrix::nrows(self)
     }
@@ -123,6 +123,26 @@ impl<T: Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
 ///
 /// # Panics
 /// When `x.len() != a.ncols()` or `y.len() != a.nrows()` (the message names both sizes).
-pub fn spmv<T: Scalar>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
+pub fn spmv<T: Elem>(alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
     cpu::spmv_par(alpha, a, x, beta, y)
+}
+
+/// Which product a call computes: `A·x`, `Aᵀ·x` or `Aᴴ·x` (BLAS's `N`, `T`, `C`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `A·x`.
+    NoTrans,
+    /// `Aᵀ·x`.
+    Trans,
+    /// `Aᴴ·x`, the conjugate transpose (`Aᵀ·x` for a real type).
+    ConjTrans,
+}
+
+/// `y ← α·op(A)·x + β·y` on the CPU: [`spmv`] for `A·x`, [`cpu::spmv_op`] for the transposed
+/// products.
+///
+/// # Panics
+/// When the lengths do not fit `op(A)` (the message names both sizes).
+pub fn spmv_op<T: Elem>(op: Op, alpha: T, a: &CsrMatrix<T>, x: &[T], beta: T, y: &mut [T]) {
+    cpu::spmv_op(op, alpha, a, x, beta, y)
 }

@@ -260,11 +260,11 @@ const BAD: &[(&str, usize, &str)] = &[
     ("col_out_of_range.mtx", 4, "column index 99999999999999999999999 is out of range: the size line declares 3 columns"),
     ("col_zero.mtx", 4, "column index 0 is invalid (Matrix Market indices start at 1)"),
     ("column_missing.mtx", 4, "missing column index"),
-    ("complex.mtx", 1, "complex general matrices are not supported"),
+    ("complex.mtx", 1, "a complex general file holds complex values: read it as a complex matrix"),
     ("empty.mtx", 1, "empty file"),
     ("entries_1e12.mtx", 3, "declares 1000000000000 entries, beyond segsparse's 32-bit limit"),
     ("entries_4e9_few.mtx", 5, "too few entries: the file ends after 2 of the 4000000000 entries"),
-    ("hermitian.mtx", 1, "complex hermitian matrices are not supported"),
+    ("hermitian.mtx", 1, "a complex hermitian file holds complex values"),
     ("hermitian_real.mtx", 1, "hermitian symmetry needs the complex field"),
     ("integer_with_fraction.mtx", 3, "value '1.5' is not an integer"),
     ("missing_size_line.mtx", 3, "missing size line"),
@@ -875,7 +875,7 @@ fn raefsky2_has_the_published_shape() {
     let e = io::read_matrix_market::<f64>(project_file("young1c.mtx.gz")).unwrap_err();
     assert!(
         e.to_string()
-            .contains("complex general matrices are not supported"),
+            .contains("holds complex values: read it as a complex matrix"),
         "{e}"
     );
 }

@@ -61,6 +61,7 @@
 //! - M. Adams, M. Brezina, J. Hu and R. Tuminaro, *Parallel multigrid smoothing: polynomial
 //!   versus Gauss–Seidel*, J. Comput. Phys. 188, 2003 (Chebyshev smoothers).
 
+mod block_cycle;
 mod coarse;
 mod cycle;
 #[cfg(feature = "cuda")]
@@ -381,6 +382,25 @@ pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized + 'static {
         beta: T,
         y: &mut Self::Vector,
     ) -> Result<()>;
+    /// `ys[j] ← α·A·xs[j] + β·ys[j]` for every `j` (the cycle on a block of columns). The
+    /// default runs [`MultigridOps::spmv`] column by column; the GPU backend reads the matrix
+    /// once for up to 32 columns. Must not synchronise with the host.
+    ///
+    /// # Errors
+    /// A failed launch.
+    fn spmv_block(
+        &self,
+        a: &Self::Matrix,
+        alpha: T,
+        xs: &[&Self::Vector],
+        beta: T,
+        ys: &mut [&mut Self::Vector],
+    ) -> Result<()> {
+        for (x, y) in xs.iter().zip(ys.iter_mut()) {
+            self.spmv(a, alpha, x, beta, y)?;
+        }
+        Ok(())
+    }
     /// Builds the hierarchy of `a` (the setup). The default runs it on the host and uploads
     /// the result; the GPU backend runs it on the device (`device.rs`).
     ///
@@ -596,6 +616,19 @@ impl<T: crate::backend::GpuScalar> MultigridOps<T> for crate::backend::gpu::GpuO
     ) -> Result<()> {
         a.spmv(alpha, x, beta, y)
     }
+    fn spmv_block(
+        &self,
+        a: &Self::Matrix,
+        alpha: T,
+        xs: &[&Self::Vector],
+        beta: T,
+        ys: &mut [&mut Self::Vector],
+    ) -> Result<()> {
+        if let ([x], [y]) = (xs, &mut *ys) {
+            return a.spmv(alpha, x, beta, y);
+        }
+        a.spmv_columns(alpha, xs, beta, ys)
+    }
     fn amg_setup(
         &self,
         a: &CsrMatrix<T>,
@@ -628,6 +661,8 @@ pub struct Amg<T: Scalar, B: MultigridOps<T>> {
     state: Box<dyn HierarchyState<T, B>>,
     built: Built<T, B>,
     work: RefCell<Vec<Work<B::Vector>>>,
+    /// The cycle workspace of a block of columns (`Preconditioner::apply_block`), per column.
+    block_work: RefCell<Vec<Vec<Work<B::Vector>>>>,
     summary: AmgSummary,
     /// An update failed after it began to rewrite the hierarchy: `apply` refuses.
     broken: bool,
@@ -700,6 +735,7 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
             state,
             built,
             work: RefCell::new(Vec::new()),
+            block_work: RefCell::new(Vec::new()),
             summary: empty_summary(params),
             broken: false,
         };
@@ -884,6 +920,51 @@ impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
             self.params.cycle,
             r,
             z,
+            true,
+            &mut work,
+        )
+    }
+
+    /// One cycle from `zs = 0` for every column, each product of a level's matrix applied to
+    /// the whole block ([`MultigridOps::spmv_block`]). Column `j` equals [`Preconditioner::apply`]
+    /// of `rs[j]` to rounding.
+    fn apply_block(&self, be: &B, rs: &[&B::Vector], zs: &mut [&mut B::Vector]) -> Result<()> {
+        assert_eq!(
+            rs.len(),
+            zs.len(),
+            "AMG apply_block: as many outputs as inputs"
+        );
+        if rs.len() <= 1 {
+            for (r, z) in rs.iter().zip(zs.iter_mut()) {
+                self.apply(be, r, z)?;
+            }
+            return Ok(());
+        }
+        if self.broken {
+            return Err(crate::Error::InvalidInput(
+                "AMG: a numeric re-setup failed part-way; build a new hierarchy".into(),
+            ));
+        }
+        let n = self.summary.levels[0].rows;
+        for (r, z) in rs.iter().zip(zs.iter()) {
+            assert!(
+                be.len(r) == n && be.len(z) == n,
+                "AMG apply_block: columns of {} and {} rows, A has {n}",
+                be.len(r),
+                be.len(z)
+            );
+        }
+        let mut bw = self.block_work.borrow_mut();
+        block_cycle::ensure_work(be, &self.built.info, &mut bw, rs.len())?;
+        let mut work: Vec<&mut [Work<B::Vector>]> =
+            bw.iter_mut().take(rs.len()).map(|w| &mut w[..]).collect();
+        block_cycle::cycle_block(
+            be,
+            &self.built.levels,
+            &self.built.coarse_inv,
+            self.params.cycle,
+            rs,
+            zs,
             true,
             &mut work,
         )

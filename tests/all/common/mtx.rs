@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use segsparse::{io, CsrMatrix, Scalar};
+use segsparse::{io, CsrMatrix, Elem};
 
 pub fn roots() -> Vec<PathBuf> {
     let mut v = Vec::new();
@@ -22,7 +22,7 @@ pub fn roots() -> Vec<PathBuf> {
     v
 }
 
-pub fn load<T: Scalar>(name: &str) -> Option<CsrMatrix<T>> {
+pub fn load<T: Elem>(name: &str) -> Option<CsrMatrix<T>> {
     for root in roots() {
         for ext in ["mtx.gz", "mtx"] {
             let p = root.join(format!("{name}.{ext}"));
