@@ -308,14 +308,11 @@ pub fn choose<T: Scalar>(a: &CsrMatrix<T>) -> AutoChoice {
     }
 }
 
-/// Whether the rule that applies to `s` reports the level count (the rules that end in ILU(0)
-/// or in CG with Jacobi on a matrix that is not M-matrix-like); the others skip its sequential
-/// pass (Poisson-like matrices of many millions of rows).
+/// Whether the rule that applies to `s` reports the level count (the one that ends in ILU(0)
+/// with the application chosen per factor); the others skip its sequential pass.
 fn needs_levels(s: &MatrixStats) -> bool {
     let spd = s.symmetric && s.positive_diagonal;
-    s.missing_diagonal == 0
-        && !(spd && s.m_matrix_signs())
-        && (spd || s.min_dominance < 1.0 + DOMINANT_MARGIN)
+    s.missing_diagonal == 0 && !spd && s.min_dominance < 1.0 + DOMINANT_MARGIN
 }
 
 fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
@@ -368,12 +365,10 @@ fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
         return (
             Cg,
             Jacobi,
-            format!(
-                "symmetric, positive diagonal, not an M-matrix pattern ({} levels in the lower \
-                 triangle): CG with Jacobi (fused into CG's updates; IC(0) cut iterations on the \
-                 corpus but lost in time on every such matrix)",
-                s.lower_levels
-            ),
+            "symmetric, positive diagonal, not an M-matrix pattern: CG with Jacobi (fused into \
+             CG's updates; IC(0) cut iterations on the corpus but lost in time on every such \
+             matrix)"
+                .to_string(),
         );
     }
     if s.min_dominance >= 1.0 + DOMINANT_MARGIN {
@@ -435,7 +430,10 @@ mod tests {
         }
         let chain = CsrMatrix::<f64>::from_triplets(50, 50, &t).unwrap();
         let c = choose(&chain);
-        assert_eq!((c.method, c.precond), (AutoMethod::Gmres, AutoPrecond::Ilu0));
+        assert_eq!(
+            (c.method, c.precond),
+            (AutoMethod::Gmres, AutoPrecond::Ilu0)
+        );
         assert_eq!(c.stats.lower_levels, 50);
     }
 }

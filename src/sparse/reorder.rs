@@ -454,8 +454,8 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
     let mut col_of_row = vec![FREE; n];
     // Greedy start on tight edges.
     for j in 0..n {
-        for k in cptr[j]..cptr[j + 1] {
-            let i = crow[k] as usize;
+        for (k, &i) in crow.iter().enumerate().take(cptr[j + 1]).skip(cptr[j]) {
+            let i = i as usize;
             if col_of_row[i] == FREE && reduced(k, i, j, &u, &v) <= 1e-12 {
                 col_of_row[i] = j as u32;
                 row_of[j] = i as u32;
@@ -487,8 +487,8 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
                      done: &[bool],
                      u: &[f64],
                      v: &[f64]| {
-            for k in cptr[j]..cptr[j + 1] {
-                let i = crow[k] as usize;
+            for (k, &i) in crow.iter().enumerate().take(cptr[j + 1]).skip(cptr[j]) {
+                let i = i as usize;
                 if done[i] {
                     continue;
                 }
@@ -504,7 +504,15 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
             }
         };
         relax(
-            j0, 0.0, &mut dist, &mut pred, &mut touched, &mut heap, &done, &u, &v,
+            j0,
+            0.0,
+            &mut dist,
+            &mut pred,
+            &mut touched,
+            &mut heap,
+            &done,
+            &u,
+            &v,
         );
         let mut found: Option<(usize, f64)> = None;
         while let Some(Reverse((kd, i))) = heap.pop() {
@@ -521,7 +529,15 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
             finalized.push(i);
             let j = col_of_row[i] as usize;
             relax(
-                j, d, &mut dist, &mut pred, &mut touched, &mut heap, &done, &u, &v,
+                j,
+                d,
+                &mut dist,
+                &mut pred,
+                &mut touched,
+                &mut heap,
+                &done,
+                &u,
+                &v,
             );
         }
         match found {
@@ -782,11 +798,12 @@ mod tests {
             let a = CsrMatrix::from_triplets(n, n, &t).unwrap();
             let dense = |i: usize, j: usize| -> f64 {
                 let (c, v) = a.row(i);
-                c.iter().position(|&x| x as usize == j).map_or(0.0, |k| v[k].abs())
+                c.iter()
+                    .position(|&x| x as usize == j)
+                    .map_or(0.0, |k| v[k].abs())
             };
-            let product = |row_of: &[u32]| -> f64 {
-                (0..n).map(|j| dense(row_of[j] as usize, j).ln()).sum()
-            };
+            let product =
+                |row_of: &[u32]| -> f64 { (0..n).map(|j| dense(row_of[j] as usize, j).ln()).sum() };
             let best = perms
                 .iter()
                 .map(|p| product(p))
@@ -795,7 +812,10 @@ mod tests {
             assert_eq!(m.unmatched, 0, "case {case}");
             assert!(is_permutation(&m.row_of));
             let got = product(&m.row_of);
-            assert!((got - best).abs() <= 1e-9 * best.abs().max(1.0), "case {case}: {got} vs {best}");
+            assert!(
+                (got - best).abs() <= 1e-9 * best.abs().max(1.0),
+                "case {case}: {got} vs {best}"
+            );
             for i in 0..n {
                 let (c, v) = a.row(i);
                 for (&j, &x) in c.iter().zip(v) {
@@ -806,7 +826,10 @@ mod tests {
             for j in 0..n {
                 let i = m.row_of[j] as usize;
                 let y = dense(i, j) * m.row_scale[i] * m.col_scale[j];
-                assert!((y - 1.0).abs() <= 1e-9, "case {case}: matched ({i}, {j}) = {y}");
+                assert!(
+                    (y - 1.0).abs() <= 1e-9,
+                    "case {case}: matched ({i}, {j}) = {y}"
+                );
             }
         }
         // Structurally singular: as many as possible, the rest paired.

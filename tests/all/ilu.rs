@@ -867,7 +867,11 @@ mod gpu {
                     g.apply_swept(&dr, &mut dt2, &mut dz2).unwrap(),
                     "{name}: the cooperative application did not run"
                 );
-                assert_eq!(gpu.download(&dz2).unwrap(), got, "{name} {sweeps}: fused apply");
+                assert_eq!(
+                    gpu.download(&dz2).unwrap(),
+                    got,
+                    "{name} {sweeps}: fused apply"
+                );
                 assert_eq!(
                     gpu.download(&dt2).unwrap(),
                     gpu.download(&dt).unwrap(),
@@ -881,7 +885,11 @@ mod gpu {
                 assert!(!gs.apply_swept(&dr, &mut dt, &mut dz3).unwrap());
                 gs.lower_solve(&dr, &mut dt).unwrap();
                 gs.upper_solve(&dt, &mut dz3).unwrap();
-                assert_eq!(gpu.download(&dz3).unwrap(), got, "{name} {sweeps}: separate");
+                assert_eq!(
+                    gpu.download(&dz3).unwrap(),
+                    got,
+                    "{name} {sweeps}: separate"
+                );
             }
         }
     }
