@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
 use crate::sparse::triangular::gpu::{
-    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, HOST_FACTOR_LEVELS, SMEM_X_BYTES, THREADS,
+    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, HOST_FACTOR_LEVELS, NULL, SMEM_X_BYTES, THREADS,
 };
 use crate::sparse::triangular::{gpu_level_groups, LevelGroup, SptrsvAlgorithm};
 
@@ -310,6 +310,95 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             }
             None => self.upper.solve(&self.gpu, &self.k, col, val, b, x, j),
         }
+    }
+
+    /// `z = Qᵀ·U⁻¹(L⁻¹(P·r))` in one cooperative launch when both triangles are applied by
+    /// Jacobi sweeps (`t` receives `L⁻¹(P·r)`); `Ok(false)` (nothing queued) otherwise, or where
+    /// the cooperative kernels cannot run: the caller then runs the two solves. The result equals
+    /// [`lower_solve`](Self::lower_solve) then [`upper_solve`](Self::upper_solve) bit for bit.
+    ///
+    /// # Errors
+    /// Launch failures.
+    pub fn apply_swept(
+        &self,
+        r: &CudaSlice<T>,
+        t: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T>,
+    ) -> Result<bool> {
+        let (ls, us) = (self.modes.lower_sweeps, self.modes.upper_sweeps);
+        let n = self.structure.n as u32;
+        if ls == 0
+            || us == 0
+            || n == 0
+            || !self.lower.sweeps_fusable()
+            || !self.upper.sweeps_fusable()
+        {
+            return Ok(false);
+        }
+        let grid = match (
+            self.k.fused_grid(n, self.lower.lanes),
+            self.k.fused_grid(n, self.upper.lanes),
+        ) {
+            (Some(a), Some(b)) => a.max(b),
+            _ => return Ok(false),
+        };
+        for (v, what) in [(r.len(), "r"), (t.len(), "t"), (z.len(), "z")] {
+            assert_eq!(
+                v, self.structure.n,
+                "factor application: {what} has {v} elements, the factor {} rows",
+                self.structure.n
+            );
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let mut permuted = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bar = self.lower.bar.lock().unwrap_or_else(|p| p.into_inner());
+        let (ucol, uval) = match &self.transpose {
+            Some((tcol, tval, _)) => (tcol, tval),
+            None => (&self.col, &self.val),
+        };
+        let (ls, us) = (ls as u32, us as u32);
+        let stream = self.gpu.stream();
+        let mut l = stream.launch_builder(&self.k.apply_sweeps);
+        l.arg(&n).arg(&self.lower.start).arg(&self.lower.end);
+        match &self.lower.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(&self.col)
+            .arg(&self.val)
+            .arg(&ls)
+            .arg(&self.lower.lanes)
+            .arg(&self.upper.start)
+            .arg(&self.upper.end);
+        match &self.upper.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes).arg(r);
+        match &self.perm_in {
+            Some(p) => l.arg(p),
+            None => l.arg(&NULL),
+        };
+        l.arg(&mut *t).arg(&mut *scratch);
+        match &self.perm_out {
+            Some(p) => l.arg(&mut *permuted).arg(p).arg(&mut *z),
+            None => l.arg(&mut *z).arg(&NULL).arg(&NULL),
+        };
+        l.arg(&mut *bar);
+        // SAFETY: ilu_apply_sweeps(u32 n, const u32* l_start, const u32* l_end,
+        // const u32* l_diag, const u32* l_col, const T* l_val, u32 l_sweeps, u32 l_g,
+        // const u32* u_start, const u32* u_end, const u32* u_diag, const u32* u_col,
+        // const T* u_val, u32 u_sweeps, u32 u_g, const T* r, const u32* bmap, T* t, T* scratch,
+        // T* y, const u32* omap, T* z, u32* bar): the two plans were made for this factor's
+        // pattern (IC: the upper one for Lᵀ's, with its columns and values), their ranges have
+        // n entries (diag null for a unit diagonal); r, t, the scratch, y and z have n elements
+        // (the permuted buffer has n when perm_out exists) and the written ones are distinct
+        // from each other and from r; bmap/omap are permutations of 0..n or null (then y is z
+        // and omap's output null); bar one word only the cooperative kernels touch. The grid is
+        // at most the co-resident blocks, which the cooperative launch guarantees.
+        unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
+            .map_err(launch_err("ilu_apply_sweeps"))?;
+        Ok(true)
     }
 
     /// How the two triangular solves are applied.

@@ -50,6 +50,21 @@ pub const HOST_FACTOR_LEVELS: usize = 256;
 /// runs are long (each level of the run must fit in one pass of the block).
 pub const GROUP_THREADS: u32 = 1024;
 
+/// Blocks per SM at most of the cooperative sweep kernels (`sptrsv_jacobi_fused`,
+/// `ilu_apply_sweeps`): enough warps to give each row of a corpus-sized triangle its own
+/// warp, few enough that a grid barrier (one atomic per block) stays short.
+pub const FUSED_BLOCKS_PER_SM: u32 = 4;
+
+/// The longest row (in entries per lane) a triangle may have for its sweeps to run in the
+/// cooperative kernels. There every sweep reads `x` from L2 (it was written by other blocks in the
+/// same launch) and waits at a grid barrier for the slowest row, so a hub row read by few lanes
+/// sets each sweep's time; separate launches read it through L1. Measured on an H100
+/// (`benches/results/history/ilu.md`, 8 sweeps): the cooperative application took 0.40–0.84× the
+/// separate launches' time on 16 of the 17 corpus factors whose longest row has at most 10
+/// entries per lane (494_bus 1.02×), and 1.04–1.42× on the 7 with 14–654 (fs_183_1, arc130,
+/// watt_2, rajat19, adder_dcop_05, bayer10, 1138_bus).
+pub const FUSED_MAX_ROW_PER_LANE: u32 = 12;
+
 /// The kernels of `sptrsv.cu` for one element type.
 pub(crate) struct Kernels {
     pub(crate) levels: CudaFunction,
@@ -58,6 +73,11 @@ pub(crate) struct Kernels {
     pub(crate) ic0: CudaFunction,
     pub(crate) gather: CudaFunction,
     pub(crate) jacobi: CudaFunction,
+    pub(crate) jacobi_fused: CudaFunction,
+    pub(crate) apply_sweeps: CudaFunction,
+    /// The most co-resident blocks of the cooperative sweep kernels (0: they cannot run, the
+    /// sweeps are separate launches).
+    pub(crate) fused_blocks: u32,
 }
 
 impl Kernels {
@@ -70,7 +90,43 @@ impl Kernels {
             ic0: f("ic0_levels")?,
             gather: f("gather")?,
             jacobi: f("sptrsv_jacobi")?,
-        })
+            jacobi_fused: f("sptrsv_jacobi_fused")?,
+            apply_sweeps: f("ilu_apply_sweeps")?,
+            fused_blocks: 0,
+        }
+        .with_fused_blocks(gpu))
+    }
+
+    /// Sets [`fused_blocks`](Self::fused_blocks) from the occupancy of the cooperative kernels
+    /// (their grid barriers need every block resident; the cooperative launch makes the driver
+    /// refuse a grid that could not be).
+    fn with_fused_blocks(mut self, gpu: &Gpu) -> Self {
+        // The occupancy query does not bind the context itself.
+        let bound = gpu.context().bind_to_thread().is_ok();
+        let per_sm = [&self.jacobi_fused, &self.apply_sweeps]
+            .iter()
+            .map(|f| {
+                f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                    .unwrap_or(0)
+            })
+            .min()
+            .unwrap_or(0)
+            .min(FUSED_BLOCKS_PER_SM);
+        // `SEGSPARSE_SWEEPS=separate` keeps one launch per sweep (for measuring the fusion).
+        let separate = std::env::var("SEGSPARSE_SWEEPS").is_ok_and(|v| v == "separate");
+        self.fused_blocks = if bound && !separate {
+            per_sm * gpu.sm_count()
+        } else {
+            0
+        };
+        self
+    }
+
+    /// The grid of a cooperative sweep launch over `n` rows at `lanes` lanes per row, or `None`
+    /// when the cooperative kernels cannot run here.
+    pub(crate) fn fused_grid(&self, n: u32, lanes: u32) -> Option<u32> {
+        let need = n.div_ceil(THREADS / lanes.max(1)).max(1);
+        (self.fused_blocks > 0).then(|| need.min(self.fused_blocks))
     }
 }
 
@@ -94,6 +150,10 @@ pub struct GpuTriPlan {
     pub(crate) stats: LevelStats,
     /// Ready flags and the row counter of the synchronization-free kernel (n + 1 words).
     pub(crate) flags: Mutex<CudaSlice<u32>>,
+    /// The grid-barrier word of the cooperative sweep kernels (never reset: see `sptrsv.cu`).
+    pub(crate) bar: Mutex<CudaSlice<u32>>,
+    /// The longest row's entries per lane (see [`FUSED_MAX_ROW_PER_LANE`]).
+    pub(crate) row_per_lane: u32,
     pub(crate) sm_count: u32,
 }
 
@@ -132,6 +192,14 @@ impl GpuTriPlan {
             lanes,
             stats,
             flags: Mutex::new(gpu.zeros::<u32>(plan.n() + 1)?),
+            bar: Mutex::new(gpu.zeros::<u32>(1)?),
+            row_per_lane: plan
+                .start()
+                .iter()
+                .zip(plan.end())
+                .map(|(&s, &e)| (e - s).div_ceil(lanes))
+                .max()
+                .unwrap_or(0),
             sm_count: gpu.sm_count(),
         })
     }
@@ -151,6 +219,11 @@ impl GpuTriPlan {
     /// Lanes per row of the level kernels.
     pub fn lanes(&self) -> u32 {
         self.lanes
+    }
+    /// Whether this triangle's sweeps may run in one cooperative launch (its longest row has at
+    /// most [`FUSED_MAX_ROW_PER_LANE`] entries per lane).
+    pub fn sweeps_fusable(&self) -> bool {
+        self.row_per_lane <= FUSED_MAX_ROW_PER_LANE
     }
 
     /// Forces an algorithm (benchmarks compare both on one plan).
@@ -197,6 +270,41 @@ impl GpuTriPlan {
                 scratch.len(),
                 self.n
             );
+            if let Some(grid) = k
+                .fused_grid(n, self.lanes)
+                .filter(|_| self.sweeps_fusable())
+            {
+                let mut bar = self.bar.lock().unwrap_or_else(|p| p.into_inner());
+                let sweeps = sweeps as u32;
+                let mut l = stream.launch_builder(&k.jacobi_fused);
+                l.arg(&n).arg(&self.start).arg(&self.end);
+                match &self.diag {
+                    Some(d) => l.arg(d),
+                    None => l.arg(&NULL),
+                };
+                l.arg(col)
+                    .arg(val)
+                    .arg(b)
+                    .arg(&NULL)
+                    .arg(&sweeps)
+                    .arg(&mut *x)
+                    .arg(&mut *scratch)
+                    .arg(&NULL)
+                    .arg(&NULL)
+                    .arg(&self.lanes)
+                    .arg(&mut *bar);
+                // SAFETY: sptrsv_jacobi_fused(u32 n, const u32* start, const u32* end,
+                // const u32* diag, const u32* col, const T* val, const T* b, const u32* bmap,
+                // u32 sweeps, T* x, T* scratch, const u32* omap, T* out, u32 g, u32* bar):
+                // start/end/diag have n entries (diag null for a unit diagonal), col/val hold the
+                // positions they point to, b, x and the scratch n elements (x and the scratch
+                // distinct, b distinct from both); bmap, omap and out null; bar one word that only
+                // these cooperative kernels touch. The cooperative launch guarantees that the
+                // grid (at most the co-resident blocks) is resident, as its barriers need.
+                unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
+                    .map_err(launch_err("sptrsv_jacobi_fused"))?;
+                return Ok(());
+            }
             let rows_per_block = THREADS / self.lanes;
             let blocks = n
                 .div_ceil(rows_per_block)
