@@ -1402,5 +1402,4 @@ mod irregular_tests {
         }
         assert!(big, "some box has the large coefficient");
     }
-
 }

@@ -798,7 +798,10 @@ mod tests {
     fn assert_valid(ptr: &[u32], idx: &[u32], a: &Aggregation, what: &str) {
         let n = ptr.len() - 1;
         let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
-        assert!(a.roots.windows(2).all(|w| w[0] < w[1]), "{what}: roots order");
+        assert!(
+            a.roots.windows(2).all(|w| w[0] < w[1]),
+            "{what}: roots order"
+        );
         for (k, &r) in a.roots.iter().enumerate() {
             assert_eq!(a.agg[r as usize], k as u32, "{what}: root {r}");
         }
@@ -808,7 +811,10 @@ mod tests {
                 assert_eq!(g, NOT_AGGREGATED, "{what}: isolated node {i}");
                 continue;
             }
-            assert!((g as usize) < a.roots.len(), "{what}: node {i} not aggregated");
+            assert!(
+                (g as usize) < a.roots.len(),
+                "{what}: node {i} not aggregated"
+            );
             let r = a.roots[g as usize];
             let near = r as usize == i
                 || nb(i).contains(&r)
@@ -821,7 +827,8 @@ mod tests {
             for &j in nb(r as usize) {
                 for &k in nb(j as usize).iter().chain([j].iter()) {
                     assert!(
-                        k == r || a.agg[k as usize] == NOT_AGGREGATED
+                        k == r
+                            || a.agg[k as usize] == NOT_AGGREGATED
                             || a.roots[a.agg[k as usize] as usize] != k,
                         "{what}: roots {r} and {k} within distance 2"
                     );

@@ -33,8 +33,7 @@ pub mod triangular;
 
 pub use aggregate::{
     aggregate_mis2, aggregate_mis2_counted, aggregate_mis2_ordered, amalgamate, mis2_priority,
-    mis2_priority30, splitmix64,
-    strength_symmetric, Aggregation, NOT_AGGREGATED,
+    mis2_priority30, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
 };
 
 use rayon::prelude::*;

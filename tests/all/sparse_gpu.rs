@@ -440,8 +440,14 @@ fn product_as_gpu_csr_spmv() {
             (s2.min, s2.max, s2.empty_rows),
             "{what}"
         );
-        assert!((s1.mean - s2.mean).abs() <= 1e-12 * s2.mean.max(1.0), "{what}");
-        assert!((s1.std_dev - s2.std_dev).abs() <= 1e-9 * s2.std_dev.max(1.0), "{what}");
+        assert!(
+            (s1.mean - s2.mean).abs() <= 1e-12 * s2.mean.max(1.0),
+            "{what}"
+        );
+        assert!(
+            (s1.std_dev - s2.std_dev).abs() <= 1e-9 * s2.std_dev.max(1.0),
+            "{what}"
+        );
         let x: Vec<f64> = (0..host.ncols()).map(|i| (i % 13) as f64 - 6.0).collect();
         let dx = g.upload(&x).unwrap();
         let mut y1 = g.zeros::<f64>(host.nrows()).unwrap();

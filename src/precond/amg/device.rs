@@ -626,8 +626,7 @@ fn setup_state<T: GpuScalar>(
         let s = strength(g, a_l.into(), lv.block, params.theta)?;
         phase(g, params, &mut times.strength, clock)?;
         let clock = Instant::now();
-        let agg =
-            crate::sparse::gpu::aggregate::aggregate_mis2_with(
+        let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
             g,
             (&s).into(),
             params.seed,
