@@ -20,6 +20,8 @@
 //! | `aniso2d:N:EPS` | anisotropic diffusion `−u_xx − EPS·u_yy`, Q1 finite elements on an N×N grid (PyAMG's `stencil_grid(diffusion_stencil_2d(EPS), (N, N))`) | N² | ≈ 9N² |
 //! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
 //! | `elasticity2d:N` | 2-D linear elasticity, Q1 elements, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary (PyAMG's `linear_elasticity((N, N))`); two unknowns per node | 2N² | ≈ 18·2N² |
+//! | `elasticity3d:N` | 3-D linear elasticity, trilinear (Q1) hexahedra on the unit-spaced (N + 1)³-element cube, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary; three unknowns per interior node | 3N³ | ≈ 81·3N³ |
+//! | `jumps3d:N` | 7-point 3-D diffusion whose coefficient is 1 or 10⁴ on random 8³ boxes (harmonic means on the faces, Dirichlet boundary): the Poisson pattern with jumping values | N³ | ≈ 7N³ |
 //! | `helmholtz3d:N:K:SHIFT` | complex shifted Helmholtz `−Δu − K²(1 − i·SHIFT)u` on the unit cube, 7-point stencil scaled by h² (see [`helmholtz3d`]); complex symmetric, for a complex element type | N³ | ≈ 7N³ |
 //!
 //! Every spec builds into any element type ([`Elem`]): a complex type gets the real
@@ -76,10 +78,12 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               powerlaw:N:ALPHA, denserows:N:K:D:L, wide:M:N:K (e.g. poisson2d:1000, \
                               random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
                               wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N, \
-                              emptyrows:N:PCT:K, rmat:SCALE:EF, helmholtz3d:N:K:SHIFT \
-                              (complex, e.g. helmholtz3d:100:20:0.5)";
+                              emptyrows:N:PCT:K, rmat:SCALE:EF, elasticity3d:N, jumps3d:N, \
+                              helmholtz3d:N:K:SHIFT (complex, e.g. helmholtz3d:100:20:0.5)";
 
-const NAMES: [&str; 15] = [
+const NAMES: [&str; 17] = [
+    "elasticity3d",
+    "jumps3d",
     "helmholtz3d",
     "aniso2d",
     "poisson3d27",
@@ -235,6 +239,14 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         "elasticity2d" => {
             arity(1)?;
             elasticity2d(int(1, "N")?)
+        }
+        "elasticity3d" => {
+            arity(1)?;
+            elasticity3d(int(1, "N")?)
+        }
+        "jumps3d" => {
+            arity(1)?;
+            jumps3d(int(1, "N")?)
         }
         _ => Err(bad("unknown generator")),
     }
@@ -662,6 +674,204 @@ pub fn elasticity2d_coordinates(n: usize) -> Vec<[f64; 2]> {
     (0..n * n)
         .map(|node| [(node % n + 1) as f64 - h, (node / n + 1) as f64 - h])
         .collect()
+}
+
+/// The 24×24 stiffness matrix of a unit cube trilinear (Q1) element for linear elasticity with
+/// Lamé parameters `lame` and `mu`, by 2×2×2 Gauss quadrature (exact for this element). Local
+/// node `a + 2b + 4c` sits at `(a, b, c)`; local unknown `3·node + component`.
+fn q1_elasticity_local_3d(lame: f64, mu: f64) -> [[f64; 24]; 24] {
+    let g = [0.5 - 0.5 / 3f64.sqrt(), 0.5 + 0.5 / 3f64.sqrt()];
+    let phi = |a: usize, t: f64| if a == 0 { 1.0 - t } else { t };
+    let dphi = |a: usize| if a == 0 { -1.0 } else { 1.0 };
+    let mut k = [[0.0; 24]; 24];
+    for &x in &g {
+        for &y in &g {
+            for &z in &g {
+                // Gradients of the 8 shape functions at the Gauss point.
+                let mut grad = [[0.0; 3]; 8];
+                for (node, gr) in grad.iter_mut().enumerate() {
+                    let (a, b, c) = (node & 1, (node >> 1) & 1, node >> 2);
+                    *gr = [
+                        dphi(a) * phi(b, y) * phi(c, z),
+                        phi(a, x) * dphi(b) * phi(c, z),
+                        phi(a, x) * phi(b, y) * dphi(c),
+                    ];
+                }
+                // B (6×24, Voigt order xx, yy, zz, xy, yz, xz), then Bᵀ·D·B / 8.
+                let mut bm = [[0.0; 24]; 6];
+                for (node, gr) in grad.iter().enumerate() {
+                    let q = 3 * node;
+                    bm[0][q] = gr[0];
+                    bm[1][q + 1] = gr[1];
+                    bm[2][q + 2] = gr[2];
+                    bm[3][q] = gr[1];
+                    bm[3][q + 1] = gr[0];
+                    bm[4][q + 1] = gr[2];
+                    bm[4][q + 2] = gr[1];
+                    bm[5][q] = gr[2];
+                    bm[5][q + 2] = gr[0];
+                }
+                let mut db = [[0.0; 24]; 6];
+                for col in 0..24 {
+                    let tr = bm[0][col] + bm[1][col] + bm[2][col];
+                    for r in 0..3 {
+                        db[r][col] = lame * tr + 2.0 * mu * bm[r][col];
+                    }
+                    for r in 3..6 {
+                        db[r][col] = mu * bm[r][col];
+                    }
+                }
+                for (i, ki) in k.iter_mut().enumerate() {
+                    for (j, kij) in ki.iter_mut().enumerate() {
+                        *kij += (0..6).map(|r| bm[r][i] * db[r][j]).sum::<f64>() / 8.0;
+                    }
+                }
+            }
+        }
+    }
+    k
+}
+
+/// 3-D linear elasticity on the unit-spaced `(n + 1)³`-element cube, trilinear (Q1) hexahedra,
+/// Young's modulus 10⁵, Poisson ratio 0.3, clamped on the whole boundary: the 3-D counterpart
+/// of [`elasticity2d`]. The unknowns are the three displacements of the `n³` interior nodes;
+/// node `(i, j, k)` (1-based) is node number `((k − 1)·n + (j − 1))·n + (i − 1)` and owns rows
+/// `3·node + c`. Every row stores the 81 entries of the 3 × 3 × 3 neighbouring nodes (fewer at
+/// the boundary). [`elasticity3d_coordinates`] gives the node coordinates for rigid-body modes.
+/// Symmetric positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the size exceeds `u32`.
+pub fn elasticity3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows(3 * (n as u128).pow(3))?;
+    let (e, nu) = (1e5, 0.3);
+    let lame = e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+    let mu = e / (2.0 + 2.0 * nu);
+    let k = q1_elasticity_local_3d(lame, mu);
+    let span = |c: usize| 1 + (c > 1) as usize + (c < n) as usize;
+    let coords = |node: usize| (node % n + 1, (node / n) % n + 1, node / (n * n) + 1);
+    let len = |r: usize| {
+        let (i, j, l) = coords(r / 3);
+        3 * span(i) * span(j) * span(l)
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (kk, r) in range.enumerate() {
+            let (node, c) = (r / 3, r % 3);
+            let (i, j, l) = coords(node);
+            // acc[dz][dy][dx][c2] for the neighbour (i + dx − 1, j + dy − 1, l + dz − 1).
+            let mut acc = [[[[0.0f64; 3]; 3]; 3]; 3];
+            for el in 0..8 {
+                let (ei, ej, el_) = (i - (el & 1), j - ((el >> 1) & 1), l - (el >> 2));
+                let la = (i - ei) + 2 * (j - ej) + 4 * (l - el_);
+                for lb in 0..8 {
+                    let (dx, dy, dz) = (lb & 1, (lb >> 1) & 1, lb >> 2);
+                    let (ni, nj, nl) = (ei + dx, ej + dy, el_ + dz);
+                    for c2 in 0..3 {
+                        acc[nl + 1 - l][nj + 1 - j][ni + 1 - i][c2] += k[3 * la + c][3 * lb + c2];
+                    }
+                }
+            }
+            let mut p = rp[kk] as usize;
+            for (dz, plane) in acc.iter().enumerate() {
+                let nl = l + dz - 1;
+                if nl < 1 || nl > n {
+                    continue;
+                }
+                for (dy, row) in plane.iter().enumerate() {
+                    let nj = j + dy - 1;
+                    if nj < 1 || nj > n {
+                        continue;
+                    }
+                    for (dx, triple) in row.iter().enumerate() {
+                        let ni = i + dx - 1;
+                        if ni < 1 || ni > n {
+                            continue;
+                        }
+                        let nb = ((nl - 1) * n + (nj - 1)) * n + (ni - 1);
+                        for (c2, &v) in triple.iter().enumerate() {
+                            cols[p] = (3 * nb + c2) as u32;
+                            vals[p] = T::of_f64(v);
+                            p += 1;
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The coordinates of the nodes of [`elasticity3d`]`(n)`, `[x, y, z]` per node in node order,
+/// centred on the domain (as [`elasticity2d_coordinates`]).
+pub fn elasticity3d_coordinates(n: usize) -> Vec<[f64; 3]> {
+    let h = (n + 1) as f64 / 2.0;
+    (0..n * n * n)
+        .map(|node| {
+            [
+                (node % n + 1) as f64 - h,
+                ((node / n) % n + 1) as f64 - h,
+                (node / (n * n) + 1) as f64 - h,
+            ]
+        })
+        .collect()
+}
+
+/// 7-point 3-D diffusion `−∇·(k∇u)` on an `n × n × n` grid whose coefficient `k` is 1 or 10⁴ on
+/// boxes of 8³ cells, chosen by a hash of the box (no seed: the matrix depends on `n` alone);
+/// the face coefficients are harmonic means of the two cells', Dirichlet boundary (a face to the
+/// boundary takes the cell's own `k`). The Poisson pattern with values that jump by 10⁴.
+/// Symmetric positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the size exceeds `u32`.
+pub fn jumps3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows((n as u128).pow(3))?;
+    let coef = |x: usize, y: usize, z: usize| {
+        let cell = ((z / 8) * 1_000_003 + (y / 8)) * 1_000_033 + x / 8;
+        if crate::sparse::splitmix64(cell as u64) & 1 == 1 {
+            1e4
+        } else {
+            1.0
+        }
+    };
+    let at = |r: usize| (r % n, (r / n) % n, r / (n * n));
+    let len = |r: usize| {
+        let (x, y, z) = at(r);
+        1 + [x, y, z]
+            .iter()
+            .map(|&c| (c > 0) as usize + (c + 1 < n) as usize)
+            .sum::<usize>()
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (kk, r) in range.enumerate() {
+            let (x, y, z) = at(r);
+            let k = coef(x, y, z);
+            let face = |kn: f64| 2.0 * k * kn / (k + kn);
+            // The six faces: (neighbour row if inside, its coefficient).
+            let nbs = [
+                (z > 0).then(|| (r - n * n, coef(x, y, z.wrapping_sub(1)))),
+                (y > 0).then(|| (r - n, coef(x, y.wrapping_sub(1), z))),
+                (x > 0).then(|| (r - 1, coef(x.wrapping_sub(1), y, z))),
+                (x + 1 < n).then(|| (r + 1, coef(x + 1, y, z))),
+                (y + 1 < n).then(|| (r + n, coef(x, y + 1, z))),
+                (z + 1 < n).then(|| (r + n * n, coef(x, y, z + 1))),
+            ];
+            let diag: f64 = nbs.iter().map(|o| o.map_or(k, |(_, kn)| face(kn))).sum();
+            let mut p = rp[kk] as usize;
+            let mut put = |c: usize, v: f64| {
+                cols[p] = c as u32;
+                vals[p] = T::of_f64(v);
+                p += 1;
+            };
+            for (q, o) in nbs.iter().enumerate() {
+                if q == 3 {
+                    put(r, diag);
+                }
+                if let Some((c, kn)) = *o {
+                    put(c, -face(kn));
+                }
+            }
+        }
+    })
 }
 
 /// The 1-D Laplacian: `n × n` tridiagonal with 2 on the diagonal and −1 beside it. Symmetric
@@ -1139,5 +1349,57 @@ mod irregular_tests {
         assert!(a.values().iter().all(|v| (-1.0..1.0).contains(v)));
         assert_eq!(a, rmat(14, 16, 5).unwrap());
         assert!(from_spec::<f64>("rmat:32:1", 0).is_err());
+    }
+
+    #[test]
+    fn elasticity3d_and_jumps3d() {
+        // elasticity3d: symmetric, positive diagonal, 81 entries in interior rows, and the
+        // rigid-body modes in the kernel of every row whose stencil stays off the boundary.
+        let n = 5;
+        let a = elasticity3d::<f64>(n).unwrap();
+        assert_eq!(a.nrows(), 3 * n * n * n);
+        assert_eq!(a, from_spec::<f64>("elasticity3d:5", 0).unwrap());
+        let t = a.transpose();
+        for (x, y) in a.values().iter().zip(t.values()) {
+            assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{x} vs {y}");
+        }
+        assert_eq!(a.col_idx(), t.col_idx());
+        assert!(a.diagonal().iter().all(|&d| d > 0.0));
+        let xyz = elasticity3d_coordinates(n);
+        let modes = crate::precond::amg::rigid_body_modes_3d::<f64>(&xyz);
+        let interior = |node: usize| {
+            let (i, j, k) = (node % n, (node / n) % n, node / (n * n));
+            [i, j, k].iter().all(|&c| c > 0 && c + 1 < n)
+        };
+        for m in &modes {
+            for r in 0..a.nrows() {
+                let (c, v) = a.row(r);
+                let s: f64 = c.iter().zip(v).map(|(&c, &v)| v * m[c as usize]).sum();
+                if interior(r / 3) {
+                    assert!(s.abs() < 1e-6 * 1e5, "row {r}: {s}");
+                }
+            }
+        }
+        let mid = (2 * n + 2) * n + 2;
+        assert_eq!(a.row(3 * mid).0.len(), 81);
+        // jumps3d: the Poisson pattern, symmetric, coefficients 1 and 10⁴, zero row sums
+        // inside the domain, weakly diagonally dominant.
+        let j = jumps3d::<f64>(20).unwrap();
+        let p = poisson3d::<f64>(20).unwrap();
+        assert_eq!((j.row_ptr(), j.col_idx()), (p.row_ptr(), p.col_idx()));
+        let jt = j.transpose();
+        assert_eq!(j.values(), jt.values());
+        let mut big = false;
+        for r in 0..j.nrows() {
+            let (c, v) = j.row(r);
+            let sum: f64 = v.iter().sum();
+            let d = v[c.iter().position(|&c| c as usize == r).unwrap()];
+            assert!(sum >= -1e-9 * d && d > 0.0, "row {r}");
+            if c.len() == 7 {
+                assert!(sum.abs() <= 1e-9 * d, "row {r}: {sum}");
+            }
+            big |= d > 1e4;
+        }
+        assert!(big, "some box has the large coefficient");
     }
 }

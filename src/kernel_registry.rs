@@ -27,6 +27,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::spmv::gpu::SPMV_SRC,
     #[cfg(feature = "cuda")]
+    &crate::spmv::gpu::SPMV_COLUMNS_SRC,
+    #[cfg(feature = "cuda")]
     &crate::spmv::gpu::complex::SPMV_COMPLEX_SRC,
     #[cfg(feature = "cuda")]
     &crate::spmm::gpu::SPMM_SRC,
@@ -34,6 +36,14 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     &crate::batched::gpu::BATCHED_SRC,
     #[cfg(feature = "cuda")]
     &crate::backend::gpu::BLAS1,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::CG,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::BICGSTAB,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::GMRES,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::CHEBYSHEV,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]

@@ -121,6 +121,17 @@ pub struct Cli {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rhs_count: u32,
 
+    /// How --rhs-count right-hand sides are solved: block (all at once, each column with its
+    /// own convergence, the operator and preconditioner applied to the block) or sequential
+    /// (one solve after the other, the same setup).
+    #[arg(long, value_enum, default_value_t = RhsModeArg::Block)]
+    pub rhs_mode: RhsModeArg,
+
+    /// The right-hand sides after the first (--rhs-count): scaled ((1 + k/10)·b) or random
+    /// (uniform in [-1, 1), seeded by --seed + k).
+    #[arg(long, value_enum, default_value_t = RhsColumnsArg::Scaled)]
+    pub rhs_columns: RhsColumnsArg,
+
     #[command(flatten)]
     pub amg: AmgArgs,
 }
@@ -149,11 +160,11 @@ pub struct AmgArgs {
     /// AMG: at most this many levels.
     #[arg(long, default_value_t = 10)]
     pub amg_max_levels: usize,
-    /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 unknowns per node) for an
-    /// elasticity2d:N spec, the constant otherwise.
+    /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 or 3 unknowns per node)
+    /// for an elasticity2d:N or elasticity3d:N spec, the constant otherwise.
     #[arg(long, value_enum, default_value_t = AmgCandidatesArg::Auto)]
     pub amg_candidates: AmgCandidatesArg,
-    /// AMG: unknowns per node of the fine level [default: 2 with rigid-body modes, else 1].
+    /// AMG: unknowns per node of the fine level [default: 2 or 3 with rigid-body modes, else 1].
     #[arg(long)]
     pub amg_block_size: Option<usize>,
     /// AMG: smoothing steps on A·x = 0 applied to the candidates before fitting.
@@ -169,6 +180,10 @@ pub struct AmgArgs {
     /// AMG: time every setup phase (the device setup then synchronises after each phase).
     #[arg(long)]
     pub amg_phase_times: bool,
+    /// AMG: the MIS-2 priorities follow the node order inside windows of 2^W nodes (30: PyAMG's
+    /// standard aggregation; 0: random priorities) [default: the library's, by the candidates].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=30))]
+    pub amg_aggregation_window: Option<u32>,
     /// AMG: Lanczos steps of the spectral-radius estimates.
     #[arg(long, default_value_t = 15)]
     pub amg_spectral_steps: usize,
@@ -441,4 +456,18 @@ mod tests {
             );
         }
     }
+}
+
+/// `--rhs-mode`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RhsModeArg {
+    Block,
+    Sequential,
+}
+
+/// `--rhs-columns`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RhsColumnsArg {
+    Scaled,
+    Random,
 }

@@ -361,6 +361,9 @@ mod tests {
             amg: Default::default(),
             rbm: None,
             rhs_count: 1,
+            rhs_block: true,
+            rhs_columns: crate::cli::RhsColumnsArg::Scaled,
+            seed: 1,
             amg_setups: 1,
             dist_precond: dist,
             ilu: Default::default(),
@@ -432,7 +435,7 @@ mod tests {
             .to_string();
         assert!(e.contains("GMRES runs on one GPU only"), "{e}");
         let mut rbm = plan(cg, PrecondArg::Amg, Auto);
-        rbm.rbm = Some(10);
+        rbm.rbm = Some((2, 10));
         assert!(dist_plan(rbm).is_err());
     }
 }

@@ -43,10 +43,11 @@ use serde::Serialize;
 
 use cli::{
     BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluOrderArg, MethodArg,
-    PrecisionArg, PrecondArg,
+    PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
 use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
+use segsparse::solvers::multi;
 use segsparse::sparse::incomplete::FactorSummary;
 
 fn main() -> ExitCode {
@@ -111,8 +112,11 @@ struct Extra {
     resetup_only: Option<f64>,
     /// Each full AMG setup's seconds (the hierarchy's own clock).
     amg_setups: Vec<f64>,
-    /// (iterations, seconds) of each solve after the first (`--rhs-count`).
+    /// (iterations, seconds) of each solve after the first (`--rhs-count`); with
+    /// `--rhs-mode block` the seconds are the whole block's.
     more: Vec<(usize, f64)>,
+    /// The right-hand sides were solved as one block (`--rhs-mode block`).
+    block: bool,
     amg: Option<AmgSummary>,
     /// Ranks (GPUs) the solve ran on; 1 for the single-device paths.
     gpus: usize,
@@ -193,15 +197,30 @@ struct Report<'a> {
     dist_precond: Option<String>,
     /// `--gpus auto`, or an explicit count checked against the model: costs and choice.
     gpu_choice: Option<GpuChoice>,
-    /// Iterations and seconds of every right-hand side (`--rhs-count`), first included.
+    /// Iterations and seconds of every right-hand side (`--rhs-count`), first included. With
+    /// `rhs_mode` `block` every column's seconds are the block solve's (they ran together).
     iterations_all: Vec<usize>,
     solve_seconds_all: Vec<f64>,
+    /// `block` or `sequential` (`--rhs-mode`; `sequential` for one right-hand side).
+    rhs_mode: &'static str,
+    /// Seconds of solving every right-hand side: the block solve, or the sum of the sequential
+    /// solves.
+    rhs_seconds_total: Option<f64>,
     /// The AMG hierarchy (`--precond amg`): levels, rows and nonzeros, complexities, bytes.
     amg: Option<AmgSummary>,
     /// `--precond auto`: the choice and its reason.
     auto: Option<AutoReport>,
     /// ILU(0)/IC(0): ordering, levels and application mode of each triangle, matching, shift.
     factor: Option<FactorSummary>,
+}
+
+/// Seconds of all right-hand sides: the block solve's, or the sum of the sequential solves.
+fn rhs_total(first: f64, extra: &Extra) -> f64 {
+    if extra.block {
+        first
+    } else {
+        extra.more.iter().fold(first, |a, m| a + m.1)
+    }
 }
 
 fn finite(v: f64) -> Option<f64> {
@@ -216,9 +235,14 @@ struct Plan {
     restart: usize,
     poly_degree: usize,
     amg: AmgParams,
-    /// `Some(n)`: rigid-body modes of `elasticity2d:n` as the AMG candidates.
-    rbm: Option<usize>,
+    /// `Some((dim, n))`: rigid-body modes of `elasticity{dim}d:n` as the AMG candidates.
+    rbm: Option<(usize, usize)>,
     rhs_count: usize,
+    /// `--rhs-mode block`: the right-hand sides as one block.
+    rhs_block: bool,
+    /// `--rhs-columns` and `--seed`: the right-hand sides after the first.
+    rhs_columns: RhsColumnsArg,
+    seed: u64,
     /// `--amg-setups`.
     amg_setups: usize,
     /// `--dist-precond` (several GPUs only).
@@ -340,6 +364,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg: amg_params(cli)?,
         rbm: rbm_grid(cli)?,
         rhs_count: cli.rhs_count as usize,
+        rhs_block: cli.rhs_mode == RhsModeArg::Block,
+        rhs_columns: cli.rhs_columns,
+        seed: cli.seed,
         amg_setups: cli.amg.amg_setups as usize,
         dist_precond: cli.dist_precond,
     };
@@ -485,6 +512,12 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 solve_seconds_all: std::iter::once(seconds)
                     .chain(out.extra.more.iter().map(|m| m.1))
                     .collect(),
+                rhs_mode: if out.extra.block {
+                    "block"
+                } else {
+                    "sequential"
+                },
+                rhs_seconds_total: finite(rhs_total(seconds, &out.extra)),
                 amg: out.extra.amg.clone(),
                 auto: auto_report.clone(),
                 factor: out.extra.factor.clone(),
@@ -558,15 +591,17 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 writeln!(w, "re-setup   {s:.4} s (numeric only, same pattern)")?;
             }
             if !out.extra.more.is_empty() {
-                let (it, sec) = out
-                    .extra
-                    .more
-                    .iter()
-                    .fold((iterations, seconds), |a, m| (a.0 + m.0, a.1 + m.1));
+                let it = out.extra.more.iter().fold(iterations, |a, m| a + m.0);
+                let sec = rhs_total(seconds, &out.extra);
                 writeln!(
                     w,
-                    "{} solves  {it} iterations, {sec:.4} s in all (one setup)",
-                    out.extra.more.len() + 1
+                    "{} solves  {it} iterations, {sec:.4} s in all (one setup, {})",
+                    out.extra.more.len() + 1,
+                    if out.extra.block {
+                        "as one block"
+                    } else {
+                        "one after the other"
+                    }
                 )?;
             }
             if let Some(s) = &out.extra.amg {
@@ -652,10 +687,16 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
             solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
-            let candidates = plan.rbm.map(|n| {
-                segsparse::precond::amg::rigid_body_modes_2d(
-                    &segsparse::generate::elasticity2d_coordinates(n),
-                )
+            let candidates = plan.rbm.map(|(dim, n)| {
+                if dim == 3 {
+                    segsparse::precond::amg::rigid_body_modes_3d(
+                        &segsparse::generate::elasticity3d_coordinates(n),
+                    )
+                } else {
+                    segsparse::precond::amg::rigid_body_modes_2d(
+                        &segsparse::generate::elasticity2d_coordinates(n),
+                    )
+                }
             });
             // From the solver's own matrix: on the GPU the setup runs on the device from it.
             let build = || {
@@ -709,6 +750,9 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditio
     extra: &mut Extra,
 ) -> (std::result::Result<SolveInfo, SolveError>, (f64, f64)) {
     let setup = setup_clock.elapsed().as_secs_f64() - extra.resetup_seconds.unwrap_or(0.0);
+    if plan.rhs_count > 1 && plan.rhs_block {
+        return solve_block(be, op, m, plan, b, db, x, params, extra, setup);
+    }
     let t = Instant::now();
     let first = run_method(be, op, m, plan, db, x, params);
     let solve = t.elapsed().as_secs_f64();
@@ -718,8 +762,7 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditio
     });
     if first.is_ok() {
         for k in 1..plan.rhs_count {
-            let f = T::of_f64(1.0 + 0.1 * k as f64);
-            let bk: Vec<T> = b.iter().map(|&v| f * v).collect();
+            let bk = rhs_column(plan, b, k);
             let more = be.upload(&bk).map_err(SolveError::from).and_then(|dbk| {
                 let mut xk = be.zeros(b.len())?;
                 let t = Instant::now();
@@ -735,11 +778,94 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditio
     (first, (setup, solve))
 }
 
+/// Right-hand side `k ≥ 1` of `--rhs-count` (`--rhs-columns`): `(1 + k/10)·b`, or uniform in
+/// `[-1, 1)` seeded by `--seed + k`.
+fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
+    match plan.rhs_columns {
+        RhsColumnsArg::Scaled => {
+            let f = T::of_f64(1.0 + 0.1 * k as f64);
+            b.iter().map(|&v| f * v).collect()
+        }
+        RhsColumnsArg::Random => {
+            let mut rng = ChaCha8Rng::seed_from_u64(plan.seed.wrapping_add(k as u64));
+            b.iter()
+                .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+                .collect()
+        }
+    }
+}
+
+/// `--rhs-mode block`: every right-hand side of `--rhs-count` in one call of the multi-column
+/// solver (`segsparse::solvers::multi`); the first column's solution into `x`, the others'
+/// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
+/// first failed column's) and (setup, block solve) seconds.
+#[allow(clippy::too_many_arguments)]
+fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+    be: &B,
+    op: &A,
+    m: &P,
+    plan: Plan,
+    b: &[T],
+    db: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    extra: &mut Extra,
+    setup: f64,
+) -> (std::result::Result<SolveInfo, SolveError>, (f64, f64)) {
+    let n = b.len();
+    let columns = (|| {
+        let mut dbs = Vec::with_capacity(plan.rhs_count);
+        let mut first = be.zeros(n)?;
+        be.copy(db, &mut first)?;
+        dbs.push(first);
+        for k in 1..plan.rhs_count {
+            dbs.push(be.upload(&rhs_column(plan, b, k))?);
+        }
+        let xs = (0..plan.rhs_count)
+            .map(|_| be.zeros(n))
+            .collect::<segsparse::Result<Vec<_>>>()?;
+        Ok::<_, segsparse::Error>((dbs, xs))
+    })();
+    let (dbs, mut xs) = match columns {
+        Ok(c) => c,
+        Err(e) => return (Err(e.into()), (setup, 0.0)),
+    };
+    let t = Instant::now();
+    let r = match plan.method {
+        MethodArg::Cg | MethodArg::Pcg => multi::pcg(be, op, m, &dbs, &mut xs, params),
+        MethodArg::Gmres => multi::gmres(be, op, m, &dbs, &mut xs, plan.restart, params),
+        MethodArg::Bicgstab | MethodArg::Auto => multi::bicgstab(be, op, m, &dbs, &mut xs, params),
+    };
+    let solve = t.elapsed().as_secs_f64();
+    extra.block = true;
+    let info = match r {
+        Ok(info) => info,
+        Err(e) => return (Err(e), (setup, solve)),
+    };
+    if let Err(e) = be.copy(&xs[0], x) {
+        return (Err(e.into()), (setup, solve));
+    }
+    let mut cols = info.columns.into_iter();
+    let first = cols.next().expect("k ≥ 1 columns").map(|mut i| {
+        i.setup_seconds = setup;
+        i.solve_seconds = solve;
+        i
+    });
+    for c in cols {
+        match c {
+            Ok(i) => extra.more.push((i.iterations, solve)),
+            Err(e) if first.is_ok() => return (Err(e), (setup, solve)),
+            Err(_) => {}
+        }
+    }
+    (first, (setup, solve))
+}
+
 /// The AMG options of the command line.
 fn amg_params(cli: &Cli) -> Result<AmgParams> {
     use cli::{AmgCycleArg, AmgSmootherArg};
     use segsparse::precond::amg::{Cycle, Smoother};
-    let rbm = rbm_grid(cli)?.is_some();
+    let rbm = rbm_grid(cli)?.map(|(dim, _)| dim);
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
         smoother: match cli.amg.amg_smoother {
@@ -756,28 +882,35 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         },
         coarse_size: cli.amg.amg_coarse_size,
         max_levels: cli.amg.amg_max_levels,
-        block_size: cli.amg.amg_block_size.unwrap_or(if rbm { 2 } else { 1 }),
+        block_size: cli.amg.amg_block_size.unwrap_or(rbm.unwrap_or(1)),
         improve_candidates: cli.amg.amg_improve,
         host_setup: cli.amg.amg_host_setup,
         phase_times: cli.amg.amg_phase_times,
         spectral_steps: cli.amg.amg_spectral_steps,
+        aggregation_window: cli.amg.amg_aggregation_window,
         ..Default::default()
     })
 }
 
-/// `Some(n)` when the AMG candidates are the rigid-body modes of `elasticity2d:n`.
-fn rbm_grid(cli: &Cli) -> Result<Option<usize>> {
+/// `Some((dim, n))` when the AMG candidates are the rigid-body modes of `elasticity2d:n`
+/// (`dim` 2) or `elasticity3d:n` (`dim` 3).
+fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
     use cli::AmgCandidatesArg;
-    let grid = cli
-        .matrix
-        .strip_prefix("elasticity2d:")
-        .and_then(|n| n.trim().replace('_', "").parse::<usize>().ok());
+    let size = |n: &str| n.trim().replace('_', "").parse::<usize>().ok();
+    let grid = if let Some(n) = cli.matrix.strip_prefix("elasticity2d:") {
+        size(n).map(|n| (2, n))
+    } else if let Some(n) = cli.matrix.strip_prefix("elasticity3d:") {
+        size(n).map(|n| (3, n))
+    } else {
+        None
+    };
     match (cli.amg.amg_candidates, grid) {
         (AmgCandidatesArg::Constant, _) | (AmgCandidatesArg::Auto, None) => Ok(None),
-        (_, Some(n)) => Ok(Some(n)),
+        (_, Some(g)) => Ok(Some(g)),
         (AmgCandidatesArg::Rbm, None) => {
             bail!(
-                "--amg-candidates rbm needs node coordinates: only elasticity2d:N specs have them"
+                "--amg-candidates rbm needs node coordinates: only elasticity2d:N and \
+                 elasticity3d:N specs have them"
             )
         }
     }
@@ -905,6 +1038,8 @@ mod tests {
             gpu_choice: None,
             iterations_all: vec![12],
             solve_seconds_all: vec![0.5],
+            rhs_mode: "sequential",
+            rhs_seconds_total: None,
             amg: None,
             auto: Some(AutoReport {
                 method: "gmres",

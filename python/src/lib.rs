@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 
 mod amg;
 mod arrays;
+mod batched;
 mod device;
 mod errors;
 mod hierarchy;
@@ -26,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matrix::PyMatrix>()?;
     m.add_class::<hierarchy::PyAmg>()?;
     m.add_function(wrap_pyfunction!(matrix::read_matrix_market, m)?)?;
+    m.add_function(wrap_pyfunction!(batched::batched_solve_host, m)?)?;
     m.add_function(wrap_pyfunction!(matrix::release_upload_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_device, m)?)?;

@@ -12,10 +12,12 @@ use segsparse::csr::check_gpu::{
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
+use segsparse::solvers::multi::{self, MultiInfo};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator, SolveError,
     SolveInfo, SolveParams,
 };
+use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{CsrMatrix, Scalar};
 
@@ -303,6 +305,14 @@ type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
 /// A solve's result with its (setup, solve) seconds.
 type Timed = (Result<SolveInfo, SolveError>, f64, f64);
 
+/// Several right-hand sides solved as one block (`solvers::multi`): the columns, the solutions,
+/// and where the outcome goes.
+struct BlockRhs<'a, V> {
+    bs: &'a [V],
+    xs: &'a mut [V],
+    out: Option<Result<MultiInfo, SolveError>>,
+}
+
 fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
     match r {
         Ok(i) => Ok((
@@ -474,6 +484,7 @@ fn solve_with<'m, T, B, A>(
     b: &B::Vector,
     x: &mut B::Vector,
     t0: Instant,
+    mut block: Option<&mut BlockRhs<'_, B::Vector>>,
 ) -> Timed
 where
     T: Scalar,
@@ -490,6 +501,7 @@ where
         b: &B::Vector,
         x: &mut B::Vector,
         t0: Instant,
+        block: Option<&mut BlockRhs<'_, B::Vector>>,
     ) -> Timed
     where
         T: Scalar,
@@ -499,6 +511,15 @@ where
     {
         let setup = t0.elapsed().as_secs_f64();
         let t = Instant::now();
+        if let Some(blk) = block {
+            let (bs, xs) = (blk.bs, &mut *blk.xs);
+            blk.out = Some(match o.method {
+                Method::Cg => multi::pcg(be, a, p, bs, xs, &o.params),
+                Method::Bicgstab => multi::bicgstab(be, a, p, bs, xs, &o.params),
+                Method::Gmres(m) => multi::gmres(be, a, p, bs, xs, m, &o.params),
+            });
+            return (Ok(SolveInfo::default()), setup, t.elapsed().as_secs_f64());
+        }
         let mut r = match o.method {
             Method::Cg => pcg(be, a, p, b, x, &o.params),
             Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
@@ -513,8 +534,10 @@ where
     let failed =
         |e: segsparse::Error| (Err(SolveError::Backend(e)), t0.elapsed().as_secs_f64(), 0.0);
     match (o.precond, jac) {
-        (Precond::None, _) if o.method == Method::Cg => with(be, a, &Identity, o, b, x, t0),
-        (Precond::Jacobi, Some(j)) => with(be, a, j, o, b, x, t0),
+        (Precond::None, _) if o.method == Method::Cg => {
+            with(be, a, &Identity, o, b, x, t0, block.take())
+        }
+        (Precond::Jacobi, Some(j)) => with(be, a, j, o, b, x, t0, block.take()),
         (Precond::Poly(degree), _) => {
             let params = ChebyshevParams {
                 degree,
@@ -525,7 +548,7 @@ where
                 Err(e) => return failed(e),
             };
             match Chebyshev::from_matrix(be, a, m, &params) {
-                Ok(p) => with(be, a, &p, o, b, x, t0),
+                Ok(p) => with(be, a, &p, o, b, x, t0, block.take()),
                 Err(e) => failed(e),
             }
         }
@@ -546,24 +569,24 @@ where
             };
             if matches!(o.precond, Precond::Ilu0(_)) {
                 match Ilu0::new(be, m, &ip) {
-                    Ok(p) => with(be, a, &p, o, b, x, t0),
+                    Ok(p) => with(be, a, &p, o, b, x, t0, block.take()),
                     Err(e) => failed(e),
                 }
             } else {
                 match Ic0::new(be, m, &ip) {
-                    Ok(p) => with(be, a, &p, o, b, x, t0),
+                    Ok(p) => with(be, a, &p, o, b, x, t0, block.take()),
                     Err(e) => failed(e),
                 }
             }
         }
         (Precond::Amg, _) => match amg {
-            Some(h) => with(be, a, h, o, b, x, t0),
+            Some(h) => with(be, a, h, o, b, x, t0, block.take()),
             None => match m().and_then(|m| Amg::new(be, m, &AmgParams::default())) {
-                Ok(h) => with(be, a, &h, o, b, x, t0),
+                Ok(h) => with(be, a, &h, o, b, x, t0, block.take()),
                 Err(e) => failed(e),
             },
         },
-        _ => with(be, a, &Identity, o, b, x, t0),
+        _ => with(be, a, &Identity, o, b, x, t0, block.take()),
     }
 }
 
@@ -666,6 +689,7 @@ impl<T: Elem> Mat<T> {
                 &bd,
                 &mut xd,
                 t0,
+                None,
             );
             let xs = g.download(&xd)?;
             x.copy_from_slice(&xs);
@@ -694,9 +718,128 @@ impl<T: Elem> Mat<T> {
                 &bv,
                 &mut xv,
                 t0,
+                None,
             );
             x.copy_from_slice(&xv);
             outcome(r)
+        }
+    }
+
+    /// Solves `A·X = B` for the `k` columns of the row-major `n × k` host block `b` as one
+    /// block (`solvers::multi`), on the GPU when the matrix is there (the columns copied over).
+    /// `x` (row-major `n × k`) holds the initial guesses when `o` says so and the solutions
+    /// afterwards. One outcome per column.
+    fn solve_host_block(
+        &self,
+        o: &Opts,
+        b: &[T],
+        k: usize,
+        x: &mut [T],
+        amg: Option<&PyAmg>,
+    ) -> Res<Vec<Outcome>> {
+        let amg = amg.map(|h| h.typed::<T>()).transpose()?;
+        let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let n = self.shape.0;
+        if k == 0 {
+            return Err(Failure::Value(
+                "b has 0 columns: a block of right-hand sides needs k >= 1".into(),
+            ));
+        }
+        check_len("b", b.len(), n * k, "rows × columns")?;
+        check_len("x", x.len(), self.shape.1 * k, "columns × right-hand sides")?;
+        let bc = multi::split_columns(b, n, k, Layout::RowMajor)?;
+        let xc = multi::split_columns(x, self.shape.1, k, Layout::RowMajor)?;
+        let t0 = Instant::now();
+        let (r, xs) = if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            let jac = if o.precond == Precond::Jacobi {
+                Some(self.gpu_jacobi(&ops)?)
+            } else {
+                None
+            };
+            let g = d.csr.gpu();
+            let bd = bc
+                .iter()
+                .map(|c| g.upload(c))
+                .collect::<segsparse::Result<Vec<_>>>()?;
+            let mut xd = xc
+                .iter()
+                .map(|c| g.upload(c))
+                .collect::<segsparse::Result<Vec<_>>>()?;
+            let h = match amg.as_deref() {
+                Some(AmgOn::Gpu(_, h)) => Some(&**h),
+                Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
+                None => None,
+            };
+            // The one-column arguments are not read when a block is given.
+            let (b1, mut x1) = (g.zeros::<T>(n)?, g.zeros::<T>(self.shape.1)?);
+            let mut blk = BlockRhs {
+                bs: &bd,
+                xs: &mut xd,
+                out: None,
+            };
+            let (r0, setup, secs) = solve_with(
+                &*ops,
+                &d.csr,
+                &|| self.host(),
+                jac.as_deref(),
+                h,
+                o,
+                &b1,
+                &mut x1,
+                t0,
+                Some(&mut blk),
+            );
+            let r = (blk.out.ok_or(r0), setup, secs);
+            let xs = xd
+                .iter()
+                .map(|c| g.download(c))
+                .collect::<segsparse::Result<Vec<_>>>()?;
+            (r, xs)
+        } else {
+            let jac = if o.precond == Precond::Jacobi {
+                Some(self.cpu_jacobi()?)
+            } else {
+                None
+            };
+            let h = match amg.as_deref() {
+                Some(AmgOn::Cpu(h)) => Some(&**h),
+                Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
+                None => None,
+            };
+            let host = self.host()?;
+            let mut xd = xc;
+            let (b1, mut x1) = (vec![T::zero(); n], vec![T::zero(); self.shape.1]);
+            let mut blk = BlockRhs {
+                bs: &bc,
+                xs: &mut xd,
+                out: None,
+            };
+            let (r0, setup, secs) = solve_with(
+                &Cpu,
+                host,
+                &|| Ok(host),
+                jac.as_deref(),
+                h,
+                o,
+                &b1,
+                &mut x1,
+                t0,
+                Some(&mut blk),
+            );
+            ((blk.out.ok_or(r0), setup, secs), xd)
+        };
+        x.copy_from_slice(&multi::join_columns(&xs, Layout::RowMajor));
+        let (r, setup, secs) = r;
+        match r {
+            // A failed setup (the preconditioner) fails the whole block.
+            Err(Err(e)) | Ok(Err(e)) => Err(Failure::Solve(e)),
+            Err(Ok(_)) => Err(Failure::Value("the block solve did not run".into())),
+            Ok(Ok(info)) => info
+                .columns
+                .into_iter()
+                .map(|c| outcome((c, setup, secs)))
+                .collect(),
         }
     }
 
@@ -740,6 +883,7 @@ impl<T: Elem> Mat<T> {
             &b,
             &mut x,
             t0,
+            None,
         );
         dev.leave(signal)?;
         outcome(r)
@@ -1088,6 +1232,49 @@ impl PyMatrix {
             let mut xa = rw::<T>(x, "x")?;
             let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
             run(py, || m.solve_host(&o, bs, xs, amg))
+        })
+    }
+
+    /// Solves `A X = B` for a NumPy block `b` of `k` columns (row-major `n × k`, flattened) as
+    /// one block: `x` (the same shape) holds the initial guesses when `x0` and the solutions
+    /// afterwards. Returns one outcome tuple per column.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (method, precond, b, x, k, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4, amg = None))]
+    fn solve_host_block(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        precond: &str,
+        b: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+        k: usize,
+        rtol: f64,
+        atol: f64,
+        maxiter: usize,
+        x0: bool,
+        check_every: Option<usize>,
+        restart: usize,
+        degree: usize,
+        amg: Option<PyRef<'_, PyAmg>>,
+    ) -> PyResult<Vec<Outcome>> {
+        let o = opts(
+            method,
+            precond,
+            rtol,
+            atol,
+            maxiter,
+            x0,
+            check_every,
+            restart,
+            degree,
+        )
+        .map_err(|f| f.into_py_err(py))?;
+        let amg = amg.as_deref();
+        with_mat!(self, m, T => {
+            let ba = ro::<T>(b, "b")?;
+            let mut xa = rw::<T>(x, "x")?;
+            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
+            run(py, || m.solve_host_block(&o, bs, k, xs, amg))
         })
     }
 

@@ -1,7 +1,7 @@
 //! The GPU backend of the solvers: device vectors, device-resident scalars, fused kernels.
 //!
 //! [`GpuOps<T>`] implements [`VectorOps`] with `CudaSlice<T>` vectors and a small device buffer
-//! of scalar slots. The kernels (`kernels/solvers/blas1.cu`) compute α, β, ω and the
+//! of scalar slots. The kernels (`kernels/solvers/`, one file per solver) compute α, β, ω and the
 //! convergence, breakdown and NaN tests in the last block of their reductions, so an iteration
 //! never waits for the host; the host reads the slots every
 //! `SolveParams::check_every` iterations (16 by default). All
@@ -61,8 +61,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
-use super::recur::{Slot, NSLOTS};
-use super::{defaults, Block, Fuse, HostKrylov, KrylovOps, KrylovSpace, VectorOps};
+use super::ops::defaults;
+use super::recur::{Slot, Status, NSLOTS};
+use super::{Block, Fuse, HostKrylov, KrylovOps, KrylovSpace, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -75,12 +76,99 @@ use crate::scalar::Scalar;
 pub trait GpuScalar: Scalar + KernelType + ScanElem {}
 impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
-/// The solvers' vector kernels.
+/// The deterministic grid reductions and the grid barrier of the solver kernels.
+pub const REDUCE: KernelSource = KernelSource {
+    name: "solvers/reduce.cuh",
+    text: include_str!("../../kernels/solvers/reduce.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
+};
+
+/// The scalar recurrences on the device (mirror of [`super::recur`]), with the constants that
+/// every solver kernel shares with this backend ([`SOLVER_CONSTANTS`]).
+pub const RECUR: KernelSource = KernelSource {
+    name: "solvers/recur.cuh",
+    text: include_str!("../../kernels/solvers/recur.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: SOLVER_CONSTANTS,
+};
+
+/// The headers of every solver kernel source.
+const SOLVER_HEADERS: &[&KernelSource] = &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR];
+
+/// BLAS-1 steps (dot into a slot, residual, scaling, axpy), the iteration-base setter and the
+/// core vector operations (`vector_lincomb`, `vector_vmul`, `vector_fill`).
 pub const BLAS1: KernelSource = KernelSource {
     name: "solvers/blas1.cu",
     text: include_str!("../../kernels/solvers/blas1.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
+    headers: SOLVER_HEADERS,
+    constants: &[],
 };
+
+/// Conjugate gradients: the separate steps and the fused small-system step.
+pub const CG: KernelSource = KernelSource {
+    name: "solvers/cg.cu",
+    text: include_str!("../../kernels/solvers/cg.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[],
+};
+
+/// BiCGSTAB: the separate steps and the fused small-system steps.
+pub const BICGSTAB: KernelSource = KernelSource {
+    name: "solvers/bicgstab.cu",
+    text: include_str!("../../kernels/solvers/bicgstab.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[],
+};
+
+/// GMRES(m): cycle start, block Gram–Schmidt, least squares, correction, fused Arnoldi step.
+pub const GMRES: KernelSource = KernelSource {
+    name: "solvers/gmres.cu",
+    text: include_str!("../../kernels/solvers/gmres.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[("GMRES_MAX_COLS", GMRES_MAX_COLS as i64)],
+};
+
+/// The Chebyshev preconditioner's step.
+pub const CHEBYSHEV: KernelSource = KernelSource {
+    name: "solvers/chebyshev.cu",
+    text: include_str!("../../kernels/solvers/chebyshev.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[],
+};
+
+/// The constants that every solver kernel shares with this backend, passed as `-D` defines
+/// (see [`KernelSource::constants`]): the block size, the slot count and numbers
+/// ([`Slot`]), the status codes ([`Status`]) and the fuse modes.
+pub const SOLVER_CONSTANTS: &[(&str, i64)] = &[
+    ("SOLVER_THREADS", THREADS as i64),
+    ("NSLOTS_K", NSLOTS as i64),
+    ("S_STATUS", Slot::Status as i64),
+    ("S_STATUS_ITER", Slot::StatusIter as i64),
+    ("S_THRESH", Slot::Thresh as i64),
+    ("S_RHO", Slot::Rho as i64),
+    ("S_RR", Slot::Rr as i64),
+    ("S_ALPHA", Slot::Alpha as i64),
+    ("S_BETA", Slot::Beta as i64),
+    ("S_OMEGA", Slot::Omega as i64),
+    ("S_PQ", Slot::Pq as i64),
+    ("S_TS", Slot::Ts as i64),
+    ("S_TT", Slot::Tt as i64),
+    ("S_RR0", Slot::Rr0 as i64),
+    ("S_DOT", Slot::Dot as i64),
+    ("S_ITER_BASE", Slot::IterBase as i64),
+    ("ST_CONVERGED", Status::Converged as i64),
+    ("ST_BREAKDOWN_PQ", Status::BreakdownPq as i64),
+    ("ST_BREAKDOWN_RHO", Status::BreakdownRho as i64),
+    ("ST_BREAKDOWN_RV", Status::BreakdownRv as i64),
+    ("ST_BREAKDOWN_OMEGA", Status::BreakdownOmega as i64),
+    ("ST_NONFINITE", Status::NonFinite as i64),
+    ("ST_STAGNATED", Status::Stagnated as i64),
+    ("ST_BREAKDOWN_ARNOLDI", Status::BreakdownArnoldi as i64),
+    ("FUSE_IDENTITY", FUSE_IDENTITY as i64),
+    ("FUSE_JACOBI", FUSE_JACOBI as i64),
+    ("FUSE_SEPARATE", FUSE_SEPARATE as i64),
+];
 
 /// Threads per block of every solver kernel: 256 = 8 warps, enough for the two-level
 /// (shuffle, then shared memory) block reduction to be cheap, and 8 resident blocks per SM fill
@@ -94,10 +182,10 @@ pub const BLOCKS_PER_SM: u32 = 8;
 /// The number of partial sums each block writes at most (the widest fused reduction).
 const NRED: usize = 2;
 
-/// Fuse mode codes of `blas1.cu`.
-const FUSE_IDENTITY: u32 = 0;
-const FUSE_JACOBI: u32 = 1;
-const FUSE_SEPARATE: u32 = 2;
+/// Fuse mode codes of the solver kernels (`mode` arguments; `FUSE_*` there).
+pub(crate) const FUSE_IDENTITY: u32 = 0;
+pub(crate) const FUSE_JACOBI: u32 = 1;
+pub(crate) const FUSE_SEPARATE: u32 = 2;
 
 struct Kernels {
     dot: CudaFunction,
@@ -162,8 +250,11 @@ impl<T> std::fmt::Debug for GpuOps<T> {
 }
 
 /// The largest GMRES restart length of the GPU kernels (their shared-memory tables hold
-/// `GMRES_MAX_COLS = 256` basis vectors).
-pub const MAX_RESTART: usize = 255;
+/// [`GMRES_MAX_COLS`] basis vectors).
+pub const MAX_RESTART: usize = GMRES_MAX_COLS - 1;
+
+/// Basis vectors in the shared-memory tables of the GMRES kernels (`GMRES_MAX_COLS` there).
+const GMRES_MAX_COLS: usize = 256;
 
 /// Blocks per basis vector of GMRES's block dot product (the grid is this × (j + 1) blocks):
 /// 2 per SM keeps the 2-D grid near 8 blocks per SM at j ≈ 4 and bounds the last block's sum.
@@ -279,38 +370,37 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// # Errors
     /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
-        let defines = [("SOLVER_THREADS", THREADS.to_string())];
-        let f = |root: &str| gpu.typed_function::<T>(&BLAS1, root, &defines);
+        let f = |src: &KernelSource, root: &str| gpu.typed_function::<T>(src, root, &[]);
         let k = Kernels {
-            dot: f("solver_dot")?,
-            cg_start: f("solver_cg_start")?,
-            cg_alpha: f("solver_cg_alpha")?,
-            cg_update_r: f("solver_cg_update_r")?,
-            cg_rho: f("solver_cg_rho")?,
-            cg_update_xp: f("solver_cg_update_xp")?,
-            bicg_p: f("solver_bicg_p")?,
-            bicg_alpha: f("solver_bicg_alpha")?,
-            bicg_s: f("solver_bicg_s")?,
-            bicg_omega: f("solver_bicg_omega")?,
-            bicg_update: f("solver_bicg_update")?,
-            residual: f("solver_residual")?,
-            scale: f("solver_scale")?,
-            axpy: f("solver_axpy")?,
-            lincomb: f("vector_lincomb")?,
-            vmul: f("vector_vmul")?,
-            fill: f("vector_fill")?,
-            poly_step: f("solver_poly_step")?,
-            gmres_start: f("solver_gmres_start")?,
-            gmres_scale: f("solver_gmres_scale")?,
-            gmres_dots: f("solver_gmres_dots")?,
-            gmres_update: f("solver_gmres_update")?,
-            gmres_solve_y: f("solver_gmres_solve_y")?,
-            gmres_combine: f("solver_gmres_combine")?,
-            iter_base: f("solver_iter_base")?,
-            cg_fused: f("solver_cg_fused")?,
-            bicg_alpha_s: f("solver_bicg_alpha_s")?,
-            bicg_update_p: f("solver_bicg_update_p")?,
-            gmres_arnoldi: f("solver_gmres_arnoldi")?,
+            dot: f(&BLAS1, "solver_dot")?,
+            cg_start: f(&CG, "solver_cg_start")?,
+            cg_alpha: f(&CG, "solver_cg_alpha")?,
+            cg_update_r: f(&CG, "solver_cg_update_r")?,
+            cg_rho: f(&CG, "solver_cg_rho")?,
+            cg_update_xp: f(&CG, "solver_cg_update_xp")?,
+            bicg_p: f(&BICGSTAB, "solver_bicg_p")?,
+            bicg_alpha: f(&BICGSTAB, "solver_bicg_alpha")?,
+            bicg_s: f(&BICGSTAB, "solver_bicg_s")?,
+            bicg_omega: f(&BICGSTAB, "solver_bicg_omega")?,
+            bicg_update: f(&BICGSTAB, "solver_bicg_update")?,
+            residual: f(&BLAS1, "solver_residual")?,
+            scale: f(&BLAS1, "solver_scale")?,
+            axpy: f(&BLAS1, "solver_axpy")?,
+            lincomb: f(&BLAS1, "vector_lincomb")?,
+            vmul: f(&BLAS1, "vector_vmul")?,
+            fill: f(&BLAS1, "vector_fill")?,
+            poly_step: f(&CHEBYSHEV, "solver_poly_step")?,
+            gmres_start: f(&GMRES, "solver_gmres_start")?,
+            gmres_scale: f(&GMRES, "solver_gmres_scale")?,
+            gmres_dots: f(&GMRES, "solver_gmres_dots")?,
+            gmres_update: f(&GMRES, "solver_gmres_update")?,
+            gmres_solve_y: f(&GMRES, "solver_gmres_solve_y")?,
+            gmres_combine: f(&GMRES, "solver_gmres_combine")?,
+            iter_base: f(&BLAS1, "solver_iter_base")?,
+            cg_fused: f(&CG, "solver_cg_fused")?,
+            bicg_alpha_s: f(&BICGSTAB, "solver_bicg_alpha_s")?,
+            bicg_update_p: f(&BICGSTAB, "solver_bicg_update_p")?,
+            gmres_arnoldi: f(&GMRES, "solver_gmres_arnoldi")?,
         };
         // The fused kernels wait for all their blocks at grid barriers: they run only if one
         // block per SM can be resident (registers and shared memory allow it), which the

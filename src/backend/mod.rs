@@ -23,7 +23,6 @@
 //! [`recur`] and mirrored in `kernels/solvers/`.
 
 mod cpu;
-mod defaults;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod krylov;
@@ -78,12 +77,44 @@ pub trait LinearOperator<T: Elem, B: VectorOps<T>> {
     fn ncols(&self) -> usize;
     /// `y ← A·x`. Must not synchronise with the host (on the GPU: queue work on the stream).
     fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()>;
+    /// `ys[j] ← A·xs[j]` for every `j`: the product with a block of vectors (the solvers with
+    /// several right-hand sides). The default applies the operator to one column after the
+    /// other; an operator that reads its matrix once for the whole block (the GPU matrix,
+    /// through its SpMM) overrides it. Same contract as [`LinearOperator::apply`].
+    fn apply_block(
+        &self,
+        be: &B,
+        xs: &[&B::Vector],
+        ys: &mut [&mut B::Vector],
+    ) -> crate::Result<()> {
+        assert_eq!(xs.len(), ys.len(), "apply_block: as many outputs as inputs");
+        for (x, y) in xs.iter().zip(ys.iter_mut()) {
+            self.apply(be, x, y)?;
+        }
+        Ok(())
+    }
 }
 
 /// A preconditioner `z ← M⁻¹r`.
 pub trait Preconditioner<T: Elem, B: VectorOps<T>> {
     /// `z ← M⁻¹r`.
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> crate::Result<()>;
+    /// `zs[j] ← M⁻¹rs[j]` for every `j` (the solvers with several right-hand sides). The
+    /// default applies [`Preconditioner::apply`] to one column after the other; a
+    /// preconditioner that can share its work over the block (the AMG cycle, with one SpMM per
+    /// matrix of the hierarchy) overrides it.
+    fn apply_block(
+        &self,
+        be: &B,
+        rs: &[&B::Vector],
+        zs: &mut [&mut B::Vector],
+    ) -> crate::Result<()> {
+        assert_eq!(rs.len(), zs.len(), "apply_block: as many outputs as inputs");
+        for (r, z) in rs.iter().zip(zs.iter_mut()) {
+            self.apply(be, r, z)?;
+        }
+        Ok(())
+    }
     /// `Some(D⁻¹)` for a diagonal preconditioner: the solvers then fuse `z = D⁻¹r` into their
     /// vector updates instead of calling [`Preconditioner::apply`].
     fn inverse_diagonal(&self) -> Option<&B::Vector> {

@@ -71,6 +71,8 @@ pub struct Chebyshev<'a, T: Scalar, B: VectorOps<T>, A: ?Sized> {
     lmin: f64,
     lmax: f64,
     scratch: std::cell::RefCell<[B::Vector; 3]>,
+    /// Per column work vectors of [`Preconditioner::apply_block`], allocated on first use.
+    block_scratch: std::cell::RefCell<Vec<[B::Vector; 3]>>,
 }
 
 impl<T: Scalar, B: VectorOps<T>, A: ?Sized> std::fmt::Debug for Chebyshev<'_, T, B, A> {
@@ -209,6 +211,7 @@ where
             lmin,
             lmax,
             scratch: std::cell::RefCell::new([be.zeros(n)?, be.zeros(n)?, be.zeros(n)?]),
+            block_scratch: std::cell::RefCell::new(Vec::new()),
         })
     }
 }
@@ -429,6 +432,51 @@ where
                 T::of_f64(rho_new * rho),
                 T::of_f64(2.0 * rho_new / delta),
             )?;
+            rho = rho_new;
+        }
+        Ok(())
+    }
+
+    /// The polynomial on every column, the operator applied to the block
+    /// ([`LinearOperator::apply_block`]) once per degree; column `j` equals
+    /// [`Preconditioner::apply`] of `rs[j]` to rounding.
+    fn apply_block(&self, be: &B, rs: &[&B::Vector], zs: &mut [&mut B::Vector]) -> Result<()> {
+        assert_eq!(rs.len(), zs.len(), "apply_block: as many outputs as inputs");
+        let theta = 0.5 * (self.lmax + self.lmin);
+        let delta = 0.5 * (self.lmax - self.lmin);
+        let sigma = theta / delta;
+        let mut sc = self.block_scratch.borrow_mut();
+        let n = self.a.nrows();
+        while sc.len() < rs.len() {
+            sc.push([be.zeros(n)?, be.zeros(n)?, be.zeros(n)?]);
+        }
+        let dinv = self.inv_diag.as_ref();
+        for ((r, z), [res, d, _]) in rs.iter().zip(zs.iter_mut()).zip(sc.iter_mut()) {
+            be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
+        }
+        let mut rho = 1.0 / sigma;
+        for _ in 0..self.degree {
+            {
+                let (mut ds, mut ts) = (Vec::new(), Vec::new());
+                for [_, d, t] in sc.iter_mut().take(rs.len()) {
+                    ds.push(&*d);
+                    ts.push(t);
+                }
+                self.a.apply_block(be, &ds, &mut ts)?;
+            }
+            let rho_new = 1.0 / (2.0 * sigma - rho);
+            for (z, [res, d, t]) in zs.iter_mut().zip(sc.iter_mut()) {
+                be.poly_step(
+                    t,
+                    dinv,
+                    res,
+                    d,
+                    z,
+                    false,
+                    T::of_f64(rho_new * rho),
+                    T::of_f64(2.0 * rho_new / delta),
+                )?;
+            }
             rho = rho_new;
         }
         Ok(())

@@ -80,6 +80,9 @@ pub mod complex;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
 
+mod columns;
+pub use columns::{MAX_COLUMNS, SPMV_COLUMNS_SRC};
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -104,6 +107,7 @@ pub const SPMV_SCAN: KernelSource = KernelSource {
     name: "spmv/spmv_scan.cuh",
     text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
@@ -111,6 +115,7 @@ pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
     headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
+    constants: &[],
 };
 
 /// Which GPU SpMV algorithm to run.
@@ -566,12 +571,33 @@ impl<T: GpuScalar> GpuCsr<T> {
             row_ptr.len(),
             nrows
         );
-        let host_rp = gpu.download(&row_ptr)?;
-        let nnz = host_rp[nrows] as usize;
-        if host_rp[0] != 0 {
+        // The row statistics on the device: six words come back, not the row pointer.
+        let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0])?;
+        if nrows > 0 {
+            let f = gpu.function(
+                &SPMV_SRC,
+                "spmv_row_stats",
+                &SpmvPolicy::for_device(gpu.compute_capability()).defines(),
+            )?;
+            let n32 = nrows as u32;
+            let mut b = gpu.stream().launch_builder(&f);
+            b.arg(&row_ptr).arg(&n32).arg(&mut out);
+            let blocks = (nrows.div_ceil(256) as u32).clamp(1, gpu.sm_count() * 8);
+            // SAFETY: spmv_row_stats(const u32* row_ptr, u32 nrows, u64* out): row_ptr has
+            // nrows+1 entries (asserted above), out 6 words.
+            unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spmv_row_stats", e))?;
+        }
+        let st = gpu.download(&out)?;
+        let first = if nrows > 0 { st[4] } else { 0 };
+        let nnz = if nrows > 0 {
+            st[5] as usize
+        } else {
+            gpu.download(&row_ptr)?[0] as usize
+        };
+        if first != 0 {
             return Err(Error::InvalidInput(format!(
-                "GpuCsr::from_device_parts: row_ptr[0] = {}, not 0",
-                host_rp[0]
+                "GpuCsr::from_device_parts: row_ptr[0] = {first}, not 0"
             )));
         }
         assert!(
@@ -580,7 +606,19 @@ impl<T: GpuScalar> GpuCsr<T> {
             col.len(),
             val.len()
         );
-        let stats = row_stats_of(&host_rp);
+        let stats = if nrows == 0 {
+            row_stats_of(&[0])
+        } else {
+            let mean = nnz as f64 / nrows as f64;
+            let var = (st[3] as f64 / nrows as f64 - mean * mean).max(0.0);
+            RowStats {
+                min: st[0] as usize,
+                mean,
+                max: st[1] as usize,
+                std_dev: var.sqrt(),
+                empty_rows: st[2] as usize,
+            }
+        };
         let spread = if nnz == 0 || nrows == 0 {
             0.0
         } else {
@@ -1338,6 +1376,18 @@ impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         self.spmv(T::one(), x, T::zero(), y)
+    }
+    /// One launch for up to 32 columns ([`GpuCsr::spmv_columns`]); one column runs the SpMV.
+    fn apply_block(
+        &self,
+        _: &crate::backend::gpu::GpuOps<T>,
+        xs: &[&CudaSlice<T>],
+        ys: &mut [&mut CudaSlice<T>],
+    ) -> Result<()> {
+        if let ([x], [y]) = (xs, &mut *ys) {
+            return self.spmv(T::one(), x, T::zero(), y);
+        }
+        self.spmv_columns(T::one(), xs, T::zero(), ys)
     }
 }
 

@@ -12,7 +12,7 @@ use segsparse::solvers::{bicgstab, gmres, pcg, Identity, SolveError, SolveInfo, 
 use segsparse::{generate, CsrMatrix, Result};
 
 /// The core only, forwarded to [`Cpu`].
-struct CoreOnly;
+pub(crate) struct CoreOnly;
 
 impl VectorOps<f64> for CoreOnly {
     type Vector = Vec<f64>;
@@ -90,7 +90,7 @@ impl KrylovOps<f64> for CoreOnly {
 }
 
 /// The CPU matrix as an operator of [`CoreOnly`].
-struct Op<'a>(&'a CsrMatrix<f64>);
+pub(crate) struct Op<'a>(pub(crate) &'a CsrMatrix<f64>);
 
 impl LinearOperator<f64, CoreOnly> for Op<'_> {
     fn nrows(&self) -> usize {
@@ -105,7 +105,7 @@ impl LinearOperator<f64, CoreOnly> for Op<'_> {
 }
 
 /// A CPU preconditioner applied on [`CoreOnly`] (a general preconditioner: `apply`).
-struct Via<'a, P>(&'a P);
+pub(crate) struct Via<'a, P>(pub(crate) &'a P);
 
 impl<P: Preconditioner<f64, Cpu>> Preconditioner<f64, CoreOnly> for Via<'_, P> {
     fn apply(&self, _: &CoreOnly, r: &Vec<f64>, z: &mut Vec<f64>) -> Result<()> {

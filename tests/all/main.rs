@@ -27,6 +27,7 @@ mod dist_sim;
 mod gpu_runtime;
 mod ilu;
 mod io;
+mod multi_rhs;
 mod primitives_more;
 mod primitives_scan;
 mod solve_timing;

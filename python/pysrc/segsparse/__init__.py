@@ -45,6 +45,7 @@ from .matrix import (Matrix, as_matrix, load_matrix_market, release_upload_buffe
                      save_matrix_market)
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
 from .amg import AMG, amg
+from .batched import Batch, batched_solve
 from .solvers import SolveInfo, auto_choice, bicgstab, cg, gmres, pcg, solve
 from .warmup import warmup
 
@@ -57,7 +58,7 @@ __all__ = [
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",
     "device_name", "gpu_error", "SegsparseError", "MatrixMarketError", "CudaUnavailableError",
     "CudaError", "SolverError", "InternalError", "OutOfMemoryError", "gpu_info", "warmup",
-    "release_upload_buffers",
+    "release_upload_buffers", "batched_solve", "Batch",
 ]
 
 

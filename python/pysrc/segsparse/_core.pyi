@@ -49,6 +49,11 @@ class _Matrix:
         atol: float, maxiter: int, x0: bool, check_every: Optional[int] = None,
         restart: int = 30, degree: int = 4, amg: Optional[_Amg] = None,
     ) -> _Outcome: ...
+    def solve_host_block(
+        self, method: str, precond: str, b: np.ndarray, x: np.ndarray, k: int, rtol: float,
+        atol: float, maxiter: int, x0: bool, check_every: Optional[int] = None,
+        restart: int = 30, degree: int = 4, amg: Optional[_Amg] = None,
+    ) -> List[_Outcome]: ...
     def solve_device(
         self, method: str, precond: str, b: int, x: int, rtol: float, atol: float,
         maxiter: int, x0: bool, wait: List[int], signal: int, check_every: Optional[int] = None,
@@ -99,4 +104,9 @@ def tridiag_device(
     dtype: str, n: int, len: int, ptrs: List[int], wait: List[int], signal: int
 ) -> None: ...
 def gpu_status() -> Tuple[bool, Optional[str], Optional[str]]: ...
+def batched_solve_host(
+    sizes: List[int], indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, b: np.ndarray,
+    x: np.ndarray, method: str, precond: str, rtol: float, atol: float, maxiter: int,
+    restart: int, gpu: bool,
+) -> Tuple[List[str], List[int], List[float], float, str]: ...
 def gpu_versions() -> Tuple[Optional[str], Optional[str], Optional[str]]: ...

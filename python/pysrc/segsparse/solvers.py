@@ -188,6 +188,12 @@ def _solve(
     if check_every is not None and check_every < 1:
         raise ValueError(f"check_every must be >= 1, got {check_every}")
     b = _flat(b)
+    bshape = getattr(b, "shape", None)
+    if bshape is None and isinstance(b, (list, tuple)):
+        bshape = np.shape(b)
+    if bshape is not None and len(bshape) != 1:
+        return _solve_block(method, name, A, b, x0, rtol, atol, maxiter, M, callback,
+                            check_every, device, restart, degree)
     given_m = M
     if isinstance(M, str) and M.lower() == "auto":
         if choice is None:
@@ -438,6 +444,94 @@ def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_eve
         device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
     )
     return x, info
+
+
+def _solve_block(method, name, A, B, x0, rtol, atol, maxiter, M, callback, check_every,
+                 device, restart, degree):
+    """Several right-hand sides: the ``k`` columns of the 2-D ``B`` (``n x k``) as one block
+    (the crate's multi-column solvers: each column its own convergence, the operator and the
+    preconditioner applied to the block). Returns ``X`` of ``B``'s shape and type and a list of
+    ``k`` ``SolveInfo``, one per column."""
+    shape = tuple(getattr(B, "shape", np.shape(B)))
+    if len(shape) != 2:
+        raise ValueError(f"b must be 1-D (n,) or 2-D (n, k); got a {len(shape)}-D array of "
+                         f"shape {shape}")
+    nb, k = shape
+    if k == 0:
+        raise ValueError(f"b has shape {shape}: a block of right-hand sides needs k >= 1 "
+                         "columns")
+    if callback is not None:
+        raise ValueError("a callback is not supported with a 2-D b (several right-hand "
+                         "sides): solve the columns one by one to follow each")
+    if not is_matrix(A):
+        raise ValueError("a 2-D b (several right-hand sides) needs a matrix A, not a "
+                         "matrix-free operator")
+    on_gpu = hasattr(B, "__cuda_array_interface__")
+    choice = None
+    if isinstance(M, str) and M.lower() == "auto":
+        if not isinstance(A, Matrix):
+            A = Matrix(A, device="gpu" if on_gpu else device, dtype=_system_dtype(A, B))
+        choice = auto_choice(A)
+        M = _AUTO_PRECOND[choice["precond"]]
+    pre = _precond(M)
+    if isinstance(pre, _OperatorType):
+        raise ValueError("a 2-D b (several right-hand sides) needs one of the crate's "
+                         "preconditioners (None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg' or a "
+                         "segsparse.amg hierarchy), not an operator M")
+    hierarchy = None
+    if not isinstance(pre, str):
+        hierarchy, pre = pre, "amg"
+        if not isinstance(A, Matrix):
+            A = hierarchy.matrix
+    bd = getattr(B, "dtype", None)
+    check_real(bd if bd is not None else np.asarray(B).dtype, "b")
+    m = A if isinstance(A, Matrix) else Matrix(A, device="gpu" if on_gpu else device,
+                                               dtype=_system_dtype(A, B))
+    n, ncols = m.shape
+    if n != ncols:
+        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
+    if nb != n:
+        raise ValueError(f"b has {nb} rows but the matrix has {n} rows")
+    xp = cupy() if on_gpu else np
+    # A CuPy block goes through the host once (B in, X out).
+    Bh = xp.asnumpy(B) if on_gpu else np.asarray(B)
+    Bh = np.ascontiguousarray(Bh, dtype=m.dtype)
+    if x0 is None:
+        X = np.zeros((n, k), dtype=m.dtype)
+        x0_given = False
+    else:
+        if isinstance(x0, str):
+            raise ValueError("x0='Mb' is not supported with a 2-D b")
+        x0h = xp.asnumpy(x0) if hasattr(x0, "__cuda_array_interface__") else np.asarray(x0)
+        check_real(x0h.dtype, "x0")
+        if x0h.shape != (n, k):
+            raise ValueError(f"x0 has shape {x0h.shape}, b has {(n, k)}")
+        X = np.array(x0h, dtype=m.dtype, order="C", copy=True)
+        x0_given = True
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    inner = user_maxiter
+    if method == "gmres":
+        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
+    outs = m._m.solve_host_block(
+        method, pre, Bh.reshape(-1), X.reshape(-1), k, rtol, atol, inner, x0_given,
+        check_every, restart, degree, None if hierarchy is None else hierarchy._a,
+    )
+    infos = []
+    for (converged, status, iters, res, secs, hist, restarts, msg, setup) in outs:
+        if status > 0:
+            status = user_maxiter
+        info = _info(
+            status, converged=converged, iterations=iters, residual=res,
+            history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
+            device=m.device, path="crate-block", message=msg, setup_seconds=setup,
+            solve_seconds=secs,
+        )
+        if choice is not None:
+            info.precond = choice["precond"]
+            info.reason = choice["reason"]
+            info.choice = choice
+        infos.append(info)
+    return (xp.asarray(X) if on_gpu else X), infos
 
 
 def _system_dtype(A: Any, b: Any) -> np.dtype:

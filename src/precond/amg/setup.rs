@@ -14,7 +14,7 @@ use super::{AmgParams, SetupTimes};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::sparse::{aggregate_mis2, amalgamate, strength_symmetric, SpgemmPlan};
+use crate::sparse::{aggregate_mis2_ordered, amalgamate, strength_symmetric, SpgemmPlan};
 
 /// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
 pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
@@ -298,6 +298,7 @@ impl<T: Scalar> HostHierarchy<T> {
         let clock = Instant::now();
         improve(&levels[0], &mut b, params)?;
         times.candidates += clock.elapsed().as_secs_f64();
+        let window = params.window(b.len());
         let mut transfers = Vec::new();
         loop {
             let lv = levels.last().expect("at least the fine level");
@@ -309,7 +310,7 @@ impl<T: Scalar> HostHierarchy<T> {
             let s = strength(&lv.a, lv.block, params.theta)?;
             times.strength += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
-            let agg = aggregate_mis2(&s, params.seed);
+            let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
             times.aggregate += clock.elapsed().as_secs_f64();
             let k = b.len();
             let nc = agg.num_aggregates() * k;

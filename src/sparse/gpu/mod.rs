@@ -88,7 +88,8 @@ use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 pub use aggregate::{
-    aggregate_mis2, amalgamate, strength_symmetric, tentative_single, GpuAggregation, AGGREGATE_SRC,
+    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_single,
+    GpuAggregation, AGGREGATE_SRC,
 };
 #[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
@@ -98,6 +99,7 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
     name: "sparse/spgemm.cu",
     text: include_str!("../../../kernels/sparse/spgemm.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 /// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
@@ -970,8 +972,14 @@ pub fn transpose<'a, T: GpuScalar>(
         .stream()
         .clone_dtod(&a.col.slice(..nnz))
         .map_err(|e| Error::cuda("copying column keys", e))?;
-    let iota: Vec<u32> = (0..nnz32).collect();
-    let mut perm = g.upload(&iota)?;
+    // SAFETY: sparse_iota writes all nnz entries.
+    let mut perm = unsafe { g.alloc::<u32>(nnz)? };
+    let k = f("sparse_iota")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(&nnz32).arg(&mut perm);
+    // SAFETY: sparse_iota(u32 n, u32* out): out n entries.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_iota", e))?;
     crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
     drop(keys);
     // SAFETY: the gather writes all nnz entries.

@@ -36,6 +36,7 @@ pub const SPMV_COMPLEX_SRC: KernelSource = KernelSource {
     name: "spmv/spmv_complex.cu",
     text: include_str!("../../../kernels/spmv/spmv_complex.cu"),
     headers: &[],
+    constants: &[],
 };
 
 #[cfg(test)]

@@ -1,0 +1,279 @@
+//! The multigrid cycle on a block of columns (the preconditioner of the solvers with several
+//! right-hand sides): the cycle of `cycle.rs` step for step, with every product of a level's
+//! matrix (`A` in the smoother and the residual, `R`, `P`, the coarse inverse) applied to all
+//! columns at once by [`MultigridOps::spmv_block`] (on the GPU one launch that reads the matrix
+//! once for up to 32 columns), and the vector steps issued column by column. Column `j` of the
+//! result equals the one-column cycle of `r_j` to rounding.
+
+use super::cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
+use super::{Cycle, LevelSummary, MultigridOps, Smoother};
+use crate::error::Result;
+use crate::scalar::Scalar;
+
+/// The cycle workspace of `k` columns: `work[j]` is column `j`'s [`Work`] for every level.
+/// Allocated on first use and kept while the level sizes stay.
+pub(crate) fn ensure_work<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    info: &[LevelSummary],
+    work: &mut Vec<Vec<Work<B::Vector>>>,
+    k: usize,
+) -> Result<()> {
+    let fits = |w: &Vec<Work<B::Vector>>| {
+        w.len() == info.len()
+            && w.iter()
+                .zip(info.iter())
+                .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
+    };
+    if !work.iter().all(fits) {
+        work.clear();
+    }
+    while work.len() < k {
+        let mut col = Vec::with_capacity(info.len());
+        for (l, lv) in info.iter().enumerate() {
+            // As the one-column workspace: the coarsest level's unused next-level vectors
+            // have one element.
+            let nc = info.get(l + 1).map_or(1, |c| c.rows);
+            col.push(Work {
+                s: Scratch::new(be, lv.rows)?,
+                bc: be.zeros(nc)?,
+                xc: be.zeros(nc)?,
+            });
+        }
+        work.push(col);
+    }
+    Ok(())
+}
+
+/// `rs[j] ← bs[j] − A·xs[j]`.
+fn residual_block<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    bs: &[&B::Vector],
+    xs: &[&B::Vector],
+    rs: &mut [&mut B::Vector],
+) -> Result<()> {
+    for (b, r) in bs.iter().zip(rs.iter_mut()) {
+        be.copy(b, r)?;
+    }
+    be.spmv_block(a, -T::one(), xs, T::one(), rs)
+}
+
+/// One column of the Chebyshev smoother: its input, output and three work vectors.
+struct ChebCol<'a, V> {
+    r: &'a V,
+    z: &'a mut V,
+    res: &'a mut V,
+    d: &'a mut V,
+    t: &'a mut V,
+}
+
+/// `z ← p(D⁻¹A)·D⁻¹·r` for every column (the polynomial of `cycle.rs`, same coefficients).
+fn chebyshev_block<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    sm: &LevelSmoother<B::Vector>,
+    cols: &mut [ChebCol<'_, B::Vector>],
+) -> Result<()> {
+    let (lmin, lmax) = sm.interval;
+    let theta = 0.5 * (lmax + lmin);
+    let delta = 0.5 * (lmax - lmin);
+    let sigma = theta / delta;
+    let dinv = Some(&sm.scale);
+    for c in cols.iter_mut() {
+        let ChebCol { r, z, res, d, .. } = c;
+        be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
+    }
+    let mut rho = 1.0 / sigma;
+    for _ in 1..sm.degree {
+        {
+            let (mut ds, mut ts) = (
+                Vec::with_capacity(cols.len()),
+                Vec::with_capacity(cols.len()),
+            );
+            for c in cols.iter_mut() {
+                ds.push(&*c.d);
+                ts.push(&mut *c.t);
+            }
+            be.spmv_block(a, T::one(), &ds, T::zero(), &mut ts)?;
+        }
+        let rho_new = 1.0 / (2.0 * sigma - rho);
+        for c in cols.iter_mut() {
+            let ChebCol { z, res, d, t, .. } = c;
+            be.poly_step(
+                t,
+                dinv,
+                res,
+                d,
+                z,
+                false,
+                T::of_f64(rho_new * rho),
+                T::of_f64(2.0 * rho_new / delta),
+            )?;
+        }
+        rho = rho_new;
+    }
+    Ok(())
+}
+
+/// One smoothing step on every column of `A·X = B` (`zero`: `X` is zero on entry).
+fn smooth_block<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    sm: &LevelSmoother<B::Vector>,
+    bs: &[&B::Vector],
+    xs: &mut [&mut B::Vector],
+    zero: bool,
+    ws: &mut [&mut Scratch<B::Vector>],
+) -> Result<()> {
+    if !zero {
+        let xr: Vec<&B::Vector> = xs.iter().map(|x| &**x).collect();
+        let mut rs: Vec<&mut B::Vector> = ws.iter_mut().map(|w| &mut w.r).collect();
+        residual_block(be, a, bs, &xr, &mut rs)?;
+    }
+    match sm.kind {
+        Smoother::Chebyshev => {
+            if zero {
+                let mut cols: Vec<ChebCol<'_, B::Vector>> = ws
+                    .iter_mut()
+                    .zip(bs.iter().zip(xs.iter_mut()))
+                    .map(|(w, (b, x))| {
+                        let Scratch { res, d, t, .. } = &mut **w;
+                        ChebCol {
+                            r: *b,
+                            z: &mut **x,
+                            res,
+                            d,
+                            t,
+                        }
+                    })
+                    .collect();
+                chebyshev_block(be, a, sm, &mut cols)
+            } else {
+                {
+                    let mut cols: Vec<ChebCol<'_, B::Vector>> = ws
+                        .iter_mut()
+                        .map(|w| {
+                            let Scratch { r, res, d, t, z } = &mut **w;
+                            ChebCol { r, z, res, d, t }
+                        })
+                        .collect();
+                    chebyshev_block(be, a, sm, &mut cols)?;
+                }
+                for (w, x) in ws.iter().zip(xs.iter_mut()) {
+                    be.axpy(T::one(), &w.z, x)?;
+                }
+                Ok(())
+            }
+        }
+        Smoother::Jacobi | Smoother::L1Jacobi => {
+            if zero {
+                for (b, x) in bs.iter().zip(xs.iter_mut()) {
+                    be.scale(&sm.scale, b, x)?;
+                }
+            } else {
+                for (w, x) in ws.iter_mut().zip(xs.iter_mut()) {
+                    let Scratch { r, z, .. } = &mut **w;
+                    be.scale(&sm.scale, r, z)?;
+                    be.axpy(T::one(), z, x)?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The cycle on `levels[0]` for every column: `xs[j] ≈ A⁻¹bs[j]`; `zero` says the `xs` are zero
+/// on entry. `work[j]` is column `j`'s workspace from this level down.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    levels: &[DeviceLevel<T, B>],
+    coarse_inv: &B::Matrix,
+    kind: Cycle,
+    bs: &[&B::Vector],
+    xs: &mut [&mut B::Vector],
+    zero: bool,
+    work: &mut [&mut [Work<B::Vector>]],
+) -> Result<()> {
+    let (lv, deeper) = levels.split_first().expect("a level");
+    if deeper.is_empty() {
+        if zero {
+            return be.spmv_block(coarse_inv, T::one(), bs, T::zero(), xs);
+        }
+        let mut rs: Vec<&mut B::Vector> = work.iter_mut().map(|w| &mut w[0].s.r).collect();
+        {
+            let xr: Vec<&B::Vector> = xs.iter().map(|x| &**x).collect();
+            residual_block(be, &lv.a, bs, &xr, &mut rs)?;
+        }
+        let rr: Vec<&B::Vector> = rs.into_iter().map(|r| &*r).collect();
+        return be.spmv_block(coarse_inv, T::one(), &rr, T::one(), xs);
+    }
+    type Split<'w, V> = (Vec<&'w mut Work<V>>, Vec<&'w mut [Work<V>]>);
+    let (mut heads, mut rests): Split<'_, B::Vector> = work
+        .iter_mut()
+        .map(|w| w.split_first_mut().expect("work for every level"))
+        .unzip();
+    let sweeps = lv.smoother.sweeps;
+    for s in 0..sweeps {
+        let mut ss: Vec<&mut Scratch<B::Vector>> = heads.iter_mut().map(|w| &mut w.s).collect();
+        smooth_block(be, &lv.a, &lv.smoother, bs, xs, zero && s == 0, &mut ss)?;
+    }
+    let x_zero = zero && sweeps == 0;
+    {
+        let mut rs: Vec<&mut B::Vector> = heads.iter_mut().map(|w| &mut w.s.r).collect();
+        if x_zero {
+            for (b, r) in bs.iter().zip(rs.iter_mut()) {
+                be.copy(b, r)?;
+            }
+        } else {
+            let xr: Vec<&B::Vector> = xs.iter().map(|x| &**x).collect();
+            residual_block(be, &lv.a, bs, &xr, &mut rs)?;
+        }
+    }
+    let (p, r) = (lv.p.as_ref().expect("P"), lv.r.as_ref().expect("R"));
+    {
+        let (mut rs, mut bcs) = (
+            Vec::with_capacity(heads.len()),
+            Vec::with_capacity(heads.len()),
+        );
+        for w in heads.iter_mut() {
+            rs.push(&w.s.r);
+            bcs.push(&mut w.bc);
+        }
+        be.spmv_block(r, T::one(), &rs, T::zero(), &mut bcs)?;
+    }
+    let visits = match kind {
+        Cycle::V => 1,
+        Cycle::W => 2,
+    };
+    {
+        let (mut bcs, mut xcs) = (
+            Vec::with_capacity(heads.len()),
+            Vec::with_capacity(heads.len()),
+        );
+        for w in heads.iter_mut() {
+            bcs.push(&w.bc);
+            xcs.push(&mut w.xc);
+        }
+        for v in 0..visits {
+            cycle_block(
+                be,
+                deeper,
+                coarse_inv,
+                kind,
+                &bcs,
+                &mut xcs,
+                v == 0,
+                &mut rests,
+            )?;
+        }
+        let xr: Vec<&B::Vector> = xcs.into_iter().map(|x| &*x).collect();
+        let beta = if x_zero { T::zero() } else { T::one() };
+        be.spmv_block(p, T::one(), &xr, beta, xs)?;
+    }
+    for _ in 0..sweeps {
+        let mut ss: Vec<&mut Scratch<B::Vector>> = heads.iter_mut().map(|w| &mut w.s).collect();
+        smooth_block(be, &lv.a, &lv.smoother, bs, xs, false, &mut ss)?;
+    }
+    Ok(())
+}

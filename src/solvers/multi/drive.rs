@@ -1,0 +1,405 @@
+//! The loop of a solve with several right-hand sides: every column runs the checks, status reads,
+//! true-residual confirmation and restarts of the one-column loop (`solvers::drive`), on its own
+//! scalars and its own iteration count; the iterations of all running columns advance together,
+//! so the operator and the preconditioner see the block.
+
+use std::time::Instant;
+
+use super::super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams};
+use super::super::MAX_RESTARTS;
+use super::MultiInfo;
+use crate::backend::{LinearOperator, Slot, Status, VectorOps, NSLOTS};
+use crate::scalar::Scalar;
+
+/// One method's state for `k` columns, driven by [`drive_multi`].
+pub(crate) trait ColumnMethod<T: Scalar, B: VectorOps<T>> {
+    /// Column `j`'s residual workspace (where the loop writes `b − A·x` before
+    /// [`ColumnMethod::start`]) and a scratch vector for `A·x`.
+    fn r_and_scratch(&mut self, j: usize) -> (&mut B::Vector, &mut B::Vector);
+    /// (Re)starts column `j` from the residual in its workspace.
+    fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()>;
+    /// Called once the iterations of a (re)start of column `j` end (GMRES adds its correction).
+    fn finish(
+        &mut self,
+        _be: &B,
+        _sc: &mut B::Scalars,
+        _x: &mut B::Vector,
+        _j: usize,
+        _status: Status,
+        _it: usize,
+    ) -> crate::Result<()> {
+        Ok(())
+    }
+    /// The most iterations column `j`'s next block may hold.
+    fn block_limit(&self, _j: usize) -> usize {
+        usize::MAX
+    }
+    /// Called for each running column after a block, at its iteration `it` (GMRES's end of
+    /// cycle).
+    fn after_block(
+        &mut self,
+        _be: &B,
+        _sc: &mut B::Scalars,
+        _x: &mut B::Vector,
+        _j: usize,
+        _it: usize,
+    ) -> crate::Result<()> {
+        Ok(())
+    }
+    /// One iteration of every column in `active` (ascending), column `j` at iteration `its[j]`.
+    /// Must only queue backend work.
+    fn step(
+        &mut self,
+        be: &B,
+        scs: &mut [B::Scalars],
+        xs: &mut [B::Vector],
+        active: &[usize],
+        its: &[usize],
+    ) -> crate::Result<()>;
+}
+
+/// The per-column bookkeeping of the loop.
+struct Column {
+    it: usize,
+    restarts: usize,
+    last_true: f64,
+    thresh: f64,
+    scale: f64,
+}
+
+/// `active` as a mask over `k` columns.
+pub(crate) fn mask(k: usize, active: &[usize]) -> Vec<bool> {
+    let mut m = vec![false; k];
+    for &j in active {
+        m[j] = true;
+    }
+    m
+}
+
+/// The loop of every multi-column method and backend. `clock` started at the solver's entry.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive_multi<T, B, A, M>(
+    be: &B,
+    a: &A,
+    bs: &[B::Vector],
+    xs: &mut [B::Vector],
+    params: &SolveParams,
+    method: &mut M,
+    mut scs: Vec<B::Scalars>,
+    clock: Instant,
+) -> Result<MultiInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    M: ColumnMethod<T, B>,
+{
+    let k = bs.len();
+    let check_every = params
+        .check_every
+        .unwrap_or_else(|| be.default_check_every())
+        .max(1);
+    let mut outcome: Vec<Option<Result<SolveInfo, SolveError>>> = (0..k).map(|_| None).collect();
+    let mut cols: Vec<Column> = Vec::with_capacity(k);
+    let mut its = vec![0usize; k];
+    let mut active = Vec::with_capacity(k);
+    let mut block_iterations = 0usize;
+
+    let true_residual = |method: &mut M, j: usize, x: &B::Vector, sc: &mut B::Scalars| {
+        let (r, q) = method.r_and_scratch(j);
+        a.apply(be, x, q)?;
+        be.residual(&bs[j], q, r)?;
+        let rr = be.dot(r, r, sc)?.as_f64();
+        Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
+    };
+
+    for j in 0..k {
+        let bb = be.dot(&bs[j], &bs[j], &mut scs[j])?.as_f64();
+        let bnorm = bb.sqrt();
+        let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
+        let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
+        cols.push(Column {
+            it: 0,
+            restarts: 0,
+            last_true: 0.0,
+            thresh,
+            scale,
+        });
+        if !bb.is_finite() {
+            outcome[j] = Some(Err(SolveError::NonFinite { iteration: 0 }));
+            continue;
+        }
+        if params.initial_guess == InitialGuess::Zero {
+            be.set_zero(&mut xs[j])?;
+        }
+        be.write_slots(&mut scs[j], &[(Slot::Thresh, T::of_f64(thresh * thresh))])?;
+        let last = true_residual(method, j, &xs[j], &mut scs[j])?;
+        if !last.is_finite() {
+            outcome[j] = Some(Err(SolveError::NonFinite { iteration: 0 }));
+            continue;
+        }
+        cols[j].last_true = last;
+        let slots = restart(be, method, &mut scs[j], j, 0)?;
+        let status = Status::of(slots[Slot::Status as usize]);
+        if status == Status::Running && params.max_iters > 0 {
+            active.push(j);
+        } else {
+            let c = &mut cols[j];
+            match settle(
+                be,
+                method,
+                c,
+                &mut scs[j],
+                &mut xs[j],
+                j,
+                status,
+                slots,
+                params,
+                &true_residual,
+            )? {
+                Settled::Running => active.push(j),
+                Settled::Done(st) => {
+                    outcome[j] = Some(report(
+                        be,
+                        method,
+                        c,
+                        &mut scs[j],
+                        &xs[j],
+                        j,
+                        st,
+                        params,
+                        &true_residual,
+                    )?);
+                }
+            }
+        }
+    }
+
+    while !active.is_empty() {
+        // One block: up to every running column's next check, iteration limit or method limit.
+        let len = active
+            .iter()
+            .map(|&j| {
+                let it = cols[j].it;
+                (check_every - it % check_every)
+                    .min(params.max_iters - it)
+                    .min(method.block_limit(j).max(1))
+            })
+            .min()
+            .unwrap_or(1)
+            .max(1);
+        for _ in 0..len {
+            for &j in &active {
+                cols[j].it += 1;
+                its[j] = cols[j].it;
+            }
+            method.step(be, &mut scs, xs, &active, &its)?;
+            block_iterations += 1;
+        }
+        for &j in &active {
+            method.after_block(be, &mut scs[j], &mut xs[j], j, cols[j].it)?;
+        }
+        // Read every running column's status; the columns that stopped leave the active set.
+        let mut still = Vec::with_capacity(active.len());
+        let mut worst = 0.0f64;
+        let mut last_it = 0;
+        for &j in &active {
+            let slots = be.read_slots(&scs[j])?;
+            let status = Status::of(slots[Slot::Status as usize]);
+            let c = &mut cols[j];
+            worst = worst.max(slots[Slot::Rr as usize].as_f64().max(0.0).sqrt() / c.scale);
+            last_it = last_it.max(c.it);
+            if status == Status::Running && c.it < params.max_iters {
+                still.push(j);
+                continue;
+            }
+            match settle(
+                be,
+                method,
+                c,
+                &mut scs[j],
+                &mut xs[j],
+                j,
+                status,
+                slots,
+                params,
+                &true_residual,
+            )? {
+                Settled::Running => still.push(j),
+                Settled::Done(st) => {
+                    outcome[j] = Some(report(
+                        be,
+                        method,
+                        c,
+                        &mut scs[j],
+                        &xs[j],
+                        j,
+                        st,
+                        params,
+                        &true_residual,
+                    )?);
+                }
+            }
+        }
+        if let Some(f) = params.on_check {
+            f(&Progress {
+                iteration: last_it,
+                relative_residual: worst,
+                seconds: clock.elapsed().as_secs_f64(),
+            });
+        }
+        active = still;
+    }
+
+    let solve_seconds = clock.elapsed().as_secs_f64();
+    let columns = outcome
+        .into_iter()
+        .map(|o| {
+            let mut o = o.expect("every column settles");
+            if let Ok(info) = &mut o {
+                info.solve_seconds = solve_seconds;
+            }
+            o
+        })
+        .collect();
+    Ok(MultiInfo {
+        columns,
+        solve_seconds,
+        block_iterations,
+    })
+}
+
+/// Clears column `j`'s status, (re)starts it at iteration `it` and reads its slots.
+fn restart<T: Scalar, B: VectorOps<T>, M: ColumnMethod<T, B>>(
+    be: &B,
+    method: &mut M,
+    sc: &mut B::Scalars,
+    j: usize,
+    it: usize,
+) -> crate::Result<[T; NSLOTS]> {
+    be.write_slots(sc, &[(Slot::Status, T::zero())])?;
+    method.start(be, sc, j, it)?;
+    be.read_slots(sc)
+}
+
+enum Settled {
+    /// The column restarted and iterates again.
+    Running,
+    /// The column is done with this status.
+    Done(Status),
+}
+
+/// What the one-column loop does after its iterations stop: the method's finish, BiCGSTAB's
+/// restart on a vanished ρ, the true-residual confirmation and the restart when it fails.
+#[allow(clippy::too_many_arguments)]
+fn settle<T, B, M, F>(
+    be: &B,
+    method: &mut M,
+    c: &mut Column,
+    sc: &mut B::Scalars,
+    x: &mut B::Vector,
+    j: usize,
+    mut status: Status,
+    mut slots: [T; NSLOTS],
+    params: &SolveParams,
+    true_residual: &F,
+) -> Result<Settled, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    M: ColumnMethod<T, B>,
+    F: Fn(&mut M, usize, &B::Vector, &mut B::Scalars) -> Result<f64, SolveError>,
+{
+    loop {
+        if status != Status::Running {
+            c.it = slots[Slot::StatusIter as usize].as_f64() as usize;
+        }
+        method.finish(be, sc, x, j, status, c.it)?;
+        let again = if status == Status::BreakdownRho
+            && c.restarts < MAX_RESTARTS
+            && c.it < params.max_iters
+        {
+            c.last_true = true_residual(method, j, x, sc)?;
+            c.restarts += 1;
+            true
+        } else if status != Status::Converged {
+            return Ok(Settled::Done(status));
+        } else {
+            let now = true_residual(method, j, x, sc)?;
+            if !now.is_finite() {
+                return Ok(Settled::Done(Status::NonFinite));
+            }
+            if now <= c.thresh {
+                c.last_true = now;
+                return Ok(Settled::Done(status));
+            }
+            if c.restarts >= MAX_RESTARTS || c.it >= params.max_iters || now >= c.last_true {
+                c.last_true = now;
+                return Ok(Settled::Done(Status::Running));
+            }
+            c.last_true = now;
+            c.restarts += 1;
+            true
+        };
+        debug_assert!(again);
+        slots = restart(be, method, sc, j, c.it)?;
+        status = Status::of(slots[Slot::Status as usize]);
+        if status == Status::Running && c.it < params.max_iters {
+            return Ok(Settled::Running);
+        }
+    }
+}
+
+/// Column `j`'s outcome for its final status, as the one-column loop reports it.
+#[allow(clippy::too_many_arguments)]
+fn report<T, B, M, F>(
+    be: &B,
+    method: &mut M,
+    c: &Column,
+    sc: &mut B::Scalars,
+    x: &B::Vector,
+    j: usize,
+    status: Status,
+    params: &SolveParams,
+    true_residual: &F,
+) -> Result<Result<SolveInfo, SolveError>, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    M: ColumnMethod<T, B>,
+    F: Fn(&mut M, usize, &B::Vector, &mut B::Scalars) -> Result<f64, SolveError>,
+{
+    let it = c.it;
+    let history = if params.record_history {
+        be.read_history(sc, it + 1)?
+            .into_iter()
+            .map(|v| v.as_f64().max(0.0).sqrt() / c.scale)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(match status {
+        Status::Converged => Ok(SolveInfo {
+            iterations: it,
+            relative_residual: c.last_true / c.scale,
+            history,
+            solve_seconds: 0.0,
+            setup_seconds: 0.0,
+            restarts: c.restarts,
+            converged: true,
+        }),
+        Status::NonFinite => Err(SolveError::NonFinite { iteration: it }),
+        Status::Stagnated => Err(SolveError::Stagnation {
+            iterations: it,
+            residual: true_residual(method, j, x, sc)? / c.scale,
+        }),
+        Status::Running => Err(SolveError::NotConverged {
+            iterations: it,
+            residual: true_residual(method, j, x, sc)? / c.scale,
+        }),
+        other => Err(SolveError::Breakdown {
+            what: other.describe(),
+            iteration: it,
+        }),
+    })
+}

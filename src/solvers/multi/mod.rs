@@ -1,0 +1,928 @@
+//! Several right-hand sides `A·X = B` sharing one operator and one preconditioner: CG/PCG,
+//! BiCGSTAB and GMRES on `k` columns, written once for every backend.
+//!
+//! Each column is the solve of [`cg`](super::cg), [`bicgstab`](super::bicgstab) or
+//! [`gmres`](super::gmres) on its own right-hand side: its own scalar slots (ρ, α, β, ω, ‖r‖²,
+//! status), its own convergence test, true-residual confirmation and restarts, its own
+//! iteration count and its own outcome. What the columns share is the iteration: every running
+//! column advances together, so the operator is applied to the block of running columns at once
+//! ([`LinearOperator::apply_block`]: one SpMM on the GPU, reading the matrix once for all
+//! columns) and so is the preconditioner ([`Preconditioner::apply_block`]: the AMG cycle runs one
+//! SpMM per matrix of its hierarchy). A column whose status is set leaves the active set at the
+//! next status check and costs nothing after that (the active set is compacted, the other
+//! columns' vectors are not moved).
+//!
+//! Column `j` of the result equals the one-column solve of `b_j` to rounding, with the same
+//! iteration count: the vector steps and recurrences are the same backend calls in the same
+//! order; only the operator and the preconditioner see several columns at once (the block
+//! product sums each row in the order of the single product on the CPU; the GPU's SpMM may
+//! order a row's additions differently from its SpMV).
+//!
+//! A column that fails (a NaN in its right-hand side, a breakdown, no convergence) fails alone:
+//! [`MultiInfo::columns`] holds one `Result` per column. The call itself fails only for what
+//! concerns every column: shapes (`k = 0`, a column of the wrong length), a backend error.
+//!
+//! ```
+//! use segsparse::solvers::{multi, Cpu, Identity, SolveParams};
+//! let a = segsparse::generate::poisson2d::<f64>(16).unwrap();
+//! let n = a.nrows();
+//! let b: Vec<Vec<f64>> = (0..3).map(|j| vec![1.0 + j as f64; n]).collect();
+//! let mut x = vec![vec![0.0; n]; 3];
+//! let info = multi::pcg(&Cpu, &a, &Identity, &b, &mut x, &SolveParams::default()).unwrap();
+//! assert!(info.all_converged());
+//! ```
+//!
+//! Recorded blocks (CUDA graphs, [`SolveParams::graphs`]) are not used here: the block of
+//! running columns changes as columns converge.
+
+mod drive;
+
+use std::time::Instant;
+
+use drive::{drive_multi, mask, ColumnMethod};
+
+use super::drive::{check_problem, preflight, PrecondKind as Kind};
+use super::recur::Status;
+use super::{
+    Fuse, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, VectorOps,
+};
+use crate::backend::Identity;
+use crate::scalar::Scalar;
+use crate::spmm::Layout;
+
+/// The outcome of a solve with several right-hand sides.
+#[derive(Debug)]
+pub struct MultiInfo {
+    /// One outcome per column, in the order of the right-hand sides: the [`SolveInfo`] of a
+    /// converged column (its iterations, true residual, history; its `solve_seconds` is the
+    /// whole call's), or why it failed.
+    pub columns: Vec<Result<SolveInfo, SolveError>>,
+    /// Wall-clock seconds of the call, entry to return (workspace, iterations, confirmations).
+    pub solve_seconds: f64,
+    /// Iterations of the block loop: the number of block operator applications per operator
+    /// application of one iteration (the most iterations any column ran, counting restarts).
+    pub block_iterations: usize,
+}
+
+impl MultiInfo {
+    /// True when every column converged.
+    pub fn all_converged(&self) -> bool {
+        self.columns.iter().all(|c| c.is_ok())
+    }
+    /// Iterations per column (a failed column's count where its error has one, else 0).
+    pub fn iterations(&self) -> Vec<usize> {
+        self.columns
+            .iter()
+            .map(|c| match c {
+                Ok(info) => info.iterations,
+                Err(SolveError::NotConverged { iterations, .. })
+                | Err(SolveError::Stagnation { iterations, .. }) => *iterations,
+                Err(SolveError::Breakdown { iteration, .. })
+                | Err(SolveError::NonFinite { iteration }) => *iteration,
+                Err(_) => 0,
+            })
+            .collect()
+    }
+}
+
+/// The checks every multi-column method shares: `k ≥ 1`, as many solution columns as
+/// right-hand sides, and each column's shapes (as the one-column solvers check them).
+fn check_columns<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &[B::Vector],
+    x: &[B::Vector],
+) -> Result<usize, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    if b.is_empty() {
+        return Err(SolveError::DimensionMismatch {
+            what: "number of right-hand sides k (must be at least 1)",
+            expected: 1,
+            found: 0,
+        });
+    }
+    if x.len() != b.len() {
+        return Err(SolveError::DimensionMismatch {
+            what: "number of solution columns (one per right-hand side)",
+            expected: b.len(),
+            found: x.len(),
+        });
+    }
+    let mut n = 0;
+    for (bj, xj) in b.iter().zip(x) {
+        n = check_problem(be, a, m, bj, xj)?;
+    }
+    Ok(n)
+}
+
+/// CG on `k` right-hand sides (`b[j]`, solutions in `x[j]`): [`super::cg`] column by column,
+/// with the operator applied to the block.
+///
+/// # Errors
+/// For the whole call: `k = 0`, `x.len() ≠ b.len()`, a column of the wrong length, a backend
+/// failure. A column's own failure is in [`MultiInfo::columns`].
+pub fn cg<T, B, A>(
+    be: &B,
+    a: &A,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+{
+    pcg(be, a, &Identity, b, x, params)
+}
+
+/// Preconditioned CG on `k` right-hand sides ([`super::pcg`] column by column, operator and
+/// preconditioner applied to the block).
+///
+/// # Errors
+/// As [`cg`].
+pub fn pcg<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let clock = Instant::now();
+    let n = check_columns(be, a, m, b, x)?;
+    let k = b.len();
+    let kind = Kind::of::<T, B, P>(m);
+    let vectors = if kind == Kind::Identity { 3 } else { 4 };
+    preflight(be, "the multi-RHS CG workspace", n, vectors * k, 0, params)?;
+    let mut cols = Vec::with_capacity(k);
+    let mut scs = Vec::with_capacity(k);
+    for _ in 0..k {
+        cols.push(CgCol {
+            r: be.zeros(n)?,
+            z: if kind == Kind::Identity {
+                None
+            } else {
+                Some(be.zeros(n)?)
+            },
+            p: be.zeros(n)?,
+            q: be.zeros(n)?,
+        });
+        scs.push(be.scalars(n, params.max_iters)?);
+    }
+    let mut state = CgMulti { a, m, kind, cols };
+    drive_multi(be, a, b, x, params, &mut state, scs, clock)
+}
+
+struct CgCol<V> {
+    r: V,
+    z: Option<V>,
+    p: V,
+    q: V,
+}
+
+struct CgMulti<'a, V, A: ?Sized, P: ?Sized> {
+    a: &'a A,
+    m: &'a P,
+    kind: Kind,
+    cols: Vec<CgCol<V>>,
+}
+
+impl<T, B, A, P> ColumnMethod<T, B> for CgMulti<'_, B::Vector, A, P>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    fn r_and_scratch(&mut self, j: usize) -> (&mut B::Vector, &mut B::Vector) {
+        let c = &mut self.cols[j];
+        (&mut c.r, &mut c.q)
+    }
+
+    fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
+        let c = &mut self.cols[j];
+        match self.kind {
+            Kind::Identity => {
+                be.cg_start(&c.r, Fuse::Identity, sc, it)?;
+                be.copy(&c.r, &mut c.p)
+            }
+            Kind::Jacobi => {
+                let z = c.z.as_mut().expect("z is allocated for a preconditioner");
+                let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
+                be.cg_start(&c.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
+                be.copy(z, &mut c.p)
+            }
+            Kind::General => {
+                let z = c.z.as_mut().expect("z is allocated for a preconditioner");
+                self.m.apply(be, &c.r, z)?;
+                be.cg_start(&c.r, Fuse::Separate(Some(z)), sc, it)?;
+                be.copy(z, &mut c.p)
+            }
+        }
+    }
+
+    fn step(
+        &mut self,
+        be: &B,
+        scs: &mut [B::Scalars],
+        xs: &mut [B::Vector],
+        active: &[usize],
+        its: &[usize],
+    ) -> crate::Result<()> {
+        let on = mask(self.cols.len(), active);
+        {
+            let (mut ps, mut qs) = (Vec::new(), Vec::new());
+            for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
+                ps.push(&c.p);
+                qs.push(&mut c.q);
+            }
+            self.a.apply_block(be, &ps, &mut qs)?;
+        }
+        match self.kind {
+            Kind::Identity | Kind::Jacobi => {
+                let inv_diag = self.m.inverse_diagonal();
+                for &j in active {
+                    let c = &mut self.cols[j];
+                    let fuse = match (self.kind, inv_diag, c.z.as_mut()) {
+                        (Kind::Jacobi, Some(inv_diag), Some(z)) => Fuse::Jacobi { inv_diag, z },
+                        _ => Fuse::Identity,
+                    };
+                    be.cg_tail(
+                        &mut xs[j],
+                        &mut c.p,
+                        &c.q,
+                        &mut c.r,
+                        fuse,
+                        &mut scs[j],
+                        its[j],
+                    )?;
+                }
+                Ok(())
+            }
+            Kind::General => {
+                for &j in active {
+                    let c = &mut self.cols[j];
+                    be.cg_alpha(&c.p, &c.q, &mut scs[j], its[j])?;
+                    be.cg_update_r(&c.q, &mut c.r, Fuse::Separate(None), &mut scs[j], its[j])?;
+                }
+                {
+                    let (mut rs, mut zs) = (Vec::new(), Vec::new());
+                    for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
+                        rs.push(&c.r);
+                        zs.push(c.z.as_mut().expect("z is allocated for a preconditioner"));
+                    }
+                    self.m.apply_block(be, &rs, &mut zs)?;
+                }
+                for &j in active {
+                    let c = &mut self.cols[j];
+                    let z = c.z.as_ref().expect("z is allocated for a preconditioner");
+                    be.cg_rho(&c.r, z, &mut scs[j], its[j])?;
+                    be.cg_update_xp(&mut xs[j], &mut c.p, z, &mut scs[j], its[j])?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// BiCGSTAB on `k` right-hand sides, right-preconditioned by `m` ([`super::bicgstab`] column by
+/// column, operator and preconditioner applied to the block).
+///
+/// # Errors
+/// As [`cg`].
+pub fn bicgstab<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let clock = Instant::now();
+    let n = check_columns(be, a, m, b, x)?;
+    let k = b.len();
+    let kind = Kind::of::<T, B, P>(m);
+    let vectors = if kind == Kind::Identity { 6 } else { 8 };
+    preflight(
+        be,
+        "the multi-RHS BiCGSTAB workspace",
+        n,
+        vectors * k,
+        0,
+        params,
+    )?;
+    let mut cols = Vec::with_capacity(k);
+    let mut scs = Vec::with_capacity(k);
+    for _ in 0..k {
+        cols.push(BicgCol {
+            r: be.zeros(n)?,
+            rhat: be.zeros(n)?,
+            p: be.zeros(n)?,
+            v: be.zeros(n)?,
+            s: be.zeros(n)?,
+            t: be.zeros(n)?,
+            pre: if kind == Kind::Identity {
+                None
+            } else {
+                Some((be.zeros(n)?, be.zeros(n)?))
+            },
+        });
+        scs.push(be.scalars(n, params.max_iters)?);
+    }
+    let mut state = BicgMulti {
+        a,
+        m,
+        kind,
+        fused: be.bicg_fused(n),
+        cols,
+    };
+    drive_multi(be, a, b, x, params, &mut state, scs, clock)
+}
+
+struct BicgCol<V> {
+    r: V,
+    rhat: V,
+    p: V,
+    v: V,
+    s: V,
+    t: V,
+    /// `(p̂, ŝ)` when preconditioned.
+    pre: Option<(V, V)>,
+}
+
+struct BicgMulti<'a, V, A: ?Sized, P: ?Sized> {
+    a: &'a A,
+    m: &'a P,
+    kind: Kind,
+    fused: bool,
+    cols: Vec<BicgCol<V>>,
+}
+
+/// Which vector of a BiCGSTAB column an operator or preconditioner reads or writes.
+#[derive(Clone, Copy)]
+enum BV {
+    P,
+    V,
+    S,
+    T,
+    Phat,
+    Shat,
+}
+
+impl<V> BicgCol<V> {
+    /// `(&from, &mut to)` for two different vectors of the column.
+    fn pair(&mut self, from: BV, to: BV) -> (&V, &mut V) {
+        let BicgCol {
+            p, v, s, t, pre, ..
+        } = self;
+        let (ph, sh) = match pre {
+            Some((a, b)) => (Some(a), Some(b)),
+            None => (None, None),
+        };
+        let mut slots = [Some(p), Some(v), Some(s), Some(t), ph, sh];
+        let idx = |w: BV| w as usize;
+        let (fi, ti) = (idx(from), idx(to));
+        assert_ne!(fi, ti, "a BiCGSTAB vector is not its own product");
+        let to_ref = slots[ti].take().expect("preconditioned");
+        let from_ref: &V = slots[fi].take().expect("preconditioned");
+        (from_ref, to_ref)
+    }
+}
+
+impl<'a, V, A: ?Sized, P: ?Sized> BicgMulti<'a, V, A, P> {
+    /// `to ← A·from` for the active columns, as one block product.
+    fn op<T, B>(&mut self, be: &B, on: &[bool], from: BV, to: BV) -> crate::Result<()>
+    where
+        T: Scalar,
+        B: VectorOps<T, Vector = V>,
+        A: LinearOperator<T, B>,
+    {
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for (c, _) in self.cols.iter_mut().zip(on).filter(|(_, &o)| o) {
+            let (x, y) = c.pair(from, to);
+            xs.push(x);
+            ys.push(y);
+        }
+        self.a.apply_block(be, &xs, &mut ys)
+    }
+    /// `to ← M⁻¹·from` for the active columns, as one block application.
+    fn pre<T, B>(&mut self, be: &B, on: &[bool], from: BV, to: BV) -> crate::Result<()>
+    where
+        T: Scalar,
+        B: VectorOps<T, Vector = V>,
+        P: Preconditioner<T, B>,
+    {
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for (c, _) in self.cols.iter_mut().zip(on).filter(|(_, &o)| o) {
+            let (x, y) = c.pair(from, to);
+            xs.push(x);
+            ys.push(y);
+        }
+        self.m.apply_block(be, &xs, &mut ys)
+    }
+}
+
+impl<T, B, A, P> ColumnMethod<T, B> for BicgMulti<'_, B::Vector, A, P>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    fn r_and_scratch(&mut self, j: usize) -> (&mut B::Vector, &mut B::Vector) {
+        let c = &mut self.cols[j];
+        (&mut c.r, &mut c.t)
+    }
+
+    fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
+        let c = &mut self.cols[j];
+        be.copy(&c.r, &mut c.rhat)?;
+        be.set_zero(&mut c.p)?;
+        be.set_zero(&mut c.v)?;
+        be.cg_start(&c.r, Fuse::Identity, sc, it)?;
+        if self.fused {
+            let inv_diag = self.m.inverse_diagonal();
+            let fuse = match (self.kind, c.pre.as_mut()) {
+                (Kind::Jacobi, Some((phat, _))) => Fuse::Jacobi {
+                    inv_diag: inv_diag.expect("diagonal preconditioner"),
+                    z: phat,
+                },
+                (Kind::General, _) => Fuse::Separate(None),
+                _ => Fuse::Identity,
+            };
+            be.bicg_p(&c.r, &c.v, &mut c.p, fuse, sc)?;
+        }
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        be: &B,
+        scs: &mut [B::Scalars],
+        xs: &mut [B::Vector],
+        active: &[usize],
+        its: &[usize],
+    ) -> crate::Result<()> {
+        let on = mask(self.cols.len(), active);
+        let inv_diag = self.m.inverse_diagonal();
+        let kind = self.kind;
+        if self.fused {
+            // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
+            match kind {
+                Kind::General => {
+                    self.pre(be, &on, BV::P, BV::Phat)?;
+                    self.op(be, &on, BV::Phat, BV::V)?;
+                }
+                Kind::Jacobi => self.op(be, &on, BV::Phat, BV::V)?,
+                Kind::Identity => self.op(be, &on, BV::P, BV::V)?,
+            }
+            for &j in active {
+                let c = &mut self.cols[j];
+                let fuse = match (kind, c.pre.as_mut()) {
+                    (Kind::Jacobi, Some((_, shat))) => Fuse::Jacobi {
+                        inv_diag: inv_diag.expect("diagonal preconditioner"),
+                        z: shat,
+                    },
+                    (Kind::General, _) => Fuse::Separate(None),
+                    _ => Fuse::Identity,
+                };
+                be.bicg_alpha_s(&c.rhat, &c.r, &c.v, &mut c.s, fuse, &mut scs[j], its[j])?;
+            }
+            match kind {
+                Kind::General => {
+                    self.pre(be, &on, BV::S, BV::Shat)?;
+                    self.op(be, &on, BV::Shat, BV::T)?;
+                }
+                Kind::Jacobi => self.op(be, &on, BV::Shat, BV::T)?,
+                Kind::Identity => self.op(be, &on, BV::S, BV::T)?,
+            }
+            for &j in active {
+                let c = &mut self.cols[j];
+                let BicgCol {
+                    r,
+                    rhat,
+                    p,
+                    v,
+                    s,
+                    t,
+                    pre,
+                } = c;
+                match pre {
+                    Some((phat, shat)) => {
+                        let d = if kind == Kind::Jacobi { inv_diag } else { None };
+                        be.bicg_update_p(
+                            &mut xs[j],
+                            Some(phat),
+                            d,
+                            shat,
+                            s,
+                            t,
+                            r,
+                            rhat,
+                            p,
+                            v,
+                            &mut scs[j],
+                            its[j],
+                        )?;
+                    }
+                    None => {
+                        be.bicg_update_p(
+                            &mut xs[j],
+                            None,
+                            None,
+                            s,
+                            s,
+                            t,
+                            r,
+                            rhat,
+                            p,
+                            v,
+                            &mut scs[j],
+                            its[j],
+                        )?;
+                    }
+                }
+            }
+            return Ok(());
+        }
+        // The separate order: p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
+        for &j in active {
+            let c = &mut self.cols[j];
+            let fuse = match (kind, c.pre.as_mut()) {
+                (Kind::Jacobi, Some((phat, _))) => Fuse::Jacobi {
+                    inv_diag: inv_diag.expect("diagonal preconditioner"),
+                    z: phat,
+                },
+                (Kind::General, _) => Fuse::Separate(None),
+                _ => Fuse::Identity,
+            };
+            be.bicg_p(&c.r, &c.v, &mut c.p, fuse, &mut scs[j])?;
+        }
+        match kind {
+            Kind::General => {
+                self.pre(be, &on, BV::P, BV::Phat)?;
+                self.op(be, &on, BV::Phat, BV::V)?;
+            }
+            Kind::Jacobi => self.op(be, &on, BV::Phat, BV::V)?,
+            Kind::Identity => self.op(be, &on, BV::P, BV::V)?,
+        }
+        for &j in active {
+            let c = &self.cols[j];
+            be.bicg_alpha(&c.rhat, &c.v, &mut scs[j], its[j])?;
+        }
+        // s = r − αv; ŝ = M⁻¹s; t = A·ŝ.
+        for &j in active {
+            let c = &mut self.cols[j];
+            let fuse = match (kind, c.pre.as_mut()) {
+                (Kind::Jacobi, Some((_, shat))) => Fuse::Jacobi {
+                    inv_diag: inv_diag.expect("diagonal preconditioner"),
+                    z: shat,
+                },
+                (Kind::General, _) => Fuse::Separate(None),
+                _ => Fuse::Identity,
+            };
+            be.bicg_s(&c.r, &c.v, &mut c.s, fuse, &mut scs[j])?;
+        }
+        match kind {
+            Kind::General => {
+                self.pre(be, &on, BV::S, BV::Shat)?;
+                self.op(be, &on, BV::Shat, BV::T)?;
+            }
+            Kind::Jacobi => self.op(be, &on, BV::Shat, BV::T)?,
+            Kind::Identity => self.op(be, &on, BV::S, BV::T)?,
+        }
+        for &j in active {
+            let c = &mut self.cols[j];
+            be.bicg_omega(&c.t, &c.s, &mut scs[j], its[j])?;
+            let (phat, shat) = match &c.pre {
+                Some((ph, sh)) => (ph, sh),
+                None => (&c.p, &c.s),
+            };
+            be.bicg_update(
+                &mut xs[j],
+                phat,
+                shat,
+                &c.s,
+                &c.t,
+                &mut c.r,
+                &c.rhat,
+                &mut scs[j],
+                its[j],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Restarted GMRES(`restart`) on `k` right-hand sides, right-preconditioned by `m`
+/// ([`super::gmres`] column by column, operator and preconditioner applied to the block; each
+/// column keeps its own Krylov basis and cycle).
+///
+/// # Errors
+/// As [`cg`], and `restart = 0`.
+#[allow(clippy::too_many_arguments)]
+pub fn gmres<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    restart: usize,
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError>
+where
+    T: Scalar,
+    B: KrylovOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    let clock = Instant::now();
+    let n = check_columns(be, a, m, b, x)?;
+    if restart == 0 {
+        return Err(SolveError::DimensionMismatch {
+            what: "GMRES restart length (must be at least 1)",
+            expected: 1,
+            found: 0,
+        });
+    }
+    let k = b.len();
+    let restart = restart.min(n.max(1));
+    let vectors = 2 + usize::from(!m.is_identity()) + restart + 1;
+    let small = crate::memory::bytes_of::<T>(super::GmresLayout { m: restart }.len());
+    preflight(
+        be,
+        "the multi-RHS GMRES workspace (Krylov bases)",
+        n,
+        vectors * k,
+        small * k as u64,
+        params,
+    )?;
+    let mut cols = Vec::with_capacity(k);
+    let mut scs = Vec::with_capacity(k);
+    for _ in 0..k {
+        cols.push(GmresCol {
+            r: be.zeros(n)?,
+            q: be.zeros(n)?,
+            z: if m.is_identity() {
+                None
+            } else {
+                Some(be.zeros(n)?)
+            },
+            k: be.krylov(n, restart)?,
+            j: 0,
+            cycle_it: 0,
+            halted: false,
+        });
+        scs.push(be.scalars(n, params.max_iters)?);
+    }
+    let mut state = GmresMulti {
+        a,
+        m,
+        b,
+        restart,
+        cols,
+    };
+    drive_multi(be, a, b, x, params, &mut state, scs, clock)
+}
+
+struct GmresCol<V, K> {
+    r: V,
+    q: V,
+    z: Option<V>,
+    k: K,
+    /// Columns done in this cycle.
+    j: usize,
+    /// The iteration at which this cycle started.
+    cycle_it: usize,
+    /// The status was seen set at a cycle end.
+    halted: bool,
+}
+
+struct GmresMulti<'a, V, K, A: ?Sized, P: ?Sized> {
+    a: &'a A,
+    m: &'a P,
+    b: &'a [V],
+    restart: usize,
+    cols: Vec<GmresCol<V, K>>,
+}
+
+impl<V, K, A: ?Sized, P: ?Sized> GmresMulti<'_, V, K, A, P> {
+    /// Column `j`: `x ← x + M⁻¹·V·y` with the first `ncols` basis vectors of its cycle.
+    fn correct<T, B>(&mut self, be: &B, x: &mut V, j: usize, ncols: usize) -> crate::Result<()>
+    where
+        T: Scalar,
+        B: KrylovOps<T, Vector = V, Krylov = K>,
+        P: Preconditioner<T, B>,
+    {
+        if ncols == 0 {
+            return Ok(());
+        }
+        let c = &mut self.cols[j];
+        be.gmres_combine(&mut c.k, ncols, &mut c.q)?;
+        match &mut c.z {
+            None => be.axpy(T::one(), &c.q, x),
+            Some(z) => {
+                match self.m.inverse_diagonal() {
+                    Some(d) => be.scale(d, &c.q, z)?,
+                    None => self.m.apply(be, &c.q, z)?,
+                }
+                be.axpy(T::one(), z, x)
+            }
+        }
+    }
+}
+
+impl<T, B, A, P> ColumnMethod<T, B> for GmresMulti<'_, B::Vector, B::Krylov, A, P>
+where
+    T: Scalar,
+    B: KrylovOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    fn r_and_scratch(&mut self, j: usize) -> (&mut B::Vector, &mut B::Vector) {
+        let c = &mut self.cols[j];
+        (&mut c.r, &mut c.q)
+    }
+
+    fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
+        let c = &mut self.cols[j];
+        c.j = 0;
+        c.cycle_it = it;
+        c.halted = false;
+        be.gmres_start(&c.r, &mut c.k, sc, it)
+    }
+
+    fn finish(
+        &mut self,
+        be: &B,
+        _sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        j: usize,
+        status: Status,
+        it: usize,
+    ) -> crate::Result<()> {
+        let c = &mut self.cols[j];
+        let ncols = match status {
+            Status::Running => c.j,
+            Status::Converged | Status::Stagnated => it.saturating_sub(c.cycle_it),
+            _ => 0,
+        };
+        let ncols = ncols.min(self.restart);
+        c.j = 0;
+        c.cycle_it = it;
+        self.correct(be, x, j, ncols)
+    }
+
+    fn block_limit(&self, j: usize) -> usize {
+        self.restart - self.cols[j].j
+    }
+
+    fn after_block(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        x: &mut B::Vector,
+        j: usize,
+        it: usize,
+    ) -> crate::Result<()> {
+        let c = &self.cols[j];
+        if c.j == self.restart && !c.halted {
+            let slots = be.read_slots(sc)?;
+            if Status::of(slots[super::Slot::Status as usize]) != Status::Running {
+                self.cols[j].halted = true;
+                return Ok(());
+            }
+            self.correct(be, x, j, self.restart)?;
+            let c = &mut self.cols[j];
+            self.a.apply(be, x, &mut c.q)?;
+            be.residual(&self.b[j], &c.q, &mut c.r)?;
+            self.start(be, sc, j, it)?;
+        }
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        be: &B,
+        scs: &mut [B::Scalars],
+        _xs: &mut [B::Vector],
+        active: &[usize],
+        its: &[usize],
+    ) -> crate::Result<()> {
+        let mut on = mask(self.cols.len(), active);
+        for (o, c) in on.iter_mut().zip(&self.cols) {
+            *o = *o && !c.halted;
+        }
+        let inv_diag = self.m.inverse_diagonal();
+        // z = M⁻¹v_j (Jacobi: one scaling per column; otherwise the block application).
+        if !self.m.is_identity() {
+            let (mut vs, mut zs) = (Vec::new(), Vec::new());
+            for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
+                let GmresCol { k, z, j, .. } = c;
+                let (vj, _) = be.krylov_pair(k, *j);
+                vs.push(vj);
+                zs.push(z.as_mut().expect("z is allocated for a preconditioner"));
+            }
+            match inv_diag {
+                Some(d) => {
+                    for (v, z) in vs.iter().zip(zs.iter_mut()) {
+                        be.scale(d, v, z)?;
+                    }
+                }
+                None => self.m.apply_block(be, &vs, &mut zs)?,
+            }
+        }
+        // v_{j+1} = A·z (or A·v_j).
+        {
+            let (mut xs, mut ys) = (Vec::new(), Vec::new());
+            for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
+                let GmresCol { k, z, j, .. } = c;
+                let (vj, vnext) = be.krylov_pair(k, *j);
+                xs.push(match z.as_ref() {
+                    Some(z) => z,
+                    None => vj,
+                });
+                ys.push(vnext);
+            }
+            self.a.apply_block(be, &xs, &mut ys)?;
+        }
+        for (jj, c) in self.cols.iter_mut().enumerate() {
+            if !on[jj] {
+                continue;
+            }
+            be.gmres_arnoldi(&mut c.k, c.j, &mut scs[jj], its[jj])?;
+            c.j += 1;
+        }
+        Ok(())
+    }
+}
+
+/// The `k` columns of an `n × k` block stored in `layout` (`data` has `n·k` entries), as
+/// separate vectors: how a front end hands a host block to the solvers here.
+///
+/// # Errors
+/// [`crate::Error::InvalidInput`] for `k = 0` or a length that is not `n·k`.
+pub fn split_columns<T: Copy>(
+    data: &[T],
+    n: usize,
+    k: usize,
+    layout: Layout,
+) -> crate::Result<Vec<Vec<T>>> {
+    if k == 0 {
+        return Err(crate::Error::InvalidInput(
+            "a block of right-hand sides needs at least one column (k = 0)".into(),
+        ));
+    }
+    if Some(data.len()) != n.checked_mul(k) {
+        return Err(crate::Error::InvalidInput(format!(
+            "a block of {n} rows × {k} columns needs {} entries, found {}",
+            n.saturating_mul(k),
+            data.len()
+        )));
+    }
+    Ok((0..k)
+        .map(|j| match layout {
+            Layout::ColMajor => data[j * n..(j + 1) * n].to_vec(),
+            Layout::RowMajor => (0..n).map(|i| data[i * k + j]).collect(),
+        })
+        .collect())
+}
+
+/// The inverse of [`split_columns`]: `k` columns of length `n` as one block in `layout`.
+///
+/// # Panics
+/// When the columns do not all have the same length.
+pub fn join_columns<T: Copy + Default>(cols: &[Vec<T>], layout: Layout) -> Vec<T> {
+    let k = cols.len();
+    let n = cols.first().map_or(0, Vec::len);
+    assert!(cols.iter().all(|c| c.len() == n), "columns of one length");
+    let mut out = vec![T::default(); n * k];
+    for (j, c) in cols.iter().enumerate() {
+        for (i, &v) in c.iter().enumerate() {
+            match layout {
+                Layout::ColMajor => out[j * n + i] = v,
+                Layout::RowMajor => out[i * k + j] = v,
+            }
+        }
+    }
+    out
+}
