@@ -29,6 +29,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::spmv::gpu::SPMV_COLUMNS_SRC,
     #[cfg(feature = "cuda")]
+    &crate::spmv::gpu::complex::SPMV_COMPLEX_SRC,
+    #[cfg(feature = "cuda")]
     &crate::spmm::gpu::SPMM_SRC,
     #[cfg(feature = "cuda")]
     &crate::batched::gpu::BATCHED_SRC,

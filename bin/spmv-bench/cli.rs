@@ -70,17 +70,28 @@ pub enum PrecisionArg {
     F64,
     /// Both, f32 first.
     Both,
+    /// Single-precision complex (`Complex<f32>`, NumPy's complex64, cuSPARSE's C).
+    C64,
+    /// Double-precision complex (`Complex<f64>`, NumPy's complex128, cuSPARSE's Z).
+    C128,
 }
 
 impl PrecisionArg {
-    /// The precisions to run, in order.
+    /// The real precisions to run, in order (none for a complex one: those run apart, see
+    /// [`PrecisionArg::is_complex`]).
     pub fn list(self) -> Vec<segsparse::Precision> {
         use segsparse::Precision::{F32, F64};
         match self {
             PrecisionArg::F32 => vec![F32],
             PrecisionArg::F64 => vec![F64],
             PrecisionArg::Both => vec![F32, F64],
+            PrecisionArg::C64 | PrecisionArg::C128 => vec![],
         }
+    }
+
+    /// True for `c64` and `c128` (the complex benchmark, `complex.rs`).
+    pub fn is_complex(self) -> bool {
+        matches!(self, PrecisionArg::C64 | PrecisionArg::C128)
     }
 }
 
@@ -144,6 +155,8 @@ mod tests {
         assert_eq!((c.iters, c.seed, c.format), (3, 7, Format::Json));
         assert!(Cli::try_parse_from(["spmv-bench", "--iters", "0"]).is_err());
         assert!(Cli::try_parse_from(["spmv-bench", "--precision", "f16"]).is_err());
+        let c = Cli::try_parse_from(["spmv-bench", "--precision", "c128"]).unwrap();
+        assert!(c.precision.is_complex() && c.precision.list().is_empty());
         let c = Cli::try_parse_from(["spmv-bench", "--rhs", "4,8", "--rhs", "16"]).unwrap();
         assert_eq!(c.rhs, vec![4, 8, 16]);
         assert!(Cli::try_parse_from(["spmv-bench", "--rhs", "0"]).is_err());

@@ -6,6 +6,7 @@
 //! an error.
 
 mod cli;
+mod complex;
 #[cfg(feature = "peers")]
 mod gpu;
 #[cfg(not(feature = "peers"))]
@@ -118,6 +119,10 @@ fn implementations(backend: BackendArg) -> Result<Vec<Box<dyn Implementation>>> 
 
 /// Runs the benchmark described by `cli`.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    if cli.precision.is_complex() {
+        complex::run(&cli, resolve)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // Memory preflight, from each file's header, before anything is opened or read:
     // the f64 matrix and its f32 copy (8 bytes per entry, 4 per row), x in both precisions,
     // and per row the f64 reference, y and its downloaded copy.

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::recur::{self, Slot, NSLOTS};
 use super::{same_len, same_lens, Fuse, HostKrylov, KrylovOps, VectorOps};
 use crate::error::Result;
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 
 /// Elements per reduction chunk (one rayon task each).
 pub const CHUNK: usize = 16 * 1024;
@@ -50,7 +50,7 @@ impl<T> Shared<T> {
 }
 
 /// Runs `f` on the chunks of `0..n` in parallel and sums the returned pairs in chunk order.
-fn chunked<T: Scalar>(
+fn chunked<T: Elem>(
     n: usize,
     partials: &mut [[T; 2]],
     f: impl Fn(Range<usize>) -> [T; 2] + Sync + Send,
@@ -77,19 +77,37 @@ fn chunked<T: Scalar>(
         .fold([T::zero(); 2], |a, p| [a[0] + p[0], a[1] + p[1]])
 }
 
-/// `xᵀy` summed per fixed-size chunk in a fixed order (see [`chunked`]).
-fn chunked_dot<T: Scalar>(x: &[T], y: &[T], partials: &mut [[T; 2]]) -> T {
+/// `xᴴy` (`xᵀy` when `bilinear`) summed per fixed-size chunk in a fixed order (see
+/// [`chunked`]).
+fn chunked_form<T: Elem>(bilinear: bool, x: &[T], y: &[T], partials: &mut [[T; 2]]) -> T {
     let [d, _] = chunked(x.len(), partials, |rg| {
-        let s = x[rg.clone()]
-            .iter()
-            .zip(&y[rg])
-            .fold(T::zero(), |a, (&x, &y)| a + x * y);
+        let it = x[rg.clone()].iter().zip(&y[rg]);
+        let s = if bilinear {
+            it.fold(T::zero(), |a, (&x, &y)| a + x * y)
+        } else {
+            it.fold(T::zero(), |a, (&x, &y)| a + x.conj() * y)
+        };
         [s, T::zero()]
     });
     d
 }
 
-impl<T: Scalar> VectorOps<T> for Cpu {
+/// `xᴴy` summed per fixed-size chunk in a fixed order (see [`chunked`]).
+fn chunked_dot<T: Elem>(x: &[T], y: &[T], partials: &mut [[T; 2]]) -> T {
+    chunked_form(false, x, y, partials)
+}
+
+/// `x` conjugated unless `bilinear` (the left factor of the CG family's products).
+#[inline(always)]
+fn form<T: Elem>(bilinear: bool, x: T) -> T {
+    if bilinear {
+        x
+    } else {
+        x.conj()
+    }
+}
+
+impl<T: Elem> VectorOps<T> for Cpu {
     type Vector = Vec<T>;
     type Scalars = CpuScalars<T>;
 
@@ -170,6 +188,12 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         sc.slots[Slot::Dot as usize] = d;
         Ok(d)
     }
+    fn dotu(&self, x: &Vec<T>, y: &Vec<T>, sc: &mut CpuScalars<T>) -> Result<T> {
+        same_len("dotu", x.len(), y.len());
+        let d = chunked_form(true, x, y, &mut sc.partials);
+        sc.slots[Slot::Dot as usize] = d;
+        Ok(d)
+    }
 
     fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
         crate::memory::check_host(what, bytes)
@@ -210,12 +234,21 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         it: usize,
     ) -> Result<()> {
         let n = r.len();
+        let bil = recur::bilinear(&sc.slots);
         let [rr, rz] = match fuse {
             Fuse::Identity => {
-                let [rr, _] = chunked(n, &mut sc.partials, |rg| {
-                    [r[rg].iter().fold(T::zero(), |a, &v| a + v * v), T::zero()]
+                let [rr, ru] = chunked(n, &mut sc.partials, |rg| {
+                    let rr = r[rg.clone()]
+                        .iter()
+                        .fold(T::zero(), |a, &v| a + v.conj() * v);
+                    let ru = if bil {
+                        r[rg].iter().fold(T::zero(), |a, &v| a + v * v)
+                    } else {
+                        T::zero()
+                    };
+                    [rr, ru]
                 });
-                [rr, rr]
+                [rr, if bil { ru } else { rr }]
             }
             Fuse::Jacobi { inv_diag, z } => {
                 same_len("cg_start", n, inv_diag.len());
@@ -227,8 +260,8 @@ impl<T: Scalar> VectorOps<T> for Cpu {
                     let mut acc = [T::zero(); 2];
                     for ((z, &r), &d) in z.iter_mut().zip(&r[rg.clone()]).zip(&inv_diag[rg]) {
                         *z = d * r;
-                        acc[0] += r * r;
-                        acc[1] += r * *z;
+                        acc[0] += r.conj() * r;
+                        acc[1] += form(bil, r) * *z;
                     }
                     acc
                 })
@@ -240,7 +273,9 @@ impl<T: Scalar> VectorOps<T> for Cpu {
                     r[rg.clone()]
                         .iter()
                         .zip(&z[rg])
-                        .fold([T::zero(); 2], |a, (&r, &z)| [a[0] + r * r, a[1] + r * z])
+                        .fold([T::zero(); 2], |a, (&r, &z)| {
+                            [a[0] + r.conj() * r, a[1] + form(bil, r) * z]
+                        })
                 })
             }
         };
@@ -253,7 +288,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             return Ok(());
         }
         same_len("cg_alpha", p.len(), q.len());
-        let pq = chunked_dot(p, q, &mut sc.partials);
+        let pq = chunked_form(recur::bilinear(&sc.slots), p, q, &mut sc.partials);
         recur::cg_alpha(&mut sc.slots, pq, it);
         Ok(())
     }
@@ -272,8 +307,10 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         let n = r.len();
         same_len("cg_update_r", n, q.len());
         let alpha = sc.slots[Slot::Alpha as usize];
+        let bil = recur::bilinear(&sc.slots);
         let rs = Shared::new(r);
-        // Without a preconditioner `r·z` is `r·r`; a separate preconditioner computes it later.
+        // Without a preconditioner `r·z` is `rᴴr` (`rᵀr` for the bilinear form); a separate
+        // preconditioner computes it later.
         let identity = matches!(fuse, Fuse::Identity);
         let (rr, rz) = match fuse {
             Fuse::Jacobi { inv_diag, z } => {
@@ -289,25 +326,29 @@ impl<T: Scalar> VectorOps<T> for Cpu {
                     {
                         *r -= alpha * q;
                         *z = d * *r;
-                        acc[0] += *r * *r;
-                        acc[1] += *r * *z;
+                        acc[0] += r.conj() * *r;
+                        acc[1] += form(bil, *r) * *z;
                     }
                     acc
                 });
                 (rr, Some(rz))
             }
             Fuse::Identity | Fuse::Separate(_) => {
-                let [rr, _] = chunked(n, &mut sc.partials, |rg| {
+                let ru_too = bil && identity;
+                let [rr, ru] = chunked(n, &mut sc.partials, |rg| {
                     // SAFETY: each chunk range is handed to exactly one task.
                     let r = unsafe { rs.range(rg.clone()) };
-                    let mut acc = T::zero();
+                    let mut acc = [T::zero(); 2];
                     for (r, &q) in r.iter_mut().zip(&q[rg]) {
                         *r -= alpha * q;
-                        acc += *r * *r;
+                        acc[0] += r.conj() * *r;
+                        if ru_too {
+                            acc[1] += *r * *r;
+                        }
                     }
-                    [acc, T::zero()]
+                    acc
                 });
-                (rr, identity.then_some(rr))
+                (rr, identity.then_some(if bil { ru } else { rr }))
             }
         };
         recur::cg_update_r(&mut sc.slots, &mut sc.hist, rr, rz, it);
@@ -319,7 +360,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             return Ok(());
         }
         same_len("cg_rho", r.len(), z.len());
-        let rz = chunked_dot(r, z, &mut sc.partials);
+        let rz = chunked_form(recur::bilinear(&sc.slots), r, z, &mut sc.partials);
         recur::cg_rho(&mut sc.slots, rz, it);
         Ok(())
     }
@@ -333,7 +374,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         it: usize,
     ) -> Result<()> {
         let s = &sc.slots;
-        if recur::stopped(s) && s[Slot::StatusIter as usize].as_f64() as usize != it {
+        if recur::stopped(s) && s[Slot::StatusIter as usize].re().as_f64() as usize != it {
             return Ok(());
         }
         same_len("cg_update_xp", x.len(), p.len());
@@ -462,7 +503,9 @@ impl<T: Scalar> VectorOps<T> for Cpu {
             t[rg.clone()]
                 .iter()
                 .zip(&s[rg])
-                .fold([T::zero(); 2], |a, (&t, &s)| [a[0] + t * s, a[1] + t * t])
+                .fold([T::zero(); 2], |a, (&t, &s)| {
+                    [a[0] + t.conj() * s, a[1] + t.conj() * t]
+                })
         });
         recur::bicg_omega(&mut sc.slots, ts, tt, it);
         Ok(())
@@ -507,8 +550,8 @@ impl<T: Scalar> VectorOps<T> for Cpu {
                 x[k] += alpha * phat[i] + omega * shat[i];
                 let ri = s[i] - omega * t[i];
                 r[k] = ri;
-                acc[0] += ri * ri;
-                acc[1] += rhat[i] * ri;
+                acc[0] += ri.conj() * ri;
+                acc[1] += rhat[i].conj() * ri;
             }
             acc
         });
@@ -563,7 +606,7 @@ impl<T: Scalar> VectorOps<T> for Cpu {
     }
 }
 
-impl<T: Scalar> KrylovOps<T> for Cpu {
+impl<T: Elem> KrylovOps<T> for Cpu {
     type Krylov = HostKrylov<Vec<T>, T>;
 
     fn krylov(&self, n: usize, m: usize) -> Result<HostKrylov<Vec<T>, T>> {

@@ -20,7 +20,7 @@
 use super::recur::{self, GmresLayout};
 use super::VectorOps;
 use crate::error::Result;
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// GMRES's Krylov workspace as host arrays: `m + 1` basis vectors of the backend and the small
 /// dense arrays of [`GmresLayout`] on the host.
@@ -31,7 +31,7 @@ pub struct HostKrylov<V, T> {
     pub(crate) lay: GmresLayout,
 }
 
-impl<V, T: Scalar> HostKrylov<V, T> {
+impl<V, T: Elem> HostKrylov<V, T> {
     /// The workspace for vectors of length `n` and restart length `m ≥ 1` on `be`.
     ///
     /// # Panics
@@ -70,7 +70,7 @@ const NOT_HOST: &str = "a Krylov workspace that is not held on the host needs th
 
 /// The multi-vector steps of GMRES: a backend offers them on top of [`VectorOps`] by naming its
 /// workspace ([`HostKrylov`] for the defaults).
-pub trait KrylovOps<T: Scalar>: VectorOps<T> {
+pub trait KrylovOps<T: Elem>: VectorOps<T> {
     /// GMRES's Krylov workspace: `m + 1` basis vectors of length `n` and the small dense arrays of
     /// [`recur::GmresLayout`], plus whatever a backend's fused steps need.
     type Krylov: KrylovSpace<Self::Vector, T>;

@@ -41,13 +41,13 @@ pub use recur::{GmresLayout, Slot, Status, NSLOTS};
 pub use gpu::GpuScalar;
 
 use crate::error::Result;
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// No preconditioning (`M = I`). The solvers skip the `z` vector entirely.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Identity;
 
-impl<T: Scalar, B: VectorOps<T>> Preconditioner<T, B> for Identity {
+impl<T: Elem, B: VectorOps<T>> Preconditioner<T, B> for Identity {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         be.copy(r, z)
     }
@@ -70,7 +70,7 @@ pub enum Block {
 
 /// A linear operator `y ← A·x` on the backend `B`'s vectors. Implement it for your own
 /// (matrix-free) operator to solve with it.
-pub trait LinearOperator<T: Scalar, B: VectorOps<T>> {
+pub trait LinearOperator<T: Elem, B: VectorOps<T>> {
     /// Rows of `A` (the length of `y` and `b`).
     fn nrows(&self) -> usize;
     /// Columns of `A` (the length of `x`).
@@ -102,7 +102,7 @@ pub trait LinearOperator<T: Scalar, B: VectorOps<T>> {
 }
 
 /// A preconditioner `z ← M⁻¹r`.
-pub trait Preconditioner<T: Scalar, B: VectorOps<T>> {
+pub trait Preconditioner<T: Elem, B: VectorOps<T>> {
     /// `z ← M⁻¹r`.
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> crate::Result<()>;
     /// `zs[j] ← M⁻¹rs[j]` for every `j` (the solvers with several right-hand sides). The

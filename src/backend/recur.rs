@@ -5,8 +5,17 @@
 //! GPU kernels (`kernels/solvers/recur.cuh`) run the same statements in the last block of the
 //! reduction; their slot numbers and status codes are `-D` defines built from [`Slot`] and
 //! [`Status`] (`backend::gpu::SOLVER_CONSTANTS`), so the two cannot drift apart.
+//!
+//! The element type may be complex: ρ, α, β, ω and the Hessenberg entries are then complex,
+//! while ‖r‖², the threshold, the status and the iteration are held as real values (imaginary
+//! part zero) and compared through their real parts. For a real `T` every formula is the
+//! real one, operation for operation (`conj` is the identity), so real solves are unchanged bit
+//! for bit. GMRES uses the complex Givens rotation `[c̄ s; −s c]` with `c = a/d` (complex) and
+//! `s = h/d` (real), which for a real `a` is the real rotation.
 
-use crate::scalar::Scalar;
+use num_traits::Float;
+
+use crate::scalar::{Elem, Scalar};
 
 /// Number of scalar slots.
 pub const NSLOTS: usize = 16;
@@ -45,6 +54,10 @@ pub enum Slot {
     /// captured CUDA graph replays at any iteration (see `solvers::gpu`). Stays 0 on the CPU and
     /// on the uncaptured GPU path.
     IterBase = 13,
+    /// The inner product of the CG family's ρ and pᵀAp: 0 for the sesquilinear `xᴴy` (CG for a
+    /// Hermitian matrix), 1 for the bilinear `xᵀy` (COCG for a complex symmetric matrix). The
+    /// same for a real `T`; ‖r‖² is always `rᴴr`.
+    Form = 14,
 }
 
 /// The status word in [`Slot::Status`].
@@ -54,7 +67,7 @@ pub enum Status {
     Running = 0,
     /// ‖r‖² ≤ threshold.
     Converged = 1,
-    /// CG: pᵀAp ≤ 0.
+    /// CG: pᴴAp ≤ 0 (COCG: pᵀAp = 0).
     BreakdownPq = 2,
     /// BiCGSTAB: ρ = r̂ᵀr vanished.
     BreakdownRho = 3,
@@ -73,8 +86,8 @@ pub enum Status {
 
 impl Status {
     /// The status encoded in a slot value.
-    pub fn of<T: Scalar>(v: T) -> Status {
-        match v.as_f64() as i64 {
+    pub fn of<T: Elem>(v: T) -> Status {
+        match v.re().as_f64() as i64 {
             0 => Status::Running,
             1 => Status::Converged,
             2 => Status::BreakdownPq,
@@ -93,7 +106,8 @@ impl Status {
             Status::Running => "running",
             Status::Converged => "converged",
             Status::BreakdownPq => {
-                "pᵀAp ≤ 0 in conjugate gradient: the matrix is not symmetric positive definite"
+                "pᵀAp ≤ 0 in conjugate gradient: the matrix is not symmetric positive definite \
+                 (Hermitian positive definite for a complex type; in COCG: pᵀAp = 0)"
             }
             Status::BreakdownRho => "ρ = r̂ᵀr vanished in BiCGSTAB (|ρ| ≤ ε‖r̂‖‖r‖)",
             Status::BreakdownRv => "r̂ᵀv = 0 in BiCGSTAB",
@@ -108,38 +122,50 @@ impl Status {
 }
 
 #[inline]
-fn get<T: Scalar>(s: &[T; NSLOTS], k: Slot) -> T {
+fn get<T: Elem>(s: &[T; NSLOTS], k: Slot) -> T {
     s[k as usize]
 }
 #[inline]
-fn set<T: Scalar>(s: &mut [T; NSLOTS], k: Slot, v: T) {
+fn set<T: Elem>(s: &mut [T; NSLOTS], k: Slot, v: T) {
     s[k as usize] = v;
 }
+/// The real value `v` as a `T`.
+#[inline]
+pub fn real<T: Elem>(v: f64) -> T {
+    T::from_real(<T::Real as Scalar>::of_f64(v))
+}
+
 /// Sets the status (first one wins) with the iteration.
 #[inline]
-fn stop<T: Scalar>(s: &mut [T; NSLOTS], st: Status, it: usize) {
-    set(s, Slot::Status, T::of_f64(st as i64 as f64));
-    set(s, Slot::StatusIter, T::of_f64(it as f64));
+fn stop<T: Elem>(s: &mut [T; NSLOTS], st: Status, it: usize) {
+    set(s, Slot::Status, real(st as i64 as f64));
+    set(s, Slot::StatusIter, real(it as f64));
+}
+
+/// True when the CG family uses the bilinear form `xᵀy` ([`Slot::Form`]).
+#[inline]
+pub fn bilinear<T: Elem>(s: &[T; NSLOTS]) -> bool {
+    get(s, Slot::Form) != T::zero()
 }
 
 /// True when the status slot is set.
 #[inline]
-pub fn stopped<T: Scalar>(s: &[T; NSLOTS]) -> bool {
+pub fn stopped<T: Elem>(s: &[T; NSLOTS]) -> bool {
     get(s, Slot::Status) != T::zero()
 }
 
 /// Convergence and finiteness test on a new ‖r‖², shared by the steps that produce one.
 /// Returns true when the solve stopped.
 #[inline]
-fn test_rr<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, it: usize) -> bool {
+fn test_rr<T: Elem>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, it: usize) -> bool {
     set(s, Slot::Rr, rr);
     if let Some(h) = hist.get_mut(it) {
         *h = rr;
     }
-    if !rr.is_finite() {
+    if !rr.finite() {
         stop(s, Status::NonFinite, it);
         true
-    } else if rr <= get(s, Slot::Thresh) {
+    } else if rr.re() <= get(s, Slot::Thresh).re() {
         stop(s, Status::Converged, it);
         true
     } else {
@@ -147,28 +173,34 @@ fn test_rr<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, it: usize) -> 
     }
 }
 
-/// Start: ‖r‖² and ρ = rᵀz (ρ = ‖r‖² without preconditioner). BiCGSTAB also takes
+/// Start: ‖r‖² and ρ = rᴴz (ρ = ‖r‖² without preconditioner; rᵀz in COCG). BiCGSTAB also takes
 /// ‖r̂‖² = ‖r‖², α = ω = 1, β = 0 from here.
-pub fn start<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rz: T, it: usize) {
+pub fn start<T: Elem>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rz: T, it: usize) {
     set(s, Slot::Rho, rz);
     set(s, Slot::Rr0, rr);
     set(s, Slot::Alpha, T::one());
     set(s, Slot::Omega, T::one());
     set(s, Slot::Beta, T::zero());
-    if !rz.is_finite() {
+    if !rz.finite() {
         stop(s, Status::NonFinite, it);
         return;
     }
     test_rr(s, hist, rr, it);
 }
 
-/// CG: α = ρ / pᵀAp; breakdown when pᵀAp ≤ 0.
-pub fn cg_alpha<T: Scalar>(s: &mut [T; NSLOTS], pq: T, it: usize) {
+/// CG: α = ρ / pᴴAp; breakdown when pᴴAp ≤ 0 (its real part: the imaginary part of pᴴAp is
+/// rounding for a Hermitian `A`); COCG: α = ρ / pᵀAp, breakdown when pᵀAp = 0.
+pub fn cg_alpha<T: Elem>(s: &mut [T; NSLOTS], pq: T, it: usize) {
     set(s, Slot::Pq, pq);
-    if !pq.is_finite() {
+    let broken = if bilinear(s) {
+        pq == T::zero()
+    } else {
+        pq.re() <= <T::Real as num_traits::Zero>::zero()
+    };
+    if !pq.finite() {
         set(s, Slot::Alpha, T::zero());
         stop(s, Status::NonFinite, it);
-    } else if pq <= T::zero() {
+    } else if broken {
         set(s, Slot::Alpha, T::zero());
         stop(s, Status::BreakdownPq, it);
     } else {
@@ -176,15 +208,9 @@ pub fn cg_alpha<T: Scalar>(s: &mut [T; NSLOTS], pq: T, it: usize) {
     }
 }
 
-/// CG after `r ← r − αq`: convergence test on ‖r‖²; with `rz = Some(rᵀz)` also
-/// β = rᵀz / ρ and ρ ← rᵀz (a separate preconditioner passes `None` and calls [`cg_rho`]).
-pub fn cg_update_r<T: Scalar>(
-    s: &mut [T; NSLOTS],
-    hist: &mut [T],
-    rr: T,
-    rz: Option<T>,
-    it: usize,
-) {
+/// CG after `r ← r − αq`: convergence test on ‖r‖²; with `rz = Some(rᴴz)` also
+/// β = rᴴz / ρ and ρ ← rᴴz (`rᵀz` in COCG) (a separate preconditioner passes `None` and calls [`cg_rho`]).
+pub fn cg_update_r<T: Elem>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rz: Option<T>, it: usize) {
     if test_rr(s, hist, rr, it) {
         return;
     }
@@ -193,9 +219,9 @@ pub fn cg_update_r<T: Scalar>(
     }
 }
 
-/// PCG: β = rᵀz / ρ, ρ ← rᵀz.
-pub fn cg_rho<T: Scalar>(s: &mut [T; NSLOTS], rz: T, it: usize) {
-    if !rz.is_finite() {
+/// PCG: β = rᴴz / ρ, ρ ← rᴴz (`rᵀz` in COCG).
+pub fn cg_rho<T: Elem>(s: &mut [T; NSLOTS], rz: T, it: usize) {
+    if !rz.finite() {
         stop(s, Status::NonFinite, it);
         return;
     }
@@ -204,27 +230,27 @@ pub fn cg_rho<T: Scalar>(s: &mut [T; NSLOTS], rz: T, it: usize) {
     set(s, Slot::Rho, rz);
 }
 
-/// BiCGSTAB: α = ρ / r̂ᵀv; breakdown when r̂ᵀv = 0.
-pub fn bicg_alpha<T: Scalar>(s: &mut [T; NSLOTS], rv: T, it: usize) {
+/// BiCGSTAB: α = ρ / r̂ᴴv; breakdown when r̂ᴴv = 0.
+pub fn bicg_alpha<T: Elem>(s: &mut [T; NSLOTS], rv: T, it: usize) {
     set(s, Slot::Pq, rv);
     let alpha = get(s, Slot::Rho) / rv;
-    if !rv.is_finite() {
+    if !rv.finite() {
         stop(s, Status::NonFinite, it);
-    } else if rv == T::zero() || !alpha.is_finite() {
+    } else if rv == T::zero() || !alpha.finite() {
         stop(s, Status::BreakdownRv, it);
     } else {
         set(s, Slot::Alpha, alpha);
     }
 }
 
-/// BiCGSTAB: ω = tᵀs / tᵀt, or 0 when t = 0 (then s = 0 too unless `A` is singular; the update
+/// BiCGSTAB: ω = tᴴs / tᴴt, or 0 when t = 0 (then s = 0 too unless `A` is singular; the update
 /// reduces to `x ← x + αp̂` and its convergence test decides).
-pub fn bicg_omega<T: Scalar>(s: &mut [T; NSLOTS], ts: T, tt: T, it: usize) {
+pub fn bicg_omega<T: Elem>(s: &mut [T; NSLOTS], ts: T, tt: T, it: usize) {
     set(s, Slot::Ts, ts);
     set(s, Slot::Tt, tt);
-    if !ts.is_finite() || !tt.is_finite() {
+    if !ts.finite() || !tt.finite() {
         stop(s, Status::NonFinite, it);
-    } else if tt > T::zero() {
+    } else if tt.re() > <T::Real as num_traits::Zero>::zero() {
         set(s, Slot::Omega, ts / tt);
     } else {
         set(s, Slot::Omega, T::zero());
@@ -233,17 +259,17 @@ pub fn bicg_omega<T: Scalar>(s: &mut [T; NSLOTS], ts: T, tt: T, it: usize) {
 
 /// BiCGSTAB after `x ← x + αp̂ + ωŝ; r ← s − ωt`: convergence test on ‖r‖², then breakdown
 /// tests (ω = 0; |ρ'| ≤ ε‖r̂‖‖r‖), β = (ρ'/ρ)(α/ω), ρ ← ρ'.
-pub fn bicg_update<T: Scalar>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rho_new: T, it: usize) {
+pub fn bicg_update<T: Elem>(s: &mut [T; NSLOTS], hist: &mut [T], rr: T, rho_new: T, it: usize) {
     if test_rr(s, hist, rr, it) {
         return;
     }
     let omega = get(s, Slot::Omega);
-    let eps = T::epsilon();
-    if !rho_new.is_finite() {
+    let eps = <T::Real as num_traits::Float>::epsilon();
+    if !rho_new.finite() {
         stop(s, Status::NonFinite, it);
     } else if omega == T::zero() {
         stop(s, Status::BreakdownOmega, it);
-    } else if rho_new * rho_new <= eps * eps * get(s, Slot::Rr0) * rr {
+    } else if rho_new.norm_sqr() <= eps * eps * get(s, Slot::Rr0).re() * rr.re() {
         stop(s, Status::BreakdownRho, it);
     } else {
         let beta = (rho_new / get(s, Slot::Rho)) * (get(s, Slot::Alpha) / omega);
@@ -325,7 +351,7 @@ impl GmresLayout {
 
 /// GMRES start of a cycle from a residual with ‖r‖² = `rr`: g = (‖r‖, 0, …), the scale 1/‖r‖
 /// for v₀ = r/‖r‖, and the convergence test.
-pub fn gmres_start<T: Scalar>(
+pub fn gmres_start<T: Elem>(
     s: &mut [T; NSLOTS],
     small: &mut [T],
     lay: GmresLayout,
@@ -333,12 +359,13 @@ pub fn gmres_start<T: Scalar>(
     rr: T,
     it: usize,
 ) {
-    let beta = rr.max(T::zero()).sqrt();
+    let zero = <T::Real as num_traits::Zero>::zero();
+    let beta = rr.re().max(zero).sqrt();
     small[lay.g()..lay.g() + lay.m + 1].fill(T::zero());
-    small[lay.g()] = beta;
+    small[lay.g()] = T::from_real(beta);
     small[lay.beta2()] = rr;
-    small[lay.scale()] = if beta > T::zero() {
-        T::one() / beta
+    small[lay.scale()] = if beta > zero {
+        T::from_real(<T::Real as num_traits::One>::one() / beta)
     } else {
         T::zero()
     };
@@ -350,7 +377,7 @@ pub fn gmres_start<T: Scalar>(
 /// rotations and a new one to R[:, j], updates g, records |g[j+1]|² as the residual estimate,
 /// and tests convergence, breakdown, and (at the end of a cycle, `j = m − 1`) stagnation. Sets
 /// the scale 1/‖w‖ that normalises v_{j+1}.
-pub fn gmres_column<T: Scalar>(
+pub fn gmres_column<T: Elem>(
     s: &mut [T; NSLOTS],
     small: &mut [T],
     lay: GmresLayout,
@@ -361,55 +388,59 @@ pub fn gmres_column<T: Scalar>(
 ) {
     let m = lay.m;
     let ld = m + 1;
-    let hnext = ww.max(T::zero()).sqrt();
+    let zero = <T::Real as num_traits::Zero>::zero();
+    let one = <T::Real as num_traits::One>::one();
+    let hnext = ww.re().max(zero).sqrt();
     for i in 0..=j {
         let h = small[lay.c1() + i] + small[lay.c2() + i];
         small[lay.hess() + j * ld + i] = h;
         small[lay.rmat() + j * ld + i] = h;
     }
-    small[lay.hess() + j * ld + j + 1] = hnext;
-    // Earlier rotations on the new column.
+    small[lay.hess() + j * ld + j + 1] = T::from_real(hnext);
+    // Earlier rotations on the new column: [c̄ s; −s c] (s real).
     for i in 0..j {
         let (c, sn) = (small[lay.cs() + i], small[lay.sn() + i]);
         let a = small[lay.rmat() + j * ld + i];
         let b = small[lay.rmat() + j * ld + i + 1];
-        small[lay.rmat() + j * ld + i] = c * a + sn * b;
+        small[lay.rmat() + j * ld + i] = c.conj() * a + sn * b;
         small[lay.rmat() + j * ld + i + 1] = c * b - sn * a;
     }
     let a = small[lay.rmat() + j * ld + j];
-    let d = (a * a + hnext * hnext).sqrt();
-    small[lay.scale()] = if hnext > T::zero() {
-        T::one() / hnext
+    let d = (a.norm_sqr() + hnext * hnext).sqrt();
+    small[lay.scale()] = if hnext > zero {
+        T::from_real(one / hnext)
     } else {
         T::zero()
     };
-    if !d.is_finite() || !a.is_finite() {
+    if !d.is_finite() || !a.finite() {
         stop(s, Status::NonFinite, it);
         return;
     }
-    if d == T::zero() {
+    if d == zero {
         stop(s, Status::BreakdownArnoldi, it);
         return;
     }
-    let (c, sn) = (a / d, hnext / d);
+    let (c, sn) = (a / T::from_real(d), T::from_real(hnext / d));
     small[lay.cs() + j] = c;
     small[lay.sn() + j] = sn;
-    small[lay.rmat() + j * ld + j] = d;
+    small[lay.rmat() + j * ld + j] = T::from_real(d);
     small[lay.rmat() + j * ld + j + 1] = T::zero();
     let gj = small[lay.g() + j];
-    small[lay.g() + j] = c * gj;
+    small[lay.g() + j] = c.conj() * gj;
     small[lay.g() + j + 1] = -sn * gj;
-    let rr = sn * sn * gj * gj;
+    let rr = T::from_real((sn * sn * gj * gj.conj()).re());
     if test_rr(s, hist, rr, it) {
         return;
     }
-    if j + 1 == m && rr >= (T::one() - T::epsilon()) * small[lay.beta2()] {
+    if j + 1 == m
+        && rr.re() >= (one - <T::Real as num_traits::Float>::epsilon()) * small[lay.beta2()].re()
+    {
         stop(s, Status::Stagnated, it);
     }
 }
 
 /// Solves the leading `k × k` block of R·y = g by back substitution into `y`.
-pub fn gmres_solve_y<T: Scalar>(small: &mut [T], lay: GmresLayout, k: usize) {
+pub fn gmres_solve_y<T: Elem>(small: &mut [T], lay: GmresLayout, k: usize) {
     let ld = lay.m + 1;
     for i in (0..k).rev() {
         let mut acc = small[lay.g() + i];

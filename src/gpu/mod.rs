@@ -63,7 +63,8 @@ pub fn kernel_name<T: KernelType>(root: &str) -> String {
 
 /// Element types that have kernel instantiations, with their name suffix and C type.
 pub trait KernelType: Copy + Send + Sync + 'static + crate::scalar::DeviceElem {
-    /// Suffix of entry-point names (`f32`, `f64`, `i32`, `u32`, `u64`).
+    /// Suffix of entry-point names (`f32`, `f64`, `i32`, `u32`, `u64`, and `c64`, `c128` for
+    /// the interleaved complex types).
     const KERNEL_SUFFIX: &'static str;
     /// The C type in kernel sources.
     const C_TYPE: &'static str;
@@ -82,6 +83,8 @@ kernel_type!(f64, "f64", "double");
 kernel_type!(i32, "i32", "int");
 kernel_type!(u32, "u32", "unsigned int");
 kernel_type!(u64, "u64", "unsigned long long");
+kernel_type!(crate::scalar::DevComplex<f32>, "c64", "cfloat");
+kernel_type!(crate::scalar::DevComplex<f64>, "c128", "cdouble");
 
 /// True when `SEGSPARSE_REQUIRE_GPU=1`: GPU tests must then fail instead of skipping when no
 /// device works (the GPU machine's `run.sh` sets it).

@@ -4,7 +4,7 @@ pub use crate::backend::Identity;
 use crate::backend::{Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// Jacobi preconditioning, `M = diag(A)`: holds `D⁻¹` as a backend vector, and the solvers fuse
 /// `z = D⁻¹r` into their vector updates.
@@ -19,13 +19,10 @@ impl<V> Jacobi<V> {
     /// # Errors
     /// [`Error::InvalidInput`] naming the row when a diagonal entry is zero or not finite (Jacobi
     /// is then undefined).
-    pub fn from_diagonal<T: Scalar, B: VectorOps<T, Vector = V>>(
-        be: &B,
-        diag: &[T],
-    ) -> Result<Self> {
+    pub fn from_diagonal<T: Elem, B: VectorOps<T, Vector = V>>(be: &B, diag: &[T]) -> Result<Self> {
         let mut inv = Vec::with_capacity(diag.len());
         for (i, &d) in diag.iter().enumerate() {
-            if d == T::zero() || !d.is_finite() {
+            if d == T::zero() || !d.finite() {
                 return Err(Error::InvalidInput(format!(
                     "Jacobi preconditioner: diagonal entry of row {i} is {d}"
                 )));
@@ -41,7 +38,7 @@ impl<V> Jacobi<V> {
     ///
     /// # Errors
     /// As [`Jacobi::from_diagonal`].
-    pub fn from_matrix<T: Scalar, B: VectorOps<T, Vector = V>>(
+    pub fn from_matrix<T: Elem, B: VectorOps<T, Vector = V>>(
         be: &B,
         a: &CsrMatrix<T>,
     ) -> Result<Self> {
@@ -59,7 +56,7 @@ impl<V> Jacobi<V> {
     }
 }
 
-impl<T: Scalar, B: VectorOps<T>> Preconditioner<T, B> for Jacobi<B::Vector> {
+impl<T: Elem, B: VectorOps<T>> Preconditioner<T, B> for Jacobi<B::Vector> {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         be.scale(&self.inv_diag, r, z)
     }

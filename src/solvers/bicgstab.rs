@@ -30,7 +30,7 @@ use super::{
     check_problem, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
     SolveParams, VectorOps,
 };
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// BiCGSTAB for a general (unsymmetric, possibly indefinite) `A`, right-preconditioned by `m`
 /// (pass [`Identity`](super::Identity) for none, `precond::Jacobi` for the diagonal).
@@ -47,7 +47,7 @@ pub fn bicgstab<T, B, A, P>(
     params: &SolveParams,
 ) -> Result<SolveInfo, SolveError>
 where
-    T: Scalar,
+    T: Elem,
     B: VectorOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
@@ -79,7 +79,7 @@ where
     drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
-struct BicgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
+struct BicgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
@@ -97,7 +97,7 @@ struct BicgState<'a, T: Scalar, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
 
 impl<T, B, A, P> Method<T, B> for BicgState<'_, T, B, A, P>
 where
-    T: Scalar,
+    T: Elem,
     B: VectorOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
@@ -198,7 +198,7 @@ where
 
 impl<T, B, A, P> BicgState<'_, T, B, A, P>
 where
-    T: Scalar,
+    T: Elem,
     B: VectorOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,

@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
 use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 
 /// One method's per-solve state and iteration, driven by [`drive`].
-pub(crate) trait Method<T: Scalar, B: VectorOps<T>> {
+pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     /// The residual workspace (where [`drive`] writes `b − A·x` before [`Method::start`]) and a
     /// scratch vector for `A·x`.
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector);
@@ -63,7 +63,7 @@ pub(crate) trait Method<T: Scalar, B: VectorOps<T>> {
 }
 
 /// Checks the dimensions of `A`, `b` and `x`.
-pub(crate) fn check_dims<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?Sized>(
+pub(crate) fn check_dims<T: Elem, B: VectorOps<T>, A: LinearOperator<T, B> + ?Sized>(
     be: &B,
     a: &A,
     b: &B::Vector,
@@ -98,7 +98,7 @@ pub(crate) fn check_dims<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?
 /// `n`, `extra` further bytes (GMRES's small arrays), the residual history of
 /// `max_iters + 1` entries and the reduction partials, checked by
 /// [`VectorOps::check_memory`] before anything is allocated.
-pub(crate) fn preflight<T: Scalar, B: VectorOps<T>>(
+pub(crate) fn preflight<T: Elem, B: VectorOps<T>>(
     be: &B,
     what: &str,
     n: usize,
@@ -125,7 +125,7 @@ pub(crate) fn check_problem<T, B, A, P>(
     x: &B::Vector,
 ) -> Result<usize, SolveError>
 where
-    T: Scalar,
+    T: Elem,
     B: VectorOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
@@ -155,7 +155,7 @@ pub(crate) enum PrecondKind {
 }
 
 impl PrecondKind {
-    pub(crate) fn of<T: Scalar, B: VectorOps<T>, P: Preconditioner<T, B> + ?Sized>(m: &P) -> Self {
+    pub(crate) fn of<T: Elem, B: VectorOps<T>, P: Preconditioner<T, B> + ?Sized>(m: &P) -> Self {
         if m.is_identity() {
             PrecondKind::Identity
         } else if m.inverse_diagonal().is_some() {
@@ -181,7 +181,7 @@ pub(crate) fn drive<T, B, A, M>(
     clock: Instant,
 ) -> Result<SolveInfo, SolveError>
 where
-    T: Scalar,
+    T: Elem,
     B: VectorOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     M: Method<T, B>,
@@ -189,7 +189,7 @@ where
     // An operator with a choice of kernels (a GPU matrix) may measure them now, before any
     // iteration is queued or recorded.
     a.prepare(be, params.max_iters)?;
-    let bb = be.dot(b, b, &mut sc)?.as_f64();
+    let bb = be.dot(b, b, &mut sc)?.re().as_f64();
     if !bb.is_finite() {
         return Err(SolveError::NonFinite { iteration: 0 });
     }
@@ -203,13 +203,16 @@ where
     if params.initial_guess == InitialGuess::Zero {
         be.set_zero(x)?;
     }
-    be.write_slots(&mut sc, &[(Slot::Thresh, T::of_f64(thresh * thresh))])?;
+    be.write_slots(
+        &mut sc,
+        &[(Slot::Thresh, crate::backend::recur::real(thresh * thresh))],
+    )?;
 
     let true_residual = |method: &mut M, x: &B::Vector, sc: &mut B::Scalars| {
         let (r, q) = method.r_and_scratch();
         a.apply(be, x, q)?;
         be.residual(b, q, r)?;
-        let rr = be.dot(r, r, sc)?.as_f64();
+        let rr = be.dot(r, r, sc)?.re().as_f64();
         // NaN stays NaN (f64::max would turn it into 0, a "converged" residual).
         Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
     };
@@ -266,14 +269,15 @@ where
             if let Some(f) = params.on_check {
                 f(&Progress {
                     iteration: it,
-                    relative_residual: slots[Slot::Rr as usize].as_f64().max(0.0).sqrt() / scale,
+                    relative_residual: slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt()
+                        / scale,
                     seconds: clock.elapsed().as_secs_f64(),
                 });
             }
         }
         if status != Status::Running {
             // The kernels stopped at the recorded iteration; later ones were no-ops.
-            it = slots[Slot::StatusIter as usize].as_f64() as usize;
+            it = slots[Slot::StatusIter as usize].re().as_f64() as usize;
         }
         method.finish(be, &mut sc, x, status, it)?;
         if status == Status::BreakdownRho && restarts < MAX_RESTARTS && it < params.max_iters {
@@ -306,7 +310,7 @@ where
     let history = if params.record_history {
         be.read_history(&sc, it + 1)?
             .into_iter()
-            .map(|v| v.as_f64().max(0.0).sqrt() / scale)
+            .map(|v| v.re().as_f64().max(0.0).sqrt() / scale)
             .collect()
     } else {
         Vec::new()

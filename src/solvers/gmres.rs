@@ -37,7 +37,7 @@ use super::{
     check_problem, drive, KrylovOps, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
     SolveParams,
 };
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// The default restart length m of [`gmres`] (SciPy's and PETSc's default as well).
 pub const DEFAULT_RESTART: usize = 30;
@@ -78,7 +78,7 @@ pub fn gmres<T, B, A, P>(
     params: &SolveParams,
 ) -> Result<SolveInfo, SolveError>
 where
-    T: Scalar,
+    T: Elem,
     B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
@@ -126,7 +126,7 @@ where
     drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
-struct GmresState<'a, T: Scalar, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
+struct GmresState<'a, T: Elem, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     b: &'a B::Vector,
@@ -147,7 +147,7 @@ struct GmresState<'a, T: Scalar, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
 
 impl<T, B, A, P> GmresState<'_, T, B, A, P>
 where
-    T: Scalar,
+    T: Elem,
     B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
@@ -173,7 +173,7 @@ where
 
 impl<T, B, A, P> Method<T, B> for GmresState<'_, T, B, A, P>
 where
-    T: Scalar,
+    T: Elem,
     B: KrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,

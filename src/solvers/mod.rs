@@ -7,8 +7,14 @@
 //! |---|---|---|
 //! | conjugate gradient (Hestenes and Stiefel 1952) | symmetric positive definite `A` | [`cg`] |
 //! | preconditioned CG (any SPD [`Preconditioner`]) | SPD `A` | [`pcg`] |
+//! | COCG (van der Vorst and Melissen 1990), optionally preconditioned | complex symmetric `A = Aᵀ` | [`cocg`], [`pcocg`] |
 //! | BiCGSTAB (van der Vorst 1992), optionally right-preconditioned | unsymmetric `A` | [`bicgstab`] |
 //! | GMRES(m) (Saad and Schultz 1986), restarted, right-preconditioned | any nonsingular `A` | [`gmres`] |
+//!
+//! Every solver takes a real or complex element type ([`crate::Elem`]): for a complex `T` the
+//! inner products are `xᴴy` (CG then needs a Hermitian positive definite `A`), ‖r‖ is real, and
+//! COCG's bilinear `xᵀy` serves complex symmetric matrices. A complex `T` runs on a backend that
+//! holds complex vectors (today the CPU backend, [`Cpu`]).
 //!
 //! | preconditioner | needs | type |
 //! |---|---|---|
@@ -197,7 +203,7 @@ pub mod multi;
 mod types;
 
 pub use bicgstab::bicgstab;
-pub use cg::{cg, pcg};
+pub use cg::{cg, cocg, pcg, pcocg};
 pub use gmres::{gmres, DEFAULT_RESTART};
 pub use types::{
     per_iteration, InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS,

@@ -78,6 +78,7 @@
 //! once per matrix, and never writes the products. Column indices are `u32`, like the crate's
 //! CSR type.
 
+pub mod complex;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
 mod plan;

@@ -104,7 +104,7 @@ pub mod select;
 pub mod gpu;
 
 /// `y ← A·x` with the crate's row-parallel CPU SpMV.
-impl<T: crate::Scalar> LinearOperator<T, Cpu> for CsrMatrix<T> {
+impl<T: Elem> LinearOperator<T, Cpu> for CsrMatrix<T> {
     fn nrows(&self) -> usize {
         CsrMatrix::nrows(self)
     }

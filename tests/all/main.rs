@@ -19,6 +19,8 @@ mod backend_core;
 mod bad_input;
 mod batched;
 mod complex;
+mod complex_gpu;
+mod complex_solve;
 mod corpus;
 mod dist_gpu;
 mod dist_sim;

@@ -14,10 +14,10 @@
 use super::{Fuse, VectorOps};
 use crate::backend::recur::{self, Slot, NSLOTS};
 use crate::error::Result;
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 
 /// The slots, and whether the status is set (a step is then a no-op).
-fn slots<T: Scalar, B: VectorOps<T> + ?Sized>(
+fn slots<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     sc: &B::Scalars,
 ) -> Result<([T; NSLOTS], bool)> {
@@ -26,26 +26,43 @@ fn slots<T: Scalar, B: VectorOps<T> + ?Sized>(
     Ok((s, stopped))
 }
 
-/// `z ← d ∘ r` for the Jacobi `fuse`, and `rᵀz` (`None` for a separate preconditioner, `rᵀr`
-/// for none).
-fn fused_rz<T: Scalar, B: VectorOps<T> + ?Sized>(
+/// The CG family's inner product `xᴴy`, or `xᵀy` when `bilinear` (COCG, [`Slot::Form`]).
+fn form_dot<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
+    bilinear: bool,
+    x: &B::Vector,
+    y: &B::Vector,
+    sc: &mut B::Scalars,
+) -> Result<T> {
+    if bilinear {
+        be.dotu(x, y, sc)
+    } else {
+        be.dot(x, y, sc)
+    }
+}
+
+/// `z ← d ∘ r` for the Jacobi `fuse`, and `rᴴz` (`None` for a separate preconditioner, `rᴴr`
+/// for none; `rᵀz`, `rᵀr` when `bilinear`).
+fn fused_rz<T: Elem, B: VectorOps<T> + ?Sized>(
+    be: &B,
+    bilinear: bool,
     r: &B::Vector,
     rr: T,
     fuse: Fuse<'_, B::Vector>,
     sc: &mut B::Scalars,
 ) -> Result<Option<T>> {
     Ok(match fuse {
+        Fuse::Identity if bilinear => Some(be.dotu(r, r, sc)?),
         Fuse::Identity => Some(rr),
         Fuse::Jacobi { inv_diag, z } => {
             be.vmul(T::one(), inv_diag, r, T::zero(), z)?;
-            Some(be.dot(r, z, sc)?)
+            Some(form_dot(be, bilinear, r, z, sc)?)
         }
         Fuse::Separate(_) => None,
     })
 }
 
-pub(crate) fn residual<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn residual<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     b: &B::Vector,
     ax: &B::Vector,
@@ -55,40 +72,44 @@ pub(crate) fn residual<T: Scalar, B: VectorOps<T> + ?Sized>(
     be.axpby(-T::one(), ax, T::one(), r)
 }
 
-pub(crate) fn cg_start<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn cg_start<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     r: &B::Vector,
     fuse: Fuse<'_, B::Vector>,
     sc: &mut B::Scalars,
     it: usize,
 ) -> Result<()> {
+    let bil = recur::bilinear(&be.read_slots(sc)?);
     let rr = be.dot(r, r, sc)?;
     let rz = match fuse {
-        Fuse::Separate(z) => be.dot(
+        Fuse::Separate(z) => form_dot(
+            be,
+            bil,
             r,
             z.expect("cg_start with a separate preconditioner needs z"),
             sc,
         )?,
-        fuse => fused_rz(be, r, rr, fuse, sc)?.unwrap_or(rr),
+        fuse => fused_rz(be, bil, r, rr, fuse, sc)?.unwrap_or(rr),
     };
     be.update_slots(sc, |s, h| recur::start(s, h, rr, rz, it))
 }
 
-pub(crate) fn cg_alpha<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn cg_alpha<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     p: &B::Vector,
     q: &B::Vector,
     sc: &mut B::Scalars,
     it: usize,
 ) -> Result<()> {
-    if slots(be, sc)?.1 {
+    let (s, stopped) = slots(be, sc)?;
+    if stopped {
         return Ok(());
     }
-    let pq = be.dot(p, q, sc)?;
+    let pq = form_dot(be, recur::bilinear(&s), p, q, sc)?;
     be.update_slots(sc, |s, _| recur::cg_alpha(s, pq, it))
 }
 
-pub(crate) fn cg_update_r<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn cg_update_r<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     q: &B::Vector,
     r: &mut B::Vector,
@@ -102,25 +123,26 @@ pub(crate) fn cg_update_r<T: Scalar, B: VectorOps<T> + ?Sized>(
     }
     be.axpby(-s[Slot::Alpha as usize], q, T::one(), r)?;
     let rr = be.dot(r, r, sc)?;
-    let rz = fused_rz(be, r, rr, fuse, sc)?;
+    let rz = fused_rz(be, recur::bilinear(&s), r, rr, fuse, sc)?;
     be.update_slots(sc, |s, h| recur::cg_update_r(s, h, rr, rz, it))
 }
 
-pub(crate) fn cg_rho<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn cg_rho<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     r: &B::Vector,
     z: &B::Vector,
     sc: &mut B::Scalars,
     it: usize,
 ) -> Result<()> {
-    if slots(be, sc)?.1 {
+    let (s, stopped) = slots(be, sc)?;
+    if stopped {
         return Ok(());
     }
-    let rz = be.dot(r, z, sc)?;
+    let rz = form_dot(be, recur::bilinear(&s), r, z, sc)?;
     be.update_slots(sc, |s, _| recur::cg_rho(s, rz, it))
 }
 
-pub(crate) fn cg_update_xp<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn cg_update_xp<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     x: &mut B::Vector,
     p: &mut B::Vector,
@@ -129,14 +151,14 @@ pub(crate) fn cg_update_xp<T: Scalar, B: VectorOps<T> + ?Sized>(
     it: usize,
 ) -> Result<()> {
     let (s, stopped) = slots(be, sc)?;
-    if stopped && s[Slot::StatusIter as usize].as_f64() as usize != it {
+    if stopped && s[Slot::StatusIter as usize].re().as_f64() as usize != it {
         return Ok(());
     }
     be.axpby(s[Slot::Alpha as usize], p, T::one(), x)?;
     be.axpby(T::one(), z, s[Slot::Beta as usize], p)
 }
 
-pub(crate) fn bicg_p<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_p<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     r: &B::Vector,
     v: &B::Vector,
@@ -157,7 +179,7 @@ pub(crate) fn bicg_p<T: Scalar, B: VectorOps<T> + ?Sized>(
     Ok(())
 }
 
-pub(crate) fn bicg_alpha<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_alpha<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     rhat: &B::Vector,
     v: &B::Vector,
@@ -171,7 +193,7 @@ pub(crate) fn bicg_alpha<T: Scalar, B: VectorOps<T> + ?Sized>(
     be.update_slots(sc, |s, _| recur::bicg_alpha(s, rv, it))
 }
 
-pub(crate) fn bicg_s<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_s<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     r: &B::Vector,
     v: &B::Vector,
@@ -190,7 +212,7 @@ pub(crate) fn bicg_s<T: Scalar, B: VectorOps<T> + ?Sized>(
     Ok(())
 }
 
-pub(crate) fn bicg_omega<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_omega<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     t: &B::Vector,
     s: &B::Vector,
@@ -206,7 +228,7 @@ pub(crate) fn bicg_omega<T: Scalar, B: VectorOps<T> + ?Sized>(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bicg_update<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_update<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     x: &mut B::Vector,
     phat: &B::Vector,
@@ -231,7 +253,7 @@ pub(crate) fn bicg_update<T: Scalar, B: VectorOps<T> + ?Sized>(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn poly_step<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn poly_step<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     t: &B::Vector,
     inv_diag: Option<&B::Vector>,
@@ -261,7 +283,7 @@ pub(crate) fn poly_step<T: Scalar, B: VectorOps<T> + ?Sized>(
 
 /// [`VectorOps::cg_tail`] as three steps.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn cg_tail<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn cg_tail<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     x: &mut B::Vector,
     p: &mut B::Vector,
@@ -298,7 +320,7 @@ pub(crate) fn cg_tail<T: Scalar, B: VectorOps<T> + ?Sized>(
 
 /// [`VectorOps::bicg_alpha_s`] as two steps.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bicg_alpha_s<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_alpha_s<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     rhat: &B::Vector,
     r: &B::Vector,
@@ -314,7 +336,7 @@ pub(crate) fn bicg_alpha_s<T: Scalar, B: VectorOps<T> + ?Sized>(
 
 /// [`VectorOps::bicg_update_p`] as two steps.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bicg_update_p<T: Scalar, B: VectorOps<T> + ?Sized>(
+pub(crate) fn bicg_update_p<T: Elem, B: VectorOps<T> + ?Sized>(
     be: &B,
     x: &mut B::Vector,
     phat: Option<&mut B::Vector>,

@@ -4,7 +4,7 @@ pub(crate) mod defaults;
 
 use crate::backend::recur::{Slot, NSLOTS};
 use crate::backend::Block;
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// How a fused step applies the preconditioner `z = M⁻¹r` on its way.
 pub enum Fuse<'a, V> {
@@ -60,11 +60,14 @@ pub enum Fuse<'a, V> {
 ///
 /// # Scalars and blocks
 ///
-/// The trait names no concrete number type beyond `T` and no vector shape: the coefficients of
-/// the core are `T` and [`dot`](VectorOps::dot) returns `T` (for a complex `T`, `xᴴy`), so a
-/// complex scalar type is a new `T`, and a block of vectors (several right-hand sides) is a
-/// backend whose `Vector` is the block and whose `Scalars` hold one set of slots per column.
-pub trait VectorOps<T: Scalar> {
+/// The trait names no concrete number type beyond `T` ([`Elem`]: real or complex) and no vector
+/// shape: the coefficients of the core are `T` and [`dot`](VectorOps::dot) returns `T` (for a
+/// complex `T`, `xᴴy`; its norms `xᴴx` are real values held in `T`), so a complex scalar type
+/// is a new `T`, and a block of vectors (several right-hand sides) is a backend whose `Vector`
+/// is the block and whose `Scalars` hold one set of slots per column. The CG family's steps
+/// use `xᴴy` for ρ and pᴴAp, or the bilinear `xᵀy` ([`dotu`](VectorOps::dotu)) when the slot
+/// [`Slot::Form`] says so (COCG); ‖r‖² is `rᴴr` either way.
+pub trait VectorOps<T: Elem> {
     /// A vector of `T` (host `Vec<T>`, or a device buffer).
     type Vector;
     /// The scalar slots ([`NSLOTS`] values of `T` indexed by [`Slot`]), the residual history
@@ -118,6 +121,19 @@ pub trait VectorOps<T: Scalar> {
     /// that the result is reproducible run to run; synchronises. `sc` lends its reduction
     /// workspace.
     fn dot(&self, x: &Self::Vector, y: &Self::Vector, sc: &mut Self::Scalars) -> crate::Result<T>;
+    /// The bilinear `xᵀy` (no conjugate), ordered and synchronised like [`dot`](VectorOps::dot).
+    /// The default is `dot` for a real `T`; a backend that holds complex vectors overrides it
+    /// (the default refuses a complex `T` with [`crate::Error::InvalidInput`]).
+    fn dotu(&self, x: &Self::Vector, y: &Self::Vector, sc: &mut Self::Scalars) -> crate::Result<T> {
+        if T::IS_COMPLEX {
+            return Err(crate::Error::InvalidInput(format!(
+                "the {} backend has no bilinear product xᵀy for {} vectors",
+                self.name(),
+                T::NAME
+            )));
+        }
+        self.dot(x, y, sc)
+    }
 
     // ---- Core: scalar slots -------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-//! cuSPARSE `cusparseSpMV` on a [`GpuCsr`]'s arrays: the peer that the GPU SpMV is measured
-//! against (benchmarks) and checked against (tests).
+//! cuSPARSE `cusparseSpMV` on a [`GpuCsr`]'s arrays (or a [`GpuComplexCsr`]'s, with
+//! `CUDA_C_32F` / `CUDA_C_64F` values): the peer that the GPU SpMV is measured against
+//! (benchmarks) and checked against (tests).
 //!
 //! It is used the way a cuSPARSE user would use it: descriptors and the external buffer are
 //! created once, `cusparseSpMV_preprocess` runs once, and each product is one `cusparseSpMV`
@@ -12,9 +13,12 @@ use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
+use super::complex::GpuComplexCsr;
 use super::{GpuCsr, GpuScalar};
 use crate::error::Result;
-use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
+use crate::gpu::cusparse::{check, create_csr, sys, Cusparse};
+use crate::gpu::{Gpu, KernelType};
+use crate::Elem;
 
 /// The cuSPARSE CSR SpMV algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,8 +45,30 @@ impl CusparseAlg {
     }
 }
 
-/// A prepared `cusparseSpMV` (handle, descriptors, preprocessed buffer) for one matrix.
-pub struct CusparseSpmv<'a, T: GpuScalar> {
+/// cuSPARSE's name of the device element type (`f32`, `f64`, and the interleaved complex
+/// types `c64`, `c128`).
+fn data_type<T: KernelType>() -> sys::cudaDataType {
+    match T::KERNEL_SUFFIX {
+        "f32" => sys::cudaDataType::CUDA_R_32F,
+        "c64" => sys::cudaDataType::CUDA_C_32F,
+        "c128" => sys::cudaDataType::CUDA_C_64F,
+        _ => sys::cudaDataType::CUDA_R_64F,
+    }
+}
+
+/// The arrays of a device CSR matrix, as cuSPARSE sees them.
+struct Parts<'p, T> {
+    gpu: &'p std::sync::Arc<Gpu>,
+    shape: (usize, usize, usize),
+    row_ptr: &'p CudaSlice<u32>,
+    col_idx: &'p CudaSlice<u32>,
+    values: &'p CudaSlice<T>,
+}
+
+/// A prepared `cusparseSpMV` (handle, descriptors, preprocessed buffer) for one matrix. `T` is
+/// the device element type (`f32`, `f64`, or [`DevComplex`](crate::DevComplex) for a complex
+/// matrix).
+pub struct CusparseSpmv<'a, T: KernelType> {
     cs: Cusparse,
     mat: sys::cusparseSpMatDescr_t,
     vx: sys::cusparseDnVecDescr_t,
@@ -53,7 +79,7 @@ pub struct CusparseSpmv<'a, T: GpuScalar> {
     beta: T,
     nrows: usize,
     ncols: usize,
-    _matrix: PhantomData<&'a GpuCsr<T>>,
+    _matrix: PhantomData<&'a CudaSlice<T>>,
 }
 
 impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
@@ -71,38 +97,84 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
         beta: T,
         y: &mut CudaSlice<T>,
     ) -> Result<Self> {
+        let (row_ptr, col_idx, values) = a.device_parts();
+        let parts = Parts {
+            gpu: a.gpu(),
+            shape: (a.nrows(), a.ncols(), a.nnz()),
+            row_ptr,
+            col_idx,
+            values,
+        };
+        Self::prepare(parts, alg, alpha, x, beta, y)
+    }
+}
+
+impl<'a, T: KernelType> CusparseSpmv<'a, T> {
+    /// [`CusparseSpmv::new`] for a complex matrix (`CUDA_C_32F` / `CUDA_C_64F`; `T` is its
+    /// [`Elem::Dev`]).
+    ///
+    /// # Errors
+    /// As [`CusparseSpmv::new`].
+    pub fn new_complex<E: Elem<Dev = T>>(
+        a: &'a GpuComplexCsr<E>,
+        alg: CusparseAlg,
+        alpha: E,
+        x: &CudaSlice<T>,
+        beta: E,
+        y: &mut CudaSlice<T>,
+    ) -> Result<Self> {
+        let (row_ptr, col_idx, values) = a.device_parts();
+        let parts = Parts {
+            gpu: a.gpu(),
+            shape: (a.nrows(), a.ncols(), a.nnz()),
+            row_ptr,
+            col_idx,
+            values,
+        };
+        let (al, be) = (E::as_dev(&[alpha])[0], E::as_dev(&[beta])[0]);
+        Self::prepare(parts, alg, al, x, be, y)
+    }
+
+    fn prepare(
+        a: Parts<'_, T>,
+        alg: CusparseAlg,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<Self> {
+        let (nrows, ncols, nnz) = a.shape;
         assert_eq!(
             x.len(),
-            a.ncols(),
+            ncols,
             "cuSPARSE SpMV: x has {} elements, A has {} columns",
             x.len(),
-            a.ncols()
+            ncols
         );
         assert_eq!(
             y.len(),
-            a.nrows(),
+            nrows,
             "cuSPARSE SpMV: y has {} elements, A has {} rows",
             y.len(),
-            a.nrows()
+            nrows
         );
-        let cs = Cusparse::new(a.gpu())?;
-        let stream = a.gpu().stream();
-        let (rp, ci, va) = a.device_parts();
-        let (rp, _r1) = rp.device_ptr(stream);
-        let (ci, _r2) = ci.device_ptr(stream);
-        let (va, _r3) = va.device_ptr(stream);
+        let cs = Cusparse::new(a.gpu)?;
+        let stream = a.gpu.stream();
+        let (rp, _r1) = a.row_ptr.device_ptr(stream);
+        let (ci, _r2) = a.col_idx.device_ptr(stream);
+        let (va, _r3) = a.values.device_ptr(stream);
         let dt = data_type::<T>();
         let mut me = CusparseSpmv {
             cs,
             mat: std::ptr::null_mut(),
             vx: std::ptr::null_mut(),
             vy: std::ptr::null_mut(),
-            buffer: a.gpu().zeros::<u64>(1)?,
+            buffer: a.gpu.zeros::<u64>(1)?,
             alg,
             alpha,
             beta,
-            nrows: a.nrows(),
-            ncols: a.ncols(),
+            nrows,
+            ncols,
             _matrix: PhantomData,
         };
         // SAFETY: the pointers are live device allocations of the sizes passed (row_ptr nrows+1,
@@ -110,9 +182,9 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
         unsafe {
             create_csr(
                 &mut me.mat,
-                a.nrows(),
-                a.ncols(),
-                a.nnz(),
+                nrows,
+                ncols,
+                nnz,
                 rp,
                 ci,
                 va,
@@ -121,12 +193,12 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
             )?;
             let (xp, _rx) = x.device_ptr(stream);
             check(
-                sys::cusparseCreateDnVec(&mut me.vx, a.ncols() as i64, xp as *mut c_void, dt),
+                sys::cusparseCreateDnVec(&mut me.vx, ncols as i64, xp as *mut c_void, dt),
                 "cusparseCreateDnVec(x)",
             )?;
             let (yp, _ry) = y.device_ptr_mut(stream);
             check(
-                sys::cusparseCreateDnVec(&mut me.vy, a.nrows() as i64, yp as *mut c_void, dt),
+                sys::cusparseCreateDnVec(&mut me.vy, nrows as i64, yp as *mut c_void, dt),
                 "cusparseCreateDnVec(y)",
             )?;
             let mut size = 0usize;
@@ -146,7 +218,7 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
                 "cusparseSpMV_bufferSize",
             )?;
             // u64 words: the buffer is 8-byte aligned and at least `size` bytes.
-            me.buffer = a.gpu().zeros::<u64>(size.div_ceil(8).max(1))?;
+            me.buffer = a.gpu.zeros::<u64>(size.div_ceil(8).max(1))?;
             let (bp, _rb) = me.buffer.device_ptr_mut(stream);
             check(
                 sys::cusparseSpMV_preprocess(
@@ -166,7 +238,9 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
         }
         Ok(me)
     }
+}
 
+impl<T: KernelType> CusparseSpmv<'_, T> {
     /// The algorithm.
     pub fn alg(&self) -> CusparseAlg {
         self.alg
@@ -239,7 +313,7 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
     }
 }
 
-impl<T: GpuScalar> Drop for CusparseSpmv<'_, T> {
+impl<T: KernelType> Drop for CusparseSpmv<'_, T> {
     fn drop(&mut self) {
         // SAFETY: each descriptor was created by `new` (or is null) and is destroyed once.
         unsafe {

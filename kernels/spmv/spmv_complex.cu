@@ -1,0 +1,135 @@
+// Complex CSR SpMV, y <- alpha*A*x + beta*y, for interleaved complex values (re, im: C99
+// _Complex, CuPy's complex64/complex128, cuSPARSE's CUDA_C_32F/CUDA_C_64F). Host side:
+// src/spmv/gpu/complex.rs, which picks the kernel per matrix (`Auto`).
+//
+// Two mappings of rows to threads:
+//  - spmv_crows_*: one thread per row (short, even rows: few entries, coalesced row pointers);
+//  - spmv_cwarpW_*: W lanes per row (W = 8 or 32), strided over the row's entries, then a
+//    shuffle reduction of the real and imaginary parts (longer or uneven rows).
+// beta = 0 does not read y (BLAS's rule); alpha = 0 is handled on the host.
+
+typedef unsigned int u32;
+
+struct __align__(8) cfloat {
+    float re, im;
+};
+struct __align__(16) cdouble {
+    double re, im;
+};
+
+template <typename C> struct real_of;
+template <> struct real_of<cfloat> {
+    typedef float type;
+};
+template <> struct real_of<cdouble> {
+    typedef double type;
+};
+
+__device__ __forceinline__ cfloat ldg_c(const cfloat* p) {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
+    cfloat c;
+    c.re = v.x;
+    c.im = v.y;
+    return c;
+}
+__device__ __forceinline__ cdouble ldg_c(const cdouble* p) {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
+    cdouble c;
+    c.re = v.x;
+    c.im = v.y;
+    return c;
+}
+
+// acc += a*b (four fused multiply-adds).
+template <typename C> __device__ __forceinline__ void cfma(C& acc, C a, C b) {
+    acc.re = fma(a.re, b.re, acc.re);
+    acc.re = fma(-a.im, b.im, acc.re);
+    acc.im = fma(a.re, b.im, acc.im);
+    acc.im = fma(a.im, b.re, acc.im);
+}
+
+template <typename C> __device__ __forceinline__ C cmul(C a, C b) {
+    C r;
+    r.re = a.re * b.re - a.im * b.im;
+    r.im = a.re * b.im + a.im * b.re;
+    return r;
+}
+
+// alpha*sum + beta*y[r], y not read when beta = 0.
+template <typename C>
+__device__ __forceinline__ void store_row(C* y, u32 r, C sum, C alpha, C beta) {
+    C v = cmul(alpha, sum);
+    if (beta.re != 0 || beta.im != 0) {
+        const C old = y[r];
+        cfma(v, beta, old);
+    }
+    y[r] = v;
+}
+
+template <typename C>
+__device__ __forceinline__ void crows(const u32* __restrict__ row_ptr, const u32* __restrict__ col,
+                                      const C* __restrict__ val, const C* __restrict__ x,
+                                      C* __restrict__ y, C alpha, C beta, u32 nrows) {
+    const u32 r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= nrows) return;
+    const u32 a = __ldg(row_ptr + r), b = __ldg(row_ptr + r + 1);
+    C sum;
+    sum.re = 0;
+    sum.im = 0;
+    for (u32 k = a; k < b; ++k) cfma(sum, ldg_c(val + k), ldg_c(x + __ldg(col + k)));
+    store_row(y, r, sum, alpha, beta);
+}
+
+template <typename C, int W>
+__device__ __forceinline__ void cwarp(const u32* __restrict__ row_ptr, const u32* __restrict__ col,
+                                      const C* __restrict__ val, const C* __restrict__ x,
+                                      C* __restrict__ y, C alpha, C beta, u32 nrows) {
+    const u32 g = (u32)(((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / W);
+    const u32 lane = threadIdx.x % W;
+    // Whole groups leave together, so the shuffles below see all W lanes of a group.
+    if (g >= nrows) return;
+    const u32 a = __ldg(row_ptr + g), b = __ldg(row_ptr + g + 1);
+    C sum;
+    sum.re = 0;
+    sum.im = 0;
+    for (u32 k = a + lane; k < b; k += W) cfma(sum, ldg_c(val + k), ldg_c(x + __ldg(col + k)));
+    const unsigned mask = (0xffffffffu >> (32 - W)) << (threadIdx.x & 31u & ~(W - 1u));
+#pragma unroll
+    for (int o = W / 2; o > 0; o /= 2) {
+        sum.re += __shfl_down_sync(mask, sum.re, o, W);
+        sum.im += __shfl_down_sync(mask, sum.im, o, W);
+    }
+    if (lane == 0) store_row(y, g, sum, alpha, beta);
+}
+
+#define SPMV_COMPLEX_ENTRIES(C, SUFFIX)                                                            \
+    extern "C" __global__ void __launch_bounds__(256)                                              \
+        spmv_crows_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,          \
+                            const C* __restrict__ val, const C* __restrict__ x, C* __restrict__ y, \
+                            C alpha, C beta, u32 nrows) {                                          \
+        crows<C>(row_ptr, col, val, x, y, alpha, beta, nrows);                                     \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256)                                              \
+        spmv_cwarp8_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,         \
+                             const C* __restrict__ val, const C* __restrict__ x,                   \
+                             C* __restrict__ y, C alpha, C beta, u32 nrows) {                      \
+        cwarp<C, 8>(row_ptr, col, val, x, y, alpha, beta, nrows);                                  \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(256)                                              \
+        spmv_cwarp32_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,        \
+                              const C* __restrict__ val, const C* __restrict__ x,                  \
+                              C* __restrict__ y, C alpha, C beta, u32 nrows) {                     \
+        cwarp<C, 32>(row_ptr, col, val, x, y, alpha, beta, nrows);                                 \
+    }                                                                                              \
+    extern "C" __global__ void spmv_cscale_##SUFFIX(C* y, C beta, u32 n) {                         \
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {  \
+            C v;                                                                                   \
+            v.re = 0;                                                                              \
+            v.im = 0;                                                                              \
+            if (beta.re != 0 || beta.im != 0) v = cmul(beta, y[i]);                                \
+            y[i] = v;                                                                              \
+        }                                                                                          \
+    }
+
+SPMV_COMPLEX_ENTRIES(cfloat, c64)
+SPMV_COMPLEX_ENTRIES(cdouble, c128)
