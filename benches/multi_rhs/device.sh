@@ -6,12 +6,12 @@
 # Poisson 3D 128³ and elasticity 2D 800², and GMRES(30) + ILU(0) on raefsky2 and sherman5.
 #
 # From the repository root on the GPU machine, with .gpu/ (scripts/gpu-stage --bin sparse-solve
-# --test all) carried:   bash benches/multi_rhs/device.sh [tests] [memcheck] [bench]
+# --test all) carried:   bash benches/multi_rhs/device.sh [tests] [bench] [memcheck]
 # Writes $OUT/multi-rhs.tgz (logs and one JSON per run); prints one line per run.
 set -uo pipefail
 export SEGSPARSE_REQUIRE_GPU=1 RUST_BACKTRACE=1 SEGSPARSE_DATA="$PWD/.gpu/data"
-res=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/multi-rhs.tgz" -C "$res" .' EXIT
-modes=${*:-tests memcheck bench}
+res=$(mktemp -d); trap 'tar czf "${OUT:-/tmp}/multi-rhs.tgz" -C "$res" .' EXIT; trap 'exit 143' TERM
+modes=${*:-tests bench memcheck}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$res/device.txt"
 date -u >> "$res/device.txt"
 S=.gpu/bin/sparse-solve
@@ -36,7 +36,7 @@ PY
 for mode in $modes; do
   case $mode in
   tests)
-    timeout 120 .gpu/tests/test-all multi_rhs:: --test-threads=1 > "$res/tests.log" 2>&1
+    timeout 100 .gpu/tests/test-all multi_rhs:: --test-threads=1 > "$res/tests.log" 2>&1
     echo "tests rc=$? $(grep -E '^test result:' "$res/tests.log" | tail -1)"
     grep -E 'panicked|FAILED|iterations \[' "$res/tests.log" | head -30
     ;;
@@ -44,7 +44,7 @@ for mode in $modes; do
     for c in "poisson3d:10 cg amg" "poisson3d:10 cg poly" ".gpu/data/sherman5.mtx.gz gmres ilu0" \
              ".gpu/data/sherman5.mtx.gz bicgstab jacobi"; do
       set -- $c
-      timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $S "$1" --backend gpu \
+      timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $S "$1" --backend gpu \
           --method "$2" --precond "$3" --rhs random --rhs-columns random --rhs-count 5 \
           --format json > "$res/memcheck-$2-$3.log" 2>&1
       echo "memcheck $1 $2 $3 rc=$? $(grep -E 'ERROR SUMMARY' "$res/memcheck-$2-$3.log")"

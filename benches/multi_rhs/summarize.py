@@ -26,8 +26,8 @@ problems = [("poisson3d-128", "poisson3d:128", "cg+amg"),
             ("raefsky2", "raefsky2", "gmres(30)+ilu0"),
             ("sherman5", "sherman5", "gmres(30)+ilu0")]
 table = ["| matrix | solver | one: it / setup s / solve s | block of %d: it (max) / solve s | "
-         "%d sequential: solve s | block / one | sequential / block | (setup + block) / "
-         "(setup + sequential) | all converged |" % (k, k),
+         "%d sequential: solve s | block / one | sequential / block | (setup + sequential) / "
+         "(setup + block) | all converged |" % (k, k),
          "|---|---|---|---|---|---|---|---|---|"]
 for tag, matrix, solver in problems:
     one, blk, seq = load(tag + "-one"), load("%s-block%d" % (tag, k)), load("%s-seq%d" % (tag, k))

@@ -26,7 +26,7 @@
 #include "common.cuh"
 
 #ifndef SPTRSV_THREADS
-#define SPTRSV_THREADS 256
+#error "SPTRSV_THREADS comes from the Rust side as a -D define (sparse::triangular::gpu::THREADS)"
 #endif
 
 __device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {

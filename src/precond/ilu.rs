@@ -96,14 +96,14 @@ impl<T: Scalar> TriangularOps<T> for Cpu {
 
 #[cfg(feature = "cuda")]
 impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gpu::GpuOps<T> {
-    type Factor = crate::sparse::triangular::gpu::GpuIncompleteFactor<T>;
+    type Factor = crate::sparse::incomplete::gpu::GpuIncompleteFactor<T>;
     fn factor(
         &self,
         a: &CsrMatrix<T>,
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self::Factor> {
-        crate::sparse::triangular::gpu::GpuIncompleteFactor::new(self.gpu(), a, kind, params)
+        crate::sparse::incomplete::gpu::GpuIncompleteFactor::new(self.gpu(), a, kind, params)
     }
     fn refactor(&self, f: &mut Self::Factor, a: &CsrMatrix<T>) -> Result<()> {
         f.refactor(a)

@@ -582,11 +582,12 @@ mod gpu {
     use segsparse::precond::SptrsvAlgorithm;
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::solvers::Preconditioner;
+    use segsparse::sparse::incomplete::gpu::GpuIncompleteFactor;
     #[cfg(feature = "peers")]
     use segsparse::sparse::incomplete::triangle_of;
     #[cfg(feature = "peers")]
     use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
-    use segsparse::sparse::triangular::gpu::{GpuIncompleteFactor, GpuTriangular};
+    use segsparse::sparse::triangular::gpu::GpuTriangular;
     use std::sync::Arc;
 
     /// `SEGSPARSE_ILU_QUICK=1` (under compute-sanitizer) keeps only the small cases.

@@ -450,9 +450,14 @@ fn sparse_solve_block_equals_sequential() {
             if be == "cpu" {
                 assert_eq!(bi, si, "{be} {method} {pre}");
             } else {
+                // The GPU's block product orders a row's additions unlike its SpMV. CG and GMRES
+                // absorb that rounding (±1 iteration); BiCGSTAB's convergence is erratic enough
+                // that it moves by several iterations (measured on an H100: Jacobi BiCGSTAB on
+                // poisson2d:30, [72, 69, 74, 70, 73] in the block against [71, 71, 74, 72, 79]).
                 for (b, s) in bi.as_array().unwrap().iter().zip(si.as_array().unwrap()) {
                     let (b, s) = (b.as_u64().unwrap(), s.as_u64().unwrap());
-                    assert!(b.abs_diff(s) <= 1, "{be} {method} {pre}: {bi} vs {si}");
+                    let slack = if method == "bicgstab" { 1 + s / 5 } else { 1 };
+                    assert!(b.abs_diff(s) <= slack, "{be} {method} {pre}: {bi} vs {si}");
                 }
             }
             assert_eq!(blk["converged"], true);

@@ -1,5 +1,5 @@
 //! Incomplete factorizations without fill: ILU(0) and IC(0), on the CPU (the reference); the GPU
-//! factorization is in [`triangular::gpu`](super::triangular::gpu) (feature `cuda`).
+//! factorization is in [`gpu`] (feature `cuda`).
 //!
 //! - **ILU(0)**: `A ≈ L·U` with `L` unit lower triangular and `U` upper triangular, both on
 //!   `A`'s own pattern (the product equals `A` at every stored position). The factor is one
@@ -20,6 +20,9 @@
 //! naming the row. [`IncompleteParams::shift`] is the usual remedy (Manteuffel 1980): the
 //! factorization is then of `A` with each diagonal entry moved away from zero by
 //! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
+
+#[cfg(feature = "cuda")]
+pub mod gpu;
 
 use super::reorder::{self, INSERTED};
 use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
@@ -1118,3 +1121,6 @@ fn ic0_rows<T: Scalar>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
