@@ -366,18 +366,42 @@ fn the_matching_puts_a_nonzero_on_every_diagonal() {
     }
     for (name, a) in &cases {
         let m = reorder::max_transversal(a).unwrap();
-        assert!(reorder::is_permutation(&m.row_of), "{name}");
-        let id: Vec<u32> = (0..a.nrows() as u32).collect();
-        let (b, src) = reorder::permute(a, &m.row_of, &id, true).unwrap();
-        let inserted = src.iter().filter(|&&p| p == reorder::INSERTED).count();
-        assert_eq!(inserted, m.unmatched, "{name}");
-        for i in 0..b.nrows() {
-            let (c, v) = b.row(i);
-            let k = c.binary_search(&(i as u32)).expect("a diagonal entry");
-            assert!(
-                v[k] != 0.0 || src[b.row_ptr()[i] as usize + k] == reorder::INSERTED,
-                "{name} row {i}"
-            );
+        let w = reorder::max_product_matching(a).unwrap();
+        // Both matchings leave the same number of columns unmatched (the structural rank), and
+        // the maximum-product one has the larger diagonal product.
+        assert_eq!(w.unmatched, m.unmatched, "{name}");
+        let log_product = |row_of: &[u32]| -> f64 {
+            let id: Vec<u32> = (0..a.nrows() as u32).collect();
+            let (b, _) = reorder::permute(a, row_of, &id, false).unwrap();
+            (0..b.nrows())
+                .map(|i| {
+                    let (c, v) = b.row(i);
+                    c.binary_search(&(i as u32))
+                        .map_or(0.0, |k| v[k].abs().max(f64::MIN_POSITIVE).ln())
+                })
+                .sum()
+        };
+        if m.unmatched == 0 {
+            let (pw, pm) = (log_product(&w.row_of), log_product(&m.row_of));
+            assert!(pw >= pm - 1e-9 * pm.abs().max(1.0), "{name}: {pw} < {pm}");
+        }
+        for (kind, row_of, unmatched) in [
+            ("transversal", &m.row_of, m.unmatched),
+            ("max-product", &w.row_of, w.unmatched),
+        ] {
+            assert!(reorder::is_permutation(row_of), "{name} {kind}");
+            let id: Vec<u32> = (0..a.nrows() as u32).collect();
+            let (b, src) = reorder::permute(a, row_of, &id, true).unwrap();
+            let inserted = src.iter().filter(|&&p| p == reorder::INSERTED).count();
+            assert_eq!(inserted, unmatched, "{name} {kind}");
+            for i in 0..b.nrows() {
+                let (c, v) = b.row(i);
+                let k = c.binary_search(&(i as u32)).expect("a diagonal entry");
+                assert!(
+                    v[k] != 0.0 || src[b.row_ptr()[i] as usize + k] == reorder::INSERTED,
+                    "{name} {kind} row {i}"
+                );
+            }
         }
         eprintln!("{name}: {} unmatched columns", m.unmatched);
     }
