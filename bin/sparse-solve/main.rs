@@ -45,9 +45,9 @@ use cli::{
     BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluOrderArg, MethodArg,
     PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
-use segsparse::solvers::multi;
 use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
+use segsparse::solvers::multi;
 use segsparse::sparse::incomplete::FactorSummary;
 
 fn main() -> ExitCode {
@@ -597,7 +597,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                     w,
                     "{} solves  {it} iterations, {sec:.4} s in all (one setup, {})",
                     out.extra.more.len() + 1,
-                    if out.extra.block { "as one block" } else { "one after the other" }
+                    if out.extra.block {
+                        "as one block"
+                    } else {
+                        "one after the other"
+                    }
                 )?;
             }
             if let Some(s) = &out.extra.amg {

@@ -4,10 +4,10 @@
 
 use numpy::Element;
 use pyo3::prelude::*;
+use segsparse::batched::gpu::GpuBatch;
 use segsparse::batched::{
     solve_cpu, BatchCsr, BatchInfo, BatchMethod, BatchParams, BatchPrecond, BatchStatus,
 };
-use segsparse::batched::gpu::GpuBatch;
 use segsparse::gpu::Gpu;
 use segsparse::CsrMatrix;
 
@@ -175,7 +175,11 @@ pub fn batched_solve_host(
         let d = ro::<T>(data, "data")?;
         let bb = ro::<T>(b, "b")?;
         let mut xx = rw::<T>(x, "x")?;
-        let (d, bs, xs) = (slice(&d, "data")?, slice(&bb, "b")?, slice_mut(&mut xx, "x")?);
+        let (d, bs, xs) = (
+            slice(&d, "data")?,
+            slice(&bb, "b")?,
+            slice_mut(&mut xx, "x")?,
+        );
         run(py, || solve_typed(sizes, ip, ix, d, bs, xs, params, gpu))
     }
     let is_f32 = data

@@ -12,11 +12,11 @@ use segsparse::csr::check_gpu::{
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
 use segsparse::solvers::gpu::GpuOps;
+use segsparse::solvers::multi::{self, MultiInfo};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator, SolveError,
     SolveInfo, SolveParams,
 };
-use segsparse::solvers::multi::{self, MultiInfo};
 use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{CsrMatrix, Scalar};
@@ -534,7 +534,9 @@ where
     let failed =
         |e: segsparse::Error| (Err(SolveError::Backend(e)), t0.elapsed().as_secs_f64(), 0.0);
     match (o.precond, jac) {
-        (Precond::None, _) if o.method == Method::Cg => with(be, a, &Identity, o, b, x, t0, block.take()),
+        (Precond::None, _) if o.method == Method::Cg => {
+            with(be, a, &Identity, o, b, x, t0, block.take())
+        }
         (Precond::Jacobi, Some(j)) => with(be, a, j, o, b, x, t0, block.take()),
         (Precond::Poly(degree), _) => {
             let params = ChebyshevParams {

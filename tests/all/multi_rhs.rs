@@ -8,9 +8,7 @@
 use segsparse::backend::{Cpu, KrylovOps, VectorOps};
 use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Ic0, Ilu0, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
-use segsparse::solvers::{
-    bicgstab, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams,
-};
+use segsparse::solvers::{bicgstab, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
 use segsparse::{generate, CsrMatrix};
 
@@ -18,6 +16,8 @@ use crate::backend_core::{CoreOnly, Op, Via};
 
 type Single<'a, V> = Box<dyn Fn(&V, &mut V) -> Result<SolveInfo, SolveError> + 'a>;
 type Multi<'a, V> = Box<dyn Fn(&[V], &mut [V]) -> Result<MultiInfo, SolveError> + 'a>;
+/// A named case: the one-column solve and the block solve of the same method.
+type Case<'a, V> = (&'static str, Single<'a, V>, Multi<'a, V>);
 
 /// A convection–diffusion operator on an `m × m` grid: unsymmetric, diagonally dominant.
 fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
@@ -73,7 +73,11 @@ fn compare<B: VectorOps<f64>>(
     let dbs: Vec<B::Vector> = bs.iter().map(|b| be.upload(b).unwrap()).collect();
     let mut dxs: Vec<B::Vector> = (0..bs.len()).map(|_| be.zeros(n).unwrap()).collect();
     let info = multi(&dbs, &mut dxs).unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert_eq!(info.columns.len(), bs.len(), "{what}: one outcome per column");
+    assert_eq!(
+        info.columns.len(),
+        bs.len(),
+        "{what}: one outcome per column"
+    );
     for (j, b) in dbs.iter().enumerate() {
         let mut x = be.zeros(n).unwrap();
         let one = single(b, &mut x);
@@ -100,7 +104,11 @@ fn compare<B: VectorOps<f64>>(
             }
             (Err(s), Err(m)) => {
                 if exact {
-                    assert_eq!(format!("{s:?}"), format!("{m:?}"), "{what} column {j}: errors");
+                    assert_eq!(
+                        format!("{s:?}"),
+                        format!("{m:?}"),
+                        "{what} column {j}: errors"
+                    );
                 } else {
                     assert_eq!(
                         std::mem::discriminant(s),
@@ -115,8 +123,16 @@ fn compare<B: VectorOps<f64>>(
             assert_eq!(x, xm, "{what} column {j}: solutions");
         } else if one.is_ok() {
             let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-300);
-            let diff = x.iter().zip(&xm).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
-            assert!(diff <= 1e-6 * norm, "{what} column {j}: solutions differ by {diff:e} of {norm:e}");
+            let diff = x
+                .iter()
+                .zip(&xm)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+            assert!(
+                diff <= 1e-6 * norm,
+                "{what} column {j}: solutions differ by {diff:e} of {norm:e}"
+            );
         }
     }
     info
@@ -145,7 +161,7 @@ fn cpu_columns_equal_one_column_solves_bit_for_bit() {
     let ilu = Ilu0::new(be, &non, &Default::default()).unwrap();
     let a = &spd;
     let u = &non;
-    let cases: Vec<(&str, Single<'_, Vec<f64>>, Multi<'_, Vec<f64>>)> = vec![
+    let cases: Vec<Case<'_, Vec<f64>>> = vec![
         (
             "cg",
             Box::new(|b, x| pcg(be, a, &Identity, b, x, &p)),
@@ -227,7 +243,7 @@ fn core_only_backend_runs_the_same_columns() {
     let via = Via(&ilu);
     let (oa, ou) = (Op(&a), Op(&u));
     let be = &CoreOnly;
-    let cases: Vec<(&str, Single<'_, Vec<f64>>, Multi<'_, Vec<f64>>)> = vec![
+    let cases: Vec<Case<'_, Vec<f64>>> = vec![
         (
             "core-only pcg jacobi",
             Box::new(|b, x| pcg(be, &oa, &jac, b, x, &p)),
@@ -274,10 +290,22 @@ fn zero_and_nan_columns_stop_alone() {
     type Run<'a> = Box<dyn Fn(&[Vec<f64>], &mut [Vec<f64>]) -> Result<MultiInfo, SolveError> + 'a>;
     let runs: Vec<(&str, Run<'_>)> = vec![
         ("cg", Box::new(|b, x| multi::cg(&Cpu, &a, b, x, &p))),
-        ("pcg jacobi", Box::new(|b, x| multi::pcg(&Cpu, &a, &jac, b, x, &p))),
-        ("pcg amg", Box::new(|b, x| multi::pcg(&Cpu, &a, &amg, b, x, &p))),
-        ("bicgstab ilu0", Box::new(|b, x| multi::bicgstab(&Cpu, &u, &ilu, b, x, &p))),
-        ("gmres ilu0", Box::new(|b, x| multi::gmres(&Cpu, &u, &ilu, b, x, 20, &p))),
+        (
+            "pcg jacobi",
+            Box::new(|b, x| multi::pcg(&Cpu, &a, &jac, b, x, &p)),
+        ),
+        (
+            "pcg amg",
+            Box::new(|b, x| multi::pcg(&Cpu, &a, &amg, b, x, &p)),
+        ),
+        (
+            "bicgstab ilu0",
+            Box::new(|b, x| multi::bicgstab(&Cpu, &u, &ilu, b, x, &p)),
+        ),
+        (
+            "gmres ilu0",
+            Box::new(|b, x| multi::gmres(&Cpu, &u, &ilu, b, x, 20, &p)),
+        ),
     ];
     for (what, run) in &runs {
         let mut xs = vec![vec![7.0; n]; 4];
@@ -287,15 +315,23 @@ fn zero_and_nan_columns_stop_alone() {
             Ok(i) => assert_eq!(i.iterations, 0, "{what}: the zero column"),
             Err(e) => panic!("{what}: the zero column failed: {e}"),
         }
-        assert!(xs[1].iter().all(|&v| v == 0.0), "{what}: x of the zero column");
+        assert!(
+            xs[1].iter().all(|&v| v == 0.0),
+            "{what}: x of the zero column"
+        );
         assert!(
             matches!(info.columns[2], Err(SolveError::NonFinite { iteration: 0 })),
             "{what}: the NaN column: {:?}",
             info.columns[2]
         );
         for j in [0, 3] {
-            let i = info.columns[j].as_ref().unwrap_or_else(|e| panic!("{what} column {j}: {e}"));
-            assert!(i.iterations > 0 && i.relative_residual <= 1e-9, "{what} column {j}");
+            let i = info.columns[j]
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{what} column {j}: {e}"));
+            assert!(
+                i.iterations > 0 && i.relative_residual <= 1e-9,
+                "{what} column {j}"
+            );
         }
         assert!(!info.all_converged());
         assert_eq!(info.block_iterations, its[0].max(its[3]), "{what}: {its:?}");
@@ -319,7 +355,10 @@ fn failing_and_slow_columns_match_their_one_column_errors() {
     let single: Single<'_, Vec<f64>> = Box::new(|b, x| pcg(&Cpu, &a, &Identity, b, x, &p));
     let multi: Multi<'_, Vec<f64>> = Box::new(|b, x| multi::cg(&Cpu, &a, b, x, &p));
     let info = compare(&Cpu, "cg limit", &bs, &single, &multi, true, 0);
-    assert!(info.columns.iter().any(|c| matches!(c, Err(SolveError::NotConverged { .. }))));
+    assert!(info
+        .columns
+        .iter()
+        .any(|c| matches!(c, Err(SolveError::NotConverged { .. }))));
 }
 
 #[test]
@@ -374,7 +413,12 @@ fn sparse_solve_block_equals_sequential() {
             .args(["--format", "json"])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     };
     let mut backends = vec!["cpu"];
@@ -384,8 +428,19 @@ fn sparse_solve_block_equals_sequential() {
     for be in backends {
         for (method, pre) in [("cg", "amg"), ("gmres", "ilu0"), ("bicgstab", "jacobi")] {
             let base = [
-                "poisson2d:30", "--backend", be, "--method", method, "--precond", pre,
-                "--rhs", "random", "--rhs-columns", "random", "--rhs-count", "5",
+                "poisson2d:30",
+                "--backend",
+                be,
+                "--method",
+                method,
+                "--precond",
+                pre,
+                "--rhs",
+                "random",
+                "--rhs-columns",
+                "random",
+                "--rhs-count",
+                "5",
             ];
             let blk = json(&[&base[..], &["--rhs-mode", "block"]].concat());
             let seq = json(&[&base[..], &["--rhs-mode", "sequential"]].concat());
@@ -440,7 +495,9 @@ mod gpu {
             for k in [2usize, 5, 33, 70] {
                 let xs: Vec<Vec<f64>> = rhs(a.ncols(), k);
                 let dx: Vec<V> = xs.iter().map(|x| g.upload(x).unwrap()).collect();
-                let mut dy: Vec<V> = (0..k).map(|_| g.upload(&vec![1.5; a.nrows()]).unwrap()).collect();
+                let mut dy: Vec<V> = (0..k)
+                    .map(|_| g.upload(&vec![1.5; a.nrows()]).unwrap())
+                    .collect();
                 let xr: Vec<&V> = dx.iter().collect();
                 let mut yr: Vec<&mut V> = dy.iter_mut().collect();
                 d.spmv_columns(-0.5, &xr, 2.0, &mut yr).unwrap();
@@ -449,7 +506,10 @@ mod gpu {
                     segsparse::spmv::spmv(-0.5, a, x, 2.0, &mut want);
                     let got = g.download(&dy[j]).unwrap();
                     for (w, h) in want.iter().zip(&got) {
-                        assert!((w - h).abs() <= 1e-12 * (1.0 + w.abs()), "k={k} col {j}: {w} vs {h}");
+                        assert!(
+                            (w - h).abs() <= 1e-12 * (1.0 + w.abs()),
+                            "k={k} col {j}: {w} vs {h}"
+                        );
                     }
                 }
             }
@@ -458,7 +518,9 @@ mod gpu {
             let mut y = g.upload(&vec![0.0; a.nrows()]).unwrap();
             let mut y2 = g.upload(&vec![0.0; a.nrows()]).unwrap();
             let x2 = g.upload(&vec![0.0; a.ncols()]).unwrap();
-            let e = d.spmv_columns(1.0, &[&x2, &x], 0.0, &mut [&mut y, &mut y2]).unwrap_err();
+            let e = d
+                .spmv_columns(1.0, &[&x2, &x], 0.0, &mut [&mut y, &mut y2])
+                .unwrap_err();
             assert!(e.to_string().contains("input column 1"), "{e}");
         }
     }
@@ -547,7 +609,14 @@ mod gpu {
         let dbs: Vec<V> = bs.iter().map(|b| g.upload(b).unwrap()).collect();
         let mut dxs: Vec<V> = (0..3).map(|_| g.upload(&vec![0.0; n]).unwrap()).collect();
         let info = multi::pcg(be, a, &amg, &dbs, &mut dxs, &p).unwrap();
-        assert!(matches!(info.columns[1], Err(SolveError::NonFinite { iteration: 0 })));
-        assert!(info.columns[0].is_ok() && info.columns[2].is_ok(), "{:?}", info.columns);
+        assert!(matches!(
+            info.columns[1],
+            Err(SolveError::NonFinite { iteration: 0 })
+        ));
+        assert!(
+            info.columns[0].is_ok() && info.columns[2].is_ok(),
+            "{:?}",
+            info.columns
+        );
     }
 }

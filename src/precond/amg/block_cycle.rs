@@ -86,7 +86,10 @@ fn chebyshev_block<T: Scalar, B: MultigridOps<T>>(
     let mut rho = 1.0 / sigma;
     for _ in 1..sm.degree {
         {
-            let (mut ds, mut ts) = (Vec::with_capacity(cols.len()), Vec::with_capacity(cols.len()));
+            let (mut ds, mut ts) = (
+                Vec::with_capacity(cols.len()),
+                Vec::with_capacity(cols.len()),
+            );
             for c in cols.iter_mut() {
                 ds.push(&*c.d);
                 ts.push(&mut *c.t);
@@ -179,6 +182,9 @@ fn smooth_block<T: Scalar, B: MultigridOps<T>>(
     }
 }
 
+/// Each column's workspace split into this level's and the deeper levels'.
+type Split<'a, V> = (Vec<&'a mut Work<V>>, Vec<&'a mut [Work<V>]>);
+
 /// The cycle on `levels[0]` for every column: `xs[j] ≈ A⁻¹bs[j]`; `zero` says the `xs` are zero
 /// on entry. `work[j]` is column `j`'s workspace from this level down.
 #[allow(clippy::too_many_arguments)]
@@ -205,7 +211,7 @@ pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
         let rr: Vec<&B::Vector> = rs.into_iter().map(|r| &*r).collect();
         return be.spmv_block(coarse_inv, T::one(), &rr, T::one(), xs);
     }
-    let (mut heads, mut rests): (Vec<&mut Work<B::Vector>>, Vec<&mut [Work<B::Vector>]>) = work
+    let (mut heads, mut rests): Split<'_, B::Vector> = work
         .iter_mut()
         .map(|w| w.split_first_mut().expect("work for every level"))
         .unzip();
@@ -228,7 +234,10 @@ pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
     }
     let (p, r) = (lv.p.as_ref().expect("P"), lv.r.as_ref().expect("R"));
     {
-        let (mut rs, mut bcs) = (Vec::with_capacity(heads.len()), Vec::with_capacity(heads.len()));
+        let (mut rs, mut bcs) = (
+            Vec::with_capacity(heads.len()),
+            Vec::with_capacity(heads.len()),
+        );
         for w in heads.iter_mut() {
             rs.push(&w.s.r);
             bcs.push(&mut w.bc);
@@ -240,13 +249,25 @@ pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
         Cycle::W => 2,
     };
     {
-        let (mut bcs, mut xcs) = (Vec::with_capacity(heads.len()), Vec::with_capacity(heads.len()));
+        let (mut bcs, mut xcs) = (
+            Vec::with_capacity(heads.len()),
+            Vec::with_capacity(heads.len()),
+        );
         for w in heads.iter_mut() {
             bcs.push(&w.bc);
             xcs.push(&mut w.xc);
         }
         for v in 0..visits {
-            cycle_block(be, deeper, coarse_inv, kind, &bcs, &mut xcs, v == 0, &mut rests)?;
+            cycle_block(
+                be,
+                deeper,
+                coarse_inv,
+                kind,
+                &bcs,
+                &mut xcs,
+                v == 0,
+                &mut rests,
+            )?;
         }
         let xr: Vec<&B::Vector> = xcs.into_iter().map(|x| &*x).collect();
         let beta = if x_zero { T::zero() } else { T::one() };

@@ -929,7 +929,11 @@ impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
     /// the whole block ([`MultigridOps::spmv_block`]). Column `j` equals [`Preconditioner::apply`]
     /// of `rs[j]` to rounding.
     fn apply_block(&self, be: &B, rs: &[&B::Vector], zs: &mut [&mut B::Vector]) -> Result<()> {
-        assert_eq!(rs.len(), zs.len(), "AMG apply_block: as many outputs as inputs");
+        assert_eq!(
+            rs.len(),
+            zs.len(),
+            "AMG apply_block: as many outputs as inputs"
+        );
         if rs.len() <= 1 {
             for (r, z) in rs.iter().zip(zs.iter_mut()) {
                 self.apply(be, r, z)?;

@@ -145,10 +145,31 @@ where
             active.push(j);
         } else {
             let c = &mut cols[j];
-            match settle(be, method, c, &mut scs[j], &mut xs[j], j, status, slots, params, &true_residual)? {
+            match settle(
+                be,
+                method,
+                c,
+                &mut scs[j],
+                &mut xs[j],
+                j,
+                status,
+                slots,
+                params,
+                &true_residual,
+            )? {
                 Settled::Running => active.push(j),
                 Settled::Done(st) => {
-                    outcome[j] = Some(report(be, method, c, &mut scs[j], &xs[j], j, st, params, &true_residual)?);
+                    outcome[j] = Some(report(
+                        be,
+                        method,
+                        c,
+                        &mut scs[j],
+                        &xs[j],
+                        j,
+                        st,
+                        params,
+                        &true_residual,
+                    )?);
                 }
             }
         }
@@ -192,10 +213,31 @@ where
                 still.push(j);
                 continue;
             }
-            match settle(be, method, c, &mut scs[j], &mut xs[j], j, status, slots, params, &true_residual)? {
+            match settle(
+                be,
+                method,
+                c,
+                &mut scs[j],
+                &mut xs[j],
+                j,
+                status,
+                slots,
+                params,
+                &true_residual,
+            )? {
                 Settled::Running => still.push(j),
                 Settled::Done(st) => {
-                    outcome[j] = Some(report(be, method, c, &mut scs[j], &xs[j], j, st, params, &true_residual)?);
+                    outcome[j] = Some(report(
+                        be,
+                        method,
+                        c,
+                        &mut scs[j],
+                        &xs[j],
+                        j,
+                        st,
+                        params,
+                        &true_residual,
+                    )?);
                 }
             }
         }

@@ -44,8 +44,7 @@ use drive::{drive_multi, mask, ColumnMethod};
 use super::drive::{check_problem, preflight, PrecondKind as Kind};
 use super::recur::Status;
 use super::{
-    Fuse, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams,
-    VectorOps,
+    Fuse, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, VectorOps,
 };
 use crate::backend::Identity;
 use crate::scalar::Scalar;
@@ -261,7 +260,15 @@ where
                         (Kind::Jacobi, Some(inv_diag), Some(z)) => Fuse::Jacobi { inv_diag, z },
                         _ => Fuse::Identity,
                     };
-                    be.cg_tail(&mut xs[j], &mut c.p, &c.q, &mut c.r, fuse, &mut scs[j], its[j])?;
+                    be.cg_tail(
+                        &mut xs[j],
+                        &mut c.p,
+                        &c.q,
+                        &mut c.r,
+                        fuse,
+                        &mut scs[j],
+                        its[j],
+                    )?;
                 }
                 Ok(())
             }
@@ -315,7 +322,14 @@ where
     let k = b.len();
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
-    preflight(be, "the multi-RHS BiCGSTAB workspace", n, vectors * k, 0, params)?;
+    preflight(
+        be,
+        "the multi-RHS BiCGSTAB workspace",
+        n,
+        vectors * k,
+        0,
+        params,
+    )?;
     let mut cols = Vec::with_capacity(k);
     let mut scs = Vec::with_capacity(k);
     for _ in 0..k {
@@ -377,7 +391,9 @@ enum BV {
 impl<V> BicgCol<V> {
     /// `(&from, &mut to)` for two different vectors of the column.
     fn pair(&mut self, from: BV, to: BV) -> (&V, &mut V) {
-        let BicgCol { p, v, s, t, pre, .. } = self;
+        let BicgCol {
+            p, v, s, t, pre, ..
+        } = self;
         let (ph, sh) = match pre {
             Some((a, b)) => (Some(a), Some(b)),
             None => (None, None),
@@ -514,13 +530,34 @@ where
                     Some((phat, shat)) => {
                         let d = if kind == Kind::Jacobi { inv_diag } else { None };
                         be.bicg_update_p(
-                            &mut xs[j], Some(phat), d, shat, s, t, r, rhat, p, v,
-                            &mut scs[j], its[j],
+                            &mut xs[j],
+                            Some(phat),
+                            d,
+                            shat,
+                            s,
+                            t,
+                            r,
+                            rhat,
+                            p,
+                            v,
+                            &mut scs[j],
+                            its[j],
                         )?;
                     }
                     None => {
                         be.bicg_update_p(
-                            &mut xs[j], None, None, s, s, t, r, rhat, p, v, &mut scs[j], its[j],
+                            &mut xs[j],
+                            None,
+                            None,
+                            s,
+                            s,
+                            t,
+                            r,
+                            rhat,
+                            p,
+                            v,
+                            &mut scs[j],
+                            its[j],
                         )?;
                     }
                 }
@@ -581,7 +618,15 @@ where
                 None => (&c.p, &c.s),
             };
             be.bicg_update(
-                &mut xs[j], phat, shat, &c.s, &c.t, &mut c.r, &c.rhat, &mut scs[j], its[j],
+                &mut xs[j],
+                phat,
+                shat,
+                &c.s,
+                &c.t,
+                &mut c.r,
+                &c.rhat,
+                &mut scs[j],
+                its[j],
             )?;
         }
         Ok(())
@@ -794,7 +839,7 @@ where
             for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
                 let GmresCol { k, z, j, .. } = c;
                 let (vj, _) = be.krylov_pair(k, *j);
-                vs.push(&*vj);
+                vs.push(vj);
                 zs.push(z.as_mut().expect("z is allocated for a preconditioner"));
             }
             match inv_diag {
