@@ -59,10 +59,7 @@ FORBIDDEN = [("solvers", "precond")]
 # Problems still present, each as the first line the check prints for it (a circle names its
 # members sorted, as module paths below the crate root). Remove a line when it is fixed; the
 # check fails while a listed problem no longer occurs.
-ALLOWED = [
-    "segsparse: circle backend::defaults <-> backend::ops",
-    "segsparse: circle sparse::incomplete <-> sparse::reorder <-> sparse::triangular",
-]
+ALLOWED = []
 
 # ---------------------------------------------------------------------------------------------
 # Reading Rust source

@@ -19,7 +19,14 @@
 //! | `wide:M:N:K` | M×N (short and wide when N ≫ M), K random columns per row | M | M·K |
 //! | `aniso2d:N:EPS` | anisotropic diffusion `−u_xx − EPS·u_yy`, Q1 finite elements on an N×N grid (PyAMG's `stencil_grid(diffusion_stencil_2d(EPS), (N, N))`) | N² | ≈ 9N² |
 //! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
+//! | `knn3d:N:K[:ORDER]` | kNN graph of N points uniform in the unit cube: row i holds the K nearest other points (searched among the neighbouring grid cells), values uniform in [−1, 1); ORDER numbers the points by `x` (slabs, the default), `morton` (Z-order) or `random` | N | N·K |
+//! | `blocks:N:B:D` | dense B×B blocks: each block row holds D blocks, the diagonal one and D − 1 at random block columns; values uniform in [−1, 1) | N (rounded up to a multiple of B) | ≈ N·B·D |
+//! | `zipf:N:S:MAX:W` | row lengths Zipf-distributed, P(L = k) ∝ k^(−S) for k in 1..=MAX, columns random within W of the diagonal (W = 0: anywhere) | N | ≈ N × the mean row length |
+//! | `arrow:N:W:K` | arrow matrix: the first W rows and columns full, plus K random columns near the diagonal in every other row | N | ≈ 2·N·W + N·K |
+//! | `rmat:SCALE:EF:A:B:C` | R-MAT with quadrant probabilities A, B, C and 1 − A − B − C (flatter than Graph500's when A is smaller) | 2^SCALE | ≤ EF·2^SCALE |
 //! | `elasticity2d:N` | 2-D linear elasticity, Q1 elements, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary (PyAMG's `linear_elasticity((N, N))`); two unknowns per node | 2N² | ≈ 18·2N² |
+//! | `elasticity3d:N` | 3-D linear elasticity, trilinear (Q1) hexahedra on the unit-spaced (N + 1)³-element cube, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary; three unknowns per interior node | 3N³ | ≈ 81·3N³ |
+//! | `jumps3d:N` | 7-point 3-D diffusion whose coefficient is 1 or 10⁴ on random 8³ boxes (harmonic means on the faces, Dirichlet boundary): the Poisson pattern with jumping values | N³ | ≈ 7N³ |
 //! | `helmholtz3d:N:K:SHIFT` | complex shifted Helmholtz `−Δu − K²(1 − i·SHIFT)u` on the unit cube, 7-point stencil scaled by h² (see [`helmholtz3d`]); complex symmetric, for a complex element type | N³ | ≈ 7N³ |
 //!
 //! Every spec builds into any element type ([`Elem`]): a complex type gets the real
@@ -76,10 +83,17 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               powerlaw:N:ALPHA, denserows:N:K:D:L, wide:M:N:K (e.g. poisson2d:1000, \
                               random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
                               wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N, \
-                              emptyrows:N:PCT:K, rmat:SCALE:EF, helmholtz3d:N:K:SHIFT \
-                              (complex, e.g. helmholtz3d:100:20:0.5)";
+                              emptyrows:N:PCT:K, rmat:SCALE:EF[:A:B:C], knn3d:N:K[:x|morton|random], \
+                              blocks:N:B:D, zipf:N:S:MAX:W, arrow:N:W:K, elasticity3d:N, jumps3d:N, \
+                              helmholtz3d:N:K:SHIFT (complex, e.g. helmholtz3d:100:20:0.5)";
 
-const NAMES: [&str; 15] = [
+const NAMES: [&str; 21] = [
+    "knn3d",
+    "blocks",
+    "zipf",
+    "arrow",
+    "elasticity3d",
+    "jumps3d",
     "helmholtz3d",
     "aniso2d",
     "poisson3d27",
@@ -216,8 +230,50 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
             emptyrows(int(1, "N")?, int(2, "PCT")?, int(3, "K")?, seed)
         }
         "rmat" => {
-            arity(2)?;
-            rmat(int(1, "SCALE")?, int(2, "EF")?, seed)
+            if parts.len() == 3 {
+                return rmat(int(1, "SCALE")?, int(2, "EF")?, seed);
+            }
+            arity(5)?;
+            let p = |i: usize, what: &str| -> Result<f64> {
+                let s = parts
+                    .get(i)
+                    .ok_or_else(|| bad(&format!("missing {what}")))?;
+                s.parse::<f64>()
+                    .map_err(|_| bad(&format!("{what} '{s}' is not a number")))
+            };
+            rmat_with(
+                int(1, "SCALE")?,
+                int(2, "EF")?,
+                [p(3, "A")?, p(4, "B")?, p(5, "C")?],
+                seed,
+            )
+        }
+        "knn3d" => {
+            arity(3)?;
+            let order = match parts.get(3).map(|s| s.to_ascii_lowercase()) {
+                None => PointOrder::X,
+                Some(o) if o == "x" => PointOrder::X,
+                Some(o) if o == "morton" => PointOrder::Morton,
+                Some(o) if o == "random" => PointOrder::Random,
+                Some(o) => return Err(bad(&format!("ORDER '{o}' is not x, morton or random"))),
+            };
+            knn3d(int(1, "N")?, int(2, "K")?, order, seed)
+        }
+        "blocks" => {
+            arity(3)?;
+            blocks(int(1, "N")?, int(2, "B")?, int(3, "D")?, seed)
+        }
+        "zipf" => {
+            arity(4)?;
+            let e = parts.get(2).ok_or_else(|| bad("missing S"))?;
+            let s = e
+                .parse::<f64>()
+                .map_err(|_| bad(&format!("S '{e}' is not a number")))?;
+            zipf(int(1, "N")?, s, int(3, "MAX")?, int(4, "W")?, seed)
+        }
+        "arrow" => {
+            arity(3)?;
+            arrow(int(1, "N")?, int(2, "W")?, int(3, "K")?, seed)
         }
         "aniso2d" => {
             arity(2)?;
@@ -235,6 +291,14 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         "elasticity2d" => {
             arity(1)?;
             elasticity2d(int(1, "N")?)
+        }
+        "elasticity3d" => {
+            arity(1)?;
+            elasticity3d(int(1, "N")?)
+        }
+        "jumps3d" => {
+            arity(1)?;
+            jumps3d(int(1, "N")?)
         }
         _ => Err(bad("unknown generator")),
     }
@@ -664,6 +728,214 @@ pub fn elasticity2d_coordinates(n: usize) -> Vec<[f64; 2]> {
         .collect()
 }
 
+/// The 24×24 stiffness matrix of a unit cube trilinear (Q1) element for linear elasticity with
+/// Lamé parameters `lame` and `mu`, by 2×2×2 Gauss quadrature (exact for this element). Local
+/// node `a + 2b + 4c` sits at `(a, b, c)`; local unknown `3·node + component`.
+fn q1_elasticity_local_3d(lame: f64, mu: f64) -> [[f64; 24]; 24] {
+    let g = [0.5 - 0.5 / 3f64.sqrt(), 0.5 + 0.5 / 3f64.sqrt()];
+    let phi = |a: usize, t: f64| if a == 0 { 1.0 - t } else { t };
+    let dphi = |a: usize| if a == 0 { -1.0 } else { 1.0 };
+    let mut k = [[0.0; 24]; 24];
+    for &x in &g {
+        for &y in &g {
+            for &z in &g {
+                // Gradients of the 8 shape functions at the Gauss point.
+                let mut grad = [[0.0; 3]; 8];
+                for (node, gr) in grad.iter_mut().enumerate() {
+                    let (a, b, c) = (node & 1, (node >> 1) & 1, node >> 2);
+                    *gr = [
+                        dphi(a) * phi(b, y) * phi(c, z),
+                        phi(a, x) * dphi(b) * phi(c, z),
+                        phi(a, x) * phi(b, y) * dphi(c),
+                    ];
+                }
+                // B (6×24, Voigt order xx, yy, zz, xy, yz, xz), then Bᵀ·D·B / 8.
+                let mut bm = [[0.0; 24]; 6];
+                for (node, gr) in grad.iter().enumerate() {
+                    let q = 3 * node;
+                    bm[0][q] = gr[0];
+                    bm[1][q + 1] = gr[1];
+                    bm[2][q + 2] = gr[2];
+                    bm[3][q] = gr[1];
+                    bm[3][q + 1] = gr[0];
+                    bm[4][q + 1] = gr[2];
+                    bm[4][q + 2] = gr[1];
+                    bm[5][q] = gr[2];
+                    bm[5][q + 2] = gr[0];
+                }
+                let mut db = [[0.0; 24]; 6];
+                for col in 0..24 {
+                    let tr = bm[0][col] + bm[1][col] + bm[2][col];
+                    for r in 0..3 {
+                        db[r][col] = lame * tr + 2.0 * mu * bm[r][col];
+                    }
+                    for r in 3..6 {
+                        db[r][col] = mu * bm[r][col];
+                    }
+                }
+                for (i, ki) in k.iter_mut().enumerate() {
+                    for (j, kij) in ki.iter_mut().enumerate() {
+                        *kij += (0..6).map(|r| bm[r][i] * db[r][j]).sum::<f64>() / 8.0;
+                    }
+                }
+            }
+        }
+    }
+    k
+}
+
+/// 3-D linear elasticity on the unit-spaced `(n + 1)³`-element cube, trilinear (Q1) hexahedra,
+/// Young's modulus 10⁵, Poisson ratio 0.3, clamped on the whole boundary: the 3-D counterpart
+/// of [`elasticity2d`]. The unknowns are the three displacements of the `n³` interior nodes;
+/// node `(i, j, k)` (1-based) is node number `((k − 1)·n + (j − 1))·n + (i − 1)` and owns rows
+/// `3·node + c`. Every row stores the 81 entries of the 3 × 3 × 3 neighbouring nodes (fewer at
+/// the boundary). [`elasticity3d_coordinates`] gives the node coordinates for rigid-body modes.
+/// Symmetric positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the size exceeds `u32`.
+pub fn elasticity3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows(3 * (n as u128).pow(3))?;
+    let (e, nu) = (1e5, 0.3);
+    let lame = e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+    let mu = e / (2.0 + 2.0 * nu);
+    let k = q1_elasticity_local_3d(lame, mu);
+    let span = |c: usize| 1 + (c > 1) as usize + (c < n) as usize;
+    let coords = |node: usize| (node % n + 1, (node / n) % n + 1, node / (n * n) + 1);
+    let len = |r: usize| {
+        let (i, j, l) = coords(r / 3);
+        3 * span(i) * span(j) * span(l)
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (kk, r) in range.enumerate() {
+            let (node, c) = (r / 3, r % 3);
+            let (i, j, l) = coords(node);
+            // acc[dz][dy][dx][c2] for the neighbour (i + dx − 1, j + dy − 1, l + dz − 1).
+            let mut acc = [[[[0.0f64; 3]; 3]; 3]; 3];
+            for el in 0..8 {
+                let (ei, ej, el_) = (i - (el & 1), j - ((el >> 1) & 1), l - (el >> 2));
+                let la = (i - ei) + 2 * (j - ej) + 4 * (l - el_);
+                for lb in 0..8 {
+                    let (dx, dy, dz) = (lb & 1, (lb >> 1) & 1, lb >> 2);
+                    let (ni, nj, nl) = (ei + dx, ej + dy, el_ + dz);
+                    for c2 in 0..3 {
+                        acc[nl + 1 - l][nj + 1 - j][ni + 1 - i][c2] += k[3 * la + c][3 * lb + c2];
+                    }
+                }
+            }
+            let mut p = rp[kk] as usize;
+            for (dz, plane) in acc.iter().enumerate() {
+                let nl = l + dz - 1;
+                if nl < 1 || nl > n {
+                    continue;
+                }
+                for (dy, row) in plane.iter().enumerate() {
+                    let nj = j + dy - 1;
+                    if nj < 1 || nj > n {
+                        continue;
+                    }
+                    for (dx, triple) in row.iter().enumerate() {
+                        let ni = i + dx - 1;
+                        if ni < 1 || ni > n {
+                            continue;
+                        }
+                        let nb = ((nl - 1) * n + (nj - 1)) * n + (ni - 1);
+                        for (c2, &v) in triple.iter().enumerate() {
+                            cols[p] = (3 * nb + c2) as u32;
+                            vals[p] = T::of_f64(v);
+                            p += 1;
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The coordinates of the nodes of [`elasticity3d`]`(n)`, `[x, y, z]` per node in node order,
+/// centred on the domain (as [`elasticity2d_coordinates`]).
+pub fn elasticity3d_coordinates(n: usize) -> Vec<[f64; 3]> {
+    let h = (n + 1) as f64 / 2.0;
+    (0..n * n * n)
+        .map(|node| {
+            [
+                (node % n + 1) as f64 - h,
+                ((node / n) % n + 1) as f64 - h,
+                (node / (n * n) + 1) as f64 - h,
+            ]
+        })
+        .collect()
+}
+
+/// SplitMix64's output function (Steele, Lea and Flood 2014): a bijective 64-bit mix, the
+/// deterministic hash of generated coefficient fields and of the aggregation priorities.
+#[inline]
+pub fn splitmix64(z: u64) -> u64 {
+    let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// 7-point 3-D diffusion `−∇·(k∇u)` on an `n × n × n` grid whose coefficient `k` is 1 or 10⁴ on
+/// boxes of 8³ cells, chosen by a hash of the box (no seed: the matrix depends on `n` alone);
+/// the face coefficients are harmonic means of the two cells', Dirichlet boundary (a face to the
+/// boundary takes the cell's own `k`). The Poisson pattern with values that jump by 10⁴.
+/// Symmetric positive definite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the size exceeds `u32`.
+pub fn jumps3d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+    let rows = check_rows((n as u128).pow(3))?;
+    let coef = |x: usize, y: usize, z: usize| {
+        let cell = ((z / 8) * 1_000_003 + (y / 8)) * 1_000_033 + x / 8;
+        if splitmix64(cell as u64) & 1 == 1 {
+            1e4
+        } else {
+            1.0
+        }
+    };
+    let at = |r: usize| (r % n, (r / n) % n, r / (n * n));
+    let len = |r: usize| {
+        let (x, y, z) = at(r);
+        1 + [x, y, z]
+            .iter()
+            .map(|&c| (c > 0) as usize + (c + 1 < n) as usize)
+            .sum::<usize>()
+    };
+    build(rows, rows, len, |_, range, rp, cols, vals| {
+        for (kk, r) in range.enumerate() {
+            let (x, y, z) = at(r);
+            let k = coef(x, y, z);
+            let face = |kn: f64| 2.0 * k * kn / (k + kn);
+            // The six faces: (neighbour row if inside, its coefficient).
+            let nbs = [
+                (z > 0).then(|| (r - n * n, coef(x, y, z.wrapping_sub(1)))),
+                (y > 0).then(|| (r - n, coef(x, y.wrapping_sub(1), z))),
+                (x > 0).then(|| (r - 1, coef(x.wrapping_sub(1), y, z))),
+                (x + 1 < n).then(|| (r + 1, coef(x + 1, y, z))),
+                (y + 1 < n).then(|| (r + n, coef(x, y + 1, z))),
+                (z + 1 < n).then(|| (r + n * n, coef(x, y, z + 1))),
+            ];
+            let diag: f64 = nbs.iter().map(|o| o.map_or(k, |(_, kn)| face(kn))).sum();
+            let mut p = rp[kk] as usize;
+            let mut put = |c: usize, v: f64| {
+                cols[p] = c as u32;
+                vals[p] = T::of_f64(v);
+                p += 1;
+            };
+            for (q, o) in nbs.iter().enumerate() {
+                if q == 3 {
+                    put(r, diag);
+                }
+                if let Some((c, kn)) = *o {
+                    put(c, -face(kn));
+                }
+            }
+        }
+    })
+}
+
 /// The 1-D Laplacian: `n × n` tridiagonal with 2 on the diagonal and −1 beside it. Symmetric
 /// positive definite.
 ///
@@ -889,6 +1161,26 @@ pub fn emptyrows<T: Scalar>(n: usize, pct: usize, k: usize, seed: u64) -> Result
 /// # Errors
 /// [`Error::InvalidInput`] when `scale > 31` or the edge count exceeds `u32`.
 pub fn rmat<T: Scalar>(scale: usize, ef: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    rmat_with(scale, ef, [0.57, 0.19, 0.19], seed)
+}
+
+/// [`rmat`] with the quadrant probabilities `[a, b, c]` (and `d = 1 − a − b − c`): smaller `a`
+/// gives a flatter degree distribution.
+///
+/// # Errors
+/// As [`rmat`]; also when a probability is negative or `a + b + c > 1`.
+pub fn rmat_with<T: Scalar>(
+    scale: usize,
+    ef: usize,
+    [pa, pb, pc]: [f64; 3],
+    seed: u64,
+) -> Result<CsrMatrix<T>> {
+    if !(pa >= 0.0 && pb >= 0.0 && pc >= 0.0 && pa + pb + pc <= 1.0) {
+        return Err(Error::InvalidInput(format!(
+            "rmat:{scale}:{ef}:{pa}:{pb}:{pc}: A, B and C must be non-negative with A + B + C ≤ 1"
+        )));
+    }
+    let (t1, t2, t3) = (pa, pa + pb, pa + pb + pc);
     if scale > 31 {
         return Err(Error::InvalidInput(format!(
             "rmat:{scale}:{ef}: SCALE must be at most 31 (2^SCALE rows)"
@@ -910,11 +1202,11 @@ pub fn rmat<T: Scalar>(scale: usize, ef: usize, seed: u64) -> Result<CsrMatrix<T
                 let (mut r, mut c) = (0u64, 0u64);
                 for _ in 0..scale {
                     let u: f64 = rng.gen();
-                    let (dr, dc) = if u < 0.57 {
+                    let (dr, dc) = if u < t1 {
                         (0, 0)
-                    } else if u < 0.76 {
+                    } else if u < t2 {
                         (0, 1)
-                    } else if u < 0.95 {
+                    } else if u < t3 {
                         (1, 0)
                     } else {
                         (1, 1)
@@ -1011,6 +1303,325 @@ pub fn powerlaw<T: Scalar>(n: usize, alpha: f64, seed: u64) -> Result<CsrMatrix<
             }
         });
     random_rows(n, n, seed, |i| lens[i] as usize)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Point clouds, blocks, Zipf rows, arrows
+// ---------------------------------------------------------------------------------------------
+
+/// How [`knn3d`] numbers its points (and so how far a row's columns stray from its index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointOrder {
+    /// Sorted by the `x` coordinate: neighbours lie in a slab of about `N^(2/3)` indices.
+    X,
+    /// Sorted along a Z-order (Morton) curve: most neighbours lie close in index.
+    Morton,
+    /// In the order drawn: neighbours are anywhere.
+    Random,
+}
+
+/// Interleaves the low 21 bits of `v` with two zero bits between each (Morton order).
+fn spread3(v: u64) -> u64 {
+    let mut x = v & 0x1f_ffff;
+    x = (x | (x << 32)) & 0x1f_0000_0000_ffff;
+    x = (x | (x << 16)) & 0x1f_0000_ff00_00ff;
+    x = (x | (x << 8)) & 0x100f_00f0_0f00_f00f;
+    x = (x | (x << 4)) & 0x10c3_0c30_c30c_30c3;
+    x = (x | (x << 2)) & 0x1249_2492_4924_9249;
+    x
+}
+
+/// The kNN graph of `n` points drawn uniformly in the unit cube: row `i` holds the `k` nearest
+/// other points (columns sorted), found among the grid cells around point `i` (cells of about
+/// two points, the search widened until the `k`-th distance is inside the searched cube, so the
+/// neighbours are exact). `order` numbers the points; values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `k ≥ n` (and `n > 0`) or the size exceeds `u32`.
+pub fn knn3d<T: Scalar>(n: usize, k: usize, order: PointOrder, seed: u64) -> Result<CsrMatrix<T>> {
+    if n > 0 && k >= n {
+        return Err(Error::InvalidInput(format!(
+            "knn3d:{n}:{k}: K must be smaller than N (a point is not its own neighbour)"
+        )));
+    }
+    check_rows(n as u128)?;
+    if (n as u128) * (k as u128) > u32::MAX as u128 {
+        return Err(too_big("entries", (n as u128) * (k as u128)));
+    }
+    let mut pts = vec![[0f32; 3]; n];
+    pts.par_chunks_mut(CHUNK_ROWS)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng = chunk_rng(seed, chunk, 0);
+            for p in out {
+                *p = [rng.gen(), rng.gen(), rng.gen()];
+            }
+        });
+    match order {
+        PointOrder::X => pts.par_sort_unstable_by(|a, b| {
+            a[0].total_cmp(&b[0])
+                .then(a[1].total_cmp(&b[1]))
+                .then(a[2].total_cmp(&b[2]))
+        }),
+        PointOrder::Morton => {
+            let q = |c: f32| ((c as f64 * (1u64 << 21) as f64) as u64).min((1 << 21) - 1);
+            pts.par_sort_unstable_by_key(|p| {
+                spread3(q(p[0])) | (spread3(q(p[1])) << 1) | (spread3(q(p[2])) << 2)
+            })
+        }
+        PointOrder::Random => {}
+    }
+    let g = ((n as f64 / 2.0).cbrt().floor() as usize).max(1);
+    let cell_of = |c: f32| ((c as f64 * g as f64) as usize).min(g - 1);
+    let cell = |p: &[f32; 3]| (cell_of(p[2]) * g + cell_of(p[1])) * g + cell_of(p[0]);
+    let mut start = vec![0u32; g * g * g + 1];
+    for p in &pts {
+        start[cell(p) + 1] += 1;
+    }
+    for c in 0..g * g * g {
+        start[c + 1] += start[c];
+    }
+    let mut items = vec![0u32; n];
+    {
+        let mut next = start.clone();
+        for (i, p) in pts.iter().enumerate() {
+            let c = cell(p);
+            items[next[c] as usize] = i as u32;
+            next[c] += 1;
+        }
+    }
+    let h = 1.0 / g as f64;
+    let (pts, start, items) = (&pts, &start, &items);
+    build(
+        n,
+        n,
+        |_| k,
+        move |chunk, range, rp, cols, vals| {
+            let mut rng = chunk_rng(seed, chunk, 1);
+            let mut cand: Vec<(f32, u32)> = Vec::new();
+            for (j, i) in range.clone().enumerate() {
+                let p = pts[i];
+                let (cx, cy, cz) = (cell_of(p[0]), cell_of(p[1]), cell_of(p[2]));
+                let mut r = 1usize;
+                loop {
+                    cand.clear();
+                    let lo = |c: usize| c.saturating_sub(r);
+                    let hi = |c: usize| (c + r).min(g - 1);
+                    for z in lo(cz)..=hi(cz) {
+                        for y in lo(cy)..=hi(cy) {
+                            for x in lo(cx)..=hi(cx) {
+                                let c = (z * g + y) * g + x;
+                                for &q in &items[start[c] as usize..start[c + 1] as usize] {
+                                    if q as usize != i {
+                                        let o = pts[q as usize];
+                                        let d = (o[0] - p[0]).powi(2)
+                                            + (o[1] - p[1]).powi(2)
+                                            + (o[2] - p[2]).powi(2);
+                                        cand.push((d, q));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    if cand.len() >= k {
+                        if k > 0 {
+                            cand.select_nth_unstable_by(k - 1, |a, b| {
+                                a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+                            });
+                        }
+                        // Exact when the k-th distance lies within the searched cube's inner ball.
+                        let kth = if k > 0 { cand[k - 1].0 as f64 } else { 0.0 };
+                        if kth.sqrt() <= r as f64 * h || r >= g {
+                            break;
+                        }
+                    }
+                    if r >= g {
+                        break;
+                    }
+                    r += 1;
+                }
+                let (a, b) = (rp[j] as usize, rp[j + 1] as usize);
+                let row = &mut cols[a..b];
+                for (slot, c) in row.iter_mut().zip(&cand[..k]) {
+                    *slot = c.1;
+                }
+                row.sort_unstable();
+                for v in &mut vals[a..b] {
+                    *v = T::of_f64(sym_unit(&mut rng));
+                }
+            }
+        },
+    )
+}
+
+/// A matrix of dense `b × b` blocks: `⌈n/b⌉` block rows, each holding `d` blocks, the diagonal
+/// one and `d − 1` at distinct random block columns; values from a hash of the seed and the
+/// entry, uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `b = 0`, `d = 0`, `d` exceeds the number of block columns or the
+/// size exceeds `u32`.
+pub fn blocks<T: Scalar>(n: usize, b: usize, d: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    let nb = if b == 0 { 0 } else { n.div_ceil(b) };
+    if b == 0 || d == 0 || d > nb {
+        return Err(Error::InvalidInput(format!(
+            "blocks:{n}:{b}:{d}: B and D must be positive and D at most ⌈N/B⌉"
+        )));
+    }
+    let rows = check_rows((nb as u128) * (b as u128))?;
+    if (rows as u128) * (b as u128) * (d as u128) > u32::MAX as u128 {
+        return Err(too_big("entries", (rows as u128) * (b * d) as u128));
+    }
+    let mut rng = chunk_rng(seed, 0, 3);
+    let dist = Uniform::new(0, nb as u32);
+    let mut bcols: Vec<u32> = Vec::with_capacity(nb * d);
+    let mut pick = Vec::with_capacity(d);
+    for br in 0..nb as u32 {
+        pick.clear();
+        pick.push(br);
+        while pick.len() < d {
+            let c = dist.sample(&mut rng);
+            if !pick.contains(&c) {
+                pick.push(c);
+            }
+        }
+        pick.sort_unstable();
+        bcols.extend_from_slice(&pick);
+    }
+    let key = mix64(seed ^ 0xB10C);
+    let bcols = &bcols;
+    build(
+        rows,
+        rows,
+        |_| b * d,
+        move |_, range, rp, cols, vals| {
+            for (j, i) in range.clone().enumerate() {
+                let (a, e) = (rp[j] as usize, rp[j + 1] as usize);
+                let bc = &bcols[(i / b) * d..(i / b + 1) * d];
+                for (slot, c) in cols[a..e].iter_mut().zip(
+                    bc.iter()
+                        .flat_map(|&c| (0..b as u32).map(move |t| c * b as u32 + t)),
+                ) {
+                    *slot = c;
+                }
+                for (v, &c) in vals[a..e].iter_mut().zip(&cols[a..e]) {
+                    let h = mix64(key ^ ((i as u64) << 32 | c as u64));
+                    *v = T::of_f64((h >> 11) as f64 / (1u64 << 52) as f64 - 1.0);
+                }
+            }
+        },
+    )
+}
+
+/// The window of columns of row `i` of an `n`-column matrix within `w` of the diagonal
+/// (`w = 0`: every column), clipped to `lo..n`.
+fn window(i: usize, n: usize, w: usize, lo: usize) -> Range<usize> {
+    if w == 0 {
+        lo..n
+    } else {
+        i.saturating_sub(w).max(lo)..(i + w + 1).min(n).max(lo)
+    }
+}
+
+/// Writes `out.len()` distinct sorted random columns of `range` (at most its length).
+fn sample_in(rng: &mut ChaCha8Rng, range: Range<usize>, out: &mut [u32], scratch: &mut Vec<u32>) {
+    let n = range.len();
+    if out.is_empty() || n == 0 {
+        return;
+    }
+    let dist = Uniform::new(0, n as u32);
+    sample_distinct(rng, n, &dist, out, scratch);
+    for c in out {
+        *c += range.start as u32;
+    }
+}
+
+/// An `n × n` matrix whose row lengths follow a discrete Zipf law, `P(L = k) ∝ k^(−s)` for
+/// `k` in `1..=max` (clipped to the row's window), with distinct random columns within `w` of
+/// the diagonal (`w = 0`: anywhere); values uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `s` is not finite and positive, `max = 0`, `max > n` or the size
+/// exceeds `u32`.
+pub fn zipf<T: Scalar>(n: usize, s: f64, max: usize, w: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if !(s > 0.0 && s.is_finite()) || max == 0 || max > n {
+        return Err(Error::InvalidInput(format!(
+            "zipf:{n}:{s}:{max}:{w}: S must be a positive number and MAX in 1..=N"
+        )));
+    }
+    check_rows(n as u128)?;
+    let mut cdf: Vec<f64> = (1..=max).map(|k| (k as f64).powf(-s)).collect();
+    for k in 1..max {
+        cdf[k] += cdf[k - 1];
+    }
+    let total = cdf[max - 1];
+    let mut lens = vec![0u32; n];
+    lens.par_chunks_mut(CHUNK_ROWS)
+        .enumerate()
+        .for_each(|(chunk, out)| {
+            let mut rng = chunk_rng(seed, chunk, 0);
+            let base = chunk * CHUNK_ROWS;
+            for (j, l) in out.iter_mut().enumerate() {
+                let u = rng.gen::<f64>() * total;
+                let k = cdf.partition_point(|&c| c < u) + 1;
+                *l = k.min(window(base + j, n, w, 0).len()) as u32;
+            }
+        });
+    let lens = &lens;
+    build(
+        n,
+        n,
+        |i| lens[i] as usize,
+        move |chunk, range, rp, cols, vals| {
+            let mut rng = chunk_rng(seed, chunk, 1);
+            let mut scratch = Vec::new();
+            for (j, i) in range.clone().enumerate() {
+                let (a, b) = (rp[j] as usize, rp[j + 1] as usize);
+                sample_in(&mut rng, window(i, n, w, 0), &mut cols[a..b], &mut scratch);
+                for v in &mut vals[a..b] {
+                    *v = T::of_f64(sym_unit(&mut rng));
+                }
+            }
+        },
+    )
+}
+
+/// An arrow matrix: the first `w` rows hold every column, every other row holds the first `w`
+/// columns and `k` distinct random columns within `2k` of the diagonal (at least `w`); values
+/// uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `w > n` or the size exceeds `u32`.
+pub fn arrow<T: Scalar>(n: usize, w: usize, k: usize, seed: u64) -> Result<CsrMatrix<T>> {
+    if w > n {
+        return Err(Error::InvalidInput(format!(
+            "arrow:{n}:{w}:{k}: W must not exceed N"
+        )));
+    }
+    check_rows(n as u128)?;
+    let band = |i: usize| window(i, n, 2 * k.max(1), w);
+    let len = move |i: usize| if i < w { n } else { w + k.min(band(i).len()) };
+    build(n, n, len, move |chunk, range, rp, cols, vals| {
+        let mut rng = chunk_rng(seed, chunk, 1);
+        let mut scratch = Vec::new();
+        for (j, i) in range.clone().enumerate() {
+            let (a, b) = (rp[j] as usize, rp[j + 1] as usize);
+            let row = &mut cols[a..b];
+            if i < w {
+                for (c, slot) in row.iter_mut().enumerate() {
+                    *slot = c as u32;
+                }
+            } else {
+                for (c, slot) in row[..w].iter_mut().enumerate() {
+                    *slot = c as u32;
+                }
+                sample_in(&mut rng, band(i), &mut row[w..], &mut scratch);
+            }
+            for v in &mut vals[a..b] {
+                *v = T::of_f64(sym_unit(&mut rng));
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -1139,5 +1750,106 @@ mod irregular_tests {
         assert!(a.values().iter().all(|v| (-1.0..1.0).contains(v)));
         assert_eq!(a, rmat(14, 16, 5).unwrap());
         assert!(from_spec::<f64>("rmat:32:1", 0).is_err());
+    }
+}
+
+#[cfg(test)]
+mod unseen_kind_tests {
+    use super::*;
+
+    fn sorted_in_range(a: &CsrMatrix<f64>) {
+        for i in 0..a.nrows() {
+            let (c, _) = a.row(i);
+            assert!(c.windows(2).all(|w| w[0] < w[1]), "row {i} not sorted");
+            assert!(c.iter().all(|&c| (c as usize) < a.ncols()));
+        }
+    }
+
+    #[test]
+    fn knn3d_rows_hold_the_nearest_points() {
+        for order in ["x", "morton", "random"] {
+            let spec = format!("knn3d:3000:8:{order}");
+            let a: CsrMatrix<f64> = from_spec(&spec, 4).unwrap();
+            assert_eq!((a.nrows(), a.nnz()), (3000, 3000 * 8), "{spec}");
+            sorted_in_range(&a);
+            assert!((0..a.nrows()).all(|i| !a.row(i).0.contains(&(i as u32))));
+            assert_eq!(a, from_spec(&spec, 4).unwrap());
+        }
+        // Brute force on a small cloud: the same neighbour sets. The points are regenerated the
+        // same way (chunk stream 0, sorted by x).
+        let n = 500;
+        let a: CsrMatrix<f64> = knn3d(n, 6, PointOrder::X, 11).unwrap();
+        let mut rng = chunk_rng(11, 0, 0);
+        let mut pts: Vec<[f32; 3]> = (0..n).map(|_| [rng.gen(), rng.gen(), rng.gen()]).collect();
+        pts.sort_unstable_by(|a, b| {
+            a[0].total_cmp(&b[0])
+                .then(a[1].total_cmp(&b[1]))
+                .then(a[2].total_cmp(&b[2]))
+        });
+        for i in 0..n {
+            let p = pts[i];
+            let mut d: Vec<(f32, u32)> = (0..n)
+                .filter(|&q| q != i)
+                .map(|q| {
+                    let o = pts[q];
+                    let d = (o[0] - p[0]).powi(2) + (o[1] - p[1]).powi(2) + (o[2] - p[2]).powi(2);
+                    (d, q as u32)
+                })
+                .collect();
+            d.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let mut want: Vec<u32> = d[..6].iter().map(|x| x.1).collect();
+            want.sort_unstable();
+            assert_eq!(a.row(i).0, &want[..], "row {i}");
+        }
+        assert!(from_spec::<f64>("knn3d:10:10", 0).is_err());
+        assert!(from_spec::<f64>("knn3d:10:3:hilbert", 0).is_err());
+    }
+
+    #[test]
+    fn blocks_zipf_arrow_and_flat_rmat() {
+        let b: CsrMatrix<f64> = from_spec("blocks:1000:32:3", 1).unwrap();
+        assert_eq!(b.nrows(), 1024);
+        assert_eq!(b.nnz(), 1024 * 96);
+        sorted_in_range(&b);
+        for i in 0..b.nrows() {
+            assert!(
+                b.row(i).0.contains(&(i as u32)),
+                "row {i} lacks its diagonal"
+            );
+            assert_eq!(b.row(i).0, b.row(i / 32 * 32).0);
+        }
+        let z: CsrMatrix<f64> = from_spec("zipf:20000:1.5:5000:0", 2).unwrap();
+        let s = z.row_stats();
+        assert!(s.min >= 1 && s.max <= 5000 && s.max > 200, "{s:?}");
+        sorted_in_range(&z);
+        let zl: CsrMatrix<f64> = from_spec("zipf:20000:2.0:64:100", 2).unwrap();
+        sorted_in_range(&zl);
+        for i in 0..zl.nrows() {
+            assert!(zl
+                .row(i)
+                .0
+                .iter()
+                .all(|&c| (c as i64 - i as i64).abs() <= 100));
+        }
+        let a: CsrMatrix<f64> = from_spec("arrow:5000:3:4", 3).unwrap();
+        sorted_in_range(&a);
+        assert_eq!(a.row(0).0.len(), 5000);
+        assert_eq!(a.row(2).0.len(), 5000);
+        assert_eq!(&a.row(100).0[..3], &[0, 1, 2]);
+        assert_eq!(a.row(100).0.len(), 7);
+        let flat: CsrMatrix<f64> = from_spec("rmat:14:16:0.45:0.22:0.22", 5).unwrap();
+        let skewed: CsrMatrix<f64> = from_spec("rmat:14:16", 5).unwrap();
+        assert!(flat.row_stats().max < skewed.row_stats().max);
+        assert_eq!(skewed, from_spec("rmat:14:16:0.57:0.19:0.19", 5).unwrap());
+        assert!(from_spec::<f64>("rmat:10:4:0.6:0.3:0.3", 0).is_err());
+        for bad in [
+            "blocks:10:0:1",
+            "blocks:10:5:3",
+            "zipf:10:0:5:0",
+            "zipf:10:1:11:0",
+            "arrow:5:6:1",
+        ] {
+            assert!(from_spec::<f64>(bad, 0).is_err(), "{bad}");
+        }
     }
 }

@@ -35,6 +35,14 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::backend::gpu::BLAS1,
     #[cfg(feature = "cuda")]
+    &crate::backend::gpu::CG,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::BICGSTAB,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::GMRES,
+    #[cfg(feature = "cuda")]
+    &crate::backend::gpu::CHEBYSHEV,
+    #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::AGGREGATE_SRC,

@@ -195,6 +195,7 @@ const TRAP: KernelSource = KernelSource {
            unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n\
            if (i < n && p[i] == 7u) __trap();\n}\n",
     headers: &[],
+    constants: &[],
 };
 
 fn sticky_child() {

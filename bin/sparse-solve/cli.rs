@@ -44,8 +44,9 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = IluApplyArg::Auto)]
     pub ilu_apply: IluApplyArg,
 
-    /// Degree of --precond poly (matrix products per preconditioner application).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Degree of --precond poly: of its residual polynomial, as --amg-degree (degree − 1 matrix
+    /// products per preconditioner application).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=65))]
     pub poly_degree: u32,
 
     /// GMRES restart length m (basis vectors kept per cycle).
@@ -160,11 +161,11 @@ pub struct AmgArgs {
     /// AMG: at most this many levels.
     #[arg(long, default_value_t = 10)]
     pub amg_max_levels: usize,
-    /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 unknowns per node) for an
-    /// elasticity2d:N spec, the constant otherwise.
+    /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 or 3 unknowns per node)
+    /// for an elasticity2d:N or elasticity3d:N spec, the constant otherwise.
     #[arg(long, value_enum, default_value_t = AmgCandidatesArg::Auto)]
     pub amg_candidates: AmgCandidatesArg,
-    /// AMG: unknowns per node of the fine level [default: 2 with rigid-body modes, else 1].
+    /// AMG: unknowns per node of the fine level [default: 2 or 3 with rigid-body modes, else 1].
     #[arg(long)]
     pub amg_block_size: Option<usize>,
     /// AMG: smoothing steps on A·x = 0 applied to the candidates before fitting.
@@ -180,6 +181,10 @@ pub struct AmgArgs {
     /// AMG: time every setup phase (the device setup then synchronises after each phase).
     #[arg(long)]
     pub amg_phase_times: bool,
+    /// AMG: the MIS-2 priorities follow the node order inside windows of 2^W nodes (30: PyAMG's
+    /// standard aggregation; 0: random priorities) [default: the library's, by the candidates].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=30))]
+    pub amg_aggregation_window: Option<u32>,
     /// AMG: Lanczos steps of the spectral-radius estimates.
     #[arg(long, default_value_t = 15)]
     pub amg_spectral_steps: usize,

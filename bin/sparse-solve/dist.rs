@@ -357,7 +357,7 @@ mod tests {
             method,
             precond,
             restart: 30,
-            poly_degree: 3,
+            poly_degree: 4,
             amg: Default::default(),
             rbm: None,
             rhs_count: 1,
@@ -435,7 +435,7 @@ mod tests {
             .to_string();
         assert!(e.contains("GMRES runs on one GPU only"), "{e}");
         let mut rbm = plan(cg, PrecondArg::Amg, Auto);
-        rbm.rbm = Some(10);
+        rbm.rbm = Some((2, 10));
         assert!(dist_plan(rbm).is_err());
     }
 }

@@ -235,8 +235,8 @@ struct Plan {
     restart: usize,
     poly_degree: usize,
     amg: AmgParams,
-    /// `Some(n)`: rigid-body modes of `elasticity2d:n` as the AMG candidates.
-    rbm: Option<usize>,
+    /// `Some((dim, n))`: rigid-body modes of `elasticity{dim}d:n` as the AMG candidates.
+    rbm: Option<(usize, usize)>,
     rhs_count: usize,
     /// `--rhs-mode block`: the right-hand sides as one block.
     rhs_block: bool,
@@ -687,10 +687,16 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
             solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
-            let candidates = plan.rbm.map(|n| {
-                segsparse::precond::amg::rigid_body_modes_2d(
-                    &segsparse::generate::elasticity2d_coordinates(n),
-                )
+            let candidates = plan.rbm.map(|(dim, n)| {
+                if dim == 3 {
+                    segsparse::precond::amg::rigid_body_modes_3d(
+                        &segsparse::generate::elasticity3d_coordinates(n),
+                    )
+                } else {
+                    segsparse::precond::amg::rigid_body_modes_2d(
+                        &segsparse::generate::elasticity2d_coordinates(n),
+                    )
+                }
             });
             // From the solver's own matrix: on the GPU the setup runs on the device from it.
             let build = || {
@@ -859,7 +865,7 @@ fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Precondit
 fn amg_params(cli: &Cli) -> Result<AmgParams> {
     use cli::{AmgCycleArg, AmgSmootherArg};
     use segsparse::precond::amg::{Cycle, Smoother};
-    let rbm = rbm_grid(cli)?.is_some();
+    let rbm = rbm_grid(cli)?.map(|(dim, _)| dim);
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
         smoother: match cli.amg.amg_smoother {
@@ -876,28 +882,35 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         },
         coarse_size: cli.amg.amg_coarse_size,
         max_levels: cli.amg.amg_max_levels,
-        block_size: cli.amg.amg_block_size.unwrap_or(if rbm { 2 } else { 1 }),
+        block_size: cli.amg.amg_block_size.unwrap_or(rbm.unwrap_or(1)),
         improve_candidates: cli.amg.amg_improve,
         host_setup: cli.amg.amg_host_setup,
         phase_times: cli.amg.amg_phase_times,
         spectral_steps: cli.amg.amg_spectral_steps,
+        aggregation_window: cli.amg.amg_aggregation_window,
         ..Default::default()
     })
 }
 
-/// `Some(n)` when the AMG candidates are the rigid-body modes of `elasticity2d:n`.
-fn rbm_grid(cli: &Cli) -> Result<Option<usize>> {
+/// `Some((dim, n))` when the AMG candidates are the rigid-body modes of `elasticity2d:n`
+/// (`dim` 2) or `elasticity3d:n` (`dim` 3).
+fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
     use cli::AmgCandidatesArg;
-    let grid = cli
-        .matrix
-        .strip_prefix("elasticity2d:")
-        .and_then(|n| n.trim().replace('_', "").parse::<usize>().ok());
+    let size = |n: &str| n.trim().replace('_', "").parse::<usize>().ok();
+    let grid = if let Some(n) = cli.matrix.strip_prefix("elasticity2d:") {
+        size(n).map(|n| (2, n))
+    } else if let Some(n) = cli.matrix.strip_prefix("elasticity3d:") {
+        size(n).map(|n| (3, n))
+    } else {
+        None
+    };
     match (cli.amg.amg_candidates, grid) {
         (AmgCandidatesArg::Constant, _) | (AmgCandidatesArg::Auto, None) => Ok(None),
-        (_, Some(n)) => Ok(Some(n)),
+        (_, Some(g)) => Ok(Some(g)),
         (AmgCandidatesArg::Rbm, None) => {
             bail!(
-                "--amg-candidates rbm needs node coordinates: only elasticity2d:N specs have them"
+                "--amg-candidates rbm needs node coordinates: only elasticity2d:N and \
+                 elasticity3d:N specs have them"
             )
         }
     }
@@ -1025,6 +1038,8 @@ mod tests {
             gpu_choice: None,
             iterations_all: vec![12],
             solve_seconds_all: vec![0.5],
+            rhs_mode: "sequential",
+            rhs_seconds_total: None,
             amg: None,
             auto: Some(AutoReport {
                 method: "gmres",

@@ -43,6 +43,16 @@ pub struct Cli {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// With `--format json`: one more line per matrix, `{"matrix": ..., "features": {...},
+    /// "auto": {...}}`, with the pattern statistics the automatic GPU choice reads and what it
+    /// chose in each precision.
+    #[arg(long)]
+    pub features: bool,
+
+    /// Shortest warm-up of each implementation, milliseconds (at least three calls).
+    #[arg(long, default_value_t = 50.0)]
+    pub warmup_ms: f64,
+
     /// Sparse matrix times dense block instead: Y ← A·X for X of K columns (a comma-separated
     /// list runs each K). Times segsparse's SpMM in both layouts, cuSPARSE `cusparseSpMM` (every
     /// CSR algorithm, best reported) and K separate SpMVs, on the GPU, in the same process; with

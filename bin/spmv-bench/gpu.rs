@@ -129,6 +129,8 @@ pub fn write_gpu_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
 pub struct GpuState {
     gpu: Arc<Gpu>,
     copy_bw: RefCell<Option<f64>>,
+    /// Milliseconds of the last tuning per precision.
+    tune_ms: RefCell<std::collections::HashMap<&'static str, f64>>,
     cache32: Cache<f32>,
     cache64: Cache<f64>,
 }
@@ -139,6 +141,7 @@ impl GpuState {
         Rc::new(GpuState {
             gpu,
             copy_bw: RefCell::new(None),
+            tune_ms: RefCell::new(Default::default()),
             cache32: RefCell::new(None),
             cache64: RefCell::new(None),
         })
@@ -269,18 +272,41 @@ pub struct SegsparseGpu {
     state: Rc<GpuState>,
     alg: SpmvAlgorithm,
     name: String,
+    tuned: bool,
 }
 
 impl SegsparseGpu {
     /// A row for `alg`.
     pub fn new(state: Rc<GpuState>, alg: SpmvAlgorithm) -> Self {
         let name = format!("segsparse gpu {}", alg.name());
-        SegsparseGpu { state, alg, name }
+        SegsparseGpu {
+            state,
+            alg,
+            name,
+            tuned: false,
+        }
+    }
+
+    /// `Auto` after [`GpuCsr::tune`] (the measured choice, cached per pattern).
+    pub fn tuned(state: Rc<GpuState>) -> Self {
+        SegsparseGpu {
+            state,
+            alg: SpmvAlgorithm::Auto,
+            name: "segsparse gpu tuned".into(),
+            tuned: true,
+        }
     }
 
     fn go<T: Cached>(&self, p: &Problem, t: &Timing) -> Result<Measurement> {
         let g = self.state.gpu().clone();
         let a = uploaded::<T>(&self.state, p)?;
+        if self.tuned {
+            let plan = a.tune().context("tuning the SpMV")?;
+            self.state
+                .tune_ms
+                .borrow_mut()
+                .insert(T::NAME, plan.seconds * 1e3);
+        }
         let x = g.upload(T::x(p))?;
         // y poisoned with NaN: β = 0 must not read it.
         let mut y = g.upload(&vec![T::nan(); a.nrows()])?;
@@ -367,8 +393,37 @@ pub fn copy_gbs() -> Option<f64> {
     state.copy_bandwidth().ok().map(|b| b / 1e9)
 }
 
+/// What `Auto` chose for the last matrix uploaded in each precision (`{"f32": name, ...}`).
+pub fn auto_choices() -> serde_json::Value {
+    let Some(state) = STATE.with(|s| s.borrow().clone()) else {
+        return serde_json::Value::Null;
+    };
+    let mut m = serde_json::Map::new();
+    let tune = state.tune_ms.borrow();
+    let entry = |rule: SpmvAlgorithm, now: SpmvAlgorithm, prec: &str| {
+        serde_json::json!({
+            "rule": rule.name(),
+            "now": now.name(),
+            "tune_ms": tune.get(prec),
+        })
+    };
+    if let Some((_, a)) = &*state.cache32.borrow() {
+        m.insert(
+            "f32".into(),
+            entry(a.rule_algorithm(), a.resolved_algorithm(), "f32"),
+        );
+    }
+    if let Some((_, a)) = &*state.cache64.borrow() {
+        m.insert(
+            "f64".into(),
+            entry(a.rule_algorithm(), a.resolved_algorithm(), "f64"),
+        );
+    }
+    serde_json::Value::Object(m)
+}
+
 /// The GPU rows, in report order: Auto, Fused, Rows, Vector, the look-back kernel, the paper's
-/// algorithm, then cuSPARSE.
+/// algorithm, cuSPARSE, then `Auto` after tuning (last: tuning changes what `Auto` runs).
 ///
 /// `SEGSPARSE_BENCH_GPU_ROWS` (comma-separated names such as `fused,vector,cusparse-alg1`)
 /// keeps only the rows whose name contains one of them (tuning runs);
@@ -392,6 +447,7 @@ pub fn gpu_implementations(state: &Rc<GpuState>) -> Vec<Box<dyn Implementation>>
         )),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg1)),
         Box::new(CusparseGpu::new(state.clone(), CusparseAlg::Alg2)),
+        Box::new(SegsparseGpu::tuned(state.clone())),
     ];
     if let Ok(lanes) = std::env::var("SEGSPARSE_BENCH_VECTOR_LANES") {
         for l in lanes

@@ -23,6 +23,9 @@ mod gpu {
     pub fn copy_gbs() -> Option<f64> {
         None
     }
+    pub fn auto_choices() -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 mod implementations;
 mod output;
@@ -130,7 +133,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     let timing = Timing {
         iters: cli.iters as usize,
         min_sample_s: 1e-3,
-        warmup_s: 0.05,
+        warmup_s: cli.warmup_ms.max(0.0) * 1e-3,
     };
     let threads = rayon::current_num_threads();
     let stdout = io::stdout();
@@ -250,6 +253,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
                 Format::Json => {
                     for r in &rows {
                         output::write_json(&mut out, r)?;
+                    }
+                    if cli.features {
+                        let f = segsparse::spmv::select::SpmvFeatures::of(&p.a64);
+                        let feats: serde_json::Map<String, serde_json::Value> = f
+                            .named()
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+                            .collect();
+                        let line = serde_json::json!({
+                            "matrix": name,
+                            "features": feats,
+                            "auto": gpu::auto_choices(),
+                        });
+                        writeln!(out, "{line}")?;
                     }
                 }
                 Format::Csv => {

@@ -19,7 +19,10 @@
 // (Jacobi impossible).
 #include "common.cuh"
 
-#define BATCH_RED 128 // reduction slots: up to 4 values x 32 warps
+// BATCH_RED: reduction slots (up to 4 values x 32 warps), a -D define from the Rust side.
+#ifndef BATCH_RED
+#error "BATCH_RED comes from the Rust side as a -D define (batched::gpu::RED_SLOTS)"
+#endif
 
 enum { ST_CONVERGED = 0, ST_MAXITER = 1, ST_BREAKDOWN = 2, ST_NONFINITE = 3, ST_ZERODIAG = 4 };
 

@@ -14,11 +14,8 @@
 #pragma once
 #include "common.cuh"
 
-#ifndef RADIX_THREADS
-#define RADIX_THREADS 256
-#endif
-#ifndef RADIX_ITEMS
-#define RADIX_ITEMS 16
+#if !defined(RADIX_THREADS) || !defined(RADIX_ITEMS)
+#error "RADIX_THREADS and RADIX_ITEMS come from the Rust side as -D defines (primitives::sort)"
 #endif
 #define RADIX_TILE (RADIX_THREADS * RADIX_ITEMS)
 #define RADIX_WARPS (RADIX_THREADS / 32)

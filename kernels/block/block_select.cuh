@@ -11,11 +11,8 @@
 #pragma once
 #include "common.cuh"
 
-#ifndef SEL_THREADS
-#define SEL_THREADS 256
-#endif
-#ifndef SEL_ITEMS
-#define SEL_ITEMS 16
+#if !defined(SEL_THREADS) || !defined(SEL_ITEMS)
+#error "SEL_THREADS and SEL_ITEMS come from the Rust side as -D defines (primitives::compact)"
 #endif
 #define SEL_TILE (SEL_THREADS * SEL_ITEMS)
 #define SEL_WARPS (SEL_THREADS / 32)

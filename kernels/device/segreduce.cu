@@ -16,11 +16,8 @@
 // reduces the tails of the tiles it covers (so a 2^26-element segment is not one thread's walk).
 #include "common.cuh"
 
-#ifndef SR_THREADS
-#define SR_THREADS 256
-#endif
-#ifndef SR_ITEMS
-#define SR_ITEMS 16
+#if !defined(SR_THREADS) || !defined(SR_ITEMS)
+#error "SR_THREADS and SR_ITEMS come from the Rust side as -D defines (primitives::segreduce)"
 #endif
 #define SR_TILE (SR_THREADS * SR_ITEMS)
 #define SR_WARPS (SR_THREADS / 32)

@@ -1,5 +1,5 @@
-// Distributed solver steps (src/dist/nccl.rs). This text is appended to solvers/blas1.cu, whose
-// slots, status codes, grid_sum and recurrence functions it uses.
+// Distributed solver steps (backend::nccl): the solvers' slots, status codes, grid_sum and
+// recurrence functions (solvers/reduce.cuh, solvers/recur.cuh) on all-reduced sums.
 //
 // A single-GPU reduction step computes its sums and, in its last block, the recurrence. With
 // several ranks the sums are partial: each step here is split in three, all queued on the
@@ -7,19 +7,23 @@
 //   1. a local kernel: the step's vector work and its (at most two) local sums, written by the
 //      last block to red[0..2];
 //   2. ncclAllReduce(red, sum) over the ranks (one all-reduce per step: the step's sums batched);
-//   3. dist_finish: one thread applies the recurrence of solvers::recur to the global sums.
+//   3. dist_finish: one thread applies the recurrence of backend::recur to the global sums.
 // Every rank holds identical slots, so every rank skips (or runs) the same steps and the
 // collectives always match. A stopped solve still runs steps 2 and 3 (on stale sums that the
 // recurrence ignores), so the ranks' NCCL calls stay paired.
 
-#define DIST_START 0
-#define DIST_CG_ALPHA 1
-#define DIST_CG_UPDATE_R 2
-#define DIST_CG_RHO 3
-#define DIST_BICG_ALPHA 4
-#define DIST_BICG_OMEGA 5
-#define DIST_BICG_UPDATE 6
-#define DIST_DOT 7
+#include "common.cuh"
+#include "solvers/reduce.cuh"
+#include "solvers/recur.cuh"
+#include "solvers/steps.cuh"
+
+// The step kinds of dist_finish (DIST_START ... DIST_DOT) are -D defines from the Rust side
+// (backend::nccl::ops::Kind).
+#if !defined(DIST_START) || !defined(DIST_CG_ALPHA) || !defined(DIST_CG_UPDATE_R) ||              \
+    !defined(DIST_CG_RHO) || !defined(DIST_BICG_ALPHA) || !defined(DIST_BICG_OMEGA) ||            \
+    !defined(DIST_BICG_UPDATE) || !defined(DIST_DOT)
+#error "the dist_finish step kinds come from the Rust side as -D defines (backend::nccl::ops::Kind)"
+#endif
 
 // red = (a.b, c.d); c may be null (then red[1] = 0). gate: return at once when the status is set.
 template <typename T>
@@ -42,18 +46,8 @@ template <typename T>
 __device__ void dist_cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
                                   const T* s, T* red, T* partials, u32* ticket) {
     if (s[S_STATUS] != T(0)) return;
-    const T alpha = s[S_ALPHA];
     T v[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        const T ri = r[i] - alpha * q[i];
-        r[i] = ri;
-        v[0] += ri * ri;
-        if (mode == FUSE_JACOBI) {
-            const T zi = dinv[i] * ri;
-            z[i] = zi;
-            v[1] += ri * zi;
-        }
-    }
+    cg_update_r_loop_(q, r, dinv, z, n, mode, s[S_ALPHA], v);
     if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
         red[0] = v[0];
         red[1] = v[1];
@@ -66,80 +60,32 @@ __device__ void dist_bicg_update_(T* x, const T* phat, const T* shat, const T* s
                                   T* r, const T* rhat, u32 n, const T* s, T* red, T* partials,
                                   u32* ticket) {
     if (s[S_STATUS] != T(0)) return;
-    const T alpha = s[S_ALPHA], omega = s[S_OMEGA];
     T a[2] = {T(0), T(0)};
-    GRID_STRIDE(i, n) {
-        x[i] += alpha * phat[i] + omega * shat[i];
-        const T ri = sv[i] - omega * t[i];
-        r[i] = ri;
-        a[0] += ri * ri;
-        a[1] += rhat[i] * ri;
-    }
+    bicg_update_loop_(x, phat, shat, sv, t, r, rhat, n, s[S_ALPHA], s[S_OMEGA], a);
     if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) {
         red[0] = a[0];
         red[1] = a[1];
     }
 }
 
-// The recurrence of step `kind` on the all-reduced sums (one thread). Mirrors solvers::recur,
-// like the last blocks of blas1.cu.
+// The recurrence of step `kind` on the all-reduced sums (one thread): the functions that the
+// single-GPU kernels' last blocks run (solvers/recur.cuh, mirror of backend::recur).
 template <typename T>
 __device__ void dist_finish_(u32 kind, u32 mode, const T* red, T* s, T* hist, u32 it) {
     const T r0 = red[0], r1 = red[1];
     if (kind == DIST_DOT) { s[S_DOT] = r0; return; }
     if (kind == DIST_START) {
-        const T rz = mode == FUSE_IDENTITY ? r0 : r1;
-        s[S_RHO] = rz;
-        s[S_RR0] = r0;
-        s[S_ALPHA] = T(1);
-        s[S_OMEGA] = T(1);
-        s[S_BETA] = T(0);
-        if (!finite_(rz)) { stop_(s, ST_NONFINITE, it); return; }
-        test_rr_(s, hist, r0, it);
+        start_rec_(s, hist, r0, mode == FUSE_IDENTITY ? r0 : r1, it);
         return;
     }
     if (s[S_STATUS] != T(0)) return;
     switch (kind) {
-    case DIST_CG_ALPHA:
-        s[S_PQ] = r0;
-        if (!finite_(r0)) { s[S_ALPHA] = T(0); stop_(s, ST_NONFINITE, it); }
-        else if (r0 <= T(0)) { s[S_ALPHA] = T(0); stop_(s, ST_BREAKDOWN_PQ, it); }
-        else s[S_ALPHA] = s[S_RHO] / r0;
-        break;
-    case DIST_CG_UPDATE_R:
-        if (test_rr_(s, hist, r0, it)) return;
-        if (mode == FUSE_IDENTITY) cg_rho_(s, r0, it);
-        else if (mode == FUSE_JACOBI) cg_rho_(s, r1, it);
-        break;
-    case DIST_CG_RHO:
-        cg_rho_(s, r0, it);
-        break;
-    case DIST_BICG_ALPHA: {
-        s[S_PQ] = r0;
-        const T alpha = s[S_RHO] / r0;
-        if (!finite_(r0)) stop_(s, ST_NONFINITE, it);
-        else if (r0 == T(0) || !finite_(alpha)) stop_(s, ST_BREAKDOWN_RV, it);
-        else s[S_ALPHA] = alpha;
-        break;
-    }
-    case DIST_BICG_OMEGA:
-        s[S_TS] = r0;
-        s[S_TT] = r1;
-        if (!finite_(r0) || !finite_(r1)) stop_(s, ST_NONFINITE, it);
-        else s[S_OMEGA] = r1 > T(0) ? r0 / r1 : T(0);
-        break;
-    case DIST_BICG_UPDATE: {
-        const T omega = s[S_OMEGA];
-        if (test_rr_(s, hist, r0, it)) return;
-        if (!finite_(r1)) stop_(s, ST_NONFINITE, it);
-        else if (omega == T(0)) stop_(s, ST_BREAKDOWN_OMEGA, it);
-        else if (r1 * r1 <= eps_(T(0)) * eps_(T(0)) * s[S_RR0] * r0) stop_(s, ST_BREAKDOWN_RHO, it);
-        else {
-            s[S_BETA] = (r1 / s[S_RHO]) * (s[S_ALPHA] / omega);
-            s[S_RHO] = r1;
-        }
-        break;
-    }
+    case DIST_CG_ALPHA: cg_alpha_rec_(s, r0, it); break;
+    case DIST_CG_UPDATE_R: cg_update_r_rec_(s, hist, r0, r1, mode, it); break;
+    case DIST_CG_RHO: cg_rho_(s, r0, it); break;
+    case DIST_BICG_ALPHA: bicg_alpha_rec_(s, r0, it); break;
+    case DIST_BICG_OMEGA: bicg_omega_rec_(s, r0, r1, it); break;
+    case DIST_BICG_UPDATE: bicg_update_rec_(s, hist, r0, r1, s[S_OMEGA], it); break;
     }
 }
 

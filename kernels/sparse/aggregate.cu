@@ -314,18 +314,28 @@ __device__ __forceinline__ u64 agg_splitmix64(u64 z) {
     return z ^ (z >> 31);
 }
 
-__device__ __forceinline__ u64 mis2_key(u32 i, u64 seed, u64 state) {
-    const u64 w = agg_splitmix64(seed ^ agg_splitmix64((u64)i));
-    return (state << MIS2_STATE_SHIFT) | ((w >> 34) << 32) | (u64)i;
+// The 30-bit priority for ordering windows of 2^window nodes (crate::sparse::mis2_priority30):
+// window 0 keeps the top 30 bits of w(i); otherwise the window's random rank (the top bits of
+// w(i >> window)) above the node's reversed position in its window (lower index first).
+__device__ __forceinline__ u64 mis2_priority30(u32 i, u64 seed, u32 window) {
+    if (window == 0) return agg_splitmix64(seed ^ agg_splitmix64((u64)i)) >> 34;
+    const u32 w = window < 30 ? window : 30;
+    const u64 mask = (1ull << w) - 1;
+    const u64 win = w == 30 ? 0 : agg_splitmix64(seed ^ agg_splitmix64((u64)(i >> w))) >> (34 + w);
+    return (win << w) | (mask - ((u64)i & mask));
+}
+
+__device__ __forceinline__ u64 mis2_key(u32 i, u64 seed, u32 window, u64 state) {
+    return (state << MIS2_STATE_SHIFT) | (mis2_priority30(i, seed, window) << 32) | (u64)i;
 }
 
 // Nodes with neighbours start UNDECIDED, the others OUT; *undecided counts the former.
-__device__ __forceinline__ void mis2_init_rows(const u32* __restrict__ gptr, u32 n, u64 seed, u64* key,
+__device__ __forceinline__ void mis2_init_rows(const u32* __restrict__ gptr, u32 n, u64 seed, u32 window, u64* key,
                                           u32* undecided) {
     u32 cnt = 0;
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         const bool und = gptr[i + 1] > gptr[i];
-        key[i] = mis2_key(i, seed, und ? MIS2_UNDECIDED : MIS2_OUT);
+        key[i] = mis2_key(i, seed, window, und ? MIS2_UNDECIDED : MIS2_OUT);
         cnt += und;
     }
     agg_count_into(cnt, undecided);
@@ -578,8 +588,8 @@ extern "C" __global__ void agg_amalgamate_count(const u32* rp, const u32* col, u
 extern "C" __global__ void agg_extra_counts(const u64* keys, u32 m, u32* deg, u32* ecnt) {
     agg_extra_counts_rows(keys, m, deg, ecnt);
 }
-extern "C" __global__ void mis2_init(const u32* gptr, u32 n, u64 seed, u64* key, u32* undecided) {
-    mis2_init_rows(gptr, n, seed, key, undecided);
+extern "C" __global__ void mis2_init(const u32* gptr, u32 n, u64 seed, u32 window, u64* key, u32* undecided) {
+    mis2_init_rows(gptr, n, seed, window, key, undecided);
 }
 extern "C" __global__ void mis2_in_flags(const u64* key, u32 n, u32* flags) { mis2_in_flags_rows(key, n, flags); }
 extern "C" __global__ void agg_iota(u32 n, u32* out) { agg_iota_rows(n, out); }

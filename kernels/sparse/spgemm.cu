@@ -938,6 +938,10 @@ extern "C" __global__ void sparse_entry_rows(const u32* __restrict__ rp, u32 m, 
         for (u32 p = rp[i]; p < rp[i + 1]; ++p) rows[p] = i;
 }
 
+extern "C" __global__ void sparse_iota(u32 n, u32* out) {
+    for (u32 p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += gridDim.x * blockDim.x) out[p] = p;
+}
+
 extern "C" __global__ void sparse_col_counts(const u32* __restrict__ col, u32 nnz, u32* counts) {
     for (u32 p = blockIdx.x * blockDim.x + threadIdx.x; p < nnz; p += gridDim.x * blockDim.x)
         atomicAdd(counts + col[p], 1u);

@@ -26,7 +26,7 @@
 #include "common.cuh"
 
 #ifndef SPTRSV_THREADS
-#define SPTRSV_THREADS 256
+#error "SPTRSV_THREADS comes from the Rust side as a -D define (sparse::triangular::gpu::THREADS)"
 #endif
 
 __device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
@@ -384,6 +384,82 @@ __device__ __forceinline__ void sptrsv_jacobi(u32 n, const u32* __restrict__ sta
     }
 }
 
+// ---- Jacobi sweeps in one cooperative launch ----------------------------------------------------
+//
+// A sweep of a small triangle is a few microseconds of latency (a launch, one pass of dependent
+// loads): ten separate launches per application cost ten such ramps. The fused kernels run every
+// sweep of one triangle (sptrsv_jacobi_fused) or of both triangles of a factor (ilu_apply_sweeps)
+// in one launch, separated by grid barriers. Each thread handles the same rows with the same
+// lanes in every sweep, in the same order as sptrsv_jacobi, so the result equals the separate
+// launches' bit for bit. Rows' ranges, columns and values never change in the kernel (read-only
+// loads, L1-resident from the second sweep on); vectors written in the kernel by other blocks
+// (the previous sweep's x, the lower result that the upper triangle reads as b) are read with
+// ld.global.cg (L2, never a stale L1 line), after the barrier that orders them.
+
+__device__ __forceinline__ u32 sweep_atom_add_release(u32* p, u32 v) {
+    u32 old;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
+// Every block of the (co-resident, cooperatively launched) grid waits here until all have
+// arrived; what a block wrote before is visible to every block after. The word's top bit flips
+// once per barrier: block 0 adds 2^31 - (G - 1) and the others 1, so the G arrivals add exactly
+// 2^31 and the low bits return to 0; a block waits until the top bit differs from the value it
+// saw on arrival. The word needs no reset between barriers or launches.
+__device__ __forceinline__ void sweep_grid_barrier(u32* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const u32 inc = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+        const u32 old = sweep_atom_add_release(bar, inc);
+        while (((ld_acquire_u32(bar) ^ old) & 0x80000000u) == 0) {}
+    }
+    __syncthreads();
+}
+
+// One triangle's sweeps: x = D^-1 (b - N x) from x = D^-1 b, `sweeps` times. b[bmap[i]] is row
+// i's right-hand side (bmap null: b[i]). Sweep j (0..=sweeps) writes x when (sweeps - j) is even,
+// else scratch, so the last writes x; with omap, a final pass writes out[j] = x[omap[j]]. Ends
+// with every block past a barrier after its last write (the caller may read x at once).
+template <typename T>
+__device__ __forceinline__ void jacobi_sweeps_grid(u32 n, const u32* __restrict__ start, const u32* __restrict__ end,
+                                                   const u32* __restrict__ diag, const u32* __restrict__ col,
+                                                   const T* __restrict__ val, const T* b, const u32* __restrict__ bmap,
+                                                   u32 sweeps, T* x, T* scratch, const u32* __restrict__ omap,
+                                                   T* out, u32 g, u32* bar) {
+    const u32 lane_w = threadIdx.x & 31u;
+    const u32 lane = lane_w & (g - 1);
+    const u32 rows_per_warp = 32u / g;
+    const u32 warps = blockDim.x >> 5;
+    const u32 warp_g = blockIdx.x * warps + (threadIdx.x >> 5);
+    const u32 stride = gridDim.x * warps * rows_per_warp;
+    for (u32 j = 0; j <= sweeps; ++j) {
+        T* x_out = ((sweeps - j) & 1u) == 0 ? x : scratch;
+        const T* x_in = j == 0 ? nullptr : (x_out == x ? scratch : x);
+        for (u32 base = warp_g * rows_per_warp; base < n; base += stride) {
+            const u32 row = base + lane_w / g;
+            const bool active = row < n;
+            T s = T(0);
+            if (active && x_in) {
+                const u32 e = end[row];
+                for (u32 k = start[row] + lane; k < e; k += g) s += val[k] * __ldcg(x_in + col[k]);
+            }
+            s = group_sum(s, g);
+            if (active && lane == 0) {
+                T v = __ldcg(b + (bmap ? bmap[row] : row)) - s;
+                if (diag) v /= val[diag[row]];
+                x_out[row] = v;
+            }
+        }
+        sweep_grid_barrier(bar);
+    }
+    if (omap) {
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+            out[i] = __ldcg(x + omap[i]);
+        sweep_grid_barrier(bar);
+    }
+}
+
 #define SPTRSV_ENTRIES(T, SUF)                                                                          \
     /* A one-block launch runs levels lo..hi as a run (x in shared memory when smem != 0); a      \
        launch of several blocks is one wide level (hi = lo + 1). */                                 \
@@ -399,6 +475,27 @@ __device__ __forceinline__ void sptrsv_jacobi(u32 n, const u32* __restrict__ sta
         u32 n, const u32* start, const u32* end, const u32* diag, const u32* col, const T* val,        \
         const T* b, const T* x_in, T* x_out, u32 g) {                                                   \
         sptrsv_jacobi<T>(n, start, end, diag, col, val, b, x_in, x_out, g);                             \
+    }                                                                                                   \
+    /* Every sweep of one triangle in one cooperative launch (see jacobi_sweeps_grid). */            \
+    extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) sptrsv_jacobi_fused_##SUF(            \
+        u32 n, const u32* start, const u32* end, const u32* diag, const u32* col, const T* val,        \
+        const T* b, const u32* bmap, u32 sweeps, T* x, T* scratch, const u32* omap, T* out, u32 g,     \
+        u32* bar) {                                                                                     \
+        jacobi_sweeps_grid<T>(n, start, end, diag, col, val, b, bmap, sweeps, x, scratch, omap, out, g, \
+                              bar);                                                                     \
+    }                                                                                                   \
+    /* A whole swept application z = U^-1 (L^-1 r) in one cooperative launch: the lower sweeps    \
+       write t (reading r through bmap), the upper sweeps read t and write y (then z = y[omap]   \
+       when omap is given, else y is z). */                                                         \
+    extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ilu_apply_sweeps_##SUF(                \
+        u32 n, const u32* l_start, const u32* l_end, const u32* l_diag, const u32* l_col,              \
+        const T* l_val, u32 l_sweeps, u32 l_g, const u32* u_start, const u32* u_end, const u32* u_diag, \
+        const u32* u_col, const T* u_val, u32 u_sweeps, u32 u_g, const T* r, const u32* bmap, T* t,    \
+        T* scratch, T* y, const u32* omap, T* z, u32* bar) {                                           \
+        jacobi_sweeps_grid<T>(n, l_start, l_end, l_diag, l_col, l_val, r, bmap, l_sweeps, t, scratch,   \
+                              nullptr, nullptr, l_g, bar);                                              \
+        jacobi_sweeps_grid<T>(n, u_start, u_end, u_diag, u_col, u_val, t, nullptr, u_sweeps, y, scratch, \
+                              omap, z, u_g, bar);                                                       \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) sptrsv_syncfree_##SUF(                 \
         u32 n, const u32* order, const u32* start, const u32* end, const u32* diag, const u32* col,     \

@@ -18,7 +18,7 @@
 #include "common.cuh"
 
 #ifndef SPMM_THREADS
-#define SPMM_THREADS 256
+#error "SPMM_THREADS comes from the Rust side as a -D define (spmm::gpu::THREADS)"
 #endif
 #ifndef SPMM_CW
 #define SPMM_CW 8

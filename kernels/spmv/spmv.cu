@@ -689,6 +689,39 @@ extern "C" __global__ void spmv_tile_bounds(const u32* __restrict__ heads,
     }
 }
 
+// Row-length statistics of a CSR row pointer on the device (GpuCsr::from_device_parts): out[0] = the
+// least length (out[0] starts at 2^64 - 1), out[1] = the largest, out[2] = empty rows, out[3] = the
+// sum of squared lengths (exact: at most nnz * max < 2^64), out[4] = row_ptr[0], out[5] =
+// row_ptr[nrows]; out[1..4] start at 0. Integer atomics: the result does not depend on the order.
+extern "C" __global__ void spmv_row_stats(const u32* __restrict__ row_ptr, u32 nrows,
+                                          unsigned long long* out) {
+    unsigned long long mn = ~0ull, mx = 0, empty = 0, sq = 0;
+    for (u32 r = blockIdx.x * blockDim.x + threadIdx.x; r < nrows; r += gridDim.x * blockDim.x) {
+        const unsigned long long len = row_ptr[r + 1] - row_ptr[r];
+        mn = len < mn ? len : mn;
+        mx = len > mx ? len : mx;
+        empty += len == 0;
+        sq += len * len;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long a = __shfl_xor_sync(FULL_MASK, mn, o), b = __shfl_xor_sync(FULL_MASK, mx, o);
+        mn = a < mn ? a : mn;
+        mx = b > mx ? b : mx;
+        empty += __shfl_xor_sync(FULL_MASK, empty, o);
+        sq += __shfl_xor_sync(FULL_MASK, sq, o);
+    }
+    if ((threadIdx.x & 31u) == 0) {
+        atomicMin(out, mn);
+        atomicMax(out + 1, mx);
+        if (empty) atomicAdd(out + 2, empty);
+        if (sq) atomicAdd(out + 3, sq);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        out[4] = row_ptr[0];
+        out[5] = row_ptr[nrows];
+    }
+}
+
 // Column spread of sampled rows (GpuCsr::from_device_parts; the host's column_spread on the
 // device): out[0] += sum of |col - r*scale| over the entries of rows r = s*step, s < samples;
 // out[1] += their count. out is zeroed first; the sum's order varies (atomics), which moves the

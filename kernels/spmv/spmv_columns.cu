@@ -10,11 +10,10 @@
 // (SPMVC_MAX input and output pointers), so a launch needs no upload and can be captured.
 #include "common.cuh"
 
-#ifndef SPMVC_THREADS
-#define SPMVC_THREADS 256
-#endif
-#ifndef SPMVC_MAX
-#define SPMVC_MAX 32
+// SPMVC_THREADS and SPMVC_MAX (the pointer table's size, which the Rust side's parameter
+// struct mirrors) are -D defines from the Rust side (spmv::gpu::columns).
+#if !defined(SPMVC_THREADS) || !defined(SPMVC_MAX)
+#error "SPMVC_THREADS and SPMVC_MAX come from the Rust side as -D defines (spmv::gpu::columns)"
 #endif
 #ifndef SPMVC_CW
 #define SPMVC_CW 8

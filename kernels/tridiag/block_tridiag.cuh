@@ -76,11 +76,10 @@ __device__ __forceinline__ TriEq<T> tri_combine(const TriEq<T>& e, const TriEq<T
     return o;
 }
 
-#ifndef TRI_PCR_PER_THREAD
-#define TRI_PCR_PER_THREAD 2  // PCR keeps this many equations per thread in registers
-#endif
-#ifndef TRI_MAX_THREADS
-#define TRI_MAX_THREADS 512   // threads per block of the per-block solver (launch bounds)
+// TRI_PCR_PER_THREAD (equations PCR keeps per thread in registers) and TRI_MAX_THREADS (threads
+// per block of the per-block solver, its launch bounds) are -D defines from the Rust side.
+#if !defined(TRI_PCR_PER_THREAD) || !defined(TRI_MAX_THREADS)
+#error "TRI_PCR_PER_THREAD and TRI_MAX_THREADS come from the Rust side as -D defines (tridiag)"
 #endif
 #ifndef TRI_LOAD_UNROLL
 #define TRI_LOAD_UNROLL 8     // global loads a thread keeps in flight while staging a tile

@@ -12,8 +12,8 @@
 #include "common.cuh"
 #include "tridiag/block_tridiag.cuh"
 
-#ifndef TRI_CHUNK
-#define TRI_CHUNK 16  // rows per thread in the multi-block partition kernels
+#ifndef TRI_CHUNK  // rows per thread in the multi-block partition kernels
+#error "TRI_CHUNK comes from the Rust side as a -D define (tridiag::MULTI_CHUNK)"
 #endif
 
 // --- One block per system: the whole system in shared memory ------------------------------------

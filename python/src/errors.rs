@@ -28,6 +28,9 @@ pub enum Failure {
     Value(String),
     /// A Rust panic, with its message.
     Panic(String),
+    /// An exception raised by Python code the crate called back (a preconditioner), re-raised
+    /// as it was.
+    Python(PyErr),
 }
 
 impl From<Error> for Failure {
@@ -78,6 +81,7 @@ impl Failure {
             }
             Failure::Solve(e) => raise(py, "SolverError", e.to_string()),
             Failure::Value(m) => PyValueError::new_err(m),
+            Failure::Python(e) => e,
             Failure::Panic(m) => raise(
                 py,
                 "InternalError",

@@ -20,6 +20,7 @@ mod errors;
 mod hierarchy;
 mod matrix;
 mod prims;
+mod pyprecond;
 
 /// The module: the `_Matrix` class and the array functions.
 #[pymodule]
@@ -29,6 +30,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matrix::read_matrix_market, m)?)?;
     m.add_function(wrap_pyfunction!(batched::batched_solve_host, m)?)?;
     m.add_function(wrap_pyfunction!(matrix::release_upload_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(pyprecond::solve_host_operator, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::sort_host, m)?)?;

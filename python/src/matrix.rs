@@ -28,8 +28,8 @@ use crate::hierarchy::{AmgOn, PyAmg};
 
 /// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
 /// created on first use.
-struct DevMat<T: Elem> {
-    csr: GpuCsr<T>,
+pub(crate) struct DevMat<T: Elem> {
+    pub(crate) csr: GpuCsr<T>,
     ops: Mutex<Option<Arc<GpuOps<T>>>>,
     jacobi: Mutex<Option<Arc<Jacobi<DeviceBuffer<T>>>>>,
 }
@@ -38,15 +38,15 @@ struct DevMat<T: Elem> {
 /// preconditioner set up on the host, `to_arrays`, writing a file): it is then downloaded once.
 pub struct Mat<T: Elem> {
     host: OnceLock<CsrMatrix<T>>,
-    shape: (usize, usize),
+    pub(crate) shape: (usize, usize),
     nnz: usize,
-    dev: Option<DevMat<T>>,
+    pub(crate) dev: Option<DevMat<T>>,
     jacobi: Mutex<Option<Arc<Jacobi<Vec<T>>>>>,
     /// Where the construction's seconds went (name, seconds), for `upload_seconds`.
     timing: Vec<(&'static str, f64)>,
 }
 
-enum Inner {
+pub(crate) enum Inner {
     F32(Mat<f32>),
     F64(Mat<f64>),
 }
@@ -300,10 +300,10 @@ fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
 /// restarts, message, and the setup's seconds (the crate's timing model: setup is everything
 /// from the call to the solver call — uploads, the Jacobi diagonal, the preconditioner —, solve
 /// the solver call itself, for failed solves too).
-type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
+pub(crate) type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
 
 /// A solve's result with its (setup, solve) seconds.
-type Timed = (Result<SolveInfo, SolveError>, f64, f64);
+pub(crate) type Timed = (Result<SolveInfo, SolveError>, f64, f64);
 
 /// Several right-hand sides solved as one block (`solvers::multi`): the columns, the solutions,
 /// and where the outcome goes.
@@ -313,7 +313,7 @@ struct BlockRhs<'a, V> {
     out: Option<Result<MultiInfo, SolveError>>,
 }
 
-fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
+pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
     match r {
         Ok(i) => Ok((
             true,
@@ -370,16 +370,16 @@ fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
 
 /// Solver options from Python.
 #[derive(Clone, Copy)]
-struct Opts {
-    method: Method,
+pub(crate) struct Opts {
+    pub(crate) method: Method,
     precond: Precond,
-    params: SolveParams,
+    pub(crate) params: SolveParams,
 }
 
 /// The solvers the bindings know (a new one is one more arm here and in [`solve_with`], plus a
 /// thin function in `segsparse/solvers.py`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Method {
+pub(crate) enum Method {
     Cg,
     Bicgstab,
     /// Restarted GMRES with this restart length.
@@ -391,7 +391,8 @@ enum Method {
 enum Precond {
     None,
     Jacobi,
-    /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree.
+    /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree (of its
+    /// residual polynomial: degree − 1 products per application).
     Poly(usize),
     /// ILU(0) (automatic diagonal shift on a bad pivot; `true`: the automatic path's
     /// parameters, with a row matching where the diagonal needs one).
@@ -404,7 +405,7 @@ enum Precond {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn opts(
+pub(crate) fn opts(
     method: &str,
     precond: &str,
     rtol: f64,
@@ -592,7 +593,7 @@ where
 
 impl<T: Elem> Mat<T> {
     /// The host copy, downloaded from the device on first use for a matrix built there.
-    fn host(&self) -> segsparse::Result<&CsrMatrix<T>> {
+    pub(crate) fn host(&self) -> segsparse::Result<&CsrMatrix<T>> {
         if let Some(h) = self.host.get() {
             return Ok(h);
         }
@@ -630,7 +631,7 @@ impl<T: Elem> Mat<T> {
         Ok(j.clone().expect("set above"))
     }
 
-    fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &DevMat<T>)> {
+    pub(crate) fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &DevMat<T>)> {
         let d = self.dev()?;
         let ops = {
             let mut o = d.ops.lock().unwrap_or_else(|p| p.into_inner());
@@ -1006,7 +1007,7 @@ type AutoTuple = (
 /// NumPy data).
 #[pyclass(name = "_Matrix", module = "segsparse._core", frozen)]
 pub struct PyMatrix {
-    inner: Inner,
+    pub(crate) inner: Inner,
 }
 
 impl PyMatrix {
@@ -1197,7 +1198,7 @@ impl PyMatrix {
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
     /// result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is built from.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4, amg = None))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 5, amg = None))]
     fn solve_host(
         &self,
         py: Python<'_>,
@@ -1280,7 +1281,7 @@ impl PyMatrix {
 
     /// Solves `A x = b` with device pointers (see `spmv_device`).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 4, amg = None))]
+    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 5, amg = None))]
     fn solve_device(
         &self,
         py: Python<'_>,

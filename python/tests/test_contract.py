@@ -64,7 +64,8 @@ def test_python_preconditioner_on_numpy(solver, kind):
     }[kind]
     b = np.arange(n, dtype=np.float64)
     x, info = solver(a, b, M=M, rtol=1e-10, device="cpu")
-    assert info == 0 and info.path == "operator"
+    # A matrix A with a Python M and no callback: the crate's solver body calls M back.
+    assert info == 0 and info.path == "crate"
     assert np.linalg.norm(a @ x - b) <= 1e-10 * np.linalg.norm(b)
     if kind in ("linop", "callable"):
         assert len(calls) > 0
@@ -223,3 +224,53 @@ def test_info_zero_on_gpu_crate_path(gpu):
         assert info == 0 and info.path == "crate" and info.device == "gpu"
         x, info = solver(m, cp.zeros(a.shape[0]), x0=cp.ones(a.shape[0]))
         assert info == 0 and not bool(x.any())
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_python_preconditioner_errors_propagate(solver):
+    a = poisson2d(8)
+
+    class Boom(Exception):
+        pass
+
+    def bad(r):
+        raise Boom("from M")
+
+    with pytest.raises(Boom, match="from M"):
+        solver(a, np.ones(a.shape[0]), M=bad, device="cpu")
+    with pytest.raises(ValueError, match="elements"):
+        solver(a, np.ones(a.shape[0]), M=lambda r: r[:-1], device="cpu")
+
+
+def test_python_preconditioner_float32_and_x0_mb():
+    a = poisson2d(10).astype(np.float32)
+    n = a.shape[0]
+    d = a.diagonal()
+    b = np.ones(n, dtype=np.float32)
+    M = spla.LinearOperator((n, n), matvec=lambda r: r / d, dtype=np.float32)
+    x, info = segsparse.cg(a, b, M=M, x0="Mb", rtol=1e-5, device="cpu")
+    assert info == 0 and info.path == "crate" and x.dtype == np.float32
+    assert np.linalg.norm(a @ x - b) <= 1e-4 * np.linalg.norm(b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_operator_preconditioner_on_the_crate_path_with_cupy(gpu, solver):
+    # No callback: the crate's body on the GPU matrix calls M back (a host round trip each).
+    cp = gpu
+    import cupyx.scipy.sparse.linalg as cspla
+
+    a = poisson2d(16)
+    n = a.shape[0]
+    d = a.diagonal()
+    dd = cp.asarray(d)
+    m = segsparse.Matrix(a, device="gpu")
+    b = cp.asarray(np.arange(n, dtype=np.float64))
+    for M in (spla.LinearOperator((n, n), matvec=lambda r: r / d, dtype=np.float64),
+              cspla.LinearOperator((n, n), matvec=lambda r: r / dd, dtype=np.float64),
+              lambda r: r / dd):
+        x, info = solver(m, b, M=M, rtol=1e-10)
+        assert isinstance(x, cp.ndarray) and info == 0 and info.path == "crate"
+        assert info.device == "gpu"
+        r = a @ cp.asnumpy(x) - cp.asnumpy(b)
+        assert np.linalg.norm(r) <= 1e-9 * np.linalg.norm(cp.asnumpy(b))

@@ -10,7 +10,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::recur::{self, Slot, NSLOTS};
-use super::{Fuse, HostKrylov, KrylovOps, VectorOps};
+use super::{same_len, same_lens, Fuse, HostKrylov, KrylovOps, VectorOps};
 use crate::error::Result;
 use crate::scalar::Scalar;
 
@@ -87,10 +87,6 @@ fn chunked_dot<T: Scalar>(x: &[T], y: &[T], partials: &mut [[T; 2]]) -> T {
         [s, T::zero()]
     });
     d
-}
-
-fn same_len(what: &str, a: usize, b: usize) {
-    assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
 }
 
 impl<T: Scalar> VectorOps<T> for Cpu {
@@ -532,9 +528,11 @@ impl<T: Scalar> VectorOps<T> for Cpu {
         c2: T,
     ) -> Result<()> {
         let n = t.len();
-        for (what, l) in [("res", res.len()), ("d", d.len()), ("z", z.len())] {
-            same_len(what, n, l);
-        }
+        same_lens(
+            "poly_step",
+            n,
+            &[("res", res.len()), ("d", d.len()), ("z", z.len())],
+        );
         if let Some(dv) = inv_diag {
             same_len("poly_step D⁻¹", n, dv.len());
         }

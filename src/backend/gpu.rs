@@ -1,7 +1,7 @@
 //! The GPU backend of the solvers: device vectors, device-resident scalars, fused kernels.
 //!
 //! [`GpuOps<T>`] implements [`VectorOps`] with `CudaSlice<T>` vectors and a small device buffer
-//! of scalar slots. The kernels (`kernels/solvers/blas1.cu`) compute α, β, ω and the
+//! of scalar slots. The kernels (`kernels/solvers/`, one file per solver) compute α, β, ω and the
 //! convergence, breakdown and NaN tests in the last block of their reductions, so an iteration
 //! never waits for the host; the host reads the slots every
 //! `SolveParams::check_every` iterations (16 by default). All
@@ -61,8 +61,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
-use super::recur::{Slot, NSLOTS};
-use super::{defaults, Block, Fuse, HostKrylov, KrylovOps, KrylovSpace, VectorOps};
+use super::ops::defaults;
+use super::recur::{Slot, Status, NSLOTS};
+use super::{same_len, same_lens, Block, Fuse, HostKrylov, KrylovOps, KrylovSpace, VectorOps};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -75,12 +76,107 @@ use crate::scalar::Scalar;
 pub trait GpuScalar: Scalar + KernelType + ScanElem {}
 impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
-/// The solvers' vector kernels.
+/// The deterministic grid reductions and the grid barrier of the solver kernels.
+pub const REDUCE: KernelSource = KernelSource {
+    name: "solvers/reduce.cuh",
+    text: include_str!("../../kernels/solvers/reduce.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
+};
+
+/// The scalar recurrences on the device (mirror of [`super::recur`]), with the constants that
+/// every solver kernel shares with this backend ([`SOLVER_CONSTANTS`]).
+pub const RECUR: KernelSource = KernelSource {
+    name: "solvers/recur.cuh",
+    text: include_str!("../../kernels/solvers/recur.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: SOLVER_CONSTANTS,
+};
+
+/// The vector loops that a solver step shares with its distributed counterpart.
+pub const STEPS: KernelSource = KernelSource {
+    name: "solvers/steps.cuh",
+    text: include_str!("../../kernels/solvers/steps.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR],
+    constants: &[],
+};
+
+/// The headers of every solver kernel source.
+const SOLVER_HEADERS: &[&KernelSource] = &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR, &STEPS];
+
+/// BLAS-1 steps (dot into a slot, residual, scaling, axpy), the iteration-base setter and the
+/// core vector operations (`vector_lincomb`, `vector_vmul`, `vector_fill`).
 pub const BLAS1: KernelSource = KernelSource {
     name: "solvers/blas1.cu",
     text: include_str!("../../kernels/solvers/blas1.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
+    headers: SOLVER_HEADERS,
+    constants: &[],
 };
+
+/// Conjugate gradients: the separate steps and the fused small-system step.
+pub const CG: KernelSource = KernelSource {
+    name: "solvers/cg.cu",
+    text: include_str!("../../kernels/solvers/cg.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[],
+};
+
+/// BiCGSTAB: the separate steps and the fused small-system steps.
+pub const BICGSTAB: KernelSource = KernelSource {
+    name: "solvers/bicgstab.cu",
+    text: include_str!("../../kernels/solvers/bicgstab.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[],
+};
+
+/// GMRES(m): cycle start, block Gram–Schmidt, least squares, correction, fused Arnoldi step.
+pub const GMRES: KernelSource = KernelSource {
+    name: "solvers/gmres.cu",
+    text: include_str!("../../kernels/solvers/gmres.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[("GMRES_MAX_COLS", GMRES_MAX_COLS as i64)],
+};
+
+/// The Chebyshev preconditioner's step.
+pub const CHEBYSHEV: KernelSource = KernelSource {
+    name: "solvers/chebyshev.cu",
+    text: include_str!("../../kernels/solvers/chebyshev.cu"),
+    headers: SOLVER_HEADERS,
+    constants: &[],
+};
+
+/// The constants that every solver kernel shares with this backend, passed as `-D` defines
+/// (see [`KernelSource::constants`]): the block size, the slot count and numbers
+/// ([`Slot`]), the status codes ([`Status`]) and the fuse modes.
+pub const SOLVER_CONSTANTS: &[(&str, i64)] = &[
+    ("SOLVER_THREADS", THREADS as i64),
+    ("NSLOTS_K", NSLOTS as i64),
+    ("S_STATUS", Slot::Status as i64),
+    ("S_STATUS_ITER", Slot::StatusIter as i64),
+    ("S_THRESH", Slot::Thresh as i64),
+    ("S_RHO", Slot::Rho as i64),
+    ("S_RR", Slot::Rr as i64),
+    ("S_ALPHA", Slot::Alpha as i64),
+    ("S_BETA", Slot::Beta as i64),
+    ("S_OMEGA", Slot::Omega as i64),
+    ("S_PQ", Slot::Pq as i64),
+    ("S_TS", Slot::Ts as i64),
+    ("S_TT", Slot::Tt as i64),
+    ("S_RR0", Slot::Rr0 as i64),
+    ("S_DOT", Slot::Dot as i64),
+    ("S_ITER_BASE", Slot::IterBase as i64),
+    ("ST_CONVERGED", Status::Converged as i64),
+    ("ST_BREAKDOWN_PQ", Status::BreakdownPq as i64),
+    ("ST_BREAKDOWN_RHO", Status::BreakdownRho as i64),
+    ("ST_BREAKDOWN_RV", Status::BreakdownRv as i64),
+    ("ST_BREAKDOWN_OMEGA", Status::BreakdownOmega as i64),
+    ("ST_NONFINITE", Status::NonFinite as i64),
+    ("ST_STAGNATED", Status::Stagnated as i64),
+    ("ST_BREAKDOWN_ARNOLDI", Status::BreakdownArnoldi as i64),
+    ("FUSE_IDENTITY", FUSE_IDENTITY as i64),
+    ("FUSE_JACOBI", FUSE_JACOBI as i64),
+    ("FUSE_SEPARATE", FUSE_SEPARATE as i64),
+];
 
 /// Threads per block of every solver kernel: 256 = 8 warps, enough for the two-level
 /// (shuffle, then shared memory) block reduction to be cheap, and 8 resident blocks per SM fill
@@ -94,10 +190,10 @@ pub const BLOCKS_PER_SM: u32 = 8;
 /// The number of partial sums each block writes at most (the widest fused reduction).
 const NRED: usize = 2;
 
-/// Fuse mode codes of `blas1.cu`.
-const FUSE_IDENTITY: u32 = 0;
-const FUSE_JACOBI: u32 = 1;
-const FUSE_SEPARATE: u32 = 2;
+/// Fuse mode codes of the solver kernels (`mode` arguments; `FUSE_*` there).
+pub(crate) const FUSE_IDENTITY: u32 = 0;
+pub(crate) const FUSE_JACOBI: u32 = 1;
+pub(crate) const FUSE_SEPARATE: u32 = 2;
 
 struct Kernels {
     dot: CudaFunction,
@@ -162,8 +258,11 @@ impl<T> std::fmt::Debug for GpuOps<T> {
 }
 
 /// The largest GMRES restart length of the GPU kernels (their shared-memory tables hold
-/// `GMRES_MAX_COLS = 256` basis vectors).
-pub const MAX_RESTART: usize = 255;
+/// [`GMRES_MAX_COLS`] basis vectors).
+pub const MAX_RESTART: usize = GMRES_MAX_COLS - 1;
+
+/// Basis vectors in the shared-memory tables of the GMRES kernels (`GMRES_MAX_COLS` there).
+const GMRES_MAX_COLS: usize = 256;
 
 /// Blocks per basis vector of GMRES's block dot product (the grid is this × (j + 1) blocks):
 /// 2 per SM keeps the 2-D grid near 8 blocks per SM at j ≈ 4 and bounds the last block's sum.
@@ -222,10 +321,6 @@ fn n32(n: usize) -> u32 {
     u32::try_from(n).expect("solver vectors are limited to u32::MAX elements")
 }
 
-fn same_len(what: &str, a: usize, b: usize) {
-    assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
-}
-
 /// A null device pointer for kernel arguments that the chosen mode does not touch.
 const NULL: u64 = 0;
 
@@ -269,9 +364,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         l.arg(&c).arg(&mut *z).arg(&n);
         // SAFETY: vector_lincomb(T a, const T* x, T b, const T* y, T c, T* z, u32 n); x and y
         // are null or have n elements like z (checked by the callers).
-        unsafe { l.launch(self.cfg(grid)) }
-            .map(|_| ())
-            .map_err(launch_err("vector_lincomb"))
+        unsafe { self.launch(&mut l, grid, "vector_lincomb") }
     }
 
     /// Compiles (or takes from the [`Gpu`]'s cache) the solver kernels for `T`.
@@ -279,38 +372,37 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// # Errors
     /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
-        let defines = [("SOLVER_THREADS", THREADS.to_string())];
-        let f = |root: &str| gpu.typed_function::<T>(&BLAS1, root, &defines);
+        let f = |src: &KernelSource, root: &str| gpu.typed_function::<T>(src, root, &[]);
         let k = Kernels {
-            dot: f("solver_dot")?,
-            cg_start: f("solver_cg_start")?,
-            cg_alpha: f("solver_cg_alpha")?,
-            cg_update_r: f("solver_cg_update_r")?,
-            cg_rho: f("solver_cg_rho")?,
-            cg_update_xp: f("solver_cg_update_xp")?,
-            bicg_p: f("solver_bicg_p")?,
-            bicg_alpha: f("solver_bicg_alpha")?,
-            bicg_s: f("solver_bicg_s")?,
-            bicg_omega: f("solver_bicg_omega")?,
-            bicg_update: f("solver_bicg_update")?,
-            residual: f("solver_residual")?,
-            scale: f("solver_scale")?,
-            axpy: f("solver_axpy")?,
-            lincomb: f("vector_lincomb")?,
-            vmul: f("vector_vmul")?,
-            fill: f("vector_fill")?,
-            poly_step: f("solver_poly_step")?,
-            gmres_start: f("solver_gmres_start")?,
-            gmres_scale: f("solver_gmres_scale")?,
-            gmres_dots: f("solver_gmres_dots")?,
-            gmres_update: f("solver_gmres_update")?,
-            gmres_solve_y: f("solver_gmres_solve_y")?,
-            gmres_combine: f("solver_gmres_combine")?,
-            iter_base: f("solver_iter_base")?,
-            cg_fused: f("solver_cg_fused")?,
-            bicg_alpha_s: f("solver_bicg_alpha_s")?,
-            bicg_update_p: f("solver_bicg_update_p")?,
-            gmres_arnoldi: f("solver_gmres_arnoldi")?,
+            dot: f(&BLAS1, "solver_dot")?,
+            cg_start: f(&CG, "solver_cg_start")?,
+            cg_alpha: f(&CG, "solver_cg_alpha")?,
+            cg_update_r: f(&CG, "solver_cg_update_r")?,
+            cg_rho: f(&CG, "solver_cg_rho")?,
+            cg_update_xp: f(&CG, "solver_cg_update_xp")?,
+            bicg_p: f(&BICGSTAB, "solver_bicg_p")?,
+            bicg_alpha: f(&BICGSTAB, "solver_bicg_alpha")?,
+            bicg_s: f(&BICGSTAB, "solver_bicg_s")?,
+            bicg_omega: f(&BICGSTAB, "solver_bicg_omega")?,
+            bicg_update: f(&BICGSTAB, "solver_bicg_update")?,
+            residual: f(&BLAS1, "solver_residual")?,
+            scale: f(&BLAS1, "solver_scale")?,
+            axpy: f(&BLAS1, "solver_axpy")?,
+            lincomb: f(&BLAS1, "vector_lincomb")?,
+            vmul: f(&BLAS1, "vector_vmul")?,
+            fill: f(&BLAS1, "vector_fill")?,
+            poly_step: f(&CHEBYSHEV, "solver_poly_step")?,
+            gmres_start: f(&GMRES, "solver_gmres_start")?,
+            gmres_scale: f(&GMRES, "solver_gmres_scale")?,
+            gmres_dots: f(&GMRES, "solver_gmres_dots")?,
+            gmres_update: f(&GMRES, "solver_gmres_update")?,
+            gmres_solve_y: f(&GMRES, "solver_gmres_solve_y")?,
+            gmres_combine: f(&GMRES, "solver_gmres_combine")?,
+            iter_base: f(&BLAS1, "solver_iter_base")?,
+            cg_fused: f(&CG, "solver_cg_fused")?,
+            bicg_alpha_s: f(&BICGSTAB, "solver_bicg_alpha_s")?,
+            bicg_update_p: f(&BICGSTAB, "solver_bicg_update_p")?,
+            gmres_arnoldi: f(&GMRES, "solver_gmres_arnoldi")?,
         };
         // The fused kernels wait for all their blocks at grid barriers: they run only if one
         // block per SM can be resident (registers and shared memory allow it), which the
@@ -373,6 +465,22 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         self
     }
 
+    /// Launches `l` (kernel `name`) over `grid` blocks of [`THREADS`].
+    ///
+    /// # Safety
+    /// As [`cudarc::driver::LaunchArgs::launch`]: `l` holds the kernel's arguments.
+    unsafe fn launch(
+        &self,
+        l: &mut cudarc::driver::LaunchArgs<'_>,
+        grid: u32,
+        name: &str,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { l.launch(self.cfg(grid)) }
+            .map(|_| ())
+            .map_err(launch_err(name))
+    }
+
     /// Launches a fused kernel over `grid` blocks, cooperatively unless
     /// [`GpuOps::with_plain_launch`].
     ///
@@ -382,7 +490,8 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         &self,
         l: &mut cudarc::driver::LaunchArgs<'_>,
         grid: u32,
-    ) -> std::result::Result<(), cudarc::driver::DriverError> {
+        name: &str,
+    ) -> Result<()> {
         if self.cooperative {
             // SAFETY: the caller's.
             unsafe { l.launch_cooperative(self.cfg(grid)) }.map(|_| ())
@@ -390,6 +499,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
             // SAFETY: the caller's.
             unsafe { l.launch(self.cfg(grid)) }.map(|_| ())
         }
+        .map_err(launch_err(name))
     }
 
     /// Whether the fused steps run for vectors of length `n`.
@@ -412,6 +522,25 @@ impl<T: Scalar + KernelType> GpuOps<T> {
 
     fn cfg(&self, grid: u32) -> cudarc::driver::LaunchConfig {
         Gpu::cfg(grid, THREADS, 0)
+    }
+
+    /// The shared launch of `solver_residual` and `solver_scale`, elementwise kernels of one
+    /// signature: `(const T* a, const T* b, T* out, u32 n)`.
+    fn elementwise(
+        &self,
+        f: &CudaFunction,
+        name: &'static str,
+        a: &CudaSlice<T>,
+        b: &CudaSlice<T>,
+        out: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        same_len(name, a.len(), b.len());
+        same_len(name, a.len(), out.len());
+        let n = n32(a.len());
+        let mut l = self.gpu.stream().launch_builder(f);
+        l.arg(a).arg(b).arg(out).arg(&n);
+        // SAFETY: the signature above; a, b and out have n elements.
+        unsafe { self.launch(&mut l, self.grid(a.len()), name) }
     }
 
     /// The shared launch of `solver_bicg_p` and `solver_bicg_s`, kernels of one signature:
@@ -443,13 +572,13 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         l.arg(&n).arg(&mode).arg(&sc.slots);
         // SAFETY: the signature above; r, v, out (and dinv, hat in Jacobi mode) have n elements,
         // `sc.slots` holds the scalar slots the kernel reads.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err(name))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, name) }
     }
 
-    /// The shared launch of `solver_bicg_alpha` and `solver_bicg_omega`, reductions of one
-    /// signature: `(const T* a, const T* b, u32 n, T* s, T* partials, u32* ticket, u32 it)`.
-    fn bicg_reduce_step(
+    /// The shared launch of the two-vector reductions `solver_cg_alpha`, `solver_cg_rho`,
+    /// `solver_bicg_alpha` and `solver_bicg_omega`, kernels of one signature:
+    /// `(const T* a, const T* b, u32 n, T* s, T* partials, u32* ticket, u32 it)`.
+    fn reduce_step(
         &self,
         f: &CudaFunction,
         name: &'static str,
@@ -462,17 +591,12 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         let (n, it) = (n32(a.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, a.len());
         let mut l = self.gpu.stream().launch_builder(f);
-        l.arg(a)
-            .arg(b)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&it);
+        l.arg(a).arg(b).arg(&n);
+        sc.push_reduction(&mut l, false);
+        l.arg(&it);
         // SAFETY: the signature above; a, b have n elements, `sc.partials` one entry per block of
         // `grid` and `sc.ticket` one counter (both sized by `grid_for`).
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err(name))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, name) }
     }
 
     /// `v_dst ← scale · src` for GMRES (in place when `src` is `None`), unless the status is set.
@@ -495,8 +619,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         // SAFETY: solver_gmres_scale(const T* src, T* dst, u32 n, const T* s, const T* small,
         // u32 m); src (or null: in place) and dst have n elements, s the slots, small
         // GmresLayout{m}.len() entries.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_scale"))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, "solver_gmres_scale") }
     }
 
     /// The iteration argument of a kernel for iteration `it`: `it` minus the device's
@@ -610,9 +733,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         let mut l = self.gpu.stream().launch_builder(&self.k.fill);
         l.arg(&a).arg(&mut *v).arg(&n);
         // SAFETY: vector_fill(T a, T* z, u32 n); z has n elements.
-        unsafe { l.launch(self.cfg(grid)) }
-            .map(|_| ())
-            .map_err(launch_err("vector_fill"))
+        unsafe { self.launch(&mut l, grid, "vector_fill") }
     }
     fn scal(&self, a: T, v: &mut CudaSlice<T>) -> Result<()> {
         self.lincomb(T::zero(), None, T::zero(), None, a, v)
@@ -649,46 +770,26 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         l.arg(&a).arg(x).arg(y).arg(&b).arg(&mut *z).arg(&n);
         // SAFETY: vector_vmul(T a, const T* x, const T* y, T b, T* z, u32 n); all three have n
         // elements.
-        unsafe { l.launch(self.cfg(grid)) }
-            .map(|_| ())
-            .map_err(launch_err("vector_vmul"))
+        unsafe { self.launch(&mut l, grid, "vector_vmul") }
     }
     fn residual(&self, b: &CudaSlice<T>, ax: &CudaSlice<T>, r: &mut CudaSlice<T>) -> Result<()> {
-        same_len("residual", b.len(), ax.len());
-        same_len("residual", b.len(), r.len());
-        let n = n32(b.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.residual);
-        l.arg(b).arg(ax).arg(r).arg(&n);
-        // SAFETY: solver_residual(const T* b, const T* ax, T* r, u32 n); all three have n elements.
-        unsafe { l.launch(self.cfg(self.grid(b.len()))) }
-            .map(|_| ())
-            .map_err(launch_err("solver_residual"))
+        // solver_residual: r = b − ax.
+        self.elementwise(&self.k.residual, "solver_residual", b, ax, r)
     }
     fn scale(&self, d: &CudaSlice<T>, r: &CudaSlice<T>, z: &mut CudaSlice<T>) -> Result<()> {
-        same_len("scale", d.len(), r.len());
-        same_len("scale", d.len(), z.len());
-        let n = n32(d.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.scale);
-        l.arg(d).arg(r).arg(z).arg(&n);
-        // SAFETY: solver_scale(const T* d, const T* r, T* z, u32 n); all three have n elements.
-        unsafe { l.launch(self.cfg(self.grid(d.len()))) }
-            .map(|_| ())
-            .map_err(launch_err("solver_scale"))
+        // solver_scale: z = d ∘ r.
+        self.elementwise(&self.k.scale, "solver_scale", d, r, z)
     }
     fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut GpuScalars<T>) -> Result<T> {
         same_len("dot", x.len(), y.len());
         let n = n32(x.len());
         let grid = sc.grid_for(self, x.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.dot);
-        l.arg(x)
-            .arg(y)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket);
+        l.arg(x).arg(y).arg(&n);
+        sc.push_reduction(&mut l, false);
         // SAFETY: solver_dot(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket);
         // x, y have n elements, s NSLOTS, partials NRED * grid, ticket 1.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_dot"))?;
+        unsafe { self.launch(&mut l, grid, "solver_dot") }?;
         Ok(self.read_slots(sc)?[Slot::Dot as usize])
     }
 
@@ -850,19 +951,14 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
                 l.arg(&NULL);
             }
         }
-        l.arg(&n)
-            .arg(&mode)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&mut sc.hist)
-            .arg(&it);
+        l.arg(&n).arg(&mode);
+        sc.push_reduction(&mut l, true);
+        l.arg(&it);
         // SAFETY: solver_cg_start(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
         // T* partials, u32* ticket, T* hist, u32 it). r, dinv, z have n elements when the mode
         // reads them (null otherwise: the mode does not touch them; with a separate
         // preconditioner z is only read); hist has max_iters + 1 > it elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_start"))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, "solver_cg_start") }
     }
 
     fn cg_alpha(
@@ -872,21 +968,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         sc: &mut GpuScalars<T>,
         it: usize,
     ) -> Result<()> {
-        same_len("cg_alpha", p.len(), q.len());
-        let (n, it) = (n32(p.len()), self.iter_arg(sc, it)?);
-        let grid = sc.grid_for(self, p.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.cg_alpha);
-        l.arg(p)
-            .arg(q)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&it);
-        // SAFETY: solver_cg_alpha(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket,
-        // u32 it); p, q have n elements, partials NRED * grid.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_alpha"))?;
-        Ok(())
+        // solver_cg_alpha: pᵀq, then α = ρ / pᵀq (breakdown when pᵀq ≤ 0) in the last block.
+        self.reduce_step(&self.k.cg_alpha, "solver_cg_alpha", p, q, sc, it)
     }
 
     fn cg_update_r(
@@ -909,18 +992,13 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         l.arg(q).arg(r);
         opt_arg!(l, dinv);
         opt_arg!(l, z);
-        l.arg(&n)
-            .arg(&mode)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&mut sc.hist)
-            .arg(&it);
+        l.arg(&n).arg(&mode);
+        sc.push_reduction(&mut l, true);
+        l.arg(&it);
         // SAFETY: solver_cg_update_r(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
         // T* s, T* partials, u32* ticket, T* hist, u32 it); q, r (and dinv, z in Jacobi mode,
         // null otherwise and untouched) have n elements; hist has more than it elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_update_r"))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, "solver_cg_update_r") }
     }
 
     fn cg_rho(
@@ -930,21 +1008,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         sc: &mut GpuScalars<T>,
         it: usize,
     ) -> Result<()> {
-        same_len("cg_rho", r.len(), z.len());
-        let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
-        let grid = sc.grid_for(self, r.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.cg_rho);
-        l.arg(r)
-            .arg(z)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&it);
-        // SAFETY: solver_cg_rho(const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket,
-        // u32 it); r, z have n elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_rho"))?;
-        Ok(())
+        // solver_cg_rho: rᵀz, then β and ρ in the last block.
+        self.reduce_step(&self.k.cg_rho, "solver_cg_rho", r, z, sc, it)
     }
 
     fn cg_update_xp(
@@ -963,8 +1028,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         l.arg(x).arg(p).arg(z).arg(&n).arg(&sc.slots).arg(&it);
         // SAFETY: solver_cg_update_xp(T* x, T* p, const T* z, u32 n, const T* s, u32 it); x, p,
         // z have n elements.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_cg_update_xp"))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, "solver_cg_update_xp") }
     }
 
     fn bicg_p(
@@ -987,7 +1051,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         // solver_bicg_alpha: r̂ᵀv, then α = ρ / r̂ᵀv in the last block.
-        self.bicg_reduce_step(&self.k.bicg_alpha, "solver_bicg_alpha", rhat, v, sc, it)
+        self.reduce_step(&self.k.bicg_alpha, "solver_bicg_alpha", rhat, v, sc, it)
     }
 
     fn bicg_s(
@@ -1010,7 +1074,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         // solver_bicg_omega: tᵀs and tᵀt, then ω = tᵀs / tᵀt in the last block.
-        self.bicg_reduce_step(&self.k.bicg_omega, "solver_bicg_omega", t, s, sc, it)
+        self.reduce_step(&self.k.bicg_omega, "solver_bicg_omega", t, s, sc, it)
     }
 
     fn bicg_update(
@@ -1026,16 +1090,18 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         it: usize,
     ) -> Result<()> {
         let len = x.len();
-        for (what, l) in [
-            ("p̂", phat.len()),
-            ("ŝ", shat.len()),
-            ("s", s.len()),
-            ("t", t.len()),
-            ("r", r.len()),
-            ("r̂", rhat.len()),
-        ] {
-            same_len(what, len, l);
-        }
+        same_lens(
+            "bicg_update",
+            len,
+            &[
+                ("p̂", phat.len()),
+                ("ŝ", shat.len()),
+                ("s", s.len()),
+                ("t", t.len()),
+                ("r", r.len()),
+                ("r̂", rhat.len()),
+            ],
+        );
         let (n, it) = (n32(len), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, len);
         let mut l = self.gpu.stream().launch_builder(&self.k.bicg_update);
@@ -1046,17 +1112,13 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .arg(t)
             .arg(r)
             .arg(rhat)
-            .arg(&n)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&mut sc.hist)
-            .arg(&it);
+            .arg(&n);
+        sc.push_reduction(&mut l, true);
+        l.arg(&it);
         // SAFETY: solver_bicg_update(T* x, const T* phat, const T* shat, const T* sv,
         // const T* t, T* r, const T* rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
         // u32 it); every vector has n elements (p̂ may alias p, ŝ may alias s: both read-only).
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_bicg_update"))?;
-        Ok(())
+        unsafe { self.launch(&mut l, grid, "solver_bicg_update") }
     }
 
     fn cg_tail(
@@ -1073,29 +1135,26 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             (Some(g), Fuse::Identity | Fuse::Jacobi { .. }) => g,
             _ => return defaults::cg_tail(self, x, p, q, r, fuse, sc, it),
         };
-        for (what, l) in [("p", p.len()), ("q", q.len()), ("r", r.len())] {
-            same_len(what, x.len(), l);
-        }
+        same_lens(
+            "cg_tail",
+            x.len(),
+            &[("p", p.len()), ("q", q.len()), ("r", r.len())],
+        );
         let (n, it) = self.fused_args("CG", x.len(), grid, sc, it)?;
         let (mode, dinv, z) = Self::fused_mode("cg_tail", x.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_fused);
         l.arg(x).arg(p).arg(q).arg(r);
         opt_arg!(l, dinv);
         opt_arg!(l, z);
-        l.arg(&n)
-            .arg(&mode)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&mut sc.hist)
-            .arg(&it);
+        l.arg(&n).arg(&mode);
+        sc.push_reduction(&mut l, true);
+        l.arg(&it);
         // SAFETY: solver_cg_fused(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n,
         // u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it); x, p, q, r (and dinv, z in
         // Jacobi mode, null otherwise and untouched) have n elements; partials 2 · NRED · grid
         // entries, bar 2 words, hist more than it. Cooperative: the blocks wait for each other,
         // and the driver refuses a grid that cannot be resident at once.
-        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_cg_fused"))?;
-        Ok(())
+        unsafe { self.launch_fused(&mut l, grid, "solver_cg_fused") }
     }
 
     fn bicg_fused(&self, n: usize) -> bool {
@@ -1115,27 +1174,25 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         let Some(grid) = self.fused_grid(r.len()) else {
             return defaults::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, it);
         };
-        for (what, l) in [("r̂", rhat.len()), ("v", v.len()), ("s", s.len())] {
-            same_len(what, r.len(), l);
-        }
+        same_lens(
+            "bicg_alpha_s",
+            r.len(),
+            &[("r̂", rhat.len()), ("v", v.len()), ("s", s.len())],
+        );
         let (n, it) = self.fused_args("BiCGSTAB", r.len(), grid, sc, it)?;
         let (mode, dinv, shat) = Self::fused_mode("bicg_alpha_s", r.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha_s);
         l.arg(rhat).arg(r).arg(v).arg(s);
         opt_arg!(l, dinv);
         opt_arg!(l, shat);
-        l.arg(&n)
-            .arg(&mode)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&it);
+        l.arg(&n).arg(&mode);
+        sc.push_reduction(&mut l, false);
+        l.arg(&it);
         // SAFETY: solver_bicg_alpha_s(const T* rhat, const T* r, const T* v, T* sv,
         // const T* dinv, T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it); the
         // vectors (dinv, shat in Jacobi mode, null otherwise) have n elements, partials
         // 2 · NRED · grid, bar 2 words. Cooperative: see cg_tail.
-        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_bicg_alpha_s"))?;
-        Ok(())
+        unsafe { self.launch_fused(&mut l, grid, "solver_bicg_alpha_s") }
     }
 
     fn bicg_update_p(
@@ -1159,17 +1216,19 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             );
         };
         let len = x.len();
-        for (what, l) in [
-            ("ŝ", shat.len()),
-            ("s", s.len()),
-            ("t", t.len()),
-            ("r", r.len()),
-            ("r̂", rhat.len()),
-            ("p", p.len()),
-            ("v", v.len()),
-        ] {
-            same_len(what, len, l);
-        }
+        same_lens(
+            "bicg_update_p",
+            len,
+            &[
+                ("ŝ", shat.len()),
+                ("s", s.len()),
+                ("t", t.len()),
+                ("r", r.len()),
+                ("r̂", rhat.len()),
+                ("p", p.len()),
+                ("v", v.len()),
+            ],
+        );
         let mode = match (&phat, inv_diag) {
             (None, _) => FUSE_IDENTITY,
             (Some(_), Some(_)) => FUSE_JACOBI,
@@ -1193,21 +1252,16 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .arg(v);
         opt_arg!(l, inv_diag);
         opt_arg!(l, phat);
-        l.arg(&n)
-            .arg(&mode)
-            .arg(&mut sc.slots)
-            .arg(&mut sc.partials)
-            .arg(&mut sc.ticket)
-            .arg(&mut sc.hist)
-            .arg(&it);
+        l.arg(&n).arg(&mode);
+        sc.push_reduction(&mut l, true);
+        l.arg(&it);
         // SAFETY: solver_bicg_update_p(T* x, const T* shat, const T* sv, const T* t, T* r,
         // const T* rhat, T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
         // T* partials, u32* bar, T* hist, u32 it); every vector has n elements; phat is null in
         // identity mode (p̂ is p), read in separate mode, read then overwritten with D⁻¹p in
         // Jacobi mode; dinv null unless Jacobi; ŝ may alias s (both read-only). partials
         // 2 · NRED · grid, bar 2 words, hist more than it. Cooperative: see cg_tail.
-        unsafe { self.launch_fused(&mut l, grid) }.map_err(launch_err("solver_bicg_update_p"))?;
-        Ok(())
+        unsafe { self.launch_fused(&mut l, grid, "solver_bicg_update_p") }
     }
 
     fn axpy(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
@@ -1216,9 +1270,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         let mut l = self.gpu.stream().launch_builder(&self.k.axpy);
         l.arg(&alpha).arg(x).arg(y).arg(&n);
         // SAFETY: solver_axpy(T alpha, const T* x, T* y, u32 n); x, y have n elements.
-        unsafe { l.launch(self.cfg(self.grid(x.len()))) }
-            .map(|_| ())
-            .map_err(launch_err("solver_axpy"))
+        unsafe { self.launch(&mut l, self.grid(x.len()), "solver_axpy") }
     }
 
     fn poly_step(
@@ -1233,9 +1285,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         c2: T,
     ) -> Result<()> {
         let len = t.len();
-        for (what, l) in [("res", res.len()), ("d", d.len()), ("z", z.len())] {
-            same_len(what, len, l);
-        }
+        same_lens(
+            "poly_step",
+            len,
+            &[("res", res.len()), ("d", d.len()), ("z", z.len())],
+        );
         if let Some(dv) = inv_diag {
             same_len("poly_step D⁻¹", len, dv.len());
         }
@@ -1252,9 +1306,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .arg(&c2);
         // SAFETY: solver_poly_step(const T* t, const T* dinv, T* res, T* d, T* z, u32 n,
         // u32 first, T c1, T c2); every vector has n elements, dinv is null when absent.
-        unsafe { l.launch(self.cfg(self.grid(len))) }
-            .map(|_| ())
-            .map_err(launch_err("solver_poly_step"))
+        unsafe { self.launch(&mut l, self.grid(len), "solver_poly_step") }
     }
 }
 
@@ -1342,7 +1394,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         // SAFETY: solver_gmres_start(const T* r, u32 n, T* s, T* small, u32 m, T* partials,
         // u32* ticket, T* hist, u32 it); r has n elements, small GmresLayout{m}.len(), partials
         // at least `grid` entries (sized in `krylov`), hist more than it.
-        unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_start"))?;
+        unsafe { self.launch(&mut l, grid, "solver_gmres_start") }?;
         self.gmres_scale(k, 0, Some(r), sc)
     }
 
@@ -1380,9 +1432,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
             // vectors of n elements (alive in `k.v`); v_{j+1} is written, v_0 … v_j read;
             // partials holds 2·(j + 1)·grid entries (asserted), bar 2 words, small
             // GmresLayout{m}.len(), hist more than it. Cooperative: see cg_tail.
-            unsafe { self.launch_fused(&mut l, grid) }
-                .map_err(launch_err("solver_gmres_arnoldi"))?;
-            return Ok(());
+            return unsafe { self.launch_fused(&mut l, grid, "solver_gmres_arnoldi") };
         }
         let grid = self.grid(len);
         for (pass, coef) in [(0u32, lay.c1()), (1, lay.c2())] {
@@ -1430,7 +1480,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
             // u32 m, u32 coef, u32 final, T* partials, u32* ticket, T* hist, u32 it): as above;
             // w = v_{j+1} is written and only v_0 … v_j (nv = j + 1 ≤ 256) are read through
             // vptr; partials has at least `grid` entries; hist more than it.
-            unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("solver_gmres_update"))?;
+            unsafe { self.launch(&mut l, grid, "solver_gmres_update") }?;
         }
         // Normalise v_{j+1} in place.
         self.gmres_scale(k, j + 1, None, sc)
@@ -1460,9 +1510,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         // SAFETY: solver_gmres_combine(const u64* vptr, T* u, u32 n, u32 ncols, const T* small,
         // u32 m); vptr holds m + 1 ≥ ncols pointers to vectors of n elements, u is not one of
         // them and has n elements.
-        unsafe { l.launch(self.cfg(grid)) }
-            .map(|_| ())
-            .map_err(launch_err("solver_gmres_combine"))
+        unsafe { self.launch(&mut l, grid, "solver_gmres_combine") }
     }
 }
 
@@ -1484,5 +1532,18 @@ impl<T> GpuScalars<T> {
             self.grid
         );
         g
+    }
+}
+
+impl<T: KernelType> GpuScalars<T> {
+    /// Pushes the trailing arguments of a reduction kernel: `T* s, T* partials, u32* ticket`,
+    /// and `T* hist` when `hist`.
+    fn push_reduction<'a>(&'a mut self, l: &mut cudarc::driver::LaunchArgs<'a>, hist: bool) {
+        l.arg(&mut self.slots)
+            .arg(&mut self.partials)
+            .arg(&mut self.ticket);
+        if hist {
+            l.arg(&mut self.hist);
+        }
     }
 }

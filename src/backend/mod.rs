@@ -23,7 +23,6 @@
 //! [`recur`] and mirrored in `kernels/solvers/`.
 
 mod cpu;
-mod defaults;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod krylov;
@@ -78,6 +77,12 @@ pub trait LinearOperator<T: Scalar, B: VectorOps<T>> {
     fn ncols(&self) -> usize;
     /// `y ← A·x`. Must not synchronise with the host (on the GPU: queue work on the stream).
     fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()>;
+    /// Called once before a solve, with the most applications it may make: an operator with a
+    /// choice of kernels may measure them here (a GPU matrix tunes its SpMV when that costs
+    /// under 2 % of them). Does nothing by default.
+    fn prepare(&self, _be: &B, _expected_applies: usize) -> crate::Result<()> {
+        Ok(())
+    }
     /// `ys[j] ← A·xs[j]` for every `j`: the product with a block of vectors (the solvers with
     /// several right-hand sides). The default applies the operator to one column after the
     /// other; an operator that reads its matrix once for the whole block (the GPU matrix,
@@ -124,5 +129,18 @@ pub trait Preconditioner<T: Scalar, B: VectorOps<T>> {
     /// True for the identity (no preconditioning): `z` is then `r` itself.
     fn is_identity(&self) -> bool {
         false
+    }
+}
+
+/// Panics unless vectors of lengths `a` and `b` match: a caller's bug (the solvers allocate
+/// every vector of a solve with one length), not an input error.
+pub(crate) fn same_len(what: &str, a: usize, b: usize) {
+    assert_eq!(a, b, "{what}: vectors of lengths {a} and {b}");
+}
+
+/// [`same_len`] of `n` and each `(name, length)` of `lens`, for the steps with many vectors.
+pub(crate) fn same_lens(op: &str, n: usize, lens: &[(&str, usize)]) {
+    for &(what, l) in lens {
+        assert_eq!(n, l, "{op}: {what} has length {l}, the first vector {n}");
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! Each fused step of [`VectorOps`](super::VectorOps) ends with one of these functions applied to
 //! the step's reduction results and the scalar slots. The CPU backend calls them directly; the
-//! GPU kernels in `kernels/solvers/blas1.cu` run the same statements in the last block of the
-//! reduction (the slot numbers and status codes there must match [`Slot`] and [`Status`]).
+//! GPU kernels (`kernels/solvers/recur.cuh`) run the same statements in the last block of the
+//! reduction; their slot numbers and status codes are `-D` defines built from [`Slot`] and
+//! [`Status`] (`backend::gpu::SOLVER_CONSTANTS`), so the two cannot drift apart.
 
 use crate::scalar::Scalar;
 

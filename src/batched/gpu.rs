@@ -16,6 +16,7 @@ pub const BATCHED_SRC: KernelSource = KernelSource {
     name: "batched/batched.cu",
     text: include_str!("../../kernels/batched/batched.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[("BATCH_RED", RED_SLOTS as i64)],
 };
 
 /// Reduction slots at the start of shared memory (`BATCH_RED` in the kernel source).

@@ -30,6 +30,7 @@ pub const CSR_CHECK_SRC: KernelSource = KernelSource {
     name: "sparse/csr_check.cu",
     text: include_str!("../../kernels/sparse/csr_check.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// Index arrays as the caller holds them.

@@ -83,3 +83,52 @@ pub fn check(status: sys::cusparseStatus_t, call: &str) -> Result<()> {
         .result()
         .map_err(|e| Error::Cusparse(format!("{call}: {:?}", e.0)))
 }
+
+/// The cuSPARSE value type of `T` (`f32` or `f64`).
+pub fn data_type<T: crate::scalar::Scalar>() -> sys::cudaDataType {
+    if T::BYTES == 4 {
+        sys::cudaDataType::CUDA_R_32F
+    } else {
+        sys::cudaDataType::CUDA_R_64F
+    }
+}
+
+/// `cusparseCreateCsr` of an `nrows × ncols` matrix with `nnz` entries whose row pointer, column
+/// indices and values are the device addresses `rp`, `ci`, `va` (32-bit indices, base 0): the
+/// matrix descriptor of every comparison peer. `call` names the call in the error.
+///
+/// # Safety
+/// `rp`, `ci`, `va` are live device allocations of `nrows + 1`, `nnz` and `nnz` elements (or
+/// null with `nnz = 0`), alive as long as the descriptor; the caller destroys it
+/// (`cusparseDestroySpMat`).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn create_csr(
+    mat: &mut sys::cusparseSpMatDescr_t,
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    rp: u64,
+    ci: u64,
+    va: u64,
+    dt: sys::cudaDataType,
+    call: &str,
+) -> Result<()> {
+    let i32i = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+    // SAFETY: the caller's.
+    let status = unsafe {
+        sys::cusparseCreateCsr(
+            mat,
+            nrows as i64,
+            ncols as i64,
+            nnz as i64,
+            rp as *mut std::ffi::c_void,
+            ci as *mut std::ffi::c_void,
+            va as *mut std::ffi::c_void,
+            i32i,
+            i32i,
+            sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+            dt,
+        )
+    };
+    check(status, call)
+}

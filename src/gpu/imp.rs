@@ -62,16 +62,36 @@ pub fn nvrtc_present() -> bool {
     super::nvrtc::present()
 }
 
-/// The NVRTC options of every kernel: the architecture, C++17, device code by default, and the
+/// The NVRTC options of every kernel: the architecture, C++17, device code by default, the
+/// constants that `src` and its headers share with Rust ([`KernelSource::constants`]) and the
 /// policy's `-D` defines.
-fn nvrtc_options(arch: &str, defines: &[(&str, String)]) -> Vec<String> {
+///
+/// # Errors
+/// [`Error::Compile`] when a policy define names one of the source's constants (they are fixed
+/// by the Rust code that launches the kernel), or two files give a constant different values.
+fn nvrtc_options(
+    src: &KernelSource,
+    arch: &str,
+    defines: &[(&str, String)],
+) -> Result<Vec<String>> {
+    let constants = kernels::constants(src)?;
+    if let Some((k, _)) = defines
+        .iter()
+        .find(|(k, _)| constants.iter().any(|(c, _)| c == k))
+    {
+        return Err(Error::Compile {
+            kernel: src.name.to_string(),
+            log: format!("-D{k} is one of the source's constants and cannot be set per compile"),
+        });
+    }
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
         "-default-device".to_string(),
     ];
+    options.extend(constants.iter().map(|(k, v)| format!("-D{k}={v}")));
     options.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
-    options
+    Ok(options)
 }
 
 /// Compiles a kernel source to PTX for `arch` (e.g. `"sm_90"`), with `defines` as `-D` options.
@@ -85,7 +105,7 @@ pub fn compile_ptx(
     let ptx = super::nvrtc::compile(
         src.name,
         &text,
-        &nvrtc_options(arch, defines),
+        &nvrtc_options(src, arch, defines)?,
         super::nvrtc::Output::Ptx,
     )?;
     Ok(cudarc::nvrtc::Ptx::from_src(
@@ -102,7 +122,7 @@ pub fn compile_cubin(
     defines: &[(&str, String)],
 ) -> Result<Vec<u8>> {
     let text = kernels::preprocess(src)?;
-    cubin_of(src.name, &text, &nvrtc_options(arch, defines))
+    cubin_of(src.name, &text, &nvrtc_options(src, arch, defines)?)
 }
 
 /// NVRTC on preprocessed `text`, returning the CUBIN.
@@ -361,7 +381,7 @@ impl Gpu {
     fn cubin(&self, src: &KernelSource, defines: &[(&str, String)]) -> Result<Vec<u8>> {
         super::nvrtc::library()?; // the reason when no usable NVRTC is found
         let text = kernels::preprocess(src)?;
-        let options = nvrtc_options(&self.arch(), defines);
+        let options = nvrtc_options(src, &self.arch(), defines)?;
         let Some(dir) = super::disk_cache::cache_dir() else {
             return cubin_of(src.name, &text, &options);
         };

@@ -23,7 +23,8 @@
 
 use crate::error::{Error, Result};
 
-/// One `.cu` or `.cuh` file: its path under `kernels/`, its text and the headers it includes.
+/// One `.cu` or `.cuh` file: its path under `kernels/`, its text, the headers it includes and
+/// the constants it shares with the Rust code that launches it.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelSource {
     /// Path under `kernels/`, used in error messages, in `#include` lines and in cache keys.
@@ -32,6 +33,11 @@ pub struct KernelSource {
     pub text: &'static str,
     /// The headers its `#include "…"` lines name (each header lists its own includes in turn).
     pub headers: &'static [&'static KernelSource],
+    /// Constants that the Rust side and the kernel must agree on (block sizes, slot numbers,
+    /// status codes, table sizes): every compile of this file, or of a file that includes it,
+    /// passes them as `-DNAME=value`, so they are written once, in Rust. The file tests that they
+    /// are defined (`#ifndef NAME` / `#error`) instead of repeating the values.
+    pub constants: &'static [(&'static str, i64)],
 }
 
 /// `kernels/common.cuh`: typedefs, type-suffix macros and operators used by every kernel.
@@ -39,6 +45,7 @@ pub const COMMON: KernelSource = KernelSource {
     name: "common.cuh",
     text: include_str!("../../kernels/common.cuh"),
     headers: &[],
+    constants: &[],
 };
 
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).
@@ -46,6 +53,7 @@ pub const SELFTEST: KernelSource = KernelSource {
     name: "selftest.cu",
     text: include_str!("../../kernels/selftest.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 /// Returns `src` with every `#include "x.cuh"` replaced by the header's text (each header once).
@@ -57,6 +65,38 @@ pub fn preprocess(src: &KernelSource) -> Result<String> {
     let mut out = String::with_capacity(src.text.len() * 2);
     let mut seen = Vec::new();
     splice(src, &mut out, &mut seen)?;
+    Ok(out)
+}
+
+/// The constants of `src` and of every header it includes (directly or not), in include order,
+/// each once: the `-D` options of every compile of `src`.
+///
+/// # Errors
+/// [`Error::Compile`] when two files give one name different values.
+pub fn constants(src: &KernelSource) -> Result<Vec<(&'static str, i64)>> {
+    fn walk(src: &KernelSource, out: &mut Vec<(&'static str, i64)>, root: &str) -> Result<()> {
+        for h in src.headers {
+            walk(h, out, root)?;
+        }
+        for &(name, value) in src.constants {
+            match out.iter().find(|(n, _)| *n == name) {
+                Some(&(_, v)) if v != value => {
+                    return Err(Error::Compile {
+                        kernel: root.to_string(),
+                        log: format!(
+                            "constant {name} is {v} in one file and {value} in {}",
+                            src.name
+                        ),
+                    })
+                }
+                Some(_) => {}
+                None => out.push((name, value)),
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(src, &mut out, src.name)?;
     Ok(out)
 }
 
@@ -109,6 +149,7 @@ mod tests {
             name: "t.cu",
             text: "#include \"common.cuh\"\n#include \"common.cuh\"\nint x;\n",
             headers: &[&COMMON],
+            constants: &[],
         };
         let out = preprocess(&s).unwrap();
         assert_eq!(out.matches("// ---- begin common.cuh").count(), 1);
@@ -117,8 +158,34 @@ mod tests {
             name: "b.cu",
             text: "\n#include \"common.cuh\"\n",
             headers: &[],
+            constants: &[],
         };
         let e = preprocess(&bad).unwrap_err().to_string();
         assert!(e.contains("b.cu:2") && e.contains("common.cuh"), "{e}");
+    }
+
+    #[test]
+    fn constants_are_collected_from_the_headers_once_and_conflicts_named() {
+        const H: KernelSource = KernelSource {
+            name: "h.cuh",
+            text: "",
+            headers: &[&COMMON],
+            constants: &[("A", 1), ("B", 2)],
+        };
+        const S: KernelSource = KernelSource {
+            name: "s.cu",
+            text: "#include \"h.cuh\"\n",
+            headers: &[&H, &COMMON],
+            constants: &[("B", 2), ("C", -3)],
+        };
+        assert_eq!(constants(&S).unwrap(), [("A", 1), ("B", 2), ("C", -3)]);
+        const BAD: KernelSource = KernelSource {
+            name: "bad.cu",
+            text: "",
+            headers: &[&H],
+            constants: &[("A", 7)],
+        };
+        let e = constants(&BAD).unwrap_err().to_string();
+        assert!(e.contains("A is 1") && e.contains("7 in bad.cu"), "{e}");
     }
 }

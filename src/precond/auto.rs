@@ -2,11 +2,12 @@
 //! matrix: [`choose`] returns an [`AutoChoice`] (method, preconditioner, the incomplete
 //! factorization's parameters, and the reason in words), deterministic for a given matrix.
 //!
-//! The statistics ([`MatrixStats::of`], `O(nnz)` apart from the symmetry check on a sample of
-//! rows): symmetry of values on a sample of rows, the diagonal (missing, zero, signs, spread),
-//! diagonal dominance, the sign pattern of the off-diagonal entries (an M-matrix-like pattern,
-//! as from a diffusion stencil), rows and entries per row, and the depth (levels) of the natural
-//! lower triangle, which is what a triangular solve costs on the GPU.
+//! The statistics ([`MatrixStats::of`]: one parallel `O(nnz)` pass, a symmetry check on a sample
+//! of rows, and a sequential level count only where the rule reports it): symmetry of values on a
+//! sample of rows, the diagonal (missing, zero, signs, spread), diagonal dominance, the sign
+//! pattern of the off-diagonal entries (an M-matrix-like pattern, as from a diffusion stencil),
+//! rows and entries per row, and the depth (levels) of the natural lower triangle, which is what a
+//! triangular solve costs on the GPU.
 //!
 //! The rules, in order (each names itself in [`AutoChoice::reason`]):
 //!
@@ -104,69 +105,111 @@ pub struct MatrixStats {
     pub min_dominance: f64,
     /// The fraction of off-diagonal entries whose sign is opposite to their row's diagonal.
     pub opposite_sign_fraction: f64,
-    /// Levels of the natural lower triangle (the critical path of an ILU(0)/IC(0) solve).
+    /// Levels of the natural lower triangle (the critical path of an ILU(0)/IC(0) solve); 0
+    /// where [`choose`]'s rule does not read it (see [`MatrixStats::with_levels`]).
     pub lower_levels: usize,
 }
 
 impl MatrixStats {
-    /// The statistics of `a` (square; any index order).
+    /// The statistics of `a` (square; any index order). One parallel pass over the entries,
+    /// the symmetry check on a sample of rows, and the level count (a sequential pass) only
+    /// where `lower_levels` is asked for ([`MatrixStats::with_levels`]).
     pub fn of<T: Scalar>(a: &CsrMatrix<T>) -> Self {
+        Self::with_levels(a, true)
+    }
+
+    /// As [`of`](Self::of), with the level count (a sequential pass over the entries) only when
+    /// `levels` is set (else `lower_levels` is 0).
+    pub fn with_levels<T: Scalar>(a: &CsrMatrix<T>, levels: bool) -> Self {
+        use rayon::prelude::*;
         let a = a.canonical();
         let n = a.nrows();
-        let mut s = MatrixStats {
-            rows: n,
-            nnz: a.nnz(),
-            positive_diagonal: true,
-            ..Default::default()
+        /// Per-chunk partial statistics, merged in chunk order (the result does not depend on
+        /// the thread count: every field is a count, a min or a max).
+        #[derive(Clone, Copy)]
+        struct Part {
+            missing: usize,
+            positive: bool,
+            dmin: f64,
+            dmax: f64,
+            opposite: usize,
+            offdiag: usize,
+            min_dom: f64,
+        }
+        let empty = Part {
+            missing: 0,
+            positive: true,
+            dmin: f64::INFINITY,
+            dmax: 0.0,
+            opposite: 0,
+            offdiag: 0,
+            min_dom: f64::INFINITY,
         };
-        let (mut dmin, mut dmax) = (f64::INFINITY, 0.0f64);
-        let (mut opposite, mut offdiag) = (0usize, 0usize);
-        let mut min_dom = f64::INFINITY;
-        for i in 0..n {
+        let merge = |x: Part, y: Part| Part {
+            missing: x.missing + y.missing,
+            positive: x.positive && y.positive,
+            dmin: x.dmin.min(y.dmin),
+            dmax: x.dmax.max(y.dmax),
+            opposite: x.opposite + y.opposite,
+            offdiag: x.offdiag + y.offdiag,
+            min_dom: x.min_dom.min(y.min_dom),
+        };
+        let row = |mut p: Part, i: usize| -> Part {
             let (c, v) = a.row(i);
             let d = match c.binary_search(&(i as u32)) {
                 Ok(k) => v[k].as_f64(),
                 Err(_) => 0.0,
             };
             if d == 0.0 {
-                s.missing_diagonal += 1;
+                p.missing += 1;
             }
             if d <= 0.0 || d.is_nan() {
-                s.positive_diagonal = false;
+                p.positive = false;
             }
-            dmin = dmin.min(d.abs());
-            dmax = dmax.max(d.abs());
+            p.dmin = p.dmin.min(d.abs());
+            p.dmax = p.dmax.max(d.abs());
             let mut off = 0.0;
             for (&cj, &vj) in c.iter().zip(v) {
                 if cj as usize != i {
                     let x = vj.as_f64();
                     off += x.abs();
                     if x != 0.0 {
-                        offdiag += 1;
+                        p.offdiag += 1;
                         if (x < 0.0) != (d < 0.0) {
-                            opposite += 1;
+                            p.opposite += 1;
                         }
                     }
                 }
             }
             if off > 0.0 {
-                min_dom = min_dom.min(d.abs() / off);
+                p.min_dom = p.min_dom.min(d.abs() / off);
             }
+            p
+        };
+        let p = (0..n)
+            .into_par_iter()
+            .with_min_len(4096)
+            .fold(|| empty, row)
+            .reduce(|| empty, merge);
+        MatrixStats {
+            rows: n,
+            nnz: a.nnz(),
+            symmetric: sampled_symmetric(&a),
+            missing_diagonal: p.missing,
+            positive_diagonal: p.positive,
+            diagonal_spread: if p.dmin > 0.0 {
+                p.dmax / p.dmin
+            } else {
+                f64::INFINITY
+            },
+            min_dominance: p.min_dom,
+            opposite_sign_fraction: if p.offdiag == 0 {
+                1.0
+            } else {
+                p.opposite as f64 / p.offdiag as f64
+            },
+            lower_levels: if levels { lower_levels(&a) } else { 0 },
         }
-        s.diagonal_spread = if dmin > 0.0 {
-            dmax / dmin
-        } else {
-            f64::INFINITY
-        };
-        s.min_dominance = min_dom;
-        s.opposite_sign_fraction = if offdiag == 0 {
-            1.0
-        } else {
-            opposite as f64 / offdiag as f64
-        };
-        s.symmetric = sampled_symmetric(&a);
-        s.lower_levels = lower_levels(&a);
-        s
     }
 
     /// Whether the off-diagonal signs are those of an M-matrix (at least 99 % opposite to the
@@ -202,8 +245,10 @@ fn sampled_symmetric<T: Scalar>(a: &CsrMatrix<T>) -> bool {
     if a.ncols() != n {
         return false;
     }
+    use rayon::prelude::*;
     let step = n.div_ceil(SYMMETRY_SAMPLE).max(1);
-    (0..n).step_by(step).all(|i| {
+    (0..n.div_ceil(step)).into_par_iter().all(|s| {
+        let i = s * step;
         let (c, v) = a.row(i);
         c.iter().zip(v).all(|(&j, &x)| {
             let (cj, vj) = a.row(j as usize);
@@ -249,7 +294,10 @@ pub fn auto_incomplete_params() -> IncompleteParams {
 /// Chooses a method and a preconditioner for `a` (square). See the [module docs](self) for the
 /// rules. Deterministic: the same matrix gives the same choice.
 pub fn choose<T: Scalar>(a: &CsrMatrix<T>) -> AutoChoice {
-    let s = MatrixStats::of(a);
+    let mut s = MatrixStats::with_levels(a, false);
+    if needs_levels(&s) {
+        s.lower_levels = lower_levels(&a.canonical());
+    }
     let (method, precond, reason) = rule(&s);
     AutoChoice {
         method,
@@ -258,6 +306,13 @@ pub fn choose<T: Scalar>(a: &CsrMatrix<T>) -> AutoChoice {
         reason,
         stats: s,
     }
+}
+
+/// Whether the rule that applies to `s` reports the level count (the one that ends in ILU(0)
+/// with the application chosen per factor); the others skip its sequential pass.
+fn needs_levels(s: &MatrixStats) -> bool {
+    let spd = s.symmetric && s.positive_diagonal;
+    s.missing_diagonal == 0 && !spd && s.min_dominance < 1.0 + DOMINANT_MARGIN
 }
 
 fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
@@ -310,12 +365,10 @@ fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
         return (
             Cg,
             Jacobi,
-            format!(
-                "symmetric, positive diagonal, not an M-matrix pattern ({} levels in the lower \
-                 triangle): CG with Jacobi (fused into CG's updates; IC(0) cut iterations on the \
-                 corpus but lost in time on every such matrix)",
-                s.lower_levels
-            ),
+            "symmetric, positive diagonal, not an M-matrix pattern: CG with Jacobi (fused into \
+             CG's updates; IC(0) cut iterations on the corpus but lost in time on every such \
+             matrix)"
+                .to_string(),
         );
     }
     if s.min_dominance >= 1.0 + DOMINANT_MARGIN {
@@ -358,5 +411,29 @@ mod tests {
         assert_eq!(s.diagonal_spread, 1.0);
         let c = choose(&a);
         assert_eq!((c.method, c.precond), (AutoMethod::Cg, AutoPrecond::None));
+        // The level count is skipped where the rule does not report it, kept where it does.
+        assert_eq!(c.stats.lower_levels, 0);
+        assert_eq!(s.lower_levels, 39);
+        assert_eq!(
+            MatrixStats {
+                lower_levels: 0,
+                ..s
+            },
+            c.stats
+        );
+        let mut t = Vec::new();
+        for i in 0..50usize {
+            t.push((i, i, 1.0));
+            if i > 0 {
+                t.push((i, i - 1, 2.0));
+            }
+        }
+        let chain = CsrMatrix::<f64>::from_triplets(50, 50, &t).unwrap();
+        let c = choose(&chain);
+        assert_eq!(
+            (c.method, c.precond),
+            (AutoMethod::Gmres, AutoPrecond::Ilu0)
+        );
+        assert_eq!(c.stats.lower_levels, 50);
     }
 }

@@ -5,12 +5,15 @@ use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
+use super::spectral::{extremes, symmetric_eigenvalues, ChebyshevPoly};
 use super::Jacobi;
 
 /// Options of the [`Chebyshev`] polynomial preconditioner.
 #[derive(Clone, Copy, Debug)]
 pub struct ChebyshevParams {
-    /// Operator applications per preconditioner application (the polynomial's degree). Default 4.
+    /// The degree of the residual polynomial `1 − λ·p(λ)` (the meaning the AMG smoother's
+    /// degree has too): `degree − 1` operator applications per preconditioner application.
+    /// Default 5.
     pub degree: usize,
     /// Arnoldi (Lanczos, for a symmetric `A`) steps of the eigenvalue estimate. Default 16.
     pub estimate_steps: usize,
@@ -34,7 +37,7 @@ pub struct ChebyshevParams {
 impl Default for ChebyshevParams {
     fn default() -> Self {
         ChebyshevParams {
-            degree: 4,
+            degree: 5,
             estimate_steps: 16,
             jacobi: true,
             upper_margin: 1.05,
@@ -44,11 +47,13 @@ impl Default for ChebyshevParams {
     }
 }
 
-/// A Chebyshev polynomial preconditioner: `z = p(D⁻¹A)·D⁻¹·r`, where `p` is the degree-`k`
-/// polynomial of the Chebyshev iteration for the interval `[λ_min, λ_max]` (Saad, *Iterative
-/// Methods for Sparse Linear Systems*, 2nd ed., Algorithm 12.1, started from zero). It needs only
-/// the operator and vector updates: each application is `k` operator applications and `k + 1`
-/// fused passes of [`VectorOps::poly_step`], with scalars computed on the host once.
+/// A Chebyshev polynomial preconditioner: `z = p(D⁻¹A)·D⁻¹·r`, where `p` is the polynomial of
+/// the Chebyshev iteration for the interval `[λ_min, λ_max]` (Saad, *Iterative Methods for Sparse
+/// Linear Systems*, 2nd ed., Algorithm 12.1, started from zero) whose residual polynomial
+/// `1 − λ·p(λ)` has degree `k` ([`ChebyshevParams::degree`]; the recurrence and this meaning of
+/// the degree are the AMG smoother's too). It needs only the operator and vector updates: each
+/// application is `k − 1` operator applications and `k` fused passes of
+/// [`VectorOps::poly_step`], with scalars computed on the host once.
 ///
 /// **Why it is symmetric positive definite** (so CG may use it): `p(D⁻¹A)D⁻¹` is
 /// `D^{-1/2} p(S) D^{-1/2}` with `S = D^{-1/2} A D^{-1/2}` symmetric; the iteration's residual
@@ -67,9 +72,7 @@ impl Default for ChebyshevParams {
 pub struct Chebyshev<'a, T: Scalar, B: VectorOps<T>, A: ?Sized> {
     a: &'a A,
     inv_diag: Option<B::Vector>,
-    degree: usize,
-    lmin: f64,
-    lmax: f64,
+    poly: ChebyshevPoly,
     scratch: std::cell::RefCell<[B::Vector; 3]>,
     /// Per column work vectors of [`Preconditioner::apply_block`], allocated on first use.
     block_scratch: std::cell::RefCell<Vec<[B::Vector; 3]>>,
@@ -80,7 +83,7 @@ impl<T: Scalar, B: VectorOps<T>, A: ?Sized> std::fmt::Debug for Chebyshev<'_, T,
         write!(
             f,
             "Chebyshev(degree {}, [{:.4e}, {:.4e}])",
-            self.degree, self.lmin, self.lmax
+            self.poly.degree, self.poly.lmin, self.poly.lmax
         )
     }
 }
@@ -170,12 +173,13 @@ where
 
     /// The interval `[λ_min, λ_max]` the polynomial is built for.
     pub fn interval(&self) -> (f64, f64) {
-        (self.lmin, self.lmax)
+        (self.poly.lmin, self.poly.lmax)
     }
 
-    /// The degree (operator applications per application).
+    /// The degree of the residual polynomial (`degree − 1` operator applications per
+    /// application).
     pub fn degree(&self) -> usize {
-        self.degree
+        self.poly.degree
     }
 
     /// The polynomial for the estimated extreme eigenvalues `lo`, `hi` of `D⁻¹A`.
@@ -207,9 +211,11 @@ where
         Ok(Chebyshev {
             a,
             inv_diag,
-            degree: params.degree,
-            lmin,
-            lmax,
+            poly: ChebyshevPoly {
+                lmin,
+                lmax,
+                degree: params.degree,
+            },
             scratch: std::cell::RefCell::new([be.zeros(n)?, be.zeros(n)?, be.zeros(n)?]),
             block_scratch: std::cell::RefCell::new(Vec::new()),
         })
@@ -296,10 +302,7 @@ where
     let mut s: Vec<Vec<f64>> = (0..cols)
         .map(|i| (0..cols).map(|j| 0.5 * (hv(i, j) + hv(j, i))).collect())
         .collect();
-    let ev = symmetric_eigenvalues(&mut s);
-    let lo = ev.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ev.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Ok((lo, hi))
+    Ok(extremes(&symmetric_eigenvalues(&mut s)))
 }
 
 /// Extreme eigenvalue estimates of `A·D⁻¹` from `steps` Arnoldi steps with GMRES's kernels.
@@ -359,49 +362,7 @@ where
     let mut s: Vec<Vec<f64>> = (0..cols)
         .map(|i| (0..cols).map(|j| 0.5 * (h(i, j) + h(j, i))).collect())
         .collect();
-    let ev = symmetric_eigenvalues(&mut s);
-    let lo = ev.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ev.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Ok((lo, hi))
-}
-
-/// Eigenvalues of a small symmetric matrix by cyclic Jacobi rotations (destroys `s`).
-pub(crate) fn symmetric_eigenvalues(s: &mut [Vec<f64>]) -> Vec<f64> {
-    let n = s.len();
-    for _sweep in 0..50 {
-        let off: f64 = (0..n)
-            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
-            .map(|(i, j)| s[i][j] * s[i][j])
-            .sum();
-        let diag: f64 = (0..n).map(|i| s[i][i] * s[i][i]).sum();
-        if off <= 1e-30 * diag.max(f64::MIN_POSITIVE) {
-            break;
-        }
-        for p in 0..n {
-            for q in p + 1..n {
-                if s[p][q] == 0.0 {
-                    continue;
-                }
-                let theta = (s[q][q] - s[p][p]) / (2.0 * s[p][q]);
-                let sgn = if theta >= 0.0 { 1.0 } else { -1.0 };
-                let t = sgn / (theta.abs() + (theta * theta + 1.0).sqrt());
-                let c = 1.0 / (t * t + 1.0).sqrt();
-                let sn = t * c;
-                for row in s.iter_mut() {
-                    let (skp, skq) = (row[p], row[q]);
-                    row[p] = c * skp - sn * skq;
-                    row[q] = sn * skp + c * skq;
-                }
-                let (head, tail) = s.split_at_mut(q);
-                for (spk, sqk) in head[p].iter_mut().zip(tail[0].iter_mut()) {
-                    let (a, b) = (*spk, *sqk);
-                    *spk = c * a - sn * b;
-                    *sqk = sn * a + c * b;
-                }
-            }
-        }
-    }
-    (0..n).map(|i| s[i][i]).collect()
+    Ok(extremes(&symmetric_eigenvalues(&mut s)))
 }
 
 impl<T, B, A> Preconditioner<T, B> for Chebyshev<'_, T, B, A>
@@ -411,40 +372,20 @@ where
     A: LinearOperator<T, B> + ?Sized,
 {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
-        let theta = 0.5 * (self.lmax + self.lmin);
-        let delta = 0.5 * (self.lmax - self.lmin);
-        let sigma = theta / delta;
         let mut sc = self.scratch.borrow_mut();
         let [res, d, t] = &mut *sc;
         let dinv = self.inv_diag.as_ref();
-        be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
-        let mut rho = 1.0 / sigma;
-        for _ in 0..self.degree {
-            self.a.apply(be, d, t)?;
-            let rho_new = 1.0 / (2.0 * sigma - rho);
-            be.poly_step(
-                t,
-                dinv,
-                res,
-                d,
-                z,
-                false,
-                T::of_f64(rho_new * rho),
-                T::of_f64(2.0 * rho_new / delta),
-            )?;
-            rho = rho_new;
-        }
-        Ok(())
+        self.poly
+            .apply(be, dinv, r, z, [res, d, t], |x, y| self.a.apply(be, x, y))
     }
 
     /// The polynomial on every column, the operator applied to the block
-    /// ([`LinearOperator::apply_block`]) once per degree; column `j` equals
+    /// ([`LinearOperator::apply_block`]) once per operator application; column `j` equals
     /// [`Preconditioner::apply`] of `rs[j]` to rounding.
     fn apply_block(&self, be: &B, rs: &[&B::Vector], zs: &mut [&mut B::Vector]) -> Result<()> {
         assert_eq!(rs.len(), zs.len(), "apply_block: as many outputs as inputs");
-        let theta = 0.5 * (self.lmax + self.lmin);
-        let delta = 0.5 * (self.lmax - self.lmin);
-        let sigma = theta / delta;
+        let mut steps = self.poly.steps();
+        let (_, c2) = steps.next().expect("a polynomial has a first step");
         let mut sc = self.block_scratch.borrow_mut();
         let n = self.a.nrows();
         while sc.len() < rs.len() {
@@ -452,10 +393,9 @@ where
         }
         let dinv = self.inv_diag.as_ref();
         for ((r, z), [res, d, _]) in rs.iter().zip(zs.iter_mut()).zip(sc.iter_mut()) {
-            be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
+            be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(c2))?;
         }
-        let mut rho = 1.0 / sigma;
-        for _ in 0..self.degree {
+        for (c1, c2) in steps {
             {
                 let (mut ds, mut ts) = (Vec::new(), Vec::new());
                 for [_, d, t] in sc.iter_mut().take(rs.len()) {
@@ -464,20 +404,9 @@ where
                 }
                 self.a.apply_block(be, &ds, &mut ts)?;
             }
-            let rho_new = 1.0 / (2.0 * sigma - rho);
             for (z, [res, d, t]) in zs.iter_mut().zip(sc.iter_mut()) {
-                be.poly_step(
-                    t,
-                    dinv,
-                    res,
-                    d,
-                    z,
-                    false,
-                    T::of_f64(rho_new * rho),
-                    T::of_f64(2.0 * rho_new / delta),
-                )?;
+                be.poly_step(t, dinv, res, d, z, false, T::of_f64(c1), T::of_f64(c2))?;
             }
-            rho = rho_new;
         }
         Ok(())
     }

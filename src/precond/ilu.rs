@@ -54,6 +54,18 @@ pub trait TriangularOps<T: Scalar>: VectorOps<T> {
     fn upper_solve(&self, f: &Self::Factor, b: &Self::Vector, x: &mut Self::Vector) -> Result<()>;
     /// What the factorization did and how each triangle is applied.
     fn summary(f: &Self::Factor) -> FactorSummary;
+    /// `z = U⁻¹(L⁻¹r)` with `t` for `L⁻¹r`: the two solves, unless the backend fuses them. Must
+    /// not synchronise with the host.
+    fn apply_factor(
+        &self,
+        f: &Self::Factor,
+        r: &Self::Vector,
+        t: &mut Self::Vector,
+        z: &mut Self::Vector,
+    ) -> Result<()> {
+        self.lower_solve(f, r, t)?;
+        self.upper_solve(f, t, z)
+    }
 }
 
 impl<T: Scalar> TriangularOps<T> for Cpu {
@@ -84,14 +96,14 @@ impl<T: Scalar> TriangularOps<T> for Cpu {
 
 #[cfg(feature = "cuda")]
 impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gpu::GpuOps<T> {
-    type Factor = crate::sparse::triangular::gpu::GpuIncompleteFactor<T>;
+    type Factor = crate::sparse::incomplete::gpu::GpuIncompleteFactor<T>;
     fn factor(
         &self,
         a: &CsrMatrix<T>,
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self::Factor> {
-        crate::sparse::triangular::gpu::GpuIncompleteFactor::new(self.gpu(), a, kind, params)
+        crate::sparse::incomplete::gpu::GpuIncompleteFactor::new(self.gpu(), a, kind, params)
     }
     fn refactor(&self, f: &mut Self::Factor, a: &CsrMatrix<T>) -> Result<()> {
         f.refactor(a)
@@ -115,6 +127,20 @@ impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gp
     fn summary(f: &Self::Factor) -> FactorSummary {
         f.summary()
     }
+    /// Both triangles swept: one cooperative launch for the whole application.
+    fn apply_factor(
+        &self,
+        f: &Self::Factor,
+        r: &cudarc::driver::CudaSlice<T>,
+        t: &mut cudarc::driver::CudaSlice<T>,
+        z: &mut cudarc::driver::CudaSlice<T>,
+    ) -> Result<()> {
+        if f.apply_swept(r, t, z)? {
+            return Ok(());
+        }
+        f.lower_solve(r, t)?;
+        f.upper_solve(t, z)
+    }
 }
 
 /// The shared body of [`Ilu0`] and [`Ic0`].
@@ -133,8 +159,7 @@ impl<T: Scalar, B: TriangularOps<T>> Incomplete<T, B> {
     }
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         let mut t = self.tmp.borrow_mut();
-        be.lower_solve(&self.factor, r, &mut t)?;
-        be.upper_solve(&self.factor, &t, z)
+        be.apply_factor(&self.factor, r, &mut t, z)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod auto;
 mod chebyshev;
 mod ilu;
 mod jacobi;
+pub(crate) mod spectral;
 
 pub use crate::sparse::incomplete::{
     Application, FactorKind, IncompleteParams, Ordering, RowMatching,

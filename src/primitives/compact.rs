@@ -71,6 +71,7 @@ pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::Kern
         &crate::gpu::kernels::COMMON,
         &crate::primitives::sources::BLOCK_SELECT,
     ],
+    constants: &[],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
@@ -146,20 +147,10 @@ pub mod gpu {
     use crate::primitives::glue::{self, launch_err, len_u32, width};
     use crate::primitives::Direction;
 
-    /// Threads per block of the select kernels (a tile is threads × items).
-    pub(crate) const THREADS: u32 = 256;
-    /// Items per thread: 16 flag words per warp per tile, enough loads in flight per SM for
-    /// a bandwidth-bound pass on sm_80/sm_90.
-    pub(crate) const ITEMS: u32 = 16;
+    use crate::primitives::sources::SELECT_ITEMS as ITEMS;
+    pub(crate) use crate::primitives::sources::SELECT_THREADS as THREADS;
     /// Elements per tile.
     pub(crate) const TILE: usize = (THREADS * ITEMS) as usize;
-
-    pub(crate) fn defines() -> [(&'static str, String); 2] {
-        [
-            ("SEL_THREADS", THREADS.to_string()),
-            ("SEL_ITEMS", ITEMS.to_string()),
-        ]
-    }
 
     /// Pass 1 + the scan: runs `count` (which fills one count per tile) and returns the
     /// inclusive scan of the counts (its last entry is the total).
@@ -189,7 +180,7 @@ pub mod gpu {
         tiles: u32,
     ) -> Result<DeviceBuffer<u32>> {
         scanned_tile_counts(g, tiles, |counts| {
-            let f = g.function(src, entry, &defines())?;
+            let f = g.function(src, entry, &[])?;
             let mut b = g.stream().launch_builder(&f);
             b.arg(flags).arg(&n).arg(counts);
             // SAFETY: <entry>(const u32* words, u32 n, u32* tile_counts): words holds n bits,
@@ -249,7 +240,7 @@ pub mod gpu {
         let tiles = n.div_ceil(TILE) as u32;
         let incl = count_flag_bits(g, src, &format!("{root}_count_bits"), flags, n32, tiles)?;
         let entry = format!("{root}_bits_{}", width::<T>());
-        let f = g.function(src, &entry, &defines())?;
+        let f = g.function(src, &entry, &[])?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(values)
             .arg(flags)
@@ -291,7 +282,7 @@ pub mod gpu {
         let tiles = n.div_ceil(TILE) as u32;
         let incl = count_flag_bits(g, src, &format!("{root}_count_bits"), flags, n32, tiles)?;
         let entry = format!("{root}_bits_pairs_{}_{}", width::<K>(), width::<V>());
-        let f = g.function(src, &entry, &defines())?;
+        let f = g.function(src, &entry, &[])?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(keys)
             .arg(values)
@@ -318,7 +309,7 @@ pub mod gpu {
         let (code, c) = keep.code();
         scanned_tile_counts(g, tiles, |counts| {
             let entry = kernel_name::<T>("compact_count_pred");
-            let f = g.function(&KERNELS, &entry, &defines())?;
+            let f = g.function(&KERNELS, &entry, &[])?;
             let mut b = g.stream().launch_builder(&f);
             b.arg(values).arg(&n).arg(&code).arg(&c).arg(counts);
             // SAFETY: compact_count_pred_T(const T* x, u32 n, u32 code, T c, u32* tile_counts).
@@ -345,7 +336,7 @@ pub mod gpu {
         let incl = count_pred(g, values, n32, keep, tiles)?;
         let (code, c) = keep.code();
         let entry = kernel_name::<T>("compact_pred");
-        let f = g.function(&KERNELS, &entry, &defines())?;
+        let f = g.function(&KERNELS, &entry, &[])?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(values)
             .arg(&n32)
@@ -392,7 +383,7 @@ pub mod gpu {
             kernel_name::<K>("compact_pred_pairs"),
             width::<V>()
         );
-        let f = g.function(&KERNELS, &entry, &defines())?;
+        let f = g.function(&KERNELS, &entry, &[])?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(keys)
             .arg(values)

@@ -138,6 +138,7 @@ pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::
         &crate::gpu::kernels::COMMON,
         &crate::primitives::sources::BLOCK_RADIX_RANK,
     ],
+    constants: &[],
 };
 
 #[cfg(feature = "cuda")]

@@ -61,13 +61,29 @@ pub mod policy;
 pub mod sources {
     use crate::gpu::kernels::{KernelSource, COMMON};
 
+    /// Threads per block of the select kernels (compact, split; a tile is threads × items).
+    pub(crate) const SELECT_THREADS: u32 = 256;
+    /// Items per thread of the select kernels: 16 flag words per warp per tile, enough loads in
+    /// flight per SM for a bandwidth-bound pass on sm_80/sm_90.
+    pub(crate) const SELECT_ITEMS: u32 = 16;
+    /// Threads per block of the radix sort kernels; must be 256 (one thread per digit value in
+    /// the ranking).
+    pub(crate) const RADIX_THREADS: u32 = 256;
+    /// Keys per thread of the radix sort: a 4096-key tile keeps the count table (256 × tiles)
+    /// small enough that its scan costs a few percent of a pass.
+    pub(crate) const RADIX_ITEMS: u32 = 16;
+
     macro_rules! source {
         ($(#[$m:meta])* $name:ident, $path:literal, [$($h:expr),*]) => {
+            source!($(#[$m])* $name, $path, [$($h),*], []);
+        };
+        ($(#[$m:meta])* $name:ident, $path:literal, [$($h:expr),*], [$($c:expr),*]) => {
             $(#[$m])*
             pub const $name: KernelSource = KernelSource {
                 name: $path,
                 text: include_str!(concat!("../../kernels/", $path)),
                 headers: &[$(&$h),*],
+                constants: &[$($c),*],
             };
         };
     }
@@ -123,13 +139,21 @@ pub mod sources {
         /// `block/block_select.cuh`: block-level selection (compact, split).
         BLOCK_SELECT,
         "block/block_select.cuh",
-        [COMMON]
+        [COMMON],
+        [
+            ("SEL_THREADS", SELECT_THREADS as i64),
+            ("SEL_ITEMS", SELECT_ITEMS as i64)
+        ]
     );
     source!(
         /// `block/block_radix_rank.cuh`: block-level radix ranking.
         BLOCK_RADIX_RANK,
         "block/block_radix_rank.cuh",
-        [COMMON]
+        [COMMON],
+        [
+            ("RADIX_THREADS", RADIX_THREADS as i64),
+            ("RADIX_ITEMS", RADIX_ITEMS as i64)
+        ]
     );
     source!(
         /// `scan_lookback_{op}_{type}`: single-pass scan with decoupled look-back.

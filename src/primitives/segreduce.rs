@@ -22,11 +22,17 @@
 //! assert_eq!(cpu::segmented_reduce_heads(&v, &h, ScanOp::Max), [2, 5]);
 //! ```
 
+/// Threads per block of the tile kernel (`SR_THREADS`).
+pub(crate) const THREADS: u32 = 256;
+/// Consecutive values per thread (`SR_ITEMS`; at most 32: a thread's head bits fit one word).
+pub(crate) const ITEMS: u32 = 16;
+
 /// Segmented reduce kernels (kernels/device/segreduce.cu).
 pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
     name: "device/segreduce.cu",
     text: include_str!("../../kernels/device/segreduce.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[("SR_THREADS", THREADS as i64), ("SR_ITEMS", ITEMS as i64)],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
@@ -111,18 +117,8 @@ pub mod gpu {
     use crate::primitives::glue::{self, grid_stride, launch_err, len_u32};
     use crate::primitives::{ScanElem, ScanOp};
 
-    /// Threads per block of the tile kernel.
-    pub(crate) const THREADS: u32 = 256;
-    /// Consecutive values per thread (at most 32: a thread's head bits fit one word).
-    pub(crate) const ITEMS: u32 = 16;
+    pub(crate) use super::{ITEMS, THREADS};
     const TILE: usize = (THREADS * ITEMS) as usize;
-
-    fn defines() -> [(&'static str, String); 2] {
-        [
-            ("SR_THREADS", THREADS.to_string()),
-            ("SR_ITEMS", ITEMS.to_string()),
-        ]
-    }
 
     /// Segments averaging at least this many elements take the group kernels.
     pub const GROUPS_MIN_AVG: usize = 16;
@@ -190,7 +186,7 @@ pub mod gpu {
         let on = op_name(op);
         if n == 0 {
             let entry = kernel_name::<T>(&format!("fill_identity_{on}"));
-            let f = g.function(&KERNELS, &entry, &defines())?;
+            let f = g.function(&KERNELS, &entry, &[])?;
             let mut b = g.stream().launch_builder(&f);
             b.arg(&mut out).arg(&m32);
             // SAFETY: fill_identity_OP_T(T* out, u32 m); out holds m.
@@ -210,7 +206,7 @@ pub mod gpu {
             )
         };
         let entry = kernel_name::<T>(&format!("{}_{on}", tile_body(n, m)));
-        let f = g.function(&KERNELS, &entry, &defines())?;
+        let f = g.function(&KERNELS, &entry, &[])?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(values)
             .arg(&n32)
@@ -225,7 +221,7 @@ pub mod gpu {
         // per tile.
         unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&entry))?;
         let entry = kernel_name::<T>(&format!("segreduce_fixup_{on}"));
-        let f = g.function(&KERNELS, &entry, &defines())?;
+        let f = g.function(&KERNELS, &entry, &[])?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(offsets)
             .arg(&mut out)

@@ -115,6 +115,7 @@ pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::Kern
         &crate::gpu::kernels::COMMON,
         &crate::primitives::sources::BLOCK_RADIX_RANK,
     ],
+    constants: &[],
 };
 
 /// Onesweep radix sort kernels (kernels/device/radix_onesweep.cu): the all-passes histogram and
@@ -126,6 +127,7 @@ pub const ONESWEEP_KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kern
         &crate::gpu::kernels::COMMON,
         &crate::primitives::sources::BLOCK_RADIX_RANK,
     ],
+    constants: &[],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
@@ -249,19 +251,8 @@ pub mod gpu {
     use crate::primitives::glue::{self, grid_stride, launch_err, len_u32, width};
     use crate::primitives::Direction;
 
-    /// Threads per block; must be 256 (one thread per digit value in the ranking).
-    pub(crate) const THREADS: u32 = 256;
-    /// Keys per thread: a 4096-key tile keeps the count table (256 × tiles) small enough
-    /// that its scan costs a few percent of a pass.
-    pub(crate) const ITEMS: u32 = 16;
+    pub(crate) use crate::primitives::sources::{RADIX_ITEMS as ITEMS, RADIX_THREADS as THREADS};
     const TILE: usize = (THREADS * ITEMS) as usize;
-
-    fn defines() -> [(&'static str, String); 2] {
-        [
-            ("RADIX_THREADS", THREADS.to_string()),
-            ("RADIX_ITEMS", ITEMS.to_string()),
-        ]
-    }
 
     /// Keys below this count take the Onesweep path (its status words hold 30-bit counts).
     const ONESWEEP_MAX_N: usize = 1 << 30;
@@ -531,8 +522,8 @@ pub mod gpu {
             Some(_) => format!("radix_downsweep_pairs_{kw}_{}", width::<V>()),
             None => format!("radix_downsweep_{kw}"),
         };
-        let fup = g.function(&KERNELS, &up, &defines())?;
-        let fdown = g.function(&KERNELS, &down, &defines())?;
+        let fup = g.function(&KERNELS, &up, &[])?;
+        let fdown = g.function(&KERNELS, &down, &[])?;
         let mut in_alt = false;
         let mut shift = begin_bit;
         while shift < end_bit {

@@ -29,6 +29,7 @@ pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::Kern
         &crate::gpu::kernels::COMMON,
         &crate::primitives::sources::BLOCK_SELECT,
     ],
+    constants: &[],
 };
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {

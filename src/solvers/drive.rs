@@ -186,6 +186,9 @@ where
     A: LinearOperator<T, B> + ?Sized,
     M: Method<T, B>,
 {
+    // An operator with a choice of kernels (a GPU matrix) may measure them now, before any
+    // iteration is queued or recorded.
+    a.prepare(be, params.max_iters)?;
     let bb = be.dot(b, b, &mut sc)?.as_f64();
     if !bb.is_finite() {
         return Err(SolveError::NonFinite { iteration: 0 });

@@ -133,7 +133,7 @@
 //! iterations, residuals and errors do not depend on the fusion.
 //!
 //! The CPU backend runs the same steps with host scalars (the same recurrences, written once in
-//! Rust in [`recur`] and mirrored in `kernels/solvers/blas1.cu`), and its reductions also
+//! Rust in [`recur`] and mirrored in `kernels/solvers/recur.cuh`), and its reductions also
 //! sum fixed-size chunks in a fixed order, so CPU results are reproducible run to run.
 //!
 //! # Timing

@@ -86,14 +86,7 @@ impl Aggregation {
     }
 }
 
-/// SplitMix64's output function (Steele, Lea and Flood 2014): a bijective 64-bit mix.
-#[inline]
-pub fn splitmix64(z: u64) -> u64 {
-    let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::generate::splitmix64;
 
 /// The random priority of node `i` in [`aggregate_mis2`] (shared with the GPU version, which
 /// keeps its top 30 bits).
@@ -522,15 +515,34 @@ const STATE_SHIFT: u32 = 62;
 /// The key without its state bits: `(w >> 34) << 32 | i`.
 const LOW: u64 = (1 << STATE_SHIFT) - 1;
 
+/// The 30-bit MIS-2 priority of node `i` for ordering window `2^window` (see
+/// [`aggregate_mis2_ordered`]): the top 30 bits of [`mis2_priority`] for `window = 0`; else the
+/// window's random rank above the node's reversed position inside its window.
+#[inline]
+pub fn mis2_priority30(i: u32, seed: u64, window: u32) -> u64 {
+    if window == 0 {
+        return mis2_priority(i, seed) >> 34;
+    }
+    let w = window.min(30);
+    let mask = (1u64 << w) - 1;
+    // One window (w = 30) has no random rank above the position.
+    let win = if w == 30 {
+        0
+    } else {
+        mis2_priority(i >> w, seed) >> (34 + w)
+    };
+    (win << w) | (mask - (i as u64 & mask))
+}
+
 /// The packed MIS-2 key of node `i` (see the module docs).
 #[inline]
-fn mis2_key(i: u32, seed: u64, state: u64) -> u64 {
-    (state << STATE_SHIFT) | ((mis2_priority(i, seed) >> 34) << 32) | i as u64
+fn mis2_key(i: u32, seed: u64, window: u32, state: u64) -> u64 {
+    (state << STATE_SHIFT) | (mis2_priority30(i, seed, window) << 32) | i as u64
 }
 
 /// The MIS-2 rounds on the graph `(ptr, idx)`: the final keys (every state `IN` or `OUT`) and
 /// the number of rounds.
-fn mis2_rounds(ptr: &[u32], idx: &[u32], seed: u64) -> (Vec<u64>, usize) {
+fn mis2_rounds(ptr: &[u32], idx: &[u32], seed: u64, window: u32) -> (Vec<u64>, usize) {
     let n = ptr.len() - 1;
     let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
     let closed_max = |i: usize, a: &[u64]| nb(i).iter().fold(a[i], |m, &j| m.max(a[j as usize]));
@@ -539,7 +551,7 @@ fn mis2_rounds(ptr: &[u32], idx: &[u32], seed: u64) -> (Vec<u64>, usize) {
         .with_min_len(ROWS_PER_TASK)
         .map(|i| {
             let state = if nb(i).is_empty() { OUT } else { UNDECIDED };
-            mis2_key(i as u32, seed, state)
+            mis2_key(i as u32, seed, window, state)
         })
         .collect();
     let mut undecided = key
@@ -603,11 +615,32 @@ pub fn aggregate_mis2<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> Aggregation {
 /// # Panics
 /// As [`aggregate_mis2`].
 pub fn aggregate_mis2_counted<T: Scalar>(s: &CsrMatrix<T>, seed: u64) -> (Aggregation, usize) {
+    aggregate_mis2_ordered(s, seed, 0)
+}
+
+/// [`aggregate_mis2_counted`] with priorities that follow the node order inside windows of
+/// `2^window` consecutive nodes (`window = 0`: the random priorities of [`aggregate_mis2`]).
+///
+/// Inside a window a lower node index has the higher priority, and the windows are ranked at
+/// random (by `seed`). With one window spanning every node this is the lexicographic greedy
+/// distance-2 independent set, so the aggregation is PyAMG's `standard_aggregation` (roots
+/// where no neighbour is aggregated yet, visited in node order; the rest join the aggregated
+/// neighbour of lowest index): the same aggregates, computed in parallel rounds. Windows bound
+/// the number of rounds (a greedy sweep along a path takes one round per three nodes) while
+/// keeping most of the denser packing of roots that the node order of a mesh gives.
+///
+/// # Panics
+/// As [`aggregate_mis2`].
+pub fn aggregate_mis2_ordered<T: Scalar>(
+    s: &CsrMatrix<T>,
+    seed: u64,
+    window: u32,
+) -> (Aggregation, usize) {
     assert_eq!(s.nrows(), s.ncols(), "aggregate_mis2: S must be square");
     let n = s.nrows();
     let (ptr, idx) = symmetric_graph(s).unwrap_or_else(|e| panic!("aggregate_mis2: {e}"));
     let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
-    let (key, rounds) = mis2_rounds(&ptr, &idx, seed);
+    let (key, rounds) = mis2_rounds(&ptr, &idx, seed, window);
     let is_root = |k: u64| k >> STATE_SHIFT == IN;
     // Roots numbered in node order: per-chunk counts, their prefix, then the ranks.
     let chunk_roots: Vec<u32> = key
@@ -717,6 +750,134 @@ mod tests {
             rp.push(cj.len() as u32);
         }
         CsrMatrix::try_from_parts(n, n, rp, cj, cv).unwrap()
+    }
+
+    /// PyAMG's `standard_aggregation` written plainly (sequential, in node order): a node with
+    /// neighbours and none of them aggregated becomes a root with all its neighbours; the rest
+    /// join the first (lowest) neighbour aggregated by the first pass. Nodes without
+    /// neighbours stay unaggregated (this crate's convention).
+    fn standard_aggregation(ptr: &[u32], idx: &[u32]) -> Aggregation {
+        let n = ptr.len() - 1;
+        let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
+        let mut x = vec![NOT_AGGREGATED; n];
+        let mut roots = Vec::new();
+        for i in 0..n {
+            if x[i] != NOT_AGGREGATED || nb(i).is_empty() {
+                continue;
+            }
+            if nb(i).iter().all(|&j| x[j as usize] == NOT_AGGREGATED) {
+                let a = roots.len() as u32;
+                roots.push(i as u32);
+                x[i] = a;
+                for &j in nb(i) {
+                    x[j as usize] = a;
+                }
+            }
+        }
+        let first = x.clone();
+        for (i, xi) in x.iter_mut().enumerate() {
+            if *xi == NOT_AGGREGATED {
+                if let Some(&j) = nb(i).iter().find(|&&j| first[j as usize] != NOT_AGGREGATED) {
+                    *xi = first[j as usize];
+                }
+            }
+        }
+        Aggregation { agg: x, roots }
+    }
+
+    /// Every node with neighbours in exactly one aggregate, the others in none; roots in
+    /// increasing order, each in its own aggregate, no two within distance 2; every member
+    /// within distance 2 of its root through a member.
+    fn assert_valid(ptr: &[u32], idx: &[u32], a: &Aggregation, what: &str) {
+        let n = ptr.len() - 1;
+        let nb = |i: usize| &idx[ptr[i] as usize..ptr[i + 1] as usize];
+        assert!(
+            a.roots.windows(2).all(|w| w[0] < w[1]),
+            "{what}: roots order"
+        );
+        for (k, &r) in a.roots.iter().enumerate() {
+            assert_eq!(a.agg[r as usize], k as u32, "{what}: root {r}");
+        }
+        for i in 0..n {
+            let g = a.agg[i];
+            if nb(i).is_empty() {
+                assert_eq!(g, NOT_AGGREGATED, "{what}: isolated node {i}");
+                continue;
+            }
+            assert!(
+                (g as usize) < a.roots.len(),
+                "{what}: node {i} not aggregated"
+            );
+            let r = a.roots[g as usize];
+            let near = r as usize == i
+                || nb(i).contains(&r)
+                || nb(i)
+                    .iter()
+                    .any(|&j| a.agg[j as usize] == g && nb(j as usize).contains(&r));
+            assert!(near, "{what}: node {i} not connected to its root {r}");
+        }
+        for &r in &a.roots {
+            for &j in nb(r as usize) {
+                for &k in nb(j as usize).iter().chain([j].iter()) {
+                    assert!(
+                        k == r
+                            || a.agg[k as usize] == NOT_AGGREGATED
+                            || a.roots[a.agg[k as usize] as usize] != k,
+                        "{what}: roots {r} and {k} within distance 2"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ordered_aggregation_is_standard_aggregation_with_one_window() {
+        let mats: Vec<(&str, CsrMatrix<f64>)> = vec![
+            ("poisson2d:23", generate::poisson2d(23).unwrap()),
+            ("poisson3d:9", generate::poisson3d(9).unwrap()),
+            ("poisson3d27:7", generate::poisson3d27(7).unwrap()),
+            ("aniso2d:17", generate::aniso2d(17, 1e-3).unwrap()),
+            ("messy", messy(400, 5, 3)),
+            ("messy sparse", messy(700, 1, 4)),
+        ];
+        for (name, a) in &mats {
+            let (ptr, idx) = symmetric_graph(a).unwrap();
+            let want = standard_aggregation(&ptr, &idx);
+            for seed in [0, 5] {
+                let (got, rounds) = aggregate_mis2_ordered(a, seed, 30);
+                assert_eq!(got, want, "{name}, seed {seed}");
+                assert!(rounds >= 1);
+                assert_valid(&ptr, &idx, &got, name);
+            }
+            // Windows: valid aggregations, at least as many aggregates as random priorities
+            // on the grids; window 0 is the random-priority aggregation.
+            for w in [0, 2, 5, 8] {
+                let (got, _) = aggregate_mis2_ordered(a, 1, w);
+                assert_valid(&ptr, &idx, &got, &format!("{name}, window {w}"));
+                if w == 0 {
+                    assert_eq!(got, aggregate_mis2(a, 1), "{name}");
+                }
+            }
+        }
+        // On a 27-point grid standard aggregation tiles 3×3×3 blocks.
+        let a = generate::poisson3d27::<f64>(9).unwrap();
+        assert_eq!(aggregate_mis2_ordered(&a, 0, 30).0.num_aggregates(), 27);
+        assert!(aggregate_mis2(&a, 0).num_aggregates() < 27);
+    }
+
+    #[test]
+    fn priorities_of_the_windows() {
+        // Window 0 is the random priority's top 30 bits; inside a window lower nodes win.
+        for i in [0u32, 1, 77, 4095, u32::MAX] {
+            assert_eq!(mis2_priority30(i, 9, 0), mis2_priority(i, 9) >> 34);
+            assert!(mis2_priority30(i, 9, 30) < 1 << 30);
+        }
+        assert!(mis2_priority30(64, 3, 5) > mis2_priority30(65, 3, 5));
+        assert!(mis2_priority30(0, 3, 30) > mis2_priority30(1, 3, 30));
+        assert_eq!(
+            mis2_priority30(64, 3, 5) >> 5,
+            mis2_priority30(95, 3, 5) >> 5
+        );
     }
 
     /// The definitions written plainly (a vector per row), to check the two-pass builders.

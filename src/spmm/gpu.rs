@@ -27,6 +27,7 @@ pub const SPMM_SRC: KernelSource = KernelSource {
     name: "spmm/spmm.cu",
     text: include_str!("../../kernels/spmm/spmm.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[("SPMM_THREADS", THREADS as i64)],
 };
 
 /// Threads per block of the SpMM kernels (`SPMM_THREADS`).
@@ -49,12 +50,11 @@ impl<T: GpuScalar> GpuSpmm<T> {
     /// # Errors
     /// A failed compile or load, with the kernel's name and the NVRTC log.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
-        let d = [("SPMM_THREADS", THREADS.to_string())];
         Ok(GpuSpmm {
             gpu: gpu.clone(),
-            row: gpu.typed_function::<T>(&SPMM_SRC, "spmm_row", &d)?,
-            col: gpu.typed_function::<T>(&SPMM_SRC, "spmm_col", &d)?,
-            scale: gpu.typed_function::<T>(&SPMM_SRC, "spmm_scale", &d)?,
+            row: gpu.typed_function::<T>(&SPMM_SRC, "spmm_row", &[])?,
+            col: gpu.typed_function::<T>(&SPMM_SRC, "spmm_col", &[])?,
+            scale: gpu.typed_function::<T>(&SPMM_SRC, "spmm_scale", &[])?,
             _t: std::marker::PhantomData,
         })
     }

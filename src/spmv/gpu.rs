@@ -39,8 +39,10 @@
 //!   bytes. Its scan primitive carries between tiles with a look-back, so it is not bitwise
 //!   reproducible for long rows.
 //! - [`SpmvAlgorithm::Auto`] (the default) chooses at upload from the matrix's kind (row-length
-//!   statistics, size, column spread); see [`GpuCsr::resolved_algorithm`]. Every
-//!   choice it makes is bitwise reproducible run to run.
+//!   statistics, size, `x`-line locality; [`SpmvFeatures`]); see [`GpuCsr::resolved_algorithm`].
+//!   [`GpuCsr::tune`] ([`SpmvPlan`]) replaces that choice by a measured one, cached per pattern
+//!   fingerprint; the solvers tune before iterating when the solve may make enough products
+//!   ([`TUNE_MIN_PRODUCTS`]). Every choice is bitwise reproducible run to run.
 //!
 //! The fused and vector kernels stream the matrix through the caches evict-first
 //! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
@@ -78,6 +80,9 @@
 
 #[cfg(feature = "peers")]
 mod cusparse_peer;
+mod plan;
+
+pub use plan::{SpmvPlan, TUNE_MIN_PRODUCTS};
 
 mod columns;
 pub use columns::{MAX_COLUMNS, SPMV_COLUMNS_SRC};
@@ -92,6 +97,7 @@ use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
 use crate::primitives::gpu::{self as prim, HeadFlags};
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::scalar::Scalar;
+use crate::spmv::select::SpmvFeatures;
 
 #[cfg(feature = "peers")]
 pub use cusparse_peer::{CusparseAlg, CusparseSpmv};
@@ -106,6 +112,7 @@ pub const SPMV_SCAN: KernelSource = KernelSource {
     name: "spmv/spmv_scan.cuh",
     text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
@@ -113,6 +120,7 @@ pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
     headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
+    constants: &[],
 };
 
 /// Which GPU SpMV algorithm to run.
@@ -327,7 +335,12 @@ pub struct GpuCsr<T: GpuScalar> {
     nnz: usize,
     stats: RowStats,
     policy: SpmvPolicy,
-    auto: SpmvAlgorithm,
+    /// What `Auto` runs (encoded, see `plan::encode`): the rule's choice, or a tuned one.
+    auto: AtomicU32,
+    /// The statistics rule's choice at upload.
+    rule: SpmvAlgorithm,
+    /// Hash of the pattern (shape, sampled row pointers and columns) and the scalar type.
+    fingerprint: u64,
     vector_lanes: u32,
     row_ptr: CudaSlice<u32>,
     col: CudaSlice<u32>,
@@ -378,7 +391,7 @@ impl<T: GpuScalar> std::fmt::Debug for GpuCsr<T> {
             self.nrows,
             self.ncols,
             self.nnz,
-            self.auto.name()
+            self.resolved_algorithm().name()
         )
     }
 }
@@ -527,12 +540,15 @@ impl<T: GpuScalar> GpuCsr<T> {
         let row_ptr = gpu.upload(a.row_ptr())?;
         let col = gpu.upload(if nnz == 0 { &zero_idx[..] } else { a.col_idx() })?;
         let val = gpu.upload(if nnz == 0 { &zero_val[..] } else { a.values() })?;
+        let stats = a.row_stats();
+        let features = SpmvFeatures::from_parts(a.row_ptr(), a.col_idx(), ncols, &stats);
+        let fingerprint = pattern_fingerprint::<T>((nrows, ncols), a.row_ptr(), Some(a.col_idx()));
         Self::from_parts_with(
             gpu,
             (nrows, ncols, nnz),
             (row_ptr, col, val),
-            a.row_stats(),
-            column_spread(a),
+            stats,
+            (features, fingerprint),
         )
     }
 
@@ -568,12 +584,33 @@ impl<T: GpuScalar> GpuCsr<T> {
             row_ptr.len(),
             nrows
         );
-        let host_rp = gpu.download(&row_ptr)?;
-        let nnz = host_rp[nrows] as usize;
-        if host_rp[0] != 0 {
+        // The row statistics on the device: six words come back, not the row pointer.
+        let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0])?;
+        if nrows > 0 {
+            let f = gpu.function(
+                &SPMV_SRC,
+                "spmv_row_stats",
+                &SpmvPolicy::for_device(gpu.compute_capability()).defines(),
+            )?;
+            let n32 = nrows as u32;
+            let mut b = gpu.stream().launch_builder(&f);
+            b.arg(&row_ptr).arg(&n32).arg(&mut out);
+            let blocks = (nrows.div_ceil(256) as u32).clamp(1, gpu.sm_count() * 8);
+            // SAFETY: spmv_row_stats(const u32* row_ptr, u32 nrows, u64* out): row_ptr has
+            // nrows+1 entries (asserted above), out 6 words.
+            unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
+                .map_err(|e| Gpu::launch_error("spmv_row_stats", e))?;
+        }
+        let st = gpu.download(&out)?;
+        let first = if nrows > 0 { st[4] } else { 0 };
+        let nnz = if nrows > 0 {
+            st[5] as usize
+        } else {
+            gpu.download(&row_ptr)?[0] as usize
+        };
+        if first != 0 {
             return Err(Error::InvalidInput(format!(
-                "GpuCsr::from_device_parts: row_ptr[0] = {}, not 0",
-                host_rp[0]
+                "GpuCsr::from_device_parts: row_ptr[0] = {first}, not 0"
             )));
         }
         assert!(
@@ -582,13 +619,41 @@ impl<T: GpuScalar> GpuCsr<T> {
             col.len(),
             val.len()
         );
-        let stats = row_stats_of(&host_rp);
-        let spread = if nnz == 0 || nrows == 0 {
+        let stats = if nrows == 0 {
+            row_stats_of(&[0])
+        } else {
+            let mean = nnz as f64 / nrows as f64;
+            let var = (st[3] as f64 / nrows as f64 - mean * mean).max(0.0);
+            RowStats {
+                min: st[0] as usize,
+                mean,
+                max: st[1] as usize,
+                std_dev: var.sqrt(),
+                empty_rows: st[2] as usize,
+            }
+        };
+        // The row pointer and the columns stay on the device: the features come from the
+        // statistics above and a kernel over sampled rows (the spread); the x-line statistics
+        // are unknown (NaN; the rule then reads the spread).
+        let mut features = SpmvFeatures::from_stats(nrows, ncols, nnz, &stats);
+        features.spread = if nnz == 0 || nrows == 0 {
             0.0
         } else {
             device_column_spread(gpu, &row_ptr, &col, nrows, ncols)?
         };
-        Self::from_parts_with(gpu, (nrows, ncols, nnz), (row_ptr, col, val), stats, spread)
+        if nnz > 0 {
+            features.lines_per_entry_f64 = f64::NAN;
+            features.lines_per_entry_f32 = f64::NAN;
+        }
+        // Without the row pointer on the host: the shape and the row statistics words.
+        let fingerprint = pattern_fingerprint::<T>((nrows, ncols), &[], Some(&st_words(&st)));
+        Self::from_parts_with(
+            gpu,
+            (nrows, ncols, nnz),
+            (row_ptr, col, val),
+            stats,
+            (features, fingerprint),
+        )
     }
 
     fn from_parts_with(
@@ -596,7 +661,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         (nrows, ncols, nnz): (usize, usize, usize),
         (row_ptr, col, val): (CudaSlice<u32>, CudaSlice<u32>, CudaSlice<T>),
         stats: RowStats,
-        spread: f64,
+        (features, fingerprint): (SpmvFeatures, u64),
     ) -> Result<Self> {
         if nnz > MAX_NNZ || nrows >= u32::MAX as usize || ncols >= u32::MAX as usize {
             return Err(Error::InvalidInput(format!(
@@ -617,6 +682,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             products: f("spmv_products")?,
             rowgather: f("spmv_rowgather")?,
         };
+        let rule = choose::<T>(&features, policy.tile::<T>() as usize);
         let has_map = stats.empty_rows > 0;
         let nsegs = (nrows - stats.empty_rows) as u32;
         let tile = policy.tile::<T>() as usize;
@@ -647,12 +713,9 @@ impl<T: GpuScalar> GpuCsr<T> {
             nrows,
             ncols,
             nnz,
-            auto: choose(&Shape {
-                stats: &stats,
-                nnz,
-                tile,
-                spread,
-            }),
+            auto: AtomicU32::new(plan::encode(rule)),
+            rule,
+            fingerprint,
             vector_lanes: auto_lanes(&stats),
             stats,
             policy,
@@ -699,7 +762,9 @@ impl<T: GpuScalar> GpuCsr<T> {
             nnz: self.nnz,
             stats: self.stats,
             policy: self.policy,
-            auto: self.auto,
+            auto: AtomicU32::new(self.auto.load(Ordering::Relaxed)),
+            rule: self.rule,
+            fingerprint: self.fingerprint,
             vector_lanes: self.vector_lanes,
             row_ptr: copy(&self.row_ptr)?,
             col: copy(&self.col)?,
@@ -809,15 +874,63 @@ impl<T: GpuScalar> GpuCsr<T> {
         self.epoch.store(epoch, Ordering::Relaxed);
     }
 
-    /// What [`SpmvAlgorithm::Auto`] runs for this matrix, chosen at upload from its row-length
-    /// statistics, size and column spread: the vector kernel for small regular matrices, one
-    /// thread per row for short rows (stencils, small matrices with rows of at most 64 entries),
-    /// the vector kernel for large short rows with scattered columns and (4 lanes) for regular
-    /// rows of up to 32 local entries, the look-back kernel for small matrices whose rows fit in a
-    /// tile, and the fused kernel otherwise (the full rule, with the measurements behind it, is in the source of
-    /// `choose`). Every choice is bitwise reproducible run to run.
+    /// What [`SpmvAlgorithm::Auto`] runs for this matrix: the rule's choice at upload
+    /// ([`GpuCsr::rule_algorithm`], from [`SpmvFeatures`]: the fused kernel for irregular rows,
+    /// one thread per row for short local rows, the vector kernel with a lane count set by the
+    /// entries per lane otherwise; the full rule and the measurements behind it are in the source
+    /// of `choose` and `benches/results/spmv.md`), or the measured one after [`GpuCsr::tune`].
+    /// Every choice is bitwise reproducible run to run.
     pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
+        plan::decode(self.auto.load(Ordering::Relaxed)).unwrap_or(self.rule)
+    }
+
+    /// What the statistics rule chose at upload (what `Auto` runs until [`GpuCsr::tune`]).
+    pub fn rule_algorithm(&self) -> SpmvAlgorithm {
+        self.rule
+    }
+
+    /// A hash of the matrix's pattern: its shape, the scalar type and up to 4096 evenly spaced
+    /// row pointers and column indices (matrices built from device arrays: the shape and the
+    /// row-length statistics only; a collision costs at most a slower kernel, never a wrong
+    /// result).
+    /// Two matrices with the same fingerprint get the same tuned kernel; values do not count.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// Measures the candidate kernels on this matrix ([`SpmvPlan::tune`], cached per pattern
+    /// fingerprint) and makes `Auto` run the fastest from now on.
+    ///
+    /// # Errors
+    /// As [`SpmvPlan::tune`].
+    pub fn tune(&self) -> Result<SpmvPlan> {
+        let p = SpmvPlan::tune(self)?;
         self.auto
+            .store(plan::encode(p.algorithm), Ordering::Relaxed);
+        Ok(p)
+    }
+
+    /// Tunes ([`GpuCsr::tune`]) when a decision for this pattern is cached already or when
+    /// `expected_products` (the products a solve expects to make) is at least
+    /// [`TUNE_MIN_PRODUCTS`], so that tuning costs under 2 % of them; otherwise keeps the
+    /// rule's choice. `SEGSPARSE_SPMV_TUNE=0` turns it off, `=1` tunes always. The solvers call
+    /// it through [`LinearOperator::prepare`](crate::backend::LinearOperator::prepare) before
+    /// they iterate. Returns the plan when it tuned.
+    ///
+    /// # Errors
+    /// As [`SpmvPlan::tune`].
+    pub fn prepare_for(&self, expected_products: usize) -> Result<Option<SpmvPlan>> {
+        let mode = std::env::var("SEGSPARSE_SPMV_TUNE").unwrap_or_default();
+        let worth = match mode.trim() {
+            "0" => false,
+            "1" => true,
+            _ => expected_products >= TUNE_MIN_PRODUCTS || plan::is_cached(self),
+        };
+        if worth {
+            self.tune().map(Some)
+        } else {
+            Ok(None)
+        }
     }
 
     /// `y ← α·A·x + β·y` with the algorithm chosen at upload. Queues work on the GPU's stream
@@ -873,7 +986,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             return Ok(());
         }
         let algorithm = match algorithm {
-            SpmvAlgorithm::Auto => self.auto,
+            SpmvAlgorithm::Auto => self.resolved_algorithm(),
             a => a,
         };
         if self.nnz == 0 {
@@ -1154,68 +1267,112 @@ fn auto_lanes(s: &RowStats) -> u32 {
     lanes
 }
 
-/// What `Auto` decides from: row-length statistics, the matrix size, the tile
-/// and how far columns stray from the diagonal. Kinds, never instances.
-struct Shape<'a> {
-    stats: &'a RowStats,
-    nnz: usize,
-    tile: usize,
-    /// Mean |column − diagonal| over a sample of rows (see [`column_spread`]).
-    spread: f64,
-}
-
-/// `Auto`'s choice (see [`GpuCsr::resolved_algorithm`]). Every threshold comes from the H200
-/// measurements in `benches/results/history/spmv.md` on kinds of matrices (row-length statistics and
-/// column locality), never from one matrix, so that unseen matrices of the same kind get the
-/// same choice.
+/// `Auto`'s choice at upload (see [`GpuCsr::resolved_algorithm`]) from the pattern statistics
+/// ([`SpmvFeatures`]). The thresholds were fitted (`benches/spmv/select-fit.py`) on every
+/// candidate kernel timed beside cuSPARSE on an H100 (2026-11-25, 40 generated instances of 16
+/// kinds from 2 M to 218 M entries and 39 corpus matrices, f32 and f64) and validated leave one
+/// kind out (`benches/results/spmv-select.md`). Kinds, never instances:
 ///
-/// Small matrices (fewer than 2^22 entries, L2-resident; one launch dominates):
-/// - regular rows: the vector kernel (raefsky2, bcsstk16: 1.9–2.2× cuSPARSE);
-/// - rows of at most [`SMALL_ROWS_MAX_LEN`] entries: one thread per row (Erdos971, hor_131,
-///   bayer10: 1.5–1.8×);
-/// - rows of at most one tile: the look-back kernel, one launch, and deterministic then: with no
-///   row longer than a tile every tile holds a row boundary, so the look-back never adds more than
-///   its nearest predecessor's value (jazz, mbeacxc, rajat01: 1.1–1.9×);
-/// - longer rows: the fused kernel (two launches).
-///
-/// Large matrices:
-/// - short rows of bounded length with local columns (stencils): one thread per row (Poisson
-///   2D/3D: 95–99% of the copy bandwidth, 1.4–1.7× cuSPARSE);
-/// - short rows with scattered columns: the vector kernel, streamed (random:3000000:6);
-/// - regular rows of up to [`LOCAL_VECTOR4_MAX_LEN`] entries with local columns (the 27-point
-///   stencil): the vector kernel with 4 lanes per row, 8 rows per warp (H200, 2026-11-24,
-///   `benches/results/history/spmv.md`: 1.04–1.20× cuSPARSE where the 32-lane vector kernel, the nearest
-///   power of two to 27, ran at 0.57× in f64 and the fused kernel at 0.85× in f32);
-/// - other regular rows: the fused kernel (H100, 2026-11-25: with warp-striped loads it runs
-///   random:3000000:24 in `f64` in 686 µs against the vector kernel's 784 µs; before them the
-///   vector kernel was the faster one in `f64`);
-/// - everything else (heavy tails, dense rows among short ones, empty rows): the fused kernel,
-///   whose cost does not depend on row lengths.
-fn choose(m: &Shape<'_>) -> SpmvAlgorithm {
-    let s = m.stats;
-    let regular = s.empty_rows == 0
-        && (s.max as f64) <= 2.0 * s.mean + 4.0
-        && s.std_dev <= 0.5 * s.mean.max(1.0);
-    let short = s.max <= ROWS_MAX_LEN && (s.max as f64) <= 2.0 * s.mean + 4.0;
-    if m.nnz < (1 << 22) {
-        if regular {
-            SpmvAlgorithm::Vector { lanes: 0 }
-        } else if s.max <= SMALL_ROWS_MAX_LEN {
-            SpmvAlgorithm::Rows
-        } else if s.max <= m.tile {
+/// - small matrices (fewer than [`SMALL_NNZ`] entries, L2-resident, one launch dominates): the
+///   vector kernel with about one entry per lane, unless the rows are very irregular (coefficient
+///   of variation above [`SMALL_IRREGULAR_CV`]): then the look-back kernel when every row fits in
+///   a tile (one launch, and reproducible then), else the fused kernel;
+/// - large irregular matrices (row-length CV above [`REGULAR_CV`], a row longer than twice the
+///   mean plus 4, or empty rows): the fused kernel, whose cost does not depend on row lengths;
+/// - large regular matrices with short rows (mean ≤ [`ROWS_MAX_MEAN`]) whose blocks of 32 rows
+///   share `x` lines (at most [`LOCAL_LINES`] distinct 128-byte lines per entry: stencils): one
+///   thread per row;
+/// - large regular matrices with scattered columns (more than [`SCATTERED_LINES`] lines per
+///   entry): the fused kernel from [`SCATTERED_FUSED_MEAN`] entries per row, else the vector
+///   kernel with about 2 entries per lane (kNN graphs numbered along one axis, random columns);
+/// - other regular matrices (27-point stencils, elasticity, kNN graphs in Morton order, dense
+///   blocks): the vector kernel with about 5 (`f32`) or 3 (`f64`) entries per lane.
+fn choose<T: Scalar>(f: &SpmvFeatures, tile: usize) -> SpmvAlgorithm {
+    let vector = |per_lane: f64| SpmvAlgorithm::Vector {
+        lanes: lanes_for(f.mean, per_lane),
+    };
+    if f.nnz < SMALL_NNZ {
+        return if f.cv <= SMALL_IRREGULAR_CV {
+            vector(1.0)
+        } else if f.max <= tile {
             SpmvAlgorithm::FusedLookback
         } else {
             SpmvAlgorithm::Fused
-        }
-    } else if short && m.spread <= LOCAL_SPREAD {
-        SpmvAlgorithm::Rows
-    } else if short {
-        SpmvAlgorithm::Vector { lanes: 0 }
-    } else if regular && s.max <= LOCAL_VECTOR4_MAX_LEN && m.spread <= LOCAL_SPREAD {
-        SpmvAlgorithm::Vector { lanes: 4 }
-    } else {
-        SpmvAlgorithm::Fused
+        };
     }
+    let lines = if T::BYTES == 4 {
+        f.lines_per_entry_f32
+    } else {
+        f.lines_per_entry_f64
+    };
+    // Unknown for matrices built on the device: judged by the column spread then.
+    let lines = if lines.is_nan() {
+        if f.spread > LOCAL_SPREAD {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        lines
+    };
+    if f.cv > REGULAR_CV || (f.max as f64) > 2.0 * f.mean + 4.0 || f.empty_frac > 0.0 {
+        SpmvAlgorithm::Fused
+    } else if f.mean <= ROWS_MAX_MEAN && lines <= LOCAL_LINES {
+        SpmvAlgorithm::Rows
+    } else if lines > SCATTERED_LINES {
+        if f.mean >= SCATTERED_FUSED_MEAN {
+            SpmvAlgorithm::Fused
+        } else {
+            vector(2.0)
+        }
+    } else {
+        vector(if T::BYTES == 4 { 5.0 } else { 3.0 })
+    }
+}
+
+/// Lanes per row of the vector kernel for about `per_lane` entries per lane: the power of two
+/// nearest (in log scale) to `mean / per_lane`, in 2..=32.
+fn lanes_for(mean: f64, per_lane: f64) -> u32 {
+    let x = (mean.max(1.0) / per_lane).max(1.0);
+    let e = (x.log2() + 0.5).floor().clamp(1.0, 5.0);
+    1u32 << (e as u32)
+}
+
+/// The row-statistics words of [`GpuCsr::from_device_parts`] as `u32`s, for its fingerprint.
+fn st_words(st: &[u64]) -> Vec<u32> {
+    st.iter()
+        .flat_map(|&w| [w as u32, (w >> 32) as u32])
+        .collect()
+}
+
+/// [`GpuCsr::fingerprint`]: the shape, the scalar type, up to 4096 evenly spaced row pointers
+/// and (when given) column indices.
+fn pattern_fingerprint<T: Scalar>(
+    (nrows, ncols): (usize, usize),
+    row_ptr: &[u32],
+    col: Option<&[u32]>,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (nrows, ncols, T::BYTES, T::NAME).hash(&mut h);
+    let sample = |v: &[u32], h: &mut std::collections::hash_map::DefaultHasher| {
+        v.len().hash(h);
+        for k in (0..v.len()).step_by(v.len().div_ceil(4096).max(1)) {
+            v[k].hash(h);
+        }
+        if let Some(l) = v.last() {
+            l.hash(h);
+        }
+    };
+    sample(row_ptr, &mut h);
+    match col {
+        Some(c) => sample(
+            &c[..(*row_ptr.last().unwrap_or(&0) as usize).min(c.len())],
+            &mut h,
+        ),
+        None => u8::MAX.hash(&mut h),
+    }
+    h.finish()
 }
 
 /// [`CsrMatrix::row_stats`] from a row pointer alone.
@@ -1286,44 +1443,31 @@ fn device_column_spread(
     Ok(if h[1] == 0.0 { 0.0 } else { h[0] / h[1] })
 }
 
-/// Mean distance |column − row·ncols/nrows| of the entries of up to 4096 evenly spaced rows: how
-/// scattered the x gathers are. Stencils stay within a few grid planes (poisson3d:160: ~7,000
-/// columns); uniformly random columns average a third of the width.
-fn column_spread<T: Scalar>(a: &CsrMatrix<T>) -> f64 {
-    let (nrows, ncols) = (a.nrows(), a.ncols());
-    if nrows == 0 || a.nnz() == 0 {
-        return 0.0;
-    }
-    let step = nrows.div_ceil(4096);
-    let scale = ncols as f64 / nrows as f64;
-    let (mut sum, mut count) = (0f64, 0usize);
-    for r in (0..nrows).step_by(step) {
-        let diag = r as f64 * scale;
-        for &c in a.row(r).0 {
-            sum += (c as f64 - diag).abs();
-            count += 1;
-        }
-    }
-    if count == 0 {
-        0.0
-    } else {
-        sum / count as f64
-    }
-}
-
-/// Largest mean column spread (see `column_spread`) for which large short-row matrices run one
-/// thread per row: 2^17 columns (1 MiB of x in f64) keeps the gathers of neighbouring rows in L1/L2.
+/// For matrices built on the device (whose x-line statistics are not computed): the mean column
+/// spread above which the columns count as scattered (2^17 columns, 1 MiB of x in f64).
 pub const LOCAL_SPREAD: f64 = (1u32 << 17) as f64;
 
-/// Longest row for which `Auto` runs one thread per row on small irregular matrices.
-pub const SMALL_ROWS_MAX_LEN: usize = 64;
+/// Entries below which `Auto` applies its small-matrix rule.
+pub const SMALL_NNZ: usize = 1 << 19;
 
-/// Longest row for which `Auto` runs one thread per row.
-pub const ROWS_MAX_LEN: usize = 12;
+/// Row-length coefficient of variation above which a small matrix counts as irregular.
+pub const SMALL_IRREGULAR_CV: f64 = 2.0;
 
-/// Longest row of the regular, local-column matrices for which `Auto` runs the 4-lane vector
-/// kernel (measured on 27-point stencils, rows of 8–27 entries).
-pub const LOCAL_VECTOR4_MAX_LEN: usize = 32;
+/// Row-length coefficient of variation up to which a large matrix counts as regular.
+pub const REGULAR_CV: f64 = 0.3;
+
+/// Longest mean row for which `Auto` runs one thread per row.
+pub const ROWS_MAX_MEAN: f64 = 10.0;
+
+/// Distinct 128-byte `x` lines per entry (over blocks of 32 rows) up to which columns count as
+/// local enough for one thread per row.
+pub const LOCAL_LINES: f64 = 0.1;
+
+/// Distinct `x` lines per entry above which columns count as scattered.
+pub const SCATTERED_LINES: f64 = 0.5;
+
+/// Mean row length from which regular rows with scattered columns run the fused kernel.
+pub const SCATTERED_FUSED_MEAN: f64 = 12.0;
 
 /// `y ← A·x` with the GPU SpMV ([`GpuCsr::spmv`]): queued on the stream, no host synchronisation.
 impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps<T>> for GpuCsr<T> {
@@ -1340,6 +1484,9 @@ impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         self.spmv(T::one(), x, T::zero(), y)
+    }
+    fn prepare(&self, _: &crate::backend::gpu::GpuOps<T>, expected_applies: usize) -> Result<()> {
+        self.prepare_for(expected_applies).map(|_| ())
     }
     /// One launch for up to 32 columns ([`GpuCsr::spmv_columns`]); one column runs the SpMV.
     fn apply_block(
@@ -1358,6 +1505,17 @@ impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps
 #[cfg(test)]
 mod auto_tests {
     use super::*;
+
+    #[test]
+    fn lanes_per_entry() {
+        assert_eq!(lanes_for(27.0, 5.0), 4);
+        assert_eq!(lanes_for(27.0, 3.0), 8);
+        assert_eq!(lanes_for(64.0, 3.0), 16);
+        assert_eq!(lanes_for(128.0, 3.0), 32);
+        assert_eq!(lanes_for(1000.0, 1.0), 32);
+        assert_eq!(lanes_for(1.0, 5.0), 2);
+        assert_eq!(lanes_for(0.0, 1.0), 2);
+    }
 
     /// The default policy (no `SEGSPARSE_SPMV_*` overrides in CI): striped loads and products in
     /// shared memory in both types, register caps that fill an SM without exceeding its 2048
@@ -1386,32 +1544,32 @@ mod auto_tests {
         }
     }
 
-    /// `Auto`'s choice on generated instances of each kind (all above the 2^22-entry line
-    /// between the small and large rules), from the same statistics the upload computes (row
-    /// lengths and the sampled column spread).
+    /// `Auto`'s choice (f64) on generated instances of each kind, from the same statistics the
+    /// upload computes; the same choice twice (deterministic).
     #[test]
     fn auto_choice_by_kind() {
-        let cases: [(&str, &str); 9] = [
+        let cases: [(&str, &str); 13] = [
             ("poisson3d:100", "rows"),
-            ("poisson3d27:60", "vector4"),
+            ("poisson3d27:60", "vector8"),
             ("powerlaw:600000:2.0", "fused"),
-            ("emptyrows:5000000:90:20", "fused"),
+            ("emptyrows:2000000:90:20", "fused"),
             ("denserows:1000000:4:8:200000", "fused"),
             ("rmat:18:16", "fused"),
-            ("random:800000:6", "vector"),
+            ("random:800000:6", "vector4"),
             ("random:800000:20", "fused"),
-            ("random:1000:5", "vector"),
+            ("random:1000:5", "vector4"),
+            ("knn3d:200000:10:x", "vector4"),
+            ("blocks:100000:32:2", "vector16"),
+            ("arrow:200000:4:6", "fused"),
+            ("zipf:300000:2.0:1000:0", "fused"),
         ];
         for (spec, want) in cases {
             let a = crate::generate::from_spec::<f64>(spec, 9).unwrap();
-            let stats = row_stats_of(a.row_ptr());
-            let got = choose(&Shape {
-                stats: &stats,
-                nnz: a.nnz(),
-                tile: SpmvPolicy::for_device((9, 0)).tile::<f64>() as usize,
-                spread: column_spread(&a),
-            });
-            assert_eq!(got.name(), want, "{spec}: {stats:?}");
+            let f = SpmvFeatures::of(&a);
+            let tile = SpmvPolicy::for_device((9, 0)).tile::<f64>() as usize;
+            let got = choose::<f64>(&f, tile);
+            assert_eq!(got.name(), want, "{spec}: {f:?}");
+            assert_eq!(choose::<f64>(&SpmvFeatures::of(&a), tile), got);
         }
     }
 }

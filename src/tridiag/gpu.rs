@@ -30,15 +30,10 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
 
-/// Rows per thread of the multi-block partition kernels (`TRI_CHUNK`): 16 rows shrink the system
-/// 8× per level, so 2^24 rows need 4 levels; a tile of 64 threads × 16 rows = 1024 rows is 32 KiB
-/// of f64 in shared memory (4 arrays), within the default 48 KiB.
-pub const MULTI_CHUNK: u32 = 16;
+pub use super::MULTI_CHUNK;
+use super::{MAX_BLOCK_THREADS, PCR_PER_THREAD};
 /// Threads per block of the multi-block partition kernels.
 pub const MULTI_THREADS: u32 = 64;
-/// Most threads of the per-block solver (`TRI_MAX_THREADS`, its `__launch_bounds__`: 1024 threads
-/// would need at most 64 registers each).
-const MAX_BLOCK_THREADS: u32 = 512;
 /// Threads per block of the multi-block cyclic-reduction level kernels (one equation each).
 const CR_LEVEL_THREADS: u32 = 256;
 /// Most levels a multi-block solve can have (flag slots).
@@ -154,8 +149,7 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
     /// # Errors
     /// A compile or driver failure.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
-        let defs = [("TRI_CHUNK", MULTI_CHUNK.to_string())];
-        let f = |root: &str| gpu.typed_function::<T>(&TRIDIAG_KERNELS, root, &defs);
+        let f = |root: &str| gpu.typed_function::<T>(&TRIDIAG_KERNELS, root, &[]);
         let k = Kernels {
             block: f("tridiag_block")?,
             part_reduce: f("tridiag_part_reduce")?,
@@ -214,7 +208,7 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
             BlockMode::Pcr => (warps(n.next_power_of_two().div_ceil(2)), 0, n),
             BlockMode::CrPcr => (warps(n.div_ceil(2)), 0, self.tuning.hybrid_cr_stop),
         };
-        if mode == BlockMode::Pcr && n.next_power_of_two() > 2 * threads {
+        if mode == BlockMode::Pcr && n.next_power_of_two() > PCR_PER_THREAD * threads {
             // PCR holds two equations per thread of the system padded to a power of two.
             return None;
         }

@@ -58,12 +58,26 @@ use crate::error::Result;
 use crate::gpu::kernels::KernelSource;
 use crate::scalar::Scalar;
 
+/// Rows per thread of the multi-block partition kernels (`TRI_CHUNK`): 16 rows shrink the system
+/// 8× per level, so 2^24 rows need 4 levels; a tile of 64 threads × 16 rows = 1024 rows is 32 KiB
+/// of f64 in shared memory (4 arrays), within the default 48 KiB.
+pub const MULTI_CHUNK: u32 = 16;
+/// Most threads of the per-block solver (`TRI_MAX_THREADS`, its `__launch_bounds__`: 1024 threads
+/// would need at most 64 registers each).
+const MAX_BLOCK_THREADS: u32 = 512;
+/// Equations per thread that PCR keeps in registers (`TRI_PCR_PER_THREAD`).
+const PCR_PER_THREAD: u32 = 2;
+
 /// `kernels/tridiag/block_tridiag.cuh`: block- and thread-level building blocks of the
 /// tridiagonal solvers.
 pub const BLOCK_TRIDIAG: KernelSource = KernelSource {
     name: "tridiag/block_tridiag.cuh",
     text: include_str!("../../kernels/tridiag/block_tridiag.cuh"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[
+        ("TRI_MAX_THREADS", MAX_BLOCK_THREADS as i64),
+        ("TRI_PCR_PER_THREAD", PCR_PER_THREAD as i64),
+    ],
 };
 
 /// The tridiagonal kernels (`kernels/tridiag/tridiag.cu`).
@@ -71,6 +85,7 @@ pub const TRIDIAG_KERNELS: KernelSource = KernelSource {
     name: "tridiag/tridiag.cu",
     text: include_str!("../../kernels/tridiag/tridiag.cu"),
     headers: &[&crate::gpu::kernels::COMMON, &BLOCK_TRIDIAG],
+    constants: &[("TRI_CHUNK", MULTI_CHUNK as i64)],
 };
 
 /// Assembly kernels of the shallow-water example's alternating-direction sweeps
@@ -79,6 +94,7 @@ pub const SHALLOW_WATER_KERNELS: KernelSource = KernelSource {
     name: "tridiag/shallow_water.cu",
     text: include_str!("../../kernels/tridiag/shallow_water.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[],
 };
 
 /// Which algorithm solves the systems. GPU algorithms are forced with

@@ -5,7 +5,8 @@
 //! patterns, isolated nodes and the empty matrix (θ = 0 and 0.25); amalgamation of elasticity
 //! (block 2) and a random block-3 matrix; MIS-2 (seeds 0 and 7) on Poisson 2D/3D, 27-point,
 //! amalgamated elasticity, anisotropic, unsymmetric and isolated-node graphs, with the members
-//! and aggregate pointers checked against the aggregation; the tentative prolongator of one
+//! and aggregate pointers checked against the aggregation, and with ordered priorities (windows
+//! of 2^4 nodes, and standard aggregation); the tentative prolongator of one
 //! candidate (block 1 and 2, a candidate with zeros on a whole aggregate); the errors for
 //! non-canonical and non-square input.
 //!
@@ -266,6 +267,28 @@ fn mis2_equals_cpu() {
             let ga = sg::aggregate_mis2(&g, &ds, seed).unwrap();
             assert!(ga.download(&g).unwrap() == want, "{name} seed {seed}");
             check_members(&g, &ga, &want, name);
+        }
+    }
+}
+
+/// Ordered priorities (windows of 2^4 nodes, and one window: standard aggregation): the same
+/// aggregation, roots and round count as the CPU, through batches of rounds that double (one
+/// window takes far more than the first batch's rounds on these graphs).
+#[test]
+fn ordered_mis2_equals_cpu() {
+    let Some(g) = gpu() else { return };
+    for (name, a) in cases() {
+        let s = sparse::strength_symmetric(&a, 0.0).unwrap();
+        let ds = DeviceCsr::upload(&g, &s).unwrap();
+        for window in [4, 30] {
+            let (want, rounds) = sparse::aggregate_mis2_ordered(&s, 7, window);
+            let ga = sg::aggregate_mis2_ordered(&g, &ds, 7, window).unwrap();
+            let what = format!("ordered MIS-2 {name} window {window}");
+            assert_eq!(ga.rounds, rounds, "{what}: rounds");
+            assert_eq!(ga.num_aggregates, want.num_aggregates(), "{what}");
+            let got = ga.download(&g).unwrap();
+            assert!(got == want, "{what}: aggregation differs");
+            check_members(&g, &ga, &want, &what);
         }
     }
 }

@@ -174,7 +174,7 @@ fn core_only_backend_matches_the_cpu_backend_bit_for_bit() {
             &a,
             &a,
             &ChebyshevParams {
-                degree: 3,
+                degree: 4,
                 ..Default::default()
             },
         )
@@ -234,7 +234,7 @@ fn core_only_backend_matches_the_cpu_backend_bit_for_bit() {
 fn core_only_chebyshev_matches_the_cpu_backend() {
     let a = generate::poisson2d::<f64>(60).unwrap();
     let p = ChebyshevParams {
-        degree: 4,
+        degree: 5,
         ..Default::default()
     };
     let on_cpu = Chebyshev::from_matrix(&Cpu, &a, &a, &p).unwrap();

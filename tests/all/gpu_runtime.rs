@@ -142,6 +142,7 @@ fn a_compile_error_names_the_kernel_and_keeps_the_log() {
         name: "broken.cu",
         text: "extern \"C\" __global__ void k() { undeclared_thing = 1; }\n",
         headers: &[],
+        constants: &[],
     };
     let e = gpu::compile_ptx(&bad, "sm_90", &[])
         .unwrap_err()

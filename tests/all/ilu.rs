@@ -558,11 +558,12 @@ mod gpu {
     use segsparse::precond::SptrsvAlgorithm;
     use segsparse::solvers::gpu::GpuOps;
     use segsparse::solvers::Preconditioner;
+    use segsparse::sparse::incomplete::gpu::GpuIncompleteFactor;
     #[cfg(feature = "peers")]
     use segsparse::sparse::incomplete::triangle_of;
     #[cfg(feature = "peers")]
     use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
-    use segsparse::sparse::triangular::gpu::{GpuIncompleteFactor, GpuTriangular};
+    use segsparse::sparse::triangular::gpu::GpuTriangular;
     use std::sync::Arc;
 
     /// `SEGSPARSE_ILU_QUICK=1` (under compute-sanitizer) keeps only the small cases.
@@ -811,21 +812,37 @@ mod gpu {
     #[test]
     fn gpu_jacobi_sweeps_match_the_cpu() {
         let Some(gpu) = test_gpu() else { return };
-        for (name, a, kind) in [
+        for (name, a, kind, ordering) in [
             (
                 "random 3000",
                 random_matrix::<f64>(3000, 5, 0, 0, 31),
                 FactorKind::Ilu0,
+                Ordering::Natural,
             ),
             (
                 "poisson 30",
                 segsparse::generate::poisson2d::<f64>(30).unwrap(),
                 FactorKind::Ic0,
+                Ordering::Natural,
+            ),
+            (
+                "convection 40, RCM",
+                convection2d(40, 20.0),
+                FactorKind::Ilu0,
+                Ordering::Rcm,
+            ),
+            (
+                "poisson 30, RCM",
+                segsparse::generate::poisson2d::<f64>(30).unwrap(),
+                FactorKind::Ic0,
+                Ordering::Rcm,
             ),
         ] {
-            for sweeps in [1usize, 2, 3, 6] {
+            let counts: &[usize] = if quick() { &[1, 8] } else { &[1, 2, 3, 6, 8] };
+            for &sweeps in counts {
                 let p = IncompleteParams {
                     jacobi_sweeps: sweeps,
+                    ordering,
                     ..Default::default()
                 };
                 let cpu = IncompleteFactor::new(&a, kind, &p).unwrap();
@@ -840,8 +857,40 @@ mod gpu {
                 let mut dz = gpu.upload(&vec![f64::NAN; n]).unwrap();
                 g.lower_solve(&dr, &mut dt).unwrap();
                 g.upper_solve(&dt, &mut dz).unwrap();
-                let d = max_rel_diff(&gpu.download(&dz).unwrap(), &z);
+                let got = gpu.download(&dz).unwrap();
+                let d = max_rel_diff(&got, &z);
                 assert!(d <= 1e-10, "{name} {sweeps} sweeps: {d:e}");
+                // The whole application in one cooperative launch equals the two solves (each
+                // one cooperative launch) bit for bit, and those equal one launch per sweep.
+                let mut dt2 = gpu.upload(&vec![f64::NAN; n]).unwrap();
+                let mut dz2 = gpu.upload(&vec![f64::NAN; n]).unwrap();
+                assert!(
+                    g.apply_swept(&dr, &mut dt2, &mut dz2).unwrap(),
+                    "{name}: the cooperative application did not run"
+                );
+                assert_eq!(
+                    gpu.download(&dz2).unwrap(),
+                    got,
+                    "{name} {sweeps}: fused apply"
+                );
+                assert_eq!(
+                    gpu.download(&dt2).unwrap(),
+                    gpu.download(&dt).unwrap(),
+                    "{name} {sweeps}: fused lower"
+                );
+                std::env::set_var("SEGSPARSE_SWEEPS", "separate");
+                let gs = GpuIncompleteFactor::new(&gpu, &a, kind, &p);
+                std::env::remove_var("SEGSPARSE_SWEEPS");
+                let gs = gs.unwrap();
+                let mut dz3 = gpu.upload(&vec![f64::NAN; n]).unwrap();
+                assert!(!gs.apply_swept(&dr, &mut dt, &mut dz3).unwrap());
+                gs.lower_solve(&dr, &mut dt).unwrap();
+                gs.upper_solve(&dt, &mut dz3).unwrap();
+                assert_eq!(
+                    gpu.download(&dz3).unwrap(),
+                    got,
+                    "{name} {sweeps}: separate"
+                );
             }
         }
     }

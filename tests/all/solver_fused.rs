@@ -221,7 +221,7 @@ fn cpu_bicgstab_fused_order_equals_separate_order() {
         let jac = Jacobi::from_matrix(&Cpu, a).ok();
         let poly = if name.starts_with("poisson") {
             let pp = ChebyshevParams {
-                degree: 3,
+                degree: 4,
                 ..Default::default()
             };
             Some(Chebyshev::from_matrix(&Cpu, a, a, &pp).unwrap())

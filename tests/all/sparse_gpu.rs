@@ -433,6 +433,21 @@ fn product_as_gpu_csr_spmv() {
         let gc = c.into_gpu_csr(&g).unwrap();
         let up = GpuCsr::upload(&g, &host).unwrap();
         assert_eq!(gc.resolved_algorithm(), up.resolved_algorithm(), "{what}");
+        // The row statistics computed on the device equal the host's.
+        let (s1, s2) = (gc.row_stats(), up.row_stats());
+        assert_eq!(
+            (s1.min, s1.max, s1.empty_rows),
+            (s2.min, s2.max, s2.empty_rows),
+            "{what}"
+        );
+        assert!(
+            (s1.mean - s2.mean).abs() <= 1e-12 * s2.mean.max(1.0),
+            "{what}"
+        );
+        assert!(
+            (s1.std_dev - s2.std_dev).abs() <= 1e-9 * s2.std_dev.max(1.0),
+            "{what}"
+        );
         let x: Vec<f64> = (0..host.ncols()).map(|i| (i % 13) as f64 - 6.0).collect();
         let dx = g.upload(&x).unwrap();
         let mut y1 = g.zeros::<f64>(host.nrows()).unwrap();

@@ -16,7 +16,7 @@ use segsparse::gpu::{self, Gpu};
 use segsparse::scalar::Scalar;
 #[cfg(feature = "peers")]
 use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv};
-use segsparse::spmv::gpu::{GpuCsr, GpuScalar, SpmvAlgorithm};
+use segsparse::spmv::gpu::{GpuCsr, GpuScalar, SpmvAlgorithm, SpmvPlan, TUNE_MIN_PRODUCTS};
 
 fn algorithms() -> Vec<SpmvAlgorithm> {
     vec![
@@ -432,6 +432,17 @@ fn generated_specs() {
         "wide:2000:400000:40",
         "emptyrows:400000:90:12",
         "rmat:16:12",
+        "rmat:16:12:0.45:0.22:0.22",
+        "knn3d:60000:10:x",
+        "knn3d:60000:16:morton",
+        "knn3d:40000:12:random",
+        "blocks:60000:32:2",
+        "blocks:30000:16:8",
+        "zipf:200000:2.0:1000:0",
+        "zipf:200000:1.8:200:500",
+        "arrow:200000:4:6",
+        "poisson3d27:40",
+        "elasticity2d:200",
     ] {
         let a = segsparse::generate::from_spec::<f64>(spec, 5).unwrap();
         check_matrix::<f64>(&g, &a, spec, 3);
@@ -634,9 +645,12 @@ fn auto_choice_by_kind() {
         ("poisson3d:170", "rows"),
         ("powerlaw:3000000:2.2", "fused"),
         ("denserows:3000000:6:8:500000", "fused"),
-        ("random:3000000:6", "vector"),
-        ("random:1000:5", "vector"),
+        ("random:3000000:6", "vector4"),
+        ("random:1000:5", "vector4"),
         ("poisson3d27:70", "vector4"),
+        ("knn3d:1000000:10:x", "vector4"),
+        ("blocks:400000:32:2", "vector16"),
+        ("arrow:1000000:4:6", "fused"),
         ("emptyrows:3000000:90:20", "fused"),
         ("rmat:20:16", "fused"),
     ] {
@@ -657,4 +671,119 @@ fn auto_choice_by_kind() {
         "{:?}",
         d.row_stats()
     );
+}
+
+/// The rule on generated instances of every kind, both precisions: the kernel it picks gives the
+/// reference result (through `Auto`), and two uploads of the same matrix pick the same kernel.
+#[test]
+fn rule_choice_on_every_kind_is_checked_and_deterministic() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for spec in [
+        "poisson2d:600",
+        "poisson3d:60",
+        "poisson3d27:36",
+        "elasticity2d:160",
+        "aniso2d:500:0.001",
+        "knn3d:80000:10:x",
+        "knn3d:80000:16:morton",
+        "knn3d:50000:12:random",
+        "blocks:40000:32:4",
+        "zipf:300000:1.5:5000:0",
+        "arrow:150000:16:4",
+        "rmat:17:16:0.35:0.25:0.25",
+        "powerlaw:200000:2.0",
+        "random:200000:6",
+        "denserows:100000:4:4:50000",
+        "emptyrows:300000:50:8",
+        "wide:5000:500000:64",
+    ] {
+        let a = segsparse::generate::from_spec::<f64>(spec, 7).unwrap();
+        let a32 = a.cast::<f32>();
+        let (d64, d32) = (
+            GpuCsr::upload(&g, &a).unwrap(),
+            GpuCsr::upload(&g, &a32).unwrap(),
+        );
+        assert_eq!(
+            GpuCsr::upload(&g, &a).unwrap().resolved_algorithm(),
+            d64.resolved_algorithm(),
+            "{spec}"
+        );
+        assert_eq!(d64.resolved_algorithm(), d64.rule_algorithm());
+        auto_matches::<f64>(&g, &d64, &a, spec);
+        auto_matches::<f32>(&g, &d32, &a32, spec);
+    }
+}
+
+/// `Auto` on an uploaded matrix against the reference (α = 1, β = 0 with NaN in y).
+fn auto_matches<T: GpuScalar>(g: &Arc<Gpu>, d: &GpuCsr<T>, a: &CsrMatrix<T>, label: &str) {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let x: Vec<T> = random_vec(&mut rng, a.ncols());
+    let xd = g.upload(&x).unwrap();
+    let mut yd = g.upload(&vec![T::nan(); a.nrows()]).unwrap();
+    d.spmv(T::one(), &xd, T::zero(), &mut yd).unwrap();
+    let (want, mag) = reference(a, 1.0, &x, 0.0, &vec![T::zero(); a.nrows()]);
+    let what = format!(
+        "{label} {} auto = {}",
+        T::NAME,
+        d.resolved_algorithm().name()
+    );
+    compare::<T>(&g.download(&yd).unwrap(), &want, &mag, a, &what);
+}
+
+/// `tune` times the candidates once per pattern: a second tune, a re-upload and a matrix with
+/// the same pattern but other values come from the cache; another pattern is tuned afresh. The
+/// tuned kernel gives the reference result.
+#[test]
+fn tune_caches_by_fingerprint_and_retunes_a_new_pattern() {
+    let Some(g) = gpu::test_gpu() else { return };
+    // A pattern no earlier run can have cached on disk: the seed comes from the clock.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    let a = segsparse::generate::from_spec::<f32>("random:60000:12", seed).unwrap();
+    let d = GpuCsr::upload(&g, &a).unwrap();
+    // Few expected products: no tuning.
+    assert_eq!(d.prepare_for(10).unwrap(), None);
+    assert_eq!(d.resolved_algorithm(), d.rule_algorithm());
+    let p = d.tune().unwrap();
+    assert!(!p.cached, "{p:?}");
+    assert_eq!(p.rule, d.rule_algorithm());
+    assert_eq!(p.fingerprint, d.fingerprint());
+    let cands = SpmvPlan::candidates(&d);
+    assert_eq!(p.timings.len(), cands.len(), "{p:?}");
+    assert!(p
+        .timings
+        .iter()
+        .all(|(alg, t)| cands.contains(alg) && *t > 0.0));
+    assert!(cands.contains(&p.algorithm));
+    assert_eq!(d.resolved_algorithm(), p.algorithm);
+    auto_matches::<f32>(&g, &d, &a, "tuned");
+    // Cached: the same matrix, a re-upload, the same pattern with other values.
+    let again = d.tune().unwrap();
+    assert!(again.cached && again.timings.is_empty());
+    assert_eq!(again.algorithm, p.algorithm);
+    let mut b = a.clone();
+    for v in b.values_mut() {
+        *v *= 2.0;
+    }
+    let db = GpuCsr::upload(&g, &b).unwrap();
+    assert_eq!(db.fingerprint(), d.fingerprint());
+    // A cached pattern is tuned even for a short solve (it costs nothing).
+    let pb = db.prepare_for(10).unwrap().expect("cached pattern");
+    assert!(pb.cached);
+    assert_eq!(db.resolved_algorithm(), p.algorithm);
+    // Another pattern: another fingerprint, timed again; enough expected products tune.
+    let c = segsparse::generate::from_spec::<f32>("random:60000:12", seed ^ 1).unwrap();
+    let dc = GpuCsr::upload(&g, &c).unwrap();
+    assert_ne!(dc.fingerprint(), d.fingerprint());
+    let pc = dc.prepare_for(TUNE_MIN_PRODUCTS).unwrap().expect("tuned");
+    assert!(!pc.cached && !pc.timings.is_empty(), "{pc:?}");
+    auto_matches::<f32>(&g, &dc, &c, "tuned, second pattern");
+    // The in-process cache cleared: the decision comes back from the disk cache when one is
+    // configured, else it is timed again; either way the same pattern gets a valid kernel.
+    SpmvPlan::clear_memory_cache();
+    let pd = d.tune().unwrap();
+    assert!(pd.cached || !pd.timings.is_empty());
+    auto_matches::<f32>(&g, &d, &a, "re-tuned");
 }

@@ -1,9 +1,10 @@
 """The operator path of the solvers: CG, BiCGSTAB and GMRES over NumPy or CuPy vectors, with
 the operator ``A`` and the preconditioner ``M`` given as functions.
 
-It serves the calls the crate's solver body cannot: a matrix-free ``A``, a preconditioner that
-is a Python object (LinearOperator, matrix, callable), a per-iteration ``callback``, and
-GMRES's least-squares iterate after a breakdown. It keeps SciPy's conventions exactly: the
+It serves the calls the crate's solver body cannot: a matrix-free ``A``, a per-iteration
+``callback`` (with any ``M``), and GMRES's least-squares iterate after a breakdown. A matrix
+``A`` with a Python ``M`` and no callback runs the crate's body instead, which calls ``M`` back
+(``python/src/pyprecond.rs``). It keeps SciPy's conventions exactly: the
 stopping test ``||r|| < max(atol, rtol ||b||)`` on the recursive residual (CG, BiCGSTAB) or
 on the true residual after each cycle (GMRES, with SciPy's inner tolerance on the
 preconditioned residual), ``info`` 0 / ``maxiter`` / negative codes for breakdowns (BiCGSTAB:

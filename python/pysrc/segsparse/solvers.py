@@ -16,10 +16,16 @@ SciPy's contract (``scipy.sparse.linalg.cg`` and friends, SciPy 1.17) is kept: `
 compares equal to SciPy's integer; ``M`` may also be a ``LinearOperator``, a sparse or dense
 matrix or a callable, and ``A`` a matrix-free operator (anything with ``matvec``); ``callback``
 (and GMRES's ``callback_type``), ``x0='Mb'``, GMRES's ``maxiter`` in restart cycles, ``b = 0``
-giving ``x = 0``, SciPy's ``ValueError`` for a bad ``atol``. Those calls that the crate's
-body cannot serve (a Python operator, a callback) run the operator path (``_krylov``): the same
-methods over NumPy or CuPy vectors, the operators applied where their data lives (see
-``_operators``), with SciPy's stopping rules and callback points.
+giving ``x = 0``, SciPy's ``ValueError`` for a bad ``atol``.
+
+A matrix ``A`` with a Python ``M`` (and no callback) runs the crate's solver body, which calls
+``M`` back on NumPy vectors (``path == "crate"``): on the host directly; for a matrix on the GPU
+each application of ``M`` makes a host round trip (the residual downloaded, ``M`` applied where
+its data lives — a CuPy ``M`` gets a CuPy copy —, the result uploaded), and CuPy ``b``/``x``
+are copied to the host and back once per solve. The calls the crate's body cannot serve — a
+matrix-free ``A``, a ``callback``, GMRES's least-squares iterate after a breakdown — run the
+operator path (``_krylov``): the same methods over NumPy or CuPy vectors, the operators applied
+where their data lives (see ``_operators``), with SciPy's stopping rules and callback points.
 """
 
 from __future__ import annotations
@@ -178,7 +184,7 @@ def _solve(
     check_every: Optional[int],
     device: str,
     restart: int = 30,
-    degree: int = 4,
+    degree: int = 5,
     callback_type: Optional[str] = None,
     choice: Optional[dict] = None,
 ) -> Tuple[Any, SolveInfo]:
@@ -228,7 +234,10 @@ def _solve(
                 "combined with a callback "
                 "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
                 "or drop the callback")
-    if operator_path:
+    if operator_path and callback is None and is_matrix(A) and isinstance(pre, _OperatorType):
+        x, info = _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre,
+                                        check_every, device, restart)
+    elif operator_path:
         x, info = _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
                                   device, restart, callback_type)
     else:
@@ -534,6 +543,78 @@ def _solve_block(method, name, A, B, x0, rtol, atol, maxiter, M, callback, check
     return (xp.asarray(X) if on_gpu else X), infos
 
 
+def _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, check_every, device,
+                          restart):
+    """The crate's solver body with a Python preconditioner ``pre`` (an ``Operator``), called
+    back on NumPy vectors (see the module docs)."""
+    from ._core import solve_host_operator
+
+    db = device_array(b, "b")
+    if db is not None and not isinstance(A, Matrix):
+        device = "gpu"
+    m = A if isinstance(A, Matrix) else Matrix(A, device=device, dtype=_system_dtype(A, b))
+    n, ncols = m.shape
+    if n != ncols:
+        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
+    if pre.shape is not None and pre.shape != (n, n):
+        raise ValueError(f"the matrix is {(n, n)} and the preconditioner {pre.shape}")
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    inner = user_maxiter
+    if method == "gmres":
+        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
+    if db is None:
+        psolve = pre.bind(np, m.dtype)
+
+        def m_apply(r):
+            return np.ascontiguousarray(psolve(r), dtype=m.dtype)
+    else:
+        # CuPy data: M sees CuPy vectors, as on the operator path (a host round trip each).
+        cp = cupy()
+        psolve = pre.bind(cp, m.dtype)
+
+        def m_apply(r):
+            return np.ascontiguousarray(cp.asnumpy(psolve(cp.asarray(r))), dtype=m.dtype)
+
+    if db is not None:
+        check_real(db.dtype, "b")
+        b_host = cupy().asnumpy(b).astype(m.dtype, copy=False).reshape(-1)
+    else:
+        b_host = host_vector(b, m.dtype, "b")
+    b_host = np.ascontiguousarray(b_host)
+    if b_host.shape[0] != n:
+        raise ValueError(f"b has {b_host.shape[0]} elements but the matrix has {n} rows")
+    if x0 is None:
+        x = np.zeros(n, dtype=m.dtype)
+    elif isinstance(x0, str):  # 'Mb'
+        x = np.array(m_apply(b_host.copy()), dtype=m.dtype, copy=True)
+    else:
+        x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
+        check_real(x0h.dtype, "x0")
+        x = np.array(x0h, dtype=m.dtype, copy=True).reshape(-1)
+        if x.shape[0] != n:
+            raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+    xp = cupy() if db is not None else np
+    if not b_host.any():
+        return _zero_solution(xp, n, m.dtype, name, m.device, "crate")
+    x_start = x.copy()
+    out = solve_host_operator(m._m, method, m_apply, b_host, x, rtol, atol, inner,
+                              x0 is not None, check_every, restart)
+    converged, status, iters, res, secs, hist, restarts, msg, setup = out
+    if status != 0:
+        # Not converged, or a breakdown (a singular A or M): SciPy returns its own iterate
+        # (GMRES's least-squares one) and code, which the operator path computes from the
+        # same start.
+        xs = x_start if db is None else xp.asarray(x_start)
+        return _solve_operator(method, name, m, b, xs, rtol, atol, maxiter, pre, None, device,
+                               restart, None)
+    info = _info(
+        status, converged=converged, iterations=iters, residual=res,
+        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
+        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
+    )
+    return (x if db is None else xp.asarray(x)), info
+
+
 def _system_dtype(A: Any, b: Any) -> np.dtype:
     """SciPy's precision of a system given as arrays: float32 when both ``A`` and ``b`` are
     float32, else float64 (a ``segsparse.Matrix`` keeps its own)."""
@@ -657,8 +738,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             ``atol`` must be a real number >= 0 (``ValueError`` otherwise, as SciPy).
         maxiter: iteration limit (default ``10 * n`` as in SciPy).
         M: ``None``, ``"jacobi"`` (diagonal preconditioning; see ``pcg``) or ``"poly"`` (the
-            crate's Chebyshev polynomial in the Jacobi-scaled matrix, degree 4, with eigenvalue
-            bounds from 16 Lanczos steps: fewer iterations, each costing 5 SpMVs), ``"ic0"``
+            crate's Chebyshev polynomial in the Jacobi-scaled matrix, degree 5 (of its residual
+            polynomial, as the AMG smoother's degree), with eigenvalue bounds from 16 Lanczos
+            steps: fewer iterations, each costing 5 SpMVs), ``"ic0"``
             (incomplete Cholesky: SPD, for ``cg``/``pcg``) or ``"ilu0"`` (incomplete LU, for
             ``gmres``/``bicgstab``); the factorization is set up at each call, with a diagonal
             shift added automatically when a pivot vanishes, ``"amg"``

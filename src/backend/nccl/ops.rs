@@ -7,23 +7,36 @@ use cudarc::nccl::NcclType;
 
 use super::comm::Rank;
 use super::{launch_err, n32};
-use crate::backend::gpu::{GpuOps, GpuScalar, GpuScalars, THREADS};
+use crate::backend::gpu::{
+    GpuOps, GpuScalar, GpuScalars, FUSE_IDENTITY, FUSE_JACOBI, FUSE_SEPARATE, THREADS,
+};
 use crate::backend::recur::{Slot, NSLOTS};
-use crate::backend::{Fuse, VectorOps};
+use crate::backend::{same_lens, Fuse, VectorOps};
 use crate::error::Result;
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::Gpu;
 
-/// The distributed kernels, appended to the solvers' `blas1.cu` (whose slots, `grid_sum` and
-/// recurrence functions they use).
+/// The distributed kernels, on the solvers' slots, reductions and recurrences
+/// (`solvers/reduce.cuh`, `solvers/recur.cuh`), with the step kinds of [`Kind`].
 pub const DIST_KERNELS: KernelSource = KernelSource {
     name: "dist/dist.cu",
-    text: concat!(
-        include_str!("../../../kernels/solvers/blas1.cu"),
-        "\n",
-        include_str!("../../../kernels/dist/dist.cu")
-    ),
-    headers: &[&crate::gpu::kernels::COMMON],
+    text: include_str!("../../../kernels/dist/dist.cu"),
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::backend::gpu::REDUCE,
+        &crate::backend::gpu::RECUR,
+        &crate::backend::gpu::STEPS,
+    ],
+    constants: &[
+        ("DIST_START", Kind::Start as i64),
+        ("DIST_CG_ALPHA", Kind::CgAlpha as i64),
+        ("DIST_CG_UPDATE_R", Kind::CgUpdateR as i64),
+        ("DIST_CG_RHO", Kind::CgRho as i64),
+        ("DIST_BICG_ALPHA", Kind::BicgAlpha as i64),
+        ("DIST_BICG_OMEGA", Kind::BicgOmega as i64),
+        ("DIST_BICG_UPDATE", Kind::BicgUpdate as i64),
+        ("DIST_DOT", Kind::Dot as i64),
+    ],
 };
 
 /// An element type of the distributed solvers: `f32` or `f64`.
@@ -46,7 +59,7 @@ struct DistKernels {
     finish: CudaFunction,
 }
 
-/// Step kinds of `dist_finish` (match `kernels/dist/dist.cu`).
+/// Step kinds of `dist_finish` (`DIST_*` in `kernels/dist/dist.cu`, defined from these).
 #[derive(Clone, Copy)]
 #[repr(u32)]
 pub(crate) enum Kind {
@@ -60,10 +73,6 @@ pub(crate) enum Kind {
     Dot = 7,
 }
 
-/// Fuse mode codes of `blas1.cu`.
-const FUSE_IDENTITY: u32 = 0;
-const FUSE_JACOBI: u32 = 1;
-const FUSE_SEPARATE: u32 = 2;
 const NULL: u64 = 0;
 
 /// The distributed backend's scalars: the single-GPU slots and history, plus the reduction
@@ -93,8 +102,7 @@ impl<T: DistScalar> NcclOps<T> {
     /// # Errors
     /// Compile or CUDA failures.
     pub fn new(rank: &Rank) -> Result<Self> {
-        let defines = [("SOLVER_THREADS", THREADS.to_string())];
-        let f = |root: &str| rank.gpu.typed_function::<T>(&DIST_KERNELS, root, &defines);
+        let f = |root: &str| rank.gpu.typed_function::<T>(&DIST_KERNELS, root, &[]);
         Ok(NcclOps {
             inner: GpuOps::new(&rank.gpu)?,
             rank: rank.clone(),
@@ -487,16 +495,18 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         it: usize,
     ) -> Result<()> {
         let len = x.len();
-        for (what, l) in [
-            ("p̂", phat.len()),
-            ("ŝ", shat.len()),
-            ("s", s.len()),
-            ("t", t.len()),
-            ("r", r.len()),
-            ("r̂", rhat.len()),
-        ] {
-            assert_eq!(len, l, "bicg_update: {what} has length {l}, x {len}");
-        }
+        same_lens(
+            "bicg_update",
+            len,
+            &[
+                ("p̂", phat.len()),
+                ("ŝ", shat.len()),
+                ("s", s.len()),
+                ("t", t.len()),
+                ("r", r.len()),
+                ("r̂", rhat.len()),
+            ],
+        );
         let n = n32(len);
         let grid = self.grid(sc, len);
         let (slots, _) = sc.inner.slots_hist_mut();

@@ -67,24 +67,21 @@ struct ChebCol<'a, V> {
     t: &'a mut V,
 }
 
-/// `z ← p(D⁻¹A)·D⁻¹·r` for every column (the polynomial of `cycle.rs`, same coefficients).
+/// `z ← p(D⁻¹A)·D⁻¹·r` for every column (the smoother's [`ChebyshevPoly`](crate::precond::spectral::ChebyshevPoly) steps, as `cycle.rs`).
 fn chebyshev_block<T: Scalar, B: MultigridOps<T>>(
     be: &B,
     a: &B::Matrix,
     sm: &LevelSmoother<B::Vector>,
     cols: &mut [ChebCol<'_, B::Vector>],
 ) -> Result<()> {
-    let (lmin, lmax) = sm.interval;
-    let theta = 0.5 * (lmax + lmin);
-    let delta = 0.5 * (lmax - lmin);
-    let sigma = theta / delta;
+    let mut steps = sm.poly().steps();
+    let (_, c2) = steps.next().expect("a polynomial has a first step");
     let dinv = Some(&sm.scale);
     for c in cols.iter_mut() {
         let ChebCol { r, z, res, d, .. } = c;
-        be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
+        be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(c2))?;
     }
-    let mut rho = 1.0 / sigma;
-    for _ in 1..sm.degree {
+    for (c1, c2) in steps {
         {
             let (mut ds, mut ts) = (
                 Vec::with_capacity(cols.len()),
@@ -96,21 +93,10 @@ fn chebyshev_block<T: Scalar, B: MultigridOps<T>>(
             }
             be.spmv_block(a, T::one(), &ds, T::zero(), &mut ts)?;
         }
-        let rho_new = 1.0 / (2.0 * sigma - rho);
         for c in cols.iter_mut() {
             let ChebCol { z, res, d, t, .. } = c;
-            be.poly_step(
-                t,
-                dinv,
-                res,
-                d,
-                z,
-                false,
-                T::of_f64(rho_new * rho),
-                T::of_f64(2.0 * rho_new / delta),
-            )?;
+            be.poly_step(t, dinv, res, d, z, false, T::of_f64(c1), T::of_f64(c2))?;
         }
-        rho = rho_new;
     }
     Ok(())
 }

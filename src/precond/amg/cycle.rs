@@ -6,6 +6,7 @@
 use super::level::HostLevel;
 use super::{AmgParams, Cycle, MultigridOps, Smoother};
 use crate::error::{Error, Result};
+use crate::precond::spectral::ChebyshevPoly;
 use crate::scalar::Scalar;
 
 /// A level's smoother on the backend.
@@ -17,7 +18,7 @@ pub(crate) struct LevelSmoother<V> {
     /// Chebyshev: the polynomial's interval in the spectrum of `D⁻¹A`.
     pub interval: (f64, f64),
     /// Chebyshev: the degree of the residual polynomial (operator applications per step,
-    /// counting the residual).
+    /// counting the residual; the meaning of [`ChebyshevPoly::degree`]).
     pub degree: usize,
     pub sweeps: usize,
 }
@@ -56,6 +57,15 @@ impl<V> LevelSmoother<V> {
     pub fn set_rho(&mut self, rho: f64, params: &AmgParams) {
         let hi = params.chebyshev_upper * rho;
         self.interval = (hi * params.chebyshev_lower, hi);
+    }
+
+    /// The Chebyshev polynomial of the interval and degree.
+    pub fn poly(&self) -> ChebyshevPoly {
+        ChebyshevPoly {
+            lmin: self.interval.0,
+            lmax: self.interval.1,
+            degree: self.degree,
+        }
     }
 
     /// Device bytes of the smoother's vector.
@@ -97,39 +107,19 @@ fn residual<T: Scalar, B: MultigridOps<T>>(
     be.spmv(a, -T::one(), x, T::one(), r)
 }
 
-/// `z ← p(D⁻¹A)·D⁻¹·r`, the Chebyshev polynomial of the interval (Saad, Algorithm 12.1, from
-/// zero), with `degree − 1` operator applications.
+/// `z ← p(D⁻¹A)·D⁻¹·r`, the smoother's Chebyshev polynomial ([`ChebyshevPoly`], the
+/// preconditioner's recurrence), with `degree − 1` operator applications.
 fn chebyshev<T: Scalar, B: MultigridOps<T>>(
     be: &B,
     a: &B::Matrix,
     sm: &LevelSmoother<B::Vector>,
     r: &B::Vector,
     z: &mut B::Vector,
-    [res, d, t]: [&mut B::Vector; 3],
+    work: [&mut B::Vector; 3],
 ) -> Result<()> {
-    let (lmin, lmax) = sm.interval;
-    let theta = 0.5 * (lmax + lmin);
-    let delta = 0.5 * (lmax - lmin);
-    let sigma = theta / delta;
-    let dinv = Some(&sm.scale);
-    be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(1.0 / theta))?;
-    let mut rho = 1.0 / sigma;
-    for _ in 1..sm.degree {
-        be.spmv(a, T::one(), d, T::zero(), t)?;
-        let rho_new = 1.0 / (2.0 * sigma - rho);
-        be.poly_step(
-            t,
-            dinv,
-            res,
-            d,
-            z,
-            false,
-            T::of_f64(rho_new * rho),
-            T::of_f64(2.0 * rho_new / delta),
-        )?;
-        rho = rho_new;
-    }
-    Ok(())
+    sm.poly().apply(be, Some(&sm.scale), r, z, work, |x, y| {
+        be.spmv(a, T::one(), x, T::zero(), y)
+    })
 }
 
 /// One smoothing step on `A·x = b`; `zero` says `x` is zero on entry (its contents are then

@@ -18,7 +18,7 @@
 //! (`amg_check_fine`), and nothing of the fine matrix is kept on the host. Phases are queued
 //! without synchronising between them except where a size must be read to allocate (the entry
 //! counts of the strength graph, the aggregation and the products, MIS-2's round counters read
-//! every [`MIS2_BATCH`](crate::sparse::gpu::aggregate::MIS2_BATCH) rounds); ρ stays on the device until
+//! batch of rounds, [`MIS2_BATCH`](crate::sparse::gpu::aggregate::MIS2_BATCH) first); ρ stays on the device until
 //! the end of the setup. [`AmgParams::phase_times`] synchronises after every phase to time it.
 //!
 //! The numeric re-setup ([`HierarchyState::update`]) checks the new matrix on the device,
@@ -57,6 +57,7 @@ pub const AMG_SETUP_SRC: KernelSource = KernelSource {
     name: "precond/amg_setup.cu",
     text: include_str!("../../../kernels/precond/amg_setup.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 const BLOCK: u32 = 256;
@@ -237,7 +238,7 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint
 }
 
 /// Queues the smoother scalings of a level and its ρ estimate into `d` (`steps` Lanczos steps
-/// on `D^{-1/2} A D^{-1/2}`, the procedure of `setup::spectral_radius`); nothing is read back.
+/// on `D^{-1/2} A D^{-1/2}`, the procedure of `precond::spectral::spectral_radius`); nothing is read back.
 fn queue_level_data<T: GpuScalar>(
     g: &Arc<Gpu>,
     a: CsrView<'_, T>,
@@ -590,8 +591,13 @@ fn setup_state<T: GpuScalar>(
     phase(g, params, &mut times.smoother, clock)?;
     let mut b: Vec<CudaSlice<T>> = match candidates {
         Some(c) => c.iter().map(|v| g.upload(v)).collect::<Result<_>>()?,
-        None => vec![g.upload(&vec![T::one(); n])?],
+        None => {
+            let mut one = crate::backend::VectorOps::zeros(ops, n)?;
+            crate::backend::VectorOps::fill(ops, &mut one, T::one())?;
+            vec![one]
+        }
     };
+    let window = params.window(b.len());
     let mut data = vec![lv0];
     if params.improve_candidates > 0 {
         let clock = Instant::now();
@@ -621,8 +627,13 @@ fn setup_state<T: GpuScalar>(
         let s = strength(g, a_l.into(), lv.block, params.theta)?;
         phase(g, params, &mut times.strength, clock)?;
         let clock = Instant::now();
-        let agg =
-            crate::sparse::gpu::aggregate::aggregate_mis2_with(g, (&s).into(), params.seed, false)?;
+        let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
+            g,
+            (&s).into(),
+            params.seed,
+            window,
+            false,
+        )?;
         drop(s);
         phase(g, params, &mut times.aggregate, clock)?;
         let nc = agg.num_aggregates * b.len();

@@ -14,7 +14,7 @@ use super::{AmgParams, SetupTimes};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::sparse::{aggregate_mis2, amalgamate, strength_symmetric, SpgemmPlan};
+use crate::sparse::{aggregate_mis2_ordered, amalgamate, strength_symmetric, SpgemmPlan};
 
 /// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
 pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
@@ -72,7 +72,7 @@ fn level_of<T: Scalar>(a: CsrMatrix<T>, block: usize, steps: usize) -> HostLevel
             }
         })
         .collect();
-    let rho = spectral_radius(&a, &inv_diag, steps);
+    let rho = crate::precond::spectral::spectral_radius(&a, &inv_diag, steps);
     HostLevel {
         a,
         inv_diag,
@@ -80,102 +80,6 @@ fn level_of<T: Scalar>(a: CsrMatrix<T>, block: usize, steps: usize) -> HostLevel
         rho,
         block,
     }
-}
-
-/// An estimate of ρ(D⁻¹A) from `steps` Lanczos steps on `D^{-1/2} A D^{-1/2}` (symmetric when
-/// `A` is; it has the eigenvalues of `D⁻¹A`), the largest Ritz value — the estimate PyAMG's
-/// `approximate_spectral_radius` makes. A fixed pseudo-random start, so setup is deterministic.
-pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps: usize) -> f64 {
-    let n = a.nrows();
-    if n == 0 {
-        return 1.0;
-    }
-    let s: Vec<f64> = inv_diag
-        .iter()
-        .map(|d| d.as_f64().max(0.0).sqrt())
-        .collect();
-    let apply = |x: &[f64], y: &mut [f64]| {
-        let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
-        y.par_iter_mut().enumerate().for_each(|(i, yi)| {
-            let mut acc = 0.0;
-            for k in p[i] as usize..p[i + 1] as usize {
-                let c = j[k] as usize;
-                acc += v[k].as_f64() * s[c] * x[c];
-            }
-            *yi = s[i] * acc;
-        });
-    };
-    let mut v: Vec<f64> = (0..n)
-        .map(|i| {
-            let h = crate::sparse::splitmix64(i as u64 ^ 0x5EED);
-            (h >> 11) as f64 / (1u64 << 53) as f64 + 0.5
-        })
-        .collect();
-    let nv = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    v.iter_mut().for_each(|x| *x /= nv);
-    let mut v_prev = vec![0.0f64; n];
-    let mut w = vec![0.0f64; n];
-    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let mut b_prev = 0.0;
-    for _ in 0..steps.min(n).max(1) {
-        apply(&v, &mut w);
-        let al = det_dot(&w, &v);
-        w.par_iter_mut()
-            .zip(v.par_iter().zip(&v_prev))
-            .for_each(|(w, (&v, &vp))| *w -= al * v + b_prev * vp);
-        let bt = det_dot(&w, &w).sqrt();
-        alpha.push(al);
-        if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
-            break;
-        }
-        beta.push(bt);
-        std::mem::swap(&mut v_prev, &mut v);
-        v.par_iter_mut().zip(&w).for_each(|(v, &w)| *v = w / bt);
-        b_prev = bt;
-    }
-    ritz_max(&alpha, &beta)
-}
-
-/// The largest Ritz value of the Lanczos tridiagonal `(alpha, beta)` (diagonal and
-/// off-diagonal), or 1 when it is not a positive finite number.
-pub(crate) fn ritz_max(alpha: &[f64], beta: &[f64]) -> f64 {
-    let m = alpha.len();
-    let mut t: Vec<Vec<f64>> = (0..m)
-        .map(|i| {
-            (0..m)
-                .map(|j| {
-                    if i == j {
-                        alpha[i]
-                    } else if j == i + 1 || i == j + 1 {
-                        beta[i.min(j)]
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let ev = crate::precond::chebyshev::symmetric_eigenvalues(&mut t);
-    let rho = ev.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if rho > 0.0 && rho.is_finite() {
-        rho
-    } else {
-        1.0
-    }
-}
-
-/// `x·y` summed the same way whatever the thread count or work stealing: fixed chunks summed in
-/// order, then the chunk sums in order. (A rayon `sum()` splits where threads steal work, so its
-/// rounding changes from run to run; the setup must be deterministic so that a numeric re-setup
-/// equals a fresh setup and the CPU and GPU hierarchies are the same.)
-fn det_dot(x: &[f64], y: &[f64]) -> f64 {
-    const CHUNK: usize = 8192;
-    let partial: Vec<f64> = x
-        .par_chunks(CHUNK)
-        .zip(y.par_chunks(CHUNK))
-        .map(|(a, b)| a.iter().zip(b).map(|(a, b)| a * b).sum::<f64>())
-        .collect();
-    partial.iter().sum()
 }
 
 /// The strength graph of a level (on its nodes).
@@ -298,6 +202,7 @@ impl<T: Scalar> HostHierarchy<T> {
         let clock = Instant::now();
         improve(&levels[0], &mut b, params)?;
         times.candidates += clock.elapsed().as_secs_f64();
+        let window = params.window(b.len());
         let mut transfers = Vec::new();
         loop {
             let lv = levels.last().expect("at least the fine level");
@@ -309,7 +214,7 @@ impl<T: Scalar> HostHierarchy<T> {
             let s = strength(&lv.a, lv.block, params.theta)?;
             times.strength += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
-            let agg = aggregate_mis2(&s, params.seed);
+            let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
             times.aggregate += clock.elapsed().as_secs_f64();
             let k = b.len();
             let nc = agg.num_aggregates() * k;

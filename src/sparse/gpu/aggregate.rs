@@ -49,7 +49,7 @@
 //!   of the keys), one for `t2` fused with the state update — `t2(i)` is needed by node `i`
 //!   alone and that kernel reads only `t1`, so each undecided node updates its own key in place —
 //!   which also counts the nodes left undecided into a device counter of its round (a warp
-//!   sum, one atomic per warp). Rounds are queued [`MIS2_BATCH`] at a time, each round's kernels
+//!   sum, one atomic per warp). Rounds are queued in batches ([`MIS2_BATCH`], doubling), each round's kernels
 //!   doing nothing once the previous round's counter is zero; the host reads the batch's
 //!   counters (one synchronisation per batch) and stops at the first zero, which gives the
 //!   round count.
@@ -81,14 +81,19 @@ pub const AGGREGATE_SRC: KernelSource = KernelSource {
     name: "sparse/aggregate.cu",
     text: include_str!("../../../kernels/sparse/aggregate.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 /// Threads per block of every kernel here.
 const THREADS: u32 = 256;
 
-/// MIS-2 rounds queued between two reads of the round counters (Poisson 3-D takes 10–15
-/// rounds per level, so one or two reads).
+/// MIS-2 rounds queued before the first read of the round counters (Poisson 3-D takes 10–15
+/// rounds per level with random priorities, so one or two reads); each further batch is twice
+/// as long, up to [`MIS2_BATCH_MAX`].
 pub const MIS2_BATCH: usize = 8;
+
+/// The longest batch of MIS-2 rounds between two reads of the counters.
+pub const MIS2_BATCH_MAX: usize = 128;
 
 /// Lanes per row of the group kernels: the average row length rounded up to a power of two,
 /// between 4 and 32 (Poisson 2D/3D graphs: 4 and 8 lanes; the 27-point stencil: 32), so most
@@ -493,14 +498,29 @@ pub fn aggregate_mis2<'a, T: GpuScalar>(
     s: impl Into<CsrView<'a, T>>,
     seed: u64,
 ) -> Result<GpuAggregation> {
-    aggregate_mis2_with(gpu, s.into(), seed, true)
+    aggregate_mis2_with(gpu, s.into(), seed, 0, true)
 }
 
-/// [`aggregate_mis2`], the canonical check skipped when `check` is false.
+/// [`aggregate_mis2`] with priorities ordered inside windows of `2^window` nodes: the same
+/// aggregation as [`crate::sparse::aggregate_mis2_ordered`].
+///
+/// # Errors
+/// As [`aggregate_mis2`].
+pub fn aggregate_mis2_ordered<'a, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    s: impl Into<CsrView<'a, T>>,
+    seed: u64,
+    window: u32,
+) -> Result<GpuAggregation> {
+    aggregate_mis2_with(gpu, s.into(), seed, window, true)
+}
+
+/// [`aggregate_mis2_ordered`], the canonical check skipped when `check` is false.
 pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
     gpu: &Arc<Gpu>,
     s: CsrView<'_, T>,
     seed: u64,
+    window: u32,
     check: bool,
 ) -> Result<GpuAggregation> {
     if s.nrows != s.ncols {
@@ -538,7 +558,7 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
     // reads it.
     let (mut key, mut t1) = unsafe { (g.alloc::<u64>(n)?, g.alloc::<u64>(n)?) };
     // counts[0]: the nodes undecided at the start; counts[r]: after round r of the batch.
-    let mut counts = g.zeros::<u32>(MIS2_BATCH + 1)?;
+    let mut counts = g.zeros::<u32>(MIS2_BATCH_MAX + 1)?;
     let k = g.function(&AGGREGATE_SRC, "mis2_init", &[])?;
     let mut lb = g.stream().launch_builder(&k);
     {
@@ -546,10 +566,11 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
         lb.arg(&gptr)
             .arg(&n32)
             .arg(&seed)
+            .arg(&window)
             .arg(&mut key)
             .arg(&mut c0);
-        // SAFETY: mis2_init(const u32* gptr, u32 n, u64 seed, u64* key, u32* undecided): gptr
-        // n+1, key n, one counter (zeroed).
+        // SAFETY: mis2_init(const u32* gptr, u32 n, u64 seed, u32 window, u64* key, u32*
+        // undecided): gptr n+1, key n, one counter (zeroed).
         unsafe { lb.launch(Gpu::cfg(item_blocks(g, n), THREADS, 0)) }
             .map_err(|e| Gpu::launch_error("mis2_init", e))?;
     }
@@ -558,6 +579,7 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
     let k1 = g.function(&AGGREGATE_SRC, &t1_name, &[])?;
     let k2 = g.function(&AGGREGATE_SRC, &t2_name, &[])?;
     let mut rounds = 0;
+    let mut batch = MIS2_BATCH;
     loop {
         // Each round decides at least one node: more rounds than nodes is a defect.
         if rounds > n {
@@ -565,7 +587,7 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
                 "GPU MIS-2 aggregation: nodes still undecided after {rounds} rounds"
             )));
         }
-        for r in 0..MIS2_BATCH {
+        for r in 0..batch {
             let (done, mut rest) = counts.split_at_mut(r + 1);
             let prev = done.slice(r..r + 1);
             let mut cur = rest.slice_mut(0..1);
@@ -595,20 +617,22 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
             unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
                 .map_err(|e| Gpu::launch_error(&t2_name, e))?;
         }
-        let c = g.download(&counts)?;
+        let c = g.download(&counts.slice(0..batch + 1))?;
         if let Some(r) = c.iter().position(|&x| x == 0) {
             rounds += r;
             break;
         }
-        rounds += MIS2_BATCH;
-        // The next batch starts from this one's last count.
-        let last = c[MIS2_BATCH];
+        rounds += batch;
+        // The next batch starts from this one's last count, and is twice as long (up to
+        // MIS2_BATCH_MAX): long runs of rounds (ordered priorities) need few reads.
+        let last = c[batch];
         counts = g.upload(
             &[last]
                 .into_iter()
-                .chain([0; MIS2_BATCH])
+                .chain([0; MIS2_BATCH_MAX])
                 .collect::<Vec<_>>(),
         )?;
+        batch = (2 * batch).min(MIS2_BATCH_MAX);
     }
     drop(t1);
     // Roots numbered in node order: exclusive scan of the IN flags.

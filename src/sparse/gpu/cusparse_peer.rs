@@ -12,17 +12,9 @@ use cudarc::driver::{DevicePtr, DevicePtrMut};
 
 use super::{CsrView, DeviceCsr};
 use crate::error::Result;
-use crate::gpu::cusparse::{check, sys, Cusparse};
+use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
 use crate::gpu::Gpu;
 use crate::spmv::gpu::GpuScalar;
-
-fn data_type<T: GpuScalar>() -> sys::cudaDataType {
-    if T::BYTES == 4 {
-        sys::cudaDataType::CUDA_R_32F
-    } else {
-        sys::cudaDataType::CUDA_R_64F
-    }
-}
 
 /// A cuSPARSE handle for SpGEMM products.
 pub struct CusparseSpgemm {
@@ -95,8 +87,6 @@ impl CusparseSpgemm {
             mats: Vec::new(),
             spgemm: std::ptr::null_mut(),
         };
-        let i32i = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
-        let base = sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO;
         let mut c_row_ptr = g.zeros::<u32>(a.nrows + 1)?;
         // SAFETY: every pointer handed to cuSPARSE is a live device allocation of the size given
         // (A and B as their views say; C's arrays allocated below before they are set); the
@@ -108,20 +98,15 @@ impl CusparseSpgemm {
                 let (ci, _g2) = v.col.device_ptr(stream);
                 let (va, _g3) = v.val.device_ptr(stream);
                 let mut m = std::ptr::null_mut();
-                check(
-                    sys::cusparseCreateCsr(
-                        &mut m,
-                        v.nrows as i64,
-                        v.ncols as i64,
-                        v.nnz as i64,
-                        rp as *mut c_void,
-                        ci as *mut c_void,
-                        va as *mut c_void,
-                        i32i,
-                        i32i,
-                        base,
-                        dt,
-                    ),
+                create_csr(
+                    &mut m,
+                    v.nrows,
+                    v.ncols,
+                    v.nnz,
+                    rp,
+                    ci,
+                    va,
+                    dt,
                     "cusparseCreateCsr",
                 )?;
                 Ok(m)
@@ -131,20 +116,15 @@ impl CusparseSpgemm {
             let mb = make(b)?;
             d.mats.push(mb);
             let mut mc = std::ptr::null_mut();
-            check(
-                sys::cusparseCreateCsr(
-                    &mut mc,
-                    a.nrows as i64,
-                    b.ncols as i64,
-                    0,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    i32i,
-                    i32i,
-                    base,
-                    dt,
-                ),
+            create_csr(
+                &mut mc,
+                a.nrows,
+                b.ncols,
+                0,
+                0,
+                0,
+                0,
+                dt,
                 "cusparseCreateCsr(C)",
             )?;
             d.mats.push(mc);

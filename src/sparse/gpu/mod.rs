@@ -88,7 +88,8 @@ use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 pub use aggregate::{
-    aggregate_mis2, amalgamate, strength_symmetric, tentative_single, GpuAggregation, AGGREGATE_SRC,
+    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_single,
+    GpuAggregation, AGGREGATE_SRC,
 };
 #[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
@@ -98,6 +99,7 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
     name: "sparse/spgemm.cu",
     text: include_str!("../../../kernels/sparse/spgemm.cu"),
     headers: &[&COMMON],
+    constants: &[],
 };
 
 /// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
@@ -738,30 +740,57 @@ impl GpuSpgemmPlan {
             } else {
                 n.div_ceil(per_block as usize) as u32
             };
-            let k = g.typed_function::<T>(&SPGEMM_SRC, &format!("spgemm_numeric_b{bi}"), &[])?;
+            let name = format!("spgemm_numeric_b{bi}");
+            let k = g.typed_function::<T>(&SPGEMM_SRC, &name, &[])?;
             let rows_b = self.rows.slice(self.bin_start[bi]..self.bin_start[bi + 1]);
             let n32 = n as u32;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(&rows_b)
-                .arg(&n32)
-                .arg(a.row_ptr)
-                .arg(a.col)
-                .arg(a.val)
-                .arg(b.row_ptr)
-                .arg(b.col)
-                .arg(b.val)
-                .arg(&self.row_ptr)
-                .arg(&self.col)
-                .arg(&mut *values);
-            // SAFETY: spgemm_numeric_bB_T(rows, n, arp, acol, const T* aval, brp, bcol,
-            // const T* bval, crp, ccol, T* cval): the plan's bins and pattern for these shapes
-            // (checked above); every product's column is in C's row (the symbolic phase put it
-            // there), so the binary search lands inside the row; cval has nnz entries.
-            unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
-                .map_err(|e| Gpu::launch_error(&format!("spgemm_numeric_b{bi}"), e))?;
+            // SAFETY: spgemm_numeric_bB_T takes (rows, n, ...): bin bi's rows of this plan
+            // (binary search of each product's column in its C row).
+            unsafe {
+                self.launch_numeric(&k, &name, Gpu::cfg(blocks, threads, 0), a, b, values, |l| {
+                    l.arg(&rows_b).arg(&n32);
+                })
+            }?;
         }
         // Rows without products have no entries: nothing to write.
         Ok(())
+    }
+
+    /// Launches the numeric kernel `name` (for `T`): `(head..., arp, acol, const T* aval, brp,
+    /// bcol, const T* bval, crp, ccol, T* cval)`, where `head` pushes the two arguments that
+    /// name its rows (a bin's rows and their count, or the flat kernel's segments).
+    ///
+    /// # Safety
+    /// `name` has that signature and `head` pushes what its first two parameters expect, rows
+    /// or segments of this plan; `a` and `b` have the shapes the plan was made for (checked by
+    /// the callers), so every product's column is in its C row (the symbolic phase put it
+    /// there) and the kernel's search or slot lands inside the row; `values` has nnz entries.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_numeric<'a, T: GpuScalar>(
+        &'a self,
+        k: &'a cudarc::driver::CudaFunction,
+        name: &str,
+        cfg: cudarc::driver::LaunchConfig,
+        a: CsrView<'a, T>,
+        b: CsrView<'a, T>,
+        values: &'a mut CudaSlice<T>,
+        head: impl FnOnce(&mut cudarc::driver::LaunchArgs<'a>),
+    ) -> Result<()> {
+        let mut lb = self.gpu.stream().launch_builder(k);
+        head(&mut lb);
+        lb.arg(a.row_ptr)
+            .arg(a.col)
+            .arg(a.val)
+            .arg(b.row_ptr)
+            .arg(b.col)
+            .arg(b.val)
+            .arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(values);
+        // SAFETY: the caller's.
+        unsafe { lb.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| Gpu::launch_error(name, e))
     }
 
     /// The flat numeric kernels: a group per row for bins 0 and 1, a warp per row segment for
@@ -789,46 +818,33 @@ impl GpuSpgemmPlan {
             let k = g.typed_function::<T>(&SPGEMM_SRC, &name, &[])?;
             let rows_b = self.rows.slice(self.bin_start[bi]..self.bin_start[bi + 1]);
             let n32 = n as u32;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(&rows_b)
-                .arg(&n32)
-                .arg(a.row_ptr)
-                .arg(a.col)
-                .arg(a.val)
-                .arg(b.row_ptr)
-                .arg(b.col)
-                .arg(b.val)
-                .arg(&self.row_ptr)
-                .arg(&self.col)
-                .arg(&mut *values);
-            // SAFETY: spgemm_flat_b0_T / spgemm_numeric_b1_T(rows, n, arp, acol, aval, brp, bcol,
-            // bval, crp, ccol, T* cval): the plan's bins (each row's C row fits the group's 32/64 entries: n ≤ ub)
-            // and pattern for these shapes (checked by the caller); every product's column is in
-            // C's row, so its slot lies inside the row.
-            unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
-                .map_err(|e| Gpu::launch_error(&name, e))?;
+            // SAFETY: spgemm_flat_b0_T / spgemm_numeric_b1_T take (rows, n, ...): bin bi's rows
+            // of this plan (each row's C row fits the group's 32/64 entries: n ≤ ub).
+            unsafe {
+                self.launch_numeric(&k, &name, Gpu::cfg(blocks, 128, 0), a, b, values, |l| {
+                    l.arg(&rows_b).arg(&n32);
+                })
+            }?;
         }
         if self.bin_start[6] > self.bin_start[2] {
             let blocks = (self.seg_bound.div_ceil(4) as u32).clamp(1, g.sm_count() * 16);
             let k = g.typed_function::<T>(&SPGEMM_SRC, "spgemm_flat_seg", &[])?;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(&self.seg_items)
-                .arg(&self.seg_count)
-                .arg(a.row_ptr)
-                .arg(a.col)
-                .arg(a.val)
-                .arg(b.row_ptr)
-                .arg(b.col)
-                .arg(b.val)
-                .arg(&self.row_ptr)
-                .arg(&self.col)
-                .arg(&mut *values);
-            // SAFETY: spgemm_flat_seg_T(items, nitems, arp, acol, aval, brp, bcol, bval, crp,
-            // ccol, T* cval): *nitems (row, first, end entry) triples written by
-            // spgemm_seg_items for this plan's rows, each segment inside its row of C and at
-            // most FLAT_SEG entries.
-            unsafe { lb.launch(Gpu::cfg(blocks, 128, 0)) }
-                .map_err(|e| Gpu::launch_error("spgemm_flat_seg", e))?;
+            // SAFETY: spgemm_flat_seg_T takes (items, nitems, ...): *nitems (row, first, end
+            // entry) triples written by spgemm_seg_items for this plan's rows, each segment
+            // inside its row of C and at most FLAT_SEG entries.
+            unsafe {
+                self.launch_numeric(
+                    &k,
+                    "spgemm_flat_seg",
+                    Gpu::cfg(blocks, 128, 0),
+                    a,
+                    b,
+                    values,
+                    |l| {
+                        l.arg(&self.seg_items).arg(&self.seg_count);
+                    },
+                )
+            }?;
         }
         Ok(())
     }
@@ -970,8 +986,14 @@ pub fn transpose<'a, T: GpuScalar>(
         .stream()
         .clone_dtod(&a.col.slice(..nnz))
         .map_err(|e| Error::cuda("copying column keys", e))?;
-    let iota: Vec<u32> = (0..nnz32).collect();
-    let mut perm = g.upload(&iota)?;
+    // SAFETY: sparse_iota writes all nnz entries.
+    let mut perm = unsafe { g.alloc::<u32>(nnz)? };
+    let k = f("sparse_iota")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(&nnz32).arg(&mut perm);
+    // SAFETY: sparse_iota(u32 n, u32* out): out n entries.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_iota", e))?;
     crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
     drop(keys);
     // SAFETY: the gather writes all nnz entries.

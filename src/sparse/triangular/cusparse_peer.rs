@@ -13,17 +13,9 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use super::{Diagonal, Triangle};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
-use crate::gpu::cusparse::{check, sys, Cusparse};
+use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
-
-fn data_type<T: Scalar>() -> sys::cudaDataType {
-    if T::BYTES == 4 {
-        sys::cudaDataType::CUDA_R_32F
-    } else {
-        sys::cudaDataType::CUDA_R_64F
-    }
-}
 
 /// A prepared `cusparseSpSV` for one triangular matrix.
 pub struct CusparseSpsv<T> {
@@ -84,20 +76,15 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
             let (rp, _a) = me._row_ptr.device_ptr(&stream);
             let (ci, _b) = me._col.device_ptr(&stream);
             let (va, _c) = me._val.device_ptr(&stream);
-            check(
-                sys::cusparseCreateCsr(
-                    &mut me.mat,
-                    n as i64,
-                    n as i64,
-                    a.nnz() as i64,
-                    rp as *mut c_void,
-                    ci as *mut c_void,
-                    va as *mut c_void,
-                    sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                    dt,
-                ),
+            create_csr(
+                &mut me.mat,
+                n,
+                n,
+                a.nnz(),
+                rp,
+                ci,
+                va,
+                dt,
                 "cusparseCreateCsr",
             )?;
             let mut fill = match triangle {

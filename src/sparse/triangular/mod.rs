@@ -544,4 +544,4 @@ pub fn lanes_per_row(stats: &LevelStats) -> u32 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::super::{check_shapes, Layout};
 use crate::error::{Error, Result};
-use crate::gpu::cusparse::{check, sys, Cusparse};
+use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 /// The cuSPARSE CSR SpMM algorithms.
@@ -53,14 +53,6 @@ impl CusparseSpmmAlg {
             CusparseSpmmAlg::Alg2 => A::CUSPARSE_SPMM_CSR_ALG2,
             CusparseSpmmAlg::Alg3 => A::CUSPARSE_SPMM_CSR_ALG3,
         }
-    }
-}
-
-fn data_type<T: GpuScalar>() -> sys::cudaDataType {
-    if T::BYTES == 4 {
-        sys::cudaDataType::CUDA_R_32F
-    } else {
-        sys::cudaDataType::CUDA_R_64F
     }
 }
 
@@ -140,20 +132,15 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
         // nrows+1, col/val nnz, x ncols·k, y nrows·k with the leading dimensions of `layout`);
         // cuSPARSE only reads the matrix and x. Descriptors are destroyed in Drop.
         unsafe {
-            check(
-                sys::cusparseCreateCsr(
-                    &mut me.mat,
-                    n as i64,
-                    m as i64,
-                    a.nnz() as i64,
-                    rp as *mut c_void,
-                    ci as *mut c_void,
-                    va as *mut c_void,
-                    sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                    dt,
-                ),
+            create_csr(
+                &mut me.mat,
+                n,
+                m,
+                a.nnz(),
+                rp,
+                ci,
+                va,
+                dt,
                 "cusparseCreateCsr",
             )?;
             let (xp, _rx) = x.device_ptr(&stream);

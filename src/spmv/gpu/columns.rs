@@ -17,6 +17,10 @@ pub const SPMV_COLUMNS_SRC: KernelSource = KernelSource {
     name: "spmv/spmv_columns.cu",
     text: include_str!("../../../kernels/spmv/spmv_columns.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[
+        ("SPMVC_THREADS", THREADS as i64),
+        ("SPMVC_MAX", MAX_COLUMNS as i64),
+    ],
 };
 
 /// Columns per launch (`SPMVC_MAX`): the size of the pointer table in the kernel's parameters.
@@ -80,8 +84,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             return Ok(());
         }
         let gpu = self.gpu().clone();
-        let d = [("SPMVC_THREADS", THREADS.to_string())];
-        let f = gpu.typed_function::<T>(&SPMV_COLUMNS_SRC, "spmv_columns", &d)?;
+        let f = gpu.typed_function::<T>(&SPMV_COLUMNS_SRC, "spmv_columns", &[])?;
         let lanes = (self.row_stats().mean / 8.0).clamp(1.0, 32.0) as u32;
         let log_group = 31 - lanes.leading_zeros();
         let blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;

@@ -14,8 +14,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::{GpuCsr, GpuScalar};
 use crate::error::Result;
-use crate::gpu::cusparse::{check, sys, Cusparse};
-use crate::scalar::Scalar;
+use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
 
 /// The cuSPARSE CSR SpMV algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,14 +38,6 @@ impl CusparseAlg {
             CusparseAlg::Alg1 => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG1,
             CusparseAlg::Alg2 => sys::cusparseSpMVAlg_t::CUSPARSE_SPMV_CSR_ALG2,
         }
-    }
-}
-
-fn data_type<T: Scalar>() -> sys::cudaDataType {
-    if T::BYTES == 4 {
-        sys::cudaDataType::CUDA_R_32F
-    } else {
-        sys::cudaDataType::CUDA_R_64F
     }
 }
 
@@ -117,20 +108,15 @@ impl<'a, T: GpuScalar> CusparseSpmv<'a, T> {
         // SAFETY: the pointers are live device allocations of the sizes passed (row_ptr nrows+1,
         // col/val nnz entries); cuSPARSE only reads the matrix. Descriptors are destroyed in Drop.
         unsafe {
-            check(
-                sys::cusparseCreateCsr(
-                    &mut me.mat,
-                    a.nrows() as i64,
-                    a.ncols() as i64,
-                    a.nnz() as i64,
-                    rp as *mut c_void,
-                    ci as *mut c_void,
-                    va as *mut c_void,
-                    sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sys::cusparseIndexType_t::CUSPARSE_INDEX_32I,
-                    sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-                    dt,
-                ),
+            create_csr(
+                &mut me.mat,
+                a.nrows(),
+                a.ncols(),
+                a.nnz(),
+                rp,
+                ci,
+                va,
+                dt,
                 "cusparseCreateCsr",
             )?;
             let (xp, _rx) = x.device_ptr(stream);

@@ -93,7 +93,7 @@ pub mod gpu {
             .then(|| Jacobi::from_matrix(ops, a).unwrap());
         let poly = method.ends_with("poly").then(|| {
             let pp = ChebyshevParams {
-                degree: 3,
+                degree: 4,
                 ..Default::default()
             };
             Chebyshev::from_matrix(ops, da, a, &pp).unwrap()

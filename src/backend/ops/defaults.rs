@@ -5,14 +5,14 @@
 //! exactly the arithmetic of the fused step it stands for (the same products and sums in the
 //! same order: `a·x + b·y` with `b = 1` is `x + a·x`, `−α·q + r` is `r − α·q`), so a backend that
 //! fuses a step into one pass gets the same iterates bit for bit when its `dot` sums in the same
-//! order (`tests/backend_core.rs` checks it against the CPU backend's one-pass steps).
+//! order (`tests/all/backend_core.rs` checks it against the CPU backend's one-pass steps).
 //!
 //! The steps fused further (`cg_tail`, `bicg_alpha_s`, `bicg_update_p`) are their separate steps
 //! in order; a backend that fuses them only on some systems (the GPU on small ones) calls these
 //! for the others.
 
-use super::recur::{self, Slot, NSLOTS};
 use super::{Fuse, VectorOps};
+use crate::backend::recur::{self, Slot, NSLOTS};
 use crate::error::Result;
 use crate::scalar::Scalar;
 

@@ -1,8 +1,9 @@
 //! The backend trait: a small required core and the solvers' steps built from it.
 
-use super::defaults;
-use super::recur::{Slot, NSLOTS};
-use super::Block;
+pub(crate) mod defaults;
+
+use crate::backend::recur::{Slot, NSLOTS};
+use crate::backend::Block;
 use crate::scalar::Scalar;
 
 /// How a fused step applies the preconditioner `z = M⁻¹r` on its way.
@@ -40,7 +41,7 @@ pub enum Fuse<'a, V> {
 /// # Extensions
 ///
 /// Everything else is an **extension** with a default implementation written once from the
-/// core (`backend/defaults.rs`): the convenience operations ([`set_zero`](VectorOps::set_zero),
+/// core (`backend/ops/defaults.rs`): the convenience operations ([`set_zero`](VectorOps::set_zero),
 /// [`residual`](VectorOps::residual), [`scale`](VectorOps::scale), [`axpy`](VectorOps::axpy)), the
 /// solvers' fused steps (`cg_*`, `bicg_*`, [`poly_step`](VectorOps::poly_step)) and the hooks
 /// and capability queries ([`begin_block`](VectorOps::begin_block),

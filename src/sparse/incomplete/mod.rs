@@ -1,5 +1,5 @@
 //! Incomplete factorizations without fill: ILU(0) and IC(0), on the CPU (the reference); the GPU
-//! factorization is in [`triangular::gpu`](super::triangular::gpu) (feature `cuda`).
+//! factorization is in [`gpu`] (feature `cuda`).
 //!
 //! - **ILU(0)**: `A ≈ L·U` with `L` unit lower triangular and `U` upper triangular, both on
 //!   `A`'s own pattern (the product equals `A` at every stored position). The factor is one
@@ -20,6 +20,9 @@
 //! naming the row. [`IncompleteParams::shift`] is the usual remedy (Manteuffel 1980): the
 //! factorization is then of `A` with each diagonal entry moved away from zero by
 //! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
+
+#[cfg(feature = "cuda")]
+pub mod gpu;
 
 use super::reorder::{self, INSERTED};
 use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
@@ -187,11 +190,13 @@ pub const SWEEP_COST_LEVELS: usize = 8;
 /// The most sweeps [`Application::Auto`] uses.
 pub const MAX_AUTO_SWEEPS: usize = 12;
 /// Sweeps of [`Application::Auto`] on a deep triangle (more than [`AUTO_REORDER_LEVELS`]
-/// levels) whose `‖D⁻¹N‖∞` is at least 1 but at most [`DEEP_SWEEP_MAX_NORM`]. Measured on an
-/// H100 (`benches/results/history/ilu.md`): 4 sweeps were the fastest ILU(0)/IC(0) application on the
-/// corpus's deep factors (raefsky2, bcsstk13, bcsstk16; norms 3–80), where the exact solve
-/// costs 0.7–1.4 ms and the multicoloured factor needs 1.4–4× the iterations.
-pub const DEEP_SWEEPS: usize = 4;
+/// levels) whose `‖D⁻¹N‖∞` is at least 1 but at most [`DEEP_SWEEP_MAX_NORM`]. On the corpus's
+/// deep factors (raefsky2, bcsstk13, bcsstk16; norms 3–80) the exact solve costs 0.7–1.4 ms and
+/// the multicoloured factor needs 1.4–4× the iterations; 8 sweeps cut raefsky2's GMRES(30)
+/// iterations from 688 (4 sweeps) to 312 and bcsstk16's PCG from 60 to 49, and with every sweep
+/// of an application in one cooperative launch on the GPU a sweep costs about a grid barrier
+/// (`benches/results/history/ilu.md`).
+pub const DEEP_SWEEPS: usize = 8;
 /// The largest `‖D⁻¹N‖∞` of a deep triangle that [`Application::Auto`] sweeps (olm1000's
 /// factors, 136 and 157, stagnate GMRES under sweeps; the swept corpus factors stay below 80).
 pub const DEEP_SWEEP_MAX_NORM: f64 = 100.0;
@@ -1116,3 +1121,6 @@ fn ic0_rows<T: Scalar>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

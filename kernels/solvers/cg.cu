@@ -1,0 +1,168 @@
+// Conjugate gradients: the separate steps (each ending in a reduction whose last block runs the
+// recurrence of solvers/recur.cuh) and, for small systems, the fused step cg_fused (one
+// cooperative launch for cg_alpha, cg_update_r and cg_update_xp; see solvers/reduce.cuh's grid
+// barrier and backend::gpu's "Small systems").
+#include "common.cuh"
+#include "solvers/reduce.cuh"
+#include "solvers/recur.cuh"
+#include "solvers/steps.cuh"
+
+// Start: |r|^2 and rho = r.z (z by mode); recur::start.
+template <typename T>
+__device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,
+                          u32* ticket, T* hist, u32 it) {
+    T v[2] = {T(0), T(0)};
+    GRID_STRIDE(i, n) {
+        const T ri = r[i];
+        v[0] += ri * ri;
+        if (mode == FUSE_JACOBI) {
+            const T zi = dinv[i] * ri;
+            z[i] = zi;
+            v[1] += ri * zi;
+        } else if (mode == FUSE_SEPARATE) {
+            v[1] += ri * z[i];
+        }
+    }
+    if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
+        const T rr = v[0], rz = mode == FUSE_IDENTITY ? v[0] : v[1];
+        start_rec_(s, hist, rr, rz, it);
+    }
+}
+
+// CG: pq = p.q; alpha = rho / pq; breakdown when pq <= 0.
+template <typename T>
+__device__ void cg_alpha_(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += p[i] * q[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) cg_alpha_rec_(s, v[0], it);
+}
+
+// CG: r -= alpha q (and z = dinv r); |r|^2, r.z; convergence; beta, rho.
+template <typename T>
+__device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
+                             T* partials, u32* ticket, T* hist, u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T v[2] = {T(0), T(0)};
+    cg_update_r_loop_(q, r, dinv, z, n, mode, s[S_ALPHA], v);
+    if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0)
+        cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
+}
+
+// PCG with a separate preconditioner: rz = r.z; beta, rho.
+template <typename T>
+__device__ void cg_rho_k_(const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += r[i] * z[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) cg_rho_(s, v[0], it);
+}
+
+// CG: x += alpha p; p = z + beta p. Also runs in the iteration that set the status (the
+// converging iteration's x update is deferred to here).
+template <typename T>
+__device__ void cg_update_xp_(T* x, T* p, const T* z, u32 n, const T* s, u32 it) {
+    if (s[S_STATUS] != T(0) && s[S_STATUS_ITER] != T(it)) return;
+    const T alpha = s[S_ALPHA], beta = s[S_BETA];
+    GRID_STRIDE(i, n) {
+        const T pi = p[i];
+        x[i] += alpha * pi;
+        p[i] = z[i] + beta * pi;
+    }
+}
+
+// CG, one launch for cg_alpha, cg_update_r and cg_update_xp (modes identity and Jacobi).
+template <typename T>
+__device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
+                          T* s, const T* sg, T* hist, T* partials, u32* bar, u32 it) {
+    ONE_ELEMENT(i, has, n);
+    T pi = T(0), qi = T(0), ri = T(0), xi = T(0), di = T(0);
+    if (has) {
+        pi = p[i];
+        qi = q[i];
+        ri = r[i];
+        xi = x[i];
+        if (mode == FUSE_JACOBI) di = dinv[i];
+    }
+    load_slots_(s, sg);
+    if (s[S_STATUS] != T(0)) return;
+    u32 phase = 0;
+    T pq[1] = {T(0)};
+    if (has) pq[0] += pi * qi;
+    grid_allsum<1>(pq, partials, bar, phase);
+    if (threadIdx.x == 0) cg_alpha_rec_(s, pq[0], it);
+    __syncthreads();
+    // A breakdown in this iteration skips r's update; x and p are updated as cg_update_xp does.
+    T zi = ri;
+    if (s[S_STATUS] == T(0)) {
+        const T alpha = s[S_ALPHA];
+        T v[2] = {T(0), T(0)};
+        if (has) {
+            ri = ri - alpha * qi;
+            r[i] = ri;
+            v[0] += ri * ri;
+            zi = ri;
+            if (mode == FUSE_JACOBI) {
+                zi = di * ri;
+                z[i] = zi;
+                v[1] += ri * zi;
+            }
+        }
+        grid_allsum<2>(v, partials, bar, phase);
+        if (threadIdx.x == 0) cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
+        __syncthreads();
+    } else if (mode == FUSE_JACOBI && has) {
+        zi = z[i];  // cg_update_xp reads the z of the previous iteration
+    }
+    // Set in this iteration (it was clear at entry): x's update still runs.
+    const T alpha = s[S_ALPHA], beta = s[S_BETA];
+    if (has) {
+        xi += alpha * pi;
+        x[i] = xi;
+        p[i] = zi + beta * pi;
+    }
+}
+
+// The fused entry points give the bodies the block's copy of the slots (which a body loads once
+// it has issued its vector loads, so the two round trips overlap) and let block 0 write it back.
+// bar[0] is the separate kernels' ticket (0 between launches), bar[1] the barrier word.
+#define CG_ENTRIES(T, SUF)                                                                           \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_start_##SUF(              \
+        const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket, T* hist,   \
+        u32 it) {                                                                                    \
+        it += iter_base_(s);                                                                         \
+        cg_start_<T>(r, dinv, z, n, mode, s, partials, ticket, hist, it);                            \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_alpha_##SUF(              \
+        const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {                     \
+        it += iter_base_(s);                                                                         \
+        cg_alpha_<T>(p, q, n, s, partials, ticket, it);                                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_update_r_##SUF(           \
+        const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials, u32* ticket,      \
+        T* hist, u32 it) {                                                                           \
+        it += iter_base_(s);                                                                         \
+        cg_update_r_<T>(q, r, dinv, z, n, mode, s, partials, ticket, hist, it);                      \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_rho_##SUF(                \
+        const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {                     \
+        it += iter_base_(s);                                                                         \
+        cg_rho_k_<T>(r, z, n, s, partials, ticket, it);                                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_update_xp_##SUF(          \
+        T* x, T* p, const T* z, u32 n, const T* s, u32 it) {                                         \
+        it += iter_base_(s);                                                                         \
+        cg_update_xp_<T>(x, p, z, n, s, it);                                                         \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_fused_##SUF(              \
+        T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,       \
+        u32* bar, T* hist, u32 it) {                                                                 \
+        __shared__ T ls[NSLOTS_K];                                                                   \
+        it += iter_base_(s);                                                                         \
+        cg_fused_<T>(x, p, q, r, dinv, z, n, mode, ls, s, blockIdx.x == 0 ? hist : nullptr,          \
+                     partials, bar + 1, it);                                                         \
+        publish_slots_(ls, s);                                                                       \
+    }
+
+CG_ENTRIES(float, f32)
+CG_ENTRIES(double, f64)

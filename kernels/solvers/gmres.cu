@@ -1,0 +1,314 @@
+// GMRES(m): the cycle start, the block Gram-Schmidt dots and updates with the column recurrence
+// (Givens rotations, residual estimate), the least-squares solve and the correction, and, for
+// small systems, the fused Arnoldi step gmres_arnoldi (a cooperative launch).
+#include "common.cuh"
+#include "solvers/reduce.cuh"
+#include "solvers/recur.cuh"
+
+// ---- GMRES (mirror of backend::recur::{GmresLayout, gmres_start, gmres_column}) ---------------
+//
+// The basis is a table of m + 1 device pointers (vptr). Small arrays at the offsets below.
+
+#ifndef GMRES_MAX_COLS
+#error "GMRES_MAX_COLS comes from the Rust side as a -D define (backend::gpu::SOLVER_CONSTANTS)"
+#endif
+
+struct GmresLay {
+    u32 m;
+    __device__ u32 hess() const { return 0; }
+    __device__ u32 rmat() const { return (m + 1) * m; }
+    __device__ u32 cs() const { return 2 * (m + 1) * m; }
+    __device__ u32 sn() const { return cs() + m; }
+    __device__ u32 g() const { return sn() + m; }
+    __device__ u32 y() const { return g() + m + 1; }
+    __device__ u32 c1() const { return y() + m; }
+    __device__ u32 c2() const { return c1() + m + 1; }
+    __device__ u32 beta2() const { return c2() + m + 1; }
+    __device__ u32 scale() const { return beta2() + 1; }
+};
+
+template <typename T> __device__ void gmres_start_rec_(T* s, T* small, GmresLay L, T* hist, T rr, u32 it) {
+    const T beta = sqrt(rr > T(0) ? rr : T(0));
+    for (u32 i = 0; i <= L.m; ++i) small[L.g() + i] = T(0);
+    small[L.g()] = beta;
+    small[L.beta2()] = rr;
+    small[L.scale()] = beta > T(0) ? T(1) / beta : T(0);
+    test_rr_(s, hist, rr, it);
+}
+
+template <typename T>
+__device__ void gmres_column_rec_(T* s, T* small, GmresLay L, T* hist, u32 j, T ww, u32 it) {
+    const u32 ld = L.m + 1;
+    const T hnext = sqrt(ww > T(0) ? ww : T(0));
+    for (u32 i = 0; i <= j; ++i) {
+        // volatile: in the fused Arnoldi kernel another block wrote them in this launch.
+        const T h = ld_(small + L.c1() + i) + ld_(small + L.c2() + i);
+        small[L.hess() + j * ld + i] = h;
+        small[L.rmat() + j * ld + i] = h;
+    }
+    small[L.hess() + j * ld + j + 1] = hnext;
+    for (u32 i = 0; i < j; ++i) {
+        const T c = small[L.cs() + i], sn = small[L.sn() + i];
+        const T a = small[L.rmat() + j * ld + i], b = small[L.rmat() + j * ld + i + 1];
+        small[L.rmat() + j * ld + i] = c * a + sn * b;
+        small[L.rmat() + j * ld + i + 1] = c * b - sn * a;
+    }
+    const T a = small[L.rmat() + j * ld + j];
+    const T d = sqrt(a * a + hnext * hnext);
+    small[L.scale()] = hnext > T(0) ? T(1) / hnext : T(0);
+    if (!finite_(d) || !finite_(a)) { stop_(s, ST_NONFINITE, it); return; }
+    if (d == T(0)) { stop_(s, ST_BREAKDOWN_ARNOLDI, it); return; }
+    const T c = a / d, sn = hnext / d;
+    small[L.cs() + j] = c;
+    small[L.sn() + j] = sn;
+    small[L.rmat() + j * ld + j] = d;
+    small[L.rmat() + j * ld + j + 1] = T(0);
+    const T gj = small[L.g() + j];
+    small[L.g() + j] = c * gj;
+    small[L.g() + j + 1] = -sn * gj;
+    const T rr = sn * sn * gj * gj;
+    if (test_rr_(s, hist, rr, it)) return;
+    if (j + 1 == L.m && rr >= (T(1) - eps_(T(0))) * small[L.beta2()]) stop_(s, ST_STAGNATED, it);
+}
+
+// Start of a cycle: |r|^2, then the recurrence (v0 = r / |r| is gmres_scale's job).
+template <typename T>
+__device__ void gmres_start_(const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket,
+                             T* hist, u32 it) {
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) v[0] += r[i] * r[i];
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0)
+        gmres_start_rec_(s, small, GmresLay{m}, hist, v[0], it);
+}
+
+// dst = small[scale] * src (in place when src is null), unless the status is set.
+template <typename T>
+__device__ void gmres_scale_(const T* src, T* dst, u32 n, const T* s, const T* small, u32 m) {
+    if (s[S_STATUS] != T(0)) return;
+    const T f = small[GmresLay{m}.scale()];
+    if (src) {
+        GRID_STRIDE(i, n) dst[i] = f * src[i];
+    } else {
+        GRID_STRIDE(i, n) dst[i] *= f;
+    }
+}
+
+// Block of dot products c[k] = V[k].w, k < nv: grid (gx, nv); block (bx, k) sums its share of
+// vector k, and the last block to finish sums each k's gx partials in block order
+// (deterministic) into small[out + k].
+template <typename T>
+__device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s,
+                            T* small, u32 out, T* partials, u32* ticket) {
+    if (s[S_STATUS] != T(0)) return;
+    __shared__ T smem[1][32];
+    __shared__ bool last;
+    const u32 k = blockIdx.y, gx = gridDim.x;
+    const T* vk = reinterpret_cast<const T*>(vptr[k]);
+    T v[1] = {T(0)};
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) v[0] += vk[i] * w[i];
+    block_sum<1>(v, smem);
+    if (threadIdx.x == 0) {
+        partials[k * gx + blockIdx.x] = v[0];
+        __threadfence();
+        last = atomicAdd(ticket, 1u) == gx * nv - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const volatile T* vp = partials;
+    for (u32 c = threadIdx.x; c < nv; c += blockDim.x) {
+        T acc = T(0);
+        for (u32 b = 0; b < gx; ++b) acc += vp[c * gx + b];
+        small[out + c] = acc;
+    }
+    if (threadIdx.x == 0) *ticket = 0;
+}
+
+// w -= sum_k small[coef + k] V[k], k < nv. With final != 0 also |w|^2, and the last block runs
+// the column recurrence (Givens rotations, residual estimate, tests) for column nv - 1.
+template <typename T>
+__device__ void gmres_update_(const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small,
+                              u32 m, u32 coef, u32 final_, T* partials, u32* ticket, T* hist,
+                              u32 it) {
+    if (s[S_STATUS] != T(0)) return;
+    __shared__ T c[GMRES_MAX_COLS];
+    __shared__ const T* vs[GMRES_MAX_COLS];
+    for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
+        c[k] = small[coef + k];
+        vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    }
+    __syncthreads();
+    T v[1] = {T(0)};
+    GRID_STRIDE(i, n) {
+        T acc = w[i];
+        for (u32 k = 0; k < nv; ++k) acc -= c[k] * vs[k][i];
+        w[i] = acc;
+        v[0] += acc * acc;
+    }
+    if (!final_) return;
+    if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0)
+        gmres_column_rec_(s, small, GmresLay{m}, hist, nv - 1, v[0], it);
+}
+
+// One thread: back substitution R y = g on the leading k x k block.
+template <typename T> __device__ void gmres_solve_y_(T* small, u32 m, u32 k) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const GmresLay L{m};
+    const u32 ld = m + 1;
+    for (int i = int(k) - 1; i >= 0; --i) {
+        T acc = small[L.g() + i];
+        for (u32 c = i + 1; c < k; ++c) acc -= small[L.rmat() + c * ld + i] * small[L.y() + c];
+        small[L.y() + i] = acc / small[L.rmat() + i * ld + i];
+    }
+}
+
+// u = sum_k y[k] V[k], k < ncols.
+template <typename T>
+__device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 ncols,
+                               const T* small, u32 m) {
+    __shared__ T y[GMRES_MAX_COLS];
+    __shared__ const T* vs[GMRES_MAX_COLS];
+    for (u32 k = threadIdx.x; k < ncols; k += blockDim.x) {
+        y[k] = small[GmresLay{m}.y() + k];
+        vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    }
+    __syncthreads();
+    GRID_STRIDE(i, n) {
+        T acc = T(0);
+        for (u32 k = 0; k < ncols; ++k) acc += y[k] * vs[k][i];
+        u[i] = acc;
+    }
+}
+
+#define ARNOLDI_WARPS (SOLVER_THREADS / 32)
+// Basis vectors whose loads one thread keeps in flight in the fused Arnoldi step.
+#define ARNOLDI_BATCH 8
+
+// GMRES, one launch for column j's CGS2 (gmres_dots, gmres_update twice), the column recurrence
+// and gmres_scale. Every block computes the coefficients c itself (each k's partials in block
+// order, as gmres_dots' last block); block 0 writes them to small and runs the column recurrence
+// (Givens rotations on the small arrays: once, not in every block). The others scale v_{j+1}
+// by 1/|w| computed from the same total, as the recurrence does; when the recurrence sets the
+// status, v_{j+1} is scaled although gmres_scale would not have, which nothing reads (the
+// correction uses v_0 ... v_j, a restart rebuilds the basis). Partials: 2 * nv * gridDim.x.
+template <typename T>
+__device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m,
+                               T* partials, u32* bar, T* hist, u32 it) {
+    __shared__ T c[GMRES_MAX_COLS];
+    __shared__ const T* vs[GMRES_MAX_COLS];
+    __shared__ T wsum[GMRES_MAX_COLS][ARNOLDI_WARPS];
+    const GmresLay L{m};
+    const u32 nv = j + 1, G = gridDim.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u32 phase = 0;
+    // The pointer table and the status in one round trip.
+    T* w = reinterpret_cast<T*>(vptr[j + 1]);
+    for (u32 k = threadIdx.x; k < nv; k += blockDim.x) vs[k] = reinterpret_cast<const T*>(vptr[k]);
+    const bool stopped = s[S_STATUS] != T(0);
+    __syncthreads();
+    if (stopped) return;
+    T ww[1] = {T(0)};
+    for (u32 pass = 0; pass < 2; ++pass) {
+        const u32 coef = pass == 0 ? L.c1() : L.c2();
+        // Block partials of c[k] = V[k].w, as gmres_dots (each k's block sum is block_sum's tree).
+        for (u32 k0 = 0; k0 < nv; k0 += ARNOLDI_BATCH) {
+            T acc[ARNOLDI_BATCH];
+#pragma unroll
+            for (int q = 0; q < ARNOLDI_BATCH; ++q) acc[q] = T(0);
+            GRID_STRIDE(i, n) {
+                const T wi = w[i];
+#pragma unroll
+                for (int q = 0; q < ARNOLDI_BATCH; ++q)
+                    if (k0 + q < nv) acc[q] += vs[k0 + q][i] * wi;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+                for (int q = 0; q < ARNOLDI_BATCH; ++q) acc[q] += __shfl_down_sync(FULL_MASK, acc[q], o);
+            if (lane == 0)
+#pragma unroll
+                for (int q = 0; q < ARNOLDI_BATCH; ++q)
+                    if (k0 + q < nv) wsum[k0 + q][warp] = acc[q];
+        }
+        __syncthreads();
+        T* part = partials + (phase++ & 1u) * nv * G;
+        for (u32 k = warp; k < nv; k += ARNOLDI_WARPS) {
+            T x = lane < ARNOLDI_WARPS ? wsum[k][lane] : T(0);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) x += __shfl_down_sync(FULL_MASK, x, o);
+            if (lane == 0) part[k * G + blockIdx.x] = x;
+        }
+        grid_barrier_(bar);
+        // Every block: each k's G partials in block order, as gmres_dots' last block.
+        const volatile T* vp = part;
+        for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
+            T acc = T(0);
+            for (u32 b = 0; b < G; ++b) acc += vp[k * G + b];
+            c[k] = acc;
+            if (blockIdx.x == 0) small[coef + k] = acc;
+        }
+        __syncthreads();
+        // w -= V c, as gmres_update (the same order of subtractions).
+        GRID_STRIDE(i, n) {
+            T acc = w[i];
+#pragma unroll 8
+            for (u32 k = 0; k < nv; ++k) acc -= c[k] * vs[k][i];
+            w[i] = acc;
+            if (pass == 1) ww[0] += acc * acc;
+        }
+        __syncthreads();  // c is rewritten by the next pass
+    }
+    grid_allsum<1>(ww, partials, bar, phase);
+    if (blockIdx.x == 0 && threadIdx.x == 0) gmres_column_rec_(s, small, L, hist, j, ww[0], it);
+    // v_{j+1} = w / |w| with gmres_column_rec_'s factor.
+    __shared__ T f;
+    if (threadIdx.x == 0) {
+        const T hnext = sqrt(ww[0] > T(0) ? ww[0] : T(0));
+        f = hnext > T(0) ? T(1) / hnext : T(0);
+    }
+    __syncthreads();
+    const T fs = f;
+    GRID_STRIDE(i, n) w[i] *= fs;
+}
+
+// The entry points give the bodies the block's copy of the slots (which a body loads once it has
+// issued its vector loads, so the two round trips overlap) and let block 0 write it back. bar[0] is
+
+// gmres_arnoldi's bar[0] is the separate kernels' ticket (0 between launches), bar[1] the
+// barrier word.
+#define GMRES_ENTRIES(T, SUF)                                                                        \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_start_##SUF(           \
+        const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket, T* hist, u32 it) {       \
+        it += iter_base_(s);                                                                         \
+        gmres_start_<T>(r, n, s, small, m, partials, ticket, hist, it);                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_scale_##SUF(           \
+        const T* src, T* dst, u32 n, const T* s, const T* small, u32 m) {                            \
+        gmres_scale_<T>(src, dst, n, s, small, m);                                                   \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_dots_##SUF(            \
+        const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s, T* small, u32 out,    \
+        T* partials, u32* ticket) {                                                                  \
+        gmres_dots_<T>(vptr, w, n, nv, s, small, out, partials, ticket);                             \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_update_##SUF(          \
+        const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small, u32 m, u32 coef,        \
+        u32 final_, T* partials, u32* ticket, T* hist, u32 it) {                                     \
+        it += iter_base_(s);                                                                         \
+        gmres_update_<T>(vptr, w, n, nv, s, small, m, coef, final_, partials, ticket, hist, it);     \
+    }                                                                                                \
+    extern "C" __global__ void solver_gmres_solve_y_##SUF(T* small, u32 m, u32 k) {                  \
+        gmres_solve_y_<T>(small, m, k);                                                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_combine_##SUF(         \
+        const unsigned long long* vptr, T* u, u32 n, u32 ncols, const T* small, u32 m) {             \
+        gmres_combine_<T>(vptr, u, n, ncols, small, m);                                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_arnoldi_##SUF(         \
+        const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m, T* partials, u32* bar,  \
+        T* hist, u32 it) {                                                                           \
+        it += iter_base_(s);                                                                         \
+        gmres_arnoldi_<T>(vptr, n, j, s, small, m, partials, bar + 1, hist, it);                     \
+    }
+
+GMRES_ENTRIES(float, f32)
+GMRES_ENTRIES(double, f64)

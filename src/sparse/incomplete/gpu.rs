@@ -1,0 +1,446 @@
+//! ILU(0) and IC(0) factored on the GPU ([`GpuIncompleteFactor`]): level by level (a warp per
+//! row, the rows of a level in parallel; runs of narrow levels in one block), re-factorable with
+//! new values on the same pattern, and its two triangular solves on the device plans of
+//! [`crate::sparse::triangular::gpu`] (`kernels/sparse/sptrsv.cu`). The factorization
+//! synchronises once at its end to read the pivot check; the solves only queue work.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaSlice, PushKernelArg};
+
+use super::{
+    pivot_error, Application, ApplyModes, FactorKind, IncompleteParams, IncompleteStructure,
+    Ordering,
+};
+use crate::csr::CsrMatrix;
+use crate::error::Result;
+use crate::gpu::{Gpu, KernelType};
+use crate::scalar::Scalar;
+use crate::sparse::triangular::gpu::{
+    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, HOST_FACTOR_LEVELS, NULL, SMEM_X_BYTES, THREADS,
+};
+use crate::sparse::triangular::{gpu_level_groups, LevelGroup, SptrsvAlgorithm};
+
+/// An ILU(0) or IC(0) factorization on the GPU. See the [module docs](self).
+pub struct GpuIncompleteFactor<T> {
+    gpu: Arc<Gpu>,
+    k: Kernels,
+    structure: IncompleteStructure,
+    params: IncompleteParams,
+    row_ptr: CudaSlice<u32>,
+    col: CudaSlice<u32>,
+    diag: CudaSlice<u32>,
+    val: CudaSlice<T>,
+    rowmax: CudaSlice<T>,
+    bad: CudaSlice<u32>,
+    /// The factorization's schedule (on the lower plan's levels, a warp per row).
+    factor_groups: Vec<LevelGroup>,
+    lower: GpuTriPlan,
+    upper: GpuTriPlan,
+    /// IC: `Lᵀ`'s columns, values and the gather map from `L`.
+    transpose: Option<(CudaSlice<u32>, CudaSlice<T>, CudaSlice<u32>)>,
+    shift_used: f64,
+    /// The ping-pong vector of the Jacobi sweeps.
+    scratch: Mutex<CudaSlice<T>>,
+    /// The row order and the inverse ordering on the device (see
+    /// [`IncompleteStructure::perm_in`]), and the permuted vector between them.
+    perm_in: Option<CudaSlice<u32>>,
+    perm_out: Option<CudaSlice<u32>>,
+    permuted: Mutex<CudaSlice<T>>,
+    modes: ApplyModes,
+}
+
+impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
+    /// Analyses `a` (CPU) and factors it on the GPU.
+    ///
+    /// # Errors
+    /// As [`IncompleteStructure::analyse`]; a bad pivot naming its row; device failures.
+    pub fn new(
+        gpu: &Arc<Gpu>,
+        a: &CsrMatrix<T>,
+        kind: FactorKind,
+        params: &IncompleteParams,
+    ) -> Result<Self> {
+        if let Some(f) = super::natural_first(
+            params,
+            |p| Self::new(gpu, a, kind, p),
+            |f| (f.structure.lower.levels(), f.modes),
+        )? {
+            return Ok(f);
+        }
+        let s = IncompleteStructure::analyse_with(a, kind, params)?;
+        let s_n = s.n.max(1);
+        let sweeps_possible = params.jacobi_sweeps > 0 || params.application == Application::Auto;
+        let permuted = s.perm_in.is_some() || s.perm_out.is_some();
+        let up = |v: &[u32]| {
+            if v.is_empty() {
+                gpu.zeros::<u32>(1)
+            } else {
+                gpu.upload(v)
+            }
+        };
+        let nnz = s.col_idx.len().max(1);
+        let transpose = match &s.transpose {
+            Some((_, tcol, tmap)) => Some((up(tcol)?, gpu.zeros::<T>(nnz)?, up(tmap)?)),
+            None => None,
+        };
+        let mut f = GpuIncompleteFactor {
+            k: Kernels::load::<T>(gpu)?,
+            row_ptr: up(&s.row_ptr)?,
+            col: up(&s.col_idx)?,
+            diag: up(&s.diag_pos)?,
+            val: gpu.zeros::<T>(nnz)?,
+            rowmax: gpu.zeros::<T>(s.n.max(1))?,
+            bad: gpu.zeros::<u32>(1)?,
+            factor_groups: gpu_level_groups(s.lower.level_ptr(), 32, GROUP_THREADS, THREADS),
+            lower: GpuTriPlan::upload(gpu, &s.lower, params.algorithm)?,
+            upper: GpuTriPlan::upload(gpu, &s.upper, params.algorithm)?,
+            transpose,
+            gpu: gpu.clone(),
+            params: *params,
+            shift_used: params.shift,
+            scratch: Mutex::new(gpu.zeros::<T>(if sweeps_possible { s_n } else { 1 })?),
+            perm_in: s.perm_in.as_deref().map(up).transpose()?,
+            perm_out: s.perm_out.as_deref().map(up).transpose()?,
+            permuted: Mutex::new(gpu.zeros::<T>(if permuted { s_n } else { 1 })?),
+            modes: ApplyModes::fixed(params),
+            structure: s,
+        };
+        let reordered_auto = params.ordering == Ordering::Auto
+            && f.structure.preprocessing.ordering != Ordering::Natural;
+        if let Err(e) = f.refactor(a) {
+            return match reordered_auto {
+                true => Self::new(gpu, a, kind, &params.natural_fallback()),
+                false => Err(e),
+            };
+        }
+        if ApplyModes::needs_values(params) {
+            // The choice reads the factor's values once (the CPU factor decides the same way).
+            let v = f.download_values()?;
+            let t: Vec<T> = match &f.structure.transpose {
+                Some((_, _, map)) => map.iter().map(|&p| v[p as usize]).collect(),
+                None => Vec::new(),
+            };
+            f.modes = ApplyModes::resolve(&f.structure, params, &v, &t);
+            if reordered_auto && f.modes.unstable() {
+                return Self::new(gpu, a, kind, &params.natural_fallback());
+            }
+        }
+        Ok(f)
+    }
+
+    /// Factors new values of `a` on the analysed pattern (no new analysis). Synchronises once,
+    /// to read the pivot check.
+    ///
+    /// # Errors
+    /// A different pattern; a bad pivot naming its row; device failures.
+    pub fn refactor(&mut self, a: &CsrMatrix<T>) -> Result<()> {
+        let s = &self.structure;
+        s.check_pattern(a)?;
+        if s.n == 0 {
+            return Ok(());
+        }
+        let mut shift = self.params.shift;
+        let mut tries = 0;
+        loop {
+            match self.factor_once(a, shift)? {
+                None => {
+                    self.shift_used = shift;
+                    return Ok(());
+                }
+                Some((row, piv)) if !self.params.auto_shift || tries >= super::AUTO_SHIFT_TRIES => {
+                    return Err(pivot_error(self.structure.kind, row, piv, &self.params));
+                }
+                Some(_) => {
+                    shift = super::next_shift(shift);
+                    tries += 1;
+                }
+            }
+        }
+    }
+
+    /// The diagonal shift of the last successful factorization.
+    pub fn shift_used(&self) -> f64 {
+        self.shift_used
+    }
+
+    /// Whether the factorization runs on the host (then the values are uploaded): when its
+    /// level schedule is deeper than [`HOST_FACTOR_LEVELS`].
+    pub fn factors_on_host(&self) -> bool {
+        self.structure.lower.levels() > HOST_FACTOR_LEVELS
+    }
+
+    /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
+    fn factor_once(&mut self, a: &CsrMatrix<T>, shift: f64) -> Result<Option<(usize, f64)>> {
+        if self.factors_on_host() {
+            let s = &self.structure;
+            return match super::factor_values(s, a, shift, self.params.pivot_tol) {
+                Ok(v) => {
+                    self.gpu.upload_into(&v, &mut self.val)?;
+                    self.gather_transpose()?;
+                    Ok(None)
+                }
+                Err(bad) => Ok(Some(bad)),
+            };
+        }
+        let s = &self.structure;
+        let (v, rowmax) = s.initial_values(a, shift);
+        self.gpu.upload_into(&v, &mut self.val)?;
+        self.gpu.upload_into(&rowmax, &mut self.rowmax)?;
+        self.gpu.upload_into(&[u32::MAX], &mut self.bad)?;
+        let stream = self.gpu.stream();
+        let (f, name) = match s.kind {
+            FactorKind::Ilu0 => (&self.k.ilu0, "ilu0_levels"),
+            FactorKind::Ic0 => (&self.k.ic0, "ic0_levels"),
+        };
+        let tol = self.params.pivot_tol;
+        let maxlen = s.row_ptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) as usize;
+        for g in &self.factor_groups {
+            // Row cache: as many entries per warp as fit the default 48 KiB (see ilu0_levels).
+            let per_entry = std::mem::size_of::<T>() + 4;
+            let warps = (g.threads / 32) as usize;
+            let cache = maxlen.min(SMEM_X_BYTES / (warps * per_entry)) as u32;
+            let smem = warps as u32 * cache * per_entry as u32;
+            let mut l = stream.launch_builder(f);
+            l.arg(&self.lower.order)
+                .arg(&self.lower.level_ptr)
+                .arg(&g.lo)
+                .arg(&g.hi)
+                .arg(&self.row_ptr)
+                .arg(&self.col)
+                .arg(&self.diag)
+                .arg(&mut self.val)
+                .arg(&self.rowmax)
+                .arg(&tol)
+                .arg(&mut self.bad)
+                .arg(&cache);
+            // SAFETY: {ilu0,ic0}_levels(const u32* order, const u32* level_ptr, u32 lo, u32 hi,
+            // const u32* row_ptr, const u32* col, const u32* diag, T* val, const T* rowmax,
+            // double tol, u32* bad, u32 cache): order/diag/rowmax have n entries, row_ptr n + 1,
+            // col/val the factor's nnz, level_ptr levels + 1 ≥ hi + 1 (the lower plan of this
+            // factor's pattern, whose levels order every row after the rows it reads); bad one
+            // word; the dynamic shared memory holds warps × cache × (sizeof(T) + 4) bytes.
+            unsafe { l.launch(Gpu::cfg(g.blocks, g.threads, smem)) }.map_err(launch_err(name))?;
+        }
+        self.gather_transpose()?;
+        let bad = self.gpu.download(&self.bad)?[0];
+        if bad == u32::MAX {
+            return Ok(None);
+        }
+        let row = bad as usize;
+        let s = &self.structure;
+        let piv = match s.kind {
+            FactorKind::Ilu0 => {
+                let p = s.diag_pos[row] as usize;
+                self.gpu.download(&self.val.slice(p..p + 1))?[0].as_f64()
+            }
+            FactorKind::Ic0 => f64::NAN,
+        };
+        Ok(Some((row, piv)))
+    }
+
+    /// IC: `Lᵀ`'s values gathered from `L`'s (queued).
+    fn gather_transpose(&mut self) -> Result<()> {
+        let stream = self.gpu.stream();
+        if let Some((_, tval, tmap)) = &mut self.transpose {
+            let n = tmap.len() as u32;
+            let mut l = stream.launch_builder(&self.k.gather);
+            l.arg(&*tmap).arg(&self.val).arg(tval).arg(&n);
+            // SAFETY: gather(const u32* map, const T* src, T* dst, u32 n): map and dst have n
+            // entries (the factor's nnz), every map entry indexes src (the factor's values).
+            unsafe { l.launch(Gpu::cfg(n.div_ceil(THREADS).min(1024), THREADS, 0)) }
+                .map_err(launch_err("gather"))?;
+        }
+        Ok(())
+    }
+
+    /// `dst = src[map]` (queued).
+    fn gather(
+        &self,
+        map: &CudaSlice<u32>,
+        src: &CudaSlice<T>,
+        dst: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let n = self.structure.n as u32;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut l = self.gpu.stream().launch_builder(&self.k.gather);
+        l.arg(map).arg(src).arg(dst).arg(&n);
+        // SAFETY: gather(const u32* map, const T* src, T* dst, u32 n): map is a permutation of
+        // 0..n (n entries), src and dst have at least n elements and are distinct buffers.
+        unsafe { l.launch(Gpu::cfg(n.div_ceil(THREADS).min(1024), THREADS, 0)) }
+            .map_err(launch_err("gather"))?;
+        Ok(())
+    }
+
+    /// `x = L⁻¹(P·b)` (queued; `P` the factor's row order; approximate per
+    /// [`modes`](Self::modes)).
+    pub fn lower_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let j = (self.modes.lower_sweeps > 0).then_some((self.modes.lower_sweeps, &mut *scratch));
+        match &self.perm_in {
+            Some(p) => {
+                let mut pb = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+                self.gather(p, b, &mut pb)?;
+                self.lower
+                    .solve(&self.gpu, &self.k, &self.col, &self.val, &pb, x, j)
+            }
+            None => self
+                .lower
+                .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, j),
+        }
+    }
+
+    /// `x = Qᵀ·U⁻¹b` (IC: `L⁻ᵀ`; `Q` the factor's ordering) (queued; approximate per
+    /// [`modes`](Self::modes)).
+    pub fn upper_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let j = (self.modes.upper_sweeps > 0).then_some((self.modes.upper_sweeps, &mut *scratch));
+        let (col, val) = match &self.transpose {
+            Some((tcol, tval, _)) => (tcol, tval),
+            None => (&self.col, &self.val),
+        };
+        match &self.perm_out {
+            Some(p) => {
+                let mut y = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+                self.upper
+                    .solve(&self.gpu, &self.k, col, val, b, &mut y, j)?;
+                self.gather(p, &y, x)
+            }
+            None => self.upper.solve(&self.gpu, &self.k, col, val, b, x, j),
+        }
+    }
+
+    /// `z = Qᵀ·U⁻¹(L⁻¹(P·r))` in one cooperative launch when both triangles are applied by
+    /// Jacobi sweeps (`t` receives `L⁻¹(P·r)`); `Ok(false)` (nothing queued) otherwise, or where
+    /// the cooperative kernels cannot run: the caller then runs the two solves. The result equals
+    /// [`lower_solve`](Self::lower_solve) then [`upper_solve`](Self::upper_solve) bit for bit.
+    ///
+    /// # Errors
+    /// Launch failures.
+    pub fn apply_swept(
+        &self,
+        r: &CudaSlice<T>,
+        t: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T>,
+    ) -> Result<bool> {
+        let (ls, us) = (self.modes.lower_sweeps, self.modes.upper_sweeps);
+        let n = self.structure.n as u32;
+        if ls == 0
+            || us == 0
+            || n == 0
+            || !self.lower.sweeps_fusable()
+            || !self.upper.sweeps_fusable()
+        {
+            return Ok(false);
+        }
+        let grid = match (
+            self.k.fused_grid(n, self.lower.lanes),
+            self.k.fused_grid(n, self.upper.lanes),
+        ) {
+            (Some(a), Some(b)) => a.max(b),
+            _ => return Ok(false),
+        };
+        for (v, what) in [(r.len(), "r"), (t.len(), "t"), (z.len(), "z")] {
+            assert_eq!(
+                v, self.structure.n,
+                "factor application: {what} has {v} elements, the factor {} rows",
+                self.structure.n
+            );
+        }
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let mut permuted = self.permuted.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bar = self.lower.bar.lock().unwrap_or_else(|p| p.into_inner());
+        let (ucol, uval) = match &self.transpose {
+            Some((tcol, tval, _)) => (tcol, tval),
+            None => (&self.col, &self.val),
+        };
+        let (ls, us) = (ls as u32, us as u32);
+        let stream = self.gpu.stream();
+        let mut l = stream.launch_builder(&self.k.apply_sweeps);
+        l.arg(&n).arg(&self.lower.start).arg(&self.lower.end);
+        match &self.lower.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(&self.col)
+            .arg(&self.val)
+            .arg(&ls)
+            .arg(&self.lower.lanes)
+            .arg(&self.upper.start)
+            .arg(&self.upper.end);
+        match &self.upper.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes).arg(r);
+        match &self.perm_in {
+            Some(p) => l.arg(p),
+            None => l.arg(&NULL),
+        };
+        l.arg(&mut *t).arg(&mut *scratch);
+        match &self.perm_out {
+            Some(p) => l.arg(&mut *permuted).arg(p).arg(&mut *z),
+            None => l.arg(&mut *z).arg(&NULL).arg(&NULL),
+        };
+        l.arg(&mut *bar);
+        // SAFETY: ilu_apply_sweeps(u32 n, const u32* l_start, const u32* l_end,
+        // const u32* l_diag, const u32* l_col, const T* l_val, u32 l_sweeps, u32 l_g,
+        // const u32* u_start, const u32* u_end, const u32* u_diag, const u32* u_col,
+        // const T* u_val, u32 u_sweeps, u32 u_g, const T* r, const u32* bmap, T* t, T* scratch,
+        // T* y, const u32* omap, T* z, u32* bar): the two plans were made for this factor's
+        // pattern (IC: the upper one for Lᵀ's, with its columns and values), their ranges have
+        // n entries (diag null for a unit diagonal); r, t, the scratch, y and z have n elements
+        // (the permuted buffer has n when perm_out exists) and the written ones are distinct
+        // from each other and from r; bmap/omap are permutations of 0..n or null (then y is z
+        // and omap's output null); bar one word only the cooperative kernels touch. The grid is
+        // at most the co-resident blocks, which the cooperative launch guarantees.
+        unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
+            .map_err(launch_err("ilu_apply_sweeps"))?;
+        Ok(true)
+    }
+
+    /// How the two triangular solves are applied.
+    pub fn modes(&self) -> ApplyModes {
+        self.modes
+    }
+
+    /// What was done and how it is applied.
+    pub fn summary(&self) -> super::FactorSummary {
+        super::FactorSummary::new(
+            &self.structure,
+            self.modes,
+            self.shift_used,
+            self.factors_on_host(),
+        )
+    }
+
+    /// The factor's values (synchronises; for tests and inspection).
+    pub fn download_values(&self) -> Result<Vec<T>> {
+        let v = self.gpu.download(&self.val)?;
+        Ok(v[..self.structure.col_idx.len()].to_vec())
+    }
+
+    /// The structure (pattern, plans).
+    pub fn structure(&self) -> &IncompleteStructure {
+        &self.structure
+    }
+    /// The device plans of the lower and upper solves.
+    pub fn plans(&self) -> (&GpuTriPlan, &GpuTriPlan) {
+        (&self.lower, &self.upper)
+    }
+    /// Forces the solve algorithm of both triangles.
+    pub fn set_algorithm(&mut self, algorithm: SptrsvAlgorithm) {
+        self.lower.set_algorithm(algorithm);
+        self.upper.set_algorithm(algorithm);
+    }
+    /// The GPU.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+    /// Launches of the factorization.
+    pub fn factor_groups(&self) -> usize {
+        self.factor_groups.len()
+    }
+}

@@ -1,0 +1,163 @@
+// Dense reference loops index several arrays at once.
+#![allow(clippy::needless_range_loop)]
+
+use super::*;
+use crate::sparse::triangular::tests::{close, dense_solve, random_matrix};
+use crate::sparse::triangular::{Diagonal, Triangle};
+
+/// (L·U)[i][j] (ILU) or (L·Lᵀ)[i][j] (IC) from a factor, densely.
+fn product(f: &IncompleteFactor<f64>) -> Vec<Vec<f64>> {
+    let l = f.lower_matrix().to_dense();
+    let u = f.upper_matrix().to_dense();
+    let n = l.len();
+    let mut p = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        for k in 0..n {
+            if l[i][k] != 0.0 {
+                for j in 0..n {
+                    p[i][j] += l[i][k] * u[k][j];
+                }
+            }
+        }
+    }
+    p
+}
+
+#[test]
+fn ilu0_product_equals_a_on_its_pattern() {
+    for (n, per_row, seed) in [(1, 0, 5), (30, 4, 6), (80, 6, 7)] {
+        let a = random_matrix(n, per_row, 5, seed);
+        let f = IncompleteFactor::new(&a, FactorKind::Ilu0, &IncompleteParams::default()).unwrap();
+        let p = product(&f);
+        for i in 0..n {
+            let (c, v) = a.row(i);
+            for (&j, &aij) in c.iter().zip(v) {
+                let pij = p[i][j as usize];
+                assert!(
+                    (pij - aij).abs() <= 1e-12 * (1.0 + aij.abs()),
+                    "({i},{j}): {pij} vs {aij}"
+                );
+            }
+        }
+        // Apply = U⁻¹L⁻¹ r: M·z = r.
+        let r: Vec<f64> = (0..n).map(|i| (i as f64).sin()).collect();
+        let (mut t, mut z) = (vec![0.0; n], vec![0.0; n]);
+        f.lower_solve(&r, &mut t);
+        f.upper_solve(&t, &mut z);
+        let mz: Vec<f64> = (0..n)
+            .map(|i| (0..n).map(|j| p[i][j] * z[j]).sum())
+            .collect();
+        close(&mz, &r, 1e-10);
+    }
+}
+
+fn spd(n: usize, seed: u64) -> CsrMatrix<f64> {
+    // A + Aᵀ of a random matrix with a dominant diagonal.
+    let a = random_matrix(n, 3, 0, seed);
+    let at = a.transpose();
+    crate::sparse::add(&a, 1.0, &at).unwrap()
+}
+
+#[test]
+fn ic0_product_equals_a_on_its_lower_pattern() {
+    for (n, seed) in [(1, 8), (40, 9), (90, 10)] {
+        let a = spd(n, seed);
+        let f = IncompleteFactor::new(&a, FactorKind::Ic0, &IncompleteParams::default()).unwrap();
+        let p = product(&f);
+        for i in 0..n {
+            let (c, v) = a.row(i);
+            for (&j, &aij) in c.iter().zip(v) {
+                if (j as usize) <= i {
+                    let pij = p[i][j as usize];
+                    assert!(
+                        (pij - aij).abs() <= 1e-12 * (1.0 + aij.abs()),
+                        "({i},{j}): {pij} vs {aij}"
+                    );
+                }
+            }
+        }
+        // On a tridiagonal matrix IC(0) is the exact Cholesky factor.
+    }
+    let t = crate::generate::poisson2d::<f64>(1).unwrap();
+    assert!(IncompleteFactor::new(&t, FactorKind::Ic0, &IncompleteParams::default()).is_ok());
+}
+
+#[test]
+fn zero_pivot_names_the_row_and_a_shift_cures_it() {
+    // [[1, 1, 0], [1, 1, 0], [0, 0, 1]]: u_11 = 1 − 1·1 = 0.
+    let a = CsrMatrix::<f64>::from_triplets(
+        3,
+        3,
+        &[
+            (0, 0, 1.0),
+            (0, 1, 1.0),
+            (1, 0, 1.0),
+            (1, 1, 1.0),
+            (2, 2, 1.0),
+        ],
+    )
+    .unwrap();
+    for kind in [FactorKind::Ilu0, FactorKind::Ic0] {
+        let e = IncompleteFactor::new(&a, kind, &IncompleteParams::default()).unwrap_err();
+        assert!(e.to_string().contains("row 1"), "{e}");
+        let shifted = IncompleteParams {
+            shift: 0.1,
+            ..Default::default()
+        };
+        assert!(IncompleteFactor::new(&a, kind, &shifted).is_ok());
+    }
+    // A structurally missing diagonal is named at analysis.
+    let m = CsrMatrix::<f64>::from_triplets(2, 2, &[(0, 0, 1.0), (1, 0, 1.0)]).unwrap();
+    let e = IncompleteFactor::new(&m, FactorKind::Ilu0, &IncompleteParams::default()).unwrap_err();
+    assert!(e.to_string().contains("row 1"), "{e}");
+}
+
+#[test]
+fn refactor_with_new_values_equals_a_fresh_factor() {
+    let a = random_matrix(60, 4, 0, 11);
+    let mut f = IncompleteFactor::new(&a, FactorKind::Ilu0, &IncompleteParams::default()).unwrap();
+    let mut a2 = a.clone();
+    for (k, v) in a2.values_mut().iter_mut().enumerate() {
+        *v *= 1.0 + 0.1 * ((k % 5) as f64);
+    }
+    f.refactor(&a2).unwrap();
+    let g = IncompleteFactor::new(&a2, FactorKind::Ilu0, &IncompleteParams::default()).unwrap();
+    assert_eq!(f.values(), g.values());
+    let other = random_matrix(60, 4, 0, 12);
+    assert!(f.refactor(&other).is_err());
+}
+
+#[test]
+fn corpus_factors_solve_like_dense_substitution() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices");
+    for (name, kind) in [
+        ("nos4", FactorKind::Ic0),
+        ("nos4", FactorKind::Ilu0),
+        ("gr_30_30", FactorKind::Ilu0),
+    ] {
+        let p = dir.join(format!("{name}.mtx.gz"));
+        if !p.exists() {
+            continue;
+        }
+        let a: CsrMatrix<f64> = crate::io::read_matrix_market(&p).unwrap();
+        let f = IncompleteFactor::new(&a, kind, &IncompleteParams::default()).unwrap();
+        let n = a.nrows();
+        let b: Vec<f64> = (0..n).map(|i| 1.0 + (i % 3) as f64).collect();
+        let l = f.lower_matrix();
+        let u = f.upper_matrix();
+        let mut x = vec![0.0; n];
+        f.lower_solve(&b, &mut x);
+        let ld = if kind == FactorKind::Ilu0 {
+            Diagonal::Unit
+        } else {
+            Diagonal::NonUnit
+        };
+        close(&x, &dense_solve(&l, Triangle::Lower, ld, &b), 1e-10);
+        f.upper_solve(&b, &mut x);
+        close(
+            &x,
+            &dense_solve(&u, Triangle::Upper, Diagonal::NonUnit, &b),
+            1e-10,
+        );
+    }
+}
