@@ -16,6 +16,7 @@ use crate::backend_core::{CoreOnly, Op, Via};
 
 type Single<'a, V> = Box<dyn Fn(&V, &mut V) -> Result<SolveInfo, SolveError> + 'a>;
 type Multi<'a, V> = Box<dyn Fn(&[V], &mut [V]) -> Result<MultiInfo, SolveError> + 'a>;
+/// A named case: the one-column solve and the block solve of the same method.
 type Case<'a, V> = (&'static str, Single<'a, V>, Multi<'a, V>);
 
 /// A convection–diffusion operator on an `m × m` grid: unsymmetric, diagonally dominant.

@@ -168,6 +168,9 @@ fn smooth_block<T: Scalar, B: MultigridOps<T>>(
     }
 }
 
+/// Each column's workspace split into this level's and the deeper levels'.
+type Split<'a, V> = (Vec<&'a mut Work<V>>, Vec<&'a mut [Work<V>]>);
+
 /// The cycle on `levels[0]` for every column: `xs[j] ≈ A⁻¹bs[j]`; `zero` says the `xs` are zero
 /// on entry. `work[j]` is column `j`'s workspace from this level down.
 #[allow(clippy::too_many_arguments)]
@@ -194,7 +197,6 @@ pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
         let rr: Vec<&B::Vector> = rs.into_iter().map(|r| &*r).collect();
         return be.spmv_block(coarse_inv, T::one(), &rr, T::one(), xs);
     }
-    type Split<'w, V> = (Vec<&'w mut Work<V>>, Vec<&'w mut [Work<V>]>);
     let (mut heads, mut rests): Split<'_, B::Vector> = work
         .iter_mut()
         .map(|w| w.split_first_mut().expect("work for every level"))
