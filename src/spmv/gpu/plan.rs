@@ -8,11 +8,15 @@ use std::sync::{Mutex, OnceLock};
 use super::{GpuCsr, GpuScalar, SpmvAlgorithm};
 use crate::error::Result;
 
-/// Products a solve may make for [`GpuCsr::prepare_for`] to tune. Tuning cost 26–240 products
-/// time on an H100 (2026-11-25, 44 instances of 2–218 M entries; more with rows of millions of
-/// entries, whose slow candidates it now skips), so 2 % of 5000 products bounds all but the
-/// largest of those.
-pub const TUNE_MIN_PRODUCTS: usize = 5000;
+/// Products a solve may make for [`GpuCsr::prepare_for`] to tune a pattern it has not seen
+/// before. Tuning cost 26–240 products' time on an H100 (2026-11-25, 44 instances of 2–218 M
+/// entries; up to 710 with rows of millions of entries), so 2 % of 50,000 products bounds it.
+/// A solve's iteration limit only bounds its products (a default solve that converges in a few
+/// hundred iterations would pay tuning many times over), so below this budget a pattern is
+/// tuned the second time a solve prepares it: a code that solves on one pattern repeatedly
+/// (time stepping, several right-hand sides one after another) tunes once, a one-off solve
+/// never.
+pub const TUNE_MIN_PRODUCTS: usize = 50_000;
 
 /// Timed batches per candidate; the fastest batch counts.
 const ROUNDS: usize = 3;
@@ -117,6 +121,16 @@ fn disk_store(key: &Key, a: SpmvAlgorithm) {
         let _ = std::fs::rename(&tmp, &path);
     }
     let _ = std::fs::remove_file(&tmp);
+}
+
+/// Records that a solve prepared `a`'s pattern; true when one did before in this process.
+pub(super) fn seen_before<T: GpuScalar>(a: &GpuCsr<T>) -> bool {
+    static SEEN: OnceLock<Mutex<std::collections::HashSet<Key>>> = OnceLock::new();
+    let mut seen = SEEN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    !seen.insert(key_of(a))
 }
 
 /// True when a decision for `a`'s pattern is cached in this process or on disk.
