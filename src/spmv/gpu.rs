@@ -42,7 +42,7 @@
 //!   statistics, size, `x`-line locality; [`SpmvFeatures`]); see [`GpuCsr::resolved_algorithm`].
 //!   [`GpuCsr::tune`] ([`SpmvPlan`]) replaces that choice by a measured one, cached per pattern
 //!   fingerprint; the solvers tune before iterating when the solve may make enough products
-//!   ([`TUNE_MIN_PRODUCTS`]) or solved on the pattern before. Every choice is bitwise reproducible run to run.
+//!   ([`TUNE_MIN_PRODUCTS`]) or the pattern was tuned before. Every choice is bitwise reproducible run to run.
 //!
 //! The fused and vector kernels stream the matrix through the caches evict-first
 //! (`ld.global.cs`), so that it does not push `x` out of L2: the random `x` gathers of irregular
@@ -911,10 +911,9 @@ impl<T: GpuScalar> GpuCsr<T> {
         Ok(p)
     }
 
-    /// Tunes ([`GpuCsr::tune`]) when a decision for this pattern is cached already, when a solve
-    /// prepared this pattern before in this process, or when `expected_products` (the products
-    /// a solve may make) is at least [`TUNE_MIN_PRODUCTS`], so that tuning costs under 2 % of
-    /// them; otherwise (a first, short solve) keeps the rule's choice. `SEGSPARSE_SPMV_TUNE=0` turns it off, `=1` tunes always. The solvers call
+    /// Tunes ([`GpuCsr::tune`]) when a decision for this pattern is cached already, or when
+    /// `expected_products` (the products a solve may make) is at least [`TUNE_MIN_PRODUCTS`], so
+    /// that tuning costs under 2 % of them; otherwise keeps the rule's choice. `SEGSPARSE_SPMV_TUNE=0` turns it off, `=1` tunes always. The solvers call
     /// it through [`LinearOperator::prepare`](crate::backend::LinearOperator::prepare) before
     /// they iterate. Returns the plan when it tuned.
     ///
@@ -925,11 +924,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         let worth = match mode.trim() {
             "0" => false,
             "1" => true,
-            _ => {
-                plan::is_cached(self)
-                    || plan::seen_before(self)
-                    || expected_products >= TUNE_MIN_PRODUCTS
-            }
+            _ => plan::is_cached(self) || expected_products >= TUNE_MIN_PRODUCTS,
         };
         if worth {
             self.tune().map(Some)

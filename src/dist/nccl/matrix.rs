@@ -130,7 +130,6 @@ impl<T: DistScalar> DistCsr<T> {
                 gpu.upload(v)
             }
         };
-        let defines = [("SOLVER_THREADS", THREADS.to_string())];
         let ctx = gpu.context();
         let ev = || ctx.new_event(None).map_err(cuda_err("creating an event"));
         Ok(DistCsr {
@@ -156,8 +155,8 @@ impl<T: DistScalar> DistCsr<T> {
             recv: part.recv.clone(),
             ev_gathered: ev()?,
             ev_halo: ev()?,
-            gather: gpu.typed_function::<T>(&DIST_KERNELS, "dist_gather", &defines)?,
-            boundary: gpu.typed_function::<T>(&DIST_KERNELS, "dist_boundary", &defines)?,
+            gather: gpu.typed_function::<T>(&DIST_KERNELS, "dist_gather", &[])?,
+            boundary: gpu.typed_function::<T>(&DIST_KERNELS, "dist_boundary", &[])?,
         })
     }
 

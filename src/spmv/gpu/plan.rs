@@ -12,10 +12,10 @@ use crate::error::Result;
 /// before. Tuning cost 26–240 products' time on an H100 (2026-11-25, 44 instances of 2–218 M
 /// entries; up to 710 with rows of millions of entries), so 2 % of 50,000 products bounds it.
 /// A solve's iteration limit only bounds its products (a default solve that converges in a few
-/// hundred iterations would pay tuning many times over), so below this budget a pattern is
-/// tuned the second time a solve prepares it: a code that solves on one pattern repeatedly
-/// (time stepping, several right-hand sides one after another) tunes once, a one-off solve
-/// never.
+/// hundred iterations would pay tuning many times over), so below this budget a solve keeps the
+/// rule's choice unless the pattern was tuned before ([`GpuCsr::tune`], cached): a code that
+/// solves on one pattern many times tunes it once itself. The choice never changes between two
+/// solves of one process on their own, so repeated solves stay bitwise reproducible.
 pub const TUNE_MIN_PRODUCTS: usize = 50_000;
 
 /// Timed batches per candidate; the fastest batch counts.
@@ -121,16 +121,6 @@ fn disk_store(key: &Key, a: SpmvAlgorithm) {
         let _ = std::fs::rename(&tmp, &path);
     }
     let _ = std::fs::remove_file(&tmp);
-}
-
-/// Records that a solve prepared `a`'s pattern; true when one did before in this process.
-pub(super) fn seen_before<T: GpuScalar>(a: &GpuCsr<T>) -> bool {
-    static SEEN: OnceLock<Mutex<std::collections::HashSet<Key>>> = OnceLock::new();
-    let mut seen = SEEN
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    !seen.insert(key_of(a))
 }
 
 /// True when a decision for `a`'s pattern is cached in this process or on disk.
