@@ -156,8 +156,9 @@ def test_the_billion_row_file_fails_fast_and_small(tmp_path):
     small = tmp_path / "small.mtx"
     small.write_text("%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 2\n2 2 2\n3 3 2\n")
     _, base_out, base, _ = _peak(code.replace(str(path), str(small)))
+    # Relative to that baseline only: what the import costs depends on the machine (with CUDA
+    # and CuPy present it is several hundred MB), what the big file costs must not.
     assert peak - base < 100_000_000, (out, base_out)
-    assert peak < 400_000_000, out
 
 
 def test_the_host_cap_refuses_a_large_matrix_copy():
