@@ -408,6 +408,19 @@ impl<V> BicgCol<V> {
     }
 }
 
+/// How a fused BiCGSTAB step of one column meets the preconditioner: Jacobi writes `z` (the
+/// column's `p̂` or `ŝ`) in the same pass, a general one is applied separately afterwards.
+fn bicg_fuse<'f, V>(kind: Kind, inv_diag: Option<&'f V>, z: Option<&'f mut V>) -> Fuse<'f, V> {
+    match (kind, z) {
+        (Kind::Jacobi, Some(z)) => Fuse::Jacobi {
+            inv_diag: inv_diag.expect("diagonal preconditioner"),
+            z,
+        },
+        (Kind::General, _) => Fuse::Separate(None),
+        _ => Fuse::Identity,
+    }
+}
+
 impl<'a, V, A: ?Sized, P: ?Sized> BicgMulti<'a, V, A, P> {
     /// `to ← A·from` for the active columns, as one block product.
     fn op<T, B>(&mut self, be: &B, on: &[bool], from: BV, to: BV) -> crate::Result<()>
@@ -423,6 +436,31 @@ impl<'a, V, A: ?Sized, P: ?Sized> BicgMulti<'a, V, A, P> {
             ys.push(y);
         }
         self.a.apply_block(be, &xs, &mut ys)
+    }
+    /// `to ← A·M⁻¹·from` for the active columns, through `mid`: a general `M` is applied here
+    /// (`mid ← M⁻¹·from`), Jacobi's `mid` was written by the fused step before, and without a
+    /// preconditioner `to ← A·from`.
+    fn op_after_pre<T, B>(
+        &mut self,
+        be: &B,
+        on: &[bool],
+        kind: Kind,
+        (from, mid, to): (BV, BV, BV),
+    ) -> crate::Result<()>
+    where
+        T: Scalar,
+        B: VectorOps<T, Vector = V>,
+        A: LinearOperator<T, B>,
+        P: Preconditioner<T, B>,
+    {
+        match kind {
+            Kind::General => {
+                self.pre(be, on, from, mid)?;
+                self.op(be, on, mid, to)
+            }
+            Kind::Jacobi => self.op(be, on, mid, to),
+            Kind::Identity => self.op(be, on, from, to),
+        }
     }
     /// `to ← M⁻¹·from` for the active columns, as one block application.
     fn pre<T, B>(&mut self, be: &B, on: &[bool], from: BV, to: BV) -> crate::Result<()>
@@ -461,14 +499,7 @@ where
         be.cg_start(&c.r, Fuse::Identity, sc, it)?;
         if self.fused {
             let inv_diag = self.m.inverse_diagonal();
-            let fuse = match (self.kind, c.pre.as_mut()) {
-                (Kind::Jacobi, Some((phat, _))) => Fuse::Jacobi {
-                    inv_diag: inv_diag.expect("diagonal preconditioner"),
-                    z: phat,
-                },
-                (Kind::General, _) => Fuse::Separate(None),
-                _ => Fuse::Identity,
-            };
+            let fuse = bicg_fuse(self.kind, inv_diag, c.pre.as_mut().map(|(p, _)| p));
             be.bicg_p(&c.r, &c.v, &mut c.p, fuse, sc)?;
         }
         Ok(())
@@ -487,34 +518,13 @@ where
         let kind = self.kind;
         if self.fused {
             // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
-            match kind {
-                Kind::General => {
-                    self.pre(be, &on, BV::P, BV::Phat)?;
-                    self.op(be, &on, BV::Phat, BV::V)?;
-                }
-                Kind::Jacobi => self.op(be, &on, BV::Phat, BV::V)?,
-                Kind::Identity => self.op(be, &on, BV::P, BV::V)?,
-            }
+            self.op_after_pre(be, &on, kind, (BV::P, BV::Phat, BV::V))?;
             for &j in active {
                 let c = &mut self.cols[j];
-                let fuse = match (kind, c.pre.as_mut()) {
-                    (Kind::Jacobi, Some((_, shat))) => Fuse::Jacobi {
-                        inv_diag: inv_diag.expect("diagonal preconditioner"),
-                        z: shat,
-                    },
-                    (Kind::General, _) => Fuse::Separate(None),
-                    _ => Fuse::Identity,
-                };
+                let fuse = bicg_fuse(kind, inv_diag, c.pre.as_mut().map(|(_, s)| s));
                 be.bicg_alpha_s(&c.rhat, &c.r, &c.v, &mut c.s, fuse, &mut scs[j], its[j])?;
             }
-            match kind {
-                Kind::General => {
-                    self.pre(be, &on, BV::S, BV::Shat)?;
-                    self.op(be, &on, BV::Shat, BV::T)?;
-                }
-                Kind::Jacobi => self.op(be, &on, BV::Shat, BV::T)?,
-                Kind::Identity => self.op(be, &on, BV::S, BV::T)?,
-            }
+            self.op_after_pre(be, &on, kind, (BV::S, BV::Shat, BV::T))?;
             for &j in active {
                 let c = &mut self.cols[j];
                 let BicgCol {
@@ -567,24 +577,10 @@ where
         // The separate order: p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
         for &j in active {
             let c = &mut self.cols[j];
-            let fuse = match (kind, c.pre.as_mut()) {
-                (Kind::Jacobi, Some((phat, _))) => Fuse::Jacobi {
-                    inv_diag: inv_diag.expect("diagonal preconditioner"),
-                    z: phat,
-                },
-                (Kind::General, _) => Fuse::Separate(None),
-                _ => Fuse::Identity,
-            };
+            let fuse = bicg_fuse(kind, inv_diag, c.pre.as_mut().map(|(p, _)| p));
             be.bicg_p(&c.r, &c.v, &mut c.p, fuse, &mut scs[j])?;
         }
-        match kind {
-            Kind::General => {
-                self.pre(be, &on, BV::P, BV::Phat)?;
-                self.op(be, &on, BV::Phat, BV::V)?;
-            }
-            Kind::Jacobi => self.op(be, &on, BV::Phat, BV::V)?,
-            Kind::Identity => self.op(be, &on, BV::P, BV::V)?,
-        }
+        self.op_after_pre(be, &on, kind, (BV::P, BV::Phat, BV::V))?;
         for &j in active {
             let c = &self.cols[j];
             be.bicg_alpha(&c.rhat, &c.v, &mut scs[j], its[j])?;
@@ -592,24 +588,10 @@ where
         // s = r − αv; ŝ = M⁻¹s; t = A·ŝ.
         for &j in active {
             let c = &mut self.cols[j];
-            let fuse = match (kind, c.pre.as_mut()) {
-                (Kind::Jacobi, Some((_, shat))) => Fuse::Jacobi {
-                    inv_diag: inv_diag.expect("diagonal preconditioner"),
-                    z: shat,
-                },
-                (Kind::General, _) => Fuse::Separate(None),
-                _ => Fuse::Identity,
-            };
+            let fuse = bicg_fuse(kind, inv_diag, c.pre.as_mut().map(|(_, s)| s));
             be.bicg_s(&c.r, &c.v, &mut c.s, fuse, &mut scs[j])?;
         }
-        match kind {
-            Kind::General => {
-                self.pre(be, &on, BV::S, BV::Shat)?;
-                self.op(be, &on, BV::Shat, BV::T)?;
-            }
-            Kind::Jacobi => self.op(be, &on, BV::Shat, BV::T)?,
-            Kind::Identity => self.op(be, &on, BV::S, BV::T)?,
-        }
+        self.op_after_pre(be, &on, kind, (BV::S, BV::Shat, BV::T))?;
         for &j in active {
             let c = &mut self.cols[j];
             be.bicg_omega(&c.t, &c.s, &mut scs[j], its[j])?;
