@@ -186,8 +186,8 @@ struct Report<'a> {
     /// AMG: each full setup's own seconds (`--amg-setups N` runs N; the first in a process also
     /// loads the GPU kernels).
     amg_setup_seconds_all: Vec<f64>,
-    /// AMG: each numeric re-setup's own seconds (`--amg-resetups N` runs N; on the GPU the first
-    /// also records the CUDA graph that the others replay).
+    /// AMG: each numeric re-setup's own seconds (`--amg-resetups N` runs N; on the GPU the
+    /// second also records the CUDA graph that the later ones replay).
     amg_resetup_seconds_all: Vec<f64>,
     /// The first solver call (workspace, iterations, true residual; the device synchronised).
     solve_seconds: Option<f64>,

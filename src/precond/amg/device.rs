@@ -26,7 +26,10 @@
 //! fine values copied in, `A·T` into `P`'s values (`T` and the coarse candidates depend on the
 //! aggregation and the candidates alone and are kept), `R`'s values by a kept permutation of
 //! `P`'s, `R·A` and `(R·A)·P` into kept arrays; every SpMV table is kept (values only change).
-//! It synchronises twice: the check, and reading ρ and the coarsest matrix at the end.
+//! It synchronises twice: the check, and reading ρ and the coarsest matrix at the end. Its
+//! shapes are fixed, so from the second update on ([`AmgParams::resetup_graph`]) everything
+//! between the copy of the fine values and that end is one CUDA graph, recorded once (with its
+//! own Lanczos arrays) and replayed: the same kernels on the same arrays, the same bits.
 //!
 //! So the aggregates and every pattern are the CPU's, and the values differ from the CPU
 //! hierarchy only through the rounding of the ρ estimates (its dot products are summed in
@@ -142,8 +145,12 @@ struct DeviceState<T: GpuScalar> {
     host_candidates: Option<Vec<Vec<T>>>,
     /// An update failed after it began to rewrite the hierarchy: later updates are refused.
     failed: bool,
-    /// The re-setup as a CUDA graph, recorded by the first update ([`AmgParams::resetup_graph`]).
+    /// The re-setup as a CUDA graph, recorded by the second update ([`AmgParams::resetup_graph`]:
+    /// the first launches its kernels directly, which also loads every kernel it needs before
+    /// a recording).
     graph: Option<ResetupGraph>,
+    /// Numeric re-setups run so far.
+    resetups: usize,
 }
 
 /// The kernels of this module for element type `T`.
@@ -203,17 +210,19 @@ impl Lanczos {
     fn new(g: &Gpu, rows: usize) -> Result<Self> {
         let n = rows.max(1);
         // SAFETY: s, v and w are written before they are read at every level (the scalings,
-        // the start vector, the first apply); vp is cleared at every level.
-        let (s, v, w) = unsafe { (g.alloc::<f64>(n)?, g.alloc::<f64>(n)?, g.alloc::<f64>(n)?) };
-        Ok(Lanczos {
-            rows,
-            s,
-            v,
-            w,
-            vp: g.zeros::<f64>(n)?,
-            partials: g.zeros::<f64>(DOT_BLOCKS)?,
-            ticket: g.zeros::<u32>(1)?,
-        })
+        // the start vector, the first apply); vp is cleared at every level; each block writes
+        // its partial before the last block reads them all.
+        unsafe {
+            Ok(Lanczos {
+                rows,
+                s: g.alloc::<f64>(n)?,
+                v: g.alloc::<f64>(n)?,
+                w: g.alloc::<f64>(n)?,
+                vp: g.alloc::<f64>(n)?,
+                partials: g.alloc::<f64>(DOT_BLOCKS)?,
+                ticket: g.zeros::<u32>(1)?,
+            })
+        }
     }
 }
 
@@ -789,6 +798,7 @@ fn setup_state<T: GpuScalar>(
             .map(|c| c.to_vec()),
         failed: false,
         graph: None,
+        resetups: 0,
     };
     Ok((
         Built {
@@ -885,13 +895,14 @@ impl<T: GpuScalar> DeviceState<T> {
     /// shapes of a re-setup are fixed: every array is the hierarchy's, the Lanczos arrays are
     /// kept with the graph). Recording runs nothing; the caller launches the graph. When another
     /// thread uses the device (a capture would record its work too), queues the kernels
-    /// directly instead.
-    fn record(&mut self, params: &AmgParams, built: &mut Built<T, GpuOps<T>>) -> Result<()> {
+    /// directly instead and returns true.
+    fn record(&mut self, params: &AmgParams, built: &mut Built<T, GpuOps<T>>) -> Result<bool> {
         let g = self.gpu.clone();
         let mut work = Lanczos::new(&g, self.fingerprint.rows)?;
         let mut times = SetupTimes::default();
         if !g.begin_capture()? {
-            return self.queue_numeric(params, built, &mut work, &mut times);
+            self.queue_numeric(params, built, &mut work, &mut times)?;
+            return Ok(true);
         }
         let queued = self.queue_numeric(params, built, &mut work, &mut times);
         let graph = g.end_capture();
@@ -900,7 +911,7 @@ impl<T: GpuScalar> DeviceState<T> {
             Error::InvalidInput("AMG update: the recorded re-setup was empty".into())
         })?;
         self.graph = Some(ResetupGraph { graph, _work: work });
-        Ok(())
+        Ok(false)
     }
 
     /// The numeric re-setup from the new fine values on the device (see the module docs).
@@ -947,19 +958,21 @@ impl<T: GpuScalar> DeviceState<T> {
                 .map_err(|e| Error::cuda("copying the new values", e))?;
         }
         phase(g, params, &mut times.upload, clock)?;
-        if params.resetup_graph && !params.phase_times {
-            if self.graph.is_none() {
-                self.record(params, built)?;
-            }
-            if let Some(r) = &self.graph {
-                r.graph
-                    .launch()
-                    .map_err(|e| Error::cuda("launching the recorded AMG re-setup", e))?;
-            }
-        } else {
+        let graphs = params.resetup_graph && !params.phase_times;
+        let mut queued = false;
+        if graphs && self.graph.is_none() && self.resetups > 0 {
+            queued = self.record(params, built)?;
+        }
+        let replay = if graphs { self.graph.as_ref() } else { None };
+        if let Some(r) = replay {
+            r.graph
+                .launch()
+                .map_err(|e| Error::cuda("launching the recorded AMG re-setup", e))?;
+        } else if !queued {
             let mut work = Lanczos::new(g, self.fingerprint.rows)?;
             self.queue_numeric(params, built, &mut work, &mut times)?;
         }
+        self.resetups += 1;
         let steps = self.steps;
         let levels = &mut built.levels;
         let clock = Instant::now();
