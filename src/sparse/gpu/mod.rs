@@ -88,8 +88,8 @@ use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 pub use aggregate::{
-    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_single,
-    GpuAggregation, AGGREGATE_SRC,
+    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_qr,
+    tentative_single, GpuAggregation, AGGREGATE_SRC,
 };
 #[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
@@ -99,8 +99,27 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
     name: "sparse/spgemm.cu",
     text: include_str!("../../../kernels/sparse/spgemm.cu"),
     headers: &[&COMMON],
-    constants: &[],
+    constants: &[
+        ("SPGEMM_BLOCK", BLOCK_THREADS as i64),
+        ("SPGEMM_GROUP_THREADS", GROUP_THREADS as i64),
+        ("SPGEMM_NBINS", BINS.len() as i64),
+        ("SPGEMM_BIN0_ROWS", BINS[0].1 as i64),
+        ("SPGEMM_BIN1_ROWS", BINS[1].1 as i64),
+        ("SPGEMM_BIN2_ROWS", BINS[2].1 as i64),
+        ("SPGEMM_BIN3_ROWS", BINS[3].1 as i64),
+        ("SPGEMM_FLAT_SEG", FLAT_SEG as i64),
+        ("SPGEMM_FLAT_SEGS_PER_BLOCK", FLAT_SEGS_PER_BLOCK as i64),
+    ],
 };
+
+/// Threads per block of the block bins (one row per block) and of the bitmap kernel.
+const BLOCK_THREADS: u32 = 256;
+
+/// Threads per block of the group bins (several rows per block) and of the flat kernels.
+const GROUP_THREADS: u32 = 128;
+
+/// Flat numeric segments per block: one warp each.
+const FLAT_SEGS_PER_BLOCK: u32 = GROUP_THREADS / 32;
 
 /// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
 /// column per product: 2^30 products = 4 GiB); beyond it, a count pass and a fill pass.
@@ -113,9 +132,17 @@ pub fn set_one_pass_limit_for_tests(products: u64) {
     ONE_PASS_MAX_PRODUCTS.store(products, Ordering::Relaxed);
 }
 
-/// The bins of the kernels (must match `spgemm_bin_of` and the entry points in spgemm.cu):
-/// (threads per block, rows per block); a bin with 0 rows per block is the global-table bin.
-const BINS: [(u32, u32); 6] = [(128, 16), (128, 8), (128, 4), (128, 4), (256, 1), (256, 0)];
+/// The bins of the kernels (their limits are `spgemm_bin_of`'s in spgemm.cu, which takes the
+/// threads and rows per block from here): (threads per block, rows per block); a bin with 0
+/// rows per block is the global-table bin.
+const BINS: [(u32, u32); 6] = [
+    (GROUP_THREADS, 16),
+    (GROUP_THREADS, 8),
+    (GROUP_THREADS, 4),
+    (GROUP_THREADS, 4),
+    (BLOCK_THREADS, 1),
+    (BLOCK_THREADS, 0),
+];
 
 /// A CSR matrix whose arrays live on the device: the result type of the GPU sparse operations.
 ///
@@ -821,13 +848,22 @@ impl GpuSpgemmPlan {
             // SAFETY: spgemm_flat_b0_T / spgemm_numeric_b1_T take (rows, n, ...): bin bi's rows
             // of this plan (each row's C row fits the group's 32/64 entries: n ≤ ub).
             unsafe {
-                self.launch_numeric(&k, &name, Gpu::cfg(blocks, 128, 0), a, b, values, |l| {
-                    l.arg(&rows_b).arg(&n32);
-                })
+                self.launch_numeric(
+                    &k,
+                    &name,
+                    Gpu::cfg(blocks, GROUP_THREADS, 0),
+                    a,
+                    b,
+                    values,
+                    |l| {
+                        l.arg(&rows_b).arg(&n32);
+                    },
+                )
             }?;
         }
         if self.bin_start[6] > self.bin_start[2] {
-            let blocks = (self.seg_bound.div_ceil(4) as u32).clamp(1, g.sm_count() * 16);
+            let blocks = (self.seg_bound.div_ceil(FLAT_SEGS_PER_BLOCK as usize) as u32)
+                .clamp(1, g.sm_count() * 16);
             let k = g.typed_function::<T>(&SPGEMM_SRC, "spgemm_flat_seg", &[])?;
             // SAFETY: spgemm_flat_seg_T takes (items, nitems, ...): *nitems (row, first, end
             // entry) triples written by spgemm_seg_items for this plan's rows, each segment
@@ -836,7 +872,7 @@ impl GpuSpgemmPlan {
                 self.launch_numeric(
                     &k,
                     "spgemm_flat_seg",
-                    Gpu::cfg(blocks, 128, 0),
+                    Gpu::cfg(blocks, GROUP_THREADS, 0),
                     a,
                     b,
                     values,
