@@ -432,7 +432,15 @@ fn factor_case(
     })?;
     let (rp, col) = (gpu.upload(&s.row_ptr)?, gpu.upload(&s.col_idx)?);
     let gpu_analysis_s = median_wall(gpu, 5, || {
-        GpuTriPlan::analyse(gpu, s.n, &rp, &col, Triangle::Lower, dg, SptrsvAlgorithm::Auto)?;
+        GpuTriPlan::analyse(
+            gpu,
+            s.n,
+            &rp,
+            &col,
+            Triangle::Lower,
+            dg,
+            SptrsvAlgorithm::Auto,
+        )?;
         Ok(())
     })?;
     let auto = f.factorization();

@@ -424,7 +424,11 @@ fn gmres_with_ilu_converges_on_matrices_without_a_full_diagonal() {
         let m = Ilu0::new(&Cpu, &a, &p).unwrap();
         let s = m.summary();
         assert!(s.matched, "{name}: {s}");
-        assert_eq!(s.fill_level, segsparse::sparse::incomplete::AUTO_FILL_MATCHED, "{name}: {s}");
+        assert_eq!(
+            s.fill_level,
+            segsparse::sparse::incomplete::AUTO_FILL_MATCHED,
+            "{name}: {s}"
+        );
         assert!(m.factor().values().iter().all(|v| v.is_finite()), "{name}");
         if tol == 0.0 {
             continue;
@@ -987,7 +991,8 @@ mod gpu {
                 for dg in [Diagonal::Unit, Diagonal::NonUnit] {
                     let what = format!("{name} {tri:?} {dg:?}");
                     let cpu = TriangularPlan::analyse(&a, tri, dg);
-                    let dev = GpuTriPlan::analyse(&gpu, n, &rp, &col, tri, dg, SptrsvAlgorithm::Auto);
+                    let dev =
+                        GpuTriPlan::analyse(&gpu, n, &rp, &col, tri, dg, SptrsvAlgorithm::Auto);
                     let (cpu, dev) = match (cpu, dev) {
                         (Ok(c), Ok(d)) => (c, d),
                         (Err(c), Err(d)) => {

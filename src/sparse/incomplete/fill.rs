@@ -19,7 +19,10 @@ use crate::scalar::Scalar;
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when the pattern would exceed the GPU's 32-bit entry count.
-pub(crate) fn with_fill<T: Scalar>(b: &CsrMatrix<T>, level: usize) -> Result<(CsrMatrix<T>, Vec<u32>)> {
+pub(crate) fn with_fill<T: Scalar>(
+    b: &CsrMatrix<T>,
+    level: usize,
+) -> Result<(CsrMatrix<T>, Vec<u32>)> {
     let n = b.nrows();
     let (rp, cj) = (b.row_ptr(), b.col_idx());
     // Each finished row's upper part (column, level), for the rows below it.

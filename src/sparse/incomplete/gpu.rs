@@ -1,8 +1,9 @@
-//! ILU(0) and IC(0) factored on the GPU ([`GpuIncompleteFactor`]): level by level (a warp per
-//! row, the rows of a level in parallel; runs of narrow levels in one block) or, for deep
-//! schedules, synchronization-free in one launch (a warp per row waits on the ready words of the
-//! pivot rows it reads, [`GpuFactorization`]), re-factorable with new values on the same
-//! pattern, and its two triangular solves on the device plans of
+//! ILU(0) and IC(0) factored on the GPU ([`GpuIncompleteFactor`]): synchronization-free in one
+//! launch (a warp per row waits on the ready words of the pivot rows it reads) for large
+//! factors, on the host for small ones, or level by level (a warp per row, the rows of a level
+//! in parallel; runs of narrow levels in one block) when asked ([`GpuFactorization`]),
+//! re-factorable with new values on the same pattern, and its two triangular solves on the
+//! device plans of
 //! [`crate::sparse::triangular::gpu`] (`kernels/sparse/sptrsv.cu`). The factorization
 //! synchronises once at its end to read the pivot check; the solves only queue work.
 
@@ -15,10 +16,10 @@ use super::{
     Ordering,
 };
 use crate::csr::CsrMatrix;
+use crate::error::Error;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
-use crate::error::Error;
 use crate::sparse::triangular::gpu::{
     launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, THREADS,
 };
@@ -27,10 +28,9 @@ use crate::sparse::triangular::{gpu_level_groups, LevelGroup, SptrsvAlgorithm};
 /// How [`GpuIncompleteFactor`] factors the values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum GpuFactorization {
-    /// [`Levels`](Self::Levels) when the level schedule has at most
-    /// [`SptrsvAlgorithm::SYNC_FREE_ABOVE_GROUPS`] launches, else [`SyncFree`](Self::SyncFree)
-    /// (the rule of the triangular solves: each launch of a level schedule costs a launch
-    /// latency and a full drain, the sync-free kernel overlaps the levels).
+    /// [`SyncFree`](Self::SyncFree) when the factor has at least [`GPU_FACTOR_MIN_NNZ`]
+    /// entries and at least [`GPU_FACTOR_MIN_PER_LEVEL`] entries per level of its schedule, else
+    /// [`Host`](Self::Host).
     #[default]
     Auto,
     /// A launch per level group (`ilu0_levels` / `ic0_levels`).
@@ -54,17 +54,33 @@ impl GpuFactorization {
         }
     }
 
-    /// The factorization for a level schedule of `groups` launches (other values unchanged).
-    pub fn choose(self, groups: usize) -> Self {
+    /// The factorization of a factor with `nnz` entries and `levels` levels (other values
+    /// unchanged). See [`Auto`](Self::Auto).
+    pub fn choose(self, nnz: usize, levels: usize) -> Self {
         match self {
-            GpuFactorization::Auto if groups <= SptrsvAlgorithm::SYNC_FREE_ABOVE_GROUPS => {
-                GpuFactorization::Levels
+            GpuFactorization::Auto
+                if nnz >= GPU_FACTOR_MIN_NNZ && nnz >= GPU_FACTOR_MIN_PER_LEVEL * levels =>
+            {
+                GpuFactorization::SyncFree
             }
-            GpuFactorization::Auto => GpuFactorization::SyncFree,
+            GpuFactorization::Auto => GpuFactorization::Host,
             other => other,
         }
     }
 }
+
+/// Factor entries from which [`GpuFactorization::Auto`] factors on the GPU. Measured on an H100
+/// (`benches/results/ilu.md`, re-factorization on the kept pattern, values uploaded included for
+/// the host): the sync-free kernel beat the host on raefsky2 (294k entries, 1516 levels: 7.9 ms
+/// against 13.1 ms), bcsstk16 (IC(0), 148k, 690 levels: 5.3 against 10.2) and bayer10 (164k, 89
+/// levels: 2.8 against 4.4); below 100k entries the host won or tied on every corpus factor
+/// (ex6, 97k entries and 750 levels: 6.5 against 3.2; bcsstk13, 43k and 577 levels: 24.9
+/// against 5.4), the level-by-level kernels never won (a narrow run of levels is one block).
+pub const GPU_FACTOR_MIN_NNZ: usize = 100_000;
+/// Factor entries per level of the schedule from which [`GpuFactorization::Auto`] factors on
+/// the GPU: the sync-free factorization's critical path costs about 5 µs per level (raefsky2,
+/// 194 entries per level), the host's time grows with the entries.
+pub const GPU_FACTOR_MIN_PER_LEVEL: usize = 150;
 
 /// An ILU(0) or IC(0) factorization on the GPU. See the [module docs](self).
 pub struct GpuIncompleteFactor<T> {
@@ -134,7 +150,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         let factor_groups = gpu_level_groups(s.lower.level_ptr(), 32, GROUP_THREADS, THREADS);
         let mut f = GpuIncompleteFactor {
             k: Kernels::load::<T>(gpu)?,
-            factorization: GpuFactorization::Auto.choose(factor_groups.len()),
+            factorization: GpuFactorization::Auto.choose(s.col_idx.len(), s.lower.levels()),
             row_ptr: up(&s.row_ptr)?,
             col: up(&s.col_idx)?,
             diag: up(&s.diag_pos)?,
@@ -213,8 +229,8 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         self.shift_used
     }
 
-    /// Whether the factorization runs on the host (then the values are uploaded): only when
-    /// asked for by [`set_factorization`](Self::set_factorization).
+    /// Whether the factorization runs on the host (then the values are uploaded): see
+    /// [`GpuFactorization::Auto`].
     pub fn factors_on_host(&self) -> bool {
         self.factorization == GpuFactorization::Host
     }
@@ -227,7 +243,8 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     /// Sets how later [`refactor`](Self::refactor) calls factor the values (`Auto` resolves as
     /// at construction).
     pub fn set_factorization(&mut self, how: GpuFactorization) {
-        self.factorization = how.choose(self.factor_groups.len());
+        let s = &self.structure;
+        self.factorization = how.choose(s.col_idx.len(), s.lower.levels());
     }
 
     /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.

@@ -332,7 +332,8 @@ pub struct FactorSummary {
     pub fill_entries: usize,
     /// The diagonal shift used.
     pub shift: f64,
-    /// Whether the values were factored on the host (a deep schedule on the GPU backend).
+    /// Whether the values were factored on the host (on the GPU backend: a small factor, whose
+    /// host factorization is faster than the device one).
     pub host_factorization: bool,
 }
 

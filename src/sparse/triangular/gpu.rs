@@ -53,12 +53,6 @@ pub const LEVELS_THREADS: u32 = 256;
 /// Threads per block of the synchronization-free kernel and of the one-level launches: 8 warps,
 /// 8 blocks per SM fill an H100/H200 SM.
 pub const THREADS: u32 = 256;
-/// Levels of an incomplete factorization's schedule above which it runs on the host (one pass
-/// over the rows) and the values are uploaded: the level-by-level GPU factorization costs about
-/// 50 µs per level of a narrow run (a warp per row, the pivot rows read from L2), so a near
-/// chain such as raefsky2's 1516 levels took 81 ms on an H200 against about 10 ms on one CPU
-/// core (`benches/results/history/ilu.md`).
-pub const HOST_FACTOR_LEVELS: usize = 256;
 
 /// Threads of a one-block launch that sweeps a run of narrow levels: the largest block, so the
 /// runs are long (each level of the run must fit in one pass of the block).
