@@ -51,6 +51,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
     #[cfg(feature = "cuda")]
+    &crate::sparse::triangular::gpu::LEVELS_SRC,
+    #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
     #[cfg(feature = "cuda")]
     &crate::csr::check_gpu::CSR_CHECK_SRC,
