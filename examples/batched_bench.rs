@@ -239,9 +239,9 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
         use segsparse::batched::ILU_PARAMS;
         use segsparse::gpu::Gpu;
         use segsparse::precond::{Ilu0, Jacobi};
-        use segsparse::spmv::gpu::GpuScalar;
         use segsparse::solvers::{self, SolveParams};
         use segsparse::spmv::gpu::GpuCsr;
+        use segsparse::spmv::gpu::GpuScalar;
         let g = match Gpu::shared() {
             Ok(g) => g,
             Err(e) => {

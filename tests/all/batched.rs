@@ -355,9 +355,15 @@ mod gpu {
                 let r = batch.row_range(s);
                 let d = norm(r.clone().map(|i| xg[i] - xc[i]));
                 let nx = norm(r.clone().map(|i| xc[i]));
-                assert!(d <= 1e-5 * nx, "{what}: ‖x_gpu − x_cpu‖ = {d:e}, ‖x‖ = {nx:e}");
+                assert!(
+                    d <= 1e-5 * nx,
+                    "{what}: ‖x_gpu − x_cpu‖ = {d:e}, ‖x‖ = {nx:e}"
+                );
                 let (a, c) = (gi.iterations[s] as f64, ci.iterations[s] as f64);
-                assert!((a - c).abs() <= 3.0 + 0.25 * c, "{what}: iterations GPU {a}, CPU {c}");
+                assert!(
+                    (a - c).abs() <= 3.0 + 0.25 * c,
+                    "{what}: iterations GPU {a}, CPU {c}"
+                );
             }
         }
     }
