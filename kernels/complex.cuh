@@ -124,12 +124,16 @@ template <typename C> __device__ __forceinline__ void cfma(C& acc, C a, C b) {
     acc.im = fma(a.im, b.re, acc.im);
 }
 
-// acc += conj(a)*b.
+// Products rounded on their own (never contracted into a fused multiply-add).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+// acc += conj(a)*b. The imaginary part is the difference of two separately rounded products, so
+// that conj(a)*a adds exactly 0 (x^H x is real, as on the CPU).
 template <typename C> __device__ __forceinline__ void cfma_conj(C& acc, C a, C b) {
     acc.re = fma(a.re, b.re, acc.re);
     acc.re = fma(a.im, b.im, acc.re);
-    acc.im = fma(a.re, b.im, acc.im);
-    acc.im = fma(-a.im, b.re, acc.im);
+    acc.im += mul_rn(a.re, b.im) - mul_rn(a.im, b.re);
 }
 
 template <typename C> __device__ __forceinline__ C cmul(C a, C b) {

@@ -225,7 +225,11 @@ fn complex_gpu_spmv_large_cases() {
     // Power-law rows: the nonzero-balanced kernel with rows across many tiles, chosen by Auto.
     let p: CsrMatrix<C64> = generate::from_spec("powerlaw:100000:2.0", 4).unwrap();
     let st = p.row_stats();
-    assert_eq!(Alg::Auto.resolve(st.mean, st.max), Alg::Fused, "{st:?}");
+    assert_eq!(
+        Alg::Auto.resolve(st.mean, st.max, p.nnz()),
+        Alg::Fused,
+        "{st:?}"
+    );
     check(&g, &p, "powerlaw:100000:2.0 c128", 9, 1e-12);
     check(
         &g,

@@ -51,11 +51,12 @@ mod tests {
 
     #[test]
     fn auto_resolves_by_row_lengths() {
-        assert_eq!(A::Auto.resolve(6.9, 7), A::Rows); // 7-point stencil
-        assert_eq!(A::Auto.resolve(16.0, 16), A::Warp8); // random rows of 16
-        assert_eq!(A::Auto.resolve(90.8, 200), A::Warp32); // raefsky2-like
-        assert_eq!(A::Auto.resolve(11.0, 100_000), A::Fused); // power law
-        assert_eq!(A::Warp8.resolve(1.0, 1), A::Warp8); // an explicit choice stays
+        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000), A::Rows); // 7-point stencil
+        assert_eq!(A::Auto.resolve(16.0, 16, 16_000_000), A::Warp8); // random rows of 16
+        assert_eq!(A::Auto.resolve(90.8, 200, 294_276), A::Warp32); // raefsky2
+        assert_eq!(A::Auto.resolve(11.5, 100_000, 11_546_540), A::Fused); // power law
+        assert_eq!(A::Auto.resolve(4.7, 1000, 5399), A::Warp32); // rajat19: small, L2-resident
+        assert_eq!(A::Warp8.resolve(1.0, 1, 1), A::Warp8); // an explicit choice stays
     }
 }
 
@@ -89,17 +90,19 @@ impl ComplexSpmvAlgorithm {
         }
     }
 
-    /// What `Auto` means for a matrix with these row statistics: one thread per row when no
-    /// row has more than 8 entries (stencils: the 7-point Helmholtz matrix ran 1.6× faster
-    /// so than with 8 lanes on an H100), 8 lanes when rows average at most 24 entries and none has
-    /// more than 256, the nonzero-balanced kernel when some row is longer than 256 entries and 8
-    /// times the mean (power-law rows, where a warp per row leaves the long rows to a few
-    /// warps), a warp per row otherwise (long, even rows).
-    pub fn resolve(self, mean: f64, max: usize) -> Self {
+    /// What `Auto` means for a matrix with these row statistics and `nnz` entries: one thread
+    /// per row when no row has more than 8 entries (stencils: the 7-point Helmholtz matrix ran
+    /// 1.6× faster so than with 8 lanes on an H100), 8 lanes when rows average at most 24
+    /// entries and none has more than 256, the nonzero-balanced kernel when some row is longer
+    /// than 256 entries and 8 times the mean and the matrix has at least 2¹⁷ entries (power-law
+    /// rows: 0.94× cuSPARSE where a warp per row reached 0.023× on `powerlaw:1000000:2.2`, c64,
+    /// H100; below that size its two launches cost more than the imbalance: rajat19 11.4 µs
+    /// against 7.8 µs with a warp per row), a warp per row otherwise.
+    pub fn resolve(self, mean: f64, max: usize, nnz: usize) -> Self {
         match self {
             Self::Auto if max <= 8 => Self::Rows,
             Self::Auto if mean <= 24.0 && max <= 256 => Self::Warp8,
-            Self::Auto if max > 256 && max as f64 > 8.0 * mean => Self::Fused,
+            Self::Auto if nnz >= 1 << 17 && max > 256 && max as f64 > 8.0 * mean => Self::Fused,
             Self::Auto => Self::Warp32,
             other => other,
         }
@@ -192,7 +195,7 @@ where
             )));
         }
         let st = a.row_stats();
-        let alg = alg.resolve(st.mean, st.max);
+        let alg = alg.resolve(st.mean, st.max, nnz);
         let row_ptr = gpu.upload(a.row_ptr())?;
         let fused = if alg == ComplexSpmvAlgorithm::Fused {
             Some(FusedTables::build(
@@ -242,7 +245,7 @@ where
         } else {
             nnz as f64 / nrows as f64
         };
-        let alg = alg.resolve(mean, max);
+        let alg = alg.resolve(mean, max, nnz);
         let fused = if alg == ComplexSpmvAlgorithm::Fused {
             Some(FusedTables::build(gpu, &row_ptr, nrows, nnz, empty)?)
         } else {
