@@ -28,6 +28,8 @@ use crate::complex_solve::hpd;
 
 type C64 = Complex<f64>;
 type C32 = Complex<f32>;
+/// A device vector of the complex backend.
+type DevVec<T> = <GpuComplexOps<T> as VectorOps<T>>::Vector;
 
 fn c(re: f64, im: f64) -> C64 {
     C64::new(re, im)
@@ -104,18 +106,15 @@ where
         let mut sc = be.scalars(n, 1).unwrap();
         let label = format!("{} n = {n}", T::NAME);
         // Each operation on both backends, from the same inputs.
-        let mut check =
-            |what: &str,
-             cpu_op: &dyn Fn(&mut Vec<T>),
-             gpu_op: &dyn Fn(&mut <GpuComplexOps<T> as VectorOps<T>>::Vector)| {
-                let mut want = z.clone();
-                cpu_op(&mut want);
-                let mut dz = be.upload(&z).unwrap();
-                gpu_op(&mut dz);
-                let got = be.download(&dz).unwrap();
-                let d = max_rel_diff(&got, &want);
-                assert!(d <= tol, "{label} {what}: difference {d:e}");
-            };
+        let check = |what: &str, cpu_op: &dyn Fn(&mut Vec<T>), gpu_op: &dyn Fn(&mut DevVec<T>)| {
+            let mut want = z.clone();
+            cpu_op(&mut want);
+            let mut dz = be.upload(&z).unwrap();
+            gpu_op(&mut dz);
+            let got = be.download(&dz).unwrap();
+            let d = max_rel_diff(&got, &want);
+            assert!(d <= tol, "{label} {what}: difference {d:e}");
+        };
         check("axpby", &|v| Cpu.axpby(a, &x, b, v).unwrap(), &|v| {
             be.axpby(a, &dx, b, v).unwrap()
         });
