@@ -46,7 +46,10 @@ fn check_options(cli: &Cli) -> Result<()> {
         );
     }
     if cli.rhs_count > 1 {
-        bail!("--rhs-count {}: complex solves take one right-hand side", cli.rhs_count);
+        bail!(
+            "--rhs-count {}: complex solves take one right-hand side",
+            cli.rhs_count
+        );
     }
     Ok(())
 }
@@ -144,8 +147,8 @@ pub fn run<T: Elem>(cli: &Cli) -> Result<ExitCode> {
     let n = a.nrows();
     let b = rhs(cli, &a)?;
     let auto_clock = Instant::now();
-    let auto = (cli.method == MethodArg::Auto || cli.precond == PrecondArg::Auto)
-        .then(|| auto_choice(&a));
+    let auto =
+        (cli.method == MethodArg::Auto || cli.precond == PrecondArg::Auto).then(|| auto_choice(&a));
     let auto_seconds = auto_clock.elapsed().as_secs_f64();
     let method = match (cli.method, &auto) {
         (MethodArg::Auto, Some(c)) => c.0,
@@ -362,7 +365,12 @@ mod tests {
         let sym = CsrMatrix::from_triplets(
             2,
             2,
-            &[(0, 0, c(2.0, 1.0)), (0, 1, c(1.0, 1.0)), (1, 0, c(1.0, 1.0)), (1, 1, c(2.0, 0.0))],
+            &[
+                (0, 0, c(2.0, 1.0)),
+                (0, 1, c(1.0, 1.0)),
+                (1, 0, c(1.0, 1.0)),
+                (1, 1, c(2.0, 0.0)),
+            ],
         )
         .unwrap();
         let (m, p, why) = auto_choice(&sym);
@@ -371,7 +379,12 @@ mod tests {
         let herm = CsrMatrix::from_triplets(
             2,
             2,
-            &[(0, 0, c(2.0, 0.0)), (0, 1, c(1.0, 1.0)), (1, 0, c(1.0, -1.0)), (1, 1, c(3.0, 0.0))],
+            &[
+                (0, 0, c(2.0, 0.0)),
+                (0, 1, c(1.0, 1.0)),
+                (1, 0, c(1.0, -1.0)),
+                (1, 1, c(3.0, 0.0)),
+            ],
         )
         .unwrap();
         assert_eq!(structure(&herm), "hermitian");
@@ -379,7 +392,11 @@ mod tests {
         let general = CsrMatrix::from_triplets(
             2,
             2,
-            &[(0, 0, c(2.0, 0.0)), (0, 1, c(1.0, 1.0)), (1, 1, c(3.0, 0.0))],
+            &[
+                (0, 0, c(2.0, 0.0)),
+                (0, 1, c(1.0, 1.0)),
+                (1, 1, c(3.0, 0.0)),
+            ],
         )
         .unwrap();
         let (m, p, _) = auto_choice(&general);

@@ -36,8 +36,8 @@ use segsparse::precond::{
     Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
 };
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, Progress,
-    SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
+    Progress, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Elem, Scalar};
 use serde::Serialize;
@@ -599,9 +599,7 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
             writeln!(
                 w,
                 "matrix     {} ({n}×{n}, {} nonzeros, {})",
-                cli.matrix,
-                nnz,
-                structure
+                cli.matrix, nnz, structure
             )?;
             writeln!(
                 w,

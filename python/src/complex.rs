@@ -209,10 +209,7 @@ type ComplexAuto = (
 
 /// A Python number (real or complex) as `(re, im)`.
 fn parts(v: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
-    Ok((
-        v.getattr("real")?.extract()?,
-        v.getattr("imag")?.extract()?,
-    ))
+    Ok((v.getattr("real")?.extract()?, v.getattr("imag")?.extract()?))
 }
 
 /// A complex matrix held on the CPU.

@@ -30,8 +30,8 @@
 
 use crate::csr::CsrMatrix;
 use crate::scalar::{Elem, Scalar};
-use num_traits::Zero;
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
+use num_traits::Zero;
 
 /// Rows from which [`Auto`](AutoPrecond::Amg) may pick AMG (its setup does not pay below).
 pub const AMG_MIN_ROWS: usize = 50_000;

@@ -95,7 +95,9 @@ impl<T: Elem> TriangularOps<T> for Cpu {
 }
 
 #[cfg(feature = "cuda")]
-impl<T: crate::scalar::Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gpu::GpuOps<T> {
+impl<T: crate::scalar::Scalar + crate::gpu::KernelType> TriangularOps<T>
+    for crate::backend::gpu::GpuOps<T>
+{
     type Factor = crate::sparse::incomplete::gpu::GpuIncompleteFactor<T>;
     fn factor(
         &self,

@@ -648,11 +648,7 @@ impl IncompleteStructure {
 
     /// The factor's initial values: `A`'s entries at [`src`](Self::src), with the diagonal
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
-    pub fn initial_values<T: Elem>(
-        &self,
-        a: &CsrMatrix<T>,
-        shift: f64,
-    ) -> (Vec<T>, Vec<T::Real>) {
+    pub fn initial_values<T: Elem>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T::Real>) {
         let av = a.values();
         let mut vals: Vec<T> = self
             .src
@@ -1028,11 +1024,7 @@ impl<T: Elem> IncompleteFactor<T> {
 
 /// The `triangle` of `m` (diagonal included) as its own matrix; `unit` replaces the diagonal by
 /// that value (and adds it where missing).
-pub fn triangle_of<T: Elem>(
-    m: &CsrMatrix<T>,
-    triangle: Triangle,
-    unit: Option<T>,
-) -> CsrMatrix<T> {
+pub fn triangle_of<T: Elem>(m: &CsrMatrix<T>, triangle: Triangle, unit: Option<T>) -> CsrMatrix<T> {
     let mut t = Vec::new();
     for i in 0..m.nrows() {
         let (c, v) = m.row(i);
