@@ -229,7 +229,9 @@ pub fn build_kernel_archive(targets: &[ArchiveTarget<'_>], jobs: usize) -> Resul
 pub fn archive_key(src: &KernelSource, arch: &str, defines: &[(&str, String)]) -> Result<String> {
     let text = kernels::preprocess(src)?;
     let options = nvrtc_options(src, arch, defines)?;
-    Ok(super::disk_cache::module_key(src.name, &text, arch, &options))
+    Ok(super::disk_cache::module_key(
+        src.name, &text, arch, &options,
+    ))
 }
 
 /// NVRTC's version as `major.minor`, or `"unknown"` when no usable library is found.
@@ -481,7 +483,12 @@ impl Gpu {
             .cloned()
     }
 
-    fn load_cubin(&self, src: &KernelSource, key: String, cubin: Vec<u8>) -> Result<Arc<CudaModule>> {
+    fn load_cubin(
+        &self,
+        src: &KernelSource,
+        key: String,
+        cubin: Vec<u8>,
+    ) -> Result<Arc<CudaModule>> {
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
@@ -586,7 +593,10 @@ impl Gpu {
         }
         super::nvrtc::library()?; // the reason when no usable NVRTC is found
         let Some(dir) = super::disk_cache::cache_dir() else {
-            return Ok((cubin_of(src.name, &text, &options)?, "compiled (no disk cache)"));
+            return Ok((
+                cubin_of(src.name, &text, &options)?,
+                "compiled (no disk cache)",
+            ));
         };
         let key = super::disk_cache::CacheKey::new(
             src.name,

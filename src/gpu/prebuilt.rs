@@ -178,7 +178,8 @@ impl ArchiveWriter {
         for (key, payload) in &self.entries {
             let mut enc =
                 flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
-            enc.write_all(payload).expect("writing to a Vec cannot fail");
+            enc.write_all(payload)
+                .expect("writing to a Vec cannot fail");
             let deflated = enc.finish().expect("writing to a Vec cannot fail");
             out.extend_from_slice(&(key.len() as u64).to_le_bytes());
             out.extend_from_slice(key.as_bytes());
@@ -286,7 +287,10 @@ mod tests {
         assert!(loadable((13, 0), 13000));
         assert!(loadable((13, 0), 13020));
         assert!(loadable((12, 4), 13000));
-        assert!(!loadable((13, 0), 12080), "a CUDA 12 driver refuses CUDA 13 CUBINs");
+        assert!(
+            !loadable((13, 0), 12080),
+            "a CUDA 12 driver refuses CUDA 13 CUBINs"
+        );
         assert!(!loadable((13, 1), 13000));
         assert!(!loadable((12, 4), 0), "unknown driver");
     }

@@ -295,7 +295,10 @@ impl SpmvPolicy {
     /// module every SpMV of a `GpuCsr<T>` uses; [`defines`](Self::defines) compiles both types.
     pub fn typed_defines<T: Scalar>(&self) -> Vec<(&'static str, String)> {
         let mut d = self.defines();
-        d.push(("SPMV_TYPES", if T::BYTES == 4 { "1" } else { "2" }.to_string()));
+        d.push((
+            "SPMV_TYPES",
+            if T::BYTES == 4 { "1" } else { "2" }.to_string(),
+        ));
         d
     }
 

@@ -240,7 +240,11 @@ fn the_kernel_archive_holds_what_nvrtc_produces() {
         );
         fresh.push((key, cubin));
     }
-    let hinted = SpmvPolicy { x_hint: 3, ..policy }.defines();
+    let hinted = SpmvPolicy {
+        x_hint: 3,
+        ..policy
+    }
+    .defines();
     for key in [
         gpu::archive_key(&SPMV_SRC, "sm_90", &hinted).unwrap(),
         gpu::archive_key(&SPMV_SRC, "sm_80", &policy.defines()).unwrap(),
@@ -252,7 +256,10 @@ fn the_kernel_archive_holds_what_nvrtc_produces() {
         Some(e) if e.nvrtc() == version => {
             for (key, cubin) in &fresh {
                 if let Some(c) = e.get(key) {
-                    assert!(c == *cubin, "the embedded CUBIN differs from NVRTC's: {key}");
+                    assert!(
+                        c == *cubin,
+                        "the embedded CUBIN differs from NVRTC's: {key}"
+                    );
                 }
             }
             eprintln!(
@@ -283,7 +290,10 @@ fn prebuilt_required() -> bool {
 fn embedded_kernels_load_and_run_on_the_device() {
     let Some(g) = gpu::test_gpu() else { return };
     let skip = |why: String| {
-        assert!(!prebuilt_required(), "SEGSPARSE_REQUIRE_PREBUILT=1 but {why}");
+        assert!(
+            !prebuilt_required(),
+            "SEGSPARSE_REQUIRE_PREBUILT=1 but {why}"
+        );
         eprintln!("skipped: {why}");
     };
     let Some(archive) = gpu::prebuilt::embedded() else {
@@ -311,7 +321,10 @@ fn embedded_kernels_load_and_run_on_the_device() {
             missing.push(src.name);
         }
     }
-    assert!(missing.is_empty(), "not in the archive for {arch}: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "not in the archive for {arch}: {missing:?}"
+    );
 
     let module = g
         .context()
