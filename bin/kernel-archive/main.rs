@@ -38,7 +38,6 @@ fn main() {
             "--out" => out = value(),
             "--arch" => archs = value(),
             "--jobs" => jobs = value().parse().unwrap_or_else(|_| usage()),
-            "-h" | "--help" => usage(),
             _ => usage(),
         }
     }

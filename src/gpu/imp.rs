@@ -544,11 +544,8 @@ impl Gpu {
                     log: "a compile thread stopped before finishing".into(),
                 })
             });
-            match r.and_then(|c| self.load_cubin(src, key, c)) {
-                Ok(_) => {}
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
+            if let Err(e) = r.and_then(|c| self.load_cubin(src, key, c)) {
+                first_err.get_or_insert(e);
             }
         }
         first_err.map_or(Ok(()), Err)
