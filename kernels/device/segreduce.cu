@@ -164,12 +164,12 @@ __device__ __forceinline__ void segreduce_tile(const T* x, u32 n, const u32* off
 //     part and the tail) in one strided pass.
 // Every reduction runs in a fixed order, so results are deterministic for a given G.
 //
+// With SR_VEC = 1 (primitives::segreduce::gpu::vector_loads: off by default, measured slower),
 // 4-byte values of a group's segment of at least 4 G elements, with x 16-byte aligned, are read
 // as 16-byte vectors: the unaligned head and tail (fewer than 4 elements each) by single loads,
 // the aligned middle as one vector per lane per step, two steps in flight.
-// SR_VEC = 0 turns the vector loads off (primitives::segreduce::gpu::vector_loads).
 #ifndef SR_VEC
-#define SR_VEC 1
+#define SR_VEC 0
 #endif
 template <typename T, typename Op, int G>
 __device__ __forceinline__ T group_reduce(const T* __restrict__ x, u32 a, u32 b, u32 gl, Op op) {

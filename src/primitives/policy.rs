@@ -31,13 +31,15 @@
 //! `SEGSPARSE_SCAN_POLICY=THREADSxITEMS4,ITEMS8` (e.g. `256x12,6`); threads must be a multiple
 //! of 32 in 64..=1024, and items 1..=32.
 //!
-//! Per device class: the rows above are the H200's (and every device other than an H100).
-//! On an H100 ([`DeviceClass::H100`], chosen at run time from the device's name) the look-back
-//! kernel may scan two tiles per block ([`lookback_tiles`]): the second tile's loads are issued
-//! before warp 0 looks back for the first, so they are in flight across the look-back wait, and
-//! the second tile takes the first's inclusive prefix without a look-back of its own. The H100
-//! row is in [`lookback_tuning`]; `benches/results/primitives.md` holds the measurements behind
-//! it. `SEGSPARSE_DEVICE_CLASS=h100|h200|other` overrides the class (tests and comparisons).
+//! Per device class ([`DeviceClass`], chosen at run time from the device's name): the rows
+//! above are the H200's and every other device's; the H100 has its own row
+//! ([`lookback_default`]), which the H100 sweep left equal to the H200's. The look-back kernel
+//! can also scan two tiles per block ([`lookback_tiles`], `SEGSPARSE_SCAN_TILES=2`): the block
+//! loads and block-scans the second tile and publishes its aggregate before warp 0 looks back
+//! for the first, so that work fills the first-window wait, and the second tile takes the
+//! first's inclusive prefix without a look-back of its own. Measured slower on the H100 (see
+//! the H100 row), so no class uses it by default. `SEGSPARSE_DEVICE_CLASS=h100|h200|other`
+//! overrides the class (tests and comparisons).
 
 /// Threads per block and items per thread of one kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -181,7 +183,12 @@ const H200_LOOKBACK: LookbackTuning = LookbackTuning {
     min_blocks: LOOKBACK_MIN_BLOCKS,
 };
 
-/// The H100 row.
+/// The H100 row: the H200's. Measured on an H100 beside CUB (benches/results/primitives.md,
+/// 2^24 and 2^26, f32 and f64, same call): two tiles per block of 256 × 16 (64 registers, 4
+/// blocks per SM) 9–12 % slower than one tile, 5–9 % with a 1000 ns first-window wait, 6–12 %
+/// with none; two tiles of 256 × 8 13–23 % slower; ncu of the two-tile kernel at f32 2^26: half the
+/// resident warps (47 % achieved occupancy) and DRAM 67 % against 70 %, so what its block gains
+/// by overlapping it loses in blocks per SM.
 const H100_LOOKBACK: LookbackTuning = LookbackTuning {
     threads: 256,
     items4: 16,

@@ -285,8 +285,11 @@ pub mod gpu {
     /// runs of ~112 bytes), 24 for 4-byte key-value pairs, and half of 28 for 8-byte keys or
     /// values: the fastest shapes of the H200 sweep in
     /// benches/results/history/primitives.md (three blocks of 80 registers per SM), with
-    /// [`ONESWEEP_POLL_NS`] between polls. H100: the row of the H100 sweep in
-    /// benches/results/primitives.md.
+    /// [`ONESWEEP_POLL_NS`] between polls. H100: the same row, the fastest of its own sweep
+    /// beside CUB (benches/results/primitives.md, u32 keys and pairs at 2^24 and 2^26, same
+    /// call): 256 × 24 / 20 was 1–7 % slower, 256 × 20 / 16 8–16 %, 384 × 20 / 16 11–14 % on
+    /// keys (pairs within ±1.5 %), 512 × 16 / 12 30–45 %; spinning instead of the 1000 ns sleep
+    /// changed keys and pairs by about as much as two runs of the row differ (≤ 2 %).
     pub(crate) const fn onesweep_row(class: DeviceClass) -> OnesweepRow {
         match class {
             DeviceClass::H100 => OnesweepRow {
