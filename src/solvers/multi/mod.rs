@@ -121,6 +121,42 @@ where
     Ok(n)
 }
 
+/// The workspace of `k` columns: `column()` makes one column's vectors, and each column gets
+/// its own scalars for vectors of length `n`. Allocated column by column, in column order.
+fn allocate<T, B, C>(
+    be: &B,
+    k: usize,
+    n: usize,
+    params: &SolveParams,
+    mut column: impl FnMut() -> crate::Result<C>,
+) -> crate::Result<(Vec<C>, Vec<B::Scalars>)>
+where
+    T: Scalar,
+    B: VectorOps<T>,
+{
+    let mut cols = Vec::with_capacity(k);
+    let mut scs = Vec::with_capacity(k);
+    for _ in 0..k {
+        cols.push(column()?);
+        scs.push(be.scalars(n, params.max_iters)?);
+    }
+    Ok((cols, scs))
+}
+
+/// The inputs and outputs of one block product over the columns switched `on`: `pick` takes
+/// from a column the vector that is read and the one that is written.
+fn gather<'c, C, X: ?Sized, Y: ?Sized>(
+    cols: &'c mut [C],
+    on: &[bool],
+    mut pick: impl FnMut(&'c mut C) -> (&'c X, &'c mut Y),
+) -> (Vec<&'c X>, Vec<&'c mut Y>) {
+    cols.iter_mut()
+        .zip(on)
+        .filter(|(_, &o)| o)
+        .map(|(c, _)| pick(c))
+        .unzip()
+}
+
 /// CG on `k` right-hand sides (`b[j]`, solutions in `x[j]`): [`super::cg`] column by column,
 /// with the operator applied to the block.
 ///
@@ -167,10 +203,8 @@ where
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     preflight(be, "the multi-RHS CG workspace", n, vectors * k, 0, params)?;
-    let mut cols = Vec::with_capacity(k);
-    let mut scs = Vec::with_capacity(k);
-    for _ in 0..k {
-        cols.push(CgCol {
+    let (cols, scs) = allocate(be, k, n, params, || {
+        Ok(CgCol {
             r: be.zeros(n)?,
             z: if kind == Kind::Identity {
                 None
@@ -179,9 +213,8 @@ where
             },
             p: be.zeros(n)?,
             q: be.zeros(n)?,
-        });
-        scs.push(be.scalars(n, params.max_iters)?);
-    }
+        })
+    })?;
     let mut state = CgMulti { a, m, kind, cols };
     drive_multi(be, a, b, x, params, &mut state, scs, clock)
 }
@@ -243,14 +276,8 @@ where
         its: &[usize],
     ) -> crate::Result<()> {
         let on = mask(self.cols.len(), active);
-        {
-            let (mut ps, mut qs) = (Vec::new(), Vec::new());
-            for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
-                ps.push(&c.p);
-                qs.push(&mut c.q);
-            }
-            self.a.apply_block(be, &ps, &mut qs)?;
-        }
+        let (ps, mut qs) = gather(&mut self.cols, &on, |c| (&c.p, &mut c.q));
+        self.a.apply_block(be, &ps, &mut qs)?;
         match self.kind {
             Kind::Identity | Kind::Jacobi => {
                 let inv_diag = self.m.inverse_diagonal();
@@ -278,14 +305,11 @@ where
                     be.cg_alpha(&c.p, &c.q, &mut scs[j], its[j])?;
                     be.cg_update_r(&c.q, &mut c.r, Fuse::Separate(None), &mut scs[j], its[j])?;
                 }
-                {
-                    let (mut rs, mut zs) = (Vec::new(), Vec::new());
-                    for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
-                        rs.push(&c.r);
-                        zs.push(c.z.as_mut().expect("z is allocated for a preconditioner"));
-                    }
-                    self.m.apply_block(be, &rs, &mut zs)?;
-                }
+                let (rs, mut zs) = gather(&mut self.cols, &on, |c| {
+                    let z = c.z.as_mut();
+                    (&c.r, z.expect("z is allocated for a preconditioner"))
+                });
+                self.m.apply_block(be, &rs, &mut zs)?;
                 for &j in active {
                     let c = &mut self.cols[j];
                     let z = c.z.as_ref().expect("z is allocated for a preconditioner");
@@ -330,10 +354,8 @@ where
         0,
         params,
     )?;
-    let mut cols = Vec::with_capacity(k);
-    let mut scs = Vec::with_capacity(k);
-    for _ in 0..k {
-        cols.push(BicgCol {
+    let (cols, scs) = allocate(be, k, n, params, || {
+        Ok(BicgCol {
             r: be.zeros(n)?,
             rhat: be.zeros(n)?,
             p: be.zeros(n)?,
@@ -345,9 +367,8 @@ where
             } else {
                 Some((be.zeros(n)?, be.zeros(n)?))
             },
-        });
-        scs.push(be.scalars(n, params.max_iters)?);
-    }
+        })
+    })?;
     let mut state = BicgMulti {
         a,
         m,
@@ -429,12 +450,7 @@ impl<'a, V, A: ?Sized, P: ?Sized> BicgMulti<'a, V, A, P> {
         B: VectorOps<T, Vector = V>,
         A: LinearOperator<T, B>,
     {
-        let (mut xs, mut ys) = (Vec::new(), Vec::new());
-        for (c, _) in self.cols.iter_mut().zip(on).filter(|(_, &o)| o) {
-            let (x, y) = c.pair(from, to);
-            xs.push(x);
-            ys.push(y);
-        }
+        let (xs, mut ys) = gather(&mut self.cols, on, |c| c.pair(from, to));
         self.a.apply_block(be, &xs, &mut ys)
     }
     /// `to ← A·M⁻¹·from` for the active columns, through `mid`: a general `M` is applied here
@@ -469,12 +485,7 @@ impl<'a, V, A: ?Sized, P: ?Sized> BicgMulti<'a, V, A, P> {
         B: VectorOps<T, Vector = V>,
         P: Preconditioner<T, B>,
     {
-        let (mut xs, mut ys) = (Vec::new(), Vec::new());
-        for (c, _) in self.cols.iter_mut().zip(on).filter(|(_, &o)| o) {
-            let (x, y) = c.pair(from, to);
-            xs.push(x);
-            ys.push(y);
-        }
+        let (xs, mut ys) = gather(&mut self.cols, on, |c| c.pair(from, to));
         self.m.apply_block(be, &xs, &mut ys)
     }
 }
@@ -536,41 +547,28 @@ where
                     t,
                     pre,
                 } = c;
-                match pre {
+                // Unpreconditioned, p̂ is p and ŝ is s.
+                let (phat, d, shat) = match pre {
                     Some((phat, shat)) => {
                         let d = if kind == Kind::Jacobi { inv_diag } else { None };
-                        be.bicg_update_p(
-                            &mut xs[j],
-                            Some(phat),
-                            d,
-                            shat,
-                            s,
-                            t,
-                            r,
-                            rhat,
-                            p,
-                            v,
-                            &mut scs[j],
-                            its[j],
-                        )?;
+                        (Some(phat), d, &*shat)
                     }
-                    None => {
-                        be.bicg_update_p(
-                            &mut xs[j],
-                            None,
-                            None,
-                            s,
-                            s,
-                            t,
-                            r,
-                            rhat,
-                            p,
-                            v,
-                            &mut scs[j],
-                            its[j],
-                        )?;
-                    }
-                }
+                    None => (None, None, &*s),
+                };
+                be.bicg_update_p(
+                    &mut xs[j],
+                    phat,
+                    d,
+                    shat,
+                    s,
+                    t,
+                    r,
+                    rhat,
+                    p,
+                    v,
+                    &mut scs[j],
+                    its[j],
+                )?;
             }
             return Ok(());
         }
@@ -658,10 +656,8 @@ where
         small * k as u64,
         params,
     )?;
-    let mut cols = Vec::with_capacity(k);
-    let mut scs = Vec::with_capacity(k);
-    for _ in 0..k {
-        cols.push(GmresCol {
+    let (cols, scs) = allocate(be, k, n, params, || {
+        Ok(GmresCol {
             r: be.zeros(n)?,
             q: be.zeros(n)?,
             z: if m.is_identity() {
@@ -673,9 +669,8 @@ where
             j: 0,
             cycle_it: 0,
             halted: false,
-        });
-        scs.push(be.scalars(n, params.max_iters)?);
-    }
+        })
+    })?;
     let mut state = GmresMulti {
         a,
         m,
@@ -817,13 +812,11 @@ where
         let inv_diag = self.m.inverse_diagonal();
         // z = M⁻¹v_j (Jacobi: one scaling per column; otherwise the block application).
         if !self.m.is_identity() {
-            let (mut vs, mut zs) = (Vec::new(), Vec::new());
-            for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
+            let (vs, mut zs) = gather(&mut self.cols, &on, |c| {
                 let GmresCol { k, z, j, .. } = c;
                 let (vj, _) = be.krylov_pair(k, *j);
-                vs.push(vj);
-                zs.push(z.as_mut().expect("z is allocated for a preconditioner"));
-            }
+                (vj, z.as_mut().expect("z is allocated for a preconditioner"))
+            });
             match inv_diag {
                 Some(d) => {
                     for (v, z) in vs.iter().zip(zs.iter_mut()) {
@@ -834,19 +827,12 @@ where
             }
         }
         // v_{j+1} = A·z (or A·v_j).
-        {
-            let (mut xs, mut ys) = (Vec::new(), Vec::new());
-            for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
-                let GmresCol { k, z, j, .. } = c;
-                let (vj, vnext) = be.krylov_pair(k, *j);
-                xs.push(match z.as_ref() {
-                    Some(z) => z,
-                    None => vj,
-                });
-                ys.push(vnext);
-            }
-            self.a.apply_block(be, &xs, &mut ys)?;
-        }
+        let (xs, mut ys) = gather(&mut self.cols, &on, |c| {
+            let GmresCol { k, z, j, .. } = c;
+            let (vj, vnext) = be.krylov_pair(k, *j);
+            (z.as_ref().unwrap_or(vj), vnext)
+        });
+        self.a.apply_block(be, &xs, &mut ys)?;
         for (jj, c) in self.cols.iter_mut().enumerate() {
             if !on[jj] {
                 continue;
