@@ -74,7 +74,21 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
 pub fn variants(cc: (i32, i32)) -> Vec<(&'static KernelSource, Vec<(&'static str, String)>)> {
     use crate::primitives::sources as scan;
     let spmv = crate::spmv::gpu::SpmvPolicy::for_device(cc);
-    let scan_defines = crate::primitives::gpu::scan_defines();
+    // The primitives' tuning rows depend on the device class (read from the name at run time,
+    // H100 / H200 / other), so every distinct row of the classes is archived.
+    let classes = crate::primitives::policy::DeviceClass::ALL;
+    let distinct = |f: &dyn Fn(crate::primitives::policy::DeviceClass) -> Vec<(&'static str, String)>| {
+        let mut v: Vec<Vec<(&'static str, String)>> = Vec::new();
+        for c in classes {
+            let d = f(c);
+            if !v.contains(&d) {
+                v.push(d);
+            }
+        }
+        v
+    };
+    let scan_defines = distinct(&crate::primitives::gpu::scan_defines);
+    let sort_defines = distinct(&crate::primitives::sort::gpu::onesweep_defines);
     let scans = [
         scan::SCAN_LOOKBACK.name,
         scan::SEGSCAN_LOOKBACK.name,
@@ -89,9 +103,9 @@ pub fn variants(cc: (i32, i32)) -> Vec<(&'static KernelSource, Vec<(&'static str
             out.push((src, spmv.typed_defines::<f32>()));
             out.push((src, spmv.typed_defines::<f64>()));
         } else if scans.contains(&src.name) {
-            out.push((src, scan_defines.clone()));
+            out.extend(scan_defines.iter().map(|d| (src, d.clone())));
         } else if src.name == crate::primitives::sort::ONESWEEP_KERNELS.name {
-            out.push((src, crate::primitives::sort::gpu::onesweep_defines()));
+            out.extend(sort_defines.iter().map(|d| (src, d.clone())));
         } else {
             out.push((src, Vec::new()));
         }

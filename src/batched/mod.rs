@@ -58,7 +58,7 @@ use rayon::prelude::*;
 use crate::backend::{Cpu, Identity};
 use crate::error::{Error, Result};
 use crate::precond::{
-    Application, Ilu0, IncompleteParams, Jacobi, Ordering, RowMatching, SptrsvAlgorithm,
+    Application, Fill, Ilu0, IncompleteParams, Jacobi, Ordering, RowMatching, SptrsvAlgorithm,
 };
 use crate::solvers::{self, SolveError, SolveParams};
 use crate::{CsrMatrix, Scalar};
@@ -433,7 +433,8 @@ pub fn solve_one<T: Scalar>(
     Ok((status, iters as u32, true_residual(a, b, x)))
 }
 
-/// The single-system ILU(0) that the batched one equals: natural order, no shift, no matching.
+/// The single-system ILU(0) that the batched one equals: natural order, no shift, no matching,
+/// no fill.
 pub const ILU_PARAMS: IncompleteParams = IncompleteParams {
     shift: 0.0,
     pivot_tol: 1e-12,
@@ -443,6 +444,7 @@ pub const ILU_PARAMS: IncompleteParams = IncompleteParams {
     application: Application::Exact,
     ordering: Ordering::Natural,
     matching: RowMatching::Off,
+    fill: Fill::Level(0),
     non_exhaustive: (),
 };
 

@@ -630,8 +630,9 @@ pub(crate) fn setup<T: GpuScalar>(
 fn prepare_modules<T: GpuScalar>(g: &Gpu) -> Result<()> {
     let (major, minor) = g.compute_capability();
     let spmv = crate::spmv::gpu::SpmvPolicy::for_device((major, minor)).typed_defines::<T>();
-    let scan = crate::primitives::gpu::scan_defines();
-    let sort = crate::primitives::sort::gpu::onesweep_defines();
+    let class = crate::primitives::gpu::device_class(g);
+    let scan = crate::primitives::gpu::scan_defines(class);
+    let sort = crate::primitives::sort::gpu::onesweep_defines(class);
     let none: &[(&str, String)] = &[];
     g.prepare(&[
         (&AMG_SETUP_SRC, none),
