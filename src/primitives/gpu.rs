@@ -227,6 +227,12 @@ pub fn workspace(g: &Gpu, n: usize) -> Result<CudaSlice<u8>> {
         .map_err(|e| Error::cuda(format!("allocating a {bytes}-byte scan workspace"), e))
 }
 
+/// The `-D` defines of the scan sources (look-back and multi-pass) under this process's policy
+/// (what the embedded kernel archive compiles them with, [`crate::kernel_registry::variants`]).
+pub fn scan_defines() -> Vec<(&'static str, String)> {
+    defines().to_vec()
+}
+
 fn defines() -> &'static [(&'static str, String)] {
     static D: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
     D.get_or_init(|| {

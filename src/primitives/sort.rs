@@ -285,6 +285,22 @@ pub mod gpu {
         *POLICY.get_or_init(read_onesweep_policy)
     }
 
+    /// The `-D` defines of the Onesweep kernels under this process's policy (what the
+    /// embedded kernel archive compiles them with, [`crate::kernel_registry::variants`]).
+    pub fn onesweep_defines() -> Vec<(&'static str, String)> {
+        let p = onesweep_policy();
+        vec![
+            ("OS_THREADS", p.threads.to_string()),
+            ("OS_ITEMS", p.items4.to_string()),
+            ("OS_ITEMS_PAIRS", p.items_pairs.to_string()),
+            ("OS_ITEMS8", p.items8.to_string()),
+            ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
+            ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
+            ("OS_EARLY_VALUES", u32::from(p.early_values).to_string()),
+            ("OS_POLL_NS", p.poll_ns.to_string()),
+        ]
+    }
+
     fn read_onesweep_policy() -> OnesweepPolicy {
         let env = (|| {
             let v = std::env::var("SEGSPARSE_SORT_POLICY").ok()?;
@@ -397,16 +413,7 @@ pub mod gpu {
             p.items4
         };
         let threads = p.threads;
-        let defines = [
-            ("OS_THREADS", p.threads.to_string()),
-            ("OS_ITEMS", p.items4.to_string()),
-            ("OS_ITEMS_PAIRS", p.items_pairs.to_string()),
-            ("OS_ITEMS8", p.items8.to_string()),
-            ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
-            ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
-            ("OS_EARLY_VALUES", u32::from(p.early_values).to_string()),
-            ("OS_POLL_NS", p.poll_ns.to_string()),
-        ];
+        let defines = onesweep_defines();
         let tile = (threads * items) as usize;
         let tiles = n.div_ceil(tile);
         let t32 = tiles as u32;

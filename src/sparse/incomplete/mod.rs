@@ -29,7 +29,8 @@ use super::reorder::{self, INSERTED};
 use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
+use num_traits::{Float, Zero};
 
 /// Which incomplete factorization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -237,7 +238,7 @@ pub const AUTO_SWEEP_REDUCTION: f64 = 1e-2;
 /// converge (the `U` of ILU(0) of a matrix far from diagonal dominance): a deep triangle (more
 /// than [`AUTO_REORDER_LEVELS`] levels, where the exact solve is a long chain) with
 /// `ν ≤ DEEP_SWEEP_MAX_NORM` takes [`DEEP_SWEEPS`] sweeps, any other stays exact.
-pub fn choose_sweeps<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
+pub fn choose_sweeps<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
     let nu = strict_norm(plan, col, val);
     let levels = plan.levels();
     if levels <= AUTO_EXACT_LEVELS || nu.is_nan() {
@@ -261,18 +262,18 @@ pub fn choose_sweeps<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -
 }
 
 /// `‖D⁻¹N‖∞` of a triangle (`N` its strict part, `D` its diagonal or ones).
-pub fn strict_norm<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f64 {
+pub fn strict_norm<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f64 {
     let _ = col;
     let (s, e) = (plan.start(), plan.end());
     let mut m = 0.0f64;
     for i in 0..plan.n() {
         let d = match plan.diagonal() {
             Diagonal::Unit => 1.0,
-            Diagonal::NonUnit => val[plan.diag_pos()[i] as usize].abs().as_f64(),
+            Diagonal::NonUnit => val[plan.diag_pos()[i] as usize].modulus().as_f64(),
         };
         let r: f64 = val[s[i] as usize..e[i] as usize]
             .iter()
-            .map(|v| v.abs().as_f64())
+            .map(|v| v.modulus().as_f64())
             .sum();
         m = m.max(if d > 0.0 { r / d } else { f64::INFINITY });
     }
@@ -450,7 +451,7 @@ pub struct IncompleteStructure {
 }
 
 /// Whether some row of `a` (sorted indices) has no diagonal entry or a zero one.
-fn diagonal_missing_or_zero<T: Scalar>(a: &CsrMatrix<T>) -> bool {
+fn diagonal_missing_or_zero<T: Elem>(a: &CsrMatrix<T>) -> bool {
     (0..a.nrows()).any(|i| {
         let (c, v) = a.row(i);
         match c.binary_search(&(i as u32)) {
@@ -460,7 +461,7 @@ fn diagonal_missing_or_zero<T: Scalar>(a: &CsrMatrix<T>) -> bool {
     })
 }
 
-fn pattern_hash<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
+fn pattern_hash<T: Elem>(a: &CsrMatrix<T>) -> u64 {
     // FNV-1a over row_ptr and col_idx: a cheap guard against an update on another pattern.
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for &v in a.row_ptr().iter().chain(a.col_idx()) {
@@ -476,7 +477,7 @@ impl IncompleteStructure {
     ///
     /// # Errors
     /// As [`analyse`](Self::analyse); with [`RowMatching::Off`], a missing diagonal entry.
-    pub fn analyse_with<T: Scalar>(
+    pub fn analyse_with<T: Elem>(
         a: &CsrMatrix<T>,
         kind: FactorKind,
         params: &IncompleteParams,
@@ -595,7 +596,7 @@ impl IncompleteStructure {
     /// # Errors
     /// [`Error::InvalidInput`] when `a` is not square, its indices are not sorted, or a row has no
     /// diagonal entry (the row is named).
-    pub fn analyse<T: Scalar>(a: &CsrMatrix<T>, kind: FactorKind) -> Result<Self> {
+    pub fn analyse<T: Elem>(a: &CsrMatrix<T>, kind: FactorKind) -> Result<Self> {
         let n = a.nrows();
         // The lower non-unit analysis checks squareness, sorting and the diagonal for both kinds.
         let check = TriangularPlan::analyse(a, Triangle::Lower, Diagonal::NonUnit)
@@ -694,7 +695,7 @@ impl IncompleteStructure {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when it does not.
-    pub fn check_pattern<T: Scalar>(&self, a: &CsrMatrix<T>) -> Result<()> {
+    pub fn check_pattern<T: Elem>(&self, a: &CsrMatrix<T>) -> Result<()> {
         if a.nrows() != self.n || a.nnz() != self.a_nnz || pattern_hash(a) != self.a_col_hash {
             return Err(Error::InvalidInput(format!(
                 "{} update: the matrix ({} rows, {} entries) does not have the pattern the \
@@ -711,7 +712,7 @@ impl IncompleteStructure {
 
     /// The factor's initial values: `A`'s entries at [`src`](Self::src), with the diagonal
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
-    pub fn initial_values<T: Scalar>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T>) {
+    pub fn initial_values<T: Elem>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T::Real>) {
         let av = a.values();
         let mut vals: Vec<T> = self
             .src
@@ -724,17 +725,23 @@ impl IncompleteStructure {
                 }
             })
             .collect();
-        let mut rowmax = vec![T::zero(); self.n];
+        let mut rowmax = vec![T::Real::zero(); self.n];
         for i in 0..self.n {
             let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
             let m = vals[lo..hi]
                 .iter()
-                .fold(T::zero(), |m, v| if v.abs() > m { v.abs() } else { m });
+                .fold(T::Real::zero(), |m, v| m.max(v.modulus()));
             rowmax[i] = m;
             if shift != 0.0 {
+                // The diagonal moves along its own direction: `d/|d|` (the sign of a real `d`),
+                // one for a zero `d`.
                 let d = &mut vals[self.diag_pos[i] as usize];
-                let s = if *d < T::zero() { -T::one() } else { T::one() };
-                *d += s * T::of_f64(shift) * m;
+                let s = if *d == T::zero() {
+                    T::one()
+                } else {
+                    *d / T::from_real(d.modulus())
+                };
+                *d += s * T::from_real(T::Real::of_f64(shift) * m);
             }
         }
         (vals, rowmax)
@@ -779,14 +786,14 @@ pub(crate) fn natural_first<F>(
 
 /// One factorization of `a`'s values on `s` with `shift` on the host: the factor's values, or
 /// the row and value of the first bad pivot.
-pub(crate) fn factor_values<T: Scalar>(
+pub(crate) fn factor_values<T: Elem>(
     s: &IncompleteStructure,
     a: &CsrMatrix<T>,
     shift: f64,
     pivot_tol: f64,
 ) -> std::result::Result<Vec<T>, (usize, f64)> {
     let (mut v, rowmax) = s.initial_values(a, shift);
-    let tol = T::of_f64(pivot_tol);
+    let tol = T::Real::of_f64(pivot_tol);
     match s.kind {
         FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol)?,
         FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol)?,
@@ -855,7 +862,7 @@ impl ApplyModes {
 
     /// The modes `params` ask for, given the factor's values on `s`'s pattern (`values`) and,
     /// for IC, `Lᵀ`'s (`t_values`).
-    pub fn resolve<T: Scalar>(
+    pub fn resolve<T: Elem>(
         s: &IncompleteStructure,
         params: &IncompleteParams,
         values: &[T],
@@ -904,7 +911,7 @@ impl ApplyModes {
     }
 }
 
-impl<T: Scalar> IncompleteFactor<T> {
+impl<T: Elem> IncompleteFactor<T> {
     /// Analyses and factors `a`.
     ///
     /// # Errors
@@ -955,7 +962,7 @@ impl<T: Scalar> IncompleteFactor<T> {
             match factor_values(s, a, shift, self.params.pivot_tol) {
                 Ok(v) => {
                     if let Some((_, _, map)) = &s.transpose {
-                        self.t_values = map.iter().map(|&p| v[p as usize]).collect();
+                        self.t_values = map.iter().map(|&p| v[p as usize].conj()).collect();
                     }
                     self.values = v;
                     self.shift_used = shift;
@@ -1081,11 +1088,7 @@ impl<T: Scalar> IncompleteFactor<T> {
 
 /// The `triangle` of `m` (diagonal included) as its own matrix; `unit` replaces the diagonal by
 /// that value (and adds it where missing).
-pub fn triangle_of<T: Scalar>(
-    m: &CsrMatrix<T>,
-    triangle: Triangle,
-    unit: Option<T>,
-) -> CsrMatrix<T> {
+pub fn triangle_of<T: Elem>(m: &CsrMatrix<T>, triangle: Triangle, unit: Option<T>) -> CsrMatrix<T> {
     let mut t = Vec::new();
     for i in 0..m.nrows() {
         let (c, v) = m.row(i);
@@ -1106,16 +1109,24 @@ pub fn triangle_of<T: Scalar>(
     CsrMatrix::from_triplets(m.nrows(), m.ncols(), &t).expect("a triangle of a valid matrix")
 }
 
-fn bad<T: Scalar>(p: T, rowmax: T, tol: T) -> bool {
-    !p.is_finite() || p.abs() <= tol * rowmax
+fn bad<T: Elem>(p: T, rowmax: T::Real, tol: T::Real) -> bool {
+    !p.finite() || p.modulus() <= tol * rowmax
+}
+
+/// A pivot as reported in an error: the value of a real one, the modulus of a complex one.
+fn reported<T: Elem>(p: T) -> f64 {
+    match T::IS_COMPLEX {
+        true => p.modulus().as_f64(),
+        false => p.re().as_f64(),
+    }
 }
 
 /// ILU(0), IKJ variant, rows in order.
-fn ilu0_rows<T: Scalar>(
+fn ilu0_rows<T: Elem>(
     s: &IncompleteStructure,
     v: &mut [T],
-    rowmax: &[T],
-    tol: T,
+    rowmax: &[T::Real],
+    tol: T::Real,
 ) -> std::result::Result<(), (usize, f64)> {
     let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
     let mut pos = vec![NO_DIAG; s.n];
@@ -1140,18 +1151,18 @@ fn ilu0_rows<T: Scalar>(
         }
         let piv = v[dp[i] as usize];
         if bad(piv, rowmax[i], tol) {
-            return Err((i, piv.as_f64()));
+            return Err((i, reported(piv)));
         }
     }
     Ok(())
 }
 
-/// IC(0), row by row (left-looking).
-fn ic0_rows<T: Scalar>(
+/// IC(0), row by row (left-looking); for a complex (Hermitian) `A`, `A ≈ L·Lᴴ`.
+fn ic0_rows<T: Elem>(
     s: &IncompleteStructure,
     v: &mut [T],
-    rowmax: &[T],
-    tol: T,
+    rowmax: &[T::Real],
+    tol: T::Real,
 ) -> std::result::Result<(), (usize, f64)> {
     let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
     let mut pos = vec![NO_DIAG; s.n];
@@ -1166,7 +1177,7 @@ fn ic0_rows<T: Scalar>(
             for q in rp[k] as usize..dp[k] as usize {
                 let t = pos[cj[q] as usize];
                 if t != NO_DIAG {
-                    acc -= v[t as usize] * v[q];
+                    acc -= v[t as usize] * v[q].conj();
                 }
             }
             v[p] = acc / v[dp[k] as usize];
@@ -1174,14 +1185,15 @@ fn ic0_rows<T: Scalar>(
         for p in lo..d {
             pos[cj[p] as usize] = NO_DIAG;
         }
-        let mut piv = v[d];
+        // The pivot of a Hermitian `A` is real: its imaginary part (rounding) is dropped.
+        let mut piv = v[d].re();
         for l in &v[lo..d] {
-            piv -= *l * *l;
+            piv -= l.norm_sqr();
         }
-        if bad(piv, rowmax[i], tol) || piv < T::zero() {
+        if bad(T::from_real(piv), rowmax[i], tol) || piv < T::Real::zero() {
             return Err((i, piv.as_f64()));
         }
-        v[d] = piv.sqrt();
+        v[d] = T::from_real(piv.sqrt());
     }
     Ok(())
 }
