@@ -443,6 +443,7 @@ pub const ILU_PARAMS: IncompleteParams = IncompleteParams {
     application: Application::Exact,
     ordering: Ordering::Natural,
     matching: RowMatching::Off,
+    fill: crate::sparse::incomplete::Fill::Level(0),
     non_exhaustive: (),
 };
 

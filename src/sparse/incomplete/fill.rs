@@ -11,7 +11,7 @@ use std::ops::Bound::{Excluded, Unbounded};
 use super::super::reorder::INSERTED;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// `b` with the fill entries of level at most `level` added as zeros (columns sorted), and for
 /// each entry its position in `b` ([`INSERTED`] for a fill entry). `b` is square with sorted
@@ -19,7 +19,7 @@ use crate::scalar::Scalar;
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when the pattern would exceed the GPU's 32-bit entry count.
-pub(crate) fn with_fill<T: Scalar>(
+pub(crate) fn with_fill<T: Elem>(
     b: &CsrMatrix<T>,
     level: usize,
 ) -> Result<(CsrMatrix<T>, Vec<u32>)> {
