@@ -887,7 +887,7 @@ mod gpu {
             // (the same kernel: bit for bit) and the CPU factor of the new values.
             let mut a2 = a.clone();
             for (k, v) in a2.values_mut().iter_mut().enumerate() {
-                *v = *v * T::of_f64(if k % 3 == 0 { 1.25 } else { 0.75 });
+                *v *= T::of_f64(if k % 3 == 0 { 1.25 } else { 0.75 });
             }
             let cpu2 = IncompleteFactor::new(&a2, kind, &p).ok();
             for how in [
