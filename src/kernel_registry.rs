@@ -45,11 +45,17 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::backend::gpu::CHEBYSHEV,
     #[cfg(feature = "cuda")]
+    &crate::backend::gpu_complex::BLAS1_COMPLEX,
+    #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::AGGREGATE_SRC,
     #[cfg(feature = "cuda")]
+    &crate::sparse::gpu::ADJOINT_SRC,
+    #[cfg(feature = "cuda")]
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::sparse::triangular::gpu::LEVELS_SRC,
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
     #[cfg(feature = "cuda")]

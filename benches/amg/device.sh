@@ -7,6 +7,7 @@
 # From the repository root of a clone on the GPU machine, with .gpu/ (scripts/gpu-stage) and, for
 # hypre, .peers/hypre-src.tar.xz carried (see hypre.sh; PyAMG's peer is pyamg_peer.py here):
 #   bash benches/amg/device.sh [tests] [bench] [variants] [ncu] [hypre-build] [hypre] [memcheck]
+# HYPRE_POOL=async selects hypre's build with CUDA's stream-ordered memory pool (hypre.sh).
 # Writes $OUT/amg-resident.tgz; prints one line per run.
 set -uo pipefail
 export SEGSPARSE_REQUIRE_GPU=1 RUST_BACKTRACE=1

@@ -196,6 +196,15 @@ pub struct AmgArgs {
     /// (`amg_setup_seconds_all`); the first in a process also loads the GPU kernels.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub amg_setups: u32,
+    /// AMG: run the numeric re-setup this many times on the same values and report each one's
+    /// seconds (`amg_resetup_seconds_all`); on the GPU the first launches its kernels, the
+    /// second records them as a CUDA graph (and launches it), the later ones replay it.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub amg_resetups: u32,
+    /// AMG: launch the device re-setup's kernels one by one instead of recording them as a CUDA
+    /// graph and replaying it; for comparisons.
+    #[arg(long)]
+    pub amg_no_resetup_graph: bool,
 }
 
 /// `--amg-smoother`.

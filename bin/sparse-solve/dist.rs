@@ -365,6 +365,7 @@ mod tests {
             rhs_columns: crate::cli::RhsColumnsArg::Scaled,
             seed: 1,
             amg_setups: 1,
+            amg_resetups: 1,
             dist_precond: dist,
             ilu: Default::default(),
         }

@@ -113,6 +113,8 @@ struct Extra {
     resetup_only: Option<f64>,
     /// Each full AMG setup's seconds (the hierarchy's own clock).
     amg_setups: Vec<f64>,
+    /// Each numeric re-setup's seconds (the hierarchy's own clock).
+    amg_resetups: Vec<f64>,
     /// (iterations, seconds) of each solve after the first (`--rhs-count`); with
     /// `--rhs-mode block` the seconds are the whole block's.
     more: Vec<(usize, f64)>,
@@ -187,6 +189,9 @@ struct Report<'a> {
     /// AMG: each full setup's own seconds (`--amg-setups N` runs N; the first in a process also
     /// loads the GPU kernels).
     amg_setup_seconds_all: Vec<f64>,
+    /// AMG: each numeric re-setup's own seconds (`--amg-resetups N` runs N; on the GPU the
+    /// second also records the CUDA graph that the later ones replay).
+    amg_resetup_seconds_all: Vec<f64>,
     /// The first solver call (workspace, iterations, true residual; the device synchronised).
     solve_seconds: Option<f64>,
     /// From the loaded matrix to the solution back on the host: setup, probe, every solve and
@@ -248,6 +253,8 @@ struct Plan {
     seed: u64,
     /// `--amg-setups`.
     amg_setups: usize,
+    /// `--amg-resetups`.
+    amg_resetups: usize,
     /// `--dist-precond` (several GPUs only).
     dist_precond: DistPrecondArg,
     /// ILU(0)/IC(0) parameters (`--ilu-order`, `--ilu-apply`).
@@ -388,6 +395,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         rhs_columns: cli.rhs_columns,
         seed: cli.seed,
         amg_setups: cli.amg.amg_setups as usize,
+        amg_resetups: cli.amg.amg_resetups as usize,
         dist_precond: cli.dist_precond,
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
@@ -567,6 +575,7 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
                 setup_seconds: finite(out.setup_seconds),
                 resetup_seconds: out.extra.resetup_only,
                 amg_setup_seconds_all: out.extra.amg_setups.clone(),
+                amg_resetup_seconds_all: out.extra.amg_resetups.clone(),
                 solve_seconds: finite(seconds),
                 wall_seconds: finite(wall_seconds),
                 gpus: out.extra.gpus,
@@ -785,6 +794,11 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
             m.update_matrix(be, op).context("AMG numeric re-setup")?;
             extra.resetup_seconds = Some(t.elapsed().as_secs_f64());
             extra.resetup_only = Some(m.summary().setup.total);
+            extra.amg_resetups.push(m.summary().setup.total);
+            for _ in 1..plan.amg_resetups {
+                m.update_matrix(be, op).context("AMG numeric re-setup")?;
+                extra.amg_resetups.push(m.summary().setup.total);
+            }
             solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
         }
     };
@@ -953,6 +967,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         improve_candidates: cli.amg.amg_improve,
         host_setup: cli.amg.amg_host_setup,
         phase_times: cli.amg.amg_phase_times,
+        resetup_graph: !cli.amg.amg_no_resetup_graph,
         spectral_steps: cli.amg.amg_spectral_steps,
         aggregation_window: cli.amg.amg_aggregation_window,
         ..Default::default()
@@ -1098,6 +1113,7 @@ mod tests {
             setup_seconds: Some(0.1),
             resetup_seconds: None,
             amg_setup_seconds_all: vec![],
+            amg_resetup_seconds_all: vec![],
             solve_seconds: Some(0.5),
             wall_seconds: Some(0.7),
             gpus: 1,

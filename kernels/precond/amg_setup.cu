@@ -15,8 +15,18 @@
 
 #include "common.cuh"
 
-#define AMG_BLOCK 256
-#define AMG_DOT_BLOCKS 1024
+// Shared with src/precond/amg/device.rs (KernelSource::constants, passed as -D): threads per
+// block, the most blocks of a reduction, and the Lanczos scalars' slots after alpha and beta.
+#ifndef AMG_BLOCK
+#error "AMG_BLOCK must be defined by the host (KernelSource::constants)"
+#endif
+#ifndef AMG_DOT_BLOCKS
+#error "AMG_DOT_BLOCKS must be defined by the host (KernelSource::constants)"
+#endif
+#if !defined(AMG_SC_M_SLOT) || !defined(AMG_SC_STOP_SLOT) || !defined(AMG_SC_NV_SLOT) || \
+    !defined(AMG_SC_RHO_SLOT) || !defined(AMG_SC_SLOTS)
+#error "the AMG_SC_* slots must be defined by the host (KernelSource::constants)"
+#endif
 
 __device__ __forceinline__ float amg_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ double amg_mul(double a, double b) { return __dmul_rn(a, b); }
@@ -167,15 +177,15 @@ __device__ __forceinline__ void amg_scaled(T* __restrict__ out, const T* __restr
 
 // ---- The Lanczos estimate without host round trips -------------------------------------------
 //
-// scal (doubles, 2*steps + 4): alpha[0..steps), beta[0..steps), then the number of alphas, the
-// stop flag, |v0| and rho. Each reduction kernel writes its block's partial, and the last block
+// scal (doubles, 2*steps + AMG_SC_SLOTS): alpha[0..steps), beta[0..steps), then the number of
+// alphas, the stop flag, |v0| and rho (at the AMG_SC_*_SLOT offsets). Each reduction kernel writes its block's partial, and the last block
 // to arrive (a ticket counter, reset by that block for the next kernel) sums the partials in
 // block order with one warp (lane l takes blocks l, l+32, ...; then a fixed shuffle tree).
 
-#define AMG_SC_M(steps) (2 * (steps))
-#define AMG_SC_STOP(steps) (2 * (steps) + 1)
-#define AMG_SC_NV(steps) (2 * (steps) + 2)
-#define AMG_SC_RHO(steps) (2 * (steps) + 3)
+#define AMG_SC_M(steps) (2 * (steps) + AMG_SC_M_SLOT)
+#define AMG_SC_STOP(steps) (2 * (steps) + AMG_SC_STOP_SLOT)
+#define AMG_SC_NV(steps) (2 * (steps) + AMG_SC_NV_SLOT)
+#define AMG_SC_RHO(steps) (2 * (steps) + AMG_SC_RHO_SLOT)
 
 // The block's sum of acc (every thread's value) in thread 0; a fixed order.
 __device__ __forceinline__ double amg_block_total(double acc) {
@@ -228,7 +238,7 @@ extern "C" __global__ void __launch_bounds__(AMG_BLOCK)
     if (amg_arrive(tot, partials, ticket)) {
         const double s = amg_sum_partials(partials, ticket);
         if (threadIdx.x == 0) {
-            for (u32 j = 0; j < 2 * steps + 4; ++j) scal[j] = 0.0;
+            for (u32 j = 0; j < 2 * steps + AMG_SC_SLOTS; ++j) scal[j] = 0.0;
             scal[AMG_SC_NV(steps)] = sqrt(s);
         }
     }

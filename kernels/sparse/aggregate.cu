@@ -1,7 +1,8 @@
 // The graph phases of smoothed aggregation on the GPU: symmetric strength of connection, node
 // amalgamation, the symmetrised graph, MIS-2 aggregation rounds and the tentative prolongator of
-// one candidate. Launched by src/sparse/gpu/aggregate.rs, which documents the method; every
-// result equals the CPU's (src/sparse/aggregate.rs, src/precond/amg/tentative.rs) exactly.
+// one candidate and of several (a QR per aggregate). Launched by src/sparse/gpu/aggregate.rs,
+// which documents the method; every result equals the CPU's (src/sparse/aggregate.rs,
+// src/precond/amg/tentative.rs) exactly.
 //
 // Layering: warp level (AggGroup: G lanes of a warp on one row — sums, maxima, ballots, ranks),
 // row level (one row's work by its group, `agg_*` device functions), device level (thin
@@ -474,16 +475,18 @@ __device__ __forceinline__ void agg_boundaries_rows(const u32* __restrict__ sort
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tentative prolongator of one candidate b (block unknowns per node). flags: 1 for an unknown of
-// an aggregated node (their exclusive scan is T's row pointer). fit: one thread per aggregate
+// Tentative prolongator of one candidate b (block unknowns per node). flags: k (the number of
+// candidates, 1 here) for an unknown of an aggregated node (their exclusive scan is T's row
+// pointer). fit: one thread per aggregate
 // sums b_i^2 over its unknowns in increasing order (members are in node order, each node's
 // unknowns consecutive), sequentially in double from 0 — the CPU's fit_candidates for k = 1 —
 // then writes T's entries b_i / norm at the unknowns' rows and bc[a] = norm; a norm that is not
 // positive and finite gives a zero column (the CPU's test `norm > 1e-10·norm && norm > 0`).
 // ---------------------------------------------------------------------------------------------
-__device__ __forceinline__ void agg_tent_flags_rows(const u32* __restrict__ agg, u32 unknowns, u32 block, u32* flags) {
+__device__ __forceinline__ void agg_tent_flags_rows(const u32* __restrict__ agg, u32 unknowns, u32 block, u32 k,
+                                                    u32* flags) {
     for (u32 u = blockIdx.x * blockDim.x + threadIdx.x; u < unknowns; u += gridDim.x * blockDim.x)
-        flags[u] = agg[u / block] != AGG_NONE;
+        flags[u] = agg[u / block] != AGG_NONE ? k : 0u;
 }
 
 template <typename T>
@@ -509,6 +512,93 @@ __device__ __forceinline__ void agg_tent_fit(const u32* __restrict__ agg_ptr, co
                 const u32 q = trp[u];
                 tcol[q] = a;
                 tval[q] = ok ? (T)__ddiv_rn((double)b[u], norm) : T(0);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tentative prolongator of k candidates (PyAMG's fit_candidates): one thread per aggregate factors
+// the aggregate's block of the candidates B_a (its unknowns in increasing order, k columns) as
+// Q R by modified Gram-Schmidt, exactly the CPU's sequence (src/precond/amg/tentative.rs): every
+// sum sequential in the unknowns' order from -0.0 (Rust's float Sum), each product and update
+// rounded on its own. The aggregate's Q is built in place in q (double, T's layout: the k entries
+// of unknown u's row start at trp[u]), then converted into tval. R goes to the coarse
+// candidates: bc[j·nc + a·k + c] = R[c][j] (nc = nagg·k), upper triangle, zero below. A column
+// whose norm falls to 1e-10 of its norm before orthogonalisation (or to 0) is set to zero, with
+// a zero diagonal in R.
+// ---------------------------------------------------------------------------------------------
+template <typename T>
+__device__ __forceinline__ void agg_tent_qr(const u32* __restrict__ agg_ptr, const u32* __restrict__ members,
+                                            u32 nagg, u32 block, u32 k, const T* __restrict__ b, u32 unknowns,
+                                            const u32* __restrict__ trp, u32* __restrict__ tcol,
+                                            double* __restrict__ q, T* __restrict__ tval, T* __restrict__ bc) {
+    const u64 nc = (u64)nagg * k;
+    for (u32 a = blockIdx.x * blockDim.x + threadIdx.x; a < nagg; a += gridDim.x * blockDim.x) {
+        const u32 m0 = agg_ptr[a], m1 = agg_ptr[a + 1];
+        for (u32 m = m0; m < m1; ++m) {
+            const u32 u0 = members[m] * block;
+            for (u32 u = u0; u < u0 + block; ++u) {
+                const u32 r = trp[u];
+                for (u32 c = 0; c < k; ++c) {
+                    q[r + c] = (double)b[(u64)c * unknowns + u];
+                    tcol[r + c] = a * k + c;
+                }
+            }
+        }
+        for (u32 c = 0; c < k; ++c) {
+            double s0 = -0.0;
+            for (u32 m = m0; m < m1; ++m) {
+                const u32 u0 = members[m] * block;
+                for (u32 u = u0; u < u0 + block; ++u) {
+                    const double x = q[trp[u] + c];
+                    s0 = __dadd_rn(s0, __dmul_rn(x, x));
+                }
+            }
+            const double norm0 = __dsqrt_rn(s0);
+            for (u32 p = 0; p < c; ++p) {
+                double d = -0.0;
+                for (u32 m = m0; m < m1; ++m) {
+                    const u32 u0 = members[m] * block;
+                    for (u32 u = u0; u < u0 + block; ++u) {
+                        const u32 r = trp[u];
+                        d = __dadd_rn(d, __dmul_rn(q[r + p], q[r + c]));
+                    }
+                }
+                bc[(u64)c * nc + (u64)a * k + p] = (T)d;
+                for (u32 m = m0; m < m1; ++m) {
+                    const u32 u0 = members[m] * block;
+                    for (u32 u = u0; u < u0 + block; ++u) {
+                        const u32 r = trp[u];
+                        q[r + c] = __dsub_rn(q[r + c], __dmul_rn(d, q[r + p]));
+                    }
+                }
+            }
+            double s = -0.0;
+            for (u32 m = m0; m < m1; ++m) {
+                const u32 u0 = members[m] * block;
+                for (u32 u = u0; u < u0 + block; ++u) {
+                    const double x = q[trp[u] + c];
+                    s = __dadd_rn(s, __dmul_rn(x, x));
+                }
+            }
+            const double norm = __dsqrt_rn(s);
+            const bool ok = norm > __dmul_rn(1e-10, norm0) && norm > 0.0;
+            bc[(u64)c * nc + (u64)a * k + c] = ok ? (T)norm : T(0);
+            for (u32 j = 0; j < c; ++j) bc[(u64)j * nc + (u64)a * k + c] = T(0);
+            for (u32 m = m0; m < m1; ++m) {
+                const u32 u0 = members[m] * block;
+                for (u32 u = u0; u < u0 + block; ++u) {
+                    const u32 r = trp[u] + c;
+                    q[r] = ok ? __ddiv_rn(q[r], norm) : 0.0;
+                }
+            }
+        }
+        for (u32 m = m0; m < m1; ++m) {
+            const u32 u0 = members[m] * block;
+            for (u32 u = u0; u < u0 + block; ++u) {
+                const u32 r = trp[u];
+                for (u32 c = 0; c < k; ++c) tval[r + c] = (T)q[r + c];
             }
         }
     }
@@ -578,6 +668,11 @@ AGG_GROUP_ENTRIES(32)
     extern "C" __global__ void agg_tent_fit_##S(const u32* agg_ptr, const u32* members, u32 nagg, u32 block,  \
                                                 const T* b, const u32* trp, u32* tcol, T* tval, T* bc) {      \
         agg_tent_fit<T>(agg_ptr, members, nagg, block, b, trp, tcol, tval, bc);                               \
+    }                                                                                                         \
+    extern "C" __global__ void agg_tent_qr_##S(const u32* agg_ptr, const u32* members, u32 nagg, u32 block,   \
+                                               u32 k, const T* b, u32 unknowns, const u32* trp, u32* tcol,    \
+                                               double* q, T* tval, T* bc) {                                   \
+        agg_tent_qr<T>(agg_ptr, members, nagg, block, k, b, unknowns, trp, tcol, q, tval, bc);                \
     }
 AGG_TYPED_ENTRIES(float, f32)
 AGG_TYPED_ENTRIES(double, f64)
@@ -596,6 +691,6 @@ extern "C" __global__ void agg_iota(u32 n, u32* out) { agg_iota_rows(n, out); }
 extern "C" __global__ void agg_boundaries(const u32* sorted, u32 n, u32 nagg, u32* agg_ptr) {
     agg_boundaries_rows(sorted, n, nagg, agg_ptr);
 }
-extern "C" __global__ void agg_tent_flags(const u32* agg, u32 unknowns, u32 block, u32* flags) {
-    agg_tent_flags_rows(agg, unknowns, block, flags);
+extern "C" __global__ void agg_tent_flags(const u32* agg, u32 unknowns, u32 block, u32 k, u32* flags) {
+    agg_tent_flags_rows(agg, unknowns, block, k, flags);
 }

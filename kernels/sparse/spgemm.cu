@@ -23,7 +23,23 @@
 #include "common.cuh"
 
 #define SPGEMM_EMPTY 0xffffffffu
-#define SPGEMM_BLOCK 256
+// Shared with src/sparse/gpu/mod.rs (KernelSource::constants, passed as -D): the threads of the
+// block kernels and of the group kernels, the rows per block of group bins 0-3 (their lanes per
+// row are SPGEMM_GROUP_THREADS / rows), the number of bins, and the flat numeric kernel's
+// segment length and segments per block.
+#if !defined(SPGEMM_BLOCK) || !defined(SPGEMM_GROUP_THREADS) || !defined(SPGEMM_NBINS) ||           \
+    !defined(SPGEMM_BIN0_ROWS) || !defined(SPGEMM_BIN1_ROWS) || !defined(SPGEMM_BIN2_ROWS) ||        \
+    !defined(SPGEMM_BIN3_ROWS) || !defined(SPGEMM_FLAT_SEG) || !defined(SPGEMM_FLAT_SEGS_PER_BLOCK)
+#error "the SPGEMM_* constants must be defined by the host (KernelSource::constants)"
+#endif
+#define SPGEMM_G(ROWS) (SPGEMM_GROUP_THREADS / (ROWS))
+static_assert(SPGEMM_G(SPGEMM_BIN0_ROWS) * SPGEMM_BIN0_ROWS == SPGEMM_GROUP_THREADS &&
+                  SPGEMM_G(SPGEMM_BIN1_ROWS) * SPGEMM_BIN1_ROWS == SPGEMM_GROUP_THREADS &&
+                  SPGEMM_G(SPGEMM_BIN2_ROWS) * SPGEMM_BIN2_ROWS == SPGEMM_GROUP_THREADS &&
+                  SPGEMM_G(SPGEMM_BIN3_ROWS) * SPGEMM_BIN3_ROWS == SPGEMM_GROUP_THREADS &&
+                  SPGEMM_G(SPGEMM_BIN0_ROWS) <= 32 && SPGEMM_G(SPGEMM_BIN3_ROWS) <= 32,
+              "group bins: lanes per row must divide a warp and fill the block");
+static_assert(SPGEMM_FLAT_SEGS_PER_BLOCK * 32 == SPGEMM_GROUP_THREADS, "one warp per flat segment");
 
 __device__ __forceinline__ u32 spgemm_hash(u32 col, u32 mask) { return (col * 2654435761u) & mask; }
 
@@ -57,7 +73,6 @@ __device__ __forceinline__ u32 spgemm_find(const u32* cols, u32 n, u32 col) {
 // rows of each bin at offsets[b] + an atomic cursor (the order within a bin does not matter: each
 // row writes only its own output).
 // ---------------------------------------------------------------------------------------------
-#define SPGEMM_NBINS 6
 __device__ __forceinline__ u32 spgemm_bin_of(u32 ub) {
     return ub <= 32 ? 0 : ub <= 64 ? 1 : ub <= 256 ? 2 : ub <= 1024 ? 3 : ub <= 4096 ? 4 : 5;
 }
@@ -448,11 +463,11 @@ __device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin
 }
 
 // ---------------------------------------------------------------------------------------------
-// Entry points, one per bin (the Rust side's BINS table must match):
-//   bin 0: ub <= 32,   8 lanes,  16 groups (128 threads), CAP 32
-//   bin 1: ub <= 64,   16 lanes, 8 groups (128 threads),  CAP 64
-//   bin 2: ub <= 256,  32 lanes, 4 groups (128 threads),  CAP 256
-//   bin 3: ub <= 1024, 32 lanes, 4 groups (128 threads),  CAP 1024
+// Entry points, one per bin (threads and rows per block from the Rust side's BINS table):
+//   bin 0: ub <= 32,   8 lanes,  16 groups (SPGEMM_GROUP_THREADS = 128 threads), CAP 32
+//   bin 1: ub <= 64,   16 lanes, 8 groups,  CAP 64
+//   bin 2: ub <= 256,  32 lanes, 4 groups,  CAP 256
+//   bin 3: ub <= 1024, 32 lanes, 4 groups,  CAP 1024
 //   bin 4: ub <= 4096, a block of 256 threads per row,    CAP 4096
 //   bin 5: larger,     a block of 256 threads per row,    global slab
 // ---------------------------------------------------------------------------------------------
@@ -479,10 +494,10 @@ __device__ void spgemm_numeric_block(const u32* __restrict__ rows, u32 nrows_bin
                          u32 slab) {                                                                       \
         spgemm_fill_block<CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts, scratch, slab);                     \
     }
-SPGEMM_GROUP_BIN(0, 8, 16, 32)
-SPGEMM_GROUP_BIN(1, 16, 8, 64)
-SPGEMM_GROUP_BIN(2, 32, 4, 256)
-SPGEMM_GROUP_BIN(3, 32, 4, 1024)
+SPGEMM_GROUP_BIN(0, SPGEMM_G(SPGEMM_BIN0_ROWS), SPGEMM_BIN0_ROWS, 32)
+SPGEMM_GROUP_BIN(1, SPGEMM_G(SPGEMM_BIN1_ROWS), SPGEMM_BIN1_ROWS, 64)
+SPGEMM_GROUP_BIN(2, SPGEMM_G(SPGEMM_BIN2_ROWS), SPGEMM_BIN2_ROWS, 256)
+SPGEMM_GROUP_BIN(3, SPGEMM_G(SPGEMM_BIN3_ROWS), SPGEMM_BIN3_ROWS, 1024)
 SPGEMM_BLOCK_BIN(4, 4096)
 SPGEMM_BLOCK_BIN(5, 0)
 
@@ -491,17 +506,17 @@ SPGEMM_BLOCK_BIN(5, 0)
         const u32 *bcol, const T *bval, const u32 *crp, const u32 *ccol, T *cval
 #define SPGEMM_NUM_PASS rows, nrows_bin, arp, acol, aval, brp, bcol, bval, crp, ccol, cval
 #define SPGEMM_NUMERIC(T, S)                                                                               \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b0_##S(SPGEMM_NUM_ARGS(T)) {          \
-        spgemm_numeric_group<T, 8, 16, 32>(SPGEMM_NUM_PASS);                                               \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_numeric_b0_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, SPGEMM_G(SPGEMM_BIN0_ROWS), SPGEMM_BIN0_ROWS, 32>(SPGEMM_NUM_PASS);                                               \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b1_##S(SPGEMM_NUM_ARGS(T)) {          \
-        spgemm_numeric_group<T, 16, 8, 64>(SPGEMM_NUM_PASS);                                               \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_numeric_b1_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, SPGEMM_G(SPGEMM_BIN1_ROWS), SPGEMM_BIN1_ROWS, 64>(SPGEMM_NUM_PASS);                                               \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b2_##S(SPGEMM_NUM_ARGS(T)) {          \
-        spgemm_numeric_group<T, 32, 4, 256>(SPGEMM_NUM_PASS);                                              \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_numeric_b2_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, SPGEMM_G(SPGEMM_BIN2_ROWS), SPGEMM_BIN2_ROWS, 256>(SPGEMM_NUM_PASS);                                              \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_numeric_b3_##S(SPGEMM_NUM_ARGS(T)) {          \
-        spgemm_numeric_group<T, 32, 4, 1024>(SPGEMM_NUM_PASS);                                             \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_numeric_b3_##S(SPGEMM_NUM_ARGS(T)) {          \
+        spgemm_numeric_group<T, SPGEMM_G(SPGEMM_BIN3_ROWS), SPGEMM_BIN3_ROWS, 1024>(SPGEMM_NUM_PASS);                                             \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK) spgemm_numeric_b4_##S(SPGEMM_NUM_ARGS(T)) { \
         spgemm_numeric_block<T, 2048>(SPGEMM_NUM_PASS);                                                    \
@@ -705,19 +720,18 @@ extern "C" __global__ void spgemm_seg_items(const u32* __restrict__ rows, u32 nr
     }
 }
 
-#define SPGEMM_FLAT_SEG 256
 #define SPGEMM_FLAT(T, S)                                                                                  \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_flat_b0_##S(SPGEMM_NUM_ARGS(T)) {             \
-        spgemm_numeric_flat_group<T, 8, 16, 32>(SPGEMM_NUM_PASS);                                          \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_flat_b0_##S(SPGEMM_NUM_ARGS(T)) {             \
+        spgemm_numeric_flat_group<T, SPGEMM_G(SPGEMM_BIN0_ROWS), SPGEMM_BIN0_ROWS, 32>(SPGEMM_NUM_PASS);                                          \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_flat_b1_##S(SPGEMM_NUM_ARGS(T)) {             \
-        spgemm_numeric_flat_group<T, 16, 8, 64>(SPGEMM_NUM_PASS);                                          \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_flat_b1_##S(SPGEMM_NUM_ARGS(T)) {             \
+        spgemm_numeric_flat_group<T, SPGEMM_G(SPGEMM_BIN1_ROWS), SPGEMM_BIN1_ROWS, 64>(SPGEMM_NUM_PASS);                                          \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(128) spgemm_flat_seg_##S(                                 \
+    extern "C" __global__ void __launch_bounds__(SPGEMM_GROUP_THREADS) spgemm_flat_seg_##S(                                 \
         const u32 *items, const u32 *nitems, const u32 *arp, const u32 *acol, const T *aval,              \
         const u32 *brp, const u32 *bcol, const T *bval, const u32 *crp, const u32 *ccol, T *cval) {        \
-        spgemm_numeric_flat_seg<T, 4, SPGEMM_FLAT_SEG>(items, nitems, arp, acol, aval, brp, bcol, bval, crp, \
-                                                       ccol, cval);                                        \
+        spgemm_numeric_flat_seg<T, SPGEMM_FLAT_SEGS_PER_BLOCK, SPGEMM_FLAT_SEG>(                          \
+            items, nitems, arp, acol, aval, brp, bcol, bval, crp, ccol, cval);                             \
     }
 SPGEMM_FLAT(float, f32)
 SPGEMM_FLAT(double, f64)
@@ -908,10 +922,10 @@ __device__ void spgemm_fill_bitmap(const u32* __restrict__ rows, u32 nrows_bin, 
         spgemm_fill_flat_b##B(SPGEMM_SYM_ARGS, const u32 *out_off, u32 *ccol, u32 *counts) {               \
         spgemm_fill_flat_group<G, GROUPS, CAP>(SPGEMM_SYM_PASS, out_off, ccol, counts);                    \
     }
-SPGEMM_FLAT_GROUP_BIN(0, 8, 16, 32)
-SPGEMM_FLAT_GROUP_BIN(1, 16, 8, 64)
-SPGEMM_FLAT_GROUP_BIN(2, 32, 4, 256)
-SPGEMM_FLAT_GROUP_BIN(3, 32, 4, 1024)
+SPGEMM_FLAT_GROUP_BIN(0, SPGEMM_G(SPGEMM_BIN0_ROWS), SPGEMM_BIN0_ROWS, 32)
+SPGEMM_FLAT_GROUP_BIN(1, SPGEMM_G(SPGEMM_BIN1_ROWS), SPGEMM_BIN1_ROWS, 64)
+SPGEMM_FLAT_GROUP_BIN(2, SPGEMM_G(SPGEMM_BIN2_ROWS), SPGEMM_BIN2_ROWS, 256)
+SPGEMM_FLAT_GROUP_BIN(3, SPGEMM_G(SPGEMM_BIN3_ROWS), SPGEMM_BIN3_ROWS, 1024)
 extern "C" __global__ void __launch_bounds__(SPGEMM_BLOCK)
     spgemm_fill_bitmap_rows(SPGEMM_SYM_ARGS, u32 ncols, const u32* out_off, u32* ccol, u32* counts) {
     spgemm_fill_bitmap(SPGEMM_SYM_PASS, ncols, out_off, ccol, counts);

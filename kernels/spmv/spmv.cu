@@ -38,6 +38,7 @@
 // beta == 0 never reads y (so NaN or garbage in y does not propagate), in every kernel.
 // Accumulation is in T: f32 products are summed in f32, as cuSPARSE does for CUDA_R_32F.
 #include "common.cuh"
+#include "complex.cuh"
 #include "spmv/spmv_scan.cuh"
 
 #ifndef SPMV_THREADS
@@ -48,6 +49,14 @@
 #endif
 #ifndef SPMV_ITEMS_F64
 #define SPMV_ITEMS_F64 8
+#endif
+// Entries per thread of the complex (c64, c128) instantiations of the fused kernel: the same
+// bytes per thread as f64 with 8 (c64) and 4 (c128) entries.
+#ifndef SPMV_ITEMS_C64
+#define SPMV_ITEMS_C64 8
+#endif
+#ifndef SPMV_ITEMS_C128
+#define SPMV_ITEMS_C128 4
 #endif
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
@@ -158,6 +167,9 @@ __device__ __forceinline__ double ld_x(const double* p) {
 #else
 template <typename T> __device__ __forceinline__ T ld_x(const T* p) { return __ldg(p); }
 #endif
+// Complex x: one 8- or 16-byte read-only load (the cache hints above are for the real types).
+__device__ __forceinline__ cfloat ld_x(const cfloat* p) { return __ldg(p); }
+__device__ __forceinline__ cdouble ld_x(const cdouble* p) { return __ldg(p); }
 
 // ---------------------------------------------------------------------------------------------
 // Fused, nonzero-balanced, single-pass kernel.
@@ -363,7 +375,7 @@ __device__ __forceinline__ void spmv_fused_tile(
                 volatile u32* f = tile_flag + pred;
                 do { fl0 = *f; } while ((fl0 >> 2) != epoch);
                 __threadfence();
-                v0 = *((volatile T*)(((fl0 & 3u) == TILE_INCLUSIVE ? tile_incl : tile_value) + pred));
+                v0 = ld_volatile(((fl0 & 3u) == TILE_INCLUSIVE ? tile_incl : tile_value) + pred);
             }
             fl0 = __shfl_sync(FULL_MASK, fl0, 0);
             carry = __shfl_sync(FULL_MASK, v0, 0);
@@ -379,7 +391,7 @@ __device__ __forceinline__ void spmv_fused_tile(
                     do { fl = *f; } while ((fl >> 2) != epoch);
                     st = fl & 3u;
                     __threadfence();
-                    v = *((volatile T*)((st == TILE_INCLUSIVE ? tile_incl : tile_value) + t));
+                    v = ld_volatile((st == TILE_INCLUSIVE ? tile_incl : tile_value) + t);
                 }
                 const u32 incl = __ballot_sync(FULL_MASK, st == TILE_INCLUSIVE);
                 // Lanes up to and including the nearest INCLUSIVE predecessor contribute.
@@ -438,6 +450,10 @@ SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS
                  SPMV_SMEM_PROD_F64)
 SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
 SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1, SPMV_STRIPED_F64, SPMV_SMEM_PROD_F64)
+// The complex instantiations (interleaved values, the complex product; src/spmv/gpu/complex.rs):
+// blocked loads, products in registers.
+SPMV_FUSED_ENTRY(spmv_fused, false, cfloat, c64, SPMV_ITEMS_C64, 1, 0, 0)
+SPMV_FUSED_ENTRY(spmv_fused, false, cdouble, c128, SPMV_ITEMS_C128, 1, 0, 0)
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
@@ -486,6 +502,8 @@ __device__ __forceinline__ void spmv_fixup_warp(const u32* __restrict__ tile_inf
     }
 SPMV_FIXUP_ENTRY(float, f32)
 SPMV_FIXUP_ENTRY(double, f64)
+SPMV_FIXUP_ENTRY(cfloat, c64)
+SPMV_FIXUP_ENTRY(cdouble, c128)
 
 // ---------------------------------------------------------------------------------------------
 // Row kernel: one thread per row, for short rows of even length (stencils).

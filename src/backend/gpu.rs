@@ -338,6 +338,20 @@ macro_rules! opt_arg {
     };
 }
 
+/// Pushes the arguments every fused-preconditioner kernel takes after its vectors:
+/// `const T* dinv, T* z, u32 n, u32 mode` (null pointers for the vectors the mode does not use).
+fn push_fuse<'a, T>(
+    l: &mut cudarc::driver::LaunchArgs<'a>,
+    dinv: Option<&'a CudaSlice<T>>,
+    z: Option<&'a mut CudaSlice<T>>,
+    n: &'a u32,
+    mode: &'a u32,
+) {
+    opt_arg!(l, dinv);
+    opt_arg!(l, z);
+    l.arg(n).arg(mode);
+}
+
 impl<T: Scalar + KernelType> GpuOps<T> {
     /// `z ← a·x + b·y + c·z` (absent vectors contribute nothing; `z` read only when `c ≠ 0`).
     fn lincomb(
@@ -352,15 +366,9 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         let (n, grid) = (n32(z.len()), self.grid(z.len()));
         let mut l = self.gpu.stream().launch_builder(&self.k.lincomb);
         l.arg(&a);
-        match x {
-            Some(x) => l.arg(x),
-            None => l.arg(&NULL),
-        };
+        opt_arg!(l, x);
         l.arg(&b);
-        match y {
-            Some(y) => l.arg(y),
-            None => l.arg(&NULL),
-        };
+        opt_arg!(l, y);
         l.arg(&c).arg(&mut *z).arg(&n);
         // SAFETY: vector_lincomb(T a, const T* x, T b, const T* y, T c, T* z, u32 n); x and y
         // are null or have n elements like z (checked by the callers).
@@ -560,16 +568,11 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         same_len(name, r.len(), out.len());
         let n = n32(r.len());
         let grid = sc.grid_for(self, r.len());
-        let (mode, dinv, hat) = Self::mode_ptrs(&mut fuse);
-        if let (Some(d), Some(z)) = (&dinv, &hat) {
-            same_len(name, r.len(), d.len());
-            same_len(name, r.len(), z.len());
-        }
+        let (mode, dinv, hat) = Self::checked_mode(name, r.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(f);
         l.arg(r).arg(v).arg(out);
-        opt_arg!(l, dinv);
-        opt_arg!(l, hat);
-        l.arg(&n).arg(&mode).arg(&sc.slots);
+        push_fuse(&mut l, dinv, hat, &n, &mode);
+        l.arg(&sc.slots);
         // SAFETY: the signature above; r, v, out (and dinv, hat in Jacobi mode) have n elements,
         // `sc.slots` holds the scalar slots the kernel reads.
         unsafe { self.launch(&mut l, grid, name) }
@@ -592,8 +595,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         let grid = sc.grid_for(self, a.len());
         let mut l = self.gpu.stream().launch_builder(f);
         l.arg(a).arg(b).arg(&n);
-        sc.push_reduction(&mut l, false);
-        l.arg(&it);
+        sc.push_reduction(&mut l, false, Some(&it));
         // SAFETY: the signature above; a, b have n elements, `sc.partials` one entry per block of
         // `grid` and `sc.ticket` one counter (both sized by `grid_for`).
         unsafe { self.launch(&mut l, grid, name) }
@@ -659,9 +661,9 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         }
     }
 
-    /// [`Self::mode_ptrs`] for a fused kernel over `len` elements, with the Jacobi vectors'
-    /// lengths checked (`what` names the step in the panic).
-    fn fused_mode<'a>(
+    /// [`Self::mode_ptrs`] for a kernel over `len` elements, with the Jacobi vectors' lengths
+    /// checked (`what` names the step in the panic).
+    fn checked_mode<'a>(
         what: &str,
         len: usize,
         fuse: &'a mut Fuse<'_, CudaSlice<T>>,
@@ -786,7 +788,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         let grid = sc.grid_for(self, x.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.dot);
         l.arg(x).arg(y).arg(&n);
-        sc.push_reduction(&mut l, false);
+        sc.push_reduction(&mut l, false, None);
         // SAFETY: solver_dot(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket);
         // x, y have n elements, s NSLOTS, partials NRED * grid, ticket 1.
         unsafe { self.launch(&mut l, grid, "solver_dot") }?;
@@ -952,8 +954,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             }
         }
         l.arg(&n).arg(&mode);
-        sc.push_reduction(&mut l, true);
-        l.arg(&it);
+        sc.push_reduction(&mut l, true, Some(&it));
         // SAFETY: solver_cg_start(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s,
         // T* partials, u32* ticket, T* hist, u32 it). r, dinv, z have n elements when the mode
         // reads them (null otherwise: the mode does not touch them; with a separate
@@ -983,18 +984,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         same_len("cg_update_r", q.len(), r.len());
         let (n, it) = (n32(r.len()), self.iter_arg(sc, it)?);
         let grid = sc.grid_for(self, r.len());
-        let (mode, dinv, z) = Self::mode_ptrs(&mut fuse);
-        if let (Some(d), Some(z)) = (&dinv, &z) {
-            same_len("cg_update_r", r.len(), d.len());
-            same_len("cg_update_r", r.len(), z.len());
-        }
+        let (mode, dinv, z) = Self::checked_mode("cg_update_r", r.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_update_r);
         l.arg(q).arg(r);
-        opt_arg!(l, dinv);
-        opt_arg!(l, z);
-        l.arg(&n).arg(&mode);
-        sc.push_reduction(&mut l, true);
-        l.arg(&it);
+        push_fuse(&mut l, dinv, z, &n, &mode);
+        sc.push_reduction(&mut l, true, Some(&it));
         // SAFETY: solver_cg_update_r(const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode,
         // T* s, T* partials, u32* ticket, T* hist, u32 it); q, r (and dinv, z in Jacobi mode,
         // null otherwise and untouched) have n elements; hist has more than it elements.
@@ -1113,8 +1107,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .arg(r)
             .arg(rhat)
             .arg(&n);
-        sc.push_reduction(&mut l, true);
-        l.arg(&it);
+        sc.push_reduction(&mut l, true, Some(&it));
         // SAFETY: solver_bicg_update(T* x, const T* phat, const T* shat, const T* sv,
         // const T* t, T* r, const T* rhat, u32 n, T* s, T* partials, u32* ticket, T* hist,
         // u32 it); every vector has n elements (p̂ may alias p, ŝ may alias s: both read-only).
@@ -1141,14 +1134,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             &[("p", p.len()), ("q", q.len()), ("r", r.len())],
         );
         let (n, it) = self.fused_args("CG", x.len(), grid, sc, it)?;
-        let (mode, dinv, z) = Self::fused_mode("cg_tail", x.len(), &mut fuse);
+        let (mode, dinv, z) = Self::checked_mode("cg_tail", x.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.cg_fused);
         l.arg(x).arg(p).arg(q).arg(r);
-        opt_arg!(l, dinv);
-        opt_arg!(l, z);
-        l.arg(&n).arg(&mode);
-        sc.push_reduction(&mut l, true);
-        l.arg(&it);
+        push_fuse(&mut l, dinv, z, &n, &mode);
+        sc.push_reduction(&mut l, true, Some(&it));
         // SAFETY: solver_cg_fused(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n,
         // u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it); x, p, q, r (and dinv, z in
         // Jacobi mode, null otherwise and untouched) have n elements; partials 2 · NRED · grid
@@ -1180,14 +1170,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             &[("r̂", rhat.len()), ("v", v.len()), ("s", s.len())],
         );
         let (n, it) = self.fused_args("BiCGSTAB", r.len(), grid, sc, it)?;
-        let (mode, dinv, shat) = Self::fused_mode("bicg_alpha_s", r.len(), &mut fuse);
+        let (mode, dinv, shat) = Self::checked_mode("bicg_alpha_s", r.len(), &mut fuse);
         let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha_s);
         l.arg(rhat).arg(r).arg(v).arg(s);
-        opt_arg!(l, dinv);
-        opt_arg!(l, shat);
-        l.arg(&n).arg(&mode);
-        sc.push_reduction(&mut l, false);
-        l.arg(&it);
+        push_fuse(&mut l, dinv, shat, &n, &mode);
+        sc.push_reduction(&mut l, false, Some(&it));
         // SAFETY: solver_bicg_alpha_s(const T* rhat, const T* r, const T* v, T* sv,
         // const T* dinv, T* shat, u32 n, u32 mode, T* s, T* partials, u32* bar, u32 it); the
         // vectors (dinv, shat in Jacobi mode, null otherwise) have n elements, partials
@@ -1250,11 +1237,8 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             .arg(rhat)
             .arg(p)
             .arg(v);
-        opt_arg!(l, inv_diag);
-        opt_arg!(l, phat);
-        l.arg(&n).arg(&mode);
-        sc.push_reduction(&mut l, true);
-        l.arg(&it);
+        push_fuse(&mut l, inv_diag, phat, &n, &mode);
+        sc.push_reduction(&mut l, true, Some(&it));
         // SAFETY: solver_bicg_update_p(T* x, const T* shat, const T* sv, const T* t, T* r,
         // const T* rhat, T* p, const T* v, const T* dinv, T* phat, u32 n, u32 mode, T* s,
         // T* partials, u32* bar, T* hist, u32 it); every vector has n elements; phat is null in
@@ -1537,13 +1521,21 @@ impl<T> GpuScalars<T> {
 
 impl<T: KernelType> GpuScalars<T> {
     /// Pushes the trailing arguments of a reduction kernel: `T* s, T* partials, u32* ticket`,
-    /// and `T* hist` when `hist`.
-    fn push_reduction<'a>(&'a mut self, l: &mut cudarc::driver::LaunchArgs<'a>, hist: bool) {
+    /// then `T* hist` when `hist`, then `u32 it` when given.
+    fn push_reduction<'a>(
+        &'a mut self,
+        l: &mut cudarc::driver::LaunchArgs<'a>,
+        hist: bool,
+        it: Option<&'a u32>,
+    ) {
         l.arg(&mut self.slots)
             .arg(&mut self.partials)
             .arg(&mut self.ticket);
         if hist {
             l.arg(&mut self.hist);
+        }
+        if let Some(it) = it {
+            l.arg(it);
         }
     }
 }

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 pub use cudarc::cusparse::sys;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-use super::Gpu;
+use super::{Gpu, KernelType};
 use crate::error::{Error, Result};
 
 /// An owned cuSPARSE handle whose work is queued on the [`Gpu`]'s stream.
@@ -84,36 +85,44 @@ pub fn check(status: sys::cusparseStatus_t, call: &str) -> Result<()> {
         .map_err(|e| Error::Cusparse(format!("{call}: {:?}", e.0)))
 }
 
-/// The cuSPARSE value type of `T` (`f32` or `f64`).
-pub fn data_type<T: crate::scalar::Scalar>() -> sys::cudaDataType {
-    if T::BYTES == 4 {
-        sys::cudaDataType::CUDA_R_32F
-    } else {
-        sys::cudaDataType::CUDA_R_64F
+/// cuSPARSE's name of the device element type `T`: `f32`, `f64`, and the interleaved complex
+/// types `c64`, `c128`.
+pub fn data_type<T: KernelType>() -> sys::cudaDataType {
+    match T::KERNEL_SUFFIX {
+        "f32" => sys::cudaDataType::CUDA_R_32F,
+        "c64" => sys::cudaDataType::CUDA_C_32F,
+        "c128" => sys::cudaDataType::CUDA_C_64F,
+        _ => sys::cudaDataType::CUDA_R_64F,
     }
 }
 
-/// `cusparseCreateCsr` of an `nrows × ncols` matrix with `nnz` entries whose row pointer, column
-/// indices and values are the device addresses `rp`, `ci`, `va` (32-bit indices, base 0): the
+/// The device arrays of a CSR matrix as cuSPARSE reads them: row pointer, column indices
+/// (32-bit) and values.
+pub type CsrArrays<'a, T> = (&'a CudaSlice<u32>, &'a CudaSlice<u32>, &'a CudaSlice<T>);
+
+/// `cusparseCreateCsr` of an `nrows × ncols` matrix with `nnz` entries held in `arrays` (32-bit
+/// indices, base 0, `T`'s value type; `None`: no arrays yet, null pointers with `nnz = 0`): the
 /// matrix descriptor of every comparison peer. `call` names the call in the error.
 ///
 /// # Safety
-/// `rp`, `ci`, `va` are live device allocations of `nrows + 1`, `nnz` and `nnz` elements (or
-/// null with `nnz = 0`), alive as long as the descriptor; the caller destroys it
-/// (`cusparseDestroySpMat`).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn create_csr(
+/// The arrays hold `nrows + 1`, `nnz` and `nnz` elements and stay alive as long as the
+/// descriptor; the caller destroys it (`cusparseDestroySpMat`).
+pub unsafe fn create_csr<T: KernelType>(
     mat: &mut sys::cusparseSpMatDescr_t,
-    nrows: usize,
-    ncols: usize,
-    nnz: usize,
-    rp: u64,
-    ci: u64,
-    va: u64,
-    dt: sys::cudaDataType,
+    (nrows, ncols, nnz): (usize, usize, usize),
+    arrays: Option<CsrArrays<'_, T>>,
+    stream: &Arc<CudaStream>,
     call: &str,
 ) -> Result<()> {
     let i32i = sys::cusparseIndexType_t::CUSPARSE_INDEX_32I;
+    let (rp, ci, va) = match arrays {
+        Some((rp, ci, va)) => (
+            rp.device_ptr(stream).0,
+            ci.device_ptr(stream).0,
+            va.device_ptr(stream).0,
+        ),
+        None => (0, 0, 0),
+    };
     // SAFETY: the caller's.
     let status = unsafe {
         sys::cusparseCreateCsr(
@@ -127,7 +136,7 @@ pub unsafe fn create_csr(
             i32i,
             i32i,
             sys::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
-            dt,
+            data_type::<T>(),
         )
     };
     check(status, call)

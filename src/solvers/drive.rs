@@ -280,69 +280,145 @@ where
             it = slots[Slot::StatusIter as usize].re().as_f64() as usize;
         }
         method.finish(be, &mut sc, x, status, it)?;
-        if status == Status::BreakdownRho && restarts < MAX_RESTARTS && it < params.max_iters {
+        let mut confirm = Confirm {
+            it,
+            thresh,
+            restarts: &mut restarts,
+            last_true: &mut last_true,
+        };
+        if let Some(done) =
+            confirm.after_stop(status, params, || true_residual(method, x, &mut sc))?
+        {
+            break done;
+        }
+    };
+
+    let history = history(be, &sc, it, scale, params)?;
+    let end = Ended {
+        status,
+        iterations: it,
+        true_residual: last_true,
+        scale,
+        restarts,
+    };
+    end.report(history, clock.elapsed().as_secs_f64(), || {
+        true_residual(method, x, &mut sc)
+    })?
+}
+
+/// The restart bookkeeping of a solve (or of one column of a block solve) whose iterations
+/// stopped at iteration `it`.
+pub(crate) struct Confirm<'a> {
+    pub(crate) it: usize,
+    /// The absolute tolerance on `‖b − A·x‖`.
+    pub(crate) thresh: f64,
+    pub(crate) restarts: &'a mut usize,
+    /// The last confirmed true residual.
+    pub(crate) last_true: &'a mut f64,
+}
+
+impl Confirm<'_> {
+    /// What follows iterations that stopped with `status`: `None` to restart from the residual
+    /// that `true_residual` left in the workspace (BiCGSTAB's vanished ρ, or a converged
+    /// recursive residual whose true residual is still above the tolerance), else the final
+    /// status.
+    pub(crate) fn after_stop(
+        &mut self,
+        status: Status,
+        params: &SolveParams,
+        mut true_residual: impl FnMut() -> Result<f64, SolveError>,
+    ) -> Result<Option<Status>, SolveError> {
+        let can_restart = *self.restarts < MAX_RESTARTS && self.it < params.max_iters;
+        if status == Status::BreakdownRho && can_restart {
             // BiCGSTAB's shadow residual became orthogonal to r: restart with r̂ = b − A·x.
-            last_true = true_residual(method, x, &mut sc)?;
-            restarts += 1;
-            continue;
+            *self.last_true = true_residual()?;
+            *self.restarts += 1;
+            return Ok(None);
         }
         if status != Status::Converged {
-            break status;
+            return Ok(Some(status));
         }
-        let now = true_residual(method, x, &mut sc)?;
+        let now = true_residual()?;
         if !now.is_finite() {
-            break Status::NonFinite;
+            return Ok(Some(Status::NonFinite));
         }
-        if now <= thresh {
-            last_true = now;
-            break status;
+        let last = std::mem::replace(self.last_true, now);
+        if now <= self.thresh {
+            return Ok(Some(status));
         }
         // Recursive residual converged but the true one did not: restart from the true residual
         // unless restarts stagnate or run out.
-        if restarts >= MAX_RESTARTS || it >= params.max_iters || now >= last_true {
-            last_true = now;
-            break Status::Running;
+        if !can_restart || now >= last {
+            return Ok(Some(Status::Running));
         }
-        last_true = now;
-        restarts += 1;
-    };
+        *self.restarts += 1;
+        Ok(None)
+    }
+}
 
-    let history = if params.record_history {
-        be.read_history(&sc, it + 1)?
+/// The relative residual history of a solve that ran `it` iterations (empty unless
+/// [`SolveParams::record_history`]).
+pub(crate) fn history<T: Elem, B: VectorOps<T>>(
+    be: &B,
+    sc: &B::Scalars,
+    it: usize,
+    scale: f64,
+    params: &SolveParams,
+) -> Result<Vec<f64>, SolveError> {
+    Ok(if params.record_history {
+        be.read_history(sc, it + 1)?
             .into_iter()
             .map(|v| v.re().as_f64().max(0.0).sqrt() / scale)
             .collect()
     } else {
         Vec::new()
-    };
-    match status {
-        Status::Converged => Ok(SolveInfo {
-            iterations: it,
-            relative_residual: last_true / scale,
-            history,
-            solve_seconds: clock.elapsed().as_secs_f64(),
-            setup_seconds: 0.0,
-            restarts,
-            converged: true,
-        }),
-        Status::NonFinite => Err(SolveError::NonFinite { iteration: it }),
-        Status::Stagnated => {
-            let residual = true_residual(method, x, &mut sc)? / scale;
-            Err(SolveError::Stagnation {
+    })
+}
+
+/// How a solve (or one column of a block solve) ended: its final status, at which iteration,
+/// the last confirmed true residual `‖b − A·x‖` and the scale `‖b‖` of the relative one.
+pub(crate) struct Ended {
+    pub(crate) status: Status,
+    pub(crate) iterations: usize,
+    pub(crate) true_residual: f64,
+    pub(crate) scale: f64,
+    pub(crate) restarts: usize,
+}
+
+impl Ended {
+    /// What the solve reports: its [`SolveInfo`] when converged, else why not. `residual_now`
+    /// computes the true residual of the final `x`, reported with a stagnated or unconverged
+    /// solve (and only called then).
+    pub(crate) fn report(
+        &self,
+        history: Vec<f64>,
+        solve_seconds: f64,
+        residual_now: impl FnOnce() -> Result<f64, SolveError>,
+    ) -> Result<Result<SolveInfo, SolveError>, SolveError> {
+        let it = self.iterations;
+        Ok(match self.status {
+            Status::Converged => Ok(SolveInfo {
                 iterations: it,
-                residual,
-            })
-        }
-        Status::Running => {
-            let residual = true_residual(method, x, &mut sc)? / scale;
-            Err(SolveError::NotConverged {
+                relative_residual: self.true_residual / self.scale,
+                history,
+                solve_seconds,
+                setup_seconds: 0.0,
+                restarts: self.restarts,
+                converged: true,
+            }),
+            Status::NonFinite => Err(SolveError::NonFinite { iteration: it }),
+            Status::Stagnated => Err(SolveError::Stagnation {
                 iterations: it,
-                residual,
-            })
-        }
-        other => Err(SolveError::Breakdown {
-            what: other.describe(),
-            iteration: it,
-        }),
+                residual: residual_now()? / self.scale,
+            }),
+            Status::Running => Err(SolveError::NotConverged {
+                iterations: it,
+                residual: residual_now()? / self.scale,
+            }),
+            other => Err(SolveError::Breakdown {
+                what: other.describe(),
+                iteration: it,
+            }),
+        })
     }
 }

@@ -120,7 +120,11 @@ pub const SPMV_SCAN: KernelSource = KernelSource {
 pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
-    headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::backend::gpu_complex::COMPLEX_H,
+        &SPMV_SCAN,
+    ],
     constants: &[],
 };
 

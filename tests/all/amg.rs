@@ -815,6 +815,107 @@ fn gpu_setup_equals_host_setup() {
     }
 }
 
+/// The device re-setup recorded as a CUDA graph (the default) and replayed equals the one
+/// launched kernel by kernel bit for bit (levels, prolongators, ρ, one application), over
+/// several updates: the first launches directly, the second records the graph (and launches
+/// it), the third replays it without recording more.
+#[test]
+fn gpu_resetup_graph_equals_launched() {
+    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::solvers::VectorOps;
+    use segsparse::spmv::gpu::GpuCsr;
+    let Some(_) = segsparse::gpu::test_gpu() else {
+        return;
+    };
+    // A Gpu of this test's own: graphs are recorded only while one thread uses a Gpu.
+    let gpu = segsparse::gpu::Gpu::new().unwrap();
+    let ops = GpuOps::<f64>::new(&gpu).unwrap();
+    let (ea, eb) = elasticity(24);
+    let e3 = generate::elasticity3d::<f64>(8).unwrap();
+    let m3 = rigid_body_modes_3d(&generate::elasticity3d_coordinates(8));
+    for (name, a, cand, block) in [
+        (
+            "poisson3d:24",
+            generate::poisson3d::<f64>(24).unwrap(),
+            None,
+            1,
+        ),
+        ("elasticity2d:24", ea, Some(eb), 2),
+        ("elasticity3d:8", e3, Some(m3), 3),
+    ] {
+        let build = |graph: bool| {
+            let p = AmgParams {
+                resetup_graph: graph,
+                ..params(block)
+            };
+            let da = GpuCsr::upload(&gpu, &a).unwrap();
+            match &cand {
+                Some(c) => Amg::from_matrix_with_candidates(&ops, &da, c, &p).unwrap(),
+                None => Amg::from_matrix(&ops, &da, &p).unwrap(),
+            }
+        };
+        let (mut launched, mut captured) = (build(false), build(true));
+        let a2 = rescaled(&a);
+        let mut a3 = a.clone();
+        for v in a3.values_mut() {
+            *v *= 0.5;
+        }
+        let before = gpu.graphs_recorded();
+        for (step, m) in [&a2, &a3, &a2].into_iter().enumerate() {
+            let dm = GpuCsr::upload(&gpu, m).unwrap();
+            launched.update_matrix(&ops, &dm).unwrap();
+            captured.update_matrix(&ops, &dm).unwrap();
+            assert_eq!(
+                gpu.graphs_recorded(),
+                before + usize::from(step > 0),
+                "{name}: update {step}: one graph, recorded by the second update"
+            );
+            assert_eq!(
+                captured.level_matrices(&ops).unwrap(),
+                launched.level_matrices(&ops).unwrap(),
+                "{name}: update {step}: levels"
+            );
+            assert_eq!(
+                captured.prolongators(&ops).unwrap(),
+                launched.prolongators(&ops).unwrap(),
+                "{name}: update {step}: prolongators"
+            );
+            for (c, l) in captured
+                .summary()
+                .levels
+                .iter()
+                .zip(&launched.summary().levels)
+            {
+                assert_eq!(
+                    c.rho.to_bits(),
+                    l.rho.to_bits(),
+                    "{name}: update {step}: rho"
+                );
+            }
+            let r = ops.upload(&ones_rhs(m)).unwrap();
+            let (mut z1, mut z2) = (ops.zeros(m.nrows()).unwrap(), ops.zeros(m.nrows()).unwrap());
+            captured.apply(&ops, &r, &mut z1).unwrap();
+            launched.apply(&ops, &r, &mut z2).unwrap();
+            assert_eq!(
+                ops.download(&z1).unwrap(),
+                ops.download(&z2).unwrap(),
+                "{name}: update {step}: application"
+            );
+        }
+        // The replayed re-setup is a fresh setup of the last values.
+        let d2 = GpuCsr::upload(&gpu, &a2).unwrap();
+        let fresh = match &cand {
+            Some(c) => Amg::from_matrix_with_candidates(&ops, &d2, c, &params(block)).unwrap(),
+            None => Amg::from_matrix(&ops, &d2, &params(block)).unwrap(),
+        };
+        assert_eq!(
+            captured.level_matrices(&ops).unwrap(),
+            fresh.level_matrices(&ops).unwrap(),
+            "{name}: replayed re-setup vs fresh setup"
+        );
+    }
+}
+
 /// AMG-PCG with the V-cycle recorded inside the iteration's CUDA graph (blocks of 2 iterations,
 /// so blocks are recorded and replayed) equals the uncaptured solve bit for bit, and graphs
 /// were really recorded.

@@ -1,13 +1,14 @@
 //! The graph phases of smoothed-aggregation setup on the GPU (`segsparse::sparse::gpu::{
-//! strength_symmetric, amalgamate, aggregate_mis2, tentative_single}`) against their CPU
-//! references, **exactly**: same patterns, same aggregation arrays and roots, values bit for bit
-//! (f64 and f32). Strength on anisotropic, Poisson, 27-point, random symmetric and unsymmetric
+//! strength_symmetric, amalgamate, aggregate_mis2, tentative_single, tentative_qr}`) against
+//! their CPU references, **exactly**: same patterns, same aggregation arrays and roots, values
+//! bit for bit (f64 and f32). Strength on anisotropic, Poisson, 27-point, random symmetric and unsymmetric
 //! patterns, isolated nodes and the empty matrix (θ = 0 and 0.25); amalgamation of elasticity
 //! (block 2) and a random block-3 matrix; MIS-2 (seeds 0 and 7) on Poisson 2D/3D, 27-point,
 //! amalgamated elasticity, anisotropic, unsymmetric and isolated-node graphs, with the members
 //! and aggregate pointers checked against the aggregation, and with ordered priorities (windows
 //! of 2^4 nodes, and standard aggregation); the tentative prolongator of one
-//! candidate (block 1 and 2, a candidate with zeros on a whole aggregate); the errors for
+//! candidate (block 1 and 2, a candidate with zeros on a whole aggregate) and of several
+//! (rigid-body modes in 2-D and 3-D, random and rank-deficient sets); the errors for
 //! non-canonical and non-square input.
 //!
 //! Skips with a notice without a GPU; fails instead when `SEGSPARSE_REQUIRE_GPU=1`.
@@ -22,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::csr::CsrMatrix;
 use segsparse::generate;
 use segsparse::gpu::Gpu;
-use segsparse::precond::amg::fit_candidates;
+use segsparse::precond::amg::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 use segsparse::sparse;
 use segsparse::sparse::gpu::{self as sg, DeviceCsr};
 use segsparse::spmv::gpu::GpuScalar;
@@ -361,6 +362,99 @@ fn tentative_single_equals_cpu() {
         &b.iter().map(|&x| x as f32).collect::<Vec<_>>(),
         "elasticity f32",
     );
+}
+
+/// `tentative_qr` against `fit_candidates` on the same aggregation: `T` and every coarse
+/// candidate bit for bit.
+fn check_qr<T: GpuScalar + Bits + std::fmt::Debug>(
+    g: &Arc<Gpu>,
+    s: &CsrMatrix<T>,
+    block: usize,
+    b: &[Vec<T>],
+    what: &str,
+) {
+    let agg = sparse::aggregate_mis2(s, 3);
+    let (want_t, want_bc) = fit_candidates(&agg, block, b);
+    let ds = DeviceCsr::upload(g, s).unwrap();
+    let ga = sg::aggregate_mis2(g, &ds, 3).unwrap();
+    let db: Vec<_> = b.iter().map(|v| g.upload(v).unwrap()).collect();
+    let (t, bc) = sg::tentative_qr(g, &ga, block, &db).unwrap();
+    assert_same(&t.download(g).unwrap(), &want_t, what);
+    assert_eq!(bc.len(), b.len(), "{what}: coarse candidates");
+    for (j, (got, want)) in bc.iter().zip(&want_bc).enumerate() {
+        let mut got = g.download(got).unwrap();
+        got.truncate(want.len());
+        assert_eq!(got.len(), want.len(), "{what}: bc[{j}] length");
+        for (a, (x, y)) in got.iter().zip(want).enumerate() {
+            assert!(
+                x.bits() == y.bits(),
+                "{what}: bc[{j}][{a}] GPU {x:?} vs CPU {y:?}"
+            );
+        }
+    }
+}
+
+/// The tentative prolongator of several candidates (a QR per aggregate) equals the CPU's:
+/// 2-D elasticity with its three rigid-body modes (block 2), 3-D elasticity with six (block 3),
+/// random candidates on Poisson 3D (block 1), a rank-deficient set (a repeated candidate and a
+/// sum of two gives zero columns), candidates that vanish on whole aggregates, and f32.
+#[test]
+fn tentative_qr_equals_cpu() {
+    let Some(g) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    let n2 = 30;
+    let e2 = generate::elasticity2d::<f64>(n2).unwrap();
+    let s2 = sparse::strength_symmetric(&sparse::amalgamate(&e2, 2).unwrap(), 0.0).unwrap();
+    let m2 = rigid_body_modes_2d::<f64>(&generate::elasticity2d_coordinates(n2));
+    check_qr(&g, &s2, 2, &m2, "elasticity2d rigid-body modes");
+    let n3 = 9;
+    let e3 = generate::elasticity3d::<f64>(n3).unwrap();
+    let s3 = sparse::strength_symmetric(&sparse::amalgamate(&e3, 3).unwrap(), 0.0).unwrap();
+    let m3 = rigid_body_modes_3d::<f64>(&generate::elasticity3d_coordinates(n3));
+    check_qr(&g, &s3, 3, &m3, "elasticity3d rigid-body modes");
+    check_qr(
+        &g,
+        &s3.cast::<f32>(),
+        3,
+        &m3.iter()
+            .map(|v| v.iter().map(|&x| x as f32).collect())
+            .collect::<Vec<Vec<f32>>>(),
+        "elasticity3d f32",
+    );
+    let p = generate::poisson3d::<f64>(14).unwrap();
+    let sp = sparse::strength_symmetric(&p, 0.0).unwrap();
+    let rand: Vec<Vec<f64>> = (0..4)
+        .map(|_| (0..sp.nrows()).map(|_| rng.gen_range(-2.0..3.0)).collect())
+        .collect();
+    check_qr(&g, &sp, 1, &rand, "poisson3d random ×4");
+    let sum: Vec<f64> = rand[0].iter().zip(&rand[1]).map(|(x, y)| x + y).collect();
+    let deficient = vec![
+        rand[0].clone(),
+        rand[0].clone(),
+        rand[1].clone(),
+        sum,
+        vec![1.0; sp.nrows()],
+    ];
+    check_qr(&g, &sp, 1, &deficient, "poisson3d rank-deficient");
+    let half: Vec<Vec<f64>> = (0..2)
+        .map(|c| {
+            (0..e2.nrows())
+                .map(|i| {
+                    if i < e2.nrows() / 2 {
+                        0.0
+                    } else {
+                        c as f64 + rng.gen_range(0.5..1.5)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    check_qr(&g, &s2, 2, &half, "elasticity2d half zero");
+    let r = sparse::strength_symmetric(&random(3000, 3, false, true, 4), 0.0).unwrap();
+    let rb: Vec<Vec<f64>> = (0..3)
+        .map(|_| (0..r.nrows()).map(|_| rng.gen_range(-1.0..1.0)).collect())
+        .collect();
+    check_qr(&g, &r, 1, &rb, "isolated nodes ×3");
 }
 
 #[test]

@@ -1,12 +1,12 @@
 //! The setup on the GPU: every phase of `setup.rs` on the device, the hierarchy built where the
-//! cycle runs, nothing of size `n` crossing the bus except for several candidates (below).
+//! cycle runs, nothing of size `n` crossing the bus.
 //!
 //! | phase | GPU | equals the CPU |
 //! |---|---|---|
 //! | strength, amalgamation | [`sparse::gpu::strength_symmetric`], [`sparse::gpu::amalgamate`] | bit for bit |
 //! | MIS-2 aggregation | [`sparse::gpu::aggregate_mis2`] | the same aggregates |
 //! | tentative prolongator, one candidate | [`sparse::gpu::tentative_single`] | bit for bit |
-//! | tentative prolongator, several candidates | host QR per aggregate (`fit_candidates`) on the downloaded aggregation and candidates, `T` uploaded | bit for bit |
+//! | tentative prolongator, several candidates | [`sparse::gpu::tentative_qr`] (a modified Gram–Schmidt QR per aggregate) | bit for bit |
 //! | `A·T`, `R·A`, `(R·A)·P` | [`GpuSpgemmPlan`] (symbolic once, numeric re-run by [`Amg::update`](super::Amg::update)) | bit for bit |
 //! | smoothing `P = (I − ω/ρ·D⁻¹A)·T`, `R = Pᵀ` | `amg_smooth` (same two roundings per entry), [`sparse::gpu::transpose`] | bit for bit given the same ρ |
 //! | `D⁻¹`, `D_l1⁻¹`, ρ(D⁻¹A) | `amg_level_scales`; 15 Lanczos steps with device vectors and device scalars (dots summed in a fixed order by the last block), ρ by Sturm bisection on the device | scalings bit for bit; ρ to rounding |
@@ -26,7 +26,10 @@
 //! fine values copied in, `A·T` into `P`'s values (`T` and the coarse candidates depend on the
 //! aggregation and the candidates alone and are kept), `R`'s values by a kept permutation of
 //! `P`'s, `R·A` and `(R·A)·P` into kept arrays; every SpMV table is kept (values only change).
-//! It synchronises twice: the check, and reading ρ and the coarsest matrix at the end.
+//! It synchronises twice: the check, and reading ρ and the coarsest matrix at the end. Its
+//! shapes are fixed, so from the second update on ([`AmgParams::resetup_graph`]) everything
+//! between the copy of the fine values and that end is one CUDA graph, recorded once (with its
+//! own Lanczos arrays) and replayed: the same kernels on the same arrays, the same bits.
 //!
 //! So the aggregates and every pattern are the CPU's, and the values differ from the CPU
 //! hierarchy only through the rounding of the ρ estimates (its dot products are summed in
@@ -39,7 +42,7 @@ use cudarc::driver::CudaSlice;
 
 use super::coarse::dense_inverse;
 use super::cycle::{DeviceLevel, LevelSmoother, Scratch};
-use super::tentative::{check_candidates, fit_candidates};
+use super::tentative::check_candidates;
 use super::{
     AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother, UpdateInput,
 };
@@ -57,12 +60,28 @@ pub const AMG_SETUP_SRC: KernelSource = KernelSource {
     name: "precond/amg_setup.cu",
     text: include_str!("../../../kernels/precond/amg_setup.cu"),
     headers: &[&COMMON],
-    constants: &[],
+    constants: &[
+        ("AMG_BLOCK", BLOCK as i64),
+        ("AMG_DOT_BLOCKS", DOT_BLOCKS as i64),
+        ("AMG_SC_M_SLOT", SC_M as i64),
+        ("AMG_SC_STOP_SLOT", SC_STOP as i64),
+        ("AMG_SC_NV_SLOT", SC_NV as i64),
+        ("AMG_SC_RHO_SLOT", SC_RHO as i64),
+        ("AMG_SC_SLOTS", SC_SLOTS as i64),
+    ],
 };
 
+/// Threads per block of every kernel here.
 const BLOCK: u32 = 256;
 /// The most blocks of a reduction kernel (the partials array's length).
 const DOT_BLOCKS: usize = 1024;
+/// The Lanczos scalars after `α[0..steps)` and `β[0..steps)`: the number of `α`s, the stop flag,
+/// `|v₀|` and ρ, at these offsets from `2·steps`; [`SC_SLOTS`] of them.
+const SC_M: usize = 0;
+const SC_STOP: usize = 1;
+const SC_NV: usize = 2;
+const SC_RHO: usize = 3;
+const SC_SLOTS: usize = 4;
 
 fn grid(g: &Gpu, n: usize) -> u32 {
     (n.div_ceil(BLOCK as usize) as u32).clamp(1, g.sm_count() * 16)
@@ -94,7 +113,7 @@ struct LevelData<T: GpuScalar> {
 
 /// The index of ρ in `LevelData::scal` for a layout of `steps` steps.
 fn rho_index(steps: usize) -> usize {
-    2 * steps + 3
+    2 * steps + SC_RHO
 }
 
 /// The transfer from a level to the next, with what a numeric re-setup reuses.
@@ -126,6 +145,12 @@ struct DeviceState<T: GpuScalar> {
     host_candidates: Option<Vec<Vec<T>>>,
     /// An update failed after it began to rewrite the hierarchy: later updates are refused.
     failed: bool,
+    /// The re-setup as a CUDA graph, recorded by the second update ([`AmgParams::resetup_graph`]:
+    /// the first launches its kernels directly, which also loads every kernel it needs before
+    /// a recording).
+    graph: Option<ResetupGraph>,
+    /// Numeric re-setups run so far.
+    resetups: usize,
 }
 
 /// The kernels of this module for element type `T`.
@@ -167,20 +192,52 @@ fn phase(g: &Gpu, params: &AmgParams, slot: &mut f64, clock: Instant) -> Result<
     Ok(())
 }
 
-/// The reduction scratch of the Lanczos kernels: block partials and the last-block ticket.
-struct Reduce {
+/// The work arrays of the Lanczos estimate ([`queue_level_data`]), for levels of up to `rows`
+/// rows: the scaling `s`, the vectors `v`, `w`, `vp`, the reduction kernels' block partials and
+/// their last-block ticket. One set serves every level of a setup; a re-setup recorded as a
+/// CUDA graph keeps its set, since the graph's kernels point into it.
+struct Lanczos {
+    rows: usize,
+    s: CudaSlice<f64>,
+    v: CudaSlice<f64>,
+    w: CudaSlice<f64>,
+    vp: CudaSlice<f64>,
     partials: CudaSlice<f64>,
     ticket: CudaSlice<u32>,
 }
 
-impl Reduce {
-    fn new(g: &Gpu) -> Result<Self> {
-        Ok(Reduce {
-            partials: g.zeros::<f64>(DOT_BLOCKS)?,
-            ticket: g.zeros::<u32>(1)?,
-        })
+impl Lanczos {
+    fn new(g: &Gpu, rows: usize) -> Result<Self> {
+        let n = rows.max(1);
+        // SAFETY: s, v and w are written before they are read at every level (the scalings,
+        // the start vector, the first apply); vp is cleared at every level; each block writes
+        // its partial before the last block reads them all.
+        unsafe {
+            Ok(Lanczos {
+                rows,
+                s: g.alloc::<f64>(n)?,
+                v: g.alloc::<f64>(n)?,
+                w: g.alloc::<f64>(n)?,
+                vp: g.alloc::<f64>(n)?,
+                partials: g.alloc::<f64>(DOT_BLOCKS)?,
+                ticket: g.zeros::<u32>(1)?,
+            })
+        }
     }
 }
+
+/// A numeric re-setup recorded as a CUDA graph: every kernel from the fine values to the
+/// coarsest matrix, replayed by later updates.
+struct ResetupGraph {
+    graph: cudarc::driver::CudaGraph,
+    /// The Lanczos arrays the graph's kernels use.
+    _work: Lanczos,
+}
+
+// SAFETY: the graph is an instantiated CUDA graph (a driver handle, usable from any thread of
+// the context) launched only through `&mut DeviceState`, so never from two threads at once;
+// the arrays it points into are the hierarchy's and `_work`, which live as long as it does.
+unsafe impl Send for ResetupGraph {}
 
 /// Checks the fine matrix on the device (square, not empty, sorted rows with columns below
 /// `n`, finite values, a positive diagonal) and returns its pattern's fingerprint: one kernel,
@@ -244,12 +301,28 @@ fn queue_level_data<T: GpuScalar>(
     a: CsrView<'_, T>,
     d: &mut LevelData<T>,
     steps: usize,
-    red: &mut Reduce,
+    work: &mut Lanczos,
 ) -> Result<()> {
     let n = a.nrows();
     let n32 = n as u32;
-    // SAFETY: amg_level_scales writes all n entries.
-    let mut s = unsafe { g.alloc::<f64>(n.max(1))? };
+    assert!(
+        n <= work.rows,
+        "Lanczos arrays for {} rows, level of {n}",
+        work.rows
+    );
+    let Lanczos {
+        s,
+        v,
+        w,
+        vp,
+        partials,
+        ticket,
+        ..
+    } = work;
+    // vp is read at step 0 multiplied by β = 0, so it must hold numbers.
+    g.stream()
+        .memset_zeros(vp)
+        .map_err(|e| Error::cuda("clearing a Lanczos vector", e))?;
     launch!(
         g,
         f::<T>(g, "amg_level_scales")?,
@@ -262,23 +335,18 @@ fn queue_level_data<T: GpuScalar>(
             &n32,
             &mut d.inv_diag,
             &mut d.inv_l1,
-            &mut s
+            &mut *s
         ]
     );
     let lay = steps.max(1);
     let lay32 = lay as u32;
-    // SAFETY: the start kernel writes all n entries of v; w is written by the first apply
-    // before it is read; vp is read at step 0 multiplied by β = 0, so it must hold numbers.
-    let (mut v, mut w) = unsafe { (g.alloc::<f64>(n.max(1))?, g.alloc::<f64>(n.max(1))?) };
-    let mut vp = g.zeros::<f64>(n.max(1))?;
-    let Reduce { partials, ticket } = red;
     launch_on!(
         rgrid(g, n),
         g,
         fu(g, "amg_lanczos_start_dot")?,
         "amg_lanczos_start_dot",
         [
-            &mut v,
+            &mut *v,
             &n32,
             &mut *partials,
             &mut *ticket,
@@ -291,7 +359,7 @@ fn queue_level_data<T: GpuScalar>(
         fu(g, "amg_lanczos_normalize")?,
         n,
         "amg_lanczos_normalize",
-        [&mut v, &n32, &d.scal, &lay32]
+        [&mut *v, &n32, &d.scal, &lay32]
     );
     let k_apply = f::<T>(g, "amg_lanczos_apply_dot")?;
     let k_orth = fu(g, "amg_lanczos_orth_dot")?;
@@ -307,9 +375,9 @@ fn queue_level_data<T: GpuScalar>(
                 a.col(),
                 a.val(),
                 &n32,
-                &s,
-                &v,
-                &mut w,
+                &*s,
+                &*v,
+                &mut *w,
                 &mut *partials,
                 &mut *ticket,
                 &mut d.scal,
@@ -323,9 +391,9 @@ fn queue_level_data<T: GpuScalar>(
             k_orth.clone(),
             "amg_lanczos_orth_dot",
             [
-                &mut w,
-                &v,
-                &vp,
+                &mut *w,
+                &*v,
+                &*vp,
                 &n32,
                 &mut *partials,
                 &mut *ticket,
@@ -334,13 +402,13 @@ fn queue_level_data<T: GpuScalar>(
                 &k
             ]
         );
-        std::mem::swap(&mut vp, &mut v);
+        std::mem::swap(vp, v);
         launch!(
             g,
             k_next.clone(),
             n,
             "amg_lanczos_next_dev",
-            [&mut v, &w, &d.scal, &lay32, &k, &n32]
+            [&mut *v, &*w, &d.scal, &lay32, &k, &n32]
         );
     }
     launch_on!(
@@ -359,7 +427,6 @@ fn level_data<T: GpuScalar>(
     a: CsrView<'_, T>,
     block: usize,
     steps: usize,
-    red: &mut Reduce,
 ) -> Result<LevelData<T>> {
     let n = a.nrows().max(1);
     // SAFETY: amg_level_scales writes all n entries of both; the start kernel writes every
@@ -368,12 +435,13 @@ fn level_data<T: GpuScalar>(
         LevelData {
             inv_diag: g.alloc::<T>(n)?,
             inv_l1: g.alloc::<T>(n)?,
-            scal: g.alloc::<f64>(2 * steps.max(1) + 4)?,
+            scal: g.alloc::<f64>(2 * steps.max(1) + SC_SLOTS)?,
             rho: 1.0,
             block,
         }
     };
-    queue_level_data(g, a, &mut d, steps, red)?;
+    let mut work = Lanczos::new(g, a.nrows())?;
+    queue_level_data(g, a, &mut d, steps, &mut work)?;
     Ok(d)
 }
 
@@ -404,7 +472,8 @@ fn strength<T: GpuScalar>(
     }
 }
 
-/// `T` and the coarse candidates: on the device for one candidate, by the host QR otherwise.
+/// `T` and the coarse candidates on the device: the norm per aggregate for one candidate, a QR
+/// per aggregate for several.
 fn tentative<T: GpuScalar>(
     g: &Arc<Gpu>,
     agg: &GpuAggregation,
@@ -415,12 +484,7 @@ fn tentative<T: GpuScalar>(
         let (t, bc) = sg::tentative_single(g, agg, block, &b[0])?;
         return Ok((t, vec![bc]));
     }
-    let host_agg = agg.download(g)?;
-    let hb: Vec<Vec<T>> = b.iter().map(|v| g.download(v)).collect::<Result<_>>()?;
-    let (t, bc) = fit_candidates(&host_agg, block, &hb);
-    let t = DeviceCsr::upload(g, &t)?;
-    let bc = bc.iter().map(|v| g.upload(v)).collect::<Result<_>>()?;
-    Ok((t, bc))
+    sg::tentative_qr(g, agg, block, b)
 }
 
 /// `P = (I − ω/ρ·D⁻¹A)·T` in place of `pval`, the values of the product `A·T` on the pattern
@@ -585,9 +649,8 @@ fn setup_state<T: GpuScalar>(
     }
     let mut times = SetupTimes::default();
     let steps = params.spectral_steps;
-    let mut red = Reduce::new(g)?;
     let clock = Instant::now();
-    let lv0 = level_data(g, (&fine).into(), params.block_size, steps, &mut red)?;
+    let lv0 = level_data(g, (&fine).into(), params.block_size, steps)?;
     phase(g, params, &mut times.smoother, clock)?;
     let mut b: Vec<CudaSlice<T>> = match candidates {
         Some(c) => c.iter().map(|v| g.upload(v)).collect::<Result<_>>()?,
@@ -668,7 +731,7 @@ fn setup_state<T: GpuScalar>(
         let ac = rap_plan.numeric(&ra, &p)?;
         phase(g, params, &mut times.galerkin, clock)?;
         let clock = Instant::now();
-        let lvc = level_data(g, (&ac).into(), b.len(), steps, &mut red)?;
+        let lvc = level_data(g, (&ac).into(), b.len(), steps)?;
         phase(g, params, &mut times.smoother, clock)?;
         let clock = Instant::now();
         let (p, r, ac) = (p.into_gpu_csr(g)?, r.into_gpu_csr(g)?, ac.into_gpu_csr(g)?);
@@ -734,6 +797,8 @@ fn setup_state<T: GpuScalar>(
             .filter(|_| params.improve_candidates > 0)
             .map(|c| c.to_vec()),
         failed: false,
+        graph: None,
+        resetups: 0,
     };
     Ok((
         Built {
@@ -766,55 +831,23 @@ pub(crate) fn setup_host<T: GpuScalar>(
 }
 
 impl<T: GpuScalar> DeviceState<T> {
-    /// The numeric re-setup from the new fine values on the device (see the module docs).
-    fn update_device(
+    /// Queues the numeric re-setup from the fine values already in `built`'s finest matrix to
+    /// the coarsest matrix and every level's ρ (nothing is read back, nothing allocated but
+    /// what the phase timers' synchronisations need): per level the smoother scalings and the
+    /// Lanczos steps, `A·T` into `P`, its smoothing, `R`'s values, `R·A` and `(R·A)·P`.
+    fn queue_numeric(
         &mut self,
-        ops: &GpuOps<T>,
-        a: &GpuCsr<T>,
         params: &AmgParams,
         built: &mut Built<T, GpuOps<T>>,
+        work: &mut Lanczos,
+        times: &mut SetupTimes,
     ) -> Result<()> {
-        let total = Instant::now();
         let g = &self.gpu;
-        let fp = check_fine_device(g, a)?;
-        if fp != self.fingerprint {
-            return Err(Error::InvalidInput(format!(
-                "AMG update: the new matrix ({} rows, {} entries) does not have the pattern the \
-                 hierarchy was built for ({} rows, {} entries); build a new one",
-                fp.rows, fp.nnz, self.fingerprint.rows, self.fingerprint.nnz
-            )));
-        }
-        if self.failed {
-            return Err(Error::InvalidInput(
-                "AMG update: an earlier update of this hierarchy failed part-way; build a new \
-                 hierarchy"
-                    .into(),
-            ));
-        }
-        if params.improve_candidates > 0 {
-            // The candidates are smoothed with the new values, so T changes: a whole setup.
-            let cands = self.host_candidates.clone();
-            let (fresh, state) = setup_state(ops, a.try_clone()?, cands.as_deref(), params)?;
-            *built = fresh;
-            *self = state;
-            return Ok(());
-        }
-        self.failed = true;
-        let mut times = SetupTimes::default();
         let steps = self.steps;
-        let mut red = Reduce::new(g)?;
-        let clock = Instant::now();
-        {
-            let fine = built.levels[0].a.values_mut();
-            g.stream()
-                .memcpy_dtod(a.device_parts().2, fine)
-                .map_err(|e| Error::cuda("copying the new values", e))?;
-        }
-        phase(g, params, &mut times.upload, clock)?;
         let levels = &mut built.levels;
         for l in 0..levels.len() {
             let clock = Instant::now();
-            queue_level_data(g, (&levels[l].a).into(), &mut self.data[l], steps, &mut red)?;
+            queue_level_data(g, (&levels[l].a).into(), &mut self.data[l], steps, work)?;
             phase(g, params, &mut times.smoother, clock)?;
             let Some(tr) = self.transfers.get_mut(l) else {
                 break;
@@ -855,6 +888,93 @@ impl<T: GpuScalar> DeviceState<T> {
             tr.rap_plan.numeric_into(&tr.ra, &*p, next.a.values_mut())?;
             phase(g, params, &mut times.galerkin, clock)?;
         }
+        Ok(())
+    }
+
+    /// Records [`queue_numeric`](Self::queue_numeric) as a CUDA graph into `self.graph` (the
+    /// shapes of a re-setup are fixed: every array is the hierarchy's, the Lanczos arrays are
+    /// kept with the graph). Recording runs nothing; the caller launches the graph. When another
+    /// thread uses the device (a capture would record its work too), queues the kernels
+    /// directly instead and returns true.
+    fn record(&mut self, params: &AmgParams, built: &mut Built<T, GpuOps<T>>) -> Result<bool> {
+        let g = self.gpu.clone();
+        let mut work = Lanczos::new(&g, self.fingerprint.rows)?;
+        let mut times = SetupTimes::default();
+        if !g.begin_capture()? {
+            self.queue_numeric(params, built, &mut work, &mut times)?;
+            return Ok(true);
+        }
+        let queued = self.queue_numeric(params, built, &mut work, &mut times);
+        let graph = g.end_capture();
+        queued?;
+        let graph = graph?.ok_or_else(|| {
+            Error::InvalidInput("AMG update: the recorded re-setup was empty".into())
+        })?;
+        self.graph = Some(ResetupGraph { graph, _work: work });
+        Ok(false)
+    }
+
+    /// The numeric re-setup from the new fine values on the device (see the module docs).
+    fn update_device(
+        &mut self,
+        ops: &GpuOps<T>,
+        a: &GpuCsr<T>,
+        params: &AmgParams,
+        built: &mut Built<T, GpuOps<T>>,
+    ) -> Result<()> {
+        let total = Instant::now();
+        let g = self.gpu.clone();
+        let g = &g;
+        let fp = check_fine_device(g, a)?;
+        if fp != self.fingerprint {
+            return Err(Error::InvalidInput(format!(
+                "AMG update: the new matrix ({} rows, {} entries) does not have the pattern the \
+                 hierarchy was built for ({} rows, {} entries); build a new one",
+                fp.rows, fp.nnz, self.fingerprint.rows, self.fingerprint.nnz
+            )));
+        }
+        if self.failed {
+            return Err(Error::InvalidInput(
+                "AMG update: an earlier update of this hierarchy failed part-way; build a new \
+                 hierarchy"
+                    .into(),
+            ));
+        }
+        if params.improve_candidates > 0 {
+            // The candidates are smoothed with the new values, so T changes: a whole setup.
+            let cands = self.host_candidates.clone();
+            let (fresh, state) = setup_state(ops, a.try_clone()?, cands.as_deref(), params)?;
+            *built = fresh;
+            *self = state;
+            return Ok(());
+        }
+        self.failed = true;
+        let mut times = SetupTimes::default();
+        let clock = Instant::now();
+        {
+            let fine = built.levels[0].a.values_mut();
+            g.stream()
+                .memcpy_dtod(a.device_parts().2, fine)
+                .map_err(|e| Error::cuda("copying the new values", e))?;
+        }
+        phase(g, params, &mut times.upload, clock)?;
+        let graphs = params.resetup_graph && !params.phase_times;
+        let mut queued = false;
+        if graphs && self.graph.is_none() && self.resetups > 0 {
+            queued = self.record(params, built)?;
+        }
+        let replay = if graphs { self.graph.as_ref() } else { None };
+        if let Some(r) = replay {
+            r.graph
+                .launch()
+                .map_err(|e| Error::cuda("launching the recorded AMG re-setup", e))?;
+        } else if !queued {
+            let mut work = Lanczos::new(g, self.fingerprint.rows)?;
+            self.queue_numeric(params, built, &mut work, &mut times)?;
+        }
+        self.resetups += 1;
+        let steps = self.steps;
+        let levels = &mut built.levels;
         let clock = Instant::now();
         let coarsest = CsrView::from(&levels.last().expect("a level").a).download(g)?;
         read_rhos(g, &mut self.data, steps)?;

@@ -183,6 +183,15 @@ pub struct AmgParams {
     /// phase, which costs time. Without it the device setup reports only the total (and the
     /// upload of a host matrix); the host setup always times its phases. Default false.
     pub phase_times: bool,
+    /// Record the device's numeric re-setup ([`Amg::update`]) as a CUDA graph on its second run
+    /// (the first launches the kernels one by one, loading them) and replay it on later ones:
+    /// the same kernels on the same arrays, so the same hierarchy bit for bit, without the
+    /// host's launch cost. The graph keeps four `f64` vectors of the
+    /// fine size (the Lanczos arrays) for as long as the hierarchy lives. Ignored with
+    /// [`phase_times`](Self::phase_times) (which synchronises between phases), by the host
+    /// setup, and while another thread uses the same device (the kernels are then launched
+    /// directly). Default true.
+    pub resetup_graph: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -208,6 +217,7 @@ impl Default for AmgParams {
             spectral_steps: 15,
             host_setup: false,
             phase_times: false,
+            resetup_graph: true,
             non_exhaustive: (),
         }
     }

@@ -47,7 +47,9 @@ pub(crate) fn check_candidates<T: Scalar>(c: &[Vec<T>], n: usize) -> Result<()> 
 /// All of it is computed in `f64`, each aggregate's sums sequentially over its unknowns in
 /// increasing order; for one candidate (`k = 1`) that is `T[i, a] = b_i / ‖b_a‖` and
 /// `bc[a] = ‖b_a‖` (a zero or non-finite norm gives a zero column), which the GPU's
-/// [`crate::sparse::gpu::tentative_single`] reproduces bit for bit.
+/// [`crate::sparse::gpu::tentative_single`] reproduces bit for bit; for several candidates the
+/// GPU's [`crate::sparse::gpu::tentative_qr`] does (the same sums from `-0.0`, where `Sum`
+/// starts, so even the signs of zeros agree).
 ///
 /// # Panics
 /// When `b` is empty, its vectors' lengths differ, or `agg` has fewer than `len / block` nodes.
@@ -199,6 +201,13 @@ mod tests {
 
     /// `T·B_c = B` (the candidates are interpolated exactly) and `TᵀT = I` on the aggregates'
     /// columns, for one and for three candidates (a rank-deficient aggregate loses columns).
+    /// The device QR starts its sums where `Sum` does: at `-0.0` (`-0.0 + -0.0` stays `-0.0`).
+    #[test]
+    fn float_sum_starts_at_negative_zero() {
+        let s: f64 = [-0.0f64, -0.0].iter().sum();
+        assert!(s.is_sign_negative() && s == 0.0);
+    }
+
     #[test]
     fn tentative_interpolates_candidates() {
         let n = 12;

@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
+use super::super::drive::{history, Confirm, Ended};
 use super::super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams};
-use super::super::MAX_RESTARTS;
 use super::MultiInfo;
 use crate::backend::{LinearOperator, Slot, Status, VectorOps, NSLOTS};
 use crate::scalar::Scalar;
@@ -144,33 +144,11 @@ where
         if status == Status::Running && params.max_iters > 0 {
             active.push(j);
         } else {
-            let c = &mut cols[j];
-            match settle(
-                be,
-                method,
-                c,
-                &mut scs[j],
-                &mut xs[j],
-                j,
-                status,
-                slots,
-                params,
-                &true_residual,
-            )? {
-                Settled::Running => active.push(j),
-                Settled::Done(st) => {
-                    outcome[j] = Some(report(
-                        be,
-                        method,
-                        c,
-                        &mut scs[j],
-                        &xs[j],
-                        j,
-                        st,
-                        params,
-                        &true_residual,
-                    )?);
-                }
+            let (c, sc, x) = (&mut cols[j], &mut scs[j], &mut xs[j]);
+            let end = (status, slots);
+            match settle(be, method, c, sc, x, j, end, params, &true_residual)? {
+                None => active.push(j),
+                done => outcome[j] = done,
             }
         }
     }
@@ -213,32 +191,11 @@ where
                 still.push(j);
                 continue;
             }
-            match settle(
-                be,
-                method,
-                c,
-                &mut scs[j],
-                &mut xs[j],
-                j,
-                status,
-                slots,
-                params,
-                &true_residual,
-            )? {
-                Settled::Running => still.push(j),
-                Settled::Done(st) => {
-                    outcome[j] = Some(report(
-                        be,
-                        method,
-                        c,
-                        &mut scs[j],
-                        &xs[j],
-                        j,
-                        st,
-                        params,
-                        &true_residual,
-                    )?);
-                }
+            let (sc, x) = (&mut scs[j], &mut xs[j]);
+            let end = (status, slots);
+            match settle(be, method, c, sc, x, j, end, params, &true_residual)? {
+                None => still.push(j),
+                done => outcome[j] = done,
             }
         }
         if let Some(f) = params.on_check {
@@ -282,15 +239,10 @@ fn restart<T: Scalar, B: VectorOps<T>, M: ColumnMethod<T, B>>(
     be.read_slots(sc)
 }
 
-enum Settled {
-    /// The column restarted and iterates again.
-    Running,
-    /// The column is done with this status.
-    Done(Status),
-}
-
-/// What the one-column loop does after its iterations stop: the method's finish, BiCGSTAB's
-/// restart on a vanished ρ, the true-residual confirmation and the restart when it fails.
+/// What the one-column loop does after column `j`'s iterations stop with `end` (its status and
+/// slots): the method's finish, BiCGSTAB's restart on a vanished ρ, the true-residual
+/// confirmation and the restart when it fails. `None` when the column restarted and iterates
+/// again, else its outcome, as the one-column loop reports it.
 #[allow(clippy::too_many_arguments)]
 fn settle<T, B, M, F>(
     be: &B,
@@ -299,107 +251,47 @@ fn settle<T, B, M, F>(
     sc: &mut B::Scalars,
     x: &mut B::Vector,
     j: usize,
-    mut status: Status,
-    mut slots: [T; NSLOTS],
+    (mut status, mut slots): (Status, [T; NSLOTS]),
     params: &SolveParams,
     true_residual: &F,
-) -> Result<Settled, SolveError>
+) -> Result<Option<Result<SolveInfo, SolveError>>, SolveError>
 where
     T: Scalar,
     B: VectorOps<T>,
     M: ColumnMethod<T, B>,
     F: Fn(&mut M, usize, &B::Vector, &mut B::Scalars) -> Result<f64, SolveError>,
 {
-    loop {
+    let status = loop {
         if status != Status::Running {
             c.it = slots[Slot::StatusIter as usize].as_f64() as usize;
         }
         method.finish(be, sc, x, j, status, c.it)?;
-        let again = if status == Status::BreakdownRho
-            && c.restarts < MAX_RESTARTS
-            && c.it < params.max_iters
-        {
-            c.last_true = true_residual(method, j, x, sc)?;
-            c.restarts += 1;
-            true
-        } else if status != Status::Converged {
-            return Ok(Settled::Done(status));
-        } else {
-            let now = true_residual(method, j, x, sc)?;
-            if !now.is_finite() {
-                return Ok(Settled::Done(Status::NonFinite));
-            }
-            if now <= c.thresh {
-                c.last_true = now;
-                return Ok(Settled::Done(status));
-            }
-            if c.restarts >= MAX_RESTARTS || c.it >= params.max_iters || now >= c.last_true {
-                c.last_true = now;
-                return Ok(Settled::Done(Status::Running));
-            }
-            c.last_true = now;
-            c.restarts += 1;
-            true
+        let mut confirm = Confirm {
+            it: c.it,
+            thresh: c.thresh,
+            restarts: &mut c.restarts,
+            last_true: &mut c.last_true,
         };
-        debug_assert!(again);
+        if let Some(done) =
+            confirm.after_stop(status, params, || true_residual(method, j, x, sc))?
+        {
+            break done;
+        }
         slots = restart(be, method, sc, j, c.it)?;
         status = Status::of(slots[Slot::Status as usize]);
         if status == Status::Running && c.it < params.max_iters {
-            return Ok(Settled::Running);
+            return Ok(None);
         }
-    }
-}
-
-/// Column `j`'s outcome for its final status, as the one-column loop reports it.
-#[allow(clippy::too_many_arguments)]
-fn report<T, B, M, F>(
-    be: &B,
-    method: &mut M,
-    c: &Column,
-    sc: &mut B::Scalars,
-    x: &B::Vector,
-    j: usize,
-    status: Status,
-    params: &SolveParams,
-    true_residual: &F,
-) -> Result<Result<SolveInfo, SolveError>, SolveError>
-where
-    T: Scalar,
-    B: VectorOps<T>,
-    M: ColumnMethod<T, B>,
-    F: Fn(&mut M, usize, &B::Vector, &mut B::Scalars) -> Result<f64, SolveError>,
-{
-    let it = c.it;
-    let history = if params.record_history {
-        be.read_history(sc, it + 1)?
-            .into_iter()
-            .map(|v| v.as_f64().max(0.0).sqrt() / c.scale)
-            .collect()
-    } else {
-        Vec::new()
     };
-    Ok(match status {
-        Status::Converged => Ok(SolveInfo {
-            iterations: it,
-            relative_residual: c.last_true / c.scale,
-            history,
-            solve_seconds: 0.0,
-            setup_seconds: 0.0,
-            restarts: c.restarts,
-            converged: true,
-        }),
-        Status::NonFinite => Err(SolveError::NonFinite { iteration: it }),
-        Status::Stagnated => Err(SolveError::Stagnation {
-            iterations: it,
-            residual: true_residual(method, j, x, sc)? / c.scale,
-        }),
-        Status::Running => Err(SolveError::NotConverged {
-            iterations: it,
-            residual: true_residual(method, j, x, sc)? / c.scale,
-        }),
-        other => Err(SolveError::Breakdown {
-            what: other.describe(),
-            iteration: it,
-        }),
-    })
+    let history = history(be, sc, c.it, c.scale, params)?;
+    let end = Ended {
+        status,
+        iterations: c.it,
+        true_residual: c.last_true,
+        scale: c.scale,
+        restarts: c.restarts,
+    };
+    // The call's time is set on every converged column at the end.
+    end.report(history, 0.0, || true_residual(method, j, x, sc))
+        .map(Some)
 }

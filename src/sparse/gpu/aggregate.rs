@@ -1,14 +1,15 @@
 //! The graph phases of smoothed aggregation on the GPU: symmetric strength of connection
 //! ([`strength_symmetric`]), node amalgamation ([`amalgamate`]), MIS-2 aggregation
 //! ([`aggregate_mis2`], giving a [`GpuAggregation`] that stays on the device) and the tentative
-//! prolongator of one candidate ([`tentative_single`]). Kernels: `kernels/sparse/aggregate.cu`.
+//! prolongator of one candidate ([`tentative_single`]) and of several ([`tentative_qr`]).
+//! Kernels: `kernels/sparse/aggregate.cu`.
 //!
 //! # What equals what
 //!
 //! Each function returns **exactly** what its CPU reference returns for the same (canonical)
 //! input: [`crate::sparse::strength_symmetric`], [`crate::sparse::amalgamate`] and
 //! [`crate::sparse::aggregate_mis2`] (same patterns, same `agg` and `roots`), and the AMG's
-//! `fit_candidates` for one candidate (same `T` and coarse candidate). Patterns and aggregation
+//! `fit_candidates` (same `T` and coarse candidates). Patterns and aggregation
 //! are integer results of the same procedure; the few floating-point results are computed in
 //! `f64` with the CPU's operations in the CPU's order, with explicit round-to-nearest intrinsics
 //! (`__dmul_rn`, `__dadd_rn`, `__dsqrt_rn`, `__ddiv_rn`) so that NVRTC contracts nothing into an
@@ -18,7 +19,10 @@
 //! - amalgamation: `sqrt(Σ a_ij²)` with the squares added sequentially from `0.0`, the block's
 //!   rows in order and each row's entries in column order (one thread per node row);
 //! - tentative: `‖b‖` over the aggregate's unknowns in increasing order, sequentially from
-//!   `0.0` (one thread per aggregate), then `b_i / ‖b‖`.
+//!   `0.0` (one thread per aggregate), then `b_i / ‖b‖`; several candidates: modified
+//!   Gram–Schmidt per aggregate (one thread each), every dot product and norm summed
+//!   sequentially from `-0.0` (the start of Rust's float `Sum`), each update `q − d·q_p` rounded
+//!   twice.
 //!
 //! So results are also the same run to run.
 //!
@@ -59,8 +63,9 @@
 //! - **Members**: `(agg, node)` pairs sorted by a stable radix sort
 //!   ([`crate::primitives::sort::gpu::radix_sort_pairs`]), so each aggregate's nodes come out in
 //!   increasing order; aggregate starts are where the sorted `agg` changes.
-//! - **Tentative prolongator**: an exclusive scan of "is my node aggregated" flags gives `T`'s row
-//!   pointer; one thread per aggregate computes the norm and writes its unknowns' entries.
+//! - **Tentative prolongator**: an exclusive scan of "is my node aggregated" flags (times the
+//!   number of candidates) gives `T`'s row pointer; one thread per aggregate computes the norm
+//!   (or the QR of its candidate block) and writes its unknowns' entries.
 
 use std::sync::Arc;
 
@@ -710,6 +715,159 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
     })
 }
 
+/// The row pointer of a tentative prolongator with `k` entries in every row of an aggregated
+/// unknown (`agg.n · block` rows), and its entry count (read back: one synchronisation).
+fn tentative_rows(
+    g: &Arc<Gpu>,
+    agg: &GpuAggregation,
+    block: usize,
+    k: usize,
+) -> Result<(CudaSlice<u32>, usize)> {
+    let unknowns = agg.n * block;
+    let (u32n, b32, k32) = (unknowns as u32, block as u32, k as u32);
+    let mut flags = g.zeros::<u32>(unknowns + 1)?;
+    let f = g.function(&AGGREGATE_SRC, "agg_tent_flags", &[])?;
+    let mut lb = g.stream().launch_builder(&f);
+    lb.arg(&agg.agg)
+        .arg(&u32n)
+        .arg(&b32)
+        .arg(&k32)
+        .arg(&mut flags);
+    // SAFETY: agg_tent_flags(const u32* agg, u32 unknowns, u32 block, u32 k, u32* flags): agg
+    // n = unknowns / block entries, flags unknowns+1 (last stays 0).
+    unsafe { lb.launch(Gpu::cfg(item_blocks(g, unknowns), THREADS, 0)) }
+        .map_err(|e| Gpu::launch_error("agg_tent_flags", e))?;
+    let mut row_ptr = g.zeros::<u32>(unknowns + 1)?;
+    exclusive_scan(g, &flags, &mut row_ptr)?;
+    drop(flags);
+    let nnz = read_at(g, &row_ptr, unknowns)? as usize;
+    Ok((row_ptr, nnz))
+}
+
+/// Threads per block of the per-aggregate QR: a few thousand aggregates on the coarse levels,
+/// so small blocks spread them over every multiprocessor.
+const QR_THREADS: u32 = 64;
+
+/// The tentative prolongator of `k = b.len()` candidates with `block` unknowns per node, on the
+/// device: for each aggregate the candidates' rows on its unknowns `B_a` are factored `B_a = Q R`
+/// by modified Gram–Schmidt, `Q` is the aggregate's block of `T` (`n·block × num_aggregates·k`,
+/// columns `a·k .. a·k + k`) and `R` its block of the coarse candidates: `bc[j][a·k + c] =
+/// R[c][j]`. Bit for bit what the AMG's `fit_candidates` computes on the CPU (one thread per
+/// aggregate, every sum in `f64` sequentially over the aggregate's unknowns in increasing order,
+/// no fused multiply-adds; a column that collapses to 1e-10 of its norm becomes zero). Rows of
+/// unaggregated unknowns are empty. Each returned candidate has `max(num_aggregates·k, 1)`
+/// entries.
+///
+/// # Panics
+/// When `block` is 0, `b` is empty, or a candidate's length is not `agg.n · block`.
+///
+/// # Errors
+/// CUDA errors with their context; a size beyond the 32-bit index range.
+pub fn tentative_qr<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    agg: &GpuAggregation,
+    block: usize,
+    b: &[CudaSlice<T>],
+) -> Result<(DeviceCsr<T>, Vec<CudaSlice<T>>)> {
+    assert!(block > 0, "tentative_qr: block size 0");
+    assert!(!b.is_empty(), "tentative_qr: no candidate");
+    let g = gpu;
+    let k = b.len();
+    let unknowns = agg.n * block;
+    for (c, v) in b.iter().enumerate() {
+        assert!(
+            v.len() == unknowns || (unknowns == 0 && v.len() <= 1),
+            "tentative_qr: candidate {c} has length {} vs {} nodes × block {block}",
+            v.len(),
+            agg.n
+        );
+    }
+    let nagg = agg.num_aggregates;
+    let nc = nagg * k;
+    let wide = unknowns.saturating_mul(k);
+    check_u32(wide, nc, wide, "GPU tentative prolongator")?;
+    let mut packed_bc = g.zeros::<T>((k * nc).max(1))?;
+    if unknowns == 0 || nagg == 0 {
+        let t = if unknowns == 0 {
+            empty_csr(g, 0, nc)?
+        } else {
+            let (row_ptr, _) = tentative_rows(g, agg, block, k)?;
+            DeviceCsr {
+                nrows: unknowns,
+                ncols: nc,
+                nnz: 0,
+                row_ptr,
+                col: g.zeros::<u32>(1)?,
+                val: g.zeros::<T>(1)?,
+            }
+        };
+        drop(packed_bc);
+        let bc = (0..k)
+            .map(|_| g.zeros::<T>(nc.max(1)))
+            .collect::<Result<_>>()?;
+        return Ok((t, bc));
+    }
+    let (row_ptr, nnz) = tentative_rows(g, agg, block, k)?;
+    let mut col = output_u32(g, nnz)?;
+    let mut val = output::<T>(g, nnz)?;
+    let mut q = output::<f64>(g, nnz)?;
+    // The candidates side by side: candidate c at c·unknowns.
+    let mut packed = output::<T>(g, wide)?;
+    for (c, v) in b.iter().enumerate() {
+        g.stream()
+            .memcpy_dtod(
+                &v.slice(..unknowns),
+                &mut packed.slice_mut(c * unknowns..(c + 1) * unknowns),
+            )
+            .map_err(|e| Error::cuda("memcpy_dtod", e))?;
+    }
+    let f = g.typed_function::<T>(&AGGREGATE_SRC, "agg_tent_qr", &[])?;
+    let (nagg32, b32, k32, u32n) = (nagg as u32, block as u32, k as u32, unknowns as u32);
+    let mut lb = g.stream().launch_builder(&f);
+    lb.arg(&agg.agg_ptr)
+        .arg(&agg.members)
+        .arg(&nagg32)
+        .arg(&b32)
+        .arg(&k32)
+        .arg(&packed)
+        .arg(&u32n)
+        .arg(&row_ptr)
+        .arg(&mut col)
+        .arg(&mut q)
+        .arg(&mut val)
+        .arg(&mut packed_bc);
+    // SAFETY: agg_tent_qr_T(const u32* agg_ptr, const u32* members, u32 nagg, u32 block, u32 k,
+    // const T* b, u32 unknowns, const u32* trp, u32* tcol, double* q, T* tval, T* bc): agg_ptr
+    // nagg+1 into members (nodes < n), b k·unknowns (candidate c at c·unknowns), trp the scan of
+    // k per aggregated unknown (each aggregated unknown's k slots < nnz, written only by its
+    // aggregate's thread), tcol/q/tval nnz, bc k·nagg·k (each aggregate writes its own k·k).
+    unsafe { lb.launch(Gpu::cfg(grid(g, nagg, QR_THREADS as usize), QR_THREADS, 0)) }
+        .map_err(|e| Gpu::launch_error("agg_tent_qr", e))?;
+    drop((q, packed));
+    let mut bc = Vec::with_capacity(k);
+    for j in 0..k {
+        let mut v = output::<T>(g, nc)?;
+        g.stream()
+            .memcpy_dtod(
+                &packed_bc.slice(j * nc..(j + 1) * nc),
+                &mut v.slice_mut(..nc),
+            )
+            .map_err(|e| Error::cuda("memcpy_dtod", e))?;
+        bc.push(v);
+    }
+    Ok((
+        DeviceCsr {
+            nrows: unknowns,
+            ncols: nc,
+            nnz,
+            row_ptr,
+            col,
+            val,
+        },
+        bc,
+    ))
+}
+
 /// The tentative prolongator of ONE candidate `b` (k = 1) with `block` unknowns per node:
 /// `T[i, agg[i / block]] = b_i / ‖b_a‖`, where `‖b_a‖` is the norm of `b` restricted to the
 /// aggregate's unknowns, and the coarse candidate `bc[a] = ‖b_a‖`; bit for bit what the AMG's
@@ -744,19 +902,8 @@ pub fn tentative_single<T: GpuScalar>(
     if unknowns == 0 {
         return Ok((empty_csr(g, 0, nagg)?, bc));
     }
-    let (u32n, b32) = (unknowns as u32, block as u32);
-    let mut flags = g.zeros::<u32>(unknowns + 1)?;
-    let k = g.function(&AGGREGATE_SRC, "agg_tent_flags", &[])?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(&agg.agg).arg(&u32n).arg(&b32).arg(&mut flags);
-    // SAFETY: agg_tent_flags(const u32* agg, u32 unknowns, u32 block, u32* flags): agg n =
-    // unknowns / block entries, flags unknowns+1 (last stays 0).
-    unsafe { lb.launch(Gpu::cfg(item_blocks(g, unknowns), THREADS, 0)) }
-        .map_err(|e| Gpu::launch_error("agg_tent_flags", e))?;
-    let mut row_ptr = g.zeros::<u32>(unknowns + 1)?;
-    exclusive_scan(g, &flags, &mut row_ptr)?;
-    drop(flags);
-    let nnz = read_at(g, &row_ptr, unknowns)? as usize;
+    let b32 = block as u32;
+    let (row_ptr, nnz) = tentative_rows(g, agg, block, 1)?;
     let mut col = output_u32(g, nnz)?;
     let mut val = output::<T>(g, nnz)?;
     if nagg > 0 {

@@ -8,7 +8,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{DevicePtr, DevicePtrMut};
+use cudarc::driver::DevicePtrMut;
 
 use super::{CsrView, DeviceCsr};
 use crate::error::Result;
@@ -94,21 +94,10 @@ impl CusparseSpgemm {
         // (all queued on this stream, and the buffers are freed on the same stream).
         unsafe {
             let make = |v: CsrView<'_, T>| -> Result<sys::cusparseSpMatDescr_t> {
-                let (rp, _g1) = v.row_ptr.device_ptr(stream);
-                let (ci, _g2) = v.col.device_ptr(stream);
-                let (va, _g3) = v.val.device_ptr(stream);
                 let mut m = std::ptr::null_mut();
-                create_csr(
-                    &mut m,
-                    v.nrows,
-                    v.ncols,
-                    v.nnz,
-                    rp,
-                    ci,
-                    va,
-                    dt,
-                    "cusparseCreateCsr",
-                )?;
+                let arrays = (v.row_ptr, v.col, v.val);
+                let shape = (v.nrows, v.ncols, v.nnz);
+                create_csr(&mut m, shape, Some(arrays), stream, "cusparseCreateCsr")?;
                 Ok(m)
             };
             let ma = make(a)?;
@@ -116,17 +105,8 @@ impl CusparseSpgemm {
             let mb = make(b)?;
             d.mats.push(mb);
             let mut mc = std::ptr::null_mut();
-            create_csr(
-                &mut mc,
-                a.nrows,
-                b.ncols,
-                0,
-                0,
-                0,
-                0,
-                dt,
-                "cusparseCreateCsr(C)",
-            )?;
+            let shape = (a.nrows, b.ncols, 0);
+            create_csr::<T>(&mut mc, shape, None, stream, "cusparseCreateCsr(C)")?;
             d.mats.push(mc);
             check(
                 sys::cusparseSpGEMM_createDescr(&mut d.spgemm),

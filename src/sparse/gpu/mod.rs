@@ -71,6 +71,7 @@
 //! order, so each row of `Aᵀ` comes out sorted. Column counts (atomics) and a scan give
 //! `row_ptr`; one gather writes the rows and values.
 
+mod adjoint;
 pub mod aggregate;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
@@ -87,9 +88,10 @@ use crate::primitives::gpu as prim;
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
+pub use adjoint::{conj_transpose, ADJOINT_SRC};
 pub use aggregate::{
-    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_single,
-    GpuAggregation, AGGREGATE_SRC,
+    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_qr,
+    tentative_single, GpuAggregation, AGGREGATE_SRC,
 };
 #[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
@@ -99,8 +101,27 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
     name: "sparse/spgemm.cu",
     text: include_str!("../../../kernels/sparse/spgemm.cu"),
     headers: &[&COMMON],
-    constants: &[],
+    constants: &[
+        ("SPGEMM_BLOCK", BLOCK_THREADS as i64),
+        ("SPGEMM_GROUP_THREADS", GROUP_THREADS as i64),
+        ("SPGEMM_NBINS", BINS.len() as i64),
+        ("SPGEMM_BIN0_ROWS", BINS[0].1 as i64),
+        ("SPGEMM_BIN1_ROWS", BINS[1].1 as i64),
+        ("SPGEMM_BIN2_ROWS", BINS[2].1 as i64),
+        ("SPGEMM_BIN3_ROWS", BINS[3].1 as i64),
+        ("SPGEMM_FLAT_SEG", FLAT_SEG as i64),
+        ("SPGEMM_FLAT_SEGS_PER_BLOCK", FLAT_SEGS_PER_BLOCK as i64),
+    ],
 };
+
+/// Threads per block of the block bins (one row per block) and of the bitmap kernel.
+const BLOCK_THREADS: u32 = 256;
+
+/// Threads per block of the group bins (several rows per block) and of the flat kernels.
+const GROUP_THREADS: u32 = 128;
+
+/// Flat numeric segments per block: one warp each.
+const FLAT_SEGS_PER_BLOCK: u32 = GROUP_THREADS / 32;
 
 /// Largest product count `Σ ub` for the one-pass symbolic phase (its temporary holds one
 /// column per product: 2^30 products = 4 GiB); beyond it, a count pass and a fill pass.
@@ -113,9 +134,17 @@ pub fn set_one_pass_limit_for_tests(products: u64) {
     ONE_PASS_MAX_PRODUCTS.store(products, Ordering::Relaxed);
 }
 
-/// The bins of the kernels (must match `spgemm_bin_of` and the entry points in spgemm.cu):
-/// (threads per block, rows per block); a bin with 0 rows per block is the global-table bin.
-const BINS: [(u32, u32); 6] = [(128, 16), (128, 8), (128, 4), (128, 4), (256, 1), (256, 0)];
+/// The bins of the kernels (their limits are `spgemm_bin_of`'s in spgemm.cu, which takes the
+/// threads and rows per block from here): (threads per block, rows per block); a bin with 0
+/// rows per block is the global-table bin.
+const BINS: [(u32, u32); 6] = [
+    (GROUP_THREADS, 16),
+    (GROUP_THREADS, 8),
+    (GROUP_THREADS, 4),
+    (GROUP_THREADS, 4),
+    (BLOCK_THREADS, 1),
+    (BLOCK_THREADS, 0),
+];
 
 /// A CSR matrix whose arrays live on the device: the result type of the GPU sparse operations.
 ///
@@ -821,13 +850,22 @@ impl GpuSpgemmPlan {
             // SAFETY: spgemm_flat_b0_T / spgemm_numeric_b1_T take (rows, n, ...): bin bi's rows
             // of this plan (each row's C row fits the group's 32/64 entries: n ≤ ub).
             unsafe {
-                self.launch_numeric(&k, &name, Gpu::cfg(blocks, 128, 0), a, b, values, |l| {
-                    l.arg(&rows_b).arg(&n32);
-                })
+                self.launch_numeric(
+                    &k,
+                    &name,
+                    Gpu::cfg(blocks, GROUP_THREADS, 0),
+                    a,
+                    b,
+                    values,
+                    |l| {
+                        l.arg(&rows_b).arg(&n32);
+                    },
+                )
             }?;
         }
         if self.bin_start[6] > self.bin_start[2] {
-            let blocks = (self.seg_bound.div_ceil(4) as u32).clamp(1, g.sm_count() * 16);
+            let blocks = (self.seg_bound.div_ceil(FLAT_SEGS_PER_BLOCK as usize) as u32)
+                .clamp(1, g.sm_count() * 16);
             let k = g.typed_function::<T>(&SPGEMM_SRC, "spgemm_flat_seg", &[])?;
             // SAFETY: spgemm_flat_seg_T takes (items, nitems, ...): *nitems (row, first, end
             // entry) triples written by spgemm_seg_items for this plan's rows, each segment
@@ -836,7 +874,7 @@ impl GpuSpgemmPlan {
                 self.launch_numeric(
                     &k,
                     "spgemm_flat_seg",
-                    Gpu::cfg(blocks, 128, 0),
+                    Gpu::cfg(blocks, GROUP_THREADS, 0),
                     a,
                     b,
                     values,
@@ -947,61 +985,23 @@ pub fn transpose<'a, T: GpuScalar>(
     let a = a.into();
     let g = gpu;
     let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
-    let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
-    let mut counts = g.zeros::<u32>(n + 1)?;
-    let mut row_ptr = g.zeros::<u32>(n + 1)?;
-    if nnz == 0 {
+    let Some(p) = transpose_pattern(g, a.row_ptr, a.col, (m, n, nnz))? else {
         return Ok(DeviceCsr {
             nrows: n,
             ncols: m,
             nnz: 0,
-            row_ptr,
+            row_ptr: g.zeros::<u32>(n + 1)?,
             col: g.zeros::<u32>(1)?,
             val: g.zeros::<T>(1)?,
         });
-    }
+    };
     let nnz32 = nnz as u32;
-    let m32 = m as u32;
-    let mut rows = g.zeros::<u32>(nnz)?;
-    let k = f("sparse_entry_rows")?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(a.row_ptr).arg(&m32).arg(&mut rows);
-    // SAFETY: sparse_entry_rows(const u32* rp, u32 m, u32* rows): rp m+1 ending at nnz, rows nnz.
-    unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
-        .map_err(|e| Gpu::launch_error("sparse_entry_rows", e))?;
-    let k = f("sparse_col_counts")?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(a.col).arg(&nnz32).arg(&mut counts);
-    // SAFETY: sparse_col_counts(const u32* col, u32 nnz, u32* counts): columns < n, counts n+1.
-    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
-        .map_err(|e| Gpu::launch_error("sparse_col_counts", e))?;
-    prim::scan(
-        g,
-        &counts,
-        &mut row_ptr,
-        ScanSpec::exclusive(ScanOp::Plus),
-        ScanAlgorithm::default(),
-    )?;
-    let mut keys = g
-        .stream()
-        .clone_dtod(&a.col.slice(..nnz))
-        .map_err(|e| Error::cuda("copying column keys", e))?;
-    // SAFETY: sparse_iota writes all nnz entries.
-    let mut perm = unsafe { g.alloc::<u32>(nnz)? };
-    let k = f("sparse_iota")?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(&nnz32).arg(&mut perm);
-    // SAFETY: sparse_iota(u32 n, u32* out): out n entries.
-    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
-        .map_err(|e| Gpu::launch_error("sparse_iota", e))?;
-    crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
-    drop(keys);
     // SAFETY: the gather writes all nnz entries.
     let (mut tcol, mut tval) = unsafe { (g.alloc::<u32>(nnz)?, g.alloc::<T>(nnz)?) };
     let k = g.typed_function::<T>(&SPGEMM_SRC, "sparse_transpose_gather", &[])?;
     let mut lb = g.stream().launch_builder(&k);
-    lb.arg(&perm)
-        .arg(&rows)
+    lb.arg(&p.perm)
+        .arg(&p.rows)
         .arg(a.val)
         .arg(&nnz32)
         .arg(&mut tcol)
@@ -1014,10 +1014,76 @@ pub fn transpose<'a, T: GpuScalar>(
         nrows: n,
         ncols: m,
         nnz,
-        row_ptr,
+        row_ptr: p.row_ptr,
         col: tcol,
         val: tval,
     })
+}
+
+/// The structure of `Aᵀ` for an `m × n` CSR pattern with `nnz > 0` entries (`None` when there
+/// are none): its row pointers, and for each entry `q` of `Aᵀ` (row-major) the entry `perm[q]`
+/// of `A` it comes from, whose row `rows[perm[q]]` is its column. The value types gather their
+/// values with `perm` (`transpose`, the complex conjugate transpose).
+pub(crate) struct TransposePattern {
+    pub(crate) row_ptr: CudaSlice<u32>,
+    pub(crate) perm: CudaSlice<u32>,
+    pub(crate) rows: CudaSlice<u32>,
+}
+
+/// Builds [`TransposePattern`] on the device: the row of every entry, column counts and their
+/// scan, a stable radix sort of the entries by column.
+pub(crate) fn transpose_pattern(
+    g: &Arc<Gpu>,
+    a_row_ptr: &CudaSlice<u32>,
+    a_col: &CudaSlice<u32>,
+    (m, n, nnz): (usize, usize, usize),
+) -> Result<Option<TransposePattern>> {
+    let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
+    let mut counts = g.zeros::<u32>(n + 1)?;
+    let mut row_ptr = g.zeros::<u32>(n + 1)?;
+    if nnz == 0 {
+        return Ok(None);
+    }
+    let nnz32 = nnz as u32;
+    let m32 = m as u32;
+    let mut rows = g.zeros::<u32>(nnz)?;
+    let k = f("sparse_entry_rows")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a_row_ptr).arg(&m32).arg(&mut rows);
+    // SAFETY: sparse_entry_rows(const u32* rp, u32 m, u32* rows): rp m+1 ending at nnz, rows nnz.
+    unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_entry_rows", e))?;
+    let k = f("sparse_col_counts")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a_col).arg(&nnz32).arg(&mut counts);
+    // SAFETY: sparse_col_counts(const u32* col, u32 nnz, u32* counts): columns < n, counts n+1.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_col_counts", e))?;
+    prim::scan(
+        g,
+        &counts,
+        &mut row_ptr,
+        ScanSpec::exclusive(ScanOp::Plus),
+        ScanAlgorithm::default(),
+    )?;
+    let mut keys = g
+        .stream()
+        .clone_dtod(&a_col.slice(..nnz))
+        .map_err(|e| Error::cuda("copying column keys", e))?;
+    // SAFETY: sparse_iota writes all nnz entries.
+    let mut perm = unsafe { g.alloc::<u32>(nnz)? };
+    let k = f("sparse_iota")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(&nnz32).arg(&mut perm);
+    // SAFETY: sparse_iota(u32 n, u32* out): out n entries.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_iota", e))?;
+    crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
+    Ok(Some(TransposePattern {
+        row_ptr,
+        perm,
+        rows,
+    }))
 }
 
 /// `C = A + α·B` on the GPU for canonical `A` and `B` of the same shape: the union of the

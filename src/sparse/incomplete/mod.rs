@@ -21,6 +21,7 @@
 //! factorization is then of `A` with each diagonal entry moved away from zero by
 //! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
 
+mod fill;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 
@@ -91,6 +92,9 @@ pub struct IncompleteParams {
     /// inserted as zeros, which then need a [`shift`](Self::shift) or
     /// [`auto_shift`](Self::auto_shift).
     pub matching: RowMatching,
+    /// The factor's pattern (ILU only; IC stays on `A`'s lower triangle). Default
+    /// [`Fill::Auto`].
+    pub fill: Fill,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -116,6 +120,7 @@ impl Default for IncompleteParams {
             application: Application::Exact,
             ordering: Ordering::Natural,
             matching: RowMatching::Auto,
+            fill: Fill::Auto,
             non_exhaustive: (),
         }
     }
@@ -171,6 +176,25 @@ pub enum RowMatching {
     /// Always (the matching also prefers large diagonal entries).
     On,
 }
+
+/// The pattern of an incomplete LU factor: `A`'s own (ILU(0)) or with the fill of level `k`
+/// (ILU(k), see [`fill`](self) below: an entry created by eliminating with a pivot row has level
+/// `lev(i, k) + lev(k, j) + 1`, `A`'s entries 0, and entries up to level `k` are kept).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// Level [`AUTO_FILL_MATCHED`] when the rows were matched (a diagonal entry was missing or
+    /// zero), else 0.
+    #[default]
+    Auto,
+    /// This level of fill (0: ILU(0)).
+    Level(usize),
+}
+
+/// The fill level of [`Fill::Auto`] on a matched matrix. Matrices without a usable diagonal
+/// (circuit and chemical-process simulations: rajat19, bayer10) give a matched ILU(0) that
+/// stagnates GMRES(30) at a residual of 0.3 (rajat19) to 0.998 (bayer10); one level of fill
+/// converges on rajat19 (`benches/results/ilu.md`).
+pub const AUTO_FILL_MATCHED: usize = 1;
 
 /// Natural-order levels above which [`Ordering::Auto`] considers multicolouring.
 pub const AUTO_REORDER_LEVELS: usize = 256;
@@ -269,6 +293,10 @@ pub struct Preprocessing {
     pub matched: bool,
     /// Diagonal entries inserted (zeros) because no row permutation provides them.
     pub inserted_diagonals: usize,
+    /// The level of fill of the pattern (0: `A`'s own).
+    pub fill_level: usize,
+    /// Entries the fill added.
+    pub fill_entries: usize,
 }
 
 /// What a factorization did and how it is applied: for reports (`info`, JSON).
@@ -299,9 +327,14 @@ pub struct FactorSummary {
     pub matched: bool,
     /// Diagonal entries inserted (structurally singular matrix).
     pub inserted_diagonals: usize,
+    /// The level of fill (0: `A`'s pattern).
+    pub fill_level: usize,
+    /// Entries the fill added.
+    pub fill_entries: usize,
     /// The diagonal shift used.
     pub shift: f64,
-    /// Whether the values were factored on the host (a deep schedule on the GPU backend).
+    /// Whether the values were factored on the host (on the GPU backend: a small factor, whose
+    /// host factorization is faster than the device one).
     pub host_factorization: bool,
 }
 
@@ -322,6 +355,8 @@ impl FactorSummary {
             upper_norm: modes.upper_norm.is_finite().then_some(modes.upper_norm),
             matched: p.matched,
             inserted_diagonals: p.inserted_diagonals,
+            fill_level: p.fill_level,
+            fill_entries: p.fill_entries,
             shift,
             host_factorization: host,
         }
@@ -348,6 +383,13 @@ impl std::fmt::Display for FactorSummary {
                 f,
                 ", rows matched ({} diagonals inserted)",
                 self.inserted_diagonals
+            )?;
+        }
+        if self.fill_level > 0 {
+            write!(
+                f,
+                ", fill level {} (+{} entries)",
+                self.fill_level, self.fill_entries
             )?;
         }
         if self.shift != 0.0 {
@@ -450,7 +492,13 @@ impl IncompleteStructure {
                 RowMatching::On => true,
                 RowMatching::Auto => diagonal_missing_or_zero(a),
             };
-        if !matching && params.ordering == Ordering::Natural {
+        let fill = match (kind, params.fill) {
+            (FactorKind::Ic0, _) => 0,
+            (_, Fill::Level(k)) => k,
+            (_, Fill::Auto) if matching => AUTO_FILL_MATCHED,
+            (_, Fill::Auto) => 0,
+        };
+        if !matching && params.ordering == Ordering::Natural && fill == 0 {
             return Self::analyse(a, kind);
         }
         let identity: Vec<u32> = (0..n as u32).collect();
@@ -501,8 +549,24 @@ impl IncompleteStructure {
             }
             None => (a1, None),
         };
+        // Step 3: the fill pattern (B₃ = B with zeros at the fill positions).
+        let (b, src3) = if fill > 0 {
+            let (b3, s3) = fill::with_fill(&*b, fill)?;
+            prep.fill_level = fill;
+            prep.fill_entries = b3.nnz() - b.nnz();
+            (std::borrow::Cow::Owned(b3), Some(s3))
+        } else {
+            (b, None)
+        };
         // Positions of B's entries in A.
         let to_a = |p: u32| -> u32 {
+            let p = match &src3 {
+                Some(s3) => s3[p as usize],
+                None => p,
+            };
+            if p == INSERTED {
+                return INSERTED;
+            }
             let p1 = match &src2 {
                 Some(s2) => s2[p as usize],
                 None => p,

@@ -73,18 +73,13 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
         // match them (row_ptr n + 1, col/val nnz; b, x n elements); descriptors are destroyed in
         // Drop; the attribute values are the enums' 4-byte representations.
         unsafe {
-            let (rp, _a) = me._row_ptr.device_ptr(&stream);
-            let (ci, _b) = me._col.device_ptr(&stream);
-            let (va, _c) = me._val.device_ptr(&stream);
+            let arrays = (&me._row_ptr, &me._col, &me._val);
+            let shape = (n, n, a.nnz());
             create_csr(
                 &mut me.mat,
-                n,
-                n,
-                a.nnz(),
-                rp,
-                ci,
-                va,
-                dt,
+                shape,
+                Some(arrays),
+                &stream,
                 "cusparseCreateCsr",
             )?;
             let mut fill = match triangle {

@@ -19,11 +19,11 @@
 //! on). [`SptrsvAlgorithm::choose`] picks one from the level statistics; see it for the rule and
 //! the measurements behind it.
 //!
-//! The analysis runs on the CPU (one pass over the triangle's entries plus a counting sort by
-//! level, `O(n + nnz)`); for the factors of the corpus matrices it takes well under a
-//! millisecond (`benches/results/history/ilu.md` reports it beside cuSPARSE's analysis). A GPU analysis
-//! with the crate's scan and sort primitives would matter for matrices that change pattern often;
-//! it is not done yet.
+//! The analysis runs on the CPU ([`TriangularPlan::analyse`]: one pass over the triangle's
+//! entries plus a counting sort by level, `O(n + nnz)`) or on the GPU on a pattern already there
+//! ([`gpu::GpuTriPlan::analyse`]: one synchronization-free launch finds every row's level, the
+//! crate's stable radix sort orders the rows by level, and the level boundaries come from the
+//! sorted keys); both give the same plan, row for row.
 //!
 //! # References
 //!

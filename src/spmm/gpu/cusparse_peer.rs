@@ -106,10 +106,6 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
         }
         let cs = Cusparse::new(a.gpu())?;
         let stream = a.gpu().stream().clone();
-        let (rp, ci, va) = a.device_parts();
-        let (rp, _r1) = rp.device_ptr(&stream);
-        let (ci, _r2) = ci.device_ptr(&stream);
-        let (va, _r3) = va.device_ptr(&stream);
         let dt = data_type::<T>();
         let (ldx, ldy) = match layout {
             Layout::RowMajor => (k, k),
@@ -132,15 +128,12 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
         // nrows+1, col/val nnz, x ncols·k, y nrows·k with the leading dimensions of `layout`);
         // cuSPARSE only reads the matrix and x. Descriptors are destroyed in Drop.
         unsafe {
+            let shape = (n, m, a.nnz());
             create_csr(
                 &mut me.mat,
-                n,
-                m,
-                a.nnz(),
-                rp,
-                ci,
-                va,
-                dt,
+                shape,
+                Some(a.device_parts()),
+                &stream,
                 "cusparseCreateCsr",
             )?;
             let (xp, _rx) = x.device_ptr(&stream);
