@@ -19,7 +19,7 @@ use segsparse::solvers::{
     bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
     SolveError, SolveInfo, SolveParams,
 };
-use segsparse::{CsrMatrix, Elem, Scalar};
+use segsparse::{CsrMatrix, Elem};
 
 use crate::cli::{BackendArg, Cli, GpusArg, MethodArg, PrecondArg};
 use crate::{finish, AutoReport, Extra, Finished, Outcome};
