@@ -500,7 +500,7 @@ fn sparse_solve_complex_files_and_specs() {
         ),
         ("helmholtz3d:8:6:0.5", "cocg", "jacobi", "complex symmetric"),
     ] {
-        let out = run(&[m, "-p", "c128", "--backend", "cpu"]);
+        let out = run(&[m, "--precision", "c128", "--backend", "cpu"]);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -519,23 +519,34 @@ fn sparse_solve_complex_files_and_specs() {
     // Refused, with the reason, before any solve.
     for (args, msg) in [
         (
-            vec![young, "-p", "c128", "--precond", "amg"],
+            vec![young, "--precision", "c128", "--precond", "amg"],
             "not available for complex",
         ),
         (
-            vec![young, "-p", "c128", "--precond", "poly"],
+            vec![young, "--precision", "c128", "--precond", "poly"],
             "not available for complex",
         ),
-        (vec![young, "-p", "c128", "--gpus", "2"], "one device"),
         (
-            vec![young, "-p", "c128", "--rhs-count", "3"],
+            vec![young, "--precision", "c128", "--gpus", "2"],
+            "one device",
+        ),
+        (
+            vec![young, "--precision", "c128", "--rhs-count", "3"],
             "one right-hand side",
         ),
         (
-            vec![young, "-p", "c128", "--precond", "ilu0", "--backend", "gpu"],
+            vec![
+                young,
+                "--precision",
+                "c128",
+                "--precond",
+                "ilu0",
+                "--backend",
+                "gpu",
+            ],
             "runs on the CPU",
         ),
-        (vec![young, "-p", "f64"], "holds complex values"),
+        (vec![young, "--precision", "f64"], "holds complex values"),
     ] {
         let out = run(&args);
         let err = String::from_utf8_lossy(&out.stderr);
