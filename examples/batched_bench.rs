@@ -4,12 +4,16 @@
 //!
 //! ```text
 //! cargo run --release --example batched_bench -- [--systems N] [--kind KIND] [--method cg|bicgstab|gmres]
-//!     [--precision f64|f32] [--precond jacobi|none] [--seq-sample S] [--gpu-sample G]
+//!     [--precision f64|f32] [--precond jacobi|ilu0|none] [--seq-sample S] [--gpu-sample G]
+//!     [--dump DIR]
 //! ```
 //! KIND: `poisson2d:M` (M² rows), `poisson3d:M` (M³ rows), `spd:N`, `nonsym:N` (random
 //! diagonally dominant, 5 entries per row, a different pattern per system), `mixed-spd`,
 //! `mixed-nonsym` (sizes drawn from 64..=1024). One JSON object per line on stdout.
 //! The one-by-one rates are measured on the first S (CPU, sequential) and G (GPU) systems.
+//! `--dump DIR` also writes the batch and its right-hand sides as raw little-endian arrays
+//! (`sys_ptr.u32`, `row_ptr.u32`, `col.u32`, `val.f64`/`val.f32`, `b.f64`/`b.f32`) and the
+//! GPU solution (`x.f64`/`x.f32`) for the dense batched peer (`benches/multi_rhs/dense_peer.py`).
 
 use std::time::Instant;
 
@@ -93,13 +97,16 @@ fn main() {
     };
     let precond = match arg(&args, "--precond", "jacobi").as_str() {
         "jacobi" => BatchPrecond::Jacobi,
-        _ => BatchPrecond::None,
+        "ilu0" => BatchPrecond::Ilu0,
+        "none" => BatchPrecond::None,
+        p => panic!("unknown preconditioner {p}"),
     };
+    let dump = arg(&args, "--dump", "");
     let seq: usize = arg(&args, "--seq-sample", "200").parse().unwrap();
     let gs: usize = arg(&args, "--gpu-sample", "20").parse().unwrap();
     match arg(&args, "--precision", "f64").as_str() {
-        "f32" => run::<f32>(count, &kind, method, precond, seq, gs, 1e-5),
-        _ => run::<f64>(count, &kind, method, precond, seq, gs, 1e-8),
+        "f32" => run::<f32>(count, &kind, method, precond, seq, gs, 1e-5, &dump),
+        _ => run::<f64>(count, &kind, method, precond, seq, gs, 1e-8, &dump),
     }
 }
 
@@ -112,6 +119,7 @@ fn run<T: Scalar + GpuPart>(
     seq: usize,
     gs: usize,
     tol: f64,
+    dump: &str,
 ) {
     let ms = systems::<T>(kind, count);
     let rows: Vec<usize> = ms.iter().map(|a| a.nrows()).collect();
@@ -146,14 +154,44 @@ fn run<T: Scalar + GpuPart>(
     let mut row = serde_json::json!({
         "bench": "batched", "kind": kind, "systems": count, "rows_min": rows.iter().min(),
         "rows_max": rows.iter().max(), "nnz": batch.nnz(), "method": method.name(),
-        "precond": format!("{precond:?}").to_lowercase(), "precision": T::NAME, "rel_tol": tol,
+        "precond": precond.name(), "precision": T::NAME, "rel_tol": tol,
         "cpu_threads": rayon::current_num_threads(),
         "cpu_seq_systems_per_s": cpu_seq_rate, "cpu_seq_sample": seq,
         "cpu_seq_mean_iterations": it_seq as f64 / seq.max(1) as f64,
         "cpu_par_systems_per_s": cpu_par_rate, "cpu_converged": ci.converged(),
     });
-    T::gpu_part(&batch, &ms, &b, &params, gs, &ci, &mut row);
+    let xg = T::gpu_part(&batch, &ms, &b, &params, gs, &ci, &mut row);
+    if !dump.is_empty() {
+        write_dump(dump, &batch, &b, &xg).expect("writing the dump");
+    }
     println!("{row}");
+}
+
+fn write_dump<T: Scalar>(dir: &str, batch: &BatchCsr<T>, b: &[T], x: &[T]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let (sp, rp, ci, va) = batch.parts();
+    let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ts = |v: &[T]| {
+        v.iter()
+            .flat_map(|x| {
+                if T::BYTES == 8 {
+                    x.as_f64().to_le_bytes().to_vec()
+                } else {
+                    (x.as_f64() as f32).to_le_bytes().to_vec()
+                }
+            })
+            .collect::<Vec<u8>>()
+    };
+    let d = std::path::Path::new(dir);
+    std::fs::write(d.join("sys_ptr.u32"), u32s(sp))?;
+    std::fs::write(d.join("row_ptr.u32"), u32s(rp))?;
+    std::fs::write(d.join("col.u32"), u32s(ci))?;
+    std::fs::write(d.join(format!("val.{}", T::NAME)), ts(va))?;
+    std::fs::write(d.join(format!("b.{}", T::NAME)), ts(b))?;
+    if !x.is_empty() {
+        std::fs::write(d.join(format!("x.{}", T::NAME)), ts(x))?;
+    }
+    Ok(())
 }
 
 trait GpuPart: Sized {
@@ -165,7 +203,7 @@ trait GpuPart: Sized {
         gs: usize,
         ci: &segsparse::batched::BatchInfo,
         row: &mut serde_json::Value,
-    );
+    ) -> Vec<Self>;
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -178,8 +216,9 @@ impl<T> GpuPart for T {
         _: usize,
         _: &segsparse::batched::BatchInfo,
         row: &mut serde_json::Value,
-    ) {
+    ) -> Vec<T> {
         row["gpu"] = "built without cuda".into();
+        Vec::new()
     }
 }
 
@@ -193,19 +232,21 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
         gs: usize,
         ci: &segsparse::batched::BatchInfo,
         row: &mut serde_json::Value,
-    ) {
+    ) -> Vec<T> {
         use segsparse::backend::gpu::GpuOps;
-        use segsparse::backend::{Identity, VectorOps};
+        use segsparse::backend::{Identity, Preconditioner, VectorOps};
         use segsparse::batched::gpu::GpuBatch;
+        use segsparse::batched::ILU_PARAMS;
         use segsparse::gpu::Gpu;
-        use segsparse::precond::Jacobi;
+        use segsparse::precond::{Ilu0, Jacobi};
         use segsparse::solvers::{self, SolveParams};
         use segsparse::spmv::gpu::GpuCsr;
+        use segsparse::spmv::gpu::GpuScalar;
         let g = match Gpu::shared() {
             Ok(g) => g,
             Err(e) => {
                 row["gpu"] = e.to_string().into();
-                return;
+                return Vec::new();
             }
         };
         row["device"] = g.name().into();
@@ -218,11 +259,12 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
         let mut x = g.zeros::<T>(b.len()).unwrap();
         let mut times = Vec::new();
         let mut info = None;
+        let mut xh = Vec::new();
         for _ in 0..4 {
             let t = Instant::now();
             let db = g.upload(b).unwrap();
             let i = gb.solve(&db, &mut x, params).unwrap();
-            let _xh = g.download(&x).unwrap();
+            xh = g.download(&x).unwrap();
             times.push(t.elapsed().as_secs_f64());
             info = Some(i);
         }
@@ -256,37 +298,41 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
             ..Default::default()
         };
         let gs = gs.min(ms.len());
+        fn solve<T: GpuScalar, P: Preconditioner<T, GpuOps<T>>>(
+            ops: &GpuOps<T>,
+            da: &GpuCsr<T>,
+            m: &P,
+            db: &<GpuOps<T> as VectorOps<T>>::Vector,
+            dx: &mut <GpuOps<T> as VectorOps<T>>::Vector,
+            params: &BatchParams,
+            sp: &SolveParams,
+        ) -> bool {
+            match params.method {
+                BatchMethod::Cg => solvers::pcg(ops, da, m, db, dx, sp),
+                BatchMethod::Bicgstab => solvers::bicgstab(ops, da, m, db, dx, sp),
+                BatchMethod::Gmres => solvers::gmres(ops, da, m, db, dx, params.restart, sp),
+            }
+            .is_ok()
+        }
         let one = |s: usize| {
             let a = &ms[s];
             let r = batch.row_range(s);
             let da = GpuCsr::upload(&g, a).unwrap();
             let db = ops.upload(&b[r.clone()]).unwrap();
             let mut dx = ops.upload(&vec![T::zero(); r.len()]).unwrap();
-            let res = match params.precond {
+            let ok = match params.precond {
                 BatchPrecond::Jacobi => {
                     let m = Jacobi::from_matrix(&ops, a).unwrap();
-                    match params.method {
-                        BatchMethod::Cg => solvers::pcg(&ops, &da, &m, &db, &mut dx, &sp),
-                        BatchMethod::Bicgstab => {
-                            solvers::bicgstab(&ops, &da, &m, &db, &mut dx, &sp)
-                        }
-                        BatchMethod::Gmres => {
-                            solvers::gmres(&ops, &da, &m, &db, &mut dx, params.restart, &sp)
-                        }
-                    }
+                    solve(&ops, &da, &m, &db, &mut dx, params, &sp)
                 }
-                BatchPrecond::None => match params.method {
-                    BatchMethod::Cg => solvers::pcg(&ops, &da, &Identity, &db, &mut dx, &sp),
-                    BatchMethod::Bicgstab => {
-                        solvers::bicgstab(&ops, &da, &Identity, &db, &mut dx, &sp)
-                    }
-                    BatchMethod::Gmres => {
-                        solvers::gmres(&ops, &da, &Identity, &db, &mut dx, params.restart, &sp)
-                    }
-                },
+                BatchPrecond::Ilu0 => {
+                    let m = Ilu0::new(&ops, a, &ILU_PARAMS).unwrap();
+                    solve(&ops, &da, &m, &db, &mut dx, params, &sp)
+                }
+                BatchPrecond::None => solve(&ops, &da, &Identity, &db, &mut dx, params, &sp),
             };
             let _ = ops.download(&dx).unwrap();
-            res.is_ok()
+            ok
         };
         one(0); // warm-up: kernel compiles
         let t0 = Instant::now();
@@ -304,5 +350,6 @@ impl<T: segsparse::spmv::gpu::GpuScalar> GpuPart for T {
         row["speedup_vs_cpu_seq"] = (n / t / cpu_seq).into();
         row["speedup_vs_gpu_single"] = (n / t / rate).into();
         row["speedup_vs_cpu_par"] = (n / t / row["cpu_par_systems_per_s"].as_f64().unwrap()).into();
+        xh
     }
 }

@@ -45,11 +45,17 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::backend::gpu::CHEBYSHEV,
     #[cfg(feature = "cuda")]
+    &crate::backend::gpu_complex::BLAS1_COMPLEX,
+    #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::AGGREGATE_SRC,
     #[cfg(feature = "cuda")]
+    &crate::sparse::gpu::ADJOINT_SRC,
+    #[cfg(feature = "cuda")]
     &crate::sparse::triangular::gpu::SPTRSV_SRC,
+    #[cfg(feature = "cuda")]
+    &crate::sparse::triangular::gpu::LEVELS_SRC,
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
     #[cfg(feature = "cuda")]
@@ -57,6 +63,56 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "nccl")]
     &crate::backend::nccl::DIST_KERNELS,
 ];
+
+/// Every `(source, defines)` variant the runtime asks for on a device of compute capability
+/// `cc`, under this process's policies (their defaults unless tuning variables are set): what
+/// the `kernel-archive` tool compiles into the embedded archive ([`crate::gpu::prebuilt`]).
+/// Sources compiled with a policy's defines (SpMV once per element type, the scans, the
+/// Onesweep sort) appear with those; every other source with none. A variant missing here is not an error: the runtime
+/// then compiles it with NVRTC.
+#[cfg(feature = "cuda")]
+pub fn variants(cc: (i32, i32)) -> Vec<(&'static KernelSource, Vec<(&'static str, String)>)> {
+    use crate::primitives::sources as scan;
+    let spmv = crate::spmv::gpu::SpmvPolicy::for_device(cc);
+    // The primitives' tuning rows depend on the device class (read from the name at run time,
+    // H100 / H200 / other), so every distinct row of the classes is archived.
+    let classes = crate::primitives::policy::DeviceClass::ALL;
+    let distinct =
+        |f: &dyn Fn(crate::primitives::policy::DeviceClass) -> Vec<(&'static str, String)>| {
+            let mut v: Vec<Vec<(&'static str, String)>> = Vec::new();
+            for c in classes {
+                let d = f(c);
+                if !v.contains(&d) {
+                    v.push(d);
+                }
+            }
+            v
+        };
+    let scan_defines = distinct(&crate::primitives::gpu::scan_defines);
+    let sort_defines = distinct(&crate::primitives::sort::gpu::onesweep_defines);
+    let scans = [
+        scan::SCAN_LOOKBACK.name,
+        scan::SEGSCAN_LOOKBACK.name,
+        scan::SCAN_MULTIPASS.name,
+        scan::SEGSCAN_MULTIPASS.name,
+    ];
+    let mut out = Vec::new();
+    for &src in ALL_SOURCES {
+        // By name: a `const` source has no single address.
+        if src.name == crate::spmv::gpu::SPMV_SRC.name {
+            // One module per element type (what a `GpuCsr<T>` asks for).
+            out.push((src, spmv.typed_defines::<f32>()));
+            out.push((src, spmv.typed_defines::<f64>()));
+        } else if scans.contains(&src.name) {
+            out.extend(scan_defines.iter().map(|d| (src, d.clone())));
+        } else if src.name == crate::primitives::sort::ONESWEEP_KERNELS.name {
+            out.extend(sort_defines.iter().map(|d| (src, d.clone())));
+        } else {
+            out.push((src, Vec::new()));
+        }
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

@@ -25,10 +25,11 @@ use segsparse::gpu::Gpu;
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, SptrsvAlgorithm};
 use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
+use segsparse::sparse::incomplete::gpu::{GpuFactorization, GpuIncompleteFactor};
 use segsparse::sparse::incomplete::FactorSummary;
 use segsparse::sparse::incomplete::{triangle_of, FactorKind, IncompleteFactor};
 use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
-use segsparse::sparse::triangular::gpu::GpuTriangular;
+use segsparse::sparse::triangular::gpu::{GpuTriPlan, GpuTriangular};
 use segsparse::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::CsrMatrix;
@@ -80,6 +81,11 @@ struct Cli {
     /// Skip the application modes and the automatic choice.
     #[arg(long)]
     no_modes: bool,
+    /// Only the factorizations: per matrix, the level analysis on the CPU and on the GPU, and
+    /// the numeric factorization on the host, level by level and synchronization-free on the GPU
+    /// (each a re-factorization on the kept pattern), against the CPU factor.
+    #[arg(long)]
+    factor_only: bool,
 }
 
 const NONSYM: &[&str] = &[
@@ -196,6 +202,21 @@ fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
 
+    if cli.factor_only {
+        for (name, spd) in pick(NONSYM)
+            .into_iter()
+            .map(|n| (n, false))
+            .chain(pick(SPD).into_iter().map(|n| (n, true)))
+        {
+            let Some(a) = load(&dir, &name) else {
+                eprintln!("{name}: not found in {}", dir.display());
+                continue;
+            };
+            factor_case(&gpu, &name, &a, spd, &device, &mut out)?;
+        }
+        factor_tables(&out.records);
+        return Ok(());
+    }
     if !cli.no_modes {
         for (name, spd) in pick(NONSYM)
             .into_iter()
@@ -336,6 +357,151 @@ fn warm_up(gpu: &Arc<Gpu>, be: &GpuOps<f64>) -> anyhow::Result<()> {
     .and_then(|mut s| s.solve(&db, &mut dx));
     gpu.synchronize()?;
     Ok(())
+}
+
+/// Median seconds of `f` over `reps` calls, each synchronised.
+fn median_wall(
+    gpu: &Gpu,
+    reps: usize,
+    mut f: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<f64> {
+    let mut t = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        gpu.synchronize()?;
+        let t0 = Instant::now();
+        f()?;
+        gpu.synchronize()?;
+        t.push(t0.elapsed().as_secs_f64());
+    }
+    Ok(median(t))
+}
+
+/// The level analysis (CPU, GPU) and the factorization (host, levels, sync-free) of one matrix.
+fn factor_case(
+    gpu: &Arc<Gpu>,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    spd: bool,
+    device: &str,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    let kind = if spd {
+        FactorKind::Ic0
+    } else {
+        FactorKind::Ilu0
+    };
+    let ip = IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    };
+    let mut f = match GpuIncompleteFactor::new(gpu, a, kind, &ip) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{name}: no {} factor: {e}", kind.name());
+            return Ok(());
+        }
+    };
+    let shifted = IncompleteParams {
+        shift: f.shift_used(),
+        auto_shift: false,
+        ..ip
+    };
+    let cpu = match IncompleteFactor::new(a, kind, &shifted) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{name}: no CPU {} factor: {e}", kind.name());
+            return Ok(());
+        }
+    };
+    // The factor's pattern (after any row matching): the analysis of its lower solve.
+    let s = f.structure().clone();
+    let pat = CsrMatrix::try_from_parts(
+        s.n,
+        s.n,
+        s.row_ptr.clone(),
+        s.col_idx.clone(),
+        vec![1.0f64; s.col_idx.len()],
+    )?;
+    let dg = match kind {
+        FactorKind::Ilu0 => Diagonal::Unit,
+        FactorKind::Ic0 => Diagonal::NonUnit,
+    };
+    let cpu_analysis_s = median_wall(gpu, 5, || {
+        TriangularPlan::analyse(&pat, Triangle::Lower, dg)?;
+        Ok(())
+    })?;
+    let (rp, col) = (gpu.upload(&s.row_ptr)?, gpu.upload(&s.col_idx)?);
+    let gpu_analysis_s = median_wall(gpu, 5, || {
+        GpuTriPlan::analyse(
+            gpu,
+            s.n,
+            &rp,
+            &col,
+            Triangle::Lower,
+            dg,
+            SptrsvAlgorithm::Auto,
+        )?;
+        Ok(())
+    })?;
+    let auto = f.factorization();
+    let mut rec = json!({"bench": "factor", "matrix": name, "kind": kind.name(), "n": s.n,
+        "nnz": s.col_idx.len(), "device": device, "levels": s.lower.levels(),
+        "factor_launches": f.factor_groups(), "auto": auto.name(), "shift": f.shift_used(),
+        "cpu_analysis_s": cpu_analysis_s, "gpu_analysis_s": gpu_analysis_s});
+    for how in [
+        GpuFactorization::Host,
+        GpuFactorization::Levels,
+        GpuFactorization::SyncFree,
+    ] {
+        f.set_factorization(how);
+        let reps = if how == GpuFactorization::Levels && f.factor_groups() > 64 {
+            3
+        } else {
+            7
+        };
+        let t = median_wall(gpu, reps, || {
+            f.refactor(a)?;
+            Ok(())
+        })?;
+        let got = f.download_values()?;
+        let want = cpu.values();
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+        let err = got
+            .iter()
+            .zip(want)
+            .map(|(g, w)| (g - w).abs() / scale)
+            .fold(0.0, f64::max);
+        let key = how.name().replace('-', "");
+        rec[format!("{key}_s")] = json!(t);
+        rec[format!("{key}_max_rel_diff")] = json!(err);
+    }
+    out.emit(rec);
+    Ok(())
+}
+
+fn factor_tables(recs: &[Value]) {
+    println!("\n### Factorization: level analysis and numeric factorization (re-factorization on the kept pattern), ms\n");
+    println!("| matrix | kind | n | nnz | levels | launches | CPU analysis | GPU analysis | host | levels | sync-free | auto | max rel diff (sync-free) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let ms = |r: &Value, k: &str| format!("{:.3}", r[k].as_f64().unwrap_or(f64::NAN) * 1e3);
+    for r in recs.iter().filter(|r| r["bench"] == "factor") {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1e} |",
+            f(r, "matrix"),
+            f(r, "kind"),
+            f(r, "n"),
+            f(r, "nnz"),
+            f(r, "levels"),
+            f(r, "factor_launches"),
+            ms(r, "cpu_analysis_s"),
+            ms(r, "gpu_analysis_s"),
+            ms(r, "host_s"),
+            ms(r, "levels_s"),
+            ms(r, "syncfree_s"),
+            f(r, "auto"),
+            r["syncfree_max_rel_diff"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

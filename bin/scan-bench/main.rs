@@ -242,21 +242,24 @@ fn scan_rows<T: ScanElem + KernelType>(
 fn run(cli: Cli) -> Result<()> {
     let g = record::gpu_or_exit("scan-bench", Gpu::new())?;
     let copy_bw = g.copy_bandwidth(1 << 29, 20)?;
-    let policy = segsparse::primitives::policy::lookback(4);
+    let class = segsparse::primitives::gpu::device_class(&g);
+    let policy = segsparse::primitives::policy::lookback(4, class);
     let header = format!(
-        "device: {} ({} SMs); copy bandwidth {:.0} GB/s (read+write, 512 MiB, median of 20); \
-         look-back policy f32 {}x{} f64 {}x{}, backoff {} ns, first delay {} ns, min blocks {}, window 32x{}, \
-         variant {}; {} samples x {} calls",
+        "device: {} ({} SMs, class {}); copy bandwidth {:.0} GB/s (read+write, 512 MiB, median of 20); \
+         look-back policy f32 {}x{} f64 {}x{}, {} tile(s) per block, backoff {} ns, first delay {} ns, \
+         min blocks {}, window 32x{}, variant {}; {} samples x {} calls",
         g.name(),
         g.sm_count(),
+        class.name(),
         copy_bw / 1e9,
         policy.threads,
         policy.items,
-        segsparse::primitives::policy::lookback(8).threads,
-        segsparse::primitives::policy::lookback(8).items,
+        segsparse::primitives::policy::lookback(8, class).threads,
+        segsparse::primitives::policy::lookback(8, class).items,
+        segsparse::primitives::policy::lookback_tiles(class),
         segsparse::primitives::policy::lookback_backoff_ns(),
-        segsparse::primitives::policy::lookback_first_delay_ns(),
-        segsparse::primitives::policy::lookback_min_blocks(),
+        segsparse::primitives::policy::lookback_first_delay_ns(class),
+        segsparse::primitives::policy::lookback_min_blocks(class),
         segsparse::primitives::policy::lookback_k(),
         segsparse::primitives::policy::lookback_variant_name(),
         cli.reps,

@@ -18,7 +18,9 @@ pub struct Cli {
     /// poisson3d:100.
     pub matrix: String,
 
-    /// Solver. auto: CG for a symmetric matrix with a positive diagonal, BiCGSTAB otherwise.
+    /// Solver. auto: CG for a symmetric matrix with a positive diagonal, BiCGSTAB otherwise;
+    /// for complex values (--precision c64|c128), COCG for a complex symmetric matrix, CG for a
+    /// Hermitian one with a positive real diagonal, GMRES otherwise.
     #[arg(long, value_enum, default_value_t = MethodArg::Auto)]
     pub method: MethodArg,
 
@@ -70,7 +72,9 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 
-    /// Floating-point precision of the matrix, vectors and arithmetic.
+    /// Floating-point precision of the matrix, vectors and arithmetic: real f32/f64 or complex
+    /// c64/c128 (complex Matrix Market files such as young1c and the helmholtz3d:N:K:SHIFT
+    /// spec need a complex precision; complex solves take --precond none, jacobi, ilu0 or ic0).
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     pub precision: PrecisionArg,
 
@@ -279,6 +283,8 @@ pub enum MethodArg {
     Bicgstab,
     /// Restarted GMRES(m) (any nonsingular matrix; see --restart).
     Gmres,
+    /// Conjugate orthogonal CG (complex symmetric matrices, A = Aᵀ; CG for a real matrix).
+    Cocg,
 }
 
 impl MethodArg {
@@ -290,6 +296,7 @@ impl MethodArg {
             MethodArg::Pcg => "pcg",
             MethodArg::Bicgstab => "bicgstab",
             MethodArg::Gmres => "gmres",
+            MethodArg::Cocg => "cocg",
         }
     }
 }
@@ -370,6 +377,22 @@ pub enum PrecisionArg {
     F32,
     /// Double precision.
     F64,
+    /// Complex single precision (two f32; a real file or spec gets zero imaginary parts).
+    C64,
+    /// Complex double precision (two f64).
+    C128,
+}
+
+impl PrecisionArg {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            PrecisionArg::F32 => "f32",
+            PrecisionArg::F64 => "f64",
+            PrecisionArg::C64 => "c64",
+            PrecisionArg::C128 => "c128",
+        }
+    }
 }
 
 /// `--format`.

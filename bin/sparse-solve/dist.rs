@@ -23,7 +23,7 @@ use crate::{GpuChoice, Outcome, Plan};
 /// The distributed method and preconditioner of `plan`, or why it cannot run on several GPUs.
 pub fn dist_plan(plan: Plan) -> Result<(Krylov, DistPrecond)> {
     let method = match plan.method {
-        MethodArg::Cg | MethodArg::Pcg => Krylov::Cg,
+        MethodArg::Cg | MethodArg::Pcg | MethodArg::Cocg => Krylov::Cg,
         MethodArg::Bicgstab | MethodArg::Auto => Krylov::Bicgstab,
         MethodArg::Gmres => bail!(
             "GMRES runs on one GPU only (the distributed backends have no multi-vector steps \

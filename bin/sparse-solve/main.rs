@@ -15,6 +15,7 @@
 //! on the diagonal is refused at setup instead: exit 1).
 
 mod cli;
+mod complex;
 mod dist;
 mod plot;
 mod preflight;
@@ -35,10 +36,10 @@ use segsparse::precond::{
     Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
 };
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, Progress,
-    SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
+    Progress, SolveError, SolveInfo, SolveParams,
 };
-use segsparse::{CsrMatrix, Precision, Scalar};
+use segsparse::{CsrMatrix, Elem, Scalar};
 use serde::Serialize;
 
 use cli::{
@@ -139,7 +140,9 @@ struct AutoReport {
     reason: String,
     /// Seconds the statistics and the choice took (part of `setup_seconds`).
     seconds: f64,
-    stats: MatrixStats,
+    /// The statistics of the real rule (`null` for a complex matrix, whose rule reads only
+    /// its symmetry and diagonal).
+    stats: Option<MatrixStats>,
 }
 
 /// The costs measured for `--gpus auto` (or for the check of an explicit count) and what the
@@ -258,21 +261,50 @@ struct Plan {
     ilu: IncompleteParams,
 }
 
+/// The ILU(0)/IC(0) parameters of the command line (`--ilu-order`, `--ilu-apply`; the shift
+/// is automatic).
+fn ilu_params(cli: &Cli) -> IncompleteParams {
+    IncompleteParams {
+        auto_shift: true,
+        application: match cli.ilu_apply {
+            IluApplyArg::Auto => segsparse::precond::Application::Auto,
+            IluApplyArg::Exact => segsparse::precond::Application::Exact,
+        },
+        ordering: match cli.ilu_order {
+            IluOrderArg::Auto => segsparse::precond::Ordering::Auto,
+            IluOrderArg::Natural => segsparse::precond::Ordering::Natural,
+            IluOrderArg::Multicolor => segsparse::precond::Ordering::Multicolor,
+            IluOrderArg::Rcm => segsparse::precond::Ordering::Rcm,
+        },
+        matching: segsparse::precond::RowMatching::Auto,
+        ..Default::default()
+    }
+}
+
+/// Readies the progress bar of a solve.
+fn progress_setup(cli: &Cli) {
+    // The bar is for people: not with --format json, and not when stderr is a file or a pipe.
+    PROGRESS_ENABLED.store(
+        cli.format == Format::Text && std::io::stderr().is_terminal(),
+        Ordering::Relaxed,
+    );
+    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    MAX_ITERS.store(cli.max_iters as u64, Ordering::Relaxed);
+}
+
 /// Runs the solve described by `cli`.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.precision {
         PrecisionArg::F32 => run_typed::<f32>(&cli),
         PrecisionArg::F64 => run_typed::<f64>(&cli),
+        PrecisionArg::C64 => complex::run::<segsparse::Complex<f32>>(&cli),
+        PrecisionArg::C128 => complex::run::<segsparse::Complex<f64>>(&cli),
     }
 }
 
 fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     cli: &Cli,
 ) -> Result<ExitCode> {
-    let precision = match cli.precision {
-        PrecisionArg::F32 => Precision::F32,
-        PrecisionArg::F64 => Precision::F64,
-    };
     let path = resolve(&cli.matrix);
     preflight::host::<T>(&path, cli)?;
     let a: CsrMatrix<T> =
@@ -329,7 +361,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let precond = match (&choice, method, cli.precond) {
         (Some(c), m, _) => match (m, c.precond) {
             // ILU(0) is not symmetric: a CG method named on the command line takes Jacobi.
-            (MethodArg::Cg | MethodArg::Pcg, AutoPrecond::Ilu0) => PrecondArg::Jacobi,
+            (MethodArg::Cg | MethodArg::Pcg | MethodArg::Cocg, AutoPrecond::Ilu0) => {
+                PrecondArg::Jacobi
+            }
             (MethodArg::Pcg, AutoPrecond::None) => PrecondArg::Jacobi,
             (_, AutoPrecond::None) => PrecondArg::None,
             (_, AutoPrecond::Jacobi) => PrecondArg::Jacobi,
@@ -345,23 +379,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         precond: precond.name(),
         reason: c.reason.clone(),
         seconds: auto_seconds,
-        stats: c.stats,
+        stats: Some(c.stats),
     });
-    let ilu = IncompleteParams {
-        auto_shift: true,
-        application: match cli.ilu_apply {
-            IluApplyArg::Auto => segsparse::precond::Application::Auto,
-            IluApplyArg::Exact => segsparse::precond::Application::Exact,
-        },
-        ordering: match cli.ilu_order {
-            IluOrderArg::Auto => segsparse::precond::Ordering::Auto,
-            IluOrderArg::Natural => segsparse::precond::Ordering::Natural,
-            IluOrderArg::Multicolor => segsparse::precond::Ordering::Multicolor,
-            IluOrderArg::Rcm => segsparse::precond::Ordering::Rcm,
-        },
-        matching: segsparse::precond::RowMatching::Auto,
-        ..Default::default()
-    };
+    let ilu = ilu_params(cli);
     let plan = Plan {
         method,
         precond,
@@ -387,13 +407,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         on_check: Some(progress),
         ..Default::default()
     };
-    // The bar is for people: not with --format json, and not when stderr is a file or a pipe.
-    PROGRESS_ENABLED.store(
-        cli.format == Format::Text && std::io::stderr().is_terminal(),
-        Ordering::Relaxed,
-    );
-    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    MAX_ITERS.store(cli.max_iters as u64, Ordering::Relaxed);
+    progress_setup(cli);
 
     let wall = Instant::now();
     // --gpus auto: with two or more GPUs (and a method and preconditioner that run on several),
@@ -450,9 +464,65 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     }
     out.extra.gpus = out.extra.gpus.max(1);
     clear_progress();
+    finish(Finished {
+        cli,
+        n,
+        nnz: a.nnz(),
+        structure: if symmetric {
+            "symmetric"
+        } else {
+            "unsymmetric"
+        },
+        method,
+        precond: plan.precond,
+        restart: plan.restart,
+        tol,
+        x: &x,
+        out,
+        wall_seconds,
+        auto_report,
+    })
+}
 
+/// What a solve hands to [`finish`] for the report, whatever its element type.
+struct Finished<'a, T> {
+    cli: &'a Cli,
+    n: usize,
+    nnz: usize,
+    /// `symmetric`, `unsymmetric`, `complex symmetric`, `hermitian`, ...
+    structure: &'static str,
+    /// The method, `auto` resolved.
+    method: MethodArg,
+    /// The preconditioner, `auto` resolved.
+    precond: PrecondArg,
+    restart: usize,
+    tol: f64,
+    x: &'a [T],
+    out: Outcome,
+    wall_seconds: f64,
+    auto_report: Option<AutoReport>,
+}
+
+/// Writes the solution (`--output`) and the residual plot (`--plot`), prints the report (text
+/// or JSON) and returns the exit code.
+fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
+    let Finished {
+        cli,
+        n,
+        nnz,
+        structure,
+        method,
+        precond,
+        restart,
+        tol,
+        x,
+        out,
+        wall_seconds,
+        auto_report,
+    } = f;
+    let precision = T::NAME;
     if let Some(p) = &cli.output {
-        segsparse::io::write_vector(p, &x).with_context(|| format!("writing {}", p.display()))?;
+        segsparse::io::write_vector(p, x).with_context(|| format!("writing {}", p.display()))?;
     }
     if let (Some(p), Ok(info)) = (&cli.plot, &out.result) {
         plot::residuals(p, &cli.matrix, out.method, &info.history, tol)
@@ -489,10 +559,10 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             let report = Report {
                 matrix: &cli.matrix,
                 n,
-                nnz: a.nnz(),
+                nnz,
                 method: out.method,
-                restart: (method == MethodArg::Gmres).then_some(plan.restart),
-                precond: plan.precond.name(),
+                restart: (method == MethodArg::Gmres).then_some(restart),
+                precond: precond.name(),
                 backend: &out.backend,
                 precision: precision.to_string(),
                 iterations,
@@ -538,20 +608,14 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             writeln!(
                 w,
                 "matrix     {} ({n}×{n}, {} nonzeros, {})",
-                cli.matrix,
-                a.nnz(),
-                if symmetric {
-                    "symmetric"
-                } else {
-                    "unsymmetric"
-                }
+                cli.matrix, nnz, structure
             )?;
             writeln!(
                 w,
                 "method     {}{}{}   preconditioner {}   backend {}   precision {precision}",
                 out.method,
                 if method == MethodArg::Gmres {
-                    format!("({})", plan.restart)
+                    format!("({restart})")
                 } else {
                     String::new()
                 },
@@ -560,7 +624,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 } else {
                     ""
                 },
-                plan.precond.name(),
+                precond.name(),
                 out.backend
             )?;
             match &out.result {
@@ -846,7 +910,10 @@ fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Precondit
     };
     let t = Instant::now();
     let r = match plan.method {
-        MethodArg::Cg | MethodArg::Pcg => multi::pcg(be, op, m, &dbs, &mut xs, params),
+        // COCG of a real matrix is CG.
+        MethodArg::Cg | MethodArg::Pcg | MethodArg::Cocg => {
+            multi::pcg(be, op, m, &dbs, &mut xs, params)
+        }
         MethodArg::Gmres => multi::gmres(be, op, m, &dbs, &mut xs, plan.restart, params),
         MethodArg::Bicgstab | MethodArg::Auto => multi::bicgstab(be, op, m, &dbs, &mut xs, params),
     };
@@ -942,6 +1009,7 @@ fn run_method<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditi
 ) -> std::result::Result<SolveInfo, SolveError> {
     match plan.method {
         MethodArg::Cg | MethodArg::Pcg => pcg(be, op, m, b, x, params),
+        MethodArg::Cocg => pcocg(be, op, m, b, x, params),
         MethodArg::Gmres => gmres(be, op, m, b, x, plan.restart, params),
         MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, m, b, x, params),
     }
@@ -1062,7 +1130,7 @@ mod tests {
                 precond: "ilu0",
                 reason: "unsymmetric".into(),
                 seconds: 1e-4,
-                stats: MatrixStats::default(),
+                stats: Some(MatrixStats::default()),
             }),
             factor: None,
         };

@@ -15,13 +15,29 @@
 //
 // Reductions sum each warp's partial (xor shuffles) and then the warps' partials in warp
 // order, so every result is reproducible run to run. Status codes (per system):
-// 0 converged, 1 not converged within max_iters, 2 breakdown, 3 NaN/Inf, 4 zero diagonal
-// (Jacobi impossible).
+// 0 converged, 1 not converged within max_iters, 2 breakdown, 3 NaN/Inf, 4 zero diagonal or
+// pivot (Jacobi or ILU(0) impossible).
+//
+// ILU(0): batch_ilu0_factor factors every system (one thread per system, Saad's IKJ variant on
+// the system's own pattern, sorted column indices) into `lu` (the strict lower part is L with a
+// unit diagonal, the rest U) and records each row's diagonal position. The solve kernels apply
+// z = U^-1 L^-1 r inside the block: each thread substitutes its rows in order (the lower solve
+// upwards, the upper solve downwards) and waits on a per-row flag for the rows it reads; a row's
+// flag is set to the solve's epoch after its value is written, so no flag is ever reset. The
+// lowest unfinished row always has its inputs, so the block cannot deadlock (independent thread
+// scheduling, sm_70 and later).
 #include "common.cuh"
 
 // BATCH_RED: reduction slots (up to 4 values x 32 warps), a -D define from the Rust side.
 #ifndef BATCH_RED
 #error "BATCH_RED comes from the Rust side as a -D define (batched::gpu::RED_SLOTS)"
+#endif
+// The preconditioner codes of BatchArgs::precond (batched::gpu::PRECOND_*).
+#ifndef BATCH_PRECOND_JACOBI
+#error "BATCH_PRECOND_JACOBI comes from the Rust side as a -D define"
+#endif
+#ifndef BATCH_PRECOND_ILU0
+#error "BATCH_PRECOND_ILU0 comes from the Rust side as a -D define"
 #endif
 
 enum { ST_CONVERGED = 0, ST_MAXITER = 1, ST_BREAKDOWN = 2, ST_NONFINITE = 3, ST_ZERODIAG = 4 };
@@ -84,6 +100,104 @@ struct BatchArgs {
     double rel_tol, abs_tol;
 };
 
+// ILU(0) factor of one system, by one thread: lu = val on entry, then row by row
+// a_ik <- a_ik / u_kk and a_ij <- a_ij - a_ik * u_kj for j > k stored in both rows. Records
+// each row's diagonal position in dpos (global entry index). Returns false on a missing
+// diagonal entry, or a pivot that is not finite or at most pivot_tol x the row's largest |a_ij|.
+template <typename T>
+__device__ bool sys_ilu0_factor(const u32* __restrict__ rp, const u32* __restrict__ col,
+                                const T* __restrict__ val, u32 n, T* __restrict__ lu,
+                                u32* __restrict__ dpos, double pivot_tol) {
+    for (u32 p = rp[0]; p < rp[n]; ++p) lu[p] = val[p];
+    for (u32 i = 0; i < n; ++i) {
+        const u32 e = rp[i + 1];
+        u32 p = rp[i];
+        T rowmax = T(0);
+        for (u32 q = p; q < e; ++q) rowmax = fmax(rowmax, fabs(val[q]));
+        for (; p < e && col[p] < i; ++p) {
+            const u32 k = col[p];
+            const u32 dk = dpos[k];
+            const T lik = lu[p] / lu[dk];
+            lu[p] = lik;
+            u32 a = p + 1, c = dk + 1;
+            const u32 ek = rp[k + 1];
+            while (a < e && c < ek) {
+                if (col[a] == col[c]) {
+                    lu[a] -= lik * lu[c];
+                    ++a;
+                    ++c;
+                } else if (col[a] < col[c]) {
+                    ++a;
+                } else {
+                    ++c;
+                }
+            }
+        }
+        if (p == e || col[p] != i) return false;
+        dpos[i] = p;
+        const T piv = lu[p];
+        if (!isfinite(piv) || !(fabs(piv) > (T)pivot_tol * rowmax)) return false;
+    }
+    return true;
+}
+
+// out = U^-1 L^-1 in for one system with the factor of sys_ilu0_factor (see the file comment).
+// `flags` holds n words; `epoch` advances by two per call (the same on every thread).
+template <typename T>
+__device__ void sys_ilu0_apply(const u32* __restrict__ rp, const u32* __restrict__ col,
+                               const T* __restrict__ lu, const u32* __restrict__ dp, u32 n,
+                               const T* in, T* out_, volatile u32* flags, u32& epoch) {
+    volatile T* out = out_;
+    __syncthreads(); // `in` complete, earlier readers of `out` done
+    const u32 lo = ++epoch;
+    for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+        T s = in[i];
+        for (u32 p = rp[i]; p < dp[i]; ++p) {
+            const u32 j = col[p];
+            while (flags[j] != lo) {
+            }
+            __threadfence_block();
+            s -= lu[p] * out[j];
+        }
+        out[i] = s;
+        __threadfence_block();
+        flags[i] = lo;
+    }
+    __syncthreads();
+    const u32 up = ++epoch;
+    for (u32 t = threadIdx.x; t < n; t += blockDim.x) {
+        const u32 i = n - 1 - t;
+        const u32 d = dp[i];
+        T s = out[i];
+        for (u32 p = d + 1; p < rp[i + 1]; ++p) {
+            const u32 j = col[p];
+            while (flags[j] != up) {
+            }
+            __threadfence_block();
+            s -= lu[p] * out[j];
+        }
+        out[i] = s / lu[d];
+        __threadfence_block();
+        flags[i] = up;
+    }
+    __syncthreads();
+}
+
+// The preconditioner's setup for one system: Jacobi's inverse diagonal into `dinv`, or (ILU(0))
+// the flags in the same slot cleared. True when the preconditioner cannot be applied (a zero
+// diagonal entry, or a failed factor recorded in status[sys] by batch_ilu0_factor).
+template <typename T>
+__device__ __forceinline__ bool sys_precond_setup(const u32* rp, const u32* col, const T* val,
+                                                  u32 n, u32 precond, T* dinv, T* red,
+                                                  const u32* status, u32 sys) {
+    if (precond == BATCH_PRECOND_ILU0) {
+        u32* flags = reinterpret_cast<u32*>(dinv);
+        for (u32 i = threadIdx.x; i < n; i += blockDim.x) flags[i] = 0u;
+        return status[sys] != 0u; // read by every thread before BATCH_FINISH writes it
+    }
+    return sys_dinv(rp, col, val, n, precond == BATCH_PRECOND_JACOBI, dinv, red);
+}
+
 // Common prologue: the system's arrays and its vectors.
 #define BATCH_PROLOGUE(NVEC)                                                                       \
     extern __shared__ __align__(16) unsigned char batch_smem[];                                    \
@@ -97,6 +211,9 @@ struct BatchArgs {
                             : work + (u64)blockIdx.x * (u64)(NVEC) * (u64)args.nmax;               \
     const u32 nm = args.nmax;                                                                      \
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) xs[i] = T(0); /* the guess is zero */        \
+    const bool ilu = args.precond == BATCH_PRECOND_ILU0;                                           \
+    const u32* dps = dpos + r0;                                                                    \
+    u32 epoch = 0;                                                                                 \
     (void)nm;
 
 #define BATCH_FINISH(STATUS, IT)                                                                   \
@@ -124,7 +241,8 @@ template <typename T>
 __device__ void batch_cg(u32 sys, const u32* __restrict__ sys_ptr, const u32* __restrict__ row_ptr,
                          const u32* __restrict__ col, const T* __restrict__ val,
                          const T* __restrict__ b, T* __restrict__ x, T* __restrict__ work,
-                         BatchArgs args, u32* status, u32* iters, T* resid) {
+                         BatchArgs args, const T* __restrict__ lu, const u32* __restrict__ dpos,
+                         u32* status, u32* iters, T* resid) {
     const u32 SMALL = 0;
     BATCH_PROLOGUE(5)
     T* r = vecs;
@@ -132,17 +250,28 @@ __device__ void batch_cg(u32 sys, const u32* __restrict__ sys_ptr, const u32* __
     T* p = z + nm;
     T* q = p + nm;
     T* dinv = q + nm;
-    if (sys_dinv(rp, col, val, n, args.precond, dinv, red)) BATCH_FINISH(ST_ZERODIAG, 0)
+    volatile u32* flags = reinterpret_cast<volatile u32*>(dinv);
+    if (sys_precond_setup(rp, col, val, n, args.precond, dinv, red, status, sys))
+        BATCH_FINISH(ST_ZERODIAG, 0)
     T s2[2] = {T(0), T(0)}; // (b,b), (r,z)
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
         const T bi = bs[i];
         xs[i] = T(0);
         r[i] = bi;
-        const T zi = dinv[i] * bi;
-        z[i] = zi;
-        p[i] = zi;
         s2[0] += bi * bi;
-        s2[1] += bi * zi;
+        if (!ilu) {
+            const T zi = dinv[i] * bi;
+            z[i] = zi;
+            p[i] = zi;
+            s2[1] += bi * zi;
+        }
+    }
+    if (ilu) {
+        sys_ilu0_apply(rp, col, lu, dps, n, r, z, flags, epoch);
+        for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+            p[i] = z[i];
+            s2[1] += r[i] * z[i];
+        }
     }
     block_sum<T, 2>(s2, red);
     if (!finite(s2[0]) || !finite(s2[1])) BATCH_FINISH(ST_NONFINITE, 0)
@@ -163,10 +292,16 @@ __device__ void batch_cg(u32 sys, const u32* __restrict__ sys_ptr, const u32* __
             xs[i] += alpha * p[i];
             const T ri = r[i] - alpha * q[i];
             r[i] = ri;
-            const T zi = dinv[i] * ri;
-            z[i] = zi;
             rr[0] += ri * ri;
-            rr[1] += ri * zi;
+            if (!ilu) {
+                const T zi = dinv[i] * ri;
+                z[i] = zi;
+                rr[1] += ri * zi;
+            }
+        }
+        if (ilu) {
+            sys_ilu0_apply(rp, col, lu, dps, n, r, z, flags, epoch);
+            for (u32 i = threadIdx.x; i < n; i += blockDim.x) rr[1] += r[i] * z[i];
         }
         block_sum<T, 2>(rr, red);
         if (!finite(rr[0])) BATCH_FINISH(ST_NONFINITE, it)
@@ -183,7 +318,8 @@ template <typename T>
 __device__ void batch_bicgstab(u32 sys, const u32* __restrict__ sys_ptr, const u32* __restrict__ row_ptr,
                                const u32* __restrict__ col, const T* __restrict__ val,
                                const T* __restrict__ b, T* __restrict__ x, T* __restrict__ work,
-                               BatchArgs args, u32* status, u32* iters, T* resid) {
+                               BatchArgs args, const T* __restrict__ lu, const u32* __restrict__ dpos,
+                         u32* status, u32* iters, T* resid) {
     const u32 SMALL = 0;
     BATCH_PROLOGUE(9)
     T* r = vecs;
@@ -195,7 +331,9 @@ __device__ void batch_bicgstab(u32 sys, const u32* __restrict__ sys_ptr, const u
     T* ph = t + nm;
     T* sh = ph + nm;
     T* dinv = sh + nm;
-    if (sys_dinv(rp, col, val, n, args.precond, dinv, red)) BATCH_FINISH(ST_ZERODIAG, 0)
+    volatile u32* flags = reinterpret_cast<volatile u32*>(dinv);
+    if (sys_precond_setup(rp, col, val, n, args.precond, dinv, red, status, sys))
+        BATCH_FINISH(ST_ZERODIAG, 0)
     T s1[1] = {T(0)};
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
         const T bi = bs[i];
@@ -218,8 +356,9 @@ __device__ void batch_bicgstab(u32 sys, const u32* __restrict__ sys_ptr, const u
         for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
             const T pi = r[i] + beta * (p[i] - omega * v[i]);
             p[i] = pi;
-            ph[i] = dinv[i] * pi;
+            if (!ilu) ph[i] = dinv[i] * pi;
         }
+        if (ilu) sys_ilu0_apply(rp, col, lu, dps, n, p, ph, flags, epoch);
         __syncthreads();
         sys_spmv(rp, col, val, n, ph, v);
         T rv[1] = {T(0)};
@@ -232,7 +371,7 @@ __device__ void batch_bicgstab(u32 sys, const u32* __restrict__ sys_ptr, const u
         for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
             const T si = r[i] - alpha * v[i];
             s[i] = si;
-            sh[i] = dinv[i] * si;
+            if (!ilu) sh[i] = dinv[i] * si;
             ss[0] += si * si;
         }
         block_sum<T, 1>(ss, red);
@@ -241,6 +380,7 @@ __device__ void batch_bicgstab(u32 sys, const u32* __restrict__ sys_ptr, const u
             __syncthreads();
             BATCH_FINISH(ST_CONVERGED, it)
         }
+        if (ilu) sys_ilu0_apply(rp, col, lu, dps, n, s, sh, flags, epoch);
         sys_spmv(rp, col, val, n, sh, t);
         T tt[2] = {T(0), T(0)}; // (t,t), (t,s)
         for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
@@ -275,7 +415,8 @@ template <typename T>
 __device__ void batch_gmres(u32 sys, const u32* __restrict__ sys_ptr, const u32* __restrict__ row_ptr,
                             const u32* __restrict__ col, const T* __restrict__ val,
                             const T* __restrict__ b, T* __restrict__ x, T* __restrict__ work,
-                            BatchArgs args, u32* status, u32* iters, T* resid) {
+                            BatchArgs args, const T* __restrict__ lu, const u32* __restrict__ dpos,
+                         u32* status, u32* iters, T* resid) {
     const u32 m = args.restart;
     const u32 SMALL = (m + 1) * m + 4 * m + 1;
     BATCH_PROLOGUE(args.restart + 3)
@@ -287,7 +428,9 @@ __device__ void batch_gmres(u32 sys, const u32* __restrict__ sys_ptr, const u32*
     T* dinv = vecs;
     T* w = dinv + nm;
     T* V = w + nm;
-    if (sys_dinv(rp, col, val, n, args.precond, dinv, red)) BATCH_FINISH(ST_ZERODIAG, 0)
+    volatile u32* flags = reinterpret_cast<volatile u32*>(dinv);
+    if (sys_precond_setup(rp, col, val, n, args.precond, dinv, red, status, sys))
+        BATCH_FINISH(ST_ZERODIAG, 0)
     T s1[1] = {T(0)};
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
         xs[i] = T(0);
@@ -315,7 +458,10 @@ __device__ void batch_gmres(u32 sys, const u32* __restrict__ sys_ptr, const u32*
         for (; j < m && it < args.max_iters; ++j) {
             ++it;
             T* vj = V + (u64)j * nm;
-            for (u32 i = threadIdx.x; i < n; i += blockDim.x) w[i] = dinv[i] * vj[i];
+            if (ilu)
+                sys_ilu0_apply(rp, col, lu, dps, n, vj, w, flags, epoch);
+            else
+                for (u32 i = threadIdx.x; i < n; i += blockDim.x) w[i] = dinv[i] * vj[i];
             __syncthreads();
             T* vn = V + (u64)(j + 1) * nm;
             sys_spmv(rp, col, val, n, w, vn);
@@ -368,10 +514,21 @@ __device__ void batch_gmres(u32 sys, const u32* __restrict__ sys_ptr, const u32*
             }
         }
         __syncthreads();
-        for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
-            T s = T(0);
-            for (u32 k = 0; k < j; ++k) s += y[k] * V[(u64)k * nm + i];
-            xs[i] += dinv[i] * s;
+        if (ilu) { // x += U^-1 L^-1 (V y), through w and the unused V[j]
+            T* vt = V + (u64)j * nm;
+            for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+                T s = T(0);
+                for (u32 k = 0; k < j; ++k) s += y[k] * V[(u64)k * nm + i];
+                w[i] = s;
+            }
+            sys_ilu0_apply(rp, col, lu, dps, n, w, vt, flags, epoch);
+            for (u32 i = threadIdx.x; i < n; i += blockDim.x) xs[i] += vt[i];
+        } else {
+            for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+                T s = T(0);
+                for (u32 k = 0; k < j; ++k) s += y[k] * V[(u64)k * nm + i];
+                xs[i] += dinv[i] * s;
+            }
         }
         __syncthreads();
         // true residual into V[0]
@@ -395,33 +552,35 @@ __device__ void batch_gmres(u32 sys, const u32* __restrict__ sys_ptr, const u32*
     }
 }
 
+// One solver entry point: a resident grid loops over the systems.
+#define BATCH_ENTRY(NAME, T, SUFFIX)                                                               \
+    extern "C" __global__ void NAME##_##SUFFIX(                                                    \
+        const u32* sys_ptr, const u32* row_ptr, const u32* col, const T* val, const T* b, T* x,    \
+        T* work, BatchArgs args, const T* lu, const u32* dpos, u32* status, u32* iters,            \
+        T* resid) {                                                                                \
+        for (u32 sys = blockIdx.x; sys < args.nsys; sys += gridDim.x) {                            \
+            NAME<T>(sys, sys_ptr, row_ptr, col, val, b, x, work, args, lu, dpos, status, iters,    \
+                    resid);                                                                        \
+            __syncthreads(); /* the next system reuses the shared memory */                        \
+        }                                                                                          \
+    }
+
+// ILU(0) factors of every system, one thread per system; a failed system gets ST_ZERODIAG in
+// status (zero on entry), which its solve then reports.
 #define BATCH_INSTANTIATE(T, SUFFIX)                                                               \
-    extern "C" __global__ void batch_cg_##SUFFIX(const u32* sys_ptr, const u32* row_ptr,          \
-                                                 const u32* col, const T* val, const T* b, T* x,   \
-                                                 T* work, BatchArgs args, u32* status,             \
-                                                 u32* iters, T* resid) {                           \
-        for (u32 sys = blockIdx.x; sys < args.nsys; sys += gridDim.x) {                          \
-            batch_cg<T>(sys, sys_ptr, row_ptr, col, val, b, x, work, args, status, iters, resid);    \
-            __syncthreads(); /* the next system reuses the shared memory */                        \
-        }           \
-    }                                                                                              \
-    extern "C" __global__ void batch_bicgstab_##SUFFIX(const u32* sys_ptr, const u32* row_ptr,    \
-                                                       const u32* col, const T* val, const T* b,   \
-                                                       T* x, T* work, BatchArgs args,              \
-                                                       u32* status, u32* iters, T* resid) {        \
-        for (u32 sys = blockIdx.x; sys < args.nsys; sys += gridDim.x) {                          \
-            batch_bicgstab<T>(sys, sys_ptr, row_ptr, col, val, b, x, work, args, status, iters, resid);    \
-            __syncthreads(); /* the next system reuses the shared memory */                        \
-        }     \
-    }                                                                                              \
-    extern "C" __global__ void batch_gmres_##SUFFIX(const u32* sys_ptr, const u32* row_ptr,       \
-                                                    const u32* col, const T* val, const T* b,      \
-                                                    T* x, T* work, BatchArgs args, u32* status,    \
-                                                    u32* iters, T* resid) {                        \
-        for (u32 sys = blockIdx.x; sys < args.nsys; sys += gridDim.x) {                          \
-            batch_gmres<T>(sys, sys_ptr, row_ptr, col, val, b, x, work, args, status, iters, resid);    \
-            __syncthreads(); /* the next system reuses the shared memory */                        \
-        }        \
+    BATCH_ENTRY(batch_cg, T, SUFFIX)                                                               \
+    BATCH_ENTRY(batch_bicgstab, T, SUFFIX)                                                         \
+    BATCH_ENTRY(batch_gmres, T, SUFFIX)                                                            \
+    extern "C" __global__ void batch_ilu0_factor_##SUFFIX(const u32* sys_ptr, const u32* row_ptr,  \
+                                                          const u32* col, const T* val, T* lu,     \
+                                                          u32* dpos, u32* status, u32 nsys,        \
+                                                          double pivot_tol) {                      \
+        for (u32 sys = blockIdx.x * blockDim.x + threadIdx.x; sys < nsys;                          \
+             sys += gridDim.x * blockDim.x) {                                                      \
+            const u32 r0 = sys_ptr[sys], n = sys_ptr[sys + 1] - r0;                                \
+            if (!sys_ilu0_factor<T>(row_ptr + r0, col, val, n, lu, dpos + r0, pivot_tol))          \
+                status[sys] = ST_ZERODIAG;                                                         \
+        }                                                                                          \
     }
 
 BATCH_INSTANTIATE(float, f32)

@@ -85,12 +85,113 @@ __device__ __forceinline__ SegPair<T> tile_upsweep(const T* __restrict__ in, con
     return block_exclusive_scan<T, Op, SEG, THREADS>(tp, op, s.scan, agg);
 }
 
+// Tiles per look-back block (policy::lookback_tiles): 1, or 2 for lookback_scan_tile_pair.
+#ifndef SCAN_TILES
+#define SCAN_TILES 1
+#endif
+
+// The single-pass scan of two consecutive tiles A = 2p, B = 2p + 1 by one block (SCAN_TILES = 2).
+// The block publishes A's aggregate, then loads and block-scans B and publishes B's aggregate,
+// and only then has warp 0 look back for A: B's loads and scan fill the time the one-tile kernel
+// spends in the first-window wait (SCAN_FIRST_DELAY) with seven warps idle at the barrier. B
+// needs no look-back of its own: its prefix is A's inclusive prefix, known in the block.
+// Both aggregates are published before the look-back, so no look-back ever waits on another
+// block's look-back (the decoupling of the one-tile kernel is kept). Pair ids come from the
+// same counter (or blockIdx.x) as tile ids do in the one-tile kernel; a block waits only on
+// tiles of pairs drawn earlier.
+template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
+__device__ __forceinline__ void lookback_scan_tile_pair(const T* __restrict__ in, const u32* __restrict__ flags,
+                                                        T* __restrict__ out, long long n, u32 num_tiles, bool bwd,
+                                                        bool excl, const TileStatus<T>& ts,
+                                                        TileStorage<T, THREADS, ITEMS>& s) {
+    const Op op;
+    const T id = Op::template identity<T>();
+    const u32 num_blocks = (num_tiles + 1u) / 2u;
+#if SCAN_TILE_ORDER
+    const u32 pair = blockIdx.x;
+    const u32 gen = threadIdx.x < 32 ? ts.generation() : 0u;
+#else
+    if (threadIdx.x == 0) {
+        u32 t, g;
+        ts.draw(t, g);
+        s.tile = t;
+        s.gen = g;
+    }
+    __syncthreads();
+    const u32 pair = s.tile, gen = s.gen;
+#endif
+    const u32 ta = 2u * pair, tb = ta + 1u;
+    const bool has_b = tb < num_tiles;  // uniform over the block
+    const int mode = excl ? SCAN_MODE_EXCL : SCAN_MODE_INCL;
+    const long long base_a = (long long)ta * (THREADS * ITEMS);
+    const long long base_b = base_a + THREADS * ITEMS;
+    T xa[ITEMS];
+    u32 bits_a;
+    SegPair<T> agg_a;
+    SegPair<T> pre_a = tile_upsweep<T, Op, SEG, THREADS, ITEMS>(in, flags, n, base_a, bwd, op, s, xa, bits_a, agg_a);
+    // A's inclusive prefix is known here when A is the first tile or contains a segment head.
+    const bool a_known = ta == 0 || (SEG && agg_a.f);
+    if (threadIdx.x == 0) ts.publish(ta, gen, a_known ? TILE_INCL : TILE_AGG, agg_a.f, agg_a.v);
+    T xb[ITEMS];
+    u32 bits_b = 0u;
+    SegPair<T> pre_b = {0u, id}, agg_b = {0u, id};
+    if (has_b) {
+        // tile_upsweep's barriers also order A's block scan storage before B's reuse of it.
+        pre_b = tile_upsweep<T, Op, SEG, THREADS, ITEMS>(in, flags, n, base_b, bwd, op, s, xb, bits_b, agg_b);
+    }
+    const bool b_known = a_known || (SEG && agg_b.f);
+    if (has_b && threadIdx.x == 0) {
+        // Known: B's inclusive prefix at once (A's is its aggregate), else B's aggregate.
+        if (b_known) {
+            const SegPair<T> inc = seg_combine(agg_a, agg_b, op);
+            ts.publish(tb, gen, TILE_INCL, inc.f, inc.v);
+        } else {
+            ts.publish(tb, gen, TILE_AGG, agg_b.f, agg_b.v);
+        }
+    }
+    if (threadIdx.x < 32) {
+        SegPair<T> P = {0u, id};
+        if (ta != 0) {
+            P = tile_lookback<T, Op>(ts, ta, gen, op, num_tiles);
+            if (threadIdx.x == 0 && !a_known) {
+                const SegPair<T> inc = seg_combine(P, agg_a, op);
+                ts.publish(ta, gen, TILE_INCL, inc.f, inc.v);
+                if (has_b && !b_known) {
+                    const SegPair<T> incb = seg_combine(inc, agg_b, op);
+                    ts.publish(tb, gen, TILE_INCL, incb.f, incb.v);
+                }
+            }
+        }
+        if (threadIdx.x == 0) {
+            s.prefix_v = P.v;
+            s.prefix_f = P.f;
+        }
+    }
+    __syncthreads();
+    const SegPair<T> Pa = {s.prefix_f, s.prefix_v};
+    pre_a = seg_combine(Pa, pre_a, op);
+    thread_scan<T, Op, SEG, ITEMS>(xa, bits_a, pre_a.v, mode, op);
+    store_tile_blocked<T, THREADS, ITEMS>(out, n, base_a, bwd, s.buf.items, xa);
+    if (has_b) {
+        const SegPair<T> inc_a = seg_combine(Pa, agg_a, op);
+        pre_b = seg_combine(inc_a, pre_b, op);
+        __syncthreads();  // A's stores have read the buffer
+        thread_scan<T, Op, SEG, ITEMS>(xb, bits_b, pre_b.v, mode, op);
+        store_tile_blocked<T, THREADS, ITEMS>(out, n, base_b, bwd, s.buf.items, xb);
+    }
+    if (threadIdx.x == 0) ts.finish(num_blocks, gen);
+}
+
 // The single-pass scan of one tile with decoupled look-back.
 template <typename T, typename Op, bool SEG, int THREADS, int ITEMS>
 __device__ __forceinline__ void lookback_scan_tile(const T* __restrict__ in, const u32* __restrict__ flags,
                                                    T* __restrict__ out, long long n, u32 num_tiles, bool bwd,
                                                    bool excl, const TileStatus<T>& ts,
                                                    TileStorage<T, THREADS, ITEMS>& s) {
+#if SCAN_TILES == 2
+    lookback_scan_tile_pair<T, Op, SEG, THREADS, ITEMS>(in, flags, out, n, num_tiles, bwd, excl, ts, s);
+    return;
+#endif
     const Op op;
     const T id = Op::template identity<T>();
 #if SCAN_TILE_ORDER

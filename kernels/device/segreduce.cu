@@ -12,8 +12,8 @@
 //   4. each owned segment reads its result at its last element; a segment that began in an
 //      earlier tile instead leaves its in-tile part (headpart) for the fix-up, and every tile
 //      leaves the running value at its last element (tail).
-// segreduce_fixup then finishes the segments that crossed tiles: one block per such segment
-// reduces the tails of the tiles it covers (so a 2^26-element segment is not one thread's walk).
+// segreduce_fixup then finishes the segments that crossed tiles: one warp per such segment
+// reduces the tails of the tiles it covers.
 #include "common.cuh"
 
 #if !defined(SR_THREADS) || !defined(SR_ITEMS)
@@ -163,15 +163,43 @@ __device__ __forceinline__ void segreduce_tile(const T* x, u32 n, const u32* off
 //   - the whole block reduces the two pieces that cross the tile's ends (the carried segment's
 //     part and the tail) in one strided pass.
 // Every reduction runs in a fixed order, so results are deterministic for a given G.
+//
+// With SR_VEC = 1 (primitives::segreduce::gpu::vector_loads: off by default, measured slower),
+// 4-byte values of a group's segment of at least 4 G elements, with x 16-byte aligned, are read
+// as 16-byte vectors: the unaligned head and tail (fewer than 4 elements each) by single loads,
+// the aligned middle as one vector per lane per step, two steps in flight.
+#ifndef SR_VEC
+#define SR_VEC 0
+#endif
 template <typename T, typename Op, int G>
 __device__ __forceinline__ T group_reduce(const T* __restrict__ x, u32 a, u32 b, u32 gl, Op op) {
     T acc = Op::template identity<T>();
-    u32 i = a + gl;
-    for (; i < b && b - i > 3u * G; i += 4u * G) {
-        const T v0 = x[i], v1 = x[i + G], v2 = x[i + 2u * G], v3 = x[i + 3u * G];
-        acc = op(acc, op(op(v0, v1), op(v2, v3)));
+    if (SR_VEC && sizeof(T) == 4 && b - a >= 4u * G && (((unsigned long long)x) & 15ull) == 0ull) {
+        const u32 a4 = (a + 3u) & ~3u, b4 = b & ~3u;  // a4 <= b4: b - a >= 16
+        if (a + gl < a4) acc = x[a + gl];
+        if (b4 + gl < b) acc = op(acc, x[b4 + gl]);
+        const uint4* v = reinterpret_cast<const uint4*>(x);
+        const u32 ve = b4 / 4u;
+        u32 j = a4 / 4u + gl;
+        for (; j + G < ve; j += 2u * G) {
+            const uint4 q0 = __ldg(v + j), q1 = __ldg(v + j + G);
+            const T* e0 = reinterpret_cast<const T*>(&q0);
+            const T* e1 = reinterpret_cast<const T*>(&q1);
+            acc = op(acc, op(op(op(e0[0], e0[1]), op(e0[2], e0[3])), op(op(e1[0], e1[1]), op(e1[2], e1[3]))));
+        }
+        if (j < ve) {
+            const uint4 q = __ldg(v + j);
+            const T* e = reinterpret_cast<const T*>(&q);
+            acc = op(acc, op(op(e[0], e[1]), op(e[2], e[3])));
+        }
+    } else {
+        u32 i = a + gl;
+        for (; i < b && b - i > 3u * G; i += 4u * G) {
+            const T v0 = x[i], v1 = x[i + G], v2 = x[i + 2u * G], v3 = x[i + 3u * G];
+            acc = op(acc, op(op(v0, v1), op(v2, v3)));
+        }
+        for (; i < b; i += G) acc = op(acc, x[i]);
     }
-    for (; i < b; i += G) acc = op(acc, x[i]);
 #pragma unroll
     for (int d = G / 2; d > 0; d >>= 1) acc = op(acc, __shfl_xor_sync(FULL_MASK, acc, d, G));
     return acc;
@@ -271,27 +299,28 @@ __device__ __forceinline__ void segreduce_tile_groups(const T* __restrict__ x, u
     }
 }
 
-// One block per tile; only tiles whose first owned segment began in an earlier tile work.
+// One warp per tile (SR_WARPS tiles per block, so the launch has a tile count / SR_WARPS
+// blocks that mostly exit at once); only tiles whose first owned segment began in an earlier
+// tile work: the warp reduces the tails of the tiles the segment covers, four loads in flight
+// per lane, then adds the tile's own part.
 template <typename T, typename Op>
 __device__ __forceinline__ void segreduce_fixup(const u32* offsets, T* out, const T* tail,
-                                                const T* headpart, const u32* fixseg) {
-    __shared__ T red[SR_WARPS];
-    const u32 t = blockIdx.x;
+                                                const T* headpart, const u32* fixseg, u32 tiles) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 t = blockIdx.x * SR_WARPS + (threadIdx.x >> 5);
+    if (t >= tiles) return;
     const u32 s = fixseg[t];
-    if (s == SR_NONE) return;
+    if (s == SR_NONE) return;  // uniform over the warp
     Op op;
     const u32 u0 = offsets[s] / SR_TILE;
     T acc = Op::template identity<T>();
-    for (u32 u = u0 + threadIdx.x; u < t; u += blockDim.x) acc = op(acc, tail[u]);
+    u32 u = u0 + lane;
+    for (; u + 96u < t; u += 128u)
+        acc = op(acc, op(op(tail[u], tail[u + 32u]), op(tail[u + 64u], tail[u + 96u])));
+    for (; u < t; u += 32u) acc = op(acc, tail[u]);
 #pragma unroll
     for (u32 d = 16; d > 0; d >>= 1) acc = op(acc, __shfl_down_sync(FULL_MASK, acc, d));
-    if ((threadIdx.x & 31u) == 0) red[threadIdx.x >> 5] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        T r = red[0];
-        for (u32 w = 1; w < blockDim.x / 32; ++w) r = op(r, red[w]);
-        out[s] = op(r, headpart[t]);
-    }
+    if (lane == 0) out[s] = op(acc, headpart[t]);
 }
 
 // segreduce_groupsG_OP_T: the lane-group tile kernel for groups of G lanes.
@@ -313,8 +342,8 @@ __device__ __forceinline__ void segreduce_fixup(const u32* offsets, T* out, cons
     SEGREDUCE_GROUPS(T, S, OP, ON, 32)                                                            \
     extern "C" __global__ void __launch_bounds__(SR_THREADS)                                      \
     segreduce_fixup_##ON##_##S(const u32* offsets, T* out, const T* tail, const T* headpart,      \
-                               const u32* fixseg) {                                               \
-        segreduce_fixup<T, OP>(offsets, out, tail, headpart, fixseg);                             \
+                               const u32* fixseg, u32 tiles) {                                    \
+        segreduce_fixup<T, OP>(offsets, out, tail, headpart, fixseg, tiles);                      \
     }                                                                                             \
     extern "C" __global__ void fill_identity_##ON##_##S(T* out, u32 m) {                          \
         for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x)   \

@@ -246,17 +246,132 @@ __device__ __forceinline__ void uncache_row(const RowCache<T>& rc, T* val, u32 r
     __syncwarp();
 }
 
-// ILU(0), IKJ variant, a warp per row, levels lo..hi (of the lower solve's schedule). Rows of
-// earlier levels are final (earlier launch, or __syncthreads in a one-block group). The loads of
-// step p + 1 (the pivot row k's diagonal, its first chunk of upper entries) do not depend on row
-// i's updates and are issued before step p's work, so their latency overlaps it.
-template <typename T>
-__device__ __forceinline__ void ilu0_levels(const u32* __restrict__ order, const u32* __restrict__ level_ptr,
-                                            u32 lo, u32 hi, const u32* __restrict__ row_ptr,
-                                            const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
-                                            const T* __restrict__ rowmax, double tol, u32* bad, u32 cache) {
-    extern __shared__ __align__(16) unsigned char fact_smem[];
+// Loads of another row's factor values: a plain load in the level kernels (the row was finished by
+// an earlier launch or before a __syncthreads of this block), an L2 load (ld.global.cg) in the
+// sync-free kernels, where the row was finished during this launch by a warp that may run on
+// another SM, so an L1 line from before its ready word could be stale.
+template <bool SYNC, typename T> __device__ __forceinline__ T ld_row(const T* p) {
+    if (SYNC) return __ldcg(p);
+    return *p;
+}
+
+// Sync-free factorization: the warp waits until row k is final (its ready word is set).
+template <bool SYNC> __device__ __forceinline__ void wait_row(const u32* ready, u32 k) {
+    if (SYNC) {
+        while (ld_acquire_u32(&ready[k]) == 0u) {
+        }
+    }
+}
+
+// Sync-free factorization: publishes row i after every lane's writes of it (each lane fences
+// its own writes, the warp converges, lane 0 releases the ready word).
+template <bool SYNC> __device__ __forceinline__ void publish_row(u32* ready, u32 i) {
+    if (SYNC) {
+        __threadfence();
+        __syncwarp();
+        if ((threadIdx.x & 31u) == 0) st_release_u32(&ready[i], 1u);
+        __syncwarp();
+    }
+}
+
+// ILU(0), IKJ variant, of row i by one warp. Every row k < i stored in row i is final (earlier
+// level; with SYNC the warp waits for it). The loads of step p + 1 (the pivot row k's diagonal,
+// its first chunk of upper entries) do not depend on row i's updates and are issued before step
+// p's work, so their latency overlaps it.
+template <typename T, bool SYNC>
+__device__ __forceinline__ void ilu0_row(u32 i, unsigned char* smem, u32 warps, const u32* __restrict__ row_ptr,
+                                         const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
+                                         const T* __restrict__ rowmax, double tol, u32* bad, u32 cache,
+                                         u32* ready) {
     const u32 lane = threadIdx.x & 31u;
+    const u32 ri = row_ptr[i], ei = row_ptr[i + 1];
+    const u32 len = ei - ri, dl = diag[i] - ri;
+    const RowCache<T> rc = cache_row(smem, cache, warps, col, val, ri, len);
+    // Step p's pivot row k: its diagonal value, its end, and this lane's first entry.
+    u32 ek = 0, q = 0, cq = 0;
+    T piv = T(1), vq = T(0);
+    auto fetch = [&](u32 p, u32& ek_, u32& q_, u32& cq_, T& piv_, T& vq_) {
+        const u32 k = rc.c[p];
+        wait_row<SYNC>(ready, k);
+        const u32 dk = diag[k];
+        ek_ = row_ptr[k + 1];
+        piv_ = ld_row<SYNC>(val + dk);
+        q_ = dk + 1 + lane;
+        if (q_ < ek_) {
+            cq_ = col[q_];
+            vq_ = ld_row<SYNC>(val + q_);
+        }
+    };
+    if (dl > 0) fetch(0, ek, q, cq, piv, vq);
+    for (u32 p = 0; p < dl; ++p) {
+        u32 ek2 = 0, q2 = 0, cq2 = 0;
+        T piv2 = T(1), vq2 = T(0);
+        if (p + 1 < dl) fetch(p + 1, ek2, q2, cq2, piv2, vq2);
+        const T lik = rc.v[p] / piv;
+        __syncwarp();
+        if (lane == 0) rc.v[p] = lik;
+        if (q < ek) {
+            const u32 t = find_col(rc.c, p + 1, len, cq);
+            if (t < len) rc.v[t] -= lik * vq;
+            for (u32 qq = q + 32; qq < ek; qq += 32) {
+                const u32 t2 = find_col(rc.c, p + 1, len, col[qq]);
+                if (t2 < len) rc.v[t2] -= lik * ld_row<SYNC>(val + qq);
+            }
+        }
+        __syncwarp();
+        ek = ek2; q = q2; cq = cq2; piv = piv2; vq = vq2;
+    }
+    const T u = rc.v[dl];
+    uncache_row(rc, val, ri, len);
+    if (lane == 0 && pivot_bad((double)u, (double)rowmax[i], tol)) atomicMin(bad, i);
+    publish_row<SYNC>(ready, i);
+}
+
+// IC(0) of row i (lower triangle, diagonal last) by one warp, left-looking; row i in shared
+// memory as for ILU(0). Every row k < i stored in row i is final (with SYNC the warp waits).
+template <typename T, bool SYNC>
+__device__ __forceinline__ void ic0_row(u32 i, unsigned char* smem, u32 warps, const u32* __restrict__ row_ptr,
+                                        const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
+                                        const T* __restrict__ rowmax, double tol, u32* bad, u32 cache,
+                                        u32* ready) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 ri = row_ptr[i], len = row_ptr[i + 1] - ri, dl = diag[i] - ri;
+    const RowCache<T> rc = cache_row(smem, cache, warps, col, val, ri, len);
+    for (u32 p = 0; p < dl; ++p) {
+        const u32 k = rc.c[p];
+        wait_row<SYNC>(ready, k);
+        T part = T(0);
+        const u32 dk = diag[k];
+        for (u32 q = row_ptr[k] + lane; q < dk; q += 32) {
+            const u32 t = find_col(rc.c, 0, p, col[q]);
+            if (t < p) part += rc.v[t] * ld_row<SYNC>(val + q);
+        }
+        part = warp_allsum(part);
+        const T v = (rc.v[p] - part) / ld_row<SYNC>(val + dk);
+        __syncwarp();
+        if (lane == 0) rc.v[p] = v;
+        __syncwarp();
+    }
+    T sq = T(0);
+    for (u32 p = lane; p < dl; p += 32) sq += rc.v[p] * rc.v[p];
+    sq = warp_allsum(sq);
+    const T piv = rc.v[dl] - sq;
+    __syncwarp();
+    if (lane == 0) rc.v[dl] = sqrt(piv);
+    uncache_row(rc, val, ri, len);
+    if (lane == 0 && (pivot_bad((double)piv, (double)rowmax[i], tol) || piv < T(0))) atomicMin(bad, i);
+    publish_row<SYNC>(ready, i);
+}
+
+// A factorization (ILU: IC = false; IC(0): IC = true) level by level, levels lo..hi of the lower
+// solve's schedule, a warp per row. Rows of earlier levels are final (earlier launch, or
+// __syncthreads in a one-block group).
+template <typename T, bool IC>
+__device__ __forceinline__ void factor_levels(const u32* __restrict__ order, const u32* __restrict__ level_ptr,
+                                              u32 lo, u32 hi, const u32* __restrict__ row_ptr,
+                                              const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
+                                              const T* __restrict__ rowmax, double tol, u32* bad, u32 cache) {
+    extern __shared__ __align__(16) unsigned char fact_smem[];
     const u32 warps = blockDim.x >> 5;
     const u32 warp_g = blockIdx.x * warps + (threadIdx.x >> 5);
     const u32 stride = gridDim.x * warps;
@@ -265,93 +380,36 @@ __device__ __forceinline__ void ilu0_levels(const u32* __restrict__ order, const
         const u32 w = level_ptr[l + 1] - b0;
         for (u32 r = warp_g; r < w; r += stride) {
             const u32 i = order[b0 + r];
-            const u32 ri = row_ptr[i], ei = row_ptr[i + 1];
-            const u32 len = ei - ri, dl = diag[i] - ri;
-            const RowCache<T> rc = cache_row(fact_smem, cache, warps, col, val, ri, len);
-            // Step p's pivot row k: its diagonal value, its end, and this lane's first entry.
-            u32 ek = 0, q = 0, cq = 0;
-            T piv = T(1), vq = T(0);
-            auto fetch = [&](u32 p, u32& ek_, u32& q_, u32& cq_, T& piv_, T& vq_) {
-                const u32 k = rc.c[p];
-                const u32 dk = diag[k];
-                ek_ = row_ptr[k + 1];
-                piv_ = val[dk];
-                q_ = dk + 1 + lane;
-                if (q_ < ek_) {
-                    cq_ = col[q_];
-                    vq_ = val[q_];
-                }
-            };
-            if (dl > 0) fetch(0, ek, q, cq, piv, vq);
-            for (u32 p = 0; p < dl; ++p) {
-                u32 ek2 = 0, q2 = 0, cq2 = 0;
-                T piv2 = T(1), vq2 = T(0);
-                if (p + 1 < dl) fetch(p + 1, ek2, q2, cq2, piv2, vq2);
-                const T lik = rc.v[p] / piv;
-                __syncwarp();
-                if (lane == 0) rc.v[p] = lik;
-                if (q < ek) {
-                    const u32 t = find_col(rc.c, p + 1, len, cq);
-                    if (t < len) rc.v[t] -= lik * vq;
-                    for (u32 qq = q + 32; qq < ek; qq += 32) {
-                        const u32 t2 = find_col(rc.c, p + 1, len, col[qq]);
-                        if (t2 < len) rc.v[t2] -= lik * val[qq];
-                    }
-                }
-                __syncwarp();
-                ek = ek2; q = q2; cq = cq2; piv = piv2; vq = vq2;
-            }
-            const T u = rc.v[dl];
-            uncache_row(rc, val, ri, len);
-            if (lane == 0 && pivot_bad((double)u, (double)rowmax[i], tol)) atomicMin(bad, i);
+            if (IC) ic0_row<T, false>(i, fact_smem, warps, row_ptr, col, diag, val, rowmax, tol, bad, cache, nullptr);
+            else ilu0_row<T, false>(i, fact_smem, warps, row_ptr, col, diag, val, rowmax, tol, bad, cache, nullptr);
         }
         if (hi - lo > 1) __syncthreads();
     }
 }
 
-// IC(0) on the lower triangle (diagonal last in each row), a warp per row, left-looking; row i
-// in shared memory as for ILU(0).
-template <typename T>
-__device__ __forceinline__ void ic0_levels(const u32* __restrict__ order, const u32* __restrict__ level_ptr,
-                                           u32 lo, u32 hi, const u32* __restrict__ row_ptr,
-                                           const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
-                                           const T* __restrict__ rowmax, double tol, u32* bad, u32 cache) {
+// The whole factorization in one launch, synchronization-free: each warp takes the next row of
+// `order` (the lower solve's level order, a topological order of the rows) from the ticket counter
+// ready[n], waits on the ready words of the pivot rows it reads (wait_row) and publishes its row
+// (publish_row). It cannot deadlock for the reason the sync-free solve cannot (see the top of this
+// file): a row waits only on rows earlier in `order`, taken by warps already running.
+// ready[0..n] and the counter are zero at launch. A bad pivot still publishes its row (the later
+// rows finish with meaningless values; the host reads the smallest bad row and reports it).
+template <typename T, bool IC>
+__device__ __forceinline__ void factor_syncfree(u32 n, const u32* __restrict__ order, const u32* __restrict__ row_ptr,
+                                                const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
+                                                const T* __restrict__ rowmax, double tol, u32* bad, u32 cache,
+                                                u32* ready) {
     extern __shared__ __align__(16) unsigned char fact_smem[];
-    const u32 lane = threadIdx.x & 31u;
     const u32 warps = blockDim.x >> 5;
-    const u32 warp_g = blockIdx.x * warps + (threadIdx.x >> 5);
-    const u32 stride = gridDim.x * warps;
-    for (u32 l = lo; l < hi; ++l) {
-        const u32 b0 = level_ptr[l];
-        const u32 w = level_ptr[l + 1] - b0;
-        for (u32 r = warp_g; r < w; r += stride) {
-            const u32 i = order[b0 + r];
-            const u32 ri = row_ptr[i], len = row_ptr[i + 1] - ri, dl = diag[i] - ri;
-            const RowCache<T> rc = cache_row(fact_smem, cache, warps, col, val, ri, len);
-            for (u32 p = 0; p < dl; ++p) {
-                const u32 k = rc.c[p];
-                T part = T(0);
-                const u32 dk = diag[k];
-                for (u32 q = row_ptr[k] + lane; q < dk; q += 32) {
-                    const u32 t = find_col(rc.c, 0, p, col[q]);
-                    if (t < p) part += rc.v[t] * val[q];
-                }
-                part = warp_allsum(part);
-                const T v = (rc.v[p] - part) / val[dk];
-                __syncwarp();
-                if (lane == 0) rc.v[p] = v;
-                __syncwarp();
-            }
-            T sq = T(0);
-            for (u32 p = lane; p < dl; p += 32) sq += rc.v[p] * rc.v[p];
-            sq = warp_allsum(sq);
-            const T piv = rc.v[dl] - sq;
-            __syncwarp();
-            if (lane == 0) rc.v[dl] = sqrt(piv);
-            uncache_row(rc, val, ri, len);
-            if (lane == 0 && (pivot_bad((double)piv, (double)rowmax[i], tol) || piv < T(0))) atomicMin(bad, i);
-        }
-        if (hi - lo > 1) __syncthreads();
+    const u32 lane = threadIdx.x & 31u;
+    for (;;) {
+        u32 t = 0;
+        if (lane == 0) t = atomicAdd(&ready[n], 1u);
+        t = __shfl_sync(FULL_MASK, t, 0);
+        if (t >= n) return;
+        const u32 i = order[t];
+        if (IC) ic0_row<T, true>(i, fact_smem, warps, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);
+        else ilu0_row<T, true>(i, fact_smem, warps, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);
     }
 }
 
@@ -505,12 +563,23 @@ __device__ __forceinline__ void jacobi_sweeps_grid(u32 n, const u32* __restrict_
     extern "C" __global__ void __launch_bounds__(1024) ilu0_levels_##SUF(                               \
         const u32* order, const u32* level_ptr, u32 lo, u32 hi, const u32* row_ptr, const u32* col,     \
         const u32* diag, T* val, const T* rowmax, double tol, u32* bad, u32 cache) {                    \
-        ilu0_levels<T>(order, level_ptr, lo, hi, row_ptr, col, diag, val, rowmax, tol, bad, cache);     \
+        factor_levels<T, false>(order, level_ptr, lo, hi, row_ptr, col, diag, val, rowmax, tol, bad, cache); \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(1024) ic0_levels_##SUF(                                \
         const u32* order, const u32* level_ptr, u32 lo, u32 hi, const u32* row_ptr, const u32* col,     \
         const u32* diag, T* val, const T* rowmax, double tol, u32* bad, u32 cache) {                    \
-        ic0_levels<T>(order, level_ptr, lo, hi, row_ptr, col, diag, val, rowmax, tol, bad, cache);      \
+        factor_levels<T, true>(order, level_ptr, lo, hi, row_ptr, col, diag, val, rowmax, tol, bad, cache); \
+    }                                                                                                   \
+    /* The whole factorization in one launch (see factor_syncfree); ready has n + 1 zero words. */   \
+    extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ilu0_syncfree_##SUF(                   \
+        u32 n, const u32* order, const u32* row_ptr, const u32* col, const u32* diag, T* val,           \
+        const T* rowmax, double tol, u32* bad, u32 cache, u32* ready) {                                 \
+        factor_syncfree<T, false>(n, order, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);  \
+    }                                                                                                   \
+    extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ic0_syncfree_##SUF(                    \
+        u32 n, const u32* order, const u32* row_ptr, const u32* col, const u32* diag, T* val,           \
+        const T* rowmax, double tol, u32* bad, u32 cache, u32* ready) {                                 \
+        factor_syncfree<T, true>(n, order, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);   \
     }                                                                                                   \
     extern "C" __global__ void gather_##SUF(const u32* map, const T* src, T* dst, u32 n) {              \
         for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)         \

@@ -38,7 +38,19 @@
 // beta == 0 never reads y (so NaN or garbage in y does not propagate), in every kernel.
 // Accumulation is in T: f32 products are summed in f32, as cuSPARSE does for CUDA_R_32F.
 #include "common.cuh"
+#include "complex.cuh"
 #include "spmv/spmv_scan.cuh"
+
+// The element types this compile instantiates: bit 0 f32, bit 1 f64, bit 2 the complex fused
+// kernels (c64 and c128). The runtime compiles one real type per module, so a first call
+// compiles only the kernels of its type; the type-free structure kernels are in every module.
+// Without the define every type is instantiated (the complex SpMV's module).
+#ifndef SPMV_TYPES
+#define SPMV_TYPES 7
+#endif
+#define SPMV_WITH_F32 ((SPMV_TYPES) & 1)
+#define SPMV_WITH_F64 ((SPMV_TYPES) & 2)
+#define SPMV_WITH_COMPLEX ((SPMV_TYPES) & 4)
 
 #ifndef SPMV_THREADS
 #define SPMV_THREADS 256
@@ -48,6 +60,14 @@
 #endif
 #ifndef SPMV_ITEMS_F64
 #define SPMV_ITEMS_F64 8
+#endif
+// Entries per thread of the complex (c64, c128) instantiations of the fused kernel: the same
+// bytes per thread as f64 with 8 (c64) and 4 (c128) entries.
+#ifndef SPMV_ITEMS_C64
+#define SPMV_ITEMS_C64 8
+#endif
+#ifndef SPMV_ITEMS_C128
+#define SPMV_ITEMS_C128 4
 #endif
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
@@ -158,6 +178,9 @@ __device__ __forceinline__ double ld_x(const double* p) {
 #else
 template <typename T> __device__ __forceinline__ T ld_x(const T* p) { return __ldg(p); }
 #endif
+// Complex x: one 8- or 16-byte read-only load (the cache hints above are for the real types).
+__device__ __forceinline__ cfloat ld_x(const cfloat* p) { return __ldg(p); }
+__device__ __forceinline__ cdouble ld_x(const cdouble* p) { return __ldg(p); }
 
 // ---------------------------------------------------------------------------------------------
 // Fused, nonzero-balanced, single-pass kernel.
@@ -363,7 +386,7 @@ __device__ __forceinline__ void spmv_fused_tile(
                 volatile u32* f = tile_flag + pred;
                 do { fl0 = *f; } while ((fl0 >> 2) != epoch);
                 __threadfence();
-                v0 = *((volatile T*)(((fl0 & 3u) == TILE_INCLUSIVE ? tile_incl : tile_value) + pred));
+                v0 = ld_volatile(((fl0 & 3u) == TILE_INCLUSIVE ? tile_incl : tile_value) + pred);
             }
             fl0 = __shfl_sync(FULL_MASK, fl0, 0);
             carry = __shfl_sync(FULL_MASK, v0, 0);
@@ -379,7 +402,7 @@ __device__ __forceinline__ void spmv_fused_tile(
                     do { fl = *f; } while ((fl >> 2) != epoch);
                     st = fl & 3u;
                     __threadfence();
-                    v = *((volatile T*)((st == TILE_INCLUSIVE ? tile_incl : tile_value) + t));
+                    v = ld_volatile((st == TILE_INCLUSIVE ? tile_incl : tile_value) + t);
                 }
                 const u32 incl = __ballot_sync(FULL_MASK, st == TILE_INCLUSIVE);
                 // Lanes up to and including the nearest INCLUSIVE predecessor contribute.
@@ -432,12 +455,22 @@ __device__ __forceinline__ void spmv_fused_tile(
             col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
             tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
+#if SPMV_WITH_F32
 SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32, SPMV_STRIPED_F32,
                  SPMV_SMEM_PROD_F32)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
+#endif
+#if SPMV_WITH_F64
 SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64, SPMV_STRIPED_F64,
                  SPMV_SMEM_PROD_F64)
-SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
 SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1, SPMV_STRIPED_F64, SPMV_SMEM_PROD_F64)
+#endif
+#if SPMV_WITH_COMPLEX
+// The complex instantiations (interleaved values, the complex product; src/spmv/gpu/complex.rs):
+// blocked loads, products in registers.
+SPMV_FUSED_ENTRY(spmv_fused, false, cfloat, c64, SPMV_ITEMS_C64, 1, 0, 0)
+SPMV_FUSED_ENTRY(spmv_fused, false, cdouble, c128, SPMV_ITEMS_C128, 1, 0, 0)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Fix-up of spmv_fused: the rows that cross tiles, summed in tile order (deterministic).
@@ -484,8 +517,16 @@ __device__ __forceinline__ void spmv_fixup_warp(const u32* __restrict__ tile_inf
         spmv_fixup_warp<T>(tile_info, tile_start, tile_value, ntiles, tile_heads, row_map,         \
                            has_map, nsegs, nrows, y, alpha, beta);                                 \
     }
+#if SPMV_WITH_F32
 SPMV_FIXUP_ENTRY(float, f32)
+#endif
+#if SPMV_WITH_F64
 SPMV_FIXUP_ENTRY(double, f64)
+#endif
+#if SPMV_WITH_COMPLEX
+SPMV_FIXUP_ENTRY(cfloat, c64)
+SPMV_FIXUP_ENTRY(cdouble, c128)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Row kernel: one thread per row, for short rows of even length (stencils).
@@ -540,8 +581,12 @@ __device__ __forceinline__ void spmv_rows_body(const u32* __restrict__ row_ptr,
         u32 nrows) {                                                                               \
         spmv_rows_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows);                            \
     }
+#if SPMV_WITH_F32
 SPMV_ROWS_ENTRY(float, f32)
+#endif
+#if SPMV_WITH_F64
 SPMV_ROWS_ENTRY(double, f64)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Vector kernel: a sub-warp of `lanes` (power of two, <= 32) threads per row.
@@ -594,8 +639,12 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
         u32 nrows, u32 lanes_log2) {                                                               \
         spmv_vector_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows, lanes_log2);              \
     }
+#if SPMV_WITH_F32
 SPMV_VECTOR_ENTRY(float, f32)
+#endif
+#if SPMV_WITH_F64
 SPMV_VECTOR_ENTRY(double, f64)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // y <- beta*y (a matrix without nonzeros), and the two element-wise steps of the paper's SpMV.
@@ -622,8 +671,12 @@ SPMV_VECTOR_ENTRY(double, f64)
             y[r] = (a < b ? alpha * prod[a] : T(0)) + scaled_y(y, r, beta);                        \
         }                                                                                          \
     }
+#if SPMV_WITH_F32
 SPMV_SIMPLE_ENTRIES(float, f32)
+#endif
+#if SPMV_WITH_F64
 SPMV_SIMPLE_ENTRIES(double, f64)
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Upload-time tables of the fused kernel, built on the device (src/spmv/gpu.rs, `GpuCsr::upload`).

@@ -8,52 +8,8 @@
 //    shuffle reduction of the real and imaginary parts (longer or uneven rows).
 // beta = 0 does not read y (BLAS's rule); alpha = 0 is handled on the host.
 
-typedef unsigned int u32;
-
-struct __align__(8) cfloat {
-    float re, im;
-};
-struct __align__(16) cdouble {
-    double re, im;
-};
-
-template <typename C> struct real_of;
-template <> struct real_of<cfloat> {
-    typedef float type;
-};
-template <> struct real_of<cdouble> {
-    typedef double type;
-};
-
-__device__ __forceinline__ cfloat ldg_c(const cfloat* p) {
-    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
-    cfloat c;
-    c.re = v.x;
-    c.im = v.y;
-    return c;
-}
-__device__ __forceinline__ cdouble ldg_c(const cdouble* p) {
-    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
-    cdouble c;
-    c.re = v.x;
-    c.im = v.y;
-    return c;
-}
-
-// acc += a*b (four fused multiply-adds).
-template <typename C> __device__ __forceinline__ void cfma(C& acc, C a, C b) {
-    acc.re = fma(a.re, b.re, acc.re);
-    acc.re = fma(-a.im, b.im, acc.re);
-    acc.im = fma(a.re, b.im, acc.im);
-    acc.im = fma(a.im, b.re, acc.im);
-}
-
-template <typename C> __device__ __forceinline__ C cmul(C a, C b) {
-    C r;
-    r.re = a.re * b.re - a.im * b.im;
-    r.im = a.re * b.im + a.im * b.re;
-    return r;
-}
+#include "common.cuh"
+#include "complex.cuh"
 
 // alpha*sum + beta*y[r], y not read when beta = 0.
 template <typename C>

@@ -142,9 +142,10 @@ pub fn batched_solve_host(
     let precond = match precond {
         "none" => BatchPrecond::None,
         "jacobi" => BatchPrecond::Jacobi,
+        "ilu0" => BatchPrecond::Ilu0,
         p => {
             return Err(Failure::Value(format!(
-                "unknown batched preconditioner {p:?} (known: None, 'jacobi')"
+                "unknown batched preconditioner {p:?} (known: None, 'jacobi', 'ilu0')"
             ))
             .into_py_err(py))
         }

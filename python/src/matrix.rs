@@ -88,7 +88,7 @@ fn want(device: &str) -> Res<Want> {
 
 /// Index arrays as the crate's `u32`, from the integer dtypes SciPy uses. One copy (the crate's
 /// `CsrMatrix` owns its arrays); negative or too large indices are reported by value.
-fn indices(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
+pub(crate) fn indices(a: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u32>> {
     let bad = |v: i64| {
         pyo3::exceptions::PyValueError::new_err(format!(
             "{what}: index {v} is outside the 32-bit unsigned range of segsparse"
@@ -1401,7 +1401,7 @@ pub fn read_matrix_market(
     path: std::path::PathBuf,
     dtype: &str,
 ) -> PyResult<(usize, usize, PyObject, PyObject, PyObject)> {
-    fn go<T: Elem>(
+    fn go<T: segsparse::Elem + numpy::Element>(
         py: Python<'_>,
         path: std::path::PathBuf,
     ) -> PyResult<(usize, usize, PyObject, PyObject, PyObject)> {
@@ -1422,8 +1422,10 @@ pub fn read_matrix_market(
     match dtype {
         "float32" => go::<f32>(py, path),
         "float64" => go::<f64>(py, path),
+        "complex64" => go::<segsparse::Complex<f32>>(py, path),
+        "complex128" => go::<segsparse::Complex<f64>>(py, path),
         d => Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "dtype must be float32 or float64, not {d}"
+            "dtype must be float32, float64, complex64 or complex128, not {d}"
         ))),
     }
 }

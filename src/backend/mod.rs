@@ -16,6 +16,7 @@
 //! |---|---|---|---|
 //! | [`Cpu`] | `Vec<T>` | host | [`cpu`] (rayon over fixed chunks, reproducible sums) |
 //! | `GpuOps` (feature `cuda`) | `CudaSlice<T>` | device | `gpu` (fused kernels, CUDA graphs) |
+//! | `GpuComplexOps` (feature `cuda`) | `CudaSlice<T::Dev>` (complex `T`) | host | `gpu_complex` (the core on the device, the default steps) |
 //! | [`sim::SimOps`] | `Vec<T>` per simulated rank | host, all-reduced over threads | [`sim`] |
 //! | `NcclOps` (feature `nccl`) | `CudaSlice<T>` per GPU rank | device, all-reduced by NCCL | `nccl` |
 //!
@@ -25,6 +26,8 @@
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+#[cfg(feature = "cuda")]
+pub mod gpu_complex;
 mod krylov;
 #[cfg(feature = "nccl")]
 pub mod nccl;

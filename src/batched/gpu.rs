@@ -1,5 +1,6 @@
 //! The GPU batch: every system of a [`BatchCsr`] solved in one kernel launch
-//! (`kernels/batched/batched.cu`), one thread block per system.
+//! (`kernels/batched/batched.cu`), one thread block per system. With ILU(0) a second kernel
+//! factors every system first (one thread per system).
 
 use std::sync::Arc;
 
@@ -16,8 +17,20 @@ pub const BATCHED_SRC: KernelSource = KernelSource {
     name: "batched/batched.cu",
     text: include_str!("../../kernels/batched/batched.cu"),
     headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[("BATCH_RED", RED_SLOTS as i64)],
+    constants: &[
+        ("BATCH_RED", RED_SLOTS as i64),
+        ("BATCH_PRECOND_JACOBI", PRECOND_JACOBI as i64),
+        ("BATCH_PRECOND_ILU0", PRECOND_ILU0 as i64),
+    ],
 };
+
+/// `BatchArgs::precond` codes (`BATCH_PRECOND_*` in the kernel source); 0 is none.
+const PRECOND_JACOBI: u32 = 1;
+const PRECOND_ILU0: u32 = 2;
+
+/// The pivot test of the batched ILU(0): the CPU factorization's default
+/// ([`crate::sparse::incomplete::IncompleteParams::pivot_tol`]).
+const ILU_PIVOT_TOL: f64 = 1e-12;
 
 /// Reduction slots at the start of shared memory (`BATCH_RED` in the kernel source).
 const RED_SLOTS: usize = 128;
@@ -50,9 +63,12 @@ pub struct GpuBatch<T: GpuScalar> {
     row_ptr: CudaSlice<u32>,
     col: CudaSlice<u32>,
     val: CudaSlice<T>,
+    /// Every row's column indices strictly increase (ILU(0) needs it).
+    sorted: bool,
     cg: CudaFunction,
     bicgstab: CudaFunction,
     gmres: CudaFunction,
+    ilu0_factor: CudaFunction,
 }
 
 impl<T: GpuScalar> GpuBatch<T> {
@@ -66,6 +82,11 @@ impl<T: GpuScalar> GpuBatch<T> {
         let ci = if ci.is_empty() { &z32[..] } else { ci };
         let va = if va.is_empty() { &zt[..] } else { va };
         let d: [(&str, String); 0] = [];
+        let sorted = rp.windows(2).all(|w| {
+            ci[w[0] as usize..w[1] as usize]
+                .windows(2)
+                .all(|c| c[0] < c[1])
+        });
         Ok(GpuBatch {
             gpu: gpu.clone(),
             nsys: batch.len(),
@@ -75,9 +96,11 @@ impl<T: GpuScalar> GpuBatch<T> {
             row_ptr: gpu.upload(rp)?,
             col: gpu.upload(ci)?,
             val: gpu.upload(va)?,
+            sorted,
             cg: gpu.typed_function::<T>(&BATCHED_SRC, "batch_cg", &d)?,
             bicgstab: gpu.typed_function::<T>(&BATCHED_SRC, "batch_bicgstab", &d)?,
             gmres: gpu.typed_function::<T>(&BATCHED_SRC, "batch_gmres", &d)?,
+            ilu0_factor: gpu.typed_function::<T>(&BATCHED_SRC, "batch_ilu0_factor", &d)?,
         })
     }
 
@@ -97,12 +120,15 @@ impl<T: GpuScalar> GpuBatch<T> {
     }
 
     /// Solves every system from a zero initial guess: `b` and `x` are the concatenated
-    /// right-hand sides and solutions on the device. One kernel launch; then the per-system
-    /// status, iterations and true residuals are downloaded (the call waits for the device).
+    /// right-hand sides and solutions on the device. One kernel launch (two with ILU(0): the
+    /// factorization of every system first); then the per-system status, iterations and true
+    /// residuals are downloaded (the call waits for the device).
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for vectors of the wrong length or parameters out of range; CUDA
-    /// errors (launch, out of memory) with their context. Failed systems are statuses.
+    /// [`Error::InvalidInput`] for vectors of the wrong length, parameters out of range, or
+    /// ILU(0) on a batch whose rows' column indices are not strictly increasing (see
+    /// [`CsrMatrix::canonical`](crate::CsrMatrix::canonical)); CUDA errors (launch, out of
+    /// memory) with their context. Failed systems are statuses.
     pub fn solve(
         &self,
         b: &CudaSlice<T>,
@@ -118,6 +144,14 @@ impl<T: GpuScalar> GpuBatch<T> {
                 x.len(),
                 self.total_rows
             )));
+        }
+        let ilu = params.precond == BatchPrecond::Ilu0;
+        if ilu && !self.sorted {
+            return Err(Error::InvalidInput(
+                "batched ILU(0): a row's column indices are not strictly increasing; build the \
+                 batch from canonical matrices (CsrMatrix::canonical)"
+                    .into(),
+            ));
         }
         if self.nsys == 0 {
             return Ok(BatchInfo::default());
@@ -179,11 +213,20 @@ impl<T: GpuScalar> GpuBatch<T> {
         let mut status = g.zeros::<u32>(self.nsys)?;
         let mut iters = g.zeros::<u32>(self.nsys)?;
         let mut resid = g.zeros::<T>(self.nsys)?;
+        let (lu, dpos) = if ilu {
+            self.factor_ilu0(&mut status)?
+        } else {
+            (g.zeros::<T>(1)?, g.zeros::<u32>(1)?)
+        };
         let args = BatchArgs {
             nsys: self.nsys as u32,
             nmax: nmax as u32,
             use_smem: use_smem as u32,
-            precond: (params.precond == BatchPrecond::Jacobi) as u32,
+            precond: match params.precond {
+                BatchPrecond::None => 0,
+                BatchPrecond::Jacobi => PRECOND_JACOBI,
+                BatchPrecond::Ilu0 => PRECOND_ILU0,
+            },
             max_iters: params.max_iters as u32,
             restart: params.restart as u32,
             rel_tol: params.rel_tol,
@@ -198,15 +241,19 @@ impl<T: GpuScalar> GpuBatch<T> {
             .arg(&mut *x)
             .arg(&mut work)
             .arg(&args)
+            .arg(&lu)
+            .arg(&dpos)
             .arg(&mut status)
             .arg(&mut iters)
             .arg(&mut resid);
         // SAFETY: batch_{cg,bicgstab,gmres}_T(const u32* sys_ptr, const u32* row_ptr,
-        // const u32* col, const T* val, const T* b, T* x, T* work, BatchArgs args, u32* status,
-        // u32* iters, T* resid). sys_ptr has nsys+1 entries, row_ptr total_rows+1, col/val the
-        // entries (≥ 1), b and x total_rows (checked), work grid·nvec·nmax when !use_smem,
-        // status/iters/resid nsys; dynamic shared memory holds RED_SLOTS + small values and, with
-        // use_smem, nvec·nmax more; threads is a multiple of 32 (the reductions need whole warps).
+        // const u32* col, const T* val, const T* b, T* x, T* work, BatchArgs args, const T* lu,
+        // const u32* dpos, u32* status, u32* iters, T* resid). sys_ptr has nsys+1 entries,
+        // row_ptr total_rows+1, col/val the entries (≥ 1), b and x total_rows (checked), work
+        // grid·nvec·nmax when !use_smem, status/iters/resid nsys; with ILU(0) lu has the entries
+        // and dpos total_rows (read only then; one element each otherwise); dynamic shared memory
+        // holds RED_SLOTS + small values and, with use_smem, nvec·nmax more; threads is a
+        // multiple of 32 (the reductions need whole warps).
         unsafe { lb.launch(Gpu::cfg(grid, threads, smem as u32)) }
             .map_err(|e| Gpu::launch_error(name, e))?;
         let status = g.download(&status)?;
@@ -225,5 +272,37 @@ impl<T: GpuScalar> GpuBatch<T> {
         }
         info.seconds = clock.elapsed().as_secs_f64();
         Ok(info)
+    }
+
+    /// The ILU(0) factors of every system (`lu` on the batch's pattern, each row's diagonal
+    /// position); a system whose factorization fails gets the zero-diagonal status in `status`.
+    fn factor_ilu0(&self, status: &mut CudaSlice<u32>) -> Result<(CudaSlice<T>, CudaSlice<u32>)> {
+        let g = &self.gpu;
+        g.check_memory(
+            "the batched ILU(0) factors",
+            (self.val.len() * T::BYTES + self.total_rows.max(1) * 4) as u64,
+        )?;
+        let mut lu = g.zeros::<T>(self.val.len())?;
+        let mut dpos = g.zeros::<u32>(self.total_rows.max(1))?;
+        let threads = 128u32;
+        let grid = self.nsys.div_ceil(threads as usize) as u32;
+        let nsys = self.nsys as u32;
+        let mut lb = g.stream().launch_builder(&self.ilu0_factor);
+        lb.arg(&self.sys_ptr)
+            .arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(&self.val)
+            .arg(&mut lu)
+            .arg(&mut dpos)
+            .arg(status)
+            .arg(&nsys)
+            .arg(&ILU_PIVOT_TOL);
+        // SAFETY: batch_ilu0_factor_T(const u32* sys_ptr, const u32* row_ptr, const u32* col,
+        // const T* val, T* lu, u32* dpos, u32* status, u32 nsys, double pivot_tol): sys_ptr has
+        // nsys+1 entries, row_ptr total_rows+1, col/val/lu the entries (≥ 1), dpos total_rows,
+        // status nsys; one thread per system writes only its own rows and entries.
+        unsafe { lb.launch(Gpu::cfg(grid, threads, 0)) }
+            .map_err(|e| Gpu::launch_error("batch_ilu0_factor", e))?;
+        Ok((lu, dpos))
     }
 }

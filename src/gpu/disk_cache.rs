@@ -56,6 +56,31 @@ fn hash64(salt: u64, parts: &[&[u8]]) -> u64 {
     h.finish()
 }
 
+/// What identifies one module's compile apart from the tools: the source's name, a 128-bit hash
+/// and the length of its preprocessed text, the architecture, the compile options (every `-D`
+/// define among them) and this crate's version. The disk cache adds the NVRTC and driver
+/// versions; the embedded archive ([`super::prebuilt`]) keys its entries by this text alone and
+/// records the NVRTC version once for the whole archive.
+pub fn module_key(name: &str, source: &str, arch: &str, options: &[String]) -> String {
+    let src_hash = format!(
+        "{:016x}{:016x}",
+        hash64(1, &[source.as_bytes()]),
+        hash64(2, &[source.as_bytes()])
+    );
+    format!(
+        "source={name}\nsource_hash={src_hash}\nsource_len={}\narch={arch}\noptions={}\n\
+         segsparse={}\n",
+        source.len(),
+        options.join(" "),
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// A 64-bit checksum of `payload` (the disk cache's and the archive's).
+pub(crate) fn checksum64(payload: &[u8]) -> u64 {
+    hash64(5, &[payload])
+}
+
 /// What identifies one compiled module.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheKey {
@@ -76,17 +101,9 @@ impl CacheKey {
         nvrtc: &str,
         driver: &str,
     ) -> Self {
-        let src_hash = format!(
-            "{:016x}{:016x}",
-            hash64(1, &[source.as_bytes()]),
-            hash64(2, &[source.as_bytes()])
-        );
         let text = format!(
-            "source={name}\nsource_hash={src_hash}\nsource_len={}\narch={arch}\noptions={}\n\
-             nvrtc={nvrtc}\ndriver={driver}\nsegsparse={}\n",
-            source.len(),
-            options.join(" "),
-            env!("CARGO_PKG_VERSION")
+            "{}nvrtc={nvrtc}\ndriver={driver}\n",
+            module_key(name, source, arch, options)
         );
         let file = format!(
             "{}-{:016x}{:016x}.cubin",
@@ -104,7 +121,7 @@ impl CacheKey {
 }
 
 fn checksum(payload: &[u8]) -> u64 {
-    hash64(5, &[payload])
+    checksum64(payload)
 }
 
 /// The payload of `key`'s entry in `dir`, or `None` when there is none or it does not check out

@@ -23,7 +23,8 @@ pub struct Gpu {
     name: String,
     cc: (i32, i32),
     sm_count: u32,
-    nvrtc_version: String,
+    /// Read when first needed: a module found in the embedded archive needs no NVRTC at all.
+    nvrtc_version: OnceLock<String>,
     driver_version: i32,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
     users: Users,
@@ -130,6 +131,109 @@ fn cubin_of(name: &str, text: &str, options: &[String]) -> Result<Vec<u8>> {
     super::nvrtc::compile(name, text, options, super::nvrtc::Output::Cubin)
 }
 
+/// Threads that compile kernel modules at once: `SEGSPARSE_COMPILE_THREADS` when set to a
+/// positive number, else one per core.
+fn compile_threads() -> usize {
+    std::env::var("SEGSPARSE_COMPILE_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// `SEGSPARSE_KERNEL_LOG=1`: print where each kernel module comes from and what it cost.
+fn kernel_log() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SEGSPARSE_KERNEL_LOG").is_ok_and(|v| v == "1"))
+}
+
+/// The key of a loaded module in a [`Gpu`]'s map: the source's name and its defines.
+fn module_map_key(src: &KernelSource, defines: &[(&str, String)]) -> String {
+    let mut key = src.name.to_string();
+    for (k, v) in defines {
+        key.push_str(&format!(" -D{k}={v}"));
+    }
+    key
+}
+
+/// One architecture's part of a kernel archive: the real architecture (`"sm_90"`) and the
+/// `(source, defines)` variants compiled for it.
+pub type ArchiveTarget<'a> = (
+    &'a str,
+    Vec<(&'a KernelSource, Vec<(&'static str, String)>)>,
+);
+
+/// Compiles every variant of every target with the NVRTC in use, `jobs` compiles at a time, and
+/// returns the archive that the runtime looks in first (see [`super::prebuilt`]; `build.rs`
+/// embeds it). Needs only NVRTC, no GPU.
+///
+/// # Errors
+/// No usable NVRTC; the first source that fails to compile (naming it and the architecture).
+pub fn build_kernel_archive(targets: &[ArchiveTarget<'_>], jobs: usize) -> Result<Vec<u8>> {
+    let (_, version) = super::nvrtc::library()?;
+    let work: Vec<(&KernelSource, &[(&str, String)], &str)> = targets
+        .iter()
+        .flat_map(|(a, vs)| vs.iter().map(move |(s, d)| (*s, d.as_slice(), *a)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, Result<(String, Vec<u8>)>)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, work.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(src, defines, arch)) = work.get(i) else {
+                    break;
+                };
+                let r = (|| {
+                    let t0 = std::time::Instant::now();
+                    let text = kernels::preprocess(src)?;
+                    let options = nvrtc_options(src, arch, defines)?;
+                    let cubin = cubin_of(src.name, &text, &options)?;
+                    if kernel_log() {
+                        eprintln!(
+                            "segsparse: compiled {} ({} defines) for {arch}: {:.2} s, {} bytes",
+                            src.name,
+                            defines.len(),
+                            t0.elapsed().as_secs_f64(),
+                            cubin.len()
+                        );
+                    }
+                    let key = super::disk_cache::module_key(src.name, &text, arch, &options);
+                    Ok((key, cubin))
+                })();
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    let mut w = super::prebuilt::ArchiveWriter::new(version);
+    for (i, r) in done {
+        let (key, cubin) = r.map_err(|e| match e {
+            Error::Compile { kernel, log } => Error::Compile {
+                kernel: format!("{kernel} for {}", work[i].2),
+                log,
+            },
+            other => other,
+        })?;
+        w.add(key, cubin);
+    }
+    Ok(w.finish())
+}
+
+/// The key under which the archive and a runtime request find the module of `src` compiled
+/// for `arch` with `defines` (the same text on both sides: see [`super::prebuilt`]).
+///
+/// # Errors
+/// As [`compile_cubin`], without compiling: an include or constant that does not resolve.
+pub fn archive_key(src: &KernelSource, arch: &str, defines: &[(&str, String)]) -> Result<String> {
+    let text = kernels::preprocess(src)?;
+    let options = nvrtc_options(src, arch, defines)?;
+    Ok(super::disk_cache::module_key(
+        src.name, &text, arch, &options,
+    ))
+}
+
 /// NVRTC's version as `major.minor`, or `"unknown"` when no usable library is found.
 pub fn nvrtc_version() -> String {
     match super::nvrtc::library() {
@@ -202,7 +306,7 @@ impl Gpu {
             name,
             cc,
             sm_count,
-            nvrtc_version: nvrtc_version(),
+            nvrtc_version: OnceLock::new(),
             driver_version: driver_version(),
             modules: Mutex::new(HashMap::new()),
             users: Users::default(),
@@ -248,13 +352,13 @@ impl Gpu {
     /// The NVRTC version that compiles this device's kernels, e.g. `"13.0"` (`"unknown"` when
     /// no usable NVRTC library was found; kernels then cannot be compiled).
     pub fn nvrtc_version(&self) -> &str {
-        &self.nvrtc_version
+        self.nvrtc_version.get_or_init(nvrtc_version)
     }
     /// One line naming the device, its architecture, the driver and NVRTC: what
     /// `sparse-solve --version`-style reports print.
     pub fn describe(&self) -> String {
         let nvrtc = match super::nvrtc::library() {
-            Ok((lib, _)) => format!("NVRTC {} ({lib})", self.nvrtc_version),
+            Ok((lib, _)) => format!("NVRTC {} ({lib})", self.nvrtc_version()),
             Err(e) => format!("no NVRTC: {e}"),
         };
         format!(
@@ -354,52 +458,158 @@ impl Gpu {
     }
 
     /// The loaded module for `src` compiled with `defines`, compiling it on first use.
+    ///
+    /// The module map is not locked while a CUBIN is found or compiled, so threads that need
+    /// different modules compile them at the same time (two threads that need the same one may
+    /// both compile it; the first to finish is kept). [`Gpu::prepare`] compiles several at once.
     pub fn module(
         &self,
         src: &KernelSource,
         defines: &[(&str, String)],
     ) -> Result<Arc<CudaModule>> {
-        let mut key = src.name.to_string();
-        for (k, v) in defines {
-            key.push_str(&format!(" -D{k}={v}"));
-        }
-        let mut cache = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = cache.get(&key) {
-            return Ok(m.clone());
+        let key = module_map_key(src, defines);
+        if let Some(m) = self.loaded(&key) {
+            return Ok(m);
         }
         let cubin = self.cubin(src, defines)?;
+        self.load_cubin(src, key, cubin)
+    }
+
+    fn loaded(&self, key: &str) -> Option<Arc<CudaModule>> {
+        self.modules
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+
+    fn load_cubin(
+        &self,
+        src: &KernelSource,
+        key: String,
+        cubin: Vec<u8>,
+    ) -> Result<Arc<CudaModule>> {
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(|e| Error::cuda(format!("loading module {}", src.name), e))?;
-        cache.insert(key, module.clone());
-        Ok(module)
+        let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(map.entry(key).or_insert(module).clone())
     }
 
-    /// The CUBIN of `src` for this device: from the on-disk cache when a valid entry exists,
-    /// else compiled by NVRTC and stored there (see [`super::disk_cache`]).
+    /// Loads every module of `wanted` that this `Gpu` has not loaded yet, finding or compiling
+    /// their CUBINs on a pool of threads (one per core, or `SEGSPARSE_COMPILE_THREADS`; at most
+    /// one per module): what a call
+    /// that is about to use several modules (an AMG setup, a solver's first iteration) does
+    /// first, so that a first run on a machine without the embedded kernels compiles them in
+    /// parallel instead of one after another.
+    ///
+    /// # Errors
+    /// The first failure to compile or load, after every compile has finished.
+    pub fn prepare(&self, wanted: &[(&KernelSource, &[(&str, String)])]) -> Result<()> {
+        let mut todo: Vec<(&KernelSource, &[(&str, String)], String)> = Vec::new();
+        for &(src, defines) in wanted {
+            let key = module_map_key(src, defines);
+            if self.loaded(&key).is_none() && !todo.iter().any(|t| t.2 == key) {
+                todo.push((src, defines, key));
+            }
+        }
+        if todo.len() <= 1 {
+            return todo
+                .into_iter()
+                .try_for_each(|(src, d, _)| self.module(src, d).map(drop));
+        }
+        let workers = compile_threads().min(todo.len());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let cubins: Vec<Mutex<Option<Result<Vec<u8>>>>> =
+            todo.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((src, defines, _)) = todo.get(i) else {
+                        break;
+                    };
+                    let r = self.cubin(src, defines);
+                    *cubins[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                });
+            }
+        });
+        let mut first_err = None;
+        for ((src, _, key), cell) in todo.into_iter().zip(cubins) {
+            let r = cell.into_inner().unwrap_or_else(|p| p.into_inner());
+            let r = r.unwrap_or_else(|| {
+                Err(Error::Compile {
+                    kernel: src.name.to_string(),
+                    log: "a compile thread stopped before finishing".into(),
+                })
+            });
+            if let Err(e) = r.and_then(|c| self.load_cubin(src, key, c)) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// The CUBIN of `src` for this device: from the embedded archive when it holds this
+    /// module for this architecture and the driver can load it (see [`super::prebuilt`]), else
+    /// from the on-disk cache when a valid entry exists, else compiled by NVRTC and stored
+    /// there (see [`super::disk_cache`]). `SEGSPARSE_KERNEL_LOG=1` prints where each module
+    /// came from and how long that took.
     fn cubin(&self, src: &KernelSource, defines: &[(&str, String)]) -> Result<Vec<u8>> {
-        super::nvrtc::library()?; // the reason when no usable NVRTC is found
+        let t0 = std::time::Instant::now();
+        let (cubin, origin) = self.find_cubin(src, defines)?;
+        if kernel_log() {
+            eprintln!(
+                "segsparse: module {} ({} defines) for {}: {origin}, {:.1} ms, {} bytes",
+                src.name,
+                defines.len(),
+                self.arch(),
+                t0.elapsed().as_secs_f64() * 1e3,
+                cubin.len()
+            );
+        }
+        Ok(cubin)
+    }
+
+    fn find_cubin(
+        &self,
+        src: &KernelSource,
+        defines: &[(&str, String)],
+    ) -> Result<(Vec<u8>, &'static str)> {
         let text = kernels::preprocess(src)?;
-        let options = nvrtc_options(src, &self.arch(), defines)?;
+        let arch = self.arch();
+        let options = nvrtc_options(src, &arch, defines)?;
+        if let Some(a) = super::prebuilt::embedded() {
+            if super::prebuilt::loadable(a.nvrtc(), self.driver_version) {
+                let key = super::disk_cache::module_key(src.name, &text, &arch, &options);
+                if let Some(cubin) = a.get(&key) {
+                    return Ok((cubin, "embedded"));
+                }
+            }
+        }
+        super::nvrtc::library()?; // the reason when no usable NVRTC is found
         let Some(dir) = super::disk_cache::cache_dir() else {
-            return cubin_of(src.name, &text, &options);
+            return Ok((
+                cubin_of(src.name, &text, &options)?,
+                "compiled (no disk cache)",
+            ));
         };
         let key = super::disk_cache::CacheKey::new(
             src.name,
             &text,
-            &self.arch(),
+            &arch,
             &options,
-            &self.nvrtc_version,
+            self.nvrtc_version(),
             &self.driver_version.to_string(),
         );
         if let Some(cubin) = super::disk_cache::load(&dir, &key) {
-            return Ok(cubin);
+            return Ok((cubin, "disk cache"));
         }
         let cubin = cubin_of(src.name, &text, &options)?;
         // A cache that cannot be written costs the next process a compile, nothing else.
         let _ = super::disk_cache::store(&dir, &key, &cubin);
-        Ok(cubin)
+        Ok((cubin, "compiled"))
     }
 
     /// The entry point `name` of `src` compiled with `defines`.

@@ -46,6 +46,7 @@ mod imp;
 pub mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+pub mod prebuilt;
 
 #[cfg(feature = "cuda")]
 pub use imp::*;

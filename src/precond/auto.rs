@@ -20,12 +20,18 @@
 //! | unsymmetric, strictly diagonally dominant by a margin ([`DOMINANT_MARGIN`]) | GMRES | Jacobi | converges in few iterations without more |
 //! | unsymmetric, otherwise | GMRES | ILU(0), application chosen per factor | robust on the nonsymmetric corpus |
 //!
+//! A complex matrix has its own short rule, [`choose_complex`]: CG for a Hermitian matrix with a
+//! positive real diagonal, COCG for a complex symmetric one (both with Jacobi, which keeps the
+//! preconditioned operator Hermitian or complex symmetric), GMRES with ILU(0) otherwise, and no
+//! preconditioner where a diagonal entry is zero or missing.
+//!
 //! The ILU(0)/IC(0) parameters chosen use [`Application::Auto`] and [`Ordering::Auto`] (sweeps
 //! or reordering where the factor is deep), [`RowMatching::Auto`] and `auto_shift`.
 
 use crate::csr::CsrMatrix;
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
+use num_traits::Zero;
 
 /// Rows from which [`Auto`](AutoPrecond::Amg) may pick AMG (its setup does not pay below).
 pub const AMG_MIN_ROWS: usize = 50_000;
@@ -435,5 +441,95 @@ mod tests {
             (AutoMethod::Gmres, AutoPrecond::Ilu0)
         );
         assert_eq!(c.stats.lower_levels, 50);
+    }
+}
+
+/// The Krylov method of a [`ComplexChoice`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ComplexMethod {
+    /// CG with the conjugated inner product (Hermitian positive definite).
+    Cg,
+    /// Conjugate orthogonal CG, the bilinear form `xᵀy` (complex symmetric, `A = Aᵀ`).
+    Cocg,
+    /// Restarted GMRES(30), right preconditioned.
+    Gmres,
+}
+
+impl ComplexMethod {
+    /// `"cg"`, `"cocg"` or `"gmres"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComplexMethod::Cg => "cg",
+            ComplexMethod::Cocg => "cocg",
+            ComplexMethod::Gmres => "gmres",
+        }
+    }
+}
+
+/// What [`choose_complex`] picked, why, and the structure it read.
+#[derive(Clone, Debug)]
+pub struct ComplexChoice {
+    /// The Krylov method.
+    pub method: ComplexMethod,
+    /// The preconditioner: [`AutoPrecond::None`], [`AutoPrecond::Jacobi`] or
+    /// [`AutoPrecond::Ilu0`].
+    pub precond: AutoPrecond,
+    /// The rule that decided, in words.
+    pub reason: String,
+    /// `A = Aᵀ` (every entry).
+    pub symmetric: bool,
+    /// `A = Aᴴ` (every entry).
+    pub hermitian: bool,
+    /// Rows whose diagonal entry is missing, zero or not finite.
+    pub bad_diagonal: usize,
+}
+
+/// The automatic choice for a square matrix of any element type, read from its structure alone:
+/// CG for a Hermitian matrix with a positive real diagonal, COCG for a complex symmetric one,
+/// GMRES otherwise; Jacobi for the CG methods (a diagonal keeps the preconditioned operator
+/// Hermitian or complex symmetric), ILU(0) ([`auto_incomplete_params`]) for GMRES, none where a
+/// diagonal entry is missing or zero. Deterministic; `O(nnz log)` (the symmetry checks).
+pub fn choose_complex<T: Elem>(a: &CsrMatrix<T>) -> ComplexChoice {
+    let diag = a.diagonal();
+    let bad_diagonal = diag
+        .iter()
+        .filter(|d| **d == T::zero() || !d.finite())
+        .count();
+    let positive_real = diag
+        .iter()
+        .all(|d| d.im() == T::Real::zero() && d.re() > T::Real::zero());
+    let (symmetric, hermitian) = (a.is_symmetric(), a.is_hermitian());
+    let (method, why) = if hermitian && positive_real {
+        (
+            ComplexMethod::Cg,
+            "Hermitian with a positive real diagonal: CG with the conjugated inner product",
+        )
+    } else if symmetric {
+        (
+            ComplexMethod::Cocg,
+            "complex symmetric (A = Aᵀ, not Hermitian): COCG, CG's short recurrence with the \
+             bilinear form xᵀy",
+        )
+    } else {
+        (
+            ComplexMethod::Gmres,
+            "neither complex symmetric nor Hermitian: GMRES",
+        )
+    };
+    let (precond, pwhy) = match (method, bad_diagonal) {
+        (_, k) if k > 0 => (AutoPrecond::None, "a zero or missing diagonal entry: none"),
+        (ComplexMethod::Gmres, _) => (AutoPrecond::Ilu0, "ILU(0) on the matrix's own pattern"),
+        _ => (
+            AutoPrecond::Jacobi,
+            "Jacobi, which keeps the preconditioned operator's symmetry",
+        ),
+    };
+    ComplexChoice {
+        method,
+        precond,
+        reason: format!("{why}; {pwhy}"),
+        symmetric,
+        hermitian,
+        bad_diagonal,
     }
 }

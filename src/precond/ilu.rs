@@ -26,11 +26,11 @@ use std::cell::RefCell;
 use crate::backend::{Cpu, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 use crate::sparse::incomplete::{FactorKind, FactorSummary, IncompleteFactor, IncompleteParams};
 
 /// A backend that holds incomplete factors and solves with their triangles.
-pub trait TriangularOps<T: Scalar>: VectorOps<T> {
+pub trait TriangularOps<T: Elem>: VectorOps<T> {
     /// The factor on this backend.
     type Factor;
     /// Analyses and factors `a`.
@@ -68,7 +68,7 @@ pub trait TriangularOps<T: Scalar>: VectorOps<T> {
     }
 }
 
-impl<T: Scalar> TriangularOps<T> for Cpu {
+impl<T: Elem> TriangularOps<T> for Cpu {
     type Factor = IncompleteFactor<T>;
     fn factor(
         &self,
@@ -95,7 +95,9 @@ impl<T: Scalar> TriangularOps<T> for Cpu {
 }
 
 #[cfg(feature = "cuda")]
-impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gpu::GpuOps<T> {
+impl<T: crate::scalar::Scalar + crate::gpu::KernelType> TriangularOps<T>
+    for crate::backend::gpu::GpuOps<T>
+{
     type Factor = crate::sparse::incomplete::gpu::GpuIncompleteFactor<T>;
     fn factor(
         &self,
@@ -144,13 +146,13 @@ impl<T: Scalar + crate::gpu::KernelType> TriangularOps<T> for crate::backend::gp
 }
 
 /// The shared body of [`Ilu0`] and [`Ic0`].
-struct Incomplete<T: Scalar, B: TriangularOps<T>> {
+struct Incomplete<T: Elem, B: TriangularOps<T>> {
     factor: B::Factor,
     /// `L⁻¹r`, between the two solves.
     tmp: RefCell<B::Vector>,
 }
 
-impl<T: Scalar, B: TriangularOps<T>> Incomplete<T, B> {
+impl<T: Elem, B: TriangularOps<T>> Incomplete<T, B> {
     fn new(be: &B, a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
         Ok(Incomplete {
             factor: be.factor(&a.canonical(), kind, params)?,
@@ -166,9 +168,9 @@ impl<T: Scalar, B: TriangularOps<T>> Incomplete<T, B> {
 macro_rules! incomplete_precond {
     ($name:ident, $kind:expr, $doc:literal) => {
         #[doc = $doc]
-        pub struct $name<T: Scalar, B: TriangularOps<T>>(Incomplete<T, B>);
+        pub struct $name<T: Elem, B: TriangularOps<T>>(Incomplete<T, B>);
 
-        impl<T: Scalar, B: TriangularOps<T>> $name<T, B> {
+        impl<T: Elem, B: TriangularOps<T>> $name<T, B> {
             /// Analyses and factors `a` on the backend `be` (a matrix with unsorted or duplicate
             /// column indices is put in canonical form first).
             ///
@@ -199,13 +201,13 @@ macro_rules! incomplete_precond {
             }
         }
 
-        impl<T: Scalar, B: TriangularOps<T>> Preconditioner<T, B> for $name<T, B> {
+        impl<T: Elem, B: TriangularOps<T>> Preconditioner<T, B> for $name<T, B> {
             fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
                 self.0.apply(be, r, z)
             }
         }
 
-        impl<T: Scalar, B: TriangularOps<T>> std::fmt::Debug for $name<T, B> {
+        impl<T: Elem, B: TriangularOps<T>> std::fmt::Debug for $name<T, B> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(f, "{}", stringify!($name))
             }

@@ -24,7 +24,7 @@ mod jacobi;
 pub(crate) mod spectral;
 
 pub use crate::sparse::incomplete::{
-    Application, FactorKind, IncompleteParams, Ordering, RowMatching,
+    Application, FactorKind, Fill, IncompleteParams, Ordering, RowMatching,
 };
 pub use crate::sparse::triangular::SptrsvAlgorithm;
 pub use amg::{Amg, AmgParams, AmgSummary, MultigridOps};

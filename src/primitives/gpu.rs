@@ -227,15 +227,33 @@ pub fn workspace(g: &Gpu, n: usize) -> Result<CudaSlice<u8>> {
         .map_err(|e| Error::cuda(format!("allocating a {bytes}-byte scan workspace"), e))
 }
 
-fn defines() -> &'static [(&'static str, String)] {
-    static D: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
-    D.get_or_init(|| {
-        let mut d = policy::lookback_defines();
-        d.push(("SPINE_THREADS", policy::SPINE.threads.to_string()));
-        d.push(("SPINE_ITEMS", policy::SPINE.items.to_string()));
-        d.push(("WE_THREADS", policy::WORK_EFFICIENT.threads.to_string()));
-        d
-    })
+/// The `-D` defines of the scan sources (look-back and multi-pass) for a device of `class` under
+/// this process's policy (what the embedded kernel archive compiles them with,
+/// [`crate::kernel_registry::variants`]).
+pub fn scan_defines(class: policy::DeviceClass) -> Vec<(&'static str, String)> {
+    defines(class).to_vec()
+}
+
+/// The device class of `g` for the tuning tables ([`policy::DeviceClass::of_device`]).
+pub fn device_class(g: &Gpu) -> policy::DeviceClass {
+    policy::DeviceClass::of_device(g.name())
+}
+
+fn defines(class: policy::DeviceClass) -> &'static [(&'static str, String)] {
+    type Table = Vec<Vec<(&'static str, String)>>;
+    static D: OnceLock<Table> = OnceLock::new();
+    &D.get_or_init(|| {
+        policy::DeviceClass::ALL
+            .iter()
+            .map(|&c| {
+                let mut d = policy::lookback_defines(c);
+                d.push(("SPINE_THREADS", policy::SPINE.threads.to_string()));
+                d.push(("SPINE_ITEMS", policy::SPINE.items.to_string()));
+                d.push(("WE_THREADS", policy::WORK_EFFICIENT.threads.to_string()));
+                d
+            })
+            .collect()
+    })[class.index()]
 }
 
 /// (context address, source name, entry root, operator, type suffix). The cached function
@@ -270,7 +288,11 @@ fn entry(
     if let Some(f) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(f.clone());
     }
-    let f = g.function(src, &format!("{root}_{}_{suffix}", op.name()), defines())?;
+    let f = g.function(
+        src,
+        &format!("{root}_{}_{suffix}", op.name()),
+        defines(device_class(g)),
+    )?;
     cache
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -290,11 +312,11 @@ pub fn lookback_occupancy<T: ScanElem + KernelType>(
         (&SCAN_LOOKBACK, "scan")
     };
     let name = format!("{prefix}_lookback_plus_{}", T::SUFFIX);
-    let f = g.function(src, &name, defines())?;
+    let f = g.function(src, &name, defines(device_class(g)))?;
     let regs = f
         .num_regs()
         .map_err(|e| Error::cuda(format!("reading the registers of {name}"), e))?;
-    let threads = policy::lookback(std::mem::size_of::<T>()).threads;
+    let threads = policy::lookback(std::mem::size_of::<T>(), device_class(g)).threads;
     let blocks = f
         .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
         .map_err(|e| Error::cuda(format!("occupancy of {name}"), e))?;
@@ -344,7 +366,8 @@ fn dispatch<T: ScanElem + KernelType>(
     let func =
         |src: &'static KernelSource, root: &'static str| entry(g, src, root, spec.op, T::SUFFIX);
     let stream = g.stream();
-    let tile_policy: Policy = policy::lookback(std::mem::size_of::<T>());
+    let class = device_class(g);
+    let tile_policy: Policy = policy::lookback(std::mem::size_of::<T>(), class);
     let (header, status, agg, incl) = (
         ws,
         ws + l.status as u64,
@@ -364,6 +387,8 @@ fn dispatch<T: ScanElem + KernelType>(
     match alg {
         ScanAlgorithm::DecoupledLookback => {
             let tiles = tiles_u32(n, tile_policy.tile())?;
+            // One block per tile, or per pair of tiles (policy::lookback_tiles).
+            let blocks = tiles.div_ceil(policy::lookback_tiles(class));
             let f = if seg {
                 func(&SEGSCAN_LOOKBACK, "segscan_lookback")?
             } else {
@@ -387,8 +412,9 @@ fn dispatch<T: ScanElem + KernelType>(
             // long long n, u32 num_tiles, int bwd, int excl, u32* header, u64* status, T* agg,
             // T* incl): in/out hold n elements, flags ceil(n/32) words, and the workspace
             // (checked ≥ scratch_len(n)) holds the header and `cap ≥ num_tiles` status, agg and
-            // incl slots at the offsets of `layout(n)`.
-            unsafe { b.launch(Gpu::cfg(tiles, tile_policy.threads, 0)) }
+            // incl slots at the offsets of `layout(n)`; the kernel was compiled with the
+            // SCAN_TILES of the same class, so its blocks cover the tiles.
+            unsafe { b.launch(Gpu::cfg(blocks, tile_policy.threads, 0)) }
                 .map_err(|e| Gpu::launch_error(&name("lookback"), e))?;
         }
         ScanAlgorithm::WarpShuffle => {

@@ -8,7 +8,7 @@
 //!
 //! The GPU version does not materialise the scan: each tile of elements reduces the segments
 //! that end inside it, and a segment that crosses tiles is finished by a small fix-up kernel
-//! from per-tile partials, so the values are read once. Inside a tile, short segments (an
+//! (one warp per tile) from per-tile partials, so the values are read once. Inside a tile, short segments (an
 //! average below [`gpu::GROUPS_MIN_AVG`] elements) go through a block-level segmented
 //! reduction; longer ones are reduced by groups of 4–32 lanes per segment straight from global
 //! memory, the longest by the whole block ([`gpu::tile_body`] picks the kernel).
@@ -148,6 +148,22 @@ pub mod gpu {
         }
     }
 
+    /// Whether the group kernels read 4-byte values of aligned segments as 16-byte vectors
+    /// (`SR_VEC`): off unless `SEGSPARSE_SEGREDUCE_VEC=1` (read once per process). Measured
+    /// on an H100 (f32 plus, 2^26 values, same call): 1–2 % slower than scalar loads at every
+    /// segment length (32: 144.1 vs 141.1 µs; 100: 152.8 vs 151.6; 1024: 132.3 vs 130.0) —
+    /// the group kernel is bound by its memory latency, not its load instructions
+    /// (benches/results/primitives.md).
+    pub fn vector_loads() -> bool {
+        static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *V.get_or_init(|| std::env::var("SEGSPARSE_SEGREDUCE_VEC").is_ok_and(|v| v == "1"))
+    }
+
+    fn defines() -> &'static [(&'static str, String)] {
+        static D: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
+        D.get_or_init(|| vec![("SR_VEC", u32::from(vector_loads()).to_string())])
+    }
+
     fn op_name(op: ScanOp) -> &'static str {
         match op {
             ScanOp::Plus => "plus",
@@ -186,7 +202,7 @@ pub mod gpu {
         let on = op_name(op);
         if n == 0 {
             let entry = kernel_name::<T>(&format!("fill_identity_{on}"));
-            let f = g.function(&KERNELS, &entry, &[])?;
+            let f = g.function(&KERNELS, &entry, defines())?;
             let mut b = g.stream().launch_builder(&f);
             b.arg(&mut out).arg(&m32);
             // SAFETY: fill_identity_OP_T(T* out, u32 m); out holds m.
@@ -206,7 +222,7 @@ pub mod gpu {
             )
         };
         let entry = kernel_name::<T>(&format!("{}_{on}", tile_body(n, m)));
-        let f = g.function(&KERNELS, &entry, &[])?;
+        let f = g.function(&KERNELS, &entry, defines())?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(values)
             .arg(&n32)
@@ -221,16 +237,19 @@ pub mod gpu {
         // per tile.
         unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&entry))?;
         let entry = kernel_name::<T>(&format!("segreduce_fixup_{on}"));
-        let f = g.function(&KERNELS, &entry, &[])?;
+        let f = g.function(&KERNELS, &entry, defines())?;
         let mut b = g.stream().launch_builder(&f);
         b.arg(offsets)
             .arg(&mut out)
             .arg(&tail)
             .arg(&headpart)
-            .arg(&fixseg);
+            .arg(&fixseg)
+            .arg(&t32);
         // SAFETY: segreduce_fixup_OP_T(const u32* offsets, T* out, const T* tail,
-        // const T* headpart, const u32* fixseg): one block per tile, as the tile kernel.
-        unsafe { b.launch(Gpu::cfg(t32, THREADS, 0)) }.map_err(launch_err(&entry))?;
+        // const T* headpart, const u32* fixseg, u32 tiles): one warp per tile (tail, headpart
+        // and fixseg hold `tiles` entries; warps past the last tile return at once).
+        unsafe { b.launch(Gpu::cfg(t32.div_ceil(THREADS / 32), THREADS, 0)) }
+            .map_err(launch_err(&entry))?;
         Ok(out)
     }
 

@@ -249,6 +249,7 @@ pub mod gpu {
     use crate::error::{Error, Result};
     use crate::gpu::{DeviceBuffer, Gpu, KernelType, PushKernelArg};
     use crate::primitives::glue::{self, grid_stride, launch_err, len_u32, width};
+    use crate::primitives::policy::DeviceClass;
     use crate::primitives::Direction;
 
     pub(crate) use crate::primitives::sources::{RADIX_ITEMS as ITEMS, RADIX_THREADS as THREADS};
@@ -266,12 +267,49 @@ pub mod gpu {
     /// Static shared memory of one block (the CUDA limit without opt-in).
     const SMEM_LIMIT: u32 = 48 * 1024;
 
-    /// The Onesweep launch shape (see [`OnesweepPolicy`]).
+    /// One device class's Onesweep row: threads per block, keys per thread for 4-byte keys
+    /// alone and for 4-byte key-value pairs, and the look-back's sleep between polls
+    /// (nanoseconds, 0 = spin).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) struct OnesweepRow {
+        pub threads: u32,
+        pub items4: u32,
+        pub items_pairs: u32,
+        pub poll_ns: u32,
+    }
+
+    /// The built-in row of a device class.
     ///
-    /// Default: 256 threads, 28 keys per thread for 4-byte keys alone (a 7168-key tile averages
-    /// 28 keys per digit, so the scattered stores come in runs of ~112 bytes), 24 for 4-byte
-    /// key-value pairs, and 14 for 8-byte keys or values: the fastest shapes of the H200 sweep
-    /// in benches/results/history/primitives.md (three blocks of 80 registers per SM).
+    /// H200 (and every device other than an H100): 256 threads, 28 keys per thread for 4-byte
+    /// keys alone (a 7168-key tile averages 28 keys per digit, so the scattered stores come in
+    /// runs of ~112 bytes), 24 for 4-byte key-value pairs, and half of 28 for 8-byte keys or
+    /// values: the fastest shapes of the H200 sweep in
+    /// benches/results/history/primitives.md (three blocks of 80 registers per SM), with
+    /// [`ONESWEEP_POLL_NS`] between polls. H100: the same row, the fastest of its own sweep
+    /// beside CUB (benches/results/primitives.md, u32 keys and pairs at 2^24 and 2^26, same
+    /// call): 256 × 24 / 20 was 1–7 % slower, 256 × 20 / 16 8–16 %, 384 × 20 / 16 11–14 % on
+    /// keys (pairs within ±1.5 %), 512 × 16 / 12 30–45 %; spinning instead of the 1000 ns sleep
+    /// changed keys and pairs by about as much as two runs of the row differ (≤ 2 %).
+    pub(crate) const fn onesweep_row(class: DeviceClass) -> OnesweepRow {
+        match class {
+            DeviceClass::H100 => OnesweepRow {
+                threads: 256,
+                items4: 28,
+                items_pairs: 24,
+                poll_ns: ONESWEEP_POLL_NS,
+            },
+            DeviceClass::H200 | DeviceClass::Other => OnesweepRow {
+                threads: 256,
+                items4: 28,
+                items_pairs: 24,
+                poll_ns: ONESWEEP_POLL_NS,
+            },
+        }
+    }
+
+    /// The Onesweep launch shape for a device of `class` (see [`OnesweepPolicy`] and
+    /// [`onesweep_row`]).
+    ///
     /// `SEGSPARSE_SORT_POLICY=TxI[,P]` (read once per process; T a multiple of 32 in
     /// 256..=1024) overrides the threads, the keys-only and the pairs items;
     /// `SEGSPARSE_SORT_MATCH=any` ranks with the `match.any` instruction instead of 8 ballots
@@ -279,26 +317,69 @@ pub mod gpu {
     /// values after the key scatter instead of before the look-back (`OS_EARLY_VALUES`);
     /// `SEGSPARSE_SORT_POLL_NS=NS` (0..=10000) sleeps between the look-back's polls
     /// (`OS_POLL_NS`).
-    pub(crate) fn onesweep_policy() -> OnesweepPolicy {
-        // Read once per process: the sort is on the hot path of every SpGEMM and setup.
-        static POLICY: std::sync::OnceLock<OnesweepPolicy> = std::sync::OnceLock::new();
-        *POLICY.get_or_init(read_onesweep_policy)
+    pub(crate) fn onesweep_policy(class: DeviceClass) -> OnesweepPolicy {
+        policy_from(onesweep_row(class), onesweep_env())
     }
 
-    fn read_onesweep_policy() -> OnesweepPolicy {
-        let env = (|| {
-            let v = std::env::var("SEGSPARSE_SORT_POLICY").ok()?;
-            let (t, rest) = v.split_once('x')?;
-            let (i, p) = match rest.split_once(',') {
-                Some((i, p)) => (i, Some(p.trim().parse::<u32>().ok()?)),
-                None => (rest, None),
-            };
-            let (t, i) = (t.trim().parse::<u32>().ok()?, i.trim().parse::<u32>().ok()?);
-            let ok = |x: u32| (1..=64).contains(&x);
-            (t % 32 == 0 && (256..=1024).contains(&t) && ok(i) && p.is_none_or(ok))
-                .then_some((t, i, p))
-        })();
-        let (threads, items4, pairs) = env.unwrap_or((256, 28, Some(24)));
+    /// The `-D` defines of the Onesweep kernels for a device of `class` under this process's
+    /// policy (what the embedded kernel archive compiles them with,
+    /// [`crate::kernel_registry::variants`]).
+    pub fn onesweep_defines(class: DeviceClass) -> Vec<(&'static str, String)> {
+        let p = onesweep_policy(class);
+        vec![
+            ("OS_THREADS", p.threads.to_string()),
+            ("OS_ITEMS", p.items4.to_string()),
+            ("OS_ITEMS_PAIRS", p.items_pairs.to_string()),
+            ("OS_ITEMS8", p.items8.to_string()),
+            ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
+            ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
+            ("OS_EARLY_VALUES", u32::from(p.early_values).to_string()),
+            ("OS_POLL_NS", p.poll_ns.to_string()),
+        ]
+    }
+
+    /// The environment's overrides of the Onesweep row, read once per process (the sort is on
+    /// the hot path of every SpGEMM and setup).
+    #[derive(Clone, Copy, Debug, Default)]
+    pub(crate) struct OnesweepEnv {
+        pub shape: Option<(u32, u32, Option<u32>)>,
+        pub poll_ns: Option<u32>,
+        pub match_any: bool,
+        pub late_values: bool,
+    }
+
+    fn onesweep_env() -> OnesweepEnv {
+        static ENV: std::sync::OnceLock<OnesweepEnv> = std::sync::OnceLock::new();
+        *ENV.get_or_init(|| OnesweepEnv {
+            shape: std::env::var("SEGSPARSE_SORT_POLICY")
+                .ok()
+                .and_then(|v| parse_shape(&v)),
+            poll_ns: std::env::var("SEGSPARSE_SORT_POLL_NS")
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|&v| v <= 10_000),
+            match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
+            late_values: std::env::var("SEGSPARSE_SORT_EARLY_VALUES").is_ok_and(|v| v == "0"),
+        })
+    }
+
+    /// `TxI[,P]`: threads (a multiple of 32 in 256..=1024), keys-only items, pairs items (1..=64).
+    pub(crate) fn parse_shape(v: &str) -> Option<(u32, u32, Option<u32>)> {
+        let (t, rest) = v.split_once('x')?;
+        let (i, p) = match rest.split_once(',') {
+            Some((i, p)) => (i, Some(p.trim().parse::<u32>().ok()?)),
+            None => (rest, None),
+        };
+        let (t, i) = (t.trim().parse::<u32>().ok()?, i.trim().parse::<u32>().ok()?);
+        let ok = |x: u32| (1..=64).contains(&x);
+        (t % 32 == 0 && (256..=1024).contains(&t) && ok(i) && p.is_none_or(ok)).then_some((t, i, p))
+    }
+
+    /// A row with the overrides applied, clamped to the static shared memory of one block.
+    pub(crate) fn policy_from(row: OnesweepRow, env: OnesweepEnv) -> OnesweepPolicy {
+        let (threads, items4, pairs) =
+            env.shape
+                .unwrap_or((row.threads, row.items4, Some(row.items_pairs)));
         // OnesweepStorage: warps x 256 counts, 256 offsets, 8 totals, the tile id.
         let fixed = threads / 32 * 1024 + 1024 + 64;
         let fit = |bytes: u32| ((SMEM_LIMIT - fixed) / (threads * bytes)).max(1);
@@ -308,13 +389,9 @@ pub mod gpu {
             items_pairs: pairs.unwrap_or(items4).min(fit(4)),
             items8: items4.div_ceil(2).min(fit(8)),
             min_blocks: (65536 / (threads * ONESWEEP_REGS)).max(1),
-            match_any: std::env::var("SEGSPARSE_SORT_MATCH").is_ok_and(|v| v == "any"),
-            early_values: std::env::var("SEGSPARSE_SORT_EARLY_VALUES").map_or(true, |v| v != "0"),
-            poll_ns: std::env::var("SEGSPARSE_SORT_POLL_NS")
-                .ok()
-                .and_then(|v| v.parse::<u32>().ok())
-                .filter(|&v| v <= 10_000)
-                .unwrap_or(ONESWEEP_POLL_NS),
+            match_any: env.match_any,
+            early_values: !env.late_values,
+            poll_ns: env.poll_ns.unwrap_or(row.poll_ns),
         }
     }
 
@@ -388,7 +465,8 @@ pub mod gpu {
         }
         let wide =
             std::mem::size_of::<K>() == 8 || (values.is_some() && std::mem::size_of::<V>() == 8);
-        let p = onesweep_policy();
+        let class = crate::primitives::gpu::device_class(g);
+        let p = onesweep_policy(class);
         let items = if wide {
             p.items8
         } else if values.is_some() {
@@ -397,16 +475,7 @@ pub mod gpu {
             p.items4
         };
         let threads = p.threads;
-        let defines = [
-            ("OS_THREADS", p.threads.to_string()),
-            ("OS_ITEMS", p.items4.to_string()),
-            ("OS_ITEMS_PAIRS", p.items_pairs.to_string()),
-            ("OS_ITEMS8", p.items8.to_string()),
-            ("OS_MIN_BLOCKS", p.min_blocks.to_string()),
-            ("OS_MATCH_ANY", u32::from(p.match_any).to_string()),
-            ("OS_EARLY_VALUES", u32::from(p.early_values).to_string()),
-            ("OS_POLL_NS", p.poll_ns.to_string()),
-        ];
+        let defines = onesweep_defines(class);
         let tile = (threads * items) as usize;
         let tiles = n.div_ceil(tile);
         let t32 = tiles as u32;
@@ -737,5 +806,48 @@ pub mod gpu {
             heads = h2;
             passes += 1;
         }
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod policy_tests {
+    use super::gpu::{onesweep_row, parse_shape, policy_from, OnesweepEnv};
+    use crate::primitives::policy::DeviceClass;
+
+    #[test]
+    fn onesweep_rows_per_class() {
+        for c in DeviceClass::ALL {
+            let row = onesweep_row(c);
+            let p = policy_from(row, OnesweepEnv::default());
+            assert_eq!(p.threads, row.threads, "{c:?}");
+            assert_eq!(p.items4, row.items4, "{c:?}");
+            assert_eq!(p.items_pairs, row.items_pairs, "{c:?}");
+            assert_eq!(p.items8, row.items4.div_ceil(2), "{c:?}");
+            assert_eq!(p.poll_ns, row.poll_ns, "{c:?}");
+            assert!(p.min_blocks >= 1 && p.early_values && !p.match_any, "{c:?}");
+        }
+        assert_eq!(
+            onesweep_row(DeviceClass::Other),
+            onesweep_row(DeviceClass::H200)
+        );
+    }
+
+    #[test]
+    fn onesweep_shape_overrides_parse_and_clamp() {
+        assert_eq!(parse_shape("256x20,16"), Some((256, 20, Some(16))));
+        assert_eq!(parse_shape("384x18"), Some((384, 18, None)));
+        assert_eq!(parse_shape("250x20"), None);
+        assert_eq!(parse_shape("128x20"), None);
+        assert_eq!(parse_shape("256x0"), None);
+        assert_eq!(parse_shape("256x20,x"), None);
+        // 1024 threads x 64 keys cannot fit 48 KB of shared memory: clamped.
+        let env = OnesweepEnv {
+            shape: parse_shape("1024x64"),
+            ..OnesweepEnv::default()
+        };
+        let p = policy_from(onesweep_row(DeviceClass::H100), env);
+        assert_eq!(p.threads, 1024);
+        assert!(p.items4 * p.threads * 4 + p.threads / 32 * 1024 + 1088 <= 48 * 1024);
+        assert!(p.items8 * p.threads * 8 + p.threads / 32 * 1024 + 1088 <= 48 * 1024);
     }
 }

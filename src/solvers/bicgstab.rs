@@ -57,23 +57,12 @@ where
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
     super::preflight(be, "the BiCGSTAB workspace", n, vectors, 0, params)?;
-    let pre = if kind == Kind::Identity {
-        None
-    } else {
-        Some((be.zeros(n)?, be.zeros(n)?))
-    };
     let mut state = BicgState {
         a,
         m,
         kind,
         fused: be.bicg_fused(n),
-        r: be.zeros(n)?,
-        rhat: be.zeros(n)?,
-        p: be.zeros(n)?,
-        v: be.zeros(n)?,
-        s: be.zeros(n)?,
-        t: be.zeros(n)?,
-        pre,
+        v: BicgVectors::new(be, n, kind)?,
     };
     let sc = be.scalars(n, params.max_iters)?;
     drive(be, a, b, x, params, &mut state, sc, clock)
@@ -85,14 +74,7 @@ struct BicgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
     kind: Kind,
     /// The fused order (module docs).
     fused: bool,
-    r: B::Vector,
-    rhat: B::Vector,
-    p: B::Vector,
-    v: B::Vector,
-    s: B::Vector,
-    t: B::Vector,
-    /// `(p̂, ŝ)` when preconditioned.
-    pre: Option<(B::Vector, B::Vector)>,
+    v: BicgVectors<B::Vector>,
 }
 
 impl<T, B, A, P> Method<T, B> for BicgState<'_, T, B, A, P>
@@ -103,20 +85,12 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
-        (&mut self.r, &mut self.t)
+        (&mut self.v.r, &mut self.v.t)
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
-        be.copy(&self.r, &mut self.rhat)?;
-        be.set_zero(&mut self.p)?;
-        be.set_zero(&mut self.v)?;
-        // ‖r‖², ρ = r̂ᵀr = ‖r‖², ‖r̂‖², α = ω = 1, β = 0.
-        be.cg_start(&self.r, Fuse::Identity, sc, it)?;
-        if self.fused {
-            // The first iteration's p (= r), which the fused order computes ahead.
-            self.update_p(be, sc)?;
-        }
-        Ok(())
+        let d = self.m.inverse_diagonal();
+        self.v.start(be, self.kind, d, self.fused, sc, it)
     }
 
     fn step(
@@ -126,57 +100,197 @@ where
         x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
+        let (kind, d) = (self.kind, self.m.inverse_diagonal());
         if self.fused {
-            return self.fused_step(be, sc, x, it);
+            // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
+            self.op_after_pre(be, (BV::P, BV::Phat, BV::V))?;
+            self.v.alpha_s(be, kind, d, sc, it)?;
+            self.op_after_pre(be, (BV::S, BV::Shat, BV::T))?;
+            return self.v.update_p(be, kind, d, x, sc, it);
         }
-        let inv_diag = self.m.inverse_diagonal();
         // p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
-        match (self.kind, self.pre.as_mut()) {
-            (Kind::Jacobi, Some((phat, _))) => {
-                let inv_diag = inv_diag.expect("diagonal preconditioner");
-                be.bicg_p(
-                    &self.r,
-                    &self.v,
-                    &mut self.p,
-                    Fuse::Jacobi { inv_diag, z: phat },
-                    sc,
-                )?;
-                self.a.apply(be, phat, &mut self.v)?;
-            }
-            (Kind::General, Some((phat, _))) => {
-                be.bicg_p(&self.r, &self.v, &mut self.p, Fuse::Separate(None), sc)?;
-                self.m.apply(be, &self.p, phat)?;
-                self.a.apply(be, phat, &mut self.v)?;
-            }
-            _ => {
-                be.bicg_p(&self.r, &self.v, &mut self.p, Fuse::Identity, sc)?;
-                self.a.apply(be, &self.p, &mut self.v)?;
-            }
-        }
-        be.bicg_alpha(&self.rhat, &self.v, sc, it)?;
+        self.v.p_step(be, kind, d, sc)?;
+        self.op_after_pre(be, (BV::P, BV::Phat, BV::V))?;
+        self.v.alpha(be, sc, it)?;
         // s = r − αv; ŝ = M⁻¹s; t = A·ŝ.
-        match (self.kind, self.pre.as_mut()) {
-            (Kind::Jacobi, Some((_, shat))) => {
-                let inv_diag = inv_diag.expect("diagonal preconditioner");
-                be.bicg_s(
-                    &self.r,
-                    &self.v,
-                    &mut self.s,
-                    Fuse::Jacobi { inv_diag, z: shat },
-                    sc,
-                )?;
-                self.a.apply(be, shat, &mut self.t)?;
-            }
-            (Kind::General, Some((_, shat))) => {
-                be.bicg_s(&self.r, &self.v, &mut self.s, Fuse::Separate(None), sc)?;
-                self.m.apply(be, &self.s, shat)?;
-                self.a.apply(be, shat, &mut self.t)?;
-            }
-            _ => {
-                be.bicg_s(&self.r, &self.v, &mut self.s, Fuse::Identity, sc)?;
-                self.a.apply(be, &self.s, &mut self.t)?;
-            }
+        self.v.s_step(be, kind, d, sc)?;
+        self.op_after_pre(be, (BV::S, BV::Shat, BV::T))?;
+        self.v.omega_update(be, x, sc, it)
+    }
+}
+
+impl<T, B, A, P> BicgState<'_, T, B, A, P>
+where
+    T: Elem,
+    B: VectorOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    /// `to ← A·M⁻¹·from` through `mid` (see [`after_pre`]).
+    fn op_after_pre(&mut self, be: &B, route: (BV, BV, BV)) -> crate::Result<()> {
+        let (pre, op) = after_pre(self.kind, route);
+        if let Some((f, t)) = pre {
+            let (f, t) = self.v.pair(f, t);
+            self.m.apply(be, f, t)?;
         }
+        let (f, t) = self.v.pair(op.0, op.1);
+        self.a.apply(be, f, t)
+    }
+}
+
+/// Which vector of a BiCGSTAB solve an operator or preconditioner reads or writes.
+#[derive(Clone, Copy)]
+pub(super) enum BV {
+    P,
+    V,
+    S,
+    T,
+    Phat,
+    Shat,
+}
+
+/// How `to ← A·M⁻¹·from` runs through `mid` (`p̂` or `ŝ`) for a preconditioner of `kind`: the
+/// preconditioner's product, if any, then the operator's. A general `M` is applied here
+/// (`mid ← M⁻¹·from`), Jacobi's `mid` was written by the vector step before, and without a
+/// preconditioner `to ← A·from`.
+#[allow(clippy::type_complexity)]
+pub(super) fn after_pre(kind: Kind, (from, mid, to): (BV, BV, BV)) -> (Option<(BV, BV)>, (BV, BV)) {
+    match kind {
+        Kind::General => (Some((from, mid)), (mid, to)),
+        Kind::Jacobi => (None, (mid, to)),
+        Kind::Identity => (None, (from, to)),
+    }
+}
+
+/// The vectors of one BiCGSTAB solve (one column of a block solve) and its vector steps
+/// between the products, written once for the one-column and the multi-column BiCGSTAB.
+pub(super) struct BicgVectors<V> {
+    pub(super) r: V,
+    pub(super) rhat: V,
+    pub(super) p: V,
+    pub(super) v: V,
+    pub(super) s: V,
+    pub(super) t: V,
+    /// `(p̂, ŝ)` when preconditioned.
+    pub(super) pre: Option<(V, V)>,
+}
+
+/// How a BiCGSTAB vector step meets the preconditioner: Jacobi writes `z` (`p̂` or `ŝ`) in the
+/// same pass, a general one is applied separately afterwards.
+fn fuse<'f, V>(kind: Kind, inv_diag: Option<&'f V>, z: Option<&'f mut V>) -> Fuse<'f, V> {
+    match (kind, z) {
+        (Kind::Jacobi, Some(z)) => Fuse::Jacobi {
+            inv_diag: inv_diag.expect("diagonal preconditioner"),
+            z,
+        },
+        (Kind::General, _) => Fuse::Separate(None),
+        _ => Fuse::Identity,
+    }
+}
+
+impl<V> BicgVectors<V> {
+    /// The vectors of length `n` for a preconditioner of `kind`.
+    pub(super) fn new<T: Elem, B: VectorOps<T, Vector = V>>(
+        be: &B,
+        n: usize,
+        kind: Kind,
+    ) -> crate::Result<Self> {
+        Ok(BicgVectors {
+            r: be.zeros(n)?,
+            rhat: be.zeros(n)?,
+            p: be.zeros(n)?,
+            v: be.zeros(n)?,
+            s: be.zeros(n)?,
+            t: be.zeros(n)?,
+            pre: if kind == Kind::Identity {
+                None
+            } else {
+                Some((be.zeros(n)?, be.zeros(n)?))
+            },
+        })
+    }
+
+    /// `(&from, &mut to)` for two different vectors.
+    pub(super) fn pair(&mut self, from: BV, to: BV) -> (&V, &mut V) {
+        let BicgVectors {
+            p, v, s, t, pre, ..
+        } = self;
+        let (ph, sh) = match pre {
+            Some((a, b)) => (Some(a), Some(b)),
+            None => (None, None),
+        };
+        let mut slots = [Some(p), Some(v), Some(s), Some(t), ph, sh];
+        let (fi, ti) = (from as usize, to as usize);
+        assert_ne!(fi, ti, "a BiCGSTAB vector is not its own product");
+        let to_ref = slots[ti].take().expect("preconditioned");
+        let from_ref: &V = slots[fi].take().expect("preconditioned");
+        (from_ref, to_ref)
+    }
+
+    /// (Re)starts from the residual in `r`: `r̂ = r`, `p = v = 0`, ‖r‖², ρ = r̂ᵀr = ‖r‖², ‖r̂‖²,
+    /// α = ω = 1, β = 0; in the fused order also the first iteration's `p` (= r), which that
+    /// order computes ahead.
+    pub(super) fn start<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        kind: Kind,
+        inv_diag: Option<&V>,
+        fused: bool,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        be.copy(&self.r, &mut self.rhat)?;
+        be.set_zero(&mut self.p)?;
+        be.set_zero(&mut self.v)?;
+        be.cg_start(&self.r, Fuse::Identity, sc, it)?;
+        if fused {
+            self.p_step(be, kind, inv_diag, sc)?;
+        }
+        Ok(())
+    }
+
+    /// `p = r + β(p − ωv)` and, for Jacobi, `p̂ = D⁻¹p`.
+    pub(super) fn p_step<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        kind: Kind,
+        inv_diag: Option<&V>,
+        sc: &mut B::Scalars,
+    ) -> crate::Result<()> {
+        let fuse = fuse(kind, inv_diag, self.pre.as_mut().map(|(p, _)| p));
+        be.bicg_p(&self.r, &self.v, &mut self.p, fuse, sc)
+    }
+
+    /// α = ρ / r̂ᵀv.
+    pub(super) fn alpha<T: Elem, B: VectorOps<T, Vector = V>>(
+        &self,
+        be: &B,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        be.bicg_alpha(&self.rhat, &self.v, sc, it)
+    }
+
+    /// `s = r − αv` and, for Jacobi, `ŝ = D⁻¹s`.
+    pub(super) fn s_step<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        kind: Kind,
+        inv_diag: Option<&V>,
+        sc: &mut B::Scalars,
+    ) -> crate::Result<()> {
+        let fuse = fuse(kind, inv_diag, self.pre.as_mut().map(|(_, s)| s));
+        be.bicg_s(&self.r, &self.v, &mut self.s, fuse, sc)
+    }
+
+    /// ω = tᵀs / tᵀt, then `x += αp̂ + ωŝ`, `r = s − ωt`, ‖r‖² and ρ, β.
+    pub(super) fn omega_update<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        x: &mut V,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
         be.bicg_omega(&self.t, &self.s, sc, it)?;
         let (phat, shat) = match &self.pre {
             Some((ph, sh)) => (ph, sh),
@@ -194,105 +308,48 @@ where
             it,
         )
     }
-}
 
-impl<T, B, A, P> BicgState<'_, T, B, A, P>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    /// `p = r + β(p − ωv)` and, for Jacobi, `p̂ = D⁻¹p` (the fused order's start).
-    fn update_p(&mut self, be: &B, sc: &mut B::Scalars) -> crate::Result<()> {
-        let fuse = match (self.kind, self.pre.as_mut()) {
-            (Kind::Jacobi, Some((phat, _))) => Fuse::Jacobi {
-                inv_diag: self.m.inverse_diagonal().expect("diagonal preconditioner"),
-                z: phat,
-            },
-            (Kind::General, _) => Fuse::Separate(None),
-            _ => Fuse::Identity,
-        };
-        be.bicg_p(&self.r, &self.v, &mut self.p, fuse, sc)
-    }
-
-    /// One iteration in the fused order: `v = A·p̂`, α and `s`, `t = A·ŝ`, ω, `x`, `r`, β and the
-    /// next `p` (module docs).
-    fn fused_step(
+    /// The fused order's α and `s` (and Jacobi's `ŝ`), after `v = A·p̂`.
+    pub(super) fn alpha_s<T: Elem, B: VectorOps<T, Vector = V>>(
         &mut self,
         be: &B,
+        kind: Kind,
+        inv_diag: Option<&V>,
         sc: &mut B::Scalars,
-        x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
-        let inv_diag = self.m.inverse_diagonal();
-        match (self.kind, self.pre.as_mut()) {
-            (Kind::Jacobi, Some((phat, shat))) => {
-                let inv_diag = inv_diag.expect("diagonal preconditioner");
-                self.a.apply(be, phat, &mut self.v)?;
-                let fuse = Fuse::Jacobi {
-                    inv_diag,
-                    z: &mut *shat,
-                };
-                be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)?;
-                self.a.apply(be, shat, &mut self.t)?;
-                be.bicg_update_p(
-                    x,
-                    Some(phat),
-                    Some(inv_diag),
-                    shat,
-                    &self.s,
-                    &self.t,
-                    &mut self.r,
-                    &self.rhat,
-                    &mut self.p,
-                    &self.v,
-                    sc,
-                    it,
-                )
+        let fuse = fuse(kind, inv_diag, self.pre.as_mut().map(|(_, s)| s));
+        be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)
+    }
+
+    /// The fused order's end of an iteration, after `t = A·ŝ`: ω, `x`, `r`, β and the next `p`
+    /// (and Jacobi's `p̂`).
+    pub(super) fn update_p<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        kind: Kind,
+        inv_diag: Option<&V>,
+        x: &mut V,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        let BicgVectors {
+            r,
+            rhat,
+            p,
+            v,
+            s,
+            t,
+            pre,
+        } = self;
+        // Unpreconditioned, p̂ is p and ŝ is s.
+        let (phat, d, shat) = match pre {
+            Some((phat, shat)) => {
+                let d = if kind == Kind::Jacobi { inv_diag } else { None };
+                (Some(phat), d, &*shat)
             }
-            (Kind::General, Some((phat, shat))) => {
-                self.m.apply(be, &self.p, phat)?;
-                self.a.apply(be, phat, &mut self.v)?;
-                let fuse = Fuse::Separate(None);
-                be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)?;
-                self.m.apply(be, &self.s, shat)?;
-                self.a.apply(be, shat, &mut self.t)?;
-                be.bicg_update_p(
-                    x,
-                    Some(phat),
-                    None,
-                    shat,
-                    &self.s,
-                    &self.t,
-                    &mut self.r,
-                    &self.rhat,
-                    &mut self.p,
-                    &self.v,
-                    sc,
-                    it,
-                )
-            }
-            _ => {
-                self.a.apply(be, &self.p, &mut self.v)?;
-                let fuse = Fuse::Identity;
-                be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)?;
-                self.a.apply(be, &self.s, &mut self.t)?;
-                be.bicg_update_p(
-                    x,
-                    None,
-                    None,
-                    &self.s,
-                    &self.s,
-                    &self.t,
-                    &mut self.r,
-                    &self.rhat,
-                    &mut self.p,
-                    &self.v,
-                    sc,
-                    it,
-                )
-            }
-        }
+            None => (None, None, &*s),
+        };
+        be.bicg_update_p(x, phat, d, shat, s, t, r, rhat, p, v, sc, it)
     }
 }

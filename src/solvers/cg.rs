@@ -145,14 +145,7 @@ where
         a,
         m,
         kind,
-        r: be.zeros(n)?,
-        z: if kind == Kind::Identity {
-            None
-        } else {
-            Some(be.zeros(n)?)
-        },
-        p: be.zeros(n)?,
-        q: be.zeros(n)?,
+        v: CgVectors::new(be, n, kind)?,
     };
     let mut sc = be.scalars(n, params.max_iters)?;
     if bilinear {
@@ -165,10 +158,7 @@ struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
-    r: B::Vector,
-    z: Option<B::Vector>,
-    p: B::Vector,
-    q: B::Vector,
+    v: CgVectors<B::Vector>,
 }
 
 impl<T, B, A, P> Method<T, B> for CgState<'_, T, B, A, P>
@@ -179,34 +169,11 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
-        (&mut self.r, &mut self.q)
+        (&mut self.v.r, &mut self.v.q)
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
-        match self.kind {
-            Kind::Identity => {
-                be.cg_start(&self.r, Fuse::Identity, sc, it)?;
-                be.copy(&self.r, &mut self.p)
-            }
-            Kind::Jacobi => {
-                let z = self
-                    .z
-                    .as_mut()
-                    .expect("z is allocated for a preconditioner");
-                let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
-                be.cg_start(&self.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
-                be.copy(z, &mut self.p)
-            }
-            Kind::General => {
-                let z = self
-                    .z
-                    .as_mut()
-                    .expect("z is allocated for a preconditioner");
-                self.m.apply(be, &self.r, z)?;
-                be.cg_start(&self.r, Fuse::Separate(Some(z)), sc, it)?;
-                be.copy(z, &mut self.p)
-            }
-        }
+        self.v.start(be, self.m, self.kind, sc, it)
     }
 
     fn step(
@@ -216,33 +183,131 @@ where
         x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
-        self.a.apply(be, &self.p, &mut self.q)?;
-        // cg_alpha, cg_update_r, cg_update_xp: one fused call (VectorOps::cg_tail) where the
-        // preconditioner allows it.
-        match self.kind {
-            Kind::Identity => {
-                be.cg_tail(x, &mut self.p, &self.q, &mut self.r, Fuse::Identity, sc, it)
+        let v = &mut self.v;
+        self.a.apply(be, &v.p, &mut v.q)?;
+        if self.kind != Kind::General {
+            return v.tail(be, self.m, self.kind, x, sc, it);
+        }
+        v.update_r(be, sc, it)?;
+        let z = v.z.as_mut().expect("z is allocated for a preconditioner");
+        self.m.apply(be, &v.r, z)?;
+        v.update_xp(be, x, sc, it)
+    }
+}
+
+/// The vectors of one CG solve (one column of a block solve) and its steps around the operator
+/// and the preconditioner, written once for the one-column and the multi-column CG.
+pub(super) struct CgVectors<V> {
+    pub(super) r: V,
+    /// `M⁻¹r`; absent without a preconditioner (`z` is `r`).
+    pub(super) z: Option<V>,
+    pub(super) p: V,
+    /// `A·p`.
+    pub(super) q: V,
+}
+
+impl<V> CgVectors<V> {
+    /// The vectors of length `n` for a preconditioner of `kind`.
+    pub(super) fn new<T: Elem, B: VectorOps<T, Vector = V>>(
+        be: &B,
+        n: usize,
+        kind: Kind,
+    ) -> crate::Result<Self> {
+        Ok(CgVectors {
+            r: be.zeros(n)?,
+            z: if kind == Kind::Identity {
+                None
+            } else {
+                Some(be.zeros(n)?)
+            },
+            p: be.zeros(n)?,
+            q: be.zeros(n)?,
+        })
+    }
+
+    /// (Re)starts from the residual in `r`: `z = M⁻¹r` (fused with the reductions for Jacobi),
+    /// ‖r‖², ρ, and `p = z` (`p = r` without a preconditioner).
+    pub(super) fn start<T, B, P>(
+        &mut self,
+        be: &B,
+        m: &P,
+        kind: Kind,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: VectorOps<T, Vector = V>,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        let CgVectors { r, z, p, .. } = self;
+        match (kind, z.as_mut()) {
+            (Kind::Jacobi, Some(z)) => {
+                let inv_diag = m.inverse_diagonal().expect("diagonal preconditioner");
+                be.cg_start(r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
+                be.copy(z, p)
             }
-            Kind::Jacobi => {
-                let z = self
-                    .z
-                    .as_mut()
-                    .expect("z is allocated for a preconditioner");
-                let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
-                let fuse = Fuse::Jacobi { inv_diag, z };
-                be.cg_tail(x, &mut self.p, &self.q, &mut self.r, fuse, sc, it)
+            (Kind::General, Some(z)) => {
+                m.apply(be, r, z)?;
+                be.cg_start(r, Fuse::Separate(Some(z)), sc, it)?;
+                be.copy(z, p)
             }
-            Kind::General => {
-                be.cg_alpha(&self.p, &self.q, sc, it)?;
-                let z = self
-                    .z
-                    .as_mut()
-                    .expect("z is allocated for a preconditioner");
-                be.cg_update_r(&self.q, &mut self.r, Fuse::Separate(None), sc, it)?;
-                self.m.apply(be, &self.r, z)?;
-                be.cg_rho(&self.r, z, sc, it)?;
-                be.cg_update_xp(x, &mut self.p, z, sc, it)
+            _ => {
+                be.cg_start(r, Fuse::Identity, sc, it)?;
+                be.copy(r, p)
             }
         }
+    }
+
+    /// The iteration after `q = A·p` without a general preconditioner: `cg_alpha`,
+    /// `cg_update_r` and `cg_update_xp` as one call ([`VectorOps::cg_tail`]), Jacobi's `z`
+    /// fused in.
+    pub(super) fn tail<T, B, P>(
+        &mut self,
+        be: &B,
+        m: &P,
+        kind: Kind,
+        x: &mut V,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: VectorOps<T, Vector = V>,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        let CgVectors { r, z, p, q } = self;
+        let fuse = match (kind, m.inverse_diagonal(), z.as_mut()) {
+            (Kind::Jacobi, Some(inv_diag), Some(z)) => Fuse::Jacobi { inv_diag, z },
+            _ => Fuse::Identity,
+        };
+        be.cg_tail(x, p, q, r, fuse, sc, it)
+    }
+
+    /// With a general preconditioner, before it is applied to `r`: α and `r −= αq`.
+    pub(super) fn update_r<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        be.cg_alpha(&self.p, &self.q, sc, it)?;
+        be.cg_update_r(&self.q, &mut self.r, Fuse::Separate(None), sc, it)
+    }
+
+    /// With a general preconditioner, after `z = M⁻¹r`: ρ, β, `x += αp` and `p = z + βp`.
+    pub(super) fn update_xp<T: Elem, B: VectorOps<T, Vector = V>>(
+        &mut self,
+        be: &B,
+        x: &mut V,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        let z = self
+            .z
+            .as_ref()
+            .expect("z is allocated for a preconditioner");
+        be.cg_rho(&self.r, z, sc, it)?;
+        be.cg_update_xp(x, &mut self.p, z, sc, it)
     }
 }

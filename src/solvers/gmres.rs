@@ -109,18 +109,8 @@ where
         a,
         m,
         b,
-        r: be.zeros(n)?,
-        q: be.zeros(n)?,
-        z: if m.is_identity() {
-            None
-        } else {
-            Some(be.zeros(n)?)
-        },
-        k: be.krylov(n, restart)?,
         restart,
-        j: 0,
-        cycle_it: 0,
-        halted: false,
+        v: GmresVectors::new(be, n, restart, m.is_identity())?,
     };
     let sc = be.scalars(n, params.max_iters)?;
     drive(be, a, b, x, params, &mut state, sc, clock)
@@ -130,45 +120,8 @@ struct GmresState<'a, T: Elem, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     b: &'a B::Vector,
-    r: B::Vector,
-    /// Scratch: `A·x` for the residual, and `V·y` at the end of a cycle.
-    q: B::Vector,
-    /// `M⁻¹v_j` (and `M⁻¹V·y`) when preconditioned.
-    z: Option<B::Vector>,
-    k: B::Krylov,
     restart: usize,
-    /// Columns done in this cycle.
-    j: usize,
-    /// The iteration at which this cycle started.
-    cycle_it: usize,
-    /// The status was seen set at a cycle end: later steps (until the driver's check) are no-ops.
-    halted: bool,
-}
-
-impl<T, B, A, P> GmresState<'_, T, B, A, P>
-where
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    /// `x ← x + M⁻¹·V·y` with the first `ncols` columns of this cycle.
-    fn correct(&mut self, be: &B, x: &mut B::Vector, ncols: usize) -> crate::Result<()> {
-        if ncols == 0 {
-            return Ok(());
-        }
-        be.gmres_combine(&mut self.k, ncols, &mut self.q)?;
-        match &mut self.z {
-            None => be.axpy(T::one(), &self.q, x),
-            Some(z) => {
-                match self.m.inverse_diagonal() {
-                    Some(d) => be.scale(d, &self.q, z)?,
-                    None => self.m.apply(be, &self.q, z)?,
-                }
-                be.axpy(T::one(), z, x)
-            }
-        }
-    }
+    v: GmresVectors<B::Vector, B::Krylov>,
 }
 
 impl<T, B, A, P> Method<T, B> for GmresState<'_, T, B, A, P>
@@ -179,14 +132,11 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
-        (&mut self.r, &mut self.q)
+        (&mut self.v.r, &mut self.v.q)
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
-        self.j = 0;
-        self.cycle_it = it;
-        self.halted = false;
-        be.gmres_start(&self.r, &mut self.k, sc, it)
+        self.v.start(be, sc, it)
     }
 
     fn finish(
@@ -197,18 +147,7 @@ where
         status: Status,
         it: usize,
     ) -> crate::Result<()> {
-        let ncols = match status {
-            // Iteration limit inside a cycle: the columns done so far.
-            Status::Running => self.j,
-            // Set at iteration `it`: columns up to and including that one are valid.
-            Status::Converged | Status::Stagnated => it.saturating_sub(self.cycle_it),
-            _ => 0,
-        };
-        let ncols = ncols.min(self.restart);
-        // Mark the cycle as applied, so a restart by the driver begins afresh.
-        self.j = 0;
-        self.cycle_it = it;
-        self.correct(be, x, ncols)
+        self.v.finish(be, self.m, x, status, it, self.restart)
     }
 
     fn step(
@@ -218,44 +157,40 @@ where
         _x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
-        if self.halted {
+        if self.v.halted {
             return Ok(());
         }
-        let j = self.j;
-        {
-            let (vj, vnext) = be.krylov_pair(&mut self.k, j);
-            match &mut self.z {
-                None => self.a.apply(be, vj, vnext)?,
-                Some(z) => {
-                    match self.m.inverse_diagonal() {
-                        Some(d) => be.scale(d, vj, z)?,
-                        None => self.m.apply(be, vj, z)?,
-                    }
-                    self.a.apply(be, z, vnext)?;
+        let GmresVectors { k, z, j, .. } = &mut self.v;
+        let (vj, vnext) = be.krylov_pair(k, *j);
+        match z {
+            None => self.a.apply(be, vj, vnext)?,
+            Some(z) => {
+                match self.m.inverse_diagonal() {
+                    Some(d) => be.scale(d, vj, z)?,
+                    None => self.m.apply(be, vj, z)?,
                 }
+                self.a.apply(be, z, vnext)?;
             }
         }
-        be.gmres_arnoldi(&mut self.k, j, sc, it)?;
-        self.j += 1;
-        Ok(())
+        self.v.arnoldi(be, sc, it)
     }
 
     /// A block's steps depend on its starting column (which Krylov vectors it reads and
     /// writes), so the column is the key; a replayed block advances the column counter through
     /// [`Method::replayed`] below.
     fn block_key(&self) -> Option<u64> {
-        Some(self.j as u64)
+        Some(self.v.j as u64)
     }
 
     fn replayed(&mut self, len: usize) {
-        if !self.halted {
-            self.j += len;
+        if !self.v.halted {
+            self.v.j += len;
         }
     }
 
     /// A block ends at the end of the cycle, where the host decides.
     fn block_limit(&self) -> usize {
-        self.restart - self.j
+        self.restart - self.v.j
     }
 
     fn after_block(
@@ -265,16 +200,161 @@ where
         x: &mut B::Vector,
         it: usize,
     ) -> crate::Result<()> {
-        if self.j == self.restart && !self.halted {
-            // End of the cycle: the one host read per cycle decides between stop and restart.
+        let (a, m, b) = (self.a, self.m, self.b);
+        self.v.end_of_cycle(be, a, m, b, sc, x, it, self.restart)
+    }
+}
+
+/// The vectors and the cycle state of one GMRES solve (one column of a block solve), with the
+/// steps around the products, written once for the one-column and the multi-column GMRES.
+pub(super) struct GmresVectors<V, K> {
+    pub(super) r: V,
+    /// Scratch: `A·x` for the residual, and `V·y` at the end of a cycle.
+    pub(super) q: V,
+    /// `M⁻¹v_j` (and `M⁻¹V·y`) when preconditioned.
+    pub(super) z: Option<V>,
+    pub(super) k: K,
+    /// Columns done in this cycle.
+    pub(super) j: usize,
+    /// The iteration at which this cycle started.
+    pub(super) cycle_it: usize,
+    /// The status was seen set at a cycle end: later steps (until the driver's check) are no-ops.
+    pub(super) halted: bool,
+}
+
+impl<V, K> GmresVectors<V, K> {
+    /// The vectors of length `n` and a basis of `restart + 1` vectors (`z` unless `identity`).
+    pub(super) fn new<T: Elem, B: KrylovOps<T, Vector = V, Krylov = K>>(
+        be: &B,
+        n: usize,
+        restart: usize,
+        identity: bool,
+    ) -> crate::Result<Self> {
+        Ok(GmresVectors {
+            r: be.zeros(n)?,
+            q: be.zeros(n)?,
+            z: if identity { None } else { Some(be.zeros(n)?) },
+            k: be.krylov(n, restart)?,
+            j: 0,
+            cycle_it: 0,
+            halted: false,
+        })
+    }
+
+    /// (Re)starts a cycle at iteration `it` from the residual in `r`.
+    pub(super) fn start<T: Elem, B: KrylovOps<T, Vector = V, Krylov = K>>(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        self.j = 0;
+        self.cycle_it = it;
+        self.halted = false;
+        be.gmres_start(&self.r, &mut self.k, sc, it)
+    }
+
+    /// The Arnoldi step of column `j` once `v_{j+1} = A·M⁻¹v_j` is written.
+    pub(super) fn arnoldi<T: Elem, B: KrylovOps<T, Vector = V, Krylov = K>>(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()> {
+        be.gmres_arnoldi(&mut self.k, self.j, sc, it)?;
+        self.j += 1;
+        Ok(())
+    }
+
+    /// `x ← x + M⁻¹·V·y` with the first `ncols` columns of this cycle.
+    pub(super) fn correct<T, B, P>(
+        &mut self,
+        be: &B,
+        m: &P,
+        x: &mut V,
+        ncols: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: KrylovOps<T, Vector = V, Krylov = K>,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        if ncols == 0 {
+            return Ok(());
+        }
+        be.gmres_combine(&mut self.k, ncols, &mut self.q)?;
+        match &mut self.z {
+            None => be.axpy(T::one(), &self.q, x),
+            Some(z) => {
+                match m.inverse_diagonal() {
+                    Some(d) => be.scale(d, &self.q, z)?,
+                    None => m.apply(be, &self.q, z)?,
+                }
+                be.axpy(T::one(), z, x)
+            }
+        }
+    }
+
+    /// The end of a (re)start's iterations with `status` at iteration `it`: the correction of
+    /// the columns of this cycle that are valid.
+    pub(super) fn finish<T, B, P>(
+        &mut self,
+        be: &B,
+        m: &P,
+        x: &mut V,
+        status: Status,
+        it: usize,
+        restart: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: KrylovOps<T, Vector = V, Krylov = K>,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        let ncols = match status {
+            // Iteration limit inside a cycle: the columns done so far.
+            Status::Running => self.j,
+            // Set at iteration `it`: columns up to and including that one are valid.
+            Status::Converged | Status::Stagnated => it.saturating_sub(self.cycle_it),
+            _ => 0,
+        };
+        let ncols = ncols.min(restart);
+        // Mark the cycle as applied, so a restart by the driver begins afresh.
+        self.j = 0;
+        self.cycle_it = it;
+        self.correct(be, m, x, ncols)
+    }
+
+    /// After a block at iteration `it`: at the end of a cycle, the one host read per cycle
+    /// decides between stop (the later steps are no-ops until the driver's check) and restart
+    /// (correction, new residual `b − A·x`, new cycle).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn end_of_cycle<T, B, A, P>(
+        &mut self,
+        be: &B,
+        a: &A,
+        m: &P,
+        b: &V,
+        sc: &mut B::Scalars,
+        x: &mut V,
+        it: usize,
+        restart: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: KrylovOps<T, Vector = V, Krylov = K>,
+        A: LinearOperator<T, B> + ?Sized,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        if self.j == restart && !self.halted {
             let slots = be.read_slots(sc)?;
             if Status::of(slots[super::Slot::Status as usize]) != Status::Running {
                 self.halted = true;
                 return Ok(());
             }
-            self.correct(be, x, self.restart)?;
-            self.a.apply(be, x, &mut self.q)?;
-            be.residual(self.b, &self.q, &mut self.r)?;
+            self.correct(be, m, x, restart)?;
+            a.apply(be, x, &mut self.q)?;
+            be.residual(b, &self.q, &mut self.r)?;
             self.start(be, sc, it)?;
         }
         Ok(())

@@ -25,7 +25,7 @@
 
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 
 /// Marks an entry of a permuted matrix that is not in `A` (an inserted diagonal entry).
 pub const INSERTED: u32 = u32::MAX;
@@ -49,7 +49,7 @@ pub fn is_permutation(p: &[u32]) -> bool {
 }
 
 /// The pattern of `A + Aᵀ` without the diagonal, as adjacency lists (sorted, unique).
-fn symmetric_graph<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<u32>, Vec<u32>) {
+fn symmetric_graph<T: Elem>(a: &CsrMatrix<T>) -> (Vec<u32>, Vec<u32>) {
     let n = a.nrows();
     let (rp, cj) = (a.row_ptr(), a.col_idx());
     let mut deg = vec![0u32; n + 1];
@@ -99,7 +99,7 @@ fn symmetric_graph<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<u32>, Vec<u32>) {
 /// A multicolour ordering of a square matrix: `(order, colours)`, where `order` lists the rows
 /// colour by colour (rows of one colour in ascending index) and `colours` is the number of
 /// colours. Greedy first-fit colouring of `A + Aᵀ` in natural order, `O(nnz)`.
-pub fn multicolor<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<u32>, usize) {
+pub fn multicolor<T: Elem>(a: &CsrMatrix<T>) -> (Vec<u32>, usize) {
     let n = a.nrows();
     let (ptr, adj) = symmetric_graph(a);
     let mut color = vec![u32::MAX; n];
@@ -140,7 +140,7 @@ pub fn multicolor<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<u32>, usize) {
 
 /// Reverse Cuthill–McKee ordering of the symmetrised pattern (each connected component from a
 /// pseudo-peripheral row of minimum degree, neighbours by ascending degree).
-pub fn rcm<T: Scalar>(a: &CsrMatrix<T>) -> Vec<u32> {
+pub fn rcm<T: Elem>(a: &CsrMatrix<T>) -> Vec<u32> {
     let n = a.nrows();
     let (ptr, adj) = symmetric_graph(a);
     let deg = |i: usize| ptr[i + 1] - ptr[i];
@@ -232,7 +232,7 @@ pub struct Matching {
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when `A` is not square.
-pub fn max_transversal<T: Scalar>(a: &CsrMatrix<T>) -> Result<Matching> {
+pub fn max_transversal<T: Elem>(a: &CsrMatrix<T>) -> Result<Matching> {
     let n = a.nrows();
     if a.ncols() != n {
         return Err(Error::InvalidInput(format!(
@@ -246,7 +246,7 @@ pub fn max_transversal<T: Scalar>(a: &CsrMatrix<T>) -> Result<Matching> {
         .map(|i| {
             av[rp[i] as usize..rp[i + 1] as usize]
                 .iter()
-                .fold(0.0f64, |m, v| m.max(v.abs().as_f64()))
+                .fold(0.0f64, |m, v| m.max(v.modulus().as_f64()))
         })
         .collect();
     // Column lists (CSC of the nonzero pattern) with the relative magnitude, best first.
@@ -266,7 +266,7 @@ pub fn max_transversal<T: Scalar>(a: &CsrMatrix<T>) -> Result<Matching> {
             if av[k] != T::zero() {
                 let c = cj[k] as usize;
                 let w = if rowmax[i] > 0.0 {
-                    av[k].abs().as_f64() / rowmax[i]
+                    av[k].modulus().as_f64() / rowmax[i]
                 } else {
                     0.0
                 };
@@ -605,7 +605,7 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
 /// `B[i][j] = A[row_of[i]][col_of[j]]` (`A` with sorted, unique column indices), canonical, and
 /// for each of `B`'s entries its position in `A` ([`INSERTED`] for a diagonal entry added where
 /// `B` has none, with value zero, when `insert_diagonal` is set).
-pub fn permute<T: Scalar>(
+pub fn permute<T: Elem>(
     a: &CsrMatrix<T>,
     row_of: &[u32],
     col_of: &[u32],

@@ -120,7 +120,11 @@ pub const SPMV_SCAN: KernelSource = KernelSource {
 pub const SPMV_SRC: KernelSource = KernelSource {
     name: "spmv/spmv.cu",
     text: include_str!("../../kernels/spmv/spmv.cu"),
-    headers: &[&crate::gpu::kernels::COMMON, &SPMV_SCAN],
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::backend::gpu_complex::COMPLEX_H,
+        &SPMV_SCAN,
+    ],
     constants: &[],
 };
 
@@ -288,6 +292,18 @@ impl SpmvPolicy {
             ("SPMV_SMEM_PROD_F32", b(self.smem_prod_f32)),
             ("SPMV_SMEM_PROD_F64", b(self.smem_prod_f64)),
         ]
+    }
+
+    /// The `-D` defines of this policy for the module of element type `T` alone
+    /// (`SPMV_TYPES`: the kernels of one type, plus the type-free structure kernels), the
+    /// module every SpMV of a `GpuCsr<T>` uses; [`defines`](Self::defines) compiles both types.
+    pub fn typed_defines<T: Scalar>(&self) -> Vec<(&'static str, String)> {
+        let mut d = self.defines();
+        d.push((
+            "SPMV_TYPES",
+            if T::BYTES == 4 { "1" } else { "2" }.to_string(),
+        ));
+        d
     }
 
     /// Nonzeros per tile of the fused kernel for element type `T`.
@@ -591,7 +607,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             let f = gpu.function(
                 &SPMV_SRC,
                 "spmv_row_stats",
-                &SpmvPolicy::for_device(gpu.compute_capability()).defines(),
+                &SpmvPolicy::for_device(gpu.compute_capability()).typed_defines::<T>(),
             )?;
             let n32 = nrows as u32;
             let mut b = gpu.stream().launch_builder(&f);
@@ -640,7 +656,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         features.spread = if nnz == 0 || nrows == 0 {
             0.0
         } else {
-            device_column_spread(gpu, &row_ptr, &col, nrows, ncols)?
+            device_column_spread::<T>(gpu, &row_ptr, &col, nrows, ncols)?
         };
         if nnz > 0 {
             features.lines_per_entry_f64 = f64::NAN;
@@ -671,7 +687,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             )));
         }
         let policy = SpmvPolicy::for_device(gpu.compute_capability());
-        let defines = policy.defines();
+        let defines = policy.typed_defines::<T>();
         let f = |root: &str| gpu.typed_function::<T>(&SPMV_SRC, root, &defines);
         let k = Kernels {
             fused: f("spmv_fused")?,
@@ -1409,7 +1425,7 @@ fn row_stats_of(row_ptr: &[u32]) -> RowStats {
 
 /// [`column_spread`] on the device (`spmv_column_spread`, the same sample of rows): the sum and
 /// count of |column − diagonal| come back in one download.
-fn device_column_spread(
+fn device_column_spread<T: Scalar>(
     gpu: &Arc<Gpu>,
     row_ptr: &CudaSlice<u32>,
     col: &CudaSlice<u32>,
@@ -1423,7 +1439,7 @@ fn device_column_spread(
     let f = gpu.function(
         &SPMV_SRC,
         "spmv_column_spread",
-        &SpmvPolicy::for_device(gpu.compute_capability()).defines(),
+        &SpmvPolicy::for_device(gpu.compute_capability()).typed_defines::<T>(),
     )?;
     let n32 = nrows as u32;
     let mut b = gpu.stream().launch_builder(&f);

@@ -1,8 +1,9 @@
 //! Complex SpMV on the GPU (`GpuComplexCsr`) against the CPU's compensated reference, on
 //! fresh random matrices (empty rows, one long row, sizes around the kernels' groupings),
 //! young1c and the Helmholtz generator, every algorithm, `Complex<f32>` and `Complex<f64>`,
-//! poisoned outputs, β = 0 with NaN in y and complex α, β; and cuSPARSE C/Z through the same
-//! comparison.
+//! poisoned outputs, β = 0 with NaN in y and complex α, β; `Aᴴ` built on the device
+//! (`sparse::gpu::conj_transpose`) against the CPU's, entry for entry and by its product; power-law
+//! rows through the nonzero-balanced kernel; and cuSPARSE C/Z through the same comparison.
 //!
 //! Skips with a notice without a GPU; fails instead when `SEGSPARSE_REQUIRE_GPU=1`.
 
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use segsparse::gpu::{self, Gpu, KernelType};
+use segsparse::sparse::gpu as sparse_gpu;
 use segsparse::spmv::cpu;
 use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm as Alg, GpuComplexCsr};
 #[cfg(feature = "peers")]
@@ -70,7 +72,7 @@ where
         .map(|(ri, yi)| al.widen() * ri + be.widen() * yi.widen())
         .collect();
     let nan = T::narrow(c(f64::NAN, f64::NAN));
-    for alg in [Alg::Auto, Alg::Rows, Alg::Warp8, Alg::Warp32] {
+    for alg in [Alg::Auto, Alg::Rows, Alg::Warp8, Alg::Warp32, Alg::Fused] {
         let d = GpuComplexCsr::upload(g, a, alg).unwrap();
         let dx = d.upload_vector(&x).unwrap();
         // β = 0: y poisoned with NaN is not read.
@@ -107,6 +109,41 @@ where
     ah.spmv(T::one(), &dx, T::zero(), &mut dy).unwrap();
     let err = cpu::max_rel_err_complex(&ah.download_vector(&dy).unwrap(), &rh);
     assert!(err <= tol, "{label} Aᴴ·x: {err:e} > {tol:e}");
+    // Aᴴ built on the device from the uploaded A: the CPU's conjugate transpose entry for entry,
+    // and the same product under every algorithm.
+    let d = GpuComplexCsr::upload(g, a, Alg::Warp8).unwrap();
+    let want_h = a.conj_transpose();
+    for alg in [Alg::Auto, Alg::Rows, Alg::Fused] {
+        let dh = sparse_gpu::conj_transpose(&d, alg).unwrap();
+        assert_eq!(
+            (dh.nrows(), dh.ncols(), dh.nnz()),
+            (n, m, a.nnz()),
+            "{label}"
+        );
+        let (rp, ci, va) = dh.device_parts();
+        assert_eq!(
+            g.download(rp).unwrap()[..],
+            want_h.row_ptr()[..],
+            "{label} Aᴴ rows"
+        );
+        if a.nnz() > 0 {
+            assert_eq!(
+                g.download(ci).unwrap()[..],
+                want_h.col_idx()[..],
+                "{label} Aᴴ columns"
+            );
+            let vals = g.download(va).unwrap();
+            assert_eq!(T::from_dev(&vals), want_h.values(), "{label} Aᴴ values");
+        }
+        let mut dy = dh.upload_vector(&vec![nan; n]).unwrap();
+        dh.spmv(T::one(), &dx, T::zero(), &mut dy).unwrap();
+        let err = cpu::max_rel_err_complex(&dh.download_vector(&dy).unwrap(), &rh);
+        assert!(
+            err <= tol,
+            "{label} device Aᴴ·x ({}): {err:e} > {tol:e}",
+            alg.name()
+        );
+    }
     #[cfg(feature = "peers")]
     if m > 0 && n > 0 && a.nnz() > 0 {
         let d = GpuComplexCsr::upload(g, a, Alg::Auto).unwrap();
@@ -178,8 +215,28 @@ fn complex_gpu_spmv_large_cases() {
     let Some(g) = gpu::test_gpu() else { return };
     random_cases(
         &g,
-        &[(4097, 3000, 20, true), (60_000, 50_000, 6, true)],
+        &[
+            (4097, 3000, 20, true),
+            (60_000, 50_000, 6, true),
+            (200_000, 5000, 2, true),
+        ],
         100,
+    );
+    // Power-law rows: the nonzero-balanced kernel with rows across many tiles, chosen by Auto.
+    let p: CsrMatrix<C64> = generate::from_spec("powerlaw:100000:2.0", 4).unwrap();
+    let st = p.row_stats();
+    assert_eq!(
+        Alg::Auto.resolve(st.mean, st.max, p.nnz()),
+        Alg::Fused,
+        "{st:?}"
+    );
+    check(&g, &p, "powerlaw:100000:2.0 c128", 9, 1e-12);
+    check(
+        &g,
+        &p.map_values(C32::narrow),
+        "powerlaw:100000:2.0 c64",
+        10,
+        1e-5,
     );
     let h: CsrMatrix<C64> = generate::from_spec("helmholtz3d:30:40:0.5", 0).unwrap();
     check(&g, &h, "helmholtz3d:30:40:0.5", 3, 1e-13);

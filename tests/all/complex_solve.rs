@@ -21,7 +21,7 @@ fn c(re: f64, im: f64) -> C64 {
 
 /// A random sparse Hermitian positive definite matrix: random off-diagonal pairs `a`, `ā` and a
 /// real diagonal larger than each row's sum of moduli (diagonally dominant).
-fn hpd(n: usize, k: usize, seed: u64) -> CsrMatrix<C64> {
+pub(crate) fn hpd(n: usize, k: usize, seed: u64) -> CsrMatrix<C64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut t = Vec::new();
     let mut rowsum = vec![0.0; n];

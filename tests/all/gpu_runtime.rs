@@ -207,3 +207,155 @@ fn selftest_kernel_runs_across_many_blocks() {
     eprintln!("{}: copy bandwidth {:.0} GB/s", g.name(), bw / 1e9);
     assert!(bw > 1e10, "copy bandwidth {bw} B/s is implausible");
 }
+
+/// The kernel archive (the precompiled CUBINs embedded by `build.rs`) holds, under the key the
+/// runtime computes, exactly the CUBIN NVRTC produces for that source, architecture and
+/// defines; another policy or architecture is another key. When the library was built with an
+/// archive from this NVRTC, its entries are compared too. NVRTC only, no GPU.
+#[test]
+fn the_kernel_archive_holds_what_nvrtc_produces() {
+    use segsparse::gpu::prebuilt::Archive;
+    use segsparse::spmv::gpu::{SpmvPolicy, SPMV_SRC};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let (_, version) = gpu::nvrtc::library().unwrap();
+    let policy = SpmvPolicy::for_device((9, 0));
+    let variants: Vec<(&kernels::KernelSource, Vec<(&'static str, String)>)> = vec![
+        (&kernels::SELFTEST, Vec::new()),
+        (&SPMV_SRC, policy.defines()),
+    ];
+    let bytes = gpu::build_kernel_archive(&[("sm_90", variants.clone())], 2).unwrap();
+    let archive = Archive::parse(&bytes).unwrap();
+    assert_eq!(archive.nvrtc(), version);
+    assert_eq!(archive.len(), 2);
+    let mut fresh = Vec::new();
+    for (src, defines) in &variants {
+        let key = gpu::archive_key(src, "sm_90", defines).unwrap();
+        let cubin = gpu::compile_cubin(src, "sm_90", defines).unwrap();
+        assert!(
+            archive.get(&key).as_deref() == Some(&cubin[..]),
+            "{}: the archive's CUBIN differs from NVRTC's",
+            src.name
+        );
+        fresh.push((key, cubin));
+    }
+    let hinted = SpmvPolicy {
+        x_hint: 3,
+        ..policy
+    }
+    .defines();
+    for key in [
+        gpu::archive_key(&SPMV_SRC, "sm_90", &hinted).unwrap(),
+        gpu::archive_key(&SPMV_SRC, "sm_80", &policy.defines()).unwrap(),
+        gpu::archive_key(&kernels::SELFTEST, "sm_89", &[]).unwrap(),
+    ] {
+        assert!(archive.get(&key).is_none(), "found {key}");
+    }
+    match gpu::prebuilt::embedded() {
+        Some(e) if e.nvrtc() == version => {
+            for (key, cubin) in &fresh {
+                if let Some(c) = e.get(key) {
+                    assert!(
+                        c == *cubin,
+                        "the embedded CUBIN differs from NVRTC's: {key}"
+                    );
+                }
+            }
+            eprintln!(
+                "embedded archive: {} modules, NVRTC {}.{}",
+                e.len(),
+                version.0,
+                version.1
+            );
+        }
+        Some(e) => eprintln!(
+            "embedded archive from NVRTC {:?}, this is {version:?}: not compared",
+            e.nvrtc()
+        ),
+        None => eprintln!("no embedded archive"),
+    }
+}
+
+/// Whether the embedded archive must hold this device's kernels (`SEGSPARSE_REQUIRE_PREBUILT=1`,
+/// set where the test executable was built with an archive for the GPU it runs on).
+fn prebuilt_required() -> bool {
+    std::env::var("SEGSPARSE_REQUIRE_PREBUILT").is_ok_and(|v| v == "1")
+}
+
+/// On the GPU: the embedded CUBINs of the device's architecture load and run (the self-test
+/// kernel, checked element by element), every variant the registry lists for the device is in
+/// the archive, and a `Gpu` takes them from there (a module loaded through `Gpu::prepare` runs).
+#[test]
+fn embedded_kernels_load_and_run_on_the_device() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let skip = |why: String| {
+        assert!(
+            !prebuilt_required(),
+            "SEGSPARSE_REQUIRE_PREBUILT=1 but {why}"
+        );
+        eprintln!("skipped: {why}");
+    };
+    let Some(archive) = gpu::prebuilt::embedded() else {
+        return skip("the library was built without a kernel archive".into());
+    };
+    let driver = gpu::driver_version_number().unwrap_or(0);
+    if !gpu::prebuilt::loadable(archive.nvrtc(), driver) {
+        return skip(format!(
+            "the archive's NVRTC {:?} is newer than the driver ({driver})",
+            archive.nvrtc()
+        ));
+    }
+    let arch = g.arch();
+    let key = gpu::archive_key(&kernels::SELFTEST, &arch, &[]).unwrap();
+    let Some(cubin) = archive.get(&key) else {
+        return skip(format!("the archive has no {arch} kernels"));
+    };
+    let (major, minor) = g.compute_capability();
+    let mut missing = Vec::new();
+    for (src, defines) in segsparse::kernel_registry::variants((major, minor)) {
+        if archive
+            .get(&gpu::archive_key(src, &arch, &defines).unwrap())
+            .is_none()
+        {
+            missing.push(src.name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not in the archive for {arch}: {missing:?}"
+    );
+
+    let module = g
+        .context()
+        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+        .unwrap();
+    let f = module.load_function("selftest_iota_u32").unwrap();
+    let n = 100_003u32;
+    let mut out = g.upload(&vec![u32::MAX; n as usize]).unwrap();
+    let mut b = g.stream().launch_builder(&f);
+    b.arg(&mut out).arg(&n).arg(&7u32);
+    // SAFETY: selftest_iota_u32(u32* out, u32 n, u32 scale); out has n elements.
+    unsafe { b.launch(Gpu::cfg(32, 256, 0)) }.unwrap();
+    let host = g.download(&out).unwrap();
+    for (i, v) in host.iter().enumerate() {
+        assert_eq!(*v, (i as u32).wrapping_mul(7), "element {i}");
+    }
+
+    // Through the runtime: several modules at once (found in the archive), then used.
+    let none: &[(&str, String)] = &[];
+    g.prepare(&[
+        (&kernels::SELFTEST, none),
+        (&segsparse::spmv::gpu::SPMV_COLUMNS_SRC, none),
+    ])
+    .unwrap();
+    let f = g
+        .function(&kernels::SELFTEST, "selftest_iota_u32", &[])
+        .unwrap();
+    let mut b = g.stream().launch_builder(&f);
+    b.arg(&mut out).arg(&n).arg(&5u32);
+    // SAFETY: as above.
+    unsafe { b.launch(Gpu::cfg(32, 256, 0)) }.unwrap();
+    let host = g.download(&out).unwrap();
+    assert!(host.iter().enumerate().all(|(i, v)| *v == (i as u32) * 5));
+}

@@ -20,6 +20,8 @@ mod bad_input;
 mod batched;
 mod complex;
 mod complex_gpu;
+mod complex_gpu_solve;
+mod complex_ilu;
 mod complex_solve;
 mod corpus;
 mod dist_gpu;

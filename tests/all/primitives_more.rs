@@ -545,6 +545,40 @@ mod gpu {
         }
     }
 
+    /// Segments of fixed lengths, all starting 16-byte aligned (32, 64: the group kernels'
+    /// vector loads with no unaligned head or tail; with 32, no segment crosses a tile and the
+    /// fix-up has nothing to do) or not (33, 67); and one segment over more than 128 tiles (the
+    /// fix-up warp's four loads in flight per lane).
+    #[test]
+    fn gpu_segmented_reduce_vector_loads_and_fixup() {
+        let Some(g) = test_gpu() else { return };
+        let mut r = rng(115);
+        let fixed = |m: usize, len: u32| -> Vec<u32> { (0..=m as u32).map(|s| s * len).collect() };
+        for o in [
+            fixed(40_000, 32),
+            fixed(20_000, 64),
+            fixed(30_000, 33),
+            fixed(9_000, 67),
+            fixed(3_000, 260),
+            vec![0, 600_001],
+            vec![0, 7, 600_011, 600_020],
+        ] {
+            let n = *o.last().unwrap() as usize;
+            let vi: Vec<i32> = (0..n).map(|_| r.gen_range(-1000..1000)).collect();
+            check_segreduce(&g, &vi, &o, |a, b, _| a == b);
+            let vu: Vec<u32> = (0..n).map(|_| r.gen_range(0..1000)).collect();
+            check_segreduce(&g, &vu, &o, |a, b, _| a == b);
+            let vf: Vec<f32> = (0..n).map(|_| r.gen_range(-1.0..1.0)).collect();
+            check_segreduce(&g, &vf, &o, |a, b, len| {
+                (a - b).abs() <= 1e-5 * (len as f32 + 1.0) * 4.0 || a == b
+            });
+            let vd: Vec<f64> = (0..n).map(|_| r.gen_range(-1.0..1.0)).collect();
+            check_segreduce(&g, &vd, &o, |a, b, len| {
+                (a - b).abs() <= 1e-13 * (len as f64 + 1.0) || a == b
+            });
+        }
+    }
+
     #[test]
     fn gpu_radix_sort_keys_all_types() {
         let Some(g) = test_gpu() else { return };

@@ -258,8 +258,11 @@ mod gpu_tests {
     use segsparse::primitives::gpu::{self, HeadFlags};
     use segsparse::primitives::policy;
 
-    fn sizes<T>() -> Vec<usize> {
-        let t = policy::lookback(std::mem::size_of::<T>()).tile();
+    /// Sizes around the work-efficient block and the look-back tile of `g`'s device class: one
+    /// tile, a ragged pair of tiles, an odd count of tiles (a two-tile block with no second tile)
+    /// and an even one.
+    fn sizes<T>(g: &Gpu) -> Vec<usize> {
+        let t = policy::lookback(std::mem::size_of::<T>(), gpu::device_class(g)).tile();
         let w = policy::WORK_EFFICIENT.tile();
         let mut v = vec![
             0,
@@ -273,6 +276,7 @@ mod gpu_tests {
             t - 1,
             t,
             t + 1,
+            3 * t,
             5 * t + 17,
             8 * t,
         ];
@@ -304,7 +308,7 @@ mod gpu_tests {
 
     fn all_variants<T: TestElem + KernelType>(g: &Gpu, segmented: bool, seed: u64) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let sizes = sizes::<T>();
+        let sizes = sizes::<T>(g);
         let mut ws = gpu::workspace(g, *sizes.iter().max().unwrap()).unwrap();
         let mut failures = Vec::new();
         let mut runs = 0;
@@ -509,7 +513,7 @@ mod gpu_tests {
 
     fn sanitizer_case<T: TestElem + KernelType>(g: &Gpu, seed: u64) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let n = 3 * policy::lookback(std::mem::size_of::<T>()).tile() + 5;
+        let n = 3 * policy::lookback(std::mem::size_of::<T>(), gpu::device_class(g)).tile() + 5;
         let x: Vec<T> = random_vec(&mut rng, n);
         let f = random_flags(&mut rng, n, 2);
         let hf = HeadFlags::from_flags(g, &f).unwrap();

@@ -79,15 +79,17 @@ def check_real(dtype: Any, what: str) -> np.dtype:
     The rule: ``float32`` and ``float64`` are used as they are; ``bool``, the
     integer types and ``float16`` are converted to the floating type in use (exact, except
     64-bit integers beyond 2**53, which round to the nearest float64, as NumPy rounds them);
-    everything else is refused, naming the dtype: complex numbers (the imaginary part would be
-    dropped silently, a wrong answer, even when it is zero: pass ``.real`` explicitly),
-    ``longdouble`` (precision would be lost), objects, strings, dates."""
+    everything else is refused, naming the dtype: complex numbers where only real values are
+    taken (the batched and primitive operations; the imaginary part would be dropped
+    silently, a wrong answer, even when it is zero: pass ``.real`` explicitly; matrices,
+    products and solvers take complex values, see ``check_value``), ``longdouble`` (precision
+    would be lost), objects, strings, dates."""
     d = np.dtype(dtype)
     if d.kind in "biu" or (d.kind == "f" and d.itemsize <= 8):
         return d
     if d.kind == "c":
         raise TypeError(
-            f"{what} has the complex dtype {d}: segsparse solves real systems only (pass "
+            f"{what} has the complex dtype {d}: this operation takes real values only (pass "
             f"{what}.real if the imaginary part is known to be zero)"
         )
     raise TypeError(
@@ -96,12 +98,56 @@ def check_real(dtype: Any, what: str) -> np.dtype:
     )
 
 
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+
+
+def check_value(dtype: Any, what: str) -> np.dtype:
+    """``dtype`` when segsparse takes it as the values of a matrix or vector, real or complex:
+    ``check_real``'s rule, plus ``complex64`` and ``complex128`` (``clongdouble`` is refused:
+    precision would be lost)."""
+    d = np.dtype(dtype)
+    if d in _COMPLEX:
+        return d
+    if d.kind == "c":
+        raise TypeError(f"{what} has dtype {d}; segsparse takes complex64 or complex128 for "
+                        "complex values")
+    return check_real(d, what)
+
+
+def complex_result(*dtypes: Any) -> Optional[np.dtype]:
+    """The dtype of a computation with operands of these dtypes when one of them is complex:
+    NumPy's promotion, ``np.result_type`` (``float32`` with ``complex64`` is ``complex64``;
+    ``float64`` or an integer with ``complex64`` is ``complex128``), refused with ``TypeError``
+    when it is not ``complex64`` or ``complex128``; ``None`` when all are real (the real rule
+    applies)."""
+    ds = [np.dtype(d) for d in dtypes if d is not None]
+    if not any(d.kind == "c" for d in ds):
+        return None
+    for d in ds:
+        check_value(d, "an operand")
+    r = np.result_type(*ds)
+    if r not in _COMPLEX:
+        raise TypeError(f"the operands' common dtype is {r}; segsparse takes complex64 or "
+                        "complex128")
+    return r
+
+
+def real_of(dtype: Any) -> np.dtype:
+    """The real dtype of the parts of ``dtype`` (``complex64`` -> ``float32``)."""
+    d = np.dtype(dtype)
+    return np.dtype(np.float32) if d in (np.float32, np.complex64) else np.dtype(np.float64)
+
+
 def host_vector(a: Any, dtype: np.dtype, what: str) -> np.ndarray:
     """``a`` as a 1-D contiguous NumPy array of ``dtype`` (no copy when it already is one);
-    dtypes other than ``dtype`` follow ``check_real``'s rule."""
+    dtypes other than ``dtype`` follow ``check_real``'s rule (``check_value``'s for a complex
+    ``dtype``)."""
     if not (isinstance(a, np.ndarray) and a.dtype == dtype):
         a = np.asarray(a)
-        check_real(a.dtype, what)
+        if np.dtype(dtype).kind == "c":
+            check_value(a.dtype, what)
+        else:
+            check_real(a.dtype, what)
     v = np.ascontiguousarray(a, dtype=dtype)
     if v.ndim != 1:
         raise ValueError(f"{what} must be 1-D, got shape {v.shape}")

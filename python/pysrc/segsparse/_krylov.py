@@ -11,6 +11,11 @@ preconditioned residual), ``info`` 0 / ``maxiter`` / negative codes for breakdow
 -10 for rho, -11 for omega or ``r~^T v``; CG: -1 when ``p^T A p`` vanishes), when callbacks are
 called, and GMRES's ``maxiter`` in restart cycles (inner steps with ``callback_type='legacy'``).
 A step is the same arithmetic on either kind of vector; scalars are read to the host.
+
+Complex vectors: the inner products conjugate their first argument (``xp.vdot``, as SciPy's
+solvers), so CG is the Hermitian method and GMRES's Arnoldi process and Givens rotations are
+the complex ones; ``cg(..., bilinear=True)`` is COCG (the bilinear form ``x^T y``, for complex
+symmetric ``A``).
 """
 
 from __future__ import annotations
@@ -43,8 +48,21 @@ def _norm(xp: Any, v: Vec) -> float:
     return float(xp.linalg.norm(v))
 
 
-def _dot(xp: Any, a: Vec, b: Vec) -> float:
+def _scalar(v: Any) -> Any:
+    """A 0-d result on the host: ``complex`` for a complex dtype, else ``float``."""
+    return complex(v) if v.dtype.kind == "c" else float(v)
+
+
+def _dot(xp: Any, a: Vec, b: Vec) -> Any:
+    """``a^H b`` (``a^T b`` for real vectors)."""
+    if a.dtype.kind == "c":
+        return _scalar(xp.vdot(a, b))
     return float(xp.dot(a, b))
+
+
+def _dotu(xp: Any, a: Vec, b: Vec) -> Any:
+    """``a^T b`` without conjugation (COCG's form)."""
+    return _scalar(xp.asarray(xp.dot(a, b)))
 
 
 def _any(x: Vec) -> bool:
@@ -52,9 +70,11 @@ def _any(x: Vec) -> bool:
 
 
 def cg(xp: Any, matvec: Fn, psolve: Fn, b: Vec, x: Vec, atol: float, bnrm: float, maxiter: int,
-       callback: Optional[Callable[[Vec], Any]]) -> Result:
-    """Preconditioned CG (Hestenes-Stiefel): ``callback(x)`` after each iteration."""
+       callback: Optional[Callable[[Vec], Any]], bilinear: bool = False) -> Result:
+    """Preconditioned CG (Hestenes-Stiefel): ``callback(x)`` after each iteration. With
+    ``bilinear``, COCG: the same recurrence with ``x^T y`` in place of ``x^H y``."""
     t0 = time.perf_counter()
+    dot = _dotu if bilinear else _dot
     r = b - matvec(x) if _any(x) else b.copy()
     hist: List[float] = []
     p = None
@@ -65,14 +85,14 @@ def cg(xp: Any, matvec: Fn, psolve: Fn, b: Vec, x: Vec, atol: float, bnrm: float
         if rn < atol:
             return Result(x, 0, it, hist, rn, bnrm, time.perf_counter() - t0, "converged")
         z = psolve(r)
-        rho = _dot(xp, r, z)
+        rho = dot(xp, r, z)
         if it == 0:
             p = z.copy()
         else:
             p *= rho / rho_prev
             p += z
         q = matvec(p)
-        pq = _dot(xp, p, q)
+        pq = dot(xp, p, q)
         if pq == 0.0 or not np.isfinite(pq):
             return Result(x, -1, it, hist, rn, bnrm, time.perf_counter() - t0,
                           f"breakdown: p^T A p = {pq} at iteration {it}")
@@ -148,6 +168,18 @@ def bicgstab(xp: Any, matvec: Fn, psolve: Fn, b: Vec, x: Vec, atol: float, bnrm:
     return done(maxiter, maxiter, rn, f"not converged in {maxiter} iterations")
 
 
+def _rotation_complex(f: complex, g: complex) -> Tuple[float, complex, complex]:
+    """``(c, s, r)`` with ``[c s; -conj(s) c] [f; g] = [r; 0]``, ``c`` real (LAPACK's
+    ``zlartg`` convention up to the phase of ``r``)."""
+    if g == 0:
+        return 1.0, 0j, f
+    if f == 0:
+        return 0.0, complex(np.conj(g)) / abs(g), complex(abs(g))
+    norm = float(np.hypot(abs(f), abs(g)))
+    phase = f / abs(f)
+    return abs(f) / norm, phase * complex(np.conj(g)) / norm, phase * norm
+
+
 def _rotation(f: float, g: float) -> Tuple[float, float, float]:
     """``(c, s, r)`` with ``[c s; -s c] [f; g] = [r; 0]``."""
     if g == 0.0:
@@ -180,8 +212,10 @@ def gmres(xp: Any, matvec: Fn, psolve: Fn, b: Vec, x: Vec, atol: float, bnrm: fl
     ptol = mb * min(ptol_factor, atol / bnrm)
     presid = 0.0
     V = xp.empty((restart + 1, n), dtype=x.dtype)
-    H = np.zeros((restart, restart + 1))
-    rot = np.zeros((restart, 2))
+    cplx = x.dtype.kind == "c"
+    sdt = np.complex128 if cplx else np.float64
+    H = np.zeros((restart, restart + 1), dtype=sdt)
+    rot = np.zeros((restart, 2), dtype=sdt)
     inner = 0
     hist: List[float] = []
     r = b - matvec(x) if _any(x) else b.copy()
@@ -197,7 +231,7 @@ def gmres(xp: Any, matvec: Fn, psolve: Fn, b: Vec, x: Vec, atol: float, bnrm: fl
             message = f"breakdown: ||M r|| = {beta}"
             break
         V[0] = z / beta
-        S = np.zeros(restart + 1)
+        S = np.zeros(restart + 1, dtype=sdt)
         S[0] = beta
         breakdown = False
         col = 0
@@ -219,11 +253,15 @@ def gmres(xp: Any, matvec: Fn, psolve: Fn, b: Vec, x: Vec, atol: float, bnrm: fl
             for k in range(col):
                 c, s = rot[k]
                 a0, a1 = H[col, k], H[col, k + 1]
-                H[col, k], H[col, k + 1] = c * a0 + s * a1, -s * a0 + c * a1
-            c, s, mag = _rotation(H[col, col], H[col, col + 1])
+                sc = np.conj(s) if cplx else s
+                H[col, k], H[col, k + 1] = c * a0 + s * a1, -sc * a0 + c * a1
+            if cplx:
+                c, s, mag = _rotation_complex(complex(H[col, col]), complex(H[col, col + 1]))
+            else:
+                c, s, mag = _rotation(H[col, col], H[col, col + 1])
             rot[col] = c, s
             H[col, col], H[col, col + 1] = mag, 0.0
-            tmp = -s * S[col]
+            tmp = -(np.conj(s) if cplx else s) * S[col]
             S[col], S[col + 1] = c * S[col], tmp
             presid = abs(tmp)
             inner += 1

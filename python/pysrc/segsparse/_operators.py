@@ -85,10 +85,10 @@ class Operator:
             else:
                 y = fn(x)
             y = xp.asarray(y)
-            if y.dtype.kind == "c":
+            if y.dtype.kind == "c" and np.dtype(dtype).kind != "c":
                 raise TypeError(
-                    f"an operator returned the complex dtype {y.dtype}: segsparse solves real "
-                    "systems only"
+                    f"an operator returned the complex dtype {y.dtype} in a real solve (make "
+                    "A, b or x0 complex to solve a complex system)"
                 )
             y = y.reshape(-1)
             if n_out is not None and y.shape[0] != n_out:

@@ -75,7 +75,8 @@ def batched_solve(systems: Any, b: Any, *, method: str = "cg", M: Optional[str] 
             ``b`` goes through the host once and the solution comes back as CuPy).
         method: ``"cg"`` (SPD systems), ``"bicgstab"`` or ``"gmres"`` (restarted every
             ``restart`` <= 64 iterations).
-        M: ``"jacobi"`` (default) or ``None``.
+        M: ``"jacobi"`` (default), ``"ilu0"`` (ILU(0) of each system on its own pattern) or
+            ``None``.
         rtol, atol: stop a system when ``||b_s - A_s x_s|| <= max(rtol ||b_s||, atol)``.
         maxiter: iteration limit per system.
         device: ``"auto"`` (the GPU when one works), ``"gpu"`` or ``"cpu"``.
@@ -99,8 +100,9 @@ def batched_solve(systems: Any, b: Any, *, method: str = "cg", M: Optional[str] 
     if method not in ("cg", "bicgstab", "gmres"):
         raise ValueError(f"unknown method {method!r}: 'cg', 'bicgstab' or 'gmres'")
     pre = "none" if M is None else str(M).lower()
-    if pre not in ("none", "jacobi"):
-        raise ValueError(f"unknown preconditioner {M!r}: batched solves take None or 'jacobi'")
+    if pre not in ("none", "jacobi", "ilu0"):
+        raise ValueError(f"unknown preconditioner {M!r}: batched solves take None, 'jacobi' "
+                         "or 'ilu0'")
     if int(maxiter) < 0:
         raise ValueError(f"maxiter must be >= 0, got {maxiter}")
     if not 1 <= int(restart) <= 64:

@@ -7,7 +7,8 @@ from typing import Any, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
+from ._arrays import (_COMPLEX, check_real, check_value, complex_result, current_stream, cupy,
+                      device_array, host_vector, real_of, wait_list)
 
 __all__ = ["Matrix", "as_matrix", "load_matrix_market", "save_matrix_market",
            "release_upload_buffers"]
@@ -19,15 +20,24 @@ def release_upload_buffers() -> int:
     return _core.release_upload_buffers()
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+# alpha and beta of the fast path of ``spmv``: plain Python numbers (others take the general
+# path, which reads their dtype).
+_PLAIN = (int, float)
 
 
 def _value_dtype(data_dtype: np.dtype, dtype: Any) -> np.dtype:
     if dtype is not None:
         d = np.dtype(dtype)
-        if d not in _FLOATS:
-            raise TypeError(f"dtype must be float32 or float64, not {d}")
+        if d not in _FLOATS and d not in _COMPLEX:
+            raise TypeError(f"dtype must be float32, float64, complex64 or complex128, not {d}")
+        if data_dtype.kind == "c" and d.kind != "c":
+            raise TypeError(
+                f"the matrix has complex values ({data_dtype}); dtype={d} would drop their "
+                "imaginary parts (pass A.real if they are known to be zero)")
         return d
-    return data_dtype if data_dtype in _FLOATS else np.dtype(np.float64)
+    if data_dtype in _FLOATS or data_dtype in _COMPLEX:
+        return data_dtype
+    return np.dtype(np.float64)
 
 
 def _csr_parts(A: Any) -> Tuple[Tuple[int, int], Any, Any, Any, bool]:
@@ -102,14 +112,27 @@ class Matrix:
                 return
             A = A.to_scipy()
         shape, indptr, indices, data, _ = _csr_parts(A)
-        vd = _value_dtype(check_real(data.dtype, "the matrix"), dtype)
-        # float32/float64 data travel in their own dtype (converted on the device when it
-        # differs from the matrix's); other dtypes are converted by NumPy here.
-        data = np.ascontiguousarray(data, dtype=data.dtype if data.dtype in _FLOATS else vd)
+        vd = _value_dtype(check_value(data.dtype, "the matrix"), dtype)
         indptr = _index_array(indptr)
         indices = _index_array(indices)
-        self._m = _core._Matrix(int(shape[0]), int(shape[1]), indptr, indices, data, device,
-                                str(vd), bool(reuse_buffers))
+        if vd.kind == "c":
+            # Complex values are held on the CPU (the GPU solves real systems): "auto" takes
+            # the CPU, "gpu" is refused.
+            if device not in ("auto", "cpu"):
+                from .errors import CudaUnavailableError
+
+                raise CudaUnavailableError(
+                    f"device={device!r}: complex matrices ({vd}) are held on the CPU; use "
+                    "device='cpu' or 'auto'")
+            data = np.ascontiguousarray(data, dtype=vd)
+            self._m = _core._ComplexMatrix(int(shape[0]), int(shape[1]), indptr, indices, data,
+                                           str(vd))
+        else:
+            # float32/float64 data travel in their own dtype (converted on the device when it
+            # differs from the matrix's); other dtypes are converted by NumPy here.
+            data = np.ascontiguousarray(data, dtype=data.dtype if data.dtype in _FLOATS else vd)
+            self._m = _core._Matrix(int(shape[0]), int(shape[1]), indptr, indices, data, device,
+                                    str(vd), bool(reuse_buffers))
         self._dtype = vd
         self._shape = (int(shape[0]), int(shape[1]))
 
@@ -126,7 +149,7 @@ class Matrix:
 
     @property
     def dtype(self) -> np.dtype:
-        """``float32`` or ``float64``."""
+        """``float32``, ``float64``, ``complex64`` or ``complex128``."""
         return self._dtype
 
     @property
@@ -182,6 +205,8 @@ class Matrix:
             and x.dtype == self._dtype
             and x.flags.c_contiguous
             and (y is None or type(y) is np.ndarray)
+            and type(alpha) in _PLAIN
+            and type(beta) in _PLAIN
         ):
             # The hot path, kept short (the binding-overhead goal is <= 10 us a call): the Rust
             # side checks lengths, contiguity, y's dtype, and that x and y do not overlap
@@ -193,6 +218,16 @@ class Matrix:
             self._m.spmv_host(alpha, x, beta, y)
             return y
         dx = device_array(x, "x")
+        xd = dx.dtype if dx is not None else getattr(x, "dtype", None)
+        if xd is None:
+            x = np.asarray(x)
+            xd = x.dtype
+        # A complex alpha or beta counts as the narrowest complex type (as NumPy's Python
+        # scalars do: float32 data with 1j stay complex64).
+        scal = np.complex64 if (np.iscomplexobj(alpha) or np.iscomplexobj(beta)) else None
+        rt = complex_result(self._dtype, xd, scal)
+        if rt is not None:
+            return self._spmv_complex(x, dx, rt, alpha, beta, y)
         if dx is not None:
             return self._spmv_device(x, dx, alpha, beta, y)
         if beta != 0 and y is None:
@@ -205,6 +240,50 @@ class Matrix:
         ):
             raise ValueError(f"y must be a contiguous NumPy array of dtype {self._dtype}")
         self._m.spmv_host(alpha, x, beta, y)
+        return y
+
+    def _spmv_complex(self, x, dx, rt, alpha, beta, y):
+        """``y <- alpha A x + beta y`` where the matrix, ``x``, ``alpha`` or ``beta`` is complex,
+        in ``rt`` (NumPy's promotion of their dtypes).
+
+        A complex matrix of dtype ``rt`` multiplies on the CPU (a CuPy ``x`` is copied to the
+        host and the result back); a complex matrix of a narrower dtype is converted to ``rt``
+        first (``O(nnz)`` per call: convert once with ``Matrix(A, dtype=...)``). A real matrix
+        multiplies the real and imaginary parts of ``x`` separately where it lives (GPU or CPU;
+        converted to ``rt``'s precision first when it is narrower)."""
+        xp = cupy() if dx is not None else np
+        if y is None and beta != 0:
+            raise ValueError("beta != 0 needs y")
+        if y is not None and (getattr(y, "dtype", None) != rt
+                              or (device_array(y, "y") is None) != (dx is None)):
+            kind = "device" if dx is not None else "NumPy"
+            raise ValueError(f"y must be a contiguous {kind} array of dtype {rt} (the result "
+                             "dtype, NumPy's promotion)")
+        if self._dtype.kind == "c":
+            m = self if self._dtype == rt else Matrix(self, dtype=rt, device="cpu")
+            xh = cupy().asnumpy(x) if dx is not None else x
+            xh = host_vector(xh, rt, "x")
+            yh = np.empty(self._shape[0], dtype=rt)
+            if beta != 0:
+                yh[...] = cupy().asnumpy(y) if dx is not None else y
+            m._m.spmv_host(alpha, xh, beta, yh)
+            if y is None:
+                return xp.asarray(yh)
+            y[...] = xp.asarray(yh)
+            return y
+        part = real_of(rt)
+        m = self if self._dtype == part else Matrix(self, dtype=part, device=self.device)
+        xc = xp.asarray(x).astype(rt, copy=False).reshape(-1)
+        re = m.spmv(xp.ascontiguousarray(xc.real))
+        im = m.spmv(xp.ascontiguousarray(xc.imag))
+        out = (re + 1j * im).astype(rt)
+        if alpha != 1:
+            out *= rt.type(alpha)
+        if y is None:
+            return out
+        if beta != 0:
+            out += rt.type(beta) * y
+        y[...] = out
         return y
 
     def _spmv_device(self, x, dx, alpha, beta, y):
@@ -238,6 +317,18 @@ class Matrix:
         """``A @ x``."""
         return self.spmv(x)
 
+    def rmatvec(self, x: Any):
+        """``A^H @ x`` (the conjugate transpose; ``A^T @ x`` for a real matrix). A complex
+        matrix multiplies on the CPU; a real one as ``to_scipy().T @ x`` on the host."""
+        if self._dtype.kind == "c":
+            dx = device_array(x, "x")
+            xh = cupy().asnumpy(x) if dx is not None else x
+            xh = host_vector(xh, self._dtype, "x")
+            y = np.empty(self._shape[1], dtype=self._dtype)
+            self._m.spmv_host(1.0, xh, 0.0, y, "h")
+            return cupy().asarray(y) if dx is not None else y
+        return self.to_scipy().T @ np.asarray(x)
+
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:  # noqa: F821
         """Writes the matrix to a Matrix Market file (``.gz``: compressed)."""
         self._m.write_matrix_market(path)
@@ -256,8 +347,10 @@ def as_matrix(A: Any, device: str = "auto") -> Matrix:
 
 
 def load_matrix_market(path, *, dtype: Any = np.float64, as_matrix: bool = False, device="auto"):
-    """Reads a Matrix Market file (``.mtx`` or ``.mtx.gz``; real, integer or pattern;
-    general, symmetric or skew-symmetric).
+    """Reads a Matrix Market file (``.mtx`` or ``.mtx.gz``; real, integer, pattern or complex;
+    general, symmetric, skew-symmetric or Hermitian). ``dtype``: ``float32``, ``float64``,
+    ``complex64`` or ``complex128`` (a complex file needs a complex dtype; a real file read as
+    complex gets zero imaginary parts).
 
     Returns a ``scipy.sparse.csr_matrix`` (canonical: sorted indices, no duplicates), or with
     ``as_matrix=True`` a ``segsparse.Matrix`` on ``device`` (no SciPy needed).
@@ -266,10 +359,15 @@ def load_matrix_market(path, *, dtype: Any = np.float64, as_matrix: bool = False
     ``FileNotFoundError`` for a missing one.
     """
     d = np.dtype(dtype)
-    if d not in _FLOATS:
-        raise TypeError(f"dtype must be float32 or float64, not {d}")
+    if d not in _FLOATS and d not in _COMPLEX:
+        raise TypeError(f"dtype must be float32, float64, complex64 or complex128, not {d}")
     nrows, ncols, indptr, indices, data = _core.read_matrix_market(str(path), str(d))
     if as_matrix:
+        if d.kind == "c":
+            import scipy.sparse as sp
+
+            return Matrix(sp.csr_matrix((data, indices, indptr), shape=(nrows, ncols)),
+                          device=device)
         m = Matrix.__new__(Matrix)
         m._m = _core._Matrix(nrows, ncols, indptr, indices, data, device)
         m._dtype, m._shape = d, (nrows, ncols)

@@ -37,7 +37,8 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from . import _krylov
-from ._arrays import check_real, current_stream, cupy, device_array, host_vector, wait_list
+from ._arrays import (check_real, check_value, complex_result, current_stream, cupy,
+                      device_array, host_vector, wait_list)
 from ._operators import as_operator, is_matrix, operator_dtype
 from .matrix import Matrix, as_matrix
 
@@ -197,6 +198,15 @@ def _solve(
     bshape = getattr(b, "shape", None)
     if bshape is None and isinstance(b, (list, tuple)):
         bshape = np.shape(b)
+    cd = _complex_system(A, b, x0)
+    if cd is None and method == "cocg":
+        method = "cg"  # COCG of a real system is CG
+    if cd is not None:
+        if bshape is not None and len(bshape) != 1:
+            raise ValueError("a 2-D b (several right-hand sides) is supported for real systems "
+                             "only; solve the complex columns one by one")
+        return _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback,
+                              check_every, device, restart, callback_type, choice, cd)
     if bshape is not None and len(bshape) != 1:
         return _solve_block(method, name, A, b, x0, rtol, atol, maxiter, M, callback,
                             check_every, device, restart, degree)
@@ -257,11 +267,18 @@ _AUTO_PRECOND = {"none": None, "jacobi": "jacobi", "amg": "amg", "ilu0": "ilu0:a
 
 _STATS = ("rows", "nnz", "symmetric", "missing_diagonal", "positive_diagonal",
           "diagonal_spread", "min_dominance", "opposite_sign_fraction", "lower_levels")
+_STATS_COMPLEX = ("rows", "nnz", "symmetric", "hermitian", "missing_diagonal")
 
 
 def auto_choice(A: Any, *, device: str = "cpu") -> dict:
     """The crate's automatic choice of a Krylov method and a preconditioner for the square
     matrix ``A``, from cheap statistics of its entries (``O(nnz)``); deterministic.
+
+    A complex matrix has its own rule (the crate's ``choose_complex``): ``method`` ``"cg"`` for
+    a Hermitian matrix with a positive real diagonal, ``"cocg"`` for a complex symmetric one
+    (both with ``"jacobi"``), ``"gmres"`` with ``"ilu0"`` otherwise, ``"none"`` where a
+    diagonal entry is zero; its ``stats`` are ``rows``, ``nnz``, ``symmetric`` (``A = A^T``),
+    ``hermitian`` and ``missing_diagonal``.
 
     Returns a dictionary: ``method`` (``"cg"`` or ``"gmres"``), ``precond`` (``"none"``,
     ``"jacobi"``, ``"amg"``, ``"ilu0"`` or ``"ic0"``), ``reason`` (the rule that decided, in
@@ -280,8 +297,9 @@ def auto_choice(A: Any, *, device: str = "cpu") -> dict:
         raise TypeError(f"auto_choice needs a matrix, not {type(A).__name__}")
     m = A if isinstance(A, Matrix) else Matrix(A, device=device)
     method, precond, reason, stats = m._m.auto_choice()
+    keys = _STATS_COMPLEX if m.dtype.kind == "c" else _STATS
     return {"method": method, "precond": precond, "reason": reason,
-            "stats": dict(zip(_STATS, stats))}
+            "stats": dict(zip(keys, stats))}
 
 
 def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxiter=None,
@@ -290,8 +308,9 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     (``auto_choice``): returns ``(x, info)`` as the other solvers, with the choice recorded in
     ``info``: ``info.method``, ``info.precond``, ``info.reason`` and ``info.choice``.
 
-    ``method``: ``"auto"`` (the rule's ``"cg"`` or ``"gmres"``) or one of ``"cg"``,
-    ``"bicgstab"``, ``"gmres"``; ``M``: ``"auto"`` (the rule's preconditioner) or anything the
+    ``method``: ``"auto"`` (the rule's ``"cg"``, ``"gmres"``, or for a complex symmetric
+    matrix ``"cocg"``) or one of ``"cg"``, ``"cocg"`` (conjugate orthogonal CG, for complex
+    symmetric ``A``; CG for a real system), ``"bicgstab"``, ``"gmres"``; ``M``: ``"auto"`` (the rule's preconditioner) or anything the
     solvers accept. ``maxiter`` is the method's (GMRES: restart cycles, as ``gmres``); the other
     arguments as ``cg``. ``A`` is converted once (a ``segsparse.Matrix`` is used as it is).
 
@@ -304,14 +323,18 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     """
     want_method = str(method).lower()
     auto_m = isinstance(M, str) and M.lower() == "auto"
-    if want_method not in ("auto", "cg", "bicgstab", "gmres"):
-        raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'bicgstab' or 'gmres'")
+    if want_method not in ("auto", "cg", "cocg", "bicgstab", "gmres"):
+        raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'cocg', 'bicgstab' or "
+                         "'gmres'")
     choice = None
     if want_method == "auto" or auto_m:
         if not is_matrix(A):
             raise ValueError("segsparse.solve's automatic choice needs a matrix A (it reads "
                              "its entries), not a matrix-free operator: name method and M")
-        if not isinstance(A, Matrix):
+        cd = _complex_system(A, _flat(b), x0)
+        if cd is not None:
+            A = _complex_matrix(A, cd)
+        elif not isinstance(A, Matrix):
             db = device_array(_flat(b), "b")
             A = Matrix(A, device="gpu" if db is not None else device,
                        dtype=_system_dtype(A, b))
@@ -615,6 +638,130 @@ def _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, chec
     return (x if db is None else xp.asarray(x)), info
 
 
+def _complex_system(A: Any, b: Any, x0: Any) -> Optional[np.dtype]:
+    """The dtype of the system when ``A``, ``b`` or ``x0`` is complex (NumPy's promotion of
+    the three, ``complex64`` or ``complex128``); ``None`` for a real system."""
+    bd = getattr(b, "dtype", None)
+    if bd is None:
+        bd = np.asarray(b).dtype
+    xd = None
+    if x0 is not None and not isinstance(x0, str):
+        xd = getattr(x0, "dtype", None)
+        if xd is None:
+            xd = np.asarray(x0).dtype
+    return complex_result(operator_dtype(A), bd, xd)
+
+
+def _complex_matrix(A: Any, cd: np.dtype) -> Matrix:
+    """``A`` as a complex ``Matrix`` of dtype ``cd`` (on the CPU; a ``Matrix`` of another dtype
+    is converted, ``O(nnz)``)."""
+    if isinstance(A, Matrix) and A.dtype == cd:
+        return A
+    return Matrix(A, dtype=cd, device="cpu")
+
+
+def _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback, check_every,
+                   device, restart, callback_type, choice, cd):
+    """A complex system (dtype ``cd``): the crate's solver body with the complex element type
+    for a matrix ``A`` and one of the crate's preconditioners (on the CPU: a CuPy ``b`` is
+    copied to the host and the solution back), the operator path otherwise."""
+    from .amg import AMG
+
+    given_m = M
+    if isinstance(M, str) and M.lower() == "auto":
+        if choice is None:
+            if not is_matrix(A):
+                raise ValueError("M='auto' needs a matrix A (the choice reads its entries), "
+                                 "not a matrix-free operator")
+            A = _complex_matrix(A, cd)
+            choice = auto_choice(A)
+        M = _AUTO_PRECOND[choice["precond"]]
+        pre = "none" if M is None else M
+    else:
+        choice = None
+        pre = _precond(M)
+    if isinstance(pre, AMG) or (isinstance(pre, str) and pre in ("poly", "amg")):
+        raise ValueError(
+            f"M={given_m!r}: the polynomial and AMG preconditioners are for real systems; a "
+            f"complex system ({cd}) takes None, 'jacobi', 'ilu0', 'ic0', 'auto' or an operator "
+            "(LinearOperator, matrix, callable)")
+    if pre == "none" and M is None and not is_matrix(A) and hasattr(A, "psolve"):
+        pre = as_operator(A.psolve, "A.psolve")
+    if isinstance(x0, str) and x0 != "Mb":
+        raise ValueError(f"x0 must be an array or 'Mb', not {x0!r}")
+    operator_path = not is_matrix(A) or isinstance(pre, _OperatorType) or callback is not None
+    if operator_path:
+        if pre != "none" and not isinstance(pre, _OperatorType):
+            if pre == "jacobi" and is_matrix(A):
+                pre = _jacobi_operator(A)
+            else:
+                raise ValueError(
+                    f"M={given_m!r}{_chose(choice)} (one of the crate's preconditioners) cannot "
+                    "be combined with a callback or a matrix-free A: pass the preconditioner as "
+                    "a LinearOperator or a callable, or drop the callback")
+        x, info = _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
+                                  device, restart, callback_type)
+    else:
+        x, info = _solve_crate_complex(method, pre, name, A, b, x0, rtol, atol, maxiter,
+                                       check_every, restart, cd)
+    if choice is not None:
+        info.precond = choice["precond"]
+        info.reason = choice["reason"]
+        info.choice = choice
+    return x, info
+
+
+def _solve_crate_complex(method, precond, name, A, b, x0, rtol, atol, maxiter, check_every,
+                         restart, cd):
+    db = device_array(b, "b")
+    xp = cupy() if db is not None else np
+    m = _complex_matrix(A, cd)
+    n, ncols = m.shape
+    if n != ncols:
+        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    inner = user_maxiter
+    if method == "gmres":
+        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
+    bh = host_vector(cupy().asnumpy(b) if db is not None else b, cd, "b")
+    if bh.shape[0] != n:
+        raise ValueError(f"b has {bh.shape[0]} elements but the matrix has {n} rows")
+    x0_given = x0 is not None
+    if x0 is None:
+        x = np.zeros(n, dtype=cd)
+    elif isinstance(x0, str):  # 'Mb' with M = None or 'jacobi'
+        if precond not in ("none", "jacobi"):
+            raise ValueError(f"x0='Mb' needs M = None, 'jacobi' or an operator; got "
+                             f"M={precond!r}")
+        x = bh.copy() if precond == "none" else np.ascontiguousarray(
+            _jacobi_operator(m).bind(np, cd)(bh.copy()), dtype=cd)
+    else:
+        x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
+        check_value(x0h.dtype, "x0")
+        x = np.array(x0h, dtype=cd, copy=True).reshape(-1)
+        if x.shape[0] != n:
+            raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+    if not bh.any():
+        return _zero_solution(xp, n, cd, name, m.device, "crate")
+    x_start = x.copy() if method == "gmres" else None
+    out = m._m.solve_host(method, precond, bh, x, rtol, atol, inner, x0_given, check_every,
+                          restart)
+    converged, status, iters, res, secs, hist, restarts, msg, setup = out
+    if status > 0:
+        status = user_maxiter
+    if method == "gmres" and status == -1 and precond in ("none", "jacobi"):
+        pre = None if precond == "none" else _jacobi_operator(m)
+        xs = x_start if db is None else xp.asarray(x_start)
+        return _solve_operator(method, name, m, b, xs, rtol, atol, maxiter, pre, None, "cpu",
+                               restart, None)
+    info = _info(
+        status, converged=converged, iterations=iters, residual=res,
+        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
+        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
+    )
+    return (xp.asarray(x) if db is not None else x), info
+
+
 def _system_dtype(A: Any, b: Any) -> np.dtype:
     """SciPy's precision of a system given as arrays: float32 when both ``A`` and ``b`` are
     float32, else float64 (a ``segsparse.Matrix`` keeps its own)."""
@@ -635,10 +782,11 @@ def _jacobi_operator(A: Any):
     elif hasattr(A, "diagonal"):
         d = A.diagonal()
         d = cupy().asnumpy(d) if hasattr(d, "__cuda_array_interface__") else np.asarray(d)
-        dt = np.float32 if d.dtype == np.float32 else np.float64
+        dt = d.dtype if d.dtype.kind == "c" else (
+            np.float32 if d.dtype == np.float32 else np.float64)
     else:
         d = np.diagonal(np.asarray(A))
-        dt = np.float64
+        dt = d.dtype if d.dtype.kind == "c" else np.float64
     with np.errstate(divide="ignore"):
         inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 1.0).astype(dt)
     return as_operator(lambda r: inv * r if isinstance(r, np.ndarray)
@@ -650,7 +798,10 @@ def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, 
     db = device_array(b, "b")
     xp = cupy() if db is not None else np
     if is_matrix(A):
-        if not isinstance(A, Matrix):
+        cd = _complex_system(A, b, x0)
+        if cd is not None:
+            A = _complex_matrix(A, cd)
+        elif not isinstance(A, Matrix):
             A = Matrix(A, device="gpu" if db is not None else device,
                        dtype=_system_dtype(A, b))
         shape, a_dtype = A.shape, A.dtype
@@ -669,11 +820,15 @@ def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, 
     if bd is None:
         b = np.asarray(b)
         bd = b.dtype
-    check_real(bd, "b")
     if a_dtype is None:
         a_dtype = np.dtype(np.float64)
-    check_real(a_dtype, "A")
-    dtype = np.dtype(np.float32) if (np.dtype(bd) == np.float32 and a_dtype == np.float32)         else np.dtype(np.float64)
+    x0d = None if x0 is None or isinstance(x0, str) else getattr(x0, "dtype", None)
+    dtype = complex_result(a_dtype, bd, x0d)
+    if dtype is None:
+        check_real(bd, "b")
+        check_real(a_dtype, "A")
+        dtype = np.dtype(np.float32) if (np.dtype(bd) == np.float32 and
+                                         a_dtype == np.float32) else np.dtype(np.float64)
     b = xp.ascontiguousarray(xp.asarray(b, dtype=dtype)).reshape(-1)
     if b.shape[0] != n:
         raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
@@ -691,7 +846,7 @@ def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, 
         x = psolve(b.copy())
         x = x.copy() if x is b else x
     else:
-        check_real(getattr(x0, "dtype", np.asarray(x0).dtype), "x0")
+        check_value(getattr(x0, "dtype", np.asarray(x0).dtype), "x0")
         if db is None:
             x = np.array(x0, dtype=dtype, copy=True).reshape(-1)
         else:
@@ -705,8 +860,9 @@ def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, 
     if maxiter is None:
         maxiter = 10 * n
     maxiter = int(maxiter)
-    if method == "cg":
-        r = _krylov.cg(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback)
+    if method in ("cg", "cocg"):
+        r = _krylov.cg(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback,
+                       bilinear=method == "cocg" and dtype.kind == "c")
     elif method == "bicgstab":
         r = _krylov.bicgstab(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback)
     else:

@@ -17,10 +17,6 @@ OURS = {"cg", "bicgstab", "gmres"}
 
 # test id (regular expression, matched against the whole node id's test part) -> reason.
 EXCLUDED = {
-    r".*cmplx.*": "complex matrices: segsparse solves real systems (complex is future work)",
-    r".*nonsymposdef-F-.*": "complex matrices: the case is A.astype('F'), complex64",
-    r"TestGMRES::test_abi": "complex matrices: gmres with a complex A and b",
-    r"test_maxiter_worsening.*": "complex matrices (and an xfail of SciPy's, gh-18697)",
     r"test_show.*": "tests SciPy's tfqmr (its show= output)",
     r"TestQMR::.*": "tests SciPy's qmr",
 }

@@ -624,6 +624,33 @@ pub(crate) fn setup<T: GpuScalar>(
     })
 }
 
+/// Loads the kernel modules a setup and its cycle use, all at once: on a first run without
+/// the embedded kernels their compiles then share the host's cores ([`Gpu::prepare`]) instead
+/// of running one after another as the setup reaches each.
+fn prepare_modules<T: GpuScalar>(g: &Gpu) -> Result<()> {
+    let (major, minor) = g.compute_capability();
+    let spmv = crate::spmv::gpu::SpmvPolicy::for_device((major, minor)).typed_defines::<T>();
+    let class = crate::primitives::gpu::device_class(g);
+    let scan = crate::primitives::gpu::scan_defines(class);
+    let sort = crate::primitives::sort::gpu::onesweep_defines(class);
+    let none: &[(&str, String)] = &[];
+    g.prepare(&[
+        (&AMG_SETUP_SRC, none),
+        (&sg::AGGREGATE_SRC, none),
+        (&sg::SPGEMM_SRC, none),
+        (&crate::spmv::gpu::SPMV_SRC, spmv.as_slice()),
+        (&crate::backend::gpu::BLAS1, none),
+        (&crate::backend::gpu::CG, none),
+        (&crate::backend::gpu::CHEBYSHEV, none),
+        (&crate::primitives::sources::SCAN_LOOKBACK, scan.as_slice()),
+        (&crate::primitives::sort::KERNELS, none),
+        (&crate::primitives::sort::ONESWEEP_KERNELS, sort.as_slice()),
+        (&crate::primitives::compact::KERNELS, none),
+        (&crate::primitives::segreduce::KERNELS, none),
+        (&crate::csr::check_gpu::CSR_CHECK_SRC, none),
+    ])
+}
+
 /// The hierarchy a device setup builds.
 type DevBuilt<T> = Built<T, GpuOps<T>>;
 
@@ -636,6 +663,7 @@ fn setup_state<T: GpuScalar>(
     let total = Instant::now();
     params.check()?;
     let g = ops.gpu();
+    prepare_modules::<T>(g)?;
     let fingerprint = check_fine_device(g, &fine)?;
     let n = fine.nrows();
     if let Some(c) = candidates {

@@ -41,10 +41,13 @@ use std::time::Instant;
 
 use drive::{drive_multi, mask, ColumnMethod};
 
+use super::bicgstab::{after_pre, BicgVectors, BV};
+use super::cg::CgVectors;
 use super::drive::{check_problem, preflight, PrecondKind as Kind};
+use super::gmres::GmresVectors;
 use super::recur::Status;
 use super::{
-    Fuse, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, VectorOps,
+    KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, VectorOps,
 };
 use crate::backend::Identity;
 use crate::scalar::Scalar;
@@ -203,34 +206,16 @@ where
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     preflight(be, "the multi-RHS CG workspace", n, vectors * k, 0, params)?;
-    let (cols, scs) = allocate(be, k, n, params, || {
-        Ok(CgCol {
-            r: be.zeros(n)?,
-            z: if kind == Kind::Identity {
-                None
-            } else {
-                Some(be.zeros(n)?)
-            },
-            p: be.zeros(n)?,
-            q: be.zeros(n)?,
-        })
-    })?;
+    let (cols, scs) = allocate(be, k, n, params, || CgVectors::new(be, n, kind))?;
     let mut state = CgMulti { a, m, kind, cols };
     drive_multi(be, a, b, x, params, &mut state, scs, clock)
-}
-
-struct CgCol<V> {
-    r: V,
-    z: Option<V>,
-    p: V,
-    q: V,
 }
 
 struct CgMulti<'a, V, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
-    cols: Vec<CgCol<V>>,
+    cols: Vec<CgVectors<V>>,
 }
 
 impl<T, B, A, P> ColumnMethod<T, B> for CgMulti<'_, B::Vector, A, P>
@@ -246,25 +231,7 @@ where
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
-        let c = &mut self.cols[j];
-        match self.kind {
-            Kind::Identity => {
-                be.cg_start(&c.r, Fuse::Identity, sc, it)?;
-                be.copy(&c.r, &mut c.p)
-            }
-            Kind::Jacobi => {
-                let z = c.z.as_mut().expect("z is allocated for a preconditioner");
-                let inv_diag = self.m.inverse_diagonal().expect("diagonal preconditioner");
-                be.cg_start(&c.r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
-                be.copy(z, &mut c.p)
-            }
-            Kind::General => {
-                let z = c.z.as_mut().expect("z is allocated for a preconditioner");
-                self.m.apply(be, &c.r, z)?;
-                be.cg_start(&c.r, Fuse::Separate(Some(z)), sc, it)?;
-                be.copy(z, &mut c.p)
-            }
-        }
+        self.cols[j].start(be, self.m, self.kind, sc, it)
     }
 
     fn step(
@@ -278,47 +245,24 @@ where
         let on = mask(self.cols.len(), active);
         let (ps, mut qs) = gather(&mut self.cols, &on, |c| (&c.p, &mut c.q));
         self.a.apply_block(be, &ps, &mut qs)?;
-        match self.kind {
-            Kind::Identity | Kind::Jacobi => {
-                let inv_diag = self.m.inverse_diagonal();
-                for &j in active {
-                    let c = &mut self.cols[j];
-                    let fuse = match (self.kind, inv_diag, c.z.as_mut()) {
-                        (Kind::Jacobi, Some(inv_diag), Some(z)) => Fuse::Jacobi { inv_diag, z },
-                        _ => Fuse::Identity,
-                    };
-                    be.cg_tail(
-                        &mut xs[j],
-                        &mut c.p,
-                        &c.q,
-                        &mut c.r,
-                        fuse,
-                        &mut scs[j],
-                        its[j],
-                    )?;
-                }
-                Ok(())
+        if self.kind != Kind::General {
+            for &j in active {
+                self.cols[j].tail(be, self.m, self.kind, &mut xs[j], &mut scs[j], its[j])?;
             }
-            Kind::General => {
-                for &j in active {
-                    let c = &mut self.cols[j];
-                    be.cg_alpha(&c.p, &c.q, &mut scs[j], its[j])?;
-                    be.cg_update_r(&c.q, &mut c.r, Fuse::Separate(None), &mut scs[j], its[j])?;
-                }
-                let (rs, mut zs) = gather(&mut self.cols, &on, |c| {
-                    let z = c.z.as_mut();
-                    (&c.r, z.expect("z is allocated for a preconditioner"))
-                });
-                self.m.apply_block(be, &rs, &mut zs)?;
-                for &j in active {
-                    let c = &mut self.cols[j];
-                    let z = c.z.as_ref().expect("z is allocated for a preconditioner");
-                    be.cg_rho(&c.r, z, &mut scs[j], its[j])?;
-                    be.cg_update_xp(&mut xs[j], &mut c.p, z, &mut scs[j], its[j])?;
-                }
-                Ok(())
-            }
+            return Ok(());
         }
+        for &j in active {
+            self.cols[j].update_r(be, &mut scs[j], its[j])?;
+        }
+        let (rs, mut zs) = gather(&mut self.cols, &on, |c| {
+            let z = c.z.as_mut();
+            (&c.r, z.expect("z is allocated for a preconditioner"))
+        });
+        self.m.apply_block(be, &rs, &mut zs)?;
+        for &j in active {
+            self.cols[j].update_xp(be, &mut xs[j], &mut scs[j], its[j])?;
+        }
+        Ok(())
     }
 }
 
@@ -354,21 +298,7 @@ where
         0,
         params,
     )?;
-    let (cols, scs) = allocate(be, k, n, params, || {
-        Ok(BicgCol {
-            r: be.zeros(n)?,
-            rhat: be.zeros(n)?,
-            p: be.zeros(n)?,
-            v: be.zeros(n)?,
-            s: be.zeros(n)?,
-            t: be.zeros(n)?,
-            pre: if kind == Kind::Identity {
-                None
-            } else {
-                Some((be.zeros(n)?, be.zeros(n)?))
-            },
-        })
-    })?;
+    let (cols, scs) = allocate(be, k, n, params, || BicgVectors::new(be, n, kind))?;
     let mut state = BicgMulti {
         a,
         m,
@@ -379,114 +309,31 @@ where
     drive_multi(be, a, b, x, params, &mut state, scs, clock)
 }
 
-struct BicgCol<V> {
-    r: V,
-    rhat: V,
-    p: V,
-    v: V,
-    s: V,
-    t: V,
-    /// `(p̂, ŝ)` when preconditioned.
-    pre: Option<(V, V)>,
-}
-
 struct BicgMulti<'a, V, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
     fused: bool,
-    cols: Vec<BicgCol<V>>,
+    cols: Vec<BicgVectors<V>>,
 }
 
-/// Which vector of a BiCGSTAB column an operator or preconditioner reads or writes.
-#[derive(Clone, Copy)]
-enum BV {
-    P,
-    V,
-    S,
-    T,
-    Phat,
-    Shat,
-}
-
-impl<V> BicgCol<V> {
-    /// `(&from, &mut to)` for two different vectors of the column.
-    fn pair(&mut self, from: BV, to: BV) -> (&V, &mut V) {
-        let BicgCol {
-            p, v, s, t, pre, ..
-        } = self;
-        let (ph, sh) = match pre {
-            Some((a, b)) => (Some(a), Some(b)),
-            None => (None, None),
-        };
-        let mut slots = [Some(p), Some(v), Some(s), Some(t), ph, sh];
-        let idx = |w: BV| w as usize;
-        let (fi, ti) = (idx(from), idx(to));
-        assert_ne!(fi, ti, "a BiCGSTAB vector is not its own product");
-        let to_ref = slots[ti].take().expect("preconditioned");
-        let from_ref: &V = slots[fi].take().expect("preconditioned");
-        (from_ref, to_ref)
-    }
-}
-
-/// How a fused BiCGSTAB step of one column meets the preconditioner: Jacobi writes `z` (the
-/// column's `p̂` or `ŝ`) in the same pass, a general one is applied separately afterwards.
-fn bicg_fuse<'f, V>(kind: Kind, inv_diag: Option<&'f V>, z: Option<&'f mut V>) -> Fuse<'f, V> {
-    match (kind, z) {
-        (Kind::Jacobi, Some(z)) => Fuse::Jacobi {
-            inv_diag: inv_diag.expect("diagonal preconditioner"),
-            z,
-        },
-        (Kind::General, _) => Fuse::Separate(None),
-        _ => Fuse::Identity,
-    }
-}
-
-impl<'a, V, A: ?Sized, P: ?Sized> BicgMulti<'a, V, A, P> {
-    /// `to ← A·from` for the active columns, as one block product.
-    fn op<T, B>(&mut self, be: &B, on: &[bool], from: BV, to: BV) -> crate::Result<()>
+impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
+    /// `to ← A·M⁻¹·from` for the active columns through `mid` (see [`after_pre`]): one block
+    /// application of the preconditioner, if any, then one block product.
+    fn op_after_pre<T, B>(&mut self, be: &B, on: &[bool], route: (BV, BV, BV)) -> crate::Result<()>
     where
         T: Scalar,
         B: VectorOps<T, Vector = V>,
         A: LinearOperator<T, B>,
+        P: Preconditioner<T, B>,
     {
+        let (pre, (from, to)) = after_pre(self.kind, route);
+        if let Some((f, t)) = pre {
+            let (xs, mut ys) = gather(&mut self.cols, on, |c| c.pair(f, t));
+            self.m.apply_block(be, &xs, &mut ys)?;
+        }
         let (xs, mut ys) = gather(&mut self.cols, on, |c| c.pair(from, to));
         self.a.apply_block(be, &xs, &mut ys)
-    }
-    /// `to ← A·M⁻¹·from` for the active columns, through `mid`: a general `M` is applied here
-    /// (`mid ← M⁻¹·from`), Jacobi's `mid` was written by the fused step before, and without a
-    /// preconditioner `to ← A·from`.
-    fn op_after_pre<T, B>(
-        &mut self,
-        be: &B,
-        on: &[bool],
-        kind: Kind,
-        (from, mid, to): (BV, BV, BV),
-    ) -> crate::Result<()>
-    where
-        T: Scalar,
-        B: VectorOps<T, Vector = V>,
-        A: LinearOperator<T, B>,
-        P: Preconditioner<T, B>,
-    {
-        match kind {
-            Kind::General => {
-                self.pre(be, on, from, mid)?;
-                self.op(be, on, mid, to)
-            }
-            Kind::Jacobi => self.op(be, on, mid, to),
-            Kind::Identity => self.op(be, on, from, to),
-        }
-    }
-    /// `to ← M⁻¹·from` for the active columns, as one block application.
-    fn pre<T, B>(&mut self, be: &B, on: &[bool], from: BV, to: BV) -> crate::Result<()>
-    where
-        T: Scalar,
-        B: VectorOps<T, Vector = V>,
-        P: Preconditioner<T, B>,
-    {
-        let (xs, mut ys) = gather(&mut self.cols, on, |c| c.pair(from, to));
-        self.m.apply_block(be, &xs, &mut ys)
     }
 }
 
@@ -503,17 +350,8 @@ where
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
-        let c = &mut self.cols[j];
-        be.copy(&c.r, &mut c.rhat)?;
-        be.set_zero(&mut c.p)?;
-        be.set_zero(&mut c.v)?;
-        be.cg_start(&c.r, Fuse::Identity, sc, it)?;
-        if self.fused {
-            let inv_diag = self.m.inverse_diagonal();
-            let fuse = bicg_fuse(self.kind, inv_diag, c.pre.as_mut().map(|(p, _)| p));
-            be.bicg_p(&c.r, &c.v, &mut c.p, fuse, sc)?;
-        }
-        Ok(())
+        let d = self.m.inverse_diagonal();
+        self.cols[j].start(be, self.kind, d, self.fused, sc, it)
     }
 
     fn step(
@@ -525,89 +363,34 @@ where
         its: &[usize],
     ) -> crate::Result<()> {
         let on = mask(self.cols.len(), active);
-        let inv_diag = self.m.inverse_diagonal();
-        let kind = self.kind;
+        let (kind, d) = (self.kind, self.m.inverse_diagonal());
         if self.fused {
             // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
-            self.op_after_pre(be, &on, kind, (BV::P, BV::Phat, BV::V))?;
+            self.op_after_pre(be, &on, (BV::P, BV::Phat, BV::V))?;
             for &j in active {
-                let c = &mut self.cols[j];
-                let fuse = bicg_fuse(kind, inv_diag, c.pre.as_mut().map(|(_, s)| s));
-                be.bicg_alpha_s(&c.rhat, &c.r, &c.v, &mut c.s, fuse, &mut scs[j], its[j])?;
+                self.cols[j].alpha_s(be, kind, d, &mut scs[j], its[j])?;
             }
-            self.op_after_pre(be, &on, kind, (BV::S, BV::Shat, BV::T))?;
+            self.op_after_pre(be, &on, (BV::S, BV::Shat, BV::T))?;
             for &j in active {
-                let c = &mut self.cols[j];
-                let BicgCol {
-                    r,
-                    rhat,
-                    p,
-                    v,
-                    s,
-                    t,
-                    pre,
-                } = c;
-                // Unpreconditioned, p̂ is p and ŝ is s.
-                let (phat, d, shat) = match pre {
-                    Some((phat, shat)) => {
-                        let d = if kind == Kind::Jacobi { inv_diag } else { None };
-                        (Some(phat), d, &*shat)
-                    }
-                    None => (None, None, &*s),
-                };
-                be.bicg_update_p(
-                    &mut xs[j],
-                    phat,
-                    d,
-                    shat,
-                    s,
-                    t,
-                    r,
-                    rhat,
-                    p,
-                    v,
-                    &mut scs[j],
-                    its[j],
-                )?;
+                self.cols[j].update_p(be, kind, d, &mut xs[j], &mut scs[j], its[j])?;
             }
             return Ok(());
         }
         // The separate order: p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
         for &j in active {
-            let c = &mut self.cols[j];
-            let fuse = bicg_fuse(kind, inv_diag, c.pre.as_mut().map(|(p, _)| p));
-            be.bicg_p(&c.r, &c.v, &mut c.p, fuse, &mut scs[j])?;
+            self.cols[j].p_step(be, kind, d, &mut scs[j])?;
         }
-        self.op_after_pre(be, &on, kind, (BV::P, BV::Phat, BV::V))?;
+        self.op_after_pre(be, &on, (BV::P, BV::Phat, BV::V))?;
         for &j in active {
-            let c = &self.cols[j];
-            be.bicg_alpha(&c.rhat, &c.v, &mut scs[j], its[j])?;
+            self.cols[j].alpha(be, &mut scs[j], its[j])?;
         }
         // s = r − αv; ŝ = M⁻¹s; t = A·ŝ.
         for &j in active {
-            let c = &mut self.cols[j];
-            let fuse = bicg_fuse(kind, inv_diag, c.pre.as_mut().map(|(_, s)| s));
-            be.bicg_s(&c.r, &c.v, &mut c.s, fuse, &mut scs[j])?;
+            self.cols[j].s_step(be, kind, d, &mut scs[j])?;
         }
-        self.op_after_pre(be, &on, kind, (BV::S, BV::Shat, BV::T))?;
+        self.op_after_pre(be, &on, (BV::S, BV::Shat, BV::T))?;
         for &j in active {
-            let c = &mut self.cols[j];
-            be.bicg_omega(&c.t, &c.s, &mut scs[j], its[j])?;
-            let (phat, shat) = match &c.pre {
-                Some((ph, sh)) => (ph, sh),
-                None => (&c.p, &c.s),
-            };
-            be.bicg_update(
-                &mut xs[j],
-                phat,
-                shat,
-                &c.s,
-                &c.t,
-                &mut c.r,
-                &c.rhat,
-                &mut scs[j],
-                its[j],
-            )?;
+            self.cols[j].omega_update(be, &mut xs[j], &mut scs[j], its[j])?;
         }
         Ok(())
     }
@@ -656,20 +439,9 @@ where
         small * k as u64,
         params,
     )?;
+    let identity = m.is_identity();
     let (cols, scs) = allocate(be, k, n, params, || {
-        Ok(GmresCol {
-            r: be.zeros(n)?,
-            q: be.zeros(n)?,
-            z: if m.is_identity() {
-                None
-            } else {
-                Some(be.zeros(n)?)
-            },
-            k: be.krylov(n, restart)?,
-            j: 0,
-            cycle_it: 0,
-            halted: false,
-        })
+        GmresVectors::new(be, n, restart, identity)
     })?;
     let mut state = GmresMulti {
         a,
@@ -681,51 +453,12 @@ where
     drive_multi(be, a, b, x, params, &mut state, scs, clock)
 }
 
-struct GmresCol<V, K> {
-    r: V,
-    q: V,
-    z: Option<V>,
-    k: K,
-    /// Columns done in this cycle.
-    j: usize,
-    /// The iteration at which this cycle started.
-    cycle_it: usize,
-    /// The status was seen set at a cycle end.
-    halted: bool,
-}
-
 struct GmresMulti<'a, V, K, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     b: &'a [V],
     restart: usize,
-    cols: Vec<GmresCol<V, K>>,
-}
-
-impl<V, K, A: ?Sized, P: ?Sized> GmresMulti<'_, V, K, A, P> {
-    /// Column `j`: `x ← x + M⁻¹·V·y` with the first `ncols` basis vectors of its cycle.
-    fn correct<T, B>(&mut self, be: &B, x: &mut V, j: usize, ncols: usize) -> crate::Result<()>
-    where
-        T: Scalar,
-        B: KrylovOps<T, Vector = V, Krylov = K>,
-        P: Preconditioner<T, B>,
-    {
-        if ncols == 0 {
-            return Ok(());
-        }
-        let c = &mut self.cols[j];
-        be.gmres_combine(&mut c.k, ncols, &mut c.q)?;
-        match &mut c.z {
-            None => be.axpy(T::one(), &c.q, x),
-            Some(z) => {
-                match self.m.inverse_diagonal() {
-                    Some(d) => be.scale(d, &c.q, z)?,
-                    None => self.m.apply(be, &c.q, z)?,
-                }
-                be.axpy(T::one(), z, x)
-            }
-        }
-    }
+    cols: Vec<GmresVectors<V, K>>,
 }
 
 impl<T, B, A, P> ColumnMethod<T, B> for GmresMulti<'_, B::Vector, B::Krylov, A, P>
@@ -741,11 +474,7 @@ where
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
-        let c = &mut self.cols[j];
-        c.j = 0;
-        c.cycle_it = it;
-        c.halted = false;
-        be.gmres_start(&c.r, &mut c.k, sc, it)
+        self.cols[j].start(be, sc, it)
     }
 
     fn finish(
@@ -757,16 +486,7 @@ where
         status: Status,
         it: usize,
     ) -> crate::Result<()> {
-        let c = &mut self.cols[j];
-        let ncols = match status {
-            Status::Running => c.j,
-            Status::Converged | Status::Stagnated => it.saturating_sub(c.cycle_it),
-            _ => 0,
-        };
-        let ncols = ncols.min(self.restart);
-        c.j = 0;
-        c.cycle_it = it;
-        self.correct(be, x, j, ncols)
+        self.cols[j].finish(be, self.m, x, status, it, self.restart)
     }
 
     fn block_limit(&self, j: usize) -> usize {
@@ -781,20 +501,8 @@ where
         j: usize,
         it: usize,
     ) -> crate::Result<()> {
-        let c = &self.cols[j];
-        if c.j == self.restart && !c.halted {
-            let slots = be.read_slots(sc)?;
-            if Status::of(slots[super::Slot::Status as usize]) != Status::Running {
-                self.cols[j].halted = true;
-                return Ok(());
-            }
-            self.correct(be, x, j, self.restart)?;
-            let c = &mut self.cols[j];
-            self.a.apply(be, x, &mut c.q)?;
-            be.residual(&self.b[j], &c.q, &mut c.r)?;
-            self.start(be, sc, j, it)?;
-        }
-        Ok(())
+        let (a, m, b) = (self.a, self.m, &self.b[j]);
+        self.cols[j].end_of_cycle(be, a, m, b, sc, x, it, self.restart)
     }
 
     fn step(
@@ -813,7 +521,7 @@ where
         // z = M⁻¹v_j (Jacobi: one scaling per column; otherwise the block application).
         if !self.m.is_identity() {
             let (vs, mut zs) = gather(&mut self.cols, &on, |c| {
-                let GmresCol { k, z, j, .. } = c;
+                let GmresVectors { k, z, j, .. } = c;
                 let (vj, _) = be.krylov_pair(k, *j);
                 (vj, z.as_mut().expect("z is allocated for a preconditioner"))
             });
@@ -828,17 +536,15 @@ where
         }
         // v_{j+1} = A·z (or A·v_j).
         let (xs, mut ys) = gather(&mut self.cols, &on, |c| {
-            let GmresCol { k, z, j, .. } = c;
+            let GmresVectors { k, z, j, .. } = c;
             let (vj, vnext) = be.krylov_pair(k, *j);
             (z.as_ref().unwrap_or(vj), vnext)
         });
         self.a.apply_block(be, &xs, &mut ys)?;
         for (jj, c) in self.cols.iter_mut().enumerate() {
-            if !on[jj] {
-                continue;
+            if on[jj] {
+                c.arnoldi(be, &mut scs[jj], its[jj])?;
             }
-            be.gmres_arnoldi(&mut c.k, c.j, &mut scs[jj], its[jj])?;
-            c.j += 1;
         }
         Ok(())
     }

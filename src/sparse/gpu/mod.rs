@@ -71,6 +71,7 @@
 //! order, so each row of `Aᵀ` comes out sorted. Column counts (atomics) and a scan give
 //! `row_ptr`; one gather writes the rows and values.
 
+mod adjoint;
 pub mod aggregate;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
@@ -87,6 +88,7 @@ use crate::primitives::gpu as prim;
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
+pub use adjoint::{conj_transpose, ADJOINT_SRC};
 pub use aggregate::{
     aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_qr,
     tentative_single, GpuAggregation, AGGREGATE_SRC,
@@ -983,61 +985,23 @@ pub fn transpose<'a, T: GpuScalar>(
     let a = a.into();
     let g = gpu;
     let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
-    let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
-    let mut counts = g.zeros::<u32>(n + 1)?;
-    let mut row_ptr = g.zeros::<u32>(n + 1)?;
-    if nnz == 0 {
+    let Some(p) = transpose_pattern(g, a.row_ptr, a.col, (m, n, nnz))? else {
         return Ok(DeviceCsr {
             nrows: n,
             ncols: m,
             nnz: 0,
-            row_ptr,
+            row_ptr: g.zeros::<u32>(n + 1)?,
             col: g.zeros::<u32>(1)?,
             val: g.zeros::<T>(1)?,
         });
-    }
+    };
     let nnz32 = nnz as u32;
-    let m32 = m as u32;
-    let mut rows = g.zeros::<u32>(nnz)?;
-    let k = f("sparse_entry_rows")?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(a.row_ptr).arg(&m32).arg(&mut rows);
-    // SAFETY: sparse_entry_rows(const u32* rp, u32 m, u32* rows): rp m+1 ending at nnz, rows nnz.
-    unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
-        .map_err(|e| Gpu::launch_error("sparse_entry_rows", e))?;
-    let k = f("sparse_col_counts")?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(a.col).arg(&nnz32).arg(&mut counts);
-    // SAFETY: sparse_col_counts(const u32* col, u32 nnz, u32* counts): columns < n, counts n+1.
-    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
-        .map_err(|e| Gpu::launch_error("sparse_col_counts", e))?;
-    prim::scan(
-        g,
-        &counts,
-        &mut row_ptr,
-        ScanSpec::exclusive(ScanOp::Plus),
-        ScanAlgorithm::default(),
-    )?;
-    let mut keys = g
-        .stream()
-        .clone_dtod(&a.col.slice(..nnz))
-        .map_err(|e| Error::cuda("copying column keys", e))?;
-    // SAFETY: sparse_iota writes all nnz entries.
-    let mut perm = unsafe { g.alloc::<u32>(nnz)? };
-    let k = f("sparse_iota")?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(&nnz32).arg(&mut perm);
-    // SAFETY: sparse_iota(u32 n, u32* out): out n entries.
-    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
-        .map_err(|e| Gpu::launch_error("sparse_iota", e))?;
-    crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
-    drop(keys);
     // SAFETY: the gather writes all nnz entries.
     let (mut tcol, mut tval) = unsafe { (g.alloc::<u32>(nnz)?, g.alloc::<T>(nnz)?) };
     let k = g.typed_function::<T>(&SPGEMM_SRC, "sparse_transpose_gather", &[])?;
     let mut lb = g.stream().launch_builder(&k);
-    lb.arg(&perm)
-        .arg(&rows)
+    lb.arg(&p.perm)
+        .arg(&p.rows)
         .arg(a.val)
         .arg(&nnz32)
         .arg(&mut tcol)
@@ -1050,10 +1014,76 @@ pub fn transpose<'a, T: GpuScalar>(
         nrows: n,
         ncols: m,
         nnz,
-        row_ptr,
+        row_ptr: p.row_ptr,
         col: tcol,
         val: tval,
     })
+}
+
+/// The structure of `Aᵀ` for an `m × n` CSR pattern with `nnz > 0` entries (`None` when there
+/// are none): its row pointers, and for each entry `q` of `Aᵀ` (row-major) the entry `perm[q]`
+/// of `A` it comes from, whose row `rows[perm[q]]` is its column. The value types gather their
+/// values with `perm` (`transpose`, the complex conjugate transpose).
+pub(crate) struct TransposePattern {
+    pub(crate) row_ptr: CudaSlice<u32>,
+    pub(crate) perm: CudaSlice<u32>,
+    pub(crate) rows: CudaSlice<u32>,
+}
+
+/// Builds [`TransposePattern`] on the device: the row of every entry, column counts and their
+/// scan, a stable radix sort of the entries by column.
+pub(crate) fn transpose_pattern(
+    g: &Arc<Gpu>,
+    a_row_ptr: &CudaSlice<u32>,
+    a_col: &CudaSlice<u32>,
+    (m, n, nnz): (usize, usize, usize),
+) -> Result<Option<TransposePattern>> {
+    let f = |name: &str| g.function(&SPGEMM_SRC, name, &[]);
+    let mut counts = g.zeros::<u32>(n + 1)?;
+    let mut row_ptr = g.zeros::<u32>(n + 1)?;
+    if nnz == 0 {
+        return Ok(None);
+    }
+    let nnz32 = nnz as u32;
+    let m32 = m as u32;
+    let mut rows = g.zeros::<u32>(nnz)?;
+    let k = f("sparse_entry_rows")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a_row_ptr).arg(&m32).arg(&mut rows);
+    // SAFETY: sparse_entry_rows(const u32* rp, u32 m, u32* rows): rp m+1 ending at nnz, rows nnz.
+    unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_entry_rows", e))?;
+    let k = f("sparse_col_counts")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(a_col).arg(&nnz32).arg(&mut counts);
+    // SAFETY: sparse_col_counts(const u32* col, u32 nnz, u32* counts): columns < n, counts n+1.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_col_counts", e))?;
+    prim::scan(
+        g,
+        &counts,
+        &mut row_ptr,
+        ScanSpec::exclusive(ScanOp::Plus),
+        ScanAlgorithm::default(),
+    )?;
+    let mut keys = g
+        .stream()
+        .clone_dtod(&a_col.slice(..nnz))
+        .map_err(|e| Error::cuda("copying column keys", e))?;
+    // SAFETY: sparse_iota writes all nnz entries.
+    let mut perm = unsafe { g.alloc::<u32>(nnz)? };
+    let k = f("sparse_iota")?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(&nnz32).arg(&mut perm);
+    // SAFETY: sparse_iota(u32 n, u32* out): out n entries.
+    unsafe { lb.launch(Gpu::cfg(grid(g, nnz, 256), 256, 0)) }
+        .map_err(|e| Gpu::launch_error("sparse_iota", e))?;
+    crate::primitives::sort::gpu::radix_sort_pairs(g, &mut keys, &mut perm)?;
+    Ok(Some(TransposePattern {
+        row_ptr,
+        perm,
+        rows,
+    }))
 }
 
 /// `C = A + α·B` on the GPU for canonical `A` and `B` of the same shape: the union of the

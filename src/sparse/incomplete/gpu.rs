@@ -1,6 +1,9 @@
-//! ILU(0) and IC(0) factored on the GPU ([`GpuIncompleteFactor`]): level by level (a warp per
-//! row, the rows of a level in parallel; runs of narrow levels in one block), re-factorable with
-//! new values on the same pattern, and its two triangular solves on the device plans of
+//! ILU(0) and IC(0) factored on the GPU ([`GpuIncompleteFactor`]): synchronization-free in one
+//! launch (a warp per row waits on the ready words of the pivot rows it reads) for large
+//! factors, on the host for small ones, or level by level (a warp per row, the rows of a level
+//! in parallel; runs of narrow levels in one block) when asked ([`GpuFactorization`]),
+//! re-factorable with new values on the same pattern, and its two triangular solves on the
+//! device plans of
 //! [`crate::sparse::triangular::gpu`] (`kernels/sparse/sptrsv.cu`). The factorization
 //! synchronises once at its end to read the pivot check; the solves only queue work.
 
@@ -13,13 +16,71 @@ use super::{
     Ordering,
 };
 use crate::csr::CsrMatrix;
+use crate::error::Error;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
 use crate::sparse::triangular::gpu::{
-    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, HOST_FACTOR_LEVELS, NULL, SMEM_X_BYTES, THREADS,
+    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, THREADS,
 };
 use crate::sparse::triangular::{gpu_level_groups, LevelGroup, SptrsvAlgorithm};
+
+/// How [`GpuIncompleteFactor`] factors the values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GpuFactorization {
+    /// [`SyncFree`](Self::SyncFree) when the factor has at least [`GPU_FACTOR_MIN_NNZ`]
+    /// entries and at least [`GPU_FACTOR_MIN_PER_LEVEL`] entries per level of its schedule, else
+    /// [`Host`](Self::Host).
+    #[default]
+    Auto,
+    /// A launch per level group (`ilu0_levels` / `ic0_levels`).
+    Levels,
+    /// One launch, a warp per row taken in level order, waiting on its pivot rows' ready words
+    /// (`ilu0_syncfree` / `ic0_syncfree`).
+    SyncFree,
+    /// On the host (one pass over the rows), the values uploaded: the reference and the
+    /// comparison peer of the device factorizations.
+    Host,
+}
+
+impl GpuFactorization {
+    /// `"auto"`, `"levels"`, `"sync-free"` or `"host"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuFactorization::Auto => "auto",
+            GpuFactorization::Levels => "levels",
+            GpuFactorization::SyncFree => "sync-free",
+            GpuFactorization::Host => "host",
+        }
+    }
+
+    /// The factorization of a factor with `nnz` entries and `levels` levels (other values
+    /// unchanged). See [`Auto`](Self::Auto).
+    pub fn choose(self, nnz: usize, levels: usize) -> Self {
+        match self {
+            GpuFactorization::Auto
+                if nnz >= GPU_FACTOR_MIN_NNZ && nnz >= GPU_FACTOR_MIN_PER_LEVEL * levels =>
+            {
+                GpuFactorization::SyncFree
+            }
+            GpuFactorization::Auto => GpuFactorization::Host,
+            other => other,
+        }
+    }
+}
+
+/// Factor entries from which [`GpuFactorization::Auto`] factors on the GPU. Measured on an H100
+/// (`benches/results/ilu.md`, re-factorization on the kept pattern, values uploaded included for
+/// the host): the sync-free kernel beat the host on raefsky2 (294k entries, 1516 levels: 7.9 ms
+/// against 13.1 ms), bcsstk16 (IC(0), 148k, 690 levels: 5.3 against 10.2) and bayer10 (164k, 89
+/// levels: 2.8 against 4.4); below 100k entries the host won or tied on every corpus factor
+/// (ex6, 97k entries and 750 levels: 6.5 against 3.2; bcsstk13, 43k and 577 levels: 24.9
+/// against 5.4), the level-by-level kernels never won (a narrow run of levels is one block).
+pub const GPU_FACTOR_MIN_NNZ: usize = 100_000;
+/// Factor entries per level of the schedule from which [`GpuFactorization::Auto`] factors on
+/// the GPU: the sync-free factorization's critical path costs about 5 µs per level (raefsky2,
+/// 194 entries per level), the host's time grows with the entries.
+pub const GPU_FACTOR_MIN_PER_LEVEL: usize = 150;
 
 /// An ILU(0) or IC(0) factorization on the GPU. See the [module docs](self).
 pub struct GpuIncompleteFactor<T> {
@@ -35,6 +96,8 @@ pub struct GpuIncompleteFactor<T> {
     bad: CudaSlice<u32>,
     /// The factorization's schedule (on the lower plan's levels, a warp per row).
     factor_groups: Vec<LevelGroup>,
+    /// How the values are factored (never `Auto`).
+    factorization: GpuFactorization,
     lower: GpuTriPlan,
     upper: GpuTriPlan,
     /// IC: `Lᵀ`'s columns, values and the gather map from `L`.
@@ -84,15 +147,17 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             Some((_, tcol, tmap)) => Some((up(tcol)?, gpu.zeros::<T>(nnz)?, up(tmap)?)),
             None => None,
         };
+        let factor_groups = gpu_level_groups(s.lower.level_ptr(), 32, GROUP_THREADS, THREADS);
         let mut f = GpuIncompleteFactor {
             k: Kernels::load::<T>(gpu)?,
+            factorization: GpuFactorization::Auto.choose(s.col_idx.len(), s.lower.levels()),
             row_ptr: up(&s.row_ptr)?,
             col: up(&s.col_idx)?,
             diag: up(&s.diag_pos)?,
             val: gpu.zeros::<T>(nnz)?,
             rowmax: gpu.zeros::<T>(s.n.max(1))?,
             bad: gpu.zeros::<u32>(1)?,
-            factor_groups: gpu_level_groups(s.lower.level_ptr(), 32, GROUP_THREADS, THREADS),
+            factor_groups,
             lower: GpuTriPlan::upload(gpu, &s.lower, params.algorithm)?,
             upper: GpuTriPlan::upload(gpu, &s.upper, params.algorithm)?,
             transpose,
@@ -164,10 +229,22 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         self.shift_used
     }
 
-    /// Whether the factorization runs on the host (then the values are uploaded): when its
-    /// level schedule is deeper than [`HOST_FACTOR_LEVELS`].
+    /// Whether the factorization runs on the host (then the values are uploaded): see
+    /// [`GpuFactorization::Auto`].
     pub fn factors_on_host(&self) -> bool {
-        self.structure.lower.levels() > HOST_FACTOR_LEVELS
+        self.factorization == GpuFactorization::Host
+    }
+
+    /// How the values are factored.
+    pub fn factorization(&self) -> GpuFactorization {
+        self.factorization
+    }
+
+    /// Sets how later [`refactor`](Self::refactor) calls factor the values (`Auto` resolves as
+    /// at construction).
+    pub fn set_factorization(&mut self, how: GpuFactorization) {
+        let s = &self.structure;
+        self.factorization = how.choose(s.col_idx.len(), s.lower.levels());
     }
 
     /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
@@ -195,17 +272,27 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         };
         let tol = self.params.pivot_tol;
         let maxlen = s.row_ptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) as usize;
-        for g in &self.factor_groups {
-            // Row cache: as many entries per warp as fit the default 48 KiB (see ilu0_levels).
-            let per_entry = std::mem::size_of::<T>() + 4;
-            let warps = (g.threads / 32) as usize;
-            let cache = maxlen.min(SMEM_X_BYTES / (warps * per_entry)) as u32;
-            let smem = warps as u32 * cache * per_entry as u32;
+        let per_entry = std::mem::size_of::<T>() + 4;
+        if self.factorization == GpuFactorization::SyncFree {
+            let (f, name) = match s.kind {
+                FactorKind::Ilu0 => (&self.k.ilu0_syncfree, "ilu0_syncfree"),
+                FactorKind::Ic0 => (&self.k.ic0_syncfree, "ic0_syncfree"),
+            };
+            let n = s.n as u32;
+            let warps = THREADS / 32;
+            // Row cache: as many entries per warp as fit the default 48 KiB (see ilu0_row).
+            let cache = maxlen.min(SMEM_X_BYTES / (warps as usize * per_entry)) as u32;
+            let smem = warps * cache * per_entry as u32;
+            let blocks = n
+                .div_ceil(warps)
+                .min(self.gpu.sm_count().max(1) * (2048 / THREADS));
+            let mut ready = self.lower.flags.lock().unwrap_or_else(|p| p.into_inner());
+            stream
+                .memset_zeros(&mut *ready)
+                .map_err(|e| Error::cuda("clearing the factorization's ready words", e))?;
             let mut l = stream.launch_builder(f);
-            l.arg(&self.lower.order)
-                .arg(&self.lower.level_ptr)
-                .arg(&g.lo)
-                .arg(&g.hi)
+            l.arg(&n)
+                .arg(&self.lower.order)
                 .arg(&self.row_ptr)
                 .arg(&self.col)
                 .arg(&self.diag)
@@ -213,14 +300,45 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                 .arg(&self.rowmax)
                 .arg(&tol)
                 .arg(&mut self.bad)
-                .arg(&cache);
-            // SAFETY: {ilu0,ic0}_levels(const u32* order, const u32* level_ptr, u32 lo, u32 hi,
-            // const u32* row_ptr, const u32* col, const u32* diag, T* val, const T* rowmax,
-            // double tol, u32* bad, u32 cache): order/diag/rowmax have n entries, row_ptr n + 1,
-            // col/val the factor's nnz, level_ptr levels + 1 ≥ hi + 1 (the lower plan of this
-            // factor's pattern, whose levels order every row after the rows it reads); bad one
-            // word; the dynamic shared memory holds warps × cache × (sizeof(T) + 4) bytes.
-            unsafe { l.launch(Gpu::cfg(g.blocks, g.threads, smem)) }.map_err(launch_err(name))?;
+                .arg(&cache)
+                .arg(&mut *ready);
+            // SAFETY: {ilu0,ic0}_syncfree(u32 n, const u32* order, const u32* row_ptr,
+            // const u32* col, const u32* diag, T* val, const T* rowmax, double tol, u32* bad,
+            // u32 cache, u32* ready): order (the lower plan of this factor's pattern, a level
+            // order: every row after the rows it reads), diag and rowmax have n entries, row_ptr
+            // n + 1, col/val the factor's nnz; bad one word; ready the lower plan's n + 1 flag
+            // words, zeroed just above on this stream; the dynamic shared memory holds
+            // warps × cache × (sizeof(T) + 4) bytes (at most 48 KiB).
+            unsafe { l.launch(Gpu::cfg(blocks, THREADS, smem)) }.map_err(launch_err(name))?;
+        } else {
+            for g in &self.factor_groups {
+                // Row cache: as many entries per warp as fit the default 48 KiB (see ilu0_row).
+                let warps = (g.threads / 32) as usize;
+                let cache = maxlen.min(SMEM_X_BYTES / (warps * per_entry)) as u32;
+                let smem = warps as u32 * cache * per_entry as u32;
+                let mut l = stream.launch_builder(f);
+                l.arg(&self.lower.order)
+                    .arg(&self.lower.level_ptr)
+                    .arg(&g.lo)
+                    .arg(&g.hi)
+                    .arg(&self.row_ptr)
+                    .arg(&self.col)
+                    .arg(&self.diag)
+                    .arg(&mut self.val)
+                    .arg(&self.rowmax)
+                    .arg(&tol)
+                    .arg(&mut self.bad)
+                    .arg(&cache);
+                // SAFETY: {ilu0,ic0}_levels(const u32* order, const u32* level_ptr, u32 lo,
+                // u32 hi, const u32* row_ptr, const u32* col, const u32* diag, T* val,
+                // const T* rowmax, double tol, u32* bad, u32 cache): order/diag/rowmax have n
+                // entries, row_ptr n + 1, col/val the factor's nnz, level_ptr levels + 1 ≥ hi + 1
+                // (the lower plan of this factor's pattern, whose levels order every row after
+                // the rows it reads); bad one word; the dynamic shared memory holds
+                // warps × cache × (sizeof(T) + 4) bytes.
+                unsafe { l.launch(Gpu::cfg(g.blocks, g.threads, smem)) }
+                    .map_err(launch_err(name))?;
+            }
         }
         self.gather_transpose()?;
         let bad = self.gpu.download(&self.bad)?[0];

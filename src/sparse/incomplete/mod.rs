@@ -21,6 +21,7 @@
 //! factorization is then of `A` with each diagonal entry moved away from zero by
 //! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
 
+mod fill;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 
@@ -28,7 +29,8 @@ use super::reorder::{self, INSERTED};
 use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
+use num_traits::{Float, Zero};
 
 /// Which incomplete factorization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -90,6 +92,9 @@ pub struct IncompleteParams {
     /// inserted as zeros, which then need a [`shift`](Self::shift) or
     /// [`auto_shift`](Self::auto_shift).
     pub matching: RowMatching,
+    /// The factor's pattern (ILU only; IC stays on `A`'s lower triangle). Default
+    /// [`Fill::Auto`].
+    pub fill: Fill,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -115,6 +120,7 @@ impl Default for IncompleteParams {
             application: Application::Exact,
             ordering: Ordering::Natural,
             matching: RowMatching::Auto,
+            fill: Fill::Auto,
             non_exhaustive: (),
         }
     }
@@ -171,6 +177,25 @@ pub enum RowMatching {
     On,
 }
 
+/// The pattern of an incomplete LU factor: `A`'s own (ILU(0)) or with the fill of level `k`
+/// (ILU(k), see [`fill`](self) below: an entry created by eliminating with a pivot row has level
+/// `lev(i, k) + lev(k, j) + 1`, `A`'s entries 0, and entries up to level `k` are kept).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// Level [`AUTO_FILL_MATCHED`] when the rows were matched (a diagonal entry was missing or
+    /// zero), else 0.
+    #[default]
+    Auto,
+    /// This level of fill (0: ILU(0)).
+    Level(usize),
+}
+
+/// The fill level of [`Fill::Auto`] on a matched matrix. Matrices without a usable diagonal
+/// (circuit and chemical-process simulations: rajat19, bayer10) give a matched ILU(0) that
+/// stagnates GMRES(30) at a residual of 0.3 (rajat19) to 0.998 (bayer10); one level of fill
+/// converges on rajat19 (`benches/results/ilu.md`).
+pub const AUTO_FILL_MATCHED: usize = 1;
+
 /// Natural-order levels above which [`Ordering::Auto`] considers multicolouring.
 pub const AUTO_REORDER_LEVELS: usize = 256;
 /// [`Ordering::Auto`] multicolours only when the colours are at most the natural levels divided
@@ -213,7 +238,7 @@ pub const AUTO_SWEEP_REDUCTION: f64 = 1e-2;
 /// converge (the `U` of ILU(0) of a matrix far from diagonal dominance): a deep triangle (more
 /// than [`AUTO_REORDER_LEVELS`] levels, where the exact solve is a long chain) with
 /// `ν ≤ DEEP_SWEEP_MAX_NORM` takes [`DEEP_SWEEPS`] sweeps, any other stays exact.
-pub fn choose_sweeps<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
+pub fn choose_sweeps<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
     let nu = strict_norm(plan, col, val);
     let levels = plan.levels();
     if levels <= AUTO_EXACT_LEVELS || nu.is_nan() {
@@ -237,18 +262,18 @@ pub fn choose_sweeps<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -
 }
 
 /// `‖D⁻¹N‖∞` of a triangle (`N` its strict part, `D` its diagonal or ones).
-pub fn strict_norm<T: Scalar>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f64 {
+pub fn strict_norm<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f64 {
     let _ = col;
     let (s, e) = (plan.start(), plan.end());
     let mut m = 0.0f64;
     for i in 0..plan.n() {
         let d = match plan.diagonal() {
             Diagonal::Unit => 1.0,
-            Diagonal::NonUnit => val[plan.diag_pos()[i] as usize].abs().as_f64(),
+            Diagonal::NonUnit => val[plan.diag_pos()[i] as usize].modulus().as_f64(),
         };
         let r: f64 = val[s[i] as usize..e[i] as usize]
             .iter()
-            .map(|v| v.abs().as_f64())
+            .map(|v| v.modulus().as_f64())
             .sum();
         m = m.max(if d > 0.0 { r / d } else { f64::INFINITY });
     }
@@ -268,6 +293,10 @@ pub struct Preprocessing {
     pub matched: bool,
     /// Diagonal entries inserted (zeros) because no row permutation provides them.
     pub inserted_diagonals: usize,
+    /// The level of fill of the pattern (0: `A`'s own).
+    pub fill_level: usize,
+    /// Entries the fill added.
+    pub fill_entries: usize,
 }
 
 /// What a factorization did and how it is applied: for reports (`info`, JSON).
@@ -298,9 +327,14 @@ pub struct FactorSummary {
     pub matched: bool,
     /// Diagonal entries inserted (structurally singular matrix).
     pub inserted_diagonals: usize,
+    /// The level of fill (0: `A`'s pattern).
+    pub fill_level: usize,
+    /// Entries the fill added.
+    pub fill_entries: usize,
     /// The diagonal shift used.
     pub shift: f64,
-    /// Whether the values were factored on the host (a deep schedule on the GPU backend).
+    /// Whether the values were factored on the host (on the GPU backend: a small factor, whose
+    /// host factorization is faster than the device one).
     pub host_factorization: bool,
 }
 
@@ -321,6 +355,8 @@ impl FactorSummary {
             upper_norm: modes.upper_norm.is_finite().then_some(modes.upper_norm),
             matched: p.matched,
             inserted_diagonals: p.inserted_diagonals,
+            fill_level: p.fill_level,
+            fill_entries: p.fill_entries,
             shift,
             host_factorization: host,
         }
@@ -347,6 +383,13 @@ impl std::fmt::Display for FactorSummary {
                 f,
                 ", rows matched ({} diagonals inserted)",
                 self.inserted_diagonals
+            )?;
+        }
+        if self.fill_level > 0 {
+            write!(
+                f,
+                ", fill level {} (+{} entries)",
+                self.fill_level, self.fill_entries
             )?;
         }
         if self.shift != 0.0 {
@@ -408,7 +451,7 @@ pub struct IncompleteStructure {
 }
 
 /// Whether some row of `a` (sorted indices) has no diagonal entry or a zero one.
-fn diagonal_missing_or_zero<T: Scalar>(a: &CsrMatrix<T>) -> bool {
+fn diagonal_missing_or_zero<T: Elem>(a: &CsrMatrix<T>) -> bool {
     (0..a.nrows()).any(|i| {
         let (c, v) = a.row(i);
         match c.binary_search(&(i as u32)) {
@@ -418,7 +461,7 @@ fn diagonal_missing_or_zero<T: Scalar>(a: &CsrMatrix<T>) -> bool {
     })
 }
 
-fn pattern_hash<T: Scalar>(a: &CsrMatrix<T>) -> u64 {
+fn pattern_hash<T: Elem>(a: &CsrMatrix<T>) -> u64 {
     // FNV-1a over row_ptr and col_idx: a cheap guard against an update on another pattern.
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for &v in a.row_ptr().iter().chain(a.col_idx()) {
@@ -434,7 +477,7 @@ impl IncompleteStructure {
     ///
     /// # Errors
     /// As [`analyse`](Self::analyse); with [`RowMatching::Off`], a missing diagonal entry.
-    pub fn analyse_with<T: Scalar>(
+    pub fn analyse_with<T: Elem>(
         a: &CsrMatrix<T>,
         kind: FactorKind,
         params: &IncompleteParams,
@@ -449,7 +492,13 @@ impl IncompleteStructure {
                 RowMatching::On => true,
                 RowMatching::Auto => diagonal_missing_or_zero(a),
             };
-        if !matching && params.ordering == Ordering::Natural {
+        let fill = match (kind, params.fill) {
+            (FactorKind::Ic0, _) => 0,
+            (_, Fill::Level(k)) => k,
+            (_, Fill::Auto) if matching => AUTO_FILL_MATCHED,
+            (_, Fill::Auto) => 0,
+        };
+        if !matching && params.ordering == Ordering::Natural && fill == 0 {
             return Self::analyse(a, kind);
         }
         let identity: Vec<u32> = (0..n as u32).collect();
@@ -500,8 +549,24 @@ impl IncompleteStructure {
             }
             None => (a1, None),
         };
+        // Step 3: the fill pattern (B₃ = B with zeros at the fill positions).
+        let (b, src3) = if fill > 0 {
+            let (b3, s3) = fill::with_fill(&*b, fill)?;
+            prep.fill_level = fill;
+            prep.fill_entries = b3.nnz() - b.nnz();
+            (std::borrow::Cow::Owned(b3), Some(s3))
+        } else {
+            (b, None)
+        };
         // Positions of B's entries in A.
         let to_a = |p: u32| -> u32 {
+            let p = match &src3 {
+                Some(s3) => s3[p as usize],
+                None => p,
+            };
+            if p == INSERTED {
+                return INSERTED;
+            }
             let p1 = match &src2 {
                 Some(s2) => s2[p as usize],
                 None => p,
@@ -531,7 +596,7 @@ impl IncompleteStructure {
     /// # Errors
     /// [`Error::InvalidInput`] when `a` is not square, its indices are not sorted, or a row has no
     /// diagonal entry (the row is named).
-    pub fn analyse<T: Scalar>(a: &CsrMatrix<T>, kind: FactorKind) -> Result<Self> {
+    pub fn analyse<T: Elem>(a: &CsrMatrix<T>, kind: FactorKind) -> Result<Self> {
         let n = a.nrows();
         // The lower non-unit analysis checks squareness, sorting and the diagonal for both kinds.
         let check = TriangularPlan::analyse(a, Triangle::Lower, Diagonal::NonUnit)
@@ -630,7 +695,7 @@ impl IncompleteStructure {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when it does not.
-    pub fn check_pattern<T: Scalar>(&self, a: &CsrMatrix<T>) -> Result<()> {
+    pub fn check_pattern<T: Elem>(&self, a: &CsrMatrix<T>) -> Result<()> {
         if a.nrows() != self.n || a.nnz() != self.a_nnz || pattern_hash(a) != self.a_col_hash {
             return Err(Error::InvalidInput(format!(
                 "{} update: the matrix ({} rows, {} entries) does not have the pattern the \
@@ -647,7 +712,7 @@ impl IncompleteStructure {
 
     /// The factor's initial values: `A`'s entries at [`src`](Self::src), with the diagonal
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
-    pub fn initial_values<T: Scalar>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T>) {
+    pub fn initial_values<T: Elem>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T::Real>) {
         let av = a.values();
         let mut vals: Vec<T> = self
             .src
@@ -660,17 +725,23 @@ impl IncompleteStructure {
                 }
             })
             .collect();
-        let mut rowmax = vec![T::zero(); self.n];
+        let mut rowmax = vec![T::Real::zero(); self.n];
         for i in 0..self.n {
             let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
             let m = vals[lo..hi]
                 .iter()
-                .fold(T::zero(), |m, v| if v.abs() > m { v.abs() } else { m });
+                .fold(T::Real::zero(), |m, v| m.max(v.modulus()));
             rowmax[i] = m;
             if shift != 0.0 {
+                // The diagonal moves along its own direction: `d/|d|` (the sign of a real `d`),
+                // one for a zero `d`.
                 let d = &mut vals[self.diag_pos[i] as usize];
-                let s = if *d < T::zero() { -T::one() } else { T::one() };
-                *d += s * T::of_f64(shift) * m;
+                let s = if *d == T::zero() {
+                    T::one()
+                } else {
+                    *d / T::from_real(d.modulus())
+                };
+                *d += s * T::from_real(T::Real::of_f64(shift) * m);
             }
         }
         (vals, rowmax)
@@ -715,14 +786,14 @@ pub(crate) fn natural_first<F>(
 
 /// One factorization of `a`'s values on `s` with `shift` on the host: the factor's values, or
 /// the row and value of the first bad pivot.
-pub(crate) fn factor_values<T: Scalar>(
+pub(crate) fn factor_values<T: Elem>(
     s: &IncompleteStructure,
     a: &CsrMatrix<T>,
     shift: f64,
     pivot_tol: f64,
 ) -> std::result::Result<Vec<T>, (usize, f64)> {
     let (mut v, rowmax) = s.initial_values(a, shift);
-    let tol = T::of_f64(pivot_tol);
+    let tol = T::Real::of_f64(pivot_tol);
     match s.kind {
         FactorKind::Ilu0 => ilu0_rows(s, &mut v, &rowmax, tol)?,
         FactorKind::Ic0 => ic0_rows(s, &mut v, &rowmax, tol)?,
@@ -791,7 +862,7 @@ impl ApplyModes {
 
     /// The modes `params` ask for, given the factor's values on `s`'s pattern (`values`) and,
     /// for IC, `Lᵀ`'s (`t_values`).
-    pub fn resolve<T: Scalar>(
+    pub fn resolve<T: Elem>(
         s: &IncompleteStructure,
         params: &IncompleteParams,
         values: &[T],
@@ -840,7 +911,7 @@ impl ApplyModes {
     }
 }
 
-impl<T: Scalar> IncompleteFactor<T> {
+impl<T: Elem> IncompleteFactor<T> {
     /// Analyses and factors `a`.
     ///
     /// # Errors
@@ -891,7 +962,7 @@ impl<T: Scalar> IncompleteFactor<T> {
             match factor_values(s, a, shift, self.params.pivot_tol) {
                 Ok(v) => {
                     if let Some((_, _, map)) = &s.transpose {
-                        self.t_values = map.iter().map(|&p| v[p as usize]).collect();
+                        self.t_values = map.iter().map(|&p| v[p as usize].conj()).collect();
                     }
                     self.values = v;
                     self.shift_used = shift;
@@ -1017,11 +1088,7 @@ impl<T: Scalar> IncompleteFactor<T> {
 
 /// The `triangle` of `m` (diagonal included) as its own matrix; `unit` replaces the diagonal by
 /// that value (and adds it where missing).
-pub fn triangle_of<T: Scalar>(
-    m: &CsrMatrix<T>,
-    triangle: Triangle,
-    unit: Option<T>,
-) -> CsrMatrix<T> {
+pub fn triangle_of<T: Elem>(m: &CsrMatrix<T>, triangle: Triangle, unit: Option<T>) -> CsrMatrix<T> {
     let mut t = Vec::new();
     for i in 0..m.nrows() {
         let (c, v) = m.row(i);
@@ -1042,16 +1109,24 @@ pub fn triangle_of<T: Scalar>(
     CsrMatrix::from_triplets(m.nrows(), m.ncols(), &t).expect("a triangle of a valid matrix")
 }
 
-fn bad<T: Scalar>(p: T, rowmax: T, tol: T) -> bool {
-    !p.is_finite() || p.abs() <= tol * rowmax
+fn bad<T: Elem>(p: T, rowmax: T::Real, tol: T::Real) -> bool {
+    !p.finite() || p.modulus() <= tol * rowmax
+}
+
+/// A pivot as reported in an error: the value of a real one, the modulus of a complex one.
+fn reported<T: Elem>(p: T) -> f64 {
+    match T::IS_COMPLEX {
+        true => p.modulus().as_f64(),
+        false => p.re().as_f64(),
+    }
 }
 
 /// ILU(0), IKJ variant, rows in order.
-fn ilu0_rows<T: Scalar>(
+fn ilu0_rows<T: Elem>(
     s: &IncompleteStructure,
     v: &mut [T],
-    rowmax: &[T],
-    tol: T,
+    rowmax: &[T::Real],
+    tol: T::Real,
 ) -> std::result::Result<(), (usize, f64)> {
     let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
     let mut pos = vec![NO_DIAG; s.n];
@@ -1076,18 +1151,18 @@ fn ilu0_rows<T: Scalar>(
         }
         let piv = v[dp[i] as usize];
         if bad(piv, rowmax[i], tol) {
-            return Err((i, piv.as_f64()));
+            return Err((i, reported(piv)));
         }
     }
     Ok(())
 }
 
-/// IC(0), row by row (left-looking).
-fn ic0_rows<T: Scalar>(
+/// IC(0), row by row (left-looking); for a complex (Hermitian) `A`, `A ≈ L·Lᴴ`.
+fn ic0_rows<T: Elem>(
     s: &IncompleteStructure,
     v: &mut [T],
-    rowmax: &[T],
-    tol: T,
+    rowmax: &[T::Real],
+    tol: T::Real,
 ) -> std::result::Result<(), (usize, f64)> {
     let (rp, cj, dp) = (&s.row_ptr, &s.col_idx, &s.diag_pos);
     let mut pos = vec![NO_DIAG; s.n];
@@ -1102,7 +1177,7 @@ fn ic0_rows<T: Scalar>(
             for q in rp[k] as usize..dp[k] as usize {
                 let t = pos[cj[q] as usize];
                 if t != NO_DIAG {
-                    acc -= v[t as usize] * v[q];
+                    acc -= v[t as usize] * v[q].conj();
                 }
             }
             v[p] = acc / v[dp[k] as usize];
@@ -1110,14 +1185,15 @@ fn ic0_rows<T: Scalar>(
         for p in lo..d {
             pos[cj[p] as usize] = NO_DIAG;
         }
-        let mut piv = v[d];
+        // The pivot of a Hermitian `A` is real: its imaginary part (rounding) is dropped.
+        let mut piv = v[d].re();
         for l in &v[lo..d] {
-            piv -= *l * *l;
+            piv -= l.norm_sqr();
         }
-        if bad(piv, rowmax[i], tol) || piv < T::zero() {
+        if bad(T::from_real(piv), rowmax[i], tol) || piv < T::Real::zero() {
             return Err((i, piv.as_f64()));
         }
-        v[d] = piv.sqrt();
+        v[d] = T::from_real(piv.sqrt());
     }
     Ok(())
 }

@@ -36,15 +36,23 @@ pub const SPTRSV_SRC: KernelSource = KernelSource {
     constants: &[("SPTRSV_THREADS", THREADS as i64)],
 };
 
+/// `kernels/sparse/levels.cu`: the level analysis on the device ([`GpuTriPlan::analyse`]).
+pub const LEVELS_SRC: KernelSource = KernelSource {
+    name: "sparse/levels.cu",
+    text: include_str!("../../../kernels/sparse/levels.cu"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[
+        ("LEVELS_THREADS", LEVELS_THREADS as i64),
+        ("LEVELS_NO_DIAG", super::NO_DIAG as i64),
+    ],
+};
+
+/// Threads per block of the level analysis (a warp per row; 8 blocks per SM fill an H100 SM).
+pub const LEVELS_THREADS: u32 = 256;
+
 /// Threads per block of the synchronization-free kernel and of the one-level launches: 8 warps,
 /// 8 blocks per SM fill an H100/H200 SM.
 pub const THREADS: u32 = 256;
-/// Levels of an incomplete factorization's schedule above which it runs on the host (one pass
-/// over the rows) and the values are uploaded: the level-by-level GPU factorization costs about
-/// 50 µs per level of a narrow run (a warp per row, the pivot rows read from L2), so a near
-/// chain such as raefsky2's 1516 levels took 81 ms on an H200 against about 10 ms on one CPU
-/// core (`benches/results/history/ilu.md`).
-pub const HOST_FACTOR_LEVELS: usize = 256;
 
 /// Threads of a one-block launch that sweeps a run of narrow levels: the largest block, so the
 /// runs are long (each level of the run must fit in one pass of the block).
@@ -71,6 +79,8 @@ pub(crate) struct Kernels {
     pub(crate) syncfree: CudaFunction,
     pub(crate) ilu0: CudaFunction,
     pub(crate) ic0: CudaFunction,
+    pub(crate) ilu0_syncfree: CudaFunction,
+    pub(crate) ic0_syncfree: CudaFunction,
     pub(crate) gather: CudaFunction,
     pub(crate) jacobi: CudaFunction,
     pub(crate) jacobi_fused: CudaFunction,
@@ -88,6 +98,8 @@ impl Kernels {
             syncfree: f("sptrsv_syncfree")?,
             ilu0: f("ilu0_levels")?,
             ic0: f("ic0_levels")?,
+            ilu0_syncfree: f("ilu0_syncfree")?,
+            ic0_syncfree: f("ic0_syncfree")?,
             gather: f("gather")?,
             jacobi: f("sptrsv_jacobi")?,
             jacobi_fused: f("sptrsv_jacobi_fused")?,
@@ -136,6 +148,30 @@ pub(crate) fn launch_err(name: &str) -> impl Fn(cudarc::driver::DriverError) -> 
 
 pub(crate) const NULL: u64 = 0;
 
+/// The device arrays of a plan.
+struct DeviceArrays {
+    order: CudaSlice<u32>,
+    level_ptr: CudaSlice<u32>,
+    start: CudaSlice<u32>,
+    end: CudaSlice<u32>,
+    diag: Option<CudaSlice<u32>>,
+}
+
+/// A device plan's arrays on the host, named as [`TriangularPlan`]'s accessors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanArrays {
+    /// The rows ordered by level.
+    pub order: Vec<u32>,
+    /// Level boundaries into `order`.
+    pub level_ptr: Vec<u32>,
+    /// Each row's first off-diagonal entry inside the triangle.
+    pub start: Vec<u32>,
+    /// One past each row's last off-diagonal entry inside the triangle.
+    pub end: Vec<u32>,
+    /// Each row's diagonal position (empty for a unit diagonal).
+    pub diag_pos: Vec<u32>,
+}
+
 /// A [`TriangularPlan`] on the device, with its launch schedule.
 pub struct GpuTriPlan {
     pub(crate) n: usize,
@@ -167,9 +203,6 @@ impl GpuTriPlan {
         plan: &TriangularPlan,
         algorithm: SptrsvAlgorithm,
     ) -> Result<Self> {
-        let stats = plan.stats();
-        let lanes = lanes_per_row(&stats);
-        let groups = gpu_level_groups(plan.level_ptr(), lanes, GROUP_THREADS, THREADS);
         let up = |v: &[u32]| {
             if v.is_empty() {
                 gpu.zeros::<u32>(1)
@@ -177,30 +210,229 @@ impl GpuTriPlan {
                 gpu.upload(v)
             }
         };
-        Ok(GpuTriPlan {
-            n: plan.n(),
-            order: up(plan.order())?,
-            level_ptr: up(plan.level_ptr())?,
-            start: up(plan.start())?,
-            end: up(plan.end())?,
-            diag: match plan.diagonal() {
-                Diagonal::Unit => None,
-                Diagonal::NonUnit => Some(up(plan.diag_pos())?),
+        let lanes = lanes_per_row(&plan.stats());
+        let longest = plan
+            .start()
+            .iter()
+            .zip(plan.end())
+            .map(|(&s, &e)| e - s)
+            .max()
+            .unwrap_or(0);
+        Self::from_parts(
+            gpu,
+            DeviceArrays {
+                order: up(plan.order())?,
+                level_ptr: up(plan.level_ptr())?,
+                start: up(plan.start())?,
+                end: up(plan.end())?,
+                diag: match plan.diagonal() {
+                    Diagonal::Unit => None,
+                    Diagonal::NonUnit => Some(up(plan.diag_pos())?),
+                },
             },
+            plan.level_ptr(),
+            plan.stats().offdiag_nnz,
+            longest.div_ceil(lanes),
+            algorithm,
+        )
+    }
+
+    /// The plan from its device arrays and the level boundaries (on the host, for the launch
+    /// schedule); `row_per_lane` as [`FUSED_MAX_ROW_PER_LANE`] counts it.
+    fn from_parts(
+        gpu: &Arc<Gpu>,
+        d: DeviceArrays,
+        level_ptr: &[u32],
+        offdiag_nnz: usize,
+        row_per_lane: u32,
+        algorithm: SptrsvAlgorithm,
+    ) -> Result<Self> {
+        let n = level_ptr.last().copied().unwrap_or(0) as usize;
+        let levels = level_ptr.len().saturating_sub(1);
+        let stats = LevelStats {
+            rows: n,
+            offdiag_nnz,
+            levels,
+            max_width: level_ptr
+                .windows(2)
+                .map(|w| (w[1] - w[0]) as usize)
+                .max()
+                .unwrap_or(0),
+            mean_width: if levels == 0 {
+                0.0
+            } else {
+                n as f64 / levels as f64
+            },
+        };
+        let lanes = lanes_per_row(&stats);
+        let groups = gpu_level_groups(level_ptr, lanes, GROUP_THREADS, THREADS);
+        Ok(GpuTriPlan {
+            n,
+            order: d.order,
+            level_ptr: d.level_ptr,
+            start: d.start,
+            end: d.end,
+            diag: d.diag,
             algorithm: algorithm.choose(groups.len()),
             groups,
             lanes,
             stats,
-            flags: Mutex::new(gpu.zeros::<u32>(plan.n() + 1)?),
+            flags: Mutex::new(gpu.zeros::<u32>(n + 1)?),
             bar: Mutex::new(gpu.zeros::<u32>(1)?),
-            row_per_lane: plan
-                .start()
-                .iter()
-                .zip(plan.end())
-                .map(|(&s, &e)| (e - s).div_ceil(lanes))
-                .max()
-                .unwrap_or(0),
+            row_per_lane,
             sm_count: gpu.sm_count(),
+        })
+    }
+
+    /// The level analysis of one triangle of an `n`-row CSR pattern already on the device
+    /// (`row_ptr` n + 1 entries, `col` sorted and unique within rows), done on the device: the
+    /// same plan as [`TriangularPlan::analyse`] (same ranges, diagonal positions, levels and row
+    /// order) without copying the pattern to the host.
+    ///
+    /// One launch of `tri_levels` (`kernels/sparse/levels.cu`: a warp per row, taken in
+    /// dependency order from a ticket counter, waits on the ready words of the rows it references,
+    /// so every level is known after one pass), a stable radix sort of (level, row) pairs by level
+    /// ([`crate::primitives::sort::gpu::radix_sort_pairs`]) and one launch that writes the level
+    /// boundaries from the sorted keys. The host reads back four words (entry count, longest row,
+    /// the first row without a diagonal, the level count) and the level boundaries, which the
+    /// launch schedule of the level-by-level kernels is planned from.
+    ///
+    /// # Errors
+    /// For a [`Diagonal::NonUnit`] solve, [`Error::InvalidInput`] naming the first row without a
+    /// stored diagonal entry (as the CPU analysis); device failures.
+    ///
+    /// # Panics
+    /// When `row_ptr` has fewer than n + 1 entries.
+    #[allow(clippy::too_many_arguments)]
+    pub fn analyse(
+        gpu: &Arc<Gpu>,
+        n: usize,
+        row_ptr: &CudaSlice<u32>,
+        col: &CudaSlice<u32>,
+        triangle: Triangle,
+        diagonal: Diagonal,
+        algorithm: SptrsvAlgorithm,
+    ) -> Result<Self> {
+        assert!(
+            row_ptr.len() > n,
+            "level analysis: row_ptr has {} entries for {n} rows",
+            row_ptr.len()
+        );
+        let n32 = u32::try_from(n).map_err(|_| {
+            Error::InvalidInput(format!(
+                "level analysis: {n} rows exceed the GPU's 32-bit indices"
+            ))
+        })?;
+        let cap = n.max(1);
+        let stream = gpu.stream();
+        let mut start = gpu.zeros::<u32>(cap)?;
+        let mut end = gpu.zeros::<u32>(cap)?;
+        let mut diag = gpu.zeros::<u32>(cap)?;
+        let mut ready = gpu.zeros::<u32>(n + 1)?;
+        let mut key = gpu.zeros::<u32>(cap)?;
+        let mut order = gpu.zeros::<u32>(cap)?;
+        let mut level_ptr = gpu.zeros::<u32>(n + 1)?;
+        let mut stats = gpu.upload(&[0u32, 0, super::NO_DIAG, 0])?;
+        if n > 0 {
+            let f = gpu.function(&LEVELS_SRC, "tri_levels", &[])?;
+            let upper = u32::from(triangle == Triangle::Upper);
+            let warps = LEVELS_THREADS / 32;
+            let blocks = n32
+                .div_ceil(warps)
+                .min(gpu.sm_count().max(1) * (2048 / LEVELS_THREADS));
+            let mut l = stream.launch_builder(&f);
+            l.arg(&n32)
+                .arg(row_ptr)
+                .arg(col)
+                .arg(&upper)
+                .arg(&mut start)
+                .arg(&mut end)
+                .arg(&mut diag)
+                .arg(&mut ready)
+                .arg(&mut key)
+                .arg(&mut order)
+                .arg(&mut stats);
+            // SAFETY: tri_levels(u32 n, const u32* row_ptr, const u32* col, u32 upper,
+            // u32* start, u32* end, u32* diag, u32* ready, u32* key, u32* row_of, u32* stats):
+            // row_ptr has n + 1 entries (asserted) of a pattern whose columns col holds, sorted
+            // within rows (the caller's contract); start/end/diag/key/row_of n words, ready n + 1
+            // zeroed words (just allocated), stats 4 words.
+            unsafe { l.launch(Gpu::cfg(blocks, LEVELS_THREADS, 0)) }
+                .map_err(launch_err("tri_levels"))?;
+            crate::primitives::sort::gpu::radix_sort_pairs(gpu, &mut key, &mut order)?;
+            let f = gpu.function(&LEVELS_SRC, "level_bounds", &[])?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&n32).arg(&key).arg(&mut level_ptr);
+            // SAFETY: level_bounds(u32 n, const u32* key, u32* level_ptr): key has n sorted
+            // levels, each of 0..L present (a row of level l references one of level l − 1),
+            // L ≤ n, level_ptr n + 1 words.
+            unsafe { l.launch(Gpu::cfg(n32.div_ceil(THREADS).min(1024), THREADS, 0)) }
+                .map_err(launch_err("level_bounds"))?;
+        }
+        let st = gpu.download(&stats)?;
+        if diagonal == Diagonal::NonUnit && st[2] != super::NO_DIAG {
+            return Err(Error::InvalidInput(format!(
+                "triangular solve: row {} has no diagonal entry (a non-unit solve divides by it)",
+                st[2]
+            )));
+        }
+        let levels = if n == 0 {
+            0
+        } else {
+            gpu.download(&key.slice(n - 1..n))?[0] as usize + 1
+        };
+        let lp_host = if n == 0 {
+            vec![0u32]
+        } else {
+            gpu.download(&level_ptr.slice(0..levels + 1))?
+        };
+        let lanes = lanes_per_row(&LevelStats {
+            rows: n,
+            offdiag_nnz: st[0] as usize,
+            ..Default::default()
+        });
+        Self::from_parts(
+            gpu,
+            DeviceArrays {
+                order,
+                level_ptr,
+                start,
+                end,
+                diag: (diagonal == Diagonal::NonUnit).then_some(diag),
+            },
+            &lp_host,
+            st[0] as usize,
+            st[1].div_ceil(lanes),
+            algorithm,
+        )
+    }
+
+    /// The plan's arrays read back (for tests and inspection; synchronises).
+    ///
+    /// # Errors
+    /// Device failures.
+    pub fn download(&self, gpu: &Gpu) -> Result<PlanArrays> {
+        let n = self.n;
+        let take = |v: &CudaSlice<u32>, len: usize| -> Result<Vec<u32>> {
+            if len == 0 {
+                Ok(Vec::new())
+            } else {
+                gpu.download(&v.slice(0..len))
+            }
+        };
+        Ok(PlanArrays {
+            order: take(&self.order, n)?,
+            level_ptr: if n == 0 {
+                vec![0]
+            } else {
+                take(&self.level_ptr, self.stats.levels + 1)?
+            },
+            start: take(&self.start, n)?,
+            end: take(&self.end, n)?,
+            diag_pos: match &self.diag {
+                Some(d) => take(d, n)?,
+                None => Vec::new(),
+            },
         })
     }
 

@@ -19,11 +19,11 @@
 //! on). [`SptrsvAlgorithm::choose`] picks one from the level statistics; see it for the rule and
 //! the measurements behind it.
 //!
-//! The analysis runs on the CPU (one pass over the triangle's entries plus a counting sort by
-//! level, `O(n + nnz)`); for the factors of the corpus matrices it takes well under a
-//! millisecond (`benches/results/history/ilu.md` reports it beside cuSPARSE's analysis). A GPU analysis
-//! with the crate's scan and sort primitives would matter for matrices that change pattern often;
-//! it is not done yet.
+//! The analysis runs on the CPU ([`TriangularPlan::analyse`]: one pass over the triangle's
+//! entries plus a counting sort by level, `O(n + nnz)`) or on the GPU on a pattern already there
+//! ([`gpu::GpuTriPlan::analyse`]: one synchronization-free launch finds every row's level, the
+//! crate's stable radix sort orders the rows by level, and the level boundaries come from the
+//! sorted keys); both give the same plan, row for row.
 //!
 //! # References
 //!
@@ -39,7 +39,7 @@ pub mod gpu;
 
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// Which triangle of the matrix a solve uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,7 +98,7 @@ impl TriangularPlan {
     /// # Errors
     /// [`Error::InvalidInput`] when `a` is not square or its indices are not sorted, and, for a
     /// [`Diagonal::NonUnit`] solve, naming the first row without a stored diagonal entry.
-    pub fn analyse<T: Scalar>(
+    pub fn analyse<T: Elem>(
         a: &CsrMatrix<T>,
         triangle: Triangle,
         diagonal: Diagonal,
@@ -269,7 +269,7 @@ impl TriangularPlan {
         }
     }
 
-    fn check_matrix<T: Scalar>(&self, a: &CsrMatrix<T>) {
+    fn check_matrix<T: Elem>(&self, a: &CsrMatrix<T>) {
         assert!(
             a.nrows() == self.n && a.nnz() == self.nnz,
             "triangular solve: the plan is for a {}-row matrix with {} entries, the matrix has {} \
@@ -285,10 +285,10 @@ impl TriangularPlan {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming the first bad row.
-    pub fn check_diagonal<T: Scalar>(&self, values: &[T]) -> Result<()> {
+    pub fn check_diagonal<T: Elem>(&self, values: &[T]) -> Result<()> {
         for (i, &p) in self.diag_pos.iter().enumerate() {
             let d = values[p as usize];
-            if d == T::zero() || !d.is_finite() {
+            if d == T::zero() || !d.finite() {
                 return Err(Error::InvalidInput(format!(
                     "triangular solve: the diagonal entry of row {i} is {d}"
                 )));
@@ -305,7 +305,7 @@ impl TriangularPlan {
     ///
     /// # Panics
     /// When `a`, `b` or `x` do not have the plan's sizes (both sizes named).
-    pub fn solve<T: Scalar>(&self, a: &CsrMatrix<T>, b: &[T], x: &mut [T]) -> Result<()> {
+    pub fn solve<T: Elem>(&self, a: &CsrMatrix<T>, b: &[T], x: &mut [T]) -> Result<()> {
         self.check_matrix(a);
         self.check_diagonal(a.values())?;
         self.solve_values(a.col_idx(), a.values(), b, x);
@@ -313,7 +313,7 @@ impl TriangularPlan {
     }
 
     /// The substitution on raw arrays (no diagonal check; `col`/`val` of the plan's pattern).
-    pub(crate) fn solve_values<T: Scalar>(&self, col: &[u32], val: &[T], b: &[T], x: &mut [T]) {
+    pub(crate) fn solve_values<T: Elem>(&self, col: &[u32], val: &[T], b: &[T], x: &mut [T]) {
         assert_eq!(
             b.len(),
             self.n,
@@ -350,7 +350,7 @@ impl TriangularPlan {
     /// strict triangle): the approximate solve of
     /// [`IncompleteParams::jacobi_sweeps`](crate::sparse::incomplete::IncompleteParams::jacobi_sweeps),
     /// exact on every row whose level is below `sweeps`.
-    pub fn sweep_values<T: Scalar>(
+    pub fn sweep_values<T: Elem>(
         &self,
         col: &[u32],
         val: &[T],
@@ -408,7 +408,7 @@ impl TriangularPlan {
 ///
 /// # Errors
 /// As [`TriangularPlan::analyse`] and [`TriangularPlan::solve`].
-pub fn solve_triangular<T: Scalar>(
+pub fn solve_triangular<T: Elem>(
     a: &CsrMatrix<T>,
     triangle: Triangle,
     diagonal: Diagonal,

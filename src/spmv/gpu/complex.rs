@@ -10,22 +10,25 @@
 //! - [`ComplexSpmvAlgorithm::Rows`]: one thread per row, for short even rows (stencils);
 //! - [`ComplexSpmvAlgorithm::Warp8`] / [`ComplexSpmvAlgorithm::Warp32`]: 8 or 32 lanes per row
 //!   with a shuffle reduction of both parts, for longer or uneven rows;
+//! - [`ComplexSpmvAlgorithm::Fused`]: nonzero-balanced, the fused segmented-reduction kernel of
+//!   the real types ([`GpuCsr`](super::GpuCsr)'s `Fused`: tiles of consecutive nonzeros, a
+//!   block scan of head flags, row pieces that cross tiles added in tile order by a fix-up)
+//!   instantiated for the complex types, with its structure tables built at upload; a row of
+//!   10⁶ entries costs what 10⁶ entries in short rows cost (power-law rows);
 //! - [`ComplexSpmvAlgorithm::Auto`] picks one from the row statistics at upload.
 //!
-//! Every product is the complex product (four fused multiply-adds per entry); each row is
-//! summed in a fixed order, so results are reproducible run to run. `Aᴴ·x` is the product with
-//! the conjugate transpose, formed once on the host: upload
-//! [`CsrMatrix::conj_transpose`](crate::CsrMatrix::conj_transpose).
-//!
-//! The real types keep [`GpuCsr`](super::GpuCsr) with its segmented-scan and fused kernels;
-//! those are not instantiated for complex values yet, so a matrix with very long rows among
-//! short ones (power-law rows) is far slower here than with cuSPARSE: each long row is summed
-//! by one warp (`benches/results/complex.md`).
+//! Every product is the complex product; each row is summed in a fixed order, so results are
+//! reproducible run to run. `Aᴴ·x` is the product with the conjugate transpose:
+//! [`crate::sparse::gpu::conj_transpose`] builds it on the device from the uploaded matrix.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 
+use super::{Preprocess, SpmvPolicy, MAX_NNZ, SPMV_SRC};
+
+use crate::backend::gpu_complex::GpuComplexOps;
+use crate::backend::LinearOperator;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -35,7 +38,10 @@ use crate::{CsrMatrix, Elem};
 pub const SPMV_COMPLEX_SRC: KernelSource = KernelSource {
     name: "spmv/spmv_complex.cu",
     text: include_str!("../../../kernels/spmv/spmv_complex.cu"),
-    headers: &[],
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::backend::gpu_complex::COMPLEX_H,
+    ],
     constants: &[],
 };
 
@@ -45,11 +51,12 @@ mod tests {
 
     #[test]
     fn auto_resolves_by_row_lengths() {
-        assert_eq!(A::Auto.resolve(6.9, 7), A::Rows); // 7-point stencil
-        assert_eq!(A::Auto.resolve(16.0, 16), A::Warp8); // random rows of 16
-        assert_eq!(A::Auto.resolve(90.8, 200), A::Warp32); // raefsky2-like
-        assert_eq!(A::Auto.resolve(11.0, 100_000), A::Warp32); // power law
-        assert_eq!(A::Warp8.resolve(1.0, 1), A::Warp8); // an explicit choice stays
+        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000), A::Rows); // 7-point stencil
+        assert_eq!(A::Auto.resolve(16.0, 16, 16_000_000), A::Warp8); // random rows of 16
+        assert_eq!(A::Auto.resolve(90.8, 200, 294_276), A::Warp32); // raefsky2
+        assert_eq!(A::Auto.resolve(11.5, 100_000, 11_546_540), A::Fused); // power law
+        assert_eq!(A::Auto.resolve(4.7, 1000, 5399), A::Warp32); // rajat19: small, L2-resident
+        assert_eq!(A::Warp8.resolve(1.0, 1, 1), A::Warp8); // an explicit choice stays
     }
 }
 
@@ -67,6 +74,8 @@ pub enum ComplexSpmvAlgorithm {
     Warp8,
     /// A warp (32 lanes) per row.
     Warp32,
+    /// Nonzero-balanced tiles with a fix-up of the rows that cross them (deterministic).
+    Fused,
 }
 
 impl ComplexSpmvAlgorithm {
@@ -77,17 +86,23 @@ impl ComplexSpmvAlgorithm {
             Self::Rows => "rows",
             Self::Warp8 => "warp8",
             Self::Warp32 => "warp32",
+            Self::Fused => "fused",
         }
     }
 
-    /// What `Auto` means for a matrix with these row statistics: one thread per row when no
-    /// row has more than 8 entries (stencils: the 7-point Helmholtz matrix ran 1.6× faster
-    /// so than with 8 lanes on an H100), 8 lanes when rows average at most 24 entries and none has
-    /// more than 256, a warp beyond (long or very uneven rows).
-    pub fn resolve(self, mean: f64, max: usize) -> Self {
+    /// What `Auto` means for a matrix with these row statistics and `nnz` entries: one thread
+    /// per row when no row has more than 8 entries (stencils: the 7-point Helmholtz matrix ran
+    /// 1.6× faster so than with 8 lanes on an H100), 8 lanes when rows average at most 24
+    /// entries and none has more than 256, the nonzero-balanced kernel when some row is longer
+    /// than 256 entries and 8 times the mean and the matrix has at least 2¹⁷ entries (power-law
+    /// rows: 0.94× cuSPARSE where a warp per row reached 0.023× on `powerlaw:1000000:2.2`, c64,
+    /// H100; below that size its two launches cost more than the imbalance: rajat19 11.4 µs
+    /// against 7.8 µs with a warp per row), a warp per row otherwise.
+    pub fn resolve(self, mean: f64, max: usize, nnz: usize) -> Self {
         match self {
             Self::Auto if max <= 8 => Self::Rows,
             Self::Auto if mean <= 24.0 && max <= 256 => Self::Warp8,
+            Self::Auto if nnz >= 1 << 17 && max > 256 && max as f64 > 8.0 * mean => Self::Fused,
             Self::Auto => Self::Warp32,
             other => other,
         }
@@ -123,6 +138,37 @@ where
     col_idx: CudaSlice<u32>,
     values: CudaSlice<T::Dev>,
     alg: ComplexSpmvAlgorithm,
+    /// The structure tables and scratch of [`ComplexSpmvAlgorithm::Fused`] (built when it is
+    /// the algorithm).
+    fused: Option<FusedTables<T>>,
+}
+
+/// Entries per thread of the fused kernel (`SPMV_ITEMS_C64`, `SPMV_ITEMS_C128` there): the
+/// same 64 bytes of values per thread as the real `f64` kernel.
+const ITEMS_C64: u32 = 8;
+const ITEMS_C128: u32 = 4;
+
+/// What [`ComplexSpmvAlgorithm::Fused`] needs beside the CSR arrays: the real kernels' tables
+/// (head flags, row starts per tile, the tile where each carried row starts, the segment → row
+/// map), the per-tile carries, and the two kernels.
+struct FusedTables<T: Elem>
+where
+    T::Dev: KernelType,
+{
+    heads: CudaSlice<u32>,
+    tile_heads: CudaSlice<u32>,
+    tile_start: CudaSlice<u32>,
+    row_map: CudaSlice<u32>,
+    has_map: bool,
+    nsegs: u32,
+    ntiles: u32,
+    threads: u32,
+    /// Per tile: the fix-up bits (rewritten by every product before the fix-up reads them).
+    tile_flag: Mutex<CudaSlice<u32>>,
+    /// Per tile: the tail and the head of the rows crossing tiles.
+    tile_value: Mutex<CudaSlice<T::Dev>>,
+    fused: CudaFunction,
+    fixup: CudaFunction,
 }
 
 impl<T: Elem> GpuComplexCsr<T>
@@ -141,16 +187,80 @@ where
                 T::NAME
             )));
         }
+        let (nrows, ncols, nnz) = (a.nrows(), a.ncols(), a.nnz());
+        if nnz > MAX_NNZ || nrows >= u32::MAX as usize || ncols >= u32::MAX as usize {
+            return Err(Error::InvalidInput(format!(
+                "GpuComplexCsr: {nrows}×{ncols} matrix with {nnz} nonzeros exceeds the 32-bit \
+                 index range of the GPU kernels (at most {MAX_NNZ} nonzeros)"
+            )));
+        }
         let st = a.row_stats();
+        let alg = alg.resolve(st.mean, st.max, nnz);
+        let row_ptr = gpu.upload(a.row_ptr())?;
+        let fused = if alg == ComplexSpmvAlgorithm::Fused {
+            Some(FusedTables::build(
+                gpu,
+                &row_ptr,
+                nrows,
+                nnz,
+                st.empty_rows,
+            )?)
+        } else {
+            None
+        };
         Ok(GpuComplexCsr {
             gpu: gpu.clone(),
-            nrows: a.nrows(),
-            ncols: a.ncols(),
-            nnz: a.nnz(),
-            row_ptr: gpu.upload(a.row_ptr())?,
+            nrows,
+            ncols,
+            nnz,
+            row_ptr,
             col_idx: gpu.upload(a.col_idx())?,
             values: gpu.upload(T::as_dev(a.values()))?,
-            alg: alg.resolve(st.mean, st.max),
+            alg,
+            fused,
+        })
+    }
+
+    /// A matrix from device arrays already in CSR form (`row_ptr` of `nrows + 1` entries
+    /// ending at `nnz`, column indices `< ncols`, as [`CsrMatrix`] checks them): the
+    /// algorithm is resolved from the row lengths, read back once.
+    ///
+    /// # Errors
+    /// As [`GpuComplexCsr::upload`].
+    pub(crate) fn from_device_parts(
+        gpu: &Arc<Gpu>,
+        (nrows, ncols, nnz): (usize, usize, usize),
+        (row_ptr, col_idx, values): (CudaSlice<u32>, CudaSlice<u32>, CudaSlice<T::Dev>),
+        alg: ComplexSpmvAlgorithm,
+    ) -> Result<Self> {
+        let rp = gpu.download(&row_ptr)?;
+        let (mut max, mut empty) = (0usize, 0usize);
+        for w in rp.windows(2) {
+            let len = (w[1] - w[0]) as usize;
+            max = max.max(len);
+            empty += usize::from(len == 0);
+        }
+        let mean = if nrows == 0 {
+            0.0
+        } else {
+            nnz as f64 / nrows as f64
+        };
+        let alg = alg.resolve(mean, max, nnz);
+        let fused = if alg == ComplexSpmvAlgorithm::Fused {
+            Some(FusedTables::build(gpu, &row_ptr, nrows, nnz, empty)?)
+        } else {
+            None
+        };
+        Ok(GpuComplexCsr {
+            gpu: gpu.clone(),
+            nrows,
+            ncols,
+            nnz,
+            row_ptr,
+            col_idx,
+            values,
+            alg,
+            fused,
         })
     }
 
@@ -238,6 +348,9 @@ where
                 .map(|_| ())
                 .map_err(|e| Gpu::launch_error("spmv_cscale", e));
         }
+        if let Some(t) = &self.fused {
+            return self.fused_spmv(t, a, x, b, y);
+        }
         let name = self.alg.kernel();
         let f = g.typed_function::<T::Dev>(&SPMV_COMPLEX_SRC, name, &[])?;
         let threads = self.nrows as u64 * self.alg.lanes();
@@ -263,5 +376,155 @@ where
         unsafe { l.launch(Gpu::cfg(blocks, THREADS, 0)) }
             .map(|_| ())
             .map_err(|e| Gpu::launch_error(name, e))
+    }
+}
+
+impl<T: Elem> GpuComplexCsr<T>
+where
+    T::Dev: KernelType,
+{
+    /// The fused kernel and, when rows cross tiles, its fix-up.
+    fn fused_spmv(
+        &self,
+        t: &FusedTables<T>,
+        alpha: T::Dev,
+        x: &CudaSlice<T::Dev>,
+        beta: T::Dev,
+        y: &mut CudaSlice<T::Dev>,
+    ) -> Result<()> {
+        let mut flag = t.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut value = t.tile_value.lock().unwrap_or_else(|p| p.into_inner());
+        let (has_map, nnz, nrows, epoch) =
+            (t.has_map as u32, self.nnz as u32, self.nrows as u32, 0u32);
+        let mut b = self.gpu.stream().launch_builder(&t.fused);
+        b.arg(&self.col_idx)
+            .arg(&self.values)
+            .arg(&t.heads)
+            .arg(&t.tile_heads)
+            .arg(&t.row_map)
+            .arg(&has_map)
+            .arg(&t.nsegs)
+            .arg(&nnz)
+            .arg(&nrows)
+            .arg(x)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&mut *flag)
+            .arg(&mut *value)
+            .arg(&epoch);
+        // SAFETY: spmv_fused_<c>(const u32* col, const C* val, const u32* heads,
+        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
+        // const C* x, C* y, C alpha, C beta, u32* tile_flag, C* tile_value, u32 epoch): col/val
+        // have nnz entries, heads ⌈(nnz+1)/32⌉+2 words, tile_heads/tile_flag one per tile and
+        // tile_value two per tile (ntiles blocks of `threads`, the tile the tables were built
+        // for), row_map nsegs entries when has_map, x ncols and y nrows (checked by the caller).
+        unsafe { b.launch(Gpu::cfg(t.ntiles, t.threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fused", e))?;
+        if t.ntiles < 2 {
+            return Ok(());
+        }
+        let mut b = self.gpu.stream().launch_builder(&t.fixup);
+        b.arg(&*flag)
+            .arg(&t.tile_start)
+            .arg(&*value)
+            .arg(&t.ntiles)
+            .arg(&t.tile_heads)
+            .arg(&t.row_map)
+            .arg(&has_map)
+            .arg(&t.nsegs)
+            .arg(&nrows)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: spmv_fixup_<c>(const u32* tile_info, const u32* tile_start,
+        // const C* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map,
+        // u32 has_map, u32 nsegs, u32 nrows, C* y, C alpha, C beta); tile_info, tile_start and
+        // tile_heads have ntiles entries (tile_start values < their index), tile_value 2·ntiles,
+        // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
+        unsafe { b.launch(Gpu::cfg(t.ntiles.div_ceil(8), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
+        Ok(())
+    }
+}
+
+impl<T: Elem> FusedTables<T>
+where
+    T::Dev: KernelType,
+{
+    /// Builds the tables of the real fused kernel on the device from `row_ptr` (the same
+    /// kernels and scans as [`GpuCsr`](super::GpuCsr)) for the complex tile size.
+    fn build(
+        gpu: &Arc<Gpu>,
+        row_ptr: &CudaSlice<u32>,
+        nrows: usize,
+        nnz: usize,
+        empty_rows: usize,
+    ) -> Result<Self> {
+        let policy = SpmvPolicy::for_device(gpu.compute_capability());
+        let mut defines = policy.defines();
+        defines.push(("SPMV_ITEMS_C64", ITEMS_C64.to_string()));
+        defines.push(("SPMV_ITEMS_C128", ITEMS_C128.to_string()));
+        let items = if T::BYTES == 8 { ITEMS_C64 } else { ITEMS_C128 };
+        let tile = (policy.threads * items) as usize;
+        let ntiles = nnz.div_ceil(tile);
+        let has_map = empty_rows > 0;
+        let nsegs = (nrows - empty_rows) as u32;
+        let f = |root: &str| gpu.typed_function::<T::Dev>(&SPMV_SRC, root, &defines);
+        let (fused, fixup) = (f("spmv_fused")?, f("spmv_fixup")?);
+        let mut heads = gpu.zeros::<u32>((nnz + 1).div_ceil(32) + 2)?;
+        let mut tile_heads = gpu.zeros::<u32>(ntiles.max(1))?;
+        let mut tile_start = gpu.zeros::<u32>(ntiles.max(1))?;
+        let mut row_map = gpu.zeros::<u32>(if has_map { nsegs.max(1) as usize } else { 1 })?;
+        Preprocess {
+            gpu,
+            defines: &defines,
+            nrows,
+            nnz,
+            ntiles,
+            tile,
+            has_map,
+        }
+        .run(
+            row_ptr,
+            &mut heads,
+            &mut tile_heads,
+            &mut tile_start,
+            &mut row_map,
+        )?;
+        Ok(FusedTables {
+            heads,
+            tile_heads,
+            tile_start,
+            row_map,
+            has_map,
+            nsegs,
+            ntiles: ntiles as u32,
+            threads: policy.threads,
+            tile_flag: Mutex::new(gpu.zeros::<u32>(ntiles.max(1))?),
+            tile_value: Mutex::new(gpu.zeros::<T::Dev>(2 * ntiles.max(1))?),
+            fused,
+            fixup,
+        })
+    }
+}
+
+impl<T: Elem> LinearOperator<T, GpuComplexOps<T>> for GpuComplexCsr<T>
+where
+    T::Dev: KernelType,
+{
+    fn nrows(&self) -> usize {
+        GpuComplexCsr::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        GpuComplexCsr::ncols(self)
+    }
+    fn apply(
+        &self,
+        _: &GpuComplexOps<T>,
+        x: &CudaSlice<T::Dev>,
+        y: &mut CudaSlice<T::Dev>,
+    ) -> Result<()> {
+        self.spmv(T::one(), x, T::zero(), y)
     }
 }

@@ -202,6 +202,11 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
             )?;
             // u64 words: the buffer is 8-byte aligned and at least `size` bytes.
             me.buffer = a.gpu.zeros::<u64>(size.div_ceil(8).max(1))?;
+            // cusparseSpMV_preprocess with CUDA_C_64F dies of SIGSEGV inside libcusparse (CUDA
+            // 13, H100: `spmv-bench -p c128` under cuda-gdb); the Z peer runs unpreprocessed.
+            if dt == sys::cudaDataType::CUDA_C_64F {
+                return Ok(me);
+            }
             let (bp, _rb) = me.buffer.device_ptr_mut(stream);
             check(
                 sys::cusparseSpMV_preprocess(

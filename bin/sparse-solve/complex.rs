@@ -1,0 +1,409 @@
+//! `sparse-solve --precision c64|c128`: complex matrices (complex Matrix Market files such as
+//! young1c, the `helmholtz3d:N:K:SHIFT` spec, or a real file or spec read with zero imaginary
+//! parts) with the methods CG (Hermitian positive definite), COCG (complex symmetric),
+//! BiCGSTAB and GMRES(m), and the preconditioners none, Jacobi, ILU(0) and IC(0) (Hermitian).
+//!
+//! The same solver bodies as the real path; what differs is the choice of `auto` (the real rule
+//! reads statistics of real values) and what is refused: the polynomial and AMG
+//! preconditioners, several GPUs and several right-hand sides have no complex form, and say so
+//! before anything is loaded. The report is the real path's, with `precision` `c64` or `c128`.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi, TriangularOps};
+use segsparse::solvers::{
+    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
+    SolveError, SolveInfo, SolveParams,
+};
+use segsparse::{CsrMatrix, Elem};
+
+use crate::cli::{BackendArg, Cli, GpusArg, MethodArg, PrecondArg};
+use crate::{finish, AutoReport, Extra, Finished, Outcome};
+
+/// Refuses what has no complex form, before the matrix is read.
+fn check_options(cli: &Cli) -> Result<()> {
+    let name = cli.precision.name();
+    match cli.precond {
+        PrecondArg::Poly | PrecondArg::Amg => bail!(
+            "--precond {} is not available for complex values (--precision {name}): use none, \
+             jacobi, ilu0 or ic0 (or auto)",
+            cli.precond.name()
+        ),
+        _ => {}
+    }
+    if matches!(cli.gpus, GpusArg::Count(k) if k > 1) {
+        bail!(
+            "--gpus {}: complex solves run on one device (the distributed backends are real \
+             only)",
+            match cli.gpus {
+                GpusArg::Count(k) => k,
+                GpusArg::Auto => 0,
+            }
+        );
+    }
+    if cli.rhs_count > 1 {
+        bail!(
+            "--rhs-count {}: complex solves take one right-hand side",
+            cli.rhs_count
+        );
+    }
+    Ok(())
+}
+
+/// How `a` is described in the report: `complex symmetric`, `hermitian`, `symmetric` (both: real
+/// values) or `unsymmetric`.
+fn structure<T: Elem>(a: &CsrMatrix<T>) -> &'static str {
+    match (a.is_symmetric(), a.is_hermitian()) {
+        (true, true) => "symmetric",
+        (true, false) => "complex symmetric",
+        (false, true) => "hermitian",
+        (false, false) => "unsymmetric",
+    }
+}
+
+/// `--method auto` and `--precond auto` for a complex matrix, and why: the library's rule
+/// ([`segsparse::precond::auto::choose_complex`]).
+pub(crate) fn auto_choice<T: Elem>(a: &CsrMatrix<T>) -> (MethodArg, PrecondArg, String) {
+    use segsparse::precond::auto::{choose_complex, AutoPrecond, ComplexMethod};
+    let c = choose_complex(a);
+    let method = match c.method {
+        ComplexMethod::Cg => MethodArg::Cg,
+        ComplexMethod::Cocg => MethodArg::Cocg,
+        ComplexMethod::Gmres => MethodArg::Gmres,
+    };
+    let precond = match c.precond {
+        AutoPrecond::Jacobi => PrecondArg::Jacobi,
+        AutoPrecond::Ilu0 => PrecondArg::Ilu0,
+        _ => PrecondArg::None,
+    };
+    (method, precond, c.reason)
+}
+
+/// The right-hand side `--rhs` for a complex matrix: `ones`, `aones` (`A·1`), `random` (real
+/// and imaginary parts uniform in [-1, 1), seeded by `--seed`) or a Matrix Market vector file
+/// (real or complex).
+fn rhs<T: Elem>(cli: &Cli, a: &CsrMatrix<T>) -> Result<Vec<T>> {
+    let n = a.nrows();
+    Ok(match cli.rhs.as_str() {
+        "ones" => vec![T::one(); n],
+        "aones" => {
+            let mut b = vec![T::zero(); n];
+            segsparse::spmv::spmv(T::one(), a, &vec![T::one(); n], T::zero(), &mut b);
+            b
+        }
+        "random" => {
+            let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
+            (0..n)
+                .map(|_| {
+                    let re = rng.gen_range(-1.0..1.0);
+                    let im = rng.gen_range(-1.0..1.0);
+                    T::narrow(segsparse::Complex::new(re, im))
+                })
+                .collect()
+        }
+        file => {
+            let v: Vec<T> = segsparse::io::read_vector(file)
+                .with_context(|| format!("reading the right-hand side {file}"))?;
+            if v.len() != n {
+                bail!(
+                    "{file}: right-hand side has {} entries, the matrix {n} rows",
+                    v.len()
+                );
+            }
+            v
+        }
+    })
+}
+
+/// The method and preconditioner of a complex solve, `auto` resolved.
+#[derive(Clone, Copy)]
+struct ComplexPlan {
+    method: MethodArg,
+    precond: PrecondArg,
+    restart: usize,
+    ilu: IncompleteParams,
+}
+
+/// Runs the complex solve described by `cli` with element type `T` (`Complex<f32>` or
+/// `Complex<f64>`).
+pub fn run<T: Elem>(cli: &Cli) -> Result<ExitCode> {
+    check_options(cli)?;
+    let path = crate::resolve(&cli.matrix);
+    crate::preflight::host::<T>(&path, cli)?;
+    let a: CsrMatrix<T> =
+        segsparse::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
+    if a.nrows() != a.ncols() {
+        bail!(
+            "{}: the matrix is {}×{}; a linear solve needs a square matrix",
+            cli.matrix,
+            a.nrows(),
+            a.ncols()
+        );
+    }
+    let n = a.nrows();
+    let b = rhs(cli, &a)?;
+    let auto_clock = Instant::now();
+    let auto =
+        (cli.method == MethodArg::Auto || cli.precond == PrecondArg::Auto).then(|| auto_choice(&a));
+    let auto_seconds = auto_clock.elapsed().as_secs_f64();
+    let method = match (cli.method, &auto) {
+        (MethodArg::Auto, Some(c)) => c.0,
+        (m, _) => m,
+    };
+    let precond = match (cli.precond, method, &auto) {
+        (PrecondArg::Auto, MethodArg::Pcg, _) => PrecondArg::Jacobi,
+        // ILU(0) of the automatic choice is for GMRES; a CG method named on the command line
+        // takes Jacobi.
+        (PrecondArg::Auto, MethodArg::Cg | MethodArg::Cocg, Some((_, PrecondArg::Ilu0, _))) => {
+            PrecondArg::Jacobi
+        }
+        (PrecondArg::Auto, _, Some(c)) => c.1,
+        (PrecondArg::None, MethodArg::Pcg, _) => PrecondArg::Jacobi,
+        (p, _, _) => p,
+    };
+    let auto_report = auto.as_ref().map(|c| AutoReport {
+        method: method.name(),
+        precond: precond.name(),
+        reason: c.2.clone(),
+        seconds: auto_seconds,
+        stats: None,
+    });
+    let plan = ComplexPlan {
+        method,
+        precond,
+        restart: cli.restart as usize,
+        ilu: crate::ilu_params(cli),
+    };
+    let single = <T::Real as Elem>::BYTES == 4;
+    let tol = cli.tol.unwrap_or(if single { 1e-5 } else { 1e-8 });
+    let params = SolveParams {
+        rel_tol: tol,
+        max_iters: cli.max_iters,
+        check_every: cli.check_every,
+        graphs: !cli.no_graphs,
+        on_check: Some(crate::progress),
+        ..Default::default()
+    };
+    crate::progress_setup(cli);
+    let wall = Instant::now();
+    let setup_clock = Instant::now();
+    let mut x = vec![T::zero(); n];
+    let mut out = match backend(cli, plan)? {
+        Where::Cpu => {
+            let threads = rayon::current_num_threads();
+            let (result, times, extra) =
+                solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
+            Outcome {
+                method: method.name(),
+                backend: format!("cpu ({threads} threads)"),
+                result,
+                setup_seconds: times.0,
+                solve_seconds: times.1,
+                extra,
+            }
+        }
+        Where::Gpu => gpu::solve(&a, &b, &mut x, plan, &params, setup_clock, method)?,
+    };
+    let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
+    out.setup_seconds += auto_seconds;
+    out.extra.gpus = 1;
+    crate::clear_progress();
+    finish(Finished {
+        cli,
+        n,
+        nnz: a.nnz(),
+        structure: structure(&a),
+        method,
+        precond,
+        restart: plan.restart,
+        tol,
+        x: &x,
+        out,
+        wall_seconds,
+        auto_report,
+    })
+}
+
+/// Where a complex solve runs.
+enum Where {
+    Cpu,
+    Gpu,
+}
+
+/// `--backend` for a complex solve: the GPU runs the complex Krylov methods with no or Jacobi
+/// preconditioning; the incomplete factorizations are factored and applied on the CPU (the
+/// GPU triangular solves are real only), so `auto` takes the CPU for them and `gpu` refuses.
+fn backend(cli: &Cli, plan: ComplexPlan) -> Result<Where> {
+    let triangular = matches!(plan.precond, PrecondArg::Ilu0 | PrecondArg::Ic0);
+    match cli.backend {
+        BackendArg::Cpu => Ok(Where::Cpu),
+        BackendArg::Gpu if triangular => bail!(
+            "--precond {} with complex values runs on the CPU only (the GPU triangular solves \
+             are real): use --backend cpu, or --precond jacobi or none on the GPU",
+            plan.precond.name()
+        ),
+        BackendArg::Gpu => gpu::available().map(|_| Where::Gpu),
+        BackendArg::Auto if triangular => Ok(Where::Cpu),
+        BackendArg::Auto => Ok(match gpu::available() {
+            Ok(()) => Where::Gpu,
+            Err(_) => Where::Cpu,
+        }),
+    }
+}
+
+/// The first solver call and its (setup, solve) seconds; `setup_clock` started before the
+/// backend was opened.
+#[allow(clippy::too_many_arguments)]
+fn timed<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+    be: &B,
+    op: &A,
+    m: &P,
+    plan: ComplexPlan,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    setup_clock: Instant,
+) -> (std::result::Result<SolveInfo, SolveError>, (f64, f64)) {
+    let setup = setup_clock.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let r = match plan.method {
+        MethodArg::Cg | MethodArg::Pcg => pcg(be, op, m, b, x, params),
+        MethodArg::Cocg => pcocg(be, op, m, b, x, params),
+        MethodArg::Gmres => gmres(be, op, m, b, x, plan.restart, params),
+        MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, m, b, x, params),
+    };
+    let solve = t.elapsed().as_secs_f64();
+    let r = r.map(|mut i| {
+        i.setup_seconds = setup;
+        i
+    });
+    (r, (setup, solve))
+}
+
+/// The preconditioner of `plan` on a backend with triangular solves, then the solve.
+#[allow(clippy::too_many_arguments)]
+fn solve_with<T: Elem, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, B>>(
+    be: &B,
+    op: &A,
+    a: &CsrMatrix<T>,
+    plan: ComplexPlan,
+    b: &[T],
+    x: &mut Vec<T>,
+    params: &SolveParams,
+    setup_clock: Instant,
+) -> Result<crate::Solved> {
+    let db = be.upload(b)?;
+    let mut dx = be.upload(x)?;
+    let mut extra = Extra::default();
+    let r = match plan.precond {
+        PrecondArg::None => timed(be, op, &Identity, plan, &db, &mut dx, params, setup_clock),
+        PrecondArg::Jacobi => {
+            let j = Jacobi::from_matrix(be, a)?;
+            timed(be, op, &j, plan, &db, &mut dx, params, setup_clock)
+        }
+        PrecondArg::Ilu0 => {
+            let m = Ilu0::new(be, a, &plan.ilu)?;
+            extra.factor = Some(m.summary());
+            timed(be, op, &m, plan, &db, &mut dx, params, setup_clock)
+        }
+        PrecondArg::Ic0 => {
+            let m = Ic0::new(be, a, &plan.ilu)?;
+            extra.factor = Some(m.summary());
+            timed(be, op, &m, plan, &db, &mut dx, params, setup_clock)
+        }
+        PrecondArg::Auto | PrecondArg::Poly | PrecondArg::Amg => {
+            bail!("--precond {} has no complex form", plan.precond.name())
+        }
+    };
+    *x = be.download(&dx)?;
+    let (r, times) = r;
+    match r {
+        Err(SolveError::Backend(e)) => Err(e.into()),
+        other => Ok((other, times, extra)),
+    }
+}
+
+/// The GPU side of complex solves.
+mod gpu {
+    use super::*;
+
+    /// Whether a GPU backend for complex solves is usable here.
+    pub(super) fn available() -> Result<()> {
+        bail!(
+            "--backend gpu: complex solves run on the CPU in this build (the GPU computes \
+             complex SpMV only); use --backend cpu"
+        )
+    }
+
+    /// The solve on the GPU.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn solve<T: Elem>(
+        _: &CsrMatrix<T>,
+        _: &[T],
+        _: &mut Vec<T>,
+        _: ComplexPlan,
+        _: &SolveParams,
+        _: Instant,
+        _: MethodArg,
+    ) -> Result<Outcome> {
+        available().map(|_| unreachable!("available() refuses"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use segsparse::Complex;
+
+    #[test]
+    fn auto_picks_by_symmetry_and_diagonal() {
+        let c = |re: f64, im: f64| Complex::new(re, im);
+        let sym = CsrMatrix::from_triplets(
+            2,
+            2,
+            &[
+                (0, 0, c(2.0, 1.0)),
+                (0, 1, c(1.0, 1.0)),
+                (1, 0, c(1.0, 1.0)),
+                (1, 1, c(2.0, 0.0)),
+            ],
+        )
+        .unwrap();
+        let (m, p, why) = auto_choice(&sym);
+        assert_eq!((m, p), (MethodArg::Cocg, PrecondArg::Jacobi), "{why}");
+        assert!(why.contains("complex symmetric"));
+        let herm = CsrMatrix::from_triplets(
+            2,
+            2,
+            &[
+                (0, 0, c(2.0, 0.0)),
+                (0, 1, c(1.0, 1.0)),
+                (1, 0, c(1.0, -1.0)),
+                (1, 1, c(3.0, 0.0)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(structure(&herm), "hermitian");
+        assert_eq!(auto_choice(&herm).0, MethodArg::Cg);
+        let general = CsrMatrix::from_triplets(
+            2,
+            2,
+            &[
+                (0, 0, c(2.0, 0.0)),
+                (0, 1, c(1.0, 1.0)),
+                (1, 1, c(3.0, 0.0)),
+            ],
+        )
+        .unwrap();
+        let (m, p, _) = auto_choice(&general);
+        assert_eq!((m, p), (MethodArg::Gmres, PrecondArg::Ilu0));
+        let zero_diag =
+            CsrMatrix::from_triplets(2, 2, &[(0, 1, c(1.0, 1.0)), (1, 0, c(2.0, 0.0))]).unwrap();
+        let (m, p, _) = auto_choice(&zero_diag);
+        assert_eq!((m, p), (MethodArg::Gmres, PrecondArg::None));
+    }
+}

@@ -1,0 +1,150 @@
+// Interleaved complex numbers (re, im: C99 _Complex, CuPy's complex64/complex128, cuSPARSE's
+// CUDA_C_32F/CUDA_C_64F, the crate's DevComplex) and their arithmetic, shared by the complex
+// SpMV and the complex BLAS-1 kernels.
+//
+// The two types are trivially copyable (kernel arguments, __shared__ arrays, unions) and carry
+// the operators and load/store/shuffle overloads that let a kernel template written for float
+// and double (the fused nonzero-balanced SpMV) be instantiated for them unchanged: `T(0)`,
+// `+`, `+=`, `*` (the complex product), `==`, `__ldg`, `__ldcs`, `__stcs`, `__shfl_*_sync`, and
+// `ld_volatile` for a value another block wrote.
+#pragma once
+
+#define COMPLEX_TYPE(NAME, R, ALIGN)                                                               \
+    struct __align__(ALIGN) NAME {                                                                 \
+        R re, im;                                                                                  \
+        NAME() = default;                                                                          \
+        __device__ explicit NAME(R r) : re(r), im(0) {}                                            \
+        __device__ NAME& operator+=(const NAME& b) {                                               \
+            re += b.re;                                                                            \
+            im += b.im;                                                                            \
+            return *this;                                                                          \
+        }                                                                                          \
+    };                                                                                             \
+    __device__ __forceinline__ NAME operator+(NAME a, NAME b) {                                    \
+        a += b;                                                                                    \
+        return a;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ NAME operator*(NAME a, NAME b) {                                    \
+        NAME r;                                                                                    \
+        r.re = a.re * b.re - a.im * b.im;                                                          \
+        r.im = a.re * b.im + a.im * b.re;                                                          \
+        return r;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ bool operator==(NAME a, NAME b) {                                   \
+        return a.re == b.re && a.im == b.im;                                                       \
+    }                                                                                              \
+    __device__ __forceinline__ NAME ld_volatile(const NAME* p) {                                   \
+        const volatile R* q = reinterpret_cast<const volatile R*>(p);                              \
+        NAME r;                                                                                    \
+        r.re = q[0];                                                                               \
+        r.im = q[1];                                                                               \
+        return r;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ NAME __ldcs(const NAME* p) {                                        \
+        NAME r;                                                                                    \
+        r.re = __ldcs(&p->re);                                                                     \
+        r.im = __ldcs(&p->im);                                                                     \
+        return r;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ void __stcs(NAME* p, NAME v) {                                      \
+        __stcs(&p->re, v.re);                                                                      \
+        __stcs(&p->im, v.im);                                                                      \
+    }                                                                                              \
+    __device__ __forceinline__ NAME __shfl_sync(unsigned m, NAME v, int src, int w = 32) {         \
+        NAME r;                                                                                    \
+        r.re = __shfl_sync(m, v.re, src, w);                                                       \
+        r.im = __shfl_sync(m, v.im, src, w);                                                       \
+        return r;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ NAME __shfl_up_sync(unsigned m, NAME v, unsigned d, int w = 32) {   \
+        NAME r;                                                                                    \
+        r.re = __shfl_up_sync(m, v.re, d, w);                                                      \
+        r.im = __shfl_up_sync(m, v.im, d, w);                                                      \
+        return r;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ NAME __shfl_xor_sync(unsigned m, NAME v, int l, int w = 32) {       \
+        NAME r;                                                                                    \
+        r.re = __shfl_xor_sync(m, v.re, l, w);                                                     \
+        r.im = __shfl_xor_sync(m, v.im, l, w);                                                     \
+        return r;                                                                                  \
+    }
+
+COMPLEX_TYPE(cfloat, float, 8)
+COMPLEX_TYPE(cdouble, double, 16)
+#undef COMPLEX_TYPE
+
+// A value of a real type that another block of the same launch wrote (read from L2).
+template <typename T> __device__ __forceinline__ T ld_volatile(const T* p) {
+    return *(const volatile T*)p;
+}
+
+template <typename C> struct real_of;
+template <> struct real_of<cfloat> {
+    typedef float type;
+};
+template <> struct real_of<cdouble> {
+    typedef double type;
+};
+
+__device__ __forceinline__ cfloat ldg_c(const cfloat* p) {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
+    cfloat c;
+    c.re = v.x;
+    c.im = v.y;
+    return c;
+}
+__device__ __forceinline__ cdouble ldg_c(const cdouble* p) {
+    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
+    cdouble c;
+    c.re = v.x;
+    c.im = v.y;
+    return c;
+}
+// One 8- or 16-byte read-only load.
+__device__ __forceinline__ cfloat __ldg(const cfloat* p) { return ldg_c(p); }
+__device__ __forceinline__ cdouble __ldg(const cdouble* p) { return ldg_c(p); }
+
+template <typename C> __device__ __forceinline__ C cmake(typename real_of<C>::type re,
+                                                         typename real_of<C>::type im) {
+    C c;
+    c.re = re;
+    c.im = im;
+    return c;
+}
+
+template <typename C> __device__ __forceinline__ C czero() { return cmake<C>(0, 0); }
+
+template <typename C> __device__ __forceinline__ bool cnonzero(C a) { return a.re != 0 || a.im != 0; }
+
+// acc += a*b (four fused multiply-adds).
+template <typename C> __device__ __forceinline__ void cfma(C& acc, C a, C b) {
+    acc.re = fma(a.re, b.re, acc.re);
+    acc.re = fma(-a.im, b.im, acc.re);
+    acc.im = fma(a.re, b.im, acc.im);
+    acc.im = fma(a.im, b.re, acc.im);
+}
+
+// Products rounded on their own (never contracted into a fused multiply-add).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+// acc += conj(a)*b. The imaginary part is the difference of two separately rounded products, so
+// that conj(a)*a adds exactly 0 (x^H x is real, as on the CPU).
+template <typename C> __device__ __forceinline__ void cfma_conj(C& acc, C a, C b) {
+    acc.re = fma(a.re, b.re, acc.re);
+    acc.re = fma(a.im, b.im, acc.re);
+    acc.im += mul_rn(a.re, b.im) - mul_rn(a.im, b.re);
+}
+
+template <typename C> __device__ __forceinline__ C cmul(C a, C b) {
+    C r;
+    r.re = a.re * b.re - a.im * b.im;
+    r.im = a.re * b.im + a.im * b.re;
+    return r;
+}
+
+template <typename C> __device__ __forceinline__ C cadd(C a, C b) {
+    return cmake<C>(a.re + b.re, a.im + b.im);
+}
+
+template <typename C> __device__ __forceinline__ C cconj(C a) { return cmake<C>(a.re, -a.im); }

@@ -1,0 +1,295 @@
+"""Complex matrices and vectors (complex64, complex128): construction, products with NumPy's
+promotion of mixed real and complex operands (``np.result_type``), and the solvers (the crate's
+path and the operator path), checked against SciPy and dense NumPy solves. The GPU cases are
+marked ``gpu`` (skipped without a device, failed under SEGSPARSE_REQUIRE_GPU=1)."""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import segsparse
+from conftest import matrices_dir
+
+RNG = np.random.default_rng(31)
+COMPLEX = [np.complex64, np.complex128]
+
+
+def tol_of(dtype):
+    return 1e-4 if np.dtype(dtype) in (np.complex64, np.float32) else 1e-10
+
+
+def general(n, seed=0, dtype=np.complex128):
+    """A random complex matrix, unsymmetric, with a dominant complex diagonal."""
+    rng = np.random.default_rng(seed)
+    r = sp.random(n, n, density=min(1.0, 5 / n), random_state=rng, format="csr")
+    i = sp.random(n, n, density=min(1.0, 5 / n), random_state=rng, format="csr")
+    a = (r - 0.5 * r.T) + 1j * (i + 0.3 * i.T)
+    d = np.asarray(abs(a).sum(axis=1)).ravel() + 1.0
+    return (a + sp.diags(d * np.exp(1j * rng.uniform(-1, 1, n)))).tocsr().astype(dtype)
+
+
+def hpd(n, seed=0, dtype=np.complex128):
+    """A random Hermitian positive definite matrix (diagonally dominant, real diagonal)."""
+    rng = np.random.default_rng(seed)
+    r = sp.random(n, n, density=min(1.0, 4 / n), random_state=rng, format="csr")
+    i = sp.random(n, n, density=min(1.0, 4 / n), random_state=rng, format="csr")
+    a = r + 1j * i
+    h = a + a.conj().T
+    d = np.asarray(abs(h).sum(axis=1)).ravel() + 1.0
+    return (h + sp.diags(d)).tocsr().astype(dtype)
+
+
+def helmholtz(m=8, k=6.0, shift=0.5):
+    """The shifted 2-D Helmholtz operator (complex symmetric, not Hermitian)."""
+    t = sp.diags([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    lap = sp.kronsum(t, t) * (m + 1) ** 2
+    return (lap - k**2 * (1 - 1j * shift) * sp.eye(m * m)).tocsr().astype(np.complex128)
+
+
+def cvec(n, dtype=np.complex128, seed=1):
+    rng = np.random.default_rng(seed)
+    return (rng.uniform(-1, 1, n) + 1j * rng.uniform(-1, 1, n)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_complex_matrix_from_scipy_coo_and_dense(dtype):
+    a = general(40, 1, dtype)
+    for src in (a, a.tocoo(), a.tocsc(), a.toarray()):
+        M = segsparse.Matrix(src)
+        assert M.dtype == dtype and M.device == "cpu" and M.nnz == a.nnz
+        assert str(np.dtype(dtype)) in repr(M)
+        back = M.to_scipy()
+        assert back.dtype == dtype
+        np.testing.assert_array_equal(back.toarray(), a.toarray())
+    # A real matrix converted to complex, and a complex one to the other precision.
+    r = segsparse.Matrix(sp.eye(3, format="csr"), dtype=dtype)
+    assert r.dtype == dtype
+    other = np.complex128 if dtype == np.complex64 else np.complex64
+    assert segsparse.Matrix(segsparse.Matrix(a), dtype=other).dtype == other
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_complex_products_match_scipy(dtype):
+    a = general(300, 2, dtype)
+    M = segsparse.Matrix(a)
+    x = cvec(300, dtype, 3)
+    tol = tol_of(dtype)
+    ref = a.astype(np.complex128) @ x.astype(np.complex128)
+    y = M @ x
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * abs(ref).max())
+    # alpha, beta complex; y in place.
+    y0 = cvec(300, dtype, 4)
+    y = y0.copy()
+    out = M.spmv(x, alpha=2 - 1j, beta=0.5j, y=y)
+    assert out is y
+    want = (2 - 1j) * ref + 0.5j * y0.astype(np.complex128)
+    np.testing.assert_allclose(y, want, rtol=tol, atol=tol * abs(want).max())
+    # The conjugate transpose.
+    h = M.rmatvec(x)
+    href = a.conj().T.astype(np.complex128) @ x.astype(np.complex128)
+    np.testing.assert_allclose(h, href, rtol=tol, atol=tol * abs(href).max())
+
+
+@pytest.mark.parametrize(
+    "adt, xdt",
+    [
+        (np.float64, np.complex128),
+        (np.float32, np.complex64),
+        (np.float32, np.complex128),
+        (np.complex64, np.float64),
+        (np.complex64, np.complex128),
+        (np.complex128, np.float32),
+        (np.complex64, np.int32),
+        (np.complex128, np.float64),
+    ],
+)
+def test_mixed_real_and_complex_products_follow_numpy_promotion(adt, xdt):
+    base = general(60, 5)
+    a = (base.real if np.dtype(adt).kind == "f" else base).astype(adt)
+    M = segsparse.Matrix(a, device="cpu")
+    x0 = cvec(60, np.complex128, 6)
+    x = (x0.real * 7).astype(xdt) if np.dtype(xdt).kind in "fi" else x0.astype(xdt)
+    y = M @ x
+    want_dtype = np.result_type(adt, xdt)
+    assert y.dtype == want_dtype, (adt, xdt, y.dtype)
+    ref = a.astype(np.complex128) @ x.astype(np.complex128)
+    tol = tol_of(want_dtype) if np.dtype(adt) not in (np.float32, np.complex64) else 1e-4
+    np.testing.assert_allclose(y, ref, rtol=tol, atol=tol * abs(ref).max())
+    # A Python list of complex numbers and a complex alpha with a real matrix and vector.
+    if np.dtype(adt).kind == "f":
+        assert (M @ ([1j] * 60)).dtype.kind == "c"
+        yr = M.spmv(np.ones(60, dtype=adt), alpha=1j)
+        np.testing.assert_allclose(yr, 1j * (a @ np.ones(60)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_hermitian_cg_matches_a_dense_solve(dtype):
+    a = hpd(120, 7, dtype)
+    b = cvec(120, dtype, 8)
+    want = np.linalg.solve(a.toarray().astype(np.complex128), b.astype(np.complex128))
+    rtol = 1e-5 if dtype == np.complex64 else 1e-10
+    for M in (None, "jacobi", "ic0"):
+        x, info = segsparse.cg(a, b, rtol=rtol, M=M)
+        assert info == 0 and info.converged and info.path == "crate", (M, info)
+        assert x.dtype == dtype
+        err = np.linalg.norm(x - want) / np.linalg.norm(want)
+        assert err <= (1e-3 if dtype == np.complex64 else 1e-8), (M, err)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("solver", ["bicgstab", "gmres"])
+def test_general_complex_systems_with_each_preconditioner(dtype, solver):
+    a = general(200, 9, dtype)
+    b = cvec(200, dtype, 10)
+    rtol = 1e-5 if dtype == np.complex64 else 1e-10
+    its = {}
+    for M in (None, "jacobi", "ilu0"):
+        x, info = getattr(segsparse, solver)(a, b, rtol=rtol, M=M)
+        assert info == 0 and x.dtype == dtype, (M, info)
+        r = np.linalg.norm(b.astype(np.complex128) - a.astype(np.complex128) @ x)
+        assert r <= 10 * rtol * np.linalg.norm(b), (M, r)
+        its[M] = info.iterations
+    assert its["ilu0"] <= its[None], its
+
+
+def test_solve_picks_cocg_for_complex_symmetric_and_gmres_otherwise():
+    h = helmholtz()
+    assert abs(h - h.T).max() == 0 and abs(h - h.conj().T).max() > 0
+    b = cvec(h.shape[0], seed=12)
+    x, info = segsparse.solve(h, b, rtol=1e-10)
+    assert info.converged and info.method == "cocg" and info.precond == "jacobi"
+    assert "complex symmetric" in info.reason
+    assert np.linalg.norm(h @ x - b) <= 1e-9 * np.linalg.norm(b)
+    choice = segsparse.auto_choice(h)
+    assert choice["stats"]["symmetric"] and not choice["stats"]["hermitian"]
+    # COCG by name; the unpreconditioned COCG takes fewer products than BiCGSTAB.
+    xc, ic = segsparse.solve(h, b, method="cocg", M=None, rtol=1e-10)
+    xb, ib = segsparse.bicgstab(h, b, rtol=1e-10)
+    assert ic.converged and ib.converged and ic.iterations < 2 * ib.iterations
+    g = general(80, 13)
+    x, info = segsparse.solve(g, cvec(80, seed=14), rtol=1e-10)
+    assert info.method == "gmres" and info.precond == "ilu0" and info.converged
+    hp = hpd(50, 15)
+    assert segsparse.auto_choice(hp)["method"] == "cg"
+
+
+@pytest.mark.parametrize(
+    "adt, bdt",
+    [
+        (np.float64, np.complex128),
+        (np.complex128, np.float64),
+        (np.complex64, np.float64),
+        (np.complex64, np.complex64),
+        (np.float32, np.complex64),
+    ],
+)
+def test_mixed_systems_follow_numpy_promotion(adt, bdt):
+    base = general(100, 16)
+    a = (base.real if np.dtype(adt).kind == "f" else base).astype(adt)
+    b0 = cvec(100, np.complex128, 17)
+    b = b0.real.astype(bdt) if np.dtype(bdt).kind == "f" else b0.astype(bdt)
+    x, info = segsparse.gmres(a, b, rtol=1e-5, M="ilu0")
+    rt = np.result_type(adt, bdt)
+    assert x.dtype == rt and info.converged
+    r = np.linalg.norm(b.astype(np.complex128) - a.astype(np.complex128) @ x)
+    assert r <= 1e-4 * np.linalg.norm(b)
+    # A given Matrix keeps working: a real Matrix with a complex b is promoted for the solve.
+    M = segsparse.Matrix(a, device="cpu")
+    x2, info2 = segsparse.bicgstab(M, b, rtol=1e-5)
+    assert x2.dtype == rt and info2.converged
+
+
+def test_operator_path_with_complex_values():
+    a = general(60, 18)
+    b = cvec(60, seed=19)
+    seen = []
+    x, info = segsparse.gmres(a, b, rtol=1e-10, callback=seen.append, callback_type="x")
+    assert info == 0 and info.path == "operator" and seen and seen[-1].dtype == np.complex128
+    assert np.linalg.norm(a @ x - b) <= 1e-9 * np.linalg.norm(b)
+    # A matrix-free complex A, and a LinearOperator M.
+    op = spla.aslinearoperator(a)
+    x, info = segsparse.bicgstab(op, b, rtol=1e-10)
+    assert info == 0 and np.linalg.norm(a @ x - b) <= 1e-9 * np.linalg.norm(b)
+    inv_d = 1.0 / a.diagonal()
+    M = spla.LinearOperator(a.shape, lambda r: inv_d * r, dtype=np.complex128)
+    x, info = segsparse.gmres(a, b, rtol=1e-10, M=M)
+    assert info == 0 and np.linalg.norm(a @ x - b) <= 1e-9 * np.linalg.norm(b)
+    # Hermitian CG and COCG on the operator path (a callback), against the crate's path.
+    h = hpd(40, 20)
+    bh = cvec(40, seed=21)
+    xo, io = segsparse.cg(h, bh, rtol=1e-10, callback=lambda xk: None)
+    xc, ic = segsparse.cg(h, bh, rtol=1e-10)
+    assert io.path == "operator" and ic.path == "crate"
+    assert abs(io.iterations - ic.iterations) <= 2
+    np.testing.assert_allclose(xo, xc, rtol=1e-7, atol=1e-9)
+    hz = helmholtz(6)
+    bz = cvec(36, seed=22)
+    xs, isol = segsparse.solve(hz, bz, method="cocg", M=None, rtol=1e-10)
+    xk = segsparse._krylov.cg(np, lambda v: hz @ v, lambda v: v, bz.copy(),
+                              np.zeros(36, complex), 1e-10 * np.linalg.norm(bz),
+                              np.linalg.norm(bz), 500, None, bilinear=True).x
+    np.testing.assert_allclose(xk, xs, rtol=1e-7, atol=1e-9)
+
+
+def test_young1c_gmres_with_ilu0():
+    d = matrices_dir()
+    path = os.path.join(d, "young1c.mtx.gz") if d else None
+    if path is None or not os.path.exists(path):
+        pytest.skip("matrices/young1c.mtx.gz not found")
+    a = segsparse.load_matrix_market(path, dtype=np.complex128)
+    assert a.dtype == np.complex128 and a.shape == (841, 841)
+    M = segsparse.load_matrix_market(path, dtype=np.complex128, as_matrix=True)
+    assert M.dtype == np.complex128 and M.nnz == a.nnz
+    b = np.ones(841, dtype=np.complex128)
+    x0, i0 = segsparse.gmres(M, b, rtol=1e-8, M=None, maxiter=200)
+    x1, i1 = segsparse.gmres(M, b, rtol=1e-8, M="ilu0")
+    assert i1 == 0 and i1.iterations < i0.iterations
+    assert np.linalg.norm(a @ x1 - b) <= 1e-7 * np.linalg.norm(b)
+    with pytest.raises(ValueError, match="holds complex values"):
+        segsparse.load_matrix_market(path, dtype=np.float64)
+
+
+def test_complex_errors_are_clear():
+    a = general(20, 23)
+    b = cvec(20, seed=24)
+    for M in ("amg", "poly"):
+        with pytest.raises(ValueError, match="real systems"):
+            segsparse.gmres(a, b, M=M)
+    with pytest.raises(segsparse.CudaUnavailableError, match="CPU"):
+        segsparse.Matrix(a, device="gpu")
+    with pytest.raises(ValueError, match="2-D b"):
+        segsparse.gmres(a, np.stack([b, b], axis=1))
+    with pytest.raises(TypeError):
+        segsparse.Matrix(a, dtype=np.float32)
+    with pytest.raises(ValueError, match="elements"):
+        segsparse.gmres(a, b[:-1])
+    x, info = segsparse.gmres(a, np.zeros(20, complex))
+    assert info == 0 and not x.any() and x.dtype == np.complex128
+
+
+@pytest.mark.gpu
+def test_real_gpu_matrix_with_cupy_complex_vectors(gpu):
+    cp = gpu
+    a = general(500, 25).real.tocsr()
+    M = segsparse.Matrix(a, device="gpu")
+    assert M.device == "gpu"
+    x = cvec(500, seed=26)
+    y = M @ cp.asarray(x)
+    assert isinstance(y, cp.ndarray) and y.dtype == np.complex128
+    ref = a @ x
+    np.testing.assert_allclose(cp.asnumpy(y), ref, rtol=1e-12, atol=1e-12 * abs(ref).max())
+
+
+@pytest.mark.gpu
+def test_complex_system_with_cupy_right_hand_side(gpu):
+    cp = gpu
+    a = general(300, 27)
+    b = cvec(300, seed=28)
+    x, info = segsparse.gmres(a, cp.asarray(b), rtol=1e-10, M="ilu0")
+    assert isinstance(x, cp.ndarray) and x.dtype == np.complex128 and info.converged
+    xh = cp.asnumpy(x)
+    assert np.linalg.norm(a @ xh - b) <= 1e-9 * np.linalg.norm(b)

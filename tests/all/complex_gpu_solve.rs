@@ -1,0 +1,365 @@
+//! The solvers with a complex element type on the GPU (`GpuComplexOps` with `GpuComplexCsr`)
+//! against the same solver bodies on the CPU: the core operations on fresh random vectors, then
+//! Hermitian CG and Jacobi-PCG on random HPD matrices, COCG, Jacobi-COCG, BiCGSTAB and GMRES(30)
+//! on the complex shifted Helmholtz problem (two sizes) and on a random unsymmetric complex
+//! matrix, `Complex<f64>` and `Complex<f32>`: the same iteration counts, residual histories equal
+//! to rounding, the true residual of the GPU's solution below the tolerance, the same bits on a
+//! second GPU run.
+//!
+//! Skips with a notice without a GPU; fails instead when `SEGSPARSE_REQUIRE_GPU=1`.
+
+#![cfg(feature = "cuda")]
+
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use segsparse::backend::gpu_complex::GpuComplexOps;
+use segsparse::gpu::{self, Gpu, KernelType};
+use segsparse::precond::Jacobi;
+use segsparse::solvers::{
+    bicgstab, cg, cocg, gmres, pcg, pcocg, Cpu, Identity, SolveInfo, SolveParams, VectorOps,
+};
+use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
+use segsparse::spmv::spmv;
+use segsparse::{generate, Complex, CsrMatrix, Elem};
+
+use crate::complex_solve::hpd;
+
+type C64 = Complex<f64>;
+type C32 = Complex<f32>;
+/// A device vector of the complex backend.
+type DevVec<T> = <GpuComplexOps<T> as VectorOps<T>>::Vector;
+
+fn c(re: f64, im: f64) -> C64 {
+    C64::new(re, im)
+}
+
+fn random_vec<T: Elem>(n: usize, seed: u64) -> Vec<T> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| T::narrow(c(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0))))
+        .collect()
+}
+
+/// A random unsymmetric complex matrix with a dominant complex diagonal.
+fn unsymmetric(n: usize, k: usize, seed: u64) -> CsrMatrix<C64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut t = Vec::new();
+    for i in 0..n {
+        let mut sum = 0.0;
+        for _ in 0..k {
+            let v = c(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0));
+            sum += v.norm();
+            t.push((i, rng.gen_range(0..n), v));
+        }
+        t.push((i, i, c(1.2 * sum + 1.0, 0.5 * sum)));
+    }
+    CsrMatrix::from_triplets(n, n, &t).unwrap()
+}
+
+fn max_rel_diff<T: Elem>(a: &[T], b: &[T]) -> f64 {
+    let scale = b.iter().map(|v| v.widen().norm()).fold(0.0, f64::max);
+    let d = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x.widen() - y.widen()).norm())
+        .fold(0.0, f64::max);
+    if scale == 0.0 {
+        d
+    } else {
+        d / scale
+    }
+}
+
+#[test]
+fn complex_gpu_core_matches_the_cpu() {
+    let Some(g) = gpu::test_gpu() else { return };
+    core_case::<C64>(&g, 1e-13);
+    core_case::<C32>(&g, 2e-6);
+}
+
+fn core_case<T: Elem>(g: &Arc<Gpu>, tol: f64)
+where
+    T::Dev: KernelType,
+{
+    let be = GpuComplexOps::<T>::new(g).unwrap();
+    for (n, seed) in [
+        (0usize, 1u64),
+        (1, 2),
+        (257, 3),
+        (100_000, 4),
+        (1_000_003, 5),
+    ] {
+        let (x, y, z) = (
+            random_vec::<T>(n, seed),
+            random_vec::<T>(n, seed + 100),
+            random_vec::<T>(n, seed + 200),
+        );
+        let (a, b, cc) = (
+            T::narrow(c(0.3, -1.2)),
+            T::narrow(c(-0.7, 0.4)),
+            T::narrow(c(1.5, 0.25)),
+        );
+        let (dx, dy) = (be.upload(&x).unwrap(), be.upload(&y).unwrap());
+        let mut cpu_sc = Cpu.scalars(n, 1).unwrap();
+        let mut sc = be.scalars(n, 1).unwrap();
+        let label = format!("{} n = {n}", T::NAME);
+        // Each operation on both backends, from the same inputs.
+        let check = |what: &str, cpu_op: &dyn Fn(&mut Vec<T>), gpu_op: &dyn Fn(&mut DevVec<T>)| {
+            let mut want = z.clone();
+            cpu_op(&mut want);
+            let mut dz = be.upload(&z).unwrap();
+            gpu_op(&mut dz);
+            let got = be.download(&dz).unwrap();
+            let d = max_rel_diff(&got, &want);
+            assert!(d <= tol, "{label} {what}: difference {d:e}");
+        };
+        check("axpby", &|v| Cpu.axpby(a, &x, b, v).unwrap(), &|v| {
+            be.axpby(a, &dx, b, v).unwrap()
+        });
+        check(
+            "axpby b = 0",
+            &|v| Cpu.axpby(a, &x, T::zero(), v).unwrap(),
+            &|v| be.axpby(a, &dx, T::zero(), v).unwrap(),
+        );
+        check(
+            "axpbypcz",
+            &|v| Cpu.axpbypcz(a, &x, b, &y, cc, v).unwrap(),
+            &|v| be.axpbypcz(a, &dx, b, &dy, cc, v).unwrap(),
+        );
+        check("vmul", &|v| Cpu.vmul(a, &x, &y, b, v).unwrap(), &|v| {
+            be.vmul(a, &dx, &dy, b, v).unwrap()
+        });
+        check("scal", &|v| Cpu.scal(a, v).unwrap(), &|v| {
+            be.scal(a, v).unwrap()
+        });
+        check("fill", &|v| Cpu.fill(v, b).unwrap(), &|v| {
+            be.fill(v, b).unwrap()
+        });
+        check("copy", &|v| Cpu.copy(&x, v).unwrap(), &|v| {
+            be.copy(&dx, v).unwrap()
+        });
+        // Inner products: conjugated and bilinear, against the CPU's; the GPU's twice, the same
+        // bits.
+        for (what, conj) in [("dot", true), ("dotu", false)] {
+            let want = if conj {
+                Cpu.dot(&x, &y, &mut cpu_sc).unwrap()
+            } else {
+                Cpu.dotu(&x, &y, &mut cpu_sc).unwrap()
+            };
+            let run = |sc: &mut _| {
+                if conj {
+                    be.dot(&dx, &dy, sc).unwrap()
+                } else {
+                    be.dotu(&dx, &dy, sc).unwrap()
+                }
+            };
+            let got = run(&mut sc);
+            assert_eq!(got, run(&mut sc), "{label} {what}: not reproducible");
+            let scale = x
+                .iter()
+                .zip(&y)
+                .map(|(p, q)| p.widen().norm() * q.widen().norm())
+                .sum::<f64>()
+                .max(f64::MIN_POSITIVE);
+            let d = (got.widen() - want.widen()).norm() / scale;
+            assert!(d <= tol, "{label} {what}: {got} against {want} ({d:e})");
+        }
+        if n > 0 {
+            // xᴴx is real and ‖x‖².
+            let xx = be.dot(&dx, &dx, &mut sc).unwrap();
+            assert_eq!(xx.widen().im, 0.0, "{label}: xᴴx");
+        }
+    }
+}
+
+#[test]
+fn a_real_type_is_refused_by_the_complex_backend() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let e = GpuComplexOps::<f64>::new(&g).unwrap_err().to_string();
+    assert!(e.contains("GpuOps"), "{e}");
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Method {
+    Cg,
+    Pcg,
+    Cocg,
+    Pcocg,
+    Bicgstab,
+    JacobiBicgstab,
+    Gmres,
+    JacobiGmres,
+}
+
+/// Solves `a·x = b` with `method` on the CPU and twice on the GPU (the uploaded matrix under
+/// `Auto`); checks the same iteration count (within 1 % unless `strict`), residual histories
+/// equal to `hist_tol`, the true residual of the GPU's solution, and the same bits on both GPU
+/// runs.
+fn same_solve<T: Elem>(
+    g: &Arc<Gpu>,
+    a: &CsrMatrix<T>,
+    method: Method,
+    rel_tol: f64,
+    hist_tol: f64,
+    strict: bool,
+    label: &str,
+) -> SolveInfo
+where
+    T::Dev: KernelType,
+{
+    let n = a.nrows();
+    let b = random_vec::<T>(n, 7);
+    let p = SolveParams {
+        rel_tol,
+        max_iters: 3000,
+        record_history: true,
+        ..Default::default()
+    };
+    let cpu_jac = Jacobi::from_matrix(&Cpu, a).unwrap();
+    let mut x = vec![T::zero(); n];
+    let cpu = match method {
+        Method::Cg => cg(&Cpu, a, &b, &mut x, &p),
+        Method::Pcg => pcg(&Cpu, a, &cpu_jac, &b, &mut x, &p),
+        Method::Cocg => cocg(&Cpu, a, &b, &mut x, &p),
+        Method::Pcocg => pcocg(&Cpu, a, &cpu_jac, &b, &mut x, &p),
+        Method::Bicgstab => bicgstab(&Cpu, a, &Identity, &b, &mut x, &p),
+        Method::JacobiBicgstab => bicgstab(&Cpu, a, &cpu_jac, &b, &mut x, &p),
+        Method::Gmres => gmres(&Cpu, a, &Identity, &b, &mut x, 30, &p),
+        Method::JacobiGmres => gmres(&Cpu, a, &cpu_jac, &b, &mut x, 30, &p),
+    }
+    .unwrap_or_else(|e| panic!("{label} {method:?} on the CPU: {e}"));
+    let be = GpuComplexOps::<T>::new(g).unwrap();
+    let da = GpuComplexCsr::upload(g, a, ComplexSpmvAlgorithm::Auto).unwrap();
+    let jac = Jacobi::from_matrix(&be, a).unwrap();
+    let db = be.upload(&b).unwrap();
+    let run = || {
+        let mut dx = be.zeros(n).unwrap();
+        let info = match method {
+            Method::Cg => cg(&be, &da, &db, &mut dx, &p),
+            Method::Pcg => pcg(&be, &da, &jac, &db, &mut dx, &p),
+            Method::Cocg => cocg(&be, &da, &db, &mut dx, &p),
+            Method::Pcocg => pcocg(&be, &da, &jac, &db, &mut dx, &p),
+            Method::Bicgstab => bicgstab(&be, &da, &Identity, &db, &mut dx, &p),
+            Method::JacobiBicgstab => bicgstab(&be, &da, &jac, &db, &mut dx, &p),
+            Method::Gmres => gmres(&be, &da, &Identity, &db, &mut dx, 30, &p),
+            Method::JacobiGmres => gmres(&be, &da, &jac, &db, &mut dx, 30, &p),
+        }
+        .unwrap_or_else(|e| panic!("{label} {method:?} on the GPU: {e}"));
+        (info, be.download(&dx).unwrap())
+    };
+    let (info, xg) = run();
+    let (again, xg2) = run();
+    assert!(
+        info.converged && cpu.converged,
+        "{label} {method:?}: {info:?} / {cpu:?}"
+    );
+    // Exact counts where rounding cannot move the crossing of the tolerance (`strict`); else
+    // within 1 % (long runs of BiCGSTAB and GMRES on indefinite problems, single precision).
+    let slack = if strict {
+        0
+    } else {
+        (cpu.iterations / 100).max(1)
+    };
+    assert!(
+        info.iterations.abs_diff(cpu.iterations) <= slack,
+        "{label} {method:?}: GPU {} iterations, CPU {}",
+        info.iterations,
+        cpu.iterations
+    );
+    // The residual histories agree to rounding (the first 50 iterations where not `strict`:
+    // rounding differences grow along a long run).
+    let compare = if strict { usize::MAX } else { 50 };
+    for (i, (g, c)) in info
+        .history
+        .iter()
+        .zip(&cpu.history)
+        .take(compare)
+        .enumerate()
+    {
+        assert!(
+            (g - c).abs() <= hist_tol * c.max(rel_tol),
+            "{label} {method:?}: history[{i}] GPU {g:e}, CPU {c:e}"
+        );
+    }
+    // The same bits on a second run.
+    assert_eq!(again.iterations, info.iterations, "{label} {method:?}");
+    assert_eq!(again.history, info.history, "{label} {method:?}");
+    assert!(
+        xg.iter().zip(&xg2).all(|(p, q)| p == q),
+        "{label} {method:?}: the second GPU run differs"
+    );
+    // The GPU's solution solves the system (true residual, computed on the CPU).
+    let mut r = b.clone();
+    spmv(-T::one(), a, &xg, T::one(), &mut r);
+    let norm = |v: &[T]| v.iter().map(|z| z.widen().norm_sqr()).sum::<f64>().sqrt();
+    let rel = norm(&r) / norm(&b);
+    assert!(
+        rel <= 1.5 * rel_tol,
+        "{label} {method:?}: true residual {rel:e}"
+    );
+    // And agrees with the CPU's to the accuracy asked for.
+    let d = max_rel_diff(&xg, &x);
+    let bound = if strict { 1e3 } else { 1e4 } * rel_tol;
+    assert!(d <= bound, "{label} {method:?}: x differs by {d:e}");
+    info
+}
+
+#[test]
+fn complex_gpu_hermitian_cg_matches_the_cpu() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for (n, seed) in [(1usize, 1u64), (40, 3), (5000, 4), (60_000, 5)] {
+        let a = hpd(n, 3, seed);
+        let label = format!("hpd n = {n}");
+        same_solve(&g, &a, Method::Cg, 1e-10, 1e-6, true, &label);
+        same_solve(&g, &a, Method::Pcg, 1e-10, 1e-6, true, &label);
+    }
+}
+
+#[test]
+fn complex_gpu_helmholtz_solvers_match_the_cpu() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for (spec, strict) in [
+        ("helmholtz3d:12:10:0.5", true),
+        ("helmholtz3d:40:30:0.5", false),
+    ] {
+        let a: CsrMatrix<C64> = generate::from_spec(spec, 0).unwrap();
+        let mut products = Vec::new();
+        for m in [
+            Method::Cocg,
+            Method::Pcocg,
+            Method::Bicgstab,
+            Method::JacobiBicgstab,
+            Method::Gmres,
+            Method::JacobiGmres,
+        ] {
+            // BiCGSTAB amplifies rounding differences: 1e-4 relative over the history.
+            let info = same_solve(&g, &a, m, 1e-8, 1e-4, strict, spec);
+            products.push((m, info.iterations));
+        }
+        eprintln!("{spec}: {products:?}");
+    }
+    // Single precision: the same iteration counts on the small problem.
+    let a: CsrMatrix<C32> = generate::from_spec("helmholtz3d:12:10:0.5", 0).unwrap();
+    for m in [Method::Cocg, Method::Bicgstab, Method::Gmres] {
+        same_solve(&g, &a, m, 1e-4, 1e-2, false, "helmholtz3d:12 c64");
+    }
+}
+
+#[test]
+fn complex_gpu_unsymmetric_solvers_match_the_cpu() {
+    let Some(g) = gpu::test_gpu() else { return };
+    for (n, seed) in [(300usize, 11u64), (50_000, 12)] {
+        let a = unsymmetric(n, 6, seed);
+        let label = format!("unsymmetric n = {n}");
+        for m in [
+            Method::Bicgstab,
+            Method::JacobiBicgstab,
+            Method::Gmres,
+            Method::JacobiGmres,
+        ] {
+            same_solve(&g, &a, m, 1e-10, 1e-6, true, &label);
+        }
+    }
+}
