@@ -163,6 +163,13 @@ pub type ArchiveTarget<'a> = (
     Vec<(&'a KernelSource, Vec<(&'static str, String)>)>,
 );
 
+/// One compile of an archive: the source, its `-D` defines and the architecture.
+type ArchiveJob<'a> = (&'a KernelSource, &'a [(&'a str, String)], &'a str);
+/// A finished compile: the job's index and its (archive key, CUBIN).
+type ArchiveResult = (usize, Result<(String, Vec<u8>)>);
+/// A module `prepare` still has to load: the source, its defines and its module-map key.
+type PrepareJob<'a> = (&'a KernelSource, &'a [(&'a str, String)], String);
+
 /// Compiles every variant of every target with the NVRTC in use, `jobs` compiles at a time, and
 /// returns the archive that the runtime looks in first (see [`super::prebuilt`]; `build.rs`
 /// embeds it). Needs only NVRTC, no GPU.
@@ -171,12 +178,12 @@ pub type ArchiveTarget<'a> = (
 /// No usable NVRTC; the first source that fails to compile (naming it and the architecture).
 pub fn build_kernel_archive(targets: &[ArchiveTarget<'_>], jobs: usize) -> Result<Vec<u8>> {
     let (_, version) = super::nvrtc::library()?;
-    let work: Vec<(&KernelSource, &[(&str, String)], &str)> = targets
+    let work: Vec<ArchiveJob<'_>> = targets
         .iter()
         .flat_map(|(a, vs)| vs.iter().map(move |(s, d)| (*s, d.as_slice(), *a)))
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Result<(String, Vec<u8>)>)>> = Mutex::new(Vec::new());
+    let done: Mutex<Vec<ArchiveResult>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, work.len().max(1)) {
             scope.spawn(|| loop {
@@ -507,7 +514,7 @@ impl Gpu {
     /// # Errors
     /// The first failure to compile or load, after every compile has finished.
     pub fn prepare(&self, wanted: &[(&KernelSource, &[(&str, String)])]) -> Result<()> {
-        let mut todo: Vec<(&KernelSource, &[(&str, String)], String)> = Vec::new();
+        let mut todo: Vec<PrepareJob<'_>> = Vec::new();
         for &(src, defines) in wanted {
             let key = module_map_key(src, defines);
             if self.loaded(&key).is_none() && !todo.iter().any(|t| t.2 == key) {
