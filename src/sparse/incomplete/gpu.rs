@@ -190,6 +190,9 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             if reordered_auto && f.modes.unstable() {
                 return Self::new(gpu, a, kind, &params.natural_fallback());
             }
+            if let Some(p) = super::unfilled_fallback(params, &f.structure, &f.modes) {
+                return Self::new(gpu, a, kind, &p);
+            }
         }
         Ok(f)
     }

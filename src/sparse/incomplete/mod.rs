@@ -195,6 +195,28 @@ pub enum Fill {
 /// stagnates GMRES(30) at a residual of 0.3 (rajat19) to 0.998 (bayer10); one level of fill
 /// converges on rajat19 (`benches/results/ilu.md`).
 pub const AUTO_FILL_MATCHED: usize = 1;
+/// [`Fill::Auto`] drops the fill again (ILU(0) of the matched matrix) when a triangle of the
+/// filled factor has `‖D⁻¹N‖∞` above this: the fill made the factor unstable (west0479's
+/// matched ILU(1) reaches 3.5·10⁶ and GMRES diverges, where rajat19's useful one stays near
+/// 2·10³).
+pub const FILL_MAX_GROWTH: f64 = 1e5;
+
+/// The parameters without fill when [`Fill::Auto`] filled the pattern and the filled factor is
+/// unstable ([`FILL_MAX_GROWTH`]); `None` when the factor stands. The CPU and GPU factors
+/// decide the same way.
+pub(crate) fn unfilled_fallback(
+    params: &IncompleteParams,
+    structure: &IncompleteStructure,
+    modes: &ApplyModes,
+) -> Option<IncompleteParams> {
+    (params.fill == Fill::Auto
+        && structure.preprocessing.fill_level > 0
+        && modes.lower_norm.max(modes.upper_norm) > FILL_MAX_GROWTH)
+        .then_some(IncompleteParams {
+            fill: Fill::Level(0),
+            ..*params
+        })
+}
 
 /// Natural-order levels above which [`Ordering::Auto`] considers multicolouring.
 pub const AUTO_REORDER_LEVELS: usize = 256;
@@ -945,6 +967,9 @@ impl<T: Elem> IncompleteFactor<T> {
         f.modes = ApplyModes::resolve(&f.structure, params, &f.values, &f.t_values);
         if reordered_auto && f.modes.unstable() {
             return Self::new(a, kind, &params.natural_fallback());
+        }
+        if let Some(p) = unfilled_fallback(params, &f.structure, &f.modes) {
+            return Self::new(a, kind, &p);
         }
         Ok(f)
     }
