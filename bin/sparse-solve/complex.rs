@@ -15,9 +15,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use anyhow::{bail, Result};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
 use segsparse::solvers::{
     Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveParams,
@@ -86,42 +84,6 @@ pub(crate) fn auto_choice<T: Elem>(a: &CsrMatrix<T>) -> (MethodArg, PrecondArg, 
     (method, precond, c.reason)
 }
 
-/// The right-hand side `--rhs` for a complex matrix: `ones`, `aones` (`A·1`), `random` (real
-/// and imaginary parts uniform in [-1, 1), seeded by `--seed`) or a Matrix Market vector file
-/// (real or complex).
-fn rhs<T: Elem>(cli: &Cli, a: &CsrMatrix<T>) -> Result<Vec<T>> {
-    let n = a.nrows();
-    Ok(match cli.rhs.as_str() {
-        "ones" => vec![T::one(); n],
-        "aones" => {
-            let mut b = vec![T::zero(); n];
-            segsparse::spmv::spmv(T::one(), a, &vec![T::one(); n], T::zero(), &mut b);
-            b
-        }
-        "random" => {
-            let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
-            (0..n)
-                .map(|_| {
-                    let re = rng.gen_range(-1.0..1.0);
-                    let im = rng.gen_range(-1.0..1.0);
-                    T::narrow(segsparse::Complex::new(re, im))
-                })
-                .collect()
-        }
-        file => {
-            let v: Vec<T> = segsparse::io::read_vector(file)
-                .with_context(|| format!("reading the right-hand side {file}"))?;
-            if v.len() != n {
-                bail!(
-                    "{file}: right-hand side has {} entries, the matrix {n} rows",
-                    v.len()
-                );
-            }
-            v
-        }
-    })
-}
-
 /// The method and preconditioner of a complex solve, `auto` resolved.
 #[derive(Clone, Copy)]
 struct ComplexPlan {
@@ -138,20 +100,9 @@ where
     T::Dev: segsparse::gpu::KernelType,
 {
     check_options(cli)?;
-    let path = crate::resolve(&cli.matrix);
-    crate::preflight::host::<T>(&path, cli)?;
-    let a: CsrMatrix<T> =
-        segsparse::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
-    if a.nrows() != a.ncols() {
-        bail!(
-            "{}: the matrix is {}×{}; a linear solve needs a square matrix",
-            cli.matrix,
-            a.nrows(),
-            a.ncols()
-        );
-    }
+    let a: CsrMatrix<T> = crate::load_square(cli)?;
     let n = a.nrows();
-    let b = rhs(cli, &a)?;
+    let b = crate::rhs(cli, &a)?;
     let auto_clock = Instant::now();
     let auto =
         (cli.method == MethodArg::Auto || cli.precond == PrecondArg::Auto).then(|| auto_choice(&a));
@@ -352,6 +303,7 @@ fn solve_cpu<T: Elem>(
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use anyhow::Context;
     use segsparse::backend::gpu_complex::GpuComplexOps;
     use segsparse::gpu::{Gpu, KernelType};
     use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};

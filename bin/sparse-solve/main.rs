@@ -322,9 +322,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
-    cli: &Cli,
-) -> Result<ExitCode> {
+/// The matrix of `cli` (a file or a generator spec), after the host memory preflight; refused
+/// unless square.
+fn load_square<T: Elem>(cli: &Cli) -> Result<CsrMatrix<T>> {
     let path = resolve(&cli.matrix);
     preflight::host::<T>(&path, cli)?;
     let a: CsrMatrix<T> =
@@ -337,18 +337,33 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             a.ncols()
         );
     }
+    Ok(a)
+}
+
+/// The right-hand side `--rhs` for `a`, real or complex: `ones`, `aones` (`A·1`), `random`
+/// (uniform in [-1, 1), seeded by `--seed`; complex values draw the real, then the imaginary
+/// part) or a Matrix Market vector file (a real file gives a complex vector zero imaginary parts).
+fn rhs<T: Elem>(cli: &Cli, a: &CsrMatrix<T>) -> Result<Vec<T>> {
     let n = a.nrows();
-    let b: Vec<T> = match cli.rhs.as_str() {
+    Ok(match cli.rhs.as_str() {
         "ones" => vec![T::one(); n],
         "aones" => {
             let mut b = vec![T::zero(); n];
-            segsparse::spmv::spmv(T::one(), &a, &vec![T::one(); n], T::zero(), &mut b);
+            segsparse::spmv::spmv(T::one(), a, &vec![T::one(); n], T::zero(), &mut b);
             b
         }
         "random" => {
             let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
             (0..n)
-                .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+                .map(|_| {
+                    let re = rng.gen_range(-1.0..1.0);
+                    let im = if T::IS_COMPLEX {
+                        rng.gen_range(-1.0..1.0)
+                    } else {
+                        0.0
+                    };
+                    T::narrow(segsparse::Complex::new(re, im))
+                })
                 .collect()
         }
         file => {
@@ -362,7 +377,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             }
             v
         }
-    };
+    })
+}
+
+fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
+    cli: &Cli,
+) -> Result<ExitCode> {
+    let a: CsrMatrix<T> = load_square(cli)?;
+    let n = a.nrows();
+    let b: Vec<T> = rhs(cli, &a)?;
     let symmetric = a.is_symmetric();
     let posdiag = a.diagonal().iter().all(|&d| d > T::zero());
     // --precond auto: the choice is part of the setup (time to solution).
