@@ -465,7 +465,9 @@ fn setup_case(
         let al = SptrsvAlgorithm::Auto;
         GpuTriPlan::analyse(gpu, s.n, &rp, &col, Triangle::Lower, ld, al)?;
         match &tri {
-            None => GpuTriPlan::analyse(gpu, s.n, &rp, &col, Triangle::Upper, Diagonal::NonUnit, al)?,
+            None => {
+                GpuTriPlan::analyse(gpu, s.n, &rp, &col, Triangle::Upper, Diagonal::NonUnit, al)?
+            }
             Some((tp, tc, _)) => {
                 let (tp, tc) = (gpu.upload(tp)?, gpu.upload(tc)?);
                 GpuTriPlan::analyse(gpu, s.n, &tp, &tc, Triangle::Upper, Diagonal::NonUnit, al)?

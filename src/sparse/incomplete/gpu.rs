@@ -23,7 +23,9 @@ use crate::scalar::Scalar;
 use crate::sparse::triangular::gpu::{
     launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, THREADS,
 };
-use crate::sparse::triangular::{gpu_level_groups, Diagonal, LevelGroup, SptrsvAlgorithm, Triangle};
+use crate::sparse::triangular::{
+    gpu_level_groups, Diagonal, LevelGroup, SptrsvAlgorithm, Triangle,
+};
 
 /// How [`GpuIncompleteFactor`] factors the values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

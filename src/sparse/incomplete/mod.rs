@@ -309,7 +309,11 @@ pub fn strict_norm<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f6
 /// plan): ILU's lower triangle is unit, its upper one divides by the diagonal at
 /// [`IncompleteStructure::diag_pos`]; IC's upper triangle is `Lᵀ` (`t_values`), whose rows start
 /// with their diagonal. The same values as [`strict_norm`] on the two plans.
-pub fn triangle_norms<T: Elem>(s: &IncompleteStructure, values: &[T], t_values: &[T]) -> (f64, f64) {
+pub fn triangle_norms<T: Elem>(
+    s: &IncompleteStructure,
+    values: &[T],
+    t_values: &[T],
+) -> (f64, f64) {
     let sum = |v: &[T]| -> f64 { v.iter().map(|x| x.modulus().as_f64()).sum() };
     let ratio = |r: f64, d: f64| if d > 0.0 { r / d } else { f64::INFINITY };
     let (rp, dp) = (&s.row_ptr, &s.diag_pos);
@@ -540,12 +544,14 @@ fn diagonal_positions<T: Elem>(a: &CsrMatrix<T>) -> Result<Vec<u32>> {
         .map(|i| {
             let lo = a.row_ptr()[i];
             let (c, _) = a.row(i);
-            c.binary_search(&(i as u32)).map(|k| lo + k as u32).map_err(|_| {
-                Error::InvalidInput(format!(
+            c.binary_search(&(i as u32))
+                .map(|k| lo + k as u32)
+                .map_err(|_| {
+                    Error::InvalidInput(format!(
                     "triangular solve: row {i} has no diagonal entry (a non-unit solve divides \
                      by it)"
                 ))
-            })
+                })
         })
         .collect()
 }
@@ -728,7 +734,11 @@ impl IncompleteStructure {
         Self::analyse_pattern(a, kind, true)
     }
 
-    fn analyse_pattern<T: Elem>(a: &CsrMatrix<T>, kind: FactorKind, host_plans: bool) -> Result<Self> {
+    fn analyse_pattern<T: Elem>(
+        a: &CsrMatrix<T>,
+        kind: FactorKind,
+        host_plans: bool,
+    ) -> Result<Self> {
         let n = a.nrows();
         // Squareness, sorting and the diagonal, for both kinds.
         let diag_pos = diagonal_positions(a)
@@ -738,7 +748,11 @@ impl IncompleteStructure {
                 let (lower, upper) = if host_plans {
                     (
                         Some(TriangularPlan::analyse(a, Triangle::Lower, Diagonal::Unit)?),
-                        Some(TriangularPlan::analyse(a, Triangle::Upper, Diagonal::NonUnit)?),
+                        Some(TriangularPlan::analyse(
+                            a,
+                            Triangle::Upper,
+                            Diagonal::NonUnit,
+                        )?),
                     )
                 } else {
                     (None, None)
@@ -806,8 +820,16 @@ impl IncompleteStructure {
                     let l = pattern(&row_ptr, &col_idx)?;
                     let lt = pattern(&t_ptr, &t_col)?;
                     (
-                        Some(TriangularPlan::analyse(&l, Triangle::Lower, Diagonal::NonUnit)?),
-                        Some(TriangularPlan::analyse(&lt, Triangle::Upper, Diagonal::NonUnit)?),
+                        Some(TriangularPlan::analyse(
+                            &l,
+                            Triangle::Lower,
+                            Diagonal::NonUnit,
+                        )?),
+                        Some(TriangularPlan::analyse(
+                            &lt,
+                            Triangle::Upper,
+                            Diagonal::NonUnit,
+                        )?),
                     )
                 } else {
                     (None, None)

@@ -223,8 +223,8 @@ fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
         assert_eq!(dev.perm_out, host.perm_out);
     }
     // The pattern check names the first row without a diagonal entry, for both analyses.
-    let b = CsrMatrix::try_from_parts(3, 3, vec![0, 1, 3, 4], vec![0, 0, 1, 1], vec![1.0; 4])
-        .unwrap();
+    let b =
+        CsrMatrix::try_from_parts(3, 3, vec![0, 1, 3, 4], vec![0, 0, 1, 1], vec![1.0; 4]).unwrap();
     let off = IncompleteParams {
         matching: RowMatching::Off,
         ..IncompleteParams::default()
