@@ -3,8 +3,10 @@
 #   bash benches/complex/device.sh [MODE...]   (from the repository root of a clone on the GPU machine,
 #   with .gpu/ from `scripts/gpu-stage --bench` carried; default: every mode). Logs: $OUT/complex.tgz.
 # SciPy's solves run on the host CPU in the background from the start (8 threads), beside the GPU
-# steps; CuPy's run after ours. BUDGET (seconds, default 600) bounds the whole script: each step's
-# timeout is cut to what is left, and a step is skipped when nothing is.
+# steps; CuPy's run after ours. Order: tests, solve, memcheck, spmv (the solver figures before the
+# SpMV ones when time runs short). BUDGET (seconds, default 600) bounds the whole script: each
+# step's timeout is cut to what is left, and a step is skipped when nothing is; TESTS_S,
+# MEMCHECK_S and SPMV_S cut those steps' own limits. GPU_DIR: the staged folder (default .gpu).
 MODES="$*" ARCHIVE=complex
 here=$(dirname "$0")
 . "$here/../common/device-lib.sh"
@@ -19,19 +21,19 @@ if want solve; then
     > "$res/peers-scipy.log" 2>&1 &
   scipy_pid=$!
 fi
-want tests && run_step step tests 120 $T/test-all complex gpu_runtime::every_kernel_source sparse_gpu::transpose --test-threads=1
-want tests && run_step step tests-lib 30 $T/lib-segsparse complex --test-threads=1
-want memcheck && run_step step memcheck 60 compute-sanitizer --tool memcheck --error-exitcode 1 \
+want tests && run_step step tests ${TESTS_S:-120} $T/test-all complex gpu_runtime::every_kernel_source sparse_gpu::transpose --test-threads=1
+want tests && [ -x $T/lib-segsparse ] && run_step step tests-lib 30 $T/lib-segsparse complex --test-threads=1
+want solve && run_step json solve 60 $G/benches/complex_solvers --bench "$PROBLEM" "$RTOL"
+want solve && run_step json peers-cupy 60 python3 "$here/peers.py" "$PROBLEM" "$RTOL" cupy
+want memcheck && run_step step memcheck ${MEMCHECK_S:-60} compute-sanitizer --tool memcheck --error-exitcode 1 \
   $T/test-all complex_gpu::complex_gpu_spmv_small_cases --test-threads=1
 SPMV="$G/data/young1c.mtx.gz $G/data/raefsky2.mtx.gz $G/data/bcsstk16.mtx.gz $G/data/cage8.mtx.gz \
   $G/data/ca-GrQc.mtx.gz $G/data/luxembourg_osm.mtx.gz $G/data/mbeacxc.mtx.gz $G/data/rajat19.mtx.gz \
   $G/data/sherman5.mtx.gz $G/data/Trefethen_500.mtx.gz helmholtz3d:100:40:0.5 random:1000000:16 \
   powerlaw:1000000:2.2"
 for p in c64 c128; do
-  want spmv && run_step json "spmv-$p" 60 $B/spmv-bench -p $p --backend gpu --format json --iters 9 $SPMV
+  want spmv && run_step json "spmv-$p" ${SPMV_S:-60} $B/spmv-bench -p $p --backend gpu --format json --iters 9 $SPMV
 done
-want solve && run_step json solve 60 $G/benches/complex_solvers --bench "$PROBLEM" "$RTOL"
-want solve && run_step json peers-cupy 60 python3 "$here/peers.py" "$PROBLEM" "$RTOL" cupy
 if want solve; then
   while kill -0 "$scipy_pid" 2>/dev/null && [ "$(lim 60)" -gt 2 ]; do sleep 2; done
   kill "$scipy_pid" 2>/dev/null; wait "$scipy_pid"; echo "peers-scipy: rc=$?"

@@ -7,17 +7,18 @@
 //! reads statistics of real values) and what is refused: the polynomial and AMG
 //! preconditioners, several GPUs and several right-hand sides have no complex form, and say so
 //! before anything is loaded. The report is the real path's, with `precision` `c64` or `c128`.
+//!
+//! On the GPU (`--backend gpu`, or `auto` when a device works) the methods run through the
+//! complex GPU backend with no or Jacobi preconditioning; ILU(0) and IC(0) are factored and
+//! applied on the CPU.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi, TriangularOps};
+use anyhow::{bail, Result};
+use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
-    SolveError, SolveInfo, SolveParams,
+    Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveParams,
 };
 use segsparse::{CsrMatrix, Elem};
 
@@ -83,42 +84,6 @@ pub(crate) fn auto_choice<T: Elem>(a: &CsrMatrix<T>) -> (MethodArg, PrecondArg, 
     (method, precond, c.reason)
 }
 
-/// The right-hand side `--rhs` for a complex matrix: `ones`, `aones` (`A·1`), `random` (real
-/// and imaginary parts uniform in [-1, 1), seeded by `--seed`) or a Matrix Market vector file
-/// (real or complex).
-fn rhs<T: Elem>(cli: &Cli, a: &CsrMatrix<T>) -> Result<Vec<T>> {
-    let n = a.nrows();
-    Ok(match cli.rhs.as_str() {
-        "ones" => vec![T::one(); n],
-        "aones" => {
-            let mut b = vec![T::zero(); n];
-            segsparse::spmv::spmv(T::one(), a, &vec![T::one(); n], T::zero(), &mut b);
-            b
-        }
-        "random" => {
-            let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
-            (0..n)
-                .map(|_| {
-                    let re = rng.gen_range(-1.0..1.0);
-                    let im = rng.gen_range(-1.0..1.0);
-                    T::narrow(segsparse::Complex::new(re, im))
-                })
-                .collect()
-        }
-        file => {
-            let v: Vec<T> = segsparse::io::read_vector(file)
-                .with_context(|| format!("reading the right-hand side {file}"))?;
-            if v.len() != n {
-                bail!(
-                    "{file}: right-hand side has {} entries, the matrix {n} rows",
-                    v.len()
-                );
-            }
-            v
-        }
-    })
-}
-
 /// The method and preconditioner of a complex solve, `auto` resolved.
 #[derive(Clone, Copy)]
 struct ComplexPlan {
@@ -130,22 +95,14 @@ struct ComplexPlan {
 
 /// Runs the complex solve described by `cli` with element type `T` (`Complex<f32>` or
 /// `Complex<f64>`).
-pub fn run<T: Elem>(cli: &Cli) -> Result<ExitCode> {
+pub fn run<T: Elem>(cli: &Cli) -> Result<ExitCode>
+where
+    T::Dev: segsparse::gpu::KernelType,
+{
     check_options(cli)?;
-    let path = crate::resolve(&cli.matrix);
-    crate::preflight::host::<T>(&path, cli)?;
-    let a: CsrMatrix<T> =
-        segsparse::load(&path, cli.seed).with_context(|| format!("loading {}", cli.matrix))?;
-    if a.nrows() != a.ncols() {
-        bail!(
-            "{}: the matrix is {}×{}; a linear solve needs a square matrix",
-            cli.matrix,
-            a.nrows(),
-            a.ncols()
-        );
-    }
+    let a: CsrMatrix<T> = crate::load_square(cli)?;
     let n = a.nrows();
-    let b = rhs(cli, &a)?;
+    let b = crate::rhs(cli, &a)?;
     let auto_clock = Instant::now();
     let auto =
         (cli.method == MethodArg::Auto || cli.precond == PrecondArg::Auto).then(|| auto_choice(&a));
@@ -193,20 +150,12 @@ pub fn run<T: Elem>(cli: &Cli) -> Result<ExitCode> {
     let setup_clock = Instant::now();
     let mut x = vec![T::zero(); n];
     let mut out = match backend(cli, plan)? {
-        Where::Cpu => {
-            let threads = rayon::current_num_threads();
-            let (result, times, extra) =
-                solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
-            Outcome {
-                method: method.name(),
-                backend: format!("cpu ({threads} threads)"),
-                result,
-                setup_seconds: times.0,
-                solve_seconds: times.1,
-                extra,
-            }
-        }
-        Where::Gpu => gpu::solve(&a, &b, &mut x, plan, &params, setup_clock, method)?,
+        Where::Cpu => Outcome::new(
+            method,
+            crate::cpu_backend(),
+            solve_cpu(&a, plan, &b, &mut x, &params, setup_clock)?,
+        ),
+        Where::Gpu => gpu::solve(&a, &b, &mut x, plan, &params, setup_clock)?,
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
     out.setup_seconds += auto_seconds;
@@ -255,38 +204,44 @@ fn backend(cli: &Cli, plan: ComplexPlan) -> Result<Where> {
     }
 }
 
-/// The first solver call and its (setup, solve) seconds; `setup_clock` started before the
-/// backend was opened.
+/// Uploads `b` and `x`, runs `plan`'s method with the preconditioner `m` (the first solver call,
+/// timed: setup from `setup_clock`, which started before the backend was opened, to this call)
+/// and downloads the solution.
 #[allow(clippy::too_many_arguments)]
-fn timed<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
     be: &B,
     op: &A,
     m: &P,
     plan: ComplexPlan,
-    b: &B::Vector,
-    x: &mut B::Vector,
+    b: &[T],
+    x: &mut Vec<T>,
     params: &SolveParams,
     setup_clock: Instant,
-) -> (std::result::Result<SolveInfo, SolveError>, (f64, f64)) {
+    extra: Extra,
+) -> Result<crate::Solved> {
+    let db = be.upload(b)?;
+    let mut dx = be.upload(x)?;
     let setup = setup_clock.elapsed().as_secs_f64();
     let t = Instant::now();
-    let r = match plan.method {
-        MethodArg::Cg | MethodArg::Pcg => pcg(be, op, m, b, x, params),
-        MethodArg::Cocg => pcocg(be, op, m, b, x, params),
-        MethodArg::Gmres => gmres(be, op, m, b, x, plan.restart, params),
-        MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, m, b, x, params),
-    };
+    let r = crate::run_method(be, op, m, (plan.method, plan.restart), &db, &mut dx, params);
     let solve = t.elapsed().as_secs_f64();
-    let r = r.map(|mut i| {
-        i.setup_seconds = setup;
-        i
-    });
-    (r, (setup, solve))
+    *x = be.download(&dx)?;
+    match r {
+        Err(SolveError::Backend(e)) => Err(e.into()),
+        r => Ok((
+            r.map(|mut i| {
+                i.setup_seconds = setup;
+                i
+            }),
+            (setup, solve),
+            extra,
+        )),
+    }
 }
 
-/// The preconditioner of `plan` on a backend with triangular solves, then the solve.
+/// The solve of `plan` with no or Jacobi preconditioning, on any backend (the GPU's too).
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Elem, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, B>>(
+fn solve_simple<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,
@@ -296,51 +251,103 @@ fn solve_with<T: Elem, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, 
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<crate::Solved> {
-    let db = be.upload(b)?;
-    let mut dx = be.upload(x)?;
-    let mut extra = Extra::default();
-    let r = match plan.precond {
-        PrecondArg::None => timed(be, op, &Identity, plan, &db, &mut dx, params, setup_clock),
+    let extra = Extra::default();
+    match plan.precond {
+        PrecondArg::None => solve_pre(be, op, &Identity, plan, b, x, params, setup_clock, extra),
         PrecondArg::Jacobi => {
             let j = Jacobi::from_matrix(be, a)?;
-            timed(be, op, &j, plan, &db, &mut dx, params, setup_clock)
+            solve_pre(be, op, &j, plan, b, x, params, setup_clock, extra)
         }
+        p => bail!(
+            "--precond {} with complex values needs triangular solves (the CPU backend)",
+            p.name()
+        ),
+    }
+}
+
+/// The solve of `plan` on the CPU: ILU(0) and IC(0) here, the rest as [`solve_simple`].
+fn solve_cpu<T: Elem>(
+    a: &CsrMatrix<T>,
+    plan: ComplexPlan,
+    b: &[T],
+    x: &mut Vec<T>,
+    params: &SolveParams,
+    setup_clock: Instant,
+) -> Result<crate::Solved> {
+    let mut extra = Extra::default();
+    match plan.precond {
         PrecondArg::Ilu0 => {
-            let m = Ilu0::new(be, a, &plan.ilu)?;
+            let m = Ilu0::new(&Cpu, a, &plan.ilu)?;
             extra.factor = Some(m.summary());
-            timed(be, op, &m, plan, &db, &mut dx, params, setup_clock)
+            solve_pre(&Cpu, a, &m, plan, b, x, params, setup_clock, extra)
         }
         PrecondArg::Ic0 => {
-            let m = Ic0::new(be, a, &plan.ilu)?;
+            let m = Ic0::new(&Cpu, a, &plan.ilu)?;
             extra.factor = Some(m.summary());
-            timed(be, op, &m, plan, &db, &mut dx, params, setup_clock)
+            solve_pre(&Cpu, a, &m, plan, b, x, params, setup_clock, extra)
         }
         PrecondArg::Auto | PrecondArg::Poly | PrecondArg::Amg => {
             bail!("--precond {} has no complex form", plan.precond.name())
         }
-    };
-    *x = be.download(&dx)?;
-    let (r, times) = r;
-    match r {
-        Err(SolveError::Backend(e)) => Err(e.into()),
-        other => Ok((other, times, extra)),
+        PrecondArg::None | PrecondArg::Jacobi => {
+            solve_simple(&Cpu, a, a, plan, b, x, params, setup_clock)
+        }
     }
 }
 
-/// The GPU side of complex solves.
+/// The GPU side of complex solves: [`GpuComplexOps`] with the matrix as [`GpuComplexCsr`]
+/// (interleaved values, the complex SpMV's `Auto` algorithm).
+///
+/// [`GpuComplexOps`]: segsparse::backend::gpu_complex::GpuComplexOps
+/// [`GpuComplexCsr`]: segsparse::spmv::gpu::complex::GpuComplexCsr
+#[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use anyhow::Context;
+    use segsparse::backend::gpu_complex::GpuComplexOps;
+    use segsparse::gpu::{Gpu, KernelType};
+    use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 
-    /// Whether a GPU backend for complex solves is usable here.
+    /// Whether a GPU is usable here.
     pub(super) fn available() -> Result<()> {
-        bail!(
-            "--backend gpu: complex solves run on the CPU in this build (the GPU computes \
-             complex SpMV only); use --backend cpu"
-        )
+        Gpu::shared().map(|_| ()).context("--backend gpu")
     }
 
     /// The solve on the GPU.
-    #[allow(clippy::too_many_arguments)]
+    pub(super) fn solve<T: Elem>(
+        a: &CsrMatrix<T>,
+        b: &[T],
+        x: &mut Vec<T>,
+        plan: ComplexPlan,
+        params: &SolveParams,
+        setup_clock: Instant,
+    ) -> Result<Outcome>
+    where
+        T::Dev: KernelType,
+    {
+        let g = Gpu::shared().context("--backend gpu")?;
+        let ops = GpuComplexOps::<T>::new(&g)?;
+        let da = GpuComplexCsr::upload(&g, a, ComplexSpmvAlgorithm::Auto)?;
+        let solved = solve_simple(&ops, &da, a, plan, b, x, params, setup_clock)?;
+        Ok(Outcome::new(
+            plan.method,
+            format!("gpu ({})", g.name()),
+            solved,
+        ))
+    }
+}
+
+/// Without the `cuda` feature: no GPU.
+#[cfg(not(feature = "cuda"))]
+mod gpu {
+    use super::*;
+
+    /// Refuses: this build has no GPU backend.
+    pub(super) fn available() -> Result<()> {
+        bail!("--backend gpu: sparse-solve was built without the `cuda` feature")
+    }
+
+    /// Refuses as [`available`].
     pub(super) fn solve<T: Elem>(
         _: &CsrMatrix<T>,
         _: &[T],
@@ -348,7 +355,6 @@ mod gpu {
         _: ComplexPlan,
         _: &SolveParams,
         _: Instant,
-        _: MethodArg,
     ) -> Result<Outcome> {
         available().map(|_| unreachable!("available() refuses"))
     }

@@ -102,6 +102,26 @@ struct Outcome {
     extra: Extra,
 }
 
+impl Outcome {
+    /// The outcome of `method` on `backend` from what [`solve_with`] (or the complex path's
+    /// equivalent) returned.
+    fn new(method: MethodArg, backend: String, (result, times, extra): Solved) -> Self {
+        Outcome {
+            method: method.name(),
+            backend,
+            result,
+            setup_seconds: times.0,
+            solve_seconds: times.1,
+            extra,
+        }
+    }
+}
+
+/// The report's `backend` for a CPU solve: `cpu (N threads)`.
+fn cpu_backend() -> String {
+    format!("cpu ({} threads)", rayon::current_num_threads())
+}
+
 /// What a solve reports beyond the first solve's info: every right-hand side's solve, the AMG
 /// hierarchy, the multi-GPU details.
 #[derive(Default)]
@@ -302,9 +322,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
-    cli: &Cli,
-) -> Result<ExitCode> {
+/// The matrix of `cli` (a file or a generator spec), after the host memory preflight; refused
+/// unless square.
+fn load_square<T: Elem>(cli: &Cli) -> Result<CsrMatrix<T>> {
     let path = resolve(&cli.matrix);
     preflight::host::<T>(&path, cli)?;
     let a: CsrMatrix<T> =
@@ -317,18 +337,33 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             a.ncols()
         );
     }
+    Ok(a)
+}
+
+/// The right-hand side `--rhs` for `a`, real or complex: `ones`, `aones` (`A·1`), `random`
+/// (uniform in [-1, 1), seeded by `--seed`; complex values draw the real, then the imaginary
+/// part) or a Matrix Market vector file (a real file gives a complex vector zero imaginary parts).
+fn rhs<T: Elem>(cli: &Cli, a: &CsrMatrix<T>) -> Result<Vec<T>> {
     let n = a.nrows();
-    let b: Vec<T> = match cli.rhs.as_str() {
+    Ok(match cli.rhs.as_str() {
         "ones" => vec![T::one(); n],
         "aones" => {
             let mut b = vec![T::zero(); n];
-            segsparse::spmv::spmv(T::one(), &a, &vec![T::one(); n], T::zero(), &mut b);
+            segsparse::spmv::spmv(T::one(), a, &vec![T::one(); n], T::zero(), &mut b);
             b
         }
         "random" => {
             let mut rng = ChaCha8Rng::seed_from_u64(cli.seed);
             (0..n)
-                .map(|_| T::of_f64(rng.gen_range(-1.0..1.0)))
+                .map(|_| {
+                    let re = rng.gen_range(-1.0..1.0);
+                    let im = if T::IS_COMPLEX {
+                        rng.gen_range(-1.0..1.0)
+                    } else {
+                        0.0
+                    };
+                    T::narrow(segsparse::Complex::new(re, im))
+                })
                 .collect()
         }
         file => {
@@ -342,7 +377,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             }
             v
         }
-    };
+    })
+}
+
+fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
+    cli: &Cli,
+) -> Result<ExitCode> {
+    let a: CsrMatrix<T> = load_square(cli)?;
+    let n = a.nrows();
+    let b: Vec<T> = rhs(cli, &a)?;
     let symmetric = a.is_symmetric();
     let posdiag = a.diagonal().iter().all(|&d| d > T::zero());
     // --precond auto: the choice is part of the setup (time to solution).
@@ -445,17 +488,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     } else if use_gpu {
         gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
     } else {
-        let threads = rayon::current_num_threads();
-        let (result, times, extra) =
-            solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
-        Outcome {
-            method: method.name(),
-            backend: format!("cpu ({threads} threads)"),
-            result,
-            setup_seconds: times.0,
-            solve_seconds: times.1,
-            extra,
-        }
+        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
+        Outcome::new(method, cpu_backend(), solved)
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
     out.setup_seconds += auto_seconds;
@@ -832,7 +866,7 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditio
         return solve_block(be, op, m, plan, b, db, x, params, extra, setup);
     }
     let t = Instant::now();
-    let first = run_method(be, op, m, plan, db, x, params);
+    let first = run_method(be, op, m, (plan.method, plan.restart), db, x, params);
     let solve = t.elapsed().as_secs_f64();
     let first = first.map(|mut i| {
         i.setup_seconds = setup;
@@ -844,7 +878,15 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditio
             let more = be.upload(&bk).map_err(SolveError::from).and_then(|dbk| {
                 let mut xk = be.zeros(b.len())?;
                 let t = Instant::now();
-                let r = run_method(be, op, m, plan, &dbk, &mut xk, params);
+                let r = run_method(
+                    be,
+                    op,
+                    m,
+                    (plan.method, plan.restart),
+                    &dbk,
+                    &mut xk,
+                    params,
+                );
                 Ok((r, t.elapsed().as_secs_f64()))
             });
             match more {
@@ -998,19 +1040,26 @@ fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
     }
 }
 
-fn run_method<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+/// One call of the solver `method` (GMRES restarted every `restart` steps), real or complex.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_method<
+    T: Elem,
+    B: KrylovOps<T>,
+    A: LinearOperator<T, B>,
+    P: Preconditioner<T, B>,
+>(
     be: &B,
     op: &A,
     m: &P,
-    plan: Plan,
+    (method, restart): (MethodArg, usize),
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
 ) -> std::result::Result<SolveInfo, SolveError> {
-    match plan.method {
+    match method {
         MethodArg::Cg | MethodArg::Pcg => pcg(be, op, m, b, x, params),
         MethodArg::Cocg => pcocg(be, op, m, b, x, params),
-        MethodArg::Gmres => gmres(be, op, m, b, x, plan.restart, params),
+        MethodArg::Gmres => gmres(be, op, m, b, x, restart, params),
         MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, m, b, x, params),
     }
 }
@@ -1029,15 +1078,12 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let (result, times, extra) = solve_with(&ops, &da, a, plan, b, x, params, setup_clock)?;
-    Ok(Outcome {
-        method: plan.method.name(),
-        backend: format!("gpu ({})", g.name()),
-        result,
-        setup_seconds: times.0,
-        solve_seconds: times.1,
-        extra,
-    })
+    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock)?;
+    Ok(Outcome::new(
+        plan.method,
+        format!("gpu ({})", g.name()),
+        solved,
+    ))
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -21,7 +21,7 @@ fn c(re: f64, im: f64) -> C64 {
     C64::new(re, im)
 }
 
-fn young1c() -> PathBuf {
+pub(crate) fn young1c() -> PathBuf {
     let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices/young1c.mtx.gz");
     if m.exists() {
         m
@@ -515,6 +515,33 @@ fn sparse_solve_complex_files_and_specs() {
         let reason = v["auto"]["reason"].as_str().unwrap_or_default();
         assert!(reason.contains(why), "{m}: {v}");
         assert!(v["auto"]["stats"].is_null());
+    }
+    // --backend auto: the GPU for the methods with no or Jacobi preconditioning when a device
+    // works, the CPU otherwise; ILU(0) stays on the CPU either way.
+    let gpu_here = cfg!(feature = "cuda") && segsparse::gpu::Gpu::shared().is_ok();
+    for (pre, on_gpu) in [("jacobi", gpu_here), ("ilu0", false)] {
+        let out = run(&[
+            "helmholtz3d:8:6:0.5",
+            "--precision",
+            "c128",
+            "--method",
+            "gmres",
+            "--precond",
+            pre,
+            "--backend",
+            "auto",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{pre}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let backend = v["backend"].as_str().unwrap_or_default();
+        let want = if on_gpu { "gpu (" } else { "cpu (" };
+        assert!(backend.starts_with(want), "{pre}: {v}");
+        assert_eq!(v["converged"], true, "{pre}: {v}");
     }
     // Refused, with the reason, before any solve.
     for (args, msg) in [
