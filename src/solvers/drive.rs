@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use super::types::{InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
+use super::types::{
+    InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS,
+};
 use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
 

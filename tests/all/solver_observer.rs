@@ -7,8 +7,8 @@
 use std::cell::RefCell;
 
 use segsparse::solvers::{
-    bicgstab, bicgstab_observed, gmres, gmres_observed, pcg, pcg_observed, Cpu, Identity,
-    Observer, SolveError, SolveParams,
+    bicgstab, bicgstab_observed, gmres, gmres_observed, pcg, pcg_observed, Cpu, Identity, Observer,
+    SolveError, SolveParams,
 };
 use segsparse::{generate, CsrMatrix};
 
@@ -46,14 +46,20 @@ fn rel_residual(a: &CsrMatrix<f64>, b: &[f64], x: &[f64]) -> f64 {
     let mut num = 0.0;
     for (i, bi) in b.iter().enumerate() {
         let (cols, vals) = a.row(i);
-        let ax: f64 = cols.iter().zip(vals).map(|(&c, &v)| v * x[c as usize]).sum();
+        let ax: f64 = cols
+            .iter()
+            .zip(vals)
+            .map(|(&c, &v)| v * x[c as usize])
+            .sum();
         num += (bi - ax).powi(2);
     }
     (num / b.iter().map(|v| v * v).sum::<f64>()).sqrt()
 }
 
 fn rhs(n: usize) -> Vec<f64> {
-    (0..n).map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0).collect()
+    (0..n)
+        .map(|i| 1.0 + ((i * 7919) % 13) as f64 / 13.0)
+        .collect()
 }
 
 fn params() -> SolveParams {
@@ -90,8 +96,16 @@ fn cg_sees_every_iterate_and_changes_nothing() {
         assert!((rel - info.history[*it]).abs() <= 1e-12 * info.history[0]);
     }
     let xs = rec.iterates.borrow();
-    assert_eq!(xs.len(), info.iterations, "callback(xk) after every iteration");
-    assert_eq!(xs.last().unwrap().1, x, "the last iterate is the returned x");
+    assert_eq!(
+        xs.len(),
+        info.iterations,
+        "callback(xk) after every iteration"
+    );
+    assert_eq!(
+        xs.last().unwrap().1,
+        x,
+        "the last iterate is the returned x"
+    );
     // Each iterate is the solver's: CG's A-norm error falls, so the residual of the first
     // iterate is above the tolerance and the last one below.
     assert!(rel_residual(&a, &b, &xs[0].1) > 1e-3);
@@ -127,13 +141,20 @@ fn gmres_sees_the_iterate_after_each_cycle() {
     let info = gmres_observed(&Cpu, &a, &Identity, &b, &mut x, restart, &params(), &rec).unwrap();
     assert_eq!(info.iterations, plain.iterations);
     assert_eq!(x, x0);
-    assert!(info.iterations > 3 * restart, "the test wants several cycles");
+    assert!(
+        info.iterations > 3 * restart,
+        "the test wants several cycles"
+    );
     assert_consecutive(&rec.estimates.borrow(), info.iterations);
     let xs = rec.iterates.borrow();
     // One iterate per cycle: the full ones and the last, partial one.
     assert_eq!(xs.len(), info.iterations.div_ceil(restart) + info.restarts);
     for (k, (it, _)) in xs.iter().enumerate().take(xs.len() - 1) {
-        assert_eq!(*it, (k + 1) * restart, "an iterate at the end of each cycle");
+        assert_eq!(
+            *it,
+            (k + 1) * restart,
+            "an iterate at the end of each cycle"
+        );
     }
     assert_eq!(xs.last().unwrap().1, x);
     // GMRES minimises the residual over each cycle: it never grows from cycle to cycle.
@@ -144,7 +165,11 @@ fn gmres_sees_the_iterate_after_each_cycle() {
     // The estimate at a cycle's end is the residual of that cycle's iterate.
     let est = rec.estimates.borrow();
     let at = est[restart - 1].1;
-    assert!((at - res[0]).abs() <= 1e-6 * res[0].max(1e-12), "{at} vs {}", res[0]);
+    assert!(
+        (at - res[0]).abs() <= 1e-6 * res[0].max(1e-12),
+        "{at} vs {}",
+        res[0]
+    );
 }
 
 #[test]
@@ -166,6 +191,10 @@ fn an_observer_error_stops_the_solve() {
             Err(SolveError::Backend(e)) => assert!(e.to_string().contains("stop here"), "{e}"),
             other => panic!("{method}: expected the observer's error, got {other:?}"),
         }
-        assert_eq!(rec.estimates.borrow().len(), 3, "{method}: no iteration after the error");
+        assert_eq!(
+            rec.estimates.borrow().len(),
+            3,
+            "{method}: no iteration after the error"
+        );
     }
 }
