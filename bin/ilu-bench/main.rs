@@ -27,7 +27,9 @@ use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::{cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
 use segsparse::sparse::incomplete::gpu::{GpuFactorization, GpuIncompleteFactor};
 use segsparse::sparse::incomplete::FactorSummary;
-use segsparse::sparse::incomplete::{triangle_of, FactorKind, IncompleteFactor};
+use segsparse::sparse::incomplete::{
+    triangle_of, FactorKind, Fill, IncompleteFactor, IncompleteStructure,
+};
 use segsparse::sparse::triangular::cusparse_peer::CusparseSpsv;
 use segsparse::sparse::triangular::gpu::{GpuTriPlan, GpuTriangular};
 use segsparse::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
@@ -86,6 +88,15 @@ struct Cli {
     /// (each a re-factorization on the kept pattern), against the CPU factor.
     #[arg(long)]
     factor_only: bool,
+    /// Only the GPU factor's setup (`bench` = "setup"): the whole construction, and its pattern
+    /// analysis with the host's level analysis and plan upload against the device's level
+    /// analysis; on the `--only` matrices (or every corpus matrix) and, with `--poisson N`, the
+    /// N×N 2-D Poisson matrix (IC).
+    #[arg(long)]
+    setup_only: bool,
+    /// Side of the 2-D Poisson matrix of `--setup-only` (0: none).
+    #[arg(long, default_value_t = 0)]
+    poisson: usize,
 }
 
 const NONSYM: &[&str] = &[
@@ -202,6 +213,27 @@ fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
 
+    if cli.setup_only {
+        let mut cases: Vec<(String, CsrMatrix<f64>, bool)> = Vec::new();
+        for (name, spd) in pick(NONSYM)
+            .into_iter()
+            .map(|n| (n, false))
+            .chain(pick(SPD).into_iter().map(|n| (n, true)))
+        {
+            match load(&dir, &name) {
+                Some(a) => cases.push((name, a, spd)),
+                None => eprintln!("{name}: not found in {}", dir.display()),
+            }
+        }
+        if cli.poisson > 0 {
+            let a = segsparse::generate::poisson2d::<f64>(cli.poisson)?;
+            cases.push((format!("poisson2d_{}", cli.poisson), a, true));
+        }
+        for (name, a, spd) in &cases {
+            setup_case(&gpu, name, a, *spd, &device, &mut out)?;
+        }
+        return Ok(());
+    }
     if cli.factor_only {
         for (name, spd) in pick(NONSYM)
             .into_iter()
@@ -376,6 +408,98 @@ fn median_wall(
     Ok(median(t))
 }
 
+/// The GPU factor's setup on one matrix: the whole construction, and the level analysis of its
+/// two triangles on the host (with the upload of the plans) against the device's.
+fn setup_case(
+    gpu: &Arc<Gpu>,
+    name: &str,
+    a: &CsrMatrix<f64>,
+    spd: bool,
+    device: &str,
+    out: &mut Out,
+) -> anyhow::Result<()> {
+    let kind = if spd {
+        FactorKind::Ic0
+    } else {
+        FactorKind::Ilu0
+    };
+    let ip = IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    };
+    let f = match GpuIncompleteFactor::new(gpu, a, kind, &ip) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{name}: no {} factor: {e}", kind.name());
+            return Ok(());
+        }
+    };
+    // The parameters the factor settled on (its fallbacks may change the ordering or fill).
+    let pre = &f.structure().preprocessing;
+    let p = IncompleteParams {
+        ordering: pre.ordering,
+        fill: Fill::Level(pre.fill_level),
+        shift: f.shift_used(),
+        auto_shift: false,
+        ..ip
+    };
+    let setup_s = median_wall(gpu, 5, || {
+        GpuIncompleteFactor::new(gpu, a, kind, &ip)?;
+        Ok(())
+    })?;
+    let host_s = median_wall(gpu, 5, || {
+        let s = IncompleteStructure::analyse_with(a, kind, &p)?;
+        let (l, u) = (s.lower.as_ref(), s.upper.as_ref());
+        for plan in l.into_iter().chain(u) {
+            GpuTriPlan::upload(gpu, plan, SptrsvAlgorithm::Auto)?;
+        }
+        Ok(())
+    })?;
+    let (ld, tri) = match kind {
+        FactorKind::Ilu0 => (Diagonal::Unit, None),
+        FactorKind::Ic0 => (Diagonal::NonUnit, f.structure().transpose.clone()),
+    };
+    let device_s = median_wall(gpu, 5, || {
+        let s = IncompleteStructure::analyse_for_device(a, kind, &p)?;
+        let (rp, col) = (gpu.upload(&s.row_ptr)?, gpu.upload(&s.col_idx)?);
+        let al = SptrsvAlgorithm::Auto;
+        GpuTriPlan::analyse(gpu, s.n, &rp, &col, Triangle::Lower, ld, al)?;
+        match &tri {
+            None => {
+                GpuTriPlan::analyse(gpu, s.n, &rp, &col, Triangle::Upper, Diagonal::NonUnit, al)?
+            }
+            Some((tp, tc, _)) => {
+                let (tp, tc) = (gpu.upload(tp)?, gpu.upload(tc)?);
+                GpuTriPlan::analyse(gpu, s.n, &tp, &tc, Triangle::Upper, Diagonal::NonUnit, al)?
+            }
+        };
+        Ok(())
+    })?;
+    let sm = f.summary();
+    let rec = json!({"bench": "setup", "matrix": name, "kind": kind.name(), "n": a.nrows(),
+        "nnz": f.structure().col_idx.len(), "device": device, "lower_levels": sm.lower_levels,
+        "upper_levels": sm.upper_levels, "lower_mode": sm.lower_mode, "upper_mode": sm.upper_mode,
+        "factorization": f.factorization().name(), "setup_s": setup_s,
+        "analysis_host_plans_s": host_s, "analysis_device_plans_s": device_s});
+    eprintln!(
+        "setup {name} {}: n {} nnz {} levels L {} U {} ({} / {}), {}: setup {:.3} ms; pattern + \
+         plans: host {:.3} ms, device {:.3} ms",
+        kind.name(),
+        a.nrows(),
+        f.structure().col_idx.len(),
+        sm.lower_levels,
+        sm.upper_levels,
+        sm.lower_mode,
+        sm.upper_mode,
+        f.factorization().name(),
+        setup_s * 1e3,
+        host_s * 1e3,
+        device_s * 1e3
+    );
+    out.emit(rec);
+    Ok(())
+}
+
 /// The level analysis (CPU, GPU) and the factorization (host, levels, sync-free) of one matrix.
 fn factor_case(
     gpu: &Arc<Gpu>,
@@ -445,7 +569,7 @@ fn factor_case(
     })?;
     let auto = f.factorization();
     let mut rec = json!({"bench": "factor", "matrix": name, "kind": kind.name(), "n": s.n,
-        "nnz": s.col_idx.len(), "device": device, "levels": s.lower.levels(),
+        "nnz": s.col_idx.len(), "device": device, "levels": f.levels().0,
         "factor_launches": f.factor_groups(), "auto": auto.name(), "shift": f.shift_used(),
         "cpu_analysis_s": cpu_analysis_s, "gpu_analysis_s": gpu_analysis_s});
     for how in [

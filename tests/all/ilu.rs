@@ -1344,9 +1344,72 @@ mod gpu {
                 ),
                 "{name}"
             );
+            assert_eq!(sc.upper_levels, sg.upper_levels, "{name}");
             let d = max_rel_diff(&gpu.download(&dz).unwrap(), &zc);
             assert!(d <= 1e-8, "{name}: {sg}: {d:e}");
             eprintln!("{name}: {sg}: GPU − CPU {d:.1e}");
+        }
+    }
+
+    /// The GPU factor's setup takes its levels from the device analysis (no host plans) and
+    /// decides as the CPU factor does: same levels, modes, factorization values.
+    #[test]
+    fn gpu_factor_setup_from_the_device_analysis_equals_the_cpu_setup() {
+        let Some(gpu) = test_gpu() else { return };
+        let mut cases: Vec<(String, CsrMatrix<f64>, FactorKind)> = vec![
+            (
+                "poisson2d 60 IC".into(),
+                segsparse::generate::poisson2d::<f64>(60).unwrap(),
+                FactorKind::Ic0,
+            ),
+            (
+                "convection 40".into(),
+                convection2d(40, 20.0),
+                FactorKind::Ilu0,
+            ),
+        ];
+        if !quick() {
+            for (name, kind) in [
+                ("raefsky2", FactorKind::Ilu0),
+                ("bayer10", FactorKind::Ilu0),
+                ("rajat19", FactorKind::Ilu0),
+                ("orsirr_1", FactorKind::Ilu0),
+                ("bcsstk16", FactorKind::Ic0),
+                ("bcsstk13", FactorKind::Ic0),
+            ] {
+                if let Some(a) = load::<f64>(name) {
+                    cases.push((name.into(), a, kind));
+                }
+            }
+        }
+        let p = IncompleteParams::default();
+        for (name, a, kind) in &cases {
+            let Ok(c) = IncompleteFactor::new(a, *kind, &p) else {
+                continue;
+            };
+            let g = GpuIncompleteFactor::new(&gpu, a, *kind, &p).unwrap();
+            assert!(
+                g.structure().lower.is_none() && g.structure().upper.is_none(),
+                "{name}: the GPU setup ran the host analysis"
+            );
+            let (sc, sg) = (c.summary(), g.summary());
+            assert_eq!(c.levels(), g.levels(), "{name}");
+            assert!(g.levels().0 > 0 && g.levels().1 > 0, "{name}");
+            assert_eq!(
+                (&sc.lower_mode, &sc.upper_mode, sc.ordering, sc.fill_level),
+                (&sg.lower_mode, &sg.upper_mode, sg.ordering, sg.fill_level),
+                "{name}"
+            );
+            let (cp, gp) = g.plans();
+            let (lc, uc) = (
+                c.structure().lower.as_ref().unwrap(),
+                c.structure().upper.as_ref().unwrap(),
+            );
+            assert_eq!(cp.level_ptr(), lc.level_ptr(), "{name} lower");
+            assert_eq!(gp.level_ptr(), uc.level_ptr(), "{name} upper");
+            let d = max_rel_diff(&g.download_values().unwrap(), c.values());
+            assert!(d <= 1e-9, "{name}: {d:e}");
+            eprintln!("{name}: {sg}: values GPU − CPU {d:.1e}");
         }
     }
 }

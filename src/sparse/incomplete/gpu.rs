@@ -23,7 +23,9 @@ use crate::scalar::Scalar;
 use crate::sparse::triangular::gpu::{
     launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, THREADS,
 };
-use crate::sparse::triangular::{gpu_level_groups, LevelGroup, SptrsvAlgorithm};
+use crate::sparse::triangular::{
+    gpu_level_groups, Diagonal, LevelGroup, SptrsvAlgorithm, Triangle,
+};
 
 /// How [`GpuIncompleteFactor`] factors the values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -114,7 +116,12 @@ pub struct GpuIncompleteFactor<T> {
 }
 
 impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
-    /// Analyses `a` (CPU) and factors it on the GPU.
+    /// Analyses `a` and factors it on the GPU. The pattern side (matching, ordering, fill,
+    /// diagonal positions, IC's transpose) is built on the host
+    /// ([`IncompleteStructure::analyse_for_device`]); the level analysis of both triangles runs
+    /// on the device ([`GpuTriPlan::analyse`] on the uploaded pattern), and the factorization's
+    /// choice, its schedule and the apply modes read the device's levels: the host runs no
+    /// level analysis.
     ///
     /// # Errors
     /// As [`IncompleteStructure::analyse`]; a bad pivot naming its row; device failures.
@@ -127,11 +134,11 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         if let Some(f) = super::natural_first(
             params,
             |p| Self::new(gpu, a, kind, p),
-            |f| (f.structure.lower.levels(), f.modes),
+            |f| (f.lower.stats().levels, f.modes),
         )? {
             return Ok(f);
         }
-        let s = IncompleteStructure::analyse_with(a, kind, params)?;
+        let mut s = IncompleteStructure::analyse_for_device(a, kind, params)?;
         let s_n = s.n.max(1);
         let sweeps_possible = params.jacobi_sweeps > 0 || params.application == Application::Auto;
         let permuted = s.perm_in.is_some() || s.perm_out.is_some();
@@ -143,23 +150,66 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             }
         };
         let nnz = s.col_idx.len().max(1);
-        let transpose = match &s.transpose {
-            Some((_, tcol, tmap)) => Some((up(tcol)?, gpu.zeros::<T>(nnz)?, up(tmap)?)),
-            None => None,
+        let row_ptr = up(&s.row_ptr)?;
+        let col = up(&s.col_idx)?;
+        let lower_diag = match kind {
+            FactorKind::Ilu0 => Diagonal::Unit,
+            FactorKind::Ic0 => Diagonal::NonUnit,
         };
-        let factor_groups = gpu_level_groups(s.lower.level_ptr(), 32, GROUP_THREADS, THREADS);
+        let lower = GpuTriPlan::analyse(
+            gpu,
+            s.n,
+            &row_ptr,
+            &col,
+            Triangle::Lower,
+            lower_diag,
+            params.algorithm,
+        )?;
+        let (upper, transpose) = match &s.transpose {
+            None => (
+                GpuTriPlan::analyse(
+                    gpu,
+                    s.n,
+                    &row_ptr,
+                    &col,
+                    Triangle::Upper,
+                    Diagonal::NonUnit,
+                    params.algorithm,
+                )?,
+                None,
+            ),
+            Some((tptr, tcol, tmap)) => {
+                let tcol = up(tcol)?;
+                let upper = GpuTriPlan::analyse(
+                    gpu,
+                    s.n,
+                    &up(tptr)?,
+                    &tcol,
+                    Triangle::Upper,
+                    Diagonal::NonUnit,
+                    params.algorithm,
+                )?;
+                (upper, Some((tcol, gpu.zeros::<T>(nnz)?, up(tmap)?)))
+            }
+        };
+        let lower_levels = lower.stats().levels;
+        let prep = &mut s.preprocessing;
+        if prep.ordering == Ordering::Natural && prep.fill_level == 0 {
+            prep.natural_levels = lower_levels;
+        }
+        let factor_groups = gpu_level_groups(lower.level_ptr(), 32, GROUP_THREADS, THREADS);
         let mut f = GpuIncompleteFactor {
             k: Kernels::load::<T>(gpu)?,
-            factorization: GpuFactorization::Auto.choose(s.col_idx.len(), s.lower.levels()),
-            row_ptr: up(&s.row_ptr)?,
-            col: up(&s.col_idx)?,
+            factorization: GpuFactorization::Auto.choose(s.col_idx.len(), lower_levels),
+            row_ptr,
+            col,
             diag: up(&s.diag_pos)?,
             val: gpu.zeros::<T>(nnz)?,
             rowmax: gpu.zeros::<T>(s.n.max(1))?,
             bad: gpu.zeros::<u32>(1)?,
             factor_groups,
-            lower: GpuTriPlan::upload(gpu, &s.lower, params.algorithm)?,
-            upper: GpuTriPlan::upload(gpu, &s.upper, params.algorithm)?,
+            lower,
+            upper,
             transpose,
             gpu: gpu.clone(),
             params: *params,
@@ -186,7 +236,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                 Some((_, _, map)) => map.iter().map(|&p| v[p as usize]).collect(),
                 None => Vec::new(),
             };
-            f.modes = ApplyModes::resolve(&f.structure, params, &v, &t);
+            f.modes = ApplyModes::resolve(&f.structure, f.levels(), params, &v, &t);
             if reordered_auto && f.modes.unstable() {
                 return Self::new(gpu, a, kind, &params.natural_fallback());
             }
@@ -246,8 +296,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     /// Sets how later [`refactor`](Self::refactor) calls factor the values (`Auto` resolves as
     /// at construction).
     pub fn set_factorization(&mut self, how: GpuFactorization) {
-        let s = &self.structure;
-        self.factorization = how.choose(s.col_idx.len(), s.lower.levels());
+        self.factorization = how.choose(self.structure.col_idx.len(), self.lower.stats().levels);
     }
 
     /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
@@ -531,6 +580,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     pub fn summary(&self) -> super::FactorSummary {
         super::FactorSummary::new(
             &self.structure,
+            self.levels(),
             self.modes,
             self.shift_used,
             self.factors_on_host(),
@@ -546,6 +596,10 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     /// The structure (pattern, plans).
     pub fn structure(&self) -> &IncompleteStructure {
         &self.structure
+    }
+    /// Levels of the lower and upper solves (the device's analysis).
+    pub fn levels(&self) -> (usize, usize) {
+        (self.lower.stats().levels, self.upper.stats().levels)
     }
     /// The device plans of the lower and upper solves.
     pub fn plans(&self) -> (&GpuTriPlan, &GpuTriPlan) {

@@ -261,8 +261,11 @@ pub const AUTO_SWEEP_REDUCTION: f64 = 1e-2;
 /// than [`AUTO_REORDER_LEVELS`] levels, where the exact solve is a long chain) with
 /// `ν ≤ DEEP_SWEEP_MAX_NORM` takes [`DEEP_SWEEPS`] sweeps, any other stays exact.
 pub fn choose_sweeps<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> (usize, f64) {
-    let nu = strict_norm(plan, col, val);
-    let levels = plan.levels();
+    sweeps_for(plan.levels(), strict_norm(plan, col, val))
+}
+
+/// [`choose_sweeps`] for a triangle of `levels` levels and `‖D⁻¹N‖∞ = nu`: `(sweeps, nu)`.
+pub fn sweeps_for(levels: usize, nu: f64) -> (usize, f64) {
     if levels <= AUTO_EXACT_LEVELS || nu.is_nan() {
         return (0, nu);
     }
@@ -302,6 +305,40 @@ pub fn strict_norm<T: Elem>(plan: &TriangularPlan, col: &[u32], val: &[T]) -> f6
     m
 }
 
+/// `‖D⁻¹N‖∞` of the lower and upper triangles of the factor on `s` from its pattern alone (no
+/// plan): ILU's lower triangle is unit, its upper one divides by the diagonal at
+/// [`IncompleteStructure::diag_pos`]; IC's upper triangle is `Lᵀ` (`t_values`), whose rows start
+/// with their diagonal. The same values as [`strict_norm`] on the two plans.
+pub fn triangle_norms<T: Elem>(
+    s: &IncompleteStructure,
+    values: &[T],
+    t_values: &[T],
+) -> (f64, f64) {
+    let sum = |v: &[T]| -> f64 { v.iter().map(|x| x.modulus().as_f64()).sum() };
+    let ratio = |r: f64, d: f64| if d > 0.0 { r / d } else { f64::INFINITY };
+    let (rp, dp) = (&s.row_ptr, &s.diag_pos);
+    let mut lower = 0.0f64;
+    let mut upper = 0.0f64;
+    for i in 0..s.n {
+        let (lo, d, hi) = (rp[i] as usize, dp[i] as usize, rp[i + 1] as usize);
+        let r = sum(&values[lo..d]);
+        match &s.transpose {
+            None => {
+                lower = lower.max(r);
+                let dv = values[d].modulus().as_f64();
+                upper = upper.max(ratio(sum(&values[d + 1..hi]), dv));
+            }
+            Some((t_ptr, _, _)) => {
+                lower = lower.max(ratio(r, values[d].modulus().as_f64()));
+                let (tlo, thi) = (t_ptr[i] as usize, t_ptr[i + 1] as usize);
+                let dv = t_values[tlo].modulus().as_f64();
+                upper = upper.max(ratio(sum(&t_values[tlo + 1..thi]), dv));
+            }
+        }
+    }
+    (lower, upper)
+}
+
 /// What the analysis did to the matrix before factorizing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Preprocessing {
@@ -309,7 +346,10 @@ pub struct Preprocessing {
     pub ordering: Ordering,
     /// Colours of a multicolour ordering (0 otherwise).
     pub colors: usize,
-    /// Levels of the lower triangle in the natural order (after the matching).
+    /// Levels of the lower triangle in the natural order (after the matching). A structure
+    /// analysed for the device leaves it to the factor, which takes its device-analysed lower
+    /// levels when the factor is in that order without fill (0 for a filled factor in the
+    /// natural order, whose unfilled levels were not counted).
     pub natural_levels: usize,
     /// Whether a row matching permuted the rows.
     pub matched: bool,
@@ -361,16 +401,23 @@ pub struct FactorSummary {
 }
 
 impl FactorSummary {
-    /// The summary of a factor on `s` applied by `modes`.
-    pub fn new(s: &IncompleteStructure, modes: ApplyModes, shift: f64, host: bool) -> Self {
+    /// The summary of a factor on `s` whose lower and upper solves have `levels`, applied by
+    /// `modes`.
+    pub fn new(
+        s: &IncompleteStructure,
+        levels: (usize, usize),
+        modes: ApplyModes,
+        shift: f64,
+        host: bool,
+    ) -> Self {
         let p = &s.preprocessing;
         FactorSummary {
             kind: s.kind.name(),
             ordering: p.ordering.name(),
             colors: p.colors,
             natural_levels: p.natural_levels,
-            lower_levels: s.lower.levels(),
-            upper_levels: s.upper.levels(),
+            lower_levels: levels.0,
+            upper_levels: levels.1,
             lower_mode: ApplyModes::mode_name(modes.lower_sweeps),
             upper_mode: ApplyModes::mode_name(modes.upper_sweeps),
             lower_norm: modes.lower_norm.is_finite().then_some(modes.lower_norm),
@@ -452,10 +499,13 @@ pub struct IncompleteStructure {
     pub src: Vec<u32>,
     /// Position of each row's diagonal entry in the factor.
     pub diag_pos: Vec<u32>,
-    /// The lower solve (ILU: unit; IC: non-unit) on the factor.
-    pub lower: TriangularPlan,
-    /// The upper solve: ILU on the factor, IC on `Lᵀ`.
-    pub upper: TriangularPlan,
+    /// The host plan of the lower solve (ILU: unit; IC: non-unit) on the factor; `None` for a
+    /// structure analysed for the GPU ([`IncompleteStructure::analyse_for_device`]), whose
+    /// factor runs the level analysis on the device.
+    pub lower: Option<TriangularPlan>,
+    /// The host plan of the upper solve: ILU on the factor, IC on `Lᵀ` (`None` as
+    /// [`lower`](Self::lower)).
+    pub upper: Option<TriangularPlan>,
     /// IC: `Lᵀ` as `(row_ptr, col_idx, map)`, with `Lᵀ.values[p] = L.values[map[p]]`.
     pub transpose: Option<(Vec<u32>, Vec<u32>, Vec<u32>)>,
     /// `A`'s entry count and columns (to check that an update has the same pattern).
@@ -470,6 +520,40 @@ pub struct IncompleteStructure {
     pub perm_out: Option<Vec<u32>>,
     /// What was done before factorizing.
     pub preprocessing: Preprocessing,
+}
+
+/// Each row's diagonal position in `a`, with the errors of [`TriangularPlan::analyse`] for a
+/// non-unit solve (not square, indices not sorted, the first row without a diagonal entry).
+fn diagonal_positions<T: Elem>(a: &CsrMatrix<T>) -> Result<Vec<u32>> {
+    let n = a.nrows();
+    if a.ncols() != n {
+        return Err(Error::InvalidInput(format!(
+            "triangular solve: the matrix is {}×{}, it must be square",
+            n,
+            a.ncols()
+        )));
+    }
+    if !a.has_sorted_indices() {
+        return Err(Error::InvalidInput(
+            "triangular solve: column indices must be sorted and unique within rows \
+             (CsrMatrix::sort_indices and sum_duplicates give that form)"
+                .into(),
+        ));
+    }
+    (0..n)
+        .map(|i| {
+            let lo = a.row_ptr()[i];
+            let (c, _) = a.row(i);
+            c.binary_search(&(i as u32))
+                .map(|k| lo + k as u32)
+                .map_err(|_| {
+                    Error::InvalidInput(format!(
+                    "triangular solve: row {i} has no diagonal entry (a non-unit solve divides \
+                     by it)"
+                ))
+                })
+        })
+        .collect()
 }
 
 /// Whether some row of `a` (sorted indices) has no diagonal entry or a zero one.
@@ -504,9 +588,34 @@ impl IncompleteStructure {
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self> {
+        Self::analyse_impl(a, kind, params, true)
+    }
+
+    /// As [`analyse_with`](Self::analyse_with) without the host plans of the two triangular
+    /// solves ([`lower`](Self::lower) and [`upper`](Self::upper) are `None`): for a factor on the
+    /// GPU, which analyses its triangles on the device. The ordering's decision under
+    /// [`Ordering::Auto`] still counts the natural levels on the host (only when that ordering is
+    /// tried: the natural factor comes first, see [`IncompleteParams::ordering`]).
+    ///
+    /// # Errors
+    /// As [`analyse_with`](Self::analyse_with).
+    pub fn analyse_for_device<T: Elem>(
+        a: &CsrMatrix<T>,
+        kind: FactorKind,
+        params: &IncompleteParams,
+    ) -> Result<Self> {
+        Self::analyse_impl(a, kind, params, false)
+    }
+
+    fn analyse_impl<T: Elem>(
+        a: &CsrMatrix<T>,
+        kind: FactorKind,
+        params: &IncompleteParams,
+        host_plans: bool,
+    ) -> Result<Self> {
         let n = a.nrows();
         if a.ncols() != n || !a.has_sorted_indices() {
-            return Self::analyse(a, kind);
+            return Self::analyse_pattern(a, kind, host_plans);
         }
         let matching = kind == FactorKind::Ilu0
             && match params.matching {
@@ -521,7 +630,7 @@ impl IncompleteStructure {
             (_, Fill::Auto) => 0,
         };
         if !matching && params.ordering == Ordering::Natural && fill == 0 {
-            return Self::analyse(a, kind);
+            return Self::analyse_pattern(a, kind, host_plans);
         }
         let identity: Vec<u32> = (0..n as u32).collect();
         let mut prep = Preprocessing::default();
@@ -535,10 +644,13 @@ impl IncompleteStructure {
         } else {
             (std::borrow::Cow::Borrowed(a), None, identity.clone())
         };
-        // Step 2: the symmetric ordering.
-        prep.natural_levels = TriangularPlan::analyse(&*a1, Triangle::Lower, Diagonal::Unit)
-            .map(|p| p.levels())
-            .unwrap_or(0);
+        // Step 2: the symmetric ordering (a structure for the device counts the natural levels
+        // on the host only when the ordering's decision needs them).
+        if host_plans || params.ordering == Ordering::Auto {
+            prep.natural_levels = TriangularPlan::analyse(&*a1, Triangle::Lower, Diagonal::Unit)
+                .map(|p| p.levels())
+                .unwrap_or(0);
+        }
         let q: Option<Vec<u32>> = match params.ordering {
             Ordering::Natural => None,
             Ordering::Rcm => Some(reorder::rcm(&*a1)),
@@ -599,7 +711,7 @@ impl IncompleteStructure {
                 (None, p1) => p1,
             }
         };
-        let mut s = Self::analyse(&*b, kind)?;
+        let mut s = Self::analyse_pattern(&*b, kind, host_plans)?;
         s.src = s.src.iter().map(|&p| to_a(p)).collect();
         s.a_nnz = a.nnz();
         s.a_col_hash = pattern_hash(a);
@@ -619,21 +731,40 @@ impl IncompleteStructure {
     /// [`Error::InvalidInput`] when `a` is not square, its indices are not sorted, or a row has no
     /// diagonal entry (the row is named).
     pub fn analyse<T: Elem>(a: &CsrMatrix<T>, kind: FactorKind) -> Result<Self> {
+        Self::analyse_pattern(a, kind, true)
+    }
+
+    fn analyse_pattern<T: Elem>(
+        a: &CsrMatrix<T>,
+        kind: FactorKind,
+        host_plans: bool,
+    ) -> Result<Self> {
         let n = a.nrows();
-        // The lower non-unit analysis checks squareness, sorting and the diagonal for both kinds.
-        let check = TriangularPlan::analyse(a, Triangle::Lower, Diagonal::NonUnit)
+        // Squareness, sorting and the diagonal, for both kinds.
+        let diag_pos = diagonal_positions(a)
             .map_err(|e| Error::InvalidInput(format!("{}: {}", kind.name(), strip(&e))))?;
         match kind {
             FactorKind::Ilu0 => {
-                let lower = TriangularPlan::analyse(a, Triangle::Lower, Diagonal::Unit)?;
-                let upper = TriangularPlan::analyse(a, Triangle::Upper, Diagonal::NonUnit)?;
+                let (lower, upper) = if host_plans {
+                    (
+                        Some(TriangularPlan::analyse(a, Triangle::Lower, Diagonal::Unit)?),
+                        Some(TriangularPlan::analyse(
+                            a,
+                            Triangle::Upper,
+                            Diagonal::NonUnit,
+                        )?),
+                    )
+                } else {
+                    (None, None)
+                };
+                let natural_levels = lower.as_ref().map_or(0, TriangularPlan::levels);
                 Ok(IncompleteStructure {
                     kind,
                     n,
                     row_ptr: a.row_ptr().to_vec(),
                     col_idx: a.col_idx().to_vec(),
                     src: (0..a.nnz() as u32).collect(),
-                    diag_pos: check.diag_pos().to_vec(),
+                    diag_pos,
                     lower,
                     upper,
                     transpose: None,
@@ -642,7 +773,7 @@ impl IncompleteStructure {
                     perm_in: None,
                     perm_out: None,
                     preprocessing: Preprocessing {
-                        natural_levels: check.levels(),
+                        natural_levels,
                         ..Default::default()
                     },
                 })
@@ -653,7 +784,7 @@ impl IncompleteStructure {
                 let mut row_ptr = Vec::with_capacity(n + 1);
                 row_ptr.push(0u32);
                 let (mut col_idx, mut src) = (Vec::new(), Vec::new());
-                for (&lo, &d) in rp.iter().zip(check.diag_pos()) {
+                for (&lo, &d) in rp.iter().zip(&diag_pos) {
                     for p in lo..=d {
                         col_idx.push(cj[p as usize]);
                         src.push(p);
@@ -685,11 +816,25 @@ impl IncompleteStructure {
                 let pattern = |rp: &[u32], cj: &[u32]| -> Result<CsrMatrix<T>> {
                     CsrMatrix::try_from_parts(n, n, rp.to_vec(), cj.to_vec(), vec![T::one(); nnz])
                 };
-                let l = pattern(&row_ptr, &col_idx)?;
-                let lt = pattern(&t_ptr, &t_col)?;
-                let lower = TriangularPlan::analyse(&l, Triangle::Lower, Diagonal::NonUnit)?;
-                let upper = TriangularPlan::analyse(&lt, Triangle::Upper, Diagonal::NonUnit)?;
-                let lower_levels = lower.levels();
+                let (lower, upper) = if host_plans {
+                    let l = pattern(&row_ptr, &col_idx)?;
+                    let lt = pattern(&t_ptr, &t_col)?;
+                    (
+                        Some(TriangularPlan::analyse(
+                            &l,
+                            Triangle::Lower,
+                            Diagonal::NonUnit,
+                        )?),
+                        Some(TriangularPlan::analyse(
+                            &lt,
+                            Triangle::Upper,
+                            Diagonal::NonUnit,
+                        )?),
+                    )
+                } else {
+                    (None, None)
+                };
+                let lower_levels = lower.as_ref().map_or(0, TriangularPlan::levels);
                 Ok(IncompleteStructure {
                     kind,
                     n,
@@ -882,19 +1027,19 @@ impl ApplyModes {
         }
     }
 
-    /// The modes `params` ask for, given the factor's values on `s`'s pattern (`values`) and,
-    /// for IC, `Lᵀ`'s (`t_values`).
+    /// The modes `params` ask for, given the levels of the lower and upper solves (`levels`,
+    /// from the host's or the device's analysis), the factor's values on `s`'s pattern
+    /// (`values`) and, for IC, `Lᵀ`'s (`t_values`).
     pub fn resolve<T: Elem>(
         s: &IncompleteStructure,
+        levels: (usize, usize),
         params: &IncompleteParams,
         values: &[T],
         t_values: &[T],
     ) -> Self {
-        let (lower_sweeps, lower_norm) = choose_sweeps(&s.lower, &s.col_idx, values);
-        let (upper_sweeps, upper_norm) = match &s.transpose {
-            Some((_, tcol, _)) => choose_sweeps(&s.upper, tcol, t_values),
-            None => choose_sweeps(&s.upper, &s.col_idx, values),
-        };
+        let (ln, un) = triangle_norms(s, values, t_values);
+        let (lower_sweeps, lower_norm) = sweeps_for(levels.0, ln);
+        let (upper_sweeps, upper_norm) = sweeps_for(levels.1, un);
         if params.jacobi_sweeps > 0 || params.application == Application::Exact {
             return ApplyModes {
                 lower_norm,
@@ -943,7 +1088,7 @@ impl<T: Elem> IncompleteFactor<T> {
         if let Some(f) = natural_first(
             params,
             |p| Self::new(a, kind, p),
-            |f| (f.structure.lower.levels(), f.modes),
+            |f| (f.levels().0, f.modes),
         )? {
             return Ok(f);
         }
@@ -964,7 +1109,7 @@ impl<T: Elem> IncompleteFactor<T> {
                 false => Err(e),
             };
         }
-        f.modes = ApplyModes::resolve(&f.structure, params, &f.values, &f.t_values);
+        f.modes = ApplyModes::resolve(&f.structure, f.levels(), params, &f.values, &f.t_values);
         if reordered_auto && f.modes.unstable() {
             return Self::new(a, kind, &params.natural_fallback());
         }
@@ -1020,7 +1165,26 @@ impl<T: Elem> IncompleteFactor<T> {
     }
     /// What was done and how it is applied.
     pub fn summary(&self) -> FactorSummary {
-        FactorSummary::new(&self.structure, self.modes, self.shift_used, false)
+        FactorSummary::new(
+            &self.structure,
+            self.levels(),
+            self.modes,
+            self.shift_used,
+            false,
+        )
+    }
+    /// The host plans of the two solves (a CPU factor's structure is analysed with them).
+    fn plans(&self) -> (&TriangularPlan, &TriangularPlan) {
+        let s = &self.structure;
+        match (&s.lower, &s.upper) {
+            (Some(l), Some(u)) => (l, u),
+            _ => unreachable!("IncompleteStructure::analyse_with gives the host plans"),
+        }
+    }
+    /// Levels of the lower and upper solves.
+    pub fn levels(&self) -> (usize, usize) {
+        let (l, u) = self.plans();
+        (l.levels(), u.levels())
     }
     /// The parameters.
     pub fn params(&self) -> &IncompleteParams {
@@ -1080,9 +1244,10 @@ impl<T: Elem> IncompleteFactor<T> {
             }
             None => b,
         };
+        let lower = self.plans().0;
         match self.modes.lower_sweeps {
-            0 => s.lower.solve_values(&s.col_idx, &self.values, b, x),
-            k => s.lower.sweep_values(&s.col_idx, &self.values, b, x, k),
+            0 => lower.solve_values(&s.col_idx, &self.values, b, x),
+            k => lower.sweep_values(&s.col_idx, &self.values, b, x, k),
         }
     }
 
@@ -1094,9 +1259,10 @@ impl<T: Elem> IncompleteFactor<T> {
             Some((_, tcol, _)) => (&tcol[..], &self.t_values[..]),
             None => (&s.col_idx[..], &self.values[..]),
         };
+        let upper = self.plans().1;
         let solve = |y: &mut [T]| match self.modes.upper_sweeps {
-            0 => s.upper.solve_values(col, val, b, y),
-            k => s.upper.sweep_values(col, val, b, y, k),
+            0 => upper.solve_values(col, val, b, y),
+            k => upper.sweep_values(col, val, b, y, k),
         };
         match &s.perm_out {
             Some(p) => {

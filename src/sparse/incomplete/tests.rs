@@ -161,3 +161,79 @@ fn corpus_factors_solve_like_dense_substitution() {
         );
     }
 }
+
+#[test]
+fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
+    // ILU and IC, natural order and a matched ILU(1) (a zero diagonal forces the matching).
+    let mut zero_diag = random_matrix(60, 4, 5, 21);
+    for i in 0..60 {
+        let lo = zero_diag.row_ptr()[i] as usize;
+        let (c, _) = zero_diag.row(i);
+        if let Ok(k) = c.binary_search(&(i as u32)) {
+            if i % 7 == 3 {
+                zero_diag.values_mut()[lo + k] = 0.0;
+            }
+        }
+    }
+    let cases = [
+        (random_matrix(80, 6, 5, 9), FactorKind::Ilu0),
+        (zero_diag, FactorKind::Ilu0),
+        (spd(70, 11), FactorKind::Ic0),
+    ];
+    for (a, kind) in cases {
+        let params = IncompleteParams::default();
+        let f = IncompleteFactor::new(&a, kind, &params).unwrap();
+        let s = f.structure();
+        let (l, u) = (s.lower.as_ref().unwrap(), s.upper.as_ref().unwrap());
+        let (ln, un) = triangle_norms(s, f.values(), &f.t_values);
+        let ucol = match &s.transpose {
+            Some((_, tcol, _)) => &tcol[..],
+            None => &s.col_idx[..],
+        };
+        let uval = match &s.transpose {
+            Some(_) => &f.t_values[..],
+            None => f.values(),
+        };
+        assert_eq!(ln, strict_norm(l, &s.col_idx, f.values()), "{kind:?} lower");
+        assert_eq!(un, strict_norm(u, ucol, uval), "{kind:?} upper");
+        assert!(ln > 0.0 && un > 0.0, "{kind:?}: {ln} {un}");
+        // The modes from the pattern's norms equal the plan-based choice.
+        assert_eq!(
+            (f.modes().lower_sweeps, f.modes().upper_sweeps),
+            (
+                choose_sweeps(l, &s.col_idx, f.values()).0,
+                choose_sweeps(u, ucol, uval).0
+            )
+        );
+        // Same parameters as the factor used (its fallbacks may have changed them).
+        let p = IncompleteParams {
+            fill: Fill::Level(s.preprocessing.fill_level),
+            ordering: s.preprocessing.ordering,
+            ..params
+        };
+        let host = IncompleteStructure::analyse_with(&a, kind, &p).unwrap();
+        let dev = IncompleteStructure::analyse_for_device(&a, kind, &p).unwrap();
+        assert!(dev.lower.is_none() && dev.upper.is_none());
+        assert_eq!(dev.row_ptr, host.row_ptr);
+        assert_eq!(dev.col_idx, host.col_idx);
+        assert_eq!(dev.src, host.src);
+        assert_eq!(dev.diag_pos, host.diag_pos);
+        assert_eq!(dev.transpose, host.transpose);
+        assert_eq!(dev.perm_in, host.perm_in);
+        assert_eq!(dev.perm_out, host.perm_out);
+    }
+    // The pattern check names the first row without a diagonal entry, for both analyses.
+    let b =
+        CsrMatrix::try_from_parts(3, 3, vec![0, 1, 3, 4], vec![0, 0, 1, 1], vec![1.0; 4]).unwrap();
+    let off = IncompleteParams {
+        matching: RowMatching::Off,
+        ..IncompleteParams::default()
+    };
+    for e in [
+        IncompleteStructure::analyse_with(&b, FactorKind::Ilu0, &off).unwrap_err(),
+        IncompleteStructure::analyse_for_device(&b, FactorKind::Ilu0, &off).unwrap_err(),
+    ] {
+        let m = e.to_string();
+        assert!(m.contains("row 2 has no diagonal entry"), "{m}");
+    }
+}

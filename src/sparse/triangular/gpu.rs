@@ -177,6 +177,8 @@ pub struct GpuTriPlan {
     pub(crate) n: usize,
     pub(crate) order: CudaSlice<u32>,
     pub(crate) level_ptr: CudaSlice<u32>,
+    /// The level boundaries on the host (the launch schedules are planned from them).
+    pub(crate) host_level_ptr: Vec<u32>,
     pub(crate) start: CudaSlice<u32>,
     pub(crate) end: CudaSlice<u32>,
     pub(crate) diag: Option<CudaSlice<u32>>,
@@ -270,6 +272,7 @@ impl GpuTriPlan {
             n,
             order: d.order,
             level_ptr: d.level_ptr,
+            host_level_ptr: level_ptr.to_vec(),
             start: d.start,
             end: d.end,
             diag: d.diag,
@@ -443,6 +446,10 @@ impl GpuTriPlan {
     /// Launches of the level-by-level solve.
     pub fn level_groups(&self) -> &[LevelGroup] {
         &self.groups
+    }
+    /// The level boundaries (levels + 1 entries, as [`TriangularPlan::level_ptr`]).
+    pub fn level_ptr(&self) -> &[u32] {
+        &self.host_level_ptr
     }
     /// The level statistics.
     pub fn stats(&self) -> LevelStats {
