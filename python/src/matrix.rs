@@ -342,6 +342,22 @@ pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
             e.to_string(),
             setup,
         )),
+        Err(
+            e @ SolveError::Stagnation {
+                iterations,
+                residual,
+            },
+        ) => Ok((
+            false,
+            -1,
+            iterations,
+            residual,
+            secs,
+            Vec::new(),
+            0,
+            e.to_string(),
+            setup,
+        )),
         Err(e @ SolveError::Breakdown { iteration, .. }) => Ok((
             false,
             -1,

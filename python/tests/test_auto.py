@@ -207,7 +207,7 @@ def test_m_auto_on_the_operator_path():
     b = np.ones(a.shape[0])
     seen = []
     x, info = segsparse.cg(a, b, M="auto", rtol=1e-9, callback=seen.append, device="cpu")
-    assert info == 0 and info.precond == "none" and info.path == "operator" and seen
+    assert info == 0 and info.precond == "none" and info.path == "crate" and seen
     assert residual(a, x, b) < 1e-8
     with pytest.raises(ValueError, match="callback"):
         segsparse.gmres(convection(20), b, M="auto", callback=print, callback_type="x")

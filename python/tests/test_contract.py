@@ -86,6 +86,43 @@ def test_callback_once_per_iteration(solver):
     assert info == 3
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_callback_runs_the_crate_body_with_scipys_iterates(solver):
+    a = poisson2d(12) if solver is segsparse.cg else unsym(150)
+    b = np.linspace(1.0, 2.0, a.shape[0])
+    kw = {"callback_type": "x", "restart": 7} if solver is segsparse.gmres else {}
+    ours, ref = [], []
+    x, info = solver(a, b, rtol=1e-10, callback=lambda xk: ours.append(xk.copy()),
+                     device="cpu", **kw)
+    ref_solver = getattr(spla, solver.__name__)
+    xr, _ = ref_solver(a, b, rtol=1e-10, callback=lambda xk: ref.append(xk.copy()), **kw)
+    assert info == 0 and info.path == "crate"
+    np.testing.assert_array_equal(ours[-1], x)
+    # The same iterates as SciPy's (the first ones, before rounding separates the two).
+    k = min(5, len(ours), len(ref))
+    assert k >= 3 and abs(len(ours) - len(ref)) <= 2, (len(ours), len(ref))
+    for u, v in zip(ours[:k], ref[:k]):
+        np.testing.assert_allclose(u, v, rtol=1e-7, atol=1e-9 * np.abs(v).max())
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_callback_exception_propagates_from_the_crate_body(solver):
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def cb(xk):
+        calls.append(1)
+        if len(calls) == 2:
+            raise Stop("from the callback")
+
+    kw = {"callback_type": "pr_norm"} if solver is segsparse.gmres else {}
+    with pytest.raises(Stop, match="from the callback"):
+        solver(poisson2d(10), np.ones(100), rtol=1e-12, callback=cb, device="cpu", **kw)
+    assert len(calls) == 2
+
+
 def test_gmres_callback_types():
     a = unsym(60)
     b = np.ones(60)
@@ -155,6 +192,40 @@ def test_matrix_free_operator(solver):
     x, info = solver(A, b, rtol=1e-10)
     assert info == 0 and count[0] > 0
     assert np.linalg.norm(a @ x - b) <= 1e-10 * np.linalg.norm(b)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_matrix_free_operator_runs_the_crate_body(solver):
+    a = unsym(80) if solver is not segsparse.cg else poisson2d(9)
+    n = a.shape[0]
+    seen = []
+    A = spla.LinearOperator((n, n), matvec=lambda v: a @ v, dtype=np.float64)
+    kw = {"callback_type": "x"} if solver is segsparse.gmres else {}
+    x, info = solver(A, np.ones(n), rtol=1e-10, M=lambda r: r / a.diagonal(),
+                     callback=seen.append, **kw)
+    assert info == 0 and info.path == "crate" and info.device == "cpu" and len(seen) >= 1
+    assert np.linalg.norm(a @ x - 1) <= 1e-10 * np.sqrt(n)
+
+    class Boom(Exception):
+        pass
+
+    def bad(v):
+        raise Boom("from matvec")
+
+    with pytest.raises(Boom, match="from matvec"):
+        solver(spla.LinearOperator((n, n), matvec=bad, dtype=np.float64), np.ones(n))
+    class Short:  # anything with matvec and shape; returns one element too few
+        shape, dtype = (n, n), np.dtype(np.float64)
+
+        def matvec(self, v):
+            return v[:-1]
+
+    with pytest.raises(ValueError, match="elements"):
+        solver(Short(), np.ones(n))
+    a32 = a.astype(np.float32)
+    A32 = spla.LinearOperator((n, n), matvec=lambda v: a32 @ v, dtype=np.float32)
+    x, info = solver(A32, np.ones(n, dtype=np.float32), rtol=1e-4)
+    assert info == 0 and info.path == "crate" and x.dtype == np.float32
 
 
 def test_float32_operator_path_keeps_dtype():

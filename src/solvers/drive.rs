@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
+use super::types::{
+    InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS,
+};
 use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
 
@@ -36,6 +38,16 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     /// iteration ends the block there).
     fn block_limit(&self) -> usize {
         usize::MAX
+    }
+    /// Whether every step leaves a new iterate in `x` (GMRES's steps do not: its `x` changes at
+    /// the end of a cycle, reported by [`Method::take_new_iterate`]).
+    fn steps_update_x(&self) -> bool {
+        true
+    }
+    /// Whether `x` received a correction since the last call (GMRES's end of a cycle); clears
+    /// the mark.
+    fn take_new_iterate(&mut self) -> bool {
+        false
     }
     /// Called instead of `len` calls of [`Method::step`] when the backend replayed a recorded
     /// block: a method that keeps host state per step (GMRES's column) advances it here.
@@ -169,6 +181,8 @@ impl PrecondKind {
 /// The loop shared by every method and backend: setup, iterations with a status check every
 /// `check_every`, the true-residual confirmation with restarts, and the report. `clock` was
 /// started at the entry of the solver function (its workspace allocation is part of the solve).
+/// With an observer, every block is one iteration, not recorded, and the observer is called
+/// after each (see [`Observer`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive<T, B, A, M>(
     be: &B,
@@ -179,6 +193,7 @@ pub(crate) fn drive<T, B, A, M>(
     method: &mut M,
     mut sc: B::Scalars,
     clock: Instant,
+    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -196,10 +211,21 @@ where
     let bnorm = bb.sqrt();
     let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
     let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
-    let check_every = params
-        .check_every
-        .unwrap_or_else(|| be.default_check_every())
-        .max(1);
+    let check_every = match observer {
+        Some(_) => 1,
+        None => params
+            .check_every
+            .unwrap_or_else(|| be.default_check_every())
+            .max(1),
+    };
+    let wants_x = observer.is_some_and(|o| o.wants_iterate());
+    // The observer's view of the iterate: a host copy of x.
+    let show_x = |it: usize, x: &B::Vector| -> crate::Result<()> {
+        match observer {
+            Some(o) if wants_x => o.on_iterate(it, &be.download(x)?),
+            _ => Ok(()),
+        }
+    };
     if params.initial_guess == InitialGuess::Zero {
         be.set_zero(x)?;
     }
@@ -237,7 +263,7 @@ where
             let len = (check_every - it % check_every)
                 .min(params.max_iters - it)
                 .min(method.block_limit().max(1));
-            let key = if params.graphs {
+            let key = if params.graphs && observer.is_none() {
                 method.block_key()
             } else {
                 None
@@ -266,13 +292,19 @@ where
             method.after_block(be, &mut sc, x, it)?;
             slots = be.read_slots(&sc)?;
             status = Status::of(slots[Slot::Status as usize]);
+            let estimate = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt() / scale;
             if let Some(f) = params.on_check {
                 f(&Progress {
                     iteration: it,
-                    relative_residual: slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt()
-                        / scale,
+                    relative_residual: estimate,
                     seconds: clock.elapsed().as_secs_f64(),
                 });
+            }
+            if let Some(o) = observer {
+                o.on_iteration(it, estimate)?;
+                if method.steps_update_x() || method.take_new_iterate() {
+                    show_x(it, x)?;
+                }
             }
         }
         if status != Status::Running {
@@ -280,6 +312,9 @@ where
             it = slots[Slot::StatusIter as usize].re().as_f64() as usize;
         }
         method.finish(be, &mut sc, x, status, it)?;
+        if method.take_new_iterate() {
+            show_x(it, x)?;
+        }
         let mut confirm = Confirm {
             it,
             thresh,

@@ -34,8 +34,8 @@
 
 use super::recur::Status;
 use super::{
-    check_problem, drive, KrylovOps, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
-    SolveParams,
+    check_problem, drive, KrylovOps, LinearOperator, Method, Observer, Preconditioner, SolveError,
+    SolveInfo, SolveParams,
 };
 use crate::scalar::Elem;
 
@@ -83,6 +83,52 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    gmres_body(be, a, m, b, x, restart, params, None)
+}
+
+/// [`gmres`] with an [`Observer`]: [`Observer::on_iteration`] after every inner iteration with
+/// the least-squares residual estimate, [`Observer::on_iterate`] after every restart cycle
+/// (including the last, partial one) with `x` corrected by the cycle.
+///
+/// # Errors
+/// As [`gmres`]; an error of the observer stops the solve as [`SolveError::Backend`].
+#[allow(clippy::too_many_arguments)]
+pub fn gmres_observed<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    restart: usize,
+    params: &SolveParams,
+    observer: &dyn Observer<T>,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Elem,
+    B: KrylovOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
+    gmres_body(be, a, m, b, x, restart, params, Some(observer))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gmres_body<T, B, A, P>(
+    be: &B,
+    a: &A,
+    m: &P,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    restart: usize,
+    params: &SolveParams,
+    observer: Option<&dyn Observer<T>>,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Elem,
+    B: KrylovOps<T>,
+    A: LinearOperator<T, B> + ?Sized,
+    P: Preconditioner<T, B> + ?Sized,
+{
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
     if restart == 0 {
@@ -113,7 +159,7 @@ where
         v: GmresVectors::new(be, n, restart, m.is_identity())?,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc, clock)
+    drive(be, a, b, x, params, &mut state, sc, clock, observer)
 }
 
 struct GmresState<'a, T: Elem, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
@@ -148,6 +194,14 @@ where
         it: usize,
     ) -> crate::Result<()> {
         self.v.finish(be, self.m, x, status, it, self.restart)
+    }
+
+    fn steps_update_x(&self) -> bool {
+        false
+    }
+
+    fn take_new_iterate(&mut self) -> bool {
+        std::mem::take(&mut self.v.corrected)
     }
 
     fn step(
@@ -220,6 +274,8 @@ pub(super) struct GmresVectors<V, K> {
     pub(super) cycle_it: usize,
     /// The status was seen set at a cycle end: later steps (until the driver's check) are no-ops.
     pub(super) halted: bool,
+    /// `x` received a cycle's correction that no one has looked at yet.
+    pub(super) corrected: bool,
 }
 
 impl<V, K> GmresVectors<V, K> {
@@ -238,6 +294,7 @@ impl<V, K> GmresVectors<V, K> {
             j: 0,
             cycle_it: 0,
             halted: false,
+            corrected: false,
         })
     }
 
@@ -282,6 +339,7 @@ impl<V, K> GmresVectors<V, K> {
         if ncols == 0 {
             return Ok(());
         }
+        self.corrected = true;
         be.gmres_combine(&mut self.k, ncols, &mut self.q)?;
         match &mut self.z {
             None => be.axpy(T::one(), &self.q, x),

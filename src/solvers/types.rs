@@ -74,6 +74,34 @@ pub struct Progress {
     pub seconds: f64,
 }
 
+/// A per-iteration observer of a solve, given to [`pcg_observed`](super::pcg_observed),
+/// [`bicgstab_observed`](super::bicgstab_observed) or [`gmres_observed`](super::gmres_observed)
+/// (front ends turn it into a user's callback). With an observer the solve reads its status after
+/// every iteration and records no blocks (as `check_every = 1, graphs = false`): the same
+/// arithmetic, iterations and residuals as without, one host read per iteration more.
+///
+/// An error returned by a method stops the solve with [`SolveError::Backend`] carrying it; `x`
+/// then holds the last iterate.
+pub trait Observer<T> {
+    /// After each iteration `iteration` (1-based) with the method's recursive residual estimate
+    /// relative to ‖b‖ (GMRES: the rotated least-squares residual `|g_{j+1}| / ‖b‖`, which is the
+    /// unpreconditioned one, GMRES being right-preconditioned).
+    fn on_iteration(&self, _iteration: usize, _relative_residual: f64) -> crate::Result<()> {
+        Ok(())
+    }
+    /// Whether [`Observer::on_iterate`] is wanted: the iterate is then copied to the host each
+    /// time (a download per call on the GPU).
+    fn wants_iterate(&self) -> bool {
+        false
+    }
+    /// With the current iterate `x` (a host copy): after each iteration of CG and BiCGSTAB, and
+    /// after each restart cycle of GMRES (where the cycle's correction is added to `x`: the
+    /// inner steps have no iterate), including the last one.
+    fn on_iterate(&self, _iteration: usize, _x: &[T]) -> crate::Result<()> {
+        Ok(())
+    }
+}
+
 /// The outcome of a converged solve.
 #[derive(Clone, Debug, Default)]
 pub struct SolveInfo {

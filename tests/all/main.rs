@@ -35,6 +35,7 @@ mod primitives_scan;
 mod solve_timing;
 mod solver_fused;
 mod solver_graphs;
+mod solver_observer;
 mod solvers;
 mod sparse_gpu;
 mod spmm;

@@ -1,10 +1,14 @@
 """The operator path of the solvers: CG, BiCGSTAB and GMRES over NumPy or CuPy vectors, with
 the operator ``A`` and the preconditioner ``M`` given as functions.
 
-It serves the calls the crate's solver body cannot: a matrix-free ``A``, a per-iteration
-``callback`` (with any ``M``), and GMRES's least-squares iterate after a breakdown. A matrix
-``A`` with a Python ``M`` and no callback runs the crate's body instead, which calls ``M`` back
-(``python/src/pyprecond.rs``). It keeps SciPy's conventions exactly: the
+Real solves with a Python ``M``, a matrix-free ``A`` or a ``callback`` run the crate's solver
+body, which calls them back (``python/src/pyprecond.rs``). This module serves only what that body
+cannot: complex systems with Python operators or a callback (the complex bindings take the
+crate's preconditioners only), a matrix-free ``A`` whose vectors are CuPy arrays (the body's
+Python operator works on host vectors), GMRES's residual callback with a preconditioner (SciPy
+passes the left-preconditioned ``||M r|| / ||b||``; the crate's GMRES is right-preconditioned),
+and SciPy's returned iterate and code after a solve that failed (GMRES's least-squares iterate
+after a breakdown, BiCGSTAB's -10 / -11), recomputed from the same start. It keeps SciPy's conventions exactly: the
 stopping test ``||r|| < max(atol, rtol ||b||)`` on the recursive residual (CG, BiCGSTAB) or
 on the true residual after each cycle (GMRES, with SciPy's inner tolerance on the
 preconditioned residual), ``info`` 0 / ``maxiter`` / negative codes for breakdowns (BiCGSTAB:

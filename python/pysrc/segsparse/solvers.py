@@ -18,14 +18,23 @@ matrix or a callable, and ``A`` a matrix-free operator (anything with ``matvec``
 (and GMRES's ``callback_type``), ``x0='Mb'``, GMRES's ``maxiter`` in restart cycles, ``b = 0``
 giving ``x = 0``, SciPy's ``ValueError`` for a bad ``atol``.
 
-A matrix ``A`` with a Python ``M`` (and no callback) runs the crate's solver body, which calls
-``M`` back on NumPy vectors (``path == "crate"``): on the host directly; for a matrix on the GPU
-each application of ``M`` makes a host round trip (the residual downloaded, ``M`` applied where
-its data lives — a CuPy ``M`` gets a CuPy copy —, the result uploaded), and CuPy ``b``/``x``
-are copied to the host and back once per solve. The calls the crate's body cannot serve — a
-matrix-free ``A``, a ``callback``, GMRES's least-squares iterate after a breakdown — run the
-operator path (``_krylov``): the same methods over NumPy or CuPy vectors, the operators applied
-where their data lives (see ``_operators``), with SciPy's stopping rules and callback points.
+Python code in a real solve — an ``M`` given as an operator, a matrix-free ``A`` (anything
+with ``matvec``), a ``callback`` — is called back from the crate's solver body on NumPy vectors
+(``path == "crate"``, ``python/src/pyprecond.rs``): on the host directly; for a matrix on the
+GPU each application of ``M`` makes a host round trip (the residual downloaded, ``M`` applied
+where its data lives — a CuPy ``M`` gets a CuPy copy —, the result uploaded), the iterate is
+downloaded for each ``callback(xk)``, and CuPy ``b``/``x`` are copied to the host and back once
+per solve; a matrix-free ``A`` runs on the CPU backend. ``callback(xk)`` gets a copy of the
+current iterate after each iteration (CG, BiCGSTAB) or restart cycle (GMRES,
+``callback_type='x'``), as SciPy's.
+
+The operator path (``_krylov``: the same methods over NumPy or CuPy vectors, with SciPy's
+stopping rules and callback points) serves what the crate's body does not: complex systems with
+Python operators or a callback, a matrix-free ``A`` with CuPy vectors, GMRES's residual callback
+(``'pr_norm'``/``'legacy'``) with a preconditioner (SciPy passes the left-preconditioned
+``||M r|| / ||b||``; the crate's GMRES is right-preconditioned), and the iterate and code SciPy
+returns after a failed solve without a callback (GMRES's least-squares iterate after a
+breakdown), which it recomputes from the same start.
 """
 
 from __future__ import annotations
@@ -244,9 +253,14 @@ def _solve(
                 "combined with a callback "
                 "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
                 "or drop the callback")
-    if operator_path and callback is None and is_matrix(A) and isinstance(pre, _OperatorType):
-        x, info = _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre,
-                                        check_every, device, restart)
+    # SciPy's GMRES residual callback with a preconditioner passes the left-preconditioned
+    # residual ||M r|| / ||b||, which the crate's right-preconditioned GMRES does not have.
+    left_residual = (method == "gmres" and callback is not None and pre != "none"
+                     and callback_type in ("pr_norm", "legacy"))
+    if operator_path and not left_residual and (is_matrix(A) or device_array(b, "b") is None):
+        x, info = _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter,
+                                        None if pre == "none" else pre, check_every, device,
+                                        restart, callback, callback_type)
     elif operator_path:
         x, info = _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
                                   device, restart, callback_type)
@@ -567,73 +581,111 @@ def _solve_block(method, name, A, B, x0, rtol, atol, maxiter, M, callback, check
 
 
 def _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, check_every, device,
-                          restart):
-    """The crate's solver body with a Python preconditioner ``pre`` (an ``Operator``), called
-    back on NumPy vectors (see the module docs)."""
+                          restart, callback=None, callback_type=None):
+    """The crate's solver body with Python code called back on NumPy vectors (see the module
+    docs): a preconditioner ``pre`` (an ``Operator``, or ``None``), a matrix-free ``A`` (anything
+    with ``matvec``; host vectors on the CPU) and SciPy's ``callback``."""
     from ._core import solve_host_operator
 
     db = device_array(b, "b")
-    if db is not None and not isinstance(A, Matrix):
-        device = "gpu"
-    m = A if isinstance(A, Matrix) else Matrix(A, device=device, dtype=_system_dtype(A, b))
-    n, ncols = m.shape
+    matrix_free = not is_matrix(A)
+    if matrix_free:
+        aop = as_operator(A, "A")
+        if aop.shape is None:
+            raise ValueError(f"{name}: a matrix-free A needs a shape (n, n)")
+        n, ncols = aop.shape
+        a_dtype = operator_dtype(A) or np.dtype(np.float64)
+        check_real(a_dtype, "A")
+        bd = np.dtype(db.dtype) if db is not None else np.asarray(b).dtype
+        dtype = np.dtype(np.float32) if (a_dtype == np.float32 and bd == np.float32) \
+            else np.dtype(np.float64)
+        m = None
+        where = "cpu"
+    else:
+        if db is not None and not isinstance(A, Matrix):
+            device = "gpu"
+        m = A if isinstance(A, Matrix) else Matrix(A, device=device, dtype=_system_dtype(A, b))
+        n, ncols = m.shape
+        dtype, where = m.dtype, m.device
     if n != ncols:
         raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
-    if pre.shape is not None and pre.shape != (n, n):
+    if pre is not None and pre.shape is not None and pre.shape != (n, n):
         raise ValueError(f"the matrix is {(n, n)} and the preconditioner {pre.shape}")
+    legacy = callback_type == "legacy"
     user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
     inner = user_maxiter
-    if method == "gmres":
+    if method == "gmres" and not legacy:
         inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
-    if db is None:
-        psolve = pre.bind(np, m.dtype)
 
-        def m_apply(r):
-            return np.ascontiguousarray(psolve(r), dtype=m.dtype)
-    else:
-        # CuPy data: M sees CuPy vectors, as on the operator path (a host round trip each).
-        cp = cupy()
-        psolve = pre.bind(cp, m.dtype)
+    def host_fn(op):
+        """``op`` as a function of host vectors of ``dtype`` returning them (a CuPy solve: the
+        operator sees CuPy vectors, as on the operator path, a host round trip each)."""
+        if db is None:
+            f = op.bind(np, dtype)
 
-        def m_apply(r):
-            return np.ascontiguousarray(cp.asnumpy(psolve(cp.asarray(r))), dtype=m.dtype)
+            def apply(r):
+                return np.ascontiguousarray(f(r), dtype=dtype)
+        else:
+            cp = cupy()
+            f = op.bind(cp, dtype)
 
+            def apply(r):
+                return np.ascontiguousarray(cp.asnumpy(f(cp.asarray(r))), dtype=dtype)
+        return apply
+
+    m_apply = None if pre is None else host_fn(pre)
+    matvec = host_fn(aop) if matrix_free else None
     if db is not None:
         check_real(db.dtype, "b")
-        b_host = cupy().asnumpy(b).astype(m.dtype, copy=False).reshape(-1)
+        b_host = cupy().asnumpy(b).astype(dtype, copy=False).reshape(-1)
     else:
-        b_host = host_vector(b, m.dtype, "b")
+        b_host = host_vector(b, dtype, "b")
     b_host = np.ascontiguousarray(b_host)
     if b_host.shape[0] != n:
         raise ValueError(f"b has {b_host.shape[0]} elements but the matrix has {n} rows")
     if x0 is None:
-        x = np.zeros(n, dtype=m.dtype)
+        x = np.zeros(n, dtype=dtype)
     elif isinstance(x0, str):  # 'Mb'
-        x = np.array(m_apply(b_host.copy()), dtype=m.dtype, copy=True)
+        x = b_host.copy() if m_apply is None else np.array(m_apply(b_host.copy()), dtype=dtype,
+                                                            copy=True)
     else:
         x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
         check_real(x0h.dtype, "x0")
-        x = np.array(x0h, dtype=m.dtype, copy=True).reshape(-1)
+        x = np.array(x0h, dtype=dtype, copy=True).reshape(-1)
         if x.shape[0] != n:
             raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
     xp = cupy() if db is not None else np
     if not b_host.any():
-        return _zero_solution(xp, n, m.dtype, name, m.device, "crate")
+        return _zero_solution(xp, n, dtype, name, where, "crate")
+    kind = cb = None
+    if callback is not None:
+        kind = "x" if method != "gmres" or callback_type == "x" else "pr_norm"
+        if kind == "pr_norm":
+            def cb(r):  # a NumPy float64, as SciPy's
+                return callback(np.float64(r))
+        elif db is not None:
+            def cb(v):  # a CuPy solve: the callback sees CuPy vectors, as cupyx's solvers
+                return callback(xp.asarray(v))
+        else:
+            cb = callback
     x_start = x.copy()
-    out = solve_host_operator(m._m, method, m_apply, b_host, x, rtol, atol, inner,
-                              x0 is not None, check_every, restart)
+    out = solve_host_operator(None if matrix_free else m._m, method, m_apply, b_host, x, rtol,
+                              atol, inner, x0 is not None, check_every, restart, matvec, cb,
+                              kind)
     converged, status, iters, res, secs, hist, restarts, msg, setup = out
-    if status != 0:
+    if status != 0 and callback is None:
         # Not converged, or a breakdown (a singular A or M): SciPy returns its own iterate
         # (GMRES's least-squares one) and code, which the operator path computes from the
-        # same start.
+        # same start (with a callback the solve is not redone: the callback saw this one).
         xs = x_start if db is None else xp.asarray(x_start)
-        return _solve_operator(method, name, m, b, xs, rtol, atol, maxiter, pre, None, device,
-                               restart, None)
+        return _solve_operator(method, name, A if matrix_free else m, b, xs, rtol, atol,
+                               maxiter, pre, None, device, restart, None)
+    if status > 0:
+        status = user_maxiter
     info = _info(
         status, converged=converged, iterations=iters, residual=res,
         history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
+        device=where, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
     )
     return (x if db is None else xp.asarray(x)), info
 
@@ -906,7 +958,9 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             ``A`` keeps the solver called). These are the crate's (the fast path).
             As in SciPy, also a ``LinearOperator``, a sparse or dense matrix or a callable
             approximating ``A^-1`` (the operator path; applied where its data lives).
-        callback: ``callback(xk)`` after each iteration, as SciPy's (runs the operator path).
+        callback: ``callback(xk)`` after each iteration, as SciPy's (a NumPy copy of the
+            current iterate; CuPy for a CuPy ``b``); the solve then reads its status after
+            every iteration. An exception raised in it stops the solve and propagates.
         check_every: on the GPU, read the convergence status every this many iterations
             (default 16; the reported iteration count is exact either way).
         device: where to put a matrix that is not a ``segsparse.Matrix`` yet
@@ -962,10 +1016,12 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=Non
     inner steps in their ``max_iters``.)
 
     ``callback`` and ``callback_type`` as SciPy 1.17: ``'x'`` calls ``callback(xk)`` after each
-    restart cycle; ``'pr_norm'`` calls ``callback(||M r|| / ||b||)`` after each inner step
-    (left-preconditioned, SciPy's operator path); ``'legacy'`` (the default when a callback
-    is given, with SciPy's ``DeprecationWarning``) is ``'pr_norm'`` with ``maxiter`` counting
-    inner steps.
+    restart cycle (the last, partial one included); ``'pr_norm'`` calls
+    ``callback(residual)`` after each inner step; ``'legacy'`` (the default when a callback is
+    given, with SciPy's ``DeprecationWarning``) is ``'pr_norm'`` with ``maxiter`` counting
+    inner steps. The residual passed is SciPy's ``||M r|| / ||b||``: without ``M`` the crate's
+    body passes its least-squares estimate of ``||r|| / ||b||`` (the same quantity); with an
+    ``M`` such a solve runs the operator path (left-preconditioned, as SciPy's).
 
     Example:
         >>> import numpy as np, scipy.sparse as sp, segsparse
