@@ -408,6 +408,20 @@ fn median_wall(
     Ok(median(t))
 }
 
+/// The factor the GPU cases build: IC(0) for an SPD matrix, else ILU(0), with the automatic shift.
+fn gpu_factor_of(spd: bool) -> (FactorKind, IncompleteParams) {
+    let kind = if spd {
+        FactorKind::Ic0
+    } else {
+        FactorKind::Ilu0
+    };
+    let ip = IncompleteParams {
+        auto_shift: true,
+        ..Default::default()
+    };
+    (kind, ip)
+}
+
 /// The GPU factor's setup on one matrix: the whole construction, and the level analysis of its
 /// two triangles on the host (with the upload of the plans) against the device's.
 fn setup_case(
@@ -418,15 +432,7 @@ fn setup_case(
     device: &str,
     out: &mut Out,
 ) -> anyhow::Result<()> {
-    let kind = if spd {
-        FactorKind::Ic0
-    } else {
-        FactorKind::Ilu0
-    };
-    let ip = IncompleteParams {
-        auto_shift: true,
-        ..Default::default()
-    };
+    let (kind, ip) = gpu_factor_of(spd);
     let f = match GpuIncompleteFactor::new(gpu, a, kind, &ip) {
         Ok(f) => f,
         Err(e) => {
@@ -509,15 +515,7 @@ fn factor_case(
     device: &str,
     out: &mut Out,
 ) -> anyhow::Result<()> {
-    let kind = if spd {
-        FactorKind::Ic0
-    } else {
-        FactorKind::Ilu0
-    };
-    let ip = IncompleteParams {
-        auto_shift: true,
-        ..Default::default()
-    };
+    let (kind, ip) = gpu_factor_of(spd);
     let mut f = match GpuIncompleteFactor::new(gpu, a, kind, &ip) {
         Ok(f) => f,
         Err(e) => {
