@@ -282,6 +282,11 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         }
     }
 
+    /// The parameters the factor settled on (automatic choices resolved, after its fallbacks).
+    pub fn params(&self) -> &IncompleteParams {
+        &self.params
+    }
+
     /// The diagonal shift of the last successful factorization.
     pub fn shift_used(&self) -> f64 {
         self.shift_used

@@ -1480,7 +1480,7 @@ impl<T: Elem> IncompleteFactor<T> {
         let (l, u) = self.plans();
         (l.levels(), u.levels())
     }
-    /// The parameters.
+    /// The parameters the factor settled on (automatic choices resolved, after its fallbacks).
     pub fn params(&self) -> &IncompleteParams {
         &self.params
     }

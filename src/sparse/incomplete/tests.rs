@@ -211,11 +211,9 @@ fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
         );
         // Same parameters as the factor used (its fallbacks may have changed them).
         let p = IncompleteParams {
-            fill: Fill::Level(s.preprocessing.fill_level),
-            ordering: s.preprocessing.ordering,
             shift: f.shift_used(),
             auto_shift: false,
-            ..params
+            ..*f.params()
         };
         let host = IncompleteStructure::analyse_with(&a, kind, &p).unwrap();
         let dev = IncompleteStructure::analyse_for_device(&a, kind, &p).unwrap();
