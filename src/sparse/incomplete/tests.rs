@@ -164,7 +164,7 @@ fn corpus_factors_solve_like_dense_substitution() {
 
 #[test]
 fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
-    // ILU and IC, natural order and a matched ILU(1) (a zero diagonal forces the matching).
+    // ILU and IC, natural order and a matched ILUT (a zero diagonal forces the scaled matching).
     let mut zero_diag = random_matrix(60, 4, 5, 21);
     for i in 0..60 {
         let lo = zero_diag.row_ptr()[i] as usize;

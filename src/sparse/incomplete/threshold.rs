@@ -125,7 +125,7 @@ impl ThresholdMap {
                 } else {
                     1.0 / (r[i] * c[j])
                 };
-                val[p] = val[p] * T::from_real(T::Real::of_f64(s));
+                val[p] *= T::from_real(T::Real::of_f64(s));
             }
         }
     }
