@@ -97,6 +97,13 @@ struct Cli {
     /// Side of the 2-D Poisson matrix of `--setup-only` (0: none).
     #[arg(long, default_value_t = 0)]
     poisson: usize,
+    /// ILUT's drop tolerance in the application modes' ILUT rows (nonsymmetric matrices:
+    /// `ilut max-product natural exact`, `ilut max-product rcm exact`).
+    #[arg(long, default_value_t = segsparse::sparse::incomplete::AUTO_DROP_TOL)]
+    ilu_drop_tol: f64,
+    /// ILUT's most entries per row of L and of U in those rows.
+    #[arg(long, default_value_t = segsparse::sparse::incomplete::AUTO_MAX_PER_ROW)]
+    ilu_max_per_row: usize,
 }
 
 const NONSYM: &[&str] = &[
@@ -259,8 +266,9 @@ fn main() -> anyhow::Result<()> {
                 eprintln!("{name}: not found in {}", dir.display());
                 continue;
             };
+            let ilut = (cli.ilu_drop_tol, cli.ilu_max_per_row);
             modes_case(
-                &gpu, &be, &name, &a, spd, &params, cli.reps, &device, &mut out,
+                &gpu, &be, &name, &a, spd, &params, cli.reps, ilut, &device, &mut out,
             )?;
         }
     }
@@ -441,13 +449,10 @@ fn setup_case(
         }
     };
     // The parameters the factor settled on (its fallbacks may change the ordering or fill).
-    let pre = &f.structure().preprocessing;
     let p = IncompleteParams {
-        ordering: pre.ordering,
-        fill: Fill::Level(pre.fill_level),
         shift: f.shift_used(),
         auto_shift: false,
-        ..ip
+        ..*f.params()
     };
     let setup_s = median_wall(gpu, 5, || {
         GpuIncompleteFactor::new(gpu, a, kind, &ip)?;
@@ -822,11 +827,12 @@ fn modes_case(
     spd: bool,
     params: &SolveParams,
     reps: usize,
+    ilut: (f64, usize),
     device: &str,
     out: &mut Out,
 ) -> anyhow::Result<()> {
     use segsparse::precond::auto;
-    use segsparse::precond::{Application, Ordering};
+    use segsparse::precond::{Application, Ordering, RowMatching};
     use segsparse::solvers::LinearOperator;
     let n = a.nrows();
     let da = GpuCsr::upload(gpu, a)?;
@@ -835,7 +841,7 @@ fn modes_case(
     let spmv = mean_call(gpu, reps, || Ok(da.apply(be, &dxs, &mut dys)?))?;
     let base = auto::auto_incomplete_params();
     let fac = if spd { "ic0" } else { "ilu0" };
-    let configs: Vec<(String, &str, IncompleteParams)> = vec![
+    let mut configs: Vec<(String, &str, IncompleteParams)> = vec![
         ("none".into(), "none", base),
         ("jacobi".into(), "jacobi", base),
         (
@@ -895,6 +901,38 @@ fn modes_case(
         ),
         (format!("{fac} auto"), fac, base),
     ];
+    if !spd {
+        // ILUT after the scaled maximum-product matching, and the pattern-based factor after a
+        // maximum transversal (ILU(1), or ILU(0) where that is unstable: the automatic path on
+        // a matrix without a usable diagonal before ILUT).
+        let (drop_tol, max_per_row) = ilut;
+        for (order, ordering) in [("natural", Ordering::Natural), ("rcm", Ordering::Rcm)] {
+            configs.push((
+                format!("ilut({drop_tol:e}, {max_per_row}) max-product {order} exact"),
+                fac,
+                IncompleteParams {
+                    matching: RowMatching::MaxProduct,
+                    ordering,
+                    application: Application::Exact,
+                    fill: Fill::Threshold {
+                        drop_tol,
+                        max_per_row,
+                    },
+                    ..base
+                },
+            ));
+        }
+        configs.push((
+            format!("{fac} transversal, fill auto, exact"),
+            fac,
+            IncompleteParams {
+                matching: RowMatching::On,
+                application: Application::Exact,
+                ordering: Ordering::Natural,
+                ..base
+            },
+        ));
+    }
     let mut best: Option<(String, f64)> = None;
     let mut exact_iters = None;
     for (config, precond, ip) in &configs {

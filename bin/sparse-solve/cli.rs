@@ -46,6 +46,27 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = IluApplyArg::Auto)]
     pub ilu_apply: IluApplyArg,
 
+    /// ILU: the factor's pattern. auto: A's own (ILU(0)), or, where a diagonal entry is missing
+    /// or zero, ILUT after the scaled maximum-product row matching; level1, level2: ILU(k);
+    /// threshold: ILUT(--ilu-drop-tol, --ilu-max-per-row), factored on the host.
+    #[arg(long, value_enum, default_value_t = IluFillArg::Auto)]
+    pub ilu_fill: IluFillArg,
+
+    /// ILUT: entries below this times their row's 2-norm are dropped.
+    #[arg(long, default_value_t = segsparse::sparse::incomplete::AUTO_DROP_TOL)]
+    pub ilu_drop_tol: f64,
+
+    /// ILUT: the most entries kept in each row of L and of U besides the diagonal.
+    #[arg(long, default_value_t = segsparse::sparse::incomplete::AUTO_MAX_PER_ROW)]
+    pub ilu_max_per_row: usize,
+
+    /// ILU: the row matching that puts nonzeros on the diagonal. auto: where a diagonal entry
+    /// is missing or zero (max-product with --ilu-fill auto, else transversal); transversal: a
+    /// maximum transversal; max-product: MC64's maximum-product matching with its row and
+    /// column scaling (the scaling is used by ILUT); off: none (a missing diagonal is an error).
+    #[arg(long, value_enum, default_value_t = IluMatchingArg::Auto)]
+    pub ilu_matching: IluMatchingArg,
+
     /// Degree of --precond poly: of its residual polynomial, as --amg-degree (degree − 1 matrix
     /// products per preconditioner application).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=65))]
@@ -312,6 +333,34 @@ pub enum IluOrderArg {
     Multicolor,
     /// Reverse Cuthill–McKee.
     Rcm,
+}
+
+/// `--ilu-fill`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IluFillArg {
+    /// ILU(0), or ILUT after the scaled matching where the diagonal needs a matching.
+    Auto,
+    /// ILU(0): A's own pattern.
+    Level0,
+    /// ILU(1).
+    Level1,
+    /// ILU(2).
+    Level2,
+    /// ILUT(--ilu-drop-tol, --ilu-max-per-row).
+    Threshold,
+}
+
+/// `--ilu-matching`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IluMatchingArg {
+    /// Where a diagonal entry is missing or zero.
+    Auto,
+    /// Always a maximum transversal.
+    Transversal,
+    /// Always the scaled maximum-product matching.
+    MaxProduct,
+    /// Never.
+    Off,
 }
 
 /// `--ilu-apply`.

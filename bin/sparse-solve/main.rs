@@ -43,8 +43,8 @@ use segsparse::{CsrMatrix, Elem, Scalar};
 use serde::Serialize;
 
 use cli::{
-    BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluOrderArg, MethodArg,
-    PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
+    BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluFillArg, IluMatchingArg,
+    IluOrderArg, MethodArg, PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
 use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
@@ -296,7 +296,22 @@ fn ilu_params(cli: &Cli) -> IncompleteParams {
             IluOrderArg::Multicolor => segsparse::precond::Ordering::Multicolor,
             IluOrderArg::Rcm => segsparse::precond::Ordering::Rcm,
         },
-        matching: segsparse::precond::RowMatching::Auto,
+        matching: match cli.ilu_matching {
+            IluMatchingArg::Auto => segsparse::precond::RowMatching::Auto,
+            IluMatchingArg::Transversal => segsparse::precond::RowMatching::On,
+            IluMatchingArg::MaxProduct => segsparse::precond::RowMatching::MaxProduct,
+            IluMatchingArg::Off => segsparse::precond::RowMatching::Off,
+        },
+        fill: match cli.ilu_fill {
+            IluFillArg::Auto => segsparse::precond::Fill::Auto,
+            IluFillArg::Level0 => segsparse::precond::Fill::Level(0),
+            IluFillArg::Level1 => segsparse::precond::Fill::Level(1),
+            IluFillArg::Level2 => segsparse::precond::Fill::Level(2),
+            IluFillArg::Threshold => segsparse::precond::Fill::Threshold {
+                drop_tol: cli.ilu_drop_tol,
+                max_per_row: cli.ilu_max_per_row,
+            },
+        },
         ..Default::default()
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! | matrix | method | preconditioner | why |
 //! |---|---|---|---|
-//! | a diagonal entry missing or zero | GMRES | ILU(0) after a row matching | the only choice here that needs no diagonal |
+//! | a diagonal entry missing or zero | GMRES | ILUT after the scaled maximum-product row matching ([`auto_threshold`](crate::sparse::incomplete::auto_threshold)) | the only choice here that needs no diagonal; ILU(0)/ILU(1) after a maximum transversal stagnated on bayer10 and west0479 (GMRES(30)) |
 //! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`], ≥ [`AMG_MIN_ROWS`] rows | CG | AMG | coefficient jumps: multigrid's home ground |
 //! | symmetric, positive diagonal, M-matrix signs | CG | none (near-constant diagonal) or Jacobi | Poisson-like: a preconditioner's setup costs more than it saves on one solve |
 //! | symmetric, positive diagonal, other signs | CG | Jacobi | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/history/auto.md`) |
@@ -329,8 +329,12 @@ fn rule(s: &MatrixStats) -> (AutoMethod, AutoPrecond, String) {
             Gmres,
             Ilu0,
             format!(
-                "{} rows lack a nonzero diagonal entry: GMRES with ILU(0) after a row matching",
-                s.missing_diagonal
+                "{} rows lack a nonzero diagonal entry: GMRES with ILUT(τ {:.0e}, p {}) after \
+                 MC64's maximum-product row matching with its row and column scaling, in the \
+                 matched order",
+                s.missing_diagonal,
+                crate::sparse::incomplete::AUTO_DROP_TOL,
+                crate::sparse::incomplete::AUTO_MAX_PER_ROW
             ),
         );
     }

@@ -386,7 +386,7 @@ pub struct WeightedMatching {
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when `A` is not square.
-pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatching> {
+pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatching> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let n = a.nrows();
@@ -401,7 +401,7 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
     // Column lists of the nonzero entries with log|a_ij|.
     let mut cptr = vec![0usize; n + 1];
     for (k, &c) in cj.iter().enumerate() {
-        if av[k] != T::zero() && av[k].is_finite() {
+        if av[k] != T::zero() && av[k].finite() {
             cptr[c as usize + 1] += 1;
         }
     }
@@ -413,10 +413,10 @@ pub fn max_product_matching<T: Scalar>(a: &CsrMatrix<T>) -> Result<WeightedMatch
     let mut cost = vec![0.0f64; cptr[n]];
     for i in 0..n {
         for k in rp[i] as usize..rp[i + 1] as usize {
-            if av[k] != T::zero() && av[k].is_finite() {
+            if av[k] != T::zero() && av[k].finite() {
                 let c = cj[k] as usize;
                 crow[next[c]] = i as u32;
-                cost[next[c]] = av[k].abs().as_f64().ln();
+                cost[next[c]] = av[k].modulus().as_f64().ln();
                 next[c] += 1;
             }
         }

@@ -407,13 +407,14 @@ fn the_matching_puts_a_nonzero_on_every_diagonal() {
     }
 }
 
-/// The default incomplete LU after the row matching (a matched matrix takes one level of fill,
-/// [`Fill::Auto`], unless the fill makes the factor unstable, as on west0479): GMRES(100)
-/// converges on west0479 and rajat19 to 1e-8 (with ILU(0) of the matched rajat19 it stagnated at
-/// 0.3); on bayer10 the matched factor exists (finite, every
-/// pivot nonzero) but GMRES does not converge with it.
+/// The pattern-based incomplete LU after a maximum transversal ([`RowMatching::On`]; a matched
+/// matrix takes one level of fill under [`Fill::Auto`], unless the fill makes the factor
+/// unstable, as on west0479): GMRES(100) converges on west0479 and rajat19 to 1e-8 (with ILU(0)
+/// of the matched rajat19 it stagnated at 0.3); on bayer10 the matched factor exists (finite,
+/// every pivot nonzero) but GMRES does not converge with it (ILUT does:
+/// `gmres_with_ilut_converges_on_matrices_without_a_full_diagonal`).
 #[test]
-fn gmres_with_ilu_converges_on_matrices_without_a_full_diagonal() {
+fn gmres_with_ilu_k_after_a_transversal_on_matrices_without_a_full_diagonal() {
     let sp = |rel_tol| SolveParams {
         max_iters: 3000,
         rel_tol,
@@ -421,7 +422,10 @@ fn gmres_with_ilu_converges_on_matrices_without_a_full_diagonal() {
     };
     for (name, tol) in [("west0479", 1e-8), ("rajat19", 1e-8), ("bayer10", 0.0)] {
         let Some(a) = load::<f64>(name) else { continue };
-        let p = segsparse::precond::auto::auto_incomplete_params();
+        let p = IncompleteParams {
+            matching: RowMatching::On,
+            ..segsparse::precond::auto::auto_incomplete_params()
+        };
         let m = Ilu0::new(&Cpu, &a, &p).unwrap();
         let s = m.summary();
         assert!(s.matched, "{name}: {s}");
@@ -650,6 +654,244 @@ fn auto_chooses_by_kind_and_deterministically() {
 }
 
 // ---------------------------------------------------------------- GPU
+
+/// `A` with its rows shuffled (no diagonal entry left in place for most rows).
+fn shuffled_rows(a: &CsrMatrix<f64>, mul: u32, add: u32) -> CsrMatrix<f64> {
+    let n = a.nrows() as u32;
+    let shuffle: Vec<u32> = (0..n).map(|i| (i * mul + add) % n).collect();
+    assert!(reorder::is_permutation(&shuffle));
+    let id: Vec<u32> = (0..n).collect();
+    reorder::permute(a, &shuffle, &id, false).unwrap().0
+}
+
+fn ilut_params(
+    drop_tol: f64,
+    max_per_row: usize,
+    matching: RowMatching,
+    ordering: Ordering,
+) -> IncompleteParams {
+    IncompleteParams {
+        fill: Fill::Threshold {
+            drop_tol,
+            max_per_row,
+        },
+        matching,
+        ordering,
+        ..Default::default()
+    }
+}
+
+/// ILUT without dropping (τ = 0, no limit per row) is the complete LU: the preconditioned
+/// operator is the identity up to rounding, in the matrix's own order and after the scaled
+/// maximum-product matching and a symmetric reordering of a matrix whose rows were shuffled (so
+/// the scaling is undone and the permutations are inverted consistently).
+#[test]
+fn ilut_without_dropping_is_the_exact_lu() {
+    let a = random_matrix::<f64>(80, 4, 0, 0, 31);
+    let shuffled = shuffled_rows(&a, 7, 3);
+    let cases = [
+        (
+            "natural",
+            &a,
+            ilut_params(0.0, usize::MAX, RowMatching::Off, Ordering::Natural),
+        ),
+        (
+            "shuffled, max-product, RCM",
+            &shuffled,
+            ilut_params(0.0, usize::MAX, RowMatching::MaxProduct, Ordering::Rcm),
+        ),
+        (
+            "shuffled, max-product, matched order",
+            &shuffled,
+            ilut_params(0.0, usize::MAX, RowMatching::MaxProduct, Ordering::Auto),
+        ),
+        (
+            "shuffled, transversal, multicolour",
+            &shuffled,
+            ilut_params(0.0, usize::MAX, RowMatching::On, Ordering::Multicolor),
+        ),
+    ];
+    for (name, a, p) in cases {
+        let m = Ilu0::new(&Cpu, a, &p).unwrap();
+        let s = m.summary();
+        assert_eq!(
+            (s.kind, s.fill, s.drop_tol),
+            ("ilut", "threshold", Some(0.0))
+        );
+        assert_eq!(s.compensated_pivots, 0, "{name}");
+        assert_eq!(s.scaled, p.matching == RowMatching::MaxProduct, "{name}");
+        let n = a.nrows();
+        for seed in 0..3u64 {
+            let mut r = Rng(seed * 77 + 5);
+            let x: Vec<f64> = (0..n).map(|_| r.unit() - 0.5).collect();
+            let mut ax = vec![0.0; n];
+            for (i, y) in ax.iter_mut().enumerate() {
+                let (c, v) = a.row(i);
+                *y = c.iter().zip(v).map(|(&j, &w)| w * x[j as usize]).sum();
+            }
+            let z = apply_cpu(&m, &ax);
+            let d = max_rel_diff(&z, &x);
+            assert!(d <= 1e-10, "{name}: M⁻¹Ax − x = {d:e}: {s}");
+        }
+    }
+}
+
+/// ILUT keeps at most `p` entries in each row of `L` and of `U` besides the diagonal, drops
+/// more as `τ` grows, and a re-factorization on the kept pattern gives the fresh factor's
+/// values bit for bit on the same values, and on `3·A` the same `L` and `3·U` (to rounding).
+#[test]
+fn ilut_keeps_at_most_p_per_row_and_refactors_on_its_pattern() {
+    for (seed, per_row, band) in [(3u64, 6usize, 0usize), (4, 10, 12), (5, 3, 0)] {
+        let a = shuffled_rows(&random_matrix::<f64>(300, per_row, band, 7, seed), 11, 5);
+        let mut last = usize::MAX;
+        for drop_tol in [0.0, 1e-3, 1e-1] {
+            for p in [1usize, 2, 5] {
+                let params = ilut_params(drop_tol, p, RowMatching::MaxProduct, Ordering::Natural);
+                let f = IncompleteFactor::new(&a, FactorKind::Ilu0, &params).unwrap();
+                let s = f.structure();
+                for i in 0..s.n {
+                    let (lo, d, hi) = (
+                        s.row_ptr[i] as usize,
+                        s.diag_pos[i] as usize,
+                        s.row_ptr[i + 1] as usize,
+                    );
+                    assert_eq!(s.col_idx[d] as usize, i);
+                    assert!(d - lo <= p && hi - d - 1 <= p, "seed {seed} row {i}: p {p}");
+                }
+                if p == 5 {
+                    assert!(s.col_idx.len() <= last, "τ {drop_tol}: more entries");
+                    last = s.col_idx.len();
+                }
+                let mut g = f.clone();
+                g.refactor(&a).unwrap();
+                assert_eq!(g.values(), f.values());
+                let mut a3 = a.clone();
+                for v in a3.values_mut() {
+                    *v *= 3.0;
+                }
+                // On the kept matching and scaling, 3·A gives the same L and 3·U.
+                g.refactor(&a3).unwrap();
+                let want: Vec<f64> = (0..s.n)
+                    .flat_map(|i| {
+                        let r = s.row_ptr[i] as usize..s.row_ptr[i + 1] as usize;
+                        r.map(move |p| (i, p))
+                    })
+                    .map(|(i, p)| {
+                        let v = f.values()[p];
+                        if (s.col_idx[p] as usize) < i {
+                            v
+                        } else {
+                            3.0 * v
+                        }
+                    })
+                    .collect();
+                let d = max_rel_diff(g.values(), &want);
+                assert!(d <= 1e-12, "seed {seed} τ {drop_tol} p {p}: {d:e}");
+            }
+        }
+    }
+    // Bad parameters are named.
+    let a = random_matrix::<f64>(10, 2, 0, 0, 1);
+    for p in [
+        ilut_params(-1.0, 5, RowMatching::Off, Ordering::Natural),
+        ilut_params(f64::NAN, 5, RowMatching::Off, Ordering::Natural),
+        ilut_params(0.1, 0, RowMatching::Off, Ordering::Natural),
+    ] {
+        let e = IncompleteFactor::new(&a, FactorKind::Ilu0, &p).unwrap_err();
+        assert!(e.to_string().contains("ILUT"), "{e}");
+    }
+}
+
+/// The matrix ILUT factors after the scaled maximum-product matching and a symmetric ordering
+/// has a diagonal of magnitude one and entries of magnitude at most one (MC64's scaling), is `A`
+/// permuted and scaled as the factor's permutations say, and those permutations are inverted by
+/// their inverses; on generated and corpus matrices without a full diagonal.
+#[test]
+fn the_scaled_matched_matrix_has_a_unit_diagonal_and_entries_at_most_one() {
+    use segsparse::sparse::incomplete::IncompleteStructure;
+    let mut cases: Vec<(String, CsrMatrix<f64>)> = vec![(
+        "shuffled random 400".into(),
+        shuffled_rows(&random_matrix::<f64>(400, 5, 0, 9, 17), 7, 3),
+    )];
+    for name in ["west0479", "rajat19", "bayer10", "adder_dcop_05"] {
+        if let Some(a) = load::<f64>(name) {
+            cases.push((name.into(), a));
+        }
+    }
+    for (name, a) in &cases {
+        for ordering in [Ordering::Natural, Ordering::Rcm] {
+            let p = ilut_params(1e-2, 10, RowMatching::MaxProduct, ordering);
+            let s = IncompleteStructure::analyse_with(a, FactorKind::Ilu0, &p).unwrap();
+            let t = s.threshold.as_ref().expect("an ILUT structure");
+            let b = t.matrix(a);
+            let n = a.nrows();
+            let id: Vec<u32> = (0..n as u32).collect();
+            let perm_in = s.perm_in.clone().unwrap_or_else(|| id.clone());
+            let perm_out = s.perm_out.clone().unwrap_or_else(|| id.clone());
+            assert!(reorder::is_permutation(&perm_in) && reorder::is_permutation(&perm_out));
+            let q = reorder::inverse(&perm_out);
+            assert_eq!(reorder::inverse(&q), perm_out, "{name}");
+            for (i, &qi) in q.iter().enumerate() {
+                assert_eq!(perm_out[qi as usize] as usize, i);
+            }
+            for i in 0..n {
+                let (c, v) = b.row(i);
+                let (ac, av) = a.row(perm_in[i] as usize);
+                for (&j, &x) in c.iter().zip(v) {
+                    assert!(x.abs() <= 1.0 + 1e-12, "{name}: |b_{i}{j}| = {}", x.abs());
+                    if j as usize == i && s.preprocessing.inserted_diagonals == 0 {
+                        assert!((x.abs() - 1.0).abs() <= 1e-12, "{name}: b_{i}{i} = {x}");
+                    }
+                    // B = D_r · A[perm_in, q] · D_c.
+                    let k = ac.binary_search(&q[j as usize]).expect("an entry of A");
+                    let want = av[k] * t.row_scale[i] * t.col_scale[j as usize];
+                    assert!((x - want).abs() <= 1e-14 * want.abs().max(1e-300), "{name}");
+                }
+            }
+            assert_eq!(b.nnz(), a.nnz() + s.preprocessing.inserted_diagonals);
+        }
+    }
+}
+
+/// GMRES(30) with the automatic incomplete factorization converges on the corpus matrices
+/// without a usable diagonal: ILUT after the scaled maximum-product matching
+/// ([`segsparse::sparse::incomplete::auto_threshold`]); the true residual is checked.
+#[test]
+fn gmres_with_ilut_converges_on_matrices_without_a_full_diagonal() {
+    let sp = SolveParams {
+        max_iters: 600,
+        rel_tol: 1e-8,
+        ..Default::default()
+    };
+    for name in ["rajat19", "bayer10", "west0479", "adder_dcop_05"] {
+        let Some(a) = load::<f64>(name) else { continue };
+        let p = segsparse::precond::auto::auto_incomplete_params();
+        let m = Ilu0::new(&Cpu, &a, &p).unwrap();
+        let s = m.summary();
+        assert!(s.matched && s.scaled, "{name}: {s}");
+        assert_eq!((s.kind, s.matching), ("ilut", "max-product"), "{name}");
+        let n = a.nrows();
+        let b = vec![1.0; n];
+        let mut x = vec![0.0; n];
+        let info =
+            gmres(&Cpu, &a, &m, &b, &mut x, 30, &sp).unwrap_or_else(|e| panic!("{name}: {s}: {e}"));
+        let mut r2 = 0.0;
+        for (i, bi) in b.iter().enumerate() {
+            let (c, v) = a.row(i);
+            let ax: f64 = c.iter().zip(v).map(|(&j, &w)| w * x[j as usize]).sum();
+            r2 += (bi - ax) * (bi - ax);
+        }
+        let true_rel = r2.sqrt() / (n as f64).sqrt();
+        assert!(
+            true_rel <= 1e-8 * 10.0,
+            "{name}: true residual {true_rel:e}"
+        );
+        eprintln!(
+            "{name}: {s}: {} iterations, true residual {true_rel:.1e}",
+            info.iterations
+        );
+    }
+}
 
 #[cfg(feature = "cuda")]
 mod gpu {
@@ -1287,7 +1529,7 @@ mod gpu {
             }
         }
         if !quick() {
-            for name in ["rajat19", "west0479", "raefsky2", "orsirr_1"] {
+            for name in ["rajat19", "west0479", "bayer10", "raefsky2", "orsirr_1"] {
                 if let Some(a) = load::<f64>(name) {
                     let p = segsparse::precond::auto::auto_incomplete_params();
                     cases.push((name.into(), a, FactorKind::Ilu0, p));
@@ -1299,6 +1541,29 @@ mod gpu {
                     cases.push((name.into(), a, FactorKind::Ic0, p));
                 }
             }
+        }
+        // ILUT (factored on the host, applied on the device) after the scaled matching of a
+        // matrix whose rows were shuffled, in three orders.
+        let n = conv.nrows() as u32;
+        let shuffle: Vec<u32> = (0..n).map(|i| (i * 7 + 3) % n).collect();
+        let id: Vec<u32> = (0..n).collect();
+        let shuffled = reorder::permute(&conv, &shuffle, &id, false).unwrap().0;
+        for ordering in [Ordering::Natural, Ordering::Rcm, Ordering::Multicolor] {
+            let p = IncompleteParams {
+                matching: RowMatching::MaxProduct,
+                fill: Fill::Threshold {
+                    drop_tol: 1e-2,
+                    max_per_row: 5,
+                },
+                ordering,
+                ..Default::default()
+            };
+            cases.push((
+                format!("shuffled convection ILUT {ordering:?}"),
+                shuffled.clone(),
+                FactorKind::Ilu0,
+                p,
+            ));
         }
         for (name, a, kind, p) in &cases {
             let n = a.nrows();

@@ -131,6 +131,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self> {
+        let params = &super::resolve_params(a, kind, params);
         if let Some(f) = super::natural_first(
             params,
             |p| Self::new(gpu, a, kind, p),
@@ -200,7 +201,11 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         let factor_groups = gpu_level_groups(lower.level_ptr(), 32, GROUP_THREADS, THREADS);
         let mut f = GpuIncompleteFactor {
             k: Kernels::load::<T>(gpu)?,
-            factorization: GpuFactorization::Auto.choose(s.col_idx.len(), lower_levels),
+            factorization: match s.threshold {
+                // ILUT is factored on the host (its pattern is found row after row).
+                Some(_) => GpuFactorization::Host,
+                None => GpuFactorization::Auto.choose(s.col_idx.len(), lower_levels),
+            },
             row_ptr,
             col,
             diag: up(&s.diag_pos)?,
@@ -277,6 +282,11 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         }
     }
 
+    /// The parameters the factor settled on (automatic choices resolved, after its fallbacks).
+    pub fn params(&self) -> &IncompleteParams {
+        &self.params
+    }
+
     /// The diagonal shift of the last successful factorization.
     pub fn shift_used(&self) -> f64 {
         self.shift_used
@@ -294,8 +304,11 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     }
 
     /// Sets how later [`refactor`](Self::refactor) calls factor the values (`Auto` resolves as
-    /// at construction).
+    /// at construction; an ILUT factor stays on the host).
     pub fn set_factorization(&mut self, how: GpuFactorization) {
+        if self.structure.threshold.is_some() {
+            return;
+        }
         self.factorization = how.choose(self.structure.col_idx.len(), self.lower.stats().levels);
     }
 

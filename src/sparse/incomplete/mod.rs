@@ -24,6 +24,7 @@
 mod fill;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod threshold;
 
 use super::reorder::{self, INSERTED};
 use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_DIAG};
@@ -165,29 +166,133 @@ impl Ordering {
     }
 }
 
-/// Whether a row permutation puts nonzeros on the diagonal ([`reorder::max_transversal`]).
+/// Whether a row permutation puts nonzeros on the diagonal ([`reorder::max_transversal`] or
+/// [`reorder::max_product_matching`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RowMatching {
     /// Never: a missing diagonal entry is an error naming the row.
     Off,
-    /// When a diagonal entry is missing or stored as zero.
+    /// When a diagonal entry is missing or stored as zero. With [`Fill::Auto`] this is the
+    /// maximum-product matching with its scaling and ILUT in the matched order
+    /// ([`auto_threshold`]); with an explicit [`Fill`], the maximum transversal
+    /// ([`On`](Self::On)).
     #[default]
     Auto,
-    /// Always (the matching also prefers large diagonal entries).
+    /// Always, a maximum transversal (which also prefers large diagonal entries).
     On,
+    /// Always, the maximum-product matching (MC64's job 5) with its row and column scaling; the
+    /// scaling is used by [`Fill::Threshold`] (it changes which entries are dropped), and left
+    /// out of a pattern-based factor (ILU(k) of a scaled matrix is the scaled factor).
+    MaxProduct,
 }
 
-/// The pattern of an incomplete LU factor: `A`'s own (ILU(0)) or with the fill of level `k`
+impl RowMatching {
+    /// `"off"`, `"auto"`, `"transversal"` or `"max-product"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RowMatching::Off => "off",
+            RowMatching::Auto => "auto",
+            RowMatching::On => "transversal",
+            RowMatching::MaxProduct => "max-product",
+        }
+    }
+}
+
+/// The pattern of an incomplete LU factor: `A`'s own (ILU(0)), with the fill of level `k`
 /// (ILU(k), see [`fill`](self) below: an entry created by eliminating with a pivot row has level
-/// `lev(i, k) + lev(k, j) + 1`, `A`'s entries 0, and entries up to level `k` are kept).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// `lev(i, k) + lev(k, j) + 1`, `A`'s entries 0, and entries up to level `k` are kept), or chosen
+/// by magnitude during the elimination (ILUT, [`threshold`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Fill {
-    /// Level [`AUTO_FILL_MATCHED`] when the rows were matched (a diagonal entry was missing or
-    /// zero), else 0.
+    /// With [`RowMatching::Auto`] on a matrix whose diagonal has a missing or zero entry: ILUT
+    /// after the scaled maximum-product matching ([`auto_threshold`]). With a matching asked for
+    /// explicitly: level [`AUTO_FILL_MATCHED`]. Else 0.
     #[default]
     Auto,
     /// This level of fill (0: ILU(0)).
     Level(usize),
+    /// ILUT(τ, p): entries below `drop_tol` times their row's 2-norm are dropped, and at most
+    /// `max_per_row` entries are kept in each row of `L` and of `U` besides the diagonal. Factored
+    /// on the host (the pattern is found row after row); applied like the other factors.
+    Threshold {
+        /// `τ`, relative to each row's 2-norm (0 drops nothing but exact zeros).
+        drop_tol: f64,
+        /// `p` (`usize::MAX`: no limit).
+        max_per_row: usize,
+    },
+}
+
+impl Fill {
+    /// `"auto"`, `"level"` or `"threshold"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fill::Auto => "auto",
+            Fill::Level(_) => "level",
+            Fill::Threshold { .. } => "threshold",
+        }
+    }
+}
+
+/// [`auto_threshold`], then [`Ordering::Auto`] as the natural order for ILUT (what
+/// [`IncompleteStructure::analyse_with`] does with it): the parameters a factor settles on
+/// before its fallbacks.
+pub fn resolve_params<T: Elem>(
+    a: &CsrMatrix<T>,
+    kind: FactorKind,
+    params: &IncompleteParams,
+) -> IncompleteParams {
+    let mut p = auto_threshold(a, kind, params);
+    if matches!(p.fill, Fill::Threshold { .. }) && p.ordering == Ordering::Auto {
+        p.ordering = Ordering::Natural;
+    }
+    p
+}
+
+/// The ILUT drop tolerance of the automatic path on a matrix without a usable diagonal. Measured
+/// on the CPU (GMRES(30), rtol 1e-8, b = 1, `benches/results/ilu.md`) on the corpus matrices
+/// with missing or zero diagonal entries, after the scaled maximum-product matching in the
+/// matched order: every `τ` in 3·10⁻⁴ … 10⁻² with `p` in 20 … 60 converges on bayer10,
+/// rajat19, west0479 and adder_dcop_05; (10⁻³, 30) takes 25, 11, 11 and 4 iterations with
+/// `nnz(L+U)` 1.7, 0.8, 3.1 and 0.6 times `A`'s.
+pub const AUTO_DROP_TOL: f64 = 1e-3;
+/// The ILUT entries per row (of `L` and of `U`) of the automatic path (see [`AUTO_DROP_TOL`]).
+pub const AUTO_MAX_PER_ROW: usize = 30;
+
+/// The parameters with [`Fill::Auto`] and [`RowMatching::Auto`] resolved for `a` when its
+/// diagonal has a missing or zero entry (ILU only): the maximum-product matching with its
+/// scaling ([`RowMatching::MaxProduct`]), the matched order in place of [`Ordering::Auto`], and
+/// ILUT([`AUTO_DROP_TOL`], [`AUTO_MAX_PER_ROW`]) (Benzi, Haws and Tůma 2000; see
+/// [`threshold`]). Benzi, Haws and Tůma follow the matching with reverse Cuthill–McKee; on this
+/// corpus RCM was less robust (bayer10 diverges for 5 of 9 (τ, p) pairs, west0479 for all 6
+/// tried, where the matched order converged on all of them), so [`Ordering::Rcm`] is there to
+/// ask for. Other parameters, and matrices with a full nonzero diagonal, are returned
+/// unchanged.
+pub fn auto_threshold<T: Elem>(
+    a: &CsrMatrix<T>,
+    kind: FactorKind,
+    params: &IncompleteParams,
+) -> IncompleteParams {
+    let applies = kind == FactorKind::Ilu0
+        && params.fill == Fill::Auto
+        && params.matching == RowMatching::Auto
+        && a.nrows() == a.ncols()
+        && a.has_sorted_indices()
+        && diagonal_missing_or_zero(a);
+    if !applies {
+        return *params;
+    }
+    IncompleteParams {
+        matching: RowMatching::MaxProduct,
+        ordering: match params.ordering {
+            Ordering::Auto => Ordering::Natural,
+            o => o,
+        },
+        fill: Fill::Threshold {
+            drop_tol: AUTO_DROP_TOL,
+            max_per_row: AUTO_MAX_PER_ROW,
+        },
+        ..*params
+    }
 }
 
 /// The fill level of [`Fill::Auto`] on a matched matrix. Matrices without a usable diagonal
@@ -357,16 +462,41 @@ pub struct Preprocessing {
     pub inserted_diagonals: usize,
     /// The level of fill of the pattern (0: `A`'s own).
     pub fill_level: usize,
-    /// Entries the fill added.
+    /// Entries the fill added (ILUT: the factor's entries beyond `A`'s, negative when it has
+    /// fewer, see [`FactorSummary::fill_ratio`]).
     pub fill_entries: usize,
+    /// The matching used: `"transversal"`, `"max-product"` or `""` (none).
+    pub matching: &'static str,
+    /// Whether the rows and columns were scaled (the maximum-product matching's scaling, used by
+    /// ILUT).
+    pub scaled: bool,
+    /// ILUT's parameters (`None` for a pattern-based factor).
+    pub threshold: Option<(f64, usize)>,
+    /// ILUT: pivots replaced by the compensation at the analysis ([`threshold`]).
+    pub compensated_pivots: usize,
 }
 
 /// What a factorization did and how it is applied: for reports (`info`, JSON).
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
 pub struct FactorSummary {
-    /// `"ilu0"` or `"ic0"`.
+    /// `"ilu0"` (ILU on a pattern: ILU(0) or ILU(k)), `"ilut"` or `"ic0"`.
     pub kind: &'static str,
+    /// The factor's pattern: `"level"` (ILU(k), IC(0)) or `"threshold"` (ILUT).
+    pub fill: &'static str,
+    /// ILUT's drop tolerance (`None` otherwise).
+    pub drop_tol: Option<f64>,
+    /// ILUT's most entries per row of `L` and of `U` (`None` otherwise or without a limit).
+    pub max_per_row: Option<usize>,
+    /// Entries of the factor (`L` + `U`, the diagonal once) over `A`'s.
+    pub fill_ratio: f64,
+    /// The row matching: `"transversal"`, `"max-product"` or `"none"`.
+    pub matching: &'static str,
+    /// Whether the matching's row and column scaling was applied before factoring (undone in
+    /// the factor: it approximates `A`'s inverse).
+    pub scaled: bool,
+    /// ILUT: pivots replaced by the compensation.
+    pub compensated_pivots: usize,
     /// The ordering used (`"natural"`, `"multicolor"`, `"rcm"`).
     pub ordering: &'static str,
     /// Colours of a multicolour ordering (0 otherwise).
@@ -412,7 +542,23 @@ impl FactorSummary {
     ) -> Self {
         let p = &s.preprocessing;
         FactorSummary {
-            kind: s.kind.name(),
+            kind: match p.threshold {
+                Some(_) => "ilut",
+                None => s.kind.name(),
+            },
+            fill: match p.threshold {
+                Some(_) => "threshold",
+                None => "level",
+            },
+            drop_tol: p.threshold.map(|t| t.0),
+            max_per_row: p.threshold.and_then(|t| (t.1 != usize::MAX).then_some(t.1)),
+            fill_ratio: s.col_idx.len() as f64 / s.a_nnz.max(1) as f64,
+            matching: match p.matching {
+                "" => "none",
+                m => m,
+            },
+            scaled: p.scaled,
+            compensated_pivots: p.compensated_pivots,
             ordering: p.ordering.name(),
             colors: p.colors,
             natural_levels: p.natural_levels,
@@ -434,7 +580,12 @@ impl FactorSummary {
 
 impl std::fmt::Display for FactorSummary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} order {}", self.kind, self.ordering)?;
+        write!(f, "{}", self.kind)?;
+        if let (Some(t), fill) = (self.drop_tol, self.fill) {
+            let p = self.max_per_row.map_or("∞".into(), |p| p.to_string());
+            write!(f, "(τ {t:.0e}, p {p}, {fill})")?;
+        }
+        write!(f, " order {}", self.ordering)?;
         if self.colors > 0 {
             write!(f, " ({} colours)", self.colors)?;
         }
@@ -450,8 +601,17 @@ impl std::fmt::Display for FactorSummary {
         if self.matched || self.inserted_diagonals > 0 {
             write!(
                 f,
-                ", rows matched ({} diagonals inserted)",
+                ", rows matched ({}{}, {} diagonals inserted)",
+                self.matching,
+                if self.scaled { ", scaled" } else { "" },
                 self.inserted_diagonals
+            )?;
+        }
+        if self.fill == "threshold" {
+            write!(
+                f,
+                ", nnz(L+U) {:.2}× A's, {} pivots compensated",
+                self.fill_ratio, self.compensated_pivots
             )?;
         }
         if self.fill_level > 0 {
@@ -520,6 +680,11 @@ pub struct IncompleteStructure {
     pub perm_out: Option<Vec<u32>>,
     /// What was done before factorizing.
     pub preprocessing: Preprocessing,
+    /// ILUT ([`Fill::Threshold`]): how its matrix is gathered from `A` and the scaling undone in
+    /// the factor. The factor's pattern ([`row_ptr`](Self::row_ptr), [`col_idx`](Self::col_idx))
+    /// is the first factorization's, and [`src`](Self::src) is [`INSERTED`] throughout (the
+    /// values are computed, not gathered).
+    pub threshold: Option<threshold::ThresholdMap>,
 }
 
 /// Each row's diagonal position in `a`, with the errors of [`TriangularPlan::analyse`] for a
@@ -620,11 +785,14 @@ impl IncompleteStructure {
         let matching = kind == FactorKind::Ilu0
             && match params.matching {
                 RowMatching::Off => false,
-                RowMatching::On => true,
+                RowMatching::On | RowMatching::MaxProduct => true,
                 RowMatching::Auto => diagonal_missing_or_zero(a),
             };
+        if let (FactorKind::Ilu0, Fill::Threshold { .. }) = (kind, params.fill) {
+            return Self::analyse_threshold(a, params, matching, host_plans);
+        }
         let fill = match (kind, params.fill) {
-            (FactorKind::Ic0, _) => 0,
+            (FactorKind::Ic0, _) | (_, Fill::Threshold { .. }) => 0,
             (_, Fill::Level(k)) => k,
             (_, Fill::Auto) if matching => AUTO_FILL_MATCHED,
             (_, Fill::Auto) => 0,
@@ -636,11 +804,20 @@ impl IncompleteStructure {
         let mut prep = Preprocessing::default();
         // Step 1: the row matching (B₁ = A[m, :], missing diagonals inserted).
         let (a1, src1, m) = if matching {
-            let mt = reorder::max_transversal(a)?;
-            let (b, src) = reorder::permute(a, &mt.row_of, &identity, true)?;
-            prep.matched = mt.row_of != identity;
+            let row_of = match params.matching {
+                RowMatching::MaxProduct => {
+                    prep.matching = "max-product";
+                    reorder::max_product_matching(a)?.row_of
+                }
+                _ => {
+                    prep.matching = "transversal";
+                    reorder::max_transversal(a)?.row_of
+                }
+            };
+            let (b, src) = reorder::permute(a, &row_of, &identity, true)?;
+            prep.matched = row_of != identity;
             prep.inserted_diagonals = src.iter().filter(|&&p| p == INSERTED).count();
-            (std::borrow::Cow::Owned(b), Some(src), mt.row_of)
+            (std::borrow::Cow::Owned(b), Some(src), row_of)
         } else {
             (std::borrow::Cow::Borrowed(a), None, identity.clone())
         };
@@ -725,6 +902,104 @@ impl IncompleteStructure {
         Ok(s)
     }
 
+    /// The ILUT analysis ([`Fill::Threshold`]): the matching (scaled when it is the
+    /// maximum-product one), the symmetric ordering ([`Ordering::Auto`]: the matched order),
+    /// `B` gathered with its map, and the pattern of `B`'s ILUT, on which the plans are made.
+    fn analyse_threshold<T: Elem>(
+        a: &CsrMatrix<T>,
+        params: &IncompleteParams,
+        matching: bool,
+        host_plans: bool,
+    ) -> Result<Self> {
+        let Fill::Threshold {
+            drop_tol,
+            max_per_row,
+        } = params.fill
+        else {
+            unreachable!("called for Fill::Threshold")
+        };
+        if !(drop_tol >= 0.0 && drop_tol.is_finite()) || max_per_row == 0 {
+            return Err(Error::InvalidInput(format!(
+                "ILUT: the drop tolerance must be finite and ≥ 0 (got {drop_tol}) and the entries                  kept per row at least 1 (got {max_per_row})"
+            )));
+        }
+        let n = a.nrows();
+        let identity: Vec<u32> = (0..n as u32).collect();
+        let mut prep = Preprocessing::default();
+        let ones = || vec![1.0f64; n];
+        let (m, r, c) = match (matching, params.matching) {
+            (false, _) => (identity.clone(), ones(), ones()),
+            (true, RowMatching::On) => {
+                prep.matching = "transversal";
+                (reorder::max_transversal(a)?.row_of, ones(), ones())
+            }
+            (true, _) => {
+                prep.matching = "max-product";
+                prep.scaled = true;
+                let w = reorder::max_product_matching(a)?;
+                (w.row_of, w.row_scale, w.col_scale)
+            }
+        };
+        prep.matched = m != identity;
+        let (a1, _) = reorder::permute(a, &m, &identity, false)?;
+        if host_plans {
+            prep.natural_levels = TriangularPlan::analyse(&a1, Triangle::Lower, Diagonal::Unit)
+                .map(|p| p.levels())
+                .unwrap_or(0);
+        }
+        let q: Option<Vec<u32>> = match params.ordering {
+            Ordering::Natural => None,
+            Ordering::Rcm => Some(reorder::rcm(&a1)),
+            Ordering::Auto => None,
+            Ordering::Multicolor => {
+                let (q, colors) = reorder::multicolor(&a1);
+                prep.colors = colors;
+                Some(q)
+            }
+        };
+        prep.ordering = match params.ordering {
+            Ordering::Auto => Ordering::Natural,
+            o => o,
+        };
+        let qv = q.clone().unwrap_or_else(|| identity.clone());
+        let perm_in: Vec<u32> = qv.iter().map(|&i| m[i as usize]).collect();
+        let (b, b_src) = reorder::permute(a, &perm_in, &qv, true)?;
+        prep.inserted_diagonals = b_src.iter().filter(|&&p| p == INSERTED).count();
+        let map = threshold::ThresholdMap {
+            drop_tol,
+            max_per_row,
+            b_row_ptr: b.row_ptr().to_vec(),
+            b_col: b.col_idx().to_vec(),
+            b_src,
+            row_scale: perm_in.iter().map(|&i| r[i as usize]).collect(),
+            col_scale: qv.iter().map(|&j| c[j as usize]).collect(),
+        };
+        let f = threshold::ilut(
+            n,
+            &map.b_row_ptr,
+            &map.b_col,
+            &map.gather(a, params.shift),
+            drop_tol,
+            max_per_row,
+            params.pivot_tol,
+            None,
+        );
+        let nnz = f.col.len();
+        prep.compensated_pivots = f.compensated;
+        prep.threshold = Some((drop_tol, max_per_row));
+        prep.fill_entries = nnz.saturating_sub(a.nnz());
+        let pattern = CsrMatrix::try_from_parts(n, n, f.row_ptr, f.col, vec![T::one(); nnz])?;
+        let mut s = Self::analyse_pattern(&pattern, FactorKind::Ilu0, host_plans)?;
+        s.src = vec![INSERTED; nnz];
+        s.a_nnz = a.nnz();
+        s.a_col_hash = pattern_hash(a);
+        s.perm_in = (perm_in != identity).then_some(perm_in);
+        s.perm_out = q.map(|q| reorder::inverse(&q));
+        s.preprocessing = prep;
+        s.threshold = Some(map);
+        Ok(s)
+    }
+
     /// Analyses `a` for the factorization `kind` in its own order.
     ///
     /// # Errors
@@ -776,6 +1051,7 @@ impl IncompleteStructure {
                         natural_levels,
                         ..Default::default()
                     },
+                    threshold: None,
                 })
             }
             FactorKind::Ic0 => {
@@ -853,6 +1129,7 @@ impl IncompleteStructure {
                     a_col_hash: pattern_hash(a),
                     perm_in: None,
                     perm_out: None,
+                    threshold: None,
                 })
             }
         }
@@ -937,6 +1214,7 @@ pub(crate) fn natural_first<F>(
     if params.ordering != Ordering::Auto
         || params.application != Application::Auto
         || params.jacobi_sweeps > 0
+        || matches!(params.fill, Fill::Threshold { .. })
     {
         return Ok(None);
     }
@@ -959,6 +1237,21 @@ pub(crate) fn factor_values<T: Elem>(
     shift: f64,
     pivot_tol: f64,
 ) -> std::result::Result<Vec<T>, (usize, f64)> {
+    if let Some(t) = &s.threshold {
+        let f = threshold::ilut(
+            s.n,
+            &t.b_row_ptr,
+            &t.b_col,
+            &t.gather(a, shift),
+            t.drop_tol,
+            t.max_per_row,
+            pivot_tol,
+            Some((&s.row_ptr, &s.col_idx)),
+        );
+        let mut v = f.val;
+        t.unscale(&s.row_ptr, &s.col_idx, &mut v);
+        return Ok(v);
+    }
     let (mut v, rowmax) = s.initial_values(a, shift);
     let tol = T::Real::of_f64(pivot_tol);
     match s.kind {
@@ -1085,6 +1378,7 @@ impl<T: Elem> IncompleteFactor<T> {
     /// As [`IncompleteStructure::analyse`], and a bad pivot naming its row (see the
     /// [module docs](self)).
     pub fn new(a: &CsrMatrix<T>, kind: FactorKind, params: &IncompleteParams) -> Result<Self> {
+        let params = &resolve_params(a, kind, params);
         if let Some(f) = natural_first(
             params,
             |p| Self::new(a, kind, p),
@@ -1186,7 +1480,7 @@ impl<T: Elem> IncompleteFactor<T> {
         let (l, u) = self.plans();
         (l.levels(), u.levels())
     }
-    /// The parameters.
+    /// The parameters the factor settled on (automatic choices resolved, after its fallbacks).
     pub fn params(&self) -> &IncompleteParams {
         &self.params
     }

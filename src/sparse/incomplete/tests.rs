@@ -164,7 +164,7 @@ fn corpus_factors_solve_like_dense_substitution() {
 
 #[test]
 fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
-    // ILU and IC, natural order and a matched ILU(1) (a zero diagonal forces the matching).
+    // ILU and IC, natural order and a matched ILUT (a zero diagonal forces the scaled matching).
     let mut zero_diag = random_matrix(60, 4, 5, 21);
     for i in 0..60 {
         let lo = zero_diag.row_ptr()[i] as usize;
@@ -211,11 +211,9 @@ fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
         );
         // Same parameters as the factor used (its fallbacks may have changed them).
         let p = IncompleteParams {
-            fill: Fill::Level(s.preprocessing.fill_level),
-            ordering: s.preprocessing.ordering,
             shift: f.shift_used(),
             auto_shift: false,
-            ..params
+            ..*f.params()
         };
         let host = IncompleteStructure::analyse_with(&a, kind, &p).unwrap();
         let dev = IncompleteStructure::analyse_for_device(&a, kind, &p).unwrap();
