@@ -337,8 +337,7 @@ impl Segments {
         self.iterations += info.iterations;
         self.restarts += info.restarts;
         let skip = usize::from(!self.history.is_empty());
-        self.history
-            .extend(info.history.iter().skip(skip).copied());
+        self.history.extend(info.history.iter().skip(skip).copied());
         self.seconds += seconds;
     }
     fn add_failed(&mut self, e: &SolveError, seconds: f64) {
@@ -373,9 +372,7 @@ fn iterations_of(e: &SolveError) -> usize {
         SolveError::NotConverged { iterations, .. } | SolveError::Stagnation { iterations, .. } => {
             *iterations
         }
-        SolveError::Breakdown { iteration, .. } | SolveError::NonFinite { iteration } => {
-            *iteration
-        }
+        SolveError::Breakdown { iteration, .. } | SolveError::NonFinite { iteration } => *iteration,
         _ => 0,
     }
 }
@@ -480,7 +477,8 @@ where
     let (method, precond, other) = match (cached, pair) {
         (Some((m, p)), Some((cm, cp, e))) => {
             out.cached = true;
-            choice.reason
+            choice
+                .reason
                 .push_str(&format!("; cached decision for this pattern: {}", p.name()));
             let other = if p == e { (cm, cp) } else { (m, e) };
             (m, p, Some(other))
@@ -550,12 +548,17 @@ where
                     }
                     out.probe = Some(report);
                     out.setup_seconds = seg.setup;
-            out.solve_seconds = seg.seconds;
-            out.result = seg.finish(Ok(info));
+                    out.solve_seconds = seg.seconds;
+                    out.result = seg.finish(Ok(info));
                     out.choice = choice;
                     return Ok(out);
                 }
-                Err(ref err @ SolveError::NotConverged { iterations, residual }) => {
+                Err(
+                    ref err @ SolveError::NotConverged {
+                        iterations,
+                        residual,
+                    },
+                ) => {
                     seg.add_failed(err, secs);
                     let h = rec.0.lock().map(|h| h.clone()).unwrap_or_default();
                     let rate = probe_rate(&h, iterations, residual);
@@ -661,8 +664,8 @@ where
             seg.add_failed(&err, secs);
             if !recoverable(&err) || other.is_none() {
                 out.setup_seconds = seg.setup;
-            out.solve_seconds = seg.seconds;
-            out.result = seg.finish(Err(err));
+                out.solve_seconds = seg.seconds;
+                out.result = seg.finish(Err(err));
                 out.choice = choice;
                 return Ok(out);
             }
@@ -705,8 +708,8 @@ where
     choice.method = fm;
     choice.precond = fpc;
     out.setup_seconds = seg.setup;
-            out.solve_seconds = seg.seconds;
-            out.result = seg.finish(r);
+    out.solve_seconds = seg.seconds;
+    out.result = seg.finish(r);
     out.choice = choice;
     Ok(out)
 }

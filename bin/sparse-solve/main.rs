@@ -508,7 +508,14 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             setup_clock,
         )?
     } else if use_gpu {
-        gpu_solve(&a, &b, &mut x, (plan, auto_choice.as_ref()), &params, setup_clock)?
+        gpu_solve(
+            &a,
+            &b,
+            &mut x,
+            (plan, auto_choice.as_ref()),
+            &params,
+            setup_clock,
+        )?
     } else {
         let solved = solve_with(
             &Cpu,

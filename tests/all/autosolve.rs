@@ -48,30 +48,93 @@ fn indefinite(n: usize) -> CsrMatrix<f64> {
 fn chooses_by_kind_with_the_probe() {
     let cases: Vec<(&str, CsrMatrix<f64>, M, P, bool)> = vec![
         // (what, matrix, method, preconditioner, whether a probe runs)
-        ("Poisson 2D 40² (small)", generate::poisson2d(40).unwrap(), M::Cg, P::None, false),
-        ("Poisson 3D 30³", generate::poisson3d(30).unwrap(), M::Cg, P::None, true),
-        ("Poisson 2D 400²", generate::poisson2d(400).unwrap(), M::Cg, P::Amg, true),
-        ("anisotropic 2D 200², ε = 10⁻³", generate::aniso2d(200, 1e-3).unwrap(), M::Cg, P::Amg, true),
-        ("jumps 3D 40³", generate::jumps3d(40).unwrap(), M::Cg, P::Amg, false),
-        ("convection-dominated 40²", crate::ilu::convection2d(40, 50.0), M::Gmres, P::Ilu0, true),
-        ("convection, mild 40²", crate::ilu::convection2d(40, 0.5), M::Gmres, P::Jacobi, true),
+        (
+            "Poisson 2D 40² (small)",
+            generate::poisson2d(40).unwrap(),
+            M::Cg,
+            P::None,
+            false,
+        ),
+        (
+            "Poisson 3D 30³",
+            generate::poisson3d(30).unwrap(),
+            M::Cg,
+            P::None,
+            true,
+        ),
+        (
+            "Poisson 2D 400²",
+            generate::poisson2d(400).unwrap(),
+            M::Cg,
+            P::Amg,
+            true,
+        ),
+        (
+            "anisotropic 2D 200², ε = 10⁻³",
+            generate::aniso2d(200, 1e-3).unwrap(),
+            M::Cg,
+            P::Amg,
+            true,
+        ),
+        (
+            "jumps 3D 40³",
+            generate::jumps3d(40).unwrap(),
+            M::Cg,
+            P::Amg,
+            false,
+        ),
+        (
+            "convection-dominated 40²",
+            crate::ilu::convection2d(40, 50.0),
+            M::Gmres,
+            P::Ilu0,
+            true,
+        ),
+        (
+            "convection, mild 40²",
+            crate::ilu::convection2d(40, 0.5),
+            M::Gmres,
+            P::Jacobi,
+            true,
+        ),
         ("indefinite 30²", indefinite(30), M::Gmres, P::Ilu0, true),
     ];
     for (what, a, method, precond, probed) in cases {
         let (r, x) = auto(&a, &params());
-        eprintln!("{what}: {} + {}: {}", r.choice.method.name(), r.choice.precond.name(), r.choice.reason);
+        eprintln!(
+            "{what}: {} + {}: {}",
+            r.choice.method.name(),
+            r.choice.precond.name(),
+            r.choice.reason
+        );
         let info = r.result.as_ref().unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(info.relative_residual <= 1e-8, "{what}: {}", info.relative_residual);
+        assert!(
+            info.relative_residual <= 1e-8,
+            "{what}: {}",
+            info.relative_residual
+        );
         assert!(true_residual(&a, &x) <= 2e-8, "{what}");
-        assert_eq!((r.choice.method, r.choice.precond), (method, precond), "{what}: {}", r.choice.reason);
+        assert_eq!(
+            (r.choice.method, r.choice.precond),
+            (method, precond),
+            "{what}: {}",
+            r.choice.reason
+        );
         assert_eq!(r.probe.is_some(), probed, "{what}");
         assert!(r.fallback.is_none(), "{what}");
         // Without the probe: the rule alone, deterministic.
-        let off = ProbeParams { enabled: false, ..params() };
+        let off = ProbeParams {
+            enabled: false,
+            ..params()
+        };
         let (r1, _) = auto(&a, &off);
         let (r2, _) = auto(&a, &off);
         let c = choose(&a);
-        assert_eq!((r1.choice.method, r1.choice.precond), (c.method, c.precond), "{what}");
+        assert_eq!(
+            (r1.choice.method, r1.choice.precond),
+            (c.method, c.precond),
+            "{what}"
+        );
         assert_eq!(r1.choice.reason, c.reason);
         assert_eq!(r2.choice.reason, c.reason);
         assert!(r1.probe.is_none() && r1.result.is_ok(), "{what}");
@@ -82,14 +145,20 @@ fn chooses_by_kind_with_the_probe() {
 fn the_continuation_is_as_accurate_as_a_fresh_solve() {
     // Escalated (AMG from the probe's iterate) and kept (CG continued): the true residual of
     // the result meets the tolerance as a fresh solve with the same choice does.
-    for a in [generate::poisson2d::<f64>(400).unwrap(), generate::poisson3d(30).unwrap()] {
+    for a in [
+        generate::poisson2d::<f64>(400).unwrap(),
+        generate::poisson3d(30).unwrap(),
+    ] {
         let (r, x) = auto(&a, &params());
         let probe = r.probe.clone().unwrap();
         assert!(!probe.converged && probe.iterations > 0);
         let info = r.result.unwrap();
         assert!(info.iterations > probe.iterations);
         assert_eq!(info.history.len(), info.iterations + 1);
-        let fresh = ProbeParams { enabled: false, ..params() };
+        let fresh = ProbeParams {
+            enabled: false,
+            ..params()
+        };
         let b = vec![1.0; a.nrows()];
         let mut y = vec![0.0; a.nrows()];
         let direct = segsparse::solvers::pcg(
@@ -103,9 +172,16 @@ fn the_continuation_is_as_accurate_as_a_fresh_solve() {
         .unwrap();
         let _ = fresh;
         let (mine, theirs) = (true_residual(&a, &x), true_residual(&a, &y));
-        eprintln!("continued {mine:.2e} ({} it) fresh CG {theirs:.2e} ({} it)", info.iterations, direct.iterations);
+        eprintln!(
+            "continued {mine:.2e} ({} it) fresh CG {theirs:.2e} ({} it)",
+            info.iterations, direct.iterations
+        );
         assert!(mine <= 1e-8 * 1.5 && theirs <= 1e-8 * 1.5);
-        let dx: f64 = x.iter().zip(&y).map(|(u, v)| (u - v).abs()).fold(0.0, f64::max);
+        let dx: f64 = x
+            .iter()
+            .zip(&y)
+            .map(|(u, v)| (u - v).abs())
+            .fold(0.0, f64::max);
         let nx: f64 = y.iter().map(|v| v.abs()).fold(0.0, f64::max);
         assert!(dx <= 1e-5 * nx, "{dx} {nx}");
     }
@@ -113,12 +189,19 @@ fn the_continuation_is_as_accurate_as_a_fresh_solve() {
 
 #[test]
 fn the_decision_is_cached_per_pattern() {
-    let p = ProbeParams { cache: true, ..params() };
+    let p = ProbeParams {
+        cache: true,
+        ..params()
+    };
     let a = crate::ilu::convection2d(36, 50.0);
     let (first, _) = auto(&a, &p);
     assert!(first.probe.is_some() && !first.cached);
     let (second, x) = auto(&a, &p);
-    assert!(second.cached && second.probe.is_none(), "{}", second.choice.reason);
+    assert!(
+        second.cached && second.probe.is_none(),
+        "{}",
+        second.choice.reason
+    );
     assert_eq!(
         (second.choice.method, second.choice.precond),
         (first.choice.method, first.choice.precond)
@@ -135,9 +218,17 @@ fn the_decision_is_cached_per_pattern() {
 #[test]
 fn the_model_decides_from_the_rate() {
     let m = CostModel::iterations_only();
-    let slow = Measured { iterations: 40, seconds_per_iteration: 1.0, residual: 0.1, rate: 0.99 };
+    let slow = Measured {
+        iterations: 40,
+        seconds_per_iteration: 1.0,
+        residual: 0.1,
+        rate: 0.99,
+    };
     let (up, its, cheap, dear) = decide(&slow, P::Amg, 1e-8, &m);
-    assert!(up && (its - 1604.0).abs() < 1.0 && cheap > dear, "{its} {cheap} {dear}");
+    assert!(
+        up && (its - 1604.0).abs() < 1.0 && cheap > dear,
+        "{its} {cheap} {dear}"
+    );
     let fast = Measured { rate: 0.8, ..slow };
     assert!(!decide(&fast, P::Amg, 1e-8, &m).0);
     let stalled = Measured { rate: 1.0, ..slow };
