@@ -243,7 +243,12 @@ pub fn decide(
             cost(model.ilu_setup) + its * cost(model.ilu_iteration)
         }
     };
-    (dear < cheap, remaining, cheap, dear)
+    (
+        remaining.is_infinite() || dear < cheap,
+        remaining,
+        cheap,
+        dear,
+    )
 }
 
 /// Keeps the residual history of an observed solve.
@@ -466,6 +471,7 @@ where
         amg: None,
     };
     let pair = escalation(&choice, probe);
+    let mut cheap_cap: Option<usize> = None;
     let key = a.fingerprint() ^ 0x5eed_a070;
     let cached = if probe.cache && pair.is_some() {
         cache().lock().ok().and_then(|c| c.get(&key).copied())
@@ -610,6 +616,11 @@ where
                 }
             }
             let up = report.escalated;
+            // A kept cheap candidate gets twice its predicted iterations (at least two restart
+            // cycles); then the expensive one takes over from its iterate.
+            if !up && report.predicted_iterations.is_finite() {
+                cheap_cap = Some((2.0 * report.predicted_iterations) as usize + 2 * restart);
+            }
             out.probe = Some(report);
             if probe.cache {
                 if let Ok(mut c) = cache().lock() {
@@ -627,6 +638,7 @@ where
     // The finishing call, from the current iterate once a probe ran.
     let continued = seg.iterations > 0 || out.probe.is_some();
     let left = params.max_iters.saturating_sub(seg.iterations).max(1);
+    let left = cheap_cap.map_or(left, |c| c.min(left));
     let fp = SolveParams {
         max_iters: left,
         initial_guess: if continued {
@@ -694,7 +706,7 @@ where
     out.factor = f.or(out.factor.take());
     out.amg = g.or(out.amg.take());
     let fp = SolveParams {
-        max_iters: params.max_iters.max(1),
+        max_iters: params.max_iters.saturating_sub(seg.iterations).max(1),
         initial_guess: InitialGuess::Given,
         ..*params
     };
