@@ -49,7 +49,7 @@ FLOORS = [
     ["spmv", "tridiag", "spmm"],
     ["sparse"],
     ["solvers", "precond"],
-    ["dist", "batched"],
+    ["dist", "batched", "autosolve"],
     ["kernel_registry"],
 ]
 

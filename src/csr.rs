@@ -485,6 +485,48 @@ impl<T: Elem> CsrMatrix<T> {
     }
 }
 
+/// A hash of a sparsity pattern: the shape, the element type, up to 4096 evenly spaced row
+/// pointers and (when given) column indices. Values do not count. The SpMV tuning
+/// (`GpuCsr::fingerprint`) and the automatic solve's decision cache key on it.
+pub fn pattern_fingerprint<T: Elem>(
+    (nrows, ncols): (usize, usize),
+    row_ptr: &[u32],
+    col: Option<&[u32]>,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (nrows, ncols, T::BYTES, T::NAME).hash(&mut h);
+    let sample = |v: &[u32], h: &mut std::collections::hash_map::DefaultHasher| {
+        v.len().hash(h);
+        for k in (0..v.len()).step_by(v.len().div_ceil(4096).max(1)) {
+            v[k].hash(h);
+        }
+        if let Some(l) = v.last() {
+            l.hash(h);
+        }
+    };
+    sample(row_ptr, &mut h);
+    match col {
+        Some(c) => sample(
+            &c[..(*row_ptr.last().unwrap_or(&0) as usize).min(c.len())],
+            &mut h,
+        ),
+        None => u8::MAX.hash(&mut h),
+    }
+    h.finish()
+}
+
+impl<T: Elem> CsrMatrix<T> {
+    /// The [`pattern_fingerprint`] of this matrix (row pointers and column indices).
+    pub fn fingerprint(&self) -> u64 {
+        pattern_fingerprint::<T>(
+            (self.nrows, self.ncols),
+            self.row_ptr(),
+            Some(self.col_idx()),
+        )
+    }
+}
+
 impl<T: Scalar> CsrMatrix<T> {
     /// Converts the values to another precision (rounding when narrowing).
     pub fn cast<U: Scalar>(&self) -> CsrMatrix<U> {

@@ -71,6 +71,7 @@
 //! Performance figures measured on the GPU machine are in `benches/results/` of the repository.
 #![warn(missing_docs)]
 
+pub mod autosolve;
 pub mod backend;
 pub mod batched;
 pub mod csr;

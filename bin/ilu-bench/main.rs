@@ -964,31 +964,49 @@ fn modes_case(
         };
         out.emit(rec);
     }
-    // The automatic choice, timed from the host matrix (statistics included).
-    gpu.synchronize()?;
-    let t0 = Instant::now();
-    let c = auto::choose(a);
-    let choose_s = t0.elapsed().as_secs_f64();
-    let precond = match c.precond {
-        auto::AutoPrecond::None => "none",
-        auto::AutoPrecond::Jacobi => "jacobi",
-        auto::AutoPrecond::Ilu0 | auto::AutoPrecond::Ic0 | auto::AutoPrecond::Amg => fac,
-    };
-    // The method follows the matrix kind here (CG for the SPD list, GMRES otherwise).
-    let rec = match run_mode(gpu, be, a, &da, spd, precond, &c.incomplete, params, reps)? {
-        Err(e) => json!({"bench": "auto", "matrix": name, "device": device, "error": e,
-            "choice": format!("{} + {}", c.method.name(), c.precond.name()), "reason": c.reason}),
-        Ok((setup, solve, it, ok, _, _)) => {
-            let total = choose_s + setup + solve;
-            json!({"bench": "auto", "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
-                "choice": format!("{} + {}", c.method.name(), c.precond.name()),
-                "reason": c.reason, "choose_s": choose_s, "iters": it, "converged": ok,
-                "total_s": total, "fastest": best.as_ref().map(|b| b.0.clone()),
-                "fastest_s": best.as_ref().map(|b| b.1),
-                "ratio": best.as_ref().map(|b| total / b.1)})
-        }
-    };
-    out.emit(rec);
+    // The automatic solve, timed from the host matrix (statistics included): with the probe
+    // (the first solve on this pattern, then again from the per-pattern cache) and the rule alone.
+    use segsparse::autosolve::{solve as auto_solve, ProbeParams};
+    let db = gpu.upload(&vec![1.0; n])?;
+    for (bench, probe) in [
+        ("auto", ProbeParams::default()),
+        ("auto-cached", ProbeParams::default()),
+        (
+            "auto-rule",
+            ProbeParams {
+                enabled: false,
+                ..Default::default()
+            },
+        ),
+    ] {
+        let mut dx = gpu.zeros::<f64>(n)?;
+        gpu.synchronize()?;
+        let t0 = Instant::now();
+        let r = auto_solve(be, &da, a, &db, &mut dx, params, &probe);
+        gpu.synchronize()?;
+        let total = t0.elapsed().as_secs_f64();
+        let rec = match r {
+            Err(e) => json!({"bench": bench, "matrix": name, "device": device,
+                "error": e.to_string()}),
+            Ok(s) => {
+                let (it, ok) = match &s.result {
+                    Ok(i) => (i.iterations, true),
+                    Err(SolveError::NotConverged { iterations, .. })
+                    | Err(SolveError::Stagnation { iterations, .. }) => (*iterations, false),
+                    Err(_) => (params.max_iters, false),
+                };
+                json!({"bench": bench, "matrix": name, "n": n, "nnz": a.nnz(), "device": device,
+                    "choice": format!("{} + {}", s.choice.method.name(), s.choice.precond.name()),
+                    "reason": s.choice.reason, "choose_s": s.choose_seconds,
+                    "setup_s": s.setup_seconds, "solve_s": s.solve_seconds, "probe": s.probe,
+                    "cached": s.cached, "fallback": s.fallback, "iters": it, "converged": ok,
+                    "total_s": total, "fastest": best.as_ref().map(|b| b.0.clone()),
+                    "fastest_s": best.as_ref().map(|b| b.1),
+                    "ratio": best.as_ref().map(|b| total / b.1)})
+            }
+        };
+        out.emit(rec);
+    }
     Ok(())
 }
 
@@ -1028,11 +1046,15 @@ fn modes_tables(recs: &[Value]) {
     }
     println!("\n| matrix | auto's choice | iters | total ms | fastest explicit | its ms | ratio | reason |");
     println!("|---|---|---|---|---|---|---|---|");
-    for r in recs.iter().filter(|r| r["bench"] == "auto") {
+    for r in recs
+        .iter()
+        .filter(|r| r["bench"].as_str().is_some_and(|b| b.starts_with("auto")))
+    {
         let g = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
         println!(
-            "| {} | {} | {}{} | {:.2} | {} | {:.2} | {:.2} | {} |",
+            "| {} {} | {} | {}{} | {:.2} | {} | {:.2} | {:.2} | {} |",
             r["matrix"].as_str().unwrap_or(""),
+            r["bench"].as_str().unwrap_or(""),
             r["choice"].as_str().unwrap_or(""),
             r["iters"],
             if r["converged"] == true { "" } else { " (nc)" },

@@ -30,9 +30,16 @@ pub struct Cli {
     /// matrix, bounds from a few Lanczos/Arnoldi steps), ilu0 or ic0 (incomplete
     /// factorizations, two triangular solves per application; see --ilu-order, --ilu-apply), or
     /// amg (smoothed-aggregation algebraic multigrid, one cycle per application; see the
-    /// --amg-* options). --method pcg with auto takes jacobi.
+    /// --amg-* options). --method pcg with auto takes jacobi. With --method auto and one
+    /// right-hand side, auto also probes where the statistics cannot decide: the cheap candidate
+    /// (CG with none/Jacobi, GMRES with Jacobi) runs a few iterations, and its measured rate
+    /// decides whether AMG or ILU(0) takes over from its iterate (see --no-probe).
     #[arg(long, value_enum, default_value_t = PrecondArg::Auto)]
     pub precond: PrecondArg,
+
+    /// --precond auto: the rule's choice alone, without the convergence probe.
+    #[arg(long)]
+    pub no_probe: bool,
 
     /// ILU(0)/IC(0): the ordering before factorizing. auto: multicolouring where the natural
     /// order's triangles are deep (hundreds of dependency levels) and the colouring has far

@@ -128,6 +128,9 @@ where
         reason: c.2.clone(),
         seconds: auto_seconds,
         stats: None,
+        probe: None,
+        cached: false,
+        fallback: None,
     });
     let plan = ComplexPlan {
         method,

@@ -368,6 +368,7 @@ mod tests {
             amg_resetups: 1,
             dist_precond: dist,
             ilu: Default::default(),
+            probe: None,
         }
     }
 

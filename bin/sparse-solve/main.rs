@@ -46,7 +46,8 @@ use cli::{
     BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluFillArg, IluMatchingArg,
     IluOrderArg, MethodArg, PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
-use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats};
+use segsparse::autosolve::{ProbeParams, ProbeReport};
+use segsparse::precond::auto::{AutoChoice, AutoMethod, AutoPrecond, MatrixStats};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
 use segsparse::solvers::multi;
 use segsparse::sparse::incomplete::FactorSummary;
@@ -150,6 +151,9 @@ struct Extra {
     gpu_choice: Option<GpuChoice>,
     /// ILU(0)/IC(0): what the factorization did and how each triangle is applied.
     factor: Option<FactorSummary>,
+    /// `--precond auto` with the probe: the choice that finished the solve, the probe, the
+    /// cache hit and the fallback.
+    probed: Option<(AutoChoice, Option<ProbeReport>, bool, Option<String>)>,
 }
 
 /// What `--precond auto` chose, why, and from what.
@@ -163,6 +167,12 @@ struct AutoReport {
     /// The statistics of the real rule (`null` for a complex matrix, whose rule reads only
     /// its symmetry and diagonal).
     stats: Option<MatrixStats>,
+    /// The convergence probe: what it measured and predicted (`null` where none ran).
+    probe: Option<ProbeReport>,
+    /// The decision came from the per-pattern cache.
+    cached: bool,
+    /// A fallback after a failure, in words.
+    fallback: Option<String>,
 }
 
 /// The costs measured for `--gpus auto` (or for the check of an explicit count) and what the
@@ -279,6 +289,8 @@ struct Plan {
     dist_precond: DistPrecondArg,
     /// ILU(0)/IC(0) parameters (`--ilu-order`, `--ilu-apply`).
     ilu: IncompleteParams,
+    /// `--precond auto` with the convergence probe (`--method auto`, one right-hand side).
+    probe: Option<ProbeParams>,
 }
 
 /// The ILU(0)/IC(0) parameters of the command line (`--ilu-order`, `--ilu-apply`; the shift
@@ -405,9 +417,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let posdiag = a.diagonal().iter().all(|&d| d > T::zero());
     // --precond auto: the choice is part of the setup (time to solution).
     let auto_clock = Instant::now();
-    let choice = (cli.precond == PrecondArg::Auto).then(|| segsparse::precond::auto::choose(&a));
+    let auto_choice =
+        (cli.precond == PrecondArg::Auto).then(|| segsparse::precond::auto::choose(&a));
     let auto_seconds = auto_clock.elapsed().as_secs_f64();
-    let method = match (cli.method, &choice) {
+    let choice = &auto_choice;
+    let method = match (cli.method, choice) {
         (MethodArg::Auto, Some(c)) => match c.method {
             AutoMethod::Cg => MethodArg::Cg,
             AutoMethod::Gmres => MethodArg::Gmres,
@@ -416,7 +430,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         (MethodArg::Auto, None) => MethodArg::Bicgstab,
         (m, _) => m,
     };
-    let precond = match (&choice, method, cli.precond) {
+    let precond = match (choice, method, cli.precond) {
         (Some(c), m, _) => match (m, c.precond) {
             // ILU(0) is not symmetric: a CG method named on the command line takes Jacobi.
             (MethodArg::Cg | MethodArg::Pcg | MethodArg::Cocg, AutoPrecond::Ilu0) => {
@@ -432,12 +446,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         (None, MethodArg::Pcg, PrecondArg::None) => PrecondArg::Jacobi,
         (None, _, p) => p,
     };
-    let auto_report = choice.as_ref().map(|c| AutoReport {
+    let mut auto_report = choice.as_ref().map(|c| AutoReport {
         method: method.name(),
         precond: precond.name(),
         reason: c.reason.clone(),
         seconds: auto_seconds,
         stats: Some(c.stats),
+        probe: None,
+        cached: false,
+        fallback: None,
     });
     let ilu = ilu_params(cli);
     let plan = Plan {
@@ -455,6 +472,11 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg_setups: cli.amg.amg_setups as usize,
         amg_resetups: cli.amg.amg_resetups as usize,
         dist_precond: cli.dist_precond,
+        probe: (choice.is_some()
+            && !cli.no_probe
+            && cli.method == MethodArg::Auto
+            && cli.rhs_count == 1)
+            .then(ProbeParams::default),
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
@@ -501,9 +523,25 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             setup_clock,
         )?
     } else if use_gpu {
-        gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
+        gpu_solve(
+            &a,
+            &b,
+            &mut x,
+            (plan, auto_choice.as_ref()),
+            &params,
+            setup_clock,
+        )?
     } else {
-        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
+        let solved = solve_with(
+            &Cpu,
+            &a,
+            &a,
+            (plan, auto_choice.as_ref()),
+            &b,
+            &mut x,
+            &params,
+            setup_clock,
+        )?;
         Outcome::new(method, cpu_backend(), solved)
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
@@ -512,6 +550,30 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         out.extra.gpu_choice = choice;
     }
     out.extra.gpus = out.extra.gpus.max(1);
+    // The probe's choice replaces the rule's in the report.
+    let (mut method, mut precond) = (method, plan.precond);
+    if let (Some((c, probe, cached, fallback)), Some(r)) =
+        (out.extra.probed.take(), auto_report.as_mut())
+    {
+        method = match c.method {
+            AutoMethod::Cg => MethodArg::Cg,
+            AutoMethod::Gmres => MethodArg::Gmres,
+        };
+        precond = match c.precond {
+            AutoPrecond::None => PrecondArg::None,
+            AutoPrecond::Jacobi => PrecondArg::Jacobi,
+            AutoPrecond::Amg => PrecondArg::Amg,
+            AutoPrecond::Ilu0 => PrecondArg::Ilu0,
+            AutoPrecond::Ic0 => PrecondArg::Ic0,
+        };
+        out.method = method.name();
+        r.method = method.name();
+        r.precond = precond.name();
+        r.reason = c.reason;
+        r.probe = probe;
+        r.cached = cached;
+        r.fallback = fallback;
+    }
     clear_progress();
     finish(Finished {
         cli,
@@ -523,7 +585,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             "unsymmetric"
         },
         method,
-        precond: plan.precond,
+        precond,
         restart: plan.restart,
         tol,
         x: &x,
@@ -769,7 +831,7 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
-    plan: Plan,
+    (plan, auto): (Plan, Option<&AutoChoice>),
     b: &[T],
     x: &mut Vec<T>,
     params: &SolveParams,
@@ -778,6 +840,36 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
     let mut extra = Extra::default();
+    if let (Some(pp), Some(choice)) = (plan.probe, auto) {
+        // --precond auto with the probe: the library's automatic solve from the rule's choice.
+        let before = setup_clock.elapsed().as_secs_f64();
+        let s = segsparse::autosolve::solve_with_choice(
+            be,
+            op,
+            a,
+            choice.clone(),
+            &db,
+            &mut dx,
+            params,
+            &ProbeParams {
+                restart: plan.restart,
+                ..pp
+            },
+        )?;
+        *x = be.download(&dx)?;
+        extra.factor = s.factor.clone();
+        extra.amg = s.amg.clone();
+        let times = (before + s.setup_seconds, s.solve_seconds);
+        let r = s.result.map(|mut i| {
+            i.setup_seconds = times.0;
+            i
+        });
+        extra.probed = Some((s.choice, s.probe, s.cached, s.fallback));
+        return match r {
+            Err(SolveError::Backend(e)) => Err(e.into()),
+            other => Ok((other, times, extra)),
+        };
+    }
     let clock = (setup_clock, &db);
     let r = match plan.precond {
         PrecondArg::None => solve_all(
@@ -1084,7 +1176,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     a: &CsrMatrix<T>,
     b: &[T],
     x: &mut Vec<T>,
-    plan: Plan,
+    (plan, auto): (Plan, Option<&AutoChoice>),
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<Outcome> {
@@ -1093,7 +1185,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock)?;
+    let solved = solve_with(&ops, &da, a, (plan, auto), b, x, params, setup_clock)?;
     Ok(Outcome::new(
         plan.method,
         format!("gpu ({})", g.name()),
@@ -1106,7 +1198,7 @@ fn gpu_solve<T: Scalar>(
     _: &CsrMatrix<T>,
     _: &[T],
     _: &mut Vec<T>,
-    _: Plan,
+    _: (Plan, Option<&AutoChoice>),
     _: &SolveParams,
     _: Instant,
 ) -> Result<Outcome> {
@@ -1192,6 +1284,9 @@ mod tests {
                 reason: "unsymmetric".into(),
                 seconds: 1e-4,
                 stats: Some(MatrixStats::default()),
+                probe: None,
+                cached: false,
+                fallback: None,
             }),
             factor: None,
         };

@@ -25,6 +25,10 @@
 //! preconditioned operator Hermitian or complex symmetric), GMRES with ILU(0) otherwise, and no
 //! preconditioner where a diagonal entry is zero or missing.
 //!
+//! Where the rule's answer depends on how fast the cheap method converges (CG with none or
+//! Jacobi on a large matrix, GMRES with ILU(0)), [`crate::autosolve`] measures it with a short
+//! probe of the cheap candidate and may take AMG or ILU(0) from its iterate.
+//!
 //! The ILU(0)/IC(0) parameters chosen use [`Application::Auto`] and [`Ordering::Auto`] (sweeps
 //! or reordering where the factor is deep), [`RowMatching::Auto`] and `auto_shift`.
 

@@ -91,7 +91,7 @@ pub use columns::{MAX_COLUMNS, SPMV_COLUMNS_SRC};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::csr::{CsrMatrix, RowStats};
+use crate::csr::{pattern_fingerprint, CsrMatrix, RowStats};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
@@ -1359,36 +1359,6 @@ fn st_words(st: &[u64]) -> Vec<u32> {
     st.iter()
         .flat_map(|&w| [w as u32, (w >> 32) as u32])
         .collect()
-}
-
-/// [`GpuCsr::fingerprint`]: the shape, the scalar type, up to 4096 evenly spaced row pointers
-/// and (when given) column indices.
-fn pattern_fingerprint<T: Scalar>(
-    (nrows, ncols): (usize, usize),
-    row_ptr: &[u32],
-    col: Option<&[u32]>,
-) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (nrows, ncols, T::BYTES, T::NAME).hash(&mut h);
-    let sample = |v: &[u32], h: &mut std::collections::hash_map::DefaultHasher| {
-        v.len().hash(h);
-        for k in (0..v.len()).step_by(v.len().div_ceil(4096).max(1)) {
-            v[k].hash(h);
-        }
-        if let Some(l) = v.last() {
-            l.hash(h);
-        }
-    };
-    sample(row_ptr, &mut h);
-    match col {
-        Some(c) => sample(
-            &c[..(*row_ptr.last().unwrap_or(&0) as usize).min(c.len())],
-            &mut h,
-        ),
-        None => u8::MAX.hash(&mut h),
-    }
-    h.finish()
 }
 
 /// [`CsrMatrix::row_stats`] from a row pointer alone.

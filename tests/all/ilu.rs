@@ -518,7 +518,7 @@ fn ilu_k_reproduces_a_on_its_pattern_and_is_complete_at_full_fill() {
 }
 
 /// 2D convection–diffusion, first-order upwind, Péclet-like `beta`: unsymmetric M-matrix.
-fn convection2d(n: usize, beta: f64) -> CsrMatrix<f64> {
+pub(crate) fn convection2d(n: usize, beta: f64) -> CsrMatrix<f64> {
     let mut t = Vec::new();
     let id = |i: usize, j: usize| i * n + j;
     for i in 0..n {

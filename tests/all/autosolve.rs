@@ -1,0 +1,302 @@
+//! The automatic solve's convergence probe: the choice by kind (with the probe's decision made
+//! from iteration counts alone, `CostModel::iterations_only`), the rule alone without it, the
+//! continuation from the probe's iterate, and the per-pattern cache.
+
+use segsparse::autosolve::{decide, solve, AutoSolve, CostModel, Measured, ProbeParams};
+use segsparse::generate;
+use segsparse::precond::auto::{choose, AutoMethod as M, AutoPrecond as P};
+use segsparse::solvers::{Cpu, SolveParams};
+use segsparse::CsrMatrix;
+
+fn params() -> ProbeParams {
+    ProbeParams {
+        model: CostModel::iterations_only(),
+        cache: false,
+        ..Default::default()
+    }
+}
+
+fn auto(a: &CsrMatrix<f64>, p: &ProbeParams) -> (AutoSolve, Vec<f64>) {
+    let b = vec![1.0; a.nrows()];
+    let mut x = vec![0.0; a.nrows()];
+    let r = solve(&Cpu, a, a, &b, &mut x, &SolveParams::default(), p).unwrap();
+    (r, x)
+}
+
+fn true_residual(a: &CsrMatrix<f64>, x: &[f64]) -> f64 {
+    let mut ax = vec![0.0; a.nrows()];
+    segsparse::spmv::spmv(1.0, a, x, 0.0, &mut ax);
+    let r: f64 = ax.iter().map(|v| (1.0 - v) * (1.0 - v)).sum::<f64>().sqrt();
+    r / (a.nrows() as f64).sqrt()
+}
+
+/// Poisson shifted past its smallest eigenvalues: symmetric, indefinite, negative diagonal.
+fn indefinite(n: usize, shift: f64) -> CsrMatrix<f64> {
+    let mut a = generate::poisson2d::<f64>(n).unwrap();
+    for i in 0..a.nrows() {
+        let (lo, hi) = (a.row_ptr()[i] as usize, a.row_ptr()[i + 1] as usize);
+        let k = a.col_idx()[lo..hi]
+            .iter()
+            .position(|&j| j as usize == i)
+            .unwrap();
+        a.values_mut()[lo + k] -= shift;
+    }
+    a
+}
+
+/// Unsymmetric, diagonal dominance 1.25 (below the rule's Jacobi margin), random off-diagonal
+/// signs: GMRES with Jacobi converges within the probe.
+fn mildly_dominant(n: usize) -> CsrMatrix<f64> {
+    let mut t = Vec::new();
+    let mut s = 12345u64;
+    let mut next = || {
+        s = segsparse::generate::splitmix64(s);
+        s
+    };
+    for i in 0..n {
+        t.push((i, i, 1.0));
+        for _ in 0..4 {
+            let j = (next() % n as u64) as usize;
+            if j != i {
+                let v = if next() % 2 == 0 { 0.2 } else { -0.2 };
+                t.push((i, j, v));
+            }
+        }
+    }
+    CsrMatrix::from_triplets(n, n, &t).unwrap()
+}
+
+#[test]
+fn chooses_by_kind_with_the_probe() {
+    let cases: Vec<(&str, CsrMatrix<f64>, M, P, bool)> = vec![
+        // (what, matrix, method, preconditioner, whether a probe runs)
+        (
+            "Poisson 2D 40² (small)",
+            generate::poisson2d(40).unwrap(),
+            M::Cg,
+            P::None,
+            false,
+        ),
+        (
+            "Poisson 3D 30³",
+            generate::poisson3d(30).unwrap(),
+            M::Cg,
+            P::None,
+            true,
+        ),
+        (
+            "Poisson 2D 400²",
+            generate::poisson2d(400).unwrap(),
+            M::Cg,
+            P::Amg,
+            true,
+        ),
+        (
+            "anisotropic 2D 200², ε = 10⁻³",
+            generate::aniso2d(200, 1e-3).unwrap(),
+            M::Cg,
+            P::Amg,
+            true,
+        ),
+        (
+            "jumps 3D 40³",
+            generate::jumps3d(40).unwrap(),
+            M::Cg,
+            P::Amg,
+            false,
+        ),
+        (
+            "convection-dominated 40²",
+            crate::ilu::convection2d(40, 50.0),
+            M::Gmres,
+            P::Ilu0,
+            true,
+        ),
+        (
+            "unsymmetric, dominance 1.25, random signs",
+            mildly_dominant(3000),
+            M::Gmres,
+            P::Jacobi,
+            true,
+        ),
+    ];
+    for (what, a, method, precond, probed) in cases {
+        let (r, x) = auto(&a, &params());
+        eprintln!(
+            "{what}: {} + {}: {}",
+            r.choice.method.name(),
+            r.choice.precond.name(),
+            r.choice.reason
+        );
+        let info = r.result.as_ref().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            info.relative_residual <= 1e-8,
+            "{what}: {}",
+            info.relative_residual
+        );
+        assert!(true_residual(&a, &x) <= 2e-8, "{what}");
+        assert_eq!(
+            (r.choice.method, r.choice.precond),
+            (method, precond),
+            "{what}: {}",
+            r.choice.reason
+        );
+        assert_eq!(r.probe.is_some(), probed, "{what}");
+        assert!(r.fallback.is_none(), "{what}");
+        // Without the probe: the rule alone, deterministic.
+        let off = ProbeParams {
+            enabled: false,
+            ..params()
+        };
+        let (r1, _) = auto(&a, &off);
+        let (r2, _) = auto(&a, &off);
+        let c = choose(&a);
+        assert_eq!(
+            (r1.choice.method, r1.choice.precond),
+            (c.method, c.precond),
+            "{what}"
+        );
+        assert_eq!(r1.choice.reason, c.reason);
+        assert_eq!(r2.choice.reason, c.reason);
+        assert!(r1.probe.is_none() && r1.result.is_ok(), "{what}");
+    }
+}
+
+#[test]
+fn never_fails_where_an_explicit_choice_converges() {
+    // Indefinite: whether GMRES(30) converges with ILU(0) or Jacobi decides what auto must do.
+    for shift in [5.0, 4.5] {
+        let a = indefinite(30, shift);
+        let (r, x) = auto(&a, &params());
+        eprintln!("indefinite, shift {shift}: {}", r.choice.reason);
+        assert!(r.probe.is_some());
+        let b = vec![1.0; a.nrows()];
+        let explicit = [P::Jacobi, P::Ilu0].iter().any(|&p| {
+            let mut y = vec![0.0; a.nrows()];
+            let ok = match p {
+                P::Jacobi => {
+                    let m = segsparse::precond::Jacobi::from_matrix(&Cpu, &a).unwrap();
+                    segsparse::solvers::gmres(&Cpu, &a, &m, &b, &mut y, 30, &SolveParams::default())
+                        .is_ok()
+                }
+                _ => match segsparse::precond::Ilu0::new(
+                    &Cpu,
+                    &a,
+                    &segsparse::precond::auto::auto_incomplete_params(),
+                ) {
+                    Ok(m) => segsparse::solvers::gmres(
+                        &Cpu,
+                        &a,
+                        &m,
+                        &b,
+                        &mut y,
+                        30,
+                        &SolveParams::default(),
+                    )
+                    .is_ok(),
+                    Err(_) => false,
+                },
+            };
+            ok
+        });
+        if explicit {
+            assert!(r.result.is_ok(), "shift {shift}: {}", r.choice.reason);
+            assert!(true_residual(&a, &x) <= 2e-8);
+        }
+    }
+}
+
+#[test]
+fn the_continuation_is_as_accurate_as_a_fresh_solve() {
+    // Escalated (AMG from the probe's iterate) and kept (CG continued): the true residual of
+    // the result meets the tolerance as a fresh solve with the same choice does.
+    for a in [
+        generate::poisson2d::<f64>(400).unwrap(),
+        generate::poisson3d(30).unwrap(),
+    ] {
+        let (r, x) = auto(&a, &params());
+        let probe = r.probe.clone().unwrap();
+        assert!(!probe.converged && probe.iterations > 0);
+        let info = r.result.unwrap();
+        assert!(info.iterations > probe.iterations);
+        assert!(!info.history.is_empty());
+        let fresh = ProbeParams {
+            enabled: false,
+            ..params()
+        };
+        let b = vec![1.0; a.nrows()];
+        let mut y = vec![0.0; a.nrows()];
+        let direct = segsparse::solvers::pcg(
+            &Cpu,
+            &a,
+            &segsparse::precond::Identity,
+            &b,
+            &mut y,
+            &SolveParams::default(),
+        )
+        .unwrap();
+        let _ = fresh;
+        let (mine, theirs) = (true_residual(&a, &x), true_residual(&a, &y));
+        eprintln!(
+            "continued {mine:.2e} ({} it) fresh CG {theirs:.2e} ({} it)",
+            info.iterations, direct.iterations
+        );
+        assert!(mine <= 1e-8 * 1.5 && theirs <= 1e-8 * 1.5);
+        let dx: f64 = x
+            .iter()
+            .zip(&y)
+            .map(|(u, v)| (u - v).abs())
+            .fold(0.0, f64::max);
+        let nx: f64 = y.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        assert!(dx <= 1e-5 * nx, "{dx} {nx}");
+    }
+}
+
+#[test]
+fn the_decision_is_cached_per_pattern() {
+    let p = ProbeParams {
+        cache: true,
+        ..params()
+    };
+    let a = crate::ilu::convection2d(36, 50.0);
+    let (first, _) = auto(&a, &p);
+    assert!(first.probe.is_some() && !first.cached);
+    let (second, x) = auto(&a, &p);
+    assert!(
+        second.cached && second.probe.is_none(),
+        "{}",
+        second.choice.reason
+    );
+    assert_eq!(
+        (second.choice.method, second.choice.precond),
+        (first.choice.method, first.choice.precond)
+    );
+    assert!(second.result.is_ok() && true_residual(&a, &x) <= 2e-8);
+    // Other values on the same pattern: still cached. Another pattern: probed again.
+    let scaled = a.map_values(|v| 2.0 * v);
+    assert!(auto(&scaled, &p).0.cached);
+    let other = crate::ilu::convection2d(37, 50.0);
+    let (third, _) = auto(&other, &p);
+    assert!(!third.cached && third.probe.is_some());
+}
+
+#[test]
+fn the_model_decides_from_the_rate() {
+    let m = CostModel::iterations_only();
+    let slow = Measured {
+        iterations: 40,
+        seconds_per_iteration: 1.0,
+        residual: 0.1,
+        rate: 0.99,
+    };
+    let (up, its, cheap, dear) = decide(&slow, P::Amg, 1e-8, &m);
+    assert!(
+        up && (its - 1604.0).abs() < 1.0 && cheap > dear,
+        "{its} {cheap} {dear}"
+    );
+    let fast = Measured { rate: 0.8, ..slow };
+    assert!(!decide(&fast, P::Amg, 1e-8, &m).0);
+    let stalled = Measured { rate: 1.0, ..slow };
+    let (up, its, _, _) = decide(&stalled, P::Ilu0, 1e-8, &m);
+    assert!(up && its.is_infinite());
+}
