@@ -2,6 +2,11 @@
 // CUDA_C_32F/CUDA_C_64F, the crate's DevComplex) and their arithmetic, shared by the complex
 // SpMV and the complex BLAS-1 kernels.
 //
+// The solver kernels (solvers/*.cu) are written once for real and complex element types with
+// the scalar helpers at the end of this file (re_, conj_, abs2_, dotc_, ...), which are the
+// identity or the plain real expression for float and double, so real kernels compute exactly
+// what they computed before complex types existed.
+//
 // The two types are trivially copyable (kernel arguments, __shared__ arrays, unions) and carry
 // the operators and load/store/shuffle overloads that let a kernel template written for float
 // and double (the fused nonzero-balanced SpMV) be instantiated for them unchanged: `T(0)`,
@@ -19,7 +24,44 @@
             im += b.im;                                                                            \
             return *this;                                                                          \
         }                                                                                          \
+        __device__ NAME& operator-=(const NAME& b) {                                               \
+            re -= b.re;                                                                            \
+            im -= b.im;                                                                            \
+            return *this;                                                                          \
+        }                                                                                          \
+        __device__ NAME& operator*=(const NAME& b) {                                               \
+            const R r = re * b.re - im * b.im;                                                     \
+            im = re * b.im + im * b.re;                                                            \
+            re = r;                                                                                \
+            return *this;                                                                          \
+        }                                                                                          \
     };                                                                                             \
+    __device__ __forceinline__ NAME operator-(NAME a, NAME b) {                                    \
+        a -= b;                                                                                    \
+        return a;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ NAME operator-(NAME a) {                                            \
+        a.re = -a.re;                                                                              \
+        a.im = -a.im;                                                                              \
+        return a;                                                                                  \
+    }                                                                                              \
+    /* a / b as num-complex divides: a times conj(b), over |b|^2. */                               \
+    __device__ __forceinline__ NAME operator/(NAME a, NAME b) {                                    \
+        const R d = b.re * b.re + b.im * b.im;                                                     \
+        NAME r;                                                                                    \
+        r.re = (a.re * b.re + a.im * b.im) / d;                                                    \
+        r.im = (a.im * b.re - a.re * b.im) / d;                                                    \
+        return r;                                                                                  \
+    }                                                                                              \
+    __device__ __forceinline__ bool operator!=(NAME a, NAME b) {                                   \
+        return a.re != b.re || a.im != b.im;                                                       \
+    }                                                                                              \
+    __device__ __forceinline__ NAME __shfl_down_sync(unsigned m, NAME v, unsigned d, int w = 32) { \
+        NAME r;                                                                                    \
+        r.re = __shfl_down_sync(m, v.re, d, w);                                                    \
+        r.im = __shfl_down_sync(m, v.im, d, w);                                                    \
+        return r;                                                                                  \
+    }                                                                                              \
     __device__ __forceinline__ NAME operator+(NAME a, NAME b) {                                    \
         a += b;                                                                                    \
         return a;                                                                                  \
@@ -148,3 +190,58 @@ template <typename C> __device__ __forceinline__ C cadd(C a, C b) {
 }
 
 template <typename C> __device__ __forceinline__ C cconj(C a) { return cmake<C>(a.re, -a.im); }
+
+// ---- Scalar helpers shared by real and complex kernels ---------------------------------------
+
+template <> struct real_of<float> {
+    typedef float type;
+};
+template <> struct real_of<double> {
+    typedef double type;
+};
+
+template <typename T> struct is_complex_ {
+    static constexpr bool value = false;
+};
+template <> struct is_complex_<cfloat> {
+    static constexpr bool value = true;
+};
+template <> struct is_complex_<cdouble> {
+    static constexpr bool value = true;
+};
+
+__device__ __forceinline__ float re_(float x) { return x; }
+__device__ __forceinline__ double re_(double x) { return x; }
+__device__ __forceinline__ float re_(cfloat x) { return x.re; }
+__device__ __forceinline__ double re_(cdouble x) { return x.re; }
+
+__device__ __forceinline__ float conj_(float x) { return x; }
+__device__ __forceinline__ double conj_(double x) { return x; }
+__device__ __forceinline__ cfloat conj_(cfloat x) { return cconj(x); }
+__device__ __forceinline__ cdouble conj_(cdouble x) { return cconj(x); }
+
+// |x|^2 as a real number.
+__device__ __forceinline__ float abs2_(float x) { return x * x; }
+__device__ __forceinline__ double abs2_(double x) { return x * x; }
+__device__ __forceinline__ float abs2_(cfloat x) { return x.re * x.re + x.im * x.im; }
+__device__ __forceinline__ double abs2_(cdouble x) { return x.re * x.re + x.im * x.im; }
+
+// acc += conj(a) b: the inner product x^H y term by term (x^H x has an imaginary part of
+// exactly 0: cfma_conj).
+__device__ __forceinline__ void dotc_(float& acc, float a, float b) { acc += a * b; }
+__device__ __forceinline__ void dotc_(double& acc, double a, double b) { acc += a * b; }
+__device__ __forceinline__ void dotc_(cfloat& acc, cfloat a, cfloat b) { cfma_conj(acc, a, b); }
+__device__ __forceinline__ void dotc_(cdouble& acc, cdouble a, cdouble b) { cfma_conj(acc, a, b); }
+
+// acc += a b in the CG family's form: x^T y when `bilinear` (COCG), x^H y otherwise (the same
+// for real types).
+template <typename T> __device__ __forceinline__ void form_acc_(T& acc, T a, T b, bool bilinear) {
+    if (bilinear)
+        acc += a * b;
+    else
+        dotc_(acc, a, b);
+}
+
+// A value that another block of the same launch wrote (L2, never a stale L1 line).
+__device__ __forceinline__ cfloat ld_(const cfloat* p) { return ld_volatile(p); }
+__device__ __forceinline__ cdouble ld_(const cdouble* p) { return ld_volatile(p); }

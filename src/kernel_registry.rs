@@ -45,7 +45,6 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::backend::gpu::CHEBYSHEV,
     #[cfg(feature = "cuda")]
-    &crate::backend::gpu_complex::BLAS1_COMPLEX,
     #[cfg(feature = "cuda")]
     &crate::sparse::gpu::SPGEMM_SRC,
     #[cfg(feature = "cuda")]

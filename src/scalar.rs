@@ -97,6 +97,8 @@ pub trait Elem:
     fn as_dev(s: &[Self]) -> &[Self::Dev];
     /// A device-representation slice seen as elements (the same bytes; no copy).
     fn from_dev(s: &[Self::Dev]) -> &[Self];
+    /// [`Elem::as_dev`] of a mutable slice (a download target).
+    fn as_dev_mut(s: &mut [Self]) -> &mut [Self::Dev];
 }
 
 /// A complex number as held on the GPU: the same bytes as `Complex<R>` (`#[repr(transparent)]`),
@@ -174,6 +176,10 @@ macro_rules! real_elem {
             fn from_dev(s: &[Self]) -> &[Self] {
                 s
             }
+            #[inline]
+            fn as_dev_mut(s: &mut [Self]) -> &mut [Self] {
+                s
+            }
         }
     };
 }
@@ -238,6 +244,11 @@ macro_rules! complex_elem {
             fn from_dev(s: &[DevComplex<$r>]) -> &[Self] {
                 // SAFETY: as in `as_dev`, the other way round.
                 unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+            }
+            #[inline]
+            fn as_dev_mut(s: &mut [Self]) -> &mut [DevComplex<$r>] {
+                // SAFETY: as in `as_dev`; the borrow is exclusive for the result's lifetime.
+                unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), s.len()) }
             }
         }
     };

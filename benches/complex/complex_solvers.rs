@@ -1,4 +1,4 @@
-//! The complex solvers on the GPU (`GpuComplexOps`, `GpuComplexCsr`): COCG, BiCGSTAB and
+//! The complex solvers on the GPU (`GpuOps`, `GpuComplexCsr`): COCG, BiCGSTAB and
 //! GMRES(30) on the complex shifted Helmholtz problem, `b = 1`, `x₀ = 0`, to a relative residual
 //! `rtol`: iterations, products with `A`, time to solution (the second of two solves, so the
 //! kernels are compiled and the memory pool warm) and the true residual, `Complex<f64>`.
@@ -22,7 +22,7 @@ fn main() {
 mod imp {
     use std::cell::Cell;
 
-    use segsparse::backend::gpu_complex::GpuComplexOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::gpu::Gpu;
     use segsparse::solvers::{
         bicgstab, cocg, gmres, Identity, LinearOperator, SolveInfo, SolveParams, VectorOps,
@@ -31,7 +31,7 @@ mod imp {
     use segsparse::{generate, Complex, CsrMatrix};
 
     type C64 = Complex<f64>;
-    type Be = GpuComplexOps<C64>;
+    type Be = GpuOps<C64>;
     type V = <Be as VectorOps<C64>>::Vector;
 
     /// `A·x` that counts its products.

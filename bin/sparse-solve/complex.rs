@@ -298,16 +298,16 @@ fn solve_cpu<T: Elem>(
     }
 }
 
-/// The GPU side of complex solves: [`GpuComplexOps`] with the matrix as [`GpuComplexCsr`]
+/// The GPU side of complex solves: [`GpuOps`] with the matrix as [`GpuComplexCsr`]
 /// (interleaved values, the complex SpMV's `Auto` algorithm).
 ///
-/// [`GpuComplexOps`]: segsparse::backend::gpu_complex::GpuComplexOps
+/// [`GpuOps`]: segsparse::backend::gpu::GpuOps
 /// [`GpuComplexCsr`]: segsparse::spmv::gpu::complex::GpuComplexCsr
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
     use anyhow::Context;
-    use segsparse::backend::gpu_complex::GpuComplexOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::gpu::{Gpu, KernelType};
     use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 
@@ -329,7 +329,7 @@ mod gpu {
         T::Dev: KernelType,
     {
         let g = Gpu::shared().context("--backend gpu")?;
-        let ops = GpuComplexOps::<T>::new(&g)?;
+        let ops = GpuOps::<T>::new(&g)?;
         let da = GpuComplexCsr::upload(&g, a, ComplexSpmvAlgorithm::Auto)?;
         let solved = solve_simple(&ops, &da, a, plan, b, x, params, setup_clock)?;
         Ok(Outcome::new(

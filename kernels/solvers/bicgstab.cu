@@ -177,7 +177,10 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
         T* s, T* partials, u32* ticket, T* hist, u32 it) {                                           \
         it += iter_base_(s);                                                                         \
         bicg_update_<T>(x, phat, shat, sv, t, r, rhat, n, s, partials, ticket, hist, it);            \
-    }                                                                                                \
+    }
+
+// The fused small-system steps: real types only (complex systems run the separate steps).
+#define BICGSTAB_ENTRIES_FUSED(T, SUF)                                                             \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_bicg_alpha_s_##SUF(          \
         const T* rhat, const T* r, const T* v, T* sv, const T* dinv, T* shat, u32 n, u32 mode,       \
         T* s, T* partials, u32* bar, u32 it) {                                                       \
@@ -198,3 +201,7 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
 
 BICGSTAB_ENTRIES(float, f32)
 BICGSTAB_ENTRIES(double, f64)
+BICGSTAB_ENTRIES(cfloat, c64)
+BICGSTAB_ENTRIES(cdouble, c128)
+BICGSTAB_ENTRIES_FUSED(float, f32)
+BICGSTAB_ENTRIES_FUSED(double, f64)

@@ -5,11 +5,12 @@
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
 
-// dot = x.y into S_DOT (setup and final checks only).
+// dot = x^H y (x^T y when `bilinear`) into S_DOT (setup, final checks, COCG's defaults).
 template <typename T>
-__device__ void dot_(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket) {
+__device__ void dot_(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket,
+                     bool bilinear) {
     T v[1] = {T(0)};
-    GRID_STRIDE(i, n) v[0] += x[i] * y[i];
+    GRID_STRIDE(i, n) form_acc_(v[0], x[i], y[i], bilinear);
     if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) s[S_DOT] = v[0];
 }
 
@@ -64,7 +65,11 @@ template <typename T> __device__ void fill_(T a, T* z, u32 n) { GRID_STRIDE(i, n
 #define BLAS1_ENTRIES(T, SUF)                                                                        \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_dot_##SUF(                   \
         const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket) {                             \
-        dot_<T>(x, y, n, s, partials, ticket);                                                       \
+        dot_<T>(x, y, n, s, partials, ticket, false);                                                \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_dotu_##SUF(                  \
+        const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket) {                             \
+        dot_<T>(x, y, n, s, partials, ticket, true);                                                 \
     }                                                                                                \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_residual_##SUF(              \
         const T* b, const T* ax, T* r, u32 n) {                                                      \
@@ -86,6 +91,8 @@ template <typename T> __device__ void fill_(T a, T* z, u32 n) { GRID_STRIDE(i, n
 
 BLAS1_ENTRIES(float, f32)
 BLAS1_ENTRIES(double, f64)
+BLAS1_ENTRIES(cfloat, c64)
+BLAS1_ENTRIES(cdouble, c128)
 
 #define VECTOR_ENTRIES(T, SUF)                                                                       \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) vector_lincomb_##SUF(               \
@@ -103,3 +110,5 @@ BLAS1_ENTRIES(double, f64)
 
 VECTOR_ENTRIES(float, f32)
 VECTOR_ENTRIES(double, f64)
+VECTOR_ENTRIES(cfloat, c64)
+VECTOR_ENTRIES(cdouble, c128)

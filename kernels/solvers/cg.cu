@@ -7,24 +7,27 @@
 #include "solvers/recur.cuh"
 #include "solvers/steps.cuh"
 
-// Start: |r|^2 and rho = r.z (z by mode); recur::start.
+// Start: |r|^2 and rho = r^H z (z by mode; r^T z in COCG); recur::start.
 template <typename T>
 __device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,
                           u32* ticket, T* hist, u32 it) {
+    const bool bil = is_complex_<T>::value && bilinear_(s);
     T v[2] = {T(0), T(0)};
     GRID_STRIDE(i, n) {
         const T ri = r[i];
-        v[0] += ri * ri;
+        dotc_(v[0], ri, ri);
         if (mode == FUSE_JACOBI) {
             const T zi = dinv[i] * ri;
             z[i] = zi;
-            v[1] += ri * zi;
+            form_acc_(v[1], ri, zi, bil);
         } else if (mode == FUSE_SEPARATE) {
-            v[1] += ri * z[i];
+            form_acc_(v[1], ri, z[i], bil);
+        } else if (bil) {
+            v[1] += ri * ri;
         }
     }
     if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0) {
-        const T rr = v[0], rz = mode == FUSE_IDENTITY ? v[0] : v[1];
+        const T rr = v[0], rz = mode == FUSE_IDENTITY && !bil ? v[0] : v[1];
         start_rec_(s, hist, rr, rz, it);
     }
 }
@@ -33,8 +36,9 @@ __device__ void cg_start_(const T* r, const T* dinv, T* z, u32 n, u32 mode, T* s
 template <typename T>
 __device__ void cg_alpha_(const T* p, const T* q, u32 n, T* s, T* partials, u32* ticket, u32 it) {
     if (s[S_STATUS] != T(0)) return;
+    const bool bil = is_complex_<T>::value && bilinear_(s);
     T v[1] = {T(0)};
-    GRID_STRIDE(i, n) v[0] += p[i] * q[i];
+    GRID_STRIDE(i, n) form_acc_(v[0], p[i], q[i], bil);
     if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) cg_alpha_rec_(s, v[0], it);
 }
 
@@ -44,7 +48,7 @@ __device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 m
                              T* partials, u32* ticket, T* hist, u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T v[2] = {T(0), T(0)};
-    cg_update_r_loop_(q, r, dinv, z, n, mode, s[S_ALPHA], v);
+    cg_update_r_loop_(q, r, dinv, z, n, mode, s[S_ALPHA], v, is_complex_<T>::value && bilinear_(s));
     if (grid_sum<2>(v, partials, ticket) && threadIdx.x == 0)
         cg_update_r_rec_(s, hist, v[0], v[1], mode, it);
 }
@@ -53,8 +57,9 @@ __device__ void cg_update_r_(const T* q, T* r, const T* dinv, T* z, u32 n, u32 m
 template <typename T>
 __device__ void cg_rho_k_(const T* r, const T* z, u32 n, T* s, T* partials, u32* ticket, u32 it) {
     if (s[S_STATUS] != T(0)) return;
+    const bool bil = is_complex_<T>::value && bilinear_(s);
     T v[1] = {T(0)};
-    GRID_STRIDE(i, n) v[0] += r[i] * z[i];
+    GRID_STRIDE(i, n) form_acc_(v[0], r[i], z[i], bil);
     if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0) cg_rho_(s, v[0], it);
 }
 
@@ -153,7 +158,10 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
         T* x, T* p, const T* z, u32 n, const T* s, u32 it) {                                         \
         it += iter_base_(s);                                                                         \
         cg_update_xp_<T>(x, p, z, n, s, it);                                                         \
-    }                                                                                                \
+    }
+
+// The fused small-system steps: real types only (complex systems run the separate steps).
+#define CG_ENTRIES_FUSED(T, SUF)                                                                   \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_cg_fused_##SUF(              \
         T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n, u32 mode, T* s, T* partials,       \
         u32* bar, T* hist, u32 it) {                                                                 \
@@ -166,3 +174,7 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
 
 CG_ENTRIES(float, f32)
 CG_ENTRIES(double, f64)
+CG_ENTRIES(cfloat, c64)
+CG_ENTRIES(cdouble, c128)
+CG_ENTRIES_FUSED(float, f32)
+CG_ENTRIES_FUSED(double, f64)

@@ -32,3 +32,5 @@ __device__ void poly_step_(const T* t, const T* dinv, T* res, T* d, T* z, u32 n,
 
 CHEBYSHEV_ENTRIES(float, f32)
 CHEBYSHEV_ENTRIES(double, f64)
+CHEBYSHEV_ENTRIES(cfloat, c64)
+CHEBYSHEV_ENTRIES(cdouble, c128)

@@ -27,48 +27,55 @@ struct GmresLay {
     __device__ u32 scale() const { return beta2() + 1; }
 };
 
+// (T real or complex: |r|^2, the norms and the rotations' sines are real values, the cosines
+// complex, [conj(c) s; -s c] as in backend::recur.)
 template <typename T> __device__ void gmres_start_rec_(T* s, T* small, GmresLay L, T* hist, T rr, u32 it) {
-    const T beta = sqrt(rr > T(0) ? rr : T(0));
+    typedef typename real_of<T>::type R;
+    const R rrr = re_(rr);
+    const R beta = sqrt(rrr > R(0) ? rrr : R(0));
     for (u32 i = 0; i <= L.m; ++i) small[L.g() + i] = T(0);
-    small[L.g()] = beta;
+    small[L.g()] = T(beta);
     small[L.beta2()] = rr;
-    small[L.scale()] = beta > T(0) ? T(1) / beta : T(0);
+    small[L.scale()] = beta > R(0) ? T(R(1) / beta) : T(0);
     test_rr_(s, hist, rr, it);
 }
 
 template <typename T>
 __device__ void gmres_column_rec_(T* s, T* small, GmresLay L, T* hist, u32 j, T ww, u32 it) {
+    typedef typename real_of<T>::type R;
     const u32 ld = L.m + 1;
-    const T hnext = sqrt(ww > T(0) ? ww : T(0));
+    const R wwr = re_(ww);
+    const R hnext = sqrt(wwr > R(0) ? wwr : R(0));
     for (u32 i = 0; i <= j; ++i) {
         // volatile: in the fused Arnoldi kernel another block wrote them in this launch.
         const T h = ld_(small + L.c1() + i) + ld_(small + L.c2() + i);
         small[L.hess() + j * ld + i] = h;
         small[L.rmat() + j * ld + i] = h;
     }
-    small[L.hess() + j * ld + j + 1] = hnext;
+    small[L.hess() + j * ld + j + 1] = T(hnext);
     for (u32 i = 0; i < j; ++i) {
         const T c = small[L.cs() + i], sn = small[L.sn() + i];
         const T a = small[L.rmat() + j * ld + i], b = small[L.rmat() + j * ld + i + 1];
-        small[L.rmat() + j * ld + i] = c * a + sn * b;
+        small[L.rmat() + j * ld + i] = conj_(c) * a + sn * b;
         small[L.rmat() + j * ld + i + 1] = c * b - sn * a;
     }
     const T a = small[L.rmat() + j * ld + j];
-    const T d = sqrt(a * a + hnext * hnext);
-    small[L.scale()] = hnext > T(0) ? T(1) / hnext : T(0);
+    const R d = sqrt(abs2_(a) + hnext * hnext);
+    small[L.scale()] = hnext > R(0) ? T(R(1) / hnext) : T(0);
     if (!finite_(d) || !finite_(a)) { stop_(s, ST_NONFINITE, it); return; }
-    if (d == T(0)) { stop_(s, ST_BREAKDOWN_ARNOLDI, it); return; }
-    const T c = a / d, sn = hnext / d;
+    if (d == R(0)) { stop_(s, ST_BREAKDOWN_ARNOLDI, it); return; }
+    const T c = a / T(d), sn = T(hnext / d);
     small[L.cs() + j] = c;
     small[L.sn() + j] = sn;
-    small[L.rmat() + j * ld + j] = d;
+    small[L.rmat() + j * ld + j] = T(d);
     small[L.rmat() + j * ld + j + 1] = T(0);
     const T gj = small[L.g() + j];
-    small[L.g() + j] = c * gj;
+    small[L.g() + j] = conj_(c) * gj;
     small[L.g() + j + 1] = -sn * gj;
-    const T rr = sn * sn * gj * gj;
+    const T rr = T(re_(sn * sn * gj * conj_(gj)));
     if (test_rr_(s, hist, rr, it)) return;
-    if (j + 1 == L.m && rr >= (T(1) - eps_(T(0))) * small[L.beta2()]) stop_(s, ST_STAGNATED, it);
+    if (j + 1 == L.m && re_(rr) >= (R(1) - eps_(R(0))) * re_(small[L.beta2()]))
+        stop_(s, ST_STAGNATED, it);
 }
 
 // Start of a cycle: |r|^2, then the recurrence (v0 = r / |r| is gmres_scale's job).
@@ -76,7 +83,7 @@ template <typename T>
 __device__ void gmres_start_(const T* r, u32 n, T* s, T* small, u32 m, T* partials, u32* ticket,
                              T* hist, u32 it) {
     T v[1] = {T(0)};
-    GRID_STRIDE(i, n) v[0] += r[i] * r[i];
+    GRID_STRIDE(i, n) dotc_(v[0], r[i], r[i]);
     if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0)
         gmres_start_rec_(s, small, GmresLay{m}, hist, v[0], it);
 }
@@ -93,7 +100,7 @@ __device__ void gmres_scale_(const T* src, T* dst, u32 n, const T* s, const T* s
     }
 }
 
-// Block of dot products c[k] = V[k].w, k < nv: grid (gx, nv); block (bx, k) sums its share of
+// Block of inner products c[k] = V[k]^H w, k < nv: grid (gx, nv); block (bx, k) sums its share of
 // vector k, and the last block to finish sums each k's gx partials in block order
 // (deterministic) into small[out + k].
 template <typename T>
@@ -105,7 +112,7 @@ __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u
     const u32 k = blockIdx.y, gx = gridDim.x;
     const T* vk = reinterpret_cast<const T*>(vptr[k]);
     T v[1] = {T(0)};
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) v[0] += vk[i] * w[i];
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) dotc_(v[0], vk[i], w[i]);
     block_sum<1>(v, smem);
     if (threadIdx.x == 0) {
         partials[k * gx + blockIdx.x] = v[0];
@@ -115,10 +122,9 @@ __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u
     __syncthreads();
     if (!last) return;
     __threadfence();
-    const volatile T* vp = partials;
     for (u32 c = threadIdx.x; c < nv; c += blockDim.x) {
         T acc = T(0);
-        for (u32 b = 0; b < gx; ++b) acc += vp[c * gx + b];
+        for (u32 b = 0; b < gx; ++b) acc += ld_(partials + c * gx + b);
         small[out + c] = acc;
     }
     if (threadIdx.x == 0) *ticket = 0;
@@ -143,7 +149,7 @@ __device__ void gmres_update_(const unsigned long long* vptr, T* w, u32 n, u32 n
         T acc = w[i];
         for (u32 k = 0; k < nv; ++k) acc -= c[k] * vs[k][i];
         w[i] = acc;
-        v[0] += acc * acc;
+        dotc_(v[0], acc, acc);
     }
     if (!final_) return;
     if (grid_sum<1>(v, partials, ticket) && threadIdx.x == 0)
@@ -302,7 +308,10 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_combine_##SUF(         \
         const unsigned long long* vptr, T* u, u32 n, u32 ncols, const T* small, u32 m) {             \
         gmres_combine_<T>(vptr, u, n, ncols, small, m);                                              \
-    }                                                                                                \
+    }
+
+// The fused small-system steps: real types only (complex systems run the separate steps).
+#define GMRES_ENTRIES_FUSED(T, SUF)                                                                \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_arnoldi_##SUF(         \
         const unsigned long long* vptr, u32 n, u32 j, T* s, T* small, u32 m, T* partials, u32* bar,  \
         T* hist, u32 it) {                                                                           \
@@ -312,3 +321,7 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
 
 GMRES_ENTRIES(float, f32)
 GMRES_ENTRIES(double, f64)
+GMRES_ENTRIES(cfloat, c64)
+GMRES_ENTRIES(cdouble, c128)
+GMRES_ENTRIES_FUSED(float, f32)
+GMRES_ENTRIES_FUSED(double, f64)

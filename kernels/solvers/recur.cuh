@@ -13,11 +13,17 @@
 // S_ITER_BASE is the iteration that the kernels' `it` argument counts from: the entry points add
 // it to their `it`, so a CUDA graph captured once with relative iteration numbers replays at any
 // base (the GPU backend sets it before each block). 0 outside graphs.
+//
+// T is real (float, double) or complex (cfloat, cdouble), as in backend::recur: the slots hold T,
+// |r|^2 and the status are real values held in T, comparisons take real parts (re_), and the
+// CG family's products are x^H y, or x^T y when the slot S_FORM is set (COCG). For real types
+// every helper is the identity, so the real recurrences are unchanged.
 #include "common.cuh"
+#include "complex.cuh"
 
 #if !defined(SOLVER_THREADS) || !defined(NSLOTS_K) || !defined(S_STATUS) || !defined(S_ITER_BASE) || \
     !defined(ST_CONVERGED) || !defined(ST_BREAKDOWN_ARNOLDI) || !defined(FUSE_IDENTITY) ||          \
-    !defined(FUSE_JACOBI) || !defined(FUSE_SEPARATE)
+    !defined(FUSE_JACOBI) || !defined(FUSE_SEPARATE) || !defined(S_FORM)
 #error "the solver constants come from the Rust side as -D defines (backend::gpu::SOLVER_CONSTANTS)"
 #endif
 
@@ -26,7 +32,12 @@ __device__ __forceinline__ float eps_(float) { return 1.1920929e-07f; }
 __device__ __forceinline__ double eps_(double) { return 2.220446049250313e-16; }
 
 template <typename T> __device__ __forceinline__ u32 iter_base_(const T* s) {
-    return u32(s[S_ITER_BASE]);
+    return u32(re_(s[S_ITER_BASE]));
+}
+
+// The CG family's form: x^T y (COCG) when set.
+template <typename T> __device__ __forceinline__ bool bilinear_(const T* s) {
+    return s[S_FORM] != T(0);
 }
 
 template <typename T> __device__ __forceinline__ void stop_(T* s, int status, u32 it) {
@@ -40,7 +51,7 @@ template <typename T> __device__ bool test_rr_(T* s, T* hist, T rr, u32 it) {
     s[S_RR] = rr;
     if (hist) hist[it] = rr;  // null in the fused kernels' blocks other than block 0
     if (!finite_(rr)) { stop_(s, ST_NONFINITE, it); return true; }
-    if (rr <= s[S_THRESH]) { stop_(s, ST_CONVERGED, it); return true; }
+    if (re_(rr) <= re_(s[S_THRESH])) { stop_(s, ST_CONVERGED, it); return true; }
     return false;
 }
 
@@ -61,18 +72,21 @@ template <typename T> __device__ void start_rec_(T* s, T* hist, T rr, T rz, u32 
     test_rr_(s, hist, rr, it);
 }
 
-// CG: alpha = rho / pq; breakdown when pq <= 0.
+// CG: alpha = rho / pq; breakdown when Re(pq) <= 0 (COCG: pq = 0).
 template <typename T> __device__ void cg_alpha_rec_(T* s, T pq, u32 it) {
+    typedef typename real_of<T>::type R;
     s[S_PQ] = pq;
+    const bool broken = is_complex_<T>::value && bilinear_(s) ? pq == T(0) : re_(pq) <= R(0);
     if (!finite_(pq)) { s[S_ALPHA] = T(0); stop_(s, ST_NONFINITE, it); }
-    else if (pq <= T(0)) { s[S_ALPHA] = T(0); stop_(s, ST_BREAKDOWN_PQ, it); }
+    else if (broken) { s[S_ALPHA] = T(0); stop_(s, ST_BREAKDOWN_PQ, it); }
     else s[S_ALPHA] = s[S_RHO] / pq;
 }
 
-// CG: |r|^2 test; beta, rho from rz (by mode).
+// CG: |r|^2 test; beta, rho from rz (by mode; without a preconditioner rho is |r|^2, or r^T r
+// in rz for complex COCG).
 template <typename T> __device__ void cg_update_r_rec_(T* s, T* hist, T rr, T rz, u32 mode, u32 it) {
     if (test_rr_(s, hist, rr, it)) return;
-    if (mode == FUSE_IDENTITY) cg_rho_(s, rr, it);
+    if (mode == FUSE_IDENTITY) cg_rho_(s, is_complex_<T>::value && bilinear_(s) ? rz : rr, it);
     else if (mode == FUSE_JACOBI) cg_rho_(s, rz, it);
 }
 
@@ -88,10 +102,11 @@ template <typename T> __device__ void bicg_alpha_rec_(T* s, T rv, u32 it) {
 
 // BiCGSTAB: omega = ts / tt (0 when t = 0).
 template <typename T> __device__ void bicg_omega_rec_(T* s, T ts, T tt, u32 it) {
+    typedef typename real_of<T>::type R;
     s[S_TS] = ts;
     s[S_TT] = tt;
     if (!finite_(ts) || !finite_(tt)) stop_(s, ST_NONFINITE, it);
-    else s[S_OMEGA] = tt > T(0) ? ts / tt : T(0);
+    else s[S_OMEGA] = re_(tt) > R(0) ? ts / tt : T(0);
 }
 
 // BiCGSTAB: |r|^2 test, breakdown tests, beta and rho from rr = |r|^2 and rho = rhat.r.
@@ -99,7 +114,8 @@ template <typename T> __device__ void bicg_update_rec_(T* s, T* hist, T rr, T rh
     if (test_rr_(s, hist, rr, it)) return;
     if (!finite_(rho)) stop_(s, ST_NONFINITE, it);
     else if (omega == T(0)) stop_(s, ST_BREAKDOWN_OMEGA, it);
-    else if (rho * rho <= eps_(T(0)) * eps_(T(0)) * s[S_RR0] * rr) stop_(s, ST_BREAKDOWN_RHO, it);
+    else if (abs2_(rho) <= eps_(re_(rr)) * eps_(re_(rr)) * re_(s[S_RR0]) * re_(rr))
+        stop_(s, ST_BREAKDOWN_RHO, it);
     else {
         s[S_BETA] = (rho / s[S_RHO]) * (s[S_ALPHA] / omega);
         s[S_RHO] = rho;

@@ -8,7 +8,11 @@
 //
 // Grid: a fixed number of blocks (a multiple of the SM count, chosen on the host) striding over
 // the vector; the partial-sum buffer holds NRED * gridDim.x values.
+//
+// T is a real type (float, double) or an interleaved complex one (cfloat, cdouble: complex.cuh
+// gives them the arithmetic, the shuffles and ld_).
 #include "common.cuh"
+#include "complex.cuh"
 
 // A volatile read: a value that another block of the same launch wrote (L2, never a stale L1 line).
 template <typename T> __device__ __forceinline__ T ld_(const T* p) { return *(const volatile T*)p; }
@@ -44,11 +48,10 @@ __device__ __forceinline__ void sum_partials(T (&v)[K], const T* partials, T (*s
     T acc[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) acc[k] = T(0);
-    // volatile: read the other blocks' partials from L2, not from a stale L1 line.
-    const volatile T* vp = partials;
+    // ld_: read the other blocks' partials from L2, not from a stale L1 line.
     for (u32 b = threadIdx.x; b < gridDim.x; b += blockDim.x)
 #pragma unroll
-        for (int k = 0; k < K; ++k) acc[k] += vp[k * gridDim.x + b];
+        for (int k = 0; k < K; ++k) acc[k] += ld_(partials + k * gridDim.x + b);
     block_sum<K>(acc, smem);
     if (threadIdx.x == 0)
 #pragma unroll

@@ -68,7 +68,7 @@ use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
 use crate::primitives::ScanElem;
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 
 /// Element types of the GPU backend and the GPU operators: `f32` and `f64` (a [`Scalar`] with
 /// kernel instantiations, scannable by the segmented-scan primitive). Generic callers bound on
@@ -80,7 +80,10 @@ impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 pub const REDUCE: KernelSource = KernelSource {
     name: "solvers/reduce.cuh",
     text: include_str!("../../kernels/solvers/reduce.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::gpu::kernels::COMPLEX_H,
+    ],
     constants: &[],
 };
 
@@ -89,7 +92,10 @@ pub const REDUCE: KernelSource = KernelSource {
 pub const RECUR: KernelSource = KernelSource {
     name: "solvers/recur.cuh",
     text: include_str!("../../kernels/solvers/recur.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::gpu::kernels::COMPLEX_H,
+    ],
     constants: SOLVER_CONSTANTS,
 };
 
@@ -165,6 +171,7 @@ pub const SOLVER_CONSTANTS: &[(&str, i64)] = &[
     ("S_RR0", Slot::Rr0 as i64),
     ("S_DOT", Slot::Dot as i64),
     ("S_ITER_BASE", Slot::IterBase as i64),
+    ("S_FORM", Slot::Form as i64),
     ("ST_CONVERGED", Status::Converged as i64),
     ("ST_BREAKDOWN_PQ", Status::BreakdownPq as i64),
     ("ST_BREAKDOWN_RHO", Status::BreakdownRho as i64),
@@ -197,6 +204,7 @@ pub(crate) const FUSE_SEPARATE: u32 = 2;
 
 struct Kernels {
     dot: CudaFunction,
+    dotu: CudaFunction,
     cg_start: CudaFunction,
     cg_alpha: CudaFunction,
     cg_update_r: CudaFunction,
@@ -221,6 +229,11 @@ struct Kernels {
     gmres_solve_y: CudaFunction,
     gmres_combine: CudaFunction,
     iter_base: CudaFunction,
+    /// The fused small-system steps (real types only: `None` for complex ones).
+    fused: Option<FusedKernels>,
+}
+
+struct FusedKernels {
     cg_fused: CudaFunction,
     bicg_alpha_s: CudaFunction,
     bicg_update_p: CudaFunction,
@@ -317,6 +330,11 @@ fn launch_err(name: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ 
     move |e| Gpu::launch_error(name, e)
 }
 
+/// A host value as the kernels take it (the same bytes).
+fn dev<T: Elem>(a: T) -> T::Dev {
+    T::as_dev(&[a])[0]
+}
+
 fn n32(n: usize) -> u32 {
     u32::try_from(n).expect("solver vectors are limited to u32::MAX elements")
 }
@@ -352,18 +370,22 @@ fn push_fuse<'a, T>(
     l.arg(n).arg(mode);
 }
 
-impl<T: Scalar + KernelType> GpuOps<T> {
+impl<T: Elem> GpuOps<T>
+where
+    T::Dev: KernelType,
+{
     /// `z ← a·x + b·y + c·z` (absent vectors contribute nothing; `z` read only when `c ≠ 0`).
     fn lincomb(
         &self,
         a: T,
-        x: Option<&CudaSlice<T>>,
+        x: Option<&CudaSlice<T::Dev>>,
         b: T,
-        y: Option<&CudaSlice<T>>,
+        y: Option<&CudaSlice<T::Dev>>,
         c: T,
-        z: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T::Dev>,
     ) -> Result<()> {
         let (n, grid) = (n32(z.len()), self.grid(z.len()));
+        let (a, b, c) = (dev(a), dev(b), dev(c));
         let mut l = self.gpu.stream().launch_builder(&self.k.lincomb);
         l.arg(&a);
         opt_arg!(l, x);
@@ -375,14 +397,47 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         unsafe { self.launch(&mut l, grid, "vector_lincomb") }
     }
 
+    /// `xᴴy` (`solver_dot`) or `xᵀy` (`solver_dotu`: the same for real types) into
+    /// [`Slot::Dot`], read back.
+    fn inner(
+        &self,
+        f: &CudaFunction,
+        name: &'static str,
+        x: &CudaSlice<T::Dev>,
+        y: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
+    ) -> Result<T> {
+        same_len(name, x.len(), y.len());
+        let n = n32(x.len());
+        let grid = sc.grid_for(self, x.len());
+        let mut l = self.gpu.stream().launch_builder(f);
+        l.arg(x).arg(y).arg(&n);
+        sc.push_reduction(&mut l, false, None);
+        // SAFETY: solver_dot / solver_dotu(const T* x, const T* y, u32 n, T* s, T* partials,
+        // u32* ticket); x, y have n elements, s NSLOTS, partials NRED * grid, ticket 1.
+        unsafe { self.launch(&mut l, grid, name) }?;
+        Ok(self.read_slots(sc)?[Slot::Dot as usize])
+    }
+
     /// Compiles (or takes from the [`Gpu`]'s cache) the solver kernels for `T`.
     ///
     /// # Errors
     /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
-        let f = |src: &KernelSource, root: &str| gpu.typed_function::<T>(src, root, &[]);
+        let f = |src: &KernelSource, root: &str| gpu.typed_function::<T::Dev>(src, root, &[]);
+        let fused = if T::IS_COMPLEX {
+            None
+        } else {
+            Some(FusedKernels {
+                cg_fused: f(&CG, "solver_cg_fused")?,
+                bicg_alpha_s: f(&BICGSTAB, "solver_bicg_alpha_s")?,
+                bicg_update_p: f(&BICGSTAB, "solver_bicg_update_p")?,
+                gmres_arnoldi: f(&GMRES, "solver_gmres_arnoldi")?,
+            })
+        };
         let k = Kernels {
             dot: f(&BLAS1, "solver_dot")?,
+            dotu: f(&BLAS1, "solver_dotu")?,
             cg_start: f(&CG, "solver_cg_start")?,
             cg_alpha: f(&CG, "solver_cg_alpha")?,
             cg_update_r: f(&CG, "solver_cg_update_r")?,
@@ -407,10 +462,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
             gmres_solve_y: f(&GMRES, "solver_gmres_solve_y")?,
             gmres_combine: f(&GMRES, "solver_gmres_combine")?,
             iter_base: f(&BLAS1, "solver_iter_base")?,
-            cg_fused: f(&CG, "solver_cg_fused")?,
-            bicg_alpha_s: f(&BICGSTAB, "solver_bicg_alpha_s")?,
-            bicg_update_p: f(&BICGSTAB, "solver_bicg_update_p")?,
-            gmres_arnoldi: f(&GMRES, "solver_gmres_arnoldi")?,
+            fused,
         };
         // The fused kernels wait for all their blocks at grid barriers: they run only if one
         // block per SM can be resident (registers and shared memory allow it), which the
@@ -419,16 +471,18 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         // used the device yet.)
         let bound = gpu.context().bind_to_thread().is_ok();
         let fused_ok = bound
-            && [
-                &k.cg_fused,
-                &k.bicg_alpha_s,
-                &k.bicg_update_p,
-                &k.gmres_arnoldi,
-            ]
-            .iter()
-            .all(|f| {
-                f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-                    .is_ok_and(|b| b >= 1)
+            && k.fused.as_ref().is_some_and(|fk| {
+                [
+                    &fk.cg_fused,
+                    &fk.bicg_alpha_s,
+                    &fk.bicg_update_p,
+                    &fk.gmres_arnoldi,
+                ]
+                .iter()
+                .all(|f| {
+                    f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                        .is_ok_and(|b| b >= 1)
+                })
             });
         Ok(GpuOps {
             gpu: gpu.clone(),
@@ -443,6 +497,14 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// The device.
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
+    }
+
+    /// The fused kernels; only called where [`GpuOps::fused_grid`] gave a grid (which needs them).
+    fn fk(&self) -> &FusedKernels {
+        self.k
+            .fused
+            .as_ref()
+            .expect("the fused steps run only where their kernels exist")
     }
 
     /// Sets when the fused steps of the small-system path run (default [`FusedPath::Auto`]).
@@ -538,9 +600,9 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         &self,
         f: &CudaFunction,
         name: &'static str,
-        a: &CudaSlice<T>,
-        b: &CudaSlice<T>,
-        out: &mut CudaSlice<T>,
+        a: &CudaSlice<T::Dev>,
+        b: &CudaSlice<T::Dev>,
+        out: &mut CudaSlice<T::Dev>,
     ) -> Result<()> {
         same_len(name, a.len(), b.len());
         same_len(name, a.len(), out.len());
@@ -558,11 +620,11 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         &self,
         f: &CudaFunction,
         name: &'static str,
-        r: &CudaSlice<T>,
-        v: &CudaSlice<T>,
-        out: &mut CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        r: &CudaSlice<T::Dev>,
+        v: &CudaSlice<T::Dev>,
+        out: &mut CudaSlice<T::Dev>,
+        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
     ) -> Result<()> {
         same_len(name, r.len(), v.len());
         same_len(name, r.len(), out.len());
@@ -585,9 +647,9 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         &self,
         f: &CudaFunction,
         name: &'static str,
-        a: &CudaSlice<T>,
-        b: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        a: &CudaSlice<T::Dev>,
+        b: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         same_len(name, a.len(), b.len());
@@ -604,10 +666,10 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// `v_dst ← scale · src` for GMRES (in place when `src` is `None`), unless the status is set.
     fn gmres_scale(
         &self,
-        k: &mut GpuKrylov<T>,
+        k: &mut GpuKrylov<T::Dev>,
         dst: usize,
-        src: Option<&CudaSlice<T>>,
-        sc: &GpuScalars<T>,
+        src: Option<&CudaSlice<T::Dev>>,
+        sc: &GpuScalars<T::Dev>,
     ) -> Result<()> {
         let d = &mut k.v[dst];
         if let Some(s) = src {
@@ -627,7 +689,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     /// The iteration argument of a kernel for iteration `it`: `it` minus the device's
     /// [`Slot::IterBase`], which the kernel adds back. Outside a recording, an `it` below the base
     /// (a restart at the iteration a status was set, inside a replayed block) resets the base.
-    fn iter_arg(&self, sc: &mut GpuScalars<T>, it: usize) -> Result<u32> {
+    fn iter_arg(&self, sc: &mut GpuScalars<T::Dev>, it: usize) -> Result<u32> {
         if it < sc.base {
             assert!(
                 sc.graphs.recording.is_none(),
@@ -640,7 +702,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     }
 
     /// `s[IterBase] ← v`, or `+= v` when `add`.
-    fn set_iter_base(&self, sc: &mut GpuScalars<T>, v: usize, add: bool) -> Result<()> {
+    fn set_iter_base(&self, sc: &mut GpuScalars<T::Dev>, v: usize, add: bool) -> Result<()> {
         let (v32, add32) = (n32(v), u32::from(add));
         let mut l = self.gpu.stream().launch_builder(&self.k.iter_base);
         l.arg(&mut sc.slots).arg(&v32).arg(&add32);
@@ -652,8 +714,12 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     }
 
     fn mode_ptrs<'a>(
-        fuse: &'a mut Fuse<'_, CudaSlice<T>>,
-    ) -> (u32, Option<&'a CudaSlice<T>>, Option<&'a mut CudaSlice<T>>) {
+        fuse: &'a mut Fuse<'_, CudaSlice<T::Dev>>,
+    ) -> (
+        u32,
+        Option<&'a CudaSlice<T::Dev>>,
+        Option<&'a mut CudaSlice<T::Dev>>,
+    ) {
         match fuse {
             Fuse::Identity => (FUSE_IDENTITY, None, None),
             Fuse::Jacobi { inv_diag, z } => (FUSE_JACOBI, Some(*inv_diag), Some(&mut **z)),
@@ -666,8 +732,12 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     fn checked_mode<'a>(
         what: &str,
         len: usize,
-        fuse: &'a mut Fuse<'_, CudaSlice<T>>,
-    ) -> (u32, Option<&'a CudaSlice<T>>, Option<&'a mut CudaSlice<T>>) {
+        fuse: &'a mut Fuse<'_, CudaSlice<T::Dev>>,
+    ) -> (
+        u32,
+        Option<&'a CudaSlice<T::Dev>>,
+        Option<&'a mut CudaSlice<T::Dev>>,
+    ) {
         let (mode, dinv, z) = Self::mode_ptrs(fuse);
         if let (Some(d), Some(z)) = (&dinv, &z) {
             same_len(&format!("{what} D⁻¹"), len, d.len());
@@ -683,7 +753,7 @@ impl<T: Scalar + KernelType> GpuOps<T> {
         what: &str,
         len: usize,
         grid: u32,
-        sc: &mut GpuScalars<T>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<(u32, u32)> {
         assert!(
@@ -695,9 +765,12 @@ impl<T: Scalar + KernelType> GpuOps<T> {
     }
 }
 
-impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
-    type Vector = CudaSlice<T>;
-    type Scalars = GpuScalars<T>;
+impl<T: Elem> VectorOps<T> for GpuOps<T>
+where
+    T::Dev: KernelType,
+{
+    type Vector = CudaSlice<T::Dev>;
+    type Scalars = GpuScalars<T::Dev>;
 
     fn name(&self) -> &'static str {
         "gpu"
@@ -705,53 +778,54 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     fn default_check_every(&self) -> usize {
         16
     }
-    fn len(&self, v: &CudaSlice<T>) -> usize {
+    fn len(&self, v: &CudaSlice<T::Dev>) -> usize {
         v.len()
     }
-    fn zeros(&self, n: usize) -> Result<CudaSlice<T>> {
-        self.gpu.zeros::<T>(n)
+    fn zeros(&self, n: usize) -> Result<CudaSlice<T::Dev>> {
+        self.gpu.zeros::<T::Dev>(n)
     }
-    fn upload(&self, host: &[T]) -> Result<CudaSlice<T>> {
-        self.gpu.upload(host)
+    fn upload(&self, host: &[T]) -> Result<CudaSlice<T::Dev>> {
+        self.gpu.upload(T::as_dev(host))
     }
-    fn download(&self, v: &CudaSlice<T>) -> Result<Vec<T>> {
-        self.gpu.download(v)
+    fn download(&self, v: &CudaSlice<T::Dev>) -> Result<Vec<T>> {
+        Ok(T::from_dev(&self.gpu.download(v)?).to_vec())
     }
-    fn copy(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<()> {
+    fn copy(&self, src: &CudaSlice<T::Dev>, dst: &mut CudaSlice<T::Dev>) -> Result<()> {
         same_len("copy", src.len(), dst.len());
         self.gpu
             .stream()
             .memcpy_dtod(src, dst)
             .map_err(|e| Error::cuda("solver vector copy", e))
     }
-    fn set_zero(&self, v: &mut CudaSlice<T>) -> Result<()> {
+    fn set_zero(&self, v: &mut CudaSlice<T::Dev>) -> Result<()> {
         self.gpu
             .stream()
             .memset_zeros(v)
             .map_err(|e| Error::cuda("solver vector memset", e))
     }
-    fn fill(&self, v: &mut CudaSlice<T>, a: T) -> Result<()> {
+    fn fill(&self, v: &mut CudaSlice<T::Dev>, a: T) -> Result<()> {
         let (n, grid) = (n32(v.len()), self.grid(v.len()));
+        let a = dev(a);
         let mut l = self.gpu.stream().launch_builder(&self.k.fill);
         l.arg(&a).arg(&mut *v).arg(&n);
         // SAFETY: vector_fill(T a, T* z, u32 n); z has n elements.
         unsafe { self.launch(&mut l, grid, "vector_fill") }
     }
-    fn scal(&self, a: T, v: &mut CudaSlice<T>) -> Result<()> {
+    fn scal(&self, a: T, v: &mut CudaSlice<T::Dev>) -> Result<()> {
         self.lincomb(T::zero(), None, T::zero(), None, a, v)
     }
-    fn axpby(&self, a: T, x: &CudaSlice<T>, b: T, y: &mut CudaSlice<T>) -> Result<()> {
+    fn axpby(&self, a: T, x: &CudaSlice<T::Dev>, b: T, y: &mut CudaSlice<T::Dev>) -> Result<()> {
         same_len("axpby", x.len(), y.len());
         self.lincomb(a, Some(x), T::zero(), None, b, y)
     }
     fn axpbypcz(
         &self,
         a: T,
-        x: &CudaSlice<T>,
+        x: &CudaSlice<T::Dev>,
         b: T,
-        y: &CudaSlice<T>,
+        y: &CudaSlice<T::Dev>,
         c: T,
-        z: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T::Dev>,
     ) -> Result<()> {
         same_len("axpbypcz", x.len(), y.len());
         same_len("axpbypcz", x.len(), z.len());
@@ -760,96 +834,111 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
     fn vmul(
         &self,
         a: T,
-        x: &CudaSlice<T>,
-        y: &CudaSlice<T>,
+        x: &CudaSlice<T::Dev>,
+        y: &CudaSlice<T::Dev>,
         b: T,
-        z: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T::Dev>,
     ) -> Result<()> {
         same_len("vmul", x.len(), y.len());
         same_len("vmul", x.len(), z.len());
         let (n, grid) = (n32(z.len()), self.grid(z.len()));
+        let (a, b) = (dev(a), dev(b));
         let mut l = self.gpu.stream().launch_builder(&self.k.vmul);
         l.arg(&a).arg(x).arg(y).arg(&b).arg(&mut *z).arg(&n);
         // SAFETY: vector_vmul(T a, const T* x, const T* y, T b, T* z, u32 n); all three have n
         // elements.
         unsafe { self.launch(&mut l, grid, "vector_vmul") }
     }
-    fn residual(&self, b: &CudaSlice<T>, ax: &CudaSlice<T>, r: &mut CudaSlice<T>) -> Result<()> {
+    fn residual(
+        &self,
+        b: &CudaSlice<T::Dev>,
+        ax: &CudaSlice<T::Dev>,
+        r: &mut CudaSlice<T::Dev>,
+    ) -> Result<()> {
         // solver_residual: r = b − ax.
         self.elementwise(&self.k.residual, "solver_residual", b, ax, r)
     }
-    fn scale(&self, d: &CudaSlice<T>, r: &CudaSlice<T>, z: &mut CudaSlice<T>) -> Result<()> {
+    fn scale(
+        &self,
+        d: &CudaSlice<T::Dev>,
+        r: &CudaSlice<T::Dev>,
+        z: &mut CudaSlice<T::Dev>,
+    ) -> Result<()> {
         // solver_scale: z = d ∘ r.
         self.elementwise(&self.k.scale, "solver_scale", d, r, z)
     }
-    fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut GpuScalars<T>) -> Result<T> {
-        same_len("dot", x.len(), y.len());
-        let n = n32(x.len());
-        let grid = sc.grid_for(self, x.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.dot);
-        l.arg(x).arg(y).arg(&n);
-        sc.push_reduction(&mut l, false, None);
-        // SAFETY: solver_dot(const T* x, const T* y, u32 n, T* s, T* partials, u32* ticket);
-        // x, y have n elements, s NSLOTS, partials NRED * grid, ticket 1.
-        unsafe { self.launch(&mut l, grid, "solver_dot") }?;
-        Ok(self.read_slots(sc)?[Slot::Dot as usize])
+    fn dot(
+        &self,
+        x: &CudaSlice<T::Dev>,
+        y: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
+    ) -> Result<T> {
+        self.inner(&self.k.dot, "solver_dot", x, y, sc)
+    }
+    fn dotu(
+        &self,
+        x: &CudaSlice<T::Dev>,
+        y: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
+    ) -> Result<T> {
+        self.inner(&self.k.dotu, "solver_dotu", x, y, sc)
     }
 
     fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
         self.gpu.check_memory(what, bytes)
     }
-    fn scalars(&self, n: usize, max_iters: usize) -> Result<GpuScalars<T>> {
+    fn scalars(&self, n: usize, max_iters: usize) -> Result<GpuScalars<T::Dev>> {
         let grid = self.grid(n);
         Ok(GpuScalars {
-            slots: self.gpu.zeros::<T>(NSLOTS)?,
-            hist: self.gpu.zeros::<T>(max_iters + 1)?,
+            slots: self.gpu.zeros::<T::Dev>(NSLOTS)?,
+            hist: self.gpu.zeros::<T::Dev>(max_iters + 1)?,
             // Twice the widest reduction's partials: the fused kernels double-buffer them.
-            partials: self.gpu.zeros::<T>(2 * NRED * grid as usize)?,
+            partials: self.gpu.zeros::<T::Dev>(2 * NRED * grid as usize)?,
             ticket: self.gpu.zeros::<u32>(2)?,
             grid,
             base: 0,
             graphs: Graphs::default(),
         })
     }
-    fn write_slots(&self, sc: &mut GpuScalars<T>, values: &[(Slot, T)]) -> Result<()> {
+    fn write_slots(&self, sc: &mut GpuScalars<T::Dev>, values: &[(Slot, T)]) -> Result<()> {
         let mut s = self.read_slots(sc)?;
         for &(k, v) in values {
             s[k as usize] = v;
         }
-        self.gpu.upload_into(&s, &mut sc.slots)
+        self.gpu.upload_into(T::as_dev(&s), &mut sc.slots)
     }
-    fn read_slots(&self, sc: &GpuScalars<T>) -> Result<[T; NSLOTS]> {
+    fn read_slots(&self, sc: &GpuScalars<T::Dev>) -> Result<[T; NSLOTS]> {
         // Into a stack array: the status check every k iterations allocates nothing.
         let mut s = [T::zero(); NSLOTS];
         self.gpu
             .stream()
-            .memcpy_dtoh(&sc.slots, &mut s[..])
+            .memcpy_dtoh(&sc.slots, T::as_dev_mut(&mut s[..]))
             .map_err(|e| Error::cuda("reading the solver's scalar slots", e))?;
         self.gpu.synchronize()?;
         Ok(s)
     }
-    fn read_history(&self, sc: &GpuScalars<T>, len: usize) -> Result<Vec<T>> {
+    fn read_history(&self, sc: &GpuScalars<T::Dev>, len: usize) -> Result<Vec<T>> {
         let len = len.min(sc.hist.len());
-        self.gpu.download(&sc.hist.slice(..len))
+        Ok(T::from_dev(&self.gpu.download(&sc.hist.slice(..len))?).to_vec())
     }
     /// Downloads the slots and the history, runs `f`, uploads both: correct, and slow (the GPU
     /// runs every step as its own kernels and never calls this in a solve).
     fn update_slots(
         &self,
-        sc: &mut GpuScalars<T>,
+        sc: &mut GpuScalars<T::Dev>,
         f: impl FnOnce(&mut [T; NSLOTS], &mut [T]),
     ) -> Result<()> {
         let mut s = self.read_slots(sc)?;
-        let mut h = self.gpu.download(&sc.hist)?;
+        let mut h = T::from_dev(&self.gpu.download(&sc.hist)?).to_vec();
         f(&mut s, &mut h);
-        self.gpu.upload_into(&s, &mut sc.slots)?;
-        self.gpu.upload_into(&h, &mut sc.hist)
+        self.gpu.upload_into(T::as_dev(&s), &mut sc.slots)?;
+        self.gpu.upload_into(T::as_dev(&h), &mut sc.hist)
     }
 
     /// CUDA graphs: see "Recorded blocks" in the [module docs](super).
     fn begin_block(
         &self,
-        sc: &mut GpuScalars<T>,
+        sc: &mut GpuScalars<T::Dev>,
         it0: usize,
         len: usize,
         key: Option<u64>,
@@ -884,7 +973,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         Ok(Block::Recording)
     }
 
-    fn end_block(&self, sc: &mut GpuScalars<T>, ok: bool) -> Result<()> {
+    fn end_block(&self, sc: &mut GpuScalars<T::Dev>, ok: bool) -> Result<()> {
         let (key, len) = sc
             .graphs
             .recording
@@ -922,9 +1011,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn cg_start(
         &self,
-        r: &CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        r: &CudaSlice<T::Dev>,
+        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         let n = n32(r.len());
@@ -964,9 +1053,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn cg_alpha(
         &self,
-        p: &CudaSlice<T>,
-        q: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        p: &CudaSlice<T::Dev>,
+        q: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         // solver_cg_alpha: pᵀq, then α = ρ / pᵀq (breakdown when pᵀq ≤ 0) in the last block.
@@ -975,10 +1064,10 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn cg_update_r(
         &self,
-        q: &CudaSlice<T>,
-        r: &mut CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        q: &CudaSlice<T::Dev>,
+        r: &mut CudaSlice<T::Dev>,
+        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         same_len("cg_update_r", q.len(), r.len());
@@ -997,9 +1086,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn cg_rho(
         &self,
-        r: &CudaSlice<T>,
-        z: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        r: &CudaSlice<T::Dev>,
+        z: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         // solver_cg_rho: rᵀz, then β and ρ in the last block.
@@ -1008,10 +1097,10 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn cg_update_xp(
         &self,
-        x: &mut CudaSlice<T>,
-        p: &mut CudaSlice<T>,
-        z: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        x: &mut CudaSlice<T::Dev>,
+        p: &mut CudaSlice<T::Dev>,
+        z: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         same_len("cg_update_xp", x.len(), p.len());
@@ -1027,11 +1116,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_p(
         &self,
-        r: &CudaSlice<T>,
-        v: &CudaSlice<T>,
-        p: &mut CudaSlice<T>,
-        fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        r: &CudaSlice<T::Dev>,
+        v: &CudaSlice<T::Dev>,
+        p: &mut CudaSlice<T::Dev>,
+        fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
     ) -> Result<()> {
         // solver_bicg_p: p ← r + β(p − ω v), and p̂ = D⁻¹p in Jacobi mode.
         self.bicg_vector_step(&self.k.bicg_p, "solver_bicg_p", r, v, p, fuse, sc)
@@ -1039,9 +1128,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_alpha(
         &self,
-        rhat: &CudaSlice<T>,
-        v: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        rhat: &CudaSlice<T::Dev>,
+        v: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         // solver_bicg_alpha: r̂ᵀv, then α = ρ / r̂ᵀv in the last block.
@@ -1050,11 +1139,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_s(
         &self,
-        r: &CudaSlice<T>,
-        v: &CudaSlice<T>,
-        s: &mut CudaSlice<T>,
-        fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        r: &CudaSlice<T::Dev>,
+        v: &CudaSlice<T::Dev>,
+        s: &mut CudaSlice<T::Dev>,
+        fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
     ) -> Result<()> {
         // solver_bicg_s: s ← r − α v, and ŝ = D⁻¹s in Jacobi mode.
         self.bicg_vector_step(&self.k.bicg_s, "solver_bicg_s", r, v, s, fuse, sc)
@@ -1062,9 +1151,9 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_omega(
         &self,
-        t: &CudaSlice<T>,
-        s: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        t: &CudaSlice<T::Dev>,
+        s: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         // solver_bicg_omega: tᵀs and tᵀt, then ω = tᵀs / tᵀt in the last block.
@@ -1073,14 +1162,14 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_update(
         &self,
-        x: &mut CudaSlice<T>,
-        phat: &CudaSlice<T>,
-        shat: &CudaSlice<T>,
-        s: &CudaSlice<T>,
-        t: &CudaSlice<T>,
-        r: &mut CudaSlice<T>,
-        rhat: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        x: &mut CudaSlice<T::Dev>,
+        phat: &CudaSlice<T::Dev>,
+        shat: &CudaSlice<T::Dev>,
+        s: &CudaSlice<T::Dev>,
+        t: &CudaSlice<T::Dev>,
+        r: &mut CudaSlice<T::Dev>,
+        rhat: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         let len = x.len();
@@ -1116,12 +1205,12 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn cg_tail(
         &self,
-        x: &mut CudaSlice<T>,
-        p: &mut CudaSlice<T>,
-        q: &CudaSlice<T>,
-        r: &mut CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        x: &mut CudaSlice<T::Dev>,
+        p: &mut CudaSlice<T::Dev>,
+        q: &CudaSlice<T::Dev>,
+        r: &mut CudaSlice<T::Dev>,
+        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         let grid = match (self.fused_grid(x.len()), &fuse) {
@@ -1135,7 +1224,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         );
         let (n, it) = self.fused_args("CG", x.len(), grid, sc, it)?;
         let (mode, dinv, z) = Self::checked_mode("cg_tail", x.len(), &mut fuse);
-        let mut l = self.gpu.stream().launch_builder(&self.k.cg_fused);
+        let mut l = self.gpu.stream().launch_builder(&self.fk().cg_fused);
         l.arg(x).arg(p).arg(q).arg(r);
         push_fuse(&mut l, dinv, z, &n, &mode);
         sc.push_reduction(&mut l, true, Some(&it));
@@ -1153,12 +1242,12 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_alpha_s(
         &self,
-        rhat: &CudaSlice<T>,
-        r: &CudaSlice<T>,
-        v: &CudaSlice<T>,
-        s: &mut CudaSlice<T>,
-        mut fuse: Fuse<'_, CudaSlice<T>>,
-        sc: &mut GpuScalars<T>,
+        rhat: &CudaSlice<T::Dev>,
+        r: &CudaSlice<T::Dev>,
+        v: &CudaSlice<T::Dev>,
+        s: &mut CudaSlice<T::Dev>,
+        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         let Some(grid) = self.fused_grid(r.len()) else {
@@ -1171,7 +1260,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         );
         let (n, it) = self.fused_args("BiCGSTAB", r.len(), grid, sc, it)?;
         let (mode, dinv, shat) = Self::checked_mode("bicg_alpha_s", r.len(), &mut fuse);
-        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_alpha_s);
+        let mut l = self.gpu.stream().launch_builder(&self.fk().bicg_alpha_s);
         l.arg(rhat).arg(r).arg(v).arg(s);
         push_fuse(&mut l, dinv, shat, &n, &mode);
         sc.push_reduction(&mut l, false, Some(&it));
@@ -1184,17 +1273,17 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn bicg_update_p(
         &self,
-        x: &mut CudaSlice<T>,
-        phat: Option<&mut CudaSlice<T>>,
-        inv_diag: Option<&CudaSlice<T>>,
-        shat: &CudaSlice<T>,
-        s: &CudaSlice<T>,
-        t: &CudaSlice<T>,
-        r: &mut CudaSlice<T>,
-        rhat: &CudaSlice<T>,
-        p: &mut CudaSlice<T>,
-        v: &CudaSlice<T>,
-        sc: &mut GpuScalars<T>,
+        x: &mut CudaSlice<T::Dev>,
+        phat: Option<&mut CudaSlice<T::Dev>>,
+        inv_diag: Option<&CudaSlice<T::Dev>>,
+        shat: &CudaSlice<T::Dev>,
+        s: &CudaSlice<T::Dev>,
+        t: &CudaSlice<T::Dev>,
+        r: &mut CudaSlice<T::Dev>,
+        rhat: &CudaSlice<T::Dev>,
+        p: &mut CudaSlice<T::Dev>,
+        v: &CudaSlice<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         let Some(grid) = self.fused_grid(x.len()) else {
@@ -1228,7 +1317,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             same_len("D⁻¹", len, d.len());
         }
         let (n, it) = self.fused_args("BiCGSTAB", len, grid, sc, it)?;
-        let mut l = self.gpu.stream().launch_builder(&self.k.bicg_update_p);
+        let mut l = self.gpu.stream().launch_builder(&self.fk().bicg_update_p);
         l.arg(x)
             .arg(shat)
             .arg(s)
@@ -1248,10 +1337,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
         unsafe { self.launch_fused(&mut l, grid, "solver_bicg_update_p") }
     }
 
-    fn axpy(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
+    fn axpy(&self, alpha: T, x: &CudaSlice<T::Dev>, y: &mut CudaSlice<T::Dev>) -> Result<()> {
         same_len("axpy", x.len(), y.len());
         let n = n32(x.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.axpy);
+        let alpha = dev(alpha);
         l.arg(&alpha).arg(x).arg(y).arg(&n);
         // SAFETY: solver_axpy(T alpha, const T* x, T* y, u32 n); x, y have n elements.
         unsafe { self.launch(&mut l, self.grid(x.len()), "solver_axpy") }
@@ -1259,11 +1349,11 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 
     fn poly_step(
         &self,
-        t: &CudaSlice<T>,
-        inv_diag: Option<&CudaSlice<T>>,
-        res: &mut CudaSlice<T>,
-        d: &mut CudaSlice<T>,
-        z: &mut CudaSlice<T>,
+        t: &CudaSlice<T::Dev>,
+        inv_diag: Option<&CudaSlice<T::Dev>>,
+        res: &mut CudaSlice<T::Dev>,
+        d: &mut CudaSlice<T::Dev>,
+        z: &mut CudaSlice<T::Dev>,
         first: bool,
         c1: T,
         c2: T,
@@ -1278,6 +1368,7 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
             same_len("poly_step D⁻¹", len, dv.len());
         }
         let (n, first) = (n32(len), u32::from(first));
+        let (c1, c2) = (dev(c1), dev(c2));
         let mut l = self.gpu.stream().launch_builder(&self.k.poly_step);
         l.arg(t);
         opt_arg!(l, inv_diag);
@@ -1295,19 +1386,22 @@ impl<T: Scalar + KernelType> VectorOps<T> for GpuOps<T> {
 }
 
 /// The GPU keeps its small arrays on the device and runs every step itself.
-impl<T> KrylovSpace<CudaSlice<T>, T> for GpuKrylov<T> {
-    fn host(&self) -> Option<&HostKrylov<CudaSlice<T>, T>> {
+impl<T: Elem> KrylovSpace<CudaSlice<T::Dev>, T> for GpuKrylov<T::Dev> {
+    fn host(&self) -> Option<&HostKrylov<CudaSlice<T::Dev>, T>> {
         None
     }
-    fn host_mut(&mut self) -> Option<&mut HostKrylov<CudaSlice<T>, T>> {
+    fn host_mut(&mut self) -> Option<&mut HostKrylov<CudaSlice<T::Dev>, T>> {
         None
     }
 }
 
-impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
-    type Krylov = GpuKrylov<T>;
+impl<T: Elem> KrylovOps<T> for GpuOps<T>
+where
+    T::Dev: KernelType,
+{
+    type Krylov = GpuKrylov<T::Dev>;
 
-    fn krylov(&self, n: usize, m: usize) -> Result<GpuKrylov<T>> {
+    fn krylov(&self, n: usize, m: usize) -> Result<GpuKrylov<T::Dev>> {
         assert!(m >= 1, "GMRES restart length must be at least 1");
         if m > MAX_RESTART {
             return Err(Error::InvalidInput(format!(
@@ -1315,7 +1409,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
             )));
         }
         let v = (0..=m)
-            .map(|_| self.gpu.zeros::<T>(n))
+            .map(|_| self.gpu.zeros::<T::Dev>(n))
             .collect::<Result<Vec<_>>>()?;
         let stream = self.gpu.stream();
         let ptrs: Vec<u64> = v
@@ -1333,8 +1427,8 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
         Ok(GpuKrylov {
             ptrs: self.gpu.upload(&ptrs)?,
             v,
-            small: self.gpu.zeros::<T>(lay.len())?,
-            partials: self.gpu.zeros::<T>(npart)?,
+            small: self.gpu.zeros::<T::Dev>(lay.len())?,
+            partials: self.gpu.zeros::<T::Dev>(npart)?,
             ticket: self.gpu.zeros::<u32>(2)?,
             m,
             dot_grid,
@@ -1343,23 +1437,23 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
 
     fn krylov_pair<'k>(
         &self,
-        k: &'k mut GpuKrylov<T>,
+        k: &'k mut GpuKrylov<T::Dev>,
         j: usize,
-    ) -> (&'k CudaSlice<T>, &'k mut CudaSlice<T>) {
+    ) -> (&'k CudaSlice<T::Dev>, &'k mut CudaSlice<T::Dev>) {
         assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
         let (lo, hi) = k.v.split_at_mut(j + 1);
         (&lo[j], &mut hi[0])
     }
 
-    fn krylov_small(&self, k: &GpuKrylov<T>) -> Result<Vec<T>> {
-        self.gpu.download(&k.small)
+    fn krylov_small(&self, k: &GpuKrylov<T::Dev>) -> Result<Vec<T>> {
+        Ok(T::from_dev(&self.gpu.download(&k.small)?).to_vec())
     }
 
     fn gmres_start(
         &self,
-        r: &CudaSlice<T>,
-        k: &mut GpuKrylov<T>,
-        sc: &mut GpuScalars<T>,
+        r: &CudaSlice<T::Dev>,
+        k: &mut GpuKrylov<T::Dev>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         same_len("gmres_start", r.len(), k.v[0].len());
@@ -1384,9 +1478,9 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
 
     fn gmres_arnoldi(
         &self,
-        k: &mut GpuKrylov<T>,
+        k: &mut GpuKrylov<T::Dev>,
         j: usize,
-        sc: &mut GpuScalars<T>,
+        sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
         assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
@@ -1400,7 +1494,7 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
                 "fused Arnoldi partials"
             );
             let j32 = n32(j);
-            let mut l = self.gpu.stream().launch_builder(&self.k.gmres_arnoldi);
+            let mut l = self.gpu.stream().launch_builder(&self.fk().gmres_arnoldi);
             l.arg(&k.ptrs)
                 .arg(&n)
                 .arg(&j32)
@@ -1472,9 +1566,9 @@ impl<T: Scalar + KernelType> KrylovOps<T> for GpuOps<T> {
 
     fn gmres_combine(
         &self,
-        k: &mut GpuKrylov<T>,
+        k: &mut GpuKrylov<T::Dev>,
         ncols: usize,
-        u: &mut CudaSlice<T>,
+        u: &mut CudaSlice<T::Dev>,
     ) -> Result<()> {
         assert!(
             ncols <= k.m,
@@ -1508,7 +1602,10 @@ impl<T> GpuScalars<T> {
 
     /// The grid of the reductions: fixed when the scalars were allocated (so the partial-sum
     /// buffer fits and the sums are deterministic).
-    fn grid_for<U: Scalar + KernelType>(&self, ops: &GpuOps<U>, n: usize) -> u32 {
+    fn grid_for<U: Elem>(&self, ops: &GpuOps<U>, n: usize) -> u32
+    where
+        U::Dev: KernelType,
+    {
         let g = ops.grid(n);
         assert!(
             g <= self.grid,

@@ -15,8 +15,7 @@
 //! | backend | vectors | scalars | where |
 //! |---|---|---|---|
 //! | [`Cpu`] | `Vec<T>` | host | [`cpu`] (rayon over fixed chunks, reproducible sums) |
-//! | `GpuOps` (feature `cuda`) | `CudaSlice<T>` | device | `gpu` (fused kernels, CUDA graphs) |
-//! | `GpuComplexOps` (feature `cuda`) | `CudaSlice<T::Dev>` (complex `T`) | host | `gpu_complex` (the core on the device, the default steps) |
+//! | `GpuOps` (feature `cuda`) | `CudaSlice<T::Dev>` (real or complex `T`) | device | `gpu` (recurrence kernels, CUDA graphs; fused small-system kernels for real `T`) |
 //! | [`sim::SimOps`] | `Vec<T>` per simulated rank | host, all-reduced over threads | [`sim`] |
 //! | `NcclOps` (feature `nccl`) | `CudaSlice<T>` per GPU rank | device, all-reduced by NCCL | `nccl` |
 //!
@@ -26,8 +25,6 @@
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
-#[cfg(feature = "cuda")]
-pub mod gpu_complex;
 mod krylov;
 #[cfg(feature = "nccl")]
 pub mod nccl;

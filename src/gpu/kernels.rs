@@ -48,6 +48,16 @@ pub const COMMON: KernelSource = KernelSource {
     constants: &[],
 };
 
+/// `kernels/complex.cuh`: the interleaved complex types (`cfloat`, `cdouble`) and their
+/// arithmetic, and the scalar helpers that let one kernel template serve real and complex
+/// element types (the solver kernels, the complex SpMV, the conjugate transpose).
+pub const COMPLEX_H: KernelSource = KernelSource {
+    name: "complex.cuh",
+    text: include_str!("../../kernels/complex.cuh"),
+    headers: &[],
+    constants: &[],
+};
+
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).
 pub const SELFTEST: KernelSource = KernelSource {
     name: "selftest.cu",

@@ -15,7 +15,7 @@
 //! inner products are `xᴴy` (CG then needs a Hermitian positive definite `A`), ‖r‖ is real, and
 //! COCG's bilinear `xᵀy` serves complex symmetric matrices. A complex `T` runs on a backend that
 //! holds complex vectors: the CPU backend, [`Cpu`], and on the GPU
-//! [`GpuComplexOps`](crate::backend::gpu_complex::GpuComplexOps) with the complex GPU matrix
+//! [`GpuOps`](crate::backend::gpu::GpuOps) with the complex GPU matrix
 //! (`spmv::gpu::complex::GpuComplexCsr`), the same solver bodies.
 //!
 //! | preconditioner | needs | type |

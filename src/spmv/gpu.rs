@@ -122,7 +122,7 @@ pub const SPMV_SRC: KernelSource = KernelSource {
     text: include_str!("../../kernels/spmv/spmv.cu"),
     headers: &[
         &crate::gpu::kernels::COMMON,
-        &crate::backend::gpu_complex::COMPLEX_H,
+        &crate::gpu::kernels::COMPLEX_H,
         &SPMV_SCAN,
     ],
     constants: &[],

@@ -226,7 +226,7 @@ fn complex_gpu_spmv_large_cases() {
     let p: CsrMatrix<C64> = generate::from_spec("powerlaw:100000:2.0", 4).unwrap();
     let st = p.row_stats();
     assert_eq!(
-        Alg::Auto.resolve(st.mean, st.max, p.nnz()),
+        Alg::Auto.resolve(st.mean, st.max, p.nnz(), std::mem::size_of::<C64>()),
         Alg::Fused,
         "{st:?}"
     );

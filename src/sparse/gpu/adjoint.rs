@@ -8,8 +8,8 @@ use std::sync::Arc;
 use cudarc::driver::PushKernelArg;
 
 use super::{grid, transpose_pattern};
-use crate::backend::gpu_complex::COMPLEX_H;
 use crate::error::Result;
+use crate::gpu::kernels::COMPLEX_H;
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, KernelType};
 use crate::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};

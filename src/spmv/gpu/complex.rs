@@ -7,7 +7,7 @@
 //! bytes as `T`): upload them with [`GpuComplexCsr::upload_vector`]. Two mappings of rows to
 //! threads (`kernels/spmv/spmv_complex.cu`):
 //!
-//! - [`ComplexSpmvAlgorithm::Rows`]: one thread per row, for short even rows (stencils);
+//! - [`ComplexSpmvAlgorithm::Rows`]: one thread per row, for short even rows (c64 stencils);
 //! - [`ComplexSpmvAlgorithm::Warp8`] / [`ComplexSpmvAlgorithm::Warp32`]: 8 or 32 lanes per row
 //!   with a shuffle reduction of both parts, for longer or uneven rows;
 //! - [`ComplexSpmvAlgorithm::Fused`]: nonzero-balanced, the fused segmented-reduction kernel of
@@ -27,7 +27,7 @@ use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 
 use super::{Preprocess, SpmvPolicy, MAX_NNZ, SPMV_SRC};
 
-use crate::backend::gpu_complex::GpuComplexOps;
+use crate::backend::gpu::GpuOps;
 use crate::backend::LinearOperator;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
@@ -40,7 +40,7 @@ pub const SPMV_COMPLEX_SRC: KernelSource = KernelSource {
     text: include_str!("../../../kernels/spmv/spmv_complex.cu"),
     headers: &[
         &crate::gpu::kernels::COMMON,
-        &crate::backend::gpu_complex::COMPLEX_H,
+        &crate::gpu::kernels::COMPLEX_H,
     ],
     constants: &[],
 };
@@ -51,17 +51,29 @@ mod tests {
 
     #[test]
     fn auto_resolves_by_row_lengths() {
-        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000), A::Rows); // 7-point stencil
-        assert_eq!(A::Auto.resolve(16.0, 16, 16_000_000), A::Warp8); // random rows of 16
-        assert_eq!(A::Auto.resolve(90.8, 200, 294_276), A::Warp32); // raefsky2
-        assert_eq!(A::Auto.resolve(11.5, 100_000, 11_546_540), A::Fused); // power law
-        assert_eq!(A::Auto.resolve(4.7, 1000, 5399), A::Warp32); // rajat19: small, L2-resident
-        assert_eq!(A::Warp8.resolve(1.0, 1, 1), A::Warp8); // an explicit choice stays
+        for b in [8, 16] {
+            assert_eq!(A::Auto.resolve(16.0, 16, 16_000_000, b), A::Warp8); // random rows of 16
+            assert_eq!(A::Auto.resolve(90.8, 200, 294_276, b), A::Warp32); // raefsky2
+            assert_eq!(A::Auto.resolve(11.5, 100_000, 11_546_540, b), A::Fused); // power law
+            assert_eq!(A::Auto.resolve(4.7, 1000, 5399, b), A::Warp32); // rajat19: L2-resident
+            assert_eq!(A::Warp8.resolve(1.0, 1, 1, b), A::Warp8); // an explicit choice stays
+            assert_eq!(A::Auto.resolve(0.0, 0, 0, b), A::Rows); // no entries
+        }
+        // The 7-point stencil: one thread per row in c64 (56-byte rows), 8 lanes in c128 (112).
+        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000, 8), A::Rows);
+        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000, 16), A::Warp8);
+        assert_eq!(A::Auto.resolve(3.0, 4, 3000, 16), A::Rows); // 64-byte rows
+        assert_eq!(A::Auto.resolve(8.0, 8, 8000, 8), A::Rows);
+        assert_eq!(A::Auto.resolve(9.0, 9, 9000, 8), A::Warp8);
     }
 }
 
 /// Threads per block of the complex kernels.
 const THREADS: u32 = 256;
+
+/// The most bytes of values a row may hold for `Auto` to give it one thread
+/// ([`ComplexSpmvAlgorithm::resolve`]).
+const ROW_BYTES_PER_THREAD: usize = 64;
 
 /// How rows are mapped to threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -90,17 +102,23 @@ impl ComplexSpmvAlgorithm {
         }
     }
 
-    /// What `Auto` means for a matrix with these row statistics and `nnz` entries: one thread
-    /// per row when no row has more than 8 entries (stencils: the 7-point Helmholtz matrix ran
-    /// 1.6× faster so than with 8 lanes on an H100), 8 lanes when rows average at most 24
-    /// entries and none has more than 256, the nonzero-balanced kernel when some row is longer
-    /// than 256 entries and 8 times the mean and the matrix has at least 2¹⁷ entries (power-law
-    /// rows: 0.94× cuSPARSE where a warp per row reached 0.023× on `powerlaw:1000000:2.2`, c64,
-    /// H100; below that size its two launches cost more than the imbalance: rajat19 11.4 µs
-    /// against 7.8 µs with a warp per row), a warp per row otherwise.
-    pub fn resolve(self, mean: f64, max: usize, nnz: usize) -> Self {
+    /// What `Auto` means for a matrix with these row statistics, `nnz` entries and values of
+    /// `value_bytes` bytes (8 for `Complex<f32>`, 16 for `Complex<f64>`): one thread per row
+    /// when every row's values fit in 64 bytes (`max · value_bytes ≤ 64`: 8 entries in c64, 4 in
+    /// c128), 8 lanes when rows average at most 24 entries and none has more than 256, the
+    /// nonzero-balanced kernel when some row is longer than 256 entries and 8 times the mean and
+    /// the matrix has at least 2¹⁷ entries, a warp per row otherwise.
+    ///
+    /// Measured on an H100 against cuSPARSE: one thread per row is the fastest mapping of the
+    /// 7-point Helmholtz stencil in c64 (1.02–1.33× against 0.66–0.81× with 8 lanes, 56-byte
+    /// rows), and the slowest in c128, where its 112-byte rows spread a warp's loads over twice
+    /// the sectors (helmholtz3d:100:40 0.79× against 1.12× with 8 lanes; young1c 2.55× against
+    /// 2.90×). Power-law rows: the nonzero-balanced kernel reached 0.94× cuSPARSE where a warp
+    /// per row reached 0.023× (`powerlaw:1000000:2.2`, c64); below 2¹⁷ entries its two launches
+    /// cost more than the imbalance (rajat19 11.4 µs against 7.8 µs with a warp per row).
+    pub fn resolve(self, mean: f64, max: usize, nnz: usize, value_bytes: usize) -> Self {
         match self {
-            Self::Auto if max <= 8 => Self::Rows,
+            Self::Auto if max.saturating_mul(value_bytes) <= ROW_BYTES_PER_THREAD => Self::Rows,
             Self::Auto if mean <= 24.0 && max <= 256 => Self::Warp8,
             Self::Auto if nnz >= 1 << 17 && max > 256 && max as f64 > 8.0 * mean => Self::Fused,
             Self::Auto => Self::Warp32,
@@ -195,7 +213,7 @@ where
             )));
         }
         let st = a.row_stats();
-        let alg = alg.resolve(st.mean, st.max, nnz);
+        let alg = alg.resolve(st.mean, st.max, nnz, std::mem::size_of::<T>());
         let row_ptr = gpu.upload(a.row_ptr())?;
         let fused = if alg == ComplexSpmvAlgorithm::Fused {
             Some(FusedTables::build(
@@ -245,7 +263,7 @@ where
         } else {
             nnz as f64 / nrows as f64
         };
-        let alg = alg.resolve(mean, max, nnz);
+        let alg = alg.resolve(mean, max, nnz, std::mem::size_of::<T>());
         let fused = if alg == ComplexSpmvAlgorithm::Fused {
             Some(FusedTables::build(gpu, &row_ptr, nrows, nnz, empty)?)
         } else {
@@ -509,7 +527,7 @@ where
     }
 }
 
-impl<T: Elem> LinearOperator<T, GpuComplexOps<T>> for GpuComplexCsr<T>
+impl<T: Elem> LinearOperator<T, GpuOps<T>> for GpuComplexCsr<T>
 where
     T::Dev: KernelType,
 {
@@ -519,12 +537,7 @@ where
     fn ncols(&self) -> usize {
         GpuComplexCsr::ncols(self)
     }
-    fn apply(
-        &self,
-        _: &GpuComplexOps<T>,
-        x: &CudaSlice<T::Dev>,
-        y: &mut CudaSlice<T::Dev>,
-    ) -> Result<()> {
+    fn apply(&self, _: &GpuOps<T>, x: &CudaSlice<T::Dev>, y: &mut CudaSlice<T::Dev>) -> Result<()> {
         self.spmv(T::one(), x, T::zero(), y)
     }
 }
