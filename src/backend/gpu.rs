@@ -370,6 +370,8 @@ fn push_fuse<'a, T>(
     l.arg(n).arg(mode);
 }
 
+/// A fused kernel's preconditioner mode with the Jacobi vectors it reads (`D⁻¹`) and writes (`z`).
+type FuseMode<'a, D> = (u32, Option<&'a CudaSlice<D>>, Option<&'a mut CudaSlice<D>>);
 impl<T: Elem> GpuOps<T>
 where
     T::Dev: KernelType,
@@ -713,13 +715,7 @@ where
         Ok(())
     }
 
-    fn mode_ptrs<'a>(
-        fuse: &'a mut Fuse<'_, CudaSlice<T::Dev>>,
-    ) -> (
-        u32,
-        Option<&'a CudaSlice<T::Dev>>,
-        Option<&'a mut CudaSlice<T::Dev>>,
-    ) {
+    fn mode_ptrs<'a>(fuse: &'a mut Fuse<'_, CudaSlice<T::Dev>>) -> FuseMode<'a, T::Dev> {
         match fuse {
             Fuse::Identity => (FUSE_IDENTITY, None, None),
             Fuse::Jacobi { inv_diag, z } => (FUSE_JACOBI, Some(*inv_diag), Some(&mut **z)),
@@ -733,11 +729,7 @@ where
         what: &str,
         len: usize,
         fuse: &'a mut Fuse<'_, CudaSlice<T::Dev>>,
-    ) -> (
-        u32,
-        Option<&'a CudaSlice<T::Dev>>,
-        Option<&'a mut CudaSlice<T::Dev>>,
-    ) {
+    ) -> FuseMode<'a, T::Dev> {
         let (mode, dinv, z) = Self::mode_ptrs(fuse);
         if let (Some(d), Some(z)) = (&dinv, &z) {
             same_len(&format!("{what} D⁻¹"), len, d.len());
