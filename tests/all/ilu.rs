@@ -824,9 +824,9 @@ fn the_scaled_matched_matrix_has_a_unit_diagonal_and_entries_at_most_one() {
             for (i, &qi) in q.iter().enumerate() {
                 assert_eq!(perm_out[qi as usize] as usize, i);
             }
-            for i in 0..n {
+            for (i, &pi) in perm_in.iter().enumerate() {
                 let (c, v) = b.row(i);
-                let (ac, av) = a.row(perm_in[i] as usize);
+                let (ac, av) = a.row(pi as usize);
                 for (&j, &x) in c.iter().zip(v) {
                     assert!(x.abs() <= 1.0 + 1e-12, "{name}: |b_{i}{j}| = {}", x.abs());
                     if j as usize == i && s.preprocessing.inserted_diagonals == 0 {
