@@ -77,9 +77,9 @@ fn main() {
         let solve = t.elapsed().as_secs_f64();
         // true residual
         let mut ax = vec![0.0; a.nrows()];
-        for i in 0..a.nrows() {
+        for (i, y) in ax.iter_mut().enumerate() {
             let (c, v) = a.row(i);
-            ax[i] = c.iter().zip(v).map(|(&j, &x0)| x0 * x[j as usize]).sum();
+            *y = c.iter().zip(v).map(|(&j, &x0)| x0 * x[j as usize]).sum();
         }
         let tr = ax
             .iter()
