@@ -173,7 +173,7 @@ fn never_fails_where_an_explicit_choice_converges() {
         let b = vec![1.0; a.nrows()];
         let explicit = [P::Jacobi, P::Ilu0].iter().any(|&p| {
             let mut y = vec![0.0; a.nrows()];
-            let ok = match p {
+            match p {
                 P::Jacobi => {
                     let m = segsparse::precond::Jacobi::from_matrix(&Cpu, &a).unwrap();
                     segsparse::solvers::gmres(&Cpu, &a, &m, &b, &mut y, 30, &SolveParams::default())
@@ -196,8 +196,7 @@ fn never_fails_where_an_explicit_choice_converges() {
                     .is_ok(),
                     Err(_) => false,
                 },
-            };
-            ok
+            }
         });
         if explicit {
             assert!(r.result.is_ok(), "shift {shift}: {}", r.choice.reason);
