@@ -18,13 +18,13 @@ __device__ void bicg_p_(const T* r, const T* v, T* p, const T* dinv, T* phat, u3
     }
 }
 
-// BiCGSTAB: rv = rhat.v; alpha = rho / rv.
+// BiCGSTAB: rv = rhat^H v; alpha = rho / rv.
 template <typename T>
 __device__ void bicg_alpha_(const T* rhat, const T* v, u32 n, T* s, T* partials, u32* ticket,
                             u32 it) {
     if (s[S_STATUS] != T(0)) return;
     T a[1] = {T(0)};
-    GRID_STRIDE(i, n) a[0] += rhat[i] * v[i];
+    GRID_STRIDE(i, n) dotc_(a[0], rhat[i], v[i]);
     if (grid_sum<1>(a, partials, ticket) && threadIdx.x == 0) bicg_alpha_rec_(s, a[0], it);
 }
 
@@ -41,7 +41,7 @@ __device__ void bicg_s_(const T* r, const T* v, T* sv, const T* dinv, T* shat, u
     }
 }
 
-// BiCGSTAB: ts = t.s, tt = t.t; omega = ts / tt (0 when t = 0).
+// BiCGSTAB: ts = t^H s, tt = t^H t; omega = ts / tt (0 when t = 0).
 template <typename T>
 __device__ void bicg_omega_(const T* t, const T* sv, u32 n, T* s, T* partials, u32* ticket,
                             u32 it) {
@@ -49,8 +49,8 @@ __device__ void bicg_omega_(const T* t, const T* sv, u32 n, T* s, T* partials, u
     T a[2] = {T(0), T(0)};
     GRID_STRIDE(i, n) {
         const T ti = t[i];
-        a[0] += ti * sv[i];
-        a[1] += ti * ti;
+        dotc_(a[0], ti, sv[i]);
+        dotc_(a[1], ti, ti);
     }
     if (grid_sum<2>(a, partials, ticket) && threadIdx.x == 0) bicg_omega_rec_(s, a[0], a[1], it);
 }
@@ -85,7 +85,7 @@ __device__ void bicg_alpha_s_(const T* rhat, const T* r, const T* v, T* sv, cons
     if (s[S_STATUS] != T(0)) return;
     u32 phase = 0;
     T a[1] = {T(0)};
-    if (has) a[0] += rhi * vi;
+    if (has) dotc_(a[0], rhi, vi);
     grid_allsum<1>(a, partials, bar, phase);
     if (threadIdx.x == 0) bicg_alpha_rec_(s, a[0], it);
     __syncthreads();
@@ -122,8 +122,8 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
     u32 phase = 0;
     T a[2] = {T(0), T(0)};
     if (has) {
-        a[0] += ti * si;
-        a[1] += ti * ti;
+        dotc_(a[0], ti, si);
+        dotc_(a[1], ti, ti);
     }
     grid_allsum<2>(a, partials, bar, phase);
     if (threadIdx.x == 0) bicg_omega_rec_(s, a[0], a[1], it);
@@ -137,8 +137,8 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
         x[i] = xi;
         ri = si - omega * ti;
         r[i] = ri;
-        a[0] += ri * ri;
-        a[1] += rhi * ri;
+        dotc_(a[0], ri, ri);
+        dotc_(a[1], rhi, ri);
     }
     grid_allsum<2>(a, partials, bar, phase);
     if (threadIdx.x == 0) bicg_update_rec_(s, hist, a[0], a[1], omega, it);
