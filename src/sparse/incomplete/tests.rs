@@ -106,10 +106,18 @@ fn zero_pivot_names_the_row_and_a_shift_cures_it() {
         };
         assert!(IncompleteFactor::new(&a, kind, &shifted).is_ok());
     }
-    // A structurally missing diagonal is named at analysis.
+    // A structurally missing diagonal (here a structurally singular matrix: column 1 is empty)
+    // is named at analysis without a row matching; with the default matching the entry is
+    // inserted, and the factor says so.
     let m = CsrMatrix::<f64>::from_triplets(2, 2, &[(0, 0, 1.0), (1, 0, 1.0)]).unwrap();
-    let e = IncompleteFactor::new(&m, FactorKind::Ilu0, &IncompleteParams::default()).unwrap_err();
+    let off = IncompleteParams {
+        matching: RowMatching::Off,
+        ..Default::default()
+    };
+    let e = IncompleteFactor::new(&m, FactorKind::Ilu0, &off).unwrap_err();
     assert!(e.to_string().contains("row 1"), "{e}");
+    let f = IncompleteFactor::new(&m, FactorKind::Ilu0, &IncompleteParams::default()).unwrap();
+    assert_eq!(f.structure().preprocessing.inserted_diagonals, 1);
 }
 
 #[test]
