@@ -3,7 +3,7 @@
 // SpMV and the complex BLAS-1 kernels.
 //
 // The solver kernels (solvers/*.cu) are written once for real and complex element types with
-// the scalar helpers at the end of this file (re_, conj_, abs2_, dotc_, ...), which are the
+// the scalar functions at the end of this file (re_, conj_, abs2_, dotc_, ...), which are the
 // identity or the plain real expression for float and double, so real kernels compute exactly
 // what they computed before complex types existed.
 //
@@ -191,7 +191,7 @@ template <typename C> __device__ __forceinline__ C cadd(C a, C b) {
 
 template <typename C> __device__ __forceinline__ C cconj(C a) { return cmake<C>(a.re, -a.im); }
 
-// ---- Scalar helpers shared by real and complex kernels ---------------------------------------
+// ---- Scalar functions shared by real and complex kernels -------------------------------------
 
 template <> struct real_of<float> {
     typedef float type;

@@ -17,7 +17,7 @@
 // T is real (float, double) or complex (cfloat, cdouble), as in backend::recur: the slots hold T,
 // |r|^2 and the status are real values held in T, comparisons take real parts (re_), and the
 // CG family's products are x^H y, or x^T y when the slot S_FORM is set (COCG). For real types
-// every helper is the identity, so the real recurrences are unchanged.
+// every such function is the identity, so the real recurrences are unchanged.
 #include "common.cuh"
 #include "complex.cuh"
 

@@ -49,7 +49,7 @@ pub const COMMON: KernelSource = KernelSource {
 };
 
 /// `kernels/complex.cuh`: the interleaved complex types (`cfloat`, `cdouble`) and their
-/// arithmetic, and the scalar helpers that let one kernel template serve real and complex
+/// arithmetic, and the scalar functions that let one kernel template serve real and complex
 /// element types (the solver kernels, the complex SpMV, the conjugate transpose).
 pub const COMPLEX_H: KernelSource = KernelSource {
     name: "complex.cuh",
