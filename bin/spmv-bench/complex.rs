@@ -69,7 +69,7 @@ where
     use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv};
     let mut out = Vec::new();
     let nan = T::narrow(Complex::new(f64::NAN, f64::NAN));
-    for alg in [Alg::Auto, Alg::Rows, Alg::Warp8, Alg::Warp32, Alg::Fused] {
+    for alg in Alg::ALL {
         let d = GpuComplexCsr::upload(g, a, alg)?;
         let dx = d.upload_vector(x)?;
         let mut dy = d.upload_vector(&vec![nan; a.nrows()])?;

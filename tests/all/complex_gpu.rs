@@ -72,7 +72,7 @@ where
         .map(|(ri, yi)| al.widen() * ri + be.widen() * yi.widen())
         .collect();
     let nan = T::narrow(c(f64::NAN, f64::NAN));
-    for alg in [Alg::Auto, Alg::Rows, Alg::Warp8, Alg::Warp32, Alg::Fused] {
+    for alg in Alg::ALL {
         let d = GpuComplexCsr::upload(g, a, alg).unwrap();
         let dx = d.upload_vector(&x).unwrap();
         // β = 0: y poisoned with NaN is not read.

@@ -4,10 +4,12 @@
 //!
 //! [`GpuComplexCsr`] uploads a [`CsrMatrix`] of a complex element type once and multiplies it
 //! with one launch per product. Device vectors are `CudaSlice<T::Dev>` ([`Elem::Dev`], the same
-//! bytes as `T`): upload them with [`GpuComplexCsr::upload_vector`]. Two mappings of rows to
+//! bytes as `T`): upload them with [`GpuComplexCsr::upload_vector`]. The mappings of rows to
 //! threads (`kernels/spmv/spmv_complex.cu`):
 //!
-//! - [`ComplexSpmvAlgorithm::Rows`]: one thread per row, for short even rows (c64 stencils);
+//! - [`ComplexSpmvAlgorithm::Rows`]: one thread per row;
+//! - [`ComplexSpmvAlgorithm::Warp2`] / [`ComplexSpmvAlgorithm::Warp4`]: 2 lanes with 4 entries
+//!   each or 4 lanes with 2 entries each in flight, then a shuffle reduction, for short rows;
 //! - [`ComplexSpmvAlgorithm::Warp8`] / [`ComplexSpmvAlgorithm::Warp32`]: 8 or 32 lanes per row
 //!   with a shuffle reduction of both parts, for longer or uneven rows;
 //! - [`ComplexSpmvAlgorithm::Fused`]: nonzero-balanced, the fused segmented-reduction kernel of
@@ -53,27 +55,28 @@ mod tests {
     fn auto_resolves_by_row_lengths() {
         for b in [8, 16] {
             assert_eq!(A::Auto.resolve(16.0, 16, 16_000_000, b), A::Warp8); // random rows of 16
+            assert_eq!(A::Auto.resolve(26.2, 27, 6_859_000, b), A::Warp8); // 27-point stencil
+            assert_eq!(A::Auto.resolve(10.0, 10, 3_000_000, b), A::Warp4); // knn3d, 10 per row
             assert_eq!(A::Auto.resolve(90.8, 200, 294_276, b), A::Warp32); // raefsky2
+            assert_eq!(A::Auto.resolve(77.0, 81, 14_784_000, b), A::Warp32); // elasticity3d
             assert_eq!(A::Auto.resolve(11.5, 100_000, 11_546_540, b), A::Fused); // power law
             assert_eq!(A::Auto.resolve(4.7, 1000, 5399, b), A::Warp32); // rajat19: L2-resident
             assert_eq!(A::Warp8.resolve(1.0, 1, 1, b), A::Warp8); // an explicit choice stays
+            assert_eq!(A::Rows.resolve(6.9, 7, 6_940_000, b), A::Rows);
             assert_eq!(A::Auto.resolve(0.0, 0, 0, b), A::Rows); // no entries
         }
-        // The 7-point stencil: one thread per row in c64 (56-byte rows), 8 lanes in c128 (112).
-        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000, 8), A::Rows);
-        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000, 16), A::Warp8);
-        assert_eq!(A::Auto.resolve(3.0, 4, 3000, 16), A::Rows); // 64-byte rows
-        assert_eq!(A::Auto.resolve(8.0, 8, 8000, 8), A::Rows);
-        assert_eq!(A::Auto.resolve(9.0, 9, 9000, 8), A::Warp8);
+        // The 7-point stencil: 32 bytes of values per lane and step, 2 lanes × 4 entries in c64,
+        // 4 × 2 in c128.
+        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000, 8), A::Warp2);
+        assert_eq!(A::Auto.resolve(6.9, 7, 6_940_000, 16), A::Warp4);
+        assert_eq!(A::Auto.resolve(8.0, 64, 8000, 8), A::Warp2);
+        assert_eq!(A::Auto.resolve(8.0, 65, 8000, 8), A::Warp8); // one row too long for 2 lanes
+        assert_eq!(A::Auto.resolve(12.5, 13, 12_500, 8), A::Warp8);
     }
 }
 
 /// Threads per block of the complex kernels.
 const THREADS: u32 = 256;
-
-/// The most bytes of values a row may hold for `Auto` to give it one thread
-/// ([`ComplexSpmvAlgorithm::resolve`]).
-const ROW_BYTES_PER_THREAD: usize = 64;
 
 /// How rows are mapped to threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,6 +85,10 @@ pub enum ComplexSpmvAlgorithm {
     Auto,
     /// One thread per row.
     Rows,
+    /// Two lanes per row, four entries each per step (loads issued together).
+    Warp2,
+    /// Four lanes per row, two entries each per step (loads issued together).
+    Warp4,
     /// Eight lanes per row.
     Warp8,
     /// A warp (32 lanes) per row.
@@ -91,11 +98,24 @@ pub enum ComplexSpmvAlgorithm {
 }
 
 impl ComplexSpmvAlgorithm {
-    /// `"auto"`, `"rows"`, `"warp8"`, `"warp32"`.
+    /// Every algorithm, `Auto` first (benchmarks and tests run them all).
+    pub const ALL: [Self; 7] = [
+        Self::Auto,
+        Self::Rows,
+        Self::Warp2,
+        Self::Warp4,
+        Self::Warp8,
+        Self::Warp32,
+        Self::Fused,
+    ];
+
+    /// `"auto"`, `"rows"`, `"warp2"`, `"warp4"`, `"warp8"`, `"warp32"`, `"fused"`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
             Self::Rows => "rows",
+            Self::Warp2 => "warp2",
+            Self::Warp4 => "warp4",
             Self::Warp8 => "warp8",
             Self::Warp32 => "warp32",
             Self::Fused => "fused",
@@ -103,23 +123,33 @@ impl ComplexSpmvAlgorithm {
     }
 
     /// What `Auto` means for a matrix with these row statistics, `nnz` entries and values of
-    /// `value_bytes` bytes (8 for `Complex<f32>`, 16 for `Complex<f64>`): one thread per row
-    /// when every row's values fit in 64 bytes (`max · value_bytes ≤ 64`: 8 entries in c64, 4 in
-    /// c128), 8 lanes when rows average at most 24 entries and none has more than 256, the
-    /// nonzero-balanced kernel when some row is longer than 256 entries and 8 times the mean and
-    /// the matrix has at least 2¹⁷ entries, a warp per row otherwise.
+    /// `value_bytes` bytes (8 for `Complex<f32>`, 16 for `Complex<f64>`):
     ///
-    /// Measured on an H100 against cuSPARSE: one thread per row is the fastest mapping of the
-    /// 7-point Helmholtz stencil in c64 (1.02–1.33× against 0.66–0.81× with 8 lanes, 56-byte
-    /// rows), and the slowest in c128, where its 112-byte rows spread a warp's loads over twice
-    /// the sectors (helmholtz3d:100:40 0.79× against 1.12× with 8 lanes; young1c 2.55× against
-    /// 2.90×). Power-law rows: the nonzero-balanced kernel reached 0.94× cuSPARSE where a warp
-    /// per row reached 0.023× (`powerlaw:1000000:2.2`, c64); below 2¹⁷ entries its two launches
-    /// cost more than the imbalance (rajat19 11.4 µs against 7.8 µs with a warp per row).
+    /// - rows of at most 8 entries on average and 64 at most: the short-row groups, with 32
+    ///   bytes of values per lane and step (2 lanes × 4 entries in c64, 4 lanes × 2 in c128);
+    /// - at most 12 on average (64 at most): 4 lanes × 2 entries;
+    /// - at most 32 on average and 256 at most: 8 lanes;
+    /// - some row longer than 256 entries and 8 times the mean, at least 2¹⁷ entries: the
+    ///   nonzero-balanced kernel;
+    /// - otherwise a warp per row.
+    ///
+    /// Measured on an H100 against cuSPARSE (`spmv-bench --precision c64|c128`, every kernel, 15
+    /// corpus matrices and 10 generated ones; `benches/results/complex.md`): on the matrices
+    /// larger than the L2 cache, the short-row groups keep 2–4 independent loads in flight per
+    /// lane where 8 lanes with one entry each keep one (7-point Helmholtz stencil, 10⁶ rows: c128
+    /// 1.32× with 4 × 2 against 1.14× with 8 lanes; c64 1.30× with 2 × 4 against 1.00× with one
+    /// thread per row; ncu: 80 % against 59 % of DRAM throughput); one thread per row left
+    /// `random:1000000:4` at 1.04× in c128 (1.58× with 4 × 2), and a warp per row left the
+    /// 27-point stencil (26 entries per row) at 0.87× / 0.67× (1.08× with 8 lanes). Power-law
+    /// rows: the nonzero-balanced kernel reached 0.94× cuSPARSE where a warp per row reached
+    /// 0.02× (`powerlaw:1000000:2.2`, c64); below 2¹⁷ entries its two launches cost more than
+    /// the imbalance (rajat19 11.4 µs against 7.8 µs with a warp per row).
     pub fn resolve(self, mean: f64, max: usize, nnz: usize, value_bytes: usize) -> Self {
         match self {
-            Self::Auto if max.saturating_mul(value_bytes) <= ROW_BYTES_PER_THREAD => Self::Rows,
-            Self::Auto if mean <= 24.0 && max <= 256 => Self::Warp8,
+            Self::Auto if nnz == 0 => Self::Rows,
+            Self::Auto if mean <= 8.0 && max <= 64 && value_bytes <= 8 => Self::Warp2,
+            Self::Auto if mean <= 12.0 && max <= 64 => Self::Warp4,
+            Self::Auto if mean <= 32.0 && max <= 256 => Self::Warp8,
             Self::Auto if nnz >= 1 << 17 && max > 256 && max as f64 > 8.0 * mean => Self::Fused,
             Self::Auto => Self::Warp32,
             other => other,
@@ -128,6 +158,8 @@ impl ComplexSpmvAlgorithm {
 
     fn lanes(self) -> u64 {
         match self {
+            Self::Warp2 => 2,
+            Self::Warp4 => 4,
             Self::Warp8 => 8,
             Self::Warp32 => 32,
             _ => 1,
@@ -136,6 +168,8 @@ impl ComplexSpmvAlgorithm {
 
     fn kernel(self) -> &'static str {
         match self {
+            Self::Warp2 => "spmv_cwarp2",
+            Self::Warp4 => "spmv_cwarp4",
             Self::Warp8 => "spmv_cwarp8",
             Self::Warp32 => "spmv_cwarp32",
             _ => "spmv_crows",
