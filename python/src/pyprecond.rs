@@ -313,6 +313,10 @@ pub fn solve_host_operator(
         (Some(m), None) => match &m.inner {
             Inner::F32(m) => on_matrix::<f32>(py, m, &o, m_apply, callback, b, x),
             Inner::F64(m) => on_matrix::<f64>(py, m, &o, m_apply, callback, b, x),
+            Inner::C64(_) | Inner::C128(_) => Err(PyValueError::new_err(
+                "Python operators and callbacks with a complex matrix run on the operator path \
+                 (segsparse.solvers), not through solve_host_operator",
+            )),
         },
         (None, Some(f)) => {
             if b.downcast::<PyArray1<f32>>().is_ok() {
