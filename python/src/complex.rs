@@ -35,7 +35,7 @@ use segsparse::{Complex, CsrMatrix, Elem};
 use crate::arrays::{ro, slice};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, Failure, Res};
-use crate::matrix::{outcome, Outcome, Timed};
+use crate::outcome::{outcome, Outcome, Timed};
 
 /// The methods of a complex solve.
 #[derive(Clone, Copy, PartialEq, Eq)]

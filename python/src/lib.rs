@@ -20,6 +20,7 @@ mod device;
 mod errors;
 mod hierarchy;
 mod matrix;
+mod outcome;
 mod prims;
 mod pyprecond;
 

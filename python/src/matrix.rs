@@ -26,6 +26,7 @@ use crate::complex::{self as cx, CMat};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, run_held, Failure, Res};
 use crate::hierarchy::{AmgOn, PyAmg};
+use crate::outcome::{outcome, Outcome, Timed};
 
 /// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
 /// created on first use.
@@ -314,93 +315,12 @@ fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
     })
 }
 
-/// A solve's outcome in SciPy's terms: `status` 0 converged, > 0 the iterations done without
-/// converging, < 0 a breakdown or a non-finite residual; then the solve's seconds, history,
-/// restarts, message, and the setup's seconds (the crate's timing model: setup is everything
-/// from the call to the solver call — uploads, the Jacobi diagonal, the preconditioner —, solve
-/// the solver call itself, for failed solves too).
-pub(crate) type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
-
-/// A solve's result with its (setup, solve) seconds.
-pub(crate) type Timed = (Result<SolveInfo, SolveError>, f64, f64);
-
 /// Several right-hand sides solved as one block (`solvers::multi`): the columns, the solutions,
 /// and where the outcome goes.
 struct BlockRhs<'a, V> {
     bs: &'a [V],
     xs: &'a mut [V],
     out: Option<Result<MultiInfo, SolveError>>,
-}
-
-pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
-    match r {
-        Ok(i) => Ok((
-            true,
-            0,
-            i.iterations,
-            i.relative_residual,
-            secs,
-            i.history,
-            i.restarts,
-            "converged".into(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::NotConverged {
-                iterations,
-                residual,
-            },
-        ) => Ok((
-            false,
-            iterations.max(1) as i64,
-            iterations,
-            residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::Stagnation {
-                iterations,
-                residual,
-            },
-        ) => Ok((
-            false,
-            -1,
-            iterations,
-            residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e @ SolveError::Breakdown { iteration, .. }) => Ok((
-            false,
-            -1,
-            iteration,
-            f64::NAN,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e @ SolveError::NonFinite { iteration }) => Ok((
-            false,
-            -2,
-            iteration,
-            f64::NAN,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e) => Err(Failure::Solve(e)),
-    }
 }
 
 /// Solver options from Python.

@@ -33,7 +33,8 @@ use segsparse::solvers::{
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::errors::{check_len, Failure, Res};
-use crate::matrix::{opts, outcome, Inner, Mat, Method, Opts, Outcome, PyMatrix, Timed};
+use crate::matrix::{opts, Inner, Mat, Method, Opts, PyMatrix};
+use crate::outcome::{outcome, Outcome, Timed};
 
 /// The exception a Python callable raised inside a solve, kept to be re-raised after it.
 #[derive(Default)]

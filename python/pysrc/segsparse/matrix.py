@@ -166,7 +166,8 @@ class Matrix:
         pinned buffers; 0 when kept ones were reused), ``copy`` (the three arrays to the device),
         ``check`` (validation and conversion kernels), ``tables`` (the SpMV's structure tables
         and row statistics), ``total`` (all of it, from the call into the extension). On the
-        CPU: ``total``."""
+        CPU: ``total``. A complex matrix: ``check`` (validation on the host), ``copy`` (the
+        upload with its SpMV tables, on the GPU), ``total``."""
         return dict(self._m.upload_seconds)
 
     @property
