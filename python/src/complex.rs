@@ -1,25 +1,41 @@
-//! `_ComplexMatrix`: a complex CSR matrix (`complex64` or `complex128`) held by the crate on the
-//! CPU, its product `A·x`, and the solvers CG (Hermitian positive definite), COCG (complex
-//! symmetric), BiCGSTAB and GMRES with no, Jacobi, ILU(0) or IC(0) preconditioning: the crate's
-//! one solver body with the complex element type.
+//! The complex side of `_Matrix` (`complex64` / `complex128`): [`CMat`], a complex CSR matrix
+//! held on the CPU and, when asked (`device='gpu'`, or `'auto'` with a GPU), uploaded once as
+//! the crate's `GpuComplexCsr`; its products `A·x` and `Aᴴ·x`, and the solvers CG (Hermitian
+//! positive definite), COCG (complex symmetric), BiCGSTAB and GMRES: the crate's one solver body
+//! with the complex element type, on `GpuOps` with device vectors for a GPU matrix (no or
+//! Jacobi preconditioning) and on the CPU otherwise.
 //!
-//! NumPy's `complex64` / `complex128` are `Complex<f32>` / `Complex<f64>` in memory (interleaved
-//! `re, im`): vectors are read and written in place, as the real `_Matrix` does.
+//! NumPy's and CuPy's `complex64` / `complex128` are `Complex<f32>` / `Complex<f64>` in memory
+//! (interleaved `re, im`): NumPy vectors are read and written in place and CuPy vectors are
+//! borrowed as device buffers ([`Borrowed`]), as the real matrices do.
+//!
+//! What differs from the real matrices: the matrix is validated on the host (the device-side
+//! check of `segsparse::csr::check_gpu` reads real values) and the host copy is kept; ILU(0) and
+//! IC(0) of a complex matrix are factored and applied on the CPU (a GPU matrix's solve with them
+//! runs on the host copy); the polynomial and AMG preconditioners are for real matrices.
 
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use cudarc::driver::CudaSlice;
 use numpy::{Element, PyArray1};
 use pyo3::prelude::*;
+use segsparse::backend::gpu::GpuOps;
+use segsparse::gpu::KernelType;
 use segsparse::precond::auto::{auto_incomplete_params, choose_complex};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Cpu, Identity, InitialGuess, Preconditioner, SolveParams,
+    bicgstab, gmres, pcg, pcocg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator,
+    Preconditioner, SolveParams,
 };
+use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
+use segsparse::spmv::Op;
 use segsparse::{Complex, CsrMatrix, Elem};
 
-use crate::arrays::{ro, rw, slice, slice_mut};
+use crate::arrays::{ro, slice};
+use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, Failure, Res};
-use crate::matrix::{index_arrays, indices, outcome, Outcome, Timed};
+use crate::outcome::{outcome, Outcome, Timed};
 
 /// The methods of a complex solve.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -40,14 +56,15 @@ enum Precond {
     Ic0(bool),
 }
 
-struct Opts {
+/// Options of a complex solve.
+pub(crate) struct Opts {
     method: Method,
     precond: Precond,
     params: SolveParams,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn opts(
+pub(crate) fn opts(
     method: &str,
     precond: &str,
     rtol: f64,
@@ -113,94 +130,68 @@ fn opts(
     })
 }
 
-/// The solve of `a·x = b` on the CPU with the preconditioner and method of `o`.
-fn solve<T: Elem>(a: &CsrMatrix<T>, o: &Opts, b: &[T], x: &mut [T]) -> Res<Outcome> {
-    check_len("b", b.len(), a.nrows(), "the matrix")?;
-    check_len("x", x.len(), a.ncols(), "the matrix")?;
-    let t0 = Instant::now();
-    fn with<T: Elem, P: Preconditioner<T, Cpu>>(
-        a: &CsrMatrix<T>,
-        p: &P,
-        o: &Opts,
-        b: &Vec<T>,
-        x: &mut Vec<T>,
-        t0: Instant,
-    ) -> Timed {
-        let setup = t0.elapsed().as_secs_f64();
-        let t = Instant::now();
-        let be = &Cpu;
-        let mut r = match o.method {
-            Method::Cg => pcg(be, a, p, b, x, &o.params),
-            Method::Cocg => pcocg(be, a, p, b, x, &o.params),
-            Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
-            Method::Gmres(m) => gmres(be, a, p, b, x, m, &o.params),
-        };
-        let solve = t.elapsed().as_secs_f64();
-        if let Ok(i) = &mut r {
-            i.setup_seconds = setup;
-        }
-        (r, setup, solve)
+/// The solver call of `o` with preconditioner `p` on backend `be`, timed as the real path
+/// times it (setup from `t0` to the call, then the call).
+fn with<T, B, A, P>(
+    be: &B,
+    a: &A,
+    p: &P,
+    o: &Opts,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    t0: Instant,
+) -> Timed
+where
+    T: Elem,
+    B: KrylovOps<T>,
+    A: LinearOperator<T, B>,
+    P: Preconditioner<T, B>,
+{
+    let setup = t0.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let mut r = match o.method {
+        Method::Cg => pcg(be, a, p, b, x, &o.params),
+        Method::Cocg => pcocg(be, a, p, b, x, &o.params),
+        Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
+        Method::Gmres(m) => gmres(be, a, p, b, x, m, &o.params),
+    };
+    let solve = t.elapsed().as_secs_f64();
+    if let Ok(i) = &mut r {
+        i.setup_seconds = setup;
     }
-    let incomplete = |auto: bool| {
-        if auto {
-            auto_incomplete_params()
-        } else {
-            IncompleteParams {
-                auto_shift: true,
-                ..Default::default()
-            }
-        }
-    };
-    let bv = b.to_vec();
-    let mut xv = x.to_vec();
-    let r = match o.precond {
-        Precond::None => with(a, &Identity, o, &bv, &mut xv, t0),
-        Precond::Jacobi => with(a, &Jacobi::from_matrix(&Cpu, a)?, o, &bv, &mut xv, t0),
-        Precond::Ilu0(auto) => with(
-            a,
-            &Ilu0::new(&Cpu, a, &incomplete(auto))?,
-            o,
-            &bv,
-            &mut xv,
-            t0,
-        ),
-        Precond::Ic0(auto) => with(
-            a,
-            &Ic0::new(&Cpu, a, &incomplete(auto))?,
-            o,
-            &bv,
-            &mut xv,
-            t0,
-        ),
-    };
-    x.copy_from_slice(&xv);
-    outcome(r)
+    (r, setup, solve)
 }
 
-enum Inner {
-    C64(CsrMatrix<Complex<f32>>),
-    C128(CsrMatrix<Complex<f64>>),
+/// The GPU side of a complex matrix: the uploaded CSR, and `Aᴴ`, the solver kernels and the
+/// Jacobi diagonal, created on first use.
+pub(crate) struct CDev<T: Elem>
+where
+    T::Dev: KernelType,
+{
+    csr: GpuComplexCsr<T>,
+    adjoint: Mutex<Option<Arc<GpuComplexCsr<T>>>>,
+    ops: Mutex<Option<Arc<GpuOps<T>>>>,
+    jacobi: Mutex<Option<Arc<DevJacobi<T>>>>,
 }
 
-/// Runs `$body` with `$m` bound to the matrix of either precision (`$t` its element type).
-macro_rules! with_c {
-    ($self:expr, $m:ident, $t:ident => $body:expr) => {
-        match &$self.inner {
-            Inner::C64($m) => {
-                type $t = Complex<f32>;
-                $body
-            }
-            Inner::C128($m) => {
-                type $t = Complex<f64>;
-                $body
-            }
-        }
-    };
+/// The Jacobi preconditioner of a complex matrix on the device.
+type DevJacobi<T> = Jacobi<CudaSlice<<T as Elem>::Dev>>;
+
+/// One precision of a complex matrix: the validated host CSR and, when uploaded, its GPU side.
+pub struct CMat<T: Elem>
+where
+    T::Dev: KernelType,
+{
+    host: CsrMatrix<T>,
+    dev: Option<CDev<T>>,
+    jacobi: Mutex<Option<Arc<Jacobi<Vec<T>>>>>,
+    /// Where the construction's seconds went (name, seconds), for `upload_seconds`.
+    pub(crate) timing: Vec<(&'static str, f64)>,
 }
 
-/// What `_ComplexMatrix.auto_choice` returns: method, preconditioner, reason and the structure
-/// read (rows, entries, symmetric, Hermitian, rows with a bad diagonal).
-type ComplexAuto = (
+/// What `auto_choice` returns for a complex matrix: method, preconditioner, reason and the
+/// structure read (rows, entries, symmetric, Hermitian, rows with a bad diagonal).
+pub(crate) type ComplexAuto = (
     &'static str,
     &'static str,
     String,
@@ -208,219 +199,361 @@ type ComplexAuto = (
 );
 
 /// A Python number (real or complex) as `(re, im)`.
-fn parts(v: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
+pub(crate) fn parts(v: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
     Ok((v.getattr("real")?.extract()?, v.getattr("imag")?.extract()?))
 }
 
-/// A complex matrix held on the CPU.
-#[pyclass(name = "_ComplexMatrix", module = "segsparse._core", frozen)]
-pub struct PyComplexMatrix {
-    inner: Inner,
-    seconds: f64,
+/// `"n"`, `"t"` or `"h"` as the crate's [`Op`].
+pub(crate) fn op_of(op: &str) -> PyResult<Op> {
+    match op {
+        "n" => Ok(Op::NoTrans),
+        "t" => Ok(Op::Trans),
+        "h" => Ok(Op::ConjTrans),
+        o => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "op must be 'n', 't' or 'h', not {o:?}"
+        ))),
+    }
 }
 
-fn build<T: Elem + Element>(
+/// Builds a complex matrix from host CSR arrays (`data` a contiguous NumPy array of `T`):
+/// validated on the host, then uploaded when `on_gpu`.
+pub(crate) fn build<T: Elem + Element>(
     py: Python<'_>,
     shape: (usize, usize),
     row_ptr: Vec<u32>,
     col_idx: Vec<u32>,
     data: &Bound<'_, PyAny>,
-) -> PyResult<CsrMatrix<T>> {
+    on_gpu: bool,
+) -> PyResult<CMat<T>>
+where
+    T::Dev: KernelType,
+{
     let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
     run(py, move || {
-        Ok(CsrMatrix::try_from_parts(
-            shape.0, shape.1, row_ptr, col_idx, values,
-        )?)
+        let t0 = Instant::now();
+        let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
+        let check = t0.elapsed().as_secs_f64();
+        let dev = if on_gpu {
+            let d = device()?;
+            Some(CDev {
+                csr: GpuComplexCsr::upload(&d.gpu, &host, ComplexSpmvAlgorithm::Auto)?,
+                adjoint: Mutex::new(None),
+                ops: Mutex::new(None),
+                jacobi: Mutex::new(None),
+            })
+        } else {
+            None
+        };
+        let mut timing = vec![("check", check)];
+        if dev.is_some() {
+            timing.push(("copy", t0.elapsed().as_secs_f64() - check));
+        }
+        timing.push(("total", t0.elapsed().as_secs_f64()));
+        Ok(CMat {
+            host,
+            dev,
+            jacobi: Mutex::new(None),
+            timing,
+        })
     })
 }
 
-#[pymethods]
-impl PyComplexMatrix {
-    /// `_ComplexMatrix(nrows, ncols, indptr, indices, data, dtype)`: validates and keeps the
-    /// CSR arrays (`data` a contiguous `complex64` or `complex128` array of `dtype`).
-    #[new]
-    fn new(
-        py: Python<'_>,
-        nrows: usize,
-        ncols: usize,
-        indptr: &Bound<'_, PyAny>,
-        indices: &Bound<'_, PyAny>,
-        data: &Bound<'_, PyAny>,
-        dtype: &str,
-    ) -> PyResult<Self> {
-        let t0 = Instant::now();
-        let rp = self::indices(indptr, "indptr")?;
-        let ci = self::indices(indices, "indices")?;
-        let inner = match dtype {
-            "complex64" => Inner::C64(build(py, (nrows, ncols), rp, ci, data)?),
-            "complex128" => Inner::C128(build(py, (nrows, ncols), rp, ci, data)?),
-            d => {
-                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                    "complex matrix values must be complex64 or complex128, not {d}"
-                )))
-            }
-        };
-        Ok(PyComplexMatrix {
-            inner,
-            seconds: t0.elapsed().as_secs_f64(),
+impl<T: Elem> CMat<T>
+where
+    T::Dev: KernelType,
+{
+    /// The host CSR.
+    pub(crate) fn host(&self) -> &CsrMatrix<T> {
+        &self.host
+    }
+
+    /// True when the matrix is uploaded.
+    pub(crate) fn on_gpu(&self) -> bool {
+        self.dev.is_some()
+    }
+
+    /// The GPU SpMV algorithm chosen at upload.
+    pub(crate) fn gpu_algorithm(&self) -> Option<String> {
+        self.dev.as_ref().map(|d| d.csr.algorithm().name().into())
+    }
+
+    fn dev(&self) -> Res<&CDev<T>> {
+        self.dev.as_ref().ok_or_else(|| {
+            Failure::Value(
+                "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a \
+                 matrix created with device='gpu'"
+                    .into(),
+            )
         })
     }
 
-    /// `(nrows, ncols)`.
-    #[getter]
-    fn shape(&self) -> (usize, usize) {
-        with_c!(self, m, _T => m.shape())
+    /// `Aᴴ` on the device, built there on first use.
+    fn adjoint(&self) -> Res<Arc<GpuComplexCsr<T>>> {
+        let d = self.dev()?;
+        let mut a = d.adjoint.lock().unwrap_or_else(|p| p.into_inner());
+        if a.is_none() {
+            *a = Some(Arc::new(segsparse::sparse::gpu::conj_transpose(
+                &d.csr,
+                ComplexSpmvAlgorithm::Auto,
+            )?));
+        }
+        Ok(a.clone().expect("set above"))
     }
 
-    /// Stored entries.
-    #[getter]
-    fn nnz(&self) -> usize {
-        with_c!(self, m, _T => m.nnz())
+    fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &CDev<T>)> {
+        let d = self.dev()?;
+        let mut o = d.ops.lock().unwrap_or_else(|p| p.into_inner());
+        if o.is_none() {
+            *o = Some(Arc::new(GpuOps::<T>::new(d.csr.gpu())?));
+        }
+        Ok((o.clone().expect("set above"), d))
     }
 
-    /// `"complex64"` or `"complex128"`.
-    #[getter]
-    fn dtype(&self) -> &'static str {
-        match self.inner {
-            Inner::C64(_) => "complex64",
-            Inner::C128(_) => "complex128",
+    fn gpu_jacobi(&self, ops: &GpuOps<T>) -> Res<Arc<DevJacobi<T>>> {
+        let d = self.dev()?;
+        let mut j = d.jacobi.lock().unwrap_or_else(|p| p.into_inner());
+        if j.is_none() {
+            *j = Some(Arc::new(Jacobi::from_matrix(ops, &self.host)?));
+        }
+        Ok(j.clone().expect("set above"))
+    }
+
+    fn cpu_jacobi(&self) -> Res<Arc<Jacobi<Vec<T>>>> {
+        let mut j = self.jacobi.lock().unwrap_or_else(|p| p.into_inner());
+        if j.is_none() {
+            *j = Some(Arc::new(Jacobi::from_matrix(&Cpu, &self.host)?));
+        }
+        Ok(j.clone().expect("set above"))
+    }
+
+    /// (rows, columns) of `op(A)`.
+    fn op_shape(&self, op: Op) -> (usize, usize) {
+        let (r, c) = self.host.shape();
+        match op {
+            Op::NoTrans => (r, c),
+            _ => (c, r),
         }
     }
 
-    /// Always false: complex matrices are held on the CPU.
-    #[getter]
-    fn on_gpu(&self) -> bool {
-        false
-    }
-
-    /// `None`: no GPU SpMV algorithm on the CPU.
-    #[getter]
-    fn gpu_algorithm(&self) -> Option<String> {
-        None
-    }
-
-    /// `[("total", seconds)]` of the construction.
-    #[getter]
-    fn upload_seconds(&self) -> Vec<(&'static str, f64)> {
-        vec![("total", self.seconds)]
-    }
-
-    /// `(indptr, indices, data)` as new NumPy arrays.
-    fn to_arrays<'py>(&self, py: Python<'py>) -> PyResult<(PyObject, PyObject, PyObject)> {
-        with_c!(self, m, T => {
-            let data = PyArray1::<T>::from_slice(py, m.values()).into_any().unbind();
-            let (a, b) = index_arrays(py, m.row_ptr(), m.col_idx());
-            Ok((a, b, data))
-        })
-    }
-
-    /// `y ← alpha·op(A)·x + beta·y` with NumPy vectors of the matrix's dtype (`y` written in
-    /// place); `alpha` and `beta` real or complex numbers; `op` `"n"` (`A`), `"t"` (`Aᵀ`) or
-    /// `"h"` (`Aᴴ`).
-    #[pyo3(signature = (alpha, x, beta, y, op = "n"))]
-    fn spmv_host(
+    /// `y ← α·op(A)·x + β·y` with host vectors; on the GPU when the matrix is there (`x`, and
+    /// `y` when `β ≠ 0`, copied over, `y` back) for `A` and `Aᴴ`, on the CPU otherwise.
+    pub(crate) fn spmv_host(
         &self,
-        py: Python<'_>,
-        alpha: &Bound<'_, PyAny>,
-        x: &Bound<'_, PyAny>,
-        beta: &Bound<'_, PyAny>,
-        y: &Bound<'_, PyAny>,
-        op: &str,
-    ) -> PyResult<()> {
-        let (alpha, beta) = (parts(alpha)?, parts(beta)?);
-        use segsparse::spmv::Op;
-        let op = match op {
-            "n" => Op::NoTrans,
-            "t" => Op::Trans,
-            "h" => Op::ConjTrans,
-            o => {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "op must be 'n', 't' or 'h', not {o:?}"
-                )))
+        op: Op,
+        alpha: (f64, f64),
+        x: &[T],
+        beta: (f64, f64),
+        y: &mut [T],
+    ) -> Res<()> {
+        let (rows, cols) = self.op_shape(op);
+        check_len("x", x.len(), cols, "the matrix")?;
+        check_len("y", y.len(), rows, "the matrix")?;
+        let (a, b) = (
+            T::narrow(Complex::new(alpha.0, alpha.1)),
+            T::narrow(Complex::new(beta.0, beta.1)),
+        );
+        match (&self.dev, op) {
+            (Some(d), Op::NoTrans | Op::ConjTrans) => {
+                let adj;
+                let m = if op == Op::NoTrans {
+                    &d.csr
+                } else {
+                    adj = self.adjoint()?;
+                    &*adj
+                };
+                let xd = m.upload_vector(x)?;
+                let mut yd = if b == T::zero() {
+                    m.gpu().zeros::<T::Dev>(y.len())?
+                } else {
+                    m.upload_vector(y)?
+                };
+                m.spmv(a, &xd, b, &mut yd)?;
+                y.copy_from_slice(&m.download_vector(&yd)?);
+            }
+            _ => segsparse::spmv::spmv_op(op, a, &self.host, x, b, y),
+        }
+        Ok(())
+    }
+
+    /// `y ← α·op(A)·x + β·y` with device pointers owned by the caller (`op` `A` or `Aᴴ`),
+    /// ordered after the streams in `wait` and before later work on `signal`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn spmv_device(
+        &self,
+        op: Op,
+        alpha: (f64, f64),
+        xp: u64,
+        beta: (f64, f64),
+        yp: u64,
+        wait: &[u64],
+        signal: u64,
+    ) -> Res<()> {
+        let d = self.dev()?;
+        let adj;
+        let m = match op {
+            Op::NoTrans => &d.csr,
+            Op::ConjTrans => {
+                adj = self.adjoint()?;
+                &*adj
+            }
+            Op::Trans => {
+                let m = "A^T @ x of device vectors is not available: 'h' (A^H) or NumPy x";
+                return Err(Failure::Value(m.into()));
             }
         };
-        with_c!(self, m, T => {
-            let xa = ro::<T>(x, "x")?;
-            let mut ya = rw::<T>(y, "y")?;
-            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
-            let (rows, cols) = match op {
-                Op::NoTrans => (m.nrows(), m.ncols()),
-                _ => (m.ncols(), m.nrows()),
-            };
-            run(py, || {
-                check_len("x", xs.len(), cols, "the matrix")?;
-                check_len("y", ys.len(), rows, "the matrix")?;
-                let (a, b) = (
-                    T::narrow(Complex::new(alpha.0, alpha.1)),
-                    T::narrow(Complex::new(beta.0, beta.1)),
-                );
-                segsparse::spmv::spmv_op(op, a, m, xs, b, ys);
-                Ok(())
-            })
+        let (rows, cols) = self.op_shape(op);
+        let dev = device()?;
+        dev.enter(wait)?;
+        // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
+        // this dtype with `cols` / `rows` elements, and holds them during the call.
+        let x = unsafe { Borrowed::<T::Dev>::new(dev, xp, cols) };
+        let mut y = unsafe { Borrowed::<T::Dev>::new(dev, yp, rows) };
+        m.spmv(
+            T::narrow(Complex::new(alpha.0, alpha.1)),
+            &x,
+            T::narrow(Complex::new(beta.0, beta.1)),
+            &mut y,
+        )?;
+        dev.leave(signal)?;
+        Ok(())
+    }
+
+    /// Solve with host vectors: on the GPU when the matrix is there and the preconditioner is
+    /// none or Jacobi (`b` and `x` copied over and `x` back), on the CPU otherwise. Returns the
+    /// outcome and whether it ran on the GPU.
+    pub(crate) fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T]) -> Res<(Outcome, bool)> {
+        let (n, m) = self.host.shape();
+        check_len("b", b.len(), n, "the matrix")?;
+        check_len("x", x.len(), m, "the matrix")?;
+        let t0 = Instant::now();
+        if self.dev.is_some() && matches!(o.precond, Precond::None | Precond::Jacobi) {
+            let (ops, d) = self.gpu_ops()?;
+            let bd = d.csr.upload_vector(b)?;
+            let mut xd = d.csr.upload_vector(x)?;
+            let r = self.solve_gpu(&ops, d, o, &bd, &mut xd, t0)?;
+            x.copy_from_slice(&d.csr.download_vector(&xd)?);
+            return Ok((outcome(r)?, true));
+        }
+        let a = &self.host;
+        let bv = b.to_vec();
+        let mut xv = x.to_vec();
+        let incomplete = |auto: bool| {
+            if auto {
+                auto_incomplete_params()
+            } else {
+                IncompleteParams {
+                    auto_shift: true,
+                    ..Default::default()
+                }
+            }
+        };
+        let r = match o.precond {
+            Precond::None => with(&Cpu, a, &Identity, o, &bv, &mut xv, t0),
+            Precond::Jacobi => with(&Cpu, a, &*self.cpu_jacobi()?, o, &bv, &mut xv, t0),
+            Precond::Ilu0(auto) => {
+                let p = Ilu0::new(&Cpu, a, &incomplete(auto))?;
+                with(&Cpu, a, &p, o, &bv, &mut xv, t0)
+            }
+            Precond::Ic0(auto) => {
+                let p = Ic0::new(&Cpu, a, &incomplete(auto))?;
+                with(&Cpu, a, &p, o, &bv, &mut xv, t0)
+            }
+        };
+        x.copy_from_slice(&xv);
+        Ok((outcome(r)?, false))
+    }
+
+    /// The GPU solve of `o` (no or Jacobi preconditioning) with device vectors.
+    fn solve_gpu(
+        &self,
+        ops: &GpuOps<T>,
+        d: &CDev<T>,
+        o: &Opts,
+        b: &CudaSlice<T::Dev>,
+        x: &mut CudaSlice<T::Dev>,
+        t0: Instant,
+    ) -> Res<Timed> {
+        Ok(match o.precond {
+            Precond::None => with(ops, &d.csr, &Identity, o, b, x, t0),
+            Precond::Jacobi => with(ops, &d.csr, &*self.gpu_jacobi(ops)?, o, b, x, t0),
+            Precond::Ilu0(_) | Precond::Ic0(_) => {
+                return Err(Failure::Value(
+                    "ILU(0) and IC(0) of a complex matrix are factored and applied on the CPU: \
+                     pass NumPy vectors (the solve then runs on the CPU), or use M=None or \
+                     'jacobi' to solve on the GPU"
+                        .into(),
+                ))
+            }
         })
     }
 
-    /// Solves `A x = b` with NumPy vectors of the matrix's dtype (`x` holds the initial guess
-    /// when `x0` and the result afterwards); the outcome tuple of the real `_Matrix`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30))]
-    fn solve_host(
+    /// Solve with device vectors owned by the caller (zero-copy).
+    pub(crate) fn solve_device(
         &self,
-        py: Python<'_>,
-        method: &str,
-        precond: &str,
-        b: &Bound<'_, PyAny>,
-        x: &Bound<'_, PyAny>,
-        rtol: f64,
-        atol: f64,
-        maxiter: usize,
-        x0: bool,
-        check_every: Option<usize>,
-        restart: usize,
-    ) -> PyResult<Outcome> {
-        let o = opts(
-            method,
-            precond,
-            rtol,
-            atol,
-            maxiter,
-            x0,
-            check_every,
-            restart,
-        )
-        .map_err(|f| f.into_py_err(py))?;
-        with_c!(self, m, T => {
-            let ba = ro::<T>(b, "b")?;
-            let mut xa = rw::<T>(x, "x")?;
-            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-            run(py, || solve(m, &o, bs, xs))
-        })
+        o: &Opts,
+        bp: u64,
+        xp: u64,
+        wait: &[u64],
+        signal: u64,
+    ) -> Res<Outcome> {
+        let t0 = Instant::now();
+        let (ops, d) = self.gpu_ops()?;
+        let (n, m) = self.host.shape();
+        let dev = device()?;
+        dev.enter(wait)?;
+        // SAFETY: as in `spmv_device` (b has nrows, x ncols elements).
+        let b = unsafe { Borrowed::<T::Dev>::new(dev, bp, n) };
+        let mut x = unsafe { Borrowed::<T::Dev>::new(dev, xp, m) };
+        let r = self.solve_gpu(&ops, d, o, &b, &mut x, t0);
+        dev.leave(signal)?;
+        outcome(r?)
+    }
+
+    /// Seconds per `y ← A·x` measured inside Rust (see `_Matrix.bench_rust_spmv`).
+    pub(crate) fn bench_rust(&self, reps: usize, on_gpu: bool) -> Res<f64> {
+        let (r, c) = self.host.shape();
+        let x = vec![T::one(); c];
+        let mut y = vec![T::zero(); r];
+        if on_gpu {
+            let d = self.dev()?;
+            let xd = d.csr.upload_vector(&x)?;
+            let mut yd = d.csr.gpu().zeros::<T::Dev>(r)?;
+            d.csr.spmv(T::one(), &xd, T::zero(), &mut yd)?;
+            d.csr.gpu().synchronize()?;
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                d.csr.spmv(T::one(), &xd, T::zero(), &mut yd)?;
+            }
+            d.csr.gpu().synchronize()?;
+            Ok(t0.elapsed().as_secs_f64() / reps as f64)
+        } else {
+            let t0 = Instant::now();
+            for _ in 0..reps {
+                segsparse::spmv::spmv(T::one(), &self.host, &x, T::zero(), &mut y);
+            }
+            Ok(t0.elapsed().as_secs_f64() / reps as f64)
+        }
     }
 
     /// The automatic choice for this matrix ([`choose_complex`]).
-    fn auto_choice(&self, py: Python<'_>) -> PyResult<ComplexAuto> {
-        with_c!(self, m, _T => run(py, || {
-            let c = choose_complex(m);
-            Ok((
-                c.method.name(),
-                c.precond.name(),
-                c.reason,
-                (m.nrows(), m.nnz(), c.symmetric, c.hermitian, c.bad_diagonal),
-            ))
-        }))
-    }
-
-    /// Writes the matrix to a Matrix Market file (`complex general`; `.gz` compressed).
-    fn write_matrix_market(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        with_c!(self, m, _T => run(py, || Ok(segsparse::io::write_matrix_market(&path, m)?)))
-    }
-
-    fn __repr__(&self) -> String {
-        let (r, c) = self.shape();
-        format!(
-            "_ComplexMatrix({r}×{c}, {} nonzeros, {}, cpu)",
-            self.nnz(),
-            self.dtype()
+    pub(crate) fn auto_choice(&self) -> ComplexAuto {
+        let m = &self.host;
+        let c = choose_complex(m);
+        (
+            c.method.name(),
+            c.precond.name(),
+            c.reason,
+            (m.nrows(), m.nnz(), c.symmetric, c.hermitian, c.bad_diagonal),
         )
+    }
+
+    /// `(data)` of the host copy as a new NumPy array.
+    pub(crate) fn values_array(&self, py: Python<'_>) -> PyObject
+    where
+        T: Element,
+    {
+        PyArray1::<T>::from_slice(py, self.host.values())
+            .into_any()
+            .unbind()
     }
 }

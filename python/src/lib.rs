@@ -20,14 +20,14 @@ mod device;
 mod errors;
 mod hierarchy;
 mod matrix;
+mod outcome;
 mod prims;
 mod pyprecond;
 
-/// The module: the `_Matrix` and `_ComplexMatrix` classes and the array functions.
+/// The module: the `_Matrix` class (real and complex matrices) and the array functions.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matrix::PyMatrix>()?;
-    m.add_class::<complex::PyComplexMatrix>()?;
     m.add_class::<hierarchy::PyAmg>()?;
     m.add_function(wrap_pyfunction!(matrix::read_matrix_market, m)?)?;
     m.add_function(wrap_pyfunction!(batched::batched_solve_host, m)?)?;

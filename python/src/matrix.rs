@@ -19,12 +19,14 @@ use segsparse::solvers::{
 };
 use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
-use segsparse::{CsrMatrix, Scalar};
+use segsparse::{Complex, CsrMatrix, Scalar};
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
+use crate::complex::{self as cx, CMat};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, run_held, Failure, Res};
 use crate::hierarchy::{AmgOn, PyAmg};
+use crate::outcome::{outcome, Outcome, Timed};
 
 /// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
 /// created on first use.
@@ -49,11 +51,14 @@ pub struct Mat<T: Elem> {
 pub(crate) enum Inner {
     F32(Mat<f32>),
     F64(Mat<f64>),
+    C64(CMat<Complex<f32>>),
+    C128(CMat<Complex<f64>>),
 }
 
-/// Runs `$body` with `$m` bound to the matrix of either precision (`$t` its element type).
+/// Runs `$body` with `$m` bound to a real matrix of either precision (`$t` its element type),
+/// or `$cbody` with `$c` bound to a complex one (`$ct` its element type).
 macro_rules! with_mat {
-    ($self:expr, $m:ident, $t:ident => $body:expr) => {
+    ($self:expr, $m:ident, $t:ident => $body:expr; $c:ident, $ct:ident => $cbody:expr) => {
         match &$self.inner {
             Inner::F32($m) => {
                 type $t = f32;
@@ -63,8 +68,23 @@ macro_rules! with_mat {
                 type $t = f64;
                 $body
             }
+            Inner::C64($c) => {
+                type $ct = Complex<f32>;
+                $cbody
+            }
+            Inner::C128($c) => {
+                type $ct = Complex<f64>;
+                $cbody
+            }
         }
     };
+}
+
+/// The error of a real-only feature asked of a complex matrix.
+fn real_only(what: &str) -> Failure {
+    Failure::Value(format!(
+        "{what} is for real matrices (float32/float64); this matrix is complex"
+    ))
 }
 
 /// Where a matrix lives, as asked by the caller.
@@ -295,93 +315,12 @@ fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
     })
 }
 
-/// A solve's outcome in SciPy's terms: `status` 0 converged, > 0 the iterations done without
-/// converging, < 0 a breakdown or a non-finite residual; then the solve's seconds, history,
-/// restarts, message, and the setup's seconds (the crate's timing model: setup is everything
-/// from the call to the solver call — uploads, the Jacobi diagonal, the preconditioner —, solve
-/// the solver call itself, for failed solves too).
-pub(crate) type Outcome = (bool, i64, usize, f64, f64, Vec<f64>, usize, String, f64);
-
-/// A solve's result with its (setup, solve) seconds.
-pub(crate) type Timed = (Result<SolveInfo, SolveError>, f64, f64);
-
 /// Several right-hand sides solved as one block (`solvers::multi`): the columns, the solutions,
 /// and where the outcome goes.
 struct BlockRhs<'a, V> {
     bs: &'a [V],
     xs: &'a mut [V],
     out: Option<Result<MultiInfo, SolveError>>,
-}
-
-pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
-    match r {
-        Ok(i) => Ok((
-            true,
-            0,
-            i.iterations,
-            i.relative_residual,
-            secs,
-            i.history,
-            i.restarts,
-            "converged".into(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::NotConverged {
-                iterations,
-                residual,
-            },
-        ) => Ok((
-            false,
-            iterations.max(1) as i64,
-            iterations,
-            residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::Stagnation {
-                iterations,
-                residual,
-            },
-        ) => Ok((
-            false,
-            -1,
-            iterations,
-            residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e @ SolveError::Breakdown { iteration, .. }) => Ok((
-            false,
-            -1,
-            iteration,
-            f64::NAN,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e @ SolveError::NonFinite { iteration }) => Ok((
-            false,
-            -2,
-            iteration,
-            f64::NAN,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e) => Err(Failure::Solve(e)),
-    }
 }
 
 /// Solver options from Python.
@@ -1027,6 +966,11 @@ pub struct PyMatrix {
 }
 
 impl PyMatrix {
+    /// True for a complex matrix.
+    fn is_complex(&self) -> bool {
+        matches!(self.inner, Inner::C64(_) | Inner::C128(_))
+    }
+
     /// The AMG hierarchy of this matrix (for `_Amg.__new__`).
     pub(crate) fn build_amg(
         &self,
@@ -1036,6 +980,7 @@ impl PyMatrix {
         Ok(match &self.inner {
             Inner::F32(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
             Inner::F64(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
+            Inner::C64(_) | Inner::C128(_) => return Err(real_only("AMG")),
         })
     }
 
@@ -1044,7 +989,7 @@ impl PyMatrix {
         with_mat!(self, m, T => {
             let mut g = h.typed::<T>()?.lock().unwrap_or_else(|p| p.into_inner());
             m.update_amg(&mut g)
-        })
+        }; _c, _C => Err(real_only("AMG")))
     }
 }
 
@@ -1077,9 +1022,31 @@ impl PyMatrix {
         let w = want(device).map_err(|f| f.into_py_err(py))?;
         let data_dtype = data.getattr("dtype")?.str()?.to_string();
         let dtype = dtype.unwrap_or(&data_dtype).to_string();
+        if matches!(dtype.as_str(), "complex64" | "complex128") {
+            // Complex values: validated on the host (the copy is kept), then uploaded.
+            if dtype != data_dtype {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "complex matrix data must be {dtype} (found {data_dtype})"
+                )));
+            }
+            let on_gpu = match w {
+                Want::Cpu => false,
+                Want::Gpu => true,
+                Want::Auto => self::device().is_ok(),
+            };
+            let rp = self::indices(indptr, "indptr")?;
+            let ci = self::indices(indices, "indices")?;
+            let shape = (nrows, ncols);
+            let inner = if dtype == "complex64" {
+                Inner::C64(cx::build(py, shape, rp, ci, data, on_gpu)?)
+            } else {
+                Inner::C128(cx::build(py, shape, rp, ci, data, on_gpu)?)
+            };
+            return Ok(PyMatrix { inner });
+        }
         if !matches!(dtype.as_str(), "float32" | "float64") {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "matrix values must be float32 or float64, not {dtype}"
+                "matrix values must be float32, float64, complex64 or complex128, not {dtype}"
             )));
         }
         // SEGSPARSE_UPLOAD=host: the host-validated path (the crate's CsrMatrix built on the
@@ -1131,40 +1098,43 @@ impl PyMatrix {
     /// "total"}` for a matrix built on the GPU, `{"total"}` on the CPU.
     #[getter]
     fn upload_seconds(&self) -> Vec<(&'static str, f64)> {
-        with_mat!(self, m, _T => m.timing.clone())
+        with_mat!(self, m, _T => m.timing.clone(); c, _C => c.timing.clone())
     }
 
     /// `(nrows, ncols)`.
     #[getter]
     fn shape(&self) -> (usize, usize) {
-        with_mat!(self, m, _T => m.shape)
+        with_mat!(self, m, _T => m.shape; c, _C => c.host().shape())
     }
 
     /// Stored entries.
     #[getter]
     fn nnz(&self) -> usize {
-        with_mat!(self, m, _T => m.nnz)
+        with_mat!(self, m, _T => m.nnz; c, _C => c.host().nnz())
     }
 
-    /// `"float32"` or `"float64"`.
+    /// `"float32"`, `"float64"`, `"complex64"` or `"complex128"`.
     #[getter]
     fn dtype(&self) -> &'static str {
         match self.inner {
             Inner::F32(_) => "float32",
             Inner::F64(_) => "float64",
+            Inner::C64(_) => "complex64",
+            Inner::C128(_) => "complex128",
         }
     }
 
     /// True when the matrix is uploaded to the GPU.
     #[getter]
     fn on_gpu(&self) -> bool {
-        with_mat!(self, m, _T => m.dev.is_some())
+        with_mat!(self, m, _T => m.dev.is_some(); c, _C => c.on_gpu())
     }
 
     /// The GPU SpMV algorithm chosen at upload (`None` on the CPU).
     #[getter]
     fn gpu_algorithm(&self) -> Option<String> {
-        with_mat!(self, m, _T => m.dev.as_ref().map(|d| d.csr.resolved_algorithm().name()))
+        with_mat!(self, m, _T => m.dev.as_ref().map(|d| d.csr.resolved_algorithm().name());
+            c, _C => c.gpu_algorithm())
     }
 
     /// `(indptr, indices, data)` as new NumPy arrays (int32 indices when they fit, else int64).
@@ -1175,40 +1145,74 @@ impl PyMatrix {
             let data = PyArray1::<T>::from_slice(py, v).into_any().unbind();
             let (a, b) = index_arrays(py, rp, ci);
             Ok((a, b, data))
+        }; c, _C => {
+            let h = c.host();
+            let (a, b) = index_arrays(py, h.row_ptr(), h.col_idx());
+            Ok((a, b, c.values_array(py)))
         })
     }
 
-    /// `y ← alpha·A·x + beta·y` with NumPy vectors of the matrix's dtype (`y` written in place).
+    /// `y ← alpha·op(A)·x + beta·y` with NumPy vectors of the matrix's dtype (`y` written in
+    /// place). `op`: `"n"` (`A`); for a complex matrix also `"t"` (`Aᵀ`) and `"h"` (`Aᴴ`), and
+    /// `alpha`, `beta` real or complex numbers.
+    #[pyo3(signature = (alpha, x, beta, y, op = "n"))]
     fn spmv_host(
         &self,
         py: Python<'_>,
-        alpha: f64,
+        alpha: &Bound<'_, PyAny>,
         x: &Bound<'_, PyAny>,
-        beta: f64,
+        beta: &Bound<'_, PyAny>,
         y: &Bound<'_, PyAny>,
+        op: &str,
     ) -> PyResult<()> {
         with_mat!(self, m, T => {
+            if op != "n" {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "op 't'/'h' of spmv_host is for complex matrices",
+                ));
+            }
+            let (alpha, beta): (f64, f64) = (alpha.extract()?, beta.extract()?);
             let xa = ro::<T>(x, "x")?;
             let mut ya = rw::<T>(y, "y")?;
             let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
             run(py, || m.spmv_host(alpha, xs, beta, ys))
+        }; c, C => {
+            let (op, alpha, beta) = (cx::op_of(op)?, cx::parts(alpha)?, cx::parts(beta)?);
+            let xa = ro::<C>(x, "x")?;
+            let mut ya = rw::<C>(y, "y")?;
+            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
+            run(py, || c.spmv_host(op, alpha, xs, beta, ys))
         })
     }
 
-    /// `y ← alpha·A·x + beta·y` with device pointers (contiguous, the matrix's dtype), ordered
-    /// after the streams in `wait` and before later work on `signal`. Queues and returns.
+    /// `y ← alpha·op(A)·x + beta·y` with device pointers (contiguous, the matrix's dtype),
+    /// ordered after the streams in `wait` and before later work on `signal`. Queues and
+    /// returns. `op` and the scalars as `spmv_host` (device vectors: `"n"` and `"h"`).
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (alpha, x, beta, y, wait, signal, op = "n"))]
     fn spmv_device(
         &self,
         py: Python<'_>,
-        alpha: f64,
+        alpha: &Bound<'_, PyAny>,
         x: u64,
-        beta: f64,
+        beta: &Bound<'_, PyAny>,
         y: u64,
         wait: Vec<u64>,
         signal: u64,
+        op: &str,
     ) -> PyResult<()> {
-        with_mat!(self, m, _T => run_held(py, || m.spmv_device(alpha, x, beta, y, &wait, signal)))
+        with_mat!(self, m, _T => {
+            if op != "n" {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "op 't'/'h' of spmv_device is for complex matrices",
+                ));
+            }
+            let (alpha, beta): (f64, f64) = (alpha.extract()?, beta.extract()?);
+            run_held(py, || m.spmv_device(alpha, x, beta, y, &wait, signal))
+        }; c, _C => {
+            let (op, alpha, beta) = (cx::op_of(op)?, cx::parts(alpha)?, cx::parts(beta)?);
+            run_held(py, || c.spmv_device(op, alpha, x, beta, y, &wait, signal))
+        })
     }
 
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
@@ -1231,6 +1235,28 @@ impl PyMatrix {
         degree: usize,
         amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Outcome> {
+        if self.is_complex() {
+            if amg.is_some() {
+                return Err(real_only("AMG").into_py_err(py));
+            }
+            let o = cx::opts(
+                method,
+                precond,
+                rtol,
+                atol,
+                maxiter,
+                x0,
+                check_every,
+                restart,
+            )
+            .map_err(|f| f.into_py_err(py))?;
+            return with_mat!(self, _m, _T => unreachable!("complex above"); c, C => {
+                let ba = ro::<C>(b, "b")?;
+                let mut xa = rw::<C>(x, "x")?;
+                let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
+                run(py, || c.solve_host(&o, bs, xs).map(|r| r.0))
+            });
+        }
         let o = opts(
             method,
             precond,
@@ -1249,7 +1275,7 @@ impl PyMatrix {
             let mut xa = rw::<T>(x, "x")?;
             let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
             run(py, || m.solve_host(&o, bs, xs, amg))
-        })
+        }; _c, _C => unreachable!("real above"))
     }
 
     /// Solves `A X = B` for a NumPy block `b` of `k` columns (row-major `n × k`, flattened) as
@@ -1292,7 +1318,7 @@ impl PyMatrix {
             let mut xa = rw::<T>(x, "x")?;
             let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
             run(py, || m.solve_host_block(&o, bs, k, xs, amg))
-        })
+        }; _c, _C => Err(real_only("a block of right-hand sides").into_py_err(py)))
     }
 
     /// Solves `A x = b` with device pointers (see `spmv_device`).
@@ -1316,6 +1342,24 @@ impl PyMatrix {
         degree: usize,
         amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Outcome> {
+        if self.is_complex() {
+            if amg.is_some() {
+                return Err(real_only("AMG").into_py_err(py));
+            }
+            let o = cx::opts(
+                method,
+                precond,
+                rtol,
+                atol,
+                maxiter,
+                x0,
+                check_every,
+                restart,
+            )
+            .map_err(|f| f.into_py_err(py))?;
+            return with_mat!(self, _m, _T => unreachable!("complex above");
+                c, _C => run(py, || c.solve_device(&o, b, x, &wait, signal)));
+        }
         let o = opts(
             method,
             precond,
@@ -1329,20 +1373,23 @@ impl PyMatrix {
         )
         .map_err(|f| f.into_py_err(py))?;
         let amg = amg.as_deref();
-        with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal, amg)))
+        with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal, amg));
+            _c, _C => unreachable!("real above"))
     }
 
     /// Seconds per SpMV of a loop run inside Rust (CPU, or the GPU with device vectors and one
     /// synchronisation at the end): the baseline of the binding-overhead benchmark.
     fn bench_rust_spmv(&self, py: Python<'_>, reps: usize, gpu: bool) -> PyResult<f64> {
-        with_mat!(self, m, _T => run(py, || m.bench_rust(reps.max(1), gpu)))
+        with_mat!(self, m, _T => run(py, || m.bench_rust(reps.max(1), gpu));
+            c, _C => run(py, || c.bench_rust(reps.max(1), gpu)))
     }
 
     /// The crate's automatic choice for this matrix (square): `(method, preconditioner, reason,
     /// statistics)`, the statistics as `(rows, nnz, symmetric, missing_diagonal,
     /// positive_diagonal, diagonal_spread, min_dominance, opposite_sign_fraction,
     /// lower_levels)`. Read from the host copy (downloaded once for a matrix built on the GPU).
-    fn auto_choice(&self, py: Python<'_>) -> PyResult<AutoTuple> {
+    fn auto_choice(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let any = |t: Bound<'_, pyo3::types::PyTuple>| t.into_any().unbind();
         with_mat!(self, m, _T => run(py, || {
             let (r, c) = m.shape;
             if r != c {
@@ -1368,12 +1415,17 @@ impl PyMatrix {
                     s.lower_levels,
                 ),
             ))
-        }))
+        }).and_then(|t: AutoTuple| Ok(any(t.into_pyobject(py)?)));
+            c, _C => {
+                let t = run(py, || Ok(c.auto_choice()))?;
+                Ok(any(t.into_pyobject(py)?))
+            })
     }
 
     /// Writes the matrix to a Matrix Market file (`.mtx`, or `.mtx.gz` compressed).
     fn write_matrix_market(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
-        with_mat!(self, m, _T => run(py, || Ok(segsparse::io::write_matrix_market(&path, m.host()?)?)))
+        with_mat!(self, m, _T => run(py, || Ok(segsparse::io::write_matrix_market(&path, m.host()?)?));
+            c, _C => run(py, || Ok(segsparse::io::write_matrix_market(&path, c.host())?)))
     }
 
     fn __repr__(&self) -> String {

@@ -33,7 +33,8 @@ use segsparse::solvers::{
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::errors::{check_len, Failure, Res};
-use crate::matrix::{opts, outcome, Inner, Mat, Method, Opts, Outcome, PyMatrix, Timed};
+use crate::matrix::{opts, Inner, Mat, Method, Opts, PyMatrix};
+use crate::outcome::{outcome, Outcome, Timed};
 
 /// The exception a Python callable raised inside a solve, kept to be re-raised after it.
 #[derive(Default)]
@@ -313,6 +314,10 @@ pub fn solve_host_operator(
         (Some(m), None) => match &m.inner {
             Inner::F32(m) => on_matrix::<f32>(py, m, &o, m_apply, callback, b, x),
             Inner::F64(m) => on_matrix::<f64>(py, m, &o, m_apply, callback, b, x),
+            Inner::C64(_) | Inner::C128(_) => Err(PyValueError::new_err(
+                "Python operators and callbacks with a complex matrix run on the operator path \
+                 (segsparse.solvers), not through solve_host_operator",
+            )),
         },
         (None, Some(f)) => {
             if b.downcast::<PyArray1<f32>>().is_ok() {

@@ -22,7 +22,7 @@ class _Matrix:
         ncols: int,
         indptr: npt.NDArray[np.integer],
         indices: npt.NDArray[np.integer],
-        data: npt.NDArray[np.floating],
+        data: npt.NDArray[np.inexact],
         device: str = "auto",
         dtype: Optional[str] = None,
         reuse_buffers: bool = False,
@@ -40,9 +40,12 @@ class _Matrix:
     @property
     def gpu_algorithm(self) -> Optional[str]: ...
     def to_arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-    def spmv_host(self, alpha: float, x: np.ndarray, beta: float, y: np.ndarray) -> None: ...
+    def spmv_host(
+        self, alpha: complex, x: np.ndarray, beta: complex, y: np.ndarray, op: str = "n"
+    ) -> None: ...
     def spmv_device(
-        self, alpha: float, x: int, beta: float, y: int, wait: List[int], signal: int
+        self, alpha: complex, x: int, beta: complex, y: int, wait: List[int], signal: int,
+        op: str = "n",
     ) -> None: ...
     def solve_host(
         self, method: str, precond: str, b: np.ndarray, x: np.ndarray, rtol: float,
@@ -62,7 +65,7 @@ class _Matrix:
     def bench_rust_spmv(self, reps: int, gpu: bool) -> float: ...
     def auto_choice(
         self,
-    ) -> Tuple[str, str, str, Tuple[int, int, bool, int, bool, float, float, float, int]]: ...
+    ) -> Tuple[str, str, str, Tuple[Any, ...]]: ...
     def write_matrix_market(self, path: Union[str, PathLike[str]]) -> None: ...
 
 class _Amg:

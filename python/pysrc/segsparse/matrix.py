@@ -75,9 +75,18 @@ class Matrix:
     - a ``cupyx.scipy.sparse`` matrix,
     - a dense 2-D NumPy (or CuPy) array, or another ``Matrix``.
 
-    ``dtype`` is ``float32`` or ``float64`` (default: the data's own when it is one of those,
-    else float64). ``device`` is ``"auto"`` (the GPU when one works, else the CPU), ``"gpu"``
-    (raise ``CudaUnavailableError`` when none works) or ``"cpu"``.
+    ``dtype`` is ``float32``, ``float64``, ``complex64`` or ``complex128`` (default: the data's
+    own when it is one of those, else float64; complex data cannot be given a real ``dtype``).
+    ``device`` is ``"auto"`` (the GPU when one works, else the CPU), ``"gpu"`` (raise
+    ``CudaUnavailableError`` when none works) or ``"cpu"``, for real and complex matrices alike.
+
+    Complex matrices (``complex64``/``complex128``, from SciPy or ``cupyx.scipy.sparse``
+    complex CSR) are validated on the host and keep their host copy; on the GPU they multiply
+    (``A @ x``, ``A.H @ x``) and solve (``cg`` for Hermitian positive definite, ``cocg`` for
+    complex symmetric, ``bicgstab``, ``gmres``; ``M`` ``None`` or ``"jacobi"``) with CuPy
+    vectors without a copy, as real ones do. ``M="ilu0"``/``"ic0"`` of a complex matrix is
+    factored and applied on the CPU (its host copy; ``info.device == "cpu"``), CuPy vectors
+    copied over and back.
 
     What is copied: on the GPU, each of the three arrays is copied once, in its own dtype
     (int32/uint32/int64 indices, float32/float64 values, read straight from the NumPy
@@ -116,17 +125,11 @@ class Matrix:
         indptr = _index_array(indptr)
         indices = _index_array(indices)
         if vd.kind == "c":
-            # Complex values are held on the CPU (the GPU solves real systems): "auto" takes
-            # the CPU, "gpu" is refused.
-            if device not in ("auto", "cpu"):
-                from .errors import CudaUnavailableError
-
-                raise CudaUnavailableError(
-                    f"device={device!r}: complex matrices ({vd}) are held on the CPU; use "
-                    "device='cpu' or 'auto'")
+            # Complex values: converted to ``vd`` here, validated on the host (the host copy is
+            # kept) and uploaded when the matrix goes to the GPU.
             data = np.ascontiguousarray(data, dtype=vd)
-            self._m = _core._ComplexMatrix(int(shape[0]), int(shape[1]), indptr, indices, data,
-                                           str(vd))
+            self._m = _core._Matrix(int(shape[0]), int(shape[1]), indptr, indices, data, device,
+                                    str(vd), bool(reuse_buffers))
         else:
             # float32/float64 data travel in their own dtype (converted on the device when it
             # differs from the matrix's); other dtypes are converted by NumPy here.
@@ -163,7 +166,8 @@ class Matrix:
         pinned buffers; 0 when kept ones were reused), ``copy`` (the three arrays to the device),
         ``check`` (validation and conversion kernels), ``tables`` (the SpMV's structure tables
         and row statistics), ``total`` (all of it, from the call into the extension). On the
-        CPU: ``total``."""
+        CPU: ``total``. A complex matrix: ``check`` (validation on the host), ``copy`` (the
+        upload with its SpMV tables, on the GPU), ``total``."""
         return dict(self._m.upload_seconds)
 
     @property
@@ -246,9 +250,11 @@ class Matrix:
         """``y <- alpha A x + beta y`` where the matrix, ``x``, ``alpha`` or ``beta`` is complex,
         in ``rt`` (NumPy's promotion of their dtypes).
 
-        A complex matrix of dtype ``rt`` multiplies on the CPU (a CuPy ``x`` is copied to the
-        host and the result back); a complex matrix of a narrower dtype is converted to ``rt``
-        first (``O(nnz)`` per call: convert once with ``Matrix(A, dtype=...)``). A real matrix
+        A complex matrix of dtype ``rt`` multiplies where it lives: on the GPU a CuPy ``x`` of
+        another dtype is converted on the device and the product written in ``y`` (no copy),
+        a NumPy ``x`` is copied over and back; a complex matrix of a narrower dtype is converted
+        to ``rt`` first (``O(nnz)`` per call: convert once with ``Matrix(A, dtype=...)``). A real
+        matrix
         multiplies the real and imaginary parts of ``x`` separately where it lives (GPU or CPU;
         converted to ``rt``'s precision first when it is narrower)."""
         xp = cupy() if dx is not None else np
@@ -260,17 +266,8 @@ class Matrix:
             raise ValueError(f"y must be a contiguous {kind} array of dtype {rt} (the result "
                              "dtype, NumPy's promotion)")
         if self._dtype.kind == "c":
-            m = self if self._dtype == rt else Matrix(self, dtype=rt, device="cpu")
-            xh = cupy().asnumpy(x) if dx is not None else x
-            xh = host_vector(xh, rt, "x")
-            yh = np.empty(self._shape[0], dtype=rt)
-            if beta != 0:
-                yh[...] = cupy().asnumpy(y) if dx is not None else y
-            m._m.spmv_host(alpha, xh, beta, yh)
-            if y is None:
-                return xp.asarray(yh)
-            y[...] = xp.asarray(yh)
-            return y
+            m = self if self._dtype == rt else Matrix(self, dtype=rt, device=self.device)
+            return m._complex_op("n", x, dx, alpha, beta, y)
         part = real_of(rt)
         m = self if self._dtype == part else Matrix(self, dtype=part, device=self.device)
         xc = xp.asarray(x).astype(rt, copy=False).reshape(-1)
@@ -284,6 +281,51 @@ class Matrix:
         if beta != 0:
             out += rt.type(beta) * y
         y[...] = out
+        return y
+
+    def _complex_op(self, op, x, dx, alpha, beta, y):
+        """``y <- alpha op(A) x + beta y`` for this complex matrix (``op`` ``"n"``: ``A``,
+        ``"h"``: ``A^H``), ``x`` and ``y`` of any dtype that promotes to the matrix's (checked by
+        the caller)."""
+        dt = self._dtype
+        rows = self._shape[0] if op == "n" else self._shape[1]
+        cols = self._shape[1] if op == "n" else self._shape[0]
+        if y is None and beta != 0:
+            raise ValueError("beta != 0 needs y")
+        if dx is not None and self.device == "gpu":
+            cp = cupy()
+            if dx.dtype != dt:
+                x = cp.ascontiguousarray(x, dtype=dt)  # NumPy promotion, on the device
+                dx = device_array(x, "x")
+            if y is None:
+                y = cp.empty(rows, dtype=dt)
+            dy = device_array(y, "y", writable=True)
+            if dy is None or dy.dtype != dt:
+                raise ValueError(f"y must be a device array of dtype {dt} (the result dtype, "
+                                 "NumPy's promotion)")
+            if dy.n != rows or dx.n != cols:
+                raise ValueError(f"spmv: x has {dx.n} elements and y {dy.n}; the operator is "
+                                 f"{rows}x{cols}")
+            if dy.ptr == dx.ptr and dx.n > 0:
+                raise ValueError("x and y must not overlap")
+            cs = current_stream()
+            self._m.spmv_device(alpha, dx.ptr, beta, dy.ptr, wait_list(cs, dx, dy), cs, op)
+            return y
+        # NumPy vectors (copied over and back by the binding when the matrix is on the GPU), or
+        # a CuPy x with a CPU matrix (copied to the host and the result back).
+        xp = cupy() if dx is not None else np
+        xh = host_vector(cupy().asnumpy(x) if dx is not None else x, dt, "x")
+        if y is not None and dx is None and isinstance(y, np.ndarray) and y.dtype == dt \
+                and y.flags.c_contiguous:
+            self._m.spmv_host(alpha, xh, beta, y, op)
+            return y
+        yh = np.empty(rows, dtype=dt)
+        if beta != 0:
+            yh[...] = cupy().asnumpy(y) if dx is not None else y
+        self._m.spmv_host(alpha, xh, beta, yh, op)
+        if y is None:
+            return xp.asarray(yh)
+        y[...] = xp.asarray(yh)
         return y
 
     def _spmv_device(self, x, dx, alpha, beta, y):
@@ -317,21 +359,64 @@ class Matrix:
         """``A @ x``."""
         return self.spmv(x)
 
-    def rmatvec(self, x: Any):
-        """``A^H @ x`` (the conjugate transpose; ``A^T @ x`` for a real matrix). A complex
-        matrix multiplies on the CPU; a real one as ``to_scipy().T @ x`` on the host."""
+    def rmatvec(self, x: Any, y: Any = None):
+        """``A^H @ x`` (the conjugate transpose; ``A^T @ x`` for a real matrix).
+
+        A complex matrix multiplies where it lives, as ``A @ x`` does: on the GPU ``A^H`` is
+        built on the device once (kept with the matrix) and a CuPy ``x`` is multiplied without
+        a copy (a given CuPy ``y`` of the result dtype is written in place); ``x`` of another
+        dtype follows NumPy's promotion (a complex64 matrix with a float64 or complex128 ``x``
+        is converted to complex128 first). A real matrix multiplies as ``to_scipy().T @ x`` on
+        the host."""
         if self._dtype.kind == "c":
             dx = device_array(x, "x")
-            xh = cupy().asnumpy(x) if dx is not None else x
-            xh = host_vector(xh, self._dtype, "x")
-            y = np.empty(self._shape[1], dtype=self._dtype)
-            self._m.spmv_host(1.0, xh, 0.0, y, "h")
-            return cupy().asarray(y) if dx is not None else y
+            xd = dx.dtype if dx is not None else getattr(x, "dtype", None)
+            if xd is None:
+                x = np.asarray(x)
+                xd = x.dtype
+            rt = complex_result(self._dtype, xd)
+            m = self if self._dtype == rt else Matrix(self, dtype=rt, device=self.device)
+            return m._complex_op("h", x, dx, 1.0, 0.0, y)
         return self.to_scipy().T @ np.asarray(x)
+
+    @property
+    def H(self) -> "_Adjoint":
+        """The conjugate transpose as an operator: ``A.H @ x`` is ``A.rmatvec(x)``."""
+        return _Adjoint(self)
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:  # noqa: F821
         """Writes the matrix to a Matrix Market file (``.gz``: compressed)."""
         self._m.write_matrix_market(path)
+
+
+class _Adjoint:
+    """``A^H`` of a ``Matrix``: ``A.H @ x`` multiplies with the conjugate transpose."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, a: Matrix):
+        self._a = a
+
+    @property
+    def shape(self) -> Tuple[int, int]:
+        return (self._a.shape[1], self._a.shape[0])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._a.dtype
+
+    @property
+    def H(self) -> Matrix:
+        return self._a
+
+    def __matmul__(self, x: Any):
+        return self._a.rmatvec(x)
+
+    def dot(self, x: Any):
+        return self._a.rmatvec(x)
+
+    def matvec(self, x: Any):
+        return self._a.rmatvec(x)
 
 
 def _index_array(a: Any) -> np.ndarray:
@@ -363,11 +448,6 @@ def load_matrix_market(path, *, dtype: Any = np.float64, as_matrix: bool = False
         raise TypeError(f"dtype must be float32, float64, complex64 or complex128, not {d}")
     nrows, ncols, indptr, indices, data = _core.read_matrix_market(str(path), str(d))
     if as_matrix:
-        if d.kind == "c":
-            import scipy.sparse as sp
-
-            return Matrix(sp.csr_matrix((data, indices, indptr), shape=(nrows, ncols)),
-                          device=device)
         m = Matrix.__new__(Matrix)
         m._m = _core._Matrix(nrows, ncols, indptr, indices, data, device)
         m._dtype, m._shape = d, (nrows, ncols)

@@ -28,6 +28,17 @@ per solve; a matrix-free ``A`` runs on the CPU backend. ``callback(xk)`` gets a 
 current iterate after each iteration (CG, BiCGSTAB) or restart cycle (GMRES,
 ``callback_type='x'``), as SciPy's.
 
+Complex systems (a complex ``A``, ``b`` or ``x0``: ``complex64``/``complex128``, NumPy's
+promotion of the three, ``np.result_type``) run the same bodies with the complex element type:
+``cg`` (Hermitian positive definite), ``cocg`` (``solve(..., method="cocg")``, complex
+symmetric), ``bicgstab``, ``gmres``. A matrix on the GPU with a CuPy ``b`` and ``M`` ``None`` or
+``"jacobi"`` solves on the caller's device vectors with no copy (a real CuPy ``b`` or ``x0`` is
+promoted on the device) and returns a CuPy ``x``; NumPy vectors are copied over and back.
+``"ilu0"``/``"ic0"`` of a complex matrix are factored and applied on the CPU from the matrix's
+host copy (``info.device == "cpu"``; CuPy vectors copied to the host and back); ``"poly"`` and
+``"amg"`` are for real systems (``ValueError``). A complex solve with a ``callback`` or a Python
+``M`` runs the operator path below, a GPU matrix's products on the device.
+
 The operator path (``_krylov``: the same methods over NumPy or CuPy vectors, with SciPy's
 stopping rules and callback points) serves what the crate's body does not: complex systems with
 Python operators or a callback, a matrix-free ``A`` with CuPy vectors, GMRES's residual callback
@@ -347,7 +358,7 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
                              "its entries), not a matrix-free operator: name method and M")
         cd = _complex_system(A, _flat(b), x0)
         if cd is not None:
-            A = _complex_matrix(A, cd)
+            A = _complex_matrix(A, cd, _where(b, device))
         elif not isinstance(A, Matrix):
             db = device_array(_flat(b), "b")
             A = Matrix(A, device="gpu" if db is not None else device,
@@ -704,19 +715,26 @@ def _complex_system(A: Any, b: Any, x0: Any) -> Optional[np.dtype]:
     return complex_result(operator_dtype(A), bd, xd)
 
 
-def _complex_matrix(A: Any, cd: np.dtype) -> Matrix:
-    """``A`` as a complex ``Matrix`` of dtype ``cd`` (on the CPU; a ``Matrix`` of another dtype
-    is converted, ``O(nnz)``)."""
-    if isinstance(A, Matrix) and A.dtype == cd:
-        return A
-    return Matrix(A, dtype=cd, device="cpu")
+def _where(b: Any, device: str) -> str:
+    """Where a matrix built for the right-hand side ``b`` goes: the GPU for a device array
+    (``b`` stays there), else ``device``."""
+    return "gpu" if device_array(_flat(b), "b") is not None else device
+
+
+def _complex_matrix(A: Any, cd: np.dtype, device: str) -> Matrix:
+    """``A`` as a complex ``Matrix`` of dtype ``cd``: a ``Matrix`` of that dtype as it is, one of
+    another dtype converted where it lives (``O(nnz)``), anything else built on ``device``."""
+    if isinstance(A, Matrix):
+        return A if A.dtype == cd else Matrix(A, dtype=cd, device=A.device)
+    return Matrix(A, dtype=cd, device=device)
 
 
 def _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback, check_every,
                    device, restart, callback_type, choice, cd):
     """A complex system (dtype ``cd``): the crate's solver body with the complex element type
-    for a matrix ``A`` and one of the crate's preconditioners (on the CPU: a CuPy ``b`` is
-    copied to the host and the solution back), the operator path otherwise."""
+    for a matrix ``A`` and one of the crate's preconditioners (see ``_solve_crate_complex``),
+    the operator path otherwise (Python operators, a matrix-free ``A``, a callback: the
+    ``_krylov`` loop over NumPy or CuPy vectors, a GPU matrix's products on the device)."""
     from .amg import AMG
 
     given_m = M
@@ -725,7 +743,7 @@ def _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback, che
             if not is_matrix(A):
                 raise ValueError("M='auto' needs a matrix A (the choice reads its entries), "
                                  "not a matrix-free operator")
-            A = _complex_matrix(A, cd)
+            A = _complex_matrix(A, cd, _where(b, device))
             choice = auto_choice(A)
         M = _AUTO_PRECOND[choice["precond"]]
         pre = "none" if M is None else M
@@ -755,7 +773,7 @@ def _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback, che
                                   device, restart, callback_type)
     else:
         x, info = _solve_crate_complex(method, pre, name, A, b, x0, rtol, atol, maxiter,
-                                       check_every, restart, cd)
+                                       check_every, restart, cd, device)
     if choice is not None:
         info.precond = choice["precond"]
         info.reason = choice["reason"]
@@ -764,10 +782,17 @@ def _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback, che
 
 
 def _solve_crate_complex(method, precond, name, A, b, x0, rtol, atol, maxiter, check_every,
-                         restart, cd):
+                         restart, cd, device):
+    """The crate's solver body for the complex system ``A x = b`` (dtype ``cd``).
+
+    A GPU matrix with a CuPy ``b`` and ``M`` None or ``"jacobi"``: the GPU body on the caller's
+    device vectors, no copy (``b`` or ``x0`` of another dtype converted on the device, NumPy's
+    promotion); the solution is a new CuPy array. A GPU matrix with NumPy vectors: ``b`` and
+    ``x`` copied over and back. ILU(0)/IC(0) (factored on the host) and CPU matrices: the CPU
+    body, CuPy vectors copied to the host and the solution back."""
     db = device_array(b, "b")
     xp = cupy() if db is not None else np
-    m = _complex_matrix(A, cd)
+    m = _complex_matrix(A, cd, "gpu" if db is not None else device)
     n, ncols = m.shape
     if n != ncols:
         raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
@@ -775,43 +800,75 @@ def _solve_crate_complex(method, precond, name, A, b, x0, rtol, atol, maxiter, c
     inner = user_maxiter
     if method == "gmres":
         inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
-    bh = host_vector(cupy().asnumpy(b) if db is not None else b, cd, "b")
-    if bh.shape[0] != n:
-        raise ValueError(f"b has {bh.shape[0]} elements but the matrix has {n} rows")
+    on_gpu = m.device == "gpu" and precond in ("none", "jacobi")
+    if isinstance(x0, str) and precond not in ("none", "jacobi"):  # 'Mb'
+        raise ValueError(f"x0='Mb' needs M = None, 'jacobi' or an operator; got "
+                         f"M={precond!r}")
     x0_given = x0 is not None
-    if x0 is None:
-        x = np.zeros(n, dtype=cd)
-    elif isinstance(x0, str):  # 'Mb' with M = None or 'jacobi'
-        if precond not in ("none", "jacobi"):
-            raise ValueError(f"x0='Mb' needs M = None, 'jacobi' or an operator; got "
-                             f"M={precond!r}")
-        x = bh.copy() if precond == "none" else np.ascontiguousarray(
-            _jacobi_operator(m).bind(np, cd)(bh.copy()), dtype=cd)
+    if db is not None and on_gpu:
+        cp = xp
+        if db.dtype != cd:
+            b = cp.ascontiguousarray(b, dtype=cd)
+            db = device_array(b, "b")
+        if db.n != n:
+            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
+        if x0 is None:
+            x = cp.zeros(n, dtype=cd)
+        elif isinstance(x0, str):
+            x = b.copy() if precond == "none" else cp.ascontiguousarray(
+                _jacobi_operator(m).bind(cp, cd)(b.copy()), dtype=cd)
+        else:
+            xd = getattr(x0, "dtype", None)
+            check_value(np.asarray(x0).dtype if xd is None else xd, "x0")
+            x = cp.array(x0, dtype=cd, copy=True).reshape(-1)
+            if x.size != n:
+                raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
+        if not bool(cp.any(b)):
+            return _zero_solution(cp, n, cd, name, m.device, "crate")
+        dx = device_array(x, "x", writable=True)
+        x_start = x.copy() if method == "gmres" else None
+        cs = current_stream()
+        out = m._m.solve_device(method, precond, db.ptr, dx.ptr, rtol, atol, inner, x0_given,
+                                wait_list(cs, db, dx), cs, check_every, restart)
     else:
-        x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
-        check_value(x0h.dtype, "x0")
-        x = np.array(x0h, dtype=cd, copy=True).reshape(-1)
-        if x.shape[0] != n:
-            raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
-    if not bh.any():
-        return _zero_solution(xp, n, cd, name, m.device, "crate")
-    x_start = x.copy() if method == "gmres" else None
-    out = m._m.solve_host(method, precond, bh, x, rtol, atol, inner, x0_given, check_every,
-                          restart)
+        bh = host_vector(cupy().asnumpy(b) if db is not None else b, cd, "b")
+        if bh.shape[0] != n:
+            raise ValueError(f"b has {bh.shape[0]} elements but the matrix has {n} rows")
+        if x0 is None:
+            x = np.zeros(n, dtype=cd)
+        elif isinstance(x0, str):
+            x = bh.copy() if precond == "none" else np.ascontiguousarray(
+                _jacobi_operator(m).bind(np, cd)(bh.copy()), dtype=cd)
+        else:
+            x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
+            check_value(x0h.dtype, "x0")
+            x = np.array(x0h, dtype=cd, copy=True).reshape(-1)
+            if x.shape[0] != n:
+                raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+        if not bh.any():
+            return _zero_solution(xp, n, cd, name, m.device if on_gpu else "cpu", "crate")
+        x_start = x.copy() if method == "gmres" else None
+        out = m._m.solve_host(method, precond, bh, x, rtol, atol, inner, x0_given, check_every,
+                              restart)
+        if db is not None:
+            x = xp.asarray(x)
+            x_start = None if x_start is None else xp.asarray(x_start)
     converged, status, iters, res, secs, hist, restarts, msg, setup = out
     if status > 0:
         status = user_maxiter
     if method == "gmres" and status == -1 and precond in ("none", "jacobi"):
+        # A cycle without progress (a singular A): SciPy's least-squares iterate, from the
+        # same start, on the operator path (on the device for CuPy vectors).
         pre = None if precond == "none" else _jacobi_operator(m)
-        xs = x_start if db is None else xp.asarray(x_start)
-        return _solve_operator(method, name, m, b, xs, rtol, atol, maxiter, pre, None, "cpu",
-                               restart, None)
+        return _solve_operator(method, name, m, b, x_start, rtol, atol, maxiter, pre, None,
+                               m.device, restart, None)
     info = _info(
         status, converged=converged, iterations=iters, residual=res,
         history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
+        device="gpu" if on_gpu else "cpu", path="crate", message=msg, setup_seconds=setup,
+        solve_seconds=secs,
     )
-    return (xp.asarray(x) if db is not None else x), info
+    return x, info
 
 
 def _system_dtype(A: Any, b: Any) -> np.dtype:
@@ -852,7 +909,7 @@ def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, 
     if is_matrix(A):
         cd = _complex_system(A, b, x0)
         if cd is not None:
-            A = _complex_matrix(A, cd)
+            A = _complex_matrix(A, cd, "gpu" if db is not None else device)
         elif not isinstance(A, Matrix):
             A = Matrix(A, device="gpu" if db is not None else device,
                        dtype=_system_dtype(A, b))
