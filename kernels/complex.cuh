@@ -10,7 +10,7 @@
 // The two types are trivially copyable (kernel arguments, __shared__ arrays, unions) and carry
 // the operators and load/store/shuffle overloads that let a kernel template written for float
 // and double (the fused nonzero-balanced SpMV) be instantiated for them unchanged: `T(0)`,
-// `+`, `+=`, `*` (the complex product), `==`, `__ldg`, `__ldcs`, `__stcs`, `__shfl_*_sync`, and
+// `+`, `+=`, `*` (the complex product), `==`, `__ldg`, `__ldcg`, `__ldcs`, `__stcs`, `__shfl_*_sync`, and
 // `ld_volatile` for a value another block wrote.
 #pragma once
 
@@ -145,6 +145,21 @@ __device__ __forceinline__ cdouble ldg_c(const cdouble* p) {
 // One 8- or 16-byte read-only load.
 __device__ __forceinline__ cfloat __ldg(const cfloat* p) { return ldg_c(p); }
 __device__ __forceinline__ cdouble __ldg(const cdouble* p) { return ldg_c(p); }
+// One 8- or 16-byte load cached in L2 only (a value another block of the launch wrote).
+__device__ __forceinline__ cfloat __ldcg(const cfloat* p) {
+    const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
+    cfloat c;
+    c.re = v.x;
+    c.im = v.y;
+    return c;
+}
+__device__ __forceinline__ cdouble __ldcg(const cdouble* p) {
+    const double2 v = __ldcg(reinterpret_cast<const double2*>(p));
+    cdouble c;
+    c.re = v.x;
+    c.im = v.y;
+    return c;
+}
 
 template <typename C> __device__ __forceinline__ C cmake(typename real_of<C>::type re,
                                                          typename real_of<C>::type im) {

@@ -102,7 +102,8 @@ pub struct Cli {
 
     /// Floating-point precision of the matrix, vectors and arithmetic: real f32/f64 or complex
     /// c64/c128 (complex Matrix Market files such as young1c and the helmholtz3d:N:K:SHIFT
-    /// spec need a complex precision; complex solves take --precond none, jacobi, ilu0 or ic0).
+    /// spec need a complex precision; complex solves take --precond none, jacobi, ilu0 or ic0,
+    /// on the CPU or the GPU).
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     pub precision: PrecisionArg,
 

@@ -8,15 +8,16 @@
 //! preconditioners, several GPUs and several right-hand sides have no complex form, and say so
 //! before anything is loaded. The report is the real path's, with `precision` `c64` or `c128`.
 //!
-//! On the GPU (`--backend gpu`, or `auto` when a device works) the methods run through the
-//! complex GPU backend with no or Jacobi preconditioning; ILU(0) and IC(0) are factored and
-//! applied on the CPU.
+//! On the GPU (`--backend gpu`, or `auto` when a device works) the methods and every
+//! preconditioner above run through the complex GPU backend: ILU(0) and IC(0) are factored and
+//! applied on the device (the GPU incomplete factor and triangular solves are written once over
+//! the element type), as for real values.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
+use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi, TriangularOps};
 use segsparse::solvers::{
     Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveParams,
 };
@@ -152,7 +153,7 @@ where
     let wall = Instant::now();
     let setup_clock = Instant::now();
     let mut x = vec![T::zero(); n];
-    let mut out = match backend(cli, plan)? {
+    let mut out = match backend(cli)? {
         Where::Cpu => Outcome::new(
             method,
             crate::cpu_backend(),
@@ -186,20 +187,12 @@ enum Where {
     Gpu,
 }
 
-/// `--backend` for a complex solve: the GPU runs the complex Krylov methods with no or Jacobi
-/// preconditioning; the incomplete factorizations are factored and applied on the CPU (the
-/// GPU triangular solves are real only), so `auto` takes the CPU for them and `gpu` refuses.
-fn backend(cli: &Cli, plan: ComplexPlan) -> Result<Where> {
-    let triangular = matches!(plan.precond, PrecondArg::Ilu0 | PrecondArg::Ic0);
+/// `--backend` for a complex solve: the GPU runs every complex method and preconditioner
+/// (ILU(0) and IC(0) included), so `auto` takes it whenever a device works.
+fn backend(cli: &Cli) -> Result<Where> {
     match cli.backend {
         BackendArg::Cpu => Ok(Where::Cpu),
-        BackendArg::Gpu if triangular => bail!(
-            "--precond {} with complex values runs on the CPU only (the GPU triangular solves \
-             are real): use --backend cpu, or --precond jacobi or none on the GPU",
-            plan.precond.name()
-        ),
         BackendArg::Gpu => gpu::available().map(|_| Where::Gpu),
-        BackendArg::Auto if triangular => Ok(Where::Cpu),
         BackendArg::Auto => Ok(match gpu::available() {
             Ok(()) => Where::Gpu,
             Err(_) => Where::Cpu,
@@ -242,9 +235,10 @@ fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditione
     }
 }
 
-/// The solve of `plan` with no or Jacobi preconditioning, on any backend (the GPU's too).
+/// The solve of `plan` on any backend (the CPU's or the GPU's): no, Jacobi, ILU(0) or IC(0)
+/// preconditioning.
 #[allow(clippy::too_many_arguments)]
-fn solve_simple<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_on<T: Elem, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,
@@ -254,21 +248,30 @@ fn solve_simple<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<crate::Solved> {
-    let extra = Extra::default();
+    let mut extra = Extra::default();
     match plan.precond {
         PrecondArg::None => solve_pre(be, op, &Identity, plan, b, x, params, setup_clock, extra),
         PrecondArg::Jacobi => {
             let j = Jacobi::from_matrix(be, a)?;
             solve_pre(be, op, &j, plan, b, x, params, setup_clock, extra)
         }
-        p => bail!(
-            "--precond {} with complex values needs triangular solves (the CPU backend)",
-            p.name()
-        ),
+        PrecondArg::Ilu0 => {
+            let m = Ilu0::new(be, a, &plan.ilu)?;
+            extra.factor = Some(m.summary());
+            solve_pre(be, op, &m, plan, b, x, params, setup_clock, extra)
+        }
+        PrecondArg::Ic0 => {
+            let m = Ic0::new(be, a, &plan.ilu)?;
+            extra.factor = Some(m.summary());
+            solve_pre(be, op, &m, plan, b, x, params, setup_clock, extra)
+        }
+        PrecondArg::Auto | PrecondArg::Poly | PrecondArg::Amg => {
+            bail!("--precond {} has no complex form", plan.precond.name())
+        }
     }
 }
 
-/// The solve of `plan` on the CPU: ILU(0) and IC(0) here, the rest as [`solve_simple`].
+/// The solve of `plan` on the CPU.
 fn solve_cpu<T: Elem>(
     a: &CsrMatrix<T>,
     plan: ComplexPlan,
@@ -277,25 +280,7 @@ fn solve_cpu<T: Elem>(
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<crate::Solved> {
-    let mut extra = Extra::default();
-    match plan.precond {
-        PrecondArg::Ilu0 => {
-            let m = Ilu0::new(&Cpu, a, &plan.ilu)?;
-            extra.factor = Some(m.summary());
-            solve_pre(&Cpu, a, &m, plan, b, x, params, setup_clock, extra)
-        }
-        PrecondArg::Ic0 => {
-            let m = Ic0::new(&Cpu, a, &plan.ilu)?;
-            extra.factor = Some(m.summary());
-            solve_pre(&Cpu, a, &m, plan, b, x, params, setup_clock, extra)
-        }
-        PrecondArg::Auto | PrecondArg::Poly | PrecondArg::Amg => {
-            bail!("--precond {} has no complex form", plan.precond.name())
-        }
-        PrecondArg::None | PrecondArg::Jacobi => {
-            solve_simple(&Cpu, a, a, plan, b, x, params, setup_clock)
-        }
-    }
+    solve_on(&Cpu, a, a, plan, b, x, params, setup_clock)
 }
 
 /// The GPU side of complex solves: [`GpuOps`] with the matrix as [`GpuComplexCsr`]
@@ -331,7 +316,7 @@ mod gpu {
         let g = Gpu::shared().context("--backend gpu")?;
         let ops = GpuOps::<T>::new(&g)?;
         let da = GpuComplexCsr::upload(&g, a, ComplexSpmvAlgorithm::Auto)?;
-        let solved = solve_simple(&ops, &da, a, plan, b, x, params, setup_clock)?;
+        let solved = solve_on(&ops, &da, a, plan, b, x, params, setup_clock)?;
         Ok(Outcome::new(
             plan.method,
             format!("gpu ({})", g.name()),

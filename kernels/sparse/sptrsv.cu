@@ -22,8 +22,15 @@
 // flag[i]; the consumer's ld.acquire.gpu of flag[j] that sees 1 orders its later load of x[j]
 // after the producer's write (PTX memory model, sm_70+). x[j] is then read with a volatile load
 // so that no stale L1 line from before the flag could be used.
+//
+// Element types: every kernel is written once and instantiated for float, double, cfloat and
+// cdouble (complex.cuh): `*` is the complex product, the IC(0) factor of a Hermitian matrix is
+// A ~ L L^H (conj_ in its row updates; its pivot is real), and IC's upper solve reads L^H,
+// gathered with gather_conj. The pivot tests compare moduli, in double, with the row's largest
+// modulus (rowmax, double for every element type).
 
 #include "common.cuh"
+#include "complex.cuh"
 
 #ifndef SPTRSV_THREADS
 #error "SPTRSV_THREADS comes from the Rust side as a -D define (sparse::triangular::gpu::THREADS)"
@@ -80,7 +87,7 @@ __device__ __forceinline__ void sptrsv_wide(const u32* __restrict__ order, const
         s = group_sum(s, g);
         if (active && lane == 0) {
             T v = b[row] - s;
-            if (diag) v /= val[diag[row]];
+            if (diag) v = v / val[diag[row]];
             x[row] = v;
         }
     }
@@ -174,12 +181,12 @@ __device__ __forceinline__ void sptrsv_syncfree(u32 n, const u32* __restrict__ o
             const u32 j = col[k];
             while (ld_acquire_u32(&flags[j]) == 0u) {
             }
-            s += val[k] * *((volatile T*)&x[j]);
+            s += val[k] * ld_volatile(&x[j]);
         }
         s = warp_allsum(s);
         if (lane == 0) {
             T v = b[row] - s;
-            if (diag) v /= val[diag[row]];
+            if (diag) v = v / val[diag[row]];
             x[row] = v;
             __threadfence();
             st_release_u32(&flags[row], 1u);
@@ -200,6 +207,16 @@ __device__ __forceinline__ u32 find_col(const u32* __restrict__ col, u32 lo, u32
 
 __device__ __forceinline__ bool pivot_bad(double p, double rowmax, double tol) {
     return !(fabs(p) > tol * rowmax) || !isfinite(p);
+}
+
+// The pivot test of a real or complex pivot: its modulus against the row's largest modulus,
+// and every part finite.
+__device__ __forceinline__ bool pivot_bad(float p, double rowmax, double tol) {
+    return pivot_bad((double)p, rowmax, tol);
+}
+template <typename C> __device__ __forceinline__ bool pivot_bad(C p, double rowmax, double tol) {
+    const double re = p.re, im = p.im;
+    return pivot_bad(sqrt(re * re + im * im), rowmax, tol) || !isfinite(im);
 }
 
 // Row i of a factorization kept in shared memory while the warp eliminates it: `cache` entries
@@ -281,7 +298,7 @@ template <bool SYNC> __device__ __forceinline__ void publish_row(u32* ready, u32
 template <typename T, bool SYNC>
 __device__ __forceinline__ void ilu0_row(u32 i, unsigned char* smem, u32 warps, const u32* __restrict__ row_ptr,
                                          const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
-                                         const T* __restrict__ rowmax, double tol, u32* bad, u32 cache,
+                                         const double* __restrict__ rowmax, double tol, u32* bad, u32 cache,
                                          u32* ready) {
     const u32 lane = threadIdx.x & 31u;
     const u32 ri = row_ptr[i], ei = row_ptr[i + 1];
@@ -323,7 +340,7 @@ __device__ __forceinline__ void ilu0_row(u32 i, unsigned char* smem, u32 warps, 
     }
     const T u = rc.v[dl];
     uncache_row(rc, val, ri, len);
-    if (lane == 0 && pivot_bad((double)u, (double)rowmax[i], tol)) atomicMin(bad, i);
+    if (lane == 0 && pivot_bad(u, rowmax[i], tol)) atomicMin(bad, i);
     publish_row<SYNC>(ready, i);
 }
 
@@ -332,7 +349,7 @@ __device__ __forceinline__ void ilu0_row(u32 i, unsigned char* smem, u32 warps, 
 template <typename T, bool SYNC>
 __device__ __forceinline__ void ic0_row(u32 i, unsigned char* smem, u32 warps, const u32* __restrict__ row_ptr,
                                         const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
-                                        const T* __restrict__ rowmax, double tol, u32* bad, u32 cache,
+                                        const double* __restrict__ rowmax, double tol, u32* bad, u32 cache,
                                         u32* ready) {
     const u32 lane = threadIdx.x & 31u;
     const u32 ri = row_ptr[i], len = row_ptr[i + 1] - ri, dl = diag[i] - ri;
@@ -344,7 +361,7 @@ __device__ __forceinline__ void ic0_row(u32 i, unsigned char* smem, u32 warps, c
         const u32 dk = diag[k];
         for (u32 q = row_ptr[k] + lane; q < dk; q += 32) {
             const u32 t = find_col(rc.c, 0, p, col[q]);
-            if (t < p) part += rc.v[t] * ld_row<SYNC>(val + q);
+            if (t < p) part += rc.v[t] * conj_(ld_row<SYNC>(val + q));
         }
         part = warp_allsum(part);
         const T v = (rc.v[p] - part) / ld_row<SYNC>(val + dk);
@@ -352,14 +369,17 @@ __device__ __forceinline__ void ic0_row(u32 i, unsigned char* smem, u32 warps, c
         if (lane == 0) rc.v[p] = v;
         __syncwarp();
     }
-    T sq = T(0);
-    for (u32 p = lane; p < dl; p += 32) sq += rc.v[p] * rc.v[p];
+    typedef typename real_of<T>::type R;
+    R sq = R(0);
+    for (u32 p = lane; p < dl; p += 32) sq += abs2_(rc.v[p]);
     sq = warp_allsum(sq);
-    const T piv = rc.v[dl] - sq;
+    // The pivot of a Hermitian A is real: the imaginary part of the diagonal (rounding) is
+    // dropped, as on the host.
+    const R piv = re_(rc.v[dl]) - sq;
     __syncwarp();
-    if (lane == 0) rc.v[dl] = sqrt(piv);
+    if (lane == 0) rc.v[dl] = T(sqrt(piv));
     uncache_row(rc, val, ri, len);
-    if (lane == 0 && (pivot_bad((double)piv, (double)rowmax[i], tol) || piv < T(0))) atomicMin(bad, i);
+    if (lane == 0 && (pivot_bad((double)piv, rowmax[i], tol) || piv < R(0))) atomicMin(bad, i);
     publish_row<SYNC>(ready, i);
 }
 
@@ -370,7 +390,7 @@ template <typename T, bool IC>
 __device__ __forceinline__ void factor_levels(const u32* __restrict__ order, const u32* __restrict__ level_ptr,
                                               u32 lo, u32 hi, const u32* __restrict__ row_ptr,
                                               const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
-                                              const T* __restrict__ rowmax, double tol, u32* bad, u32 cache) {
+                                              const double* __restrict__ rowmax, double tol, u32* bad, u32 cache) {
     extern __shared__ __align__(16) unsigned char fact_smem[];
     const u32 warps = blockDim.x >> 5;
     const u32 warp_g = blockIdx.x * warps + (threadIdx.x >> 5);
@@ -397,7 +417,7 @@ __device__ __forceinline__ void factor_levels(const u32* __restrict__ order, con
 template <typename T, bool IC>
 __device__ __forceinline__ void factor_syncfree(u32 n, const u32* __restrict__ order, const u32* __restrict__ row_ptr,
                                                 const u32* __restrict__ col, const u32* __restrict__ diag, T* val,
-                                                const T* __restrict__ rowmax, double tol, u32* bad, u32 cache,
+                                                const double* __restrict__ rowmax, double tol, u32* bad, u32 cache,
                                                 u32* ready) {
     extern __shared__ __align__(16) unsigned char fact_smem[];
     const u32 warps = blockDim.x >> 5;
@@ -436,7 +456,7 @@ __device__ __forceinline__ void sptrsv_jacobi(u32 n, const u32* __restrict__ sta
         s = group_sum(s, g);
         if (active && lane == 0) {
             T v = b[row] - s;
-            if (diag) v /= val[diag[row]];
+            if (diag) v = v / val[diag[row]];
             x_out[row] = v;
         }
     }
@@ -505,7 +525,7 @@ __device__ __forceinline__ void jacobi_sweeps_grid(u32 n, const u32* __restrict_
             s = group_sum(s, g);
             if (active && lane == 0) {
                 T v = __ldcg(b + (bmap ? bmap[row] : row)) - s;
-                if (diag) v /= val[diag[row]];
+                if (diag) v = v / val[diag[row]];
                 x_out[row] = v;
             }
         }
@@ -562,29 +582,36 @@ __device__ __forceinline__ void jacobi_sweeps_grid(u32 n, const u32* __restrict_
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(1024) ilu0_levels_##SUF(                               \
         const u32* order, const u32* level_ptr, u32 lo, u32 hi, const u32* row_ptr, const u32* col,     \
-        const u32* diag, T* val, const T* rowmax, double tol, u32* bad, u32 cache) {                    \
+        const u32* diag, T* val, const double* rowmax, double tol, u32* bad, u32 cache) {                    \
         factor_levels<T, false>(order, level_ptr, lo, hi, row_ptr, col, diag, val, rowmax, tol, bad, cache); \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(1024) ic0_levels_##SUF(                                \
         const u32* order, const u32* level_ptr, u32 lo, u32 hi, const u32* row_ptr, const u32* col,     \
-        const u32* diag, T* val, const T* rowmax, double tol, u32* bad, u32 cache) {                    \
+        const u32* diag, T* val, const double* rowmax, double tol, u32* bad, u32 cache) {                    \
         factor_levels<T, true>(order, level_ptr, lo, hi, row_ptr, col, diag, val, rowmax, tol, bad, cache); \
     }                                                                                                   \
     /* The whole factorization in one launch (see factor_syncfree); ready has n + 1 zero words. */   \
     extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ilu0_syncfree_##SUF(                   \
         u32 n, const u32* order, const u32* row_ptr, const u32* col, const u32* diag, T* val,           \
-        const T* rowmax, double tol, u32* bad, u32 cache, u32* ready) {                                 \
+        const double* rowmax, double tol, u32* bad, u32 cache, u32* ready) {                                 \
         factor_syncfree<T, false>(n, order, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);  \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ic0_syncfree_##SUF(                    \
         u32 n, const u32* order, const u32* row_ptr, const u32* col, const u32* diag, T* val,           \
-        const T* rowmax, double tol, u32* bad, u32 cache, u32* ready) {                                 \
+        const double* rowmax, double tol, u32* bad, u32 cache, u32* ready) {                                 \
         factor_syncfree<T, true>(n, order, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);   \
     }                                                                                                   \
     extern "C" __global__ void gather_##SUF(const u32* map, const T* src, T* dst, u32 n) {              \
         for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)         \
             dst[i] = src[map[i]];                                                                       \
+    }                                                                                                   \
+    /* dst = conj(src[map]): IC's L^H from L (the plain gather for real types). */                  \
+    extern "C" __global__ void gather_conj_##SUF(const u32* map, const T* src, T* dst, u32 n) {         \
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)         \
+            dst[i] = conj_(src[map[i]]);                                                                \
     }
 
 SPTRSV_ENTRIES(float, f32)
 SPTRSV_ENTRIES(double, f64)
+SPTRSV_ENTRIES(cfloat, c64)
+SPTRSV_ENTRIES(cdouble, c128)

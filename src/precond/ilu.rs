@@ -1,11 +1,13 @@
 //! Incomplete-factorization preconditioners: [`Ilu0`] (`M = L·U`, for GMRES and BiCGSTAB, which
-//! apply it on the right) and [`Ic0`] (`M = L·Lᵀ`, symmetric positive definite, for PCG).
+//! apply it on the right) and [`Ic0`] (`M = L·Lᵀ`, symmetric positive definite, for PCG; for a
+//! complex Hermitian positive definite matrix `M = L·Lᴴ`).
 //!
 //! One body for every backend: the preconditioners see the backend only through
 //! [`TriangularOps`], which adds an incomplete factor type and its two triangular solves to the
 //! solvers' [`VectorOps`]. It is implemented for [`Cpu`](crate::backend::Cpu) (the reference
-//! substitution) and, with feature `cuda`, for [`GpuOps`](crate::backend::gpu::GpuOps) (the level
-//! or synchronization-free kernels of [`crate::sparse::triangular`]). [`Preconditioner::apply`]
+//! substitution) and, with feature `cuda`, for [`GpuOps`](crate::backend::gpu::GpuOps) of every
+//! element type, real or complex (the level or synchronization-free kernels of
+//! [`crate::sparse::triangular`]). [`Preconditioner::apply`]
 //! is two triangular solves that only queue device work (no host synchronisation).
 //!
 //! `update` re-factors new values on the same pattern without a new analysis.
@@ -95,8 +97,9 @@ impl<T: Elem> TriangularOps<T> for Cpu {
 }
 
 #[cfg(feature = "cuda")]
-impl<T: crate::scalar::Scalar + crate::gpu::KernelType> TriangularOps<T>
-    for crate::backend::gpu::GpuOps<T>
+impl<T: Elem> TriangularOps<T> for crate::backend::gpu::GpuOps<T>
+where
+    T::Dev: crate::gpu::KernelType,
 {
     type Factor = crate::sparse::incomplete::gpu::GpuIncompleteFactor<T>;
     fn factor(
@@ -113,16 +116,16 @@ impl<T: crate::scalar::Scalar + crate::gpu::KernelType> TriangularOps<T>
     fn lower_solve(
         &self,
         f: &Self::Factor,
-        b: &cudarc::driver::CudaSlice<T>,
-        x: &mut cudarc::driver::CudaSlice<T>,
+        b: &cudarc::driver::CudaSlice<T::Dev>,
+        x: &mut cudarc::driver::CudaSlice<T::Dev>,
     ) -> Result<()> {
         f.lower_solve(b, x)
     }
     fn upper_solve(
         &self,
         f: &Self::Factor,
-        b: &cudarc::driver::CudaSlice<T>,
-        x: &mut cudarc::driver::CudaSlice<T>,
+        b: &cudarc::driver::CudaSlice<T::Dev>,
+        x: &mut cudarc::driver::CudaSlice<T::Dev>,
     ) -> Result<()> {
         f.upper_solve(b, x)
     }
@@ -133,9 +136,9 @@ impl<T: crate::scalar::Scalar + crate::gpu::KernelType> TriangularOps<T>
     fn apply_factor(
         &self,
         f: &Self::Factor,
-        r: &cudarc::driver::CudaSlice<T>,
-        t: &mut cudarc::driver::CudaSlice<T>,
-        z: &mut cudarc::driver::CudaSlice<T>,
+        r: &cudarc::driver::CudaSlice<T::Dev>,
+        t: &mut cudarc::driver::CudaSlice<T::Dev>,
+        z: &mut cudarc::driver::CudaSlice<T::Dev>,
     ) -> Result<()> {
         if f.apply_swept(r, t, z)? {
             return Ok(());

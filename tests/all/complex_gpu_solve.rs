@@ -35,7 +35,7 @@ fn c(re: f64, im: f64) -> C64 {
     C64::new(re, im)
 }
 
-fn random_vec<T: Elem>(n: usize, seed: u64) -> Vec<T> {
+pub(crate) fn random_vec<T: Elem>(n: usize, seed: u64) -> Vec<T> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..n)
         .map(|_| T::narrow(c(rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0))))
@@ -43,7 +43,7 @@ fn random_vec<T: Elem>(n: usize, seed: u64) -> Vec<T> {
 }
 
 /// A random unsymmetric complex matrix with a dominant complex diagonal.
-fn unsymmetric(n: usize, k: usize, seed: u64) -> CsrMatrix<C64> {
+pub(crate) fn unsymmetric(n: usize, k: usize, seed: u64) -> CsrMatrix<C64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut t = Vec::new();
     for i in 0..n {
@@ -58,7 +58,7 @@ fn unsymmetric(n: usize, k: usize, seed: u64) -> CsrMatrix<C64> {
     CsrMatrix::from_triplets(n, n, &t).unwrap()
 }
 
-fn max_rel_diff<T: Elem>(a: &[T], b: &[T]) -> f64 {
+pub(crate) fn max_rel_diff<T: Elem>(a: &[T], b: &[T]) -> f64 {
     let scale = b.iter().map(|v| v.widen().norm()).fold(0.0, f64::max);
     let d = a
         .iter()
@@ -381,7 +381,7 @@ fn complex_gpu_unsymmetric_solvers_match_the_cpu() {
 }
 
 /// `sparse-solve --precision c64|c128 --backend gpu` against `--backend cpu` on the same system
-/// (`--rhs random`): COCG, BiCGSTAB and GMRES(30) with no and Jacobi preconditioning on the
+/// (`--rhs random`): COCG, BiCGSTAB and GMRES(30) with no, Jacobi and ILU(0) preconditioning on the
 /// complex shifted Helmholtz problem and young1c; the GPU's report names the GPU, converges to
 /// the tolerance with a true residual below it, takes the CPU's iteration count (within the
 /// slack of the backend tests above: rounding moves a long run's crossing of the tolerance), and
@@ -408,6 +408,10 @@ fn sparse_solve_complex_on_the_gpu_matches_the_cpu() {
         (h, "c64", "gmres", "jacobi"),
         (young, "c128", "gmres", "jacobi"),
         (young, "c128", "bicgstab", "jacobi"),
+        (h, "c128", "gmres", "ilu0"),
+        (h, "c128", "bicgstab", "ilu0"),
+        (h, "c64", "gmres", "ilu0"),
+        (young, "c128", "gmres", "ilu0"),
     ];
     let solve = |i: usize, args: &[&str], backend: &str| {
         let xfile = dir.join(format!("x{i}-{backend}.mtx"));

@@ -516,10 +516,10 @@ fn sparse_solve_complex_files_and_specs() {
         assert!(reason.contains(why), "{m}: {v}");
         assert!(v["auto"]["stats"].is_null());
     }
-    // --backend auto: the GPU for the methods with no or Jacobi preconditioning when a device
-    // works, the CPU otherwise; ILU(0) stays on the CPU either way.
+    // --backend auto: the GPU when a device works (every complex preconditioner runs there,
+    // ILU(0) and IC(0) included), the CPU otherwise.
     let gpu_here = cfg!(feature = "cuda") && segsparse::gpu::Gpu::shared().is_ok();
-    for (pre, on_gpu) in [("jacobi", gpu_here), ("ilu0", false)] {
+    for (pre, on_gpu) in [("jacobi", gpu_here), ("ilu0", gpu_here)] {
         let out = run(&[
             "helmholtz3d:8:6:0.5",
             "--precision",
@@ -560,18 +560,6 @@ fn sparse_solve_complex_files_and_specs() {
         (
             vec![young, "--precision", "c128", "--rhs-count", "3"],
             "one right-hand side",
-        ),
-        (
-            vec![
-                young,
-                "--precision",
-                "c128",
-                "--precond",
-                "ilu0",
-                "--backend",
-                "gpu",
-            ],
-            "runs on the CPU",
         ),
         (vec![young, "--precision", "f64"], "holds complex values"),
     ] {

@@ -21,6 +21,7 @@ mod bad_input;
 mod batched;
 mod complex;
 mod complex_gpu;
+mod complex_gpu_ilu;
 mod complex_gpu_solve;
 mod complex_ilu;
 mod complex_solve;

@@ -6,6 +6,10 @@
 //! device plans of
 //! [`crate::sparse::triangular::gpu`] (`kernels/sparse/sptrsv.cu`). The factorization
 //! synchronises once at its end to read the pivot check; the solves only queue work.
+//!
+//! Real and complex element types share this code and the kernels (`Complex<f32>`,
+//! `Complex<f64>`: the device holds [`DevComplex`](crate::scalar::DevComplex) values); a
+//! complex IC(0) factor is `A ≈ L·Lᴴ` of a Hermitian positive definite `A`, as on the CPU.
 
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +23,7 @@ use crate::csr::CsrMatrix;
 use crate::error::Error;
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelType};
-use crate::scalar::Scalar;
+use crate::scalar::{Elem, Scalar};
 use crate::sparse::triangular::gpu::{
     launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, THREADS,
 };
@@ -84,8 +88,11 @@ pub const GPU_FACTOR_MIN_NNZ: usize = 100_000;
 /// 194 entries per level), the host's time grows with the entries.
 pub const GPU_FACTOR_MIN_PER_LEVEL: usize = 150;
 
+/// IC's upper triangle on the device: `Lᴴ`'s columns, values and the gather map from `L`.
+type TransposeParts<D> = (CudaSlice<u32>, CudaSlice<D>, CudaSlice<u32>);
+
 /// An ILU(0) or IC(0) factorization on the GPU. See the [module docs](self).
-pub struct GpuIncompleteFactor<T> {
+pub struct GpuIncompleteFactor<T: Elem> {
     gpu: Arc<Gpu>,
     k: Kernels,
     structure: IncompleteStructure,
@@ -93,8 +100,9 @@ pub struct GpuIncompleteFactor<T> {
     row_ptr: CudaSlice<u32>,
     col: CudaSlice<u32>,
     diag: CudaSlice<u32>,
-    val: CudaSlice<T>,
-    rowmax: CudaSlice<T>,
+    val: CudaSlice<T::Dev>,
+    /// Each row's largest modulus before the shift (the pivot test's scale).
+    rowmax: CudaSlice<f64>,
     bad: CudaSlice<u32>,
     /// The factorization's schedule (on the lower plan's levels, a warp per row).
     factor_groups: Vec<LevelGroup>,
@@ -102,20 +110,23 @@ pub struct GpuIncompleteFactor<T> {
     factorization: GpuFactorization,
     lower: GpuTriPlan,
     upper: GpuTriPlan,
-    /// IC: `Lᵀ`'s columns, values and the gather map from `L`.
-    transpose: Option<(CudaSlice<u32>, CudaSlice<T>, CudaSlice<u32>)>,
+    /// IC: `Lᴴ`'s columns, values and the gather map from `L`.
+    transpose: Option<TransposeParts<T::Dev>>,
     shift_used: f64,
     /// The ping-pong vector of the Jacobi sweeps.
-    scratch: Mutex<CudaSlice<T>>,
+    scratch: Mutex<CudaSlice<T::Dev>>,
     /// The row order and the inverse ordering on the device (see
     /// [`IncompleteStructure::perm_in`]), and the permuted vector between them.
     perm_in: Option<CudaSlice<u32>>,
     perm_out: Option<CudaSlice<u32>>,
-    permuted: Mutex<CudaSlice<T>>,
+    permuted: Mutex<CudaSlice<T::Dev>>,
     modes: ApplyModes,
 }
 
-impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
+impl<T: Elem> GpuIncompleteFactor<T>
+where
+    T::Dev: KernelType,
+{
     /// Analyses `a` and factors it on the GPU. The pattern side (matching, ordering, fill,
     /// diagonal positions, IC's transpose) is built on the host
     /// ([`IncompleteStructure::analyse_for_device`]); the level analysis of both triangles runs
@@ -190,7 +201,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                     Diagonal::NonUnit,
                     params.algorithm,
                 )?;
-                (upper, Some((tcol, gpu.zeros::<T>(nnz)?, up(tmap)?)))
+                (upper, Some((tcol, gpu.zeros::<T::Dev>(nnz)?, up(tmap)?)))
             }
         };
         let lower_levels = lower.stats().levels;
@@ -200,7 +211,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         }
         let factor_groups = gpu_level_groups(lower.level_ptr(), 32, GROUP_THREADS, THREADS);
         let mut f = GpuIncompleteFactor {
-            k: Kernels::load::<T>(gpu)?,
+            k: Kernels::load::<T::Dev>(gpu)?,
             factorization: match s.threshold {
                 // ILUT is factored on the host (its pattern is found row after row).
                 Some(_) => GpuFactorization::Host,
@@ -209,8 +220,8 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             row_ptr,
             col,
             diag: up(&s.diag_pos)?,
-            val: gpu.zeros::<T>(nnz)?,
-            rowmax: gpu.zeros::<T>(s.n.max(1))?,
+            val: gpu.zeros::<T::Dev>(nnz)?,
+            rowmax: gpu.zeros::<f64>(s.n.max(1))?,
             bad: gpu.zeros::<u32>(1)?,
             factor_groups,
             lower,
@@ -219,10 +230,10 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             gpu: gpu.clone(),
             params: *params,
             shift_used: params.shift,
-            scratch: Mutex::new(gpu.zeros::<T>(if sweeps_possible { s_n } else { 1 })?),
+            scratch: Mutex::new(gpu.zeros::<T::Dev>(if sweeps_possible { s_n } else { 1 })?),
             perm_in: s.perm_in.as_deref().map(up).transpose()?,
             perm_out: s.perm_out.as_deref().map(up).transpose()?,
-            permuted: Mutex::new(gpu.zeros::<T>(if permuted { s_n } else { 1 })?),
+            permuted: Mutex::new(gpu.zeros::<T::Dev>(if permuted { s_n } else { 1 })?),
             modes: ApplyModes::fixed(params),
             structure: s,
         };
@@ -238,7 +249,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             // The choice reads the factor's values once (the CPU factor decides the same way).
             let v = f.download_values()?;
             let t: Vec<T> = match &f.structure.transpose {
-                Some((_, _, map)) => map.iter().map(|&p| v[p as usize]).collect(),
+                Some((_, _, map)) => map.iter().map(|&p| v[p as usize].conj()).collect(),
                 None => Vec::new(),
             };
             f.modes = ApplyModes::resolve(&f.structure, f.levels(), params, &v, &t);
@@ -318,7 +329,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
             let s = &self.structure;
             return match super::factor_values(s, a, shift, self.params.pivot_tol) {
                 Ok(v) => {
-                    self.gpu.upload_into(&v, &mut self.val)?;
+                    self.gpu.upload_into(T::as_dev(&v), &mut self.val)?;
                     self.gather_transpose()?;
                     Ok(None)
                 }
@@ -327,7 +338,8 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         }
         let s = &self.structure;
         let (v, rowmax) = s.initial_values(a, shift);
-        self.gpu.upload_into(&v, &mut self.val)?;
+        let rowmax: Vec<f64> = rowmax.iter().map(|m| m.as_f64()).collect();
+        self.gpu.upload_into(T::as_dev(&v), &mut self.val)?;
         self.gpu.upload_into(&rowmax, &mut self.rowmax)?;
         self.gpu.upload_into(&[u32::MAX], &mut self.bad)?;
         let stream = self.gpu.stream();
@@ -337,7 +349,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         };
         let tol = self.params.pivot_tol;
         let maxlen = s.row_ptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) as usize;
-        let per_entry = std::mem::size_of::<T>() + 4;
+        let per_entry = std::mem::size_of::<T::Dev>() + 4;
         if self.factorization == GpuFactorization::SyncFree {
             let (f, name) = match s.kind {
                 FactorKind::Ilu0 => (&self.k.ilu0_syncfree, "ilu0_syncfree"),
@@ -368,10 +380,11 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                 .arg(&cache)
                 .arg(&mut *ready);
             // SAFETY: {ilu0,ic0}_syncfree(u32 n, const u32* order, const u32* row_ptr,
-            // const u32* col, const u32* diag, T* val, const T* rowmax, double tol, u32* bad,
+            // const u32* col, const u32* diag, T* val, const double* rowmax, double tol, u32* bad,
             // u32 cache, u32* ready): order (the lower plan of this factor's pattern, a level
             // order: every row after the rows it reads), diag and rowmax have n entries, row_ptr
-            // n + 1, col/val the factor's nnz; bad one word; ready the lower plan's n + 1 flag
+            // n + 1, col/val the factor's nnz; rowmax n doubles; bad one word; ready the lower
+            // plan's n + 1 flag
             // words, zeroed just above on this stream; the dynamic shared memory holds
             // warps × cache × (sizeof(T) + 4) bytes (at most 48 KiB).
             unsafe { l.launch(Gpu::cfg(blocks, THREADS, smem)) }.map_err(launch_err(name))?;
@@ -396,7 +409,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
                     .arg(&cache);
                 // SAFETY: {ilu0,ic0}_levels(const u32* order, const u32* level_ptr, u32 lo,
                 // u32 hi, const u32* row_ptr, const u32* col, const u32* diag, T* val,
-                // const T* rowmax, double tol, u32* bad, u32 cache): order/diag/rowmax have n
+                // const double* rowmax, double tol, u32* bad, u32 cache): order/diag/rowmax have n
                 // entries, row_ptr n + 1, col/val the factor's nnz, level_ptr levels + 1 ≥ hi + 1
                 // (the lower plan of this factor's pattern, whose levels order every row after
                 // the rows it reads); bad one word; the dynamic shared memory holds
@@ -415,24 +428,24 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         let piv = match s.kind {
             FactorKind::Ilu0 => {
                 let p = s.diag_pos[row] as usize;
-                self.gpu.download(&self.val.slice(p..p + 1))?[0].as_f64()
+                super::reported(T::from_dev(&self.gpu.download(&self.val.slice(p..p + 1))?)[0])
             }
             FactorKind::Ic0 => f64::NAN,
         };
         Ok(Some((row, piv)))
     }
 
-    /// IC: `Lᵀ`'s values gathered from `L`'s (queued).
+    /// IC: `Lᴴ`'s values gathered (conjugated) from `L`'s (queued).
     fn gather_transpose(&mut self) -> Result<()> {
         let stream = self.gpu.stream();
         if let Some((_, tval, tmap)) = &mut self.transpose {
             let n = tmap.len() as u32;
-            let mut l = stream.launch_builder(&self.k.gather);
+            let mut l = stream.launch_builder(&self.k.gather_conj);
             l.arg(&*tmap).arg(&self.val).arg(tval).arg(&n);
-            // SAFETY: gather(const u32* map, const T* src, T* dst, u32 n): map and dst have n
-            // entries (the factor's nnz), every map entry indexes src (the factor's values).
+            // SAFETY: gather_conj(const u32* map, const T* src, T* dst, u32 n): map and dst have
+            // n entries (the factor's nnz), every map entry indexes src (the factor's values).
             unsafe { l.launch(Gpu::cfg(n.div_ceil(THREADS).min(1024), THREADS, 0)) }
-                .map_err(launch_err("gather"))?;
+                .map_err(launch_err("gather_conj"))?;
         }
         Ok(())
     }
@@ -441,8 +454,8 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     fn gather(
         &self,
         map: &CudaSlice<u32>,
-        src: &CudaSlice<T>,
-        dst: &mut CudaSlice<T>,
+        src: &CudaSlice<T::Dev>,
+        dst: &mut CudaSlice<T::Dev>,
     ) -> Result<()> {
         let n = self.structure.n as u32;
         if n == 0 {
@@ -459,7 +472,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
 
     /// `x = L⁻¹(P·b)` (queued; `P` the factor's row order; approximate per
     /// [`modes`](Self::modes)).
-    pub fn lower_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+    pub fn lower_solve(&self, b: &CudaSlice<T::Dev>, x: &mut CudaSlice<T::Dev>) -> Result<()> {
         let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let j = (self.modes.lower_sweeps > 0).then_some((self.modes.lower_sweeps, &mut *scratch));
         match &self.perm_in {
@@ -475,9 +488,9 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
         }
     }
 
-    /// `x = Qᵀ·U⁻¹b` (IC: `L⁻ᵀ`; `Q` the factor's ordering) (queued; approximate per
+    /// `x = Qᵀ·U⁻¹b` (IC: `L⁻ᴴ`, `L⁻ᵀ` for a real factor; `Q` the factor's ordering) (queued; approximate per
     /// [`modes`](Self::modes)).
-    pub fn upper_solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+    pub fn upper_solve(&self, b: &CudaSlice<T::Dev>, x: &mut CudaSlice<T::Dev>) -> Result<()> {
         let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let j = (self.modes.upper_sweeps > 0).then_some((self.modes.upper_sweeps, &mut *scratch));
         let (col, val) = match &self.transpose {
@@ -504,9 +517,9 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     /// Launch failures.
     pub fn apply_swept(
         &self,
-        r: &CudaSlice<T>,
-        t: &mut CudaSlice<T>,
-        z: &mut CudaSlice<T>,
+        r: &CudaSlice<T::Dev>,
+        t: &mut CudaSlice<T::Dev>,
+        z: &mut CudaSlice<T::Dev>,
     ) -> Result<bool> {
         let (ls, us) = (self.modes.lower_sweeps, self.modes.upper_sweeps);
         let n = self.structure.n as u32;
@@ -603,7 +616,7 @@ impl<T: Scalar + KernelType> GpuIncompleteFactor<T> {
     /// The factor's values (synchronises; for tests and inspection).
     pub fn download_values(&self) -> Result<Vec<T>> {
         let v = self.gpu.download(&self.val)?;
-        Ok(v[..self.structure.col_idx.len()].to_vec())
+        Ok(T::from_dev(&v)[..self.structure.col_idx.len()].to_vec())
     }
 
     /// The structure (pattern, plans).

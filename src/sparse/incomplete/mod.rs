@@ -1599,7 +1599,7 @@ fn bad<T: Elem>(p: T, rowmax: T::Real, tol: T::Real) -> bool {
 }
 
 /// A pivot as reported in an error: the value of a real one, the modulus of a complex one.
-fn reported<T: Elem>(p: T) -> f64 {
+pub(crate) fn reported<T: Elem>(p: T) -> f64 {
     match T::IS_COMPLEX {
         true => p.modulus().as_f64(),
         false => p.re().as_f64(),

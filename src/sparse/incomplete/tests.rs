@@ -249,3 +249,34 @@ fn pattern_norms_equal_the_plans_and_the_device_structure_keeps_the_pattern() {
         assert!(m.contains("row 2 has no diagonal entry"), "{m}");
     }
 }
+
+/// The device factorization's host side for a complex factor: the pivot reported in an error
+/// is the modulus (the value of a real one), and the row scales of the pivot test, uploaded as
+/// `f64`, are the rows' largest moduli before the shift.
+#[test]
+fn complex_pivot_report_and_row_scales() {
+    use num_complex::Complex;
+    assert_eq!(reported(Complex::new(3.0f64, -4.0)), 5.0);
+    assert_eq!(reported(Complex::new(-2.0f32, 0.0)), 2.0);
+    assert_eq!(reported(-2.0f64), -2.0);
+    let c = |re: f64, im: f64| Complex::new(re, im);
+    let a = CsrMatrix::from_triplets(
+        2,
+        2,
+        &[
+            (0, 0, c(1.0, 1.0)),
+            (0, 1, c(3.0, 4.0)),
+            (1, 0, c(0.0, -2.0)),
+            (1, 1, c(0.0, 1.0)),
+        ],
+    )
+    .unwrap();
+    let s =
+        IncompleteStructure::analyse_for_device(&a, FactorKind::Ilu0, &IncompleteParams::default())
+            .unwrap();
+    let (v, rowmax) = s.initial_values(&a, 0.5);
+    assert_eq!(rowmax, vec![5.0, 2.0]);
+    // The shift moves each diagonal along its own direction by shift × the row's scale.
+    let d1 = v[s.diag_pos[1] as usize];
+    assert!((d1 - c(0.0, 2.0)).norm() < 1e-15, "{d1}");
+}

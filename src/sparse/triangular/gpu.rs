@@ -22,7 +22,7 @@ use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
-use crate::scalar::Scalar;
+use crate::scalar::Elem;
 
 /// The largest `x` a run of narrow levels keeps in shared memory (the dynamic shared memory a
 /// block gets without opting in): 6144 rows in f64, 12288 in f32.
@@ -32,7 +32,10 @@ pub const SMEM_X_BYTES: usize = 48 * 1024;
 pub const SPTRSV_SRC: KernelSource = KernelSource {
     name: "sparse/sptrsv.cu",
     text: include_str!("../../../kernels/sparse/sptrsv.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
+    headers: &[
+        &crate::gpu::kernels::COMMON,
+        &crate::gpu::kernels::COMPLEX_H,
+    ],
     constants: &[("SPTRSV_THREADS", THREADS as i64)],
 };
 
@@ -73,7 +76,8 @@ pub const FUSED_BLOCKS_PER_SM: u32 = 4;
 /// watt_2, rajat19, adder_dcop_05, bayer10, 1138_bus).
 pub const FUSED_MAX_ROW_PER_LANE: u32 = 12;
 
-/// The kernels of `sptrsv.cu` for one element type.
+/// The kernels of `sptrsv.cu` for one element type (`T` the device type: `f32`, `f64` or a
+/// [`DevComplex`](crate::scalar::DevComplex)).
 pub(crate) struct Kernels {
     pub(crate) levels: CudaFunction,
     pub(crate) syncfree: CudaFunction,
@@ -82,6 +86,7 @@ pub(crate) struct Kernels {
     pub(crate) ilu0_syncfree: CudaFunction,
     pub(crate) ic0_syncfree: CudaFunction,
     pub(crate) gather: CudaFunction,
+    pub(crate) gather_conj: CudaFunction,
     pub(crate) jacobi: CudaFunction,
     pub(crate) jacobi_fused: CudaFunction,
     pub(crate) apply_sweeps: CudaFunction,
@@ -101,6 +106,7 @@ impl Kernels {
             ilu0_syncfree: f("ilu0_syncfree")?,
             ic0_syncfree: f("ic0_syncfree")?,
             gather: f("gather")?,
+            gather_conj: f("gather_conj")?,
             jacobi: f("sptrsv_jacobi")?,
             jacobi_fused: f("sptrsv_jacobi_fused")?,
             apply_sweeps: f("ilu_apply_sweeps")?,
@@ -640,7 +646,9 @@ impl GpuTriPlan {
     }
 }
 
-/// One triangle of a matrix on the GPU, analysed once, solved for any right-hand side.
+/// One triangle of a matrix on the GPU, analysed once, solved for any right-hand side; real or
+/// complex (`Complex<f32>`, `Complex<f64>`: vectors of [`DevComplex`](crate::scalar::DevComplex),
+/// see [`Elem::as_dev`]).
 ///
 /// ```no_run
 /// # fn main() -> segsparse::Result<()> {
@@ -654,16 +662,19 @@ impl GpuTriPlan {
 /// t.solve(&b, &mut x)?;
 /// # Ok(()) }
 /// ```
-pub struct GpuTriangular<T> {
+pub struct GpuTriangular<T: Elem> {
     gpu: Arc<Gpu>,
     k: Kernels,
     host_plan: TriangularPlan,
     plan: GpuTriPlan,
     col: CudaSlice<u32>,
-    val: CudaSlice<T>,
+    val: CudaSlice<T::Dev>,
 }
 
-impl<T: Scalar + KernelType> GpuTriangular<T> {
+impl<T: Elem> GpuTriangular<T>
+where
+    T::Dev: KernelType,
+{
     /// Analyses the `triangle` of `a` (CPU), checks its diagonal and uploads it.
     ///
     /// # Errors
@@ -679,12 +690,12 @@ impl<T: Scalar + KernelType> GpuTriangular<T> {
         host_plan.check_diagonal(a.values())?;
         let plan = GpuTriPlan::upload(gpu, &host_plan, algorithm)?;
         let (col, val) = if a.nnz() == 0 {
-            (gpu.zeros::<u32>(1)?, gpu.zeros::<T>(1)?)
+            (gpu.zeros::<u32>(1)?, gpu.zeros::<T::Dev>(1)?)
         } else {
-            (gpu.upload(a.col_idx())?, gpu.upload(a.values())?)
+            (gpu.upload(a.col_idx())?, gpu.upload(T::as_dev(a.values()))?)
         };
         Ok(GpuTriangular {
-            k: Kernels::load::<T>(gpu)?,
+            k: Kernels::load::<T::Dev>(gpu)?,
             gpu: gpu.clone(),
             host_plan,
             plan,
@@ -697,7 +708,7 @@ impl<T: Scalar + KernelType> GpuTriangular<T> {
     ///
     /// # Panics
     /// When `b` or `x` do not have the matrix's row count.
-    pub fn solve(&self, b: &CudaSlice<T>, x: &mut CudaSlice<T>) -> Result<()> {
+    pub fn solve(&self, b: &CudaSlice<T::Dev>, x: &mut CudaSlice<T::Dev>) -> Result<()> {
         self.plan
             .solve(&self.gpu, &self.k, &self.col, &self.val, b, x, None)
     }
@@ -719,7 +730,7 @@ impl<T: Scalar + KernelType> GpuTriangular<T> {
         );
         self.host_plan.check_diagonal(a.values())?;
         if a.nnz() > 0 {
-            self.gpu.upload_into(a.values(), &mut self.val)?;
+            self.gpu.upload_into(T::as_dev(a.values()), &mut self.val)?;
         }
         Ok(())
     }
