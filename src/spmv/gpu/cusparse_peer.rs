@@ -54,6 +54,15 @@ struct Parts<'p, T> {
     values: &'p CudaSlice<T>,
 }
 
+/// A host scalar handed to cuSPARSE by pointer, aligned to 16 bytes: cuSPARSE reads a
+/// `cuDoubleComplex` (`__align__(16)` in CUDA's headers) with aligned 16-byte loads, and a
+/// `Complex<f64>` is only 8-byte aligned in Rust. Measured on an H100 (CUDA 13): with the scalars
+/// unaligned, `CUDA_C_64F` SpMV and its preprocessing died of SIGSEGV inside libcusparse
+/// (depending on where the build placed them); aligned, both run.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct HostScalar<T>(T);
+
 /// A prepared `cusparseSpMV` (handle, descriptors, preprocessed buffer) for one matrix. `T` is
 /// the device element type (`f32`, `f64`, or [`DevComplex`](crate::DevComplex) for a complex
 /// matrix).
@@ -64,8 +73,8 @@ pub struct CusparseSpmv<'a, T: KernelType> {
     vy: sys::cusparseDnVecDescr_t,
     buffer: CudaSlice<u64>,
     alg: CusparseAlg,
-    alpha: T,
-    beta: T,
+    alpha: HostScalar<T>,
+    beta: HostScalar<T>,
     nrows: usize,
     ncols: usize,
     _matrix: PhantomData<&'a CudaSlice<T>>,
@@ -157,8 +166,8 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
             vy: std::ptr::null_mut(),
             buffer: a.gpu.zeros::<u64>(1)?,
             alg,
-            alpha,
-            beta,
+            alpha: HostScalar(alpha),
+            beta: HostScalar(beta),
             nrows,
             ncols,
             _matrix: PhantomData,
@@ -189,10 +198,10 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
                 sys::cusparseSpMV_bufferSize(
                     me.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                    &me.alpha as *const T as *const c_void,
+                    &me.alpha.0 as *const T as *const c_void,
                     me.mat,
                     me.vx,
-                    &me.beta as *const T as *const c_void,
+                    &me.beta.0 as *const T as *const c_void,
                     me.vy,
                     dt,
                     alg.raw(),
@@ -202,20 +211,15 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
             )?;
             // u64 words: the buffer is 8-byte aligned and at least `size` bytes.
             me.buffer = a.gpu.zeros::<u64>(size.div_ceil(8).max(1))?;
-            // cusparseSpMV_preprocess with CUDA_C_64F dies of SIGSEGV inside libcusparse (CUDA
-            // 13, H100: `spmv-bench -p c128` under cuda-gdb); the Z peer runs unpreprocessed.
-            if dt == sys::cudaDataType::CUDA_C_64F {
-                return Ok(me);
-            }
             let (bp, _rb) = me.buffer.device_ptr_mut(stream);
             check(
                 sys::cusparseSpMV_preprocess(
                     me.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                    &me.alpha as *const T as *const c_void,
+                    &me.alpha.0 as *const T as *const c_void,
                     me.mat,
                     me.vx,
-                    &me.beta as *const T as *const c_void,
+                    &me.beta.0 as *const T as *const c_void,
                     me.vy,
                     dt,
                     alg.raw(),
@@ -265,8 +269,8 @@ impl<T: KernelType> CusparseSpmv<'_, T> {
             y.len(),
             self.nrows
         );
-        self.alpha = alpha;
-        self.beta = beta;
+        self.alpha = HostScalar(alpha);
+        self.beta = HostScalar(beta);
         let stream = self.cs.gpu().stream().clone();
         let (xp, _rx) = x.device_ptr(&stream);
         let (yp, _ry) = y.device_ptr_mut(&stream);
@@ -286,10 +290,10 @@ impl<T: KernelType> CusparseSpmv<'_, T> {
                 sys::cusparseSpMV(
                     self.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                    &self.alpha as *const T as *const c_void,
+                    &self.alpha.0 as *const T as *const c_void,
                     self.mat,
                     self.vx,
-                    &self.beta as *const T as *const c_void,
+                    &self.beta.0 as *const T as *const c_void,
                     self.vy,
                     data_type::<T>(),
                     self.alg.raw(),
