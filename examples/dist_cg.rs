@@ -139,7 +139,7 @@ fn plan(o: &Opts) -> Res<(Krylov, DistPrecond)> {
     Ok((method, precond))
 }
 
-fn params(o: &Opts) -> SolveParams {
+fn params(o: &Opts) -> SolveParams<'static> {
     SolveParams {
         rel_tol: o.tol,
         max_iters: o.max_iters,

@@ -60,7 +60,7 @@ enum Precond {
 pub(crate) struct Opts {
     method: Method,
     precond: Precond,
-    params: SolveParams,
+    params: SolveParams<'static>,
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -328,7 +328,7 @@ struct BlockRhs<'a, V> {
 pub(crate) struct Opts {
     pub(crate) method: Method,
     precond: Precond,
-    pub(crate) params: SolveParams,
+    pub(crate) params: SolveParams<'static>,
 }
 
 /// The solvers the bindings know (a new one is one more arm here and in [`solve_with`], plus a

@@ -41,7 +41,7 @@ pub struct DistSolve {
     /// The preconditioner.
     pub precond: DistPrecond,
     /// Tolerances and limits.
-    pub params: SolveParams,
+    pub params: SolveParams<'static>,
 }
 
 /// One rank's outcome of [`solve_rank`].

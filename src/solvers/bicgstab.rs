@@ -27,8 +27,8 @@
 
 use super::PrecondKind as Kind;
 use super::{
-    check_problem, drive, Fuse, LinearOperator, Method, Observer, Preconditioner, SolveError,
-    SolveInfo, SolveParams, VectorOps,
+    check_problem, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    SolveParams, VectorOps,
 };
 use crate::scalar::Elem;
 
@@ -52,46 +52,6 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    bicgstab_body(be, a, m, b, x, params, None)
-}
-
-/// [`bicgstab`] with an [`Observer`] called after every iteration.
-///
-/// # Errors
-/// As [`bicgstab`]; an error of the observer stops the solve as [`SolveError::Backend`].
-pub fn bicgstab_observed<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    params: &SolveParams,
-    observer: &dyn Observer<T>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    bicgstab_body(be, a, m, b, x, params, Some(observer))
-}
-
-fn bicgstab_body<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    params: &SolveParams,
-    observer: Option<&dyn Observer<T>>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
     let kind = Kind::of::<T, B, P>(m);
@@ -105,7 +65,7 @@ where
         v: BicgVectors::new(be, n, kind)?,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc, clock, observer)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct BicgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {

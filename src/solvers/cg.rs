@@ -16,8 +16,8 @@
 
 use super::PrecondKind as Kind;
 use super::{
-    check_problem, drive, Fuse, LinearOperator, Method, Observer, Preconditioner, SolveError,
-    SolveInfo, SolveParams, VectorOps,
+    check_problem, drive, Fuse, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    SolveParams, VectorOps,
 };
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
@@ -67,7 +67,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, false, None)
+    cg_family(be, a, m, b, x, params, false)
 }
 
 /// COCG, the conjugate orthogonal conjugate gradient of van der Vorst and Melissen (1990), for a
@@ -115,30 +115,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, true, None)
-}
-
-/// [`pcg`] with an [`Observer`] called after every iteration (pass
-/// [`Identity`](super::Identity) for plain CG).
-///
-/// # Errors
-/// As [`cg`]; an error of the observer stops the solve as [`SolveError::Backend`].
-pub fn pcg_observed<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    params: &SolveParams,
-    observer: &dyn Observer<T>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    cg_family(be, a, m, b, x, params, false, Some(observer))
+    cg_family(be, a, m, b, x, params, true)
 }
 
 /// The one body of CG, PCG, COCG and PCOCG: `bilinear` selects the form of ρ and pᵀAp
@@ -152,7 +129,6 @@ fn cg_family<T, B, A, P>(
     x: &mut B::Vector,
     params: &SolveParams,
     bilinear: bool,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -176,7 +152,7 @@ where
     if bilinear {
         be.write_slots(&mut sc, &[(Slot::Form, recur::real(1.0))])?;
     }
-    drive(be, a, b, x, params, &mut state, sc, clock, observer)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {

@@ -34,8 +34,8 @@
 
 use super::recur::Status;
 use super::{
-    check_problem, drive, KrylovOps, LinearOperator, Method, Observer, Preconditioner, SolveError,
-    SolveInfo, SolveParams,
+    check_problem, drive, KrylovOps, LinearOperator, Method, Preconditioner, SolveError, SolveInfo,
+    SolveParams,
 };
 use crate::scalar::Elem;
 
@@ -68,6 +68,7 @@ pub const DEFAULT_RESTART: usize = 30;
 /// [`SolveError`]: stagnation over a cycle, an Arnoldi breakdown (singular operator),
 /// non-convergence, NaN/Inf, dimension mismatch (also `restart = 0`), or a backend failure. On
 /// error `x` holds the last iterate.
+#[allow(clippy::too_many_arguments)]
 pub fn gmres<T, B, A, P>(
     be: &B,
     a: &A,
@@ -76,52 +77,6 @@ pub fn gmres<T, B, A, P>(
     x: &mut B::Vector,
     restart: usize,
     params: &SolveParams,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    gmres_body(be, a, m, b, x, restart, params, None)
-}
-
-/// [`gmres`] with an [`Observer`]: [`Observer::on_iteration`] after every inner iteration with
-/// the least-squares residual estimate, [`Observer::on_iterate`] after every restart cycle
-/// (including the last, partial one) with `x` corrected by the cycle.
-///
-/// # Errors
-/// As [`gmres`]; an error of the observer stops the solve as [`SolveError::Backend`].
-#[allow(clippy::too_many_arguments)]
-pub fn gmres_observed<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    restart: usize,
-    params: &SolveParams,
-    observer: &dyn Observer<T>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    gmres_body(be, a, m, b, x, restart, params, Some(observer))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn gmres_body<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    restart: usize,
-    params: &SolveParams,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -159,7 +114,7 @@ where
         v: GmresVectors::new(be, n, restart, m.is_identity())?,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc, clock, observer)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct GmresState<'a, T: Elem, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {

@@ -204,9 +204,9 @@ mod gmres;
 pub mod multi;
 mod types;
 
-pub use bicgstab::{bicgstab, bicgstab_observed};
-pub use cg::{cg, cocg, pcg, pcg_observed, pcocg};
-pub use gmres::{gmres, gmres_observed, DEFAULT_RESTART};
+pub use bicgstab::bicgstab;
+pub use cg::{cg, cocg, pcg, pcocg};
+pub use gmres::{gmres, DEFAULT_RESTART};
 pub use types::{
     per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams,
     MAX_RESTARTS,

@@ -93,7 +93,7 @@ fn true_rel_residual(a: &CsrMatrix<C64>, x: &[C64], b: &[C64]) -> f64 {
     norm(&r) / norm(b)
 }
 
-fn params(rel_tol: f64, max_iters: usize) -> SolveParams {
+fn params(rel_tol: f64, max_iters: usize) -> SolveParams<'static> {
     SolveParams {
         rel_tol,
         max_iters,

@@ -56,7 +56,7 @@ enum Method {
     Bicgstab,
 }
 
-fn params() -> SolveParams {
+fn params() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-10,
         ..Default::default()

@@ -409,7 +409,7 @@ fn solve_single(a: &CsrMatrix<f64>, b: &[f64], l: &LocalPrecond, method: Krylov)
     }
 }
 
-fn params10() -> SolveParams {
+fn params10() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-10,
         ..Default::default()

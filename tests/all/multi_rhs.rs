@@ -138,7 +138,7 @@ fn compare<B: VectorOps<f64>>(
     info
 }
 
-fn params() -> SolveParams {
+fn params() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-9,
         max_iters: 2000,

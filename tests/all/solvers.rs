@@ -60,7 +60,7 @@ fn check_info<T: Scalar>(a: &CsrMatrix<T>, b: &[T], x: &[T], info: &SolveInfo, t
     }
 }
 
-fn params(tol: f64) -> SolveParams {
+fn params(tol: f64) -> SolveParams<'static> {
     SolveParams {
         rel_tol: tol,
         max_iters: 20_000,

@@ -33,7 +33,8 @@
 //! ```
 //!
 //! Recorded blocks (CUDA graphs, [`SolveParams::graphs`]) are not used here: the block of
-//! running columns changes as columns converge.
+//! running columns changes as columns converge. An observer ([`SolveParams::observer`]) is
+//! refused with an error: it watches the iterate of one solve.
 
 mod drive;
 
@@ -88,14 +89,16 @@ impl MultiInfo {
     }
 }
 
-/// The checks every multi-column method shares: `k ≥ 1`, as many solution columns as
-/// right-hand sides, and each column's shapes (as the one-column solvers check them).
+/// The checks every multi-column method shares: no observer (it watches one iterate), `k ≥ 1`,
+/// as many solution columns as right-hand sides, and each column's shapes (as the one-column
+/// solvers check them).
 fn check_columns<T, B, A, P>(
     be: &B,
     a: &A,
     m: &P,
     b: &[B::Vector],
     x: &[B::Vector],
+    params: &SolveParams,
 ) -> Result<usize, SolveError>
 where
     T: Scalar,
@@ -103,6 +106,13 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    if params.observer.is_some() {
+        return Err(SolveError::Backend(crate::Error::InvalidInput(
+            "a multi-column solve takes no observer (SolveParams::observer watches one \
+             iterate): solve the columns one by one to observe them"
+                .into(),
+        )));
+    }
     if b.is_empty() {
         return Err(SolveError::DimensionMismatch {
             what: "number of right-hand sides k (must be at least 1)",
@@ -201,7 +211,7 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     let clock = Instant::now();
-    let n = check_columns(be, a, m, b, x)?;
+    let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
@@ -286,7 +296,7 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     let clock = Instant::now();
-    let n = check_columns(be, a, m, b, x)?;
+    let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
@@ -419,7 +429,7 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     let clock = Instant::now();
-    let n = check_columns(be, a, m, b, x)?;
+    let n = check_columns(be, a, m, b, x, params)?;
     if restart == 0 {
         return Err(SolveError::DimensionMismatch {
             what: "GMRES restart length (must be at least 1)",

@@ -25,7 +25,7 @@ pub fn chain(n: usize, k: usize, diag: f64, off: f64) -> (CsrMatrix<f64>, Vec<f6
     (CsrMatrix::from_triplets(n, n, &t).unwrap(), b)
 }
 
-pub fn params(check_every: usize, graphs: bool) -> SolveParams {
+pub fn params(check_every: usize, graphs: bool) -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-10,
         max_iters: 3000,
