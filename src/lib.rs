@@ -36,7 +36,8 @@
 //!
 //! ```
 //! use segsparse::{generate, spmv, CsrMatrix};
-//! use segsparse::solvers::{cg, Cpu, SolveParams};
+//! use segsparse::solvers::{cg, SolveParams};
+//! use segsparse::backend::Cpu;
 //!
 //! // A matrix from a file (`io::read_matrix_market`) or, as here, from a generator spec.
 //! let a: CsrMatrix<f64> = generate::from_spec("poisson2d:30", 0)?;
@@ -45,7 +46,7 @@
 //! spmv::spmv(1.0, &a, &x, 0.0, &mut y); // y ← A·x on the CPU (rayon)
 //!
 //! // Solve A·x = b with conjugate gradient; the same call runs on the GPU with
-//! // `solvers::gpu::GpuOps` and a `spmv::gpu::GpuCsr` in place of `Cpu` and `a`.
+//! // `backend::gpu::GpuOps` and a `spmv::gpu::GpuCsr` in place of `Cpu` and `a`.
 //! let mut sol = vec![0.0; a.ncols()];
 //! let info = cg(&Cpu, &a, &y, &mut sol, &SolveParams { rel_tol: 1e-10, ..Default::default() })?;
 //! assert!(info.relative_residual <= 1e-10);

@@ -17,10 +17,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi, TriangularOps};
-use segsparse::solvers::{
-    Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveParams,
-};
+use segsparse::solvers::{SolveError, SolveParams};
 use segsparse::{CsrMatrix, Elem};
 
 use crate::cli::{BackendArg, Cli, GpusArg, MethodArg, PrecondArg};

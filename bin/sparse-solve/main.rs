@@ -32,12 +32,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
 use segsparse::precond::{
     Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
 };
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
-    Progress, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Elem, Scalar};
 use serde::Serialize;
@@ -1180,7 +1180,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<Outcome> {
-    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;

@@ -26,10 +26,8 @@ use std::time::Instant;
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use segsparse::solvers::{
-    bicgstab, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, Observer, Preconditioner,
-    SolveError, SolveParams, VectorOps,
-};
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use segsparse::solvers::{bicgstab, gmres, pcg, Observer, SolveError, SolveParams};
 use segsparse::ElemSlice;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};

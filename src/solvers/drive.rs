@@ -27,7 +27,7 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     ) -> crate::Result<()> {
         Ok(())
     }
-    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`]):
+    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`](crate::backend::VectorOps::begin_block)):
     /// `Some(0)` for methods whose every iteration issues the same steps.
     fn block_key(&self) -> Option<u64> {
         Some(0)
@@ -107,7 +107,7 @@ pub(crate) fn check_dims<T: Elem, B: VectorOps<T>, A: LinearOperator<T, B> + ?Si
 /// The memory preflight of a solve ([`crate::memory`]): `vectors` workspace vectors of length
 /// `n`, `extra` further bytes (GMRES's small arrays), the residual history of
 /// `max_iters + 1` entries and the reduction partials, checked by
-/// [`VectorOps::check_memory`] before anything is allocated.
+/// [`VectorOps::check_memory`](crate::backend::VectorOps::check_memory) before anything is allocated.
 pub(crate) fn preflight<T: Elem, B: VectorOps<T>>(
     be: &B,
     what: &str,
@@ -160,7 +160,7 @@ pub(crate) enum PrecondKind {
     Identity,
     /// Diagonal: fused into the vector steps.
     Jacobi,
-    /// Any other: [`Preconditioner::apply`].
+    /// Any other: [`Preconditioner::apply`](crate::backend::Preconditioner::apply).
     General,
 }
 

@@ -99,7 +99,8 @@ pub struct Progress {
 ///
 /// ```
 /// use std::sync::Mutex;
-/// use segsparse::solvers::{cg, Cpu, Observer, SolveParams};
+/// use segsparse::solvers::{cg, Observer, SolveParams};
+/// use segsparse::backend::Cpu;
 /// use segsparse::ElemSlice;
 /// struct Last(Mutex<Vec<f64>>);
 /// impl Observer for Last {

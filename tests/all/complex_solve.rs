@@ -6,10 +6,9 @@ use std::cell::Cell;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::backend::{Cpu, Identity, LinearOperator};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::{
-    bicgstab, cg, cocg, gmres, pcg, pcocg, Cpu, Identity, LinearOperator, SolveError, SolveParams,
-};
+use segsparse::solvers::{bicgstab, cg, cocg, gmres, pcg, pcocg, SolveError, SolveParams};
 use segsparse::spmv::spmv;
 use segsparse::{generate, Complex, CsrMatrix};
 

@@ -6,9 +6,8 @@
 
 use std::sync::Mutex;
 
-use segsparse::solvers::{
-    bicgstab, cocg, gmres, multi, pcg, Cpu, Identity, Observer, SolveError, SolveParams,
-};
+use segsparse::backend::{Cpu, Identity};
+use segsparse::solvers::{bicgstab, cocg, gmres, multi, pcg, Observer, SolveError, SolveParams};
 use segsparse::{generate, Complex, CsrMatrix, ElemSlice};
 
 use crate::common::dist::convection;

@@ -6,8 +6,8 @@
 //! status), its own convergence test, true-residual confirmation and restarts, its own
 //! iteration count and its own outcome. What the columns share is the iteration: every running
 //! column advances together, so the operator is applied to the block of running columns at once
-//! ([`LinearOperator::apply_block`]: one SpMM on the GPU, reading the matrix once for all
-//! columns) and so is the preconditioner ([`Preconditioner::apply_block`]: the AMG cycle runs one
+//! ([`LinearOperator::apply_block`](crate::backend::LinearOperator::apply_block): one SpMM on the GPU, reading the matrix once for all
+//! columns) and so is the preconditioner ([`Preconditioner::apply_block`](crate::backend::Preconditioner::apply_block): the AMG cycle runs one
 //! SpMM per matrix of its hierarchy). A column whose status is set leaves the active set at the
 //! next status check and costs nothing after that (the active set is compacted, the other
 //! columns' vectors are not moved).
@@ -23,7 +23,8 @@
 //! concerns every column: shapes (`k = 0`, a column of the wrong length), a backend error.
 //!
 //! ```
-//! use segsparse::solvers::{multi, Cpu, Identity, SolveParams};
+//! use segsparse::solvers::{multi, SolveParams};
+//! use segsparse::backend::{Cpu, Identity};
 //! let a = segsparse::generate::poisson2d::<f64>(16).unwrap();
 //! let n = a.nrows();
 //! let b: Vec<Vec<f64>> = (0..3).map(|j| vec![1.0 + j as f64; n]).collect();
@@ -46,11 +47,9 @@ use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
 use super::drive::{check_problem, preflight, PrecondKind as Kind};
 use super::gmres::GmresVectors;
-use super::recur::Status;
-use super::{
-    KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, VectorOps,
-};
-use crate::backend::Identity;
+use super::{SolveError, SolveInfo, SolveParams};
+use crate::backend::recur::Status;
+use crate::backend::{Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use crate::scalar::Scalar;
 use crate::spmm::Layout;
 
@@ -440,7 +439,7 @@ where
     let k = b.len();
     let restart = restart.min(n.max(1));
     let vectors = 2 + usize::from(!m.is_identity()) + restart + 1;
-    let small = crate::memory::bytes_of::<T>(super::GmresLayout { m: restart }.len());
+    let small = crate::memory::bytes_of::<T>(crate::backend::GmresLayout { m: restart }.len());
     preflight(
         be,
         "the multi-RHS GMRES workspace (Krylov bases)",

@@ -63,11 +63,10 @@ pub fn applies(method: &str, a: &CsrMatrix<f64>, spd: bool) -> bool {
 #[cfg(feature = "cuda")]
 pub mod gpu {
     //! Running one of [`super::METHODS`] on the GPU backend.
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::{Identity, VectorOps};
     use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{
-        bicgstab, cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams, VectorOps,
-    };
+    use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
     use segsparse::CsrMatrix;
 
