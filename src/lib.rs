@@ -26,10 +26,10 @@
 //! | [`load`] | a matrix from a file or a generator spec |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
 //! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, the operator traits `LinearOperator` and `Preconditioner` |
-//! | [`spmv`], [`tridiag`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR |
+//! | [`spmv`], [`tridiag`], [`spmm`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR; `Y ← α·A·X + β·Y` for a block of `k` vectors |
 //! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
 //! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |
-//! | [`dist`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB |
+//! | [`dist`], [`batched`], [`autosolve`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB; batches of many small systems; the automatic solve (the rule, the convergence probe, the per-pattern cache) |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //!
 //! ## Quick start

@@ -1093,23 +1093,14 @@ fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Precondit
 
 /// The AMG options of the command line.
 fn amg_params(cli: &Cli) -> Result<AmgParams> {
-    use cli::{AmgCycleArg, AmgSmootherArg};
-    use segsparse::precond::amg::{Cycle, Smoother};
     let rbm = rbm_grid(cli)?.map(|(dim, _)| dim);
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
-        smoother: match cli.amg.amg_smoother {
-            AmgSmootherArg::Chebyshev => Smoother::Chebyshev,
-            AmgSmootherArg::Jacobi => Smoother::Jacobi,
-            AmgSmootherArg::L1Jacobi => Smoother::L1Jacobi,
-        },
-        degree: cli.amg.amg_degree as usize,
+        smoother: cli.amg.amg_smoother.into(),
+        degree: cli.amg.amg_degree,
         chebyshev_lower: cli.amg.amg_cheb_lower,
         sweeps: cli.amg.amg_sweeps,
-        cycle: match cli.amg.amg_cycle {
-            AmgCycleArg::V => Cycle::V,
-            AmgCycleArg::W => Cycle::W,
-        },
+        cycle: cli.amg.amg_cycle.into(),
         coarse_size: cli.amg.amg_coarse_size,
         max_levels: cli.amg.amg_max_levels,
         block_size: cli.amg.amg_block_size.unwrap_or(rbm.unwrap_or(1)),
@@ -1244,6 +1235,37 @@ fn clear_progress() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without `--amg-*` options the command line's AMG options are the library's defaults.
+    #[test]
+    fn amg_options_default_to_the_library_s() {
+        let cli = Cli::try_parse_from(["sparse-solve", "poisson2d:10"]).unwrap();
+        let got = amg_params(&cli).unwrap();
+        let want = AmgParams::default();
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        let cli = Cli::try_parse_from([
+            "sparse-solve",
+            "poisson2d:10",
+            "--amg-degree",
+            "5",
+            "--amg-cycle",
+            "w",
+            "--amg-smoother",
+            "l1-jacobi",
+        ])
+        .unwrap();
+        let got = amg_params(&cli).unwrap();
+        assert_eq!(
+            (got.degree, got.cycle, got.smoother),
+            (
+                5,
+                segsparse::precond::amg::Cycle::W,
+                segsparse::precond::amg::Smoother::L1Jacobi
+            )
+        );
+        assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "33"]).is_err());
+        assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "0"]).is_err());
+    }
 
     #[test]
     fn json_report_keeps_its_fields_and_escapes_strings() {
