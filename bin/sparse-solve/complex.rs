@@ -203,10 +203,10 @@ fn backend(cli: &Cli) -> Result<Where> {
 /// timed: setup from `setup_clock`, which started before the backend was opened, to this call)
 /// and downloads the solution.
 #[allow(clippy::too_many_arguments)]
-fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     plan: ComplexPlan,
     b: &[T],
     x: &mut Vec<T>,

@@ -957,10 +957,10 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     plan: Plan,
     b: &[T],
     (setup_clock, db): (Instant, &B::Vector),
@@ -1027,10 +1027,10 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     plan: Plan,
     b: &[T],
     db: &B::Vector,
@@ -1140,15 +1140,14 @@ fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
 
 /// One call of the solver `method` (GMRES restarted every `restart` steps), real or complex.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_method<
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B>,
-    P: Preconditioner<T, B>,
->(
+///
+/// The preconditioner is taken as a trait object: the solvers are then compiled once per element
+/// type and backend, not once more for every preconditioner type (a virtual call per
+/// application costs nothing next to it).
+pub(crate) fn run_method<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     (method, restart): (MethodArg, usize),
     b: &B::Vector,
     x: &mut B::Vector,
