@@ -2,7 +2,7 @@
 //! the matrix lives; the solvers take it as their preconditioner (`M=` an AMG object), and
 //! `apply_host` runs one cycle for SciPy's `LinearOperator`.
 
-use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use segsparse::precond::amg::{Cycle, Smoother};
 use segsparse::precond::AmgParams;
@@ -10,7 +10,10 @@ use segsparse::precond::AmgParams;
 use crate::arrays::{ro, rw, slice, slice_mut};
 use crate::errors::{run, Failure, Res};
 use crate::hierarchy::PyAmg;
-use crate::matrix::PyMatrix;
+use crate::matrix::{index_arrays, PyMatrix};
+
+/// A level operator as Python receives it: `(indptr, indices, data, (rows, cols))`.
+type LevelArrays = (PyObject, PyObject, PyObject, (usize, usize));
 
 #[allow(clippy::too_many_arguments)]
 fn params(
@@ -135,6 +138,35 @@ impl PyAmg {
         unreachable!("an f32 or f64 hierarchy")
     }
 
+    /// `(indptr, indices, data, shape)` of every level operator, finest first (host copies,
+    /// downloaded from the device: for inspection and tests).
+    fn level_matrices(&self, py: Python<'_>) -> PyResult<Vec<LevelArrays>> {
+        macro_rules! go {
+            ($t:ty) => {
+                if let Ok(m) = self.typed::<$t>() {
+                    let mats = run(py, || {
+                        Ok(m.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .level_matrices()?)
+                    })?;
+                    return Ok(mats
+                        .iter()
+                        .map(|a| {
+                            let (rp, ci) = index_arrays(py, a.row_ptr(), a.col_idx());
+                            let v = PyArray1::<$t>::from_slice(py, a.values())
+                                .into_any()
+                                .unbind();
+                            (rp, ci, v, (a.nrows(), a.ncols()))
+                        })
+                        .collect());
+                }
+            };
+        }
+        go!(f64);
+        go!(f32);
+        unreachable!("an f32 or f64 hierarchy")
+    }
+
     /// The hierarchy's printable summary.
     fn summary(&self) -> String {
         self.with(|s| s.to_string())
@@ -143,6 +175,11 @@ impl PyAmg {
     /// `(rows, nnz)` of every level, finest first.
     fn levels(&self) -> Vec<(usize, usize)> {
         self.with(|s| s.levels.iter().map(|l| (l.rows, l.nnz)).collect())
+    }
+
+    /// The estimate of ρ(D⁻¹A) of every level, finest first.
+    fn rhos(&self) -> Vec<f64> {
+        self.with(|s| s.levels.iter().map(|l| l.rho).collect())
     }
 
     /// Σ nnz(A_l) / nnz(A_0).

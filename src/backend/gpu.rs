@@ -902,6 +902,7 @@ where
     fn read_slots(&self, sc: &GpuScalars<T::Dev>) -> Result<[T; NSLOTS]> {
         // Into a stack array: the status check every k iterations allocates nothing.
         let mut s = [T::zero(); NSLOTS];
+        self.gpu.note_transfer(false, std::mem::size_of_val(&s));
         self.gpu
             .stream()
             .memcpy_dtoh(&sc.slots, T::as_dev_mut(&mut s[..]))

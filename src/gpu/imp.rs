@@ -45,6 +45,9 @@ struct Users {
     done: std::sync::Condvar,
     /// Captures that produced a graph.
     graphs: std::sync::atomic::AtomicUsize,
+    /// Bytes copied host → device and device → host ([`Gpu::transfer_bytes`]).
+    to_device: std::sync::atomic::AtomicU64,
+    to_host: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -456,6 +459,31 @@ impl Gpu {
         self.users.graphs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Bytes copied between host and device through this `Gpu` so far, `(to the device, to the
+    /// host)`: every [`upload`](Gpu::upload), [`upload_into`](Gpu::upload_into) and
+    /// [`download`](Gpu::download), and the crate's other copies, which report themselves
+    /// through [`note_transfer`](Gpu::note_transfer). Tests read it to show that an operation
+    /// on a device matrix moves no copy of the matrix over the bus.
+    pub fn transfer_bytes(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.users.to_device.load(Relaxed),
+            self.users.to_host.load(Relaxed),
+        )
+    }
+
+    /// Adds a copy made outside [`upload`](Gpu::upload) / [`download`](Gpu::download) (a raw
+    /// driver copy on this `Gpu`'s stream) to [`transfer_bytes`](Gpu::transfer_bytes).
+    pub fn note_transfer(&self, to_device: bool, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = if to_device {
+            &self.users.to_device
+        } else {
+            &self.users.to_host
+        };
+        c.fetch_add(bytes as u64, Relaxed);
+    }
+
     fn release_capture(&self) {
         let u = &self.users;
         *u.capture.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -703,6 +731,7 @@ impl Gpu {
     pub fn upload<T: KernelType>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         // SAFETY: every element is written by the copy below before the buffer is returned.
         let mut dev = unsafe { self.alloc::<T>(host.len()) }?;
+        self.note_transfer(true, std::mem::size_of_val(host));
         self.stream().memcpy_htod(host, &mut dev).map_err(|e| {
             Error::cuda(
                 format!(
@@ -768,6 +797,51 @@ impl Gpu {
         )
     }
 
+    /// Bytes the device's default memory pool holds, `(reserved now, used now, reserved at
+    /// most, used at most)` since the process began: the live buffers, the freed memory kept for
+    /// reuse (see [`memory_info`](Gpu::memory_info)) and their high-water marks.
+    pub fn pool_bytes(&self) -> Result<(u64, u64, u64, u64)> {
+        use cudarc::driver::sys::CUmemPool_attribute as A;
+        Ok((
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+        ))
+    }
+
+    /// Grows the device's memory pool so that `bytes` more can be allocated without the pool
+    /// growing on the way: one allocation of what the pool lacks, freed at once (the pool keeps
+    /// freed memory, see `keep_freed_memory_pooled`, and later allocations on this stream are
+    /// carved out of it). An operation that allocates much in many pieces, such as an AMG
+    /// setup, calls it first, so that the first run in a process maps its memory in one step
+    /// instead of one growth per allocation. Nothing happens when the pool has the bytes free
+    /// already, or when the device has not (the memory preflight's margin kept): this only
+    /// saves time, so it never fails an operation. `SEGSPARSE_POOL_RESERVE=0` turns it off
+    /// (for measurements).
+    pub fn reserve_pool(&self, bytes: u64) {
+        if std::env::var("SEGSPARSE_POOL_RESERVE").is_ok_and(|v| v == "0") {
+            return;
+        }
+        let Ok((reserved, used, _, _)) = self.pool_bytes() else {
+            return;
+        };
+        let spare = reserved.saturating_sub(used);
+        if spare >= bytes {
+            return;
+        }
+        let need = bytes - spare;
+        if self
+            .check_memory("a memory-pool reservation", need)
+            .is_err()
+        {
+            return;
+        }
+        // SAFETY: the buffer is never read or written; it is freed (back into the pool) on
+        // this stream when dropped here.
+        drop(unsafe { self.stream().alloc::<u8>(need as usize) });
+    }
+
     /// A `cuuint64_t` attribute of the device's default memory pool.
     fn pool_attribute(&self, attr: cudarc::driver::sys::CUmemPool_attribute) -> Result<u64> {
         use cudarc::driver::sys;
@@ -795,6 +869,7 @@ impl Gpu {
         host: &[T],
         dst: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
+        self.note_transfer(true, std::mem::size_of_val(host));
         self.stream()
             .memcpy_htod(host, dst)
             .map_err(|e| Error::cuda("copying to the device", e))
@@ -802,6 +877,7 @@ impl Gpu {
 
     /// Copies a device buffer (or view) to a new host vector; synchronises the stream.
     pub fn download<T: KernelType>(&self, dev: &impl DevicePtr<T>) -> Result<Vec<T>> {
+        self.note_transfer(false, dev.num_bytes());
         self.stream()
             .clone_dtoh(dev)
             .map_err(|e| Error::cuda("copying to the host", e))
