@@ -6,7 +6,7 @@
 #
 # From a stage folder holding bin/sparse-solve and (optionally) tests/test-all (release builds
 # with the kernel archive embedded), wheel/segsparse-*.whl, pytests/ (python/tests) and
-# entry_points.py (this folder's), run:   bash entry.sh [tests] [first] [cli] [python]
+# entry_points.py (this folder's), run:   bash entry.sh [tests] [first] [cli] [python] [call2]
 # Writes $OUT/amg-entry.tgz; prints one line per run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,12 +79,32 @@ for mode in $modes; do
     cli p200-amg poisson3d:200 --method cg --precond amg --amg-setups 2 --amg-resetups 3
     cli e70-phases elasticity3d:70 --method cg --precond amg --amg-setups 2 --amg-phase-times
     cli p27-phases poisson3d27:110 --method cg --precond amg --amg-setups 2 --amg-phase-times ;;
+  call2)
+    # The second call: the same problems through both front ends in one call, the new kinds.
+    cli f1-phases poisson3d:128 --precond amg --amg-setups 1 --amg-phase-times
+    SEGSPARSE_KERNEL_LOG=1 cli f-log poisson3d:128 --precond amg --amg-setups 3
+    grep -E "module" "$res/f-log.err" | head -40
+    py py-p128-scipy poisson3d:128 scipy
+    py py-p128-cupy poisson3d:128 cupy
+    py py-p27-scipy poisson3d27:110 scipy
+    py py-a96-scipy aniso3d:96:0.001 scipy
+    py py-fem2-scipy fem3d:p2:36 scipy
+    py py-e70-scipy elasticity3d:70 scipy
+    for p in "p128 poisson3d:128" "p27 poisson3d27:110" "a96 aniso3d:96:0.001" "fem2 fem3d:p2:36" \
+             "e70 elasticity3d:70"; do
+      set -- $p
+      cli "$1-amg" "$2" --method cg --precond amg --amg-setups 3 --amg-resetups 3
+      cli "$1-cg" "$2" --method cg --precond none
+    done
+    cli p160-amg poisson3d:160 --method cg --precond amg --amg-setups 3
+    cli fem2-phases fem3d:p2:36 --method cg --precond amg --amg-setups 2 --amg-phase-times ;;
   python)
     py py-p128-scipy poisson3d:128 scipy
     py py-p128-cupy poisson3d:128 cupy
     py py-p160-scipy poisson3d:160 scipy
     py py-p27-scipy poisson3d27:110 scipy
     py py-e70-scipy elasticity3d:70 scipy
-    py py-a96-scipy aniso3d:96:0.001 scipy ;;
+    py py-a96-scipy aniso3d:96:0.001 scipy
+    py py-fem2-scipy fem3d:p2:36 scipy ;;
   esac
 done

@@ -4,8 +4,8 @@ against plain CG, all in one process per problem (so the first setup is the proc
     python3 benches/amg/entry_points.py PROBLEM [SOURCE] [--no-cg]
 
 PROBLEM: a `sparse-solve` generator spec (``poisson3d:128``, ``poisson3d27:110``,
-``elasticity3d:70`` — with its six rigid-body modes and 3 unknowns per node), or
-``aniso3d:N:EPS`` (−u_xx − u_yy − EPS·u_zz, 7-point, built with SciPy here). SOURCE: ``scipy``
+``aniso3d:96:0.001``, ``fem3d:p2:36``, ``elasticity3d:70`` — with its six rigid-body modes and 3
+unknowns per node), built by the crate's generator (``_core.generate_matrix``). SOURCE: ``scipy``
 (default: a SciPy CSR matrix handed to ``segsparse.Matrix``) or ``cupy`` (a
 ``cupyx.scipy.sparse`` matrix). Prints one JSON line: setups (wall seconds around
 ``segsparse.amg``, and the library's own setup seconds), re-setups, the AMG-preconditioned CG
@@ -21,14 +21,6 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def aniso3d(n, eps):
-    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
-    i = sp.identity(n)
-    # x fastest (the generators' order): z is the weak direction.
-    return (eps * sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i)
-            + sp.kron(sp.kron(i, i), t)).tocsr()
-
-
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     spec = args[0]
@@ -38,14 +30,10 @@ def main():
 
     t0 = time.perf_counter()
     kw = {}
-    if spec.startswith("aniso3d:"):
-        _, n, eps = spec.split(":")
-        a = aniso3d(int(n), float(eps))
-    else:
-        indptr, indices, data, shape = _core.generate_matrix(spec)
-        a = sp.csr_matrix((data, indices, indptr), shape=shape)
-        if spec.startswith("elasticity3d:"):
-            kw = dict(candidates=_core.rigid_body_modes(spec), block_size=3)
+    indptr, indices, data, shape = _core.generate_matrix(spec)
+    a = sp.csr_matrix((data, indices, indptr), shape=shape)
+    if spec.startswith("elasticity3d:"):
+        kw = dict(candidates=_core.rigid_body_modes(spec), block_size=3)
     build_s = time.perf_counter() - t0
     import cupy as cp
 
@@ -81,16 +69,25 @@ def main():
         ml.update(M)
         res.append(time.perf_counter() - t0)
     out["resetup_wall"] = res
-    t0 = time.perf_counter()
-    x, info = ml.solve(b, rtol=1e-8, maxiter=2000)
-    cp.cuda.Device().synchronize()
-    out.update(amg_solve_s=time.perf_counter() - t0, amg_it=int(info.iterations),
-               amg_converged=bool(info.converged))
-    if "--no-cg" not in sys.argv:
+    # Each solve twice: the first in the process also pays one-time costs (reported apart).
+    walls, libs = [], []
+    for _ in range(2):
         t0 = time.perf_counter()
-        x, info = segsparse.cg(M, b, rtol=1e-8, maxiter=20000)
+        x, info = ml.solve(b, rtol=1e-8, maxiter=2000)
         cp.cuda.Device().synchronize()
-        out.update(cg_s=time.perf_counter() - t0, cg_it=int(info.iterations),
+        walls.append(time.perf_counter() - t0)
+        libs.append(info.solve_seconds)
+    out.update(amg_solve_s=walls[0], amg_solve_wall=walls, amg_solve_lib=libs,
+               amg_it=int(info.iterations), amg_converged=bool(info.converged))
+    if "--no-cg" not in sys.argv:
+        walls, libs = [], []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            x, info = segsparse.cg(M, b, rtol=1e-8, maxiter=20000)
+            cp.cuda.Device().synchronize()
+            walls.append(time.perf_counter() - t0)
+            libs.append(info.solve_seconds)
+        out.update(cg_s=walls[0], cg_wall=walls, cg_lib=libs, cg_it=int(info.iterations),
                    cg_converged=bool(info.converged))
     out["has_host_copy"] = bool(M._m.has_host_copy())
     print(json.dumps(out), flush=True)

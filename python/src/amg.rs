@@ -60,8 +60,8 @@ fn params(
 
 #[pymethods]
 impl PyAmg {
-    /// Builds the hierarchy of `matrix` (on its device). `candidates`: an `n × k` float64 array
-    /// of near-nullspace vectors (default: the constant).
+    /// Builds the hierarchy of `matrix` (on its device). `candidates`: a C-contiguous `k × n`
+    /// float64 array, one near-nullspace vector per row (default: the constant).
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (matrix, theta = 0.0, smoother = "chebyshev", degree = 3, sweeps = 1, cycle = "V", coarse_size = 300, max_levels = 10, block_size = 1, improve_candidates = 0, candidates = None))]
@@ -94,13 +94,13 @@ impl PyAmg {
         let cand: Option<Vec<Vec<f64>>> = match candidates {
             None => None,
             Some(c) => {
-                let (n, k) = (c.shape()[0], c.shape()[1]);
-                let a = c.as_array();
-                Some(
-                    (0..k)
-                        .map(|j| (0..n).map(|i| a[[i, j]]).collect())
-                        .collect(),
-                )
+                let n = c.shape()[1].max(1);
+                let rows = c.as_slice().map_err(|_| {
+                    pyo3::exceptions::PyValueError::new_err(
+                        "candidates must be a C-contiguous k × n float64 array",
+                    )
+                })?;
+                Some(rows.chunks(n).map(<[f64]>::to_vec).collect())
             }
         };
         let any = run(py, || matrix.build_amg(&p, cand.as_deref()))?;

@@ -426,6 +426,16 @@ where
     /// # Errors
     /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
+        // The solvers' modules found and loaded on all cores at once (the first `GpuOps` of a
+        // process pays for them).
+        let none: &[(&str, String)] = &[];
+        gpu.prepare(&[
+            (&CG, none),
+            (&BICGSTAB, none),
+            (&GMRES, none),
+            (&BLAS1, none),
+            (&CHEBYSHEV, none),
+        ])?;
         let f = |src: &KernelSource, root: &str| gpu.typed_function::<T::Dev>(src, root, &[]);
         let fused = if T::IS_COMPLEX {
             None

@@ -524,16 +524,24 @@ impl Gpu {
         key: String,
         cubin: Vec<u8>,
     ) -> Result<Arc<CudaModule>> {
+        let t0 = std::time::Instant::now();
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(|e| Error::cuda(format!("loading module {}", src.name), e))?;
+        if kernel_log() {
+            eprintln!(
+                "segsparse: module {} loaded into the context: {:.1} ms",
+                src.name,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         Ok(map.entry(key).or_insert(module).clone())
     }
 
     /// Loads every module of `wanted` that this `Gpu` has not loaded yet, finding or compiling
-    /// their CUBINs on a pool of threads (one per core, or `SEGSPARSE_COMPILE_THREADS`; at most
+    /// their CUBINs and loading them on a pool of threads (one per core, or `SEGSPARSE_COMPILE_THREADS`; at most
     /// one per module): what a call
     /// that is about to use several modules (an AMG setup, a solver's first iteration) does
     /// first, so that a first run on a machine without the embedded kernels compiles them in
@@ -556,22 +564,26 @@ impl Gpu {
         }
         let workers = compile_threads().min(todo.len());
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let cubins: Vec<Mutex<Option<Result<Vec<u8>>>>> =
-            todo.iter().map(|_| Mutex::new(None)).collect();
+        let done: Vec<Mutex<Option<Result<()>>>> = todo.iter().map(|_| Mutex::new(None)).collect();
+        // Each worker also loads the modules it found: a first run in a process inflates the
+        // embedded CUBINs and loads them into the context on all the threads at once instead of
+        // loading them one after another at the end (the first AMG setup of a process pays this).
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((src, defines, _)) = todo.get(i) else {
+                    let Some((src, defines, key)) = todo.get(i) else {
                         break;
                     };
-                    let r = self.cubin(src, defines);
-                    *cubins[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    let r = self
+                        .cubin(src, defines)
+                        .and_then(|c| self.load_cubin(src, key.clone(), c).map(drop));
+                    *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 });
             }
         });
         let mut first_err = None;
-        for ((src, _, key), cell) in todo.into_iter().zip(cubins) {
+        for ((src, _, _), cell) in todo.into_iter().zip(done) {
             let r = cell.into_inner().unwrap_or_else(|p| p.into_inner());
             let r = r.unwrap_or_else(|| {
                 Err(Error::Compile {
@@ -579,7 +591,7 @@ impl Gpu {
                     log: "a compile thread stopped before finishing".into(),
                 })
             });
-            if let Err(e) = r.and_then(|c| self.load_cubin(src, key, c)) {
+            if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
         }
@@ -814,38 +826,6 @@ impl Gpu {
             self.pool_attribute(A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
             self.pool_attribute(A::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
         ))
-    }
-
-    /// Grows the device's memory pool so that `bytes` more can be allocated without the pool
-    /// growing on the way: one allocation of what the pool lacks, freed at once (the pool keeps
-    /// freed memory, see `keep_freed_memory_pooled`, and later allocations on this stream are
-    /// carved out of it). An operation that allocates much in many pieces, such as an AMG
-    /// setup, calls it first, so that the first run in a process maps its memory in one step
-    /// instead of one growth per allocation. Nothing happens when the pool has the bytes free
-    /// already, or when the device has not (the memory preflight's margin kept): this only
-    /// saves time, so it never fails an operation. `SEGSPARSE_POOL_RESERVE=0` turns it off
-    /// (for measurements).
-    pub fn reserve_pool(&self, bytes: u64) {
-        if std::env::var("SEGSPARSE_POOL_RESERVE").is_ok_and(|v| v == "0") {
-            return;
-        }
-        let Ok((reserved, used, _, _)) = self.pool_bytes() else {
-            return;
-        };
-        let spare = reserved.saturating_sub(used);
-        if spare >= bytes {
-            return;
-        }
-        let need = bytes - spare;
-        if self
-            .check_memory("a memory-pool reservation", need)
-            .is_err()
-        {
-            return;
-        }
-        // SAFETY: the buffer is never read or written; it is freed (back into the pool) on
-        // this stream when dropped here.
-        drop(unsafe { self.stream().alloc::<u8>(need as usize) });
     }
 
     /// A `cuuint64_t` attribute of the device's default memory pool.

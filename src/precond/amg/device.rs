@@ -680,19 +680,6 @@ fn prepare_modules<T: GpuScalar>(g: &Gpu) -> Result<()> {
     ])
 }
 
-/// Bytes of device memory a setup of `a` with `k` candidates allocates at its peak, about
-/// (fitted on Poisson, the 27-point stencil and elasticity: the pool's high-water mark after one
-/// setup, `benches/results/amg.md`): the fine matrix's bytes, and its rows times the candidates.
-fn pool_estimate<T: GpuScalar>(a: &GpuCsr<T>, k: usize) -> u64 {
-    let entry = (4 + std::mem::size_of::<T>()) as u64;
-    let (n, nnz) = (a.nrows() as u64, a.nnz() as u64);
-    POOL_PER_ENTRY_NUM * nnz * entry / POOL_PER_ENTRY_DEN + n * k as u64 * entry
-}
-
-/// [`pool_estimate`]'s factor on the fine matrix's bytes, as a fraction.
-const POOL_PER_ENTRY_NUM: u64 = 1;
-const POOL_PER_ENTRY_DEN: u64 = 1;
-
 /// The hierarchy a device setup builds.
 type DevBuilt<T> = Built<T, GpuOps<T>>;
 
@@ -706,9 +693,6 @@ fn setup_state<T: GpuScalar>(
     params.check()?;
     let g = ops.gpu();
     prepare_modules::<T>(g)?;
-    // The first setup in a process grows the memory pool in one step (to about what a setup
-    // keeps live: `benches/results/amg.md`) instead of at many of its allocations.
-    g.reserve_pool(pool_estimate::<T>(&fine, candidates.map_or(1, |c| c.len())));
     let (fingerprint, canonical) = check_fine_device(g, &fine)?;
     let (fine, canon) = if canonical {
         (fine, None)
