@@ -838,7 +838,7 @@ fn scrambled(a: &CsrMatrix<f64>) -> CsrMatrix<f64> {
 /// stays below the coarsest level's few kilobytes while the matrix holds megabytes).
 #[test]
 fn gpu_setup_from_unsorted_device_matrix_without_copies() {
-    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
     let Some(gpu) = segsparse::gpu::test_gpu() else {
         return;
