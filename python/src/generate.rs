@@ -57,5 +57,5 @@ pub fn rigid_body_modes<'py>(py: Python<'py>, spec: &str) -> PyResult<Bound<'py,
     let flat: Vec<f64> = (0..n)
         .flat_map(|i| modes.iter().map(move |m| m[i]))
         .collect();
-    Ok(PyArray1::from_vec(py, flat).reshape([n, k])?)
+    PyArray1::from_vec(py, flat).reshape([n, k])
 }
