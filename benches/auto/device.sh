@@ -5,7 +5,8 @@
 # From the repository root of a clone on the GPU machine with .gpu/ carried (scripts/gpu-stage:
 # release sparse-solve in .gpu/bin, the corpus in .gpu/data, the commit in .gpu/COMMIT).
 # Environment: AUTO_BUDGET (seconds for the systems, default 300), AUTO_ONLY (a regular
-# expression on "KIND SPEC"), AUTO_ARGS (more run.py arguments).
+# expression on "KIND SPEC"), AUTO_ARGS (more run.py arguments; "--backend cpu --size cpu" is
+# the small CPU run, labelled CPU).
 # Writes $OUT/auto.tgz: raw.jsonl (one line per process), rows.jsonl and table.md (one row per
 # system, with device, date and commit: copy them into benches/results/auto.jsonl and auto.md),
 # run.log; prints each system's line as it ends.
@@ -13,7 +14,13 @@ MODES="$*" ARCHIVE=auto
 . "$(dirname "$0")/../common/device-lib.sh"
 here=$(dirname "$0")
 commit=$(cat "$G/COMMIT" 2>/dev/null || git rev-parse --short HEAD)
-device=$(head -1 "$res/device.txt" | cut -d, -f1)
+# The card the figures come from: a CPU run (AUTO_ARGS="--backend cpu ...") says so.
+if [[ " ${AUTO_ARGS:-} " == *" --backend cpu "* ]]; then
+  device="CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+else
+  device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  device=${device:-unknown GPU}
+fi
 if want bench; then
   s=$(date +%s)
   python3 "$here/run.py" --bin "$B/sparse-solve" --backend gpu --data "$SEGSPARSE_DATA" \
