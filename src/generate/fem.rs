@@ -158,12 +158,12 @@ impl FemProblem {
 /// [module docs](self)). Rows: the free unknowns (with [`Dirichlet::Eliminate`]) or all of
 /// them. `seed` only moves the vertices with `jitter`.
 ///
-/// | problem | unknowns (before the boundary) | entries per row (interior) |
+/// | problem | unknowns (before the boundary) | entries per row (mean, measured) |
 /// |---|---|---|
-/// | 2-D P1 / P2 Poisson | (n+1)² / (2n+1)² | 7 / 7–19 |
-/// | 3-D P1 / P2 Poisson | (n+1)³ / (2n+1)³ | 15 / 15–65 |
-/// | 2-D P1 / P2 elasticity | 2(n+1)² / 2(2n+1)² | 14 / 14–38 |
-/// | 3-D P1 / P2 elasticity | 3(n+1)³ / 3(2n+1)³ | 45 / 45–195 |
+/// | 2-D P1 / P2 Poisson | (n+1)² / (2n+1)² | 7 / 11.5 |
+/// | 3-D P1 / P2 Poisson | (n+1)³ / (2n+1)³ | 15 / 28 |
+/// | 2-D P1 / P2 elasticity | 2(n+1)² / 2(2n+1)² | 14 / 23 |
+/// | 3-D P1 / P2 elasticity | 3(n+1)³ / 3(2n+1)³ | 43 / 81 |
 ///
 /// # Errors
 /// [`Error::InvalidInput`] for a dimension other than 2 or 3, `n = 0`, or a size beyond the
