@@ -157,6 +157,22 @@ const NAMES: [&str; 35] = [
     "rmat",
 ];
 
+/// The finite-element problem and N of a `fem2d`, `fem3d`, `femelast2d` or `femelast3d` spec
+/// (`None` for any other spec or a malformed one): what [`fem_coordinates`] needs to give the
+/// nodes of the matrix [`from_spec`] builds from it (with the same seed).
+pub fn fem_problem(spec: &str) -> Option<(FemProblem, usize)> {
+    let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+    let name = parts[0].to_ascii_lowercase();
+    let (dim, physics) = match name.as_str() {
+        "fem2d" => (2, FemPhysics::Poisson),
+        "fem3d" => (3, FemPhysics::Poisson),
+        "femelast2d" => (2, FemPhysics::Elasticity),
+        "femelast3d" => (3, FemPhysics::Elasticity),
+        _ => return None,
+    };
+    FemProblem::parse(dim, physics, &parts[1..]).ok()
+}
+
 /// True when `s` has the shape of a spec: a known generator name followed by `:` (the arguments
 /// are checked by [`from_spec`]).
 pub fn is_spec(s: &str) -> bool {
