@@ -827,7 +827,10 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
+fn solve_with<
+    T: Scalar,
+    B: segsparse::backend::BlockKrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
+>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
@@ -957,7 +960,12 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_all<
+    T: Scalar,
+    B: segsparse::backend::BlockKrylovOps<T>,
+    A: LinearOperator<T, B>,
+    P: Preconditioner<T, B>,
+>(
     be: &B,
     op: &A,
     m: &P,
@@ -1027,7 +1035,12 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_block<
+    T: Scalar,
+    B: segsparse::backend::BlockKrylovOps<T>,
+    A: LinearOperator<T, B>,
+    P: Preconditioner<T, B>,
+>(
     be: &B,
     op: &A,
     m: &P,

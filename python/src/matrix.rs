@@ -444,7 +444,9 @@ fn solve_with<'m, T, B, A>(
 ) -> Timed
 where
     T: Scalar,
-    B: KrylovOps<T> + segsparse::precond::TriangularOps<T> + MultigridOps<T>,
+    B: segsparse::backend::BlockKrylovOps<T>
+        + segsparse::precond::TriangularOps<T>
+        + MultigridOps<T>,
     A: LinearOperator<T, B>,
     Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
 {
@@ -461,7 +463,7 @@ where
     ) -> Timed
     where
         T: Scalar,
-        B: KrylovOps<T>,
+        B: segsparse::backend::BlockKrylovOps<T>,
         A: LinearOperator<T, B>,
         P: segsparse::solvers::Preconditioner<T, B>,
     {

@@ -108,7 +108,13 @@ pub const STEPS: KernelSource = KernelSource {
 };
 
 /// The headers of every solver kernel source.
-const SOLVER_HEADERS: &[&KernelSource] = &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR, &STEPS];
+const SOLVER_HEADERS: &[&KernelSource] = &[
+    &crate::gpu::kernels::COMMON,
+    &REDUCE,
+    &RECUR,
+    &STEPS,
+    &super::block::gpu::COLS,
+];
 
 /// BLAS-1 steps (dot into a slot, residual, scaling, axpy), the iteration-base setter and the
 /// core vector operations (`vector_lincomb`, `vector_vmul`, `vector_fill`).
@@ -261,6 +267,10 @@ pub struct GpuOps<T> {
     fused_ok: bool,
     /// Launch the fused kernels cooperatively (the default).
     cooperative: bool,
+    /// The block steps' kernels (`backend::block::gpu`).
+    pub(crate) blk: super::block::gpu::BlockKernels,
+    /// Run the block steps as one launch for several columns (the default), or column by column.
+    block_steps: bool,
     _t: std::marker::PhantomData<T>,
 }
 
@@ -285,22 +295,22 @@ const DOT_BLOCKS_PER_SM: u32 = 2;
 /// (the fused multi-vector kernels walk it), the small arrays of
 /// [`GmresLayout`](super::recur::GmresLayout), and the partial sums of the block dot products.
 pub struct GpuKrylov<T> {
-    v: Vec<CudaSlice<T>>,
-    ptrs: CudaSlice<u64>,
-    small: CudaSlice<T>,
-    partials: CudaSlice<T>,
-    ticket: CudaSlice<u32>,
-    m: usize,
+    pub(crate) v: Vec<CudaSlice<T>>,
+    pub(crate) ptrs: CudaSlice<u64>,
+    pub(crate) small: CudaSlice<T>,
+    pub(crate) partials: CudaSlice<T>,
+    pub(crate) ticket: CudaSlice<u32>,
+    pub(crate) m: usize,
     dot_grid: u32,
 }
 
 /// The GPU's scalar slots, residual history, partial sums and last-block ticket, and the
 /// solve's recorded blocks (CUDA graphs).
 pub struct GpuScalars<T> {
-    slots: CudaSlice<T>,
-    hist: CudaSlice<T>,
-    partials: CudaSlice<T>,
-    ticket: CudaSlice<u32>,
+    pub(crate) slots: CudaSlice<T>,
+    pub(crate) hist: CudaSlice<T>,
+    pub(crate) partials: CudaSlice<T>,
+    pub(crate) ticket: CudaSlice<u32>,
     grid: u32,
     /// The value of the slot [`Slot::IterBase`] on the device, as queued: every launch passes
     /// its iteration minus this.
@@ -486,12 +496,15 @@ where
                         .is_ok_and(|b| b >= 1)
                 })
             });
+        let blk = super::block::gpu::BlockKernels::load::<T::Dev>(gpu, !T::IS_COMPLEX)?;
         Ok(GpuOps {
             gpu: gpu.clone(),
             k,
             fused: FusedPath::Auto,
             fused_ok,
             cooperative: true,
+            blk,
+            block_steps: true,
             _t: std::marker::PhantomData,
         })
     }
@@ -574,6 +587,24 @@ where
         .map_err(launch_err(name))
     }
 
+    /// Runs the block steps of [`BlockOps`](super::BlockOps) column by column (each column's
+    /// one-column kernels in turn) instead of one launch for several columns: for comparing
+    /// both (they compute the same bits). Also the factor applications of a block.
+    pub fn with_block_steps(mut self, on: bool) -> Self {
+        self.block_steps = on;
+        self
+    }
+
+    /// Whether the block steps run as one launch for several columns.
+    pub fn block_steps(&self) -> bool {
+        self.block_steps
+    }
+
+    /// Whether the fused kernels are launched cooperatively (see [`GpuOps::with_plain_launch`]).
+    pub(crate) fn is_cooperative(&self) -> bool {
+        self.cooperative
+    }
+
     /// Whether the fused steps run for vectors of length `n`.
     pub fn is_fused(&self, n: usize) -> bool {
         self.fused_grid(n).is_some()
@@ -581,7 +612,7 @@ where
 
     /// The grid of the fused steps for vectors of length `n` (the grid of the separate kernels,
     /// at most one block per SM), or `None` where the separate kernels run.
-    fn fused_grid(&self, n: usize) -> Option<u32> {
+    pub(crate) fn fused_grid(&self, n: usize) -> Option<u32> {
         (self.fused_ok && self.fused == FusedPath::Auto && (1..=self.fused_rows()).contains(&n))
             .then(|| self.grid(n))
     }
@@ -691,7 +722,7 @@ where
     /// The iteration argument of a kernel for iteration `it`: `it` minus the device's
     /// [`Slot::IterBase`], which the kernel adds back. Outside a recording, an `it` below the base
     /// (a restart at the iteration a status was set, inside a replayed block) resets the base.
-    fn iter_arg(&self, sc: &mut GpuScalars<T::Dev>, it: usize) -> Result<u32> {
+    pub(crate) fn iter_arg(&self, sc: &mut GpuScalars<T::Dev>, it: usize) -> Result<u32> {
         if it < sc.base {
             assert!(
                 sc.graphs.recording.is_none(),
@@ -1594,7 +1625,7 @@ impl<T> GpuScalars<T> {
 
     /// The grid of the reductions: fixed when the scalars were allocated (so the partial-sum
     /// buffer fits and the sums are deterministic).
-    fn grid_for<U: Elem>(&self, ops: &GpuOps<U>, n: usize) -> u32
+    pub(crate) fn grid_for<U: Elem>(&self, ops: &GpuOps<U>, n: usize) -> u32
     where
         U::Dev: KernelType,
     {

@@ -22,6 +22,7 @@
 //! The scalar recurrences every backend computes (α = ρ/pᵀAp, ...) are written once in Rust in
 //! [`recur`] and mirrored in `kernels/solvers/`.
 
+pub mod block;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
@@ -32,6 +33,7 @@ mod ops;
 pub mod recur;
 pub mod sim;
 
+pub use block::{BicgColumn, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, PolyColumn, Pre};
 pub use cpu::{Cpu, CpuScalars};
 pub use krylov::{HostKrylov, KrylovOps, KrylovSpace};
 pub use ops::{Fuse, VectorOps};

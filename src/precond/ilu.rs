@@ -68,6 +68,22 @@ pub trait TriangularOps<T: Elem>: VectorOps<T> {
         self.lower_solve(f, r, t)?;
         self.upper_solve(f, t, z)
     }
+    /// `zs[j] = U⁻¹(L⁻¹rs[j])` for every column (the solvers with several right-hand sides),
+    /// with `t` for `L⁻¹r`: [`TriangularOps::apply_factor`] column by column, unless the
+    /// backend applies the factor to the block at once. Must not synchronise with the host.
+    fn apply_factor_block(
+        &self,
+        f: &Self::Factor,
+        rs: &[&Self::Vector],
+        t: &mut Self::Vector,
+        zs: &mut [&mut Self::Vector],
+    ) -> Result<()> {
+        assert_eq!(rs.len(), zs.len(), "apply_block: as many outputs as inputs");
+        for (r, z) in rs.iter().zip(zs.iter_mut()) {
+            self.apply_factor(f, r, t, z)?;
+        }
+        Ok(())
+    }
 }
 
 impl<T: Elem> TriangularOps<T> for Cpu {
@@ -146,6 +162,23 @@ where
         f.lower_solve(r, t)?;
         f.upper_solve(t, z)
     }
+    /// Both triangles swept: one cooperative launch for every column (each with its own work
+    /// vectors, the same result as its one-column application); else column by column.
+    fn apply_factor_block(
+        &self,
+        f: &Self::Factor,
+        rs: &[&cudarc::driver::CudaSlice<T::Dev>],
+        t: &mut cudarc::driver::CudaSlice<T::Dev>,
+        zs: &mut [&mut cudarc::driver::CudaSlice<T::Dev>],
+    ) -> Result<()> {
+        if self.block_steps() && f.apply_swept_block(rs, zs)? {
+            return Ok(());
+        }
+        for (r, z) in rs.iter().zip(zs.iter_mut()) {
+            self.apply_factor(f, r, t, z)?;
+        }
+        Ok(())
+    }
 }
 
 /// The shared body of [`Ilu0`] and [`Ic0`].
@@ -165,6 +198,10 @@ impl<T: Elem, B: TriangularOps<T>> Incomplete<T, B> {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         let mut t = self.tmp.borrow_mut();
         be.apply_factor(&self.factor, r, &mut t, z)
+    }
+    fn apply_block(&self, be: &B, rs: &[&B::Vector], zs: &mut [&mut B::Vector]) -> Result<()> {
+        let mut t = self.tmp.borrow_mut();
+        be.apply_factor_block(&self.factor, rs, &mut t, zs)
     }
 }
 
@@ -207,6 +244,14 @@ macro_rules! incomplete_precond {
         impl<T: Elem, B: TriangularOps<T>> Preconditioner<T, B> for $name<T, B> {
             fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
                 self.0.apply(be, r, z)
+            }
+            fn apply_block(
+                &self,
+                be: &B,
+                rs: &[&B::Vector],
+                zs: &mut [&mut B::Vector],
+            ) -> Result<()> {
+                self.0.apply_block(be, rs, zs)
             }
         }
 

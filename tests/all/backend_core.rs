@@ -5,7 +5,8 @@
 //! arithmetic of the fused steps.
 
 use segsparse::backend::{
-    Cpu, CpuScalars, HostKrylov, KrylovOps, LinearOperator, Preconditioner, Slot, VectorOps, NSLOTS,
+    BlockKrylovOps, BlockOps, Cpu, CpuScalars, HostKrylov, KrylovOps, LinearOperator,
+    Preconditioner, Slot, VectorOps, NSLOTS,
 };
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{bicgstab, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
@@ -81,6 +82,10 @@ impl VectorOps<f64> for CoreOnly {
         Cpu.update_slots(sc, f)
     }
 }
+
+// The block steps' defaults: each column's step in turn.
+impl BlockOps<f64> for CoreOnly {}
+impl BlockKrylovOps<f64> for CoreOnly {}
 
 impl KrylovOps<f64> for CoreOnly {
     type Krylov = HostKrylov<Vec<f64>, f64>;

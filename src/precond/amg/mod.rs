@@ -79,7 +79,7 @@ pub use coarse::CoarseSolver;
 pub use device::AMG_SETUP_SRC;
 pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
-use crate::backend::{Cpu, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{Cpu, LinearOperator, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -382,10 +382,10 @@ impl fmt::Display for AmgSummary {
     }
 }
 
-/// What the multigrid cycle needs from a backend beyond the solvers' [`VectorOps`]: a sparse
+/// What the multigrid cycle needs from a backend beyond the solvers' [`VectorOps`](crate::backend::VectorOps) and block steps ([`BlockOps`](crate::backend::BlockOps)): a sparse
 /// matrix type (square or rectangular) with `y ← α·A·x + β·y`. Implemented by [`Cpu`]
 /// ([`CsrMatrix`]) and the GPU backend ([`GpuCsr`](crate::spmv::gpu::GpuCsr)).
-pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized + 'static {
+pub trait MultigridOps<T: Scalar>: crate::backend::BlockOps<T> + Sized + 'static {
     /// A matrix on the backend.
     type Matrix: LinearOperator<T, Self>;
     /// Copies a host matrix to the backend.
