@@ -57,26 +57,28 @@ for mode in $modes; do
     cases=("poisson3d:12 cg none 35" "poisson3d:36 cg none 3" "poisson3d:10 cg amg 5"
            "$STAGE/data/sherman5.mtx.gz bicgstab jacobi 5" "poisson3d:36 bicgstab none 3"
            "$STAGE/data/raefsky2.mtx.gz gmres ilu0 4")
-    [ -n "${MEMCHECK_QUICK:-}" ] && cases=("poisson3d:10 cg amg 35" "poisson3d:12 cg none 3"
-           "$STAGE/data/sherman5.mtx.gz bicgstab jacobi 5" "$STAGE/data/raefsky2.mtx.gz gmres ilu0 4")
+    [ -n "${MEMCHECK_QUICK:-}" ] && cases=("poisson3d:8 cg amg 35" "poisson3d:8 cg none 3"
+           "$STAGE/data/sherman5.mtx.gz bicgstab jacobi 3" "poisson3d:34 bicgstab none 2"
+           "$STAGE/data/raefsky2.mtx.gz gmres ilu0 3")
     for c in "${cases[@]}"; do
       set -- $c
       tag=$(basename "$1" .mtx.gz | tr ':' '-')-$2-$3-$4
       timeout ${MEMCHECK_TIMEOUT:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $S "$1" --backend gpu \
           --method "$2" --precond "$3" --rhs random --rhs-columns random --rhs-count "$4" \
-          --rhs-mode block --max-iters 40 --format json > "$res/memcheck-$tag.log" 2>&1
+          --rhs-mode block --max-iters ${MEMCHECK_ITERS:-40} --format json \
+          > "$res/memcheck-$tag.log" 2>&1
       echo "memcheck $tag rc=$? $(grep -E 'ERROR SUMMARY' "$res/memcheck-$tag.log")"
     done
     ;;
   ncu)
     # The block steps of a 32-column CG (fused, small system) and BiCGSTAB (separate kernels).
-    timeout 90 ncu --kernel-name regex:'block_' --launch-skip 20 --launch-count 6 \
+    timeout ${NCU_TIMEOUT:-90} ncu --kernel-name regex:'block_' --launch-skip 20 --launch-count 6 \
         --section SpeedOfLight --section Occupancy --section LaunchStats \
         $S poisson3d:40 --backend gpu --method bicgstab --precond none --rhs random \
         --rhs-columns random --rhs-count 32 --rhs-mode block --max-iters 40 --format json \
         > "$res/ncu-bicgstab.log" 2>&1
     echo "ncu bicgstab rc=$?"; grep -E '^  block_|Memory Throughput|Duration|Achieved Occupancy' "$res/ncu-bicgstab.log" | head -24
-    timeout 60 ncu --kernel-name regex:'block_cg_fused|ilu_apply_sweeps_cols|block_gmres' \
+    timeout ${NCU_TIMEOUT:-60} ncu --kernel-name regex:'spmv_columns|ilu_apply_sweeps_cols|block_gmres' \
         --launch-skip 10 --launch-count 3 --section SpeedOfLight --section LaunchStats \
         $S "$STAGE/data/raefsky2.mtx.gz" --backend gpu --method gmres --precond ilu0 --rhs random \
         --rhs-columns random --rhs-count 16 --rhs-mode block --max-iters 40 --format json \

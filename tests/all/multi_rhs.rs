@@ -388,7 +388,7 @@ fn same_columns(what: &str, a: Outcomes<'_>, b: Outcomes<'_>) {
         assert!(
             a.1[j]
                 .iter()
-                .zip(&b.1[j])
+                .zip(b.1[j].iter())
                 .all(|(u, v)| u.to_bits() == v.to_bits()),
             "{what} column {j}: solutions differ"
         );
