@@ -108,13 +108,8 @@ pub const STEPS: KernelSource = KernelSource {
 };
 
 /// The headers of every solver kernel source.
-const SOLVER_HEADERS: &[&KernelSource] = &[
-    &crate::gpu::kernels::COMMON,
-    &REDUCE,
-    &RECUR,
-    &STEPS,
-    &super::block::gpu::COLS,
-];
+const SOLVER_HEADERS: &[&KernelSource] =
+    &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR, &STEPS, &COLS];
 
 /// BLAS-1 steps (dot into a slot, residual, scaling, axpy), the iteration-base setter and the
 /// core vector operations (`vector_lincomb`, `vector_vmul`, `vector_fill`).
@@ -156,6 +151,98 @@ pub const CHEBYSHEV: KernelSource = KernelSource {
     headers: SOLVER_HEADERS,
     constants: &[],
 };
+
+/// Columns per block launch (`BLOCK_COLS` in `cols.cuh`): the rows of the parameter table.
+pub const BLOCK_COLS: usize = 32;
+/// Pointers per column in the table (`BLOCK_PTRS`): the widest step's (BiCGSTAB's 13).
+pub const BLOCK_PTRS: usize = 13;
+
+/// `kernels/solvers/cols.cuh`: the column table of the block steps (`backend::block`).
+pub const COLS: KernelSource = KernelSource {
+    name: "solvers/cols.cuh",
+    text: include_str!("../../kernels/solvers/cols.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[
+        ("BLOCK_COLS", BLOCK_COLS as i64),
+        ("BLOCK_PTRS", BLOCK_PTRS as i64),
+    ],
+};
+
+/// The block kernels of one element type.
+pub(crate) struct BlockKernels {
+    pub(crate) read_slots: CudaFunction,
+    pub(crate) axpy: CudaFunction,
+    pub(crate) scale: CudaFunction,
+    pub(crate) copy: CudaFunction,
+    pub(crate) poly_step: CudaFunction,
+    pub(crate) cg_alpha: CudaFunction,
+    pub(crate) cg_update_r: CudaFunction,
+    pub(crate) cg_rho: CudaFunction,
+    pub(crate) cg_update_xp: CudaFunction,
+    pub(crate) bicg_p: CudaFunction,
+    pub(crate) bicg_alpha: CudaFunction,
+    pub(crate) bicg_s: CudaFunction,
+    pub(crate) bicg_omega: CudaFunction,
+    pub(crate) bicg_update: CudaFunction,
+    /// The fused block kernels (real types) with the blocks of each that the device keeps
+    /// resident at once.
+    pub(crate) fused: Option<FusedBlock>,
+}
+
+pub(crate) struct FusedBlock {
+    pub(crate) cg: (CudaFunction, u32),
+    pub(crate) bicg_alpha_s: (CudaFunction, u32),
+    pub(crate) bicg_update_p: (CudaFunction, u32),
+    pub(crate) gmres_arnoldi: (CudaFunction, u32),
+}
+
+impl BlockKernels {
+    /// Loads the block kernels of `D` (their sources are the solver sources, compiled once per
+    /// process); `fused`: load the fused ones too (real types).
+    pub(crate) fn load<D: KernelType>(gpu: &Arc<Gpu>, fused: bool) -> Result<Self> {
+        let f = |src: &KernelSource, root: &str| gpu.typed_function::<D>(src, root, &[]);
+        let resident = |k: CudaFunction| -> (CudaFunction, u32) {
+            // The occupancy query does not bind the context itself.
+            let per_sm = gpu
+                .context()
+                .bind_to_thread()
+                .ok()
+                .and_then(|_| {
+                    k.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                        .ok()
+                })
+                .unwrap_or(0);
+            (k, per_sm * gpu.sm_count())
+        };
+        let fused = if fused {
+            Some(FusedBlock {
+                cg: resident(f(&CG, "block_cg_fused")?),
+                bicg_alpha_s: resident(f(&BICGSTAB, "block_bicg_alpha_s")?),
+                bicg_update_p: resident(f(&BICGSTAB, "block_bicg_update_p")?),
+                gmres_arnoldi: resident(f(&GMRES, "block_gmres_arnoldi")?),
+            })
+        } else {
+            None
+        };
+        Ok(BlockKernels {
+            read_slots: f(&BLAS1, "block_read_slots")?,
+            axpy: f(&BLAS1, "block_axpy")?,
+            scale: f(&BLAS1, "block_scale")?,
+            copy: f(&BLAS1, "block_copy")?,
+            poly_step: f(&CHEBYSHEV, "block_poly_step")?,
+            cg_alpha: f(&CG, "block_cg_alpha")?,
+            cg_update_r: f(&CG, "block_cg_update_r")?,
+            cg_rho: f(&CG, "block_cg_rho")?,
+            cg_update_xp: f(&CG, "block_cg_update_xp")?,
+            bicg_p: f(&BICGSTAB, "block_bicg_p")?,
+            bicg_alpha: f(&BICGSTAB, "block_bicg_alpha")?,
+            bicg_s: f(&BICGSTAB, "block_bicg_s")?,
+            bicg_omega: f(&BICGSTAB, "block_bicg_omega")?,
+            bicg_update: f(&BICGSTAB, "block_bicg_update")?,
+            fused,
+        })
+    }
+}
 
 /// The constants that every solver kernel shares with this backend, passed as `-D` defines
 /// (see [`KernelSource::constants`]): the block size, the slot count and numbers
@@ -267,8 +354,8 @@ pub struct GpuOps<T> {
     fused_ok: bool,
     /// Launch the fused kernels cooperatively (the default).
     cooperative: bool,
-    /// The block steps' kernels (`backend::block::gpu`).
-    pub(crate) blk: super::block::gpu::BlockKernels,
+    /// The block steps' kernels (`backend::block`).
+    pub(crate) blk: BlockKernels,
     /// Run the block steps as one launch for several columns (the default), or column by column.
     block_steps: bool,
     _t: std::marker::PhantomData<T>,
@@ -496,7 +583,7 @@ where
                         .is_ok_and(|b| b >= 1)
                 })
             });
-        let blk = super::block::gpu::BlockKernels::load::<T::Dev>(gpu, !T::IS_COMPLEX)?;
+        let blk = BlockKernels::load::<T::Dev>(gpu, !T::IS_COMPLEX)?;
         Ok(GpuOps {
             gpu: gpu.clone(),
             k,

@@ -16,40 +16,22 @@
 //! column fits runs the separate block kernels (the same arithmetic: the fused kernels equal the
 //! separate ones bit for bit).
 
-use std::sync::Arc;
-
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
     PushKernelArg, SyncOnDrop,
 };
 
 use super::super::gpu::{
-    GpuKrylov, GpuOps, GpuScalars, FUSE_IDENTITY, FUSE_JACOBI, FUSE_SEPARATE, THREADS,
+    GpuKrylov, GpuOps, GpuScalars, BLOCK_COLS, BLOCK_PTRS, FUSE_IDENTITY, FUSE_JACOBI,
+    FUSE_SEPARATE, THREADS,
 };
 use super::super::krylov::KrylovOps;
 use super::super::ops::VectorOps;
 use super::super::recur::NSLOTS;
 use super::{BicgColumn, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, PolyColumn, Pre};
 use crate::error::Result;
-use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Elem;
-
-/// Columns per block launch (`BLOCK_COLS` in `cols.cuh`): the rows of the parameter table.
-pub const BLOCK_COLS: usize = 32;
-/// Pointers per column in the table (`BLOCK_PTRS`): the widest step's (BiCGSTAB's 13).
-pub const BLOCK_PTRS: usize = 13;
-
-/// `kernels/solvers/cols.cuh`: the column table of the block kernels.
-pub const COLS: KernelSource = KernelSource {
-    name: "solvers/cols.cuh",
-    text: include_str!("../../../kernels/solvers/cols.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[
-        ("BLOCK_COLS", BLOCK_COLS as i64),
-        ("BLOCK_PTRS", BLOCK_PTRS as i64),
-    ],
-};
 
 /// The kernels' `ColTab`: per column [`BLOCK_PTRS`] device pointers, the iteration argument and
 /// one more word (3,584 bytes, under the 4 KiB parameter limit).
@@ -96,83 +78,6 @@ impl<'a> Table<'a> {
         let (p, g) = v.device_ptr_mut(self.stream);
         self.tab.p[c][k] = p;
         self.guards.push(g);
-    }
-}
-
-/// The block kernels of one element type.
-pub(crate) struct BlockKernels {
-    read_slots: CudaFunction,
-    axpy: CudaFunction,
-    scale: CudaFunction,
-    copy: CudaFunction,
-    poly_step: CudaFunction,
-    cg_alpha: CudaFunction,
-    cg_update_r: CudaFunction,
-    cg_rho: CudaFunction,
-    cg_update_xp: CudaFunction,
-    bicg_p: CudaFunction,
-    bicg_alpha: CudaFunction,
-    bicg_s: CudaFunction,
-    bicg_omega: CudaFunction,
-    bicg_update: CudaFunction,
-    /// The fused block kernels (real types) with the blocks of each that the device keeps
-    /// resident at once.
-    fused: Option<FusedBlock>,
-}
-
-struct FusedBlock {
-    cg: (CudaFunction, u32),
-    bicg_alpha_s: (CudaFunction, u32),
-    bicg_update_p: (CudaFunction, u32),
-    gmres_arnoldi: (CudaFunction, u32),
-}
-
-impl BlockKernels {
-    /// Loads the block kernels of `D` (their sources are the solver sources, compiled once per
-    /// process); `fused`: load the fused ones too (real types).
-    pub(crate) fn load<D: KernelType>(gpu: &Arc<Gpu>, fused: bool) -> Result<Self> {
-        use super::super::gpu::{BICGSTAB, BLAS1, CG, CHEBYSHEV, GMRES};
-        let f = |src: &KernelSource, root: &str| gpu.typed_function::<D>(src, root, &[]);
-        let resident = |k: CudaFunction| -> (CudaFunction, u32) {
-            // The occupancy query does not bind the context itself.
-            let per_sm = gpu
-                .context()
-                .bind_to_thread()
-                .ok()
-                .and_then(|_| {
-                    k.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-                        .ok()
-                })
-                .unwrap_or(0);
-            (k, per_sm * gpu.sm_count())
-        };
-        let fused = if fused {
-            Some(FusedBlock {
-                cg: resident(f(&CG, "block_cg_fused")?),
-                bicg_alpha_s: resident(f(&BICGSTAB, "block_bicg_alpha_s")?),
-                bicg_update_p: resident(f(&BICGSTAB, "block_bicg_update_p")?),
-                gmres_arnoldi: resident(f(&GMRES, "block_gmres_arnoldi")?),
-            })
-        } else {
-            None
-        };
-        Ok(BlockKernels {
-            read_slots: f(&BLAS1, "block_read_slots")?,
-            axpy: f(&BLAS1, "block_axpy")?,
-            scale: f(&BLAS1, "block_scale")?,
-            copy: f(&BLAS1, "block_copy")?,
-            poly_step: f(&CHEBYSHEV, "block_poly_step")?,
-            cg_alpha: f(&CG, "block_cg_alpha")?,
-            cg_update_r: f(&CG, "block_cg_update_r")?,
-            cg_rho: f(&CG, "block_cg_rho")?,
-            cg_update_xp: f(&CG, "block_cg_update_xp")?,
-            bicg_p: f(&BICGSTAB, "block_bicg_p")?,
-            bicg_alpha: f(&BICGSTAB, "block_bicg_alpha")?,
-            bicg_s: f(&BICGSTAB, "block_bicg_s")?,
-            bicg_omega: f(&BICGSTAB, "block_bicg_omega")?,
-            bicg_update: f(&BICGSTAB, "block_bicg_update")?,
-            fused,
-        })
     }
 }
 

@@ -624,7 +624,8 @@ where
         rs: &[&CudaSlice<T::Dev>],
         zs: &mut [&mut CudaSlice<T::Dev>],
     ) -> Result<bool> {
-        use crate::backend::block::gpu::{Table, BLOCK_COLS};
+        use crate::backend::block::gpu::Table;
+        use crate::backend::gpu::BLOCK_COLS;
         assert_eq!(
             rs.len(),
             zs.len(),

@@ -35,7 +35,7 @@ pub const SPTRSV_SRC: KernelSource = KernelSource {
     headers: &[
         &crate::gpu::kernels::COMMON,
         &crate::gpu::kernels::COMPLEX_H,
-        &crate::backend::block::gpu::COLS,
+        &crate::backend::gpu::COLS,
     ],
     constants: &[("SPTRSV_THREADS", THREADS as i64)],
 };
