@@ -364,6 +364,9 @@ fn failing_and_slow_columns_match_their_one_column_errors() {
 
 /// Two block outcomes of the same columns, bit for bit: iterations, restarts, histories,
 /// residuals, errors and solutions.
+/// A block solve's outcome and its solutions on the host.
+type Solved = (MultiInfo, Vec<Vec<f64>>);
+
 type Outcomes<'a> = (Vec<&'a Result<SolveInfo, SolveError>>, Vec<&'a Vec<f64>>);
 
 fn same_columns(what: &str, a: Outcomes<'_>, b: Outcomes<'_>) {
@@ -403,7 +406,7 @@ fn others_unchanged(
     what: &str,
     bs: &[Vec<f64>],
     keep: &[usize],
-    run: &dyn Fn(&[Vec<f64>]) -> (MultiInfo, Vec<Vec<f64>>),
+    run: &dyn Fn(&[Vec<f64>]) -> Solved,
 ) {
     let (all, xa) = run(bs);
     let sub: Vec<Vec<f64>> = keep.iter().map(|&j| bs[j].clone()).collect();

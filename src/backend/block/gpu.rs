@@ -22,8 +22,8 @@ use cudarc::driver::{
 };
 
 use super::super::gpu::{
-    GpuKrylov, GpuOps, GpuScalars, BLOCK_COLS, BLOCK_PTRS, FUSE_IDENTITY, FUSE_JACOBI,
-    FUSE_SEPARATE, THREADS,
+    BlockKernels, GpuKrylov, GpuOps, GpuScalars, BLOCK_COLS, BLOCK_PTRS, FUSE_IDENTITY,
+    FUSE_JACOBI, FUSE_SEPARATE, THREADS,
 };
 use super::super::krylov::KrylovOps;
 use super::super::ops::VectorOps;
@@ -109,6 +109,11 @@ enum Extra<D> {
     Ptr(u64),
     Val(D),
 }
+
+/// The columns of a CG block step on the GPU.
+type CgCols<'a, D> = [CgColumn<'a, CudaSlice<D>, GpuScalars<D>>];
+/// The columns of a BiCGSTAB block step on the GPU.
+type BicgCols<'a, D> = [BicgColumn<'a, CudaSlice<D>, GpuScalars<D>>];
 
 /// Which kernel a block step launches, and how.
 #[derive(Clone, Copy)]
@@ -214,7 +219,7 @@ where
         &self,
         name: &'static str,
         how: Launch<'_>,
-        cols: &mut [CgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut CgCols<'_, T::Dev>,
         tail: Tail<'_, T::Dev>,
     ) -> Result<()> {
         let Some(first) = cols.first() else {
@@ -260,7 +265,7 @@ where
         &self,
         name: &'static str,
         how: Launch<'_>,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut BicgCols<'_, T::Dev>,
         tail: Tail<'_, T::Dev>,
     ) -> Result<()> {
         let Some(first) = cols.first() else {
@@ -416,7 +421,7 @@ where
 
     fn cg_tail_block(
         &self,
-        cols: &mut [CgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut CgCols<'_, T::Dev>,
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
@@ -453,10 +458,7 @@ where
         )
     }
 
-    fn cg_update_r_block(
-        &self,
-        cols: &mut [CgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
-    ) -> Result<()> {
+    fn cg_update_r_block(&self, cols: &mut CgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
             return super::defaults::cg_update_r_block(self, cols);
         }
@@ -476,10 +478,7 @@ where
         r
     }
 
-    fn cg_update_xp_block(
-        &self,
-        cols: &mut [CgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
-    ) -> Result<()> {
+    fn cg_update_xp_block(&self, cols: &mut CgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
             return super::defaults::cg_update_xp_block(self, cols);
         }
@@ -499,7 +498,7 @@ where
 
     fn bicg_p_block(
         &self,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut BicgCols<'_, T::Dev>,
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
@@ -515,10 +514,7 @@ where
         )
     }
 
-    fn bicg_alpha_block(
-        &self,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
-    ) -> Result<()> {
+    fn bicg_alpha_block(&self, cols: &mut BicgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
             return super::defaults::bicg_alpha_block(self, cols);
         }
@@ -528,7 +524,7 @@ where
 
     fn bicg_s_block(
         &self,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut BicgCols<'_, T::Dev>,
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
@@ -544,10 +540,7 @@ where
         )
     }
 
-    fn bicg_omega_update_block(
-        &self,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
-    ) -> Result<()> {
+    fn bicg_omega_update_block(&self, cols: &mut BicgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
             return super::defaults::bicg_omega_update_block(self, cols);
         }
@@ -568,7 +561,7 @@ where
 
     fn bicg_alpha_s_block(
         &self,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut BicgCols<'_, T::Dev>,
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
@@ -591,7 +584,7 @@ where
 
     fn bicg_update_p_block(
         &self,
-        cols: &mut [BicgColumn<'_, CudaSlice<T::Dev>, GpuScalars<T::Dev>>],
+        cols: &mut BicgCols<'_, T::Dev>,
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
