@@ -7,7 +7,7 @@ use std::time::Instant;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator};
+use segsparse::backend::{Cpu, Identity, LinearOperator};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
