@@ -49,7 +49,7 @@ use drive::{drive_multi, mask, ColumnMethod};
 
 use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
-use super::drive::{check_problem, preflight, PrecondKind as Kind};
+use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind};
 use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
@@ -234,10 +234,22 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    pcg_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`pcg`] on trait objects: compiled once per element type and backend.
+fn pcg_body<T: Scalar, B: BlockOps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     preflight(be, "the multi-RHS CG workspace", n, vectors * k, 0, params)?;
     let (cols, scs) = allocate(be, k, n, params, || CgVectors::new(be, n, kind))?;
@@ -321,10 +333,22 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    bicgstab_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`bicgstab`] on trait objects: compiled once per element type and backend.
+fn bicgstab_body<T: Scalar, B: BlockOps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
     preflight(
         be,
@@ -359,7 +383,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
     fn op_after_pre<T, B>(&mut self, be: &B, on: &[bool], route: (BV, BV, BV)) -> crate::Result<()>
     where
         T: Scalar,
-        B: VectorOps<T, Vector = V>,
+        B: BlockOps<T, Vector = V>,
         A: LinearOperator<T, B>,
         P: Preconditioner<T, B>,
     {
@@ -448,6 +472,20 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    gmres_body(be, &Dyn(a), &Dyn(m), b, x, restart, params)
+}
+
+/// [`gmres`] on trait objects: compiled once per element type and backend.
+#[allow(clippy::too_many_arguments)]
+fn gmres_body<T: Scalar, B: BlockKrylovOps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    restart: usize,
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     if restart == 0 {

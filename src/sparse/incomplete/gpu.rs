@@ -624,7 +624,7 @@ where
         rs: &[&CudaSlice<T::Dev>],
         zs: &mut [&mut CudaSlice<T::Dev>],
     ) -> Result<bool> {
-        use crate::backend::block::gpu::Table;
+        use crate::backend::gpu::block::Table;
         use crate::backend::gpu::BLOCK_COLS;
         assert_eq!(
             rs.len(),

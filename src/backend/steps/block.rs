@@ -4,11 +4,11 @@
 //! A block solve keeps one set of vectors and one set of scalar slots per column (each column is
 //! the one-column solve of its right-hand side, with its own α, β, ω, status and history). What
 //! [`BlockOps`] adds is **one call per step for every running column**: the column steps of the
-//! one-column solvers ([`VectorOps::cg_tail`], [`VectorOps::bicg_update`], ...) take one column;
+//! one-column solvers ([`CgSteps::cg_tail`], [`BicgSteps::bicg_update`], ...) take one column;
 //! their block forms here take a slice of columns ([`CgColumn`], [`BicgColumn`], [`GmresColumn`],
 //! [`PolyColumn`]). The default bodies call the column step once per column, in column order, so
 //! any backend runs a block solve; a backend that can do better overrides them. The GPU backend
-//! (`block/gpu.rs`) runs each step as **one launch for up to 32 columns** (a 2-D grid whose `y`
+//! (`backend/gpu/block.rs`) runs each step as **one launch for up to 32 columns** (a 2-D grid whose `y`
 //! index is the column, the columns' pointers in the kernel's parameters), and reads the status
 //! of every running column in one download ([`BlockOps::read_slots_block`]).
 //!
@@ -16,12 +16,9 @@
 //! block kernels run the column kernels' bodies on each column's own buffers with the grid of the
 //! one-column launch in `x` (`tests/all/multi_rhs.rs` compares both).
 
-#[cfg(feature = "cuda")]
-pub mod gpu;
-
-use super::krylov::KrylovOps;
-use super::ops::{Fuse, VectorOps};
-use super::recur::NSLOTS;
+use super::{BicgSteps, CgSteps, ChebyshevSteps, Fuse};
+use crate::backend::recur::NSLOTS;
+use crate::backend::{KrylovOps, VectorOps};
 use crate::error::Result;
 use crate::scalar::Elem;
 
@@ -116,7 +113,7 @@ pub struct GmresColumn<'a, K, S> {
     pub it: usize,
 }
 
-/// One column of a Chebyshev step ([`VectorOps::poly_step`]).
+/// One column of a Chebyshev step ([`ChebyshevSteps::poly_step`]).
 #[derive(Debug)]
 pub struct PolyColumn<'a, V> {
     /// `A·d` (or `r` for the first step).
@@ -131,13 +128,13 @@ pub struct PolyColumn<'a, V> {
 
 /// The block forms of the column steps; see the [module docs](self). Every method has a default
 /// that runs the column step on each column in order.
-pub trait BlockOps<T: Elem>: VectorOps<T> {
+pub trait BlockOps<T: Elem>: BicgSteps<T> + ChebyshevSteps<T> {
     /// The slots of every column of `scs`, in order, in one read (synchronises).
     fn read_slots_block(&self, scs: &[&Self::Scalars]) -> Result<Vec<[T; NSLOTS]>> {
         defaults::read_slots_block(self, scs)
     }
 
-    /// [`VectorOps::cg_tail`] on every column (`pre` is the identity or Jacobi).
+    /// [`CgSteps::cg_tail`] on every column (`pre` is the identity or Jacobi).
     fn cg_tail_block(
         &self,
         cols: &mut [CgColumn<'_, Self::Vector, Self::Scalars>],
@@ -146,8 +143,8 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::cg_tail_block(self, cols, pre)
     }
 
-    /// With a general preconditioner, before it: [`VectorOps::cg_alpha`] then
-    /// [`VectorOps::cg_update_r`] on every column.
+    /// With a general preconditioner, before it: [`CgSteps::cg_alpha`] then
+    /// [`CgSteps::cg_update_r`] on every column.
     fn cg_update_r_block(
         &self,
         cols: &mut [CgColumn<'_, Self::Vector, Self::Scalars>],
@@ -155,8 +152,8 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::cg_update_r_block(self, cols)
     }
 
-    /// With a general preconditioner, after it: [`VectorOps::cg_rho`] then
-    /// [`VectorOps::cg_update_xp`] on every column (each needs its `z`).
+    /// With a general preconditioner, after it: [`CgSteps::cg_rho`] then
+    /// [`CgSteps::cg_update_xp`] on every column (each needs its `z`).
     fn cg_update_xp_block(
         &self,
         cols: &mut [CgColumn<'_, Self::Vector, Self::Scalars>],
@@ -164,7 +161,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::cg_update_xp_block(self, cols)
     }
 
-    /// [`VectorOps::bicg_p`] on every column (Jacobi writes `p̂`).
+    /// [`BicgSteps::bicg_p`] on every column (Jacobi writes `p̂`).
     fn bicg_p_block(
         &self,
         cols: &mut [BicgColumn<'_, Self::Vector, Self::Scalars>],
@@ -173,7 +170,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::bicg_p_block(self, cols, pre)
     }
 
-    /// [`VectorOps::bicg_alpha`] on every column.
+    /// [`BicgSteps::bicg_alpha`] on every column.
     fn bicg_alpha_block(
         &self,
         cols: &mut [BicgColumn<'_, Self::Vector, Self::Scalars>],
@@ -181,7 +178,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::bicg_alpha_block(self, cols)
     }
 
-    /// [`VectorOps::bicg_s`] on every column (Jacobi writes `ŝ`).
+    /// [`BicgSteps::bicg_s`] on every column (Jacobi writes `ŝ`).
     fn bicg_s_block(
         &self,
         cols: &mut [BicgColumn<'_, Self::Vector, Self::Scalars>],
@@ -190,7 +187,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::bicg_s_block(self, cols, pre)
     }
 
-    /// [`VectorOps::bicg_omega`] then [`VectorOps::bicg_update`] on every column.
+    /// [`BicgSteps::bicg_omega`] then [`BicgSteps::bicg_update`] on every column.
     fn bicg_omega_update_block(
         &self,
         cols: &mut [BicgColumn<'_, Self::Vector, Self::Scalars>],
@@ -198,7 +195,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::bicg_omega_update_block(self, cols)
     }
 
-    /// The fused order's [`VectorOps::bicg_alpha_s`] on every column (Jacobi writes `ŝ`).
+    /// The fused order's [`BicgSteps::bicg_alpha_s`] on every column (Jacobi writes `ŝ`).
     fn bicg_alpha_s_block(
         &self,
         cols: &mut [BicgColumn<'_, Self::Vector, Self::Scalars>],
@@ -207,7 +204,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::bicg_alpha_s_block(self, cols, pre)
     }
 
-    /// The fused order's [`VectorOps::bicg_update_p`] on every column (Jacobi writes `p̂`).
+    /// The fused order's [`BicgSteps::bicg_update_p`] on every column (Jacobi writes `p̂`).
     fn bicg_update_p_block(
         &self,
         cols: &mut [BicgColumn<'_, Self::Vector, Self::Scalars>],
@@ -216,7 +213,7 @@ pub trait BlockOps<T: Elem>: VectorOps<T> {
         defaults::bicg_update_p_block(self, cols, pre)
     }
 
-    /// [`VectorOps::poly_step`] on every column, with shared `inv_diag` and coefficients.
+    /// [`ChebyshevSteps::poly_step`] on every column, with shared `inv_diag` and coefficients.
     fn poly_step_block(
         &self,
         cols: &mut [PolyColumn<'_, Self::Vector>],
@@ -265,11 +262,6 @@ pub trait BlockKrylovOps<T: Elem>: KrylovOps<T> + BlockOps<T> {
     }
 }
 
-impl<T: Elem> BlockOps<T> for super::Cpu {}
-impl<T: Elem> BlockKrylovOps<T> for super::Cpu {}
-impl<T: crate::scalar::Scalar> BlockOps<T> for super::sim::SimOps {}
-impl<T: crate::scalar::Scalar> BlockKrylovOps<T> for super::sim::SimOps {}
-
 /// The default bodies of [`BlockOps`] and [`BlockKrylovOps`]: each column's step in turn (what
 /// an override must compute, per column, bit for bit).
 pub(crate) mod defaults {
@@ -281,7 +273,7 @@ pub(crate) mod defaults {
         scs.iter().map(|sc| be.read_slots(sc)).collect()
     }
 
-    pub(crate) fn cg_tail_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn cg_tail_block<T: Elem, B: CgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [CgColumn<'_, B::Vector, B::Scalars>],
         pre: Pre<'_, B::Vector>,
@@ -293,7 +285,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn cg_update_r_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn cg_update_r_block<T: Elem, B: CgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [CgColumn<'_, B::Vector, B::Scalars>],
     ) -> Result<()> {
@@ -304,7 +296,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn cg_update_xp_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn cg_update_xp_block<T: Elem, B: CgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [CgColumn<'_, B::Vector, B::Scalars>],
     ) -> Result<()> {
@@ -316,7 +308,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn bicg_p_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn bicg_p_block<T: Elem, B: BicgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [BicgColumn<'_, B::Vector, B::Scalars>],
         pre: Pre<'_, B::Vector>,
@@ -328,7 +320,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn bicg_alpha_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn bicg_alpha_block<T: Elem, B: BicgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [BicgColumn<'_, B::Vector, B::Scalars>],
     ) -> Result<()> {
@@ -338,7 +330,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn bicg_s_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn bicg_s_block<T: Elem, B: BicgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [BicgColumn<'_, B::Vector, B::Scalars>],
         pre: Pre<'_, B::Vector>,
@@ -350,7 +342,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn bicg_omega_update_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn bicg_omega_update_block<T: Elem, B: BicgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [BicgColumn<'_, B::Vector, B::Scalars>],
     ) -> Result<()> {
@@ -365,7 +357,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn bicg_alpha_s_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn bicg_alpha_s_block<T: Elem, B: BicgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [BicgColumn<'_, B::Vector, B::Scalars>],
         pre: Pre<'_, B::Vector>,
@@ -377,7 +369,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn bicg_update_p_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn bicg_update_p_block<T: Elem, B: BicgSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [BicgColumn<'_, B::Vector, B::Scalars>],
         pre: Pre<'_, B::Vector>,
@@ -398,7 +390,7 @@ pub(crate) mod defaults {
         Ok(())
     }
 
-    pub(crate) fn poly_step_block<T: Elem, B: VectorOps<T> + ?Sized>(
+    pub(crate) fn poly_step_block<T: Elem, B: ChebyshevSteps<T> + ?Sized>(
         be: &B,
         cols: &mut [PolyColumn<'_, B::Vector>],
         inv_diag: Option<&B::Vector>,

@@ -21,14 +21,16 @@ use cudarc::driver::{
     PushKernelArg, SyncOnDrop,
 };
 
-use super::super::gpu::{
+use super::{
     BlockKernels, GpuKrylov, GpuOps, GpuScalars, BLOCK_COLS, BLOCK_PTRS, FUSE_IDENTITY,
     FUSE_JACOBI, FUSE_SEPARATE, THREADS,
 };
-use super::super::krylov::KrylovOps;
-use super::super::ops::VectorOps;
-use super::super::recur::NSLOTS;
-use super::{BicgColumn, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, PolyColumn, Pre};
+use crate::backend::recur::NSLOTS;
+use crate::backend::steps::block::defaults;
+use crate::backend::{
+    BicgColumn, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, KrylovOps, PolyColumn, Pre,
+    VectorOps,
+};
 use crate::error::Result;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Elem;
@@ -379,7 +381,7 @@ where
     /// One launch copies every column's slots into one buffer, one download reads them.
     fn read_slots_block(&self, scs: &[&GpuScalars<T::Dev>]) -> Result<Vec<[T; NSLOTS]>> {
         if !self.block_steps() {
-            return super::defaults::read_slots_block(self, scs);
+            return defaults::read_slots_block(self, scs);
         }
         if scs.len() <= 1 {
             return scs.iter().map(|sc| self.read_slots(sc)).collect();
@@ -425,7 +427,7 @@ where
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::cg_tail_block(self, cols, pre);
+            return defaults::cg_tail_block(self, cols, pre);
         }
         let Some(first) = cols.first() else {
             return Ok(());
@@ -460,7 +462,7 @@ where
 
     fn cg_update_r_block(&self, cols: &mut CgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::cg_update_r_block(self, cols);
+            return defaults::cg_update_r_block(self, cols);
         }
         let k = self.bk();
         self.cg_block("block_cg_alpha", Launch::Plain(&k.cg_alpha), cols, Tail::N)?;
@@ -480,7 +482,7 @@ where
 
     fn cg_update_xp_block(&self, cols: &mut CgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::cg_update_xp_block(self, cols);
+            return defaults::cg_update_xp_block(self, cols);
         }
         assert!(
             cols.iter().all(|c| c.z.is_some()),
@@ -502,7 +504,7 @@ where
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::bicg_p_block(self, cols, pre);
+            return defaults::bicg_p_block(self, cols, pre);
         }
         let (mode, dinv) = mode_of(pre);
         let f = &self.bk().bicg_p;
@@ -516,7 +518,7 @@ where
 
     fn bicg_alpha_block(&self, cols: &mut BicgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::bicg_alpha_block(self, cols);
+            return defaults::bicg_alpha_block(self, cols);
         }
         let f = &self.bk().bicg_alpha;
         self.bicg_block("block_bicg_alpha", Launch::Plain(f), cols, Tail::N)
@@ -528,7 +530,7 @@ where
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::bicg_s_block(self, cols, pre);
+            return defaults::bicg_s_block(self, cols, pre);
         }
         let (mode, dinv) = mode_of(pre);
         let f = &self.bk().bicg_s;
@@ -542,7 +544,7 @@ where
 
     fn bicg_omega_update_block(&self, cols: &mut BicgCols<'_, T::Dev>) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::bicg_omega_update_block(self, cols);
+            return defaults::bicg_omega_update_block(self, cols);
         }
         let k = self.bk();
         self.bicg_block(
@@ -565,7 +567,7 @@ where
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::bicg_alpha_s_block(self, cols, pre);
+            return defaults::bicg_alpha_s_block(self, cols, pre);
         }
         let Some(first) = cols.first() else {
             return Ok(());
@@ -588,7 +590,7 @@ where
         pre: Pre<'_, CudaSlice<T::Dev>>,
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::bicg_update_p_block(self, cols, pre);
+            return defaults::bicg_update_p_block(self, cols, pre);
         }
         let Some(first) = cols.first() else {
             return Ok(());
@@ -614,7 +616,7 @@ where
         c2: T,
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::poly_step_block(self, cols, inv_diag, first, c1, c2);
+            return defaults::poly_step_block(self, cols, inv_diag, first, c1, c2);
         }
         if let (Some(d), Some(c)) = (inv_diag, cols.first()) {
             check_lens("block_poly_step D⁻¹", c.t.len(), &[d.len()]);
@@ -648,7 +650,7 @@ where
         ys: &mut [&mut CudaSlice<T::Dev>],
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::axpy_block(self, alpha, xs, ys);
+            return defaults::axpy_block(self, alpha, xs, ys);
         }
         assert_eq!(xs.len(), ys.len(), "axpy_block: as many outputs as inputs");
         let mut writes: Vec<Vec<&mut CudaSlice<T::Dev>>> =
@@ -664,7 +666,7 @@ where
         zs: &mut [&mut CudaSlice<T::Dev>],
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::scale_block(self, d, rs, zs);
+            return defaults::scale_block(self, d, rs, zs);
         }
         assert_eq!(rs.len(), zs.len(), "scale_block: as many outputs as inputs");
         if let Some(r) = rs.first() {
@@ -682,7 +684,7 @@ where
         dsts: &mut [&mut CudaSlice<T::Dev>],
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::copy_block(self, srcs, dsts);
+            return defaults::copy_block(self, srcs, dsts);
         }
         assert_eq!(
             srcs.len(),
@@ -706,7 +708,7 @@ where
         cols: &mut [GmresColumn<'_, GpuKrylov<T::Dev>, GpuScalars<T::Dev>>],
     ) -> Result<()> {
         if !self.block_steps() {
-            return super::defaults::gmres_arnoldi_block(self, cols);
+            return defaults::gmres_arnoldi_block(self, cols);
         }
         let Some(first) = cols.first() else {
             return Ok(());
