@@ -59,6 +59,8 @@ use crate::sparse::incomplete::FactorSummary;
 /// (`benches/results/auto.md`, on the kinds marked `fit` there); on the CPU the fixed parts are
 /// small against every setup that the probe weighs.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "cli", serde(default))]
 pub struct CostModel {
     /// AMG's setup: (cheap iterations, seconds).
     pub amg_setup: (f64, f64),
@@ -75,6 +77,11 @@ pub struct CostModel {
     pub ilu_iteration: (f64, f64),
     /// How many times fewer iterations GMRES + ILU(0) takes than the cheap BiCGSTAB.
     pub ilu_gain: f64,
+    /// The CG iterations left after the probe, as a multiple of the count its measured rate
+    /// predicts (the rate of 40 iterations misses the slow end of the spectrum).
+    pub cg_iterations_factor: f64,
+    /// The same for BiCGSTAB's probe.
+    pub bicgstab_iterations_factor: f64,
 }
 
 impl Default for CostModel {
@@ -87,6 +94,8 @@ impl Default for CostModel {
             ilu_setup_per_entry: 40e-9,
             ilu_iteration: (2.0, 0.0),
             ilu_gain: 4.0,
+            cg_iterations_factor: 1.0,
+            bicgstab_iterations_factor: 1.0,
         }
     }
 }
@@ -238,8 +247,9 @@ pub struct Measured {
     pub nnz: usize,
 }
 
-/// The decision from a probe: (escalate, predicted remaining cheap iterations, predicted cheap
-/// seconds, predicted expensive seconds). `expensive` is [`AutoPrecond::Amg`] (CG + AMG after a
+/// The decision from a probe: (escalate, predicted remaining cheap iterations (the rate's count
+/// times the model's factor for the probed method), predicted cheap seconds, predicted expensive
+/// seconds). `expensive` is [`AutoPrecond::Amg`] (CG + AMG after a
 /// CG probe) or the incomplete factorization (GMRES + ILU(0) after a BiCGSTAB probe). Pure:
 /// what the probe's tests pin down.
 pub fn decide(
@@ -249,8 +259,12 @@ pub fn decide(
     model: &CostModel,
 ) -> (bool, f64, f64, f64) {
     let t = m.seconds_per_iteration;
+    let factor = match expensive {
+        AutoPrecond::Amg => model.cg_iterations_factor,
+        _ => model.bicgstab_iterations_factor,
+    };
     let remaining = if m.rate < 1.0 && m.rate > 0.0 {
-        ((rel_tol / m.residual).ln() / m.rate.ln()).max(0.0)
+        factor * ((rel_tol / m.residual).ln() / m.rate.ln()).max(0.0)
     } else {
         f64::INFINITY
     };

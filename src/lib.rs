@@ -30,6 +30,7 @@
 //! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
 //! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |
 //! | [`dist`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB |
+//! | [`autosolve`] | the automatic solve behind every default: statistics where the matrix lives, the rule, the convergence probe and its cost model, the per-pattern cache |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //!
 //! ## Quick start
@@ -66,6 +67,7 @@
 //! | scan family and primitives | [`primitives::cpu`] and each module's `cpu` | [`primitives`]`::gpu` and each module's `gpu` |
 //! | solvers and preconditioners | [`backend::Cpu`] | `backend::gpu::GpuOps` |
 //! | tridiagonal | [`tridiag::cpu`] | `tridiag::gpu::GpuTridiag` |
+//! | the automatic choice's statistics | [`precond::auto::MatrixStats`] (rayon) | `precond::auto::gpu::matrix_stats` |
 //!
 //! Feature `cli` (default) builds `spmv-bench`, `sparse-solve` and the other benchmark tools.
 //! Performance figures measured on the GPU machine are in `benches/results/` of the repository.

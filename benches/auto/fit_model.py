@@ -16,6 +16,9 @@ default's `auto.probe` of the same system):
   ilu_iteration (k, 0)    the median of (gmres+ilu0's solve_s / iterations) / t
   ilu_gain                the median of (the probed BiCGSTAB's iterations to converge, explicit
                           run) / gmres+ilu0's iterations
+  cg_iterations_factor, bicgstab_iterations_factor
+                          the median of (the explicit cheap run's iterations − the probe's) /
+                          the probe's predicted remaining iterations (before any factor)
 Systems of the held-out kinds are never read. Standard library only.
 """
 
@@ -59,16 +62,28 @@ def lsq(points):
     return (k, s)
 
 
+args_factor = {}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("raw", nargs="+")
     ap.add_argument("--json", help="write the fitted model here")
+    ap.add_argument("--model", help="the model the binary ran with (its iteration factors are undone)")
     args = ap.parse_args()
+    global args_factor
+    args_factor = {}
+    if args.model:
+        with open(args.model, encoding="utf-8") as fh:
+            m = json.load(fh)
+        args_factor = {"cg": m.get("cg_iterations_factor", 1.0),
+                       "bicgstab": m.get("bicgstab_iterations_factor", 1.0)}
     rows = [r for p in args.raw for r in load(p) if r.get("split") == "fit" and not r.get("skipped")]
     systems = {}
     for r in rows:
         systems.setdefault(r["system"], {})[r["choice"]] = r
     amg_setup, amg_it, amg_its = [], [], []
+    factors = {"cg": [], "bicgstab": []}
     ilu_setup, ilu_it, ilu_gain = [], [], []
     used = []
     for name, ch in systems.items():
@@ -79,6 +94,15 @@ def main():
         t = probe["seconds"] / probe["iterations"]
         nnz = d.get("nnz")
         ok = {c: r for c, r in ch.items() if c != "default" and r.get("converged")}
+        cheap = probe["cheap"].replace(" + ", "+")
+        pred = probe.get("predicted_iterations")
+        if cheap in ok and pred and pred > 0 and pred != float("inf"):
+            meth = cheap.split("+")[0]
+            # The prediction written by the binary used its own factor: undo it.
+            f0 = args_factor.get(meth, 1.0)
+            left = ok[cheap]["iterations"] - probe["iterations"]
+            if left > 0 and meth in factors:
+                factors[meth].append(left / (pred / f0))
         setups = [r["setup_s"] for r in ch.values() if r.get("setup_s") is not None and r is not d]
         base = min(setups) if setups else None
         if probe["expensive"] == "cg + amg" and "cg+amg" in ok and base is not None:
@@ -93,7 +117,6 @@ def main():
             ilu_setup.append((nnz, g["setup_s"] - base))
             if g["iterations"]:
                 ilu_it.append((g["solve_s"] / g["iterations"]) / t)
-                cheap = probe["cheap"].replace(" + ", "+")
                 if cheap in ok and ok[cheap]["iterations"]:
                     ilu_gain.append(ok[cheap]["iterations"] / g["iterations"])
             used.append(name)
@@ -112,6 +135,9 @@ def main():
         model["ilu_iteration"] = (statistics.median(ilu_it), 0.0)
     if ilu_gain:
         model["ilu_gain"] = statistics.median(ilu_gain)
+    for meth, v in factors.items():
+        if v:
+            model[f"{meth}_iterations_factor"] = statistics.median(v)
     model["fitted_on"] = sorted(set(used))
     model["points"] = {"amg": len(amg_setup), "ilu": len(ilu_setup), "gain": len(ilu_gain)}
     text = json.dumps(model, indent=1)

@@ -198,6 +198,15 @@ impl AutoReport {
     }
 }
 
+/// The automatic solve's cost model: `--auto-model FILE` or the default.
+fn cost_model(cli: &Cli) -> Result<segsparse::autosolve::CostModel> {
+    let Some(p) = &cli.auto_model else {
+        return Ok(Default::default());
+    };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a cost model", p.display()))
+}
+
 /// The command line's method for the automatic choice's.
 fn method_arg(m: AutoMethod) -> MethodArg {
     match m {
@@ -530,10 +539,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg_setups: cli.amg.amg_setups as usize,
         amg_resetups: cli.amg.amg_resetups as usize,
         dist_precond: cli.dist_precond,
-        probe: engine.then(|| ProbeParams {
-            enabled: !cli.no_probe,
-            ..Default::default()
-        }),
+        probe: if engine {
+            Some(ProbeParams {
+                enabled: !cli.no_probe,
+                model: cost_model(cli)?,
+                ..Default::default()
+            })
+        } else {
+            None
+        },
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
