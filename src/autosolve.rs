@@ -36,7 +36,7 @@
 //! incomplete factorization (given by the caller, or downloaded once when one is built).
 
 use std::cell::OnceCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -594,6 +594,8 @@ where
     let mut indefinite = false;
     let mut last_err: Option<SolveError> = None;
     let mut best: Option<(f64, Cand)> = None;
+    // The preconditioners built so far, kept for a candidate that runs again.
+    let mut preconds: Vec<(AutoPrecond, Built<'_, T, B>)> = Vec::new();
     if let Some(c) = cached {
         out.cached = true;
         choice.reason.push_str(&format!(
@@ -615,7 +617,7 @@ where
         .max(2)
         .min(params.max_iters.max(1));
         let t = Instant::now();
-        let (m, _, _) = build(be, op, &host, &choice, first.1)?;
+        let built = build(be, op, &host, &choice, first.1)?;
         seg.setup += t.elapsed().as_secs_f64();
         let rec = Recorder(Mutex::new(Vec::new()));
         let pp = SolveParams {
@@ -626,7 +628,7 @@ where
         let r = run(
             be,
             op,
-            &*m,
+            &*built.0,
             first.0,
             restart,
             b,
@@ -684,7 +686,7 @@ where
             ) => {
                 seg.add_failed(err, secs);
                 let h = rec.0.lock().map(|h| h.clone()).unwrap_or_default();
-                let rate = probe_rate(&h, iterations, residual);
+                let rate = probe_rate(first.0, &h, iterations, residual);
                 let meas = Measured {
                     iterations,
                     seconds_per_iteration: secs / iterations.max(1) as f64,
@@ -761,25 +763,38 @@ where
             }
         }
         out.probe = Some(report);
+        preconds.push((first.1, built));
     } else {
         order.push(first);
         order.extend(choice.alternative);
     }
     fallbacks(&choice, &mut order);
-    // The candidates in turn, each from the current iterate once anything ran.
-    for (k, &cand) in order.iter().enumerate() {
-        if order[..k].contains(&cand) || (indefinite && cand.0 == AutoMethod::Cg) {
+    let mut queue: VecDeque<Cand> = VecDeque::new();
+    for c in order {
+        if !queue.contains(&c) {
+            queue.push_back(c);
+        }
+    }
+    // The candidates in turn, each from the current iterate once anything ran. One that is not
+    // the last runnable gets half the iterations left (or its predicted cap), so a stall leaves
+    // iterations to the others; one cut short this way runs again at the end.
+    let mut requeued: Vec<Cand> = Vec::new();
+    let mut ran = 0usize;
+    while let Some(cand) = queue.pop_front() {
+        if indefinite && cand.0 == AutoMethod::Cg {
             continue;
         }
         let left = params.max_iters.saturating_sub(seg.iterations);
         if left == 0 {
             break;
         }
-        let continued = seg.iterations > 0 || out.probe.is_some();
+        let last = queue.iter().all(|c| indefinite && c.0 == AutoMethod::Cg);
+        let share = if last { left } else { (left / 2).max(1) };
         let limit = match cap {
-            Some((c, n)) if c == cand => n.clamp(1, left),
-            _ => left,
+            Some((c, n)) if c == cand && !requeued.contains(&cand) => n.clamp(1, share),
+            _ => share,
         };
+        let continued = seg.iterations > 0 || out.probe.is_some();
         let fp = SolveParams {
             max_iters: limit,
             initial_guess: if continued {
@@ -789,30 +804,36 @@ where
             },
             ..*params
         };
-        let t = Instant::now();
-        let built = build(be, op, &host, &choice, cand.1);
-        seg.setup += t.elapsed().as_secs_f64();
-        let (m, f, g) = match built {
-            Ok(b) => b,
-            Err(e) => {
-                let last = order[k + 1..].iter().all(|c| order[..=k].contains(c));
-                if last && last_err.is_none() {
-                    return Err(e);
+        if !preconds.iter().any(|(p, _)| *p == cand.1) {
+            let t = Instant::now();
+            let built = build(be, op, &host, &choice, cand.1);
+            seg.setup += t.elapsed().as_secs_f64();
+            match built {
+                Ok(bt) => preconds.push((cand.1, bt)),
+                Err(e) => {
+                    if queue.is_empty() && last_err.is_none() && ran == 0 {
+                        return Err(e);
+                    }
+                    out.tried
+                        .push(format!("{}: setup failed ({e})", cand_name(cand)));
+                    continue;
                 }
-                out.tried
-                    .push(format!("{}: setup failed ({e})", cand_name(cand)));
-                continue;
             }
-        };
+        }
+        let (_, (m, f, g)) = preconds
+            .iter()
+            .find(|(p, _)| *p == cand.1)
+            .expect("built above");
         if f.is_some() {
-            out.factor = f;
+            out.factor = f.clone();
         }
         if g.is_some() {
-            out.amg = g;
+            out.amg = g.clone();
         }
         let t = Instant::now();
-        let r = run(be, op, &*m, cand.0, restart, b, x, &fp, None);
+        let r = run(be, op, &**m, cand.0, restart, b, x, &fp, None);
         let secs = t.elapsed().as_secs_f64();
+        ran += 1;
         choice.method = cand.0;
         choice.precond = cand.1;
         match r {
@@ -828,7 +849,7 @@ where
                         c.insert(key, cand);
                     }
                 }
-                if out.fallback.is_some() || k > 0 {
+                if out.fallback.is_some() || ran > 1 || out.cached {
                     choice
                         .reason
                         .push_str(&format!("; finished with {}", cand_name(cand)));
@@ -858,6 +879,13 @@ where
                 }
                 if cand.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
                     indefinite = true;
+                }
+                if matches!(err, SolveError::NotConverged { .. })
+                    && limit < left
+                    && !requeued.contains(&cand)
+                {
+                    requeued.push(cand);
+                    queue.push_back(cand);
                 }
                 last_err = Some(err);
             }
@@ -895,12 +923,21 @@ where
     Ok(out)
 }
 
-/// The residual reduction per iteration of a probe: a least-squares fit of `ln r` over the
-/// second half of the recorded history where there is one (CG's early iterations are faster
-/// than its steady rate, BiCGSTAB's residual oscillates), else from the final true residual
-/// over all iterations.
-fn probe_rate(history: &[f64], iterations: usize, residual: f64) -> f64 {
+/// The residual reduction per iteration of a probe. CG: a least-squares fit of `ln r` over the
+/// second half of the recorded history (CG's early iterations are faster than its steady
+/// rate). BiCGSTAB, whose residual may grow for a while before it falls (non-normal
+/// convection) and oscillates: the reduction from the first recorded residual to the smallest
+/// one, spread over all the probe's iterations (no progress gives 1: it does not converge).
+/// Without a history: from the final true residual over all iterations.
+fn probe_rate(method: AutoMethod, history: &[f64], iterations: usize, residual: f64) -> f64 {
     let k = history.len();
+    if method != AutoMethod::Cg && k >= 3 {
+        let first = history[0];
+        let least = history.iter().copied().fold(f64::INFINITY, f64::min);
+        if first > 0.0 && least.is_finite() && least > 0.0 {
+            return (least / first).min(1.0).powf(1.0 / (k - 1) as f64);
+        }
+    }
     if k >= 6 {
         let pts: Vec<(f64, f64)> = history[k / 2..]
             .iter()
