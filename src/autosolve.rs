@@ -47,8 +47,8 @@ use crate::precond::auto::{choose_from, AutoChoice, AutoMethod, AutoPrecond, Sta
 use crate::precond::{Ic0, Identity, Ilu0, Jacobi, TriangularOps};
 use crate::scalar::Scalar;
 use crate::solvers::{
-    bicgstab, bicgstab_observed, gmres, gmres_observed, pcg, pcg_observed, InitialGuess, Observer,
-    SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
+    bicgstab, gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
+    DEFAULT_RESTART,
 };
 use crate::sparse::incomplete::FactorSummary;
 
@@ -289,15 +289,24 @@ pub fn decide(
     )
 }
 
-/// Keeps the residual history of an observed solve.
-struct Recorder(Mutex<Vec<f64>>);
+/// Keeps the residual history of an observed solve, passing every call on to the caller's
+/// observer, if any.
+struct Recorder<'a>(Mutex<Vec<f64>>, Option<&'a dyn Observer>);
 
-impl<T> Observer<T> for Recorder {
-    fn on_iteration(&self, _iteration: usize, r: f64) -> crate::Result<()> {
+impl Observer for Recorder<'_> {
+    fn on_iteration(&self, iteration: usize, r: f64) -> crate::Result<()> {
         if let Ok(mut h) = self.0.lock() {
             h.push(r);
         }
-        Ok(())
+        self.1.map_or(Ok(()), |o| o.on_iteration(iteration, r))
+    }
+
+    fn wants_iterate(&self) -> bool {
+        self.1.is_some_and(|o| o.wants_iterate())
+    }
+
+    fn on_iterate(&self, iteration: usize, x: crate::ElemSlice<'_>) -> crate::Result<()> {
+        self.1.map_or(Ok(()), |o| o.on_iterate(iteration, x))
     }
 }
 
@@ -364,7 +373,7 @@ where
     })
 }
 
-/// One solver call of `method` with `m`.
+/// One solver call of `method` with `m` (the observer, if any, in `params`).
 #[allow(clippy::too_many_arguments)]
 fn run<T, B, P>(
     be: &B,
@@ -375,20 +384,16 @@ fn run<T, B, P>(
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
     B: KrylovOps<T> + MultigridOps<T>,
     P: Preconditioner<T, B> + ?Sized,
 {
-    match (method, observer) {
-        (AutoMethod::Cg, None) => pcg(be, op, m, b, x, params),
-        (AutoMethod::Cg, Some(o)) => pcg_observed(be, op, m, b, x, params, o),
-        (AutoMethod::Bicgstab, None) => bicgstab(be, op, m, b, x, params),
-        (AutoMethod::Bicgstab, Some(o)) => bicgstab_observed(be, op, m, b, x, params, o),
-        (AutoMethod::Gmres, None) => gmres(be, op, m, b, x, restart, params),
-        (AutoMethod::Gmres, Some(o)) => gmres_observed(be, op, m, b, x, restart, params, o),
+    match method {
+        AutoMethod::Cg => pcg(be, op, m, b, x, params),
+        AutoMethod::Bicgstab => bicgstab(be, op, m, b, x, params),
+        AutoMethod::Gmres => gmres(be, op, m, b, x, restart, params),
     }
 }
 
@@ -470,8 +475,9 @@ fn recoverable(e: &SolveError) -> bool {
 /// Solves `A·x = b` with the automatic choice (see the [module docs](self)). `op` is `A` on the
 /// backend (the solver multiplies by it, the statistics and AMG read it there); `host` its host
 /// copy where the caller has one (an incomplete factorization reads it; `None`: downloaded once
-/// if one is built). `params` as for any solver (its `initial_guess` applies to the first call).
-/// The result's `solve_seconds` counts every solver call (the probe's included), its
+/// if one is built). `params` as for any solver (its `initial_guess` applies to the first call;
+/// its observer sees every solver call, the probe's included, each counting its iterations from
+/// 1). The result's `solve_seconds` counts every solver call (the probe's included), its
 /// `setup_seconds` the statistics, the rule and every preconditioner setup.
 ///
 /// # Errors
@@ -619,23 +625,14 @@ where
         let t = Instant::now();
         let built = build(be, op, &host, &choice, first.1)?;
         seg.setup += t.elapsed().as_secs_f64();
-        let rec = Recorder(Mutex::new(Vec::new()));
+        let rec = Recorder(Mutex::new(Vec::new()), params.observer);
         let pp = SolveParams {
             max_iters: budget,
+            observer: Some(&rec),
             ..*params
         };
         let t = Instant::now();
-        let r = run(
-            be,
-            op,
-            &*built.0,
-            first.0,
-            restart,
-            b,
-            x,
-            &pp,
-            Some(&rec as &dyn Observer<T>),
-        );
+        let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
         let secs = t.elapsed().as_secs_f64();
         let mut report = ProbeReport {
             cheap: cand_name(first),
@@ -831,7 +828,7 @@ where
             out.amg = g.clone();
         }
         let t = Instant::now();
-        let r = run(be, op, &**m, cand.0, restart, b, x, &fp, None);
+        let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
         let secs = t.elapsed().as_secs_f64();
         ran += 1;
         choice.method = cand.0;

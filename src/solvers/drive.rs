@@ -4,9 +4,7 @@
 
 use std::time::Instant;
 
-use super::types::{
-    InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS,
-};
+use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
 use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
 
@@ -29,7 +27,7 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     ) -> crate::Result<()> {
         Ok(())
     }
-    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`]):
+    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`](crate::backend::VectorOps::begin_block)):
     /// `Some(0)` for methods whose every iteration issues the same steps.
     fn block_key(&self) -> Option<u64> {
         Some(0)
@@ -109,7 +107,7 @@ pub(crate) fn check_dims<T: Elem, B: VectorOps<T>, A: LinearOperator<T, B> + ?Si
 /// The memory preflight of a solve ([`crate::memory`]): `vectors` workspace vectors of length
 /// `n`, `extra` further bytes (GMRES's small arrays), the residual history of
 /// `max_iters + 1` entries and the reduction partials, checked by
-/// [`VectorOps::check_memory`] before anything is allocated.
+/// [`VectorOps::check_memory`](crate::backend::VectorOps::check_memory) before anything is allocated.
 pub(crate) fn preflight<T: Elem, B: VectorOps<T>>(
     be: &B,
     what: &str,
@@ -162,7 +160,7 @@ pub(crate) enum PrecondKind {
     Identity,
     /// Diagonal: fused into the vector steps.
     Jacobi,
-    /// Any other: [`Preconditioner::apply`].
+    /// Any other: [`Preconditioner::apply`](crate::backend::Preconditioner::apply).
     General,
 }
 
@@ -181,8 +179,8 @@ impl PrecondKind {
 /// The loop shared by every method and backend: setup, iterations with a status check every
 /// `check_every`, the true-residual confirmation with restarts, and the report. `clock` was
 /// started at the entry of the solver function (its workspace allocation is part of the solve).
-/// With an observer, every block is one iteration, not recorded, and the observer is called
-/// after each (see [`Observer`]).
+/// With an observer ([`SolveParams::observer`]), every block is one iteration, not recorded,
+/// and the observer is called after each.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive<T, B, A, M>(
     be: &B,
@@ -193,7 +191,6 @@ pub(crate) fn drive<T, B, A, M>(
     method: &mut M,
     mut sc: B::Scalars,
     clock: Instant,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -211,6 +208,7 @@ where
     let bnorm = bb.sqrt();
     let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
     let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
+    let observer = params.observer;
     let check_every = match observer {
         Some(_) => 1,
         None => params
@@ -222,7 +220,7 @@ where
     // The observer's view of the iterate: a host copy of x.
     let show_x = |it: usize, x: &B::Vector| -> crate::Result<()> {
         match observer {
-            Some(o) if wants_x => o.on_iterate(it, &be.download(x)?),
+            Some(o) if wants_x => o.on_iterate(it, T::as_elem_slice(&be.download(x)?)),
             _ => Ok(()),
         }
     };

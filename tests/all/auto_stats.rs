@@ -4,9 +4,10 @@
 //! indefinite systems that never get CG, and the same choice from the Rust API and the CLI.
 
 use segsparse::autosolve::{solve, ProbeParams};
+use segsparse::backend::Cpu;
 use segsparse::generate::{self, splitmix64};
 use segsparse::precond::auto::{choose, symmetric_indefinite, AutoMethod as M, MatrixStats};
-use segsparse::solvers::{Cpu, SolveParams};
+use segsparse::solvers::SolveParams;
 use segsparse::CsrMatrix;
 
 /// A deterministic uniform number in [0, 1) from `k`.
