@@ -9,7 +9,7 @@
 //! | the rule's first choice | the probe runs | and may escalate to | because |
 //! |---|---|---|---|
 //! | CG with none or Jacobi, ≥ [`ProbeParams::amg_min_rows`] rows | that CG, [`ProbeParams::cg_iterations`] iterations | CG + AMG | CG's iterations grow with the grid (large Poisson, anisotropy, elasticity) |
-//! | BiCGSTAB with none or Jacobi (unsymmetric, saddle points, symmetric indefinite) | that BiCGSTAB, [`ProbeParams::bicgstab_iterations`] iterations | GMRES + ILU(0) (ILUT after a row matching where the diagonal has zeros) | plain BiCGSTAB won 4–25× on 3D convection–diffusion and saddle points, where ILU(0)'s setup and triangular solves dominate; ILU(0) wins where BiCGSTAB converges slowly or not at all |
+//! | BiCGSTAB with none or Jacobi (unsymmetric with a full diagonal, saddle points, symmetric indefinite) | that BiCGSTAB, [`ProbeParams::bicgstab_iterations`] iterations | GMRES + ILU(0) (ILUT after a row matching where the diagonal has zeros: [`CostModel::ilut_setup_per_entry`]) | plain BiCGSTAB won 4–25× on 3D convection–diffusion and saddle points, where ILU(0)'s setup and triangular solves dominate; ILU(0) wins where BiCGSTAB converges slowly or not at all |
 //!
 //! The escalation wastes nothing it can keep: the cheap candidate starts the solve; if it
 //! converges within the probe, that is the solve. Otherwise its residual history gives a rate per
@@ -73,6 +73,9 @@ pub struct CostModel {
     /// ILU(0)'s setup: seconds per stored entry of the matrix (the factorization and its level
     /// analysis).
     pub ilu_setup_per_entry: f64,
+    /// The same where the diagonal has zeros: the row matching (MC64) and ILUT, in place of
+    /// `ilu_setup_per_entry`.
+    pub ilut_setup_per_entry: f64,
     /// One ILU(0)-preconditioned GMRES iteration: (cheap iterations, seconds).
     pub ilu_iteration: (f64, f64),
     /// How many times fewer iterations GMRES + ILU(0) takes than the cheap BiCGSTAB.
@@ -92,7 +95,8 @@ impl Default for CostModel {
             amg_iterations: 15.0,
             ilu_setup: (20.0, 2.0e-3),
             ilu_setup_per_entry: 40e-9,
-            ilu_iteration: (2.0, 0.0),
+            ilut_setup_per_entry: 1e-6,
+            ilu_iteration: (5.0, 0.0),
             ilu_gain: 4.0,
             cg_iterations_factor: 1.0,
             bicgstab_iterations_factor: 1.0,
@@ -110,6 +114,7 @@ impl CostModel {
             amg_iteration: (d.amg_iteration.0, 0.0),
             ilu_setup: (d.ilu_setup.0, 0.0),
             ilu_setup_per_entry: 0.0,
+            ilut_setup_per_entry: 0.0,
             ilu_iteration: (d.ilu_iteration.0, 0.0),
             ..d
         }
@@ -691,7 +696,16 @@ where
                     rate,
                     nnz: choice.stats.nnz,
                 };
-                let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &probe.model);
+                // A zero diagonal makes the factorization a matched ILUT: its own setup cost.
+                let model = if choice.stats.missing_diagonal > 0 {
+                    CostModel {
+                        ilu_setup_per_entry: probe.model.ilut_setup_per_entry,
+                        ..probe.model
+                    }
+                } else {
+                    probe.model
+                };
+                let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
                 report.iterations = iterations;
                 report.residual = residual;
                 report.rate = rate;
@@ -774,7 +788,8 @@ where
     }
     // The candidates in turn, each from the current iterate once anything ran. One that is not
     // the last runnable gets half the iterations left (or its predicted cap), so a stall leaves
-    // iterations to the others; one cut short this way runs again at the end.
+    // iterations to the others; one cut short this way, or a BiCGSTAB that broke down, runs
+    // again at the end (three runs at most).
     let mut requeued: Vec<Cand> = Vec::new();
     let mut ran = 0usize;
     while let Some(cand) = queue.pop_front() {
@@ -877,10 +892,14 @@ where
                 if cand.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
                     indefinite = true;
                 }
-                if matches!(err, SolveError::NotConverged { .. })
-                    && limit < left
-                    && !requeued.contains(&cand)
-                {
+                // Cut short by its share, or a BiCGSTAB breakdown (cured by a restart from the
+                // iterate with a new shadow residual): again at the end, three runs at most.
+                let again = match err {
+                    SolveError::NotConverged { .. } => limit < left,
+                    SolveError::Breakdown { .. } => cand.0 == AutoMethod::Bicgstab,
+                    _ => false,
+                };
+                if again && requeued.iter().filter(|c| **c == cand).count() < 2 {
                     requeued.push(cand);
                     queue.push_back(cand);
                 }

@@ -12,7 +12,9 @@ default's `auto.probe` of the same system):
   amg_iterations          the median of cg+amg's iterations
   ilu_setup_per_entry, ilu_setup (0, s)
                           ILU(0)'s setup (gmres+ilu0's setup_s less the cheapest setup of the
-                          system) ≈ c·nnz + s
+                          system) ≈ c·nnz + s, on systems with a full diagonal
+  ilut_setup_per_entry    the same (through the origin) where the diagonal has zeros (the row
+                          matching and ILUT)
   ilu_iteration (k, 0)    the median of (gmres+ilu0's solve_s / iterations) / t
   ilu_gain                the median of (the probed BiCGSTAB's iterations to converge, explicit
                           run) / gmres+ilu0's iterations
@@ -84,7 +86,7 @@ def main():
         systems.setdefault(r["system"], {})[r["choice"]] = r
     amg_setup, amg_it, amg_its = [], [], []
     factors = {"cg": [], "bicgstab": []}
-    ilu_setup, ilu_it, ilu_gain = [], [], []
+    ilu_setup, ilu_it, ilu_gain, ilut_setup = [], [], [], []
     used = []
     for name, ch in systems.items():
         d = ch.get("default") or {}
@@ -114,7 +116,11 @@ def main():
             used.append(name)
         if probe["expensive"] == "gmres + ilu0" and "gmres+ilu0" in ok and base is not None:
             g = ok["gmres+ilu0"]
-            ilu_setup.append((nnz, g["setup_s"] - base))
+            stats = (d.get("auto") or {}).get("stats") or {}
+            if stats.get("missing_diagonal"):
+                ilut_setup.append((nnz, g["setup_s"] - base))
+            else:
+                ilu_setup.append((nnz, g["setup_s"] - base))
             if g["iterations"]:
                 ilu_it.append((g["solve_s"] / g["iterations"]) / t)
                 if cheap in ok and ok[cheap]["iterations"]:
@@ -131,6 +137,12 @@ def main():
         c, s = lsq(ilu_setup)
         model["ilu_setup_per_entry"] = c
         model["ilu_setup"] = (0.0, s)
+    if ilut_setup:
+        model["ilut_setup_per_entry"] = statistics.median(
+            y / x for x, y in ilut_setup if x and y is not None and y > 0) if any(
+            x and y and y > 0 for x, y in ilut_setup) else None
+        if model["ilut_setup_per_entry"] is None:
+            del model["ilut_setup_per_entry"]
     if ilu_it:
         model["ilu_iteration"] = (statistics.median(ilu_it), 0.0)
     if ilu_gain:
@@ -139,7 +151,8 @@ def main():
         if v:
             model[f"{meth}_iterations_factor"] = statistics.median(v)
     model["fitted_on"] = sorted(set(used))
-    model["points"] = {"amg": len(amg_setup), "ilu": len(ilu_setup), "gain": len(ilu_gain)}
+    model["points"] = {"amg": len(amg_setup), "ilu": len(ilu_setup), "ilut": len(ilut_setup),
+                       "gain": len(ilu_gain)}
     text = json.dumps(model, indent=1)
     print(text)
     if args.json:

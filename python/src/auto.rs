@@ -8,48 +8,14 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use segsparse::autosolve::{AutoSolve, ProbeParams, ProbeReport};
 use segsparse::backend::Cpu;
-use segsparse::precond::auto::MatrixStats;
 use segsparse::solvers::{InitialGuess, SolveParams};
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
+use crate::choice::{stats_tuple, StatsTuple};
 use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, Failure, Res};
 use crate::matrix::{Inner, Mat, PyMatrix};
 use crate::outcome::{outcome, Outcome};
-
-/// The statistics as the Python side reads them: `(rows, nnz, symmetric, missing_diagonal,
-/// positive_diagonal, diagonal_spread, min_dominance, opposite_sign_fraction, lower_levels,
-/// asymmetry, negative_diagonal)`.
-pub(crate) type StatsTuple = (
-    usize,
-    usize,
-    bool,
-    usize,
-    bool,
-    f64,
-    f64,
-    f64,
-    usize,
-    f64,
-    usize,
-);
-
-/// [`StatsTuple`] of `s`.
-pub(crate) fn stats_tuple(s: &MatrixStats) -> StatsTuple {
-    (
-        s.rows,
-        s.nnz,
-        s.symmetric,
-        s.missing_diagonal,
-        s.positive_diagonal,
-        s.diagonal_spread,
-        s.min_dominance,
-        s.opposite_sign_fraction,
-        s.lower_levels,
-        s.asymmetry,
-        s.negative_diagonal,
-    )
-}
 
 /// The probe as the Python side reads it: `(cheap, expensive, iterations, seconds, residual,
 /// rate, predicted_iterations, predicted_cheap_seconds, predicted_expensive_seconds, escalated,

@@ -16,6 +16,7 @@ mod amg;
 mod arrays;
 mod auto;
 mod batched;
+mod choice;
 mod complex;
 mod device;
 mod errors;

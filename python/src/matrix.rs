@@ -967,7 +967,12 @@ impl<T: Elem> Mat<T> {
 }
 
 /// What `_Matrix.auto_choice` returns: method, preconditioner, reason and the statistics.
-type AutoTuple = (&'static str, &'static str, String, crate::auto::StatsTuple);
+type AutoTuple = (
+    &'static str,
+    &'static str,
+    String,
+    crate::choice::StatsTuple,
+);
 
 /// A CSR matrix held by segsparse (use `segsparse.Matrix`, which builds it from SciPy, CuPy or
 /// NumPy data).
@@ -1414,7 +1419,7 @@ impl PyMatrix {
                 ch.method.name(),
                 ch.precond.name(),
                 ch.reason,
-                crate::auto::stats_tuple(&ch.stats),
+                crate::choice::stats_tuple(&ch.stats),
             ))
         }).and_then(|t: AutoTuple| Ok(any(t.into_pyobject(py)?)));
             c, _C => {

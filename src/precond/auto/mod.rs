@@ -34,7 +34,8 @@
 //!
 //! | matrix | first choice | alternative (weighed by the probe) | why |
 //! |---|---|---|---|
-//! | a diagonal entry missing or zero | BiCGSTAB, no preconditioner | GMRES + ILUT after the scaled maximum-product row matching ([`auto_threshold`](crate::sparse::incomplete::auto_threshold)) | saddle points (`[[K, Bᵀ], [B, 0]]`) and constrained systems are indefinite: plain BiCGSTAB solved them 6× faster than the factorization; the matched ILUT is the only choice here that needs no diagonal (bayer10, west0479) |
+//! | symmetric, a diagonal entry missing or zero | BiCGSTAB, no preconditioner | GMRES + ILUT after the scaled maximum-product row matching ([`auto_threshold`](crate::sparse::incomplete::auto_threshold)) | saddle points (`[[K, Bᵀ], [B, 0]]`) and constrained systems are indefinite: plain BiCGSTAB solved them 6× faster than the factorization |
+//! | unsymmetric, a diagonal entry missing or zero | GMRES + ILUT after the row matching | (fallback only) BiCGSTAB, no preconditioner | the matched ILUT is the only choice here that converged on bayer10, rajat19, west0479 |
 //! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`], ≥ [`AMG_MIN_ROWS`] rows | CG + AMG | — | coefficient jumps: multigrid's home ground |
 //! | symmetric, positive diagonal, M-matrix signs | CG, none (near-constant diagonal) or Jacobi | CG + AMG | Poisson-like: a preconditioner's setup costs more than it saves on one solve, unless the grid is large |
 //! | symmetric, positive diagonal, other signs | CG + Jacobi | CG + AMG | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/history/auto.md`) |
@@ -386,23 +387,33 @@ fn rule(s: &MatrixStats) -> Rule {
             s.asymmetry
         )
     };
-    if s.missing_diagonal > 0 {
+    let ilut = format!(
+        "GMRES with ILUT(τ {:.0e}, p {}) after MC64's maximum-product row matching",
+        crate::sparse::incomplete::AUTO_DROP_TOL,
+        crate::sparse::incomplete::AUTO_MAX_PER_ROW
+    );
+    if s.missing_diagonal > 0 && s.symmetric {
         return (
             Bicgstab,
             None,
             Some((Gmres, Ilu0)),
             format!(
-                "{sym}, {} rows lack a nonzero diagonal entry ({}): BiCGSTAB without a \
-                 preconditioner, against GMRES with ILUT(τ {:.0e}, p {}) after MC64's \
-                 maximum-product row matching",
-                s.missing_diagonal,
-                if s.symmetric {
-                    "a saddle point or constrained system: indefinite"
-                } else {
-                    "Jacobi needs the diagonal"
-                },
-                crate::sparse::incomplete::AUTO_DROP_TOL,
-                crate::sparse::incomplete::AUTO_MAX_PER_ROW
+                "{sym}, {} rows lack a nonzero diagonal entry (a saddle point or constrained \
+                 system: indefinite): BiCGSTAB without a preconditioner, against {ilut}",
+                s.missing_diagonal
+            ),
+        );
+    }
+    if s.missing_diagonal > 0 {
+        return (
+            Gmres,
+            Ilu0,
+            Some((Bicgstab, None)),
+            format!(
+                "{sym}, {} rows lack a nonzero diagonal entry: {ilut} (plain BiCGSTAB failed on \
+                 such corpus matrices: bayer10, rajat19), BiCGSTAB without a preconditioner \
+                 as the fallback",
+                s.missing_diagonal
             ),
         );
     }
