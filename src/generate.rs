@@ -35,7 +35,7 @@
 //! | `convdiff2d:N:PE`, `convdiff3d:N:PE` | convection–diffusion `−Δu + PE·w·∇u`, upwind differences on an N^d interior grid, constant wind ([`convdiff`]); unsymmetric M-matrix | N², N³ | ≈ 5N², 7N³ |
 //! | `aniso3d:N:EPS[:EPS2]` | anisotropic diffusion `−u_xx − EPS·u_yy − EPS2·u_zz` (EPS2 = EPS by default), 7-point ([`aniso3d`]); SPD | N³ | ≈ 7N³ |
 //! | `shifted2d:N:SIGMA`, `shifted3d:N:SIGMA` | the 5-/7-point Laplacian minus SIGMA·I ([`shifted`]): symmetric indefinite for 0 < SIGMA < 4d | N², N³ | ≈ 5N², 7N³ |
-//! | `stokes2d:N` | Stokes on a MAC grid of N×N cells: `[[A, G], [Gᵀ, 0]]`, one pressure fixed ([`stokes2d`]); symmetric indefinite, zero diagonal block | 3N² − 2N − 1 | ≈ 14N² |
+//! | `stokes2d:N[:SHIFT]` | Stokes on a MAC grid of N×N cells: `[[A + SHIFT·I, G], [Gᵀ, 0]]`, one pressure fixed ([`stokes2d`]; SHIFT > 0: a time step of unsteady Stokes); symmetric indefinite, zero diagonal block | 3N² − 2N − 1 | ≈ 14N² |
 //! | `kkt2d:N:M` | `[[K, Bᵀ], [B, 0]]`, K = `poisson2d:N`, M random sparse constraints of full rank ([`kkt2d`]); symmetric indefinite | N² + M | ≈ 5N² + 8M |
 //! | `geolap:N:K[:SHIFT]` | Laplacian + SHIFT·I (default 10⁻⁴) of a random geometric graph of N points in the unit square, mean degree ≈ K ([`geolap`]); SPD | N | ≈ N(K + 1) |
 //! | `powerlap:N:ALPHA[:SHIFT]` | Laplacian + SHIFT·I (default 10⁻⁴) of a Chung–Lu power-law graph, 4N edges drawn ([`powerlap`]); SPD | N | ≲ 9N |
@@ -116,7 +116,7 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               fem2d|fem3d|femelast2d|femelast3d:p1|p2:N[:ball|cube][:jitter]\
                               [:elim|ident|rows] (e.g. fem3d:p2:24), convdiff2d:N:PE, \
                               convdiff3d:N:PE, aniso3d:N:EPS[:EPS2], shifted2d:N:SIGMA, \
-                              shifted3d:N:SIGMA, stokes2d:N, kkt2d:N:M, geolap:N:K[:SHIFT], \
+                              shifted3d:N:SIGMA, stokes2d:N[:SHIFT], kkt2d:N:M, geolap:N:K[:SHIFT], \
                               powerlap:N:ALPHA[:SHIFT], circuit:N[:g|mna|vccs]";
 
 const NAMES: [&str; 35] = [
@@ -386,8 +386,13 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
             shifted(d, int(1, "N")?, num(2, "SIGMA")?)
         }
         "stokes2d" => {
-            arity(1)?;
-            stokes2d(int(1, "N")?)
+            arity(2)?;
+            let shift = if parts.len() > 2 {
+                num(2, "SHIFT")?
+            } else {
+                0.0
+            };
+            stokes2d(int(1, "N")?, shift)
         }
         "kkt2d" => {
             arity(2)?;
