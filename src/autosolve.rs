@@ -40,11 +40,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::backend::{KrylovOps, Preconditioner};
+use crate::backend::{MultigridOps, Preconditioner, SolverOps};
 use crate::csr::CsrMatrix;
-use crate::precond::amg::{Amg, AmgParams, AmgSummary, MultigridOps};
+use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
 use crate::precond::auto::{choose_from, AutoChoice, AutoMethod, AutoPrecond, StatsOps};
-use crate::precond::{Ic0, Identity, Ilu0, Jacobi, TriangularOps};
+use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps, Jacobi};
 use crate::scalar::Scalar;
 use crate::solvers::{
     bicgstab, gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
@@ -351,7 +351,7 @@ fn build<'a, T, B>(
 ) -> crate::Result<Built<'a, T, B>>
 where
     T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T> + StatsOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     Ok(match precond {
         AutoPrecond::None => (Box::new(Identity), None, None),
@@ -392,7 +392,7 @@ fn run<T, B, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: KrylovOps<T> + MultigridOps<T>,
+    B: SolverOps<T> + AmgOps<T>,
     P: Preconditioner<T, B> + ?Sized,
 {
     match method {
@@ -500,7 +500,7 @@ pub fn solve<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T> + StatsOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     let clock = Instant::now();
     let choice = choose_from(be.matrix_stats(op)?);
@@ -560,7 +560,7 @@ pub fn solve_with_choice<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T> + StatsOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     let host = Host {
         given: host,

@@ -32,10 +32,8 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
-use segsparse::precond::{
-    Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
-};
+use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps};
+use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
 };
@@ -48,7 +46,7 @@ use cli::{
 };
 use segsparse::autosolve::{ProbeParams, ProbeReport};
 use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats, StatsOps};
-use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
+use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams};
 use segsparse::solvers::multi;
 use segsparse::sparse::incomplete::FactorSummary;
 
@@ -872,7 +870,7 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T> + StatsOps<T>>(
+fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
@@ -1005,7 +1003,7 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T> + 
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_all<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1075,7 +1073,7 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_block<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1192,7 +1190,7 @@ fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
 /// The preconditioner is taken as a trait object: the solvers are then compiled once per element
 /// type and backend, not once more for every preconditioner type (a virtual call per
 /// application costs nothing next to it).
-pub(crate) fn run_method<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+pub(crate) fn run_method<T: Elem, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,

@@ -7,12 +7,12 @@ use std::time::Instant;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator};
+use segsparse::backend::{Cpu, Identity, LinearOperator, SolverOps};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
 use segsparse::gpu::DeviceBuffer;
-use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
+use segsparse::precond::{Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
 use segsparse::solvers::{bicgstab, gmres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
@@ -442,7 +442,7 @@ fn solve_with<'m, T, B, A>(
 ) -> Timed
 where
     T: Scalar,
-    B: KrylovOps<T> + segsparse::precond::TriangularOps<T> + MultigridOps<T>,
+    B: SolverOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
     A: LinearOperator<T, B>,
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
 {
@@ -459,7 +459,7 @@ where
     ) -> Timed
     where
         T: Scalar,
-        B: KrylovOps<T>,
+        B: SolverOps<T>,
         A: LinearOperator<T, B>,
         P: segsparse::backend::Preconditioner<T, B>,
     {
@@ -868,7 +868,7 @@ impl<T: Elem> Mat<T> {
                 .map(|v| v.iter().map(|&x| T::of_f64(x)).collect())
                 .collect()
         });
-        fn build<T: Scalar, B: MultigridOps<T>>(
+        fn build<T: Scalar, B: AmgOps<T>>(
             be: &B,
             a: &CsrMatrix<T>,
             p: &AmgParams,

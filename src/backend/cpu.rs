@@ -10,7 +10,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::recur::{self, Slot, NSLOTS};
-use super::{same_len, same_lens, Fuse, HostKrylov, KrylovOps, VectorOps};
+use super::{
+    same_len, same_lens, BicgSteps, CgSteps, ChebyshevSteps, Fuse, HostKrylov, KrylovOps, VectorOps,
+};
 use crate::error::Result;
 use crate::scalar::{Elem, Scalar};
 
@@ -225,7 +227,9 @@ impl<T: Elem> VectorOps<T> for Cpu {
         f(&mut sc.slots, &mut sc.hist);
         Ok(())
     }
+}
 
+impl<T: Elem> CgSteps<T> for Cpu {
     fn cg_start(
         &self,
         r: &Vec<T>,
@@ -391,7 +395,9 @@ impl<T: Elem> VectorOps<T> for Cpu {
             });
         Ok(())
     }
+}
 
+impl<T: Elem> BicgSteps<T> for Cpu {
     fn bicg_p(
         &self,
         r: &Vec<T>,
@@ -558,7 +564,9 @@ impl<T: Elem> VectorOps<T> for Cpu {
         recur::bicg_update(&mut sc.slots, &mut sc.hist, rr, rho, it);
         Ok(())
     }
+}
 
+impl<T: Elem> ChebyshevSteps<T> for Cpu {
     fn poly_step(
         &self,
         t: &Vec<T>,

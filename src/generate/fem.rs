@@ -962,7 +962,10 @@ mod tests {
                 assert_eq!(inc.len(), count, "node {id}");
                 // The assembly's candidate elements of a node include all of them.
                 let cand = mesh.candidates(&(id..id + 1));
-                assert!(inc.iter().all(|&e| cand.contains(&(e as usize))), "node {id}");
+                assert!(
+                    inc.iter().all(|&e| cand.contains(&(e as usize))),
+                    "node {id}"
+                );
             }
         }
     }

@@ -7,9 +7,9 @@
 //! | step | vector work | scalars (on the backend) |
 //! |---|---|---|
 //! | `A.apply(p, q)` | the operator | |
-//! | [`cg_alpha`](crate::backend::VectorOps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
-//! | [`cg_update_r`](crate::backend::VectorOps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
-//! | [`cg_update_xp`](crate::backend::VectorOps::cg_update_xp) | `x += αp; p = z + βp` | |
+//! | [`cg_alpha`](crate::backend::CgSteps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
+//! | [`cg_update_r`](crate::backend::CgSteps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
+//! | [`cg_update_xp`](crate::backend::CgSteps::cg_update_xp) | `x += αp; p = z + βp` | |
 //!
 //! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
@@ -18,7 +18,7 @@ use super::PrecondKind as Kind;
 use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
-use crate::backend::{Fuse, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{CgSteps, Fuse, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
 
 /// Conjugate gradient for a symmetric positive definite `A` (Hermitian positive definite for a
@@ -39,7 +39,7 @@ pub fn cg<T, B, A>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcg(be, a, &Identity, b, x, params)
@@ -61,7 +61,7 @@ pub fn pcg<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -89,7 +89,7 @@ pub fn cocg<T, B, A>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcocg(be, a, &Identity, b, x, params)
@@ -109,7 +109,7 @@ pub fn pcocg<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -130,7 +130,7 @@ fn cg_family<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -153,7 +153,7 @@ where
     drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
-struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
+struct CgState<'a, T: Elem, B: CgSteps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
@@ -163,7 +163,7 @@ struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> Method<T, B> for CgState<'_, T, B, A, P>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -207,7 +207,7 @@ pub(super) struct CgVectors<V> {
 
 impl<V> CgVectors<V> {
     /// The vectors of length `n` for a preconditioner of `kind`.
-    pub(super) fn new<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn new<T: Elem, B: CgSteps<T, Vector = V>>(
         be: &B,
         n: usize,
         kind: Kind,
@@ -236,7 +236,7 @@ impl<V> CgVectors<V> {
     ) -> crate::Result<()>
     where
         T: Elem,
-        B: VectorOps<T, Vector = V>,
+        B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
         let CgVectors { r, z, p, .. } = self;
@@ -259,7 +259,7 @@ impl<V> CgVectors<V> {
     }
 
     /// The iteration after `q = A·p` without a general preconditioner: `cg_alpha`,
-    /// `cg_update_r` and `cg_update_xp` as one call ([`VectorOps::cg_tail`](crate::backend::VectorOps::cg_tail)), Jacobi's `z`
+    /// `cg_update_r` and `cg_update_xp` as one call ([`CgSteps::cg_tail`](crate::backend::CgSteps::cg_tail)), Jacobi's `z`
     /// fused in.
     pub(super) fn tail<T, B, P>(
         &mut self,
@@ -272,7 +272,7 @@ impl<V> CgVectors<V> {
     ) -> crate::Result<()>
     where
         T: Elem,
-        B: VectorOps<T, Vector = V>,
+        B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
         let CgVectors { r, z, p, q } = self;
@@ -284,7 +284,7 @@ impl<V> CgVectors<V> {
     }
 
     /// With a general preconditioner, before it is applied to `r`: α and `r −= αq`.
-    pub(super) fn update_r<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn update_r<T: Elem, B: CgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         sc: &mut B::Scalars,
@@ -295,7 +295,7 @@ impl<V> CgVectors<V> {
     }
 
     /// With a general preconditioner, after `z = M⁻¹r`: ρ, β, `x += αp` and `p = z + βp`.
-    pub(super) fn update_xp<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn update_xp<T: Elem, B: CgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         x: &mut V,

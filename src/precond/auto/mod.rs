@@ -59,9 +59,9 @@ mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 
+use crate::backend::MultigridOps;
 use crate::csr::CsrMatrix;
 use crate::error::Result;
-use crate::precond::amg::MultigridOps;
 use crate::scalar::{Elem, Scalar};
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
 use num_traits::Zero;

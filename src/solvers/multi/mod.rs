@@ -49,7 +49,9 @@ use super::drive::{check_problem, preflight, PrecondKind as Kind};
 use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
-use crate::backend::{Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{
+    BicgSteps, CgSteps, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps,
+};
 use crate::scalar::Scalar;
 use crate::spmm::Layout;
 
@@ -184,7 +186,7 @@ pub fn cg<T, B, A>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcg(be, a, &Identity, b, x, params)
@@ -205,7 +207,7 @@ pub fn pcg<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -230,7 +232,7 @@ struct CgMulti<'a, V, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> ColumnMethod<T, B> for CgMulti<'_, B::Vector, A, P>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -290,7 +292,7 @@ pub fn bicgstab<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -332,7 +334,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
     fn op_after_pre<T, B>(&mut self, be: &B, on: &[bool], route: (BV, BV, BV)) -> crate::Result<()>
     where
         T: Scalar,
-        B: VectorOps<T, Vector = V>,
+        B: BicgSteps<T, Vector = V>,
         A: LinearOperator<T, B>,
         P: Preconditioner<T, B>,
     {
@@ -349,7 +351,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
 impl<T, B, A, P> ColumnMethod<T, B> for BicgMulti<'_, B::Vector, A, P>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
