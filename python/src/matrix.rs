@@ -443,7 +443,8 @@ fn solve_with<'m, T, B, A>(
 where
     T: Scalar,
     B: SolverOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
-    A: LinearOperator<T, B>,
+    A: LinearOperator<T, B>
+        + std::borrow::Borrow<<B as segsparse::backend::MultigridOps<T>>::Matrix>,
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
 {
     #[allow(clippy::too_many_arguments)]
@@ -535,7 +536,8 @@ where
         }
         (Precond::Amg, _) => match amg {
             Some(h) => with(be, a, h, o, b, x, t0, block.take()),
-            None => match m().and_then(|m| Amg::new(be, m, &AmgParams::default())) {
+            // From the matrix where it lives (on the GPU: the device setup, no host copy).
+            None => match Amg::from_matrix(be, a.borrow(), &AmgParams::default()) {
                 Ok(h) => with(be, a, &h, o, b, x, t0, block.take()),
                 Err(e) => failed(e),
             },
@@ -868,20 +870,23 @@ impl<T: Elem> Mat<T> {
                 .map(|v| v.iter().map(|&x| T::of_f64(x)).collect())
                 .collect()
         });
+        // One setup path for every entry point: from the matrix where it lives (on the GPU
+        // the device setup from the device copy, as `sparse-solve` does; no host copy is made
+        // or read).
         fn build<T: Scalar, B: AmgOps<T>>(
             be: &B,
-            a: &CsrMatrix<T>,
+            a: &B::Matrix,
             p: &AmgParams,
             c: Option<&Vec<Vec<T>>>,
         ) -> segsparse::Result<Amg<T, B>> {
             match c {
-                Some(c) => Amg::with_candidates(be, a, c, p),
-                None => Amg::new(be, a, p),
+                Some(c) => Amg::from_matrix_with_candidates(be, a, c, p),
+                None => Amg::from_matrix(be, a, p),
             }
         }
         Ok(if self.dev.is_some() {
-            let (ops, _) = self.gpu_ops()?;
-            let h = build(&*ops, self.host()?, p, cand.as_ref())?;
+            let (ops, d) = self.gpu_ops()?;
+            let h = build(&*ops, &d.csr, p, cand.as_ref())?;
             AmgOn::Gpu(ops, Box::new(h))
         } else {
             AmgOn::Cpu(Box::new(build(&Cpu, self.host()?, p, cand.as_ref())?))
@@ -891,7 +896,10 @@ impl<T: Elem> Mat<T> {
     fn update_amg(&self, h: &mut AmgOn<T>) -> Res<()> {
         match h {
             AmgOn::Cpu(a) => a.update(&Cpu, self.host()?)?,
-            AmgOn::Gpu(ops, a) => a.update(&**ops, self.host()?)?,
+            AmgOn::Gpu(ops, a) => match &self.dev {
+                Some(d) => a.update_matrix(&**ops, &d.csr)?,
+                None => a.update(&**ops, self.host()?)?,
+            },
         }
         Ok(())
     }
@@ -1115,6 +1123,12 @@ impl PyMatrix {
     #[getter]
     fn upload_seconds(&self) -> Vec<(&'static str, f64)> {
         with_mat!(self, m, _T => m.timing.clone(); c, _C => c.timing.clone())
+    }
+
+    /// Whether the matrix holds a host copy of its arrays (a GPU matrix built by the default
+    /// upload has none until a host-side operation downloads one).
+    fn has_host_copy(&self) -> bool {
+        with_mat!(self, m, _T => m.host.get().is_some(); _c, _C => true)
     }
 
     /// `(nrows, ncols)`.

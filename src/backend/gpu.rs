@@ -429,6 +429,16 @@ where
     /// # Errors
     /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
+        // The solvers' modules found and loaded on all cores at once (the first `GpuOps` of a
+        // process pays for them).
+        let none: &[(&str, String)] = &[];
+        gpu.prepare(&[
+            (&CG, none),
+            (&BICGSTAB, none),
+            (&GMRES, none),
+            (&BLAS1, none),
+            (&CHEBYSHEV, none),
+        ])?;
         let f = |src: &KernelSource, root: &str| gpu.typed_function::<T::Dev>(src, root, &[]);
         let fused = if T::IS_COMPLEX {
             None
@@ -905,6 +915,7 @@ where
     fn read_slots(&self, sc: &GpuScalars<T::Dev>) -> Result<[T; NSLOTS]> {
         // Into a stack array: the status check every k iterations allocates nothing.
         let mut s = [T::zero(); NSLOTS];
+        self.gpu.note_transfer(false, std::mem::size_of_val(&s));
         self.gpu
             .stream()
             .memcpy_dtoh(&sc.slots, T::as_dev_mut(&mut s[..]))

@@ -641,12 +641,12 @@ impl<T: Scalar, B: AmgOps<T>> Amg<T, B> {
 
     /// The hierarchy of a matrix already on the backend, such as the one the solver
     /// multiplies by ([`GpuCsr`](crate::spmv::gpu::GpuCsr) on the GPU): on the GPU the whole
-    /// setup runs on the device from it — the checks (sorted rows, finite values, positive
-    /// diagonal) included, and without a host copy. Rows must be canonical (sorted, no
-    /// duplicates) on the GPU; [`Amg::new`] sorts a host matrix first.
+    /// setup runs on the device from it — the checks (finite values, positive diagonal)
+    /// included, and without a host copy. Rows that are unsorted or repeat a column are sorted
+    /// and summed on the device (as [`Amg::new`] does on the host).
     ///
     /// # Errors
-    /// As [`Amg::new`], and for rows that are not canonical (the row is named).
+    /// As [`Amg::new`].
     pub fn from_matrix(be: &B, a: &B::Matrix, params: &AmgParams) -> Result<Self> {
         Self::from_setup(be, be.amg_setup_matrix(a, None, params)?, params)
     }
