@@ -117,15 +117,13 @@ fn assemble(n: usize, t: Vec<(usize, usize, f64)>, fixed: &[bool]) -> CsrMatrix<
     let mut a = CsrMatrix::from_triplets(n, n, &t).unwrap();
     a.sum_duplicates();
     // A diagonal of a fixed row summed from several elements is a sum of ones: reset it.
-    for i in 0..n {
-        if fixed[i] {
-            let (lo, hi) = (a.row_ptr()[i] as usize, a.row_ptr()[i + 1] as usize);
-            let k = a.col_idx()[lo..hi]
-                .iter()
-                .position(|&j| j as usize == i)
-                .unwrap();
-            a.values_mut()[lo + k] = 1.0;
-        }
+    for (i, _) in fixed.iter().enumerate().filter(|&(_, &f)| f) {
+        let (lo, hi) = (a.row_ptr()[i] as usize, a.row_ptr()[i + 1] as usize);
+        let k = a.col_idx()[lo..hi]
+            .iter()
+            .position(|&j| j as usize == i)
+            .unwrap();
+        a.values_mut()[lo + k] = 1.0;
     }
     a
 }
@@ -154,9 +152,7 @@ pub(crate) fn fem_p1_elasticity(n: usize, seed: u64) -> CsrMatrix<f64> {
     let (lam, mu) = (1.2, 0.8);
     let mut d = [[0.0f64; 6]; 6];
     for i in 0..3 {
-        for j in 0..3 {
-            d[i][j] = lam;
-        }
+        d[i][..3].fill(lam);
         d[i][i] += 2.0 * mu;
         d[i + 3][i + 3] = mu;
     }
@@ -165,8 +161,7 @@ pub(crate) fn fem_p1_elasticity(n: usize, seed: u64) -> CsrMatrix<f64> {
         let (g, vol) = p1_gradients(tet.map(|v| x[v]));
         // B: 6 strains × 12 unknowns.
         let mut bm = [[0.0f64; 12]; 6];
-        for a in 0..4 {
-            let [gx, gy, gz] = g[a];
+        for (a, &[gx, gy, gz]) in g.iter().enumerate() {
             let c = 3 * a;
             bm[0][c] = gx;
             bm[1][c + 1] = gy;
