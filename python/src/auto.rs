@@ -87,7 +87,7 @@ fn params(
     maxiter: usize,
     x0: bool,
     check_every: Option<usize>,
-) -> Res<SolveParams> {
+) -> Res<SolveParams<'static>> {
     if !(rtol >= 0.0 && atol >= 0.0) {
         return Err(Failure::Value(format!(
             "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
