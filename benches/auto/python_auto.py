@@ -40,7 +40,7 @@ def generated(spec):
 CHOICES = {
     "spd": [("cg", None), ("cg", "jacobi"), ("cg", "amg")],
     "unsym": [("bicgstab", None), ("bicgstab", "jacobi"), ("gmres", "ilu0")],
-    "symind": [("bicgstab", None), ("gmres", None), ("gmres", "jacobi"), ("gmres", "ilu0")],
+    "symind": [("bicgstab", None), ("gmres", None), ("gmres", "ilu0")],
 }
 
 
