@@ -653,30 +653,31 @@ pub(crate) fn setup<T: GpuScalar>(
     })
 }
 
-/// Loads the kernel modules a setup and its cycle use, all at once: on a first run without
-/// the embedded kernels their compiles then share the host's cores ([`Gpu::prepare`]) instead
-/// of running one after another as the setup reaches each.
-fn prepare_modules<T: GpuScalar>(g: &Gpu) -> Result<()> {
+/// Starts loading the kernel modules a setup and its cycle use on a background thread
+/// ([`Gpu::prepare_in_background`]), in the order the setup reaches them: the first phases
+/// start as soon as their own modules are in, and the later modules load while the device runs
+/// them (a first setup in a process otherwise waits for every load before its first kernel).
+/// Without the embedded kernels their compiles share the host's cores.
+fn prepare_modules<T: GpuScalar>(g: &Arc<Gpu>) -> crate::gpu::Preparing {
     let (major, minor) = g.compute_capability();
     let spmv = crate::spmv::gpu::SpmvPolicy::for_device((major, minor)).typed_defines::<T>();
     let class = crate::primitives::gpu::device_class(g);
     let scan = crate::primitives::gpu::scan_defines(class);
     let sort = crate::primitives::sort::gpu::onesweep_defines(class);
-    let none: &[(&str, String)] = &[];
-    g.prepare(&[
-        (&AMG_SETUP_SRC, none),
-        (&sg::AGGREGATE_SRC, none),
-        (&sg::SPGEMM_SRC, none),
-        (&crate::spmv::gpu::SPMV_SRC, spmv.as_slice()),
-        (&crate::backend::gpu::BLAS1, none),
-        (&crate::backend::gpu::CG, none),
-        (&crate::backend::gpu::CHEBYSHEV, none),
-        (&crate::primitives::sources::SCAN_LOOKBACK, scan.as_slice()),
-        (&crate::primitives::sort::KERNELS, none),
-        (&crate::primitives::sort::ONESWEEP_KERNELS, sort.as_slice()),
-        (&crate::primitives::compact::KERNELS, none),
-        (&crate::primitives::segreduce::KERNELS, none),
-        (&crate::csr::check_gpu::CSR_CHECK_SRC, none),
+    g.prepare_in_background(vec![
+        (&AMG_SETUP_SRC, vec![]),
+        (&sg::AGGREGATE_SRC, vec![]),
+        (&crate::primitives::sources::SCAN_LOOKBACK, scan),
+        (&crate::backend::gpu::BLAS1, vec![]),
+        (&crate::primitives::sort::KERNELS, vec![]),
+        (&crate::primitives::sort::ONESWEEP_KERNELS, sort),
+        (&crate::primitives::compact::KERNELS, vec![]),
+        (&sg::SPGEMM_SRC, vec![]),
+        (&crate::primitives::segreduce::KERNELS, vec![]),
+        (&crate::csr::check_gpu::CSR_CHECK_SRC, vec![]),
+        (&crate::spmv::gpu::SPMV_SRC, spmv),
+        (&crate::backend::gpu::CG, vec![]),
+        (&crate::backend::gpu::CHEBYSHEV, vec![]),
     ])
 }
 
@@ -692,7 +693,7 @@ fn setup_state<T: GpuScalar>(
     let total = Instant::now();
     params.check()?;
     let g = ops.gpu();
-    prepare_modules::<T>(g)?;
+    let loading = prepare_modules::<T>(g);
     let (fingerprint, canonical) = check_fine_device(g, &fine)?;
     let (fine, canon) = if canonical {
         (fine, None)
@@ -847,6 +848,7 @@ fn setup_state<T: GpuScalar>(
             r,
         });
     }
+    loading.wait()?;
     g.synchronize()?;
     times.total = total.elapsed().as_secs_f64();
     let state = DeviceState {
