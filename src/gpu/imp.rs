@@ -558,10 +558,7 @@ impl Gpu {
     fn wait_pending(&self, key: &str) {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         while p.contains(key) {
-            p = self
-                .pending_done
-                .wait(p)
-                .unwrap_or_else(|e| e.into_inner());
+            p = self.pending_done.wait(p).unwrap_or_else(|e| e.into_inner());
         }
     }
 

@@ -142,6 +142,9 @@ struct DeviceState<T: GpuScalar> {
     /// Set when the fine matrix given was not canonical: the finest level is its canonical
     /// form, which a re-setup recomputes from the new values.
     canon: Option<Canon<T>>,
+    /// Set when [`AmgParams::drop_tol`] dropped entries: the finest level holds the entries of
+    /// the (canonical) fine matrix at these positions.
+    kept: Option<CudaSlice<u32>>,
     transfers: Vec<DevTransfer<T>>,
     data: Vec<LevelData<T>>,
     /// Lanczos steps of the scalar layout.
@@ -712,6 +715,15 @@ fn setup_state<T: GpuScalar>(
         )));
     }
     let mut times = SetupTimes::default();
+    // Rounding noise off the diagonal leaves the hierarchy's copy of the matrix (timed with
+    // the strength phase, its sibling); a re-setup gathers the kept entries' new values.
+    let clock = Instant::now();
+    let (fine, kept) =
+        match sg::aggregate::drop_small_with(g, (&fine).into(), params.drop_tol, false)? {
+            Some((m, pos)) => (m.into_gpu_csr(g)?, Some(pos)),
+            None => (fine, None),
+        };
+    phase(g, params, &mut times.strength, clock)?;
     let steps = params.spectral_steps;
     let clock = Instant::now();
     let lv0 = level_data(g, (&fine).into(), params.block_size, steps)?;
@@ -741,7 +753,7 @@ fn setup_state<T: GpuScalar>(
     }
     let mut mats = vec![fine];
     let mut pr: Vec<(GpuCsr<T>, GpuCsr<T>)> = Vec::new();
-    let mut kept = Vec::new();
+    let mut transfers = Vec::new();
     let mut bad = g.upload(&[u32::MAX])?;
     loop {
         let a_l = mats.last().expect("at least the fine level");
@@ -804,7 +816,7 @@ fn setup_state<T: GpuScalar>(
         mats.push(ac);
         data.push(lvc);
         drop(agg);
-        kept.push(DevTransfer {
+        transfers.push(DevTransfer {
             t,
             at_plan,
             t_pos,
@@ -855,7 +867,8 @@ fn setup_state<T: GpuScalar>(
         gpu: g.clone(),
         fingerprint,
         canon,
-        transfers: kept,
+        kept,
+        transfers,
         data,
         steps,
         candidates: candidates.map_or(1, |c| c.len()),
@@ -1040,9 +1053,23 @@ impl<T: GpuScalar> DeviceState<T> {
         {
             let fine = built.levels[0].a.values_mut();
             let src = canon_vals.as_ref().unwrap_or(a.device_parts().2);
-            g.stream()
-                .memcpy_dtod(src, fine)
-                .map_err(|e| Error::cuda("copying the new values", e))?;
+            match &self.kept {
+                Some(pos) => {
+                    let nnz = pos.len();
+                    let nnz32 = nnz as u32;
+                    launch!(
+                        g,
+                        f::<T>(g, "amg_gather")?,
+                        nnz,
+                        "amg_gather",
+                        [src, pos, fine, &nnz32]
+                    );
+                }
+                None => g
+                    .stream()
+                    .memcpy_dtod(src, fine)
+                    .map_err(|e| Error::cuda("copying the new values", e))?,
+            }
         }
         phase(g, params, &mut times.upload, clock)?;
         let graphs = params.resetup_graph && !params.phase_times;
