@@ -271,8 +271,8 @@ struct Plan {
     restart: usize,
     poly_degree: usize,
     amg: AmgParams,
-    /// `Some((dim, n))`: rigid-body modes of `elasticity{dim}d:n` as the AMG candidates.
-    rbm: Option<(usize, usize)>,
+    /// `Some(..)`: rigid-body modes of an elasticity spec as the AMG candidates.
+    rbm: Option<Rbm>,
     rhs_count: usize,
     /// `--rhs-mode block`: the right-hand sides as one block.
     rhs_block: bool,
@@ -899,17 +899,7 @@ fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
             solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
-            let candidates = plan.rbm.map(|(dim, n)| {
-                if dim == 3 {
-                    segsparse::precond::amg::rigid_body_modes_3d(
-                        &segsparse::generate::elasticity3d_coordinates(n),
-                    )
-                } else {
-                    segsparse::precond::amg::rigid_body_modes_2d(
-                        &segsparse::generate::elasticity2d_coordinates(n),
-                    )
-                }
-            });
+            let candidates = plan.rbm.map(|r| r.modes()).transpose()?;
             // From the solver's own matrix: on the GPU the setup runs on the device from it.
             let build = || {
                 match &candidates {
@@ -1091,7 +1081,7 @@ fn solve_block<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
 
 /// The AMG options of the command line.
 fn amg_params(cli: &Cli) -> Result<AmgParams> {
-    let rbm = rbm_grid(cli)?.map(|(dim, _)| dim);
+    let rbm = rbm_grid(cli)?.map(|r| r.dim());
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
         drop_tol: cli.amg.amg_drop_tol,
@@ -1115,23 +1105,68 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
 
 /// `Some((dim, n))` when the AMG candidates are the rigid-body modes of `elasticity2d:n`
 /// (`dim` 2) or `elasticity3d:n` (`dim` 3).
-fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
+/// Where the node coordinates of rigid-body modes come from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Rbm {
+    /// `elasticity2d:N` or `elasticity3d:N`: (dimension, N).
+    Grid(usize, usize),
+    /// `femelast2d:…` or `femelast3d:…`: the problem, N and the seed of its mesh.
+    Fem(segsparse::generate::FemProblem, usize, u64),
+}
+
+impl Rbm {
+    /// Unknowns per node.
+    fn dim(self) -> usize {
+        match self {
+            Rbm::Grid(dim, _) => dim,
+            Rbm::Fem(p, _, _) => p.dim,
+        }
+    }
+
+    /// The rigid-body modes, one vector per mode over the matrix's rows.
+    fn modes<T: Scalar>(self) -> Result<Vec<Vec<T>>> {
+        use segsparse::precond::amg::{rigid_body_modes_2d, rigid_body_modes_3d};
+        Ok(match self {
+            Rbm::Grid(3, n) => {
+                rigid_body_modes_3d(&segsparse::generate::elasticity3d_coordinates(n))
+            }
+            Rbm::Grid(_, n) => {
+                rigid_body_modes_2d(&segsparse::generate::elasticity2d_coordinates(n))
+            }
+            Rbm::Fem(p, n, seed) => {
+                let xyz = segsparse::generate::fem_coordinates(&p, n, seed)?;
+                if p.dim == 3 {
+                    rigid_body_modes_3d(&xyz)
+                } else {
+                    let xy: Vec<[f64; 2]> = xyz.iter().map(|x| [x[0], x[1]]).collect();
+                    rigid_body_modes_2d(&xy)
+                }
+            }
+        })
+    }
+}
+
+/// `--amg-candidates`: rigid-body modes for the specs whose node coordinates are known
+/// (`elasticity2d:N`, `elasticity3d:N`, `femelast2d:…`, `femelast3d:…`).
+fn rbm_grid(cli: &Cli) -> Result<Option<Rbm>> {
     use cli::AmgCandidatesArg;
     let size = |n: &str| n.trim().replace('_', "").parse::<usize>().ok();
     let grid = if let Some(n) = cli.matrix.strip_prefix("elasticity2d:") {
-        size(n).map(|n| (2, n))
+        size(n).map(|n| Rbm::Grid(2, n))
     } else if let Some(n) = cli.matrix.strip_prefix("elasticity3d:") {
-        size(n).map(|n| (3, n))
+        size(n).map(|n| Rbm::Grid(3, n))
     } else {
-        None
+        segsparse::generate::fem_problem(&cli.matrix)
+            .filter(|(p, _)| p.physics == segsparse::generate::FemPhysics::Elasticity)
+            .map(|(p, n)| Rbm::Fem(p, n, cli.seed))
     };
     match (cli.amg.amg_candidates, grid) {
         (AmgCandidatesArg::Constant, _) | (AmgCandidatesArg::Auto, None) => Ok(None),
         (_, Some(g)) => Ok(Some(g)),
         (AmgCandidatesArg::Rbm, None) => {
             bail!(
-                "--amg-candidates rbm needs node coordinates: only elasticity2d:N and \
-                 elasticity3d:N specs have them"
+                "--amg-candidates rbm needs node coordinates: only the elasticity2d:N, \
+                 elasticity3d:N, femelast2d:… and femelast3d:… specs have them"
             )
         }
     }
@@ -1263,6 +1298,32 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "33"]).is_err());
         assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "0"]).is_err());
+    }
+
+    /// Rigid-body modes come with the elasticity specs' node coordinates, one entry per row.
+    #[test]
+    fn rigid_body_modes_of_the_elasticity_specs() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+        for (spec, dim, modes) in [
+            ("elasticity3d:3", 3, 6),
+            ("elasticity2d:4", 2, 3),
+            ("femelast3d:p1:3", 3, 6),
+            ("femelast2d:p2:3:cube:ident", 2, 3),
+        ] {
+            let cli = parse(&["sparse-solve", spec]);
+            let r = rbm_grid(&cli).unwrap().expect(spec);
+            assert_eq!(r.dim(), dim);
+            assert_eq!(amg_params(&cli).unwrap().block_size, dim);
+            let m: Vec<Vec<f64>> = r.modes().unwrap();
+            let a: CsrMatrix<f64> = segsparse::load(spec, cli.seed).unwrap();
+            assert_eq!(m.len(), modes, "{spec}");
+            assert!(m.iter().all(|v| v.len() == a.nrows()), "{spec}");
+        }
+        for spec in ["fem3d:p2:3", "poisson3d:4"] {
+            assert!(rbm_grid(&parse(&["sparse-solve", spec])).unwrap().is_none());
+            let e = rbm_grid(&parse(&["sparse-solve", spec, "--amg-candidates", "rbm"]));
+            assert!(e.unwrap_err().to_string().contains("node coordinates"));
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //! iterations and residuals are those of the separate order.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
 use crate::backend::{BicgSteps, Fuse, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
 
@@ -50,9 +50,21 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    bicgstab_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`bicgstab`] on trait objects: compiled once per element type and backend.
+fn bicgstab_body<T: Elem, B: BicgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+) -> Result<SolveInfo, SolveError> {
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
     super::preflight(be, "the BiCGSTAB workspace", n, vectors, 0, params)?;
     let mut state = BicgState {

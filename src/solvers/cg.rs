@@ -15,7 +15,7 @@
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
 use crate::backend::{CgSteps, Fuse, LinearOperator, Preconditioner};
@@ -65,7 +65,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, false)
+    cg_family(be, &Dyn(a), &Dyn(m), b, x, params, false)
 }
 
 /// COCG, the conjugate orthogonal conjugate gradient of van der Vorst and Melissen (1990), for a
@@ -113,30 +113,25 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, true)
+    cg_family(be, &Dyn(a), &Dyn(m), b, x, params, true)
 }
 
 /// The one body of CG, PCG, COCG and PCOCG: `bilinear` selects the form of ρ and pᵀAp
 /// ([`Slot::Form`](crate::backend::Slot::Form)).
+/// On trait objects, so that it is compiled once per element type and backend.
 #[allow(clippy::too_many_arguments)]
-fn cg_family<T, B, A, P>(
+fn cg_family<T: Elem, B: CgSteps<T>>(
     be: &B,
-    a: &A,
-    m: &P,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
     bilinear: bool,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: CgSteps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
+) -> Result<SolveInfo, SolveError> {
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     super::preflight(be, "the CG workspace", n, vectors, 0, params)?;
     // The whole workspace, before the first iteration.

@@ -45,7 +45,7 @@ use drive::{drive_multi, mask, ColumnMethod};
 
 use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
-use super::drive::{check_problem, preflight, PrecondKind as Kind};
+use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind};
 use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
@@ -211,10 +211,22 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    pcg_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`pcg`] on trait objects: compiled once per element type and backend.
+fn pcg_body<T: Scalar, B: CgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     preflight(be, "the multi-RHS CG workspace", n, vectors * k, 0, params)?;
     let (cols, scs) = allocate(be, k, n, params, || CgVectors::new(be, n, kind))?;
@@ -296,10 +308,22 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    bicgstab_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`bicgstab`] on trait objects: compiled once per element type and backend.
+fn bicgstab_body<T: Scalar, B: BicgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
     preflight(
         be,
@@ -429,6 +453,20 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    gmres_body(be, &Dyn(a), &Dyn(m), b, x, restart, params)
+}
+
+/// [`gmres`] on trait objects: compiled once per element type and backend.
+#[allow(clippy::too_many_arguments)]
+fn gmres_body<T: Scalar, B: KrylovOps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    restart: usize,
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     if restart == 0 {
