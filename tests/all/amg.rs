@@ -186,8 +186,24 @@ fn rounding_noise_is_dropped_before_the_setup() {
         }
         assert_eq!(kept.row_ptr()[i + 1] as usize, next, "row {i}");
     }
+    // The generator's matrix is symmetric to rounding only; its exactly symmetric version (the
+    // upper triangle's values mirrored) stays exactly symmetric.
+    let mut sv = v.to_vec();
+    for i in 0..a.nrows() {
+        for k in rp[i] as usize..rp[i + 1] as usize {
+            let c = cj[k] as usize;
+            if c < i {
+                let (cc, cv) = a.row(c);
+                sv[k] = cv[cc.binary_search(&(i as u32)).expect("a symmetric pattern")];
+            }
+        }
+    }
+    let sym =
+        CsrMatrix::try_from_parts(a.nrows(), a.ncols(), rp.to_vec(), cj.to_vec(), sv).unwrap();
+    assert!(sym.is_symmetric());
+    let (ks, _) = segsparse::sparse::drop_small(&sym, tol).unwrap().unwrap();
     assert!(
-        kept.is_symmetric(),
+        ks.is_symmetric(),
         "dropping keeps a symmetric matrix symmetric"
     );
     let share = 1.0 - kept.nnz() as f64 / a.nnz() as f64;
@@ -932,6 +948,17 @@ fn scrambled(a: &CsrMatrix<f64>) -> CsrMatrix<f64> {
     CsrMatrix::try_from_parts(a.nrows(), a.ncols(), rp, col, val).unwrap()
 }
 
+/// `a` with every row's entries in reverse order (the same entries, rows unsorted).
+fn reversed(a: &CsrMatrix<f64>) -> CsrMatrix<f64> {
+    let (mut col, mut val) = (Vec::new(), Vec::new());
+    for i in 0..a.nrows() {
+        let (s, e) = (a.row_ptr()[i] as usize, a.row_ptr()[i + 1] as usize);
+        col.extend(a.col_idx()[s..e].iter().rev());
+        val.extend(a.values()[s..e].iter().rev());
+    }
+    CsrMatrix::try_from_parts(a.nrows(), a.ncols(), a.row_ptr().to_vec(), col, val).unwrap()
+}
+
 /// The device setup takes a device matrix whose rows are unsorted and repeat a column (sorted
 /// and summed on the device), with the hierarchy of its canonical form, also after a re-setup
 /// from such a matrix; and it copies nothing of the matrix over the bus (the transfer counter
@@ -981,12 +1008,21 @@ fn gpu_setup_from_unsorted_device_matrix_without_copies() {
         for (d, h) in got.summary().levels.iter().zip(&fresh.summary().levels) {
             assert_eq!(d.rho, h.rho, "{name}: re-setup rho");
         }
-        // Values stored in another order than at the setup are refused, and leave it usable.
-        let e = got.update_matrix(&ops, &da).unwrap_err().to_string();
+        // Values stored in another order than at the setup (the same entries, rows reversed)
+        // are refused, and leave it usable; the repeated columns make another pattern.
+        let dr = GpuCsr::upload(&gpu, &reversed(a)).unwrap();
+        let e = build(&dr)
+            .unwrap()
+            .update_matrix(&ops, &da)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("another order"), "{name}: {e}");
         let mut sorted = build(&da).unwrap();
-        let e = sorted.update_matrix(&ops, &ds).unwrap_err().to_string();
+        let e = sorted.update_matrix(&ops, &dr).unwrap_err().to_string();
         assert!(e.contains("another order"), "{name}: {e}");
+        let e = got.update_matrix(&ops, &da).unwrap_err().to_string();
+        assert!(e.contains("does not have the pattern"), "{name}: {e}");
+        sorted.update_matrix(&ops, &da).unwrap();
         // No copy of the matrix crosses the bus: setup and re-setup from the device matrix move
         // the candidates, the coarsest level and its dense inverse, and a few scalars: a
         // fraction of the matrix.
