@@ -1137,6 +1137,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
     let rbm = rbm_grid(cli)?.map(|r| r.dim());
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
+        drop_tol: cli.amg.amg_drop_tol,
         smoother: cli.amg.amg_smoother.into(),
         degree: cli.amg.amg_degree,
         chebyshev_lower: cli.amg.amg_cheb_lower,
