@@ -4,11 +4,19 @@
 use numpy::{Element, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadwriteArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use segsparse::gpu::KernelType;
 use segsparse::spmv::gpu::GpuScalar;
+
+use crate::errors::{run, Res};
 
 /// Element types of a matrix: `f32` and `f64`, with NumPy and GPU support.
 pub trait Elem: GpuScalar + Element {}
 impl<T: GpuScalar + Element> Elem for T {}
+
+/// Every element type of a solve, real or complex (`f32`, `f64`, `Complex<f32>`,
+/// `Complex<f64>`), as NumPy holds it and as the crate's solvers and GPU kernels take it.
+pub trait AnyElem: segsparse::Elem<Dev: KernelType> + Element {}
+impl<T: segsparse::Elem<Dev: KernelType> + Element> AnyElem for T {}
 
 /// A writable view of a 1-D NumPy array of `T`. rust-numpy's `extract` panics when the array
 /// is already borrowed (it aliases an input) or read-only; `try_readwrite` reports it instead.
@@ -65,4 +73,18 @@ pub fn slice_mut<'a, T: Element>(
 ) -> PyResult<&'a mut [T]> {
     a.as_slice_mut()
         .map_err(|_| PyValueError::new_err(format!("{what} must be contiguous")))
+}
+
+/// `f` run on the contiguous NumPy vectors `b` (read) and `x` (written in place) of element
+/// type `T`, without the GIL (see [`run`]).
+pub fn with_vectors<T: numpy::Element, R: Send>(
+    py: Python<'_>,
+    b: &Bound<'_, PyAny>,
+    x: &Bound<'_, PyAny>,
+    f: impl FnOnce(&[T], &mut [T]) -> Res<R> + Send,
+) -> PyResult<R> {
+    let ba = ro::<T>(b, "b")?;
+    let mut xa = rw::<T>(x, "x")?;
+    let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
+    run(py, || f(bs, xs))
 }

@@ -30,29 +30,22 @@ pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
             setup,
         )),
         Err(
-            e @ SolveError::NotConverged {
+            e @ (SolveError::NotConverged {
                 iterations,
                 residual,
-            },
-        ) => Ok((
-            false,
-            iterations.max(1) as i64,
-            iterations,
-            residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::Stagnation {
+            }
+            | SolveError::Stagnation {
                 iterations,
                 residual,
-            },
+            }),
         ) => Ok((
             false,
-            -1,
+            // Stagnation is a breakdown in SciPy's terms (-1); the limit, the iterations done.
+            if matches!(e, SolveError::Stagnation { .. }) {
+                -1
+            } else {
+                iterations.max(1) as i64
+            },
             iterations,
             residual,
             secs,
