@@ -29,9 +29,8 @@ use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 use segsparse::spmv::Op;
 use segsparse::{Complex, CsrMatrix, Elem};
 
-use crate::arrays::{ro, slice};
-use crate::device::{device, Borrowed};
-use crate::errors::{check_len, run, Failure, Res};
+use crate::device::{device, with_borrowed, Borrowed};
+use crate::errors::{check_len, not_on_gpu, Failure, Res};
 use crate::outcome::{outcome, Outcome, Timed};
 use crate::solve::{call, Held, Opts, Precond};
 
@@ -113,46 +112,34 @@ pub(crate) fn op_of(op: &str) -> PyResult<Op> {
     }
 }
 
-/// Builds a complex matrix from host CSR arrays (`data` a contiguous NumPy array of `T`):
-/// validated on the host, then uploaded when `on_gpu`.
-pub(crate) fn build<T: Elem + Element>(
-    py: Python<'_>,
-    shape: (usize, usize),
-    row_ptr: Vec<u32>,
-    col_idx: Vec<u32>,
-    data: &Bound<'_, PyAny>,
-    on_gpu: bool,
-) -> PyResult<CMat<T>>
+/// A complex matrix from its host CSR, checked from `t0` on (see `arrays::csr_from_arrays`),
+/// uploaded when `on_gpu`.
+pub(crate) fn build<T: Elem>(host: CsrMatrix<T>, t0: Instant, on_gpu: bool) -> Res<CMat<T>>
 where
     T::Dev: KernelType,
 {
-    let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
-    run(py, move || {
-        let t0 = Instant::now();
-        let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
-        let check = t0.elapsed().as_secs_f64();
-        let dev = if on_gpu {
-            let d = device()?;
-            Some(CDev {
-                csr: GpuComplexCsr::upload(&d.gpu, &host, ComplexSpmvAlgorithm::Auto)?,
-                adjoint: Mutex::new(None),
-                ops: Mutex::new(None),
-                jacobi: Mutex::new(None),
-            })
-        } else {
-            None
-        };
-        let mut timing = vec![("check", check)];
-        if dev.is_some() {
-            timing.push(("copy", t0.elapsed().as_secs_f64() - check));
-        }
-        timing.push(("total", t0.elapsed().as_secs_f64()));
-        Ok(CMat {
-            host,
-            dev,
+    let check = t0.elapsed().as_secs_f64();
+    let dev = if on_gpu {
+        let d = device()?;
+        Some(CDev {
+            csr: GpuComplexCsr::upload(&d.gpu, &host, ComplexSpmvAlgorithm::Auto)?,
+            adjoint: Mutex::new(None),
+            ops: Mutex::new(None),
             jacobi: Mutex::new(None),
-            timing,
         })
+    } else {
+        None
+    };
+    let mut timing = vec![("check", check)];
+    if dev.is_some() {
+        timing.push(("copy", t0.elapsed().as_secs_f64() - check));
+    }
+    timing.push(("total", t0.elapsed().as_secs_f64()));
+    Ok(CMat {
+        host,
+        dev,
+        jacobi: Mutex::new(None),
+        timing,
     })
 }
 
@@ -176,13 +163,7 @@ where
     }
 
     fn dev(&self) -> Res<&CDev<T>> {
-        self.dev.as_ref().ok_or_else(|| {
-            Failure::Value(
-                "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a \
-                 matrix created with device='gpu'"
-                    .into(),
-            )
-        })
+        self.dev.as_ref().ok_or_else(not_on_gpu)
     }
 
     /// `Aᴴ` on the device, built there on first use.
@@ -412,14 +393,13 @@ where
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
         let (n, m) = self.host.shape();
-        let dev = device()?;
-        dev.enter(wait)?;
         // SAFETY: as in `spmv_device` (b has nrows, x ncols elements).
-        let b = unsafe { Borrowed::<T::Dev>::new(dev, bp, n) };
-        let mut x = unsafe { Borrowed::<T::Dev>::new(dev, xp, m) };
-        let r = self.solve_gpu(&ops, d, o, &b, &mut x, t0);
-        dev.leave(signal)?;
-        outcome(r?)
+        let r = unsafe {
+            with_borrowed(bp, n, xp, m, wait, signal, |b, x| {
+                self.solve_gpu(&ops, d, o, b, x, t0)
+            })
+        };
+        outcome(r??)
     }
 
     /// Seconds per `y ← A·x` measured inside Rust (see `_Matrix.bench_rust_spmv`).

@@ -19,10 +19,10 @@ use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{Complex, CsrMatrix, Scalar};
 
-use crate::arrays::{ro, rw, slice, slice_mut, with_vectors, Elem};
+use crate::arrays::{csr_from_arrays, with_vectors, Elem};
 use crate::complex::{self as cx, CMat};
-use crate::device::{device, Borrowed};
-use crate::errors::{check_len, run, run_held, Failure, Res};
+use crate::device::{device, with_borrowed, Borrowed};
+use crate::errors::{check_len, not_on_gpu, run, run_held, Failure, Res};
 use crate::hierarchy::{AmgOn, PyAmg};
 use crate::outcome::{outcome, Outcome, Timed};
 use crate::solve::{call, Held, Method, Opts, Precond, PyOptions};
@@ -205,35 +205,24 @@ fn range_error(f: Failure) -> Failure {
     }
 }
 
-fn build<T: Elem>(
-    py: Python<'_>,
-    shape: (usize, usize),
-    row_ptr: Vec<u32>,
-    col_idx: Vec<u32>,
-    data: &Bound<'_, PyAny>,
-    want: Want,
-) -> PyResult<Mat<T>> {
-    let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
-    run(py, move || {
-        let t0 = Instant::now();
-        let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
-        let dev = match want {
-            Want::Cpu => None,
-            Want::Gpu => Some(upload(&host)?),
-            Want::Auto => match device() {
-                Ok(_) => Some(upload(&host)?),
-                Err(_) => None,
-            },
-        };
-        let nnz = host.nnz();
-        Ok(Mat {
-            host: OnceLock::from(host),
-            shape,
-            nnz,
-            dev,
-            jacobi: Mutex::new(None),
-            timing: vec![("total", t0.elapsed().as_secs_f64())],
-        })
+/// A real matrix from its checked host CSR (built from `t0` on), uploaded as `want` says.
+fn build<T: Elem>(host: CsrMatrix<T>, t0: Instant, want: Want) -> Res<Mat<T>> {
+    let dev = match want {
+        Want::Cpu => None,
+        Want::Gpu => Some(upload(&host)?),
+        Want::Auto => match device() {
+            Ok(_) => Some(upload(&host)?),
+            Err(_) => None,
+        },
+    };
+    let nnz = host.nnz();
+    Ok(Mat {
+        shape: host.shape(),
+        host: OnceLock::from(host),
+        nnz,
+        dev,
+        jacobi: Mutex::new(None),
+        timing: vec![("total", t0.elapsed().as_secs_f64())],
     })
 }
 
@@ -549,13 +538,7 @@ impl<T: Elem> Mat<T> {
     }
 
     fn dev(&self) -> Res<&DevMat<T>> {
-        self.dev.as_ref().ok_or_else(|| {
-            Failure::Value(
-                "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a \
-                 matrix created with device='gpu'"
-                    .into(),
-            )
-        })
+        self.dev.as_ref().ok_or_else(not_on_gpu)
     }
 
     fn cpu_jacobi(&self) -> Res<Arc<Jacobi<Vec<T>>>> {
@@ -722,26 +705,16 @@ impl<T: Elem> Mat<T> {
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
         let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
-        let dev = device()?;
-        dev.enter(wait)?;
+        let (n, m) = self.shape;
+        let host = || self.host();
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
-        let b = unsafe { Borrowed::<T>::new(dev, bp, self.shape.0) };
-        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
-        let r = solve_with(
-            &*ops,
-            &d.csr,
-            &|| self.host(),
-            jac.as_deref(),
-            h,
-            o,
-            &b,
-            &mut x,
-            t0,
-            None,
-        );
-        dev.leave(signal)?;
-        outcome(r)
+        let r = unsafe {
+            with_borrowed(bp, n, xp, m, wait, signal, |b, x| {
+                solve_with(&*ops, &d.csr, &host, jac.as_deref(), h, o, b, x, t0, None)
+            })
+        };
+        outcome(r?)
     }
 
     /// The AMG hierarchy of this matrix, on its device.
@@ -898,6 +871,21 @@ impl PyMatrix {
     }
 }
 
+/// `alpha` and `beta` of a real matrix's product `what` (`op` must be `"n"`).
+fn real_scalars(
+    op: &str,
+    what: &str,
+    alpha: &Bound<'_, PyAny>,
+    beta: &Bound<'_, PyAny>,
+) -> PyResult<(f64, f64)> {
+    if op != "n" {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "op 't'/'h' of {what} is for complex matrices"
+        )));
+    }
+    Ok((alpha.extract()?, beta.extract()?))
+}
+
 fn wrong_device() -> Failure {
     Failure::Value("the AMG hierarchy was built for a matrix on another device".into())
 }
@@ -943,9 +931,13 @@ impl PyMatrix {
             let ci = self::indices(indices, "indices")?;
             let shape = (nrows, ncols);
             let inner = if dtype == "complex64" {
-                Inner::C64(cx::build(py, shape, rp, ci, data, on_gpu)?)
+                Inner::C64(csr_from_arrays(py, shape, rp, ci, data, |h, t0| {
+                    cx::build(h, t0, on_gpu)
+                })?)
             } else {
-                Inner::C128(cx::build(py, shape, rp, ci, data, on_gpu)?)
+                Inner::C128(csr_from_arrays(py, shape, rp, ci, data, |h, t0| {
+                    cx::build(h, t0, on_gpu)
+                })?)
             };
             return Ok(PyMatrix { inner });
         }
@@ -993,8 +985,22 @@ impl PyMatrix {
         let rp = self::indices(indptr, "indptr")?;
         let ci = self::indices(indices, "indices")?;
         let inner = match dtype.as_str() {
-            "float32" => Inner::F32(build(py, (nrows, ncols), rp, ci, &data, w)?),
-            _ => Inner::F64(build(py, (nrows, ncols), rp, ci, &data, w)?),
+            "float32" => Inner::F32(csr_from_arrays(
+                py,
+                (nrows, ncols),
+                rp,
+                ci,
+                &data,
+                |h, t0| build(h, t0, w),
+            )?),
+            _ => Inner::F64(csr_from_arrays(
+                py,
+                (nrows, ncols),
+                rp,
+                ci,
+                &data,
+                |h, t0| build(h, t0, w),
+            )?),
         };
         Ok(PyMatrix { inner })
     }
@@ -1077,22 +1083,15 @@ impl PyMatrix {
         op: &str,
     ) -> PyResult<()> {
         with_mat!(self, m, T => {
-            if op != "n" {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "op 't'/'h' of spmv_host is for complex matrices",
-                ));
-            }
-            let (alpha, beta): (f64, f64) = (alpha.extract()?, beta.extract()?);
-            let xa = ro::<T>(x, "x")?;
-            let mut ya = rw::<T>(y, "y")?;
-            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
-            run(py, || m.spmv_host(alpha, xs, beta, ys))
+            let (alpha, beta) = real_scalars(op, "spmv_host", alpha, beta)?;
+            with_vectors::<T, _>(py, x, y, ["x", "y"], |xs, ys| {
+                m.spmv_host(alpha, xs, beta, ys)
+            })
         }; c, C => {
             let (op, alpha, beta) = (cx::op_of(op)?, cx::parts(alpha)?, cx::parts(beta)?);
-            let xa = ro::<C>(x, "x")?;
-            let mut ya = rw::<C>(y, "y")?;
-            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
-            run(py, || c.spmv_host(op, alpha, xs, beta, ys))
+            with_vectors::<C, _>(py, x, y, ["x", "y"], |xs, ys| {
+                c.spmv_host(op, alpha, xs, beta, ys)
+            })
         })
     }
 
@@ -1113,12 +1112,7 @@ impl PyMatrix {
         op: &str,
     ) -> PyResult<()> {
         with_mat!(self, m, _T => {
-            if op != "n" {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "op 't'/'h' of spmv_device is for complex matrices",
-                ));
-            }
-            let (alpha, beta): (f64, f64) = (alpha.extract()?, beta.extract()?);
+            let (alpha, beta) = real_scalars(op, "spmv_device", alpha, beta)?;
             run_held(py, || m.spmv_device(alpha, x, beta, y, &wait, signal))
         }; c, _C => {
             let (op, alpha, beta) = (cx::op_of(op)?, cx::parts(alpha)?, cx::parts(beta)?);
@@ -1143,8 +1137,13 @@ impl PyMatrix {
             return Err(real_only("AMG").into_py_err(py));
         }
         let amg = amg.as_deref();
-        with_mat!(self, m, T => with_vectors::<T, _>(py, b, x, |bs, xs| m.solve_host(o, bs, xs, amg));
-            c, C => with_vectors::<C, _>(py, b, x, |bs, xs| c.solve_host(o, bs, xs).map(|r| r.0)))
+        with_mat!(self, m, T => {
+            with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| m.solve_host(o, bs, xs, amg))
+        }; c, C => {
+            with_vectors::<C, _>(py, b, x, ["b", "x"], |bs, xs| {
+                c.solve_host(o, bs, xs).map(|r| r.0)
+            })
+        })
     }
 
     /// Solves `A X = B` for a NumPy block `b` of `k` columns (row-major `n × k`, flattened) as
@@ -1162,7 +1161,11 @@ impl PyMatrix {
     ) -> PyResult<Vec<Outcome>> {
         let o = &opts.0;
         let amg = amg.as_deref();
-        with_mat!(self, m, T => with_vectors::<T, _>(py, b, x, |bs, xs| m.solve_host_block(o, bs, k, xs, amg));
+        with_mat!(self, m, T => {
+            with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| {
+                m.solve_host_block(o, bs, k, xs, amg)
+            })
+        };
             _c, _C => Err(real_only("a block of right-hand sides").into_py_err(py)))
     }
 

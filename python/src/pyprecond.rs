@@ -327,7 +327,7 @@ impl Calls {
             callback: self.callback,
         };
         let o = &self.o;
-        with_vectors::<T, _>(py, b, x, |bs, xs| {
+        with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| {
             let t0 = Instant::now();
             let r = match held()? {
                 Held::Cpu(a) => solve(&Cpu, a, &c, o, bs, xs, t0),
@@ -347,7 +347,7 @@ impl Calls {
     ) -> PyResult<Outcome> {
         let o = &self.o;
         let (m_apply, callback) = (self.m_apply, self.callback);
-        with_vectors::<T, _>(py, b, x, |bs, xs| {
+        with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| {
             let a = PyOperator {
                 f,
                 n: bs.len(),
