@@ -32,7 +32,9 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps};
+use segsparse::backend::{
+    BlockKrylovOps, Cpu, Identity, LinearOperator, Preconditioner, SolverOps,
+};
 use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
@@ -45,7 +47,7 @@ use cli::{
     IluOrderArg, MethodArg, PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
 use segsparse::autosolve::{ProbeParams, ProbeReport};
-use segsparse::precond::auto::{AutoChoice, AutoMethod, AutoPrecond, MatrixStats};
+use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats, StatsOps};
 use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams};
 use segsparse::solvers::multi;
 use segsparse::sparse::incomplete::FactorSummary;
@@ -149,18 +151,19 @@ struct Extra {
     gpu_choice: Option<GpuChoice>,
     /// ILU(0)/IC(0): what the factorization did and how each triangle is applied.
     factor: Option<FactorSummary>,
-    /// `--precond auto` with the probe: the choice that finished the solve, the probe, the
-    /// cache hit and the fallback.
-    probed: Option<(AutoChoice, Option<ProbeReport>, bool, Option<String>)>,
+    /// `--precond auto --method auto`: what the automatic solve (`autosolve::solve`) chose
+    /// and did.
+    probed: Option<(AutoReport, MethodArg, PrecondArg)>,
 }
 
-/// What `--precond auto` chose, why, and from what.
+/// What `--precond auto` chose, why, and from what: the same fields as Python's `info.choice`.
 #[derive(Clone, Serialize)]
 struct AutoReport {
     method: &'static str,
     precond: &'static str,
     reason: String,
-    /// Seconds the statistics and the choice took (part of `setup_seconds`).
+    /// Seconds the statistics and the choice took (part of `setup_seconds`; read on the device
+    /// for a GPU solve).
     seconds: f64,
     /// The statistics of the real rule (`null` for a complex matrix, whose rule reads only
     /// its symmetry and diagonal).
@@ -171,6 +174,57 @@ struct AutoReport {
     cached: bool,
     /// A fallback after a failure, in words.
     fallback: Option<String>,
+    /// Every candidate that ran, with its outcome.
+    tried: Vec<String>,
+    /// Where nothing converged: the best residual reached and what was tried, in one sentence.
+    failure: Option<String>,
+}
+
+impl AutoReport {
+    /// The report of an automatic solve.
+    fn of(s: &segsparse::autosolve::AutoSolve) -> Self {
+        AutoReport {
+            method: s.choice.method.name(),
+            precond: s.choice.precond.name(),
+            reason: s.choice.reason.clone(),
+            seconds: s.choose_seconds,
+            stats: Some(s.choice.stats),
+            probe: s.probe.clone(),
+            cached: s.cached,
+            fallback: s.fallback.clone(),
+            tried: s.tried.clone(),
+            failure: s.failure.clone(),
+        }
+    }
+}
+
+/// The automatic solve's cost model: `--auto-model FILE` or the default.
+fn cost_model(cli: &Cli) -> Result<segsparse::autosolve::CostModel> {
+    let Some(p) = &cli.auto_model else {
+        return Ok(Default::default());
+    };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a cost model", p.display()))
+}
+
+/// The command line's method for the automatic choice's.
+fn method_arg(m: AutoMethod) -> MethodArg {
+    match m {
+        AutoMethod::Cg => MethodArg::Cg,
+        AutoMethod::Bicgstab => MethodArg::Bicgstab,
+        AutoMethod::Gmres => MethodArg::Gmres,
+    }
+}
+
+/// The command line's preconditioner for the automatic choice's.
+fn precond_arg(p: AutoPrecond) -> PrecondArg {
+    match p {
+        AutoPrecond::None => PrecondArg::None,
+        AutoPrecond::Jacobi => PrecondArg::Jacobi,
+        AutoPrecond::Amg => PrecondArg::Amg,
+        AutoPrecond::Ilu0 => PrecondArg::Ilu0,
+        AutoPrecond::Ic0 => PrecondArg::Ic0,
+    }
 }
 
 /// The costs measured for `--gpus auto` (or for the check of an explicit count) and what the
@@ -287,7 +341,8 @@ struct Plan {
     dist_precond: DistPrecondArg,
     /// ILU(0)/IC(0) parameters (`--ilu-order`, `--ilu-apply`).
     ilu: IncompleteParams,
-    /// `--precond auto` with the convergence probe (`--method auto`, one right-hand side).
+    /// `--precond auto --method auto` with one right-hand side on one device: the automatic
+    /// solve (`autosolve::solve`; its probe off with `--no-probe`).
     probe: Option<ProbeParams>,
 }
 
@@ -411,19 +466,31 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let a: CsrMatrix<T> = load_square(cli)?;
     let n = a.nrows();
     let b: Vec<T> = rhs(cli, &a)?;
-    let symmetric = a.is_symmetric();
-    let posdiag = a.diagonal().iter().all(|&d| d > T::zero());
-    // --precond auto: the choice is part of the setup (time to solution).
+    // The automatic solve (`autosolve::solve`: statistics where the matrix lives, the rule, the
+    // probe) for the default: `--precond auto --method auto`, one right-hand side, one device.
+    let engine = cli.precond == PrecondArg::Auto
+        && cli.method == MethodArg::Auto
+        && cli.rhs_count == 1
+        && matches!(cli.gpus, GpusArg::Count(1));
+    // The exact structure for the report and the method of `--method auto` with a named
+    // preconditioner; the automatic solve reads its own statistics.
+    let (symmetric, posdiag) = if engine {
+        (false, false)
+    } else {
+        (
+            a.is_symmetric(),
+            a.diagonal().iter().all(|&d| d > T::zero()),
+        )
+    };
+    // --precond auto otherwise: the rule alone, on the host; part of the setup.
     let auto_clock = Instant::now();
     let auto_choice =
-        (cli.precond == PrecondArg::Auto).then(|| segsparse::precond::auto::choose(&a));
+        (cli.precond == PrecondArg::Auto && !engine).then(|| segsparse::precond::auto::choose(&a));
     let auto_seconds = auto_clock.elapsed().as_secs_f64();
     let choice = &auto_choice;
     let method = match (cli.method, choice) {
-        (MethodArg::Auto, Some(c)) => match c.method {
-            AutoMethod::Cg => MethodArg::Cg,
-            AutoMethod::Gmres => MethodArg::Gmres,
-        },
+        (MethodArg::Auto, Some(c)) => method_arg(c.method),
+        (MethodArg::Auto, None) if engine => MethodArg::Auto,
         (MethodArg::Auto, None) if symmetric && posdiag => MethodArg::Cg,
         (MethodArg::Auto, None) => MethodArg::Bicgstab,
         (m, _) => m,
@@ -453,6 +520,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         probe: None,
         cached: false,
         fallback: None,
+        tried: Vec::new(),
+        failure: None,
     });
     let ilu = ilu_params(cli);
     let plan = Plan {
@@ -470,11 +539,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg_setups: cli.amg.amg_setups as usize,
         amg_resetups: cli.amg.amg_resetups as usize,
         dist_precond: cli.dist_precond,
-        probe: (choice.is_some()
-            && !cli.no_probe
-            && cli.method == MethodArg::Auto
-            && cli.rhs_count == 1)
-            .then(ProbeParams::default),
+        probe: if engine {
+            Some(ProbeParams {
+                enabled: !cli.no_probe,
+                model: cost_model(cli)?,
+                ..Default::default()
+            })
+        } else {
+            None
+        },
     };
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
@@ -521,25 +594,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             setup_clock,
         )?
     } else if use_gpu {
-        gpu_solve(
-            &a,
-            &b,
-            &mut x,
-            (plan, auto_choice.as_ref()),
-            &params,
-            setup_clock,
-        )?
+        gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
     } else {
-        let solved = solve_with(
-            &Cpu,
-            &a,
-            &a,
-            (plan, auto_choice.as_ref()),
-            &b,
-            &mut x,
-            &params,
-            setup_clock,
-        )?;
+        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
         Outcome::new(method, cpu_backend(), solved)
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
@@ -548,40 +605,30 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         out.extra.gpu_choice = choice;
     }
     out.extra.gpus = out.extra.gpus.max(1);
-    // The probe's choice replaces the rule's in the report.
+    // The automatic solve's choice and report.
     let (mut method, mut precond) = (method, plan.precond);
-    if let (Some((c, probe, cached, fallback)), Some(r)) =
-        (out.extra.probed.take(), auto_report.as_mut())
-    {
-        method = match c.method {
-            AutoMethod::Cg => MethodArg::Cg,
-            AutoMethod::Gmres => MethodArg::Gmres,
+    let mut structure = if symmetric {
+        "symmetric"
+    } else {
+        "unsymmetric"
+    };
+    if let Some((r, m, p)) = out.extra.probed.take() {
+        let st = r.stats.unwrap_or_default();
+        structure = if st.symmetric {
+            "symmetric to rounding"
+        } else {
+            "unsymmetric"
         };
-        precond = match c.precond {
-            AutoPrecond::None => PrecondArg::None,
-            AutoPrecond::Jacobi => PrecondArg::Jacobi,
-            AutoPrecond::Amg => PrecondArg::Amg,
-            AutoPrecond::Ilu0 => PrecondArg::Ilu0,
-            AutoPrecond::Ic0 => PrecondArg::Ic0,
-        };
+        (method, precond) = (m, p);
         out.method = method.name();
-        r.method = method.name();
-        r.precond = precond.name();
-        r.reason = c.reason;
-        r.probe = probe;
-        r.cached = cached;
-        r.fallback = fallback;
+        auto_report = Some(r);
     }
     clear_progress();
     finish(Finished {
         cli,
         n,
         nnz: a.nnz(),
-        structure: if symmetric {
-            "symmetric"
-        } else {
-            "unsymmetric"
-        },
+        structure,
         method,
         precond,
         restart: plan.restart,
@@ -825,11 +872,14 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
+fn solve_with<
+    T: Scalar,
+    B: SolverOps<T> + BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
+>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
-    (plan, auto): (Plan, Option<&AutoChoice>),
+    plan: Plan,
     b: &[T],
     x: &mut Vec<T>,
     params: &SolveParams,
@@ -838,14 +888,13 @@ fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
     let mut extra = Extra::default();
-    if let (Some(pp), Some(choice)) = (plan.probe, auto) {
-        // --precond auto with the probe: the library's automatic solve from the rule's choice.
+    if let Some(pp) = plan.probe {
+        // The default: the library's automatic solve (statistics read where `op` lives).
         let before = setup_clock.elapsed().as_secs_f64();
-        let s = segsparse::autosolve::solve_with_choice(
+        let s = segsparse::autosolve::solve(
             be,
             op,
-            a,
-            choice.clone(),
+            Some(a),
             &db,
             &mut dx,
             params,
@@ -858,11 +907,15 @@ fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
         extra.factor = s.factor.clone();
         extra.amg = s.amg.clone();
         let times = (before + s.setup_seconds, s.solve_seconds);
+        extra.probed = Some((
+            AutoReport::of(&s),
+            method_arg(s.choice.method),
+            precond_arg(s.choice.precond),
+        ));
         let r = s.result.map(|mut i| {
             i.setup_seconds = times.0;
             i
         });
-        extra.probed = Some((s.choice, s.probe, s.cached, s.fallback));
         return match r {
             Err(SolveError::Backend(e)) => Err(e.into()),
             other => Ok((other, times, extra)),
@@ -945,7 +998,7 @@ fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
+fn solve_all<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1015,7 +1068,7 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
+fn solve_block<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1084,6 +1137,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
     let rbm = rbm_grid(cli)?.map(|r| r.dim());
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
+        drop_tol: cli.amg.amg_drop_tol,
         smoother: cli.amg.amg_smoother.into(),
         degree: cli.amg.amg_degree,
         chebyshev_lower: cli.amg.amg_cheb_lower,
@@ -1199,7 +1253,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     a: &CsrMatrix<T>,
     b: &[T],
     x: &mut Vec<T>,
-    (plan, auto): (Plan, Option<&AutoChoice>),
+    plan: Plan,
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<Outcome> {
@@ -1208,7 +1262,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let solved = solve_with(&ops, &da, a, (plan, auto), b, x, params, setup_clock)?;
+    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock)?;
     Ok(Outcome::new(
         plan.method,
         format!("gpu ({})", g.name()),
@@ -1221,7 +1275,7 @@ fn gpu_solve<T: Scalar>(
     _: &CsrMatrix<T>,
     _: &[T],
     _: &mut Vec<T>,
-    _: (Plan, Option<&AutoChoice>),
+    _: Plan,
     _: &SolveParams,
     _: Instant,
 ) -> Result<Outcome> {
@@ -1367,6 +1421,8 @@ mod tests {
                 probe: None,
                 cached: false,
                 fallback: None,
+                tried: vec![],
+                failure: None,
             }),
             factor: None,
         };

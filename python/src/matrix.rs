@@ -7,7 +7,7 @@ use std::time::Instant;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{Cpu, Identity, LinearOperator, SolverOps};
+use segsparse::backend::{BlockKrylovOps, Cpu, Identity, LinearOperator};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
@@ -328,7 +328,7 @@ fn solve_with<'m, T, B, A>(
 ) -> Timed
 where
     T: Scalar,
-    B: SolverOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
+    B: BlockKrylovOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
     A: LinearOperator<T, B>
         + std::borrow::Borrow<<B as segsparse::backend::MultigridOps<T>>::Matrix>,
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
@@ -346,7 +346,7 @@ where
     ) -> Timed
     where
         T: Scalar,
-        B: SolverOps<T>,
+        B: BlockKrylovOps<T>,
         A: LinearOperator<T, B>,
         P: segsparse::backend::Preconditioner<T, B>,
     {
@@ -525,6 +525,24 @@ impl<T: Elem> Mat<T> {
         let h = CsrMatrix::try_from_parts(self.shape.0, self.shape.1, rp, ci, v)?;
         let _ = self.host.set(h);
         Ok(self.host.get().expect("set above"))
+    }
+
+    /// The host copy where one exists already (built on the host, or downloaded before).
+    pub(crate) fn host_if_present(&self) -> Option<&CsrMatrix<T>> {
+        self.host.get()
+    }
+
+    /// The automatic choice's statistics and rule, read where the matrix lives (on the device
+    /// for a GPU matrix: no host copy).
+    fn auto_choice(&self) -> Res<segsparse::precond::auto::AutoChoice> {
+        use segsparse::precond::auto::{choose_from, StatsOps};
+        let stats = if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            ops.matrix_stats(&d.csr)?
+        } else {
+            Cpu.matrix_stats(self.host()?)?
+        };
+        Ok(choose_from(stats))
     }
 
     /// The matrix as an operator where it lives (for a solve with Python callables).
@@ -833,7 +851,7 @@ type AutoTuple = (
     &'static str,
     &'static str,
     String,
-    (usize, usize, bool, usize, bool, f64, f64, f64, usize),
+    crate::choice::StatsTuple,
 );
 
 /// A CSR matrix held by segsparse (use `segsparse.Matrix`, which builds it from SciPy, CuPy or
@@ -1201,7 +1219,8 @@ impl PyMatrix {
     /// The crate's automatic choice for this matrix (square): `(method, preconditioner, reason,
     /// statistics)`, the statistics as `(rows, nnz, symmetric, missing_diagonal,
     /// positive_diagonal, diagonal_spread, min_dominance, opposite_sign_fraction,
-    /// lower_levels)`. Read from the host copy (downloaded once for a matrix built on the GPU).
+    /// lower_levels, asymmetry, negative_diagonal)`. Read where the matrix lives (on the device
+    /// for a GPU matrix, without a host copy).
     fn auto_choice(&self, py: Python<'_>) -> PyResult<PyObject> {
         let any = |t: Bound<'_, pyo3::types::PyTuple>| t.into_any().unbind();
         with_mat!(self, m, _T => run(py, || {
@@ -1211,23 +1230,12 @@ impl PyMatrix {
                     "the automatic choice needs a square matrix, got {r}x{c}"
                 )));
             }
-            let ch = segsparse::precond::auto::choose(m.host()?);
-            let s = ch.stats;
+            let ch = m.auto_choice()?;
             Ok((
                 ch.method.name(),
                 ch.precond.name(),
                 ch.reason,
-                (
-                    s.rows,
-                    s.nnz,
-                    s.symmetric,
-                    s.missing_diagonal,
-                    s.positive_diagonal,
-                    s.diagonal_spread,
-                    s.min_dominance,
-                    s.opposite_sign_fraction,
-                    s.lower_levels,
-                ),
+                crate::choice::stats_tuple(&ch.stats),
             ))
         }).and_then(|t: AutoTuple| Ok(any(t.into_pyobject(py)?)));
             c, _C => {
