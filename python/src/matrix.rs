@@ -442,7 +442,7 @@ fn on_columns<'m, T, B, A>(
 ) -> Res<(Timed, Vec<Vec<T>>)>
 where
     T: Scalar,
-    B: SolverOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
+    B: BlockKrylovOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
     A: LinearOperator<T, B>
         + std::borrow::Borrow<<B as segsparse::backend::MultigridOps<T>>::Matrix>,
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
