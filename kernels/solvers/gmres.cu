@@ -157,15 +157,27 @@ __device__ void gmres_update_(const unsigned long long* vptr, T* w, u32 n, u32 n
         gmres_column_rec_(s, small, GmresLay{m}, hist, nv - 1, v[0], it);
 }
 
-// One thread: back substitution R y = g on the leading k x k block.
+// One thread: back substitution R y = g on the leading k x k block; a pivot that is zero to
+// working precision (|R[i,i]| <= eps max |R[c,c]|) gives y[i] = 0 (recur::gmres_solve_y).
 template <typename T> __device__ void gmres_solve_y_(T* small, u32 m, u32 k) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    typedef typename real_of<T>::type R;
     const GmresLay L{m};
     const u32 ld = m + 1;
+    R big = R(0);
+    for (u32 i = 0; i < k; ++i) {
+        const R p = sqrt(abs2_(small[L.rmat() + i * ld + i]));
+        if (p > big) big = p;
+    }
     for (int i = int(k) - 1; i >= 0; --i) {
+        const T pivot = small[L.rmat() + i * ld + i];
+        if (sqrt(abs2_(pivot)) <= eps_(R(0)) * big) {
+            small[L.y() + i] = T(0);
+            continue;
+        }
         T acc = small[L.g() + i];
         for (u32 c = i + 1; c < k; ++c) acc -= small[L.rmat() + c * ld + i] * small[L.y() + c];
-        small[L.y() + i] = acc / small[L.rmat() + i * ld + i];
+        small[L.y() + i] = acc / pivot;
     }
 }
 

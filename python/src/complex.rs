@@ -25,139 +25,38 @@ use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOp
 use segsparse::gpu::KernelType;
 use segsparse::precond::auto::{auto_incomplete_params, choose_complex};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
-use segsparse::solvers::{bicgstab, gmres, pcg, pcocg, InitialGuess, SolveParams};
 use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 use segsparse::spmv::Op;
 use segsparse::{Complex, CsrMatrix, Elem};
 
-use crate::arrays::{ro, slice};
-use crate::device::{device, Borrowed};
-use crate::errors::{check_len, run, Failure, Res};
+use crate::device::{device, with_borrowed, Borrowed};
+use crate::errors::{check_len, not_on_gpu, Failure, Res};
 use crate::outcome::{outcome, Outcome, Timed};
+use crate::solve::{call, Held, Opts, Precond};
 
-/// The methods of a complex solve.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Method {
-    Cg,
-    Cocg,
-    Bicgstab,
-    Gmres(usize),
-}
-
-/// The preconditioners of a complex solve (`true`: the automatic path's ILU(0)/IC(0)
-/// parameters).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Precond {
-    None,
-    Jacobi,
-    Ilu0(bool),
-    Ic0(bool),
-}
-
-/// Options of a complex solve.
-pub(crate) struct Opts {
-    method: Method,
-    precond: Precond,
-    params: SolveParams<'static>,
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn opts(
-    method: &str,
-    precond: &str,
-    rtol: f64,
-    atol: f64,
-    maxiter: usize,
-    x0: bool,
-    check_every: Option<usize>,
-    restart: usize,
-) -> Res<Opts> {
-    let method = match method {
-        "cg" => Method::Cg,
-        "cocg" => Method::Cocg,
-        "bicgstab" => Method::Bicgstab,
-        "gmres" if (1..=255).contains(&restart) => Method::Gmres(restart),
-        "gmres" => {
-            return Err(Failure::Value(format!(
-                "restart must be in 1..=255, got {restart}"
-            )))
-        }
-        m => return Err(Failure::Value(format!("unknown solver {m:?}"))),
-    };
-    let precond = match precond {
-        "none" => Precond::None,
-        "jacobi" => Precond::Jacobi,
-        "ilu0" => Precond::Ilu0(false),
-        "ic0" => Precond::Ic0(false),
-        "ilu0:auto" => Precond::Ilu0(true),
-        "ic0:auto" => Precond::Ic0(true),
-        "poly" | "amg" => {
-            return Err(Failure::Value(format!(
-                "the preconditioner {precond:?} is not available for complex matrices (complex: \
-                 None, 'jacobi', 'ilu0', 'ic0' or an operator)"
-            )))
-        }
-        p => {
-            return Err(Failure::Value(format!(
-                "unknown preconditioner {p:?} (known for complex matrices: 'none', 'jacobi', \
-                 'ilu0', 'ic0')"
-            )))
-        }
-    };
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(Failure::Value(format!(
-            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
-        )));
-    }
-    Ok(Opts {
-        method,
-        precond,
-        params: SolveParams {
-            rel_tol: rtol,
-            abs_tol: atol,
-            max_iters: maxiter,
-            initial_guess: if x0 {
-                InitialGuess::Given
-            } else {
-                InitialGuess::Zero
-            },
-            record_history: true,
-            check_every,
-            ..Default::default()
-        },
-    })
-}
-
-/// The solver call of `o` with preconditioner `p` on backend `be`, timed as the real path
-/// times it (setup from `t0` to the call, then the call).
-fn with<T, B, A, P>(
+/// The solver call of `o` with preconditioner `p` on backend `be` (see [`call`]).
+fn with<T: Elem, B: SolverOps<T>>(
     be: &B,
-    a: &A,
-    p: &P,
+    a: &dyn LinearOperator<T, B>,
+    p: &dyn Preconditioner<T, B>,
     o: &Opts,
     b: &B::Vector,
     x: &mut B::Vector,
     t0: Instant,
-) -> Timed
-where
-    T: Elem,
-    B: SolverOps<T>,
-    A: LinearOperator<T, B>,
-    P: Preconditioner<T, B>,
-{
-    let setup = t0.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let mut r = match o.method {
-        Method::Cg => pcg(be, a, p, b, x, &o.params),
-        Method::Cocg => pcocg(be, a, p, b, x, &o.params),
-        Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
-        Method::Gmres(m) => gmres(be, a, p, b, x, m, &o.params),
+) -> Timed {
+    call(be, a, p, o, &o.params, b, x, t0)
+}
+
+/// The error of a real-only preconditioner asked of a complex matrix.
+fn real_only(o: &Opts) -> Failure {
+    let name = match o.precond {
+        Precond::Poly(_) => "poly",
+        _ => "amg",
     };
-    let solve = t.elapsed().as_secs_f64();
-    if let Ok(i) = &mut r {
-        i.setup_seconds = setup;
-    }
-    (r, setup, solve)
+    Failure::Value(format!(
+        "the preconditioner {name:?} is not available for complex matrices (complex: None, \
+         'jacobi', 'ilu0', 'ic0' or an operator)"
+    ))
 }
 
 /// The GPU side of a complex matrix: the uploaded CSR, and `Aᴴ`, the solver kernels and the
@@ -213,46 +112,34 @@ pub(crate) fn op_of(op: &str) -> PyResult<Op> {
     }
 }
 
-/// Builds a complex matrix from host CSR arrays (`data` a contiguous NumPy array of `T`):
-/// validated on the host, then uploaded when `on_gpu`.
-pub(crate) fn build<T: Elem + Element>(
-    py: Python<'_>,
-    shape: (usize, usize),
-    row_ptr: Vec<u32>,
-    col_idx: Vec<u32>,
-    data: &Bound<'_, PyAny>,
-    on_gpu: bool,
-) -> PyResult<CMat<T>>
+/// A complex matrix from its host CSR, checked from `t0` on (see `arrays::csr_from_arrays`),
+/// uploaded when `on_gpu`.
+pub(crate) fn build<T: Elem>(host: CsrMatrix<T>, t0: Instant, on_gpu: bool) -> Res<CMat<T>>
 where
     T::Dev: KernelType,
 {
-    let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
-    run(py, move || {
-        let t0 = Instant::now();
-        let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
-        let check = t0.elapsed().as_secs_f64();
-        let dev = if on_gpu {
-            let d = device()?;
-            Some(CDev {
-                csr: GpuComplexCsr::upload(&d.gpu, &host, ComplexSpmvAlgorithm::Auto)?,
-                adjoint: Mutex::new(None),
-                ops: Mutex::new(None),
-                jacobi: Mutex::new(None),
-            })
-        } else {
-            None
-        };
-        let mut timing = vec![("check", check)];
-        if dev.is_some() {
-            timing.push(("copy", t0.elapsed().as_secs_f64() - check));
-        }
-        timing.push(("total", t0.elapsed().as_secs_f64()));
-        Ok(CMat {
-            host,
-            dev,
+    let check = t0.elapsed().as_secs_f64();
+    let dev = if on_gpu {
+        let d = device()?;
+        Some(CDev {
+            csr: GpuComplexCsr::upload(&d.gpu, &host, ComplexSpmvAlgorithm::Auto)?,
+            adjoint: Mutex::new(None),
+            ops: Mutex::new(None),
             jacobi: Mutex::new(None),
-            timing,
         })
+    } else {
+        None
+    };
+    let mut timing = vec![("check", check)];
+    if dev.is_some() {
+        timing.push(("copy", t0.elapsed().as_secs_f64() - check));
+    }
+    timing.push(("total", t0.elapsed().as_secs_f64()));
+    Ok(CMat {
+        host,
+        dev,
+        jacobi: Mutex::new(None),
+        timing,
     })
 }
 
@@ -276,13 +163,7 @@ where
     }
 
     fn dev(&self) -> Res<&CDev<T>> {
-        self.dev.as_ref().ok_or_else(|| {
-            Failure::Value(
-                "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a \
-                 matrix created with device='gpu'"
-                    .into(),
-            )
-        })
+        self.dev.as_ref().ok_or_else(not_on_gpu)
     }
 
     /// `Aᴴ` on the device, built there on first use.
@@ -296,6 +177,19 @@ where
             )?));
         }
         Ok(a.clone().expect("set above"))
+    }
+
+    /// The matrix as an operator where it lives (for a solve with Python callables).
+    pub(crate) fn held(&self) -> Res<Held<'_, T>>
+    where
+        T: Element,
+    {
+        Ok(if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            Held::Gpu(ops, &d.csr)
+        } else {
+            Held::Cpu(&self.host)
+        })
     }
 
     fn gpu_ops(&self) -> Res<(Arc<GpuOps<T>>, &CDev<T>)> {
@@ -446,6 +340,7 @@ where
             }
         };
         let r = match o.precond {
+            Precond::Poly(_) | Precond::Amg => return Err(real_only(o)),
             Precond::None => with(&Cpu, a, &Identity, o, &bv, &mut xv, t0),
             Precond::Jacobi => with(&Cpu, a, &*self.cpu_jacobi()?, o, &bv, &mut xv, t0),
             Precond::Ilu0(auto) => {
@@ -474,6 +369,7 @@ where
         Ok(match o.precond {
             Precond::None => with(ops, &d.csr, &Identity, o, b, x, t0),
             Precond::Jacobi => with(ops, &d.csr, &*self.gpu_jacobi(ops)?, o, b, x, t0),
+            Precond::Poly(_) | Precond::Amg => return Err(real_only(o)),
             Precond::Ilu0(_) | Precond::Ic0(_) => {
                 return Err(Failure::Value(
                     "ILU(0) and IC(0) of a complex matrix are factored and applied on the CPU: \
@@ -497,14 +393,13 @@ where
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
         let (n, m) = self.host.shape();
-        let dev = device()?;
-        dev.enter(wait)?;
         // SAFETY: as in `spmv_device` (b has nrows, x ncols elements).
-        let b = unsafe { Borrowed::<T::Dev>::new(dev, bp, n) };
-        let mut x = unsafe { Borrowed::<T::Dev>::new(dev, xp, m) };
-        let r = self.solve_gpu(&ops, d, o, &b, &mut x, t0);
-        dev.leave(signal)?;
-        outcome(r?)
+        let r = unsafe {
+            with_borrowed(bp, n, xp, m, wait, signal, |b, x| {
+                self.solve_gpu(&ops, d, o, b, x, t0)
+            })
+        };
+        outcome(r??)
     }
 
     /// Seconds per `y ← A·x` measured inside Rust (see `_Matrix.bench_rust_spmv`).

@@ -133,6 +133,31 @@ impl<T> Borrowed<T> {
     }
 }
 
+/// `f` on the caller's device vectors `b` (`n` elements at `bp`) and `x` (`m` elements at
+/// `xp`), ordered after the streams in `wait` and before later work on `signal`.
+///
+/// # Safety
+/// As [`Borrowed::new`] for both arrays: the Python layer checked that they are contiguous
+/// device arrays of `T` with `n` and `m` elements, and holds them during the call.
+pub unsafe fn with_borrowed<T, R>(
+    bp: u64,
+    n: usize,
+    xp: u64,
+    m: usize,
+    wait: &[u64],
+    signal: u64,
+    f: impl FnOnce(&Borrowed<T>, &mut Borrowed<T>) -> R,
+) -> Result<R, Error> {
+    let dev = device()?;
+    dev.enter(wait)?;
+    // SAFETY: the caller's contract.
+    let b = unsafe { Borrowed::<T>::new(dev, bp, n) };
+    let mut x = unsafe { Borrowed::<T>::new(dev, xp, m) };
+    let r = f(&b, &mut x);
+    dev.leave(signal)?;
+    Ok(r)
+}
+
 impl<T> std::ops::Deref for Borrowed<T> {
     type Target = CudaSlice<T>;
     fn deref(&self) -> &CudaSlice<T> {

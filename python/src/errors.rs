@@ -42,6 +42,15 @@ impl From<Error> for Failure {
 /// The result type of GIL-free work.
 pub type Res<T> = std::result::Result<T, Failure>;
 
+/// The error of a GPU operation asked of a matrix that lives on the CPU.
+pub fn not_on_gpu() -> Failure {
+    Failure::Value(
+        "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a matrix \
+         created with device='gpu'"
+            .into(),
+    )
+}
+
 /// A `ValueError` unless `found == expected`: "`what` has `found` elements but `whose` needs
 /// (has) `expected`".
 pub fn check_len(what: &str, found: usize, expected: usize, whose: &str) -> Res<()> {

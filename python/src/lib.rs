@@ -26,12 +26,14 @@ mod matrix;
 mod outcome;
 mod prims;
 mod pyprecond;
+mod solve;
 
 /// The module: the `_Matrix` class (real and complex matrices) and the array functions.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matrix::PyMatrix>()?;
     m.add_class::<hierarchy::PyAmg>()?;
+    m.add_class::<solve::PyOptions>()?;
     m.add_function(wrap_pyfunction!(matrix::read_matrix_market, m)?)?;
     m.add_function(wrap_pyfunction!(batched::batched_solve_host, m)?)?;
     m.add_function(wrap_pyfunction!(matrix::release_upload_buffers, m)?)?;

@@ -14,17 +14,18 @@ use segsparse::csr::check_gpu::{
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
-use segsparse::solvers::{bicgstab, gmres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams};
+use segsparse::solvers::{SolveError, SolveInfo};
 use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{Complex, CsrMatrix, Scalar};
 
-use crate::arrays::{ro, rw, slice, slice_mut, Elem};
+use crate::arrays::{csr_from_arrays, with_vectors, Elem};
 use crate::complex::{self as cx, CMat};
-use crate::device::{device, Borrowed};
-use crate::errors::{check_len, run, run_held, Failure, Res};
+use crate::device::{device, with_borrowed, Borrowed};
+use crate::errors::{check_len, not_on_gpu, run, run_held, Failure, Res};
 use crate::hierarchy::{AmgOn, PyAmg};
 use crate::outcome::{outcome, Outcome, Timed};
+use crate::solve::{call, Held, Method, Opts, Precond, PyOptions};
 
 /// The GPU side of a matrix: the uploaded CSR, and the solver kernels and Jacobi diagonal,
 /// created on first use.
@@ -204,35 +205,24 @@ fn range_error(f: Failure) -> Failure {
     }
 }
 
-fn build<T: Elem>(
-    py: Python<'_>,
-    shape: (usize, usize),
-    row_ptr: Vec<u32>,
-    col_idx: Vec<u32>,
-    data: &Bound<'_, PyAny>,
-    want: Want,
-) -> PyResult<Mat<T>> {
-    let values = slice(&ro::<T>(data, "data")?, "data")?.to_vec();
-    run(py, move || {
-        let t0 = Instant::now();
-        let host = CsrMatrix::try_from_parts(shape.0, shape.1, row_ptr, col_idx, values)?;
-        let dev = match want {
-            Want::Cpu => None,
-            Want::Gpu => Some(upload(&host)?),
-            Want::Auto => match device() {
-                Ok(_) => Some(upload(&host)?),
-                Err(_) => None,
-            },
-        };
-        let nnz = host.nnz();
-        Ok(Mat {
-            host: OnceLock::from(host),
-            shape,
-            nnz,
-            dev,
-            jacobi: Mutex::new(None),
-            timing: vec![("total", t0.elapsed().as_secs_f64())],
-        })
+/// A real matrix from its checked host CSR (built from `t0` on), uploaded as `want` says.
+fn build<T: Elem>(host: CsrMatrix<T>, t0: Instant, want: Want) -> Res<Mat<T>> {
+    let dev = match want {
+        Want::Cpu => None,
+        Want::Gpu => Some(upload(&host)?),
+        Want::Auto => match device() {
+            Ok(_) => Some(upload(&host)?),
+            Err(_) => None,
+        },
+    };
+    let nnz = host.nnz();
+    Ok(Mat {
+        shape: host.shape(),
+        host: OnceLock::from(host),
+        nnz,
+        dev,
+        jacobi: Mutex::new(None),
+        timing: vec![("total", t0.elapsed().as_secs_f64())],
     })
 }
 
@@ -321,110 +311,6 @@ struct BlockRhs<'a, V> {
     out: Option<Result<MultiInfo, SolveError>>,
 }
 
-/// Solver options from Python.
-#[derive(Clone, Copy)]
-pub(crate) struct Opts {
-    pub(crate) method: Method,
-    precond: Precond,
-    pub(crate) params: SolveParams<'static>,
-}
-
-/// The solvers the bindings know (a new one is one more arm here and in [`solve_with`], plus a
-/// thin function in `segsparse/solvers.py`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Method {
-    Cg,
-    Bicgstab,
-    /// Restarted GMRES with this restart length.
-    Gmres(usize),
-}
-
-/// The preconditioners the bindings know.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Precond {
-    None,
-    Jacobi,
-    /// The crate's Chebyshev polynomial (in the Jacobi-scaled matrix) of this degree (of its
-    /// residual polynomial: degree − 1 products per application).
-    Poly(usize),
-    /// ILU(0) (automatic diagonal shift on a bad pivot; `true`: the automatic path's
-    /// parameters, with a row matching where the diagonal needs one).
-    Ilu0(bool),
-    /// IC(0) (automatic diagonal shift on a bad pivot; `true`: the automatic path's
-    /// parameters).
-    Ic0(bool),
-    /// Smoothed-aggregation AMG (a given `_Amg`, or one built with the defaults per solve).
-    Amg,
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn opts(
-    method: &str,
-    precond: &str,
-    rtol: f64,
-    atol: f64,
-    maxiter: usize,
-    x0: bool,
-    check_every: Option<usize>,
-    restart: usize,
-    degree: usize,
-) -> Res<Opts> {
-    let method = match method {
-        "cg" => Method::Cg,
-        "bicgstab" => Method::Bicgstab,
-        "gmres" if (1..=255).contains(&restart) => Method::Gmres(restart),
-        "gmres" => {
-            return Err(Failure::Value(format!(
-                "restart must be in 1..=255, got {restart}"
-            )))
-        }
-        m => return Err(Failure::Value(format!("unknown solver {m:?}"))),
-    };
-    let precond = match precond {
-        "none" => Precond::None,
-        "jacobi" => Precond::Jacobi,
-        "ilu0" => Precond::Ilu0(false),
-        "ic0" => Precond::Ic0(false),
-        // The automatic choice's ILU(0)/IC(0) (`segsparse.auto_choice`).
-        "ilu0:auto" => Precond::Ilu0(true),
-        "ic0:auto" => Precond::Ic0(true),
-        "poly" if degree >= 1 => Precond::Poly(degree),
-        "amg" => Precond::Amg,
-        "poly" => {
-            return Err(Failure::Value(format!(
-                "the polynomial degree must be >= 1, got {degree}"
-            )))
-        }
-        p => {
-            return Err(Failure::Value(format!(
-            "unknown preconditioner {p:?} (known: 'none', 'jacobi', 'poly', 'ilu0', 'ic0', 'amg')"
-        )))
-        }
-    };
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(Failure::Value(format!(
-            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
-        )));
-    }
-    Ok(Opts {
-        method,
-        precond,
-        params: SolveParams {
-            rel_tol: rtol,
-            abs_tol: atol,
-            max_iters: maxiter,
-            initial_guess: if x0 {
-                InitialGuess::Given
-            } else {
-                InitialGuess::Zero
-            },
-            record_history: true,
-            check_every,
-            ..Default::default()
-        },
-    })
-}
-
 /// One body for both backends: dispatch on the method and the preconditioner. `t0` is when the
 /// call's setup began: setup runs from there to the solver call, which is timed on its own.
 #[allow(clippy::too_many_arguments)]
@@ -464,27 +350,19 @@ where
         A: LinearOperator<T, B>,
         P: segsparse::backend::Preconditioner<T, B>,
     {
-        let setup = t0.elapsed().as_secs_f64();
-        let t = Instant::now();
         if let Some(blk) = block {
+            let setup = t0.elapsed().as_secs_f64();
+            let t = Instant::now();
             let (bs, xs) = (blk.bs, &mut *blk.xs);
             blk.out = Some(match o.method {
-                Method::Cg => multi::pcg(be, a, p, bs, xs, &o.params),
+                // COCG of a real matrix is CG.
+                Method::Cg | Method::Cocg => multi::pcg(be, a, p, bs, xs, &o.params),
                 Method::Bicgstab => multi::bicgstab(be, a, p, bs, xs, &o.params),
                 Method::Gmres(m) => multi::gmres(be, a, p, bs, xs, m, &o.params),
             });
             return (Ok(SolveInfo::default()), setup, t.elapsed().as_secs_f64());
         }
-        let mut r = match o.method {
-            Method::Cg => pcg(be, a, p, b, x, &o.params),
-            Method::Bicgstab => bicgstab(be, a, p, b, x, &o.params),
-            Method::Gmres(m) => gmres(be, a, p, b, x, m, &o.params),
-        };
-        let solve = t.elapsed().as_secs_f64();
-        if let Ok(i) = &mut r {
-            i.setup_seconds = setup;
-        }
-        (r, setup, solve)
+        call(be, a, p, o, &o.params, b, x, t0)
     }
     let failed =
         |e: segsparse::Error| (Err(SolveError::Backend(e)), t0.elapsed().as_secs_f64(), 0.0);
@@ -546,6 +424,87 @@ where
     }
 }
 
+/// [`solve_with`] on host vectors: the columns `bs` and starts `xs` copied to the backend, the
+/// solutions back. One column is one solve; with `block`, the columns are one block solve
+/// whose outcome goes there.
+#[allow(clippy::too_many_arguments)]
+fn on_columns<'m, T, B, A>(
+    be: &B,
+    a: &A,
+    m: &dyn Fn() -> segsparse::Result<&'m CsrMatrix<T>>,
+    jac: Option<&Jacobi<B::Vector>>,
+    amg: Option<&Amg<T, B>>,
+    o: &Opts,
+    bs: &[&[T]],
+    block: Option<&mut Option<Result<MultiInfo, SolveError>>>,
+    xs: &[&[T]],
+    t0: Instant,
+) -> Res<(Timed, Vec<Vec<T>>)>
+where
+    T: Scalar,
+    B: BlockKrylovOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
+    A: LinearOperator<T, B>
+        + std::borrow::Borrow<<B as segsparse::backend::MultigridOps<T>>::Matrix>,
+    Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
+{
+    let up = |cs: &[&[T]]| {
+        cs.iter()
+            .map(|c| be.upload(c))
+            .collect::<segsparse::Result<Vec<_>>>()
+    };
+    let (bd, mut xd) = (up(bs)?, up(xs)?);
+    let r = match block {
+        Some(out) => {
+            // The one-column arguments are not read when a block is given.
+            let (b1, mut x1) = (be.zeros(a.nrows())?, be.zeros(a.ncols())?);
+            let mut blk = BlockRhs {
+                bs: &bd,
+                xs: &mut xd,
+                out: None,
+            };
+            let r = solve_with(be, a, m, jac, amg, o, &b1, &mut x1, t0, Some(&mut blk));
+            *out = blk.out;
+            r
+        }
+        None => {
+            let (b1, x1) = (&bd[0], &mut xd[0]);
+            solve_with(be, a, m, jac, amg, o, b1, x1, t0, None)
+        }
+    };
+    let xs = xd
+        .iter()
+        .map(|c| be.download(c))
+        .collect::<segsparse::Result<Vec<_>>>()?;
+    Ok((r, xs))
+}
+
+/// The Jacobi preconditioner `make` returns, when `o` asks for Jacobi.
+fn jacobi_for<J>(o: &Opts, make: impl FnOnce() -> Res<Arc<J>>) -> Res<Option<Arc<J>>> {
+    if o.precond == Precond::Jacobi {
+        make().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// A given hierarchy for a solve on the GPU (one set up on the CPU is refused).
+fn gpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&Amg<T, GpuOps<T>>>> {
+    match h {
+        Some(AmgOn::Gpu(_, h)) => Ok(Some(h)),
+        Some(AmgOn::Cpu(_)) => Err(wrong_device()),
+        None => Ok(None),
+    }
+}
+
+/// A given hierarchy for a solve on the CPU (one set up on the GPU is refused).
+fn cpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&Amg<T, Cpu>>> {
+    match h {
+        Some(AmgOn::Cpu(h)) => Ok(Some(h)),
+        Some(AmgOn::Gpu(..)) => Err(wrong_device()),
+        None => Ok(None),
+    }
+}
+
 impl<T: Elem> Mat<T> {
     /// The host copy, downloaded from the device on first use for a matrix built there.
     pub(crate) fn host(&self) -> segsparse::Result<&CsrMatrix<T>> {
@@ -586,14 +545,18 @@ impl<T: Elem> Mat<T> {
         Ok(choose_from(stats))
     }
 
-    fn dev(&self) -> Res<&DevMat<T>> {
-        self.dev.as_ref().ok_or_else(|| {
-            Failure::Value(
-                "this matrix lives on the CPU (device='cpu' or no GPU): device arrays need a \
-                 matrix created with device='gpu'"
-                    .into(),
-            )
+    /// The matrix as an operator where it lives (for a solve with Python callables).
+    pub(crate) fn held(&self) -> Res<Held<'_, T>> {
+        Ok(if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            Held::Gpu(ops, &d.csr)
+        } else {
+            Held::Cpu(self.host()?)
         })
+    }
+
+    fn dev(&self) -> Res<&DevMat<T>> {
+        self.dev.as_ref().ok_or_else(not_on_gpu)
     }
 
     fn cpu_jacobi(&self) -> Res<Arc<Jacobi<Vec<T>>>> {
@@ -634,69 +597,45 @@ impl<T: Elem> Mat<T> {
     fn solve_host(&self, o: &Opts, b: &[T], x: &mut [T], amg: Option<&PyAmg>) -> Res<Outcome> {
         let amg = amg.map(|h| h.typed::<T>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        let n = self.shape.0;
-        check_len("b", b.len(), n, "the matrix")?;
+        check_len("b", b.len(), self.shape.0, "the matrix")?;
         check_len("x", x.len(), self.shape.1, "the matrix")?;
         let t0 = Instant::now();
-        if self.dev.is_some() {
+        let (r, xs) = if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
-            let jac = if o.precond == Precond::Jacobi {
-                Some(self.gpu_jacobi(&ops)?)
-            } else {
-                None
-            };
-            let g = d.csr.gpu();
-            let bd = g.upload(b)?;
-            let mut xd = g.upload(x)?;
-            let h = match amg.as_deref() {
-                Some(AmgOn::Gpu(_, h)) => Some(&**h),
-                Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
-                None => None,
-            };
-            let r = solve_with(
+            let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
+            let h = gpu_amg(amg.as_deref())?;
+            let host = || self.host();
+            on_columns(
                 &*ops,
                 &d.csr,
-                &|| self.host(),
+                &host,
                 jac.as_deref(),
                 h,
                 o,
-                &bd,
-                &mut xd,
-                t0,
+                &[b],
                 None,
-            );
-            let xs = g.download(&xd)?;
-            x.copy_from_slice(&xs);
-            outcome(r)
+                &[&*x],
+                t0,
+            )?
         } else {
-            let jac = if o.precond == Precond::Jacobi {
-                Some(self.cpu_jacobi()?)
-            } else {
-                None
-            };
-            let h = match amg.as_deref() {
-                Some(AmgOn::Cpu(h)) => Some(&**h),
-                Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
-                None => None,
-            };
-            let bv = b.to_vec();
-            let mut xv = x.to_vec();
-            let host = self.host()?;
-            let r = solve_with(
+            let a = self.host()?;
+            let jac = jacobi_for(o, || self.cpu_jacobi())?;
+            let h = cpu_amg(amg.as_deref())?;
+            on_columns(
                 &Cpu,
-                host,
-                &|| Ok(host),
+                a,
+                &|| Ok(a),
                 jac.as_deref(),
                 h,
                 o,
-                &bv,
-                &mut xv,
-                t0,
+                &[b],
                 None,
-            );
-            x.copy_from_slice(&xv);
-            outcome(r)
-        }
+                &[&*x],
+                t0,
+            )?
+        };
+        x.copy_from_slice(&xs[0]);
+        outcome(r)
     }
 
     /// Solves `A·X = B` for the `k` columns of the row-major `n × k` host block `b` as one
@@ -723,89 +662,40 @@ impl<T: Elem> Mat<T> {
         check_len("x", x.len(), self.shape.1 * k, "columns × right-hand sides")?;
         let bc = multi::split_columns(b, n, k, Layout::RowMajor)?;
         let xc = multi::split_columns(x, self.shape.1, k, Layout::RowMajor)?;
+        let (bc, xc): (Vec<&[T]>, Vec<&[T]>) = (
+            bc.iter().map(|c| &c[..]).collect(),
+            xc.iter().map(|c| &c[..]).collect(),
+        );
         let t0 = Instant::now();
+        let mut out = None;
         let (r, xs) = if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
-            let jac = if o.precond == Precond::Jacobi {
-                Some(self.gpu_jacobi(&ops)?)
-            } else {
-                None
-            };
-            let g = d.csr.gpu();
-            let bd = bc
-                .iter()
-                .map(|c| g.upload(c))
-                .collect::<segsparse::Result<Vec<_>>>()?;
-            let mut xd = xc
-                .iter()
-                .map(|c| g.upload(c))
-                .collect::<segsparse::Result<Vec<_>>>()?;
-            let h = match amg.as_deref() {
-                Some(AmgOn::Gpu(_, h)) => Some(&**h),
-                Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
-                None => None,
-            };
-            // The one-column arguments are not read when a block is given.
-            let (b1, mut x1) = (g.zeros::<T>(n)?, g.zeros::<T>(self.shape.1)?);
-            let mut blk = BlockRhs {
-                bs: &bd,
-                xs: &mut xd,
-                out: None,
-            };
-            let (r0, setup, secs) = solve_with(
+            let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
+            let h = gpu_amg(amg.as_deref())?;
+            let host = || self.host();
+            let blk = Some(&mut out);
+            on_columns(
                 &*ops,
                 &d.csr,
-                &|| self.host(),
+                &host,
                 jac.as_deref(),
                 h,
                 o,
-                &b1,
-                &mut x1,
+                &bc,
+                blk,
+                &xc,
                 t0,
-                Some(&mut blk),
-            );
-            let r = (blk.out.ok_or(r0), setup, secs);
-            let xs = xd
-                .iter()
-                .map(|c| g.download(c))
-                .collect::<segsparse::Result<Vec<_>>>()?;
-            (r, xs)
+            )?
         } else {
-            let jac = if o.precond == Precond::Jacobi {
-                Some(self.cpu_jacobi()?)
-            } else {
-                None
-            };
-            let h = match amg.as_deref() {
-                Some(AmgOn::Cpu(h)) => Some(&**h),
-                Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
-                None => None,
-            };
-            let host = self.host()?;
-            let mut xd = xc;
-            let (b1, mut x1) = (vec![T::zero(); n], vec![T::zero(); self.shape.1]);
-            let mut blk = BlockRhs {
-                bs: &bc,
-                xs: &mut xd,
-                out: None,
-            };
-            let (r0, setup, secs) = solve_with(
-                &Cpu,
-                host,
-                &|| Ok(host),
-                jac.as_deref(),
-                h,
-                o,
-                &b1,
-                &mut x1,
-                t0,
-                Some(&mut blk),
-            );
-            ((blk.out.ok_or(r0), setup, secs), xd)
+            let a = self.host()?;
+            let jac = jacobi_for(o, || self.cpu_jacobi())?;
+            let h = cpu_amg(amg.as_deref())?;
+            let blk = Some(&mut out);
+            on_columns(&Cpu, a, &|| Ok(a), jac.as_deref(), h, o, &bc, blk, &xc, t0)?
         };
         x.copy_from_slice(&multi::join_columns(&xs, Layout::RowMajor));
-        let (r, setup, secs) = r;
-        match r {
+        let (r0, setup, secs) = r;
+        match out.ok_or(r0) {
             // A failed setup (the preconditioner) fails the whole block.
             Err(Err(e)) | Ok(Err(e)) => Err(Failure::Solve(e)),
             Err(Ok(_)) => Err(Failure::Value("the block solve did not run".into())),
@@ -829,38 +719,20 @@ impl<T: Elem> Mat<T> {
     ) -> Res<Outcome> {
         let amg = amg.map(|h| h.typed::<T>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        let h = match amg.as_deref() {
-            Some(AmgOn::Gpu(_, h)) => Some(&**h),
-            Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
-            None => None,
-        };
+        let h = gpu_amg(amg.as_deref())?;
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
-        let jac = if o.precond == Precond::Jacobi {
-            Some(self.gpu_jacobi(&ops)?)
-        } else {
-            None
-        };
-        let dev = device()?;
-        dev.enter(wait)?;
+        let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
+        let (n, m) = self.shape;
+        let host = || self.host();
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
-        let b = unsafe { Borrowed::<T>::new(dev, bp, self.shape.0) };
-        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
-        let r = solve_with(
-            &*ops,
-            &d.csr,
-            &|| self.host(),
-            jac.as_deref(),
-            h,
-            o,
-            &b,
-            &mut x,
-            t0,
-            None,
-        );
-        dev.leave(signal)?;
-        outcome(r)
+        let r = unsafe {
+            with_borrowed(bp, n, xp, m, wait, signal, |b, x| {
+                solve_with(&*ops, &d.csr, &host, jac.as_deref(), h, o, b, x, t0, None)
+            })
+        };
+        outcome(r?)
     }
 
     /// The AMG hierarchy of this matrix, on its device.
@@ -1017,6 +889,21 @@ impl PyMatrix {
     }
 }
 
+/// `alpha` and `beta` of a real matrix's product `what` (`op` must be `"n"`).
+fn real_scalars(
+    op: &str,
+    what: &str,
+    alpha: &Bound<'_, PyAny>,
+    beta: &Bound<'_, PyAny>,
+) -> PyResult<(f64, f64)> {
+    if op != "n" {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "op 't'/'h' of {what} is for complex matrices"
+        )));
+    }
+    Ok((alpha.extract()?, beta.extract()?))
+}
+
 fn wrong_device() -> Failure {
     Failure::Value("the AMG hierarchy was built for a matrix on another device".into())
 }
@@ -1062,9 +949,13 @@ impl PyMatrix {
             let ci = self::indices(indices, "indices")?;
             let shape = (nrows, ncols);
             let inner = if dtype == "complex64" {
-                Inner::C64(cx::build(py, shape, rp, ci, data, on_gpu)?)
+                Inner::C64(csr_from_arrays(py, shape, rp, ci, data, |h, t0| {
+                    cx::build(h, t0, on_gpu)
+                })?)
             } else {
-                Inner::C128(cx::build(py, shape, rp, ci, data, on_gpu)?)
+                Inner::C128(csr_from_arrays(py, shape, rp, ci, data, |h, t0| {
+                    cx::build(h, t0, on_gpu)
+                })?)
             };
             return Ok(PyMatrix { inner });
         }
@@ -1112,8 +1003,22 @@ impl PyMatrix {
         let rp = self::indices(indptr, "indptr")?;
         let ci = self::indices(indices, "indices")?;
         let inner = match dtype.as_str() {
-            "float32" => Inner::F32(build(py, (nrows, ncols), rp, ci, &data, w)?),
-            _ => Inner::F64(build(py, (nrows, ncols), rp, ci, &data, w)?),
+            "float32" => Inner::F32(csr_from_arrays(
+                py,
+                (nrows, ncols),
+                rp,
+                ci,
+                &data,
+                |h, t0| build(h, t0, w),
+            )?),
+            _ => Inner::F64(csr_from_arrays(
+                py,
+                (nrows, ncols),
+                rp,
+                ci,
+                &data,
+                |h, t0| build(h, t0, w),
+            )?),
         };
         Ok(PyMatrix { inner })
     }
@@ -1196,22 +1101,15 @@ impl PyMatrix {
         op: &str,
     ) -> PyResult<()> {
         with_mat!(self, m, T => {
-            if op != "n" {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "op 't'/'h' of spmv_host is for complex matrices",
-                ));
-            }
-            let (alpha, beta): (f64, f64) = (alpha.extract()?, beta.extract()?);
-            let xa = ro::<T>(x, "x")?;
-            let mut ya = rw::<T>(y, "y")?;
-            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
-            run(py, || m.spmv_host(alpha, xs, beta, ys))
+            let (alpha, beta) = real_scalars(op, "spmv_host", alpha, beta)?;
+            with_vectors::<T, _>(py, x, y, ["x", "y"], |xs, ys| {
+                m.spmv_host(alpha, xs, beta, ys)
+            })
         }; c, C => {
             let (op, alpha, beta) = (cx::op_of(op)?, cx::parts(alpha)?, cx::parts(beta)?);
-            let xa = ro::<C>(x, "x")?;
-            let mut ya = rw::<C>(y, "y")?;
-            let (xs, ys) = (slice(&xa, "x")?, slice_mut(&mut ya, "y")?);
-            run(py, || c.spmv_host(op, alpha, xs, beta, ys))
+            with_vectors::<C, _>(py, x, y, ["x", "y"], |xs, ys| {
+                c.spmv_host(op, alpha, xs, beta, ys)
+            })
         })
     }
 
@@ -1232,12 +1130,7 @@ impl PyMatrix {
         op: &str,
     ) -> PyResult<()> {
         with_mat!(self, m, _T => {
-            if op != "n" {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "op 't'/'h' of spmv_device is for complex matrices",
-                ));
-            }
-            let (alpha, beta): (f64, f64) = (alpha.extract()?, beta.extract()?);
+            let (alpha, beta) = real_scalars(op, "spmv_device", alpha, beta)?;
             run_held(py, || m.spmv_device(alpha, x, beta, y, &wait, signal))
         }; c, _C => {
             let (op, alpha, beta) = (cx::op_of(op)?, cx::parts(alpha)?, cx::parts(beta)?);
@@ -1245,166 +1138,75 @@ impl PyMatrix {
         })
     }
 
-    /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when `x0` and the
-    /// result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is built from.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 5, amg = None))]
+    /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when the options say
+    /// so and the result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is
+    /// built from.
+    #[pyo3(signature = (opts, b, x, amg = None))]
     fn solve_host(
         &self,
         py: Python<'_>,
-        method: &str,
-        precond: &str,
+        opts: PyRef<'_, PyOptions>,
         b: &Bound<'_, PyAny>,
         x: &Bound<'_, PyAny>,
-        rtol: f64,
-        atol: f64,
-        maxiter: usize,
-        x0: bool,
-        check_every: Option<usize>,
-        restart: usize,
-        degree: usize,
         amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Outcome> {
-        if self.is_complex() {
-            if amg.is_some() {
-                return Err(real_only("AMG").into_py_err(py));
-            }
-            let o = cx::opts(
-                method,
-                precond,
-                rtol,
-                atol,
-                maxiter,
-                x0,
-                check_every,
-                restart,
-            )
-            .map_err(|f| f.into_py_err(py))?;
-            return with_mat!(self, _m, _T => unreachable!("complex above"); c, C => {
-                let ba = ro::<C>(b, "b")?;
-                let mut xa = rw::<C>(x, "x")?;
-                let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-                run(py, || c.solve_host(&o, bs, xs).map(|r| r.0))
-            });
+        let o = &opts.0;
+        if self.is_complex() && amg.is_some() {
+            return Err(real_only("AMG").into_py_err(py));
         }
-        let o = opts(
-            method,
-            precond,
-            rtol,
-            atol,
-            maxiter,
-            x0,
-            check_every,
-            restart,
-            degree,
-        )
-        .map_err(|f| f.into_py_err(py))?;
         let amg = amg.as_deref();
         with_mat!(self, m, T => {
-            let ba = ro::<T>(b, "b")?;
-            let mut xa = rw::<T>(x, "x")?;
-            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-            run(py, || m.solve_host(&o, bs, xs, amg))
-        }; _c, _C => unreachable!("real above"))
+            with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| m.solve_host(o, bs, xs, amg))
+        }; c, C => {
+            with_vectors::<C, _>(py, b, x, ["b", "x"], |bs, xs| {
+                c.solve_host(o, bs, xs).map(|r| r.0)
+            })
+        })
     }
 
     /// Solves `A X = B` for a NumPy block `b` of `k` columns (row-major `n × k`, flattened) as
-    /// one block: `x` (the same shape) holds the initial guesses when `x0` and the solutions
-    /// afterwards. Returns one outcome tuple per column.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, k, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 4, amg = None))]
+    /// one block: `x` (the same shape) holds the initial guesses when the options say so and the
+    /// solutions afterwards. Returns one outcome tuple per column.
+    #[pyo3(signature = (opts, b, x, k, amg = None))]
     fn solve_host_block(
         &self,
         py: Python<'_>,
-        method: &str,
-        precond: &str,
+        opts: PyRef<'_, PyOptions>,
         b: &Bound<'_, PyAny>,
         x: &Bound<'_, PyAny>,
         k: usize,
-        rtol: f64,
-        atol: f64,
-        maxiter: usize,
-        x0: bool,
-        check_every: Option<usize>,
-        restart: usize,
-        degree: usize,
         amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Vec<Outcome>> {
-        let o = opts(
-            method,
-            precond,
-            rtol,
-            atol,
-            maxiter,
-            x0,
-            check_every,
-            restart,
-            degree,
-        )
-        .map_err(|f| f.into_py_err(py))?;
+        let o = &opts.0;
         let amg = amg.as_deref();
         with_mat!(self, m, T => {
-            let ba = ro::<T>(b, "b")?;
-            let mut xa = rw::<T>(x, "x")?;
-            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-            run(py, || m.solve_host_block(&o, bs, k, xs, amg))
-        }; _c, _C => Err(real_only("a block of right-hand sides").into_py_err(py)))
+            with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| {
+                m.solve_host_block(o, bs, k, xs, amg)
+            })
+        };
+            _c, _C => Err(real_only("a block of right-hand sides").into_py_err(py)))
     }
 
     /// Solves `A x = b` with device pointers (see `spmv_device`).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (method, precond, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, degree = 5, amg = None))]
+    #[pyo3(signature = (opts, b, x, wait, signal, amg = None))]
     fn solve_device(
         &self,
         py: Python<'_>,
-        method: &str,
-        precond: &str,
+        opts: PyRef<'_, PyOptions>,
         b: u64,
         x: u64,
-        rtol: f64,
-        atol: f64,
-        maxiter: usize,
-        x0: bool,
         wait: Vec<u64>,
         signal: u64,
-        check_every: Option<usize>,
-        restart: usize,
-        degree: usize,
         amg: Option<PyRef<'_, PyAmg>>,
     ) -> PyResult<Outcome> {
-        if self.is_complex() {
-            if amg.is_some() {
-                return Err(real_only("AMG").into_py_err(py));
-            }
-            let o = cx::opts(
-                method,
-                precond,
-                rtol,
-                atol,
-                maxiter,
-                x0,
-                check_every,
-                restart,
-            )
-            .map_err(|f| f.into_py_err(py))?;
-            return with_mat!(self, _m, _T => unreachable!("complex above");
-                c, _C => run(py, || c.solve_device(&o, b, x, &wait, signal)));
+        let o = &opts.0;
+        if self.is_complex() && amg.is_some() {
+            return Err(real_only("AMG").into_py_err(py));
         }
-        let o = opts(
-            method,
-            precond,
-            rtol,
-            atol,
-            maxiter,
-            x0,
-            check_every,
-            restart,
-            degree,
-        )
-        .map_err(|f| f.into_py_err(py))?;
         let amg = amg.as_deref();
-        with_mat!(self, m, _T => run(py, || m.solve_device(&o, b, x, &wait, signal, amg));
-            _c, _C => unreachable!("real above"))
+        with_mat!(self, m, _T => run(py, || m.solve_device(o, b, x, &wait, signal, amg));
+            c, _C => run(py, || c.solve_device(o, b, x, &wait, signal)))
     }
 
     /// Seconds per SpMV of a loop run inside Rust (CPU, or the GPU with device vectors and one

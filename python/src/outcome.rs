@@ -17,72 +17,45 @@ pub(crate) type Timed = (Result<SolveInfo, SolveError>, f64, f64);
 /// The Python side's tuple of a solve's result; errors that are not numerical outcomes (a
 /// dimension mismatch, a backend failure) are raised.
 pub(crate) fn outcome((r, setup, secs): Timed) -> Res<Outcome> {
-    match r {
-        Ok(i) => Ok((
-            true,
-            0,
-            i.iterations,
-            i.relative_residual,
-            secs,
-            i.history,
-            i.restarts,
-            "converged".into(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::NotConverged {
-                iterations,
-                residual,
-            },
-        ) => Ok((
-            false,
-            iterations.max(1) as i64,
+    let e = match r {
+        Ok(i) => {
+            return Ok((
+                true,
+                0,
+                i.iterations,
+                i.relative_residual,
+                secs,
+                i.history,
+                i.restarts,
+                "converged".into(),
+                setup,
+            ))
+        }
+        Err(e) => e,
+    };
+    let (status, iterations, residual) = match &e {
+        SolveError::NotConverged {
             iterations,
             residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(
-            e @ SolveError::Stagnation {
-                iterations,
-                residual,
-            },
-        ) => Ok((
-            false,
-            -1,
+        } => ((*iterations).max(1) as i64, *iterations, *residual),
+        // A cycle without progress is a breakdown in SciPy's terms.
+        SolveError::Stagnation {
             iterations,
             residual,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e @ SolveError::Breakdown { iteration, .. }) => Ok((
-            false,
-            -1,
-            iteration,
-            f64::NAN,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e @ SolveError::NonFinite { iteration }) => Ok((
-            false,
-            -2,
-            iteration,
-            f64::NAN,
-            secs,
-            Vec::new(),
-            0,
-            e.to_string(),
-            setup,
-        )),
-        Err(e) => Err(Failure::Solve(e)),
-    }
+        } => (-1, *iterations, *residual),
+        SolveError::Breakdown { iteration, .. } => (-1, *iteration, f64::NAN),
+        SolveError::NonFinite { iteration } => (-2, *iteration, f64::NAN),
+        _ => return Err(Failure::Solve(e)),
+    };
+    Ok((
+        false,
+        status,
+        iterations,
+        residual,
+        secs,
+        Vec::new(),
+        0,
+        e.to_string(),
+        setup,
+    ))
 }

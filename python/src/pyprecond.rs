@@ -1,7 +1,8 @@
-//! Python code called from the crate's solver body: a preconditioner `M` (a SciPy or CuPy
+//! Python code called from the crate's solver body, for every element type (`float32`,
+//! `float64`, `complex64`, `complex128`): a preconditioner `M` (a SciPy or CuPy
 //! `LinearOperator`, a sparse or dense matrix, or a callable), a matrix-free operator `A`
 //! (anything with `matvec`; host vectors, the CPU backend) and SciPy's per-iteration `callback`
-//! (through the solvers' [`Observer`]).
+//! (through the solvers' [`Observer`]). The matrix may be real or complex, on the CPU or the GPU.
 //!
 //! The body calls back into Python with the residual as a NumPy array (the Python side has
 //! already wrapped `M` so that it takes and returns NumPy vectors of the system's dtype, moving
@@ -12,11 +13,10 @@
 //! stops the solve and is re-raised as it was.
 //!
 //! The callback sees what SciPy's solvers pass: `callback(xk)`, a NumPy copy of the current
-//! iterate, after every iteration of CG and BiCGSTAB and after every restart cycle of GMRES
-//! (`callback_type='x'`), or `callback(residual)` after every inner GMRES step
-//! (`'pr_norm'`/`'legacy'`: the crate's least-squares residual estimate over `||b||`, which
-//! is the unpreconditioned residual since the crate's GMRES is right-preconditioned; SciPy's
-//! left-preconditioned GMRES passes `||M r|| / ||b||`, the same without `M`). Each call
+//! iterate, after every iteration of CG, COCG and BiCGSTAB and after every restart cycle of
+//! GMRES (`callback_type='x'`), or `callback(residual)` after every inner GMRES step
+//! (`'pr_norm'`/`'legacy'`: the crate's least-squares residual estimate over `||b||` times
+//! `residual_scale`, which the Python side sets for a left-preconditioned system). Each call
 //! makes the solve read its status after that iteration and turns the recorded blocks off.
 
 use std::marker::PhantomData;
@@ -27,13 +27,15 @@ use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps, VectorOps};
-use segsparse::solvers::{bicgstab, gmres, pcg, Observer, SolveError, SolveParams};
-use segsparse::ElemSlice;
+use segsparse::solvers::{Observer, SolveError, SolveParams};
+use segsparse::{Complex, ElemSlice};
 
-use crate::arrays::{ro, rw, slice, slice_mut, Elem};
+use crate::arrays::with_vectors;
+use crate::arrays::{ro, slice, AnyElem};
 use crate::errors::{check_len, Failure, Res};
-use crate::matrix::{opts, Inner, Mat, Method, Opts, PyMatrix};
+use crate::matrix::{Inner, PyMatrix};
 use crate::outcome::{outcome, Outcome, Timed};
+use crate::solve::{call, Held, Opts, Precond, PyOptions};
 
 /// The exception a Python callable raised inside a solve, kept to be re-raised after it.
 #[derive(Default)]
@@ -52,7 +54,7 @@ impl Raised {
 }
 
 /// Calls `f(v)` with a NumPy copy of `v` and copies the 1-D result of `T` into `out`.
-fn call_vector<T: Elem>(f: &Py<PyAny>, v: &[T], out: &mut [T], what: &str) -> PyResult<()> {
+fn call_vector<T: AnyElem>(f: &Py<PyAny>, v: &[T], out: &mut [T], what: &str) -> PyResult<()> {
     Python::with_gil(|py| {
         let arr = PyArray1::from_slice(py, v);
         let res = f.bind(py).call1((arr,))?;
@@ -77,7 +79,7 @@ pub struct PyPrecond<T> {
     _t: PhantomData<T>,
 }
 
-impl<T: Elem> PyPrecond<T> {
+impl<T: AnyElem> PyPrecond<T> {
     fn new(f: Py<PyAny>) -> Self {
         PyPrecond {
             f,
@@ -93,7 +95,7 @@ impl<T: Elem> PyPrecond<T> {
 }
 
 /// Every backend: the residual read to the host, `M` called, the result written back.
-impl<T: Elem, B: VectorOps<T>> Preconditioner<T, B> for PyPrecond<T> {
+impl<T: AnyElem, B: VectorOps<T>> Preconditioner<T, B> for PyPrecond<T> {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> segsparse::Result<()> {
         let rh = be.download(r)?;
         let mut zh = vec![T::zero(); rh.len()];
@@ -111,7 +113,7 @@ pub struct PyOperator<T> {
     _t: PhantomData<T>,
 }
 
-impl<T: Elem> LinearOperator<T, Cpu> for PyOperator<T> {
+impl<T: AnyElem> LinearOperator<T, Cpu> for PyOperator<T> {
     fn nrows(&self) -> usize {
         self.n
     }
@@ -139,6 +141,9 @@ enum CallbackKind {
 struct PyCallback {
     f: Py<PyAny>,
     kind: CallbackKind,
+    /// The factor of the residual passed (1, or `||b'|| / ||b||` for a left-preconditioned
+    /// system `b' = M b`).
+    scale: f64,
     err: Raised,
 }
 
@@ -147,7 +152,8 @@ impl Observer for PyCallback {
         if self.kind != CallbackKind::Residual {
             return Ok(());
         }
-        Python::with_gil(|py| self.f.bind(py).call1((relative_residual,)).map(drop))
+        let r = relative_residual * self.scale;
+        Python::with_gil(|py| self.f.bind(py).call1((r,)).map(drop))
             .map_err(|e| self.err.keep(e, "the callback"))
     }
 
@@ -186,66 +192,32 @@ impl<T> Callables<'_, T> {
     }
 }
 
-fn solve<T, B, A>(
+/// The solve of `o` with the callables `c` on backend `be` (host vectors `b` and `x` copied to
+/// the backend and `x` back).
+fn solve<T: AnyElem, B: SolverOps<T>>(
     be: &B,
-    a: &A,
+    a: &dyn LinearOperator<T, B>,
     c: &Callables<'_, T>,
     o: &Opts,
-    b: &B::Vector,
-    x: &mut B::Vector,
+    b: &[T],
+    x: &mut [T],
     t0: Instant,
-) -> Timed
-where
-    T: Elem,
-    B: SolverOps<T>,
-    A: LinearOperator<T, B>,
-{
-    let setup = t0.elapsed().as_secs_f64();
-    let t = Instant::now();
+) -> Res<Timed> {
     let p: &dyn Preconditioner<T, B> = match &c.m {
         Some(m) => m,
         None => &Identity,
     };
-    let pr = &SolveParams {
+    let params = SolveParams {
         observer: c.callback.as_ref().map(|f| f as &dyn Observer),
         ..o.params
     };
-    let mut r = match o.method {
-        Method::Cg => pcg(be, a, p, b, x, pr),
-        Method::Bicgstab => bicgstab(be, a, p, b, x, pr),
-        Method::Gmres(m) => gmres(be, a, p, b, x, m, pr),
-    };
-    let solve = t.elapsed().as_secs_f64();
-    if let Ok(i) = &mut r {
-        i.setup_seconds = setup;
-    }
-    (r, setup, solve)
-}
-
-impl<T: Elem> Mat<T> {
-    /// The crate's solver body with Python callables, host vectors (on the GPU when the matrix
-    /// is there: `b` and `x` copied over).
-    fn solve_host_op(&self, o: &Opts, c: &Callables<'_, T>, b: &[T], x: &mut [T]) -> Res<Timed> {
-        check_len("b", b.len(), self.shape.0, "the matrix")?;
-        check_len("x", x.len(), self.shape.1, "the matrix")?;
-        let t0 = Instant::now();
-        Ok(if self.dev.is_some() {
-            let (ops, d) = self.gpu_ops()?;
-            let g = d.csr.gpu();
-            let bd = g.upload(b)?;
-            let mut xd = g.upload(x)?;
-            let r = solve(&*ops, &d.csr, c, o, &bd, &mut xd, t0);
-            x.copy_from_slice(&g.download(&xd)?);
-            r
-        } else {
-            let host = self.host()?;
-            let bv = b.to_vec();
-            let mut xv = x.to_vec();
-            let r = solve(&Cpu, host, c, o, &bv, &mut xv, t0);
-            x.copy_from_slice(&xv);
-            r
-        })
-    }
+    check_len("b", b.len(), a.nrows(), "the matrix")?;
+    check_len("x", x.len(), a.ncols(), "the matrix")?;
+    let bd = be.upload(b)?;
+    let mut xd = be.upload(x)?;
+    let r = call(be, a, p, o, &params, &bd, &mut xd, t0);
+    x.copy_from_slice(&be.download(&xd)?);
+    Ok(r)
 }
 
 /// The outcome of a solve with Python callables: an exception one of them raised is
@@ -260,43 +232,34 @@ fn finish_op<T>(r: Res<Timed>, c: &Callables<'_, T>) -> Res<Outcome> {
 
 /// Solves `A x = b` with the crate's solver body and Python callables: the preconditioner
 /// `m_apply` (a function of one NumPy vector of the system's dtype returning `M r`; `None`: no
-/// preconditioner), a matrix-free `matvec` (same form, returning `A x`; then `matrix` is `None`
-/// and the dtype is `b`'s) and SciPy's `callback` with `callback_kind` `"x"` (the iterate) or
-/// `"pr_norm"` (GMRES's residual estimate after each inner step). `b` and `x` are NumPy
-/// vectors (`x` the start when `x0`, overwritten with the solution). Returns the outcome tuple
-/// of `_Matrix.solve_host`.
+/// preconditioner; the options name `"none"`), a matrix-free `matvec` (same form, returning
+/// `A x`; then `matrix` is `None` and the dtype is `b`'s) and SciPy's `callback` with
+/// `callback_kind` `"x"` (the iterate) or `"pr_norm"` (GMRES's residual estimate after each
+/// inner step, times `residual_scale`). `b` and `x` are NumPy vectors of the system's dtype
+/// (real or complex; `x` the start when the options say so, overwritten with the solution).
+/// Returns the outcome tuple of `_Matrix.solve_host`.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (matrix, method, m_apply, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, matvec = None, callback = None, callback_kind = None))]
+#[pyo3(signature = (matrix, opts, m_apply, b, x, matvec = None, callback = None, callback_kind = None, residual_scale = 1.0))]
 pub fn solve_host_operator(
     py: Python<'_>,
     matrix: Option<PyRef<'_, PyMatrix>>,
-    method: &str,
+    opts: PyRef<'_, PyOptions>,
     m_apply: Option<PyObject>,
     b: &Bound<'_, PyAny>,
     x: &Bound<'_, PyAny>,
-    rtol: f64,
-    atol: f64,
-    maxiter: usize,
-    x0: bool,
-    check_every: Option<usize>,
-    restart: usize,
     matvec: Option<PyObject>,
     callback: Option<PyObject>,
     callback_kind: Option<&str>,
+    residual_scale: f64,
 ) -> PyResult<Outcome> {
-    let mut o = opts(
-        method,
-        "none",
-        rtol,
-        atol,
-        maxiter,
-        x0,
-        check_every,
-        restart,
-        1,
-    )
-    .map_err(|f| f.into_py_err(py))?;
+    let mut o = opts.0;
+    if o.precond != Precond::None {
+        return Err(PyValueError::new_err(
+            "a solve with Python callables takes its preconditioner as m_apply: the options \
+             must name 'none'",
+        ));
+    }
     // An application of M leaves the device: no recorded blocks.
     o.params.graphs = false;
     let kind = match callback_kind {
@@ -308,25 +271,32 @@ pub fn solve_host_operator(
             )))
         }
     };
-    let callback = callback.map(|f| PyCallback {
-        f,
-        kind,
-        err: Raised::default(),
-    });
+    let c = Calls {
+        o,
+        m_apply,
+        callback: callback.map(|f| PyCallback {
+            f,
+            kind,
+            scale: residual_scale,
+            err: Raised::default(),
+        }),
+    };
     match (matrix, matvec) {
         (Some(m), None) => match &m.inner {
-            Inner::F32(m) => on_matrix::<f32>(py, m, &o, m_apply, callback, b, x),
-            Inner::F64(m) => on_matrix::<f64>(py, m, &o, m_apply, callback, b, x),
-            Inner::C64(_) | Inner::C128(_) => Err(PyValueError::new_err(
-                "Python operators and callbacks with a complex matrix run on the operator path \
-                 (segsparse.solvers), not through solve_host_operator",
-            )),
+            Inner::F32(a) => c.on_matrix(py, || a.held(), b, x),
+            Inner::F64(a) => c.on_matrix(py, || a.held(), b, x),
+            Inner::C64(a) => c.on_matrix(py, || a.held(), b, x),
+            Inner::C128(a) => c.on_matrix(py, || a.held(), b, x),
         },
         (None, Some(f)) => {
             if b.downcast::<PyArray1<f32>>().is_ok() {
-                matrix_free::<f32>(py, f, &o, m_apply, callback, b, x)
+                c.matrix_free::<f32>(py, f, b, x)
+            } else if b.downcast::<PyArray1<Complex<f32>>>().is_ok() {
+                c.matrix_free::<Complex<f32>>(py, f, b, x)
+            } else if b.downcast::<PyArray1<Complex<f64>>>().is_ok() {
+                c.matrix_free::<Complex<f64>>(py, f, b, x)
             } else {
-                matrix_free::<f64>(py, f, &o, m_apply, callback, b, x)
+                c.matrix_free::<f64>(py, f, b, x)
             }
         }
         _ => Err(PyValueError::new_err(
@@ -335,56 +305,62 @@ pub fn solve_host_operator(
     }
 }
 
-fn on_matrix<T: Elem>(
-    py: Python<'_>,
-    m: &Mat<T>,
-    o: &Opts,
+/// What `solve_host_operator` was given, before the element type is known.
+struct Calls {
+    o: Opts,
     m_apply: Option<PyObject>,
     callback: Option<PyCallback>,
-    b: &Bound<'_, PyAny>,
-    x: &Bound<'_, PyAny>,
-) -> PyResult<Outcome> {
-    let c = Callables {
-        m: m_apply.map(PyPrecond::<T>::new),
-        a: None,
-        callback,
-    };
-    let ba = ro::<T>(b, "b")?;
-    let mut xa = rw::<T>(x, "x")?;
-    let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-    crate::errors::run(py, || finish_op(m.solve_host_op(o, &c, bs, xs), &c))
 }
 
-fn matrix_free<T: Elem>(
-    py: Python<'_>,
-    f: PyObject,
-    o: &Opts,
-    m_apply: Option<PyObject>,
-    callback: Option<PyCallback>,
-    b: &Bound<'_, PyAny>,
-    x: &Bound<'_, PyAny>,
-) -> PyResult<Outcome> {
-    let ba = ro::<T>(b, "b")?;
-    let mut xa = rw::<T>(x, "x")?;
-    let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
-    check_len("x", xs.len(), bs.len(), "b").map_err(|e| e.into_py_err(py))?;
-    let a = PyOperator {
-        f,
-        n: bs.len(),
-        err: Raised::default(),
-        _t: PhantomData,
-    };
-    let c = Callables {
-        m: m_apply.map(PyPrecond::<T>::new),
-        a: Some(&a),
-        callback,
-    };
-    crate::errors::run(py, || {
-        let t0 = Instant::now();
-        let bv = bs.to_vec();
-        let mut xv = xs.to_vec();
-        let r = solve(&Cpu, &a, &c, o, &bv, &mut xv, t0);
-        xs.copy_from_slice(&xv);
-        finish_op(Ok(r), &c)
-    })
+impl Calls {
+    /// The solve with the matrix `held()` returns (of `b`'s element type `T`).
+    fn on_matrix<'m, T: AnyElem>(
+        self,
+        py: Python<'_>,
+        held: impl FnOnce() -> Res<Held<'m, T>> + Send,
+        b: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+    ) -> PyResult<Outcome> {
+        let c = Callables {
+            m: self.m_apply.map(PyPrecond::<T>::new),
+            a: None,
+            callback: self.callback,
+        };
+        let o = &self.o;
+        with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| {
+            let t0 = Instant::now();
+            let r = match held()? {
+                Held::Cpu(a) => solve(&Cpu, a, &c, o, bs, xs, t0),
+                Held::Gpu(be, a) => solve(&*be, a, &c, o, bs, xs, t0),
+            };
+            finish_op(r, &c)
+        })
+    }
+
+    /// The solve with the Python `matvec` `f` as `A` (of `b`'s element type `T`), on the CPU.
+    fn matrix_free<T: AnyElem>(
+        self,
+        py: Python<'_>,
+        f: PyObject,
+        b: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+    ) -> PyResult<Outcome> {
+        let o = &self.o;
+        let (m_apply, callback) = (self.m_apply, self.callback);
+        with_vectors::<T, _>(py, b, x, ["b", "x"], |bs, xs| {
+            let a = PyOperator {
+                f,
+                n: bs.len(),
+                err: Raised::default(),
+                _t: PhantomData,
+            };
+            let c = Callables {
+                m: m_apply.map(PyPrecond::<T>::new),
+                a: Some(&a),
+                callback,
+            };
+            let r = solve(&Cpu, &a, &c, o, bs, xs, Instant::now());
+            finish_op(r, &c)
+        })
+    }
 }

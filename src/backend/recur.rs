@@ -439,14 +439,27 @@ pub fn gmres_column<T: Elem>(
     }
 }
 
-/// Solves the leading `k × k` block of R·y = g by back substitution into `y`.
+/// Solves the leading `k × k` block of R·y = g by back substitution into `y`. A pivot that is
+/// zero to working precision (`|R[i,i]| ≤ ε·max |R[c,c]|`: the column of a singular operator or
+/// preconditioner, such as `M·v = 0` up to rounding) gives `y[i] = 0`: the iterate is then the
+/// least-squares one over the other columns, not a division by rounding noise.
 pub fn gmres_solve_y<T: Elem>(small: &mut [T], lay: GmresLayout, k: usize) {
     let ld = lay.m + 1;
+    let zero = <T::Real as num_traits::Zero>::zero();
+    let eps = <T::Real as num_traits::Float>::epsilon();
+    let big = (0..k)
+        .map(|i| small[lay.rmat() + i * ld + i].modulus())
+        .fold(zero, |a, b| if b > a { b } else { a });
     for i in (0..k).rev() {
+        let pivot = small[lay.rmat() + i * ld + i];
+        if pivot.modulus() <= eps * big {
+            small[lay.y() + i] = T::zero();
+            continue;
+        }
         let mut acc = small[lay.g() + i];
         for c in i + 1..k {
             acc -= small[lay.rmat() + c * ld + i] * small[lay.y() + c];
         }
-        small[lay.y() + i] = acc / small[lay.rmat() + i * ld + i];
+        small[lay.y() + i] = acc / pivot;
     }
 }

@@ -66,7 +66,8 @@ pub const DEFAULT_RESTART: usize = 30;
 /// # Errors
 /// [`SolveError`]: stagnation over a cycle, an Arnoldi breakdown (singular operator),
 /// non-convergence, NaN/Inf, dimension mismatch (also `restart = 0`), or a backend failure. On
-/// error `x` holds the last iterate.
+/// error `x` holds the last iterate (after an Arnoldi breakdown, the least-squares iterate of
+/// the columns before the one that vanished).
 #[allow(clippy::too_many_arguments)]
 pub fn gmres<T, B, A, P>(
     be: &B,
@@ -342,6 +343,9 @@ impl<V, K> GmresVectors<V, K> {
             Status::Running => self.j,
             // Set at iteration `it`: columns up to and including that one are valid.
             Status::Converged | Status::Stagnated => it.saturating_sub(self.cycle_it),
+            // The column of iteration `it` vanished (a singular operator or preconditioner):
+            // the columns before it give the least-squares iterate of the space they span.
+            Status::BreakdownArnoldi => it.saturating_sub(self.cycle_it).saturating_sub(1),
             _ => 0,
         };
         let ncols = ncols.min(restart);

@@ -327,6 +327,16 @@ impl Preconditioner<f64, Cpu> for Scaled {
     }
 }
 
+/// `M = diag(1, 1, 0)` on three unknowns: a singular preconditioner.
+struct SingularDiag;
+impl Preconditioner<f64, Cpu> for SingularDiag {
+    fn apply(&self, _: &Cpu, r: &Vec<f64>, z: &mut Vec<f64>) -> segsparse::Result<()> {
+        z.copy_from_slice(r);
+        z[2] = 0.0;
+        Ok(())
+    }
+}
+
 #[test]
 fn a_user_defined_matrix_free_operator_and_preconditioner_solve() {
     let n = 300;
@@ -533,6 +543,45 @@ fn gmres_reports_stagnation_breakdown_nan_and_bad_restart() {
         "{e}"
     );
     assert!(e.to_string().contains("Arnoldi"), "{e}");
+    // A singular A (SciPy's defective-matrix case): the third Arnoldi column vanishes, and x is
+    // the least-squares iterate of the two before it, so A·(A·x) = A·b.
+    let s = CsrMatrix::<f64>::from_triplets(3, 3, &[(0, 1, 1.0), (1, 0, 1.0)]).unwrap();
+    let mut xs = vec![0.0; 3];
+    let e = gmres(
+        &Cpu,
+        &s,
+        &Identity,
+        &vec![1.0, 0.0, 1.0],
+        &mut xs,
+        30,
+        &params(1e-8),
+    );
+    assert!(matches!(e, Err(SolveError::Breakdown { .. })), "{e:?}");
+    assert!(
+        xs[0].abs() < 1e-12 && (xs[1] - 1.0).abs() < 1e-12 && xs[2].abs() < 1e-12,
+        "{xs:?}"
+    );
+    // A singular preconditioner M = diag(1, 1, 0) (SciPy's defective-preconditioner case): the
+    // vanishing column is rounding noise, not a pivot; M·(A·x) = M·b with x₂ = x0₂ = 0.
+    let d =
+        CsrMatrix::<f64>::from_triplets(3, 3, &[(0, 0, 2.0), (1, 1, 3.0), (2, 2, 4.0)]).unwrap();
+    let mut xd = vec![1.0, 0.0, 0.0];
+    let _ = gmres(
+        &Cpu,
+        &d,
+        &SingularDiag,
+        &vec![0.0, 1.0, 1.0],
+        &mut xd,
+        30,
+        &SolveParams {
+            initial_guess: InitialGuess::Given,
+            ..params(1e-15)
+        },
+    );
+    assert!(
+        xd[0].abs() < 1e-12 && (xd[1] - 1.0 / 3.0).abs() < 1e-12 && xd[2] == 0.0,
+        "{xd:?}"
+    );
     // NaN in b, Inf in A.
     let p2 = generate::poisson2d::<f64>(10).unwrap();
     let m = p2.nrows();

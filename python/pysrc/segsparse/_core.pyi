@@ -2,7 +2,7 @@
 it checks arguments and accepts SciPy / CuPy objects)."""
 
 from os import PathLike
-from typing import List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +12,14 @@ __version__: str
 # (converged, status, iterations, residual, solve seconds, history, restarts, message,
 #  setup seconds)
 _Outcome = Tuple[bool, int, int, float, float, List[float], int, str, float]
+
+class Options:
+    """The options of one solve (method, the crate's preconditioner by name, tolerances, the
+    iteration limit, whether ``x`` holds a start, ...), checked once."""
+    def __init__(
+        self, method: str, precond: str, rtol: float, atol: float, maxiter: int, x0: bool,
+        check_every: Optional[int] = None, restart: int = 30, degree: int = 5,
+    ) -> None: ...
 
 def release_upload_buffers() -> int: ...
 
@@ -48,19 +56,14 @@ class _Matrix:
         op: str = "n",
     ) -> None: ...
     def solve_host(
-        self, method: str, precond: str, b: np.ndarray, x: np.ndarray, rtol: float,
-        atol: float, maxiter: int, x0: bool, check_every: Optional[int] = None,
-        restart: int = 30, degree: int = 4, amg: Optional[_Amg] = None,
+        self, opts: Options, b: np.ndarray, x: np.ndarray, amg: Optional[_Amg] = None,
     ) -> _Outcome: ...
     def solve_host_block(
-        self, method: str, precond: str, b: np.ndarray, x: np.ndarray, k: int, rtol: float,
-        atol: float, maxiter: int, x0: bool, check_every: Optional[int] = None,
-        restart: int = 30, degree: int = 4, amg: Optional[_Amg] = None,
+        self, opts: Options, b: np.ndarray, x: np.ndarray, k: int, amg: Optional[_Amg] = None,
     ) -> List[_Outcome]: ...
     def solve_device(
-        self, method: str, precond: str, b: int, x: int, rtol: float, atol: float,
-        maxiter: int, x0: bool, wait: List[int], signal: int, check_every: Optional[int] = None,
-        restart: int = 30, degree: int = 4, amg: Optional[_Amg] = None,
+        self, opts: Options, b: int, x: int, wait: List[int], signal: int,
+        amg: Optional[_Amg] = None,
     ) -> _Outcome: ...
     def bench_rust_spmv(self, reps: int, gpu: bool) -> float: ...
     def auto_choice(
@@ -122,3 +125,9 @@ def batched_solve_host(
     restart: int, gpu: bool,
 ) -> Tuple[List[str], List[int], List[float], float, str]: ...
 def gpu_versions() -> Tuple[Optional[str], Optional[str], Optional[str]]: ...
+def solve_host_operator(
+    matrix: Optional[_Matrix], opts: Options, m_apply: Optional[Callable[[np.ndarray], np.ndarray]],
+    b: np.ndarray, x: np.ndarray, matvec: Optional[Callable[[np.ndarray], np.ndarray]] = None,
+    callback: Optional[Callable[[object], object]] = None, callback_kind: Optional[str] = None,
+    residual_scale: float = 1.0,
+) -> _Outcome: ...

@@ -1,16 +1,19 @@
 """Iterative solvers with SciPy's calling convention: ``x, info = segsparse.cg(A, b)``.
 
-Each solver runs the crate's single solver body, on the GPU when the matrix is there (every
-scalar of the iteration stays on the device; the host checks convergence every
-``check_every`` iterations) and on the CPU otherwise.
+Every solve, of every element type and from every entry point, runs the crate's single solver
+body once (``_solve`` checks the arguments, ``_run`` calls ``_core``): on the GPU when the
+matrix is there (every scalar of the iteration stays on the device; the host checks convergence
+every ``check_every`` iterations) and on the CPU otherwise. There is no second Krylov loop in
+Python.
 
 Methods: ``cg``, ``pcg``, ``bicgstab``, ``gmres``; preconditioners (``M=``): ``None``,
 ``"jacobi"``, ``"poly"`` (the crate's Chebyshev polynomial), ``"ilu0"`` and ``"ic0"``
 (incomplete LU / Cholesky without fill, two triangular solves per application), ``"amg"``
 (smoothed-aggregation multigrid with the defaults), a hierarchy from ``segsparse.amg``, or
 ``"auto"``: the one ``auto_choice`` picks for the matrix (``solve`` picks the method too). Adding
-one is an arm in the Rust dispatch (``python/src/matrix.rs``: ``Method`` / ``Precond`` /
-``opts`` / ``solve_with``) and a thin function here that calls ``_solve`` with its name.
+one is an arm in the Rust dispatch (``python/src/solve.rs``: ``Method`` / ``Precond`` /
+``opts`` / ``call``, and ``solve_with`` in ``python/src/matrix.rs``) and a thin function here
+that calls ``_solve`` with its name.
 
 SciPy's contract (``scipy.sparse.linalg.cg`` and friends, SciPy 1.17) is kept: ``info``
 compares equal to SciPy's integer; ``M`` may also be a ``LinearOperator``, a sparse or dense
@@ -18,15 +21,18 @@ matrix or a callable, and ``A`` a matrix-free operator (anything with ``matvec``
 (and GMRES's ``callback_type``), ``x0='Mb'``, GMRES's ``maxiter`` in restart cycles, ``b = 0``
 giving ``x = 0``, SciPy's ``ValueError`` for a bad ``atol``.
 
-Python code in a real solve — an ``M`` given as an operator, a matrix-free ``A`` (anything
-with ``matvec``), a ``callback`` — is called back from the crate's solver body on NumPy vectors
-(``path == "crate"``, ``python/src/pyprecond.rs``): on the host directly; for a matrix on the
-GPU each application of ``M`` makes a host round trip (the residual downloaded, ``M`` applied
-where its data lives — a CuPy ``M`` gets a CuPy copy —, the result uploaded), the iterate is
-downloaded for each ``callback(xk)``, and CuPy ``b``/``x`` are copied to the host and back once
-per solve; a matrix-free ``A`` runs on the CPU backend. ``callback(xk)`` gets a copy of the
-current iterate after each iteration (CG, BiCGSTAB) or restart cycle (GMRES,
-``callback_type='x'``), as SciPy's.
+Python code in a solve — an ``M`` given as an operator, a matrix-free ``A`` (anything with
+``matvec``), a ``callback`` — is called back from the crate's solver body on NumPy vectors of
+the system's dtype, real or complex (``python/src/pyprecond.rs``): on the host directly; for a
+matrix on the GPU each application of ``M`` makes a host round trip (the residual downloaded,
+``M`` applied where its data lives — a CuPy ``M`` gets a CuPy copy —, the result uploaded), the
+iterate is downloaded for each ``callback(xk)``, and CuPy ``b``/``x`` are copied to the host and
+back once per solve; a matrix-free ``A`` runs on the CPU backend (a CuPy one is given CuPy
+copies). ``callback(xk)`` gets a copy of the current iterate after each iteration (CG,
+BiCGSTAB) or restart cycle (GMRES, ``callback_type='x'``), as SciPy's. GMRES's residual
+callback (``'pr_norm'``/``'legacy'``) gets the crate's least-squares estimate of
+``||r|| / ||b||``; with a Python ``M`` SciPy passes the left-preconditioned ``||M r|| / ||b||``,
+so such a solve runs the crate's GMRES on ``M A x = M b`` (see ``_left_gmres``).
 
 Complex systems (a complex ``A``, ``b`` or ``x0``: ``complex64``/``complex128``, NumPy's
 promotion of the three, ``np.result_type``) run the same bodies with the complex element type:
@@ -36,16 +42,12 @@ symmetric), ``bicgstab``, ``gmres``. A matrix on the GPU with a CuPy ``b`` and `
 promoted on the device) and returns a CuPy ``x``; NumPy vectors are copied over and back.
 ``"ilu0"``/``"ic0"`` of a complex matrix are factored and applied on the CPU from the matrix's
 host copy (``info.device == "cpu"``; CuPy vectors copied to the host and back); ``"poly"`` and
-``"amg"`` are for real systems (``ValueError``). A complex solve with a ``callback`` or a Python
-``M`` runs the operator path below, a GPU matrix's products on the device.
+``"amg"`` are for real systems (``ValueError``). Python operators and callbacks work as for a
+real system, a GPU matrix's products on the device.
 
-The operator path (``_krylov``: the same methods over NumPy or CuPy vectors, with SciPy's
-stopping rules and callback points) serves what the crate's body does not: complex systems with
-Python operators or a callback, a matrix-free ``A`` with CuPy vectors, GMRES's residual callback
-(``'pr_norm'``/``'legacy'``) with a preconditioner (SciPy passes the left-preconditioned
-``||M r|| / ||b||``; the crate's GMRES is right-preconditioned), and the iterate and code SciPy
-returns after a failed solve without a callback (GMRES's least-squares iterate after a
-breakdown), which it recomputes from the same start.
+A solve that does not converge returns the crate's last iterate: SciPy's ``maxiter`` when the
+limit was reached, ``-1`` for a breakdown or a GMRES cycle without progress (a singular ``A`` or
+``M``), ``-2`` for a NaN or infinite residual.
 """
 
 from __future__ import annotations
@@ -56,11 +58,11 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _krylov
+from . import _core
 from ._arrays import (check_real, check_value, complex_result, current_stream, cupy,
                       device_array, host_vector, wait_list)
 from ._operators import as_operator, is_matrix, operator_dtype
-from .matrix import Matrix, as_matrix
+from .matrix import Matrix
 
 __all__ = ["SolveInfo", "cg", "pcg", "bicgstab", "gmres", "solve", "auto_choice"]
 
@@ -76,18 +78,17 @@ class SolveInfo(int):
     index behave as SciPy's. Its value: 0 converged, > 0 not converged within ``maxiter``
     (SciPy returns ``maxiter``: iterations for CG and BiCGSTAB, restart cycles for GMRES),
     < 0 a breakdown: -1 (e.g. ``p^T A p <= 0`` in CG: A is not SPD; a GMRES cycle that makes
-    no progress), -10 / -11 BiCGSTAB's rho / omega breakdown on the operator path, -2 a NaN or
-    infinite residual: a NaN or infinity in ``A``, ``b`` or ``x0`` gives -2 with
-    ``iterations == 0`` on every solver of the crate's path (never ``converged``).
+    no progress, a singular ``A`` or ``M``), -2 a NaN or infinite residual: a NaN or infinity
+    in ``A``, ``b`` or ``x0`` gives -2 with ``iterations == 0`` on every solver (never
+    ``converged``).
 
     Attributes:
         status: ``int(info)``.
         converged: the residual reached the tolerance (``info == 0``).
         iterations: iterations performed (CG: one SpMV each; BiCGSTAB: two; GMRES: inner
             steps).
-        residual: the relative residual ``||b - A x|| / ||b||`` of the returned ``x`` (the
-            crate's path: the true one; the operator path: the last residual it computed,
-            the recursive one for CG and BiCGSTAB; NaN after a breakdown of the crate's path).
+        residual: the true relative residual ``||b - A x|| / ||b||`` of the returned ``x``
+            (NaN after a breakdown).
         time: the same as ``solve_seconds`` (kept for existing code).
         setup_seconds: seconds from the call to the solver call: uploading ``b`` and ``x``, the
             Jacobi diagonal or the preconditioner's setup (0 for a given ``segsparse.amg``
@@ -96,11 +97,11 @@ class SolveInfo(int):
             residual; the device synchronised), for failed solves too. Seconds per iteration
             are ``solve_seconds / iterations``.
         history: relative residual after each iteration (entry 0: the initial one); empty when
-            a solve of the crate's path did not converge.
+            a solve did not converge.
         restarts: restarts from the true residual (see the crate's solver docs).
         method: ``"cg"``, ``"pcg"``, ``"bicgstab"`` or ``"gmres"``.
         device: ``"gpu"`` or ``"cpu"``: where it ran.
-        path: ``"crate"`` (the crate's solver body) or ``"operator"`` (see the module docs).
+        path: ``"crate"`` (the crate's solver body; ``"crate-block"`` for a 2-D ``b``).
         message: ``"converged"`` or the reason it did not.
         precond, reason, choice: with ``M="auto"`` or ``segsparse.solve``: the preconditioner
             used (``"none"``, ``"jacobi"``, ``"amg"``, ``"ilu0"``, ``"ic0"``, or the caller's),
@@ -209,6 +210,11 @@ def _solve(
     callback_type: Optional[str] = None,
     choice: Optional[dict] = None,
 ) -> Tuple[Any, SolveInfo]:
+    """Every solver of the package: checks the arguments, settles the system's dtype (real or
+    complex), the matrix and the preconditioner (``M='auto'``: the automatic choice's) and
+    runs the crate's solver body once (``_run``); a 2-D ``b`` goes to the block solvers."""
+    from .amg import AMG
+
     rtol, atol = _tolerances(name, rtol, atol)
     if maxiter is not None and int(maxiter) < 0:
         raise ValueError(f"maxiter must be >= 0, got {maxiter}")
@@ -221,41 +227,45 @@ def _solve(
     cd = _complex_system(A, b, x0)
     if cd is None and method == "cocg":
         method = "cg"  # COCG of a real system is CG
-    if cd is not None:
-        if bshape is not None and len(bshape) != 1:
-            raise ValueError("a 2-D b (several right-hand sides) is supported for real systems "
-                             "only; solve the complex columns one by one")
-        return _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback,
-                              check_every, device, restart, callback_type, choice, cd)
-    if bshape is not None and len(bshape) != 1:
-        return _solve_block(method, name, A, b, x0, rtol, atol, maxiter, M, callback,
-                            check_every, device, restart, degree)
+    block = bshape is not None and len(bshape) != 1
+    if block and cd is not None:
+        raise ValueError("a 2-D b (several right-hand sides) is supported for real systems "
+                         "only; solve the complex columns one by one")
     given_m = M
     if isinstance(M, str) and M.lower() == "auto":
         if choice is None:
             if not is_matrix(A):
                 raise ValueError("M='auto' needs a matrix A (the choice reads its entries), "
                                  "not a matrix-free operator")
-            if not isinstance(A, Matrix):
-                db = device_array(b, "b")
-                A = Matrix(A, device="gpu" if db is not None else device,
-                           dtype=_system_dtype(A, b))
+            A = _system_matrix(A, b, cd, device)
             choice = auto_choice(A)
         M = _AUTO_PRECOND[choice["precond"]]
         pre = "none" if M is None else M  # the bindings' names
     else:
         choice = None
         pre = _precond(M)
+    if cd is not None and (isinstance(pre, AMG) or (isinstance(pre, str)
+                                                   and pre in ("poly", "amg"))):
+        raise ValueError(
+            f"M={given_m!r}: the polynomial and AMG preconditioners are for real systems; a "
+            f"complex system ({cd}) takes None, 'jacobi', 'ilu0', 'ic0', 'auto' or an operator "
+            "(LinearOperator, matrix, callable)")
+    if block:
+        x, infos = _run_block(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
+                              check_every, device, restart, degree)
+        for info in infos:
+            _record(info, choice)
+        return x, infos
     if pre == "none" and M is None and not is_matrix(A) and hasattr(A, "psolve"):
         pre = as_operator(A.psolve, "A.psolve")  # SciPy: an operator's own psolve is M
-    operator_path = not is_matrix(A) or isinstance(pre, _OperatorType) or callback is not None
+    callables = not is_matrix(A) or isinstance(pre, _OperatorType) or callback is not None
     if isinstance(x0, str) and x0 != "Mb":
         raise ValueError(f"x0 must be an array or 'Mb', not {x0!r}")
-    if isinstance(x0, str) and not operator_path and pre not in ("none", "jacobi"):
+    if isinstance(x0, str) and not callables and pre not in ("none", "jacobi"):
         raise ValueError(
             "x0='Mb' needs M = None, 'jacobi' or an operator (LinearOperator, matrix, callable); "
             f"got M={given_m!r}" + _chose(choice))
-    if operator_path and pre not in ("none",) and not isinstance(pre, _OperatorType):
+    if callables and pre != "none" and not isinstance(pre, _OperatorType):
         if pre == "jacobi" and is_matrix(A):
             pre = _jacobi_operator(A)
         else:
@@ -264,25 +274,211 @@ def _solve(
                 "combined with a callback "
                 "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
                 "or drop the callback")
-    # SciPy's GMRES residual callback with a preconditioner passes the left-preconditioned
-    # residual ||M r|| / ||b||, which the crate's right-preconditioned GMRES does not have.
-    left_residual = (method == "gmres" and callback is not None and pre != "none"
-                     and callback_type in ("pr_norm", "legacy"))
-    if operator_path and not left_residual and (is_matrix(A) or device_array(b, "b") is None):
-        x, info = _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter,
-                                        None if pre == "none" else pre, check_every, device,
-                                        restart, callback, callback_type)
-    elif operator_path:
-        x, info = _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
-                                  device, restart, callback_type)
-    else:
-        x, info = _solve_crate(method, pre, name, A, b, x0, rtol, atol, maxiter, check_every,
-                               device, restart, degree)
+    x, info = _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_type,
+                   check_every, device, restart, degree, cd, callables)
+    _record(info, choice)
+    return x, info
+
+
+def _record(info: SolveInfo, choice: Optional[dict]) -> None:
+    """The automatic choice, when one was made, in ``info``."""
     if choice is not None:
         info.precond = choice["precond"]
         info.reason = choice["reason"]
         info.choice = choice
-    return x, info
+
+
+def _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_type,
+         check_every, device, restart, degree, cd, callables):
+    """One solve of ``A x = b`` by the crate's solver body (``_core``), for every element type.
+
+    With the crate's preconditioner ``pre`` (a name, or a ``segsparse.amg`` hierarchy) and no
+    Python code: a CuPy ``b`` with a GPU matrix solves on the caller's device vectors
+    (``solve_device``, no copy; a complex system with ``"none"`` or ``"jacobi"``), else the
+    vectors are copied to the host and back (``solve_host``). With ``callables`` (``pre`` an
+    ``Operator``, a matrix-free ``A``, a ``callback``): ``solve_host_operator``, which calls the
+    Python code back from the body on NumPy vectors (``python/src/pyprecond.rs``)."""
+    db = device_array(b, "b")
+    xp = cupy() if db is not None else np
+    hierarchy = None
+    if not isinstance(pre, (str, _OperatorType)):  # a segsparse.amg hierarchy
+        hierarchy, pre = pre, "amg"
+        if not isinstance(A, Matrix):
+            A = hierarchy.matrix
+    m = aop = None
+    if is_matrix(A):
+        m = _system_matrix(A, b, cd, device)
+        (n, ncols), dtype, where = m.shape, m.dtype, m.device
+    else:
+        aop = as_operator(A, "A")
+        if aop.shape is None:
+            raise ValueError(f"{name}: a matrix-free A needs a shape (n, n)")
+        n, ncols = aop.shape
+        where = "cpu"
+        if cd is not None:
+            dtype = cd
+        else:
+            a_dtype = operator_dtype(A) or np.dtype(np.float64)
+            check_real(a_dtype, "A")
+            bd = np.dtype(db.dtype) if db is not None else np.asarray(b).dtype
+            dtype = np.dtype(np.float32) if (a_dtype == np.float32 and bd == np.float32) \
+                else np.dtype(np.float64)
+    if n != ncols:
+        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
+    if isinstance(pre, _OperatorType) and pre.shape is not None and pre.shape != (n, n):
+        raise ValueError(f"the matrix is {(n, n)} and the preconditioner {pre.shape}")
+    # A complex matrix's ILU(0)/IC(0) are factored and applied on the host.
+    if cd is not None and not callables and pre not in ("none", "jacobi"):
+        where = "cpu"
+    legacy = callback_type == "legacy"
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    inner = user_maxiter
+    if method == "gmres" and not legacy:
+        # SciPy counts restart cycles; the crate counts inner steps. The default (10 n cycles)
+        # is capped at 10 n steps: the history is allocated for the limit.
+        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
+    check = check_value if cd is not None else check_real
+    hier = None if hierarchy is None else hierarchy._a
+
+    def opts(precond):
+        return _core.Options(method, precond, rtol, atol, inner, x0 is not None, check_every,
+                             restart, degree)
+
+    if db is not None and not callables and (cd is None or where == "gpu"):
+        # The caller's device vectors, no copy.
+        if db.dtype != dtype:
+            check(db.dtype, "b")
+            b = xp.ascontiguousarray(b, dtype=dtype)
+            db = device_array(b, "b")
+        if db.n != n:
+            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
+        mb = isinstance(x0, str) and pre == "jacobi"
+        x = _start(xp, x0, b, n, dtype, check,
+                   _jacobi_operator(m).bind(xp, dtype) if mb else None)
+        if not bool(xp.any(b)):
+            return _zero_solution(xp, n, dtype, name, where, "crate")
+        dx = device_array(x, "x", writable=True)
+        cs = current_stream()
+        out = m._m.solve_device(opts(pre), db.ptr, dx.ptr, wait_list(cs, db, dx), cs, hier)
+        return x, _outcome_info(out, user_maxiter, name, where)
+    b_host = host_vector(cupy().asnumpy(b) if db is not None else b, dtype, "b")
+    if b_host.shape[0] != n:
+        raise ValueError(f"b has {b_host.shape[0]} elements but the matrix has {n} rows")
+    if callables:
+        m_apply = None if pre == "none" else _host_fn(pre, db is not None, dtype)
+        matvec = None if m is not None else _host_fn(aop, db is not None, dtype)
+    else:
+        mb = isinstance(x0, str) and pre == "jacobi"
+        m_apply = _jacobi_operator(m).bind(np, dtype) if mb else None
+    x = _start(np, x0, b_host, n, dtype, check, m_apply)
+    if not b_host.any():
+        return _zero_solution(xp, n, dtype, name, where, "crate")
+    if not callables:
+        out = m._m.solve_host(opts(pre), b_host, x, hier)
+    else:
+        kind = cb = None
+        if callback is not None:
+            kind = "x" if method != "gmres" or callback_type == "x" else "pr_norm"
+            if kind == "pr_norm":
+                def cb(r):  # a NumPy float64, as SciPy's
+                    return callback(np.float64(r))
+            elif db is not None:
+                def cb(v):  # a CuPy solve: the callback sees CuPy vectors, as cupyx's solvers
+                    return callback(xp.asarray(v))
+            else:
+                cb = callback
+        if kind == "pr_norm" and m_apply is not None:
+            out = _left_gmres(m, matvec, m_apply, b_host, x, rtol, atol, inner, x0 is not None,
+                              check_every, restart, cb, dtype)
+        else:
+            out = _core.solve_host_operator(None if m is None else m._m, opts("none"), m_apply,
+                                            b_host, x, matvec, cb, kind)
+    return (x if db is None else xp.asarray(x)), _outcome_info(out, user_maxiter, name, where)
+
+
+def _left_gmres(m, matvec, m_apply, b, x, rtol, atol, inner, x0_given, check_every, restart,
+                cb, dtype):
+    """GMRES with a residual callback and a Python ``M``, as SciPy's (left-preconditioned:
+    the callback gets ``||M r|| / ||b||``): the crate's body on ``M A x = M b`` (matrix-free,
+    on the CPU), its inner tolerance SciPy's (``max(rtol, atol / ||b||)`` relative to
+    ``||M b||``), its residual estimate scaled by ``||M b|| / ||b||`` for the callback; the
+    outcome is the true residual's (``||b - A x|| <= max(rtol ||b||, atol)``)."""
+    a_apply = matvec if matvec is not None else as_operator(m, "A").bind(np, dtype)
+    mb = np.ascontiguousarray(m_apply(b.copy()), dtype=dtype)
+    bnrm = float(np.linalg.norm(b))
+    tol = max(atol, rtol * bnrm)
+    opts = _core.Options("gmres", "none", tol / bnrm, 0.0, inner, x0_given, check_every, restart)
+    out = _core.solve_host_operator(None, opts, None, mb, x, lambda v: m_apply(a_apply(v)), cb,
+                                    "pr_norm", float(np.linalg.norm(mb)) / bnrm)
+    converged, status, iters, _, secs, hist, restarts, msg, setup = out
+    res = float(np.linalg.norm(b - a_apply(x)))
+    if res <= tol:
+        status, msg = 0, "converged"
+    elif status == 0:
+        status = inner
+        msg = (f"the preconditioned residual converged but the true one did not "
+               f"(||b - A x|| / ||b|| = {res / bnrm:.3e})")
+    return (status == 0, status, iters, res / bnrm, secs, hist, restarts, msg, setup)
+
+
+def _outcome_info(out, user_maxiter: int, name: str, device: str,
+                  path: str = "crate") -> SolveInfo:
+    """The ``SolveInfo`` of a solve's outcome tuple (``_core``): not converged in the limit is
+    SciPy's ``maxiter`` (GMRES: restart cycles)."""
+    converged, status, iters, res, secs, hist, restarts, msg, setup = out
+    if status > 0:
+        status = user_maxiter
+    return _info(
+        status, converged=converged, iterations=iters, residual=res,
+        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
+        device=device, path=path, message=msg, setup_seconds=setup, solve_seconds=secs,
+    )
+
+
+def _start(xp, x0, b, n, dtype, check, apply_m):
+    """The initial guess as a new vector of ``xp`` (NumPy or CuPy) and ``dtype``: zeros, ``M b``
+    for ``x0='Mb'`` (``apply_m`` ``None``: ``b``), or a copy of ``x0`` (its dtype checked by
+    ``check``)."""
+    if x0 is None:
+        return xp.zeros(n, dtype=dtype)
+    if isinstance(x0, str):
+        v = b.copy() if apply_m is None else apply_m(b.copy())
+        return xp.array(v, dtype=dtype, copy=True).reshape(-1)
+    if xp is np and device_array(x0, "x0") is not None:
+        x0 = cupy().asnumpy(x0)
+    xd = getattr(x0, "dtype", None)
+    check(np.asarray(x0).dtype if xd is None else xd, "x0")
+    x = xp.array(x0, dtype=dtype, copy=True).reshape(-1)
+    if x.shape[0] != n:
+        raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+    return x
+
+
+def _host_fn(op, on_device: bool, dtype):
+    """The ``Operator`` ``op`` as a function of host vectors of ``dtype`` returning them; for a
+    CuPy solve (``on_device``) it sees CuPy vectors, a host round trip each."""
+    if not on_device:
+        f = op.bind(np, dtype)
+
+        def apply(r):
+            return np.ascontiguousarray(f(r), dtype=dtype)
+    else:
+        cp = cupy()
+        f = op.bind(cp, dtype)
+
+        def apply(r):
+            return np.ascontiguousarray(cp.asnumpy(f(cp.asarray(r))), dtype=dtype)
+    return apply
+
+
+def _system_matrix(A: Any, b: Any, cd: Optional[np.dtype], device: str) -> Matrix:
+    """The matrix ``A`` of a system with right-hand side ``b`` as a ``Matrix``: on the GPU for a
+    CuPy ``b`` (else on ``device``); complex (dtype ``cd``) for a complex system, SciPy's
+    precision for a real one (a real ``Matrix`` is used as it is)."""
+    where = _where(b, device)
+    if cd is not None:
+        return _complex_matrix(A, cd, where)
+    return A if isinstance(A, Matrix) else Matrix(A, device=where, dtype=_system_dtype(A, b))
 
 
 # The automatic choice's preconditioner names and what `_solve` passes on for them (ILU(0)/IC(0)
@@ -384,13 +580,7 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
         if not is_matrix(A):
             raise ValueError("segsparse.solve's automatic choice needs a matrix A (it reads "
                              "its entries), not a matrix-free operator: name method and M")
-        cd = _complex_system(A, _flat(b), x0)
-        if cd is not None:
-            A = _complex_matrix(A, cd, _where(b, device))
-        elif not isinstance(A, Matrix):
-            db = device_array(_flat(b), "b")
-            A = Matrix(A, device="gpu" if db is not None else device,
-                       dtype=_system_dtype(A, b))
+        A = _system_matrix(A, _flat(b), _complex_system(A, _flat(b), x0), device)
         choice = auto_choice(A)
     name = choice["method"] if want_method == "auto" else want_method
     pre = "auto" if auto_m else M
@@ -526,101 +716,12 @@ def _zero_solution(xp: Any, n: int, dtype: Any, name: str, device: str, path: st
         device=device, path=path, message="converged: b = 0, x = 0", solve_seconds=0.0)
 
 
-def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_every, device,
-                 restart, degree):
-    hierarchy = None
-    if not isinstance(precond, str):  # an AMG object from segsparse.amg
-        hierarchy, precond = precond, "amg"
-        if not isinstance(A, Matrix):
-            A = hierarchy.matrix
-    db = device_array(b, "b")
-    if db is not None and not isinstance(A, Matrix):
-        device = "gpu"  # a CuPy right-hand side wants the matrix on the GPU
-    m = A if isinstance(A, Matrix) else Matrix(A, device=device, dtype=_system_dtype(A, b))
-    n, ncols = m.shape
-    if n != ncols:
-        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
-    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
-    inner = user_maxiter
-    if method == "gmres":
-        # SciPy counts restart cycles; the crate counts inner steps. The default (10 n cycles)
-        # is capped at 10 n steps: the history is allocated for the limit.
-        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
-    xp = cupy() if db is not None else np
-    if x0 is None:
-        x0_given = False
-    elif isinstance(x0, str):  # 'Mb' with M = None or 'jacobi'
-        x0 = b if precond == "none" else _jacobi_operator(m).bind(xp, m.dtype)(
-            xp.asarray(b, dtype=m.dtype).reshape(-1))
-        x0_given = True
-    else:
-        x0_given = True
-    if db is not None:
-        cp = xp
-        if db.dtype != m.dtype:
-            check_real(db.dtype, "b")
-            b = cp.ascontiguousarray(b, dtype=m.dtype)
-            db = device_array(b, "b")
-        if db.n != n:
-            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
-        if not x0_given:
-            x = cp.zeros(n, dtype=m.dtype)
-        else:
-            check_real(x0.dtype if hasattr(x0, "dtype") else np.asarray(x0).dtype, "x0")
-            x = cp.array(x0, dtype=m.dtype, copy=True).reshape(-1)
-            if x.size != n:
-                raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
-        if not bool(cp.any(b)):
-            return _zero_solution(cp, n, m.dtype, name, m.device, "crate")
-        dx = device_array(x, "x", writable=True)
-        x_start = x.copy() if method == "gmres" else None
-        out = m._m.solve_device(
-            method, precond, db.ptr, dx.ptr, rtol, atol, inner, x0_given,
-            wait_list(current_stream(), db, dx), current_stream(), check_every, restart, degree,
-            None if hierarchy is None else hierarchy._a,
-        )
-    else:
-        b = host_vector(b, m.dtype, "b")
-        if b.shape[0] != n:
-            raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
-        if not x0_given:
-            x = np.zeros(n, dtype=m.dtype)
-        else:
-            x0 = np.asarray(x0)
-            check_real(x0.dtype, "x0")
-            x = np.array(x0, dtype=m.dtype, copy=True).reshape(-1)
-            if x.shape[0] != n:
-                raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
-        if not b.any():
-            return _zero_solution(np, n, m.dtype, name, m.device, "crate")
-        x_start = x.copy() if method == "gmres" else None
-        out = m._m.solve_host(
-            method, precond, b, x, rtol, atol, inner, x0_given, check_every, restart,
-            degree, None if hierarchy is None else hierarchy._a,
-        )
-    converged, status, iters, res, secs, hist, restarts, msg, setup = out
-    if status > 0:
-        status = user_maxiter  # SciPy's value: maxiter (GMRES: cycles)
-    if method == "gmres" and status == -1 and precond in ("none", "jacobi"):
-        # A cycle without progress (a singular A): SciPy returns GMRES's least-squares
-        # iterate, which the operator path computes from the same start.
-        pre = None if precond == "none" else _jacobi_operator(m)
-        return _solve_operator(method, name, m, b, x_start, rtol, atol, maxiter, pre, None,
-                               device, restart, None)
-    info = _info(
-        status, converged=converged, iterations=iters, residual=res,
-        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
-    )
-    return x, info
-
-
-def _solve_block(method, name, A, B, x0, rtol, atol, maxiter, M, callback, check_every,
-                 device, restart, degree):
+def _run_block(method, name, A, B, x0, rtol, atol, maxiter, pre, callback, check_every,
+               device, restart, degree):
     """Several right-hand sides: the ``k`` columns of the 2-D ``B`` (``n x k``) as one block
     (the crate's multi-column solvers: each column its own convergence, the operator and the
-    preconditioner applied to the block). Returns ``X`` of ``B``'s shape and type and a list of
-    ``k`` ``SolveInfo``, one per column."""
+    preconditioner ``pre`` applied to the block). Returns ``X`` of ``B``'s shape and type and a
+    list of ``k`` ``SolveInfo``, one per column."""
     shape = tuple(getattr(B, "shape", np.shape(B)))
     if len(shape) != 2:
         raise ValueError(f"b must be 1-D (n,) or 2-D (n, k); got a {len(shape)}-D array of "
@@ -636,13 +737,6 @@ def _solve_block(method, name, A, B, x0, rtol, atol, maxiter, M, callback, check
         raise ValueError("a 2-D b (several right-hand sides) needs a matrix A, not a "
                          "matrix-free operator")
     on_gpu = hasattr(B, "__cuda_array_interface__")
-    choice = None
-    if isinstance(M, str) and M.lower() == "auto":
-        if not isinstance(A, Matrix):
-            A = Matrix(A, device="gpu" if on_gpu else device, dtype=_system_dtype(A, B))
-        choice = auto_choice(A)
-        M = _AUTO_PRECOND[choice["precond"]]
-    pre = _precond(M)
     if isinstance(pre, _OperatorType):
         raise ValueError("a 2-D b (several right-hand sides) needs one of the crate's "
                          "preconditioners (None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg' or a "
@@ -681,136 +775,11 @@ def _solve_block(method, name, A, B, x0, rtol, atol, maxiter, M, callback, check
     inner = user_maxiter
     if method == "gmres":
         inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
-    outs = m._m.solve_host_block(
-        method, pre, Bh.reshape(-1), X.reshape(-1), k, rtol, atol, inner, x0_given,
-        check_every, restart, degree, None if hierarchy is None else hierarchy._a,
-    )
-    infos = []
-    for (converged, status, iters, res, secs, hist, restarts, msg, setup) in outs:
-        if status > 0:
-            status = user_maxiter
-        info = _info(
-            status, converged=converged, iterations=iters, residual=res,
-            history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-            device=m.device, path="crate-block", message=msg, setup_seconds=setup,
-            solve_seconds=secs,
-        )
-        if choice is not None:
-            info.precond = choice["precond"]
-            info.reason = choice["reason"]
-            info.choice = choice
-        infos.append(info)
+    opts = _core.Options(method, pre, rtol, atol, inner, x0_given, check_every, restart, degree)
+    outs = m._m.solve_host_block(opts, Bh.reshape(-1), X.reshape(-1), k,
+                                 None if hierarchy is None else hierarchy._a)
+    infos = [_outcome_info(out, user_maxiter, name, m.device, "crate-block") for out in outs]
     return (xp.asarray(X) if on_gpu else X), infos
-
-
-def _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, check_every, device,
-                          restart, callback=None, callback_type=None):
-    """The crate's solver body with Python code called back on NumPy vectors (see the module
-    docs): a preconditioner ``pre`` (an ``Operator``, or ``None``), a matrix-free ``A`` (anything
-    with ``matvec``; host vectors on the CPU) and SciPy's ``callback``."""
-    from ._core import solve_host_operator
-
-    db = device_array(b, "b")
-    matrix_free = not is_matrix(A)
-    if matrix_free:
-        aop = as_operator(A, "A")
-        if aop.shape is None:
-            raise ValueError(f"{name}: a matrix-free A needs a shape (n, n)")
-        n, ncols = aop.shape
-        a_dtype = operator_dtype(A) or np.dtype(np.float64)
-        check_real(a_dtype, "A")
-        bd = np.dtype(db.dtype) if db is not None else np.asarray(b).dtype
-        dtype = np.dtype(np.float32) if (a_dtype == np.float32 and bd == np.float32) \
-            else np.dtype(np.float64)
-        m = None
-        where = "cpu"
-    else:
-        if db is not None and not isinstance(A, Matrix):
-            device = "gpu"
-        m = A if isinstance(A, Matrix) else Matrix(A, device=device, dtype=_system_dtype(A, b))
-        n, ncols = m.shape
-        dtype, where = m.dtype, m.device
-    if n != ncols:
-        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
-    if pre is not None and pre.shape is not None and pre.shape != (n, n):
-        raise ValueError(f"the matrix is {(n, n)} and the preconditioner {pre.shape}")
-    legacy = callback_type == "legacy"
-    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
-    inner = user_maxiter
-    if method == "gmres" and not legacy:
-        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
-
-    def host_fn(op):
-        """``op`` as a function of host vectors of ``dtype`` returning them (a CuPy solve: the
-        operator sees CuPy vectors, as on the operator path, a host round trip each)."""
-        if db is None:
-            f = op.bind(np, dtype)
-
-            def apply(r):
-                return np.ascontiguousarray(f(r), dtype=dtype)
-        else:
-            cp = cupy()
-            f = op.bind(cp, dtype)
-
-            def apply(r):
-                return np.ascontiguousarray(cp.asnumpy(f(cp.asarray(r))), dtype=dtype)
-        return apply
-
-    m_apply = None if pre is None else host_fn(pre)
-    matvec = host_fn(aop) if matrix_free else None
-    if db is not None:
-        check_real(db.dtype, "b")
-        b_host = cupy().asnumpy(b).astype(dtype, copy=False).reshape(-1)
-    else:
-        b_host = host_vector(b, dtype, "b")
-    b_host = np.ascontiguousarray(b_host)
-    if b_host.shape[0] != n:
-        raise ValueError(f"b has {b_host.shape[0]} elements but the matrix has {n} rows")
-    if x0 is None:
-        x = np.zeros(n, dtype=dtype)
-    elif isinstance(x0, str):  # 'Mb'
-        x = b_host.copy() if m_apply is None else np.array(m_apply(b_host.copy()), dtype=dtype,
-                                                            copy=True)
-    else:
-        x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
-        check_real(x0h.dtype, "x0")
-        x = np.array(x0h, dtype=dtype, copy=True).reshape(-1)
-        if x.shape[0] != n:
-            raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
-    xp = cupy() if db is not None else np
-    if not b_host.any():
-        return _zero_solution(xp, n, dtype, name, where, "crate")
-    kind = cb = None
-    if callback is not None:
-        kind = "x" if method != "gmres" or callback_type == "x" else "pr_norm"
-        if kind == "pr_norm":
-            def cb(r):  # a NumPy float64, as SciPy's
-                return callback(np.float64(r))
-        elif db is not None:
-            def cb(v):  # a CuPy solve: the callback sees CuPy vectors, as cupyx's solvers
-                return callback(xp.asarray(v))
-        else:
-            cb = callback
-    x_start = x.copy()
-    out = solve_host_operator(None if matrix_free else m._m, method, m_apply, b_host, x, rtol,
-                              atol, inner, x0 is not None, check_every, restart, matvec, cb,
-                              kind)
-    converged, status, iters, res, secs, hist, restarts, msg, setup = out
-    if status != 0 and callback is None:
-        # Not converged, or a breakdown (a singular A or M): SciPy returns its own iterate
-        # (GMRES's least-squares one) and code, which the operator path computes from the
-        # same start (with a callback the solve is not redone: the callback saw this one).
-        xs = x_start if db is None else xp.asarray(x_start)
-        return _solve_operator(method, name, A if matrix_free else m, b, xs, rtol, atol,
-                               maxiter, pre, None, device, restart, None)
-    if status > 0:
-        status = user_maxiter
-    info = _info(
-        status, converged=converged, iterations=iters, residual=res,
-        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device=where, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
-    )
-    return (x if db is None else xp.asarray(x)), info
 
 
 def _complex_system(A: Any, b: Any, x0: Any) -> Optional[np.dtype]:
@@ -830,7 +799,7 @@ def _complex_system(A: Any, b: Any, x0: Any) -> Optional[np.dtype]:
 def _where(b: Any, device: str) -> str:
     """Where a matrix built for the right-hand side ``b`` goes: the GPU for a device array
     (``b`` stays there), else ``device``."""
-    return "gpu" if device_array(_flat(b), "b") is not None else device
+    return "gpu" if hasattr(b, "__cuda_array_interface__") else device
 
 
 def _complex_matrix(A: Any, cd: np.dtype, device: str) -> Matrix:
@@ -839,148 +808,6 @@ def _complex_matrix(A: Any, cd: np.dtype, device: str) -> Matrix:
     if isinstance(A, Matrix):
         return A if A.dtype == cd else Matrix(A, dtype=cd, device=A.device)
     return Matrix(A, dtype=cd, device=device)
-
-
-def _solve_complex(method, name, A, b, x0, rtol, atol, maxiter, M, callback, check_every,
-                   device, restart, callback_type, choice, cd):
-    """A complex system (dtype ``cd``): the crate's solver body with the complex element type
-    for a matrix ``A`` and one of the crate's preconditioners (see ``_solve_crate_complex``),
-    the operator path otherwise (Python operators, a matrix-free ``A``, a callback: the
-    ``_krylov`` loop over NumPy or CuPy vectors, a GPU matrix's products on the device)."""
-    from .amg import AMG
-
-    given_m = M
-    if isinstance(M, str) and M.lower() == "auto":
-        if choice is None:
-            if not is_matrix(A):
-                raise ValueError("M='auto' needs a matrix A (the choice reads its entries), "
-                                 "not a matrix-free operator")
-            A = _complex_matrix(A, cd, _where(b, device))
-            choice = auto_choice(A)
-        M = _AUTO_PRECOND[choice["precond"]]
-        pre = "none" if M is None else M
-    else:
-        choice = None
-        pre = _precond(M)
-    if isinstance(pre, AMG) or (isinstance(pre, str) and pre in ("poly", "amg")):
-        raise ValueError(
-            f"M={given_m!r}: the polynomial and AMG preconditioners are for real systems; a "
-            f"complex system ({cd}) takes None, 'jacobi', 'ilu0', 'ic0', 'auto' or an operator "
-            "(LinearOperator, matrix, callable)")
-    if pre == "none" and M is None and not is_matrix(A) and hasattr(A, "psolve"):
-        pre = as_operator(A.psolve, "A.psolve")
-    if isinstance(x0, str) and x0 != "Mb":
-        raise ValueError(f"x0 must be an array or 'Mb', not {x0!r}")
-    operator_path = not is_matrix(A) or isinstance(pre, _OperatorType) or callback is not None
-    if operator_path:
-        if pre != "none" and not isinstance(pre, _OperatorType):
-            if pre == "jacobi" and is_matrix(A):
-                pre = _jacobi_operator(A)
-            else:
-                raise ValueError(
-                    f"M={given_m!r}{_chose(choice)} (one of the crate's preconditioners) cannot "
-                    "be combined with a callback or a matrix-free A: pass the preconditioner as "
-                    "a LinearOperator or a callable, or drop the callback")
-        x, info = _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback,
-                                  device, restart, callback_type)
-    else:
-        x, info = _solve_crate_complex(method, pre, name, A, b, x0, rtol, atol, maxiter,
-                                       check_every, restart, cd, device)
-    if choice is not None:
-        info.precond = choice["precond"]
-        info.reason = choice["reason"]
-        info.choice = choice
-    return x, info
-
-
-def _solve_crate_complex(method, precond, name, A, b, x0, rtol, atol, maxiter, check_every,
-                         restart, cd, device):
-    """The crate's solver body for the complex system ``A x = b`` (dtype ``cd``).
-
-    A GPU matrix with a CuPy ``b`` and ``M`` None or ``"jacobi"``: the GPU body on the caller's
-    device vectors, no copy (``b`` or ``x0`` of another dtype converted on the device, NumPy's
-    promotion); the solution is a new CuPy array. A GPU matrix with NumPy vectors: ``b`` and
-    ``x`` copied over and back. ILU(0)/IC(0) (factored on the host) and CPU matrices: the CPU
-    body, CuPy vectors copied to the host and the solution back."""
-    db = device_array(b, "b")
-    xp = cupy() if db is not None else np
-    m = _complex_matrix(A, cd, "gpu" if db is not None else device)
-    n, ncols = m.shape
-    if n != ncols:
-        raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
-    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
-    inner = user_maxiter
-    if method == "gmres":
-        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
-    on_gpu = m.device == "gpu" and precond in ("none", "jacobi")
-    if isinstance(x0, str) and precond not in ("none", "jacobi"):  # 'Mb'
-        raise ValueError(f"x0='Mb' needs M = None, 'jacobi' or an operator; got "
-                         f"M={precond!r}")
-    x0_given = x0 is not None
-    if db is not None and on_gpu:
-        cp = xp
-        if db.dtype != cd:
-            b = cp.ascontiguousarray(b, dtype=cd)
-            db = device_array(b, "b")
-        if db.n != n:
-            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
-        if x0 is None:
-            x = cp.zeros(n, dtype=cd)
-        elif isinstance(x0, str):
-            x = b.copy() if precond == "none" else cp.ascontiguousarray(
-                _jacobi_operator(m).bind(cp, cd)(b.copy()), dtype=cd)
-        else:
-            xd = getattr(x0, "dtype", None)
-            check_value(np.asarray(x0).dtype if xd is None else xd, "x0")
-            x = cp.array(x0, dtype=cd, copy=True).reshape(-1)
-            if x.size != n:
-                raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
-        if not bool(cp.any(b)):
-            return _zero_solution(cp, n, cd, name, m.device, "crate")
-        dx = device_array(x, "x", writable=True)
-        x_start = x.copy() if method == "gmres" else None
-        cs = current_stream()
-        out = m._m.solve_device(method, precond, db.ptr, dx.ptr, rtol, atol, inner, x0_given,
-                                wait_list(cs, db, dx), cs, check_every, restart)
-    else:
-        bh = host_vector(cupy().asnumpy(b) if db is not None else b, cd, "b")
-        if bh.shape[0] != n:
-            raise ValueError(f"b has {bh.shape[0]} elements but the matrix has {n} rows")
-        if x0 is None:
-            x = np.zeros(n, dtype=cd)
-        elif isinstance(x0, str):
-            x = bh.copy() if precond == "none" else np.ascontiguousarray(
-                _jacobi_operator(m).bind(np, cd)(bh.copy()), dtype=cd)
-        else:
-            x0h = cupy().asnumpy(x0) if device_array(x0, "x0") is not None else np.asarray(x0)
-            check_value(x0h.dtype, "x0")
-            x = np.array(x0h, dtype=cd, copy=True).reshape(-1)
-            if x.shape[0] != n:
-                raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
-        if not bh.any():
-            return _zero_solution(xp, n, cd, name, m.device if on_gpu else "cpu", "crate")
-        x_start = x.copy() if method == "gmres" else None
-        out = m._m.solve_host(method, precond, bh, x, rtol, atol, inner, x0_given, check_every,
-                              restart)
-        if db is not None:
-            x = xp.asarray(x)
-            x_start = None if x_start is None else xp.asarray(x_start)
-    converged, status, iters, res, secs, hist, restarts, msg, setup = out
-    if status > 0:
-        status = user_maxiter
-    if method == "gmres" and status == -1 and precond in ("none", "jacobi"):
-        # A cycle without progress (a singular A): SciPy's least-squares iterate, from the
-        # same start, on the operator path (on the device for CuPy vectors).
-        pre = None if precond == "none" else _jacobi_operator(m)
-        return _solve_operator(method, name, m, b, x_start, rtol, atol, maxiter, pre, None,
-                               m.device, restart, None)
-    info = _info(
-        status, converged=converged, iterations=iters, residual=res,
-        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
-        device="gpu" if on_gpu else "cpu", path="crate", message=msg, setup_seconds=setup,
-        solve_seconds=secs,
-    )
-    return x, info
 
 
 def _system_dtype(A: Any, b: Any) -> np.dtype:
@@ -997,7 +824,7 @@ def _system_dtype(A: Any, b: Any) -> np.dtype:
 
 def _jacobi_operator(A: Any):
     """``r / diag(A)`` as an operator (a zero diagonal entry leaves ``r`` unscaled there, as the
-    crate's Jacobi refuses it: the operator path has no such check)."""
+    crate's Jacobi refuses it), for ``x0='Mb'`` and beside Python callables."""
     if isinstance(A, Matrix):
         d, dt = A.to_scipy().diagonal(), A.dtype
     elif hasattr(A, "diagonal"):
@@ -1012,89 +839,6 @@ def _jacobi_operator(A: Any):
         inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 1.0).astype(dt)
     return as_operator(lambda r: inv * r if isinstance(r, np.ndarray)
                        else cupy().asarray(inv) * r, "M")
-
-
-def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, device,
-                    restart, callback_type):
-    db = device_array(b, "b")
-    xp = cupy() if db is not None else np
-    if is_matrix(A):
-        cd = _complex_system(A, b, x0)
-        if cd is not None:
-            A = _complex_matrix(A, cd, "gpu" if db is not None else device)
-        elif not isinstance(A, Matrix):
-            A = Matrix(A, device="gpu" if db is not None else device,
-                       dtype=_system_dtype(A, b))
-        shape, a_dtype = A.shape, A.dtype
-        where = A.device
-        aop = as_operator(A, "A")
-    else:
-        aop = as_operator(A, "A")
-        if aop.shape is None:
-            raise ValueError(f"{name}: a matrix-free A needs a shape (n, n)")
-        shape, a_dtype = aop.shape, operator_dtype(A)
-        where = "gpu" if db is not None else "cpu"
-    n = shape[0]
-    if shape[0] != shape[1]:
-        raise ValueError(f"{name} needs a square matrix, got {shape[0]}x{shape[1]}")
-    bd = getattr(b, "dtype", None)
-    if bd is None:
-        b = np.asarray(b)
-        bd = b.dtype
-    if a_dtype is None:
-        a_dtype = np.dtype(np.float64)
-    x0d = None if x0 is None or isinstance(x0, str) else getattr(x0, "dtype", None)
-    dtype = complex_result(a_dtype, bd, x0d)
-    if dtype is None:
-        check_real(bd, "b")
-        check_real(a_dtype, "A")
-        dtype = np.dtype(np.float32) if (np.dtype(bd) == np.float32 and
-                                         a_dtype == np.float32) else np.dtype(np.float64)
-    b = xp.ascontiguousarray(xp.asarray(b, dtype=dtype)).reshape(-1)
-    if b.shape[0] != n:
-        raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
-    matvec = aop.bind(xp, dtype)
-    if pre is None or pre == "none":
-        def psolve(r):
-            return r
-    else:
-        if pre.shape is not None and pre.shape != tuple(shape):
-            raise ValueError(f"the matrix is {shape} and the preconditioner {pre.shape}")
-        psolve = pre.bind(xp, dtype)
-    if x0 is None:
-        x = xp.zeros(n, dtype=dtype)
-    elif isinstance(x0, str):
-        x = psolve(b.copy())
-        x = x.copy() if x is b else x
-    else:
-        check_value(getattr(x0, "dtype", np.asarray(x0).dtype), "x0")
-        if db is None:
-            x = np.array(x0, dtype=dtype, copy=True).reshape(-1)
-        else:
-            x = xp.array(x0, dtype=dtype, copy=True).reshape(-1)
-        if x.shape[0] != n:
-            raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
-    bnrm = float(xp.linalg.norm(b))
-    if bnrm == 0.0:
-        return _zero_solution(xp, n, dtype, name, where, "operator")
-    atol_eff = max(atol, rtol * bnrm)
-    if maxiter is None:
-        maxiter = 10 * n
-    maxiter = int(maxiter)
-    if method in ("cg", "cocg"):
-        r = _krylov.cg(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback,
-                       bilinear=method == "cocg" and dtype.kind == "c")
-    elif method == "bicgstab":
-        r = _krylov.bicgstab(xp, matvec, psolve, b, x, atol_eff, bnrm, maxiter, callback)
-    else:
-        r = _krylov.gmres(xp, matvec, psolve, b, x, atol_eff, bnrm, max(1, min(restart, n)),
-                          maxiter, callback, callback_type)
-    info = _info(
-        r.info, converged=r.info == 0, iterations=r.iterations, residual=r.rnorm / r.bnrm,
-        history=np.asarray(r.history, dtype=np.float64), method=name, device=where,
-        path="operator", message=r.message, solve_seconds=r.seconds,
-    )
-    return r.x, info
 
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
@@ -1126,7 +870,8 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             picks for ``A``; recorded in ``info.precond`` and ``info.reason``; an unsymmetric
             ``A`` keeps the solver called). These are the crate's (the fast path).
             As in SciPy, also a ``LinearOperator``, a sparse or dense matrix or a callable
-            approximating ``A^-1`` (the operator path; applied where its data lives).
+            approximating ``A^-1`` (called back from the crate's body; applied where its data
+            lives).
         callback: ``callback(xk)`` after each iteration, as SciPy's (a NumPy copy of the
             current iterate; CuPy for a CuPy ``b``); the solve then reads its status after
             every iteration. An exception raised in it stops the solve and propagates.
@@ -1165,8 +910,7 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
     """BiCGSTAB for a general (unsymmetric) ``A``, right-preconditioned by ``M``: returns
     ``(x, info)``. Arguments as ``cg`` (``callback(xk)`` after each iteration); one iteration
     costs two SpMVs. A breakdown (a vanishing ``rho``, ``r^T v`` or ``omega``) is reported as
-    ``info == -1`` after the crate's restarts are exhausted (-10 / -11 on the operator path,
-    SciPy's codes)."""
+    ``info == -1`` after the crate's restarts are exhausted."""
     return _solve("bicgstab", "bicgstab", A, b, x0, rtol, atol, maxiter, M, callback,
                   check_every, device)
 
@@ -1179,10 +923,8 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=Non
     stops after ``10 n`` inner steps). ``restart`` is capped at ``n``. The crate's path
     (``M`` = ``None``, ``"jacobi"``, ``"poly"``, ``"ilu0"``, ``"ic0"``, ``"amg"``: right
     preconditioning, classical Gram-Schmidt applied twice, Givens rotations on the device)
-    reports a cycle without progress as ``info == -1``; with ``M`` ``None`` or ``"jacobi"``
-    such a solve (a singular ``A``) is redone on the operator path, which returns GMRES's
-    least-squares iterate as SciPy does (``info == maxiter``). (The Rust API and the CLI count
-    inner steps in their ``max_iters``.)
+    reports a cycle without progress (a singular ``A`` or ``M``) as ``info == -1``, with the
+    iterate it reached. (The Rust API and the CLI count inner steps in their ``max_iters``.)
 
     ``callback`` and ``callback_type`` as SciPy 1.17: ``'x'`` calls ``callback(xk)`` after each
     restart cycle (the last, partial one included); ``'pr_norm'`` calls
@@ -1190,7 +932,8 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=Non
     given, with SciPy's ``DeprecationWarning``) is ``'pr_norm'`` with ``maxiter`` counting
     inner steps. The residual passed is SciPy's ``||M r|| / ||b||``: without ``M`` the crate's
     body passes its least-squares estimate of ``||r|| / ||b||`` (the same quantity); with an
-    ``M`` such a solve runs the operator path (left-preconditioned, as SciPy's).
+    ``M`` given as an operator such a solve runs the crate's GMRES on ``M A x = M b``
+    (left-preconditioned, as SciPy's; the outcome is the true residual's).
 
     Example:
         >>> import numpy as np, scipy.sparse as sp, segsparse
