@@ -198,6 +198,11 @@ pub struct AmgArgs {
     /// AMG: strength-of-connection threshold θ in [0, 1].
     #[arg(long, default_value_t = amg_default().theta)]
     pub amg_theta: f64,
+    /// AMG: off-diagonal entries with |a_ij| < tol·sqrt(|a_ii|·|a_jj|) are dropped from the
+    /// matrix the hierarchy is built from (rounding noise of finite-element assembly); the
+    /// solver keeps the whole matrix. 0 keeps every entry.
+    #[arg(long, default_value_t = amg_default().drop_tol)]
+    pub amg_drop_tol: f64,
     /// AMG: smoother of every level.
     #[arg(long, value_enum, default_value_t = amg_default().smoother.into())]
     pub amg_smoother: AmgSmootherArg,

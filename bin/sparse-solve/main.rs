@@ -32,7 +32,9 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps};
+use segsparse::backend::{
+    BlockKrylovOps, Cpu, Identity, LinearOperator, Preconditioner, SolverOps,
+};
 use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
@@ -870,7 +872,10 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>>(
+fn solve_with<
+    T: Scalar,
+    B: SolverOps<T> + BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
+>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
@@ -993,7 +998,7 @@ fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsO
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
+fn solve_all<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1063,7 +1068,7 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
+fn solve_block<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1132,6 +1137,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
     let rbm = rbm_grid(cli)?.map(|r| r.dim());
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
+        drop_tol: cli.amg.amg_drop_tol,
         smoother: cli.amg.amg_smoother.into(),
         degree: cli.amg.amg_degree,
         chebyshev_lower: cli.amg.amg_cheb_lower,

@@ -469,6 +469,11 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
                                                                            T* out, u32 nnz) {               \
         for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < nnz; k += gridDim.x * blockDim.x)           \
             out[pos[k]] = in[k];                                                                            \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_gather_##S(const T* in, const u32* pos,     \
+                                                                          T* out, u32 nnz) {                \
+        for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < nnz; k += gridDim.x * blockDim.x)           \
+            out[k] = in[pos[k]];                                                                            \
     }
 
 AMG_TYPED(float, f32)

@@ -1,8 +1,8 @@
-// The graph phases of smoothed aggregation on the GPU: symmetric strength of connection, node
-// amalgamation, the symmetrised graph, MIS-2 aggregation rounds and the tentative prolongator of
-// one candidate and of several (a QR per aggregate). Launched by src/sparse/gpu/aggregate.rs,
-// which documents the method; every result equals the CPU's (src/sparse/aggregate.rs,
-// src/precond/amg/tentative.rs) exactly.
+// The graph phases of smoothed aggregation on the GPU: symmetric strength of connection (and
+// dropping small entries, its sibling), node amalgamation, the symmetrised graph, MIS-2
+// aggregation rounds and the tentative prolongator of one candidate and of several (a QR per
+// aggregate). Launched by src/sparse/gpu/aggregate.rs, which documents the method; every result
+// equals the CPU's (src/sparse/aggregate.rs, src/precond/amg/tentative.rs) exactly.
 //
 // Layering: warp level (AggGroup: G lanes of a warp on one row — sums, maxima, ballots, ranks),
 // row level (one row's work by its group, `agg_*` device functions), device level (thin
@@ -11,9 +11,10 @@
 // checked on the host side before any of these run), so a row can be binary-searched.
 //
 // Floating point: the only arithmetic on values is strength's threshold
-// theta·sqrt(|a_ii|·|a_jj|), amalgamation's sums of squares and the tentative prolongator's
-// norms and quotients, all in double with explicit round-to-nearest intrinsics (no FMA
-// contraction; sums taken sequentially in the CPU's order), so they round exactly as the CPU.
+// theta·sqrt(|a_ii|·|a_jj|) (and the same threshold of dropping small entries), amalgamation's
+// sums of squares and the tentative prolongator's norms and quotients, all in double with
+// explicit round-to-nearest intrinsics (no FMA contraction; sums taken sequentially in the CPU's
+// order), so they round exactly as the CPU.
 #include "common.cuh"
 
 #define AGG_NONE 0xffffffffu
@@ -117,7 +118,20 @@ __device__ __forceinline__ bool agg_strong(u32 i, u32 c, double x, double di, co
     return c != i && x != 0.0 && x >= __dmul_rn(theta, __dsqrt_rn(__dmul_rn(di, d[c])));
 }
 
-template <typename T, int G>
+// Dropping small entries (DROP): a_ij is kept when it is on the diagonal or
+// |a_ij| >= tol * sqrt(|a_ii| * |a_jj|), the strength test without its exclusions.
+__device__ __forceinline__ bool agg_kept(u32 i, u32 c, double x, double di, const double* __restrict__ d,
+                                         double tol) {
+    return c == i || x >= __dmul_rn(tol, __dsqrt_rn(__dmul_rn(di, d[c])));
+}
+
+template <bool DROP>
+__device__ __forceinline__ bool agg_select(u32 i, u32 c, double x, double di, const double* __restrict__ d,
+                                           double theta) {
+    return DROP ? agg_kept(i, c, x, di, d, theta) : agg_strong(i, c, x, di, d, theta);
+}
+
+template <typename T, int G, bool DROP>
 __device__ __forceinline__ void agg_strength_count(const u32* __restrict__ rp, const u32* __restrict__ col,
                                                    const T* __restrict__ val, u32 n,
                                                    const double* __restrict__ d, double theta, u32* counts) {
@@ -126,17 +140,19 @@ __device__ __forceinline__ void agg_strength_count(const u32* __restrict__ rp, c
         const u32 a1 = rp[row + 1];
         const double di = d[row];
         u32 c = 0;
-        for (u32 p = rp[row] + g.r; p < a1; p += G) c += agg_strong(row, col[p], fabs((double)val[p]), di, d, theta);
+        for (u32 p = rp[row] + g.r; p < a1; p += G)
+            c += agg_select<DROP>(row, col[p], fabs((double)val[p]), di, d, theta);
         c = g.sum(c);
         if (g.r == 0) counts[row] = c;
     }
 }
 
-template <typename T, int G>
+// With DROP, spos[q] receives the position in A of the kept entry q.
+template <typename T, int G, bool DROP>
 __device__ __forceinline__ void agg_strength_fill(const u32* __restrict__ rp, const u32* __restrict__ col,
                                                   const T* __restrict__ val, u32 n,
                                                   const double* __restrict__ d, double theta,
-                                                  const u32* __restrict__ srp, u32* scol, T* sval) {
+                                                  const u32* __restrict__ srp, u32* scol, T* sval, u32* spos) {
     const AggGroup<G> g;
     AGG_FOR_ROWS(G, row, n) {
         const u32 a1 = rp[row + 1];
@@ -152,13 +168,14 @@ __device__ __forceinline__ void agg_strength_fill(const u32* __restrict__ rp, co
             if (p < a1) {
                 c = col[p];
                 v = val[p];
-                keep = agg_strong(row, c, fabs((double)v), di, d, theta);
+                keep = agg_select<DROP>(row, c, fabs((double)v), di, d, theta);
             }
             const u32 bits = g.ballot(keep);
             if (keep) {
                 const u32 q = out + g.rank(bits);
                 scol[q] = c;
                 sval[q] = v;
+                if (DROP) spos[q] = p;
             }
             out += __popc(bits);
         }
@@ -646,12 +663,21 @@ AGG_GROUP_ENTRIES(32)
     extern "C" __global__ void agg_strength_count_g##G##_##S(const u32* rp, const u32* col, const T* val,     \
                                                              u32 n, const double* d, double theta,            \
                                                              u32* counts) {                                   \
-        agg_strength_count<T, G>(rp, col, val, n, d, theta, counts);                                          \
+        agg_strength_count<T, G, false>(rp, col, val, n, d, theta, counts);                                   \
     }                                                                                                         \
     extern "C" __global__ void agg_strength_fill_g##G##_##S(const u32* rp, const u32* col, const T* val,      \
                                                             u32 n, const double* d, double theta,             \
                                                             const u32* srp, u32* scol, T* sval) {             \
-        agg_strength_fill<T, G>(rp, col, val, n, d, theta, srp, scol, sval);                                  \
+        agg_strength_fill<T, G, false>(rp, col, val, n, d, theta, srp, scol, sval, nullptr);                  \
+    }                                                                                                         \
+    extern "C" __global__ void agg_drop_count_g##G##_##S(const u32* rp, const u32* col, const T* val, u32 n,  \
+                                                         const double* d, double tol, u32* counts) {          \
+        agg_strength_count<T, G, true>(rp, col, val, n, d, tol, counts);                                      \
+    }                                                                                                         \
+    extern "C" __global__ void agg_drop_fill_g##G##_##S(const u32* rp, const u32* col, const T* val, u32 n,   \
+                                                        const double* d, double tol, const u32* srp,          \
+                                                        u32* scol, T* sval, u32* spos) {                      \
+        agg_strength_fill<T, G, true>(rp, col, val, n, d, tol, srp, scol, sval, spos);                        \
     }
 #define AGG_TYPED_ENTRIES(T, S)                                                                               \
     AGG_TYPED_GROUP_ENTRIES(T, S, 4)                                                                          \

@@ -27,6 +27,10 @@ pub struct Gpu {
     nvrtc_version: OnceLock<String>,
     driver_version: i32,
     modules: Mutex<HashMap<String, Arc<CudaModule>>>,
+    /// Modules that a [`Gpu::prepare_in_background`] thread is loading: [`Gpu::module`] waits
+    /// for them (on `pending_done`) instead of loading them a second time.
+    pending: Mutex<std::collections::HashSet<String>>,
+    pending_done: std::sync::Condvar,
     users: Users,
 }
 
@@ -172,6 +176,39 @@ type ArchiveJob<'a> = (&'a KernelSource, &'a [(&'a str, String)], &'a str);
 type ArchiveResult = (usize, Result<(String, Vec<u8>)>);
 /// A module `prepare` still has to load: the source, its defines and its module-map key.
 type PrepareJob<'a> = (&'a KernelSource, &'a [(&'a str, String)], String);
+
+/// The modules a [`Gpu::prepare_in_background`] thread loads; [`Preparing::wait`] (or
+/// dropping it) waits for them.
+#[must_use = "dropping the handle waits for the loads at once"]
+pub struct Preparing(Option<std::thread::JoinHandle<Result<()>>>);
+
+impl Preparing {
+    /// Waits until every module is loaded.
+    ///
+    /// # Errors
+    /// The first module that failed to load (or compile).
+    pub fn wait(mut self) -> Result<()> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<()> {
+        match self.0.take().map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(Error::Compile {
+                kernel: "background module loads".into(),
+                log: "the loading thread panicked".into(),
+            }),
+        }
+    }
+}
+
+impl Drop for Preparing {
+    fn drop(&mut self) {
+        // An error here resurfaces where the module is used.
+        let _ = self.join();
+    }
+}
 
 /// Compiles every variant of every target with the NVRTC in use, `jobs` compiles at a time, and
 /// returns the archive that the runtime looks in first (see [`super::prebuilt`]; `build.rs`
@@ -319,6 +356,8 @@ impl Gpu {
             nvrtc_version: OnceLock::new(),
             driver_version: driver_version(),
             modules: Mutex::new(HashMap::new()),
+            pending: Mutex::new(std::collections::HashSet::new()),
+            pending_done: std::sync::Condvar::new(),
             users: Users::default(),
         }))
     }
@@ -506,8 +545,73 @@ impl Gpu {
         if let Some(m) = self.loaded(&key) {
             return Ok(m);
         }
+        // A background thread loading it finishes sooner than a second load would.
+        self.wait_pending(&key);
+        if let Some(m) = self.loaded(&key) {
+            return Ok(m);
+        }
         let cubin = self.cubin(src, defines)?;
         self.load_cubin(src, key, cubin)
+    }
+
+    /// Waits while a [`Gpu::prepare_in_background`] thread loads the module of `key`.
+    fn wait_pending(&self, key: &str) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        while p.contains(key) {
+            p = self.pending_done.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Marks the modules of `keys` as no longer being loaded in the background.
+    fn unpend(&self, keys: &[String]) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for k in keys {
+            p.remove(k);
+        }
+        drop(p);
+        self.pending_done.notify_all();
+    }
+
+    /// [`Gpu::prepare`] on a background thread: returns at once, while the modules of `wanted`
+    /// that are not loaded yet are found and loaded (in `wanted`'s order, several at a time). A
+    /// thread that needs one of them meanwhile waits in [`Gpu::module`] for that one alone, so
+    /// work that needs the first modules starts while the later ones load: the first AMG setup
+    /// of a process overlaps its first phases' device work with loading the modules of the
+    /// later phases. [`Preparing::wait`] (or dropping the handle) waits for all of them.
+    pub fn prepare_in_background(
+        self: &Arc<Self>,
+        wanted: Vec<(&'static KernelSource, Vec<(&'static str, String)>)>,
+    ) -> Preparing {
+        let mut keys = Vec::new();
+        let mut todo = Vec::new();
+        {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            for (src, defines) in wanted {
+                let key = module_map_key(src, &defines);
+                if self.loaded(&key).is_none() && p.insert(key.clone()) {
+                    keys.push(key);
+                    todo.push((src, defines));
+                }
+            }
+        }
+        if todo.is_empty() {
+            return Preparing(None);
+        }
+        let gpu = self.clone();
+        Preparing(Some(std::thread::spawn(move || {
+            // Unmarks every module however the thread ends (a failed load is retried by the
+            // thread that needs it, which then reports the error).
+            struct Unpend(Arc<Gpu>, Vec<String>);
+            impl Drop for Unpend {
+                fn drop(&mut self) {
+                    self.0.unpend(&self.1);
+                }
+            }
+            let guard = Unpend(gpu, keys);
+            let jobs: Vec<(&KernelSource, &[(&str, String)])> =
+                todo.iter().map(|(s, d)| (*s, d.as_slice())).collect();
+            guard.0.prepare_marked(&jobs)
+        })))
     }
 
     fn loaded(&self, key: &str) -> Option<Arc<CudaModule>> {
@@ -550,6 +654,15 @@ impl Gpu {
     /// # Errors
     /// The first failure to compile or load, after every compile has finished.
     pub fn prepare(&self, wanted: &[(&KernelSource, &[(&str, String)])]) -> Result<()> {
+        for &(src, defines) in wanted {
+            self.wait_pending(&module_map_key(src, defines));
+        }
+        self.prepare_marked(wanted)
+    }
+
+    /// [`Gpu::prepare`] without waiting for background loads: the background thread's own
+    /// body, which unmarks each module of its list as soon as it is loaded.
+    fn prepare_marked(&self, wanted: &[(&KernelSource, &[(&str, String)])]) -> Result<()> {
         let mut todo: Vec<PrepareJob<'_>> = Vec::new();
         for &(src, defines) in wanted {
             let key = module_map_key(src, defines);
@@ -558,9 +671,13 @@ impl Gpu {
             }
         }
         if todo.len() <= 1 {
-            return todo
-                .into_iter()
-                .try_for_each(|(src, d, _)| self.module(src, d).map(drop));
+            return todo.into_iter().try_for_each(|(src, d, key)| {
+                let r = self
+                    .cubin(src, d)
+                    .and_then(|c| self.load_cubin(src, key.clone(), c).map(drop));
+                self.unpend(&[key]);
+                r
+            });
         }
         let workers = compile_threads().min(todo.len());
         let next = std::sync::atomic::AtomicUsize::new(0);
@@ -578,6 +695,7 @@ impl Gpu {
                     let r = self
                         .cubin(src, defines)
                         .and_then(|c| self.load_cubin(src, key.clone(), c).map(drop));
+                    self.unpend(std::slice::from_ref(key));
                     *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 });
             }

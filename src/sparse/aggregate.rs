@@ -306,6 +306,85 @@ pub fn strength_symmetric<T: Scalar>(a: &CsrMatrix<T>, theta: f64) -> Result<Csr
     Ok(unsafe { CsrMatrix::from_parts_unchecked(n, n, rp, col, val) })
 }
 
+/// `A` without its small off-diagonal entries: `a_ij` (`j ≠ i`) is dropped when
+/// `|a_ij| < tol·sqrt(|a_ii|·|a_jj|)` (evaluated in `f64` as `tol * (d_i * d_j).sqrt()`), the
+/// symmetric test of [`strength_symmetric`], so a symmetric matrix stays symmetric. Meant for
+/// the rounding noise that finite-element assembly leaves where an entry cancels exactly in
+/// exact arithmetic (`tol` ≈ 1e-12): those entries cost every product of a multigrid setup and
+/// carry nothing. Diagonal entries are always kept; explicit zeros off the diagonal are dropped where
+/// both diagonals are nonzero; rows keep their stored order.
+///
+/// Returns `None` when nothing is dropped (and for `tol = 0`), else the matrix and, for each of
+/// its entries, its position in `A`'s arrays (a re-setup on the same pattern gathers new values
+/// through it).
+///
+/// `a_ii` is the sum of the row's stored diagonal entries (0 when none is stored).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `A` is not square or `tol` is negative or not finite.
+pub fn drop_small<T: Scalar>(
+    a: &CsrMatrix<T>,
+    tol: f64,
+) -> Result<Option<(CsrMatrix<T>, Vec<u32>)>> {
+    if a.nrows() != a.ncols() {
+        return Err(Error::InvalidInput(format!(
+            "dropping small entries: the matrix is {}×{}, not square",
+            a.nrows(),
+            a.ncols()
+        )));
+    }
+    if !(tol.is_finite() && tol >= 0.0) {
+        return Err(Error::InvalidInput(format!(
+            "dropping small entries: tol = {tol} is not a finite non-negative number"
+        )));
+    }
+    if tol == 0.0 {
+        return Ok(None);
+    }
+    let n = a.nrows();
+    let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
+    let row = |i: usize| p[i] as usize..p[i + 1] as usize;
+    let diag: Vec<f64> = (0..n)
+        .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
+        .map(|i| {
+            let mut d = T::zero();
+            for k in row(i) {
+                if j[k] as usize == i {
+                    d += v[k];
+                }
+            }
+            d.as_f64().abs()
+        })
+        .collect();
+    let kept = |i: usize, k: usize| {
+        let c = j[k] as usize;
+        c == i || v[k].as_f64().abs() >= tol * (diag[i] * diag[c]).sqrt()
+    };
+    let (rp, col, val) = build_rows(
+        n,
+        "dropping small entries",
+        || (),
+        |_, i| row(i).filter(|&k| kept(i, k)).count(),
+        |_, i, cols, vals: &mut [(T, u32)]| {
+            for (q, k) in row(i).filter(|&k| kept(i, k)).enumerate() {
+                cols[q] = j[k];
+                vals[q] = (v[k], k as u32);
+            }
+        },
+    )?;
+    if col.len() == a.nnz() {
+        return Ok(None);
+    }
+    let (val, pos): (Vec<T>, Vec<u32>) = val.into_iter().unzip();
+    // SAFETY: build_rows made row_ptr non-decreasing from 0 to col.len(); the columns are a
+    // subset of A's row by row in stored order, so the matrix is as canonical as A.
+    Ok(Some((
+        unsafe { CsrMatrix::from_parts_unchecked(n, n, rp, col, val) },
+        pos,
+    )))
+}
+
 /// The node graph of a matrix with `block` unknowns per node (PyAMG amalgamates BSR matrices the
 /// same way before its strength of connection): node `(I, J)` is stored when any entry of the
 /// `block × block` block is, with value `sqrt(Σ a_ij²)` over the block's stored entries.

@@ -32,8 +32,8 @@ pub mod reorder;
 pub mod triangular;
 
 pub use aggregate::{
-    aggregate_mis2, aggregate_mis2_counted, aggregate_mis2_ordered, amalgamate, mis2_priority,
-    mis2_priority30, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
+    aggregate_mis2, aggregate_mis2_counted, aggregate_mis2_ordered, amalgamate, drop_small,
+    mis2_priority, mis2_priority30, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
 };
 
 use rayon::prelude::*;

@@ -158,6 +158,112 @@ fn elasticity3d_and_jumps3d_converge() {
     );
 }
 
+/// 3-D Q1 elasticity stores, where an entry cancels in exact arithmetic, rounding noise: the
+/// setup drops it (the default `drop_tol`), builds a sparser hierarchy that converges as well,
+/// and its re-setup equals a fresh setup.
+#[test]
+fn rounding_noise_is_dropped_before_the_setup() {
+    let n = 8;
+    let a = generate::elasticity3d::<f64>(n).unwrap();
+    let b = rigid_body_modes_3d(&generate::elasticity3d_coordinates(n));
+    let tol = AmgParams::default().drop_tol;
+    let (kept, pos) = segsparse::sparse::drop_small(&a, tol)
+        .unwrap()
+        .expect("elasticity3d stores rounding noise");
+    let d = a.diagonal();
+    let (rp, cj, v) = (a.row_ptr(), a.col_idx(), a.values());
+    let mut next = 0;
+    for i in 0..a.nrows() {
+        for k in rp[i] as usize..rp[i + 1] as usize {
+            let c = cj[k] as usize;
+            let small = c != i && v[k].abs() < tol * (d[i] * d[c]).sqrt();
+            if !small {
+                assert_eq!(pos[next] as usize, k, "row {i}: kept entry {next}");
+                assert_eq!(kept.col_idx()[next], cj[k]);
+                assert_eq!(kept.values()[next], v[k]);
+                next += 1;
+            }
+        }
+        assert_eq!(kept.row_ptr()[i + 1] as usize, next, "row {i}");
+    }
+    // The generator's matrix is symmetric to rounding only; its exactly symmetric version (the
+    // upper triangle's values mirrored) stays exactly symmetric.
+    let mut sv = v.to_vec();
+    for i in 0..a.nrows() {
+        for k in rp[i] as usize..rp[i + 1] as usize {
+            let c = cj[k] as usize;
+            if c < i {
+                let (cc, cv) = a.row(c);
+                sv[k] = cv[cc.binary_search(&(i as u32)).expect("a symmetric pattern")];
+            }
+        }
+    }
+    let sym =
+        CsrMatrix::try_from_parts(a.nrows(), a.ncols(), rp.to_vec(), cj.to_vec(), sv).unwrap();
+    assert!(sym.is_symmetric());
+    let (ks, _) = segsparse::sparse::drop_small(&sym, tol).unwrap().unwrap();
+    assert!(
+        ks.is_symmetric(),
+        "dropping keeps a symmetric matrix symmetric"
+    );
+    let share = 1.0 - kept.nnz() as f64 / a.nnz() as f64;
+    println!(
+        "elasticity3d:{n}: {} of {} entries dropped ({:.1} %)",
+        a.nnz() - kept.nnz(),
+        a.nnz(),
+        100.0 * share
+    );
+    assert!(share > 0.2, "{share}");
+    // Nothing to drop, or dropping switched off: None.
+    let p = generate::poisson3d::<f64>(8).unwrap();
+    assert!(segsparse::sparse::drop_small(&p, tol).unwrap().is_none());
+    assert!(segsparse::sparse::drop_small(&a, 0.0).unwrap().is_none());
+    assert!(segsparse::sparse::drop_small(&a, -1.0).is_err());
+    // The hierarchy: built from the kept entries, converging as the whole matrix's does.
+    let with = Amg::with_candidates(&Cpu, &a, &b, &params(3)).unwrap();
+    let without = Amg::with_candidates(
+        &Cpu,
+        &a,
+        &b,
+        &AmgParams {
+            drop_tol: 0.0,
+            ..params(3)
+        },
+    )
+    .unwrap();
+    assert_eq!(with.level_matrices(&Cpu).unwrap()[0], kept);
+    assert_eq!(without.level_matrices(&Cpu).unwrap()[0], a);
+    let (iw, io) = (amg_pcg(&a, &with), amg_pcg(&a, &without));
+    println!(
+        "iterations {iw} (dropped) vs {io}; complexity {:.3} vs {:.3}",
+        with.summary().operator_complexity,
+        without.summary().operator_complexity
+    );
+    assert!(iw <= io + 1, "dropped {iw}, whole {io}");
+    // The re-setup gathers the kept entries of the new values: a fresh setup's hierarchy.
+    let a2 = rescaled(&a);
+    let mut upd = Amg::with_candidates(&Cpu, &a, &b, &params(3)).unwrap();
+    upd.update(&Cpu, &a2).unwrap();
+    let fresh = Amg::with_candidates(&Cpu, &a2, &b, &params(3)).unwrap();
+    for (x, y) in upd
+        .level_matrices(&Cpu)
+        .unwrap()
+        .iter()
+        .zip(fresh.level_matrices(&Cpu).unwrap())
+    {
+        assert_eq!(x.row_ptr(), y.row_ptr());
+        assert_eq!(x.col_idx(), y.col_idx());
+        for (u, v) in x.values().iter().zip(y.values()) {
+            assert!((u - v).abs() <= 1e-12 * v.abs().max(1.0), "{u} vs {v}");
+        }
+    }
+    // A matrix of another pattern is refused: the dropped entries are part of the pattern.
+    assert!(upd.update(&Cpu, &kept).is_err());
+    assert!(upd
+        .update(&Cpu, &generate::elasticity3d::<f64>(7).unwrap())
+        .is_err());
+}
+
 #[test]
 fn other_smoothers_cycles_and_solvers() {
     let a = generate::poisson2d::<f64>(48).unwrap();
@@ -650,6 +756,16 @@ fn gpu_setup_equals_host_setup() {
         ),
         (("elasticity2d:24", ea.clone(), Some(eb.clone()), 2), 0.0),
         (("elasticity2d:24 scalar", ea, None, 2), 0.1),
+        // Rounding noise dropped before the setup (the default drop_tol).
+        (
+            (
+                "elasticity3d:8",
+                generate::elasticity3d(8).unwrap(),
+                Some(rigid_body_modes_3d(&generate::elasticity3d_coordinates(8))),
+                3,
+            ),
+            0.0,
+        ),
     ];
     for ((name, a, cand, block), theta) in &cases {
         let p = AmgParams {
@@ -832,6 +948,17 @@ fn scrambled(a: &CsrMatrix<f64>) -> CsrMatrix<f64> {
     CsrMatrix::try_from_parts(a.nrows(), a.ncols(), rp, col, val).unwrap()
 }
 
+/// `a` with every row's entries in reverse order (the same entries, rows unsorted).
+fn reversed(a: &CsrMatrix<f64>) -> CsrMatrix<f64> {
+    let (mut col, mut val) = (Vec::new(), Vec::new());
+    for i in 0..a.nrows() {
+        let (s, e) = (a.row_ptr()[i] as usize, a.row_ptr()[i + 1] as usize);
+        col.extend(a.col_idx()[s..e].iter().rev());
+        val.extend(a.values()[s..e].iter().rev());
+    }
+    CsrMatrix::try_from_parts(a.nrows(), a.ncols(), a.row_ptr().to_vec(), col, val).unwrap()
+}
+
 /// The device setup takes a device matrix whose rows are unsorted and repeat a column (sorted
 /// and summed on the device), with the hierarchy of its canonical form, also after a re-setup
 /// from such a matrix; and it copies nothing of the matrix over the bus (the transfer counter
@@ -881,12 +1008,21 @@ fn gpu_setup_from_unsorted_device_matrix_without_copies() {
         for (d, h) in got.summary().levels.iter().zip(&fresh.summary().levels) {
             assert_eq!(d.rho, h.rho, "{name}: re-setup rho");
         }
-        // Values stored in another order than at the setup are refused, and leave it usable.
-        let e = got.update_matrix(&ops, &da).unwrap_err().to_string();
+        // Values stored in another order than at the setup (the same entries, rows reversed)
+        // are refused, and leave it usable; the repeated columns make another pattern.
+        let dr = GpuCsr::upload(&gpu, &reversed(a)).unwrap();
+        let e = build(&dr)
+            .unwrap()
+            .update_matrix(&ops, &da)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("another order"), "{name}: {e}");
         let mut sorted = build(&da).unwrap();
-        let e = sorted.update_matrix(&ops, &ds).unwrap_err().to_string();
+        let e = sorted.update_matrix(&ops, &dr).unwrap_err().to_string();
         assert!(e.contains("another order"), "{name}: {e}");
+        let e = got.update_matrix(&ops, &da).unwrap_err().to_string();
+        assert!(e.contains("does not have the pattern"), "{name}: {e}");
+        sorted.update_matrix(&ops, &da).unwrap();
         // No copy of the matrix crosses the bus: setup and re-setup from the device matrix move
         // the candidates, the coarsest level and its dense inverse, and a few scalars: a
         // fraction of the matrix.

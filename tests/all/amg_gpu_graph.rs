@@ -176,6 +176,43 @@ fn strength_equals_cpu() {
 }
 
 #[test]
+fn drop_small_equals_cpu() {
+    let Some(g) = gpu() else { return };
+    let mut cases = cases();
+    cases.push(("elasticity3d:6".into(), generate::elasticity3d(6).unwrap()));
+    for (name, a) in cases {
+        for tol in [0.0, 1e-12, 0.2] {
+            check_drop(&g, &a, tol, &name);
+            check_drop(&g, &a.cast::<f32>(), tol, &name);
+        }
+    }
+}
+
+fn check_drop<T: GpuScalar + Bits + std::fmt::Debug>(
+    g: &Arc<Gpu>,
+    a: &CsrMatrix<T>,
+    tol: f64,
+    what: &str,
+) {
+    let want = sparse::drop_small(a, tol).unwrap();
+    let da = DeviceCsr::upload(g, a).unwrap();
+    let got = sg::drop_small(g, &da, tol).unwrap();
+    match (got, want) {
+        (None, None) => {}
+        (Some((m, pos)), Some((wm, wpos))) => {
+            let what = format!("drop {what} tol {tol}");
+            assert_same(&m.download(g).unwrap(), &wm, &what);
+            assert_eq!(g.download(&pos).unwrap(), wpos, "{what}: positions");
+        }
+        (got, want) => panic!(
+            "drop {what} tol {tol}: GPU dropped {}, CPU {}",
+            got.map_or(0, |(m, _)| a.nnz() - m.nnz),
+            want.map_or(0, |(m, _)| a.nnz() - m.nnz())
+        ),
+    }
+}
+
+#[test]
 fn amalgamate_equals_cpu() {
     let Some(g) = gpu() else { return };
     let e = generate::elasticity2d::<f64>(30).unwrap();

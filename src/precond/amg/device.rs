@@ -142,6 +142,9 @@ struct DeviceState<T: GpuScalar> {
     /// Set when the fine matrix given was not canonical: the finest level is its canonical
     /// form, which a re-setup recomputes from the new values.
     canon: Option<Canon<T>>,
+    /// Set when [`AmgParams::drop_tol`] dropped entries: the finest level holds the entries of
+    /// the (canonical) fine matrix at these positions.
+    kept: Option<CudaSlice<u32>>,
     transfers: Vec<DevTransfer<T>>,
     data: Vec<LevelData<T>>,
     /// Lanczos steps of the scalar layout.
@@ -653,30 +656,31 @@ pub(crate) fn setup<T: GpuScalar>(
     })
 }
 
-/// Loads the kernel modules a setup and its cycle use, all at once: on a first run without
-/// the embedded kernels their compiles then share the host's cores ([`Gpu::prepare`]) instead
-/// of running one after another as the setup reaches each.
-fn prepare_modules<T: GpuScalar>(g: &Gpu) -> Result<()> {
+/// Starts loading the kernel modules a setup and its cycle use on a background thread
+/// ([`Gpu::prepare_in_background`]), in the order the setup reaches them: the first phases
+/// start as soon as their own modules are in, and the later modules load while the device runs
+/// them (a first setup in a process otherwise waits for every load before its first kernel).
+/// Without the embedded kernels their compiles share the host's cores.
+fn prepare_modules<T: GpuScalar>(g: &Arc<Gpu>) -> crate::gpu::Preparing {
     let (major, minor) = g.compute_capability();
     let spmv = crate::spmv::gpu::SpmvPolicy::for_device((major, minor)).typed_defines::<T>();
     let class = crate::primitives::gpu::device_class(g);
     let scan = crate::primitives::gpu::scan_defines(class);
     let sort = crate::primitives::sort::gpu::onesweep_defines(class);
-    let none: &[(&str, String)] = &[];
-    g.prepare(&[
-        (&AMG_SETUP_SRC, none),
-        (&sg::AGGREGATE_SRC, none),
-        (&sg::SPGEMM_SRC, none),
-        (&crate::spmv::gpu::SPMV_SRC, spmv.as_slice()),
-        (&crate::backend::gpu::BLAS1, none),
-        (&crate::backend::gpu::CG, none),
-        (&crate::backend::gpu::CHEBYSHEV, none),
-        (&crate::primitives::sources::SCAN_LOOKBACK, scan.as_slice()),
-        (&crate::primitives::sort::KERNELS, none),
-        (&crate::primitives::sort::ONESWEEP_KERNELS, sort.as_slice()),
-        (&crate::primitives::compact::KERNELS, none),
-        (&crate::primitives::segreduce::KERNELS, none),
-        (&crate::csr::check_gpu::CSR_CHECK_SRC, none),
+    g.prepare_in_background(vec![
+        (&AMG_SETUP_SRC, vec![]),
+        (&sg::AGGREGATE_SRC, vec![]),
+        (&crate::primitives::sources::SCAN_LOOKBACK, scan),
+        (&crate::backend::gpu::BLAS1, vec![]),
+        (&crate::primitives::sort::KERNELS, vec![]),
+        (&crate::primitives::sort::ONESWEEP_KERNELS, sort),
+        (&crate::primitives::compact::KERNELS, vec![]),
+        (&sg::SPGEMM_SRC, vec![]),
+        (&crate::primitives::segreduce::KERNELS, vec![]),
+        (&crate::csr::check_gpu::CSR_CHECK_SRC, vec![]),
+        (&crate::spmv::gpu::SPMV_SRC, spmv),
+        (&crate::backend::gpu::CG, vec![]),
+        (&crate::backend::gpu::CHEBYSHEV, vec![]),
     ])
 }
 
@@ -692,7 +696,7 @@ fn setup_state<T: GpuScalar>(
     let total = Instant::now();
     params.check()?;
     let g = ops.gpu();
-    prepare_modules::<T>(g)?;
+    let loading = prepare_modules::<T>(g);
     let (fingerprint, canonical) = check_fine_device(g, &fine)?;
     let (fine, canon) = if canonical {
         (fine, None)
@@ -711,6 +715,15 @@ fn setup_state<T: GpuScalar>(
         )));
     }
     let mut times = SetupTimes::default();
+    // Rounding noise off the diagonal leaves the hierarchy's copy of the matrix (timed with
+    // the strength phase, its sibling); a re-setup gathers the kept entries' new values.
+    let clock = Instant::now();
+    let (fine, kept) =
+        match sg::aggregate::drop_small_with(g, (&fine).into(), params.drop_tol, false)? {
+            Some((m, pos)) => (m.into_gpu_csr(g)?, Some(pos)),
+            None => (fine, None),
+        };
+    phase(g, params, &mut times.strength, clock)?;
     let steps = params.spectral_steps;
     let clock = Instant::now();
     let lv0 = level_data(g, (&fine).into(), params.block_size, steps)?;
@@ -740,7 +753,7 @@ fn setup_state<T: GpuScalar>(
     }
     let mut mats = vec![fine];
     let mut pr: Vec<(GpuCsr<T>, GpuCsr<T>)> = Vec::new();
-    let mut kept = Vec::new();
+    let mut transfers = Vec::new();
     let mut bad = g.upload(&[u32::MAX])?;
     loop {
         let a_l = mats.last().expect("at least the fine level");
@@ -803,7 +816,7 @@ fn setup_state<T: GpuScalar>(
         mats.push(ac);
         data.push(lvc);
         drop(agg);
-        kept.push(DevTransfer {
+        transfers.push(DevTransfer {
             t,
             at_plan,
             t_pos,
@@ -847,13 +860,15 @@ fn setup_state<T: GpuScalar>(
             r,
         });
     }
+    loading.wait()?;
     g.synchronize()?;
     times.total = total.elapsed().as_secs_f64();
     let state = DeviceState {
         gpu: g.clone(),
         fingerprint,
         canon,
-        transfers: kept,
+        kept,
+        transfers,
         data,
         steps,
         candidates: candidates.map_or(1, |c| c.len()),
@@ -1038,9 +1053,23 @@ impl<T: GpuScalar> DeviceState<T> {
         {
             let fine = built.levels[0].a.values_mut();
             let src = canon_vals.as_ref().unwrap_or(a.device_parts().2);
-            g.stream()
-                .memcpy_dtod(src, fine)
-                .map_err(|e| Error::cuda("copying the new values", e))?;
+            match &self.kept {
+                Some(pos) => {
+                    let nnz = pos.len();
+                    let nnz32 = nnz as u32;
+                    launch!(
+                        g,
+                        f::<T>(g, "amg_gather")?,
+                        nnz,
+                        "amg_gather",
+                        [src, pos, fine, &nnz32]
+                    );
+                }
+                None => g
+                    .stream()
+                    .memcpy_dtod(src, fine)
+                    .map_err(|e| Error::cuda("copying the new values", e))?,
+            }
         }
         phase(g, params, &mut times.upload, clock)?;
         let graphs = params.resetup_graph && !params.phase_times;

@@ -43,5 +43,16 @@ pub(crate) struct HostHierarchy<T> {
     pub coarse_solver: CoarseSolver,
     /// The fine level's candidates as the user gave them (before improvement).
     pub candidates: Option<Candidates<T>>,
+    /// Set when [`AmgParams::drop_tol`](super::AmgParams::drop_tol) dropped entries of the fine
+    /// matrix: the finest level holds only the kept ones.
+    pub dropped: Option<Dropped>,
     pub times: SetupTimes,
+}
+
+/// The fine matrix's pattern as given, and where the finest level's entries sit in it (the
+/// entries that dropping small ones kept).
+pub(crate) struct Dropped {
+    pub row_ptr: Vec<u32>,
+    pub col_idx: Vec<u32>,
+    pub kept: Vec<u32>,
 }

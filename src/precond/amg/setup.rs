@@ -8,13 +8,15 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::coarse::dense_inverse;
-use super::level::{HostHierarchy, HostLevel, Transfer};
+use super::level::{Dropped, HostHierarchy, HostLevel, Transfer};
 use super::tentative::{fit_candidates, Candidates};
 use super::{AmgParams, SetupTimes};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::sparse::{aggregate_mis2_ordered, amalgamate, strength_symmetric, SpgemmPlan};
+use crate::sparse::{
+    aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric, SpgemmPlan,
+};
 
 /// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
 pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
@@ -188,12 +190,22 @@ impl<T: Scalar> HostHierarchy<T> {
             )));
         }
         let mut times = SetupTimes::default();
+        // Rounding noise off the diagonal leaves the hierarchy (timed with strength).
         let clock = Instant::now();
-        let mut levels = vec![level_of(
-            a.clone(),
-            params.block_size,
-            params.spectral_steps,
-        )];
+        let (fine, dropped) = match drop_small(a, params.drop_tol)? {
+            Some((m, kept)) => (
+                m,
+                Some(Dropped {
+                    row_ptr: a.row_ptr().to_vec(),
+                    col_idx: a.col_idx().to_vec(),
+                    kept,
+                }),
+            ),
+            None => (a.clone(), None),
+        };
+        times.strength += clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let mut levels = vec![level_of(fine, params.block_size, params.spectral_steps)];
         times.smoother += clock.elapsed().as_secs_f64();
         let mut b: Candidates<T> = match candidates {
             Some(c) => c.to_vec(),
@@ -261,6 +273,7 @@ impl<T: Scalar> HostHierarchy<T> {
             coarse_inv,
             coarse_solver,
             candidates: candidates.map(|c| c.to_vec()),
+            dropped,
             times,
         })
     }
@@ -271,8 +284,11 @@ impl<T: Scalar> HostHierarchy<T> {
     pub fn update(&mut self, a: &CsrMatrix<T>, params: &AmgParams) -> Result<()> {
         check_fine(a)?;
         let old = &self.levels[0].a;
-        if a.nrows() != old.nrows() || a.row_ptr() != old.row_ptr() || a.col_idx() != old.col_idx()
-        {
+        let (rp, cols) = match &self.dropped {
+            Some(d) => (&d.row_ptr[..], &d.col_idx[..]),
+            None => (old.row_ptr(), old.col_idx()),
+        };
+        if a.nrows() != old.nrows() || a.row_ptr() != rp || a.col_idx() != cols {
             return Err(Error::InvalidInput(format!(
                 "AMG update: the new matrix ({}×{}, {} entries) does not have the pattern the \
                  hierarchy was built for ({}×{}, {} entries); build a new one",
@@ -281,14 +297,25 @@ impl<T: Scalar> HostHierarchy<T> {
                 a.nnz(),
                 old.nrows(),
                 old.ncols(),
-                old.nnz()
+                cols.len()
             )));
         }
         let mut times = SetupTimes::default();
         let n = a.nrows();
         let clock = Instant::now();
         let block0 = self.levels[0].block;
-        self.levels[0] = level_of(a.clone(), block0, params.spectral_steps);
+        let fine = match &self.dropped {
+            Some(d) => {
+                let mut m = self.levels[0].a.clone();
+                let v = a.values();
+                for (x, &k) in m.values_mut().iter_mut().zip(&d.kept) {
+                    *x = v[k as usize];
+                }
+                m
+            }
+            None => a.clone(),
+        };
+        self.levels[0] = level_of(fine, block0, params.spectral_steps);
         times.smoother += clock.elapsed().as_secs_f64();
         let mut b: Candidates<T> = match &self.candidates {
             Some(c) => c.clone(),

@@ -1,5 +1,6 @@
 //! The graph phases of smoothed aggregation on the GPU: symmetric strength of connection
-//! ([`strength_symmetric`]), node amalgamation ([`amalgamate`]), MIS-2 aggregation
+//! ([`strength_symmetric`]) and its sibling, dropping small entries ([`drop_small`]), node
+//! amalgamation ([`amalgamate`]), MIS-2 aggregation
 //! ([`aggregate_mis2`], giving a [`GpuAggregation`] that stays on the device) and the tentative
 //! prolongator of one candidate ([`tentative_single`]) and of several ([`tentative_qr`]).
 //! Kernels: `kernels/sparse/aggregate.cu`.
@@ -7,7 +8,8 @@
 //! # What equals what
 //!
 //! Each function returns **exactly** what its CPU reference returns for the same (canonical)
-//! input: [`crate::sparse::strength_symmetric`], [`crate::sparse::amalgamate`] and
+//! input: [`crate::sparse::strength_symmetric`], [`crate::sparse::drop_small`],
+//! [`crate::sparse::amalgamate`] and
 //! [`crate::sparse::aggregate_mis2`] (same patterns, same `agg` and `roots`), and the AMG's
 //! `fit_candidates` (same `T` and coarse candidates). Patterns and aggregation
 //! are integer results of the same procedure; the few floating-point results are computed in
@@ -15,7 +17,7 @@
 //! (`__dmul_rn`, `__dadd_rn`, `__dsqrt_rn`, `__ddiv_rn`) so that NVRTC contracts nothing into an
 //! FMA:
 //!
-//! - strength: `|a_ij| ≥ θ·sqrt(|a_ii|·|a_jj|)`, one comparison per entry;
+//! - strength and dropping: `|a_ij| ≥ θ·sqrt(|a_ii|·|a_jj|)`, one comparison per entry;
 //! - amalgamation: `sqrt(Σ a_ij²)` with the squares added sequentially from `0.0`, the block's
 //!   rows in order and each row's entries in column order (one thread per node row);
 //! - tentative: `‖b‖` over the aggregate's unknowns in increasing order, sequentially from
@@ -204,11 +206,83 @@ pub(crate) fn strength_symmetric_with<T: GpuScalar>(
     if check {
         check_canonical(gpu, &a, "GPU strength of connection")?;
     }
-    let g = gpu;
     let n = a.nrows;
     if n == 0 || a.nnz == 0 {
-        return empty_csr(g, n, n);
+        return empty_csr(gpu, n, n);
     }
+    let counted = count_selected(gpu, a, theta, false)?;
+    Ok(fill_selected(gpu, a, theta, false, counted)?.0)
+}
+
+/// `A` without its small off-diagonal entries on the GPU: the same matrix and positions as
+/// [`crate::sparse::drop_small`] (`a_ij`, `j ≠ i`, dropped when `|a_ij| < tol·sqrt(|a_ii|·|a_jj|)`),
+/// bit for bit; `None` when nothing is dropped (and for `tol = 0`). The second array holds each
+/// kept entry's position in `A`'s arrays.
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `A` is not square, `tol` is negative or not finite, or a row of
+/// `A` is not canonical (naming the row); CUDA errors with their context.
+pub fn drop_small<'a, T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: impl Into<CsrView<'a, T>>,
+    tol: f64,
+) -> Result<Option<(DeviceCsr<T>, CudaSlice<u32>)>> {
+    drop_small_with(gpu, a.into(), tol, true)
+}
+
+/// [`drop_small`], the canonical check skipped when `check` is false.
+pub(crate) fn drop_small_with<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    tol: f64,
+    check: bool,
+) -> Result<Option<(DeviceCsr<T>, CudaSlice<u32>)>> {
+    if a.nrows != a.ncols {
+        return Err(Error::InvalidInput(format!(
+            "dropping small entries: the matrix is {}×{}, not square",
+            a.nrows, a.ncols
+        )));
+    }
+    if !(tol.is_finite() && tol >= 0.0) {
+        return Err(Error::InvalidInput(format!(
+            "dropping small entries: tol = {tol} is not a finite non-negative number"
+        )));
+    }
+    check_u32(a.nrows, a.ncols, a.nnz, "GPU dropping of small entries")?;
+    if check {
+        check_canonical(gpu, &a, "GPU dropping of small entries")?;
+    }
+    if tol == 0.0 || a.nrows == 0 || a.nnz == 0 {
+        return Ok(None);
+    }
+    let counted = count_selected(gpu, a, tol, true)?;
+    if counted.nnz == a.nnz {
+        return Ok(None);
+    }
+    let (m, pos) = fill_selected(gpu, a, tol, true, counted)?;
+    Ok(pos.map(|p| (m, p)))
+}
+
+/// The first pass of [`strength_symmetric`] and [`drop_small`]: `|a_ii|`, and the row pointer
+/// of the entries kept.
+struct Counted {
+    d: CudaSlice<f64>,
+    row_ptr: CudaSlice<u32>,
+    nnz: usize,
+    lanes: u32,
+}
+
+/// Counts, per row, the entries of `a` that strength of connection keeps (`dropping` false: the
+/// strong off-diagonal ones at threshold `theta`) or that dropping small entries keeps (`dropping`
+/// true: the diagonal and the off-diagonal ones at threshold `theta`), and scans the counts.
+/// `a` has rows and entries.
+fn count_selected<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    theta: f64,
+    dropping: bool,
+) -> Result<Counted> {
+    let n = a.nrows;
     let n32 = n as u32;
     let mut d = output::<f64>(g, n)?;
     let k = g.typed_function::<T>(&AGGREGATE_SRC, "agg_abs_diag", &[])?;
@@ -225,7 +299,8 @@ pub(crate) fn strength_symmetric_with<T: GpuScalar>(
     let lanes = lanes(a.nnz, n);
     let blocks = row_blocks(g, n, lanes);
     let mut counts = g.zeros::<u32>(n + 1)?;
-    let name = format!("agg_strength_count_g{lanes}");
+    let what = if dropping { "drop" } else { "strength" };
+    let name = format!("agg_{what}_count_g{lanes}");
     let k = g.typed_function::<T>(&AGGREGATE_SRC, &name, &[])?;
     let mut lb = g.stream().launch_builder(&k);
     lb.arg(a.row_ptr)
@@ -235,17 +310,50 @@ pub(crate) fn strength_symmetric_with<T: GpuScalar>(
         .arg(&d)
         .arg(&theta)
         .arg(&mut counts);
-    // SAFETY: agg_strength_count_gG_T(rp, col, val, u32 n, const double* d, double theta,
-    // u32* counts): d n entries (columns < n), counts n+1 (the last stays 0 for the scan).
+    // SAFETY: agg_{strength,drop}_count_gG_T(rp, col, val, u32 n, const double* d, double
+    // theta, u32* counts): d n entries (columns < n), counts n+1 (the last stays 0 for the
+    // scan).
     unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }.map_err(|e| Gpu::launch_error(&name, e))?;
     let mut row_ptr = g.zeros::<u32>(n + 1)?;
     exclusive_scan(g, &counts, &mut row_ptr)?;
     drop(counts);
     let nnz = read_at(g, &row_ptr, n)? as usize;
+    Ok(Counted {
+        d,
+        row_ptr,
+        nnz,
+        lanes,
+    })
+}
+
+/// The second pass: the kept entries of `a` (the same predicate as [`count_selected`]) and,
+/// with `dropping`, their positions in `a`.
+fn fill_selected<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    a: CsrView<'_, T>,
+    theta: f64,
+    dropping: bool,
+    counted: Counted,
+) -> Result<(DeviceCsr<T>, Option<CudaSlice<u32>>)> {
+    let Counted {
+        d,
+        row_ptr,
+        nnz,
+        lanes,
+    } = counted;
+    let n = a.nrows;
+    let n32 = n as u32;
+    let blocks = row_blocks(g, n, lanes);
     let mut col = output_u32(g, nnz)?;
     let mut val = output::<T>(g, nnz)?;
+    let mut pos = if dropping {
+        Some(output_u32(g, nnz)?)
+    } else {
+        None
+    };
     if nnz > 0 {
-        let name = format!("agg_strength_fill_g{lanes}");
+        let what = if dropping { "drop" } else { "strength" };
+        let name = format!("agg_{what}_fill_g{lanes}");
         let k = g.typed_function::<T>(&AGGREGATE_SRC, &name, &[])?;
         let mut lb = g.stream().launch_builder(&k);
         lb.arg(a.row_ptr)
@@ -257,20 +365,27 @@ pub(crate) fn strength_symmetric_with<T: GpuScalar>(
             .arg(&row_ptr)
             .arg(&mut col)
             .arg(&mut val);
-        // SAFETY: agg_strength_fill_gG_T(rp, col, val, n, d, theta, const u32* srp, u32* scol,
-        // T* sval): srp the scan of the count kernel's counts (same predicate), so each row's
-        // kept entries land in srp[i]..srp[i+1] < nnz; scol/sval nnz entries.
+        if let Some(p) = pos.as_mut() {
+            lb.arg(p);
+        }
+        // SAFETY: agg_{strength,drop}_fill_gG_T(rp, col, val, n, d, theta, const u32* srp,
+        // u32* scol, T* sval[, u32* spos]): srp the scan of the count kernel's counts (same
+        // predicate), so each row's kept entries land in srp[i]..srp[i+1] < nnz; scol, sval
+        // and spos nnz entries.
         unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
             .map_err(|e| Gpu::launch_error(&name, e))?;
     }
-    Ok(DeviceCsr {
-        nrows: n,
-        ncols: n,
-        nnz,
-        row_ptr,
-        col,
-        val,
-    })
+    Ok((
+        DeviceCsr {
+            nrows: n,
+            ncols: n,
+            nnz,
+            row_ptr,
+            col,
+            val,
+        },
+        pos,
+    ))
 }
 
 /// The node graph of a matrix with `block` unknowns per node on the GPU: the same matrix as

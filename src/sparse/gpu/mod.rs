@@ -90,8 +90,8 @@ use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 pub use adjoint::{conj_transpose, ADJOINT_SRC};
 pub use aggregate::{
-    aggregate_mis2, aggregate_mis2_ordered, amalgamate, strength_symmetric, tentative_qr,
-    tentative_single, GpuAggregation, AGGREGATE_SRC,
+    aggregate_mis2, aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric,
+    tentative_qr, tentative_single, GpuAggregation, AGGREGATE_SRC,
 };
 #[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
