@@ -104,7 +104,7 @@ fn chooses_by_kind_with_the_probe() {
             generate::jumps3d(40).unwrap(),
             M::Cg,
             P::Amg,
-            false,
+            true,
         ),
         (
             "unsymmetric, dominance 1.25, random signs",
