@@ -104,7 +104,7 @@ fn chooses_by_kind_with_the_probe() {
             generate::jumps3d(40).unwrap(),
             M::Cg,
             P::Amg,
-            false,
+            true,
         ),
         (
             "unsymmetric, dominance 1.25, random signs",
@@ -310,8 +310,9 @@ fn the_model_decides_from_the_rate() {
         nnz: 0,
     };
     let (up, its, cheap, dear) = decide(&slow, P::Amg, 1e-8, &m);
+    // ln(1e-7) / ln(0.99) = 1603.8 iterations by the rate, times the model's factor for CG.
     assert!(
-        up && (its - 1604.0).abs() < 1.0 && cheap > dear,
+        up && (its - m.cg_iterations_factor * 1603.8).abs() < 1.0 && cheap > dear,
         "{its} {cheap} {dear}"
     );
     let fast = Measured { rate: 0.8, ..slow };
@@ -320,7 +321,9 @@ fn the_model_decides_from_the_rate() {
     let (up, its, _, _) = decide(&stalled, P::Ilu0, 1e-8, &m);
     assert!(up && its.is_infinite());
     // The factorization's setup per stored entry weighs: a fast BiCGSTAB on a large matrix is
-    // kept, the same rate on a small one with a cheap setup is not.
+    // kept. With the constants fitted on the H200 a GMRES + ILU(0) iteration costs more than
+    // the BiCGSTAB iterations it saves (`ilu_iteration` 2.84 t against `ilu_gain` 1.68), so a
+    // slow but converging BiCGSTAB is kept too, and ILU(0) is taken where BiCGSTAB stalls.
     let d = CostModel::default();
     let fast_big = Measured {
         iterations: 20,
@@ -338,5 +341,14 @@ fn the_model_decides_from_the_rate() {
         rate: 0.999,
         nnz: 50_000,
     };
-    assert!(decide(&slow_small, P::Ilu0, 1e-8, &d).0);
+    let (up, _, cheap, dear) = decide(&slow_small, P::Ilu0, 1e-8, &d);
+    assert!(
+        !up && d.ilu_iteration.0 > d.ilu_gain && cheap < dear,
+        "{cheap} {dear}"
+    );
+    let stalled_small = Measured {
+        rate: 1.0,
+        ..slow_small
+    };
+    assert!(decide(&stalled_small, P::Ilu0, 1e-8, &d).0);
 }

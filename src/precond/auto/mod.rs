@@ -36,7 +36,7 @@
 //! |---|---|---|---|
 //! | symmetric, a diagonal entry missing or zero | BiCGSTAB, no preconditioner | GMRES + ILUT after the scaled maximum-product row matching ([`auto_threshold`](crate::sparse::incomplete::auto_threshold)) | saddle points (`[[K, Bᵀ], [B, 0]]`) and constrained systems are indefinite: plain BiCGSTAB solved them 6× faster than the factorization |
 //! | unsymmetric, a diagonal entry missing or zero | GMRES + ILUT after the row matching | (fallback only) BiCGSTAB, no preconditioner | the matched ILUT is the only choice here that converged on bayer10, rajat19, west0479 |
-//! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`], ≥ [`AMG_MIN_ROWS`] rows | CG + AMG | — | coefficient jumps: multigrid's home ground |
+//! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`] | CG + Jacobi | CG + AMG | coefficient jumps (AMG won where Jacobi-CG took 900–3400 iterations) or a graph Laplacian with uneven degrees (Jacobi-CG took 100 iterations on a power-law graph, where AMG's aggregation did not converge in 3 s): the probe's rate tells them apart |
 //! | symmetric, positive diagonal, M-matrix signs | CG, none (near-constant diagonal) or Jacobi | CG + AMG | Poisson-like: a preconditioner's setup costs more than it saves on one solve, unless the grid is large |
 //! | symmetric, positive diagonal, other signs | CG + Jacobi | CG + AMG | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/history/auto.md`) |
 //! | symmetric, a negative diagonal entry | BiCGSTAB + Jacobi | GMRES + ILU(0) | symmetric indefinite (a shifted operator): CG would break down |
@@ -66,8 +66,6 @@ use crate::scalar::{Elem, Scalar};
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
 use num_traits::Zero;
 
-/// Rows from which [`Auto`](AutoPrecond::Amg) may pick AMG (its setup does not pay below).
-pub const AMG_MIN_ROWS: usize = 50_000;
 /// The ratio of the largest to the smallest diagonal entry that marks coefficient jumps.
 pub const JUMP_SPREAD: f64 = 100.0;
 /// The diagonal spread above which CG and BiCGSTAB take Jacobi rather than nothing.
@@ -419,15 +417,17 @@ fn rule(s: &MatrixStats) -> Rule {
     }
     if s.symmetric && s.positive_diagonal {
         if s.m_matrix_signs() {
-            if s.diagonal_spread >= JUMP_SPREAD && s.rows >= AMG_MIN_ROWS {
+            if s.diagonal_spread >= JUMP_SPREAD {
                 return (
                     Cg,
-                    Amg,
-                    Option::None,
+                    Jacobi,
+                    Some((Cg, Amg)),
                     format!(
-                        "{sym} with M-matrix signs and a diagonal spread of {:.1e} \
-                         (coefficient jumps), {} rows: CG with AMG",
-                        s.diagonal_spread, s.rows
+                        "{sym} with M-matrix signs and a diagonal spread of {:.1e} (coefficient \
+                         jumps, or a graph with uneven degrees): CG with Jacobi, AMG where \
+                         Jacobi-CG's measured rate says it pays (AMG's aggregation failed on \
+                         power-law graphs)",
+                        s.diagonal_spread
                     ),
                 );
             }
