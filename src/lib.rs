@@ -96,4 +96,4 @@ pub mod units;
 pub use csr::{CsrMatrix, RowStats};
 pub use error::{Error, Result};
 pub use input::load;
-pub use scalar::{Complex, DevComplex, Elem, Precision, Scalar};
+pub use scalar::{Complex, DevComplex, Elem, Precision, Scalar, Storage};

@@ -411,7 +411,9 @@ impl<V, K> GmresVectors<V, K> {
                 return Ok(());
             }
             self.correct(be, m, x, restart)?;
-            a.apply(be, x, &mut self.q)?;
+            // The exact values: with an operator stored narrower than its vectors, every cycle
+            // starts from the true residual (GMRES with iterative refinement).
+            a.apply_exact(be, x, &mut self.q)?;
             be.residual(b, &self.q, &mut self.r)?;
             self.start(be, sc, it)?;
         }

@@ -98,6 +98,7 @@ use crate::backend::{Cpu, LinearOperator};
 use crate::{CsrMatrix, Elem};
 
 pub mod cpu;
+pub mod mixed;
 pub mod select;
 
 #[cfg(feature = "cuda")]

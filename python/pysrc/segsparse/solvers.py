@@ -106,6 +106,9 @@ class SolveInfo(int):
             used (``"none"``, ``"jacobi"``, ``"amg"``, ``"ilu0"``, ``"ic0"``, or the caller's),
             the rule that chose it in words, and the whole ``auto_choice`` dictionary
             (``None`` when the caller named both method and preconditioner).
+        storage, storage_fallback: with ``storage="float32"``: the storage of the values that
+            produced the answer (``"float32"``, or ``"float64"`` after a fallback) and why the
+            float64 values took over, in one sentence (``None`` when float32 served).
     """
 
     def __new__(cls, status: int, **fields: Any) -> "SolveInfo":
@@ -208,8 +211,10 @@ def _solve(
     degree: int = 5,
     callback_type: Optional[str] = None,
     choice: Optional[dict] = None,
+    storage: Any = None,
 ) -> Tuple[Any, SolveInfo]:
     rtol, atol = _tolerances(name, rtol, atol)
+    storage = _storage(storage)
     if maxiter is not None and int(maxiter) < 0:
         raise ValueError(f"maxiter must be >= 0, got {maxiter}")
     if check_every is not None and check_every < 1:
@@ -221,6 +226,9 @@ def _solve(
     cd = _complex_system(A, b, x0)
     if cd is None and method == "cocg":
         method = "cg"  # COCG of a real system is CG
+    if storage == "float32" and (cd is not None or (bshape is not None and len(bshape) != 1)):
+        raise ValueError("storage='float32' solves a real float64 system with one right-hand "
+                         "side")
     if cd is not None:
         if bshape is not None and len(bshape) != 1:
             raise ValueError("a 2-D b (several right-hand sides) is supported for real systems "
@@ -268,6 +276,10 @@ def _solve(
     # residual ||M r|| / ||b||, which the crate's right-preconditioned GMRES does not have.
     left_residual = (method == "gmres" and callback is not None and pre != "none"
                      and callback_type in ("pr_norm", "legacy"))
+    if storage == "float32" and operator_path:
+        raise ValueError("storage='float32' runs the crate's solvers with its own "
+                         "preconditioners (M None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg'), "
+                         "without a callback or a matrix-free A")
     if operator_path and not left_residual and (is_matrix(A) or device_array(b, "b") is None):
         x, info = _solve_crate_operator(method, name, A, b, x0, rtol, atol, maxiter,
                                         None if pre == "none" else pre, check_every, device,
@@ -277,7 +289,7 @@ def _solve(
                                   device, restart, callback_type)
     else:
         x, info = _solve_crate(method, pre, name, A, b, x0, rtol, atol, maxiter, check_every,
-                               device, restart, degree)
+                               device, restart, degree, storage)
     if choice is not None:
         info.precond = choice["precond"]
         info.reason = choice["reason"]
@@ -328,7 +340,7 @@ def auto_choice(A: Any, *, device: str = "cpu") -> dict:
 
 
 def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxiter=None,
-          restart=30, check_every=None, device="auto"):
+          restart=30, check_every=None, device="auto", storage=None):
     """Solves ``A x = b`` with the method and preconditioner the crate chooses for ``A``
     (``auto_choice``): returns ``(x, info)`` as the other solvers, with the choice recorded in
     ``info``: ``info.method``, ``info.precond``, ``info.reason`` and ``info.choice``.
@@ -372,10 +384,10 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
         if not 1 <= r <= 255:
             raise ValueError(f"restart must be in 1..=255, got {restart}")
         x, info = _solve("gmres", "gmres", A, b, x0, rtol, atol, maxiter, pre, None,
-                         check_every, device, restart=r, choice=choice)
+                         check_every, device, restart=r, choice=choice, storage=storage)
     else:
         x, info = _solve(name, name, A, b, x0, rtol, atol, maxiter, pre, None, check_every,
-                         device, choice=choice)
+                         device, choice=choice, storage=storage)
     if auto_m:
         info.precond = choice["precond"]
     elif isinstance(M, str) or M is None:
@@ -397,6 +409,31 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
 from ._operators import Operator as _OperatorType  # noqa: E402
 
 
+def _storage(storage: Any) -> str:
+    """``storage=``: ``None``/``"float64"`` or ``"float32"`` (NumPy dtypes and their names too)."""
+    if storage is None:
+        return "float64"
+    try:
+        name = np.dtype(storage).name
+    except TypeError:
+        name = str(storage).lower()
+    if name in ("float64", "f64"):
+        return "float64"
+    if name in ("float32", "f32"):
+        return "float32"
+    raise ValueError(f"storage must be 'float64' or 'float32', not {storage!r}")
+
+
+def _storage_of(message: str) -> Tuple[str, Optional[str]]:
+    """The storage that served and the fallback's reason, from the crate's outcome message
+    (`` [f32 storage]`` or `` [<why f64 storage>]`` at its end)."""
+    if message.endswith("[f32 storage]"):
+        return "float32", None
+    if message.endswith("]") and " [" in message:
+        return "float64", message[message.rindex(" [") + 2:-1]
+    return "float64", None
+
+
 def _chose(choice: Optional[dict]) -> str:
     return "" if choice is None else f" (chosen: {choice['precond']!r})"
 
@@ -415,7 +452,7 @@ def _zero_solution(xp: Any, n: int, dtype: Any, name: str, device: str, path: st
 
 
 def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_every, device,
-                 restart, degree):
+                 restart, degree, storage="float64"):
     hierarchy = None
     if not isinstance(precond, str):  # an AMG object from segsparse.amg
         hierarchy, precond = precond, "amg"
@@ -443,6 +480,9 @@ def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_eve
         x0_given = True
     else:
         x0_given = True
+    if db is not None and storage == "float32":
+        raise ValueError("storage='float32' solves with NumPy vectors (the matrix may be on the "
+                         "GPU); pass b as a NumPy array")
     if db is not None:
         cp = xp
         if db.dtype != m.dtype:
@@ -485,6 +525,7 @@ def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_eve
         out = m._m.solve_host(
             method, precond, b, x, rtol, atol, inner, x0_given, check_every, restart,
             degree, None if hierarchy is None else hierarchy._a,
+            None if storage == "float64" else storage,
         )
     converged, status, iters, res, secs, hist, restarts, msg, setup = out
     if status > 0:
@@ -500,6 +541,8 @@ def _solve_crate(method, precond, name, A, b, x0, rtol, atol, maxiter, check_eve
         history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=name,
         device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
     )
+    if storage == "float32":
+        info.storage, info.storage_fallback = _storage_of(msg)
     return x, info
 
 
@@ -986,7 +1029,7 @@ def _solve_operator(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, 
 
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
-       check_every=None, device="auto"):
+       check_every=None, device="auto", storage=None):
     """Conjugate gradient for a symmetric positive definite ``A``: returns ``(x, info)``.
 
     Args:
@@ -1022,6 +1065,14 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             (default 16; the reported iteration count is exact either way).
         device: where to put a matrix that is not a ``segsparse.Matrix`` yet
             (``"auto"``, ``"gpu"``, ``"cpu"``).
+        storage: ``None``/``"float64"``, or ``"float32"``: the matrix's values stored in
+            float32 under float64 vectors and sums (a quarter fewer bytes per product), for a
+            float64 matrix with a NumPy ``b`` and the crate's preconditioners; convergence is
+            measured on the true residual with the float64 values, so the answer meets the
+            tolerance in float64. Where float32 values cannot reach it (values beyond float32's
+            range, a condition number near 1e7 or above) the solve continues with the float64
+            values by itself. ``info.storage`` says which storage served, and
+            ``info.storage_fallback`` why float64 (or ``None``).
 
     Returns:
         ``(x, info)``: the solution (or last iterate) and a ``SolveInfo``: SciPy's integer
@@ -1037,30 +1088,31 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         (True, True)
     """
     return _solve("cg", "cg" if M is None else "pcg", A, b, x0, rtol, atol, maxiter, M,
-                  callback, check_every, device)
+                  callback, check_every, device, storage=storage)
 
 
 def pcg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M="jacobi", callback=None,
-        check_every=None, device="auto"):
+        check_every=None, device="auto", storage=None):
     """Preconditioned conjugate gradient (default: Jacobi, ``M = diag(A)``, fused into the
     vector updates): returns ``(x, info)``. Arguments as ``cg``; ``A`` must be SPD with a
     nonzero diagonal."""
-    return _solve("cg", "pcg", A, b, x0, rtol, atol, maxiter, M, callback, check_every, device)
+    return _solve("cg", "pcg", A, b, x0, rtol, atol, maxiter, M, callback, check_every, device,
+                  storage=storage)
 
 
 def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
-             check_every=None, device="auto"):
+             check_every=None, device="auto", storage=None):
     """BiCGSTAB for a general (unsymmetric) ``A``, right-preconditioned by ``M``: returns
     ``(x, info)``. Arguments as ``cg`` (``callback(xk)`` after each iteration); one iteration
     costs two SpMVs. A breakdown (a vanishing ``rho``, ``r^T v`` or ``omega``) is reported as
     ``info == -1`` after the crate's restarts are exhausted (-10 / -11 on the operator path,
     SciPy's codes)."""
     return _solve("bicgstab", "bicgstab", A, b, x0, rtol, atol, maxiter, M, callback,
-                  check_every, device)
+                  check_every, device, storage=storage)
 
 
 def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=None,
-          callback=None, callback_type=None, check_every=None, device="auto"):
+          callback=None, callback_type=None, check_every=None, device="auto", storage=None):
     """Restarted GMRES(``restart``) for any ``A``: returns ``(x, info)``. Arguments as ``cg``.
 
     ``maxiter`` counts restart cycles, as SciPy's (default ``10 n``; the crate's path then
@@ -1107,7 +1159,7 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=Non
     if n is not None:
         restart = max(1, min(int(restart), n))
     return _solve("gmres", "gmres", A, b, x0, rtol, atol, maxiter, M, callback, check_every,
-                  device, restart=int(restart), callback_type=callback_type)
+                  device, restart=int(restart), callback_type=callback_type, storage=storage)
 
 
 def _square_size(A: Any) -> Optional[int]:
