@@ -35,13 +35,14 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use segsparse::backend::VectorOps;
 use segsparse::dist::nccl::{run_threads, DistCsr, DistScalar, NcclId, NcclOps, Rank};
 use segsparse::dist::{
     poisson3d_block, solve_rank, DistPart, DistPrecond, DistSolve, Krylov, LocalPrecond, Partition,
 };
 use segsparse::precond::ChebyshevParams;
 use segsparse::precond::{AmgParams, IncompleteParams};
-use segsparse::solvers::{SolveError, SolveParams, VectorOps};
+use segsparse::solvers::{SolveError, SolveParams};
 
 #[derive(Clone, Debug)]
 struct Opts {
@@ -139,7 +140,7 @@ fn plan(o: &Opts) -> Res<(Krylov, DistPrecond)> {
     Ok((method, precond))
 }
 
-fn params(o: &Opts) -> SolveParams {
+fn params(o: &Opts) -> SolveParams<'static> {
     SolveParams {
         rel_tol: o.tol,
         max_iters: o.max_iters,
@@ -240,10 +241,11 @@ fn max_over_ranks(rank: &Rank, v: f64) -> Res<f64> {
 
 /// The same solver on one GPU without the distributed layer (GpuOps + GpuCsr).
 fn single<T: DistScalar>(o: &Opts) -> Res<()> {
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::{Identity, Preconditioner};
     use segsparse::precond::{Amg, Ic0, Ilu0};
     use segsparse::precond::{Chebyshev, Jacobi};
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{bicgstab, pcg, Identity, Preconditioner};
+    use segsparse::solvers::{bicgstab, pcg};
     use segsparse::spmv::gpu::GpuCsr;
     let (nx, ny, nz) = o.grid;
     let (method, precond) = plan(o)?;

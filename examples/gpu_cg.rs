@@ -8,7 +8,8 @@
 //! CPU, a device buffer on the GPU). On the GPU the matrix is uploaded once (`GpuCsr::upload`) and
 //! the whole iteration, scalars included, stays on the device.
 
-use segsparse::solvers::{cg, Cpu, SolveParams, VectorOps};
+use segsparse::backend::{Cpu, VectorOps};
+use segsparse::solvers::{cg, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     #[cfg(feature = "cuda")]
     match segsparse::gpu::Gpu::new() {
         Ok(gpu) => {
-            use segsparse::solvers::gpu::GpuOps;
+            use segsparse::backend::gpu::GpuOps;
             use segsparse::spmv::gpu::GpuCsr;
             let ops = GpuOps::<f64>::new(&gpu)?;
             let da = GpuCsr::upload(&gpu, &a)?;

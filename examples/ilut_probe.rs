@@ -1,6 +1,7 @@
 //! Probe: GMRES with ILUT variants on matrices given on the command line (CPU).
+use segsparse::backend::Cpu;
 use segsparse::precond::{Fill, Ilu0, IncompleteParams, Ordering, RowMatching};
-use segsparse::solvers::{gmres, Cpu, SolveParams};
+use segsparse::solvers::{gmres, SolveParams};
 use std::time::Instant;
 
 fn main() {

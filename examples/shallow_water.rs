@@ -143,7 +143,8 @@ fn write_frame(
 ) -> Result<(), String> {
     let scale = (512 / n).max(1) as u32;
     let size = n as u32 * scale;
-    let mut img = image::RgbImage::new(size, size);
+    // RGB8, row-major.
+    let mut img = vec![0u8; 3 * (size * size) as usize];
     // Colour scale from this frame's largest wave (at least 1 cm), so that spreading, weakening
     // waves stay visible.
     let amp = h
@@ -157,7 +158,7 @@ fn write_frame(
             let depth = h[idx] - ground[idx];
             let px = if depth <= 1e-3 {
                 let s = (ground[idx] * 60.0).min(80.0) as u8;
-                image::Rgb([170 + s / 2, 150 + s / 2, 100 + s / 3])
+                [170 + s / 2, 150 + s / 2, 100 + s / 3]
             } else {
                 // Height above rest, plus a fake light from the slope, so crests show.
                 let v = ((h[idx] - REST) / amp).clamp(-1.0, 1.0);
@@ -169,18 +170,24 @@ fn write_frame(
                     ((h[jp] - h[jm] + h[ip] - h[im]) * n as f32 / (8.0 * amp)).clamp(-1.0, 1.0);
                 let l = 0.5 * v + 0.35 * slope;
                 let ch = |base: f32, amp: f32| (base + amp * l).clamp(0.0, 255.0) as u8;
-                image::Rgb([ch(40.0, 90.0), ch(95.0, 110.0), ch(175.0, 80.0)])
+                [ch(40.0, 90.0), ch(95.0, 110.0), ch(175.0, 80.0)]
             };
             for dy in 0..scale {
                 for dx in 0..scale {
-                    img.put_pixel(j as u32 * scale + dx, i as u32 * scale + dy, px);
+                    let at = 3 * ((i as u32 * scale + dy) * size + j as u32 * scale + dx) as usize;
+                    img[at..at + 3].copy_from_slice(&px);
                 }
             }
         }
     }
     let path = dir.join(format!("n{n}_frame_{k:04}.png"));
-    img.save(&path)
-        .map_err(|e| format!("writing {}: {e}", path.display()))
+    let fail = |e: &dyn std::fmt::Display| format!("writing {}: {e}", path.display());
+    let file = std::fs::File::create(&path).map_err(|e| fail(&e))?;
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), size, size);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut w = enc.write_header().map_err(|e| fail(&e))?;
+    w.write_image_data(&img).map_err(|e| fail(&e))
 }
 
 /// One step's state on the host (CPU backend).

@@ -34,11 +34,12 @@ mod imp {
 
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::Identity;
     use segsparse::gpu::{Gpu, KernelType};
     use segsparse::precond::Jacobi;
     use segsparse::primitives::ScanElem;
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{bicgstab, cg, gmres, pcg, Identity, SolveParams};
+    use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveParams};
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
     use segsparse::{generate, CsrMatrix, Scalar};
 

@@ -38,8 +38,7 @@ use crate::precond::auto::{choose, AutoChoice, AutoMethod, AutoPrecond};
 use crate::precond::{Ic0, Identity, Ilu0, Jacobi, TriangularOps};
 use crate::scalar::Scalar;
 use crate::solvers::{
-    gmres, gmres_observed, pcg, pcg_observed, InitialGuess, Observer, SolveError, SolveInfo,
-    SolveParams, DEFAULT_RESTART,
+    gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
 };
 use crate::sparse::incomplete::FactorSummary;
 
@@ -251,15 +250,24 @@ pub fn decide(
     )
 }
 
-/// Keeps the residual history of an observed solve.
-struct Recorder(Mutex<Vec<f64>>);
+/// Keeps the residual history of an observed solve, passing every call on to the caller's
+/// observer, if any.
+struct Recorder<'a>(Mutex<Vec<f64>>, Option<&'a dyn Observer>);
 
-impl<T> Observer<T> for Recorder {
-    fn on_iteration(&self, _iteration: usize, r: f64) -> crate::Result<()> {
+impl Observer for Recorder<'_> {
+    fn on_iteration(&self, iteration: usize, r: f64) -> crate::Result<()> {
         if let Ok(mut h) = self.0.lock() {
             h.push(r);
         }
-        Ok(())
+        self.1.map_or(Ok(()), |o| o.on_iteration(iteration, r))
+    }
+
+    fn wants_iterate(&self) -> bool {
+        self.1.is_some_and(|o| o.wants_iterate())
+    }
+
+    fn on_iterate(&self, iteration: usize, x: crate::ElemSlice<'_>) -> crate::Result<()> {
+        self.1.map_or(Ok(()), |o| o.on_iterate(iteration, x))
     }
 }
 
@@ -313,18 +321,15 @@ fn run<T, B, P>(
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
     B: KrylovOps<T> + MultigridOps<T>,
     P: Preconditioner<T, B> + ?Sized,
 {
-    match (method, observer) {
-        (AutoMethod::Cg, None) => pcg(be, op, m, b, x, params),
-        (AutoMethod::Cg, Some(o)) => pcg_observed(be, op, m, b, x, params, o),
-        (AutoMethod::Gmres, None) => gmres(be, op, m, b, x, restart, params),
-        (AutoMethod::Gmres, Some(o)) => gmres_observed(be, op, m, b, x, restart, params, o),
+    match method {
+        AutoMethod::Cg => pcg(be, op, m, b, x, params),
+        AutoMethod::Gmres => gmres(be, op, m, b, x, restart, params),
     }
 }
 
@@ -396,7 +401,8 @@ fn recoverable(e: &SolveError) -> bool {
 /// Solves `A·x = b` with the automatic choice (see the [module docs](self)). `op` is `a` on the
 /// backend (the solver multiplies by it; AMG sets up from it), `a` the host matrix the rule and
 /// the incomplete factorizations read. `params` as for any solver (its `initial_guess` applies
-/// to the first call). The result's `solve_seconds` counts every solver call (the probe's
+/// to the first call; its observer sees every solver call, the probe's included, each counting
+/// its iterations from 1). The result's `solve_seconds` counts every solver call (the probe's
 /// included), its `setup_seconds` the rule and every preconditioner setup.
 ///
 /// # Errors
@@ -500,24 +506,18 @@ where
             let t = Instant::now();
             let (m, _, _) = build(be, op, a, &choice, cp)?;
             seg.setup += t.elapsed().as_secs_f64();
-            let rec = Recorder(Mutex::new(Vec::new()));
-            let observed = cm == AutoMethod::Cg;
+            let rec = Recorder(Mutex::new(Vec::new()), params.observer);
             let pp = SolveParams {
                 max_iters: budget,
+                observer: if cm == AutoMethod::Cg {
+                    Some(&rec)
+                } else {
+                    params.observer
+                },
                 ..*params
             };
             let t = Instant::now();
-            let r = run(
-                be,
-                op,
-                &*m,
-                cm,
-                restart,
-                b,
-                x,
-                &pp,
-                observed.then_some(&rec as &dyn Observer<T>),
-            );
+            let r = run(be, op, &*m, cm, restart, b, x, &pp);
             let secs = t.elapsed().as_secs_f64();
             let cheap = format!("{} + {}", cm.name(), cp.name());
             let mut report = ProbeReport {
@@ -656,7 +656,7 @@ where
             out.factor = f;
             out.amg = g;
             let t = Instant::now();
-            let r = run(be, op, &*m, method, restart, b, x, &fp, None);
+            let r = run(be, op, &*m, method, restart, b, x, &fp);
             Ok((r, t.elapsed().as_secs_f64()))
         }
         Err(e) => Err(e),
@@ -711,7 +711,7 @@ where
         ..*params
     };
     let t = Instant::now();
-    let r = run(be, op, &*m, fm, restart, b, x, &fp, None);
+    let r = run(be, op, &*m, fm, restart, b, x, &fp);
     let secs = t.elapsed().as_secs_f64();
     match &r {
         Ok(info) => seg.add(info, secs),

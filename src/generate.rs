@@ -28,9 +28,28 @@
 //! | `elasticity3d:N` | 3-D linear elasticity, trilinear (Q1) hexahedra on the unit-spaced (N + 1)³-element cube, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary; three unknowns per interior node | 3N³ | ≈ 81·3N³ |
 //! | `jumps3d:N` | 7-point 3-D diffusion whose coefficient is 1 or 10⁴ on random 8³ boxes (harmonic means on the faces, Dirichlet boundary): the Poisson pattern with jumping values | N³ | ≈ 7N³ |
 //! | `helmholtz3d:N:K:SHIFT` | complex shifted Helmholtz `−Δu − K²(1 − i·SHIFT)u` on the unit cube, 7-point stencil scaled by h² (see [`helmholtz3d`]); complex symmetric, for a complex element type | N³ | ≈ 7N³ |
+//! | `fem3d:P:N[:OPT…]` | Poisson, P = `p1` or `p2` tetrahedra on the Kuhn mesh of N³ cells mapped onto the unit ball, assembled element by element ([`fem()`]); symmetric to rounding, SPD | ≈ (N−1)³ (P1), (2N−1)³ (P2) | ≈ 15 / 40 per row |
+//! | `fem2d:P:N[:OPT…]` | the same with triangles on the unit disc | ≈ (N−1)² / (2N−1)² | ≈ 7 / 13 per row |
+//! | `femelast3d:P:N[:OPT…]` | linear elasticity (E = 10⁵, ν = 0.3), 3 unknowns per node interleaved, clamped on the face x = min | ≈ 3N(N+1)² / 3·2N(2N+1)² | ≈ 45 / 120 per row |
+//! | `femelast2d:P:N[:OPT…]` | plane-strain elasticity on triangles, 2 unknowns per node | ≈ 2N(N+1) / 2·2N(2N+1) | ≈ 14 / 26 per row |
+//! | `convdiff2d:N:PE`, `convdiff3d:N:PE` | convection–diffusion `−Δu + PE·w·∇u`, upwind differences on an N^d interior grid, constant wind ([`convdiff`]); unsymmetric M-matrix | N², N³ | ≈ 5N², 7N³ |
+//! | `aniso3d:N:EPS[:EPS2]` | anisotropic diffusion `−u_xx − EPS·u_yy − EPS2·u_zz` (EPS2 = EPS by default), 7-point ([`aniso3d`]); SPD | N³ | ≈ 7N³ |
+//! | `shifted2d:N:SIGMA`, `shifted3d:N:SIGMA` | the 5-/7-point Laplacian minus SIGMA·I ([`shifted`]): symmetric indefinite for 0 < SIGMA < 4d | N², N³ | ≈ 5N², 7N³ |
+//! | `stokes2d:N` | Stokes on a MAC grid of N×N cells: `[[A, G], [Gᵀ, 0]]`, one pressure fixed ([`stokes2d`]); symmetric indefinite, zero diagonal block | 3N² − 2N − 1 | ≈ 14N² |
+//! | `kkt2d:N:M` | `[[K, Bᵀ], [B, 0]]`, K = `poisson2d:N`, M random sparse constraints of full rank ([`kkt2d`]); symmetric indefinite | N² + M | ≈ 5N² + 8M |
+//! | `geolap:N:K[:SHIFT]` | Laplacian + SHIFT·I (default 10⁻⁴) of a random geometric graph of N points in the unit square, mean degree ≈ K ([`geolap`]); SPD | N | ≈ N(K + 1) |
+//! | `powerlap:N:ALPHA[:SHIFT]` | Laplacian + SHIFT·I (default 10⁻⁴) of a Chung–Lu power-law graph, 4N edges drawn ([`powerlap`]); SPD | N | ≲ 9N |
+//! | `circuit:N[:g\|mna\|vccs]` | circuit matrix on a ⌊√N⌋² resistor grid with random extra links and grounds ([`circuit`]): `g` conductances (SPD, the default), `mna` with voltage sources (symmetric indefinite), `vccs` with controlled sources (unsymmetric) | ≈ N | ≈ 5N |
 //!
 //! Every spec builds into any element type ([`Elem`]): a complex type gets the real
 //! generators' values with zero imaginary parts.
+//!
+//! The finite-element specs take options after N, in any order: `ball` (the default) or `cube`
+//! (the structured unit square or cube), `jitter` (move interior vertices by up to 0.15 h,
+//! seeded), and the Dirichlet handling `elim` (the default: boundary unknowns removed), `ident`
+//! (their rows and columns zeroed, 1 on the diagonal, the zeros stored) or `rows` (identity rows,
+//! columns kept: unsymmetric). E.g. `fem3d:p2:24`, `femelast3d:p1:40:cube:ident`,
+//! `fem2d:p1:500:jitter`. The [`fem`](mod@fem) module docs say how they are assembled.
 //!
 //! The Poisson and tridiagonal matrices are symmetric positive definite (the standard
 //! finite-difference Laplacians with Dirichlet boundaries) and do not depend on the seed.
@@ -75,6 +94,14 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::{CsrMatrix, Elem, Scalar};
 
+pub mod fem;
+mod systems;
+
+pub use fem::{fem, fem_coordinates, Dirichlet, FemDomain, FemOrder, FemPhysics, FemProblem};
+pub use systems::{
+    aniso3d, circuit, convdiff, geolap, kkt2d, powerlap, shifted, stokes2d, CircuitKind,
+};
+
 /// Rows per generation chunk; each chunk has its own random stream.
 pub const CHUNK_ROWS: usize = 1 << 13;
 
@@ -85,9 +112,28 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N, \
                               emptyrows:N:PCT:K, rmat:SCALE:EF[:A:B:C], knn3d:N:K[:x|morton|random], \
                               blocks:N:B:D, zipf:N:S:MAX:W, arrow:N:W:K, elasticity3d:N, jumps3d:N, \
-                              helmholtz3d:N:K:SHIFT (complex, e.g. helmholtz3d:100:20:0.5)";
+                              helmholtz3d:N:K:SHIFT (complex, e.g. helmholtz3d:100:20:0.5), \
+                              fem2d|fem3d|femelast2d|femelast3d:p1|p2:N[:ball|cube][:jitter]\
+                              [:elim|ident|rows] (e.g. fem3d:p2:24), convdiff2d:N:PE, \
+                              convdiff3d:N:PE, aniso3d:N:EPS[:EPS2], shifted2d:N:SIGMA, \
+                              shifted3d:N:SIGMA, stokes2d:N, kkt2d:N:M, geolap:N:K[:SHIFT], \
+                              powerlap:N:ALPHA[:SHIFT], circuit:N[:g|mna|vccs]";
 
-const NAMES: [&str; 21] = [
+const NAMES: [&str; 35] = [
+    "fem2d",
+    "fem3d",
+    "femelast2d",
+    "femelast3d",
+    "convdiff2d",
+    "convdiff3d",
+    "aniso3d",
+    "shifted2d",
+    "shifted3d",
+    "stokes2d",
+    "kkt2d",
+    "geolap",
+    "powerlap",
+    "circuit",
     "knn3d",
     "blocks",
     "zipf",
@@ -175,6 +221,15 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         s.replace('_', "")
             .parse::<usize>()
             .map_err(|_| bad(&format!("{what} '{s}' is not a non-negative integer")))
+    };
+    let num = |i: usize, what: &str| -> Result<f64> {
+        let s = parts
+            .get(i)
+            .ok_or_else(|| bad(&format!("missing {what}")))?;
+        s.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| bad(&format!("{what} '{s}' is not a finite number")))
     };
     let arity = |n: usize| -> Result<()> {
         if parts.len() > n + 1 {
@@ -299,6 +354,73 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
         "jumps3d" => {
             arity(1)?;
             jumps3d(int(1, "N")?)
+        }
+        "fem2d" | "fem3d" | "femelast2d" | "femelast3d" => {
+            let dim = if name.contains("2d") { 2 } else { 3 };
+            let physics = if name.starts_with("femelast") {
+                FemPhysics::Elasticity
+            } else {
+                FemPhysics::Poisson
+            };
+            let (p, n) = FemProblem::parse(dim, physics, &parts[1..]).map_err(|why| bad(&why))?;
+            fem(&p, n, seed)
+        }
+        "convdiff2d" | "convdiff3d" => {
+            arity(2)?;
+            let d = if name == "convdiff2d" { 2 } else { 3 };
+            convdiff(d, int(1, "N")?, num(2, "PE")?)
+        }
+        "aniso3d" => {
+            arity(3)?;
+            let eps = num(2, "EPS")?;
+            let eps2 = if parts.len() > 3 {
+                num(3, "EPS2")?
+            } else {
+                eps
+            };
+            aniso3d(int(1, "N")?, eps, eps2)
+        }
+        "shifted2d" | "shifted3d" => {
+            arity(2)?;
+            let d = if name == "shifted2d" { 2 } else { 3 };
+            shifted(d, int(1, "N")?, num(2, "SIGMA")?)
+        }
+        "stokes2d" => {
+            arity(1)?;
+            stokes2d(int(1, "N")?)
+        }
+        "kkt2d" => {
+            arity(2)?;
+            kkt2d(int(1, "N")?, int(2, "M")?, seed)
+        }
+        "geolap" => {
+            arity(3)?;
+            let shift = if parts.len() > 3 {
+                num(3, "SHIFT")?
+            } else {
+                1e-4
+            };
+            geolap(int(1, "N")?, int(2, "K")?, shift, seed)
+        }
+        "powerlap" => {
+            arity(3)?;
+            let shift = if parts.len() > 3 {
+                num(3, "SHIFT")?
+            } else {
+                1e-4
+            };
+            powerlap(int(1, "N")?, num(2, "ALPHA")?, shift, seed)
+        }
+        "circuit" => {
+            arity(2)?;
+            let kind = match parts.get(2).map(|s| s.to_ascii_lowercase()) {
+                None => CircuitKind::Conductance,
+                Some(k) if k == "g" => CircuitKind::Conductance,
+                Some(k) if k == "mna" => CircuitKind::VoltageSources,
+                Some(k) if k == "vccs" => CircuitKind::ControlledSources,
+                Some(k) => return Err(bad(&format!("circuit kind '{k}' is not g, mna or vccs"))),
+            };
+            circuit(int(1, "N")?, kind, seed)
         }
         _ => Err(bad("unknown generator")),
     }
@@ -1623,6 +1745,9 @@ pub fn arrow<T: Scalar>(n: usize, w: usize, k: usize, seed: u64) -> Result<CsrMa
         }
     })
 }
+
+#[cfg(test)]
+mod kind_tests;
 
 #[cfg(test)]
 mod amg_problem_tests {

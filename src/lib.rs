@@ -26,17 +26,18 @@
 //! | [`load`] | a matrix from a file or a generator spec |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
 //! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, the operator traits `LinearOperator` and `Preconditioner` |
-//! | [`spmv`], [`tridiag`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR |
+//! | [`spmv`], [`tridiag`], [`spmm`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR; `Y ← α·A·X + β·Y` for a block of `k` vectors |
 //! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
 //! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |
-//! | [`dist`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB |
+//! | [`dist`], [`batched`], [`autosolve`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB; batches of many small systems; the automatic solve (the rule, the convergence probe, the per-pattern cache) |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //!
 //! ## Quick start
 //!
 //! ```
 //! use segsparse::{generate, spmv, CsrMatrix};
-//! use segsparse::solvers::{cg, Cpu, SolveParams};
+//! use segsparse::solvers::{cg, SolveParams};
+//! use segsparse::backend::Cpu;
 //!
 //! // A matrix from a file (`io::read_matrix_market`) or, as here, from a generator spec.
 //! let a: CsrMatrix<f64> = generate::from_spec("poisson2d:30", 0)?;
@@ -45,7 +46,7 @@
 //! spmv::spmv(1.0, &a, &x, 0.0, &mut y); // y ← A·x on the CPU (rayon)
 //!
 //! // Solve A·x = b with conjugate gradient; the same call runs on the GPU with
-//! // `solvers::gpu::GpuOps` and a `spmv::gpu::GpuCsr` in place of `Cpu` and `a`.
+//! // `backend::gpu::GpuOps` and a `spmv::gpu::GpuCsr` in place of `Cpu` and `a`.
 //! let mut sol = vec![0.0; a.ncols()];
 //! let info = cg(&Cpu, &a, &y, &mut sol, &SolveParams { rel_tol: 1e-10, ..Default::default() })?;
 //! assert!(info.relative_residual <= 1e-10);
@@ -96,4 +97,4 @@ pub mod units;
 pub use csr::{CsrMatrix, RowStats};
 pub use error::{Error, Result};
 pub use input::load;
-pub use scalar::{Complex, DevComplex, Elem, Precision, Scalar, Storage};
+pub use scalar::{Complex, DevComplex, Elem, ElemSlice, Precision, Scalar, Storage};

@@ -12,7 +12,7 @@
 //!
 //! | entry point | what it checks | against |
 //! |---|---|---|
-//! | [`solvers`](crate::solvers) `cg`, `pcg`, `bicgstab`, `gmres` | the workspace vectors, GMRES's `m + 1` Krylov basis vectors, the residual history | host ([`Cpu`](crate::solvers::Cpu)) or device (`GpuOps`) |
+//! | [`solvers`](crate::solvers) `cg`, `pcg`, `bicgstab`, `gmres` | the workspace vectors, GMRES's `m + 1` Krylov basis vectors, the residual history | host ([`Cpu`](crate::backend::Cpu)) or device (`GpuOps`) |
 //! | `spmv::gpu::GpuCsr::upload` | the CSR arrays and the SpMV's structure tables | device |
 //! | `sparse-solve`, `spmv-bench`, the Python package | the matrix, `b`, `x` and the vectors of the benchmark or solve | host (then the library checks its own part) |
 //!
@@ -33,7 +33,7 @@
 //! ```
 //!
 //! A solver backend does the same through
-//! [`VectorOps::check_memory`](crate::solvers::VectorOps::check_memory), which the CPU backend
+//! [`VectorOps::check_memory`](crate::backend::VectorOps::check_memory), which the CPU backend
 //! maps to [`check_host`] and the GPU backend to the device check.
 //!
 //! # The rule

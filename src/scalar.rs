@@ -99,6 +99,57 @@ pub trait Elem:
     fn from_dev(s: &[Self::Dev]) -> &[Self];
     /// [`Elem::as_dev`] of a mutable slice (a download target).
     fn as_dev_mut(s: &mut [Self]) -> &mut [Self::Dev];
+    /// The slice as an [`ElemSlice`], for code that is not generic over the element type.
+    fn as_elem_slice(s: &[Self]) -> ElemSlice<'_>;
+    /// The slice of this type inside `s`, or `None` when `s` holds another element type.
+    fn from_elem_slice(s: ElemSlice<'_>) -> Option<&[Self]>;
+}
+
+/// A borrowed slice of any element type, tagged with its type: how code that is not generic
+/// over the element type (an observer of a solve, a language binding) receives a vector.
+/// [`ElemSlice::get`] takes the slice back out as a given type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ElemSlice<'a> {
+    /// `f32` elements.
+    F32(&'a [f32]),
+    /// `f64` elements.
+    F64(&'a [f64]),
+    /// `Complex<f32>` elements (NumPy's `complex64`).
+    C64(&'a [Complex<f32>]),
+    /// `Complex<f64>` elements (NumPy's `complex128`).
+    C128(&'a [Complex<f64>]),
+}
+
+impl<'a> ElemSlice<'a> {
+    /// The slice as `&[T]`, or `None` when it holds another element type.
+    pub fn get<T: Elem>(self) -> Option<&'a [T]> {
+        T::from_elem_slice(self)
+    }
+
+    /// The number of elements.
+    pub fn len(self) -> usize {
+        match self {
+            ElemSlice::F32(s) => s.len(),
+            ElemSlice::F64(s) => s.len(),
+            ElemSlice::C64(s) => s.len(),
+            ElemSlice::C128(s) => s.len(),
+        }
+    }
+
+    /// True when the slice has no elements.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name of the element type ([`Elem::NAME`]).
+    pub fn elem_name(self) -> &'static str {
+        match self {
+            ElemSlice::F32(_) => f32::NAME,
+            ElemSlice::F64(_) => f64::NAME,
+            ElemSlice::C64(_) => Complex::<f32>::NAME,
+            ElemSlice::C128(_) => Complex::<f64>::NAME,
+        }
+    }
 }
 
 /// A complex number as held on the GPU: the same bytes as `Complex<R>` (`#[repr(transparent)]`),
@@ -121,7 +172,7 @@ unsafe impl cudarc::driver::ValidAsZeroBits for DevComplex<f32> {}
 unsafe impl cudarc::driver::ValidAsZeroBits for DevComplex<f64> {}
 
 macro_rules! real_elem {
-    ($t:ty, $name:literal) => {
+    ($t:ty, $name:literal, $variant:ident) => {
         impl Elem for $t {
             type Real = $t;
             type Dev = $t;
@@ -180,14 +231,25 @@ macro_rules! real_elem {
             fn as_dev_mut(s: &mut [Self]) -> &mut [Self] {
                 s
             }
+            #[inline]
+            fn as_elem_slice(s: &[Self]) -> ElemSlice<'_> {
+                ElemSlice::$variant(s)
+            }
+            #[inline]
+            fn from_elem_slice(s: ElemSlice<'_>) -> Option<&[Self]> {
+                match s {
+                    ElemSlice::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
         }
     };
 }
-real_elem!(f32, "f32");
-real_elem!(f64, "f64");
+real_elem!(f32, "f32", F32);
+real_elem!(f64, "f64", F64);
 
 macro_rules! complex_elem {
-    ($r:ty, $name:literal) => {
+    ($r:ty, $name:literal, $variant:ident) => {
         impl Elem for Complex<$r> {
             type Real = $r;
             type Dev = DevComplex<$r>;
@@ -250,11 +312,22 @@ macro_rules! complex_elem {
                 // SAFETY: as in `as_dev`; the borrow is exclusive for the result's lifetime.
                 unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), s.len()) }
             }
+            #[inline]
+            fn as_elem_slice(s: &[Self]) -> ElemSlice<'_> {
+                ElemSlice::$variant(s)
+            }
+            #[inline]
+            fn from_elem_slice(s: ElemSlice<'_>) -> Option<&[Self]> {
+                match s {
+                    ElemSlice::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
         }
     };
 }
-complex_elem!(f32, "c64");
-complex_elem!(f64, "c128");
+complex_elem!(f32, "c64", C64);
+complex_elem!(f64, "c128", C128);
 
 /// A real floating-point scalar: `f32` or `f64`.
 pub trait Scalar:

@@ -11,9 +11,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Cpu, Identity};
 use segsparse::gpu::{self, kernels::KernelSource, Gpu, PushKernelArg};
-use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{bicgstab, cg, Cpu, Identity, SolveError, SolveParams};
+use segsparse::solvers::{bicgstab, cg, SolveError, SolveParams};
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{generate, spmv, CsrMatrix};
 
@@ -117,7 +118,7 @@ fn out_of_device_memory_is_an_error_naming_the_bytes() {
     // executables before this one, 0.78 GB were available where the fill had left 256 MiB.
     let avail = g.available_memory().unwrap() as usize;
     let big_n = (avail + (1 << 30)) / 8;
-    let r = segsparse::solvers::VectorOps::zeros(&ops, big_n);
+    let r = segsparse::backend::VectorOps::zeros(&ops, big_n);
     let msg = r.map(|_| ()).unwrap_err().to_string();
     eprintln!("solver vector of {big_n} f64: {msg}");
     assert!(

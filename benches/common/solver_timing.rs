@@ -5,11 +5,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Identity, VectorOps};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams, VectorOps,
-};
+use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{io, CsrMatrix};
 

@@ -23,10 +23,9 @@ mod imp {
     use std::cell::Cell;
 
     use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::{Identity, LinearOperator, VectorOps};
     use segsparse::gpu::Gpu;
-    use segsparse::solvers::{
-        bicgstab, cocg, gmres, Identity, LinearOperator, SolveInfo, SolveParams, VectorOps,
-    };
+    use segsparse::solvers::{bicgstab, cocg, gmres, SolveInfo, SolveParams};
     use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
     use segsparse::{generate, Complex, CsrMatrix};
 

@@ -10,7 +10,8 @@
 //!   work); the second of two solves of each (kernels compiled, memory pool warm); the true
 //!   residual recomputed on the host in f64 with the exact matrix.
 //! - `gmres`: GMRES(30) per iteration on a 1000² convection–diffusion grid (10⁶ rows,
-//!   nonsymmetric, values f32 rounds), 300 iterations each.
+//!   nonsymmetric, values f32 rounds), 300 iterations each: f64, f32 values, f32 Krylov basis,
+//!   both.
 //! - `spmv`: the product alone on large generated kinds: f64, f32 values under f64 vectors,
 //!   f32, and cuSPARSE f32 (ALG1 and ALG2, the faster kept) — median of 20 after 5 warm-ups.
 //! - `ncu` (only when named): one product of each kind for Nsight Compute.
@@ -40,13 +41,11 @@ mod imp {
     use segsparse::gpu::Gpu;
     use segsparse::precond::Jacobi;
     use segsparse::solvers::storage::{solve_stored, StoredOperator};
-    use segsparse::solvers::{
-        cg, gmres, pcg, Identity, LinearOperator, Preconditioner, SolveError, SolveInfo,
-        SolveParams, VectorOps,
-    };
+    use segsparse::backend::{Identity, LinearOperator, Preconditioner, VectorOps};
+    use segsparse::solvers::{cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
     use segsparse::spmv::gpu::mixed::GpuMixedCsr;
     use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr};
-    use segsparse::{generate, CsrMatrix};
+    use segsparse::{generate, CsrMatrix, Storage};
 
     type Be = GpuOps<f64>;
 
@@ -181,7 +180,8 @@ mod imp {
         };
         let full = GpuCsr::upload(g, &a).unwrap();
         let mixed = GpuMixedCsr::upload(g, &a).unwrap();
-        let per = |op: &dyn LinearOperator<f64, Be>| {
+        let per = |op: &dyn LinearOperator<f64, Be>, basis: Storage| {
+            let p = SolveParams { basis, ..p };
             let mut best = f64::INFINITY;
             for _ in 0..2 {
                 let mut x = be.zeros(n).unwrap();
@@ -198,8 +198,10 @@ mod imp {
             }
             best
         };
-        let s64 = per(&full);
-        let s32 = per(&mixed);
+        let s64 = per(&full, Storage::F64);
+        let s32 = per(&mixed, Storage::F64);
+        let s32b = per(&mixed, Storage::F32);
+        let s64b = per(&full, Storage::F32);
         row(vec![
             ("bench", "mixed-gmres".into()),
             ("device", device(g).into()),
@@ -207,10 +209,13 @@ mod imp {
             ("n", n.into()),
             ("nnz", a.nnz().into()),
             ("restart", 30.into()),
-            ("basis", "f64".into()),
             ("f64_seconds_per_iteration", s64.into()),
             ("f32_matrix_seconds_per_iteration", s32.into()),
-            ("ratio", (s32 / s64).into()),
+            ("f32_basis_seconds_per_iteration", s64b.into()),
+            ("f32_matrix_f32_basis_seconds_per_iteration", s32b.into()),
+            ("ratio_f32_matrix", (s32 / s64).into()),
+            ("ratio_f32_basis", (s64b / s64).into()),
+            ("ratio_both", (s32b / s64).into()),
         ]);
     }
 

@@ -1,4 +1,4 @@
-//! The small-system path (fused solver kernels, `solvers::gpu::FusedPath`) against the separate
+//! The small-system path (fused solver kernels, `backend::gpu::FusedPath`) against the separate
 //! kernels, in one process: time per iteration and time to solution of CG, Jacobi-PCG,
 //! BiCGSTAB and GMRES(30) on the GPU, f64, on the small corpus systems, raefsky2 and Poisson 2D
 //! up to the fused path's row limit, each with
@@ -35,10 +35,10 @@ mod solver_timing;
 mod imp {
     use std::io::Write;
 
+    use segsparse::backend::gpu::{FusedPath, GpuOps};
+    use segsparse::backend::VectorOps;
     use segsparse::gpu::Gpu;
     use segsparse::precond::Jacobi;
-    use segsparse::solvers::gpu::{FusedPath, GpuOps};
-    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     use segsparse::{generate, CsrMatrix};
 

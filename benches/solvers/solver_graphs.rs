@@ -35,10 +35,10 @@ mod solver_timing;
 mod imp {
     use std::io::Write;
 
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
     use segsparse::gpu::Gpu;
     use segsparse::precond::Jacobi;
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     use segsparse::{generate, CsrMatrix};
 

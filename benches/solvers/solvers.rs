@@ -24,10 +24,10 @@
 
 use std::time::Instant;
 
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, VectorOps};
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Cpu, Identity, KrylovOps, LinearOperator, SolveError, SolveInfo,
-    SolveParams, VectorOps, DEFAULT_RESTART,
+    bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
 };
 use segsparse::{CsrMatrix, Scalar};
 
@@ -304,7 +304,7 @@ fn gpu_rows<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Scan
     m: Method,
     filter: &str,
 ) {
-    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
     let label = format!("{short}/{}/gpu/{}", m.name(), T::NAME);
     if !label.contains(filter) {
@@ -367,7 +367,7 @@ struct CusparseOp<'a, T: Scalar + segsparse::gpu::KernelType + segsparse::primit
 
 #[cfg(feature = "peers")]
 impl<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>
-    LinearOperator<T, segsparse::solvers::gpu::GpuOps<T>> for CusparseOp<'_, T>
+    LinearOperator<T, segsparse::backend::gpu::GpuOps<T>> for CusparseOp<'_, T>
 {
     fn nrows(&self) -> usize {
         self.1
@@ -377,7 +377,7 @@ impl<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>
     }
     fn apply(
         &self,
-        _: &segsparse::solvers::gpu::GpuOps<T>,
+        _: &segsparse::backend::gpu::GpuOps<T>,
         x: &segsparse::gpu::DeviceBuffer<T>,
         y: &mut segsparse::gpu::DeviceBuffer<T>,
     ) -> segsparse::Result<()> {
@@ -389,7 +389,7 @@ impl<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>
 #[allow(clippy::too_many_arguments)]
 fn cusparse_row<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::ScanElem>(
     g: &std::sync::Arc<segsparse::gpu::Gpu>,
-    ops: &segsparse::solvers::gpu::GpuOps<T>,
+    ops: &segsparse::backend::gpu::GpuOps<T>,
     da: &segsparse::spmv::gpu::GpuCsr<T>,
     jac: &Jacobi<segsparse::gpu::DeviceBuffer<T>>,
     b: &segsparse::gpu::DeviceBuffer<T>,

@@ -21,10 +21,11 @@ use clap::{Parser, ValueEnum};
 use serde_json::{json, Value};
 
 use cudarc::driver::CudaSlice;
+use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::Identity;
 use segsparse::gpu::Gpu;
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, SptrsvAlgorithm};
-use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
+use segsparse::solvers::{cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
 use segsparse::sparse::incomplete::gpu::{GpuFactorization, GpuIncompleteFactor};
 use segsparse::sparse::incomplete::FactorSummary;
 use segsparse::sparse::incomplete::{
@@ -746,8 +747,8 @@ fn run_mode(
     params: &SolveParams,
     reps: usize,
 ) -> anyhow::Result<std::result::Result<ModeRun, String>> {
+    use segsparse::backend::Preconditioner;
     use segsparse::precond::Jacobi;
-    use segsparse::solvers::Preconditioner;
     let n = a.nrows();
     let db = gpu.upload(&vec![1.0; n])?;
     let mut dx = gpu.zeros::<f64>(n)?;
@@ -831,9 +832,9 @@ fn modes_case(
     device: &str,
     out: &mut Out,
 ) -> anyhow::Result<()> {
+    use segsparse::backend::LinearOperator;
     use segsparse::precond::auto;
     use segsparse::precond::{Application, Ordering, RowMatching};
-    use segsparse::solvers::LinearOperator;
     let n = a.nrows();
     let da = GpuCsr::upload(gpu, a)?;
     let dxs = gpu.upload(&vec![1.0; n])?;

@@ -2,7 +2,7 @@
 //! precompiled CUBINs that `build.rs` embeds in the library (see `segsparse::gpu::prebuilt`).
 //!
 //! ```text
-//! kernel-archive [--out PATH] [--arch sm_80,sm_86,sm_89,sm_90] [--jobs N]
+//! kernel-archive [--out PATH] [--arch sm_80,sm_90] [--jobs N]
 //! ```
 //!
 //! Needs NVRTC (no GPU): the archive records its version, and the runtime uses the archive only
@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 fn usage() -> ! {
-    eprintln!("usage: kernel-archive [--out PATH] [--arch sm_80,sm_86,sm_89,sm_90] [--jobs N]");
+    eprintln!("usage: kernel-archive [--out PATH] [--arch sm_80,sm_90] [--jobs N]");
     std::process::exit(2)
 }
 
@@ -29,7 +29,8 @@ fn compute_capability(arch: &str) -> Option<(i32, i32)> {
 
 fn main() {
     let mut out = String::from("kernels/prebuilt/cubins.bin");
-    let mut archs = String::from("sm_80,sm_86,sm_89,sm_90");
+    // An sm_80 CUBIN also serves 8.6 and 8.9 devices (`gpu::prebuilt::archive_archs`).
+    let mut archs = String::from("sm_80,sm_90");
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {

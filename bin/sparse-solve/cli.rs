@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use segsparse::precond::amg::{AmgParams, Cycle, Smoother};
 
 /// Solve A·x = b with conjugate gradient, BiCGSTAB or restarted GMRES, unpreconditioned or with
 /// a Jacobi, Chebyshev-polynomial, ILU(0), IC(0) or AMG preconditioner, on the CPU, one GPU or
@@ -181,29 +182,42 @@ pub struct Cli {
     pub amg: AmgArgs,
 }
 
-/// The options of `--precond amg`.
+/// The library's AMG options, whose values the `--amg-*` options take by default.
+fn amg_default() -> AmgParams {
+    AmgParams::default()
+}
+
+/// `--amg-degree`: 1 to 32.
+fn amg_degree(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(d) if (1..=32).contains(&d) => Ok(d),
+        _ => Err(format!("expected a degree from 1 to 32, got {s:?}")),
+    }
+}
+
+/// The options of `--precond amg` (defaults: [`AmgParams::default`]).
 #[derive(clap::Args, Debug, Clone)]
 pub struct AmgArgs {
     /// AMG: strength-of-connection threshold θ in [0, 1].
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = amg_default().theta)]
     pub amg_theta: f64,
     /// AMG: smoother of every level.
-    #[arg(long, value_enum, default_value_t = AmgSmootherArg::Chebyshev)]
+    #[arg(long, value_enum, default_value_t = amg_default().smoother.into())]
     pub amg_smoother: AmgSmootherArg,
     /// AMG: Chebyshev smoother degree (operator applications per smoothing step).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=32))]
-    pub amg_degree: u32,
+    #[arg(long, default_value_t = amg_default().degree, value_parser = amg_degree)]
+    pub amg_degree: usize,
     /// AMG: pre- and post-smoothing steps.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = amg_default().sweeps)]
     pub amg_sweeps: usize,
     /// AMG: cycle shape.
-    #[arg(long, value_enum, default_value_t = AmgCycleArg::V)]
+    #[arg(long, value_enum, default_value_t = amg_default().cycle.into())]
     pub amg_cycle: AmgCycleArg,
     /// AMG: coarsen until at most this many rows, then invert that level densely.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = amg_default().coarse_size)]
     pub amg_coarse_size: usize,
     /// AMG: at most this many levels.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = amg_default().max_levels)]
     pub amg_max_levels: usize,
     /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 or 3 unknowns per node)
     /// for an elasticity2d:N or elasticity3d:N spec, the constant otherwise.
@@ -213,10 +227,10 @@ pub struct AmgArgs {
     #[arg(long)]
     pub amg_block_size: Option<usize>,
     /// AMG: smoothing steps on A·x = 0 applied to the candidates before fitting.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = amg_default().improve_candidates)]
     pub amg_improve: usize,
     /// AMG: lower end of the Chebyshev interval as a fraction of its upper end.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = amg_default().chebyshev_lower)]
     pub amg_cheb_lower: f64,
     /// AMG: run the setup on the host even with --backend gpu (where it runs on the device by
     /// default); for comparisons.
@@ -230,7 +244,7 @@ pub struct AmgArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=30))]
     pub amg_aggregation_window: Option<u32>,
     /// AMG: Lanczos steps of the spectral-radius estimates.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = amg_default().spectral_steps)]
     pub amg_spectral_steps: usize,
     /// AMG: build the hierarchy this many times and report each setup's seconds
     /// (`amg_setup_seconds_all`); the first in a process also loads the GPU kernels.
@@ -265,6 +279,44 @@ pub enum AmgCycleArg {
     V,
     /// W-cycle.
     W,
+}
+
+impl From<Smoother> for AmgSmootherArg {
+    fn from(s: Smoother) -> Self {
+        match s {
+            Smoother::Chebyshev => AmgSmootherArg::Chebyshev,
+            Smoother::Jacobi => AmgSmootherArg::Jacobi,
+            Smoother::L1Jacobi => AmgSmootherArg::L1Jacobi,
+        }
+    }
+}
+
+impl From<AmgSmootherArg> for Smoother {
+    fn from(s: AmgSmootherArg) -> Self {
+        match s {
+            AmgSmootherArg::Chebyshev => Smoother::Chebyshev,
+            AmgSmootherArg::Jacobi => Smoother::Jacobi,
+            AmgSmootherArg::L1Jacobi => Smoother::L1Jacobi,
+        }
+    }
+}
+
+impl From<Cycle> for AmgCycleArg {
+    fn from(c: Cycle) -> Self {
+        match c {
+            Cycle::V => AmgCycleArg::V,
+            Cycle::W => AmgCycleArg::W,
+        }
+    }
+}
+
+impl From<AmgCycleArg> for Cycle {
+    fn from(c: AmgCycleArg) -> Self {
+        match c {
+            AmgCycleArg::V => Cycle::V,
+            AmgCycleArg::W => Cycle::W,
+        }
+    }
 }
 
 /// `--amg-candidates`.

@@ -17,10 +17,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi, TriangularOps};
-use segsparse::solvers::{
-    Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, SolveError, SolveParams,
-};
+use segsparse::solvers::{SolveError, SolveParams};
 use segsparse::{CsrMatrix, Elem};
 
 use crate::cli::{BackendArg, Cli, GpusArg, MethodArg, PrecondArg};
@@ -204,10 +203,10 @@ fn backend(cli: &Cli) -> Result<Where> {
 /// timed: setup from `setup_clock`, which started before the backend was opened, to this call)
 /// and downloads the solution.
 #[allow(clippy::too_many_arguments)]
-fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     plan: ComplexPlan,
     b: &[T],
     x: &mut Vec<T>,

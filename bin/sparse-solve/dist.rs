@@ -167,7 +167,7 @@ pub fn solve<T: Scalar>(
     b: &[T],
     x: &mut Vec<T>,
     plan: Plan,
-    params: &SolveParams,
+    params: &SolveParams<'static>,
     gpus: usize,
     check: bool,
     setup_clock: Instant,
@@ -212,7 +212,7 @@ pub fn solve<T: Scalar>(
 #[cfg(feature = "nccl")]
 struct Run<'p> {
     plan: Plan,
-    params: &'p SolveParams,
+    params: &'p SolveParams<'static>,
     gpus: usize,
     check: bool,
     setup_clock: Instant,

@@ -33,12 +33,12 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use segsparse::precond::{
     Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
 };
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Cpu, Identity, KrylovOps, LinearOperator, Preconditioner,
-    Progress, SolveError, SolveInfo, SolveParams, VectorOps,
+    bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Elem, Scalar};
 use serde::Serialize;
@@ -515,6 +515,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         check_every: cli.check_every,
         graphs: !cli.no_graphs,
         on_check: Some(progress),
+        // --storage f32: GMRES's Krylov basis in f32 too.
+        basis: plan.storage,
         ..Default::default()
     };
     progress_setup(cli);
@@ -1025,10 +1027,10 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     plan: Plan,
     b: &[T],
     (setup_clock, db, narrow): (Instant, &B::Vector, Narrow<'_, T, B>),
@@ -1119,10 +1121,10 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Preconditioner<T, B>>(
+fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     plan: Plan,
     b: &[T],
     db: &B::Vector,
@@ -1185,23 +1187,14 @@ fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>, P: Precondit
 
 /// The AMG options of the command line.
 fn amg_params(cli: &Cli) -> Result<AmgParams> {
-    use cli::{AmgCycleArg, AmgSmootherArg};
-    use segsparse::precond::amg::{Cycle, Smoother};
     let rbm = rbm_grid(cli)?.map(|(dim, _)| dim);
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
-        smoother: match cli.amg.amg_smoother {
-            AmgSmootherArg::Chebyshev => Smoother::Chebyshev,
-            AmgSmootherArg::Jacobi => Smoother::Jacobi,
-            AmgSmootherArg::L1Jacobi => Smoother::L1Jacobi,
-        },
-        degree: cli.amg.amg_degree as usize,
+        smoother: cli.amg.amg_smoother.into(),
+        degree: cli.amg.amg_degree,
         chebyshev_lower: cli.amg.amg_cheb_lower,
         sweeps: cli.amg.amg_sweeps,
-        cycle: match cli.amg.amg_cycle {
-            AmgCycleArg::V => Cycle::V,
-            AmgCycleArg::W => Cycle::W,
-        },
+        cycle: cli.amg.amg_cycle.into(),
         coarse_size: cli.amg.amg_coarse_size,
         max_levels: cli.amg.amg_max_levels,
         block_size: cli.amg.amg_block_size.unwrap_or(rbm.unwrap_or(1)),
@@ -1256,15 +1249,14 @@ fn narrow_of<'a, T: Elem, B: VectorOps<T>, O: LinearOperator<T, B>>(
 
 /// One call of the solver `method` (GMRES restarted every `restart` steps), real or complex.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_method<
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B>,
->(
+///
+/// The preconditioner is taken as a trait object: the solvers are then compiled once per element
+/// type and backend, not once more for every preconditioner type (a virtual call per
+/// application costs nothing next to it).
+pub(crate) fn run_method<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B> + ?Sized>(
     be: &B,
     op: &A,
-    m: &P,
+    m: &dyn Preconditioner<T, B>,
     (method, restart): (MethodArg, usize),
     b: &B::Vector,
     x: &mut B::Vector,
@@ -1287,7 +1279,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<Outcome> {
-    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
@@ -1365,6 +1357,37 @@ fn clear_progress() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without `--amg-*` options the command line's AMG options are the library's defaults.
+    #[test]
+    fn amg_options_default_to_the_library_s() {
+        let cli = Cli::try_parse_from(["sparse-solve", "poisson2d:10"]).unwrap();
+        let got = amg_params(&cli).unwrap();
+        let want = AmgParams::default();
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        let cli = Cli::try_parse_from([
+            "sparse-solve",
+            "poisson2d:10",
+            "--amg-degree",
+            "5",
+            "--amg-cycle",
+            "w",
+            "--amg-smoother",
+            "l1-jacobi",
+        ])
+        .unwrap();
+        let got = amg_params(&cli).unwrap();
+        assert_eq!(
+            (got.degree, got.cycle, got.smoother),
+            (
+                5,
+                segsparse::precond::amg::Cycle::W,
+                segsparse::precond::amg::Smoother::L1Jacobi
+            )
+        );
+        assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "33"]).is_err());
+        assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "0"]).is_err());
+    }
 
     #[test]
     fn json_report_keeps_its_fields_and_escapes_strings() {

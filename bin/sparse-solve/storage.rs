@@ -5,7 +5,7 @@
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 
-use segsparse::solvers::{LinearOperator, VectorOps};
+use segsparse::backend::{LinearOperator, VectorOps};
 use segsparse::Elem;
 
 /// An operator of `f64` vectors on the backend `B64`, used where an operator of `T` on `B` is

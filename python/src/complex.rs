@@ -21,13 +21,11 @@ use cudarc::driver::CudaSlice;
 use numpy::{Element, PyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
 use segsparse::gpu::KernelType;
 use segsparse::precond::auto::{auto_incomplete_params, choose_complex};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
-use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator,
-    Preconditioner, SolveParams,
-};
+use segsparse::solvers::{bicgstab, gmres, pcg, pcocg, InitialGuess, SolveParams};
 use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 use segsparse::spmv::Op;
 use segsparse::{Complex, CsrMatrix, Elem};
@@ -60,7 +58,7 @@ enum Precond {
 pub(crate) struct Opts {
     method: Method,
     precond: Precond,
-    params: SolveParams,
+    params: SolveParams<'static>,
 }
 
 #[allow(clippy::too_many_arguments)]

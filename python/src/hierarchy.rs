@@ -6,9 +6,9 @@ use std::any::Any;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
+use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Cpu, Preconditioner, VectorOps};
 use segsparse::precond::{Amg, AmgSummary};
-use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{Cpu, Preconditioner, VectorOps};
 
 use crate::arrays::Elem;
 use crate::errors::{check_len, Failure, Res};

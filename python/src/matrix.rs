@@ -6,17 +6,15 @@ use std::time::Instant;
 
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
-use segsparse::solvers::gpu::GpuOps;
 use segsparse::solvers::multi::{self, MultiInfo};
-use segsparse::solvers::{
-    bicgstab, gmres, pcg, Cpu, Identity, InitialGuess, KrylovOps, LinearOperator, SolveError,
-    SolveInfo, SolveParams,
-};
+use segsparse::solvers::{bicgstab, gmres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{Complex, CsrMatrix, Scalar};
@@ -328,7 +326,7 @@ struct BlockRhs<'a, V> {
 pub(crate) struct Opts {
     pub(crate) method: Method,
     precond: Precond,
-    pub(crate) params: SolveParams,
+    pub(crate) params: SolveParams<'static>,
 }
 
 /// The solvers the bindings know (a new one is one more arm here and in [`solve_with`], plus a
@@ -446,7 +444,7 @@ where
     T: Scalar,
     B: KrylovOps<T> + segsparse::precond::TriangularOps<T> + MultigridOps<T>,
     A: LinearOperator<T, B> + ?Sized,
-    Jacobi<B::Vector>: segsparse::solvers::Preconditioner<T, B>,
+    Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
 {
     #[allow(clippy::too_many_arguments)]
     fn with<T, B, A, P>(
@@ -463,7 +461,7 @@ where
         T: Scalar,
         B: KrylovOps<T>,
         A: LinearOperator<T, B> + ?Sized,
-        P: segsparse::solvers::Preconditioner<T, B>,
+        P: segsparse::backend::Preconditioner<T, B>,
     {
         let setup = t0.elapsed().as_secs_f64();
         let t = Instant::now();
@@ -560,6 +558,10 @@ impl Mat<f64> {
         amg: Option<&PyAmg>,
     ) -> Res<Outcome> {
         use segsparse::solvers::storage::{solve_stored, StoredOperator};
+        // GMRES's Krylov basis in f32 too (the fallback keeps f64).
+        let mut o = *o;
+        o.params.basis = segsparse::Storage::F32;
+        let o = &o;
         let amg = amg.map(|h| h.typed::<f64>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         check_len("b", b.len(), self.shape.0, "the matrix")?;

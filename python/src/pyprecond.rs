@@ -26,10 +26,9 @@ use std::time::Instant;
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use segsparse::solvers::{
-    bicgstab, bicgstab_observed, gmres, gmres_observed, pcg, pcg_observed, Cpu, Identity,
-    KrylovOps, LinearOperator, Observer, Preconditioner, SolveError, VectorOps,
-};
+use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use segsparse::solvers::{bicgstab, gmres, pcg, Observer, SolveError, SolveParams};
+use segsparse::ElemSlice;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::errors::{check_len, Failure, Res};
@@ -143,7 +142,7 @@ struct PyCallback {
     err: Raised,
 }
 
-impl<T: Elem> Observer<T> for PyCallback {
+impl Observer for PyCallback {
     fn on_iteration(&self, _it: usize, relative_residual: f64) -> segsparse::Result<()> {
         if self.kind != CallbackKind::Residual {
             return Ok(());
@@ -156,9 +155,14 @@ impl<T: Elem> Observer<T> for PyCallback {
         self.kind == CallbackKind::Iterate
     }
 
-    fn on_iterate(&self, _it: usize, x: &[T]) -> segsparse::Result<()> {
+    fn on_iterate(&self, _it: usize, x: ElemSlice<'_>) -> segsparse::Result<()> {
         Python::with_gil(|py| {
-            let arr = PyArray1::from_slice(py, x);
+            let arr = match x {
+                ElemSlice::F32(x) => PyArray1::from_slice(py, x).into_any(),
+                ElemSlice::F64(x) => PyArray1::from_slice(py, x).into_any(),
+                ElemSlice::C64(x) => PyArray1::from_slice(py, x).into_any(),
+                ElemSlice::C128(x) => PyArray1::from_slice(py, x).into_any(),
+            };
             self.f.bind(py).call1((arr,)).map(drop)
         })
         .map_err(|e| self.err.keep(e, "the callback"))
@@ -202,15 +206,14 @@ where
         Some(m) => m,
         None => &Identity,
     };
-    let obs = c.callback.as_ref().map(|f| f as &dyn Observer<T>);
-    let pr = &o.params;
-    let mut r = match (o.method, obs) {
-        (Method::Cg, None) => pcg(be, a, p, b, x, pr),
-        (Method::Cg, Some(f)) => pcg_observed(be, a, p, b, x, pr, f),
-        (Method::Bicgstab, None) => bicgstab(be, a, p, b, x, pr),
-        (Method::Bicgstab, Some(f)) => bicgstab_observed(be, a, p, b, x, pr, f),
-        (Method::Gmres(m), None) => gmres(be, a, p, b, x, m, pr),
-        (Method::Gmres(m), Some(f)) => gmres_observed(be, a, p, b, x, m, pr, f),
+    let pr = &SolveParams {
+        observer: c.callback.as_ref().map(|f| f as &dyn Observer),
+        ..o.params
+    };
+    let mut r = match o.method {
+        Method::Cg => pcg(be, a, p, b, x, pr),
+        Method::Bicgstab => bicgstab(be, a, p, b, x, pr),
+        Method::Gmres(m) => gmres(be, a, p, b, x, m, pr),
     };
     let solve = t.elapsed().as_secs_f64();
     if let Ok(i) = &mut r {

@@ -606,11 +606,35 @@ impl<T: Elem> VectorOps<T> for Cpu {
     }
 }
 
+/// A basis value as stored: rounded to `f32` (each part of a complex one) when `round`.
+#[inline]
+fn stored<T: Elem>(v: T, round: bool) -> T {
+    if !round {
+        return v;
+    }
+    let c = v.widen();
+    T::narrow(crate::Complex::new(c.re as f32 as f64, c.im as f32 as f64))
+}
+
 impl<T: Elem> KrylovOps<T> for Cpu {
     type Krylov = HostKrylov<Vec<T>, T>;
 
     fn krylov(&self, n: usize, m: usize) -> Result<HostKrylov<Vec<T>, T>> {
         HostKrylov::new(self, n, m)
+    }
+
+    /// The rounded basis in `f64` (`f32`'s numbers, not its memory): the reference of the
+    /// GPU's `f32` basis. `f32` work rounds nothing more.
+    fn krylov_stored(
+        &self,
+        n: usize,
+        m: usize,
+        basis: crate::scalar::Storage,
+    ) -> Result<HostKrylov<Vec<T>, T>> {
+        let mut k = HostKrylov::new(self, n, m)?;
+        k.round = basis == crate::scalar::Storage::F32
+            && <T::Real as crate::scalar::Scalar>::EPS < f32::EPSILON as f64;
+        Ok(k)
     }
 
     fn gmres_start(
@@ -626,11 +650,11 @@ impl<T: Elem> KrylovOps<T> for Cpu {
         if recur::stopped(&sc.slots) {
             return Ok(());
         }
-        let f = k.small[k.lay.scale()];
+        let (f, round) = (k.small[k.lay.scale()], k.round);
         k.v[0]
             .par_iter_mut()
             .zip(r.par_iter())
-            .for_each(|(v, &r)| *v = f * r);
+            .for_each(|(v, &r)| *v = stored(f * r, round));
         Ok(())
     }
 
@@ -669,8 +693,8 @@ impl<T: Elem> KrylovOps<T> for Cpu {
         if recur::stopped(&sc.slots) {
             return Ok(());
         }
-        let f = k.small[lay.scale()];
-        w.par_iter_mut().for_each(|w| *w *= f);
+        let (f, round) = (k.small[lay.scale()], k.round);
+        w.par_iter_mut().for_each(|w| *w = stored(*w * f, round));
         Ok(())
     }
 

@@ -51,7 +51,7 @@ pub enum Slot {
     /// The result of [`VectorOps::dot`](super::VectorOps::dot).
     Dot = 12,
     /// The iteration number that the GPU kernels add to their iteration argument, so that a
-    /// captured CUDA graph replays at any iteration (see `solvers::gpu`). Stays 0 on the CPU and
+    /// captured CUDA graph replays at any iteration (see `backend::gpu`). Stays 0 on the CPU and
     /// on the uncaptured GPU path.
     IterBase = 13,
     /// The inner product of the CG family's ρ and pᵀAp: 0 for the sesquilinear `xᴴy` (CG for a

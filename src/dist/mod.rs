@@ -34,8 +34,8 @@
 //! | [`sim`] | `Vec<T>` per simulated rank, one thread each | shared memory between threads (for tests and CI) |
 //! | `nccl` (feature `nccl`) | one GPU per rank, a thread per GPU or a process per GPU | NCCL all-reduce, grouped send/recv |
 //!
-//! Both implement [`VectorOps`](crate::solvers::VectorOps) and
-//! [`LinearOperator`](crate::solvers::LinearOperator), so the distributed CG, Jacobi-PCG and
+//! Both implement [`VectorOps`](crate::backend::VectorOps) and
+//! [`LinearOperator`](crate::backend::LinearOperator), so the distributed CG, Jacobi-PCG and
 //! BiCGSTAB are the crate's own solver bodies ([`crate::solvers::cg`], ...) run once per rank:
 //! every rank executes the same control flow because every decision is taken on all-reduced
 //! (hence identical) scalars.

@@ -7,8 +7,8 @@
 //! columns; the couplings to other ranks' rows are dropped): `M = diag(M_0, …, M_{p−1})`, so an
 //! application is purely local — no message at all. The local preconditioner is an ordinary
 //! single-device one ([`Jacobi`], [`Chebyshev`], [`Ilu0`], [`Ic0`], [`Amg`]) built on the rank's
-//! *local* backend ([`LocalOps::local`]: the [`Cpu`](crate::solvers::Cpu) for simulated ranks,
-//! the rank's [`GpuOps`](crate::solvers::gpu::GpuOps) for NCCL ranks), whose vectors are the
+//! *local* backend ([`LocalOps::local`]: the [`Cpu`](crate::backend::Cpu) for simulated ranks,
+//! the rank's [`GpuOps`](crate::backend::gpu::GpuOps) for NCCL ranks), whose vectors are the
 //! distributed backend's own (`Vec<T>` and a device buffer), so [`BlockJacobi`] only forwards.
 //! That is Ginkgo's distributed `Schwarz` with a local solver factory, in this crate's shape.
 //!
@@ -25,6 +25,7 @@
 //! its bounds come from an Arnoldi process whose inner products are all-reduces. It is the
 //! one-device polynomial, partition-independent up to rounding.
 
+use crate::backend::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::precond::{
@@ -32,7 +33,6 @@ use crate::precond::{
     MultigridOps, TriangularOps,
 };
 use crate::scalar::Scalar;
-use crate::solvers::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
 
 /// A distributed backend (one rank's) that offers the single-device backend underneath it, with
 /// the same vectors: what a local preconditioner is built and applied on.

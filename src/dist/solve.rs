@@ -11,7 +11,7 @@ use crate::scalar::Scalar;
 use crate::solvers::{bicgstab, pcg, SolveError, SolveInfo, SolveParams};
 
 /// The Krylov methods of a distributed solve (GMRES needs the multi-vector steps of
-/// [`KrylovOps`](crate::solvers::KrylovOps), which the distributed backends do not have).
+/// [`KrylovOps`](crate::backend::KrylovOps), which the distributed backends do not have).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Krylov {
     /// (Preconditioned) conjugate gradient: SPD matrices and SPD preconditioners.
@@ -41,7 +41,7 @@ pub struct DistSolve {
     /// The preconditioner.
     pub precond: DistPrecond,
     /// Tolerances and limits.
-    pub params: SolveParams,
+    pub params: SolveParams<'static>,
 }
 
 /// One rank's outcome of [`solve_rank`].

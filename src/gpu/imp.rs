@@ -589,9 +589,15 @@ impl Gpu {
         let options = nvrtc_options(src, &arch, defines)?;
         if let Some(a) = super::prebuilt::embedded() {
             if super::prebuilt::loadable(a.nvrtc(), self.driver_version) {
-                let key = super::disk_cache::module_key(src.name, &text, &arch, &options);
-                if let Some(cubin) = a.get(&key) {
-                    return Ok((cubin, "embedded"));
+                // A CUBIN runs on every device of its major version with an equal or higher
+                // minor one, so the archive's sm_X0 module serves an sm_X6 or sm_X9 device that
+                // has none of its own (same source and defines: the key says so).
+                for arch in super::prebuilt::archive_archs(self.cc) {
+                    let options = nvrtc_options(src, &arch, defines)?;
+                    let key = super::disk_cache::module_key(src.name, &text, &arch, &options);
+                    if let Some(cubin) = a.get(&key) {
+                        return Ok((cubin, "embedded"));
+                    }
                 }
             }
         }

@@ -11,7 +11,8 @@
 //!
 //! The archive is written by the `kernel-archive` tool, which compiles every (source, defines)
 //! variant that [`crate::kernel_registry::variants`] lists for each architecture asked for
-//! (`sm_80`, `sm_86`, `sm_89`, `sm_90` in CI) with the NVRTC it finds. Each entry is keyed by
+//! (`sm_80` and `sm_90` in CI: an `sm_80` CUBIN also runs on 8.6 and 8.9 devices, see
+//! [`archive_archs`]) with the NVRTC it finds. Each entry is keyed by
 //! [`module_key`](super::disk_cache::module_key): the source's name, a hash of its whole
 //! preprocessed text, the architecture and every compile option, the `-D` defines included. A
 //! runtime request computes the same key, so an entry built from another source, another policy
@@ -203,6 +204,18 @@ pub fn loadable(nvrtc: (i32, i32), driver: i32) -> bool {
     driver > 0 && driver >= nvrtc.0 * 1000 + nvrtc.1 * 10
 }
 
+/// The architectures whose archived CUBINs a device of compute capability `cc` can load, best
+/// first: its own, then the first of its major version (`sm_80` for an 8.6 or 8.9 device), since
+/// a CUBIN runs on devices of the same major version with an equal or higher minor one.
+pub fn archive_archs(cc: (i32, i32)) -> Vec<String> {
+    let own = format!("sm_{}{}", cc.0, cc.1);
+    if cc.1 == 0 {
+        vec![own]
+    } else {
+        vec![own, format!("sm_{}0", cc.0)]
+    }
+}
+
 /// The embedded archive: `None` when the crate was built without one, when
 /// `SEGSPARSE_PREBUILT=0`, or when it does not parse (then a notice is printed once and NVRTC
 /// compiles, as without an archive).
@@ -280,6 +293,14 @@ mod tests {
         let mut extra = bytes.clone();
         extra.push(0);
         assert!(Archive::parse(&extra).is_err());
+    }
+
+    #[test]
+    fn a_device_falls_back_to_the_first_minor_of_its_major() {
+        assert_eq!(archive_archs((9, 0)), ["sm_90"]);
+        assert_eq!(archive_archs((8, 0)), ["sm_80"]);
+        assert_eq!(archive_archs((8, 6)), ["sm_86", "sm_80"]);
+        assert_eq!(archive_archs((8, 9)), ["sm_89", "sm_80"]);
     }
 
     #[test]

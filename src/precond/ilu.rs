@@ -14,7 +14,8 @@
 //!
 //! ```
 //! use segsparse::precond::{Ilu0, IncompleteParams};
-//! use segsparse::solvers::{gmres, Cpu, SolveParams};
+//! use segsparse::solvers::{gmres, SolveParams};
+//! use segsparse::backend::Cpu;
 //! let a = segsparse::generate::poisson2d::<f64>(16).unwrap();
 //! let m = Ilu0::new(&Cpu, &a, &IncompleteParams::default()).unwrap();
 //! let b = vec![1.0; a.nrows()];

@@ -7,33 +7,31 @@
 //!
 //! | step | vector work | scalars (on the backend) |
 //! |---|---|---|
-//! | [`bicg_p`](super::VectorOps::bicg_p) | `p = r + β(p − ωv)` (and `p̂ = D⁻¹p`) | |
+//! | [`bicg_p`](crate::backend::VectorOps::bicg_p) | `p = r + β(p − ωv)` (and `p̂ = D⁻¹p`) | |
 //! | `A.apply(p̂, v)` | the operator | |
-//! | [`bicg_alpha`](super::VectorOps::bicg_alpha) | reads r̂, v | r̂ᵀv, α = ρ/r̂ᵀv |
-//! | [`bicg_s`](super::VectorOps::bicg_s) | `s = r − αv` (and `ŝ = D⁻¹s`) | |
+//! | [`bicg_alpha`](crate::backend::VectorOps::bicg_alpha) | reads r̂, v | r̂ᵀv, α = ρ/r̂ᵀv |
+//! | [`bicg_s`](crate::backend::VectorOps::bicg_s) | `s = r − αv` (and `ŝ = D⁻¹s`) | |
 //! | `A.apply(ŝ, t)` | the operator | |
-//! | [`bicg_omega`](super::VectorOps::bicg_omega) | reads t, s | tᵀs, tᵀt, ω |
-//! | [`bicg_update`](super::VectorOps::bicg_update) | `x += αp̂ + ωŝ; r = s − ωt` | ‖r‖², ρ' = r̂ᵀr, β, tests |
+//! | [`bicg_omega`](crate::backend::VectorOps::bicg_omega) | reads t, s | tᵀs, tᵀt, ω |
+//! | [`bicg_update`](crate::backend::VectorOps::bicg_update) | `x += αp̂ + ωŝ; r = s − ωt` | ‖r‖², ρ' = r̂ᵀr, β, tests |
 //!
 //! The shadow residual r̂ is the initial residual (reset to the true residual on a restart).
 //!
-//! **Fused order** (when [`VectorOps::bicg_fused`] says so; the GPU on small systems): `bicg_p`
+//! **Fused order** (when [`VectorOps::bicg_fused`](crate::backend::VectorOps::bicg_fused) says so; the GPU on small systems): `bicg_p`
 //! moves to the end of the previous iteration (and of the start, where β = 0 and `p = v = 0`
-//! make it `p = r`), so an iteration is `A·p̂`, [`bicg_alpha_s`](super::VectorOps::bicg_alpha_s),
-//! `A·ŝ`, [`bicg_update_p`](super::VectorOps::bicg_update_p): four launches on the GPU instead
+//! make it `p = r`), so an iteration is `A·p̂`, [`bicg_alpha_s`](crate::backend::VectorOps::bicg_alpha_s),
+//! `A·ŝ`, [`bicg_update_p`](crate::backend::VectorOps::bicg_update_p): four launches on the GPU instead
 //! of seven. Nothing between the end of one iteration and the start of the next reads or writes
 //! `p`, `r`, `v`, β or ω, and `bicg_p` is a no-op once the status is set, so the arithmetic,
 //! iterations and residuals are those of the separate order.
 
 use super::PrecondKind as Kind;
-use super::{
-    check_problem, drive, Fuse, LinearOperator, Method, Observer, Preconditioner, SolveError,
-    SolveInfo, SolveParams, VectorOps,
-};
+use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
+use crate::backend::{Fuse, LinearOperator, Preconditioner, VectorOps};
 use crate::scalar::Elem;
 
 /// BiCGSTAB for a general (unsymmetric, possibly indefinite) `A`, right-preconditioned by `m`
-/// (pass [`Identity`](super::Identity) for none, `precond::Jacobi` for the diagonal).
+/// (pass [`Identity`](crate::backend::Identity) for none, `precond::Jacobi` for the diagonal).
 ///
 /// # Errors
 /// [`SolveError`]: breakdown (ρ, r̂ᵀv or ω vanishing), non-convergence, NaN/Inf, dimension
@@ -45,46 +43,6 @@ pub fn bicgstab<T, B, A, P>(
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    bicgstab_body(be, a, m, b, x, params, None)
-}
-
-/// [`bicgstab`] with an [`Observer`] called after every iteration.
-///
-/// # Errors
-/// As [`bicgstab`]; an error of the observer stops the solve as [`SolveError::Backend`].
-pub fn bicgstab_observed<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    params: &SolveParams,
-    observer: &dyn Observer<T>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    bicgstab_body(be, a, m, b, x, params, Some(observer))
-}
-
-fn bicgstab_body<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    params: &SolveParams,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -105,7 +63,7 @@ where
         v: BicgVectors::new(be, n, kind)?,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc, clock, observer)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct BicgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {

@@ -7,20 +7,18 @@
 //! | step | vector work | scalars (on the backend) |
 //! |---|---|---|
 //! | `A.apply(p, q)` | the operator | |
-//! | [`cg_alpha`](super::VectorOps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
-//! | [`cg_update_r`](super::VectorOps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
-//! | [`cg_update_xp`](super::VectorOps::cg_update_xp) | `x += αp; p = z + βp` | |
+//! | [`cg_alpha`](crate::backend::VectorOps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
+//! | [`cg_update_r`](crate::backend::VectorOps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
+//! | [`cg_update_xp`](crate::backend::VectorOps::cg_update_xp) | `x += αp; p = z + βp` | |
 //!
 //! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
 use super::PrecondKind as Kind;
-use super::{
-    check_problem, drive, Fuse, LinearOperator, Method, Observer, Preconditioner, SolveError,
-    SolveInfo, SolveParams, VectorOps,
-};
+use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
+use crate::backend::{Fuse, LinearOperator, Preconditioner, VectorOps};
 use crate::scalar::Elem;
 
 /// Conjugate gradient for a symmetric positive definite `A` (Hermitian positive definite for a
@@ -49,7 +47,7 @@ where
 
 /// Preconditioned conjugate gradient with the SPD preconditioner `m` (for example
 /// `precond::Jacobi`). A diagonal preconditioner is fused into the vector updates; any
-/// other is applied once per iteration through [`Preconditioner::apply`].
+/// other is applied once per iteration through [`Preconditioner::apply`](crate::backend::Preconditioner::apply).
 ///
 /// # Errors
 /// As [`cg`].
@@ -67,7 +65,7 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, false, None)
+    cg_family(be, a, m, b, x, params, false)
 }
 
 /// COCG, the conjugate orthogonal conjugate gradient of van der Vorst and Melissen (1990), for a
@@ -115,34 +113,11 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, true, None)
-}
-
-/// [`pcg`] with an [`Observer`] called after every iteration (pass
-/// [`Identity`](super::Identity) for plain CG).
-///
-/// # Errors
-/// As [`cg`]; an error of the observer stops the solve as [`SolveError::Backend`].
-pub fn pcg_observed<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    params: &SolveParams,
-    observer: &dyn Observer<T>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    cg_family(be, a, m, b, x, params, false, Some(observer))
+    cg_family(be, a, m, b, x, params, true)
 }
 
 /// The one body of CG, PCG, COCG and PCOCG: `bilinear` selects the form of ρ and pᵀAp
-/// ([`Slot::Form`]).
+/// ([`Slot::Form`](crate::backend::Slot::Form)).
 #[allow(clippy::too_many_arguments)]
 fn cg_family<T, B, A, P>(
     be: &B,
@@ -152,7 +127,6 @@ fn cg_family<T, B, A, P>(
     x: &mut B::Vector,
     params: &SolveParams,
     bilinear: bool,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -176,7 +150,7 @@ where
     if bilinear {
         be.write_slots(&mut sc, &[(Slot::Form, recur::real(1.0))])?;
     }
-    drive(be, a, b, x, params, &mut state, sc, clock, observer)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
@@ -345,7 +319,7 @@ impl<V> CgVectors<V> {
     }
 
     /// The iteration after `q = A·p` without a general preconditioner: `cg_alpha`,
-    /// `cg_update_r` and `cg_update_xp` as one call ([`VectorOps::cg_tail`]), Jacobi's `z`
+    /// `cg_update_r` and `cg_update_xp` as one call ([`VectorOps::cg_tail`](crate::backend::VectorOps::cg_tail)), Jacobi's `z`
     /// fused in.
     pub(super) fn tail<T, B, P>(
         &mut self,

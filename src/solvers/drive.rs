@@ -4,9 +4,7 @@
 
 use std::time::Instant;
 
-use super::types::{
-    InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS,
-};
+use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
 use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
 
@@ -29,7 +27,7 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     ) -> crate::Result<()> {
         Ok(())
     }
-    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`]):
+    /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`](crate::backend::VectorOps::begin_block)):
     /// `Some(0)` for methods whose every iteration issues the same steps.
     fn block_key(&self) -> Option<u64> {
         Some(0)
@@ -129,7 +127,7 @@ pub(crate) fn check_dims<T: Elem, B: VectorOps<T>, A: LinearOperator<T, B> + ?Si
 /// The memory preflight of a solve ([`crate::memory`]): `vectors` workspace vectors of length
 /// `n`, `extra` further bytes (GMRES's small arrays), the residual history of
 /// `max_iters + 1` entries and the reduction partials, checked by
-/// [`VectorOps::check_memory`] before anything is allocated.
+/// [`VectorOps::check_memory`](crate::backend::VectorOps::check_memory) before anything is allocated.
 pub(crate) fn preflight<T: Elem, B: VectorOps<T>>(
     be: &B,
     what: &str,
@@ -182,7 +180,7 @@ pub(crate) enum PrecondKind {
     Identity,
     /// Diagonal: fused into the vector steps.
     Jacobi,
-    /// Any other: [`Preconditioner::apply`].
+    /// Any other: [`Preconditioner::apply`](crate::backend::Preconditioner::apply).
     General,
 }
 
@@ -201,8 +199,8 @@ impl PrecondKind {
 /// The loop shared by every method and backend: setup, iterations with a status check every
 /// `check_every`, the true-residual confirmation with restarts, and the report. `clock` was
 /// started at the entry of the solver function (its workspace allocation is part of the solve).
-/// With an observer, every block is one iteration, not recorded, and the observer is called
-/// after each (see [`Observer`]).
+/// With an observer ([`SolveParams::observer`]), every block is one iteration, not recorded,
+/// and the observer is called after each.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive<T, B, A, M>(
     be: &B,
@@ -213,7 +211,6 @@ pub(crate) fn drive<T, B, A, M>(
     method: &mut M,
     mut sc: B::Scalars,
     clock: Instant,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -231,6 +228,7 @@ where
     let bnorm = bb.sqrt();
     let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
     let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
+    let observer = params.observer;
     let check_every = match observer {
         Some(_) => 1,
         None => params
@@ -242,7 +240,7 @@ where
     // The observer's view of the iterate: a host copy of x.
     let show_x = |it: usize, x: &B::Vector| -> crate::Result<()> {
         match observer {
-            Some(o) if wants_x => o.on_iterate(it, &be.download(x)?),
+            Some(o) if wants_x => o.on_iterate(it, T::as_elem_slice(&be.download(x)?)),
             _ => Ok(()),
         }
     };
@@ -297,6 +295,9 @@ where
     // An operator with rounded values: reliable updates where the method can continue from a
     // replaced residual.
     let mut reliable = (a.is_narrowed() && method.can_replace()).then(|| Reliable::new(last_true));
+    // And for every method: a watch on the true residual, to give up early where the rounded
+    // values cannot reach the tolerance.
+    let mut watch = a.is_narrowed().then(|| Watch::new(last_true));
     // Continue from the true residual in the scratch vector (a reliable update after a
     // confirmation): the recursive residual norm it replaces.
     let mut resume: Option<f64> = None;
@@ -360,6 +361,22 @@ where
                     replace(method, &mut sc, it, rr, now)?;
                     slots = be.read_slots(&sc)?;
                     status = Status::of(slots[Slot::Status as usize]);
+                }
+            }
+            if let Some(w) = watch.as_mut() {
+                if let Some(rel) = &reliable {
+                    w.seen(rel.at);
+                }
+                if status == Status::Running && it < params.max_iters && w.due(it) {
+                    let now = true_residual_aside(method, x, &mut sc)?;
+                    if !now.is_finite() {
+                        return Err(SolveError::NonFinite { iteration: it });
+                    }
+                    last_true = now;
+                    if w.gave_up(it, now) {
+                        // Reported as not converged, with this true residual.
+                        break;
+                    }
                 }
             }
             let estimate = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt() / scale;
@@ -497,6 +514,59 @@ impl Reliable {
     fn replaced(&mut self, it: usize, now: f64) {
         self.at = now;
         self.since = it;
+    }
+}
+
+/// The watch on a solve with an operator whose values are rounded: every [`WATCH_ITERS`]
+/// iterations the true residual (exact values) is computed aside; the solve stops as not
+/// converged when it has grown [`WATCH_DIVERGED`]-fold above the least one seen (the rounded
+/// operator drives the iterate away), or when two watches in a row found no progress (less
+/// than a tenth below the least one): the rounded values cannot reach the tolerance, and a
+/// caller can change the storage (`solvers::storage`) with iterations left. Each watch costs a
+/// product with the exact values (well under 1 % of the iterations it spans).
+struct Watch {
+    best: f64,
+    next: usize,
+    idle: usize,
+}
+
+/// Iterations between two watches.
+pub(crate) const WATCH_ITERS: usize = 256;
+/// Growth of the true residual over the least one seen that counts as diverging.
+pub(crate) const WATCH_DIVERGED: f64 = 100.0;
+
+impl Watch {
+    fn new(true_residual: f64) -> Self {
+        Watch {
+            best: true_residual,
+            next: WATCH_ITERS,
+            idle: 0,
+        }
+    }
+    fn due(&self, it: usize) -> bool {
+        it >= self.next
+    }
+    /// A true residual seen elsewhere (a reliable update).
+    fn seen(&mut self, r: f64) {
+        if r < 0.9 * self.best {
+            self.best = r;
+            self.idle = 0;
+        }
+    }
+    /// The watch at iteration `it` with true residual `now`: true to give up.
+    fn gave_up(&mut self, it: usize, now: f64) -> bool {
+        self.next = it + WATCH_ITERS;
+        if now > WATCH_DIVERGED * self.best {
+            return true;
+        }
+        if now < 0.9 * self.best {
+            self.best = now;
+            self.idle = 0;
+            false
+        } else {
+            self.idle += 1;
+            self.idle >= 2
+        }
     }
 }
 

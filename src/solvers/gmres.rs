@@ -6,9 +6,9 @@
 //!
 //! | step | vector work | scalars (on the backend) |
 //! |---|---|---|
-//! | `z = M⁻¹v_j` (Jacobi: [`scale`](super::VectorOps::scale); none: skipped) | 3 n | |
+//! | `z = M⁻¹v_j` (Jacobi: [`scale`](crate::backend::VectorOps::scale); none: skipped) | 3 n | |
 //! | `A.apply(z, v_{j+1})` | the operator | |
-//! | [`gmres_arnoldi`](super::KrylovOps::gmres_arnoldi) | CGS2: 2 × (block dot, block update), normalise | H[:, j], Givens rotation, \|g_{j+1}\|, tests |
+//! | [`gmres_arnoldi`](crate::backend::KrylovOps::gmres_arnoldi) | CGS2: 2 × (block dot, block update), normalise | H[:, j], Givens rotation, \|g_{j+1}\|, tests |
 //!
 //! and the cycle ends after `m` iterations (or at convergence) with `x ← x + M⁻¹·V·y`, where
 //! `R·y = g` is the rotated least-squares problem (solved by a one-thread kernel on the GPU).
@@ -32,22 +32,21 @@
 //! abs_tol)` (unpreconditioned, the same as SciPy's `gmres(rtol=…)` with a right
 //! preconditioner); the estimate `|g|` only triggers the true check.
 
-use super::recur::Status;
-use super::{
-    check_problem, drive, KrylovOps, LinearOperator, Method, Observer, Preconditioner, SolveError,
-    SolveInfo, SolveParams,
-};
+use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
+use crate::backend::recur::Status;
+use crate::backend::{KrylovOps, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
 
 /// The default restart length m of [`gmres`] (SciPy's and PETSc's default as well).
 pub const DEFAULT_RESTART: usize = 30;
 
 /// Restarted GMRES(`restart`) for a general square `A`, right-preconditioned by `m` (pass
-/// [`Identity`](super::Identity) for none, `precond::Jacobi` for the diagonal, or a
+/// [`Identity`](crate::backend::Identity) for none, `precond::Jacobi` for the diagonal, or a
 /// `precond::Chebyshev` polynomial). Each iteration is one operator application.
 ///
 /// ```
-/// use segsparse::solvers::{gmres, Cpu, Identity, SolveParams};
+/// use segsparse::solvers::{gmres, SolveParams};
+/// use segsparse::backend::{Cpu, Identity};
 /// use segsparse::CsrMatrix;
 /// // An unsymmetric tridiagonal (convection–diffusion) matrix.
 /// let n = 100;
@@ -68,6 +67,7 @@ pub const DEFAULT_RESTART: usize = 30;
 /// [`SolveError`]: stagnation over a cycle, an Arnoldi breakdown (singular operator),
 /// non-convergence, NaN/Inf, dimension mismatch (also `restart = 0`), or a backend failure. On
 /// error `x` holds the last iterate.
+#[allow(clippy::too_many_arguments)]
 pub fn gmres<T, B, A, P>(
     be: &B,
     a: &A,
@@ -76,52 +76,6 @@ pub fn gmres<T, B, A, P>(
     x: &mut B::Vector,
     restart: usize,
     params: &SolveParams,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    gmres_body(be, a, m, b, x, restart, params, None)
-}
-
-/// [`gmres`] with an [`Observer`]: [`Observer::on_iteration`] after every inner iteration with
-/// the least-squares residual estimate, [`Observer::on_iterate`] after every restart cycle
-/// (including the last, partial one) with `x` corrected by the cycle.
-///
-/// # Errors
-/// As [`gmres`]; an error of the observer stops the solve as [`SolveError::Backend`].
-#[allow(clippy::too_many_arguments)]
-pub fn gmres_observed<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    restart: usize,
-    params: &SolveParams,
-    observer: &dyn Observer<T>,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: KrylovOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
-    gmres_body(be, a, m, b, x, restart, params, Some(observer))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn gmres_body<T, B, A, P>(
-    be: &B,
-    a: &A,
-    m: &P,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    restart: usize,
-    params: &SolveParams,
-    observer: Option<&dyn Observer<T>>,
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
@@ -142,7 +96,7 @@ where
     let restart = restart.min(n.max(1));
     // r, q, z and the m + 1 basis vectors; the small arrays are O(m²).
     let vectors = 2 + usize::from(!m.is_identity()) + restart + 1;
-    let small = crate::memory::bytes_of::<T>(super::GmresLayout { m: restart }.len());
+    let small = crate::memory::bytes_of::<T>(crate::backend::GmresLayout { m: restart }.len());
     super::preflight(
         be,
         "the GMRES workspace (Krylov basis)",
@@ -156,10 +110,10 @@ where
         m,
         b,
         restart,
-        v: GmresVectors::new(be, n, restart, m.is_identity())?,
+        v: GmresVectors::new(be, n, restart, m.is_identity(), params.basis)?,
     };
     let sc = be.scalars(n, params.max_iters)?;
-    drive(be, a, b, x, params, &mut state, sc, clock, observer)
+    drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
 struct GmresState<'a, T: Elem, B: KrylovOps<T>, A: ?Sized, P: ?Sized> {
@@ -279,18 +233,20 @@ pub(super) struct GmresVectors<V, K> {
 }
 
 impl<V, K> GmresVectors<V, K> {
-    /// The vectors of length `n` and a basis of `restart + 1` vectors (`z` unless `identity`).
+    /// The vectors of length `n` and a basis of `restart + 1` vectors stored in `basis`
+    /// ([`KrylovOps::krylov_stored`]; `z` unless `identity`).
     pub(super) fn new<T: Elem, B: KrylovOps<T, Vector = V, Krylov = K>>(
         be: &B,
         n: usize,
         restart: usize,
         identity: bool,
+        basis: crate::scalar::Storage,
     ) -> crate::Result<Self> {
         Ok(GmresVectors {
             r: be.zeros(n)?,
             q: be.zeros(n)?,
             z: if identity { None } else { Some(be.zeros(n)?) },
-            k: be.krylov(n, restart)?,
+            k: be.krylov_stored(n, restart, basis)?,
             j: 0,
             cycle_it: 0,
             halted: false,
@@ -406,7 +362,7 @@ impl<V, K> GmresVectors<V, K> {
     {
         if self.j == restart && !self.halted {
             let slots = be.read_slots(sc)?;
-            if Status::of(slots[super::Slot::Status as usize]) != Status::Running {
+            if Status::of(slots[crate::backend::Slot::Status as usize]) != Status::Running {
                 self.halted = true;
                 return Ok(());
             }

@@ -6,7 +6,7 @@
 //! | solver | for | function |
 //! |---|---|---|
 //! | conjugate gradient (Hestenes and Stiefel 1952) | symmetric positive definite `A` | [`cg`] |
-//! | preconditioned CG (any SPD [`Preconditioner`]) | SPD `A` | [`pcg`] |
+//! | preconditioned CG (any SPD [`Preconditioner`](crate::backend::Preconditioner)) | SPD `A` | [`pcg`] |
 //! | COCG (van der Vorst and Melissen 1990), optionally preconditioned | complex symmetric `A = Aᵀ` | [`cocg`], [`pcocg`] |
 //! | BiCGSTAB (van der Vorst 1992), optionally right-preconditioned | unsymmetric `A` | [`bicgstab`] |
 //! | GMRES(m) (Saad and Schultz 1986), restarted, right-preconditioned | any nonsingular `A` | [`gmres`] |
@@ -14,22 +14,23 @@
 //! Every solver takes a real or complex element type ([`crate::Elem`]): for a complex `T` the
 //! inner products are `xᴴy` (CG then needs a Hermitian positive definite `A`), ‖r‖ is real, and
 //! COCG's bilinear `xᵀy` serves complex symmetric matrices. A complex `T` runs on a backend that
-//! holds complex vectors: the CPU backend, [`Cpu`], and on the GPU
+//! holds complex vectors: the CPU backend, [`Cpu`](crate::backend::Cpu), and on the GPU
 //! [`GpuOps`](crate::backend::gpu::GpuOps) with the complex GPU matrix
 //! (`spmv::gpu::complex::GpuComplexCsr`), the same solver bodies.
 //!
 //! | preconditioner | needs | type |
 //! |---|---|---|
-//! | none | — | [`Identity`] |
+//! | none | — | [`Identity`](crate::backend::Identity) |
 //! | Jacobi, `M = diag(A)` (fused into the vector updates) | a nonzero diagonal | `precond::Jacobi` |
 //! | Chebyshev polynomial in `D⁻¹A`, bounds from a few Lanczos/Arnoldi steps | a spectrum in the right half-plane | `precond::Chebyshev` |
 //!
 //! GMRES with the polynomial preconditioner, on the CPU (the same call runs on the GPU with
-//! [`gpu::GpuOps`] and the GPU matrix):
+//! [`gpu::GpuOps`](crate::backend::gpu::GpuOps) and the GPU matrix):
 //!
 //! ```
 //! use segsparse::precond::{Chebyshev, ChebyshevParams};
-//! use segsparse::solvers::{gmres, pcg, Cpu, SolveParams};
+//! use segsparse::solvers::{gmres, pcg, SolveParams};
+//! use segsparse::backend::Cpu;
 //! let a = segsparse::generate::poisson2d::<f64>(32).unwrap();
 //! let b = vec![1.0; a.nrows()];
 //! let poly = Chebyshev::from_matrix(&Cpu, &a, &a, &ChebyshevParams::default()).unwrap();
@@ -43,12 +44,12 @@
 //!
 //! Each solver is written **once**, generic over two traits:
 //!
-//! - [`VectorOps`], the backend: what a vector is (`Vec<T>` on the CPU, a device buffer on the
+//! - [`VectorOps`](crate::backend::VectorOps), the backend: what a vector is (`Vec<T>` on the CPU, a device buffer on the
 //!   GPU), a small block of *scalar slots* that holds ρ, α, β, ω, ‖r‖² and a status word
-//!   ([`VectorOps::Scalars`]: host values on the CPU, **device memory** on the GPU), and the
-//!   handful of fused vector steps the solvers need. Implemented by [`Cpu`] and (feature `cuda`)
-//!   [`gpu::GpuOps`].
-//! - [`LinearOperator`]: `y ← A·x` with the backend's vectors. It is implemented for
+//!   ([`VectorOps::Scalars`](crate::backend::VectorOps::Scalars): host values on the CPU, **device memory** on the GPU), and the
+//!   handful of fused vector steps the solvers need. Implemented by [`Cpu`](crate::backend::Cpu) and (feature `cuda`)
+//!   [`gpu::GpuOps`](crate::backend::gpu::GpuOps).
+//! - [`LinearOperator`](crate::backend::LinearOperator): `y ← A·x` with the backend's vectors. It is implemented for
 //!   [`CsrMatrix`](crate::CsrMatrix) on the CPU and for the GPU SpMV's matrix on the GPU, and you
 //!   can implement it for your own matrix-free operator.
 //!
@@ -57,7 +58,8 @@
 //! `CgParams`/`CgInfo`/`CgError`.
 //!
 //! ```
-//! use segsparse::solvers::{cg, Cpu, SolveParams};
+//! use segsparse::solvers::{cg, SolveParams};
+//! use segsparse::backend::Cpu;
 //! use segsparse::CsrMatrix;
 //! // 1-D Laplacian, SPD.
 //! let n = 50;
@@ -97,11 +99,11 @@
 //! default) the GPU backend records a block with CUDA stream capture and replays it as one graph
 //! launch, removing the launch cost of each kernel (about 2–3 µs of host time apiece, which on
 //! systems of a few thousand rows is most of an iteration). The hooks are
-//! [`VectorOps::begin_block`] and [`VectorOps::end_block`], no-ops for the CPU and the
+//! [`VectorOps::begin_block`](crate::backend::VectorOps::begin_block) and [`VectorOps::end_block`](crate::backend::VectorOps::end_block), no-ops for the CPU and the
 //! distributed backends, so every method keeps one body:
 //!
 //! - **Iteration numbers.** A recorded kernel keeps the arguments it was captured with, so the
-//!   kernels number their iterations relative to a device slot ([`Slot::IterBase`]) that the
+//!   kernels number their iterations relative to a device slot ([`Slot::IterBase`](crate::backend::Slot::IterBase)) that the
 //!   host sets before a block and the graph's last node advances by the block length. Without
 //!   graphs the slot stays 0 and the kernels get absolute iterations, as before.
 //! - **When.** Each solve records its own graphs (they hold the solve's buffers), keyed by the
@@ -113,7 +115,7 @@
 //!   block (the tail before the iteration limit) is never instantiated. A new problem is a new
 //!   solve and records anew.
 //! - **What is recorded.** Everything a step issues: the operator, a preconditioner's
-//!   [`Preconditioner::apply`] (which must only queue device work: Jacobi, Chebyshev and any
+//!   [`Preconditioner::apply`](crate::backend::Preconditioner::apply) (which must only queue device work: Jacobi, Chebyshev and any
 //!   preconditioner that follows that rule are captured with the iteration), the fused steps.
 //!   A step that synchronises cannot be recorded: the solve then fails with a CUDA error that
 //!   says so, and `graphs: false` runs it uncaptured.
@@ -129,19 +131,19 @@
 //!
 //! # Fused steps
 //!
-//! Some steps of [`VectorOps`] stand for a fixed sequence of the others:
-//! [`VectorOps::cg_tail`] (CG's `cg_alpha`, `cg_update_r`, `cg_update_xp`),
-//! [`VectorOps::bicg_alpha_s`] and [`VectorOps::bicg_update_p`] (BiCGSTAB's `bicg_alpha` +
+//! Some steps of [`VectorOps`](crate::backend::VectorOps) stand for a fixed sequence of the others:
+//! [`VectorOps::cg_tail`](crate::backend::VectorOps::cg_tail) (CG's `cg_alpha`, `cg_update_r`, `cg_update_xp`),
+//! [`VectorOps::bicg_alpha_s`](crate::backend::VectorOps::bicg_alpha_s) and [`VectorOps::bicg_update_p`](crate::backend::VectorOps::bicg_update_p) (BiCGSTAB's `bicg_alpha` +
 //! `bicg_s` and `bicg_omega` + `bicg_update` + the next iteration's `bicg_p`). Their default
 //! implementations issue that sequence, so the CPU and the distributed backends are unchanged;
 //! the GPU backend runs each as one kernel on small systems (see "Small systems" in
-//! [`gpu`]), where an iteration's cost is its number of kernel launches. BiCGSTAB uses the
+//! [`gpu`](crate::backend::gpu)), where an iteration's cost is its number of kernel launches. BiCGSTAB uses the
 //! fused order (its `p` update moved to the end of the previous iteration) only where the
-//! backend asks for it ([`VectorOps::bicg_fused`]). Either way the arithmetic is the same:
+//! backend asks for it ([`VectorOps::bicg_fused`](crate::backend::VectorOps::bicg_fused)). Either way the arithmetic is the same:
 //! iterations, residuals and errors do not depend on the fusion.
 //!
 //! The CPU backend runs the same steps with host scalars (the same recurrences, written once in
-//! Rust in [`recur`] and mirrored in `kernels/solvers/recur.cuh`), and its reductions also
+//! Rust in [`recur`](crate::backend::recur) and mirrored in `kernels/solvers/recur.cuh`), and its reductions also
 //! sum fixed-size chunks in a fixed order, so CPU results are reproducible run to run.
 //!
 //! # Timing
@@ -228,23 +230,12 @@ pub mod multi;
 pub mod storage;
 mod types;
 
-pub use bicgstab::{bicgstab, bicgstab_observed};
-pub use cg::{cg, cocg, pcg, pcg_observed, pcocg};
-pub use gmres::{gmres, gmres_observed, DEFAULT_RESTART};
+pub use bicgstab::bicgstab;
+pub use cg::{cg, cocg, pcg, pcocg};
+pub use gmres::{gmres, DEFAULT_RESTART};
 pub use types::{
     per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams,
     MAX_RESTARTS,
 };
 
 pub(crate) use drive::{check_problem, drive, preflight, Method, PrecondKind};
-
-// The backend layer below the solvers, re-exported so that `solvers::Cpu`, `solvers::VectorOps`,
-// `solvers::gpu::GpuOps` and `solvers::recur` keep working.
-#[cfg(feature = "cuda")]
-pub use crate::backend::gpu;
-pub use crate::backend::recur;
-pub use crate::backend::recur::{GmresLayout, Slot, Status, NSLOTS};
-pub use crate::backend::{
-    Block, Cpu, CpuScalars, Fuse, HostKrylov, Identity, KrylovOps, LinearOperator, Preconditioner,
-    VectorOps,
-};

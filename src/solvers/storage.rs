@@ -16,7 +16,8 @@
 
 use std::time::Instant;
 
-use super::{InitialGuess, LinearOperator, SolveError, SolveInfo, SolveParams, VectorOps};
+use super::{InitialGuess, SolveError, SolveInfo, SolveParams};
+use crate::backend::{LinearOperator, VectorOps};
 use crate::scalar::{Elem, Storage};
 
 /// The operators of a solve with `f32` storage, as [`solve_stored`] takes them (`T` is the
@@ -60,16 +61,16 @@ pub struct StoredSolve {
 /// # Errors
 /// Only a backend failure while saving or restoring `x`; the solves' own failures are in
 /// [`StoredSolve::result`].
-pub fn solve_stored<T: Elem, B: VectorOps<T>>(
+pub fn solve_stored<'p, T: Elem, B: VectorOps<T>>(
     be: &B,
     op: StoredOperator<'_, T, B>,
     x: &mut B::Vector,
-    params: &SolveParams,
+    params: &SolveParams<'p>,
     mut solve: impl FnMut(
         Storage,
         &dyn LinearOperator<T, B>,
         &mut B::Vector,
-        &SolveParams,
+        &SolveParams<'p>,
     ) -> Result<SolveInfo, SolveError>,
 ) -> crate::Result<StoredSolve> {
     let (narrow, exact) = match op {
@@ -154,6 +155,7 @@ pub fn solve_stored<T: Elem, B: VectorOps<T>>(
     let second_params = SolveParams {
         max_iters: left,
         initial_guess: guess,
+        basis: Storage::F64,
         ..*params
     };
     let second = solve(Storage::F64, exact, x, &second_params).map(|mut info| {

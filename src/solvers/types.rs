@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::scalar::ElemSlice;
+
 /// How often the true residual may force a restart before the solve gives up (see the module
 /// docs, "Departures from the textbook").
 pub const MAX_RESTARTS: usize = 3;
@@ -18,8 +20,11 @@ pub enum InitialGuess {
 
 /// Options of an iterative solve. Fill with struct-update syntax:
 /// `SolveParams { rel_tol: 1e-10, ..Default::default() }`.
+///
+/// The lifetime is that of the [`observer`](SolveParams::observer) it may borrow;
+/// `SolveParams<'static>` holds none (or one that lives as long as the program).
 #[derive(Clone, Copy, Debug)]
-pub struct SolveParams {
+pub struct SolveParams<'a> {
     /// Stop when ‖b − A·x‖ ≤ max(rel_tol·‖b‖, abs_tol). Default 1e-8.
     pub rel_tol: f64,
     /// Absolute tolerance on ‖b − A·x‖. Default 0.
@@ -37,17 +42,28 @@ pub struct SolveParams {
     /// Called from the solve's thread at each status check with the progress so far (for
     /// progress lines); `None` by default.
     pub on_check: Option<fn(&Progress)>,
+    /// Called after every iteration, with the iterate on request (see [`Observer`]); `None` by
+    /// default. With an observer the solve reads its status after every iteration and records
+    /// no blocks (as `check_every: Some(1), graphs: false`). The one-column solvers call it;
+    /// the multi-column solvers ([`multi`](super::multi)) refuse it.
+    pub observer: Option<&'a dyn Observer>,
     /// Let the backend record a block of iterations (the `check_every` iterations between two
     /// status checks) once and replay it: CUDA graphs on the GPU, which remove the launch cost
     /// of every kernel. Same arithmetic, iterations and residuals as without; ignored by
     /// backends that do not record (the CPU). Default true. See "Recorded blocks" in the
     /// module docs.
     pub graphs: bool,
+    /// GMRES: where the Krylov basis is stored. [`Storage::F32`] under `f64` work keeps it in
+    /// `f32` (half the bytes of the two Gram–Schmidt passes that dominate an iteration; each
+    /// basis vector rounded once, so the stored basis is orthonormal to within `2·2⁻²⁴`, see
+    /// [`KrylovOps::krylov_stored`](crate::backend::KrylovOps::krylov_stored)); the default
+    /// [`Storage::F64`] keeps the working precision. The other methods ignore it.
+    pub basis: crate::scalar::Storage,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
 
-impl Default for SolveParams {
+impl Default for SolveParams<'_> {
     fn default() -> Self {
         SolveParams {
             rel_tol: 1e-8,
@@ -57,7 +73,9 @@ impl Default for SolveParams {
             record_history: true,
             check_every: None,
             on_check: None,
+            observer: None,
             graphs: true,
+            basis: crate::scalar::Storage::F64,
             non_exhaustive: (),
         }
     }
@@ -74,15 +92,42 @@ pub struct Progress {
     pub seconds: f64,
 }
 
-/// A per-iteration observer of a solve, given to [`pcg_observed`](super::pcg_observed),
-/// [`bicgstab_observed`](super::bicgstab_observed) or [`gmres_observed`](super::gmres_observed)
-/// (front ends turn it into a user's callback). With an observer the solve reads its status after
-/// every iteration and records no blocks (as `check_every = 1, graphs = false`): the same
-/// arithmetic, iterations and residuals as without, one host read per iteration more.
+/// A per-iteration observer of a solve, set in [`SolveParams::observer`] (front ends turn it
+/// into a user's callback). With an observer the solve reads its status after every iteration
+/// and records no blocks (as `check_every = 1, graphs = false`): the same arithmetic,
+/// iterations and residuals as without, one host read per iteration more.
+///
+/// One observer serves every element type: the iterate comes as an [`ElemSlice`] (take it
+/// back as `&[T]` with [`ElemSlice::get`]). It is `Sync` so that the parameters holding it may
+/// be shared between threads (a batch of solves on the CPU).
 ///
 /// An error returned by a method stops the solve with [`SolveError::Backend`] carrying it; `x`
 /// then holds the last iterate.
-pub trait Observer<T> {
+///
+/// ```
+/// use std::sync::Mutex;
+/// use segsparse::solvers::{cg, Observer, SolveParams};
+/// use segsparse::backend::Cpu;
+/// use segsparse::ElemSlice;
+/// struct Last(Mutex<Vec<f64>>);
+/// impl Observer for Last {
+///     fn wants_iterate(&self) -> bool {
+///         true
+///     }
+///     fn on_iterate(&self, _it: usize, x: ElemSlice<'_>) -> segsparse::Result<()> {
+///         *self.0.lock().unwrap() = x.get::<f64>().expect("an f64 solve").to_vec();
+///         Ok(())
+///     }
+/// }
+/// let a = segsparse::generate::poisson2d::<f64>(8).unwrap();
+/// let b = vec![1.0; a.nrows()];
+/// let mut x = vec![0.0; a.nrows()];
+/// let last = Last(Mutex::new(Vec::new()));
+/// let params = SolveParams { observer: Some(&last), ..Default::default() };
+/// cg(&Cpu, &a, &b, &mut x, &params).unwrap();
+/// assert_eq!(*last.0.lock().unwrap(), x);
+/// ```
+pub trait Observer: Sync {
     /// After each iteration `iteration` (1-based) with the method's recursive residual estimate
     /// relative to ‖b‖ (GMRES: the rotated least-squares residual `|g_{j+1}| / ‖b‖`, which is the
     /// unpreconditioned one, GMRES being right-preconditioned).
@@ -94,11 +139,17 @@ pub trait Observer<T> {
     fn wants_iterate(&self) -> bool {
         false
     }
-    /// With the current iterate `x` (a host copy): after each iteration of CG and BiCGSTAB, and
-    /// after each restart cycle of GMRES (where the cycle's correction is added to `x`: the
-    /// inner steps have no iterate), including the last one.
-    fn on_iterate(&self, _iteration: usize, _x: &[T]) -> crate::Result<()> {
+    /// With the current iterate `x` (a host copy, in the solve's element type): after each
+    /// iteration of CG and BiCGSTAB, and after each restart cycle of GMRES (where the cycle's
+    /// correction is added to `x`: the inner steps have no iterate), including the last one.
+    fn on_iterate(&self, _iteration: usize, _x: ElemSlice<'_>) -> crate::Result<()> {
         Ok(())
+    }
+}
+
+impl fmt::Debug for dyn Observer + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Observer")
     }
 }
 

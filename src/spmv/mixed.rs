@@ -93,7 +93,8 @@ impl F32Fit {
 /// [module docs](self)). A [`LinearOperator<f64, Cpu>`](LinearOperator).
 ///
 /// ```
-/// use segsparse::solvers::{cg, Cpu, SolveParams};
+/// use segsparse::backend::Cpu;
+/// use segsparse::solvers::{cg, SolveParams};
 /// use segsparse::spmv::mixed::MixedCsr;
 /// use segsparse::CsrMatrix;
 /// // A 1-D diffusion matrix with coefficients that f32 rounds.

@@ -4,10 +4,11 @@
 //!
 //! GPU tests skip with a notice without a GPU; they fail instead when `SEGSPARSE_REQUIRE_GPU=1`.
 
+use segsparse::backend::{Cpu, Preconditioner};
 use segsparse::generate;
 use segsparse::precond::amg::{rigid_body_modes_2d, rigid_body_modes_3d, Cycle, Smoother};
 use segsparse::precond::{Amg, AmgParams};
-use segsparse::solvers::{bicgstab, gmres, pcg, Cpu, Preconditioner, SolveParams};
+use segsparse::solvers::{bicgstab, gmres, pcg, SolveParams};
 use segsparse::CsrMatrix;
 
 /// A named problem, its near-nullspace candidates (if not the constant) and block size.
@@ -366,8 +367,8 @@ fn bad_input_is_a_clear_error() {
 #[cfg(feature = "cuda")]
 #[test]
 fn gpu_cycle_equals_cpu_cycle() {
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     let Some(gpu) = segsparse::gpu::test_gpu() else {
         return;
@@ -612,8 +613,8 @@ fn dump_aggregation() {
 /// the spectral-radius estimates; its numeric re-setup equals a fresh GPU setup bit for bit.
 #[test]
 fn gpu_setup_equals_host_setup() {
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     let Some(gpu) = segsparse::gpu::test_gpu() else {
         return;
@@ -821,8 +822,8 @@ fn gpu_setup_equals_host_setup() {
 /// it), the third replays it without recording more.
 #[test]
 fn gpu_resetup_graph_equals_launched() {
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     let Some(_) = segsparse::gpu::test_gpu() else {
         return;
@@ -921,8 +922,8 @@ fn gpu_resetup_graph_equals_launched() {
 /// were really recorded.
 #[test]
 fn gpu_amg_cycle_inside_cuda_graphs_equals_uncaptured() {
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
     let Some(_) = segsparse::gpu::test_gpu() else {
         return;
@@ -975,7 +976,7 @@ fn amg_is_send() {
     send::<Amg<f64, Cpu>>();
     send::<Amg<f32, Cpu>>();
     #[cfg(feature = "cuda")]
-    send::<Amg<f64, segsparse::solvers::gpu::GpuOps<f64>>>();
+    send::<Amg<f64, segsparse::backend::gpu::GpuOps<f64>>>();
 }
 
 #[test]

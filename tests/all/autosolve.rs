@@ -3,9 +3,10 @@
 //! continuation from the probe's iterate, and the per-pattern cache.
 
 use segsparse::autosolve::{decide, solve, AutoSolve, CostModel, Measured, ProbeParams};
+use segsparse::backend::Cpu;
 use segsparse::generate;
 use segsparse::precond::auto::{choose, AutoMethod as M, AutoPrecond as P};
-use segsparse::solvers::{Cpu, SolveParams};
+use segsparse::solvers::SolveParams;
 use segsparse::CsrMatrix;
 
 fn params() -> ProbeParams {

@@ -4,11 +4,12 @@
 //! residual histories, restarts and solutions, bit for bit, show that the defaults compute the
 //! arithmetic of the fused steps.
 
+use segsparse::backend::Identity;
 use segsparse::backend::{
     Cpu, CpuScalars, HostKrylov, KrylovOps, LinearOperator, Preconditioner, Slot, VectorOps, NSLOTS,
 };
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
-use segsparse::solvers::{bicgstab, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
+use segsparse::solvers::{bicgstab, gmres, pcg, SolveError, SolveInfo, SolveParams};
 use segsparse::{generate, CsrMatrix, Result};
 
 /// The core only, forwarded to [`Cpu`].

@@ -15,10 +15,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
+use segsparse::backend::{Cpu, Identity};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, SolveError, SolveParams,
-};
+use segsparse::solvers::{bicgstab, cg, gmres, pcg, InitialGuess, SolveError, SolveParams};
 use segsparse::{generate, CsrMatrix, Error};
 
 const BIG67: &str = "%%MatrixMarket matrix coordinate real general\n1000000000 1 1\n1 1 1\n";
@@ -194,7 +193,7 @@ fn nan_and_inf_in_a_b_or_x0_are_non_finite_on_every_solver() {
 
 #[cfg(feature = "cuda")]
 fn gpu_cases() {
-    use segsparse::solvers::gpu::GpuOps;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
     let Some(g) = segsparse::gpu::test_gpu() else {
         return;

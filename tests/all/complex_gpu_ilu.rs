@@ -15,11 +15,12 @@
 use std::sync::Arc;
 
 use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Cpu, Preconditioner, VectorOps};
 use segsparse::gpu::{self, Gpu, KernelType};
 use segsparse::precond::{
     Application, FactorKind, Ic0, Ilu0, IncompleteParams, RowMatching, SptrsvAlgorithm,
 };
-use segsparse::solvers::{bicgstab, gmres, pcg, Cpu, Preconditioner, SolveParams, VectorOps};
+use segsparse::solvers::{bicgstab, gmres, pcg, SolveParams};
 use segsparse::sparse::incomplete::gpu::{GpuFactorization, GpuIncompleteFactor};
 use segsparse::sparse::incomplete::{triangle_of, IncompleteFactor};
 use segsparse::sparse::triangular::gpu::GpuTriangular;

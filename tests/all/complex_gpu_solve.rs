@@ -15,11 +15,10 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Cpu, Identity, VectorOps};
 use segsparse::gpu::{self, Gpu, KernelType};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::{
-    bicgstab, cg, cocg, gmres, pcg, pcocg, Cpu, Identity, SolveInfo, SolveParams, VectorOps,
-};
+use segsparse::solvers::{bicgstab, cg, cocg, gmres, pcg, pcocg, SolveInfo, SolveParams};
 use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 use segsparse::spmv::spmv;
 use segsparse::{generate, Complex, CsrMatrix, Elem};

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::backend::{Cpu, Identity};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams};
-use segsparse::solvers::{bicgstab, gmres, pcocg, Cpu, Identity, SolveParams};
+use segsparse::solvers::{bicgstab, gmres, pcocg, SolveParams};
 use segsparse::sparse::incomplete::{FactorKind, IncompleteFactor};
 use segsparse::spmv::spmv;
 use segsparse::{generate, io, Complex, CsrMatrix, Elem};

@@ -6,10 +6,9 @@ use std::cell::Cell;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::backend::{Cpu, Identity, LinearOperator};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::{
-    bicgstab, cg, cocg, gmres, pcg, pcocg, Cpu, Identity, LinearOperator, SolveError, SolveParams,
-};
+use segsparse::solvers::{bicgstab, cg, cocg, gmres, pcg, pcocg, SolveError, SolveParams};
 use segsparse::spmv::spmv;
 use segsparse::{generate, Complex, CsrMatrix};
 
@@ -93,7 +92,7 @@ fn true_rel_residual(a: &CsrMatrix<C64>, x: &[C64], b: &[C64]) -> f64 {
     norm(&r) / norm(b)
 }
 
-fn params(rel_tol: f64, max_iters: usize) -> SolveParams {
+fn params(rel_tol: f64, max_iters: usize) -> SolveParams<'static> {
     SolveParams {
         rel_tol,
         max_iters,

@@ -7,12 +7,13 @@
 //! then a case needing at most N GPUs fails instead of skipping when fewer work.
 #![cfg(feature = "nccl")]
 
+use segsparse::backend::gpu::GpuOps;
+use segsparse::backend::{Identity, VectorOps};
 use segsparse::dist::nccl::{nccl_available, run_threads, DistCsr, NcclOps};
 use segsparse::dist::{poisson3d_block, Partition, RowBlock};
 use segsparse::gpu::{gpu_required, Gpu};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::gpu::GpuOps;
-use segsparse::solvers::{bicgstab, cg, pcg, Identity, SolveInfo, SolveParams, VectorOps};
+use segsparse::solvers::{bicgstab, cg, pcg, SolveInfo, SolveParams};
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::CsrMatrix;
 
@@ -56,7 +57,7 @@ enum Method {
     Bicgstab,
 }
 
-fn params() -> SolveParams {
+fn params() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-10,
         ..Default::default()
@@ -201,6 +202,7 @@ fn distributed_product_on_two_gpus_matches_the_host() {
 
 // --- issue 22: preconditioners across GPUs, the timing model, and the measured costs ----------
 
+use segsparse::backend::Preconditioner;
 use segsparse::dist::nccl::{auto_gpus, measure_costs};
 use segsparse::dist::{
     choose_gpus, solve_rank, DistPart, DistPrecond, DistSolve, IterationWork, Krylov, LocalPrecond,
@@ -208,7 +210,6 @@ use segsparse::dist::{
 };
 use segsparse::precond::{Amg, AmgParams, Ic0, IncompleteParams};
 use segsparse::precond::{Chebyshev, ChebyshevParams};
-use segsparse::solvers::Preconditioner;
 
 fn ip() -> IncompleteParams {
     IncompleteParams {

@@ -2,9 +2,10 @@
 //! partitions, halo lists, index maps, the distributed product and CG/PCG/BiCGSTAB against the
 //! single-process solve.
 
+use segsparse::backend::{Cpu, Identity};
 use segsparse::dist::{poisson3d_block, sim, DistPart, Partition, RowBlock};
 use segsparse::precond::Jacobi;
-use segsparse::solvers::{bicgstab, cg, pcg, Cpu, Identity, SolveParams};
+use segsparse::solvers::{bicgstab, cg, pcg, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
 use crate::common::dist::convection;
@@ -164,7 +165,7 @@ fn distributed_product_matches_the_global_one() {
                 .unwrap();
                 let xl = x[rows.start as usize..rows.end as usize].to_vec();
                 let mut y = vec![f64::NAN; op.n_owned()];
-                segsparse::solvers::LinearOperator::apply(
+                segsparse::backend::LinearOperator::apply(
                     &op,
                     &sim::SimOps::new(comm),
                     &xl,
@@ -335,10 +336,11 @@ fn bad_blocks_are_errors() {
 
 // --- issue 22: preconditioners across ranks, and the timing model on simulated ranks ----------
 
+use segsparse::backend::Preconditioner;
 use segsparse::dist::{solve_rank, BlockJacobi, DistPrecond, DistSolve, Krylov, LocalPrecond};
 use segsparse::precond::{Amg, AmgParams, Ic0, Ilu0, IncompleteParams};
 use segsparse::precond::{Chebyshev, ChebyshevParams};
-use segsparse::solvers::{Preconditioner, SolveInfo};
+use segsparse::solvers::SolveInfo;
 
 fn ip() -> IncompleteParams {
     IncompleteParams {
@@ -409,7 +411,7 @@ fn solve_single(a: &CsrMatrix<f64>, b: &[f64], l: &LocalPrecond, method: Krylov)
     }
 }
 
-fn params10() -> SolveParams {
+fn params10() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-10,
         ..Default::default()

@@ -20,12 +20,13 @@ fn nvrtc_or_skip() -> bool {
     false
 }
 
-/// Every kernel source compiles for sm_80, sm_89 and sm_90 (A100, L40/RTX 4090, H100/H200).
+/// Every kernel source compiles for sm_80 and sm_90 (A100, H100/H200; no kernel has a code path
+/// of its own for 8.6 or 8.9, whose devices run sm_80 code).
 /// Needs only libnvrtc. CI sets `SEGSPARSE_REQUIRE_NVRTC=1`, so there this test fails instead of
 /// skipping when NVRTC is absent, and runs it once per NVRTC major version (12 and 13, chosen
 /// with `SEGSPARSE_NVRTC`), with `SEGSPARSE_EXPECT_NVRTC_MAJOR` saying which one must be in use.
 #[test]
-fn every_kernel_source_compiles_for_sm80_sm89_and_sm90() {
+fn every_kernel_source_compiles_for_sm80_and_sm90() {
     if !nvrtc_or_skip() {
         return;
     }
@@ -47,7 +48,7 @@ fn every_kernel_source_compiles_for_sm80_sm89_and_sm90() {
         );
         return;
     }
-    let archs = ["sm_80", "sm_89", "sm_90"];
+    let archs = ["sm_80", "sm_90"];
     let jobs: Vec<_> = segsparse::kernel_registry::ALL_SOURCES
         .iter()
         .flat_map(|src| archs.iter().map(move |arch| (src, *arch)))

@@ -6,8 +6,9 @@
 //! GPU tests skip with a notice without a device and fail instead when `SEGSPARSE_REQUIRE_GPU=1`.
 //! Corpus matrices come from `SEGSPARSE_DATA`, `../shared/matrices` or `matrices/`.
 
+use segsparse::backend::{Cpu, Identity, Preconditioner};
 use segsparse::precond::{Application, Fill, Ic0, Ilu0, IncompleteParams, Ordering, RowMatching};
-use segsparse::solvers::{cg, gmres, pcg, Cpu, Identity, Preconditioner, SolveParams};
+use segsparse::solvers::{cg, gmres, pcg, SolveParams};
 use segsparse::sparse::incomplete::{FactorKind, IncompleteFactor};
 use segsparse::sparse::reorder;
 use segsparse::sparse::triangular::{Diagonal, Triangle, TriangularPlan};
@@ -886,10 +887,10 @@ fn gmres_with_ilut_converges_on_matrices_without_a_full_diagonal() {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::Preconditioner;
     use segsparse::gpu::{test_gpu, Gpu, KernelType};
     use segsparse::precond::SptrsvAlgorithm;
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::Preconditioner;
     use segsparse::sparse::incomplete::gpu::{GpuFactorization, GpuIncompleteFactor};
     #[cfg(feature = "peers")]
     use segsparse::sparse::incomplete::triangle_of;
@@ -1362,7 +1363,7 @@ mod gpu {
         // GMRES(30) + ILU(0) and PCG + IC(0) with the triangular solves recorded inside the
         // iteration's CUDA graph (blocks of 3 iterations: recorded, then replayed) equal the
         // uncaptured solves bit for bit; graphs were really recorded.
-        use segsparse::solvers::VectorOps;
+        use segsparse::backend::VectorOps;
         let Some(_) = test_gpu() else { return };
         let gpu = Gpu::new().unwrap();
         let ops = GpuOps::<f64>::new(&gpu).unwrap();

@@ -5,10 +5,11 @@
 //! backend, on a backend with only the core of `VectorOps` (the defaults), and on the GPU
 //! (skipped without one, failing instead under `SEGSPARSE_REQUIRE_GPU=1`).
 
+use segsparse::backend::Identity;
 use segsparse::backend::{Cpu, KrylovOps, VectorOps};
 use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Ic0, Ilu0, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
-use segsparse::solvers::{bicgstab, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams};
+use segsparse::solvers::{bicgstab, gmres, pcg, SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
 use segsparse::{generate, CsrMatrix};
 
@@ -138,7 +139,7 @@ fn compare<B: VectorOps<f64>>(
     info
 }
 
-fn params() -> SolveParams {
+fn params() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-9,
         max_iters: 2000,
@@ -474,8 +475,8 @@ fn _bound<B: KrylovOps<f64>>() {}
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use segsparse::backend::gpu::GpuOps;
     use segsparse::gpu::test_gpu;
-    use segsparse::solvers::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
 
     type V = <GpuOps<f64> as VectorOps<f64>>::Vector;

@@ -14,11 +14,11 @@
 use crate::common::mtx::load;
 use crate::common::solve::{applies, chain, params};
 
-use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
-use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Cpu, CpuScalars, Fuse, Identity, LinearOperator, Slot, SolveError,
-    SolveInfo, SolveParams, VectorOps, NSLOTS,
+use segsparse::backend::{
+    Cpu, CpuScalars, Fuse, Identity, LinearOperator, Slot, VectorOps, NSLOTS,
 };
+use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
+use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
 use segsparse::{generate, CsrMatrix, Result};
 
 /// A seed that changes from run to run (printed, so a failure can be replayed).
@@ -249,8 +249,8 @@ fn cpu_bicgstab_fused_order_equals_separate_order() {
                     // The polynomial preconditioner on the fused-order backend: the same
                     // operator applied through Cpu (a general preconditioner).
                     struct Via<'a, P>(&'a P);
-                    impl<P: segsparse::solvers::Preconditioner<f64, Cpu>>
-                        segsparse::solvers::Preconditioner<f64, FusedCpu> for Via<'_, P>
+                    impl<P: segsparse::backend::Preconditioner<f64, Cpu>>
+                        segsparse::backend::Preconditioner<f64, FusedCpu> for Via<'_, P>
                     {
                         fn apply(
                             &self,
@@ -298,9 +298,9 @@ fn cpu_cg_through_cg_tail_converges_and_reports_breakdown() {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use segsparse::backend::gpu::{FusedPath, GpuOps};
+    use segsparse::backend::VectorOps;
     use segsparse::gpu::test_gpu;
-    use segsparse::solvers::gpu::{FusedPath, GpuOps};
-    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
     use crate::common::solve::gpu::{precs, run, Outcome};

@@ -8,7 +8,8 @@
 use crate::common::mtx::load;
 use crate::common::solve::{applies, chain, params};
 
-use segsparse::solvers::{bicgstab, cg, Cpu, Identity, SolveError};
+use segsparse::backend::{Cpu, Identity};
+use segsparse::solvers::{bicgstab, cg, SolveError};
 use segsparse::{generate, CsrMatrix};
 
 /// On the CPU the flag changes nothing (no recording backend), and the chain problems break
@@ -48,9 +49,9 @@ fn cpu_ignores_graphs_and_chain_errors_happen_late() {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
     use segsparse::gpu::test_gpu;
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::VectorOps;
     use segsparse::spmv::gpu::GpuCsr;
 
     use crate::common::solve::gpu::{precs, run, Outcome};

@@ -1,30 +1,38 @@
-//! The solvers' per-iteration observer (`pcg_observed`, `bicgstab_observed`, `gmres_observed`):
-//! it is called once per iteration with the recorded residual estimate, sees every iterate of
-//! CG and BiCGSTAB and the iterate after every GMRES restart cycle, leaves the arithmetic
+//! The solvers' per-iteration observer (`SolveParams::observer`): it is called once per
+//! iteration with the recorded residual estimate, sees every iterate of CG and BiCGSTAB and the
+//! iterate after every GMRES restart cycle in the solve's element type, leaves the arithmetic
 //! unchanged (the same iterates and counts as the solve without it), and an error it returns
-//! stops the solve.
+//! stops the solve. The multi-column solvers refuse one; the automatic solve passes it on.
 
-use std::cell::RefCell;
+use std::sync::Mutex;
 
-use segsparse::solvers::{
-    bicgstab, bicgstab_observed, gmres, gmres_observed, pcg, pcg_observed, Cpu, Identity, Observer,
-    SolveError, SolveParams,
-};
-use segsparse::{generate, CsrMatrix};
+use segsparse::backend::{Cpu, Identity};
+use segsparse::solvers::{bicgstab, cocg, gmres, multi, pcg, Observer, SolveError, SolveParams};
+use segsparse::{generate, Complex, CsrMatrix, ElemSlice};
 
 use crate::common::dist::convection;
 
-/// Records what it is shown; fails at iteration `fail_at` when set.
+/// Records what it is shown (iterates of `f64`); fails at iteration `fail_at` when set.
 #[derive(Default)]
 struct Record {
-    estimates: RefCell<Vec<(usize, f64)>>,
-    iterates: RefCell<Vec<(usize, Vec<f64>)>>,
+    estimates: Mutex<Vec<(usize, f64)>>,
+    iterates: Mutex<Vec<(usize, Vec<f64>)>>,
     fail_at: Option<usize>,
 }
 
-impl Observer<f64> for Record {
+impl Record {
+    fn estimates(&self) -> Vec<(usize, f64)> {
+        self.estimates.lock().unwrap().clone()
+    }
+
+    fn iterates(&self) -> Vec<(usize, Vec<f64>)> {
+        self.iterates.lock().unwrap().clone()
+    }
+}
+
+impl Observer for Record {
     fn on_iteration(&self, it: usize, rel: f64) -> segsparse::Result<()> {
-        self.estimates.borrow_mut().push((it, rel));
+        self.estimates.lock().unwrap().push((it, rel));
         match self.fail_at {
             Some(k) if k == it => Err(segsparse::Error::InvalidInput("stop here".into())),
             _ => Ok(()),
@@ -35,8 +43,9 @@ impl Observer<f64> for Record {
         true
     }
 
-    fn on_iterate(&self, it: usize, x: &[f64]) -> segsparse::Result<()> {
-        self.iterates.borrow_mut().push((it, x.to_vec()));
+    fn on_iterate(&self, it: usize, x: ElemSlice<'_>) -> segsparse::Result<()> {
+        let x = x.get::<f64>().expect("an f64 solve shows f64 iterates");
+        self.iterates.lock().unwrap().push((it, x.to_vec()));
         Ok(())
     }
 }
@@ -62,10 +71,18 @@ fn rhs(n: usize) -> Vec<f64> {
         .collect()
 }
 
-fn params() -> SolveParams {
+fn params() -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-9,
         ..Default::default()
+    }
+}
+
+/// [`params`] with `rec` as the observer.
+fn observed(rec: &Record) -> SolveParams<'_> {
+    SolveParams {
+        observer: Some(rec),
+        ..params()
     }
 }
 
@@ -86,16 +103,16 @@ fn cg_sees_every_iterate_and_changes_nothing() {
     let plain = pcg(&Cpu, &a, &Identity, &b, &mut x0, &params()).unwrap();
     let rec = Record::default();
     let mut x = vec![0.0; a.nrows()];
-    let info = pcg_observed(&Cpu, &a, &Identity, &b, &mut x, &params(), &rec).unwrap();
+    let info = pcg(&Cpu, &a, &Identity, &b, &mut x, &observed(&rec)).unwrap();
     assert_eq!(info.iterations, plain.iterations);
     assert_eq!(x, x0, "the observer changes the arithmetic");
-    let est = rec.estimates.borrow();
+    let est = rec.estimates();
     assert_consecutive(&est, info.iterations);
     // The estimates are the recorded history (entry k after iteration k).
     for (it, rel) in est.iter() {
         assert!((rel - info.history[*it]).abs() <= 1e-12 * info.history[0]);
     }
-    let xs = rec.iterates.borrow();
+    let xs = rec.iterates();
     assert_eq!(
         xs.len(),
         info.iterations,
@@ -120,11 +137,11 @@ fn bicgstab_sees_every_iterate_and_changes_nothing() {
     let plain = bicgstab(&Cpu, &a, &Identity, &b, &mut x0, &params()).unwrap();
     let rec = Record::default();
     let mut x = vec![0.0; a.nrows()];
-    let info = bicgstab_observed(&Cpu, &a, &Identity, &b, &mut x, &params(), &rec).unwrap();
+    let info = bicgstab(&Cpu, &a, &Identity, &b, &mut x, &observed(&rec)).unwrap();
     assert_eq!(info.iterations, plain.iterations);
     assert_eq!(x, x0);
-    assert_consecutive(&rec.estimates.borrow(), info.iterations);
-    let xs = rec.iterates.borrow();
+    assert_consecutive(&rec.estimates(), info.iterations);
+    let xs = rec.iterates();
     assert_eq!(xs.len(), info.iterations);
     assert_eq!(xs.last().unwrap().1, x);
 }
@@ -138,15 +155,15 @@ fn gmres_sees_the_iterate_after_each_cycle() {
     let plain = gmres(&Cpu, &a, &Identity, &b, &mut x0, restart, &params()).unwrap();
     let rec = Record::default();
     let mut x = vec![0.0; a.nrows()];
-    let info = gmres_observed(&Cpu, &a, &Identity, &b, &mut x, restart, &params(), &rec).unwrap();
+    let info = gmres(&Cpu, &a, &Identity, &b, &mut x, restart, &observed(&rec)).unwrap();
     assert_eq!(info.iterations, plain.iterations);
     assert_eq!(x, x0);
     assert!(
         info.iterations > 3 * restart,
         "the test wants several cycles"
     );
-    assert_consecutive(&rec.estimates.borrow(), info.iterations);
-    let xs = rec.iterates.borrow();
+    assert_consecutive(&rec.estimates(), info.iterations);
+    let xs = rec.iterates();
     // One iterate per cycle: the full ones and the last, partial one.
     assert_eq!(xs.len(), info.iterations.div_ceil(restart) + info.restarts);
     for (k, (it, _)) in xs.iter().enumerate().take(xs.len() - 1) {
@@ -163,7 +180,7 @@ fn gmres_sees_the_iterate_after_each_cycle() {
         assert!(w[1] <= w[0] * (1.0 + 1e-12), "residuals {res:?}");
     }
     // The estimate at a cycle's end is the residual of that cycle's iterate.
-    let est = rec.estimates.borrow();
+    let est = rec.estimates();
     let at = est[restart - 1].1;
     assert!(
         (at - res[0]).abs() <= 1e-6 * res[0].max(1e-12),
@@ -183,18 +200,120 @@ fn an_observer_error_stops_the_solve() {
         };
         let mut x = vec![0.0; a.nrows()];
         let r = match method {
-            "cg" => pcg_observed(&Cpu, &a, &Identity, &b, &mut x, &params(), &rec),
-            "bicgstab" => bicgstab_observed(&Cpu, &a, &Identity, &b, &mut x, &params(), &rec),
-            _ => gmres_observed(&Cpu, &a, &Identity, &b, &mut x, 30, &params(), &rec),
+            "cg" => pcg(&Cpu, &a, &Identity, &b, &mut x, &observed(&rec)),
+            "bicgstab" => bicgstab(&Cpu, &a, &Identity, &b, &mut x, &observed(&rec)),
+            _ => gmres(&Cpu, &a, &Identity, &b, &mut x, 30, &observed(&rec)),
         };
         match r {
             Err(SolveError::Backend(e)) => assert!(e.to_string().contains("stop here"), "{e}"),
             other => panic!("{method}: expected the observer's error, got {other:?}"),
         }
         assert_eq!(
-            rec.estimates.borrow().len(),
+            rec.estimates().len(),
             3,
             "{method}: no iteration after the error"
         );
     }
+}
+
+/// One observer type serves every element type: a complex COCG shows its iterates as `c128`,
+/// an `f32` CG as `f32`, each the solver's own (the last one is the returned `x`).
+#[test]
+fn the_iterate_comes_in_the_solve_s_element_type() {
+    /// The element type's name, the iteration and the iterate widened to `c128`.
+    type Seen = (&'static str, usize, Vec<Complex<f64>>);
+    #[derive(Default)]
+    struct Last(Mutex<Option<Seen>>);
+    impl Observer for Last {
+        fn wants_iterate(&self) -> bool {
+            true
+        }
+        fn on_iterate(&self, it: usize, x: ElemSlice<'_>) -> segsparse::Result<()> {
+            let wide: Vec<Complex<f64>> = match x {
+                ElemSlice::F32(v) => v.iter().map(|&r| Complex::new(r as f64, 0.0)).collect(),
+                ElemSlice::C128(v) => v.to_vec(),
+                other => panic!("unexpected element type {}", other.elem_name()),
+            };
+            *self.0.lock().unwrap() = Some((x.elem_name(), it, wide));
+            Ok(())
+        }
+    }
+
+    let a = generate::helmholtz3d::<Complex<f64>>(6, 2.0, 0.5).unwrap();
+    let b: Vec<Complex<f64>> = (0..a.nrows())
+        .map(|i| Complex::new(1.0, (i % 5) as f64 / 5.0))
+        .collect();
+    let last = Last::default();
+    let p = SolveParams {
+        rel_tol: 1e-8,
+        observer: Some(&last),
+        ..Default::default()
+    };
+    let mut x = vec![Complex::new(0.0, 0.0); a.nrows()];
+    let info = cocg(&Cpu, &a, &b, &mut x, &p).unwrap();
+    let (name, it, seen) = last.0.lock().unwrap().take().unwrap();
+    assert_eq!((name, it), ("c128", info.iterations));
+    assert_eq!(seen, x);
+
+    let a = generate::poisson2d::<f32>(12).unwrap();
+    let b = vec![1.0f32; a.nrows()];
+    let mut x = vec![0.0f32; a.nrows()];
+    let p = SolveParams {
+        rel_tol: 1e-5,
+        observer: Some(&last),
+        ..Default::default()
+    };
+    let info = pcg(&Cpu, &a, &Identity, &b, &mut x, &p).unwrap();
+    let (name, it, seen) = last.0.lock().unwrap().take().unwrap();
+    assert_eq!((name, it), ("f32", info.iterations));
+    let x: Vec<Complex<f64>> = x.iter().map(|&r| Complex::new(r as f64, 0.0)).collect();
+    assert_eq!(seen, x);
+    // The tag refuses another type.
+    assert!(ElemSlice::F32(&[1.0]).get::<f64>().is_none());
+    assert_eq!(ElemSlice::C64(&[]).get::<Complex<f32>>(), Some(&[][..]));
+}
+
+/// A multi-column solve watches no single iterate: an observer is refused with an error that
+/// says so, before any work.
+#[test]
+fn a_multi_column_solve_refuses_an_observer() {
+    let a = generate::poisson2d::<f64>(8).unwrap();
+    let n = a.nrows();
+    let b = vec![vec![1.0; n]; 2];
+    let rec = Record::default();
+    let mut x = vec![vec![0.0; n]; 2];
+    let r = multi::pcg(&Cpu, &a, &Identity, &b, &mut x, &observed(&rec));
+    match r {
+        Err(SolveError::Backend(e)) => assert!(e.to_string().contains("observer"), "{e}"),
+        other => panic!("expected the observer to be refused, got {other:?}"),
+    }
+    assert!(rec.estimates().is_empty());
+}
+
+/// The automatic solve passes the caller's observer to its solver calls: the last call's
+/// iterations are seen, numbered from 1, and its last iterate is the returned `x`.
+#[test]
+fn the_automatic_solve_passes_the_observer_on() {
+    let a = generate::poisson2d::<f64>(20).unwrap();
+    let b = rhs(a.nrows());
+    let rec = Record::default();
+    let mut x = vec![0.0; a.nrows()];
+    let s = segsparse::autosolve::solve(
+        &Cpu,
+        &a,
+        &a,
+        &b,
+        &mut x,
+        &observed(&rec),
+        &segsparse::autosolve::ProbeParams {
+            cache: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let info = s.result.unwrap();
+    let est = rec.estimates();
+    assert!(est.len() >= info.iterations && !est.is_empty());
+    assert_eq!(est[0].0, 1);
+    assert_eq!(rec.iterates().last().unwrap().1, x);
 }

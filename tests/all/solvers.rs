@@ -7,10 +7,10 @@
 //! the manifest directory when it exists, else to the current directory); a test whose matrix is
 //! absent prints "skipped" and returns.
 
+use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner};
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, Cpu, Identity, InitialGuess, LinearOperator, Preconditioner,
-    SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
+    bicgstab, cg, gmres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
 };
 use segsparse::{generate, CsrMatrix, Scalar};
 
@@ -60,7 +60,7 @@ fn check_info<T: Scalar>(a: &CsrMatrix<T>, b: &[T], x: &[T], info: &SolveInfo, t
     }
 }
 
-fn params(tol: f64) -> SolveParams {
+fn params(tol: f64) -> SolveParams<'static> {
     SolveParams {
         rel_tol: tol,
         max_iters: 20_000,
@@ -651,9 +651,9 @@ fn chebyshev_preconditioner_with_cg_bicgstab_and_gmres() {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::*;
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::{KrylovOps, VectorOps};
     use segsparse::gpu::test_gpu;
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{KrylovOps, VectorOps};
     use segsparse::spmv::gpu::GpuCsr;
 
     /// Solves on CPU and GPU with the same method and compares iterations and solutions.

@@ -4,7 +4,8 @@
 //!
 //! ```
 //! use segsparse::precond::{Amg, AmgParams};
-//! use segsparse::solvers::{pcg, Cpu, SolveParams};
+//! use segsparse::solvers::{pcg, SolveParams};
+//! use segsparse::backend::Cpu;
 //! let a = segsparse::generate::poisson3d::<f64>(16).unwrap();
 //! let amg = Amg::new(&Cpu, &a, &AmgParams::default()).unwrap();
 //! println!("{}", amg.summary()); // levels, rows and entries per level, complexities

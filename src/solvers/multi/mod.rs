@@ -6,8 +6,8 @@
 //! status), its own convergence test, true-residual confirmation and restarts, its own
 //! iteration count and its own outcome. What the columns share is the iteration: every running
 //! column advances together, so the operator is applied to the block of running columns at once
-//! ([`LinearOperator::apply_block`]: one SpMM on the GPU, reading the matrix once for all
-//! columns) and so is the preconditioner ([`Preconditioner::apply_block`]: the AMG cycle runs one
+//! ([`LinearOperator::apply_block`](crate::backend::LinearOperator::apply_block): one SpMM on the GPU, reading the matrix once for all
+//! columns) and so is the preconditioner ([`Preconditioner::apply_block`](crate::backend::Preconditioner::apply_block): the AMG cycle runs one
 //! SpMM per matrix of its hierarchy). A column whose status is set leaves the active set at the
 //! next status check and costs nothing after that (the active set is compacted, the other
 //! columns' vectors are not moved).
@@ -23,7 +23,8 @@
 //! concerns every column: shapes (`k = 0`, a column of the wrong length), a backend error.
 //!
 //! ```
-//! use segsparse::solvers::{multi, Cpu, Identity, SolveParams};
+//! use segsparse::solvers::{multi, SolveParams};
+//! use segsparse::backend::{Cpu, Identity};
 //! let a = segsparse::generate::poisson2d::<f64>(16).unwrap();
 //! let n = a.nrows();
 //! let b: Vec<Vec<f64>> = (0..3).map(|j| vec![1.0 + j as f64; n]).collect();
@@ -33,7 +34,8 @@
 //! ```
 //!
 //! Recorded blocks (CUDA graphs, [`SolveParams::graphs`]) are not used here: the block of
-//! running columns changes as columns converge.
+//! running columns changes as columns converge. An observer ([`SolveParams::observer`]) is
+//! refused with an error: it watches the iterate of one solve.
 
 mod drive;
 
@@ -45,11 +47,9 @@ use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
 use super::drive::{check_problem, preflight, PrecondKind as Kind};
 use super::gmres::GmresVectors;
-use super::recur::Status;
-use super::{
-    KrylovOps, LinearOperator, Preconditioner, SolveError, SolveInfo, SolveParams, VectorOps,
-};
-use crate::backend::Identity;
+use super::{SolveError, SolveInfo, SolveParams};
+use crate::backend::recur::Status;
+use crate::backend::{Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
 use crate::scalar::Scalar;
 use crate::spmm::Layout;
 
@@ -88,14 +88,16 @@ impl MultiInfo {
     }
 }
 
-/// The checks every multi-column method shares: `k ≥ 1`, as many solution columns as
-/// right-hand sides, and each column's shapes (as the one-column solvers check them).
+/// The checks every multi-column method shares: no observer (it watches one iterate), `k ≥ 1`,
+/// as many solution columns as right-hand sides, and each column's shapes (as the one-column
+/// solvers check them).
 fn check_columns<T, B, A, P>(
     be: &B,
     a: &A,
     m: &P,
     b: &[B::Vector],
     x: &[B::Vector],
+    params: &SolveParams,
 ) -> Result<usize, SolveError>
 where
     T: Scalar,
@@ -103,6 +105,13 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    if params.observer.is_some() {
+        return Err(SolveError::Backend(crate::Error::InvalidInput(
+            "a multi-column solve takes no observer (SolveParams::observer watches one \
+             iterate): solve the columns one by one to observe them"
+                .into(),
+        )));
+    }
     if b.is_empty() {
         return Err(SolveError::DimensionMismatch {
             what: "number of right-hand sides k (must be at least 1)",
@@ -201,7 +210,7 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     let clock = Instant::now();
-    let n = check_columns(be, a, m, b, x)?;
+    let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
@@ -286,7 +295,7 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     let clock = Instant::now();
-    let n = check_columns(be, a, m, b, x)?;
+    let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
     let kind = Kind::of::<T, B, P>(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
@@ -419,7 +428,7 @@ where
     P: Preconditioner<T, B> + ?Sized,
 {
     let clock = Instant::now();
-    let n = check_columns(be, a, m, b, x)?;
+    let n = check_columns(be, a, m, b, x, params)?;
     if restart == 0 {
         return Err(SolveError::DimensionMismatch {
             what: "GMRES restart length (must be at least 1)",
@@ -430,7 +439,7 @@ where
     let k = b.len();
     let restart = restart.min(n.max(1));
     let vectors = 2 + usize::from(!m.is_identity()) + restart + 1;
-    let small = crate::memory::bytes_of::<T>(super::GmresLayout { m: restart }.len());
+    let small = crate::memory::bytes_of::<T>(crate::backend::GmresLayout { m: restart }.len());
     preflight(
         be,
         "the multi-RHS GMRES workspace (Krylov bases)",
@@ -441,7 +450,7 @@ where
     )?;
     let identity = m.is_identity();
     let (cols, scs) = allocate(be, k, n, params, || {
-        GmresVectors::new(be, n, restart, identity)
+        GmresVectors::new(be, n, restart, identity, params.basis)
     })?;
     let mut state = GmresMulti {
         a,

@@ -25,7 +25,7 @@ pub fn chain(n: usize, k: usize, diag: f64, off: f64) -> (CsrMatrix<f64>, Vec<f6
     (CsrMatrix::from_triplets(n, n, &t).unwrap(), b)
 }
 
-pub fn params(check_every: usize, graphs: bool) -> SolveParams {
+pub fn params(check_every: usize, graphs: bool) -> SolveParams<'static> {
     SolveParams {
         rel_tol: 1e-10,
         max_iters: 3000,
@@ -63,11 +63,10 @@ pub fn applies(method: &str, a: &CsrMatrix<f64>, spd: bool) -> bool {
 #[cfg(feature = "cuda")]
 pub mod gpu {
     //! Running one of [`super::METHODS`] on the GPU backend.
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::{Identity, VectorOps};
     use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
-    use segsparse::solvers::gpu::GpuOps;
-    use segsparse::solvers::{
-        bicgstab, cg, gmres, pcg, Identity, SolveError, SolveInfo, SolveParams, VectorOps,
-    };
+    use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
     use segsparse::spmv::gpu::{GpuCsr, GpuScalar};
     use segsparse::CsrMatrix;
 
