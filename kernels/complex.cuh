@@ -14,6 +14,16 @@
 // `ld_volatile` for a value another block wrote.
 #pragma once
 
+// The warp shuffle SHFL of a complex value of type NAME: its two parts shuffled alike (ARG: the
+// type of the lane or delta argument).
+#define COMPLEX_SHFL(NAME, SHFL, ARG)                                                              \
+    __device__ __forceinline__ NAME SHFL(unsigned m, NAME v, ARG s, int w = 32) {                  \
+        NAME r;                                                                                    \
+        r.re = SHFL(m, v.re, s, w);                                                                \
+        r.im = SHFL(m, v.im, s, w);                                                                \
+        return r;                                                                                  \
+    }
+
 #define COMPLEX_TYPE(NAME, R, ALIGN)                                                               \
     struct __align__(ALIGN) NAME {                                                                 \
         R re, im;                                                                                  \
@@ -56,12 +66,7 @@
     __device__ __forceinline__ bool operator!=(NAME a, NAME b) {                                   \
         return a.re != b.re || a.im != b.im;                                                       \
     }                                                                                              \
-    __device__ __forceinline__ NAME __shfl_down_sync(unsigned m, NAME v, unsigned d, int w = 32) { \
-        NAME r;                                                                                    \
-        r.re = __shfl_down_sync(m, v.re, d, w);                                                    \
-        r.im = __shfl_down_sync(m, v.im, d, w);                                                    \
-        return r;                                                                                  \
-    }                                                                                              \
+    COMPLEX_SHFL(NAME, __shfl_down_sync, unsigned)                                                 \
     __device__ __forceinline__ NAME operator+(NAME a, NAME b) {                                    \
         a += b;                                                                                    \
         return a;                                                                                  \
@@ -92,28 +97,14 @@
         __stcs(&p->re, v.re);                                                                      \
         __stcs(&p->im, v.im);                                                                      \
     }                                                                                              \
-    __device__ __forceinline__ NAME __shfl_sync(unsigned m, NAME v, int src, int w = 32) {         \
-        NAME r;                                                                                    \
-        r.re = __shfl_sync(m, v.re, src, w);                                                       \
-        r.im = __shfl_sync(m, v.im, src, w);                                                       \
-        return r;                                                                                  \
-    }                                                                                              \
-    __device__ __forceinline__ NAME __shfl_up_sync(unsigned m, NAME v, unsigned d, int w = 32) {   \
-        NAME r;                                                                                    \
-        r.re = __shfl_up_sync(m, v.re, d, w);                                                      \
-        r.im = __shfl_up_sync(m, v.im, d, w);                                                      \
-        return r;                                                                                  \
-    }                                                                                              \
-    __device__ __forceinline__ NAME __shfl_xor_sync(unsigned m, NAME v, int l, int w = 32) {       \
-        NAME r;                                                                                    \
-        r.re = __shfl_xor_sync(m, v.re, l, w);                                                     \
-        r.im = __shfl_xor_sync(m, v.im, l, w);                                                     \
-        return r;                                                                                  \
-    }
+    COMPLEX_SHFL(NAME, __shfl_sync, int)                                                           \
+    COMPLEX_SHFL(NAME, __shfl_up_sync, unsigned)                                                   \
+    COMPLEX_SHFL(NAME, __shfl_xor_sync, int)
 
 COMPLEX_TYPE(cfloat, float, 8)
 COMPLEX_TYPE(cdouble, double, 16)
 #undef COMPLEX_TYPE
+#undef COMPLEX_SHFL
 
 // A value of a real type that another block of the same launch wrote (read from L2).
 template <typename T> __device__ __forceinline__ T ld_volatile(const T* p) {
@@ -128,38 +119,37 @@ template <> struct real_of<cdouble> {
     typedef double type;
 };
 
-__device__ __forceinline__ cfloat ldg_c(const cfloat* p) {
-    const float2 v = __ldg(reinterpret_cast<const float2*>(p));
-    cfloat c;
-    c.re = v.x;
-    c.im = v.y;
-    return c;
-}
-__device__ __forceinline__ cdouble ldg_c(const cdouble* p) {
-    const double2 v = __ldg(reinterpret_cast<const double2*>(p));
-    cdouble c;
-    c.re = v.x;
-    c.im = v.y;
-    return c;
-}
-// One 8- or 16-byte read-only load.
+template <typename C> struct vec2_of;
+template <> struct vec2_of<cfloat> {
+    typedef float2 type;
+};
+template <> struct vec2_of<cdouble> {
+    typedef double2 type;
+};
+
+// One 8- or 16-byte load of a complex value through the vector load LOAD of the same width:
+// ldg_c through the read-only cache (__ldg), ldcg_c from L2 only (__ldcg: a value another block
+// of the launch wrote), ldcs_c streamed (__ldcs: read once, evict-first, keeping L2 for others).
+#define COMPLEX_LOAD(NAME, LOAD)                                                                   \
+    template <typename C> __device__ __forceinline__ C NAME(const C* p) {                          \
+        typedef typename vec2_of<C>::type V;                                                       \
+        const V v = LOAD(reinterpret_cast<const V*>(p));                                           \
+        C c;                                                                                       \
+        c.re = v.x;                                                                                \
+        c.im = v.y;                                                                                \
+        return c;                                                                                  \
+    }
+COMPLEX_LOAD(ldg_c, __ldg)
+COMPLEX_LOAD(ldcg_c, __ldcg)
+COMPLEX_LOAD(ldcs_c, __ldcs)
+#undef COMPLEX_LOAD
+
+// The intrinsics' names for the complex types, so that a template written for real types
+// (`__ldg(p)`, `__ldcg(p)`) loads a complex value in one instruction.
 __device__ __forceinline__ cfloat __ldg(const cfloat* p) { return ldg_c(p); }
 __device__ __forceinline__ cdouble __ldg(const cdouble* p) { return ldg_c(p); }
-// One 8- or 16-byte load cached in L2 only (a value another block of the launch wrote).
-__device__ __forceinline__ cfloat __ldcg(const cfloat* p) {
-    const float2 v = __ldcg(reinterpret_cast<const float2*>(p));
-    cfloat c;
-    c.re = v.x;
-    c.im = v.y;
-    return c;
-}
-__device__ __forceinline__ cdouble __ldcg(const cdouble* p) {
-    const double2 v = __ldcg(reinterpret_cast<const double2*>(p));
-    cdouble c;
-    c.re = v.x;
-    c.im = v.y;
-    return c;
-}
+__device__ __forceinline__ cfloat __ldcg(const cfloat* p) { return ldcg_c(p); }
+__device__ __forceinline__ cdouble __ldcg(const cdouble* p) { return ldcg_c(p); }
 
 template <typename C> __device__ __forceinline__ C cmake(typename real_of<C>::type re,
                                                          typename real_of<C>::type im) {

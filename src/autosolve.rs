@@ -31,11 +31,11 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::backend::{KrylovOps, Preconditioner};
+use crate::backend::{CgSteps, KrylovOps, Preconditioner};
 use crate::csr::CsrMatrix;
-use crate::precond::amg::{Amg, AmgParams, AmgSummary, MultigridOps};
+use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
 use crate::precond::auto::{choose, AutoChoice, AutoMethod, AutoPrecond};
-use crate::precond::{Ic0, Identity, Ilu0, Jacobi, TriangularOps};
+use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps, Jacobi};
 use crate::scalar::Scalar;
 use crate::solvers::{
     gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
@@ -287,7 +287,7 @@ fn build<'a, T, B>(
 ) -> crate::Result<Built<'a, T, B>>
 where
     T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
+    B: KrylovOps<T> + CgSteps<T> + IncompleteOps<T> + AmgOps<T>,
 {
     Ok(match precond {
         AutoPrecond::None => (Box::new(Identity), None, None),
@@ -324,7 +324,7 @@ fn run<T, B, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: KrylovOps<T> + MultigridOps<T>,
+    B: KrylovOps<T> + CgSteps<T> + AmgOps<T>,
     P: Preconditioner<T, B> + ?Sized,
 {
     match method {
@@ -419,7 +419,7 @@ pub fn solve<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
+    B: KrylovOps<T> + CgSteps<T> + IncompleteOps<T> + AmgOps<T>,
 {
     let clock = Instant::now();
     let choice = choose(a);
@@ -450,7 +450,7 @@ pub fn solve_with_choice<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>,
+    B: KrylovOps<T> + CgSteps<T> + IncompleteOps<T> + AmgOps<T>,
 {
     let choose_seconds = 0.0;
     let restart = probe.restart;

@@ -28,14 +28,14 @@
 //! | `elasticity3d:N` | 3-D linear elasticity, trilinear (Q1) hexahedra on the unit-spaced (N + 1)³-element cube, E = 10⁵, ν = 0.3, Dirichlet on the whole boundary; three unknowns per interior node | 3N³ | ≈ 81·3N³ |
 //! | `jumps3d:N` | 7-point 3-D diffusion whose coefficient is 1 or 10⁴ on random 8³ boxes (harmonic means on the faces, Dirichlet boundary): the Poisson pattern with jumping values | N³ | ≈ 7N³ |
 //! | `helmholtz3d:N:K:SHIFT` | complex shifted Helmholtz `−Δu − K²(1 − i·SHIFT)u` on the unit cube, 7-point stencil scaled by h² (see [`helmholtz3d`]); complex symmetric, for a complex element type | N³ | ≈ 7N³ |
-//! | `fem3d:P:N[:OPT…]` | Poisson, P = `p1` or `p2` tetrahedra on the Kuhn mesh of N³ cells mapped onto the unit ball, assembled element by element ([`fem()`]); symmetric to rounding, SPD | ≈ (N−1)³ (P1), (2N−1)³ (P2) | ≈ 15 / 40 per row |
-//! | `fem2d:P:N[:OPT…]` | the same with triangles on the unit disc | ≈ (N−1)² / (2N−1)² | ≈ 7 / 13 per row |
-//! | `femelast3d:P:N[:OPT…]` | linear elasticity (E = 10⁵, ν = 0.3), 3 unknowns per node interleaved, clamped on the face x = min | ≈ 3N(N+1)² / 3·2N(2N+1)² | ≈ 45 / 120 per row |
-//! | `femelast2d:P:N[:OPT…]` | plane-strain elasticity on triangles, 2 unknowns per node | ≈ 2N(N+1) / 2·2N(2N+1) | ≈ 14 / 26 per row |
+//! | `fem3d:P:N[:OPT…]` | Poisson, P = `p1` or `p2` tetrahedra on the Kuhn mesh of N³ cells mapped onto the unit ball, assembled element by element ([`fem()`]); symmetric to rounding, SPD | ≈ (N−1)³ (P1), (2N−1)³ (P2) | ≈ 15 / 28 per row |
+//! | `fem2d:P:N[:OPT…]` | the same with triangles on the unit disc | ≈ (N−1)² / (2N−1)² | ≈ 7 / 11 per row |
+//! | `femelast3d:P:N[:OPT…]` | linear elasticity (E = 10⁵, ν = 0.3), 3 unknowns per node interleaved, clamped on the face x = min | ≈ 3N(N+1)² / 3·2N(2N+1)² | ≈ 43 / 81 per row |
+//! | `femelast2d:P:N[:OPT…]` | plane-strain elasticity on triangles, 2 unknowns per node | ≈ 2N(N+1) / 2·2N(2N+1) | ≈ 14 / 23 per row |
 //! | `convdiff2d:N:PE`, `convdiff3d:N:PE` | convection–diffusion `−Δu + PE·w·∇u`, upwind differences on an N^d interior grid, constant wind ([`convdiff`]); unsymmetric M-matrix | N², N³ | ≈ 5N², 7N³ |
 //! | `aniso3d:N:EPS[:EPS2]` | anisotropic diffusion `−u_xx − EPS·u_yy − EPS2·u_zz` (EPS2 = EPS by default), 7-point ([`aniso3d`]); SPD | N³ | ≈ 7N³ |
 //! | `shifted2d:N:SIGMA`, `shifted3d:N:SIGMA` | the 5-/7-point Laplacian minus SIGMA·I ([`shifted`]): symmetric indefinite for 0 < SIGMA < 4d | N², N³ | ≈ 5N², 7N³ |
-//! | `stokes2d:N` | Stokes on a MAC grid of N×N cells: `[[A, G], [Gᵀ, 0]]`, one pressure fixed ([`stokes2d`]); symmetric indefinite, zero diagonal block | 3N² − 2N − 1 | ≈ 14N² |
+//! | `stokes2d:N[:SHIFT]` | Stokes on a MAC grid of N×N cells: `[[A + SHIFT·I, G], [Gᵀ, 0]]`, one pressure fixed ([`stokes2d`]; SHIFT > 0: a time step of unsteady Stokes); symmetric indefinite, zero diagonal block | 3N² − 2N − 1 | ≈ 14N² |
 //! | `kkt2d:N:M` | `[[K, Bᵀ], [B, 0]]`, K = `poisson2d:N`, M random sparse constraints of full rank ([`kkt2d`]); symmetric indefinite | N² + M | ≈ 5N² + 8M |
 //! | `geolap:N:K[:SHIFT]` | Laplacian + SHIFT·I (default 10⁻⁴) of a random geometric graph of N points in the unit square, mean degree ≈ K ([`geolap`]); SPD | N | ≈ N(K + 1) |
 //! | `powerlap:N:ALPHA[:SHIFT]` | Laplacian + SHIFT·I (default 10⁻⁴) of a Chung–Lu power-law graph, 4N edges drawn ([`powerlap`]); SPD | N | ≲ 9N |
@@ -116,7 +116,7 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               fem2d|fem3d|femelast2d|femelast3d:p1|p2:N[:ball|cube][:jitter]\
                               [:elim|ident|rows] (e.g. fem3d:p2:24), convdiff2d:N:PE, \
                               convdiff3d:N:PE, aniso3d:N:EPS[:EPS2], shifted2d:N:SIGMA, \
-                              shifted3d:N:SIGMA, stokes2d:N, kkt2d:N:M, geolap:N:K[:SHIFT], \
+                              shifted3d:N:SIGMA, stokes2d:N[:SHIFT], kkt2d:N:M, geolap:N:K[:SHIFT], \
                               powerlap:N:ALPHA[:SHIFT], circuit:N[:g|mna|vccs]";
 
 const NAMES: [&str; 35] = [
@@ -156,6 +156,22 @@ const NAMES: [&str; 35] = [
     "emptyrows",
     "rmat",
 ];
+
+/// The finite-element problem and N of a `fem2d`, `fem3d`, `femelast2d` or `femelast3d` spec
+/// (`None` for any other spec or a malformed one): what [`fem_coordinates`] needs to give the
+/// nodes of the matrix [`from_spec`] builds from it (with the same seed).
+pub fn fem_problem(spec: &str) -> Option<(FemProblem, usize)> {
+    let parts: Vec<&str> = spec.split(':').map(str::trim).collect();
+    let name = parts[0].to_ascii_lowercase();
+    let (dim, physics) = match name.as_str() {
+        "fem2d" => (2, FemPhysics::Poisson),
+        "fem3d" => (3, FemPhysics::Poisson),
+        "femelast2d" => (2, FemPhysics::Elasticity),
+        "femelast3d" => (3, FemPhysics::Elasticity),
+        _ => return None,
+    };
+    FemProblem::parse(dim, physics, &parts[1..]).ok()
+}
 
 /// True when `s` has the shape of a spec: a known generator name followed by `:` (the arguments
 /// are checked by [`from_spec`]).
@@ -386,8 +402,13 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
             shifted(d, int(1, "N")?, num(2, "SIGMA")?)
         }
         "stokes2d" => {
-            arity(1)?;
-            stokes2d(int(1, "N")?)
+            arity(2)?;
+            let shift = if parts.len() > 2 {
+                num(2, "SHIFT")?
+            } else {
+                0.0
+            };
+            stokes2d(int(1, "N")?, shift)
         }
         "kkt2d" => {
             arity(2)?;

@@ -5,10 +5,13 @@
 //!
 //! `mixed_bench [MODE...]` (default: every mode):
 //!
-//! - `cg`: CG on Poisson 3D 200³ (`b = 1`, `x₀ = 0`, rtol 1e-8), values exact in f32, and the
-//!   same matrix divided by 3 (values f32 rounds: the reliable updates and the exact copy at
-//!   work); the second of two solves of each (kernels compiled, memory pool warm); the true
+//! - `cg`: CG on Poisson 3D 200³ and 240³ (`b = 1`, `x₀ = 0`, rtol 1e-8), values exact in f32,
+//!   and the 200³ matrix divided by 3 (values f32 rounds: the reliable updates and the exact copy
+//!   at work); the second of two solves of each (kernels compiled, memory pool warm); the true
 //!   residual recomputed on the host in f64 with the exact matrix.
+//! - `amg`: AMG-PCG on Poisson 3D 240³ (exact and rounded values, rtol 1e-8), the hierarchy in
+//!   f64 set up on the device from the f64 matrix, with the f64 operator and with the f32-value
+//!   operator on top: setup and solve times, iterations, true residuals.
 //! - `gmres`: GMRES(30) per iteration on a 1000² convection–diffusion grid (10⁶ rows,
 //!   nonsymmetric, values f32 rounds), 300 iterations each: f64, f32 values, f32 Krylov basis,
 //!   both.
@@ -38,10 +41,10 @@ mod imp {
     use std::sync::Arc;
 
     use segsparse::backend::gpu::GpuOps;
-    use segsparse::gpu::Gpu;
-    use segsparse::precond::Jacobi;
-    use segsparse::solvers::storage::{solve_stored, StoredOperator};
     use segsparse::backend::{Identity, LinearOperator, Preconditioner, VectorOps};
+    use segsparse::gpu::Gpu;
+    use segsparse::precond::{Amg, AmgParams, Jacobi};
+    use segsparse::solvers::storage::{solve_stored, StoredOperator};
     use segsparse::solvers::{cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
     use segsparse::spmv::gpu::mixed::GpuMixedCsr;
     use segsparse::spmv::gpu::{CusparseAlg, CusparseSpmv, GpuCsr};
@@ -63,8 +66,10 @@ mod imp {
     }
 
     fn row(fields: Vec<(&str, serde_json::Value)>) {
-        let m: serde_json::Map<String, serde_json::Value> =
-            fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let m: serde_json::Map<String, serde_json::Value> = fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         println!("{}", serde_json::Value::Object(m));
     }
 
@@ -100,7 +105,12 @@ mod imp {
     fn cg_rows(g: &Arc<Gpu>, be: &Be) {
         let base = generate::poisson3d::<f64>(200).unwrap();
         let third = base.map_values(|v| v / 3.0);
-        for (name, a) in [("poisson3d:200", &base), ("poisson3d:200/3", &third)] {
+        let large = generate::poisson3d::<f64>(240).unwrap();
+        for (name, a) in [
+            ("poisson3d:200", &base),
+            ("poisson3d:200/3", &third),
+            ("poisson3d:240", &large),
+        ] {
             let n = a.nrows();
             let b = vec![1.0; n];
             let bd = be.upload(&b).unwrap();
@@ -138,6 +148,62 @@ mod imp {
                 ("f32_error", e32.into()),
                 ("time_ratio_f32_over_f64", (s32 / s64).into()),
                 ("iteration_ratio", (it32 as f64 / it64 as f64).into()),
+            ]);
+        }
+    }
+
+    /// AMG-PCG (the default smoothed aggregation, its hierarchy in f64, set up on the device from
+    /// the f64 matrix) with the f64 operator and with the f32-value operator on top: setup time
+    /// (the second of two setups), and the second of two solves of each.
+    fn amg_rows(g: &Arc<Gpu>, be: &Be) {
+        for (name, a) in [
+            ("poisson3d:240", generate::poisson3d::<f64>(240).unwrap()),
+            ("poisson3d:240/3", generate::poisson3d::<f64>(240).unwrap().map_values(|v| v / 3.0)),
+        ] {
+            let n = a.nrows();
+            let b = vec![1.0; n];
+            let bd = be.upload(&b).unwrap();
+            let p = SolveParams {
+                rel_tol: 1e-8,
+                max_iters: 2_000,
+                ..Default::default()
+            };
+            let full = GpuCsr::upload(g, &a).unwrap();
+            let params = AmgParams::default();
+            drop(Amg::from_matrix(be, &full, &params).unwrap());
+            g.synchronize().unwrap();
+            let t = std::time::Instant::now();
+            let h = Amg::from_matrix(be, &full, &params).unwrap();
+            g.synchronize().unwrap();
+            let setup = t.elapsed().as_secs_f64();
+            let (r64, x64) = solve_twice(be, &b, |x| pcg(be, &full, &h, &bd, x, &p));
+            let mixed = GpuMixedCsr::upload(g, &a).unwrap();
+            let (r32, x32) = solve_twice(be, &b, |x| pcg(be, &mixed, &h, &bd, x, &p));
+            let (ok64, it64, s64, e64) = outcome(&r64);
+            let (ok32, it32, s32, e32) = outcome(&r32);
+            row(vec![
+                ("bench", "mixed-amg-pcg".into()),
+                ("device", device(g).into()),
+                ("matrix", name.into()),
+                ("n", n.into()),
+                ("nnz", a.nnz().into()),
+                ("rtol", 1e-8.into()),
+                ("hierarchy", "f64".into()),
+                ("levels", h.summary().levels.len().into()),
+                ("operator_complexity", h.summary().operator_complexity.into()),
+                ("setup_seconds", setup.into()),
+                ("lossless_f32", mixed.is_lossless().into()),
+                ("f64_converged", ok64.into()),
+                ("f64_iterations", it64.into()),
+                ("f64_solve_seconds", s64.into()),
+                ("f64_true_residual", true_rel(&a, &b, &x64).into()),
+                ("f64_error", e64.into()),
+                ("f32_operator_converged", ok32.into()),
+                ("f32_operator_iterations", it32.into()),
+                ("f32_operator_solve_seconds", s32.into()),
+                ("f32_operator_true_residual", true_rel(&a, &b, &x32).into()),
+                ("f32_operator_error", e32.into()),
+                ("solve_ratio_f32_operator_over_f64", (s32 / s64).into()),
             ]);
         }
     }
@@ -236,7 +302,7 @@ mod imp {
                 for _ in 0..5 {
                     f().unwrap();
                 }
-                let v: Vec<f64> = (0..20).map(|_| g.time(|| f()).unwrap()).collect();
+                let v: Vec<f64> = (0..20).map(|_| g.time(&mut *f).unwrap()).collect();
                 median(v)
             };
             let x64 = g.upload(&vec![1.0f64; a.ncols()]).unwrap();
@@ -316,8 +382,8 @@ mod imp {
                 let n = a.nrows();
                 let b = vec![1.0; n];
                 let bd = be.upload(&b).unwrap();
-                let jac = (!a.diagonal().contains(&0.0))
-                    .then(|| Jacobi::from_matrix(be, &a).unwrap());
+                let jac =
+                    (!a.diagonal().contains(&0.0)).then(|| Jacobi::from_matrix(be, &a).unwrap());
                 let m: &dyn Preconditioner<f64, Be> = match &jac {
                     Some(j) => j,
                     None => &Identity,
@@ -340,9 +406,7 @@ mod imp {
                 let mut x = be.zeros(n).unwrap();
                 let (stored, fallback, r32) = match GpuMixedCsr::upload(g, &a) {
                     Ok(mixed) => {
-                        let exact = mixed
-                            .exact()
-                            .map(|e| e as &dyn LinearOperator<f64, Be>);
+                        let exact = mixed.exact().map(|e| e as &dyn LinearOperator<f64, Be>);
                         let s = solve_stored(
                             be,
                             StoredOperator::F32 {
@@ -383,7 +447,10 @@ mod imp {
                     ("n", n.into()),
                     ("nnz", a.nnz().into()),
                     ("method", method.into()),
-                    ("precond", if jac.is_some() { "jacobi" } else { "none" }.into()),
+                    (
+                        "precond",
+                        if jac.is_some() { "jacobi" } else { "none" }.into(),
+                    ),
                     ("rtol", 1e-8.into()),
                     ("f64_converged", ok64.into()),
                     ("f64_iterations", it64.into()),
@@ -439,6 +506,9 @@ mod imp {
         }
         if want("gmres") {
             gmres_rows(&g, &be);
+        }
+        if want("amg") {
+            amg_rows(&g, &be);
         }
         if want("spmv") {
             spmv_rows(&g);

@@ -24,7 +24,7 @@
 
 use std::time::Instant;
 
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, VectorOps};
+use segsparse::backend::{Cpu, Identity, LinearOperator, SolverOps, VectorOps};
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
     bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
@@ -81,7 +81,7 @@ impl Method {
     }
 }
 
-fn run<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn run<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     jac: &Jacobi<B::Vector>,
@@ -127,7 +127,7 @@ struct Row {
 /// Times `iters` iterations (tolerance 0) of method `m`, median of `reps`; None if the method
 /// stops early (breakdown).
 #[allow(clippy::too_many_arguments)]
-fn time_iters<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn time_iters<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     jac: &Jacobi<B::Vector>,
@@ -157,7 +157,7 @@ fn time_iters<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn measure<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn measure<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     label: String,
     be: &B,
     op: &A,

@@ -220,7 +220,8 @@ pub struct AmgArgs {
     #[arg(long, default_value_t = amg_default().max_levels)]
     pub amg_max_levels: usize,
     /// AMG: near-nullspace candidates. auto: rigid-body modes (with 2 or 3 unknowns per node)
-    /// for an elasticity2d:N or elasticity3d:N spec, the constant otherwise.
+    /// for an elasticity2d:N, elasticity3d:N, femelast2d:… or femelast3d:… spec, the constant
+    /// otherwise.
     #[arg(long, value_enum, default_value_t = AmgCandidatesArg::Auto)]
     pub amg_candidates: AmgCandidatesArg,
     /// AMG: unknowns per node of the fine level [default: 2 or 3 with rigid-body modes, else 1].
@@ -322,11 +323,11 @@ impl From<AmgCycleArg> for Cycle {
 /// `--amg-candidates`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AmgCandidatesArg {
-    /// Rigid-body modes for elasticity2d:N specs, else the constant.
+    /// Rigid-body modes for the elasticity specs, else the constant.
     Auto,
     /// The constant vector.
     Constant,
-    /// 2-D rigid-body modes (elasticity2d:N specs only: they need the node coordinates).
+    /// Rigid-body modes (the elasticity specs only: they need the node coordinates).
     Rbm,
 }
 

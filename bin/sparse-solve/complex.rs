@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
-use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi, TriangularOps};
+use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps};
+use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams, Jacobi};
 use segsparse::solvers::{SolveError, SolveParams};
 use segsparse::{CsrMatrix, Elem};
 
@@ -203,7 +203,7 @@ fn backend(cli: &Cli) -> Result<Where> {
 /// timed: setup from `setup_clock`, which started before the backend was opened, to this call)
 /// and downloads the solution.
 #[allow(clippy::too_many_arguments)]
-fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_pre<T: Elem, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -237,7 +237,7 @@ fn solve_pre<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B>>(
 /// The solve of `plan` on any backend (the CPU's or the GPU's): no, Jacobi, ILU(0) or IC(0)
 /// preconditioning.
 #[allow(clippy::too_many_arguments)]
-fn solve_on<T: Elem, B: KrylovOps<T> + TriangularOps<T>, A: LinearOperator<T, B>>(
+fn solve_on<T: Elem, B: SolverOps<T> + IncompleteOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     a: &CsrMatrix<T>,

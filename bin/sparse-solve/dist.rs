@@ -438,7 +438,7 @@ mod tests {
             .to_string();
         assert!(e.contains("GMRES runs on one GPU only"), "{e}");
         let mut rbm = plan(cg, PrecondArg::Amg, Auto);
-        rbm.rbm = Some((2, 10));
+        rbm.rbm = Some(crate::Rbm::Grid(2, 10));
         assert!(dist_plan(rbm).is_err());
     }
 }

@@ -33,10 +33,8 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
-use segsparse::precond::{
-    Amg, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi, MultigridOps,
-};
+use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps, VectorOps};
+use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
 };
@@ -47,13 +45,13 @@ use cli::{
     BackendArg, Cli, DistPrecondArg, Format, GpusArg, IluApplyArg, IluFillArg, IluMatchingArg,
     IluOrderArg, MethodArg, PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
-use segsparse::solvers::storage::{solve_stored, StoredOperator};
-use segsparse::Storage;
 use segsparse::autosolve::{ProbeParams, ProbeReport};
 use segsparse::precond::auto::{AutoChoice, AutoMethod, AutoPrecond, MatrixStats};
-use segsparse::precond::{Ic0, Ilu0, IncompleteParams, TriangularOps};
+use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams};
 use segsparse::solvers::multi;
+use segsparse::solvers::storage::{solve_stored, StoredOperator};
 use segsparse::sparse::incomplete::FactorSummary;
+use segsparse::Storage;
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -285,8 +283,8 @@ struct Plan {
     restart: usize,
     poly_degree: usize,
     amg: AmgParams,
-    /// `Some((dim, n))`: rigid-body modes of `elasticity{dim}d:n` as the AMG candidates.
-    rbm: Option<(usize, usize)>,
+    /// `Some(..)`: rigid-body modes of an elasticity spec as the AMG candidates.
+    rbm: Option<Rbm>,
     rhs_count: usize,
     /// `--rhs-mode block`: the right-hand sides as one block.
     rhs_block: bool,
@@ -568,18 +566,17 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         )?
     } else {
         // --storage f32: the values rounded to f32 (part of the setup), or why not.
-        let mixed = (plan.storage == Storage::F32)
-            .then(|| {
-                segsparse::spmv::mixed::MixedCsr::new(&a.cast::<f64>())
-                    .map_err(|e| match e {
-                        segsparse::Error::InvalidInput(why) => why,
-                        other => other.to_string(),
-                    })
-                    .map(|m| {
-                        storage::AsWorking::<_, Cpu>::new::<T, Cpu>(m)
-                            .expect("--storage f32 runs in f64 (checked above)")
-                    })
-            });
+        let mixed = (plan.storage == Storage::F32).then(|| {
+            segsparse::spmv::mixed::MixedCsr::new(&a.cast::<f64>())
+                .map_err(|e| match e {
+                    segsparse::Error::InvalidInput(why) => why,
+                    other => other.to_string(),
+                })
+                .map(|m| {
+                    storage::AsWorking::<_, Cpu>::new::<T, Cpu>(m)
+                        .expect("--storage f32 runs in f64 (checked above)")
+                })
+        });
         let narrow = narrow_of::<T, Cpu, _>(mixed.as_ref());
         let solved = solve_with(
             &Cpu,
@@ -896,7 +893,7 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
+fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
@@ -971,17 +968,7 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
             solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
-            let candidates = plan.rbm.map(|(dim, n)| {
-                if dim == 3 {
-                    segsparse::precond::amg::rigid_body_modes_3d(
-                        &segsparse::generate::elasticity3d_coordinates(n),
-                    )
-                } else {
-                    segsparse::precond::amg::rigid_body_modes_2d(
-                        &segsparse::generate::elasticity2d_coordinates(n),
-                    )
-                }
-            });
+            let candidates = plan.rbm.map(|r| r.modes()).transpose()?;
             // From the solver's own matrix: on the GPU the setup runs on the device from it.
             let build = || {
                 match &candidates {
@@ -1027,7 +1014,7 @@ fn solve_with<T: Scalar, B: KrylovOps<T> + TriangularOps<T> + MultigridOps<T>>(
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_all<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1056,9 +1043,10 @@ fn solve_all<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
                     exact: op,
                 },
             };
-            let run = |_: Storage, o: &dyn LinearOperator<T, B>, x: &mut B::Vector, p: &SolveParams| {
-                run_method(be, o, m, (plan.method, plan.restart), db, x, p)
-            };
+            let run =
+                |_: Storage, o: &dyn LinearOperator<T, B>, x: &mut B::Vector, p: &SolveParams| {
+                    run_method(be, o, m, (plan.method, plan.restart), db, x, p)
+                };
             match solve_stored(be, stored, x, params, run) {
                 Ok(s) => {
                     extra.storage = Some((s.storage, s.fallback));
@@ -1121,7 +1109,7 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
+fn solve_block<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1187,7 +1175,7 @@ fn solve_block<T: Scalar, B: KrylovOps<T>, A: LinearOperator<T, B>>(
 
 /// The AMG options of the command line.
 fn amg_params(cli: &Cli) -> Result<AmgParams> {
-    let rbm = rbm_grid(cli)?.map(|(dim, _)| dim);
+    let rbm = rbm_grid(cli)?.map(|r| r.dim());
     Ok(AmgParams {
         theta: cli.amg.amg_theta,
         smoother: cli.amg.amg_smoother.into(),
@@ -1210,23 +1198,68 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
 
 /// `Some((dim, n))` when the AMG candidates are the rigid-body modes of `elasticity2d:n`
 /// (`dim` 2) or `elasticity3d:n` (`dim` 3).
-fn rbm_grid(cli: &Cli) -> Result<Option<(usize, usize)>> {
+/// Where the node coordinates of rigid-body modes come from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Rbm {
+    /// `elasticity2d:N` or `elasticity3d:N`: (dimension, N).
+    Grid(usize, usize),
+    /// `femelast2d:…` or `femelast3d:…`: the problem, N and the seed of its mesh.
+    Fem(segsparse::generate::FemProblem, usize, u64),
+}
+
+impl Rbm {
+    /// Unknowns per node.
+    fn dim(self) -> usize {
+        match self {
+            Rbm::Grid(dim, _) => dim,
+            Rbm::Fem(p, _, _) => p.dim,
+        }
+    }
+
+    /// The rigid-body modes, one vector per mode over the matrix's rows.
+    fn modes<T: Scalar>(self) -> Result<Vec<Vec<T>>> {
+        use segsparse::precond::amg::{rigid_body_modes_2d, rigid_body_modes_3d};
+        Ok(match self {
+            Rbm::Grid(3, n) => {
+                rigid_body_modes_3d(&segsparse::generate::elasticity3d_coordinates(n))
+            }
+            Rbm::Grid(_, n) => {
+                rigid_body_modes_2d(&segsparse::generate::elasticity2d_coordinates(n))
+            }
+            Rbm::Fem(p, n, seed) => {
+                let xyz = segsparse::generate::fem_coordinates(&p, n, seed)?;
+                if p.dim == 3 {
+                    rigid_body_modes_3d(&xyz)
+                } else {
+                    let xy: Vec<[f64; 2]> = xyz.iter().map(|x| [x[0], x[1]]).collect();
+                    rigid_body_modes_2d(&xy)
+                }
+            }
+        })
+    }
+}
+
+/// `--amg-candidates`: rigid-body modes for the specs whose node coordinates are known
+/// (`elasticity2d:N`, `elasticity3d:N`, `femelast2d:…`, `femelast3d:…`).
+fn rbm_grid(cli: &Cli) -> Result<Option<Rbm>> {
     use cli::AmgCandidatesArg;
     let size = |n: &str| n.trim().replace('_', "").parse::<usize>().ok();
     let grid = if let Some(n) = cli.matrix.strip_prefix("elasticity2d:") {
-        size(n).map(|n| (2, n))
+        size(n).map(|n| Rbm::Grid(2, n))
     } else if let Some(n) = cli.matrix.strip_prefix("elasticity3d:") {
-        size(n).map(|n| (3, n))
+        size(n).map(|n| Rbm::Grid(3, n))
     } else {
-        None
+        segsparse::generate::fem_problem(&cli.matrix)
+            .filter(|(p, _)| p.physics == segsparse::generate::FemPhysics::Elasticity)
+            .map(|(p, n)| Rbm::Fem(p, n, cli.seed))
     };
     match (cli.amg.amg_candidates, grid) {
         (AmgCandidatesArg::Constant, _) | (AmgCandidatesArg::Auto, None) => Ok(None),
         (_, Some(g)) => Ok(Some(g)),
         (AmgCandidatesArg::Rbm, None) => {
             bail!(
-                "--amg-candidates rbm needs node coordinates: only elasticity2d:N and \
-                 elasticity3d:N specs have them"
+                "--amg-candidates rbm needs node coordinates: only the elasticity2d:N, \
+                 elasticity3d:N, femelast2d:… and femelast3d:… specs have them"
             )
         }
     }
@@ -1253,7 +1286,7 @@ fn narrow_of<'a, T: Elem, B: VectorOps<T>, O: LinearOperator<T, B>>(
 /// The preconditioner is taken as a trait object: the solvers are then compiled once per element
 /// type and backend, not once more for every preconditioner type (a virtual call per
 /// application costs nothing next to it).
-pub(crate) fn run_method<T: Elem, B: KrylovOps<T>, A: LinearOperator<T, B> + ?Sized>(
+pub(crate) fn run_method<T: Elem, B: SolverOps<T>, A: LinearOperator<T, B> + ?Sized>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1298,7 +1331,17 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         ),
     };
     let narrow = narrow_of::<T, GpuOps<T>, _>(mixed.as_ref());
-    let solved = solve_with(&ops, &da, a, (plan, auto), b, x, params, setup_clock, narrow)?;
+    let solved = solve_with(
+        &ops,
+        &da,
+        a,
+        (plan, auto),
+        b,
+        x,
+        params,
+        setup_clock,
+        narrow,
+    )?;
     Ok(Outcome::new(
         plan.method,
         format!("gpu ({})", g.name()),
@@ -1387,6 +1430,32 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "33"]).is_err());
         assert!(Cli::try_parse_from(["sparse-solve", "x", "--amg-degree", "0"]).is_err());
+    }
+
+    /// Rigid-body modes come with the elasticity specs' node coordinates, one entry per row.
+    #[test]
+    fn rigid_body_modes_of_the_elasticity_specs() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+        for (spec, dim, modes) in [
+            ("elasticity3d:3", 3, 6),
+            ("elasticity2d:4", 2, 3),
+            ("femelast3d:p1:3", 3, 6),
+            ("femelast2d:p2:3:cube:ident", 2, 3),
+        ] {
+            let cli = parse(&["sparse-solve", spec]);
+            let r = rbm_grid(&cli).unwrap().expect(spec);
+            assert_eq!(r.dim(), dim);
+            assert_eq!(amg_params(&cli).unwrap().block_size, dim);
+            let m: Vec<Vec<f64>> = r.modes().unwrap();
+            let a: CsrMatrix<f64> = segsparse::load(spec, cli.seed).unwrap();
+            assert_eq!(m.len(), modes, "{spec}");
+            assert!(m.iter().all(|v| v.len() == a.nrows()), "{spec}");
+        }
+        for spec in ["fem3d:p2:3", "poisson3d:4"] {
+            assert!(rbm_grid(&parse(&["sparse-solve", spec])).unwrap().is_none());
+            let e = rbm_grid(&parse(&["sparse-solve", spec, "--amg-candidates", "rbm"]));
+            assert!(e.unwrap_err().to_string().contains("node coordinates"));
+        }
     }
 
     #[test]

@@ -25,11 +25,6 @@ impl<O, B64: 'static> AsWorking<O, B64> {
                 _b: PhantomData,
             })
     }
-
-    /// The operator itself.
-    pub fn inner(&self) -> &O {
-        &self.op
-    }
 }
 
 /// `v` as the `f64` backend's type (the same type, checked at construction).
@@ -59,12 +54,18 @@ where
         self.op.ncols()
     }
     fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> segsparse::Result<()> {
-        self.op
-            .apply(view::<B64>(be), view::<B64::Vector>(x), view_mut::<B64::Vector>(y))
+        self.op.apply(
+            view::<B64>(be),
+            view::<B64::Vector>(x),
+            view_mut::<B64::Vector>(y),
+        )
     }
     fn apply_exact(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> segsparse::Result<()> {
-        self.op
-            .apply_exact(view::<B64>(be), view::<B64::Vector>(x), view_mut::<B64::Vector>(y))
+        self.op.apply_exact(
+            view::<B64>(be),
+            view::<B64::Vector>(x),
+            view_mut::<B64::Vector>(y),
+        )
     }
     fn is_narrowed(&self) -> bool {
         self.op.is_narrowed()

@@ -127,3 +127,35 @@ __device__ __forceinline__ void block_select_scatter(const K* keys, const V* val
         run += __popc(w[it]);
     }
 }
+
+// The entry points of a selection by packed flag bits, written once for compact (PREFIX compact,
+// SEL 1, SPLIT false) and split (split, 0, true): PREFIX_count_bits (pass 1), PREFIX_bits_S for
+// keys K, PREFIX_bits_pairs_S for keys K with values V (pass 2); SELECT_BITS_ENTRIES makes all
+// of them for 32- and 64-bit keys and values.
+#define SELECT_COUNT_BITS(PREFIX, SEL)                                                             \
+    extern "C" __global__ void __launch_bounds__(SEL_THREADS)                                      \
+    PREFIX##_count_bits(const u32* words, u32 n, u32* tile_counts) {                               \
+        block_select_count<SEL, u32>(nullptr, n, FlagsFromBits{words}, tile_counts, false);        \
+    }
+#define SELECT_BITS(PREFIX, SEL, SPLIT, K, S)                                                      \
+    extern "C" __global__ void __launch_bounds__(SEL_THREADS)                                      \
+    PREFIX##_bits_##S(const K* x, const u32* words, u32 n, const u32* tile_incl, u32 num_tiles,    \
+                      K* out) {                                                                    \
+        block_select_scatter<SEL, SPLIT, false, K, u32>(x, nullptr, n, FlagsFromBits{words},       \
+                                                        tile_incl, num_tiles, out, nullptr);       \
+    }
+#define SELECT_BITS_PAIRS(PREFIX, SEL, SPLIT, K, V, S)                                             \
+    extern "C" __global__ void __launch_bounds__(SEL_THREADS)                                      \
+    PREFIX##_bits_pairs_##S(const K* x, const V* v, const u32* words, u32 n,                       \
+                            const u32* tile_incl, u32 num_tiles, K* xo, V* vo) {                   \
+        block_select_scatter<SEL, SPLIT, true, K, V>(x, v, n, FlagsFromBits{words}, tile_incl,     \
+                                                     num_tiles, xo, vo);                           \
+    }
+#define SELECT_BITS_ENTRIES(PREFIX, SEL, SPLIT)                                                    \
+    SELECT_COUNT_BITS(PREFIX, SEL)                                                                 \
+    SELECT_BITS(PREFIX, SEL, SPLIT, u32, b32)                                                      \
+    SELECT_BITS(PREFIX, SEL, SPLIT, u64, b64)                                                      \
+    SELECT_BITS_PAIRS(PREFIX, SEL, SPLIT, u32, u32, b32_b32)                                       \
+    SELECT_BITS_PAIRS(PREFIX, SEL, SPLIT, u32, u64, b32_b64)                                       \
+    SELECT_BITS_PAIRS(PREFIX, SEL, SPLIT, u64, u32, b64_b32)                                       \
+    SELECT_BITS_PAIRS(PREFIX, SEL, SPLIT, u64, u64, b64_b64)

@@ -8,13 +8,6 @@
 #include "block/tile_scan.cuh"
 
 #define LOOKBACK_ENTRY(OPN, OP, T, SUF, ITEMS)                                                      \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS) scan_lookback_##OPN##_##SUF(         \
-        const T* __restrict__ in, T* __restrict__ out, long long n, u32 num_tiles, int bwd,    \
-        int excl, u32* header, u64* status, T* agg, T* incl) {                                      \
-        __shared__ TileStorage<T, SCAN_THREADS, ITEMS> s;                                           \
-        TileStatus<T> ts = {header, status, agg, incl};                                             \
-        lookback_scan_tile<T, OP, false, SCAN_THREADS, ITEMS>(in, nullptr, out, n, num_tiles, bwd != 0, \
-                                                            excl != 0, ts, s);                     \
-    }
+    SCAN_LOOKBACK_ENTRY(scan, false, , nullptr, OPN, OP, T, SUF, ITEMS)
 
 SCAN_FOR_EACH_OP_TYPE(LOOKBACK_ENTRY)

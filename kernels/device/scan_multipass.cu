@@ -9,30 +9,7 @@
 #include "block/block_work_efficient.cuh"
 
 #define MULTIPASS_ENTRY(OPN, OP, T, SUF, ITEMS)                                                     \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_ws_reduce_##OPN##_##SUF(        \
-        const T* __restrict__ in, long long n, int bwd, u32* spine_f, T* spine_v) {            \
-        __shared__ TileStorage<T, SCAN_THREADS, ITEMS> s;                                           \
-        reduce_tile<T, OP, false, SCAN_THREADS, ITEMS>(in, nullptr, n, bwd != 0, spine_f, spine_v, s); \
-    }                                                                                               \
-    extern "C" __global__ void __launch_bounds__(SCAN_THREADS) scan_ws_scan_##OPN##_##SUF(          \
-        const T* __restrict__ in, T* __restrict__ out, long long n, int bwd, int excl,         \
-        const T* __restrict__ spine_v) {                                                            \
-        __shared__ TileStorage<T, SCAN_THREADS, ITEMS> s;                                           \
-        scan_tile_from_spine<T, OP, false, SCAN_THREADS, ITEMS>(in, nullptr, out, n, bwd != 0,        \
-                                                              excl != 0, spine_v, s);              \
-    }                                                                                               \
-    extern "C" __global__ void __launch_bounds__(SPINE_THREADS) scan_spine_##OPN##_##SUF(           \
-        const u32* __restrict__ spine_f, T* spine_v, long long m) {                                 \
-        __shared__ TileStorage<T, SPINE_THREADS, SPINE_ITEMS> s;                                    \
-        spine_scan<T, OP, false, SPINE_THREADS, SPINE_ITEMS>(spine_f, spine_v, m, s);              \
-    }                                                                                               \
-    extern "C" __global__ void __launch_bounds__(WE_THREADS) scan_we_block_##OPN##_##SUF(           \
-        const T* __restrict__ in, T* __restrict__ out, long long n, int bwd, int excl,         \
-        u32* spine_f, T* spine_v, u32* first_head) {                                                \
-        __shared__ WeStorage<T, WE_THREADS> s;                                                      \
-        we_block<T, OP, false, WE_THREADS>(in, nullptr, out, n, bwd != 0, excl != 0, spine_f,       \
-                                          spine_v, first_head, s);                                 \
-    }
+    SCAN_MULTIPASS_ENTRY(scan, false, , nullptr, OPN, OP, T, SUF, ITEMS)
 #define FIXUP_ENTRY(OPN, OP, T, SUF, ITEMS)                                                         \
     extern "C" __global__ void __launch_bounds__(WE_THREADS) scan_we_fixup_##OPN##_##SUF(           \
         T* out, long long n, int bwd, const T* __restrict__ spine_v,                                \

@@ -41,7 +41,23 @@ __device__ __forceinline__ void crows(const u32* __restrict__ row_ptr, const u32
     store_row(y, r, sum, alpha, beta);
 }
 
-template <typename C, int W>
+// How a row's entries (column index and value) are read: through the read-only cache, or
+// streamed (read once: evict-first, keeping L2 for x).
+struct EntriesCached {
+    static __device__ __forceinline__ u32 col(const u32* p) { return __ldg(p); }
+    template <typename C> static __device__ __forceinline__ C val(const C* p) { return ldg_c(p); }
+};
+struct EntriesStreamed {
+    static __device__ __forceinline__ u32 col(const u32* p) { return __ldcs(p); }
+    template <typename C> static __device__ __forceinline__ C val(const C* p) { return ldcs_c(p); }
+};
+
+// W lanes per row, each with P entries of a step in flight: lane l of a step starting at k0 takes
+// entries k0 + l, k0 + l + W, ..., so each load instruction of the group reads W consecutive
+// entries (P = 1: lane l takes every W-th entry from l). The row is summed in a fixed order
+// (deterministic run to run). With P > 1 a lane past the row's end adds 0·x[0], which keeps the
+// P loads of a step unconditional; with P = 1 it adds nothing.
+template <typename C, int W, int P, typename L>
 __device__ __forceinline__ void cwarp(const u32* __restrict__ row_ptr, const u32* __restrict__ col,
                                       const C* __restrict__ val, const C* __restrict__ x,
                                       C* __restrict__ y, C alpha, C beta, u32 nrows) {
@@ -50,50 +66,17 @@ __device__ __forceinline__ void cwarp(const u32* __restrict__ row_ptr, const u32
     // Whole groups leave together, so the shuffles below see all W lanes of a group.
     if (g >= nrows) return;
     const u32 a = __ldg(row_ptr + g), b = __ldg(row_ptr + g + 1);
-    C sum;
-    sum.re = 0;
-    sum.im = 0;
-    for (u32 k = a + lane; k < b; k += W) cfma(sum, ldg_c(val + k), ldg_c(x + __ldg(col + k)));
-    const unsigned mask = (0xffffffffu >> (32 - W)) << (threadIdx.x & 31u & ~(W - 1u));
-#pragma unroll
-    for (int o = W / 2; o > 0; o /= 2) {
-        sum.re += __shfl_down_sync(mask, sum.re, o, W);
-        sum.im += __shfl_down_sync(mask, sum.im, o, W);
-    }
-    if (lane == 0) store_row(y, g, sum, alpha, beta);
-}
-
-// One value, streamed (read once: evict-first, keeping L2 for x).
-__device__ __forceinline__ cfloat ldcs_c(const cfloat* p) {
-    const float2 v = __ldcs(reinterpret_cast<const float2*>(p));
-    return cmake<cfloat>(v.x, v.y);
-}
-__device__ __forceinline__ cdouble ldcs_c(const cdouble* p) {
-    const double2 v = __ldcs(reinterpret_cast<const double2*>(p));
-    return cmake<cdouble>(v.x, v.y);
-}
-
-// W lanes per row, each with P entries of a step in flight: lane l of a step starting at k0 takes
-// entries k0 + l, k0 + l + W, ..., so each load instruction of the group reads W consecutive
-// entries. The row is summed in a fixed order (deterministic run to run).
-template <typename C, int W, int P>
-__device__ __forceinline__ void cwarp_p(const u32* __restrict__ row_ptr, const u32* __restrict__ col,
-                                        const C* __restrict__ val, const C* __restrict__ x,
-                                        C* __restrict__ y, C alpha, C beta, u32 nrows) {
-    const u32 g = (u32)(((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / W);
-    const u32 lane = threadIdx.x % W;
-    if (g >= nrows) return;  // whole groups leave together
-    const u32 a = __ldg(row_ptr + g), b = __ldg(row_ptr + g + 1);
     C sum = czero<C>();
     for (u32 k0 = a; k0 < b; k0 += W * P) {
+        if (P == 1 && k0 + lane >= b) break;
         u32 c[P];
         C v[P];
 #pragma unroll
         for (int i = 0; i < P; ++i) {
             const u32 k = k0 + lane + (u32)i * W;
             const bool in = k < b;
-            c[i] = in ? __ldcs(col + k) : 0u;
-            v[i] = in ? ldcs_c(val + k) : czero<C>();
+            c[i] = in ? L::col(col + k) : 0u;
+            v[i] = in ? L::template val<C>(val + k) : czero<C>();
         }
         C xv[P];
 #pragma unroll
@@ -110,37 +93,22 @@ __device__ __forceinline__ void cwarp_p(const u32* __restrict__ row_ptr, const u
     if (lane == 0) store_row(y, g, sum, alpha, beta);
 }
 
+// An entry point NAME(row_ptr, col, val, x, y, alpha, beta, nrows) of the row mapping given after
+// C (a template with its arguments).
+#define SPMV_COMPLEX_ENTRY(NAME, C, ...)                                                           \
+    extern "C" __global__ void __launch_bounds__(256)                                              \
+        NAME(const u32* __restrict__ row_ptr, const u32* __restrict__ col,                         \
+             const C* __restrict__ val, const C* __restrict__ x, C* __restrict__ y, C alpha,       \
+             C beta, u32 nrows) {                                                                  \
+        __VA_ARGS__(row_ptr, col, val, x, y, alpha, beta, nrows);                                  \
+    }
+
 #define SPMV_COMPLEX_ENTRIES(C, SUFFIX)                                                            \
-    extern "C" __global__ void __launch_bounds__(256)                                              \
-        spmv_crows_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,          \
-                            const C* __restrict__ val, const C* __restrict__ x, C* __restrict__ y, \
-                            C alpha, C beta, u32 nrows) {                                          \
-        crows<C>(row_ptr, col, val, x, y, alpha, beta, nrows);                                     \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256)                                              \
-        spmv_cwarp8_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,         \
-                             const C* __restrict__ val, const C* __restrict__ x,                   \
-                             C* __restrict__ y, C alpha, C beta, u32 nrows) {                      \
-        cwarp<C, 8>(row_ptr, col, val, x, y, alpha, beta, nrows);                                  \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256)                                              \
-        spmv_cwarp32_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,        \
-                              const C* __restrict__ val, const C* __restrict__ x,                  \
-                              C* __restrict__ y, C alpha, C beta, u32 nrows) {                     \
-        cwarp<C, 32>(row_ptr, col, val, x, y, alpha, beta, nrows);                                 \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256)                                              \
-        spmv_cwarp4_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,         \
-                             const C* __restrict__ val, const C* __restrict__ x,                   \
-                             C* __restrict__ y, C alpha, C beta, u32 nrows) {                      \
-        cwarp_p<C, 4, 2>(row_ptr, col, val, x, y, alpha, beta, nrows);                             \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256)                                              \
-        spmv_cwarp2_##SUFFIX(const u32* __restrict__ row_ptr, const u32* __restrict__ col,         \
-                             const C* __restrict__ val, const C* __restrict__ x,                   \
-                             C* __restrict__ y, C alpha, C beta, u32 nrows) {                      \
-        cwarp_p<C, 2, 4>(row_ptr, col, val, x, y, alpha, beta, nrows);                             \
-    }                                                                                              \
+    SPMV_COMPLEX_ENTRY(spmv_crows_##SUFFIX, C, crows<C>)                                           \
+    SPMV_COMPLEX_ENTRY(spmv_cwarp8_##SUFFIX, C, cwarp<C, 8, 1, EntriesCached>)                     \
+    SPMV_COMPLEX_ENTRY(spmv_cwarp32_##SUFFIX, C, cwarp<C, 32, 1, EntriesCached>)                   \
+    SPMV_COMPLEX_ENTRY(spmv_cwarp4_##SUFFIX, C, cwarp<C, 4, 2, EntriesStreamed>)                   \
+    SPMV_COMPLEX_ENTRY(spmv_cwarp2_##SUFFIX, C, cwarp<C, 2, 4, EntriesStreamed>)                   \
     extern "C" __global__ void spmv_cscale_##SUFFIX(C* y, C beta, u32 n) {                         \
         for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {  \
             C v;                                                                                   \

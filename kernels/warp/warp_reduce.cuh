@@ -29,31 +29,31 @@ __device__ __forceinline__ SegPair<T> seg_combine(SegPair<T> a, SegPair<T> b, Op
     return r;
 }
 
-// Ordered reduction of pairs where lane 31 holds the EARLIEST element and lane 0 the latest
-// (the order of a look-back window). Lane 0 receives (p31 (+) ... (+) p0). Other lanes hold
-// partial results. The shfl_down tree keeps operands in order, so the operator need not commute.
-template <typename T, typename Op>
-__device__ __forceinline__ SegPair<T> warp_seg_reduce_reversed(SegPair<T> p, Op op) {
+// Segmented reduction of the warp's pairs by a shfl_down tree, which keeps the operands in order
+// (the operator need not commute). In lane order (lane 0 earliest) lane 0 receives the pair of
+// the whole warp; REVERSED: lane 31 holds the EARLIEST element and lane 0 the latest (the order of
+// a look-back window), and lane 0 receives (p31 (+) ... (+) p0). Other lanes hold partial results.
+template <bool REVERSED, typename T, typename Op>
+__device__ __forceinline__ SegPair<T> warp_seg_reduce_ordered(SegPair<T> p, Op op) {
 #pragma unroll
     for (int off = 1; off < 32; off <<= 1) {
         SegPair<T> q;
         q.f = __shfl_down_sync(FULL_MASK, p.f, off);
         q.v = __shfl_down_sync(FULL_MASK, p.v, off);
-        if ((int)(threadIdx.x & 31u) + off < 32) p = seg_combine(q, p, op);
+        if ((int)(threadIdx.x & 31u) + off < 32)
+            p = REVERSED ? seg_combine(q, p, op) : seg_combine(p, q, op);
     }
     return p;
 }
 
-// Segmented reduction in lane order (lane 0 earliest): lane 0 receives the pair of the whole
-// warp.
+// warp_seg_reduce_ordered with lane 31 earliest (a look-back window).
+template <typename T, typename Op>
+__device__ __forceinline__ SegPair<T> warp_seg_reduce_reversed(SegPair<T> p, Op op) {
+    return warp_seg_reduce_ordered<true>(p, op);
+}
+
+// warp_seg_reduce_ordered in lane order (lane 0 earliest).
 template <typename T, typename Op>
 __device__ __forceinline__ SegPair<T> warp_seg_reduce(SegPair<T> p, Op op) {
-#pragma unroll
-    for (int off = 1; off < 32; off <<= 1) {
-        SegPair<T> q;
-        q.f = __shfl_down_sync(FULL_MASK, p.f, off);
-        q.v = __shfl_down_sync(FULL_MASK, p.v, off);
-        if ((int)(threadIdx.x & 31u) + off < 32) p = seg_combine(p, q, op);
-    }
-    return p;
+    return warp_seg_reduce_ordered<false>(p, op);
 }

@@ -2,7 +2,7 @@
 //! the matrix lives; the solvers take it as their preconditioner (`M=` an AMG object), and
 //! `apply_host` runs one cycle for SciPy's `LinearOperator`.
 
-use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use segsparse::precond::amg::{Cycle, Smoother};
 use segsparse::precond::AmgParams;
@@ -10,7 +10,10 @@ use segsparse::precond::AmgParams;
 use crate::arrays::{ro, rw, slice, slice_mut};
 use crate::errors::{run, Failure, Res};
 use crate::hierarchy::PyAmg;
-use crate::matrix::PyMatrix;
+use crate::matrix::{index_arrays, PyMatrix};
+
+/// A level operator as Python receives it: `(indptr, indices, data, (rows, cols))`.
+type LevelArrays = (PyObject, PyObject, PyObject, (usize, usize));
 
 #[allow(clippy::too_many_arguments)]
 fn params(
@@ -57,8 +60,8 @@ fn params(
 
 #[pymethods]
 impl PyAmg {
-    /// Builds the hierarchy of `matrix` (on its device). `candidates`: an `n × k` float64 array
-    /// of near-nullspace vectors (default: the constant).
+    /// Builds the hierarchy of `matrix` (on its device). `candidates`: a C-contiguous `k × n`
+    /// float64 array, one near-nullspace vector per row (default: the constant).
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (matrix, theta = 0.0, smoother = "chebyshev", degree = 3, sweeps = 1, cycle = "V", coarse_size = 300, max_levels = 10, block_size = 1, improve_candidates = 0, candidates = None))]
@@ -91,13 +94,13 @@ impl PyAmg {
         let cand: Option<Vec<Vec<f64>>> = match candidates {
             None => None,
             Some(c) => {
-                let (n, k) = (c.shape()[0], c.shape()[1]);
-                let a = c.as_array();
-                Some(
-                    (0..k)
-                        .map(|j| (0..n).map(|i| a[[i, j]]).collect())
-                        .collect(),
-                )
+                let n = c.shape()[1].max(1);
+                let rows = c.as_slice().map_err(|_| {
+                    pyo3::exceptions::PyValueError::new_err(
+                        "candidates must be a C-contiguous k × n float64 array",
+                    )
+                })?;
+                Some(rows.chunks(n).map(<[f64]>::to_vec).collect())
             }
         };
         let any = run(py, || matrix.build_amg(&p, cand.as_deref()))?;
@@ -135,6 +138,35 @@ impl PyAmg {
         unreachable!("an f32 or f64 hierarchy")
     }
 
+    /// `(indptr, indices, data, shape)` of every level operator, finest first (host copies,
+    /// downloaded from the device: for inspection and tests).
+    fn level_matrices(&self, py: Python<'_>) -> PyResult<Vec<LevelArrays>> {
+        macro_rules! go {
+            ($t:ty) => {
+                if let Ok(m) = self.typed::<$t>() {
+                    let mats = run(py, || {
+                        Ok(m.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .level_matrices()?)
+                    })?;
+                    return Ok(mats
+                        .iter()
+                        .map(|a| {
+                            let (rp, ci) = index_arrays(py, a.row_ptr(), a.col_idx());
+                            let v = PyArray1::<$t>::from_slice(py, a.values())
+                                .into_any()
+                                .unbind();
+                            (rp, ci, v, (a.nrows(), a.ncols()))
+                        })
+                        .collect());
+                }
+            };
+        }
+        go!(f64);
+        go!(f32);
+        unreachable!("an f32 or f64 hierarchy")
+    }
+
     /// The hierarchy's printable summary.
     fn summary(&self) -> String {
         self.with(|s| s.to_string())
@@ -143,6 +175,11 @@ impl PyAmg {
     /// `(rows, nnz)` of every level, finest first.
     fn levels(&self) -> Vec<(usize, usize)> {
         self.with(|s| s.levels.iter().map(|l| (l.rows, l.nnz)).collect())
+    }
+
+    /// The estimate of ρ(D⁻¹A) of every level, finest first.
+    fn rhos(&self) -> Vec<f64> {
+        self.with(|s| s.levels.iter().map(|l| l.rho).collect())
     }
 
     /// Σ nnz(A_l) / nnz(A_0).

@@ -21,7 +21,7 @@ use cudarc::driver::CudaSlice;
 use numpy::{Element, PyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner};
+use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps};
 use segsparse::gpu::KernelType;
 use segsparse::precond::auto::{auto_incomplete_params, choose_complex};
 use segsparse::precond::{Ic0, Ilu0, IncompleteParams, Jacobi};
@@ -141,7 +141,7 @@ fn with<T, B, A, P>(
 ) -> Timed
 where
     T: Elem,
-    B: KrylovOps<T>,
+    B: SolverOps<T>,
     A: LinearOperator<T, B>,
     P: Preconditioner<T, B>,
 {

@@ -154,3 +154,21 @@ impl<T> Drop for Borrowed<T> {
         }
     }
 }
+
+/// Bytes copied host → device and device → host through this process's GPU so far, `(to the
+/// device, to the host)` (`(0, 0)` without a GPU): tests read it around an operation to show
+/// that it moves no copy of a device matrix over the bus.
+#[pyo3::pyfunction]
+pub fn transfer_bytes() -> (u64, u64) {
+    device().map_or((0, 0), |d| d.gpu.transfer_bytes())
+}
+
+/// The device memory pool's bytes, `(reserved, used, reserved at most, used at most)` (zeros
+/// without a GPU): for measurements and leak checks.
+#[pyo3::pyfunction]
+pub fn pool_bytes() -> (u64, u64, u64, u64) {
+    device()
+        .ok()
+        .and_then(|d| d.gpu.pool_bytes().ok())
+        .unwrap_or((0, 0, 0, 0))
+}

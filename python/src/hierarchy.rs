@@ -29,6 +29,13 @@ impl<T: Elem> AmgOn<T> {
     pub(crate) fn rows(&self) -> usize {
         self.summary().levels[0].rows
     }
+    /// Host copies of the level operators, finest first (downloaded from the device).
+    pub(crate) fn level_matrices(&self) -> segsparse::Result<Vec<segsparse::CsrMatrix<T>>> {
+        match self {
+            AmgOn::Cpu(a) => a.level_matrices(&Cpu),
+            AmgOn::Gpu(ops, a) => a.level_matrices(&**ops),
+        }
+    }
     /// One cycle `z = M⁻¹r` on host vectors.
     pub(crate) fn apply_host(&self, r: &[T], z: &mut [T]) -> Res<()> {
         check_len("r", r.len(), self.rows(), "the hierarchy")?;

@@ -18,6 +18,7 @@ mod batched;
 mod complex;
 mod device;
 mod errors;
+mod generate;
 mod hierarchy;
 mod matrix;
 mod outcome;
@@ -41,6 +42,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prims::tridiag_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::gpu_status, m)?)?;
     m.add_function(wrap_pyfunction!(prims::gpu_versions, m)?)?;
+    m.add_function(wrap_pyfunction!(device::transfer_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(device::pool_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(generate::generate_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(generate::rigid_body_modes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

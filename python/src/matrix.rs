@@ -7,12 +7,12 @@ use std::time::Instant;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator};
+use segsparse::backend::{Cpu, Identity, LinearOperator, SolverOps};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
 use segsparse::gpu::DeviceBuffer;
-use segsparse::precond::{Amg, AmgParams, Chebyshev, ChebyshevParams, Jacobi, MultigridOps};
+use segsparse::precond::{Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
 use segsparse::solvers::{bicgstab, gmres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
@@ -442,8 +442,9 @@ fn solve_with<'m, T, B, A>(
 ) -> Timed
 where
     T: Scalar,
-    B: KrylovOps<T> + segsparse::precond::TriangularOps<T> + MultigridOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
+    B: SolverOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
+    A: LinearOperator<T, B>
+        + std::borrow::Borrow<<B as segsparse::backend::MultigridOps<T>>::Matrix>,
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
 {
     #[allow(clippy::too_many_arguments)]
@@ -459,8 +460,8 @@ where
     ) -> Timed
     where
         T: Scalar,
-        B: KrylovOps<T>,
-        A: LinearOperator<T, B> + ?Sized,
+        B: SolverOps<T>,
+        A: LinearOperator<T, B>,
         P: segsparse::backend::Preconditioner<T, B>,
     {
         let setup = t0.elapsed().as_secs_f64();
@@ -535,12 +536,60 @@ where
         }
         (Precond::Amg, _) => match amg {
             Some(h) => with(be, a, h, o, b, x, t0, block.take()),
-            None => match m().and_then(|m| Amg::new(be, m, &AmgParams::default())) {
+            // From the matrix where it lives (on the GPU: the device setup, no host copy).
+            None => match Amg::from_matrix(be, a.borrow(), &AmgParams::default()) {
                 Ok(h) => with(be, a, &h, o, b, x, t0, block.take()),
                 Err(e) => failed(e),
             },
         },
         _ => with(be, a, &Identity, o, b, x, t0, block.take()),
+    }
+}
+
+/// An operator of any storage (a trait object) beside the matrix the AMG hierarchy is set up
+/// from when the call brings none: [`solve_with`] wants both in one argument.
+struct WithMatrix<'a, O: ?Sized, M> {
+    op: &'a O,
+    matrix: &'a M,
+}
+
+impl<T, B, O, M> LinearOperator<T, B> for WithMatrix<'_, O, M>
+where
+    T: segsparse::Elem,
+    B: segsparse::backend::VectorOps<T>,
+    O: LinearOperator<T, B> + ?Sized,
+{
+    fn nrows(&self) -> usize {
+        self.op.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.op.ncols()
+    }
+    fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> segsparse::Result<()> {
+        self.op.apply(be, x, y)
+    }
+    fn apply_exact(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> segsparse::Result<()> {
+        self.op.apply_exact(be, x, y)
+    }
+    fn is_narrowed(&self) -> bool {
+        self.op.is_narrowed()
+    }
+    fn prepare(&self, be: &B, expected_applies: usize) -> segsparse::Result<()> {
+        self.op.prepare(be, expected_applies)
+    }
+    fn apply_block(
+        &self,
+        be: &B,
+        xs: &[&B::Vector],
+        ys: &mut [&mut B::Vector],
+    ) -> segsparse::Result<()> {
+        self.op.apply_block(be, xs, ys)
+    }
+}
+
+impl<O: ?Sized, M> std::borrow::Borrow<M> for WithMatrix<'_, O, M> {
+    fn borrow(&self) -> &M {
+        self.matrix
     }
 }
 
@@ -593,10 +642,20 @@ impl Mat<f64> {
             let run = |_: segsparse::Storage,
                        op: &dyn LinearOperator<f64, GpuOps<f64>>,
                        xv: &mut DeviceBuffer<f64>,
-                       p: &SolveParams| {
+                       p: &SolveParams<'static>| {
                 let oi = Opts { params: *p, ..*o };
+                let op = WithMatrix { op, matrix: &d.csr };
                 let (r, setup, solve) = solve_with(
-                    &*ops, op, &|| self.host(), jac.as_deref(), h, &oi, &bd, xv, t0, None,
+                    &*ops,
+                    &op,
+                    &|| self.host(),
+                    jac.as_deref(),
+                    h,
+                    &oi,
+                    &bd,
+                    xv,
+                    t0,
+                    None,
                 );
                 timed = (setup, solve);
                 r
@@ -604,7 +663,9 @@ impl Mat<f64> {
             let op = match &mixed {
                 Ok(m) => StoredOperator::F32 {
                     narrow: m,
-                    exact: m.exact().map(|e| e as &dyn LinearOperator<f64, GpuOps<f64>>),
+                    exact: m
+                        .exact()
+                        .map(|e| e as &dyn LinearOperator<f64, GpuOps<f64>>),
                 },
                 Err(why) => StoredOperator::Refused {
                     reason: why.clone(),
@@ -635,10 +696,21 @@ impl Mat<f64> {
             let run = |_: segsparse::Storage,
                        op: &dyn LinearOperator<f64, Cpu>,
                        xs: &mut Vec<f64>,
-                       p: &SolveParams| {
+                       p: &SolveParams<'static>| {
                 let oi = Opts { params: *p, ..*o };
-                let (r, setup, solve) =
-                    solve_with(&Cpu, op, &|| Ok(host), jac.as_deref(), h, &oi, &bv, xs, t0, None);
+                let op = WithMatrix { op, matrix: host };
+                let (r, setup, solve) = solve_with(
+                    &Cpu,
+                    &op,
+                    &|| Ok(host),
+                    jac.as_deref(),
+                    h,
+                    &oi,
+                    &bv,
+                    xs,
+                    t0,
+                    None,
+                );
                 timed = (setup, solve);
                 r
             };
@@ -978,20 +1050,23 @@ impl<T: Elem> Mat<T> {
                 .map(|v| v.iter().map(|&x| T::of_f64(x)).collect())
                 .collect()
         });
-        fn build<T: Scalar, B: MultigridOps<T>>(
+        // One setup path for every entry point: from the matrix where it lives (on the GPU
+        // the device setup from the device copy, as `sparse-solve` does; no host copy is made
+        // or read).
+        fn build<T: Scalar, B: AmgOps<T>>(
             be: &B,
-            a: &CsrMatrix<T>,
+            a: &B::Matrix,
             p: &AmgParams,
             c: Option<&Vec<Vec<T>>>,
         ) -> segsparse::Result<Amg<T, B>> {
             match c {
-                Some(c) => Amg::with_candidates(be, a, c, p),
-                None => Amg::new(be, a, p),
+                Some(c) => Amg::from_matrix_with_candidates(be, a, c, p),
+                None => Amg::from_matrix(be, a, p),
             }
         }
         Ok(if self.dev.is_some() {
-            let (ops, _) = self.gpu_ops()?;
-            let h = build(&*ops, self.host()?, p, cand.as_ref())?;
+            let (ops, d) = self.gpu_ops()?;
+            let h = build(&*ops, &d.csr, p, cand.as_ref())?;
             AmgOn::Gpu(ops, Box::new(h))
         } else {
             AmgOn::Cpu(Box::new(build(&Cpu, self.host()?, p, cand.as_ref())?))
@@ -1001,7 +1076,10 @@ impl<T: Elem> Mat<T> {
     fn update_amg(&self, h: &mut AmgOn<T>) -> Res<()> {
         match h {
             AmgOn::Cpu(a) => a.update(&Cpu, self.host()?)?,
-            AmgOn::Gpu(ops, a) => a.update(&**ops, self.host()?)?,
+            AmgOn::Gpu(ops, a) => match &self.dev {
+                Some(d) => a.update_matrix(&**ops, &d.csr)?,
+                None => a.update(&**ops, self.host()?)?,
+            },
         }
         Ok(())
     }
@@ -1225,6 +1303,12 @@ impl PyMatrix {
     #[getter]
     fn upload_seconds(&self) -> Vec<(&'static str, f64)> {
         with_mat!(self, m, _T => m.timing.clone(); c, _C => c.timing.clone())
+    }
+
+    /// Whether the matrix holds a host copy of its arrays (a GPU matrix built by the default
+    /// upload has none until a host-side operation downloads one).
+    fn has_host_copy(&self) -> bool {
+        with_mat!(self, m, _T => m.host.get().is_some(); _c, _C => true)
     }
 
     /// `(nrows, ncols)`.

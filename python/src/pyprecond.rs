@@ -26,7 +26,7 @@ use std::time::Instant;
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use segsparse::backend::{Cpu, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps, VectorOps};
 use segsparse::solvers::{bicgstab, gmres, pcg, Observer, SolveError, SolveParams};
 use segsparse::ElemSlice;
 
@@ -197,7 +197,7 @@ fn solve<T, B, A>(
 ) -> Timed
 where
     T: Elem,
-    B: KrylovOps<T>,
+    B: SolverOps<T>,
     A: LinearOperator<T, B>,
 {
     let setup = t0.elapsed().as_secs_f64();

@@ -4,13 +4,19 @@
 //! order, so a result does not depend on the number of threads or on work stealing: CPU solves
 //! are reproducible bit for bit. The per-chunk partial sums live in the solve's workspace, so an
 //! iteration allocates nothing.
+//!
+//! Every parallel loop goes through one function that is not generic, [`for_chunks`] (a chunk
+//! index and range to a `&dyn Fn`): rayon's machinery is compiled once, in the library, instead
+//! of once per loop and element type in every crate that uses the backend.
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::recur::{self, Slot, NSLOTS};
-use super::{same_len, same_lens, Fuse, HostKrylov, KrylovOps, VectorOps};
+use super::{
+    same_len, same_lens, BicgSteps, CgSteps, ChebyshevSteps, Fuse, HostKrylov, KrylovOps, VectorOps,
+};
 use crate::error::Result;
 use crate::scalar::{Elem, Scalar};
 
@@ -49,11 +55,23 @@ impl<T> Shared<T> {
     }
 }
 
+/// Runs `f(c, range)` for every chunk `c` of `0..n` ([`CHUNK`] elements each, the last one
+/// shorter), in parallel when there are several. Not generic, so that rayon's machinery is
+/// compiled once.
+fn for_chunks(n: usize, f: &(dyn Fn(usize, Range<usize>) + Sync)) {
+    let range = |c: usize| c * CHUNK..((c + 1) * CHUNK).min(n);
+    match n.div_ceil(CHUNK) {
+        0 => {}
+        1 => f(0, range(0)),
+        nch => (0..nch).into_par_iter().for_each(|c| f(c, range(c))),
+    }
+}
+
 /// Runs `f` on the chunks of `0..n` in parallel and sums the returned pairs in chunk order.
 fn chunked<T: Elem>(
     n: usize,
     partials: &mut [[T; 2]],
-    f: impl Fn(Range<usize>) -> [T; 2] + Sync + Send,
+    f: impl Fn(Range<usize>) -> [T; 2] + Sync,
 ) -> [T; 2] {
     let nch = n.div_ceil(CHUNK);
     assert!(
@@ -62,19 +80,34 @@ fn chunked<T: Elem>(
         partials.len() * CHUNK
     );
     let parts = &mut partials[..nch];
-    if nch <= 1 {
-        for (c, out) in parts.iter_mut().enumerate() {
-            *out = f(c * CHUNK..((c + 1) * CHUNK).min(n));
-        }
-    } else {
-        parts
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(c, out)| *out = f(c * CHUNK..((c + 1) * CHUNK).min(n)));
-    }
+    let out = Shared::new(parts);
+    // SAFETY: chunk `c` writes only partial `c`.
+    for_chunks(n, &|c, rg| unsafe { out.range(c..c + 1) }[0] = f(rg));
     parts
         .iter()
         .fold([T::zero(); 2], |a, p| [a[0] + p[0], a[1] + p[1]])
+}
+
+/// Runs `f(out, range)` on every chunk of `0..out.len()` in parallel, `out` being the chunk of
+/// `out` at that range.
+fn map_chunks<T: Send>(out: &mut [T], f: impl Fn(&mut [T], Range<usize>) + Sync) {
+    let o = Shared::new(out);
+    // SAFETY: each chunk range is handed to exactly one task.
+    for_chunks(o.1, &|_, rg| f(unsafe { o.range(rg.clone()) }, rg));
+}
+
+/// [`map_chunks`] on two outputs of one length.
+fn map_chunks2<T: Send>(
+    a: &mut [T],
+    b: &mut [T],
+    f: impl Fn(&mut [T], &mut [T], Range<usize>) + Sync,
+) {
+    same_len("map_chunks2", a.len(), b.len());
+    let (sa, sb) = (Shared::new(a), Shared::new(b));
+    // SAFETY: each chunk range is handed to exactly one task.
+    for_chunks(sa.1, &|_, rg| unsafe {
+        f(sa.range(rg.clone()), sb.range(rg.clone()), rg)
+    });
 }
 
 /// `xᴴy` (`xᵀy` when `bilinear`) summed per fixed-size chunk in a fixed order (see
@@ -128,58 +161,49 @@ impl<T: Elem> VectorOps<T> for Cpu {
     }
     fn copy(&self, src: &Vec<T>, dst: &mut Vec<T>) -> Result<()> {
         same_len("copy", src.len(), dst.len());
-        dst.par_chunks_mut(CHUNK)
-            .zip(src.par_chunks(CHUNK))
-            .for_each(|(d, s)| d.copy_from_slice(s));
+        map_chunks(dst, |d, rg| d.copy_from_slice(&src[rg]));
         Ok(())
     }
     fn fill(&self, v: &mut Vec<T>, a: T) -> Result<()> {
-        v.par_chunks_mut(CHUNK).for_each(|c| c.fill(a));
+        map_chunks(v, |c, _| c.fill(a));
         Ok(())
     }
     fn scal(&self, a: T, v: &mut Vec<T>) -> Result<()> {
-        v.par_chunks_mut(CHUNK)
-            .for_each(|c| c.iter_mut().for_each(|v| *v = a * *v));
+        map_chunks(v, |c, _| c.iter_mut().for_each(|v| *v = a * *v));
         Ok(())
     }
     fn axpby(&self, a: T, x: &Vec<T>, b: T, y: &mut Vec<T>) -> Result<()> {
         same_len("axpby", x.len(), y.len());
         let zero = b == T::zero();
-        y.par_chunks_mut(CHUNK)
-            .zip(x.par_chunks(CHUNK))
-            .for_each(|(y, x)| {
-                for (y, &x) in y.iter_mut().zip(x) {
-                    *y = if zero { a * x } else { a * x + b * *y };
-                }
-            });
+        map_chunks(y, |y, rg| {
+            for (y, &x) in y.iter_mut().zip(&x[rg]) {
+                *y = if zero { a * x } else { a * x + b * *y };
+            }
+        });
         Ok(())
     }
     fn axpbypcz(&self, a: T, x: &Vec<T>, b: T, y: &Vec<T>, c: T, z: &mut Vec<T>) -> Result<()> {
         same_len("axpbypcz", x.len(), y.len());
         same_len("axpbypcz", x.len(), z.len());
         let zero = c == T::zero();
-        z.par_chunks_mut(CHUNK)
-            .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
-            .for_each(|(z, (x, y))| {
-                for ((z, &x), &y) in z.iter_mut().zip(x).zip(y) {
-                    let v = a * x + b * y;
-                    *z = if zero { v } else { v + c * *z };
-                }
-            });
+        map_chunks(z, |z, rg| {
+            for ((z, &x), &y) in z.iter_mut().zip(&x[rg.clone()]).zip(&y[rg]) {
+                let v = a * x + b * y;
+                *z = if zero { v } else { v + c * *z };
+            }
+        });
         Ok(())
     }
     fn vmul(&self, a: T, x: &Vec<T>, y: &Vec<T>, b: T, z: &mut Vec<T>) -> Result<()> {
         same_len("vmul", x.len(), y.len());
         same_len("vmul", x.len(), z.len());
         let zero = b == T::zero();
-        z.par_chunks_mut(CHUNK)
-            .zip(x.par_chunks(CHUNK).zip(y.par_chunks(CHUNK)))
-            .for_each(|(z, (x, y))| {
-                for ((z, &x), &y) in z.iter_mut().zip(x).zip(y) {
-                    let v = a * (x * y);
-                    *z = if zero { v } else { v + b * *z };
-                }
-            });
+        map_chunks(z, |z, rg| {
+            for ((z, &x), &y) in z.iter_mut().zip(&x[rg.clone()]).zip(&y[rg]) {
+                let v = a * (x * y);
+                *z = if zero { v } else { v + b * *z };
+            }
+        });
         Ok(())
     }
     fn dot(&self, x: &Vec<T>, y: &Vec<T>, sc: &mut CpuScalars<T>) -> Result<T> {
@@ -225,7 +249,9 @@ impl<T: Elem> VectorOps<T> for Cpu {
         f(&mut sc.slots, &mut sc.hist);
         Ok(())
     }
+}
 
+impl<T: Elem> CgSteps<T> for Cpu {
     fn cg_start(
         &self,
         r: &Vec<T>,
@@ -380,18 +406,17 @@ impl<T: Elem> VectorOps<T> for Cpu {
         same_len("cg_update_xp", x.len(), p.len());
         same_len("cg_update_xp", x.len(), z.len());
         let (alpha, beta) = (s[Slot::Alpha as usize], s[Slot::Beta as usize]);
-        x.par_chunks_mut(CHUNK)
-            .zip(p.par_chunks_mut(CHUNK))
-            .zip(z.par_chunks(CHUNK))
-            .for_each(|((x, p), z)| {
-                for ((x, p), &z) in x.iter_mut().zip(p.iter_mut()).zip(z) {
-                    *x += alpha * *p;
-                    *p = z + beta * *p;
-                }
-            });
+        map_chunks2(x, p, |x, p, rg| {
+            for ((x, p), &z) in x.iter_mut().zip(p.iter_mut()).zip(&z[rg]) {
+                *x += alpha * *p;
+                *p = z + beta * *p;
+            }
+        });
         Ok(())
     }
+}
 
+impl<T: Elem> BicgSteps<T> for Cpu {
     fn bicg_p(
         &self,
         r: &Vec<T>,
@@ -417,21 +442,15 @@ impl<T: Elem> VectorOps<T> for Cpu {
         match fuse {
             Fuse::Jacobi { inv_diag, z } => {
                 same_len("bicg_p", r.len(), z.len());
-                p.par_chunks_mut(CHUNK)
-                    .zip(z.par_chunks_mut(CHUNK))
-                    .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
-                    .zip(inv_diag.par_chunks(CHUNK))
-                    .for_each(|(((p, z), (r, v)), d)| {
-                        upd(p, r, v);
-                        for ((z, &p), &d) in z.iter_mut().zip(p.iter()).zip(d) {
-                            *z = d * p;
-                        }
-                    });
+                same_len("bicg_p", r.len(), inv_diag.len());
+                map_chunks2(p, z, |p, z, rg| {
+                    upd(p, &r[rg.clone()], &v[rg.clone()]);
+                    for ((z, &p), &d) in z.iter_mut().zip(p.iter()).zip(&inv_diag[rg]) {
+                        *z = d * p;
+                    }
+                });
             }
-            _ => p
-                .par_chunks_mut(CHUNK)
-                .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
-                .for_each(|(p, (r, v))| upd(p, r, v)),
+            _ => map_chunks(p, |p, rg| upd(p, &r[rg.clone()], &v[rg])),
         }
         Ok(())
     }
@@ -469,27 +488,22 @@ impl<T: Elem> VectorOps<T> for Cpu {
         match fuse {
             Fuse::Jacobi { inv_diag, z } => {
                 same_len("bicg_s", r.len(), z.len());
-                s.par_chunks_mut(CHUNK)
-                    .zip(z.par_chunks_mut(CHUNK))
-                    .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
-                    .zip(inv_diag.par_chunks(CHUNK))
-                    .for_each(|(((s, z), (r, v)), d)| {
-                        for ((((s, z), &r), &v), &d) in
-                            s.iter_mut().zip(z.iter_mut()).zip(r).zip(v).zip(d)
-                        {
-                            *s = r - alpha * v;
-                            *z = d * *s;
-                        }
-                    });
-            }
-            _ => s
-                .par_chunks_mut(CHUNK)
-                .zip(r.par_chunks(CHUNK).zip(v.par_chunks(CHUNK)))
-                .for_each(|(s, (r, v))| {
-                    for ((s, &r), &v) in s.iter_mut().zip(r).zip(v) {
+                same_len("bicg_s", r.len(), inv_diag.len());
+                map_chunks2(s, z, |s, z, rg| {
+                    let (r, v, d) = (&r[rg.clone()], &v[rg.clone()], &inv_diag[rg]);
+                    for ((((s, z), &r), &v), &d) in
+                        s.iter_mut().zip(z.iter_mut()).zip(r).zip(v).zip(d)
+                    {
                         *s = r - alpha * v;
+                        *z = d * *s;
                     }
-                }),
+                });
+            }
+            _ => map_chunks(s, |s, rg| {
+                for ((s, &r), &v) in s.iter_mut().zip(&r[rg.clone()]).zip(&v[rg]) {
+                    *s = r - alpha * v;
+                }
+            }),
         }
         Ok(())
     }
@@ -558,7 +572,9 @@ impl<T: Elem> VectorOps<T> for Cpu {
         recur::bicg_update(&mut sc.slots, &mut sc.hist, rr, rho, it);
         Ok(())
     }
+}
 
+impl<T: Elem> ChebyshevSteps<T> for Cpu {
     fn poly_step(
         &self,
         t: &Vec<T>,
@@ -579,29 +595,32 @@ impl<T: Elem> VectorOps<T> for Cpu {
         if let Some(dv) = inv_diag {
             same_len("poly_step D⁻¹", n, dv.len());
         }
-        res.par_chunks_mut(CHUNK)
-            .zip(d.par_chunks_mut(CHUNK))
-            .zip(z.par_chunks_mut(CHUNK))
-            .enumerate()
-            .for_each(|(c, ((res, d), z))| {
-                let base = c * CHUNK;
-                for k in 0..res.len() {
-                    let i = base + k;
-                    let ti = match inv_diag {
-                        Some(dv) => dv[i] * t[i],
-                        None => t[i],
-                    };
-                    if first {
-                        res[k] = ti;
-                        d[k] = c2 * ti;
-                        z[k] = d[k];
-                    } else {
-                        res[k] -= ti;
-                        d[k] = c1 * d[k] + c2 * res[k];
-                        z[k] += d[k];
-                    }
+        let (rs, ds, zs) = (Shared::new(res), Shared::new(d), Shared::new(z));
+        for_chunks(n, &|_, rg| {
+            // SAFETY: each chunk range is handed to exactly one task.
+            let (res, d, z) = unsafe {
+                (
+                    rs.range(rg.clone()),
+                    ds.range(rg.clone()),
+                    zs.range(rg.clone()),
+                )
+            };
+            for (k, i) in rg.enumerate() {
+                let ti = match inv_diag {
+                    Some(dv) => dv[i] * t[i],
+                    None => t[i],
+                };
+                if first {
+                    res[k] = ti;
+                    d[k] = c2 * ti;
+                    z[k] = d[k];
+                } else {
+                    res[k] -= ti;
+                    d[k] = c1 * d[k] + c2 * res[k];
+                    z[k] += d[k];
                 }
-            });
+            }
+        });
         Ok(())
     }
 }
@@ -651,10 +670,11 @@ impl<T: Elem> KrylovOps<T> for Cpu {
             return Ok(());
         }
         let (f, round) = (k.small[k.lay.scale()], k.round);
-        k.v[0]
-            .par_iter_mut()
-            .zip(r.par_iter())
-            .for_each(|(v, &r)| *v = stored(f * r, round));
+        map_chunks(&mut k.v[0], |v, rg| {
+            for (v, &r) in v.iter_mut().zip(&r[rg]) {
+                *v = stored(f * r, round);
+            }
+        });
         Ok(())
     }
 
@@ -678,11 +698,9 @@ impl<T: Elem> KrylovOps<T> for Cpu {
                 k.small[pass + i] = chunked_dot(v, w, &mut sc.partials);
             }
             let c = &k.small[pass..pass + j + 1];
-            w.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, w)| {
-                let (base, len) = (ch * CHUNK, w.len());
-                for (i, v) in basis.iter().enumerate() {
-                    let ci = c[i];
-                    for (w, &v) in w.iter_mut().zip(&v[base..base + len]) {
+            map_chunks(w, |w, rg| {
+                for (v, &ci) in basis.iter().zip(c) {
+                    for (w, &v) in w.iter_mut().zip(&v[rg.clone()]) {
                         *w -= ci * v;
                     }
                 }
@@ -694,7 +712,9 @@ impl<T: Elem> KrylovOps<T> for Cpu {
             return Ok(());
         }
         let (f, round) = (k.small[lay.scale()], k.round);
-        w.par_iter_mut().for_each(|w| *w = stored(*w * f, round));
+        map_chunks(w, |w, _| {
+            w.iter_mut().for_each(|w| *w = stored(*w * f, round))
+        });
         Ok(())
     }
 
@@ -714,11 +734,10 @@ impl<T: Elem> KrylovOps<T> for Cpu {
         recur::gmres_solve_y(&mut k.small, lay, ncols);
         let y = &k.small[lay.y()..lay.y() + ncols];
         let basis = &k.v[..ncols];
-        u.par_chunks_mut(CHUNK).enumerate().for_each(|(ch, u)| {
-            let (base, len) = (ch * CHUNK, u.len());
+        map_chunks(u, |u, rg| {
             u.fill(T::zero());
             for (v, &yi) in basis.iter().zip(y) {
-                for (u, &v) in u.iter_mut().zip(&v[base..base + len]) {
+                for (u, &v) in u.iter_mut().zip(&v[rg.clone()]) {
                     *u += yi * v;
                 }
             }

@@ -61,9 +61,12 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
 
-use super::ops::defaults;
 use super::recur::{Slot, Status, NSLOTS};
-use super::{same_len, same_lens, Block, Fuse, HostKrylov, KrylovOps, KrylovSpace, VectorOps};
+use super::steps::{bicgstab as bicg_defaults, cg as cg_defaults};
+use super::{
+    same_len, same_lens, BicgSteps, Block, CgSteps, ChebyshevSteps, Fuse, HostKrylov, KrylovOps,
+    KrylovSpace, VectorOps,
+};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::{Gpu, KernelType};
@@ -444,6 +447,16 @@ where
     /// # Errors
     /// [`Error::Compile`] or [`Error::Cuda`] naming the kernel.
     pub fn new(gpu: &Arc<Gpu>) -> Result<Self> {
+        // The solvers' modules found and loaded on all cores at once (the first `GpuOps` of a
+        // process pays for them).
+        let none: &[(&str, String)] = &[];
+        gpu.prepare(&[
+            (&CG, none),
+            (&BICGSTAB, none),
+            (&GMRES, none),
+            (&BLAS1, none),
+            (&CHEBYSHEV, none),
+        ])?;
         let f = |src: &KernelSource, root: &str| gpu.typed_function::<T::Dev>(src, root, &[]);
         let fused = if T::IS_COMPLEX {
             None
@@ -920,6 +933,7 @@ where
     fn read_slots(&self, sc: &GpuScalars<T::Dev>) -> Result<[T; NSLOTS]> {
         // Into a stack array: the status check every k iterations allocates nothing.
         let mut s = [T::zero(); NSLOTS];
+        self.gpu.note_transfer(false, std::mem::size_of_val(&s));
         self.gpu
             .stream()
             .memcpy_dtoh(&sc.slots, T::as_dev_mut(&mut s[..]))
@@ -1019,6 +1033,21 @@ where
         Ok(())
     }
 
+    fn axpy(&self, alpha: T, x: &CudaSlice<T::Dev>, y: &mut CudaSlice<T::Dev>) -> Result<()> {
+        same_len("axpy", x.len(), y.len());
+        let n = n32(x.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.axpy);
+        let alpha = dev(alpha);
+        l.arg(&alpha).arg(x).arg(y).arg(&n);
+        // SAFETY: solver_axpy(T alpha, const T* x, T* y, u32 n); x, y have n elements.
+        unsafe { self.launch(&mut l, self.grid(x.len()), "solver_axpy") }
+    }
+}
+
+impl<T: Elem> CgSteps<T> for GpuOps<T>
+where
+    T::Dev: KernelType,
+{
     fn cg_start(
         &self,
         r: &CudaSlice<T::Dev>,
@@ -1124,6 +1153,44 @@ where
         unsafe { self.launch(&mut l, grid, "solver_cg_update_xp") }
     }
 
+    fn cg_tail(
+        &self,
+        x: &mut CudaSlice<T::Dev>,
+        p: &mut CudaSlice<T::Dev>,
+        q: &CudaSlice<T::Dev>,
+        r: &mut CudaSlice<T::Dev>,
+        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
+        sc: &mut GpuScalars<T::Dev>,
+        it: usize,
+    ) -> Result<()> {
+        let grid = match (self.fused_grid(x.len()), &fuse) {
+            (Some(g), Fuse::Identity | Fuse::Jacobi { .. }) => g,
+            _ => return cg_defaults::cg_tail(self, x, p, q, r, fuse, sc, it),
+        };
+        same_lens(
+            "cg_tail",
+            x.len(),
+            &[("p", p.len()), ("q", q.len()), ("r", r.len())],
+        );
+        let (n, it) = self.fused_args("CG", x.len(), grid, sc, it)?;
+        let (mode, dinv, z) = Self::checked_mode("cg_tail", x.len(), &mut fuse);
+        let mut l = self.gpu.stream().launch_builder(&self.fk().cg_fused);
+        l.arg(x).arg(p).arg(q).arg(r);
+        push_fuse(&mut l, dinv, z, &n, &mode);
+        sc.push_reduction(&mut l, true, Some(&it));
+        // SAFETY: solver_cg_fused(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n,
+        // u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it); x, p, q, r (and dinv, z in
+        // Jacobi mode, null otherwise and untouched) have n elements; partials 2 · NRED · grid
+        // entries, bar 2 words, hist more than it. Cooperative: the blocks wait for each other,
+        // and the driver refuses a grid that cannot be resident at once.
+        unsafe { self.launch_fused(&mut l, grid, "solver_cg_fused") }
+    }
+}
+
+impl<T: Elem> BicgSteps<T> for GpuOps<T>
+where
+    T::Dev: KernelType,
+{
     fn bicg_p(
         &self,
         r: &CudaSlice<T::Dev>,
@@ -1213,39 +1280,6 @@ where
         unsafe { self.launch(&mut l, grid, "solver_bicg_update") }
     }
 
-    fn cg_tail(
-        &self,
-        x: &mut CudaSlice<T::Dev>,
-        p: &mut CudaSlice<T::Dev>,
-        q: &CudaSlice<T::Dev>,
-        r: &mut CudaSlice<T::Dev>,
-        mut fuse: Fuse<'_, CudaSlice<T::Dev>>,
-        sc: &mut GpuScalars<T::Dev>,
-        it: usize,
-    ) -> Result<()> {
-        let grid = match (self.fused_grid(x.len()), &fuse) {
-            (Some(g), Fuse::Identity | Fuse::Jacobi { .. }) => g,
-            _ => return defaults::cg_tail(self, x, p, q, r, fuse, sc, it),
-        };
-        same_lens(
-            "cg_tail",
-            x.len(),
-            &[("p", p.len()), ("q", q.len()), ("r", r.len())],
-        );
-        let (n, it) = self.fused_args("CG", x.len(), grid, sc, it)?;
-        let (mode, dinv, z) = Self::checked_mode("cg_tail", x.len(), &mut fuse);
-        let mut l = self.gpu.stream().launch_builder(&self.fk().cg_fused);
-        l.arg(x).arg(p).arg(q).arg(r);
-        push_fuse(&mut l, dinv, z, &n, &mode);
-        sc.push_reduction(&mut l, true, Some(&it));
-        // SAFETY: solver_cg_fused(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32 n,
-        // u32 mode, T* s, T* partials, u32* bar, T* hist, u32 it); x, p, q, r (and dinv, z in
-        // Jacobi mode, null otherwise and untouched) have n elements; partials 2 · NRED · grid
-        // entries, bar 2 words, hist more than it. Cooperative: the blocks wait for each other,
-        // and the driver refuses a grid that cannot be resident at once.
-        unsafe { self.launch_fused(&mut l, grid, "solver_cg_fused") }
-    }
-
     fn bicg_fused(&self, n: usize) -> bool {
         self.is_fused(n)
     }
@@ -1261,7 +1295,7 @@ where
         it: usize,
     ) -> Result<()> {
         let Some(grid) = self.fused_grid(r.len()) else {
-            return defaults::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, it);
+            return bicg_defaults::bicg_alpha_s(self, rhat, r, v, s, fuse, sc, it);
         };
         same_lens(
             "bicg_alpha_s",
@@ -1297,7 +1331,7 @@ where
         it: usize,
     ) -> Result<()> {
         let Some(grid) = self.fused_grid(x.len()) else {
-            return defaults::bicg_update_p(
+            return bicg_defaults::bicg_update_p(
                 self, x, phat, inv_diag, shat, s, t, r, rhat, p, v, sc, it,
             );
         };
@@ -1346,17 +1380,12 @@ where
         // 2 · NRED · grid, bar 2 words, hist more than it. Cooperative: see cg_tail.
         unsafe { self.launch_fused(&mut l, grid, "solver_bicg_update_p") }
     }
+}
 
-    fn axpy(&self, alpha: T, x: &CudaSlice<T::Dev>, y: &mut CudaSlice<T::Dev>) -> Result<()> {
-        same_len("axpy", x.len(), y.len());
-        let n = n32(x.len());
-        let mut l = self.gpu.stream().launch_builder(&self.k.axpy);
-        let alpha = dev(alpha);
-        l.arg(&alpha).arg(x).arg(y).arg(&n);
-        // SAFETY: solver_axpy(T alpha, const T* x, T* y, u32 n); x, y have n elements.
-        unsafe { self.launch(&mut l, self.grid(x.len()), "solver_axpy") }
-    }
-
+impl<T: Elem> ChebyshevSteps<T> for GpuOps<T>
+where
+    T::Dev: KernelType,
+{
     fn poly_step(
         &self,
         t: &CudaSlice<T::Dev>,
@@ -1712,7 +1741,12 @@ where
         let nb = k.narrow.as_ref().expect("a narrower basis");
         let grid = self.grid(u.len());
         let mut l = self.gpu.stream().launch_builder(&nb.combine);
-        l.arg(&nb.ptrs32).arg(u).arg(&n).arg(&nc).arg(&k.small).arg(&m);
+        l.arg(&nb.ptrs32)
+            .arg(u)
+            .arg(&n)
+            .arg(&nc)
+            .arg(&k.small)
+            .arg(&m);
         // SAFETY: solver_gmres_combine_f64b32(const u64* vptr, double* u, u32 n, u32 ncols,
         // const double* small, u32 m); vptr holds m + 1 ≥ ncols pointers to f32 vectors of n
         // elements, u (f64, n elements) is not one of them.

@@ -21,21 +21,43 @@
 //!
 //! The scalar recurrences every backend computes (α = ρ/pᵀAp, ...) are written once in Rust in
 //! [`recur`] and mirrored in `kernels/solvers/`.
+//!
+//! # The traits a backend implements
+//!
+//! | trait | what | needed by |
+//! |---|---|---|
+//! | [`VectorOps`] | vectors, the core vector operations and reductions, the scalar slots (17 required methods), the hooks of the solvers' loop | everything |
+//! | [`CgSteps`] | the fused steps of CG (defaults from the core) | `cg`, `pcg`, `cocg`; BiCGSTAB's start |
+//! | [`BicgSteps`] | the fused steps of BiCGSTAB (defaults from the core) | `bicgstab` |
+//! | [`ChebyshevSteps`] | the Chebyshev recurrence (default from the core) | the Chebyshev preconditioner, the AMG smoother |
+//! | [`KrylovOps`] | GMRES's Krylov basis and its steps (defaults on a host workspace) | `gmres`, the Arnoldi/Lanczos estimates |
+//! | [`TriangularOps`] | triangular solves with an incomplete factor | ILU(0)/IC(0) (made by `sparse::incomplete::IncompleteOps`) |
+//! | [`MultigridOps`] | a sparse matrix type with `y ← αAx + βy` | AMG (set up by `precond::amg::AmgOps`) |
+//!
+//! [`SolverOps`] names the first five together, for code that runs any method. A new backend
+//! implements the core of [`VectorOps`] and names the step traits with empty `impl`s
+//! (`tests/all/backend_core.rs` does so and gets the CPU's iterates bit for bit).
 
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod krylov;
+mod multigrid;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod ops;
 pub mod recur;
 pub mod sim;
+pub mod steps;
+mod triangular;
 
 pub use cpu::{Cpu, CpuScalars};
 pub use krylov::{HostKrylov, KrylovOps, KrylovSpace};
-pub use ops::{Fuse, VectorOps};
+pub use multigrid::MultigridOps;
+pub use ops::VectorOps;
 pub use recur::{GmresLayout, Slot, Status, NSLOTS};
+pub use steps::{BicgSteps, CgSteps, ChebyshevSteps, Fuse, SolverOps};
+pub use triangular::TriangularOps;
 
 #[cfg(feature = "cuda")]
 pub use gpu::GpuScalar;

@@ -10,7 +10,9 @@ use std::any::Any;
 use std::sync::{Arc, Barrier, Mutex};
 
 use super::recur::{Slot, NSLOTS};
-use super::{Cpu, CpuScalars, HostKrylov, KrylovOps, VectorOps};
+use super::{
+    BicgSteps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, HostKrylov, KrylovOps, VectorOps,
+};
 use crate::error::Result;
 use crate::scalar::Scalar;
 
@@ -219,6 +221,11 @@ impl<T: Scalar> VectorOps<T> for SimOps {
 }
 
 /// GMRES on the simulated ranks: the default steps on a host workspace.
+/// The solvers' steps from their default bodies (the core above, all-reduced).
+impl<T: Scalar> CgSteps<T> for SimOps {}
+impl<T: Scalar> BicgSteps<T> for SimOps {}
+impl<T: Scalar> ChebyshevSteps<T> for SimOps {}
+
 impl<T: Scalar> KrylovOps<T> for SimOps {
     type Krylov = HostKrylov<Vec<T>, T>;
     fn krylov(&self, n: usize, m: usize) -> Result<Self::Krylov> {

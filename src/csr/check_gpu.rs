@@ -180,6 +180,7 @@ impl Staging {
                 .as_mut_slice()
                 .map_err(|e| Error::cuda("mapping the staging buffer", e))?;
             let buf = &mut buf[..part.len()];
+            gpu.note_transfer(true, part.len());
             const PIECE: usize = 1 << 20;
             buf.par_chunks_mut(PIECE)
                 .zip(part.par_chunks(PIECE))
@@ -240,9 +241,12 @@ fn copy_into<T: KernelType>(
     let (ptr, _sync) = dst.device_ptr_mut(&stream);
     match staging {
         Some(s) => s.copy(gpu, src, ptr),
-        // SAFETY: `dst` holds at least `src.len()` bytes (allocated for them by the caller).
-        None => unsafe { cudarc::driver::result::memcpy_htod_async(ptr, src, stream.cu_stream()) }
-            .map_err(|e| Error::cuda(format!("copying {} bytes to the device", src.len()), e)),
+        None => {
+            gpu.note_transfer(true, src.len());
+            // SAFETY: `dst` holds at least `src.len()` bytes (allocated for them by the caller).
+            unsafe { cudarc::driver::result::memcpy_htod_async(ptr, src, stream.cu_stream()) }
+                .map_err(|e| Error::cuda(format!("copying {} bytes to the device", src.len()), e))
+        }
     }
 }
 

@@ -25,23 +25,22 @@
 //! its bounds come from an Arnoldi process whose inner products are all-reduces. It is the
 //! one-device polynomial, partition-independent up to rounding.
 
-use crate::backend::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{
+    BicgSteps, ChebyshevSteps, KrylovOps, LinearOperator, MultigridOps, Preconditioner, VectorOps,
+};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::precond::{
-    Amg, AmgParams, Chebyshev, ChebyshevParams, Ic0, Identity, Ilu0, IncompleteParams, Jacobi,
-    MultigridOps, TriangularOps,
+    Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Ic0, Identity, Ilu0, IncompleteOps,
+    IncompleteParams, Jacobi,
 };
 use crate::scalar::Scalar;
 
 /// A distributed backend (one rank's) that offers the single-device backend underneath it, with
 /// the same vectors: what a local preconditioner is built and applied on.
-pub trait LocalOps<T: Scalar>: VectorOps<T> {
+pub trait LocalOps<T: Scalar>: BicgSteps<T> + ChebyshevSteps<T> {
     /// The rank's single-device backend.
-    type Local: VectorOps<T, Vector = Self::Vector>
-        + KrylovOps<T>
-        + TriangularOps<T>
-        + MultigridOps<T>;
+    type Local: VectorOps<T, Vector = Self::Vector> + KrylovOps<T> + IncompleteOps<T> + AmgOps<T>;
     /// The rank's single-device backend.
     fn local(&self) -> &Self::Local;
     /// How many ranks pass `failed = true` (collective; every rank gets the same count, and

@@ -158,12 +158,12 @@ impl FemProblem {
 /// [module docs](self)). Rows: the free unknowns (with [`Dirichlet::Eliminate`]) or all of
 /// them. `seed` only moves the vertices with `jitter`.
 ///
-/// | problem | unknowns (before the boundary) | entries per row (interior) |
+/// | problem | unknowns (before the boundary) | entries per row (mean, measured) |
 /// |---|---|---|
-/// | 2-D P1 / P2 Poisson | (n+1)² / (2n+1)² | 7 / 7–19 |
-/// | 3-D P1 / P2 Poisson | (n+1)³ / (2n+1)³ | 15 / 15–65 |
-/// | 2-D P1 / P2 elasticity | 2(n+1)² / 2(2n+1)² | 14 / 14–38 |
-/// | 3-D P1 / P2 elasticity | 3(n+1)³ / 3(2n+1)³ | 45 / 45–195 |
+/// | 2-D P1 / P2 Poisson | (n+1)² / (2n+1)² | 7 / 11.5 |
+/// | 3-D P1 / P2 Poisson | (n+1)³ / (2n+1)³ | 15 / 28 |
+/// | 2-D P1 / P2 elasticity | 2(n+1)² / 2(2n+1)² | 14 / 23 |
+/// | 3-D P1 / P2 elasticity | 3(n+1)³ / 3(2n+1)³ | 43 / 81 |
 ///
 /// # Errors
 /// [`Error::InvalidInput`] for a dimension other than 2 or 3, `n = 0`, or a size beyond the
@@ -232,6 +232,18 @@ struct Mesh {
     coords: Vec<[f64; 3]>,
     /// Unknowns per node.
     comp: usize,
+    /// The quadrature rule: barycentric points and weights (summing to 1).
+    quad: Vec<([f64; 4], f64)>,
+}
+
+/// Work arrays of one element matrix: the matrix (row-major), the basis gradients, and for
+/// elasticity the strain-displacement matrix `B` and `D·B` (Voigt rows).
+#[derive(Default)]
+struct Scratch {
+    k: Vec<f64>,
+    g: Vec<[f64; 3]>,
+    bm: Vec<f64>,
+    db: Vec<f64>,
 }
 
 /// Assembled rows: their lengths, columns and values.
@@ -289,6 +301,24 @@ impl Mesh {
             edges: Vec::new(),
             coords: Vec::new(),
             comp,
+            quad: match (p.order, d) {
+                (FemOrder::P1, 2) => vec![([1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.0], 1.0)],
+                (FemOrder::P1, _) => vec![([0.25; 4], 1.0)],
+                (FemOrder::P2, 2) => (0..3)
+                    .map(|i| {
+                        let mut l = [1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 0.0];
+                        l[i] = 2.0 / 3.0;
+                        (l, 1.0 / 3.0)
+                    })
+                    .collect(),
+                (FemOrder::P2, _) => (0..4)
+                    .map(|i| {
+                        let mut l = [TET_B; 4];
+                        l[i] = TET_A;
+                        (l, 0.25)
+                    })
+                    .collect(),
+            },
         };
         if p.order == FemOrder::P2 {
             let m = &mesh;
@@ -475,6 +505,7 @@ impl Mesh {
     }
 
     /// Pushes the elements that contain `node` (both ends of an edge) onto `out`, ascending.
+    #[cfg(test)]
     fn incident(&self, node: Node, out: &mut Vec<u32>) {
         let (pa, pb) = (self.pos(node.a), self.pos(node.b));
         let n = self.n;
@@ -511,9 +542,12 @@ impl Mesh {
 
     /// The element matrix of `e` into `k` (row-major, `nodes·comp` square); `nodes` holds the
     /// element's nodes. Returns false for an inverted or degenerate element.
-    fn element_matrix(&self, e: usize, nodes: &[Node], k: &mut Vec<f64>) -> bool {
+    fn element_matrix(&self, e: usize, nodes: &[Node], sc: &mut Scratch) -> bool {
         let d = self.d;
-        let p: Vec<[f64; 3]> = nodes[..=d].iter().map(|nd| self.coords[nd.a]).collect();
+        let mut p = [[0.0; 3]; 4];
+        for (pi, nd) in p.iter_mut().zip(&nodes[..=d]) {
+            *pi = self.coords[nd.a];
+        }
         // J[r][c] = p_{c+1}[r] − p_0[r]; ∇λ_{c+1} is row c of J⁻¹.
         let mut j = [[0.0; 3]; 3];
         for (r, jr) in j.iter_mut().enumerate().take(d) {
@@ -560,36 +594,22 @@ impl Mesh {
                 glam[0][r] -= inv[c][r];
             }
         }
-        let quad: Vec<([f64; 4], f64)> = match (self.p.order, d) {
-            (FemOrder::P1, 2) => vec![([1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.0], 1.0)],
-            (FemOrder::P1, _) => vec![([0.25; 4], 1.0)],
-            (FemOrder::P2, 2) => (0..3)
-                .map(|i| {
-                    let mut l = [1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 0.0];
-                    l[i] = 2.0 / 3.0;
-                    (l, 1.0 / 3.0)
-                })
-                .collect(),
-            (FemOrder::P2, _) => (0..4)
-                .map(|i| {
-                    let mut l = [TET_B; 4];
-                    l[i] = TET_A;
-                    (l, 0.25)
-                })
-                .collect(),
-        };
         let nn = nodes.len();
         let m = nn * self.comp;
+        let Scratch { k, g, bm, db } = sc;
         k.clear();
         k.resize(m * m, 0.0);
-        let mut g = vec![[0.0; 3]; nn];
+        g.clear();
+        g.resize(nn, [0.0; 3]);
         let (e_mod, nu) = (1e5, 0.3);
         let lame = e_mod * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
         let mu = e_mod / (2.0 + 2.0 * nu);
         let nvoigt = if d == 3 { 6 } else { 3 };
-        let mut bm = vec![0.0; nvoigt * m];
-        let mut db = vec![0.0; nvoigt * m];
-        for (lam, w) in &quad {
+        bm.clear();
+        bm.resize(nvoigt * m, 0.0);
+        db.clear();
+        db.resize(nvoigt * m, 0.0);
+        for (lam, w) in &self.quad {
             // Basis gradients at this point.
             for i in 0..=d {
                 let f = match self.p.order {
@@ -663,8 +683,9 @@ impl Mesh {
     /// Assembles the matrix with the Dirichlet conditions applied.
     fn assemble(&self) -> Result<CsrMatrix<f64>> {
         let comp = self.comp;
-        let nrows = self.nnodes() * comp;
-        let fixed: Vec<bool> = (0..self.nnodes())
+        let nnodes = self.nnodes();
+        let nrows = nnodes * comp;
+        let fixed: Vec<bool> = (0..nnodes)
             .into_par_iter()
             .map(|id| self.node_fixed(self.decode(id)))
             .collect();
@@ -680,13 +701,25 @@ impl Mesh {
                 }
             }
         }
-        let chunks: Vec<std::ops::Range<usize>> = (0..nrows)
-            .step_by(CHUNK_ROWS)
-            .map(|r0| r0..(r0 + CHUNK_ROWS).min(nrows))
-            .collect();
+        // Chunks of nodes, the vertices apart from the edges (each chunk's elements lie in a
+        // few layers of cells). The chunking does not change the result.
+        let parts = (2 * rayon::current_num_threads()).max(1);
+        let mut chunks = Vec::new();
+        for range in [0..self.nv, self.nv..nnodes] {
+            let len = range.len();
+            if len == 0 {
+                continue;
+            }
+            let step = len.div_ceil(parts).max(CHUNK_ROWS / comp).min(len);
+            let mut a = range.start;
+            while a < range.end {
+                chunks.push(a..(a + step).min(range.end));
+                a += step;
+            }
+        }
         let pieces: Vec<Result<Rows>> = chunks
             .into_par_iter()
-            .map(|rows| self.assemble_rows(rows, &fixed, &newid))
+            .map(|nodes| self.assemble_rows(nodes, &fixed, &newid))
             .collect();
         let out_rows = if elim { kept as usize } else { nrows };
         let mut row_ptr = Vec::with_capacity(out_rows + 1);
@@ -708,81 +741,114 @@ impl Mesh {
         CsrMatrix::try_from_parts(out_rows, out_rows, row_ptr, cols, vals)
     }
 
-    /// The rows `rows` of the matrix (original numbering): their lengths, columns and values
-    /// after the Dirichlet handling (rows of eliminated unknowns left out).
+    /// The ids of the elements that may hold a node of `nodes` (a range of vertices or of
+    /// edges): the cells of the layers (z in 3-D, y in 2-D) around the nodes' lower vertices.
+    fn candidates(&self, nodes: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let lower = |id: usize| self.decode(id).a;
+        let layer = |v: usize| self.pos(v)[self.d - 1];
+        let (lo, hi) = (layer(lower(nodes.start)), layer(lower(nodes.end - 1)));
+        let per_layer = self.n.pow(self.d as u32 - 1) * self.perms().len();
+        lo.saturating_sub(1) * per_layer..hi.min(self.n - 1).saturating_add(1) * per_layer
+    }
+
+    /// The rows of the unknowns of `nodes` (original numbering): their lengths, columns and
+    /// values after the Dirichlet handling (rows of eliminated unknowns left out).
     fn assemble_rows(
         &self,
-        rows: std::ops::Range<usize>,
+        nodes: std::ops::Range<usize>,
         fixed: &[bool],
         newid: &[u32],
     ) -> Result<Rows> {
         let comp = self.comp;
-        let mut nodes = Vec::with_capacity(30);
-        let mut inc = Vec::new();
-        // The pattern: every unknown of every element incident to the row's node.
-        let mut ptr = vec![0usize];
-        let mut cols: Vec<u32> = Vec::new();
+        let rows = nodes.start * comp..nodes.end * comp;
+        let mut local = Vec::with_capacity(10);
+        let mut ids: Vec<usize> = Vec::with_capacity(30);
+        let unknowns = |local: &[Node], ids: &mut Vec<usize>| {
+            ids.clear();
+            for nd in local {
+                let id = self.node_id(*nd);
+                for c in 0..comp {
+                    ids.push(id * comp + c);
+                }
+            }
+        };
+        // The elements touching these rows, in ascending order, and the pattern: every
+        // (row, column) pair they couple, gathered row by row (each row's few dozen columns
+        // sorted on their own), then sorted and made distinct.
         let mut elems: Vec<u32> = Vec::new();
-        for r in rows.clone() {
-            let node = self.decode(r / comp);
-            inc.clear();
-            self.incident(node, &mut inc);
-            let start = cols.len();
-            for &e in &inc {
-                self.element_nodes(e as usize, &mut nodes);
-                for nd in &nodes {
-                    let id = self.node_id(*nd);
-                    for c in 0..comp {
-                        cols.push((id * comp + c) as u32);
-                    }
-                }
+        // The unknowns of each element of `elems`, `m` apiece.
+        let mut eids: Vec<u32> = Vec::new();
+        let mut count = vec![0usize; rows.len() + 1];
+        for e in self.candidates(&nodes) {
+            self.element_nodes(e, &mut local);
+            unknowns(&local, &mut ids);
+            let mine = ids.iter().filter(|g| rows.contains(g)).count();
+            if mine == 0 {
+                continue;
             }
-            cols[start..].sort_unstable();
-            let mut w = start;
-            for i in start..cols.len() {
-                if i == start || cols[i] != cols[w - 1] {
-                    cols[w] = cols[i];
-                    w += 1;
-                }
+            elems.push(e as u32);
+            eids.extend(ids.iter().map(|&g| g as u32));
+            for &ga in ids.iter().filter(|g| rows.contains(g)) {
+                count[ga - rows.start + 1] += ids.len();
             }
-            cols.truncate(w);
-            ptr.push(cols.len());
-            elems.extend_from_slice(&inc);
         }
-        elems.sort_unstable();
-        elems.dedup();
-        // The element loop, in ascending element order, keeping this chunk's rows.
+        for i in 0..rows.len() {
+            count[i + 1] += count[i];
+        }
+        let mut fill = count.clone();
+        let mut raw = vec![0u32; count[rows.len()]];
+        // Unknowns per element.
+        let m = comp
+            * match self.p.order {
+                FemOrder::P1 => self.d + 1,
+                FemOrder::P2 => (self.d + 1) * (self.d + 2) / 2,
+            };
+        for el in eids.chunks_exact(m) {
+            for &ga in el.iter().filter(|&&g| rows.contains(&(g as usize))) {
+                let at = &mut fill[ga as usize - rows.start];
+                raw[*at..*at + m].copy_from_slice(el);
+                *at += m;
+            }
+        }
+        let mut ptr = Vec::with_capacity(rows.len() + 1);
+        ptr.push(0usize);
+        let mut cols: Vec<u32> = Vec::with_capacity(raw.len() / 4);
+        for i in 0..rows.len() {
+            let seg = &mut raw[count[i]..count[i + 1]];
+            seg.sort_unstable();
+            let start = cols.len();
+            for &c in seg.iter() {
+                if cols.len() == start || cols[cols.len() - 1] != c {
+                    cols.push(c);
+                }
+            }
+            ptr.push(cols.len());
+        }
+        drop(raw);
+        // The element loop, in ascending element order, keeping these rows.
         let mut vals = vec![0.0f64; cols.len()];
-        let mut k = Vec::new();
-        let mut ids = Vec::with_capacity(90);
-        for &e in &elems {
-            self.element_nodes(e as usize, &mut nodes);
-            if !self.element_matrix(e as usize, &nodes, &mut k) {
+        let mut sc = Scratch::default();
+        for (&e, el) in elems.iter().zip(eids.chunks_exact(m)) {
+            self.element_nodes(e as usize, &mut local);
+            if !self.element_matrix(e as usize, &local, &mut sc) {
                 return Err(Error::InvalidInput(format!(
                     "finite elements: element {e} of the mesh is inverted or degenerate \
                      (N = {} is too coarse for this domain)",
                     self.n
                 )));
             }
-            ids.clear();
-            for nd in &nodes {
-                let id = self.node_id(*nd);
-                for c in 0..comp {
-                    ids.push(id * comp + c);
-                }
-            }
-            let m = ids.len();
-            for (a, &ga) in ids.iter().enumerate() {
+            for (a, &ga) in el.iter().enumerate() {
+                let ga = ga as usize;
                 if !rows.contains(&ga) {
                     continue;
                 }
                 let lr = ga - rows.start;
                 let row = &cols[ptr[lr]..ptr[lr + 1]];
-                for (b, &gb) in ids.iter().enumerate() {
+                for (b, gb) in el.iter().enumerate() {
                     let at = row
-                        .binary_search(&(gb as u32))
+                        .binary_search(gb)
                         .expect("the pattern holds every element coupling");
-                    vals[ptr[lr] + at] += k[a * m + b];
+                    vals[ptr[lr] + at] += sc.k[a * m + b];
                 }
             }
         }
@@ -850,11 +916,12 @@ mod tests {
                     let mut p = problem(dim, physics, order);
                     p.jitter = true;
                     let mesh = Mesh::new(&p, 3, 7).unwrap();
-                    let (mut nodes, mut k) = (Vec::new(), Vec::new());
+                    let (mut nodes, mut sc) = (Vec::new(), Scratch::default());
                     let mut total = 0.0;
                     for e in 0..mesh.nelem() {
                         mesh.element_nodes(e, &mut nodes);
-                        assert!(mesh.element_matrix(e, &nodes, &mut k));
+                        assert!(mesh.element_matrix(e, &nodes, &mut sc));
+                        let k = &sc.k;
                         let m = nodes.len() * mesh.comp;
                         let xs: Vec<[f64; 3]> =
                             nodes.iter().map(|&nd| mesh.node_coord(nd)).collect();
@@ -918,6 +985,12 @@ mod tests {
                 inc.clear();
                 mesh.incident(mesh.decode(id), &mut inc);
                 assert_eq!(inc.len(), count, "node {id}");
+                // The assembly's candidate elements of a node include all of them.
+                let cand = mesh.candidates(&(id..id + 1));
+                assert!(
+                    inc.iter().all(|&e| cand.contains(&(e as usize))),
+                    "node {id}"
+                );
             }
         }
     }

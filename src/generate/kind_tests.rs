@@ -361,6 +361,10 @@ fn saddle_points_have_the_inertia_of_their_blocks() {
     assert!(st.is_symmetric());
     assert!((nv..nv + np).all(|i| !st.row(i).0.contains(&(i as u32))));
     assert_eq!(inertia(&st, 1e-10), (nv, np));
+    let unsteady = spec("stokes2d:4:0.5");
+    assert_eq!(inertia(&unsteady, 1e-10), (nv, np));
+    assert_eq!(unsteady.row(0).1[0], st.row(0).1[0] + 0.5);
+    assert!(from_spec::<f64>("stokes2d:4:-1", 0).is_err());
 
     let k = spec("kkt2d:6:10");
     assert_eq!(k.nrows(), 46);

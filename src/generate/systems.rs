@@ -186,13 +186,21 @@ fn cast<T: Scalar>(a: CsrMatrix<f64>) -> CsrMatrix<T> {
 /// x-velocities on the `(n−1)·n` interior vertical faces, then the y-velocities on the
 /// `n·(n−1)` interior horizontal faces, then the pressures of the cells but the first (fixed to
 /// 0, which removes the constant pressure mode): `3n² − 2n − 1` rows. Symmetric indefinite, with
-/// an empty (zero) diagonal in the pressure rows.
+/// an empty (zero) diagonal in the pressure rows. `shift ≥ 0` is added to the velocity block's
+/// diagonal: the mass term `h²/(ν·Δt)` of a time step of the unsteady problem (0: steady
+/// Stokes, whose Schur complement is the hardest to precondition).
 ///
 /// # Errors
-/// [`Error::InvalidInput`] when `n < 2` or the size exceeds `u32`.
-pub fn stokes2d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
+/// [`Error::InvalidInput`] when `n < 2`, `shift` is negative or not finite, or the size exceeds
+/// `u32`.
+pub fn stokes2d<T: Scalar>(n: usize, shift: f64) -> Result<CsrMatrix<T>> {
     if n < 2 {
         return Err(bad("stokes2d: N must be at least 2".into()));
+    }
+    if !(shift.is_finite() && shift >= 0.0) {
+        return Err(bad(format!(
+            "stokes2d: SHIFT = {shift} must be non-negative and finite"
+        )));
     }
     check_rows(3 * (n as u128) * (n as u128))?;
     let h = 1.0 / n as f64;
@@ -206,7 +214,7 @@ pub fn stokes2d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
         for i in 1..n {
             let r = u(i, j);
             let walls = (j == 0) as usize + (j + 1 == n) as usize;
-            kt.push((r, r, 4.0 + walls as f64));
+            kt.push((r, r, 4.0 + walls as f64 + shift));
             if i > 1 {
                 kt.push((r, u(i - 1, j), -1.0));
             }
@@ -225,7 +233,7 @@ pub fn stokes2d<T: Scalar>(n: usize) -> Result<CsrMatrix<T>> {
         for i in 0..n {
             let r = v(i, j);
             let walls = (i == 0) as usize + (i + 1 == n) as usize;
-            kt.push((r, r, 4.0 + walls as f64));
+            kt.push((r, r, 4.0 + walls as f64 + shift));
             if j > 1 {
                 kt.push((r, v(i, j - 1), -1.0));
             }

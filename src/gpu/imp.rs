@@ -45,6 +45,9 @@ struct Users {
     done: std::sync::Condvar,
     /// Captures that produced a graph.
     graphs: std::sync::atomic::AtomicUsize,
+    /// Bytes copied host → device and device → host ([`Gpu::transfer_bytes`]).
+    to_device: std::sync::atomic::AtomicU64,
+    to_host: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -456,6 +459,31 @@ impl Gpu {
         self.users.graphs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Bytes copied between host and device through this `Gpu` so far, `(to the device, to the
+    /// host)`: every [`upload`](Gpu::upload), [`upload_into`](Gpu::upload_into) and
+    /// [`download`](Gpu::download), and the crate's other copies, which report themselves
+    /// through [`note_transfer`](Gpu::note_transfer). Tests read it to show that an operation
+    /// on a device matrix moves no copy of the matrix over the bus.
+    pub fn transfer_bytes(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.users.to_device.load(Relaxed),
+            self.users.to_host.load(Relaxed),
+        )
+    }
+
+    /// Adds a copy made outside [`upload`](Gpu::upload) / [`download`](Gpu::download) (a raw
+    /// driver copy on this `Gpu`'s stream) to [`transfer_bytes`](Gpu::transfer_bytes).
+    pub fn note_transfer(&self, to_device: bool, bytes: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = if to_device {
+            &self.users.to_device
+        } else {
+            &self.users.to_host
+        };
+        c.fetch_add(bytes as u64, Relaxed);
+    }
+
     fn release_capture(&self) {
         let u = &self.users;
         *u.capture.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -496,16 +524,24 @@ impl Gpu {
         key: String,
         cubin: Vec<u8>,
     ) -> Result<Arc<CudaModule>> {
+        let t0 = std::time::Instant::now();
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
             .map_err(|e| Error::cuda(format!("loading module {}", src.name), e))?;
+        if kernel_log() {
+            eprintln!(
+                "segsparse: module {} loaded into the context: {:.1} ms",
+                src.name,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let mut map = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         Ok(map.entry(key).or_insert(module).clone())
     }
 
     /// Loads every module of `wanted` that this `Gpu` has not loaded yet, finding or compiling
-    /// their CUBINs on a pool of threads (one per core, or `SEGSPARSE_COMPILE_THREADS`; at most
+    /// their CUBINs and loading them on a pool of threads (one per core, or `SEGSPARSE_COMPILE_THREADS`; at most
     /// one per module): what a call
     /// that is about to use several modules (an AMG setup, a solver's first iteration) does
     /// first, so that a first run on a machine without the embedded kernels compiles them in
@@ -528,22 +564,26 @@ impl Gpu {
         }
         let workers = compile_threads().min(todo.len());
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let cubins: Vec<Mutex<Option<Result<Vec<u8>>>>> =
-            todo.iter().map(|_| Mutex::new(None)).collect();
+        let done: Vec<Mutex<Option<Result<()>>>> = todo.iter().map(|_| Mutex::new(None)).collect();
+        // Each worker also loads the modules it found: a first run in a process inflates the
+        // embedded CUBINs and loads them into the context on all the threads at once instead of
+        // loading them one after another at the end (the first AMG setup of a process pays this).
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some((src, defines, _)) = todo.get(i) else {
+                    let Some((src, defines, key)) = todo.get(i) else {
                         break;
                     };
-                    let r = self.cubin(src, defines);
-                    *cubins[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    let r = self
+                        .cubin(src, defines)
+                        .and_then(|c| self.load_cubin(src, key.clone(), c).map(drop));
+                    *done[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                 });
             }
         });
         let mut first_err = None;
-        for ((src, _, key), cell) in todo.into_iter().zip(cubins) {
+        for ((src, _, _), cell) in todo.into_iter().zip(done) {
             let r = cell.into_inner().unwrap_or_else(|p| p.into_inner());
             let r = r.unwrap_or_else(|| {
                 Err(Error::Compile {
@@ -551,7 +591,7 @@ impl Gpu {
                     log: "a compile thread stopped before finishing".into(),
                 })
             });
-            if let Err(e) = r.and_then(|c| self.load_cubin(src, key, c)) {
+            if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
         }
@@ -709,6 +749,7 @@ impl Gpu {
     pub fn upload<T: KernelType>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         // SAFETY: every element is written by the copy below before the buffer is returned.
         let mut dev = unsafe { self.alloc::<T>(host.len()) }?;
+        self.note_transfer(true, std::mem::size_of_val(host));
         self.stream().memcpy_htod(host, &mut dev).map_err(|e| {
             Error::cuda(
                 format!(
@@ -774,6 +815,19 @@ impl Gpu {
         )
     }
 
+    /// Bytes the device's default memory pool holds, `(reserved now, used now, reserved at
+    /// most, used at most)` since the process began: the live buffers, the freed memory kept for
+    /// reuse (see [`memory_info`](Gpu::memory_info)) and their high-water marks.
+    pub fn pool_bytes(&self) -> Result<(u64, u64, u64, u64)> {
+        use cudarc::driver::sys::CUmemPool_attribute as A;
+        Ok((
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?,
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)?,
+            self.pool_attribute(A::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+        ))
+    }
+
     /// A `cuuint64_t` attribute of the device's default memory pool.
     fn pool_attribute(&self, attr: cudarc::driver::sys::CUmemPool_attribute) -> Result<u64> {
         use cudarc::driver::sys;
@@ -801,6 +855,7 @@ impl Gpu {
         host: &[T],
         dst: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
+        self.note_transfer(true, std::mem::size_of_val(host));
         self.stream()
             .memcpy_htod(host, dst)
             .map_err(|e| Error::cuda("copying to the device", e))
@@ -808,6 +863,7 @@ impl Gpu {
 
     /// Copies a device buffer (or view) to a new host vector; synchronises the stream.
     pub fn download<T: KernelType>(&self, dev: &impl DevicePtr<T>) -> Result<Vec<T>> {
+        self.note_transfer(false, dev.num_bytes());
         self.stream()
             .clone_dtoh(dev)
             .map_err(|e| Error::cuda("copying to the host", e))

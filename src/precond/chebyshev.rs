@@ -1,6 +1,6 @@
 //! A Chebyshev polynomial in the (Jacobi-scaled) operator.
 
-use crate::backend::{KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{ChebyshevSteps, KrylovOps, LinearOperator, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
@@ -53,7 +53,7 @@ impl Default for ChebyshevParams {
 /// `1 − λ·p(λ)` has degree `k` ([`ChebyshevParams::degree`]; the recurrence and this meaning of
 /// the degree are the AMG smoother's too). It needs only the operator and vector updates: each
 /// application is `k − 1` operator applications and `k` fused passes of
-/// [`VectorOps::poly_step`], with scalars computed on the host once.
+/// [`ChebyshevSteps::poly_step`], with scalars computed on the host once.
 ///
 /// **Why it is symmetric positive definite** (so CG may use it): `p(D⁻¹A)D⁻¹` is
 /// `D^{-1/2} p(S) D^{-1/2}` with `S = D^{-1/2} A D^{-1/2}` symmetric; the iteration's residual
@@ -69,7 +69,7 @@ impl Default for ChebyshevParams {
 /// It pays where an iteration's fixed costs (reductions, launches, host checks) rival the
 /// operator, and it does not help where the Krylov method already uses its iterations well:
 /// see `benches/results/history/solvers.md` for measurements.
-pub struct Chebyshev<'a, T: Scalar, B: VectorOps<T>, A: ?Sized> {
+pub struct Chebyshev<'a, T: Scalar, B: ChebyshevSteps<T>, A: ?Sized> {
     a: &'a A,
     inv_diag: Option<B::Vector>,
     poly: ChebyshevPoly,
@@ -78,7 +78,7 @@ pub struct Chebyshev<'a, T: Scalar, B: VectorOps<T>, A: ?Sized> {
     block_scratch: std::cell::RefCell<Vec<[B::Vector; 3]>>,
 }
 
-impl<T: Scalar, B: VectorOps<T>, A: ?Sized> std::fmt::Debug for Chebyshev<'_, T, B, A> {
+impl<T: Scalar, B: ChebyshevSteps<T>, A: ?Sized> std::fmt::Debug for Chebyshev<'_, T, B, A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -91,7 +91,7 @@ impl<T: Scalar, B: VectorOps<T>, A: ?Sized> std::fmt::Debug for Chebyshev<'_, T,
 impl<'a, T, B, A> Chebyshev<'a, T, B, A>
 where
     T: Scalar,
-    B: KrylovOps<T>,
+    B: KrylovOps<T> + ChebyshevSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     /// The preconditioner for the operator `a` whose matrix is `m` (for the diagonal), with
@@ -139,7 +139,7 @@ where
 impl<'a, T, B, A> Chebyshev<'a, T, B, A>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: ChebyshevSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     /// As [`Chebyshev::new`] for backends without the multi-vector steps of
@@ -149,7 +149,7 @@ where
     /// (SpMVs with their halo exchanges), vector updates and all-reduced inner products.
     ///
     /// The bounds come from the same Arnoldi process on `A·D⁻¹`, orthogonalised by modified
-    /// Gram–Schmidt through [`VectorOps::dot`] and [`VectorOps::axpy`] (one inner product, hence
+    /// Gram–Schmidt through [`VectorOps::dot`](crate::backend::VectorOps::dot) and [`VectorOps::axpy`](crate::backend::VectorOps::axpy) (one inner product, hence
     /// one all-reduce, per Hessenberg entry: about `steps²/2` at setup, none per application).
     /// The start vector's entry `g` depends only on the global row `g` (`first_row` is the
     /// global index of this rank's first row; 0 in a single process), so every partition of a
@@ -233,7 +233,7 @@ fn start_entry(g: u64) -> f64 {
 }
 
 /// Extreme eigenvalue estimates of `A·D⁻¹` from `steps` Arnoldi steps with modified
-/// Gram–Schmidt through [`VectorOps`] alone (see [`Chebyshev::from_operator`]).
+/// Gram–Schmidt through [`VectorOps`](crate::backend::VectorOps) alone (see [`Chebyshev::from_operator`]).
 fn estimate_bounds_mgs<T, B, A>(
     be: &B,
     a: &A,
@@ -244,7 +244,7 @@ fn estimate_bounds_mgs<T, B, A>(
 ) -> Result<(f64, f64)>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: ChebyshevSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     let mut sc = be.scalars(n, 1)?;
@@ -315,7 +315,7 @@ fn estimate_bounds<T, B, A>(
 ) -> Result<(f64, f64)>
 where
     T: Scalar,
-    B: KrylovOps<T>,
+    B: KrylovOps<T> + ChebyshevSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     use crate::backend::recur::{GmresLayout, Slot, Status};
@@ -368,7 +368,7 @@ where
 impl<T, B, A> Preconditioner<T, B> for Chebyshev<'_, T, B, A>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: ChebyshevSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {

@@ -12,9 +12,12 @@
 //!
 //! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
 //! matrix on one backend (Ginkgo's factory → `generate` split).
-//! They sit between the sparse operations and the solvers: they use the solvers' backend traits
-//! ([`VectorOps`](crate::backend::VectorOps), [`LinearOperator`](crate::backend::LinearOperator))
-//! and nothing of a concrete solver.
+//! They sit between the sparse operations and the solvers: they use the backend traits
+//! ([`VectorOps`](crate::backend::VectorOps), [`LinearOperator`](crate::backend::LinearOperator),
+//! [`ChebyshevSteps`](crate::backend::ChebyshevSteps) for the polynomial,
+//! [`TriangularOps`](crate::backend::TriangularOps) with [`IncompleteOps`] for ILU/IC,
+//! [`MultigridOps`](crate::backend::MultigridOps) with [`AmgOps`] for AMG) and nothing of a
+//! concrete solver.
 
 pub mod amg;
 pub mod auto;
@@ -24,10 +27,10 @@ mod jacobi;
 pub(crate) mod spectral;
 
 pub use crate::sparse::incomplete::{
-    Application, FactorKind, Fill, IncompleteParams, Ordering, RowMatching,
+    Application, FactorKind, Fill, IncompleteOps, IncompleteParams, Ordering, RowMatching,
 };
 pub use crate::sparse::triangular::SptrsvAlgorithm;
-pub use amg::{Amg, AmgParams, AmgSummary, MultigridOps};
+pub use amg::{Amg, AmgOps, AmgParams, AmgSummary};
 pub use chebyshev::{Chebyshev, ChebyshevParams};
-pub use ilu::{Ic0, Ilu0, TriangularOps};
+pub use ilu::{Ic0, Ilu0};
 pub use jacobi::{Identity, Jacobi};

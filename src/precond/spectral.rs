@@ -5,7 +5,7 @@
 
 use rayon::prelude::*;
 
-use crate::backend::VectorOps;
+use crate::backend::ChebyshevSteps;
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -29,7 +29,7 @@ pub(crate) struct ChebyshevPoly {
 }
 
 impl ChebyshevPoly {
-    /// The coefficients `(c1, c2)` of the [`VectorOps::poly_step`] calls of one application, in
+    /// The coefficients `(c1, c2)` of the [`ChebyshevSteps::poly_step`] calls of one application, in
     /// order: the first step (`c1` unused), then one per operator application
     /// (`degree − 1` of them).
     pub fn steps(&self) -> impl Iterator<Item = (f64, f64)> {
@@ -50,7 +50,7 @@ impl ChebyshevPoly {
     ///
     /// # Errors
     /// The backend's and `op`'s.
-    pub fn apply<T: Scalar, B: VectorOps<T>>(
+    pub fn apply<T: Scalar, B: ChebyshevSteps<T>>(
         &self,
         be: &B,
         dinv: Option<&B::Vector>,

@@ -7,27 +7,27 @@
 //!
 //! | step | vector work | scalars (on the backend) |
 //! |---|---|---|
-//! | [`bicg_p`](crate::backend::VectorOps::bicg_p) | `p = r + β(p − ωv)` (and `p̂ = D⁻¹p`) | |
+//! | [`bicg_p`](crate::backend::BicgSteps::bicg_p) | `p = r + β(p − ωv)` (and `p̂ = D⁻¹p`) | |
 //! | `A.apply(p̂, v)` | the operator | |
-//! | [`bicg_alpha`](crate::backend::VectorOps::bicg_alpha) | reads r̂, v | r̂ᵀv, α = ρ/r̂ᵀv |
-//! | [`bicg_s`](crate::backend::VectorOps::bicg_s) | `s = r − αv` (and `ŝ = D⁻¹s`) | |
+//! | [`bicg_alpha`](crate::backend::BicgSteps::bicg_alpha) | reads r̂, v | r̂ᵀv, α = ρ/r̂ᵀv |
+//! | [`bicg_s`](crate::backend::BicgSteps::bicg_s) | `s = r − αv` (and `ŝ = D⁻¹s`) | |
 //! | `A.apply(ŝ, t)` | the operator | |
-//! | [`bicg_omega`](crate::backend::VectorOps::bicg_omega) | reads t, s | tᵀs, tᵀt, ω |
-//! | [`bicg_update`](crate::backend::VectorOps::bicg_update) | `x += αp̂ + ωŝ; r = s − ωt` | ‖r‖², ρ' = r̂ᵀr, β, tests |
+//! | [`bicg_omega`](crate::backend::BicgSteps::bicg_omega) | reads t, s | tᵀs, tᵀt, ω |
+//! | [`bicg_update`](crate::backend::BicgSteps::bicg_update) | `x += αp̂ + ωŝ; r = s − ωt` | ‖r‖², ρ' = r̂ᵀr, β, tests |
 //!
 //! The shadow residual r̂ is the initial residual (reset to the true residual on a restart).
 //!
-//! **Fused order** (when [`VectorOps::bicg_fused`](crate::backend::VectorOps::bicg_fused) says so; the GPU on small systems): `bicg_p`
+//! **Fused order** (when [`BicgSteps::bicg_fused`](crate::backend::BicgSteps::bicg_fused) says so; the GPU on small systems): `bicg_p`
 //! moves to the end of the previous iteration (and of the start, where β = 0 and `p = v = 0`
-//! make it `p = r`), so an iteration is `A·p̂`, [`bicg_alpha_s`](crate::backend::VectorOps::bicg_alpha_s),
-//! `A·ŝ`, [`bicg_update_p`](crate::backend::VectorOps::bicg_update_p): four launches on the GPU instead
+//! make it `p = r`), so an iteration is `A·p̂`, [`bicg_alpha_s`](crate::backend::BicgSteps::bicg_alpha_s),
+//! `A·ŝ`, [`bicg_update_p`](crate::backend::BicgSteps::bicg_update_p): four launches on the GPU instead
 //! of seven. Nothing between the end of one iteration and the start of the next reads or writes
 //! `p`, `r`, `v`, β or ω, and `bicg_p` is a no-op once the status is set, so the arithmetic,
 //! iterations and residuals are those of the separate order.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
-use crate::backend::{Fuse, LinearOperator, Preconditioner, VectorOps};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
+use crate::backend::{BicgSteps, Fuse, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
 
 /// BiCGSTAB for a general (unsymmetric, possibly indefinite) `A`, right-preconditioned by `m`
@@ -46,13 +46,25 @@ pub fn bicgstab<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    bicgstab_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`bicgstab`] on trait objects: compiled once per element type and backend.
+fn bicgstab_body<T: Elem, B: BicgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+) -> Result<SolveInfo, SolveError> {
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
     super::preflight(be, "the BiCGSTAB workspace", n, vectors, 0, params)?;
     let mut state = BicgState {
@@ -66,7 +78,7 @@ where
     drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
-struct BicgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
+struct BicgState<'a, T: Elem, B: BicgSteps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
@@ -78,7 +90,7 @@ struct BicgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> Method<T, B> for BicgState<'_, T, B, A, P>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -120,7 +132,7 @@ where
 impl<T, B, A, P> BicgState<'_, T, B, A, P>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -188,7 +200,7 @@ fn fuse<'f, V>(kind: Kind, inv_diag: Option<&'f V>, z: Option<&'f mut V>) -> Fus
 
 impl<V> BicgVectors<V> {
     /// The vectors of length `n` for a preconditioner of `kind`.
-    pub(super) fn new<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn new<T: Elem, B: BicgSteps<T, Vector = V>>(
         be: &B,
         n: usize,
         kind: Kind,
@@ -228,7 +240,7 @@ impl<V> BicgVectors<V> {
     /// (Re)starts from the residual in `r`: `r̂ = r`, `p = v = 0`, ‖r‖², ρ = r̂ᵀr = ‖r‖², ‖r̂‖²,
     /// α = ω = 1, β = 0; in the fused order also the first iteration's `p` (= r), which that
     /// order computes ahead.
-    pub(super) fn start<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn start<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         kind: Kind,
@@ -248,7 +260,7 @@ impl<V> BicgVectors<V> {
     }
 
     /// `p = r + β(p − ωv)` and, for Jacobi, `p̂ = D⁻¹p`.
-    pub(super) fn p_step<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn p_step<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         kind: Kind,
@@ -260,7 +272,7 @@ impl<V> BicgVectors<V> {
     }
 
     /// α = ρ / r̂ᵀv.
-    pub(super) fn alpha<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn alpha<T: Elem, B: BicgSteps<T, Vector = V>>(
         &self,
         be: &B,
         sc: &mut B::Scalars,
@@ -270,7 +282,7 @@ impl<V> BicgVectors<V> {
     }
 
     /// `s = r − αv` and, for Jacobi, `ŝ = D⁻¹s`.
-    pub(super) fn s_step<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn s_step<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         kind: Kind,
@@ -282,7 +294,7 @@ impl<V> BicgVectors<V> {
     }
 
     /// ω = tᵀs / tᵀt, then `x += αp̂ + ωŝ`, `r = s − ωt`, ‖r‖² and ρ, β.
-    pub(super) fn omega_update<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn omega_update<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         x: &mut V,
@@ -308,7 +320,7 @@ impl<V> BicgVectors<V> {
     }
 
     /// The fused order's α and `s` (and Jacobi's `ŝ`), after `v = A·p̂`.
-    pub(super) fn alpha_s<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn alpha_s<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         kind: Kind,
@@ -322,7 +334,7 @@ impl<V> BicgVectors<V> {
 
     /// The fused order's end of an iteration, after `t = A·ŝ`: ω, `x`, `r`, β and the next `p`
     /// (and Jacobi's `p̂`).
-    pub(super) fn update_p<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn update_p<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         kind: Kind,

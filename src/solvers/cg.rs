@@ -7,18 +7,18 @@
 //! | step | vector work | scalars (on the backend) |
 //! |---|---|---|
 //! | `A.apply(p, q)` | the operator | |
-//! | [`cg_alpha`](crate::backend::VectorOps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
-//! | [`cg_update_r`](crate::backend::VectorOps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
-//! | [`cg_update_xp`](crate::backend::VectorOps::cg_update_xp) | `x += αp; p = z + βp` | |
+//! | [`cg_alpha`](crate::backend::CgSteps::cg_alpha) | reads p, q | pᵀq, α = ρ/pᵀq, breakdown test |
+//! | [`cg_update_r`](crate::backend::CgSteps::cg_update_r) | `r −= αq` (and `z = D⁻¹r`) | ‖r‖², rᵀz, β, convergence test |
+//! | [`cg_update_xp`](crate::backend::CgSteps::cg_update_xp) | `x += αp; p = z + βp` | |
 //!
 //! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
-use crate::backend::{Fuse, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{CgSteps, Fuse, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
 
 /// Conjugate gradient for a symmetric positive definite `A` (Hermitian positive definite for a
@@ -39,7 +39,7 @@ pub fn cg<T, B, A>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcg(be, a, &Identity, b, x, params)
@@ -61,11 +61,11 @@ pub fn pcg<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, false)
+    cg_family(be, &Dyn(a), &Dyn(m), b, x, params, false)
 }
 
 /// COCG, the conjugate orthogonal conjugate gradient of van der Vorst and Melissen (1990), for a
@@ -89,7 +89,7 @@ pub fn cocg<T, B, A>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcocg(be, a, &Identity, b, x, params)
@@ -109,34 +109,29 @@ pub fn pcocg<T, B, A, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    cg_family(be, a, m, b, x, params, true)
+    cg_family(be, &Dyn(a), &Dyn(m), b, x, params, true)
 }
 
 /// The one body of CG, PCG, COCG and PCOCG: `bilinear` selects the form of ρ and pᵀAp
 /// ([`Slot::Form`](crate::backend::Slot::Form)).
+/// On trait objects, so that it is compiled once per element type and backend.
 #[allow(clippy::too_many_arguments)]
-fn cg_family<T, B, A, P>(
+fn cg_family<T: Elem, B: CgSteps<T>>(
     be: &B,
-    a: &A,
-    m: &P,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
     bilinear: bool,
-) -> Result<SolveInfo, SolveError>
-where
-    T: Elem,
-    B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
-    P: Preconditioner<T, B> + ?Sized,
-{
+) -> Result<SolveInfo, SolveError> {
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     super::preflight(be, "the CG workspace", n, vectors, 0, params)?;
     // The whole workspace, before the first iteration.
@@ -153,7 +148,7 @@ where
     drive(be, a, b, x, params, &mut state, sc, clock)
 }
 
-struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
+struct CgState<'a, T: Elem, B: CgSteps<T>, A: ?Sized, P: ?Sized> {
     a: &'a A,
     m: &'a P,
     kind: Kind,
@@ -163,7 +158,7 @@ struct CgState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> Method<T, B> for CgState<'_, T, B, A, P>
 where
     T: Elem,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -215,7 +210,7 @@ pub(super) struct CgVectors<V> {
 
 impl<V> CgVectors<V> {
     /// The vectors of length `n` for a preconditioner of `kind`.
-    pub(super) fn new<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn new<T: Elem, B: CgSteps<T, Vector = V>>(
         be: &B,
         n: usize,
         kind: Kind,
@@ -244,7 +239,7 @@ impl<V> CgVectors<V> {
     ) -> crate::Result<()>
     where
         T: Elem,
-        B: VectorOps<T, Vector = V>,
+        B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
         self.restart_r(be, m, kind, sc, it)?;
@@ -267,7 +262,7 @@ impl<V> CgVectors<V> {
     ) -> crate::Result<()>
     where
         T: Elem,
-        B: VectorOps<T, Vector = V>,
+        B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
         let CgVectors { r, z, p, q } = self;
@@ -301,7 +296,7 @@ impl<V> CgVectors<V> {
     ) -> crate::Result<()>
     where
         T: Elem,
-        B: VectorOps<T, Vector = V>,
+        B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
         let CgVectors { r, z, .. } = self;
@@ -319,7 +314,7 @@ impl<V> CgVectors<V> {
     }
 
     /// The iteration after `q = A·p` without a general preconditioner: `cg_alpha`,
-    /// `cg_update_r` and `cg_update_xp` as one call ([`VectorOps::cg_tail`](crate::backend::VectorOps::cg_tail)), Jacobi's `z`
+    /// `cg_update_r` and `cg_update_xp` as one call ([`CgSteps::cg_tail`](crate::backend::CgSteps::cg_tail)), Jacobi's `z`
     /// fused in.
     pub(super) fn tail<T, B, P>(
         &mut self,
@@ -332,7 +327,7 @@ impl<V> CgVectors<V> {
     ) -> crate::Result<()>
     where
         T: Elem,
-        B: VectorOps<T, Vector = V>,
+        B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
         let CgVectors { r, z, p, q } = self;
@@ -344,7 +339,7 @@ impl<V> CgVectors<V> {
     }
 
     /// With a general preconditioner, before it is applied to `r`: α and `r −= αq`.
-    pub(super) fn update_r<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn update_r<T: Elem, B: CgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         sc: &mut B::Scalars,
@@ -355,7 +350,7 @@ impl<V> CgVectors<V> {
     }
 
     /// With a general preconditioner, after `z = M⁻¹r`: ρ, β, `x += αp` and `p = z + βp`.
-    pub(super) fn update_xp<T: Elem, B: VectorOps<T, Vector = V>>(
+    pub(super) fn update_xp<T: Elem, B: CgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
         x: &mut V,

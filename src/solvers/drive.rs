@@ -92,6 +92,65 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     ) -> crate::Result<()>;
 }
 
+/// A reference to an operator or a preconditioner of any type (a trait object too) as a sized
+/// type, so that it becomes a `&dyn LinearOperator` or `&dyn Preconditioner`: the solvers' public
+/// functions are generic over both, their bodies take trait objects and are compiled once per
+/// element type, backend and method (one virtual call per application costs nothing beside it).
+pub(crate) struct Dyn<'a, X: ?Sized>(pub(crate) &'a X);
+
+impl<T: Elem, B: VectorOps<T>, X: LinearOperator<T, B> + ?Sized> LinearOperator<T, B>
+    for Dyn<'_, X>
+{
+    fn nrows(&self) -> usize {
+        self.0.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.0.ncols()
+    }
+    fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()> {
+        self.0.apply(be, x, y)
+    }
+    fn apply_exact(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()> {
+        self.0.apply_exact(be, x, y)
+    }
+    fn is_narrowed(&self) -> bool {
+        self.0.is_narrowed()
+    }
+    fn prepare(&self, be: &B, expected_applies: usize) -> crate::Result<()> {
+        self.0.prepare(be, expected_applies)
+    }
+    fn apply_block(
+        &self,
+        be: &B,
+        xs: &[&B::Vector],
+        ys: &mut [&mut B::Vector],
+    ) -> crate::Result<()> {
+        self.0.apply_block(be, xs, ys)
+    }
+}
+
+impl<T: Elem, B: VectorOps<T>, X: Preconditioner<T, B> + ?Sized> Preconditioner<T, B>
+    for Dyn<'_, X>
+{
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> crate::Result<()> {
+        self.0.apply(be, r, z)
+    }
+    fn apply_block(
+        &self,
+        be: &B,
+        rs: &[&B::Vector],
+        zs: &mut [&mut B::Vector],
+    ) -> crate::Result<()> {
+        self.0.apply_block(be, rs, zs)
+    }
+    fn inverse_diagonal(&self) -> Option<&B::Vector> {
+        self.0.inverse_diagonal()
+    }
+    fn is_identity(&self) -> bool {
+        self.0.is_identity()
+    }
+}
+
 /// Checks the dimensions of `A`, `b` and `x`.
 pub(crate) fn check_dims<T: Elem, B: VectorOps<T>, A: LinearOperator<T, B> + ?Sized>(
     be: &B,
@@ -202,9 +261,9 @@ impl PrecondKind {
 /// With an observer ([`SolveParams::observer`]), every block is one iteration, not recorded,
 /// and the observer is called after each.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn drive<T, B, A, M>(
+pub(crate) fn drive<T, B, M>(
     be: &B,
-    a: &A,
+    a: &dyn LinearOperator<T, B>,
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
@@ -215,7 +274,6 @@ pub(crate) fn drive<T, B, A, M>(
 where
     T: Elem,
     B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
     M: Method<T, B>,
 {
     // An operator with a choice of kernels (a GPU matrix) may measure them now, before any
@@ -413,7 +471,7 @@ where
         // the recursive residual stays for the update).
         let aside = reliable.is_some() && status == Status::Converged;
         let rr = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt();
-        if let Some(done) = confirm.after_stop(status, params, || {
+        if let Some(done) = confirm.after_stop(status, params, &mut || {
             if aside {
                 true_residual_aside(method, x, &mut sc)
             } else {
@@ -436,7 +494,7 @@ where
         scale,
         restarts,
     };
-    end.report(history, clock.elapsed().as_secs_f64(), || {
+    end.report(history, clock.elapsed().as_secs_f64(), &mut || {
         true_residual(method, x, &mut sc)
     })?
 }
@@ -590,7 +648,7 @@ impl Confirm<'_> {
         &mut self,
         status: Status,
         params: &SolveParams,
-        mut true_residual: impl FnMut() -> Result<f64, SolveError>,
+        true_residual: &mut dyn FnMut() -> Result<f64, SolveError>,
     ) -> Result<Option<Status>, SolveError> {
         let can_restart = *self.restarts < MAX_RESTARTS && self.it < params.max_iters;
         if status == Status::BreakdownRho && can_restart {
@@ -657,7 +715,7 @@ impl Ended {
         &self,
         history: Vec<f64>,
         solve_seconds: f64,
-        residual_now: impl FnOnce() -> Result<f64, SolveError>,
+        residual_now: &mut dyn FnMut() -> Result<f64, SolveError>,
     ) -> Result<Result<SolveInfo, SolveError>, SolveError> {
         let it = self.iterations;
         Ok(match self.status {

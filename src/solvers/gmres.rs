@@ -32,7 +32,7 @@
 //! abs_tol)` (unpreconditioned, the same as SciPy's `gmres(rtol=…)` with a right
 //! preconditioner); the estimate `|g|` only triggers the true check.
 
-use super::{check_problem, drive, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
 use crate::backend::{KrylovOps, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
@@ -83,6 +83,20 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    gmres_body(be, &Dyn(a), &Dyn(m), b, x, restart, params)
+}
+
+/// [`gmres`] on trait objects: compiled once per element type and backend.
+#[allow(clippy::too_many_arguments)]
+fn gmres_body<T: Elem, B: KrylovOps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    restart: usize,
+    params: &SolveParams,
+) -> Result<SolveInfo, SolveError> {
     let clock = std::time::Instant::now();
     let n = check_problem(be, a, m, b, x)?;
     if restart == 0 {

@@ -44,10 +44,13 @@
 //!
 //! Each solver is written **once**, generic over two traits:
 //!
-//! - [`VectorOps`](crate::backend::VectorOps), the backend: what a vector is (`Vec<T>` on the CPU, a device buffer on the
-//!   GPU), a small block of *scalar slots* that holds ρ, α, β, ω, ‖r‖² and a status word
-//!   ([`VectorOps::Scalars`](crate::backend::VectorOps::Scalars): host values on the CPU, **device memory** on the GPU), and the
-//!   handful of fused vector steps the solvers need. Implemented by [`Cpu`](crate::backend::Cpu) and (feature `cuda`)
+//! - the backend: [`VectorOps`](crate::backend::VectorOps), what a vector is (`Vec<T>` on the
+//!   CPU, a device buffer on the GPU) and a small block of *scalar slots* that holds ρ, α, β, ω,
+//!   ‖r‖² and a status word ([`VectorOps::Scalars`](crate::backend::VectorOps::Scalars): host
+//!   values on the CPU, **device memory** on the GPU), and the method's own fused vector steps:
+//!   [`CgSteps`](crate::backend::CgSteps) for CG, PCG and COCG,
+//!   [`BicgSteps`](crate::backend::BicgSteps) for BiCGSTAB, [`KrylovOps`](crate::backend::KrylovOps)
+//!   for GMRES. Implemented by [`Cpu`](crate::backend::Cpu) and (feature `cuda`)
 //!   [`gpu::GpuOps`](crate::backend::gpu::GpuOps).
 //! - [`LinearOperator`](crate::backend::LinearOperator): `y ← A·x` with the backend's vectors. It is implemented for
 //!   [`CsrMatrix`](crate::CsrMatrix) on the CPU and for the GPU SpMV's matrix on the GPU, and you
@@ -131,15 +134,15 @@
 //!
 //! # Fused steps
 //!
-//! Some steps of [`VectorOps`](crate::backend::VectorOps) stand for a fixed sequence of the others:
-//! [`VectorOps::cg_tail`](crate::backend::VectorOps::cg_tail) (CG's `cg_alpha`, `cg_update_r`, `cg_update_xp`),
-//! [`VectorOps::bicg_alpha_s`](crate::backend::VectorOps::bicg_alpha_s) and [`VectorOps::bicg_update_p`](crate::backend::VectorOps::bicg_update_p) (BiCGSTAB's `bicg_alpha` +
+//! Some steps stand for a fixed sequence of the others:
+//! [`CgSteps::cg_tail`](crate::backend::CgSteps::cg_tail) (CG's `cg_alpha`, `cg_update_r`, `cg_update_xp`),
+//! [`BicgSteps::bicg_alpha_s`](crate::backend::BicgSteps::bicg_alpha_s) and [`BicgSteps::bicg_update_p`](crate::backend::BicgSteps::bicg_update_p) (BiCGSTAB's `bicg_alpha` +
 //! `bicg_s` and `bicg_omega` + `bicg_update` + the next iteration's `bicg_p`). Their default
 //! implementations issue that sequence, so the CPU and the distributed backends are unchanged;
 //! the GPU backend runs each as one kernel on small systems (see "Small systems" in
 //! [`gpu`](crate::backend::gpu)), where an iteration's cost is its number of kernel launches. BiCGSTAB uses the
 //! fused order (its `p` update moved to the end of the previous iteration) only where the
-//! backend asks for it ([`VectorOps::bicg_fused`](crate::backend::VectorOps::bicg_fused)). Either way the arithmetic is the same:
+//! backend asks for it ([`BicgSteps::bicg_fused`](crate::backend::BicgSteps::bicg_fused)). Either way the arithmetic is the same:
 //! iterations, residuals and errors do not depend on the fusion.
 //!
 //! The CPU backend runs the same steps with host scalars (the same recurrences, written once in
@@ -238,4 +241,4 @@ pub use types::{
     MAX_RESTARTS,
 };
 
-pub(crate) use drive::{check_problem, drive, preflight, Method, PrecondKind};
+pub(crate) use drive::{check_problem, drive, preflight, Dyn, Method, PrecondKind};

@@ -117,7 +117,11 @@ pub fn solve_stored<'p, T: Elem, B: VectorOps<T>>(
         | Err(SolveError::Stagnation {
             iterations,
             residual,
-        }) => (*iterations, *residual, format!("{}", first.as_ref().unwrap_err())),
+        }) => (
+            *iterations,
+            *residual,
+            format!("{}", first.as_ref().unwrap_err()),
+        ),
         Err(e @ SolveError::Breakdown { iteration, .. }) => {
             (*iteration, f64::INFINITY, e.to_string())
         }

@@ -262,15 +262,14 @@ pub fn spmv_mixed(alpha: f64, a: &CsrMatrix<f32>, x: &[f64], beta: f64, y: &mut 
 /// Chunks of a parallel product of `cost` (entries + rows).
 fn par_chunks(cost: usize) -> usize {
     // Asking rayon for its thread count costs more than a tiny product: small matrices skip it.
-    let chunks = if cost < SEQ_CUTOFF {
+    if cost < SEQ_CUTOFF {
         1
     } else {
         let threads = rayon::current_num_threads();
         (threads * CHUNKS_PER_THREAD)
             .min(cost / MIN_CHUNK_COST)
             .max(1)
-    };
-    chunks
+    }
 }
 
 /// Backward inclusive segmented sum scan in place: `data[k]` becomes the sum of `data[k..=t]`,

@@ -79,9 +79,9 @@
 //! CSR type.
 
 pub mod complex;
-pub mod mixed;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
+pub mod mixed;
 mod plan;
 
 pub use plan::{SpmvPlan, TUNE_MIN_PRODUCTS};
@@ -1494,6 +1494,49 @@ impl<T: GpuScalar> crate::backend::LinearOperator<T, crate::backend::gpu::GpuOps
             return self.spmv(T::one(), x, T::zero(), y);
         }
         self.spmv_columns(T::one(), xs, T::zero(), ys)
+    }
+}
+
+/// The GPU backend's matrices for the multigrid cycle: [`GpuCsr`] and its SpMV (SpMM for a
+/// block of columns).
+impl<T: GpuScalar> crate::backend::MultigridOps<T> for crate::backend::gpu::GpuOps<T> {
+    type Matrix = GpuCsr<T>;
+    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<GpuCsr<T>> {
+        GpuCsr::upload(self.gpu(), a)
+    }
+    fn download_matrix(&self, a: &GpuCsr<T>) -> Result<CsrMatrix<T>> {
+        let g = self.gpu();
+        let (row_ptr, col, val) = a.device_parts();
+        let (mut col, mut val) = (g.download(col)?, g.download(val)?);
+        col.truncate(a.nnz());
+        val.truncate(a.nnz());
+        CsrMatrix::try_from_parts(a.nrows(), a.ncols(), g.download(row_ptr)?, col, val)
+    }
+    fn matrix_bytes(&self, a: &GpuCsr<T>) -> usize {
+        a.csr_device_bytes() + a.extra_device_bytes()
+    }
+    fn spmv(
+        &self,
+        a: &GpuCsr<T>,
+        alpha: T,
+        x: &CudaSlice<T>,
+        beta: T,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        a.spmv(alpha, x, beta, y)
+    }
+    fn spmv_block(
+        &self,
+        a: &GpuCsr<T>,
+        alpha: T,
+        xs: &[&CudaSlice<T>],
+        beta: T,
+        ys: &mut [&mut CudaSlice<T>],
+    ) -> Result<()> {
+        if let ([x], [y]) = (xs, &mut *ys) {
+            return a.spmv(alpha, x, beta, y);
+        }
+        a.spmv_columns(alpha, xs, beta, ys)
     }
 }
 

@@ -94,7 +94,8 @@
 //! # Ok::<(), segsparse::Error>(())
 //! ```
 
-use crate::backend::{Cpu, LinearOperator};
+use crate::backend::{Cpu, LinearOperator, MultigridOps};
+use crate::Scalar;
 use crate::{CsrMatrix, Elem};
 
 pub mod cpu;
@@ -114,6 +115,31 @@ impl<T: Elem> LinearOperator<T, Cpu> for CsrMatrix<T> {
     }
     fn apply(&self, _: &Cpu, x: &Vec<T>, y: &mut Vec<T>) -> crate::Result<()> {
         crate::spmv::spmv(T::one(), self, x, T::zero(), y);
+        Ok(())
+    }
+}
+
+/// The CPU backend's matrices for the multigrid cycle: host CSR matrices and [`spmv`].
+impl<T: Scalar> MultigridOps<T> for Cpu {
+    type Matrix = CsrMatrix<T>;
+    fn upload_matrix(&self, a: &CsrMatrix<T>) -> crate::Result<CsrMatrix<T>> {
+        Ok(a.clone())
+    }
+    fn download_matrix(&self, a: &CsrMatrix<T>) -> crate::Result<CsrMatrix<T>> {
+        Ok(a.clone())
+    }
+    fn matrix_bytes(&self, a: &CsrMatrix<T>) -> usize {
+        a.nnz() * (4 + std::mem::size_of::<T>()) + (a.nrows() + 1) * 4
+    }
+    fn spmv(
+        &self,
+        a: &CsrMatrix<T>,
+        alpha: T,
+        x: &Vec<T>,
+        beta: T,
+        y: &mut Vec<T>,
+    ) -> crate::Result<()> {
+        spmv(alpha, a, x, beta, y);
         Ok(())
     }
 }

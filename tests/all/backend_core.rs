@@ -1,12 +1,14 @@
-//! A backend that implements only the core of `VectorOps` (and names a host Krylov workspace)
-//! runs CG, PCG, BiCGSTAB and GMRES with the trait's default steps. Its core is the CPU
+//! A backend that implements only the core of `VectorOps` (and names the solvers' step traits
+//! `CgSteps`, `BicgSteps`, `ChebyshevSteps` with empty impls, and a host Krylov workspace)
+//! runs CG, PCG, BiCGSTAB and GMRES with the traits' default steps. Its core is the CPU
 //! backend's, and the CPU backend runs every step as its own one-pass loop, so equal iterates,
 //! residual histories, restarts and solutions, bit for bit, show that the defaults compute the
 //! arithmetic of the fused steps.
 
 use segsparse::backend::Identity;
 use segsparse::backend::{
-    Cpu, CpuScalars, HostKrylov, KrylovOps, LinearOperator, Preconditioner, Slot, VectorOps, NSLOTS,
+    BicgSteps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, HostKrylov, KrylovOps, LinearOperator,
+    Preconditioner, Slot, VectorOps, NSLOTS,
 };
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{bicgstab, gmres, pcg, SolveError, SolveInfo, SolveParams};
@@ -82,6 +84,10 @@ impl VectorOps<f64> for CoreOnly {
         Cpu.update_slots(sc, f)
     }
 }
+
+impl CgSteps<f64> for CoreOnly {}
+impl BicgSteps<f64> for CoreOnly {}
+impl ChebyshevSteps<f64> for CoreOnly {}
 
 impl KrylovOps<f64> for CoreOnly {
     type Krylov = HostKrylov<Vec<f64>, f64>;

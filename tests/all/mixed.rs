@@ -8,10 +8,10 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use segsparse::backend::{Cpu, Identity, LinearOperator, VectorOps};
 use segsparse::precond::Jacobi;
 use segsparse::scalar::Storage;
 use segsparse::solvers::storage::{solve_stored, StoredOperator};
-use segsparse::backend::{Cpu, Identity, LinearOperator, VectorOps};
 use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveParams};
 use segsparse::spmv::cpu::spmv_mixed;
 use segsparse::spmv::mixed::{F32Fit, MixedCsr};
@@ -38,7 +38,11 @@ fn random_matrix(n: usize, seed: u64) -> CsrMatrix<f64> {
         if i % 17 == 5 {
             continue; // an empty row
         }
-        let k = if i == 3 { n.min(9000) } else { rng.gen_range(1..12) };
+        let k = if i == 3 {
+            n.min(9000)
+        } else {
+            rng.gen_range(1..12)
+        };
         for _ in 0..k {
             t.push((i, rng.gen_range(0..n), rng.gen_range(-1.0..1.0) / 3.0));
         }
@@ -150,7 +154,11 @@ fn mixed_product_is_the_f64_product_of_the_rounded_values() {
                     .zip(vals)
                     .map(|(&c, v)| (v * x[c as usize]).abs())
                     .sum();
-                let by = if beta == 0.0 { 0.0 } else { (beta * y0[i]).abs() };
+                let by = if beta == 0.0 {
+                    0.0
+                } else {
+                    (beta * y0[i]).abs()
+                };
                 let tol = alpha.abs()
                     * mag
                     * (f32::EPSILON as f64 / 2.0 + 1e-15 * (cols.len() + 4) as f64)
@@ -188,8 +196,8 @@ fn cg_with_f32_storage_reaches_the_f64_tolerance() {
         for tol in [1e-8, 1e-11] {
             let p = params(tol);
             let mut x64 = vec![0.0; n];
-            let full = cg(&Cpu, &a, &b, &mut x64, &p)
-                .unwrap_or_else(|e| panic!("{name}: f64 CG: {e}"));
+            let full =
+                cg(&Cpu, &a, &b, &mut x64, &p).unwrap_or_else(|e| panic!("{name}: f64 CG: {e}"));
             let mut x = vec![0.0; n];
             let mixed = cg(&Cpu, &m, &b, &mut x, &p)
                 .unwrap_or_else(|e| panic!("{name}: f32-storage CG: {e}"));
@@ -217,7 +225,10 @@ fn cg_with_f32_storage_reaches_the_f64_tolerance() {
             let info = pcg(&Cpu, &m, &j, &b, &mut xj, &p)
                 .unwrap_or_else(|e| panic!("{name}: f32-storage PCG: {e}"));
             let r = true_rel(&a, &b, &xj);
-            assert!(r <= tol * 1.0001, "{name} Jacobi tol {tol:e}: {r:e} ({info:?})");
+            assert!(
+                r <= tol * 1.0001,
+                "{name} Jacobi tol {tol:e}: {r:e} ({info:?})"
+            );
         }
     }
 }
@@ -228,8 +239,16 @@ fn cg_with_f32_storage_reaches_the_f64_tolerance() {
 fn bicgstab_and_gmres_with_f32_storage_reach_the_f64_tolerance() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut cases = vec![
-        ("convection:60:0.3", convection(60, 0.3), random_vec(&mut rng, 3600)),
-        ("convection:40:0.9", convection(40, 0.9), random_vec(&mut rng, 1600)),
+        (
+            "convection:60:0.3",
+            convection(60, 0.3),
+            random_vec(&mut rng, 3600),
+        ),
+        (
+            "convection:40:0.9",
+            convection(40, 0.9),
+            random_vec(&mut rng, 1600),
+        ),
     ];
     if let Some(r) = crate::common::mtx::load::<f64>("raefsky2") {
         let n = r.nrows();
@@ -268,7 +287,9 @@ fn bicgstab_and_gmres_with_f32_storage_reach_the_f64_tolerance() {
 /// with f64 storage, saying why.
 #[test]
 fn values_beyond_f32_fall_back_to_f64_storage_with_the_reason() {
-    let a = generate::poisson2d::<f64>(20).unwrap().map_values(|v| v * 1e39);
+    let a = generate::poisson2d::<f64>(20)
+        .unwrap()
+        .map_values(|v| v * 1e39);
     let n = a.nrows();
     let b = vec![1e39; n];
     let refused = MixedCsr::new(&a).unwrap_err().to_string();
@@ -337,10 +358,18 @@ fn ill_conditioning_falls_back_to_f64_storage_and_reports_it() {
         assert_eq!(seen, [Storage::F32, Storage::F64], "{method}");
         assert_eq!(out.storage, Storage::F64, "{method}");
         let why = out.fallback.expect("the fallback says why");
-        assert!(why.starts_with("f32 storage did not reach the tolerance"), "{method}: {why}");
-        let info = out.result.unwrap_or_else(|e| panic!("{method} after the fallback: {e}"));
+        assert!(
+            why.starts_with("f32 storage did not reach the tolerance"),
+            "{method}: {why}"
+        );
+        let info = out
+            .result
+            .unwrap_or_else(|e| panic!("{method} after the fallback: {e}"));
         let r = true_rel(&a, &b, &x);
-        assert!(r <= 1e-10 * 1.0001, "{method}: true residual {r:e} ({info:?})");
+        assert!(
+            r <= 1e-10 * 1.0001,
+            "{method}: true residual {r:e} ({info:?})"
+        );
     }
     // The same call on a matrix f32 storage serves: one attempt, no fallback.
     let a = generate::aniso2d(30, 0.1).unwrap();
@@ -388,7 +417,10 @@ fn rounded_values_alone_miss_the_tolerance_that_mixed_storage_meets() {
     let mut x = vec![0.0; a.nrows()];
     cg(&Cpu, &RoundedOnly(m.low()), &b, &mut x, &p).unwrap();
     let rounded_only = true_rel(&a, &b, &x);
-    assert!(rounded_only > 1e-10, "f32 values alone: true residual {rounded_only:e}");
+    assert!(
+        rounded_only > 1e-10,
+        "f32 values alone: true residual {rounded_only:e}"
+    );
     let mut x = vec![0.0; a.nrows()];
     cg(&Cpu, &m, &b, &mut x, &p).unwrap();
     assert!(true_rel(&a, &b, &x) <= 1e-12 * 1.0001);
@@ -421,14 +453,20 @@ fn f32_krylov_basis_keeps_orthogonality_within_its_bound() {
     let u = f32::EPSILON as f64 / 2.0;
     let mut worst = 0.0f64;
     for (i, vi) in v.iter().enumerate() {
-        assert!(vi.iter().all(|&x| x == x as f32 as f64), "v{i} holds an f32 value");
+        assert!(
+            vi.iter().all(|&x| x == x as f32 as f64),
+            "v{i} holds an f32 value"
+        );
         for (j, vj) in v.iter().enumerate().take(i + 1) {
             let d: f64 = vi.iter().zip(vj).map(|(a, b)| a * b).sum();
             let e = if i == j { d - 1.0 } else { d };
             worst = worst.max(e.abs());
         }
     }
-    assert!(worst <= 2.0 * u + u * u + 1e-13, "max |VᵀV − I| = {worst:e} > 2u");
+    assert!(
+        worst <= 2.0 * u + u * u + 1e-13,
+        "max |VᵀV − I| = {worst:e} > 2u"
+    );
     assert!(worst > 1e-12, "the basis was not rounded ({worst:e})");
     // The f64 basis for comparison: orthonormal to f64 rounding.
     let mut k = be.krylov_stored(n, m, Storage::F64).unwrap();
@@ -453,7 +491,11 @@ fn gmres_with_an_f32_basis_reaches_the_f64_tolerance() {
     let m = MixedCsr::new(&a).unwrap();
     let b = rhs_of(&a, 9);
     let mut its = Vec::new();
-    for (basis, narrow) in [(Storage::F64, false), (Storage::F32, false), (Storage::F32, true)] {
+    for (basis, narrow) in [
+        (Storage::F64, false),
+        (Storage::F32, false),
+        (Storage::F32, true),
+    ] {
         let p = SolveParams {
             basis,
             ..params(1e-10)
@@ -469,7 +511,10 @@ fn gmres_with_an_f32_basis_reaches_the_f64_tolerance() {
         assert!(r <= 1e-10 * 1.0001, "basis {basis}: true residual {r:e}");
         its.push(info.iterations);
     }
-    assert!(its[1] <= its[0] + 60 && its[2] <= its[0] + 60, "iterations {its:?}");
+    assert!(
+        its[1] <= its[0] + 60 && its[2] <= its[0] + 60,
+        "iterations {its:?}"
+    );
 }
 
 #[cfg(feature = "cuda")]
@@ -540,9 +585,13 @@ mod gpu {
                             .zip(vals)
                             .map(|(&c, &v)| (v as f64 * x[c as usize]).abs())
                             .sum();
-                        let by = if beta == 0.0 { 0.0 } else { (beta * y0[i]).abs() };
-                        let tol = 4e-16 * (cols.len() as f64 + 4.0) * (alpha.abs() * mag + by)
-                            + 1e-300;
+                        let by = if beta == 0.0 {
+                            0.0
+                        } else {
+                            (beta * y0[i]).abs()
+                        };
+                        let tol =
+                            4e-16 * (cols.len() as f64 + 4.0) * (alpha.abs() * mag + by) + 1e-300;
                         assert!(
                             (got[i] - want[i]).abs() <= tol,
                             "{name} {} α={alpha} β={beta}: row {i} = {:e}, want {:e}",
@@ -607,7 +656,10 @@ mod gpu {
             }
             .unwrap_or_else(|e| panic!("{method}: {e}"));
             let r = true_rel(&a, &b, &be.download(&xd).unwrap());
-            assert!(r <= 1e-9 * 1.0001, "convection {method}: true residual {r:e}");
+            assert!(
+                r <= 1e-9 * 1.0001,
+                "convection {method}: true residual {r:e}"
+            );
         }
     }
 
@@ -618,7 +670,10 @@ mod gpu {
         use segsparse::Storage;
         let Some(g) = test_gpu() else { return };
         let be = GpuOps::<f64>::new(&g).unwrap();
-        for (name, a) in [("convection:80:0.3", convection(80, 0.3)), ("convection:300:0.6", convection(300, 0.6))] {
+        for (name, a) in [
+            ("convection:80:0.3", convection(80, 0.3)),
+            ("convection:300:0.6", convection(300, 0.6)),
+        ] {
             let n = a.nrows();
             let m = GpuMixedCsr::upload(&g, &a).unwrap();
             let b = rhs_of(&a, 9);

@@ -1,4 +1,4 @@
-//! The fused solver steps (issue 21's small-system path): `VectorOps::cg_tail`,
+//! The fused solver steps (issue 21's small-system path): `CgSteps::cg_tail`,
 //! `bicg_alpha_s` and `bicg_update_p` (BiCGSTAB's fused order, `p`'s update moved to the end of
 //! the previous iteration) and the GPU's one-launch GMRES Arnoldi step give the same
 //! iterations, residual histories, solutions and errors as the separate steps.
@@ -15,7 +15,8 @@ use crate::common::mtx::load;
 use crate::common::solve::{applies, chain, params};
 
 use segsparse::backend::{
-    Cpu, CpuScalars, Fuse, Identity, LinearOperator, Slot, VectorOps, NSLOTS,
+    BicgSteps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, Fuse, Identity, LinearOperator, Slot,
+    VectorOps, NSLOTS,
 };
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{bicgstab, cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
@@ -98,9 +99,9 @@ fn assert_same(
 struct FusedCpu;
 
 macro_rules! delegate {
-    ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
+    ($tr:ident: $($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         $(fn $name(&self, $($arg: $ty),*) -> $ret {
-            <Cpu as VectorOps<f64>>::$name(&Cpu, $($arg),*)
+            <Cpu as $tr<f64>>::$name(&Cpu, $($arg),*)
         })*
     };
 }
@@ -111,9 +112,6 @@ impl VectorOps<f64> for FusedCpu {
     fn name(&self) -> &'static str {
         "cpu-fused-order"
     }
-    fn bicg_fused(&self, _n: usize) -> bool {
-        true
-    }
     fn update_slots(
         &self,
         sc: &mut CpuScalars<f64>,
@@ -121,7 +119,7 @@ impl VectorOps<f64> for FusedCpu {
     ) -> Result<()> {
         <Cpu as VectorOps<f64>>::update_slots(&Cpu, sc, f)
     }
-    delegate! {
+    delegate! { VectorOps:
         default_check_every() -> usize;
         len(v: &Vec<f64>) -> usize;
         zeros(n: usize) -> Result<Vec<f64>>;
@@ -141,30 +139,29 @@ impl VectorOps<f64> for FusedCpu {
         write_slots(sc: &mut CpuScalars<f64>, values: &[(Slot, f64)]) -> Result<()>;
         read_slots(sc: &CpuScalars<f64>) -> Result<[f64; NSLOTS]>;
         read_history(sc: &CpuScalars<f64>, len: usize) -> Result<Vec<f64>>;
+        axpy(alpha: f64, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()>;
+    }
+}
+
+impl CgSteps<f64> for FusedCpu {
+    delegate! { CgSteps:
         cg_start(r: &Vec<f64>, fuse: Fuse<'_, Vec<f64>>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
         cg_alpha(p: &Vec<f64>, q: &Vec<f64>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
         cg_update_r(q: &Vec<f64>, r: &mut Vec<f64>, fuse: Fuse<'_, Vec<f64>>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
         cg_rho(r: &Vec<f64>, z: &Vec<f64>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
         cg_update_xp(x: &mut Vec<f64>, p: &mut Vec<f64>, z: &Vec<f64>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
+    }
+}
+
+impl BicgSteps<f64> for FusedCpu {
+    fn bicg_fused(&self, _n: usize) -> bool {
+        true
+    }
+    delegate! { BicgSteps:
         bicg_p(r: &Vec<f64>, v: &Vec<f64>, p: &mut Vec<f64>, fuse: Fuse<'_, Vec<f64>>, sc: &mut CpuScalars<f64>) -> Result<()>;
         bicg_alpha(rhat: &Vec<f64>, v: &Vec<f64>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
         bicg_s(r: &Vec<f64>, v: &Vec<f64>, s: &mut Vec<f64>, fuse: Fuse<'_, Vec<f64>>, sc: &mut CpuScalars<f64>) -> Result<()>;
         bicg_omega(t: &Vec<f64>, s: &Vec<f64>, sc: &mut CpuScalars<f64>, it: usize) -> Result<()>;
-        axpy(alpha: f64, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()>;
-    }
-    #[allow(clippy::too_many_arguments)]
-    fn poly_step(
-        &self,
-        t: &Vec<f64>,
-        inv_diag: Option<&Vec<f64>>,
-        res: &mut Vec<f64>,
-        d: &mut Vec<f64>,
-        z: &mut Vec<f64>,
-        first: bool,
-        c1: f64,
-        c2: f64,
-    ) -> Result<()> {
-        <Cpu as VectorOps<f64>>::poly_step(&Cpu, t, inv_diag, res, d, z, first, c1, c2)
     }
     #[allow(clippy::too_many_arguments)]
     fn bicg_update(
@@ -179,7 +176,24 @@ impl VectorOps<f64> for FusedCpu {
         sc: &mut CpuScalars<f64>,
         it: usize,
     ) -> Result<()> {
-        <Cpu as VectorOps<f64>>::bicg_update(&Cpu, x, phat, shat, s, t, r, rhat, sc, it)
+        <Cpu as BicgSteps<f64>>::bicg_update(&Cpu, x, phat, shat, s, t, r, rhat, sc, it)
+    }
+}
+
+impl ChebyshevSteps<f64> for FusedCpu {
+    #[allow(clippy::too_many_arguments)]
+    fn poly_step(
+        &self,
+        t: &Vec<f64>,
+        inv_diag: Option<&Vec<f64>>,
+        res: &mut Vec<f64>,
+        d: &mut Vec<f64>,
+        z: &mut Vec<f64>,
+        first: bool,
+        c1: f64,
+        c2: f64,
+    ) -> Result<()> {
+        <Cpu as ChebyshevSteps<f64>>::poly_step(&Cpu, t, inv_diag, res, d, z, first, c1, c2)
     }
 }
 

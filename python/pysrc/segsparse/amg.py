@@ -1,7 +1,7 @@
 """Smoothed-aggregation algebraic multigrid: build the hierarchy once, solve many right-hand
 sides with it, or hand it to SciPy as a preconditioner.
 
-    ml = segsparse.amg(A)                         # setup (host), hierarchy on A's device
+    ml = segsparse.amg(A)                         # setup where A lives (on the GPU: on the device)
     x, info = ml.solve(b, rtol=1e-8)              # AMG-preconditioned CG
     x, info = segsparse.gmres(A, b, M=ml)         # any segsparse solver takes it as M
     M = ml.aspreconditioner()                     # a scipy.sparse.linalg.LinearOperator
@@ -55,6 +55,19 @@ class AMG:
     def setup_seconds(self) -> float:
         """Seconds of the last setup or ``update``."""
         return self._a.setup_seconds()
+
+    def level_matrices(self) -> list:
+        """The level operators, finest first, as ``scipy.sparse.csr_matrix`` copies (downloaded
+        from the device: for inspection and tests)."""
+        import scipy.sparse as sp
+
+        return [sp.csr_matrix((data, indices, indptr), shape=shape)
+                for indptr, indices, data, shape in self._a.level_matrices()]
+
+    @property
+    def rhos(self) -> List[float]:
+        """The estimate of ρ(D⁻¹A) of every level, finest first."""
+        return self._a.rhos()
 
     def summary(self) -> str:
         """A printable table of the levels."""
@@ -137,6 +150,7 @@ def amg(A: Any, *, theta: float = 0.0, smoother: str = "chebyshev", degree: int 
             raise ValueError(
                 f"candidates must be an n x k array with n = {m.shape[0]} rows, got shape "
                 f"{np.shape(candidates)}")
+        cand = np.ascontiguousarray(cand.T)  # one candidate per row: copied by rows in Rust
     h = _core._Amg(m._m, theta, smoother, degree, sweeps, cycle, coarse_size, max_levels,
                    block_size, improve_candidates, cand)
     return AMG(m, h)

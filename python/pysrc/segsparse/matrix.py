@@ -93,7 +93,8 @@ class Matrix:
     buffers), through pinned staging buffers, and checked and converted to the crate's uint32
     indices and ``dtype`` values on the device: no host loop touches the entries and no host
     copy is kept (one is downloaded if a host-side operation needs it later: ``to_scipy``,
-    ``save``, a preconditioner set up on the host such as ``"ilu0"`` or ``"amg"``). The
+    ``save``, a preconditioner set up on the host such as ``"ilu0"``; ``segsparse.amg`` and
+    ``M="amg"`` set up on the device from the device copy). The
     row-structure tables of the SpMV are built on the device. ``reuse_buffers=True`` keeps the
     pinned staging (32 MiB) for the next uploads of the process (allocating it costs a few
     milliseconds; ``segsparse.release_upload_buffers()`` frees it). Matrices under 8 MiB are

@@ -11,7 +11,7 @@ use crate::backend::gpu::{
     GpuOps, GpuScalar, GpuScalars, FUSE_IDENTITY, FUSE_JACOBI, FUSE_SEPARATE, THREADS,
 };
 use crate::backend::recur::{Slot, NSLOTS};
-use crate::backend::{same_lens, Fuse, VectorOps};
+use crate::backend::{same_lens, BicgSteps, CgSteps, ChebyshevSteps, Fuse, VectorOps};
 use crate::error::Result;
 use crate::gpu::kernels::KernelSource;
 use crate::gpu::Gpu;
@@ -261,20 +261,6 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
     fn axpy(&self, alpha: T, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         self.inner.axpy(alpha, x, y)
     }
-    #[allow(clippy::too_many_arguments)]
-    fn poly_step(
-        &self,
-        t: &CudaSlice<T>,
-        inv_diag: Option<&CudaSlice<T>>,
-        res: &mut CudaSlice<T>,
-        d: &mut CudaSlice<T>,
-        z: &mut CudaSlice<T>,
-        first: bool,
-        c1: T,
-        c2: T,
-    ) -> Result<()> {
-        self.inner.poly_step(t, inv_diag, res, d, z, first, c1, c2)
-    }
     fn dot(&self, x: &CudaSlice<T>, y: &CudaSlice<T>, sc: &mut DistScalars<T>) -> Result<T> {
         self.dot2(x, y, None, sc, false)?;
         self.finish(Kind::Dot, 0, sc, 0)?;
@@ -338,7 +324,9 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
     ) -> Result<()> {
         self.inner.update_slots(&mut sc.inner, f)
     }
+}
 
+impl<T: DistScalar> CgSteps<T> for NcclOps<T> {
     fn cg_start(
         &self,
         r: &CudaSlice<T>,
@@ -437,7 +425,9 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
     ) -> Result<()> {
         self.inner.cg_update_xp(x, p, z, &mut sc.inner, it)
     }
+}
 
+impl<T: DistScalar> BicgSteps<T> for NcclOps<T> {
     fn bicg_p(
         &self,
         r: &CudaSlice<T>,
@@ -528,5 +518,22 @@ impl<T: DistScalar> VectorOps<T> for NcclOps<T> {
         // has n elements; red 2, partials 2 * grid.
         unsafe { l.launch(self.cfg(grid)) }.map_err(launch_err("dist_bicg_update"))?;
         self.finish(Kind::BicgUpdate, 0, sc, it)
+    }
+}
+
+impl<T: DistScalar> ChebyshevSteps<T> for NcclOps<T> {
+    #[allow(clippy::too_many_arguments)]
+    fn poly_step(
+        &self,
+        t: &CudaSlice<T>,
+        inv_diag: Option<&CudaSlice<T>>,
+        res: &mut CudaSlice<T>,
+        d: &mut CudaSlice<T>,
+        z: &mut CudaSlice<T>,
+        first: bool,
+        c1: T,
+        c2: T,
+    ) -> Result<()> {
+        self.inner.poly_step(t, inv_diag, res, d, z, first, c1, c2)
     }
 }

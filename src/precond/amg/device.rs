@@ -13,9 +13,13 @@
 //! | coarse inverse | the coarsest matrix (≤ `coarse_size` rows) downloaded, inverted on the host, uploaded | bit for bit |
 //!
 //! The setup starts from the solver's device matrix ([`setup`], a [`GpuCsr`]): the checks of the
-//! fine matrix (square, sorted rows, finite values, positive diagonal) and the fingerprint of its
-//! pattern that [`Amg::update`](super::Amg::update) compares against run in one kernel
-//! (`amg_check_fine`), and nothing of the fine matrix is kept on the host. Phases are queued
+//! fine matrix (square, finite values, positive diagonal, whether its rows are sorted) and the
+//! fingerprint of its pattern that [`Amg::update`](super::Amg::update) compares against run in
+//! one kernel (`amg_check_fine`), and nothing of the fine matrix is kept on the host. A matrix
+//! whose rows are unsorted or repeat a column is brought to canonical form on the device
+//! (`A·I` by the SpGEMM, which sorts and sums as `CsrMatrix::canonical` does; the identity's
+//! arrays are the one copy of size `n` that crosses the bus), and its plan is kept for the
+//! re-setup. Phases are queued
 //! without synchronising between them except where a size must be read to allocate (the entry
 //! counts of the strength graph, the aggregation and the products, MIS-2's round counters read
 //! batch of rounds, [`MIS2_BATCH`](crate::sparse::gpu::aggregate::MIS2_BATCH) first); ρ stays on the device until
@@ -135,6 +139,9 @@ struct DevTransfer<T: GpuScalar> {
 struct DeviceState<T: GpuScalar> {
     gpu: Arc<Gpu>,
     fingerprint: Fingerprint,
+    /// Set when the fine matrix given was not canonical: the finest level is its canonical
+    /// form, which a re-setup recomputes from the new values.
+    canon: Option<Canon<T>>,
     transfers: Vec<DevTransfer<T>>,
     data: Vec<LevelData<T>>,
     /// Lanczos steps of the scalar layout.
@@ -239,10 +246,16 @@ struct ResetupGraph {
 // the arrays it points into are the hierarchy's and `_work`, which live as long as it does.
 unsafe impl Send for ResetupGraph {}
 
-/// Checks the fine matrix on the device (square, not empty, sorted rows with columns below
-/// `n`, finite values, a positive diagonal) and returns its pattern's fingerprint: one kernel,
-/// one download.
-fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint> {
+/// Checks the fine matrix on the device (square, not empty, finite values, a positive
+/// diagonal) and returns its pattern's fingerprint and whether its rows are canonical (sorted,
+/// no repeated column): one kernel, one download. The diagonal is checked only on a canonical
+/// matrix (repeated diagonal entries are summed first: [`canonicalize`]).
+fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<(Fingerprint, bool)> {
+    check_fine_view(g, a.into())
+}
+
+/// [`check_fine_device`] on the arrays of a matrix.
+fn check_fine_view<T: GpuScalar>(g: &Gpu, a: CsrView<'_, T>) -> Result<(Fingerprint, bool)> {
     if a.nrows() != a.ncols() {
         return Err(Error::InvalidInput(format!(
             "AMG: the matrix is {}×{}, not square",
@@ -253,7 +266,7 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint
     if a.nrows() == 0 {
         return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
     }
-    let (rp, col, val) = a.device_parts();
+    let (rp, col, val) = (a.row_ptr(), a.col(), a.val());
     let n32 = a.nrows() as u32;
     let mut bad = g.upload(&[u32::MAX; 3])?;
     let mut hash = g.zeros::<u64>(1)?;
@@ -266,20 +279,16 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint
     );
     let out = g.download(&bad)?;
     let hash = g.download(&hash)?[0];
-    if out[0] != u32::MAX {
-        return Err(Error::InvalidInput(format!(
-            "AMG: row {} has unsorted or repeated column indices, or a column beyond the matrix \
-             (the device setup needs canonical CSR: sort the rows and sum duplicates first)",
-            out[0]
-        )));
-    }
+    // A `GpuCsr`'s columns are below `ncols` = n by construction: a flagged row is unsorted
+    // or repeats a column.
+    let canonical = out[0] == u32::MAX;
     if out[1] != u32::MAX {
         return Err(Error::InvalidInput(format!(
             "AMG: the matrix has a non-finite entry (row {})",
             out[1]
         )));
     }
-    if out[2] != u32::MAX {
+    if canonical && out[2] != u32::MAX {
         return Err(Error::InvalidInput(format!(
             "AMG: diagonal entry of row {} is missing, not positive or not finite (smoothed \
              aggregation needs a positive diagonal: the matrix should be symmetric positive \
@@ -287,11 +296,31 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<Fingerprint
             out[2]
         )));
     }
-    Ok(Fingerprint {
+    let fp = Fingerprint {
         rows: a.nrows(),
         nnz: a.nnz(),
         hash,
-    })
+    };
+    Ok((fp, canonical))
+}
+
+/// How a fine matrix whose rows are not canonical (unsorted, or a column repeated) becomes
+/// the hierarchy's finest level: `A·I` on the device, which sorts every row and sums repeated
+/// entries (as [`CsrMatrix::canonical`] does on the host), with the plan that a re-setup reruns
+/// on the new values.
+struct Canon<T: GpuScalar> {
+    plan: GpuSpgemmPlan,
+    eye: DeviceCsr<T>,
+}
+
+/// The canonical form of `a` ([`Canon`]), checked as a fine matrix (finite values, a positive
+/// diagonal).
+fn canonicalize<T: GpuScalar>(g: &Arc<Gpu>, a: &GpuCsr<T>) -> Result<(GpuCsr<T>, Canon<T>)> {
+    let eye = DeviceCsr::upload(g, &CsrMatrix::<T>::identity(a.nrows()))?;
+    let plan = GpuSpgemmPlan::symbolic(g, a, &eye)?;
+    let c = plan.numeric(a, &eye)?.into_gpu_csr(g)?;
+    check_fine_device(g, &c)?;
+    Ok((c, Canon { plan, eye }))
 }
 
 /// Queues the smoother scalings of a level and its ρ estimate into `d` (`steps` Lanczos steps
@@ -664,7 +693,13 @@ fn setup_state<T: GpuScalar>(
     params.check()?;
     let g = ops.gpu();
     prepare_modules::<T>(g)?;
-    let fingerprint = check_fine_device(g, &fine)?;
+    let (fingerprint, canonical) = check_fine_device(g, &fine)?;
+    let (fine, canon) = if canonical {
+        (fine, None)
+    } else {
+        let (c, canon) = canonicalize(g, &fine)?;
+        (c, Some(canon))
+    };
     let n = fine.nrows();
     if let Some(c) = candidates {
         check_candidates(c, n)?;
@@ -817,6 +852,7 @@ fn setup_state<T: GpuScalar>(
     let state = DeviceState {
         gpu: g.clone(),
         fingerprint,
+        canon,
         transfers: kept,
         data,
         steps,
@@ -953,7 +989,7 @@ impl<T: GpuScalar> DeviceState<T> {
         let total = Instant::now();
         let g = self.gpu.clone();
         let g = &g;
-        let fp = check_fine_device(g, a)?;
+        let (fp, canonical) = check_fine_device(g, a)?;
         if fp != self.fingerprint {
             return Err(Error::InvalidInput(format!(
                 "AMG update: the new matrix ({} rows, {} entries) does not have the pattern the \
@@ -976,13 +1012,34 @@ impl<T: GpuScalar> DeviceState<T> {
             *self = state;
             return Ok(());
         }
-        self.failed = true;
+        if canonical == self.canon.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "AMG update: the new matrix stores the entries of its rows in another order \
+                 than the matrix the hierarchy was built for ({}); build a new one",
+                if canonical {
+                    "whose rows were unsorted or repeated a column"
+                } else {
+                    "with sorted rows"
+                }
+            )));
+        }
         let mut times = SetupTimes::default();
         let clock = Instant::now();
+        // The canonical form's values, checked before the hierarchy changes.
+        let canon_vals = match &self.canon {
+            Some(c) => {
+                let v = c.plan.numeric(a, &c.eye)?;
+                check_fine_view(g, (&v).into())?;
+                Some(v.val)
+            }
+            None => None,
+        };
+        self.failed = true;
         {
             let fine = built.levels[0].a.values_mut();
+            let src = canon_vals.as_ref().unwrap_or(a.device_parts().2);
             g.stream()
-                .memcpy_dtod(a.device_parts().2, fine)
+                .memcpy_dtod(src, fine)
                 .map_err(|e| Error::cuda("copying the new values", e))?;
         }
         phase(g, params, &mut times.upload, clock)?;

@@ -29,7 +29,7 @@
 //! [`AmgParams::coarse_size`] rows, whose matrix is inverted densely (Cholesky, LU when that
 //! fails).
 //!
-//! **Where it runs** ([`MultigridOps::amg_setup`]): the CPU backend runs the phases on the host
+//! **Where it runs** ([`AmgOps::amg_setup`]): the CPU backend runs the phases on the host
 //! with rayon (`setup.rs`). The GPU backend runs every phase on the device (`device.rs`, with
 //! [`sparse::gpu`](crate::sparse::gpu)'s strength, aggregation, tentative prolongator, SpGEMM
 //! and transpose) and keeps the hierarchy there: only the coarsest matrix (≤ `coarse_size`
@@ -80,7 +80,7 @@ pub use coarse::CoarseSolver;
 pub use device::AMG_SETUP_SRC;
 pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
-use crate::backend::{Cpu, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -383,55 +383,10 @@ impl fmt::Display for AmgSummary {
     }
 }
 
-/// What the multigrid cycle needs from a backend beyond the solvers' [`VectorOps`]: a sparse
-/// matrix type (square or rectangular) with `y ← α·A·x + β·y`. Implemented by [`Cpu`]
-/// ([`CsrMatrix`]) and the GPU backend ([`GpuCsr`](crate::spmv::gpu::GpuCsr)).
-pub trait MultigridOps<T: Scalar>: VectorOps<T> + Sized + 'static {
-    /// A matrix on the backend.
-    type Matrix: LinearOperator<T, Self>;
-    /// Copies a host matrix to the backend.
-    ///
-    /// # Errors
-    /// Backend errors (out of memory, a failed compile).
-    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix>;
-    /// Copies a backend matrix to the host.
-    ///
-    /// # Errors
-    /// Backend errors (a failed copy).
-    fn download_matrix(&self, a: &Self::Matrix) -> Result<CsrMatrix<T>>;
-    /// Bytes the matrix occupies on the backend.
-    fn matrix_bytes(&self, a: &Self::Matrix) -> usize;
-    /// `y ← α·A·x + β·y`. Must not synchronise with the host.
-    ///
-    /// # Errors
-    /// A failed launch.
-    fn spmv(
-        &self,
-        a: &Self::Matrix,
-        alpha: T,
-        x: &Self::Vector,
-        beta: T,
-        y: &mut Self::Vector,
-    ) -> Result<()>;
-    /// `ys[j] ← α·A·xs[j] + β·ys[j]` for every `j` (the cycle on a block of columns). The
-    /// default runs [`MultigridOps::spmv`] column by column; the GPU backend reads the matrix
-    /// once for up to 32 columns. Must not synchronise with the host.
-    ///
-    /// # Errors
-    /// A failed launch.
-    fn spmv_block(
-        &self,
-        a: &Self::Matrix,
-        alpha: T,
-        xs: &[&Self::Vector],
-        beta: T,
-        ys: &mut [&mut Self::Vector],
-    ) -> Result<()> {
-        for (x, y) in xs.iter().zip(ys.iter_mut()) {
-            self.spmv(a, alpha, x, beta, y)?;
-        }
-        Ok(())
-    }
+/// Where a backend builds the AMG hierarchy (on top of its [`MultigridOps`]): the host by
+/// default, the device for the GPU backend (`device.rs`). A backend with nothing faster than the
+/// host setup writes `impl AmgOps<T> for MyBackend {}`.
+pub trait AmgOps<T: Scalar>: MultigridOps<T> {
     /// Builds the hierarchy of `a` (the setup). The default runs it on the host and uploads
     /// the result; the GPU backend runs it on the device (`device.rs`).
     ///
@@ -600,14 +555,8 @@ impl<T: Scalar, B: MultigridOps<T>> HierarchyState<T, B> for HostState<T> {
     }
 }
 
-impl<T: Scalar> MultigridOps<T> for Cpu {
-    type Matrix = CsrMatrix<T>;
-    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        Ok(a.clone())
-    }
-    fn download_matrix(&self, a: &CsrMatrix<T>) -> Result<CsrMatrix<T>> {
-        Ok(a.clone())
-    }
+/// The host setup, from the host matrix itself (no copy).
+impl<T: Scalar> AmgOps<T> for Cpu {
     fn amg_setup_matrix(
         &self,
         a: &CsrMatrix<T>,
@@ -616,50 +565,10 @@ impl<T: Scalar> MultigridOps<T> for Cpu {
     ) -> Result<AmgSetup<T, Self>> {
         host_setup(self, a, candidates, params)
     }
-    fn matrix_bytes(&self, a: &CsrMatrix<T>) -> usize {
-        a.nnz() * (4 + std::mem::size_of::<T>()) + (a.nrows() + 1) * 4
-    }
-    fn spmv(&self, a: &CsrMatrix<T>, alpha: T, x: &Vec<T>, beta: T, y: &mut Vec<T>) -> Result<()> {
-        crate::spmv::spmv(alpha, a, x, beta, y);
-        Ok(())
-    }
 }
 
 #[cfg(feature = "cuda")]
-impl<T: crate::backend::GpuScalar> MultigridOps<T> for crate::backend::gpu::GpuOps<T> {
-    type Matrix = crate::spmv::gpu::GpuCsr<T>;
-    fn upload_matrix(&self, a: &CsrMatrix<T>) -> Result<Self::Matrix> {
-        crate::spmv::gpu::GpuCsr::upload(self.gpu(), a)
-    }
-    fn download_matrix(&self, a: &Self::Matrix) -> Result<CsrMatrix<T>> {
-        crate::sparse::gpu::CsrView::from(a).download(self.gpu())
-    }
-    fn matrix_bytes(&self, a: &Self::Matrix) -> usize {
-        a.csr_device_bytes() + a.extra_device_bytes()
-    }
-    fn spmv(
-        &self,
-        a: &Self::Matrix,
-        alpha: T,
-        x: &Self::Vector,
-        beta: T,
-        y: &mut Self::Vector,
-    ) -> Result<()> {
-        a.spmv(alpha, x, beta, y)
-    }
-    fn spmv_block(
-        &self,
-        a: &Self::Matrix,
-        alpha: T,
-        xs: &[&Self::Vector],
-        beta: T,
-        ys: &mut [&mut Self::Vector],
-    ) -> Result<()> {
-        if let ([x], [y]) = (xs, &mut *ys) {
-            return a.spmv(alpha, x, beta, y);
-        }
-        a.spmv_columns(alpha, xs, beta, ys)
-    }
+impl<T: crate::backend::GpuScalar> AmgOps<T> for crate::backend::gpu::GpuOps<T> {
     fn amg_setup(
         &self,
         a: &CsrMatrix<T>,
@@ -705,7 +614,7 @@ impl<T: Scalar, B: MultigridOps<T>> fmt::Debug for Amg<T, B> {
     }
 }
 
-impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
+impl<T: Scalar, B: AmgOps<T>> Amg<T, B> {
     /// The hierarchy of `a` with the constant as the near-nullspace candidate.
     ///
     /// # Errors
@@ -732,12 +641,12 @@ impl<T: Scalar, B: MultigridOps<T>> Amg<T, B> {
 
     /// The hierarchy of a matrix already on the backend, such as the one the solver
     /// multiplies by ([`GpuCsr`](crate::spmv::gpu::GpuCsr) on the GPU): on the GPU the whole
-    /// setup runs on the device from it — the checks (sorted rows, finite values, positive
-    /// diagonal) included, and without a host copy. Rows must be canonical (sorted, no
-    /// duplicates) on the GPU; [`Amg::new`] sorts a host matrix first.
+    /// setup runs on the device from it — the checks (finite values, positive diagonal)
+    /// included, and without a host copy. Rows that are unsorted or repeat a column are sorted
+    /// and summed on the device (as [`Amg::new`] does on the host).
     ///
     /// # Errors
-    /// As [`Amg::new`], and for rows that are not canonical (the row is named).
+    /// As [`Amg::new`].
     pub fn from_matrix(be: &B, a: &B::Matrix, params: &AmgParams) -> Result<Self> {
         Self::from_setup(be, be.amg_setup_matrix(a, None, params)?, params)
     }

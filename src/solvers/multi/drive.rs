@@ -78,9 +78,9 @@ pub(crate) fn mask(k: usize, active: &[usize]) -> Vec<bool> {
 
 /// The loop of every multi-column method and backend. `clock` started at the solver's entry.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn drive_multi<T, B, A, M>(
+pub(crate) fn drive_multi<T, B, M>(
     be: &B,
-    a: &A,
+    a: &dyn LinearOperator<T, B>,
     bs: &[B::Vector],
     xs: &mut [B::Vector],
     params: &SolveParams,
@@ -91,7 +91,6 @@ pub(crate) fn drive_multi<T, B, A, M>(
 where
     T: Scalar,
     B: VectorOps<T>,
-    A: LinearOperator<T, B> + ?Sized,
     M: ColumnMethod<T, B>,
 {
     let k = bs.len();
@@ -273,7 +272,7 @@ where
             last_true: &mut c.last_true,
         };
         if let Some(done) =
-            confirm.after_stop(status, params, || true_residual(method, j, x, sc))?
+            confirm.after_stop(status, params, &mut || true_residual(method, j, x, sc))?
         {
             break done;
         }
@@ -292,6 +291,6 @@ where
         restarts: c.restarts,
     };
     // The call's time is set on every converged column at the end.
-    end.report(history, 0.0, || true_residual(method, j, x, sc))
+    end.report(history, 0.0, &mut || true_residual(method, j, x, sc))
         .map(Some)
 }

@@ -45,11 +45,13 @@ use drive::{drive_multi, mask, ColumnMethod};
 
 use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
-use super::drive::{check_problem, preflight, PrecondKind as Kind};
+use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind};
 use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
-use crate::backend::{Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps};
+use crate::backend::{
+    BicgSteps, CgSteps, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps,
+};
 use crate::scalar::Scalar;
 use crate::spmm::Layout;
 
@@ -184,7 +186,7 @@ pub fn cg<T, B, A>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcg(be, a, &Identity, b, x, params)
@@ -205,14 +207,26 @@ pub fn pcg<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    pcg_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`pcg`] on trait objects: compiled once per element type and backend.
+fn pcg_body<T: Scalar, B: CgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     preflight(be, "the multi-RHS CG workspace", n, vectors * k, 0, params)?;
     let (cols, scs) = allocate(be, k, n, params, || CgVectors::new(be, n, kind))?;
@@ -230,7 +244,7 @@ struct CgMulti<'a, V, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> ColumnMethod<T, B> for CgMulti<'_, B::Vector, A, P>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: CgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -290,14 +304,26 @@ pub fn bicgstab<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    bicgstab_body(be, &Dyn(a), &Dyn(m), b, x, params)
+}
+
+/// [`bicgstab`] on trait objects: compiled once per element type and backend.
+fn bicgstab_body<T: Scalar, B: BicgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     let k = b.len();
-    let kind = Kind::of::<T, B, P>(m);
+    let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 6 } else { 8 };
     preflight(
         be,
@@ -332,7 +358,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
     fn op_after_pre<T, B>(&mut self, be: &B, on: &[bool], route: (BV, BV, BV)) -> crate::Result<()>
     where
         T: Scalar,
-        B: VectorOps<T, Vector = V>,
+        B: BicgSteps<T, Vector = V>,
         A: LinearOperator<T, B>,
         P: Preconditioner<T, B>,
     {
@@ -349,7 +375,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
 impl<T, B, A, P> ColumnMethod<T, B> for BicgMulti<'_, B::Vector, A, P>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BicgSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -427,6 +453,20 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    gmres_body(be, &Dyn(a), &Dyn(m), b, x, restart, params)
+}
+
+/// [`gmres`] on trait objects: compiled once per element type and backend.
+#[allow(clippy::too_many_arguments)]
+fn gmres_body<T: Scalar, B: KrylovOps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    b: &[B::Vector],
+    x: &mut [B::Vector],
+    restart: usize,
+    params: &SolveParams,
+) -> Result<MultiInfo, SolveError> {
     let clock = Instant::now();
     let n = check_columns(be, a, m, b, x, params)?;
     if restart == 0 {

@@ -21,6 +21,7 @@
 //! factorization is then of `A` with each diagonal entry moved away from zero by
 //! `shift × max_j |a_ij|` (`a_ii + shift·sign(a_ii)·max_j|a_ij|`, sign(0) = +1).
 
+mod backend;
 mod fill;
 #[cfg(feature = "cuda")]
 pub mod gpu;
@@ -31,6 +32,7 @@ use super::triangular::{Diagonal, SptrsvAlgorithm, Triangle, TriangularPlan, NO_
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::{Elem, Scalar};
+pub use backend::IncompleteOps;
 use num_traits::{Float, Zero};
 
 /// Which incomplete factorization.
