@@ -158,7 +158,12 @@ mod imp {
     fn amg_rows(g: &Arc<Gpu>, be: &Be) {
         for (name, a) in [
             ("poisson3d:240", generate::poisson3d::<f64>(240).unwrap()),
-            ("poisson3d:240/3", generate::poisson3d::<f64>(240).unwrap().map_values(|v| v / 3.0)),
+            (
+                "poisson3d:240/3",
+                generate::poisson3d::<f64>(240)
+                    .unwrap()
+                    .map_values(|v| v / 3.0),
+            ),
         ] {
             let n = a.nrows();
             let b = vec![1.0; n];
@@ -190,7 +195,10 @@ mod imp {
                 ("rtol", 1e-8.into()),
                 ("hierarchy", "f64".into()),
                 ("levels", h.summary().levels.len().into()),
-                ("operator_complexity", h.summary().operator_complexity.into()),
+                (
+                    "operator_complexity",
+                    h.summary().operator_complexity.into(),
+                ),
                 ("setup_seconds", setup.into()),
                 ("lossless_f32", mixed.is_lossless().into()),
                 ("f64_converged", ok64.into()),
