@@ -25,7 +25,7 @@
 //! | [`io`], [`generate`] | Matrix Market reading and writing (`.mtx`, `.mtx.gz`); generated test matrices (`poisson2d:N`, `random:N:K`, ...) |
 //! | [`load`] | a matrix from a file or a generator spec |
 //! | [`primitives`] | scan, segmented scan and the primitives built on them (CPU and GPU) |
-//! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, the operator traits `LinearOperator` and `Preconditioner` |
+//! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, their block forms for several columns (`BlockOps`), the operator traits `LinearOperator` and `Preconditioner` |
 //! | [`spmv`], [`tridiag`], [`spmm`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR; `Y ← α·A·X + β·Y` for a block of `k` vectors |
 //! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
 //! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |

@@ -33,7 +33,9 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner, SolverOps, VectorOps};
+use segsparse::backend::{
+    BlockKrylovOps, Cpu, Identity, LinearOperator, Preconditioner, SolverOps, VectorOps,
+};
 use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
     bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
@@ -893,7 +895,7 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
+fn solve_with<T: Scalar, B: BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T>>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
@@ -1014,7 +1016,7 @@ fn solve_with<T: Scalar, B: SolverOps<T> + IncompleteOps<T> + AmgOps<T>>(
 /// the solve timed around the solver call (the same interval as `SolveInfo::solve_seconds`, and
 /// available for failed solves too).
 #[allow(clippy::too_many_arguments)]
-fn solve_all<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
+fn solve_all<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1109,7 +1111,7 @@ fn rhs_column<T: Scalar>(plan: Plan, b: &[T], k: usize) -> Vec<T> {
 /// iterations into `extra` with the block's seconds. Returns the first column's outcome (or the
 /// first failed column's) and (setup, block solve) seconds.
 #[allow(clippy::too_many_arguments)]
-fn solve_block<T: Scalar, B: SolverOps<T>, A: LinearOperator<T, B>>(
+fn solve_block<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,

@@ -4,6 +4,7 @@
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
 #include "solvers/steps.cuh"
+#include "solvers/cols.cuh"
 
 // BiCGSTAB: p = r + beta (p - omega v) (and phat = dinv p).
 template <typename T>
@@ -199,9 +200,70 @@ __device__ void bicg_update_p_(T* x, const T* shat, const T* sv, const T* t, T* 
         publish_slots_(ls, s);                                                                       \
     }
 
+// The block steps (solvers/cols.cuh): each column's blocks run the step above on its own
+// buffers. Column pointers: 0 x, 1 r, 2 r-hat, 3 p, 4 v, 5 s, 6 t, 7 p-hat, 8 s-hat (both null
+// without a preconditioner: p and s stand for them), 9 slots, 10 partials, 11 ticket (the fused
+// steps' barrier word follows it), 12 history; mode and dinv are shared by the columns.
+#define BICG_PHAT(T) (tab.p[blockIdx.y][7] ? COL(T, 7) : COL(T, 3))
+#define BICG_SHAT(T) (tab.p[blockIdx.y][8] ? COL(T, 8) : COL(T, 5))
+#define BICGSTAB_BLOCK_ENTRIES(T, SUF)                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_p_##SUF(                 \
+        const ColTab tab, u32 n, u32 mode, const T* dinv) {                                          \
+        bicg_p_<T>(COL(T, 1), COL(T, 4), COL(T, 3), dinv, COL(T, 7), n, mode, COL(T, 9));            \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_alpha_##SUF(             \
+        const ColTab tab, u32 n) {                                                                   \
+        T* s = COL(T, 9);                                                                            \
+        bicg_alpha_<T>(COL(T, 2), COL(T, 4), n, s, COL(T, 10), COL(u32, 11), COL_IT + iter_base_(s)); \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_s_##SUF(                 \
+        const ColTab tab, u32 n, u32 mode, const T* dinv) {                                          \
+        bicg_s_<T>(COL(T, 1), COL(T, 4), COL(T, 5), dinv, COL(T, 8), n, mode, COL(T, 9));            \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_omega_##SUF(             \
+        const ColTab tab, u32 n) {                                                                   \
+        T* s = COL(T, 9);                                                                            \
+        bicg_omega_<T>(COL(T, 6), COL(T, 5), n, s, COL(T, 10), COL(u32, 11), COL_IT + iter_base_(s)); \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_update_##SUF(            \
+        const ColTab tab, u32 n) {                                                                   \
+        T* s = COL(T, 9);                                                                            \
+        bicg_update_<T>(COL(T, 0), BICG_PHAT(T), BICG_SHAT(T), COL(T, 5), COL(T, 6), COL(T, 1),      \
+                        COL(T, 2), n, s, COL(T, 10), COL(u32, 11), COL(T, 12),                       \
+                        COL_IT + iter_base_(s));                                                     \
+    }
+
+// The fused block steps: cooperative launches whose columns meet at their own barrier words.
+#define BICGSTAB_BLOCK_ENTRIES_FUSED(T, SUF)                                                         \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_alpha_s_##SUF(           \
+        const ColTab tab, u32 n, u32 mode, const T* dinv) {                                          \
+        __shared__ T ls[NSLOTS_K];                                                                   \
+        T* s = COL(T, 9);                                                                            \
+        const u32 it = COL_IT + iter_base_(s);                                                       \
+        bicg_alpha_s_<T>(COL(T, 2), COL(T, 1), COL(T, 4), COL(T, 5), dinv, COL(T, 8), n, mode, ls,   \
+                         s, COL(T, 10), COL(u32, 11) + 1, it);                                       \
+        publish_slots_(ls, s);                                                                       \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_bicg_update_p_##SUF(          \
+        const ColTab tab, u32 n, u32 mode, const T* dinv) {                                          \
+        __shared__ T ls[NSLOTS_K];                                                                   \
+        T* s = COL(T, 9);                                                                            \
+        const u32 it = COL_IT + iter_base_(s);                                                       \
+        bicg_update_p_<T>(COL(T, 0), BICG_SHAT(T), COL(T, 5), COL(T, 6), COL(T, 1), COL(T, 2),      \
+                          COL(T, 3), COL(T, 4), dinv, COL(T, 7), n, mode, ls, s,                     \
+                          blockIdx.x == 0 ? COL(T, 12) : nullptr, COL(T, 10), COL(u32, 11) + 1, it);  \
+        publish_slots_(ls, s);                                                                       \
+    }
+
 BICGSTAB_ENTRIES(float, f32)
 BICGSTAB_ENTRIES(double, f64)
 BICGSTAB_ENTRIES(cfloat, c64)
 BICGSTAB_ENTRIES(cdouble, c128)
 BICGSTAB_ENTRIES_FUSED(float, f32)
 BICGSTAB_ENTRIES_FUSED(double, f64)
+BICGSTAB_BLOCK_ENTRIES(float, f32)
+BICGSTAB_BLOCK_ENTRIES(double, f64)
+BICGSTAB_BLOCK_ENTRIES(cfloat, c64)
+BICGSTAB_BLOCK_ENTRIES(cdouble, c128)
+BICGSTAB_BLOCK_ENTRIES_FUSED(float, f32)
+BICGSTAB_BLOCK_ENTRIES_FUSED(double, f64)

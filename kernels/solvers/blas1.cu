@@ -4,6 +4,7 @@
 #include "common.cuh"
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
+#include "solvers/cols.cuh"
 
 // dot = x^H y (x^T y when `bilinear`) into S_DOT (setup, final checks, COCG's defaults).
 template <typename T>
@@ -112,3 +113,33 @@ VECTOR_ENTRIES(float, f32)
 VECTOR_ENTRIES(double, f64)
 VECTOR_ENTRIES(cfloat, c64)
 VECTOR_ENTRIES(cdouble, c128)
+
+// The block steps of several columns (solvers/cols.cuh), each column's blocks on its own vectors:
+//  - block_read_slots: column c's NSLOTS slots (pointer 0) to out[(first + c) * NSLOTS ...], so
+//    that one download reads the status of every running column;
+//  - block_axpy: y += alpha x (pointers 0 x, 1 y); block_scale: z = d o r (0 r, 1 z; d shared);
+//    block_copy: dst = src (0 src, 1 dst). The same elements per thread as the one-column kernels.
+#define BLOCK_VECTOR_ENTRIES(T, SUF)                                                                 \
+    extern "C" __global__ void block_read_slots_##SUF(const ColTab tab, T* out, u32 first) {         \
+        if (threadIdx.x < NSLOTS_K)                                                                  \
+            out[(u64)(first + blockIdx.y) * NSLOTS_K + threadIdx.x] = COL(T, 0)[threadIdx.x];        \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_axpy_##SUF(                   \
+        const ColTab tab, u32 n, T alpha) {                                                          \
+        axpy_<T>(alpha, COL(const T, 0), COL(T, 1), n);                                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_scale_##SUF(                  \
+        const ColTab tab, u32 n, const T* d) {                                                       \
+        scale_<T>(d, COL(const T, 0), COL(T, 1), n);                                                 \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_copy_##SUF(                   \
+        const ColTab tab, u32 n) {                                                                   \
+        const T* src = COL(const T, 0);                                                              \
+        T* dst = COL(T, 1);                                                                          \
+        GRID_STRIDE(i, n) dst[i] = src[i];                                                           \
+    }
+
+BLOCK_VECTOR_ENTRIES(float, f32)
+BLOCK_VECTOR_ENTRIES(double, f64)
+BLOCK_VECTOR_ENTRIES(cfloat, c64)
+BLOCK_VECTOR_ENTRIES(cdouble, c128)

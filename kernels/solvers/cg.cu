@@ -6,6 +6,7 @@
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
 #include "solvers/steps.cuh"
+#include "solvers/cols.cuh"
 
 // Start: |r|^2 and rho = r^H z (z by mode; r^T z in COCG); recur::start.
 template <typename T>
@@ -172,9 +173,56 @@ __device__ void cg_fused_(T* x, T* p, const T* q, T* r, const T* dinv, T* z, u32
         publish_slots_(ls, s);                                                                       \
     }
 
+// The block steps (solvers/cols.cuh): each column's blocks run the step above on its own
+// buffers. Column pointers: 0 x, 1 p, 2 q, 3 r, 4 z (Jacobi's, or a separate preconditioner's;
+// null without), 5 slots, 6 partials, 7 ticket (the fused step's barrier word follows it),
+// 8 history; dinv is shared by the columns.
+#define CG_BLOCK_ENTRIES(T, SUF)                                                                     \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_cg_alpha_##SUF(               \
+        const ColTab tab, u32 n) {                                                                   \
+        T* s = COL(T, 5);                                                                            \
+        cg_alpha_<T>(COL(T, 1), COL(T, 2), n, s, COL(T, 6), COL(u32, 7), COL_IT + iter_base_(s));    \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_cg_update_r_##SUF(            \
+        const ColTab tab, u32 n, u32 mode, const T* dinv) {                                          \
+        T* s = COL(T, 5);                                                                            \
+        cg_update_r_<T>(COL(T, 2), COL(T, 3), dinv, COL(T, 4), n, mode, s, COL(T, 6), COL(u32, 7),   \
+                        COL(T, 8), COL_IT + iter_base_(s));                                          \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_cg_rho_##SUF(                 \
+        const ColTab tab, u32 n) {                                                                   \
+        T* s = COL(T, 5);                                                                            \
+        cg_rho_k_<T>(COL(T, 3), COL(T, 4), n, s, COL(T, 6), COL(u32, 7), COL_IT + iter_base_(s));    \
+    }                                                                                                \
+    /* z is r when the column has no z (no preconditioner). */                                      \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_cg_update_xp_##SUF(           \
+        const ColTab tab, u32 n) {                                                                   \
+        const T* s = COL(T, 5);                                                                      \
+        const T* z = tab.p[blockIdx.y][4] ? COL(T, 4) : COL(T, 3);                                   \
+        cg_update_xp_<T>(COL(T, 0), COL(T, 1), z, n, s, COL_IT + iter_base_(s));                     \
+    }
+
+// The fused block step: a cooperative launch whose columns meet at their own barrier words.
+#define CG_BLOCK_ENTRIES_FUSED(T, SUF)                                                               \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_cg_fused_##SUF(               \
+        const ColTab tab, u32 n, u32 mode, const T* dinv) {                                          \
+        __shared__ T ls[NSLOTS_K];                                                                   \
+        T* s = COL(T, 5);                                                                            \
+        const u32 it = COL_IT + iter_base_(s);                                                       \
+        cg_fused_<T>(COL(T, 0), COL(T, 1), COL(T, 2), COL(T, 3), dinv, COL(T, 4), n, mode, ls, s,    \
+                     blockIdx.x == 0 ? COL(T, 8) : nullptr, COL(T, 6), COL(u32, 7) + 1, it);        \
+        publish_slots_(ls, s);                                                                       \
+    }
+
 CG_ENTRIES(float, f32)
 CG_ENTRIES(double, f64)
 CG_ENTRIES(cfloat, c64)
 CG_ENTRIES(cdouble, c128)
 CG_ENTRIES_FUSED(float, f32)
 CG_ENTRIES_FUSED(double, f64)
+CG_BLOCK_ENTRIES(float, f32)
+CG_BLOCK_ENTRIES(double, f64)
+CG_BLOCK_ENTRIES(cfloat, c64)
+CG_BLOCK_ENTRIES(cdouble, c128)
+CG_BLOCK_ENTRIES_FUSED(float, f32)
+CG_BLOCK_ENTRIES_FUSED(double, f64)

@@ -11,6 +11,7 @@
 #include "common.cuh"
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
+#include "solvers/cols.cuh"
 
 // ---- GMRES (mirror of backend::recur::{GmresLayout, gmres_start, gmres_column}) ---------------
 //
@@ -363,6 +364,18 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
         gmres_arnoldi_<T>(vptr, n, j, s, small, m, partials, bar + 1, hist, it);                     \
     }
 
+// The fused Arnoldi step of several columns in one cooperative launch (solvers/cols.cuh): each
+// column's blocks run gmres_arnoldi on its own basis and meet at its own barrier word. Column
+// pointers: 0 the basis' pointer table, 1 slots, 2 small arrays, 3 partials, 4 ticket (the
+// barrier word follows it), 5 history; the column's j in aux; m is shared.
+#define GMRES_BLOCK_ENTRIES_FUSED(T, SUF)                                                          \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) block_gmres_arnoldi_##SUF(          \
+        const ColTab tab, u32 n, u32 m) {                                                            \
+        T* s = COL(T, 1);                                                                            \
+        gmres_arnoldi_<T>(COL(const unsigned long long, 0), n, COL_AUX, s, COL(T, 2), m, COL(T, 3),  \
+                          COL(u32, 4) + 1, COL(T, 5), COL_IT + iter_base_(s));                       \
+    }
+
 GMRES_ENTRIES(float, f32)
 GMRES_ENTRIES(double, f64)
 GMRES_ENTRIES(cfloat, c64)
@@ -370,3 +383,5 @@ GMRES_ENTRIES(cdouble, c128)
 GMRES_ENTRIES_FUSED(float, f32)
 GMRES_ENTRIES_FUSED(double, f64)
 GMRES_ENTRIES_STORED(double, float, f64b32)
+GMRES_BLOCK_ENTRIES_FUSED(float, f32)
+GMRES_BLOCK_ENTRIES_FUSED(double, f64)

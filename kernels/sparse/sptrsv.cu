@@ -31,6 +31,7 @@
 
 #include "common.cuh"
 #include "complex.cuh"
+#include "solvers/cols.cuh"
 
 #ifndef SPTRSV_THREADS
 #error "SPTRSV_THREADS comes from the Rust side as a -D define (sparse::triangular::gpu::THREADS)"
@@ -574,6 +575,24 @@ __device__ __forceinline__ void jacobi_sweeps_grid(u32 n, const u32* __restrict_
                               nullptr, nullptr, l_g, bar);                                              \
         jacobi_sweeps_grid<T>(n, u_start, u_end, u_diag, u_col, u_val, t, nullptr, u_sweeps, y, scratch, \
                               omap, z, u_g, bar);                                                       \
+    }                                                                                                   \
+    /* ilu_apply_sweeps for several columns in one cooperative launch (solvers/cols.cuh): column \
+       c's blocks (blockIdx.y == c) sweep its own vectors and meet at its own barrier word, and a \
+       row's sum is the same lanes' as in the one-column launch (it does not depend on the grid), \
+       so each column gets the one-column result bit for bit. Column pointers: 0 r, 1 t,          \
+       2 scratch, 3 y, 4 z (y is z without omap), 5 the barrier word. */                         \
+    extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ilu_apply_sweeps_cols_##SUF(           \
+        u32 n, const u32* l_start, const u32* l_end, const u32* l_diag, const u32* l_col,              \
+        const T* l_val, u32 l_sweeps, u32 l_g, const u32* u_start, const u32* u_end, const u32* u_diag, \
+        const u32* u_col, const T* u_val, u32 u_sweeps, u32 u_g, const u32* bmap, const u32* omap,     \
+        const ColTab tab) {                                                                             \
+        T* t = COL(T, 1);                                                                               \
+        T* scratch = COL(T, 2);                                                                         \
+        u32* bar = COL(u32, 5);                                                                         \
+        jacobi_sweeps_grid<T>(n, l_start, l_end, l_diag, l_col, l_val, COL(const T, 0), bmap, l_sweeps, \
+                              t, scratch, nullptr, nullptr, l_g, bar);                                  \
+        jacobi_sweeps_grid<T>(n, u_start, u_end, u_diag, u_col, u_val, t, nullptr, u_sweeps, COL(T, 3), \
+                              scratch, omap, COL(T, 4), u_g, bar);                                      \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) sptrsv_syncfree_##SUF(                 \
         u32 n, const u32* order, const u32* start, const u32* end, const u32* diag, const u32* col,     \

@@ -7,7 +7,7 @@ use std::time::Instant;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{Cpu, Identity, LinearOperator, SolverOps};
+use segsparse::backend::{BlockKrylovOps, Cpu, Identity, LinearOperator};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
@@ -442,7 +442,7 @@ fn solve_with<'m, T, B, A>(
 ) -> Timed
 where
     T: Scalar,
-    B: SolverOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
+    B: BlockKrylovOps<T> + segsparse::precond::IncompleteOps<T> + AmgOps<T>,
     A: LinearOperator<T, B>
         + std::borrow::Borrow<<B as segsparse::backend::MultigridOps<T>>::Matrix>,
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
@@ -460,7 +460,7 @@ where
     ) -> Timed
     where
         T: Scalar,
-        B: SolverOps<T>,
+        B: BlockKrylovOps<T>,
         A: LinearOperator<T, B>,
         P: segsparse::backend::Preconditioner<T, B>,
     {

@@ -15,7 +15,8 @@ use rayon::prelude::*;
 
 use super::recur::{self, Slot, NSLOTS};
 use super::{
-    same_len, same_lens, BicgSteps, CgSteps, ChebyshevSteps, Fuse, HostKrylov, KrylovOps, VectorOps,
+    same_len, same_lens, BicgSteps, BlockKrylovOps, BlockOps, CgSteps, ChebyshevSteps, Fuse,
+    HostKrylov, KrylovOps, VectorOps,
 };
 use crate::error::Result;
 use crate::scalar::{Elem, Scalar};
@@ -573,6 +574,10 @@ impl<T: Elem> BicgSteps<T> for Cpu {
         Ok(())
     }
 }
+
+// The block steps: each column's one-pass step in turn.
+impl<T: Elem> BlockOps<T> for Cpu {}
+impl<T: Elem> BlockKrylovOps<T> for Cpu {}
 
 impl<T: Elem> ChebyshevSteps<T> for Cpu {
     fn poly_step(

@@ -57,6 +57,8 @@
 //! iteration with graphs, Poisson 2D 32² to 183², CG, BiCGSTAB and GMRES), so `Auto` uses it up to
 //! there. [`FusedPath::Off`] keeps the separate kernels (for comparison).
 
+pub(crate) mod block;
+
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaGraph, CudaSlice, PushKernelArg};
@@ -111,7 +113,8 @@ pub const STEPS: KernelSource = KernelSource {
 };
 
 /// The headers of every solver kernel source.
-const SOLVER_HEADERS: &[&KernelSource] = &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR, &STEPS];
+const SOLVER_HEADERS: &[&KernelSource] =
+    &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR, &STEPS, &COLS];
 
 /// BLAS-1 steps (dot into a slot, residual, scaling, axpy), the iteration-base setter and the
 /// core vector operations (`vector_lincomb`, `vector_vmul`, `vector_fill`).
@@ -153,6 +156,98 @@ pub const CHEBYSHEV: KernelSource = KernelSource {
     headers: SOLVER_HEADERS,
     constants: &[],
 };
+
+/// Columns per block launch (`BLOCK_COLS` in `cols.cuh`): the rows of the parameter table.
+pub const BLOCK_COLS: usize = 32;
+/// Pointers per column in the table (`BLOCK_PTRS`): the widest step's (BiCGSTAB's 13).
+pub const BLOCK_PTRS: usize = 13;
+
+/// `kernels/solvers/cols.cuh`: the column table of the block steps (`block.rs`, the GPU side of `backend::steps::block`).
+pub const COLS: KernelSource = KernelSource {
+    name: "solvers/cols.cuh",
+    text: include_str!("../../kernels/solvers/cols.cuh"),
+    headers: &[&crate::gpu::kernels::COMMON],
+    constants: &[
+        ("BLOCK_COLS", BLOCK_COLS as i64),
+        ("BLOCK_PTRS", BLOCK_PTRS as i64),
+    ],
+};
+
+/// The block kernels of one element type.
+pub(crate) struct BlockKernels {
+    pub(crate) read_slots: CudaFunction,
+    pub(crate) axpy: CudaFunction,
+    pub(crate) scale: CudaFunction,
+    pub(crate) copy: CudaFunction,
+    pub(crate) poly_step: CudaFunction,
+    pub(crate) cg_alpha: CudaFunction,
+    pub(crate) cg_update_r: CudaFunction,
+    pub(crate) cg_rho: CudaFunction,
+    pub(crate) cg_update_xp: CudaFunction,
+    pub(crate) bicg_p: CudaFunction,
+    pub(crate) bicg_alpha: CudaFunction,
+    pub(crate) bicg_s: CudaFunction,
+    pub(crate) bicg_omega: CudaFunction,
+    pub(crate) bicg_update: CudaFunction,
+    /// The fused block kernels (real types) with the blocks of each that the device keeps
+    /// resident at once.
+    pub(crate) fused: Option<FusedBlock>,
+}
+
+pub(crate) struct FusedBlock {
+    pub(crate) cg: (CudaFunction, u32),
+    pub(crate) bicg_alpha_s: (CudaFunction, u32),
+    pub(crate) bicg_update_p: (CudaFunction, u32),
+    pub(crate) gmres_arnoldi: (CudaFunction, u32),
+}
+
+impl BlockKernels {
+    /// Loads the block kernels of `D` (their sources are the solver sources, compiled once per
+    /// process); `fused`: load the fused ones too (real types).
+    pub(crate) fn load<D: KernelType>(gpu: &Arc<Gpu>, fused: bool) -> Result<Self> {
+        let f = |src: &KernelSource, root: &str| gpu.typed_function::<D>(src, root, &[]);
+        let resident = |k: CudaFunction| -> (CudaFunction, u32) {
+            // The occupancy query does not bind the context itself.
+            let per_sm = gpu
+                .context()
+                .bind_to_thread()
+                .ok()
+                .and_then(|_| {
+                    k.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                        .ok()
+                })
+                .unwrap_or(0);
+            (k, per_sm * gpu.sm_count())
+        };
+        let fused = if fused {
+            Some(FusedBlock {
+                cg: resident(f(&CG, "block_cg_fused")?),
+                bicg_alpha_s: resident(f(&BICGSTAB, "block_bicg_alpha_s")?),
+                bicg_update_p: resident(f(&BICGSTAB, "block_bicg_update_p")?),
+                gmres_arnoldi: resident(f(&GMRES, "block_gmres_arnoldi")?),
+            })
+        } else {
+            None
+        };
+        Ok(BlockKernels {
+            read_slots: f(&BLAS1, "block_read_slots")?,
+            axpy: f(&BLAS1, "block_axpy")?,
+            scale: f(&BLAS1, "block_scale")?,
+            copy: f(&BLAS1, "block_copy")?,
+            poly_step: f(&CHEBYSHEV, "block_poly_step")?,
+            cg_alpha: f(&CG, "block_cg_alpha")?,
+            cg_update_r: f(&CG, "block_cg_update_r")?,
+            cg_rho: f(&CG, "block_cg_rho")?,
+            cg_update_xp: f(&CG, "block_cg_update_xp")?,
+            bicg_p: f(&BICGSTAB, "block_bicg_p")?,
+            bicg_alpha: f(&BICGSTAB, "block_bicg_alpha")?,
+            bicg_s: f(&BICGSTAB, "block_bicg_s")?,
+            bicg_omega: f(&BICGSTAB, "block_bicg_omega")?,
+            bicg_update: f(&BICGSTAB, "block_bicg_update")?,
+            fused,
+        })
+    }
+}
 
 /// The constants that every solver kernel shares with this backend, passed as `-D` defines
 /// (see [`KernelSource::constants`]): the block size, the slot count and numbers
@@ -264,6 +359,10 @@ pub struct GpuOps<T> {
     fused_ok: bool,
     /// Launch the fused kernels cooperatively (the default).
     cooperative: bool,
+    /// The block steps' kernels (`block.rs`, the GPU side of `backend::steps::block`).
+    pub(crate) blk: BlockKernels,
+    /// Run the block steps as one launch for several columns (the default), or column by column.
+    block_steps: bool,
     _t: std::marker::PhantomData<T>,
 }
 
@@ -289,12 +388,12 @@ const DOT_BLOCKS_PER_SM: u32 = 2;
 /// [`GmresLayout`](super::recur::GmresLayout), and the partial sums of the block dot products.
 pub struct GpuKrylov<T> {
     /// The basis (empty when it is stored narrower: `narrow`).
-    v: Vec<CudaSlice<T>>,
-    ptrs: CudaSlice<u64>,
-    small: CudaSlice<T>,
-    partials: CudaSlice<T>,
-    ticket: CudaSlice<u32>,
-    m: usize,
+    pub(crate) v: Vec<CudaSlice<T>>,
+    pub(crate) ptrs: CudaSlice<u64>,
+    pub(crate) small: CudaSlice<T>,
+    pub(crate) partials: CudaSlice<T>,
+    pub(crate) ticket: CudaSlice<u32>,
+    pub(crate) m: usize,
     dot_grid: u32,
     /// The basis stored in `f32` under `f64` work (`KrylovOps::krylov_stored`).
     narrow: Option<NarrowBasis<T>>,
@@ -318,10 +417,10 @@ struct NarrowBasis<T> {
 /// The GPU's scalar slots, residual history, partial sums and last-block ticket, and the
 /// solve's recorded blocks (CUDA graphs).
 pub struct GpuScalars<T> {
-    slots: CudaSlice<T>,
-    hist: CudaSlice<T>,
-    partials: CudaSlice<T>,
-    ticket: CudaSlice<u32>,
+    pub(crate) slots: CudaSlice<T>,
+    pub(crate) hist: CudaSlice<T>,
+    pub(crate) partials: CudaSlice<T>,
+    pub(crate) ticket: CudaSlice<u32>,
     grid: u32,
     /// The value of the slot [`Slot::IterBase`] on the device, as queued: every launch passes
     /// its iteration minus this.
@@ -517,12 +616,15 @@ where
                         .is_ok_and(|b| b >= 1)
                 })
             });
+        let blk = BlockKernels::load::<T::Dev>(gpu, !T::IS_COMPLEX)?;
         Ok(GpuOps {
             gpu: gpu.clone(),
             k,
             fused: FusedPath::Auto,
             fused_ok,
             cooperative: true,
+            blk,
+            block_steps: true,
             _t: std::marker::PhantomData,
         })
     }
@@ -605,6 +707,24 @@ where
         .map_err(launch_err(name))
     }
 
+    /// Runs the block steps of [`BlockOps`](super::BlockOps) column by column (each column's
+    /// one-column kernels in turn) instead of one launch for several columns: for comparing
+    /// both (they compute the same bits). Also the factor applications of a block.
+    pub fn with_block_steps(mut self, on: bool) -> Self {
+        self.block_steps = on;
+        self
+    }
+
+    /// Whether the block steps run as one launch for several columns.
+    pub fn block_steps(&self) -> bool {
+        self.block_steps
+    }
+
+    /// Whether the fused kernels are launched cooperatively (see [`GpuOps::with_plain_launch`]).
+    pub(crate) fn is_cooperative(&self) -> bool {
+        self.cooperative
+    }
+
     /// Whether the fused steps run for vectors of length `n`.
     pub fn is_fused(&self, n: usize) -> bool {
         self.fused_grid(n).is_some()
@@ -612,7 +732,7 @@ where
 
     /// The grid of the fused steps for vectors of length `n` (the grid of the separate kernels,
     /// at most one block per SM), or `None` where the separate kernels run.
-    fn fused_grid(&self, n: usize) -> Option<u32> {
+    pub(crate) fn fused_grid(&self, n: usize) -> Option<u32> {
         (self.fused_ok && self.fused == FusedPath::Auto && (1..=self.fused_rows()).contains(&n))
             .then(|| self.grid(n))
     }
@@ -722,7 +842,7 @@ where
     /// The iteration argument of a kernel for iteration `it`: `it` minus the device's
     /// [`Slot::IterBase`], which the kernel adds back. Outside a recording, an `it` below the base
     /// (a restart at the iteration a status was set, inside a replayed block) resets the base.
-    fn iter_arg(&self, sc: &mut GpuScalars<T::Dev>, it: usize) -> Result<u32> {
+    pub(crate) fn iter_arg(&self, sc: &mut GpuScalars<T::Dev>, it: usize) -> Result<u32> {
         if it < sc.base {
             assert!(
                 sc.graphs.recording.is_none(),
@@ -1879,7 +1999,7 @@ impl<T> GpuScalars<T> {
 
     /// The grid of the reductions: fixed when the scalars were allocated (so the partial-sum
     /// buffer fits and the sums are deterministic).
-    fn grid_for<U: Elem>(&self, ops: &GpuOps<U>, n: usize) -> u32
+    pub(crate) fn grid_for<U: Elem>(&self, ops: &GpuOps<U>, n: usize) -> u32
     where
         U::Dev: KernelType,
     {

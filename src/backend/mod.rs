@@ -31,12 +31,14 @@
 //! | [`BicgSteps`] | the fused steps of BiCGSTAB (defaults from the core) | `bicgstab` |
 //! | [`ChebyshevSteps`] | the Chebyshev recurrence (default from the core) | the Chebyshev preconditioner, the AMG smoother |
 //! | [`KrylovOps`] | GMRES's Krylov basis and its steps (defaults on a host workspace) | `gmres`, the Arnoldi/Lanczos estimates |
+//! | [`BlockOps`], [`BlockKrylovOps`] | the steps above for a slice of columns in one call (defaults: each column's step in turn) | `solvers::multi`, the AMG cycle on a block |
 //! | [`TriangularOps`] | triangular solves with an incomplete factor | ILU(0)/IC(0) (made by `sparse::incomplete::IncompleteOps`) |
 //! | [`MultigridOps`] | a sparse matrix type with `y ← αAx + βy` | AMG (set up by `precond::amg::AmgOps`) |
 //!
 //! [`SolverOps`] names the first five together, for code that runs any method. A new backend
 //! implements the core of [`VectorOps`] and names the step traits with empty `impl`s
-//! (`tests/all/backend_core.rs` does so and gets the CPU's iterates bit for bit).
+//! (`tests/all/backend_core.rs` does so and gets the CPU's iterates bit for bit), the block
+//! steps too.
 
 mod cpu;
 #[cfg(feature = "cuda")]
@@ -56,7 +58,10 @@ pub use krylov::{HostKrylov, KrylovOps, KrylovSpace};
 pub use multigrid::MultigridOps;
 pub use ops::VectorOps;
 pub use recur::{GmresLayout, Slot, Status, NSLOTS};
-pub use steps::{BicgSteps, CgSteps, ChebyshevSteps, Fuse, SolverOps};
+pub use steps::{
+    BicgColumn, BicgSteps, BlockKrylovOps, BlockOps, CgColumn, CgSteps, ChebyshevSteps, Fuse,
+    GmresColumn, PolyColumn, Pre, SolverOps,
+};
 pub use triangular::TriangularOps;
 
 #[cfg(feature = "cuda")]

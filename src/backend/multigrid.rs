@@ -1,15 +1,15 @@
 //! A backend's sparse matrices, for the multigrid cycle ([`MultigridOps`]).
 
-use super::{ChebyshevSteps, LinearOperator};
+use super::{BlockOps, LinearOperator};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
 
 /// What the multigrid cycle needs from a backend beyond the solvers' [`VectorOps`] and the
-/// Chebyshev smoother's step: a sparse matrix type (square or rectangular) with
-/// `y ← α·A·x + β·y`. Implemented (in `crate::spmv`, where the matrices are) by [`Cpu`](super::Cpu)
+/// Chebyshev smoother's step, on one column or a block ([`BlockOps`]): a sparse matrix type
+/// (square or rectangular) with `y ← α·A·x + β·y`. Implemented (in `crate::spmv`, where the matrices are) by [`Cpu`](super::Cpu)
 /// with [`CsrMatrix`] and by the GPU backend with `spmv::gpu::GpuCsr`.
-pub trait MultigridOps<T: Scalar>: ChebyshevSteps<T> + Sized + 'static {
+pub trait MultigridOps<T: Scalar>: BlockOps<T> + Sized + 'static {
     /// A matrix on the backend.
     type Matrix: LinearOperator<T, Self>;
     /// Copies a host matrix to the backend.

@@ -11,7 +11,8 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use super::recur::{Slot, NSLOTS};
 use super::{
-    BicgSteps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, HostKrylov, KrylovOps, VectorOps,
+    BicgSteps, BlockKrylovOps, BlockOps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, HostKrylov,
+    KrylovOps, VectorOps,
 };
 use crate::error::Result;
 use crate::scalar::Scalar;
@@ -225,6 +226,8 @@ impl<T: Scalar> VectorOps<T> for SimOps {
 impl<T: Scalar> CgSteps<T> for SimOps {}
 impl<T: Scalar> BicgSteps<T> for SimOps {}
 impl<T: Scalar> ChebyshevSteps<T> for SimOps {}
+impl<T: Scalar> BlockOps<T> for SimOps {}
+impl<T: Scalar> BlockKrylovOps<T> for SimOps {}
 
 impl<T: Scalar> KrylovOps<T> for SimOps {
     type Krylov = HostKrylov<Vec<T>, T>;

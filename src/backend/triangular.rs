@@ -27,4 +27,20 @@ pub trait TriangularOps<T: Elem>: VectorOps<T> {
         self.lower_solve(f, r, t)?;
         self.upper_solve(f, t, z)
     }
+    /// `zs[j] = U⁻¹(L⁻¹rs[j])` for every column (the solvers with several right-hand sides),
+    /// with `t` for `L⁻¹r`: [`TriangularOps::apply_factor`] column by column, unless the
+    /// backend applies the factor to the block at once. Must not synchronise with the host.
+    fn apply_factor_block(
+        &self,
+        f: &Self::Factor,
+        rs: &[&Self::Vector],
+        t: &mut Self::Vector,
+        zs: &mut [&mut Self::Vector],
+    ) -> Result<()> {
+        assert_eq!(rs.len(), zs.len(), "apply_block: as many outputs as inputs");
+        for (r, z) in rs.iter().zip(zs.iter_mut()) {
+            self.apply_factor(f, r, t, z)?;
+        }
+        Ok(())
+    }
 }

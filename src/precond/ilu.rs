@@ -51,6 +51,10 @@ impl<T: Elem, B: IncompleteOps<T>> Incomplete<T, B> {
         let mut t = self.tmp.borrow_mut();
         be.apply_factor(&self.factor, r, &mut t, z)
     }
+    fn apply_block(&self, be: &B, rs: &[&B::Vector], zs: &mut [&mut B::Vector]) -> Result<()> {
+        let mut t = self.tmp.borrow_mut();
+        be.apply_factor_block(&self.factor, rs, &mut t, zs)
+    }
 }
 
 macro_rules! incomplete_precond {
@@ -92,6 +96,14 @@ macro_rules! incomplete_precond {
         impl<T: Elem, B: IncompleteOps<T>> Preconditioner<T, B> for $name<T, B> {
             fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
                 self.0.apply(be, r, z)
+            }
+            fn apply_block(
+                &self,
+                be: &B,
+                rs: &[&B::Vector],
+                zs: &mut [&mut B::Vector],
+            ) -> Result<()> {
+                self.0.apply_block(be, rs, zs)
             }
         }
 

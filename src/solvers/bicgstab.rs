@@ -220,6 +220,37 @@ impl<V> BicgVectors<V> {
         })
     }
 
+    /// This column's vectors with its solution `x`, slots and iteration, for a block step
+    /// ([`crate::backend::BlockOps`]).
+    pub(super) fn column<'a, S>(
+        &'a mut self,
+        x: &'a mut V,
+        sc: &'a mut S,
+        it: usize,
+    ) -> crate::backend::BicgColumn<'a, V, S> {
+        let BicgVectors {
+            r,
+            rhat,
+            p,
+            v,
+            s,
+            t,
+            pre,
+        } = self;
+        crate::backend::BicgColumn {
+            x,
+            r,
+            rhat,
+            p,
+            v,
+            s,
+            t,
+            pre: pre.as_mut().map(|(a, b)| (a, b)),
+            sc,
+            it,
+        }
+    }
+
     /// `(&from, &mut to)` for two different vectors.
     pub(super) fn pair(&mut self, from: BV, to: BV) -> (&V, &mut V) {
         let BicgVectors {

@@ -227,6 +227,26 @@ impl<V> CgVectors<V> {
         })
     }
 
+    /// This column's vectors with its solution `x`, slots and iteration, for a block step
+    /// ([`crate::backend::BlockOps`]).
+    pub(super) fn column<'a, S>(
+        &'a mut self,
+        x: &'a mut V,
+        sc: &'a mut S,
+        it: usize,
+    ) -> crate::backend::CgColumn<'a, V, S> {
+        let CgVectors { r, z, p, q } = self;
+        crate::backend::CgColumn {
+            x,
+            p,
+            q,
+            r,
+            z: z.as_mut(),
+            sc,
+            it,
+        }
+    }
+
     /// (Re)starts from the residual in `r`: `z = M⁻¹r` (fused with the reductions for Jacobi),
     /// ‖r‖², ρ, and `p = z` (`p = r` without a preconditioner).
     pub(super) fn start<T, B, P>(

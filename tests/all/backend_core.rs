@@ -7,8 +7,8 @@
 
 use segsparse::backend::Identity;
 use segsparse::backend::{
-    BicgSteps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, HostKrylov, KrylovOps, LinearOperator,
-    Preconditioner, Slot, VectorOps, NSLOTS,
+    BicgSteps, BlockKrylovOps, BlockOps, CgSteps, ChebyshevSteps, Cpu, CpuScalars, HostKrylov,
+    KrylovOps, LinearOperator, Preconditioner, Slot, VectorOps, NSLOTS,
 };
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{bicgstab, gmres, pcg, SolveError, SolveInfo, SolveParams};
@@ -88,6 +88,9 @@ impl VectorOps<f64> for CoreOnly {
 impl CgSteps<f64> for CoreOnly {}
 impl BicgSteps<f64> for CoreOnly {}
 impl ChebyshevSteps<f64> for CoreOnly {}
+// The block steps' defaults: each column's step in turn.
+impl BlockOps<f64> for CoreOnly {}
+impl BlockKrylovOps<f64> for CoreOnly {}
 
 impl KrylovOps<f64> for CoreOnly {
     type Krylov = HostKrylov<Vec<f64>, f64>;

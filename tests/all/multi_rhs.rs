@@ -362,6 +362,113 @@ fn failing_and_slow_columns_match_their_one_column_errors() {
         .any(|c| matches!(c, Err(SolveError::NotConverged { .. }))));
 }
 
+/// Two block outcomes of the same columns, bit for bit: iterations, restarts, histories,
+/// residuals, errors and solutions.
+/// A block solve's outcome and its solutions on the host.
+type Solved = (MultiInfo, Vec<Vec<f64>>);
+
+type Outcomes<'a> = (Vec<&'a Result<SolveInfo, SolveError>>, Vec<&'a Vec<f64>>);
+
+fn same_columns(what: &str, a: Outcomes<'_>, b: Outcomes<'_>) {
+    assert_eq!(a.0.len(), b.0.len(), "{what}: columns");
+    for (j, (ca, cb)) in a.0.iter().zip(&b.0).enumerate() {
+        match (ca, cb) {
+            (Ok(x), Ok(y)) => {
+                assert_eq!(x.iterations, y.iterations, "{what} column {j}: iterations");
+                assert_eq!(x.restarts, y.restarts, "{what} column {j}: restarts");
+                assert_eq!(x.history, y.history, "{what} column {j}: history");
+                assert_eq!(
+                    x.relative_residual, y.relative_residual,
+                    "{what} column {j}: residual"
+                );
+            }
+            (Err(x), Err(y)) => assert_eq!(
+                format!("{x:?}"),
+                format!("{y:?}"),
+                "{what} column {j}: errors"
+            ),
+            (x, y) => panic!("{what} column {j}: {x:?} against {y:?}"),
+        }
+        assert!(
+            a.1[j]
+                .iter()
+                .zip(b.1[j].iter())
+                .all(|(u, v)| u.to_bits() == v.to_bits()),
+            "{what} column {j}: solutions differ"
+        );
+    }
+}
+
+/// The columns of `keep` solved in a block with the others and in a block of their own: a
+/// column that converges early (or fails, or is zero) changes nothing in the others, bit for
+/// bit (each column's steps read only its own vectors and scalars).
+fn others_unchanged(
+    what: &str,
+    bs: &[Vec<f64>],
+    keep: &[usize],
+    run: &dyn Fn(&[Vec<f64>]) -> Solved,
+) {
+    let (all, xa) = run(bs);
+    let sub: Vec<Vec<f64>> = keep.iter().map(|&j| bs[j].clone()).collect();
+    let (own, xo) = run(&sub);
+    let picked = (
+        keep.iter().map(|&j| &all.columns[j]).collect(),
+        keep.iter().map(|&j| &xa[j]).collect(),
+    );
+    same_columns(what, picked, outcomes(&own, &xo));
+}
+
+/// Every column's outcome and solution.
+fn outcomes<'a>(info: &'a MultiInfo, x: &'a [Vec<f64>]) -> Outcomes<'a> {
+    (info.columns.iter().collect(), x.iter().collect())
+}
+
+/// A right-hand side that CG solves in few iterations (a few smooth modes).
+fn smooth(n: usize) -> Vec<f64> {
+    (0..n).map(|i| ((i % 40) as f64 * 0.07).sin()).collect()
+}
+
+#[test]
+fn cpu_early_column_leaves_the_others_unchanged() {
+    let p = params();
+    let a = generate::poisson2d::<f64>(40).unwrap();
+    let u = convection(40, 0.6);
+    let n = a.nrows();
+    let mut bs = rhs(n, 4);
+    bs[1] = smooth(n);
+    bs[2][n / 3] = f64::NAN;
+    let amg = Amg::new(&Cpu, &a, &AmgParams::default()).unwrap();
+    let ilu = Ilu0::new(&Cpu, &u, &Default::default()).unwrap();
+    type Run<'a> = Box<dyn Fn(&[Vec<f64>], &mut [Vec<f64>]) -> Result<MultiInfo, SolveError> + 'a>;
+    let runs: Vec<(&str, Run<'_>)> = vec![
+        ("cg", Box::new(|b, x| multi::cg(&Cpu, &a, b, x, &p))),
+        (
+            "pcg amg",
+            Box::new(|b, x| multi::pcg(&Cpu, &a, &amg, b, x, &p)),
+        ),
+        (
+            "bicgstab ilu0",
+            Box::new(|b, x| multi::bicgstab(&Cpu, &u, &ilu, b, x, &p)),
+        ),
+        (
+            "gmres ilu0",
+            Box::new(|b, x| multi::gmres(&Cpu, &u, &ilu, b, x, 15, &p)),
+        ),
+    ];
+    for (what, run) in &runs {
+        let go = |b: &[Vec<f64>]| {
+            let mut x = vec![vec![0.0; n]; b.len()];
+            let info = run(b, &mut x).unwrap();
+            (info, x)
+        };
+        let (info, _) = go(&bs);
+        let its = info.iterations();
+        eprintln!("{what}: iterations {its:?}");
+        assert_eq!(its[2], 0, "{what}: the NaN column stops at once");
+        others_unchanged(what, &bs, &[0, 3], &go);
+    }
+}
+
 #[test]
 fn bad_shapes_are_clear_errors() {
     let a = generate::poisson2d::<f64>(8).unwrap();
@@ -619,5 +726,183 @@ mod gpu {
             "{:?}",
             info.columns
         );
+    }
+
+    /// The block steps (one launch for several columns) against the same steps column by
+    /// column (`GpuOps::with_block_steps(false)`): the same bits in every column, on a system
+    /// below the fused-kernel bound (the cooperative block kernels) and one above it (the
+    /// separate block kernels), for every method and preconditioner kind, the block factor
+    /// application of swept ILU(0) included.
+    #[test]
+    fn gpu_block_steps_equal_column_steps() {
+        let Some(g) = test_gpu() else { return };
+        let be = &GpuOps::<f64>::new(&g).unwrap();
+        let col = &GpuOps::<f64>::new(&g).unwrap().with_block_steps(false);
+        assert!(be.block_steps() && !col.block_steps());
+        // Equal outcomes are the point, converged or not (unpreconditioned GMRES(20) on the
+        // larger convection problem may hit the limit).
+        let p = SolveParams {
+            rel_tol: 1e-6,
+            max_iters: 300,
+            ..Default::default()
+        };
+        let swept = segsparse::precond::IncompleteParams {
+            jacobi_sweeps: 3,
+            ..Default::default()
+        };
+        for (m_spd, m_non) in [(20usize, 60usize), (36, 220)] {
+            let spd = generate::poisson3d::<f64>(m_spd).unwrap();
+            let non = convection(m_non, 0.6);
+            let large = spd.nrows() > be.fused_rows();
+            assert_eq!(
+                large,
+                non.nrows() > be.fused_rows(),
+                "sizes on one side of the bound"
+            );
+            let da = GpuCsr::upload(&g, &spd).unwrap();
+            let du = GpuCsr::upload(&g, &non).unwrap();
+            let jac = Jacobi::from_matrix(be, &spd).unwrap();
+            let njac = Jacobi::from_matrix(be, &non).unwrap();
+            let amg = Amg::new(be, &spd, &AmgParams::default()).unwrap();
+            let ilu = Ilu0::new(be, &non, &Default::default()).unwrap();
+            let silu = Ilu0::new(be, &non, &swept).unwrap();
+            let (a, u) = (&da, &du);
+            type Run<'a> =
+                Box<dyn Fn(&GpuOps<f64>, &[V], &mut [V]) -> Result<MultiInfo, SolveError> + 'a>;
+            let cases: Vec<(&str, bool, Run<'_>)> = vec![
+                ("cg", true, Box::new(|e, b, x| multi::cg(e, a, b, x, &p))),
+                (
+                    "pcg jacobi",
+                    true,
+                    Box::new(|e, b, x| multi::pcg(e, a, &jac, b, x, &p)),
+                ),
+                (
+                    "pcg amg",
+                    true,
+                    Box::new(|e, b, x| multi::pcg(e, a, &amg, b, x, &p)),
+                ),
+                (
+                    "bicgstab",
+                    false,
+                    Box::new(|e, b, x| multi::bicgstab(e, u, &Identity, b, x, &p)),
+                ),
+                (
+                    "bicgstab jacobi",
+                    false,
+                    Box::new(|e, b, x| multi::bicgstab(e, u, &njac, b, x, &p)),
+                ),
+                (
+                    "bicgstab ilu0 swept",
+                    false,
+                    Box::new(|e, b, x| multi::bicgstab(e, u, &silu, b, x, &p)),
+                ),
+                (
+                    "gmres",
+                    false,
+                    Box::new(|e, b, x| multi::gmres(e, u, &Identity, b, x, 20, &p)),
+                ),
+                (
+                    "gmres jacobi",
+                    false,
+                    Box::new(|e, b, x| multi::gmres(e, u, &njac, b, x, 20, &p)),
+                ),
+                (
+                    "gmres ilu0",
+                    false,
+                    Box::new(|e, b, x| multi::gmres(e, u, &ilu, b, x, 20, &p)),
+                ),
+                (
+                    "gmres ilu0 swept",
+                    false,
+                    Box::new(|e, b, x| multi::gmres(e, u, &silu, b, x, 20, &p)),
+                ),
+                (
+                    "gmres amg",
+                    true,
+                    Box::new(|e, b, x| multi::gmres(e, a, &amg, b, x, 20, &p)),
+                ),
+            ];
+            for (what, on_spd, run) in &cases {
+                let what = format!(
+                    "{what} (n = {})",
+                    if *on_spd { spd.nrows() } else { non.nrows() }
+                );
+                let n = if *on_spd { spd.nrows() } else { non.nrows() };
+                // 35 columns: more than one launch of 32.
+                let mut bs = rhs(n, 35);
+                bs[3] = vec![0.0; n];
+                bs[5] = smooth(n);
+                let go = |e: &GpuOps<f64>| {
+                    let db: Vec<V> = bs.iter().map(|b| g.upload(b).unwrap()).collect();
+                    let mut dx: Vec<V> = (0..bs.len())
+                        .map(|_| g.upload(&vec![0.0; n]).unwrap())
+                        .collect();
+                    let info = run(e, &db, &mut dx).unwrap_or_else(|err| panic!("{what}: {err}"));
+                    let x: Vec<Vec<f64>> = dx.iter().map(|v| g.download(v).unwrap()).collect();
+                    (info, x)
+                };
+                let (bi, bx) = go(be);
+                let (ci, cx) = go(col);
+                eprintln!("{what}: block iterations {:?}", bi.iterations());
+                same_columns(&what, outcomes(&bi, &bx), outcomes(&ci, &cx));
+            }
+        }
+    }
+
+    /// On the GPU too, columns that stop early (a zero column converges at once, a NaN column
+    /// fails at once) leave the others' bits unchanged: each column of a block step reads and
+    /// writes only its own buffers.
+    #[test]
+    fn gpu_early_column_leaves_the_others_unchanged() {
+        let Some(g) = test_gpu() else { return };
+        let be = &GpuOps::<f64>::new(&g).unwrap();
+        let p = params();
+        let spd = generate::poisson3d::<f64>(20).unwrap();
+        let non = convection(60, 0.6);
+        let (a, u) = (
+            &GpuCsr::upload(&g, &spd).unwrap(),
+            &GpuCsr::upload(&g, &non).unwrap(),
+        );
+        let amg = Amg::new(be, &spd, &AmgParams::default()).unwrap();
+        let ilu = Ilu0::new(be, &non, &Default::default()).unwrap();
+        type Run<'a> = Box<dyn Fn(&[V], &mut [V]) -> Result<MultiInfo, SolveError> + 'a>;
+        let runs: Vec<(&str, bool, Run<'_>)> = vec![
+            ("cg", true, Box::new(|b, x| multi::cg(be, a, b, x, &p))),
+            (
+                "pcg amg",
+                true,
+                Box::new(|b, x| multi::pcg(be, a, &amg, b, x, &p)),
+            ),
+            (
+                "bicgstab ilu0",
+                false,
+                Box::new(|b, x| multi::bicgstab(be, u, &ilu, b, x, &p)),
+            ),
+            (
+                "gmres ilu0",
+                false,
+                Box::new(|b, x| multi::gmres(be, u, &ilu, b, x, 20, &p)),
+            ),
+        ];
+        for (what, on_spd, run) in &runs {
+            let n = if *on_spd { spd.nrows() } else { non.nrows() };
+            let mut bs = rhs(n, 5);
+            bs[1] = smooth(n);
+            bs[2] = vec![0.0; n];
+            bs[3][7] = f64::NAN;
+            let go = |b: &[Vec<f64>]| {
+                let db: Vec<V> = b.iter().map(|c| g.upload(c).unwrap()).collect();
+                let mut dx: Vec<V> = (0..b.len())
+                    .map(|_| g.upload(&vec![0.0; n]).unwrap())
+                    .collect();
+                let info = run(&db, &mut dx).unwrap();
+                let x: Vec<Vec<f64>> = dx.iter().map(|v| g.download(v).unwrap()).collect();
+                (info, x)
+            };
+            let its = go(&bs).0.iterations();
+            eprintln!("{what}: iterations {its:?}");
+            assert_eq!(its[2], 0, "{what}: the zero column stops at once");
+            others_unchanged(what, &bs, &[0, 1, 4], &go);
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The solvers' steps on a backend, one extension trait per method: [`CgSteps`] (CG, PCG, COCG
 //! and the start of BiCGSTAB), [`BicgSteps`] (BiCGSTAB) and [`ChebyshevSteps`] (the Chebyshev
 //! polynomial's recurrence, for the preconditioner and the AMG smoother). GMRES's steps are
-//! [`KrylovOps`](super::KrylovOps), on its Krylov basis.
+//! [`KrylovOps`](super::KrylovOps), on its Krylov basis. [`BlockOps`] and [`BlockKrylovOps`]
+//! (`block.rs`) are the same steps for a slice of columns in one call (the solvers with several
+//! right-hand sides).
 //!
 //! Every step has a default body written once from the core of [`VectorOps`]: it reads the
 //! slots on the host, runs core operations, and applies its recurrence of [`recur`] with
@@ -24,10 +26,12 @@
 //! calls the default bodies ([`cg::cg_tail`], ...) for the others.
 
 pub(crate) mod bicgstab;
+pub mod block;
 pub(crate) mod cg;
 pub(crate) mod chebyshev;
 
 pub use bicgstab::BicgSteps;
+pub use block::{BicgColumn, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, PolyColumn, Pre};
 pub use cg::CgSteps;
 pub use chebyshev::ChebyshevSteps;
 

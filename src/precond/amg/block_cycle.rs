@@ -2,11 +2,13 @@
 //! right-hand sides): the cycle of `cycle.rs` step for step, with every product of a level's
 //! matrix (`A` in the smoother and the residual, `R`, `P`, the coarse inverse) applied to all
 //! columns at once by [`MultigridOps::spmv_block`] (on the GPU one launch that reads the matrix
-//! once for up to 32 columns), and the vector steps issued column by column. Column `j` of the
-//! result equals the one-column cycle of `r_j` to rounding.
+//! once for up to 32 columns), and every vector step applied to all columns at once by the
+//! block steps of [`BlockOps`](crate::backend::BlockOps) (on the GPU one launch for up to 32
+//! columns). Column `j` of the result equals the one-column cycle of `r_j` to rounding.
 
 use super::cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
 use super::{Cycle, LevelSummary, MultigridOps, Smoother};
+use crate::backend::PolyColumn;
 use crate::error::Result;
 use crate::scalar::Scalar;
 
@@ -52,9 +54,7 @@ fn residual_block<T: Scalar, B: MultigridOps<T>>(
     xs: &[&B::Vector],
     rs: &mut [&mut B::Vector],
 ) -> Result<()> {
-    for (b, r) in bs.iter().zip(rs.iter_mut()) {
-        be.copy(b, r)?;
-    }
+    be.copy_block(bs, rs)?;
     be.spmv_block(a, -T::one(), xs, T::one(), rs)
 }
 
@@ -77,9 +77,17 @@ fn chebyshev_block<T: Scalar, B: MultigridOps<T>>(
     let mut steps = sm.poly().steps();
     let (_, c2) = steps.next().expect("a polynomial has a first step");
     let dinv = Some(&sm.scale);
-    for c in cols.iter_mut() {
-        let ChebCol { r, z, res, d, .. } = c;
-        be.poly_step(r, dinv, res, d, z, true, T::zero(), T::of_f64(c2))?;
+    {
+        let mut pc: Vec<PolyColumn<'_, B::Vector>> = cols
+            .iter_mut()
+            .map(|c| PolyColumn {
+                t: c.r,
+                res: &mut *c.res,
+                d: &mut *c.d,
+                z: &mut *c.z,
+            })
+            .collect();
+        be.poly_step_block(&mut pc, dinv, true, T::zero(), T::of_f64(c2))?;
     }
     for (c1, c2) in steps {
         {
@@ -93,10 +101,16 @@ fn chebyshev_block<T: Scalar, B: MultigridOps<T>>(
             }
             be.spmv_block(a, T::one(), &ds, T::zero(), &mut ts)?;
         }
-        for c in cols.iter_mut() {
-            let ChebCol { z, res, d, t, .. } = c;
-            be.poly_step(t, dinv, res, d, z, false, T::of_f64(c1), T::of_f64(c2))?;
-        }
+        let mut pc: Vec<PolyColumn<'_, B::Vector>> = cols
+            .iter_mut()
+            .map(|c| PolyColumn {
+                t: &*c.t,
+                res: &mut *c.res,
+                d: &mut *c.d,
+                z: &mut *c.z,
+            })
+            .collect();
+        be.poly_step_block(&mut pc, dinv, false, T::of_f64(c1), T::of_f64(c2))?;
     }
     Ok(())
 }
@@ -145,25 +159,25 @@ fn smooth_block<T: Scalar, B: MultigridOps<T>>(
                         .collect();
                     chebyshev_block(be, a, sm, &mut cols)?;
                 }
-                for (w, x) in ws.iter().zip(xs.iter_mut()) {
-                    be.axpy(T::one(), &w.z, x)?;
-                }
-                Ok(())
+                let zs: Vec<&B::Vector> = ws.iter().map(|w| &w.z).collect();
+                be.axpy_block(T::one(), &zs, xs)
             }
         }
         Smoother::Jacobi | Smoother::L1Jacobi => {
             if zero {
-                for (b, x) in bs.iter().zip(xs.iter_mut()) {
-                    be.scale(&sm.scale, b, x)?;
-                }
-            } else {
-                for (w, x) in ws.iter_mut().zip(xs.iter_mut()) {
-                    let Scratch { r, z, .. } = &mut **w;
-                    be.scale(&sm.scale, r, z)?;
-                    be.axpy(T::one(), z, x)?;
-                }
+                return be.scale_block(&sm.scale, bs, xs);
             }
-            Ok(())
+            {
+                let (mut rs, mut zs) = (Vec::with_capacity(ws.len()), Vec::with_capacity(ws.len()));
+                for w in ws.iter_mut() {
+                    let Scratch { r, z, .. } = &mut **w;
+                    rs.push(&*r);
+                    zs.push(z);
+                }
+                be.scale_block(&sm.scale, &rs, &mut zs)?;
+            }
+            let zs: Vec<&B::Vector> = ws.iter().map(|w| &w.z).collect();
+            be.axpy_block(T::one(), &zs, xs)
         }
     }
 }
@@ -210,9 +224,7 @@ pub(crate) fn cycle_block<T: Scalar, B: MultigridOps<T>>(
     {
         let mut rs: Vec<&mut B::Vector> = heads.iter_mut().map(|w| &mut w.s.r).collect();
         if x_zero {
-            for (b, r) in bs.iter().zip(rs.iter_mut()) {
-                be.copy(b, r)?;
-            }
+            be.copy_block(bs, &mut rs)?;
         } else {
             let xr: Vec<&B::Vector> = xs.iter().map(|x| &**x).collect();
             residual_block(be, &lv.a, bs, &xr, &mut rs)?;

@@ -8,11 +8,11 @@ use std::time::Instant;
 use super::super::drive::{history, Confirm, Ended};
 use super::super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams};
 use super::MultiInfo;
-use crate::backend::{LinearOperator, Slot, Status, VectorOps, NSLOTS};
+use crate::backend::{BlockOps, LinearOperator, Slot, Status, NSLOTS};
 use crate::scalar::Scalar;
 
 /// One method's state for `k` columns, driven by [`drive_multi`].
-pub(crate) trait ColumnMethod<T: Scalar, B: VectorOps<T>> {
+pub(crate) trait ColumnMethod<T: Scalar, B: BlockOps<T>> {
     /// Column `j`'s residual workspace (where the loop writes `b − A·x` before
     /// [`ColumnMethod::start`]) and a scratch vector for `A·x`.
     fn r_and_scratch(&mut self, j: usize) -> (&mut B::Vector, &mut B::Vector);
@@ -90,7 +90,7 @@ pub(crate) fn drive_multi<T, B, M>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BlockOps<T>,
     M: ColumnMethod<T, B>,
 {
     let k = bs.len();
@@ -176,12 +176,16 @@ where
         for &j in &active {
             method.after_block(be, &mut scs[j], &mut xs[j], j, cols[j].it)?;
         }
-        // Read every running column's status; the columns that stopped leave the active set.
+        // Read every running column's status (one read for all); the columns that stopped
+        // leave the active set.
+        let all = {
+            let on: Vec<&B::Scalars> = active.iter().map(|&j| &scs[j]).collect();
+            be.read_slots_block(&on)?
+        };
         let mut still = Vec::with_capacity(active.len());
         let mut worst = 0.0f64;
         let mut last_it = 0;
-        for &j in &active {
-            let slots = be.read_slots(&scs[j])?;
+        for (&j, &slots) in active.iter().zip(&all) {
             let status = Status::of(slots[Slot::Status as usize]);
             let c = &mut cols[j];
             worst = worst.max(slots[Slot::Rr as usize].as_f64().max(0.0).sqrt() / c.scale);
@@ -226,7 +230,7 @@ where
 }
 
 /// Clears column `j`'s status, (re)starts it at iteration `it` and reads its slots.
-fn restart<T: Scalar, B: VectorOps<T>, M: ColumnMethod<T, B>>(
+fn restart<T: Scalar, B: BlockOps<T>, M: ColumnMethod<T, B>>(
     be: &B,
     method: &mut M,
     sc: &mut B::Scalars,
@@ -256,7 +260,7 @@ fn settle<T, B, M, F>(
 ) -> Result<Option<Result<SolveInfo, SolveError>>, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BlockOps<T>,
     M: ColumnMethod<T, B>,
     F: Fn(&mut M, usize, &B::Vector, &mut B::Scalars) -> Result<f64, SolveError>,
 {

@@ -12,11 +12,15 @@
 //! next status check and costs nothing after that (the active set is compacted, the other
 //! columns' vectors are not moved).
 //!
+//! The vector steps between the products are block steps too ([`BlockOps`]: on the GPU one
+//! launch per step for up to 32 running columns, each column's scalars on the device, and one
+//! read of every running column's status per check).
+//!
 //! Column `j` of the result equals the one-column solve of `b_j` to rounding, with the same
-//! iteration count: the vector steps and recurrences are the same backend calls in the same
-//! order; only the operator and the preconditioner see several columns at once (the block
-//! product sums each row in the order of the single product on the CPU; the GPU's SpMM may
-//! order a row's additions differently from its SpMV).
+//! iteration count: each block step computes, per column, the column step of the one-column
+//! solver (bit for bit), in the same order; only the operator and the preconditioner see
+//! several columns at once (the block product sums each row in the order of the single product
+//! on the CPU; the GPU's SpMM may order a row's additions differently from its SpMV).
 //!
 //! A column that fails (a NaN in its right-hand side, a breakdown, no convergence) fails alone:
 //! [`MultiInfo::columns`] holds one `Result` per column. The call itself fails only for what
@@ -50,7 +54,7 @@ use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
 use crate::backend::{
-    BicgSteps, CgSteps, Identity, KrylovOps, LinearOperator, Preconditioner, VectorOps,
+    BlockKrylovOps, BlockOps, GmresColumn, Identity, LinearOperator, Pre, Preconditioner, VectorOps,
 };
 use crate::scalar::Scalar;
 use crate::spmm::Layout;
@@ -103,7 +107,7 @@ fn check_columns<T, B, A, P>(
 ) -> Result<usize, SolveError>
 where
     T: Scalar,
-    B: VectorOps<T>,
+    B: BlockOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -171,6 +175,25 @@ fn gather<'c, C, X: ?Sized, Y: ?Sized>(
         .unzip()
 }
 
+/// The block step's columns over the columns switched `on`: `make` lends one column's vectors,
+/// its solution, its slots and its iteration (`its[j]`), in column order.
+fn columns<'c, C, V, S, K>(
+    cols: &'c mut [C],
+    scs: &'c mut [S],
+    xs: &'c mut [V],
+    on: &[bool],
+    its: &[usize],
+    make: impl Fn(&'c mut C, &'c mut V, &'c mut S, usize) -> K,
+) -> Vec<K> {
+    cols.iter_mut()
+        .zip(scs.iter_mut())
+        .zip(xs.iter_mut())
+        .enumerate()
+        .filter(|(j, _)| on[*j])
+        .map(|(j, ((c, sc), x))| make(c, x, sc, its[j]))
+        .collect()
+}
+
 /// CG on `k` right-hand sides (`b[j]`, solutions in `x[j]`): [`super::cg`] column by column,
 /// with the operator applied to the block.
 ///
@@ -186,7 +209,7 @@ pub fn cg<T, B, A>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: CgSteps<T>,
+    B: BlockOps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
     pcg(be, a, &Identity, b, x, params)
@@ -207,7 +230,7 @@ pub fn pcg<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: CgSteps<T>,
+    B: BlockOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -215,7 +238,7 @@ where
 }
 
 /// [`pcg`] on trait objects: compiled once per element type and backend.
-fn pcg_body<T: Scalar, B: CgSteps<T>>(
+fn pcg_body<T: Scalar, B: BlockOps<T>>(
     be: &B,
     a: &dyn LinearOperator<T, B>,
     m: &dyn Preconditioner<T, B>,
@@ -244,7 +267,7 @@ struct CgMulti<'a, V, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> ColumnMethod<T, B> for CgMulti<'_, B::Vector, A, P>
 where
     T: Scalar,
-    B: CgSteps<T>,
+    B: BlockOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -269,23 +292,25 @@ where
         let (ps, mut qs) = gather(&mut self.cols, &on, |c| (&c.p, &mut c.q));
         self.a.apply_block(be, &ps, &mut qs)?;
         if self.kind != Kind::General {
-            for &j in active {
-                self.cols[j].tail(be, self.m, self.kind, &mut xs[j], &mut scs[j], its[j])?;
-            }
-            return Ok(());
+            // As CgVectors::tail: Jacobi's z fused in, else z is r.
+            let pre = match (self.kind, self.m.inverse_diagonal()) {
+                (Kind::Jacobi, Some(d)) => Pre::Jacobi(d),
+                _ => Pre::Identity,
+            };
+            let mut cc = columns(&mut self.cols, scs, xs, &on, its, CgVectors::column);
+            return be.cg_tail_block(&mut cc, pre);
         }
-        for &j in active {
-            self.cols[j].update_r(be, &mut scs[j], its[j])?;
+        {
+            let mut cc = columns(&mut self.cols, scs, xs, &on, its, CgVectors::column);
+            be.cg_update_r_block(&mut cc)?;
         }
         let (rs, mut zs) = gather(&mut self.cols, &on, |c| {
             let z = c.z.as_mut();
             (&c.r, z.expect("z is allocated for a preconditioner"))
         });
         self.m.apply_block(be, &rs, &mut zs)?;
-        for &j in active {
-            self.cols[j].update_xp(be, &mut xs[j], &mut scs[j], its[j])?;
-        }
-        Ok(())
+        let mut cc = columns(&mut self.cols, scs, xs, &on, its, CgVectors::column);
+        be.cg_update_xp_block(&mut cc)
     }
 }
 
@@ -304,7 +329,7 @@ pub fn bicgstab<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: BicgSteps<T>,
+    B: BlockOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -312,7 +337,7 @@ where
 }
 
 /// [`bicgstab`] on trait objects: compiled once per element type and backend.
-fn bicgstab_body<T: Scalar, B: BicgSteps<T>>(
+fn bicgstab_body<T: Scalar, B: BlockOps<T>>(
     be: &B,
     a: &dyn LinearOperator<T, B>,
     m: &dyn Preconditioner<T, B>,
@@ -358,7 +383,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
     fn op_after_pre<T, B>(&mut self, be: &B, on: &[bool], route: (BV, BV, BV)) -> crate::Result<()>
     where
         T: Scalar,
-        B: BicgSteps<T, Vector = V>,
+        B: BlockOps<T, Vector = V>,
         A: LinearOperator<T, B>,
         P: Preconditioner<T, B>,
     {
@@ -375,7 +400,7 @@ impl<V, A: ?Sized, P: ?Sized> BicgMulti<'_, V, A, P> {
 impl<T, B, A, P> ColumnMethod<T, B> for BicgMulti<'_, B::Vector, A, P>
 where
     T: Scalar,
-    B: BicgSteps<T>,
+    B: BlockOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -398,36 +423,30 @@ where
         its: &[usize],
     ) -> crate::Result<()> {
         let on = mask(self.cols.len(), active);
-        let (kind, d) = (self.kind, self.m.inverse_diagonal());
+        // As BicgVectors' steps: Jacobi fused into the vector steps, a general preconditioner
+        // applied between them.
+        let pre = match (self.kind, self.m.inverse_diagonal()) {
+            (Kind::Jacobi, Some(d)) => Pre::Jacobi(d),
+            (Kind::General, _) => Pre::Separate,
+            _ => Pre::Identity,
+        };
+        let col = BicgVectors::column;
         if self.fused {
             // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
             self.op_after_pre(be, &on, (BV::P, BV::Phat, BV::V))?;
-            for &j in active {
-                self.cols[j].alpha_s(be, kind, d, &mut scs[j], its[j])?;
-            }
+            be.bicg_alpha_s_block(&mut columns(&mut self.cols, scs, xs, &on, its, col), pre)?;
             self.op_after_pre(be, &on, (BV::S, BV::Shat, BV::T))?;
-            for &j in active {
-                self.cols[j].update_p(be, kind, d, &mut xs[j], &mut scs[j], its[j])?;
-            }
-            return Ok(());
+            return be
+                .bicg_update_p_block(&mut columns(&mut self.cols, scs, xs, &on, its, col), pre);
         }
         // The separate order: p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
-        for &j in active {
-            self.cols[j].p_step(be, kind, d, &mut scs[j])?;
-        }
+        be.bicg_p_block(&mut columns(&mut self.cols, scs, xs, &on, its, col), pre)?;
         self.op_after_pre(be, &on, (BV::P, BV::Phat, BV::V))?;
-        for &j in active {
-            self.cols[j].alpha(be, &mut scs[j], its[j])?;
-        }
+        be.bicg_alpha_block(&mut columns(&mut self.cols, scs, xs, &on, its, col))?;
         // s = r − αv; ŝ = M⁻¹s; t = A·ŝ.
-        for &j in active {
-            self.cols[j].s_step(be, kind, d, &mut scs[j])?;
-        }
+        be.bicg_s_block(&mut columns(&mut self.cols, scs, xs, &on, its, col), pre)?;
         self.op_after_pre(be, &on, (BV::S, BV::Shat, BV::T))?;
-        for &j in active {
-            self.cols[j].omega_update(be, &mut xs[j], &mut scs[j], its[j])?;
-        }
-        Ok(())
+        be.bicg_omega_update_block(&mut columns(&mut self.cols, scs, xs, &on, its, col))
     }
 }
 
@@ -449,7 +468,7 @@ pub fn gmres<T, B, A, P>(
 ) -> Result<MultiInfo, SolveError>
 where
     T: Scalar,
-    B: KrylovOps<T>,
+    B: BlockKrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -458,7 +477,7 @@ where
 
 /// [`gmres`] on trait objects: compiled once per element type and backend.
 #[allow(clippy::too_many_arguments)]
-fn gmres_body<T: Scalar, B: KrylovOps<T>>(
+fn gmres_body<T: Scalar, B: BlockKrylovOps<T>>(
     be: &B,
     a: &dyn LinearOperator<T, B>,
     m: &dyn Preconditioner<T, B>,
@@ -513,7 +532,7 @@ struct GmresMulti<'a, V, K, A: ?Sized, P: ?Sized> {
 impl<T, B, A, P> ColumnMethod<T, B> for GmresMulti<'_, B::Vector, B::Krylov, A, P>
 where
     T: Scalar,
-    B: KrylovOps<T>,
+    B: BlockKrylovOps<T>,
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
@@ -575,11 +594,7 @@ where
                 (vj, z.as_mut().expect("z is allocated for a preconditioner"))
             });
             match inv_diag {
-                Some(d) => {
-                    for (v, z) in vs.iter().zip(zs.iter_mut()) {
-                        be.scale(d, v, z)?;
-                    }
-                }
+                Some(d) => be.scale_block(d, &vs, &mut zs)?,
                 None => self.m.apply_block(be, &vs, &mut zs)?,
             }
         }
@@ -590,10 +605,24 @@ where
             (z.as_ref().unwrap_or(vj), vnext)
         });
         self.a.apply_block(be, &xs, &mut ys)?;
-        for (jj, c) in self.cols.iter_mut().enumerate() {
-            if on[jj] {
-                c.arnoldi(be, &mut scs[jj], its[jj])?;
-            }
+        let mut cc: Vec<GmresColumn<'_, B::Krylov, B::Scalars>> = self
+            .cols
+            .iter_mut()
+            .zip(scs.iter_mut())
+            .enumerate()
+            .filter(|(jj, _)| on[*jj])
+            .map(|(jj, (c, sc))| GmresColumn {
+                k: &mut c.k,
+                j: c.j,
+                sc,
+                it: its[jj],
+            })
+            .collect();
+        be.gmres_arnoldi_block(&mut cc)?;
+        drop(cc);
+        // As GmresVectors::arnoldi: the next basis column.
+        for (c, _) in self.cols.iter_mut().zip(&on).filter(|(_, &o)| o) {
+            c.j += 1;
         }
         Ok(())
     }

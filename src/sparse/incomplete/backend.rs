@@ -110,6 +110,23 @@ mod gpu {
             f.lower_solve(r, t)?;
             f.upper_solve(t, z)
         }
+        /// Both triangles swept: one cooperative launch for every column (each with its own
+        /// work vectors, the same result as its one-column application); else column by column.
+        fn apply_factor_block(
+            &self,
+            f: &Self::Factor,
+            rs: &[&CudaSlice<T::Dev>],
+            t: &mut CudaSlice<T::Dev>,
+            zs: &mut [&mut CudaSlice<T::Dev>],
+        ) -> Result<()> {
+            if self.block_steps() && f.apply_swept_block(rs, zs)? {
+                return Ok(());
+            }
+            for (r, z) in rs.iter().zip(zs.iter_mut()) {
+                self.apply_factor(f, r, t, z)?;
+            }
+            Ok(())
+        }
     }
 
     impl<T: Elem> IncompleteOps<T> for GpuOps<T>

@@ -120,7 +120,19 @@ pub struct GpuIncompleteFactor<T: Elem> {
     perm_in: Option<CudaSlice<u32>>,
     perm_out: Option<CudaSlice<u32>>,
     permuted: Mutex<CudaSlice<T::Dev>>,
+    /// Per column of a block application ([`GpuIncompleteFactor::apply_swept_block`]): `L⁻¹r`,
+    /// the sweeps' ping-pong vector, the permuted result (with an output ordering) and the
+    /// barrier word; allocated on first use.
+    block_work: Mutex<Vec<ColumnWork<T::Dev>>>,
     modes: ApplyModes,
+}
+
+/// One column's vectors of a block application of the swept factor.
+struct ColumnWork<D> {
+    t: CudaSlice<D>,
+    scratch: CudaSlice<D>,
+    permuted: Option<CudaSlice<D>>,
+    bar: CudaSlice<u32>,
 }
 
 impl<T: Elem> GpuIncompleteFactor<T>
@@ -234,6 +246,7 @@ where
             perm_in: s.perm_in.as_deref().map(up).transpose()?,
             perm_out: s.perm_out.as_deref().map(up).transpose()?,
             permuted: Mutex::new(gpu.zeros::<T::Dev>(if permuted { s_n } else { 1 })?),
+            block_work: Mutex::new(Vec::new()),
             modes: ApplyModes::fixed(params),
             structure: s,
         };
@@ -594,6 +607,143 @@ where
         // at most the co-resident blocks, which the cooperative launch guarantees.
         unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
             .map_err(launch_err("ilu_apply_sweeps"))?;
+        Ok(true)
+    }
+
+    /// [`GpuIncompleteFactor::apply_swept`] for several columns in one cooperative launch
+    /// (`ilu_apply_sweeps_cols`): `zs[j] ← U⁻¹(L⁻¹rs[j])` by the same sweeps, each column on
+    /// its own vectors and barrier word. A row's sum does not depend on the grid, so each column
+    /// equals its one-column application bit for bit; the columns share the launch (and read
+    /// the factor through L2 together). `Ok(false)` (nothing queued) where the one-column
+    /// application is not swept in one launch.
+    ///
+    /// # Errors
+    /// Device failures (allocating a column's work vectors, the launch).
+    pub fn apply_swept_block(
+        &self,
+        rs: &[&CudaSlice<T::Dev>],
+        zs: &mut [&mut CudaSlice<T::Dev>],
+    ) -> Result<bool> {
+        use crate::backend::gpu::block::Table;
+        use crate::backend::gpu::BLOCK_COLS;
+        assert_eq!(
+            rs.len(),
+            zs.len(),
+            "apply_swept_block: as many outputs as inputs"
+        );
+        let (ls, us) = (self.modes.lower_sweeps, self.modes.upper_sweeps);
+        let n = self.structure.n;
+        if rs.len() < 2
+            || ls == 0
+            || us == 0
+            || n == 0
+            || self.k.cols_blocks == 0
+            || !self.lower.sweeps_fusable()
+            || !self.upper.sweeps_fusable()
+        {
+            return Ok(false);
+        }
+        let n32 = n as u32;
+        let need = |lanes: u32| n32.div_ceil(THREADS / lanes.max(1)).max(1);
+        let need = need(self.lower.lanes).max(need(self.upper.lanes));
+        for (v, what) in rs
+            .iter()
+            .map(|r| (r.len(), "r"))
+            .chain(zs.iter().map(|z| (z.len(), "z")))
+        {
+            assert_eq!(
+                v, n,
+                "factor application: {what} has {v} elements, the factor {n} rows"
+            );
+        }
+        let mut work = self.block_work.lock().unwrap_or_else(|p| p.into_inner());
+        while work.len() < rs.len() {
+            work.push(ColumnWork {
+                t: self.gpu.zeros::<T::Dev>(n)?,
+                scratch: self.gpu.zeros::<T::Dev>(n)?,
+                permuted: match self.perm_out {
+                    Some(_) => Some(self.gpu.zeros::<T::Dev>(n)?),
+                    None => None,
+                },
+                bar: self.gpu.zeros::<u32>(1)?,
+            });
+        }
+        let (ucol, uval) = match &self.transpose {
+            Some((tcol, tval, _)) => (tcol, tval),
+            None => (&self.col, &self.val),
+        };
+        let (ls, us) = (ls as u32, us as u32);
+        let stream = self.gpu.stream();
+        let mut ws = work.iter_mut();
+        let chunks = rs.chunks(BLOCK_COLS).zip(zs.chunks_mut(BLOCK_COLS));
+        for (rc, zc) in chunks {
+            let cols = rc.len() as u32;
+            // Every column's blocks resident at once: the launch's share of the co-resident
+            // blocks per column, at most what one column's rows need.
+            let per = (self.k.cols_blocks / cols).min(need);
+            if per == 0 {
+                return Err(Error::InvalidInput(format!(
+                    "swept factor application of {cols} columns: {} co-resident blocks",
+                    self.k.cols_blocks
+                )));
+            }
+            let mut t = Table::new(stream);
+            for (c, (r, z)) in rc.iter().zip(zc.iter_mut()).enumerate() {
+                let w = ws.next().expect("a work set per column");
+                t.get(c, 0, r);
+                t.put(c, 1, &mut w.t);
+                t.put(c, 2, &mut w.scratch);
+                match &mut w.permuted {
+                    Some(p) => {
+                        t.put(c, 3, p);
+                        t.put(c, 4, &mut **z);
+                    }
+                    None => t.put(c, 3, &mut **z),
+                }
+                t.put(c, 5, &mut w.bar);
+            }
+            let mut l = stream.launch_builder(&self.k.apply_sweeps_cols);
+            l.arg(&n32).arg(&self.lower.start).arg(&self.lower.end);
+            match &self.lower.diag {
+                Some(d) => l.arg(d),
+                None => l.arg(&NULL),
+            };
+            l.arg(&self.col)
+                .arg(&self.val)
+                .arg(&ls)
+                .arg(&self.lower.lanes)
+                .arg(&self.upper.start)
+                .arg(&self.upper.end);
+            match &self.upper.diag {
+                Some(d) => l.arg(d),
+                None => l.arg(&NULL),
+            };
+            l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes);
+            match &self.perm_in {
+                Some(p) => l.arg(p),
+                None => l.arg(&NULL),
+            };
+            match &self.perm_out {
+                Some(p) => l.arg(p),
+                None => l.arg(&NULL),
+            };
+            l.arg(&t.tab);
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (per, cols, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: ilu_apply_sweeps_cols(u32 n, the lower plan's l_start, l_end, l_diag,
+            // l_col, l_val, u32 l_sweeps, u32 l_g, the upper plan's u_start ... u_val, u32
+            // u_sweeps, u32 u_g, const u32* bmap, const u32* omap, ColTab tab): the plans and
+            // maps as in apply_swept; row c < cols of the table holds a column's r (read), its
+            // own t, scratch, y (its permuted vector, or z without an output ordering), z and
+            // barrier word (one u32, zero or left by a previous barrier), every vector of n
+            // elements (checked); the written ones are distinct buffers. Cooperative: cols · per
+            // ≤ cols_blocks blocks, the co-resident blocks of this kernel.
+            unsafe { l.launch_cooperative(cfg) }.map_err(launch_err("ilu_apply_sweeps_cols"))?;
+            drop(t);
+        }
         Ok(true)
     }
 

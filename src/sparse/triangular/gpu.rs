@@ -35,6 +35,7 @@ pub const SPTRSV_SRC: KernelSource = KernelSource {
     headers: &[
         &crate::gpu::kernels::COMMON,
         &crate::gpu::kernels::COMPLEX_H,
+        &crate::backend::gpu::COLS,
     ],
     constants: &[("SPTRSV_THREADS", THREADS as i64)],
 };
@@ -90,9 +91,14 @@ pub(crate) struct Kernels {
     pub(crate) jacobi: CudaFunction,
     pub(crate) jacobi_fused: CudaFunction,
     pub(crate) apply_sweeps: CudaFunction,
+    /// `ilu_apply_sweeps` of several columns (one cooperative launch for all).
+    pub(crate) apply_sweeps_cols: CudaFunction,
     /// The most co-resident blocks of the cooperative sweep kernels (0: they cannot run, the
     /// sweeps are separate launches).
     pub(crate) fused_blocks: u32,
+    /// The most co-resident blocks of `ilu_apply_sweeps_cols` (its full occupancy: with several
+    /// columns a launch has work for more blocks than one column's barrier wants).
+    pub(crate) cols_blocks: u32,
 }
 
 impl Kernels {
@@ -110,7 +116,9 @@ impl Kernels {
             jacobi: f("sptrsv_jacobi")?,
             jacobi_fused: f("sptrsv_jacobi_fused")?,
             apply_sweeps: f("ilu_apply_sweeps")?,
+            apply_sweeps_cols: f("ilu_apply_sweeps_cols")?,
             fused_blocks: 0,
+            cols_blocks: 0,
         }
         .with_fused_blocks(gpu))
     }
@@ -134,6 +142,15 @@ impl Kernels {
         let separate = std::env::var("SEGSPARSE_SWEEPS").is_ok_and(|v| v == "separate");
         self.fused_blocks = if bound && !separate {
             per_sm * gpu.sm_count()
+        } else {
+            0
+        };
+        let cols_per_sm = self
+            .apply_sweeps_cols
+            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+            .unwrap_or(0);
+        self.cols_blocks = if self.fused_blocks > 0 {
+            cols_per_sm * gpu.sm_count()
         } else {
             0
         };
