@@ -1,53 +1,66 @@
-//! The automatic solve: [`precond::auto::choose`](crate::precond::auto::choose)'s rule, and where
-//! the rule cannot tell a cheap preconditioner from an expensive one, a **convergence probe**
-//! that measures instead of guessing, cached per sparsity pattern.
+//! The automatic solve: one body behind every entry point (`sparse-solve`'s default, the Rust
+//! API, Python's `segsparse.solve` and `M="auto"`). It reads the statistics where the matrix
+//! lives ([`StatsOps`]: a GPU kernel for a device matrix, no host copy), takes the rule's first
+//! choice and alternative ([`precond::auto::choose_from`](crate::precond::auto::choose_from)),
+//! and where the rule cannot tell which of the two is faster, runs a **convergence probe** of
+//! the cheap one that measures instead of guessing; the decision is cached per sparsity
+//! pattern.
 //!
-//! The rule decides alone where its statistics settle the question (a missing diagonal, strong
-//! diagonal dominance, coefficient jumps). Two of its answers are a guess that depends on how
-//! fast the cheap method converges, which no cheap statistic tells:
-//!
-//! | the rule says | the probe runs | and may escalate to | because |
+//! | the rule's first choice | the probe runs | and may escalate to | because |
 //! |---|---|---|---|
 //! | CG with none or Jacobi, ≥ [`ProbeParams::amg_min_rows`] rows | that CG, [`ProbeParams::cg_iterations`] iterations | CG + AMG | CG's iterations grow with the grid (large Poisson, anisotropy, elasticity) |
-//! | GMRES with ILU(0) (a full diagonal) | GMRES(30) + Jacobi, [`ProbeParams::gmres_iterations`] iterations | GMRES + ILU(0) | small, quickly converging matrices solve faster with Jacobi than ILU(0) sets up |
+//! | BiCGSTAB with none or Jacobi (unsymmetric with a full diagonal, saddle points, symmetric indefinite) | that BiCGSTAB, [`ProbeParams::bicgstab_iterations`] iterations | GMRES + ILU(0) (ILUT after a row matching where the diagonal has zeros: [`CostModel::ilut_setup_per_entry`]) | plain BiCGSTAB won 4–25× on 3D convection–diffusion and saddle points, where ILU(0)'s setup and triangular solves dominate; ILU(0) wins where BiCGSTAB converges slowly or not at all |
 //!
 //! The escalation wastes nothing it can keep: the cheap candidate starts the solve; if it
-//! converges within the probe, that is the solve. Otherwise its residual history gives a rate
-//! per iteration `ρ`, the remaining iterations `ln(tol / r_k) / ln ρ` and their time at the
-//! measured seconds per iteration; the expensive candidate's time comes from the [`CostModel`]
-//! (setup and iteration as multiples of the cheap iteration plus fixed seconds, iterations per
-//! solve). The faster continues **from the probe's iterate**. A cheap continuation that stalls,
-//! breaks down or runs out of iterations hands its iterate to the expensive candidate; an
-//! expensive candidate that cannot be built or fails hands it back to the cheap one with all the
-//! iterations left (so the automatic solve fails only where both fail).
+//! converges within the probe, that is the solve. Otherwise its residual history gives a rate per
+//! iteration `ρ` (a least-squares fit of `ln r` over the second half of the probe), the remaining
+//! iterations `ln(tol / r_k) / ln ρ` and their time at the probe's measured seconds per
+//! iteration `t`. The expensive candidate's time comes from the [`CostModel`]: its setup and
+//! iteration as multiples of `t` (what this device measured) plus fixed seconds and, for the
+//! incomplete factorization, seconds per stored entry; its iterations from the cheap candidate's
+//! predicted count. The faster continues **from the probe's iterate**.
 //!
-//! The decision is kept in memory per pattern ([`CsrMatrix::fingerprint`] and the element type):
-//! a further solve on the same pattern takes it without a probe ([`AutoSolve::cached`]).
+//! Every solve ends with a candidate that converged or a sentence saying that none did: a cheap
+//! continuation that stalls (it gets twice its predicted iterations), breaks down or runs out of
+//! iterations hands its iterate to the next candidate; a CG that breaks down (`pᵀAp ≤ 0`: the
+//! matrix is indefinite) hands it to BiCGSTAB, and no CG runs after it; the list ends with
+//! BiCGSTAB + Jacobi and GMRES + ILU(0). Where nothing converges, [`AutoSolve::failure`] gives
+//! the best residual reached and what was tried.
+//!
+//! The decision is kept in memory per pattern ([`StatsOps::matrix_fingerprint`] and the element
+//! type): a further solve on the same pattern takes the candidate that converged, without a probe
+//! ([`AutoSolve::cached`]).
 //!
 //! One body for every backend: the solvers and preconditioners are the generic ones, `op` is the
-//! backend's matrix (the GPU SpMV matrix on the GPU), `a` the host copy the rule reads.
+//! backend's matrix (the GPU SpMV matrix on the GPU); a host copy is needed only for an
+//! incomplete factorization (given by the caller, or downloaded once when one is built).
 
-use std::collections::HashMap;
+use std::cell::OnceCell;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::backend::{CgSteps, KrylovOps, Preconditioner};
+use crate::backend::{MultigridOps, Preconditioner, SolverOps};
 use crate::csr::CsrMatrix;
 use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
-use crate::precond::auto::{choose, AutoChoice, AutoMethod, AutoPrecond};
+use crate::precond::auto::{choose_from, AutoChoice, AutoMethod, AutoPrecond, StatsOps};
 use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps, Jacobi};
 use crate::scalar::Scalar;
 use crate::solvers::{
-    gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
+    bicgstab, gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
+    DEFAULT_RESTART,
 };
 use crate::sparse::incomplete::FactorSummary;
 
 /// The cost of the expensive candidates, in units of the cheap candidate's measured iteration
-/// (`t`) plus fixed seconds: a setup costs `setup.0 · t + setup.1` seconds, an iteration
-/// `iteration.0 · t + iteration.1`. The defaults are fitted on an H100 (`benches/results/auto.md`:
-/// AMG on Poisson 3D 96³–200³, ILU(0) on the unsymmetric corpus); on the CPU the fixed parts are
+/// `t` plus fixed seconds: a setup costs `setup.0 · t + setup.1` seconds, an iteration
+/// `iteration.0 · t + iteration.1`. For AMG `t` is a CG iteration (the CG probe), for ILU(0) a
+/// BiCGSTAB iteration (the BiCGSTAB probe). The defaults are fitted on an H200
+/// (`benches/results/auto.md`, on the kinds marked `fit` there); on the CPU the fixed parts are
 /// small against every setup that the probe weighs.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "cli", serde(default))]
 pub struct CostModel {
     /// AMG's setup: (cheap iterations, seconds).
     pub amg_setup: (f64, f64),
@@ -57,10 +70,21 @@ pub struct CostModel {
     pub amg_iterations: f64,
     /// ILU(0)'s setup: (cheap iterations, seconds).
     pub ilu_setup: (f64, f64),
+    /// ILU(0)'s setup: seconds per stored entry of the matrix (the factorization and its level
+    /// analysis).
+    pub ilu_setup_per_entry: f64,
+    /// The same where the diagonal has zeros: the row matching (MC64) and ILUT, in place of
+    /// `ilu_setup_per_entry`.
+    pub ilut_setup_per_entry: f64,
     /// One ILU(0)-preconditioned GMRES iteration: (cheap iterations, seconds).
     pub ilu_iteration: (f64, f64),
-    /// How many times fewer iterations ILU(0) takes than Jacobi.
+    /// How many times fewer iterations GMRES + ILU(0) takes than the cheap BiCGSTAB.
     pub ilu_gain: f64,
+    /// The CG iterations left after the probe, as a multiple of the count its measured rate
+    /// predicts (the rate of 40 iterations misses the slow end of the spectrum).
+    pub cg_iterations_factor: f64,
+    /// The same for BiCGSTAB's probe.
+    pub bicgstab_iterations_factor: f64,
 }
 
 impl Default for CostModel {
@@ -69,9 +93,13 @@ impl Default for CostModel {
             amg_setup: (160.0, 4.7e-3),
             amg_iteration: (12.0, 0.3e-3),
             amg_iterations: 15.0,
-            ilu_setup: (20.0, 1.5e-3),
-            ilu_iteration: (3.5, 0.0),
-            ilu_gain: 8.0,
+            ilu_setup: (20.0, 2.0e-3),
+            ilu_setup_per_entry: 40e-9,
+            ilut_setup_per_entry: 1e-6,
+            ilu_iteration: (5.0, 0.0),
+            ilu_gain: 4.0,
+            cg_iterations_factor: 1.0,
+            bicgstab_iterations_factor: 1.0,
         }
     }
 }
@@ -85,6 +113,8 @@ impl CostModel {
             amg_setup: (d.amg_setup.0, 0.0),
             amg_iteration: (d.amg_iteration.0, 0.0),
             ilu_setup: (d.ilu_setup.0, 0.0),
+            ilu_setup_per_entry: 0.0,
+            ilut_setup_per_entry: 0.0,
             ilu_iteration: (d.ilu_iteration.0, 0.0),
             ..d
         }
@@ -94,15 +124,15 @@ impl CostModel {
 /// Options of [`solve`]. Fill with struct-update syntax from `Default`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProbeParams {
-    /// Run the probe where the rule cannot decide (default true); false gives the rule's choice
-    /// alone, deterministic.
+    /// Run the probe where the rule cannot decide (default true); false gives the rule's first
+    /// choice, with its alternative only as a fallback, deterministic.
     pub enabled: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
     /// CG iterations of the probe (default 40); the rate is read over the second half.
     pub cg_iterations: usize,
-    /// GMRES + Jacobi iterations of the probe (default 20).
-    pub gmres_iterations: usize,
+    /// BiCGSTAB iterations of the probe (default 20: 40 products with the matrix).
+    pub bicgstab_iterations: usize,
     /// Rows from which CG's probe weighs AMG (default 20 000).
     pub amg_min_rows: usize,
     /// GMRES's restart length (default 30).
@@ -117,7 +147,7 @@ impl Default for ProbeParams {
             enabled: true,
             cache: true,
             cg_iterations: 40,
-            gmres_iterations: 20,
+            bicgstab_iterations: 20,
             amg_min_rows: 20_000,
             restart: DEFAULT_RESTART,
             model: CostModel::default(),
@@ -129,10 +159,10 @@ impl Default for ProbeParams {
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "cli", derive(serde::Serialize))]
 pub struct ProbeReport {
-    /// The candidate that ran: `"cg + none"`, `"cg + jacobi"`, `"gmres + jacobi"`.
+    /// The candidate that ran: `"cg + none"`, `"cg + jacobi"`, `"bicgstab + jacobi"`, ...
     pub cheap: String,
-    /// The one it was weighed against: `"amg"` or `"ilu0"`.
-    pub expensive: &'static str,
+    /// The one it was weighed against: `"cg + amg"`, `"gmres + ilu0"`.
+    pub expensive: String,
     /// Iterations the probe ran.
     pub iterations: usize,
     /// Seconds of the probe (its solver call).
@@ -157,18 +187,25 @@ pub struct ProbeReport {
 #[derive(Debug)]
 pub struct AutoSolve {
     /// The choice that finished the solve: method, preconditioner, and the reason (the rule's,
-    /// with the probe's measurements or the cache hit appended).
+    /// with the probe's measurements, the cache hit, the fallbacks and, where nothing
+    /// converged, [`AutoSolve::failure`] appended).
     pub choice: AutoChoice,
     /// The probe, where one ran.
     pub probe: Option<ProbeReport>,
     /// Whether the decision came from the per-pattern cache.
     pub cached: bool,
-    /// A fallback taken after a failure, in words.
+    /// The first fallback taken after a failure, in words.
     pub fallback: Option<String>,
+    /// Every candidate that ran, in order, with its outcome (`"bicgstab + jacobi: converged in
+    /// 42 iterations"`).
+    pub tried: Vec<String>,
+    /// Where no candidate converged: one sentence with the best residual reached and what was
+    /// tried.
+    pub failure: Option<String>,
     /// The solve: iterations and history of every segment together, the seconds of every
     /// solver call in `solve_seconds`, the setups and the choice in `setup_seconds`.
     pub result: Result<SolveInfo, SolveError>,
-    /// Seconds of the rule (statistics; 0 for [`solve_with_choice`]).
+    /// Seconds of the statistics and the rule (0 for [`solve_with_choice`]).
     pub choose_seconds: f64,
     /// Seconds of every preconditioner setup and of the rule.
     pub setup_seconds: f64,
@@ -180,9 +217,16 @@ pub struct AutoSolve {
     pub amg: Option<AmgSummary>,
 }
 
-/// The per-pattern decisions: fingerprint → (method, preconditioner).
-fn cache() -> &'static Mutex<HashMap<u64, (AutoMethod, AutoPrecond)>> {
-    static CACHE: OnceLock<Mutex<HashMap<u64, (AutoMethod, AutoPrecond)>>> = OnceLock::new();
+/// A candidate: a method and its preconditioner.
+type Cand = (AutoMethod, AutoPrecond);
+
+fn cand_name((m, p): Cand) -> String {
+    format!("{} + {}", m.name(), p.name())
+}
+
+/// The per-pattern decisions: fingerprint → the candidate that converged.
+fn cache() -> &'static Mutex<HashMap<u64, Cand>> {
+    static CACHE: OnceLock<Mutex<HashMap<u64, Cand>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -190,17 +234,6 @@ fn cache() -> &'static Mutex<HashMap<u64, (AutoMethod, AutoPrecond)>> {
 pub fn clear_cache() {
     if let Ok(mut c) = cache().lock() {
         c.clear();
-    }
-}
-
-/// The pair the probe weighs for `c`: (cheap method, cheap preconditioner, expensive one).
-fn escalation(c: &AutoChoice, p: &ProbeParams) -> Option<(AutoMethod, AutoPrecond, AutoPrecond)> {
-    use AutoMethod::*;
-    use AutoPrecond::*;
-    match (c.method, c.precond) {
-        (Cg, None | Jacobi) if c.stats.rows >= p.amg_min_rows => Some((Cg, c.precond, Amg)),
-        (Gmres, Ilu0) if c.stats.missing_diagonal == 0 => Some((Gmres, Jacobi, Ilu0)),
-        _ => Option::None,
     }
 }
 
@@ -215,10 +248,15 @@ pub struct Measured {
     pub residual: f64,
     /// The residual reduction per iteration.
     pub rate: f64,
+    /// Stored entries of the matrix.
+    pub nnz: usize,
 }
 
-/// The decision from a probe: (escalate, predicted remaining cheap iterations, predicted cheap
-/// seconds, predicted expensive seconds). Pure: what the probe's tests pin down.
+/// The decision from a probe: (escalate, predicted remaining cheap iterations (the rate's count
+/// times the model's factor for the probed method), predicted cheap seconds, predicted expensive
+/// seconds). `expensive` is [`AutoPrecond::Amg`] (CG + AMG after a
+/// CG probe) or the incomplete factorization (GMRES + ILU(0) after a BiCGSTAB probe). Pure:
+/// what the probe's tests pin down.
 pub fn decide(
     m: &Measured,
     expensive: AutoPrecond,
@@ -226,8 +264,12 @@ pub fn decide(
     model: &CostModel,
 ) -> (bool, f64, f64, f64) {
     let t = m.seconds_per_iteration;
+    let factor = match expensive {
+        AutoPrecond::Amg => model.cg_iterations_factor,
+        _ => model.bicgstab_iterations_factor,
+    };
     let remaining = if m.rate < 1.0 && m.rate > 0.0 {
-        ((rel_tol / m.residual).ln() / m.rate.ln()).max(0.0)
+        factor * ((rel_tol / m.residual).ln() / m.rate.ln()).max(0.0)
     } else {
         f64::INFINITY
     };
@@ -239,7 +281,9 @@ pub fn decide(
         }
         _ => {
             let its = (m.iterations as f64 + remaining) / model.ilu_gain;
-            cost(model.ilu_setup) + its * cost(model.ilu_iteration)
+            cost(model.ilu_setup)
+                + model.ilu_setup_per_entry * m.nnz as f64
+                + its * cost(model.ilu_iteration)
         }
     };
     (
@@ -278,27 +322,51 @@ type Built<'a, T, B> = (
     Option<AmgSummary>,
 );
 
+/// The host copy of the matrix: the caller's, or downloaded from the backend once, when an
+/// incomplete factorization needs it.
+struct Host<'h, T: Scalar> {
+    given: Option<&'h CsrMatrix<T>>,
+    owned: OnceCell<CsrMatrix<T>>,
+}
+
+impl<T: Scalar> Host<'_, T> {
+    fn get<B: MultigridOps<T>>(&self, be: &B, op: &B::Matrix) -> crate::Result<&CsrMatrix<T>> {
+        if let Some(h) = self.given {
+            return Ok(h);
+        }
+        if let Some(h) = self.owned.get() {
+            return Ok(h);
+        }
+        let h = be.download_matrix(op)?;
+        Ok(self.owned.get_or_init(|| h))
+    }
+}
+
 fn build<'a, T, B>(
     be: &B,
     op: &B::Matrix,
-    a: &CsrMatrix<T>,
+    host: &Host<'_, T>,
     c: &AutoChoice,
     precond: AutoPrecond,
 ) -> crate::Result<Built<'a, T, B>>
 where
     T: Scalar,
-    B: KrylovOps<T> + CgSteps<T> + IncompleteOps<T> + AmgOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     Ok(match precond {
         AutoPrecond::None => (Box::new(Identity), None, None),
-        AutoPrecond::Jacobi => (Box::new(Jacobi::from_matrix(be, a)?), None, None),
+        AutoPrecond::Jacobi => (
+            Box::new(Jacobi::from_diagonal(be, &be.matrix_diagonal(op)?)?),
+            None,
+            None,
+        ),
         AutoPrecond::Ilu0 => {
-            let m = Ilu0::new(be, a, &c.incomplete)?;
+            let m = Ilu0::new(be, host.get(be, op)?, &c.incomplete)?;
             let s = m.summary();
             (Box::new(m), Some(s), None)
         }
         AutoPrecond::Ic0 => {
-            let m = Ic0::new(be, a, &c.incomplete)?;
+            let m = Ic0::new(be, host.get(be, op)?, &c.incomplete)?;
             let s = m.summary();
             (Box::new(m), Some(s), None)
         }
@@ -310,7 +378,7 @@ where
     })
 }
 
-/// One solver call of `method` with `m`.
+/// One solver call of `method` with `m` (the observer, if any, in `params`).
 #[allow(clippy::too_many_arguments)]
 fn run<T, B, P>(
     be: &B,
@@ -324,11 +392,12 @@ fn run<T, B, P>(
 ) -> Result<SolveInfo, SolveError>
 where
     T: Scalar,
-    B: KrylovOps<T> + CgSteps<T> + AmgOps<T>,
+    B: SolverOps<T> + AmgOps<T>,
     P: Preconditioner<T, B> + ?Sized,
 {
     match method {
         AutoMethod::Cg => pcg(be, op, m, b, x, params),
+        AutoMethod::Bicgstab => bicgstab(be, op, m, b, x, params),
         AutoMethod::Gmres => gmres(be, op, m, b, x, restart, params),
     }
 }
@@ -387,6 +456,16 @@ fn iterations_of(e: &SolveError) -> usize {
     }
 }
 
+/// The true residual a failure reports, where it reports one.
+fn residual_of(e: &SolveError) -> Option<f64> {
+    match e {
+        SolveError::NotConverged { residual, .. } | SolveError::Stagnation { residual, .. } => {
+            Some(*residual)
+        }
+        _ => None,
+    }
+}
+
 /// Whether a failure may be handed to another candidate (not a backend or size error).
 fn recoverable(e: &SolveError) -> bool {
     matches!(
@@ -398,20 +477,22 @@ fn recoverable(e: &SolveError) -> bool {
     )
 }
 
-/// Solves `A·x = b` with the automatic choice (see the [module docs](self)). `op` is `a` on the
-/// backend (the solver multiplies by it; AMG sets up from it), `a` the host matrix the rule and
-/// the incomplete factorizations read. `params` as for any solver (its `initial_guess` applies
-/// to the first call; its observer sees every solver call, the probe's included, each counting
-/// its iterations from 1). The result's `solve_seconds` counts every solver call (the probe's
-/// included), its `setup_seconds` the rule and every preconditioner setup.
+/// Solves `A·x = b` with the automatic choice (see the [module docs](self)). `op` is `A` on the
+/// backend (the solver multiplies by it, the statistics and AMG read it there); `host` its host
+/// copy where the caller has one (an incomplete factorization reads it; `None`: downloaded once
+/// if one is built). `params` as for any solver (its `initial_guess` applies to the first call;
+/// its observer sees every solver call, the probe's included, each counting its iterations from
+/// 1). The result's `solve_seconds` counts every solver call (the probe's included), its
+/// `setup_seconds` the statistics, the rule and every preconditioner setup.
 ///
 /// # Errors
-/// A preconditioner setup that fails with no other candidate left, or a backend failure; a solve
-/// that does not converge is reported in [`AutoSolve::result`].
+/// A non-square matrix, a preconditioner setup that fails with no other candidate left, or a
+/// backend failure; a solve that does not converge is reported in [`AutoSolve::result`] (and
+/// [`AutoSolve::failure`]).
 pub fn solve<T, B>(
     be: &B,
     op: &B::Matrix,
-    a: &CsrMatrix<T>,
+    host: Option<&CsrMatrix<T>>,
     b: &B::Vector,
     x: &mut B::Vector,
     params: &SolveParams,
@@ -419,12 +500,12 @@ pub fn solve<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: KrylovOps<T> + CgSteps<T> + IncompleteOps<T> + AmgOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     let clock = Instant::now();
-    let choice = choose(a);
+    let choice = choose_from(be.matrix_stats(op)?);
     let choose_seconds = clock.elapsed().as_secs_f64();
-    let mut s = solve_with_choice(be, op, a, choice, b, x, params, probe)?;
+    let mut s = solve_with_choice(be, op, host, choice, b, x, params, probe)?;
     s.choose_seconds = choose_seconds;
     s.setup_seconds += choose_seconds;
     if let Ok(info) = &mut s.result {
@@ -433,7 +514,36 @@ where
     Ok(s)
 }
 
-/// [`solve`] with the rule's choice made by the caller (`choose(a)`, timed on its side).
+/// The candidates after the first choice and its alternative: BiCGSTAB with Jacobi (none
+/// where the diagonal has a zero) and GMRES with ILU(0), each once.
+fn fallbacks(c: &AutoChoice, order: &mut Vec<Cand>) {
+    let jac = if c.stats.missing_diagonal > 0 {
+        AutoPrecond::None
+    } else {
+        AutoPrecond::Jacobi
+    };
+    for k in [
+        (AutoMethod::Bicgstab, jac),
+        (AutoMethod::Gmres, AutoPrecond::Ilu0),
+    ] {
+        if !order.contains(&k) {
+            order.push(k);
+        }
+    }
+}
+
+/// Whether the probe weighs `alt` against the first choice of `c`: CG's probe from
+/// [`ProbeParams::amg_min_rows`] rows, BiCGSTAB's always.
+fn probe_applies(c: &AutoChoice, p: &ProbeParams) -> bool {
+    match (c.method, c.alternative) {
+        (AutoMethod::Cg, Some(_)) => c.stats.rows >= p.amg_min_rows,
+        (AutoMethod::Bicgstab, Some(_)) => true,
+        _ => false,
+    }
+}
+
+/// [`solve`] with the rule's choice made by the caller (`choose(a)` or
+/// [`choose_from`](crate::precond::auto::choose_from), timed on its side).
 ///
 /// # Errors
 /// As [`solve`].
@@ -441,7 +551,7 @@ where
 pub fn solve_with_choice<T, B>(
     be: &B,
     op: &B::Matrix,
-    a: &CsrMatrix<T>,
+    host: Option<&CsrMatrix<T>>,
     mut choice: AutoChoice,
     b: &B::Vector,
     x: &mut B::Vector,
@@ -450,15 +560,18 @@ pub fn solve_with_choice<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: KrylovOps<T> + CgSteps<T> + IncompleteOps<T> + AmgOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
-    let choose_seconds = 0.0;
+    let host = Host {
+        given: host,
+        owned: OnceCell::new(),
+    };
     let restart = probe.restart;
     let mut seg = Segments {
         iterations: 0,
         history: Vec::new(),
         seconds: 0.0,
-        setup: choose_seconds,
+        setup: 0.0,
         restarts: 0,
     };
     let mut out = AutoSolve {
@@ -466,275 +579,398 @@ where
         probe: None,
         cached: false,
         fallback: None,
+        tried: Vec::new(),
+        failure: None,
         result: Err(SolveError::NotConverged {
             iterations: 0,
             residual: f64::NAN,
         }),
-        choose_seconds,
+        choose_seconds: 0.0,
         setup_seconds: 0.0,
         solve_seconds: 0.0,
         factor: None,
         amg: None,
     };
-    let pair = escalation(&choice, probe);
-    let mut cheap_cap: Option<usize> = None;
-    let key = a.fingerprint() ^ 0x5eed_a070;
-    let cached = if probe.cache && pair.is_some() {
+    let first: Cand = (choice.method, choice.precond);
+    let key = be.matrix_fingerprint(op) ^ 0x5eed_a070;
+    let cached = if probe.cache && choice.alternative.is_some() {
         cache().lock().ok().and_then(|c| c.get(&key).copied())
     } else {
         None
     };
-    // The plan: (method, preconditioner) to finish with, the alternative on failure, and the
-    // parameters of the finishing call.
-    let (method, precond, other) = match (cached, pair) {
-        (Some((m, p)), Some((cm, cp, e))) => {
-            out.cached = true;
-            choice
-                .reason
-                .push_str(&format!("; cached decision for this pattern: {}", p.name()));
-            let other = if p == e { (cm, cp) } else { (m, e) };
-            (m, p, Some(other))
+    // The candidates in the order they run, each with an iteration cap.
+    let mut order: Vec<Cand> = Vec::new();
+    let mut cap: Option<(Cand, usize)> = None;
+    // A CG broke down: the matrix is indefinite and no CG runs after it.
+    let mut indefinite = false;
+    let mut last_err: Option<SolveError> = None;
+    let mut best: Option<(f64, Cand)> = None;
+    // The preconditioners built so far, kept for a candidate that runs again.
+    let mut preconds: Vec<(AutoPrecond, Built<'_, T, B>)> = Vec::new();
+    if let Some(c) = cached {
+        out.cached = true;
+        choice.reason.push_str(&format!(
+            "; cached decision for this pattern: {}",
+            cand_name(c)
+        ));
+        order.push(c);
+        order.push(first);
+        order.extend(choice.alternative);
+    } else if let (Some(alt), true) = (
+        choice.alternative,
+        probe.enabled && probe_applies(&choice, probe),
+    ) {
+        // The probe: the cheap candidate from the caller's initial guess.
+        let budget = match first.0 {
+            AutoMethod::Cg => probe.cg_iterations,
+            _ => probe.bicgstab_iterations,
         }
-        (_, Some((cm, cp, e))) if probe.enabled => {
-            // The probe: the cheap candidate from the caller's initial guess.
-            let budget = match cm {
-                AutoMethod::Cg => probe.cg_iterations,
-                AutoMethod::Gmres => probe.gmres_iterations,
-            }
-            .min(params.max_iters)
-            .max(2);
-            let t = Instant::now();
-            let (m, _, _) = build(be, op, a, &choice, cp)?;
-            seg.setup += t.elapsed().as_secs_f64();
-            let rec = Recorder(Mutex::new(Vec::new()), params.observer);
-            let pp = SolveParams {
-                max_iters: budget,
-                observer: if cm == AutoMethod::Cg {
-                    Some(&rec)
-                } else {
-                    params.observer
-                },
-                ..*params
-            };
-            let t = Instant::now();
-            let r = run(be, op, &*m, cm, restart, b, x, &pp);
-            let secs = t.elapsed().as_secs_f64();
-            let cheap = format!("{} + {}", cm.name(), cp.name());
-            let mut report = ProbeReport {
-                cheap,
-                expensive: e.name(),
-                iterations: 0,
-                seconds: secs,
-                residual: f64::NAN,
-                rate: f64::NAN,
-                predicted_iterations: f64::NAN,
-                predicted_cheap_seconds: f64::NAN,
-                predicted_expensive_seconds: f64::NAN,
-                escalated: false,
-                converged: false,
-            };
-            match r {
-                Ok(info) => {
-                    seg.add(&info, secs);
-                    report.iterations = info.iterations;
-                    report.residual = info.relative_residual;
-                    report.converged = true;
-                    choice.method = cm;
-                    choice.precond = cp;
-                    choice.reason.push_str(&format!(
-                        "; probe: {cheap} converged within the probe ({} iterations, {:.3} ms)",
-                        info.iterations,
-                        secs * 1e3,
-                        cheap = report.cheap
-                    ));
-                    if probe.cache {
-                        if let Ok(mut c) = cache().lock() {
-                            c.insert(key, (cm, cp));
-                        }
-                    }
-                    out.probe = Some(report);
-                    out.setup_seconds = seg.setup;
-                    out.solve_seconds = seg.seconds;
-                    out.result = seg.finish(Ok(info));
-                    out.choice = choice;
-                    return Ok(out);
-                }
-                Err(
-                    ref err @ SolveError::NotConverged {
-                        iterations,
-                        residual,
-                    },
-                ) => {
-                    seg.add_failed(err, secs);
-                    let h = rec.0.lock().map(|h| h.clone()).unwrap_or_default();
-                    let rate = probe_rate(&h, iterations, residual);
-                    let meas = Measured {
-                        iterations,
-                        seconds_per_iteration: secs / iterations.max(1) as f64,
-                        residual,
-                        rate,
-                    };
-                    let (up, its, tc, te) = decide(&meas, e, params.rel_tol, &probe.model);
-                    report.iterations = iterations;
-                    report.residual = residual;
-                    report.rate = rate;
-                    report.predicted_iterations = its;
-                    report.predicted_cheap_seconds = tc;
-                    report.predicted_expensive_seconds = te;
-                    report.escalated = up;
-                    choice.reason.push_str(&format!(
-                        "; probe: {} for {iterations} iterations ({:.3} ms) reached {residual:.2e}, \
-                         rate {rate:.4}/iteration: {its:.0} more iterations, {:.2} ms, against \
-                         {:.2} ms predicted for {}: {}",
-                        report.cheap,
-                        secs * 1e3,
-                        tc * 1e3,
-                        te * 1e3,
-                        e.name(),
-                        if up { e.name() } else { "kept" }
-                    ));
-                }
-                Err(err) if recoverable(&err) => {
-                    seg.add_failed(&err, secs);
-                    report.escalated = true;
-                    choice.reason.push_str(&format!(
-                        "; probe: {} failed ({err}): {}",
-                        report.cheap,
-                        e.name()
-                    ));
-                    if matches!(err, SolveError::NonFinite { .. }) {
-                        be.fill(x, T::zero())?;
+        .max(2)
+        .min(params.max_iters.max(1));
+        let t = Instant::now();
+        let built = build(be, op, &host, &choice, first.1)?;
+        seg.setup += t.elapsed().as_secs_f64();
+        let rec = Recorder(Mutex::new(Vec::new()), params.observer);
+        let pp = SolveParams {
+            max_iters: budget,
+            observer: Some(&rec),
+            ..*params
+        };
+        let t = Instant::now();
+        let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
+        let secs = t.elapsed().as_secs_f64();
+        let mut report = ProbeReport {
+            cheap: cand_name(first),
+            expensive: cand_name(alt),
+            iterations: 0,
+            seconds: secs,
+            residual: f64::NAN,
+            rate: f64::NAN,
+            predicted_iterations: f64::NAN,
+            predicted_cheap_seconds: f64::NAN,
+            predicted_expensive_seconds: f64::NAN,
+            escalated: false,
+            converged: false,
+        };
+        match r {
+            Ok(info) => {
+                seg.add(&info, secs);
+                report.iterations = info.iterations;
+                report.residual = info.relative_residual;
+                report.converged = true;
+                choice.reason.push_str(&format!(
+                    "; probe: {} converged within the probe ({} iterations, {:.3} ms)",
+                    report.cheap,
+                    info.iterations,
+                    secs * 1e3,
+                ));
+                out.tried.push(format!(
+                    "{}: converged in {} iterations (the probe)",
+                    report.cheap, info.iterations
+                ));
+                if probe.cache {
+                    if let Ok(mut c) = cache().lock() {
+                        c.insert(key, first);
                     }
                 }
-                Err(err) => {
-                    out.setup_seconds = seg.setup;
-                    out.solve_seconds = seg.seconds;
-                    out.result = Err(err);
-                    out.probe = Some(report);
-                    out.choice = choice;
-                    return Ok(out);
-                }
-            }
-            let up = report.escalated;
-            // A kept cheap candidate gets twice its predicted iterations (at least two restart
-            // cycles); then the expensive one takes over from its iterate.
-            if !up && report.predicted_iterations.is_finite() {
-                cheap_cap = Some((2.0 * report.predicted_iterations) as usize + 2 * restart);
-            }
-            out.probe = Some(report);
-            if probe.cache {
-                if let Ok(mut c) = cache().lock() {
-                    c.insert(key, if up { (cm, e) } else { (cm, cp) });
-                }
-            }
-            if up {
-                (cm, e, Some((cm, cp)))
-            } else {
-                (cm, cp, Some((cm, e)))
-            }
-        }
-        _ => (choice.method, choice.precond, None),
-    };
-    // The finishing call, from the current iterate once a probe ran.
-    let continued = seg.iterations > 0 || out.probe.is_some();
-    let left = params.max_iters.saturating_sub(seg.iterations).max(1);
-    let left = cheap_cap.map_or(left, |c| c.min(left));
-    let fp = SolveParams {
-        max_iters: left,
-        initial_guess: if continued {
-            InitialGuess::Given
-        } else {
-            params.initial_guess
-        },
-        ..*params
-    };
-    let t = Instant::now();
-    let built = build(be, op, a, &choice, precond);
-    seg.setup += t.elapsed().as_secs_f64();
-    let first = match built {
-        Ok((m, f, g)) => {
-            out.factor = f;
-            out.amg = g;
-            let t = Instant::now();
-            let r = run(be, op, &*m, method, restart, b, x, &fp);
-            Ok((r, t.elapsed().as_secs_f64()))
-        }
-        Err(e) => Err(e),
-    };
-    choice.method = method;
-    choice.precond = precond;
-    let failed = match first {
-        Ok((Ok(info), secs)) => {
-            seg.add(&info, secs);
-            out.setup_seconds = seg.setup;
-            out.solve_seconds = seg.seconds;
-            out.result = seg.finish(Ok(info));
-            out.choice = choice;
-            return Ok(out);
-        }
-        Ok((Err(err), secs)) => {
-            seg.add_failed(&err, secs);
-            if !recoverable(&err) || other.is_none() {
+                out.probe = Some(report);
                 out.setup_seconds = seg.setup;
                 out.solve_seconds = seg.seconds;
-                out.result = seg.finish(Err(err));
+                out.result = seg.finish(Ok(info));
                 out.choice = choice;
                 return Ok(out);
             }
-            if matches!(err, SolveError::NonFinite { .. }) {
-                be.fill(x, T::zero())?;
+            Err(
+                ref err @ SolveError::NotConverged {
+                    iterations,
+                    residual,
+                },
+            ) => {
+                seg.add_failed(err, secs);
+                let h = rec.0.lock().map(|h| h.clone()).unwrap_or_default();
+                let rate = probe_rate(first.0, &h, iterations, residual);
+                let meas = Measured {
+                    iterations,
+                    seconds_per_iteration: secs / iterations.max(1) as f64,
+                    residual,
+                    rate,
+                    nnz: choice.stats.nnz,
+                };
+                // A zero diagonal makes the factorization a matched ILUT: its own setup cost.
+                let model = if choice.stats.missing_diagonal > 0 {
+                    CostModel {
+                        ilu_setup_per_entry: probe.model.ilut_setup_per_entry,
+                        ..probe.model
+                    }
+                } else {
+                    probe.model
+                };
+                let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
+                report.iterations = iterations;
+                report.residual = residual;
+                report.rate = rate;
+                report.predicted_iterations = its;
+                report.predicted_cheap_seconds = tc;
+                report.predicted_expensive_seconds = te;
+                report.escalated = up;
+                best = Some((residual, first));
+                out.tried.push(format!(
+                    "{}: {iterations} iterations to {residual:.2e} (the probe)",
+                    report.cheap
+                ));
+                choice.reason.push_str(&format!(
+                    "; probe: {} for {iterations} iterations ({:.3} ms) reached {residual:.2e}, \
+                     rate {rate:.4}/iteration: {its:.0} more iterations, {:.2} ms, against \
+                     {:.2} ms predicted for {}: {}",
+                    report.cheap,
+                    secs * 1e3,
+                    tc * 1e3,
+                    te * 1e3,
+                    report.expensive,
+                    if up { "escalated" } else { "kept" }
+                ));
+                // A kept cheap candidate gets twice its predicted iterations (at least two
+                // restart cycles); then the expensive one takes over from its iterate.
+                if up {
+                    order.push(alt);
+                    order.push(first);
+                } else {
+                    if its.is_finite() {
+                        cap = Some((first, (2.0 * its) as usize + 2 * restart));
+                    }
+                    order.push(first);
+                    order.push(alt);
+                }
             }
-            err.to_string()
+            Err(err) if recoverable(&err) => {
+                seg.add_failed(&err, secs);
+                report.escalated = true;
+                out.tried
+                    .push(format!("{}: {err} (the probe)", report.cheap));
+                choice.reason.push_str(&format!(
+                    "; probe: {} failed ({err}): {}",
+                    report.cheap, report.expensive
+                ));
+                if matches!(err, SolveError::NonFinite { .. }) {
+                    be.fill(x, T::zero())?;
+                }
+                if first.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
+                    indefinite = true;
+                }
+                if out.fallback.is_none() {
+                    out.fallback = Some(format!("{} failed ({err})", report.cheap));
+                }
+                last_err = Some(err);
+                order.push(alt);
+            }
+            Err(err) => {
+                seg.add_failed(&err, secs);
+                out.setup_seconds = seg.setup;
+                out.solve_seconds = seg.seconds;
+                out.result = Err(err);
+                out.probe = Some(report);
+                out.choice = choice;
+                return Ok(out);
+            }
         }
-        Err(e) if other.is_none() => return Err(e),
-        Err(e) => e.to_string(),
-    };
-    // The fallback: the other candidate, from the iterate, with all the iterations left.
-    let (fm, fpc) = other.expect("checked above");
-    let why = format!(
-        "{} + {} failed ({failed}): {} + {} from its iterate",
-        method.name(),
-        precond.name(),
-        fm.name(),
-        fpc.name()
-    );
-    choice.reason.push_str(&format!("; {why}"));
-    out.fallback = Some(why);
-    let t = Instant::now();
-    let (m, f, g) = build(be, op, a, &choice, fpc)?;
-    seg.setup += t.elapsed().as_secs_f64();
-    out.factor = f.or(out.factor.take());
-    out.amg = g.or(out.amg.take());
-    let fp = SolveParams {
-        max_iters: params.max_iters.saturating_sub(seg.iterations).max(1),
-        initial_guess: InitialGuess::Given,
-        ..*params
-    };
-    let t = Instant::now();
-    let r = run(be, op, &*m, fm, restart, b, x, &fp);
-    let secs = t.elapsed().as_secs_f64();
-    match &r {
-        Ok(info) => seg.add(info, secs),
-        Err(e) => seg.add_failed(e, secs),
+        out.probe = Some(report);
+        preconds.push((first.1, built));
+    } else {
+        order.push(first);
+        order.extend(choice.alternative);
     }
-    choice.method = fm;
-    choice.precond = fpc;
+    fallbacks(&choice, &mut order);
+    let mut queue: VecDeque<Cand> = VecDeque::new();
+    for c in order {
+        if !queue.contains(&c) {
+            queue.push_back(c);
+        }
+    }
+    // The candidates in turn, each from the current iterate once anything ran. One that is not
+    // the last runnable gets half the iterations left (or its predicted cap), so a stall leaves
+    // iterations to the others; one cut short this way, or a BiCGSTAB that broke down, runs
+    // again at the end (three runs at most).
+    let mut requeued: Vec<Cand> = Vec::new();
+    let mut ran = 0usize;
+    while let Some(cand) = queue.pop_front() {
+        if indefinite && cand.0 == AutoMethod::Cg {
+            continue;
+        }
+        let left = params.max_iters.saturating_sub(seg.iterations);
+        if left == 0 {
+            break;
+        }
+        let last = queue.iter().all(|c| indefinite && c.0 == AutoMethod::Cg);
+        let share = if last { left } else { (left / 2).max(1) };
+        let limit = match cap {
+            Some((c, n)) if c == cand && !requeued.contains(&cand) => n.clamp(1, share),
+            _ => share,
+        };
+        let continued = seg.iterations > 0 || out.probe.is_some();
+        let fp = SolveParams {
+            max_iters: limit,
+            initial_guess: if continued {
+                InitialGuess::Given
+            } else {
+                params.initial_guess
+            },
+            ..*params
+        };
+        if !preconds.iter().any(|(p, _)| *p == cand.1) {
+            let t = Instant::now();
+            let built = build(be, op, &host, &choice, cand.1);
+            seg.setup += t.elapsed().as_secs_f64();
+            match built {
+                Ok(bt) => preconds.push((cand.1, bt)),
+                Err(e) => {
+                    if queue.is_empty() && last_err.is_none() && ran == 0 {
+                        return Err(e);
+                    }
+                    out.tried
+                        .push(format!("{}: setup failed ({e})", cand_name(cand)));
+                    continue;
+                }
+            }
+        }
+        let (_, (m, f, g)) = preconds
+            .iter()
+            .find(|(p, _)| *p == cand.1)
+            .expect("built above");
+        if f.is_some() {
+            out.factor = f.clone();
+        }
+        if g.is_some() {
+            out.amg = g.clone();
+        }
+        let t = Instant::now();
+        let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
+        let secs = t.elapsed().as_secs_f64();
+        ran += 1;
+        choice.method = cand.0;
+        choice.precond = cand.1;
+        match r {
+            Ok(info) => {
+                seg.add(&info, secs);
+                out.tried.push(format!(
+                    "{}: converged in {} iterations",
+                    cand_name(cand),
+                    info.iterations
+                ));
+                if probe.cache && choice.alternative.is_some() {
+                    if let Ok(mut c) = cache().lock() {
+                        c.insert(key, cand);
+                    }
+                }
+                if out.fallback.is_some() || ran > 1 || out.cached {
+                    choice
+                        .reason
+                        .push_str(&format!("; finished with {}", cand_name(cand)));
+                }
+                out.setup_seconds = seg.setup;
+                out.solve_seconds = seg.seconds;
+                out.result = seg.finish(Ok(info));
+                out.choice = choice;
+                return Ok(out);
+            }
+            Err(err) if recoverable(&err) => {
+                seg.add_failed(&err, secs);
+                out.tried.push(format!("{}: {err}", cand_name(cand)));
+                if let Some(r) = residual_of(&err) {
+                    if best.is_none_or(|(b, _)| r < b) {
+                        best = Some((r, cand));
+                    }
+                }
+                if out.fallback.is_none() {
+                    out.fallback = Some(format!("{} failed ({err})", cand_name(cand)));
+                }
+                choice
+                    .reason
+                    .push_str(&format!("; {} failed ({err})", cand_name(cand)));
+                if matches!(err, SolveError::NonFinite { .. }) {
+                    be.fill(x, T::zero())?;
+                }
+                if cand.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
+                    indefinite = true;
+                }
+                // Cut short by its share, or a BiCGSTAB breakdown (cured by a restart from the
+                // iterate with a new shadow residual): again at the end, three runs at most.
+                let again = match err {
+                    SolveError::NotConverged { .. } => limit < left,
+                    SolveError::Breakdown { .. } => cand.0 == AutoMethod::Bicgstab,
+                    _ => false,
+                };
+                if again && requeued.iter().filter(|c| **c == cand).count() < 2 {
+                    requeued.push(cand);
+                    queue.push_back(cand);
+                }
+                last_err = Some(err);
+            }
+            Err(err) => {
+                seg.add_failed(&err, secs);
+                out.setup_seconds = seg.setup;
+                out.solve_seconds = seg.seconds;
+                out.result = Err(err);
+                out.choice = choice;
+                return Ok(out);
+            }
+        }
+    }
+    // Nothing converged: one sentence.
+    let failure = format!(
+        "no candidate converged: {}; tried {}",
+        match best {
+            Some((r, c)) => format!(
+                "the best relative residual reached was {r:.2e} ({})",
+                cand_name(c)
+            ),
+            None => "no candidate reported a residual".to_string(),
+        },
+        out.tried.join(", ")
+    );
+    choice.reason.push_str(&format!("; {failure}"));
+    out.failure = Some(failure);
     out.setup_seconds = seg.setup;
     out.solve_seconds = seg.seconds;
-    out.result = seg.finish(r);
+    out.result = seg.finish(Err(last_err.unwrap_or(SolveError::NotConverged {
+        iterations: seg.iterations,
+        residual: best.map_or(f64::NAN, |b| b.0),
+    })));
     out.choice = choice;
     Ok(out)
 }
 
-/// The residual reduction per iteration of a probe: over the second half of the recorded
-/// history where there is one (CG's early iterations are faster than its steady rate), else from
-/// the final true residual over all iterations (GMRES's residual falls monotonically from 1).
-fn probe_rate(history: &[f64], iterations: usize, residual: f64) -> f64 {
+/// The residual reduction per iteration of a probe. CG: a least-squares fit of `ln r` over the
+/// second half of the recorded history (CG's early iterations are faster than its steady
+/// rate). BiCGSTAB, whose residual may grow for a while before it falls (non-normal
+/// convection) and oscillates: the reduction from the first recorded residual to the smallest
+/// one, spread over all the probe's iterations (no progress gives 1: it does not converge).
+/// Without a history: from the final true residual over all iterations.
+fn probe_rate(method: AutoMethod, history: &[f64], iterations: usize, residual: f64) -> f64 {
     let k = history.len();
-    if k >= 4 {
-        let (lo, hi) = (history[k / 2 - 1], history[k - 1]);
-        if lo > 0.0 && hi > 0.0 {
-            return (hi / lo).powf(1.0 / (k - k / 2) as f64);
+    if method != AutoMethod::Cg && k >= 3 {
+        let first = history[0];
+        let least = history.iter().copied().fold(f64::INFINITY, f64::min);
+        if first > 0.0 && least.is_finite() && least > 0.0 {
+            return (least / first).min(1.0).powf(1.0 / (k - 1) as f64);
+        }
+    }
+    if k >= 6 {
+        let pts: Vec<(f64, f64)> = history[k / 2..]
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v > 0.0 && v.is_finite())
+            .map(|(i, v)| (i as f64, v.ln()))
+            .collect();
+        if pts.len() >= 3 {
+            let m = pts.len() as f64;
+            let (sx, sy) = pts.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+            let (mx, my) = (sx / m, sy / m);
+            let (sxy, sxx) = pts.iter().fold((0.0, 0.0), |(a, b), (x, y)| {
+                (a + (x - mx) * (y - my), b + (x - mx) * (x - mx))
+            });
+            if sxx > 0.0 {
+                return (sxy / sxx).exp();
+            }
         }
     }
     if iterations == 0 || residual <= 0.0 {

@@ -58,6 +58,8 @@ pub const ALL_SOURCES: &[&KernelSource] = &[
     #[cfg(feature = "cuda")]
     &crate::precond::amg::AMG_SETUP_SRC,
     #[cfg(feature = "cuda")]
+    &crate::precond::auto::gpu::AUTO_STATS_SRC,
+    #[cfg(feature = "cuda")]
     &crate::csr::check_gpu::CSR_CHECK_SRC,
     #[cfg(feature = "nccl")]
     &crate::backend::nccl::DIST_KERNELS,

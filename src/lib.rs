@@ -29,7 +29,7 @@
 //! | [`spmv`], [`tridiag`], [`spmm`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR; `Y ← α·A·X + β·Y` for a block of `k` vectors |
 //! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
 //! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |
-//! | [`dist`], [`batched`], [`autosolve`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB; batches of many small systems; the automatic solve (the rule, the convergence probe, the per-pattern cache) |
+//! | [`dist`], [`batched`], [`autosolve`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB; batches of many small systems; the automatic solve behind every default (statistics where the matrix lives, the rule, the convergence probe and its cost model, the per-pattern cache) |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //!
 //! ## Quick start
@@ -67,6 +67,7 @@
 //! | scan family and primitives | [`primitives::cpu`] and each module's `cpu` | [`primitives`]`::gpu` and each module's `gpu` |
 //! | solvers and preconditioners | [`backend::Cpu`] | `backend::gpu::GpuOps` |
 //! | tridiagonal | [`tridiag::cpu`] | `tridiag::gpu::GpuTridiag` |
+//! | the automatic choice's statistics | [`precond::auto::MatrixStats`] (rayon) | `precond::auto::gpu::matrix_stats` |
 //!
 //! Feature `cli` (default) builds `spmv-bench`, `sparse-solve` and the other benchmark tools.
 //! Performance figures measured on the GPU machine are in `benches/results/` of the repository.

@@ -92,6 +92,8 @@ def run_one(args, path, choice, limit):
     if choice != "default":
         method, precond = choice.split("+")
         cmd += ["--method", method, "--precond", precond]
+    elif args.default_args:
+        cmd += args.default_args.split()
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
@@ -149,6 +151,12 @@ def main():
     ap.add_argument("--system-cap", type=float, default=45.0)
     ap.add_argument("--budget", type=float, default=330.0, help="seconds for the whole run")
     ap.add_argument("--warmup", action="store_true")
+    ap.add_argument("--default-args", default="",
+                    help="more sparse-solve arguments for the default's process only, e.g. "
+                         "'--auto-model model.json' (a fitted cost model)")
+    ap.add_argument("--choices", default=None,
+                    help="comma-separated choices to run ('default', 'cg+amg', ...) "
+                         "[default: the default and every sensible explicit choice]")
     args = ap.parse_args()
     size = args.size or args.backend
     systems = read_systems(args.list)
@@ -182,7 +190,11 @@ def main():
             t_sys = time.perf_counter()
             best = None
             line = []
-            for choice in ["default"] + choices[s["class"]]:
+            run_choices = ["default"] + choices[s["class"]]
+            if args.choices:
+                keep = args.choices.split(",")
+                run_choices = [c for c in run_choices if c in keep]
+            for choice in run_choices:
                 if choice != "default" and time.perf_counter() - t_sys > args.system_cap:
                     out.write(json.dumps({**base, "choice": choice, "skipped": "system time cap"}) + "\n")
                     line.append(f"{choice} skipped")

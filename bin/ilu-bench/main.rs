@@ -983,7 +983,7 @@ fn modes_case(
         let mut dx = gpu.zeros::<f64>(n)?;
         gpu.synchronize()?;
         let t0 = Instant::now();
-        let r = auto_solve(be, &da, a, &db, &mut dx, params, &probe);
+        let r = auto_solve(be, &da, Some(a), &db, &mut dx, params, &probe);
         gpu.synchronize()?;
         let total = t0.elapsed().as_secs_f64();
         let rec = match r {

@@ -25,22 +25,30 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = MethodArg::Auto)]
     pub method: MethodArg,
 
-    /// Preconditioner: auto (chosen with the method from cheap statistics of the matrix:
-    /// symmetry, diagonal, dominance, sign pattern, size, level depth; the report says what and
-    /// why), none, jacobi (the diagonal), poly (a Chebyshev polynomial in the Jacobi-scaled
+    /// Preconditioner: auto (chosen with the method from cheap statistics of the matrix, read
+    /// where it lives: symmetry to rounding, diagonal, dominance, sign pattern, size; the report
+    /// says what and why), none, jacobi (the diagonal), poly (a Chebyshev polynomial in the Jacobi-scaled
     /// matrix, bounds from a few Lanczos/Arnoldi steps), ilu0 or ic0 (incomplete
     /// factorizations, two triangular solves per application; see --ilu-order, --ilu-apply), or
     /// amg (smoothed-aggregation algebraic multigrid, one cycle per application; see the
     /// --amg-* options). --method pcg with auto takes jacobi. With --method auto and one
-    /// right-hand side, auto also probes where the statistics cannot decide: the cheap candidate
-    /// (CG with none/Jacobi, GMRES with Jacobi) runs a few iterations, and its measured rate
-    /// decides whether AMG or ILU(0) takes over from its iterate (see --no-probe).
+    /// right-hand side, auto is the automatic solve: where the statistics cannot decide, the
+    /// cheap candidate (CG or BiCGSTAB with none/Jacobi) runs a few iterations, and its measured
+    /// rate decides whether CG + AMG or GMRES + ILU(0) takes over from its iterate; a candidate
+    /// that fails hands over to the next (see --no-probe, --auto-model).
     #[arg(long, value_enum, default_value_t = PrecondArg::Auto)]
     pub precond: PrecondArg,
 
-    /// --precond auto: the rule's choice alone, without the convergence probe.
+    /// --precond auto: the rule's first choice alone (its alternative only as a fallback),
+    /// without the convergence probe.
     #[arg(long)]
     pub no_probe: bool,
+
+    /// --precond auto: the probe's cost model from a JSON file (the fields of
+    /// `autosolve::CostModel`, e.g. as benches/auto/fit_model.py writes them after measuring a
+    /// device; missing fields keep their defaults).
+    #[arg(long, value_name = "FILE")]
+    pub auto_model: Option<std::path::PathBuf>,
 
     /// ILU(0)/IC(0): the ordering before factorizing. auto: multicolouring where the natural
     /// order's triangles are deep (hundreds of dependency levels) and the colouring has far

@@ -131,6 +131,8 @@ where
         probe: None,
         cached: false,
         fallback: None,
+        tried: Vec::new(),
+        failure: None,
     });
     let plan = ComplexPlan {
         method,

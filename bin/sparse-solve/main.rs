@@ -48,7 +48,7 @@ use cli::{
     IluOrderArg, MethodArg, PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
 use segsparse::autosolve::{ProbeParams, ProbeReport};
-use segsparse::precond::auto::{AutoChoice, AutoMethod, AutoPrecond, MatrixStats};
+use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats, StatsOps};
 use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams};
 use segsparse::solvers::multi;
 use segsparse::solvers::storage::{solve_stored, StoredOperator};
@@ -154,21 +154,22 @@ struct Extra {
     gpu_choice: Option<GpuChoice>,
     /// ILU(0)/IC(0): what the factorization did and how each triangle is applied.
     factor: Option<FactorSummary>,
-    /// `--precond auto` with the probe: the choice that finished the solve, the probe, the
-    /// cache hit and the fallback.
-    probed: Option<(AutoChoice, Option<ProbeReport>, bool, Option<String>)>,
+    /// `--precond auto --method auto`: what the automatic solve (`autosolve::solve`) chose
+    /// and did.
+    probed: Option<(AutoReport, MethodArg, PrecondArg)>,
     /// `--storage f32`: the storage of the values that produced the answer, and why it is
     /// f64 when f32 was asked for.
     storage: Option<(Storage, Option<String>)>,
 }
 
-/// What `--precond auto` chose, why, and from what.
+/// What `--precond auto` chose, why, and from what: the same fields as Python's `info.choice`.
 #[derive(Clone, Serialize)]
 struct AutoReport {
     method: &'static str,
     precond: &'static str,
     reason: String,
-    /// Seconds the statistics and the choice took (part of `setup_seconds`).
+    /// Seconds the statistics and the choice took (part of `setup_seconds`; read on the device
+    /// for a GPU solve).
     seconds: f64,
     /// The statistics of the real rule (`null` for a complex matrix, whose rule reads only
     /// its symmetry and diagonal).
@@ -179,6 +180,57 @@ struct AutoReport {
     cached: bool,
     /// A fallback after a failure, in words.
     fallback: Option<String>,
+    /// Every candidate that ran, with its outcome.
+    tried: Vec<String>,
+    /// Where nothing converged: the best residual reached and what was tried, in one sentence.
+    failure: Option<String>,
+}
+
+impl AutoReport {
+    /// The report of an automatic solve.
+    fn of(s: &segsparse::autosolve::AutoSolve) -> Self {
+        AutoReport {
+            method: s.choice.method.name(),
+            precond: s.choice.precond.name(),
+            reason: s.choice.reason.clone(),
+            seconds: s.choose_seconds,
+            stats: Some(s.choice.stats),
+            probe: s.probe.clone(),
+            cached: s.cached,
+            fallback: s.fallback.clone(),
+            tried: s.tried.clone(),
+            failure: s.failure.clone(),
+        }
+    }
+}
+
+/// The automatic solve's cost model: `--auto-model FILE` or the default.
+fn cost_model(cli: &Cli) -> Result<segsparse::autosolve::CostModel> {
+    let Some(p) = &cli.auto_model else {
+        return Ok(Default::default());
+    };
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a cost model", p.display()))
+}
+
+/// The command line's method for the automatic choice's.
+fn method_arg(m: AutoMethod) -> MethodArg {
+    match m {
+        AutoMethod::Cg => MethodArg::Cg,
+        AutoMethod::Bicgstab => MethodArg::Bicgstab,
+        AutoMethod::Gmres => MethodArg::Gmres,
+    }
+}
+
+/// The command line's preconditioner for the automatic choice's.
+fn precond_arg(p: AutoPrecond) -> PrecondArg {
+    match p {
+        AutoPrecond::None => PrecondArg::None,
+        AutoPrecond::Jacobi => PrecondArg::Jacobi,
+        AutoPrecond::Amg => PrecondArg::Amg,
+        AutoPrecond::Ilu0 => PrecondArg::Ilu0,
+        AutoPrecond::Ic0 => PrecondArg::Ic0,
+    }
 }
 
 /// The costs measured for `--gpus auto` (or for the check of an explicit count) and what the
@@ -301,7 +353,8 @@ struct Plan {
     dist_precond: DistPrecondArg,
     /// ILU(0)/IC(0) parameters (`--ilu-order`, `--ilu-apply`).
     ilu: IncompleteParams,
-    /// `--precond auto` with the convergence probe (`--method auto`, one right-hand side).
+    /// `--precond auto --method auto` with one right-hand side on one device: the automatic
+    /// solve (`autosolve::solve`; its probe off with `--no-probe`).
     probe: Option<ProbeParams>,
     /// `--storage`.
     storage: Storage,
@@ -433,19 +486,33 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let a: CsrMatrix<T> = load_square(cli)?;
     let n = a.nrows();
     let b: Vec<T> = rhs(cli, &a)?;
-    let symmetric = a.is_symmetric();
-    let posdiag = a.diagonal().iter().all(|&d| d > T::zero());
-    // --precond auto: the choice is part of the setup (time to solution).
+    // The automatic solve (`autosolve::solve`: statistics where the matrix lives, the rule, the
+    // probe) for the default: `--precond auto --method auto`, one right-hand side, one device.
+    // (--storage f32 takes the rule's choice instead: the automatic solve runs in f64 storage.)
+    let engine = cli.precond == PrecondArg::Auto
+        && cli.method == MethodArg::Auto
+        && cli.rhs_count == 1
+        && matches!(cli.gpus, GpusArg::Count(1))
+        && cli.storage.storage() == Storage::F64;
+    // The exact structure for the report and the method of `--method auto` with a named
+    // preconditioner; the automatic solve reads its own statistics.
+    let (symmetric, posdiag) = if engine {
+        (false, false)
+    } else {
+        (
+            a.is_symmetric(),
+            a.diagonal().iter().all(|&d| d > T::zero()),
+        )
+    };
+    // --precond auto otherwise: the rule alone, on the host; part of the setup.
     let auto_clock = Instant::now();
     let auto_choice =
-        (cli.precond == PrecondArg::Auto).then(|| segsparse::precond::auto::choose(&a));
+        (cli.precond == PrecondArg::Auto && !engine).then(|| segsparse::precond::auto::choose(&a));
     let auto_seconds = auto_clock.elapsed().as_secs_f64();
     let choice = &auto_choice;
     let method = match (cli.method, choice) {
-        (MethodArg::Auto, Some(c)) => match c.method {
-            AutoMethod::Cg => MethodArg::Cg,
-            AutoMethod::Gmres => MethodArg::Gmres,
-        },
+        (MethodArg::Auto, Some(c)) => method_arg(c.method),
+        (MethodArg::Auto, None) if engine => MethodArg::Auto,
         (MethodArg::Auto, None) if symmetric && posdiag => MethodArg::Cg,
         (MethodArg::Auto, None) => MethodArg::Bicgstab,
         (m, _) => m,
@@ -475,6 +542,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         probe: None,
         cached: false,
         fallback: None,
+        tried: Vec::new(),
+        failure: None,
     });
     let ilu = ilu_params(cli);
     let plan = Plan {
@@ -492,12 +561,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         amg_setups: cli.amg.amg_setups as usize,
         amg_resetups: cli.amg.amg_resetups as usize,
         dist_precond: cli.dist_precond,
-        probe: (choice.is_some()
-            && !cli.no_probe
-            && cli.method == MethodArg::Auto
-            && cli.rhs_count == 1
-            && cli.storage.storage() == Storage::F64)
-            .then(ProbeParams::default),
+        probe: if engine {
+            Some(ProbeParams {
+                enabled: !cli.no_probe,
+                model: cost_model(cli)?,
+                ..Default::default()
+            })
+        } else {
+            None
+        },
         storage: cli.storage.storage(),
     };
     if plan.storage == Storage::F32 {
@@ -558,14 +630,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             setup_clock,
         )?
     } else if use_gpu {
-        gpu_solve(
-            &a,
-            &b,
-            &mut x,
-            (plan, auto_choice.as_ref()),
-            &params,
-            setup_clock,
-        )?
+        gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
     } else {
         // --storage f32: the values rounded to f32 (part of the setup), or why not.
         let mixed = (plan.storage == Storage::F32).then(|| {
@@ -580,17 +645,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 })
         });
         let narrow = narrow_of::<T, Cpu, _>(mixed.as_ref());
-        let solved = solve_with(
-            &Cpu,
-            &a,
-            &a,
-            (plan, auto_choice.as_ref()),
-            &b,
-            &mut x,
-            &params,
-            setup_clock,
-            narrow,
-        )?;
+        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock, narrow)?;
         Outcome::new(method, cpu_backend(), solved)
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
@@ -599,40 +654,30 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         out.extra.gpu_choice = choice;
     }
     out.extra.gpus = out.extra.gpus.max(1);
-    // The probe's choice replaces the rule's in the report.
+    // The automatic solve's choice and report.
     let (mut method, mut precond) = (method, plan.precond);
-    if let (Some((c, probe, cached, fallback)), Some(r)) =
-        (out.extra.probed.take(), auto_report.as_mut())
-    {
-        method = match c.method {
-            AutoMethod::Cg => MethodArg::Cg,
-            AutoMethod::Gmres => MethodArg::Gmres,
+    let mut structure = if symmetric {
+        "symmetric"
+    } else {
+        "unsymmetric"
+    };
+    if let Some((r, m, p)) = out.extra.probed.take() {
+        let st = r.stats.unwrap_or_default();
+        structure = if st.symmetric {
+            "symmetric to rounding"
+        } else {
+            "unsymmetric"
         };
-        precond = match c.precond {
-            AutoPrecond::None => PrecondArg::None,
-            AutoPrecond::Jacobi => PrecondArg::Jacobi,
-            AutoPrecond::Amg => PrecondArg::Amg,
-            AutoPrecond::Ilu0 => PrecondArg::Ilu0,
-            AutoPrecond::Ic0 => PrecondArg::Ic0,
-        };
+        (method, precond) = (m, p);
         out.method = method.name();
-        r.method = method.name();
-        r.precond = precond.name();
-        r.reason = c.reason;
-        r.probe = probe;
-        r.cached = cached;
-        r.fallback = fallback;
+        auto_report = Some(r);
     }
     clear_progress();
     finish(Finished {
         cli,
         n,
         nnz: a.nnz(),
-        structure: if symmetric {
-            "symmetric"
-        } else {
-            "unsymmetric"
-        },
+        structure,
         method,
         precond,
         restart: plan.restart,
@@ -895,11 +940,14 @@ type Solved = (
 /// setup began (before the device was opened or the matrix uploaded): setup runs from there to
 /// the first solver call, less the AMG re-setup timing.
 #[allow(clippy::too_many_arguments)]
-fn solve_with<T: Scalar, B: BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T>>(
+fn solve_with<
+    T: Scalar,
+    B: SolverOps<T> + BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
+>(
     be: &B,
     op: &B::Matrix,
     a: &CsrMatrix<T>,
-    (plan, auto): (Plan, Option<&AutoChoice>),
+    plan: Plan,
     b: &[T],
     x: &mut Vec<T>,
     params: &SolveParams,
@@ -909,14 +957,13 @@ fn solve_with<T: Scalar, B: BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T>>(
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
     let mut extra = Extra::default();
-    if let (Some(pp), Some(choice)) = (plan.probe, auto) {
-        // --precond auto with the probe: the library's automatic solve from the rule's choice.
+    if let Some(pp) = plan.probe {
+        // The default: the library's automatic solve (statistics read where `op` lives).
         let before = setup_clock.elapsed().as_secs_f64();
-        let s = segsparse::autosolve::solve_with_choice(
+        let s = segsparse::autosolve::solve(
             be,
             op,
-            a,
-            choice.clone(),
+            Some(a),
             &db,
             &mut dx,
             params,
@@ -929,11 +976,15 @@ fn solve_with<T: Scalar, B: BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T>>(
         extra.factor = s.factor.clone();
         extra.amg = s.amg.clone();
         let times = (before + s.setup_seconds, s.solve_seconds);
+        extra.probed = Some((
+            AutoReport::of(&s),
+            method_arg(s.choice.method),
+            precond_arg(s.choice.precond),
+        ));
         let r = s.result.map(|mut i| {
             i.setup_seconds = times.0;
             i
         });
-        extra.probed = Some((s.choice, s.probe, s.cached, s.fallback));
         return match r {
             Err(SolveError::Backend(e)) => Err(e.into()),
             other => Ok((other, times, extra)),
@@ -1310,7 +1361,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     a: &CsrMatrix<T>,
     b: &[T],
     x: &mut Vec<T>,
-    (plan, auto): (Plan, Option<&AutoChoice>),
+    plan: Plan,
     params: &SolveParams,
     setup_clock: Instant,
 ) -> Result<Outcome> {
@@ -1333,17 +1384,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         ),
     };
     let narrow = narrow_of::<T, GpuOps<T>, _>(mixed.as_ref());
-    let solved = solve_with(
-        &ops,
-        &da,
-        a,
-        (plan, auto),
-        b,
-        x,
-        params,
-        setup_clock,
-        narrow,
-    )?;
+    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock, narrow)?;
     Ok(Outcome::new(
         plan.method,
         format!("gpu ({})", g.name()),
@@ -1356,7 +1397,7 @@ fn gpu_solve<T: Scalar>(
     _: &CsrMatrix<T>,
     _: &[T],
     _: &mut Vec<T>,
-    _: (Plan, Option<&AutoChoice>),
+    _: Plan,
     _: &SolveParams,
     _: Instant,
 ) -> Result<Outcome> {
@@ -1502,6 +1543,8 @@ mod tests {
                 probe: None,
                 cached: false,
                 fallback: None,
+                tried: vec![],
+                failure: None,
             }),
             factor: None,
             storage_requested: "f32",

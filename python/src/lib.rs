@@ -14,7 +14,9 @@ use pyo3::prelude::*;
 
 mod amg;
 mod arrays;
+mod auto;
 mod batched;
+mod choice;
 mod complex;
 mod device;
 mod errors;
@@ -34,6 +36,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(batched::batched_solve_host, m)?)?;
     m.add_function(wrap_pyfunction!(matrix::release_upload_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(pyprecond::solve_host_operator, m)?)?;
+    m.add_function(wrap_pyfunction!(auto::auto_solve_host, m)?)?;
+    m.add_function(wrap_pyfunction!(auto::auto_solve_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::sort_host, m)?)?;

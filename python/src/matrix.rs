@@ -766,6 +766,24 @@ impl<T: Elem> Mat<T> {
         Ok(self.host.get().expect("set above"))
     }
 
+    /// The host copy where one exists already (built on the host, or downloaded before).
+    pub(crate) fn host_if_present(&self) -> Option<&CsrMatrix<T>> {
+        self.host.get()
+    }
+
+    /// The automatic choice's statistics and rule, read where the matrix lives (on the device
+    /// for a GPU matrix: no host copy).
+    fn auto_choice(&self) -> Res<segsparse::precond::auto::AutoChoice> {
+        use segsparse::precond::auto::{choose_from, StatsOps};
+        let stats = if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            ops.matrix_stats(&d.csr)?
+        } else {
+            Cpu.matrix_stats(self.host()?)?
+        };
+        Ok(choose_from(stats))
+    }
+
     fn dev(&self) -> Res<&DevMat<T>> {
         self.dev.as_ref().ok_or_else(|| {
             Failure::Value(
@@ -1159,7 +1177,7 @@ type AutoTuple = (
     &'static str,
     &'static str,
     String,
-    (usize, usize, bool, usize, bool, f64, f64, f64, usize),
+    crate::choice::StatsTuple,
 );
 
 /// A CSR matrix held by segsparse (use `segsparse.Matrix`, which builds it from SciPy, CuPy or
@@ -1629,7 +1647,8 @@ impl PyMatrix {
     /// The crate's automatic choice for this matrix (square): `(method, preconditioner, reason,
     /// statistics)`, the statistics as `(rows, nnz, symmetric, missing_diagonal,
     /// positive_diagonal, diagonal_spread, min_dominance, opposite_sign_fraction,
-    /// lower_levels)`. Read from the host copy (downloaded once for a matrix built on the GPU).
+    /// lower_levels, asymmetry, negative_diagonal)`. Read where the matrix lives (on the device
+    /// for a GPU matrix, without a host copy).
     fn auto_choice(&self, py: Python<'_>) -> PyResult<PyObject> {
         let any = |t: Bound<'_, pyo3::types::PyTuple>| t.into_any().unbind();
         with_mat!(self, m, _T => run(py, || {
@@ -1639,23 +1658,12 @@ impl PyMatrix {
                     "the automatic choice needs a square matrix, got {r}x{c}"
                 )));
             }
-            let ch = segsparse::precond::auto::choose(m.host()?);
-            let s = ch.stats;
+            let ch = m.auto_choice()?;
             Ok((
                 ch.method.name(),
                 ch.precond.name(),
                 ch.reason,
-                (
-                    s.rows,
-                    s.nnz,
-                    s.symmetric,
-                    s.missing_diagonal,
-                    s.positive_diagonal,
-                    s.diagonal_spread,
-                    s.min_dominance,
-                    s.opposite_sign_fraction,
-                    s.lower_levels,
-                ),
+                crate::choice::stats_tuple(&ch.stats),
             ))
         }).and_then(|t: AutoTuple| Ok(any(t.into_pyobject(py)?)));
             c, _C => {

@@ -15,6 +15,7 @@ mod common;
 
 mod amg;
 mod amg_gpu_graph;
+mod auto_stats;
 mod autosolve;
 mod backend_core;
 mod bad_input;

@@ -301,7 +301,7 @@ fn the_automatic_solve_passes_the_observer_on() {
     let s = segsparse::autosolve::solve(
         &Cpu,
         &a,
-        &a,
+        Some(&a),
         &b,
         &mut x,
         &observed(&rec),

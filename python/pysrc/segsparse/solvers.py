@@ -303,7 +303,11 @@ _AUTO_PRECOND = {"none": None, "jacobi": "jacobi", "amg": "amg", "ilu0": "ilu0:a
                  "ic0": "ic0:auto"}
 
 _STATS = ("rows", "nnz", "symmetric", "missing_diagonal", "positive_diagonal",
-          "diagonal_spread", "min_dominance", "opposite_sign_fraction", "lower_levels")
+          "diagonal_spread", "min_dominance", "opposite_sign_fraction", "lower_levels",
+          "asymmetry", "negative_diagonal")
+_PROBE = ("cheap", "expensive", "iterations", "seconds", "residual", "rate",
+          "predicted_iterations", "predicted_cheap_seconds", "predicted_expensive_seconds",
+          "escalated", "converged")
 _STATS_COMPLEX = ("rows", "nnz", "symmetric", "hermitian", "missing_diagonal")
 
 
@@ -317,18 +321,25 @@ def auto_choice(A: Any, *, device: str = "cpu") -> dict:
     diagonal entry is zero; its ``stats`` are ``rows``, ``nnz``, ``symmetric`` (``A = A^T``),
     ``hermitian`` and ``missing_diagonal``.
 
-    Returns a dictionary: ``method`` (``"cg"`` or ``"gmres"``), ``precond`` (``"none"``,
-    ``"jacobi"``, ``"amg"``, ``"ilu0"`` or ``"ic0"``), ``reason`` (the rule that decided, in
-    words) and ``stats`` (``rows``, ``nnz``, ``symmetric`` (on a sample of rows),
-    ``missing_diagonal`` (rows with a missing or zero diagonal entry), ``positive_diagonal``,
-    ``diagonal_spread``, ``min_dominance``, ``opposite_sign_fraction``, ``lower_levels``).
-    The rules: a missing diagonal: GMRES with ILU(0) after a row matching; symmetric with a
-    positive diagonal: CG (with AMG for large matrices with coefficient jumps, Jacobi for a
-    spread diagonal or other signs, else none); unsymmetric: GMRES with Jacobi when strongly
-    diagonally dominant, else ILU(0). ``segsparse.solve`` and ``M="auto"`` of every solver use it.
+    Returns a dictionary: ``method`` (``"cg"``, ``"bicgstab"`` or ``"gmres"``), ``precond``
+    (``"none"``, ``"jacobi"``, ``"amg"``, ``"ilu0"`` or ``"ic0"``), ``reason`` (the rule that
+    decided, in words) and ``stats`` (``rows``, ``nnz``, ``symmetric`` (the whole matrix, to
+    rounding: ``|a_ij - a_ji| <= tau * max(s_i, s_j)`` with ``s_i`` the largest magnitude of
+    row ``i``, ``tau`` 1e-10 for float64 and 1.2e-4 for float32), ``asymmetry`` (the worst such
+    ratio), ``missing_diagonal`` (rows with a missing or zero diagonal entry),
+    ``negative_diagonal``, ``positive_diagonal``, ``diagonal_spread``, ``min_dominance``,
+    ``opposite_sign_fraction``, ``lower_levels`` (0: not counted)).
+    The rules (the crate's ``precond::auto``): a zero or missing diagonal entry (saddle points):
+    BiCGSTAB without a preconditioner; symmetric with a positive diagonal: CG (with AMG for large
+    matrices with coefficient jumps, Jacobi for a spread diagonal or other signs, else none);
+    symmetric with a negative diagonal entry (indefinite): BiCGSTAB with Jacobi; unsymmetric:
+    BiCGSTAB with Jacobi (none for a near-constant diagonal). ``segsparse.solve`` runs this rule
+    with the crate's convergence probe (which may take AMG or GMRES with ILU(0) instead, see
+    ``solve``); ``M="auto"`` of a named solver takes the rule's preconditioner.
 
-    ``A``: a ``segsparse.Matrix`` (read where it is; a GPU matrix is downloaded once) or any
-    ``scipy.sparse``/``cupyx.scipy.sparse`` matrix or dense array (converted on ``device``).
+    ``A``: a ``segsparse.Matrix`` (read where it is: the statistics of a GPU matrix are computed
+    on the device, without a host copy) or any ``scipy.sparse``/``cupyx.scipy.sparse`` matrix or
+    dense array (converted on ``device``).
     """
     if not is_matrix(A):
         raise TypeError(f"auto_choice needs a matrix, not {type(A).__name__}")
@@ -340,10 +351,26 @@ def auto_choice(A: Any, *, device: str = "cpu") -> dict:
 
 
 def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxiter=None,
-          restart=30, check_every=None, device="auto", storage=None):
-    """Solves ``A x = b`` with the method and preconditioner the crate chooses for ``A``
-    (``auto_choice``): returns ``(x, info)`` as the other solvers, with the choice recorded in
-    ``info``: ``info.method``, ``info.precond``, ``info.reason`` and ``info.choice``.
+          restart=30, check_every=None, device="auto", probe=True, storage=None):
+    """Solves ``A x = b`` with the method and preconditioner the crate chooses for ``A``:
+    returns ``(x, info)`` as the other solvers, with the choice recorded in ``info``:
+    ``info.method``, ``info.precond``, ``info.reason`` and ``info.choice``.
+
+    With ``method="auto"`` and ``M="auto"`` (the defaults) on a real matrix this is the crate's
+    automatic solve (``autosolve::solve``), the same body as ``sparse-solve``'s default: the
+    statistics read where the matrix lives (on the GPU for a GPU or CuPy matrix, no host copy),
+    the rule of ``auto_choice``, and where the rule cannot tell the cheap candidate from the
+    expensive one (CG from CG + AMG on large SPD matrices, BiCGSTAB from GMRES + ILU(0)), a short
+    convergence probe of the cheap one whose measured rate decides, continued from its iterate;
+    the decision is cached per sparsity pattern; a candidate that fails hands its iterate to the
+    next. ``info.choice`` then holds what ``sparse-solve --format json`` reports as ``auto``:
+    ``method``, ``precond``, ``reason``, ``stats``, ``seconds`` (the statistics and the rule),
+    ``probe`` (what it measured and predicted, or ``None``), ``cached``, ``fallback``,
+    ``tried`` (each candidate with its outcome) and ``failure`` (where nothing converged: the
+    best residual reached and what was tried, in one sentence). ``maxiter`` counts iterations
+    (default ``10 n``); ``probe=False`` runs the rule's first choice alone. With
+    ``storage="float32"`` (as ``cg``) the rule's choice runs with the values in float32 (the
+    probe and its fallbacks are the float64 automatic solve's).
 
     ``method``: ``"auto"`` (the rule's ``"cg"``, ``"gmres"``, or for a complex symmetric
     matrix ``"cocg"``) or one of ``"cg"``, ``"cocg"`` (conjugate orthogonal CG, for complex
@@ -363,6 +390,10 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     if want_method not in ("auto", "cg", "cocg", "bicgstab", "gmres"):
         raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'cocg', 'bicgstab' or "
                          "'gmres'")
+    if (want_method == "auto" and auto_m and is_matrix(A) and not isinstance(x0, str)
+            and _complex_system(A, _flat(b), x0) is None and len(np.shape(_flat(b))) <= 1
+            and _storage(storage) == "float64"):
+        return _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe)
     choice = None
     if want_method == "auto" or auto_m:
         if not is_matrix(A):
@@ -432,6 +463,90 @@ def _storage_of(message: str) -> Tuple[str, Optional[str]]:
     if message.endswith("]") and " [" in message:
         return "float64", message[message.rindex(" [") + 2:-1]
     return "float64", None
+
+
+def _auto_report(rep) -> dict:
+    """The crate's report of an automatic solve as ``info.choice``: the fields of
+    ``sparse-solve``'s JSON ``auto`` object."""
+    method, precond, reason, stats, seconds, probe, cached, fallback, tried, failure = rep
+    return {"method": method, "precond": precond, "reason": reason,
+            "stats": dict(zip(_STATS, stats)), "seconds": seconds,
+            "probe": None if probe is None else dict(zip(_PROBE, probe)),
+            "cached": cached, "fallback": fallback, "tried": list(tried), "failure": failure}
+
+
+def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe):
+    """``solve``'s default for a real matrix: the crate's automatic solve on the matrix where
+    it lives (``_core.auto_solve_device`` on CuPy vectors, ``auto_solve_host`` on NumPy ones)."""
+    from ._core import auto_solve_device, auto_solve_host
+
+    rtol, atol = _tolerances("solve", rtol, atol)
+    if maxiter is not None and int(maxiter) < 0:
+        raise ValueError(f"maxiter must be >= 0, got {maxiter}")
+    if check_every is not None and check_every < 1:
+        raise ValueError(f"check_every must be >= 1, got {check_every}")
+    b = _flat(b)
+    db = device_array(b, "b")
+    if not isinstance(A, Matrix):
+        A = Matrix(A, device="gpu" if db is not None else device, dtype=_system_dtype(A, b))
+    m = A
+    n, ncols = m.shape
+    if n != ncols:
+        raise ValueError(f"solve needs a square matrix, got {n}x{ncols}")
+    r = max(1, min(int(restart), n))
+    if not 1 <= r <= 255:
+        raise ValueError(f"restart must be in 1..=255, got {restart}")
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    x0_given = x0 is not None
+    if db is not None:
+        cp = cupy()
+        if db.dtype != m.dtype:
+            check_real(db.dtype, "b")
+            b = cp.ascontiguousarray(b, dtype=m.dtype)
+            db = device_array(b, "b")
+        if db.n != n:
+            raise ValueError(f"b has {db.n} elements but the matrix has {n} rows")
+        x = (cp.array(x0, dtype=m.dtype, copy=True).reshape(-1) if x0_given
+             else cp.zeros(n, dtype=m.dtype))
+        if x.size != n:
+            raise ValueError(f"x0 has {x.size} elements but the matrix has {n} columns")
+        if not bool(cp.any(b)):
+            return _zero_solution(cp, n, m.dtype, "auto", m.device, "crate")
+        dx = device_array(x, "x", writable=True)
+        out, rep = auto_solve_device(m._m, db.ptr, dx.ptr, rtol, atol, user_maxiter, x0_given,
+                                     wait_list(current_stream(), db, dx), current_stream(),
+                                     check_every, r, bool(probe))
+    else:
+        b = host_vector(b, m.dtype, "b")
+        if b.shape[0] != n:
+            raise ValueError(f"b has {b.shape[0]} elements but the matrix has {n} rows")
+        if x0_given:
+            x0 = np.asarray(x0)
+            check_real(x0.dtype, "x0")
+            x = np.array(x0, dtype=m.dtype, copy=True).reshape(-1)
+            if x.shape[0] != n:
+                raise ValueError(f"x0 has {x.shape[0]} elements but the matrix has {n} columns")
+        else:
+            x = np.zeros(n, dtype=m.dtype)
+        if not b.any():
+            return _zero_solution(np, n, m.dtype, "auto", m.device, "crate")
+        out, rep = auto_solve_host(m._m, b, x, rtol, atol, user_maxiter, x0_given, check_every,
+                                   r, bool(probe))
+    converged, status, iters, res, secs, hist, restarts, msg, setup = out
+    if status > 0:
+        status = user_maxiter
+    choice = _auto_report(rep)
+    if choice["failure"]:
+        msg = f"{msg}: {choice['failure']}"
+    info = _info(
+        status, converged=converged, iterations=iters, residual=res,
+        history=np.asarray(hist, dtype=np.float64), restarts=restarts, method=choice["method"],
+        device=m.device, path="crate", message=msg, setup_seconds=setup, solve_seconds=secs,
+    )
+    info.precond = choice["precond"]
+    info.reason = choice["reason"]
+    info.choice = choice
+    return x, info
 
 
 def _chose(choice: Optional[dict]) -> str:

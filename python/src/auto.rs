@@ -1,0 +1,287 @@
+//! The automatic solve (`segsparse.solve` with `method="auto"` and `M="auto"`): the crate's
+//! `autosolve::solve` on the matrix where it lives — the `_Matrix`'s GPU copy for a GPU or CuPy
+//! matrix (statistics read on the device, no host copy), the host matrix otherwise — the same
+//! body, probe, cost model and per-pattern cache as `sparse-solve`'s default.
+
+use std::time::Instant;
+
+use pyo3::prelude::*;
+use segsparse::autosolve::{AutoSolve, ProbeParams, ProbeReport};
+use segsparse::backend::Cpu;
+use segsparse::solvers::{InitialGuess, SolveParams};
+
+use crate::arrays::{ro, rw, slice, slice_mut, Elem};
+use crate::choice::{stats_tuple, StatsTuple};
+use crate::device::{device, Borrowed};
+use crate::errors::{check_len, run, Failure, Res};
+use crate::matrix::{Inner, Mat, PyMatrix};
+use crate::outcome::{outcome, Outcome};
+
+/// The probe as the Python side reads it: `(cheap, expensive, iterations, seconds, residual,
+/// rate, predicted_iterations, predicted_cheap_seconds, predicted_expensive_seconds, escalated,
+/// converged)`.
+type ProbeTuple = (
+    String,
+    String,
+    usize,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    bool,
+    bool,
+);
+
+fn probe_tuple(p: &ProbeReport) -> ProbeTuple {
+    (
+        p.cheap.clone(),
+        p.expensive.clone(),
+        p.iterations,
+        p.seconds,
+        p.residual,
+        p.rate,
+        p.predicted_iterations,
+        p.predicted_cheap_seconds,
+        p.predicted_expensive_seconds,
+        p.escalated,
+        p.converged,
+    )
+}
+
+/// What the automatic solve chose and did: `(method, precond, reason, stats, seconds, probe,
+/// cached, fallback, tried, failure)`, the fields of the CLI's JSON `auto` object.
+type Report = (
+    &'static str,
+    &'static str,
+    String,
+    StatsTuple,
+    f64,
+    Option<ProbeTuple>,
+    bool,
+    Option<String>,
+    Vec<String>,
+    Option<String>,
+);
+
+fn report(s: &AutoSolve) -> Report {
+    (
+        s.choice.method.name(),
+        s.choice.precond.name(),
+        s.choice.reason.clone(),
+        stats_tuple(&s.choice.stats),
+        s.choose_seconds,
+        s.probe.as_ref().map(probe_tuple),
+        s.cached,
+        s.fallback.clone(),
+        s.tried.clone(),
+        s.failure.clone(),
+    )
+}
+
+/// The solver options of an automatic solve.
+fn params(
+    rtol: f64,
+    atol: f64,
+    maxiter: usize,
+    x0: bool,
+    check_every: Option<usize>,
+) -> Res<SolveParams<'static>> {
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(Failure::Value(format!(
+            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
+        )));
+    }
+    Ok(SolveParams {
+        rel_tol: rtol,
+        abs_tol: atol,
+        max_iters: maxiter,
+        initial_guess: if x0 {
+            InitialGuess::Given
+        } else {
+            InitialGuess::Zero
+        },
+        record_history: true,
+        check_every,
+        ..Default::default()
+    })
+}
+
+fn probe_params(restart: usize, probe: bool) -> Res<ProbeParams> {
+    if !(1..=255).contains(&restart) {
+        return Err(Failure::Value(format!(
+            "restart must be in 1..=255, got {restart}"
+        )));
+    }
+    Ok(ProbeParams {
+        enabled: probe,
+        restart,
+        ..Default::default()
+    })
+}
+
+/// The outcome tuple of an automatic solve whose uploads took `before` seconds.
+fn finish(s: AutoSolve, before: f64) -> Res<(Outcome, Report)> {
+    let rep = report(&s);
+    let setup = before + s.setup_seconds;
+    let r = s.result.map(|mut i| {
+        i.setup_seconds = setup;
+        i
+    });
+    Ok((outcome((r, setup, s.solve_seconds))?, rep))
+}
+
+impl<T: Elem> Mat<T> {
+    /// The automatic solve with host vectors; on the GPU when the matrix is there (b and x
+    /// copied over and back).
+    fn auto_solve_host(
+        &self,
+        p: &SolveParams,
+        pp: &ProbeParams,
+        b: &[T],
+        x: &mut [T],
+    ) -> Res<(Outcome, Report)> {
+        check_len("b", b.len(), self.shape.0, "the matrix")?;
+        check_len("x", x.len(), self.shape.1, "the matrix")?;
+        let t0 = Instant::now();
+        if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            let g = d.csr.gpu();
+            let bd = g.upload(b)?;
+            let mut xd = g.upload(x)?;
+            let before = t0.elapsed().as_secs_f64();
+            let s = segsparse::autosolve::solve(
+                &*ops,
+                &d.csr,
+                self.host_if_present(),
+                &bd,
+                &mut xd,
+                p,
+                pp,
+            )?;
+            x.copy_from_slice(&g.download(&xd)?);
+            finish(s, before)
+        } else {
+            let host = self.host()?;
+            let bv = b.to_vec();
+            let mut xv = x.to_vec();
+            let before = t0.elapsed().as_secs_f64();
+            let s = segsparse::autosolve::solve(&Cpu, host, Some(host), &bv, &mut xv, p, pp)?;
+            x.copy_from_slice(&xv);
+            finish(s, before)
+        }
+    }
+
+    /// The automatic solve on the caller's device vectors (see `spmv_device`).
+    fn auto_solve_device(
+        &self,
+        p: &SolveParams,
+        pp: &ProbeParams,
+        bp: u64,
+        xp: u64,
+        wait: &[u64],
+        signal: u64,
+    ) -> Res<(Outcome, Report)> {
+        let t0 = Instant::now();
+        let (ops, d) = self.gpu_ops()?;
+        let dev = device()?;
+        dev.enter(wait)?;
+        // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
+        // this dtype with nrows / ncols elements, and holds them during the call.
+        let b = unsafe { Borrowed::<T>::new(dev, bp, self.shape.0) };
+        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
+        let before = t0.elapsed().as_secs_f64();
+        let s =
+            segsparse::autosolve::solve(&*ops, &d.csr, self.host_if_present(), &b, &mut x, p, pp);
+        dev.leave(signal)?;
+        finish(s?, before)
+    }
+}
+
+fn real_matrix(m: &PyMatrix) -> Res<()> {
+    match m.inner {
+        Inner::F32(_) | Inner::F64(_) => Ok(()),
+        _ => Err(Failure::Value(
+            "the automatic solve's probe is for real matrices; a complex matrix takes the \
+             complex rule (segsparse.auto_choice)"
+                .into(),
+        )),
+    }
+}
+
+/// `auto_solve_host(matrix, b, x, rtol, atol, maxiter, x0, check_every, restart, probe)`: the
+/// automatic solve with NumPy vectors (`x` holds the initial guess when `x0` and the result
+/// afterwards). Returns `(outcome, report)`: the tuple `SolveInfo` is built from, and what was
+/// chosen and why (the CLI's JSON `auto` fields).
+#[pyfunction]
+#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, probe = true))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn auto_solve_host(
+    py: Python<'_>,
+    matrix: PyRef<'_, PyMatrix>,
+    b: &Bound<'_, PyAny>,
+    x: &Bound<'_, PyAny>,
+    rtol: f64,
+    atol: f64,
+    maxiter: usize,
+    x0: bool,
+    check_every: Option<usize>,
+    restart: usize,
+    probe: bool,
+) -> PyResult<(Outcome, Report)> {
+    let setup = real_matrix(&matrix).and_then(|_| {
+        Ok((
+            params(rtol, atol, maxiter, x0, check_every)?,
+            probe_params(restart, probe)?,
+        ))
+    });
+    let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;
+    macro_rules! go {
+        ($m:expr, $t:ty) => {{
+            let ba = ro::<$t>(b, "b")?;
+            let mut xa = rw::<$t>(x, "x")?;
+            let (bs, xs) = (slice(&ba, "b")?, slice_mut(&mut xa, "x")?);
+            run(py, || $m.auto_solve_host(&p, &pp, bs, xs))
+        }};
+    }
+    match &matrix.inner {
+        Inner::F32(m) => go!(m, f32),
+        Inner::F64(m) => go!(m, f64),
+        _ => unreachable!("checked above"),
+    }
+}
+
+/// `auto_solve_device(matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every,
+/// restart, probe)`: the automatic solve with device pointers (see `_Matrix.spmv_device`).
+#[pyfunction]
+#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, probe = true))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn auto_solve_device(
+    py: Python<'_>,
+    matrix: PyRef<'_, PyMatrix>,
+    b: u64,
+    x: u64,
+    rtol: f64,
+    atol: f64,
+    maxiter: usize,
+    x0: bool,
+    wait: Vec<u64>,
+    signal: u64,
+    check_every: Option<usize>,
+    restart: usize,
+    probe: bool,
+) -> PyResult<(Outcome, Report)> {
+    let setup = real_matrix(&matrix).and_then(|_| {
+        Ok((
+            params(rtol, atol, maxiter, x0, check_every)?,
+            probe_params(restart, probe)?,
+        ))
+    });
+    let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;
+    match &matrix.inner {
+        Inner::F32(m) => run(py, || m.auto_solve_device(&p, &pp, b, x, &wait, signal)),
+        Inner::F64(m) => run(py, || m.auto_solve_device(&p, &pp, b, x, &wait, signal)),
+        _ => unreachable!("checked above"),
+    }
+}

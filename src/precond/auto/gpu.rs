@@ -1,0 +1,109 @@
+//! The statistics of a matrix on the GPU (`kernels/precond/auto_stats.cu`): the row sizes, then
+//! one pass that reduces every statistic per block; `blocks × 11` doubles come back, no copy of
+//! the matrix. Equal to the host's [`MatrixStats::with_levels`] (without the level count) on
+//! every matrix with sorted rows; a matrix with an unsorted row is measured on the host from a
+//! sorted copy.
+
+use super::{square, symmetry_tolerance, MatrixStats, Partial, StatsOps};
+use crate::backend::gpu::GpuOps;
+use crate::backend::GpuScalar;
+use crate::error::Result;
+use crate::gpu::kernels::{KernelSource, COMMON};
+use crate::gpu::{Gpu, PushKernelArg};
+use crate::spmv::gpu::GpuCsr;
+
+/// Threads per block of both kernels.
+const BLOCK: u32 = 256;
+/// Doubles per block of the partial statistics (the `F_*` slots of the kernel).
+const FIELDS: usize = 11;
+
+/// `kernels/precond/auto_stats.cu`: the automatic choice's statistics.
+pub const AUTO_STATS_SRC: KernelSource = KernelSource {
+    name: "precond/auto_stats.cu",
+    text: include_str!("../../../kernels/precond/auto_stats.cu"),
+    headers: &[&COMMON],
+    constants: &[
+        ("AUTO_STATS_BLOCK", BLOCK as i64),
+        ("AUTO_STATS_FIELDS", FIELDS as i64),
+    ],
+};
+
+/// [`MatrixStats`] of the square GPU matrix `a` without the level count, computed on the
+/// device (the host's statistics of a downloaded, sorted copy where a row is unsorted).
+///
+/// # Errors
+/// A non-square matrix; CUDA errors with the kernel's name.
+pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
+    square(a.nrows(), a.ncols())?;
+    let (n, nnz) = (a.nrows(), a.nnz());
+    let tol = symmetry_tolerance::<T>();
+    if n == 0 {
+        return Ok(Partial::EMPTY.finish(0, 0, tol));
+    }
+    let g = a.gpu();
+    let (rp, col, val) = a.device_parts();
+    let n32 = u32::try_from(n).map_err(|_| {
+        crate::error::Error::InvalidInput(format!("{n} rows exceed the GPU's 32-bit indices"))
+    })?;
+    let blocks = (n.div_ceil(BLOCK as usize) as u32).clamp(1, g.sm_count() * 8);
+    let mut scale = g.zeros::<f64>(n)?;
+    let mut part = g.zeros::<f64>(blocks as usize * FIELDS)?;
+    let k = g.typed_function::<T>(&AUTO_STATS_SRC, "auto_row_scale", &[])?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(rp).arg(val).arg(&n32).arg(&mut scale);
+    // SAFETY: auto_row_scale_T(const u32* rp, const T* val, u32 n, double* s): rp has n + 1
+    // entries, val nnz (≥ 1), s n.
+    unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
+        .map_err(|e| Gpu::launch_error("auto_row_scale", e))?;
+    let k = g.typed_function::<T>(&AUTO_STATS_SRC, "auto_stats", &[])?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(rp)
+        .arg(col)
+        .arg(val)
+        .arg(&n32)
+        .arg(&scale)
+        .arg(&mut part);
+    // SAFETY: auto_stats_T(const u32* rp, const u32* col, const T* val, u32 n, const double* s,
+    // double* part): rp n + 1 entries, col and val nnz (≥ 1), every column < n (a checked
+    // square GpuCsr), s n, part `blocks × FIELDS` (one row per block of the launch).
+    unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
+        .map_err(|e| Gpu::launch_error("auto_stats", e))?;
+    let host = g.download(&part)?;
+    let mut p = Partial::EMPTY;
+    let mut unsorted = 0.0;
+    for f in host.chunks_exact(FIELDS) {
+        unsorted += f[10];
+        p = p.merge(Partial {
+            missing: f[0] as usize,
+            negative: f[1] as usize,
+            nonpositive: f[2] as usize,
+            dmin: f[3],
+            dmax: f[4],
+            opposite: f[5] as usize,
+            offdiag: f[6] as usize,
+            min_dom: f[7],
+            asymmetry: f[8],
+            nonfinite: f[9] as usize,
+        });
+    }
+    if unsorted > 0.0 {
+        let h = crate::sparse::gpu::CsrView::from(a).download(g)?;
+        return Ok(MatrixStats::with_levels(&h, false));
+    }
+    Ok(p.finish(n, nnz, tol))
+}
+
+impl<T: GpuScalar> StatsOps<T> for GpuOps<T> {
+    fn matrix_stats(&self, a: &GpuCsr<T>) -> Result<MatrixStats> {
+        matrix_stats(a)
+    }
+    fn matrix_diagonal(&self, a: &GpuCsr<T>) -> Result<Vec<T>> {
+        let g = a.gpu();
+        let mut d = g.download(&crate::sparse::gpu::diagonal(g, a)?)?;
+        d.truncate(a.nrows().min(a.ncols()));
+        Ok(d)
+    }
+    fn matrix_fingerprint(&self, a: &GpuCsr<T>) -> u64 {
+        a.fingerprint()
+    }
+}
