@@ -14,7 +14,7 @@ use segsparse::csr::check_gpu::{
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
-use segsparse::solvers::{SolveError, SolveInfo};
+use segsparse::solvers::{SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{Complex, CsrMatrix, Scalar};
