@@ -104,6 +104,7 @@ pub fn variants(cc: (i32, i32)) -> Vec<(&'static KernelSource, Vec<(&'static str
             // One module per element type (what a `GpuCsr<T>` asks for).
             out.push((src, spmv.typed_defines::<f32>()));
             out.push((src, spmv.typed_defines::<f64>()));
+            out.push((src, spmv.mixed_defines()));
         } else if scans.contains(&src.name) {
             out.extend(scan_defines.iter().map(|d| (src, d.clone())));
         } else if src.name == crate::primitives::sort::ONESWEEP_KERNELS.name {

@@ -98,4 +98,4 @@ pub mod units;
 pub use csr::{CsrMatrix, RowStats};
 pub use error::{Error, Result};
 pub use input::load;
-pub use scalar::{Complex, DevComplex, Elem, ElemSlice, Precision, Scalar};
+pub use scalar::{Complex, DevComplex, Elem, ElemSlice, Precision, Scalar, Storage};

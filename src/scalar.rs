@@ -394,3 +394,57 @@ impl Display for Precision {
         })
     }
 }
+
+/// Where a matrix's values are stored, apart from the precision of the vectors and of the
+/// arithmetic (the *working* precision).
+///
+/// `F32` under `f64` work keeps the values in `f32` (half the bytes of an `f64` value, a quarter
+/// fewer per CSR entry with its column index), widens each one exactly to `f64` before its
+/// product, and sums in `f64`: the product of the rounded values, computed in `f64`. A solve
+/// that must return an `f64`-accurate answer then takes its true residuals `b − A·x` with the
+/// `f64` values (`spmv::mixed`, `solvers::storage`). `F64` (the default) is the working
+/// precision itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// The values in the working precision (`f64`).
+    #[default]
+    F64,
+    /// The values in `f32` under `f64` vectors and `f64` sums.
+    F32,
+}
+
+impl Storage {
+    /// Bytes of one stored value.
+    pub fn value_bytes(self) -> usize {
+        match self {
+            Storage::F64 => 8,
+            Storage::F32 => 4,
+        }
+    }
+    /// `"f64"` or `"f32"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::F64 => "f64",
+            Storage::F32 => "f32",
+        }
+    }
+}
+
+impl Display for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Storage {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "f64" | "float64" | "double" => Ok(Storage::F64),
+            "f32" | "float32" | "single" => Ok(Storage::F32),
+            other => Err(crate::Error::InvalidInput(format!(
+                "storage {other:?}: expected f64 or f32"
+            ))),
+        }
+    }
+}

@@ -116,6 +116,17 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     pub precision: PrecisionArg,
 
+    /// Where the matrix's values are stored (with --precision f64): f64, or f32 — half the bytes
+    /// per value, each widened exactly to f64 before its product, vectors and sums in f64. The
+    /// solvers measure convergence on true residuals with the f64 values (CG with reliable
+    /// updates, GMRES restarting from the true residual), so the answer meets the f64
+    /// tolerance; where f32 storage cannot (values beyond f32's range, a condition number near
+    /// 10⁷ or above) the solve continues with f64 storage by itself and the report says why.
+    /// One GPU or the CPU, one right-hand side; --precond auto takes the rule's choice (no
+    /// probe), preconditioners are built from the f64 values.
+    #[arg(long, value_enum, default_value_t = StorageArg::F64)]
+    pub storage: StorageArg,
+
     /// Write the solution x as a Matrix Market array.
     #[arg(long, value_name = "X.mtx")]
     pub output: Option<PathBuf>,
@@ -514,6 +525,25 @@ impl PrecisionArg {
             PrecisionArg::F64 => "f64",
             PrecisionArg::C64 => "c64",
             PrecisionArg::C128 => "c128",
+        }
+    }
+}
+
+/// `--storage`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageArg {
+    /// The values in f64 (the working precision).
+    F64,
+    /// The values in f32 under f64 vectors and sums.
+    F32,
+}
+
+impl StorageArg {
+    /// The library's storage.
+    pub fn storage(self) -> segsparse::Storage {
+        match self {
+            StorageArg::F64 => segsparse::Storage::F64,
+            StorageArg::F32 => segsparse::Storage::F32,
         }
     }
 }

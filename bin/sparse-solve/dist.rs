@@ -369,6 +369,7 @@ mod tests {
             dist_precond: dist,
             ilu: Default::default(),
             probe: None,
+            storage: segsparse::Storage::F64,
         }
     }
 

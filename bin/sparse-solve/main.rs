@@ -19,6 +19,7 @@ mod complex;
 mod dist;
 mod plot;
 mod preflight;
+mod storage;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -33,7 +34,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use segsparse::backend::{
-    BlockKrylovOps, Cpu, Identity, LinearOperator, Preconditioner, SolverOps,
+    BlockKrylovOps, Cpu, Identity, LinearOperator, Preconditioner, SolverOps, VectorOps,
 };
 use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
@@ -50,7 +51,9 @@ use segsparse::autosolve::{ProbeParams, ProbeReport};
 use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats, StatsOps};
 use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams};
 use segsparse::solvers::multi;
+use segsparse::solvers::storage::{solve_stored, StoredOperator};
 use segsparse::sparse::incomplete::FactorSummary;
+use segsparse::Storage;
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -154,6 +157,9 @@ struct Extra {
     /// `--precond auto --method auto`: what the automatic solve (`autosolve::solve`) chose
     /// and did.
     probed: Option<(AutoReport, MethodArg, PrecondArg)>,
+    /// `--storage f32`: the storage of the values that produced the answer, and why it is
+    /// f64 when f32 was asked for.
+    storage: Option<(Storage, Option<String>)>,
 }
 
 /// What `--precond auto` chose, why, and from what: the same fields as Python's `info.choice`.
@@ -302,6 +308,12 @@ struct Report<'a> {
     auto: Option<AutoReport>,
     /// ILU(0)/IC(0): ordering, levels and application mode of each triangle, matching, shift.
     factor: Option<FactorSummary>,
+    /// `--storage`: `f64` or `f32`, as asked.
+    storage_requested: &'static str,
+    /// The storage of the values that produced the answer.
+    storage: &'static str,
+    /// Why the solve ran with f64 values although f32 was asked for (one sentence).
+    storage_fallback: Option<String>,
 }
 
 /// Seconds of all right-hand sides: the block solve's, or the sum of the sequential solves.
@@ -344,6 +356,8 @@ struct Plan {
     /// `--precond auto --method auto` with one right-hand side on one device: the automatic
     /// solve (`autosolve::solve`; its probe off with `--no-probe`).
     probe: Option<ProbeParams>,
+    /// `--storage`.
+    storage: Storage,
 }
 
 /// The ILU(0)/IC(0) parameters of the command line (`--ilu-order`, `--ilu-apply`; the shift
@@ -394,6 +408,12 @@ fn progress_setup(cli: &Cli) {
 
 /// Runs the solve described by `cli`.
 pub fn run(cli: Cli) -> Result<ExitCode> {
+    if cli.storage.storage() == Storage::F32 && cli.precision != PrecisionArg::F64 {
+        bail!(
+            "--storage f32 stores the values of an f64 solve: it needs --precision f64, not {}",
+            cli.precision.name()
+        );
+    }
     match cli.precision {
         PrecisionArg::F32 => run_typed::<f32>(&cli),
         PrecisionArg::F64 => run_typed::<f64>(&cli),
@@ -468,10 +488,12 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let b: Vec<T> = rhs(cli, &a)?;
     // The automatic solve (`autosolve::solve`: statistics where the matrix lives, the rule, the
     // probe) for the default: `--precond auto --method auto`, one right-hand side, one device.
+    // (--storage f32 takes the rule's choice instead: the automatic solve runs in f64 storage.)
     let engine = cli.precond == PrecondArg::Auto
         && cli.method == MethodArg::Auto
         && cli.rhs_count == 1
-        && matches!(cli.gpus, GpusArg::Count(1));
+        && matches!(cli.gpus, GpusArg::Count(1))
+        && cli.storage.storage() == Storage::F64;
     // The exact structure for the report and the method of `--method auto` with a named
     // preconditioner; the automatic solve reads its own statistics.
     let (symmetric, posdiag) = if engine {
@@ -548,7 +570,16 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         } else {
             None
         },
+        storage: cli.storage.storage(),
     };
+    if plan.storage == Storage::F32 {
+        if T::BYTES != 8 {
+            bail!("--storage f32 stores the values of an f64 solve: it needs --precision f64");
+        }
+        if plan.rhs_count > 1 {
+            bail!("--storage f32 solves one right-hand side (--rhs-count 1)");
+        }
+    }
     let tol = cli.tol.unwrap_or(if T::BYTES == 4 { 1e-5 } else { 1e-8 });
     let params = SolveParams {
         rel_tol: tol,
@@ -556,6 +587,8 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         check_every: cli.check_every,
         graphs: !cli.no_graphs,
         on_check: Some(progress),
+        // --storage f32: GMRES's Krylov basis in f32 too.
+        basis: plan.storage,
         ..Default::default()
     };
     progress_setup(cli);
@@ -583,6 +616,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         if cli.backend == BackendArg::Cpu {
             bail!("--gpus {gpus} runs on GPUs; it cannot be combined with --backend cpu");
         }
+        if plan.storage == Storage::F32 {
+            bail!("--storage f32 runs on one GPU or the CPU, not with --gpus {gpus}");
+        }
         dist::solve(
             &a,
             &b,
@@ -596,7 +632,20 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     } else if use_gpu {
         gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
     } else {
-        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock)?;
+        // --storage f32: the values rounded to f32 (part of the setup), or why not.
+        let mixed = (plan.storage == Storage::F32).then(|| {
+            segsparse::spmv::mixed::MixedCsr::new(&a.cast::<f64>())
+                .map_err(|e| match e {
+                    segsparse::Error::InvalidInput(why) => why,
+                    other => other.to_string(),
+                })
+                .map(|m| {
+                    storage::AsWorking::<_, Cpu>::new::<T, Cpu>(m)
+                        .expect("--storage f32 runs in f64 (checked above)")
+                })
+        });
+        let narrow = narrow_of::<T, Cpu, _>(mixed.as_ref());
+        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock, narrow)?;
         Outcome::new(method, cpu_backend(), solved)
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
@@ -756,6 +805,14 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
                 amg: out.extra.amg.clone(),
                 auto: auto_report.clone(),
                 factor: out.extra.factor.clone(),
+                storage_requested: cli.storage.storage().name(),
+                storage: out
+                    .extra
+                    .storage
+                    .as_ref()
+                    .map_or(Storage::F64, |s| s.0)
+                    .name(),
+                storage_fallback: out.extra.storage.as_ref().and_then(|s| s.1.clone()),
             };
             serde_json::to_writer(&mut w, &report)?;
             writeln!(w)?;
@@ -849,6 +906,17 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
             if let Some(f) = &out.extra.factor {
                 writeln!(w, "factor     {f}")?;
             }
+            if let Some((s, why)) = &out.extra.storage {
+                match (s, why) {
+                    (Storage::F32, _) => writeln!(
+                        w,
+                        "storage    f32 values (f64 vectors and sums; true residuals with the \
+                         f64 values)"
+                    )?,
+                    (_, Some(why)) => writeln!(w, "storage    {why}")?,
+                    _ => writeln!(w, "storage    f64 values")?,
+                }
+            }
         }
     }
     w.flush()?;
@@ -884,6 +952,7 @@ fn solve_with<
     x: &mut Vec<T>,
     params: &SolveParams,
     setup_clock: Instant,
+    narrow: Narrow<'_, T, B>,
 ) -> Result<Solved> {
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
@@ -921,7 +990,7 @@ fn solve_with<
             other => Ok((other, times, extra)),
         };
     }
-    let clock = (setup_clock, &db);
+    let clock = (setup_clock, &db, narrow);
     let r = match plan.precond {
         PrecondArg::None => solve_all(
             be, op, &Identity, plan, b, clock, &mut dx, params, &mut extra,
@@ -1004,7 +1073,7 @@ fn solve_all<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
     m: &dyn Preconditioner<T, B>,
     plan: Plan,
     b: &[T],
-    (setup_clock, db): (Instant, &B::Vector),
+    (setup_clock, db, narrow): (Instant, &B::Vector, Narrow<'_, T, B>),
     x: &mut B::Vector,
     params: &SolveParams,
     extra: &mut Extra,
@@ -1014,7 +1083,32 @@ fn solve_all<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
         return solve_block(be, op, m, plan, b, db, x, params, extra, setup);
     }
     let t = Instant::now();
-    let first = run_method(be, op, m, (plan.method, plan.restart), db, x, params);
+    let first = match narrow {
+        None => run_method(be, op, m, (plan.method, plan.restart), db, x, params),
+        Some(n) => {
+            let stored = match n {
+                Ok((narrow, exact)) => StoredOperator::F32 {
+                    narrow,
+                    exact: exact.then_some(op as &dyn LinearOperator<T, B>),
+                },
+                Err(reason) => StoredOperator::Refused {
+                    reason: reason.to_string(),
+                    exact: op,
+                },
+            };
+            let run =
+                |_: Storage, o: &dyn LinearOperator<T, B>, x: &mut B::Vector, p: &SolveParams| {
+                    run_method(be, o, m, (plan.method, plan.restart), db, x, p)
+                };
+            match solve_stored(be, stored, x, params, run) {
+                Ok(s) => {
+                    extra.storage = Some((s.storage, s.fallback));
+                    s.result
+                }
+                Err(e) => Err(SolveError::Backend(e)),
+            }
+        }
+    };
     let solve = t.elapsed().as_secs_f64();
     let first = first.map(|mut i| {
         i.setup_seconds = setup;
@@ -1225,13 +1319,28 @@ fn rbm_grid(cli: &Cli) -> Result<Option<Rbm>> {
     }
 }
 
+/// `--storage f32`: `None` for f64 values; else the operator with f32 values and whether the
+/// solve's own operator holds values it rounds (an exact copy to fall back to), or why f32
+/// storage was refused.
+type Narrow<'a, T, B> = Option<std::result::Result<(&'a dyn LinearOperator<T, B>, bool), &'a str>>;
+
+/// [`Narrow`] of what `--storage f32` built: `None` when it was not asked for.
+fn narrow_of<'a, T: Elem, B: VectorOps<T>, O: LinearOperator<T, B>>(
+    built: Option<&'a std::result::Result<O, String>>,
+) -> Narrow<'a, T, B> {
+    built.map(|r| match r {
+        Ok(op) => Ok((op as &dyn LinearOperator<T, B>, op.is_narrowed())),
+        Err(why) => Err(why.as_str()),
+    })
+}
+
 /// One call of the solver `method` (GMRES restarted every `restart` steps), real or complex.
 #[allow(clippy::too_many_arguments)]
 ///
 /// The preconditioner is taken as a trait object: the solvers are then compiled once per element
 /// type and backend, not once more for every preconditioner type (a virtual call per
 /// application costs nothing next to it).
-pub(crate) fn run_method<T: Elem, B: SolverOps<T>, A: LinearOperator<T, B>>(
+pub(crate) fn run_method<T: Elem, B: SolverOps<T>, A: LinearOperator<T, B> + ?Sized>(
     be: &B,
     op: &A,
     m: &dyn Preconditioner<T, B>,
@@ -1262,7 +1371,21 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
     let da = GpuCsr::upload(&g, a)?;
-    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock)?;
+    // --storage f32: the values rounded to f32 on the device (with their own exact copy for
+    // the true residuals), or why not; part of the setup.
+    let mixed = match plan.storage {
+        Storage::F64 => None,
+        Storage::F32 => Some(
+            match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(&g, &a.cast::<f64>()) {
+                Ok(m) => Ok(storage::AsWorking::<_, GpuOps<f64>>::new::<T, GpuOps<T>>(m)
+                    .expect("--storage f32 runs in f64 (checked in run_typed)")),
+                Err(segsparse::Error::InvalidInput(why)) => Err(why),
+                Err(e) => return Err(e.into()),
+            },
+        ),
+    };
+    let narrow = narrow_of::<T, GpuOps<T>, _>(mixed.as_ref());
+    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock, narrow)?;
     Ok(Outcome::new(
         plan.method,
         format!("gpu ({})", g.name()),
@@ -1425,6 +1548,9 @@ mod tests {
                 failure: None,
             }),
             factor: None,
+            storage_requested: "f32",
+            storage: "f64",
+            storage_fallback: Some("f64 storage: a value is beyond f32's range".into()),
         };
         let s = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();

@@ -1,6 +1,13 @@
 // GMRES(m): the cycle start, the block Gram-Schmidt dots and updates with the column recurrence
 // (Givens rotations, residual estimate), the least-squares solve and the correction, and, for
 // small systems, the fused Arnoldi step gmres_arnoldi (a cooperative launch).
+//
+// The basis may be stored narrower than the working type (V = float under T = double: the
+// entry points with the suffix f64b32). Each stored value is widened exactly before it is used,
+// so the dots, the updates and the correction compute in T what they compute for a T basis
+// holding the rounded vectors; gmres_store writes a new basis vector rounded to V and, beside
+// it, its widened copy `cur` that the operator is applied to next (so that A is applied to the
+// vector the basis holds).
 #include "common.cuh"
 #include "solvers/reduce.cuh"
 #include "solvers/recur.cuh"
@@ -104,16 +111,16 @@ __device__ void gmres_scale_(const T* src, T* dst, u32 n, const T* s, const T* s
 // Block of inner products c[k] = V[k]^H w, k < nv: grid (gx, nv); block (bx, k) sums its share of
 // vector k, and the last block to finish sums each k's gx partials in block order
 // (deterministic) into small[out + k].
-template <typename T>
+template <typename T, typename V = T>
 __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s,
                             T* small, u32 out, T* partials, u32* ticket) {
     if (s[S_STATUS] != T(0)) return;
     __shared__ T smem[1][32];
     __shared__ bool last;
     const u32 k = blockIdx.y, gx = gridDim.x;
-    const T* vk = reinterpret_cast<const T*>(vptr[k]);
+    const V* vk = reinterpret_cast<const V*>(vptr[k]);
     T v[1] = {T(0)};
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) dotc_(v[0], vk[i], w[i]);
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) dotc_(v[0], T(vk[i]), w[i]);
     block_sum<1>(v, smem);
     if (threadIdx.x == 0) {
         partials[k * gx + blockIdx.x] = v[0];
@@ -133,22 +140,22 @@ __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u
 
 // w -= sum_k small[coef + k] V[k], k < nv. With final != 0 also |w|^2, and the last block runs
 // the column recurrence (Givens rotations, residual estimate, tests) for column nv - 1.
-template <typename T>
+template <typename T, typename V = T>
 __device__ void gmres_update_(const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small,
                               u32 m, u32 coef, u32 final_, T* partials, u32* ticket, T* hist,
                               u32 it) {
     if (s[S_STATUS] != T(0)) return;
     __shared__ T c[GMRES_MAX_COLS];
-    __shared__ const T* vs[GMRES_MAX_COLS];
+    __shared__ const V* vs[GMRES_MAX_COLS];
     for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
         c[k] = small[coef + k];
-        vs[k] = reinterpret_cast<const T*>(vptr[k]);
+        vs[k] = reinterpret_cast<const V*>(vptr[k]);
     }
     __syncthreads();
     T v[1] = {T(0)};
     GRID_STRIDE(i, n) {
         T acc = w[i];
-        for (u32 k = 0; k < nv; ++k) acc -= c[k] * vs[k][i];
+        for (u32 k = 0; k < nv; ++k) acc -= c[k] * T(vs[k][i]);
         w[i] = acc;
         dotc_(v[0], acc, acc);
     }
@@ -182,20 +189,34 @@ template <typename T> __device__ void gmres_solve_y_(T* small, u32 m, u32 k) {
 }
 
 // u = sum_k y[k] V[k], k < ncols.
-template <typename T>
+template <typename T, typename V = T>
 __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 ncols,
                                const T* small, u32 m) {
     __shared__ T y[GMRES_MAX_COLS];
-    __shared__ const T* vs[GMRES_MAX_COLS];
+    __shared__ const V* vs[GMRES_MAX_COLS];
     for (u32 k = threadIdx.x; k < ncols; k += blockDim.x) {
         y[k] = small[GmresLay{m}.y() + k];
-        vs[k] = reinterpret_cast<const T*>(vptr[k]);
+        vs[k] = reinterpret_cast<const V*>(vptr[k]);
     }
     __syncthreads();
     GRID_STRIDE(i, n) {
         T acc = T(0);
-        for (u32 k = 0; k < ncols; ++k) acc += y[k] * vs[k][i];
+        for (u32 k = 0; k < ncols; ++k) acc += y[k] * T(vs[k][i]);
         u[i] = acc;
+    }
+}
+
+// A new basis vector of a narrower basis: dst = V(small[scale] * src) and cur = T(dst) (the
+// stored vector widened, which the operator reads next), unless the status is set.
+template <typename T, typename V>
+__device__ void gmres_store_(const T* src, V* dst, T* cur, u32 n, const T* s, const T* small,
+                             u32 m) {
+    if (s[S_STATUS] != T(0)) return;
+    const T f = small[GmresLay{m}.scale()];
+    GRID_STRIDE(i, n) {
+        const V v = V(f * src[i]);
+        dst[i] = v;
+        cur[i] = T(v);
     }
 }
 
@@ -323,6 +344,29 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
         gmres_combine_<T>(vptr, u, n, ncols, small, m);                                              \
     }
 
+// The steps of a basis stored in V under the working type T (gmres_start and gmres_solve_y are
+// T's own: they do not read the basis).
+#define GMRES_ENTRIES_STORED(T, V, SUF)                                                            \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_store_##SUF(           \
+        const T* src, V* dst, T* cur, u32 n, const T* s, const T* small, u32 m) {                    \
+        gmres_store_<T, V>(src, dst, cur, n, s, small, m);                                           \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_dots_##SUF(            \
+        const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s, T* small, u32 out,    \
+        T* partials, u32* ticket) {                                                                  \
+        gmres_dots_<T, V>(vptr, w, n, nv, s, small, out, partials, ticket);                          \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_update_##SUF(          \
+        const unsigned long long* vptr, T* w, u32 n, u32 nv, T* s, T* small, u32 m, u32 coef,        \
+        u32 final_, T* partials, u32* ticket, T* hist, u32 it) {                                     \
+        it += iter_base_(s);                                                                         \
+        gmres_update_<T, V>(vptr, w, n, nv, s, small, m, coef, final_, partials, ticket, hist, it);  \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_combine_##SUF(         \
+        const unsigned long long* vptr, T* u, u32 n, u32 ncols, const T* small, u32 m) {             \
+        gmres_combine_<T, V>(vptr, u, n, ncols, small, m);                                           \
+    }
+
 // The fused small-system steps: real types only (complex systems run the separate steps).
 #define GMRES_ENTRIES_FUSED(T, SUF)                                                                \
     extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) solver_gmres_arnoldi_##SUF(         \
@@ -350,5 +394,6 @@ GMRES_ENTRIES(cfloat, c64)
 GMRES_ENTRIES(cdouble, c128)
 GMRES_ENTRIES_FUSED(float, f32)
 GMRES_ENTRIES_FUSED(double, f64)
+GMRES_ENTRIES_STORED(double, float, f64b32)
 GMRES_BLOCK_ENTRIES_FUSED(float, f32)
 GMRES_BLOCK_ENTRIES_FUSED(double, f64)

@@ -37,20 +37,29 @@
 //
 // beta == 0 never reads y (so NaN or garbage in y does not propagate), in every kernel.
 // Accumulation is in T: f32 products are summed in f32, as cuSPARSE does for CUDA_R_32F.
+//
+// Storage apart from the working precision: the fused, row and vector kernels take the value
+// type V of the matrix apart from the type T of x, y and the sums. The mixed instantiations
+// (suffix f32f64: values stored in float, x, y, products and sums in double; each value widened
+// exactly before its product) read 4 bytes less per entry than f64 and compute what the f64
+// kernel computes on the widened values (src/spmv/gpu/mixed.rs). They use the f32 tile of the
+// matrix's structure tables (SPMV_ITEMS_F32 entries per thread), f64 products in shared memory.
 #include "common.cuh"
 #include "complex.cuh"
 #include "spmv/spmv_scan.cuh"
 
 // The element types this compile instantiates: bit 0 f32, bit 1 f64, bit 2 the complex fused
-// kernels (c64 and c128). The runtime compiles one real type per module, so a first call
+// kernels (c64 and c128), bit 3 f32 values under f64 vectors (f32f64, with the f64 fix-up and
+// scale kernels they need). The runtime compiles one real type per module, so a first call
 // compiles only the kernels of its type; the type-free structure kernels are in every module.
 // Without the define every type is instantiated (the complex SpMV's module).
 #ifndef SPMV_TYPES
-#define SPMV_TYPES 7
+#define SPMV_TYPES 15
 #endif
 #define SPMV_WITH_F32 ((SPMV_TYPES) & 1)
 #define SPMV_WITH_F64 ((SPMV_TYPES) & 2)
 #define SPMV_WITH_COMPLEX ((SPMV_TYPES) & 4)
+#define SPMV_WITH_MIXED ((SPMV_TYPES) & 8)
 
 #ifndef SPMV_THREADS
 #define SPMV_THREADS 256
@@ -231,16 +240,18 @@ __device__ __forceinline__ void write_row(T* y, const u32* row_map, u32 has_map,
 #define SPMV_SMEM_PROD_F64 0
 #endif
 
-template <typename T, int ITEMS, int THREADS, bool LOOKBACK, bool STRIPED, bool SMEM_PROD>
+// V: the stored value type; T: the type of x, y, the products and the sums (V == T except in
+// the mixed instantiation, where each value is widened exactly before its product).
+template <typename V, typename T, int ITEMS, int THREADS, bool LOOKBACK, bool STRIPED, bool SMEM_PROD>
 __device__ __forceinline__ void spmv_fused_tile(
-    const u32* __restrict__ col, const T* __restrict__ val, const u32* __restrict__ heads,
+    const u32* __restrict__ col, const V* __restrict__ val, const u32* __restrict__ heads,
     const u32* __restrict__ tile_heads, const u32* __restrict__ row_map, u32 has_map, u32 nsegs,
     u32 nnz, u32 nrows, const T* __restrict__ x, T* y, T alpha, T beta, u32* tile_flag,
     T* tile_value, u32 epoch, BlockSegScanStorage<T, THREADS / 32>& scan_st, T& s_carry) {
     static_assert(ITEMS % 4 == 0 && ITEMS <= 28, "ITEMS must be a multiple of 4, at most 28");
     constexpr u32 TILE = (u32)THREADS * (u32)ITEMS;
     constexpr int VEC_COL = ITEMS / 4;                     // uint4 per thread for col
-    constexpr int VEC_VAL = ITEMS * (int)sizeof(T) / 16;  // uint4 per thread for val
+    constexpr int VEC_VAL = ITEMS * (int)sizeof(V) / 16;  // uint4 per thread for val
     const u32 tile = blockIdx.x;
     const u32 k0 = tile * TILE + threadIdx.x * (u32)ITEMS;
     const int nvalid = k0 >= nnz ? 0 : (nnz - k0 >= (u32)ITEMS ? ITEMS : (int)(nnz - k0));
@@ -258,7 +269,7 @@ __device__ __forceinline__ void spmv_fused_tile(
         const u32 wbase = tile * TILE + (threadIdx.x & ~31u) * (u32)ITEMS;
         T* ws = s_tr + (threadIdx.x & ~31u) * (u32)(ITEMS + 1);
         u32 c[ITEMS];
-        T v[ITEMS];
+        V v[ITEMS];
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) c[i] = ld_stream(col + wbase + (u32)i * 32u + lane);
 #pragma unroll
@@ -266,7 +277,7 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const u32 e = (u32)i * 32u + lane;  // entry of the warp's span: thread e / ITEMS
-            ws[(e / ITEMS) * (ITEMS + 1) + e % ITEMS] = v[i] * ld_x(x + c[i]);
+            ws[(e / ITEMS) * (ITEMS + 1) + e % ITEMS] = T(v[i]) * ld_x(x + c[i]);
         }
         __syncwarp();
         if (!SMEM_PROD) {
@@ -275,7 +286,7 @@ __device__ __forceinline__ void spmv_fused_tile(
         }
     } else if (nvalid == ITEMS) {
         union { uint4 v[VEC_COL]; u32 c[ITEMS]; } cu;
-        union { uint4 v[VEC_VAL]; T t[ITEMS]; } vu;
+        union { uint4 v[VEC_VAL]; V t[ITEMS]; } vu;
         const uint4* cp = reinterpret_cast<const uint4*>(col + k0);
         const uint4* vp = reinterpret_cast<const uint4*>(val + k0);
 #pragma unroll
@@ -283,11 +294,11 @@ __device__ __forceinline__ void spmv_fused_tile(
 #pragma unroll
         for (int j = 0; j < VEC_VAL; ++j) vu.v[j] = ld_stream(vp + j);
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) prod[i] = vu.t[i] * ld_x(x + cu.c[i]);
+        for (int i = 0; i < ITEMS; ++i) prod[i] = T(vu.t[i]) * ld_x(x + cu.c[i]);
     } else {
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
-            prod[i] = i < nvalid ? ld_stream(val + k0 + i) * ld_x(x + ld_stream(col + k0 + i)) : T(0);
+            prod[i] = i < nvalid ? T(ld_stream(val + k0 + i)) * ld_x(x + ld_stream(col + k0 + i)) : T(0);
         }
     }
     if (SMEM_PROD && !striped) {
@@ -444,32 +455,41 @@ __device__ __forceinline__ void spmv_fused_tile(
 
 // NAME = spmv_fused (LOOKBACK = false: deterministic, finished by spmv_fixup) or
 // spmv_lookback (LOOKBACK = true: the previous single-launch kernel, kept for comparison).
-#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, T, SUFFIX, ITEMS, MIN_BLOCKS, STRIPED, SMEM_PROD)       \
+#define SPMV_FUSED_ENTRY(NAME, LOOKBACK, V, T, SUFFIX, ITEMS, MIN_BLOCKS, STRIPED, SMEM_PROD)    \
     extern "C" __global__ void __launch_bounds__(SPMV_THREADS, MIN_BLOCKS) NAME##_##SUFFIX(       \
-        const u32* col, const T* val, const u32* heads, const u32* tile_heads,                     \
+        const u32* col, const V* val, const u32* heads, const u32* tile_heads,                     \
         const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows, const T* x, T* y,          \
         T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch) {                               \
         __shared__ BlockSegScanStorage<T, SPMV_THREADS / 32> scan_st;                              \
         __shared__ T s_carry;                                                                      \
-        spmv_fused_tile<T, ITEMS, SPMV_THREADS, LOOKBACK, (STRIPED) != 0, (SMEM_PROD) != 0>(       \
+        spmv_fused_tile<V, T, ITEMS, SPMV_THREADS, LOOKBACK, (STRIPED) != 0, (SMEM_PROD) != 0>(    \
             col, val, heads, tile_heads, row_map, has_map, nsegs, nnz, nrows, x, y, alpha, beta,   \
             tile_flag, tile_value, epoch, scan_st, s_carry);                                       \
     }
 #if SPMV_WITH_F32
-SPMV_FUSED_ENTRY(spmv_fused, false, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32, SPMV_STRIPED_F32,
+SPMV_FUSED_ENTRY(spmv_fused, false, float, float, f32, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F32,
+                 SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
+SPMV_FUSED_ENTRY(spmv_lookback, true, float, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32,
                  SPMV_SMEM_PROD_F32)
-SPMV_FUSED_ENTRY(spmv_lookback, true, float, f32, SPMV_ITEMS_F32, 1, SPMV_STRIPED_F32, SPMV_SMEM_PROD_F32)
 #endif
 #if SPMV_WITH_F64
-SPMV_FUSED_ENTRY(spmv_fused, false, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64, SPMV_STRIPED_F64,
+SPMV_FUSED_ENTRY(spmv_fused, false, double, double, f64, SPMV_ITEMS_F64, SPMV_MIN_BLOCKS_F64,
+                 SPMV_STRIPED_F64, SPMV_SMEM_PROD_F64)
+SPMV_FUSED_ENTRY(spmv_lookback, true, double, double, f64, SPMV_ITEMS_F64, 1, SPMV_STRIPED_F64,
                  SPMV_SMEM_PROD_F64)
-SPMV_FUSED_ENTRY(spmv_lookback, true, double, f64, SPMV_ITEMS_F64, 1, SPMV_STRIPED_F64, SPMV_SMEM_PROD_F64)
+#endif
+#if SPMV_WITH_MIXED
+// f32 values, f64 x, y and sums: the f32 tile (the matrix's structure tables are those of its
+// f32 upload), striped 4-byte value loads as in f32 (whole sectors per instruction), the f64
+// register cap and f64 products parked in shared memory as in f64.
+SPMV_FUSED_ENTRY(spmv_fused, false, float, double, f32f64, SPMV_ITEMS_F32, SPMV_MIN_BLOCKS_F64,
+                 SPMV_STRIPED_F32, SPMV_SMEM_PROD_F64)
 #endif
 #if SPMV_WITH_COMPLEX
 // The complex instantiations (interleaved values, the complex product; src/spmv/gpu/complex.rs):
 // blocked loads, products in registers.
-SPMV_FUSED_ENTRY(spmv_fused, false, cfloat, c64, SPMV_ITEMS_C64, 1, 0, 0)
-SPMV_FUSED_ENTRY(spmv_fused, false, cdouble, c128, SPMV_ITEMS_C128, 1, 0, 0)
+SPMV_FUSED_ENTRY(spmv_fused, false, cfloat, cfloat, c64, SPMV_ITEMS_C64, 1, 0, 0)
+SPMV_FUSED_ENTRY(spmv_fused, false, cdouble, cdouble, c128, SPMV_ITEMS_C128, 1, 0, 0)
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -520,7 +540,7 @@ __device__ __forceinline__ void spmv_fixup_warp(const u32* __restrict__ tile_inf
 #if SPMV_WITH_F32
 SPMV_FIXUP_ENTRY(float, f32)
 #endif
-#if SPMV_WITH_F64
+#if SPMV_WITH_F64 || SPMV_WITH_MIXED
 SPMV_FIXUP_ENTRY(double, f64)
 #endif
 #if SPMV_WITH_COMPLEX
@@ -538,10 +558,10 @@ SPMV_FIXUP_ENTRY(cdouble, c128)
 // DRAM sees each byte once. That reuse is why this kernel does not stream its loads evict-first
 // (measured on the H200: poisson2d:2000 f64 93.5 us streamed vs 77.2 us cached, poisson3d:160
 // 136 vs 104 us). Rows are summed left to right: deterministic.
-template <typename T>
+template <typename V, typename T>
 __device__ __forceinline__ void spmv_rows_body(const u32* __restrict__ row_ptr,
                                                const u32* __restrict__ col,
-                                               const T* __restrict__ val,
+                                               const V* __restrict__ val,
                                                const T* __restrict__ x, T* y, T alpha, T beta,
                                                u32 nrows) {
     const u32 row = blockIdx.x * blockDim.x + threadIdx.x;
@@ -551,51 +571,54 @@ __device__ __forceinline__ void spmv_rows_body(const u32* __restrict__ row_ptr,
     T sum = T(0);
     for (; k + ROW_UNROLL <= end; k += ROW_UNROLL) {
         u32 c[ROW_UNROLL];
-        T v[ROW_UNROLL];
+        V v[ROW_UNROLL];
 #pragma unroll
         for (int i = 0; i < ROW_UNROLL; ++i) {
             c[i] = __ldg(col + k + i);
             v[i] = __ldg(val + k + i);
         }
 #pragma unroll
-        for (int i = 0; i < ROW_UNROLL; ++i) sum += v[i] * __ldg(x + c[i]);
+        for (int i = 0; i < ROW_UNROLL; ++i) sum += T(v[i]) * __ldg(x + c[i]);
     }
     if (k < end) {
         u32 c[ROW_UNROLL];
-        T v[ROW_UNROLL];
+        V v[ROW_UNROLL];
 #pragma unroll
         for (int i = 0; i < ROW_UNROLL - 1; ++i) {
             c[i] = k + i < end ? __ldg(col + k + i) : 0u;
-            v[i] = k + i < end ? __ldg(val + k + i) : T(0);
+            v[i] = k + i < end ? __ldg(val + k + i) : V(0);
         }
 #pragma unroll
         for (int i = 0; i < ROW_UNROLL - 1; ++i)
-            if (k + i < end) sum += v[i] * __ldg(x + c[i]);
+            if (k + i < end) sum += T(v[i]) * __ldg(x + c[i]);
     }
     y[row] = alpha * sum + scaled_y(y, row, beta);
 }
 
-#define SPMV_ROWS_ENTRY(T, SUFFIX)                                                                 \
+#define SPMV_ROWS_ENTRY(V, T, SUFFIX)                                                              \
     extern "C" __global__ void __launch_bounds__(SPMV_ROWS_THREADS) spmv_rows_##SUFFIX(            \
-        const u32* row_ptr, const u32* col, const T* val, const T* x, T* y, T alpha, T beta,       \
+        const u32* row_ptr, const u32* col, const V* val, const T* x, T* y, T alpha, T beta,       \
         u32 nrows) {                                                                               \
-        spmv_rows_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows);                            \
+        spmv_rows_body<V, T>(row_ptr, col, val, x, y, alpha, beta, nrows);                         \
     }
 #if SPMV_WITH_F32
-SPMV_ROWS_ENTRY(float, f32)
+SPMV_ROWS_ENTRY(float, float, f32)
 #endif
 #if SPMV_WITH_F64
-SPMV_ROWS_ENTRY(double, f64)
+SPMV_ROWS_ENTRY(double, double, f64)
+#endif
+#if SPMV_WITH_MIXED
+SPMV_ROWS_ENTRY(float, double, f32f64)
 #endif
 
 // ---------------------------------------------------------------------------------------------
 // Vector kernel: a sub-warp of `lanes` (power of two, <= 32) threads per row.
 // ---------------------------------------------------------------------------------------------
 
-template <typename T>
+template <typename V, typename T>
 __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr,
                                                  const u32* __restrict__ col,
-                                                 const T* __restrict__ val,
+                                                 const V* __restrict__ val,
                                                  const T* __restrict__ x, T* y, T alpha, T beta,
                                                  u32 nrows, u32 lanes_log2) {
     const u32 lanes = 1u << lanes_log2;
@@ -610,8 +633,8 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
         for (; k + 3 * lanes < b; k += 4 * lanes) {
             const u32 c0 = ld_stream(col + k), c1 = ld_stream(col + k + lanes);
             const u32 c2 = ld_stream(col + k + 2 * lanes), c3 = ld_stream(col + k + 3 * lanes);
-            const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
-            const T v2 = ld_stream(val + k + 2 * lanes), v3 = ld_stream(val + k + 3 * lanes);
+            const T v0 = T(ld_stream(val + k)), v1 = T(ld_stream(val + k + lanes));
+            const T v2 = T(ld_stream(val + k + 2 * lanes)), v3 = T(ld_stream(val + k + 3 * lanes));
             const T x0 = ld_x(x + c0), x1 = ld_x(x + c1), x2 = ld_x(x + c2), x3 = ld_x(x + c3);
             sum += v0 * x0;
             sum += v1 * x1;
@@ -620,30 +643,33 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
         }
         if (k + lanes < b) {
             const u32 c0 = ld_stream(col + k), c1 = ld_stream(col + k + lanes);
-            const T v0 = ld_stream(val + k), v1 = ld_stream(val + k + lanes);
+            const T v0 = T(ld_stream(val + k)), v1 = T(ld_stream(val + k + lanes));
             const T x0 = ld_x(x + c0), x1 = ld_x(x + c1);
             sum += v0 * x0;
             sum += v1 * x1;
             k += 2 * lanes;
         }
-        if (k < b) sum += ld_stream(val + k) * ld_x(x + ld_stream(col + k));
+        if (k < b) sum += T(ld_stream(val + k)) * ld_x(x + ld_stream(col + k));
     }
     // Every lane of the warp takes part in the shuffles (rows past the end contribute 0).
     for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
     if (row < nrows && lane == 0) st_stream(y + row, alpha * sum + scaled_y(y, row, beta));
 }
 
-#define SPMV_VECTOR_ENTRY(T, SUFFIX)                                                               \
+#define SPMV_VECTOR_ENTRY(V, T, SUFFIX)                                                            \
     extern "C" __global__ void __launch_bounds__(SPMV_VECTOR_THREADS) spmv_vector_##SUFFIX(        \
-        const u32* row_ptr, const u32* col, const T* val, const T* x, T* y, T alpha, T beta,       \
+        const u32* row_ptr, const u32* col, const V* val, const T* x, T* y, T alpha, T beta,       \
         u32 nrows, u32 lanes_log2) {                                                               \
-        spmv_vector_body<T>(row_ptr, col, val, x, y, alpha, beta, nrows, lanes_log2);              \
+        spmv_vector_body<V, T>(row_ptr, col, val, x, y, alpha, beta, nrows, lanes_log2);           \
     }
 #if SPMV_WITH_F32
-SPMV_VECTOR_ENTRY(float, f32)
+SPMV_VECTOR_ENTRY(float, float, f32)
 #endif
 #if SPMV_WITH_F64
-SPMV_VECTOR_ENTRY(double, f64)
+SPMV_VECTOR_ENTRY(double, double, f64)
+#endif
+#if SPMV_WITH_MIXED
+SPMV_VECTOR_ENTRY(float, double, f32f64)
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -674,7 +700,7 @@ SPMV_VECTOR_ENTRY(double, f64)
 #if SPMV_WITH_F32
 SPMV_SIMPLE_ENTRIES(float, f32)
 #endif
-#if SPMV_WITH_F64
+#if SPMV_WITH_F64 || SPMV_WITH_MIXED
 SPMV_SIMPLE_ENTRIES(double, f64)
 #endif
 

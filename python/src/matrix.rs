@@ -14,7 +14,7 @@ use segsparse::csr::check_gpu::{
 use segsparse::gpu::DeviceBuffer;
 use segsparse::precond::{Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
-use segsparse::solvers::{SolveError, SolveInfo};
+use segsparse::solvers::{SolveError, SolveInfo, SolveParams};
 use segsparse::spmm::Layout;
 use segsparse::spmv::gpu::GpuCsr;
 use segsparse::{Complex, CsrMatrix, Scalar};
@@ -502,6 +502,204 @@ fn cpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&Amg<T, Cpu>>> {
         Some(AmgOn::Cpu(h)) => Ok(Some(h)),
         Some(AmgOn::Gpu(..)) => Err(wrong_device()),
         None => Ok(None),
+    }
+}
+
+/// An operator of any storage (a trait object) beside the matrix the AMG hierarchy is set up
+/// from when the call brings none: [`solve_with`] wants both in one argument.
+struct WithMatrix<'a, O: ?Sized, M> {
+    op: &'a O,
+    matrix: &'a M,
+}
+
+impl<T, B, O, M> LinearOperator<T, B> for WithMatrix<'_, O, M>
+where
+    T: segsparse::Elem,
+    B: segsparse::backend::VectorOps<T>,
+    O: LinearOperator<T, B> + ?Sized,
+{
+    fn nrows(&self) -> usize {
+        self.op.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.op.ncols()
+    }
+    fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> segsparse::Result<()> {
+        self.op.apply(be, x, y)
+    }
+    fn apply_exact(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> segsparse::Result<()> {
+        self.op.apply_exact(be, x, y)
+    }
+    fn is_narrowed(&self) -> bool {
+        self.op.is_narrowed()
+    }
+    fn prepare(&self, be: &B, expected_applies: usize) -> segsparse::Result<()> {
+        self.op.prepare(be, expected_applies)
+    }
+    fn apply_block(
+        &self,
+        be: &B,
+        xs: &[&B::Vector],
+        ys: &mut [&mut B::Vector],
+    ) -> segsparse::Result<()> {
+        self.op.apply_block(be, xs, ys)
+    }
+}
+
+impl<O: ?Sized, M> std::borrow::Borrow<M> for WithMatrix<'_, O, M> {
+    fn borrow(&self) -> &M {
+        self.matrix
+    }
+}
+
+impl Mat<f64> {
+    /// [`Mat::solve_host`] with the values stored in `f32` under `f64` vectors
+    /// (`solvers::storage::solve_stored`: true residuals with the `f64` values, the fallback to
+    /// them when `f32` storage cannot reach the tolerance). The outcome's message says which
+    /// storage served and, after a fallback, why. The `f32` copy is made per call (part of the
+    /// setup time).
+    fn solve_host_stored(
+        &self,
+        o: &Opts,
+        b: &[f64],
+        x: &mut [f64],
+        amg: Option<&PyAmg>,
+    ) -> Res<Outcome> {
+        use segsparse::solvers::storage::{solve_stored, StoredOperator};
+        // GMRES's Krylov basis in f32 too (the fallback keeps f64).
+        let mut o = *o;
+        o.params.basis = segsparse::Storage::F32;
+        let o = &o;
+        let amg = amg.map(|h| h.typed::<f64>()).transpose()?;
+        let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        check_len("b", b.len(), self.shape.0, "the matrix")?;
+        check_len("x", x.len(), self.shape.1, "the matrix")?;
+        let t0 = Instant::now();
+        let host = self.host()?;
+        // One attempt per storage through the shared dispatch; the timings of the last.
+        let mut timed = (0.0, 0.0);
+        let stored = if self.dev.is_some() {
+            let (ops, d) = self.gpu_ops()?;
+            let jac = if o.precond == Precond::Jacobi {
+                Some(self.gpu_jacobi(&ops)?)
+            } else {
+                None
+            };
+            let h = match amg.as_deref() {
+                Some(AmgOn::Gpu(_, h)) => Some(&**h),
+                Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
+                None => None,
+            };
+            let g = d.csr.gpu();
+            let mixed = match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(g, host) {
+                Ok(m) => Ok(m),
+                Err(segsparse::Error::InvalidInput(why)) => Err(why),
+                Err(e) => return Err(e.into()),
+            };
+            let bd = g.upload(b)?;
+            let mut xd = g.upload(x)?;
+            let run = |_: segsparse::Storage,
+                       op: &dyn LinearOperator<f64, GpuOps<f64>>,
+                       xv: &mut DeviceBuffer<f64>,
+                       p: &SolveParams<'static>| {
+                let oi = Opts { params: *p, ..*o };
+                let op = WithMatrix { op, matrix: &d.csr };
+                let (r, setup, solve) = solve_with(
+                    &*ops,
+                    &op,
+                    &|| self.host(),
+                    jac.as_deref(),
+                    h,
+                    &oi,
+                    &bd,
+                    xv,
+                    t0,
+                    None,
+                );
+                timed = (setup, solve);
+                r
+            };
+            let op = match &mixed {
+                Ok(m) => StoredOperator::F32 {
+                    narrow: m,
+                    exact: m
+                        .exact()
+                        .map(|e| e as &dyn LinearOperator<f64, GpuOps<f64>>),
+                },
+                Err(why) => StoredOperator::Refused {
+                    reason: why.clone(),
+                    exact: &d.csr,
+                },
+            };
+            let s = solve_stored(&*ops, op, &mut xd, &o.params, run)?;
+            x.copy_from_slice(&g.download(&xd)?);
+            s
+        } else {
+            let jac = if o.precond == Precond::Jacobi {
+                Some(self.cpu_jacobi()?)
+            } else {
+                None
+            };
+            let h = match amg.as_deref() {
+                Some(AmgOn::Cpu(h)) => Some(&**h),
+                Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
+                None => None,
+            };
+            let mixed = match segsparse::spmv::mixed::MixedCsr::new(host) {
+                Ok(m) => Ok(m),
+                Err(segsparse::Error::InvalidInput(why)) => Err(why),
+                Err(e) => return Err(e.into()),
+            };
+            let bv = b.to_vec();
+            let mut xv = x.to_vec();
+            let run = |_: segsparse::Storage,
+                       op: &dyn LinearOperator<f64, Cpu>,
+                       xs: &mut Vec<f64>,
+                       p: &SolveParams<'static>| {
+                let oi = Opts { params: *p, ..*o };
+                let op = WithMatrix { op, matrix: host };
+                let (r, setup, solve) = solve_with(
+                    &Cpu,
+                    &op,
+                    &|| Ok(host),
+                    jac.as_deref(),
+                    h,
+                    &oi,
+                    &bv,
+                    xs,
+                    t0,
+                    None,
+                );
+                timed = (setup, solve);
+                r
+            };
+            let op = match &mixed {
+                Ok(m) => StoredOperator::F32 {
+                    narrow: m,
+                    exact: m.exact().map(|e| e as &dyn LinearOperator<f64, Cpu>),
+                },
+                Err(why) => StoredOperator::Refused {
+                    reason: why.clone(),
+                    exact: host,
+                },
+            };
+            let s = solve_stored(&Cpu, op, &mut xv, &o.params, run)?;
+            x.copy_from_slice(&xv);
+            s
+        };
+        let storage = stored.storage;
+        let note = match &stored.fallback {
+            Some(why) => format!(" [{why}]"),
+            None => format!(" [{storage} storage]"),
+        };
+        // Both attempts' seconds are in the info of a fallback (time to solution).
+        let solve = match &stored.result {
+            Ok(i) => i.solve_seconds,
+            Err(_) => timed.1,
+        };
+        let mut out = outcome((stored.result, timed.0, solve))?;
+        out.7 += &note;
+        Ok(out)
     }
 }
 
@@ -1140,8 +1338,9 @@ impl PyMatrix {
 
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when the options say
     /// so and the result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is
-    /// built from.
-    #[pyo3(signature = (opts, b, x, amg = None))]
+    /// built from. `storage="float32"` (a float64 matrix): the values stored in `f32` under the
+    /// `f64` solve, with the fallback to `f64` storage.
+    #[pyo3(signature = (opts, b, x, amg = None, storage = None))]
     fn solve_host(
         &self,
         py: Python<'_>,
@@ -1149,8 +1348,27 @@ impl PyMatrix {
         b: &Bound<'_, PyAny>,
         x: &Bound<'_, PyAny>,
         amg: Option<PyRef<'_, PyAmg>>,
+        storage: Option<&str>,
     ) -> PyResult<Outcome> {
         let o = &opts.0;
+        let f32_storage = match storage.map(|s| s.parse::<segsparse::Storage>()) {
+            None | Some(Ok(segsparse::Storage::F64)) => false,
+            Some(Ok(segsparse::Storage::F32)) => true,
+            Some(Err(e)) => return Err(Failure::from(e).into_py_err(py)),
+        };
+        if f32_storage {
+            let Inner::F64(m) = &self.inner else {
+                return Err(Failure::Value(format!(
+                    "storage='float32' stores the values of a float64 matrix; this one is {}",
+                    self.dtype()
+                ))
+                .into_py_err(py));
+            };
+            let amg = amg.as_deref();
+            return with_vectors::<f64, _>(py, b, x, ["b", "x"], |bs, xs| {
+                m.solve_host_stored(o, bs, xs, amg)
+            });
+        }
         if self.is_complex() && amg.is_some() {
             return Err(real_only("AMG").into_py_err(py));
         }

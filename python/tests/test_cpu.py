@@ -360,3 +360,28 @@ def test_amg_candidates_and_errors():
         segsparse.amg(bad.tocsr(), device="cpu")
     with pytest.raises(TypeError, match="amg"):
         segsparse.cg(a, np.ones(n), M=object())
+
+
+def test_float32_storage_reaches_the_float64_tolerance_and_falls_back_with_its_reason():
+    # A 1-D diffusion matrix whose values float32 rounds.
+    n = 300
+    a = sp.diags([-1 / 3, 2 + 0.01 / 3, -1 / 3], [-1, 0, 1], shape=(n, n), format="csr")
+    b = RNG.standard_normal(n)
+    for solver, kw in [(segsparse.cg, {}), (segsparse.pcg, {}), (segsparse.gmres, {"M": "jacobi"}),
+                       (segsparse.bicgstab, {})]:
+        x, info = solver(a, b, rtol=1e-11, storage="float32", device="cpu", **kw)
+        assert info == 0 and info.converged, info
+        assert info.storage == "float32" and info.storage_fallback is None
+        assert np.linalg.norm(b - a @ x) <= 1e-11 * np.linalg.norm(b) * 1.0001
+    # Values beyond float32's range: float64 storage, and the reason.
+    big = a * 1e39
+    x, info = segsparse.cg(big, b * 1e39, rtol=1e-8, storage="float32", device="cpu")
+    assert info.converged and info.storage == "float64"
+    assert "beyond f32's range" in info.storage_fallback
+    assert np.linalg.norm(b * 1e39 - big @ x) <= 1e-8 * np.linalg.norm(b * 1e39) * 1.0001
+    # Only for float64 matrices, NumPy vectors, one right-hand side.
+    with pytest.raises(ValueError, match="float64 matrix"):
+        segsparse.cg(segsparse.Matrix(a.astype(np.float32), device="cpu"), b.astype(np.float32),
+                     storage="float32")
+    with pytest.raises(ValueError, match="storage must be"):
+        segsparse.cg(a, b, storage="float16")

@@ -630,11 +630,35 @@ impl<T: Elem> ChebyshevSteps<T> for Cpu {
     }
 }
 
+/// A basis value as stored: rounded to `f32` (each part of a complex one) when `round`.
+#[inline]
+fn stored<T: Elem>(v: T, round: bool) -> T {
+    if !round {
+        return v;
+    }
+    let c = v.widen();
+    T::narrow(crate::Complex::new(c.re as f32 as f64, c.im as f32 as f64))
+}
+
 impl<T: Elem> KrylovOps<T> for Cpu {
     type Krylov = HostKrylov<Vec<T>, T>;
 
     fn krylov(&self, n: usize, m: usize) -> Result<HostKrylov<Vec<T>, T>> {
         HostKrylov::new(self, n, m)
+    }
+
+    /// The rounded basis in `f64` (`f32`'s numbers, not its memory): the reference of the
+    /// GPU's `f32` basis. `f32` work rounds nothing more.
+    fn krylov_stored(
+        &self,
+        n: usize,
+        m: usize,
+        basis: crate::scalar::Storage,
+    ) -> Result<HostKrylov<Vec<T>, T>> {
+        let mut k = HostKrylov::new(self, n, m)?;
+        k.round = basis == crate::scalar::Storage::F32
+            && <T::Real as crate::scalar::Scalar>::EPS < f32::EPSILON as f64;
+        Ok(k)
     }
 
     fn gmres_start(
@@ -650,10 +674,10 @@ impl<T: Elem> KrylovOps<T> for Cpu {
         if recur::stopped(&sc.slots) {
             return Ok(());
         }
-        let f = k.small[k.lay.scale()];
+        let (f, round) = (k.small[k.lay.scale()], k.round);
         map_chunks(&mut k.v[0], |v, rg| {
             for (v, &r) in v.iter_mut().zip(&r[rg]) {
-                *v = f * r;
+                *v = stored(f * r, round);
             }
         });
         Ok(())
@@ -692,8 +716,10 @@ impl<T: Elem> KrylovOps<T> for Cpu {
         if recur::stopped(&sc.slots) {
             return Ok(());
         }
-        let f = k.small[lay.scale()];
-        map_chunks(w, |w, _| w.iter_mut().for_each(|w| *w *= f));
+        let (f, round) = (k.small[lay.scale()], k.round);
+        map_chunks(w, |w, _| {
+            w.iter_mut().for_each(|w| *w = stored(*w * f, round))
+        });
         Ok(())
     }
 

@@ -387,6 +387,7 @@ const DOT_BLOCKS_PER_SM: u32 = 2;
 /// (the fused multi-vector kernels walk it), the small arrays of
 /// [`GmresLayout`](super::recur::GmresLayout), and the partial sums of the block dot products.
 pub struct GpuKrylov<T> {
+    /// The basis (empty when it is stored narrower: `narrow`).
     pub(crate) v: Vec<CudaSlice<T>>,
     pub(crate) ptrs: CudaSlice<u64>,
     pub(crate) small: CudaSlice<T>,
@@ -394,6 +395,23 @@ pub struct GpuKrylov<T> {
     pub(crate) ticket: CudaSlice<u32>,
     pub(crate) m: usize,
     dot_grid: u32,
+    /// The basis stored in `f32` under `f64` work (`KrylovOps::krylov_stored`).
+    narrow: Option<NarrowBasis<T>>,
+}
+
+/// A Krylov basis stored in `f32` under `f64` work: the rounded vectors and their pointer
+/// table, the widened copy of the newest one (what the operator reads: `v_j` of
+/// `krylov_pair`), the vector the operator writes (`v_{j+1}` before its orthogonalisation and
+/// rounding), and the `f64b32` kernels of `kernels/solvers/gmres.cu`.
+struct NarrowBasis<T> {
+    v32: Vec<CudaSlice<f32>>,
+    ptrs32: CudaSlice<u64>,
+    cur: CudaSlice<T>,
+    w: CudaSlice<T>,
+    store: CudaFunction,
+    dots: CudaFunction,
+    update: CudaFunction,
+    combine: CudaFunction,
 }
 
 /// The GPU's scalar slots, residual history, partial sums and last-block ticket, and the
@@ -1526,6 +1544,16 @@ where
     }
 }
 
+impl<T> GpuKrylov<T> {
+    /// The length of the basis vectors.
+    fn len(&self) -> usize {
+        match &self.narrow {
+            Some(nb) => nb.cur.len(),
+            None => self.v[0].len(),
+        }
+    }
+}
+
 /// The GPU keeps its small arrays on the device and runs every step itself.
 impl<T: Elem> KrylovSpace<CudaSlice<T::Dev>, T> for GpuKrylov<T::Dev> {
     fn host(&self) -> Option<&HostKrylov<CudaSlice<T::Dev>, T>> {
@@ -1542,38 +1570,58 @@ where
 {
     type Krylov = GpuKrylov<T::Dev>;
 
-    fn krylov(&self, n: usize, m: usize) -> Result<GpuKrylov<T::Dev>> {
+    /// An `f32` basis for `f64` work ([`Storage::F32`](crate::Storage::F32)); `f32` work keeps
+    /// its own basis; complex work refuses it.
+    fn krylov_stored(
+        &self,
+        n: usize,
+        m: usize,
+        basis: crate::scalar::Storage,
+    ) -> Result<GpuKrylov<T::Dev>> {
+        if basis == crate::scalar::Storage::F64 || T::NAME == "f32" {
+            return self.krylov(n, m);
+        }
+        if T::NAME != "f64" {
+            return Err(Error::InvalidInput(format!(
+                "an f32 Krylov basis is for f64 work, not {}",
+                T::NAME
+            )));
+        }
         assert!(m >= 1, "GMRES restart length must be at least 1");
         if m > MAX_RESTART {
             return Err(Error::InvalidInput(format!(
                 "GMRES restart length {m}: the GPU kernels support at most {MAX_RESTART}"
             )));
         }
-        let v = (0..=m)
-            .map(|_| self.gpu.zeros::<T::Dev>(n))
+        let v32 = (0..=m)
+            .map(|_| self.gpu.zeros::<f32>(n))
             .collect::<Result<Vec<_>>>()?;
         let stream = self.gpu.stream();
-        let ptrs: Vec<u64> = v
+        let ptrs: Vec<u64> = v32
             .iter()
             .map(|b| {
                 let (p, _sync) = cudarc::driver::DevicePtr::device_ptr(b, stream);
                 p
             })
             .collect();
-        let need = n.div_ceil(THREADS as usize).max(1);
-        let dot_grid = need.min((self.gpu.sm_count().max(1) * DOT_BLOCKS_PER_SM) as usize) as u32;
-        let lay = super::recur::GmresLayout { m };
-        // Twice (m + 1) per block: the fused Arnoldi step double-buffers its partials.
-        let npart = 2 * ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
-        Ok(GpuKrylov {
-            ptrs: self.gpu.upload(&ptrs)?,
-            v,
-            small: self.gpu.zeros::<T::Dev>(lay.len())?,
-            partials: self.gpu.zeros::<T::Dev>(npart)?,
-            ticket: self.gpu.zeros::<u32>(2)?,
-            m,
-            dot_grid,
-        })
+        let f = |name: &str| self.gpu.function(&GMRES, name, &[]);
+        let narrow = NarrowBasis {
+            ptrs32: self.gpu.upload(&ptrs)?,
+            v32,
+            cur: self.gpu.zeros::<T::Dev>(n)?,
+            w: self.gpu.zeros::<T::Dev>(n)?,
+            store: f("solver_gmres_store_f64b32")?,
+            dots: f("solver_gmres_dots_f64b32")?,
+            update: f("solver_gmres_update_f64b32")?,
+            combine: f("solver_gmres_combine_f64b32")?,
+        };
+        let mut k = self.krylov_parts(n, m, false)?;
+        k.narrow = Some(narrow);
+        Ok(k)
+    }
+
+    fn krylov(&self, n: usize, m: usize) -> Result<GpuKrylov<T::Dev>> {
+        self.krylov_parts(n, m, true)
     }
 
     fn krylov_pair<'k>(
@@ -1582,6 +1630,10 @@ where
         j: usize,
     ) -> (&'k CudaSlice<T::Dev>, &'k mut CudaSlice<T::Dev>) {
         assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
+        if let Some(nb) = &mut k.narrow {
+            // v_j as stored (widened by gmres_store), and the vector the operator writes.
+            return (&nb.cur, &mut nb.w);
+        }
         let (lo, hi) = k.v.split_at_mut(j + 1);
         (&lo[j], &mut hi[0])
     }
@@ -1597,7 +1649,7 @@ where
         sc: &mut GpuScalars<T::Dev>,
         it: usize,
     ) -> Result<()> {
-        same_len("gmres_start", r.len(), k.v[0].len());
+        same_len("gmres_start", r.len(), k.len());
         let (n, m, it) = (n32(r.len()), n32(k.m), self.iter_arg(sc, it)?);
         let grid = self.grid(r.len());
         let mut l = self.gpu.stream().launch_builder(&self.k.gmres_start);
@@ -1614,10 +1666,214 @@ where
         // u32* ticket, T* hist, u32 it); r has n elements, small GmresLayout{m}.len(), partials
         // at least `grid` entries (sized in `krylov`), hist more than it.
         unsafe { self.launch(&mut l, grid, "solver_gmres_start") }?;
+        if k.narrow.is_some() {
+            return self.gmres_store(k, 0, Some(r), sc);
+        }
         self.gmres_scale(k, 0, Some(r), sc)
     }
 
     fn gmres_arnoldi(
+        &self,
+        k: &mut GpuKrylov<T::Dev>,
+        j: usize,
+        sc: &mut GpuScalars<T::Dev>,
+        it: usize,
+    ) -> Result<()> {
+        if k.narrow.is_some() {
+            return self.gmres_arnoldi_narrow(k, j, sc, it);
+        }
+        self.gmres_arnoldi_full(k, j, sc, it)
+    }
+
+    fn gmres_combine(
+        &self,
+        k: &mut GpuKrylov<T::Dev>,
+        ncols: usize,
+        u: &mut CudaSlice<T::Dev>,
+    ) -> Result<()> {
+        if k.narrow.is_some() {
+            return self.gmres_combine_narrow(k, ncols, u);
+        }
+        self.gmres_combine_full(k, ncols, u)
+    }
+}
+
+impl<T: Elem> GpuOps<T>
+where
+    T::Dev: KernelType,
+{
+    /// The Krylov workspace's small arrays and partials, and the basis itself when `basis`.
+    fn krylov_parts(&self, n: usize, m: usize, basis: bool) -> Result<GpuKrylov<T::Dev>> {
+        assert!(m >= 1, "GMRES restart length must be at least 1");
+        if m > MAX_RESTART {
+            return Err(Error::InvalidInput(format!(
+                "GMRES restart length {m}: the GPU kernels support at most {MAX_RESTART}"
+            )));
+        }
+        let v = if basis {
+            (0..=m)
+                .map(|_| self.gpu.zeros::<T::Dev>(n))
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        let stream = self.gpu.stream();
+        let mut ptrs: Vec<u64> = v
+            .iter()
+            .map(|b| {
+                let (p, _sync) = cudarc::driver::DevicePtr::device_ptr(b, stream);
+                p
+            })
+            .collect();
+        if ptrs.is_empty() {
+            ptrs.push(0); // a narrower basis has its own table
+        }
+        let need = n.div_ceil(THREADS as usize).max(1);
+        let dot_grid = need.min((self.gpu.sm_count().max(1) * DOT_BLOCKS_PER_SM) as usize) as u32;
+        let lay = super::recur::GmresLayout { m };
+        // Twice (m + 1) per block: the fused Arnoldi step double-buffers its partials.
+        let npart = 2 * ((m + 1) * dot_grid as usize).max(self.grid(n) as usize);
+        Ok(GpuKrylov {
+            ptrs: self.gpu.upload(&ptrs)?,
+            v,
+            small: self.gpu.zeros::<T::Dev>(lay.len())?,
+            partials: self.gpu.zeros::<T::Dev>(npart)?,
+            ticket: self.gpu.zeros::<u32>(2)?,
+            m,
+            dot_grid,
+            narrow: None,
+        })
+    }
+
+    /// `v̂_dst ← fl32(scale · src)` and `cur ← v̂_dst` for a narrower basis (`src`: the
+    /// operator's new vector when `None`), unless the status is set.
+    fn gmres_store(
+        &self,
+        k: &mut GpuKrylov<T::Dev>,
+        dst: usize,
+        src: Option<&CudaSlice<T::Dev>>,
+        sc: &GpuScalars<T::Dev>,
+    ) -> Result<()> {
+        let m = n32(k.m);
+        let nb = k.narrow.as_mut().expect("a narrower basis");
+        let n = n32(nb.cur.len());
+        let grid = self.grid(nb.cur.len());
+        let mut l = self.gpu.stream().launch_builder(&nb.store);
+        match src {
+            Some(s) => {
+                same_len("gmres_store", s.len(), nb.cur.len());
+                l.arg(s)
+            }
+            None => l.arg(&nb.w),
+        };
+        l.arg(&mut nb.v32[dst])
+            .arg(&mut nb.cur)
+            .arg(&n)
+            .arg(&sc.slots)
+            .arg(&k.small)
+            .arg(&m);
+        // SAFETY: solver_gmres_store_f64b32(const double* src, float* dst, double* cur, u32 n,
+        // const double* s, const double* small, u32 m): T is f64 (krylov_stored builds a
+        // narrower basis for f64 alone); src (r or w), dst = v32[dst] and cur have n elements
+        // and are distinct buffers; small has GmresLayout{m}.len() entries.
+        unsafe { self.launch(&mut l, grid, "solver_gmres_store_f64b32") }
+    }
+
+    /// The Arnoldi step of column `j` on a narrower basis: the separate CGS2 kernels (the
+    /// fused small-system kernel reads a full basis) on `w`, then `gmres_store`.
+    fn gmres_arnoldi_narrow(
+        &self,
+        k: &mut GpuKrylov<T::Dev>,
+        j: usize,
+        sc: &mut GpuScalars<T::Dev>,
+        it: usize,
+    ) -> Result<()> {
+        assert!(j < k.m, "Krylov column {j} of a restart length {}", k.m);
+        let lay = super::recur::GmresLayout { m: k.m };
+        let len = k.len();
+        let (n, nv, m, it32) = (n32(len), n32(j + 1), n32(k.m), self.iter_arg(sc, it)?);
+        let grid = self.grid(len);
+        for (pass, coef) in [(0u32, lay.c1()), (1, lay.c2())] {
+            let coef = n32(coef);
+            let nb = k.narrow.as_mut().expect("a narrower basis");
+            let mut l = self.gpu.stream().launch_builder(&nb.dots);
+            l.arg(&nb.ptrs32)
+                .arg(&nb.w)
+                .arg(&n)
+                .arg(&nv)
+                .arg(&sc.slots)
+                .arg(&mut k.small)
+                .arg(&coef)
+                .arg(&mut k.partials)
+                .arg(&mut k.ticket);
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (k.dot_grid, nv, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: solver_gmres_dots_f64b32(const u64* vptr, const double* w, u32 n, u32 nv,
+            // const double* s, double* small, u32 out, double* partials, u32* ticket): vptr holds
+            // m + 1 ≥ nv pointers to f32 vectors of n elements (alive in `v32`), w (f64, n
+            // elements) is not among them, partials holds (m + 1)·dot_grid entries.
+            unsafe { l.launch(cfg) }.map_err(launch_err("solver_gmres_dots_f64b32"))?;
+            let final_ = pass;
+            let mut l = self.gpu.stream().launch_builder(&nb.update);
+            l.arg(&nb.ptrs32)
+                .arg(&mut nb.w)
+                .arg(&n)
+                .arg(&nv)
+                .arg(&mut sc.slots)
+                .arg(&mut k.small)
+                .arg(&m)
+                .arg(&coef)
+                .arg(&final_)
+                .arg(&mut k.partials)
+                .arg(&mut k.ticket)
+                .arg(&mut sc.hist)
+                .arg(&it32);
+            // SAFETY: solver_gmres_update_f64b32(const u64* vptr, double* w, u32 n, u32 nv,
+            // double* s, double* small, u32 m, u32 coef, u32 final, double* partials,
+            // u32* ticket, double* hist, u32 it): as above; w is written, v32[0..nv] read.
+            unsafe { self.launch(&mut l, grid, "solver_gmres_update_f64b32") }?;
+        }
+        self.gmres_store(k, j + 1, None, sc)
+    }
+
+    /// `u ← V̂·y` on a narrower basis (after the least-squares solve).
+    fn gmres_combine_narrow(
+        &self,
+        k: &mut GpuKrylov<T::Dev>,
+        ncols: usize,
+        u: &mut CudaSlice<T::Dev>,
+    ) -> Result<()> {
+        assert!(
+            ncols <= k.m,
+            "{ncols} GMRES columns of a restart length {}",
+            k.m
+        );
+        same_len("gmres_combine", u.len(), k.len());
+        let (n, m, nc) = (n32(u.len()), n32(k.m), n32(ncols));
+        let mut l = self.gpu.stream().launch_builder(&self.k.gmres_solve_y);
+        l.arg(&mut k.small).arg(&m).arg(&nc);
+        // SAFETY: solver_gmres_solve_y(T* small, u32 m, u32 k); small has GmresLayout{m}.len()
+        // entries and k ≤ m; one thread works.
+        unsafe { l.launch(Gpu::cfg(1, 32, 0)) }.map_err(launch_err("solver_gmres_solve_y"))?;
+        let nb = k.narrow.as_ref().expect("a narrower basis");
+        let grid = self.grid(u.len());
+        let mut l = self.gpu.stream().launch_builder(&nb.combine);
+        l.arg(&nb.ptrs32)
+            .arg(u)
+            .arg(&n)
+            .arg(&nc)
+            .arg(&k.small)
+            .arg(&m);
+        // SAFETY: solver_gmres_combine_f64b32(const u64* vptr, double* u, u32 n, u32 ncols,
+        // const double* small, u32 m); vptr holds m + 1 ≥ ncols pointers to f32 vectors of n
+        // elements, u (f64, n elements) is not one of them.
+        unsafe { self.launch(&mut l, grid, "solver_gmres_combine_f64b32") }
+    }
+
+    fn gmres_arnoldi_full(
         &self,
         k: &mut GpuKrylov<T::Dev>,
         j: usize,
@@ -1705,7 +1961,7 @@ where
         self.gmres_scale(k, j + 1, None, sc)
     }
 
-    fn gmres_combine(
+    fn gmres_combine_full(
         &self,
         k: &mut GpuKrylov<T::Dev>,
         ncols: usize,

@@ -19,8 +19,8 @@
 
 use super::recur::{self, GmresLayout};
 use super::VectorOps;
-use crate::error::Result;
-use crate::scalar::Elem;
+use crate::error::{Error, Result};
+use crate::scalar::{Elem, Storage};
 
 /// GMRES's Krylov workspace as host arrays: `m + 1` basis vectors of the backend and the small
 /// dense arrays of [`GmresLayout`] on the host.
@@ -29,6 +29,9 @@ pub struct HostKrylov<V, T> {
     pub(crate) v: Vec<V>,
     pub(crate) small: Vec<T>,
     pub(crate) lay: GmresLayout,
+    /// Every basis vector is rounded to `f32` when it is written (held in `T`: the numbers an
+    /// `f32` basis holds; the CPU backend's [`KrylovOps::krylov_stored`]).
+    pub(crate) round: bool,
 }
 
 impl<V, T: Elem> HostKrylov<V, T> {
@@ -43,7 +46,13 @@ impl<V, T: Elem> HostKrylov<V, T> {
             v: (0..=m).map(|_| be.zeros(n)).collect::<Result<_>>()?,
             small: vec![T::zero(); lay.len()],
             lay,
+            round: false,
         })
+    }
+
+    /// The basis vectors `v_0 … v_m` (of the current cycle, as far as it went).
+    pub fn basis(&self) -> &[V] {
+        &self.v
     }
 }
 
@@ -76,6 +85,34 @@ pub trait KrylovOps<T: Elem>: VectorOps<T> {
     type Krylov: KrylovSpace<Self::Vector, T>;
     /// Allocates the Krylov workspace for vectors of length `n` and restart length `m ≥ 1`.
     fn krylov(&self, n: usize, m: usize) -> Result<Self::Krylov>;
+    /// [`KrylovOps::krylov`] with the basis stored in `basis`. [`Storage::F32`] under `f64` work
+    /// rounds every basis vector to `f32` once, when it is written (the GPU stores it in `f32`:
+    /// half the bytes of every Gram–Schmidt pass and of the correction; the CPU keeps the
+    /// rounded numbers in `f64`); the dot products, updates and sums stay in `f64`, each stored
+    /// value widened exactly, and the operator is applied to the stored vector.
+    ///
+    /// **Orthogonality.** A new vector `v` is orthogonalised in `f64` (CGS2) against the stored
+    /// ones and normalised, then rounded: `v̂ = v + δ` with `|δᵢ| ≤ u·|vᵢ|`, `u = 2⁻²⁴`, so
+    /// `‖δ‖ ≤ u` and every entry of `V̂ᵀV̂ − I` is at most `2u + u²` (plus the `f64` rounding of
+    /// CGS2, `O(ε₆₄)`) in magnitude. The Arnoldi relation then holds to `u·h_{j+1,j}` per
+    /// column, so the least-squares estimate can differ from the true residual by about `u`
+    /// relative to the cycle's start: the solvers confirm convergence on the true residual and
+    /// restart where needed (see `solvers::gmres`).
+    ///
+    /// The default keeps the working precision for [`Storage::F64`] and refuses `F32`.
+    ///
+    /// # Errors
+    /// As [`KrylovOps::krylov`]; [`Error::InvalidInput`] for a storage the backend does not
+    /// keep.
+    fn krylov_stored(&self, n: usize, m: usize, basis: Storage) -> Result<Self::Krylov> {
+        match basis {
+            Storage::F64 => self.krylov(n, m),
+            Storage::F32 => Err(Error::InvalidInput(format!(
+                "the {} backend keeps the Krylov basis in the working precision only",
+                self.name()
+            ))),
+        }
+    }
 
     /// The basis vectors `v_j` and `v_{j+1}` (`j < m`): the operator reads the first and writes
     /// the second before [`KrylovOps::gmres_arnoldi`].

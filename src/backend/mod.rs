@@ -104,6 +104,21 @@ pub trait LinearOperator<T: Elem, B: VectorOps<T>> {
     fn ncols(&self) -> usize;
     /// `y ← A·x`. Must not synchronise with the host (on the GPU: queue work on the stream).
     fn apply(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()>;
+    /// `y ← A·x` with the operator's exact values, for the true residuals `b − A·x` that decide
+    /// convergence. An operator that applies its values from a narrower storage than its vectors
+    /// (a matrix stored in `f32` under `f64` vectors, `spmv::mixed`) gives here the product with
+    /// the values it was built from; every other operator is exact already, and the default is
+    /// [`LinearOperator::apply`]. Same contract as `apply`.
+    fn apply_exact(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> crate::Result<()> {
+        self.apply(be, x, y)
+    }
+    /// True when [`LinearOperator::apply`] uses values rounded from those of
+    /// [`LinearOperator::apply_exact`]: the solvers then replace their recursively updated
+    /// residual by the true one from time to time (reliable updates; `solvers` module docs), so
+    /// that the answer is as accurate as the exact values allow. False by default.
+    fn is_narrowed(&self) -> bool {
+        false
+    }
     /// Called once before a solve, with the most applications it may make: an operator with a
     /// choice of kernels may measure them here (a GPU matrix tunes its SpMV when that costs
     /// under 2 % of them). Does nothing by default.

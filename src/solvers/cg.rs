@@ -170,6 +170,14 @@ where
         self.v.start(be, self.m, self.kind, sc, it)
     }
 
+    fn can_replace(&self) -> bool {
+        true
+    }
+
+    fn replace_residual(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
+        self.v.take_true_residual(be, self.m, self.kind, sc, it)
+    }
+
     fn step(
         &mut self,
         be: &B,
@@ -254,22 +262,74 @@ impl<V> CgVectors<V> {
         B: CgSteps<T, Vector = V>,
         P: Preconditioner<T, B> + ?Sized,
     {
+        self.restart_r(be, m, kind, sc, it)?;
         let CgVectors { r, z, p, .. } = self;
+        be.copy(z.as_ref().unwrap_or(&*r), p)
+    }
+
+    /// A reliable update: the true residual is in `q`, the recursive one in `r`. The search
+    /// direction `p = z + β·p_prev` was built from the recursive `z = M⁻¹r`; it becomes
+    /// `p + M⁻¹(q − r)`, the direction the true residual gives with the same β (so that
+    /// `pᵀr = zᵀr` holds again up to the new residual's component along the previous direction,
+    /// and α = ρ/pᵀAp stays consistent); then `r ← q` and [`CgVectors::restart_r`].
+    pub(super) fn take_true_residual<T, B, P>(
+        &mut self,
+        be: &B,
+        m: &P,
+        kind: Kind,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: CgSteps<T, Vector = V>,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        let CgVectors { r, z, p, q } = self;
         match (kind, z.as_mut()) {
             (Kind::Jacobi, Some(z)) => {
                 let inv_diag = m.inverse_diagonal().expect("diagonal preconditioner");
-                be.cg_start(r, Fuse::Jacobi { inv_diag, z }, sc, it)?;
-                be.copy(z, p)
+                be.axpby(T::one(), q, -T::one(), r)?;
+                be.vmul(T::one(), inv_diag, r, T::zero(), z)?;
+                be.axpy(T::one(), z, p)?;
+            }
+            (Kind::General, Some(z)) => {
+                be.axpby(T::one(), q, -T::one(), r)?;
+                m.apply(be, r, z)?;
+                be.axpy(T::one(), z, p)?;
+            }
+            _ => be.axpbypcz(T::one(), q, -T::one(), r, T::one(), p)?,
+        }
+        be.copy(q, r)?;
+        self.restart_r(be, m, kind, sc, it)
+    }
+
+    /// Takes up the residual in `r` (a start, or a reliable update): `z = M⁻¹r` (fused with the
+    /// reductions for Jacobi), ‖r‖² and ρ = rᵀz.
+    pub(super) fn restart_r<T, B, P>(
+        &mut self,
+        be: &B,
+        m: &P,
+        kind: Kind,
+        sc: &mut B::Scalars,
+        it: usize,
+    ) -> crate::Result<()>
+    where
+        T: Elem,
+        B: CgSteps<T, Vector = V>,
+        P: Preconditioner<T, B> + ?Sized,
+    {
+        let CgVectors { r, z, .. } = self;
+        match (kind, z.as_mut()) {
+            (Kind::Jacobi, Some(z)) => {
+                let inv_diag = m.inverse_diagonal().expect("diagonal preconditioner");
+                be.cg_start(r, Fuse::Jacobi { inv_diag, z }, sc, it)
             }
             (Kind::General, Some(z)) => {
                 m.apply(be, r, z)?;
-                be.cg_start(r, Fuse::Separate(Some(z)), sc, it)?;
-                be.copy(z, p)
+                be.cg_start(r, Fuse::Separate(Some(z)), sc, it)
             }
-            _ => {
-                be.cg_start(r, Fuse::Identity, sc, it)?;
-                be.copy(r, p)
-            }
+            _ => be.cg_start(r, Fuse::Identity, sc, it),
         }
     }
 

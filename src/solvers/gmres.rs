@@ -125,7 +125,7 @@ fn gmres_body<T: Elem, B: KrylovOps<T>>(
         m,
         b,
         restart,
-        v: GmresVectors::new(be, n, restart, m.is_identity())?,
+        v: GmresVectors::new(be, n, restart, m.is_identity(), params.basis)?,
     };
     let sc = be.scalars(n, params.max_iters)?;
     drive(be, a, b, x, params, &mut state, sc, clock)
@@ -248,18 +248,20 @@ pub(super) struct GmresVectors<V, K> {
 }
 
 impl<V, K> GmresVectors<V, K> {
-    /// The vectors of length `n` and a basis of `restart + 1` vectors (`z` unless `identity`).
+    /// The vectors of length `n` and a basis of `restart + 1` vectors stored in `basis`
+    /// ([`KrylovOps::krylov_stored`]; `z` unless `identity`).
     pub(super) fn new<T: Elem, B: KrylovOps<T, Vector = V, Krylov = K>>(
         be: &B,
         n: usize,
         restart: usize,
         identity: bool,
+        basis: crate::scalar::Storage,
     ) -> crate::Result<Self> {
         Ok(GmresVectors {
             r: be.zeros(n)?,
             q: be.zeros(n)?,
             z: if identity { None } else { Some(be.zeros(n)?) },
-            k: be.krylov(n, restart)?,
+            k: be.krylov_stored(n, restart, basis)?,
             j: 0,
             cycle_it: 0,
             halted: false,
@@ -383,7 +385,9 @@ impl<V, K> GmresVectors<V, K> {
                 return Ok(());
             }
             self.correct(be, m, x, restart)?;
-            a.apply(be, x, &mut self.q)?;
+            // The exact values: with an operator stored narrower than its vectors, every cycle
+            // starts from the true residual (GMRES with iterative refinement).
+            a.apply_exact(be, x, &mut self.q)?;
             be.residual(b, &self.q, &mut self.r)?;
             self.start(be, sc, it)?;
         }

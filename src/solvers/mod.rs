@@ -193,6 +193,25 @@
 //!   stop") is handled without a host check: when tᵀt = 0 we set ω = 0, so the update reduces to
 //!   `x ← x + αp̂`, `r ← s`, and the convergence test of the same kernel accepts it.
 //!
+//! # Values stored narrower than the vectors
+//!
+//! An operator may apply values rounded to a narrower type than its vectors (a matrix stored in
+//! `f32` under `f64` vectors: `spmv::mixed::MixedCsr`, `spmv::gpu::mixed::GpuMixedCsr`; it says
+//! so with [`LinearOperator::is_narrowed`]). The solvers then take every true residual
+//! `b − A·x` with the exact values ([`LinearOperator::apply_exact`]): the convergence
+//! confirmation, GMRES's residual at each restart (GMRES with iterative refinement) and, in CG,
+//! **reliable updates**: whenever the recursive residual has fallen tenfold since the last true
+//! one (and at least 32 iterations have passed), the driver replaces it by the true residual and
+//! CG continues with the same search direction, corrected by the change of the residual
+//! (Sleijpen and van der Vorst 1996; van der Vorst and Ye 2000), where a restart would lose the
+//! Krylov space built so far. The answer is therefore accurate to the
+//! tolerance with respect to the exact values. The rounded operator costs iterations where the
+//! rounding is large against the conditioning (`2⁻²⁴·κ(A)` of 10⁻³ and above: 7–13 % more
+//! with CG on the matrices measured), none where the `f32` values are exact.
+//! When the true residual stops following the recursive one (the rounding is too coarse for the
+//! matrix), CG stops as not converged with the true residual; [`storage::solve_stored`] then
+//! solves again with the exact values and says why.
+//!
 //! # References
 //!
 //! - M. R. Hestenes and E. Stiefel, *Methods of conjugate gradients for solving linear systems*,
@@ -201,12 +220,17 @@
 //!   solution of nonsymmetric linear systems*, SIAM J. Sci. Stat. Comput. 13(2), 1992.
 //! - R. Barrett et al., *Templates for the Solution of Linear Systems*, SIAM 1994 (the
 //!   preconditioned forms used here).
+//! - G. L. G. Sleijpen and H. A. van der Vorst, *Reliable updated residuals in hybrid Bi-CG
+//!   methods*, Computing 56, 1996; H. A. van der Vorst and Q. Ye, *Residual replacement
+//!   strategies for Krylov subspace iterative methods for the convergence of true residuals*,
+//!   SIAM J. Sci. Comput. 22(3), 2000.
 
 mod bicgstab;
 mod cg;
 mod drive;
 mod gmres;
 pub mod multi;
+pub mod storage;
 mod types;
 
 pub use bicgstab::bicgstab;

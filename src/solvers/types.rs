@@ -53,6 +53,12 @@ pub struct SolveParams<'a> {
     /// backends that do not record (the CPU). Default true. See "Recorded blocks" in the
     /// module docs.
     pub graphs: bool,
+    /// GMRES: where the Krylov basis is stored. [`Storage::F32`] under `f64` work keeps it in
+    /// `f32` (half the bytes of the two Gram–Schmidt passes that dominate an iteration; each
+    /// basis vector rounded once, so the stored basis is orthonormal to within `2·2⁻²⁴`, see
+    /// [`KrylovOps::krylov_stored`](crate::backend::KrylovOps::krylov_stored)); the default
+    /// [`Storage::F64`] keeps the working precision. The other methods ignore it.
+    pub basis: crate::scalar::Storage,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -69,6 +75,7 @@ impl Default for SolveParams<'_> {
             on_check: None,
             observer: None,
             graphs: true,
+            basis: crate::scalar::Storage::F64,
             non_exhaustive: (),
         }
     }

@@ -81,6 +81,7 @@
 pub mod complex;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
+pub mod mixed;
 mod plan;
 
 pub use plan::{SpmvPlan, TUNE_MIN_PRODUCTS};
@@ -303,6 +304,14 @@ impl SpmvPolicy {
             "SPMV_TYPES",
             if T::BYTES == 4 { "1" } else { "2" }.to_string(),
         ));
+        d
+    }
+
+    /// The `-D` defines of the module of the mixed kernels (`f32` values under `f64` vectors,
+    /// `SPMV_TYPES` bit 3, with the `f64` fix-up and scale kernels; `spmv::gpu::mixed`).
+    pub fn mixed_defines(&self) -> Vec<(&'static str, String)> {
+        let mut d = self.defines();
+        d.push(("SPMV_TYPES", "8".to_string()));
         d
     }
 

@@ -99,6 +99,7 @@ use crate::Scalar;
 use crate::{CsrMatrix, Elem};
 
 pub mod cpu;
+pub mod mixed;
 pub mod select;
 
 #[cfg(feature = "cuda")]

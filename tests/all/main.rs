@@ -32,6 +32,7 @@ mod dist_sim;
 mod gpu_runtime;
 mod ilu;
 mod io;
+mod mixed;
 mod multi_rhs;
 mod primitives_more;
 mod primitives_scan;

@@ -107,6 +107,9 @@ class SolveInfo(int):
             used (``"none"``, ``"jacobi"``, ``"amg"``, ``"ilu0"``, ``"ic0"``, or the caller's),
             the rule that chose it in words, and the whole ``auto_choice`` dictionary
             (``None`` when the caller named both method and preconditioner).
+        storage, storage_fallback: with ``storage="float32"``: the storage of the values that
+            produced the answer (``"float32"``, or ``"float64"`` after a fallback) and why the
+            float64 values took over, in one sentence (``None`` when float32 served).
     """
 
     def __new__(cls, status: int, **fields: Any) -> "SolveInfo":
@@ -209,6 +212,7 @@ def _solve(
     degree: int = 5,
     callback_type: Optional[str] = None,
     choice: Optional[dict] = None,
+    storage: Any = None,
 ) -> Tuple[Any, SolveInfo]:
     """Every solver of the package: checks the arguments, settles the system's dtype (real or
     complex), the matrix and the preconditioner (``M='auto'``: the automatic choice's) and
@@ -216,6 +220,7 @@ def _solve(
     from .amg import AMG
 
     rtol, atol = _tolerances(name, rtol, atol)
+    storage = _storage(storage)
     if maxiter is not None and int(maxiter) < 0:
         raise ValueError(f"maxiter must be >= 0, got {maxiter}")
     if check_every is not None and check_every < 1:
@@ -227,6 +232,9 @@ def _solve(
     cd = _complex_system(A, b, x0)
     if cd is None and method == "cocg":
         method = "cg"  # COCG of a real system is CG
+    if storage == "float32" and (cd is not None or (bshape is not None and len(bshape) != 1)):
+        raise ValueError("storage='float32' solves a real float64 system with one right-hand "
+                         "side")
     block = bshape is not None and len(bshape) != 1
     if block and cd is not None:
         raise ValueError("a 2-D b (several right-hand sides) is supported for real systems "
@@ -274,8 +282,12 @@ def _solve(
                 "combined with a callback "
                 "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
                 "or drop the callback")
+    if storage == "float32" and callables:
+        raise ValueError("storage='float32' runs the crate's solvers with its own "
+                         "preconditioners (M None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg'), "
+                         "without a callback or a matrix-free A")
     x, info = _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_type,
-                   check_every, device, restart, degree, cd, callables)
+                   check_every, device, restart, degree, cd, callables, storage)
     _record(info, choice)
     return x, info
 
@@ -289,7 +301,7 @@ def _record(info: SolveInfo, choice: Optional[dict]) -> None:
 
 
 def _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_type,
-         check_every, device, restart, degree, cd, callables):
+         check_every, device, restart, degree, cd, callables, storage="float64"):
     """One solve of ``A x = b`` by the crate's solver body (``_core``), for every element type.
 
     With the crate's preconditioner ``pre`` (a name, or a ``segsparse.amg`` hierarchy) and no
@@ -297,8 +309,13 @@ def _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_ty
     (``solve_device``, no copy; a complex system with ``"none"`` or ``"jacobi"``), else the
     vectors are copied to the host and back (``solve_host``). With ``callables`` (``pre`` an
     ``Operator``, a matrix-free ``A``, a ``callback``): ``solve_host_operator``, which calls the
-    Python code back from the body on NumPy vectors (``python/src/pyprecond.rs``)."""
+    Python code back from the body on NumPy vectors (``python/src/pyprecond.rs``).
+    ``storage="float32"`` (a real float64 matrix, NumPy vectors): the values stored in float32
+    under the float64 solve (``info.storage`` says which storage served)."""
     db = device_array(b, "b")
+    if db is not None and storage == "float32":
+        raise ValueError("storage='float32' solves with NumPy vectors (the matrix may be on the "
+                         "GPU); pass b as a NumPy array")
     xp = cupy() if db is not None else np
     hierarchy = None
     if not isinstance(pre, (str, _OperatorType)):  # a segsparse.amg hierarchy
@@ -374,7 +391,12 @@ def _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_ty
     if not b_host.any():
         return _zero_solution(xp, n, dtype, name, where, "crate")
     if not callables:
-        out = m._m.solve_host(opts(pre), b_host, x, hier)
+        out = m._m.solve_host(opts(pre), b_host, x, hier,
+                              None if storage == "float64" else storage)
+        if storage == "float32":
+            info = _outcome_info(out, user_maxiter, name, where)
+            info.storage, info.storage_fallback = _storage_of(out[7])
+            return x, info
     else:
         kind = cb = None
         if callback is not None:
@@ -535,7 +557,7 @@ def auto_choice(A: Any, *, device: str = "cpu") -> dict:
 
 
 def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxiter=None,
-          restart=30, check_every=None, device="auto", probe=True):
+          restart=30, check_every=None, device="auto", probe=True, storage=None):
     """Solves ``A x = b`` with the method and preconditioner the crate chooses for ``A``:
     returns ``(x, info)`` as the other solvers, with the choice recorded in ``info``:
     ``info.method``, ``info.precond``, ``info.reason`` and ``info.choice``.
@@ -552,7 +574,9 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     ``probe`` (what it measured and predicted, or ``None``), ``cached``, ``fallback``,
     ``tried`` (each candidate with its outcome) and ``failure`` (where nothing converged: the
     best residual reached and what was tried, in one sentence). ``maxiter`` counts iterations
-    (default ``10 n``); ``probe=False`` runs the rule's first choice alone.
+    (default ``10 n``); ``probe=False`` runs the rule's first choice alone. With
+    ``storage="float32"`` (as ``cg``) the rule's choice runs with the values in float32 (the
+    probe and its fallbacks are the float64 automatic solve's).
 
     ``method``: ``"auto"`` (the rule's ``"cg"``, ``"gmres"``, or for a complex symmetric
     matrix ``"cocg"``) or one of ``"cg"``, ``"cocg"`` (conjugate orthogonal CG, for complex
@@ -573,7 +597,8 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
         raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'cocg', 'bicgstab' or "
                          "'gmres'")
     if (want_method == "auto" and auto_m and is_matrix(A) and not isinstance(x0, str)
-            and _complex_system(A, _flat(b), x0) is None and len(np.shape(_flat(b))) <= 1):
+            and _complex_system(A, _flat(b), x0) is None and len(np.shape(_flat(b))) <= 1
+            and _storage(storage) == "float64"):
         return _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe)
     choice = None
     if want_method == "auto" or auto_m:
@@ -590,10 +615,10 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
         if not 1 <= r <= 255:
             raise ValueError(f"restart must be in 1..=255, got {restart}")
         x, info = _solve("gmres", "gmres", A, b, x0, rtol, atol, maxiter, pre, None,
-                         check_every, device, restart=r, choice=choice)
+                         check_every, device, restart=r, choice=choice, storage=storage)
     else:
         x, info = _solve(name, name, A, b, x0, rtol, atol, maxiter, pre, None, check_every,
-                         device, choice=choice)
+                         device, choice=choice, storage=storage)
     if auto_m:
         info.precond = choice["precond"]
     elif isinstance(M, str) or M is None:
@@ -613,6 +638,31 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
 
 
 from ._operators import Operator as _OperatorType  # noqa: E402
+
+
+def _storage(storage: Any) -> str:
+    """``storage=``: ``None``/``"float64"`` or ``"float32"`` (NumPy dtypes and their names too)."""
+    if storage is None:
+        return "float64"
+    try:
+        name = np.dtype(storage).name
+    except TypeError:
+        name = str(storage).lower()
+    if name in ("float64", "f64"):
+        return "float64"
+    if name in ("float32", "f32"):
+        return "float32"
+    raise ValueError(f"storage must be 'float64' or 'float32', not {storage!r}")
+
+
+def _storage_of(message: str) -> Tuple[str, Optional[str]]:
+    """The storage that served and the fallback's reason, from the crate's outcome message
+    (`` [f32 storage]`` or `` [<why f64 storage>]`` at its end)."""
+    if message.endswith("[f32 storage]"):
+        return "float32", None
+    if message.endswith("]") and " [" in message:
+        return "float64", message[message.rindex(" [") + 2:-1]
+    return "float64", None
 
 
 def _auto_report(rep) -> dict:
@@ -842,7 +892,7 @@ def _jacobi_operator(A: Any):
 
 
 def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
-       check_every=None, device="auto"):
+       check_every=None, device="auto", storage=None):
     """Conjugate gradient for a symmetric positive definite ``A``: returns ``(x, info)``.
 
     Args:
@@ -879,6 +929,14 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             (default 16; the reported iteration count is exact either way).
         device: where to put a matrix that is not a ``segsparse.Matrix`` yet
             (``"auto"``, ``"gpu"``, ``"cpu"``).
+        storage: ``None``/``"float64"``, or ``"float32"``: the matrix's values stored in
+            float32 under float64 vectors and sums (a quarter fewer bytes per product), for a
+            float64 matrix with a NumPy ``b`` and the crate's preconditioners; convergence is
+            measured on the true residual with the float64 values, so the answer meets the
+            tolerance in float64. Where float32 values cannot reach it (values beyond float32's
+            range, a condition number near 1e7 or above) the solve continues with the float64
+            values by itself. ``info.storage`` says which storage served, and
+            ``info.storage_fallback`` why float64 (or ``None``).
 
     Returns:
         ``(x, info)``: the solution (or last iterate) and a ``SolveInfo``: SciPy's integer
@@ -894,29 +952,30 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
         (True, True)
     """
     return _solve("cg", "cg" if M is None else "pcg", A, b, x0, rtol, atol, maxiter, M,
-                  callback, check_every, device)
+                  callback, check_every, device, storage=storage)
 
 
 def pcg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M="jacobi", callback=None,
-        check_every=None, device="auto"):
+        check_every=None, device="auto", storage=None):
     """Preconditioned conjugate gradient (default: Jacobi, ``M = diag(A)``, fused into the
     vector updates): returns ``(x, info)``. Arguments as ``cg``; ``A`` must be SPD with a
     nonzero diagonal."""
-    return _solve("cg", "pcg", A, b, x0, rtol, atol, maxiter, M, callback, check_every, device)
+    return _solve("cg", "pcg", A, b, x0, rtol, atol, maxiter, M, callback, check_every, device,
+                  storage=storage)
 
 
 def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
-             check_every=None, device="auto"):
+             check_every=None, device="auto", storage=None):
     """BiCGSTAB for a general (unsymmetric) ``A``, right-preconditioned by ``M``: returns
     ``(x, info)``. Arguments as ``cg`` (``callback(xk)`` after each iteration); one iteration
     costs two SpMVs. A breakdown (a vanishing ``rho``, ``r^T v`` or ``omega``) is reported as
     ``info == -1`` after the crate's restarts are exhausted."""
     return _solve("bicgstab", "bicgstab", A, b, x0, rtol, atol, maxiter, M, callback,
-                  check_every, device)
+                  check_every, device, storage=storage)
 
 
 def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=None,
-          callback=None, callback_type=None, check_every=None, device="auto"):
+          callback=None, callback_type=None, check_every=None, device="auto", storage=None):
     """Restarted GMRES(``restart``) for any ``A``: returns ``(x, info)``. Arguments as ``cg``.
 
     ``maxiter`` counts restart cycles, as SciPy's (default ``10 n``; the crate's path then
@@ -962,7 +1021,7 @@ def gmres(A, b, x0=None, *, rtol=1e-5, atol=0.0, restart=30, maxiter=None, M=Non
     if n is not None:
         restart = max(1, min(int(restart), n))
     return _solve("gmres", "gmres", A, b, x0, rtol, atol, maxiter, M, callback, check_every,
-                  device, restart=int(restart), callback_type=callback_type)
+                  device, restart=int(restart), callback_type=callback_type, storage=storage)
 
 
 def _square_size(A: Any) -> Optional[int]:

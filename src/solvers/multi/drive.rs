@@ -106,7 +106,7 @@ where
 
     let true_residual = |method: &mut M, j: usize, x: &B::Vector, sc: &mut B::Scalars| {
         let (r, q) = method.r_and_scratch(j);
-        a.apply(be, x, q)?;
+        a.apply_exact(be, x, q)?;
         be.residual(&bs[j], q, r)?;
         let rr = be.dot(r, r, sc)?.as_f64();
         Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })

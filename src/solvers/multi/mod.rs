@@ -509,7 +509,7 @@ fn gmres_body<T: Scalar, B: BlockKrylovOps<T>>(
     )?;
     let identity = m.is_identity();
     let (cols, scs) = allocate(be, k, n, params, || {
-        GmresVectors::new(be, n, restart, identity)
+        GmresVectors::new(be, n, restart, identity, params.basis)
     })?;
     let mut state = GmresMulti {
         a,

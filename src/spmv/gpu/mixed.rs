@@ -1,0 +1,438 @@
+//! The GPU matrix stored in `f32` under `f64` vectors ([`GpuMixedCsr`]): the device side of
+//! [`spmv::mixed`](crate::spmv::mixed), whose docs say why and what the solves do with it.
+//!
+//! The kernels are those of `kernels/spmv/spmv.cu` instantiated with the value type apart from
+//! the vector type (entry points `spmv_fused_f32f64`, `spmv_rows_f32f64`, `spmv_vector_f32f64`,
+//! with the `f64` fix-up; `SPMV_TYPES` bit 3): each `f32` value is widened exactly before its
+//! product, products and sums are `f64`. They run on the structure tables of the matrix's `f32`
+//! upload (head flags, tiles of `threads × items_f32` entries, the empty-row map), and `Auto`
+//! takes that upload's choice of algorithm (the look-back and the paper's kernels have no mixed
+//! instantiation: the fused kernel stands in for them). One product moves
+//! `nnz·8 + (nrows+1)·4 + (ncols+nrows)·8` bytes ([`GpuMixedCsr::spmv_bytes`]), against
+//! `nnz·12 + ...` in `f64`.
+//!
+//! The exact values live in a second device matrix ([`GpuMixedCsr::exact`], a [`GpuCsr<f64>`])
+//! unless the rounding to `f32` is exact; the solvers apply it for true residuals only.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{CudaFunction, CudaSlice};
+
+use super::{GpuCsr, SpmvAlgorithm, SPMV_SRC};
+use crate::backend::gpu::GpuOps;
+use crate::backend::LinearOperator;
+use crate::error::{Error, Result};
+use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
+use crate::spmv::mixed::F32Fit;
+use crate::CsrMatrix;
+
+/// The mixed kernels, from the module compiled with
+/// [`SpmvPolicy::mixed_defines`](super::SpmvPolicy::mixed_defines).
+#[derive(Clone)]
+struct MixedKernels {
+    fused: CudaFunction,
+    fixup: CudaFunction,
+    rows: CudaFunction,
+    vector: CudaFunction,
+    scale: CudaFunction,
+}
+
+/// A CSR matrix on the GPU with its values stored in `f32`, applied to `f64` vectors with `f64`
+/// sums, and its exact `f64` values for true residuals (a [`LinearOperator<f64,
+/// GpuOps<f64>>`](LinearOperator) whose [`apply_exact`](LinearOperator::apply_exact) uses them).
+pub struct GpuMixedCsr {
+    low: GpuCsr<f32>,
+    exact: Option<GpuCsr<f64>>,
+    fit: F32Fit,
+    k: MixedKernels,
+    /// Two `f64` partial sums per tile (the fused kernel's carries; `low`'s are `f32`).
+    tile_value: Mutex<CudaSlice<f64>>,
+}
+
+impl std::fmt::Debug for GpuMixedCsr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuMixedCsr({}×{}, {} nonzeros, f32 values{}, auto = {})",
+            self.low.nrows,
+            self.low.ncols,
+            self.low.nnz,
+            if self.exact.is_some() {
+                " + exact f64 copy"
+            } else {
+                " (exact)"
+            },
+            self.resolved_algorithm().name()
+        )
+    }
+}
+
+impl GpuMixedCsr {
+    /// Rounds the values of `a` to `f32` and uploads them (with the structure tables of
+    /// [`GpuCsr::upload`]), and uploads `a` itself for true residuals unless the rounding is
+    /// exact.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when a value does not fit `f32` ([`F32Fit::of`]'s sentence);
+    /// as [`GpuCsr::upload`] otherwise.
+    pub fn upload(gpu: &Arc<Gpu>, a: &CsrMatrix<f64>) -> Result<Self> {
+        let fit = F32Fit::of(a).map_err(Error::InvalidInput)?;
+        let low = GpuCsr::upload(gpu, &a.cast::<f32>())?;
+        let exact = if fit.lossless {
+            None
+        } else {
+            Some(GpuCsr::upload(gpu, a)?)
+        };
+        Self::from_parts(low, exact, fit)
+    }
+
+    /// The mixed operator over an uploaded `f32` matrix and, unless `fit` says the `f32` values
+    /// are exact, the exact matrix (same shape and pattern).
+    ///
+    /// # Panics
+    /// When the two matrices differ in shape or number of entries.
+    ///
+    /// # Errors
+    /// A failed kernel compile or allocation.
+    pub fn from_parts(low: GpuCsr<f32>, exact: Option<GpuCsr<f64>>, fit: F32Fit) -> Result<Self> {
+        if let Some(e) = &exact {
+            assert!(
+                (e.nrows, e.ncols, e.nnz) == (low.nrows, low.ncols, low.nnz),
+                "GpuMixedCsr: the f32 matrix is {}×{} with {} entries, the exact one {}×{} with {}",
+                low.nrows,
+                low.ncols,
+                low.nnz,
+                e.nrows,
+                e.ncols,
+                e.nnz
+            );
+        }
+        let gpu = low.gpu.clone();
+        let defines = low.policy.mixed_defines();
+        let f = |name: &str| gpu.function(&SPMV_SRC, name, &defines);
+        let k = MixedKernels {
+            fused: f("spmv_fused_f32f64")?,
+            fixup: f("spmv_fixup_f64")?,
+            rows: f("spmv_rows_f32f64")?,
+            vector: f("spmv_vector_f32f64")?,
+            scale: f("spmv_scale_f64")?,
+        };
+        let tile_value = Mutex::new(gpu.zeros::<f64>(2 * low.ntiles.max(1) as usize)?);
+        Ok(GpuMixedCsr {
+            low,
+            exact,
+            fit,
+            k,
+            tile_value,
+        })
+    }
+
+    /// The stored `f32` matrix (its own [`GpuCsr::spmv`] multiplies `f32` vectors).
+    pub fn low(&self) -> &GpuCsr<f32> {
+        &self.low
+    }
+    /// The exact `f64` matrix, when the `f32` rounding is not exact.
+    pub fn exact(&self) -> Option<&GpuCsr<f64>> {
+        self.exact.as_ref()
+    }
+    /// True when every value is an `f32` exactly (no exact copy is kept).
+    pub fn is_lossless(&self) -> bool {
+        self.fit.lossless
+    }
+    /// How `f32` represents the values.
+    pub fn fit(&self) -> F32Fit {
+        self.fit
+    }
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.low.nrows
+    }
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.low.ncols
+    }
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.low.nnz
+    }
+    /// The GPU the matrix lives on.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.low.gpu
+    }
+    /// Bytes one mixed product moves at the minimum (DESIGN.md's count with 4-byte values and
+    /// 8-byte vectors): `nnz·8 + (nrows+1)·4 + (ncols+nrows)·8`.
+    pub fn spmv_bytes(&self) -> usize {
+        self.low.nnz * 8 + (self.low.nrows + 1) * 4 + (self.low.ncols + self.low.nrows) * 8
+    }
+    /// Device bytes of the stored matrices (the `f32` CSR arrays and the exact copy, if any).
+    pub fn device_bytes(&self) -> usize {
+        self.low.csr_device_bytes() + self.exact.as_ref().map_or(0, |e| e.csr_device_bytes())
+    }
+    /// What [`SpmvAlgorithm::Auto`] runs: the `f32` upload's choice, with the fused kernel for
+    /// the look-back and the paper's algorithms (which have no mixed instantiation).
+    pub fn resolved_algorithm(&self) -> SpmvAlgorithm {
+        mixed_algorithm(self.low.resolved_algorithm())
+    }
+
+    /// `y ← α·fl32(A)·x + β·y` in `f64` with the algorithm of `Auto`. Queues work and returns.
+    ///
+    /// # Panics
+    /// When `x.len() != ncols` or `y.len() != nrows` (both sizes in the message).
+    ///
+    /// # Errors
+    /// A failed launch, naming the kernel.
+    pub fn spmv(
+        &self,
+        alpha: f64,
+        x: &CudaSlice<f64>,
+        beta: f64,
+        y: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        self.spmv_with(SpmvAlgorithm::Auto, alpha, x, beta, y)
+    }
+
+    /// [`spmv`](Self::spmv) with a forced algorithm (`FusedLookback` and `PaperSegscan` run the
+    /// fused kernel).
+    pub fn spmv_with(
+        &self,
+        algorithm: SpmvAlgorithm,
+        alpha: f64,
+        x: &CudaSlice<f64>,
+        beta: f64,
+        y: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        let l = &self.low;
+        assert_eq!(
+            x.len(),
+            l.ncols,
+            "spmv: x has {} elements but the matrix has {} columns",
+            x.len(),
+            l.ncols
+        );
+        assert_eq!(
+            y.len(),
+            l.nrows,
+            "spmv: y has {} elements but the matrix has {} rows",
+            y.len(),
+            l.nrows
+        );
+        if l.nrows == 0 {
+            return Ok(());
+        }
+        let x = x.slice(..);
+        let mut y = y.slice_mut(..);
+        if l.nnz == 0 {
+            return self.scale(beta, &mut y);
+        }
+        let algorithm = match algorithm {
+            SpmvAlgorithm::Auto => self.resolved_algorithm(),
+            a => mixed_algorithm(a),
+        };
+        match algorithm {
+            SpmvAlgorithm::Rows => self.rows(alpha, &x, beta, &mut y),
+            SpmvAlgorithm::Vector { lanes } => {
+                let lanes = if lanes == 0 { l.vector_lanes } else { lanes };
+                assert!(
+                    lanes.is_power_of_two() && lanes <= 32,
+                    "SpmvAlgorithm::Vector: lanes = {lanes} is not a power of two in 1..=32"
+                );
+                self.vector(lanes, alpha, &x, beta, &mut y)
+            }
+            _ => self.fused(alpha, &x, beta, &mut y),
+        }
+    }
+
+    /// `y ← α·A·x + β·y` with the exact values (the exact copy, or the `f32` values when they
+    /// are exact).
+    ///
+    /// # Errors
+    /// As [`spmv`](Self::spmv).
+    pub fn spmv_exact(
+        &self,
+        alpha: f64,
+        x: &CudaSlice<f64>,
+        beta: f64,
+        y: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        match &self.exact {
+            Some(e) => e.spmv(alpha, x, beta, y),
+            None => self.spmv(alpha, x, beta, y),
+        }
+    }
+
+    fn scale(&self, beta: f64, y: &mut CudaViewMut<'_, f64>) -> Result<()> {
+        let g = &self.low.gpu;
+        let n = self.low.nrows as u32;
+        let mut b = g.stream().launch_builder(&self.k.scale);
+        b.arg(y).arg(&beta).arg(&n);
+        let blocks = n.div_ceil(256).min(g.sm_count() * 8);
+        // SAFETY: spmv_scale_f64(double* y, double beta, u32 n); y has n = nrows elements.
+        unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_scale_f64", e))?;
+        Ok(())
+    }
+
+    fn fused(
+        &self,
+        alpha: f64,
+        x: &CudaView<'_, f64>,
+        beta: f64,
+        y: &mut CudaViewMut<'_, f64>,
+    ) -> Result<()> {
+        let l = &self.low;
+        let g = &l.gpu;
+        // The tile flags are the f32 matrix's (u32, one per tile: the same tiles); the partial
+        // sums are this operator's own f64 ones.
+        let mut flag = l.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
+        let (has_map, nnz, nrows, epoch) = (l.has_map as u32, l.nnz as u32, l.nrows as u32, 0u32);
+        let mut b = g.stream().launch_builder(&self.k.fused);
+        b.arg(&l.col)
+            .arg(&l.val)
+            .arg(&l.heads)
+            .arg(&l.tile_heads)
+            .arg(&l.row_map)
+            .arg(&has_map)
+            .arg(&l.nsegs)
+            .arg(&nnz)
+            .arg(&nrows)
+            .arg(x)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&mut *flag)
+            .arg(&mut *value)
+            .arg(&epoch);
+        // SAFETY: spmv_fused_f32f64(const u32* col, const float* val, const u32* heads,
+        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
+        // const double* x, double* y, double alpha, double beta, u32* tile_flag,
+        // double* tile_value, u32 epoch): the f32 matrix's arrays (col/val nnz entries, heads
+        // ceil((nnz+1)/32)+2 words, tile_heads and tile_flag one per tile of threads·items_f32
+        // entries, the tile the mixed kernel is compiled with), tile_value 2·ntiles doubles,
+        // row_map nsegs entries when has_map, x ncols and y nrows (asserted by the caller);
+        // ntiles blocks; each tile writes only its own tile_flag and tile_value entries.
+        unsafe { b.launch(Gpu::cfg(l.ntiles, l.policy.threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fused_f32f64", e))?;
+        if l.ntiles < 2 {
+            return Ok(());
+        }
+        let mut b = g.stream().launch_builder(&self.k.fixup);
+        b.arg(&*flag)
+            .arg(&l.tile_start)
+            .arg(&*value)
+            .arg(&l.ntiles)
+            .arg(&l.tile_heads)
+            .arg(&l.row_map)
+            .arg(&has_map)
+            .arg(&l.nsegs)
+            .arg(&nrows)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: spmv_fixup_f64(const u32* tile_info, const u32* tile_start,
+        // const double* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map,
+        // u32 has_map, u32 nsegs, u32 nrows, double* y, double alpha, double beta); as in
+        // GpuCsr::fused, with the f64 tile values written by the launch above.
+        unsafe { b.launch(Gpu::cfg(l.ntiles.div_ceil(8), 256, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_fixup_f64", e))?;
+        Ok(())
+    }
+
+    fn rows(
+        &self,
+        alpha: f64,
+        x: &CudaView<'_, f64>,
+        beta: f64,
+        y: &mut CudaViewMut<'_, f64>,
+    ) -> Result<()> {
+        let l = &self.low;
+        let nrows = l.nrows as u32;
+        let threads = l.policy.rows_threads;
+        let mut b = l.gpu.stream().launch_builder(&self.k.rows);
+        b.arg(&l.row_ptr)
+            .arg(&l.col)
+            .arg(&l.val)
+            .arg(x)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows);
+        // SAFETY: spmv_rows_f32f64(const u32* row_ptr, const u32* col, const float* val,
+        // const double* x, double* y, double alpha, double beta, u32 nrows); row_ptr has nrows+1
+        // entries, col/val nnz, x ncols, y nrows; one thread per row.
+        unsafe { b.launch(Gpu::cfg(nrows.div_ceil(threads), threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_rows_f32f64", e))?;
+        Ok(())
+    }
+
+    fn vector(
+        &self,
+        lanes: u32,
+        alpha: f64,
+        x: &CudaView<'_, f64>,
+        beta: f64,
+        y: &mut CudaViewMut<'_, f64>,
+    ) -> Result<()> {
+        let l = &self.low;
+        let nrows = l.nrows as u32;
+        let lanes_log2 = lanes.trailing_zeros();
+        let threads = l.policy.vector_threads;
+        let blocks = ((l.nrows as u64 * lanes as u64).div_ceil(threads as u64)) as u32;
+        let mut b = l.gpu.stream().launch_builder(&self.k.vector);
+        b.arg(&l.row_ptr)
+            .arg(&l.col)
+            .arg(&l.val)
+            .arg(x)
+            .arg(&mut *y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows)
+            .arg(&lanes_log2);
+        // SAFETY: spmv_vector_f32f64(const u32* row_ptr, const u32* col, const float* val,
+        // const double* x, double* y, double alpha, double beta, u32 nrows, u32 lanes_log2);
+        // row_ptr has nrows+1 entries, col/val nnz, x ncols, y nrows; blocks·threads covers
+        // nrows·lanes threads.
+        unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }
+            .map_err(|e| Gpu::launch_error("spmv_vector_f32f64", e))?;
+        Ok(())
+    }
+}
+
+/// The mixed kernel that runs for `a`: the fused one for the algorithms without a mixed
+/// instantiation.
+fn mixed_algorithm(a: SpmvAlgorithm) -> SpmvAlgorithm {
+    match a {
+        SpmvAlgorithm::Rows | SpmvAlgorithm::Vector { .. } => a,
+        _ => SpmvAlgorithm::Fused,
+    }
+}
+
+/// `y ← fl32(A)·x` in `f64` ([`GpuMixedCsr::spmv`]); [`LinearOperator::apply_exact`] with the
+/// exact values.
+impl LinearOperator<f64, GpuOps<f64>> for GpuMixedCsr {
+    fn nrows(&self) -> usize {
+        self.low.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.low.ncols
+    }
+    fn apply(&self, _: &GpuOps<f64>, x: &CudaSlice<f64>, y: &mut CudaSlice<f64>) -> Result<()> {
+        self.spmv(1.0, x, 0.0, y)
+    }
+    fn apply_exact(
+        &self,
+        _: &GpuOps<f64>,
+        x: &CudaSlice<f64>,
+        y: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        self.spmv_exact(1.0, x, 0.0, y)
+    }
+    fn is_narrowed(&self) -> bool {
+        self.exact.is_some()
+    }
+    /// Tunes the `f32` upload's algorithm ([`GpuCsr::prepare_for`], timed with `f32` vectors: the
+    /// same loads of the matrix) when the solve may make enough products.
+    fn prepare(&self, _: &GpuOps<f64>, expected_applies: usize) -> Result<()> {
+        self.low.prepare_for(expected_applies).map(|_| ())
+    }
+}
