@@ -285,3 +285,9 @@ pub(crate) fn auto_solve_device(
         _ => unreachable!("checked above"),
     }
 }
+
+/// `_core.clear_auto_cache()`: forgets the automatic solve's per-pattern decisions.
+#[pyfunction]
+pub(crate) fn clear_auto_cache() {
+    segsparse::autosolve::clear_cache();
+}

@@ -40,6 +40,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyprecond::solve_host_operator, m)?)?;
     m.add_function(wrap_pyfunction!(auto::auto_solve_host, m)?)?;
     m.add_function(wrap_pyfunction!(auto::auto_solve_device, m)?)?;
+    m.add_function(wrap_pyfunction!(auto::clear_auto_cache, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_host, m)?)?;
     m.add_function(wrap_pyfunction!(prims::scan_device, m)?)?;
     m.add_function(wrap_pyfunction!(prims::sort_host, m)?)?;

@@ -241,10 +241,13 @@ def test_solve_auto_gpu_matches_cpu(gpu, name, make, method, precond):
     m = segsparse.Matrix(a, device="gpu")
     # The statistics computed on the device equal the host's.
     assert segsparse.auto_choice(m) == segsparse.auto_choice(a)
+    # Each side decides afresh (earlier tests solved these patterns too).
+    segsparse.clear_auto_cache()
     xd, info = segsparse.solve(m, cp.asarray(b), rtol=1e-9)
     assert isinstance(xd, cp.ndarray) and info.device == "gpu"
     assert info == 0 and (info.method, info.precond) == (method, precond), info.reason
     assert residual(a, cp.asnumpy(xd), b) < 1e-8
+    segsparse.clear_auto_cache()
     _, cpu = segsparse.solve(a, b, rtol=1e-9, device="cpu")
     assert cpu.choice["stats"] == info.choice["stats"]
     assert (cpu.method, cpu.precond) == (info.method, info.precond)

@@ -46,13 +46,14 @@ from .matrix import (Matrix, as_matrix, load_matrix_market, release_upload_buffe
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
 from .amg import AMG, amg
 from .batched import Batch, batched_solve
-from .solvers import SolveInfo, auto_choice, bicgstab, cg, gmres, pcg, solve
+from .solvers import SolveInfo, auto_choice, bicgstab, cg, clear_auto_cache, gmres, pcg, solve
 from .warmup import warmup
 
 __version__ = _core.__version__
 
 __all__ = [
     "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "solve", "auto_choice",
+    "clear_auto_cache",
     "amg", "AMG", "scan",
     "segmented_scan",
     "sort", "tridiagonal_solve", "load_matrix_market", "save_matrix_market", "gpu_available",

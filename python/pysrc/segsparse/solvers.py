@@ -517,6 +517,12 @@ _PROBE = ("cheap", "expensive", "iterations", "seconds", "residual", "rate",
 _STATS_COMPLEX = ("rows", "nnz", "symmetric", "hermitian", "missing_diagonal")
 
 
+def clear_auto_cache() -> None:
+    """Forgets the decisions ``solve`` keeps per sparsity pattern (the candidate that converged
+    on a pattern runs first on the next solve of that pattern in the process)."""
+    _core.clear_auto_cache()
+
+
 def auto_choice(A: Any, *, device: str = "cpu") -> dict:
     """The crate's automatic choice of a Krylov method and a preconditioner for the square
     matrix ``A``, from cheap statistics of its entries (``O(nnz)``); deterministic.
