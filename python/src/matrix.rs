@@ -580,16 +580,8 @@ impl Mat<f64> {
         let mut timed = (0.0, 0.0);
         let stored = if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
-            let jac = if o.precond == Precond::Jacobi {
-                Some(self.gpu_jacobi(&ops)?)
-            } else {
-                None
-            };
-            let h = match amg.as_deref() {
-                Some(AmgOn::Gpu(_, h)) => Some(&**h),
-                Some(AmgOn::Cpu(_)) => return Err(wrong_device()),
-                None => None,
-            };
+            let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
+            let h = gpu_amg(amg.as_deref())?;
             let g = d.csr.gpu();
             let mixed = match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(g, host) {
                 Ok(m) => Ok(m),
@@ -635,16 +627,8 @@ impl Mat<f64> {
             x.copy_from_slice(&g.download(&xd)?);
             s
         } else {
-            let jac = if o.precond == Precond::Jacobi {
-                Some(self.cpu_jacobi()?)
-            } else {
-                None
-            };
-            let h = match amg.as_deref() {
-                Some(AmgOn::Cpu(h)) => Some(&**h),
-                Some(AmgOn::Gpu(..)) => return Err(wrong_device()),
-                None => None,
-            };
+            let jac = jacobi_for(o, || self.cpu_jacobi())?;
+            let h = cpu_amg(amg.as_deref())?;
             let mixed = match segsparse::spmv::mixed::MixedCsr::new(host) {
                 Ok(m) => Ok(m),
                 Err(segsparse::Error::InvalidInput(why)) => Err(why),
