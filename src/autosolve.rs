@@ -41,7 +41,11 @@
 //!
 //! **The work bound**: each candidate runs at most `max_iters` iterations over all its runs (what
 //! it gets when named explicitly), all together at most [`ProbeParams::work_factor`] ×
-//! `max_iters` (default 2). A candidate with nothing measured yet runs a sixteenth of what it
+//! `max_iters` (default 2), and the solver calls together at most the time of
+//! `work_factor · max_iters` iterations of the first candidate measured (the probe's; its
+//! seconds per iteration, so an iteration that costs 100× an SpMV, a deep triangular solve,
+//! counts 100×; setups are not counted). A candidate whose rate needs more than
+//! [`ProbeParams::hopeless`] times the iterations, or the time, it has left stops. A candidate with nothing measured yet runs a sixteenth of what it
 //! has left (at most 1000 iterations) before its first checkpoint, a run after a checkpoint at
 //! most 4× the last one (the first solver call of a solve without a probe runs its whole
 //! budget, as an explicit choice does). A CG that breaks down (`pᵀAp ≤ 0`: the matrix is
@@ -169,10 +173,11 @@ pub struct ProbeParams {
     /// AMG-CG iterations after an escalation before AMG is judged on its own rate (default 6).
     pub amg_window: usize,
     /// The work bound: all candidates together run at most `work_factor · max_iters`
-    /// iterations (default 2), each at most `max_iters`.
+    /// iterations (default 2), each at most `max_iters`, and their solver calls together at
+    /// most the time of `work_factor · max_iters` iterations of the first candidate measured.
     pub work_factor: f64,
     /// A candidate stops at a checkpoint when its measured rate needs more than `hopeless`
-    /// times the iterations it has left (default 2).
+    /// times the iterations, or the time, it has left (default 2).
     pub hopeless: f64,
 }
 
@@ -861,6 +866,11 @@ where
     let mut last_chunk: Vec<(Cand, usize)> = Vec::new();
     let mut requeued: Vec<Cand> = Vec::new();
     let mut ran = 0usize;
+    // The time bound: the solver calls together at most `work_factor · max_iters` iterations of
+    // the cheapest candidate measured (the probe's, else the first run's) — iterations of
+    // another candidate may cost 100× more (a deep triangular solve).
+    let mut t_ref: Option<f64> = known.first().map(|k| k.2).filter(|t| *t > 0.0);
+    let mut timed_out = false;
     while let Some(cand) = queue.pop_front() {
         if (indefinite && cand.0 == AutoMethod::Cg) || dropped.contains(&cand) {
             continue;
@@ -883,6 +893,12 @@ where
         }
         let last = !queue.iter().any(|c| runnable(c, &dropped, indefinite));
         let continued = seg.iterations > 0 || out.probe.is_some();
+        let seconds_left =
+            t_ref.map(|t| probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds);
+        if monitor && seconds_left.is_some_and(|l| l <= 0.0) {
+            timed_out = true;
+            break;
+        }
         let limit = if monitor {
             let rate = known.iter().find(|k| k.0 == cand).map(|k| k.1);
             let window = match escalated {
@@ -918,6 +934,18 @@ where
                 (None, None) if !continued => left,
                 (None, None) => unknown,
             }
+            .min(
+                // Within the time bound at this candidate's own seconds per iteration; one
+                // window of `restart` iterations measures them first.
+                match (
+                    seconds_left,
+                    known.iter().find(|k| k.0 == cand).map(|k| k.2),
+                ) {
+                    (Some(l), Some(t)) if t > 0.0 => ((l / t) as usize).max(1),
+                    (Some(_), _) => restart.max(1),
+                    _ => usize::MAX,
+                },
+            )
         } else {
             let share = if last { left } else { (left / 2).max(1) };
             match cap {
@@ -1066,6 +1094,9 @@ where
             f64::NAN
         };
         let t_it = secs / k.max(1) as f64;
+        if t_ref.is_none() && t_it > 0.0 {
+            t_ref = Some(t_it);
+        }
         match last_chunk.iter_mut().find(|l| l.0 == cand) {
             Some(l) => l.1 = limit,
             None => last_chunk.push((cand, limit)),
@@ -1127,16 +1158,26 @@ where
                     queue.push_front(c);
                     continue;
                 }
+                // Kept: its next run goes by its rate alone, not the window's growth cap.
+                last_chunk.retain(|l| l.0 != cand);
             }
         }
         // A candidate whose rate cannot reach the tolerance in what it has left stops.
-        if !need.is_nan() && !(need <= probe.hopeless * own_left as f64) {
+        let time_left = t_ref.map_or(f64::INFINITY, |t| {
+            probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds
+        });
+        if !need.is_nan()
+            && !(need <= probe.hopeless * own_left as f64
+                && need * t_it <= probe.hopeless * time_left)
+        {
             dropped.push(cand);
             out.fallback
                 .get_or_insert_with(|| format!("{name} cannot reach the tolerance"));
             choice.reason.push_str(&format!(
                 "; {name}: rate {rate:.4}/iteration at {r_now:.2e} needs {need:.0} more \
-                 iterations, {own_left} left: stopped"
+                 iterations ({:.3} s), {own_left} iterations ({:.3} s) left: stopped",
+                need * t_it,
+                time_left.max(0.0)
             ));
             continue;
         }
@@ -1173,6 +1214,12 @@ where
         queue.push_front(cand);
     }
     // Nothing converged: one sentence.
+    if timed_out {
+        out.tried.push(format!(
+            "the work bound ({} iterations of the cheapest candidate's time) reached",
+            (probe.work_factor.max(1.0) * params.max_iters as f64) as usize
+        ));
+    }
     let failure = format!(
         "no candidate converged: {}; tried {}",
         match best {
