@@ -1076,7 +1076,7 @@ where
         }
         // Checkpoint: what this run measured, from the true residuals at both ends.
         let r_after = residual_of(&err).unwrap_or(f64::NAN);
-        let worse = !(r_after <= r_before) && r_before.is_finite();
+        let worse = r_before.is_finite() && (r_after.is_nan() || r_after > r_before);
         if (worse || matches!(err, SolveError::NonFinite { .. })) && saved.is_some() {
             if let Some(s) = saved.as_ref() {
                 be.copy(s, x)?;
@@ -1141,7 +1141,7 @@ where
                     model_factor(c, probe) * iterations_to(params.rel_tol, r_now, k.1) * k.2
                 });
                 let mine = need * t_it;
-                if !mine.is_nan() && !(mine < cheap) && runnable(&c, &dropped, indefinite) {
+                if mine >= cheap && runnable(&c, &dropped, indefinite) {
                     dropped.push(cand);
                     out.fallback.get_or_insert_with(|| {
                         format!("{name} slower than predicted (rate {rate:.4})")
@@ -1167,8 +1167,7 @@ where
             probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds
         });
         if !need.is_nan()
-            && !(need <= probe.hopeless * own_left as f64
-                && need * t_it <= probe.hopeless * time_left)
+            && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
         {
             dropped.push(cand);
             out.fallback
@@ -1318,7 +1317,7 @@ fn cache_key(pattern: u64, s: &MatrixStats, rel_tol: f64) -> u64 {
 
 /// Whether `c` may still run: not dropped, and no CG once a CG broke down.
 fn runnable(c: &Cand, dropped: &[Cand], indefinite: bool) -> bool {
-    !dropped.contains(c) && !(indefinite && c.0 == AutoMethod::Cg)
+    !dropped.contains(c) && (!indefinite || c.0 != AutoMethod::Cg)
 }
 
 /// The residual reduction per iteration of a probe. CG: a least-squares fit of `ln r` over the
