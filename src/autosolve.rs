@@ -3,8 +3,8 @@
 //! lives ([`StatsOps`]: a GPU kernel for a device matrix, no host copy), takes the rule's first
 //! choice and alternative ([`precond::auto::choose_from`](crate::precond::auto::choose_from)),
 //! and where the rule cannot tell which of the two is faster, runs a **convergence probe** of
-//! the cheap one that measures instead of guessing; the decision is cached per sparsity
-//! pattern.
+//! the cheap one that measures instead of guessing; every candidate is then judged on its own
+//! measured rate, within a stated work bound; the decision is cached per pattern and values.
 //!
 //! | the rule's first choice | the probe runs | and may escalate to | because |
 //! |---|---|---|---|
@@ -20,16 +20,44 @@
 //! incomplete factorization, seconds per stored entry; its iterations from the cheap candidate's
 //! predicted count. The faster continues **from the probe's iterate**.
 //!
-//! Every solve ends with a candidate that converged or a sentence saying that none did: a cheap
-//! continuation that stalls (it gets twice its predicted iterations), breaks down or runs out of
-//! iterations hands its iterate to the next candidate; a CG that breaks down (`pᵀAp ≤ 0`: the
-//! matrix is indefinite) hands it to BiCGSTAB, and no CG runs after it; the list ends with
-//! BiCGSTAB + Jacobi and GMRES + ILU(0). Where nothing converges, [`AutoSolve::failure`] gives
-//! the best residual reached and what was tried.
+//! **Every candidate is judged on its own measured rate** at checkpoints. A run that does not
+//! converge ends at a checkpoint (the solver returns with its true residual) and gives the
+//! rate per iteration `ρ = (r_end / r_start)^(1/k)` between the true residuals at both ends, and
+//! its seconds per iteration:
 //!
-//! The decision is kept in memory per pattern ([`StatsOps::matrix_fingerprint`] and the element
-//! type): a further solve on the same pattern takes the candidate that converged, without a probe
-//! ([`AutoSolve::cached`]).
+//! - the expensive candidate taken on the probe's prediction runs a window first
+//!   ([`ProbeParams::amg_window`] AMG-CG iterations, one restart cycle of GMRES); where its own
+//!   rate then promises no less time than the cheap candidate's from the same residual, it is
+//!   dropped and the cheap one goes on from the iterate (a power-law graph whose AMG
+//!   aggregation did not converge, an AMG slower than predicted);
+//! - the cheap candidate kept by the probe runs twice its predicted iterations, then goes on
+//!   with its own rate's prediction, and hands over to the expensive one only where that now
+//!   promises less time, setup included (the 20-iteration probe of upwind convection–diffusion
+//!   under-predicted the remainder 8×);
+//! - a candidate whose rate needs more than [`ProbeParams::hopeless`] times the iterations it
+//!   has left stops;
+//! - a run that leaves the residual larger than it found it (divergence, a NaN) is undone: the
+//!   next candidate starts from the iterate before it.
+//!
+//! **The work bound**: each candidate runs at most `max_iters` iterations over all its runs (what
+//! it gets when named explicitly), all together at most [`ProbeParams::work_factor`] ×
+//! `max_iters` (default 2), and the solver calls together at most the time of
+//! `work_factor · max_iters` iterations of the first candidate measured (the probe's; its
+//! seconds per iteration, so an iteration that costs 100× an SpMV, a deep triangular solve,
+//! counts 100×; setups are not counted). A candidate whose rate needs more than
+//! [`ProbeParams::hopeless`] times the iterations, or the time, it has left stops. A candidate with nothing measured yet runs a sixteenth of what it
+//! has left (at most 1000 iterations) before its first checkpoint, a run after a checkpoint at
+//! most 4× the last one (the first solver call of a solve without a probe runs its whole
+//! budget, as an explicit choice does). A CG that breaks down (`pᵀAp ≤ 0`: the matrix is
+//! indefinite) hands its iterate to BiCGSTAB, and no CG runs after it; the list ends with
+//! BiCGSTAB + Jacobi and GMRES + ILU(0). Where nothing converges, [`AutoSolve::failure`] gives
+//! the best residual reached and what was tried, in one sentence.
+//!
+//! The decision is kept in memory per pattern and values ([`StatsOps::matrix_fingerprint`], the
+//! element type, the statistics the rule reads from the values, each to about 5 %, and the
+//! tolerance): a further solve on the same matrix, or on one scaled by a constant, takes the
+//! candidate that converged, without a probe ([`AutoSolve::cached`]); other values on the same
+//! pattern, or another tolerance, are decided afresh.
 //!
 //! One body for every backend: the solvers and preconditioners are the generic ones, `op` is the
 //! backend's matrix (the GPU SpMV matrix on the GPU); a host copy is needed only for an
@@ -43,7 +71,9 @@ use std::time::Instant;
 use crate::backend::{MultigridOps, Preconditioner, SolverOps};
 use crate::csr::CsrMatrix;
 use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
-use crate::precond::auto::{choose_from, AutoChoice, AutoMethod, AutoPrecond, StatsOps};
+use crate::precond::auto::{
+    choose_from, AutoChoice, AutoMethod, AutoPrecond, MatrixStats, StatsOps,
+};
 use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps, Jacobi};
 use crate::scalar::Scalar;
 use crate::solvers::{
@@ -124,8 +154,9 @@ impl CostModel {
 /// Options of [`solve`]. Fill with struct-update syntax from `Default`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProbeParams {
-    /// Run the probe where the rule cannot decide (default true); false gives the rule's first
-    /// choice, with its alternative only as a fallback, deterministic.
+    /// Run the probe where the rule cannot decide, and judge every candidate at checkpoints
+    /// (default true); false gives the rule's first choice, with its alternative only as a
+    /// fallback (each candidate but the last gets half the iterations left), deterministic.
     pub enabled: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
@@ -139,6 +170,15 @@ pub struct ProbeParams {
     pub restart: usize,
     /// The expensive candidates' costs.
     pub model: CostModel,
+    /// AMG-CG iterations after an escalation before AMG is judged on its own rate (default 6).
+    pub amg_window: usize,
+    /// The work bound: all candidates together run at most `work_factor · max_iters`
+    /// iterations (default 2), each at most `max_iters`, and their solver calls together at
+    /// most the time of `work_factor · max_iters` iterations of the first candidate measured.
+    pub work_factor: f64,
+    /// A candidate stops at a checkpoint when its measured rate needs more than `hopeless`
+    /// times the iterations, or the time, it has left (default 2).
+    pub hopeless: f64,
 }
 
 impl Default for ProbeParams {
@@ -151,6 +191,9 @@ impl Default for ProbeParams {
             amg_min_rows: 20_000,
             restart: DEFAULT_RESTART,
             model: CostModel::default(),
+            amg_window: 6,
+            work_factor: 2.0,
+            hopeless: 2.0,
         }
     }
 }
@@ -217,6 +260,10 @@ pub struct AutoSolve {
     pub amg: Option<AmgSummary>,
 }
 
+/// The most iterations a candidate with no measured rate (or one that says it does not
+/// converge) runs before its first checkpoint.
+const CHECKPOINT_MAX: usize = 1000;
+
 /// A candidate: a method and its preconditioner.
 type Cand = (AutoMethod, AutoPrecond);
 
@@ -274,8 +321,26 @@ pub fn decide(
         f64::INFINITY
     };
     let cheap = remaining * t;
+    let dear = expensive_seconds(m, expensive, remaining, model);
+    (
+        remaining.is_infinite() || dear < cheap,
+        remaining,
+        cheap,
+        dear,
+    )
+}
+
+/// The expensive candidate's predicted seconds, its setup included, after the cheap one's
+/// measurement `m` with `remaining` iterations of the cheap one still to go.
+pub fn expensive_seconds(
+    m: &Measured,
+    expensive: AutoPrecond,
+    remaining: f64,
+    model: &CostModel,
+) -> f64 {
+    let t = m.seconds_per_iteration;
     let cost = |(k, s): (f64, f64)| k * t + s;
-    let dear = match expensive {
+    match expensive {
         AutoPrecond::Amg => {
             cost(model.amg_setup) + model.amg_iterations * cost(model.amg_iteration)
         }
@@ -285,13 +350,7 @@ pub fn decide(
                 + model.ilu_setup_per_entry * m.nnz as f64
                 + its * cost(model.ilu_iteration)
         }
-    };
-    (
-        remaining.is_infinite() || dear < cheap,
-        remaining,
-        cheap,
-        dear,
-    )
+    }
 }
 
 /// Keeps the residual history of an observed solve, passing every call on to the caller's
@@ -592,25 +651,42 @@ where
         amg: None,
     };
     let first: Cand = (choice.method, choice.precond);
-    let key = be.matrix_fingerprint(op) ^ 0x5eed_a070;
+    let key = cache_key(be.matrix_fingerprint(op), &choice.stats, params.rel_tol);
     let cached = if probe.cache && choice.alternative.is_some() {
         cache().lock().ok().and_then(|c| c.get(&key).copied())
     } else {
         None
     };
-    // The candidates in the order they run, each with an iteration cap.
+    // The candidates in the order they run.
     let mut order: Vec<Cand> = Vec::new();
+    // Without checkpoints (`probe.enabled` false): the cheap candidate kept by the probe gets
+    // twice its predicted iterations.
     let mut cap: Option<(Cand, usize)> = None;
+    // The expensive candidate taken on the probe's prediction, and the cheap one it replaced:
+    // judged on its own rate after its first window.
+    let mut escalated: Option<(Cand, Cand)> = None;
     // A CG broke down: the matrix is indefinite and no CG runs after it.
     let mut indefinite = false;
     let mut last_err: Option<SolveError> = None;
     let mut best: Option<(f64, Cand)> = None;
     // The preconditioners built so far, kept for a candidate that runs again.
     let mut preconds: Vec<(AutoPrecond, Built<'_, T, B>)> = Vec::new();
+    // What each candidate that ran measured: (candidate, rate per iteration, seconds per
+    // iteration, iterations run).
+    let mut known: Vec<(Cand, f64, f64, usize)> = Vec::new();
+    // Candidates stopped for good: their rate cannot reach the tolerance, or is worse than
+    // another's.
+    let mut dropped: Vec<Cand> = Vec::new();
+    // The true relative residual of x: 1 from a zero guess, unknown from a given one.
+    let mut r_now = if params.initial_guess == InitialGuess::Zero {
+        1.0
+    } else {
+        f64::NAN
+    };
     if let Some(c) = cached {
         out.cached = true;
         choice.reason.push_str(&format!(
-            "; cached decision for this pattern: {}",
+            "; cached decision for this pattern and these values: {}",
             cand_name(c)
         ));
         order.push(c);
@@ -696,15 +772,9 @@ where
                     rate,
                     nnz: choice.stats.nnz,
                 };
-                // A zero diagonal makes the factorization a matched ILUT: its own setup cost.
-                let model = if choice.stats.missing_diagonal > 0 {
-                    CostModel {
-                        ilu_setup_per_entry: probe.model.ilut_setup_per_entry,
-                        ..probe.model
-                    }
-                } else {
-                    probe.model
-                };
+                r_now = residual;
+                known.push((first, rate, meas.seconds_per_iteration, iterations));
+                let model = model_for(&choice, probe);
                 let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
                 report.iterations = iterations;
                 report.residual = residual;
@@ -729,9 +799,8 @@ where
                     report.expensive,
                     if up { "escalated" } else { "kept" }
                 ));
-                // A kept cheap candidate gets twice its predicted iterations (at least two
-                // restart cycles); then the expensive one takes over from its iterate.
                 if up {
+                    escalated = Some((alt, first));
                     order.push(alt);
                     order.push(first);
                 } else {
@@ -751,8 +820,10 @@ where
                     "; probe: {} failed ({err}): {}",
                     report.cheap, report.expensive
                 ));
+                r_now = residual_of(&err).unwrap_or(f64::NAN);
                 if matches!(err, SolveError::NonFinite { .. }) {
                     be.fill(x, T::zero())?;
+                    r_now = 1.0;
                 }
                 if first.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
                     indefinite = true;
@@ -786,27 +857,102 @@ where
             queue.push_back(c);
         }
     }
-    // The candidates in turn, each from the current iterate once anything ran. One that is not
-    // the last runnable gets half the iterations left (or its predicted cap), so a stall leaves
-    // iterations to the others; one cut short this way, or a BiCGSTAB that broke down, runs
-    // again at the end (three runs at most).
+    // The work bound: each candidate at most `max_iters` iterations over all its runs (what it
+    // gets when named explicitly), all of them together at most `work_factor · max_iters`.
+    let monitor = probe.enabled;
+    let total_limit = (probe.work_factor.max(1.0) * params.max_iters as f64) as usize;
+    let mut saved: Option<B::Vector> = None;
+    // The length of each candidate's last run that ended at a checkpoint.
+    let mut last_chunk: Vec<(Cand, usize)> = Vec::new();
     let mut requeued: Vec<Cand> = Vec::new();
     let mut ran = 0usize;
+    // The time bound: the solver calls together at most `work_factor · max_iters` iterations of
+    // the cheapest candidate measured (the probe's, else the first run's) — iterations of
+    // another candidate may cost 100× more (a deep triangular solve).
+    let mut t_ref: Option<f64> = known.first().map(|k| k.2).filter(|t| *t > 0.0);
+    let mut timed_out = false;
     while let Some(cand) = queue.pop_front() {
-        if indefinite && cand.0 == AutoMethod::Cg {
+        if (indefinite && cand.0 == AutoMethod::Cg) || dropped.contains(&cand) {
             continue;
         }
-        let left = params.max_iters.saturating_sub(seg.iterations);
+        let own = known.iter().find(|k| k.0 == cand).map_or(0, |k| k.3);
+        let limit_total = if monitor {
+            total_limit
+        } else {
+            params.max_iters
+        };
+        let left = params
+            .max_iters
+            .saturating_sub(if monitor { own } else { 0 })
+            .min(limit_total.saturating_sub(seg.iterations));
         if left == 0 {
+            if monitor {
+                continue;
+            }
             break;
         }
-        let last = queue.iter().all(|c| indefinite && c.0 == AutoMethod::Cg);
-        let share = if last { left } else { (left / 2).max(1) };
-        let limit = match cap {
-            Some((c, n)) if c == cand && !requeued.contains(&cand) => n.clamp(1, share),
-            _ => share,
-        };
+        let last = !queue.iter().any(|c| runnable(c, &dropped, indefinite));
         let continued = seg.iterations > 0 || out.probe.is_some();
+        let seconds_left =
+            t_ref.map(|t| probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds);
+        if monitor && seconds_left.is_some_and(|l| l <= 0.0) {
+            timed_out = true;
+            break;
+        }
+        let limit = if monitor {
+            let rate = known.iter().find(|k| k.0 == cand).map(|k| k.1);
+            let window = match escalated {
+                Some((e, _)) if e == cand => Some(match cand.1 {
+                    AutoPrecond::Amg => probe.amg_window.max(1),
+                    _ => restart.max(1),
+                }),
+                _ => None,
+            };
+            // A run after a checkpoint grows at most 4× over the last one (a rate measured
+            // where the residual fell early and then stalled over-promises).
+            let grown = last_chunk
+                .iter()
+                .find(|l| l.0 == cand)
+                .map_or(usize::MAX, |l| l.1.saturating_mul(4));
+            let unknown = (left / 16)
+                .max(restart)
+                .min(CHECKPOINT_MAX.max(restart))
+                .min(left);
+            match (window, rate) {
+                (Some(w), _) => w.min(left),
+                (None, Some(rho)) => {
+                    let need = iterations_to(params.rel_tol, r_now, rho);
+                    let n = if need.is_finite() {
+                        (2.0 * need) as usize + 2 * restart
+                    } else {
+                        unknown
+                    };
+                    n.min(grown).clamp(1, left)
+                }
+                // Nothing known: the whole budget for the first solver call of the solve, as
+                // an explicit choice gets; a sixteenth of it after another candidate.
+                (None, None) if !continued => left,
+                (None, None) => unknown,
+            }
+            .min(
+                // Within the time bound at this candidate's own seconds per iteration; one
+                // window of `restart` iterations measures them first.
+                match (
+                    seconds_left,
+                    known.iter().find(|k| k.0 == cand).map(|k| k.2),
+                ) {
+                    (Some(l), Some(t)) if t > 0.0 => ((l / t) as usize).max(1),
+                    (Some(_), _) => restart.max(1),
+                    _ => usize::MAX,
+                },
+            )
+        } else {
+            let share = if last { left } else { (left / 2).max(1) };
+            match cap {
+                Some((c, n)) if c == cand && !requeued.contains(&cand) => n.clamp(1, share),
+                _ => share,
+            }
+        };
         let fp = SolveParams {
             max_iters: limit,
             initial_guess: if continued {
@@ -828,6 +974,7 @@ where
                     }
                     out.tried
                         .push(format!("{}: setup failed ({e})", cand_name(cand)));
+                    dropped.push(cand);
                     continue;
                 }
             }
@@ -842,13 +989,23 @@ where
         if g.is_some() {
             out.amg = g.clone();
         }
+        // The iterate before the run, to go back to where the run makes it worse.
+        if monitor && continued {
+            if saved.is_none() {
+                saved = Some(be.zeros(choice.stats.rows)?);
+            }
+            if let Some(s) = saved.as_mut() {
+                be.copy(x, s)?;
+            }
+        }
+        let r_before = r_now;
         let t = Instant::now();
         let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
         let secs = t.elapsed().as_secs_f64();
         ran += 1;
         choice.method = cand.0;
         choice.precond = cand.1;
-        match r {
+        let err = match r {
             Ok(info) => {
                 seg.add(&info, secs);
                 out.tried.push(format!(
@@ -861,7 +1018,7 @@ where
                         c.insert(key, cand);
                     }
                 }
-                if out.fallback.is_some() || ran > 1 || out.cached {
+                if out.fallback.is_some() || ran > 1 || out.cached || !dropped.is_empty() {
                     choice
                         .reason
                         .push_str(&format!("; finished with {}", cand_name(cand)));
@@ -872,39 +1029,7 @@ where
                 out.choice = choice;
                 return Ok(out);
             }
-            Err(err) if recoverable(&err) => {
-                seg.add_failed(&err, secs);
-                out.tried.push(format!("{}: {err}", cand_name(cand)));
-                if let Some(r) = residual_of(&err) {
-                    if best.is_none_or(|(b, _)| r < b) {
-                        best = Some((r, cand));
-                    }
-                }
-                if out.fallback.is_none() {
-                    out.fallback = Some(format!("{} failed ({err})", cand_name(cand)));
-                }
-                choice
-                    .reason
-                    .push_str(&format!("; {} failed ({err})", cand_name(cand)));
-                if matches!(err, SolveError::NonFinite { .. }) {
-                    be.fill(x, T::zero())?;
-                }
-                if cand.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
-                    indefinite = true;
-                }
-                // Cut short by its share, or a BiCGSTAB breakdown (cured by a restart from the
-                // iterate with a new shadow residual): again at the end, three runs at most.
-                let again = match err {
-                    SolveError::NotConverged { .. } => limit < left,
-                    SolveError::Breakdown { .. } => cand.0 == AutoMethod::Bicgstab,
-                    _ => false,
-                };
-                if again && requeued.iter().filter(|c| **c == cand).count() < 2 {
-                    requeued.push(cand);
-                    queue.push_back(cand);
-                }
-                last_err = Some(err);
-            }
+            Err(err) if recoverable(&err) => err,
             Err(err) => {
                 seg.add_failed(&err, secs);
                 out.setup_seconds = seg.setup;
@@ -913,9 +1038,187 @@ where
                 out.choice = choice;
                 return Ok(out);
             }
+        };
+        seg.add_failed(&err, secs);
+        let k = iterations_of(&err);
+        out.tried.push(format!("{}: {err}", cand_name(cand)));
+        if let Some(r) = residual_of(&err) {
+            if best.is_none_or(|(b, _)| r < b) {
+                best = Some((r, cand));
+            }
         }
+        if cand.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
+            indefinite = true;
+        }
+        if !monitor {
+            if out.fallback.is_none() {
+                out.fallback = Some(format!("{} failed ({err})", cand_name(cand)));
+            }
+            choice
+                .reason
+                .push_str(&format!("; {} failed ({err})", cand_name(cand)));
+            if matches!(err, SolveError::NonFinite { .. }) {
+                be.fill(x, T::zero())?;
+            }
+            // Cut short by its share, or a BiCGSTAB breakdown (cured by a restart from the
+            // iterate with a new shadow residual): again at the end, three runs at most.
+            let again = match err {
+                SolveError::NotConverged { .. } => limit < left,
+                SolveError::Breakdown { .. } => cand.0 == AutoMethod::Bicgstab,
+                _ => false,
+            };
+            if again && requeued.iter().filter(|c| **c == cand).count() < 2 {
+                requeued.push(cand);
+                queue.push_back(cand);
+            }
+            last_err = Some(err);
+            continue;
+        }
+        // Checkpoint: what this run measured, from the true residuals at both ends.
+        let r_after = residual_of(&err).unwrap_or(f64::NAN);
+        let worse = r_before.is_finite() && (r_after.is_nan() || r_after > r_before);
+        if (worse || matches!(err, SolveError::NonFinite { .. })) && saved.is_some() {
+            if let Some(s) = saved.as_ref() {
+                be.copy(s, x)?;
+            }
+            r_now = r_before;
+        } else if matches!(err, SolveError::NonFinite { .. }) {
+            be.fill(x, T::zero())?;
+            r_now = 1.0;
+        } else {
+            r_now = r_after;
+        }
+        let rate = if r_before > 0.0 && r_after > 0.0 && k > 0 {
+            (r_after / r_before).powf(1.0 / k as f64)
+        } else {
+            f64::NAN
+        };
+        let t_it = secs / k.max(1) as f64;
+        if t_ref.is_none() && t_it > 0.0 {
+            t_ref = Some(t_it);
+        }
+        match last_chunk.iter_mut().find(|l| l.0 == cand) {
+            Some(l) => l.1 = limit,
+            None => last_chunk.push((cand, limit)),
+        }
+        match known.iter_mut().find(|e| e.0 == cand) {
+            Some(e) => {
+                *e = (cand, rate, t_it, e.3 + k);
+            }
+            None => known.push((cand, rate, t_it, k)),
+        }
+        let own_left = params
+            .max_iters
+            .saturating_sub(known.iter().find(|e| e.0 == cand).map_or(0, |e| e.3));
+        let need = iterations_to(params.rel_tol, r_now, rate);
+        let name = cand_name(cand);
+        let not_converged = matches!(err, SolveError::NotConverged { .. });
+        let breakdown_again = cand.0 == AutoMethod::Bicgstab
+            && matches!(err, SolveError::Breakdown { .. })
+            && requeued.iter().filter(|c| **c == cand).count() < 2;
+        let what = err.to_string();
+        last_err = Some(err);
+        if breakdown_again {
+            // Cured by a restart from the iterate with a new shadow residual.
+            requeued.push(cand);
+            queue.push_back(cand);
+            continue;
+        }
+        if !not_converged {
+            if out.fallback.is_none() {
+                out.fallback = Some(format!("{name} failed ({what})"));
+            }
+            choice.reason.push_str(&format!("; {name} failed ({what})"));
+            dropped.push(cand);
+            continue;
+        }
+        // The expensive candidate after its window: kept only while its own rate promises less
+        // time than the cheap candidate's from here.
+        if let Some((e, c)) = escalated {
+            if e == cand {
+                escalated = None;
+                let cheap = known.iter().find(|k| k.0 == c).map_or(f64::INFINITY, |k| {
+                    model_factor(c, probe) * iterations_to(params.rel_tol, r_now, k.1) * k.2
+                });
+                let mine = need * t_it;
+                if mine >= cheap && runnable(&c, &dropped, indefinite) {
+                    dropped.push(cand);
+                    out.fallback.get_or_insert_with(|| {
+                        format!("{name} slower than predicted (rate {rate:.4})")
+                    });
+                    choice.reason.push_str(&format!(
+                        "; {name}: rate {rate:.4}/iteration over {k} iterations, {:.2} ms more \
+                         against {:.2} ms for {}: dropped, {} goes on",
+                        mine * 1e3,
+                        cheap * 1e3,
+                        cand_name(c),
+                        cand_name(c)
+                    ));
+                    queue.retain(|q| *q != c);
+                    queue.push_front(c);
+                    continue;
+                }
+                // Kept: its next run goes by its rate alone, not the window's growth cap.
+                last_chunk.retain(|l| l.0 != cand);
+            }
+        }
+        // A candidate whose rate cannot reach the tolerance in what it has left stops.
+        let time_left = t_ref.map_or(f64::INFINITY, |t| {
+            probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds
+        });
+        if !need.is_nan()
+            && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
+        {
+            dropped.push(cand);
+            out.fallback
+                .get_or_insert_with(|| format!("{name} cannot reach the tolerance"));
+            choice.reason.push_str(&format!(
+                "; {name}: rate {rate:.4}/iteration at {r_now:.2e} needs {need:.0} more \
+                 iterations ({:.3} s), {own_left} iterations ({:.3} s) left: stopped",
+                need * t_it,
+                time_left.max(0.0)
+            ));
+            continue;
+        }
+        // The cheap candidate kept by the probe, judged on its own rate: the expensive one
+        // takes over where it now promises less time, its setup included.
+        if let (Some(alt), Some(p)) = (choice.alternative, out.probe.as_ref()) {
+            let unrun = !known.iter().any(|k| k.0 == alt) && runnable(&alt, &dropped, indefinite);
+            if cand == first && !p.escalated && unrun && queue.contains(&alt) {
+                let meas = Measured {
+                    iterations: known.iter().find(|e| e.0 == cand).map_or(k, |e| e.3),
+                    seconds_per_iteration: t_it,
+                    residual: r_now,
+                    rate,
+                    nnz: choice.stats.nnz,
+                };
+                let dear = expensive_seconds(&meas, alt.1, need, &model_for(&choice, probe));
+                if dear < need * t_it {
+                    choice.reason.push_str(&format!(
+                        "; {name}: rate {rate:.4}/iteration, {:.2} ms more against {:.2} ms for \
+                         {}: escalated",
+                        need * t_it * 1e3,
+                        dear * 1e3,
+                        cand_name(alt)
+                    ));
+                    escalated = Some((alt, cand));
+                    queue.retain(|q| *q != alt);
+                    queue.push_front(cand);
+                    queue.push_front(alt);
+                    continue;
+                }
+            }
+        }
+        // On with the next run from here.
+        queue.push_front(cand);
     }
     // Nothing converged: one sentence.
+    if timed_out {
+        out.tried.push(format!(
+            "the work bound ({} iterations of the cheapest candidate's time) reached",
+            (probe.work_factor.max(1.0) * params.max_iters as f64) as usize
+        ));
+    }
     let failure = format!(
         "no candidate converged: {}; tried {}",
         match best {
@@ -937,6 +1240,84 @@ where
     })));
     out.choice = choice;
     Ok(out)
+}
+
+/// The iterations from relative residual `r` to `tol` at `rate` per iteration: ∞ where the rate
+/// is not below 1, NaN where it or `r` is unknown.
+fn iterations_to(tol: f64, r: f64, rate: f64) -> f64 {
+    if !(rate.is_finite() && r.is_finite() && r > 0.0) {
+        return f64::NAN;
+    }
+    if r <= tol {
+        return 0.0;
+    }
+    if rate >= 1.0 {
+        return f64::INFINITY;
+    }
+    if rate <= 0.0 {
+        return 1.0;
+    }
+    (tol / r).ln() / rate.ln()
+}
+
+/// The cost model for the choice: a zero diagonal makes the factorization a matched ILUT with
+/// its own setup cost.
+fn model_for(c: &AutoChoice, p: &ProbeParams) -> CostModel {
+    if c.stats.missing_diagonal > 0 {
+        CostModel {
+            ilu_setup_per_entry: p.model.ilut_setup_per_entry,
+            ..p.model
+        }
+    } else {
+        p.model
+    }
+}
+
+/// The model's correction of a probed rate's iteration count for the candidate's method.
+fn model_factor(c: Cand, p: &ProbeParams) -> f64 {
+    match c.0 {
+        AutoMethod::Cg => p.model.cg_iterations_factor,
+        _ => p.model.bicgstab_iterations_factor,
+    }
+}
+
+/// The key of the per-pattern cache: the pattern's fingerprint (with the element type), the
+/// statistics that the decision reads from the values (each rounded to about 5 %, so a matrix
+/// scaled by a constant reuses the decision and one with other values does not) and the
+/// tolerance (to a factor of about 1.6).
+fn cache_key(pattern: u64, s: &MatrixStats, rel_tol: f64) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let log = |v: f64| -> i64 {
+        if v.is_nan() {
+            i64::MIN
+        } else if v <= 0.0 {
+            i64::MIN + 1
+        } else if v.is_infinite() {
+            i64::MAX
+        } else {
+            (v.ln() * 20.0).round() as i64
+        }
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (
+        pattern,
+        s.symmetric,
+        s.missing_diagonal,
+        s.negative_diagonal,
+        s.positive_diagonal,
+        log(s.diagonal_spread),
+        log(s.min_dominance),
+        (s.opposite_sign_fraction * 100.0).round() as i64,
+        if s.symmetric { 0 } else { log(s.asymmetry) },
+        (rel_tol.log10() * 2.0).round() as i64,
+    )
+        .hash(&mut h);
+    h.finish()
+}
+
+/// Whether `c` may still run: not dropped, and no CG once a CG broke down.
+fn runnable(c: &Cand, dropped: &[Cand], indefinite: bool) -> bool {
+    !dropped.contains(c) && (!indefinite || c.0 != AutoMethod::Cg)
 }
 
 /// The residual reduction per iteration of a probe. CG: a least-squares fit of `ln r` over the

@@ -518,8 +518,9 @@ _STATS_COMPLEX = ("rows", "nnz", "symmetric", "hermitian", "missing_diagonal")
 
 
 def clear_auto_cache() -> None:
-    """Forgets the decisions ``solve`` keeps per sparsity pattern (the candidate that converged
-    on a pattern runs first on the next solve of that pattern in the process)."""
+    """Forgets the decisions ``solve`` keeps per sparsity pattern and values (the candidate that
+    converged on a matrix runs first on the next solve of that matrix, or of one with the same
+    pattern, statistics and tolerance, in the process)."""
     _core.clear_auto_cache()
 
 
@@ -574,8 +575,10 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     the rule of ``auto_choice``, and where the rule cannot tell the cheap candidate from the
     expensive one (CG from CG + AMG on large SPD matrices, BiCGSTAB from GMRES + ILU(0)), a short
     convergence probe of the cheap one whose measured rate decides, continued from its iterate;
-    the decision is cached per sparsity pattern; a candidate that fails hands its iterate to the
-    next. ``info.choice`` then holds what ``sparse-solve --format json`` reports as ``auto``:
+    every candidate is then judged at checkpoints on its own measured rate (each at most
+    ``maxiter`` iterations, all together twice that); the decision is cached per sparsity pattern,
+    values (the statistics the rule reads) and tolerance; a candidate that fails hands its
+    iterate to the next. ``info.choice`` then holds what ``sparse-solve --format json`` reports as ``auto``:
     ``method``, ``precond``, ``reason``, ``stats``, ``seconds`` (the statistics and the rule),
     ``probe`` (what it measured and predicted, or ``None``), ``cached``, ``fallback``,
     ``tried`` (each candidate with its outcome) and ``failure`` (where nothing converged: the

@@ -90,7 +90,10 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
         let h = crate::sparse::gpu::CsrView::from(a).download(g)?;
         return Ok(MatrixStats::with_levels(&h, false));
     }
-    Ok(p.finish(n, nnz, tol))
+    Ok(MatrixStats {
+        row_spread: super::row_spread(a.row_stats()),
+        ..p.finish(n, nnz, tol)
+    })
 }
 
 impl<T: GpuScalar> StatsOps<T> for GpuOps<T> {

@@ -11,7 +11,8 @@
 //! or on the GPU where the matrix lives (`kernels/precond/auto_stats.cu`, no host copy): the row
 //! sizes `s_i = max_j |a_ij|`, then per row the diagonal (missing, zero, signs, spread), the
 //! diagonal dominance, the sign pattern of the off-diagonal entries (an M-matrix-like pattern, as
-//! from a diffusion stencil) and the symmetry of values. The level count of the lower triangle
+//! from a diffusion stencil) and the symmetry of values; the row lengths' spread comes with the
+//! matrix ([`CsrMatrix::row_stats`], the GPU matrix's own). The level count of the lower triangle
 //! (a sequential pass) is computed only where asked ([`MatrixStats::with_levels`]).
 //!
 //! **Symmetry is judged numerically**, as assembled matrices need: every stored `a_ij` is
@@ -36,6 +37,7 @@
 //! |---|---|---|---|
 //! | symmetric, a diagonal entry missing or zero | BiCGSTAB, no preconditioner | GMRES + ILUT after the scaled maximum-product row matching ([`auto_threshold`](crate::sparse::incomplete::auto_threshold)) | saddle points (`[[K, Bᵀ], [B, 0]]`) and constrained systems are indefinite: plain BiCGSTAB solved them 6× faster than the factorization |
 //! | unsymmetric, a diagonal entry missing or zero | GMRES + ILUT after the row matching | (fallback only) BiCGSTAB, no preconditioner | the matched ILUT is the only choice here that converged on bayer10, rajat19, west0479 |
+//! | symmetric, positive diagonal, M-matrix signs, the longest row ≥ [`HUB_SPREAD`] × the mean and a diagonal spread ≥ [`JACOBI_SPREAD`] | CG + Jacobi | — | a graph with hubs (power-law degrees): AMG's aggregation did not converge on a power-law graph Laplacian of 500 000 nodes, which BiCGSTAB + Jacobi solved in 123 iterations (0.31 s on an H200) |
 //! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`] | CG + Jacobi | CG + AMG | coefficient jumps (AMG won where Jacobi-CG took 900–3400 iterations) or a graph Laplacian with uneven degrees (Jacobi-CG took 100 iterations on a power-law graph, where AMG's aggregation did not converge in 3 s): the probe's rate tells them apart |
 //! | symmetric, positive diagonal, M-matrix signs | CG, none (near-constant diagonal) or Jacobi | CG + AMG | Poisson-like: a preconditioner's setup costs more than it saves on one solve, unless the grid is large |
 //! | symmetric, positive diagonal, other signs | CG + Jacobi | CG + AMG | fused into CG's updates; IC(0) lost in time to it on every SPD corpus matrix (H100, `benches/results/history/auto.md`) |
@@ -68,6 +70,10 @@ use num_traits::Zero;
 
 /// The ratio of the largest to the smallest diagonal entry that marks coefficient jumps.
 pub const JUMP_SPREAD: f64 = 100.0;
+/// The ratio of the longest row to the mean row length ([`MatrixStats::row_spread`]) that marks
+/// a graph with hubs (a power-law degree distribution); meshes, stencils and circuit grids stay
+/// below 4.
+pub const HUB_SPREAD: f64 = 12.0;
 /// The diagonal spread above which CG and BiCGSTAB take Jacobi rather than nothing.
 pub const JACOBI_SPREAD: f64 = 4.0;
 /// Strict diagonal dominance margin: `|a_ii| ≥ (1 + margin) Σ_{j≠i} |a_ij|` on every row.
@@ -159,6 +165,9 @@ pub struct MatrixStats {
     /// Levels of the natural lower triangle (the critical path of an ILU(0)/IC(0) solve); 0
     /// where not asked for (see [`MatrixStats::with_levels`]).
     pub lower_levels: usize,
+    /// The longest row over the mean row length (1 for a matrix without entries): large for a
+    /// graph with hubs (a power-law degree distribution), near 1 for a mesh.
+    pub row_spread: f64,
 }
 
 impl MatrixStats {
@@ -173,6 +182,7 @@ impl MatrixStats {
     pub fn with_levels<T: Scalar>(a: &CsrMatrix<T>, levels: bool) -> Self {
         let a = a.canonical();
         let mut s = cpu::stats(&a, symmetry_tolerance::<T>());
+        s.row_spread = row_spread(&a.row_stats());
         if levels {
             s.lower_levels = cpu::lower_levels(&a);
         }
@@ -262,7 +272,17 @@ impl Partial {
                 self.opposite as f64 / self.offdiag as f64
             },
             lower_levels: 0,
+            row_spread: 1.0,
         }
+    }
+}
+
+/// The longest row over the mean row length of a matrix's row statistics (1 without entries).
+pub(crate) fn row_spread(r: &crate::csr::RowStats) -> f64 {
+    if r.mean > 0.0 {
+        r.max as f64 / r.mean
+    } else {
+        1.0
     }
 }
 
@@ -417,6 +437,20 @@ fn rule(s: &MatrixStats) -> Rule {
     }
     if s.symmetric && s.positive_diagonal {
         if s.m_matrix_signs() {
+            if s.row_spread >= HUB_SPREAD && s.diagonal_spread >= JACOBI_SPREAD {
+                return (
+                    Cg,
+                    Jacobi,
+                    Option::None,
+                    format!(
+                        "{sym} with M-matrix signs, the longest row {:.0}× the mean and a \
+                         diagonal spread of {:.1e} (a graph with hubs: power-law degrees): CG \
+                         with Jacobi, no AMG (its aggregation did not converge on power-law \
+                         graphs, where Jacobi-CG took 100–200 iterations)",
+                        s.row_spread, s.diagonal_spread
+                    ),
+                );
+            }
             if s.diagonal_spread >= JUMP_SPREAD {
                 return (
                     Cg,
