@@ -237,10 +237,10 @@ mod imp {
         let only: Vec<String> = std::env::var("AMG32_CASES")
             .map(|v| v.split(',').map(str::to_string).collect())
             .unwrap_or_default();
-        let cases: [(
-            &str,
-            fn() -> (CsrMatrix<f64>, Option<Vec<Vec<f64>>>, AmgParams),
-        ); 3] = [
+        /// A matrix, its near-nullspace candidates and the AMG parameters.
+        type Case = (CsrMatrix<f64>, Option<Vec<Vec<f64>>>, AmgParams);
+        type Make = fn() -> Case;
+        let cases: [(&str, Make); 3] = [
             ("poisson3d:240", || {
                 (
                     generate::poisson3d::<f64>(240).unwrap(),

@@ -56,7 +56,7 @@ pub struct Mat<T: Elem> {
 /// The f32 copy of a float64 matrix where it lives, or the sentence that refused it.
 enum F32Copy {
     Host(Result<segsparse::spmv::mixed::MixedCsr, String>),
-    Gpu(Result<segsparse::spmv::gpu::mixed::GpuMixedCsr, String>),
+    Gpu(Result<Box<segsparse::spmv::gpu::mixed::GpuMixedCsr>, String>),
 }
 
 pub(crate) enum Inner {
@@ -597,7 +597,7 @@ impl Mat<f64> {
         let copy = match &self.dev {
             Some(d) => F32Copy::Gpu(
                 match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(d.csr.gpu(), host) {
-                    Ok(m) => Ok(m),
+                    Ok(m) => Ok(Box::new(m)),
                     Err(e) => Err(refused(e)?),
                 },
             ),
@@ -697,7 +697,7 @@ impl Mat<f64> {
                     exact: &d.csr,
                 },
                 Ok(m) => StoredOperator::F32 {
-                    narrow: m,
+                    narrow: &**m,
                     exact: m
                         .exact()
                         .map(|e| e as &dyn LinearOperator<f64, GpuOps<f64>>),

@@ -40,14 +40,17 @@ fn poisson_thirds(n: usize) -> CsrMatrix<f64> {
     a
 }
 
-/// The AMG cases: values exact in f32 (Poisson 3-D), rounded ones (Poisson/3), and 3-D
-/// elasticity with its six rigid-body modes (block size 3).
-fn amg_cases() -> Vec<(
+/// A case: name, matrix, near-nullspace candidates, AMG parameters.
+type AmgCase = (
     &'static str,
     CsrMatrix<f64>,
     Option<Vec<Vec<f64>>>,
     AmgParams,
-)> {
+);
+
+/// The AMG cases: values exact in f32 (Poisson 3-D), rounded ones (Poisson/3), and 3-D
+/// elasticity with its six rigid-body modes (block size 3).
+fn amg_cases() -> Vec<AmgCase> {
     let el = generate::elasticity3d::<f64>(8).unwrap();
     let modes = rigid_body_modes_3d::<f64>(&generate::elasticity3d_coordinates(8));
     vec![
