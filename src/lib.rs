@@ -28,7 +28,7 @@
 //! | [`backend`] | where vectors live: the CPU, GPU and distributed backends of the vector steps, their block forms for several columns (`BlockOps`), the operator traits `LinearOperator` and `Preconditioner` |
 //! | [`spmv`], [`tridiag`], [`spmm`] | `y ← α·A·x + β·y` on the CPU and the GPU; tridiagonal systems: Thomas, cyclic reduction, PCR; `Y ← α·A·X + β·Y` for a block of `k` vectors |
 //! | [`sparse`] | sparse products (SpGEMM), transposes, aggregation, triangular solves, incomplete factorisations |
-//! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG |
+//! | [`solvers`], [`precond`] | CG, Jacobi-PCG, BiCGSTAB, GMRES(m) (one body for every backend); preconditioners: Jacobi, Chebyshev, ILU(0)/IC(0), smoothed-aggregation AMG, any of them stored and run in f32 under an f64 solve (`precond::Narrowed`) |
 //! | [`dist`], [`batched`], [`autosolve`] | matrices split over ranks (GPUs): halo exchange, distributed CG/PCG/BiCGSTAB; batches of many small systems; the automatic solve behind every default (statistics where the matrix lives, the rule, the convergence probe and its cost model, the per-pattern cache) |
 //! | [`kernel_registry`] | the list of every kernel source (for CI's compile check) |
 //!

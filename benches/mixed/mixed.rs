@@ -12,12 +12,20 @@
 //! - `amg`: AMG-PCG on Poisson 3D 240³ (exact and rounded values, rtol 1e-8), the hierarchy in
 //!   f64 set up on the device from the f64 matrix, with the f64 operator and with the f32-value
 //!   operator on top: setup and solve times, iterations, true residuals.
+//! - `amg32`: AMG-PCG with the hierarchy in f32 (`precond::Narrowed`) against the f64 hierarchy
+//!   on Poisson 3D 240³ (exact and rounded values) and 3-D elasticity 70³ nodes (1.03 M rows,
+//!   rigid-body modes), rtol 1e-8: setup and solve times, iterations, true residuals
+//!   (`AMG32_CASES=name,...` picks cases).
+//! - `ilu32`: ILU(0) factors in f32 against f64 on a 10⁶-row convection–diffusion grid: seconds
+//!   per application, and GMRES(30) to 1e-8 with each.
 //! - `gmres`: GMRES(30) per iteration on a 1000² convection–diffusion grid (10⁶ rows,
 //!   nonsymmetric, values f32 rounds), 300 iterations each: f64, f32 values, f32 Krylov basis,
 //!   both.
 //! - `spmv`: the product alone on large generated kinds: f64, f32 values under f64 vectors,
 //!   f32, and cuSPARSE f32 (ALG1 and ALG2, the faster kept) — median of 20 after 5 warm-ups.
 //! - `ncu` (only when named): one product of each kind for Nsight Compute.
+//! - `ncu32` (only when named): applications of the f32 AMG hierarchy (Poisson 3D 150³) and of
+//!   the f32 ILU(0) factors (convection 1000²) for Nsight Compute.
 //! - `corpus`: robustness on 10 SPD (Jacobi-PCG) and 10 nonsymmetric (GMRES(30), Jacobi where
 //!   the diagonal allows) corpus matrices, rtol 1e-8: f32 storage through
 //!   `solvers::storage::solve_stored` (with its fallback) against f64 storage, the true
@@ -214,6 +222,211 @@ mod imp {
                 ("solve_ratio_f32_operator_over_f64", (s32 / s64).into()),
             ]);
         }
+    }
+
+    /// The AMG hierarchy in f32 (`precond::Narrowed::amg_from_matrix`: the f64 device matrix
+    /// rounded on the device, the setup on the device from it, the cycle on f32 vectors) against
+    /// the f64 hierarchy (`Amg::from_matrix`), both under f64 CG with the f64 operator, and with
+    /// the f32-value operator where the values are exact in f32: setup (the second of two, the
+    /// rounding of the matrix included), the second of two solves, iterations, true residuals.
+    /// Poisson 3D 240³ (values exact in f32), the same divided by 3 (values that round), and 3-D
+    /// Q1 elasticity with its six rigid-body modes (`elasticity3d:70`, 1.03 M rows).
+    fn amg32_rows(g: &Arc<Gpu>, be: &Be) {
+        use segsparse::precond::Narrowed;
+        use segsparse::spmv::gpu::mixed::narrowed;
+        let only: Vec<String> = std::env::var("AMG32_CASES")
+            .map(|v| v.split(',').map(str::to_string).collect())
+            .unwrap_or_default();
+        /// A matrix, its near-nullspace candidates and the AMG parameters.
+        type Case = (CsrMatrix<f64>, Option<Vec<Vec<f64>>>, AmgParams);
+        type Make = fn() -> Case;
+        let cases: [(&str, Make); 3] = [
+            ("poisson3d:240", || {
+                (
+                    generate::poisson3d::<f64>(240).unwrap(),
+                    None,
+                    AmgParams::default(),
+                )
+            }),
+            ("poisson3d:240/3", || {
+                (
+                    generate::poisson3d::<f64>(240)
+                        .unwrap()
+                        .map_values(|v| v / 3.0),
+                    None,
+                    AmgParams::default(),
+                )
+            }),
+            ("elasticity3d:70", || {
+                let a = generate::elasticity3d::<f64>(70).unwrap();
+                let c = segsparse::precond::amg::rigid_body_modes_3d::<f64>(
+                    &generate::elasticity3d_coordinates(70),
+                );
+                (
+                    a,
+                    Some(c),
+                    AmgParams {
+                        block_size: 3,
+                        ..Default::default()
+                    },
+                )
+            }),
+        ];
+        // In the order AMG32_CASES names them (a device call's time may end before the last).
+        let order: Vec<_> = if only.is_empty() {
+            cases.iter().collect()
+        } else {
+            only.iter()
+                .filter_map(|o| cases.iter().find(|c| c.0 == o))
+                .collect()
+        };
+        for &(name, make) in order {
+            let (a, c, params) = make();
+            let n = a.nrows();
+            let b = vec![1.0; n];
+            let bd = be.upload(&b).unwrap();
+            let p = SolveParams {
+                rel_tol: 1e-8,
+                max_iters: 2_000,
+                ..Default::default()
+            };
+            let full = GpuCsr::upload(g, &a).unwrap();
+            let setup64 = || match &c {
+                Some(c) => Amg::from_matrix_with_candidates(be, &full, c, &params).unwrap(),
+                None => Amg::from_matrix(be, &full, &params).unwrap(),
+            };
+            let setup32 = || {
+                let low = narrowed(&full).unwrap();
+                Narrowed::amg_from_matrix(be, &low, c.as_deref(), &params).unwrap()
+            };
+            let timed = |f: &dyn Fn()| {
+                g.synchronize().unwrap();
+                let t = std::time::Instant::now();
+                f();
+                g.synchronize().unwrap();
+                t.elapsed().as_secs_f64()
+            };
+            // The second of two setups of each (kernels loaded, memory pool warm).
+            drop(setup64());
+            let s64 = timed(&|| drop(setup64()));
+            drop(setup32());
+            let s32 = timed(&|| drop(setup32()));
+            let h64 = setup64();
+            let h32 = setup32();
+            let (r64, x64) = solve_twice(be, &b, |x| pcg(be, &full, &h64, &bd, x, &p));
+            let (r32, x32) = solve_twice(be, &b, |x| pcg(be, &full, &h32, &bd, x, &p));
+            let mixed = GpuMixedCsr::upload(g, &a).unwrap();
+            let both = if mixed.is_lossless() {
+                Some(solve_twice(be, &b, |x| pcg(be, &mixed, &h32, &bd, x, &p)))
+            } else {
+                None
+            };
+            let (ok64, it64, t64, e64) = outcome(&r64);
+            let (ok32, it32, t32, e32) = outcome(&r32);
+            let (s64m, s32m) = (h64.summary(), h32.inner().summary());
+            let mut fields = vec![
+                ("bench", "mixed-amg32".into()),
+                ("device", device(g).into()),
+                ("matrix", name.into()),
+                ("n", n.into()),
+                ("nnz", a.nnz().into()),
+                ("rtol", 1e-8.into()),
+                ("levels", s64m.levels.len().into()),
+                ("levels_f32", s32m.levels.len().into()),
+                ("operator_complexity", s64m.operator_complexity.into()),
+                ("hierarchy_bytes_f64", s64m.device_bytes.into()),
+                ("hierarchy_bytes_f32", s32m.device_bytes.into()),
+                ("f64_setup_seconds", s64.into()),
+                ("f32_setup_seconds", s32.into()),
+                ("setup_ratio", (s32 / s64).into()),
+                ("f64_converged", ok64.into()),
+                ("f64_iterations", it64.into()),
+                ("f64_solve_seconds", t64.into()),
+                ("f64_true_residual", true_rel(&a, &b, &x64).into()),
+                ("f64_error", e64.into()),
+                ("f32_converged", ok32.into()),
+                ("f32_iterations", it32.into()),
+                ("f32_solve_seconds", t32.into()),
+                ("f32_true_residual", true_rel(&a, &b, &x32).into()),
+                ("f32_error", e32.into()),
+                ("solve_ratio", (t32 / t64).into()),
+                ("lossless_f32", mixed.is_lossless().into()),
+            ];
+            if let Some((r, x)) = both {
+                let (ok, it, t, e) = outcome(&r);
+                fields.extend([
+                    ("f32_both_converged", ok.into()),
+                    ("f32_both_iterations", it.into()),
+                    ("f32_both_solve_seconds", t.into()),
+                    ("f32_both_true_residual", true_rel(&a, &b, &x).into()),
+                    ("f32_both_error", e.into()),
+                    ("solve_ratio_both", (t / t64).into()),
+                ]);
+            }
+            row(fields);
+        }
+    }
+
+    /// ILU(0) with its factors in f32 (`precond::Narrowed::ilu0`: factored in f32, both
+    /// triangular solves on f32 vectors) against ILU(0) in f64 on the 1000² convection–diffusion
+    /// grid (10⁶ rows, nonsymmetric): seconds per application (median of 20 after 3 warm-ups),
+    /// and GMRES(30) to 1e-8 with each (the second of two solves), iterations and true residuals.
+    fn ilu32_rows(g: &Arc<Gpu>, be: &Be) {
+        use segsparse::precond::{Ilu0, IncompleteParams, Narrowed};
+        let a = convection(1000, 0.3);
+        let n = a.nrows();
+        let b = vec![1.0; n];
+        let bd = be.upload(&b).unwrap();
+        let ip = IncompleteParams::default();
+        let full = GpuCsr::upload(g, &a).unwrap();
+        let m64 = Ilu0::new(be, &a, &ip).unwrap();
+        let m32 = Narrowed::ilu0(be, &a, &ip).unwrap();
+        let per = |m: &dyn Preconditioner<f64, Be>| {
+            let mut z = be.zeros(n).unwrap();
+            let mut v = Vec::new();
+            for k in 0..23 {
+                g.synchronize().unwrap();
+                let t = std::time::Instant::now();
+                m.apply(be, &bd, &mut z).unwrap();
+                g.synchronize().unwrap();
+                if k >= 3 {
+                    v.push(t.elapsed().as_secs_f64());
+                }
+            }
+            median(v)
+        };
+        let (a64, a32) = (per(&m64), per(&m32));
+        let p = SolveParams {
+            rel_tol: 1e-8,
+            max_iters: 5_000,
+            ..Default::default()
+        };
+        let (r64, x64) = solve_twice(be, &b, |x| gmres(be, &full, &m64, &bd, x, 30, &p));
+        let (r32, x32) = solve_twice(be, &b, |x| gmres(be, &full, &m32, &bd, x, 30, &p));
+        let (ok64, it64, t64, e64) = outcome(&r64);
+        let (ok32, it32, t32, e32) = outcome(&r32);
+        row(vec![
+            ("bench", "mixed-ilu32".into()),
+            ("device", device(g).into()),
+            ("matrix", "convection:1000:0.3".into()),
+            ("n", n.into()),
+            ("nnz", a.nnz().into()),
+            ("f64_seconds_per_application", a64.into()),
+            ("f32_seconds_per_application", a32.into()),
+            ("application_ratio", (a32 / a64).into()),
+            ("rtol", 1e-8.into()),
+            ("f64_converged", ok64.into()),
+            ("f64_iterations", it64.into()),
+            ("f64_solve_seconds", t64.into()),
+            ("f64_true_residual", true_rel(&a, &b, &x64).into()),
+            ("f64_error", e64.into()),
+            ("f32_converged", ok32.into()),
+            ("f32_iterations", it32.into()),
+            ("f32_solve_seconds", t32.into()),
+            ("f32_true_residual", true_rel(&a, &b, &x32).into()),
+            ("f32_error", e32.into()),
+            ("solve_ratio", (t32 / t64).into()),
+        ]);
     }
 
     /// A convection–diffusion operator on an `m × m` grid: unsymmetric, diagonally dominant,
@@ -498,6 +711,28 @@ mod imp {
         }
     }
 
+    /// One application of the f32 AMG hierarchy and of the f32 ILU(0) factors for Nsight
+    /// Compute (`ncu32`: the conversion kernels `vector_narrow_f64b32`/`vector_widen_f64b32`
+    /// and the f32 cycle's products), after one warm-up application of each.
+    fn ncu_narrowed(g: &Arc<Gpu>, be: &Be) {
+        use segsparse::precond::{IncompleteParams, Narrowed};
+        let a = generate::poisson3d::<f64>(150).unwrap();
+        let h = Narrowed::amg(be, &a, &AmgParams::default()).unwrap();
+        let r = be.upload(&vec![1.0; a.nrows()]).unwrap();
+        let mut z = be.zeros(a.nrows()).unwrap();
+        h.apply(be, &r, &mut z).unwrap();
+        g.synchronize().unwrap();
+        eprintln!("ncu32: f32 AMG cycle on poisson3d:150");
+        h.apply(be, &r, &mut z).unwrap();
+        g.synchronize().unwrap();
+        let c = convection(1000, 0.3);
+        let m = Narrowed::ilu0(be, &c, &IncompleteParams::default()).unwrap();
+        let r = be.upload(&vec![1.0; c.nrows()]).unwrap();
+        let mut z = be.zeros(c.nrows()).unwrap();
+        m.apply(be, &r, &mut z).unwrap();
+        g.synchronize().unwrap();
+    }
+
     pub fn main() {
         let modes: Vec<String> = std::env::args()
             .skip(1)
@@ -518,11 +753,20 @@ mod imp {
         if want("amg") {
             amg_rows(&g, &be);
         }
+        if want("amg32") {
+            amg32_rows(&g, &be);
+        }
+        if want("ilu32") {
+            ilu32_rows(&g, &be);
+        }
         if want("spmv") {
             spmv_rows(&g);
         }
         if modes.iter().any(|m| m == "ncu") {
             ncu_products(&g);
+        }
+        if modes.iter().any(|m| m == "ncu32") {
+            ncu_narrowed(&g, &be);
         }
     }
 }

@@ -49,7 +49,7 @@ use cli::{
 };
 use segsparse::autosolve::{ProbeParams, ProbeReport};
 use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats, StatsOps};
-use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams};
+use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams, Narrowed};
 use segsparse::solvers::multi;
 use segsparse::solvers::storage::{solve_stored, StoredOperator};
 use segsparse::sparse::incomplete::FactorSummary;
@@ -160,6 +160,8 @@ struct Extra {
     /// `--storage f32`: the storage of the values that produced the answer, and why it is
     /// f64 when f32 was asked for.
     storage: Option<(Storage, Option<String>)>,
+    /// `--storage f32 --precond amg`: the hierarchy was stored and cycled in f32.
+    hierarchy: Option<Storage>,
 }
 
 /// What `--precond auto` chose, why, and from what: the same fields as Python's `info.choice`.
@@ -314,6 +316,9 @@ struct Report<'a> {
     storage: &'static str,
     /// Why the solve ran with f64 values although f32 was asked for (one sentence).
     storage_fallback: Option<String>,
+    /// `--precond amg`: where the hierarchy's values and cycle lived (`f32` with `--storage
+    /// f32`, else `f64`).
+    amg_storage: Option<&'static str>,
 }
 
 /// Seconds of all right-hand sides: the block solve's, or the sum of the sequential solves.
@@ -645,7 +650,39 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
                 })
         });
         let narrow = narrow_of::<T, Cpu, _>(mixed.as_ref());
-        let solved = solve_with(&Cpu, &a, &a, plan, &b, &mut x, &params, setup_clock, narrow)?;
+        // --storage f32 --precond amg: the hierarchy of the f32 values, cycled in f32.
+        let h32 = if plan.storage == Storage::F32 && plan.precond == PrecondArg::Amg {
+            let a64 = a.cast::<f64>();
+            let h = match plan.rbm.map(|r| r.modes::<f64>()).transpose()? {
+                Some(c) => Narrowed::amg_with_candidates(&Cpu, &a64, &c, &plan.amg),
+                None => Narrowed::amg(&Cpu, &a64, &plan.amg),
+            }
+            .context("AMG setup (f32 hierarchy)")?;
+            Some(
+                storage::AsWorkingPre::<_, Cpu>::new::<T, Cpu>(h)
+                    .expect("--storage f32 runs in f64 (checked above)"),
+            )
+        } else {
+            None
+        };
+        let h32 = h32.as_ref().map(|h| {
+            (
+                h as &dyn Preconditioner<T, Cpu>,
+                h.inner().inner().summary().clone(),
+            )
+        });
+        let solved = solve_with(
+            &Cpu,
+            &a,
+            &a,
+            plan,
+            &b,
+            &mut x,
+            &params,
+            setup_clock,
+            narrow,
+            h32,
+        )?;
         Outcome::new(method, cpu_backend(), solved)
     };
     let wall_seconds = wall.elapsed().as_secs_f64() + auto_seconds;
@@ -813,6 +850,11 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
                     .map_or(Storage::F64, |s| s.0)
                     .name(),
                 storage_fallback: out.extra.storage.as_ref().and_then(|s| s.1.clone()),
+                amg_storage: out
+                    .extra
+                    .amg
+                    .as_ref()
+                    .map(|_| out.extra.hierarchy.unwrap_or(Storage::F64).name()),
             };
             serde_json::to_writer(&mut w, &report)?;
             writeln!(w)?;
@@ -917,6 +959,13 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
                     _ => writeln!(w, "storage    f64 values")?,
                 }
             }
+            if out.extra.hierarchy == Some(Storage::F32) {
+                writeln!(
+                    w,
+                    "storage    AMG hierarchy in f32 (set up from the f32 values, cycled on f32 \
+                     vectors under the f64 solver)"
+                )?;
+            }
         }
     }
     w.flush()?;
@@ -953,6 +1002,7 @@ fn solve_with<
     params: &SolveParams,
     setup_clock: Instant,
     narrow: Narrow<'_, T, B>,
+    hierarchy32: Option<(&dyn Preconditioner<T, B>, AmgSummary)>,
 ) -> Result<Solved> {
     let db = be.upload(b)?;
     let mut dx = be.upload(x)?;
@@ -1019,6 +1069,32 @@ fn solve_with<
             };
             let p = Chebyshev::from_matrix(be, op, a, &cp)?;
             solve_all(be, op, &p, plan, b, clock, &mut dx, params, &mut extra)
+        }
+        PrecondArg::Amg if hierarchy32.is_some() => {
+            // --storage f32: the hierarchy built in f32 before the solve (its setup is in
+            // setup_seconds; --amg-setups/--amg-resetups time the f64 hierarchy only).
+            let (h, summary) = hierarchy32.expect("matched");
+            extra.amg_setups.push(summary.setup.total);
+            extra.amg = Some(summary);
+            extra.hierarchy = Some(Storage::F32);
+            // The Krylov operator keeps the f64 values where f32 rounds them: the reliable
+            // updates would restart CG from the true residual of the rounding, which the AMG
+            // cycle does not damp (AMG-PCG on Poisson 240³/3: 31 iterations instead of 16).
+            let clock = match clock.2 {
+                Some(Ok((_, true))) => {
+                    extra.storage = Some((
+                        Storage::F64,
+                        Some(
+                            "f64 values for the Krylov operator (they round in f32, which CG \
+                             under AMG would pay for in iterations); the AMG hierarchy in f32"
+                                .into(),
+                        ),
+                    ));
+                    (clock.0, clock.1, None)
+                }
+                _ => clock,
+            };
+            solve_all(be, op, h, plan, b, clock, &mut dx, params, &mut extra)
         }
         PrecondArg::Amg => {
             let candidates = plan.rbm.map(|r| r.modes()).transpose()?;
@@ -1384,8 +1460,29 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             },
         ),
     };
+    // --storage f32 --precond amg: the hierarchy set up on the device from the f32 values
+    // (the f32 matrix of the mixed operator), cycled in f32.
+    let h32 = match (&mixed, plan.precond) {
+        (Some(Ok(m)), PrecondArg::Amg) => {
+            let ops64 = GpuOps::<f64>::new(&g)?;
+            let c = plan.rbm.map(|r| r.modes::<f64>()).transpose()?;
+            let h = Narrowed::amg_from_matrix(&ops64, m.inner().low(), c.as_deref(), &plan.amg)
+                .context("AMG setup (f32 hierarchy)")?;
+            Some(
+                storage::AsWorkingPre::<_, GpuOps<f64>>::new::<T, GpuOps<T>>(h)
+                    .expect("--storage f32 runs in f64 (checked in run_typed)"),
+            )
+        }
+        _ => None,
+    };
+    let h32 = h32.as_ref().map(|h| {
+        (
+            h as &dyn Preconditioner<T, GpuOps<T>>,
+            h.inner().inner().summary().clone(),
+        )
+    });
     let narrow = narrow_of::<T, GpuOps<T>, _>(mixed.as_ref());
-    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock, narrow)?;
+    let solved = solve_with(&ops, &da, a, plan, b, x, params, setup_clock, narrow, h32)?;
     Ok(Outcome::new(
         plan.method,
         format!("gpu ({})", g.name()),
@@ -1551,6 +1648,7 @@ mod tests {
             storage_requested: "f32",
             storage: "f64",
             storage_fallback: Some("f64 storage: a value is beyond f32's range".into()),
+            amg_storage: None,
         };
         let s = serde_json::to_string(&r).unwrap();
         let v: serde_json::Value = serde_json::from_str(&s).unwrap();

@@ -5,7 +5,7 @@
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 
-use segsparse::backend::{LinearOperator, VectorOps};
+use segsparse::backend::{LinearOperator, Preconditioner, VectorOps};
 use segsparse::Elem;
 
 /// An operator of `f64` vectors on the backend `B64`, used where an operator of `T` on `B` is
@@ -24,6 +24,11 @@ impl<O, B64: 'static> AsWorking<O, B64> {
                 op,
                 _b: PhantomData,
             })
+    }
+
+    /// The wrapped operator.
+    pub fn inner(&self) -> &O {
+        &self.op
     }
 }
 
@@ -72,5 +77,47 @@ where
     }
     fn prepare(&self, be: &B, expected_applies: usize) -> segsparse::Result<()> {
         self.op.prepare(view::<B64>(be), expected_applies)
+    }
+}
+
+/// A preconditioner of `f64` vectors on the backend `B64` (the AMG hierarchy stored in f32
+/// under f64 work), used where a preconditioner of `T` on `B` is wanted; built only when `T` is
+/// `f64` and `B` is `B64` ([`AsWorkingPre::new`]).
+pub struct AsWorkingPre<P, B64> {
+    pre: P,
+    _b: PhantomData<fn() -> B64>,
+}
+
+impl<P, B64: 'static> AsWorkingPre<P, B64> {
+    /// `pre` as a preconditioner of `T` on `B`, or `None` unless `T` is `f64` and `B` is `B64`.
+    pub fn new<T: 'static, B: 'static>(pre: P) -> Option<Self> {
+        (TypeId::of::<T>() == TypeId::of::<f64>() && TypeId::of::<B>() == TypeId::of::<B64>())
+            .then_some(AsWorkingPre {
+                pre,
+                _b: PhantomData,
+            })
+    }
+
+    /// The wrapped preconditioner.
+    pub fn inner(&self) -> &P {
+        &self.pre
+    }
+}
+
+impl<T, B, P, B64> Preconditioner<T, B> for AsWorkingPre<P, B64>
+where
+    T: Elem,
+    B: VectorOps<T> + 'static,
+    B::Vector: 'static,
+    B64: VectorOps<f64> + 'static,
+    B64::Vector: 'static,
+    P: Preconditioner<f64, B64>,
+{
+    fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> segsparse::Result<()> {
+        self.pre.apply(
+            view::<B64>(be),
+            view::<B64::Vector>(r),
+            view_mut::<B64::Vector>(z),
+        )
     }
 }

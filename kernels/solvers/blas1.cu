@@ -114,6 +114,22 @@ VECTOR_ENTRIES(double, f64)
 VECTOR_ENTRIES(cfloat, c64)
 VECTOR_ENTRIES(cdouble, c128)
 
+// Between the working type T and a narrower one V (double and float: suffix f64b32): y = V(x),
+// rounded to nearest, and y = T(x), exact. A preconditioner of f32 work under f64 vectors
+// (precond::Narrowed) takes its residual through the first and gives its correction back
+// through the second.
+#define CONVERT_ENTRIES(T, V, SUF)                                                                   \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) vector_narrow_##SUF(                \
+        const T* x, V* y, u32 n) {                                                                   \
+        GRID_STRIDE(i, n) y[i] = V(x[i]);                                                            \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(SOLVER_THREADS) vector_widen_##SUF(                 \
+        const V* x, T* y, u32 n) {                                                                   \
+        GRID_STRIDE(i, n) y[i] = T(x[i]);                                                            \
+    }
+
+CONVERT_ENTRIES(double, float, f64b32)
+
 // The block steps of several columns (solvers/cols.cuh), each column's blocks on its own vectors:
 //  - block_read_slots: column c's NSLOTS slots (pointer 0) to out[(first + c) * NSLOTS ...], so
 //    that one download reads the status of every running column;

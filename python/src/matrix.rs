@@ -7,7 +7,7 @@ use std::time::Instant;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use segsparse::backend::gpu::GpuOps;
-use segsparse::backend::{BlockKrylovOps, Cpu, Identity, LinearOperator};
+use segsparse::backend::{BlockKrylovOps, Cpu, Identity, LinearOperator, Preconditioner};
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
@@ -45,6 +45,18 @@ pub struct Mat<T: Elem> {
     jacobi: Mutex<Option<Arc<Jacobi<Vec<T>>>>>,
     /// Where the construction's seconds went (name, seconds), for `upload_seconds`.
     timing: Vec<(&'static str, f64)>,
+    /// `storage='float32'`: the values rounded to f32 (with the exact ones for true residuals),
+    /// made on the first such solve where the matrix lives and kept, or why f32 cannot hold
+    /// them. The values of a `_Matrix` never change, so the copy stays valid for its life.
+    f32_copy: OnceLock<F32Copy>,
+    /// How many f32 copies were made (at most one: the solves' test observes it).
+    f32_copies: std::sync::atomic::AtomicUsize,
+}
+
+/// The f32 copy of a float64 matrix where it lives, or the sentence that refused it.
+enum F32Copy {
+    Host(Result<segsparse::spmv::mixed::MixedCsr, String>),
+    Gpu(Result<Box<segsparse::spmv::gpu::mixed::GpuMixedCsr>, String>),
 }
 
 pub(crate) enum Inner {
@@ -223,6 +235,8 @@ fn build<T: Elem>(host: CsrMatrix<T>, t0: Instant, want: Want) -> Res<Mat<T>> {
         dev,
         jacobi: Mutex::new(None),
         timing: vec![("total", t0.elapsed().as_secs_f64())],
+        f32_copy: OnceLock::new(),
+        f32_copies: Default::default(),
     })
 }
 
@@ -291,6 +305,8 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
             ("tables", tables),
             ("total", t0.elapsed().as_secs_f64()),
         ],
+        f32_copy: OnceLock::new(),
+        f32_copies: Default::default(),
     })
 }
 
@@ -319,7 +335,7 @@ fn solve_with<'m, T, B, A>(
     a: &A,
     m: &dyn Fn() -> segsparse::Result<&'m CsrMatrix<T>>,
     jac: Option<&Jacobi<B::Vector>>,
-    amg: Option<&Amg<T, B>>,
+    amg: Option<&dyn Preconditioner<T, B>>,
     o: &Opts,
     b: &B::Vector,
     x: &mut B::Vector,
@@ -334,10 +350,10 @@ where
     Jacobi<B::Vector>: segsparse::backend::Preconditioner<T, B>,
 {
     #[allow(clippy::too_many_arguments)]
-    fn with<T, B, A, P>(
+    fn with<T, B, A>(
         be: &B,
         a: &A,
-        p: &P,
+        p: &dyn segsparse::backend::Preconditioner<T, B>,
         o: &Opts,
         b: &B::Vector,
         x: &mut B::Vector,
@@ -348,7 +364,6 @@ where
         T: Scalar,
         B: BlockKrylovOps<T>,
         A: LinearOperator<T, B>,
-        P: segsparse::backend::Preconditioner<T, B>,
     {
         if let Some(blk) = block {
             let setup = t0.elapsed().as_secs_f64();
@@ -433,7 +448,7 @@ fn on_columns<'m, T, B, A>(
     a: &A,
     m: &dyn Fn() -> segsparse::Result<&'m CsrMatrix<T>>,
     jac: Option<&Jacobi<B::Vector>>,
-    amg: Option<&Amg<T, B>>,
+    amg: Option<&dyn Preconditioner<T, B>>,
     o: &Opts,
     bs: &[&[T]],
     block: Option<&mut Option<Result<MultiInfo, SolveError>>>,
@@ -503,18 +518,18 @@ fn jacobi_for<J>(o: &Opts, make: impl FnOnce() -> Res<Arc<J>>) -> Res<Option<Arc
 }
 
 /// A given hierarchy for a solve on the GPU (one set up on the CPU is refused).
-fn gpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&Amg<T, GpuOps<T>>>> {
+fn gpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&dyn Preconditioner<T, GpuOps<T>>>> {
     match h {
-        Some(AmgOn::Gpu(_, h)) => Ok(Some(h)),
+        Some(AmgOn::Gpu(_, h)) => Ok(Some(&**h)),
         Some(AmgOn::Cpu(_)) => Err(wrong_device()),
         None => Ok(None),
     }
 }
 
 /// A given hierarchy for a solve on the CPU (one set up on the GPU is refused).
-fn cpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&Amg<T, Cpu>>> {
+fn cpu_amg<T: Elem>(h: Option<&AmgOn<T>>) -> Res<Option<&dyn Preconditioner<T, Cpu>>> {
     match h {
-        Some(AmgOn::Cpu(h)) => Ok(Some(h)),
+        Some(AmgOn::Cpu(h)) => Ok(Some(&**h)),
         Some(AmgOn::Gpu(..)) => Err(wrong_device()),
         None => Ok(None),
     }
@@ -568,11 +583,44 @@ impl<O: ?Sized, M> std::borrow::Borrow<M> for WithMatrix<'_, O, M> {
 }
 
 impl Mat<f64> {
+    /// The f32 copy of the values where the matrix lives (the exact values kept beside it for
+    /// true residuals when f32 rounds them), made on the first call and kept; or why f32 cannot
+    /// hold them.
+    fn f32_copy(&self, host: &CsrMatrix<f64>) -> Res<&F32Copy> {
+        if let Some(c) = self.f32_copy.get() {
+            return Ok(c);
+        }
+        let refused = |e: segsparse::Error| match e {
+            segsparse::Error::InvalidInput(why) => Ok(why),
+            other => Err(other),
+        };
+        let copy = match &self.dev {
+            Some(d) => F32Copy::Gpu(
+                match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(d.csr.gpu(), host) {
+                    Ok(m) => Ok(Box::new(m)),
+                    Err(e) => Err(refused(e)?),
+                },
+            ),
+            None => F32Copy::Host(match segsparse::spmv::mixed::MixedCsr::new(host) {
+                Ok(m) => Ok(m),
+                Err(e) => Err(refused(e)?),
+            }),
+        };
+        self.f32_copies
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Another thread may have set it meanwhile: either copy serves.
+        let _ = self.f32_copy.set(copy);
+        Ok(self.f32_copy.get().expect("set above"))
+    }
+
     /// [`Mat::solve_host`] with the values stored in `f32` under `f64` vectors
     /// (`solvers::storage::solve_stored`: true residuals with the `f64` values, the fallback to
     /// them when `f32` storage cannot reach the tolerance). The outcome's message says which
-    /// storage served and, after a fallback, why. The `f32` copy is made per call (part of the
-    /// setup time).
+    /// storage served and, after a fallback, why. The `f32` copy is made on the first such
+    /// solve and kept with the matrix ([`Mat::f32_copy`]). AMG without a given hierarchy is
+    /// set up in f32 from that copy and cycled in f32 (`precond::Narrowed`); its Krylov
+    /// operator keeps the f64 values where f32 rounds them (CG under AMG would pay for the
+    /// rounding in iterations), and the outcome says so.
     fn solve_host_stored(
         &self,
         o: &Opts,
@@ -580,6 +628,7 @@ impl Mat<f64> {
         x: &mut [f64],
         amg: Option<&PyAmg>,
     ) -> Res<Outcome> {
+        use segsparse::precond::Narrowed;
         use segsparse::solvers::storage::{solve_stored, StoredOperator};
         // GMRES's Krylov basis in f32 too (the fallback keeps f64).
         let mut o = *o;
@@ -591,18 +640,34 @@ impl Mat<f64> {
         check_len("x", x.len(), self.shape.1, "the matrix")?;
         let t0 = Instant::now();
         let host = self.host()?;
+        let copy = self.f32_copy(host)?;
+        // AMG built by this solve: the hierarchy in f32.
+        let amg32 = o.precond == Precond::Amg && amg.is_none();
+        const ROUNDED_UNDER_AMG: &str = "the values round in f32, and CG under AMG would pay \
+            for that in iterations, so the Krylov operator keeps them in f64; the AMG hierarchy \
+            is stored in f32";
         // One attempt per storage through the shared dispatch; the timings of the last.
         let mut timed = (0.0, 0.0);
         let stored = if self.dev.is_some() {
             let (ops, d) = self.gpu_ops()?;
             let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
-            let h = gpu_amg(amg.as_deref())?;
-            let g = d.csr.gpu();
-            let mixed = match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(g, host) {
-                Ok(m) => Ok(m),
-                Err(segsparse::Error::InvalidInput(why)) => Err(why),
-                Err(e) => return Err(e.into()),
+            let F32Copy::Gpu(mixed) = copy else {
+                unreachable!("a GPU matrix keeps a GPU copy")
             };
+            let h32 = match (amg32, mixed) {
+                (true, Ok(m)) => Some(Narrowed::amg_from_matrix(
+                    &*ops,
+                    m.low(),
+                    None,
+                    &AmgParams::default(),
+                )?),
+                _ => None,
+            };
+            let h = match &h32 {
+                Some(h) => Some(h as &dyn Preconditioner<f64, GpuOps<f64>>),
+                None => gpu_amg(amg.as_deref())?,
+            };
+            let g = d.csr.gpu();
             let bd = g.upload(b)?;
             let mut xd = g.upload(x)?;
             let run = |_: segsparse::Storage,
@@ -626,9 +691,13 @@ impl Mat<f64> {
                 timed = (setup, solve);
                 r
             };
-            let op = match &mixed {
+            let op = match mixed {
+                Ok(m) if h32.is_some() && m.exact().is_some() => StoredOperator::Refused {
+                    reason: ROUNDED_UNDER_AMG.into(),
+                    exact: &d.csr,
+                },
                 Ok(m) => StoredOperator::F32 {
-                    narrow: m,
+                    narrow: &**m,
                     exact: m
                         .exact()
                         .map(|e| e as &dyn LinearOperator<f64, GpuOps<f64>>),
@@ -643,11 +712,18 @@ impl Mat<f64> {
             s
         } else {
             let jac = jacobi_for(o, || self.cpu_jacobi())?;
-            let h = cpu_amg(amg.as_deref())?;
-            let mixed = match segsparse::spmv::mixed::MixedCsr::new(host) {
-                Ok(m) => Ok(m),
-                Err(segsparse::Error::InvalidInput(why)) => Err(why),
-                Err(e) => return Err(e.into()),
+            let F32Copy::Host(mixed) = copy else {
+                unreachable!("a host matrix keeps a host copy")
+            };
+            let h32 = match (amg32, mixed) {
+                (true, Ok(m)) => Some(Narrowed::<Cpu, _>::new(&Cpu, |l| {
+                    Amg::new(l, m.low(), &AmgParams::default())
+                })?),
+                _ => None,
+            };
+            let h = match &h32 {
+                Some(h) => Some(h as &dyn Preconditioner<f64, Cpu>),
+                None => cpu_amg(amg.as_deref())?,
             };
             let bv = b.to_vec();
             let mut xv = x.to_vec();
@@ -672,7 +748,11 @@ impl Mat<f64> {
                 timed = (setup, solve);
                 r
             };
-            let op = match &mixed {
+            let op = match mixed {
+                Ok(m) if h32.is_some() && m.exact().is_some() => StoredOperator::Refused {
+                    reason: ROUNDED_UNDER_AMG.into(),
+                    exact: host,
+                },
                 Ok(m) => StoredOperator::F32 {
                     narrow: m,
                     exact: m.exact().map(|e| e as &dyn LinearOperator<f64, Cpu>),
@@ -1280,6 +1360,15 @@ impl PyMatrix {
     #[getter]
     fn upload_seconds(&self) -> Vec<(&'static str, f64)> {
         with_mat!(self, m, _T => m.timing.clone(); c, _C => c.timing.clone())
+    }
+
+    /// How many f32 copies of the values `storage='float32'` solves made (0 or 1: the copy is
+    /// kept with the matrix).
+    fn f32_copies(&self) -> usize {
+        match &self.inner {
+            Inner::F64(m) => m.f32_copies.load(std::sync::atomic::Ordering::Relaxed),
+            _ => 0,
+        }
     }
 
     /// Whether the matrix holds a host copy of its arrays (a GPU matrix built by the default

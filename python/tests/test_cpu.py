@@ -385,3 +385,37 @@ def test_float32_storage_reaches_the_float64_tolerance_and_falls_back_with_its_r
                      storage="float32")
     with pytest.raises(ValueError, match="storage must be"):
         segsparse.cg(a, b, storage="float16")
+
+
+def test_float32_storage_copies_the_values_once_per_matrix_and_stores_the_amg_hierarchy():
+    # The f32 copy is made by the first storage="float32" solve and kept with the Matrix.
+    a = sp.diags([-1 / 3, 2 + 0.01 / 3, -1 / 3], [-1, 0, 1], shape=(400, 400), format="csr")
+    M = segsparse.Matrix(a, device="cpu")
+    b = RNG.standard_normal(400)
+    assert M._m.f32_copies() == 0
+    segsparse.cg(M, b, rtol=1e-10, storage="float32")
+    assert M._m.f32_copies() == 1
+    x, info = segsparse.gmres(M, b, rtol=1e-10, storage="float32")
+    assert info.converged and info.storage == "float32"
+    assert M._m.f32_copies() == 1
+    # AMG built by the solve: the hierarchy in float32 under the float64 CG. Values exact in
+    # float32 (Poisson): float32 values for the operator too.
+    e = np.ones(12)
+    t = sp.diags([-e[1:], 2 * e, -e[1:]], [-1, 0, 1])
+    i = sp.identity(12)
+    p = (sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i) + sp.kron(sp.kron(i, i), t)).tocsr()
+    P = segsparse.Matrix(p, device="cpu")
+    bp = RNG.standard_normal(p.shape[0])
+    x64, i64 = segsparse.cg(P, bp, rtol=1e-10, M="amg")
+    x32, i32 = segsparse.cg(P, bp, rtol=1e-10, M="amg", storage="float32")
+    assert i32.converged and i32.storage == "float32", i32
+    assert i32.iterations <= i64.iterations * 1.1 + 1
+    assert np.linalg.norm(bp - p @ x32) <= 1e-10 * np.linalg.norm(bp) * 1.0001
+    # Values that round: the operator keeps float64 (and says why), the hierarchy float32.
+    P3 = segsparse.Matrix((p / 3).tocsr(), device="cpu")
+    x3, i3 = segsparse.cg(P3, bp, rtol=1e-10, M="amg", storage="float32")
+    assert i3.converged and i3.storage == "float64"
+    assert "AMG hierarchy is stored in f32" in i3.storage_fallback
+    assert i3.iterations <= i64.iterations * 1.1 + 1
+    assert np.linalg.norm(bp - (p / 3) @ x3) <= 1e-10 * np.linalg.norm(bp) * 1.0001
+    assert P3._m.f32_copies() == 1

@@ -327,6 +327,9 @@ struct Kernels {
     gmres_solve_y: CudaFunction,
     gmres_combine: CudaFunction,
     iter_base: CudaFunction,
+    /// `f64` → `f32` and back (`vector_narrow_f64b32`, `vector_widen_f64b32`; [`NarrowOps`]).
+    narrow: CudaFunction,
+    widen: CudaFunction,
     /// The fused small-system steps (real types only: `None` for complex ones).
     fused: Option<FusedKernels>,
 }
@@ -594,6 +597,8 @@ where
             gmres_solve_y: f(&GMRES, "solver_gmres_solve_y")?,
             gmres_combine: f(&GMRES, "solver_gmres_combine")?,
             iter_base: f(&BLAS1, "solver_iter_base")?,
+            narrow: gpu.function(&BLAS1, "vector_narrow_f64b32", &[])?,
+            widen: gpu.function(&BLAS1, "vector_widen_f64b32", &[])?,
             fused,
         };
         // The fused kernels wait for all their blocks at grid barriers: they run only if one
@@ -2031,5 +2036,31 @@ impl<T: KernelType> GpuScalars<T> {
         if let Some(it) = it {
             l.arg(it);
         }
+    }
+}
+
+/// `f64` work with `f32` work beside it on the same device and stream.
+impl super::NarrowOps for GpuOps<f64> {
+    type Low = GpuOps<f32>;
+    fn low(&self) -> Result<GpuOps<f32>> {
+        GpuOps::<f32>::new(&self.gpu)
+    }
+    fn narrow(&self, x: &CudaSlice<f64>, y: &mut CudaSlice<f32>) -> Result<()> {
+        same_len("narrow", x.len(), y.len());
+        let n = n32(x.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.narrow);
+        l.arg(x).arg(y).arg(&n);
+        // SAFETY: vector_narrow_f64b32(const double* x, float* y, u32 n); x and y have n
+        // elements.
+        unsafe { self.launch(&mut l, self.grid(x.len()), "vector_narrow_f64b32") }
+    }
+    fn widen(&self, x: &CudaSlice<f32>, y: &mut CudaSlice<f64>) -> Result<()> {
+        same_len("widen", x.len(), y.len());
+        let n = n32(x.len());
+        let mut l = self.gpu.stream().launch_builder(&self.k.widen);
+        l.arg(x).arg(y).arg(&n);
+        // SAFETY: vector_widen_f64b32(const float* x, double* y, u32 n); x and y have n
+        // elements.
+        unsafe { self.launch(&mut l, self.grid(x.len()), "vector_widen_f64b32") }
     }
 }

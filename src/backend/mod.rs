@@ -34,6 +34,7 @@
 //! | [`BlockOps`], [`BlockKrylovOps`] | the steps above for a slice of columns in one call (defaults: each column's step in turn) | `solvers::multi`, the AMG cycle on a block |
 //! | [`TriangularOps`] | triangular solves with an incomplete factor | ILU(0)/IC(0) (made by `sparse::incomplete::IncompleteOps`) |
 //! | [`MultigridOps`] | a sparse matrix type with `y ← αAx + βy` | AMG (set up by `precond::amg::AmgOps`) |
+//! | [`NarrowOps`] | an `f32` backend beside an `f64` one, and the conversions between their vectors | `precond::Narrowed` (a preconditioner stored and run in `f32` under an `f64` solve) |
 //!
 //! [`SolverOps`] names the first five together, for code that runs any method. A new backend
 //! implements the core of [`VectorOps`] and names the step traits with empty `impl`s
@@ -45,6 +46,7 @@ mod cpu;
 pub mod gpu;
 mod krylov;
 mod multigrid;
+mod narrow;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod ops;
@@ -56,6 +58,7 @@ mod triangular;
 pub use cpu::{Cpu, CpuScalars};
 pub use krylov::{HostKrylov, KrylovOps, KrylovSpace};
 pub use multigrid::MultigridOps;
+pub use narrow::{LowVector, NarrowOps};
 pub use ops::VectorOps;
 pub use recur::{GmresLayout, Slot, Status, NSLOTS};
 pub use steps::{

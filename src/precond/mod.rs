@@ -9,6 +9,7 @@
 //! | ILU(0), `M = L·U` on `A`'s pattern (two triangular solves per application) | a nonzero diagonal, no zero pivot | [`Ilu0`] |
 //! | IC(0), `M = L·Lᵀ` on `A`'s lower pattern | SPD `A`, positive pivots | [`Ic0`] |
 //! | smoothed-aggregation algebraic multigrid, one V- or W-cycle | a positive diagonal (SPD for CG) | [`Amg`] |
+//! | any of them stored and run in `f32` under an `f64` solve | values within `f32`'s range | [`Narrowed`] |
 //!
 //! Each one is built the same way: plain parameters (`Default`), then a constructor bound to one
 //! matrix on one backend (Ginkgo's factory → `generate` split).
@@ -24,6 +25,7 @@ pub mod auto;
 mod chebyshev;
 mod ilu;
 mod jacobi;
+mod narrowed;
 pub(crate) mod spectral;
 
 pub use crate::sparse::incomplete::{
@@ -34,3 +36,4 @@ pub use amg::{Amg, AmgOps, AmgParams, AmgSummary};
 pub use chebyshev::{Chebyshev, ChebyshevParams};
 pub use ilu::{Ic0, Ilu0};
 pub use jacobi::{Identity, Jacobi};
+pub use narrowed::Narrowed;

@@ -33,6 +33,7 @@ mod gpu_runtime;
 mod ilu;
 mod io;
 mod mixed;
+mod mixed_precond;
 mod multi_rhs;
 mod primitives_more;
 mod primitives_scan;

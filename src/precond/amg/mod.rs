@@ -42,6 +42,13 @@
 //!
 //! [`Amg::update`] reruns only the numeric phases for new values on the same pattern.
 //!
+//! **The hierarchy in `f32` under an `f64` solve**: [`Narrowed::amg`](crate::precond::Narrowed::amg)
+//! (or `amg_from_matrix` from a device matrix rounded on the device) sets up `Amg<f32, _>` from
+//! the `f32` rounding of `A` — every phase in `f32`, the coarse inverse factored in `f64` and
+//! stored in `f32` — and cycles it on `f32` vectors under the `f64` Krylov solver: every matrix,
+//! smoother vector and cycle vector moves half the bytes (`precond::Narrowed` says why the answer
+//! stays an `f64` one).
+//!
 //! # Cycle
 //!
 //! A V-cycle (or W) with a smoother that runs in parallel: PyAMG's default, symmetric

@@ -398,6 +398,38 @@ impl GpuMixedCsr {
     }
 }
 
+/// The `f32` rounding of a device matrix, made on the device: the row pointer and columns
+/// copied, each value rounded to the nearest `f32` (`vector_narrow_f64b32`), and the structure
+/// tables of the `f32` tiles built as [`GpuCsr::from_device_parts`] builds them. Queued on the
+/// matrix's stream; nothing of the matrix comes to the host.
+///
+/// A value beyond `f32`'s range becomes infinite here (the AMG setup then refuses the matrix as
+/// non-finite); [`F32Fit::of`] checks a host matrix before its upload instead.
+///
+/// # Errors
+/// Out of device memory, a failed launch, and as [`GpuCsr::from_device_parts`].
+pub fn narrowed(a: &GpuCsr<f64>) -> Result<GpuCsr<f32>> {
+    let g = a.gpu();
+    let (row_ptr, col, val) = a.device_parts();
+    let copy = |s: &CudaSlice<u32>| {
+        g.stream()
+            .clone_dtod(s)
+            .map_err(|e| Error::cuda("copying a device matrix", e))
+    };
+    let mut v32 = g.zeros::<f32>(val.len())?;
+    let f = g.function(&crate::backend::gpu::BLAS1, "vector_narrow_f64b32", &[])?;
+    let n = val.len() as u32;
+    let threads = crate::backend::gpu::THREADS;
+    let blocks = n.div_ceil(threads).clamp(1, g.sm_count().max(1) * 8);
+    let mut b = g.stream().launch_builder(&f);
+    b.arg(val).arg(&mut v32).arg(&n);
+    // SAFETY: vector_narrow_f64b32(const double* x, float* y, u32 n); val and v32 have n
+    // elements; a grid-stride loop over n.
+    unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }
+        .map_err(|e| Gpu::launch_error("vector_narrow_f64b32", e))?;
+    GpuCsr::from_device_parts(g, a.nrows(), a.ncols(), copy(row_ptr)?, copy(col)?, v32)
+}
+
 /// The mixed kernel that runs for `a`: the fused one for the algorithms without a mixed
 /// instantiation.
 fn mixed_algorithm(a: SpmvAlgorithm) -> SpmvAlgorithm {
