@@ -17,6 +17,8 @@
 //! assert_eq!(cpu::compact_if(&v, Keep::Greater(0.0)), [4.0, 3.0, 5.0]);
 //! ```
 
+use crate::gpu::kernels::kernel_source;
+
 /// A "keep where" predicate on values for [`cpu::compact_if`] and the GPU `compact_if`.
 ///
 /// Comparisons follow IEEE rules for floats: a NaN is kept only by `NotEqual`; `-0.0` equals
@@ -64,15 +66,13 @@ impl<T: PartialOrd + Copy> Keep<T> {
 }
 
 /// Compact kernels (kernels/device/compact.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/compact.cu",
-    text: include_str!("../../kernels/device/compact.cu"),
-    headers: &[
+pub const KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/compact.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_SELECT,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_SELECT
+    ]
+);
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use super::Keep;

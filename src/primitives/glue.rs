@@ -4,6 +4,7 @@
 
 #[cfg(feature = "cuda")]
 use crate::error::Result;
+use crate::gpu::kernels::kernel_source;
 #[cfg(feature = "cuda")]
 use crate::gpu::{DeviceBuffer, Gpu};
 #[cfg(feature = "cuda")]
@@ -131,15 +132,13 @@ pub(crate) fn check_words(what: &str, words: usize, n: usize) {
 
 /// The grid-stride kernels of enumerate, distribute, split-and-segment, quicksort and segmented
 /// sort (`kernels/device/segment_ops.cu`).
-pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/segment_ops.cu",
-    text: include_str!("../../kernels/device/segment_ops.cu"),
-    headers: &[
+pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/segment_ops.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_RADIX_RANK,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_RADIX_RANK
+    ]
+);
 
 #[cfg(feature = "cuda")]
 /// The launch error of `kernel`.

@@ -79,12 +79,8 @@ pub mod sources {
         };
         ($(#[$m:meta])* $name:ident, $path:literal, [$($h:expr),*], [$($c:expr),*]) => {
             $(#[$m])*
-            pub const $name: KernelSource = KernelSource {
-                name: $path,
-                text: include_str!(concat!("../../kernels/", $path)),
-                headers: &[$(&$h),*],
-                constants: &[$($c),*],
-            };
+            pub const $name: KernelSource =
+                crate::gpu::kernels::kernel_source!($path, &[$(&$h),*], &[$($c),*]);
         };
     }
     source!(

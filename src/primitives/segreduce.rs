@@ -22,18 +22,19 @@
 //! assert_eq!(cpu::segmented_reduce_heads(&v, &h, ScanOp::Max), [2, 5]);
 //! ```
 
+use crate::gpu::kernels::kernel_source;
+
 /// Threads per block of the tile kernel (`SR_THREADS`).
 pub(crate) const THREADS: u32 = 256;
 /// Consecutive values per thread (`SR_ITEMS`; at most 32: a thread's head bits fit one word).
 pub(crate) const ITEMS: u32 = 16;
 
 /// Segmented reduce kernels (kernels/device/segreduce.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/segreduce.cu",
-    text: include_str!("../../kernels/device/segreduce.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[("SR_THREADS", THREADS as i64), ("SR_ITEMS", ITEMS as i64)],
-};
+pub const KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/segreduce.cu",
+    &[&crate::gpu::kernels::COMMON],
+    &[("SR_THREADS", THREADS as i64), ("SR_ITEMS", ITEMS as i64)]
+);
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use crate::primitives::{ScanElem, ScanOp};

@@ -94,7 +94,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::csr::{pattern_fingerprint, CsrMatrix, RowStats};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
 use crate::primitives::gpu::{self as prim, HeadFlags};
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
@@ -110,24 +110,18 @@ pub use crate::backend::GpuScalar;
 
 /// `kernels/spmv/spmv_scan.cuh`: the warp and block scan of (head count, flag, partial sum)
 /// triples of the fused SpMV.
-pub const SPMV_SCAN: KernelSource = KernelSource {
-    name: "spmv/spmv_scan.cuh",
-    text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[],
-};
+pub const SPMV_SCAN: KernelSource =
+    kernel_source!("spmv/spmv_scan.cuh", &[&crate::gpu::kernels::COMMON]);
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
-pub const SPMV_SRC: KernelSource = KernelSource {
-    name: "spmv/spmv.cu",
-    text: include_str!("../../kernels/spmv/spmv.cu"),
-    headers: &[
+pub const SPMV_SRC: KernelSource = kernel_source!(
+    "spmv/spmv.cu",
+    &[
         &crate::gpu::kernels::COMMON,
         &crate::gpu::kernels::COMPLEX_H,
-        &SPMV_SCAN,
-    ],
-    constants: &[],
-};
+        &SPMV_SCAN
+    ]
+);
 
 /// Which GPU SpMV algorithm to run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

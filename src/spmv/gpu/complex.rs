@@ -32,20 +32,18 @@ use super::{Preprocess, SpmvPolicy, MAX_NNZ, SPMV_SRC};
 use crate::backend::gpu::GpuOps;
 use crate::backend::LinearOperator;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, KernelType};
 use crate::{CsrMatrix, Elem};
 
 /// The complex SpMV kernels.
-pub const SPMV_COMPLEX_SRC: KernelSource = KernelSource {
-    name: "spmv/spmv_complex.cu",
-    text: include_str!("../../../kernels/spmv/spmv_complex.cu"),
-    headers: &[
+pub const SPMV_COMPLEX_SRC: KernelSource = kernel_source!(
+    "spmv/spmv_complex.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::gpu::kernels::COMPLEX_H,
-    ],
-    constants: &[],
-};
+        &crate::gpu::kernels::COMPLEX_H
+    ]
+);
 
 #[cfg(test)]
 mod tests {
