@@ -110,6 +110,12 @@ pub(crate) fn width<T>() -> &'static str {
     }
 }
 
+/// Panics unless the two inputs of the primitive `what` have one length: `"{what}: {n} {a} but
+/// {m} {b}"` names both.
+pub(crate) fn check_same_len(what: &str, (n, a): (usize, &str), (m, b): (usize, &str)) {
+    assert_eq!(n, m, "{what}: {n} {a} but {m} {b}");
+}
+
 #[cfg(feature = "cuda")]
 /// `n` as the u32 the kernels index with, or an error naming the primitive.
 pub(crate) fn len_u32(n: usize, what: &str) -> Result<u32> {
@@ -118,6 +124,17 @@ pub(crate) fn len_u32(n: usize, what: &str) -> Result<u32> {
             "{what}: {n} elements exceed the GPU index type (u32)"
         ))
     })
+}
+
+#[cfg(feature = "cuda")]
+/// `n` as the u32 the kernels index with, for the segmented primitive `what` over `n` values
+/// with `heads` head flags.
+///
+/// # Panics
+/// When `heads` ≠ `n`.
+pub(crate) fn segmented_len(what: &str, n: usize, heads: usize) -> Result<u32> {
+    check_same_len(what, (n, "values"), (heads, "head flags"));
+    len_u32(n, what)
 }
 
 #[cfg(feature = "cuda")]
