@@ -504,20 +504,7 @@ impl GpuTriPlan {
         x: &mut CudaSlice<T>,
         jacobi: Option<(usize, &mut CudaSlice<T>)>,
     ) -> Result<()> {
-        assert_eq!(
-            b.len(),
-            self.n,
-            "triangular solve: b has {} elements, the matrix {} rows",
-            b.len(),
-            self.n
-        );
-        assert_eq!(
-            x.len(),
-            self.n,
-            "triangular solve: x has {} elements, the matrix {} rows",
-            x.len(),
-            self.n
-        );
+        super::check_solve_lens(self.n, b.len(), x.len());
         if self.n == 0 {
             return Ok(());
         }
