@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The import graph of the crate's modules: layers only look down.
 
-For every crate of the repository (the library in src/, each tool in bin/, the Python extension
-in python/src/), reads every `.rs` file and collects the module paths it names: `use` trees and
+For every crate of the repository (the library in src/, each tool in bin/ and tools/bin/, the
+Python extension in python/src/), reads every `.rs` file and collects the module paths it names: `use` trees and
 every `crate::`, `super::`, `self::` path, and paths that start at a child module the file
 declares (`mod x;` then `x::f()`). Re-exports are followed to the module that defines the name
 (`crate::Error` is `crate::error`). Comments and string literals are ignored.
@@ -427,9 +427,10 @@ def main():
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     os.chdir(os.path.normpath(root))
     crates = [("segsparse", "src/lib.rs")]
-    for d in sorted(os.listdir("bin")):
-        if os.path.exists(f"bin/{d}/main.rs"):
-            crates.append((f"bin/{d}", f"bin/{d}/main.rs"))
+    for tools in ("bin", "tools/bin"):
+        for d in sorted(os.listdir(tools)) if os.path.isdir(tools) else []:
+            if os.path.exists(f"{tools}/{d}/main.rs"):
+                crates.append((f"{tools}/{d}", f"{tools}/{d}/main.rs"))
     if os.path.exists("python/src/lib.rs"):
         crates.append(("python", "python/src/lib.rs"))
 

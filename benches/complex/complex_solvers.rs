@@ -3,7 +3,7 @@
 //! `rtol`: iterations, products with `A`, time to solution (the second of two solves, so the
 //! kernels are compiled and the memory pool warm) and the true residual, `Complex<f64>`.
 //!
-//! `cargo bench --bench complex_solvers -- [SPEC [RTOL [METHODS]]]` (default
+//! `cargo bench -p segsparse-tools --bench complex_solvers -- [SPEC [RTOL [METHODS]]]` (default
 //! `helmholtz3d:100:20:0.5`, `1e-6`, `cocg,bicgstab,gmres`): one JSON object per solve on
 //! stdout. `benches/complex/peers.py` builds the same matrix with SciPy and gives SciPy's
 //! iteration counts and CuPy's `gmres` time to solution.

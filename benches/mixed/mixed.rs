@@ -23,8 +23,8 @@
 //!   `solvers::storage::solve_stored` (with its fallback) against f64 storage, the true
 //!   residual recomputed on the host.
 //!
-//! Built as an example (`cargo build --release --example mixed_bench`) so that it links the
-//! release library the other tools use.
+//! Built as an example (`cargo build --release -p segsparse-tools --example mixed_bench`) so that
+//! it links the release library the other tools use.
 
 #[cfg(feature = "cuda")]
 fn main() {

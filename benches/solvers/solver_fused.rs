@@ -10,7 +10,7 @@
 //! - **fused-plain** (raefsky2 only): as fused, the kernels launched plainly instead of
 //!   cooperatively (what the cooperative launch costs inside a graph).
 //!
-//! `cargo bench --bench solver_fused [-- OUT.jsonl [FILTER]]`: one JSON object per row to
+//! `cargo bench -p segsparse-tools --bench solver_fused [-- OUT.jsonl [FILTER]]`: one JSON object per row to
 //! OUT.jsonl (default `solver-fused.jsonl`), a markdown table on stdout. Matrices come from
 //! `SEGSPARSE_DATA` (else `matrices/`); absent ones are skipped. Time per iteration and time to
 //! solution are measured as in `benches/solvers/solver_graphs.rs`; **same** = the fused solve's

@@ -2,7 +2,7 @@
 //! per iteration and time to solution of CG, Jacobi-PCG, BiCGSTAB and GMRES(30) on the GPU, f64,
 //! on raefsky2, Poisson 2D 1000², Poisson 3D 100³ and the small corpus systems (≤ 10 k rows).
 //!
-//! `cargo bench --bench solver_graphs [-- OUT.jsonl [FILTER]]`: one JSON object per row to
+//! `cargo bench -p segsparse-tools --bench solver_graphs [-- OUT.jsonl [FILTER]]`: one JSON object per row to
 //! OUT.jsonl (default `solver-graphs.jsonl`), a markdown table on stdout. Matrices come from
 //! `SEGSPARSE_DATA` (else `matrices/`); absent ones are skipped.
 //!

@@ -3,7 +3,7 @@
 //! the CPU and the GPU, f32 and f64, on Poisson 2D 1000² and 3D 100³ (1M rows each) and
 //! raefsky2. Prints a markdown table (the one recorded in `benches/results/history/solvers.md`).
 //!
-//! `cargo bench --bench solvers [-- FILTER]`; FILTER keeps the rows whose
+//! `cargo bench -p segsparse-tools --bench solvers [-- FILTER]`; FILTER keeps the rows whose
 //! `problem/method/backend/precision` label contains it. Set `SOLVER_BENCH_SMALL=1` to replace
 //! the 1M-row problems by small ones (a quick CPU check of the harness).
 //!
@@ -241,7 +241,7 @@ fn find(name: &str) -> Option<String> {
         roots.push(std::path::PathBuf::from(d));
     }
     roots.push("matrices".into());
-    roots.push(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("matrices"));
+    roots.push(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../matrices"));
     roots
         .into_iter()
         .map(|r| r.join(format!("{name}.mtx.gz")))

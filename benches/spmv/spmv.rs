@@ -7,7 +7,7 @@
 //! allocation), grouped by matrix and precision. Throughput is `CsrMatrix::spmv_bytes()`, the
 //! byte count of DESIGN.md, so criterion's figure is directly the effective bandwidth.
 //!
-//! `cargo bench --bench spmv`; `SEGSPARSE_BENCH_QUICK=1` runs raefsky2 only.
+//! `cargo bench -p segsparse-tools --bench spmv`; `SEGSPARSE_BENCH_QUICK=1` runs raefsky2 only.
 
 // `criterion_group!` defines an undocumented `pub fn`.
 #![allow(missing_docs)]
@@ -22,7 +22,9 @@ use segsparse::{CsrMatrix, Scalar};
 
 fn raefsky2_path() -> String {
     let rel = PathBuf::from("matrices").join("raefsky2.mtx.gz");
-    let in_manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(&rel);
+    let in_manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(&rel);
     if in_manifest.exists() {
         in_manifest.to_string_lossy().into_owned()
     } else {

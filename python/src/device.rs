@@ -158,6 +158,47 @@ pub unsafe fn with_borrowed<T, R>(
     Ok(r)
 }
 
+/// Several device vectors owned by the caller (the columns of a block, `len` elements each),
+/// seen as `CudaSlice`s for the length of a call. Dropping it leaks the slices, as [`Borrowed`].
+pub struct BorrowedColumns<T>(Vec<CudaSlice<T>>);
+
+impl<T> BorrowedColumns<T> {
+    /// Wraps `len` elements at each device address of `ptrs`.
+    ///
+    /// # Safety
+    /// As [`Borrowed::new`], for every address.
+    pub unsafe fn new(dev: &Device, ptrs: &[u64], len: usize) -> Self {
+        let s = dev.gpu.stream();
+        let mut cols = Vec::with_capacity(ptrs.len());
+        for &p in ptrs {
+            cols.push(s.upgrade_device_ptr::<T>(p, len));
+        }
+        BorrowedColumns(cols)
+    }
+}
+
+impl<T> std::ops::Deref for BorrowedColumns<T> {
+    type Target = [CudaSlice<T>];
+    fn deref(&self) -> &[CudaSlice<T>] {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for BorrowedColumns<T> {
+    fn deref_mut(&mut self) -> &mut [CudaSlice<T>] {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for BorrowedColumns<T> {
+    fn drop(&mut self) {
+        for s in self.0.drain(..) {
+            // Not ours to free.
+            let _ = s.leak();
+        }
+    }
+}
+
 impl<T> std::ops::Deref for Borrowed<T> {
     type Target = CudaSlice<T>;
     fn deref(&self) -> &CudaSlice<T> {

@@ -21,7 +21,7 @@ use segsparse::{Complex, CsrMatrix, Scalar};
 
 use crate::arrays::{csr_from_arrays, with_vectors, Elem};
 use crate::complex::{self as cx, CMat};
-use crate::device::{device, with_borrowed, Borrowed};
+use crate::device::{device, with_borrowed, Borrowed, BorrowedColumns};
 use crate::errors::{check_len, not_on_gpu, run, run_held, Failure, Res};
 use crate::hierarchy::{AmgOn, PyAmg};
 use crate::outcome::{outcome, Outcome, Timed};
@@ -478,6 +478,21 @@ where
     Ok((r, xs))
 }
 
+/// One outcome per column of a block solve (`r` the call's, `out` the block's); a failed
+/// setup (the preconditioner) fails the whole block.
+fn block_outcomes(r: Timed, out: Option<Result<MultiInfo, SolveError>>) -> Res<Vec<Outcome>> {
+    let (r0, setup, secs) = r;
+    match out.ok_or(r0) {
+        Err(Err(e)) | Ok(Err(e)) => Err(Failure::Solve(e)),
+        Err(Ok(_)) => Err(Failure::Value("the block solve did not run".into())),
+        Ok(Ok(info)) => info
+            .columns
+            .into_iter()
+            .map(|c| outcome((c, setup, secs)))
+            .collect(),
+    }
+}
+
 /// The Jacobi preconditioner `make` returns, when `o` asks for Jacobi.
 fn jacobi_for<J>(o: &Opts, make: impl FnOnce() -> Res<Arc<J>>) -> Res<Option<Arc<J>>> {
     if o.precond == Precond::Jacobi {
@@ -876,17 +891,72 @@ impl<T: Elem> Mat<T> {
             on_columns(&Cpu, a, &|| Ok(a), jac.as_deref(), h, o, &bc, blk, &xc, t0)?
         };
         x.copy_from_slice(&multi::join_columns(&xs, Layout::RowMajor));
-        let (r0, setup, secs) = r;
-        match out.ok_or(r0) {
-            // A failed setup (the preconditioner) fails the whole block.
-            Err(Err(e)) | Ok(Err(e)) => Err(Failure::Solve(e)),
-            Err(Ok(_)) => Err(Failure::Value("the block solve did not run".into())),
-            Ok(Ok(info)) => info
-                .columns
-                .into_iter()
-                .map(|c| outcome((c, setup, secs)))
-                .collect(),
+        block_outcomes(r, out)
+    }
+
+    /// Solves `A·X = B` for `k` columns the caller holds on the device, as one block
+    /// (zero-copy): column `j` of `B` at `bps[j]` and of `X` at `xps[j]` (`n` contiguous
+    /// elements each; `X` holds the initial guesses when `o` says so and the solutions
+    /// afterwards), ordered after the streams in `wait` and before later work on `signal`.
+    /// One outcome per column.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_device_block(
+        &self,
+        o: &Opts,
+        bps: &[u64],
+        xps: &[u64],
+        wait: &[u64],
+        signal: u64,
+        amg: Option<&PyAmg>,
+    ) -> Res<Vec<Outcome>> {
+        if bps.is_empty() || bps.len() != xps.len() {
+            return Err(Failure::Value(format!(
+                "a block solve needs k >= 1 columns of b and as many of x; got {} and {}",
+                bps.len(),
+                xps.len()
+            )));
         }
+        let amg = amg.map(|h| h.typed::<T>()).transpose()?;
+        let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let h = gpu_amg(amg.as_deref())?;
+        let t0 = Instant::now();
+        let (ops, d) = self.gpu_ops()?;
+        let jac = jacobi_for(o, || self.gpu_jacobi(&ops))?;
+        let (n, m) = self.shape;
+        let host = || self.host();
+        // The one-column arguments are not read when a block is given.
+        use segsparse::backend::VectorOps;
+        let (b1, mut x1) = (ops.zeros(n)?, ops.zeros(m)?);
+        let dev = device()?;
+        dev.enter(wait)?;
+        // SAFETY: the Python layer checked that every column is a contiguous device array of
+        // this dtype with nrows / ncols elements, and holds them during the call.
+        let (bs, mut xs) = unsafe {
+            (
+                BorrowedColumns::<T>::new(dev, bps, n),
+                BorrowedColumns::<T>::new(dev, xps, m),
+            )
+        };
+        let mut blk = BlockRhs {
+            bs: &bs,
+            xs: &mut xs,
+            out: None,
+        };
+        let r = solve_with(
+            &*ops,
+            &d.csr,
+            &host,
+            jac.as_deref(),
+            h,
+            o,
+            &b1,
+            &mut x1,
+            t0,
+            Some(&mut blk),
+        );
+        let out = blk.out;
+        dev.leave(signal)?;
+        block_outcomes(r, out)
     }
 
     /// Solve with device vectors owned by the caller (zero-copy).
@@ -1386,6 +1456,27 @@ impl PyMatrix {
                 m.solve_host_block(o, bs, k, xs, amg)
             })
         };
+            _c, _C => Err(real_only("a block of right-hand sides").into_py_err(py)))
+    }
+
+    /// Solves `A X = B` for `k` columns held on the device, as one block (zero-copy):
+    /// `b[j]` and `x[j]` are the device pointers of column `j` (contiguous, `n` elements;
+    /// `wait`, `signal` as `spmv_device`). Returns one outcome tuple per column.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (opts, b, x, wait, signal, amg = None))]
+    fn solve_device_block(
+        &self,
+        py: Python<'_>,
+        opts: PyRef<'_, PyOptions>,
+        b: Vec<u64>,
+        x: Vec<u64>,
+        wait: Vec<u64>,
+        signal: u64,
+        amg: Option<PyRef<'_, PyAmg>>,
+    ) -> PyResult<Vec<Outcome>> {
+        let o = &opts.0;
+        let amg = amg.as_deref();
+        with_mat!(self, m, _T => run(py, || m.solve_device_block(o, &b, &x, &wait, signal, amg));
             _c, _C => Err(real_only("a block of right-hand sides").into_py_err(py)))
     }
 

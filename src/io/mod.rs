@@ -78,7 +78,7 @@
 //! memory speed. Peak memory is about `12 + 2·sizeof(T)` bytes per stored entry plus the row
 //! pointers. The allocations that follow the header rather than the data (row pointers, a
 //! coordinate vector) use `try_reserve`, so a refused allocation is an error, not an abort.
-//! The fuzz target `examples/fuzz_mtx.rs` checks all of this with a counting allocator.
+//! The fuzz target `tools/examples/fuzz_mtx.rs` checks all of this with a counting allocator.
 //!
 //! # Writing
 //!

@@ -65,6 +65,10 @@ class _Matrix:
         self, opts: Options, b: int, x: int, wait: List[int], signal: int,
         amg: Optional[_Amg] = None,
     ) -> _Outcome: ...
+    def solve_device_block(
+        self, opts: Options, b: List[int], x: List[int], wait: List[int], signal: int,
+        amg: Optional[_Amg] = None,
+    ) -> List[_Outcome]: ...
     def bench_rust_spmv(self, reps: int, gpu: bool) -> float: ...
     def auto_choice(
         self,

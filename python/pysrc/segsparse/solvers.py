@@ -811,8 +811,17 @@ def _run_block(method, name, A, B, x0, rtol, atol, maxiter, pre, callback, check
         raise ValueError(f"{name} needs a square matrix, got {n}x{ncols}")
     if nb != n:
         raise ValueError(f"b has {nb} rows but the matrix has {n} rows")
+    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
+    inner = user_maxiter
+    if method == "gmres":
+        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
+    hier = None if hierarchy is None else hierarchy._a
+    if on_gpu and m.device == "gpu":
+        return _run_block_device(m, B, x0, k, name, user_maxiter, hier,
+                                 lambda given: _core.Options(method, pre, rtol, atol, inner, given,
+                                                             check_every, restart, degree))
     xp = cupy() if on_gpu else np
-    # A CuPy block goes through the host once (B in, X out).
+    # A CuPy block with a CPU matrix goes through the host once (B in, X out).
     Bh = xp.asnumpy(B) if on_gpu else np.asarray(B)
     Bh = np.ascontiguousarray(Bh, dtype=m.dtype)
     if x0 is None:
@@ -827,15 +836,39 @@ def _run_block(method, name, A, B, x0, rtol, atol, maxiter, pre, callback, check
             raise ValueError(f"x0 has shape {x0h.shape}, b has {(n, k)}")
         X = np.array(x0h, dtype=m.dtype, order="C", copy=True)
         x0_given = True
-    user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
-    inner = user_maxiter
-    if method == "gmres":
-        inner = 10 * max(n, 1) if maxiter is None else user_maxiter * restart
     opts = _core.Options(method, pre, rtol, atol, inner, x0_given, check_every, restart, degree)
-    outs = m._m.solve_host_block(opts, Bh.reshape(-1), X.reshape(-1), k,
-                                 None if hierarchy is None else hierarchy._a)
+    outs = m._m.solve_host_block(opts, Bh.reshape(-1), X.reshape(-1), k, hier)
     infos = [_outcome_info(out, user_maxiter, name, m.device, "crate-block") for out in outs]
     return (xp.asarray(X) if on_gpu else X), infos
+
+
+def _run_block_device(m, B, x0, k, name, user_maxiter, hier, options):
+    """The block solve of a CuPy ``B`` with a GPU matrix, on the device (no host copy): the
+    columns are read in place where ``B`` is column-major (Fortran order), else from one
+    device copy in that order; ``X`` is built on the device in ``B``'s order."""
+    cp = cupy()
+    n = m.shape[0]
+    dtype = np.dtype(m.dtype)
+    B = cp.asarray(B)  # any __cuda_array_interface__ array, without a copy
+    Bf = cp.asfortranarray(B.astype(dtype, copy=False))
+    if x0 is None:
+        Xf = cp.zeros((n, k), dtype=dtype, order="F")
+    else:
+        if isinstance(x0, str):
+            raise ValueError("x0='Mb' is not supported with a 2-D b")
+        x0d = cp.asarray(x0)
+        check_real(x0d.dtype, "x0")
+        if x0d.shape != (n, k):
+            raise ValueError(f"x0 has shape {x0d.shape}, b has {(n, k)}")
+        Xf = cp.array(x0d, dtype=dtype, order="F", copy=True)
+    step = n * dtype.itemsize
+    bp = [Bf.data.ptr + j * step for j in range(k)]
+    xp_ = [Xf.data.ptr + j * step for j in range(k)]
+    cs = current_stream()
+    outs = m._m.solve_device_block(options(x0 is not None), bp, xp_, [cs], cs, hier)
+    infos = [_outcome_info(out, user_maxiter, name, m.device, "crate-block") for out in outs]
+    X = Xf if B.flags.f_contiguous else cp.ascontiguousarray(Xf)
+    return X, infos
 
 
 def _complex_system(A: Any, b: Any, x0: Any) -> Optional[np.dtype]:

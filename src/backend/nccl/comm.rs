@@ -7,7 +7,7 @@
 //! - by **one process per GPU** (also across hosts): every process calls [`Rank::init`] with the
 //!   same [`NcclId`], which rank 0 creates and shares through a file ([`NcclId::share_via_file`]),
 //!   an environment variable ([`NcclId::to_hex`] / [`NcclId::from_hex`]) or anything else
-//!   (`examples/dist_cg.rs` shows the `mpirun` command).
+//!   (`tools/examples/dist_cg.rs` shows the `mpirun` command).
 //!
 //! A machine without `libnccl.so` gets [`Error::CudaUnavailable`] naming the library; single-GPU
 //! use of the crate is unaffected (the library is loaded only here, at run time).

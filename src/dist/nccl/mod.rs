@@ -11,7 +11,7 @@
 //! - by **one process per GPU** (also across hosts): every process calls [`Rank::init`] with the
 //!   same [`NcclId`], which rank 0 creates and shares through a file ([`NcclId::share_via_file`]),
 //!   an environment variable ([`NcclId::to_hex`] / [`NcclId::from_hex`]) or anything else
-//!   (`examples/dist_cg.rs` shows the `mpirun` command).
+//!   (`tools/examples/dist_cg.rs` shows the `mpirun` command).
 //!
 //! [`DistCsr`] is the distributed matrix (set up collectively from the rank's [`RowBlock`]) and
 //! [`NcclOps`] the solver backend: the crate's CG, PCG and BiCGSTAB bodies run unchanged on each

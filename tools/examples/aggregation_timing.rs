@@ -3,8 +3,8 @@
 //! GPU, the same phases on the device (checked equal to the CPU's).
 //!
 //! ```text
-//! cargo run --release --example aggregation_timing                      # the default problems
-//! cargo run --release --example aggregation_timing -- poisson3d:256     # any generate spec
+//! cargo run --release -p segsparse-tools --example aggregation_timing                      # the default problems
+//! cargo run --release -p segsparse-tools --example aggregation_timing -- poisson3d:256     # any generate spec
 //! ```
 //!
 //! A spec starting with `elasticity2d` is amalgamated with block size 2 first.

@@ -3,9 +3,9 @@
 //!
 //! ```text
 //! # one process, a thread per GPU:
-//! cargo run --release --example dist_cg -- threads --gpus 2 --grid 256
+//! cargo run --release -p segsparse-tools --example dist_cg -- threads --gpus 2 --grid 256
 //! # the same solver on one GPU without the distributed layer (the reference):
-//! cargo run --release --example dist_cg -- single --grid 256
+//! cargo run --release -p segsparse-tools --example dist_cg -- single --grid 256
 //! # one process per GPU (mpirun only starts the processes; NCCL does the communication, the
 //! # unique id travels through a file on a shared filesystem):
 //! rm -f /tmp/nccl.id

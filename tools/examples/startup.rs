@@ -2,7 +2,7 @@
 //! upload compiles or loads the kernels), then a steady one. Prints one JSON object.
 //!
 //! ```text
-//! cargo run --release --example startup                       # whatever the cache holds
+//! cargo run --release -p segsparse-tools --example startup                       # whatever the cache holds
 //! SEGSPARSE_CACHE_DIR=$(mktemp -d) ./startup                  # cold: empty kernel cache
 //! SEGSPARSE_CACHE_DIR=<same dir> ./startup                    # warm: a second process
 //! SEGSPARSE_KERNEL_CACHE=0 ./startup                          # no persistent cache

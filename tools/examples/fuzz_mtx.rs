@@ -1,8 +1,8 @@
 //! Fuzzing of the Matrix Market reader on stable Rust: a mutation loop over the corpus files.
 //!
 //! ```text
-//! cargo run --release --example fuzz_mtx -- --seconds 60            # what CI runs
-//! cargo run --release --example fuzz_mtx -- --inputs 10000000 --seed 7
+//! cargo run --release -p segsparse-tools --example fuzz_mtx -- --seconds 60            # what CI runs
+//! cargo run --release -p segsparse-tools --example fuzz_mtx -- --inputs 10000000 --seed 7
 //! ```
 //!
 //! Every input is a corpus file (`matrices/small`, `matrices/bad` and the compressed SuiteSparse
@@ -103,7 +103,8 @@ const BUDGET: u64 = 64 << 20;
 // ---------------------------------------------------------------------------------------------
 
 fn corpus_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("matrices");
+    // The repository root's corpus (this example belongs to tools/, one level down).
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices");
     if manifest.is_dir() {
         manifest
     } else {

@@ -2,7 +2,7 @@
 //! with device memory and host RSS sampled; any growth after the warm-up is a leak.
 //!
 //! ```text
-//! cargo run --release --example soak -- [--rounds 100000] [--seconds 1e9] [--seed 1] [--every 1000]
+//! cargo run --release -p segsparse-tools --example soak -- [--rounds 100000] [--seconds 1e9] [--seed 1] [--every 1000]
 //! ```
 //!
 //! Each round draws a matrix (Poisson 2-D of side 4–24, or a random diagonally dominant

@@ -3,7 +3,7 @@
 //! sequentially and with rayon over systems, and on the GPU, one solve per system).
 //!
 //! ```text
-//! cargo run --release --example batched_bench -- [--systems N] [--kind KIND] [--method cg|bicgstab|gmres]
+//! cargo run --release -p segsparse-tools --example batched_bench -- [--systems N] [--kind KIND] [--method cg|bicgstab|gmres]
 //!     [--precision f64|f32] [--precond jacobi|ilu0|none] [--seq-sample S] [--gpu-sample G]
 //!     [--dump DIR]
 //! ```
