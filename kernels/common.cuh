@@ -10,6 +10,38 @@ typedef long long i64;
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 #define FULL_MASK 0xffffffffu
 
+// X(T, suffix) for each element type of the scans and segmented reductions (the Rust side's
+// ScanElem: f32, f64, i32, u32).
+#define FOR_SCAN_ELEMS(X) X(float, f32) X(double, f64) X(int, i32) X(u32, u32)
+
+// A flag in global memory read with acquire and written with release semantics at GPU scope
+// (the producer/consumer handshakes of the sync-free triangular solve and level analysis).
+__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release_u32(u32* p, u32 v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// The next ticket of the counter *c for the whole warp: lane 0 draws it, every lane returns it
+// (the warp-per-row loops that take rows in the order the counter hands them out).
+__device__ __forceinline__ u32 warp_ticket(u32* c) {
+    u32 t = 0;
+    if ((threadIdx.x & 31u) == 0) t = atomicAdd(c, 1u);
+    return __shfl_sync(FULL_MASK, t, 0);
+}
+
+// First index in [lo, hi) whose column is >= j (col sorted within the range).
+__device__ __forceinline__ u32 lower_bound_u32(const u32* __restrict__ col, u32 lo, u32 hi, u32 j) {
+    while (lo < hi) {
+        const u32 m = (lo + hi) >> 1;
+        if (col[m] < j) lo = m + 1; else hi = m;
+    }
+    return lo;
+}
+
 // Binary operators used by scans and reductions. Each has an identity for the value type T.
 struct OpPlus {
     template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }

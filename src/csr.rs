@@ -52,6 +52,40 @@ pub struct RowStats {
     pub empty_rows: usize,
 }
 
+impl RowStats {
+    /// The statistics of the rows that `row_ptr` (`nrows + 1` offsets) delimits.
+    pub(crate) fn of_row_ptr(row_ptr: &[u32]) -> RowStats {
+        let nrows = row_ptr.len() - 1;
+        if nrows == 0 {
+            return RowStats {
+                min: 0,
+                mean: 0.0,
+                max: 0,
+                std_dev: 0.0,
+                empty_rows: 0,
+            };
+        }
+        let (mut min, mut max, mut empty) = (usize::MAX, 0usize, 0usize);
+        let mut sumsq = 0f64;
+        for w in row_ptr.windows(2) {
+            let len = (w[1] - w[0]) as usize;
+            min = min.min(len);
+            max = max.max(len);
+            empty += (len == 0) as usize;
+            sumsq += (len * len) as f64;
+        }
+        let mean = row_ptr[nrows] as f64 / nrows as f64;
+        let var = (sumsq / nrows as f64 - mean * mean).max(0.0);
+        RowStats {
+            min,
+            mean,
+            max,
+            std_dev: var.sqrt(),
+            empty_rows: empty,
+        }
+    }
+}
+
 fn check_u32(what: &str, v: usize) -> Result<()> {
     if v > u32::MAX as usize {
         return Err(Error::InvalidInput(format!(
@@ -277,33 +311,7 @@ impl<T: Elem> CsrMatrix<T> {
 
     /// Statistics of the row lengths.
     pub fn row_stats(&self) -> RowStats {
-        if self.nrows == 0 {
-            return RowStats {
-                min: 0,
-                mean: 0.0,
-                max: 0,
-                std_dev: 0.0,
-                empty_rows: 0,
-            };
-        }
-        let (mut min, mut max, mut empty) = (usize::MAX, 0usize, 0usize);
-        let mut sumsq = 0f64;
-        for w in self.row_ptr.windows(2) {
-            let len = (w[1] - w[0]) as usize;
-            min = min.min(len);
-            max = max.max(len);
-            empty += (len == 0) as usize;
-            sumsq += (len * len) as f64;
-        }
-        let mean = self.nnz() as f64 / self.nrows as f64;
-        let var = (sumsq / self.nrows as f64 - mean * mean).max(0.0);
-        RowStats {
-            min,
-            mean,
-            max,
-            std_dev: var.sqrt(),
-            empty_rows: empty,
-        }
+        RowStats::of_row_ptr(&self.row_ptr)
     }
 
     /// True when the column indices of every row are strictly increasing (sorted, no duplicates).
@@ -314,6 +322,35 @@ impl<T: Elem> CsrMatrix<T> {
                 .windows(2)
                 .all(|c| c[0] < c[1])
         })
+    }
+
+    /// The number of rows of this matrix when it is square.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `what` and both sizes when it is not.
+    pub(crate) fn square_rows(&self, what: &str) -> Result<usize> {
+        if self.ncols != self.nrows {
+            return Err(Error::InvalidInput(format!(
+                "{what}: the matrix is {}×{}, it must be square",
+                self.nrows, self.ncols
+            )));
+        }
+        Ok(self.nrows)
+    }
+
+    /// Checks that the column indices of every row are sorted and unique
+    /// ([`CsrMatrix::has_sorted_indices`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `what` and the way to that form when they are not.
+    pub(crate) fn check_sorted_indices(&self, what: &str) -> Result<()> {
+        if !self.has_sorted_indices() {
+            return Err(Error::InvalidInput(format!(
+                "{what}: column indices must be sorted and unique within rows \
+                 (CsrMatrix::sort_indices and sum_duplicates give that form)"
+            )));
+        }
+        Ok(())
     }
 
     /// This matrix with sorted, unique column indices: borrowed when it is so already, else a
@@ -425,13 +462,19 @@ impl<T: Elem> CsrMatrix<T> {
     /// True when the matrix is square and equal to its transpose (entries compared exactly,
     /// after summing duplicates).
     pub fn is_symmetric(&self) -> bool {
+        self.equals_its(Self::transpose)
+    }
+
+    /// True when the matrix is square and equal to `op` of itself, both with sorted indices and
+    /// duplicates summed.
+    fn equals_its(&self, op: impl Fn(&Self) -> Self) -> bool {
         if self.nrows != self.ncols {
             return false;
         }
         let mut a = self.clone();
         a.sort_indices();
         a.sum_duplicates();
-        a == a.transpose()
+        a == op(&a)
     }
 
     /// Dense row-major copy (for tests and small examples).
@@ -558,13 +601,7 @@ impl<T: Elem> CsrMatrix<T> {
     /// exactly, after summing duplicates); the same as [`CsrMatrix::is_symmetric`] for a real
     /// type.
     pub fn is_hermitian(&self) -> bool {
-        if self.nrows != self.ncols {
-            return false;
-        }
-        let mut a = self.clone();
-        a.sort_indices();
-        a.sum_duplicates();
-        a == a.conj_transpose()
+        self.equals_its(Self::conj_transpose)
     }
 }
 

@@ -627,35 +627,48 @@ fn stencil7<T: Elem>(n: usize, diag: T, off: T) -> Result<CsrMatrix<T>> {
             + (z + 1 < n) as usize
     };
     build(rows, rows, len, |_, range, rp, cols, vals| {
+        let grid = (n as u64, n as u64, n as u64);
         for (k, r) in range.enumerate() {
-            let (x, y, z) = (r % n, (r / n) % n, r / nn);
             let mut p = rp[k] as usize;
-            let mut put = |c: usize, v: T| {
+            stencil7_row(r as u64, grid, diag, off, |c, v| {
                 cols[p] = c as u32;
                 vals[p] = v;
                 p += 1;
-            };
-            if z > 0 {
-                put(r - nn, off);
-            }
-            if y > 0 {
-                put(r - n, off);
-            }
-            if x > 0 {
-                put(r - 1, off);
-            }
-            put(r, diag);
-            if x + 1 < n {
-                put(r + 1, off);
-            }
-            if y + 1 < n {
-                put(r + n, off);
-            }
-            if z + 1 < n {
-                put(r + nn, off);
-            }
+            });
         }
     })
+}
+
+/// Row `r` of the 7-point stencil on an `nx × ny × nz` grid (`x` fastest), in column order:
+/// `put(column, off)` for each of the up to six grid neighbours, `put(r, diag)` for the diagonal.
+pub(crate) fn stencil7_row<T: Copy>(
+    r: u64,
+    (nx, ny, nz): (u64, u64, u64),
+    diag: T,
+    off: T,
+    mut put: impl FnMut(u64, T),
+) {
+    let nxy = nx * ny;
+    let (x, y, z) = (r % nx, (r / nx) % ny, r / nxy);
+    if z > 0 {
+        put(r - nxy, off);
+    }
+    if y > 0 {
+        put(r - nx, off);
+    }
+    if x > 0 {
+        put(r - 1, off);
+    }
+    put(r, diag);
+    if x + 1 < nx {
+        put(r + 1, off);
+    }
+    if y + 1 < ny {
+        put(r + nx, off);
+    }
+    if z + 1 < nz {
+        put(r + nxy, off);
+    }
 }
 
 /// Anisotropic diffusion `−u_xx − ε·u_yy` on an `n × n` grid by bilinear (Q1) finite elements

@@ -8,62 +8,55 @@
 
 use crate::gpu::kernels::KernelSource;
 
+/// The slice of the sources listed, those of a feature's group only with that feature.
+macro_rules! sources {
+    ([$($src:expr),* $(,)?] $(, $feature:literal: [$($gated:expr),* $(,)?])* $(,)?) => {
+        &[$(&$src,)* $($(#[cfg(feature = $feature)] &$gated,)*)*]
+    };
+}
+
 /// Every kernel source (`.cu`), each compiled in CI with the defaults of its policy.
-pub const ALL_SOURCES: &[&KernelSource] = &[
-    &crate::gpu::kernels::SELFTEST,
-    &crate::tridiag::TRIDIAG_KERNELS,
-    &crate::tridiag::SHALLOW_WATER_KERNELS,
-    &crate::primitives::sources::SCAN_LOOKBACK,
-    &crate::primitives::sources::SEGSCAN_LOOKBACK,
-    &crate::primitives::sources::SCAN_MULTIPASS,
-    &crate::primitives::sources::SEGSCAN_MULTIPASS,
-    &crate::primitives::sources::SEGSCAN_FLAGS,
-    &crate::primitives::compact::KERNELS,
-    &crate::primitives::split::KERNELS,
-    &crate::primitives::sort::KERNELS,
-    &crate::primitives::sort::ONESWEEP_KERNELS,
-    &crate::primitives::segreduce::KERNELS,
-    &crate::primitives::distribute::KERNELS,
-    #[cfg(feature = "cuda")]
-    &crate::spmv::gpu::SPMV_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::spmv::gpu::SPMV_COLUMNS_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::spmv::gpu::complex::SPMV_COMPLEX_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::spmm::gpu::SPMM_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::batched::gpu::BATCHED_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::backend::gpu::BLAS1,
-    #[cfg(feature = "cuda")]
-    &crate::backend::gpu::CG,
-    #[cfg(feature = "cuda")]
-    &crate::backend::gpu::BICGSTAB,
-    #[cfg(feature = "cuda")]
-    &crate::backend::gpu::GMRES,
-    #[cfg(feature = "cuda")]
-    &crate::backend::gpu::CHEBYSHEV,
-    #[cfg(feature = "cuda")]
-    #[cfg(feature = "cuda")]
-    &crate::sparse::gpu::SPGEMM_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::sparse::gpu::AGGREGATE_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::sparse::gpu::ADJOINT_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::sparse::triangular::gpu::SPTRSV_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::sparse::triangular::gpu::LEVELS_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::precond::amg::AMG_SETUP_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::precond::auto::gpu::AUTO_STATS_SRC,
-    #[cfg(feature = "cuda")]
-    &crate::csr::check_gpu::CSR_CHECK_SRC,
-    #[cfg(feature = "nccl")]
-    &crate::backend::nccl::DIST_KERNELS,
-];
+pub const ALL_SOURCES: &[&KernelSource] = sources!(
+    [
+        crate::gpu::kernels::SELFTEST,
+        crate::tridiag::TRIDIAG_KERNELS,
+        crate::tridiag::SHALLOW_WATER_KERNELS,
+        crate::primitives::sources::SCAN_LOOKBACK,
+        crate::primitives::sources::SEGSCAN_LOOKBACK,
+        crate::primitives::sources::SCAN_MULTIPASS,
+        crate::primitives::sources::SEGSCAN_MULTIPASS,
+        crate::primitives::sources::SEGSCAN_FLAGS,
+        crate::primitives::compact::KERNELS,
+        crate::primitives::split::KERNELS,
+        crate::primitives::sort::KERNELS,
+        crate::primitives::sort::ONESWEEP_KERNELS,
+        crate::primitives::segreduce::KERNELS,
+        crate::primitives::distribute::KERNELS,
+    ],
+    "cuda": [
+        crate::spmv::gpu::SPMV_SRC,
+        crate::spmv::gpu::SPMV_COLUMNS_SRC,
+        crate::spmv::gpu::complex::SPMV_COMPLEX_SRC,
+        crate::spmm::gpu::SPMM_SRC,
+        crate::batched::gpu::BATCHED_SRC,
+        crate::backend::gpu::BLAS1,
+        crate::backend::gpu::CG,
+        crate::backend::gpu::BICGSTAB,
+        crate::backend::gpu::GMRES,
+        crate::backend::gpu::CHEBYSHEV,
+        crate::sparse::gpu::SPGEMM_SRC,
+        crate::sparse::gpu::AGGREGATE_SRC,
+        crate::sparse::gpu::ADJOINT_SRC,
+        crate::sparse::triangular::gpu::SPTRSV_SRC,
+        crate::sparse::triangular::gpu::LEVELS_SRC,
+        crate::precond::amg::AMG_SETUP_SRC,
+        crate::precond::auto::gpu::AUTO_STATS_SRC,
+        crate::csr::check_gpu::CSR_CHECK_SRC,
+    ],
+    "nccl": [
+        crate::backend::nccl::DIST_KERNELS,
+    ],
+);
 
 /// Every `(source, defines)` variant the runtime asks for on a device of compute capability
 /// `cc`, under this process's policies (their defaults unless tuning variables are set): what

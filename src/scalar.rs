@@ -171,6 +171,24 @@ unsafe impl cudarc::driver::ValidAsZeroBits for DevComplex<f32> {}
 #[cfg(feature = "cuda")]
 unsafe impl cudarc::driver::ValidAsZeroBits for DevComplex<f64> {}
 
+/// `Elem::as_elem_slice` and `Elem::from_elem_slice` of the type that `ElemSlice::$variant`
+/// holds.
+macro_rules! elem_slice_fns {
+    ($variant:ident) => {
+        #[inline]
+        fn as_elem_slice(s: &[Self]) -> ElemSlice<'_> {
+            ElemSlice::$variant(s)
+        }
+        #[inline]
+        fn from_elem_slice(s: ElemSlice<'_>) -> Option<&[Self]> {
+            match s {
+                ElemSlice::$variant(s) => Some(s),
+                _ => None,
+            }
+        }
+    };
+}
+
 macro_rules! real_elem {
     ($t:ty, $name:literal, $variant:ident) => {
         impl Elem for $t {
@@ -231,17 +249,7 @@ macro_rules! real_elem {
             fn as_dev_mut(s: &mut [Self]) -> &mut [Self] {
                 s
             }
-            #[inline]
-            fn as_elem_slice(s: &[Self]) -> ElemSlice<'_> {
-                ElemSlice::$variant(s)
-            }
-            #[inline]
-            fn from_elem_slice(s: ElemSlice<'_>) -> Option<&[Self]> {
-                match s {
-                    ElemSlice::$variant(s) => Some(s),
-                    _ => None,
-                }
-            }
+            elem_slice_fns!($variant);
         }
     };
 }
@@ -312,17 +320,7 @@ macro_rules! complex_elem {
                 // SAFETY: as in `as_dev`; the borrow is exclusive for the result's lifetime.
                 unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), s.len()) }
             }
-            #[inline]
-            fn as_elem_slice(s: &[Self]) -> ElemSlice<'_> {
-                ElemSlice::$variant(s)
-            }
-            #[inline]
-            fn from_elem_slice(s: ElemSlice<'_>) -> Option<&[Self]> {
-                match s {
-                    ElemSlice::$variant(s) => Some(s),
-                    _ => None,
-                }
-            }
+            elem_slice_fns!($variant);
         }
     };
 }
@@ -331,19 +329,7 @@ complex_elem!(f64, "c128", C128);
 
 /// A real floating-point scalar: `f32` or `f64`.
 pub trait Scalar:
-    Elem<Real = Self, Dev = Self>
-    + Float
-    + NumAssign
-    + FromPrimitive
-    + Sum
-    + Default
-    + Debug
-    + Display
-    + Send
-    + Sync
-    + DeviceElem
-    + std::str::FromStr
-    + 'static
+    Elem<Real = Self, Dev = Self> + Float + FromPrimitive + DeviceElem + std::str::FromStr
 {
     /// Machine epsilon as f64.
     const EPS: f64;

@@ -12,11 +12,9 @@ SELECT_BITS_ENTRIES(compact, 1, false)
     compact_count_pred_##S(const T* x, u32 n, u32 code, T c, u32* tile_counts) {                  \
         block_select_count<1, T>(x, n, FlagsFromPred<T>{code, c}, tile_counts, true);             \
     }
-COUNT_PRED(float, f32)
-COUNT_PRED(double, f64)
-COUNT_PRED(int, i32)
-COUNT_PRED(u32, u32)
-COUNT_PRED(u64, u64)
+// The key types of the predicate kernels: the scan element types and u64.
+#define COMPACT_KEYS(X) FOR_SCAN_ELEMS(X) X(u64, u64)
+COMPACT_KEYS(COUNT_PRED)
 
 // The pair variant of compact_pred for values V (suffix B).
 #define COMPACT_PRED_PAIRS(T, S, V, B)                                                            \
@@ -36,8 +34,4 @@ COUNT_PRED(u64, u64)
     }                                                                                             \
     COMPACT_PRED_PAIRS(T, S, u32, b32)                                                            \
     COMPACT_PRED_PAIRS(T, S, u64, b64)
-COMPACT_PRED(float, f32)
-COMPACT_PRED(double, f64)
-COMPACT_PRED(int, i32)
-COMPACT_PRED(u32, u32)
-COMPACT_PRED(u64, u64)
+COMPACT_KEYS(COMPACT_PRED)

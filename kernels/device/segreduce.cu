@@ -353,7 +353,4 @@ __device__ __forceinline__ void segreduce_fixup(const u32* offsets, T* out, cons
     SEGREDUCE(T, S, OpPlus, plus)                                                                 \
     SEGREDUCE(T, S, OpMax, max)                                                                   \
     SEGREDUCE(T, S, OpMin, min)
-SEGREDUCE_OPS(float, f32)
-SEGREDUCE_OPS(double, f64)
-SEGREDUCE_OPS(int, i32)
-SEGREDUCE_OPS(u32, u32)
+FOR_SCAN_ELEMS(SEGREDUCE_OPS)

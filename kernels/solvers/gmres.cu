@@ -260,10 +260,7 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
                 for (int q = 0; q < ARNOLDI_BATCH; ++q)
                     if (k0 + q < nv) acc[q] += vs[k0 + q][i] * wi;
             }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-                for (int q = 0; q < ARNOLDI_BATCH; ++q) acc[q] += __shfl_down_sync(FULL_MASK, acc[q], o);
+            warp_sum_down<ARNOLDI_BATCH>(acc);
             if (lane == 0)
 #pragma unroll
                 for (int q = 0; q < ARNOLDI_BATCH; ++q)

@@ -17,15 +17,21 @@
 // A volatile read: a value that another block of the same launch wrote (L2, never a stale L1 line).
 template <typename T> __device__ __forceinline__ T ld_(const T* p) { return *(const volatile T*)p; }
 
+// Sum of K values over each warp by a shuffle-down tree, valid in lane 0 (a fixed order).
+template <int K, typename T>
+__device__ __forceinline__ void warp_sum_down(T (&v)[K]) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < K; ++k) v[k] += __shfl_down_sync(FULL_MASK, v[k], o);
+}
+
 // Sum of K values over the block, valid in thread 0. Shuffles within each warp, then warp 0
 // sums the per-warp results from shared memory: a fixed order, so deterministic.
 template <int K, typename T>
 __device__ __forceinline__ void block_sum(T (&v)[K], T (*smem)[32]) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int k = 0; k < K; ++k) v[k] += __shfl_down_sync(FULL_MASK, v[k], o);
+    warp_sum_down<K>(v);
     if (lane == 0)
 #pragma unroll
         for (int k = 0; k < K; ++k) smem[k][warp] = v[k];
@@ -34,10 +40,7 @@ __device__ __forceinline__ void block_sum(T (&v)[K], T (*smem)[32]) {
         const u32 nwarps = blockDim.x >> 5;
 #pragma unroll
         for (int k = 0; k < K; ++k) v[k] = lane < nwarps ? smem[k][lane] : T(0);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-            for (int k = 0; k < K; ++k) v[k] += __shfl_down_sync(FULL_MASK, v[k], o);
+        warp_sum_down<K>(v);
     }
 }
 

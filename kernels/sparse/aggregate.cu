@@ -545,6 +545,22 @@ __device__ __forceinline__ void agg_tent_fit(const u32* __restrict__ agg_ptr, co
 // whose norm falls to 1e-10 of its norm before orthogonalisation (or to 0) is set to zero, with
 // a zero diagonal in R.
 // ---------------------------------------------------------------------------------------------
+// Σ x² of column c of the aggregate's block of q (the unknowns of members m0..m1, block per node,
+// in increasing order), sequentially from -0.0 with every product and sum rounded on its own.
+__device__ __forceinline__ double agg_col_sumsq(const double* q, const u32* __restrict__ trp,
+                                                const u32* __restrict__ members, u32 m0, u32 m1, u32 block,
+                                                u32 c) {
+    double s = -0.0;
+    for (u32 m = m0; m < m1; ++m) {
+        const u32 u0 = members[m] * block;
+        for (u32 u = u0; u < u0 + block; ++u) {
+            const double x = q[trp[u] + c];
+            s = __dadd_rn(s, __dmul_rn(x, x));
+        }
+    }
+    return s;
+}
+
 template <typename T>
 __device__ __forceinline__ void agg_tent_qr(const u32* __restrict__ agg_ptr, const u32* __restrict__ members,
                                             u32 nagg, u32 block, u32 k, const T* __restrict__ b, u32 unknowns,
@@ -564,15 +580,7 @@ __device__ __forceinline__ void agg_tent_qr(const u32* __restrict__ agg_ptr, con
             }
         }
         for (u32 c = 0; c < k; ++c) {
-            double s0 = -0.0;
-            for (u32 m = m0; m < m1; ++m) {
-                const u32 u0 = members[m] * block;
-                for (u32 u = u0; u < u0 + block; ++u) {
-                    const double x = q[trp[u] + c];
-                    s0 = __dadd_rn(s0, __dmul_rn(x, x));
-                }
-            }
-            const double norm0 = __dsqrt_rn(s0);
+            const double norm0 = __dsqrt_rn(agg_col_sumsq(q, trp, members, m0, m1, block, c));
             for (u32 p = 0; p < c; ++p) {
                 double d = -0.0;
                 for (u32 m = m0; m < m1; ++m) {
@@ -591,15 +599,7 @@ __device__ __forceinline__ void agg_tent_qr(const u32* __restrict__ agg_ptr, con
                     }
                 }
             }
-            double s = -0.0;
-            for (u32 m = m0; m < m1; ++m) {
-                const u32 u0 = members[m] * block;
-                for (u32 u = u0; u < u0 + block; ++u) {
-                    const double x = q[trp[u] + c];
-                    s = __dadd_rn(s, __dmul_rn(x, x));
-                }
-            }
-            const double norm = __dsqrt_rn(s);
+            const double norm = __dsqrt_rn(agg_col_sumsq(q, trp, members, m0, m1, block, c));
             const bool ok = norm > __dmul_rn(1e-10, norm0) && norm > 0.0;
             bc[(u64)c * nc + (u64)a * k + c] = ok ? (T)norm : T(0);
             for (u32 j = 0; j < c; ++j) bc[(u64)j * nc + (u64)a * k + c] = T(0);

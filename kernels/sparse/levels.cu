@@ -28,25 +28,6 @@
 #error "LEVELS_NO_DIAG comes from the Rust side as a -D define (sparse::triangular::NO_DIAG)"
 #endif
 
-__device__ __forceinline__ u32 lv_ld_acquire(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void lv_st_release(u32* p, u32 v) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-// First index in [lo, hi) whose column is >= j (col sorted within the row).
-__device__ __forceinline__ u32 lv_lower_bound(const u32* __restrict__ col, u32 lo, u32 hi, u32 j) {
-    while (lo < hi) {
-        const u32 m = (lo + hi) >> 1;
-        if (col[m] < j) lo = m + 1; else hi = m;
-    }
-    return lo;
-}
-
 // upper: 0 lower triangle, 1 upper. stats[0] += off-diagonal entries in the triangle,
 // stats[1] = max of them over rows, stats[2] = min row without a diagonal entry (the host sets
 // it to LEVELS_NO_DIAG first). diag receives the diagonal position or LEVELS_NO_DIAG.
@@ -55,13 +36,11 @@ extern "C" __global__ void __launch_bounds__(LEVELS_THREADS)
                u32* end, u32* diag, u32* ready, u32* key, u32* row_of, u32* stats) {
     const u32 lane = threadIdx.x & 31u;
     for (;;) {
-        u32 t = 0;
-        if (lane == 0) t = atomicAdd(&ready[n], 1u);
-        t = __shfl_sync(FULL_MASK, t, 0);
+        const u32 t = warp_ticket(&ready[n]);
         if (t >= n) return;
         const u32 i = upper ? n - 1 - t : t;
         const u32 lo = row_ptr[i], hi = row_ptr[i + 1];
-        const u32 ge = lv_lower_bound(col, lo, hi, i);
+        const u32 ge = lower_bound_u32(col, lo, hi, i);
         const u32 gt = (ge < hi && col[ge] == i) ? ge + 1 : ge;
         const u32 s = upper ? gt : lo;
         const u32 e = upper ? hi : ge;
@@ -69,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(LEVELS_THREADS)
         for (u32 k = s + lane; k < e; k += 32) {
             const u32* w = &ready[col[k]];
             u32 v;
-            while ((v = lv_ld_acquire(w)) == 0u) {
+            while ((v = ld_acquire_u32(w)) == 0u) {
             }
             m = max(m, v);
         }
@@ -85,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(LEVELS_THREADS)
                 atomicMax(&stats[1], e - s);
             }
             if (gt == ge) atomicMin(&stats[2], i);
-            lv_st_release(&ready[i], m + 1);
+            st_release_u32(&ready[i], m + 1);
         }
         __syncwarp();
     }

@@ -37,16 +37,6 @@
 #error "SPTRSV_THREADS comes from the Rust side as a -D define (sparse::triangular::gpu::THREADS)"
 #endif
 
-__device__ __forceinline__ u32 ld_acquire_u32(const u32* p) {
-    u32 v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void st_release_u32(u32* p, u32 v) {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 // Sum over the `g` lanes of each aligned group of a warp (g a power of two ≤ 32); lane 0 of the
 // group holds the total. Every lane of the warp must call it.
 template <typename T> __device__ __forceinline__ T group_sum(T v, u32 g) {
@@ -171,9 +161,7 @@ __device__ __forceinline__ void sptrsv_syncfree(u32 n, const u32* __restrict__ o
                                                 const T* __restrict__ b, T* x, u32* flags) {
     const u32 lane = threadIdx.x & 31u;
     for (;;) {
-        u32 idx = 0;
-        if (lane == 0) idx = atomicAdd(&flags[n], 1u);
-        idx = __shfl_sync(FULL_MASK, idx, 0);
+        const u32 idx = warp_ticket(&flags[n]);
         if (idx >= n) return;
         const u32 row = order[idx];
         const u32 e = end[row];
@@ -198,11 +186,7 @@ __device__ __forceinline__ void sptrsv_syncfree(u32 n, const u32* __restrict__ o
 
 // First index t in [lo, hi) with col[t] == j, or hi (col sorted within the range).
 __device__ __forceinline__ u32 find_col(const u32* __restrict__ col, u32 lo, u32 hi, u32 j) {
-    u32 a = lo, bnd = hi;
-    while (a < bnd) {
-        const u32 m = (a + bnd) >> 1;
-        if (col[m] < j) a = m + 1; else bnd = m;
-    }
+    const u32 a = lower_bound_u32(col, lo, hi, j);
     return (a < hi && col[a] == j) ? a : hi;
 }
 
@@ -422,11 +406,8 @@ __device__ __forceinline__ void factor_syncfree(u32 n, const u32* __restrict__ o
                                                 u32* ready) {
     extern __shared__ __align__(16) unsigned char fact_smem[];
     const u32 warps = blockDim.x >> 5;
-    const u32 lane = threadIdx.x & 31u;
     for (;;) {
-        u32 t = 0;
-        if (lane == 0) t = atomicAdd(&ready[n], 1u);
-        t = __shfl_sync(FULL_MASK, t, 0);
+        const u32 t = warp_ticket(&ready[n]);
         if (t >= n) return;
         const u32 i = order[t];
         if (IC) ic0_row<T, true>(i, fact_smem, warps, row_ptr, col, diag, val, rowmax, tol, bad, cache, ready);

@@ -694,9 +694,7 @@ impl<T: Elem> KrylovOps<T> for Cpu {
             return Ok(());
         }
         let lay = k.lay;
-        assert!(j < lay.m, "Krylov column {j} of a restart length {}", lay.m);
-        let (basis, rest) = k.v.split_at_mut(j + 1);
-        let w = &mut rest[0];
+        let (basis, w) = super::krylov::split_basis(&mut k.v, lay.m, j);
         // Two passes of classical Gram–Schmidt (CGS2).
         for pass in [lay.c1(), lay.c2()] {
             for (i, v) in basis.iter().enumerate() {

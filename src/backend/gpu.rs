@@ -70,7 +70,7 @@ use super::{
     KrylovSpace, VectorOps,
 };
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, KernelType};
 use crate::primitives::ScanElem;
 use crate::scalar::{Elem, Scalar};
@@ -82,35 +82,30 @@ pub trait GpuScalar: Scalar + KernelType + ScanElem {}
 impl<T: Scalar + KernelType + ScanElem> GpuScalar for T {}
 
 /// The deterministic grid reductions and the grid barrier of the solver kernels.
-pub const REDUCE: KernelSource = KernelSource {
-    name: "solvers/reduce.cuh",
-    text: include_str!("../../kernels/solvers/reduce.cuh"),
-    headers: &[
+pub const REDUCE: KernelSource = kernel_source!(
+    "solvers/reduce.cuh",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::gpu::kernels::COMPLEX_H,
-    ],
-    constants: &[],
-};
+        &crate::gpu::kernels::COMPLEX_H
+    ]
+);
 
 /// The scalar recurrences on the device (mirror of [`super::recur`]), with the constants that
 /// every solver kernel shares with this backend ([`SOLVER_CONSTANTS`]).
-pub const RECUR: KernelSource = KernelSource {
-    name: "solvers/recur.cuh",
-    text: include_str!("../../kernels/solvers/recur.cuh"),
-    headers: &[
+pub const RECUR: KernelSource = kernel_source!(
+    "solvers/recur.cuh",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::gpu::kernels::COMPLEX_H,
+        &crate::gpu::kernels::COMPLEX_H
     ],
-    constants: SOLVER_CONSTANTS,
-};
+    SOLVER_CONSTANTS
+);
 
 /// The vector loops that a solver step shares with its distributed counterpart.
-pub const STEPS: KernelSource = KernelSource {
-    name: "solvers/steps.cuh",
-    text: include_str!("../../kernels/solvers/steps.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR],
-    constants: &[],
-};
+pub const STEPS: KernelSource = kernel_source!(
+    "solvers/steps.cuh",
+    &[&crate::gpu::kernels::COMMON, &REDUCE, &RECUR]
+);
 
 /// The headers of every solver kernel source.
 const SOLVER_HEADERS: &[&KernelSource] =
@@ -118,44 +113,23 @@ const SOLVER_HEADERS: &[&KernelSource] =
 
 /// BLAS-1 steps (dot into a slot, residual, scaling, axpy), the iteration-base setter and the
 /// core vector operations (`vector_lincomb`, `vector_vmul`, `vector_fill`).
-pub const BLAS1: KernelSource = KernelSource {
-    name: "solvers/blas1.cu",
-    text: include_str!("../../kernels/solvers/blas1.cu"),
-    headers: SOLVER_HEADERS,
-    constants: &[],
-};
+pub const BLAS1: KernelSource = kernel_source!("solvers/blas1.cu", SOLVER_HEADERS);
 
 /// Conjugate gradients: the separate steps and the fused small-system step.
-pub const CG: KernelSource = KernelSource {
-    name: "solvers/cg.cu",
-    text: include_str!("../../kernels/solvers/cg.cu"),
-    headers: SOLVER_HEADERS,
-    constants: &[],
-};
+pub const CG: KernelSource = kernel_source!("solvers/cg.cu", SOLVER_HEADERS);
 
 /// BiCGSTAB: the separate steps and the fused small-system steps.
-pub const BICGSTAB: KernelSource = KernelSource {
-    name: "solvers/bicgstab.cu",
-    text: include_str!("../../kernels/solvers/bicgstab.cu"),
-    headers: SOLVER_HEADERS,
-    constants: &[],
-};
+pub const BICGSTAB: KernelSource = kernel_source!("solvers/bicgstab.cu", SOLVER_HEADERS);
 
 /// GMRES(m): cycle start, block Gram–Schmidt, least squares, correction, fused Arnoldi step.
-pub const GMRES: KernelSource = KernelSource {
-    name: "solvers/gmres.cu",
-    text: include_str!("../../kernels/solvers/gmres.cu"),
-    headers: SOLVER_HEADERS,
-    constants: &[("GMRES_MAX_COLS", GMRES_MAX_COLS as i64)],
-};
+pub const GMRES: KernelSource = kernel_source!(
+    "solvers/gmres.cu",
+    SOLVER_HEADERS,
+    &[("GMRES_MAX_COLS", GMRES_MAX_COLS as i64)]
+);
 
 /// The Chebyshev preconditioner's step.
-pub const CHEBYSHEV: KernelSource = KernelSource {
-    name: "solvers/chebyshev.cu",
-    text: include_str!("../../kernels/solvers/chebyshev.cu"),
-    headers: SOLVER_HEADERS,
-    constants: &[],
-};
+pub const CHEBYSHEV: KernelSource = kernel_source!("solvers/chebyshev.cu", SOLVER_HEADERS);
 
 /// Columns per block launch (`BLOCK_COLS` in `cols.cuh`): the rows of the parameter table.
 pub const BLOCK_COLS: usize = 32;
@@ -163,15 +137,14 @@ pub const BLOCK_COLS: usize = 32;
 pub const BLOCK_PTRS: usize = 13;
 
 /// `kernels/solvers/cols.cuh`: the column table of the block steps (`block.rs`, the GPU side of `backend::steps::block`).
-pub const COLS: KernelSource = KernelSource {
-    name: "solvers/cols.cuh",
-    text: include_str!("../../kernels/solvers/cols.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[
+pub const COLS: KernelSource = kernel_source!(
+    "solvers/cols.cuh",
+    &[&crate::gpu::kernels::COMMON],
+    &[
         ("BLOCK_COLS", BLOCK_COLS as i64),
-        ("BLOCK_PTRS", BLOCK_PTRS as i64),
-    ],
-};
+        ("BLOCK_PTRS", BLOCK_PTRS as i64)
+    ]
+);
 
 /// The block kernels of one element type.
 pub(crate) struct BlockKernels {

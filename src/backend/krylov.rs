@@ -34,6 +34,17 @@ pub struct HostKrylov<V, T> {
     pub(crate) round: bool,
 }
 
+/// The basis `v` of restart length `m` split at column `j`: `(v_0 ..= v_j, v_{j+1})`, the
+/// vectors an Arnoldi step orthogonalises against and the one it writes.
+///
+/// # Panics
+/// When `j ≥ m`.
+pub(crate) fn split_basis<V>(v: &mut [V], m: usize, j: usize) -> (&[V], &mut V) {
+    assert!(j < m, "Krylov column {j} of a restart length {m}");
+    let (basis, rest) = v.split_at_mut(j + 1);
+    (basis, &mut rest[0])
+}
+
 impl<V, T: Elem> HostKrylov<V, T> {
     /// The workspace for vectors of length `n` and restart length `m ≥ 1` on `be`.
     ///
@@ -122,13 +133,8 @@ pub trait KrylovOps<T: Elem>: VectorOps<T> {
         j: usize,
     ) -> (&'k Self::Vector, &'k mut Self::Vector) {
         let k = k.host_mut().expect(NOT_HOST);
-        assert!(
-            j < k.lay.m,
-            "Krylov column {j} of a restart length {}",
-            k.lay.m
-        );
-        let (lo, hi) = k.v.split_at_mut(j + 1);
-        (&lo[j], &mut hi[0])
+        let (basis, w) = split_basis(&mut k.v, k.lay.m, j);
+        (&basis[j], w)
     }
     /// The small arrays ([`recur::GmresLayout`]) on the host (synchronises; setup only, e.g. for
     /// eigenvalue estimates from the Hessenberg matrix).
@@ -171,9 +177,7 @@ pub trait KrylovOps<T: Elem>: VectorOps<T> {
         }
         let k = k.host_mut().expect(NOT_HOST);
         let lay = k.lay;
-        assert!(j < lay.m, "Krylov column {j} of a restart length {}", lay.m);
-        let (basis, rest) = k.v.split_at_mut(j + 1);
-        let w = &mut rest[0];
+        let (basis, w) = split_basis(&mut k.v, lay.m, j);
         for pass in [lay.c1(), lay.c2()] {
             for (i, v) in basis.iter().enumerate() {
                 k.small[pass + i] = self.dot(v, w, sc)?;

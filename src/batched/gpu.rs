@@ -8,21 +8,20 @@ use cudarc::driver::{CudaFunction, CudaSlice, DeviceRepr};
 
 use super::{BatchCsr, BatchInfo, BatchMethod, BatchParams, BatchPrecond, BatchStatus};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::spmv::gpu::GpuScalar;
 
 /// The batched solver kernels (`kernels/batched/batched.cu`).
-pub const BATCHED_SRC: KernelSource = KernelSource {
-    name: "batched/batched.cu",
-    text: include_str!("../../kernels/batched/batched.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[
+pub const BATCHED_SRC: KernelSource = kernel_source!(
+    "batched/batched.cu",
+    &[&crate::gpu::kernels::COMMON],
+    &[
         ("BATCH_RED", RED_SLOTS as i64),
         ("BATCH_PRECOND_JACOBI", PRECOND_JACOBI as i64),
-        ("BATCH_PRECOND_ILU0", PRECOND_ILU0 as i64),
-    ],
-};
+        ("BATCH_PRECOND_ILU0", PRECOND_ILU0 as i64)
+    ]
+);
 
 /// `BatchArgs::precond` codes (`BATCH_PRECOND_*` in the kernel source); 0 is none.
 const PRECOND_JACOBI: u32 = 1;

@@ -22,16 +22,12 @@ use cudarc::driver::{CudaEvent, CudaSlice, DevicePtrMut, PinnedHostSlice, PushKe
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, KernelType};
 
 /// `kernels/sparse/csr_check.cu`: the checking and converting kernels.
-pub const CSR_CHECK_SRC: KernelSource = KernelSource {
-    name: "sparse/csr_check.cu",
-    text: include_str!("../../kernels/sparse/csr_check.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[],
-};
+pub const CSR_CHECK_SRC: KernelSource =
+    kernel_source!("sparse/csr_check.cu", &[&crate::gpu::kernels::COMMON]);
 
 /// Index arrays as the caller holds them.
 #[derive(Clone, Copy, Debug)]

@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
+use crate::generate::stencil7_row;
 use crate::scalar::Scalar;
 
 /// Contiguous row blocks, one per rank: rank `r` owns global rows `starts[r]..starts[r+1]`.
@@ -225,37 +226,16 @@ pub fn poisson3d_block<T: Scalar>(
         )));
     }
     let m = (rows.end - rows.start) as usize;
-    let nxy = nx * ny;
     let mut row_ptr = Vec::with_capacity(m + 1);
     let mut cols = Vec::with_capacity(7 * m);
     let mut vals = Vec::with_capacity(7 * m);
     let (six, m1) = (T::of_f64(6.0), -T::one());
     row_ptr.push(0u64);
     for r in rows.clone() {
-        let (x, y, z) = (r % nx, (r / nx) % ny, r / nxy);
-        let mut put = |c: u64, v: T| {
+        stencil7_row(r, (nx, ny, nz), six, m1, |c, v| {
             cols.push(c);
             vals.push(v);
-        };
-        if z > 0 {
-            put(r - nxy, m1);
-        }
-        if y > 0 {
-            put(r - nx, m1);
-        }
-        if x > 0 {
-            put(r - 1, m1);
-        }
-        put(r, six);
-        if x + 1 < nx {
-            put(r + 1, m1);
-        }
-        if y + 1 < ny {
-            put(r + nx, m1);
-        }
-        if z + 1 < nz {
-            put(r + nxy, m1);
-        }
+        });
         row_ptr.push(cols.len() as u64);
     }
     Ok(RowBlock {

@@ -17,8 +17,9 @@
 //! list of every source, which CI compiles for `sm_80` and `sm_90`, is assembled above all of them
 //! in [`crate::kernel_registry`].
 //!
-//! To add a kernel: put the `.cu` under `kernels/`, declare a [`KernelSource`] constant (with the
-//! headers its `#include` lines name) next to the Rust code that launches it, and list it in
+//! To add a kernel: put the `.cu` under `kernels/`, declare a [`KernelSource`] constant with
+//! `kernel_source!` (naming the headers its `#include` lines name) next to the Rust code that
+//! launches it, and list it in
 //! [`crate::kernel_registry::ALL_SOURCES`] so CI compiles it.
 
 use crate::error::{Error, Result};
@@ -40,31 +41,35 @@ pub struct KernelSource {
     pub constants: &'static [(&'static str, i64)],
 }
 
+/// The [`KernelSource`] of the file `path` under `kernels/` (a string literal), its text embedded
+/// with `include_str!`, with the headers it includes (`&[&KernelSource]`) and, optionally, the
+/// constants it shares with Rust (`&[(&str, i64)]`, none when left out):
+/// `kernel_source!("spmv/spmv.cu", &[&COMMON, &SPMV_SCAN])`.
+macro_rules! kernel_source {
+    ($path:literal, $headers:expr) => {
+        $crate::gpu::kernels::kernel_source!($path, $headers, &[])
+    };
+    ($path:literal, $headers:expr, $constants:expr) => {
+        $crate::gpu::kernels::KernelSource {
+            name: $path,
+            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $path)),
+            headers: $headers,
+            constants: $constants,
+        }
+    };
+}
+pub(crate) use kernel_source;
+
 /// `kernels/common.cuh`: typedefs, type-suffix macros and operators used by every kernel.
-pub const COMMON: KernelSource = KernelSource {
-    name: "common.cuh",
-    text: include_str!("../../kernels/common.cuh"),
-    headers: &[],
-    constants: &[],
-};
+pub const COMMON: KernelSource = kernel_source!("common.cuh", &[]);
 
 /// `kernels/complex.cuh`: the interleaved complex types (`cfloat`, `cdouble`) and their
 /// arithmetic, and the scalar functions that let one kernel template serve real and complex
 /// element types (the solver kernels, the complex SpMV, the conjugate transpose).
-pub const COMPLEX_H: KernelSource = KernelSource {
-    name: "complex.cuh",
-    text: include_str!("../../kernels/complex.cuh"),
-    headers: &[],
-    constants: &[],
-};
+pub const COMPLEX_H: KernelSource = kernel_source!("complex.cuh", &[]);
 
 /// A minimal kernel used by the runtime's own tests (fill a buffer with its index).
-pub const SELFTEST: KernelSource = KernelSource {
-    name: "selftest.cu",
-    text: include_str!("../../kernels/selftest.cu"),
-    headers: &[&COMMON],
-    constants: &[],
-};
+pub const SELFTEST: KernelSource = kernel_source!("selftest.cu", &[&COMMON]);
 
 /// Returns `src` with every `#include "x.cuh"` replaced by the header's text (each header once).
 ///

@@ -110,20 +110,29 @@ fn write_mm<T: Elem>(w: &mut dyn Write, m: &CsrMatrix<T>) -> std::io::Result<()>
         T::NAME
     )?;
     writeln!(w, "{} {} {}", m.nrows(), m.ncols(), m.nnz())?;
-    let mut s = String::with_capacity(1 << 16);
+    let mut s = String::with_capacity(CHUNK);
     for i in 0..m.nrows() {
         let (cols, vals) = m.row(i);
         for (&c, &v) in cols.iter().zip(vals) {
             write!(s, "{} {} ", i + 1, c as u64 + 1).expect("writing to a String cannot fail");
             push_value(&mut s, v);
-            s.push('\n');
-            if s.len() > (1 << 16) - 64 {
-                w.write_all(s.as_bytes())?;
-                s.clear();
-            }
+            end_line(w, &mut s)?;
         }
     }
     w.write_all(s.as_bytes())
+}
+
+/// Bytes of text gathered before a write.
+const CHUNK: usize = 1 << 16;
+
+/// Ends the line in `s` and writes `s` out once it nears [`CHUNK`] bytes.
+fn end_line(w: &mut dyn Write, s: &mut String) -> std::io::Result<()> {
+    s.push('\n');
+    if s.len() > CHUNK - 64 {
+        w.write_all(s.as_bytes())?;
+        s.clear();
+    }
+    Ok(())
 }
 
 /// Writes a dense vector as a one-column `array real general` Matrix Market file (`array
@@ -148,14 +157,10 @@ pub fn write_vector_to<T: Elem, W: Write>(mut w: W, v: &[T]) -> Result<()> {
 fn write_vec<T: Elem>(w: &mut dyn Write, v: &[T]) -> std::io::Result<()> {
     writeln!(w, "%%MatrixMarket matrix array {} general", field::<T>())?;
     writeln!(w, "{} 1", v.len())?;
-    let mut s = String::with_capacity(1 << 16);
+    let mut s = String::with_capacity(CHUNK);
     for &x in v {
         push_value(&mut s, x);
-        s.push('\n');
-        if s.len() > (1 << 16) - 64 {
-            w.write_all(s.as_bytes())?;
-            s.clear();
-        }
+        end_line(w, &mut s)?;
     }
     w.write_all(s.as_bytes())
 }

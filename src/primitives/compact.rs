@@ -17,6 +17,8 @@
 //! assert_eq!(cpu::compact_if(&v, Keep::Greater(0.0)), [4.0, 3.0, 5.0]);
 //! ```
 
+use crate::gpu::kernels::kernel_source;
+
 /// A "keep where" predicate on values for [`cpu::compact_if`] and the GPU `compact_if`.
 ///
 /// Comparisons follow IEEE rules for floats: a NaN is kept only by `NotEqual`; `-0.0` equals
@@ -64,31 +66,24 @@ impl<T: PartialOrd + Copy> Keep<T> {
 }
 
 /// Compact kernels (kernels/device/compact.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/compact.cu",
-    text: include_str!("../../kernels/device/compact.cu"),
-    headers: &[
+pub const KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/compact.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_SELECT,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_SELECT
+    ]
+);
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use super::Keep;
+    use crate::primitives::glue::check_same_len;
 
     /// The elements whose flag is true, in input order (the count is the length).
     ///
     /// # Panics
     /// When `values` and `flags` differ in length.
     pub fn compact<T: Copy>(values: &[T], flags: &[bool]) -> Vec<T> {
-        assert_eq!(
-            values.len(),
-            flags.len(),
-            "compact: {} values but {} flags",
-            values.len(),
-            flags.len()
-        );
+        check_same_len("compact", (values.len(), "values"), (flags.len(), "flags"));
         values
             .iter()
             .zip(flags)
@@ -106,12 +101,10 @@ pub mod cpu {
         values: &[V],
         flags: &[bool],
     ) -> (Vec<K>, Vec<V>) {
-        assert_eq!(
-            keys.len(),
-            values.len(),
-            "compact_pairs: {} keys but {} values",
-            keys.len(),
-            values.len()
+        check_same_len(
+            "compact_pairs",
+            (keys.len(), "keys"),
+            (values.len(), "values"),
         );
         (compact(keys, flags), compact(values, flags))
     }
@@ -363,12 +356,7 @@ pub mod gpu {
         keep: Keep<K>,
     ) -> Result<(DeviceBuffer<K>, DeviceBuffer<V>, usize)> {
         let n = keys.len();
-        assert_eq!(
-            n,
-            values.len(),
-            "compact_pairs_if: {n} keys but {} values",
-            values.len()
-        );
+        glue::check_same_len("compact_pairs_if", (n, "keys"), (values.len(), "values"));
         let n32 = len_u32(n, "compact_pairs_if")?;
         // SAFETY: the first `count` elements of both outputs are written.
         let (mut ko, mut vo) = unsafe { (g.alloc::<K>(n.max(1))?, g.alloc::<V>(n.max(1))?) };

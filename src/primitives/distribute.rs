@@ -22,6 +22,7 @@ pub use super::glue::SEGMENT_OPS as KERNELS;
 
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
+    use crate::primitives::glue::check_same_len;
     use crate::primitives::Direction;
 
     /// Every element receives `values[0]` (forward) or the last value (backward). Empty input
@@ -40,12 +41,10 @@ pub mod cpu {
     /// # Panics
     /// When `values` and `heads` differ in length.
     pub fn segmented_distribute<T: Copy>(values: &[T], heads: &[bool], dir: Direction) -> Vec<T> {
-        assert_eq!(
-            values.len(),
-            heads.len(),
-            "segmented_distribute: {} values but {} head flags",
-            values.len(),
-            heads.len()
+        check_same_len(
+            "segmented_distribute",
+            (values.len(), "values"),
+            (heads.len(), "head flags"),
         );
         let n = values.len();
         let mut out = values.to_vec();
@@ -117,13 +116,7 @@ pub mod gpu {
         dir: Direction,
     ) -> Result<DeviceBuffer<T>> {
         let n = values.len();
-        assert_eq!(
-            heads.len(),
-            n,
-            "segmented_distribute: {n} values but {} head flags",
-            heads.len()
-        );
-        let n32 = len_u32(n, "segmented_distribute")?;
+        let n32 = glue::segmented_len("segmented_distribute", n, heads.len())?;
         if n == 0 {
             return unsafe { g.alloc::<T>(1) };
         }

@@ -14,6 +14,7 @@
 
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
+    use crate::primitives::glue::check_same_len;
     use crate::primitives::Direction;
 
     /// `out[i]` = number of `flags[j]` that are true for `j < i` (forward) or `j > i`
@@ -49,12 +50,10 @@ pub mod cpu {
     /// # Panics
     /// When `flags` and `heads` differ in length.
     pub fn segmented_enumerate(flags: &[bool], heads: &[bool], dir: Direction) -> Vec<u32> {
-        assert_eq!(
-            flags.len(),
-            heads.len(),
-            "segmented_enumerate: {} flags but {} head flags",
-            flags.len(),
-            heads.len()
+        check_same_len(
+            "segmented_enumerate",
+            (flags.len(), "flags"),
+            (heads.len(), "head flags"),
         );
         let n = flags.len();
         let mut out = vec![0u32; n];
@@ -133,11 +132,10 @@ pub mod gpu {
         n: usize,
         dir: Direction,
     ) -> Result<DeviceBuffer<u32>> {
-        assert_eq!(
-            heads.len(),
-            n,
-            "segmented_enumerate: {n} elements but {} head flags",
-            heads.len()
+        glue::check_same_len(
+            "segmented_enumerate",
+            (n, "elements"),
+            (heads.len(), "head flags"),
         );
         if n == 0 {
             return g.zeros::<u32>(1);

@@ -4,6 +4,7 @@
 
 #[cfg(feature = "cuda")]
 use crate::error::Result;
+use crate::gpu::kernels::kernel_source;
 #[cfg(feature = "cuda")]
 use crate::gpu::{DeviceBuffer, Gpu};
 #[cfg(feature = "cuda")]
@@ -109,6 +110,12 @@ pub(crate) fn width<T>() -> &'static str {
     }
 }
 
+/// Panics unless the two inputs of the primitive `what` have one length: `"{what}: {n} {a} but
+/// {m} {b}"` names both.
+pub(crate) fn check_same_len(what: &str, (n, a): (usize, &str), (m, b): (usize, &str)) {
+    assert_eq!(n, m, "{what}: {n} {a} but {m} {b}");
+}
+
 #[cfg(feature = "cuda")]
 /// `n` as the u32 the kernels index with, or an error naming the primitive.
 pub(crate) fn len_u32(n: usize, what: &str) -> Result<u32> {
@@ -117,6 +124,17 @@ pub(crate) fn len_u32(n: usize, what: &str) -> Result<u32> {
             "{what}: {n} elements exceed the GPU index type (u32)"
         ))
     })
+}
+
+#[cfg(feature = "cuda")]
+/// `n` as the u32 the kernels index with, for the segmented primitive `what` over `n` values
+/// with `heads` head flags.
+///
+/// # Panics
+/// When `heads` ≠ `n`.
+pub(crate) fn segmented_len(what: &str, n: usize, heads: usize) -> Result<u32> {
+    check_same_len(what, (n, "values"), (heads, "head flags"));
+    len_u32(n, what)
 }
 
 #[cfg(feature = "cuda")]
@@ -131,15 +149,13 @@ pub(crate) fn check_words(what: &str, words: usize, n: usize) {
 
 /// The grid-stride kernels of enumerate, distribute, split-and-segment, quicksort and segmented
 /// sort (`kernels/device/segment_ops.cu`).
-pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/segment_ops.cu",
-    text: include_str!("../../kernels/device/segment_ops.cu"),
-    headers: &[
+pub const SEGMENT_OPS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/segment_ops.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_RADIX_RANK,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_RADIX_RANK
+    ]
+);
 
 #[cfg(feature = "cuda")]
 /// The launch error of `kernel`.

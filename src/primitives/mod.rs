@@ -79,12 +79,8 @@ pub mod sources {
         };
         ($(#[$m:meta])* $name:ident, $path:literal, [$($h:expr),*], [$($c:expr),*]) => {
             $(#[$m])*
-            pub const $name: KernelSource = KernelSource {
-                name: $path,
-                text: include_str!(concat!("../../kernels/", $path)),
-                headers: &[$(&$h),*],
-                constants: &[$($c),*],
-            };
+            pub const $name: KernelSource =
+                crate::gpu::kernels::kernel_source!($path, &[$(&$h),*], &[$($c),*]);
         };
     }
     source!(
@@ -330,22 +326,24 @@ pub trait ScanElem:
     fn to_f64(self) -> f64;
 }
 
-macro_rules! scan_elem_float {
-    ($t:ty, $s:literal) => {
+/// `ScanElem` for `$t`: the identities of plus, max and min (`$lowest`, `$highest`) and
+/// `$plus` for `a + b`.
+macro_rules! scan_elem {
+    ($t:ty, $s:literal, $zero:expr, $lowest:expr, $highest:expr, $plus:expr) => {
         impl ScanElem for $t {
             const SUFFIX: &'static str = $s;
             #[inline]
             fn identity(op: ScanOp) -> Self {
                 match op {
-                    ScanOp::Plus => 0.0,
-                    ScanOp::Max => <$t>::NEG_INFINITY,
-                    ScanOp::Min => <$t>::INFINITY,
+                    ScanOp::Plus => $zero,
+                    ScanOp::Max => $lowest,
+                    ScanOp::Min => $highest,
                 }
             }
             #[inline]
             fn combine(op: ScanOp, a: Self, b: Self) -> Self {
                 match op {
-                    ScanOp::Plus => a + b,
+                    ScanOp::Plus => $plus(a, b),
                     ScanOp::Max => {
                         if a > b {
                             a
@@ -369,49 +367,24 @@ macro_rules! scan_elem_float {
         }
     };
 }
-macro_rules! scan_elem_int {
-    ($t:ty, $s:literal) => {
-        impl ScanElem for $t {
-            const SUFFIX: &'static str = $s;
-            #[inline]
-            fn identity(op: ScanOp) -> Self {
-                match op {
-                    ScanOp::Plus => 0,
-                    ScanOp::Max => <$t>::MIN,
-                    ScanOp::Min => <$t>::MAX,
-                }
-            }
-            #[inline]
-            fn combine(op: ScanOp, a: Self, b: Self) -> Self {
-                match op {
-                    ScanOp::Plus => a.wrapping_add(b),
-                    ScanOp::Max => {
-                        if a > b {
-                            a
-                        } else {
-                            b
-                        }
-                    }
-                    ScanOp::Min => {
-                        if a < b {
-                            a
-                        } else {
-                            b
-                        }
-                    }
-                }
-            }
-            #[inline]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-        }
-    };
-}
-scan_elem_float!(f32, "f32");
-scan_elem_float!(f64, "f64");
-scan_elem_int!(i32, "i32");
-scan_elem_int!(u32, "u32");
+scan_elem!(
+    f32,
+    "f32",
+    0.0,
+    f32::NEG_INFINITY,
+    f32::INFINITY,
+    |a: f32, b: f32| a + b
+);
+scan_elem!(
+    f64,
+    "f64",
+    0.0,
+    f64::NEG_INFINITY,
+    f64::INFINITY,
+    |a: f64, b: f64| a + b
+);
+scan_elem!(i32, "i32", 0, i32::MIN, i32::MAX, i32::wrapping_add);
+scan_elem!(u32, "u32", 0, u32::MIN, u32::MAX, u32::wrapping_add);
 
 /// Packs per-element head flags into one bit per element: bit `i % 32` of word `i / 32`
 /// (the layout of [`gpu::HeadFlags`](crate::primitives) on the device).

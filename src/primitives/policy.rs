@@ -189,14 +189,7 @@ const H200_LOOKBACK: LookbackTuning = LookbackTuning {
 /// with none; two tiles of 256 × 8 13–23 % slower; ncu of the two-tile kernel at f32 2^26: half the
 /// resident warps (47 % achieved occupancy) and DRAM 67 % against 70 %, so what its block gains
 /// by overlapping it loses in blocks per SM.
-const H100_LOOKBACK: LookbackTuning = LookbackTuning {
-    threads: 256,
-    items4: 16,
-    items8: 8,
-    tiles_per_block: 1,
-    first_delay_ns: LOOKBACK_FIRST_DELAY_NS,
-    min_blocks: LOOKBACK_MIN_BLOCKS,
-};
+const H100_LOOKBACK: LookbackTuning = H200_LOOKBACK;
 
 /// The look-back row of `class` with the tuning overrides of the environment applied
 /// (`SEGSPARSE_SCAN_POLICY`, `SEGSPARSE_SCAN_TILES=1|2`, `SEGSPARSE_SCAN_FIRST_DELAY`,

@@ -22,20 +22,22 @@
 //! assert_eq!(cpu::segmented_reduce_heads(&v, &h, ScanOp::Max), [2, 5]);
 //! ```
 
+use crate::gpu::kernels::kernel_source;
+
 /// Threads per block of the tile kernel (`SR_THREADS`).
 pub(crate) const THREADS: u32 = 256;
 /// Consecutive values per thread (`SR_ITEMS`; at most 32: a thread's head bits fit one word).
 pub(crate) const ITEMS: u32 = 16;
 
 /// Segmented reduce kernels (kernels/device/segreduce.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/segreduce.cu",
-    text: include_str!("../../kernels/device/segreduce.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[("SR_THREADS", THREADS as i64), ("SR_ITEMS", ITEMS as i64)],
-};
+pub const KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/segreduce.cu",
+    &[&crate::gpu::kernels::COMMON],
+    &[("SR_THREADS", THREADS as i64), ("SR_ITEMS", ITEMS as i64)]
+);
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
+    use crate::primitives::glue::check_same_len;
     use crate::primitives::{ScanElem, ScanOp};
 
     /// `out[s]` = the reduction of `values[offsets[s]..offsets[s+1]]` (identity when empty).
@@ -64,12 +66,10 @@ pub mod cpu {
     /// # Panics
     /// When `values` and `heads` differ in length.
     pub fn segmented_reduce_heads<T: ScanElem>(values: &[T], heads: &[bool], op: ScanOp) -> Vec<T> {
-        assert_eq!(
-            values.len(),
-            heads.len(),
-            "segmented_reduce_heads: {} values but {} head flags",
-            values.len(),
-            heads.len()
+        check_same_len(
+            "segmented_reduce_heads",
+            (values.len(), "values"),
+            (heads.len(), "head flags"),
         );
         let mut out = Vec::new();
         for (i, (&v, &h)) in values.iter().zip(heads).enumerate() {
@@ -267,13 +267,7 @@ pub mod gpu {
         op: ScanOp,
     ) -> Result<(DeviceBuffer<T>, usize)> {
         let n = values.len();
-        assert_eq!(
-            heads.len(),
-            n,
-            "segmented_reduce_heads: {n} values but {} head flags",
-            heads.len()
-        );
-        let n32 = len_u32(n, "segmented_reduce_heads")?;
+        let n32 = glue::segmented_len("segmented_reduce_heads", n, heads.len())?;
         if n == 0 {
             return Ok((unsafe { g.alloc::<T>(1)? }, 0));
         }

@@ -39,6 +39,8 @@
 //! assert_eq!(cpu::radix_sort(&[-1.5f32, 0.0, -0.0, 2.0]), [-1.5, -0.0, 0.0, 2.0]);
 //! ```
 
+use crate::gpu::kernels::kernel_source;
+
 /// Keys the radix sorts accept: mapped to unsigned "radix bits" whose unsigned order is the
 /// key order (see the module docs for floats).
 pub trait RadixKey: Copy + Send + Sync + std::fmt::Debug + PartialEq + 'static {
@@ -108,27 +110,23 @@ impl RadixKey for u64 {
 }
 
 /// Radix sort kernels (kernels/device/radix_sort.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/radix_sort.cu",
-    text: include_str!("../../kernels/device/radix_sort.cu"),
-    headers: &[
+pub const KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/radix_sort.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_RADIX_RANK,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_RADIX_RANK
+    ]
+);
 
 /// Onesweep radix sort kernels (kernels/device/radix_onesweep.cu): the all-passes histogram and
 /// one rank-and-scatter kernel per digit with a decoupled look-back over tiles.
-pub const ONESWEEP_KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/radix_onesweep.cu",
-    text: include_str!("../../kernels/device/radix_onesweep.cu"),
-    headers: &[
+pub const ONESWEEP_KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/radix_onesweep.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_RADIX_RANK,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_RADIX_RANK
+    ]
+);
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use super::RadixKey;

@@ -21,16 +21,16 @@
 //! assert_eq!((out, nf), (vec![1, 3, 4, 6, 0, 2, 5], 4));
 //! ```
 
+use crate::gpu::kernels::kernel_source;
+
 /// Split kernels (kernels/device/split.cu).
-pub const KERNELS: crate::gpu::kernels::KernelSource = crate::gpu::kernels::KernelSource {
-    name: "device/split.cu",
-    text: include_str!("../../kernels/device/split.cu"),
-    headers: &[
+pub const KERNELS: crate::gpu::kernels::KernelSource = kernel_source!(
+    "device/split.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::primitives::sources::BLOCK_SELECT,
-    ],
-    constants: &[],
-};
+        &crate::primitives::sources::BLOCK_SELECT
+    ]
+);
 /// CPU reference implementations (sequential, they define the semantics).
 pub mod cpu {
     use crate::primitives::enumerate;

@@ -189,6 +189,24 @@ fn strictly_increasing(cols: &[u32]) -> bool {
     cols.windows(2).all(|w| w[0] < w[1])
 }
 
+/// `|a_ii|` of every row of the square `a`, `a_ii` the sum of the row's stored diagonal entries.
+fn abs_diagonal<T: Scalar>(a: &CsrMatrix<T>) -> Vec<f64> {
+    let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
+    (0..a.nrows())
+        .into_par_iter()
+        .with_min_len(ROWS_PER_TASK)
+        .map(|i| {
+            let mut d = T::zero();
+            for k in p[i] as usize..p[i + 1] as usize {
+                if j[k] as usize == i {
+                    d += v[k];
+                }
+            }
+            d.as_f64().abs()
+        })
+        .collect()
+}
+
 /// Symmetric strength of connection (PyAMG's `symmetric_strength_of_connection`): the
 /// off-diagonal `a_ij` is strong when `|a_ij| ≥ θ·sqrt(|a_ii|·|a_jj|)` (evaluated in `f64`, as
 /// `theta * (d_i * d_j).sqrt()`). Returns the strong off-diagonal entries (values `a_ij`) as
@@ -217,19 +235,7 @@ pub fn strength_symmetric<T: Scalar>(a: &CsrMatrix<T>, theta: f64) -> Result<Csr
     let n = a.nrows();
     let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
     let row = |i: usize| p[i] as usize..p[i + 1] as usize;
-    let diag: Vec<f64> = (0..n)
-        .into_par_iter()
-        .with_min_len(ROWS_PER_TASK)
-        .map(|i| {
-            let mut d = T::zero();
-            for k in row(i) {
-                if j[k] as usize == i {
-                    d += v[k];
-                }
-            }
-            d.as_f64().abs()
-        })
-        .collect();
+    let diag = abs_diagonal(a);
     // θ·sqrt(d_i·d_j), the threshold. At θ = 0 (the AMG default) it is 0·sqrt(p): +0 when the
     // product p is finite, NaN when it is not (sqrt(∞) = ∞, 0·∞ = NaN) — computed without the
     // square root, the same value bit for bit.
@@ -344,19 +350,7 @@ pub fn drop_small<T: Scalar>(
     let n = a.nrows();
     let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
     let row = |i: usize| p[i] as usize..p[i + 1] as usize;
-    let diag: Vec<f64> = (0..n)
-        .into_par_iter()
-        .with_min_len(ROWS_PER_TASK)
-        .map(|i| {
-            let mut d = T::zero();
-            for k in row(i) {
-                if j[k] as usize == i {
-                    d += v[k];
-                }
-            }
-            d.as_f64().abs()
-        })
-        .collect();
+    let diag = abs_diagonal(a);
     let kept = |i: usize, k: usize| {
         let c = j[k] as usize;
         c == i || v[k].as_f64().abs() >= tol * (diag[i] * diag[c]).sqrt()
@@ -759,46 +753,41 @@ pub fn aggregate_mis2_ordered<T: Scalar>(
     }
     // Pass 1: join the root neighbour of largest key (all roots share the state bits).
     let rank = p1.clone();
-    p1.par_chunks_mut(ROWS_PER_TASK)
-        .enumerate()
-        .for_each(|(c, out)| {
-            let lo = c * ROWS_PER_TASK;
-            for (q, o) in out.iter_mut().enumerate() {
-                if *o != NOT_AGGREGATED {
-                    continue;
-                }
-                let best = nb(lo + q)
-                    .iter()
-                    .map(|&j| key[j as usize])
-                    .filter(|&k| is_root(k))
-                    .max();
-                if let Some(k) = best {
-                    *o = rank[(k & 0xffff_ffff) as usize];
-                }
-            }
-        });
+    join_unaggregated(&mut p1, |i| {
+        let best = nb(i)
+            .iter()
+            .map(|&j| key[j as usize])
+            .filter(|&k| is_root(k))
+            .max();
+        best.map(|k| rank[(k & 0xffff_ffff) as usize])
+    });
     drop(rank);
     // Pass 2: join the pass-1-assigned neighbour of largest (w >> 34, j).
     let mut agg = p1.clone();
+    join_unaggregated(&mut agg, |i| {
+        let best = nb(i)
+            .iter()
+            .filter(|&&j| p1[j as usize] != NOT_AGGREGATED)
+            .map(|&j| key[j as usize] & LOW)
+            .max();
+        best.map(|k| p1[(k & 0xffff_ffff) as usize])
+    });
+    (Aggregation { agg, roots }, rounds)
+}
+
+/// Puts every node of `agg` still [`NOT_AGGREGATED`] into the aggregate `pick(node)` names, if
+/// it names one (in parallel over chunks of nodes; `pick` reads nothing that this writes).
+fn join_unaggregated(agg: &mut [u32], pick: impl Fn(usize) -> Option<u32> + Sync) {
     agg.par_chunks_mut(ROWS_PER_TASK)
         .enumerate()
         .for_each(|(c, out)| {
             let lo = c * ROWS_PER_TASK;
             for (q, o) in out.iter_mut().enumerate() {
-                if *o != NOT_AGGREGATED {
-                    continue;
-                }
-                let best = nb(lo + q)
-                    .iter()
-                    .filter(|&&j| p1[j as usize] != NOT_AGGREGATED)
-                    .map(|&j| key[j as usize] & LOW)
-                    .max();
-                if let Some(k) = best {
-                    *o = p1[(k & 0xffff_ffff) as usize];
+                if *o == NOT_AGGREGATED {
+                    *o = pick(lo + q).unwrap_or(NOT_AGGREGATED);
                 }
             }
         });
-    (Aggregation { agg, roots }, rounds)
 }
 
 #[cfg(test)]

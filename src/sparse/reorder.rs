@@ -24,7 +24,7 @@
 //! - Y. Saad, *Iterative Methods for Sparse Linear Systems*, 2nd ed., §3.3 (multicolouring).
 
 use crate::csr::CsrMatrix;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scalar::{Elem, Scalar};
 
 /// Marks an entry of a permuted matrix that is not in `A` (an inserted diagonal entry).
@@ -231,16 +231,9 @@ pub struct Matching {
 /// matching (`O(n·nnz)` worst case, near-linear in practice).
 ///
 /// # Errors
-/// [`Error::InvalidInput`] when `A` is not square.
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `A` is not square.
 pub fn max_transversal<T: Elem>(a: &CsrMatrix<T>) -> Result<Matching> {
-    let n = a.nrows();
-    if a.ncols() != n {
-        return Err(Error::InvalidInput(format!(
-            "row matching: the matrix is {}×{}, it must be square",
-            n,
-            a.ncols()
-        )));
-    }
+    let n = a.square_rows("row matching")?;
     let (rp, cj, av) = (a.row_ptr(), a.col_idx(), a.values());
     let rowmax: Vec<f64> = (0..n)
         .map(|i| {
@@ -385,18 +378,11 @@ pub struct WeightedMatching {
 /// of `D₁·A·D₂` is `(D₁LD₁⁻¹)(D₁UD₂)`); it is returned for other uses.
 ///
 /// # Errors
-/// [`Error::InvalidInput`] when `A` is not square.
+/// [`Error::InvalidInput`](crate::Error::InvalidInput) when `A` is not square.
 pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatching> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let n = a.nrows();
-    if a.ncols() != n {
-        return Err(Error::InvalidInput(format!(
-            "row matching: the matrix is {}×{}, it must be square",
-            n,
-            a.ncols()
-        )));
-    }
+    let n = a.square_rows("row matching")?;
     let (rp, cj, av) = (a.row_ptr(), a.col_idx(), a.values());
     // Column lists of the nonzero entries with log|a_ij|.
     let mut cptr = vec![0usize; n + 1];

@@ -15,7 +15,7 @@ use cudarc::driver::{CudaFunction, CudaSlice};
 
 use super::{check_shapes, Layout};
 use crate::error::Result;
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
@@ -23,12 +23,11 @@ use crate::spmv::gpu::{GpuCsr, GpuScalar};
 pub use cusparse_peer::{CusparseSpmm, CusparseSpmmAlg};
 
 /// The SpMM kernels (`kernels/spmm/spmm.cu`).
-pub const SPMM_SRC: KernelSource = KernelSource {
-    name: "spmm/spmm.cu",
-    text: include_str!("../../kernels/spmm/spmm.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[("SPMM_THREADS", THREADS as i64)],
-};
+pub const SPMM_SRC: KernelSource = kernel_source!(
+    "spmm/spmm.cu",
+    &[&crate::gpu::kernels::COMMON],
+    &[("SPMM_THREADS", THREADS as i64)]
+);
 
 /// Threads per block of the SpMM kernels (`SPMM_THREADS`).
 const THREADS: u32 = 256;

@@ -94,7 +94,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::csr::{pattern_fingerprint, CsrMatrix, RowStats};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
 use crate::primitives::gpu::{self as prim, HeadFlags};
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
@@ -110,24 +110,18 @@ pub use crate::backend::GpuScalar;
 
 /// `kernels/spmv/spmv_scan.cuh`: the warp and block scan of (head count, flag, partial sum)
 /// triples of the fused SpMV.
-pub const SPMV_SCAN: KernelSource = KernelSource {
-    name: "spmv/spmv_scan.cuh",
-    text: include_str!("../../kernels/spmv/spmv_scan.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[],
-};
+pub const SPMV_SCAN: KernelSource =
+    kernel_source!("spmv/spmv_scan.cuh", &[&crate::gpu::kernels::COMMON]);
 
 /// The SpMV kernels (`kernels/spmv/spmv.cu`).
-pub const SPMV_SRC: KernelSource = KernelSource {
-    name: "spmv/spmv.cu",
-    text: include_str!("../../kernels/spmv/spmv.cu"),
-    headers: &[
+pub const SPMV_SRC: KernelSource = kernel_source!(
+    "spmv/spmv.cu",
+    &[
         &crate::gpu::kernels::COMMON,
         &crate::gpu::kernels::COMPLEX_H,
-        &SPMV_SCAN,
-    ],
-    constants: &[],
-};
+        &SPMV_SCAN
+    ]
+);
 
 /// Which GPU SpMV algorithm to run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -646,7 +640,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             val.len()
         );
         let stats = if nrows == 0 {
-            row_stats_of(&[0])
+            RowStats::of_row_ptr(&[0])
         } else {
             let mean = nnz as f64 / nrows as f64;
             let var = (st[3] as f64 / nrows as f64 - mean * mean).max(0.0);
@@ -1368,38 +1362,6 @@ fn st_words(st: &[u64]) -> Vec<u32> {
     st.iter()
         .flat_map(|&w| [w as u32, (w >> 32) as u32])
         .collect()
-}
-
-/// [`CsrMatrix::row_stats`] from a row pointer alone.
-fn row_stats_of(row_ptr: &[u32]) -> RowStats {
-    let nrows = row_ptr.len() - 1;
-    if nrows == 0 {
-        return RowStats {
-            min: 0,
-            mean: 0.0,
-            max: 0,
-            std_dev: 0.0,
-            empty_rows: 0,
-        };
-    }
-    let (mut min, mut max, mut empty) = (usize::MAX, 0usize, 0usize);
-    let mut sumsq = 0f64;
-    for w in row_ptr.windows(2) {
-        let len = (w[1] - w[0]) as usize;
-        min = min.min(len);
-        max = max.max(len);
-        empty += (len == 0) as usize;
-        sumsq += (len * len) as f64;
-    }
-    let mean = row_ptr[nrows] as f64 / nrows as f64;
-    let var = (sumsq / nrows as f64 - mean * mean).max(0.0);
-    RowStats {
-        min,
-        mean,
-        max,
-        std_dev: var.sqrt(),
-        empty_rows: empty,
-    }
 }
 
 /// [`column_spread`] on the device (`spmv_column_spread`, the same sample of rows): the sum and

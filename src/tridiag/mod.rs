@@ -55,7 +55,7 @@ pub mod cusparse_peer;
 pub mod gpu;
 
 use crate::error::Result;
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::scalar::Scalar;
 
 /// Rows per thread of the multi-block partition kernels (`TRI_CHUNK`): 16 rows shrink the system
@@ -70,32 +70,26 @@ const PCR_PER_THREAD: u32 = 2;
 
 /// `kernels/tridiag/block_tridiag.cuh`: block- and thread-level building blocks of the
 /// tridiagonal solvers.
-pub const BLOCK_TRIDIAG: KernelSource = KernelSource {
-    name: "tridiag/block_tridiag.cuh",
-    text: include_str!("../../kernels/tridiag/block_tridiag.cuh"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[
+pub const BLOCK_TRIDIAG: KernelSource = kernel_source!(
+    "tridiag/block_tridiag.cuh",
+    &[&crate::gpu::kernels::COMMON],
+    &[
         ("TRI_MAX_THREADS", MAX_BLOCK_THREADS as i64),
-        ("TRI_PCR_PER_THREAD", PCR_PER_THREAD as i64),
-    ],
-};
+        ("TRI_PCR_PER_THREAD", PCR_PER_THREAD as i64)
+    ]
+);
 
 /// The tridiagonal kernels (`kernels/tridiag/tridiag.cu`).
-pub const TRIDIAG_KERNELS: KernelSource = KernelSource {
-    name: "tridiag/tridiag.cu",
-    text: include_str!("../../kernels/tridiag/tridiag.cu"),
-    headers: &[&crate::gpu::kernels::COMMON, &BLOCK_TRIDIAG],
-    constants: &[("TRI_CHUNK", MULTI_CHUNK as i64)],
-};
+pub const TRIDIAG_KERNELS: KernelSource = kernel_source!(
+    "tridiag/tridiag.cu",
+    &[&crate::gpu::kernels::COMMON, &BLOCK_TRIDIAG],
+    &[("TRI_CHUNK", MULTI_CHUNK as i64)]
+);
 
 /// Assembly kernels of the shallow-water example's alternating-direction sweeps
 /// (`kernels/tridiag/shallow_water.cu`, f32), used by `examples/shallow_water.rs`.
-pub const SHALLOW_WATER_KERNELS: KernelSource = KernelSource {
-    name: "tridiag/shallow_water.cu",
-    text: include_str!("../../kernels/tridiag/shallow_water.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[],
-};
+pub const SHALLOW_WATER_KERNELS: KernelSource =
+    kernel_source!("tridiag/shallow_water.cu", &[&crate::gpu::kernels::COMMON]);
 
 /// Which algorithm solves the systems. GPU algorithms are forced with
 /// [`gpu::GpuTridiag::solve_batch`]; `Auto` picks by size and batch count.

@@ -13,21 +13,20 @@ use crate::backend::gpu::{
 use crate::backend::recur::{Slot, NSLOTS};
 use crate::backend::{same_lens, BicgSteps, CgSteps, ChebyshevSteps, Fuse, VectorOps};
 use crate::error::Result;
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::Gpu;
 
 /// The distributed kernels, on the solvers' slots, reductions and recurrences
 /// (`solvers/reduce.cuh`, `solvers/recur.cuh`), with the step kinds of [`Kind`].
-pub const DIST_KERNELS: KernelSource = KernelSource {
-    name: "dist/dist.cu",
-    text: include_str!("../../../kernels/dist/dist.cu"),
-    headers: &[
+pub const DIST_KERNELS: KernelSource = kernel_source!(
+    "dist/dist.cu",
+    &[
         &crate::gpu::kernels::COMMON,
         &crate::backend::gpu::REDUCE,
         &crate::backend::gpu::RECUR,
-        &crate::backend::gpu::STEPS,
+        &crate::backend::gpu::STEPS
     ],
-    constants: &[
+    &[
         ("DIST_START", Kind::Start as i64),
         ("DIST_CG_ALPHA", Kind::CgAlpha as i64),
         ("DIST_CG_UPDATE_R", Kind::CgUpdateR as i64),
@@ -35,9 +34,9 @@ pub const DIST_KERNELS: KernelSource = KernelSource {
         ("DIST_BICG_ALPHA", Kind::BicgAlpha as i64),
         ("DIST_BICG_OMEGA", Kind::BicgOmega as i64),
         ("DIST_BICG_UPDATE", Kind::BicgUpdate as i64),
-        ("DIST_DOT", Kind::Dot as i64),
-    ],
-};
+        ("DIST_DOT", Kind::Dot as i64)
+    ]
+);
 
 /// An element type of the distributed solvers: `f32` or `f64`.
 pub trait DistScalar: GpuScalar + NcclType {}

@@ -9,19 +9,14 @@ use cudarc::driver::PushKernelArg;
 
 use super::{grid, transpose_pattern};
 use crate::error::Result;
-use crate::gpu::kernels::COMPLEX_H;
+use crate::gpu::kernels::{kernel_source, COMPLEX_H};
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, KernelType};
 use crate::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 use crate::Elem;
 
 /// The conjugating gather of [`conj_transpose`].
-pub const ADJOINT_SRC: KernelSource = KernelSource {
-    name: "sparse/adjoint.cu",
-    text: include_str!("../../../kernels/sparse/adjoint.cu"),
-    headers: &[&COMMON, &COMPLEX_H],
-    constants: &[],
-};
+pub const ADJOINT_SRC: KernelSource = kernel_source!("sparse/adjoint.cu", &[&COMMON, &COMPLEX_H]);
 
 /// `Aᴴ` of the complex matrix `a` on its device, with `alg` resolved for the transpose's rows
 /// (its rows are sorted when `a`'s are: the sort by column is stable). `a` stays as it is; the

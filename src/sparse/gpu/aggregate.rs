@@ -75,7 +75,7 @@ use cudarc::driver::CudaSlice;
 
 use super::{check_canonical, check_u32, grid, CsrView, DeviceCsr};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{KernelSource, COMMON};
+use crate::gpu::kernels::{kernel_source, KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::primitives::gpu as prim;
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
@@ -84,12 +84,7 @@ use crate::spmv::gpu::GpuScalar;
 
 /// `kernels/sparse/aggregate.cu`: strength, amalgamation, the symmetrised graph, MIS-2 and the
 /// tentative prolongator.
-pub const AGGREGATE_SRC: KernelSource = KernelSource {
-    name: "sparse/aggregate.cu",
-    text: include_str!("../../../kernels/sparse/aggregate.cu"),
-    headers: &[&COMMON],
-    constants: &[],
-};
+pub const AGGREGATE_SRC: KernelSource = kernel_source!("sparse/aggregate.cu", &[&COMMON]);
 
 /// Threads per block of every kernel here.
 const THREADS: u32 = 256;

@@ -82,7 +82,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaSlice;
 
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{KernelSource, COMMON};
+use crate::gpu::kernels::{kernel_source, KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::primitives::gpu as prim;
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
@@ -97,11 +97,10 @@ pub use aggregate::{
 pub use cusparse_peer::CusparseSpgemm;
 
 /// `kernels/sparse/spgemm.cu`: binned SpGEMM, transpose helpers, diagonal and scaling.
-pub const SPGEMM_SRC: KernelSource = KernelSource {
-    name: "sparse/spgemm.cu",
-    text: include_str!("../../../kernels/sparse/spgemm.cu"),
-    headers: &[&COMMON],
-    constants: &[
+pub const SPGEMM_SRC: KernelSource = kernel_source!(
+    "sparse/spgemm.cu",
+    &[&COMMON],
+    &[
         ("SPGEMM_BLOCK", BLOCK_THREADS as i64),
         ("SPGEMM_GROUP_THREADS", GROUP_THREADS as i64),
         ("SPGEMM_NBINS", BINS.len() as i64),
@@ -110,9 +109,9 @@ pub const SPGEMM_SRC: KernelSource = KernelSource {
         ("SPGEMM_BIN2_ROWS", BINS[2].1 as i64),
         ("SPGEMM_BIN3_ROWS", BINS[3].1 as i64),
         ("SPGEMM_FLAT_SEG", FLAT_SEG as i64),
-        ("SPGEMM_FLAT_SEGS_PER_BLOCK", FLAT_SEGS_PER_BLOCK as i64),
-    ],
-};
+        ("SPGEMM_FLAT_SEGS_PER_BLOCK", FLAT_SEGS_PER_BLOCK as i64)
+    ]
+);
 
 /// Threads per block of the block bins (one row per block) and of the bitmap kernel.
 const BLOCK_THREADS: u32 = 256;

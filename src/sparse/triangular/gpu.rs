@@ -20,7 +20,7 @@ use super::{
 };
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Elem;
 
@@ -29,27 +29,25 @@ use crate::scalar::Elem;
 pub const SMEM_X_BYTES: usize = 48 * 1024;
 
 /// `kernels/sparse/sptrsv.cu`.
-pub const SPTRSV_SRC: KernelSource = KernelSource {
-    name: "sparse/sptrsv.cu",
-    text: include_str!("../../../kernels/sparse/sptrsv.cu"),
-    headers: &[
+pub const SPTRSV_SRC: KernelSource = kernel_source!(
+    "sparse/sptrsv.cu",
+    &[
         &crate::gpu::kernels::COMMON,
         &crate::gpu::kernels::COMPLEX_H,
-        &crate::backend::gpu::COLS,
+        &crate::backend::gpu::COLS
     ],
-    constants: &[("SPTRSV_THREADS", THREADS as i64)],
-};
+    &[("SPTRSV_THREADS", THREADS as i64)]
+);
 
 /// `kernels/sparse/levels.cu`: the level analysis on the device ([`GpuTriPlan::analyse`]).
-pub const LEVELS_SRC: KernelSource = KernelSource {
-    name: "sparse/levels.cu",
-    text: include_str!("../../../kernels/sparse/levels.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[
+pub const LEVELS_SRC: KernelSource = kernel_source!(
+    "sparse/levels.cu",
+    &[&crate::gpu::kernels::COMMON],
+    &[
         ("LEVELS_THREADS", LEVELS_THREADS as i64),
-        ("LEVELS_NO_DIAG", super::NO_DIAG as i64),
-    ],
-};
+        ("LEVELS_NO_DIAG", super::NO_DIAG as i64)
+    ]
+);
 
 /// Threads per block of the level analysis (a warp per row; 8 blocks per SM fill an H100 SM).
 pub const LEVELS_THREADS: u32 = 256;
@@ -506,20 +504,7 @@ impl GpuTriPlan {
         x: &mut CudaSlice<T>,
         jacobi: Option<(usize, &mut CudaSlice<T>)>,
     ) -> Result<()> {
-        assert_eq!(
-            b.len(),
-            self.n,
-            "triangular solve: b has {} elements, the matrix {} rows",
-            b.len(),
-            self.n
-        );
-        assert_eq!(
-            x.len(),
-            self.n,
-            "triangular solve: x has {} elements, the matrix {} rows",
-            x.len(),
-            self.n
-        );
+        super::check_solve_lens(self.n, b.len(), x.len());
         if self.n == 0 {
             return Ok(());
         }

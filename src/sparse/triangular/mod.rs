@@ -103,21 +103,8 @@ impl TriangularPlan {
         triangle: Triangle,
         diagonal: Diagonal,
     ) -> Result<Self> {
-        let n = a.nrows();
-        if a.ncols() != n {
-            return Err(Error::InvalidInput(format!(
-                "triangular solve: the matrix is {}×{}, it must be square",
-                n,
-                a.ncols()
-            )));
-        }
-        if !a.has_sorted_indices() {
-            return Err(Error::InvalidInput(
-                "triangular solve: column indices must be sorted and unique within rows \
-                 (CsrMatrix::sort_indices and sum_duplicates give that form)"
-                    .into(),
-            ));
-        }
+        let n = a.square_rows("triangular solve")?;
+        a.check_sorted_indices("triangular solve")?;
         let (rp, cj) = (a.row_ptr(), a.col_idx());
         let mut start = vec![0u32; n];
         let mut end = vec![0u32; n];
@@ -314,20 +301,7 @@ impl TriangularPlan {
 
     /// The substitution on raw arrays (no diagonal check; `col`/`val` of the plan's pattern).
     pub(crate) fn solve_values<T: Elem>(&self, col: &[u32], val: &[T], b: &[T], x: &mut [T]) {
-        assert_eq!(
-            b.len(),
-            self.n,
-            "triangular solve: b has {} elements, the matrix {} rows",
-            b.len(),
-            self.n
-        );
-        assert_eq!(
-            x.len(),
-            self.n,
-            "triangular solve: x has {} elements, the matrix {} rows",
-            x.len(),
-            self.n
-        );
+        check_solve_lens(self.n, b.len(), x.len());
         let mut row = |i: usize| {
             let mut s = b[i];
             for k in self.start[i] as usize..self.end[i] as usize {
@@ -390,6 +364,17 @@ impl TriangularPlan {
                 x[i] = s / d(i);
             }
         }
+    }
+}
+
+/// Panics unless the right-hand side (`b` elements) and the solution (`x`) have the `n` rows
+/// of the matrix, naming the one that does not.
+pub(crate) fn check_solve_lens(n: usize, b: usize, x: usize) {
+    for (name, len) in [("b", b), ("x", x)] {
+        assert_eq!(
+            len, n,
+            "triangular solve: {name} has {len} elements, the matrix {n} rows"
+        );
     }
 }
 

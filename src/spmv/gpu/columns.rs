@@ -9,19 +9,18 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, DeviceRepr};
 
 use super::{GpuCsr, GpuScalar};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, PushKernelArg};
 
 /// The kernel of [`GpuCsr::spmv_columns`].
-pub const SPMV_COLUMNS_SRC: KernelSource = KernelSource {
-    name: "spmv/spmv_columns.cu",
-    text: include_str!("../../../kernels/spmv/spmv_columns.cu"),
-    headers: &[&crate::gpu::kernels::COMMON],
-    constants: &[
+pub const SPMV_COLUMNS_SRC: KernelSource = kernel_source!(
+    "spmv/spmv_columns.cu",
+    &[&crate::gpu::kernels::COMMON],
+    &[
         ("SPMVC_THREADS", THREADS as i64),
-        ("SPMVC_MAX", MAX_COLUMNS as i64),
-    ],
-};
+        ("SPMVC_MAX", MAX_COLUMNS as i64)
+    ]
+);
 
 /// Columns per launch (`SPMVC_MAX`): the size of the pointer table in the kernel's parameters.
 pub const MAX_COLUMNS: usize = 32;

@@ -31,21 +31,20 @@ use super::{Preprocess, SpmvPolicy, MAX_NNZ, SPMV_SRC};
 
 use crate::backend::gpu::GpuOps;
 use crate::backend::LinearOperator;
+use crate::csr::RowStats;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::KernelSource;
+use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{Gpu, KernelType};
 use crate::{CsrMatrix, Elem};
 
 /// The complex SpMV kernels.
-pub const SPMV_COMPLEX_SRC: KernelSource = KernelSource {
-    name: "spmv/spmv_complex.cu",
-    text: include_str!("../../../kernels/spmv/spmv_complex.cu"),
-    headers: &[
+pub const SPMV_COMPLEX_SRC: KernelSource = kernel_source!(
+    "spmv/spmv_complex.cu",
+    &[
         &crate::gpu::kernels::COMMON,
-        &crate::gpu::kernels::COMPLEX_H,
-    ],
-    constants: &[],
-};
+        &crate::gpu::kernels::COMPLEX_H
+    ]
+);
 
 #[cfg(test)]
 mod tests {
@@ -246,31 +245,12 @@ where
                  index range of the GPU kernels (at most {MAX_NNZ} nonzeros)"
             )));
         }
-        let st = a.row_stats();
-        let alg = alg.resolve(st.mean, st.max, nnz, std::mem::size_of::<T>());
-        let row_ptr = gpu.upload(a.row_ptr())?;
-        let fused = if alg == ComplexSpmvAlgorithm::Fused {
-            Some(FusedTables::build(
-                gpu,
-                &row_ptr,
-                nrows,
-                nnz,
-                st.empty_rows,
-            )?)
-        } else {
-            None
-        };
-        Ok(GpuComplexCsr {
-            gpu: gpu.clone(),
-            nrows,
-            ncols,
-            nnz,
-            row_ptr,
-            col_idx: gpu.upload(a.col_idx())?,
-            values: gpu.upload(T::as_dev(a.values()))?,
-            alg,
-            fused,
-        })
+        let arrays = (
+            gpu.upload(a.row_ptr())?,
+            gpu.upload(a.col_idx())?,
+            gpu.upload(T::as_dev(a.values()))?,
+        );
+        Self::assemble(gpu, (nrows, ncols, nnz), arrays, alg, &a.row_stats())
     }
 
     /// A matrix from device arrays already in CSR form (`row_ptr` of `nrows + 1` entries
@@ -285,21 +265,29 @@ where
         (row_ptr, col_idx, values): (CudaSlice<u32>, CudaSlice<u32>, CudaSlice<T::Dev>),
         alg: ComplexSpmvAlgorithm,
     ) -> Result<Self> {
-        let rp = gpu.download(&row_ptr)?;
-        let (mut max, mut empty) = (0usize, 0usize);
-        for w in rp.windows(2) {
-            let len = (w[1] - w[0]) as usize;
-            max = max.max(len);
-            empty += usize::from(len == 0);
-        }
-        let mean = if nrows == 0 {
-            0.0
-        } else {
-            nnz as f64 / nrows as f64
-        };
-        let alg = alg.resolve(mean, max, nnz, std::mem::size_of::<T>());
+        let st = RowStats::of_row_ptr(&gpu.download(&row_ptr)?);
+        let arrays = (row_ptr, col_idx, values);
+        Self::assemble(gpu, (nrows, ncols, nnz), arrays, alg, &st)
+    }
+
+    /// The matrix of the device arrays, with `alg` resolved from the row statistics `st` (and
+    /// the tables of [`ComplexSpmvAlgorithm::Fused`] built when it is the algorithm).
+    fn assemble(
+        gpu: &Arc<Gpu>,
+        (nrows, ncols, nnz): (usize, usize, usize),
+        (row_ptr, col_idx, values): (CudaSlice<u32>, CudaSlice<u32>, CudaSlice<T::Dev>),
+        alg: ComplexSpmvAlgorithm,
+        st: &RowStats,
+    ) -> Result<Self> {
+        let alg = alg.resolve(st.mean, st.max, nnz, std::mem::size_of::<T>());
         let fused = if alg == ComplexSpmvAlgorithm::Fused {
-            Some(FusedTables::build(gpu, &row_ptr, nrows, nnz, empty)?)
+            Some(FusedTables::build(
+                gpu,
+                &row_ptr,
+                nrows,
+                nnz,
+                st.empty_rows,
+            )?)
         } else {
             None
         };
