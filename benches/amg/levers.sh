@@ -4,7 +4,7 @@
 # one binary, one call, plain CG beside each problem (benches/results/amg.md §7). On the GPU
 # machine, from a folder holding this script, the release `sparse-solve` (scripts/gpu-stage
 # --only bin:sparse-solve) and its COMMIT:
-#   bash levers.sh         (about 100 s; stops starting runs after $BUDGET seconds, default 105)
+#   bash levers.sh         (at most ~115 s: no run starts after $BUDGET s, default 85; each ≤ 30 s)
 # Writes $OUT/amgit/amgit.tgz (one JSON per run, stderr, device.txt) and $OUT/amgit/summary.txt.
 set -uo pipefail
 export RUST_BACKTRACE=1
@@ -13,13 +13,13 @@ S=${SPARSE_SOLVE:-$here/sparse-solve}
 out="${OUT:-/tmp}/amgit"; mkdir -p "$out"
 res=$(mktemp -d)
 trap 'cp "$res/summary.txt" "$out/" 2>/dev/null; tar czf "$out/amgit.tgz" -C "$res" .' EXIT
-start=$(date +%s); budget=${BUDGET:-105}
+start=$(date +%s); budget=${BUDGET:-85}
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv,noheader; nproc; date -u;
   echo "commit $(cat "$here/COMMIT" 2>/dev/null)"; } | tee "$res/device.txt"
 run() { # name spec extra-args...
   local name=$1 spec=$2; shift 2
   if [ $(( $(date +%s) - start )) -ge "$budget" ]; then echo "$name skipped (budget)" | tee -a "$res/summary.txt"; return; fi
-  timeout 40 "$S" "$spec" --backend gpu --rhs aones --format json "$@" > "$res/$name.json" 2> "$res/$name.err"
+  timeout 30 "$S" "$spec" --backend gpu --rhs aones --format json "$@" > "$res/$name.json" 2> "$res/$name.err"
   local rc=$?
   python3 - "$name" "$res/$name.json" "$rc" <<'PY' | tee -a "$res/summary.txt"
 import json, sys
