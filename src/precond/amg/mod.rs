@@ -188,7 +188,11 @@ pub struct AmgParams {
     pub max_levels: usize,
     /// Smoothing steps on `A·x = 0` applied to the candidates before the tentative
     /// prolongator is fitted (PyAMG's `improve_candidates`, 4 symmetric Gauss–Seidel sweeps by
-    /// default there). Default 0.
+    /// default there). Two steps take one or two PCG iterations off Poisson, the 27-point
+    /// stencil, anisotropic, P2 and elasticity problems (`benches/results/amg.md`) for
+    /// `2·degree` fine-level products per candidate in the setup; but the smoothed candidates
+    /// depend on the matrix, so the GPU backend's [`Amg::update`] then runs a whole setup
+    /// instead of the numeric re-setup. Default 0.
     pub improve_candidates: usize,
     /// Lanczos steps of the spectral-radius estimate. Default 15.
     pub spectral_steps: usize,
