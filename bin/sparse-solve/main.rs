@@ -659,7 +659,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             }
             .context("AMG setup (f32 hierarchy)")?;
             Some(
-                storage::AsWorkingPre::<_, Cpu>::new::<T, Cpu>(h)
+                storage::AsWorking::<_, Cpu>::new::<T, Cpu>(h)
                     .expect("--storage f32 runs in f64 (checked above)"),
             )
         } else {
@@ -1469,7 +1469,7 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             let h = Narrowed::amg_from_matrix(&ops64, m.inner().low(), c.as_deref(), &plan.amg)
                 .context("AMG setup (f32 hierarchy)")?;
             Some(
-                storage::AsWorkingPre::<_, GpuOps<f64>>::new::<T, GpuOps<T>>(h)
+                storage::AsWorking::<_, GpuOps<f64>>::new::<T, GpuOps<T>>(h)
                     .expect("--storage f32 runs in f64 (checked in run_typed)"),
             )
         }

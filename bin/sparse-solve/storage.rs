@@ -8,9 +8,9 @@ use std::marker::PhantomData;
 use segsparse::backend::{LinearOperator, Preconditioner, VectorOps};
 use segsparse::Elem;
 
-/// An operator of `f64` vectors on the backend `B64`, used where an operator of `T` on `B` is
-/// wanted; built only when `T` is `f64` and `B` is `B64` ([`AsWorking::new`]), so the views
-/// below always succeed.
+/// An operator (or a preconditioner: the AMG hierarchy stored in f32 under f64 work) of `f64`
+/// vectors on the backend `B64`, used where one of `T` on `B` is wanted; built only when `T`
+/// is `f64` and `B` is `B64` ([`AsWorking::new`]), so the views below always succeed.
 pub struct AsWorking<O, B64> {
     op: O,
     _b: PhantomData<fn() -> B64>,
@@ -26,7 +26,7 @@ impl<O, B64: 'static> AsWorking<O, B64> {
             })
     }
 
-    /// The wrapped operator.
+    /// The wrapped operator or preconditioner.
     pub fn inner(&self) -> &O {
         &self.op
     }
@@ -80,31 +80,7 @@ where
     }
 }
 
-/// A preconditioner of `f64` vectors on the backend `B64` (the AMG hierarchy stored in f32
-/// under f64 work), used where a preconditioner of `T` on `B` is wanted; built only when `T` is
-/// `f64` and `B` is `B64` ([`AsWorkingPre::new`]).
-pub struct AsWorkingPre<P, B64> {
-    pre: P,
-    _b: PhantomData<fn() -> B64>,
-}
-
-impl<P, B64: 'static> AsWorkingPre<P, B64> {
-    /// `pre` as a preconditioner of `T` on `B`, or `None` unless `T` is `f64` and `B` is `B64`.
-    pub fn new<T: 'static, B: 'static>(pre: P) -> Option<Self> {
-        (TypeId::of::<T>() == TypeId::of::<f64>() && TypeId::of::<B>() == TypeId::of::<B64>())
-            .then_some(AsWorkingPre {
-                pre,
-                _b: PhantomData,
-            })
-    }
-
-    /// The wrapped preconditioner.
-    pub fn inner(&self) -> &P {
-        &self.pre
-    }
-}
-
-impl<T, B, P, B64> Preconditioner<T, B> for AsWorkingPre<P, B64>
+impl<T, B, P, B64> Preconditioner<T, B> for AsWorking<P, B64>
 where
     T: Elem,
     B: VectorOps<T> + 'static,
@@ -114,7 +90,7 @@ where
     P: Preconditioner<f64, B64>,
 {
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> segsparse::Result<()> {
-        self.pre.apply(
+        self.op.apply(
             view::<B64>(be),
             view::<B64::Vector>(r),
             view_mut::<B64::Vector>(z),
