@@ -18,7 +18,7 @@ use segsparse::spmv::mixed::{F32Fit, MixedCsr};
 use segsparse::{generate, CsrMatrix};
 
 /// `‖b − A·x‖ / ‖b‖` in f64 with the exact matrix, computed here (not by the solver).
-fn true_rel(a: &CsrMatrix<f64>, b: &[f64], x: &[f64]) -> f64 {
+pub(crate) fn true_rel(a: &CsrMatrix<f64>, b: &[f64], x: &[f64]) -> f64 {
     let mut ax = vec![0.0; a.nrows()];
     segsparse::spmv::cpu::spmv_seq(1.0, a, x, 0.0, &mut ax);
     let r: f64 = b.iter().zip(&ax).map(|(b, y)| (b - y).powi(2)).sum();

@@ -14,13 +14,7 @@ use segsparse::precond::{Amg, AmgParams, Ic0, Ilu0, IncompleteParams, Narrowed};
 use segsparse::solvers::{gmres, pcg, SolveParams};
 use segsparse::{generate, CsrMatrix};
 
-fn true_rel(a: &CsrMatrix<f64>, b: &[f64], x: &[f64]) -> f64 {
-    let mut ax = vec![0.0; a.nrows()];
-    segsparse::spmv::cpu::spmv_seq(1.0, a, x, 0.0, &mut ax);
-    let r: f64 = b.iter().zip(&ax).map(|(b, y)| (b - y).powi(2)).sum();
-    let bb: f64 = b.iter().map(|v| v * v).sum();
-    (r / bb).sqrt()
-}
+use crate::mixed::true_rel;
 
 fn random_vec(seed: u64, n: usize) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
