@@ -68,6 +68,7 @@ fn mildly_dominant(n: usize) -> CsrMatrix<f64> {
 }
 
 #[test]
+#[ignore = "seconds of CPU: .ci/run runs it (cargo test --test all -- --ignored)"]
 fn chooses_by_kind_with_the_probe() {
     let cases: Vec<(&str, CsrMatrix<f64>, M, P, bool)> = vec![
         // (what, matrix, method, preconditioner, whether a probe runs)
@@ -183,6 +184,7 @@ fn convection_takes_bicgstab_and_escalates_only_when_it_pays() {
 }
 
 #[test]
+#[ignore = "seconds of CPU: .ci/run runs it (cargo test --test all -- --ignored)"]
 fn never_fails_where_an_explicit_choice_converges() {
     // Indefinite: whether GMRES(30) converges with ILU(0) or Jacobi decides what auto must do.
     for shift in [5.0, 4.5] {

@@ -169,6 +169,7 @@ fn problems() -> Vec<(&'static str, CsrMatrix<f64>, Vec<f64>, bool)> {
 }
 
 #[test]
+#[ignore = "seconds of CPU: .ci/run runs it (cargo test --test all -- --ignored)"]
 fn core_only_backend_matches_the_cpu_backend_bit_for_bit() {
     let params = SolveParams {
         rel_tol: 1e-10,
