@@ -30,6 +30,19 @@ use crate::scalar::{Elem, Scalar};
 /// Marks an entry of a permuted matrix that is not in `A` (an inserted diagonal entry).
 pub const INSERTED: u32 = u32::MAX;
 
+/// The entries `values[p]` for the positions `p` of `src`, zero where `p` is [`INSERTED`].
+pub fn gather<T: Copy + num_traits::Zero>(values: &[T], src: &[u32]) -> Vec<T> {
+    src.iter()
+        .map(|&p| {
+            if p == INSERTED {
+                T::zero()
+            } else {
+                values[p as usize]
+            }
+        })
+        .collect()
+}
+
 /// The inverse of a permutation (`inv[p[i]] = i`).
 pub fn inverse(p: &[u32]) -> Vec<u32> {
     let mut inv = vec![0u32; p.len()];
@@ -619,16 +632,7 @@ pub fn permute<T: Elem>(
         }
         row_ptr.push(col_idx.len() as u32);
     }
-    let values = src
-        .iter()
-        .map(|&p| {
-            if p == INSERTED {
-                T::zero()
-            } else {
-                av[p as usize]
-            }
-        })
-        .collect();
+    let values = gather(av, &src);
     let b = CsrMatrix::try_from_parts(n, a.ncols(), row_ptr, col_idx, values)?;
     Ok((b, src))
 }

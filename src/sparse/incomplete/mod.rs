@@ -1160,17 +1160,7 @@ impl IncompleteStructure {
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
     pub fn initial_values<T: Elem>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T::Real>) {
         let av = a.values();
-        let mut vals: Vec<T> = self
-            .src
-            .iter()
-            .map(|&p| {
-                if p == INSERTED {
-                    T::zero()
-                } else {
-                    av[p as usize]
-                }
-            })
-            .collect();
+        let mut vals: Vec<T> = reorder::gather(av, &self.src);
         let mut rowmax = vec![T::Real::zero(); self.n];
         for i in 0..self.n {
             let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
