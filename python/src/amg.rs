@@ -51,10 +51,11 @@ impl PyAmg {
             .map_err(|f| f.into_py_err(py))?,
             degree,
             sweeps,
+            // 'v' and 'w' as well.
             cycle: named(
                 "cycle",
-                cycle,
-                &[("V", Cycle::V), ("v", Cycle::V), ("W", Cycle::W), ("w", Cycle::W)],
+                &cycle.to_ascii_uppercase(),
+                &[("V", Cycle::V), ("W", Cycle::W)],
             )
             .map_err(|f| f.into_py_err(py))?,
             coarse_size,

@@ -1240,7 +1240,8 @@ impl<T: GpuScalar> GpuCsr<T> {
         // SAFETY: spmv_vector_X(const u32* row_ptr, const u32* col, const T* val, const X* x,
         // X* y, X alpha, X beta, u32 nrows, u32 lanes_log2); row_ptr has nrows+1 entries,
         // col/val nnz, x ncols, y nrows; blocks*threads covers nrows*lanes threads.
-        unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }.map_err(|e| Gpu::launch_error(name, e))?;
+        unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }
+            .map_err(|e| Gpu::launch_error(name, e))?;
         Ok(())
     }
 

@@ -103,6 +103,20 @@ pub struct IncompleteParams {
 }
 
 impl IncompleteParams {
+    /// The textbook ILU(0)/IC(0): natural order, no shift, no row matching, no fill.
+    pub const PLAIN: IncompleteParams = IncompleteParams {
+        shift: 0.0,
+        pivot_tol: 1e-12,
+        auto_shift: false,
+        jacobi_sweeps: 0,
+        algorithm: SptrsvAlgorithm::Auto,
+        application: Application::Exact,
+        ordering: Ordering::Natural,
+        matching: RowMatching::Off,
+        fill: Fill::Level(0),
+        non_exhaustive: (),
+    };
+
     /// These parameters in the natural order (after an unstable reordered factor).
     pub fn natural_fallback(&self) -> Self {
         IncompleteParams {
@@ -113,18 +127,12 @@ impl IncompleteParams {
 }
 
 impl Default for IncompleteParams {
+    /// [`PLAIN`](Self::PLAIN) with the row matching and the fill level chosen automatically.
     fn default() -> Self {
         IncompleteParams {
-            shift: 0.0,
-            pivot_tol: 1e-12,
-            auto_shift: false,
-            jacobi_sweeps: 0,
-            algorithm: SptrsvAlgorithm::Auto,
-            application: Application::Exact,
-            ordering: Ordering::Natural,
             matching: RowMatching::Auto,
             fill: Fill::Auto,
-            non_exhaustive: (),
+            ..Self::PLAIN
         }
     }
 }
