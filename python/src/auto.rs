@@ -12,7 +12,7 @@ use segsparse::solvers::SolveParams;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::choice::{stats_tuple, StatsTuple};
-use crate::device::{device, Borrowed};
+use crate::device::{with_borrowed, DevicePair};
 use crate::errors::{check_len, run, Failure, Res};
 use crate::matrix::{Inner, Mat, PyMatrix};
 use crate::outcome::{outcome, Outcome};
@@ -151,23 +151,21 @@ impl<T: Elem> Mat<T> {
         &self,
         p: &SolveParams,
         pp: &ProbeParams,
-        bp: u64,
-        xp: u64,
-        wait: &[u64],
-        signal: u64,
+        dp: DevicePair<'_>,
     ) -> Res<(Outcome, Report)> {
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
-        let dev = device()?;
-        dev.enter(wait)?;
+        let (n, m) = self.shape;
+        let host = self.host_if_present();
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
-        let b = unsafe { Borrowed::<T>::new(dev, bp, self.shape.0) };
-        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
-        let before = t0.elapsed().as_secs_f64();
-        let s =
-            segsparse::autosolve::solve(&*ops, &d.csr, self.host_if_present(), &b, &mut x, p, pp);
-        dev.leave(signal)?;
+        let (s, before) = unsafe {
+            with_borrowed(dp, n, m, |b, x| {
+                let before = t0.elapsed().as_secs_f64();
+                let s = segsparse::autosolve::solve(&*ops, &d.csr, host, b, x, p, pp);
+                (s, before)
+            })
+        }?;
         finish(s?, before)
     }
 }
@@ -252,9 +250,15 @@ pub(crate) fn auto_solve_device(
         ))
     });
     let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;
+    let d = DevicePair {
+        b,
+        x,
+        wait: &wait,
+        signal,
+    };
     match &matrix.inner {
-        Inner::F32(m) => run(py, || m.auto_solve_device(&p, &pp, b, x, &wait, signal)),
-        Inner::F64(m) => run(py, || m.auto_solve_device(&p, &pp, b, x, &wait, signal)),
+        Inner::F32(m) => run(py, || m.auto_solve_device(&p, &pp, d)),
+        Inner::F64(m) => run(py, || m.auto_solve_device(&p, &pp, d)),
         _ => unreachable!("checked above"),
     }
 }

@@ -106,6 +106,20 @@ fn solve_typed<T: Elem + segsparse::Scalar>(
     ))
 }
 
+/// The batched methods by name.
+const METHODS: &[(&str, BatchMethod)] = &[
+    ("cg", BatchMethod::Cg),
+    ("bicgstab", BatchMethod::Bicgstab),
+    ("gmres", BatchMethod::Gmres),
+];
+
+/// The batched preconditioners by name (`M=None` is "none").
+const PRECONDS: &[(&str, BatchPrecond)] = &[
+    ("none", BatchPrecond::None),
+    ("jacobi", BatchPrecond::Jacobi),
+    ("ilu0", BatchPrecond::Ilu0),
+];
+
 /// Solves the independent systems of a block-diagonal CSR (the blocks have `sizes` rows) with
 /// the batched solvers, from a zero initial guess: `b` and `x` are the concatenated right-hand
 /// sides and solutions (NumPy, the dtype of `data`).
@@ -128,27 +142,8 @@ pub fn batched_solve_host(
     restart: usize,
     gpu: bool,
 ) -> PyResult<BatchOutcome> {
-    let parsed = named(
-        "batched method",
-        method,
-        &[
-            ("cg", BatchMethod::Cg),
-            ("bicgstab", BatchMethod::Bicgstab),
-            ("gmres", BatchMethod::Gmres),
-        ],
-    )
-    .and_then(|m| {
-        let p = named(
-            "batched preconditioner",
-            precond,
-            &[
-                ("none", BatchPrecond::None),
-                ("jacobi", BatchPrecond::Jacobi),
-                ("ilu0", BatchPrecond::Ilu0),
-            ],
-        )?;
-        Ok((m, p))
-    });
+    let parsed = named("batched method", method, METHODS)
+        .and_then(|m| Ok((m, named("batched preconditioner", precond, PRECONDS)?)));
     let (method, precond) = parsed.map_err(|f| f.into_py_err(py))?;
     let params = BatchParams {
         method,

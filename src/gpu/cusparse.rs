@@ -141,3 +141,126 @@ pub unsafe fn create_csr<T: KernelType>(
     };
     check(status, call)
 }
+
+/// A cuSPARSE sparse-matrix descriptor, destroyed when dropped (a null one is not).
+pub struct SpMat(sys::cusparseSpMatDescr_t);
+
+impl SpMat {
+    /// The CSR descriptor of [`create_csr`]; `call` names the call in the error.
+    ///
+    /// # Safety
+    /// As [`create_csr`]: the arrays stay alive as long as the descriptor.
+    pub unsafe fn csr<T: KernelType>(
+        shape: (usize, usize, usize),
+        arrays: Option<CsrArrays<'_, T>>,
+        stream: &Arc<CudaStream>,
+        call: &str,
+    ) -> Result<Self> {
+        let mut m = SpMat(std::ptr::null_mut());
+        // SAFETY: the caller's.
+        unsafe { create_csr(&mut m.0, shape, arrays, stream, call)? };
+        Ok(m)
+    }
+
+    /// The raw descriptor, for calls through [`sys`].
+    pub fn raw(&self) -> sys::cusparseSpMatDescr_t {
+        self.0
+    }
+}
+
+impl Drop for SpMat {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: created by cuSPARSE in `csr` and destroyed once, here.
+            let _ = unsafe { sys::cusparseDestroySpMat(self.0 as _) };
+        }
+    }
+}
+
+/// A cuSPARSE dense-vector descriptor, destroyed when dropped.
+pub struct DnVec(sys::cusparseDnVecDescr_t);
+
+impl DnVec {
+    /// `cusparseCreateDnVec` of `len` elements of `T` at the device address `ptr`; `call`
+    /// names the call in the error.
+    ///
+    /// # Safety
+    /// `ptr` is a device allocation of at least `len` elements of `T`, alive while the
+    /// descriptor is used with it (`cusparseDnVecSetValues` may point it elsewhere).
+    pub unsafe fn new<T: KernelType>(len: usize, ptr: u64, call: &str) -> Result<Self> {
+        let mut v = DnVec(std::ptr::null_mut());
+        // SAFETY: the caller's.
+        let status = unsafe {
+            sys::cusparseCreateDnVec(
+                &mut v.0,
+                len as i64,
+                ptr as *mut std::ffi::c_void,
+                data_type::<T>(),
+            )
+        };
+        check(status, call)?;
+        Ok(v)
+    }
+
+    /// The raw descriptor.
+    pub fn raw(&self) -> sys::cusparseDnVecDescr_t {
+        self.0
+    }
+}
+
+impl Drop for DnVec {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: created by cuSPARSE in `new` and destroyed once, here.
+            let _ = unsafe { sys::cusparseDestroyDnVec(self.0 as _) };
+        }
+    }
+}
+
+/// A cuSPARSE dense-matrix descriptor, destroyed when dropped.
+pub struct DnMat(sys::cusparseDnMatDescr_t);
+
+impl DnMat {
+    /// `cusparseCreateDnMat` of a `rows × cols` block of `T` with leading dimension `ld` in
+    /// `order` at the device address `ptr`; `call` names the call in the error.
+    ///
+    /// # Safety
+    /// `ptr` is a device allocation holding the block as described, alive while the
+    /// descriptor is used with it.
+    pub unsafe fn new<T: KernelType>(
+        (rows, cols, ld): (usize, usize, usize),
+        ptr: u64,
+        order: sys::cusparseOrder_t,
+        call: &str,
+    ) -> Result<Self> {
+        let mut m = DnMat(std::ptr::null_mut());
+        // SAFETY: the caller's.
+        let status = unsafe {
+            sys::cusparseCreateDnMat(
+                &mut m.0,
+                rows as i64,
+                cols as i64,
+                ld as i64,
+                ptr as *mut std::ffi::c_void,
+                data_type::<T>(),
+                order,
+            )
+        };
+        check(status, call)?;
+        Ok(m)
+    }
+
+    /// The raw descriptor.
+    pub fn raw(&self) -> sys::cusparseDnMatDescr_t {
+        self.0
+    }
+}
+
+impl Drop for DnMat {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: created by cuSPARSE in `new` and destroyed once, here.
+            let _ = unsafe { sys::cusparseDestroyDnMat(self.0 as _) };
+        }
+    }
+}

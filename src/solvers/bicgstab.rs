@@ -26,7 +26,7 @@
 //! iterations and residuals are those of the separate order.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams, Step};
 use crate::backend::{BicgSteps, Fuse, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
 
@@ -103,13 +103,8 @@ where
         self.v.start(be, self.kind, d, self.fused, sc, it)
     }
 
-    fn step(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()> {
+    fn step(&mut self, at: Step<'_, T, B>) -> crate::Result<()> {
+        let Step { be, sc, x, it } = at;
         let (kind, d) = (self.kind, self.m.inverse_diagonal());
         if self.fused {
             // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.

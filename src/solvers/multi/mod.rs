@@ -49,7 +49,7 @@ use drive::{drive_multi, mask, ColumnMethod};
 
 use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
-use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind};
+use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind, Step};
 use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
@@ -545,31 +545,17 @@ where
         self.cols[j].start(be, sc, it)
     }
 
-    fn finish(
-        &mut self,
-        be: &B,
-        _sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        j: usize,
-        status: Status,
-        it: usize,
-    ) -> crate::Result<()> {
-        self.cols[j].finish(be, self.m, x, status, it, self.restart)
+    fn finish(&mut self, at: Step<'_, T, B>, j: usize, status: Status) -> crate::Result<()> {
+        self.cols[j].finish(at.be, self.m, at.x, status, at.it, self.restart)
     }
 
     fn block_limit(&self, j: usize) -> usize {
         self.restart - self.cols[j].j
     }
 
-    fn after_block(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        j: usize,
-        it: usize,
-    ) -> crate::Result<()> {
+    fn after_block(&mut self, at: Step<'_, T, B>, j: usize) -> crate::Result<()> {
         let (a, m, b) = (self.a, self.m, &self.b[j]);
+        let Step { be, sc, x, it } = at;
         self.cols[j].end_of_cycle(be, a, m, b, sc, x, it, self.restart)
     }
 
