@@ -142,8 +142,64 @@ pub unsafe fn create_csr<T: KernelType>(
     check(status, call)
 }
 
-/// A cuSPARSE sparse-matrix descriptor, destroyed when dropped (a null one is not).
-pub struct SpMat(sys::cusparseSpMatDescr_t);
+/// A cuSPARSE descriptor type and the call that destroys one.
+pub trait Descriptor: Copy {
+    /// The null descriptor (nothing to destroy).
+    fn null() -> Self;
+    /// Whether this is the null descriptor.
+    fn is_null(self) -> bool;
+    /// Destroys the descriptor.
+    ///
+    /// # Safety
+    /// It was created by cuSPARSE and is destroyed once.
+    unsafe fn destroy(self);
+}
+
+macro_rules! descriptor {
+    ($t:ty, $destroy:ident) => {
+        impl Descriptor for $t {
+            fn null() -> Self {
+                std::ptr::null_mut()
+            }
+            fn is_null(self) -> bool {
+                self.is_null()
+            }
+            unsafe fn destroy(self) {
+                // SAFETY: the caller's.
+                let _ = unsafe { sys::$destroy(self as _) };
+            }
+        }
+    };
+}
+descriptor!(sys::cusparseSpMatDescr_t, cusparseDestroySpMat);
+descriptor!(sys::cusparseDnVecDescr_t, cusparseDestroyDnVec);
+descriptor!(sys::cusparseDnMatDescr_t, cusparseDestroyDnMat);
+
+/// An owned cuSPARSE descriptor: destroyed when dropped (a null one is not).
+pub struct Owned<D: Descriptor>(D);
+
+impl<D: Descriptor> Owned<D> {
+    /// The raw descriptor, for calls through [`sys`].
+    pub fn raw(&self) -> D {
+        self.0
+    }
+}
+
+impl<D: Descriptor> Drop for Owned<D> {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: an owned descriptor was created by cuSPARSE and is destroyed once, here.
+            unsafe { self.0.destroy() };
+        }
+    }
+}
+
+/// A sparse-matrix descriptor.
+pub type SpMat = Owned<sys::cusparseSpMatDescr_t>;
+/// A dense-vector descriptor.
+pub type DnVec = Owned<sys::cusparseDnVecDescr_t>;
+/// A dense-matrix descriptor.
+pub type DnMat = Owned<sys::cusparseDnMatDescr_t>;
 
 impl SpMat {
     /// The CSR descriptor of [`create_csr`]; `call` names the call in the error.
@@ -156,29 +212,12 @@ impl SpMat {
         stream: &Arc<CudaStream>,
         call: &str,
     ) -> Result<Self> {
-        let mut m = SpMat(std::ptr::null_mut());
+        let mut m = Owned(Descriptor::null());
         // SAFETY: the caller's.
         unsafe { create_csr(&mut m.0, shape, arrays, stream, call)? };
         Ok(m)
     }
-
-    /// The raw descriptor, for calls through [`sys`].
-    pub fn raw(&self) -> sys::cusparseSpMatDescr_t {
-        self.0
-    }
 }
-
-impl Drop for SpMat {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: created by cuSPARSE in `csr` and destroyed once, here.
-            let _ = unsafe { sys::cusparseDestroySpMat(self.0 as _) };
-        }
-    }
-}
-
-/// A cuSPARSE dense-vector descriptor, destroyed when dropped.
-pub struct DnVec(sys::cusparseDnVecDescr_t);
 
 impl DnVec {
     /// `cusparseCreateDnVec` of `len` elements of `T` at the device address `ptr`; `call`
@@ -188,7 +227,7 @@ impl DnVec {
     /// `ptr` is a device allocation of at least `len` elements of `T`, alive while the
     /// descriptor is used with it (`cusparseDnVecSetValues` may point it elsewhere).
     pub unsafe fn new<T: KernelType>(len: usize, ptr: u64, call: &str) -> Result<Self> {
-        let mut v = DnVec(std::ptr::null_mut());
+        let mut v = Owned(Descriptor::null());
         // SAFETY: the caller's.
         let status = unsafe {
             sys::cusparseCreateDnVec(
@@ -201,24 +240,7 @@ impl DnVec {
         check(status, call)?;
         Ok(v)
     }
-
-    /// The raw descriptor.
-    pub fn raw(&self) -> sys::cusparseDnVecDescr_t {
-        self.0
-    }
 }
-
-impl Drop for DnVec {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: created by cuSPARSE in `new` and destroyed once, here.
-            let _ = unsafe { sys::cusparseDestroyDnVec(self.0 as _) };
-        }
-    }
-}
-
-/// A cuSPARSE dense-matrix descriptor, destroyed when dropped.
-pub struct DnMat(sys::cusparseDnMatDescr_t);
 
 impl DnMat {
     /// `cusparseCreateDnMat` of a `rows × cols` block of `T` with leading dimension `ld` in
@@ -233,7 +255,7 @@ impl DnMat {
         order: sys::cusparseOrder_t,
         call: &str,
     ) -> Result<Self> {
-        let mut m = DnMat(std::ptr::null_mut());
+        let mut m = Owned(Descriptor::null());
         // SAFETY: the caller's.
         let status = unsafe {
             sys::cusparseCreateDnMat(
@@ -248,19 +270,5 @@ impl DnMat {
         };
         check(status, call)?;
         Ok(m)
-    }
-
-    /// The raw descriptor.
-    pub fn raw(&self) -> sys::cusparseDnMatDescr_t {
-        self.0
-    }
-}
-
-impl Drop for DnMat {
-    fn drop(&mut self) {
-        if !self.0.is_null() {
-            // SAFETY: created by cuSPARSE in `new` and destroyed once, here.
-            let _ = unsafe { sys::cusparseDestroyDnMat(self.0 as _) };
-        }
     }
 }

@@ -97,84 +97,29 @@ impl CusparseSpgemm {
             )?;
             let pa = &alpha as *const T as *const c_void;
             let pb = &beta as *const T as *const c_void;
-            let mut size1 = 0usize;
-            check(
-                sys::cusparseSpGEMM_workEstimation(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.0,
-                    &mut size1,
-                    std::ptr::null_mut(),
-                ),
-                "cusparseSpGEMM_workEstimation (size)",
-            )?;
-            let mut buf1 = g.alloc::<u64>(size1.div_ceil(8).max(1))?;
-            let (b1, _g4) = buf1.device_ptr_mut(stream);
-            check(
-                sys::cusparseSpGEMM_workEstimation(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.0,
-                    &mut size1,
-                    b1 as *mut c_void,
-                ),
-                "cusparseSpGEMM_workEstimation",
-            )?;
-            let mut size2 = 0usize;
-            check(
-                sys::cusparseSpGEMM_compute(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.0,
-                    &mut size2,
-                    std::ptr::null_mut(),
-                ),
-                "cusparseSpGEMM_compute (size)",
-            )?;
-            let mut buf2 = g.alloc::<u64>(size2.div_ceil(8).max(1))?;
-            let (b2, _g5) = buf2.device_ptr_mut(stream);
-            check(
-                sys::cusparseSpGEMM_compute(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.0,
-                    &mut size2,
-                    b2 as *mut c_void,
-                ),
-                "cusparseSpGEMM_compute",
-            )?;
+            // workEstimation, then compute: each called for its buffer's size (null buffer),
+            // then with a buffer of that size, kept to the end.
+            let phases = [
+                sys::cusparseSpGEMM_workEstimation,
+                sys::cusparseSpGEMM_compute,
+            ];
+            let names = ["cusparseSpGEMM_workEstimation", "cusparseSpGEMM_compute"];
+            let mut buffers = Vec::with_capacity(2);
+            for (f, name) in phases.into_iter().zip(names) {
+                let call = |size: &mut usize, buf: *mut c_void, what: &str| {
+                    let status = f(
+                        h, op, op, pa, ma as _, mb as _, pb, mc, dt, alg, d.0, size, buf,
+                    );
+                    check(status, what)
+                };
+                let mut size = 0usize;
+                call(&mut size, std::ptr::null_mut(), &format!("{name} (size)"))?;
+                let mut buf = g.alloc::<u64>(size.div_ceil(8).max(1))?;
+                let (bp, guard) = buf.device_ptr_mut(stream);
+                call(&mut size, bp as *mut c_void, name)?;
+                drop(guard);
+                buffers.push(buf);
+            }
             let (mut r, mut c, mut nnz) = (0i64, 0i64, 0i64);
             check(
                 sys::cusparseSpMatGetSize(mc as _, &mut r, &mut c, &mut nnz),
@@ -202,8 +147,7 @@ impl CusparseSpgemm {
                 )?;
             }
             drop((da, db, dc, d));
-            drop((_g4, _g5));
-            drop((buf1, buf2));
+            drop(buffers);
             Ok(DeviceCsr {
                 nrows: a.nrows,
                 ncols: b.ncols,
