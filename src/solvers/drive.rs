@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
-use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
+use crate::backend::{Block, LinearOperator, Pre, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
 
 /// What a method's step works on: the backend, the solve's scalars, the iterate `x` and the
@@ -247,6 +247,16 @@ impl PrecondKind {
             PrecondKind::Jacobi
         } else {
             PrecondKind::General
+        }
+    }
+
+    /// How the vector steps take a preconditioner of this kind with the inverse diagonal
+    /// `inv_diag`: fused (Jacobi), applied between the steps (any other), or not at all.
+    pub(crate) fn pre<V>(self, inv_diag: Option<&V>) -> Pre<'_, V> {
+        match (self, inv_diag) {
+            (PrecondKind::Jacobi, Some(d)) => Pre::Jacobi(d),
+            (PrecondKind::General, _) => Pre::Separate,
+            _ => Pre::Identity,
         }
     }
 }
