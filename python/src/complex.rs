@@ -382,12 +382,12 @@ where
     }
 
     /// Solve with device vectors owned by the caller (zero-copy).
-    pub(crate) fn solve_device(&self, o: &Opts, d: DevicePair<'_>) -> Res<Outcome> {
+    pub(crate) fn solve_device(&self, o: &Opts, dp: DevicePair<'_>) -> Res<Outcome> {
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
         let (n, m) = self.host.shape();
         // SAFETY: as in `spmv_device` (b has nrows, x ncols elements).
-        let r = unsafe { with_borrowed(d, n, m, |b, x| self.solve_gpu(&ops, d, o, b, x, t0)) };
+        let r = unsafe { with_borrowed(dp, n, m, |b, x| self.solve_gpu(&ops, d, o, b, x, t0)) };
         outcome(r??)
     }
 

@@ -1040,7 +1040,7 @@ impl<T: Elem> Mat<T> {
     }
 
     /// Solve with device vectors owned by the caller (zero-copy).
-    fn solve_device(&self, o: &Opts, d: DevicePair<'_>, amg: Option<&PyAmg>) -> Res<Outcome> {
+    fn solve_device(&self, o: &Opts, dp: DevicePair<'_>, amg: Option<&PyAmg>) -> Res<Outcome> {
         let amg = amg.map(|h| h.typed::<T>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let h = gpu_amg(amg.as_deref())?;
@@ -1052,7 +1052,7 @@ impl<T: Elem> Mat<T> {
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
         let r = unsafe {
-            with_borrowed(d, n, m, |b, x| {
+            with_borrowed(dp, n, m, |b, x| {
                 solve_with(&*ops, &d.csr, &host, jac.as_deref(), h, o, b, x, t0, None)
             })
         };
