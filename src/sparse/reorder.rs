@@ -285,6 +285,7 @@ pub fn max_transversal<T: Elem>(a: &CsrMatrix<T>) -> Result<Matching> {
         crow[cptr[j] as usize..cptr[j + 1] as usize]
             .sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     }
+    const FREE: u32 = u32::MAX;
     let mut col_of_row = vec![FREE; n];
     let mut row_of = vec![FREE; n];
     // Greedy: each column takes its best free row.
@@ -345,23 +346,15 @@ pub fn max_transversal<T: Elem>(a: &CsrMatrix<T>) -> Result<Matching> {
             None => unmatched += 1,
         }
     }
-    pair_leftovers(&mut row_of, &col_of_row);
-    Ok(Matching { row_of, unmatched })
-}
-
-/// An unmatched row or column of a matching.
-const FREE: u32 = u32::MAX;
-
-/// Pairs the columns left unmatched (`row_of[j] == FREE`) with the rows left unmatched
-/// (`col_of_row[i] == FREE`), in order, so that `row_of` is a permutation.
-fn pair_leftovers(row_of: &mut [u32], col_of_row: &[u32]) {
-    let mut free_rows = (0..col_of_row.len() as u32).filter(|&i| col_of_row[i as usize] == FREE);
-    for r in row_of.iter_mut().filter(|r| **r == FREE) {
-        match free_rows.next() {
-            Some(i) => *r = i,
-            None => break,
-        }
+    // Pair the leftover columns with the leftover rows.
+    let free_rows: Vec<u32> = (0..n as u32)
+        .filter(|&i| col_of_row[i as usize] == FREE)
+        .collect();
+    let free_cols = (0..n).filter(|&j| row_of[j] == FREE).collect::<Vec<_>>();
+    for (&j, &i) in free_cols.iter().zip(&free_rows) {
+        row_of[j] = i;
     }
+    Ok(Matching { row_of, unmatched })
 }
 
 /// The result of [`max_product_matching`].
@@ -439,6 +432,7 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
             *c = m - *c;
         }
     }
+    const FREE: u32 = u32::MAX;
     let inf = f64::INFINITY;
     // Duals: v_j = 0 (the column minimum), u_i = the row minimum of c_ij − v_j.
     let mut v = vec![0.0f64; n];
@@ -574,7 +568,13 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
             col_scale[j] = (v[j] - colmax[j]).exp();
         }
     }
-    pair_leftovers(&mut row_of, &col_of_row);
+    let free_rows: Vec<u32> = (0..n as u32)
+        .filter(|&i| col_of_row[i as usize] == FREE)
+        .collect();
+    let free_cols = (0..n).filter(|&j| row_of[j] == FREE).collect::<Vec<_>>();
+    for (&j, &i) in free_cols.iter().zip(&free_rows) {
+        row_of[j] = i;
+    }
     Ok(WeightedMatching {
         row_of,
         unmatched,
