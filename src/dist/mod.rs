@@ -54,6 +54,7 @@
 //!   measured communication costs (see [`auto`]); `nccl::measure_costs` measures them and
 //!   `nccl::auto_gpus` does both (what `sparse-solve --gpus auto` calls).
 
+mod amg;
 pub mod auto;
 mod block;
 pub mod precond;
@@ -67,6 +68,7 @@ pub use auto::{
     choose_gpus, min_gpus_for_memory, modelled_iteration_seconds, CommCosts, IterationWork,
     ProblemStats,
 };
+pub use amg::{DistAmg, DistAmgParams, DistAmgSummary};
 pub use block::{poisson3d_block, DistPart, Neighbor, Partition, RowBlock};
 pub use precond::{
     agree, setup_precond, BlockJacobi, DistOperator, DistPrecond, LocalOps, LocalPrecond,

@@ -28,8 +28,10 @@
 use crate::backend::{
     BicgSteps, ChebyshevSteps, KrylovOps, LinearOperator, MultigridOps, Preconditioner, VectorOps,
 };
+use super::amg::{DistAmg, DistAmgParams};
+use super::block::DistPart;
 use crate::csr::CsrMatrix;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::precond::{
     Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Ic0, Identity, Ilu0, IncompleteOps,
     IncompleteParams, Jacobi,
@@ -38,9 +40,28 @@ use crate::scalar::Scalar;
 
 /// A distributed backend (one rank's) that offers the single-device backend underneath it, with
 /// the same vectors: what a local preconditioner is built and applied on.
-pub trait LocalOps<T: Scalar>: BicgSteps<T> + ChebyshevSteps<T> {
+pub trait LocalOps<T: Scalar>: BicgSteps<T> + ChebyshevSteps<T> + Sized {
     /// The rank's single-device backend.
     type Local: VectorOps<T, Vector = Self::Vector> + KrylovOps<T> + IncompleteOps<T> + AmgOps<T>;
+    /// A distributed matrix of this backend made from one rank's [`DistPart`], square or
+    /// rectangular ([`DistPart::build_rect`]): the level operators and transfers of the
+    /// distributed AMG ([`DistAmg`](super::DistAmg)).
+    type Part: LinearOperator<T, Self>;
+    /// Puts a rank's part on the backend (local: no message).
+    ///
+    /// # Errors
+    /// Backend failures (out of memory).
+    fn upload_part(&self, part: DistPart<T>) -> Result<Self::Part>;
+    /// This rank.
+    fn dist_rank(&self) -> usize;
+    /// The number of ranks.
+    fn dist_size(&self) -> usize;
+    /// All-to-all of index lists (collective; setup data): `send[p]` goes to rank `p`, the
+    /// result holds what each rank sent to this one. Values travel as their `f64` bits.
+    ///
+    /// # Errors
+    /// Communication failures.
+    fn all_to_all_u64(&self, send: Vec<Vec<u64>>) -> Result<Vec<Vec<u64>>>;
     /// The rank's single-device backend.
     fn local(&self) -> &Self::Local;
     /// How many ranks pass `failed = true` (collective; every rank gets the same count, and
@@ -58,6 +79,11 @@ pub trait LocalOps<T: Scalar>: BicgSteps<T> + ChebyshevSteps<T> {
 pub trait DistOperator<T: Scalar, D: LocalOps<T>>: LinearOperator<T, D> {
     /// This rank's rows × its own columns (local numbering), on the local backend.
     fn owned_block(&self) -> &<D::Local as MultigridOps<T>>::Matrix;
+    /// This rank's part on the host (owned and boundary blocks, halo lists), where the operator
+    /// keeps it: what the distributed AMG's setup reads. `None` by default.
+    fn host_part(&self) -> Option<&DistPart<T>> {
+        None
+    }
 }
 
 /// Block-Jacobi across ranks: the local preconditioner `P` of this rank's diagonal block,
@@ -137,16 +163,19 @@ pub enum DistPrecond {
     Chebyshev(ChebyshevParams),
     /// Block-Jacobi with this local solver ([`BlockJacobi`]).
     BlockJacobi(LocalPrecond),
+    /// Smoothed-aggregation AMG across the ranks, couplings kept ([`DistAmg`]).
+    Amg(DistAmgParams),
 }
 
 impl DistPrecond {
-    /// A short name: `none`, `jacobi`, `poly`, or `block-jacobi(<local>)`.
+    /// A short name: `none`, `jacobi`, `poly`, `amg`, or `block-jacobi(<local>)`.
     pub fn name(&self) -> String {
         match self {
             DistPrecond::None => "none".into(),
             DistPrecond::Jacobi => "jacobi".into(),
             DistPrecond::Chebyshev(_) => "poly".into(),
             DistPrecond::BlockJacobi(l) => format!("block-jacobi({})", l.name()),
+            DistPrecond::Amg(_) => "amg".into(),
         }
     }
 
@@ -174,6 +203,16 @@ impl DistPrecond {
             DistPrecond::BlockJacobi(LocalPrecond::Amg(p)) => {
                 let products = 2.0 * (p.sweeps * p.degree) as f64 + 3.0;
                 (1.4 * products, 0.0, 0.0, 1.4 * 4.0 * products)
+            }
+            // The same products, each distributed one with its halo exchange.
+            DistPrecond::Amg(p) => {
+                let products = 2.0 * (p.amg.sweeps * p.amg.degree) as f64 + 3.0;
+                (
+                    1.4 * products,
+                    1.4 * products,
+                    0.0,
+                    1.4 * 4.0 * products,
+                )
             }
         }
     }
@@ -205,6 +244,19 @@ where
     D::Local: 'a,
     A: DistOperator<T, D> + ?Sized,
 {
+    if let DistPrecond::Amg(p) = which {
+        let part = agree(
+            be,
+            a.host_part().ok_or_else(|| {
+                Error::InvalidInput(
+                    "the distributed AMG needs the operator's part on the host \
+                     (DistOperator::host_part)"
+                        .into(),
+                )
+            }),
+        )?;
+        return Ok(Box::new(DistAmg::new(be, a, part, None, p)?));
+    }
     if let DistPrecond::Chebyshev(p) = which {
         // The inverse diagonal is local (and may fail on one rank); the estimate is collective
         // and, working on all-reduced values, fails on every rank or on none.
@@ -258,7 +310,9 @@ where
         DistPrecond::Jacobi | DistPrecond::BlockJacobi(LocalPrecond::Jacobi) => {
             Box::new(Jacobi::from_matrix(be, owned)?)
         }
-        DistPrecond::Chebyshev(_) => unreachable!("set up collectively by setup_precond"),
+        DistPrecond::Chebyshev(_) | DistPrecond::Amg(_) => {
+            unreachable!("set up collectively by setup_precond")
+        }
         DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(p)) => Box::new(BlockJacobi::new(
             Chebyshev::from_matrix(local, a.owned_block(), owned, p)?,
         )),
