@@ -62,8 +62,8 @@ use crate::backend::{LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::precond::amg::{
-    fit_candidates, positions, smooth_prolongator, smooth_with, smoother_scalings, strength,
-    Cycle, LevelOp, LevelSmoother, Operator, Scratch,
+    fit_candidates, positions, smooth_prolongator, smooth_with, smoother_scalings, strength, Cycle,
+    LevelOp, LevelSmoother, Operator, Scratch,
 };
 use crate::precond::spectral::{lanczos_radius, scaled_product};
 use crate::precond::{Amg, AmgParams, AmgSummary};
@@ -278,10 +278,7 @@ fn global_rows<T: Scalar>(part: &DistPart<T>) -> Result<RowBlock<T>> {
 }
 
 /// A matrix of `ncols` columns from its rows of `(column, value)` entries (sorted by column).
-fn from_rows<T: Scalar>(
-    rows: &[Vec<(u32, T)>],
-    ncols: usize,
-) -> Result<CsrMatrix<T>> {
+fn from_rows<T: Scalar>(rows: &[Vec<(u32, T)>], ncols: usize) -> Result<CsrMatrix<T>> {
     let mut ptr = vec![0u32];
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for r in rows {
@@ -393,7 +390,11 @@ fn distributed_rho<T: Scalar, D: LocalOps<T>>(
     let halo = |x: &[f64]| -> Result<Vec<f64>> {
         let h = halo_words(be, part, |i| vec![x[i].to_bits()])?;
         h.iter()
-            .map(|w| w.first().map(|&b| f64::from_bits(b)).ok_or_else(|| short("a halo value")))
+            .map(|w| {
+                w.first()
+                    .map(|&b| f64::from_bits(b))
+                    .ok_or_else(|| short("a halo value"))
+            })
             .collect()
     };
     let mut s_cols = s.clone();
@@ -455,7 +456,10 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
     let cc1 = CoarseCols::new(
         c0,
         nc,
-        t_halo.iter().flat_map(|w| w.iter().step_by(2).copied()).collect(),
+        t_halo
+            .iter()
+            .flat_map(|w| w.iter().step_by(2).copied())
+            .collect(),
     );
     // P = (I − ω/ρ·D⁻¹A)·T on this rank's rows.
     let p_loc = agree(
@@ -865,7 +869,9 @@ where
                 .collect(),
             None => Vec::new(),
         };
-        let from_root = be.all_to_all_u64(vec![mine; be.dist_size()])?.swap_remove(0);
+        let from_root = be
+            .all_to_all_u64(vec![mine; be.dist_size()])?
+            .swap_remove(0);
         let mut summary = DistAmgSummary {
             rows: hosts.iter().map(|h| h.0).collect(),
             nnz: hosts.iter().map(|h| h.1).collect(),
@@ -874,7 +880,9 @@ where
         };
         for w in from_root.chunks(2) {
             summary.rows.push(w[0]);
-            summary.nnz.push(*w.get(1).ok_or_else(|| short("the summary"))?);
+            summary
+                .nnz
+                .push(*w.get(1).ok_or_else(|| short("the summary"))?);
         }
         // The cycle's workspace.
         let work = (|| {

@@ -1,5 +1,6 @@
 //! Preconditioners across ranks: block-Jacobi with any single-device preconditioner as the local
-//! solver, and the distributed Chebyshev polynomial.
+//! solver, the distributed Chebyshev polynomial, and the distributed AMG ([`DistAmg`], its own
+//! module).
 //!
 //! # Block-Jacobi
 //!
@@ -25,11 +26,11 @@
 //! its bounds come from an Arnoldi process whose inner products are all-reduces. It is the
 //! one-device polynomial, partition-independent up to rounding.
 
+use super::amg::{DistAmg, DistAmgParams};
+use super::block::DistPart;
 use crate::backend::{
     BicgSteps, ChebyshevSteps, KrylovOps, LinearOperator, MultigridOps, Preconditioner, VectorOps,
 };
-use super::amg::{DistAmg, DistAmgParams};
-use super::block::DistPart;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::precond::{
@@ -207,12 +208,7 @@ impl DistPrecond {
             // The same products, each distributed one with its halo exchange.
             DistPrecond::Amg(p) => {
                 let products = 2.0 * (p.amg.sweeps * p.amg.degree) as f64 + 3.0;
-                (
-                    1.4 * products,
-                    1.4 * products,
-                    0.0,
-                    1.4 * 4.0 * products,
-                )
+                (1.4 * products, 1.4 * products, 0.0, 1.4 * 4.0 * products)
             }
         }
     }

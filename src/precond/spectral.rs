@@ -94,8 +94,7 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
         scaled_product(a, &s, &s, x, y);
         Ok(())
     };
-    lanczos_radius(n, n as u64, 0, steps, apply, Ok)
-        .expect("the host operations do not fail")
+    lanczos_radius(n, n as u64, 0, steps, apply, Ok).expect("the host operations do not fail")
 }
 
 /// `y ← S·A·S_c·x` for the rows of `a`: `s` the rows' scaling, `s_cols` the columns' (`s`

@@ -93,8 +93,8 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 pub(crate) use cycle::{smooth_with, LevelOp, LevelSmoother, Operator, Scratch};
 use cycle::{DeviceLevel, Work};
-pub(crate) use setup::{positions, smooth_prolongator, smoother_scalings, strength};
 use level::HostHierarchy;
+pub(crate) use setup::{positions, smooth_prolongator, smoother_scalings, strength};
 
 /// The smoother of every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -92,7 +92,11 @@ pub(crate) fn smoother_scalings<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<T>, Vec<T>)
 }
 
 /// The strength graph of a level (on its nodes).
-pub(crate) fn strength<T: Scalar>(a: &CsrMatrix<T>, block: usize, theta: f64) -> Result<CsrMatrix<T>> {
+pub(crate) fn strength<T: Scalar>(
+    a: &CsrMatrix<T>,
+    block: usize,
+    theta: f64,
+) -> Result<CsrMatrix<T>> {
     if block == 1 {
         strength_symmetric(a, theta)
     } else {
@@ -136,7 +140,11 @@ pub(crate) fn smooth_prolongator<T: Scalar>(
 }
 
 /// The position of each entry of `T` within the pattern `pat` (row by row, both sorted).
-pub(crate) fn positions<T: Scalar>(t: &CsrMatrix<T>, pat_ptr: &[u32], pat_col: &[u32]) -> Result<Vec<u32>> {
+pub(crate) fn positions<T: Scalar>(
+    t: &CsrMatrix<T>,
+    pat_ptr: &[u32],
+    pat_col: &[u32],
+) -> Result<Vec<u32>> {
     let (tp, tj) = (t.row_ptr(), t.col_idx());
     let mut pos = vec![0u32; t.nnz()];
     for i in 0..t.nrows() {
