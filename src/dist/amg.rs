@@ -57,7 +57,7 @@
 use std::cell::RefCell;
 
 use super::block::{DistPart, Partition, RowBlock};
-use super::precond::{agree, LocalOps};
+use super::local::{agree, LocalOps};
 use crate::backend::{LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};

@@ -60,6 +60,7 @@
 pub mod amg;
 pub mod auto;
 mod block;
+mod local;
 pub mod precond;
 pub mod sim;
 mod solve;
