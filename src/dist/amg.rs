@@ -362,6 +362,53 @@ fn rows_of_words<T: Scalar>(words: &[Vec<u64>], cc: &CoarseCols) -> Result<Vec<V
         .collect()
 }
 
+/// This rank's rows `first..` of a matrix of `n_global` rows, as `(global column, value)`
+/// entries, completed by the other ranks' entries of them (`out[p]`: the `(row, column, value
+/// bits)` triplets this rank sends to rank `p`; collective) and assembled into a row block:
+/// each row sorted by column, entries of one column summed (this rank's first, then the
+/// others' in rank order).
+fn assemble<T: Scalar, D: LocalOps<T>>(
+    be: &D,
+    mut rows: Vec<Vec<(u64, T)>>,
+    out: Vec<Vec<u64>>,
+    first: u64,
+    n_global: u64,
+) -> Result<RowBlock<T>> {
+    for w in be.all_to_all_u64(out)? {
+        for e in w.chunks(3) {
+            let [g, c, v] = e else {
+                return Err(short("a matrix entry"));
+            };
+            let row = g
+                .checked_sub(first)
+                .and_then(|i| rows.get_mut(i as usize))
+                .ok_or_else(|| short("an entry outside this rank's rows"))?;
+            row.push((*c, of_bits(*v)));
+        }
+    }
+    let mut block = RowBlock {
+        n_global,
+        first_row: first,
+        row_ptr: vec![0u64],
+        cols: Vec::new(),
+        vals: Vec::new(),
+    };
+    for mut row in rows {
+        row.sort_by_key(|e| e.0);
+        let start = block.cols.len();
+        for (c, v) in row {
+            if block.cols.len() > start && block.cols.last() == Some(&c) {
+                *block.vals.last_mut().expect("non-empty") += v;
+            } else {
+                block.cols.push(c);
+                block.vals.push(v);
+            }
+        }
+        block.row_ptr.push(block.cols.len() as u64);
+    }
+    Ok(block)
+}
+
 /// The host result of one distributed level's setup.
 struct LevelHost<T> {
     inv_diag: Vec<T>,
@@ -522,27 +569,7 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
             }
         }
     }
-    for w in be.all_to_all_u64(out)? {
-        for e in w.chunks(3) {
-            let [g, gi, v] = e else {
-                return Err(short("a transposed entry"));
-            };
-            r_rows[(g - c0) as usize].push((*gi, of_bits(*v)));
-        }
-    }
-    let mut r_block = RowBlock {
-        n_global: coarse_partition.n(),
-        first_row: c0,
-        row_ptr: vec![0u64],
-        cols: Vec::new(),
-        vals: Vec::new(),
-    };
-    for mut row in r_rows {
-        row.sort_by_key(|e| e.0);
-        r_block.cols.extend(row.iter().map(|e| e.0));
-        r_block.vals.extend(row.iter().map(|e| e.1));
-        r_block.row_ptr.push(r_block.cols.len() as u64);
-    }
+    let r_block = assemble(be, r_rows, out, c0, coarse_partition.n())?;
     let r_part = DistPart::build_rect(&r_block, &fine_partition, rank, ex)?;
     // The Galerkin product: P_rᵀ·(A_r·P) with the halo's rows of P.
     let p_halo = halo_words(be, part, |i| row_words(&p_loc, i, |c| cc1.global(c)))?;
@@ -571,7 +598,7 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
         })(),
     )?;
     // This rank's coarse rows: its own contributions, then the other ranks', summed by column.
-    let mut c_rows: Vec<Vec<(u64, T)>> = (0..nc)
+    let c_rows: Vec<Vec<(u64, T)>> = (0..nc)
         .map(|a| {
             let (c, v) = rap.row(a);
             c.iter()
@@ -589,35 +616,7 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
             dst.extend_from_slice(&[g, cc2.global(c), bits(v)]);
         }
     }
-    for w in be.all_to_all_u64(out)? {
-        for e in w.chunks(3) {
-            let [g, c, v] = e else {
-                return Err(short("a coarse entry"));
-            };
-            c_rows[(g - c0) as usize].push((*c, of_bits(*v)));
-        }
-    }
-    let mut next = RowBlock {
-        n_global: coarse_partition.n(),
-        first_row: c0,
-        row_ptr: vec![0u64],
-        cols: Vec::new(),
-        vals: Vec::new(),
-    };
-    for mut row in c_rows {
-        row.sort_by_key(|e| e.0);
-        for (c, v) in row {
-            if next.cols.len() as u64 > *next.row_ptr.last().expect("non-empty")
-                && next.cols.last() == Some(&c)
-            {
-                *next.vals.last_mut().expect("non-empty") += v;
-            } else {
-                next.cols.push(c);
-                next.vals.push(v);
-            }
-        }
-        next.row_ptr.push(next.cols.len() as u64);
-    }
+    let next = assemble(be, c_rows, out, c0, coarse_partition.n())?;
     Ok(Some(LevelHost {
         inv_diag,
         inv_l1,

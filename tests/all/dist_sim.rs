@@ -471,6 +471,29 @@ fn solve_dist(
     (outs, xs.concat())
 }
 
+/// `‖b − A·x‖ / ‖b‖`.
+fn relative_residual(a: &CsrMatrix<f64>, x: &[f64], b: &[f64]) -> f64 {
+    let mut ax = vec![0.0; a.nrows()];
+    segsparse::spmv::spmv(1.0, a, x, 0.0, &mut ax);
+    let r = ax
+        .iter()
+        .zip(b)
+        .map(|(p, q)| (p - q) * (p - q))
+        .sum::<f64>();
+    r.sqrt() / b.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+/// The whole of `a` on one simulated rank.
+fn whole(a: &CsrMatrix<f64>, comm: sim::SimComm) -> sim::SimCsr<f64> {
+    let n = a.nrows() as u64;
+    sim::SimCsr::new(
+        &RowBlock::from_csr(a, 0..n).unwrap(),
+        &Partition::by_rows(n, 1),
+        comm,
+    )
+    .unwrap()
+}
+
 fn iterations(outs: &[(Result<SolveInfo, String>, f64, f64, f64)]) -> usize {
     let it: Vec<usize> = outs
         .iter()
@@ -489,14 +512,8 @@ fn block_jacobi_on_one_rank_is_the_one_rank_preconditioner() {
     for l in locals() {
         // The application, bit for bit: on one rank the diagonal block is the whole matrix.
         let want = apply_single(&a, &l, &r);
-        let p = Partition::by_rows(n as u64, 1);
         let got = sim::run(1, |comm| {
-            let op = sim::SimCsr::new(
-                &RowBlock::from_csr(&a, 0..n as u64).unwrap(),
-                &p,
-                comm.clone(),
-            )
-            .unwrap();
+            let op = whole(&a, comm.clone());
             let be = sim::SimOps::new(comm);
             let m = segsparse::dist::setup_precond(
                 &be,
@@ -575,15 +592,7 @@ fn block_jacobi_on_2_to_4_ranks_against_the_one_device_iterations() {
             let it = iterations(&outs);
             println!("{} k={k}: {it} (one device {one})", l.name());
             // The assembled solution solves the global system.
-            let mut ax = vec![0.0; a.nrows()];
-            segsparse::spmv::spmv(1.0, &a, &x, 0.0, &mut ax);
-            let res = ax
-                .iter()
-                .zip(&b)
-                .map(|(p, q)| (p - q) * (p - q))
-                .sum::<f64>()
-                .sqrt()
-                / b.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let res = relative_residual(&a, &x, &b);
             assert!(res <= 1e-10, "{} on {k} ranks: residual {res}", l.name());
             if table {
                 continue;
@@ -834,14 +843,8 @@ fn distributed_amg_on_one_rank_is_the_one_device_hierarchy() {
         let r: Vec<f64> = (0..n).map(|i| ((i * 37) % 23) as f64 / 7.0 - 1.5).collect();
         let mut want = vec![0.0; n];
         single.apply(&Cpu, &r, &mut want).unwrap();
-        let p = Partition::by_rows(n as u64, 1);
         let (rows, distributed, coarse, got) = sim::run(1, |comm| {
-            let op = sim::SimCsr::new(
-                &RowBlock::from_csr(&a, 0..n as u64).unwrap(),
-                &p,
-                comm.clone(),
-            )
-            .unwrap();
+            let op = whole(&a, comm.clone());
             let be = sim::SimOps::new(comm);
             let m = DistAmg::new(&be, &op, op.part(), None, &dist_amg(gather)).unwrap();
             let mut z = vec![f64::NAN; n];
@@ -923,15 +926,7 @@ fn distributed_amg_keeps_the_one_device_iterations_on_2_and_4_ranks() {
                     params: params10(),
                 };
                 let (outs, x) = solve_dist(a, &b, k, &what);
-                let mut ax = vec![0.0; a.nrows()];
-                segsparse::spmv::spmv(1.0, a, &x, 0.0, &mut ax);
-                let res = ax
-                    .iter()
-                    .zip(&b)
-                    .map(|(p, q)| (p - q) * (p - q))
-                    .sum::<f64>()
-                    .sqrt()
-                    / b.iter().map(|v| v * v).sum::<f64>().sqrt();
+                let res = relative_residual(a, &x, &b);
                 assert!(
                     res <= 1e-10,
                     "{name}, {} on {k} ranks: residual {res}",
