@@ -8,7 +8,7 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use segsparse::autosolve::{AutoSolve, ProbeParams, ProbeReport};
 use segsparse::backend::Cpu;
-use segsparse::solvers::{InitialGuess, SolveParams};
+use segsparse::solvers::SolveParams;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::choice::{stats_tuple, StatsTuple};
@@ -16,6 +16,7 @@ use crate::device::{device, Borrowed};
 use crate::errors::{check_len, run, Failure, Res};
 use crate::matrix::{Inner, Mat, PyMatrix};
 use crate::outcome::{outcome, Outcome};
+use crate::solve::solve_params;
 
 /// The probe as the Python side reads it: `(cheap, expensive, iterations, seconds, residual,
 /// rate, predicted_iterations, predicted_cheap_seconds, predicted_expensive_seconds, escalated,
@@ -78,34 +79,6 @@ fn report(s: &AutoSolve) -> Report {
         s.tried.clone(),
         s.failure.clone(),
     )
-}
-
-/// The solver options of an automatic solve.
-fn params(
-    rtol: f64,
-    atol: f64,
-    maxiter: usize,
-    x0: bool,
-    check_every: Option<usize>,
-) -> Res<SolveParams<'static>> {
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(Failure::Value(format!(
-            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
-        )));
-    }
-    Ok(SolveParams {
-        rel_tol: rtol,
-        abs_tol: atol,
-        max_iters: maxiter,
-        initial_guess: if x0 {
-            InitialGuess::Given
-        } else {
-            InitialGuess::Zero
-        },
-        record_history: true,
-        check_every,
-        ..Default::default()
-    })
 }
 
 fn probe_params(restart: usize, probe: bool) -> Res<ProbeParams> {
@@ -232,7 +205,7 @@ pub(crate) fn auto_solve_host(
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
-            params(rtol, atol, maxiter, x0, check_every)?,
+            solve_params(rtol, atol, maxiter, x0, check_every)?,
             probe_params(restart, probe)?,
         ))
     });
@@ -274,7 +247,7 @@ pub(crate) fn auto_solve_device(
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
-            params(rtol, atol, maxiter, x0, check_every)?,
+            solve_params(rtol, atol, maxiter, x0, check_every)?,
             probe_params(restart, probe)?,
         ))
     });

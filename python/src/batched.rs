@@ -12,7 +12,7 @@ use segsparse::gpu::Gpu;
 use segsparse::CsrMatrix;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
-use crate::errors::{run, Failure, Res};
+use crate::errors::{named, run, Failure, Res};
 
 /// Status names, in the order of `BatchStatus`'s codes.
 fn status_name(s: BatchStatus) -> &'static str {
@@ -128,28 +128,28 @@ pub fn batched_solve_host(
     restart: usize,
     gpu: bool,
 ) -> PyResult<BatchOutcome> {
-    let method = match method {
-        "cg" => BatchMethod::Cg,
-        "bicgstab" => BatchMethod::Bicgstab,
-        "gmres" => BatchMethod::Gmres,
-        m => {
-            return Err(Failure::Value(format!(
-                "unknown batched method {m:?} (known: 'cg', 'bicgstab', 'gmres')"
-            ))
-            .into_py_err(py))
-        }
-    };
-    let precond = match precond {
-        "none" => BatchPrecond::None,
-        "jacobi" => BatchPrecond::Jacobi,
-        "ilu0" => BatchPrecond::Ilu0,
-        p => {
-            return Err(Failure::Value(format!(
-                "unknown batched preconditioner {p:?} (known: None, 'jacobi', 'ilu0')"
-            ))
-            .into_py_err(py))
-        }
-    };
+    let parsed = named(
+        "batched method",
+        method,
+        &[
+            ("cg", BatchMethod::Cg),
+            ("bicgstab", BatchMethod::Bicgstab),
+            ("gmres", BatchMethod::Gmres),
+        ],
+    )
+    .and_then(|m| {
+        let p = named(
+            "batched preconditioner",
+            precond,
+            &[
+                ("none", BatchPrecond::None),
+                ("jacobi", BatchPrecond::Jacobi),
+                ("ilu0", BatchPrecond::Ilu0),
+            ],
+        )?;
+        Ok((m, p))
+    });
+    let (method, precond) = parsed.map_err(|f| f.into_py_err(py))?;
     let params = BatchParams {
         method,
         precond,
