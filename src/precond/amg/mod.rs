@@ -91,8 +91,10 @@ use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use cycle::{DeviceLevel, LevelSmoother, Work};
+pub(crate) use cycle::{smooth_with, LevelOp, LevelSmoother, Operator, Scratch};
+use cycle::{DeviceLevel, Work};
 use level::HostHierarchy;
+pub(crate) use setup::{positions, smooth_prolongator, smoother_scalings, strength};
 
 /// The smoother of every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,7 +256,7 @@ impl AmgParams {
             .min(30)
     }
 
-    fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         use cycle::bad;
         if !(0.0..=1.0).contains(&self.theta) {
             return Err(bad(format!("theta = {} is not in [0, 1]", self.theta)));
