@@ -111,8 +111,8 @@ __device__ void gmres_scale_(const T* src, T* dst, u32 n, const T* s, const T* s
 // Block of inner products c[k] = V[k]^H w, k < nv: grid (gx, ceil(nv / GMRES_DOTS_BATCH), the
 // batch a -D define of the backend); block
 // (bx, q) sums its share of the vectors q·BATCH … q·BATCH + BATCH - 1 against one read of w, and
-// the last block to finish sums each k's gx partials in block order (deterministic) into
-// small[out + k]. Each k's sum is the same sequence of additions as one block per vector would do.
+// the last block to finish sums each k's gx partials (a fixed order: deterministic) into
+// small[out + k].
 template <typename T, typename V = T>
 __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s,
                             T* small, u32 out, T* partials, u32* ticket) {
@@ -142,10 +142,15 @@ __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (u32 c = threadIdx.x; c < nv; c += blockDim.x) {
-        T acc = T(0);
-        for (u32 b = 0; b < gx; ++b) acc += ld_(partials + c * gx + b);
-        small[out + c] = acc;
+    // One warp per vector: each lane sums every 32nd partial in block order, then the warp's
+    // shuffle tree (a fixed order: deterministic); the gx loads of a vector stay in flight
+    // together instead of one serial chain.
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (u32 c = warp; c < nv; c += blockDim.x >> 5) {
+        T acc[1] = {T(0)};
+        for (u32 b = lane; b < gx; b += 32) acc[0] += ld_(partials + c * gx + b);
+        warp_sum_down<1>(acc);
+        if (lane == 0) small[out + c] = acc[0];
     }
     if (threadIdx.x == 0) *ticket = 0;
 }

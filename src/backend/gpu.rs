@@ -363,9 +363,10 @@ const GMRES_MAX_COLS: usize = 256;
 /// [`DOT_BLOCKS_PER_SM`] × SMs × ⌈(j + 1) / batch⌉ blocks.
 const GMRES_DOTS_BATCH: u32 = 8;
 
-/// Blocks per SM along the rows of GMRES's block dot product: 8 fill the device at j < 8 (one
-/// batch of basis vectors) and bound the last block's sum (8 × SMs partials per vector).
-const DOT_BLOCKS_PER_SM: u32 = 8;
+/// Blocks per SM along the rows of GMRES's block dot product: 4 keep the device busy at j < 8
+/// (one batch of basis vectors) and the last block's sum short (a warp per vector sums 4 × SMs
+/// partials).
+const DOT_BLOCKS_PER_SM: u32 = 4;
 
 /// GMRES's Krylov workspace on the GPU: the basis vectors, a device table of their pointers
 /// (the fused multi-vector kernels walk it), the small arrays of
