@@ -5,8 +5,23 @@
 use std::time::Instant;
 
 use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
-use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
+use crate::backend::{Block, LinearOperator, Pre, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
+
+/// What a method's step works on: the backend, the solve's scalars, the iterate `x` and the
+/// iteration `it` (1-based).
+pub(crate) struct Step<'s, T: Elem, B: VectorOps<T>> {
+    pub(crate) be: &'s B,
+    pub(crate) sc: &'s mut B::Scalars,
+    pub(crate) x: &'s mut B::Vector,
+    pub(crate) it: usize,
+}
+
+impl<'s, T: Elem, B: VectorOps<T>> Step<'s, T, B> {
+    pub(crate) fn new(be: &'s B, sc: &'s mut B::Scalars, x: &'s mut B::Vector, it: usize) -> Self {
+        Step { be, sc, x, it }
+    }
+}
 
 /// One method's per-solve state and iteration, driven by [`drive`].
 pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
@@ -17,14 +32,7 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     fn start(&mut self, be: &B, sc: &mut B::Scalars, iteration: usize) -> crate::Result<()>;
     /// Called once the iterations of a (re)start end, with the status and the iteration it
     /// was set at: GMRES adds the correction of its current cycle to `x` here.
-    fn finish(
-        &mut self,
-        _be: &B,
-        _sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        _status: Status,
-        _it: usize,
-    ) -> crate::Result<()> {
+    fn finish(&mut self, _at: Step<'_, T, B>, _status: Status) -> crate::Result<()> {
         Ok(())
     }
     /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`](crate::backend::VectorOps::begin_block)):
@@ -70,26 +78,14 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
         be.copy(q, r)?;
         self.start(be, sc, iteration)
     }
-    /// Called after each block of steps, outside any recording, at iteration `it`: where a
+    /// Called after each block of steps, outside any recording, at iteration `at.it`: where a
     /// method does its host work (GMRES's end of cycle).
-    fn after_block(
-        &mut self,
-        _be: &B,
-        _sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        _it: usize,
-    ) -> crate::Result<()> {
+    fn after_block(&mut self, _at: Step<'_, T, B>) -> crate::Result<()> {
         Ok(())
     }
-    /// Iteration `it` (1-based). Must only queue backend work (no host synchronisation), so
-    /// that a block of steps can be recorded.
-    fn step(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()>;
+    /// Iteration `at.it`. Must only queue backend work (no host synchronisation), so that a
+    /// block of steps can be recorded.
+    fn step(&mut self, at: Step<'_, T, B>) -> crate::Result<()>;
 }
 
 /// A reference to an operator or a preconditioner of any type (a trait object too) as a sized
@@ -253,6 +249,16 @@ impl PrecondKind {
             PrecondKind::General
         }
     }
+
+    /// How the vector steps take a preconditioner of this kind with the inverse diagonal
+    /// `inv_diag`: fused (Jacobi), applied between the steps (any other), or not at all.
+    pub(crate) fn pre<V>(self, inv_diag: Option<&V>) -> Pre<'_, V> {
+        match (self, inv_diag) {
+            (PrecondKind::Jacobi, Some(d)) => Pre::Jacobi(d),
+            (PrecondKind::General, _) => Pre::Separate,
+            _ => Pre::Identity,
+        }
+    }
 }
 
 /// The loop shared by every method and backend: setup, iterations with a status check every
@@ -390,7 +396,7 @@ where
                     let mut run = || {
                         for _ in 0..len {
                             it += 1;
-                            method.step(be, &mut sc, x, it)?;
+                            method.step(Step::new(be, &mut sc, x, it))?;
                         }
                         Ok::<(), crate::Error>(())
                     };
@@ -401,7 +407,7 @@ where
                     done?;
                 }
             }
-            method.after_block(be, &mut sc, x, it)?;
+            method.after_block(Step::new(be, &mut sc, x, it))?;
             slots = be.read_slots(&sc)?;
             status = Status::of(slots[Slot::Status as usize]);
             if let Some(rel) = reliable.as_mut() {
@@ -456,7 +462,7 @@ where
             // The kernels stopped at the recorded iteration; later ones were no-ops.
             it = slots[Slot::StatusIter as usize].re().as_f64() as usize;
         }
-        method.finish(be, &mut sc, x, status, it)?;
+        method.finish(Step::new(be, &mut sc, x, it), status)?;
         if method.take_new_iterate() {
             show_x(it, x)?;
         }

@@ -30,6 +30,19 @@ use crate::scalar::{Elem, Scalar};
 /// Marks an entry of a permuted matrix that is not in `A` (an inserted diagonal entry).
 pub const INSERTED: u32 = u32::MAX;
 
+/// The entries `values[p]` for the positions `p` of `src`, zero where `p` is [`INSERTED`].
+pub fn gather<T: Copy + num_traits::Zero>(values: &[T], src: &[u32]) -> Vec<T> {
+    src.iter()
+        .map(|&p| {
+            if p == INSERTED {
+                T::zero()
+            } else {
+                values[p as usize]
+            }
+        })
+        .collect()
+}
+
 /// The inverse of a permutation (`inv[p[i]] = i`).
 pub fn inverse(p: &[u32]) -> Vec<u32> {
     let mut inv = vec![0u32; p.len()];
@@ -452,12 +465,22 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
         }
     }
     // Shortest augmenting paths.
-    let mut dist = vec![inf; n];
-    let mut pred = vec![FREE; n]; // the column a row was reached from
+    // The search from one column: tentative distances of the rows, the column each row was
+    // reached from, the rows reached (to reset), and the queue.
+    struct Search {
+        dist: Vec<f64>,
+        pred: Vec<u32>,
+        touched: Vec<usize>,
+        heap: BinaryHeap<Reverse<(u64, u32)>>,
+    }
+    let mut sp = Search {
+        dist: vec![inf; n],
+        pred: vec![FREE; n],
+        touched: Vec::new(),
+        heap: BinaryHeap::new(),
+    };
     let mut done = vec![false; n];
-    let mut touched: Vec<usize> = Vec::new();
     let mut finalized: Vec<usize> = Vec::new();
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     // Non-negative f64 keys order like their bit patterns.
     let key = |d: f64| d.to_bits();
     let mut unmatched = 0;
@@ -465,50 +488,32 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
         if row_of[j0] != FREE {
             continue;
         }
-        heap.clear();
-        let relax = |j: usize,
-                     base: f64,
-                     dist: &mut [f64],
-                     pred: &mut [u32],
-                     touched: &mut Vec<usize>,
-                     heap: &mut BinaryHeap<Reverse<(u64, u32)>>,
-                     done: &[bool],
-                     u: &[f64],
-                     v: &[f64]| {
+        sp.heap.clear();
+        let relax = |j: usize, base: f64, sp: &mut Search, done: &[bool], u: &[f64], v: &[f64]| {
             for (k, &i) in crow.iter().enumerate().take(cptr[j + 1]).skip(cptr[j]) {
                 let i = i as usize;
                 if done[i] {
                     continue;
                 }
                 let d = base + reduced(k, i, j, u, v);
-                if d < dist[i] {
-                    if dist[i] == inf {
-                        touched.push(i);
+                if d < sp.dist[i] {
+                    if sp.dist[i] == inf {
+                        sp.touched.push(i);
                     }
-                    dist[i] = d;
-                    pred[i] = j as u32;
-                    heap.push(Reverse((key(d), i as u32)));
+                    sp.dist[i] = d;
+                    sp.pred[i] = j as u32;
+                    sp.heap.push(Reverse((key(d), i as u32)));
                 }
             }
         };
-        relax(
-            j0,
-            0.0,
-            &mut dist,
-            &mut pred,
-            &mut touched,
-            &mut heap,
-            &done,
-            &u,
-            &v,
-        );
+        relax(j0, 0.0, &mut sp, &done, &u, &v);
         let mut found: Option<(usize, f64)> = None;
-        while let Some(Reverse((kd, i))) = heap.pop() {
+        while let Some(Reverse((kd, i))) = sp.heap.pop() {
             let i = i as usize;
-            if done[i] || kd != key(dist[i]) {
+            if done[i] || kd != key(sp.dist[i]) {
                 continue;
             }
-            let d = dist[i];
+            let d = sp.dist[i];
             if col_of_row[i] == FREE {
                 found = Some((i, d));
                 break;
@@ -516,17 +521,7 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
             done[i] = true;
             finalized.push(i);
             let j = col_of_row[i] as usize;
-            relax(
-                j,
-                d,
-                &mut dist,
-                &mut pred,
-                &mut touched,
-                &mut heap,
-                &done,
-                &u,
-                &v,
-            );
+            relax(j, d, &mut sp, &done, &u, &v);
         }
         match found {
             Some((iend, lsp)) => {
@@ -534,14 +529,14 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
                 // distance minus its length (reduced costs stay ≥ 0, the path becomes tight).
                 v[j0] += lsp;
                 for &i in &finalized {
-                    let delta = lsp - dist[i];
+                    let delta = lsp - sp.dist[i];
                     u[i] -= delta;
                     v[col_of_row[i] as usize] += delta;
                 }
                 // Flip the path.
                 let mut i = iend;
                 loop {
-                    let j = pred[i] as usize;
+                    let j = sp.pred[i] as usize;
                     let prev = row_of[j];
                     row_of[j] = i as u32;
                     col_of_row[i] = j as u32;
@@ -553,14 +548,14 @@ pub fn max_product_matching<T: Elem>(a: &CsrMatrix<T>) -> Result<WeightedMatchin
             }
             None => unmatched += 1,
         }
-        for &i in &touched {
-            dist[i] = inf;
-            pred[i] = FREE;
+        for &i in &sp.touched {
+            sp.dist[i] = inf;
+            sp.pred[i] = FREE;
         }
         for &i in &finalized {
             done[i] = false;
         }
-        touched.clear();
+        sp.touched.clear();
         finalized.clear();
     }
     // Scaling from the duals on the matched part.
@@ -619,16 +614,7 @@ pub fn permute<T: Elem>(
         }
         row_ptr.push(col_idx.len() as u32);
     }
-    let values = src
-        .iter()
-        .map(|&p| {
-            if p == INSERTED {
-                T::zero()
-            } else {
-                av[p as usize]
-            }
-        })
-        .collect();
+    let values = gather(av, &src);
     let b = CsrMatrix::try_from_parts(n, a.ncols(), row_ptr, col_idx, values)?;
     Ok((b, src))
 }

@@ -4,7 +4,7 @@
 //! waits for the host.
 
 use super::level::HostLevel;
-use super::{AmgParams, Cycle, MultigridOps, Smoother};
+use super::{AmgParams, Cycle, LevelSummary, MultigridOps, Smoother};
 use crate::error::{Error, Result};
 use crate::precond::spectral::ChebyshevPoly;
 use crate::scalar::Scalar;
@@ -170,6 +170,40 @@ pub(crate) struct Work<V> {
     pub s: Scratch<V>,
     pub bc: V,
     pub xc: V,
+}
+
+impl<V> Work<V> {
+    /// The workspace of every level of `info` (the coarsest level has no next level: its
+    /// next-level vectors have one unused element, as a device allocation of zero bytes is an
+    /// error).
+    pub fn for_levels<T: Scalar, B: MultigridOps<T, Vector = V>>(
+        be: &B,
+        info: &[LevelSummary],
+    ) -> Result<Vec<Self>> {
+        let mut work = Vec::with_capacity(info.len());
+        for (l, lv) in info.iter().enumerate() {
+            let nc = info.get(l + 1).map_or(1, |c| c.rows);
+            work.push(Work {
+                s: Scratch::new(be, lv.rows)?,
+                bc: be.zeros(nc)?,
+                xc: be.zeros(nc)?,
+            });
+        }
+        Ok(work)
+    }
+
+    /// Whether `work` is the workspace of the levels of `info` (the same sizes).
+    pub fn fits<T: Scalar, B: MultigridOps<T, Vector = V>>(
+        be: &B,
+        work: &[Self],
+        info: &[LevelSummary],
+    ) -> bool {
+        work.len() == info.len()
+            && work
+                .iter()
+                .zip(info)
+                .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
+    }
 }
 
 /// The cycle on `levels[0]` (the coarsest is `levels.len() − 1`): `x ≈ A⁻¹b`; `zero` says `x`

@@ -91,7 +91,7 @@ use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
+use cycle::{DeviceLevel, LevelSmoother, Work};
 use level::HostHierarchy;
 
 /// The smoother of every level.
@@ -748,26 +748,9 @@ impl<T: Scalar, B: AmgOps<T>> Amg<T, B> {
     /// summary.
     fn install(&mut self, be: &B) -> Result<()> {
         let info = &self.built.info;
-        let same = {
-            let w = self.work.borrow();
-            w.len() == info.len()
-                && w.iter()
-                    .zip(info.iter())
-                    .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
-        };
+        let same = Work::fits(be, &self.work.borrow(), info);
         if !same {
-            let mut work = Vec::with_capacity(info.len());
-            for (l, lv) in info.iter().enumerate() {
-                // The coarsest level has no next level: one unused element (a device allocation
-                // of zero bytes is an error).
-                let nc = info.get(l + 1).map_or(1, |c| c.rows);
-                work.push(Work {
-                    s: Scratch::new(be, lv.rows)?,
-                    bc: be.zeros(nc)?,
-                    xc: be.zeros(nc)?,
-                });
-            }
-            self.work = RefCell::new(work);
+            self.work = RefCell::new(Work::for_levels(be, info)?);
         }
         self.summary = self.summarise(
             be,
