@@ -94,6 +94,9 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
+    }
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
         (&mut self.v.r, &mut self.v.t)
     }

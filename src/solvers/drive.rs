@@ -45,6 +45,11 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     fn block_limit(&self) -> usize {
         usize::MAX
     }
+    /// What one application of the method's preconditioner costs in products with the
+    /// operator ([`Preconditioner::cost_in_products`]; 0 without one).
+    fn precond_cost(&self) -> f64 {
+        0.0
+    }
     /// Whether every step leaves a new iterate in `x` (GMRES's steps do not: its `x` changes at
     /// the end of a cycle, reported by [`Method::take_new_iterate`]).
     fn steps_update_x(&self) -> bool {
@@ -141,6 +146,9 @@ impl<T: Elem, B: VectorOps<T>, X: Preconditioner<T, B> + ?Sized> Preconditioner<
     }
     fn inverse_diagonal(&self) -> Option<&B::Vector> {
         self.0.inverse_diagonal()
+    }
+    fn cost_in_products(&self) -> f64 {
+        self.0.cost_in_products()
     }
     fn is_identity(&self) -> bool {
         self.0.is_identity()
@@ -261,6 +269,20 @@ impl PrecondKind {
     }
 }
 
+/// The status-check interval of a solve that sets none: the backend's interval `base` divided
+/// by what one iteration costs in products with the operator (`1 + precond_cost`), at least 1.
+/// A check costs a host round trip (about 10–20 µs on a GPU); an AMG-preconditioned iteration
+/// costs a millisecond on a million rows, and a block of 16 would run up to 15 of them after
+/// convergence.
+pub(crate) fn default_check_every(base: usize, precond_cost: f64) -> usize {
+    let cost = if precond_cost.is_finite() {
+        precond_cost.max(0.0)
+    } else {
+        0.0
+    };
+    ((base as f64 / (1.0 + cost)).floor() as usize).max(1)
+}
+
 /// The loop shared by every method and backend: setup, iterations with a status check every
 /// `check_every`, the true-residual confirmation with restarts, and the report. `clock` was
 /// started at the entry of the solver function (its workspace allocation is part of the solve).
@@ -297,7 +319,7 @@ where
         Some(_) => 1,
         None => params
             .check_every
-            .unwrap_or_else(|| be.default_check_every())
+            .unwrap_or_else(|| default_check_every(be.default_check_every(), method.precond_cost()))
             .max(1),
     };
     let wants_x = observer.is_some_and(|o| o.wants_iterate());
@@ -748,5 +770,25 @@ impl Ended {
                 iteration: it,
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_check_every;
+
+    #[test]
+    fn the_check_interval_shrinks_with_the_preconditioner_cost() {
+        // No preconditioner, or a diagonal one: the backend's interval.
+        assert_eq!(default_check_every(16, 0.0), 16);
+        // ILU's two triangular sweeps (3 products): every 4 iterations.
+        assert_eq!(default_check_every(16, 3.0), 4);
+        // An AMG V-cycle (about 8 products or more): every iteration.
+        assert_eq!(default_check_every(16, 8.3), 1);
+        assert_eq!(default_check_every(16, 1e9), 1);
+        // A host backend checks every iteration whatever the cost; nonsense costs change nothing.
+        assert_eq!(default_check_every(1, 0.0), 1);
+        assert_eq!(default_check_every(16, f64::NAN), 16);
+        assert_eq!(default_check_every(16, -5.0), 16);
     }
 }

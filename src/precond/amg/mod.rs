@@ -844,6 +844,24 @@ fn empty_summary(params: &AmgParams) -> AmgSummary {
 }
 
 impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
+    /// One cycle in fine-level products: per level, the smoothing steps before and after (each
+    /// `degree` products for Chebyshev, one for Jacobi), the residual and the two transfers,
+    /// weighted by the level's share of the entries (the operator complexity); twice that for
+    /// a W-cycle's coarse levels, counted here as a factor 2 on the whole.
+    fn cost_in_products(&self) -> f64 {
+        let per_step = match self.params.smoother {
+            Smoother::Chebyshev => self.params.degree.max(1) as f64,
+            _ => 1.0,
+        };
+        let per_level = 2.0 * self.params.sweeps as f64 * per_step + 2.0;
+        let oc = self.summary.operator_complexity.max(1.0);
+        let w = if self.params.cycle == Cycle::W {
+            2.0
+        } else {
+            1.0
+        };
+        per_level * oc * w
+    }
     /// `z ← M⁻¹r`: one cycle from `z = 0`. Queues work only (no host synchronisation).
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         if self.broken {
