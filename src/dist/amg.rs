@@ -143,6 +143,7 @@ pub struct DistAmg<'a, T: Scalar, D: LocalOps<T>, A: ?Sized> {
     /// Host copies of the distributed coarse levels (rows of this rank), for inspection.
     coarse_blocks: Vec<RowBlock<T>>,
     summary: DistAmgSummary,
+    params: AmgParams,
 }
 
 impl<T: Scalar, D: LocalOps<T>, A: ?Sized> std::fmt::Debug for DistAmg<'_, T, D, A> {
@@ -906,6 +907,7 @@ where
             work: RefCell::new(work),
             coarse_blocks,
             summary,
+            params: *p,
         })
     }
 
@@ -1020,6 +1022,13 @@ where
     D: LocalOps<T>,
     A: LinearOperator<T, D> + ?Sized,
 {
+    /// One V-cycle in fine-level products, as for [`Amg`]: from the operator complexity of the
+    /// whole hierarchy (the summary's, the same on every rank).
+    fn cost_in_products(&self) -> f64 {
+        let nnz = &self.summary.nnz;
+        let oc = nnz.iter().map(|&z| z as f64).sum::<f64>() / (nnz[0].max(1) as f64);
+        self.params.cycle_cost(oc)
+    }
     /// `z ← M⁻¹r`: one V-cycle from `z = 0` (collective).
     fn apply(&self, be: &D, r: &D::Vector, z: &mut D::Vector) -> Result<()> {
         let mut work = self.work.borrow_mut();

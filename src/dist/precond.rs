@@ -70,6 +70,9 @@ where
     fn is_identity(&self) -> bool {
         self.local.is_identity()
     }
+    fn cost_in_products(&self) -> f64 {
+        self.local.cost_in_products()
+    }
 }
 
 /// The local solver of a [`DistPrecond::BlockJacobi`].

@@ -843,7 +843,13 @@ fn distributed_amg_on_one_rank_is_the_one_device_hierarchy() {
         let r: Vec<f64> = (0..n).map(|i| ((i * 37) % 23) as f64 / 7.0 - 1.5).collect();
         let mut want = vec![0.0; n];
         single.apply(&Cpu, &r, &mut want).unwrap();
-        let (rows, distributed, coarse, got) = sim::run(1, |comm| {
+        // The cost one application reports: the one-device hierarchy's, forwarded by
+        // block-Jacobi and computed from the distributed summary by the distributed AMG.
+        let want_cost = single.cost_in_products();
+        let bj = BlockJacobi::new(Amg::new(&Cpu, &a, &AmgParams::default()).unwrap());
+        let bj_cost = <BlockJacobi<_> as Preconditioner<f64, sim::SimOps>>::cost_in_products(&bj);
+        assert_eq!(bj_cost, want_cost);
+        let (rows, distributed, coarse, got, cost) = sim::run(1, |comm| {
             let op = whole(&a, comm.clone());
             let be = sim::SimOps::new(comm);
             let m = DistAmg::new(&be, &op, op.part(), None, &dist_amg(gather)).unwrap();
@@ -855,10 +861,15 @@ fn distributed_amg_on_one_rank_is_the_one_device_hierarchy() {
                 s.distributed_levels,
                 m.coarse_rows().to_vec(),
                 z,
+                m.cost_in_products(),
             )
         })
         .remove(0);
         assert_eq!(rows, want_rows, "level sizes ({n} rows, gather {gather})");
+        assert!(
+            (cost - want_cost).abs() <= 1e-12 * want_cost && cost > 2.0,
+            "cost {cost} vs {want_cost}"
+        );
         if gather == 0 {
             assert!(
                 distributed >= 1 && distributed < rows.len(),

@@ -256,6 +256,18 @@ impl AmgParams {
             .min(30)
     }
 
+    /// One cycle's cost in fine-level products for a hierarchy of this operator complexity
+    /// ([`Preconditioner::cost_in_products`] of [`Amg`] and of the distributed AMG).
+    pub(crate) fn cycle_cost(&self, operator_complexity: f64) -> f64 {
+        let per_step = match self.smoother {
+            Smoother::Chebyshev => self.degree.max(1) as f64,
+            _ => 1.0,
+        };
+        let per_level = 2.0 * self.sweeps as f64 * per_step + 2.0;
+        let w = if self.cycle == Cycle::W { 2.0 } else { 1.0 };
+        per_level * operator_complexity.max(1.0) * w
+    }
+
     pub(crate) fn check(&self) -> Result<()> {
         use cycle::bad;
         if !(0.0..=1.0).contains(&self.theta) {
@@ -849,18 +861,7 @@ impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
     /// weighted by the level's share of the entries (the operator complexity); twice that for
     /// a W-cycle's coarse levels, counted here as a factor 2 on the whole.
     fn cost_in_products(&self) -> f64 {
-        let per_step = match self.params.smoother {
-            Smoother::Chebyshev => self.params.degree.max(1) as f64,
-            _ => 1.0,
-        };
-        let per_level = 2.0 * self.params.sweeps as f64 * per_step + 2.0;
-        let oc = self.summary.operator_complexity.max(1.0);
-        let w = if self.params.cycle == Cycle::W {
-            2.0
-        } else {
-            1.0
-        };
-        per_level * oc * w
+        self.params.cycle_cost(self.summary.operator_complexity)
     }
     /// `z ← M⁻¹r`: one cycle from `z = 0`. Queues work only (no host synchronisation).
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
