@@ -30,6 +30,19 @@ use crate::scalar::{Elem, Scalar};
 /// Marks an entry of a permuted matrix that is not in `A` (an inserted diagonal entry).
 pub const INSERTED: u32 = u32::MAX;
 
+/// The entries `values[p]` for the positions `p` of `src`, zero where `p` is [`INSERTED`].
+pub fn gather<T: Copy + num_traits::Zero>(values: &[T], src: &[u32]) -> Vec<T> {
+    src.iter()
+        .map(|&p| {
+            if p == INSERTED {
+                T::zero()
+            } else {
+                values[p as usize]
+            }
+        })
+        .collect()
+}
+
 /// The inverse of a permutation (`inv[p[i]] = i`).
 pub fn inverse(p: &[u32]) -> Vec<u32> {
     let mut inv = vec![0u32; p.len()];
@@ -458,12 +471,29 @@ fn max_product_search<T: Elem>(a: &CsrMatrix<T>) -> Result<(WeightedMatching, us
         }
     }
     // Shortest augmenting paths.
-    let mut dist = vec![inf; n];
-    let mut pred = vec![FREE; n]; // the column a row was reached from
+    // The search from one column: tentative distances of the rows, the column each row was
+    // reached from, the rows reached (to reset), the queue, and the shortest path to a free row
+    // found so far (MC64's `lsap`): free rows end a path and never enter the heap, nothing at or
+    // beyond its length is pushed, and the search stops once the heap holds nothing shorter.
+    // Without it, every row at a distance equal to the path's (a plateau of tight edges, common
+    // once the duals have moved) is finalized before the free row is popped: on a saddle point
+    // each search then covered about half the matrix (O(n²) in all).
+    struct Search {
+        dist: Vec<f64>,
+        pred: Vec<u32>,
+        touched: Vec<usize>,
+        heap: BinaryHeap<Reverse<(u64, u32)>>,
+        found: Option<(usize, f64)>,
+    }
+    let mut sp = Search {
+        dist: vec![inf; n],
+        pred: vec![FREE; n],
+        touched: Vec::new(),
+        heap: BinaryHeap::new(),
+        found: None,
+    };
     let mut done = vec![false; n];
-    let mut touched: Vec<usize> = Vec::new();
     let mut finalized: Vec<usize> = Vec::new();
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
     // Non-negative f64 keys order like their bit patterns.
     let key = |d: f64| d.to_bits();
     let mut unmatched = 0;
@@ -472,22 +502,13 @@ fn max_product_search<T: Elem>(a: &CsrMatrix<T>) -> Result<(WeightedMatching, us
         if row_of[j0] != FREE {
             continue;
         }
-        heap.clear();
-        // The shortest path to a free row found so far (MC64's `lsap`): free rows end a path
-        // and never enter the heap, nothing at or beyond its length is pushed, and the search
-        // stops once the heap holds nothing shorter. Without it, every row at a distance equal
-        // to the path's (a plateau of tight edges, common once the duals have moved) is
-        // finalized before the free row is popped: on a saddle point each search then covered
-        // about half the matrix (O(n²) in all).
-        let mut found: Option<(usize, f64)> = None;
+        sp.heap.clear();
+        sp.found = None;
         let relax = |j: usize,
                      base: f64,
-                     dist: &mut [f64],
-                     pred: &mut [u32],
-                     touched: &mut Vec<usize>,
-                     heap: &mut BinaryHeap<Reverse<(u64, u32)>>,
-                     found: &mut Option<(usize, f64)>,
+                     sp: &mut Search,
                      done: &[bool],
+                     matched: &[u32],
                      u: &[f64],
                      v: &[f64]| {
             for (k, &i) in crow.iter().enumerate().take(cptr[j + 1]).skip(cptr[j]) {
@@ -496,72 +517,50 @@ fn max_product_search<T: Elem>(a: &CsrMatrix<T>) -> Result<(WeightedMatching, us
                     continue;
                 }
                 let d = base + reduced(k, i, j, u, v);
-                if found.is_some_and(|(_, l)| d >= l) || d >= dist[i] {
+                if sp.found.is_some_and(|(_, l)| d >= l) || d >= sp.dist[i] {
                     continue;
                 }
-                if dist[i] == inf {
-                    touched.push(i);
+                if sp.dist[i] == inf {
+                    sp.touched.push(i);
                 }
-                dist[i] = d;
-                pred[i] = j as u32;
-                if col_of_row[i] == FREE {
-                    *found = Some((i, d));
+                sp.dist[i] = d;
+                sp.pred[i] = j as u32;
+                if matched[i] == FREE {
+                    sp.found = Some((i, d));
                 } else {
-                    heap.push(Reverse((key(d), i as u32)));
+                    sp.heap.push(Reverse((key(d), i as u32)));
                 }
             }
         };
-        relax(
-            j0,
-            0.0,
-            &mut dist,
-            &mut pred,
-            &mut touched,
-            &mut heap,
-            &mut found,
-            &done,
-            &u,
-            &v,
-        );
-        while let Some(Reverse((kd, i))) = heap.pop() {
+        relax(j0, 0.0, &mut sp, &done, &col_of_row, &u, &v);
+        while let Some(Reverse((kd, i))) = sp.heap.pop() {
             let i = i as usize;
-            if done[i] || kd != key(dist[i]) {
+            if done[i] || kd != key(sp.dist[i]) {
                 continue;
             }
-            let d = dist[i];
-            if found.is_some_and(|(_, l)| d >= l) {
+            let d = sp.dist[i];
+            if sp.found.is_some_and(|(_, l)| d >= l) {
                 break;
             }
             done[i] = true;
             finalized.push(i);
             let j = col_of_row[i] as usize;
-            relax(
-                j,
-                d,
-                &mut dist,
-                &mut pred,
-                &mut touched,
-                &mut heap,
-                &mut found,
-                &done,
-                &u,
-                &v,
-            );
+            relax(j, d, &mut sp, &done, &col_of_row, &u, &v);
         }
-        match found {
+        match sp.found {
             Some((iend, lsp)) => {
                 // Potentials: rows and columns reached closer than the path move by their
                 // distance minus its length (reduced costs stay ≥ 0, the path becomes tight).
                 v[j0] += lsp;
                 for &i in &finalized {
-                    let delta = lsp - dist[i];
+                    let delta = lsp - sp.dist[i];
                     u[i] -= delta;
                     v[col_of_row[i] as usize] += delta;
                 }
                 // Flip the path.
                 let mut i = iend;
                 loop {
-                    let j = pred[i] as usize;
+                    let j = sp.pred[i] as usize;
                     let prev = row_of[j];
                     row_of[j] = i as u32;
                     col_of_row[i] = j as u32;
@@ -574,14 +573,14 @@ fn max_product_search<T: Elem>(a: &CsrMatrix<T>) -> Result<(WeightedMatching, us
             None => unmatched += 1,
         }
         work += finalized.len();
-        for &i in &touched {
-            dist[i] = inf;
-            pred[i] = FREE;
+        for &i in &sp.touched {
+            sp.dist[i] = inf;
+            sp.pred[i] = FREE;
         }
         for &i in &finalized {
             done[i] = false;
         }
-        touched.clear();
+        sp.touched.clear();
         finalized.clear();
     }
     // Scaling from the duals on the matched part.
@@ -643,16 +642,7 @@ pub fn permute<T: Elem>(
         }
         row_ptr.push(col_idx.len() as u32);
     }
-    let values = src
-        .iter()
-        .map(|&p| {
-            if p == INSERTED {
-                T::zero()
-            } else {
-                av[p as usize]
-            }
-        })
-        .collect();
+    let values = gather(av, &src);
     let b = CsrMatrix::try_from_parts(n, a.ncols(), row_ptr, col_idx, values)?;
     Ok((b, src))
 }

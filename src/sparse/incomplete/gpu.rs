@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 
 use super::{
     pivot_error, Application, ApplyModes, FactorKind, IncompleteParams, IncompleteStructure,
@@ -533,6 +533,34 @@ where
         }
     }
 
+    /// Pushes the arguments both sweep kernels begin with: `n`, the lower plan (ranges,
+    /// diagonal or null, the factor's columns and values, `ls` sweeps, lanes), then the upper
+    /// one with its columns and values `ucol`, `uval` (the transpose's for IC) and `us` sweeps.
+    fn push_plans<'a>(
+        &'a self,
+        l: &mut LaunchArgs<'a>,
+        n: &'a u32,
+        (ls, us): (&'a u32, &'a u32),
+        (ucol, uval): (&'a CudaSlice<u32>, &'a CudaSlice<T::Dev>),
+    ) {
+        l.arg(n).arg(&self.lower.start).arg(&self.lower.end);
+        match &self.lower.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(&self.col)
+            .arg(&self.val)
+            .arg(ls)
+            .arg(&self.lower.lanes)
+            .arg(&self.upper.start)
+            .arg(&self.upper.end);
+        match &self.upper.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(ucol).arg(uval).arg(us).arg(&self.upper.lanes);
+    }
+
     /// `z = Qᵀ·U⁻¹(L⁻¹(P·r))` in one cooperative launch when both triangles are applied by
     /// Jacobi sweeps (`t` receives `L⁻¹(P·r)`); `Ok(false)` (nothing queued) otherwise, or where
     /// the cooperative kernels cannot run: the caller then runs the two solves. The result equals
@@ -580,22 +608,8 @@ where
         let (ls, us) = (ls as u32, us as u32);
         let stream = self.gpu.stream();
         let mut l = stream.launch_builder(&self.k.apply_sweeps);
-        l.arg(&n).arg(&self.lower.start).arg(&self.lower.end);
-        match &self.lower.diag {
-            Some(d) => l.arg(d),
-            None => l.arg(&NULL),
-        };
-        l.arg(&self.col)
-            .arg(&self.val)
-            .arg(&ls)
-            .arg(&self.lower.lanes)
-            .arg(&self.upper.start)
-            .arg(&self.upper.end);
-        match &self.upper.diag {
-            Some(d) => l.arg(d),
-            None => l.arg(&NULL),
-        };
-        l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes).arg(r);
+        self.push_plans(&mut l, &n, (&ls, &us), (ucol, uval));
+        l.arg(r);
         match &self.perm_in {
             Some(p) => l.arg(p),
             None => l.arg(&NULL),
@@ -715,22 +729,7 @@ where
                 t.put(c, 5, &mut w.bar);
             }
             let mut l = stream.launch_builder(&self.k.apply_sweeps_cols);
-            l.arg(&n32).arg(&self.lower.start).arg(&self.lower.end);
-            match &self.lower.diag {
-                Some(d) => l.arg(d),
-                None => l.arg(&NULL),
-            };
-            l.arg(&self.col)
-                .arg(&self.val)
-                .arg(&ls)
-                .arg(&self.lower.lanes)
-                .arg(&self.upper.start)
-                .arg(&self.upper.end);
-            match &self.upper.diag {
-                Some(d) => l.arg(d),
-                None => l.arg(&NULL),
-            };
-            l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes);
+            self.push_plans(&mut l, &n32, (&ls, &us), (ucol, uval));
             match &self.perm_in {
                 Some(p) => l.arg(p),
                 None => l.arg(&NULL),

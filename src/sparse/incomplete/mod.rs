@@ -103,6 +103,20 @@ pub struct IncompleteParams {
 }
 
 impl IncompleteParams {
+    /// The textbook ILU(0)/IC(0): natural order, no shift, no row matching, no fill.
+    pub const PLAIN: IncompleteParams = IncompleteParams {
+        shift: 0.0,
+        pivot_tol: 1e-12,
+        auto_shift: false,
+        jacobi_sweeps: 0,
+        algorithm: SptrsvAlgorithm::Auto,
+        application: Application::Exact,
+        ordering: Ordering::Natural,
+        matching: RowMatching::Off,
+        fill: Fill::Level(0),
+        non_exhaustive: (),
+    };
+
     /// These parameters in the natural order (after an unstable reordered factor).
     pub fn natural_fallback(&self) -> Self {
         IncompleteParams {
@@ -113,18 +127,12 @@ impl IncompleteParams {
 }
 
 impl Default for IncompleteParams {
+    /// [`PLAIN`](Self::PLAIN) with the row matching and the fill level chosen automatically.
     fn default() -> Self {
         IncompleteParams {
-            shift: 0.0,
-            pivot_tol: 1e-12,
-            auto_shift: false,
-            jacobi_sweeps: 0,
-            algorithm: SptrsvAlgorithm::Auto,
-            application: Application::Exact,
-            ordering: Ordering::Natural,
             matching: RowMatching::Auto,
             fill: Fill::Auto,
-            non_exhaustive: (),
+            ..Self::PLAIN
         }
     }
 }
@@ -1168,17 +1176,7 @@ impl IncompleteStructure {
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
     pub fn initial_values<T: Elem>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T::Real>) {
         let av = a.values();
-        let mut vals: Vec<T> = self
-            .src
-            .iter()
-            .map(|&p| {
-                if p == INSERTED {
-                    T::zero()
-                } else {
-                    av[p as usize]
-                }
-            })
-            .collect();
+        let mut vals: Vec<T> = reorder::gather(av, &self.src);
         let mut rowmax = vec![T::Real::zero(); self.n];
         for i in 0..self.n {
             let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
