@@ -162,7 +162,7 @@ where
         )? {
             return Ok(f);
         }
-        let mut s = IncompleteStructure::analyse_for_device(a, kind, params)?;
+        let (mut s, first) = IncompleteStructure::analyse_factored(a, kind, params, false)?;
         let s_n = s.n.max(1);
         let sweeps_possible = params.jacobi_sweeps > 0 || params.application == Application::Auto;
         let permuted = s.perm_in.is_some() || s.perm_out.is_some();
@@ -252,7 +252,14 @@ where
         };
         let reordered_auto = params.ordering == Ordering::Auto
             && f.structure.preprocessing.ordering != Ordering::Natural;
-        if let Err(e) = f.refactor(a) {
+        let factored = match first {
+            // ILUT: the analysis factored the values already (on the host, where later
+            // re-factorizations run too).
+            // `shift_used` is already the parameters' shift, the one the analysis used.
+            Some(v) if f.factors_on_host() => f.upload_values(&v),
+            _ => f.refactor(a),
+        };
+        if let Err(e) = factored {
             return match reordered_auto {
                 true => Self::new(gpu, a, kind, &params.natural_fallback()),
                 false => Err(e),
@@ -336,14 +343,19 @@ where
         self.factorization = how.choose(self.structure.col_idx.len(), self.lower.stats().levels);
     }
 
+    /// Uploads values factored on the host.
+    fn upload_values(&mut self, v: &[T]) -> Result<()> {
+        self.gpu.upload_into(T::as_dev(v), &mut self.val)?;
+        self.gather_transpose()
+    }
+
     /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
     fn factor_once(&mut self, a: &CsrMatrix<T>, shift: f64) -> Result<Option<(usize, f64)>> {
         if self.factors_on_host() {
             let s = &self.structure;
             return match super::factor_values(s, a, shift, self.params.pivot_tol) {
                 Ok(v) => {
-                    self.gpu.upload_into(T::as_dev(&v), &mut self.val)?;
-                    self.gather_transpose()?;
+                    self.upload_values(&v)?;
                     Ok(None)
                 }
                 Err(bad) => Ok(Some(bad)),
