@@ -44,7 +44,11 @@
 //! `max_iters` (default 2), and the solver calls together at most the time of
 //! `work_factor · max_iters` iterations of the first candidate measured (the probe's; its
 //! seconds per iteration, so an iteration that costs 100× an SpMV, a deep triangular solve,
-//! counts 100×; setups are not counted). A candidate whose rate needs more than
+//! counts 100×; setups are not counted, but a setup is **predicted before it starts**
+//! ([`setup_seconds`]: AMG's in cheap iterations, an incomplete factorization's per stored
+//! entry, the matched ILUT's at its own rate) and a candidate whose predicted setup alone is more
+//! than the time the bound leaves is sent behind the other candidates once, then dropped, in
+//! the reason and in [`AutoSolve::tried`]). A candidate whose rate needs more than
 //! [`ProbeParams::hopeless`] times the iterations, or the time, it has left stops. A candidate with nothing measured yet runs a sixteenth of what it
 //! has left (at most 1000 iterations) before its first checkpoint, a run after a checkpoint at
 //! most 4× the last one (the first solver call of a solve without a probe runs its whole
@@ -104,7 +108,8 @@ pub struct CostModel {
     /// analysis).
     pub ilu_setup_per_entry: f64,
     /// The same where the diagonal has zeros: the row matching (MC64) and ILUT, in place of
-    /// `ilu_setup_per_entry`.
+    /// `ilu_setup_per_entry`. ILUT's cost follows its factor's size, several times `A`'s on a
+    /// saddle point (8× on `kkt2d`, 6× on `stokes2d`), not `A`'s alone.
     pub ilut_setup_per_entry: f64,
     /// One ILU(0)-preconditioned GMRES iteration: (cheap iterations, seconds).
     pub ilu_iteration: (f64, f64),
@@ -125,7 +130,10 @@ impl Default for CostModel {
             amg_iterations: 12.5,
             ilu_setup: (0.0, 41e-3),
             ilu_setup_per_entry: 71e-9,
-            ilut_setup_per_entry: 1e-6,
+            // kkt2d:600:36000 (2.1 M entries) on the H200's host: 32.2 s for two ILUT passes
+            // (one since), 7.5 µs per entry a pass; stokes2d:100:1 on the CPU (test build):
+            // 12 µs per entry, the matching included.
+            ilut_setup_per_entry: 1e-5,
             ilu_iteration: (2.84, 0.0),
             ilu_gain: 1.68,
             cg_iterations_factor: 1.01,
@@ -340,15 +348,28 @@ pub fn expensive_seconds(
 ) -> f64 {
     let t = m.seconds_per_iteration;
     let cost = |(k, s): (f64, f64)| k * t + s;
+    let setup = setup_seconds(expensive, m.nnz, t, model);
     match expensive {
-        AutoPrecond::Amg => {
-            cost(model.amg_setup) + model.amg_iterations * cost(model.amg_iteration)
-        }
+        AutoPrecond::Amg => setup + model.amg_iterations * cost(model.amg_iteration),
         _ => {
             let its = (m.iterations as f64 + remaining) / model.ilu_gain;
-            cost(model.ilu_setup)
-                + model.ilu_setup_per_entry * m.nnz as f64
-                + its * cost(model.ilu_iteration)
+            setup + its * cost(model.ilu_iteration)
+        }
+    }
+}
+
+/// A preconditioner's predicted setup seconds on a matrix of `nnz` stored entries, `t` the
+/// seconds of the cheap candidate's measured iteration (see [`CostModel`]): 0 for none and
+/// Jacobi. The incomplete factorizations take their cost per stored entry from the model (pass
+/// the model with [`CostModel::ilut_setup_per_entry`] in place where the diagonal has zeros, as
+/// the automatic solve does).
+pub fn setup_seconds(precond: AutoPrecond, nnz: usize, t: f64, model: &CostModel) -> f64 {
+    let cost = |(k, s): (f64, f64)| k * t + s;
+    match precond {
+        AutoPrecond::None | AutoPrecond::Jacobi => 0.0,
+        AutoPrecond::Amg => cost(model.amg_setup),
+        AutoPrecond::Ilu0 | AutoPrecond::Ic0 => {
+            cost(model.ilu_setup) + model.ilu_setup_per_entry * nnz as f64
         }
     }
 }
@@ -871,6 +892,8 @@ where
     // another candidate may cost 100× more (a deep triangular solve).
     let mut t_ref: Option<f64> = known.first().map(|k| k.2).filter(|t| *t > 0.0);
     let mut timed_out = false;
+    // Candidates whose predicted setup was over what the bound leaves, sent behind the others.
+    let mut deferred: Vec<Cand> = Vec::new();
     while let Some(cand) = queue.pop_front() {
         if (indefinite && cand.0 == AutoMethod::Cg) || dropped.contains(&cand) {
             continue;
@@ -898,6 +921,41 @@ where
         if monitor && seconds_left.is_some_and(|l| l <= 0.0) {
             timed_out = true;
             break;
+        }
+        // A setup predicted to cost more than the bound leaves is not started: sent behind the
+        // other candidates once, then dropped (an iteration bound that a setup of minutes
+        // overruns is no bound).
+        if let (true, Some(l), Some(t)) = (
+            monitor && !preconds.iter().any(|(p, _)| *p == cand.1),
+            seconds_left,
+            t_ref,
+        ) {
+            let predicted = setup_seconds(cand.1, choice.stats.nnz, t, &model_for(&choice, probe));
+            if predicted > l {
+                let name = cand_name(cand);
+                let others = queue
+                    .iter()
+                    .any(|c| *c != cand && runnable(c, &dropped, indefinite));
+                if others && !deferred.contains(&cand) {
+                    deferred.push(cand);
+                    queue.push_back(cand);
+                    choice.reason.push_str(&format!(
+                        "; {name}: setup predicted {predicted:.3} s, more than the {l:.3} s \
+                         the work bound leaves: deferred"
+                    ));
+                    continue;
+                }
+                dropped.push(cand);
+                out.tried.push(format!(
+                    "{name}: not started (setup predicted {predicted:.3} s, {l:.3} s left in \
+                     the work bound)"
+                ));
+                choice.reason.push_str(&format!(
+                    "; {name}: setup predicted {predicted:.3} s, more than the {l:.3} s the \
+                     work bound leaves: skipped"
+                ));
+                continue;
+            }
         }
         let limit = if monitor {
             let rate = known.iter().find(|k| k.0 == cand).map(|k| k.1);

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The goal run of the automatic solve in one device call (issue: the default within 1.2× of the
 # fastest explicit choice on >= 30 systems of >= 12 kinds, half the kinds held out of the fit):
-#   1. python_auto.py: every system of systems.txt in one Python process, the default against
-#      every sensible explicit choice, from the matrix on the device (DEADLINE seconds);
+#   1. python_auto.py: every system of systems.txt (those matching $ONLY, a regular expression on
+#      'KIND SPEC', when set) in one Python worker process, the default against every sensible
+#      explicit choice, from the matrix on the device (DEADLINE seconds); every call under a
+#      guard: a call that overruns it (a setup that runs away) is killed, recorded as capped,
+#      and a new worker goes on at the next choice;
 #   2. same_choice.py: the CLI (the Rust API) and Python on a few systems, on the GPU;
 #   3. the GPU tests of the automatic solve, where tests/test-all is staged;
 #   4. python/tests/test_auto.py (the CLI and Python choose the same, CPU backend).
@@ -30,7 +33,8 @@ fi
 python3 -c "import segsparse; print('segsparse', segsparse.__file__, segsparse.device_name())"
 stamp "python_auto"
 timeout $(( ${1:-380} + 30 )) python3 "$here/python_auto.py" --systems "$here/systems.txt" \
-  --data "$S/data" --deadline "${1:-380}" --out "$res/python.jsonl" 2> "$res/python.err"
+  --data "$S/data" --deadline "${1:-380}" ${ONLY:+--only "$ONLY"} --out "$res/python.jsonl" \
+  2> "$res/python.err"
 echo "  rc=$? $(wc -l < "$res/python.jsonl") lines"; tail -3 "$res/python.err"
 python3 - "$res/python.jsonl" <<'PY'
 import json, sys
@@ -46,7 +50,7 @@ timeout 60 python3 "$here/same_choice.py" --bin "$S/bin/sparse-solve" fem3d:p2:3
 echo "  rc=$?"; cut -c1-200 "$res/same.jsonl"; tail -2 "$res/same.err"
 if [ -x "$S/tests/test-all" ]; then
   stamp "tests"
-  timeout 60 "$S/tests/test-all" auto_stats:: autosolve:: --test-threads=4 > "$res/tests.log" 2>&1
+  timeout 150 "$S/tests/test-all" auto_stats:: autosolve:: ilu:: --test-threads=4 > "$res/tests.log" 2>&1
   echo "  tests rc=$? $(grep -E '^test result' "$res/tests.log" | tail -1)"
   grep -E 'FAILED|panicked' "$res/tests.log" | head -5
 fi

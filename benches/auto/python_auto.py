@@ -18,6 +18,15 @@ specs of `sparse-solve`) or read from the corpus (`@NAME`, `--data`), uploaded o
     `--lone-cap` seconds while nothing has converged. A choice whose setup alone exceeds that is
     skipped. A choice stopped by its cap is `capped`, not failed.
 
+**Every call runs under a guard**, setups included: the systems run in a worker process
+(`--worker`) that announces each call with the seconds it may take; a supervisor (this script
+without `--worker`) kills the worker when a call overruns its guard (a setup that runs away:
+minutes of a factorization), records that choice as `capped` with `runaway: true`, and starts a
+new worker at the next choice of the same system. The guard of an explicit choice's short call
+is its cap (at least `--guard-floor` seconds), of its timed call twice its cap plus the floor,
+of the default's calls `--default-guard` seconds (a default killed there is a failure of the
+default, recorded as such).
+
 Every call is timed with the device synchronised. Each system is skipped when less than
 `--reserve` seconds are left before `--deadline`. One JSON line per call on stdout (`--out`).
 
@@ -88,7 +97,7 @@ def explicit(meth, pre, m, b, rtol, maxiter):
     return getattr(segsparse, meth)(m, b, M=pre, rtol=rtol, maxiter=max(1, maxiter))
 
 
-def main():
+def parse():
     ap = argparse.ArgumentParser()
     ap.add_argument("--systems", default=os.path.join(os.path.dirname(__file__), "systems.txt"))
     ap.add_argument("--data", default=os.environ.get("SEGSPARSE_DATA", "."))
@@ -99,14 +108,134 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-8)
     ap.add_argument("--cap", type=float, default=5.0)
     ap.add_argument("--lone-cap", type=float, default=3.0)
+    ap.add_argument("--guard-floor", type=float, default=5.0,
+                    help="the least seconds a guarded explicit call may take before it is killed")
+    ap.add_argument("--default-guard", type=float, default=60.0,
+                    help="seconds the default's call may take before it is killed")
     ap.add_argument("--out", default=None)
-    args = ap.parse_args()
-    start = time.perf_counter()
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--deadline-at", type=float, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--resume", default=None, help=argparse.SUPPRESS)
+    return ap.parse_args()
+
+
+def main():
+    args = parse()
+    if args.worker:
+        worker(args)
+    else:
+        supervise(args)
+
+
+def supervise(args):
+    """Runs the worker, passes its rows on, and restarts it after a call that overran its guard."""
+    import select
+    import signal
+    import subprocess
+
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
 
     def emit(row):
         out.write(json.dumps(row) + "\n")
         out.flush()
+
+    start = time.time()
+    deadline_at = start + args.deadline
+    resume = None
+    restarts = 0
+    while True:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--systems", args.systems,
+               "--data", args.data, "--deadline-at", repr(deadline_at), "--reserve",
+               str(args.reserve), "--maxiter", str(args.maxiter), "--rtol", str(args.rtol),
+               "--cap", str(args.cap), "--lone-cap", str(args.lone_cap), "--guard-floor",
+               str(args.guard_floor), "--default-guard", str(args.default_guard)]
+        if args.only:
+            cmd += ["--only", args.only]
+        if resume is not None:
+            cmd += ["--resume", json.dumps(resume)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
+        fd = proc.stdout.fileno()
+        buf = b""
+        pending, guard_until, killed, last_index = None, None, False, None
+        while True:
+            now = time.time()
+            hard = deadline_at + 20.0
+            wait = min(guard_until if guard_until is not None else hard, hard) - now
+            ready, _, _ = select.select([fd], [], [], max(0.0, wait))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        continue
+                    ev = row.get("event")
+                    if ev == "begin":
+                        pending, guard_until = row, time.time() + row["guard_s"]
+                        last_index = row["index"]
+                    elif ev == "end":
+                        pending, guard_until = None, None
+                    else:
+                        emit(row)
+                continue
+            # Past the guard (or the hard deadline): the worker is killed.
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed = True
+            break
+        rc = proc.wait()
+        if killed and pending is None:
+            emit({"event": "deadline", "killed": True, "seconds": time.time() - start})
+            break
+        if not killed:
+            if rc == 0 or last_index is None or time.time() > deadline_at - args.reserve:
+                break
+            # The worker died (an exception outside a call, the device): on at the next system.
+            restarts += 1
+            emit({"event": "worker-died", "rc": rc, "index": last_index, "restarts": restarts})
+            if restarts > 12:
+                break
+            resume = {"index": last_index + 1, "after": None, "best": None}
+            continue
+        took = time.time() - pending["t"]
+        row = {**pending["base"], "choice": pending["choice"], "capped": True, "runaway": True,
+               "skipped": True, "guard_s": pending["guard_s"], "killed_after_s": took,
+               "what": pending["what"]}
+        if pending["choice"] == "default":
+            # The default overran its guard: a failure of the default, not a cap.
+            row.update({"call": pending["call"], "seconds": took, "converged": False, "iterations": 0,
+                        "method": "—", "precond": "—", "cached": False, "tried": [],
+                        "failure": f"killed after {took:.1f} s ({pending['what']})",
+                        "reason": "runaway"})
+        emit(row)
+        restarts += 1
+        emit({"event": "restart", "after": pending["choice"], "index": pending["index"],
+              "restarts": restarts})
+        if restarts > 12 or time.time() > deadline_at - args.reserve:
+            break
+        resume = {"index": pending["index"], "after": pending["choice"], "best": pending["best"]}
+    emit({"event": "done", "seconds": time.time() - start, "restarts": restarts})
+
+
+def worker(args):
+    start = time.time()
+    deadline_at = args.deadline_at if args.deadline_at is not None else start + args.deadline
+    resume = json.loads(args.resume) if args.resume else None
+
+    def emit(row):
+        sys.stdout.write(json.dumps(row) + "\n")
+        sys.stdout.flush()
+
+    def guarded(what, index, choice, base, best, guard, f, call=None):
+        emit({"event": "begin", "what": what, "index": index, "choice": choice, "base": base,
+              "best": best, "guard_s": guard, "t": time.time(), "call": call})
+        try:
+            return f()
+        finally:
+            emit({"event": "end"})
 
     import cupy as cp
 
@@ -125,9 +254,11 @@ def main():
                 explicit(meth, pre, m, b, args.rtol, 2000)
             except Exception:  # e.g. Jacobi on a zero diagonal: the system's row says so
                 pass
-    emit({"event": "warm-up", "seconds": time.perf_counter() - start})
+    emit({"event": "warm-up", "seconds": time.time() - start})
     for index, s in enumerate(systems):
-        if time.perf_counter() - start > args.deadline - args.reserve:
+        if resume is not None and index < resume["index"]:
+            continue
+        if time.time() > deadline_at - args.reserve:
             emit({"event": "deadline", "skipped": [x["spec"] for x in systems[index:]]})
             break
         t0 = time.perf_counter()
@@ -144,37 +275,59 @@ def main():
                 "split": s["split"], "class": s["class"], "spec": s["spec"], "n": a.shape[0],
                 "nnz": int(a.nnz), "generate_s": gen}
         best = None
-        # The default: untimed once, then first (fresh decision) and second (cached).
-        segsparse.clear_auto_cache()
-        segsparse.solve(m, b, rtol=args.rtol, maxiter=args.maxiter)
-        segsparse.clear_auto_cache()
-        for call in ("first", "second"):
-            x, info, sec = timed(cp, lambda: segsparse.solve(m, b, rtol=args.rtol,
-                                                               maxiter=args.maxiter))
-            ch = info.choice
-            probe = ch.get("probe")
-            row = {**base, "choice": "default", "call": call, "seconds": sec,
-                   "converged": bool(info.converged), "iterations": int(info.iterations),
-                   "method": info.method, "precond": info.precond, "cached": ch["cached"],
-                   "stats_seconds": ch["seconds"],
-                   "probe_seconds": None if probe is None else probe["seconds"],
-                   "setup_seconds": info.setup_seconds, "solve_seconds": info.solve_seconds,
-                   "tried": ch["tried"], "failure": ch["failure"], "reason": info.reason}
-            emit(row)
-            if call == "first" and info.converged:
-                best = sec
+        after = None
+        if resume is not None and index == resume["index"]:
+            best, after = resume["best"], resume["after"]
+        resume = None
+        solve = lambda: segsparse.solve(m, b, rtol=args.rtol, maxiter=args.maxiter)  # noqa: E731
+        if after is None:
+            # The default: untimed once, then first (fresh decision) and second (cached).
+            segsparse.clear_auto_cache()
+            try:
+                guarded("the default's untimed call", index, "default", base, None,
+                        args.default_guard, solve, call="first")
+            except Exception as e:
+                emit({**base, "choice": "default", "error": repr(e)})
+                after = "default"
+            segsparse.clear_auto_cache()
+            for call in ("first", "second") if after is None else ():
+                try:
+                    x, info, sec = guarded(f"the default's {call} call", index, "default",
+                                           base, None, args.default_guard,
+                                           lambda: timed(cp, solve), call=call)
+                except Exception as e:
+                    emit({**base, "choice": "default", "call": call, "error": repr(e)})
+                    break
+                ch = info.choice
+                probe = ch.get("probe")
+                row = {**base, "choice": "default", "call": call, "seconds": sec,
+                       "converged": bool(info.converged), "iterations": int(info.iterations),
+                       "method": info.method, "precond": info.precond, "cached": ch["cached"],
+                       "stats_seconds": ch["seconds"],
+                       "probe_seconds": None if probe is None else probe["seconds"],
+                       "setup_seconds": info.setup_seconds,
+                       "solve_seconds": info.solve_seconds,
+                       "tried": ch["tried"], "failure": ch["failure"], "reason": info.reason}
+                emit(row)
+                if call == "first" and info.converged:
+                    best = sec
         # The explicit choices, each capped at `cap` times the fastest so far.
-        for meth, pre in CHOICES[s["class"]]:
+        names = [f"{meth}+{pre or 'none'}" for meth, pre in CHOICES[s["class"]]]
+        skip = names.index(after) + 1 if after in names else 0
+        for meth, pre in CHOICES[s["class"]][skip:]:
             name = f"{meth}+{pre or 'none'}"
             short = RESTART if meth == "gmres" else 20
+            limit = args.cap * best if best is not None else args.lone_cap
             try:
-                _, w, wsec = timed(cp, lambda: explicit(meth, pre, m, b, args.rtol, short))
+                _, w, wsec = guarded(
+                    "its short call (setup and a few iterations)", index, name, base, best,
+                    max(limit, args.guard_floor),
+                    lambda: timed(cp, lambda: explicit(meth, pre, m, b, args.rtol, short)))
             except Exception as e:
                 emit({**base, "choice": name, "error": repr(e)})
                 continue
             setup = w.setup_seconds
             per_it = w.solve_seconds / max(1, w.iterations)
-            limit = args.cap * best if best is not None else args.lone_cap
             if setup >= limit:
                 emit({**base, "choice": name, "skipped": True, "capped": True,
                       "setup_seconds": setup, "limit_s": limit})
@@ -182,7 +335,9 @@ def main():
             cap_its = int((limit - setup) / max(per_it, 1e-7)) + 1
             its = min(args.maxiter, cap_its)
             try:
-                x, info, sec = timed(cp, lambda: explicit(meth, pre, m, b, args.rtol, its))
+                x, info, sec = guarded(
+                    "its timed call", index, name, base, best, 2 * limit + args.guard_floor,
+                    lambda: timed(cp, lambda: explicit(meth, pre, m, b, args.rtol, its)))
             except Exception as e:
                 emit({**base, "choice": name, "error": repr(e)})
                 continue
@@ -194,7 +349,7 @@ def main():
             if conv and (best is None or sec < best):
                 best = sec
         del m
-    emit({"event": "done", "seconds": time.perf_counter() - start})
+    emit({"event": "worker-done", "seconds": time.time() - start})
 
 
 if __name__ == "__main__":

@@ -56,9 +56,18 @@ def main():
         conv = [r for r in exp if r.get("converged")]
         fastest = min(conv, key=lambda r: r["seconds"]) if conv else None
         capped = [r["choice"] for r in runs if r.get("capped")]
+        runaway = [{"choice": r["choice"], "killed_after_s": r.get("killed_after_s"),
+                    "what": r.get("what")} for r in runs if r.get("runaway")]
         ratio = first["seconds"] / fastest["seconds"] if fastest and first["converged"] else None
         ratio2 = (second["seconds"] / fastest["seconds"]
                   if fastest and second and second["converged"] else None)
+        # The automatic solve's own cost: its first call against the same choice named
+        # explicitly (statistics, probe, checkpoints and restarts, over a solve that took the
+        # same path), where the default's final choice was among the explicit ones.
+        mine = f"{first['method']}+{first['precond']}"
+        same = next((r for r in exp if r["choice"] == mine and r.get("converged")), None)
+        overhead = (first["seconds"] - same["seconds"]
+                    if same is not None and first["converged"] else None)
         share = None
         if first["n"] >= 1_000_000:
             share = ((first.get("stats_seconds") or 0.0) + (first.get("probe_seconds") or 0.0)) \
@@ -73,6 +82,8 @@ def main():
             "default_failure": first.get("failure"),
             "stats_s": first.get("stats_seconds"), "probe_s": first.get("probe_seconds"),
             "probe_share": share,
+            "same_choice_explicit_s": None if same is None else same["seconds"],
+            "overhead_s": overhead,
             "cached_choice": None if second is None else f"{second['method']} + {second['precond']}",
             "cached_s": None if second is None else second["seconds"],
             "fastest": None if fastest is None else fastest["choice"],
@@ -82,7 +93,7 @@ def main():
                                        "iterations": r.get("iterations"),
                                        "capped": r.get("capped", False)}
                          for r in runs if r["choice"] != "default"},
-            "capped": capped, "ratio": ratio, "ratio_cached": ratio2,
+            "capped": capped, "runaway": runaway, "ratio": ratio, "ratio_cached": ratio2,
             "fails_where_explicit_converges": (not first["converged"]) and fastest is not None,
             "device": args.device, "date": args.date, "commit": args.commit,
         }
@@ -130,6 +141,17 @@ def main():
                   f"ratio ≤ 1.2 on {ok12} of {len(with_ratio)} with a ratio, ≤ 2 on {ok2}; the "
                   f"default fails where an explicit choice converges on {fails}; worst ratio "
                   f"{fmt(worst, 2)}\n")
+    over = [r for r in rows if r["overhead_s"] is not None]
+    if over:
+        md.append("The default's first call minus its final choice named explicitly (the "
+                  "statistics, the probe, the checkpoints): " +
+                  ", ".join(f"{r['system']} {1e3 * r['overhead_s']:+.1f} ms of "
+                            f"{1e3 * r['default_s']:.1f}" for r in over) + "\n")
+    killed = [(r["system"], k) for r in rows for k in r["runaway"]]
+    if killed:
+        md.append("Calls killed by their guard (recorded as capped; the run went on): " +
+                  "; ".join(f"{s} {k['choice']} after {fmt(k['killed_after_s'], 1)} s "
+                            f"({k['what']})" for s, k in killed) + "\n")
     big = [r for r in rows if r["probe_share"] is not None]
     if big:
         md.append("Statistics + probe share of the default's first call on systems ≥ 1 M rows: " +

@@ -159,10 +159,11 @@ pub struct Cli {
     pub gpus: GpusArg,
 
     /// With --gpus N > 1: how the preconditioner spans the GPUs. auto: the global form where
-    /// one exists (jacobi; poly is the distributed Chebyshev polynomial in the whole D⁻¹A),
-    /// block-Jacobi otherwise (ilu0, ic0, amg). block: block-Jacobi, --precond applied to each
-    /// GPU's diagonal block (couplings between GPUs dropped, no messages). global: refused for
-    /// ilu0, ic0 and amg, which have no distributed form.
+    /// one exists (jacobi; poly is the distributed Chebyshev polynomial in the whole D⁻¹A; amg
+    /// the distributed smoothed-aggregation AMG, aggregates per GPU, couplings kept, small
+    /// coarse levels on the first GPU), block-Jacobi otherwise (ilu0, ic0). block: block-Jacobi,
+    /// --precond applied to each GPU's diagonal block (couplings between GPUs dropped, no
+    /// messages). global: refused for ilu0 and ic0, which have no distributed form.
     #[arg(long, value_enum, default_value_t = DistPrecondArg::Auto)]
     pub dist_precond: DistPrecondArg,
 
@@ -368,11 +369,11 @@ fn parse_gpus(s: &str) -> Result<GpusArg, String> {
 /// `--dist-precond`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DistPrecondArg {
-    /// The global form where one exists (jacobi, poly), block-Jacobi otherwise.
+    /// The global form where one exists (jacobi, poly, amg), block-Jacobi otherwise.
     Auto,
     /// Block-Jacobi: --precond on each GPU's diagonal block.
     Block,
-    /// The global form (jacobi, poly only).
+    /// The global form (jacobi, poly, amg only).
     Global,
 }
 

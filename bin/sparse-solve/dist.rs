@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use segsparse::dist::{DistPrecond, Krylov, LocalPrecond};
+use segsparse::dist::{DistAmgParams, DistPrecond, Krylov, LocalPrecond};
 use segsparse::precond::ChebyshevParams;
 use segsparse::precond::IncompleteParams;
 use segsparse::solvers::SolveParams;
@@ -62,6 +62,12 @@ pub fn dist_plan(plan: Plan) -> Result<(Krylov, DistPrecond)> {
         }
         (Some(LocalPrecond::Chebyshev(p)), DistPrecondArg::Auto | DistPrecondArg::Global) => {
             DistPrecond::Chebyshev(p)
+        }
+        (Some(LocalPrecond::Amg(p)), DistPrecondArg::Auto | DistPrecondArg::Global) => {
+            DistPrecond::Amg(DistAmgParams {
+                amg: p,
+                ..Default::default()
+            })
         }
         (Some(_), DistPrecondArg::Global) => bail!(
             "--dist-precond global: {} has no distributed form; use --dist-precond block \
@@ -253,7 +259,7 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
         let dpart = DistPart::build(&block, &part, rank.rank(), |need| rank.all_to_all_u64(need))?;
         drop(block);
         // The upload can fail on one GPU only (its memory): every rank stops then.
-        let up = (|| Ok((DistCsr::upload(&rank, &dpart)?, NcclOps::<T>::new(&rank)?)))();
+        let up = (|| Ok((DistCsr::from_part(&rank, dpart)?, NcclOps::<T>::new(&rank)?)))();
         let failed = rank.sum_f64(if up.is_err() { 1.0 } else { 0.0 })?;
         let (d, ops) = match up {
             Err(e) => return Err(e),
@@ -271,8 +277,8 @@ fn solve_typed<T: segsparse::dist::nccl::DistScalar>(
         let o = solve_rank(
             &ops,
             &d,
-            &dpart.owned,
-            dpart.first_row,
+            &d.host_part().owned,
+            d.host_part().first_row,
             &b[r0..r1],
             &mut xl,
             &what,
@@ -418,13 +424,19 @@ mod tests {
         for (p, n) in [
             (PrecondArg::Ilu0, "block-jacobi(ilu0)"),
             (PrecondArg::Ic0, "block-jacobi(ic0)"),
-            (PrecondArg::Amg, "block-jacobi(amg)"),
         ] {
             assert_eq!(name(cg, p, Auto).unwrap().1, n);
             assert_eq!(name(cg, p, Block).unwrap().1, n);
             let e = name(cg, p, Global).unwrap_err().to_string();
             assert!(e.contains("no distributed form"), "{e}");
         }
+        // AMG has its distributed form (couplings between GPUs kept); block-Jacobi on request.
+        assert_eq!(name(cg, PrecondArg::Amg, Auto).unwrap().1, "amg");
+        assert_eq!(name(cg, PrecondArg::Amg, Global).unwrap().1, "amg");
+        assert_eq!(
+            name(cg, PrecondArg::Amg, Block).unwrap().1,
+            "block-jacobi(amg)"
+        );
         assert_eq!(
             name(MethodArg::Bicgstab, PrecondArg::Ilu0, Auto).unwrap().0,
             Krylov::Bicgstab

@@ -96,4 +96,7 @@ where
             view_mut::<B64::Vector>(z),
         )
     }
+    fn cost_in_products(&self) -> f64 {
+        self.op.cost_in_products()
+    }
 }

@@ -50,27 +50,39 @@ __device__ __forceinline__ bool tile_vectorizable(const T* p, long long n, long 
     return (((unsigned long long)(p + first)) & 15ull) == 0;
 }
 
+// The 16-byte vector moves of a full, aligned tile between global memory `g` (the tile's
+// physical range, `const uint4` to load) and shared memory `sm` (logical order): LOAD reads g
+// into sm, else sm is written to g. Backward, the physical range is reversed into logical order.
+template <bool LOAD, typename T, int THREADS, int ITEMS, typename V>
+__device__ __forceinline__ void vector_tile(V* g, T* sm, bool bwd) {
+    constexpr int TILE = THREADS * ITEMS;
+    constexpr int VEC = 16 / (int)sizeof(T);
+#pragma unroll
+    for (int k = 0; k < ITEMS / VEC; ++k) {
+        const int v = k * THREADS + (int)threadIdx.x;
+        __align__(16) T vals[VEC];
+        if constexpr (LOAD) *reinterpret_cast<uint4*>(vals) = __ldg(g + v);
+#pragma unroll
+        for (int c = 0; c < VEC; ++c) {
+            const int idx = bwd ? TILE - 1 - (v * VEC + c) : v * VEC + c;
+            if constexpr (LOAD)
+                sm[TILE_PAD(idx)] = vals[c];
+            else
+                vals[c] = sm[TILE_PAD(idx)];
+        }
+        if constexpr (!LOAD) store_vec(g + v, *reinterpret_cast<const uint4*>(vals));
+    }
+}
+
 // Loads logical elements base .. base+THREADS*ITEMS of `in` (length n); elements past n get
 // `fill`. Ends with a barrier, so the buffer may be reused at once.
 template <typename T, int THREADS, int ITEMS>
 __device__ __forceinline__ void load_tile_blocked(const T* __restrict__ in, long long n, long long base,
                                                   bool bwd, T* sm, T (&items)[ITEMS], T fill) {
     constexpr int TILE = THREADS * ITEMS;
-    constexpr int VEC = 16 / (int)sizeof(T);
     if (tile_vectorizable<T, THREADS, ITEMS>(in, n, base, bwd)) {
         const long long first = bwd ? n - base - TILE : base;
-        const uint4* src = reinterpret_cast<const uint4*>(in + first);
-#pragma unroll
-        for (int k = 0; k < ITEMS / VEC; ++k) {
-            const int v = k * THREADS + (int)threadIdx.x;
-            __align__(16) T vals[VEC];
-            *reinterpret_cast<uint4*>(vals) = __ldg(src + v);
-#pragma unroll
-            for (int c = 0; c < VEC; ++c) {
-                const int idx = bwd ? TILE - 1 - (v * VEC + c) : v * VEC + c;
-                sm[TILE_PAD(idx)] = vals[c];
-            }
-        }
+        vector_tile<true, T, THREADS, ITEMS>(reinterpret_cast<const uint4*>(in + first), sm, bwd);
     } else {
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
@@ -93,24 +105,12 @@ template <typename T, int THREADS, int ITEMS>
 __device__ __forceinline__ void store_tile_blocked(T* __restrict__ out, long long n, long long base, bool bwd,
                                                    T* sm, const T (&items)[ITEMS]) {
     constexpr int TILE = THREADS * ITEMS;
-    constexpr int VEC = 16 / (int)sizeof(T);
 #pragma unroll
     for (int i = 0; i < ITEMS; ++i) sm[TILE_PAD((int)threadIdx.x * ITEMS + i)] = items[i];
     __syncthreads();
     if (tile_vectorizable<T, THREADS, ITEMS>(out, n, base, bwd)) {
         const long long first = bwd ? n - base - TILE : base;
-        uint4* dst = reinterpret_cast<uint4*>(out + first);
-#pragma unroll
-        for (int k = 0; k < ITEMS / VEC; ++k) {
-            const int v = k * THREADS + (int)threadIdx.x;
-            __align__(16) T vals[VEC];
-#pragma unroll
-            for (int c = 0; c < VEC; ++c) {
-                const int idx = bwd ? TILE - 1 - (v * VEC + c) : v * VEC + c;
-                vals[c] = sm[TILE_PAD(idx)];
-            }
-            store_vec(dst + v, *reinterpret_cast<const uint4*>(vals));
-        }
+        vector_tile<false, T, THREADS, ITEMS>(reinterpret_cast<uint4*>(out + first), sm, bwd);
     } else {
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {

@@ -55,21 +55,23 @@ struct RadixRankStorage {
     u32 warp_total[RADIX_WARPS];
 };
 
-// Exclusive prefix over the 256 digit totals (thread d holds total d); the block must be
-// RADIX_THREADS = 256 threads. Returns the prefix for digit threadIdx.x.
-__device__ __forceinline__ u32 digit_exclusive_prefix(u32 total, RadixRankStorage& s) {
+// Exclusive prefix of v over threads 0..255; every thread of the block calls it (threads >= 256
+// pass anything and get garbage). tot: 8 shared words. Two barriers: tot may be reused at once.
+__device__ __forceinline__ u32 exclusive_256(u32 v, u32* tot) {
     const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    u32 incl = total;
+    u32 incl = v;
 #pragma unroll
     for (u32 d = 1; d < 32; d <<= 1) {
         u32 y = __shfl_up_sync(FULL_MASK, incl, d);
         if (lane >= d) incl += y;
     }
-    if (lane == 31) s.warp_total[warp] = incl;
+    if (lane == 31 && warp < 8) tot[warp] = incl;
     __syncthreads();
     u32 before = 0;
-    for (u32 w = 0; w < warp; ++w) before += s.warp_total[w];
-    return before + incl - total;
+    if (warp < 8)
+        for (u32 w = 0; w < warp; ++w) before += tot[w];
+    __syncthreads();
+    return before + incl - v;
 }
 
 // Ranks the RADIX_ITEMS digits this thread holds (warp-striped within the warp's chunk: item it
@@ -105,7 +107,7 @@ __device__ __forceinline__ void block_radix_rank(const u32 (&digit)[RADIX_ITEMS]
             total += c;
         }
     }
-    u32 base = digit_exclusive_prefix(total, s);
+    u32 base = exclusive_256(total, s.warp_total);
     s.digit_base[threadIdx.x] = base;
     __syncthreads();
 #pragma unroll

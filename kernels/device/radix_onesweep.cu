@@ -84,25 +84,6 @@
 #define WS_COUNTERS (WS_DONE + 1)
 #define WS_STATUS (WS_DONE + 32)
 
-// Exclusive prefix of v over threads 0..255; every thread of the block calls it (threads >= 256
-// pass anything and get garbage). tot: 8 shared words. Two barriers.
-__device__ __forceinline__ u32 exclusive_256(u32 v, u32* tot) {
-    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    u32 incl = v;
-#pragma unroll
-    for (u32 d = 1; d < 32; d <<= 1) {
-        u32 y = __shfl_up_sync(FULL_MASK, incl, d);
-        if (lane >= d) incl += y;
-    }
-    if (lane == 31 && warp < 8) tot[warp] = incl;
-    __syncthreads();
-    u32 before = 0;
-    if (warp < 8)
-        for (u32 w = 0; w < warp; ++w) before += tot[w];
-    __syncthreads();
-    return before + incl - v;
-}
-
 template <typename K>
 __device__ __forceinline__ void hist_count(u32* h, K k, u32 mode, u32 begin_bit, u32 end_bit, u32 passes) {
     const auto b = radix_bits(k, mode);

@@ -108,32 +108,49 @@ __device__ void gmres_scale_(const T* src, T* dst, u32 n, const T* s, const T* s
     }
 }
 
-// Block of inner products c[k] = V[k]^H w, k < nv: grid (gx, nv); block (bx, k) sums its share of
-// vector k, and the last block to finish sums each k's gx partials in block order
-// (deterministic) into small[out + k].
+// Block of inner products c[k] = V[k]^H w, k < nv: grid (gx, ceil(nv / GMRES_DOTS_BATCH), the
+// batch a -D define of the backend); block
+// (bx, q) sums its share of the vectors q·BATCH … q·BATCH + BATCH - 1 against one read of w, and
+// the last block to finish sums each k's gx partials (a fixed order: deterministic) into
+// small[out + k].
 template <typename T, typename V = T>
 __device__ void gmres_dots_(const unsigned long long* vptr, const T* w, u32 n, u32 nv, const T* s,
                             T* small, u32 out, T* partials, u32* ticket) {
     if (s[S_STATUS] != T(0)) return;
-    __shared__ T smem[1][32];
+    __shared__ T smem[GMRES_DOTS_BATCH][32];
+    __shared__ const V* vs[GMRES_DOTS_BATCH];
     __shared__ bool last;
-    const u32 k = blockIdx.y, gx = gridDim.x;
-    const V* vk = reinterpret_cast<const V*>(vptr[k]);
-    T v[1] = {T(0)};
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) dotc_(v[0], T(vk[i]), w[i]);
-    block_sum<1>(v, smem);
+    const u32 k0 = blockIdx.y * GMRES_DOTS_BATCH, gx = gridDim.x;
+    const u32 nk = nv - k0 < GMRES_DOTS_BATCH ? nv - k0 : GMRES_DOTS_BATCH;
+    if (threadIdx.x < nk) vs[threadIdx.x] = reinterpret_cast<const V*>(vptr[k0 + threadIdx.x]);
+    __syncthreads();
+    T v[GMRES_DOTS_BATCH];
+#pragma unroll
+    for (int q = 0; q < GMRES_DOTS_BATCH; ++q) v[q] = T(0);
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gx * blockDim.x) {
+        const T wi = w[i];
+#pragma unroll
+        for (int q = 0; q < GMRES_DOTS_BATCH; ++q)
+            if (q < nk) dotc_(v[q], T(vs[q][i]), wi);
+    }
+    block_sum<GMRES_DOTS_BATCH>(v, smem);
     if (threadIdx.x == 0) {
-        partials[k * gx + blockIdx.x] = v[0];
+        for (u32 q = 0; q < nk; ++q) partials[(k0 + q) * gx + blockIdx.x] = v[q];
         __threadfence();
-        last = atomicAdd(ticket, 1u) == gx * nv - 1;
+        last = atomicAdd(ticket, 1u) == gx * gridDim.y - 1;
     }
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (u32 c = threadIdx.x; c < nv; c += blockDim.x) {
-        T acc = T(0);
-        for (u32 b = 0; b < gx; ++b) acc += ld_(partials + c * gx + b);
-        small[out + c] = acc;
+    // One warp per vector: each lane sums every 32nd partial in block order, then the warp's
+    // shuffle tree (a fixed order: deterministic); the gx loads of a vector stay in flight
+    // together instead of one serial chain.
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (u32 c = warp; c < nv; c += blockDim.x >> 5) {
+        T acc[1] = {T(0)};
+        for (u32 b = lane; b < gx; b += 32) acc[0] += ld_(partials + c * gx + b);
+        warp_sum_down<1>(acc);
+        if (lane == 0) small[out + c] = acc[0];
     }
     if (threadIdx.x == 0) *ticket = 0;
 }
@@ -155,6 +172,8 @@ __device__ void gmres_update_(const unsigned long long* vptr, T* w, u32 n, u32 n
     T v[1] = {T(0)};
     GRID_STRIDE(i, n) {
         T acc = w[i];
+        // Unrolled: eight basis loads in flight per thread (the subtractions keep their order).
+#pragma unroll 8
         for (u32 k = 0; k < nv; ++k) acc -= c[k] * T(vs[k][i]);
         w[i] = acc;
         dotc_(v[0], acc, acc);
@@ -201,6 +220,7 @@ __device__ void gmres_combine_(const unsigned long long* vptr, T* u, u32 n, u32 
     __syncthreads();
     GRID_STRIDE(i, n) {
         T acc = T(0);
+#pragma unroll 8
         for (u32 k = 0; k < ncols; ++k) acc += y[k] * T(vs[k][i]);
         u[i] = acc;
     }

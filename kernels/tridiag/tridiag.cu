@@ -83,12 +83,32 @@ __device__ __forceinline__ void tridiag_block(const T* __restrict__ ga, const T*
 // interior by Thomas. Recomputing instead of storing the eliminated coefficients costs one more
 // read of the input but saves writing and re-reading three arrays.
 
+// This block's tile staged in shared memory, and this thread's run in it: rows first ..
+// first + L - 1 of the tile (global row g = tile0 + first; L = 0 when the thread has no rows).
+template <typename T> struct TriRun {
+    TriSmem<T> s;
+    u64 tile0;
+    u32 tile, first, L;
+    u64 g;
+};
+
 template <typename T>
-__device__ __forceinline__ void tri_load_tile(const TriSmem<T>& s, const T* __restrict__ ga, const T* __restrict__ gb,
-                                              const T* __restrict__ gc, const T* __restrict__ gd, u32 n, u32 sys_n,
-                                              u64 tile0, u32 tile) {
-    const u32 rows = (u32)min((u64)tile, (u64)n - tile0);
-    tri_stage(s, ga, gb, gc, gd, tile0, rows, tile0, (u64)n, sys_n);
+__device__ __forceinline__ TriRun<T> tri_stage_run(const T* __restrict__ ga, const T* __restrict__ gb,
+                                                   const T* __restrict__ gc, const T* __restrict__ gd, u32 n,
+                                                   u32 sys_n) {
+    extern __shared__ __align__(16) unsigned char tri_smem_raw[];
+    T* sm = reinterpret_cast<T*>(tri_smem_raw);
+    TriRun<T> r;
+    r.tile = blockDim.x * TRI_CHUNK;
+    const u32 tp = TRI_PAD(r.tile - 1) + 1;
+    r.s = {sm, sm + tp, sm + 2 * tp, sm + 3 * tp};
+    r.tile0 = (u64)blockIdx.x * r.tile;
+    const u32 rows = (u32)min((u64)r.tile, (u64)n - r.tile0);
+    tri_stage(r.s, ga, gb, gc, gd, r.tile0, rows, r.tile0, (u64)n, sys_n);
+    r.first = threadIdx.x * TRI_CHUNK;
+    r.g = r.tile0 + r.first;
+    r.L = r.g < n ? (u32)min((u64)TRI_CHUNK, (u64)n - r.g) : 0;
+    return r;
 }
 
 template <typename T>
@@ -96,17 +116,11 @@ __device__ __forceinline__ void tridiag_part_reduce(const T* __restrict__ ga, co
                                                     const T* __restrict__ gc, const T* __restrict__ gd, u32 n,
                                                     u32 sys_n, T* __restrict__ ra, T* __restrict__ rb,
                                                     T* __restrict__ rc, T* __restrict__ rd, u32* flag) {
-    extern __shared__ __align__(16) unsigned char tri_smem_raw[];
-    T* sm = reinterpret_cast<T*>(tri_smem_raw);
-    const u32 tile = blockDim.x * TRI_CHUNK;
-    const u32 tp = TRI_PAD(tile - 1) + 1;
-    const TriSmem<T> s = {sm, sm + tp, sm + 2 * tp, sm + 3 * tp};
-    const u64 tile0 = (u64)blockIdx.x * tile;
-    tri_load_tile(s, ga, gb, gc, gd, n, sys_n, tile0, tile);
-    const u32 first = threadIdx.x * TRI_CHUNK;
-    const u64 g = tile0 + first;
-    if (g < n) {
-        const u32 L = (u32)min((u64)TRI_CHUNK, (u64)n - g);
+    const TriRun<T> run = tri_stage_run(ga, gb, gc, gd, n, sys_n);
+    const TriSmem<T>& s = run.s;
+    const u32 first = run.first, L = run.L;
+    const u64 g = run.g;
+    if (L > 0) {
         TriEq<T> top, bot;
         thread_partition(s.a, s.b, s.c, s.d, first, L, (u32)g, flag, top, bot);
         const u64 q = g / TRI_CHUNK;
@@ -119,17 +133,11 @@ template <typename T>
 __device__ __forceinline__ void tridiag_part_back(const T* __restrict__ ga, const T* __restrict__ gb,
                                                   const T* __restrict__ gc, const T* __restrict__ gd, u32 n,
                                                   u32 sys_n, const T* __restrict__ rx, T* __restrict__ gx) {
-    extern __shared__ __align__(16) unsigned char tri_smem_raw[];
-    T* sm = reinterpret_cast<T*>(tri_smem_raw);
-    const u32 tile = blockDim.x * TRI_CHUNK;
-    const u32 tp = TRI_PAD(tile - 1) + 1;
-    const TriSmem<T> s = {sm, sm + tp, sm + 2 * tp, sm + 3 * tp};
-    const u64 tile0 = (u64)blockIdx.x * tile;
-    tri_load_tile(s, ga, gb, gc, gd, n, sys_n, tile0, tile);
-    const u32 first = threadIdx.x * TRI_CHUNK;
-    const u64 g = tile0 + first;
-    if (g < n) {
-        const u32 L = (u32)min((u64)TRI_CHUNK, (u64)n - g);
+    const TriRun<T> run = tri_stage_run(ga, gb, gc, gd, n, sys_n);
+    const TriSmem<T>& s = run.s;
+    const u32 first = run.first, L = run.L;
+    const u64 g = run.g;
+    if (L > 0) {
         const u64 q = g / TRI_CHUNK;
         const T x0 = rx[2 * q], xl = rx[2 * q + 1];
         if (L >= 3) {
@@ -162,8 +170,8 @@ __device__ __forceinline__ void tridiag_part_back(const T* __restrict__ ga, cons
         if (L >= 2) s.d[TRI_PAD(first + L - 1)] = xl;
     }
     __syncthreads();
-    for (u32 i = threadIdx.x; i < tile; i += blockDim.x) {
-        const u64 gi = tile0 + i;
+    for (u32 i = threadIdx.x; i < run.tile; i += blockDim.x) {
+        const u64 gi = run.tile0 + i;
         if (gi < n) gx[gi] = s.d[TRI_PAD(i)];
     }
 }

@@ -8,55 +8,12 @@ use segsparse::precond::amg::{Cycle, Smoother};
 use segsparse::precond::AmgParams;
 
 use crate::arrays::{ro, rw, slice, slice_mut};
-use crate::errors::{run, Failure, Res};
+use crate::errors::{named, run};
 use crate::hierarchy::PyAmg;
 use crate::matrix::{index_arrays, PyMatrix};
 
 /// A level operator as Python receives it: `(indptr, indices, data, (rows, cols))`.
 type LevelArrays = (PyObject, PyObject, PyObject, (usize, usize));
-
-#[allow(clippy::too_many_arguments)]
-fn params(
-    theta: f64,
-    smoother: &str,
-    degree: usize,
-    sweeps: usize,
-    cycle: &str,
-    coarse_size: usize,
-    max_levels: usize,
-    block_size: usize,
-    improve: usize,
-) -> Res<AmgParams> {
-    Ok(AmgParams {
-        theta,
-        smoother: match smoother {
-            "chebyshev" => Smoother::Chebyshev,
-            "jacobi" => Smoother::Jacobi,
-            "l1-jacobi" | "l1_jacobi" => Smoother::L1Jacobi,
-            s => {
-                return Err(Failure::Value(format!(
-                    "unknown smoother {s:?} (known: 'chebyshev', 'jacobi', 'l1-jacobi')"
-                )))
-            }
-        },
-        degree,
-        sweeps,
-        cycle: match cycle {
-            "V" | "v" => Cycle::V,
-            "W" | "w" => Cycle::W,
-            c => {
-                return Err(Failure::Value(format!(
-                    "cycle must be 'V' or 'W', not {c:?}"
-                )))
-            }
-        },
-        coarse_size,
-        max_levels,
-        block_size,
-        improve_candidates: improve,
-        ..Default::default()
-    })
-}
 
 #[pymethods]
 impl PyAmg {
@@ -79,18 +36,34 @@ impl PyAmg {
         improve_candidates: usize,
         candidates: Option<PyReadonlyArray2<'_, f64>>,
     ) -> PyResult<Self> {
-        let p = params(
+        let p = AmgParams {
             theta,
-            smoother,
+            smoother: named(
+                "smoother",
+                smoother,
+                &[
+                    ("chebyshev", Smoother::Chebyshev),
+                    ("jacobi", Smoother::Jacobi),
+                    ("l1-jacobi", Smoother::L1Jacobi),
+                    ("l1_jacobi", Smoother::L1Jacobi),
+                ],
+            )
+            .map_err(|f| f.into_py_err(py))?,
             degree,
             sweeps,
-            cycle,
+            // 'v' and 'w' as well.
+            cycle: named(
+                "cycle",
+                &cycle.to_ascii_uppercase(),
+                &[("V", Cycle::V), ("W", Cycle::W)],
+            )
+            .map_err(|f| f.into_py_err(py))?,
             coarse_size,
             max_levels,
             block_size,
             improve_candidates,
-        )
-        .map_err(|f| f.into_py_err(py))?;
+            ..Default::default()
+        };
         let cand: Option<Vec<Vec<f64>>> = match candidates {
             None => None,
             Some(c) => {

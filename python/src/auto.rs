@@ -8,14 +8,15 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use segsparse::autosolve::{AutoSolve, ProbeParams, ProbeReport};
 use segsparse::backend::Cpu;
-use segsparse::solvers::{InitialGuess, SolveParams};
+use segsparse::solvers::SolveParams;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
 use crate::choice::{stats_tuple, StatsTuple};
-use crate::device::{device, Borrowed};
+use crate::device::{with_borrowed, DevicePair};
 use crate::errors::{check_len, run, Failure, Res};
 use crate::matrix::{Inner, Mat, PyMatrix};
 use crate::outcome::{outcome, Outcome};
+use crate::solve::solve_params;
 
 /// The probe as the Python side reads it: `(cheap, expensive, iterations, seconds, residual,
 /// rate, predicted_iterations, predicted_cheap_seconds, predicted_expensive_seconds, escalated,
@@ -78,34 +79,6 @@ fn report(s: &AutoSolve) -> Report {
         s.tried.clone(),
         s.failure.clone(),
     )
-}
-
-/// The solver options of an automatic solve.
-fn params(
-    rtol: f64,
-    atol: f64,
-    maxiter: usize,
-    x0: bool,
-    check_every: Option<usize>,
-) -> Res<SolveParams<'static>> {
-    if !(rtol >= 0.0 && atol >= 0.0) {
-        return Err(Failure::Value(format!(
-            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
-        )));
-    }
-    Ok(SolveParams {
-        rel_tol: rtol,
-        abs_tol: atol,
-        max_iters: maxiter,
-        initial_guess: if x0 {
-            InitialGuess::Given
-        } else {
-            InitialGuess::Zero
-        },
-        record_history: true,
-        check_every,
-        ..Default::default()
-    })
 }
 
 fn probe_params(restart: usize, probe: bool) -> Res<ProbeParams> {
@@ -178,23 +151,21 @@ impl<T: Elem> Mat<T> {
         &self,
         p: &SolveParams,
         pp: &ProbeParams,
-        bp: u64,
-        xp: u64,
-        wait: &[u64],
-        signal: u64,
+        dp: DevicePair<'_>,
     ) -> Res<(Outcome, Report)> {
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
-        let dev = device()?;
-        dev.enter(wait)?;
+        let (n, m) = self.shape;
+        let host = self.host_if_present();
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
-        let b = unsafe { Borrowed::<T>::new(dev, bp, self.shape.0) };
-        let mut x = unsafe { Borrowed::<T>::new(dev, xp, self.shape.1) };
-        let before = t0.elapsed().as_secs_f64();
-        let s =
-            segsparse::autosolve::solve(&*ops, &d.csr, self.host_if_present(), &b, &mut x, p, pp);
-        dev.leave(signal)?;
+        let (s, before) = unsafe {
+            with_borrowed(dp, n, m, |b, x| {
+                let before = t0.elapsed().as_secs_f64();
+                let s = segsparse::autosolve::solve(&*ops, &d.csr, host, b, x, p, pp);
+                (s, before)
+            })
+        }?;
         finish(s?, before)
     }
 }
@@ -232,7 +203,7 @@ pub(crate) fn auto_solve_host(
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
-            params(rtol, atol, maxiter, x0, check_every)?,
+            solve_params(rtol, atol, maxiter, x0, check_every)?,
             probe_params(restart, probe)?,
         ))
     });
@@ -274,14 +245,20 @@ pub(crate) fn auto_solve_device(
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
-            params(rtol, atol, maxiter, x0, check_every)?,
+            solve_params(rtol, atol, maxiter, x0, check_every)?,
             probe_params(restart, probe)?,
         ))
     });
     let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;
+    let d = DevicePair {
+        b,
+        x,
+        wait: &wait,
+        signal,
+    };
     match &matrix.inner {
-        Inner::F32(m) => run(py, || m.auto_solve_device(&p, &pp, b, x, &wait, signal)),
-        Inner::F64(m) => run(py, || m.auto_solve_device(&p, &pp, b, x, &wait, signal)),
+        Inner::F32(m) => run(py, || m.auto_solve_device(&p, &pp, d)),
+        Inner::F64(m) => run(py, || m.auto_solve_device(&p, &pp, d)),
         _ => unreachable!("checked above"),
     }
 }

@@ -12,7 +12,7 @@ use segsparse::gpu::Gpu;
 use segsparse::CsrMatrix;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
-use crate::errors::{run, Failure, Res};
+use crate::errors::{named, run, Failure, Res};
 
 /// Status names, in the order of `BatchStatus`'s codes.
 fn status_name(s: BatchStatus) -> &'static str {
@@ -106,6 +106,20 @@ fn solve_typed<T: Elem + segsparse::Scalar>(
     ))
 }
 
+/// The batched methods by name.
+const METHODS: &[(&str, BatchMethod)] = &[
+    ("cg", BatchMethod::Cg),
+    ("bicgstab", BatchMethod::Bicgstab),
+    ("gmres", BatchMethod::Gmres),
+];
+
+/// The batched preconditioners by name (`M=None` is "none").
+const PRECONDS: &[(&str, BatchPrecond)] = &[
+    ("none", BatchPrecond::None),
+    ("jacobi", BatchPrecond::Jacobi),
+    ("ilu0", BatchPrecond::Ilu0),
+];
+
 /// Solves the independent systems of a block-diagonal CSR (the blocks have `sizes` rows) with
 /// the batched solvers, from a zero initial guess: `b` and `x` are the concatenated right-hand
 /// sides and solutions (NumPy, the dtype of `data`).
@@ -128,28 +142,9 @@ pub fn batched_solve_host(
     restart: usize,
     gpu: bool,
 ) -> PyResult<BatchOutcome> {
-    let method = match method {
-        "cg" => BatchMethod::Cg,
-        "bicgstab" => BatchMethod::Bicgstab,
-        "gmres" => BatchMethod::Gmres,
-        m => {
-            return Err(Failure::Value(format!(
-                "unknown batched method {m:?} (known: 'cg', 'bicgstab', 'gmres')"
-            ))
-            .into_py_err(py))
-        }
-    };
-    let precond = match precond {
-        "none" => BatchPrecond::None,
-        "jacobi" => BatchPrecond::Jacobi,
-        "ilu0" => BatchPrecond::Ilu0,
-        p => {
-            return Err(Failure::Value(format!(
-                "unknown batched preconditioner {p:?} (known: None, 'jacobi', 'ilu0')"
-            ))
-            .into_py_err(py))
-        }
-    };
+    let parsed = named("batched method", method, METHODS)
+        .and_then(|m| Ok((m, named("batched preconditioner", precond, PRECONDS)?)));
+    let (method, precond) = parsed.map_err(|f| f.into_py_err(py))?;
     let params = BatchParams {
         method,
         precond,

@@ -29,7 +29,7 @@ use segsparse::spmv::gpu::complex::{ComplexSpmvAlgorithm, GpuComplexCsr};
 use segsparse::spmv::Op;
 use segsparse::{Complex, CsrMatrix, Elem};
 
-use crate::device::{device, with_borrowed, Borrowed};
+use crate::device::{device, with_borrowed, Borrowed, DevicePair};
 use crate::errors::{check_len, not_on_gpu, Failure, Res};
 use crate::outcome::{outcome, Outcome, Timed};
 use crate::solve::{call, Held, Opts, Precond};
@@ -382,23 +382,12 @@ where
     }
 
     /// Solve with device vectors owned by the caller (zero-copy).
-    pub(crate) fn solve_device(
-        &self,
-        o: &Opts,
-        bp: u64,
-        xp: u64,
-        wait: &[u64],
-        signal: u64,
-    ) -> Res<Outcome> {
+    pub(crate) fn solve_device(&self, o: &Opts, dp: DevicePair<'_>) -> Res<Outcome> {
         let t0 = Instant::now();
         let (ops, d) = self.gpu_ops()?;
         let (n, m) = self.host.shape();
         // SAFETY: as in `spmv_device` (b has nrows, x ncols elements).
-        let r = unsafe {
-            with_borrowed(bp, n, xp, m, wait, signal, |b, x| {
-                self.solve_gpu(&ops, d, o, b, x, t0)
-            })
-        };
+        let r = unsafe { with_borrowed(dp, n, m, |b, x| self.solve_gpu(&ops, d, o, b, x, t0)) };
         outcome(r??)
     }
 

@@ -133,28 +133,35 @@ impl<T> Borrowed<T> {
     }
 }
 
-/// `f` on the caller's device vectors `b` (`n` elements at `bp`) and `x` (`m` elements at
-/// `xp`), ordered after the streams in `wait` and before later work on `signal`.
+/// The caller's device vectors `b` and `x` (their addresses) and the place of a call among the
+/// caller's streams: after the streams in `wait`, before later work on `signal`.
+#[derive(Clone, Copy)]
+pub struct DevicePair<'a> {
+    pub b: u64,
+    pub x: u64,
+    pub wait: &'a [u64],
+    pub signal: u64,
+}
+
+/// `f` on the caller's device vectors of `d`: `b` with `n` elements and `x` with `m`, ordered
+/// after the streams in `d.wait` and before later work on `d.signal`.
 ///
 /// # Safety
 /// As [`Borrowed::new`] for both arrays: the Python layer checked that they are contiguous
 /// device arrays of `T` with `n` and `m` elements, and holds them during the call.
 pub unsafe fn with_borrowed<T, R>(
-    bp: u64,
+    d: DevicePair<'_>,
     n: usize,
-    xp: u64,
     m: usize,
-    wait: &[u64],
-    signal: u64,
     f: impl FnOnce(&Borrowed<T>, &mut Borrowed<T>) -> R,
 ) -> Result<R, Error> {
     let dev = device()?;
-    dev.enter(wait)?;
+    dev.enter(d.wait)?;
     // SAFETY: the caller's contract.
-    let b = unsafe { Borrowed::<T>::new(dev, bp, n) };
-    let mut x = unsafe { Borrowed::<T>::new(dev, xp, m) };
+    let b = unsafe { Borrowed::<T>::new(dev, d.b, n) };
+    let mut x = unsafe { Borrowed::<T>::new(dev, d.x, m) };
     let r = f(&b, &mut x);
-    dev.leave(signal)?;
+    dev.leave(d.signal)?;
     Ok(r)
 }
 

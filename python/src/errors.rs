@@ -63,6 +63,21 @@ pub fn check_len(what: &str, found: usize, expected: usize, whose: &str) -> Res<
     }
 }
 
+/// The value that `name` stands for in `table`, or a `ValueError` naming the `what` and every
+/// name it knows.
+pub fn named<T: Copy>(what: &str, name: &str, table: &[(&str, T)]) -> Res<T> {
+    match table.iter().find(|(n, _)| *n == name) {
+        Some(&(_, v)) => Ok(v),
+        None => {
+            let known: Vec<String> = table.iter().map(|(n, _)| format!("{n:?}")).collect();
+            Err(Failure::Value(format!(
+                "unknown {what} {name:?} (known: {})",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
 static ERRORS: GILOnceCell<Py<PyModule>> = GILOnceCell::new();
 
 fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {

@@ -21,7 +21,7 @@ use segsparse::{Complex, CsrMatrix, Scalar};
 
 use crate::arrays::{csr_from_arrays, with_vectors, Elem};
 use crate::complex::{self as cx, CMat};
-use crate::device::{device, with_borrowed, Borrowed, BorrowedColumns};
+use crate::device::{device, with_borrowed, Borrowed, BorrowedColumns, DevicePair};
 use crate::errors::{check_len, not_on_gpu, run, run_held, Failure, Res};
 use crate::hierarchy::{AmgOn, PyAmg};
 use crate::outcome::{outcome, Outcome, Timed};
@@ -1040,15 +1040,7 @@ impl<T: Elem> Mat<T> {
     }
 
     /// Solve with device vectors owned by the caller (zero-copy).
-    fn solve_device(
-        &self,
-        o: &Opts,
-        bp: u64,
-        xp: u64,
-        wait: &[u64],
-        signal: u64,
-        amg: Option<&PyAmg>,
-    ) -> Res<Outcome> {
+    fn solve_device(&self, o: &Opts, dp: DevicePair<'_>, amg: Option<&PyAmg>) -> Res<Outcome> {
         let amg = amg.map(|h| h.typed::<T>()).transpose()?;
         let amg = amg.map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let h = gpu_amg(amg.as_deref())?;
@@ -1060,7 +1052,7 @@ impl<T: Elem> Mat<T> {
         // SAFETY: the Python layer checked that both arrays are contiguous device arrays of
         // this dtype with nrows / ncols elements, and holds them during the call.
         let r = unsafe {
-            with_borrowed(bp, n, xp, m, wait, signal, |b, x| {
+            with_borrowed(dp, n, m, |b, x| {
                 solve_with(&*ops, &d.csr, &host, jac.as_deref(), h, o, b, x, t0, None)
             })
         };
@@ -1587,8 +1579,14 @@ impl PyMatrix {
             return Err(real_only("AMG").into_py_err(py));
         }
         let amg = amg.as_deref();
-        with_mat!(self, m, _T => run(py, || m.solve_device(o, b, x, &wait, signal, amg));
-            c, _C => run(py, || c.solve_device(o, b, x, &wait, signal)))
+        let d = DevicePair {
+            b,
+            x,
+            wait: &wait,
+            signal,
+        };
+        with_mat!(self, m, _T => run(py, || m.solve_device(o, d, amg));
+            c, _C => run(py, || c.solve_device(o, d)))
     }
 
     /// Seconds per SpMV of a loop run inside Rust (CPU, or the GPU with device vectors and one

@@ -14,6 +14,7 @@ use segsparse::solvers::{bicgstab, gmres, pcg, pcocg, InitialGuess, SolveParams}
 use segsparse::Elem;
 
 use crate::arrays::AnyElem;
+use crate::errors::{Failure, Res};
 use crate::outcome::Timed;
 
 /// The solvers the bindings know (a new one is one more arm here and in [`call`], plus a thin
@@ -70,6 +71,7 @@ impl PyOptions {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (method, precond, rtol, atol, maxiter, x0, check_every = None, restart = 30, degree = 5))]
     fn new(
+        py: Python<'_>,
         method: &str,
         precond: &str,
         rtol: f64,
@@ -107,29 +109,42 @@ impl PyOptions {
                 ))
             }
         };
-        if !(rtol >= 0.0 && atol >= 0.0) {
-            return bad(format!(
-                "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
-            ));
-        }
         Ok(PyOptions(Opts {
             method,
             precond,
-            params: SolveParams {
-                rel_tol: rtol,
-                abs_tol: atol,
-                max_iters: maxiter,
-                initial_guess: if x0 {
-                    InitialGuess::Given
-                } else {
-                    InitialGuess::Zero
-                },
-                record_history: true,
-                check_every,
-                ..Default::default()
-            },
+            params: solve_params(rtol, atol, maxiter, x0, check_every)
+                .map_err(|f| f.into_py_err(py))?,
         }))
     }
+}
+
+/// The solver parameters from Python's `rtol`, `atol`, `maxiter`, `x0 is not None` and
+/// `check_every` (a convergence history always kept), for the explicit and the automatic solve.
+pub(crate) fn solve_params(
+    rtol: f64,
+    atol: f64,
+    maxiter: usize,
+    x0: bool,
+    check_every: Option<usize>,
+) -> Res<SolveParams<'static>> {
+    if !(rtol >= 0.0 && atol >= 0.0) {
+        return Err(Failure::Value(format!(
+            "tolerances must be >= 0 (rtol = {rtol}, atol = {atol})"
+        )));
+    }
+    Ok(SolveParams {
+        rel_tol: rtol,
+        abs_tol: atol,
+        max_iters: maxiter,
+        initial_guess: if x0 {
+            InitialGuess::Given
+        } else {
+            InitialGuess::Zero
+        },
+        record_history: true,
+        check_every,
+        ..Default::default()
+    })
 }
 
 /// The solver call of `o.method` with preconditioner `p` and the parameters `params` (`o`'s,

@@ -125,7 +125,10 @@ pub const BICGSTAB: KernelSource = kernel_source!("solvers/bicgstab.cu", SOLVER_
 pub const GMRES: KernelSource = kernel_source!(
     "solvers/gmres.cu",
     SOLVER_HEADERS,
-    &[("GMRES_MAX_COLS", GMRES_MAX_COLS as i64)]
+    &[
+        ("GMRES_MAX_COLS", GMRES_MAX_COLS as i64),
+        ("GMRES_DOTS_BATCH", GMRES_DOTS_BATCH as i64)
+    ]
 );
 
 /// The Chebyshev preconditioner's step.
@@ -355,9 +358,15 @@ pub const MAX_RESTART: usize = GMRES_MAX_COLS - 1;
 /// Basis vectors in the shared-memory tables of the GMRES kernels (`GMRES_MAX_COLS` there).
 const GMRES_MAX_COLS: usize = 256;
 
-/// Blocks per basis vector of GMRES's block dot product (the grid is this × (j + 1) blocks):
-/// 2 per SM keeps the 2-D grid near 8 blocks per SM at j ≈ 4 and bounds the last block's sum.
-const DOT_BLOCKS_PER_SM: u32 = 2;
+/// Basis vectors whose inner products with `w` one block of GMRES's block dot product
+/// (`gmres_dots`) accumulates together, reading `w` once for all of them: the grid is
+/// [`DOT_BLOCKS_PER_SM`] × SMs × ⌈(j + 1) / batch⌉ blocks.
+const GMRES_DOTS_BATCH: u32 = 8;
+
+/// Blocks per SM along the rows of GMRES's block dot product: 4 keep the device busy at j < 8
+/// (one batch of basis vectors) and the last block's sum short (a warp per vector sums 4 × SMs
+/// partials).
+const DOT_BLOCKS_PER_SM: u32 = 4;
 
 /// GMRES's Krylov workspace on the GPU: the basis vectors, a device table of their pointers
 /// (the fused multi-vector kernels walk it), the small arrays of
@@ -1785,7 +1794,7 @@ where
                 .arg(&mut k.partials)
                 .arg(&mut k.ticket);
             let cfg = cudarc::driver::LaunchConfig {
-                grid_dim: (k.dot_grid, nv, 1),
+                grid_dim: (k.dot_grid, nv.div_ceil(GMRES_DOTS_BATCH), 1),
                 block_dim: (THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
@@ -1903,7 +1912,7 @@ where
                 .arg(&mut k.partials)
                 .arg(&mut k.ticket);
             let cfg = cudarc::driver::LaunchConfig {
-                grid_dim: (k.dot_grid, nv, 1),
+                grid_dim: (k.dot_grid, nv.div_ceil(GMRES_DOTS_BATCH), 1),
                 block_dim: (THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };

@@ -175,6 +175,15 @@ pub trait Preconditioner<T: Elem, B: VectorOps<T>> {
     fn is_identity(&self) -> bool {
         false
     }
+    /// What one application costs, roughly, in products with the operator: 0 (the default)
+    /// for the identity and diagonal scalings, the polynomial's degree for Chebyshev, about 8
+    /// for an AMG V-cycle. A solve whose status the host reads every `k` iterations by default
+    /// ([`SolveParams::check_every`](crate::solvers::SolveParams::check_every)) reads it every
+    /// `k / (1 + cost)` iterations instead, so that an expensive preconditioner is not applied
+    /// for up to `k − 1` iterations past convergence.
+    fn cost_in_products(&self) -> f64 {
+        0.0
+    }
 }
 
 /// Panics unless vectors of lengths `a` and `b` match: a caller's bug (the solvers allocate

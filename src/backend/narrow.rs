@@ -45,21 +45,25 @@ impl NarrowOps for Cpu {
         Ok(Cpu)
     }
     fn narrow(&self, x: &Vec<f64>, y: &mut Vec<f32>) -> Result<()> {
-        use rayon::prelude::*;
-        super::same_len("narrow", x.len(), y.len());
-        y.par_iter_mut()
-            .zip(x.par_iter())
-            .with_min_len(4096)
-            .for_each(|(y, &x)| *y = x as f32);
-        Ok(())
+        convert("narrow", x, y, |x| x as f32)
     }
     fn widen(&self, x: &Vec<f32>, y: &mut Vec<f64>) -> Result<()> {
-        use rayon::prelude::*;
-        super::same_len("widen", x.len(), y.len());
-        y.par_iter_mut()
-            .zip(x.par_iter())
-            .with_min_len(4096)
-            .for_each(|(y, &x)| *y = x as f64);
-        Ok(())
+        convert("widen", x, y, |x| x as f64)
     }
+}
+
+/// `y[i] ← f(x[i])` over threads (the CPU's narrow and widen).
+fn convert<X: Copy + Sync, Y: Send>(
+    what: &str,
+    x: &[X],
+    y: &mut [Y],
+    f: impl Fn(X) -> Y + Sync,
+) -> Result<()> {
+    use rayon::prelude::*;
+    super::same_len(what, x.len(), y.len());
+    y.par_iter_mut()
+        .zip(x.par_iter())
+        .with_min_len(4096)
+        .for_each(|(y, &x)| *y = f(x));
+    Ok(())
 }

@@ -57,9 +57,7 @@ use rayon::prelude::*;
 
 use crate::backend::{Cpu, Identity};
 use crate::error::{Error, Result};
-use crate::precond::{
-    Application, Fill, Ilu0, IncompleteParams, Jacobi, Ordering, RowMatching, SptrsvAlgorithm,
-};
+use crate::precond::{Ilu0, IncompleteParams, Jacobi};
 use crate::solvers::{self, SolveError, SolveParams};
 use crate::{CsrMatrix, Scalar};
 
@@ -435,18 +433,7 @@ pub fn solve_one<T: Scalar>(
 
 /// The single-system ILU(0) that the batched one equals: natural order, no shift, no matching,
 /// no fill.
-pub const ILU_PARAMS: IncompleteParams = IncompleteParams {
-    shift: 0.0,
-    pivot_tol: 1e-12,
-    auto_shift: false,
-    jacobi_sweeps: 0,
-    algorithm: SptrsvAlgorithm::Auto,
-    application: Application::Exact,
-    ordering: Ordering::Natural,
-    matching: RowMatching::Off,
-    fill: Fill::Level(0),
-    non_exhaustive: (),
-};
+pub const ILU_PARAMS: IncompleteParams = IncompleteParams::PLAIN;
 
 fn run<T: Scalar, P: crate::backend::Preconditioner<T, Cpu>>(
     a: &CsrMatrix<T>,

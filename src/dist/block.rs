@@ -170,6 +170,11 @@ impl<T: Scalar> RowBlock<T> {
     /// # Errors
     /// [`Error::InvalidStructure`] naming the first broken invariant.
     pub fn validate(&self) -> Result<()> {
+        self.validate_cols(self.n_global)
+    }
+
+    /// [`RowBlock::validate`] with the columns of a matrix of `ncols` columns.
+    fn validate_cols(&self, ncols: u64) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidStructure(m));
         if self.row_ptr.first() != Some(&0) {
             return bad("row block: row_ptr must start with 0".into());
@@ -195,10 +200,9 @@ impl<T: Scalar> RowBlock<T> {
                 self.n_global
             ));
         }
-        if let Some(c) = self.cols.iter().find(|&&c| c >= self.n_global) {
+        if let Some(c) = self.cols.iter().find(|&&c| c >= ncols) {
             return bad(format!(
-                "row block: column {c} outside a matrix of {} columns",
-                self.n_global
+                "row block: column {c} outside a matrix of {ncols} columns"
             ));
         }
         Ok(())
@@ -270,6 +274,10 @@ pub struct DistPart<T> {
     pub n_global: u64,
     /// Global index of the first owned row.
     pub first_row: u64,
+    /// Global index of the first owned column (`first_row` for a square matrix split by one
+    /// partition; a rectangular part, [`DistPart::build_rect`], owns the columns of its rank
+    /// under the column partition).
+    pub first_col: u64,
     /// Owned rows × owned columns, local indices.
     pub owned: CsrMatrix<T>,
     /// The owned rows that touch the halo (local row indices, increasing).
@@ -313,7 +321,6 @@ impl<T: Scalar> DistPart<T> {
         exchange: impl FnOnce(Vec<Vec<u64>>) -> Result<Vec<Vec<u64>>>,
     ) -> Result<Self> {
         block.validate()?;
-        let nranks = partition.nranks();
         let rows = partition.rows(rank);
         if block.n_global != partition.n()
             || block.first_row != rows.start
@@ -327,8 +334,49 @@ impl<T: Scalar> DistPart<T> {
                 partition.n()
             )));
         }
+        Self::split(block, partition, rank, exchange)
+    }
+
+    /// A part of a rectangular matrix: `block` holds this rank's rows with global column
+    /// indices into the `col_partition.n()` columns (its `n_global` is the row count of the
+    /// whole matrix), and the columns (the entries of the vectors it multiplies) are split by
+    /// `col_partition`, whose block `rank` this rank owns. The rows owned are the block's: the
+    /// product `y = A·x` takes this rank's entries of `x` under `col_partition` and gives the
+    /// block's rows of `y`. The transfers of the distributed AMG are such matrices (fine rows ×
+    /// coarse columns and back). Collective as [`DistPart::build`].
+    ///
+    /// # Errors
+    /// As [`DistPart::build`], and a column index outside `col_partition`.
+    pub fn build_rect(
+        block: &RowBlock<T>,
+        col_partition: &Partition,
+        rank: usize,
+        exchange: impl FnOnce(Vec<Vec<u64>>) -> Result<Vec<Vec<u64>>>,
+    ) -> Result<Self> {
+        block.validate_cols(col_partition.n())?;
+        if rank >= col_partition.nranks() {
+            return Err(Error::InvalidInput(format!(
+                "rank {rank} outside a column partition of {} ranks",
+                col_partition.nranks()
+            )));
+        }
+        Self::split(block, col_partition, rank, exchange)
+    }
+
+    /// The split of a validated block into owned and halo parts (see [`DistPart::build`]),
+    /// columns under `partition`.
+    fn split(
+        block: &RowBlock<T>,
+        partition: &Partition,
+        rank: usize,
+        exchange: impl FnOnce(Vec<Vec<u64>>) -> Result<Vec<Vec<u64>>>,
+    ) -> Result<Self> {
+        let nranks = partition.nranks();
+        let rows = partition.rows(rank);
         let n_owned = block.nrows();
         u32::try_from(n_owned).map_err(|_| too_big("the row count", n_owned))?;
+        let n_cols = (rows.end - rows.start) as usize;
+        u32::try_from(n_cols).map_err(|_| too_big("the column count", n_cols))?;
         let owned_range = rows.clone();
         let is_owned = |c: u64| owned_range.contains(&c);
 
@@ -377,7 +425,7 @@ impl<T: Scalar> DistPart<T> {
                 );
             }
         }
-        let owned = CsrMatrix::try_from_parts(n_owned, n_owned, o_ptr, o_cols, o_vals)?;
+        let owned = CsrMatrix::try_from_parts(n_owned, n_cols, o_ptr, o_cols, o_vals)?;
 
         // Receive lists: the halo is sorted, so each owner's entries are one contiguous run.
         let mut recv = Vec::new();
@@ -433,7 +481,8 @@ impl<T: Scalar> DistPart<T> {
             rank,
             nranks,
             n_global: block.n_global,
-            first_row: rows.start,
+            first_row: block.first_row,
+            first_col: rows.start,
             owned,
             bnd_rows,
             bnd_ptr,
@@ -450,6 +499,11 @@ impl<T: Scalar> DistPart<T> {
     pub fn n_owned(&self) -> usize {
         self.owned.nrows()
     }
+    /// Owned columns (the local length of the vectors it multiplies; [`DistPart::n_owned`] for
+    /// a square matrix).
+    pub fn n_owned_cols(&self) -> usize {
+        self.owned.ncols()
+    }
     /// Halo entries.
     pub fn n_halo(&self) -> usize {
         self.halo_global.len()
@@ -464,9 +518,9 @@ impl<T: Scalar> DistPart<T> {
     /// # Panics
     /// When `l >= n_owned + n_halo`.
     pub fn local_to_global(&self, l: usize) -> u64 {
-        let n = self.n_owned();
+        let n = self.n_owned_cols();
         if l < n {
-            self.first_row + l as u64
+            self.first_col + l as u64
         } else {
             self.halo_global[l - n]
         }
@@ -474,9 +528,9 @@ impl<T: Scalar> DistPart<T> {
 
     /// The local column of global index `g`, or `None` when this rank neither owns nor needs it.
     pub fn global_to_local(&self, g: u64) -> Option<usize> {
-        let n = self.n_owned() as u64;
-        if g >= self.first_row && g < self.first_row + n {
-            Some((g - self.first_row) as usize)
+        let n = self.n_owned_cols() as u64;
+        if g >= self.first_col && g < self.first_col + n {
+            Some((g - self.first_col) as usize)
         } else {
             self.halo_global
                 .binary_search(&g)

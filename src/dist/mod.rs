@@ -46,7 +46,10 @@
 //! - [`BlockJacobi`] makes any single-device preconditioner (Jacobi, Chebyshev, ILU(0), IC(0),
 //!   AMG) the local solver of each rank's diagonal block; the distributed Chebyshev polynomial
 //!   is [`Chebyshev::from_operator`](crate::precond::Chebyshev::from_operator) on a distributed
-//!   backend; [`setup_precond`] builds either from a [`DistPrecond`] (see [`precond`]).
+//!   backend; [`DistAmg`] is smoothed-aggregation AMG across the ranks with the couplings
+//!   between them kept (aggregates per rank, distributed prolongators and Galerkin products,
+//!   small coarse levels gathered to rank 0; see [`amg`]);
+//!   [`setup_precond`] builds any of them from a [`DistPrecond`] (see [`precond`]).
 //! - [`solve_rank`] is one rank's solve with the crate's timing model (setup apart from the
 //!   solver call; "Timing" in [`crate::solvers`]), generic over the distributed backend, so
 //!   simulated ranks in CI run exactly what NCCL ranks run.
@@ -54,8 +57,10 @@
 //!   measured communication costs (see [`auto`]); `nccl::measure_costs` measures them and
 //!   `nccl::auto_gpus` does both (what `sparse-solve --gpus auto` calls).
 
+pub mod amg;
 pub mod auto;
 mod block;
+mod local;
 pub mod precond;
 pub mod sim;
 mod solve;
@@ -63,6 +68,7 @@ mod solve;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 
+pub use amg::{DistAmg, DistAmgParams, DistAmgSummary};
 pub use auto::{
     choose_gpus, min_gpus_for_memory, modelled_iteration_seconds, CommCosts, IterationWork,
     ProblemStats,

@@ -1,5 +1,6 @@
 //! Preconditioners across ranks: block-Jacobi with any single-device preconditioner as the local
-//! solver, and the distributed Chebyshev polynomial.
+//! solver, the distributed Chebyshev polynomial, and the distributed AMG ([`DistAmg`], its own
+//! module).
 //!
 //! # Block-Jacobi
 //!
@@ -25,40 +26,15 @@
 //! its bounds come from an Arnoldi process whose inner products are all-reduces. It is the
 //! one-device polynomial, partition-independent up to rounding.
 
-use crate::backend::{
-    BicgSteps, ChebyshevSteps, KrylovOps, LinearOperator, MultigridOps, Preconditioner, VectorOps,
-};
+use super::amg::{DistAmg, DistAmgParams};
+pub use super::local::{agree, DistOperator, LocalOps};
+use crate::backend::Preconditioner;
 use crate::csr::CsrMatrix;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::precond::{
-    Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Ic0, Identity, Ilu0, IncompleteOps,
-    IncompleteParams, Jacobi,
+    Amg, AmgParams, Chebyshev, ChebyshevParams, Ic0, Identity, Ilu0, IncompleteParams, Jacobi,
 };
 use crate::scalar::Scalar;
-
-/// A distributed backend (one rank's) that offers the single-device backend underneath it, with
-/// the same vectors: what a local preconditioner is built and applied on.
-pub trait LocalOps<T: Scalar>: BicgSteps<T> + ChebyshevSteps<T> {
-    /// The rank's single-device backend.
-    type Local: VectorOps<T, Vector = Self::Vector> + KrylovOps<T> + IncompleteOps<T> + AmgOps<T>;
-    /// The rank's single-device backend.
-    fn local(&self) -> &Self::Local;
-    /// How many ranks pass `failed = true` (collective; every rank gets the same count, and
-    /// none returns before all have called it, so it is also a barrier; synchronises the
-    /// device). A step that can fail on some ranks only (a local factorization, a zero on one
-    /// rank's diagonal) is followed by this, so that every rank stops together instead of
-    /// waiting forever in the next collective.
-    ///
-    /// # Errors
-    /// Communication failures.
-    fn count_failed(&self, failed: bool) -> Result<usize>;
-}
-
-/// A distributed matrix that holds its diagonal block `A_oo` as a matrix of the local backend.
-pub trait DistOperator<T: Scalar, D: LocalOps<T>>: LinearOperator<T, D> {
-    /// This rank's rows × its own columns (local numbering), on the local backend.
-    fn owned_block(&self) -> &<D::Local as MultigridOps<T>>::Matrix;
-}
 
 /// Block-Jacobi across ranks: the local preconditioner `P` of this rank's diagonal block,
 /// applied on the local backend (see the [module docs](self)).
@@ -93,6 +69,9 @@ where
     }
     fn is_identity(&self) -> bool {
         self.local.is_identity()
+    }
+    fn cost_in_products(&self) -> f64 {
+        self.local.cost_in_products()
     }
 }
 
@@ -137,16 +116,19 @@ pub enum DistPrecond {
     Chebyshev(ChebyshevParams),
     /// Block-Jacobi with this local solver ([`BlockJacobi`]).
     BlockJacobi(LocalPrecond),
+    /// Smoothed-aggregation AMG across the ranks, couplings kept ([`DistAmg`]).
+    Amg(DistAmgParams),
 }
 
 impl DistPrecond {
-    /// A short name: `none`, `jacobi`, `poly`, or `block-jacobi(<local>)`.
+    /// A short name: `none`, `jacobi`, `poly`, `amg`, or `block-jacobi(<local>)`.
     pub fn name(&self) -> String {
         match self {
             DistPrecond::None => "none".into(),
             DistPrecond::Jacobi => "jacobi".into(),
             DistPrecond::Chebyshev(_) => "poly".into(),
             DistPrecond::BlockJacobi(l) => format!("block-jacobi({})", l.name()),
+            DistPrecond::Amg(_) => "amg".into(),
         }
     }
 
@@ -174,6 +156,11 @@ impl DistPrecond {
             DistPrecond::BlockJacobi(LocalPrecond::Amg(p)) => {
                 let products = 2.0 * (p.sweeps * p.degree) as f64 + 3.0;
                 (1.4 * products, 0.0, 0.0, 1.4 * 4.0 * products)
+            }
+            // The same products, each distributed one with its halo exchange.
+            DistPrecond::Amg(p) => {
+                let products = 2.0 * (p.amg.sweeps * p.amg.degree) as f64 + 3.0;
+                (1.4 * products, 1.4 * products, 0.0, 1.4 * 4.0 * products)
             }
         }
     }
@@ -205,6 +192,19 @@ where
     D::Local: 'a,
     A: DistOperator<T, D> + ?Sized,
 {
+    if let DistPrecond::Amg(p) = which {
+        let part = agree(
+            be,
+            a.host_part().ok_or_else(|| {
+                Error::InvalidInput(
+                    "the distributed AMG needs the operator's part on the host \
+                     (DistOperator::host_part)"
+                        .into(),
+                )
+            }),
+        )?;
+        return Ok(Box::new(DistAmg::new(be, a, part, None, p)?));
+    }
     if let DistPrecond::Chebyshev(p) = which {
         // The inverse diagonal is local (and may fail on one rank); the estimate is collective
         // and, working on all-reduced values, fails on every rank or on none.
@@ -221,21 +221,6 @@ where
         )?));
     }
     agree(be, setup_local(be, a, owned, which))
-}
-
-/// `r` on every rank when every rank's `r` is `Ok`; otherwise an error on every rank.
-///
-/// # Errors
-/// This rank's own error, or one saying how many other ranks failed.
-pub fn agree<T: Scalar, D: LocalOps<T>, R>(be: &D, r: Result<R>) -> Result<R> {
-    let failed = be.count_failed(r.is_err())?;
-    match r {
-        Err(e) => Err(e),
-        Ok(_) if failed > 0 => Err(crate::Error::InvalidInput(format!(
-            "the setup failed on {failed} other rank(s)"
-        ))),
-        ok => ok,
-    }
 }
 
 /// The preconditioners whose setup is local to the rank (all but the distributed polynomial).
@@ -258,7 +243,9 @@ where
         DistPrecond::Jacobi | DistPrecond::BlockJacobi(LocalPrecond::Jacobi) => {
             Box::new(Jacobi::from_matrix(be, owned)?)
         }
-        DistPrecond::Chebyshev(_) => unreachable!("set up collectively by setup_precond"),
+        DistPrecond::Chebyshev(_) | DistPrecond::Amg(_) => {
+            unreachable!("set up collectively by setup_precond")
+        }
         DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(p)) => Box::new(BlockJacobi::new(
             Chebyshev::from_matrix(local, a.owned_block(), owned, p)?,
         )),

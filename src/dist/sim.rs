@@ -50,6 +50,10 @@ impl<T: Scalar> SimCsr<T> {
         })?;
         Ok(SimCsr { part, comm })
     }
+    /// The operator of a part already built (square or rectangular).
+    pub fn from_part(part: DistPart<T>, comm: SimComm) -> Self {
+        SimCsr { part, comm }
+    }
     /// The local part.
     pub fn part(&self) -> &DistPart<T> {
         &self.part
@@ -81,7 +85,7 @@ impl<T: Scalar> LinearOperator<T, SimOps> for SimCsr<T> {
         self.part.n_owned()
     }
     fn ncols(&self) -> usize {
-        self.part.n_owned()
+        self.part.n_owned_cols()
     }
     fn apply(&self, _: &SimOps, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
         let halo = self.exchange(x);
@@ -94,10 +98,26 @@ impl<T: Scalar> super::DistOperator<T, SimOps> for SimCsr<T> {
     fn owned_block(&self) -> &crate::CsrMatrix<T> {
         &self.part.owned
     }
+    fn host_part(&self) -> Option<&DistPart<T>> {
+        Some(&self.part)
+    }
 }
 
 impl<T: Scalar> super::LocalOps<T> for SimOps {
     type Local = Cpu;
+    type Part = SimCsr<T>;
+    fn upload_part(&self, part: DistPart<T>) -> Result<SimCsr<T>> {
+        Ok(SimCsr::from_part(part, self.comm().clone()))
+    }
+    fn dist_rank(&self) -> usize {
+        self.comm().rank()
+    }
+    fn dist_size(&self) -> usize {
+        self.comm().size()
+    }
+    fn all_to_all_u64(&self, send: Vec<Vec<u64>>) -> Result<Vec<Vec<u64>>> {
+        Ok(self.comm().all_to_all(send))
+    }
     fn local(&self) -> &Cpu {
         &Cpu
     }

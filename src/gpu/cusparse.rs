@@ -141,3 +141,134 @@ pub unsafe fn create_csr<T: KernelType>(
     };
     check(status, call)
 }
+
+/// A cuSPARSE descriptor type and the call that destroys one.
+pub trait Descriptor: Copy {
+    /// The null descriptor (nothing to destroy).
+    fn null() -> Self;
+    /// Whether this is the null descriptor.
+    fn is_null(self) -> bool;
+    /// Destroys the descriptor.
+    ///
+    /// # Safety
+    /// It was created by cuSPARSE and is destroyed once.
+    unsafe fn destroy(self);
+}
+
+macro_rules! descriptor {
+    ($t:ty, $destroy:ident) => {
+        impl Descriptor for $t {
+            fn null() -> Self {
+                std::ptr::null_mut()
+            }
+            fn is_null(self) -> bool {
+                self.is_null()
+            }
+            unsafe fn destroy(self) {
+                // SAFETY: the caller's.
+                let _ = unsafe { sys::$destroy(self as _) };
+            }
+        }
+    };
+}
+descriptor!(sys::cusparseSpMatDescr_t, cusparseDestroySpMat);
+descriptor!(sys::cusparseDnVecDescr_t, cusparseDestroyDnVec);
+descriptor!(sys::cusparseDnMatDescr_t, cusparseDestroyDnMat);
+
+/// An owned cuSPARSE descriptor: destroyed when dropped (a null one is not).
+pub struct Owned<D: Descriptor>(D);
+
+impl<D: Descriptor> Owned<D> {
+    /// The raw descriptor, for calls through [`sys`].
+    pub fn raw(&self) -> D {
+        self.0
+    }
+}
+
+impl<D: Descriptor> Drop for Owned<D> {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: an owned descriptor was created by cuSPARSE and is destroyed once, here.
+            unsafe { self.0.destroy() };
+        }
+    }
+}
+
+/// A sparse-matrix descriptor.
+pub type SpMat = Owned<sys::cusparseSpMatDescr_t>;
+/// A dense-vector descriptor.
+pub type DnVec = Owned<sys::cusparseDnVecDescr_t>;
+/// A dense-matrix descriptor.
+pub type DnMat = Owned<sys::cusparseDnMatDescr_t>;
+
+impl SpMat {
+    /// The CSR descriptor of [`create_csr`]; `call` names the call in the error.
+    ///
+    /// # Safety
+    /// As [`create_csr`]: the arrays stay alive as long as the descriptor.
+    pub unsafe fn csr<T: KernelType>(
+        shape: (usize, usize, usize),
+        arrays: Option<CsrArrays<'_, T>>,
+        stream: &Arc<CudaStream>,
+        call: &str,
+    ) -> Result<Self> {
+        let mut m = Owned(Descriptor::null());
+        // SAFETY: the caller's.
+        unsafe { create_csr(&mut m.0, shape, arrays, stream, call)? };
+        Ok(m)
+    }
+}
+
+impl DnVec {
+    /// `cusparseCreateDnVec` of `len` elements of `T` at the device address `ptr`; `call`
+    /// names the call in the error.
+    ///
+    /// # Safety
+    /// `ptr` is a device allocation of at least `len` elements of `T`, alive while the
+    /// descriptor is used with it (`cusparseDnVecSetValues` may point it elsewhere).
+    pub unsafe fn new<T: KernelType>(len: usize, ptr: u64, call: &str) -> Result<Self> {
+        let mut v = Owned(Descriptor::null());
+        // SAFETY: the caller's.
+        let status = unsafe {
+            sys::cusparseCreateDnVec(
+                &mut v.0,
+                len as i64,
+                ptr as *mut std::ffi::c_void,
+                data_type::<T>(),
+            )
+        };
+        check(status, call)?;
+        Ok(v)
+    }
+}
+
+impl DnMat {
+    /// `cusparseCreateDnMat` of a `rows × cols` block of `T` with leading dimension `ld` in
+    /// `order` at the device address `ptr`; `call` names the call in the error.
+    ///
+    /// # Safety
+    /// `ptr` is a device allocation holding the block as described, alive while the
+    /// descriptor is used with it.
+    pub unsafe fn new<T: KernelType>(
+        (rows, cols, ld): (usize, usize, usize),
+        ptr: u64,
+        order: sys::cusparseOrder_t,
+        call: &str,
+    ) -> Result<Self> {
+        let mut m = Owned(Descriptor::null());
+        // SAFETY: the caller's.
+        let status = unsafe {
+            sys::cusparseCreateDnMat(
+                &mut m.0,
+                rows as i64,
+                cols as i64,
+                ld as i64,
+                ptr as *mut std::ffi::c_void,
+                data_type::<T>(),
+                order,
+            )
+        };
+        check(status, call)?;
+        Ok(m)
+    }
+}

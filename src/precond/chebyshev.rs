@@ -371,6 +371,10 @@ where
     B: ChebyshevSteps<T>,
     A: LinearOperator<T, B> + ?Sized,
 {
+    /// `degree − 1` products with the operator and the vector steps between them.
+    fn cost_in_products(&self) -> f64 {
+        self.poly.degree.max(1) as f64
+    }
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         let mut sc = self.scratch.borrow_mut();
         let [res, d, t] = &mut *sc;

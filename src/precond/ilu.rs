@@ -97,6 +97,11 @@ macro_rules! incomplete_precond {
             fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
                 self.0.apply(be, r, z)
             }
+            /// Two triangular solves, each a sweep over its levels: about 3 products of the
+            /// matrix on the GPU (a level is a launch), so a check every few iterations.
+            fn cost_in_products(&self) -> f64 {
+                3.0
+            }
             fn apply_block(
                 &self,
                 be: &B,

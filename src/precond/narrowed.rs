@@ -187,6 +187,9 @@ where
 impl<B: NarrowOps, P: Preconditioner<f32, B::Low>> Preconditioner<f64, B> for Narrowed<B, P> {
     /// `z ← widen(P·fl32(r))`. Queues work only when `P` does (the AMG cycle, the GPU's
     /// triangular solves).
+    fn cost_in_products(&self) -> f64 {
+        self.inner.cost_in_products()
+    }
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         let n = be.len(r);
         let mut work = self.work.borrow_mut();

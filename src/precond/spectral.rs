@@ -90,36 +90,70 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
         .iter()
         .map(|d| d.as_f64().max(0.0).sqrt())
         .collect();
-    let apply = |x: &[f64], y: &mut [f64]| {
-        let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
-        y.par_iter_mut().enumerate().for_each(|(i, yi)| {
-            let mut acc = 0.0;
-            for k in p[i] as usize..p[i + 1] as usize {
-                let c = j[k] as usize;
-                acc += v[k].as_f64() * s[c] * x[c];
-            }
-            *yi = s[i] * acc;
-        });
+    let apply = |x: &[f64], y: &mut [f64]| -> Result<()> {
+        scaled_product(a, &s, &s, x, y);
+        Ok(())
     };
-    let mut v: Vec<f64> = (0..n)
+    lanczos_radius(n, n as u64, 0, steps, apply, Ok).expect("the host operations do not fail")
+}
+
+/// `y ← S·A·S_c·x` for the rows of `a`: `s` the rows' scaling, `s_cols` the columns' (`s`
+/// followed by the halo's on a rank of a distributed matrix).
+pub(crate) fn scaled_product<T: Scalar>(
+    a: &CsrMatrix<T>,
+    s: &[f64],
+    s_cols: &[f64],
+    x: &[f64],
+    y: &mut [f64],
+) {
+    let (p, j, v) = (a.row_ptr(), a.col_idx(), a.values());
+    y.par_iter_mut().enumerate().for_each(|(i, yi)| {
+        let mut acc = 0.0;
+        for k in p[i] as usize..p[i + 1] as usize {
+            let c = j[k] as usize;
+            acc += v[k].as_f64() * s_cols[c] * x[c];
+        }
+        *yi = s[i] * acc;
+    });
+}
+
+/// The Lanczos estimate of [`spectral_radius`] on `n` local rows of a symmetric operator of
+/// `n_global` rows whose first local row is global row `first` (the start vector is a function
+/// of the global row, so a distributed run starts where one process does): `apply` is `y ← M·x`
+/// on the local rows, `sum` adds a local partial sum over every part (the identity on one
+/// process; identical on every part).
+pub(crate) fn lanczos_radius(
+    n: usize,
+    n_global: u64,
+    first: u64,
+    steps: usize,
+    mut apply: impl FnMut(&[f64], &mut [f64]) -> Result<()>,
+    sum: impl Fn(f64) -> Result<f64>,
+) -> Result<f64> {
+    let dot = |x: &[f64], y: &[f64]| sum(det_dot(x, y));
+    if n_global == 0 {
+        return Ok(1.0);
+    }
+    let mut v: Vec<f64> = (0..n as u64)
         .map(|i| {
-            let h = crate::sparse::splitmix64(i as u64 ^ 0x5EED);
+            let h = crate::sparse::splitmix64((first + i) ^ 0x5EED);
             (h >> 11) as f64 / (1u64 << 53) as f64 + 0.5
         })
         .collect();
-    let nv = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let nv = sum(v.iter().map(|x| x * x).sum::<f64>())?.sqrt();
     v.iter_mut().for_each(|x| *x /= nv);
     let mut v_prev = vec![0.0f64; n];
     let mut w = vec![0.0f64; n];
     let (mut alpha, mut beta) = (Vec::new(), Vec::new());
     let mut b_prev = 0.0;
-    for _ in 0..steps.min(n).max(1) {
-        apply(&v, &mut w);
-        let al = det_dot(&w, &v);
+    let steps = steps.min(usize::try_from(n_global).unwrap_or(usize::MAX));
+    for _ in 0..steps.max(1) {
+        apply(&v, &mut w)?;
+        let al = dot(&w, &v)?;
         w.par_iter_mut()
             .zip(v.par_iter().zip(&v_prev))
             .for_each(|(w, (&v, &vp))| *w -= al * v + b_prev * vp);
-        let bt = det_dot(&w, &w).sqrt();
+        let bt = dot(&w, &w)?.sqrt();
         alpha.push(al);
         if bt.is_nan() || bt <= 1e-12 * al.abs().max(1e-300) {
             break;
@@ -129,7 +163,7 @@ pub(crate) fn spectral_radius<T: Scalar>(a: &CsrMatrix<T>, inv_diag: &[T], steps
         v.par_iter_mut().zip(&w).for_each(|(v, &w)| *v = w / bt);
         b_prev = bt;
     }
-    ritz_max(&alpha, &beta)
+    Ok(ritz_max(&alpha, &beta))
 }
 
 /// The largest Ritz value of the Lanczos tridiagonal `(alpha, beta)` (diagonal and

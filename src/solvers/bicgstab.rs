@@ -26,8 +26,8 @@
 //! iterations and residuals are those of the separate order.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
-use crate::backend::{BicgSteps, Fuse, LinearOperator, Preconditioner};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams, Step};
+use crate::backend::{BicgSteps, Fuse, LinearOperator, Pre, Preconditioner};
 use crate::scalar::Elem;
 
 /// BiCGSTAB for a general (unsymmetric, possibly indefinite) `A`, right-preconditioned by `m`
@@ -94,36 +94,34 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
+    }
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
         (&mut self.v.r, &mut self.v.t)
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
         let d = self.m.inverse_diagonal();
-        self.v.start(be, self.kind, d, self.fused, sc, it)
+        self.v.start(be, self.kind.pre(d), self.fused, sc, it)
     }
 
-    fn step(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()> {
-        let (kind, d) = (self.kind, self.m.inverse_diagonal());
+    fn step(&mut self, at: Step<'_, T, B>) -> crate::Result<()> {
+        let Step { be, sc, x, it } = at;
+        let pre = self.kind.pre(self.m.inverse_diagonal());
         if self.fused {
             // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
             self.op_after_pre(be, (BV::P, BV::Phat, BV::V))?;
-            self.v.alpha_s(be, kind, d, sc, it)?;
+            self.v.alpha_s(be, pre, sc, it)?;
             self.op_after_pre(be, (BV::S, BV::Shat, BV::T))?;
-            return self.v.update_p(be, kind, d, x, sc, it);
+            return self.v.update_p(be, pre, x, sc, it);
         }
         // p = r + β(p − ωv); p̂ = M⁻¹p; v = A·p̂.
-        self.v.p_step(be, kind, d, sc)?;
+        self.v.p_step(be, pre, sc)?;
         self.op_after_pre(be, (BV::P, BV::Phat, BV::V))?;
         self.v.alpha(be, sc, it)?;
         // s = r − αv; ŝ = M⁻¹s; t = A·ŝ.
-        self.v.s_step(be, kind, d, sc)?;
+        self.v.s_step(be, pre, sc)?;
         self.op_after_pre(be, (BV::S, BV::Shat, BV::T))?;
         self.v.omega_update(be, x, sc, it)
     }
@@ -187,13 +185,10 @@ pub(super) struct BicgVectors<V> {
 
 /// How a BiCGSTAB vector step meets the preconditioner: Jacobi writes `z` (`p̂` or `ŝ`) in the
 /// same pass, a general one is applied separately afterwards.
-fn fuse<'f, V>(kind: Kind, inv_diag: Option<&'f V>, z: Option<&'f mut V>) -> Fuse<'f, V> {
-    match (kind, z) {
-        (Kind::Jacobi, Some(z)) => Fuse::Jacobi {
-            inv_diag: inv_diag.expect("diagonal preconditioner"),
-            z,
-        },
-        (Kind::General, _) => Fuse::Separate(None),
+fn fuse<'f, V>(pre: Pre<'f, V>, z: Option<&'f mut V>) -> Fuse<'f, V> {
+    match (pre, z) {
+        (Pre::Jacobi(inv_diag), Some(z)) => Fuse::Jacobi { inv_diag, z },
+        (Pre::Separate, _) => Fuse::Separate(None),
         _ => Fuse::Identity,
     }
 }
@@ -274,8 +269,7 @@ impl<V> BicgVectors<V> {
     pub(super) fn start<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
-        kind: Kind,
-        inv_diag: Option<&V>,
+        pre: Pre<'_, V>,
         fused: bool,
         sc: &mut B::Scalars,
         it: usize,
@@ -285,7 +279,7 @@ impl<V> BicgVectors<V> {
         be.set_zero(&mut self.v)?;
         be.cg_start(&self.r, Fuse::Identity, sc, it)?;
         if fused {
-            self.p_step(be, kind, inv_diag, sc)?;
+            self.p_step(be, pre, sc)?;
         }
         Ok(())
     }
@@ -294,11 +288,10 @@ impl<V> BicgVectors<V> {
     pub(super) fn p_step<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
-        kind: Kind,
-        inv_diag: Option<&V>,
+        pre: Pre<'_, V>,
         sc: &mut B::Scalars,
     ) -> crate::Result<()> {
-        let fuse = fuse(kind, inv_diag, self.pre.as_mut().map(|(p, _)| p));
+        let fuse = fuse(pre, self.pre.as_mut().map(|(p, _)| p));
         be.bicg_p(&self.r, &self.v, &mut self.p, fuse, sc)
     }
 
@@ -316,11 +309,10 @@ impl<V> BicgVectors<V> {
     pub(super) fn s_step<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
-        kind: Kind,
-        inv_diag: Option<&V>,
+        pre: Pre<'_, V>,
         sc: &mut B::Scalars,
     ) -> crate::Result<()> {
-        let fuse = fuse(kind, inv_diag, self.pre.as_mut().map(|(_, s)| s));
+        let fuse = fuse(pre, self.pre.as_mut().map(|(_, s)| s));
         be.bicg_s(&self.r, &self.v, &mut self.s, fuse, sc)
     }
 
@@ -354,12 +346,11 @@ impl<V> BicgVectors<V> {
     pub(super) fn alpha_s<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
-        kind: Kind,
-        inv_diag: Option<&V>,
+        mode: Pre<'_, V>,
         sc: &mut B::Scalars,
         it: usize,
     ) -> crate::Result<()> {
-        let fuse = fuse(kind, inv_diag, self.pre.as_mut().map(|(_, s)| s));
+        let fuse = fuse(mode, self.pre.as_mut().map(|(_, s)| s));
         be.bicg_alpha_s(&self.rhat, &self.r, &self.v, &mut self.s, fuse, sc, it)
     }
 
@@ -368,8 +359,7 @@ impl<V> BicgVectors<V> {
     pub(super) fn update_p<T: Elem, B: BicgSteps<T, Vector = V>>(
         &mut self,
         be: &B,
-        kind: Kind,
-        inv_diag: Option<&V>,
+        mode: Pre<'_, V>,
         x: &mut V,
         sc: &mut B::Scalars,
         it: usize,
@@ -386,7 +376,10 @@ impl<V> BicgVectors<V> {
         // Unpreconditioned, p̂ is p and ŝ is s.
         let (phat, d, shat) = match pre {
             Some((phat, shat)) => {
-                let d = if kind == Kind::Jacobi { inv_diag } else { None };
+                let d = match mode {
+                    Pre::Jacobi(d) => Some(d),
+                    _ => None,
+                };
                 (Some(phat), d, &*shat)
             }
             None => (None, None, &*s),

@@ -15,7 +15,7 @@
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams, Step};
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
 use crate::backend::{CgSteps, Fuse, LinearOperator, Preconditioner};
@@ -162,6 +162,9 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
+    }
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
         (&mut self.v.r, &mut self.v.q)
     }
@@ -178,13 +181,8 @@ where
         self.v.take_true_residual(be, self.m, self.kind, sc, it)
     }
 
-    fn step(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()> {
+    fn step(&mut self, at: Step<'_, T, B>) -> crate::Result<()> {
+        let Step { be, sc, x, it } = at;
         let v = &mut self.v;
         self.a.apply(be, &v.p, &mut v.q)?;
         if self.kind != Kind::General {

@@ -5,8 +5,23 @@
 use std::time::Instant;
 
 use super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams, MAX_RESTARTS};
-use crate::backend::{Block, LinearOperator, Preconditioner, Slot, Status, VectorOps};
+use crate::backend::{Block, LinearOperator, Pre, Preconditioner, Slot, Status, VectorOps};
 use crate::scalar::{Elem, Scalar};
+
+/// What a method's step works on: the backend, the solve's scalars, the iterate `x` and the
+/// iteration `it` (1-based).
+pub(crate) struct Step<'s, T: Elem, B: VectorOps<T>> {
+    pub(crate) be: &'s B,
+    pub(crate) sc: &'s mut B::Scalars,
+    pub(crate) x: &'s mut B::Vector,
+    pub(crate) it: usize,
+}
+
+impl<'s, T: Elem, B: VectorOps<T>> Step<'s, T, B> {
+    pub(crate) fn new(be: &'s B, sc: &'s mut B::Scalars, x: &'s mut B::Vector, it: usize) -> Self {
+        Step { be, sc, x, it }
+    }
+}
 
 /// One method's per-solve state and iteration, driven by [`drive`].
 pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
@@ -17,14 +32,7 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     fn start(&mut self, be: &B, sc: &mut B::Scalars, iteration: usize) -> crate::Result<()>;
     /// Called once the iterations of a (re)start end, with the status and the iteration it
     /// was set at: GMRES adds the correction of its current cycle to `x` here.
-    fn finish(
-        &mut self,
-        _be: &B,
-        _sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        _status: Status,
-        _it: usize,
-    ) -> crate::Result<()> {
+    fn finish(&mut self, _at: Step<'_, T, B>, _status: Status) -> crate::Result<()> {
         Ok(())
     }
     /// What names the sequence of steps of the next block (see [`VectorOps::begin_block`](crate::backend::VectorOps::begin_block)):
@@ -36,6 +44,11 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
     /// iteration ends the block there).
     fn block_limit(&self) -> usize {
         usize::MAX
+    }
+    /// What one application of the method's preconditioner costs in products with the
+    /// operator ([`Preconditioner::cost_in_products`]; 0 without one).
+    fn precond_cost(&self) -> f64 {
+        0.0
     }
     /// Whether every step leaves a new iterate in `x` (GMRES's steps do not: its `x` changes at
     /// the end of a cycle, reported by [`Method::take_new_iterate`]).
@@ -70,26 +83,14 @@ pub(crate) trait Method<T: Elem, B: VectorOps<T>> {
         be.copy(q, r)?;
         self.start(be, sc, iteration)
     }
-    /// Called after each block of steps, outside any recording, at iteration `it`: where a
+    /// Called after each block of steps, outside any recording, at iteration `at.it`: where a
     /// method does its host work (GMRES's end of cycle).
-    fn after_block(
-        &mut self,
-        _be: &B,
-        _sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        _it: usize,
-    ) -> crate::Result<()> {
+    fn after_block(&mut self, _at: Step<'_, T, B>) -> crate::Result<()> {
         Ok(())
     }
-    /// Iteration `it` (1-based). Must only queue backend work (no host synchronisation), so
-    /// that a block of steps can be recorded.
-    fn step(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()>;
+    /// Iteration `at.it`. Must only queue backend work (no host synchronisation), so that a
+    /// block of steps can be recorded.
+    fn step(&mut self, at: Step<'_, T, B>) -> crate::Result<()>;
 }
 
 /// A reference to an operator or a preconditioner of any type (a trait object too) as a sized
@@ -145,6 +146,9 @@ impl<T: Elem, B: VectorOps<T>, X: Preconditioner<T, B> + ?Sized> Preconditioner<
     }
     fn inverse_diagonal(&self) -> Option<&B::Vector> {
         self.0.inverse_diagonal()
+    }
+    fn cost_in_products(&self) -> f64 {
+        self.0.cost_in_products()
     }
     fn is_identity(&self) -> bool {
         self.0.is_identity()
@@ -253,6 +257,30 @@ impl PrecondKind {
             PrecondKind::General
         }
     }
+
+    /// How the vector steps take a preconditioner of this kind with the inverse diagonal
+    /// `inv_diag`: fused (Jacobi), applied between the steps (any other), or not at all.
+    pub(crate) fn pre<V>(self, inv_diag: Option<&V>) -> Pre<'_, V> {
+        match (self, inv_diag) {
+            (PrecondKind::Jacobi, Some(d)) => Pre::Jacobi(d),
+            (PrecondKind::General, _) => Pre::Separate,
+            _ => Pre::Identity,
+        }
+    }
+}
+
+/// The status-check interval of a solve that sets none: the backend's interval `base` divided
+/// by what one iteration costs in products with the operator (`1 + precond_cost`), at least 1.
+/// A check costs a host round trip (about 10–20 µs on a GPU); an AMG-preconditioned iteration
+/// costs a millisecond on a million rows, and a block of 16 would run up to 15 of them after
+/// convergence.
+pub(crate) fn default_check_every(base: usize, precond_cost: f64) -> usize {
+    let cost = if precond_cost.is_finite() {
+        precond_cost.max(0.0)
+    } else {
+        0.0
+    };
+    ((base as f64 / (1.0 + cost)).floor() as usize).max(1)
 }
 
 /// The loop shared by every method and backend: setup, iterations with a status check every
@@ -291,7 +319,7 @@ where
         Some(_) => 1,
         None => params
             .check_every
-            .unwrap_or_else(|| be.default_check_every())
+            .unwrap_or_else(|| default_check_every(be.default_check_every(), method.precond_cost()))
             .max(1),
     };
     let wants_x = observer.is_some_and(|o| o.wants_iterate());
@@ -390,7 +418,7 @@ where
                     let mut run = || {
                         for _ in 0..len {
                             it += 1;
-                            method.step(be, &mut sc, x, it)?;
+                            method.step(Step::new(be, &mut sc, x, it))?;
                         }
                         Ok::<(), crate::Error>(())
                     };
@@ -401,7 +429,7 @@ where
                     done?;
                 }
             }
-            method.after_block(be, &mut sc, x, it)?;
+            method.after_block(Step::new(be, &mut sc, x, it))?;
             slots = be.read_slots(&sc)?;
             status = Status::of(slots[Slot::Status as usize]);
             if let Some(rel) = reliable.as_mut() {
@@ -456,7 +484,7 @@ where
             // The kernels stopped at the recorded iteration; later ones were no-ops.
             it = slots[Slot::StatusIter as usize].re().as_f64() as usize;
         }
-        method.finish(be, &mut sc, x, status, it)?;
+        method.finish(Step::new(be, &mut sc, x, it), status)?;
         if method.take_new_iterate() {
             show_x(it, x)?;
         }
@@ -742,5 +770,25 @@ impl Ended {
                 iteration: it,
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_check_every;
+
+    #[test]
+    fn the_check_interval_shrinks_with_the_preconditioner_cost() {
+        // No preconditioner, or a diagonal one: the backend's interval.
+        assert_eq!(default_check_every(16, 0.0), 16);
+        // ILU's two triangular sweeps (3 products): every 4 iterations.
+        assert_eq!(default_check_every(16, 3.0), 4);
+        // An AMG V-cycle (about 8 products or more): every iteration.
+        assert_eq!(default_check_every(16, 8.3), 1);
+        assert_eq!(default_check_every(16, 1e9), 1);
+        // A host backend checks every iteration whatever the cost; nonsense costs change nothing.
+        assert_eq!(default_check_every(1, 0.0), 1);
+        assert_eq!(default_check_every(16, f64::NAN), 16);
+        assert_eq!(default_check_every(16, -5.0), 16);
     }
 }

@@ -32,7 +32,7 @@
 //! abs_tol)` (unpreconditioned, the same as SciPy's `gmres(rtol=…)` with a right
 //! preconditioner); the estimate `|g|` only triggers the true check.
 
-use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams};
+use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams, Step};
 use crate::backend::recur::Status;
 use crate::backend::{KrylovOps, LinearOperator, Preconditioner};
 use crate::scalar::Elem;
@@ -146,6 +146,9 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
+    }
     fn r_and_scratch(&mut self) -> (&mut B::Vector, &mut B::Vector) {
         (&mut self.v.r, &mut self.v.q)
     }
@@ -154,15 +157,9 @@ where
         self.v.start(be, sc, it)
     }
 
-    fn finish(
-        &mut self,
-        be: &B,
-        _sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        status: Status,
-        it: usize,
-    ) -> crate::Result<()> {
-        self.v.finish(be, self.m, x, status, it, self.restart)
+    fn finish(&mut self, at: Step<'_, T, B>, status: Status) -> crate::Result<()> {
+        self.v
+            .finish(at.be, self.m, at.x, status, at.it, self.restart)
     }
 
     fn steps_update_x(&self) -> bool {
@@ -173,13 +170,8 @@ where
         std::mem::take(&mut self.v.corrected)
     }
 
-    fn step(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()> {
+    fn step(&mut self, at: Step<'_, T, B>) -> crate::Result<()> {
+        let Step { be, sc, it, .. } = at;
         if self.v.halted {
             return Ok(());
         }
@@ -216,14 +208,9 @@ where
         self.restart - self.v.j
     }
 
-    fn after_block(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        it: usize,
-    ) -> crate::Result<()> {
+    fn after_block(&mut self, at: Step<'_, T, B>) -> crate::Result<()> {
         let (a, m, b) = (self.a, self.m, self.b);
+        let Step { be, sc, x, it } = at;
         self.v.end_of_cycle(be, a, m, b, sc, x, it, self.restart)
     }
 }

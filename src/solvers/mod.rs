@@ -241,4 +241,4 @@ pub use types::{
     MAX_RESTARTS,
 };
 
-pub(crate) use drive::{check_problem, drive, preflight, Dyn, Method, PrecondKind};
+pub(crate) use drive::{check_problem, drive, preflight, Dyn, Method, PrecondKind, Step};

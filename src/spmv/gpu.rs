@@ -98,7 +98,7 @@ use crate::gpu::kernels::{kernel_source, KernelSource};
 use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
 use crate::primitives::gpu::{self as prim, HeadFlags};
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
-use crate::scalar::Scalar;
+use crate::scalar::{DeviceElem, Scalar};
 use crate::spmv::select::SpmvFeatures;
 
 #[cfg(feature = "peers")]
@@ -330,6 +330,9 @@ fn max_threads_per_sm(cc: (i32, i32)) -> u32 {
         _ => 2048,
     }
 }
+
+/// A kernel and its name (for errors).
+type Named<'a> = (&'a CudaFunction, &'static str);
 
 /// Loaded kernels of one element type.
 #[derive(Clone)]
@@ -987,174 +990,34 @@ impl<T: GpuScalar> GpuCsr<T> {
         beta: T,
         y: &mut CudaViewMut<'_, T>,
     ) -> Result<()> {
-        assert_eq!(
-            x.len(),
-            self.ncols,
-            "spmv: x has {} elements but the matrix has {} columns",
-            x.len(),
-            self.ncols
-        );
-        assert_eq!(
-            y.len(),
-            self.nrows,
-            "spmv: y has {} elements but the matrix has {} rows",
-            y.len(),
-            self.nrows
-        );
-        if self.nrows == 0 {
+        if !self.check_product(x.len(), y.len()) {
             return Ok(());
         }
         let algorithm = match algorithm {
             SpmvAlgorithm::Auto => self.resolved_algorithm(),
             a => a,
         };
+        let k = &self.k;
         if self.nnz == 0 {
-            return self.scale(beta, y);
+            return self.scale_with((&k.scale, "spmv_scale"), beta, y);
         }
         match algorithm {
-            SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused(alpha, x, beta, y),
+            SpmvAlgorithm::Fused | SpmvAlgorithm::Auto => self.fused_with(
+                (&k.fused, "spmv_fused"),
+                (&k.fixup, "spmv_fixup"),
+                &self.tile_value,
+                alpha,
+                x,
+                beta,
+                y,
+            ),
             SpmvAlgorithm::FusedLookback => self.lookback(alpha, x, beta, y),
-            SpmvAlgorithm::Rows => self.rows(alpha, x, beta, y),
+            SpmvAlgorithm::Rows => self.rows_with((&k.rows, "spmv_rows"), alpha, x, beta, y),
             SpmvAlgorithm::Vector { lanes } => {
-                let lanes = if lanes == 0 { self.vector_lanes } else { lanes };
-                assert!(
-                    lanes.is_power_of_two() && lanes <= 32,
-                    "SpmvAlgorithm::Vector: lanes = {lanes} is not a power of two in 1..=32"
-                );
-                self.vector(lanes, alpha, x, beta, y)
+                self.vector_with((&k.vector, "spmv_vector"), lanes, alpha, x, beta, y)
             }
             SpmvAlgorithm::PaperSegscan => self.paper(alpha, x, beta, y),
         }
-    }
-
-    fn scale(&self, beta: T, y: &mut CudaViewMut<'_, T>) -> Result<()> {
-        let n = self.nrows as u32;
-        let mut b = self.gpu.stream().launch_builder(&self.k.scale);
-        b.arg(y).arg(&beta).arg(&n);
-        let blocks = n.div_ceil(256).min(self.gpu.sm_count() * 8);
-        // SAFETY: spmv_scale_T(T* y, T beta, u32 n); y has n = nrows elements.
-        unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_scale", e))?;
-        Ok(())
-    }
-
-    fn fused(
-        &self,
-        alpha: T,
-        x: &CudaView<'_, T>,
-        beta: T,
-        y: &mut CudaViewMut<'_, T>,
-    ) -> Result<()> {
-        let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
-        let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
-        // spmv_fused_T writes tile_flag[tile], tile_value[tile] and tile_value[ntiles + tile] of
-        // its own tile only and reads no other tile's entries (the epoch is unused).
-        self.launch_tiles(
-            &self.k.fused,
-            "spmv_fused",
-            alpha,
-            x,
-            beta,
-            y,
-            &mut flag,
-            &mut value,
-            0,
-        )?;
-        let (has_map, nrows) = (self.has_map as u32, self.nrows as u32);
-        if self.ntiles < 2 {
-            return Ok(());
-        }
-        let mut b = self.gpu.stream().launch_builder(&self.k.fixup);
-        b.arg(&*flag)
-            .arg(&self.tile_start)
-            .arg(&*value)
-            .arg(&self.ntiles)
-            .arg(&self.tile_heads)
-            .arg(&self.row_map)
-            .arg(&has_map)
-            .arg(&self.nsegs)
-            .arg(&nrows)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: spmv_fixup_T(const u32* tile_info, const u32* tile_start,
-        // const T* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, T* y,
-        // T alpha, T beta); tile_info, tile_start and tile_heads have ntiles entries (tile_start
-        // values < their index), tile_value 2·ntiles,
-        // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
-        unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_fixup", e))?;
-        Ok(())
-    }
-
-    /// Launches one of the tile kernels (`spmv_fused_T` or `spmv_lookback_T`, same signature),
-    /// one block per tile.
-    #[allow(clippy::too_many_arguments)]
-    fn launch_tiles(
-        &self,
-        kernel: &CudaFunction,
-        name: &str,
-        alpha: T,
-        x: &CudaView<'_, T>,
-        beta: T,
-        y: &mut CudaViewMut<'_, T>,
-        flag: &mut CudaSlice<u32>,
-        value: &mut CudaSlice<T>,
-        epoch: u32,
-    ) -> Result<()> {
-        let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
-        let mut b = self.gpu.stream().launch_builder(kernel);
-        b.arg(&self.col)
-            .arg(&self.val)
-            .arg(&self.heads)
-            .arg(&self.tile_heads)
-            .arg(&self.row_map)
-            .arg(&has_map)
-            .arg(&self.nsegs)
-            .arg(&nnz)
-            .arg(&nrows)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(flag)
-            .arg(value)
-            .arg(&epoch);
-        // SAFETY: spmv_{fused,lookback}_T(const u32* col, const T* val, const u32* heads,
-        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
-        // const T* x, T* y, T alpha, T beta, u32* tile_flag, T* tile_value, u32 epoch).
-        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per
-        // tile and tile_value two per tile (ntiles blocks are launched), row_map nsegs entries
-        // when has_map, x ncols and y nrows (checked by the caller).
-        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
-            .map_err(|e| Gpu::launch_error(name, e))?;
-        Ok(())
-    }
-
-    fn rows(
-        &self,
-        alpha: T,
-        x: &CudaView<'_, T>,
-        beta: T,
-        y: &mut CudaViewMut<'_, T>,
-    ) -> Result<()> {
-        let nrows = self.nrows as u32;
-        let threads = self.policy.rows_threads;
-        let mut b = self.gpu.stream().launch_builder(&self.k.rows);
-        b.arg(&self.row_ptr)
-            .arg(&self.col)
-            .arg(&self.val)
-            .arg(x)
-            .arg(y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&nrows);
-        // SAFETY: spmv_rows_T(const u32* row_ptr, const u32* col, const T* val, const T* x,
-        // T* y, T alpha, T beta, u32 nrows); row_ptr has nrows+1 entries, col/val nnz, x ncols,
-        // y nrows; one thread per row.
-        unsafe { b.launch(Gpu::cfg(nrows.div_ceil(threads), threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_rows", e))?;
-        Ok(())
     }
 
     fn lookback(
@@ -1177,8 +1040,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             epoch = 1;
         }
         self.launch_tiles(
-            &self.k.lookback,
-            "spmv_lookback",
+            (&self.k.lookback, "spmv_lookback"),
             alpha,
             x,
             beta,
@@ -1190,19 +1052,182 @@ impl<T: GpuScalar> GpuCsr<T> {
         Ok(())
     }
 
-    fn vector(
+    /// Panics unless `x` has `ncols` and `y` `nrows` elements; whether there is a product to
+    /// run (`nrows > 0`).
+    fn check_product(&self, x_len: usize, y_len: usize) -> bool {
+        assert_eq!(
+            x_len, self.ncols,
+            "spmv: x has {x_len} elements but the matrix has {} columns",
+            self.ncols
+        );
+        assert_eq!(
+            y_len, self.nrows,
+            "spmv: y has {y_len} elements but the matrix has {} rows",
+            self.nrows
+        );
+        self.nrows > 0
+    }
+
+    // The launches below run on this matrix's structure with vectors of element type `X`:
+    // `T` itself, or `f64` for the `f32` values of `GpuMixedCsr` (kernels `*_f32f64`, named
+    // with the kernel for errors).
+
+    /// `y ← β·y` (`spmv_scale_X(X* y, X beta, u32 n)`).
+    fn scale_with<X: DeviceElem + Copy>(
         &self,
-        lanes: u32,
-        alpha: T,
-        x: &CudaView<'_, T>,
-        beta: T,
-        y: &mut CudaViewMut<'_, T>,
+        (kernel, name): Named<'_>,
+        beta: X,
+        y: &mut CudaViewMut<'_, X>,
     ) -> Result<()> {
+        let n = self.nrows as u32;
+        let mut b = self.gpu.stream().launch_builder(kernel);
+        b.arg(y).arg(&beta).arg(&n);
+        let blocks = n.div_ceil(256).min(self.gpu.sm_count() * 8);
+        // SAFETY: spmv_scale_X(X* y, X beta, u32 n); y has n = nrows elements.
+        unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }.map_err(|e| Gpu::launch_error(name, e))?;
+        Ok(())
+    }
+
+    /// The fused kernel on the tile flags of this matrix and the carries `tile_value` (two
+    /// per tile), then, when rows cross tiles, its fix-up.
+    #[allow(clippy::too_many_arguments)]
+    fn fused_with<X: DeviceElem + Copy>(
+        &self,
+        fused: Named<'_>,
+        (fixup, fixup_name): Named<'_>,
+        tile_value: &Mutex<CudaSlice<X>>,
+        alpha: X,
+        x: &CudaView<'_, X>,
+        beta: X,
+        y: &mut CudaViewMut<'_, X>,
+    ) -> Result<()> {
+        let mut flag = self.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut value = tile_value.lock().unwrap_or_else(|p| p.into_inner());
+        // spmv_fused_X writes tile_flag[tile], tile_value[tile] and tile_value[ntiles + tile] of
+        // its own tile only and reads no other tile's entries (the epoch is unused).
+        self.launch_tiles(fused, alpha, x, beta, y, &mut flag, &mut value, 0)?;
+        let (has_map, nrows) = (self.has_map as u32, self.nrows as u32);
+        if self.ntiles < 2 {
+            return Ok(());
+        }
+        let mut b = self.gpu.stream().launch_builder(fixup);
+        b.arg(&*flag)
+            .arg(&self.tile_start)
+            .arg(&*value)
+            .arg(&self.ntiles)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nrows)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta);
+        // SAFETY: spmv_fixup_X(const u32* tile_info, const u32* tile_start,
+        // const X* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nrows, X* y,
+        // X alpha, X beta); tile_info, tile_start and tile_heads have ntiles entries (tile_start
+        // values < their index), tile_value 2·ntiles (written by the launch above),
+        // row_map nsegs when has_map, y nrows; one warp per tile (8 per block of 256).
+        unsafe { b.launch(Gpu::cfg(self.ntiles.div_ceil(8), 256, 0)) }
+            .map_err(|e| Gpu::launch_error(fixup_name, e))?;
+        Ok(())
+    }
+
+    /// Launches one of the tile kernels (`spmv_fused_X` or `spmv_lookback_T`, same signature),
+    /// one block per tile.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_tiles<X: DeviceElem + Copy>(
+        &self,
+        (kernel, name): Named<'_>,
+        alpha: X,
+        x: &CudaView<'_, X>,
+        beta: X,
+        y: &mut CudaViewMut<'_, X>,
+        flag: &mut CudaSlice<u32>,
+        value: &mut CudaSlice<X>,
+        epoch: u32,
+    ) -> Result<()> {
+        let (has_map, nnz, nrows) = (self.has_map as u32, self.nnz as u32, self.nrows as u32);
+        let mut b = self.gpu.stream().launch_builder(kernel);
+        b.arg(&self.col)
+            .arg(&self.val)
+            .arg(&self.heads)
+            .arg(&self.tile_heads)
+            .arg(&self.row_map)
+            .arg(&has_map)
+            .arg(&self.nsegs)
+            .arg(&nnz)
+            .arg(&nrows)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(flag)
+            .arg(value)
+            .arg(&epoch);
+        // SAFETY: spmv_{fused,lookback}_X(const u32* col, const T* val, const u32* heads,
+        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
+        // const X* x, X* y, X alpha, X beta, u32* tile_flag, X* tile_value, u32 epoch).
+        // col/val have nnz entries, heads ceil((nnz+1)/32)+2 words, tile_heads/tile_flag one per
+        // tile and tile_value two per tile (ntiles blocks are launched; the mixed kernel is
+        // compiled with this matrix's tile), row_map nsegs entries when has_map, x ncols and y
+        // nrows (checked by the caller).
+        unsafe { b.launch(Gpu::cfg(self.ntiles, self.policy.threads, 0)) }
+            .map_err(|e| Gpu::launch_error(name, e))?;
+        Ok(())
+    }
+
+    /// One thread per row.
+    fn rows_with<X: DeviceElem + Copy>(
+        &self,
+        (kernel, name): Named<'_>,
+        alpha: X,
+        x: &CudaView<'_, X>,
+        beta: X,
+        y: &mut CudaViewMut<'_, X>,
+    ) -> Result<()> {
+        let nrows = self.nrows as u32;
+        let threads = self.policy.rows_threads;
+        let mut b = self.gpu.stream().launch_builder(kernel);
+        b.arg(&self.row_ptr)
+            .arg(&self.col)
+            .arg(&self.val)
+            .arg(x)
+            .arg(y)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&nrows);
+        // SAFETY: spmv_rows_X(const u32* row_ptr, const u32* col, const T* val, const X* x,
+        // X* y, X alpha, X beta, u32 nrows); row_ptr has nrows+1 entries, col/val nnz, x ncols,
+        // y nrows; one thread per row.
+        unsafe { b.launch(Gpu::cfg(nrows.div_ceil(threads), threads, 0)) }
+            .map_err(|e| Gpu::launch_error(name, e))?;
+        Ok(())
+    }
+
+    /// `lanes` threads per row (0: this matrix's choice).
+    ///
+    /// # Panics
+    /// When `lanes` is not a power of two in `0..=32`.
+    fn vector_with<X: DeviceElem + Copy>(
+        &self,
+        (kernel, name): Named<'_>,
+        lanes: u32,
+        alpha: X,
+        x: &CudaView<'_, X>,
+        beta: X,
+        y: &mut CudaViewMut<'_, X>,
+    ) -> Result<()> {
+        let lanes = if lanes == 0 { self.vector_lanes } else { lanes };
+        assert!(
+            lanes.is_power_of_two() && lanes <= 32,
+            "SpmvAlgorithm::Vector: lanes = {lanes} is not a power of two in 1..=32"
+        );
         let nrows = self.nrows as u32;
         let lanes_log2 = lanes.trailing_zeros();
         let threads = self.policy.vector_threads;
         let blocks = ((self.nrows as u64 * lanes as u64).div_ceil(threads as u64)) as u32;
-        let mut b = self.gpu.stream().launch_builder(&self.k.vector);
+        let mut b = self.gpu.stream().launch_builder(kernel);
         b.arg(&self.row_ptr)
             .arg(&self.col)
             .arg(&self.val)
@@ -1212,11 +1237,11 @@ impl<T: GpuScalar> GpuCsr<T> {
             .arg(&beta)
             .arg(&nrows)
             .arg(&lanes_log2);
-        // SAFETY: spmv_vector_T(const u32* row_ptr, const u32* col, const T* val, const T* x,
-        // T* y, T alpha, T beta, u32 nrows, u32 lanes_log2); row_ptr has nrows+1 entries,
+        // SAFETY: spmv_vector_X(const u32* row_ptr, const u32* col, const T* val, const X* x,
+        // X* y, X alpha, X beta, u32 nrows, u32 lanes_log2); row_ptr has nrows+1 entries,
         // col/val nnz, x ncols, y nrows; blocks*threads covers nrows*lanes threads.
         unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_vector", e))?;
+            .map_err(|e| Gpu::launch_error(name, e))?;
         Ok(())
     }
 

@@ -41,6 +41,38 @@ fn params(block: usize) -> AmgParams {
     }
 }
 
+/// What one cycle costs in fine-level products (the solvers' status-check interval follows it):
+/// 2·degree + 2 per level for the default Chebyshev V-cycle, weighted by the operator
+/// complexity; less with Jacobi, twice as much for a W-cycle.
+#[test]
+fn a_cycle_costs_its_smoothing_steps_in_products() {
+    let a = generate::poisson3d::<f64>(16).unwrap();
+    let v = Amg::new(&Cpu, &a, &AmgParams::default()).unwrap();
+    let oc = v.summary().operator_complexity;
+    let cost = Preconditioner::<f64, Cpu>::cost_in_products(&v);
+    assert!(
+        (cost - 8.0 * oc).abs() < 1e-12 && cost > 8.0,
+        "V: {cost}, oc {oc}"
+    );
+    let w = Amg::new(
+        &Cpu,
+        &a,
+        &AmgParams {
+            cycle: Cycle::W,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!((Preconditioner::<f64, Cpu>::cost_in_products(&w) - 2.0 * cost).abs() < 1e-9);
+    let j = AmgParams {
+        smoother: Smoother::Jacobi,
+        ..Default::default()
+    };
+    let j = Amg::new(&Cpu, &a, &j).unwrap();
+    let cj = Preconditioner::<f64, Cpu>::cost_in_products(&j);
+    assert!(cj < cost && cj >= 4.0, "Jacobi: {cj}");
+}
+
 /// Bounds: PyAMG 5.4.1 (default SA, symmetric Gauss–Seidel) takes 7, 7, 40 and 8 iterations on
 /// these problems; a hierarchy that does not coarsen correctly takes several times more.
 #[test]

@@ -2,7 +2,9 @@
 //! from iteration counts alone, `CostModel::iterations_only`), the rule alone without it, the
 //! continuation from the probe's iterate, the per-pattern cache and the cost model.
 
-use segsparse::autosolve::{decide, solve, AutoSolve, CostModel, Measured, ProbeParams};
+use segsparse::autosolve::{
+    decide, setup_seconds, solve, AutoSolve, CostModel, Measured, ProbeParams,
+};
 use segsparse::backend::Cpu;
 use segsparse::generate;
 use segsparse::precond::auto::{choose, AutoMethod as M, AutoPrecond as P};
@@ -588,4 +590,74 @@ fn hub_graphs_take_jacobi_cg_without_amg() {
         assert!(c.stats.row_spread < 4.0, "{spec}: {}", c.stats.row_spread);
         assert_eq!(c.alternative, Some((M::Cg, P::Amg)), "{spec}: {}", c.reason);
     }
+}
+
+#[test]
+fn a_setup_predicted_over_the_bound_is_not_started() {
+    // A saddle point: BiCGSTAB without a preconditioner first, GMRES + ILUT (after the row
+    // matching) its alternative. 30 iterations at most cannot reach 1e-12, so the queue comes to
+    // the factorization with at most the time of 60 BiCGSTAB iterations left. With a model that
+    // prices ILUT's setup at a second per stored entry it is not built: dropped, and named in
+    // the reason and in what was tried. With a setup priced at nothing it is built and runs.
+    let a = generate::kkt2d::<f64>(30, 100, 1).unwrap();
+    let b = vec![1.0; a.nrows()];
+    let sp = SolveParams {
+        max_iters: 30,
+        rel_tol: 1e-12,
+        ..Default::default()
+    };
+    let dear = ProbeParams {
+        model: CostModel {
+            ilut_setup_per_entry: 1.0,
+            ..CostModel::iterations_only()
+        },
+        ..params()
+    };
+    let mut x = vec![0.0; a.nrows()];
+    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &dear).unwrap();
+    let c = &r.choice;
+    assert_eq!(
+        (c.method, c.precond),
+        (M::Bicgstab, P::None),
+        "{}",
+        c.reason
+    );
+    assert_eq!(c.alternative, Some((M::Gmres, P::Ilu0)));
+    assert!(r.factor.is_none(), "{}", c.reason);
+    assert!(
+        c.reason.contains("gmres + ilu0: setup predicted") && c.reason.contains("skipped"),
+        "{}",
+        c.reason
+    );
+    assert!(
+        r.tried
+            .iter()
+            .any(|t| t.starts_with("gmres + ilu0: not started")),
+        "{:?}",
+        r.tried
+    );
+    assert!(r
+        .failure
+        .as_deref()
+        .is_some_and(|f| f.contains("not started")));
+    // Priced at nothing, the same queue builds the factor and runs it.
+    let mut x = vec![0.0; a.nrows()];
+    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &params()).unwrap();
+    assert!(r.factor.is_some(), "{}", r.choice.reason);
+    assert!(
+        r.tried
+            .iter()
+            .any(|t| t.starts_with("gmres + ilu0:") && !t.contains("not started")),
+        "{:?}",
+        r.tried
+    );
+    // The prediction itself: AMG in cheap iterations, ILUT per stored entry, none for Jacobi.
+    let m = CostModel::default();
+    assert_eq!(setup_seconds(P::Jacobi, 1000, 1e-4, &m), 0.0);
+    assert!(
+        (setup_seconds(P::Amg, 1000, 1e-4, &m) - m.amg_setup.0 * 1e-4 - m.amg_setup.1).abs()
+            < 1e-12
+    );
+    let ilu = setup_seconds(P::Ilu0, 1_000_000, 1e-4, &m);
+    assert!((ilu - m.ilu_setup.1 - 1e6 * m.ilu_setup_per_entry).abs() < 1e-9);
 }

@@ -16,9 +16,9 @@
 //! ```
 //!
 //! Options: `--grid N` or `--grid NXxNYxNZ`, `--f32`, `--method cg|jacobi|bicgstab` (`jacobi`:
-//! CG with `--precond jacobi`), `--precond none|jacobi|poly|block-poly|ilu0|ic0|amg` (on several
-//! ranks `poly` is the distributed polynomial, the others after it block-Jacobi with that local
-//! solver), `--tol 1e-8`, `--max-iters N`, `--solves K` (the same system K times in the process:
+//! CG with `--precond jacobi`), `--precond none|jacobi|poly|block-poly|ilu0|ic0|amg|dist-amg` (on
+//! several ranks `poly` is the distributed polynomial, `dist-amg` the distributed AMG, the others
+//! block-Jacobi with that local solver), `--tol 1e-8`, `--max-iters N`, `--solves K` (the same system K times in the process:
 //! the first solve is cold, the later ones warm), `--reps N` (products timed for the halo
 //! report, after the solves).
 //!
@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 use segsparse::backend::VectorOps;
 use segsparse::dist::nccl::{run_threads, DistCsr, DistScalar, NcclId, NcclOps, Rank};
 use segsparse::dist::{
-    poisson3d_block, solve_rank, DistPart, DistPrecond, DistSolve, Krylov, LocalPrecond, Partition,
+    poisson3d_block, solve_rank, DistAmgParams, DistPart, DistPrecond, DistSolve, Krylov,
+    LocalPrecond, Partition,
 };
 use segsparse::precond::ChebyshevParams;
 use segsparse::precond::{AmgParams, IncompleteParams};
@@ -130,9 +131,11 @@ fn plan(o: &Opts) -> Res<(Krylov, DistPrecond)> {
         "ilu0" => DistPrecond::BlockJacobi(LocalPrecond::Ilu0(ip)),
         "ic0" => DistPrecond::BlockJacobi(LocalPrecond::Ic0(ip)),
         "amg" => DistPrecond::BlockJacobi(LocalPrecond::Amg(AmgParams::default())),
+        "dist-amg" => DistPrecond::Amg(DistAmgParams::default()),
         p => {
             return Err(format!(
-                "unknown preconditioner {p} (none, jacobi, poly, block-poly, ilu0, ic0, amg)"
+                "unknown preconditioner {p} (none, jacobi, poly, block-poly, ilu0, ic0, amg, \
+                 dist-amg)"
             )
             .into())
         }
@@ -172,9 +175,10 @@ fn rank_solve<T: DistScalar>(rank: Rank, o: &Opts, t0: Instant) -> Res<()> {
     let block = poisson3d_block::<T>(o.grid, part.rows(rank.rank()))?;
     let dpart = DistPart::build(&block, &part, rank.rank(), |need| rank.all_to_all_u64(need))?;
     drop(block);
-    let a = DistCsr::upload(&rank, &dpart)?;
-    let ops = NcclOps::<T>::new(&rank)?;
     let nnz = rank.sum_f64(dpart.nnz() as f64)?;
+    let a = DistCsr::from_part(&rank, dpart)?;
+    let dpart = a.host_part();
+    let ops = NcclOps::<T>::new(&rank)?;
     let prior = t0.elapsed().as_secs_f64();
     let nl = a.info().n_owned;
     let b = vec![T::one(); nl];
@@ -272,6 +276,7 @@ fn single<T: DistScalar>(o: &Opts) -> Res<()> {
         DistPrecond::BlockJacobi(LocalPrecond::Ilu0(p)) => Box::new(Ilu0::new(&ops, &a, &p)?),
         DistPrecond::BlockJacobi(LocalPrecond::Ic0(p)) => Box::new(Ic0::new(&ops, &a, &p)?),
         DistPrecond::BlockJacobi(LocalPrecond::Amg(p)) => Box::new(Amg::new(&ops, &a, &p)?),
+        DistPrecond::Amg(p) => Box::new(Amg::new(&ops, &a, &p.amg)?),
         other => return Err(format!("{} on one GPU", other.name()).into()),
     };
     let b = ops.upload(&vec![T::one(); n])?;

@@ -44,6 +44,7 @@ pub struct DistCsr<T: DistScalar> {
     halo: CudaSlice<T>,
     send: Vec<Neighbor>,
     recv: Vec<Neighbor>,
+    host: DistPart<T>,
     ev_gathered: CudaEvent,
     ev_halo: CudaEvent,
     gather: CudaFunction,
@@ -59,6 +60,9 @@ pub struct PartInfo {
     pub first_row: u64,
     /// Owned rows.
     pub n_owned: usize,
+    /// Owned columns (the local length of the vectors it multiplies; `n_owned` for a square
+    /// matrix).
+    pub n_owned_cols: usize,
     /// Halo entries received per product.
     pub n_halo: usize,
     /// Entries sent per product.
@@ -97,7 +101,7 @@ impl<T: DistScalar> DistCsr<T> {
         let part = DistPart::build(block, partition, rank.rank(), |need| {
             rank.all_to_all_u64(need)
         })?;
-        Self::upload(rank, &part)
+        Self::from_part(rank, part)
     }
 
     /// Sets up this rank's part from the global matrix (every rank holds `a`; each keeps its rows
@@ -110,11 +114,22 @@ impl<T: DistScalar> DistCsr<T> {
         Self::from_block(rank, &block, partition)
     }
 
-    /// Uploads a part built on the host.
+    /// Uploads a part built on the host (a copy of it stays on the host:
+    /// [`DistCsr::host_part`]).
     ///
     /// # Errors
     /// CUDA failures and the single-GPU SpMV's limits.
     pub fn upload(rank: &Rank, part: &DistPart<T>) -> Result<Self> {
+        Self::from_part(rank, part.clone())
+    }
+
+    /// Uploads a part built on the host, square or rectangular
+    /// ([`DistPart::build_rect`]), and keeps it on the host ([`DistCsr::host_part`]: what the
+    /// distributed AMG's setup reads).
+    ///
+    /// # Errors
+    /// CUDA failures and the single-GPU SpMV's limits.
+    pub fn from_part(rank: &Rank, part: DistPart<T>) -> Result<Self> {
         let gpu = &rank.gpu;
         let up32 = |v: &[u32]| {
             if v.is_empty() {
@@ -138,6 +153,7 @@ impl<T: DistScalar> DistCsr<T> {
                 n_global: part.n_global,
                 first_row: part.first_row,
                 n_owned: part.n_owned(),
+                n_owned_cols: part.n_owned_cols(),
                 n_halo: part.n_halo(),
                 n_send: part.send_idx.len(),
                 n_boundary: part.bnd_rows.len(),
@@ -153,6 +169,7 @@ impl<T: DistScalar> DistCsr<T> {
             halo: gpu.zeros::<T>(part.n_halo().max(1))?,
             send: part.send.clone(),
             recv: part.recv.clone(),
+            host: part,
             ev_gathered: ev()?,
             ev_halo: ev()?,
             gather: gpu.typed_function::<T>(&DIST_KERNELS, "dist_gather", &[])?,
@@ -160,6 +177,10 @@ impl<T: DistScalar> DistCsr<T> {
         })
     }
 
+    /// This rank's part on the host.
+    pub fn host_part(&self) -> &DistPart<T> {
+        &self.host
+    }
     /// Sizes of this rank's part.
     pub fn info(&self) -> PartInfo {
         self.part_info
@@ -344,6 +365,19 @@ impl<T: DistScalar> DistCsr<T> {
 
 impl<T: DistScalar> crate::dist::LocalOps<T> for NcclOps<T> {
     type Local = GpuOps<T>;
+    type Part = DistCsr<T>;
+    fn upload_part(&self, part: DistPart<T>) -> Result<DistCsr<T>> {
+        DistCsr::from_part(&self.rank, part)
+    }
+    fn dist_rank(&self) -> usize {
+        self.rank.rank()
+    }
+    fn dist_size(&self) -> usize {
+        self.rank.size()
+    }
+    fn all_to_all_u64(&self, send: Vec<Vec<u64>>) -> Result<Vec<Vec<u64>>> {
+        self.rank.all_to_all_u64(send)
+    }
     fn local(&self) -> &GpuOps<T> {
         &self.inner
     }
@@ -356,6 +390,9 @@ impl<T: DistScalar> crate::dist::DistOperator<T, NcclOps<T>> for DistCsr<T> {
     fn owned_block(&self) -> &GpuCsr<T> {
         &self.owned
     }
+    fn host_part(&self) -> Option<&DistPart<T>> {
+        Some(&self.host)
+    }
 }
 
 /// Times `reps` exchanges of `count` `f64` values with each ring neighbour (rank ± 1; the one
@@ -367,7 +404,7 @@ impl<T: DistScalar> LinearOperator<T, NcclOps<T>> for DistCsr<T> {
         self.part_info.n_owned
     }
     fn ncols(&self) -> usize {
-        self.part_info.n_owned
+        self.part_info.n_owned_cols
     }
     fn apply(&self, _: &NcclOps<T>, x: &CudaSlice<T>, y: &mut CudaSlice<T>) -> Result<()> {
         self.spmv(x, y)

@@ -20,28 +20,11 @@ pub(crate) fn ensure_work<T: Scalar, B: MultigridOps<T>>(
     work: &mut Vec<Vec<Work<B::Vector>>>,
     k: usize,
 ) -> Result<()> {
-    let fits = |w: &Vec<Work<B::Vector>>| {
-        w.len() == info.len()
-            && w.iter()
-                .zip(info.iter())
-                .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
-    };
-    if !work.iter().all(fits) {
+    if !work.iter().all(|w| Work::fits(be, w, info)) {
         work.clear();
     }
     while work.len() < k {
-        let mut col = Vec::with_capacity(info.len());
-        for (l, lv) in info.iter().enumerate() {
-            // As the one-column workspace: the coarsest level's unused next-level vectors
-            // have one element.
-            let nc = info.get(l + 1).map_or(1, |c| c.rows);
-            col.push(Work {
-                s: Scratch::new(be, lv.rows)?,
-                bc: be.zeros(nc)?,
-                xc: be.zeros(nc)?,
-            });
-        }
-        work.push(col);
+        work.push(Work::for_levels(be, info)?);
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 //! waits for the host.
 
 use super::level::HostLevel;
-use super::{AmgParams, Cycle, MultigridOps, Smoother};
+use super::{AmgParams, Cycle, LevelSummary, MultigridOps, Smoother};
+use crate::backend::{ChebyshevSteps, LinearOperator, VectorOps};
 use crate::error::{Error, Result};
 use crate::precond::spectral::ChebyshevPoly;
 use crate::scalar::Scalar;
@@ -29,15 +30,27 @@ impl<V> LevelSmoother<V> {
         level: &HostLevel<T>,
         params: &AmgParams,
     ) -> Result<Self> {
+        Self::from_host(be, &level.inv_diag, &level.inv_l1, level.rho, params)
+    }
+
+    /// The smoother from a level's host data: its inverse diagonal, inverse l1 row sums and
+    /// ρ(D⁻¹A), on any backend (the distributed AMG's levels use it on theirs).
+    pub fn from_host<T: Scalar, B: VectorOps<T, Vector = V>>(
+        be: &B,
+        inv_diag: &[T],
+        inv_l1: &[T],
+        rho: f64,
+        params: &AmgParams,
+    ) -> Result<Self> {
         let scale = match params.smoother {
-            Smoother::Chebyshev => be.upload(&level.inv_diag)?,
+            Smoother::Chebyshev => be.upload(inv_diag)?,
             Smoother::Jacobi => {
                 let w = T::of_f64(params.jacobi_weight);
-                be.upload(&level.inv_diag.iter().map(|&d| w * d).collect::<Vec<_>>())?
+                be.upload(&inv_diag.iter().map(|&d| w * d).collect::<Vec<_>>())?
             }
-            Smoother::L1Jacobi => be.upload(&level.inv_l1)?,
+            Smoother::L1Jacobi => be.upload(inv_l1)?,
         };
-        Ok(Self::from_parts(scale, level.rho, params))
+        Ok(Self::from_parts(scale, rho, params))
     }
 
     /// The smoother with its scaling vector already on the backend and the level's ρ(D⁻¹A).
@@ -69,7 +82,7 @@ impl<V> LevelSmoother<V> {
     }
 
     /// Device bytes of the smoother's vector.
-    pub fn bytes<T: Scalar, B: MultigridOps<T, Vector = V>>(&self, be: &B) -> usize {
+    pub fn bytes<T: Scalar, B: VectorOps<T, Vector = V>>(&self, be: &B) -> usize {
         be.len(&self.scale) * std::mem::size_of::<T>()
     }
 }
@@ -84,7 +97,7 @@ pub(crate) struct Scratch<V> {
 }
 
 impl<V> Scratch<V> {
-    pub fn new<T: Scalar, B: MultigridOps<T, Vector = V>>(be: &B, n: usize) -> Result<Self> {
+    pub fn new<T: Scalar, B: VectorOps<T, Vector = V>>(be: &B, n: usize) -> Result<Self> {
         Ok(Scratch {
             r: be.zeros(n)?,
             res: be.zeros(n)?,
@@ -92,6 +105,45 @@ impl<V> Scratch<V> {
             t: be.zeros(n)?,
             z: be.zeros(n)?,
         })
+    }
+}
+
+/// A level's operator as the smoother and the residual use it: a backend matrix
+/// ([`OnBackend`], one fused SpMV for the residual) or any linear operator ([`Operator`]: the
+/// distributed AMG's levels, whose products exchange halos).
+pub(crate) trait LevelOp<T: Scalar, B: VectorOps<T>> {
+    /// `y ← A·x`.
+    fn mul(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> Result<()>;
+    /// `r ← b − A·x`.
+    fn residual(&self, be: &B, b: &B::Vector, x: &B::Vector, r: &mut B::Vector) -> Result<()>;
+}
+
+/// A backend matrix as a [`LevelOp`].
+pub(crate) struct OnBackend<'a, M>(pub &'a M);
+
+impl<T: Scalar, B: MultigridOps<T>> LevelOp<T, B> for OnBackend<'_, B::Matrix> {
+    fn mul(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> Result<()> {
+        be.spmv(self.0, T::one(), x, T::zero(), y)
+    }
+    fn residual(&self, be: &B, b: &B::Vector, x: &B::Vector, r: &mut B::Vector) -> Result<()> {
+        be.copy(b, r)?;
+        be.spmv(self.0, -T::one(), x, T::one(), r)
+    }
+}
+
+/// A linear operator as a [`LevelOp`]: the residual is `A·x` followed by `b − (A·x)`, the same
+/// roundings as the fused SpMV's `−1·(A·x) + 1·b`.
+pub(crate) struct Operator<'a, A: ?Sized>(pub &'a A);
+
+impl<T: Scalar, B: VectorOps<T>, A: LinearOperator<T, B> + ?Sized> LevelOp<T, B>
+    for Operator<'_, A>
+{
+    fn mul(&self, be: &B, x: &B::Vector, y: &mut B::Vector) -> Result<()> {
+        self.0.apply(be, x, y)
+    }
+    fn residual(&self, be: &B, b: &B::Vector, x: &B::Vector, r: &mut B::Vector) -> Result<()> {
+        self.0.apply(be, x, r)?;
+        be.axpby(T::one(), b, -T::one(), r)
     }
 }
 
@@ -103,23 +155,7 @@ fn residual<T: Scalar, B: MultigridOps<T>>(
     x: &B::Vector,
     r: &mut B::Vector,
 ) -> Result<()> {
-    be.copy(b, r)?;
-    be.spmv(a, -T::one(), x, T::one(), r)
-}
-
-/// `z ← p(D⁻¹A)·D⁻¹·r`, the smoother's Chebyshev polynomial ([`ChebyshevPoly`], the
-/// preconditioner's recurrence), with `degree − 1` operator applications.
-fn chebyshev<T: Scalar, B: MultigridOps<T>>(
-    be: &B,
-    a: &B::Matrix,
-    sm: &LevelSmoother<B::Vector>,
-    r: &B::Vector,
-    z: &mut B::Vector,
-    work: [&mut B::Vector; 3],
-) -> Result<()> {
-    sm.poly().apply(be, Some(&sm.scale), r, z, work, |x, y| {
-        be.spmv(a, T::one(), x, T::zero(), y)
-    })
+    OnBackend(a).residual(be, b, x, r)
 }
 
 /// One smoothing step on `A·x = b`; `zero` says `x` is zero on entry (its contents are then
@@ -133,14 +169,33 @@ pub(crate) fn smooth<T: Scalar, B: MultigridOps<T>>(
     zero: bool,
     w: &mut Scratch<B::Vector>,
 ) -> Result<()> {
+    smooth_with(be, &OnBackend(a), sm, b, x, zero, w)
+}
+
+/// [`smooth`] with any [`LevelOp`]: the Chebyshev step is `z ← p(D⁻¹A)·D⁻¹·r`
+/// ([`ChebyshevPoly`], the preconditioner's recurrence, `degree − 1` operator applications),
+/// Jacobi and l1-Jacobi `z ← s∘r`, then `x ← x + z`.
+pub(crate) fn smooth_with<T: Scalar, B: ChebyshevSteps<T>, A: LevelOp<T, B>>(
+    be: &B,
+    a: &A,
+    sm: &LevelSmoother<B::Vector>,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    zero: bool,
+    w: &mut Scratch<B::Vector>,
+) -> Result<()> {
+    let poly = |r: &B::Vector, z: &mut B::Vector, work: [&mut B::Vector; 3]| {
+        sm.poly()
+            .apply(be, Some(&sm.scale), r, z, work, |x, y| a.mul(be, x, y))
+    };
     match sm.kind {
         Smoother::Chebyshev => {
             let Scratch { r, res, d, t, z } = w;
             if zero {
-                chebyshev(be, a, sm, b, x, [res, d, t])
+                poly(b, x, [res, d, t])
             } else {
-                residual(be, a, b, x, r)?;
-                chebyshev(be, a, sm, r, z, [res, d, t])?;
+                a.residual(be, b, x, r)?;
+                poly(r, z, [res, d, t])?;
                 be.axpy(T::one(), z, x)
             }
         }
@@ -148,7 +203,7 @@ pub(crate) fn smooth<T: Scalar, B: MultigridOps<T>>(
             if zero {
                 be.scale(&sm.scale, b, x)
             } else {
-                residual(be, a, b, x, &mut w.r)?;
+                a.residual(be, b, x, &mut w.r)?;
                 be.scale(&sm.scale, &w.r, &mut w.z)?;
                 be.axpy(T::one(), &w.z, x)
             }
@@ -170,6 +225,40 @@ pub(crate) struct Work<V> {
     pub s: Scratch<V>,
     pub bc: V,
     pub xc: V,
+}
+
+impl<V> Work<V> {
+    /// The workspace of every level of `info` (the coarsest level has no next level: its
+    /// next-level vectors have one unused element, as a device allocation of zero bytes is an
+    /// error).
+    pub fn for_levels<T: Scalar, B: MultigridOps<T, Vector = V>>(
+        be: &B,
+        info: &[LevelSummary],
+    ) -> Result<Vec<Self>> {
+        let mut work = Vec::with_capacity(info.len());
+        for (l, lv) in info.iter().enumerate() {
+            let nc = info.get(l + 1).map_or(1, |c| c.rows);
+            work.push(Work {
+                s: Scratch::new(be, lv.rows)?,
+                bc: be.zeros(nc)?,
+                xc: be.zeros(nc)?,
+            });
+        }
+        Ok(work)
+    }
+
+    /// Whether `work` is the workspace of the levels of `info` (the same sizes).
+    pub fn fits<T: Scalar, B: MultigridOps<T, Vector = V>>(
+        be: &B,
+        work: &[Self],
+        info: &[LevelSummary],
+    ) -> bool {
+        work.len() == info.len()
+            && work
+                .iter()
+                .zip(info)
+                .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
+    }
 }
 
 /// The cycle on `levels[0]` (the coarsest is `levels.len() − 1`): `x ≈ A⁻¹b`; `zero` says `x`

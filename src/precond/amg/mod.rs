@@ -91,8 +91,10 @@ use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use cycle::{DeviceLevel, LevelSmoother, Scratch, Work};
+pub(crate) use cycle::{smooth_with, LevelOp, LevelSmoother, Operator, Scratch};
+use cycle::{DeviceLevel, Work};
 use level::HostHierarchy;
+pub(crate) use setup::{positions, smooth_prolongator, smoother_scalings, strength};
 
 /// The smoother of every level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,7 +256,19 @@ impl AmgParams {
             .min(30)
     }
 
-    fn check(&self) -> Result<()> {
+    /// One cycle's cost in fine-level products for a hierarchy of this operator complexity
+    /// ([`Preconditioner::cost_in_products`] of [`Amg`] and of the distributed AMG).
+    pub(crate) fn cycle_cost(&self, operator_complexity: f64) -> f64 {
+        let per_step = match self.smoother {
+            Smoother::Chebyshev => self.degree.max(1) as f64,
+            _ => 1.0,
+        };
+        let per_level = 2.0 * self.sweeps as f64 * per_step + 2.0;
+        let w = if self.cycle == Cycle::W { 2.0 } else { 1.0 };
+        per_level * operator_complexity.max(1.0) * w
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
         use cycle::bad;
         if !(0.0..=1.0).contains(&self.theta) {
             return Err(bad(format!("theta = {} is not in [0, 1]", self.theta)));
@@ -748,26 +762,9 @@ impl<T: Scalar, B: AmgOps<T>> Amg<T, B> {
     /// summary.
     fn install(&mut self, be: &B) -> Result<()> {
         let info = &self.built.info;
-        let same = {
-            let w = self.work.borrow();
-            w.len() == info.len()
-                && w.iter()
-                    .zip(info.iter())
-                    .all(|(w, lv)| be.len(&w.s.r) == lv.rows)
-        };
+        let same = Work::fits(be, &self.work.borrow(), info);
         if !same {
-            let mut work = Vec::with_capacity(info.len());
-            for (l, lv) in info.iter().enumerate() {
-                // The coarsest level has no next level: one unused element (a device allocation
-                // of zero bytes is an error).
-                let nc = info.get(l + 1).map_or(1, |c| c.rows);
-                work.push(Work {
-                    s: Scratch::new(be, lv.rows)?,
-                    bc: be.zeros(nc)?,
-                    xc: be.zeros(nc)?,
-                });
-            }
-            self.work = RefCell::new(work);
+            self.work = RefCell::new(Work::for_levels(be, info)?);
         }
         self.summary = self.summarise(
             be,
@@ -859,6 +856,13 @@ fn empty_summary(params: &AmgParams) -> AmgSummary {
 }
 
 impl<T: Scalar, B: MultigridOps<T>> Preconditioner<T, B> for Amg<T, B> {
+    /// One cycle in fine-level products: per level, the smoothing steps before and after (each
+    /// `degree` products for Chebyshev, one for Jacobi), the residual and the two transfers,
+    /// weighted by the level's share of the entries (the operator complexity); twice that for
+    /// a W-cycle's coarse levels, counted here as a factor 2 on the whole.
+    fn cost_in_products(&self) -> f64 {
+        self.params.cycle_cost(self.summary.operator_complexity)
+    }
     /// `z ← M⁻¹r`: one cycle from `z = 0`. Queues work only (no host synchronisation).
     fn apply(&self, be: &B, r: &B::Vector, z: &mut B::Vector) -> Result<()> {
         if self.broken {

@@ -48,6 +48,20 @@ pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
 
 /// The smoother data of a level from its operator.
 fn level_of<T: Scalar>(a: CsrMatrix<T>, block: usize, steps: usize) -> HostLevel<T> {
+    let (inv_diag, inv_l1) = smoother_scalings(&a);
+    let rho = crate::precond::spectral::spectral_radius(&a, &inv_diag, steps);
+    HostLevel {
+        a,
+        inv_diag,
+        inv_l1,
+        rho,
+        block,
+    }
+}
+
+/// `1/a_ii` (0 for a zero diagonal entry) and `1/Σ_j |a_ij|` (0 for an empty row) of each row of
+/// `a` (square, or a rank's rows with its halo columns after its own: the diagonal is `a_ii`).
+pub(crate) fn smoother_scalings<T: Scalar>(a: &CsrMatrix<T>) -> (Vec<T>, Vec<T>) {
     let n = a.nrows();
     let (p, v) = (a.row_ptr(), a.values());
     let d = a.diagonal();
@@ -74,18 +88,15 @@ fn level_of<T: Scalar>(a: CsrMatrix<T>, block: usize, steps: usize) -> HostLevel
             }
         })
         .collect();
-    let rho = crate::precond::spectral::spectral_radius(&a, &inv_diag, steps);
-    HostLevel {
-        a,
-        inv_diag,
-        inv_l1,
-        rho,
-        block,
-    }
+    (inv_diag, inv_l1)
 }
 
 /// The strength graph of a level (on its nodes).
-fn strength<T: Scalar>(a: &CsrMatrix<T>, block: usize, theta: f64) -> Result<CsrMatrix<T>> {
+pub(crate) fn strength<T: Scalar>(
+    a: &CsrMatrix<T>,
+    block: usize,
+    theta: f64,
+) -> Result<CsrMatrix<T>> {
     if block == 1 {
         strength_symmetric(a, theta)
     } else {
@@ -93,16 +104,18 @@ fn strength<T: Scalar>(a: &CsrMatrix<T>, block: usize, theta: f64) -> Result<Csr
     }
 }
 
-/// `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T`, in place of the product `at = A·T`.
-fn smooth_prolongator<T: Scalar>(
-    level: &HostLevel<T>,
+/// `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T`, in place of the product `at = A·T`
+/// (`inv_diag` the rows' `1/a_ii`, `rho` the estimate of ρ(D⁻¹A)).
+pub(crate) fn smooth_prolongator<T: Scalar>(
+    inv_diag: &[T],
+    rho: f64,
     t: &CsrMatrix<T>,
     at: CsrMatrix<T>,
     t_pos: &[u32],
     omega: f64,
 ) -> CsrMatrix<T> {
     let mut p = at;
-    let w = omega / level.rho;
+    let w = omega / rho;
     let rp = p.row_ptr().to_vec();
     let n = p.nrows();
     let vals = p.values_mut();
@@ -117,7 +130,7 @@ fn smooth_prolongator<T: Scalar>(
     let tp = t.row_ptr();
     let tv = t.values();
     rows.into_par_iter().enumerate().for_each(|(i, row)| {
-        let s = T::of_f64(-w) * level.inv_diag[i];
+        let s = T::of_f64(-w) * inv_diag[i];
         row.iter_mut().for_each(|x| *x *= s);
         for k in tp[i] as usize..tp[i + 1] as usize {
             row[(t_pos[k] - rp[i]) as usize] += tv[k];
@@ -127,7 +140,11 @@ fn smooth_prolongator<T: Scalar>(
 }
 
 /// The position of each entry of `T` within the pattern `pat` (row by row, both sorted).
-fn positions<T: Scalar>(t: &CsrMatrix<T>, pat_ptr: &[u32], pat_col: &[u32]) -> Result<Vec<u32>> {
+pub(crate) fn positions<T: Scalar>(
+    t: &CsrMatrix<T>,
+    pat_ptr: &[u32],
+    pat_col: &[u32],
+) -> Result<Vec<u32>> {
     let (tp, tj) = (t.row_ptr(), t.col_idx());
     let mut pos = vec![0u32; t.nnz()];
     for i in 0..t.nrows() {
@@ -240,7 +257,7 @@ impl<T: Scalar> HostHierarchy<T> {
             let at_plan = SpgemmPlan::symbolic(&lv.a, &t)?;
             let at = at_plan.numeric(&lv.a, &t);
             let t_pos = positions(&t, at.row_ptr(), at.col_idx())?;
-            let p = smooth_prolongator(lv, &t, at, &t_pos, params.omega);
+            let p = smooth_prolongator(&lv.inv_diag, lv.rho, &t, at, &t_pos, params.omega);
             let r = p.transpose();
             times.smooth += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
@@ -333,7 +350,7 @@ impl<T: Scalar> HostHierarchy<T> {
             times.tentative += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let at = tr.at_plan.numeric(&lv.a, &t);
-            tr.p = smooth_prolongator(lv, &t, at, &tr.t_pos, params.omega);
+            tr.p = smooth_prolongator(&lv.inv_diag, lv.rho, &t, at, &tr.t_pos, params.omega);
             tr.t = t;
             tr.r = tr.p.transpose();
             times.smooth += clock.elapsed().as_secs_f64();

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::super::drive::{history, Confirm, Ended};
+use super::super::drive::{history, Confirm, Ended, Step};
 use super::super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams};
 use super::MultiInfo;
 use crate::backend::{BlockOps, LinearOperator, Slot, Status, NSLOTS};
@@ -19,31 +19,16 @@ pub(crate) trait ColumnMethod<T: Scalar, B: BlockOps<T>> {
     /// (Re)starts column `j` from the residual in its workspace.
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()>;
     /// Called once the iterations of a (re)start of column `j` end (GMRES adds its correction).
-    fn finish(
-        &mut self,
-        _be: &B,
-        _sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        _j: usize,
-        _status: Status,
-        _it: usize,
-    ) -> crate::Result<()> {
+    fn finish(&mut self, _at: Step<'_, T, B>, _j: usize, _status: Status) -> crate::Result<()> {
         Ok(())
     }
     /// The most iterations column `j`'s next block may hold.
     fn block_limit(&self, _j: usize) -> usize {
         usize::MAX
     }
-    /// Called for each running column after a block, at its iteration `it` (GMRES's end of
-    /// cycle).
-    fn after_block(
-        &mut self,
-        _be: &B,
-        _sc: &mut B::Scalars,
-        _x: &mut B::Vector,
-        _j: usize,
-        _it: usize,
-    ) -> crate::Result<()> {
+    /// Called for each running column `j` after a block, at its iteration `at.it` (GMRES's end
+    /// of cycle).
+    fn after_block(&mut self, _at: Step<'_, T, B>, _j: usize) -> crate::Result<()> {
         Ok(())
     }
     /// One iteration of every column in `active` (ascending), column `j` at iteration `its[j]`.
@@ -174,7 +159,7 @@ where
             block_iterations += 1;
         }
         for &j in &active {
-            method.after_block(be, &mut scs[j], &mut xs[j], j, cols[j].it)?;
+            method.after_block(Step::new(be, &mut scs[j], &mut xs[j], cols[j].it), j)?;
         }
         // Read every running column's status (one read for all); the columns that stopped
         // leave the active set.
@@ -268,7 +253,7 @@ where
         if status != Status::Running {
             c.it = slots[Slot::StatusIter as usize].as_f64() as usize;
         }
-        method.finish(be, sc, x, j, status, c.it)?;
+        method.finish(Step::new(be, &mut *sc, &mut *x, c.it), j, status)?;
         let mut confirm = Confirm {
             it: c.it,
             thresh: c.thresh,

@@ -49,12 +49,12 @@ use drive::{drive_multi, mask, ColumnMethod};
 
 use super::bicgstab::{after_pre, BicgVectors, BV};
 use super::cg::CgVectors;
-use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind};
+use super::drive::{check_problem, preflight, Dyn, PrecondKind as Kind, Step};
 use super::gmres::GmresVectors;
 use super::{SolveError, SolveInfo, SolveParams};
 use crate::backend::recur::Status;
 use crate::backend::{
-    BlockKrylovOps, BlockOps, GmresColumn, Identity, LinearOperator, Pre, Preconditioner, VectorOps,
+    BlockKrylovOps, BlockOps, GmresColumn, Identity, LinearOperator, Preconditioner, VectorOps,
 };
 use crate::scalar::Scalar;
 use crate::spmm::Layout;
@@ -293,10 +293,7 @@ where
         self.a.apply_block(be, &ps, &mut qs)?;
         if self.kind != Kind::General {
             // As CgVectors::tail: Jacobi's z fused in, else z is r.
-            let pre = match (self.kind, self.m.inverse_diagonal()) {
-                (Kind::Jacobi, Some(d)) => Pre::Jacobi(d),
-                _ => Pre::Identity,
-            };
+            let pre = self.kind.pre(self.m.inverse_diagonal());
             let mut cc = columns(&mut self.cols, scs, xs, &on, its, CgVectors::column);
             return be.cg_tail_block(&mut cc, pre);
         }
@@ -411,7 +408,7 @@ where
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
         let d = self.m.inverse_diagonal();
-        self.cols[j].start(be, self.kind, d, self.fused, sc, it)
+        self.cols[j].start(be, self.kind.pre(d), self.fused, sc, it)
     }
 
     fn step(
@@ -425,11 +422,7 @@ where
         let on = mask(self.cols.len(), active);
         // As BicgVectors' steps: Jacobi fused into the vector steps, a general preconditioner
         // applied between them.
-        let pre = match (self.kind, self.m.inverse_diagonal()) {
-            (Kind::Jacobi, Some(d)) => Pre::Jacobi(d),
-            (Kind::General, _) => Pre::Separate,
-            _ => Pre::Identity,
-        };
+        let pre = self.kind.pre(self.m.inverse_diagonal());
         let col = BicgVectors::column;
         if self.fused {
             // v = A·p̂; α and s (ŝ for Jacobi); t = A·ŝ; ω, x, r, β and the next p.
@@ -545,31 +538,17 @@ where
         self.cols[j].start(be, sc, it)
     }
 
-    fn finish(
-        &mut self,
-        be: &B,
-        _sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        j: usize,
-        status: Status,
-        it: usize,
-    ) -> crate::Result<()> {
-        self.cols[j].finish(be, self.m, x, status, it, self.restart)
+    fn finish(&mut self, at: Step<'_, T, B>, j: usize, status: Status) -> crate::Result<()> {
+        self.cols[j].finish(at.be, self.m, at.x, status, at.it, self.restart)
     }
 
     fn block_limit(&self, j: usize) -> usize {
         self.restart - self.cols[j].j
     }
 
-    fn after_block(
-        &mut self,
-        be: &B,
-        sc: &mut B::Scalars,
-        x: &mut B::Vector,
-        j: usize,
-        it: usize,
-    ) -> crate::Result<()> {
+    fn after_block(&mut self, at: Step<'_, T, B>, j: usize) -> crate::Result<()> {
         let (a, m, b) = (self.a, self.m, &self.b[j]);
+        let Step { be, sc, x, it } = at;
         self.cols[j].end_of_cycle(be, a, m, b, sc, x, it, self.restart)
     }
 

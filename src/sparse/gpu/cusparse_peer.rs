@@ -12,7 +12,7 @@ use cudarc::driver::DevicePtrMut;
 
 use super::{CsrView, DeviceCsr};
 use crate::error::Result;
-use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
+use crate::gpu::cusparse::{check, data_type, sys, Cusparse, SpMat};
 use crate::gpu::Gpu;
 use crate::spmv::gpu::GpuScalar;
 
@@ -21,22 +21,14 @@ pub struct CusparseSpgemm {
     cs: Cusparse,
 }
 
-/// Destroys the descriptors when a call fails half-way.
-struct Descrs {
-    mats: Vec<sys::cusparseSpMatDescr_t>,
-    spgemm: sys::cusparseSpGEMMDescr_t,
-}
+/// Destroys the SpGEMM descriptor (also when a call fails half-way).
+struct Descr(sys::cusparseSpGEMMDescr_t);
 
-impl Drop for Descrs {
+impl Drop for Descr {
     fn drop(&mut self) {
-        // SAFETY: each descriptor was created by cuSPARSE and is destroyed once.
-        unsafe {
-            for &m in &self.mats {
-                let _ = sys::cusparseDestroySpMat(m as _);
-            }
-            if !self.spgemm.is_null() {
-                let _ = sys::cusparseSpGEMM_destroyDescr(self.spgemm);
-            }
+        if !self.0.is_null() {
+            // SAFETY: created by cuSPARSE and destroyed once, here.
+            let _ = unsafe { sys::cusparseSpGEMM_destroyDescr(self.0) };
         }
     }
 }
@@ -83,115 +75,51 @@ impl CusparseSpgemm {
         let (alpha, beta) = (T::one(), T::zero());
         let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let alg = sys::cusparseSpGEMMAlg_t::CUSPARSE_SPGEMM_DEFAULT;
-        let mut d = Descrs {
-            mats: Vec::new(),
-            spgemm: std::ptr::null_mut(),
-        };
+        let mut d = Descr(std::ptr::null_mut());
         let mut c_row_ptr = g.zeros::<u32>(a.nrows + 1)?;
         // SAFETY: every pointer handed to cuSPARSE is a live device allocation of the size given
         // (A and B as their views say; C's arrays allocated below before they are set); the
-        // descriptors are destroyed by `Descrs`; the buffers outlive the calls that use them
+        // descriptors destroy themselves; the buffers outlive the calls that use them
         // (all queued on this stream, and the buffers are freed on the same stream).
         unsafe {
-            let make = |v: CsrView<'_, T>| -> Result<sys::cusparseSpMatDescr_t> {
-                let mut m = std::ptr::null_mut();
+            let make = |v: CsrView<'_, T>| {
                 let arrays = (v.row_ptr, v.col, v.val);
                 let shape = (v.nrows, v.ncols, v.nnz);
-                create_csr(&mut m, shape, Some(arrays), stream, "cusparseCreateCsr")?;
-                Ok(m)
+                SpMat::csr(shape, Some(arrays), stream, "cusparseCreateCsr")
             };
-            let ma = make(a)?;
-            d.mats.push(ma);
-            let mb = make(b)?;
-            d.mats.push(mb);
-            let mut mc = std::ptr::null_mut();
+            let (da, db) = (make(a)?, make(b)?);
             let shape = (a.nrows, b.ncols, 0);
-            create_csr::<T>(&mut mc, shape, None, stream, "cusparseCreateCsr(C)")?;
-            d.mats.push(mc);
+            let dc = SpMat::csr::<T>(shape, None, stream, "cusparseCreateCsr(C)")?;
+            let (ma, mb, mc) = (da.raw(), db.raw(), dc.raw());
             check(
-                sys::cusparseSpGEMM_createDescr(&mut d.spgemm),
+                sys::cusparseSpGEMM_createDescr(&mut d.0),
                 "cusparseSpGEMM_createDescr",
             )?;
             let pa = &alpha as *const T as *const c_void;
             let pb = &beta as *const T as *const c_void;
-            let mut size1 = 0usize;
-            check(
-                sys::cusparseSpGEMM_workEstimation(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.spgemm,
-                    &mut size1,
-                    std::ptr::null_mut(),
-                ),
-                "cusparseSpGEMM_workEstimation (size)",
-            )?;
-            let mut buf1 = g.alloc::<u64>(size1.div_ceil(8).max(1))?;
-            let (b1, _g4) = buf1.device_ptr_mut(stream);
-            check(
-                sys::cusparseSpGEMM_workEstimation(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.spgemm,
-                    &mut size1,
-                    b1 as *mut c_void,
-                ),
-                "cusparseSpGEMM_workEstimation",
-            )?;
-            let mut size2 = 0usize;
-            check(
-                sys::cusparseSpGEMM_compute(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.spgemm,
-                    &mut size2,
-                    std::ptr::null_mut(),
-                ),
-                "cusparseSpGEMM_compute (size)",
-            )?;
-            let mut buf2 = g.alloc::<u64>(size2.div_ceil(8).max(1))?;
-            let (b2, _g5) = buf2.device_ptr_mut(stream);
-            check(
-                sys::cusparseSpGEMM_compute(
-                    h,
-                    op,
-                    op,
-                    pa,
-                    ma as _,
-                    mb as _,
-                    pb,
-                    mc,
-                    dt,
-                    alg,
-                    d.spgemm,
-                    &mut size2,
-                    b2 as *mut c_void,
-                ),
-                "cusparseSpGEMM_compute",
-            )?;
+            // workEstimation, then compute: each called for its buffer's size (null buffer),
+            // then with a buffer of that size, kept to the end.
+            let phases = [
+                sys::cusparseSpGEMM_workEstimation,
+                sys::cusparseSpGEMM_compute,
+            ];
+            let names = ["cusparseSpGEMM_workEstimation", "cusparseSpGEMM_compute"];
+            let mut buffers = Vec::with_capacity(2);
+            for (f, name) in phases.into_iter().zip(names) {
+                let call = |size: &mut usize, buf: *mut c_void, what: &str| {
+                    let status = f(
+                        h, op, op, pa, ma as _, mb as _, pb, mc, dt, alg, d.0, size, buf,
+                    );
+                    check(status, what)
+                };
+                let mut size = 0usize;
+                call(&mut size, std::ptr::null_mut(), &format!("{name} (size)"))?;
+                let mut buf = g.alloc::<u64>(size.div_ceil(8).max(1))?;
+                let (bp, guard) = buf.device_ptr_mut(stream);
+                call(&mut size, bp as *mut c_void, name)?;
+                drop(guard);
+                buffers.push(buf);
+            }
             let (mut r, mut c, mut nnz) = (0i64, 0i64, 0i64);
             check(
                 sys::cusparseSpMatGetSize(mc as _, &mut r, &mut c, &mut nnz),
@@ -214,15 +142,12 @@ impl CusparseSpgemm {
                     "cusparseCsrSetPointers",
                 )?;
                 check(
-                    sys::cusparseSpGEMM_copy(
-                        h, op, op, pa, ma as _, mb as _, pb, mc, dt, alg, d.spgemm,
-                    ),
+                    sys::cusparseSpGEMM_copy(h, op, op, pa, ma as _, mb as _, pb, mc, dt, alg, d.0),
                     "cusparseSpGEMM_copy",
                 )?;
             }
-            drop(d);
-            drop((_g4, _g5));
-            drop((buf1, buf2));
+            drop((da, db, dc, d));
+            drop(buffers);
             Ok(DeviceCsr {
                 nrows: a.nrows,
                 ncols: b.ncols,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound::{Excluded, Unbounded};
 
-use super::super::reorder::INSERTED;
+use super::super::reorder::{gather, INSERTED};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Elem;
@@ -77,16 +77,7 @@ pub(crate) fn with_fill<T: Elem>(
         })?;
         row_ptr.push(len);
     }
-    let vals: Vec<T> = src
-        .iter()
-        .map(|&p| {
-            if p == INSERTED {
-                T::zero()
-            } else {
-                b.values()[p as usize]
-            }
-        })
-        .collect();
+    let vals: Vec<T> = gather(b.values(), &src);
     let m = CsrMatrix::try_from_parts(n, n, row_ptr, col_idx, vals)?;
     Ok((m, src))
 }

@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 
 use super::{
     pivot_error, Application, ApplyModes, FactorKind, IncompleteParams, IncompleteStructure,
@@ -162,7 +162,7 @@ where
         )? {
             return Ok(f);
         }
-        let mut s = IncompleteStructure::analyse_for_device(a, kind, params)?;
+        let (mut s, first) = IncompleteStructure::analyse_factored(a, kind, params, false)?;
         let s_n = s.n.max(1);
         let sweeps_possible = params.jacobi_sweeps > 0 || params.application == Application::Auto;
         let permuted = s.perm_in.is_some() || s.perm_out.is_some();
@@ -252,7 +252,14 @@ where
         };
         let reordered_auto = params.ordering == Ordering::Auto
             && f.structure.preprocessing.ordering != Ordering::Natural;
-        if let Err(e) = f.refactor(a) {
+        let factored = match first {
+            // ILUT: the analysis factored the values already (on the host, where later
+            // re-factorizations run too).
+            // `shift_used` is already the parameters' shift, the one the analysis used.
+            Some(v) if f.factors_on_host() => f.upload_values(&v),
+            _ => f.refactor(a),
+        };
+        if let Err(e) = factored {
             return match reordered_auto {
                 true => Self::new(gpu, a, kind, &params.natural_fallback()),
                 false => Err(e),
@@ -336,14 +343,19 @@ where
         self.factorization = how.choose(self.structure.col_idx.len(), self.lower.stats().levels);
     }
 
+    /// Uploads values factored on the host.
+    fn upload_values(&mut self, v: &[T]) -> Result<()> {
+        self.gpu.upload_into(T::as_dev(v), &mut self.val)?;
+        self.gather_transpose()
+    }
+
     /// One factorization with `shift`; `Some((row, pivot))` for a bad pivot.
     fn factor_once(&mut self, a: &CsrMatrix<T>, shift: f64) -> Result<Option<(usize, f64)>> {
         if self.factors_on_host() {
             let s = &self.structure;
             return match super::factor_values(s, a, shift, self.params.pivot_tol) {
                 Ok(v) => {
-                    self.gpu.upload_into(T::as_dev(&v), &mut self.val)?;
-                    self.gather_transpose()?;
+                    self.upload_values(&v)?;
                     Ok(None)
                 }
                 Err(bad) => Ok(Some(bad)),
@@ -521,6 +533,34 @@ where
         }
     }
 
+    /// Pushes the arguments both sweep kernels begin with: `n`, the lower plan (ranges,
+    /// diagonal or null, the factor's columns and values, `ls` sweeps, lanes), then the upper
+    /// one with its columns and values `ucol`, `uval` (the transpose's for IC) and `us` sweeps.
+    fn push_plans<'a>(
+        &'a self,
+        l: &mut LaunchArgs<'a>,
+        n: &'a u32,
+        (ls, us): (&'a u32, &'a u32),
+        (ucol, uval): (&'a CudaSlice<u32>, &'a CudaSlice<T::Dev>),
+    ) {
+        l.arg(n).arg(&self.lower.start).arg(&self.lower.end);
+        match &self.lower.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(&self.col)
+            .arg(&self.val)
+            .arg(ls)
+            .arg(&self.lower.lanes)
+            .arg(&self.upper.start)
+            .arg(&self.upper.end);
+        match &self.upper.diag {
+            Some(d) => l.arg(d),
+            None => l.arg(&NULL),
+        };
+        l.arg(ucol).arg(uval).arg(us).arg(&self.upper.lanes);
+    }
+
     /// `z = Qᵀ·U⁻¹(L⁻¹(P·r))` in one cooperative launch when both triangles are applied by
     /// Jacobi sweeps (`t` receives `L⁻¹(P·r)`); `Ok(false)` (nothing queued) otherwise, or where
     /// the cooperative kernels cannot run: the caller then runs the two solves. The result equals
@@ -568,22 +608,8 @@ where
         let (ls, us) = (ls as u32, us as u32);
         let stream = self.gpu.stream();
         let mut l = stream.launch_builder(&self.k.apply_sweeps);
-        l.arg(&n).arg(&self.lower.start).arg(&self.lower.end);
-        match &self.lower.diag {
-            Some(d) => l.arg(d),
-            None => l.arg(&NULL),
-        };
-        l.arg(&self.col)
-            .arg(&self.val)
-            .arg(&ls)
-            .arg(&self.lower.lanes)
-            .arg(&self.upper.start)
-            .arg(&self.upper.end);
-        match &self.upper.diag {
-            Some(d) => l.arg(d),
-            None => l.arg(&NULL),
-        };
-        l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes).arg(r);
+        self.push_plans(&mut l, &n, (&ls, &us), (ucol, uval));
+        l.arg(r);
         match &self.perm_in {
             Some(p) => l.arg(p),
             None => l.arg(&NULL),
@@ -703,22 +729,7 @@ where
                 t.put(c, 5, &mut w.bar);
             }
             let mut l = stream.launch_builder(&self.k.apply_sweeps_cols);
-            l.arg(&n32).arg(&self.lower.start).arg(&self.lower.end);
-            match &self.lower.diag {
-                Some(d) => l.arg(d),
-                None => l.arg(&NULL),
-            };
-            l.arg(&self.col)
-                .arg(&self.val)
-                .arg(&ls)
-                .arg(&self.lower.lanes)
-                .arg(&self.upper.start)
-                .arg(&self.upper.end);
-            match &self.upper.diag {
-                Some(d) => l.arg(d),
-                None => l.arg(&NULL),
-            };
-            l.arg(ucol).arg(uval).arg(&us).arg(&self.upper.lanes);
+            self.push_plans(&mut l, &n32, (&ls, &us), (ucol, uval));
             match &self.perm_in {
                 Some(p) => l.arg(p),
                 None => l.arg(&NULL),

@@ -103,6 +103,20 @@ pub struct IncompleteParams {
 }
 
 impl IncompleteParams {
+    /// The textbook ILU(0)/IC(0): natural order, no shift, no row matching, no fill.
+    pub const PLAIN: IncompleteParams = IncompleteParams {
+        shift: 0.0,
+        pivot_tol: 1e-12,
+        auto_shift: false,
+        jacobi_sweeps: 0,
+        algorithm: SptrsvAlgorithm::Auto,
+        application: Application::Exact,
+        ordering: Ordering::Natural,
+        matching: RowMatching::Off,
+        fill: Fill::Level(0),
+        non_exhaustive: (),
+    };
+
     /// These parameters in the natural order (after an unstable reordered factor).
     pub fn natural_fallback(&self) -> Self {
         IncompleteParams {
@@ -113,18 +127,12 @@ impl IncompleteParams {
 }
 
 impl Default for IncompleteParams {
+    /// [`PLAIN`](Self::PLAIN) with the row matching and the fill level chosen automatically.
     fn default() -> Self {
         IncompleteParams {
-            shift: 0.0,
-            pivot_tol: 1e-12,
-            auto_shift: false,
-            jacobi_sweeps: 0,
-            algorithm: SptrsvAlgorithm::Auto,
-            application: Application::Exact,
-            ordering: Ordering::Natural,
             matching: RowMatching::Auto,
             fill: Fill::Auto,
-            non_exhaustive: (),
+            ..Self::PLAIN
         }
     }
 }
@@ -755,7 +763,7 @@ impl IncompleteStructure {
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self> {
-        Self::analyse_impl(a, kind, params, true)
+        Ok(Self::analyse_factored(a, kind, params, true)?.0)
     }
 
     /// As [`analyse_with`](Self::analyse_with) without the host plans of the two triangular
@@ -771,18 +779,21 @@ impl IncompleteStructure {
         kind: FactorKind,
         params: &IncompleteParams,
     ) -> Result<Self> {
-        Self::analyse_impl(a, kind, params, false)
+        Ok(Self::analyse_factored(a, kind, params, false)?.0)
     }
 
-    fn analyse_impl<T: Elem>(
+    /// The analysis, with the factor's values where the analysis computed them (ILUT, whose
+    /// pattern is found by factoring: the values of `a` with `params.shift`, what
+    /// [`factor_values`] gives on this structure, so the factor need not run ILUT twice).
+    pub(crate) fn analyse_factored<T: Elem>(
         a: &CsrMatrix<T>,
         kind: FactorKind,
         params: &IncompleteParams,
         host_plans: bool,
-    ) -> Result<Self> {
+    ) -> Result<(Self, Option<Vec<T>>)> {
         let n = a.nrows();
         if a.ncols() != n || !a.has_sorted_indices() {
-            return Self::analyse_pattern(a, kind, host_plans);
+            return Ok((Self::analyse_pattern(a, kind, host_plans)?, None));
         }
         let matching = kind == FactorKind::Ilu0
             && match params.matching {
@@ -791,7 +802,8 @@ impl IncompleteStructure {
                 RowMatching::Auto => diagonal_missing_or_zero(a),
             };
         if let (FactorKind::Ilu0, Fill::Threshold { .. }) = (kind, params.fill) {
-            return Self::analyse_threshold(a, params, matching, host_plans);
+            let (s, v) = Self::analyse_threshold(a, params, matching, host_plans)?;
+            return Ok((s, Some(v)));
         }
         let fill = match (kind, params.fill) {
             (FactorKind::Ic0, _) | (_, Fill::Threshold { .. }) => 0,
@@ -800,7 +812,7 @@ impl IncompleteStructure {
             (_, Fill::Auto) => 0,
         };
         if !matching && params.ordering == Ordering::Natural && fill == 0 {
-            return Self::analyse_pattern(a, kind, host_plans);
+            return Ok((Self::analyse_pattern(a, kind, host_plans)?, None));
         }
         let identity: Vec<u32> = (0..n as u32).collect();
         let mut prep = Preprocessing::default();
@@ -901,18 +913,19 @@ impl IncompleteStructure {
         s.perm_in = (perm_in != identity).then_some(perm_in);
         s.perm_out = q.map(|q| reorder::inverse(&q));
         s.preprocessing = prep;
-        Ok(s)
+        Ok((s, None))
     }
 
     /// The ILUT analysis ([`Fill::Threshold`]): the matching (scaled when it is the
     /// maximum-product one), the symmetric ordering ([`Ordering::Auto`]: the matched order),
-    /// `B` gathered with its map, and the pattern of `B`'s ILUT, on which the plans are made.
+    /// `B` gathered with its map, and the pattern of `B`'s ILUT, on which the plans are made;
+    /// with the factor's values (unscaled, as [`factor_values`] gives them).
     fn analyse_threshold<T: Elem>(
         a: &CsrMatrix<T>,
         params: &IncompleteParams,
         matching: bool,
         host_plans: bool,
-    ) -> Result<Self> {
+    ) -> Result<(Self, Vec<T>)> {
         let Fill::Threshold {
             drop_tol,
             max_per_row,
@@ -990,8 +1003,11 @@ impl IncompleteStructure {
         prep.compensated_pivots = f.compensated;
         prep.threshold = Some((drop_tol, max_per_row));
         prep.fill_entries = nnz.saturating_sub(a.nnz());
+        let mut values = f.val;
+        map.unscale(&f.row_ptr, &f.col, &mut values);
         let pattern = CsrMatrix::try_from_parts(n, n, f.row_ptr, f.col, vec![T::one(); nnz])?;
         let mut s = Self::analyse_pattern(&pattern, FactorKind::Ilu0, host_plans)?;
+        debug_assert!(s.row_ptr == pattern.row_ptr() && s.col_idx == pattern.col_idx());
         s.src = vec![INSERTED; nnz];
         s.a_nnz = a.nnz();
         s.a_col_hash = pattern_hash(a);
@@ -999,7 +1015,7 @@ impl IncompleteStructure {
         s.perm_out = q.map(|q| reorder::inverse(&q));
         s.preprocessing = prep;
         s.threshold = Some(map);
-        Ok(s)
+        Ok((s, values))
     }
 
     /// Analyses `a` for the factorization `kind` in its own order.
@@ -1160,17 +1176,7 @@ impl IncompleteStructure {
     /// shifted by `shift`, and each row's largest magnitude (before the shift) for the pivot test.
     pub fn initial_values<T: Elem>(&self, a: &CsrMatrix<T>, shift: f64) -> (Vec<T>, Vec<T::Real>) {
         let av = a.values();
-        let mut vals: Vec<T> = self
-            .src
-            .iter()
-            .map(|&p| {
-                if p == INSERTED {
-                    T::zero()
-                } else {
-                    av[p as usize]
-                }
-            })
-            .collect();
+        let mut vals: Vec<T> = reorder::gather(av, &self.src);
         let mut rowmax = vec![T::Real::zero(); self.n];
         for i in 0..self.n {
             let (lo, hi) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
@@ -1388,7 +1394,7 @@ impl<T: Elem> IncompleteFactor<T> {
         )? {
             return Ok(f);
         }
-        let structure = IncompleteStructure::analyse_with(a, kind, params)?;
+        let (structure, first) = IncompleteStructure::analyse_factored(a, kind, params, true)?;
         let mut f = IncompleteFactor {
             structure,
             params: *params,
@@ -1399,7 +1405,16 @@ impl<T: Elem> IncompleteFactor<T> {
         };
         let reordered_auto = params.ordering == Ordering::Auto
             && f.structure.preprocessing.ordering != Ordering::Natural;
-        if let Err(e) = f.refactor(a) {
+        let factored = match first {
+            // ILUT: the analysis factored the values already (it never fails: bad pivots are
+            // compensated).
+            Some(v) => {
+                f.values = v;
+                Ok(())
+            }
+            _ => f.refactor(a),
+        };
+        if let Err(e) = factored {
             return match reordered_auto {
                 true => Self::new(a, kind, &params.natural_fallback()),
                 false => Err(e),

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use super::{Diagonal, Triangle};
 use crate::csr::CsrMatrix;
 use crate::error::Result;
-use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
+use crate::gpu::cusparse::{check, data_type, sys, Cusparse, DnVec, SpMat};
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
 
@@ -23,9 +23,9 @@ pub struct CusparseSpsv<T> {
     _row_ptr: CudaSlice<u32>,
     _col: CudaSlice<u32>,
     _val: CudaSlice<T>,
-    mat: sys::cusparseSpMatDescr_t,
-    vx: sys::cusparseDnVecDescr_t,
-    vy: sys::cusparseDnVecDescr_t,
+    mat: SpMat,
+    vx: DnVec,
+    vy: DnVec,
     spsv: sys::cusparseSpSVDescr_t,
     _buffer: CudaSlice<u64>,
     n: usize,
@@ -53,42 +53,22 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
         let row_ptr = gpu.upload(a.row_ptr())?;
         let col = gpu.upload(a.col_idx())?;
         let val = gpu.upload(a.values())?;
-        let mut me = CusparseSpsv {
-            cs,
-            mat: std::ptr::null_mut(),
-            vx: std::ptr::null_mut(),
-            vy: std::ptr::null_mut(),
-            spsv: std::ptr::null_mut(),
-            _buffer: gpu.zeros::<u64>(1)?,
-            n,
-            alpha: T::one(),
-            _row_ptr: row_ptr,
-            _col: col,
-            _val: val,
-        };
         let dt = data_type::<T>();
         let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
         let alg = sys::cusparseSpSVAlg_t::CUSPARSE_SPSV_ALG_DEFAULT;
-        // SAFETY: the uploaded arrays live as long as `me` (kept in its fields); sizes passed
-        // match them (row_ptr n + 1, col/val nnz; b, x n elements); descriptors are destroyed in
-        // Drop; the attribute values are the enums' 4-byte representations.
-        unsafe {
-            let arrays = (&me._row_ptr, &me._col, &me._val);
-            let shape = (n, n, a.nnz());
-            create_csr(
-                &mut me.mat,
-                shape,
-                Some(arrays),
-                &stream,
-                "cusparseCreateCsr",
-            )?;
+        // SAFETY: the uploaded arrays live as long as the descriptors (both kept in `me`); sizes
+        // passed match them (row_ptr n + 1, col/val nnz; b, x n elements); the attribute values
+        // are the enums' 4-byte representations. The descriptors destroy themselves.
+        let (mat, vx, vy) = unsafe {
+            let arrays = (&row_ptr, &col, &val);
+            let mat = SpMat::csr((n, n, a.nnz()), Some(arrays), &stream, "cusparseCreateCsr")?;
             let mut fill = match triangle {
                 Triangle::Lower => sys::cusparseFillMode_t::CUSPARSE_FILL_MODE_LOWER,
                 Triangle::Upper => sys::cusparseFillMode_t::CUSPARSE_FILL_MODE_UPPER,
             };
             check(
                 sys::cusparseSpMatSetAttribute(
-                    me.mat,
+                    mat.raw(),
                     sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_FILL_MODE,
                     &mut fill as *mut _ as *mut c_void,
                     std::mem::size_of_val(&fill),
@@ -101,7 +81,7 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
             };
             check(
                 sys::cusparseSpMatSetAttribute(
-                    me.mat,
+                    mat.raw(),
                     sys::cusparseSpMatAttribute_t::CUSPARSE_SPMAT_DIAG_TYPE,
                     &mut dg as *mut _ as *mut c_void,
                     std::mem::size_of_val(&dg),
@@ -109,15 +89,26 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
                 "cusparseSpMatSetAttribute(diag type)",
             )?;
             let (bp, _d) = b.device_ptr(&stream);
-            check(
-                sys::cusparseCreateDnVec(&mut me.vx, n as i64, bp as *mut c_void, dt),
-                "cusparseCreateDnVec(b)",
-            )?;
             let (xp, _e) = x.device_ptr_mut(&stream);
-            check(
-                sys::cusparseCreateDnVec(&mut me.vy, n as i64, xp as *mut c_void, dt),
-                "cusparseCreateDnVec(x)",
-            )?;
+            let vx = DnVec::new::<T>(n, bp, "cusparseCreateDnVec(b)")?;
+            (mat, vx, DnVec::new::<T>(n, xp, "cusparseCreateDnVec(x)")?)
+        };
+        let mut me = CusparseSpsv {
+            cs,
+            mat,
+            vx,
+            vy,
+            spsv: std::ptr::null_mut(),
+            _buffer: gpu.zeros::<u64>(1)?,
+            n,
+            alpha: T::one(),
+            _row_ptr: row_ptr,
+            _col: col,
+            _val: val,
+        };
+        // SAFETY: the descriptors are live; the SpSV descriptor is destroyed in Drop; the
+        // buffer is sized by the first call.
+        unsafe {
             check(
                 sys::cusparseSpSV_createDescr(&mut me.spsv),
                 "cusparseSpSV_createDescr",
@@ -128,9 +119,9 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
                     me.cs.handle(),
                     op,
                     &me.alpha as *const T as *const c_void,
-                    me.mat,
-                    me.vx,
-                    me.vy,
+                    me.mat.raw(),
+                    me.vx.raw(),
+                    me.vy.raw(),
                     dt,
                     alg,
                     me.spsv,
@@ -145,9 +136,9 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
                     me.cs.handle(),
                     op,
                     &me.alpha as *const T as *const c_void,
-                    me.mat,
-                    me.vx,
-                    me.vy,
+                    me.mat.raw(),
+                    me.vx.raw(),
+                    me.vy.raw(),
                     dt,
                     alg,
                     me.spsv,
@@ -185,11 +176,11 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
         // ran on this descriptor and buffer.
         unsafe {
             check(
-                sys::cusparseDnVecSetValues(self.vx, bp as *mut c_void),
+                sys::cusparseDnVecSetValues(self.vx.raw(), bp as *mut c_void),
                 "cusparseDnVecSetValues(b)",
             )?;
             check(
-                sys::cusparseDnVecSetValues(self.vy, xp as *mut c_void),
+                sys::cusparseDnVecSetValues(self.vy.raw(), xp as *mut c_void),
                 "cusparseDnVecSetValues(x)",
             )?;
             check(
@@ -197,9 +188,9 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
                     self.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
                     &self.alpha as *const T as *const c_void,
-                    self.mat,
-                    self.vx,
-                    self.vy,
+                    self.mat.raw(),
+                    self.vx.raw(),
+                    self.vy.raw(),
                     data_type::<T>(),
                     sys::cusparseSpSVAlg_t::CUSPARSE_SPSV_ALG_DEFAULT,
                     self.spsv,
@@ -217,21 +208,10 @@ impl<T: Scalar + KernelType> CusparseSpsv<T> {
 
 impl<T> Drop for CusparseSpsv<T> {
     fn drop(&mut self) {
-        // SAFETY: each descriptor was created once by `new` (or is null, which the destroy
-        // calls accept) and is destroyed once here.
-        unsafe {
-            if !self.spsv.is_null() {
-                let _ = sys::cusparseSpSV_destroyDescr(self.spsv);
-            }
-            if !self.vx.is_null() {
-                let _ = sys::cusparseDestroyDnVec(self.vx);
-            }
-            if !self.vy.is_null() {
-                let _ = sys::cusparseDestroyDnVec(self.vy);
-            }
-            if !self.mat.is_null() {
-                let _ = sys::cusparseDestroySpMat(self.mat);
-            }
+        // SAFETY: the SpSV descriptor was created once by `new` (or is null) and is destroyed
+        // once here, before the matrix and vector descriptors it was made with.
+        if !self.spsv.is_null() {
+            let _ = unsafe { sys::cusparseSpSV_destroyDescr(self.spsv) };
         }
     }
 }

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
 use super::super::{check_shapes, Layout};
 use crate::error::{Error, Result};
-use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
+use crate::gpu::cusparse::{check, data_type, sys, Cusparse, DnMat, SpMat};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 /// The cuSPARSE CSR SpMM algorithms.
@@ -66,9 +66,9 @@ fn order(layout: Layout) -> sys::cusparseOrder_t {
 /// A prepared `cusparseSpMM` (handle, descriptors, buffer) for one matrix, `k` and layout.
 pub struct CusparseSpmm<'a, T: GpuScalar> {
     cs: Cusparse,
-    mat: sys::cusparseSpMatDescr_t,
-    mx: sys::cusparseDnMatDescr_t,
-    my: sys::cusparseDnMatDescr_t,
+    mat: SpMat,
+    mx: DnMat,
+    my: DnMat,
     buffer: CudaSlice<u64>,
     alg: CusparseSpmmAlg,
     alpha: T,
@@ -111,11 +111,26 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
             Layout::RowMajor => (k, k),
             Layout::ColMajor => (m, n),
         };
+        // SAFETY: the pointers are live device allocations of the sizes described (row_ptr
+        // nrows+1, col/val nnz, x ncols·k, y nrows·k with the leading dimensions of `layout`);
+        // cuSPARSE only reads the matrix and x. The descriptors destroy themselves.
+        let (mat, mx, my) = unsafe {
+            let shape = (n, m, a.nnz());
+            let mat = SpMat::csr(shape, Some(a.device_parts()), &stream, "cusparseCreateCsr")?;
+            let (xp, _rx) = x.device_ptr(&stream);
+            let (yp, _ry) = y.device_ptr_mut(&stream);
+            let mx = DnMat::new::<T>((m, k, ldx), xp, order(layout), "cusparseCreateDnMat(X)")?;
+            (
+                mat,
+                mx,
+                DnMat::new::<T>((n, k, ldy), yp, order(layout), "cusparseCreateDnMat(Y)")?,
+            )
+        };
         let mut me = CusparseSpmm {
             cs,
-            mat: std::ptr::null_mut(),
-            mx: std::ptr::null_mut(),
-            my: std::ptr::null_mut(),
+            mat,
+            mx,
+            my,
             buffer: a.gpu().zeros::<u64>(1)?,
             alg,
             alpha,
@@ -124,44 +139,8 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
             _matrix: PhantomData,
         };
         let op = sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
-        // SAFETY: the pointers are live device allocations of the sizes described (row_ptr
-        // nrows+1, col/val nnz, x ncols·k, y nrows·k with the leading dimensions of `layout`);
-        // cuSPARSE only reads the matrix and x. Descriptors are destroyed in Drop.
+        // SAFETY: the descriptors are live; the buffer is sized by the first call.
         unsafe {
-            let shape = (n, m, a.nnz());
-            create_csr(
-                &mut me.mat,
-                shape,
-                Some(a.device_parts()),
-                &stream,
-                "cusparseCreateCsr",
-            )?;
-            let (xp, _rx) = x.device_ptr(&stream);
-            check(
-                sys::cusparseCreateDnMat(
-                    &mut me.mx,
-                    m as i64,
-                    k as i64,
-                    ldx as i64,
-                    xp as *mut c_void,
-                    dt,
-                    order(layout),
-                ),
-                "cusparseCreateDnMat(X)",
-            )?;
-            let (yp, _ry) = y.device_ptr_mut(&stream);
-            check(
-                sys::cusparseCreateDnMat(
-                    &mut me.my,
-                    n as i64,
-                    k as i64,
-                    ldy as i64,
-                    yp as *mut c_void,
-                    dt,
-                    order(layout),
-                ),
-                "cusparseCreateDnMat(Y)",
-            )?;
             let mut size = 0usize;
             check(
                 sys::cusparseSpMM_bufferSize(
@@ -169,10 +148,10 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
                     op,
                     op,
                     &me.alpha as *const T as *const c_void,
-                    me.mat,
-                    me.mx,
+                    me.mat.raw(),
+                    me.mx.raw(),
                     &me.beta as *const T as *const c_void,
-                    me.my,
+                    me.my.raw(),
                     dt,
                     alg.raw(),
                     &mut size,
@@ -188,10 +167,10 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
                         op,
                         op,
                         &me.alpha as *const T as *const c_void,
-                        me.mat,
-                        me.mx,
+                        me.mat.raw(),
+                        me.mx.raw(),
                         &me.beta as *const T as *const c_void,
-                        me.my,
+                        me.my.raw(),
                         dt,
                         alg.raw(),
                         bp as *mut c_void,
@@ -233,11 +212,11 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
         // above); the buffer was sized by cusparseSpMM_bufferSize for this matrix and layout.
         unsafe {
             check(
-                sys::cusparseDnMatSetValues(self.mx, xp as *mut c_void),
+                sys::cusparseDnMatSetValues(self.mx.raw(), xp as *mut c_void),
                 "cusparseDnMatSetValues(X)",
             )?;
             check(
-                sys::cusparseDnMatSetValues(self.my, yp as *mut c_void),
+                sys::cusparseDnMatSetValues(self.my.raw(), yp as *mut c_void),
                 "cusparseDnMatSetValues(Y)",
             )?;
             check(
@@ -246,33 +225,16 @@ impl<'a, T: GpuScalar> CusparseSpmm<'a, T> {
                     op,
                     op,
                     &self.alpha as *const T as *const c_void,
-                    self.mat,
-                    self.mx,
+                    self.mat.raw(),
+                    self.mx.raw(),
                     &self.beta as *const T as *const c_void,
-                    self.my,
+                    self.my.raw(),
                     data_type::<T>(),
                     self.alg.raw(),
                     bp as *mut c_void,
                 ),
                 "cusparseSpMM",
             )
-        }
-    }
-}
-
-impl<T: GpuScalar> Drop for CusparseSpmm<'_, T> {
-    fn drop(&mut self) {
-        // SAFETY: each descriptor was created by `new` (or is null) and is destroyed once.
-        unsafe {
-            if !self.mx.is_null() {
-                let _ = sys::cusparseDestroyDnMat(self.mx);
-            }
-            if !self.my.is_null() {
-                let _ = sys::cusparseDestroyDnMat(self.my);
-            }
-            if !self.mat.is_null() {
-                let _ = sys::cusparseDestroySpMat(self.mat);
-            }
         }
     }
 }

@@ -16,7 +16,7 @@ use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 use super::complex::GpuComplexCsr;
 use super::{GpuCsr, GpuScalar};
 use crate::error::Result;
-use crate::gpu::cusparse::{check, create_csr, data_type, sys, Cusparse};
+use crate::gpu::cusparse::{check, data_type, sys, Cusparse, DnVec, SpMat};
 use crate::gpu::{Gpu, KernelType};
 use crate::Elem;
 
@@ -68,9 +68,9 @@ struct HostScalar<T>(T);
 /// matrix).
 pub struct CusparseSpmv<'a, T: KernelType> {
     cs: Cusparse,
-    mat: sys::cusparseSpMatDescr_t,
-    vx: sys::cusparseDnVecDescr_t,
-    vy: sys::cusparseDnVecDescr_t,
+    mat: SpMat,
+    vx: DnVec,
+    vy: DnVec,
     buffer: CudaSlice<u64>,
     alg: CusparseAlg,
     alpha: HostScalar<T>,
@@ -159,11 +159,26 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
         let cs = Cusparse::new(a.gpu)?;
         let stream = a.gpu.stream();
         let dt = data_type::<T>();
+        // SAFETY: the pointers are live device allocations of the sizes passed (row_ptr nrows+1,
+        // col/val nnz entries, x ncols, y nrows); cuSPARSE only reads the matrix. The
+        // descriptors destroy themselves.
+        let (mat, vx, vy) = unsafe {
+            let arrays = (a.row_ptr, a.col_idx, a.values);
+            let mat = SpMat::csr(a.shape, Some(arrays), stream, "cusparseCreateCsr")?;
+            let (xp, _rx) = x.device_ptr(stream);
+            let (yp, _ry) = y.device_ptr_mut(stream);
+            let vx = DnVec::new::<T>(ncols, xp, "cusparseCreateDnVec(x)")?;
+            (
+                mat,
+                vx,
+                DnVec::new::<T>(nrows, yp, "cusparseCreateDnVec(y)")?,
+            )
+        };
         let mut me = CusparseSpmv {
             cs,
-            mat: std::ptr::null_mut(),
-            vx: std::ptr::null_mut(),
-            vy: std::ptr::null_mut(),
+            mat,
+            vx,
+            vy,
             buffer: a.gpu.zeros::<u64>(1)?,
             alg,
             alpha: HostScalar(alpha),
@@ -172,37 +187,18 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
             ncols,
             _matrix: PhantomData,
         };
-        // SAFETY: the pointers are live device allocations of the sizes passed (row_ptr nrows+1,
-        // col/val nnz entries); cuSPARSE only reads the matrix. Descriptors are destroyed in Drop.
+        // SAFETY: the descriptors are live; the buffer is sized by the first call.
         unsafe {
-            let arrays = (a.row_ptr, a.col_idx, a.values);
-            create_csr(
-                &mut me.mat,
-                a.shape,
-                Some(arrays),
-                stream,
-                "cusparseCreateCsr",
-            )?;
-            let (xp, _rx) = x.device_ptr(stream);
-            check(
-                sys::cusparseCreateDnVec(&mut me.vx, ncols as i64, xp as *mut c_void, dt),
-                "cusparseCreateDnVec(x)",
-            )?;
-            let (yp, _ry) = y.device_ptr_mut(stream);
-            check(
-                sys::cusparseCreateDnVec(&mut me.vy, nrows as i64, yp as *mut c_void, dt),
-                "cusparseCreateDnVec(y)",
-            )?;
             let mut size = 0usize;
             check(
                 sys::cusparseSpMV_bufferSize(
                     me.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
                     &me.alpha.0 as *const T as *const c_void,
-                    me.mat,
-                    me.vx,
+                    me.mat.raw(),
+                    me.vx.raw(),
                     &me.beta.0 as *const T as *const c_void,
-                    me.vy,
+                    me.vy.raw(),
                     dt,
                     alg.raw(),
                     &mut size,
@@ -217,10 +213,10 @@ impl<'a, T: KernelType> CusparseSpmv<'a, T> {
                     me.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
                     &me.alpha.0 as *const T as *const c_void,
-                    me.mat,
-                    me.vx,
+                    me.mat.raw(),
+                    me.vx.raw(),
                     &me.beta.0 as *const T as *const c_void,
-                    me.vy,
+                    me.vy.raw(),
                     dt,
                     alg.raw(),
                     bp as *mut c_void,
@@ -279,11 +275,11 @@ impl<T: KernelType> CusparseSpmv<'_, T> {
         // the buffer was sized by cusparseSpMV_bufferSize and preprocessed for this matrix.
         unsafe {
             check(
-                sys::cusparseDnVecSetValues(self.vx, xp as *mut c_void),
+                sys::cusparseDnVecSetValues(self.vx.raw(), xp as *mut c_void),
                 "cusparseDnVecSetValues(x)",
             )?;
             check(
-                sys::cusparseDnVecSetValues(self.vy, yp as *mut c_void),
+                sys::cusparseDnVecSetValues(self.vy.raw(), yp as *mut c_void),
                 "cusparseDnVecSetValues(y)",
             )?;
             check(
@@ -291,33 +287,16 @@ impl<T: KernelType> CusparseSpmv<'_, T> {
                     self.cs.handle(),
                     sys::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
                     &self.alpha.0 as *const T as *const c_void,
-                    self.mat,
-                    self.vx,
+                    self.mat.raw(),
+                    self.vx.raw(),
                     &self.beta.0 as *const T as *const c_void,
-                    self.vy,
+                    self.vy.raw(),
                     data_type::<T>(),
                     self.alg.raw(),
                     bp as *mut c_void,
                 ),
                 "cusparseSpMV",
             )
-        }
-    }
-}
-
-impl<T: KernelType> Drop for CusparseSpmv<'_, T> {
-    fn drop(&mut self) {
-        // SAFETY: each descriptor was created by `new` (or is null) and is destroyed once.
-        unsafe {
-            if !self.vx.is_null() {
-                let _ = sys::cusparseDestroyDnVec(self.vx);
-            }
-            if !self.vy.is_null() {
-                let _ = sys::cusparseDestroyDnVec(self.vy);
-            }
-            if !self.mat.is_null() {
-                let _ = sys::cusparseDestroySpMat(self.mat);
-            }
         }
     }
 }

@@ -22,7 +22,7 @@ use super::{GpuCsr, SpmvAlgorithm, SPMV_SRC};
 use crate::backend::gpu::GpuOps;
 use crate::backend::LinearOperator;
 use crate::error::{Error, Result};
-use crate::gpu::{CudaView, CudaViewMut, Gpu, PushKernelArg};
+use crate::gpu::{Gpu, PushKernelArg};
 use crate::spmv::mixed::F32Fit;
 use crate::CsrMatrix;
 
@@ -202,43 +202,41 @@ impl GpuMixedCsr {
         y: &mut CudaSlice<f64>,
     ) -> Result<()> {
         let l = &self.low;
-        assert_eq!(
-            x.len(),
-            l.ncols,
-            "spmv: x has {} elements but the matrix has {} columns",
-            x.len(),
-            l.ncols
-        );
-        assert_eq!(
-            y.len(),
-            l.nrows,
-            "spmv: y has {} elements but the matrix has {} rows",
-            y.len(),
-            l.nrows
-        );
-        if l.nrows == 0 {
+        if !l.check_product(x.len(), y.len()) {
             return Ok(());
         }
-        let x = x.slice(..);
-        let mut y = y.slice_mut(..);
+        let (x, mut y) = (x.slice(..), y.slice_mut(..));
+        let k = &self.k;
         if l.nnz == 0 {
-            return self.scale(beta, &mut y);
+            return l.scale_with((&k.scale, "spmv_scale_f64"), beta, &mut y);
         }
         let algorithm = match algorithm {
             SpmvAlgorithm::Auto => self.resolved_algorithm(),
             a => mixed_algorithm(a),
         };
         match algorithm {
-            SpmvAlgorithm::Rows => self.rows(alpha, &x, beta, &mut y),
-            SpmvAlgorithm::Vector { lanes } => {
-                let lanes = if lanes == 0 { l.vector_lanes } else { lanes };
-                assert!(
-                    lanes.is_power_of_two() && lanes <= 32,
-                    "SpmvAlgorithm::Vector: lanes = {lanes} is not a power of two in 1..=32"
-                );
-                self.vector(lanes, alpha, &x, beta, &mut y)
+            SpmvAlgorithm::Rows => {
+                l.rows_with((&k.rows, "spmv_rows_f32f64"), alpha, &x, beta, &mut y)
             }
-            _ => self.fused(alpha, &x, beta, &mut y),
+            SpmvAlgorithm::Vector { lanes } => l.vector_with(
+                (&k.vector, "spmv_vector_f32f64"),
+                lanes,
+                alpha,
+                &x,
+                beta,
+                &mut y,
+            ),
+            // The tile flags are the f32 matrix's (u32, one per tile: the same tiles); the
+            // partial sums are this operator's own f64 ones.
+            _ => l.fused_with(
+                (&k.fused, "spmv_fused_f32f64"),
+                (&k.fixup, "spmv_fixup_f64"),
+                &self.tile_value,
+                alpha,
+                &x,
+                beta,
+                &mut y,
+            ),
         }
     }
 
@@ -258,143 +256,6 @@ impl GpuMixedCsr {
             Some(e) => e.spmv(alpha, x, beta, y),
             None => self.spmv(alpha, x, beta, y),
         }
-    }
-
-    fn scale(&self, beta: f64, y: &mut CudaViewMut<'_, f64>) -> Result<()> {
-        let g = &self.low.gpu;
-        let n = self.low.nrows as u32;
-        let mut b = g.stream().launch_builder(&self.k.scale);
-        b.arg(y).arg(&beta).arg(&n);
-        let blocks = n.div_ceil(256).min(g.sm_count() * 8);
-        // SAFETY: spmv_scale_f64(double* y, double beta, u32 n); y has n = nrows elements.
-        unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_scale_f64", e))?;
-        Ok(())
-    }
-
-    fn fused(
-        &self,
-        alpha: f64,
-        x: &CudaView<'_, f64>,
-        beta: f64,
-        y: &mut CudaViewMut<'_, f64>,
-    ) -> Result<()> {
-        let l = &self.low;
-        let g = &l.gpu;
-        // The tile flags are the f32 matrix's (u32, one per tile: the same tiles); the partial
-        // sums are this operator's own f64 ones.
-        let mut flag = l.tile_flag.lock().unwrap_or_else(|p| p.into_inner());
-        let mut value = self.tile_value.lock().unwrap_or_else(|p| p.into_inner());
-        let (has_map, nnz, nrows, epoch) = (l.has_map as u32, l.nnz as u32, l.nrows as u32, 0u32);
-        let mut b = g.stream().launch_builder(&self.k.fused);
-        b.arg(&l.col)
-            .arg(&l.val)
-            .arg(&l.heads)
-            .arg(&l.tile_heads)
-            .arg(&l.row_map)
-            .arg(&has_map)
-            .arg(&l.nsegs)
-            .arg(&nnz)
-            .arg(&nrows)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&mut *flag)
-            .arg(&mut *value)
-            .arg(&epoch);
-        // SAFETY: spmv_fused_f32f64(const u32* col, const float* val, const u32* heads,
-        // const u32* tile_heads, const u32* row_map, u32 has_map, u32 nsegs, u32 nnz, u32 nrows,
-        // const double* x, double* y, double alpha, double beta, u32* tile_flag,
-        // double* tile_value, u32 epoch): the f32 matrix's arrays (col/val nnz entries, heads
-        // ceil((nnz+1)/32)+2 words, tile_heads and tile_flag one per tile of threads·items_f32
-        // entries, the tile the mixed kernel is compiled with), tile_value 2·ntiles doubles,
-        // row_map nsegs entries when has_map, x ncols and y nrows (asserted by the caller);
-        // ntiles blocks; each tile writes only its own tile_flag and tile_value entries.
-        unsafe { b.launch(Gpu::cfg(l.ntiles, l.policy.threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_fused_f32f64", e))?;
-        if l.ntiles < 2 {
-            return Ok(());
-        }
-        let mut b = g.stream().launch_builder(&self.k.fixup);
-        b.arg(&*flag)
-            .arg(&l.tile_start)
-            .arg(&*value)
-            .arg(&l.ntiles)
-            .arg(&l.tile_heads)
-            .arg(&l.row_map)
-            .arg(&has_map)
-            .arg(&l.nsegs)
-            .arg(&nrows)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta);
-        // SAFETY: spmv_fixup_f64(const u32* tile_info, const u32* tile_start,
-        // const double* tile_value, u32 ntiles, const u32* tile_heads, const u32* row_map,
-        // u32 has_map, u32 nsegs, u32 nrows, double* y, double alpha, double beta); as in
-        // GpuCsr::fused, with the f64 tile values written by the launch above.
-        unsafe { b.launch(Gpu::cfg(l.ntiles.div_ceil(8), 256, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_fixup_f64", e))?;
-        Ok(())
-    }
-
-    fn rows(
-        &self,
-        alpha: f64,
-        x: &CudaView<'_, f64>,
-        beta: f64,
-        y: &mut CudaViewMut<'_, f64>,
-    ) -> Result<()> {
-        let l = &self.low;
-        let nrows = l.nrows as u32;
-        let threads = l.policy.rows_threads;
-        let mut b = l.gpu.stream().launch_builder(&self.k.rows);
-        b.arg(&l.row_ptr)
-            .arg(&l.col)
-            .arg(&l.val)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&nrows);
-        // SAFETY: spmv_rows_f32f64(const u32* row_ptr, const u32* col, const float* val,
-        // const double* x, double* y, double alpha, double beta, u32 nrows); row_ptr has nrows+1
-        // entries, col/val nnz, x ncols, y nrows; one thread per row.
-        unsafe { b.launch(Gpu::cfg(nrows.div_ceil(threads), threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_rows_f32f64", e))?;
-        Ok(())
-    }
-
-    fn vector(
-        &self,
-        lanes: u32,
-        alpha: f64,
-        x: &CudaView<'_, f64>,
-        beta: f64,
-        y: &mut CudaViewMut<'_, f64>,
-    ) -> Result<()> {
-        let l = &self.low;
-        let nrows = l.nrows as u32;
-        let lanes_log2 = lanes.trailing_zeros();
-        let threads = l.policy.vector_threads;
-        let blocks = ((l.nrows as u64 * lanes as u64).div_ceil(threads as u64)) as u32;
-        let mut b = l.gpu.stream().launch_builder(&self.k.vector);
-        b.arg(&l.row_ptr)
-            .arg(&l.col)
-            .arg(&l.val)
-            .arg(x)
-            .arg(&mut *y)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&nrows)
-            .arg(&lanes_log2);
-        // SAFETY: spmv_vector_f32f64(const u32* row_ptr, const u32* col, const float* val,
-        // const double* x, double* y, double alpha, double beta, u32 nrows, u32 lanes_log2);
-        // row_ptr has nrows+1 entries, col/val nnz, x ncols, y nrows; blocks·threads covers
-        // nrows·lanes threads.
-        unsafe { b.launch(Gpu::cfg(blocks, threads, 0)) }
-            .map_err(|e| Gpu::launch_error("spmv_vector_f32f64", e))?;
-        Ok(())
     }
 }
 
