@@ -295,13 +295,18 @@ __device__ void gmres_arnoldi_(const unsigned long long* vptr, u32 n, u32 j, T* 
             if (lane == 0) part[k * G + blockIdx.x] = x;
         }
         grid_barrier_(bar);
-        // Every block: each k's G partials in block order, as gmres_dots' last block.
+        // Every block: each k's G partials in gmres_dots' last block's order (a warp per k,
+        // every 32nd partial per lane, then the shuffle tree), so that both paths agree bit
+        // for bit.
         const volatile T* vp = part;
-        for (u32 k = threadIdx.x; k < nv; k += blockDim.x) {
-            T acc = T(0);
-            for (u32 b = 0; b < G; ++b) acc += vp[k * G + b];
-            c[k] = acc;
-            if (blockIdx.x == 0) small[coef + k] = acc;
+        for (u32 k = warp; k < nv; k += ARNOLDI_WARPS) {
+            T acc[1] = {T(0)};
+            for (u32 b = lane; b < G; b += 32) acc[0] += vp[k * G + b];
+            warp_sum_down<1>(acc);
+            if (lane == 0) {
+                c[k] = acc[0];
+                if (blockIdx.x == 0) small[coef + k] = acc[0];
+            }
         }
         __syncthreads();
         // w -= V c, as gmres_update (the same order of subtractions).
