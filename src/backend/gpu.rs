@@ -4,7 +4,8 @@
 //! of scalar slots. The kernels (`kernels/solvers/`, one file per solver) compute α, β, ω and the
 //! convergence, breakdown and NaN tests in the last block of their reductions, so an iteration
 //! never waits for the host; the host reads the slots every
-//! `SolveParams::check_every` iterations (16 by default). All
+//! `SolveParams::check_every` iterations (16 by default, fewer under an expensive
+//! preconditioner: `Preconditioner::cost_in_products`). All
 //! work is ordered on the [`Gpu`]'s one stream. A solve allocates its vectors, the slots, the
 //! residual history (`max_iters + 1` values) and the per-block partial sums up front, and nothing
 //! per iteration.

@@ -90,8 +90,11 @@
 //! α = ρ/pᵀAp, β = ρ'/ρ, ω = tᵀs/tᵀt — in place, checks for breakdown, convergence and NaN, and
 //! writes a status word. The next kernel reads α or β from that slot. Each kernel returns at once
 //! when the status word is set, so the host need not watch every iteration: it reads the slots
-//! only every [`SolveParams::check_every`] iterations (default 16 on the GPU, 1 on the CPU) and
-//! the iteration at which the status was set is recorded exactly. A solve allocates its whole
+//! only every [`SolveParams::check_every`] iterations (default 16 on the GPU, 1 on the CPU,
+//! divided by `1 +` the preconditioner's
+//! [`cost_in_products`](crate::backend::Preconditioner::cost_in_products): every iteration
+//! under AMG, whose kernels do not stop at the status word) and the iteration at which the
+//! status was set is recorded exactly. A solve allocates its whole
 //! workspace before the first iteration and nothing inside the loop.
 //!
 //! # Recorded blocks (CUDA graphs)

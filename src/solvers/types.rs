@@ -36,8 +36,12 @@ pub struct SolveParams<'a> {
     /// Keep the relative residual of every iteration in [`SolveInfo::history`]. Default true.
     pub record_history: bool,
     /// Read the device's status every this many iterations; `None` (default) takes the backend's
-    /// own default ([`VectorOps::default_check_every`](crate::backend::VectorOps::default_check_every)). The solve never runs past convergence
-    /// by more than this many (no-op) iterations and reports the exact iteration either way.
+    /// own default ([`VectorOps::default_check_every`](crate::backend::VectorOps::default_check_every))
+    /// divided by `1 +` the preconditioner's
+    /// [`cost_in_products`](crate::backend::Preconditioner::cost_in_products) (at least 1). The
+    /// solve never runs past convergence by more than this many iterations (no-ops for the
+    /// solver's own kernels; a preconditioner's kernels still run) and reports the exact
+    /// iteration either way.
     pub check_every: Option<usize>,
     /// Called from the solve's thread at each status check with the progress so far (for
     /// progress lines); `None` by default.
