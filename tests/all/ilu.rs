@@ -1353,6 +1353,72 @@ mod gpu {
         }
     }
 
+    /// The swept application of a block of columns (each factor row read once for several
+    /// columns) equals the one-column application of every column bit for bit, and the CPU's
+    /// two solves to rounding: 2 and 5 columns (a partial group of columns), 33 (two launches,
+    /// the second of one column); with and without the orderings' permutations.
+    #[test]
+    fn gpu_block_sweeps_equal_column_sweeps() {
+        let Some(gpu) = test_gpu() else { return };
+        for (name, a, kind, ordering) in [
+            (
+                "random 3000",
+                random_matrix::<f64>(3000, 5, 0, 0, 31),
+                FactorKind::Ilu0,
+                Ordering::Natural,
+            ),
+            (
+                "convection 40, RCM",
+                convection2d(40, 20.0),
+                FactorKind::Ilu0,
+                Ordering::Rcm,
+            ),
+            (
+                "poisson 30, RCM",
+                segsparse::generate::poisson2d::<f64>(30).unwrap(),
+                FactorKind::Ic0,
+                Ordering::Rcm,
+            ),
+        ] {
+            let p = IncompleteParams {
+                jacobi_sweeps: 6,
+                ordering,
+                ..Default::default()
+            };
+            let cpu = IncompleteFactor::new(&a, kind, &p).unwrap();
+            let g = GpuIncompleteFactor::new(&gpu, &a, kind, &p).unwrap();
+            let n = a.nrows();
+            let counts: &[usize] = if quick() { &[5] } else { &[2, 5, 33] };
+            for &k in counts {
+                let rs: Vec<Vec<f64>> = (0..k)
+                    .map(|c| (0..n).map(|i| 1.0 + ((i * (c + 3)) % 7) as f64).collect())
+                    .collect();
+                let drs: Vec<_> = rs.iter().map(|r| gpu.upload(r).unwrap()).collect();
+                let mut dzs: Vec<_> = (0..k)
+                    .map(|_| gpu.upload(&vec![f64::NAN; n]).unwrap())
+                    .collect();
+                let rrefs: Vec<_> = drs.iter().collect();
+                let mut zrefs: Vec<_> = dzs.iter_mut().collect();
+                assert!(
+                    g.apply_swept_block(&rrefs, &mut zrefs).unwrap(),
+                    "{name} {k}: the block application did not run"
+                );
+                for (c, r) in rs.iter().enumerate() {
+                    let mut dt = gpu.upload(&vec![f64::NAN; n]).unwrap();
+                    let mut dz = gpu.upload(&vec![f64::NAN; n]).unwrap();
+                    assert!(g.apply_swept(&drs[c], &mut dt, &mut dz).unwrap());
+                    let got = gpu.download(&dzs[c]).unwrap();
+                    assert_eq!(got, gpu.download(&dz).unwrap(), "{name} {k}: column {c}");
+                    let (mut t, mut z) = (vec![0.0; n], vec![0.0; n]);
+                    cpu.lower_solve(r, &mut t);
+                    cpu.upper_solve(&t, &mut z);
+                    let d = max_rel_diff(&got, &z);
+                    assert!(d <= 1e-10, "{name} {k}: column {c} against the CPU: {d:e}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn gpu_factorizations_match_the_cpu() {
         let Some(gpu) = test_gpu() else { return };

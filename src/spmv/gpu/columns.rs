@@ -84,9 +84,18 @@ impl<T: GpuScalar> GpuCsr<T> {
         }
         let gpu = self.gpu().clone();
         let f = gpu.typed_function::<T>(&SPMV_COLUMNS_SRC, "spmv_columns", &[])?;
-        let lanes = (self.row_stats().mean / 8.0).clamp(1.0, 32.0) as u32;
-        let log_group = 31 - lanes.leading_zeros();
-        let blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;
+        let mean = self.row_stats().mean;
+        let lanes = (mean / 8.0).clamp(1.0, 32.0) as u32;
+        let mut log_group = 31 - lanes.leading_zeros();
+        let blocks = |log: u32| ((n as u64) << log).div_ceil(THREADS as u64);
+        // Long rows on few rows: more lanes per row while the grid covers fewer than two blocks
+        // per SM and every lane keeps at least 4 entries of a mean row (raefsky2, 3242 rows of
+        // 91: 8 lanes give 102 blocks on 132 SMs, 16 give 204).
+        let want = 2 * u64::from(gpu.sm_count());
+        while log_group < 5 && blocks(log_group) < want && mean >= f64::from(8u32 << log_group) {
+            log_group += 1;
+        }
+        let blocks = blocks(log_group) as u32;
         let (rp, ci, va) = self.device_parts();
         let nrows = n as u32;
         let stream = gpu.stream().clone();
