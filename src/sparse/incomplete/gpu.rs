@@ -708,7 +708,7 @@ where
         let col_chunks = rs.chunks(BLOCK_COLS).zip(zs.chunks_mut(BLOCK_COLS));
         for (rc, zc) in col_chunks {
             let cols = rc.len() as u32;
-            let items = n32 * cols.div_ceil(SWEEP_COLS as u32);
+            let items = n32 * cols.div_ceil(SWEEP_COLS);
             let need = |lanes: u32| items.div_ceil(THREADS / lanes.max(1)).max(1);
             // Every block resident (the cooperative launch), at most what the items need.
             let grid = need(self.lower.lanes)

@@ -103,8 +103,9 @@ pub(crate) struct Kernels {
     /// The most co-resident blocks of the cooperative sweep kernels (0: they cannot run, the
     /// sweeps are separate launches).
     pub(crate) fused_blocks: u32,
-    /// The most co-resident blocks of `ilu_apply_sweeps_cols` (its full occupancy: with several
-    /// columns a launch has work for more blocks than one column's barrier wants).
+    /// The most co-resident blocks of `ilu_apply_sweeps_cols` (its own occupancy, which its
+    /// per-column sums in registers may lower below the one-column kernel's; a launch takes at
+    /// most this and [`fused_blocks`](Self::fused_blocks)).
     pub(crate) cols_blocks: u32,
 }
 
