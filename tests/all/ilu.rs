@@ -1267,10 +1267,10 @@ mod gpu {
         }
     }
 
-    #[test]
-    fn gpu_jacobi_sweeps_match_the_cpu() {
-        let Some(gpu) = test_gpu() else { return };
-        for (name, a, kind, ordering) in [
+    /// The factors of the swept-application tests: ILU(0) and IC(0), natural and RCM order (the
+    /// application's input and output permutations).
+    fn sweep_cases() -> Vec<(&'static str, CsrMatrix<f64>, FactorKind, Ordering)> {
+        vec![
             (
                 "random 3000",
                 random_matrix::<f64>(3000, 5, 0, 0, 31),
@@ -1295,7 +1295,13 @@ mod gpu {
                 FactorKind::Ic0,
                 Ordering::Rcm,
             ),
-        ] {
+        ]
+    }
+
+    #[test]
+    fn gpu_jacobi_sweeps_match_the_cpu() {
+        let Some(gpu) = test_gpu() else { return };
+        for (name, a, kind, ordering) in sweep_cases() {
             let counts: &[usize] = if quick() { &[1, 8] } else { &[1, 2, 3, 6, 8] };
             for &sweeps in counts {
                 let p = IncompleteParams {
@@ -1360,26 +1366,7 @@ mod gpu {
     #[test]
     fn gpu_block_sweeps_equal_column_sweeps() {
         let Some(gpu) = test_gpu() else { return };
-        for (name, a, kind, ordering) in [
-            (
-                "random 3000",
-                random_matrix::<f64>(3000, 5, 0, 0, 31),
-                FactorKind::Ilu0,
-                Ordering::Natural,
-            ),
-            (
-                "convection 40, RCM",
-                convection2d(40, 20.0),
-                FactorKind::Ilu0,
-                Ordering::Rcm,
-            ),
-            (
-                "poisson 30, RCM",
-                segsparse::generate::poisson2d::<f64>(30).unwrap(),
-                FactorKind::Ic0,
-                Ordering::Rcm,
-            ),
-        ] {
+        for (name, a, kind, ordering) in sweep_cases() {
             let p = IncompleteParams {
                 jacobi_sweeps: 6,
                 ordering,
