@@ -36,9 +36,6 @@
 #ifndef SPTRSV_THREADS
 #error "SPTRSV_THREADS comes from the Rust side as a -D define (sparse::triangular::gpu::THREADS)"
 #endif
-#ifndef SWEEP_COLS
-#error "SWEEP_COLS comes from the Rust side as a -D define (sparse::triangular::gpu::SWEEP_COLS)"
-#endif
 
 // Sum over the `g` lanes of each aligned group of a warp (g a power of two ≤ 32); lane 0 of the
 // group holds the total. Every lane of the warp must call it.
@@ -523,81 +520,6 @@ __device__ __forceinline__ void jacobi_sweeps_grid(u32 n, const u32* __restrict_
     }
 }
 
-// jacobi_sweeps_grid for the `cols` columns of a ColTab in one grid, with one barrier word for
-// all: pointer slot pb of column c is its b (read through bmap), px its x, ps its scratch, and
-// with omap a final pass writes slot po = x[omap]. Work item w = row * chunks + h takes row
-// `row` for the columns h * SWEEP_COLS .. + SWEEP_COLS, g lanes per item, so the groups of a warp
-// take the chunks of the same rows and one load request serves a factor entry for all their
-// columns (the SpMM scheme), instead of one read of the factor per column. Each column's sum is
-// still its one-column sum: the same lanes over the same entries in the same order, the same
-// group_sum, the same division, so each column equals jacobi_sweeps_grid on it bit for bit
-// (a row's sum does not depend on the grid). The last chunk's missing columns compute on the
-// last column's vectors and write nothing. The loop over items is warp-uniform (group_sum).
-template <typename T>
-__device__ __forceinline__ void jacobi_sweeps_tab(u32 n, const u32* __restrict__ start, const u32* __restrict__ end,
-                                                  const u32* __restrict__ diag, const u32* __restrict__ col,
-                                                  const T* __restrict__ val, const ColTab& tab, u32 cols, u32 pb,
-                                                  const u32* __restrict__ bmap, u32 sweeps, u32 px, u32 ps,
-                                                  const u32* __restrict__ omap, u32 po, u32 g, u32* bar) {
-    const u32 lane_w = threadIdx.x & 31u;
-    const u32 lane = lane_w & (g - 1);
-    const u32 items_per_warp = 32u / g;
-    const u32 warps = blockDim.x >> 5;
-    const u32 warp_g = blockIdx.x * warps + (threadIdx.x >> 5);
-    const u32 stride = gridDim.x * warps * items_per_warp;
-    const u32 chunks = (cols + SWEEP_COLS - 1) / SWEEP_COLS;
-    const u32 items = n * chunks;  // the host keeps n * chunks within u32
-    for (u32 j = 0; j <= sweeps; ++j) {
-        const u32 p_out = ((sweeps - j) & 1u) == 0 ? px : ps;
-        const u32 p_in = p_out == px ? ps : px;
-        for (u32 base = warp_g * items_per_warp; base < items; base += stride) {
-            const u32 item = base + lane_w / g;
-            const bool active = item < items;
-            const u32 row = active ? item / chunks : 0;
-            const u32 c0 = active ? (item - row * chunks) * SWEEP_COLS : 0;
-            T s[SWEEP_COLS];
-            const T* x_in[SWEEP_COLS];
-#pragma unroll
-            for (u32 c = 0; c < SWEEP_COLS; ++c) {
-                s[c] = T(0);
-                x_in[c] = reinterpret_cast<const T*>(tab.p[min(c0 + c, cols - 1)][p_in]);
-            }
-            if (active && j > 0) {
-                const u32 e = end[row];
-                for (u32 k = start[row] + lane; k < e; k += g) {
-                    const T v = val[k];
-                    const u32 ck = col[k];
-#pragma unroll
-                    for (u32 c = 0; c < SWEEP_COLS; ++c) s[c] += v * __ldcg(x_in[c] + ck);
-                }
-            }
-#pragma unroll
-            for (u32 c = 0; c < SWEEP_COLS; ++c) s[c] = group_sum(s[c], g);
-            if (active && lane == 0) {
-                const u32 bi = bmap ? bmap[row] : row;
-#pragma unroll
-                for (u32 c = 0; c < SWEEP_COLS; ++c) {
-                    if (c0 + c < cols) {
-                        T v = __ldcg(reinterpret_cast<const T*>(tab.p[c0 + c][pb]) + bi) - s[c];
-                        if (diag) v = v / val[diag[row]];
-                        reinterpret_cast<T*>(tab.p[c0 + c][p_out])[row] = v;
-                    }
-                }
-            }
-        }
-        sweep_grid_barrier(bar);
-    }
-    if (omap) {
-        for (u32 c = 0; c < cols; ++c) {
-            const T* x = reinterpret_cast<const T*>(tab.p[c][px]);
-            T* out = reinterpret_cast<T*>(tab.p[c][po]);
-            for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-                out[i] = __ldcg(x + omap[i]);
-        }
-        sweep_grid_barrier(bar);
-    }
-}
-
 #define SPTRSV_ENTRIES(T, SUF)                                                                          \
     /* A one-block launch runs levels lo..hi as a run (x in shared memory when smem != 0); a      \
        launch of several blocks is one wide level (hi = lo + 1). */                                 \
@@ -635,20 +557,23 @@ __device__ __forceinline__ void jacobi_sweeps_tab(u32 n, const u32* __restrict__
         jacobi_sweeps_grid<T>(n, u_start, u_end, u_diag, u_col, u_val, t, nullptr, u_sweeps, y, scratch, \
                               omap, z, u_g, bar);                                                       \
     }                                                                                                   \
-    /* ilu_apply_sweeps for the columns of a ColTab (solvers/cols.cuh) in one cooperative      \
-       launch (see jacobi_sweeps_tab): each factor row is read once for SWEEP_COLS columns, and   \
-       each column gets the one-column result bit for bit. Column pointers: 0 r, 1 t, 2 scratch,  \
-       3 y, 4 z (y is z without omap); column 0's pointer 5 is the launch's barrier word. */     \
+    /* ilu_apply_sweeps for several columns in one cooperative launch (solvers/cols.cuh): column \
+       c's blocks (blockIdx.y == c) sweep its own vectors and meet at its own barrier word, and a \
+       row's sum is the same lanes' as in the one-column launch (it does not depend on the grid), \
+       so each column gets the one-column result bit for bit. Column pointers: 0 r, 1 t,          \
+       2 scratch, 3 y, 4 z (y is z without omap), 5 the barrier word. */                         \
     extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) ilu_apply_sweeps_cols_##SUF(           \
         u32 n, const u32* l_start, const u32* l_end, const u32* l_diag, const u32* l_col,              \
         const T* l_val, u32 l_sweeps, u32 l_g, const u32* u_start, const u32* u_end, const u32* u_diag, \
         const u32* u_col, const T* u_val, u32 u_sweeps, u32 u_g, const u32* bmap, const u32* omap,     \
-        u32 cols, const ColTab tab) {                                                                   \
-        u32* bar = reinterpret_cast<u32*>(tab.p[0][5]);                                                 \
-        jacobi_sweeps_tab<T>(n, l_start, l_end, l_diag, l_col, l_val, tab, cols, 0, bmap, l_sweeps, 1, 2, \
-                             nullptr, 0, l_g, bar);                                                     \
-        jacobi_sweeps_tab<T>(n, u_start, u_end, u_diag, u_col, u_val, tab, cols, 1, nullptr, u_sweeps,  \
-                             3, 2, omap, 4, u_g, bar);                                                  \
+        const ColTab tab) {                                                                             \
+        T* t = COL(T, 1);                                                                               \
+        T* scratch = COL(T, 2);                                                                         \
+        u32* bar = COL(u32, 5);                                                                         \
+        jacobi_sweeps_grid<T>(n, l_start, l_end, l_diag, l_col, l_val, COL(const T, 0), bmap, l_sweeps, \
+                              t, scratch, nullptr, nullptr, l_g, bar);                                  \
+        jacobi_sweeps_grid<T>(n, u_start, u_end, u_diag, u_col, u_val, t, nullptr, u_sweeps, COL(T, 3), \
+                              scratch, omap, COL(T, 4), u_g, bar);                                      \
     }                                                                                                   \
     extern "C" __global__ void __launch_bounds__(SPTRSV_THREADS) sptrsv_syncfree_##SUF(                 \
         u32 n, const u32* order, const u32* start, const u32* end, const u32* diag, const u32* col,     \

@@ -6,17 +6,19 @@
 // spmv_columns_*: the scheme of the column-major SpMM kernel. A group of L lanes per row (L a
 // power of two <= 32, from the mean row length); each lane sums a strided share of the row's
 // entries for SPMVC_CW columns at a time, the group reduces with xor shuffles, and the lanes
-// write the SPMVC_CW results. The column pointers travel by value in the kernel's parameters
-// (SPMVC_MAX input and output pointers), so a launch needs no upload and can be captured.
+// write the SPMVC_CW results. A grid with gridDim.y > 1 splits the columns' groups of SPMVC_CW
+// between its rows of blocks (a small matrix then fills more SMs; a column's sums do not change).
+// The column pointers travel by value in the kernel's parameters (SPMVC_MAX input and output
+// pointers), so a launch needs no upload and can be captured.
 #include "common.cuh"
 
-// SPMVC_THREADS and SPMVC_MAX (the pointer table's size, which the Rust side's parameter
-// struct mirrors) are -D defines from the Rust side (spmv::gpu::columns).
+// SPMVC_THREADS, SPMVC_MAX (the pointer table's size, which the Rust side's parameter struct
+// mirrors) and SPMVC_CW (columns per pass) are -D defines from the Rust side (spmv::gpu::columns).
 #if !defined(SPMVC_THREADS) || !defined(SPMVC_MAX)
 #error "SPMVC_THREADS and SPMVC_MAX come from the Rust side as -D defines (spmv::gpu::columns)"
 #endif
 #ifndef SPMVC_CW
-#define SPMVC_CW 8
+#error "SPMVC_CW comes from the Rust side as a -D define (spmv::gpu::columns)"
 #endif
 
 template <typename T>
@@ -44,7 +46,7 @@ __device__ __forceinline__ void spmv_columns_body(const u32* __restrict__ row_pt
     const u32 lane = threadIdx.x & (L - 1);
     const u32 mask = spmvc_group_mask<L>();
     const u32 s = row_ptr[row], e = row_ptr[row + 1];
-    for (u32 j0 = 0; j0 < kw; j0 += SPMVC_CW) {
+    for (u32 j0 = blockIdx.y * SPMVC_CW; j0 < kw; j0 += gridDim.y * SPMVC_CW) {
         const T* xs[SPMVC_CW];
 #pragma unroll
         for (int jj = 0; jj < SPMVC_CW; ++jj) xs[jj] = (j0 + jj < kw) ? p.x[j0 + jj] : p.x[0];

@@ -1359,10 +1359,10 @@ mod gpu {
         }
     }
 
-    /// The swept application of a block of columns (each factor row read once for several
-    /// columns) equals the one-column application of every column bit for bit, and the CPU's
-    /// two solves to rounding: 2 and 5 columns (a partial group of columns), 33 (two launches,
-    /// the second of one column); with and without the orderings' permutations.
+    /// The swept application of a block of columns (one cooperative launch) equals the
+    /// one-column application of every column bit for bit, and the CPU's two solves to
+    /// rounding: 2, 5 and 33 columns (two launches, the second of one column); with and without
+    /// the orderings' permutations.
     #[test]
     fn gpu_block_sweeps_equal_column_sweeps() {
         let Some(gpu) = test_gpu() else { return };

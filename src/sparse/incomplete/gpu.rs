@@ -25,7 +25,7 @@ use crate::error::Result;
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::{Elem, Scalar};
 use crate::sparse::triangular::gpu::{
-    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, SWEEP_COLS, THREADS,
+    launch_err, GpuTriPlan, Kernels, GROUP_THREADS, NULL, SMEM_X_BYTES, THREADS,
 };
 use crate::sparse::triangular::{
     gpu_level_groups, Diagonal, LevelGroup, SptrsvAlgorithm, Triangle,
@@ -638,11 +638,10 @@ where
 
     /// [`GpuIncompleteFactor::apply_swept`] for several columns in one cooperative launch
     /// (`ilu_apply_sweeps_cols`): `zs[j] ← U⁻¹(L⁻¹rs[j])` by the same sweeps, each column on
-    /// its own vectors. A group of lanes takes a row for four columns at once, so each factor
-    /// entry is loaded once for all the columns of a warp's groups instead of once per column;
-    /// a column's sums are its one-column sums (same lanes, same order), so each column equals
-    /// its one-column application bit for bit. `Ok(false)` (nothing queued) where the
-    /// one-column application is not swept in one launch.
+    /// its own vectors and barrier word. A row's sum does not depend on the grid, so each column
+    /// equals its one-column application bit for bit; the columns share the launch (and read
+    /// the factor through L2 together). `Ok(false)` (nothing queued) where the one-column
+    /// application is not swept in one launch.
     ///
     /// # Errors
     /// Device failures (allocating a column's work vectors, the launch).
@@ -671,11 +670,8 @@ where
             return Ok(false);
         }
         let n32 = n as u32;
-        // Work items (row, chunk of SWEEP_COLS columns) of a full launch, within u32.
-        let chunks = BLOCK_COLS.div_ceil(SWEEP_COLS as usize) as u64;
-        if n as u64 * chunks > u64::from(u32::MAX) {
-            return Ok(false);
-        }
+        let need = |lanes: u32| n32.div_ceil(THREADS / lanes.max(1)).max(1);
+        let need = need(self.lower.lanes).max(need(self.upper.lanes));
         for (v, what) in rs
             .iter()
             .map(|r| (r.len(), "r"))
@@ -705,19 +701,16 @@ where
         let (ls, us) = (ls as u32, us as u32);
         let stream = self.gpu.stream();
         let mut ws = work.iter_mut();
-        let col_chunks = rs.chunks(BLOCK_COLS).zip(zs.chunks_mut(BLOCK_COLS));
-        for (rc, zc) in col_chunks {
+        let chunks = rs.chunks(BLOCK_COLS).zip(zs.chunks_mut(BLOCK_COLS));
+        for (rc, zc) in chunks {
             let cols = rc.len() as u32;
-            let items = n32 * cols.div_ceil(SWEEP_COLS);
-            let need = |lanes: u32| items.div_ceil(THREADS / lanes.max(1)).max(1);
-            // Every block resident (the cooperative launch), at most what the items need.
-            let grid = need(self.lower.lanes)
-                .max(need(self.upper.lanes))
-                .min(self.k.cols_blocks)
-                .min(self.k.fused_blocks);
-            if grid == 0 {
+            // Every column's blocks resident at once: the launch's share of the co-resident
+            // blocks per column, at most what one column's rows need.
+            let per = (self.k.cols_blocks / cols).min(need);
+            if per == 0 {
                 return Err(Error::InvalidInput(format!(
-                    "swept factor application of {cols} columns: no co-resident blocks"
+                    "swept factor application of {cols} columns: {} co-resident blocks",
+                    self.k.cols_blocks
                 )));
             }
             let mut t = Table::new(stream);
@@ -733,9 +726,7 @@ where
                     }
                     None => t.put(c, 3, &mut **z),
                 }
-                if c == 0 {
-                    t.put(c, 5, &mut w.bar);
-                }
+                t.put(c, 5, &mut w.bar);
             }
             let mut l = stream.launch_builder(&self.k.apply_sweeps_cols);
             self.push_plans(&mut l, &n32, (&ls, &us), (ucol, uval));
@@ -747,19 +738,21 @@ where
                 Some(p) => l.arg(p),
                 None => l.arg(&NULL),
             };
-            l.arg(&cols).arg(&t.tab);
+            l.arg(&t.tab);
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (per, cols, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
             // SAFETY: ilu_apply_sweeps_cols(u32 n, the lower plan's l_start, l_end, l_diag,
             // l_col, l_val, u32 l_sweeps, u32 l_g, the upper plan's u_start ... u_val, u32
-            // u_sweeps, u32 u_g, const u32* bmap, const u32* omap, u32 cols, ColTab tab): the
-            // plans and maps as in apply_swept; row c < cols (1..=BLOCK_COLS) of the table holds a
-            // column's r (read), its own t, scratch, y (its permuted vector, or z without an
-            // output ordering) and z, every vector of n elements (checked), the written ones
-            // distinct buffers; column 0's pointer 5 is a barrier word (one u32, zero or left by
-            // a previous barrier) no other launch uses meanwhile. n · ⌈cols / SWEEP_COLS⌉ fits in
-            // u32 (checked above). Cooperative: the grid is at most cols_blocks, the co-resident
-            // blocks of this kernel.
-            unsafe { l.launch_cooperative(Gpu::cfg(grid, THREADS, 0)) }
-                .map_err(launch_err("ilu_apply_sweeps_cols"))?;
+            // u_sweeps, u32 u_g, const u32* bmap, const u32* omap, ColTab tab): the plans and
+            // maps as in apply_swept; row c < cols of the table holds a column's r (read), its
+            // own t, scratch, y (its permuted vector, or z without an output ordering), z and
+            // barrier word (one u32, zero or left by a previous barrier), every vector of n
+            // elements (checked); the written ones are distinct buffers. Cooperative: cols · per
+            // ≤ cols_blocks blocks, the co-resident blocks of this kernel.
+            unsafe { l.launch_cooperative(cfg) }.map_err(launch_err("ilu_apply_sweeps_cols"))?;
             drop(t);
         }
         Ok(true)

@@ -36,10 +36,7 @@ pub const SPTRSV_SRC: KernelSource = kernel_source!(
         &crate::gpu::kernels::COMPLEX_H,
         &crate::backend::gpu::COLS
     ],
-    &[
-        ("SPTRSV_THREADS", THREADS as i64),
-        ("SWEEP_COLS", SWEEP_COLS as i64)
-    ]
+    &[("SPTRSV_THREADS", THREADS as i64)]
 );
 
 /// `kernels/sparse/levels.cu`: the level analysis on the device ([`GpuTriPlan::analyse`]).
@@ -58,12 +55,6 @@ pub const LEVELS_THREADS: u32 = 256;
 /// Threads per block of the synchronization-free kernel and of the one-level launches: 8 warps,
 /// 8 blocks per SM fill an H100/H200 SM.
 pub const THREADS: u32 = 256;
-
-/// The columns one group of lanes of the block sweep kernel (`ilu_apply_sweeps_cols`) takes
-/// together: each factor entry it loads serves this many columns' sums. More would read the
-/// factor less often but leave fewer groups to hide the latency of the vector gathers, which
-/// every column still needs.
-pub const SWEEP_COLS: u32 = 4;
 
 /// Threads of a one-block launch that sweeps a run of narrow levels: the largest block, so the
 /// runs are long (each level of the run must fit in one pass of the block).
@@ -103,9 +94,8 @@ pub(crate) struct Kernels {
     /// The most co-resident blocks of the cooperative sweep kernels (0: they cannot run, the
     /// sweeps are separate launches).
     pub(crate) fused_blocks: u32,
-    /// The most co-resident blocks of `ilu_apply_sweeps_cols` (its own occupancy, which its
-    /// per-column sums in registers may lower below the one-column kernel's; a launch takes at
-    /// most this and [`fused_blocks`](Self::fused_blocks)).
+    /// The most co-resident blocks of `ilu_apply_sweeps_cols` (its full occupancy: with several
+    /// columns a launch has work for more blocks than one column's barrier wants).
     pub(crate) cols_blocks: u32,
 }
 

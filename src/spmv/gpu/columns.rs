@@ -18,7 +18,8 @@ pub const SPMV_COLUMNS_SRC: KernelSource = kernel_source!(
     &[&crate::gpu::kernels::COMMON],
     &[
         ("SPMVC_THREADS", THREADS as i64),
-        ("SPMVC_MAX", MAX_COLUMNS as i64)
+        ("SPMVC_MAX", MAX_COLUMNS as i64),
+        ("SPMVC_CW", CW as i64)
     ]
 );
 
@@ -26,6 +27,8 @@ pub const SPMV_COLUMNS_SRC: KernelSource = kernel_source!(
 pub const MAX_COLUMNS: usize = 32;
 /// Threads per block (`SPMVC_THREADS`).
 const THREADS: u32 = 256;
+/// Columns a lane sums at once (`SPMVC_CW`): each matrix entry it loads serves this many.
+const CW: usize = 8;
 
 /// The kernel's `ColumnPtrs<T>`: `MAX_COLUMNS` input and `MAX_COLUMNS` output pointers.
 #[repr(C)]
@@ -96,6 +99,15 @@ impl<T: GpuScalar> GpuCsr<T> {
             log_group += 1;
         }
         let blocks = blocks(log_group) as u32;
+        // Still fewer than two blocks per SM: the groups of SPMVC_CW columns go to rows of
+        // blocks of their own (poisson3d:24, 13,824 rows of 7: 54 blocks, 4 rows for 32
+        // columns).
+        let col_groups = |kw: usize| kw.div_ceil(CW) as u32;
+        let split = |kw: usize| {
+            (want.div_ceil(u64::from(blocks)) as u32)
+                .min(col_groups(kw))
+                .max(1)
+        };
         let (rp, ci, va) = self.device_parts();
         let nrows = n as u32;
         let stream = gpu.stream().clone();
@@ -116,6 +128,11 @@ impl<T: GpuScalar> GpuCsr<T> {
                 guards.push(g);
             }
             let kw = xw.len() as u32;
+            let cfg = cudarc::driver::LaunchConfig {
+                grid_dim: (blocks, split(xw.len()), 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
             let mut b = stream.launch_builder(&f);
             b.arg(rp)
                 .arg(ci)
@@ -130,9 +147,9 @@ impl<T: GpuScalar> GpuCsr<T> {
             // ColumnPtrs<T> p, u32 kw, T alpha, T beta, u32 log_group). row_ptr has nrows + 1
             // entries; the first kw ≤ SPMVC_MAX pointers of p.x point at ncols elements and of
             // p.y at nrows elements (checked above), the buffers outlive the launch (borrowed
-            // for this call, on this stream); one group of 2^log_group ≤ 32 lanes per row.
-            unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
-                .map_err(|e| Gpu::launch_error("spmv_columns", e))?;
+            // for this call, on this stream); one group of 2^log_group ≤ 32 lanes per row; any
+            // grid height (a row of blocks takes every gridDim.y-th group of SPMVC_CW columns).
+            unsafe { b.launch(cfg) }.map_err(|e| Gpu::launch_error("spmv_columns", e))?;
             drop(guards);
         }
         Ok(())
