@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::super::drive::{history, Confirm, Ended, Step};
+use super::super::drive::{default_check_every, history, Confirm, Ended, Step};
 use super::super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams};
 use super::MultiInfo;
 use crate::backend::{BlockOps, LinearOperator, Slot, Status, NSLOTS};
@@ -21,6 +21,12 @@ pub(crate) trait ColumnMethod<T: Scalar, B: BlockOps<T>> {
     /// Called once the iterations of a (re)start of column `j` end (GMRES adds its correction).
     fn finish(&mut self, _at: Step<'_, T, B>, _j: usize, _status: Status) -> crate::Result<()> {
         Ok(())
+    }
+    /// What one application of the method's preconditioner costs in products with the
+    /// operator ([`Preconditioner::cost_in_products`](crate::backend::Preconditioner::cost_in_products);
+    /// 0 without one): the default status-check interval, as in the one-column loop.
+    fn precond_cost(&self) -> f64 {
+        0.0
     }
     /// The most iterations column `j`'s next block may hold.
     fn block_limit(&self, _j: usize) -> usize {
@@ -81,7 +87,7 @@ where
     let k = bs.len();
     let check_every = params
         .check_every
-        .unwrap_or_else(|| be.default_check_every())
+        .unwrap_or_else(|| default_check_every(be.default_check_every(), method.precond_cost()))
         .max(1);
     let mut outcome: Vec<Option<Result<SolveInfo, SolveError>>> = (0..k).map(|_| None).collect();
     let mut cols: Vec<Column> = Vec::with_capacity(k);

@@ -276,6 +276,10 @@ where
         (&mut c.r, &mut c.q)
     }
 
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
+    }
+
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
         self.cols[j].start(be, self.m, self.kind, sc, it)
     }
@@ -406,6 +410,10 @@ where
         (&mut c.r, &mut c.t)
     }
 
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
+    }
+
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
         let d = self.m.inverse_diagonal();
         self.cols[j].start(be, self.kind.pre(d), self.fused, sc, it)
@@ -532,6 +540,10 @@ where
     fn r_and_scratch(&mut self, j: usize) -> (&mut B::Vector, &mut B::Vector) {
         let c = &mut self.cols[j];
         (&mut c.r, &mut c.q)
+    }
+
+    fn precond_cost(&self) -> f64 {
+        self.m.cost_in_products()
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
