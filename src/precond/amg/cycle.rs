@@ -172,6 +172,26 @@ pub(crate) fn smooth<T: Scalar, B: MultigridOps<T>>(
     smooth_with(be, &OnBackend(a), sm, b, x, zero, w)
 }
 
+/// Improves near-nullspace candidates by relaxing `A·x = 0` from them: `sweeps` smoothing steps
+/// on each candidate of length `n`.
+pub(crate) fn relax_candidates<T: Scalar, B: MultigridOps<T>>(
+    be: &B,
+    a: &B::Matrix,
+    sm: &LevelSmoother<B::Vector>,
+    n: usize,
+    candidates: &mut [B::Vector],
+    sweeps: usize,
+) -> Result<()> {
+    let zero = be.zeros(n)?;
+    let mut work = Scratch::new(be, n)?;
+    for x in candidates {
+        for _ in 0..sweeps {
+            smooth(be, a, sm, &zero, x, false, &mut work)?;
+        }
+    }
+    Ok(())
+}
+
 /// [`smooth`] with any [`LevelOp`]: the Chebyshev step is `z ← p(D⁻¹A)·D⁻¹·r`
 /// ([`ChebyshevPoly`], the preconditioner's recurrence, `degree − 1` operator applications),
 /// Jacobi and l1-Jacobi `z ← s∘r`, then `x ← x + z`.
