@@ -49,12 +49,13 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
         }
         p.dmin = p.dmin.min(d.abs());
         p.dmax = p.dmax.max(d.abs());
-        let mut off = 0.0;
+        let (mut off, mut sum) = (0.0, 0.0);
         for (&cj, &vj) in c.iter().zip(v) {
             let x = vj.as_f64();
             if !x.is_finite() {
                 p.nonfinite += 1;
             }
+            sum += x;
             let j = cj as usize;
             if j == i {
                 continue;
@@ -83,6 +84,9 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
         }
         if off > 0.0 {
             p.min_dom = p.min_dom.min(d.abs() / off);
+        }
+        if d > 0.0 && sum < -tol * scale[i] {
+            p.negative_sum += 1;
         }
         p
     };

@@ -1,6 +1,8 @@
 //! The statistics of a matrix on the GPU (`kernels/precond/auto_stats.cu`): the row sizes, then
-//! one pass that reduces every statistic per block; `blocks × 11` doubles come back, no copy of
-//! the matrix. Equal to the host's [`MatrixStats::with_levels`] (without the level count) on
+//! one pass that reduces every statistic per block; `blocks × 12` doubles come back, no copy of
+//! the matrix. A thread walks each row of at most [`LONG`] entries, the whole block a longer one
+//! (a hub of a power-law graph), so the passes cost what an SpMV costs on any degree
+//! distribution. Equal to the host's [`MatrixStats::with_levels`] (without the level count) on
 //! every matrix with sorted rows; a matrix with an unsorted row is measured on the host from a
 //! sorted copy.
 
@@ -15,7 +17,9 @@ use crate::spmv::gpu::GpuCsr;
 /// Threads per block of both kernels.
 const BLOCK: u32 = 256;
 /// Doubles per block of the partial statistics (the `F_*` slots of the kernel).
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
+/// Rows longer than this are walked by a whole block, not one thread.
+pub const LONG: u32 = 64;
 
 /// `kernels/precond/auto_stats.cu`: the automatic choice's statistics.
 pub const AUTO_STATS_SRC: KernelSource = KernelSource {
@@ -25,6 +29,7 @@ pub const AUTO_STATS_SRC: KernelSource = KernelSource {
     constants: &[
         ("AUTO_STATS_BLOCK", BLOCK as i64),
         ("AUTO_STATS_FIELDS", FIELDS as i64),
+        ("AUTO_STATS_LONG", LONG as i64),
     ],
 };
 
@@ -62,9 +67,10 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
         .arg(val)
         .arg(&n32)
         .arg(&scale)
+        .arg(&tol)
         .arg(&mut part);
     // SAFETY: auto_stats_T(const u32* rp, const u32* col, const T* val, u32 n, const double* s,
-    // double* part): rp n + 1 entries, col and val nnz (≥ 1), every column < n (a checked
+    // double tol, double* part): rp n + 1 entries, col and val nnz (≥ 1), every column < n (a checked
     // square GpuCsr), s n, part `blocks × FIELDS` (one row per block of the launch).
     unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
         .map_err(|e| Gpu::launch_error("auto_stats", e))?;
@@ -84,6 +90,7 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
             min_dom: f[7],
             asymmetry: f[8],
             nonfinite: f[9] as usize,
+            negative_sum: f[11] as usize,
         });
     }
     if unsorted > 0.0 {
