@@ -647,17 +647,15 @@ fn a_setup_predicted_over_the_bound_is_not_started() {
     };
     let mut x = vec![0.0; a.nrows()];
     let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &last).unwrap();
-    assert!(r.factor.is_some(), "{}", r.choice.reason);
+    let started = r
+        .choice
+        .reason
+        .contains("started as the last candidate left");
+    let skipped = r.tried.iter().any(|t| t.contains("not started"));
     assert!(
-        r.choice
-            .reason
-            .contains("started as the last candidate left"),
-        "{}",
-        r.choice.reason
-    );
-    assert!(
-        !r.tried.iter().any(|t| t.contains("not started")),
-        "{:?}",
+        r.factor.is_some() && started && !skipped,
+        "{} {:?}",
+        r.choice.reason,
         r.tried
     );
     // Priced at nothing, the same queue builds the factor and runs it.

@@ -79,7 +79,7 @@ fn params() -> SolveParams<'static> {
 }
 
 /// [`params`] with `rec` as the observer.
-fn observed(rec: &Record) -> SolveParams<'_> {
+fn observed(rec: &dyn Observer) -> SolveParams<'_> {
     SolveParams {
         observer: Some(rec),
         ..params()
@@ -346,18 +346,7 @@ fn an_observer_of_the_end_gets_the_history_and_changes_nothing() {
     // Converged: the history the solve returns, no call per iteration.
     let end = EndOnly::default();
     let mut x = vec![0.0; a.nrows()];
-    let info = pcg(
-        &Cpu,
-        &a,
-        &Identity,
-        &b,
-        &mut x,
-        &SolveParams {
-            observer: Some(&end),
-            ..params()
-        },
-    )
-    .unwrap();
+    let info = pcg(&Cpu, &a, &Identity, &b, &mut x, &observed(&end)).unwrap();
     let mut x0 = vec![0.0; a.nrows()];
     let plain = pcg(&Cpu, &a, &Identity, &b, &mut x0, &params()).unwrap();
     assert_eq!(*end.calls.lock().unwrap(), 0);
@@ -377,9 +366,8 @@ fn an_observer_of_the_end_gets_the_history_and_changes_nothing() {
         &b,
         &mut x,
         &SolveParams {
-            observer: Some(&end),
             max_iters: 7,
-            ..params()
+            ..observed(&end)
         },
     )
     .unwrap_err();
@@ -400,18 +388,7 @@ fn an_observer_of_the_end_gets_the_history_and_changes_nothing() {
     let db = g.upload(&b).unwrap();
     let end = EndOnly::default();
     let mut dx = g.zeros::<f64>(a.nrows()).unwrap();
-    let on = pcg(
-        &ops,
-        &da,
-        &Identity,
-        &db,
-        &mut dx,
-        &SolveParams {
-            observer: Some(&end),
-            ..params()
-        },
-    )
-    .unwrap();
+    let on = pcg(&ops, &da, &Identity, &db, &mut dx, &observed(&end)).unwrap();
     let mut dx0 = g.zeros::<f64>(a.nrows()).unwrap();
     let off = pcg(&ops, &da, &Identity, &db, &mut dx0, &params()).unwrap();
     assert_eq!(*end.calls.lock().unwrap(), 0);
