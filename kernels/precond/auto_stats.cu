@@ -11,12 +11,14 @@
 //                     one row of AUTO_STATS_FIELDS doubles to `partials`; the host merges the
 //                     blocks. Every field is a count (exact in a double below 2^53), a minimum
 //                     or a maximum, so the result does not depend on the grid.
-// Both kernels walk the rows in tiles of AUTO_STATS_BLOCK rows, one thread per row; a row longer
-// than AUTO_STATS_LONG entries (a hub of a power-law graph: tens of thousands) is left to the
-// whole block after the tile's short rows, its entries strided over the threads, so that no
-// thread walks a hub alone. The two sums of a long row (|off-diagonal| and the signed row sum)
-// are added by one thread in the row's order, as the host adds them: the statistics stay equal
-// to the host's bit for bit.
+// One thread per row; a row longer than AUTO_STATS_LONG entries (a hub of a power-law graph: tens
+// of thousands) is walked by a whole block, its entries strided over the threads, so that no
+// thread walks a hub alone: auto_row_scale_T after its tile's short rows; auto_stats_T in a
+// second pass (`pass` 1) over the list of long rows that its first pass made, one block per row
+// spread over the grid (hubs are often neighbours in the row order, and one block walking a
+// tile of them would hold the kernel). Pass p writes its blocks' partials at row p * gridDim.x. The two sums of a long row (|off-diagonal| and the signed row sum)
+// are added per thread, then over the block in a fixed tree (block_sum2_) that the host
+// follows for rows of that length: the statistics stay equal to the host's bit for bit.
 // The binary search assumes sorted rows: a matrix with any unsorted row (counted) is measured
 // again on the host by the caller, from a sorted copy.
 #include "common.cuh"
@@ -64,7 +66,7 @@ __device__ __forceinline__ double partner_(const u32* __restrict__ rp, const u32
     return (lo < end && col[lo] == i) ? (double)val[lo] : 0.0;
 }
 
-// The tile loop shared by both kernels: `short_row(i)` for each row of the tile of at most
+// The tile loop of auto_row_scale_T: `short_row(i)` for each row of the tile of at most
 // AUTO_STATS_LONG entries, then `long_row(i, lo, hi)` called by every thread of the block for
 // each longer one (the block synchronises around each). Every thread runs the same number of
 // tiles.
@@ -128,6 +130,29 @@ __device__ __forceinline__ void row_scale_body(const u32* __restrict__ rp, const
         });
 }
 
+// The sums `a` and `b` over the block, in thread 0 (the others keep partial values): each warp
+// by a shuffle tree (lane l adds lane l + o for o = 16, 8, 4, 2, 1), then thread 0 adds the
+// warps in order. precond/auto/cpu.rs adds a long row's sums in this order too.
+__device__ __forceinline__ void block_sum2_(double& a, double& b) {
+    __shared__ double warp_a[AUTO_STATS_BLOCK / 32], warp_b[AUTO_STATS_BLOCK / 32];
+    for (int o = 16; o > 0; o >>= 1) {
+        a = a + __shfl_down_sync(FULL_MASK, a, o);
+        b = b + __shfl_down_sync(FULL_MASK, b, o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        warp_a[threadIdx.x >> 5] = a;
+        warp_b[threadIdx.x >> 5] = b;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (u32 w = 1; w < blockDim.x / 32; ++w) {
+            a = a + warp_a[w];
+            b = b + warp_b[w];
+        }
+    }
+    __syncthreads();
+}
+
 // The fields of one row from its diagonal `d` and its two sums, added by the calling thread.
 __device__ __forceinline__ void row_fields_(double* f, double d, double off, double sum, double si, double tol,
                                             bool sorted) {
@@ -159,17 +184,22 @@ __device__ __forceinline__ void entry_fields_(double* f, const u32* __restrict__
 template <typename T>
 __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32* __restrict__ col,
                                            const T* __restrict__ val, u32 n, const double* __restrict__ s,
-                                           double tol, double* __restrict__ partials) {
+                                           double tol, u32* __restrict__ long_rows, u32* __restrict__ long_count,
+                                           u32 pass, double* __restrict__ partials) {
     double f[AUTO_STATS_FIELDS];
     for (int k = 0; k < AUTO_STATS_FIELDS; ++k) f[k] = 0.0;
     f[F_DMIN] = inf_();
     f[F_MINDOM] = inf_();
     __shared__ double long_d;
     __shared__ int long_unsorted;
-    tiles_(
-        rp, n,
-        [&](u32 i) {
+    if (pass == 0) {
+        // One thread per row; a long row goes to the list for pass 1.
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
             const u32 lo = rp[i], hi = rp[i + 1];
+            if (hi - lo > AUTO_STATS_LONG) {
+                long_rows[atomicAdd(long_count, 1u)] = (u32)i;
+                continue;
+            }
             double d = 0.0;
             bool sorted = true;
             for (u32 p = lo; p < hi; ++p) {
@@ -185,11 +215,17 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
                 const u32 j = col[p];
                 if (j == i) continue;
                 off += fabs(x);
-                entry_fields_<T>(f, rp, col, val, s, i, j, x, d, si);
+                entry_fields_<T>(f, rp, col, val, s, (u32)i, j, x, d, si);
             }
             row_fields_(f, d, off, sum, si, tol, sorted);
-        },
-        [&](u32 i, u32 lo, u32 hi) {
+        }
+    } else {
+        // The long rows, one block each, spread over the grid (a power-law graph's hubs are
+        // often neighbours in the row order).
+        const u32 count = *long_count;
+        for (u32 k = blockIdx.x; k < count; k += gridDim.x) {
+            const u32 i = long_rows[k];
+            const u32 lo = rp[i], hi = rp[i + 1];
             if (threadIdx.x == 0) {
                 long_d = 0.0;
                 long_unsorted = 0;
@@ -204,22 +240,21 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
             }
             __syncthreads();
             const double d = long_d, si = s[i];
+            double off = 0.0, sum = 0.0;
             for (u32 p = lo + threadIdx.x; p < hi; p += blockDim.x) {
                 const double x = (double)val[p];
                 if (!isfinite(x)) f[F_NONFINITE] += 1.0;
+                sum = sum + x;
                 const u32 j = col[p];
-                if (j != i) entry_fields_<T>(f, rp, col, val, s, i, j, x, d, si);
+                if (j == i) continue;
+                off = off + fabs(x);
+                entry_fields_<T>(f, rp, col, val, s, i, j, x, d, si);
             }
-            if (threadIdx.x == 0) {
-                double off = 0.0, sum = 0.0;
-                for (u32 p = lo; p < hi; ++p) {
-                    const double x = (double)val[p];
-                    sum += x;
-                    if (col[p] != i) off += fabs(x);
-                }
-                row_fields_(f, d, off, sum, si, tol, long_unsorted == 0);
-            }
-        });
+            block_sum2_(off, sum);
+            if (threadIdx.x == 0) row_fields_(f, d, off, sum, si, tol, long_unsorted == 0);
+            __syncthreads();
+        }
+    }
     // Warp, then block: lane 0 of each warp leaves its fields in shared memory, thread 0 merges
     // the warps in order.
     __shared__ double warp_f[AUTO_STATS_BLOCK / 32][AUTO_STATS_FIELDS];
@@ -235,7 +270,7 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
         for (int k = 0; k < AUTO_STATS_FIELDS; ++k) {
             double v = warp_f[0][k];
             for (u32 w = 1; w < blockDim.x / 32; ++w) v = red_(k, v, warp_f[w][k]);
-            partials[(u64)blockIdx.x * AUTO_STATS_FIELDS + k] = v;
+            partials[((u64)pass * gridDim.x + blockIdx.x) * AUTO_STATS_FIELDS + k] = v;
         }
     }
 }
@@ -247,8 +282,8 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(AUTO_STATS_BLOCK)                                         \
         auto_stats_##S(const u32* rp, const u32* col, const T* val, u32 n, const double* s, double tol,    \
-                       double* part) {                                                                     \
-        stats_body<T>(rp, col, val, n, s, tol, part);                                                      \
+                       u32* long_rows, u32* long_count, u32 pass, double* part) {                          \
+        stats_body<T>(rp, col, val, n, s, tol, long_rows, long_count, pass, part);                         \
     }
 AUTO_STATS(float, f32)
 AUTO_STATS(double, f64)

@@ -70,6 +70,13 @@ use crate::scalar::{Elem, Scalar};
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
 use num_traits::Zero;
 
+/// Threads per block of the GPU statistics kernel: a row longer than [`STATS_LONG`] entries has
+/// its two sums added in that block's order, on the host too (`cpu.rs`), so that both agree bit
+/// for bit.
+pub(crate) const STATS_BLOCK: usize = 256;
+/// Rows longer than this are walked by a whole block on the GPU.
+pub(crate) const STATS_LONG: usize = 64;
+
 /// The ratio of the largest to the smallest diagonal entry that marks coefficient jumps.
 pub const JUMP_SPREAD: f64 = 100.0;
 /// The ratio of the longest row to the mean row length ([`MatrixStats::row_spread`]) that marks
