@@ -50,7 +50,8 @@
 //! than the time the bound leaves is sent behind the other candidates once, then dropped, in
 //! the reason and in [`AutoSolve::tried`]; the last candidate left, when every other has failed,
 //! still runs if its predicted setup is within [`ProbeParams::last_resort`] times the whole
-//! bound, since skipping it would turn a system it may solve into a failure). A candidate whose rate needs more than
+//! bound, and its iterations within that larger bound, since skipping it would turn a system it
+//! may solve into a failure). A candidate whose rate needs more than
 //! [`ProbeParams::hopeless`] times the iterations, or the time, it has left stops. A candidate with nothing measured yet runs a sixteenth of what it
 //! has left (at most 1000 iterations) before its first checkpoint, a run after a checkpoint at
 //! most 4× the last one (the first solver call of a solve without a probe runs its whole
@@ -189,8 +190,9 @@ pub struct ProbeParams {
     /// A candidate stops at a checkpoint when its measured rate needs more than `hopeless`
     /// times the iterations, or the time, it has left (default 2).
     pub hopeless: f64,
-    /// The setup bound of the last candidate left when every other has failed: its predicted
-    /// setup may take up to `last_resort` times the whole work bound's seconds (default 30;
+    /// The bound of the last candidate left when every other has failed: its predicted setup
+    /// may take up to `last_resort` times the whole work bound's seconds, and its iterations
+    /// then run within `last_resort` times the bound (default 30;
     /// the matched ILUT that alone solved a circuit with voltage sources was predicted at 12×
     /// the bound, on an H200).
     pub last_resort: f64,
@@ -911,6 +913,9 @@ where
     // another candidate may cost 100× more (a deep triangular solve).
     let mut t_ref: Option<f64> = known.first().map(|k| k.2).filter(|t| *t > 0.0);
     let mut timed_out = false;
+    // The time bound's multiple: `last_resort` once the last candidate left was started over
+    // the bound (its iterations get the larger bound its setup got).
+    let mut stretch = 1.0f64;
     // Candidates whose predicted setup was over what the bound leaves, sent behind the others.
     let mut deferred: Vec<Cand> = Vec::new();
     while let Some(cand) = queue.pop_front() {
@@ -935,8 +940,9 @@ where
         }
         let last = !queue.iter().any(|c| runnable(c, &dropped, indefinite));
         let continued = seg.iterations > 0 || out.probe.is_some();
-        let seconds_left =
-            t_ref.map(|t| probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds);
+        let seconds_left = t_ref.map(|t| {
+            probe.work_factor.max(1.0) * params.max_iters as f64 * t * stretch - seg.seconds
+        });
         if monitor && seconds_left.is_some_and(|l| l <= 0.0) {
             timed_out = true;
             break;
@@ -956,10 +962,12 @@ where
                 .any(|c| *c != cand && runnable(c, &dropped, indefinite));
             // The last resort: every other candidate has failed, so skipping this setup on a
             // prediction would turn a system it may solve into a failure. It runs within the
-            // larger bound of `last_resort` times the whole work bound's seconds.
+            // larger bound of `last_resort` times the whole work bound's seconds, its setup and
+            // its iterations.
             let whole = probe.work_factor.max(1.0) * params.max_iters as f64 * t;
             let last_resort = !others && predicted <= probe.last_resort.max(1.0) * whole;
             if predicted > l && last_resort {
+                stretch = probe.last_resort.max(1.0);
                 choice.reason.push_str(&format!(
                     "; {name}: setup predicted {predicted:.3} s, more than the {l:.3} s the \
                      work bound leaves, started as the last candidate left (within {:.0} × \
@@ -1271,7 +1279,7 @@ where
         }
         // A candidate whose rate cannot reach the tolerance in what it has left stops.
         let time_left = t_ref.map_or(f64::INFINITY, |t| {
-            probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds
+            probe.work_factor.max(1.0) * params.max_iters as f64 * t * stretch - seg.seconds
         });
         if !need.is_nan()
             && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
