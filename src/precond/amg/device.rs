@@ -762,19 +762,26 @@ fn setup_state<T: GpuScalar>(
         if mats.len() >= params.max_levels || n <= params.coarse_size {
             break;
         }
-        let clock = Instant::now();
-        let s = strength(g, a_l.into(), lv.block, params.theta)?;
-        phase(g, params, &mut times.strength, clock)?;
-        let clock = Instant::now();
-        let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
-            g,
-            (&s).into(),
-            params.seed,
-            window,
-            false,
-        )?;
-        drop(s);
-        phase(g, params, &mut times.aggregate, clock)?;
+        let mut theta = params.theta;
+        let agg = loop {
+            let clock = Instant::now();
+            let s = strength(g, a_l.into(), lv.block, theta)?;
+            phase(g, params, &mut times.strength, clock)?;
+            let clock = Instant::now();
+            let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
+                g,
+                (&s).into(),
+                params.seed,
+                window,
+                false,
+            )?;
+            drop(s);
+            phase(g, params, &mut times.aggregate, clock)?;
+            match params.stalled(theta, agg.num_aggregates * b.len(), n) {
+                true => theta = 0.0,
+                false => break agg,
+            }
+        };
         let nc = agg.num_aggregates * b.len();
         if nc == 0 || nc >= n {
             break;
@@ -827,8 +834,10 @@ fn setup_state<T: GpuScalar>(
         });
         b = bc;
     }
+    let last = mats.last().expect("a level");
+    params.check_coarsest(mats.len() - 1, last.nrows())?;
     let clock = Instant::now();
-    let coarsest = CsrView::from(mats.last().expect("a level")).download(g)?;
+    let coarsest = CsrView::from(last).download(g)?;
     let bad = g.download(&bad)?[0];
     if bad != u32::MAX {
         return Err(Error::InvalidInput(format!(

@@ -89,7 +89,7 @@ pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
 use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 pub(crate) use cycle::{smooth_with, LevelOp, LevelSmoother, Operator, Scratch};
 use cycle::{DeviceLevel, Work};
@@ -134,7 +134,12 @@ pub enum Cycle {
 #[derive(Clone, Copy, Debug)]
 pub struct AmgParams {
     /// Strength threshold θ of the symmetric strength of connection. Default 0 (every
-    /// connection is strong: PyAMG's SA default).
+    /// connection is strong: PyAMG's SA default). A level where θ leaves more than half of its
+    /// rows as coarse unknowns is aggregated again with every connection strong: a threshold
+    /// that follows the strong direction of an anisotropic problem coarsens its fine levels
+    /// along lines, and their Galerkin products become denser and more isotropic, until no
+    /// connection is strong, and the level stops coarsening far above
+    /// [`coarse_size`](Self::coarse_size).
     pub theta: f64,
     /// Entries of the fine matrix dropped before the setup: off the diagonal, `a_ij` with
     /// `|a_ij| < drop_tol·sqrt(|a_ii|·|a_jj|)` ([`drop_small`](crate::sparse::drop_small)). The
@@ -314,7 +319,36 @@ impl AmgParams {
         }
         Ok(())
     }
+
+    /// Whether aggregating at `theta` a level of `rows` rows into `coarse` coarse unknowns
+    /// coarsens too little to keep the threshold ([`theta`](Self::theta)): more than half the
+    /// rows stay, or none does (no connection is strong, so no row is aggregated).
+    pub(crate) fn stalled(&self, theta: f64, coarse: usize, rows: usize) -> bool {
+        theta > 0.0 && (coarse == 0 || 2 * coarse > rows)
+    }
+
+    /// Fails when the coarsest level, `level` with `rows` rows, is too large for its dense
+    /// inverse: more than [`coarse_size`](Self::coarse_size) and [`DENSE_COARSE_ROWS`] (its
+    /// memory grows with `rows²` and its time with `rows³`).
+    pub(crate) fn check_coarsest(&self, level: usize, rows: usize) -> Result<()> {
+        let limit = self.coarse_size.max(DENSE_COARSE_ROWS);
+        if rows <= limit {
+            return Ok(());
+        }
+        Err(Error::InvalidInput(format!(
+            "AMG: coarsening stopped at level {level} with {rows} rows, more than the dense \
+             coarse solve takes ({limit}): the level's rows are not connected enough to \
+             aggregate (a diagonal or nearly diagonal matrix: use Jacobi), or max_levels = {} \
+             was reached",
+            self.max_levels
+        )))
+    }
 }
+
+/// The most rows the coarsest level keeps for its dense inverse when coarsening stops above
+/// [`AmgParams::coarse_size`] (no aggregation, or [`AmgParams::max_levels`] reached): 5000 rows
+/// cost 200 MB and about 4·10¹⁰ operations.
+pub const DENSE_COARSE_ROWS: usize = 5000;
 
 /// Seconds spent in each setup phase (the device setup fills the phases only with
 /// [`AmgParams::phase_times`]; `total` always).

@@ -239,13 +239,20 @@ impl<T: Scalar> HostHierarchy<T> {
             if levels.len() >= params.max_levels || n <= params.coarse_size {
                 break;
             }
-            let clock = Instant::now();
-            let s = strength(&lv.a, lv.block, params.theta)?;
-            times.strength += clock.elapsed().as_secs_f64();
-            let clock = Instant::now();
-            let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
-            times.aggregate += clock.elapsed().as_secs_f64();
             let k = b.len();
+            let mut theta = params.theta;
+            let agg = loop {
+                let clock = Instant::now();
+                let s = strength(&lv.a, lv.block, theta)?;
+                times.strength += clock.elapsed().as_secs_f64();
+                let clock = Instant::now();
+                let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
+                times.aggregate += clock.elapsed().as_secs_f64();
+                match params.stalled(theta, agg.num_aggregates() * k, n) {
+                    true => theta = 0.0,
+                    false => break agg,
+                }
+            };
             let nc = agg.num_aggregates() * k;
             if nc == 0 || nc >= n {
                 break;
@@ -281,8 +288,10 @@ impl<T: Scalar> HostHierarchy<T> {
             });
             b = bc;
         }
+        let coarsest = &levels.last().expect("a level").a;
+        params.check_coarsest(levels.len() - 1, coarsest.nrows())?;
         let clock = Instant::now();
-        let (coarse_inv, coarse_solver) = dense_inverse(&levels.last().expect("a level").a)?;
+        let (coarse_inv, coarse_solver) = dense_inverse(coarsest)?;
         times.coarse += clock.elapsed().as_secs_f64();
         Ok(HostHierarchy {
             levels,
