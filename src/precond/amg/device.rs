@@ -755,6 +755,8 @@ fn setup_state<T: GpuScalar>(
     let mut pr: Vec<(GpuCsr<T>, GpuCsr<T>)> = Vec::new();
     let mut transfers = Vec::new();
     let mut bad = g.upload(&[u32::MAX])?;
+    // The level's threshold: θ, or 0 while a level is built again (AmgParams::theta).
+    let mut theta = params.theta;
     loop {
         let a_l = mats.last().expect("at least the fine level");
         let lv = data.last().expect("as many as levels");
@@ -762,27 +764,24 @@ fn setup_state<T: GpuScalar>(
         if mats.len() >= params.max_levels || n <= params.coarse_size {
             break;
         }
-        let mut theta = params.theta;
-        let agg = loop {
-            let clock = Instant::now();
-            let s = strength(g, a_l.into(), lv.block, theta)?;
-            phase(g, params, &mut times.strength, clock)?;
-            let clock = Instant::now();
-            let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
-                g,
-                (&s).into(),
-                params.seed,
-                window,
-                false,
-            )?;
-            drop(s);
-            phase(g, params, &mut times.aggregate, clock)?;
-            match params.stalled(theta, agg.num_aggregates * b.len(), n) {
-                true => theta = 0.0,
-                false => break agg,
-            }
-        };
+        let clock = Instant::now();
+        let s = strength(g, a_l.into(), lv.block, theta)?;
+        phase(g, params, &mut times.strength, clock)?;
+        let clock = Instant::now();
+        let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
+            g,
+            (&s).into(),
+            params.seed,
+            window,
+            false,
+        )?;
+        drop(s);
+        phase(g, params, &mut times.aggregate, clock)?;
         let nc = agg.num_aggregates * b.len();
+        if params.stalled(theta, nc, n) {
+            theta = 0.0;
+            continue;
+        }
         if nc == 0 || nc >= n {
             break;
         }
@@ -813,6 +812,11 @@ fn setup_state<T: GpuScalar>(
         let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, &p)?;
         let ac = rap_plan.numeric(&ra, &p)?;
         phase(g, params, &mut times.galerkin, clock)?;
+        if params.too_dense(theta, ac.nnz, a_l.nnz()) {
+            theta = 0.0;
+            continue;
+        }
+        theta = params.theta;
         let clock = Instant::now();
         let lvc = level_data(g, (&ac).into(), b.len(), steps)?;
         phase(g, params, &mut times.smoother, clock)?;

@@ -134,11 +134,12 @@ pub enum Cycle {
 #[derive(Clone, Copy, Debug)]
 pub struct AmgParams {
     /// Strength threshold θ of the symmetric strength of connection. Default 0 (every
-    /// connection is strong: PyAMG's SA default). A level where θ leaves more than half of its
-    /// rows as coarse unknowns is aggregated again with every connection strong: a threshold
-    /// that follows the strong direction of an anisotropic problem coarsens its fine levels
-    /// along lines, and their Galerkin products become denser and more isotropic, until no
-    /// connection is strong, and the level stops coarsening far above
+    /// connection is strong: PyAMG's SA default). A level is built again with every connection
+    /// strong where θ leaves more than half of its rows as coarse unknowns, or makes a coarse
+    /// operator with more entries than the level's own: a threshold that follows the strong
+    /// direction of an anisotropic problem aggregates along lines, and the Galerkin products
+    /// of such aggregates grow denser level by level (on a 3-D anisotropic problem, past the
+    /// level itself) until no connection is strong and the coarsening stops far above
     /// [`coarse_size`](Self::coarse_size).
     pub theta: f64,
     /// Entries of the fine matrix dropped before the setup: off the diagonal, `a_ij` with
@@ -325,6 +326,12 @@ impl AmgParams {
     /// rows stay, or none does (no connection is strong, so no row is aggregated).
     pub(crate) fn stalled(&self, theta: f64, coarse: usize, rows: usize) -> bool {
         theta > 0.0 && (coarse == 0 || 2 * coarse > rows)
+    }
+
+    /// Whether a coarse operator of `coarse_nnz` entries made at `theta` from a level of `nnz`
+    /// entries is too dense to keep the threshold ([`theta`](Self::theta)).
+    pub(crate) fn too_dense(&self, theta: f64, coarse_nnz: usize, nnz: usize) -> bool {
+        theta > 0.0 && coarse_nnz > nnz
     }
 
     /// Fails when the coarsest level, `level` with `rows` rows, is too large for its dense

@@ -233,6 +233,8 @@ impl<T: Scalar> HostHierarchy<T> {
         times.candidates += clock.elapsed().as_secs_f64();
         let window = params.window(b.len());
         let mut transfers = Vec::new();
+        // The level's threshold: θ, or 0 while a level is built again (AmgParams::theta).
+        let mut theta = params.theta;
         loop {
             let lv = levels.last().expect("at least the fine level");
             let n = lv.a.nrows();
@@ -240,20 +242,17 @@ impl<T: Scalar> HostHierarchy<T> {
                 break;
             }
             let k = b.len();
-            let mut theta = params.theta;
-            let agg = loop {
-                let clock = Instant::now();
-                let s = strength(&lv.a, lv.block, theta)?;
-                times.strength += clock.elapsed().as_secs_f64();
-                let clock = Instant::now();
-                let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
-                times.aggregate += clock.elapsed().as_secs_f64();
-                match params.stalled(theta, agg.num_aggregates() * k, n) {
-                    true => theta = 0.0,
-                    false => break agg,
-                }
-            };
+            let clock = Instant::now();
+            let s = strength(&lv.a, lv.block, theta)?;
+            times.strength += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
+            let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
+            times.aggregate += clock.elapsed().as_secs_f64();
             let nc = agg.num_aggregates() * k;
+            if params.stalled(theta, nc, n) {
+                theta = 0.0;
+                continue;
+            }
             if nc == 0 || nc >= n {
                 break;
             }
@@ -273,6 +272,11 @@ impl<T: Scalar> HostHierarchy<T> {
             let rap_plan = SpgemmPlan::symbolic(&ra, &p)?;
             let ac = rap_plan.numeric(&ra, &p);
             times.galerkin += clock.elapsed().as_secs_f64();
+            if params.too_dense(theta, ac.nnz(), lv.a.nnz()) {
+                theta = 0.0;
+                continue;
+            }
+            theta = params.theta;
             let clock = Instant::now();
             levels.push(level_of(ac, k, params.spectral_steps));
             times.smoother += clock.elapsed().as_secs_f64();
