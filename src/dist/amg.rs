@@ -62,7 +62,7 @@ use crate::backend::{LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::precond::amg::{
-    fit_candidates, positions, smooth_prolongator, smooth_with, smoother_scalings, strength, Cycle,
+    fit_candidates, positions, smooth, smooth_prolongator, smoother_scalings, strength, Cycle,
     LevelOp, LevelSmoother, Operator, Scratch,
 };
 use crate::precond::spectral::{lanczos_radius, scaled_product};
@@ -967,7 +967,7 @@ where
     ) -> Result<()> {
         let sweeps = lv.smoother.sweeps;
         for s in 0..sweeps {
-            smooth_with(be, op, &lv.smoother, b, x, s == 0, &mut w.s)?;
+            smooth(be, op, &lv.smoother, b, x, s == 0, &mut w.s)?;
         }
         if sweeps == 0 {
             be.copy(b, &mut w.s.r)?;
@@ -983,7 +983,7 @@ where
             be.axpy(T::one(), &w.t, x)?;
         }
         for _ in 0..sweeps {
-            smooth_with(be, op, &lv.smoother, b, x, false, &mut w.s)?;
+            smooth(be, op, &lv.smoother, b, x, false, &mut w.s)?;
         }
         Ok(())
     }

@@ -45,26 +45,25 @@ use std::time::Instant;
 use cudarc::driver::CudaSlice;
 
 use super::coarse::dense_inverse;
-use super::cycle::{DeviceLevel, LevelSmoother, Scratch};
-use super::tentative::check_candidates;
+use super::cycle::{DeviceLevel, LevelSmoother};
+use super::tentative::check_fine_rows;
 use super::{
     AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother, UpdateInput,
 };
 use crate::backend::gpu::GpuOps;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{KernelSource, COMMON};
+use crate::gpu::kernels::{kernel_source, KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::sparse::gpu::{self as sg, CsrView, DeviceCsr, GpuAggregation, GpuSpgemmPlan};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 /// `kernels/precond/amg_setup.cu`: checks, smoother scalings, Lanczos steps, prolongator
 /// smoothing.
-pub const AMG_SETUP_SRC: KernelSource = KernelSource {
-    name: "precond/amg_setup.cu",
-    text: include_str!("../../../kernels/precond/amg_setup.cu"),
-    headers: &[&COMMON],
-    constants: &[
+pub const AMG_SETUP_SRC: KernelSource = kernel_source!(
+    "precond/amg_setup.cu",
+    &[&COMMON],
+    &[
         ("AMG_BLOCK", BLOCK as i64),
         ("AMG_DOT_BLOCKS", DOT_BLOCKS as i64),
         ("AMG_APPLY_BLOCKS", APPLY_BLOCKS as i64),
@@ -73,8 +72,8 @@ pub const AMG_SETUP_SRC: KernelSource = KernelSource {
         ("AMG_SC_NV_SLOT", SC_NV as i64),
         ("AMG_SC_RHO_SLOT", SC_RHO as i64),
         ("AMG_SC_SLOTS", SC_SLOTS as i64),
-    ],
-};
+    ]
+);
 
 /// Threads per block of every kernel here.
 const BLOCK: u32 = 256;
@@ -270,16 +269,7 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<(Fingerprin
 
 /// [`check_fine_device`] on the arrays of a matrix.
 fn check_fine_view<T: GpuScalar>(g: &Gpu, a: CsrView<'_, T>) -> Result<(Fingerprint, bool)> {
-    if a.nrows() != a.ncols() {
-        return Err(Error::InvalidInput(format!(
-            "AMG: the matrix is {}×{}, not square",
-            a.nrows(),
-            a.ncols()
-        )));
-    }
-    if a.nrows() == 0 {
-        return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
-    }
+    super::setup::check_fine_shape(a.nrows(), a.ncols())?;
     let (rp, col, val) = (a.row_ptr(), a.col(), a.val());
     let n32 = a.nrows() as u32;
     let mut bad = g.upload(&[u32::MAX; 3])?;
@@ -716,15 +706,7 @@ fn setup_state<T: GpuScalar>(
         (c, Some(canon))
     };
     let n = fine.nrows();
-    if let Some(c) = candidates {
-        check_candidates(c, n)?;
-    }
-    if n % params.block_size != 0 {
-        return Err(Error::InvalidInput(format!(
-            "AMG: {n} rows are not a multiple of the block size {}",
-            params.block_size
-        )));
-    }
+    check_fine_rows(n, candidates, params)?;
     let mut times = SetupTimes::default();
     // Rounding noise off the diagonal leaves the hierarchy's copy of the matrix (timed with
     // the strength phase, its sibling); a re-setup gathers the kept entries' new values.
@@ -753,13 +735,8 @@ fn setup_state<T: GpuScalar>(
         let clock = Instant::now();
         read_rhos(g, &mut data, steps)?;
         let sm = new_smoother(g, &data[0], params)?;
-        let zero = crate::backend::VectorOps::zeros(ops, n)?;
-        let mut work = Scratch::new(ops, n)?;
-        for x in b.iter_mut() {
-            for _ in 0..params.improve_candidates {
-                super::cycle::smooth(ops, &fine, &sm, &zero, x, false, &mut work)?;
-            }
-        }
+        let sweeps = params.improve_candidates;
+        super::cycle::relax_candidates(ops, &fine, &sm, n, &mut b, sweeps)?;
         phase(g, params, &mut times.candidates, clock)?;
     }
     let mut mats = vec![fine];

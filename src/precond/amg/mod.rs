@@ -91,7 +91,7 @@ use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-pub(crate) use cycle::{smooth_with, LevelOp, LevelSmoother, Operator, Scratch};
+pub(crate) use cycle::{smooth, LevelOp, LevelSmoother, Operator, Scratch};
 use cycle::{DeviceLevel, Work};
 use level::HostHierarchy;
 pub(crate) use setup::{positions, smooth_prolongator, smoother_scalings, strength};

@@ -18,18 +18,22 @@ use crate::sparse::{
     aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric, SpgemmPlan,
 };
 
-/// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
-pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
-    if a.nrows() != a.ncols() {
+/// Checks a fine-level matrix's shape: square and not empty.
+pub(super) fn check_fine_shape(nrows: usize, ncols: usize) -> Result<()> {
+    if nrows != ncols {
         return Err(Error::InvalidInput(format!(
-            "AMG: the matrix is {}×{}, not square",
-            a.nrows(),
-            a.ncols()
+            "AMG: the matrix is {nrows}×{ncols}, not square"
         )));
     }
-    if a.nrows() == 0 {
+    if nrows == 0 {
         return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
     }
+    Ok(())
+}
+
+/// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
+pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
+    check_fine_shape(a.nrows(), a.ncols())?;
     let d = a.diagonal();
     if let Some(i) = d.iter().position(|&x| x <= T::zero() || !x.is_finite()) {
         return Err(Error::InvalidInput(format!(
@@ -177,14 +181,7 @@ fn improve<T: Scalar>(
     let be = crate::backend::Cpu;
     let sm = super::cycle::LevelSmoother::new(&be, level, params)?;
     let n = level.a.nrows();
-    let zero = vec![T::zero(); n];
-    let mut work = super::cycle::Scratch::new(&be, n)?;
-    for x in b.iter_mut() {
-        for _ in 0..params.improve_candidates {
-            super::cycle::smooth(&be, &level.a, &sm, &zero, x, false, &mut work)?;
-        }
-    }
-    Ok(())
+    super::cycle::relax_candidates(&be, &level.a, &sm, n, b, params.improve_candidates)
 }
 
 impl<T: Scalar> HostHierarchy<T> {
@@ -197,15 +194,7 @@ impl<T: Scalar> HostHierarchy<T> {
         check_fine(a)?;
         params.check()?;
         let n = a.nrows();
-        if let Some(c) = candidates {
-            super::tentative::check_candidates(c, n)?;
-        }
-        if n % params.block_size != 0 {
-            return Err(Error::InvalidInput(format!(
-                "AMG: {n} rows are not a multiple of the block size {}",
-                params.block_size
-            )));
-        }
+        super::tentative::check_fine_rows(n, candidates, params)?;
         let mut times = SetupTimes::default();
         // Rounding noise off the diagonal leaves the hierarchy (timed with strength).
         let clock = Instant::now();
