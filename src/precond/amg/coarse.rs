@@ -85,7 +85,14 @@ fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
             row[j] = s / djj;
         });
     }
-    // Columns of the inverse in parallel: solve L y = e_c, then Lᵀ x = y.
+    // Columns of the inverse in parallel: solve L y = e_c, then Lᵀ x = y (Lᵀ's rows stored
+    // apart, so that both sweeps read consecutive entries).
+    let mut lt = vec![0.0f64; n * n];
+    for i in 0..n {
+        for k in 0..=i {
+            lt[k * n + i] = l[i * n + k];
+        }
+    }
     Some(from_columns(n, |c| {
         let mut y = vec![0.0f64; n];
         for i in c..n {
@@ -98,7 +105,7 @@ fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
         for i in (0..n).rev() {
             let mut s = y[i];
             for k in i + 1..n {
-                s -= l[k * n + i] * y[k];
+                s -= lt[i * n + k] * y[k];
             }
             y[i] = s / l[i * n + i];
         }

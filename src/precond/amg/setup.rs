@@ -222,20 +222,26 @@ impl<T: Scalar> HostHierarchy<T> {
         times.candidates += clock.elapsed().as_secs_f64();
         let window = params.window(b.len());
         let mut transfers = Vec::new();
+        // The level's threshold: θ, or 0 while a level is built again (AmgParams::theta).
+        let mut theta = params.theta;
         loop {
             let lv = levels.last().expect("at least the fine level");
             let n = lv.a.nrows();
             if levels.len() >= params.max_levels || n <= params.coarse_size {
                 break;
             }
+            let k = b.len();
             let clock = Instant::now();
-            let s = strength(&lv.a, lv.block, params.theta)?;
+            let s = strength(&lv.a, lv.block, theta)?;
             times.strength += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
             times.aggregate += clock.elapsed().as_secs_f64();
-            let k = b.len();
             let nc = agg.num_aggregates() * k;
+            if params.stalled(theta, nc, n) {
+                theta = 0.0;
+                continue;
+            }
             if nc == 0 || nc >= n {
                 break;
             }
@@ -255,6 +261,11 @@ impl<T: Scalar> HostHierarchy<T> {
             let rap_plan = SpgemmPlan::symbolic(&ra, &p)?;
             let ac = rap_plan.numeric(&ra, &p);
             times.galerkin += clock.elapsed().as_secs_f64();
+            if params.too_dense(theta, ac.nnz(), lv.a.nnz()) {
+                theta = 0.0;
+                continue;
+            }
+            theta = params.theta;
             let clock = Instant::now();
             levels.push(level_of(ac, k, params.spectral_steps));
             times.smoother += clock.elapsed().as_secs_f64();
@@ -270,8 +281,10 @@ impl<T: Scalar> HostHierarchy<T> {
             });
             b = bc;
         }
+        let coarsest = &levels.last().expect("a level").a;
+        params.check_coarsest(levels.len() - 1, coarsest.nrows())?;
         let clock = Instant::now();
-        let (coarse_inv, coarse_solver) = dense_inverse(&levels.last().expect("a level").a)?;
+        let (coarse_inv, coarse_solver) = dense_inverse(coarsest)?;
         times.coarse += clock.elapsed().as_secs_f64();
         Ok(HostHierarchy {
             levels,
