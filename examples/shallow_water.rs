@@ -33,7 +33,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use segsparse::tridiag::cpu;
+use segsparse::tridiag::{cpu, Tridiagonal};
 
 const G: f32 = 9.81;
 const DT: f32 = 0.15;
@@ -247,7 +247,8 @@ impl CpuSim {
                 self.d[idx] = self.h1[idx] + (1.0 - TAU) * (self.h1[idx] - self.h0[idx]);
             }
         }
-        cpu::thomas_batch_into(n, &self.a, &self.b, &self.c, &self.d, &mut self.x)?;
+        let a = Tridiagonal::new(&self.a[..], &self.b[..], &self.c[..]);
+        cpu::thomas_batch_into(n, a, &self.d, &mut self.x)?;
         // Columns (stored column-major: system j, element i).
         for j in 0..n {
             for i in 0..n {
@@ -269,7 +270,8 @@ impl CpuSim {
                 self.d[o] = self.x[idx];
             }
         }
-        cpu::thomas_batch_into(n, &self.a, &self.b, &self.c, &self.d, &mut self.x)?;
+        let a = Tridiagonal::new(&self.a[..], &self.b[..], &self.c[..]);
+        cpu::thomas_batch_into(n, a, &self.d, &mut self.x)?;
         std::mem::swap(&mut self.h0, &mut self.h1);
         for i in 0..n {
             for j in 0..n {
@@ -286,7 +288,7 @@ mod gpu_sim {
 
     use segsparse::gpu::{DeviceBuffer, Gpu, PushKernelArg};
     use segsparse::tridiag::gpu::GpuTridiag;
-    use segsparse::tridiag::{TridiagAlgorithm, SHALLOW_WATER_KERNELS};
+    use segsparse::tridiag::{TridiagAlgorithm, Tridiagonal, SHALLOW_WATER_KERNELS};
 
     pub struct GpuSim {
         pub n: usize,
@@ -351,16 +353,9 @@ mod gpu_sim {
             // float* a, b, c, d); every buffer holds n*n floats.
             unsafe { l.launch(cfg) }.map_err(|e| Gpu::launch_error("sw_rows_f32", e))?;
             let n_ = self.n;
-            self.solver.queue_batch(
-                n_,
-                n_,
-                &self.a,
-                &self.b,
-                &self.c,
-                &self.d,
-                &mut self.x,
-                TridiagAlgorithm::Auto,
-            )?;
+            let a = Tridiagonal::new(&self.a, &self.b, &self.c);
+            self.solver
+                .queue_batch(n_, n_, a, &self.d, &mut self.x, TridiagAlgorithm::Auto)?;
             let mut l = s.launch_builder(&self.cols);
             l.arg(&self.x)
                 .arg(&self.h1)
@@ -374,16 +369,9 @@ mod gpu_sim {
             // SAFETY: sw_cols_f32(const float* hx, h1, ground, u32 n, float lam, float* a, b, c,
             // d); every buffer holds n*n floats.
             unsafe { l.launch(cfg) }.map_err(|e| Gpu::launch_error("sw_cols_f32", e))?;
-            self.solver.queue_batch(
-                n_,
-                n_,
-                &self.a,
-                &self.b,
-                &self.c,
-                &self.d,
-                &mut self.x,
-                TridiagAlgorithm::Auto,
-            )?;
+            let a = Tridiagonal::new(&self.a, &self.b, &self.c);
+            self.solver
+                .queue_batch(n_, n_, a, &self.d, &mut self.x, TridiagAlgorithm::Auto)?;
             let mut l = s.launch_builder(&self.transpose);
             l.arg(&self.x).arg(&n).arg(&mut self.h2);
             let tcfg = cudarc::driver::LaunchConfig {

@@ -48,7 +48,10 @@
 //! ([`setup_seconds`]: AMG's in cheap iterations, an incomplete factorization's per stored
 //! entry, the matched ILUT's at its own rate) and a candidate whose predicted setup alone is more
 //! than the time the bound leaves is sent behind the other candidates once, then dropped, in
-//! the reason and in [`AutoSolve::tried`]). A candidate whose rate needs more than
+//! the reason and in [`AutoSolve::tried`]; the last candidate left, when every other has failed,
+//! still runs if its predicted setup is within [`ProbeParams::last_resort`] times the whole
+//! bound, and its iterations within that larger bound, since skipping it would turn a system it
+//! may solve into a failure). A candidate whose rate needs more than
 //! [`ProbeParams::hopeless`] times the iterations, or the time, it has left stops. A candidate with nothing measured yet runs a sixteenth of what it
 //! has left (at most 1000 iterations) before its first checkpoint, a run after a checkpoint at
 //! most 4× the last one (the first solver call of a solve without a probe runs its whole
@@ -187,6 +190,12 @@ pub struct ProbeParams {
     /// A candidate stops at a checkpoint when its measured rate needs more than `hopeless`
     /// times the iterations, or the time, it has left (default 2).
     pub hopeless: f64,
+    /// The bound of the last candidate left when every other has failed: its predicted setup
+    /// may take up to `last_resort` times the whole work bound's seconds, and its iterations
+    /// then run within `last_resort` times the bound (default 30;
+    /// the matched ILUT that alone solved a circuit with voltage sources was predicted at 12×
+    /// the bound, on an H200).
+    pub last_resort: f64,
 }
 
 impl Default for ProbeParams {
@@ -202,6 +211,7 @@ impl Default for ProbeParams {
             amg_window: 6,
             work_factor: 2.0,
             hopeless: 2.0,
+            last_resort: 30.0,
         }
     }
 }
@@ -374,16 +384,26 @@ pub fn setup_seconds(precond: AutoPrecond, nnz: usize, t: f64, model: &CostModel
     }
 }
 
-/// Keeps the residual history of an observed solve, passing every call on to the caller's
-/// observer, if any.
+/// Keeps the residual history of the probe's solve (from its end, [`Observer::on_end`]: the
+/// probe runs as an ordinary solve, its blocks recorded), passing every call on to the caller's
+/// observer, if any (which may ask for every iteration).
 struct Recorder<'a>(Mutex<Vec<f64>>, Option<&'a dyn Observer>);
 
 impl Observer for Recorder<'_> {
     fn on_iteration(&self, iteration: usize, r: f64) -> crate::Result<()> {
-        if let Ok(mut h) = self.0.lock() {
-            h.push(r);
-        }
         self.1.map_or(Ok(()), |o| o.on_iteration(iteration, r))
+    }
+
+    fn every_iteration(&self) -> bool {
+        self.1.is_some_and(|o| o.every_iteration())
+    }
+
+    fn on_end(&self, history: &[f64]) -> crate::Result<()> {
+        if let Ok(mut h) = self.0.lock() {
+            // Entry 0 is the initial residual: the history of the iterations alone.
+            *h = history.iter().skip(1).copied().collect();
+        }
+        self.1.map_or(Ok(()), |o| o.on_end(history))
     }
 
     fn wants_iterate(&self) -> bool {
@@ -731,6 +751,7 @@ where
         let pp = SolveParams {
             max_iters: budget,
             observer: Some(&rec),
+            record_history: true,
             ..*params
         };
         let t = Instant::now();
@@ -892,6 +913,9 @@ where
     // another candidate may cost 100× more (a deep triangular solve).
     let mut t_ref: Option<f64> = known.first().map(|k| k.2).filter(|t| *t > 0.0);
     let mut timed_out = false;
+    // The time bound's multiple: `last_resort` once the last candidate left was started over
+    // the bound (its iterations get the larger bound its setup got).
+    let mut stretch = 1.0f64;
     // Candidates whose predicted setup was over what the bound leaves, sent behind the others.
     let mut deferred: Vec<Cand> = Vec::new();
     while let Some(cand) = queue.pop_front() {
@@ -916,8 +940,9 @@ where
         }
         let last = !queue.iter().any(|c| runnable(c, &dropped, indefinite));
         let continued = seg.iterations > 0 || out.probe.is_some();
-        let seconds_left =
-            t_ref.map(|t| probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds);
+        let seconds_left = t_ref.map(|t| {
+            probe.work_factor.max(1.0) * params.max_iters as f64 * t * stretch - seg.seconds
+        });
         if monitor && seconds_left.is_some_and(|l| l <= 0.0) {
             timed_out = true;
             break;
@@ -931,11 +956,25 @@ where
             t_ref,
         ) {
             let predicted = setup_seconds(cand.1, choice.stats.nnz, t, &model_for(&choice, probe));
-            if predicted > l {
-                let name = cand_name(cand);
-                let others = queue
-                    .iter()
-                    .any(|c| *c != cand && runnable(c, &dropped, indefinite));
+            let name = cand_name(cand);
+            let others = queue
+                .iter()
+                .any(|c| *c != cand && runnable(c, &dropped, indefinite));
+            // The last resort: every other candidate has failed, so skipping this setup on a
+            // prediction would turn a system it may solve into a failure. It runs within the
+            // larger bound of `last_resort` times the whole work bound's seconds, its setup and
+            // its iterations.
+            let whole = probe.work_factor.max(1.0) * params.max_iters as f64 * t;
+            let last_resort = !others && predicted <= probe.last_resort.max(1.0) * whole;
+            if predicted > l && last_resort {
+                stretch = probe.last_resort.max(1.0);
+                choice.reason.push_str(&format!(
+                    "; {name}: setup predicted {predicted:.3} s, more than the {l:.3} s the \
+                     work bound leaves, started as the last candidate left (within {:.0} × \
+                     the bound's {whole:.3} s)",
+                    probe.last_resort.max(1.0)
+                ));
+            } else if predicted > l {
                 if others && !deferred.contains(&cand) {
                     deferred.push(cand);
                     queue.push_back(cand);
@@ -946,10 +985,19 @@ where
                     continue;
                 }
                 dropped.push(cand);
-                out.tried.push(format!(
-                    "{name}: not started (setup predicted {predicted:.3} s, {l:.3} s left in \
-                     the work bound)"
-                ));
+                out.tried.push(if others {
+                    format!(
+                        "{name}: not started (setup predicted {predicted:.3} s, {l:.3} s left \
+                         in the work bound)"
+                    )
+                } else {
+                    format!(
+                        "{name}: not started (setup predicted {predicted:.3} s, {l:.3} s left \
+                         in the work bound; more than {:.0} × its whole {whole:.3} s for the \
+                         last candidate)",
+                        probe.last_resort.max(1.0)
+                    )
+                });
                 choice.reason.push_str(&format!(
                     "; {name}: setup predicted {predicted:.3} s, more than the {l:.3} s the \
                      work bound leaves: skipped"
@@ -994,12 +1042,21 @@ where
             }
             .min(
                 // Within the time bound at this candidate's own seconds per iteration; one
-                // window of `restart` iterations measures them first.
+                // window of `restart` iterations measures them first where its preconditioner
+                // costs more than a diagonal.
                 match (
                     seconds_left,
                     known.iter().find(|k| k.0 == cand).map(|k| k.2),
                 ) {
                     (Some(l), Some(t)) if t > 0.0 => ((l / t) as usize).max(1),
+                    // No preconditioner or Jacobi: an iteration costs at most about two of
+                    // the first candidate measured (BiCGSTAB's two products against CG's one).
+                    (Some(l), None)
+                        if matches!(cand.1, AutoPrecond::None | AutoPrecond::Jacobi)
+                            && t_ref.is_some_and(|t| t > 0.0) =>
+                    {
+                        ((l / (2.0 * t_ref.unwrap_or(1.0))) as usize).max(1)
+                    }
                     (Some(_), _) => restart.max(1),
                     _ => usize::MAX,
                 },
@@ -1222,7 +1279,7 @@ where
         }
         // A candidate whose rate cannot reach the tolerance in what it has left stops.
         let time_left = t_ref.map_or(f64::INFINITY, |t| {
-            probe.work_factor.max(1.0) * params.max_iters as f64 * t - seg.seconds
+            probe.work_factor.max(1.0) * params.max_iters as f64 * t * stretch - seg.seconds
         });
         if !need.is_nan()
             && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
@@ -1366,6 +1423,7 @@ fn cache_key(pattern: u64, s: &MatrixStats, rel_tol: f64) -> u64 {
         log(s.diagonal_spread),
         log(s.min_dominance),
         (s.opposite_sign_fraction * 100.0).round() as i64,
+        s.shifted(),
         if s.symmetric { 0 } else { log(s.asymmetry) },
         (rel_tol.log10() * 2.0).round() as i64,
     )

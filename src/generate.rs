@@ -472,6 +472,23 @@ fn chunk_rng(seed: u64, chunk: usize, phase: u64) -> ChaCha8Rng {
     rng
 }
 
+/// `count` draws of `draw` from the random streams of generation `phase`, chunks of
+/// [`CHUNK_ROWS`] draws in parallel, in order (the same for every thread count).
+fn random_draws<X, F>(count: usize, seed: u64, phase: u64, draw: F) -> Vec<X>
+where
+    X: Send,
+    F: Fn(&mut ChaCha8Rng) -> X + Sync,
+{
+    (0..count.div_ceil(CHUNK_ROWS))
+        .into_par_iter()
+        .flat_map_iter(|chunk| {
+            let mut rng = chunk_rng(seed, chunk, phase);
+            let len = CHUNK_ROWS.min(count - chunk * CHUNK_ROWS);
+            (0..len).map(|_| draw(&mut rng)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Builds an `nrows × ncols` matrix whose row `i` has `len(i)` entries; `fill(chunk, rows,
 /// row_ptr, cols, vals)` writes the entries of the rows in `rows` (`row_ptr` holds their
 /// `rows.len() + 1` pointers, relative to the start of `cols`/`vals`) with strictly increasing

@@ -20,6 +20,9 @@
 #ifndef AMG_BLOCK
 #error "AMG_BLOCK must be defined by the host (KernelSource::constants)"
 #endif
+#ifndef AMG_APPLY_BLOCKS
+#error "AMG_APPLY_BLOCKS must be defined by the host (KernelSource::constants)"
+#endif
 #ifndef AMG_DOT_BLOCKS
 #error "AMG_DOT_BLOCKS must be defined by the host (KernelSource::constants)"
 #endif
@@ -225,6 +228,18 @@ __device__ __forceinline__ double amg_sum_partials(const double* partials, u32* 
     return threadIdx.x == 0 ? t : 0.0;
 }
 
+// In the last block, all of its threads: the sum of partials[0..gridDim.x) in a fixed order (each
+// thread a strided share, then the block's tree), in thread 0 (the others return 0); resets the
+// ticket. For grids too large for one warp to read.
+__device__ __forceinline__ double amg_sum_partials_block(const double* partials, u32* ticket) {
+    __threadfence();
+    double t = 0.0;
+    for (u32 b = threadIdx.x; b < gridDim.x; b += blockDim.x) t += __ldcg(partials + b);
+    t = amg_block_total(t);
+    if (threadIdx.x == 0) *ticket = 0;
+    return t;
+}
+
 // The start vector (as amg_lanczos_start) and |v|^2 -> scal[NV] = |v|; clears the scalars.
 extern "C" __global__ void __launch_bounds__(AMG_BLOCK)
     amg_lanczos_start_dot(double* __restrict__ v, u32 n, double* partials, u32* ticket, double* scal, u32 steps) {
@@ -251,7 +266,10 @@ extern "C" __global__ void amg_lanczos_normalize(double* __restrict__ v, u32 n, 
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) v[i] = v[i] / nv;
 }
 
-// Step k: y = D^-1/2 A D^-1/2 v and alpha[k] = y.v (nothing once stopped).
+// Step k: y = D^-1/2 A D^-1/2 v and alpha[k] = y.v (nothing once stopped). Four rows per warp
+// per pass; launched on up to AMG_APPLY_BLOCKS blocks, many waves of short blocks (a grid of
+// one resident wave left a partial second wave of 64 passes each on a 2 M-row level: half the
+// bandwidth of an SpMV).
 template <typename T>
 __device__ __forceinline__ void amg_lanczos_apply_dot(const u32* __restrict__ rp, const u32* __restrict__ col,
                                                       const T* __restrict__ val, u32 n, const double* __restrict__ s,
@@ -282,7 +300,7 @@ __device__ __forceinline__ void amg_lanczos_apply_dot(const u32* __restrict__ rp
     }
     const double tot = amg_block_total(dot);
     if (amg_arrive(tot, partials, ticket)) {
-        const double a = amg_sum_partials(partials, ticket);
+        const double a = amg_sum_partials_block(partials, ticket);
         if (threadIdx.x == 0) {
             scal[k] = a;
             scal[AMG_SC_M(steps)] = (double)(k + 1);

@@ -1,24 +1,33 @@
 // The automatic choice's matrix statistics on the device (segsparse::precond::auto::gpu), the
 // same as the host's two passes (precond/auto/cpu.rs) on a GpuCsr:
-//   auto_row_scale_T: s_i = max_j |a_ij|, one thread per row;
-//   auto_stats_T:     one thread per row: the diagonal (missing or zero, negative, not positive,
-//                     min and max magnitude), the off-diagonal signs against the diagonal's,
-//                     the dominance |a_ii| / sum_{j!=i} |a_ij|, non-finite values, rows whose
+//   auto_row_scale_T: s_i = max_j |a_ij|;
+//   auto_stats_T:     per row: the diagonal (missing or zero, negative, not positive, min and
+//                     max magnitude), the off-diagonal signs against the diagonal's, the
+//                     dominance |a_ii| / sum_{j!=i} |a_ij|, a negative row sum (sum_j a_ij <
+//                     -tol * s_i under a positive diagonal), non-finite values, rows whose
 //                     columns are not strictly increasing, and the worst symmetry violation
 //                     |a_ij - a_ji| / max(s_i, s_j) with a_ji found by binary search in row j
 //                     (0 when not stored). Each block reduces its threads' fields and writes
 //                     one row of AUTO_STATS_FIELDS doubles to `partials`; the host merges the
 //                     blocks. Every field is a count (exact in a double below 2^53), a minimum
 //                     or a maximum, so the result does not depend on the grid.
+// One thread per row; a row longer than AUTO_STATS_LONG entries (a hub of a power-law graph: tens
+// of thousands) is walked by a whole block, its entries strided over the threads, so that no
+// thread walks a hub alone: auto_row_scale_T after its tile's short rows; auto_stats_T in a
+// second pass (`pass` 1) over the list of long rows that its first pass made, one block per row
+// spread over the grid (hubs are often neighbours in the row order, and one block walking a
+// tile of them would hold the kernel). Pass p writes its blocks' partials at row p * gridDim.x. The two sums of a long row (|off-diagonal| and the signed row sum)
+// are added per thread, then over the block in a fixed tree (block_sum2_) that the host
+// follows for rows of that length: the statistics stay equal to the host's bit for bit.
 // The binary search assumes sorted rows: a matrix with any unsorted row (counted) is measured
 // again on the host by the caller, from a sorted copy.
 #include "common.cuh"
 
-#if !defined(AUTO_STATS_BLOCK) || !defined(AUTO_STATS_FIELDS)
-#error "AUTO_STATS_BLOCK and AUTO_STATS_FIELDS must be defined by the host (KernelSource::constants)"
+#if !defined(AUTO_STATS_BLOCK) || !defined(AUTO_STATS_FIELDS) || !defined(AUTO_STATS_LONG)
+#error "AUTO_STATS_BLOCK, AUTO_STATS_FIELDS and AUTO_STATS_LONG must be defined by the host (KernelSource::constants)"
 #endif
-#if AUTO_STATS_FIELDS != 11 || (AUTO_STATS_BLOCK % 32) != 0 || AUTO_STATS_BLOCK > 1024
-#error "auto_stats.cu reduces 11 fields over a block of whole warps"
+#if AUTO_STATS_FIELDS != 12 || (AUTO_STATS_BLOCK % 32) != 0 || AUTO_STATS_BLOCK > 1024
+#error "auto_stats.cu reduces 12 fields over a block of whole warps"
 #endif
 
 // Field slots of a block's partial (the host's order in precond/auto/gpu.rs).
@@ -33,6 +42,7 @@
 #define F_ASYM 8
 #define F_NONFINITE 9
 #define F_UNSORTED 10
+#define F_NEGSUM 11
 
 __device__ __forceinline__ double inf_() { return __longlong_as_double(0x7ff0000000000000ll); }
 
@@ -56,56 +66,194 @@ __device__ __forceinline__ double partner_(const u32* __restrict__ rp, const u32
     return (lo < end && col[lo] == i) ? (double)val[lo] : 0.0;
 }
 
+// The tile loop of auto_row_scale_T: `short_row(i)` for each row of the tile of at most
+// AUTO_STATS_LONG entries, then `long_row(i, lo, hi)` called by every thread of the block for
+// each longer one (the block synchronises around each). Every thread runs the same number of
+// tiles.
+template <typename Short, typename Long>
+__device__ __forceinline__ void tiles_(const u32* __restrict__ rp, u32 n, Short short_row, Long long_row) {
+    __shared__ u32 long_rows[AUTO_STATS_BLOCK];
+    __shared__ u32 long_count;
+    for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += (u64)gridDim.x * blockDim.x) {
+        if (threadIdx.x == 0) long_count = 0;
+        __syncthreads();
+        const u64 i = base + threadIdx.x;
+        if (i < n) {
+            if (rp[i + 1] - rp[i] > AUTO_STATS_LONG) {
+                long_rows[atomicAdd(&long_count, 1u)] = (u32)i;
+            } else {
+                short_row((u32)i);
+            }
+        }
+        __syncthreads();
+        const u32 count = long_count;
+        for (u32 k = 0; k < count; ++k) {
+            const u32 r = long_rows[k];
+            long_row(r, rp[r], rp[r + 1]);
+            __syncthreads();
+        }
+        __syncthreads();
+    }
+}
+
+// The maximum of `v` over the block (every thread gets it).
+__device__ __forceinline__ double block_max_(double v) {
+    __shared__ double warp_m[AUTO_STATS_BLOCK / 32];
+    __shared__ double all_m;
+    for (int o = 16; o > 0; o >>= 1) v = fmax(v, __shfl_down_sync(FULL_MASK, v, o));
+    if ((threadIdx.x & 31) == 0) warp_m[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double m = warp_m[0];
+        for (u32 w = 1; w < blockDim.x / 32; ++w) m = fmax(m, warp_m[w]);
+        all_m = m;
+    }
+    __syncthreads();
+    return all_m;
+}
+
 template <typename T>
 __device__ __forceinline__ void row_scale_body(const u32* __restrict__ rp, const T* __restrict__ val, u32 n,
                                                double* __restrict__ s) {
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        double m = 0.0;
-        for (u32 p = rp[i]; p < rp[i + 1]; ++p) m = fmax(m, fabs((double)val[p]));
-        s[i] = m;
+    tiles_(
+        rp, n,
+        [&](u32 i) {
+            double m = 0.0;
+            for (u32 p = rp[i]; p < rp[i + 1]; ++p) m = fmax(m, fabs((double)val[p]));
+            s[i] = m;
+        },
+        [&](u32 i, u32 lo, u32 hi) {
+            double m = 0.0;
+            for (u32 p = lo + threadIdx.x; p < hi; p += blockDim.x) m = fmax(m, fabs((double)val[p]));
+            m = block_max_(m);
+            if (threadIdx.x == 0) s[i] = m;
+        });
+}
+
+// The sums `a` and `b` over the block, in thread 0 (the others keep partial values): each warp
+// by a shuffle tree (lane l adds lane l + o for o = 16, 8, 4, 2, 1), then thread 0 adds the
+// warps in order. precond/auto/cpu.rs adds a long row's sums in this order too.
+__device__ __forceinline__ void block_sum2_(double& a, double& b) {
+    __shared__ double warp_a[AUTO_STATS_BLOCK / 32], warp_b[AUTO_STATS_BLOCK / 32];
+    for (int o = 16; o > 0; o >>= 1) {
+        a = a + __shfl_down_sync(FULL_MASK, a, o);
+        b = b + __shfl_down_sync(FULL_MASK, b, o);
     }
+    if ((threadIdx.x & 31) == 0) {
+        warp_a[threadIdx.x >> 5] = a;
+        warp_b[threadIdx.x >> 5] = b;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (u32 w = 1; w < blockDim.x / 32; ++w) {
+            a = a + warp_a[w];
+            b = b + warp_b[w];
+        }
+    }
+    __syncthreads();
+}
+
+// The fields of one row from its diagonal `d` and its two sums, added by the calling thread.
+__device__ __forceinline__ void row_fields_(double* f, double d, double off, double sum, double si, double tol,
+                                            bool sorted) {
+    if (!sorted) f[F_UNSORTED] += 1.0;
+    if (d == 0.0) f[F_MISSING] += 1.0;
+    if (d < 0.0) f[F_NEGATIVE] += 1.0;
+    if (!(d > 0.0)) f[F_NONPOSITIVE] += 1.0;
+    f[F_DMIN] = fmin(f[F_DMIN], fabs(d));
+    f[F_DMAX] = fmax(f[F_DMAX], fabs(d));
+    if (off > 0.0) f[F_MINDOM] = fmin(f[F_MINDOM], fabs(d) / off);
+    if (d > 0.0 && sum < -tol * si) f[F_NEGSUM] += 1.0;
+}
+
+// The fields of entry p (column j != i, value x) of row i with diagonal d.
+template <typename T>
+__device__ __forceinline__ void entry_fields_(double* f, const u32* __restrict__ rp, const u32* __restrict__ col,
+                                              const T* __restrict__ val, const double* __restrict__ s, u32 i,
+                                              u32 j, double x, double d, double si) {
+    if (x != 0.0) {
+        f[F_OFFDIAG] += 1.0;
+        if ((x < 0.0) != (d < 0.0)) f[F_OPPOSITE] += 1.0;
+    }
+    const double y = partner_(rp, col, val, j, i);
+    const double size = fmax(si, s[j]);
+    const double r = size > 0.0 ? fabs(x - y) / size : 0.0;
+    if (r > f[F_ASYM]) f[F_ASYM] = r;
 }
 
 template <typename T>
 __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32* __restrict__ col,
                                            const T* __restrict__ val, u32 n, const double* __restrict__ s,
-                                           double* __restrict__ partials) {
+                                           double tol, u32* __restrict__ long_rows, u32* __restrict__ long_count,
+                                           u32 pass, double* __restrict__ partials) {
     double f[AUTO_STATS_FIELDS];
     for (int k = 0; k < AUTO_STATS_FIELDS; ++k) f[k] = 0.0;
     f[F_DMIN] = inf_();
     f[F_MINDOM] = inf_();
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const u32 lo = rp[i], hi = rp[i + 1];
-        double d = 0.0;
-        bool sorted = true;
-        for (u32 p = lo; p < hi; ++p) {
-            if (p > lo && col[p] <= col[p - 1]) sorted = false;
-            if (col[p] == i) d = (double)val[p];
-        }
-        if (!sorted) f[F_UNSORTED] += 1.0;
-        if (d == 0.0) f[F_MISSING] += 1.0;
-        if (d < 0.0) f[F_NEGATIVE] += 1.0;
-        if (!(d > 0.0)) f[F_NONPOSITIVE] += 1.0;
-        f[F_DMIN] = fmin(f[F_DMIN], fabs(d));
-        f[F_DMAX] = fmax(f[F_DMAX], fabs(d));
-        const double si = s[i];
-        double off = 0.0;
-        for (u32 p = lo; p < hi; ++p) {
-            const double x = (double)val[p];
-            if (!isfinite(x)) f[F_NONFINITE] += 1.0;
-            const u32 j = col[p];
-            if (j == i) continue;
-            off += fabs(x);
-            if (x != 0.0) {
-                f[F_OFFDIAG] += 1.0;
-                if ((x < 0.0) != (d < 0.0)) f[F_OPPOSITE] += 1.0;
+    __shared__ double long_d;
+    __shared__ int long_unsorted;
+    if (pass == 0) {
+        // One thread per row; a long row goes to the list for pass 1.
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+            const u32 lo = rp[i], hi = rp[i + 1];
+            if (hi - lo > AUTO_STATS_LONG) {
+                long_rows[atomicAdd(long_count, 1u)] = (u32)i;
+                continue;
             }
-            const double y = partner_(rp, col, val, j, i);
-            const double size = fmax(si, s[j]);
-            const double r = size > 0.0 ? fabs(x - y) / size : 0.0;
-            if (r > f[F_ASYM]) f[F_ASYM] = r;
+            double d = 0.0;
+            bool sorted = true;
+            for (u32 p = lo; p < hi; ++p) {
+                if (p > lo && col[p] <= col[p - 1]) sorted = false;
+                if (col[p] == i) d = (double)val[p];
+            }
+            const double si = s[i];
+            double off = 0.0, sum = 0.0;
+            for (u32 p = lo; p < hi; ++p) {
+                const double x = (double)val[p];
+                if (!isfinite(x)) f[F_NONFINITE] += 1.0;
+                sum += x;
+                const u32 j = col[p];
+                if (j == i) continue;
+                off += fabs(x);
+                entry_fields_<T>(f, rp, col, val, s, (u32)i, j, x, d, si);
+            }
+            row_fields_(f, d, off, sum, si, tol, sorted);
         }
-        if (off > 0.0) f[F_MINDOM] = fmin(f[F_MINDOM], fabs(d) / off);
+    } else {
+        // The long rows, one block each, spread over the grid (a power-law graph's hubs are
+        // often neighbours in the row order).
+        const u32 count = *long_count;
+        for (u32 k = blockIdx.x; k < count; k += gridDim.x) {
+            const u32 i = long_rows[k];
+            const u32 lo = rp[i], hi = rp[i + 1];
+            if (threadIdx.x == 0) {
+                long_d = 0.0;
+                long_unsorted = 0;
+            }
+            __syncthreads();
+            for (u32 p = lo + threadIdx.x; p < hi; p += blockDim.x) {
+                if (p > lo && col[p] <= col[p - 1]) atomicOr(&long_unsorted, 1);
+                // One writer in a sorted row; an unsorted row is measured again on the host.
+                if (col[p] == i)
+                    atomicExch(reinterpret_cast<unsigned long long*>(&long_d),
+                               (unsigned long long)__double_as_longlong((double)val[p]));
+            }
+            __syncthreads();
+            const double d = long_d, si = s[i];
+            double off = 0.0, sum = 0.0;
+            for (u32 p = lo + threadIdx.x; p < hi; p += blockDim.x) {
+                const double x = (double)val[p];
+                if (!isfinite(x)) f[F_NONFINITE] += 1.0;
+                sum = sum + x;
+                const u32 j = col[p];
+                if (j == i) continue;
+                off = off + fabs(x);
+                entry_fields_<T>(f, rp, col, val, s, i, j, x, d, si);
+            }
+            block_sum2_(off, sum);
+            if (threadIdx.x == 0) row_fields_(f, d, off, sum, si, tol, long_unsorted == 0);
+            __syncthreads();
+        }
     }
     // Warp, then block: lane 0 of each warp leaves its fields in shared memory, thread 0 merges
     // the warps in order.
@@ -122,18 +270,20 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
         for (int k = 0; k < AUTO_STATS_FIELDS; ++k) {
             double v = warp_f[0][k];
             for (u32 w = 1; w < blockDim.x / 32; ++w) v = red_(k, v, warp_f[w][k]);
-            partials[(u64)blockIdx.x * AUTO_STATS_FIELDS + k] = v;
+            partials[((u64)pass * gridDim.x + blockIdx.x) * AUTO_STATS_FIELDS + k] = v;
         }
     }
 }
 
 #define AUTO_STATS(T, S)                                                                                   \
-    extern "C" __global__ void auto_row_scale_##S(const u32* rp, const T* val, u32 n, double* s) {        \
+    extern "C" __global__ void __launch_bounds__(AUTO_STATS_BLOCK)                                         \
+        auto_row_scale_##S(const u32* rp, const T* val, u32 n, double* s) {                               \
         row_scale_body<T>(rp, val, n, s);                                                                  \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(AUTO_STATS_BLOCK)                                         \
-        auto_stats_##S(const u32* rp, const u32* col, const T* val, u32 n, const double* s, double* part) { \
-        stats_body<T>(rp, col, val, n, s, part);                                                           \
+        auto_stats_##S(const u32* rp, const u32* col, const T* val, u32 n, const double* s, double tol,    \
+                       u32* long_rows, u32* long_count, u32 pass, double* part) {                          \
+        stats_body<T>(rp, col, val, n, s, tol, long_rows, long_count, pass, part);                         \
     }
 AUTO_STATS(float, f32)
 AUTO_STATS(double, f64)

@@ -8,7 +8,7 @@ use segsparse::primitives::sort::RadixKey;
 use segsparse::primitives::{
     cpu as pcpu, gpu as pgpu, Direction, ScanAlgorithm, ScanElem, ScanKind, ScanOp, ScanSpec,
 };
-use segsparse::tridiag::{self, gpu::GpuTridiag, TridiagAlgorithm};
+use segsparse::tridiag::{self, gpu::GpuTridiag, TridiagAlgorithm, Tridiagonal};
 use segsparse::Scalar;
 
 use crate::arrays::{ro, rw, slice, slice_mut};
@@ -295,10 +295,11 @@ pub fn tridiag_host(
         let (a, b, c, d) = (slice(&a, w)?, slice(&b, w)?, slice(&c, w)?, slice(&d, w)?);
         let x = run(py, || {
             check_tridiag(n, [a.len(), b.len(), c.len(), d.len()])?;
+            let a = Tridiagonal::new(a, b, c);
             if use_gpu {
-                Ok(tridiag::solve_batch(n, a, b, c, d)?)
+                Ok(tridiag::solve_batch(n, a, d)?)
             } else {
-                Ok(tridiag::cpu::thomas_batch(n, a, b, c, d)?)
+                Ok(tridiag::cpu::thomas_batch(n, a, d)?)
             }
         })?;
         Ok(PyArray1::from_vec(py, x).into_any().unbind())
@@ -356,7 +357,8 @@ pub fn tridiag_device(
             // SAFETY: as in `scan_device`.
             let [a, b, c, r, x] = ptrs.map(|p| unsafe { Borrowed::<T>::new(d, p, len) });
             let mut x = x;
-            solver.solve_batch(n, len / n, &a, &b, &c, &r, &mut x, TridiagAlgorithm::Auto)?;
+            let a = Tridiagonal::new(&*a, &*b, &*c);
+            solver.solve_batch(n, len / n, a, &r, &mut x, TridiagAlgorithm::Auto)?;
             d.leave(signal)?;
             Ok(())
         })

@@ -62,7 +62,7 @@ use crate::backend::{LinearOperator, Preconditioner, VectorOps};
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::precond::amg::{
-    fit_candidates, positions, smooth_prolongator, smooth_with, smoother_scalings, strength, Cycle,
+    fit_candidates, positions, smooth, smooth_prolongator, smoother_scalings, strength, Cycle,
     LevelOp, LevelSmoother, Operator, Scratch,
 };
 use crate::precond::spectral::{lanczos_radius, scaled_product};
@@ -336,6 +336,19 @@ impl CoarseCols {
     }
 }
 
+/// Rows `0..n` of `m` as `(column, value)` lists, each column through `col`.
+fn mapped_rows<T: Scalar, C>(
+    m: &CsrMatrix<T>,
+    n: usize,
+    col: impl Fn(u32) -> C,
+) -> Vec<Vec<(C, T)>> {
+    let row = |i| {
+        let (c, v) = m.row(i);
+        c.iter().map(|&c| col(c)).zip(v.iter().copied()).collect()
+    };
+    (0..n).map(row).collect()
+}
+
 /// Row `i` of `m` as global `(column, value bits)` words, columns through `global`.
 fn row_words<T: Scalar>(m: &CsrMatrix<T>, i: usize, global: impl Fn(u32) -> u64) -> Vec<u64> {
     let (c, v) = m.row(i);
@@ -513,12 +526,7 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
     let p_loc = agree(
         be,
         (|| {
-            let mut rows: Vec<Vec<(u32, T)>> = (0..n)
-                .map(|i| {
-                    let (c, v) = t.row(i);
-                    c.iter().copied().zip(v.iter().copied()).collect()
-                })
-                .collect();
+            let mut rows = mapped_rows(&t, n, |c| c);
             rows.extend(rows_of_words(&t_halo, &cc1)?);
             let t_ext = from_rows(&rows, cc1.len())?;
             let at_plan = SpgemmPlan::symbolic(&loc, &t_ext)?;
@@ -581,15 +589,7 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
         be,
         (|| {
             // cc1 → cc2 keeps the order (both: own columns, then the others sorted).
-            let mut rows: Vec<Vec<(u32, T)>> = (0..n)
-                .map(|i| {
-                    let (c, v) = p_loc.row(i);
-                    c.iter()
-                        .map(|&c| cc2.local(cc1.global(c)))
-                        .zip(v.iter().copied())
-                        .collect()
-                })
-                .collect();
+            let mut rows = mapped_rows(&p_loc, n, |c| cc2.local(cc1.global(c)));
             let p_own = from_rows(&rows, cc2.len())?;
             rows.extend(rows_of_words(&p_halo, &cc2)?);
             let p_ext = from_rows(&rows, cc2.len())?;
@@ -599,15 +599,7 @@ fn setup_level<T: Scalar, D: LocalOps<T>>(
         })(),
     )?;
     // This rank's coarse rows: its own contributions, then the other ranks', summed by column.
-    let c_rows: Vec<Vec<(u64, T)>> = (0..nc)
-        .map(|a| {
-            let (c, v) = rap.row(a);
-            c.iter()
-                .map(|&c| cc2.global(c))
-                .zip(v.iter().copied())
-                .collect()
-        })
-        .collect();
+    let c_rows = mapped_rows(&rap, nc, |c| cc2.global(c));
     let mut out = vec![Vec::new(); be.dist_size()];
     for a in nc..rap.nrows() {
         let g = cc2.global(a as u32);
@@ -967,7 +959,7 @@ where
     ) -> Result<()> {
         let sweeps = lv.smoother.sweeps;
         for s in 0..sweeps {
-            smooth_with(be, op, &lv.smoother, b, x, s == 0, &mut w.s)?;
+            smooth(be, op, &lv.smoother, b, x, s == 0, &mut w.s)?;
         }
         if sweeps == 0 {
             be.copy(b, &mut w.s.r)?;
@@ -983,7 +975,7 @@ where
             be.axpy(T::one(), &w.t, x)?;
         }
         for _ in 0..sweeps {
-            smooth_with(be, op, &lv.smoother, b, x, false, &mut w.s)?;
+            smooth(be, op, &lv.smoother, b, x, false, &mut w.s)?;
         }
         Ok(())
     }

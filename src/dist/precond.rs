@@ -192,71 +192,51 @@ where
     D::Local: 'a,
     A: DistOperator<T, D> + ?Sized,
 {
-    if let DistPrecond::Amg(p) = which {
-        let part = agree(
-            be,
-            a.host_part().ok_or_else(|| {
-                Error::InvalidInput(
-                    "the distributed AMG needs the operator's part on the host \
-                     (DistOperator::host_part)"
-                        .into(),
-                )
-            }),
-        )?;
-        return Ok(Box::new(DistAmg::new(be, a, part, None, p)?));
-    }
-    if let DistPrecond::Chebyshev(p) = which {
-        // The inverse diagonal is local (and may fail on one rank); the estimate is collective
-        // and, working on all-reduced values, fails on every rank or on none.
-        let inv = agree(
-            be,
-            if p.jacobi {
-                Jacobi::from_matrix(be, owned).map(|j| Some(j.into_inverse_diagonal()))
-            } else {
-                Ok(None)
-            },
-        )?;
-        return Ok(Box::new(Chebyshev::from_operator(
-            be, a, inv, first_row, p,
-        )?));
-    }
-    agree(be, setup_local(be, a, owned, which))
-}
-
-/// The preconditioners whose setup is local to the rank (all but the distributed polynomial).
-fn setup_local<'a, T, D, A>(
-    be: &D,
-    a: &'a A,
-    owned: &CsrMatrix<T>,
-    which: &DistPrecond,
-) -> Result<Box<dyn Preconditioner<T, D> + 'a>>
-where
-    T: Scalar,
-    D: LocalOps<T> + 'a,
-    D::Vector: 'a,
-    D::Local: 'a,
-    A: DistOperator<T, D> + ?Sized,
-{
     let local = be.local();
+    // Every setup that may fail on one rank is followed by `agree`.
     Ok(match which {
         DistPrecond::None => Box::new(Identity),
         DistPrecond::Jacobi | DistPrecond::BlockJacobi(LocalPrecond::Jacobi) => {
-            Box::new(Jacobi::from_matrix(be, owned)?)
+            Box::new(agree(be, Jacobi::from_matrix(be, owned))?)
         }
-        DistPrecond::Chebyshev(_) | DistPrecond::Amg(_) => {
-            unreachable!("set up collectively by setup_precond")
+        DistPrecond::Amg(p) => {
+            let part = agree(
+                be,
+                a.host_part().ok_or_else(|| {
+                    Error::InvalidInput(
+                        "the distributed AMG needs the operator's part on the host \
+                         (DistOperator::host_part)"
+                            .into(),
+                    )
+                }),
+            )?;
+            Box::new(DistAmg::new(be, a, part, None, p)?)
         }
-        DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(p)) => Box::new(BlockJacobi::new(
-            Chebyshev::from_matrix(local, a.owned_block(), owned, p)?,
-        )),
+        DistPrecond::Chebyshev(p) => {
+            // The inverse diagonal is local (and may fail on one rank); the estimate is
+            // collective and, working on all-reduced values, fails on every rank or on none.
+            let inv = agree(
+                be,
+                if p.jacobi {
+                    Jacobi::from_matrix(be, owned).map(|j| Some(j.into_inverse_diagonal()))
+                } else {
+                    Ok(None)
+                },
+            )?;
+            Box::new(Chebyshev::from_operator(be, a, inv, first_row, p)?)
+        }
+        DistPrecond::BlockJacobi(LocalPrecond::Chebyshev(p)) => Box::new(BlockJacobi::new(agree(
+            be,
+            Chebyshev::from_matrix(local, a.owned_block(), owned, p),
+        )?)),
         DistPrecond::BlockJacobi(LocalPrecond::Ilu0(p)) => {
-            Box::new(BlockJacobi::new(Ilu0::new(local, owned, p)?))
+            Box::new(BlockJacobi::new(agree(be, Ilu0::new(local, owned, p))?))
         }
         DistPrecond::BlockJacobi(LocalPrecond::Ic0(p)) => {
-            Box::new(BlockJacobi::new(Ic0::new(local, owned, p)?))
+            Box::new(BlockJacobi::new(agree(be, Ic0::new(local, owned, p))?))
         }
         DistPrecond::BlockJacobi(LocalPrecond::Amg(p)) => {
-            Box::new(BlockJacobi::new(Amg::new(local, owned, p)?))
+            Box::new(BlockJacobi::new(agree(be, Amg::new(local, owned, p))?))
         }
     })
 }

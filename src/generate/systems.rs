@@ -5,7 +5,7 @@
 use rand::Rng;
 use rayon::prelude::*;
 
-use super::{build, check_rows, chunk_rng, splitmix64, too_big, CHUNK_ROWS};
+use super::{build, check_rows, chunk_rng, random_draws, splitmix64, too_big, CHUNK_ROWS};
 use crate::error::{Error, Result};
 use crate::{CsrMatrix, Scalar};
 
@@ -208,43 +208,28 @@ pub fn stokes2d<T: Scalar>(n: usize, shift: f64) -> Result<CsrMatrix<T>> {
     let u = |i: usize, j: usize| j * (n - 1) + (i - 1); // face i = 1..n-1, row j
     let v = |i: usize, j: usize| nu + (j - 1) * n + i; // column i, face j = 1..n-1
     let p = |i: usize, j: usize| j * n + i; // cell, 0 removed below
-                                            // K: both Laplacians.
     let mut kt: Vec<(usize, usize, f64)> = Vec::with_capacity(10 * nu);
-    for j in 0..n {
-        for i in 1..n {
-            let r = u(i, j);
-            let walls = (j == 0) as usize + (j + 1 == n) as usize;
-            kt.push((r, r, 4.0 + walls as f64 + shift));
-            if i > 1 {
-                kt.push((r, u(i - 1, j), -1.0));
-            }
-            if i + 1 < n {
-                kt.push((r, u(i + 1, j), -1.0));
-            }
-            if j > 0 {
-                kt.push((r, u(i, j - 1), -1.0));
-            }
-            if j + 1 < n {
-                kt.push((r, u(i, j + 1), -1.0));
-            }
-        }
-    }
-    for j in 1..n {
-        for i in 0..n {
-            let r = v(i, j);
-            let walls = (i == 0) as usize + (i + 1 == n) as usize;
-            kt.push((r, r, 4.0 + walls as f64 + shift));
-            if j > 1 {
-                kt.push((r, v(i, j - 1), -1.0));
-            }
-            if j + 1 < n {
-                kt.push((r, v(i, j + 1), -1.0));
-            }
-            if i > 0 {
-                kt.push((r, v(i - 1, j), -1.0));
-            }
-            if i + 1 < n {
-                kt.push((r, v(i + 1, j), -1.0));
+    // K, both Laplacians: one stencil for both components, at face `a = 1..n-1` across the flow and `b = 0..n-1`
+    // along it: the y-velocities are the x-velocities with i and j swapped.
+    let components: [&dyn Fn(usize, usize) -> usize; 2] = [&|a, b| u(a, b), &|a, b| v(b, a)];
+    for face in components {
+        for b in 0..n {
+            for a in 1..n {
+                let r = face(a, b);
+                let walls = (b == 0) as usize + (b + 1 == n) as usize;
+                kt.push((r, r, 4.0 + walls as f64 + shift));
+                if a > 1 {
+                    kt.push((r, face(a - 1, b), -1.0));
+                }
+                if a + 1 < n {
+                    kt.push((r, face(a + 1, b), -1.0));
+                }
+                if b > 0 {
+                    kt.push((r, face(a, b - 1), -1.0));
+                }
+                if b + 1 < n {
+                    kt.push((r, face(a, b + 1), -1.0));
+                }
             }
         }
     }
@@ -434,19 +419,10 @@ pub fn geolap<T: Scalar>(n: usize, k: usize, shift: f64, seed: u64) -> Result<Cs
         let cy = ((p[1] * g as f64) as usize).min(g - 1);
         cy * g + cx
     };
-    let mut pts: Vec<(usize, [f64; 2])> = (0..n.div_ceil(CHUNK_ROWS))
-        .into_par_iter()
-        .flat_map_iter(|chunk| {
-            let mut rng = chunk_rng(seed, chunk, 0);
-            let count = CHUNK_ROWS.min(n - chunk * CHUNK_ROWS);
-            (0..count)
-                .map(|_| {
-                    let p = [rng.gen::<f64>(), rng.gen::<f64>()];
-                    (cell_of(p), p)
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let mut pts = random_draws(n, seed, 0, |rng| {
+        let p = [rng.gen::<f64>(), rng.gen::<f64>()];
+        (cell_of(p), p)
+    });
     pts.par_sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)
             .then(a.1[0].total_cmp(&b.1[0]))
@@ -531,20 +507,10 @@ pub fn powerlap<T: Scalar>(n: usize, alpha: f64, shift: f64, seed: u64) -> Resul
     let total = acc;
     let cdf = &cdf;
     let pick = |u: f64| cdf.partition_point(|&c| c <= u * total).min(n - 1) as u64;
-    let m = 4 * n;
-    let edges: Vec<u64> = (0..m.div_ceil(CHUNK_ROWS))
-        .into_par_iter()
-        .flat_map_iter(|chunk| {
-            let mut rng = chunk_rng(seed, chunk, 3);
-            let count = CHUNK_ROWS.min(m - chunk * CHUNK_ROWS);
-            (0..count)
-                .map(|_| {
-                    let (a, b) = (pick(rng.gen()), pick(rng.gen()));
-                    (a << 32) | b
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let edges = random_draws(4 * n, seed, 3, |rng| {
+        let (a, b) = (pick(rng.gen()), pick(rng.gen()));
+        (a << 32) | b
+    });
     let keys = pairs(edges);
     Ok(cast(from_pairs(n, &keys, |_, _| -1.0, |_, s| s + shift)?))
 }

@@ -286,8 +286,9 @@ pub(crate) fn default_check_every(base: usize, precond_cost: f64) -> usize {
 /// The loop shared by every method and backend: setup, iterations with a status check every
 /// `check_every`, the true-residual confirmation with restarts, and the report. `clock` was
 /// started at the entry of the solver function (its workspace allocation is part of the solve).
-/// With an observer ([`SolveParams::observer`]), every block is one iteration, not recorded,
-/// and the observer is called after each.
+/// With an observer ([`SolveParams::observer`]) that wants every iteration, every block is one
+/// iteration, not recorded, and the observer is called after each; every observer is given the
+/// history at the end.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn drive<T, B, M>(
     be: &B,
@@ -314,7 +315,8 @@ where
     let bnorm = bb.sqrt();
     let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
     let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
-    let observer = params.observer;
+    // An observer that watches only the end does not change how the solve runs.
+    let observer = params.observer.filter(|o| o.every_iteration());
     let check_every = match observer {
         Some(_) => 1,
         None => params
@@ -515,6 +517,9 @@ where
     };
 
     let history = history(be, &sc, it, scale, params)?;
+    if let Some(o) = params.observer {
+        o.on_end(&history)?;
+    }
     let end = Ended {
         status,
         iterations: it,

@@ -48,7 +48,8 @@ pub struct SolveParams<'a> {
     pub on_check: Option<fn(&Progress)>,
     /// Called after every iteration, with the iterate on request (see [`Observer`]); `None` by
     /// default. With an observer the solve reads its status after every iteration and records
-    /// no blocks (as `check_every: Some(1), graphs: false`). The one-column solvers call it;
+    /// no blocks (as `check_every: Some(1), graphs: false`), unless it watches only the end
+    /// ([`Observer::every_iteration`] false). The one-column solvers call it;
     /// the multi-column solvers ([`multi`](super::multi)) refuse it.
     pub observer: Option<&'a dyn Observer>,
     /// Let the backend record a block of iterations (the `check_every` iterations between two
@@ -99,7 +100,9 @@ pub struct Progress {
 /// A per-iteration observer of a solve, set in [`SolveParams::observer`] (front ends turn it
 /// into a user's callback). With an observer the solve reads its status after every iteration
 /// and records no blocks (as `check_every = 1, graphs = false`): the same arithmetic,
-/// iterations and residuals as without, one host read per iteration more.
+/// iterations and residuals as without, one host read per iteration more. An observer whose
+/// [`Observer::every_iteration`] is false is given the history once, at the end
+/// ([`Observer::on_end`]), and changes nothing in how the solve runs.
 ///
 /// One observer serves every element type: the iterate comes as an [`ElemSlice`] (take it
 /// back as `&[T]` with [`ElemSlice::get`]). It is `Sync` so that the parameters holding it may
@@ -147,6 +150,20 @@ pub trait Observer: Sync {
     /// iteration of CG and BiCGSTAB, and after each restart cycle of GMRES (where the cycle's
     /// correction is added to `x`: the inner steps have no iterate), including the last one.
     fn on_iterate(&self, _iteration: usize, _x: ElemSlice<'_>) -> crate::Result<()> {
+        Ok(())
+    }
+    /// Whether the observer needs a call after every iteration (default true). An observer
+    /// that answers false is given only [`Observer::on_end`]: the solve then runs as without an
+    /// observer (its status read every `check_every` iterations, its blocks recorded), so
+    /// watching a solve's history costs nothing per iteration.
+    fn every_iteration(&self) -> bool {
+        true
+    }
+    /// Once, when a one-column solve ends (converged or not, unless it failed before its first
+    /// iteration), with its recursive residual history relative to ‖b‖ (entry `k` after
+    /// iteration `k`, as [`SolveInfo::history`]; empty unless
+    /// [`SolveParams::record_history`]).
+    fn on_end(&self, _history: &[f64]) -> crate::Result<()> {
         Ok(())
     }
 }

@@ -236,6 +236,19 @@ pub struct Matching {
     pub unmatched: usize,
 }
 
+/// An unmatched row or column of a matching under construction.
+const FREE: u32 = u32::MAX;
+
+/// Pairs the columns a matching left free with the rows it left free, in increasing order, so
+/// that `row_of` is a permutation (the structurally singular part gets arbitrary rows).
+fn pair_leftovers(row_of: &mut [u32], col_of_row: &[u32]) {
+    let free_rows = (0..col_of_row.len() as u32).filter(|&i| col_of_row[i as usize] == FREE);
+    let free_cols: Vec<usize> = (0..row_of.len()).filter(|&j| row_of[j] == FREE).collect();
+    for (j, i) in free_cols.into_iter().zip(free_rows) {
+        row_of[j] = i;
+    }
+}
+
 /// A maximum transversal: a row permutation putting a structurally nonzero entry of `A`
 /// (square, any order of indices) on as many diagonal positions as possible, all of them when
 /// `A` is structurally nonsingular. Explicitly stored zeros are not used. Among the entries of a
@@ -285,7 +298,6 @@ pub fn max_transversal<T: Elem>(a: &CsrMatrix<T>) -> Result<Matching> {
         crow[cptr[j] as usize..cptr[j + 1] as usize]
             .sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     }
-    const FREE: u32 = u32::MAX;
     let mut col_of_row = vec![FREE; n];
     let mut row_of = vec![FREE; n];
     // Greedy: each column takes its best free row.
@@ -346,14 +358,7 @@ pub fn max_transversal<T: Elem>(a: &CsrMatrix<T>) -> Result<Matching> {
             None => unmatched += 1,
         }
     }
-    // Pair the leftover columns with the leftover rows.
-    let free_rows: Vec<u32> = (0..n as u32)
-        .filter(|&i| col_of_row[i as usize] == FREE)
-        .collect();
-    let free_cols = (0..n).filter(|&j| row_of[j] == FREE).collect::<Vec<_>>();
-    for (&j, &i) in free_cols.iter().zip(&free_rows) {
-        row_of[j] = i;
-    }
+    pair_leftovers(&mut row_of, &col_of_row);
     Ok(Matching { row_of, unmatched })
 }
 
@@ -438,7 +443,6 @@ fn max_product_search<T: Elem>(a: &CsrMatrix<T>) -> Result<(WeightedMatching, us
             *c = m - *c;
         }
     }
-    const FREE: u32 = u32::MAX;
     let inf = f64::INFINITY;
     // Duals: v_j = 0 (the column minimum), u_i = the row minimum of c_ij − v_j.
     let mut v = vec![0.0f64; n];
@@ -593,13 +597,7 @@ fn max_product_search<T: Elem>(a: &CsrMatrix<T>) -> Result<(WeightedMatching, us
             col_scale[j] = (v[j] - colmax[j]).exp();
         }
     }
-    let free_rows: Vec<u32> = (0..n as u32)
-        .filter(|&i| col_of_row[i as usize] == FREE)
-        .collect();
-    let free_cols = (0..n).filter(|&j| row_of[j] == FREE).collect::<Vec<_>>();
-    for (&j, &i) in free_cols.iter().zip(&free_rows) {
-        row_of[j] = i;
-    }
+    pair_leftovers(&mut row_of, &col_of_row);
     Ok((
         WeightedMatching {
             row_of,

@@ -363,31 +363,45 @@ pub fn spmv_f64_reference<T: Scalar>(a: &CsrMatrix<T>, x: &[T]) -> Vec<f64> {
 /// # Panics
 /// When the lengths differ.
 pub fn max_rel_err<T: Scalar>(y: &[T], reference: &[f64]) -> f64 {
-    assert!(
-        y.len() == reference.len(),
-        "max_rel_err: y has length {} but the reference has length {}",
-        y.len(),
-        reference.len()
-    );
-    let scale = reference
-        .iter()
-        .filter(|r| r.is_finite())
-        .fold(0f64, |m, r| m.max(r.abs()))
-        .max(f64::MIN_POSITIVE);
-    let mut worst = 0f64;
-    for (&yi, &ri) in y.iter().zip(reference) {
+    let terms = y.iter().zip(reference).map(|(&yi, &ri)| {
         let yi = yi.as_f64();
         let d = if yi == ri || (yi.is_nan() && ri.is_nan()) {
             0.0
         } else {
             (yi - ri).abs()
         };
+        (d, ri.abs())
+    });
+    largest_relative("max_rel_err", y.len(), reference.len(), terms)
+}
+
+/// `max_i d_i / max(max_i m_i, f64::MIN_POSITIVE)` over the differences `d_i` and the reference
+/// magnitudes `m_i` (non-finite magnitudes left out); a non-finite difference gives
+/// `f64::INFINITY`.
+///
+/// # Panics
+/// When the lengths differ (`what` names the caller).
+fn largest_relative(
+    what: &str,
+    len: usize,
+    reference_len: usize,
+    terms: impl Iterator<Item = (f64, f64)>,
+) -> f64 {
+    assert!(
+        len == reference_len,
+        "{what}: y has length {len} but the reference has length {reference_len}"
+    );
+    let (mut worst, mut scale) = (0f64, 0f64);
+    for (d, m) in terms {
         if !d.is_finite() {
             return f64::INFINITY;
         }
         worst = worst.max(d);
+        if m.is_finite() {
+            scale = scale.max(m);
+        }
     }
-    worst / scale
+    worst / scale.max(f64::MIN_POSITIVE)
 }
 
 /// `y ← α·op(A)·x + β·y` where `op(A)` is `A`, `Aᵀ` or `Aᴴ`, sequentially. `A·x` runs
@@ -493,27 +507,11 @@ pub fn spmv_compensated_reference<T: Elem>(
 /// # Panics
 /// When the lengths differ.
 pub fn max_rel_err_complex<T: Elem>(y: &[T], reference: &[Complex<f64>]) -> f64 {
-    assert!(
-        y.len() == reference.len(),
-        "max_rel_err_complex: y has length {} but the reference has length {}",
-        y.len(),
-        reference.len()
-    );
-    let scale = reference
+    let terms = y
         .iter()
-        .map(|r| r.norm())
-        .filter(|r| r.is_finite())
-        .fold(0f64, f64::max)
-        .max(f64::MIN_POSITIVE);
-    let mut worst = 0f64;
-    for (&yi, &ri) in y.iter().zip(reference) {
-        let d = (yi.widen() - ri).norm();
-        if !d.is_finite() {
-            return f64::INFINITY;
-        }
-        worst = worst.max(d);
-    }
-    worst / scale
+        .zip(reference)
+        .map(|(&yi, &ri)| ((yi.widen() - ri).norm(), ri.norm()));
+    largest_relative("max_rel_err_complex", y.len(), reference.len(), terms)
 }
 
 #[cfg(test)]

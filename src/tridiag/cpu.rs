@@ -10,6 +10,7 @@
 
 use rayon::prelude::*;
 
+use super::Tridiagonal;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
@@ -28,24 +29,9 @@ fn pivot_error(what: &str, system: Option<usize>, row: usize, pivot: f64) -> Err
     ))
 }
 
-/// Panics (a contract violation) unless all four slices have length `len`.
-pub(crate) fn check_lengths<T>(len: usize, lower: &[T], diag: &[T], upper: &[T], rhs: &[T]) {
-    for (name, v) in [
-        ("lower", lower.len()),
-        ("diag", diag.len()),
-        ("upper", upper.len()),
-        ("rhs", rhs.len()),
-    ] {
-        assert_eq!(
-            v, len,
-            "tridiagonal solve: `{name}` has {v} elements but the systems have {len} rows in all"
-        );
-    }
-}
-
-/// Solves one system `T x = rhs` by the Thomas algorithm (Gaussian elimination without pivoting,
+/// Solves one system `A x = rhs` by the Thomas algorithm (Gaussian elimination without pivoting,
 /// `8n` flops), writing `x`. `scratch` must hold `n` elements (it receives the modified upper
-/// diagonal). Stable for diagonally dominant or symmetric positive definite `T`.
+/// diagonal). Stable for diagonally dominant or symmetric positive definite `A`.
 ///
 /// # Errors
 /// [`Error::Solver`] naming the row whose pivot is zero, tiny or not a number.
@@ -53,21 +39,14 @@ pub(crate) fn check_lengths<T>(len: usize, lower: &[T], diag: &[T], upper: &[T],
 /// # Panics
 /// When the slices' lengths differ.
 pub fn thomas_with_scratch<T: Scalar>(
-    lower: &[T],
-    diag: &[T],
-    upper: &[T],
+    a: Tridiagonal<'_, [T]>,
     rhs: &[T],
     x: &mut [T],
     scratch: &mut [T],
 ) -> Result<()> {
-    let n = diag.len();
-    check_lengths(n, lower, diag, upper, rhs);
-    assert_eq!(
-        x.len(),
-        n,
-        "thomas: `x` has {} elements, expected {n}",
-        x.len()
-    );
+    let n = a.rows();
+    a.check_lengths(n, &[("rhs", rhs.len()), ("x", x.len())]);
+    let Tridiagonal { lower, diag, upper } = a;
     assert!(
         scratch.len() >= n,
         "thomas: scratch has {} elements, needs {n}",
@@ -103,15 +82,15 @@ pub fn thomas_with_scratch<T: Scalar>(
 ///
 /// # Errors
 /// [`Error::Solver`] naming the row of a zero or tiny pivot.
-pub fn thomas<T: Scalar>(lower: &[T], diag: &[T], upper: &[T], rhs: &[T]) -> Result<Vec<T>> {
-    let n = diag.len();
+pub fn thomas<T: Scalar>(a: Tridiagonal<'_, [T]>, rhs: &[T]) -> Result<Vec<T>> {
+    let n = a.rows();
     let mut x = vec![T::zero(); n];
     let mut s = vec![T::zero(); n];
-    thomas_with_scratch(lower, diag, upper, rhs, &mut x, &mut s)?;
+    thomas_with_scratch(a, rhs, &mut x, &mut s)?;
     Ok(x)
 }
 
-/// Solves `batch = diag.len() / n` independent systems of `n` rows stored one after another,
+/// Solves `batch = a.rows() / n` independent systems of `n` rows stored one after another,
 /// by Thomas, in parallel over systems (rayon). Writes `x` (same layout).
 ///
 /// # Errors
@@ -122,27 +101,13 @@ pub fn thomas<T: Scalar>(lower: &[T], diag: &[T], upper: &[T], rhs: &[T]) -> Res
 /// When the lengths differ or are not a multiple of `n`.
 pub fn thomas_batch_into<T: Scalar>(
     n: usize,
-    lower: &[T],
-    diag: &[T],
-    upper: &[T],
+    a: Tridiagonal<'_, [T]>,
     rhs: &[T],
     x: &mut [T],
 ) -> Result<()> {
-    let len = diag.len();
-    check_lengths(len, lower, diag, upper, rhs);
-    assert_eq!(
-        x.len(),
-        len,
-        "thomas_batch: `x` has {} elements, expected {len}",
-        x.len()
-    );
-    if len == 0 {
+    if a.check_batch(n, &[("rhs", rhs.len()), ("x", x.len())]) == 0 {
         return Ok(());
     }
-    assert!(
-        n > 0 && len % n == 0,
-        "thomas_batch: {len} rows are not a whole number of systems of {n} rows"
-    );
     // Systems are grouped so that each rayon task amortises its scratch allocation.
     let per_task = (16384 / n).max(1);
     x.par_chunks_mut(n * per_task)
@@ -152,15 +117,9 @@ pub fn thomas_batch_into<T: Scalar>(
             for (k, xk) in xs.chunks_mut(n).enumerate() {
                 let s = t * per_task + k;
                 let r = s * n..(s + 1) * n;
-                thomas_with_scratch(
-                    &lower[r.clone()],
-                    &diag[r.clone()],
-                    &upper[r.clone()],
-                    &rhs[r],
-                    xk,
-                    &mut scratch,
-                )
-                .map_err(|e| match e {
+                let system =
+                    Tridiagonal::new(&a.lower[r.clone()], &a.diag[r.clone()], &a.upper[r.clone()]);
+                thomas_with_scratch(system, &rhs[r], xk, &mut scratch).map_err(|e| match e {
                     Error::Solver(m) => Error::Solver(format!("system {s}: {m}")),
                     other => other,
                 })?;
@@ -173,15 +132,9 @@ pub fn thomas_batch_into<T: Scalar>(
 ///
 /// # Errors
 /// As [`thomas_batch_into`].
-pub fn thomas_batch<T: Scalar>(
-    n: usize,
-    lower: &[T],
-    diag: &[T],
-    upper: &[T],
-    rhs: &[T],
-) -> Result<Vec<T>> {
-    let mut x = vec![T::zero(); diag.len()];
-    thomas_batch_into(n, lower, diag, upper, rhs, &mut x)?;
+pub fn thomas_batch<T: Scalar>(n: usize, a: Tridiagonal<'_, [T]>, rhs: &[T]) -> Result<Vec<T>> {
+    let mut x = vec![T::zero(); a.rows()];
+    thomas_batch_into(n, a, rhs, &mut x)?;
     Ok(x)
 }
 
@@ -195,20 +148,18 @@ pub fn thomas_batch<T: Scalar>(
 /// # Errors
 /// [`Error::Solver`] naming the row whose pivot is tiny.
 pub fn cyclic_reduction<T: Scalar>(
-    lower: &[T],
-    diag: &[T],
-    upper: &[T],
+    system: Tridiagonal<'_, [T]>,
     rhs: &[T],
     cr_stop: usize,
 ) -> Result<Vec<T>> {
-    let n = diag.len();
-    check_lengths(n, lower, diag, upper, rhs);
+    let n = system.rows();
+    system.check_lengths(n, &[("rhs", rhs.len())]);
     if n == 0 {
         return Ok(Vec::new());
     }
-    let mut a: Vec<T> = lower.to_vec();
-    let mut b: Vec<T> = diag.to_vec();
-    let mut c: Vec<T> = upper.to_vec();
+    let mut a: Vec<T> = system.lower.to_vec();
+    let mut b: Vec<T> = system.diag.to_vec();
+    let mut c: Vec<T> = system.upper.to_vec();
     let mut d: Vec<T> = rhs.to_vec();
     a[0] = T::zero();
     c[n - 1] = T::zero();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
 
+use super::Tridiagonal;
 use crate::error::Result;
 use crate::gpu::cusparse::{check, sys, Cusparse};
 use crate::gpu::{Gpu, KernelType};
@@ -153,18 +154,16 @@ impl CusparseTridiag {
         &mut self,
         n: usize,
         batch: usize,
-        dl: &CudaSlice<T>,
-        d: &CudaSlice<T>,
-        du: &CudaSlice<T>,
+        a: Tridiagonal<'_, CudaSlice<T>>,
         x: &mut CudaSlice<T>,
     ) -> Result<()> {
         let (m, b) = (as_i32(n, "n")?, as_i32(batch, "batch")?);
         let g = self.sp.gpu().clone();
         let s = g.stream();
         let h = self.sp.handle();
-        let (pl, _a) = dl.device_ptr(s);
-        let (pd, _b) = d.device_ptr(s);
-        let (pu, _c) = du.device_ptr(s);
+        let (pl, _a) = a.lower.device_ptr(s);
+        let (pd, _b) = a.diag.device_ptr(s);
+        let (pu, _c) = a.upper.device_ptr(s);
         let (px, _d) = x.device_ptr_mut(s);
         let (pl, pd, pu, px) = (pl as *const T, pd as *const T, pu as *const T, px as *mut T);
         let mut bytes = 0usize;
@@ -178,25 +177,23 @@ impl CusparseTridiag {
         check(status, "gtsv2StridedBatch")
     }
 
-    /// Queues `gtsv2_nopivot` on one system of `n = d.len()` rows; `b` holds the right-hand side
+    /// Queues `gtsv2_nopivot` on one system of `n = a.rows()` rows; `b` holds the right-hand side
     /// and receives the solution.
     ///
     /// # Errors
     /// A cuSPARSE failure, or sizes beyond `int`.
     pub fn nopivot<T: GtsvScalar>(
         &mut self,
-        dl: &CudaSlice<T>,
-        d: &CudaSlice<T>,
-        du: &CudaSlice<T>,
+        a: Tridiagonal<'_, CudaSlice<T>>,
         b: &mut CudaSlice<T>,
     ) -> Result<()> {
-        let m = as_i32(d.len(), "n")?;
+        let m = as_i32(a.diag.len(), "n")?;
         let g = self.sp.gpu().clone();
         let s = g.stream();
         let h = self.sp.handle();
-        let (pl, _a) = dl.device_ptr(s);
-        let (pd, _b) = d.device_ptr(s);
-        let (pu, _c) = du.device_ptr(s);
+        let (pl, _a) = a.lower.device_ptr(s);
+        let (pd, _b) = a.diag.device_ptr(s);
+        let (pu, _c) = a.upper.device_ptr(s);
         let (pb, _d) = b.device_ptr_mut(s);
         let (pl, pd, pu, pb) = (pl as *const T, pd as *const T, pu as *const T, pb as *mut T);
         let mut bytes = 0usize;

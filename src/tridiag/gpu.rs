@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaSlice, CudaViewMut, LaunchConfig, PushKernelArg};
 
-use super::TridiagAlgorithm;
 use super::TRIDIAG_KERNELS;
+use super::{TridiagAlgorithm, Tridiagonal};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, KernelType};
 use crate::scalar::Scalar;
@@ -265,31 +265,18 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
     ///
     /// # Panics
     /// When a buffer's length is not `batch·n`.
-    #[allow(clippy::too_many_arguments)]
     pub fn queue_batch(
         &mut self,
         n: usize,
         batch: usize,
-        lower: &CudaSlice<T>,
-        diag: &CudaSlice<T>,
-        upper: &CudaSlice<T>,
+        a: Tridiagonal<'_, CudaSlice<T>>,
         rhs: &CudaSlice<T>,
         x: &mut CudaSlice<T>,
         alg: TridiagAlgorithm,
     ) -> Result<()> {
         let total = n * batch;
-        for (name, len) in [
-            ("lower", lower.len()),
-            ("diag", diag.len()),
-            ("upper", upper.len()),
-            ("rhs", rhs.len()),
-            ("x", x.len()),
-        ] {
-            assert_eq!(
-                len, total,
-                "tridiagonal solve: `{name}` has {len} elements, expected batch·n = {batch}·{n} = {total}"
-            );
-        }
+        a.check_lengths(total, &[("rhs", rhs.len()), ("x", x.len())]);
+        let Tridiagonal { lower, diag, upper } = a;
         if total == 0 {
             return Ok(());
         }
@@ -540,23 +527,20 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
     ///
     /// # Errors
     /// As both.
-    #[allow(clippy::too_many_arguments)]
     pub fn solve_batch(
         &mut self,
         n: usize,
         batch: usize,
-        lower: &CudaSlice<T>,
-        diag: &CudaSlice<T>,
-        upper: &CudaSlice<T>,
+        a: Tridiagonal<'_, CudaSlice<T>>,
         rhs: &CudaSlice<T>,
         x: &mut CudaSlice<T>,
         alg: TridiagAlgorithm,
     ) -> Result<()> {
-        self.queue_batch(n, batch, lower, diag, upper, rhs, x, alg)?;
+        self.queue_batch(n, batch, a, rhs, x, alg)?;
         self.check()
     }
 
-    /// Host-vector convenience: uploads the batch (`diag.len() / n` systems), solves and
+    /// Host-vector convenience: uploads the batch (`a.rows() / n` systems), solves and
     /// downloads `x`.
     ///
     /// # Errors
@@ -567,30 +551,20 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
     pub fn solve_batch_host(
         &mut self,
         n: usize,
-        lower: &[T],
-        diag: &[T],
-        upper: &[T],
+        a: Tridiagonal<'_, [T]>,
         rhs: &[T],
         alg: TridiagAlgorithm,
     ) -> Result<Vec<T>> {
-        let len = diag.len();
-        super::cpu::check_lengths(len, lower, diag, upper, rhs);
+        let len = a.check_batch(n, &[("rhs", rhs.len())]);
         if len == 0 {
             return Ok(Vec::new());
         }
-        assert!(
-            n > 0 && len % n == 0,
-            "tridiagonal solve: {len} rows are not a whole number of systems of {n} rows"
-        );
         let g = self.gpu.clone();
-        let (a, b, c, d) = (
-            g.upload(lower)?,
-            g.upload(diag)?,
-            g.upload(upper)?,
-            g.upload(rhs)?,
-        );
+        let (lower, diag, upper) = (g.upload(a.lower)?, g.upload(a.diag)?, g.upload(a.upper)?);
+        let d = g.upload(rhs)?;
         let mut x = g.zeros::<T>(len)?;
-        self.solve_batch(n, len / n, &a, &b, &c, &d, &mut x, alg)?;
+        let a = Tridiagonal::new(&lower, &diag, &upper);
+        self.solve_batch(n, len / n, a, &d, &mut x, alg)?;
         g.download(&x)
     }
 
@@ -600,13 +574,11 @@ impl<T: Scalar + KernelType> GpuTridiag<T> {
     /// As [`solve_batch`](Self::solve_batch).
     pub fn solve_host(
         &mut self,
-        lower: &[T],
-        diag: &[T],
-        upper: &[T],
+        a: Tridiagonal<'_, [T]>,
         rhs: &[T],
         alg: TridiagAlgorithm,
     ) -> Result<Vec<T>> {
-        self.solve_batch_host(diag.len().max(1), lower, diag, upper, rhs, alg)
+        self.solve_batch_host(a.rows().max(1), a, rhs, alg)
     }
 }
 

@@ -91,6 +91,89 @@ pub const TRIDIAG_KERNELS: KernelSource = kernel_source!(
 pub const SHALLOW_WATER_KERNELS: KernelSource =
     kernel_source!("tridiag/shallow_water.cu", &[&crate::gpu::kernels::COMMON]);
 
+/// A tridiagonal matrix, or a batch of them stored one after another (the layout above),
+/// borrowed: its three diagonals, each in a host slice (`S = [T]`) or a device buffer.
+#[derive(Debug)]
+pub struct Tridiagonal<'a, S: ?Sized> {
+    /// The subdiagonal: `lower[i]` multiplies `x[i-1]` (ignored in a system's first row).
+    pub lower: &'a S,
+    /// The diagonal.
+    pub diag: &'a S,
+    /// The superdiagonal: `upper[i]` multiplies `x[i+1]` (ignored in a system's last row).
+    pub upper: &'a S,
+}
+
+impl<S: ?Sized> Clone for Tridiagonal<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S: ?Sized> Copy for Tridiagonal<'_, S> {}
+
+impl<'a, S: ?Sized> Tridiagonal<'a, S> {
+    /// The matrix with these diagonals.
+    pub fn new(lower: &'a S, diag: &'a S, upper: &'a S) -> Self {
+        Tridiagonal { lower, diag, upper }
+    }
+}
+
+impl<S: ?Sized + Rows> Tridiagonal<'_, S> {
+    /// Rows in all (of every system of a batch).
+    pub fn rows(&self) -> usize {
+        self.diag.rows()
+    }
+
+    /// Panics (a contract violation) unless the diagonals and each of `vectors` (name, length)
+    /// have `len` entries.
+    pub(crate) fn check_lengths(&self, len: usize, vectors: &[(&str, usize)]) {
+        let diagonals = [
+            ("lower", self.lower.rows()),
+            ("diag", self.diag.rows()),
+            ("upper", self.upper.rows()),
+        ];
+        for &(name, v) in diagonals.iter().chain(vectors) {
+            assert_eq!(
+                v, len,
+                "tridiagonal solve: `{name}` has {v} elements, but the systems have {len} rows \
+                 in all"
+            );
+        }
+    }
+}
+
+impl<T> Tridiagonal<'_, [T]> {
+    /// Panics (a contract violation) unless the diagonals and each of `vectors` have the same
+    /// length, a whole number of systems of `n` rows; returns that length.
+    pub(crate) fn check_batch(&self, n: usize, vectors: &[(&str, usize)]) -> usize {
+        let len = self.rows();
+        self.check_lengths(len, vectors);
+        assert!(
+            len == 0 || (n > 0 && len % n == 0),
+            "tridiagonal solve: {len} rows are not a whole number of systems of {n} rows"
+        );
+        len
+    }
+}
+
+/// The storage of a [`Tridiagonal`]'s diagonals: a host slice or a device buffer.
+pub trait Rows {
+    /// Entries held.
+    fn rows(&self) -> usize;
+}
+
+impl<T> Rows for [T] {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<T> Rows for cudarc::driver::CudaSlice<T> {
+    fn rows(&self) -> usize {
+        self.len()
+    }
+}
+
 /// Which algorithm solves the systems. GPU algorithms are forced with
 /// [`gpu::GpuTridiag::solve_batch`]; `Auto` picks by size and batch count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -132,7 +215,7 @@ impl TridiagAlgorithm {
     }
 }
 
-/// Solves `batch = diag.len() / n` systems of `n` rows (stored one after another) on the GPU when
+/// Solves `batch = a.rows() / n` systems `A x = rhs` of `n` rows (stored one after another) on the GPU when
 /// one is available, else on the CPU by Thomas; returns `x`. For repeated solves keep a
 /// [`gpu::GpuTridiag`] (it caches kernels and workspace) instead.
 ///
@@ -144,15 +227,13 @@ impl TridiagAlgorithm {
 /// When the lengths differ or are not a multiple of `n`.
 pub fn solve_batch<T: Scalar + crate::gpu::KernelType>(
     n: usize,
-    lower: &[T],
-    diag: &[T],
-    upper: &[T],
+    a: Tridiagonal<'_, [T]>,
     rhs: &[T],
 ) -> Result<Vec<T>> {
     #[cfg(feature = "cuda")]
     if let Ok(g) = crate::gpu::Gpu::shared() {
         let mut solver = gpu::GpuTridiag::<T>::new(&g)?;
-        return solver.solve_batch_host(n, lower, diag, upper, rhs, TridiagAlgorithm::Auto);
+        return solver.solve_batch_host(n, a, rhs, TridiagAlgorithm::Auto);
     }
-    cpu::thomas_batch(n, lower, diag, upper, rhs)
+    cpu::thomas_batch(n, a, rhs)
 }

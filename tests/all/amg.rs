@@ -369,6 +369,36 @@ fn other_smoothers_cycles_and_solvers() {
     assert!((d1 - d2).abs() <= 1e-10 * d1.abs(), "{d1} vs {d2}");
 }
 
+/// A strength threshold that leaves a level without strong connections (the 27-point stencil's
+/// off-diagonals are 1/26 of the diagonal; the dense coarse levels of a strongly anisotropic
+/// problem aggregated along lines) does not stop the coarsening there with a large dense coarse
+/// solve: the level is aggregated again on every connection.
+#[test]
+fn a_threshold_that_stalls_the_coarsening_falls_back_to_every_connection() {
+    for (name, a) in [
+        ("poisson3d27:20", generate::poisson3d27::<f64>(20).unwrap()),
+        (
+            "aniso2d:160:1e-3",
+            generate::aniso2d::<f64>(160, 1e-3).unwrap(),
+        ),
+    ] {
+        let p = AmgParams {
+            theta: 0.25,
+            ..Default::default()
+        };
+        let amg = Amg::new(&Cpu, &a, &p).unwrap();
+        let levels = &amg.summary().levels;
+        let coarsest = levels.last().unwrap().rows;
+        assert!(
+            levels.len() >= 2 && coarsest <= p.coarse_size,
+            "{name}: {} levels, the coarsest {coarsest} rows",
+            levels.len()
+        );
+        let it = amg_pcg(&a, &amg);
+        assert!(it <= 30, "{name}: {it} iterations");
+    }
+}
+
 /// `D·A·D` with a positive diagonal `D`: new values, same pattern, still SPD.
 fn rescaled(a: &CsrMatrix<f64>) -> CsrMatrix<f64> {
     let d: Vec<f64> = (0..a.nrows())
@@ -495,6 +525,19 @@ fn bad_input_is_a_clear_error() {
     let lap = CsrMatrix::<f64>::from_triplets(n, n, &l).unwrap();
     let e = err(Amg::new(&Cpu, &lap, &AmgParams::default()));
     assert!(e.contains("coarse") && e.contains("singular"), "{e}");
+    // A matrix without connections between its rows does not coarsen: too large for the dense
+    // coarse solve, it is refused before the dense matrix is allocated.
+    let diag = CsrMatrix::<f64>::from_triplets(
+        6000,
+        6000,
+        &(0..6000).map(|i| (i, i, 2.0)).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let e = err(Amg::new(&Cpu, &diag, &AmgParams::default()));
+    assert!(
+        e.contains("coarsening stopped at level 0 with 6000 rows"),
+        "{e}"
+    );
     // update with another pattern.
     let mut amg = Amg::new(&Cpu, &a, &AmgParams::default()).unwrap();
     let other = generate::poisson2d::<f64>(11).unwrap();
@@ -785,6 +828,16 @@ fn gpu_setup_equals_host_setup() {
         (
             ("poisson2d:50", generate::poisson2d(50).unwrap(), None, 1),
             0.0,
+        ),
+        // No connection is strong at θ = 0.25: every level aggregated again at θ = 0.
+        (
+            (
+                "poisson3d27:14 θ",
+                generate::poisson3d27(14).unwrap(),
+                None,
+                1,
+            ),
+            0.25,
         ),
         (("elasticity2d:24", ea.clone(), Some(eb.clone()), 2), 0.0),
         (("elasticity2d:24 scalar", ea, None, 2), 0.1),

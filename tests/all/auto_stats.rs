@@ -538,6 +538,18 @@ fn gpu_statistics_equal_the_cpu_ones() {
             perturb_row(&generate::poisson3d(15).unwrap(), 1000, 1.01),
         ),
         ("random unsymmetric", generate::random(3000, 9, 7).unwrap()),
+        // Rows longer than a thread's share, walked by a whole block: hubs of a power-law
+        // graph, a shifted operator's negative row sums, an arrow matrix (a full first row
+        // and column, its diagonal in the middle of the long row's entries).
+        (
+            "power-law graph",
+            generate::from_spec("powerlap:20000:2.2", 0).unwrap(),
+        ),
+        (
+            "shifted3d",
+            generate::from_spec("shifted3d:12:0.5", 0).unwrap(),
+        ),
+        ("arrow", arrow(5000)),
     ];
     // An empty row and a lone entry.
     cases.push((
@@ -661,4 +673,16 @@ fn the_cli_and_the_rust_api_choose_the_same() {
         );
         let _ = std::fs::remove_file(&file);
     }
+}
+
+/// A full first row and column over a diagonal `2 + i`, the first row's values slightly off its
+/// column's: unsymmetric in one long row.
+fn arrow(n: usize) -> CsrMatrix<f64> {
+    let mut t = vec![(0, 0, n as f64)];
+    for i in 1..n {
+        t.push((i, i, 2.0 + i as f64));
+        t.push((0, i, -1.0 - 1e-3 * (i % 7) as f64));
+        t.push((i, 0, -1.0));
+    }
+    CsrMatrix::from_triplets(n, n, &t).unwrap()
 }

@@ -640,6 +640,24 @@ fn a_setup_predicted_over_the_bound_is_not_started() {
         .failure
         .as_deref()
         .is_some_and(|f| f.contains("not started")));
+    // The last candidate left, with a bound for it that covers the prediction: started.
+    let last = ProbeParams {
+        last_resort: 1e15,
+        ..dear
+    };
+    let mut x = vec![0.0; a.nrows()];
+    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &last).unwrap();
+    let started = r
+        .choice
+        .reason
+        .contains("started as the last candidate left");
+    let skipped = r.tried.iter().any(|t| t.contains("not started"));
+    assert!(
+        r.factor.is_some() && started && !skipped,
+        "{} {:?}",
+        r.choice.reason,
+        r.tried
+    );
     // Priced at nothing, the same queue builds the factor and runs it.
     let mut x = vec![0.0; a.nrows()];
     let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &params()).unwrap();
@@ -660,4 +678,45 @@ fn a_setup_predicted_over_the_bound_is_not_started() {
     );
     let ilu = setup_seconds(P::Ilu0, 1_000_000, 1e-4, &m);
     assert!((ilu - m.ilu_setup.1 - 1e6 * m.ilu_setup_per_entry).abs() < 1e-9);
+}
+
+#[test]
+fn a_shifted_laplacian_takes_bicgstab_without_cg() {
+    // L − σI on a 12³ grid with σ = 0.5 past the smallest eigenvalue (0.17): symmetric
+    // indefinite with a positive diagonal (5.5) and M-matrix signs, every interior row summing
+    // to −σ. The rule sends it to BiCGSTAB without a preconditioner (no CG, no AMG), and the
+    // automatic solve converges with it.
+    let a = generate::from_spec::<f64>("shifted3d:12:0.5", 0).unwrap();
+    let c = choose(&a);
+    assert!(c.stats.symmetric && c.stats.positive_diagonal && c.stats.m_matrix_signs());
+    assert!(c.stats.shifted(), "{:?}", c.stats);
+    assert_eq!(c.stats.negative_row_sums, 10 * 10 * 10, "{:?}", c.stats);
+    assert_eq!(
+        (c.method, c.precond, c.alternative),
+        (M::Bicgstab, P::None, None),
+        "{}",
+        c.reason
+    );
+    let (r, x) = auto(&a, &params());
+    assert!(r.result.is_ok(), "{}", r.choice.reason);
+    assert!(
+        r.tried.iter().all(|t| !t.starts_with("cg")),
+        "{:?}",
+        r.tried
+    );
+    assert!(true_residual(&a, &x) < 1e-7);
+    // Diffusion operators are not shifted: Poisson (rows sum to 0 or more), a graph Laplacian,
+    // coefficient jumps, Poisson shifted the other way (L + σI).
+    for spec in [
+        "poisson3d:10",
+        "geolap:2000:8",
+        "jumps3d:12",
+        "shifted3d:10:-0.5",
+        "circuit:3000",
+    ] {
+        let a = generate::from_spec::<f64>(spec, 0).unwrap();
+        let c = choose(&a);
+        assert_eq!(c.stats.negative_row_sums, 0, "{spec}: {:?}", c.stats);
+        assert!(c.method == M::Cg, "{spec}: {}", c.reason);
+    }
 }

@@ -79,7 +79,7 @@ fn params() -> SolveParams<'static> {
 }
 
 /// [`params`] with `rec` as the observer.
-fn observed(rec: &Record) -> SolveParams<'_> {
+fn observed(rec: &dyn Observer) -> SolveParams<'_> {
     SolveParams {
         observer: Some(rec),
         ..params()
@@ -316,4 +316,87 @@ fn the_automatic_solve_passes_the_observer_on() {
     assert!(est.len() >= info.iterations && !est.is_empty());
     assert_eq!(est[0].0, 1);
     assert_eq!(rec.iterates().last().unwrap().1, x);
+}
+
+/// Watches only the end: counts the per-iteration calls (none expected) and keeps the history.
+#[derive(Default)]
+struct EndOnly {
+    calls: Mutex<usize>,
+    history: Mutex<Option<Vec<f64>>>,
+}
+
+impl Observer for EndOnly {
+    fn on_iteration(&self, _it: usize, _rel: f64) -> segsparse::Result<()> {
+        *self.calls.lock().unwrap() += 1;
+        Ok(())
+    }
+    fn every_iteration(&self) -> bool {
+        false
+    }
+    fn on_end(&self, history: &[f64]) -> segsparse::Result<()> {
+        *self.history.lock().unwrap() = Some(history.to_vec());
+        Ok(())
+    }
+}
+
+#[test]
+fn an_observer_of_the_end_gets_the_history_and_changes_nothing() {
+    let a = generate::poisson2d::<f64>(24).unwrap();
+    let b = rhs(a.nrows());
+    // Converged: the history the solve returns, no call per iteration.
+    let end = EndOnly::default();
+    let mut x = vec![0.0; a.nrows()];
+    let info = pcg(&Cpu, &a, &Identity, &b, &mut x, &observed(&end)).unwrap();
+    let mut x0 = vec![0.0; a.nrows()];
+    let plain = pcg(&Cpu, &a, &Identity, &b, &mut x0, &params()).unwrap();
+    assert_eq!(*end.calls.lock().unwrap(), 0);
+    assert_eq!(
+        end.history.lock().unwrap().as_deref(),
+        Some(&info.history[..])
+    );
+    assert_eq!(info.history, plain.history);
+    assert_eq!(x, x0);
+    // Not converged: the history of the iterations that ran (the initial residual first).
+    let end = EndOnly::default();
+    let mut x = vec![0.0; a.nrows()];
+    let e = bicgstab(
+        &Cpu,
+        &a,
+        &Identity,
+        &b,
+        &mut x,
+        &SolveParams {
+            max_iters: 7,
+            ..observed(&end)
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, SolveError::NotConverged { iterations: 7, .. }),
+        "{e:?}"
+    );
+    let h = end.history.lock().unwrap().clone().unwrap();
+    assert_eq!(h.len(), 8);
+    assert!(h[7] < h[0]);
+    // On the GPU the solve runs as without the observer (status checks every few iterations,
+    // blocks recorded): the same iterations, residuals and history.
+    let Some(g) = segsparse::gpu::test_gpu() else {
+        return;
+    };
+    let ops = segsparse::backend::gpu::GpuOps::<f64>::new(&g).unwrap();
+    let da = segsparse::spmv::gpu::GpuCsr::upload(&g, &a).unwrap();
+    let db = g.upload(&b).unwrap();
+    let end = EndOnly::default();
+    let mut dx = g.zeros::<f64>(a.nrows()).unwrap();
+    let on = pcg(&ops, &da, &Identity, &db, &mut dx, &observed(&end)).unwrap();
+    let mut dx0 = g.zeros::<f64>(a.nrows()).unwrap();
+    let off = pcg(&ops, &da, &Identity, &db, &mut dx0, &params()).unwrap();
+    assert_eq!(*end.calls.lock().unwrap(), 0);
+    assert_eq!(on.iterations, off.iterations);
+    assert_eq!(on.history, off.history);
+    assert_eq!(
+        end.history.lock().unwrap().as_deref(),
+        Some(&on.history[..])
+    );
+    assert_eq!(g.download(&dx).unwrap(), g.download(&dx0).unwrap());
 }

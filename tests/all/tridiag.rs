@@ -5,7 +5,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use segsparse::tridiag::{cpu, TridiagAlgorithm};
+use segsparse::tridiag::{cpu, TridiagAlgorithm, Tridiagonal};
 use segsparse::Scalar;
 
 /// A random batch of `batch` diagonally dominant systems of `n` rows: off-diagonals in (-1, 1),
@@ -36,7 +36,7 @@ fn random_batch<T: Scalar>(n: usize, batch: usize, seed: u64) -> (Vec<T>, Vec<T>
 /// Thomas in f64 on the (already rounded) data: the reference.
 fn reference<T: Scalar>(n: usize, a: &[T], b: &[T], c: &[T], d: &[T]) -> Vec<f64> {
     let w = |v: &[T]| v.iter().map(|x| x.as_f64()).collect::<Vec<f64>>();
-    cpu::thomas_batch(n, &w(a), &w(b), &w(c), &w(d)).unwrap()
+    cpu::thomas_batch(n, Tridiagonal::new(&w(a), &w(b), &w(c)), &w(d)).unwrap()
 }
 
 /// Max error relative to the largest |x| of its system, with a tolerance that grows with log n.
@@ -80,7 +80,7 @@ const SIZES: &[usize] = &[
 fn thomas_has_a_small_residual() {
     for &n in SIZES {
         let (a, b, c, d) = random_batch::<f64>(n, 1, n as u64);
-        let x = cpu::thomas(&a, &b, &c, &d).unwrap();
+        let x = cpu::thomas(Tridiagonal::new(&a, &b, &c), &d).unwrap();
         let r = residual(&a, &b, &c, &d, &x);
         assert!(r < 1e-13, "n = {n}: residual {r:e}");
     }
@@ -92,7 +92,7 @@ fn cpu_cyclic_reduction_and_pcr_match_thomas() {
         for cr_stop in [1usize, 2, 4, 64, usize::MAX] {
             let (a, b, c, d) = random_batch::<f64>(n, 1, 100 + n as u64);
             let want = reference(n, &a, &b, &c, &d);
-            let got = cpu::cyclic_reduction(&a, &b, &c, &d, cr_stop).unwrap();
+            let got = cpu::cyclic_reduction(Tridiagonal::new(&a, &b, &c), &d, cr_stop).unwrap();
             assert_close(&format!("cpu CR n={n} cr_stop={cr_stop}"), n, &got, &want);
         }
     }
@@ -102,11 +102,11 @@ fn cpu_cyclic_reduction_and_pcr_match_thomas() {
 fn thomas_batch_matches_one_by_one() {
     for (n, batch) in [(1, 5), (3, 7), (100, 33), (513, 9)] {
         let (a, b, c, d) = random_batch::<f32>(n, batch, 7);
-        let all = cpu::thomas_batch(n, &a, &b, &c, &d).unwrap();
+        let all = cpu::thomas_batch(n, Tridiagonal::new(&a, &b, &c), &d).unwrap();
         for s in 0..batch {
             let r = s * n..(s + 1) * n;
-            let one =
-                cpu::thomas(&a[r.clone()], &b[r.clone()], &c[r.clone()], &d[r.clone()]).unwrap();
+            let system = Tridiagonal::new(&a[r.clone()], &b[r.clone()], &c[r.clone()]);
+            let one = cpu::thomas(system, &d[r.clone()]).unwrap();
             assert_eq!(&all[r], &one[..], "n={n} system {s}");
         }
     }
@@ -115,12 +115,14 @@ fn thomas_batch_matches_one_by_one() {
 #[test]
 fn thomas_names_the_row_of_a_zero_pivot() {
     // [1 1; 1 1]: the second pivot is 1 - 1·1 = 0.
-    let e = cpu::thomas(&[0.0, 1.0], &[1.0, 1.0], &[1.0, 0.0], &[1.0, 2.0]).unwrap_err();
+    let e = cpu::thomas(
+        Tridiagonal::new(&[0.0, 1.0], &[1.0, 1.0], &[1.0, 0.0]),
+        &[1.0, 2.0],
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("row 1"), "{e}");
     let e = cpu::thomas(
-        &[0.0f32, 1.0, 1.0],
-        &[0.0, 4.0, 4.0],
-        &[1.0, 1.0, 0.0],
+        Tridiagonal::new(&[0.0f32, 1.0, 1.0], &[0.0, 4.0, 4.0], &[1.0, 1.0, 0.0]),
         &[1.0; 3],
     )
     .unwrap_err();
@@ -130,11 +132,16 @@ fn thomas_names_the_row_of_a_zero_pivot() {
     for v in [&mut a, &mut b, &mut c] {
         v[2 * 10 + 3] = 0.0;
     }
-    let e = cpu::thomas_batch(10, &a, &b, &c, &d)
+    let e = cpu::thomas_batch(10, Tridiagonal::new(&a, &b, &c), &d)
         .unwrap_err()
         .to_string();
     assert!(e.contains("system 2") && e.contains("row 3"), "{e}");
-    let e = cpu::cyclic_reduction(&a[20..30], &b[20..30], &c[20..30], &d[20..30], 1).unwrap_err();
+    let e = cpu::cyclic_reduction(
+        Tridiagonal::new(&a[20..30], &b[20..30], &c[20..30]),
+        &d[20..30],
+        1,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("row 3"), "{e}");
 }
 
@@ -142,7 +149,7 @@ fn thomas_names_the_row_of_a_zero_pivot() {
 fn solve_batch_works_with_or_without_a_gpu() {
     let (a, b, c, d) = random_batch::<f64>(300, 5, 11);
     let want = reference(300, &a, &b, &c, &d);
-    let got = segsparse::tridiag::solve_batch(300, &a, &b, &c, &d).unwrap();
+    let got = segsparse::tridiag::solve_batch(300, Tridiagonal::new(&a, &b, &c), &d).unwrap();
     assert_close("solve_batch", 300, &got, &want);
 }
 
@@ -171,7 +178,7 @@ mod gpu {
         );
         let mut x = g.upload(&vec![T::nan(); n * batch]).unwrap();
         let what = format!("{} {} n={n} batch={batch}", alg.name(), T::NAME);
-        s.solve_batch(n, batch, &da, &db, &dc, &dd, &mut x, alg)
+        s.solve_batch(n, batch, Tridiagonal::new(&da, &db, &dc), &dd, &mut x, alg)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         let got = g.download(&x).unwrap();
         assert_close(&what, n, &got, &want);
@@ -303,7 +310,7 @@ mod gpu {
                 b[k] = 0.0;
                 c[k] = 0.0;
                 let e = s
-                    .solve_batch_host(n, &a, &b, &c, &d, alg)
+                    .solve_batch_host(n, Tridiagonal::new(&a, &b, &c), &d, alg)
                     .expect_err("a singular system must be reported")
                     .to_string();
                 assert!(
@@ -313,7 +320,8 @@ mod gpu {
                 );
                 // The flag was reset: a good system solves afterwards.
                 let (a, b, c, d) = random_batch::<f64>(n, batch, 18);
-                s.solve_batch_host(n, &a, &b, &c, &d, alg).unwrap();
+                s.solve_batch_host(n, Tridiagonal::new(&a, &b, &c), &d, alg)
+                    .unwrap();
             }
         }
     }
@@ -324,11 +332,11 @@ mod gpu {
         let mut s = GpuTridiag::<f32>::new(&g).unwrap();
         let (a, b, c, d) = random_batch::<f32>(5000, 1, 1);
         let e = s
-            .solve_host(&a, &b, &c, &d, TridiagAlgorithm::Pcr)
+            .solve_host(Tridiagonal::new(&a, &b, &c), &d, TridiagAlgorithm::Pcr)
             .unwrap_err();
         assert!(e.to_string().contains("PCR"), "{e}");
         let e = s
-            .solve_host(&a, &b, &c, &d, TridiagAlgorithm::Thomas)
+            .solve_host(Tridiagonal::new(&a, &b, &c), &d, TridiagAlgorithm::Thomas)
             .unwrap_err();
         assert!(e.to_string().contains("CPU"), "{e}");
     }
@@ -354,7 +362,8 @@ mod gpu {
             g.upload(&c).unwrap(),
         );
         let mut x = g.upload(&d).unwrap();
-        sp.strided_batch(n, batch, &da, &db, &dc, &mut x).unwrap();
+        sp.strided_batch(n, batch, Tridiagonal::new(&da, &db, &dc), &mut x)
+            .unwrap();
         assert_close("gtsv2StridedBatch", n, &g.download(&x).unwrap(), &want);
         let mut x1 = g.upload(&d[..n]).unwrap();
         let (da, db, dc) = (
@@ -362,7 +371,8 @@ mod gpu {
             g.upload(&b[..n]).unwrap(),
             g.upload(&c[..n]).unwrap(),
         );
-        sp.nopivot(&da, &db, &dc, &mut x1).unwrap();
+        sp.nopivot(Tridiagonal::new(&da, &db, &dc), &mut x1)
+            .unwrap();
         assert_close("gtsv2_nopivot", n, &g.download(&x1).unwrap(), &want[..n]);
     }
 }

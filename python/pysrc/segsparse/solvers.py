@@ -543,8 +543,11 @@ def auto_choice(A: Any, *, device: str = "cpu") -> dict:
     ``negative_diagonal``, ``positive_diagonal``, ``diagonal_spread``, ``min_dominance``,
     ``opposite_sign_fraction``, ``lower_levels`` (0: not counted)).
     The rules (the crate's ``precond::auto``): a zero or missing diagonal entry (saddle points):
-    BiCGSTAB without a preconditioner; symmetric with a positive diagonal: CG (with AMG for large
-    matrices with coefficient jumps, Jacobi for a spread diagonal or other signs, else none);
+    BiCGSTAB without a preconditioner; symmetric with a positive diagonal, M-matrix signs and a
+    negative row sum on at least half the rows (a shifted Laplacian, a Helmholtz operator, which
+    may be indefinite): BiCGSTAB without a preconditioner; otherwise symmetric with a positive
+    diagonal: CG (with AMG for large matrices with coefficient jumps, Jacobi for a spread
+    diagonal or other signs, else none);
     symmetric with a negative diagonal entry (indefinite): BiCGSTAB with Jacobi; unsymmetric:
     BiCGSTAB with Jacobi (none for a near-constant diagonal). ``segsparse.solve`` runs this rule
     with the crate's convergence probe (which may take AMG or GMRES with ILU(0) instead, see

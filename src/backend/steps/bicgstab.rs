@@ -5,12 +5,12 @@
 
 use super::{slots, Fuse};
 use crate::backend::recur::{self, Slot};
-use crate::backend::{CgSteps, VectorOps};
-use crate::error::Result;
+use crate::backend::CgSteps;
 use crate::scalar::Elem;
 
-/// The steps of BiCGSTAB on a backend, with default bodies from the core of [`VectorOps`] (see
-/// the [module docs](super)). BiCGSTAB starts as CG does ([`CgSteps::cg_start`]).
+/// The steps of BiCGSTAB on a backend, with default bodies from the core of
+/// [`VectorOps`](crate::backend::VectorOps) (see the [module docs](super)). BiCGSTAB starts as
+/// CG does ([`CgSteps::cg_start`]).
 pub trait BicgSteps<T: Elem>: CgSteps<T> {
     /// BiCGSTAB: `p ← r + β(p − ωv)`, and `p̂ = M⁻¹p` when `fuse` is Jacobi.
     fn bicg_p(
@@ -21,7 +21,17 @@ pub trait BicgSteps<T: Elem>: CgSteps<T> {
         fuse: Fuse<'_, Self::Vector>,
         sc: &mut Self::Scalars,
     ) -> crate::Result<()> {
-        bicg_p(self, r, v, p, fuse, sc)
+        let (s, stopped) = slots(self, sc)?;
+        if stopped {
+            return Ok(());
+        }
+        // p ← r + β(p − ωv)
+        self.axpby(-s[Slot::Omega as usize], v, T::one(), p)?;
+        self.axpby(T::one(), r, s[Slot::Beta as usize], p)?;
+        if let Fuse::Jacobi { inv_diag, z } = fuse {
+            self.vmul(T::one(), inv_diag, p, T::zero(), z)?;
+        }
+        Ok(())
     }
 
     /// BiCGSTAB: r̂ᵀv, then [`recur::bicg_alpha`].
@@ -32,7 +42,11 @@ pub trait BicgSteps<T: Elem>: CgSteps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        bicg_alpha(self, rhat, v, sc, iteration)
+        if slots(self, sc)?.1 {
+            return Ok(());
+        }
+        let rv = self.dot(rhat, v, sc)?;
+        self.update_slots(sc, |s, _| recur::bicg_alpha(s, rv, iteration))
     }
 
     /// BiCGSTAB: `s ← r − αv`, and `ŝ = M⁻¹s` when `fuse` is Jacobi.
@@ -44,7 +58,15 @@ pub trait BicgSteps<T: Elem>: CgSteps<T> {
         fuse: Fuse<'_, Self::Vector>,
         sc: &mut Self::Scalars,
     ) -> crate::Result<()> {
-        bicg_s(self, r, v, s, fuse, sc)
+        let (sl, stopped) = slots(self, sc)?;
+        if stopped {
+            return Ok(());
+        }
+        self.axpbypcz(T::one(), r, -sl[Slot::Alpha as usize], v, T::zero(), s)?;
+        if let Fuse::Jacobi { inv_diag, z } = fuse {
+            self.vmul(T::one(), inv_diag, s, T::zero(), z)?;
+        }
+        Ok(())
     }
 
     /// BiCGSTAB: tᵀs and tᵀt, then [`recur::bicg_omega`].
@@ -55,7 +77,12 @@ pub trait BicgSteps<T: Elem>: CgSteps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        bicg_omega(self, t, s, sc, iteration)
+        if slots(self, sc)?.1 {
+            return Ok(());
+        }
+        let ts = self.dot(t, s, sc)?;
+        let tt = self.dot(t, t, sc)?;
+        self.update_slots(sc, |s, _| recur::bicg_omega(s, ts, tt, iteration))
     }
 
     /// BiCGSTAB: `x ← x + αp̂ + ωŝ; r ← s − ωt`, then [`recur::bicg_update`] with ‖r‖² and r̂ᵀr.
@@ -72,7 +99,16 @@ pub trait BicgSteps<T: Elem>: CgSteps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        bicg_update(self, x, phat, shat, s, t, r, rhat, sc, iteration)
+        let (sl, stopped) = slots(self, sc)?;
+        if stopped {
+            return Ok(());
+        }
+        let (alpha, omega) = (sl[Slot::Alpha as usize], sl[Slot::Omega as usize]);
+        self.axpbypcz(alpha, phat, omega, shat, T::one(), x)?;
+        self.axpbypcz(T::one(), s, -omega, t, T::zero(), r)?;
+        let rr = self.dot(r, r, sc)?;
+        let rho = self.dot(rhat, r, sc)?;
+        self.update_slots(sc, |s, h| recur::bicg_update(s, h, rr, rho, iteration))
     }
 
     /// Whether BiCGSTAB on vectors of length `n` runs its fused step order
@@ -127,100 +163,6 @@ pub trait BicgSteps<T: Elem>: CgSteps<T> {
             self, x, phat, inv_diag, shat, s, t, r, rhat, p, v, sc, iteration,
         )
     }
-}
-
-pub(crate) fn bicg_p<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    r: &B::Vector,
-    v: &B::Vector,
-    p: &mut B::Vector,
-    fuse: Fuse<'_, B::Vector>,
-    sc: &mut B::Scalars,
-) -> Result<()> {
-    let (s, stopped) = slots(be, sc)?;
-    if stopped {
-        return Ok(());
-    }
-    // p ← r + β(p − ωv)
-    be.axpby(-s[Slot::Omega as usize], v, T::one(), p)?;
-    be.axpby(T::one(), r, s[Slot::Beta as usize], p)?;
-    if let Fuse::Jacobi { inv_diag, z } = fuse {
-        be.vmul(T::one(), inv_diag, p, T::zero(), z)?;
-    }
-    Ok(())
-}
-
-pub(crate) fn bicg_alpha<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    rhat: &B::Vector,
-    v: &B::Vector,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    if slots(be, sc)?.1 {
-        return Ok(());
-    }
-    let rv = be.dot(rhat, v, sc)?;
-    be.update_slots(sc, |s, _| recur::bicg_alpha(s, rv, it))
-}
-
-pub(crate) fn bicg_s<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    r: &B::Vector,
-    v: &B::Vector,
-    s: &mut B::Vector,
-    fuse: Fuse<'_, B::Vector>,
-    sc: &mut B::Scalars,
-) -> Result<()> {
-    let (sl, stopped) = slots(be, sc)?;
-    if stopped {
-        return Ok(());
-    }
-    be.axpbypcz(T::one(), r, -sl[Slot::Alpha as usize], v, T::zero(), s)?;
-    if let Fuse::Jacobi { inv_diag, z } = fuse {
-        be.vmul(T::one(), inv_diag, s, T::zero(), z)?;
-    }
-    Ok(())
-}
-
-pub(crate) fn bicg_omega<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    t: &B::Vector,
-    s: &B::Vector,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    if slots(be, sc)?.1 {
-        return Ok(());
-    }
-    let ts = be.dot(t, s, sc)?;
-    let tt = be.dot(t, t, sc)?;
-    be.update_slots(sc, |s, _| recur::bicg_omega(s, ts, tt, it))
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn bicg_update<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    x: &mut B::Vector,
-    phat: &B::Vector,
-    shat: &B::Vector,
-    s: &B::Vector,
-    t: &B::Vector,
-    r: &mut B::Vector,
-    rhat: &B::Vector,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    let (sl, stopped) = slots(be, sc)?;
-    if stopped {
-        return Ok(());
-    }
-    let (alpha, omega) = (sl[Slot::Alpha as usize], sl[Slot::Omega as usize]);
-    be.axpbypcz(alpha, phat, omega, shat, T::one(), x)?;
-    be.axpbypcz(T::one(), s, -omega, t, T::zero(), r)?;
-    let rr = be.dot(r, r, sc)?;
-    let rho = be.dot(rhat, r, sc)?;
-    be.update_slots(sc, |s, h| recur::bicg_update(s, h, rr, rho, it))
 }
 
 /// [`BicgSteps::bicg_alpha_s`] as two steps.

@@ -6,7 +6,6 @@
 use super::{form_dot, fused_rz, slots, Fuse};
 use crate::backend::recur::{self, Slot};
 use crate::backend::VectorOps;
-use crate::error::Result;
 use crate::scalar::{Elem, Scalar};
 
 /// The steps of the CG family (CG, PCG, COCG) on a backend, with default bodies from the core of
@@ -23,7 +22,19 @@ pub trait CgSteps<T: Elem>: VectorOps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        cg_start(self, r, fuse, sc, iteration)
+        let bil = recur::bilinear(&self.read_slots(sc)?);
+        let rr = self.dot(r, r, sc)?;
+        let rz = match fuse {
+            Fuse::Separate(z) => form_dot(
+                self,
+                bil,
+                r,
+                z.expect("cg_start with a separate preconditioner needs z"),
+                sc,
+            )?,
+            fuse => fused_rz(self, bil, r, rr, fuse, sc)?.unwrap_or(rr),
+        };
+        self.update_slots(sc, |s, h| recur::start(s, h, rr, rz, iteration))
     }
 
     /// CG: pq = pᵀq, then [`recur::cg_alpha`].
@@ -34,7 +45,12 @@ pub trait CgSteps<T: Elem>: VectorOps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        cg_alpha(self, p, q, sc, iteration)
+        let (s, stopped) = slots(self, sc)?;
+        if stopped {
+            return Ok(());
+        }
+        let pq = form_dot(self, recur::bilinear(&s), p, q, sc)?;
+        self.update_slots(sc, |s, _| recur::cg_alpha(s, pq, iteration))
     }
 
     /// CG: `r ← r − αq`, `z` by `fuse`, then [`recur::cg_update_r`] with ‖r‖² and rᵀz.
@@ -46,7 +62,14 @@ pub trait CgSteps<T: Elem>: VectorOps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        cg_update_r(self, q, r, fuse, sc, iteration)
+        let (s, stopped) = slots(self, sc)?;
+        if stopped {
+            return Ok(());
+        }
+        self.axpby(-s[Slot::Alpha as usize], q, T::one(), r)?;
+        let rr = self.dot(r, r, sc)?;
+        let rz = fused_rz(self, recur::bilinear(&s), r, rr, fuse, sc)?;
+        self.update_slots(sc, |s, h| recur::cg_update_r(s, h, rr, rz, iteration))
     }
 
     /// PCG with a separate preconditioner: [`recur::cg_rho`] with rᵀz.
@@ -57,7 +80,12 @@ pub trait CgSteps<T: Elem>: VectorOps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        cg_rho(self, r, z, sc, iteration)
+        let (s, stopped) = slots(self, sc)?;
+        if stopped {
+            return Ok(());
+        }
+        let rz = form_dot(self, recur::bilinear(&s), r, z, sc)?;
+        self.update_slots(sc, |s, _| recur::cg_rho(s, rz, iteration))
     }
 
     /// CG: `x ← x + αp; p ← z + βp`. Runs when the status is unset **or was set in this
@@ -70,7 +98,12 @@ pub trait CgSteps<T: Elem>: VectorOps<T> {
         sc: &mut Self::Scalars,
         iteration: usize,
     ) -> crate::Result<()> {
-        cg_update_xp(self, x, p, z, sc, iteration)
+        let (s, stopped) = slots(self, sc)?;
+        if stopped && s[Slot::StatusIter as usize].re().as_f64() as usize != iteration {
+            return Ok(());
+        }
+        self.axpby(s[Slot::Alpha as usize], p, T::one(), x)?;
+        self.axpby(T::one(), z, s[Slot::Beta as usize], p)
     }
 
     /// CG after the operator, for the identity or Jacobi `fuse` (not
@@ -91,92 +124,6 @@ pub trait CgSteps<T: Elem>: VectorOps<T> {
     ) -> crate::Result<()> {
         cg_tail(self, x, p, q, r, fuse, sc, iteration)
     }
-}
-
-pub(crate) fn cg_start<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    r: &B::Vector,
-    fuse: Fuse<'_, B::Vector>,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    let bil = recur::bilinear(&be.read_slots(sc)?);
-    let rr = be.dot(r, r, sc)?;
-    let rz = match fuse {
-        Fuse::Separate(z) => form_dot(
-            be,
-            bil,
-            r,
-            z.expect("cg_start with a separate preconditioner needs z"),
-            sc,
-        )?,
-        fuse => fused_rz(be, bil, r, rr, fuse, sc)?.unwrap_or(rr),
-    };
-    be.update_slots(sc, |s, h| recur::start(s, h, rr, rz, it))
-}
-
-pub(crate) fn cg_alpha<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    p: &B::Vector,
-    q: &B::Vector,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    let (s, stopped) = slots(be, sc)?;
-    if stopped {
-        return Ok(());
-    }
-    let pq = form_dot(be, recur::bilinear(&s), p, q, sc)?;
-    be.update_slots(sc, |s, _| recur::cg_alpha(s, pq, it))
-}
-
-pub(crate) fn cg_update_r<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    q: &B::Vector,
-    r: &mut B::Vector,
-    fuse: Fuse<'_, B::Vector>,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    let (s, stopped) = slots(be, sc)?;
-    if stopped {
-        return Ok(());
-    }
-    be.axpby(-s[Slot::Alpha as usize], q, T::one(), r)?;
-    let rr = be.dot(r, r, sc)?;
-    let rz = fused_rz(be, recur::bilinear(&s), r, rr, fuse, sc)?;
-    be.update_slots(sc, |s, h| recur::cg_update_r(s, h, rr, rz, it))
-}
-
-pub(crate) fn cg_rho<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    r: &B::Vector,
-    z: &B::Vector,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    let (s, stopped) = slots(be, sc)?;
-    if stopped {
-        return Ok(());
-    }
-    let rz = form_dot(be, recur::bilinear(&s), r, z, sc)?;
-    be.update_slots(sc, |s, _| recur::cg_rho(s, rz, it))
-}
-
-pub(crate) fn cg_update_xp<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    x: &mut B::Vector,
-    p: &mut B::Vector,
-    z: &B::Vector,
-    sc: &mut B::Scalars,
-    it: usize,
-) -> Result<()> {
-    let (s, stopped) = slots(be, sc)?;
-    if stopped && s[Slot::StatusIter as usize].re().as_f64() as usize != it {
-        return Ok(());
-    }
-    be.axpby(s[Slot::Alpha as usize], p, T::one(), x)?;
-    be.axpby(T::one(), z, s[Slot::Beta as usize], p)
 }
 
 /// [`CgSteps::cg_tail`] as three steps.

@@ -2,7 +2,6 @@
 //! and the AMG smoother.
 
 use crate::backend::VectorOps;
-use crate::error::Result;
 use crate::scalar::Elem;
 
 /// The recurrence of a Chebyshev polynomial on a backend, with a default body from the core of
@@ -27,35 +26,20 @@ pub trait ChebyshevSteps<T: Elem>: VectorOps<T> {
         c1: T,
         c2: T,
     ) -> crate::Result<()> {
-        poly_step(self, t, inv_diag, res, d, z, first, c1, c2)
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn poly_step<T: Elem, B: VectorOps<T> + ?Sized>(
-    be: &B,
-    t: &B::Vector,
-    inv_diag: Option<&B::Vector>,
-    res: &mut B::Vector,
-    d: &mut B::Vector,
-    z: &mut B::Vector,
-    first: bool,
-    c1: T,
-    c2: T,
-) -> Result<()> {
-    if first {
-        match inv_diag {
-            Some(dv) => be.vmul(T::one(), dv, t, T::zero(), res)?,
-            None => be.copy(t, res)?,
+        if first {
+            match inv_diag {
+                Some(dv) => self.vmul(T::one(), dv, t, T::zero(), res)?,
+                None => self.copy(t, res)?,
+            }
+            self.axpby(c2, res, T::zero(), d)?;
+            self.copy(d, z)
+        } else {
+            match inv_diag {
+                Some(dv) => self.vmul(-T::one(), dv, t, T::one(), res)?,
+                None => self.axpby(-T::one(), t, T::one(), res)?,
+            }
+            self.axpby(c2, res, c1, d)?;
+            self.axpby(T::one(), d, T::one(), z)
         }
-        be.axpby(c2, res, T::zero(), d)?;
-        be.copy(d, z)
-    } else {
-        match inv_diag {
-            Some(dv) => be.vmul(-T::one(), dv, t, T::one(), res)?,
-            None => be.axpby(-T::one(), t, T::one(), res)?,
-        }
-        be.axpby(c2, res, c1, d)?;
-        be.axpby(T::one(), d, T::one(), z)
     }
 }

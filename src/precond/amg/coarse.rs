@@ -85,35 +85,32 @@ fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
             row[j] = s / djj;
         });
     }
-    // Columns of the inverse in parallel: solve L y = e_c, then Lᵀ x = y.
-    let cols: Vec<Vec<f64>> = (0..n)
-        .into_par_iter()
-        .map(|c| {
-            let mut y = vec![0.0f64; n];
-            for i in c..n {
-                let mut s = if i == c { 1.0 } else { 0.0 };
-                for k in c..i {
-                    s -= l[i * n + k] * y[k];
-                }
-                y[i] = s / l[i * n + i];
-            }
-            for i in (0..n).rev() {
-                let mut s = y[i];
-                for k in i + 1..n {
-                    s -= l[k * n + i] * y[k];
-                }
-                y[i] = s / l[i * n + i];
-            }
-            y
-        })
-        .collect();
-    let mut inv = vec![0.0f64; n * n];
-    for (c, col) in cols.iter().enumerate() {
-        for (i, &x) in col.iter().enumerate() {
-            inv[i * n + c] = x;
+    // Columns of the inverse in parallel: solve L y = e_c, then Lᵀ x = y (Lᵀ's rows stored
+    // apart, so that both sweeps read consecutive entries).
+    let mut lt = vec![0.0f64; n * n];
+    for i in 0..n {
+        for k in 0..=i {
+            lt[k * n + i] = l[i * n + k];
         }
     }
-    Some(inv)
+    Some(from_columns(n, |c| {
+        let mut y = vec![0.0f64; n];
+        for i in c..n {
+            let mut s = if i == c { 1.0 } else { 0.0 };
+            for k in c..i {
+                s -= l[i * n + k] * y[k];
+            }
+            y[i] = s / l[i * n + i];
+        }
+        for i in (0..n).rev() {
+            let mut s = y[i];
+            for k in i + 1..n {
+                s -= lt[i * n + k] * y[k];
+            }
+            y[i] = s / l[i * n + i];
+        }
+        y
+    }))
 }
 
 /// `A⁻¹` by LU with partial pivoting.
@@ -151,35 +148,38 @@ fn lu_inverse(a: &[f64], n: usize) -> Result<Vec<f64>> {
             }
         }
     }
-    let cols: Vec<Vec<f64>> = (0..n)
-        .into_par_iter()
-        .map(|c| {
-            // P·A = L·U: solve L y = P e_c, then U x = y.
-            let mut y: Vec<f64> = perm
-                .iter()
-                .map(|&p| if p == c { 1.0 } else { 0.0 })
-                .collect();
-            for i in 0..n {
-                for k in 0..i {
-                    y[i] -= lu[i * n + k] * y[k];
-                }
+    Ok(from_columns(n, |c| {
+        // P·A = L·U: solve L y = P e_c, then U x = y.
+        let mut y: Vec<f64> = perm
+            .iter()
+            .map(|&p| if p == c { 1.0 } else { 0.0 })
+            .collect();
+        for i in 0..n {
+            for k in 0..i {
+                y[i] -= lu[i * n + k] * y[k];
             }
-            for i in (0..n).rev() {
-                for k in i + 1..n {
-                    y[i] -= lu[i * n + k] * y[k];
-                }
-                y[i] /= lu[i * n + i];
+        }
+        for i in (0..n).rev() {
+            for k in i + 1..n {
+                y[i] -= lu[i * n + k] * y[k];
             }
-            y
-        })
-        .collect();
-    let mut inv = vec![0.0f64; n * n];
+            y[i] /= lu[i * n + i];
+        }
+        y
+    }))
+}
+
+/// The row-major `n × n` matrix whose column `c` is `column(c)`, the columns computed in
+/// parallel.
+fn from_columns(n: usize, column: impl Fn(usize) -> Vec<f64> + Sync + Send) -> Vec<f64> {
+    let cols: Vec<Vec<f64>> = (0..n).into_par_iter().map(column).collect();
+    let mut m = vec![0.0f64; n * n];
     for (c, col) in cols.iter().enumerate() {
         for (i, &x) in col.iter().enumerate() {
-            inv[i * n + c] = x;
+            m[i * n + c] = x;
         }
     }
-    Ok(inv)
+    m
 }
 
 #[cfg(test)]
@@ -187,19 +187,25 @@ fn lu_inverse(a: &[f64], n: usize) -> Result<Vec<f64>> {
 mod tests {
     use super::*;
 
+    /// `dense_inverse(a)` is computed by `expected` and `a·inv = I` to 1e-12.
+    fn assert_inverse(a: &CsrMatrix<f64>, expected: CoarseSolver) {
+        let (inv, how) = dense_inverse(a).unwrap();
+        assert_eq!(how, expected);
+        let (da, di) = (a.to_dense(), inv.to_dense());
+        let n = da.len();
+        for i in 0..n {
+            for j in 0..n {
+                let s: f64 = (0..n).map(|k| da[i][k] * di[k][j]).sum();
+                assert!((s - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);
+            }
+        }
+    }
+
     #[test]
     fn inverses() {
         // SPD: Cholesky.
         let a = crate::generate::poisson2d::<f64>(5).unwrap();
-        let (inv, how) = dense_inverse(&a).unwrap();
-        assert_eq!(how, CoarseSolver::Cholesky);
-        let (da, di) = (a.to_dense(), inv.to_dense());
-        for i in 0..25 {
-            for j in 0..25 {
-                let s: f64 = (0..25).map(|k| da[i][k] * di[k][j]).sum();
-                assert!((s - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);
-            }
-        }
+        assert_inverse(&a, CoarseSolver::Cholesky);
         // Indefinite and unsymmetric: LU.
         let t = [
             (0, 1, 2.0),
@@ -209,15 +215,7 @@ mod tests {
             (0, 2, 1.0),
         ];
         let b = CsrMatrix::<f64>::from_triplets(3, 3, &t).unwrap();
-        let (inv, how) = dense_inverse(&b).unwrap();
-        assert_eq!(how, CoarseSolver::Lu);
-        let (db, di) = (b.to_dense(), inv.to_dense());
-        for i in 0..3 {
-            for j in 0..3 {
-                let s: f64 = (0..3).map(|k| db[i][k] * di[k][j]).sum();
-                assert!((s - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);
-            }
-        }
+        assert_inverse(&b, CoarseSolver::Lu);
         // Singular: a clear error.
         let s = CsrMatrix::<f64>::from_triplets(2, 2, &[(0, 0, 1.0), (1, 0, 1.0)]).unwrap();
         let e = dense_inverse(&s).unwrap_err().to_string();

@@ -158,24 +158,32 @@ fn residual<T: Scalar, B: MultigridOps<T>>(
     OnBackend(a).residual(be, b, x, r)
 }
 
-/// One smoothing step on `A·x = b`; `zero` says `x` is zero on entry (its contents are then
-/// ignored and the residual is `b` itself).
-pub(crate) fn smooth<T: Scalar, B: MultigridOps<T>>(
+/// Improves near-nullspace candidates by relaxing `A·x = 0` from them: `sweeps` smoothing steps
+/// on each candidate of length `n`.
+pub(crate) fn relax_candidates<T: Scalar, B: MultigridOps<T>>(
     be: &B,
     a: &B::Matrix,
     sm: &LevelSmoother<B::Vector>,
-    b: &B::Vector,
-    x: &mut B::Vector,
-    zero: bool,
-    w: &mut Scratch<B::Vector>,
+    n: usize,
+    candidates: &mut [B::Vector],
+    sweeps: usize,
 ) -> Result<()> {
-    smooth_with(be, &OnBackend(a), sm, b, x, zero, w)
+    let zero = be.zeros(n)?;
+    let mut work = Scratch::new(be, n)?;
+    for x in candidates {
+        for _ in 0..sweeps {
+            smooth(be, &OnBackend(a), sm, &zero, x, false, &mut work)?;
+        }
+    }
+    Ok(())
 }
 
-/// [`smooth`] with any [`LevelOp`]: the Chebyshev step is `z ← p(D⁻¹A)·D⁻¹·r`
-/// ([`ChebyshevPoly`], the preconditioner's recurrence, `degree − 1` operator applications),
-/// Jacobi and l1-Jacobi `z ← s∘r`, then `x ← x + z`.
-pub(crate) fn smooth_with<T: Scalar, B: ChebyshevSteps<T>, A: LevelOp<T, B>>(
+/// One smoothing step on `A·x = b` with any [`LevelOp`] (a level's matrix on the backend:
+/// [`OnBackend`]); `zero` says `x` is zero on entry (its contents are then ignored and the
+/// residual is `b` itself). The Chebyshev step is `z ← p(D⁻¹A)·D⁻¹·r` ([`ChebyshevPoly`], the
+/// preconditioner's recurrence, `degree − 1` operator applications), Jacobi and l1-Jacobi
+/// `z ← s∘r`, then `x ← x + z`.
+pub(crate) fn smooth<T: Scalar, B: ChebyshevSteps<T>, A: LevelOp<T, B>>(
     be: &B,
     a: &A,
     sm: &LevelSmoother<B::Vector>,
@@ -287,7 +295,15 @@ pub(crate) fn cycle<T: Scalar, B: MultigridOps<T>>(
     let (w, rest) = work.split_first_mut().expect("work for every level");
     let sweeps = lv.smoother.sweeps;
     for s in 0..sweeps {
-        smooth(be, &lv.a, &lv.smoother, b, x, zero && s == 0, &mut w.s)?;
+        smooth(
+            be,
+            &OnBackend(&lv.a),
+            &lv.smoother,
+            b,
+            x,
+            zero && s == 0,
+            &mut w.s,
+        )?;
     }
     let x_zero = zero && sweeps == 0;
     if x_zero {
@@ -310,7 +326,7 @@ pub(crate) fn cycle<T: Scalar, B: MultigridOps<T>>(
         be.spmv(p, T::one(), &w.xc, T::one(), x)?;
     }
     for _ in 0..sweeps {
-        smooth(be, &lv.a, &lv.smoother, b, x, false, &mut w.s)?;
+        smooth(be, &OnBackend(&lv.a), &lv.smoother, b, x, false, &mut w.s)?;
     }
     Ok(())
 }

@@ -45,40 +45,43 @@ use std::time::Instant;
 use cudarc::driver::CudaSlice;
 
 use super::coarse::dense_inverse;
-use super::cycle::{DeviceLevel, LevelSmoother, Scratch};
-use super::tentative::check_candidates;
+use super::cycle::{DeviceLevel, LevelSmoother};
+use super::tentative::check_fine_rows;
 use super::{
     AmgParams, AmgSetup, Built, HierarchyState, LevelSummary, SetupTimes, Smoother, UpdateInput,
 };
 use crate::backend::gpu::GpuOps;
 use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{KernelSource, COMMON};
+use crate::gpu::kernels::{kernel_source, KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::sparse::gpu::{self as sg, CsrView, DeviceCsr, GpuAggregation, GpuSpgemmPlan};
 use crate::spmv::gpu::{GpuCsr, GpuScalar};
 
 /// `kernels/precond/amg_setup.cu`: checks, smoother scalings, Lanczos steps, prolongator
 /// smoothing.
-pub const AMG_SETUP_SRC: KernelSource = KernelSource {
-    name: "precond/amg_setup.cu",
-    text: include_str!("../../../kernels/precond/amg_setup.cu"),
-    headers: &[&COMMON],
-    constants: &[
+pub const AMG_SETUP_SRC: KernelSource = kernel_source!(
+    "precond/amg_setup.cu",
+    &[&COMMON],
+    &[
         ("AMG_BLOCK", BLOCK as i64),
         ("AMG_DOT_BLOCKS", DOT_BLOCKS as i64),
+        ("AMG_APPLY_BLOCKS", APPLY_BLOCKS as i64),
         ("AMG_SC_M_SLOT", SC_M as i64),
         ("AMG_SC_STOP_SLOT", SC_STOP as i64),
         ("AMG_SC_NV_SLOT", SC_NV as i64),
         ("AMG_SC_RHO_SLOT", SC_RHO as i64),
         ("AMG_SC_SLOTS", SC_SLOTS as i64),
-    ],
-};
+    ]
+);
 
 /// Threads per block of every kernel here.
 const BLOCK: u32 = 256;
-/// The most blocks of a reduction kernel (the partials array's length).
+/// The most blocks of a reduction kernel whose partials the host or one warp sums.
 const DOT_BLOCKS: usize = 1024;
+/// The most blocks of the Lanczos product (`amg_lanczos_apply_dot`, whose last block sums the
+/// partials with all its threads): the partials array's length.
+const APPLY_BLOCKS: usize = 8192;
 /// The Lanczos scalars after `α[0..steps)` and `β[0..steps)`: the number of `α`s, the stop flag,
 /// `|v₀|` and ρ, at these offsets from `2·steps`; [`SC_SLOTS`] of them.
 const SC_M: usize = 0;
@@ -94,6 +97,12 @@ fn grid(g: &Gpu, n: usize) -> u32 {
 /// Blocks of a reduction kernel over `threads` threads of work.
 fn rgrid(g: &Gpu, threads: usize) -> u32 {
     grid(g, threads).min(DOT_BLOCKS as u32)
+}
+
+/// Blocks of the Lanczos product over `threads` threads of work: one block per 256 threads
+/// up to [`APPLY_BLOCKS`].
+fn apply_grid(threads: usize) -> u32 {
+    threads.div_ceil(BLOCK as usize).clamp(1, APPLY_BLOCKS) as u32
 }
 
 /// The fine matrix's pattern as an update compares it: rows, entries and the device hash.
@@ -179,8 +188,9 @@ macro_rules! launch_on {
         let mut lb = $g.stream().launch_builder(&k);
         $( lb.arg($a); )*
         // SAFETY: every kernel of amg_setup.cu launched here walks its `n` argument with a
-        // grid-stride loop (the reductions on at most DOT_BLOCKS blocks, their partials
-        // length), over arrays the caller sized as the kernel's comment says.
+        // grid-stride loop (the reductions on at most DOT_BLOCKS blocks, the Lanczos product
+        // on at most APPLY_BLOCKS: the partials' length), over arrays the caller sized as the
+        // kernel's comment says.
         unsafe { lb.launch(Gpu::cfg($blocks, BLOCK, 0)) }
             .map_err(|e| Gpu::launch_error($name, e))?;
     }};
@@ -229,7 +239,7 @@ impl Lanczos {
                 v: g.alloc::<f64>(n)?,
                 w: g.alloc::<f64>(n)?,
                 vp: g.alloc::<f64>(n)?,
-                partials: g.alloc::<f64>(DOT_BLOCKS)?,
+                partials: g.alloc::<f64>(APPLY_BLOCKS.max(DOT_BLOCKS))?,
                 ticket: g.zeros::<u32>(1)?,
             })
         }
@@ -259,16 +269,7 @@ fn check_fine_device<T: GpuScalar>(g: &Gpu, a: &GpuCsr<T>) -> Result<(Fingerprin
 
 /// [`check_fine_device`] on the arrays of a matrix.
 fn check_fine_view<T: GpuScalar>(g: &Gpu, a: CsrView<'_, T>) -> Result<(Fingerprint, bool)> {
-    if a.nrows() != a.ncols() {
-        return Err(Error::InvalidInput(format!(
-            "AMG: the matrix is {}×{}, not square",
-            a.nrows(),
-            a.ncols()
-        )));
-    }
-    if a.nrows() == 0 {
-        return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
-    }
+    super::setup::check_fine_shape(a.nrows(), a.ncols())?;
     let (rp, col, val) = (a.row_ptr(), a.col(), a.val());
     let n32 = a.nrows() as u32;
     let mut bad = g.upload(&[u32::MAX; 3])?;
@@ -398,7 +399,7 @@ fn queue_level_data<T: GpuScalar>(
     let k_next = fu(g, "amg_lanczos_next_dev")?;
     for k in 0..steps.min(n).max(1) as u32 {
         launch_on!(
-            rgrid(g, n.div_ceil(4) * 32),
+            apply_grid(n.div_ceil(4) * 32),
             g,
             k_apply.clone(),
             "amg_lanczos_apply_dot",
@@ -705,15 +706,7 @@ fn setup_state<T: GpuScalar>(
         (c, Some(canon))
     };
     let n = fine.nrows();
-    if let Some(c) = candidates {
-        check_candidates(c, n)?;
-    }
-    if n % params.block_size != 0 {
-        return Err(Error::InvalidInput(format!(
-            "AMG: {n} rows are not a multiple of the block size {}",
-            params.block_size
-        )));
-    }
+    check_fine_rows(n, candidates, params)?;
     let mut times = SetupTimes::default();
     // Rounding noise off the diagonal leaves the hierarchy's copy of the matrix (timed with
     // the strength phase, its sibling); a re-setup gathers the kept entries' new values.
@@ -742,19 +735,16 @@ fn setup_state<T: GpuScalar>(
         let clock = Instant::now();
         read_rhos(g, &mut data, steps)?;
         let sm = new_smoother(g, &data[0], params)?;
-        let zero = crate::backend::VectorOps::zeros(ops, n)?;
-        let mut work = Scratch::new(ops, n)?;
-        for x in b.iter_mut() {
-            for _ in 0..params.improve_candidates {
-                super::cycle::smooth(ops, &fine, &sm, &zero, x, false, &mut work)?;
-            }
-        }
+        let sweeps = params.improve_candidates;
+        super::cycle::relax_candidates(ops, &fine, &sm, n, &mut b, sweeps)?;
         phase(g, params, &mut times.candidates, clock)?;
     }
     let mut mats = vec![fine];
     let mut pr: Vec<(GpuCsr<T>, GpuCsr<T>)> = Vec::new();
     let mut transfers = Vec::new();
     let mut bad = g.upload(&[u32::MAX])?;
+    // The level's threshold: θ, or 0 while a level is built again (AmgParams::theta).
+    let mut theta = params.theta;
     loop {
         let a_l = mats.last().expect("at least the fine level");
         let lv = data.last().expect("as many as levels");
@@ -763,7 +753,7 @@ fn setup_state<T: GpuScalar>(
             break;
         }
         let clock = Instant::now();
-        let s = strength(g, a_l.into(), lv.block, params.theta)?;
+        let s = strength(g, a_l.into(), lv.block, theta)?;
         phase(g, params, &mut times.strength, clock)?;
         let clock = Instant::now();
         let agg = crate::sparse::gpu::aggregate::aggregate_mis2_with(
@@ -776,6 +766,10 @@ fn setup_state<T: GpuScalar>(
         drop(s);
         phase(g, params, &mut times.aggregate, clock)?;
         let nc = agg.num_aggregates * b.len();
+        if params.stalled(theta, nc, n) {
+            theta = 0.0;
+            continue;
+        }
         if nc == 0 || nc >= n {
             break;
         }
@@ -806,6 +800,11 @@ fn setup_state<T: GpuScalar>(
         let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, &p)?;
         let ac = rap_plan.numeric(&ra, &p)?;
         phase(g, params, &mut times.galerkin, clock)?;
+        if params.too_dense(theta, ac.nnz, a_l.nnz()) {
+            theta = 0.0;
+            continue;
+        }
+        theta = params.theta;
         let clock = Instant::now();
         let lvc = level_data(g, (&ac).into(), b.len(), steps)?;
         phase(g, params, &mut times.smoother, clock)?;
@@ -827,8 +826,10 @@ fn setup_state<T: GpuScalar>(
         });
         b = bc;
     }
+    let last = mats.last().expect("a level");
+    params.check_coarsest(mats.len() - 1, last.nrows())?;
     let clock = Instant::now();
-    let coarsest = CsrView::from(mats.last().expect("a level")).download(g)?;
+    let coarsest = CsrView::from(last).download(g)?;
     let bad = g.download(&bad)?[0];
     if bad != u32::MAX {
         return Err(Error::InvalidInput(format!(

@@ -89,9 +89,9 @@ pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
 use crate::backend::{Cpu, MultigridOps, Preconditioner};
 use crate::csr::CsrMatrix;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-pub(crate) use cycle::{smooth_with, LevelOp, LevelSmoother, Operator, Scratch};
+pub(crate) use cycle::{smooth, LevelOp, LevelSmoother, Operator, Scratch};
 use cycle::{DeviceLevel, Work};
 use level::HostHierarchy;
 pub(crate) use setup::{positions, smooth_prolongator, smoother_scalings, strength};
@@ -134,7 +134,13 @@ pub enum Cycle {
 #[derive(Clone, Copy, Debug)]
 pub struct AmgParams {
     /// Strength threshold θ of the symmetric strength of connection. Default 0 (every
-    /// connection is strong: PyAMG's SA default).
+    /// connection is strong: PyAMG's SA default). A level is built again with every connection
+    /// strong where θ leaves more than half of its rows as coarse unknowns, or makes a coarse
+    /// operator with more entries than the level's own: a threshold that follows the strong
+    /// direction of an anisotropic problem aggregates along lines, and the Galerkin products
+    /// of such aggregates grow denser level by level (on a 3-D anisotropic problem, past the
+    /// level itself) until no connection is strong and the coarsening stops far above
+    /// [`coarse_size`](Self::coarse_size).
     pub theta: f64,
     /// Entries of the fine matrix dropped before the setup: off the diagonal, `a_ij` with
     /// `|a_ij| < drop_tol·sqrt(|a_ii|·|a_jj|)` ([`drop_small`](crate::sparse::drop_small)). The
@@ -314,7 +320,42 @@ impl AmgParams {
         }
         Ok(())
     }
+
+    /// Whether aggregating at `theta` a level of `rows` rows into `coarse` coarse unknowns
+    /// coarsens too little to keep the threshold ([`theta`](Self::theta)): more than half the
+    /// rows stay, or none does (no connection is strong, so no row is aggregated).
+    pub(crate) fn stalled(&self, theta: f64, coarse: usize, rows: usize) -> bool {
+        theta > 0.0 && (coarse == 0 || 2 * coarse > rows)
+    }
+
+    /// Whether a coarse operator of `coarse_nnz` entries made at `theta` from a level of `nnz`
+    /// entries is too dense to keep the threshold ([`theta`](Self::theta)).
+    pub(crate) fn too_dense(&self, theta: f64, coarse_nnz: usize, nnz: usize) -> bool {
+        theta > 0.0 && coarse_nnz > nnz
+    }
+
+    /// Fails when the coarsest level, `level` with `rows` rows, is too large for its dense
+    /// inverse: more than [`coarse_size`](Self::coarse_size) and [`DENSE_COARSE_ROWS`] (its
+    /// memory grows with `rows²` and its time with `rows³`).
+    pub(crate) fn check_coarsest(&self, level: usize, rows: usize) -> Result<()> {
+        let limit = self.coarse_size.max(DENSE_COARSE_ROWS);
+        if rows <= limit {
+            return Ok(());
+        }
+        Err(Error::InvalidInput(format!(
+            "AMG: coarsening stopped at level {level} with {rows} rows, more than the dense \
+             coarse solve takes ({limit}): the level's rows are not connected enough to \
+             aggregate (a diagonal or nearly diagonal matrix: use Jacobi), or max_levels = {} \
+             was reached",
+            self.max_levels
+        )))
+    }
 }
+
+/// The most rows the coarsest level keeps for its dense inverse when coarsening stops above
+/// [`AmgParams::coarse_size`] (no aggregation, or [`AmgParams::max_levels`] reached): 5000 rows
+/// cost 200 MB and about 4·10¹⁰ operations.
+pub const DENSE_COARSE_ROWS: usize = 5000;
 
 /// Seconds spent in each setup phase (the device setup fills the phases only with
 /// [`AmgParams::phase_times`]; `total` always).

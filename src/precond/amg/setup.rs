@@ -18,18 +18,22 @@ use crate::sparse::{
     aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric, SpgemmPlan,
 };
 
-/// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
-pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
-    if a.nrows() != a.ncols() {
+/// Checks a fine-level matrix's shape: square and not empty.
+pub(super) fn check_fine_shape(nrows: usize, ncols: usize) -> Result<()> {
+    if nrows != ncols {
         return Err(Error::InvalidInput(format!(
-            "AMG: the matrix is {}×{}, not square",
-            a.nrows(),
-            a.ncols()
+            "AMG: the matrix is {nrows}×{ncols}, not square"
         )));
     }
-    if a.nrows() == 0 {
+    if nrows == 0 {
         return Err(Error::InvalidInput("AMG: the matrix is empty".into()));
     }
+    Ok(())
+}
+
+/// Checks a fine-level matrix: square, finite, every diagonal entry stored and positive.
+pub(crate) fn check_fine<T: Scalar>(a: &CsrMatrix<T>) -> Result<()> {
+    check_fine_shape(a.nrows(), a.ncols())?;
     let d = a.diagonal();
     if let Some(i) = d.iter().position(|&x| x <= T::zero() || !x.is_finite()) {
         return Err(Error::InvalidInput(format!(
@@ -177,14 +181,7 @@ fn improve<T: Scalar>(
     let be = crate::backend::Cpu;
     let sm = super::cycle::LevelSmoother::new(&be, level, params)?;
     let n = level.a.nrows();
-    let zero = vec![T::zero(); n];
-    let mut work = super::cycle::Scratch::new(&be, n)?;
-    for x in b.iter_mut() {
-        for _ in 0..params.improve_candidates {
-            super::cycle::smooth(&be, &level.a, &sm, &zero, x, false, &mut work)?;
-        }
-    }
-    Ok(())
+    super::cycle::relax_candidates(&be, &level.a, &sm, n, b, params.improve_candidates)
 }
 
 impl<T: Scalar> HostHierarchy<T> {
@@ -197,15 +194,7 @@ impl<T: Scalar> HostHierarchy<T> {
         check_fine(a)?;
         params.check()?;
         let n = a.nrows();
-        if let Some(c) = candidates {
-            super::tentative::check_candidates(c, n)?;
-        }
-        if n % params.block_size != 0 {
-            return Err(Error::InvalidInput(format!(
-                "AMG: {n} rows are not a multiple of the block size {}",
-                params.block_size
-            )));
-        }
+        super::tentative::check_fine_rows(n, candidates, params)?;
         let mut times = SetupTimes::default();
         // Rounding noise off the diagonal leaves the hierarchy (timed with strength).
         let clock = Instant::now();
@@ -233,20 +222,26 @@ impl<T: Scalar> HostHierarchy<T> {
         times.candidates += clock.elapsed().as_secs_f64();
         let window = params.window(b.len());
         let mut transfers = Vec::new();
+        // The level's threshold: θ, or 0 while a level is built again (AmgParams::theta).
+        let mut theta = params.theta;
         loop {
             let lv = levels.last().expect("at least the fine level");
             let n = lv.a.nrows();
             if levels.len() >= params.max_levels || n <= params.coarse_size {
                 break;
             }
+            let k = b.len();
             let clock = Instant::now();
-            let s = strength(&lv.a, lv.block, params.theta)?;
+            let s = strength(&lv.a, lv.block, theta)?;
             times.strength += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let agg = aggregate_mis2_ordered(&s, params.seed, window).0;
             times.aggregate += clock.elapsed().as_secs_f64();
-            let k = b.len();
             let nc = agg.num_aggregates() * k;
+            if params.stalled(theta, nc, n) {
+                theta = 0.0;
+                continue;
+            }
             if nc == 0 || nc >= n {
                 break;
             }
@@ -266,6 +261,11 @@ impl<T: Scalar> HostHierarchy<T> {
             let rap_plan = SpgemmPlan::symbolic(&ra, &p)?;
             let ac = rap_plan.numeric(&ra, &p);
             times.galerkin += clock.elapsed().as_secs_f64();
+            if params.too_dense(theta, ac.nnz(), lv.a.nnz()) {
+                theta = 0.0;
+                continue;
+            }
+            theta = params.theta;
             let clock = Instant::now();
             levels.push(level_of(ac, k, params.spectral_steps));
             times.smoother += clock.elapsed().as_secs_f64();
@@ -281,8 +281,10 @@ impl<T: Scalar> HostHierarchy<T> {
             });
             b = bc;
         }
+        let coarsest = &levels.last().expect("a level").a;
+        params.check_coarsest(levels.len() - 1, coarsest.nrows())?;
         let clock = Instant::now();
-        let (coarse_inv, coarse_solver) = dense_inverse(&levels.last().expect("a level").a)?;
+        let (coarse_inv, coarse_solver) = dense_inverse(coarsest)?;
         times.coarse += clock.elapsed().as_secs_f64();
         Ok(HostHierarchy {
             levels,

@@ -12,8 +12,26 @@ use crate::sparse::{Aggregation, NOT_AGGREGATED};
 /// The near-nullspace candidates of a level: `k` vectors of the level's length.
 pub(crate) type Candidates<T> = Vec<Vec<T>>;
 
+/// Checks a fine matrix of `n` rows against the block size of `params` and the user candidates.
+pub(crate) fn check_fine_rows<T: Scalar>(
+    n: usize,
+    candidates: Option<&[Vec<T>]>,
+    params: &super::AmgParams,
+) -> Result<()> {
+    if let Some(c) = candidates {
+        check_candidates(c, n)?;
+    }
+    if n % params.block_size != 0 {
+        return Err(Error::InvalidInput(format!(
+            "AMG: {n} rows are not a multiple of the block size {}",
+            params.block_size
+        )));
+    }
+    Ok(())
+}
+
 /// Checks user candidates against a matrix of `n` rows.
-pub(crate) fn check_candidates<T: Scalar>(c: &[Vec<T>], n: usize) -> Result<()> {
+fn check_candidates<T: Scalar>(c: &[Vec<T>], n: usize) -> Result<()> {
     if c.is_empty() {
         return Err(Error::InvalidInput(
             "AMG: at least one near-nullspace candidate is needed".into(),

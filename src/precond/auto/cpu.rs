@@ -1,7 +1,7 @@
 //! The statistics on the host: two parallel passes (rayon) over a canonical matrix, the
 //! reference the GPU's `kernels/precond/auto_stats.cu` is tested against.
 
-use super::{MatrixStats, Partial};
+use super::{MatrixStats, Partial, STATS_BLOCK, STATS_LONG};
 use crate::csr::CsrMatrix;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
@@ -49,12 +49,13 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
         }
         p.dmin = p.dmin.min(d.abs());
         p.dmax = p.dmax.max(d.abs());
-        let mut off = 0.0;
+        let (mut off, mut sum) = (0.0, 0.0);
         for (&cj, &vj) in c.iter().zip(v) {
             let x = vj.as_f64();
             if !x.is_finite() {
                 p.nonfinite += 1;
             }
+            sum += x;
             let j = cj as usize;
             if j == i {
                 continue;
@@ -81,8 +82,14 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
                 p.asymmetry = r;
             }
         }
+        if c.len() > STATS_LONG {
+            (off, sum) = block_sums(i, c, v);
+        }
         if off > 0.0 {
             p.min_dom = p.min_dom.min(d.abs() / off);
+        }
+        if d > 0.0 && sum < -tol * scale[i] {
+            p.negative_sum += 1;
         }
         p
     };
@@ -92,6 +99,39 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
         .fold(|| Partial::EMPTY, row)
         .reduce(|| Partial::EMPTY, Partial::merge)
         .finish(n, a.nnz(), tol)
+}
+
+/// The sums `Σ_{j≠i} |a_ij|` and `Σ_j a_ij` of a long row `i` in the order of the GPU kernel's
+/// block (`kernels/precond/auto_stats.cu`, `block_sum2_`): entry `k` of the row to lane
+/// `k mod STATS_BLOCK` in order, each warp of 32 lanes by a shuffle tree, the warps in order.
+fn block_sums<T: Scalar>(i: usize, c: &[u32], v: &[T]) -> (f64, f64) {
+    let mut lanes = [(0.0f64, 0.0f64); STATS_BLOCK];
+    for (k, (&cj, &vj)) in c.iter().zip(v).enumerate() {
+        let x = vj.as_f64();
+        let l = &mut lanes[k % STATS_BLOCK];
+        l.1 += x;
+        if cj as usize != i {
+            l.0 += x.abs();
+        }
+    }
+    let mut total = (0.0, 0.0);
+    for (w, warp) in lanes.chunks_exact(32).enumerate() {
+        let mut a = [(0.0f64, 0.0f64); 32];
+        a.copy_from_slice(warp);
+        let mut o = 16;
+        while o > 0 {
+            for l in 0..o {
+                a[l] = (a[l].0 + a[l + o].0, a[l].1 + a[l + o].1);
+            }
+            o /= 2;
+        }
+        total = if w == 0 {
+            a[0]
+        } else {
+            (total.0 + a[0].0, total.1 + a[0].1)
+        };
+    }
+    total
 }
 
 /// Levels of the lower triangle (sorted indices): one pass, no plan.

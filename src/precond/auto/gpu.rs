@@ -1,6 +1,8 @@
 //! The statistics of a matrix on the GPU (`kernels/precond/auto_stats.cu`): the row sizes, then
-//! one pass that reduces every statistic per block; `blocks × 11` doubles come back, no copy of
-//! the matrix. Equal to the host's [`MatrixStats::with_levels`] (without the level count) on
+//! two passes that reduce every statistic per block; `2 × blocks × 12` doubles come back, no copy
+//! of the matrix. A thread walks each row of at most [`LONG`] entries, a whole block a longer one
+//! (a hub of a power-law graph; the second pass, one block per long row spread over the grid),
+//! so the passes cost about what an SpMV costs on any degree distribution. Equal to the host's [`MatrixStats::with_levels`] (without the level count) on
 //! every matrix with sorted rows; a matrix with an unsorted row is measured on the host from a
 //! sorted copy.
 
@@ -12,10 +14,12 @@ use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::spmv::gpu::GpuCsr;
 
-/// Threads per block of both kernels.
-const BLOCK: u32 = 256;
+/// Threads per block of both kernels (the host adds a long row's sums in this block's order).
+const BLOCK: u32 = super::STATS_BLOCK as u32;
 /// Doubles per block of the partial statistics (the `F_*` slots of the kernel).
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
+/// Rows longer than this are walked by a whole block, not one thread.
+pub const LONG: u32 = super::STATS_LONG as u32;
 
 /// `kernels/precond/auto_stats.cu`: the automatic choice's statistics.
 pub const AUTO_STATS_SRC: KernelSource = KernelSource {
@@ -25,6 +29,7 @@ pub const AUTO_STATS_SRC: KernelSource = KernelSource {
     constants: &[
         ("AUTO_STATS_BLOCK", BLOCK as i64),
         ("AUTO_STATS_FIELDS", FIELDS as i64),
+        ("AUTO_STATS_LONG", LONG as i64),
     ],
 };
 
@@ -47,7 +52,11 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
     })?;
     let blocks = (n.div_ceil(BLOCK as usize) as u32).clamp(1, g.sm_count() * 8);
     let mut scale = g.zeros::<f64>(n)?;
-    let mut part = g.zeros::<f64>(blocks as usize * FIELDS)?;
+    // Two passes' partials (short rows, then the long rows by a block each), and the list of
+    // long rows: at most nnz / (LONG + 1) of them.
+    let mut part = g.zeros::<f64>(2 * blocks as usize * FIELDS)?;
+    let mut long_rows = g.zeros::<u32>(nnz / (LONG as usize + 1) + 1)?;
+    let mut long_count = g.zeros::<u32>(1)?;
     let k = g.typed_function::<T>(&AUTO_STATS_SRC, "auto_row_scale", &[])?;
     let mut lb = g.stream().launch_builder(&k);
     lb.arg(rp).arg(val).arg(&n32).arg(&mut scale);
@@ -56,18 +65,27 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
     unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
         .map_err(|e| Gpu::launch_error("auto_row_scale", e))?;
     let k = g.typed_function::<T>(&AUTO_STATS_SRC, "auto_stats", &[])?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(rp)
-        .arg(col)
-        .arg(val)
-        .arg(&n32)
-        .arg(&scale)
-        .arg(&mut part);
-    // SAFETY: auto_stats_T(const u32* rp, const u32* col, const T* val, u32 n, const double* s,
-    // double* part): rp n + 1 entries, col and val nnz (≥ 1), every column < n (a checked
-    // square GpuCsr), s n, part `blocks × FIELDS` (one row per block of the launch).
-    unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
-        .map_err(|e| Gpu::launch_error("auto_stats", e))?;
+    for pass in 0u32..2 {
+        let mut lb = g.stream().launch_builder(&k);
+        lb.arg(rp)
+            .arg(col)
+            .arg(val)
+            .arg(&n32)
+            .arg(&scale)
+            .arg(&tol)
+            .arg(&mut long_rows)
+            .arg(&mut long_count)
+            .arg(&pass)
+            .arg(&mut part);
+        // SAFETY: auto_stats_T(const u32* rp, const u32* col, const T* val, u32 n, const double*
+        // s, double tol, u32* long_rows, u32* long_count, u32 pass, double* part): rp n + 1
+        // entries, col and val nnz (≥ 1), every column < n (a checked square GpuCsr), s n;
+        // long_rows holds nnz / (LONG + 1) + 1 ≥ the rows longer than LONG, long_count one
+        // (zeroed, counted by pass 0, read by pass 1 after it on the same stream); part
+        // `2 × blocks × FIELDS` (pass p writes rows p·blocks .. (p + 1)·blocks).
+        unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
+            .map_err(|e| Gpu::launch_error("auto_stats", e))?;
+    }
     let host = g.download(&part)?;
     let mut p = Partial::EMPTY;
     let mut unsorted = 0.0;
@@ -84,6 +102,7 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
             min_dom: f[7],
             asymmetry: f[8],
             nonfinite: f[9] as usize,
+            negative_sum: f[11] as usize,
         });
     }
     if unsorted > 0.0 {

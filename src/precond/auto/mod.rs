@@ -11,7 +11,8 @@
 //! or on the GPU where the matrix lives (`kernels/precond/auto_stats.cu`, no host copy): the row
 //! sizes `s_i = max_j |a_ij|`, then per row the diagonal (missing, zero, signs, spread), the
 //! diagonal dominance, the sign pattern of the off-diagonal entries (an M-matrix-like pattern, as
-//! from a diffusion stencil) and the symmetry of values; the row lengths' spread comes with the
+//! from a diffusion stencil), the rows with a negative sum (a reaction term of the wrong sign)
+//! and the symmetry of values; the row lengths' spread comes with the
 //! matrix ([`CsrMatrix::row_stats`], the GPU matrix's own). The level count of the lower triangle
 //! (a sequential pass) is computed only where asked ([`MatrixStats::with_levels`]).
 //!
@@ -37,6 +38,7 @@
 //! |---|---|---|---|
 //! | symmetric, a diagonal entry missing or zero | BiCGSTAB, no preconditioner | GMRES + ILUT after the scaled maximum-product row matching ([`auto_threshold`](crate::sparse::incomplete::auto_threshold)) | saddle points (`[[K, Bᵀ], [B, 0]]`) and constrained systems are indefinite: plain BiCGSTAB solved them 6× faster than the factorization |
 //! | unsymmetric, a diagonal entry missing or zero | GMRES + ILUT after the row matching | (fallback only) BiCGSTAB, no preconditioner | the matched ILUT is the only choice here that converged on bayer10, rajat19, west0479 |
+//! | symmetric, positive diagonal, M-matrix signs, a negative row sum on at least half the rows ([`MatrixStats::shifted`]) | BiCGSTAB, none (Jacobi where the diagonal spread is ≥ [`JACOBI_SPREAD`]) | — | a shifted Laplacian `L − σI` (Helmholtz): indefinite once `σ` passes the smallest eigenvalue, with a diagonal that stays positive; CG broke down on it and AMG with it, plain BiCGSTAB converged in 199 iterations where the probe's escalations ended in GMRES + ILU(0) 15× slower (H200) |
 //! | symmetric, positive diagonal, M-matrix signs, the longest row ≥ [`HUB_SPREAD`] × the mean and a diagonal spread ≥ [`JACOBI_SPREAD`] | CG + Jacobi | — | a graph with hubs (power-law degrees): AMG's aggregation did not converge on a power-law graph Laplacian of 500 000 nodes, which BiCGSTAB + Jacobi solved in 123 iterations (0.31 s on an H200) |
 //! | symmetric, positive diagonal, M-matrix signs, diagonal spread ≥ [`JUMP_SPREAD`] | CG + Jacobi | CG + AMG | coefficient jumps (AMG won where Jacobi-CG took 900–3400 iterations) or a graph Laplacian with uneven degrees (Jacobi-CG took 100 iterations on a power-law graph, where AMG's aggregation did not converge in 3 s): the probe's rate tells them apart |
 //! | symmetric, positive diagonal, M-matrix signs | CG, none (near-constant diagonal) or Jacobi | CG + AMG | Poisson-like: a preconditioner's setup costs more than it saves on one solve, unless the grid is large |
@@ -67,6 +69,13 @@ use crate::error::Result;
 use crate::scalar::{Elem, Scalar};
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
 use num_traits::Zero;
+
+/// Threads per block of the GPU statistics kernel: a row longer than [`STATS_LONG`] entries has
+/// its two sums added in that block's order, on the host too (`cpu.rs`), so that both agree bit
+/// for bit.
+pub(crate) const STATS_BLOCK: usize = 256;
+/// Rows longer than this are walked by a whole block on the GPU.
+pub(crate) const STATS_LONG: usize = 64;
 
 /// The ratio of the largest to the smallest diagonal entry that marks coefficient jumps.
 pub const JUMP_SPREAD: f64 = 100.0;
@@ -168,6 +177,11 @@ pub struct MatrixStats {
     /// The longest row over the mean row length (1 for a matrix without entries): large for a
     /// graph with hubs (a power-law degree distribution), near 1 for a mesh.
     pub row_spread: f64,
+    /// Rows with a positive diagonal whose signed sum `Σ_j a_ij` is below `−τ · s_i` ([`symmetry_tolerance`], `s_i` the row's largest
+    /// magnitude): with M-matrix signs, a reaction term of the wrong sign (a shifted Laplacian,
+    /// a Helmholtz operator), which may make the matrix indefinite; 0 for a diffusion operator,
+    /// whose rows sum to 0 or more (to rounding).
+    pub negative_row_sums: usize,
 }
 
 impl MatrixStats {
@@ -194,6 +208,13 @@ impl MatrixStats {
     pub fn m_matrix_signs(&self) -> bool {
         self.opposite_sign_fraction >= 0.99
     }
+
+    /// Whether at least half the rows have a negative sum ([`MatrixStats::negative_row_sums`]):
+    /// with M-matrix signs, an operator shifted by a reaction term of the wrong sign across the
+    /// domain (a few boundary rows of an obtuse finite-element mesh do not count).
+    pub fn shifted(&self) -> bool {
+        self.rows > 0 && self.negative_row_sums * 2 >= self.rows
+    }
 }
 
 /// The per-row partial statistics both passes reduce (the CPU's chunks, the GPU's blocks), merged
@@ -211,6 +232,7 @@ pub(crate) struct Partial {
     pub min_dom: f64,
     pub asymmetry: f64,
     pub nonfinite: usize,
+    pub negative_sum: usize,
 }
 
 impl Partial {
@@ -225,6 +247,7 @@ impl Partial {
         min_dom: f64::INFINITY,
         asymmetry: 0.0,
         nonfinite: 0,
+        negative_sum: 0,
     };
 
     pub fn merge(self, y: Partial) -> Partial {
@@ -239,6 +262,7 @@ impl Partial {
             min_dom: self.min_dom.min(y.min_dom),
             asymmetry: self.asymmetry.max(y.asymmetry),
             nonfinite: self.nonfinite + y.nonfinite,
+            negative_sum: self.negative_sum + y.negative_sum,
         }
     }
 
@@ -273,6 +297,7 @@ impl Partial {
             },
             lower_levels: 0,
             row_spread: 1.0,
+            negative_row_sums: self.negative_sum,
         }
     }
 }
@@ -436,6 +461,25 @@ fn rule(s: &MatrixStats) -> Rule {
         );
     }
     if s.symmetric && s.positive_diagonal {
+        if s.m_matrix_signs() && s.shifted() {
+            let (pre, how) = if s.diagonal_spread >= JACOBI_SPREAD {
+                (Jacobi, "with Jacobi")
+            } else {
+                (None, "without a preconditioner")
+            };
+            return (
+                Bicgstab,
+                pre,
+                Option::None,
+                format!(
+                    "{sym} with M-matrix signs and a negative row sum on {} of {} rows (a \
+                     reaction term of the wrong sign: a shifted Laplacian or a Helmholtz \
+                     operator, indefinite once the shift passes the smallest eigenvalue, where \
+                     CG breaks down and AMG's smoothers diverge): BiCGSTAB {how}",
+                    s.negative_row_sums, s.rows
+                ),
+            );
+        }
         if s.m_matrix_signs() {
             if s.row_spread >= HUB_SPREAD && s.diagonal_spread >= JACOBI_SPREAD {
                 return (

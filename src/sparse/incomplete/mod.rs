@@ -1036,42 +1036,16 @@ impl IncompleteStructure {
         // Squareness, sorting and the diagonal, for both kinds.
         let diag_pos = diagonal_positions(a)
             .map_err(|e| Error::InvalidInput(format!("{}: {}", kind.name(), strip(&e))))?;
-        match kind {
-            FactorKind::Ilu0 => {
-                let (lower, upper) = if host_plans {
-                    (
-                        Some(TriangularPlan::analyse(a, Triangle::Lower, Diagonal::Unit)?),
-                        Some(TriangularPlan::analyse(
-                            a,
-                            Triangle::Upper,
-                            Diagonal::NonUnit,
-                        )?),
-                    )
-                } else {
-                    (None, None)
-                };
-                let natural_levels = lower.as_ref().map_or(0, TriangularPlan::levels);
-                Ok(IncompleteStructure {
-                    kind,
-                    n,
-                    row_ptr: a.row_ptr().to_vec(),
-                    col_idx: a.col_idx().to_vec(),
-                    src: (0..a.nnz() as u32).collect(),
-                    diag_pos,
-                    lower,
-                    upper,
-                    transpose: None,
-                    a_nnz: a.nnz(),
-                    a_col_hash: pattern_hash(a),
-                    perm_in: None,
-                    perm_out: None,
-                    preprocessing: Preprocessing {
-                        natural_levels,
-                        ..Default::default()
-                    },
-                    threshold: None,
-                })
-            }
+        // The factor's pattern: ILU's is `A`'s; IC's is `A`'s lower triangle, with `Lᵀ` and the
+        // map of its entries into `L`'s.
+        let (row_ptr, col_idx, src, diag_pos, transpose) = match kind {
+            FactorKind::Ilu0 => (
+                a.row_ptr().to_vec(),
+                a.col_idx().to_vec(),
+                (0..a.nnz() as u32).collect(),
+                diag_pos,
+                None,
+            ),
             FactorKind::Ic0 => {
                 // The lower triangle: entries [row_ptr[i], diag_pos[i]] of each row.
                 let (rp, cj) = (a.row_ptr(), a.col_idx());
@@ -1107,50 +1081,62 @@ impl IncompleteStructure {
                         next[c] += 1;
                     }
                 }
-                let pattern = |rp: &[u32], cj: &[u32]| -> Result<CsrMatrix<T>> {
-                    CsrMatrix::try_from_parts(n, n, rp.to_vec(), cj.to_vec(), vec![T::one(); nnz])
-                };
-                let (lower, upper) = if host_plans {
-                    let l = pattern(&row_ptr, &col_idx)?;
-                    let lt = pattern(&t_ptr, &t_col)?;
-                    (
-                        Some(TriangularPlan::analyse(
-                            &l,
-                            Triangle::Lower,
-                            Diagonal::NonUnit,
-                        )?),
-                        Some(TriangularPlan::analyse(
-                            &lt,
-                            Triangle::Upper,
-                            Diagonal::NonUnit,
-                        )?),
-                    )
-                } else {
-                    (None, None)
-                };
-                let lower_levels = lower.as_ref().map_or(0, TriangularPlan::levels);
-                Ok(IncompleteStructure {
-                    kind,
-                    n,
-                    row_ptr,
-                    col_idx,
-                    src,
-                    diag_pos,
-                    lower,
-                    upper,
-                    preprocessing: Preprocessing {
-                        natural_levels: lower_levels,
-                        ..Default::default()
-                    },
-                    transpose: Some((t_ptr, t_col, t_map)),
-                    a_nnz: a.nnz(),
-                    a_col_hash: pattern_hash(a),
-                    perm_in: None,
-                    perm_out: None,
-                    threshold: None,
-                })
+                (row_ptr, col_idx, src, diag_pos, Some((t_ptr, t_col, t_map)))
             }
-        }
+        };
+        // The host plans of the two triangular solves: ILU's on `A` (a unit lower triangle), IC's
+        // on `L` and `Lᵀ`.
+        let (lower, upper) = match (&transpose, host_plans) {
+            (_, false) => (None, None),
+            (None, true) => (
+                Some(TriangularPlan::analyse(a, Triangle::Lower, Diagonal::Unit)?),
+                Some(TriangularPlan::analyse(
+                    a,
+                    Triangle::Upper,
+                    Diagonal::NonUnit,
+                )?),
+            ),
+            (Some((t_ptr, t_col, _)), true) => {
+                let pattern = |rp: &[u32], cj: &[u32]| -> Result<CsrMatrix<T>> {
+                    let ones = vec![T::one(); cj.len()];
+                    CsrMatrix::try_from_parts(n, n, rp.to_vec(), cj.to_vec(), ones)
+                };
+                let (l, lt) = (pattern(&row_ptr, &col_idx)?, pattern(t_ptr, t_col)?);
+                (
+                    Some(TriangularPlan::analyse(
+                        &l,
+                        Triangle::Lower,
+                        Diagonal::NonUnit,
+                    )?),
+                    Some(TriangularPlan::analyse(
+                        &lt,
+                        Triangle::Upper,
+                        Diagonal::NonUnit,
+                    )?),
+                )
+            }
+        };
+        let natural_levels = lower.as_ref().map_or(0, TriangularPlan::levels);
+        Ok(IncompleteStructure {
+            kind,
+            n,
+            row_ptr,
+            col_idx,
+            src,
+            diag_pos,
+            lower,
+            upper,
+            transpose,
+            a_nnz: a.nnz(),
+            a_col_hash: pattern_hash(a),
+            perm_in: None,
+            perm_out: None,
+            preprocessing: Preprocessing {
+                natural_levels,
+                ..Default::default()
+            },
+            threshold: None,
+        })
     }
 
     /// Checks that `a` has the pattern this structure was made for.

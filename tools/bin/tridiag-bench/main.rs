@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use segsparse::gpu::{DeviceBuffer, Gpu, KernelType};
 use segsparse::tridiag::cusparse_peer::{CusparseTridiag, GtsvScalar};
 use segsparse::tridiag::gpu::{GpuTridiag, GpuTuning};
-use segsparse::tridiag::{cpu, TridiagAlgorithm};
+use segsparse::tridiag::{cpu, TridiagAlgorithm, Tridiagonal};
 use segsparse::Scalar;
 
 /// Benchmark the tridiagonal solvers (GPU, cuSPARSE, CPU).
@@ -133,7 +133,8 @@ struct Dev<T: KernelType> {
 
 fn reference<T: Scalar>(n: usize, h: &(Vec<T>, Vec<T>, Vec<T>, Vec<T>)) -> Vec<f64> {
     let w = |v: &[T]| v.iter().map(|x| x.as_f64()).collect::<Vec<f64>>();
-    cpu::thomas_batch(n, &w(&h.0), &w(&h.1), &w(&h.2), &w(&h.3)).expect("dominant systems")
+    cpu::thomas_batch(n, Tridiagonal::new(&w(&h.0), &w(&h.1), &w(&h.2)), &w(&h.3))
+        .expect("dominant systems")
 }
 
 /// One shape: every GPU algorithm and cuSPARSE, one markdown row each.
@@ -167,11 +168,11 @@ fn bench_shape<T: Scalar + GtsvScalar>(
     if let Some(sp) = sp.as_mut() {
         let t = if batch == 1 {
             time_gpu(g, cli.reps, cli.inner, || {
-                sp.nopivot(&dv.a, &dv.b, &dv.c, &mut dv.x)
+                sp.nopivot(Tridiagonal::new(&dv.a, &dv.b, &dv.c), &mut dv.x)
             })
         } else {
             time_gpu(g, cli.reps, cli.inner, || {
-                sp.strided_batch(n, batch, &dv.a, &dv.b, &dv.c, &mut dv.x)
+                sp.strided_batch(n, batch, Tridiagonal::new(&dv.a, &dv.b, &dv.c), &mut dv.x)
             })
         };
         let host = HOST_ENQUEUE.with(|c| c.get());
@@ -182,9 +183,9 @@ fn bench_shape<T: Scalar + GtsvScalar>(
         // Correctness of the peer on fresh data (it solves in place).
         g.stream().memcpy_dtod(&dv.d, &mut dv.x).context("copy")?;
         if batch == 1 {
-            sp.nopivot(&dv.a, &dv.b, &dv.c, &mut dv.x)?;
+            sp.nopivot(Tridiagonal::new(&dv.a, &dv.b, &dv.c), &mut dv.x)?;
         } else {
-            sp.strided_batch(n, batch, &dv.a, &dv.b, &dv.c, &mut dv.x)?;
+            sp.strided_batch(n, batch, Tridiagonal::new(&dv.a, &dv.b, &dv.c), &mut dv.x)?;
         }
         let err = max_rel_err(n, &g.download(&dv.x)?, &want);
         let t = t?;
@@ -205,7 +206,14 @@ fn bench_shape<T: Scalar + GtsvScalar>(
     let mut solver = GpuTridiag::<T>::new(g)?;
     for &alg in algs {
         let t = time_gpu(g, cli.reps, cli.inner, || {
-            solver.queue_batch(n, batch, &dv.a, &dv.b, &dv.c, &dv.d, &mut dv.x, alg)
+            solver.queue_batch(
+                n,
+                batch,
+                Tridiagonal::new(&dv.a, &dv.b, &dv.c),
+                &dv.d,
+                &mut dv.x,
+                alg,
+            )
         });
         let t = match t {
             Ok(t) => t,
@@ -216,7 +224,14 @@ fn bench_shape<T: Scalar + GtsvScalar>(
         };
         solver.check()?;
         g.stream().memset_zeros(&mut dv.x).context("memset")?;
-        solver.solve_batch(n, batch, &dv.a, &dv.b, &dv.c, &dv.d, &mut dv.x, alg)?;
+        solver.solve_batch(
+            n,
+            batch,
+            Tridiagonal::new(&dv.a, &dv.b, &dv.c),
+            &dv.d,
+            &mut dv.x,
+            alg,
+        )?;
         let err = max_rel_err(n, &g.download(&dv.x)?, &want);
         let host = HOST_ENQUEUE.with(|c| c.get());
         eprintln!(
@@ -263,9 +278,7 @@ fn bench_shape<T: Scalar + GtsvScalar>(
                     solver.queue_batch(
                         n,
                         batch,
-                        &dv.a,
-                        &dv.b,
-                        &dv.c,
+                        Tridiagonal::new(&dv.a, &dv.b, &dv.c),
                         &dv.d,
                         &mut dv.x,
                         TridiagAlgorithm::Partition,
@@ -287,9 +300,7 @@ fn bench_shape<T: Scalar + GtsvScalar>(
                 solver.queue_batch(
                     n,
                     batch,
-                    &dv.a,
-                    &dv.b,
-                    &dv.c,
+                    Tridiagonal::new(&dv.a, &dv.b, &dv.c),
                     &dv.d,
                     &mut dv.x,
                     TridiagAlgorithm::CrPcr,
@@ -330,7 +341,14 @@ fn paper_comparison(g: &std::sync::Arc<Gpu>, cli: &Cli) -> Result<()> {
     println!("| paper 2007: CPU cyclic reduction | 27.6 ms | |");
     for alg in [TridiagAlgorithm::Auto, TridiagAlgorithm::CyclicReduction] {
         let t = time_gpu(g, cli.reps, cli.inner, || {
-            s.queue_batch(n, batch, &dv_a, &dv_b, &dv_c, &dv_d, &mut x, alg)
+            s.queue_batch(
+                n,
+                batch,
+                Tridiagonal::new(&dv_a, &dv_b, &dv_c),
+                &dv_d,
+                &mut x,
+                alg,
+            )
         })?;
         s.check()?;
         println!(
@@ -346,13 +364,8 @@ fn paper_comparison(g: &std::sync::Arc<Gpu>, cli: &Cli) -> Result<()> {
         let t_cr = cpu_time(reps, || {
             for k in 0..batch {
                 let r = k * n..(k + 1) * n;
-                let _ = cpu::cyclic_reduction(
-                    &h.0[r.clone()],
-                    &h.1[r.clone()],
-                    &h.2[r.clone()],
-                    &h.3[r],
-                    1,
-                );
+                let a = Tridiagonal::new(&h.0[r.clone()], &h.1[r.clone()], &h.2[r.clone()]);
+                let _ = cpu::cyclic_reduction(a, &h.3[r], 1);
             }
         });
         let mut xs = vec![0f32; n * batch];
@@ -360,18 +373,12 @@ fn paper_comparison(g: &std::sync::Arc<Gpu>, cli: &Cli) -> Result<()> {
         let t_thomas1 = cpu_time(reps, || {
             for k in 0..batch {
                 let r = k * n..(k + 1) * n;
-                let _ = cpu::thomas_with_scratch(
-                    &h.0[r.clone()],
-                    &h.1[r.clone()],
-                    &h.2[r.clone()],
-                    &h.3[r.clone()],
-                    &mut xs[r],
-                    &mut scratch,
-                );
+                let a = Tridiagonal::new(&h.0[r.clone()], &h.1[r.clone()], &h.2[r.clone()]);
+                let _ = cpu::thomas_with_scratch(a, &h.3[r.clone()], &mut xs[r], &mut scratch);
             }
         });
         let t_thomas_par = cpu_time(reps, || {
-            let _ = cpu::thomas_batch_into(n, &h.0, &h.1, &h.2, &h.3, &mut xs);
+            let _ = cpu::thomas_batch_into(n, Tridiagonal::new(&h.0, &h.1, &h.2), &h.3, &mut xs);
         });
         let threads = rayon::current_num_threads();
         println!(
