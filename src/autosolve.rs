@@ -902,7 +902,8 @@ where
     // The work bound: each candidate at most `max_iters` iterations over all its runs (what it
     // gets when named explicitly), all of them together at most `work_factor · max_iters`.
     let monitor = probe.enabled;
-    let total_limit = (probe.work_factor.max(1.0) * params.max_iters as f64) as usize;
+    let work_iters = probe.work_factor.max(1.0) * params.max_iters as f64;
+    let total_limit = work_iters as usize;
     let mut saved: Option<B::Vector> = None;
     // The length of each candidate's last run that ended at a checkpoint.
     let mut last_chunk: Vec<(Cand, usize)> = Vec::new();
@@ -940,9 +941,7 @@ where
         }
         let last = !queue.iter().any(|c| runnable(c, &dropped, indefinite));
         let continued = seg.iterations > 0 || out.probe.is_some();
-        let seconds_left = t_ref.map(|t| {
-            probe.work_factor.max(1.0) * params.max_iters as f64 * t * stretch - seg.seconds
-        });
+        let seconds_left = t_ref.map(|t| work_iters * t * stretch - seg.seconds);
         if monitor && seconds_left.is_some_and(|l| l <= 0.0) {
             timed_out = true;
             break;
@@ -964,7 +963,7 @@ where
             // prediction would turn a system it may solve into a failure. It runs within the
             // larger bound of `last_resort` times the whole work bound's seconds, its setup and
             // its iterations.
-            let whole = probe.work_factor.max(1.0) * params.max_iters as f64 * t;
+            let whole = work_iters * t;
             let last_resort = !others && predicted <= probe.last_resort.max(1.0) * whole;
             if predicted > l && last_resort {
                 stretch = probe.last_resort.max(1.0);
@@ -1278,9 +1277,7 @@ where
             }
         }
         // A candidate whose rate cannot reach the tolerance in what it has left stops.
-        let time_left = t_ref.map_or(f64::INFINITY, |t| {
-            probe.work_factor.max(1.0) * params.max_iters as f64 * t * stretch - seg.seconds
-        });
+        let time_left = t_ref.map_or(f64::INFINITY, |t| work_iters * t * stretch - seg.seconds);
         if !need.is_nan()
             && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
         {
@@ -1331,7 +1328,7 @@ where
     if timed_out {
         out.tried.push(format!(
             "the work bound ({} iterations of the cheapest candidate's time) reached",
-            (probe.work_factor.max(1.0) * params.max_iters as f64) as usize
+            total_limit
         ));
     }
     let failure = format!(

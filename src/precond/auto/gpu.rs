@@ -2,9 +2,9 @@
 //! two passes that reduce every statistic per block; `2 × blocks × 12` doubles come back, no copy
 //! of the matrix. A thread walks each row of at most [`LONG`] entries, a whole block a longer one
 //! (a hub of a power-law graph; the second pass, one block per long row spread over the grid),
-//! so the passes cost about what an SpMV costs on any degree distribution. Equal to the host's [`MatrixStats::with_levels`] (without the level count) on
-//! every matrix with sorted rows; a matrix with an unsorted row is measured on the host from a
-//! sorted copy.
+//! so the passes cost about what an SpMV costs on any degree distribution. Equal to the host's
+//! [`MatrixStats::with_levels`] (without the level count) on every matrix with sorted rows; a
+//! matrix with an unsorted row is measured on the host from a sorted copy.
 
 use super::{square, symmetry_tolerance, MatrixStats, Partial, StatsOps};
 use crate::backend::gpu::GpuOps;
