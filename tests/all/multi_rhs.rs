@@ -849,6 +849,101 @@ mod gpu {
         }
     }
 
+    /// The block loop recorded as CUDA graphs and replayed equals the same loop launched step
+    /// by step, bit for bit in every column (iterations, restarts, histories, residuals,
+    /// solutions), for CG and BiCGSTAB with every kind of preconditioner, on a system below the
+    /// fused-kernel bound and one above it; the columns stop at different iterations (a zero
+    /// column at once, a smooth one early, the scales differ), so blocks are recorded again for
+    /// the compacted set of running columns. The recorded runs must really record graphs.
+    #[test]
+    fn gpu_block_graphs_equal_launched_block_loop() {
+        let Some(_) = test_gpu() else { return };
+        // A Gpu of this test's own: graphs are recorded only while one thread uses a Gpu.
+        let g = segsparse::gpu::Gpu::new().unwrap();
+        let be = &GpuOps::<f64>::new(&g).unwrap();
+        let params = |graphs: bool| SolveParams {
+            rel_tol: 1e-8,
+            max_iters: 400,
+            check_every: Some(4),
+            graphs,
+            ..Default::default()
+        };
+        let swept = segsparse::precond::IncompleteParams {
+            jacobi_sweeps: 3,
+            ..Default::default()
+        };
+        for (m_spd, m_non) in [(16usize, 50usize), (36, 220)] {
+            let spd = generate::poisson3d::<f64>(m_spd).unwrap();
+            let non = convection(m_non, 0.6);
+            let da = GpuCsr::upload(&g, &spd).unwrap();
+            let du = GpuCsr::upload(&g, &non).unwrap();
+            let jac = Jacobi::from_matrix(be, &spd).unwrap();
+            let njac = Jacobi::from_matrix(be, &non).unwrap();
+            let amg = Amg::new(be, &spd, &AmgParams::default()).unwrap();
+            let silu = Ilu0::new(be, &non, &swept).unwrap();
+            let (a, u) = (&da, &du);
+            type Run<'a> =
+                Box<dyn Fn(&SolveParams, &[V], &mut [V]) -> Result<MultiInfo, SolveError> + 'a>;
+            let cases: Vec<(&str, bool, Run<'_>)> = vec![
+                ("cg", true, Box::new(|p, b, x| multi::cg(be, a, b, x, p))),
+                (
+                    "pcg jacobi",
+                    true,
+                    Box::new(|p, b, x| multi::pcg(be, a, &jac, b, x, p)),
+                ),
+                (
+                    "pcg amg",
+                    true,
+                    Box::new(|p, b, x| multi::pcg(be, a, &amg, b, x, p)),
+                ),
+                (
+                    "bicgstab",
+                    false,
+                    Box::new(|p, b, x| multi::bicgstab(be, u, &Identity, b, x, p)),
+                ),
+                (
+                    "bicgstab jacobi",
+                    false,
+                    Box::new(|p, b, x| multi::bicgstab(be, u, &njac, b, x, p)),
+                ),
+                (
+                    "bicgstab ilu0 swept",
+                    false,
+                    Box::new(|p, b, x| multi::bicgstab(be, u, &silu, b, x, p)),
+                ),
+            ];
+            for (what, on_spd, run) in &cases {
+                let n = if *on_spd { spd.nrows() } else { non.nrows() };
+                let what = format!("{what} (n = {n})");
+                // 35 columns: more than one launch of 32.
+                let mut bs = rhs(n, 35);
+                bs[3] = vec![0.0; n];
+                bs[5] = smooth(n);
+                let go = |graphs: bool| {
+                    let db: Vec<V> = bs.iter().map(|b| g.upload(b).unwrap()).collect();
+                    let mut dx: Vec<V> = (0..bs.len())
+                        .map(|_| g.upload(&vec![0.0; n]).unwrap())
+                        .collect();
+                    let before = g.graphs_recorded();
+                    let info = run(&params(graphs), &db, &mut dx)
+                        .unwrap_or_else(|err| panic!("{what}: {err}"));
+                    let recorded = g.graphs_recorded() - before;
+                    let x: Vec<Vec<f64>> = dx.iter().map(|v| g.download(v).unwrap()).collect();
+                    (info, x, recorded)
+                };
+                let (li, lx, none) = go(false);
+                let (gi, gx, recorded) = go(true);
+                eprintln!(
+                    "{what}: block iterations {}, graphs recorded {recorded}",
+                    gi.block_iterations
+                );
+                assert_eq!(none, 0, "{what}: graphs = false records nothing");
+                assert!(recorded >= 1, "{what}: the block loop recorded no graph");
+                same_columns(&what, outcomes(&gi, &gx), outcomes(&li, &lx));
+            }
+        }
+    }
+
     /// On the GPU too, columns that stop early (a zero column converges at once, a NaN column
     /// fails at once) leave the others' bits unchanged: each column of a block step reads and
     /// writes only its own buffers.
