@@ -419,21 +419,12 @@ pub struct GpuScalars<T> {
 /// instantiation) and replayed from the third on.
 #[derive(Default)]
 struct Graphs {
-    /// The blocks run once.
-    seen: Vec<BlockId>,
-    /// The recorded blocks.
-    recorded: Vec<(BlockId, CudaGraph)>,
+    /// `(key, len)` of the blocks run once.
+    seen: Vec<(u64, usize)>,
+    /// `(key, len, graph)` of the recorded blocks.
+    recorded: Vec<(u64, usize, CudaGraph)>,
     /// The block being recorded.
-    recording: Option<BlockId>,
-}
-
-/// What names a recorded block: the caller's key, the columns it runs (the indices into the
-/// caller's scalars; `[0]` for a one-column solve) and its length in iterations.
-#[derive(Clone, PartialEq, Eq)]
-struct BlockId {
-    key: u64,
-    cols: Vec<usize>,
-    len: usize,
+    recording: Option<(u64, usize)>,
 }
 
 // SAFETY: a `CudaGraph` holds raw CUDA handles, which the driver lets any thread use as long as
@@ -863,100 +854,6 @@ where
         Ok(())
     }
 
-    /// [`VectorOps::begin_block`] for the columns `cols` of `scs`, column `j` at iteration
-    /// `it0[j]`: the recorded blocks are kept with the first column's scalars, named by `key`,
-    /// the columns and `len`. A block is recorded the second time it is seen and replayed from
-    /// the third on; both number each column's iterations from its `it0`.
-    pub(crate) fn begin_recorded(
-        &self,
-        scs: &mut [GpuScalars<T::Dev>],
-        cols: &[usize],
-        it0: &[usize],
-        len: usize,
-        key: u64,
-    ) -> Result<Block> {
-        let Some(&first) = cols.first() else {
-            return Ok(Block::Direct);
-        };
-        let id = BlockId {
-            key,
-            cols: cols.to_vec(),
-            len,
-        };
-        let g = &mut scs[first].graphs;
-        let found = g.recorded.iter().position(|r| r.0 == id);
-        if found.is_none() && !g.seen.contains(&id) {
-            g.seen.push(id);
-            return Ok(Block::Direct);
-        }
-        for &j in cols {
-            if scs[j].base != it0[j] {
-                self.set_iter_base(&mut scs[j], it0[j], false)?;
-            }
-        }
-        if let Some(i) = found {
-            scs[first].graphs.recorded[i]
-                .1
-                .launch()
-                .map_err(|e| Error::cuda("launching a recorded solver block (CUDA graph)", e))?;
-            for &j in cols {
-                scs[j].base += len;
-            }
-            return Ok(Block::Replayed);
-        }
-        // Another thread uses this Gpu: its work would be recorded too, so run directly.
-        if !self.gpu.begin_capture()? {
-            return Ok(Block::Direct);
-        }
-        scs[first].graphs.recording = Some(id);
-        Ok(Block::Recording)
-    }
-
-    /// [`VectorOps::end_block`] for a block begun by [`Self::begin_recorded`] on the same
-    /// columns.
-    pub(crate) fn end_recorded(
-        &self,
-        scs: &mut [GpuScalars<T::Dev>],
-        cols: &[usize],
-        ok: bool,
-    ) -> Result<()> {
-        let first = cols[0];
-        let id = scs[first]
-            .graphs
-            .recording
-            .take()
-            .expect("end_block without a recording block");
-        // The last nodes move every column's base to its next block's first iteration.
-        let mut advanced = Ok(());
-        if ok {
-            for &j in cols {
-                advanced = advanced.and_then(|()| self.set_iter_base(&mut scs[j], id.len, true));
-            }
-        }
-        let graph = self.gpu.end_capture().map_err(|e| match e {
-            Error::Cuda { message, .. } => Error::Cuda {
-                context: "recording a solver block as a CUDA graph (a step or preconditioner \
-                          that synchronises with the host cannot be recorded: set \
-                          SolveParams::graphs = false)"
-                    .into(),
-                message,
-            },
-            other => other,
-        });
-        if !ok {
-            // The caller reports the step's error; nothing of the block ran.
-            return Ok(());
-        }
-        advanced?;
-        let graph = graph?
-            .ok_or_else(|| Error::InvalidInput("a recorded solver block was empty".to_string()))?;
-        graph
-            .launch()
-            .map_err(|e| Error::cuda("launching a recorded solver block (CUDA graph)", e))?;
-        scs[first].graphs.recorded.push((id, graph));
-        Ok(())
-    }
-
     fn mode_ptrs<'a>(fuse: &'a mut Fuse<'_, CudaSlice<T::Dev>>) -> FuseMode<'a, T::Dev> {
         match fuse {
             Fuse::Identity => (FUSE_IDENTITY, None, None),
@@ -1178,14 +1075,70 @@ where
         len: usize,
         key: Option<u64>,
     ) -> Result<Block> {
-        match key {
-            Some(key) => self.begin_recorded(std::slice::from_mut(sc), &[0], &[it0], len, key),
-            None => Ok(Block::Direct),
+        let Some(key) = key else {
+            return Ok(Block::Direct);
+        };
+        let g = &sc.graphs;
+        let found = g.recorded.iter().position(|r| (r.0, r.1) == (key, len));
+        let seen = g.seen.contains(&(key, len));
+        if found.is_none() && !seen {
+            sc.graphs.seen.push((key, len));
+            return Ok(Block::Direct);
         }
+        // Both a recording and a replay number their iterations from it0.
+        if sc.base != it0 {
+            self.set_iter_base(sc, it0, false)?;
+        }
+        if let Some(i) = found {
+            sc.graphs.recorded[i]
+                .2
+                .launch()
+                .map_err(|e| Error::cuda("launching a recorded solver block (CUDA graph)", e))?;
+            sc.base += len;
+            return Ok(Block::Replayed);
+        }
+        // Another thread uses this Gpu: its work would be recorded too, so run directly.
+        if !self.gpu.begin_capture()? {
+            return Ok(Block::Direct);
+        }
+        sc.graphs.recording = Some((key, len));
+        Ok(Block::Recording)
     }
 
     fn end_block(&self, sc: &mut GpuScalars<T::Dev>, ok: bool) -> Result<()> {
-        self.end_recorded(std::slice::from_mut(sc), &[0], ok)
+        let (key, len) = sc
+            .graphs
+            .recording
+            .take()
+            .expect("end_block without a recording block");
+        // The last node moves the base to the next block's first iteration.
+        let advanced = if ok {
+            self.set_iter_base(sc, len, true)
+        } else {
+            Ok(())
+        };
+        let graph = self.gpu.end_capture().map_err(|e| match e {
+            Error::Cuda { message, .. } => Error::Cuda {
+                context: "recording a solver block as a CUDA graph (a step or preconditioner \
+                          that synchronises with the host cannot be recorded: set \
+                          SolveParams::graphs = false)"
+                    .into(),
+                message,
+            },
+            other => other,
+        });
+        if !ok {
+            // The caller reports the step's error; nothing of the block ran.
+            return Ok(());
+        }
+        advanced?;
+        let graph = graph?
+            .ok_or_else(|| Error::InvalidInput("a recorded solver block was empty".to_string()))?;
+        graph
+            .launch()
+            .map_err(|e| Error::cuda("launching a recorded solver block (CUDA graph)", e))?;
+        sc.graphs.recorded.push((key, len, graph));
+        Ok(())
     }
 
     fn axpy(&self, alpha: T, x: &CudaSlice<T::Dev>, y: &mut CudaSlice<T::Dev>) -> Result<()> {

@@ -119,9 +119,7 @@
 //!   seen once runs
 //!   directly, the second occurrence is recorded and run, later ones are replayed: a one-off
 //!   block (the tail before the iteration limit) is never instantiated. A new problem is a new
-//!   solve and records anew. The loop of several right-hand sides ([`multi`]) records CG's and
-//!   BiCGSTAB's blocks the same way, keyed by the running columns too
-//!   ([`BlockOps::begin_block_cols`](crate::backend::BlockOps::begin_block_cols)).
+//!   solve and records anew.
 //! - **What is recorded.** Everything a step issues: the operator, a preconditioner's
 //!   [`Preconditioner::apply`](crate::backend::Preconditioner::apply) (which must only queue device work: Jacobi, Chebyshev and any
 //!   preconditioner that follows that rule are captured with the iteration), the fused steps.

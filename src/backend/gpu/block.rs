@@ -28,7 +28,7 @@ use super::{
 use crate::backend::recur::NSLOTS;
 use crate::backend::steps::block::defaults;
 use crate::backend::{
-    BicgColumn, Block, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, KrylovOps, PolyColumn, Pre,
+    BicgColumn, BlockKrylovOps, BlockOps, CgColumn, GmresColumn, KrylovOps, PolyColumn, Pre,
     VectorOps,
 };
 use crate::error::Result;
@@ -378,30 +378,6 @@ impl<T: Elem> BlockOps<T> for GpuOps<T>
 where
     T::Dev: KernelType,
 {
-    /// CUDA graphs of the block loop: see "Recorded blocks" in [`crate::solvers`].
-    fn begin_block_cols(
-        &self,
-        scs: &mut [GpuScalars<T::Dev>],
-        active: &[usize],
-        it0: &[usize],
-        len: usize,
-        key: Option<u64>,
-    ) -> Result<Block> {
-        match key {
-            Some(key) => self.begin_recorded(scs, active, it0, len, key),
-            None => Ok(Block::Direct),
-        }
-    }
-
-    fn end_block_cols(
-        &self,
-        scs: &mut [GpuScalars<T::Dev>],
-        active: &[usize],
-        ok: bool,
-    ) -> Result<()> {
-        self.end_recorded(scs, active, ok)
-    }
-
     /// One launch copies every column's slots into one buffer, one download reads them.
     fn read_slots_block(&self, scs: &[&GpuScalars<T::Dev>]) -> Result<Vec<[T; NSLOTS]>> {
         if !self.block_steps() {

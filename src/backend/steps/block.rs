@@ -18,7 +18,7 @@
 
 use super::{BicgSteps, CgSteps, ChebyshevSteps, Fuse};
 use crate::backend::recur::NSLOTS;
-use crate::backend::{Block, KrylovOps, VectorOps};
+use crate::backend::{KrylovOps, VectorOps};
 use crate::error::Result;
 use crate::scalar::Elem;
 
@@ -129,32 +129,6 @@ pub struct PolyColumn<'a, V> {
 /// The block forms of the column steps; see the [module docs](self). Every method has a default
 /// that runs the column step on each column in order.
 pub trait BlockOps<T: Elem>: BicgSteps<T> + ChebyshevSteps<T> {
-    /// [`VectorOps::begin_block`] for the block loop: a block of `len` iterations of the
-    /// columns `active` of `scs` (ascending), column `j` after its iteration `it0[j]`. The same
-    /// `key`, columns and `len` name the same launches on the same buffers. The default runs
-    /// the steps as they come.
-    fn begin_block_cols(
-        &self,
-        _scs: &mut [Self::Scalars],
-        _active: &[usize],
-        _it0: &[usize],
-        _len: usize,
-        _key: Option<u64>,
-    ) -> Result<Block> {
-        Ok(Block::Direct)
-    }
-
-    /// Closes a block begun as [`Block::Recording`] by [`BlockOps::begin_block_cols`] on the
-    /// same columns, and runs it; `ok` is false when a step failed.
-    fn end_block_cols(
-        &self,
-        _scs: &mut [Self::Scalars],
-        _active: &[usize],
-        _ok: bool,
-    ) -> Result<()> {
-        Ok(())
-    }
-
     /// The slots of every column of `scs`, in order, in one read (synchronises).
     fn read_slots_block(&self, scs: &[&Self::Scalars]) -> Result<Vec<[T; NSLOTS]>> {
         defaults::read_slots_block(self, scs)

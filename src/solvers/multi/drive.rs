@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::super::drive::{default_check_every, history, Confirm, Ended, Step};
 use super::super::types::{InitialGuess, Progress, SolveError, SolveInfo, SolveParams};
 use super::MultiInfo;
-use crate::backend::{Block, BlockOps, LinearOperator, Slot, Status, NSLOTS};
+use crate::backend::{BlockOps, LinearOperator, Slot, Status, NSLOTS};
 use crate::scalar::Scalar;
 
 /// One method's state for `k` columns, driven by [`drive_multi`].
@@ -27,12 +27,6 @@ pub(crate) trait ColumnMethod<T: Scalar, B: BlockOps<T>> {
     /// 0 without one): the default status-check interval, as in the one-column loop.
     fn precond_cost(&self) -> f64 {
         0.0
-    }
-    /// What names the sequence of launches of a block (with the running columns and the
-    /// block's length; see [`BlockOps::begin_block_cols`]): `Some(0)` for methods whose every
-    /// iteration issues the same steps, `None` (the default) for a block not to be recorded.
-    fn block_key(&self) -> Option<u64> {
-        None
     }
     /// The most iterations column `j`'s next block may hold.
     fn block_limit(&self, _j: usize) -> usize {
@@ -162,37 +156,13 @@ where
             .min()
             .unwrap_or(1)
             .max(1);
-        let key = if params.graphs {
-            method.block_key()
-        } else {
-            None
-        };
-        let it0: Vec<usize> = cols.iter().map(|c| c.it).collect();
-        match be.begin_block_cols(&mut scs, &active, &it0, len, key)? {
-            Block::Replayed => {
-                for &j in &active {
-                    cols[j].it += len;
-                }
-                block_iterations += len;
+        for _ in 0..len {
+            for &j in &active {
+                cols[j].it += 1;
+                its[j] = cols[j].it;
             }
-            mode => {
-                let mut run = || {
-                    for _ in 0..len {
-                        for &j in &active {
-                            cols[j].it += 1;
-                            its[j] = cols[j].it;
-                        }
-                        method.step(be, &mut scs, xs, &active, &its)?;
-                        block_iterations += 1;
-                    }
-                    Ok::<(), crate::Error>(())
-                };
-                let done = run();
-                if mode == Block::Recording {
-                    be.end_block_cols(&mut scs, &active, done.is_ok())?;
-                }
-                done?;
-            }
+            method.step(be, &mut scs, xs, &active, &its)?;
+            block_iterations += 1;
         }
         for &j in &active {
             method.after_block(Step::new(be, &mut scs[j], &mut xs[j], cols[j].it), j)?;

@@ -37,12 +37,9 @@
 //! assert!(info.all_converged());
 //! ```
 //!
-//! Recorded blocks (CUDA graphs, [`SolveParams::graphs`]): CG and BiCGSTAB record the block of
-//! iterations between two status checks as the one-column loop does, keyed by the running
-//! columns too, so a block after a column has left the active set is recorded anew (the second
-//! time it is seen) with the compacted set. GMRES's blocks are not recorded (each column is at
-//! its own position in its restart cycle). An observer ([`SolveParams::observer`]) is refused
-//! with an error: it watches the iterate of one solve.
+//! Recorded blocks (CUDA graphs, [`SolveParams::graphs`]) are not used here: the block of
+//! running columns changes as columns converge. An observer ([`SolveParams::observer`]) is
+//! refused with an error: it watches the iterate of one solve.
 
 mod drive;
 
@@ -283,10 +280,6 @@ where
         self.m.cost_in_products()
     }
 
-    fn block_key(&self) -> Option<u64> {
-        Some(0)
-    }
-
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
         self.cols[j].start(be, self.m, self.kind, sc, it)
     }
@@ -419,10 +412,6 @@ where
 
     fn precond_cost(&self) -> f64 {
         self.m.cost_in_products()
-    }
-
-    fn block_key(&self) -> Option<u64> {
-        Some(0)
     }
 
     fn start(&mut self, be: &B, sc: &mut B::Scalars, j: usize, it: usize) -> crate::Result<()> {
