@@ -186,3 +186,37 @@ pub fn format(label: &str, sites: &[WaitSite]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sites_add_up_and_are_cleared() {
+        let log = WaitLog::default();
+        let here = Location::caller();
+        let t = Instant::now();
+        log.record(here, WaitKind::Download, t, 8);
+        log.record(here, WaitKind::Download, Instant::now(), 16);
+        log.record(here, WaitKind::Alloc, Instant::now(), 0);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        log.record(here, WaitKind::Synchronize, Instant::now(), 0);
+        let sites = log.take();
+        assert_eq!(sites.len(), 3, "{sites:?}");
+        let d = &sites[0];
+        assert_eq!((d.kind, d.count, d.bytes), (WaitKind::Download, 2, 24));
+        assert_eq!(sites[1].kind, WaitKind::Synchronize);
+        // The host slept between the last download and the synchronisation.
+        assert!(sites[1].host_before >= 0.002, "{:?}", sites[1]);
+        assert_eq!(
+            (sites[2].kind, sites[2].host_before),
+            (WaitKind::Alloc, 0.0)
+        );
+        let text = format("test", &sites);
+        assert!(
+            text.contains("total download") && text.contains("2 calls"),
+            "{text}"
+        );
+        assert!(log.take().is_empty());
+    }
+}
