@@ -23,7 +23,8 @@
 //! without synchronising between them except where a size must be read to allocate (the entry
 //! counts of the strength graph, the aggregation and the products, MIS-2's round counters read
 //! batch of rounds, [`MIS2_BATCH`](crate::sparse::gpu::aggregate::MIS2_BATCH) first); ρ stays on the device until
-//! the end of the setup. [`AmgParams::phase_times`] synchronises after every phase to time it.
+//! the end of the setup. [`AmgParams::phase_times`] synchronises after every phase to time it;
+//! `SEGSPARSE_WAIT_LOG=1` prints each wait of a setup per call site ([`crate::gpu::wait_log`]).
 //!
 //! The numeric re-setup ([`HierarchyState::update`]) checks the new matrix on the device,
 //! compares fingerprints, and then only queues kernels into the hierarchy's own arrays: the
