@@ -44,7 +44,11 @@
 //! pool holds unused, and the margin is [`MARGIN_PERCENT`] % of `available` (room for the
 //! allocator, the CUDA context, the caller's other data). Requests below [`UNCHECKED_BYTES`] are
 //! not checked: they cannot be the one that exhausts a machine, and small solves then pay for
-//! no query. Where the figure cannot be read (not Linux), the host check passes.
+//! no query. Where the figure cannot be read (not Linux), the host check passes. The device's
+//! check of each buffer it allocates (`Gpu::zeros`, `Gpu::alloc`, `Gpu::upload`) reads the
+//! driver's figure once and spends it down: a buffer that fits what is left passes without a
+//! driver query (buffers freed since only add to the real figure), one that does not reads the
+//! figure again.
 //! `SEGSPARSE_MAX_HOST_BYTES` and `SEGSPARSE_MAX_DEVICE_BYTES` (bytes, or with a `K`/`M`/`G`
 //! suffix) cap `available`, to share a machine or to test the refusals.
 

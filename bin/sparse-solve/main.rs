@@ -1446,6 +1446,11 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     use segsparse::spmv::gpu::GpuCsr;
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
     let ops = GpuOps::<T>::new(&g)?;
+    // The setup's own kernel modules load on a thread while the matrix is uploaded (after the
+    // solver's, which the upload does not wait for then; the handle is kept to the end:
+    // dropping it waits for the loads).
+    let _loading = (plan.precond == PrecondArg::Amg)
+        .then(|| segsparse::precond::amg::prepare_device_setup::<T>(&g));
     let da = GpuCsr::upload(&g, a)?;
     // --storage f32: the values rounded to f32 on the device (with their own exact copy for
     // the true residuals), or why not; part of the setup.

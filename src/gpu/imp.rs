@@ -11,6 +11,7 @@ use cudarc::driver::{
 use super::driver::driver_missing;
 pub use super::driver::{driver_version_number, version_string};
 use super::kernels::{self, KernelSource};
+use super::wait_log::WaitKind;
 use super::KernelType;
 use crate::error::{Error, Result};
 
@@ -32,6 +33,11 @@ pub struct Gpu {
     pending: Mutex<std::collections::HashSet<String>>,
     pending_done: std::sync::Condvar,
     users: Users,
+    /// `SEGSPARSE_WAIT_LOG=1`: the host's waits and driver calls per call site.
+    waits: Option<super::wait_log::WaitLog>,
+    /// The per-buffer preflight's budget ([`Gpu::precheck`]): the usable device bytes at the
+    /// last driver query, less the buffers checked since.
+    alloc_budget: std::sync::atomic::AtomicU64,
 }
 
 /// Which threads use a [`Gpu`], for CUDA graph capture: a capture records *everything* queued on
@@ -359,6 +365,8 @@ impl Gpu {
             pending: Mutex::new(std::collections::HashSet::new()),
             pending_done: std::sync::Condvar::new(),
             users: Users::default(),
+            waits: super::wait_log::enabled().then(Default::default),
+            alloc_budget: std::sync::atomic::AtomicU64::new(0),
         }))
     }
 
@@ -811,26 +819,85 @@ impl Gpu {
     /// # Errors
     /// [`Error::Cuda`] naming the element count, type and bytes, and the device's free memory,
     /// when the device is out of memory.
+    #[track_caller]
     pub fn zeros<T: KernelType + cudarc::driver::ValidAsZeroBits>(
         &self,
         n: usize,
     ) -> Result<CudaSlice<T>> {
         self.precheck::<T>(n)?;
-        self.stream()
+        let clock = self.log_start();
+        let out = self
+            .stream()
             .alloc_zeros::<T>(n)
-            .map_err(|e| self.alloc_error::<T>(n, e))
+            .map_err(|e| self.alloc_error::<T>(n, e));
+        self.log(WaitKind::Alloc, clock, 0);
+        out
+    }
+
+    /// The start of a call the wait log records (`None` when it is off).
+    fn log_start(&self) -> Option<std::time::Instant> {
+        self.waits.as_ref().map(|_| std::time::Instant::now())
+    }
+
+    /// Records a call that began at `clock` in the wait log, under its caller's place.
+    #[track_caller]
+    fn log(&self, kind: WaitKind, clock: Option<std::time::Instant>, bytes: usize) {
+        if let (Some(w), Some(c)) = (&self.waits, clock) {
+            w.record(std::panic::Location::caller(), kind, c, bytes);
+        }
+    }
+
+    /// The wait log's sites since the last call, cleared (empty unless `SEGSPARSE_WAIT_LOG=1`;
+    /// see [`super::wait_log`]).
+    pub fn take_wait_log(&self) -> Vec<super::wait_log::WaitSite> {
+        self.waits.as_ref().map_or_else(Vec::new, |w| w.take())
+    }
+
+    /// Whether the wait log records (`SEGSPARSE_WAIT_LOG=1`).
+    pub fn wait_log_on(&self) -> bool {
+        self.waits.is_some()
+    }
+
+    /// Prints the wait log's sites since the last call to standard error under `label` and
+    /// clears them; nothing when the log is off.
+    pub fn print_wait_log(&self, label: &str) {
+        if self.waits.is_some() {
+            eprint!("{}", super::wait_log::format(label, &self.take_wait_log()));
+        }
     }
 
     /// The memory preflight of one buffer of `n` elements (see [`check_memory`](Gpu::check_memory)).
+    ///
+    /// The driver's figure is read once and spent down: a buffer that fits into what is left
+    /// of the usable bytes at the last query passes without a query (buffers freed since only
+    /// add to the real figure); one that does not fit reads the figure again and is checked
+    /// against it. A setup that allocates dozens of buffers so pays one query, not one each.
+    #[track_caller]
     fn precheck<T: KernelType>(&self, n: usize) -> Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
         let bytes = crate::memory::bytes_of::<T>(n);
         if bytes < crate::memory::UNCHECKED_BYTES {
             return Ok(());
         }
-        self.check_memory(
+        let spent = self
+            .alloc_budget
+            .fetch_update(Relaxed, Relaxed, |b| b.checked_sub(bytes));
+        if spent.is_ok() {
+            return Ok(());
+        }
+        let clock = self.log_start();
+        let avail = self.available_memory();
+        self.log(WaitKind::MemoryQuery, clock, 0);
+        let avail = avail?;
+        crate::memory::check_fits(
             &format!("a device buffer of {n} {} elements", T::KERNEL_SUFFIX),
             bytes,
-        )
+            avail,
+            &format!("device memory on {}", self.name),
+        )?;
+        self.alloc_budget
+            .store(crate::memory::usable(avail).saturating_sub(bytes), Relaxed);
+        Ok(())
     }
 
     /// Allocates `n` elements without initialising them.
@@ -840,11 +907,16 @@ impl Gpu {
     ///
     /// # Errors
     /// As [`zeros`](Gpu::zeros).
+    #[track_caller]
     pub unsafe fn alloc<T: KernelType>(&self, n: usize) -> Result<CudaSlice<T>> {
         self.precheck::<T>(n)?;
-        self.stream()
+        let clock = self.log_start();
+        let out = self
+            .stream()
             .alloc::<T>(n)
-            .map_err(|e| self.alloc_error::<T>(n, e))
+            .map_err(|e| self.alloc_error::<T>(n, e));
+        self.log(WaitKind::Alloc, clock, 0);
+        out
     }
 
     fn alloc_error<T: KernelType>(&self, n: usize, e: cudarc::driver::DriverError) -> Error {
@@ -864,11 +936,15 @@ impl Gpu {
 
     /// Copies a host slice to a new device buffer. Allocates first, so that running out of
     /// device memory is reported as such, with the bytes requested.
+    #[track_caller]
     pub fn upload<T: KernelType>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         // SAFETY: every element is written by the copy below before the buffer is returned.
         let mut dev = unsafe { self.alloc::<T>(host.len()) }?;
         self.note_transfer(true, std::mem::size_of_val(host));
-        self.stream().memcpy_htod(host, &mut dev).map_err(|e| {
+        let clock = self.log_start();
+        let copied = self.stream().memcpy_htod(host, &mut dev);
+        self.log(WaitKind::Upload, clock, std::mem::size_of_val(host));
+        copied.map_err(|e| {
             Error::cuda(
                 format!(
                     "copying {} {} elements ({} bytes) to the device",
@@ -968,30 +1044,45 @@ impl Gpu {
     }
 
     /// Copies a host slice into an existing device buffer of the same length.
+    #[track_caller]
     pub fn upload_into<T: KernelType>(
         &self,
         host: &[T],
         dst: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
         self.note_transfer(true, std::mem::size_of_val(host));
-        self.stream()
+        let clock = self.log_start();
+        let out = self
+            .stream()
             .memcpy_htod(host, dst)
-            .map_err(|e| Error::cuda("copying to the device", e))
+            .map_err(|e| Error::cuda("copying to the device", e));
+        self.log(WaitKind::Upload, clock, std::mem::size_of_val(host));
+        out
     }
 
     /// Copies a device buffer (or view) to a new host vector; synchronises the stream.
+    #[track_caller]
     pub fn download<T: KernelType>(&self, dev: &impl DevicePtr<T>) -> Result<Vec<T>> {
         self.note_transfer(false, dev.num_bytes());
-        self.stream()
+        let clock = self.log_start();
+        let out = self
+            .stream()
             .clone_dtoh(dev)
-            .map_err(|e| Error::cuda("copying to the host", e))
+            .map_err(|e| Error::cuda("copying to the host", e));
+        self.log(WaitKind::Download, clock, dev.num_bytes());
+        out
     }
 
     /// Waits for all work queued on the stream; reports errors of earlier kernels.
+    #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        self.stream()
+        let clock = self.log_start();
+        let out = self
+            .stream()
             .synchronize()
-            .map_err(|e| Error::cuda("stream synchronize", e))
+            .map_err(|e| Error::cuda("stream synchronize", e));
+        self.log(WaitKind::Synchronize, clock, 0);
+        out
     }
 
     /// Maps a launch failure to an error that names the kernel.
@@ -1034,7 +1125,20 @@ impl Gpu {
 
     /// Runs `f` (which queues work on this stream) between two CUDA events and returns the
     /// elapsed seconds, after waiting for the end event.
+    #[track_caller]
     pub fn time(&self, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+        let t = self.time_queued(f)?;
+        let clock = self.log_start();
+        let waited = t.end.synchronize();
+        self.log(WaitKind::Event, clock, 0);
+        waited.map_err(|e| Error::cuda("event synchronize", e))?;
+        t.seconds()
+    }
+
+    /// Runs `f` (which queues work on this stream) between two CUDA events and returns them
+    /// without waiting: [`QueuedTime::seconds`] waits for the end event when the figure is
+    /// wanted, so timing queued work costs no synchronisation until then.
+    pub fn time_queued(&self, f: impl FnOnce() -> Result<()>) -> Result<QueuedTime> {
         let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let start = self
             .stream
@@ -1045,9 +1149,32 @@ impl Gpu {
             .stream
             .record_event(flags)
             .map_err(|e| Error::cuda("recording an event", e))?;
-        end.synchronize()
+        Ok(QueuedTime { start, end })
+    }
+}
+
+/// Two CUDA events around queued work ([`Gpu::time_queued`]).
+pub struct QueuedTime {
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
+}
+
+impl std::fmt::Debug for QueuedTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QueuedTime")
+    }
+}
+
+impl QueuedTime {
+    /// The device seconds between the two events; waits for the end event.
+    ///
+    /// # Errors
+    /// A failed wait (an error of the timed work) or event query.
+    pub fn seconds(&self) -> Result<f64> {
+        self.end
+            .synchronize()
             .map_err(|e| Error::cuda("event synchronize", e))?;
-        let ms = event_elapsed_ms(start.cu_event(), end.cu_event())?;
+        let ms = event_elapsed_ms(self.start.cu_event(), self.end.cu_event())?;
         Ok(ms as f64 * 1e-3)
     }
 }

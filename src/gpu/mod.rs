@@ -47,6 +47,8 @@ pub mod kernels;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
 pub mod prebuilt;
+#[cfg(feature = "cuda")]
+pub mod wait_log;
 
 #[cfg(feature = "cuda")]
 pub use imp::*;

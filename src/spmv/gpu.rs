@@ -391,8 +391,17 @@ pub struct GpuCsr<T: GpuScalar> {
     epoch: AtomicU32,
     /// Allocated on the first use of the paper's algorithm (it holds two arrays of nnz values).
     paper: Mutex<Option<PaperWorkspace<T>>>,
-    preprocess_s: f64,
+    /// The structure tables' device time: its events until first read (shared by copies).
+    preprocess: Arc<Mutex<Preprocessed>>,
     k: Kernels,
+}
+
+/// [`GpuCsr::preprocess_seconds`]: the events around the structure tables' kernels, read (with
+/// a wait for the end event) only when the figure is asked for, so that building a matrix
+/// queues its kernels without a synchronisation.
+enum Preprocessed {
+    Queued(crate::gpu::QueuedTime),
+    Seconds(f64),
 }
 
 /// The paper path's per-matrix state: head flags for the segmented scan and the product array.
@@ -607,8 +616,9 @@ impl<T: GpuScalar> GpuCsr<T> {
             row_ptr.len(),
             nrows
         );
-        // The row statistics on the device: six words come back, not the row pointer.
-        let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0])?;
+        // The row statistics on the device (six words) and the column spread's sum and count
+        // (two doubles, `queue_column_spread`) come back in one download, not the row pointer.
+        let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0, 0, 0])?;
         if nrows > 0 {
             let f = gpu.function(
                 &SPMV_SRC,
@@ -620,9 +630,13 @@ impl<T: GpuScalar> GpuCsr<T> {
             b.arg(&row_ptr).arg(&n32).arg(&mut out);
             let blocks = (nrows.div_ceil(256) as u32).clamp(1, gpu.sm_count() * 8);
             // SAFETY: spmv_row_stats(const u32* row_ptr, u32 nrows, u64* out): row_ptr has
-            // nrows+1 entries (asserted above), out 6 words.
+            // nrows+1 entries (asserted above), out 6 words (of 8).
             unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
                 .map_err(|e| Gpu::launch_error("spmv_row_stats", e))?;
+            // SAFETY: the last two of the eight zero-initialised words are read as f64 zeros.
+            let mut words = unsafe { out.transmute_mut::<f64>(8) }.expect("8 words hold 8 doubles");
+            let mut spread = words.slice_mut(6..8);
+            queue_column_spread::<T>(gpu, &row_ptr, &col, nrows, ncols, &mut spread)?;
         }
         let st = gpu.download(&out)?;
         let first = if nrows > 0 { st[4] } else { 0 };
@@ -659,17 +673,18 @@ impl<T: GpuScalar> GpuCsr<T> {
         // statistics above and a kernel over sampled rows (the spread); the x-line statistics
         // are unknown (NaN; the rule then reads the spread).
         let mut features = SpmvFeatures::from_stats(nrows, ncols, nnz, &stats);
-        features.spread = if nnz == 0 || nrows == 0 {
+        let (sum, count) = (f64::from_bits(st[6]), f64::from_bits(st[7]));
+        features.spread = if nnz == 0 || nrows == 0 || count == 0.0 {
             0.0
         } else {
-            device_column_spread::<T>(gpu, &row_ptr, &col, nrows, ncols)?
+            sum / count
         };
         if nnz > 0 {
             features.lines_per_entry_f64 = f64::NAN;
             features.lines_per_entry_f32 = f64::NAN;
         }
         // Without the row pointer on the host: the shape and the row statistics words.
-        let fingerprint = pattern_fingerprint::<T>((nrows, ncols), &[], Some(&st_words(&st)));
+        let fingerprint = pattern_fingerprint::<T>((nrows, ncols), &[], Some(&st_words(&st[..6])));
         Self::from_parts_with(
             gpu,
             (nrows, ncols, nnz),
@@ -723,7 +738,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             tile,
             has_map,
         };
-        let preprocess_s = gpu.time(|| {
+        let preprocess = gpu.time_queued(|| {
             pre.run(
                 &row_ptr,
                 &mut heads,
@@ -756,7 +771,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             tile_value: Mutex::new(gpu.zeros::<T>(2 * ntiles.max(1))?),
             epoch: AtomicU32::new(0),
             paper: Mutex::new(None),
-            preprocess_s,
+            preprocess: Arc::new(Mutex::new(Preprocessed::Queued(preprocess))),
             k,
             gpu: gpu.clone(),
         })
@@ -803,7 +818,7 @@ impl<T: GpuScalar> GpuCsr<T> {
             tile_value: Mutex::new(g.zeros::<T>(2 * self.ntiles.max(1) as usize)?),
             epoch: AtomicU32::new(0),
             paper: Mutex::new(None),
-            preprocess_s: self.preprocess_s,
+            preprocess: self.preprocess.clone(),
             k: self.k.clone(),
         })
     }
@@ -851,9 +866,21 @@ impl<T: GpuScalar> GpuCsr<T> {
 
     /// Device seconds spent building the structure tables at upload (head flags, tile row
     /// starts, empty-row map), measured with CUDA events; the host-to-device copies of the CSR
-    /// arrays are not included.
+    /// arrays are not included. The first call waits for the tables' kernels; NaN when the
+    /// events cannot be read (an error of those kernels, which the next synchronising call
+    /// reports).
     pub fn preprocess_seconds(&self) -> f64 {
-        self.preprocess_s
+        let mut p = self.preprocess.lock().unwrap_or_else(|e| e.into_inner());
+        match &*p {
+            Preprocessed::Seconds(s) => *s,
+            Preprocessed::Queued(t) => match t.seconds() {
+                Ok(s) => {
+                    *p = Preprocessed::Seconds(s);
+                    s
+                }
+                Err(_) => f64::NAN,
+            },
+        }
     }
 
     /// Device bytes held beyond the CSR arrays (`row_ptr`, `col_idx`, `values`): head flags,
@@ -1389,19 +1416,20 @@ fn st_words(st: &[u64]) -> Vec<u32> {
         .collect()
 }
 
-/// [`column_spread`] on the device (`spmv_column_spread`, the same sample of rows): the sum and
-/// count of |column − diagonal| come back in one download.
-fn device_column_spread<T: Scalar>(
+/// [`column_spread`] on the device (`spmv_column_spread`, the same sample of rows): queues the
+/// sum and count of |column − diagonal| into `out` (two doubles, zero on entry); the spread is
+/// their quotient.
+fn queue_column_spread<T: Scalar>(
     gpu: &Arc<Gpu>,
     row_ptr: &CudaSlice<u32>,
     col: &CudaSlice<u32>,
     nrows: usize,
     ncols: usize,
-) -> Result<f64> {
+    out: &mut CudaViewMut<'_, f64>,
+) -> Result<()> {
     let step = nrows.div_ceil(4096) as u32;
     let samples = nrows.div_ceil(step as usize) as u32;
     let scale = ncols as f64 / nrows as f64;
-    let mut out = gpu.zeros::<f64>(2)?;
     let f = gpu.function(
         &SPMV_SRC,
         "spmv_column_spread",
@@ -1415,14 +1443,13 @@ fn device_column_spread<T: Scalar>(
         .arg(&step)
         .arg(&samples)
         .arg(&scale)
-        .arg(&mut out);
+        .arg(out);
     // SAFETY: spmv_column_spread(const u32* row_ptr, const u32* col, u32 nrows, u32 step,
     // u32 samples, double scale, double* out); row_ptr has nrows+1 entries, the sampled rows'
     // entries lie in col, out holds 2 doubles.
     unsafe { b.launch(Gpu::cfg(samples.div_ceil(256), 256, 0)) }
         .map_err(|e| Gpu::launch_error("spmv_column_spread", e))?;
-    let h = gpu.download(&out)?;
-    Ok(if h[1] == 0.0 { 0.0 } else { h[0] / h[1] })
+    Ok(())
 }
 
 /// For matrices built on the device (whose x-line statistics are not computed): the mean column

@@ -370,3 +370,36 @@ fn embedded_kernels_load_and_run_on_the_device() {
     let host = g.download(&out).unwrap();
     assert!(host.iter().enumerate().all(|(i, v)| *v == (i as u32) * 5));
 }
+
+/// The per-buffer memory preflight spends one driver figure down across allocations: buffers
+/// that fit pass, and one larger than the device is still refused with `OutOfMemory` naming the
+/// buffer, however many checked buffers came before it (GPU machine).
+#[test]
+fn buffer_preflight_refuses_what_cannot_fit_after_many_buffers() {
+    let Some(g) = gpu::test_gpu() else {
+        return;
+    };
+    let (_, total) = g.memory_info().unwrap();
+    // Twenty checked buffers (8 MiB each, above the unchecked size) and a queued timing.
+    let t = g
+        .time_queued(|| {
+            let mut keep = Vec::new();
+            for _ in 0..20 {
+                keep.push(g.zeros::<f64>(1 << 20)?);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let s = t.seconds().unwrap();
+    assert!(s.is_finite() && s >= 0.0, "queued timing {s}");
+    let n = total / 8 + 1;
+    match g.zeros::<f64>(n) {
+        Err(segsparse::Error::OutOfMemory { what, need, .. }) => {
+            assert!(what.contains("f64"), "{what}");
+            assert_eq!(need, 8 * n as u64);
+        }
+        other => panic!("a buffer larger than the device was not refused: {other:?}"),
+    }
+    // One that fits still passes after the refusal.
+    assert_eq!(g.zeros::<f64>(1 << 20).unwrap().len(), 1 << 20);
+}

@@ -23,7 +23,8 @@
 //! without synchronising between them except where a size must be read to allocate (the entry
 //! counts of the strength graph, the aggregation and the products, MIS-2's round counters read
 //! batch of rounds, [`MIS2_BATCH`](crate::sparse::gpu::aggregate::MIS2_BATCH) first); ρ stays on the device until
-//! the end of the setup. [`AmgParams::phase_times`] synchronises after every phase to time it.
+//! the end of the setup. [`AmgParams::phase_times`] synchronises after every phase to time it;
+//! `SEGSPARSE_WAIT_LOG=1` prints each wait of a setup per call site ([`crate::gpu::wait_log`]).
 //!
 //! The numeric re-setup ([`HierarchyState::update`]) checks the new matrix on the device,
 //! compares fingerprints, and then only queues kernels into the hierarchy's own arrays: the
@@ -272,17 +273,24 @@ fn check_fine_view<T: GpuScalar>(g: &Gpu, a: CsrView<'_, T>) -> Result<(Fingerpr
     super::setup::check_fine_shape(a.nrows(), a.ncols())?;
     let (rp, col, val) = (a.row_ptr(), a.col(), a.val());
     let n32 = a.nrows() as u32;
-    let mut bad = g.upload(&[u32::MAX; 3])?;
-    let mut hash = g.zeros::<u64>(1)?;
-    launch!(
-        g,
-        f::<T>(g, "amg_check_fine")?,
-        a.nrows(),
-        "amg_check_fine",
-        [rp, col, val, &n32, &mut bad, &mut hash]
-    );
-    let out = g.download(&bad)?;
-    let hash = g.download(&hash)?[0];
+    // One download: the three flagged rows (u32::MAX when none; the first two words) and the
+    // pattern's hash (the third).
+    let mut words = g.upload(&[u64::MAX, u64::MAX, 0])?;
+    {
+        let (mut head, mut hash) = words.split_at_mut(2);
+        // SAFETY: two u64 words of all ones read as four u32::MAX words.
+        let mut bad = unsafe { head.transmute_mut::<u32>(4) }.expect("2 words hold 4");
+        launch!(
+            g,
+            f::<T>(g, "amg_check_fine")?,
+            a.nrows(),
+            "amg_check_fine",
+            [rp, col, val, &n32, &mut bad, &mut hash]
+        );
+    }
+    let w = g.download(&words)?;
+    let out = [w[0] as u32, (w[0] >> 32) as u32, w[1] as u32];
+    let hash = w[2];
     // A `GpuCsr`'s columns are below `ncols` = n by construction: a flagged row is unsorted
     // or repeats a column.
     let canonical = out[0] == u32::MAX;
@@ -478,11 +486,22 @@ fn level_data<T: GpuScalar>(
     Ok(d)
 }
 
-/// Reads every level's ρ back (one synchronisation).
+/// Reads every level's ρ back: gathered into one array on the device, one download.
 fn read_rhos<T: GpuScalar>(g: &Gpu, data: &mut [LevelData<T>], steps: usize) -> Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
     let i = rho_index(steps.max(1));
-    for d in data.iter_mut() {
-        d.rho = g.download(&d.scal.slice(i..i + 1))?[0];
+    // SAFETY: each of the data.len() entries is copied into below before the download.
+    let mut rhos = unsafe { g.alloc::<f64>(data.len())? };
+    for (l, d) in data.iter().enumerate() {
+        g.stream()
+            .memcpy_dtod(&d.scal.slice(i..i + 1), &mut rhos.slice_mut(l..l + 1))
+            .map_err(|e| Error::cuda("gathering the levels' ρ", e))?;
+    }
+    let rhos = g.download(&rhos)?;
+    for (d, rho) in data.iter_mut().zip(rhos) {
+        d.rho = rho;
     }
     Ok(())
 }
@@ -657,12 +676,16 @@ pub(crate) fn setup<T: GpuScalar>(
     })
 }
 
-/// Starts loading the kernel modules a setup and its cycle use on a background thread
-/// ([`Gpu::prepare_in_background`]), in the order the setup reaches them: the first phases
-/// start as soon as their own modules are in, and the later modules load while the device runs
-/// them (a first setup in a process otherwise waits for every load before its first kernel).
-/// Without the embedded kernels their compiles share the host's cores.
-fn prepare_modules<T: GpuScalar>(g: &Arc<Gpu>) -> crate::gpu::Preparing {
+/// Starts loading the kernel modules a device setup and its cycle use on a background thread
+/// ([`Gpu::prepare_in_background`]), in the order the setup reaches them, and returns at once.
+///
+/// A setup calls it itself: its first phases start as soon as their own modules are in, and
+/// the later modules load while the device runs them. A caller that knows a device setup will
+/// follow calls it earlier, before work the loads can overlap (building or uploading the
+/// matrix): the first setup of the process then finds its modules loaded. Keep the handle
+/// until then (dropping it waits for the loads). Without the embedded kernels their compiles
+/// share the host's cores.
+pub fn prepare_device_setup<T: GpuScalar>(g: &Arc<Gpu>) -> crate::gpu::Preparing {
     let (major, minor) = g.compute_capability();
     let spmv = crate::spmv::gpu::SpmvPolicy::for_device((major, minor)).typed_defines::<T>();
     let class = crate::primitives::gpu::device_class(g);
@@ -697,7 +720,9 @@ fn setup_state<T: GpuScalar>(
     let total = Instant::now();
     params.check()?;
     let g = ops.gpu();
-    let loading = prepare_modules::<T>(g);
+    // SEGSPARSE_WAIT_LOG=1: the setup's own waits, printed at its end.
+    drop(g.take_wait_log());
+    let loading = prepare_device_setup::<T>(g);
     let (fingerprint, canonical) = check_fine_device(g, &fine)?;
     let (fine, canon) = if canonical {
         (fine, None)
@@ -864,6 +889,13 @@ fn setup_state<T: GpuScalar>(
     loading.wait()?;
     g.synchronize()?;
     times.total = total.elapsed().as_secs_f64();
+    if g.wait_log_on() {
+        g.print_wait_log(&format!(
+            "AMG setup, {} rows, {:.3} ms",
+            n,
+            times.total * 1e3
+        ));
+    }
     let state = DeviceState {
         gpu: g.clone(),
         fingerprint,

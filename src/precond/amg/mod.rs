@@ -84,7 +84,7 @@ use std::time::Instant;
 
 pub use coarse::CoarseSolver;
 #[cfg(feature = "cuda")]
-pub use device::AMG_SETUP_SRC;
+pub use device::{prepare_device_setup, AMG_SETUP_SRC};
 pub use tentative::{fit_candidates, rigid_body_modes_2d, rigid_body_modes_3d};
 
 use crate::backend::{Cpu, MultigridOps, Preconditioner};

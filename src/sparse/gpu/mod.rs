@@ -430,40 +430,50 @@ impl GpuSpgemmPlan {
         let legacy = std::env::var_os("SEGSPARSE_SPGEMM_LEGACY").is_some();
         // 1. Product counts and bins.
         let mut ub = g.zeros::<u32>(m + 1)?; // ub[m] = 0: its exclusive scan ends at Σ ub
-        let mut ub_total = g.zeros::<u64>(1)?;
-        let mut stats = g.zeros::<u32>(13)?; // counts[6], max[6], bad row of B
-        if b.nrows > 0 && b.nnz > 0 {
-            let k = f("spgemm_check_rows")?;
-            let mut bad = stats.slice_mut(12..13);
-            let bn = b.nrows as u32;
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(b.row_ptr).arg(b.col).arg(&bn).arg(&mut bad);
-            // SAFETY: spgemm_check_rows(const u32* brp, const u32* bcol, u32 n, u32* bad): brp
-            // n+1 entries ending at nnz(B), bcol nnz(B), bad one word.
-            unsafe { lb.launch(Gpu::cfg(grid(g, b.nrows, 256), 256, 0)) }
-                .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
+                                             // One download brings back the bins' counts and largest bounds, the bad row of B
+                                             // (13 words of the first 7 u64) and the products' total (the 8th).
+        let mut words = g.zeros::<u64>(8)?;
+        {
+            let (mut head, mut ub_total) = words.split_at_mut(7);
+            // SAFETY: 7 zeroed u64 words read as 14 zeroed u32 words.
+            let mut stats = unsafe { head.transmute_mut::<u32>(14) }.expect("7 words hold 14");
+            if b.nrows > 0 && b.nnz > 0 {
+                let k = f("spgemm_check_rows")?;
+                let mut bad = stats.slice_mut(12..13);
+                let bn = b.nrows as u32;
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(b.row_ptr).arg(b.col).arg(&bn).arg(&mut bad);
+                // SAFETY: spgemm_check_rows(const u32* brp, const u32* bcol, u32 n, u32* bad):
+                // brp n+1 entries ending at nnz(B), bcol nnz(B), bad one word.
+                unsafe { lb.launch(Gpu::cfg(grid(g, b.nrows, 256), 256, 0)) }
+                    .map_err(|e| Gpu::launch_error("spgemm_check_rows", e))?;
+            }
+            if m > 0 {
+                let k = f("spgemm_bound")?;
+                let (mut cnt, mut rest) = stats.split_at_mut(6);
+                let mut mx = rest.slice_mut(0..6);
+                let mut lb = g.stream().launch_builder(&k);
+                lb.arg(a.row_ptr)
+                    .arg(a.col)
+                    .arg(b.row_ptr)
+                    .arg(&m32)
+                    .arg(&mut ub)
+                    .arg(&mut cnt)
+                    .arg(&mut mx)
+                    .arg(&mut ub_total);
+                // SAFETY: spgemm_bound(const u32* arp, const u32* acol, const u32* brp, u32 m,
+                // u32* ub, u32* bin_count, u32* bin_max, u64* ub_total): arp m+1, acol nnz(A) <
+                // ncols(A) = nrows(B), brp nrows(B)+1, ub m+1, counts and max 6 each, one total.
+                unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
+                    .map_err(|e| Gpu::launch_error("spgemm_bound", e))?;
+            }
         }
-        if m > 0 {
-            let k = f("spgemm_bound")?;
-            let (mut cnt, mut rest) = stats.split_at_mut(6);
-            let mut mx = rest.slice_mut(0..6);
-            let mut lb = g.stream().launch_builder(&k);
-            lb.arg(a.row_ptr)
-                .arg(a.col)
-                .arg(b.row_ptr)
-                .arg(&m32)
-                .arg(&mut ub)
-                .arg(&mut cnt)
-                .arg(&mut mx)
-                .arg(&mut ub_total);
-            // SAFETY: spgemm_bound(const u32* arp, const u32* acol, const u32* brp, u32 m,
-            // u32* ub, u32* bin_count, u32* bin_max, u64* ub_total): arp m+1, acol nnz(A) <
-            // ncols(A) = nrows(B), brp nrows(B)+1, ub m+1, counts and max 6 each, one total.
-            unsafe { lb.launch(Gpu::cfg(grid(g, m, 256), 256, 0)) }
-                .map_err(|e| Gpu::launch_error("spgemm_bound", e))?;
-        }
-        let st = g.download(&stats)?;
-        let products = g.download(&ub_total)?[0];
+        let w = g.download(&words)?;
+        let st: Vec<u32> = w[..7]
+            .iter()
+            .flat_map(|&x| [x as u32, (x >> 32) as u32])
+            .collect();
+        let products = w[7];
         if st[12] > 0 {
             return Err(Error::InvalidInput(format!(
                 "GPU SpGEMM: row {} of B has unsorted or repeated column indices (the GPU \
