@@ -233,6 +233,7 @@ mod cg;
 mod drive;
 mod gmres;
 pub mod multi;
+pub mod narrow;
 pub mod storage;
 mod types;
 
