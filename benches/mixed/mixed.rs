@@ -747,23 +747,15 @@ mod imp {
     /// rtol 1e-8, `b = 1`: the second of two solves of each; true residuals on the host.
     fn cg32_rows(g: &Arc<Gpu>, be: &Be) {
         let low = be.low().unwrap();
-        let cases: Vec<(&str, Box<dyn Fn() -> CsrMatrix<f64>>)> = vec![
-            (
-                "poisson3d:200",
-                Box::new(|| generate::poisson3d::<f64>(200).unwrap()),
-            ),
-            (
-                "poisson3d:200/3",
-                Box::new(|| {
-                    generate::poisson3d::<f64>(200)
-                        .unwrap()
-                        .map_values(|v| v / 3.0)
-                }),
-            ),
-            (
-                "poisson3d:240",
-                Box::new(|| generate::poisson3d::<f64>(240).unwrap()),
-            ),
+        type Make = fn() -> CsrMatrix<f64>;
+        let cases: [(&str, Make); 3] = [
+            ("poisson3d:200", || generate::poisson3d::<f64>(200).unwrap()),
+            ("poisson3d:200/3", || {
+                generate::poisson3d::<f64>(200)
+                    .unwrap()
+                    .map_values(|v| v / 3.0)
+            }),
+            ("poisson3d:240", || generate::poisson3d::<f64>(240).unwrap()),
         ];
         let only: Option<Vec<String>> = std::env::var("CG32_CASES")
             .ok()
