@@ -583,16 +583,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         storage: cli.storage.storage(),
         vectors32: cli.storage.vectors(),
     };
-    if plan.vectors32 {
-        if !matches!(plan.method, MethodArg::Cg | MethodArg::Pcg)
-            || !matches!(plan.precond, PrecondArg::None | PrecondArg::Jacobi)
-        {
-            bail!(
-                "--storage f32-vectors runs CG or PCG with --precond none or jacobi, not {} with {}",
-                plan.method.name(),
-                plan.precond.name()
-            );
-        }
+    if plan.vectors32
+        && (!matches!(plan.method, MethodArg::Cg | MethodArg::Pcg)
+            || !matches!(plan.precond, PrecondArg::None | PrecondArg::Jacobi))
+    {
+        bail!(
+            "--storage f32-vectors runs CG or PCG with --precond none or jacobi, not {} with {}",
+            plan.method.name(),
+            plan.precond.name()
+        );
     }
     if plan.storage == Storage::F32 {
         if T::BYTES != 8 {
