@@ -18,12 +18,18 @@
 //!   (`AMG32_CASES=name,...` picks cases).
 //! - `ilu32`: ILU(0) factors in f32 against f64 on a 10⁶-row convection–diffusion grid: seconds
 //!   per application, and GMRES(30) to 1e-8 with each.
+//! - `cg32`: CG with its recurrence in f32 under an f64 iterate (`solvers::narrow::pcg_f32`,
+//!   reliable updates with f64 true residuals) against f64 CG and f32 values under f64 vectors,
+//!   Poisson 3D 200³ (exact and rounded values) and 240³, rtol 1e-8 (`CG32_CASES=name,...`
+//!   picks cases); one line per case on stdout beside the JSON row.
 //! - `gmres`: GMRES(30) per iteration on a 1000² convection–diffusion grid (10⁶ rows,
 //!   nonsymmetric, values f32 rounds), 300 iterations each: f64, f32 values, f32 Krylov basis,
 //!   both.
 //! - `spmv`: the product alone on large generated kinds: f64, f32 values under f64 vectors,
 //!   f32, and cuSPARSE f32 (ALG1 and ALG2, the faster kept) — median of 20 after 5 warm-ups.
 //! - `ncu` (only when named): one product of each kind for Nsight Compute.
+//! - `ncugmres64`, `ncugmres32` (only when named): 25 iterations of GMRES(30) on the 1000²
+//!   convection–diffusion grid with the f64 / f32 basis, for Nsight Compute.
 //! - `ncu32` (only when named): applications of the f32 AMG hierarchy (Poisson 3D 150³) and of
 //!   the f32 ILU(0) factors (convection 1000²) for Nsight Compute.
 //! - `corpus`: robustness on 10 SPD (Jacobi-PCG) and 10 nonsymmetric (GMRES(30), Jacobi where
@@ -49,9 +55,11 @@ mod imp {
     use std::sync::Arc;
 
     use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::NarrowOps;
     use segsparse::backend::{Identity, LinearOperator, Preconditioner, VectorOps};
     use segsparse::gpu::Gpu;
     use segsparse::precond::{Amg, AmgParams, Jacobi};
+    use segsparse::solvers::narrow::pcg_f32;
     use segsparse::solvers::storage::{solve_stored, StoredOperator};
     use segsparse::solvers::{cg, gmres, pcg, SolveError, SolveInfo, SolveParams};
     use segsparse::spmv::gpu::mixed::GpuMixedCsr;
@@ -733,6 +741,112 @@ mod imp {
         g.synchronize().unwrap();
     }
 
+    /// CG with its recurrence in f32 under an f64 iterate (`solvers::narrow::pcg_f32`: the f32
+    /// matrix on f32 vectors, reliable updates with f64 true residuals) against f64 CG and CG
+    /// with f32 values under f64 vectors, Poisson 3D 200³ (exact and rounded values) and 240³,
+    /// rtol 1e-8, `b = 1`: the second of two solves of each; true residuals on the host.
+    fn cg32_rows(g: &Arc<Gpu>, be: &Be) {
+        let low = be.low().unwrap();
+        type Make = fn() -> CsrMatrix<f64>;
+        let cases: [(&str, Make); 3] = [
+            ("poisson3d:200", || generate::poisson3d::<f64>(200).unwrap()),
+            ("poisson3d:200/3", || {
+                generate::poisson3d::<f64>(200)
+                    .unwrap()
+                    .map_values(|v| v / 3.0)
+            }),
+            ("poisson3d:240", || generate::poisson3d::<f64>(240).unwrap()),
+        ];
+        let only: Option<Vec<String>> = std::env::var("CG32_CASES")
+            .ok()
+            .map(|v| v.split(',').map(str::to_string).collect());
+        for (name, make) in cases {
+            if only.as_ref().is_some_and(|o| !o.iter().any(|c| c == name)) {
+                continue;
+            }
+            let a = make();
+            let n = a.nrows();
+            let b = vec![1.0; n];
+            let bd = be.upload(&b).unwrap();
+            let p = SolveParams {
+                rel_tol: 1e-8,
+                max_iters: 20_000,
+                ..Default::default()
+            };
+            let full = GpuCsr::upload(g, &a).unwrap();
+            let (r64, x64) = solve_twice(be, &b, |x| cg(be, &full, &bd, x, &p));
+            let narrow = GpuCsr::upload(g, &a.cast::<f32>()).unwrap();
+            let (rv, xv) = solve_twice(be, &b, |x| {
+                pcg_f32(be, &low, &full, &narrow, &Identity, &bd, x, &p)
+            });
+            drop(narrow);
+            drop(full);
+            let mixed = GpuMixedCsr::upload(g, &a).unwrap();
+            let (rm, xm) = solve_twice(be, &b, |x| cg(be, &mixed, &bd, x, &p));
+            drop(mixed);
+            let (ok64, it64, s64, e64) = outcome(&r64);
+            let (okv, itv, sv, ev) = outcome(&rv);
+            let (okm, itm, sm, em) = outcome(&rm);
+            let tv = true_rel(&a, &b, &xv);
+            eprintln!(
+                "cg32 {name}: f64 {it64} its {s64:.4} s; f32 vectors {itv} its {sv:.4} s \
+                 ({:.3}x, true residual {tv:.2e}); f32 values {itm} its {sm:.4} s ({:.3}x)",
+                sv / s64,
+                sm / s64
+            );
+            row(vec![
+                ("bench", "mixed-cg32".into()),
+                ("device", device(g).into()),
+                ("matrix", name.into()),
+                ("n", n.into()),
+                ("nnz", a.nnz().into()),
+                ("rtol", 1e-8.into()),
+                ("f64_converged", ok64.into()),
+                ("f64_iterations", it64.into()),
+                ("f64_solve_seconds", s64.into()),
+                ("f64_true_residual", true_rel(&a, &b, &x64).into()),
+                ("f64_error", e64.into()),
+                ("f32v_converged", okv.into()),
+                ("f32v_iterations", itv.into()),
+                ("f32v_solve_seconds", sv.into()),
+                ("f32v_true_residual", tv.into()),
+                (
+                    "f32v_restarts",
+                    rv.as_ref().map_or(0, |i| i.restarts).into(),
+                ),
+                ("f32v_error", ev.into()),
+                ("f32_values_converged", okm.into()),
+                ("f32_values_iterations", itm.into()),
+                ("f32_values_solve_seconds", sm.into()),
+                ("f32_values_true_residual", true_rel(&a, &b, &xm).into()),
+                ("f32_values_error", em.into()),
+                ("time_ratio_f32v_over_f64", (sv / s64).into()),
+                ("iteration_ratio_f32v", (itv as f64 / it64 as f64).into()),
+                ("time_ratio_f32_values_over_f64", (sm / s64).into()),
+                ("honest", (okv && tv <= 1e-8).into()),
+            ]);
+        }
+    }
+
+    /// GMRES(30) on the 1000² convection–diffusion grid, f64 values, for Nsight Compute:
+    /// `basis` f64 or f32, 25 iterations (one cycle, up to column 25).
+    fn ncu_gmres(g: &Arc<Gpu>, be: &Be, basis: Storage) {
+        let a = convection(1000, 0.3);
+        let n = a.nrows();
+        let bd = be.upload(&vec![1.0; n]).unwrap();
+        let full = GpuCsr::upload(g, &a).unwrap();
+        let p = SolveParams {
+            rel_tol: 1e-300,
+            max_iters: 25,
+            graphs: false,
+            basis,
+            ..Default::default()
+        };
+        let mut x = be.zeros(n).unwrap();
+        let _ = gmres(be, &full, &Identity, &bd, &mut x, 30, &p);
+        g.synchronize().unwrap();
+    }
+
     pub fn main() {
         let modes: Vec<String> = std::env::args()
             .skip(1)
@@ -746,6 +860,9 @@ mod imp {
         }
         if want("cg") {
             cg_rows(&g, &be);
+        }
+        if want("cg32") {
+            cg32_rows(&g, &be);
         }
         if want("gmres") {
             gmres_rows(&g, &be);
@@ -764,6 +881,12 @@ mod imp {
         }
         if modes.iter().any(|m| m == "ncu") {
             ncu_products(&g);
+        }
+        if modes.iter().any(|m| m == "ncugmres64") {
+            ncu_gmres(&g, &be, Storage::F64);
+        }
+        if modes.iter().any(|m| m == "ncugmres32") {
+            ncu_gmres(&g, &be, Storage::F32);
         }
         if modes.iter().any(|m| m == "ncu32") {
             ncu_narrowed(&g, &be);

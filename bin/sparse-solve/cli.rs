@@ -123,7 +123,9 @@ pub struct Cli {
     /// tolerance; where f32 storage cannot (values beyond f32's range, a condition number near
     /// 10⁷ or above) the solve continues with f64 storage by itself and the report says why.
     /// One GPU or the CPU, one right-hand side; --precond auto takes the rule's choice (no
-    /// probe), preconditioners are built from the f64 values.
+    /// probe), preconditioners are built from the f64 values. f32-vectors (CG/PCG with no
+    /// preconditioner or Jacobi): the recurrence's vectors in f32 too, the iterate and the
+    /// true residuals in f64.
     #[arg(long, value_enum, default_value_t = StorageArg::F64)]
     pub storage: StorageArg,
 
@@ -537,6 +539,10 @@ pub enum StorageArg {
     F64,
     /// The values in f32 under f64 vectors and sums.
     F32,
+    /// CG/PCG (no preconditioner or Jacobi): the values and the recurrence's vectors in f32
+    /// (`solvers::narrow::pcg_f32`), the iterate and the true residuals of its reliable
+    /// updates in f64; the fallback to f64 where the f32 recurrence cannot reach the tolerance.
+    F32Vectors,
 }
 
 impl StorageArg {
@@ -544,7 +550,21 @@ impl StorageArg {
     pub fn storage(self) -> segsparse::Storage {
         match self {
             StorageArg::F64 => segsparse::Storage::F64,
-            StorageArg::F32 => segsparse::Storage::F32,
+            StorageArg::F32 | StorageArg::F32Vectors => segsparse::Storage::F32,
+        }
+    }
+
+    /// `f32-vectors`: the recurrence's vectors in f32 too.
+    pub fn vectors(self) -> bool {
+        self == StorageArg::F32Vectors
+    }
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            StorageArg::F64 => "f64",
+            StorageArg::F32 => "f32",
+            StorageArg::F32Vectors => "f32-vectors",
         }
     }
 }

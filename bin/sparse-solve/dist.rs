@@ -376,6 +376,7 @@ mod tests {
             ilu: Default::default(),
             probe: None,
             storage: segsparse::Storage::F64,
+            vectors32: false,
         }
     }
 

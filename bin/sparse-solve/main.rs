@@ -20,6 +20,7 @@ mod dist;
 mod plot;
 mod preflight;
 mod storage;
+mod vectors32;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -162,6 +163,8 @@ struct Extra {
     storage: Option<(Storage, Option<String>)>,
     /// `--storage f32 --precond amg`: the hierarchy was stored and cycled in f32.
     hierarchy: Option<Storage>,
+    /// `--storage f32-vectors`: the CG recurrence ran in f32 and produced the answer.
+    vectors32: bool,
 }
 
 /// What `--precond auto` chose, why, and from what: the same fields as Python's `info.choice`.
@@ -363,6 +366,8 @@ struct Plan {
     probe: Option<ProbeParams>,
     /// `--storage`.
     storage: Storage,
+    /// `--storage f32-vectors`.
+    vectors32: bool,
 }
 
 /// The ILU(0)/IC(0) parameters of the command line (`--ilu-order`, `--ilu-apply`; the shift
@@ -576,7 +581,18 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             None
         },
         storage: cli.storage.storage(),
+        vectors32: cli.storage.vectors(),
     };
+    if plan.vectors32
+        && (!matches!(plan.method, MethodArg::Cg | MethodArg::Pcg)
+            || !matches!(plan.precond, PrecondArg::None | PrecondArg::Jacobi))
+    {
+        bail!(
+            "--storage f32-vectors runs CG or PCG with --precond none or jacobi, not {} with {}",
+            plan.method.name(),
+            plan.precond.name()
+        );
+    }
     if plan.storage == Storage::F32 {
         if T::BYTES != 8 {
             bail!("--storage f32 stores the values of an f64 solve: it needs --precision f64");
@@ -636,6 +652,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         )?
     } else if use_gpu {
         gpu_solve(&a, &b, &mut x, plan, &params, setup_clock)?
+    } else if plan.vectors32 {
+        let solved = vectors32::solve_cpu(&a, &b, &mut x, plan.precond, &params, setup_clock)?;
+        Outcome::new(method, cpu_backend(), solved)
     } else {
         // --storage f32: the values rounded to f32 (part of the setup), or why not.
         let mixed = (plan.storage == Storage::F32).then(|| {
@@ -842,13 +861,16 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
                 amg: out.extra.amg.clone(),
                 auto: auto_report.clone(),
                 factor: out.extra.factor.clone(),
-                storage_requested: cli.storage.storage().name(),
-                storage: out
-                    .extra
-                    .storage
-                    .as_ref()
-                    .map_or(Storage::F64, |s| s.0)
-                    .name(),
+                storage_requested: cli.storage.name(),
+                storage: if out.extra.vectors32 {
+                    "f32-vectors"
+                } else {
+                    out.extra
+                        .storage
+                        .as_ref()
+                        .map_or(Storage::F64, |s| s.0)
+                        .name()
+                },
                 storage_fallback: out.extra.storage.as_ref().and_then(|s| s.1.clone()),
                 amg_storage: out
                     .extra
@@ -950,6 +972,11 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
             }
             if let Some((s, why)) = &out.extra.storage {
                 match (s, why) {
+                    (Storage::F32, _) if out.extra.vectors32 => writeln!(
+                        w,
+                        "storage    f32 values and CG vectors (the iterate and the true \
+                         residuals of the reliable updates in f64)"
+                    )?,
                     (Storage::F32, _) => writeln!(
                         w,
                         "storage    f32 values (f64 vectors and sums; true residuals with the \
@@ -1445,6 +1472,14 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     use segsparse::backend::gpu::GpuOps;
     use segsparse::spmv::gpu::GpuCsr;
     let g = segsparse::gpu::Gpu::shared().context("--backend gpu")?;
+    if plan.vectors32 {
+        let solved = vectors32::solve_gpu(&g, a, b, x, plan.precond, params, setup_clock)?;
+        return Ok(Outcome::new(
+            plan.method,
+            format!("gpu ({})", g.name()),
+            solved,
+        ));
+    }
     let ops = GpuOps::<T>::new(&g)?;
     // The setup's own kernel modules load on a thread while the matrix is uploaded (after the
     // solver's, which the upload does not wait for then; the handle is kept to the end:

@@ -14,8 +14,9 @@
 //! That is 10 vector passes of `n` elements per iteration without preconditioner (read p, q; read
 //! r, q, write r; read x, p, r, write x, p), 12 with Jacobi, and no host round-trip.
 
+use super::drive::{drive_with, Exact, Truth};
 use super::PrecondKind as Kind;
-use super::{check_problem, drive, Dyn, Method, SolveError, SolveInfo, SolveParams, Step};
+use super::{check_problem, Dyn, Method, SolveError, SolveInfo, SolveParams, Step};
 use crate::backend::recur::{self, Slot};
 use crate::backend::Identity;
 use crate::backend::{CgSteps, Fuse, LinearOperator, Preconditioner};
@@ -130,7 +131,25 @@ fn cg_family<T: Elem, B: CgSteps<T>>(
     bilinear: bool,
 ) -> Result<SolveInfo, SolveError> {
     let clock = std::time::Instant::now();
-    let n = check_problem(be, a, m, b, x)?;
+    check_problem(be, a, m, b, x)?;
+    cg_run(be, a, m, &mut Exact { a, b }, x, params, bilinear, clock)
+}
+
+/// The body of [`cg_family`] after its checks, with the true residuals of `truth` (the exact
+/// operator's, or an `f64` iterate's under an `f32` recurrence: `solvers::narrow`). `clock`
+/// was started at the entry of the public function.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn cg_run<T: Elem, B: CgSteps<T>>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    m: &dyn Preconditioner<T, B>,
+    truth: &mut dyn Truth<T, B>,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    bilinear: bool,
+    clock: std::time::Instant,
+) -> Result<SolveInfo, SolveError> {
+    let n = a.nrows();
     let kind = Kind::of(m);
     let vectors = if kind == Kind::Identity { 3 } else { 4 };
     super::preflight(be, "the CG workspace", n, vectors, 0, params)?;
@@ -145,7 +164,7 @@ fn cg_family<T: Elem, B: CgSteps<T>>(
     if bilinear {
         be.write_slots(&mut sc, &[(Slot::Form, recur::real(1.0))])?;
     }
-    drive(be, a, b, x, params, &mut state, sc, clock)
+    drive_with(be, a, truth, x, params, &mut state, sc, clock)
 }
 
 struct CgState<'a, T: Elem, B: CgSteps<T>, A: ?Sized, P: ?Sized> {

@@ -297,6 +297,76 @@ pub(crate) fn drive<T, B, M>(
     x: &mut B::Vector,
     params: &SolveParams,
     method: &mut M,
+    sc: B::Scalars,
+    clock: Instant,
+) -> Result<SolveInfo, SolveError>
+where
+    T: Elem,
+    B: VectorOps<T>,
+    M: Method<T, B>,
+{
+    drive_with(be, a, &mut Exact { a, b }, x, params, method, sc, clock)
+}
+
+/// Where the driver's true residuals come from: `b − A·x` with the operator's exact values
+/// ([`Exact`]), or from an iterate and a right-hand side kept apart from the iteration's own
+/// vectors (a recurrence in `f32` under an `f64` iterate: `solvers::narrow`).
+pub(crate) trait Truth<T: Elem, B: VectorOps<T>> {
+    /// `‖b‖`.
+    fn rhs_norm(&mut self, be: &B, sc: &mut B::Scalars) -> Result<f64, SolveError>;
+    /// `out ← b − A·x` for the iterate `x` of the iteration (which the source may take into an
+    /// iterate of its own, leaving `x` zero: then `b − A·x` is the residual of the sum), and
+    /// `‖b − A·x‖`, computed in the working precision of the source. NaN stays NaN.
+    fn residual(
+        &mut self,
+        be: &B,
+        x: &mut B::Vector,
+        out: &mut B::Vector,
+        sc: &mut B::Scalars,
+    ) -> Result<f64, SolveError>;
+    /// Whether the iteration's operator or vectors are rounded against the source's (reliable
+    /// updates and the watch on the true residual then run).
+    fn rounded(&self) -> bool;
+}
+
+/// The true residual with the operator's exact values ([`LinearOperator::apply_exact`]).
+pub(crate) struct Exact<'a, T: Elem, B: VectorOps<T>> {
+    pub(crate) a: &'a dyn LinearOperator<T, B>,
+    pub(crate) b: &'a B::Vector,
+}
+
+impl<T: Elem, B: VectorOps<T>> Truth<T, B> for Exact<'_, T, B> {
+    fn rhs_norm(&mut self, be: &B, sc: &mut B::Scalars) -> Result<f64, SolveError> {
+        let bb = be.dot(self.b, self.b, sc)?.re().as_f64();
+        Ok(bb.sqrt())
+    }
+    fn residual(
+        &mut self,
+        be: &B,
+        x: &mut B::Vector,
+        out: &mut B::Vector,
+        sc: &mut B::Scalars,
+    ) -> Result<f64, SolveError> {
+        self.a.apply_exact(be, x, out)?;
+        be.axpby(T::one(), self.b, -T::one(), out)?;
+        let rr = be.dot(out, out, sc)?.re().as_f64();
+        // NaN stays NaN (f64::max would turn it into 0, a "converged" residual).
+        Ok(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
+    }
+    fn rounded(&self) -> bool {
+        self.a.is_narrowed()
+    }
+}
+
+/// [`drive`] with the true residuals of `truth`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive_with<T, B, M>(
+    be: &B,
+    a: &dyn LinearOperator<T, B>,
+    truth: &mut dyn Truth<T, B>,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    method: &mut M,
     mut sc: B::Scalars,
     clock: Instant,
 ) -> Result<SolveInfo, SolveError>
@@ -308,11 +378,10 @@ where
     // An operator with a choice of kernels (a GPU matrix) may measure them now, before any
     // iteration is queued or recorded.
     a.prepare(be, params.max_iters)?;
-    let bb = be.dot(b, b, &mut sc)?.re().as_f64();
-    if !bb.is_finite() {
+    let bnorm = truth.rhs_norm(be, &mut sc)?;
+    if !bnorm.is_finite() {
         return Err(SolveError::NonFinite { iteration: 0 });
     }
-    let bnorm = bb.sqrt();
     let thresh = (params.rel_tol * bnorm).max(params.abs_tol);
     let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
     // An observer that watches only the end does not change how the solve runs.
@@ -341,23 +410,18 @@ where
     )?;
 
     // With the operator's exact values (a matrix stored narrower than its vectors applies its
-    // rounded values everywhere else).
-    let true_residual = |method: &mut M, x: &B::Vector, sc: &mut B::Scalars| {
-        let (r, q) = method.r_and_scratch();
-        a.apply_exact(be, x, q)?;
-        be.residual(b, q, r)?;
-        let rr = be.dot(r, r, sc)?.re().as_f64();
-        // NaN stays NaN (f64::max would turn it into 0, a "converged" residual).
-        Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
-    };
+    // rounded values everywhere else), into the residual workspace.
+    let true_residual =
+        |truth: &mut dyn Truth<T, B>, method: &mut M, x: &mut B::Vector, sc: &mut B::Scalars| {
+            let (r, _) = method.r_and_scratch();
+            truth.residual(be, x, r, sc)
+        };
     // The same into the scratch vector, the recursive residual kept (a reliable update).
-    let true_residual_aside = |method: &mut M, x: &B::Vector, sc: &mut B::Scalars| {
-        let (_, q) = method.r_and_scratch();
-        a.apply_exact(be, x, q)?;
-        be.axpby(T::one(), b, -T::one(), q)?;
-        let rr = be.dot(q, q, sc)?.re().as_f64();
-        Ok::<f64, SolveError>(if rr.is_nan() { rr } else { rr.max(0.0).sqrt() })
-    };
+    let true_residual_aside =
+        |truth: &mut dyn Truth<T, B>, method: &mut M, x: &mut B::Vector, sc: &mut B::Scalars| {
+            let (_, q) = method.r_and_scratch();
+            truth.residual(be, x, q, sc)
+        };
 
     // A reliable update: the true residual (in the scratch vector) replaces the recursive one
     // `rr`, keeping the search direction, unless the gap between them exceeds the recursive
@@ -374,7 +438,7 @@ where
 
     let mut it = 0usize;
     let mut restarts = 0usize;
-    let mut last_true = true_residual(method, x, &mut sc)?;
+    let mut last_true = true_residual(truth, method, x, &mut sc)?;
     // A NaN or infinity anywhere in A, b or the initial guess makes b − A·x non-finite (NaN·0
     // and ∞·0 are NaN): reported here, at iteration 0, the same way on every backend and method.
     if !last_true.is_finite() {
@@ -382,10 +446,10 @@ where
     }
     // An operator with rounded values: reliable updates where the method can continue from a
     // replaced residual.
-    let mut reliable = (a.is_narrowed() && method.can_replace()).then(|| Reliable::new(last_true));
+    let mut reliable = (truth.rounded() && method.can_replace()).then(|| Reliable::new(last_true));
     // And for every method: a watch on the true residual, to give up early where the rounded
     // values cannot reach the tolerance.
-    let mut watch = a.is_narrowed().then(|| Watch::new(last_true));
+    let mut watch = truth.rounded().then(|| Watch::new(last_true));
     // Continue from the true residual in the scratch vector (a reliable update after a
     // confirmation): the recursive residual norm it replaces.
     let mut resume: Option<f64> = None;
@@ -437,7 +501,7 @@ where
             if let Some(rel) = reliable.as_mut() {
                 let rr = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt();
                 if status == Status::Running && it < params.max_iters && rel.due(rr, it) {
-                    let now = true_residual_aside(method, x, &mut sc)?;
+                    let now = true_residual_aside(truth, method, x, &mut sc)?;
                     last_true = now;
                     if !now.is_finite() {
                         return Err(SolveError::NonFinite { iteration: it });
@@ -456,7 +520,7 @@ where
                     w.seen(rel.at);
                 }
                 if status == Status::Running && it < params.max_iters && w.due(it) {
-                    let now = true_residual_aside(method, x, &mut sc)?;
+                    let now = true_residual_aside(truth, method, x, &mut sc)?;
                     if !now.is_finite() {
                         return Err(SolveError::NonFinite { iteration: it });
                     }
@@ -503,9 +567,9 @@ where
         let rr = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt();
         if let Some(done) = confirm.after_stop(status, params, &mut || {
             if aside {
-                true_residual_aside(method, x, &mut sc)
+                true_residual_aside(truth, method, x, &mut sc)
             } else {
-                true_residual(method, x, &mut sc)
+                true_residual(truth, method, x, &mut sc)
             }
         })? {
             break done;
@@ -528,7 +592,7 @@ where
         restarts,
     };
     end.report(history, clock.elapsed().as_secs_f64(), &mut || {
-        true_residual(method, x, &mut sc)
+        true_residual(truth, method, x, &mut sc)
     })?
 }
 

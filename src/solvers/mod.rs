@@ -215,6 +215,13 @@
 //! matrix), CG stops as not converged with the true residual; [`storage::solve_stored`] then
 //! solves again with the exact values and says why.
 //!
+//! The same reliable updates carry a CG whose **vectors** are `f32` too: [`narrow::pcg_f32`]
+//! runs this CG body on the `f32` backend (the matrix stored in `f32`, `p`, `r`, `A·p` and the
+//! increment of the iterate in `f32`) and takes each true residual from an `f64` iterate with
+//! the exact values; [`storage::pcg_stored_f32`] adds the fallback to `f64`. The `f32`
+//! recurrence converges more slowly than the `f64` one as the problem grows (the rounding of `r`
+//! each iteration delays CG; see `benches/results/mixed.md`).
+//!
 //! # References
 //!
 //! - M. R. Hestenes and E. Stiefel, *Methods of conjugate gradients for solving linear systems*,
@@ -233,6 +240,7 @@ mod cg;
 mod drive;
 mod gmres;
 pub mod multi;
+pub mod narrow;
 pub mod storage;
 mod types;
 

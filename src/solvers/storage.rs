@@ -171,7 +171,7 @@ pub fn solve_stored<'p, T: Elem, B: VectorOps<T>>(
         result: second,
         storage: Storage::F64,
         fallback: Some(format!(
-            "f32 storage did not reach the tolerance ({why}; the f32 rounding of the values is \
+            "f32 storage did not reach the tolerance ({why}; the f32 rounding is \
              too coarse for this matrix), so the solve went on with the f64 values from {}",
             if warm {
                 "the iterate it reached"
@@ -180,4 +180,47 @@ pub fn solve_stored<'p, T: Elem, B: VectorOps<T>>(
             }
         )),
     })
+}
+
+/// [`pcg_f32`](super::narrow::pcg_f32) — CG with its recurrence in `f32` under an `f64` iterate
+/// and `f64` true residuals — with the fallback of [`solve_stored`]: where the `f32` recurrence
+/// does not reach the tolerance, the solve goes on with [`pcg`](super::pcg) on `f64` vectors
+/// with the operator `a` and the preconditioner `m` (the `f64` counterpart of `m32`), and
+/// [`StoredSolve::fallback`] says why. `a` must apply the exact values (its `apply` serves the
+/// `f64` solve).
+///
+/// # Errors
+/// As [`solve_stored`].
+#[allow(clippy::too_many_arguments)]
+pub fn pcg_stored_f32<'p, H, A32, P32, P>(
+    high: &H,
+    low: &H::Low,
+    a: &dyn LinearOperator<f64, H>,
+    a32: &A32,
+    m32: &P32,
+    m: &P,
+    b: &H::Vector,
+    x: &mut H::Vector,
+    params: &SolveParams<'p>,
+) -> crate::Result<StoredSolve>
+where
+    H: crate::backend::NarrowOps + crate::backend::CgSteps<f64>,
+    H::Low: crate::backend::CgSteps<f32>,
+    A32: LinearOperator<f32, H::Low> + ?Sized,
+    P32: crate::backend::Preconditioner<f32, H::Low> + ?Sized,
+    P: crate::backend::Preconditioner<f64, H> + ?Sized,
+{
+    solve_stored(
+        high,
+        StoredOperator::F32 {
+            narrow: a,
+            exact: Some(a),
+        },
+        x,
+        params,
+        |storage, op, x, p| match storage {
+            Storage::F32 => super::narrow::pcg_f32(high, low, op, a32, m32, b, x, p),
+            Storage::F64 => super::pcg(high, op, m, b, x, p),
+        },
+    )
 }

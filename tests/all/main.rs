@@ -34,6 +34,7 @@ mod ilu;
 mod io;
 mod mixed;
 mod mixed_precond;
+mod mixed_vectors;
 mod multi_rhs;
 mod primitives_more;
 mod primitives_scan;

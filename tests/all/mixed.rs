@@ -26,7 +26,7 @@ pub(crate) fn true_rel(a: &CsrMatrix<f64>, b: &[f64], x: &[f64]) -> f64 {
     (r / bb).sqrt()
 }
 
-fn random_vec(rng: &mut ChaCha8Rng, n: usize) -> Vec<f64> {
+pub(crate) fn random_vec(rng: &mut ChaCha8Rng, n: usize) -> Vec<f64> {
     (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
 }
 
@@ -54,7 +54,7 @@ fn random_matrix(n: usize, seed: u64) -> CsrMatrix<f64> {
 
 /// The SPD matrices of the solve tests: values f32 rounds (anisotropic Q1, coefficient jumps of
 /// 10⁴, a 1-D diffusion with thirds), and one whose values are exact in f32 (Poisson).
-fn spd_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
+pub(crate) fn spd_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
     let mut diffusion = Vec::new();
     let n = 400;
     for i in 0..n {
@@ -79,7 +79,7 @@ fn spd_cases() -> Vec<(&'static str, CsrMatrix<f64>)> {
 
 /// A convection–diffusion operator on an `m × m` grid with coefficients f32 rounds:
 /// unsymmetric, diagonally dominant.
-fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
+pub(crate) fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
     crate::common::dist::convection(m, c)
 }
 
@@ -87,7 +87,7 @@ fn convection(m: usize, c: f64) -> CsrMatrix<f64> {
 /// number 2·10⁸ (`2⁻²⁴·κ ≈ 12`), two distinct eigenvalues; `1 − δ` rounds to 1 in f32, so the
 /// f32 matrix is singular and f32 storage cannot resolve the eigenvector of `δ`, which a
 /// right-hand side `A·x` with a random `x` needs below a relative residual of about 10⁻⁸.
-fn defeats_f32(blocks: usize) -> CsrMatrix<f64> {
+pub(crate) fn defeats_f32(blocks: usize) -> CsrMatrix<f64> {
     let off = 1.0 - 1e-8;
     let mut t = Vec::new();
     for k in 0..blocks {
@@ -317,7 +317,7 @@ fn values_beyond_f32_fall_back_to_f64_storage_with_the_reason() {
 }
 
 /// `b = A·x` for a random `x`.
-fn rhs_of(a: &CsrMatrix<f64>, seed: u64) -> Vec<f64> {
+pub(crate) fn rhs_of(a: &CsrMatrix<f64>, seed: u64) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let x = random_vec(&mut rng, a.ncols());
     let mut b = vec![0.0; a.nrows()];
