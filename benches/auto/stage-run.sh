@@ -43,9 +43,10 @@ ONLY='jumps3d:80|elasticity3d:40|raefsky2|poisson2d:700|geolap|bcsstk16|poisson3
 timeout 70 python3 "$S/phases.py" --systems "$S/systems.txt" --data "$S/data" --only "$ONLY" \
   --deadline 50 --repeat 2 --out "$res/phases.jsonl" 2> "$res/phases.err" | cut -c1-400
 echo "  rc=$?"; tail -2 "$res/phases.err"
-if [ -x "$S/tests/test-all" ]; then
-  stamp "tests"
-  timeout $(( 230 - ($(date +%s) - start) )) "$S/tests/test-all" auto_stats:: autosolve:: \
+left=$(( 232 - ($(date +%s) - start) ))
+if [ -x "$S/tests/test-all" ] && [ "$left" -ge 10 ]; then
+  stamp "tests (${left} s left)"
+  timeout "$left" "$S/tests/test-all" auto_stats:: autosolve:: \
     --test-threads=4 > "$res/tests.log" 2>&1
   echo "  tests rc=$? $(grep -E '^test result' "$res/tests.log" | tail -1)"
   grep -E 'FAILED|panicked' "$res/tests.log" | head -5
