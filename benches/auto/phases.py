@@ -35,10 +35,10 @@ from python_auto import explicit, matrix, read_systems  # noqa: E402
 import segsparse  # noqa: E402
 
 # Each a dictionary of `ProbeParams` fields for `segsparse.solve(..., probe=...)`: a shorter CG
-# probe, a longer AMG window, no AMG window checkpoint (the window of a whole solve), no probe for CG (the rule's
-# first choice alone, AMG only as the fallback), CG's predicted iterations × 1.6 (more AMG),
-# AMG's predicted iterations doubled (less AMG), the next checkpoint after 1.2× (not 2×) the
-# iterations a measured rate predicts, a shorter BiCGSTAB probe.
+# probe, a longer AMG window, no AMG window checkpoint (the window of a whole solve), no probe
+# for CG (the rule's first choice alone, AMG only as the fallback), CG's predicted iterations
+# × 1.6 (more AMG), AMG's predicted iterations doubled (less AMG), the next checkpoint after
+# 1.2× (not 2×) the iterations a measured rate predicts, a shorter BiCGSTAB probe.
 VARIANTS = [
     {"cg_iterations": 20},
     {"amg_window": 20},
