@@ -40,8 +40,8 @@ for line in open(sys.argv[1]):
 PY
 stamp "phases"
 ONLY='jumps3d:80|elasticity3d:40|raefsky2|poisson2d:700|geolap|bcsstk16|poisson3d27|fem3d|powerlap|circuit:500000$|fem2d|femelast3d:p2|aniso2d|convdiff3d:100|poisson3d:100'
-timeout 70 python3 "$S/phases.py" --systems "$S/systems.txt" --data "$S/data" --only "$ONLY" \
-  --deadline 50 --repeat 2 --out "$res/phases.jsonl" 2> "$res/phases.err" | cut -c1-400
+timeout 75 python3 "$S/phases.py" --systems "$S/systems.txt" --data "$S/data" --only "$ONLY" \
+  --deadline 55 --repeat 2 --out "$res/phases.jsonl" 2> "$res/phases.err" | cut -c1-400
 echo "  rc=$?"; tail -2 "$res/phases.err"
 left=$(( 232 - ($(date +%s) - start) ))
 if [ -x "$S/tests/test-all" ] && [ "$left" -ge 10 ]; then
