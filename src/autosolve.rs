@@ -81,7 +81,7 @@ use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
 use crate::precond::auto::{
     choose_from, AutoChoice, AutoMethod, AutoPrecond, MatrixStats, StatsOps,
 };
-use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps, Jacobi};
+use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps};
 use crate::scalar::Scalar;
 use crate::solvers::{
     bicgstab, gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
@@ -105,6 +105,7 @@ pub struct CostModel {
     pub amg_iteration: (f64, f64),
     /// AMG-CG iterations expected for the whole solve.
     pub amg_iterations: f64,
+
     /// ILU(0)'s setup: (cheap iterations, seconds).
     pub ilu_setup: (f64, f64),
     /// ILU(0)'s setup: seconds per stored entry of the matrix (the factorization and its level
@@ -190,6 +191,9 @@ pub struct ProbeParams {
     /// A candidate stops at a checkpoint when its measured rate needs more than `hopeless`
     /// times the iterations, or the time, it has left (default 2).
     pub hopeless: f64,
+    /// A candidate with a measured rate runs `checkpoint_factor` times the iterations that rate
+    /// predicts (plus two restart cycles) before its next checkpoint (default 2, at least 1).
+    pub checkpoint_factor: f64,
     /// The bound of the last candidate left when every other has failed: its predicted setup
     /// may take up to `last_resort` times the whole work bound's seconds, and its iterations
     /// then run within `last_resort` times the bound (default 30;
@@ -211,6 +215,7 @@ impl Default for ProbeParams {
             amg_window: 6,
             work_factor: 2.0,
             hopeless: 2.0,
+            checkpoint_factor: 2.0,
             last_resort: 30.0,
         }
     }
@@ -276,6 +281,35 @@ pub struct AutoSolve {
     pub factor: Option<FactorSummary>,
     /// The AMG hierarchy's summary, where one was built.
     pub amg: Option<AmgSummary>,
+    /// Where the time went, in order: the statistics, the rule, every preconditioner setup,
+    /// every solver call (the probe's included) and every copy of the iterate, each with its
+    /// host seconds. No synchronization is added to measure them: the statistics, a setup and a
+    /// solver call end with their result on the host; a copy of the iterate only queues its
+    /// work (its device time falls in the next phase).
+    pub phases: Vec<Phase>,
+}
+
+/// One phase of an automatic solve ([`AutoSolve::phases`]).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "cli", derive(serde::Serialize))]
+pub struct Phase {
+    /// What ran: `"statistics"`, `"rule"`, `"setup amg"`, `"probe cg + jacobi"`,
+    /// `"cg + amg"`, `"save the iterate"`, ...
+    pub name: String,
+    /// Iterations, for a solver call.
+    pub iterations: Option<usize>,
+    /// Host seconds.
+    pub seconds: f64,
+}
+
+impl Phase {
+    fn new(name: impl Into<String>, iterations: Option<usize>, seconds: f64) -> Self {
+        Phase {
+            name: name.into(),
+            iterations,
+            seconds,
+        }
+    }
 }
 
 /// The most iterations a candidate with no measured rate (or one that says it does not
@@ -455,11 +489,7 @@ where
 {
     Ok(match precond {
         AutoPrecond::None => (Box::new(Identity), None, None),
-        AutoPrecond::Jacobi => (
-            Box::new(Jacobi::from_diagonal(be, &be.matrix_diagonal(op)?)?),
-            None,
-            None,
-        ),
+        AutoPrecond::Jacobi => (Box::new(be.jacobi(op)?), None, None),
         AutoPrecond::Ilu0 => {
             let m = Ilu0::new(be, host.get(be, op)?, &c.incomplete)?;
             let s = m.summary();
@@ -603,9 +633,18 @@ where
     B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     let clock = Instant::now();
-    let choice = choose_from(be.matrix_stats(op)?);
+    let stats = be.matrix_stats(op)?;
+    let stats_seconds = clock.elapsed().as_secs_f64();
+    let choice = choose_from(stats);
     let choose_seconds = clock.elapsed().as_secs_f64();
     let mut s = solve_with_choice(be, op, host, choice, b, x, params, probe)?;
+    s.phases.splice(
+        0..0,
+        [
+            Phase::new("statistics", None, stats_seconds),
+            Phase::new("rule", None, choose_seconds - stats_seconds),
+        ],
+    );
     s.choose_seconds = choose_seconds;
     s.setup_seconds += choose_seconds;
     if let Ok(info) = &mut s.result {
@@ -690,6 +729,7 @@ where
         solve_seconds: 0.0,
         factor: None,
         amg: None,
+        phases: Vec::new(),
     };
     let first: Cand = (choice.method, choice.precond);
     let key = cache_key(be.matrix_fingerprint(op), &choice.stats, params.rel_tol);
@@ -746,7 +786,10 @@ where
         .min(params.max_iters.max(1));
         let t = Instant::now();
         let built = build(be, op, &host, &choice, first.1)?;
-        seg.setup += t.elapsed().as_secs_f64();
+        let secs = t.elapsed().as_secs_f64();
+        seg.setup += secs;
+        out.phases
+            .push(Phase::new(format!("setup {}", first.1.name()), None, secs));
         let rec = Recorder(Mutex::new(Vec::new()), params.observer);
         let pp = SolveParams {
             max_iters: budget,
@@ -757,6 +800,11 @@ where
         let t = Instant::now();
         let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
         let secs = t.elapsed().as_secs_f64();
+        out.phases.push(Phase::new(
+            format!("probe {}", cand_name(first)),
+            Some(r.as_ref().map_or_else(iterations_of, |i| i.iterations)),
+            secs,
+        ));
         let mut report = ProbeReport {
             cheap: cand_name(first),
             expensive: cand_name(alt),
@@ -1028,7 +1076,7 @@ where
                 (None, Some(rho)) => {
                     let need = iterations_to(params.rel_tol, r_now, rho);
                     let n = if need.is_finite() {
-                        (2.0 * need) as usize + 2 * restart
+                        (probe.checkpoint_factor.max(1.0) * need) as usize + 2 * restart
                     } else {
                         unknown
                     };
@@ -1079,7 +1127,10 @@ where
         if !preconds.iter().any(|(p, _)| *p == cand.1) {
             let t = Instant::now();
             let built = build(be, op, &host, &choice, cand.1);
-            seg.setup += t.elapsed().as_secs_f64();
+            let secs = t.elapsed().as_secs_f64();
+            seg.setup += secs;
+            out.phases
+                .push(Phase::new(format!("setup {}", cand.1.name()), None, secs));
             match built {
                 Ok(bt) => preconds.push((cand.1, bt)),
                 Err(e) => {
@@ -1105,17 +1156,28 @@ where
         }
         // The iterate before the run, to go back to where the run makes it worse.
         if monitor && continued {
+            let t = Instant::now();
             if saved.is_none() {
                 saved = Some(be.zeros(choice.stats.rows)?);
             }
             if let Some(s) = saved.as_mut() {
                 be.copy(x, s)?;
             }
+            out.phases.push(Phase::new(
+                "save the iterate",
+                None,
+                t.elapsed().as_secs_f64(),
+            ));
         }
         let r_before = r_now;
         let t = Instant::now();
         let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
         let secs = t.elapsed().as_secs_f64();
+        out.phases.push(Phase::new(
+            cand_name(cand),
+            Some(r.as_ref().map_or_else(iterations_of, |i| i.iterations)),
+            secs,
+        ));
         ran += 1;
         choice.method = cand.0;
         choice.precond = cand.1;

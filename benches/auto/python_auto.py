@@ -307,7 +307,8 @@ def worker(args):
                        "probe_seconds": None if probe is None else probe["seconds"],
                        "setup_seconds": info.setup_seconds,
                        "solve_seconds": info.solve_seconds,
-                       "tried": ch["tried"], "failure": ch["failure"], "reason": info.reason}
+                       "tried": ch["tried"], "failure": ch["failure"], "reason": info.reason,
+                       "phases": ch.get("phases")}
                 emit(row)
                 if call == "first" and info.converged:
                     best = sec

@@ -133,6 +133,7 @@ where
         fallback: None,
         tried: Vec::new(),
         failure: None,
+        phases: Vec::new(),
     });
     let plan = ComplexPlan {
         method,

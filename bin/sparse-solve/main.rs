@@ -189,6 +189,8 @@ struct AutoReport {
     tried: Vec<String>,
     /// Where nothing converged: the best residual reached and what was tried, in one sentence.
     failure: Option<String>,
+    /// Where the time went: the statistics, the rule, every setup and solver call, in order.
+    phases: Vec<segsparse::autosolve::Phase>,
 }
 
 impl AutoReport {
@@ -205,6 +207,7 @@ impl AutoReport {
             fallback: s.fallback.clone(),
             tried: s.tried.clone(),
             failure: s.failure.clone(),
+            phases: s.phases.clone(),
         }
     }
 }
@@ -554,6 +557,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         fallback: None,
         tried: Vec::new(),
         failure: None,
+        phases: Vec::new(),
     });
     let ilu = ilu_params(cli);
     let plan = Plan {
@@ -1683,6 +1687,7 @@ mod tests {
                 fallback: None,
                 tried: vec![],
                 failure: None,
+                phases: Vec::new(),
             }),
             factor: None,
             storage_requested: "f32",

@@ -275,6 +275,29 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
     }
 }
 
+// The inverse diagonal for Jacobi, on the device: inv_i = 1 / a_ii, found by binary search in
+// row i (sorted rows; an unsorted row may miss its diagonal and is then reported). A row whose
+// diagonal is not stored, zero or not finite gets 0 and lowers `bad` (set to 0xffffffff by the
+// host) to the least such row, which the host reports as the host's Jacobi does.
+template <typename T>
+__device__ __forceinline__ void inverse_diagonal_body(const u32* __restrict__ rp, const u32* __restrict__ col,
+                                                      const T* __restrict__ val, u32 n, T* __restrict__ inv,
+                                                      u32* bad) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        u32 lo = rp[i];
+        const u32 end = rp[i + 1];
+        u32 hi = end;
+        while (lo < hi) {
+            const u32 mid = (lo + hi) >> 1;
+            if (col[mid] < (u32)i) lo = mid + 1; else hi = mid;
+        }
+        const T d = (lo < end && col[lo] == (u32)i) ? val[lo] : (T)0;
+        const bool ok = d != (T)0 && isfinite((double)d);
+        inv[i] = ok ? (T)1 / d : (T)0;
+        if (!ok) atomicMin(bad, (u32)i);
+    }
+}
+
 #define AUTO_STATS(T, S)                                                                                   \
     extern "C" __global__ void __launch_bounds__(AUTO_STATS_BLOCK)                                         \
         auto_row_scale_##S(const u32* rp, const T* val, u32 n, double* s) {                               \
@@ -284,6 +307,10 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
         auto_stats_##S(const u32* rp, const u32* col, const T* val, u32 n, const double* s, double tol,    \
                        u32* long_rows, u32* long_count, u32 pass, double* part) {                          \
         stats_body<T>(rp, col, val, n, s, tol, long_rows, long_count, pass, part);                         \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(AUTO_STATS_BLOCK)                                         \
+        auto_inverse_diagonal_##S(const u32* rp, const u32* col, const T* val, u32 n, T* inv, u32* bad) {  \
+        inverse_diagonal_body<T>(rp, col, val, n, inv, bad);                                               \
     }
 AUTO_STATS(float, f32)
 AUTO_STATS(double, f64)

@@ -3,6 +3,7 @@
 //! matrix (statistics read on the device, no host copy), the host matrix otherwise — the same
 //! body, probe, cost model and per-pattern cache as `sparse-solve`'s default.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use pyo3::prelude::*;
@@ -52,7 +53,8 @@ fn probe_tuple(p: &ProbeReport) -> ProbeTuple {
 }
 
 /// What the automatic solve chose and did: `(method, precond, reason, stats, seconds, probe,
-/// cached, fallback, tried, failure)`, the fields of the CLI's JSON `auto` object.
+/// cached, fallback, tried, failure, phases)`, the fields of the CLI's JSON `auto` object;
+/// `phases` as `(name, iterations, seconds)`.
 type Report = (
     &'static str,
     &'static str,
@@ -64,6 +66,7 @@ type Report = (
     Option<String>,
     Vec<String>,
     Option<String>,
+    Vec<(String, Option<usize>, f64)>,
 );
 
 fn report(s: &AutoSolve) -> Report {
@@ -78,20 +81,82 @@ fn report(s: &AutoSolve) -> Report {
         s.fallback.clone(),
         s.tried.clone(),
         s.failure.clone(),
+        s.phases
+            .iter()
+            .map(|p| (p.name.clone(), p.iterations, p.seconds))
+            .collect(),
     )
 }
 
-fn probe_params(restart: usize, probe: bool) -> Res<ProbeParams> {
+/// The probe's options a caller may set (`segsparse.solve(..., probe={...})`), each a
+/// [`ProbeParams`] field or, for the iteration counts and factors, one of its
+/// [`CostModel`](segsparse::autosolve::CostModel)'s.
+const PROBE_OPTIONS: &str = "cg_iterations, bicgstab_iterations, amg_min_rows, amg_window, \
+                             work_factor, hopeless, checkpoint_factor, cg_iterations_factor, \
+                             bicgstab_iterations_factor, amg_iterations";
+
+fn probe_params(
+    restart: usize,
+    probe: bool,
+    options: Option<HashMap<String, f64>>,
+) -> Res<ProbeParams> {
     if !(1..=255).contains(&restart) {
         return Err(Failure::Value(format!(
             "restart must be in 1..=255, got {restart}"
         )));
     }
-    Ok(ProbeParams {
+    let mut pp = ProbeParams {
         enabled: probe,
         restart,
         ..Default::default()
-    })
+    };
+    for (k, v) in options.unwrap_or_default() {
+        let count = |v: f64| -> Res<usize> {
+            if v.is_finite() && v >= 1.0 && v.fract() == 0.0 && v <= 1e9 {
+                Ok(v as usize)
+            } else {
+                Err(Failure::Value(format!(
+                    "probe option {k} must be a whole number >= 1, got {v}"
+                )))
+            }
+        };
+        let factor = |v: f64| -> Res<f64> {
+            if v.is_finite() && v >= 1.0 {
+                Ok(v)
+            } else {
+                Err(Failure::Value(format!(
+                    "probe option {k} must be a finite number >= 1, got {v}"
+                )))
+            }
+        };
+        let positive = |v: f64| -> Res<f64> {
+            if v.is_finite() && v > 0.0 {
+                Ok(v)
+            } else {
+                Err(Failure::Value(format!(
+                    "probe option {k} must be a finite number > 0, got {v}"
+                )))
+            }
+        };
+        match k.as_str() {
+            "cg_iterations" => pp.cg_iterations = count(v)?,
+            "bicgstab_iterations" => pp.bicgstab_iterations = count(v)?,
+            "amg_min_rows" => pp.amg_min_rows = count(v)?,
+            "amg_window" => pp.amg_window = count(v)?,
+            "work_factor" => pp.work_factor = factor(v)?,
+            "hopeless" => pp.hopeless = factor(v)?,
+            "checkpoint_factor" => pp.checkpoint_factor = factor(v)?,
+            "cg_iterations_factor" => pp.model.cg_iterations_factor = positive(v)?,
+            "amg_iterations" => pp.model.amg_iterations = positive(v)?,
+            "bicgstab_iterations_factor" => pp.model.bicgstab_iterations_factor = positive(v)?,
+            _ => {
+                return Err(Failure::Value(format!(
+                    "unknown probe option {k:?} (known: {PROBE_OPTIONS})"
+                )))
+            }
+        }
+    }
+    Ok(pp)
 }
 
 /// The outcome tuple of an automatic solve whose uploads took `before` seconds.
@@ -181,12 +246,13 @@ fn real_matrix(m: &PyMatrix) -> Res<()> {
     }
 }
 
-/// `auto_solve_host(matrix, b, x, rtol, atol, maxiter, x0, check_every, restart, probe)`: the
+/// `auto_solve_host(matrix, b, x, rtol, atol, maxiter, x0, check_every, restart, probe,
+/// probe_options)`: the
 /// automatic solve with NumPy vectors (`x` holds the initial guess when `x0` and the result
 /// afterwards). Returns `(outcome, report)`: the tuple `SolveInfo` is built from, and what was
 /// chosen and why (the CLI's JSON `auto` fields).
 #[pyfunction]
-#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, probe = true))]
+#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, probe = true, probe_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn auto_solve_host(
     py: Python<'_>,
@@ -200,11 +266,12 @@ pub(crate) fn auto_solve_host(
     check_every: Option<usize>,
     restart: usize,
     probe: bool,
+    probe_options: Option<HashMap<String, f64>>,
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
             solve_params(rtol, atol, maxiter, x0, check_every)?,
-            probe_params(restart, probe)?,
+            probe_params(restart, probe, probe_options)?,
         ))
     });
     let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;
@@ -224,9 +291,9 @@ pub(crate) fn auto_solve_host(
 }
 
 /// `auto_solve_device(matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every,
-/// restart, probe)`: the automatic solve with device pointers (see `_Matrix.spmv_device`).
+/// restart, probe, probe_options)`: the automatic solve with device pointers (see `_Matrix.spmv_device`).
 #[pyfunction]
-#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, probe = true))]
+#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, probe = true, probe_options = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn auto_solve_device(
     py: Python<'_>,
@@ -242,11 +309,12 @@ pub(crate) fn auto_solve_device(
     check_every: Option<usize>,
     restart: usize,
     probe: bool,
+    probe_options: Option<HashMap<String, f64>>,
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
             solve_params(rtol, atol, maxiter, x0, check_every)?,
-            probe_params(restart, probe)?,
+            probe_params(restart, probe, probe_options)?,
         ))
     });
     let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;

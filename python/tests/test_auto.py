@@ -306,3 +306,26 @@ def test_the_cli_and_python_choose_the_same(tmp_path, make):
     _, info = segsparse.solve(a, np.ones(a.shape[0]), rtol=1e-8, device="cpu")
     assert (info.choice["method"], info.choice["precond"]) == (cli["method"], cli["precond"])
     assert info.choice["stats"]["symmetric"] == cli["stats"]["symmetric"]
+
+
+def test_phases_and_probe_options():
+    """``info.choice["phases"]``: the statistics and the rule first, every solver call with its
+    iterations (adding up to the solve's); ``probe`` as a dictionary changes the probe's
+    options, an unknown or invalid one is a ``ValueError``."""
+    a = poisson(160)  # 25 600 rows: the CG probe runs
+    b = np.random.default_rng(1).standard_normal(a.shape[0])
+    segsparse.clear_auto_cache()
+    x, info = segsparse.solve(a, b, rtol=1e-8, device="cpu")
+    ph = info.choice["phases"]
+    assert [p["name"] for p in ph[:2]] == ["statistics", "rule"], ph
+    assert any(p["name"].startswith("probe ") for p in ph), ph
+    assert sum(p["iterations"] or 0 for p in ph) == info.iterations
+    assert all(p["seconds"] >= 0 for p in ph)
+    segsparse.clear_auto_cache()
+    x, short = segsparse.solve(a, b, rtol=1e-8, device="cpu", probe={"cg_iterations": 10})
+    assert short == 0 and residual(a, x, b) < 1e-7
+    probe = [p for p in short.choice["phases"] if p["name"].startswith("probe ")]
+    assert probe and probe[0]["iterations"] <= 10, short.choice["phases"]
+    for bad in ({"cg_iteration": 10}, {"cg_iterations": 0}, {"work_factor": float("nan")}):
+        with pytest.raises(ValueError):
+            segsparse.solve(a, b, rtol=1e-8, device="cpu", probe=bad)

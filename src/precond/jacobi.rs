@@ -34,6 +34,12 @@ impl<V> Jacobi<V> {
         })
     }
 
+    /// From `D⁻¹` already on the backend, every entry the inverse of a stored, nonzero, finite
+    /// diagonal entry (checked by the caller).
+    pub(crate) fn from_inverse_diagonal(inv_diag: V) -> Self {
+        Jacobi { inv_diag }
+    }
+
     /// From the diagonal of the matrix `a`.
     ///
     /// # Errors

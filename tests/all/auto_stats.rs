@@ -6,7 +6,9 @@
 use segsparse::autosolve::{solve, ProbeParams};
 use segsparse::backend::Cpu;
 use segsparse::generate::{self, splitmix64};
-use segsparse::precond::auto::{choose, symmetric_indefinite, AutoMethod as M, MatrixStats};
+use segsparse::precond::auto::{
+    choose, symmetric_indefinite, AutoMethod as M, AutoPrecond as P, MatrixStats,
+};
 use segsparse::solvers::SolveParams;
 use segsparse::CsrMatrix;
 
@@ -330,6 +332,17 @@ fn elasticity3d_is_symmetric_only_to_rounding() {
     let s = MatrixStats::of(&a);
     assert!(s.symmetric && s.asymmetry < 1e-14, "{:.2e}", s.asymmetry);
     assert_eq!(s.missing_diagonal, 0);
+    // Its diagonal is constant: Jacobi would only scale, so plain CG, AMG weighed by the probe.
+    let c = choose(&a);
+    assert_eq!(
+        (c.method, c.precond, c.alternative),
+        (M::Cg, P::None, Some((M::Cg, P::Amg))),
+        "{}",
+        c.reason
+    );
+    // A non-M-matrix SPD matrix whose diagonal varies keeps Jacobi.
+    let c = choose(&fem_p1_elasticity(5, 2));
+    assert_eq!((c.method, c.precond), (M::Cg, P::Jacobi), "{}", c.reason);
 }
 
 #[test]
@@ -566,6 +579,83 @@ fn gpu_statistics_equal_the_cpu_ones() {
         let gpu = segsparse::precond::auto::gpu::matrix_stats(&GpuCsr::upload(&g, &a32).unwrap())
             .unwrap();
         assert_eq!(gpu, cpu, "{name32}");
+    }
+}
+
+#[test]
+fn gpu_jacobi_equals_the_host_one() {
+    let Some(g) = segsparse::gpu::test_gpu() else {
+        return;
+    };
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::precond::auto::StatsOps;
+    use segsparse::precond::Jacobi;
+    use segsparse::spmv::gpu::GpuCsr;
+    let (o64, o32) = (
+        GpuOps::<f64>::new(&g).unwrap(),
+        GpuOps::<f32>::new(&g).unwrap(),
+    );
+    for (name, a) in [
+        ("poisson3d:12", generate::poisson3d(12).unwrap()),
+        ("fem P2", fem_p2_triangles(10, 6)),
+        (
+            "power-law graph",
+            generate::from_spec("powerlap:20000:2.2", 0).unwrap(),
+        ),
+        ("arrow", arrow(5000)),
+        ("random unsymmetric", generate::random(3000, 9, 7).unwrap()),
+    ] {
+        // Equal inverse diagonals, or the same error where a diagonal entry is missing.
+        match (
+            Jacobi::from_matrix(&Cpu, &a),
+            o64.jacobi(&GpuCsr::upload(&g, &a).unwrap()),
+        ) {
+            (Ok(h), Ok(d)) => assert_eq!(
+                &g.download(d.inverse_diagonal()).unwrap(),
+                h.inverse_diagonal(),
+                "{name}"
+            ),
+            (h, d) => assert_eq!(
+                h.map(|_| ()).map_err(|e| e.to_string()),
+                d.map(|_| ()).map_err(|e| e.to_string()),
+                "{name}"
+            ),
+        }
+        let a32 = a.cast::<f32>();
+        match (
+            Jacobi::from_matrix(&Cpu, &a32),
+            o32.jacobi(&GpuCsr::upload(&g, &a32).unwrap()),
+        ) {
+            (Ok(h), Ok(d)) => assert_eq!(
+                &g.download(d.inverse_diagonal()).unwrap(),
+                h.inverse_diagonal(),
+                "{name} f32"
+            ),
+            (h, d) => assert_eq!(
+                h.map(|_| ()).map_err(|e| e.to_string()),
+                d.map(|_| ()).map_err(|e| e.to_string()),
+                "{name} f32"
+            ),
+        }
+    }
+    // A diagonal entry not stored (row 1), zero (row 2) or unsorted rows: the host's error,
+    // naming the first such row.
+    for (t, row) in [
+        (vec![(0, 0, 2.0), (1, 2, 1.0), (2, 2, 4.0)], 1),
+        (vec![(0, 0, 2.0), (1, 1, 3.0), (2, 2, 0.0)], 2),
+    ] {
+        let a = CsrMatrix::from_triplets(3, 3, &t).unwrap();
+        let e = o64
+            .jacobi(&GpuCsr::upload(&g, &a).unwrap())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        let h = Jacobi::<Vec<f64>>::from_matrix(&Cpu, &a)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, h);
+        assert!(e.contains(&format!("row {row}")), "{e}");
     }
 }
 

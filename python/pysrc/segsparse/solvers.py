@@ -584,9 +584,15 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     iterate to the next. ``info.choice`` then holds what ``sparse-solve --format json`` reports as ``auto``:
     ``method``, ``precond``, ``reason``, ``stats``, ``seconds`` (the statistics and the rule),
     ``probe`` (what it measured and predicted, or ``None``), ``cached``, ``fallback``,
-    ``tried`` (each candidate with its outcome) and ``failure`` (where nothing converged: the
-    best residual reached and what was tried, in one sentence). ``maxiter`` counts iterations
-    (default ``10 n``); ``probe=False`` runs the rule's first choice alone. With
+    ``tried`` (each candidate with its outcome), ``failure`` (where nothing converged: the
+    best residual reached and what was tried, in one sentence) and ``phases`` (where the time
+    went: the statistics, the rule, every setup and solver call in order, each a dictionary of
+    ``name``, ``iterations`` and ``seconds``). ``maxiter`` counts iterations
+    (default ``10 n``); ``probe=False`` runs the rule's first choice alone; a dictionary runs the
+    probe with some of its options changed (``cg_iterations``, ``bicgstab_iterations``,
+    ``amg_min_rows``, ``amg_window``, ``work_factor``, ``hopeless``, ``checkpoint_factor``: the crate's
+    ``ProbeParams``; ``cg_iterations_factor``, ``bicgstab_iterations_factor``,
+    ``amg_iterations``: its cost model's). With
     ``storage="float32"`` (as ``cg``) the rule's choice runs with the values in float32 (the
     probe and its fallbacks are the float64 automatic solve's).
 
@@ -680,11 +686,13 @@ def _storage_of(message: str) -> Tuple[str, Optional[str]]:
 def _auto_report(rep) -> dict:
     """The crate's report of an automatic solve as ``info.choice``: the fields of
     ``sparse-solve``'s JSON ``auto`` object."""
-    method, precond, reason, stats, seconds, probe, cached, fallback, tried, failure = rep
+    (method, precond, reason, stats, seconds, probe, cached, fallback, tried, failure,
+     phases) = rep
     return {"method": method, "precond": precond, "reason": reason,
             "stats": dict(zip(_STATS, stats)), "seconds": seconds,
             "probe": None if probe is None else dict(zip(_PROBE, probe)),
-            "cached": cached, "fallback": fallback, "tried": list(tried), "failure": failure}
+            "cached": cached, "fallback": fallback, "tried": list(tried), "failure": failure,
+            "phases": [{"name": n, "iterations": k, "seconds": t} for n, k, t in phases]}
 
 
 def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe):
@@ -710,6 +718,10 @@ def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, pro
         raise ValueError(f"restart must be in 1..=255, got {restart}")
     user_maxiter = 10 * max(n, 1) if maxiter is None else int(maxiter)
     x0_given = x0 is not None
+    if isinstance(probe, dict):
+        enabled, options = True, {str(k): float(v) for k, v in probe.items()}
+    else:
+        enabled, options = bool(probe), None
     if db is not None:
         cp = cupy()
         if db.dtype != m.dtype:
@@ -727,7 +739,7 @@ def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, pro
         dx = device_array(x, "x", writable=True)
         out, rep = auto_solve_device(m._m, db.ptr, dx.ptr, rtol, atol, user_maxiter, x0_given,
                                      wait_list(current_stream(), db, dx), current_stream(),
-                                     check_every, r, bool(probe))
+                                     check_every, r, enabled, options)
     else:
         b = host_vector(b, m.dtype, "b")
         if b.shape[0] != n:
@@ -743,7 +755,7 @@ def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, pro
         if not b.any():
             return _zero_solution(np, n, m.dtype, "auto", m.device, "crate")
         out, rep = auto_solve_host(m._m, b, x, rtol, atol, user_maxiter, x0_given, check_every,
-                                   r, bool(probe))
+                                   r, enabled, options)
     converged, status, iters, res, secs, hist, restarts, msg, setup = out
     if status > 0:
         status = user_maxiter

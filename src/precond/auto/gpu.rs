@@ -12,7 +12,9 @@ use crate::backend::GpuScalar;
 use crate::error::Result;
 use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
+use crate::precond::Jacobi;
 use crate::spmv::gpu::GpuCsr;
+use cudarc::driver::CudaSlice;
 
 /// Threads per block of both kernels (the host adds a long row's sums in this block's order).
 const BLOCK: u32 = super::STATS_BLOCK as u32;
@@ -124,6 +126,39 @@ impl<T: GpuScalar> StatsOps<T> for GpuOps<T> {
         let mut d = g.download(&crate::sparse::gpu::diagonal(g, a)?)?;
         d.truncate(a.nrows().min(a.ncols()));
         Ok(d)
+    }
+    fn jacobi(&self, a: &GpuCsr<T>) -> Result<Jacobi<CudaSlice<T>>> {
+        let n = a.nrows().min(a.ncols());
+        let g = a.gpu();
+        let (rp, col, val) = a.device_parts();
+        let n32 = u32::try_from(n).map_err(|_| {
+            crate::error::Error::InvalidInput(format!("{n} rows exceed the GPU's 32-bit indices"))
+        })?;
+        if n == 0 || a.nnz() == 0 {
+            return Jacobi::from_diagonal(self, &self.matrix_diagonal(a)?);
+        }
+        let mut inv = g.zeros::<T>(n)?;
+        let mut bad = g.upload(&[u32::MAX])?;
+        let k = g.typed_function::<T>(&AUTO_STATS_SRC, "auto_inverse_diagonal", &[])?;
+        let blocks = (n.div_ceil(BLOCK as usize) as u32).clamp(1, g.sm_count() * 8);
+        let mut lb = g.stream().launch_builder(&k);
+        lb.arg(rp)
+            .arg(col)
+            .arg(val)
+            .arg(&n32)
+            .arg(&mut inv)
+            .arg(&mut bad);
+        // SAFETY: auto_inverse_diagonal_T(const u32* rp, const u32* col, const T* val, u32 n,
+        // T* inv, u32* bad): rp has n + 1 ≥ min(rows, cols) + 1 entries, col and val nnz (≥ 1),
+        // inv n, bad one.
+        unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
+            .map_err(|e| Gpu::launch_error("auto_inverse_diagonal", e))?;
+        if g.download(&bad)?[0] != u32::MAX {
+            // A diagonal entry not found (an unsorted row), zero or not finite: the host's
+            // check names the row.
+            return Jacobi::from_diagonal(self, &self.matrix_diagonal(a)?);
+        }
+        Ok(Jacobi::from_inverse_diagonal(inv))
     }
     fn matrix_fingerprint(&self, a: &GpuCsr<T>) -> u64 {
         a.fingerprint()

@@ -66,6 +66,7 @@ pub mod gpu;
 use crate::backend::MultigridOps;
 use crate::csr::CsrMatrix;
 use crate::error::Result;
+use crate::precond::Jacobi;
 use crate::scalar::{Elem, Scalar};
 use crate::sparse::incomplete::{Application, IncompleteParams, Ordering, RowMatching};
 use num_traits::Zero;
@@ -85,6 +86,10 @@ pub const JUMP_SPREAD: f64 = 100.0;
 pub const HUB_SPREAD: f64 = 12.0;
 /// The diagonal spread above which CG and BiCGSTAB take Jacobi rather than nothing.
 pub const JACOBI_SPREAD: f64 = 4.0;
+/// The diagonal spread up to which a diagonal counts as constant: Jacobi is then a multiple of
+/// the identity (to 1 %), the same Krylov iterates at the cost of its vector, so CG on an SPD
+/// matrix of any sign pattern takes no preconditioner.
+pub const CONSTANT_SPREAD: f64 = 1.01;
 /// Strict diagonal dominance margin: `|a_ii| ≥ (1 + margin) Σ_{j≠i} |a_ij|` on every row.
 pub const DOMINANT_MARGIN: f64 = 0.5;
 
@@ -326,6 +331,16 @@ pub trait StatsOps<T: Scalar>: MultigridOps<T> {
     /// # Errors
     /// A backend failure.
     fn matrix_diagonal(&self, a: &Self::Matrix) -> Result<Vec<T>>;
+    /// The Jacobi preconditioner of `a` (its inverse diagonal on the backend): from
+    /// [`StatsOps::matrix_diagonal`] by default; the GPU inverts the diagonal on the device,
+    /// with no copy of it through the host.
+    ///
+    /// # Errors
+    /// As [`Jacobi::from_diagonal`]: a diagonal entry that is not stored, zero or not finite
+    /// (naming its row); a backend failure.
+    fn jacobi(&self, a: &Self::Matrix) -> Result<Jacobi<Self::Vector>> {
+        Jacobi::from_diagonal(self, &self.matrix_diagonal(a)?)
+    }
     /// The pattern fingerprint of `a` ([`CsrMatrix::fingerprint`] on the host; the GPU
     /// matrix's own [`GpuCsr::fingerprint`](crate::spmv::gpu::GpuCsr::fingerprint)): the key
     /// of the automatic solve's per-pattern cache.
@@ -528,6 +543,19 @@ fn rule(s: &MatrixStats) -> Rule {
                 format!(
                     "{sym} with M-matrix signs and a near-constant diagonal (Poisson-like, \
                      spread {:.2}): plain CG (a setup costs more than it saves on one solve)",
+                    s.diagonal_spread
+                ),
+            );
+        }
+        if s.diagonal_spread <= CONSTANT_SPREAD {
+            return (
+                Cg,
+                None,
+                Some((Cg, Amg)),
+                format!(
+                    "{sym}, positive diagonal, not an M-matrix pattern, a constant diagonal \
+                     (spread {:.3}): plain CG (Jacobi would scale by a constant: the same \
+                     iterates, at the cost of its vector)",
                     s.diagonal_spread
                 ),
             );
