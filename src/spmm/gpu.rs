@@ -1,7 +1,8 @@
 //! GPU SpMM `Y ← α·A·X + β·Y` on the SpMV's device matrix [`GpuCsr`].
 //!
 //! [`GpuSpmm`] holds the loaded kernels of one element type; [`GpuSpmm::spmm`] queues one launch
-//! (row-major blocks of up to 32 columns, column-major blocks of any width) and returns without
+//! (row-major blocks of up to 32 columns, column-major blocks of any width), and a second for
+//! the rows longer than [`LONG_ROW`] entries where the matrix has some, and returns without
 //! allocating or synchronising. See `kernels/spmm/spmm.cu` for the two kernels and the
 //! [module docs](super) for which layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer
 //! (`cusparseSpMM`) that benchmarks and tests compare against.
@@ -11,7 +12,7 @@ mod cusparse_peer;
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut};
 
 use super::{check_shapes, Layout};
 use crate::error::Result;
@@ -34,11 +35,21 @@ const THREADS: u32 = 256;
 /// Columns of a row-major window: one lane per column, at most a warp per row.
 const ROW_WINDOW: usize = 32;
 
+/// Rows with more entries than this are summed by a whole block (`spmm_long`), not by the group
+/// of at most 32 lanes the other kernels give a row: a group summing a row of thousands of
+/// entries kept the launch running while the rest of the device idled (a 1 310-entry row made
+/// one product 30× slower than `cusparseSpMM` on an H200).
+pub const LONG_ROW: usize = 256;
+
+/// Blocks per SM of `spmm_long`, which walks the rows in windows of a block each.
+const LONG_BLOCKS_PER_SM: u32 = 8;
+
 /// Loaded SpMM kernels of one element type on one GPU.
 pub struct GpuSpmm<T: GpuScalar> {
     gpu: Arc<Gpu>,
     row: CudaFunction,
     col: CudaFunction,
+    long: CudaFunction,
     scale: CudaFunction,
     _t: std::marker::PhantomData<T>,
 }
@@ -53,6 +64,7 @@ impl<T: GpuScalar> GpuSpmm<T> {
             gpu: gpu.clone(),
             row: gpu.typed_function::<T>(&SPMM_SRC, "spmm_row", &[])?,
             col: gpu.typed_function::<T>(&SPMM_SRC, "spmm_col", &[])?,
+            long: gpu.typed_function::<T>(&SPMM_SRC, "spmm_long", &[])?,
             scale: gpu.typed_function::<T>(&SPMM_SRC, "spmm_scale", &[])?,
             _t: std::marker::PhantomData,
         })
@@ -100,6 +112,9 @@ impl<T: GpuScalar> GpuSpmm<T> {
         }
         let (rp, ci, va) = a.device_parts();
         let nrows = n as u32;
+        // The rows spmm_long sums (none: every row stays with the group kernels).
+        let has_long = a.row_stats().max > LONG_ROW;
+        let skip = if has_long { LONG_ROW as u32 } else { u32::MAX };
         match layout {
             Layout::RowMajor => {
                 let ld = k as u32;
@@ -122,15 +137,20 @@ impl<T: GpuScalar> GpuSpmm<T> {
                         .arg(&kw)
                         .arg(&alpha)
                         .arg(&beta)
-                        .arg(&log_group);
+                        .arg(&log_group)
+                        .arg(&skip);
                     // SAFETY: spmm_row_T(const u32* row_ptr, const u32* col, const T* val,
                     // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
-                    // u32 log_group). row_ptr has nrows+1 entries, col/val nnz (≥ 1); the views
-                    // start at column j0, and element (i, j < kw) at i·k + j lies inside them
-                    // (x: ncols·k − j0 elements, y: nrows·k − j0; checked above); one group of
-                    // 2^log_group ≥ kw lanes per row, 2^log_group ≤ 32 divides the block.
+                    // u32 log_group, u32 skip). row_ptr has nrows+1 entries, col/val nnz (≥ 1);
+                    // the views start at column j0, and element (i, j < kw) at i·k + j lies
+                    // inside them (x: ncols·k − j0 elements, y: nrows·k − j0; checked above);
+                    // one group of 2^log_group ≥ kw lanes per row, 2^log_group ≤ 32 divides the
+                    // block.
                     unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
                         .map_err(|e| Gpu::launch_error("spmm_row", e))?;
+                    if has_long {
+                        self.long_rows(a, &xv, ld, &mut yv, ld, kw, alpha, beta, true)?;
+                    }
                 }
             }
             Layout::ColMajor => {
@@ -149,14 +169,65 @@ impl<T: GpuScalar> GpuSpmm<T> {
                     .arg(&kw)
                     .arg(&alpha)
                     .arg(&beta)
-                    .arg(&log_group);
+                    .arg(&log_group)
+                    .arg(&skip);
                 // SAFETY: spmm_col_T has the signature of spmm_row_T. Column j of x starts at
                 // j·ncols and of y at j·nrows; x has ncols·k and y nrows·k elements (checked);
                 // one group of 2^log_group ≤ 32 lanes per row.
                 unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
                     .map_err(|e| Gpu::launch_error("spmm_col", e))?;
+                if has_long {
+                    self.long_rows(a, &x.slice(..), ldx, &mut y.slice_mut(..), ldy, kw, alpha, beta, false)?;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// `spmm_long`: the rows of more than [`LONG_ROW`] entries, which the group kernels left,
+    /// `kw` columns of `x`/`y` with leading dimensions `ldx`/`ldy`, in the row-major or the
+    /// column-major layout.
+    #[allow(clippy::too_many_arguments)]
+    fn long_rows(
+        &self,
+        a: &GpuCsr<T>,
+        x: &CudaView<'_, T>,
+        ldx: u32,
+        y: &mut CudaViewMut<'_, T>,
+        ldy: u32,
+        kw: u32,
+        alpha: T,
+        beta: T,
+        rowmajor: bool,
+    ) -> Result<()> {
+        let (rp, ci, va) = a.device_parts();
+        let nrows = a.nrows() as u32;
+        let blocks = nrows
+            .div_ceil(THREADS)
+            .min(self.gpu.sm_count() * LONG_BLOCKS_PER_SM)
+            .max(1);
+        let (skip, rowmajor) = (LONG_ROW as u32, u32::from(rowmajor));
+        let mut b = self.gpu.stream().launch_builder(&self.long);
+        b.arg(rp)
+            .arg(ci)
+            .arg(va)
+            .arg(&nrows)
+            .arg(x)
+            .arg(&ldx)
+            .arg(y)
+            .arg(&ldy)
+            .arg(&kw)
+            .arg(&alpha)
+            .arg(&beta)
+            .arg(&skip)
+            .arg(&rowmajor);
+        // SAFETY: spmm_long_T(const u32* row_ptr, const u32* col, const T* val, u32 nrows,
+        // const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 rowmajor):
+        // the same matrix and views as the group kernel just launched (element (i, j < kw) at
+        // i·ld + j or j·ld + i inside them, checked by the caller); THREADS = SPMM_THREADS threads
+        // per block, a multiple of 32 (the kernel's shared arrays are sized by it).
+        unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
+            .map_err(|e| Gpu::launch_error("spmm_long", e))?;
         Ok(())
     }
 }

@@ -87,6 +87,11 @@ fn test_matrices<T: Scalar>() -> Vec<(String, CsrMatrix<T>)> {
             "denserows".into(),
             generate::denserows(400, 3, 2, 380, 7).unwrap(),
         ),
+        // Rows of 2 900 entries among 4-entry ones: summed by a whole block on the GPU.
+        (
+            "denserows:3000:4:3:2900".into(),
+            generate::denserows(3000, 4, 3, 2900, 9).unwrap(),
+        ),
         ("zeros:7x5".into(), CsrMatrix::zeros(7, 5)),
         ("zeros:0x4".into(), CsrMatrix::zeros(0, 4)),
     ];
