@@ -13,7 +13,8 @@
 //    X when the matrix is banded; on irregular matrices every column is its own gather.
 // 3. spmm_long_*: rows longer than `skip` entries, which the two kernels above leave alone (a
 //    group of at most 32 lanes would sum such a row while the rest of the device idles): each
-//    block scans a window of rows for long ones, then sums each long row with all its threads,
+//    block scans a window of rows (at most a block's threads; smaller where the matrix has few
+//    rows, so that they spread over more blocks) for long ones, then sums each with all its threads,
 //    SPMM_CW columns at a time, reducing in a fixed order (warps by shuffles, then warp 0 over
 //    the warps' sums), so the result does not depend on which block found the row.
 // 4. spmm_scale_*: Y <- beta*Y (alpha = 0 reads neither A nor X; beta = 0 writes zeros).
@@ -125,17 +126,17 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
                                                const T* __restrict__ val, u32 nrows,
                                                const T* __restrict__ x, u32 ldx,
                                                T* __restrict__ y, u32 ldy, u32 kw, T alpha,
-                                               T beta, u32 skip, bool rowmajor) {
+                                               T beta, u32 skip, u32 window, bool rowmajor) {
     __shared__ u32 rows[SPMM_THREADS];
     __shared__ u32 count;
     __shared__ T warp_sums[SPMM_THREADS / 32][SPMM_CW];
     const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    for (u64 base = (u64)blockIdx.x * blockDim.x; base < nrows;
-         base += (u64)gridDim.x * blockDim.x) {
+    for (u64 base = (u64)blockIdx.x * window; base < nrows; base += (u64)gridDim.x * window) {
         if (threadIdx.x == 0) count = 0;
         __syncthreads();
         const u64 r = base + threadIdx.x;
-        if (r < nrows && row_ptr[r + 1] - row_ptr[r] > skip) rows[atomicAdd(&count, 1u)] = (u32)r;
+        if (threadIdx.x < window && r < nrows && row_ptr[r + 1] - row_ptr[r] > skip)
+            rows[atomicAdd(&count, 1u)] = (u32)r;
         __syncthreads();
         const u32 found = count;
         for (u32 q = 0; q < found; ++q) {
@@ -197,8 +198,8 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_long_##SUFFIX(                 \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
-        u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 rowmajor) {                                \
-        spmm_long_body<T>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip,         \
+        u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 window, u32 rowmajor) {                    \
+        spmm_long_body<T>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, window, \
                           rowmajor != 0);                                                          \
     }                                                                                              \
     extern "C" __global__ void spmm_scale_##SUFFIX(T* y, T beta, u64 n) {                          \

@@ -41,7 +41,7 @@ const ROW_WINDOW: usize = 32;
 /// one product 30× slower than `cusparseSpMM` on an H200).
 pub const LONG_ROW: usize = 256;
 
-/// Blocks per SM of `spmm_long`, which walks the rows in windows of a block each.
+/// Blocks per SM of `spmm_long`, which walks the rows in windows of at most a block's threads.
 const LONG_BLOCKS_PER_SM: u32 = 8;
 
 /// Loaded SpMM kernels of one element type on one GPU.
@@ -177,7 +177,17 @@ impl<T: GpuScalar> GpuSpmm<T> {
                 unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
                     .map_err(|e| Gpu::launch_error("spmm_col", e))?;
                 if has_long {
-                    self.long_rows(a, &x.slice(..), ldx, &mut y.slice_mut(..), ldy, kw, alpha, beta, false)?;
+                    self.long_rows(
+                        a,
+                        &x.slice(..),
+                        ldx,
+                        &mut y.slice_mut(..),
+                        ldy,
+                        kw,
+                        alpha,
+                        beta,
+                        false,
+                    )?;
                 }
             }
         }
@@ -202,10 +212,11 @@ impl<T: GpuScalar> GpuSpmm<T> {
     ) -> Result<()> {
         let (rp, ci, va) = a.device_parts();
         let nrows = a.nrows() as u32;
-        let blocks = nrows
-            .div_ceil(THREADS)
-            .min(self.gpu.sm_count() * LONG_BLOCKS_PER_SM)
-            .max(1);
+        // Windows of rows small enough to give every block of the grid some (a matrix of a few
+        // hundred long rows gets a block per row), at most a block's threads.
+        let max_blocks = self.gpu.sm_count() * LONG_BLOCKS_PER_SM;
+        let window = nrows.div_ceil(max_blocks).clamp(1, THREADS);
+        let blocks = nrows.div_ceil(window).clamp(1, max_blocks);
         let (skip, rowmajor) = (LONG_ROW as u32, u32::from(rowmajor));
         let mut b = self.gpu.stream().launch_builder(&self.long);
         b.arg(rp)
@@ -220,9 +231,11 @@ impl<T: GpuScalar> GpuSpmm<T> {
             .arg(&alpha)
             .arg(&beta)
             .arg(&skip)
+            .arg(&window)
             .arg(&rowmajor);
         // SAFETY: spmm_long_T(const u32* row_ptr, const u32* col, const T* val, u32 nrows,
-        // const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 rowmajor):
+        // const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 window,
+        // u32 rowmajor), window ≤ THREADS:
         // the same matrix and views as the group kernel just launched (element (i, j < kw) at
         // i·ld + j or j·ld + i inside them, checked by the caller); THREADS = SPMM_THREADS threads
         // per block, a multiple of 32 (the kernel's shared arrays are sized by it).
