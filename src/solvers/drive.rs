@@ -410,18 +410,16 @@ where
     )?;
 
     // With the operator's exact values (a matrix stored narrower than its vectors applies its
-    // rounded values everywhere else), into the residual workspace.
-    let true_residual =
-        |truth: &mut dyn Truth<T, B>, method: &mut M, x: &mut B::Vector, sc: &mut B::Scalars| {
-            let (r, _) = method.r_and_scratch();
-            truth.residual(be, x, r, sc)
-        };
-    // The same into the scratch vector, the recursive residual kept (a reliable update).
-    let true_residual_aside =
-        |truth: &mut dyn Truth<T, B>, method: &mut M, x: &mut B::Vector, sc: &mut B::Scalars| {
-            let (_, q) = method.r_and_scratch();
-            truth.residual(be, x, q, sc)
-        };
+    // rounded values everywhere else), into the residual workspace, or `aside` into the scratch
+    // vector with the recursive residual kept (a reliable update).
+    let true_residual = |truth: &mut dyn Truth<T, B>,
+                         method: &mut M,
+                         x: &mut B::Vector,
+                         sc: &mut B::Scalars,
+                         aside: bool| {
+        let (r, q) = method.r_and_scratch();
+        truth.residual(be, x, if aside { q } else { r }, sc)
+    };
 
     // A reliable update: the true residual (in the scratch vector) replaces the recursive one
     // `rr`, keeping the search direction, unless the gap between them exceeds the recursive
@@ -438,7 +436,7 @@ where
 
     let mut it = 0usize;
     let mut restarts = 0usize;
-    let mut last_true = true_residual(truth, method, x, &mut sc)?;
+    let mut last_true = true_residual(truth, method, x, &mut sc, false)?;
     // A NaN or infinity anywhere in A, b or the initial guess makes b − A·x non-finite (NaN·0
     // and ∞·0 are NaN): reported here, at iteration 0, the same way on every backend and method.
     if !last_true.is_finite() {
@@ -501,7 +499,7 @@ where
             if let Some(rel) = reliable.as_mut() {
                 let rr = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt();
                 if status == Status::Running && it < params.max_iters && rel.due(rr, it) {
-                    let now = true_residual_aside(truth, method, x, &mut sc)?;
+                    let now = true_residual(truth, method, x, &mut sc, true)?;
                     last_true = now;
                     if !now.is_finite() {
                         return Err(SolveError::NonFinite { iteration: it });
@@ -520,7 +518,7 @@ where
                     w.seen(rel.at);
                 }
                 if status == Status::Running && it < params.max_iters && w.due(it) {
-                    let now = true_residual_aside(truth, method, x, &mut sc)?;
+                    let now = true_residual(truth, method, x, &mut sc, true)?;
                     if !now.is_finite() {
                         return Err(SolveError::NonFinite { iteration: it });
                     }
@@ -566,11 +564,7 @@ where
         let aside = reliable.is_some() && status == Status::Converged;
         let rr = slots[Slot::Rr as usize].re().as_f64().max(0.0).sqrt();
         if let Some(done) = confirm.after_stop(status, params, &mut || {
-            if aside {
-                true_residual_aside(truth, method, x, &mut sc)
-            } else {
-                true_residual(truth, method, x, &mut sc)
-            }
+            true_residual(truth, method, x, &mut sc, aside)
         })? {
             break done;
         }
@@ -592,7 +586,7 @@ where
         restarts,
     };
     end.report(history, clock.elapsed().as_secs_f64(), &mut || {
-        true_residual(truth, method, x, &mut sc)
+        true_residual(truth, method, x, &mut sc, false)
     })?
 }
 
