@@ -1,23 +1,32 @@
 // Sparse matrix times dense block: Y <- alpha*A*X + beta*Y, CSR A, X and Y dense blocks of kw
 // columns (a window of a wider block: the host offsets the pointers and passes the leading
-// dimensions). The matrix is read once for all kw columns.
+// dimensions). The matrix is read once for all kw columns. Every product is one launch.
 //
-// 1. spmm_row_*: row-major blocks. A group of G lanes (G a power of two >= kw, <= 32) per row;
-//    lane j owns column j. The group loads G consecutive entries of its row at once (one per
-//    lane, coalesced) and hands them round with shuffles; for each entry every lane reads
-//    X[c][j], so the group's reads of X are one contiguous run of kw values (whole sectors).
+// 1. spmm_row_*: row-major blocks (kw <= 32). A row of X is kw contiguous values; `lc` lanes
+//    read it, each V of them with one vector load (V = 16 bytes / sizeof(T) when the widths
+//    allow, else 1), so the lc lanes of a "slot" fetch one entry's X row as whole sectors. A
+//    row is summed by a team of slots: slot s takes entries s, s+S, s+2S, ... in order (U
+//    loads of col/val, then U of X, in flight at once), and the slots are reduced with xor
+//    shuffles. Each block owns a window of rows and sums them with three team sizes, chosen
+//    per row from its length alone (so a row's bits do not depend on the block or the order):
+//      - a group of `sg` slots (from the mean row length) per row of the window;
+//      - rows longer than `lim_group`: a whole warp each (the block's warps share them);
+//      - rows longer than `lim_warp`: the whole block, one after another (warps reduce by
+//        shuffles, then one thread per column adds the warps' sums in warp order).
+//    A walk's latency is its number of rounds (a col load, then an X load): the teams bound
+//    it by a few rounds per row, where a fixed group per row walked a 100-entry row in 12
+//    rounds and kept a small matrix's launch waiting for it.
 // 2. spmm_col_*: column-major blocks. A group of L lanes per row (L a power of two <= 32, from
 //    the mean row length); each lane sums a strided share of the row's entries for SPMM_CW
 //    columns at a time, the group reduces with xor shuffles, and the lanes write the SPMM_CW
 //    results. Neighbouring rows (neighbouring groups) read neighbouring elements of a column of
-//    X when the matrix is banded; on irregular matrices every column is its own gather.
-// 3. spmm_long_*: rows longer than `skip` entries, which the two kernels above leave alone (a
-//    group of at most 32 lanes would sum such a row while the rest of the device idles): each
-//    block scans a window of rows (at most a block's threads; smaller where the matrix has few
-//    rows, so that they spread over more blocks) for long ones, then sums each with all its threads,
-//    SPMM_CW columns at a time, reducing in a fixed order (warps by shuffles, then warp 0 over
-//    the warps' sums), so the result does not depend on which block found the row.
-// 4. spmm_scale_*: Y <- beta*Y (alpha = 0 reads neither A nor X; beta = 0 writes zeros).
+//    X when the matrix is banded; on irregular matrices every column is its own gather. Rows
+//    longer than `skip` entries are left to the extra blocks at the end of the same grid
+//    (from block `group_blocks` on): each such block scans a window of rows for long ones, then
+//    sums each with all its threads, SPMM_CW columns at a time, reducing in a fixed order
+//    (warps by shuffles, then warp 0 over the warps' sums), so the result does not depend on
+//    which block found the row.
+// 3. spmm_scale_*: Y <- beta*Y (alpha = 0 reads neither A nor X; beta = 0 writes zeros).
 //
 // Group shuffles use the group's own lane mask: a group's lanes always run the same loop (they
 // work on the same row), while different groups of a warp may run different trip counts.
@@ -42,44 +51,148 @@ __device__ __forceinline__ void spmm_store(T* y, T alpha, T acc, T beta) {
     *y = (beta == T(0)) ? alpha * acc : alpha * acc + beta * *y;
 }
 
-template <typename T, int G>
+template <typename T, int V>
+struct alignas(sizeof(T) * V) SpmmVec {
+    T v[V];
+};
+
+// This lane's V partial sums of entries [s, e) of a row for slot `slot` of `S` (entries slot,
+// slot+S, ... in order); `xoff` is the lane's first column, `act` whether it has columns.
+template <typename T, int V, int U>
+__device__ __forceinline__ void spmm_rm_walk(const u32* __restrict__ col, const T* __restrict__ val,
+                                             const T* __restrict__ x, u32 ldx, u32 s, u32 e,
+                                             u32 slot, u32 S, u32 xoff, bool act, T (&acc)[V]) {
+    for (u32 p0 = s + slot; p0 < e; p0 += S * U) {
+        u32 c[U];
+        T v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const u32 p = p0 + u * S;
+            c[u] = 0u;
+            v[u] = T(0);
+            if (p < e) {
+                c[u] = col[p];
+                v[u] = val[p];
+            }
+        }
+        SpmmVec<T, V> xv[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (act && p0 + u * S < e) {
+                xv[u] = *reinterpret_cast<const SpmmVec<T, V>*>(x + (u64)c[u] * ldx + xoff);
+            } else {
+#pragma unroll
+                for (int i = 0; i < V; ++i) xv[u].v[i] = T(0);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int i = 0; i < V; ++i) acc[i] += v[u] * xv[u].v[i];
+    }
+}
+
+// Adds the partial sums of the slots lc, 2lc, ... apart (lanes of one column set) within a team
+// of `span` lanes; every lane ends with its column set's total (the same bits in each).
+template <typename T, int V>
+__device__ __forceinline__ void spmm_rm_reduce(T (&acc)[V], u32 lc, u32 span, u32 mask) {
+    for (u32 o = lc; o < span; o <<= 1)
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] += __shfl_xor_sync(mask, acc[i], o);
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void spmm_rm_store(T* __restrict__ y, u64 row, u32 ldy, u32 xoff,
+                                              u32 kw, T alpha, T beta, const T (&acc)[V]) {
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+        if (xoff + i < kw) spmm_store(&y[row * ldy + xoff + i], alpha, acc[i], beta);
+}
+
+// Entries in flight per slot: in the group walks, and in the warp and block walks.
+#define SPMM_U_GROUP 4
+#define SPMM_U_WIDE 8
+
+template <typename T, int V>
 __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                               const u32* __restrict__ col,
                                               const T* __restrict__ val, u32 nrows,
                                               const T* __restrict__ x, u32 ldx,
                                               T* __restrict__ y, u32 ldy, u32 kw, T alpha,
-                                              T beta, u32 skip) {
-    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const u64 row = tid / G;
-    if (row >= nrows) return; // the whole group leaves together (G divides the warp)
-    const u32 lane = threadIdx.x & (G - 1);
-    const u32 mask = group_mask<G>();
-    const bool active = lane < kw;
-    const u32 s = row_ptr[row], e = row_ptr[row + 1];
-    if (e - s > skip) return; // spmm_long's row (the whole group leaves)
-    T acc0 = T(0), acc1 = T(0);
-    for (u32 base = s; base < e; base += G) {
-        const u32 p = base + lane;
-        u32 c = 0;
-        T v = T(0);
-        if (p < e) {
-            c = col[p];
-            v = val[p];
-        }
-        const u32 cnt = min(e - base, (u32)G);
+                                              T beta, u32 log_lc, u32 log_sg, u32 lim_group,
+                                              u32 lim_warp) {
+    __shared__ u32 warp_rows[SPMM_THREADS], block_rows[SPMM_THREADS];
+    __shared__ u32 n_warp_rows, n_block_rows;
+    __shared__ T warp_sums[SPMM_THREADS / 32][32];
+    const u32 lc = 1u << log_lc, tg = 1u << (log_lc + log_sg);
+    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const u32 cl = lane & (lc - 1);
+    const u32 xoff = cl * V;
+    const bool act = xoff < kw;
+    if (threadIdx.x == 0) {
+        n_warp_rows = 0;
+        n_block_rows = 0;
+    }
+    __syncthreads();
+    // Groups: one row of the window each.
+    {
+        const u64 row = (u64)blockIdx.x * (blockDim.x / tg) + threadIdx.x / tg;
+        if (row < nrows) {
+            const u32 s = row_ptr[row], e = row_ptr[row + 1];
+            if (e - s <= lim_group) {
+                const u32 tl = threadIdx.x & (tg - 1);
+                const u32 mask = tg >= 32 ? FULL_MASK : ((1u << tg) - 1u) << (lane & ~(tg - 1));
+                T acc[V];
 #pragma unroll
-        for (int t = 0; t < G; ++t) {
-            if ((u32)t < cnt) { // uniform within the group
-                const u32 ct = __shfl_sync(mask, c, t, G);
-                const T vt = __shfl_sync(mask, v, t, G);
-                if (active) {
-                    const T xv = x[(u64)ct * ldx + lane];
-                    if (t & 1) acc1 += vt * xv; else acc0 += vt * xv;
-                }
+                for (int i = 0; i < V; ++i) acc[i] = T(0);
+                spmm_rm_walk<T, V, SPMM_U_GROUP>(col, val, x, ldx, s, e, tl >> log_lc,
+                                                 1u << log_sg, xoff, act, acc);
+                spmm_rm_reduce<T, V>(acc, lc, tg, mask);
+                if (tl < lc && act) spmm_rm_store<T, V>(y, row, ldy, xoff, kw, alpha, beta, acc);
+            } else if ((threadIdx.x & (tg - 1)) == 0) {
+                if (e - s <= lim_warp) warp_rows[atomicAdd(&n_warp_rows, 1u)] = (u32)row;
+                else block_rows[atomicAdd(&n_block_rows, 1u)] = (u32)row;
             }
         }
     }
-    if (active) spmm_store(&y[row * ldy + lane], alpha, acc0 + acc1, beta);
+    __syncthreads();
+    // Warps: the window's longer rows, a warp each.
+    const u32 nw = n_warp_rows, nb = n_block_rows;
+    for (u32 q = warp; q < nw; q += nwarps) {
+        const u32 row = warp_rows[q];
+        const u32 s = row_ptr[row], e = row_ptr[row + 1];
+        T acc[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = T(0);
+        spmm_rm_walk<T, V, SPMM_U_WIDE>(col, val, x, ldx, s, e, lane >> log_lc, 32u >> log_lc,
+                                        xoff, act, acc);
+        spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
+        if (lane < lc && act) spmm_rm_store<T, V>(y, row, ldy, xoff, kw, alpha, beta, acc);
+    }
+    // The block: the window's longest rows, one at a time.
+    for (u32 q = 0; q < nb; ++q) {
+        const u32 row = block_rows[q];
+        const u32 s = row_ptr[row], e = row_ptr[row + 1];
+        const u32 sw = 32u >> log_lc;
+        T acc[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = T(0);
+        spmm_rm_walk<T, V, SPMM_U_WIDE>(col, val, x, ldx, s, e, warp * sw + (lane >> log_lc),
+                                        nwarps * sw, xoff, act, acc);
+        spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
+        if (lane < lc && act) {
+#pragma unroll
+            for (int i = 0; i < V; ++i)
+                if (xoff + i < 32u) warp_sums[warp][xoff + i] = acc[i];
+        }
+        __syncthreads();
+        if (threadIdx.x < kw) {
+            T sum = T(0);
+            for (u32 w = 0; w < nwarps; ++w) sum += warp_sums[w][threadIdx.x];
+            spmm_store(&y[(u64)row * ldy + threadIdx.x], alpha, sum, beta);
+        }
+        __syncthreads();
+    }
 }
 
 template <typename T, int L>
@@ -118,20 +231,21 @@ __device__ __forceinline__ void spmm_col_body(const u32* __restrict__ row_ptr,
     }
 }
 
-// Rows of more than `skip` entries, one at a time per block; `rowmajor` selects the layout of X
-// and Y (element (i, j) at i*ld + j, or at j*ld + i).
+// Column-major rows of more than `skip` entries, one at a time per block, the block being
+// number `vblock` of `nvblocks` that share the rows.
 template <typename T>
 __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
                                                const u32* __restrict__ col,
                                                const T* __restrict__ val, u32 nrows,
                                                const T* __restrict__ x, u32 ldx,
                                                T* __restrict__ y, u32 ldy, u32 kw, T alpha,
-                                               T beta, u32 skip, u32 window, bool rowmajor) {
+                                               T beta, u32 skip, u32 window,
+                                               u32 vblock, u32 nvblocks) {
     __shared__ u32 rows[SPMM_THREADS];
     __shared__ u32 count;
     __shared__ T warp_sums[SPMM_THREADS / 32][SPMM_CW];
     const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    for (u64 base = (u64)blockIdx.x * window; base < nrows; base += (u64)gridDim.x * window) {
+    for (u64 base = (u64)vblock * window; base < nrows; base += (u64)nvblocks * window) {
         if (threadIdx.x == 0) count = 0;
         __syncthreads();
         const u64 r = base + threadIdx.x;
@@ -152,8 +266,7 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
 #pragma unroll
                     for (int jj = 0; jj < SPMM_CW; ++jj)
                         if (j0 + jj < kw)
-                            acc[jj] += v * (rowmajor ? x[(u64)c * ldx + j0 + jj]
-                                                     : x[(u64)(j0 + jj) * ldx + c]);
+                            acc[jj] += v * x[(u64)(j0 + jj) * ldx + c];
                 }
 #pragma unroll
                 for (int jj = 0; jj < SPMM_CW; ++jj) {
@@ -166,8 +279,7 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
                     T sum = T(0);
                     for (u32 w = 0; w < blockDim.x / 32; ++w) sum += warp_sums[w][threadIdx.x];
                     const u32 j = j0 + threadIdx.x;
-                    spmm_store(rowmajor ? &y[(u64)row * ldy + j] : &y[(u64)j * ldy + row], alpha, sum,
-                               beta);
+                    spmm_store(&y[(u64)j * ldy + row], alpha, sum, beta);
                 }
                 __syncthreads();
             }
@@ -175,32 +287,40 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
     }
 }
 
-#define SPMM_SWITCH(T, BODY, LOG)                                                                     \
+#define SPMM_COL_SWITCH(T, LOG)                                                                      \
     switch (LOG) {                                                                                 \
-    case 0: BODY<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break;          \
-    case 1: BODY<T, 2>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break;          \
-    case 2: BODY<T, 4>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break;          \
-    case 3: BODY<T, 8>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break;          \
-    case 4: BODY<T, 16>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break;         \
-    default: BODY<T, 32>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break;        \
+    case 0: spmm_col_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
+    case 1: spmm_col_body<T, 2>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
+    case 2: spmm_col_body<T, 4>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
+    case 3: spmm_col_body<T, 8>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
+    case 4: spmm_col_body<T, 16>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
+    default: spmm_col_body<T, 32>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
     }
 
-#define SPMM_INSTANTIATE(T, SUFFIX)                                                                \
+// Vector width of the row-major loads: 16 bytes.
+#define SPMM_INSTANTIATE(T, SUFFIX, VW)                                                            \
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_row_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
-        u32 ldy, u32 kw, T alpha, T beta, u32 log_group, u32 skip) {                               \
-        SPMM_SWITCH(T, spmm_row_body, log_group)                                                      \
+        u32 ldy, u32 kw, T alpha, T beta, u32 vec, u32 log_lc, u32 log_sg, u32 lim_group,         \
+        u32 lim_warp) {                                                                            \
+        if (vec)                                                                                   \
+            spmm_row_body<T, VW>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,       \
+                                 log_lc, log_sg, lim_group, lim_warp);                             \
+        else                                                                                       \
+            spmm_row_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,        \
+                                log_lc, log_sg, lim_group, lim_warp);                              \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_col_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
-        u32 ldy, u32 kw, T alpha, T beta, u32 log_group, u32 skip) {                               \
-        SPMM_SWITCH(T, spmm_col_body, log_group)                                                      \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_long_##SUFFIX(                 \
-        const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
-        u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 window, u32 rowmajor) {                    \
-        spmm_long_body<T>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, window, \
-                          rowmajor != 0);                                                          \
+        u32 ldy, u32 kw, T alpha, T beta, u32 log_group, u32 skip, u32 group_blocks,              \
+        u32 window) {                                                                              \
+        if (blockIdx.x < group_blocks) {                                                           \
+            SPMM_COL_SWITCH(T, log_group)                                                          \
+        } else {                                                                                   \
+            spmm_long_body<T>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip,    \
+                              window, blockIdx.x - group_blocks,                            \
+                              gridDim.x - group_blocks);                                           \
+        }                                                                                          \
     }                                                                                              \
     extern "C" __global__ void spmm_scale_##SUFFIX(T* y, T beta, u64 n) {                          \
         for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;                            \
@@ -208,5 +328,5 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
             y[i] = (beta == T(0)) ? T(0) : beta * y[i];                                            \
     }
 
-SPMM_INSTANTIATE(float, f32)
-SPMM_INSTANTIATE(double, f64)
+SPMM_INSTANTIATE(float, f32, 4)
+SPMM_INSTANTIATE(double, f64, 2)

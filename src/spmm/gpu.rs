@@ -1,18 +1,21 @@
 //! GPU SpMM `Y ← α·A·X + β·Y` on the SpMV's device matrix [`GpuCsr`].
 //!
 //! [`GpuSpmm`] holds the loaded kernels of one element type; [`GpuSpmm::spmm`] queues one launch
-//! (row-major blocks of up to 32 columns, column-major blocks of any width), and a second for
-//! the rows longer than [`LONG_ROW`] entries where the matrix has some, and returns without
-//! allocating or synchronising. See `kernels/spmm/spmm.cu` for the two kernels and the
-//! [module docs](super) for which layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer
-//! (`cusparseSpMM`) that benchmarks and tests compare against.
+//! (per window of 32 columns in the row-major layout, one for any width in the column-major
+//! one) and returns without allocating or synchronising. Short and long rows share that launch:
+//! in the row-major kernel each block sums its window of rows with a group of lanes per row, a
+//! warp per longer row and the whole block per row longer still ([`RowPlan`]); in the
+//! column-major kernel extra blocks at the end of the grid sum the rows longer than the groups
+//! take. See `kernels/spmm/spmm.cu` for the kernels and the [module docs](super) for which
+//! layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer (`cusparseSpMM`)
+//! that benchmarks and tests compare against.
 
 #[cfg(feature = "peers")]
 mod cusparse_peer;
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut};
+use cudarc::driver::{CudaFunction, CudaSlice};
 
 use super::{check_shapes, Layout};
 use crate::error::Result;
@@ -32,24 +35,86 @@ pub const SPMM_SRC: KernelSource = kernel_source!(
 
 /// Threads per block of the SpMM kernels (`SPMM_THREADS`).
 const THREADS: u32 = 256;
-/// Columns of a row-major window: one lane per column, at most a warp per row.
+/// Columns of a row-major window: at most a warp's lanes per entry.
 const ROW_WINDOW: usize = 32;
+/// Entries in flight per slot in the row-major group walk (`SPMM_U_GROUP`) and in the warp and
+/// block walks (`SPMM_U_WIDE`).
+const U_GROUP: usize = 4;
+const U_WIDE: usize = 8;
 
-/// Rows with more entries than this are summed by a whole block (`spmm_long`), not by the group
-/// of at most 32 lanes the other kernels give a row: a group summing a row of thousands of
-/// entries kept the launch running while the rest of the device idled (a 1 310-entry row made
-/// one product 30× slower than `cusparseSpMM` on an H200).
-pub const LONG_ROW: usize = 256;
+/// Column-major rows with more entries than this many per lane of their group are summed by a
+/// whole block (the extra blocks of the same launch): a lane walks its entries one round of
+/// loads after another, and a group summing a row of hundreds of entries kept the launch
+/// running while the rest of the device idled (a 1 310-entry row made one product 30× slower
+/// than `cusparseSpMM` on an H200).
+pub const COL_LONG_PER_LANE: usize = 32;
 
-/// Blocks per SM of `spmm_long`, which walks the rows in windows of at most a block's threads.
+/// Blocks per SM of the column-major long-row blocks, which walk the rows in windows of at
+/// most a block's threads.
 const LONG_BLOCKS_PER_SM: u32 = 8;
+
+/// How the row-major kernel sums a window of `kw ≤ 32` columns of one matrix: `lanes` lanes
+/// read an entry's `kw` values of `X` (`vector` values each, one 16-byte load where the widths
+/// allow), a slot is those lanes, and a row goes to
+/// - a group of `group_slots` slots (chosen from the mean row length) when it has at most
+///   `lim_group` entries,
+/// - a warp (`32 / lanes` slots) when it has at most `lim_warp`,
+/// - the whole block otherwise.
+///
+/// Each bound keeps a row's walk to a few rounds of loads (the launch lasts as long as its
+/// slowest walk), and which team sums a row depends on its length alone, so the result's bits
+/// do not depend on which block or warp took it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowPlan {
+    /// Values per load: 16 bytes' worth, or 1 when `k` or `kw` is not a multiple of it.
+    pub vector: u32,
+    /// Lanes per entry (a power of two, `lanes · vector ≥ kw`).
+    pub lanes: u32,
+    /// Slots of a row's group (a power of two, `lanes · group_slots ≤ 32`).
+    pub group_slots: u32,
+    /// Longest row a group sums.
+    pub lim_group: u32,
+    /// Longest row a warp sums; longer rows take the whole block.
+    pub lim_warp: u32,
+}
+
+impl RowPlan {
+    /// The plan for a window of `kw` of `k` columns of `T` on a matrix whose rows have `mean`
+    /// entries on average.
+    pub fn new<T: GpuScalar>(mean: f64, k: usize, kw: usize) -> RowPlan {
+        assert!(
+            (1..=ROW_WINDOW).contains(&kw) && kw <= k,
+            "RowPlan: window of {kw} of {k} columns (1..=32)"
+        );
+        let vw = (16 / T::BYTES).max(1);
+        let vector = if k % vw == 0 && kw % vw == 0 { vw } else { 1 };
+        let lanes = kw.div_ceil(vector).next_power_of_two();
+        let warp_slots = 32 / lanes;
+        let group_slots = ((mean / U_GROUP as f64).ceil().max(1.0) as usize)
+            .next_power_of_two()
+            .min(warp_slots);
+        let lim_group = group_slots * U_GROUP * 2;
+        let lim_warp = (warp_slots * U_WIDE * 4).max(lim_group);
+        RowPlan {
+            vector: vector as u32,
+            lanes: lanes as u32,
+            group_slots: group_slots as u32,
+            lim_group: lim_group as u32,
+            lim_warp: lim_warp as u32,
+        }
+    }
+
+    /// Rows of a block's window (one per group).
+    pub fn rows_per_block(&self) -> u32 {
+        THREADS / (self.lanes * self.group_slots)
+    }
+}
 
 /// Loaded SpMM kernels of one element type on one GPU.
 pub struct GpuSpmm<T: GpuScalar> {
     gpu: Arc<Gpu>,
     row: CudaFunction,
     col: CudaFunction,
-    long: CudaFunction,
     scale: CudaFunction,
     _t: std::marker::PhantomData<T>,
 }
@@ -64,7 +129,6 @@ impl<T: GpuScalar> GpuSpmm<T> {
             gpu: gpu.clone(),
             row: gpu.typed_function::<T>(&SPMM_SRC, "spmm_row", &[])?,
             col: gpu.typed_function::<T>(&SPMM_SRC, "spmm_col", &[])?,
-            long: gpu.typed_function::<T>(&SPMM_SRC, "spmm_long", &[])?,
             scale: gpu.typed_function::<T>(&SPMM_SRC, "spmm_scale", &[])?,
             _t: std::marker::PhantomData,
         })
@@ -112,17 +176,18 @@ impl<T: GpuScalar> GpuSpmm<T> {
         }
         let (rp, ci, va) = a.device_parts();
         let nrows = n as u32;
-        // The rows spmm_long sums (none: every row stays with the group kernels).
-        let has_long = a.row_stats().max > LONG_ROW;
-        let skip = if has_long { LONG_ROW as u32 } else { u32::MAX };
+        let stats = a.row_stats();
         match layout {
             Layout::RowMajor => {
                 let ld = k as u32;
                 for j0 in (0..k).step_by(ROW_WINDOW) {
-                    let kw = (k - j0).min(ROW_WINDOW) as u32;
-                    let log_group = kw.next_power_of_two().trailing_zeros();
-                    let group = 1u64 << log_group;
-                    let blocks = (n as u64 * group).div_ceil(THREADS as u64) as u32;
+                    let kw = (k - j0).min(ROW_WINDOW);
+                    let plan = RowPlan::new::<T>(stats.mean, k, kw);
+                    let blocks = nrows.div_ceil(plan.rows_per_block());
+                    let kw = kw as u32;
+                    let vec = u32::from(plan.vector > 1);
+                    let log_lc = plan.lanes.trailing_zeros();
+                    let log_sg = plan.group_slots.trailing_zeros();
                     let xv = x.slice(j0..);
                     let mut yv = y.slice_mut(j0..);
                     let mut b = self.gpu.stream().launch_builder(&self.row);
@@ -137,26 +202,40 @@ impl<T: GpuScalar> GpuSpmm<T> {
                         .arg(&kw)
                         .arg(&alpha)
                         .arg(&beta)
-                        .arg(&log_group)
-                        .arg(&skip);
+                        .arg(&vec)
+                        .arg(&log_lc)
+                        .arg(&log_sg)
+                        .arg(&plan.lim_group)
+                        .arg(&plan.lim_warp);
                     // SAFETY: spmm_row_T(const u32* row_ptr, const u32* col, const T* val,
                     // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
-                    // u32 log_group, u32 skip). row_ptr has nrows+1 entries, col/val nnz (≥ 1);
-                    // the views start at column j0, and element (i, j < kw) at i·k + j lies
-                    // inside them (x: ncols·k − j0 elements, y: nrows·k − j0; checked above);
-                    // one group of 2^log_group ≥ kw lanes per row, 2^log_group ≤ 32 divides the
-                    // block.
+                    // u32 vec, u32 log_lc, u32 log_sg, u32 lim_group, u32 lim_warp). row_ptr has
+                    // nrows+1 entries, col/val nnz (≥ 1); the views start at column j0, and
+                    // element (i, j < kw) at i·k + j lies inside them (x: ncols·k − j0 elements,
+                    // y: nrows·k − j0; checked above). With vec, the 16-byte loads of X start at
+                    // i·k + j0 + m·vector: k, j0 (a multiple of 32) and kw are multiples of the
+                    // vector width and device allocations are 256-byte aligned. Groups of
+                    // lanes·group_slots ≤ 32 lanes (a power of two, dividing the block) take
+                    // rows_per_block rows per block, so the grid covers every row; the block's
+                    // shared row lists hold at most one entry per group.
                     unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
                         .map_err(|e| Gpu::launch_error("spmm_row", e))?;
-                    if has_long {
-                        self.long_rows(a, &xv, ld, &mut yv, ld, kw, alpha, beta, true)?;
-                    }
                 }
             }
             Layout::ColMajor => {
                 let (ldx, ldy, kw) = (m as u32, n as u32, k as u32);
                 let log_group = Self::col_lanes_log2(a);
-                let blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;
+                let skip = (COL_LONG_PER_LANE << log_group) as u32;
+                let group_blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;
+                // Windows of rows small enough to give every long-row block some (a matrix of
+                // a few hundred long rows gets a block per row), at most a block's threads.
+                let (window, long_blocks) = if stats.max > skip as usize {
+                    let max_blocks = self.gpu.sm_count() * LONG_BLOCKS_PER_SM;
+                    let window = nrows.div_ceil(max_blocks).clamp(1, THREADS);
+                    (window, nrows.div_ceil(window).clamp(1, max_blocks))
+                } else {
+                    (THREADS, 0)
+                };
                 let mut b = self.gpu.stream().launch_builder(&self.col);
                 b.arg(rp)
                     .arg(ci)
@@ -170,77 +249,20 @@ impl<T: GpuScalar> GpuSpmm<T> {
                     .arg(&alpha)
                     .arg(&beta)
                     .arg(&log_group)
-                    .arg(&skip);
-                // SAFETY: spmm_col_T has the signature of spmm_row_T. Column j of x starts at
-                // j·ncols and of y at j·nrows; x has ncols·k and y nrows·k elements (checked);
-                // one group of 2^log_group ≤ 32 lanes per row.
-                unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
+                    .arg(&skip)
+                    .arg(&group_blocks)
+                    .arg(&window);
+                // SAFETY: spmm_col_T(const u32* row_ptr, const u32* col, const T* val,
+                // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
+                // u32 log_group, u32 skip, u32 group_blocks, u32 window). Column j of x starts
+                // at j·ncols and of y at j·nrows; x has ncols·k and y nrows·k elements
+                // (checked); the first group_blocks blocks hold one group of 2^log_group ≤ 32
+                // lanes per row, the rest scan windows of window ≤ THREADS rows (the size of
+                // their shared row list) for rows longer than skip; THREADS = SPMM_THREADS.
+                unsafe { b.launch(Gpu::cfg(group_blocks + long_blocks, THREADS, 0)) }
                     .map_err(|e| Gpu::launch_error("spmm_col", e))?;
-                if has_long {
-                    self.long_rows(
-                        a,
-                        &x.slice(..),
-                        ldx,
-                        &mut y.slice_mut(..),
-                        ldy,
-                        kw,
-                        alpha,
-                        beta,
-                        false,
-                    )?;
-                }
             }
         }
-        Ok(())
-    }
-
-    /// `spmm_long`: the rows of more than [`LONG_ROW`] entries, which the group kernels left,
-    /// `kw` columns of `x`/`y` with leading dimensions `ldx`/`ldy`, in the row-major or the
-    /// column-major layout.
-    #[allow(clippy::too_many_arguments)]
-    fn long_rows(
-        &self,
-        a: &GpuCsr<T>,
-        x: &CudaView<'_, T>,
-        ldx: u32,
-        y: &mut CudaViewMut<'_, T>,
-        ldy: u32,
-        kw: u32,
-        alpha: T,
-        beta: T,
-        rowmajor: bool,
-    ) -> Result<()> {
-        let (rp, ci, va) = a.device_parts();
-        let nrows = a.nrows() as u32;
-        // Windows of rows small enough to give every block of the grid some (a matrix of a few
-        // hundred long rows gets a block per row), at most a block's threads.
-        let max_blocks = self.gpu.sm_count() * LONG_BLOCKS_PER_SM;
-        let window = nrows.div_ceil(max_blocks).clamp(1, THREADS);
-        let blocks = nrows.div_ceil(window).clamp(1, max_blocks);
-        let (skip, rowmajor) = (LONG_ROW as u32, u32::from(rowmajor));
-        let mut b = self.gpu.stream().launch_builder(&self.long);
-        b.arg(rp)
-            .arg(ci)
-            .arg(va)
-            .arg(&nrows)
-            .arg(x)
-            .arg(&ldx)
-            .arg(y)
-            .arg(&ldy)
-            .arg(&kw)
-            .arg(&alpha)
-            .arg(&beta)
-            .arg(&skip)
-            .arg(&window)
-            .arg(&rowmajor);
-        // SAFETY: spmm_long_T(const u32* row_ptr, const u32* col, const T* val, u32 nrows,
-        // const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta, u32 skip, u32 window,
-        // u32 rowmajor), window ≤ THREADS:
-        // the same matrix and views as the group kernel just launched (element (i, j < kw) at
-        // i·ld + j or j·ld + i inside them, checked by the caller); THREADS = SPMM_THREADS threads
-        // per block, a multiple of 32 (the kernel's shared arrays are sized by it).
-        unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
-            .map_err(|e| Gpu::launch_error("spmm_long", e))?;
         Ok(())
     }
 }

@@ -18,8 +18,10 @@
 //!
 //! It depends on the matrix. Each nonzero `a_ic` needs the `k` values `X[c][0..k]`. In
 //! row-major they are one contiguous run (one 32-byte sector for `k = 4` in `f64`, one 128-byte
-//! line for `k = 32` in `f32`), so the GPU kernel gives each row a group of `k` lanes that reads
-//! them in one coalesced request whatever the column pattern: the layout for irregular matrices.
+//! line for `k = 32` in `f32`), so the GPU kernel gives each entry a few lanes that read them
+//! with 16-byte loads in one coalesced request whatever the column pattern, and a row as many
+//! such slots as its length asks for (a group, a warp or a block; `gpu::RowPlan`): the layout
+//! for irregular matrices.
 //! In column-major they are `k` values `ncols` apart, `k` separate sectors per nonzero, unless
 //! neighbouring rows share columns (banded matrices, stencils): there the column-major kernel's
 //! thread per row reads neighbouring elements of one column of `X` across the warp and streams

@@ -66,8 +66,40 @@ fn check_against_spmv<T: Scalar>(
     }
 }
 
+/// Rows of 3 entries with one row of each length around the GPU kernels' team bounds (8 … 64
+/// entries for a group, 64 … 512 for a warp, beyond for a block) every 7th row, and a run of
+/// rows of 100 entries: every team size, and windows that hold several longer rows.
+fn team_rows<T: Scalar>() -> CsrMatrix<T> {
+    let lens = [
+        0usize, 1, 2, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
+        511, 512, 513, 1023, 1500,
+    ];
+    let (n, m) = (400usize, 1600usize);
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let mut t = Vec::new();
+    for i in 0..n {
+        let len = if i % 7 == 3 && i / 7 < lens.len() {
+            lens[i / 7]
+        } else if (300..340).contains(&i) {
+            100
+        } else {
+            3
+        };
+        let first = rng.gen_range(0..m);
+        for j in 0..len {
+            t.push((i, (first + j * 7) % m, rng.gen_range(-1.0..1.0)));
+        }
+    }
+    let t: Vec<(usize, usize, T)> = t
+        .into_iter()
+        .map(|(i, j, v)| (i, j, T::of_f64(v)))
+        .collect();
+    CsrMatrix::from_triplets(n, m, &t).unwrap()
+}
+
 fn test_matrices<T: Scalar>() -> Vec<(String, CsrMatrix<T>)> {
     let mut v: Vec<(String, CsrMatrix<T>)> = vec![
+        ("team_rows".into(), team_rows()),
         ("poisson2d:17".into(), generate::poisson2d(17).unwrap()),
         ("poisson3d:6".into(), generate::poisson3d(6).unwrap()),
         ("random:300:9".into(), generate::random(300, 9, 3).unwrap()),
@@ -224,6 +256,81 @@ mod gpu {
     #[test]
     fn gpu_spmm_equals_k_spmvs_f32() {
         gpu_case::<f32>();
+    }
+
+    /// Every team size of the row-major kernel (and the column-major long rows) on one matrix,
+    /// in both precisions and layouts, for the widths of the vector and scalar paths; the same
+    /// bits on a second run.
+    fn gpu_teams<T: GpuScalar>() {
+        let Some(g) = test_gpu() else { return };
+        let ops = GpuSpmm::<T>::new(&g).unwrap();
+        let a = team_rows::<T>();
+        let d = GpuCsr::upload(&g, &a).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        for &k in &[1usize, 3, 4, 8, 12, 16, 32, 40] {
+            for layout in LAYOUTS {
+                let x = random_block::<T>(a.ncols(), k, &mut rng);
+                let y0 = random_block::<T>(a.nrows(), k, &mut rng);
+                let dx = g.upload(&x).unwrap();
+                for (alpha, beta) in [(1.0, 0.0), (0.75, -1.5)] {
+                    let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
+                    let y_in: Vec<T> = if beta == T::zero() {
+                        vec![T::nan(); y0.len()]
+                    } else {
+                        y0.clone()
+                    };
+                    let mut dy = g.upload(&y_in).unwrap();
+                    ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
+                    let y = g.download(&dy).unwrap();
+                    check_against_spmv("team_rows", &a, alpha, &x, k, layout, beta, &y_in, &y);
+                    let mut dy = g.upload(&y_in).unwrap();
+                    ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
+                    let again = g.download(&dy).unwrap();
+                    let same = y
+                        .iter()
+                        .zip(&again)
+                        .all(|(p, q)| p.as_f64().to_bits() == q.as_f64().to_bits());
+                    assert!(same, "team_rows {layout:?} k={k}: a second run differs");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gpu_spmm_teams_f64() {
+        gpu_teams::<f64>();
+    }
+
+    #[test]
+    fn gpu_spmm_teams_f32() {
+        gpu_teams::<f32>();
+    }
+
+    /// The row-major plan: 16-byte loads where the widths allow, lanes covering the window,
+    /// team bounds growing from group to warp.
+    #[test]
+    fn row_plan_shapes() {
+        use segsparse::spmm::gpu::RowPlan;
+        let p = RowPlan::new::<f64>(6.0, 8, 8);
+        assert_eq!((p.vector, p.lanes, p.group_slots), (2, 4, 2));
+        assert!(p.lim_group < p.lim_warp, "{p:?}");
+        assert_eq!(p.rows_per_block(), 32);
+        let p = RowPlan::new::<f64>(90.0, 16, 16);
+        assert_eq!(
+            (p.vector, p.lanes, p.group_slots),
+            (2, 8, 4),
+            "a warp per row"
+        );
+        let p = RowPlan::new::<f32>(3.0, 16, 16);
+        assert_eq!((p.vector, p.lanes, p.group_slots), (4, 4, 1));
+        // k = 33: the second window holds one column; odd widths load scalars.
+        let p = RowPlan::new::<f64>(6.0, 33, 1);
+        assert_eq!((p.vector, p.lanes), (1, 1));
+        let p = RowPlan::new::<f64>(6.0, 33, 32);
+        assert_eq!((p.vector, p.lanes), (1, 32));
+        let p = RowPlan::new::<f32>(1000.0, 32, 32);
+        assert_eq!((p.vector, p.lanes, p.group_slots), (4, 8, 4));
+        assert!(p.lim_group <= p.lim_warp);
     }
 
     #[test]
