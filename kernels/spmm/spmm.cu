@@ -109,9 +109,8 @@ __device__ __forceinline__ void spmm_rm_store(T* __restrict__ y, u64 row, u32 ld
         if (xoff + i < kw) spmm_store(&y[row * ldy + xoff + i], alpha, acc[i], beta);
 }
 
-// Entries in flight per slot: in the group walks, and in the warp and block walks.
-#define SPMM_U_GROUP 4
-#define SPMM_U_WIDE 8
+// Entries in flight per slot (loads of col/val, then of X, issued before any is used).
+#define SPMM_U 8
 
 template <typename T, int V>
 __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
@@ -145,7 +144,7 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                 T acc[V];
 #pragma unroll
                 for (int i = 0; i < V; ++i) acc[i] = T(0);
-                spmm_rm_walk<T, V, SPMM_U_GROUP>(col, val, x, ldx, s, e, tl >> log_lc,
+                spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, s, e, tl >> log_lc,
                                                  1u << log_sg, xoff, act, acc);
                 spmm_rm_reduce<T, V>(acc, lc, tg, mask);
                 if (tl < lc && act) spmm_rm_store<T, V>(y, row, ldy, xoff, kw, alpha, beta, acc);
@@ -164,7 +163,7 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
         T acc[V];
 #pragma unroll
         for (int i = 0; i < V; ++i) acc[i] = T(0);
-        spmm_rm_walk<T, V, SPMM_U_WIDE>(col, val, x, ldx, s, e, lane >> log_lc, 32u >> log_lc,
+        spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, s, e, lane >> log_lc, 32u >> log_lc,
                                         xoff, act, acc);
         spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
         if (lane < lc && act) spmm_rm_store<T, V>(y, row, ldy, xoff, kw, alpha, beta, acc);
@@ -177,7 +176,7 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
         T acc[V];
 #pragma unroll
         for (int i = 0; i < V; ++i) acc[i] = T(0);
-        spmm_rm_walk<T, V, SPMM_U_WIDE>(col, val, x, ldx, s, e, warp * sw + (lane >> log_lc),
+        spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, s, e, warp * sw + (lane >> log_lc),
                                         nwarps * sw, xoff, act, acc);
         spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
         if (lane < lc && act) {

@@ -37,10 +37,8 @@ pub const SPMM_SRC: KernelSource = kernel_source!(
 const THREADS: u32 = 256;
 /// Columns of a row-major window: at most a warp's lanes per entry.
 const ROW_WINDOW: usize = 32;
-/// Entries in flight per slot in the row-major group walk (`SPMM_U_GROUP`) and in the warp and
-/// block walks (`SPMM_U_WIDE`).
-const U_GROUP: usize = 4;
-const U_WIDE: usize = 8;
+/// Entries in flight per slot of the row-major walks (`SPMM_U`).
+const UNROLL: usize = 8;
 
 /// Column-major rows with more entries than this many per lane of their group are summed by a
 /// whole block (the extra blocks of the same launch): a lane walks its entries one round of
@@ -90,11 +88,16 @@ impl RowPlan {
         let vector = if k % vw == 0 && kw % vw == 0 { vw } else { 1 };
         let lanes = kw.div_ceil(vector).next_power_of_two();
         let warp_slots = 32 / lanes;
-        let group_slots = ((mean / U_GROUP as f64).ceil().max(1.0) as usize)
+        let group_slots = ((mean / UNROLL as f64).ceil().max(1.0) as usize)
             .next_power_of_two()
             .min(warp_slots);
-        let lim_group = group_slots * U_GROUP * 2;
-        let lim_warp = (warp_slots * U_WIDE * 4).max(lim_group);
+        // Two rounds for a group, four for a warp; a group as wide as a warp takes the warp's.
+        let lim_warp = warp_slots * UNROLL * 4;
+        let lim_group = if group_slots == warp_slots {
+            lim_warp
+        } else {
+            group_slots * UNROLL * 2
+        };
         RowPlan {
             vector: vector as u32,
             lanes: lanes as u32,

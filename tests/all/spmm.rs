@@ -66,8 +66,8 @@ fn check_against_spmv<T: Scalar>(
     }
 }
 
-/// Rows of 3 entries with one row of each length around the GPU kernels' team bounds (8 … 64
-/// entries for a group, 64 … 512 for a warp, beyond for a block) every 7th row, and a run of
+/// Rows of 3 entries with one row of each length around the GPU kernels' team bounds (16 … 64
+/// entries for a group, 32 … 1 024 for a warp, beyond for a block) every 7th row, and a run of
 /// rows of 100 entries: every team size, and windows that hold several longer rows.
 fn team_rows<T: Scalar>() -> CsrMatrix<T> {
     let lens = [
@@ -312,14 +312,20 @@ mod gpu {
     fn row_plan_shapes() {
         use segsparse::spmm::gpu::RowPlan;
         let p = RowPlan::new::<f64>(6.0, 8, 8);
-        assert_eq!((p.vector, p.lanes, p.group_slots), (2, 4, 2));
+        assert_eq!((p.vector, p.lanes, p.group_slots), (2, 4, 1));
         assert!(p.lim_group < p.lim_warp, "{p:?}");
-        assert_eq!(p.rows_per_block(), 32);
+        assert_eq!(p.rows_per_block(), 64);
+        let p = RowPlan::new::<f64>(20.0, 8, 8);
+        assert_eq!((p.group_slots, p.rows_per_block()), (4, 16));
         let p = RowPlan::new::<f64>(90.0, 16, 16);
         assert_eq!(
             (p.vector, p.lanes, p.group_slots),
             (2, 8, 4),
             "a warp per row"
+        );
+        assert_eq!(
+            p.lim_group, p.lim_warp,
+            "a group as wide as a warp takes the warp's rows"
         );
         let p = RowPlan::new::<f32>(3.0, 16, 16);
         assert_eq!((p.vector, p.lanes, p.group_slots), (4, 4, 1));
