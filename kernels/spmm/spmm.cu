@@ -11,8 +11,10 @@
 //    per row from its length alone (so a row's bits do not depend on the block or the order):
 //      - a group of `sg` slots (from the mean row length) per row of the window;
 //      - rows longer than `lim_group`: a whole warp each (the block's warps share them);
-//      - rows longer than `lim_warp`: the whole block, one after another (warps reduce by
-//        shuffles, then one thread per column adds the warps' sums in warp order).
+//      - rows longer than `lim_warp`: left to the extra blocks at the end of the grid (from
+//        block `group_blocks` on), which scan small windows of rows for them, so that long
+//        rows close together go to different blocks, and sum each with the whole block (warps
+//        reduce by shuffles, then one thread per column adds the warps' sums in warp order).
 //    A walk's latency is its number of rounds (a col load, then an X load): the teams bound
 //    it by a few rounds per row, where a fixed group per row walked a 100-entry row in 12
 //    rounds and kept a small matrix's launch waiting for it.
@@ -112,6 +114,45 @@ __device__ __forceinline__ void spmm_rm_store(T* __restrict__ y, u64 row, u32 ld
 // Entries in flight per slot (loads of col/val, then of X, issued before any is used).
 #define SPMM_U 8
 
+// Rows rows[0..n) summed one at a time by the whole block: every warp's slots walk the row,
+// warps reduce by shuffles, then one thread per column adds the warps' sums in warp order.
+template <typename T, int V>
+__device__ __forceinline__ void spmm_rm_block_rows(const u32* __restrict__ row_ptr,
+                                                   const u32* __restrict__ col,
+                                                   const T* __restrict__ val,
+                                                   const T* __restrict__ x, u32 ldx,
+                                                   T* __restrict__ y, u32 ldy, u32 kw, T alpha,
+                                                   T beta, u32 log_lc, const u32* rows, u32 n,
+                                                   T (*warp_sums)[32]) {
+    const u32 lc = 1u << log_lc;
+    const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const u32 xoff = (lane & (lc - 1)) * V;
+    const bool act = xoff < kw;
+    const u32 sw = 32u >> log_lc;
+    for (u32 q = 0; q < n; ++q) {
+        const u32 row = rows[q];
+        const u32 s = row_ptr[row], e = row_ptr[row + 1];
+        T acc[V];
+#pragma unroll
+        for (int i = 0; i < V; ++i) acc[i] = T(0);
+        spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, s, e, warp * sw + (lane >> log_lc),
+                                   nwarps * sw, xoff, act, acc);
+        spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
+        if (lane < lc && act) {
+#pragma unroll
+            for (int i = 0; i < V; ++i)
+                if (xoff + i < 32u) warp_sums[warp][xoff + i] = acc[i];
+        }
+        __syncthreads();
+        if (threadIdx.x < kw) {
+            T sum = T(0);
+            for (u32 w = 0; w < nwarps; ++w) sum += warp_sums[w][threadIdx.x];
+            spmm_store(&y[(u64)row * ldy + threadIdx.x], alpha, sum, beta);
+        }
+        __syncthreads();
+    }
+}
+
 template <typename T, int V>
 __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                               const u32* __restrict__ col,
@@ -119,7 +160,7 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                               const T* __restrict__ x, u32 ldx,
                                               T* __restrict__ y, u32 ldy, u32 kw, T alpha,
                                               T beta, u32 log_lc, u32 log_sg, u32 lim_group,
-                                              u32 lim_warp) {
+                                              u32 lim_warp, u32 group_blocks, u32 window) {
     __shared__ u32 warp_rows[SPMM_THREADS], block_rows[SPMM_THREADS];
     __shared__ u32 n_warp_rows, n_block_rows;
     __shared__ T warp_sums[SPMM_THREADS / 32][32];
@@ -128,10 +169,26 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
     const u32 cl = lane & (lc - 1);
     const u32 xoff = cl * V;
     const bool act = xoff < kw;
-    if (threadIdx.x == 0) {
-        n_warp_rows = 0;
-        n_block_rows = 0;
+    if (blockIdx.x >= group_blocks) {
+        // The rows longer than lim_warp: this block scans windows of `window` rows (spread over
+        // the long-row blocks, so that rows close together go to different blocks) and sums
+        // each one it finds with all its threads.
+        const u32 vb = blockIdx.x - group_blocks, nvb = gridDim.x - group_blocks;
+        for (u64 base = (u64)vb * window; base < nrows; base += (u64)nvb * window) {
+            if (threadIdx.x == 0) n_block_rows = 0;
+            __syncthreads();
+            const u64 r = base + threadIdx.x;
+            if (threadIdx.x < window && r < nrows && row_ptr[r + 1] - row_ptr[r] > lim_warp)
+                block_rows[atomicAdd(&n_block_rows, 1u)] = (u32)r;
+            __syncthreads();
+            const u32 nb = n_block_rows;
+            spmm_rm_block_rows<T, V>(row_ptr, col, val, x, ldx, y, ldy, kw, alpha, beta, log_lc,
+                                     block_rows, nb, warp_sums);
+            __syncthreads(); // every thread has read n_block_rows before it is reset
+        }
+        return;
     }
+    if (threadIdx.x == 0) n_warp_rows = 0;
     __syncthreads();
     // Groups: one row of the window each.
     {
@@ -148,15 +205,14 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                                  1u << log_sg, xoff, act, acc);
                 spmm_rm_reduce<T, V>(acc, lc, tg, mask);
                 if (tl < lc && act) spmm_rm_store<T, V>(y, row, ldy, xoff, kw, alpha, beta, acc);
-            } else if ((threadIdx.x & (tg - 1)) == 0) {
-                if (e - s <= lim_warp) warp_rows[atomicAdd(&n_warp_rows, 1u)] = (u32)row;
-                else block_rows[atomicAdd(&n_block_rows, 1u)] = (u32)row;
+            } else if ((threadIdx.x & (tg - 1)) == 0 && e - s <= lim_warp) {
+                warp_rows[atomicAdd(&n_warp_rows, 1u)] = (u32)row; // longer: the long-row blocks
             }
         }
     }
     __syncthreads();
     // Warps: the window's longer rows, a warp each.
-    const u32 nw = n_warp_rows, nb = n_block_rows;
+    const u32 nw = n_warp_rows;
     for (u32 q = warp; q < nw; q += nwarps) {
         const u32 row = warp_rows[q];
         const u32 s = row_ptr[row], e = row_ptr[row + 1];
@@ -167,30 +223,6 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                         xoff, act, acc);
         spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
         if (lane < lc && act) spmm_rm_store<T, V>(y, row, ldy, xoff, kw, alpha, beta, acc);
-    }
-    // The block: the window's longest rows, one at a time.
-    for (u32 q = 0; q < nb; ++q) {
-        const u32 row = block_rows[q];
-        const u32 s = row_ptr[row], e = row_ptr[row + 1];
-        const u32 sw = 32u >> log_lc;
-        T acc[V];
-#pragma unroll
-        for (int i = 0; i < V; ++i) acc[i] = T(0);
-        spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, s, e, warp * sw + (lane >> log_lc),
-                                        nwarps * sw, xoff, act, acc);
-        spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
-        if (lane < lc && act) {
-#pragma unroll
-            for (int i = 0; i < V; ++i)
-                if (xoff + i < 32u) warp_sums[warp][xoff + i] = acc[i];
-        }
-        __syncthreads();
-        if (threadIdx.x < kw) {
-            T sum = T(0);
-            for (u32 w = 0; w < nwarps; ++w) sum += warp_sums[w][threadIdx.x];
-            spmm_store(&y[(u64)row * ldy + threadIdx.x], alpha, sum, beta);
-        }
-        __syncthreads();
     }
 }
 
@@ -301,13 +333,13 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_row_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
         u32 ldy, u32 kw, T alpha, T beta, u32 vec, u32 log_lc, u32 log_sg, u32 lim_group,         \
-        u32 lim_warp) {                                                                            \
+        u32 lim_warp, u32 group_blocks, u32 window) {                                              \
         if (vec)                                                                                   \
             spmm_row_body<T, VW>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,       \
-                                 log_lc, log_sg, lim_group, lim_warp);                             \
+                                 log_lc, log_sg, lim_group, lim_warp, group_blocks, window);       \
         else                                                                                       \
             spmm_row_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,        \
-                                log_lc, log_sg, lim_group, lim_warp);                              \
+                                log_lc, log_sg, lim_group, lim_warp, group_blocks, window);        \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_col_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \

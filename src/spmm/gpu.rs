@@ -3,10 +3,9 @@
 //! [`GpuSpmm`] holds the loaded kernels of one element type; [`GpuSpmm::spmm`] queues one launch
 //! (per window of 32 columns in the row-major layout, one for any width in the column-major
 //! one) and returns without allocating or synchronising. Short and long rows share that launch:
-//! in the row-major kernel each block sums its window of rows with a group of lanes per row, a
-//! warp per longer row and the whole block per row longer still ([`RowPlan`]); in the
-//! column-major kernel extra blocks at the end of the grid sum the rows longer than the groups
-//! take. See `kernels/spmm/spmm.cu` for the kernels and the [module docs](super) for which
+//! in the row-major kernel each block sums its window of rows with a group of lanes per row and
+//! a warp per longer row ([`RowPlan`]); in both layouts extra blocks at the end of the grid sum
+//! the rows longer than that, each with all its threads. See `kernels/spmm/spmm.cu` for the kernels and the [module docs](super) for which
 //! layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer (`cusparseSpMM`)
 //! that benchmarks and tests compare against.
 
@@ -47,7 +46,7 @@ const UNROLL: usize = 8;
 /// than `cusparseSpMM` on an H200).
 pub const COL_LONG_PER_LANE: usize = 32;
 
-/// Blocks per SM of the column-major long-row blocks, which walk the rows in windows of at
+/// Blocks per SM of the long-row blocks (both layouts), which walk the rows in windows of at
 /// most a block's threads.
 const LONG_BLOCKS_PER_SM: u32 = 8;
 
@@ -57,7 +56,8 @@ const LONG_BLOCKS_PER_SM: u32 = 8;
 /// - a group of `group_slots` slots (chosen from the mean row length) when it has at most
 ///   `lim_group` entries,
 /// - a warp (`32 / lanes` slots) when it has at most `lim_warp`,
-/// - the whole block otherwise.
+/// - otherwise the whole block, one of the extra blocks at the end of the grid that scan small
+///   windows of rows for such rows (so that long rows close together are spread over the GPU).
 ///
 /// Each bound keeps a row's walk to a few rounds of loads (the launch lasts as long as its
 /// slowest walk), and which team sums a row depends on its length alone, so the result's bits
@@ -186,7 +186,9 @@ impl<T: GpuScalar> GpuSpmm<T> {
                 for j0 in (0..k).step_by(ROW_WINDOW) {
                     let kw = (k - j0).min(ROW_WINDOW);
                     let plan = RowPlan::new::<T>(stats.mean, k, kw);
-                    let blocks = nrows.div_ceil(plan.rows_per_block());
+                    let group_blocks = nrows.div_ceil(plan.rows_per_block());
+                    let (window, long_blocks) =
+                        self.long_grid(nrows, stats.max > plan.lim_warp as usize);
                     let kw = kw as u32;
                     let vec = u32::from(plan.vector > 1);
                     let log_lc = plan.lanes.trailing_zeros();
@@ -209,19 +211,23 @@ impl<T: GpuScalar> GpuSpmm<T> {
                         .arg(&log_lc)
                         .arg(&log_sg)
                         .arg(&plan.lim_group)
-                        .arg(&plan.lim_warp);
+                        .arg(&plan.lim_warp)
+                        .arg(&group_blocks)
+                        .arg(&window);
                     // SAFETY: spmm_row_T(const u32* row_ptr, const u32* col, const T* val,
                     // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
-                    // u32 vec, u32 log_lc, u32 log_sg, u32 lim_group, u32 lim_warp). row_ptr has
+                    // u32 vec, u32 log_lc, u32 log_sg, u32 lim_group, u32 lim_warp,
+                    // u32 group_blocks, u32 window). row_ptr has
                     // nrows+1 entries, col/val nnz (≥ 1); the views start at column j0, and
                     // element (i, j < kw) at i·k + j lies inside them (x: ncols·k − j0 elements,
                     // y: nrows·k − j0; checked above). With vec, the 16-byte loads of X start at
                     // i·k + j0 + m·vector: k, j0 (a multiple of 32) and kw are multiples of the
                     // vector width and device allocations are 256-byte aligned. Groups of
                     // lanes·group_slots ≤ 32 lanes (a power of two, dividing the block) take
-                    // rows_per_block rows per block, so the grid covers every row; the block's
-                    // shared row lists hold at most one entry per group.
-                    unsafe { b.launch(Gpu::cfg(blocks, THREADS, 0)) }
+                    // rows_per_block rows in each of the first group_blocks blocks, so they cover
+                    // every row; the rest scan windows of window ≤ THREADS rows; the shared row
+                    // lists hold at most one entry per group or per row of a window.
+                    unsafe { b.launch(Gpu::cfg(group_blocks + long_blocks, THREADS, 0)) }
                         .map_err(|e| Gpu::launch_error("spmm_row", e))?;
                 }
             }
@@ -230,15 +236,7 @@ impl<T: GpuScalar> GpuSpmm<T> {
                 let log_group = Self::col_lanes_log2(a);
                 let skip = (COL_LONG_PER_LANE << log_group) as u32;
                 let group_blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;
-                // Windows of rows small enough to give every long-row block some (a matrix of
-                // a few hundred long rows gets a block per row), at most a block's threads.
-                let (window, long_blocks) = if stats.max > skip as usize {
-                    let max_blocks = self.gpu.sm_count() * LONG_BLOCKS_PER_SM;
-                    let window = nrows.div_ceil(max_blocks).clamp(1, THREADS);
-                    (window, nrows.div_ceil(window).clamp(1, max_blocks))
-                } else {
-                    (THREADS, 0)
-                };
+                let (window, long_blocks) = self.long_grid(nrows, stats.max > skip as usize);
                 let mut b = self.gpu.stream().launch_builder(&self.col);
                 b.arg(rp)
                     .arg(ci)
@@ -267,5 +265,17 @@ impl<T: GpuScalar> GpuSpmm<T> {
             }
         }
         Ok(())
+    }
+
+    /// The long-row blocks of a launch over `nrows` rows: windows of rows small enough to give
+    /// every block some (a matrix of a few hundred long rows gets a block per row), at most a
+    /// block's threads, and how many blocks scan them (none without long rows).
+    fn long_grid(&self, nrows: u32, has_long: bool) -> (u32, u32) {
+        if !has_long {
+            return (THREADS, 0);
+        }
+        let max_blocks = self.gpu.sm_count() * LONG_BLOCKS_PER_SM;
+        let window = nrows.div_ceil(max_blocks).clamp(1, THREADS);
+        (window, nrows.div_ceil(window).clamp(1, max_blocks))
     }
 }
