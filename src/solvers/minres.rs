@@ -193,7 +193,14 @@ where
     }
 
     /// Sets the status at iteration `it` (and the residual, as the other methods' steps do).
-    fn stop(&mut self, be: &B, sc: &mut B::Scalars, rr: f64, status: Status, it: usize) -> crate::Result<()> {
+    fn stop(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        rr: f64,
+        status: Status,
+        it: usize,
+    ) -> crate::Result<()> {
         self.stopped = true;
         be.update_slots(sc, |s, h| {
             s[Slot::Rr as usize] = recur::real(rr);
@@ -280,7 +287,11 @@ where
         self.a.apply(be, &self.v, &mut self.av)?;
         let alpha = be.dot(&self.v, &self.av, sc)?.re().as_f64();
         // The next Lanczos vector times β, into r₁, which becomes r₂.
-        let back = if beta_old > 0.0 { -beta / beta_old } else { 0.0 };
+        let back = if beta_old > 0.0 {
+            -beta / beta_old
+        } else {
+            0.0
+        };
         be.axpbypcz(
             T::one(),
             &self.av,
@@ -298,7 +309,9 @@ where
         let gbar = sn * dbar - cs * alpha;
         let epsln = sn * beta_new;
         let dbar = -cs * beta_new;
-        let gamma = gbar.hypot(beta_new).max(f64::EPSILON * beta.abs().max(f64::MIN_POSITIVE));
+        let gamma = gbar
+            .hypot(beta_new)
+            .max(f64::EPSILON * beta.abs().max(f64::MIN_POSITIVE));
         let cs = gbar / gamma;
         let sn = beta_new / gamma;
         let phi = cs * phibar;

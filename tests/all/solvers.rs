@@ -185,12 +185,17 @@ fn cg_on_an_indefinite_matrix_reports_breakdown() {
 fn minres_solves_symmetric_indefinite_systems_where_cg_breaks_down() {
     // The shifted Laplacian (σ past its smallest eigenvalues) and two Stokes saddle points.
     let cases = [
-        ("shifted2d:40:0.5", generate::shifted::<f64>(2, 40, 0.5).unwrap()),
+        (
+            "shifted2d:40:0.5",
+            generate::shifted::<f64>(2, 40, 0.5).unwrap(),
+        ),
         ("stokes2d:16", generate::stokes2d::<f64>(16, 0.0).unwrap()),
         ("stokes2d:16:1", generate::stokes2d::<f64>(16, 1.0).unwrap()),
     ];
     for (name, a) in &cases {
-        let b: Vec<f64> = (0..a.nrows()).map(|i| ((i * 7919) % 13) as f64 - 6.0).collect();
+        let b: Vec<f64> = (0..a.nrows())
+            .map(|i| ((i * 7919) % 13) as f64 - 6.0)
+            .collect();
         let mut x = vec![0.0; a.nrows()];
         let e = cg(&Cpu, a, &b, &mut x, &params(1e-8)).unwrap_err();
         assert!(
@@ -205,7 +210,12 @@ fn minres_solves_symmetric_indefinite_systems_where_cg_breaks_down() {
         check_info(a, &b, &x, &info, 1e-8);
         // The property that names the method: the residual never grows.
         for w in info.history.windows(2) {
-            assert!(w[1] <= w[0] * (1.0 + 1e-10), "{name}: {} after {}", w[1], w[0]);
+            assert!(
+                w[1] <= w[0] * (1.0 + 1e-10),
+                "{name}: {} after {}",
+                w[1],
+                w[0]
+            );
         }
         eprintln!("{name}: MINRES {} iterations", info.iterations);
     }
@@ -228,7 +238,12 @@ fn minres_with_jacobi_and_on_spd_matrices() {
     check_info(&a, &b, &x, &m, 1e-8);
     let mut x = vec![0.0; a.nrows()];
     let c = cg(&Cpu, &a, &b, &mut x, &params(1e-8)).unwrap();
-    assert!(m.iterations.abs_diff(c.iterations) <= 3 + c.iterations / 10, "{} vs {}", m.iterations, c.iterations);
+    assert!(
+        m.iterations.abs_diff(c.iterations) <= 3 + c.iterations / 10,
+        "{} vs {}",
+        m.iterations,
+        c.iterations
+    );
     // f32 and a nonzero initial guess.
     let a = generate::shifted::<f32>(2, 24, 0.2).unwrap();
     let b = ones::<f32>(a.nrows());
@@ -251,7 +266,10 @@ fn minres_reports_an_indefinite_preconditioner_and_bad_input() {
     match minres(&Cpu, &a, &j, &b, &mut x, &params(1e-8)) {
         Err(SolveError::Breakdown { what, iteration }) => {
             assert_eq!(iteration, 0);
-            assert!(what.contains("MINRES") && what.contains("not positive definite"), "{what}");
+            assert!(
+                what.contains("MINRES") && what.contains("not positive definite"),
+                "{what}"
+            );
         }
         other => panic!("expected a breakdown, got {other:?}"),
     }
@@ -271,7 +289,10 @@ fn minres_reports_an_indefinite_preconditioner_and_bad_input() {
         ..params(1e-12)
     };
     let e = minres(&Cpu, &a, &Identity, &b, &mut x, &p).unwrap_err();
-    assert!(matches!(e, SolveError::NotConverged { iterations: 5, .. }), "{e}");
+    assert!(
+        matches!(e, SolveError::NotConverged { iterations: 5, .. }),
+        "{e}"
+    );
 }
 
 /// CG on raefsky2 (unsymmetric): a breakdown or non-convergence, never a false success.
@@ -996,12 +1017,18 @@ mod gpu {
         let b = ones(a.nrows());
         for m in ["minres", "minres-jacobi"] {
             let (c, g) = agree(&a, m, 1e-8, &b, None);
-            eprintln!("shifted3d:24:0.4 {m}: CPU {} GPU {}", c.iterations, g.iterations);
+            eprintln!(
+                "shifted3d:24:0.4 {m}: CPU {} GPU {}",
+                c.iterations, g.iterations
+            );
         }
         // A saddle point with a zero block.
         let a = generate::stokes2d::<f64>(24, 0.0).unwrap();
         let (c, g) = agree(&a, "minres", 1e-8, &ones(a.nrows()), None);
-        eprintln!("stokes2d:24 minres: CPU {} GPU {}", c.iterations, g.iterations);
+        eprintln!(
+            "stokes2d:24 minres: CPU {} GPU {}",
+            c.iterations, g.iterations
+        );
         // And on an SPD matrix it is as right as CG.
         let a = generate::poisson2d::<f64>(64).unwrap();
         agree(&a, "minres", 1e-9, &ones(a.nrows()), Some(1e5));
