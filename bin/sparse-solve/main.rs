@@ -227,6 +227,7 @@ fn method_arg(m: AutoMethod) -> MethodArg {
         AutoMethod::Cg => MethodArg::Cg,
         AutoMethod::Bicgstab => MethodArg::Bicgstab,
         AutoMethod::Gmres => MethodArg::Gmres,
+        AutoMethod::Minres => MethodArg::Minres,
     }
 }
 

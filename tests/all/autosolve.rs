@@ -765,3 +765,27 @@ fn the_phases_account_for_every_setup_and_solver_call() {
         assert!(r.phases.iter().all(|p| p.seconds >= 0.0));
     }
 }
+
+#[test]
+fn a_stokes_saddle_point_is_solved_by_minres_where_the_others_fail() {
+    // Symmetric, a zero pressure block: BiCGSTAB wanders and a restarted GMRES stagnates;
+    // MINRES, whose residual never grows, is among the fallbacks of a symmetric matrix.
+    let a = generate::stokes2d::<f64>(24, 0.0).unwrap();
+    let (r, x) = auto(&a, &params());
+    eprintln!("stokes2d:24: {}; tried {:?}", r.choice.reason, r.tried);
+    assert!(r.result.is_ok(), "{}", r.choice.reason);
+    assert!(true_residual(&a, &x) <= 2e-8);
+    assert!(
+        !r.tried.iter().any(|t| t.starts_with("cg ")),
+        "{:?}",
+        r.tried
+    );
+    // An unsymmetric matrix never gets MINRES.
+    let c = generate::convdiff::<f64>(2, 40, 100.0).unwrap();
+    let (r, _) = auto(&c, &params());
+    assert!(
+        !r.tried.iter().any(|t| t.starts_with("minres")),
+        "{:?}",
+        r.tried
+    );
+}
