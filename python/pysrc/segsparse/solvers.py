@@ -99,7 +99,7 @@ class SolveInfo(int):
         history: relative residual after each iteration (entry 0: the initial one); empty when
             a solve did not converge.
         restarts: restarts from the true residual (see the crate's solver docs).
-        method: ``"cg"``, ``"pcg"``, ``"bicgstab"`` or ``"gmres"``.
+        method: ``"cg"``, ``"pcg"``, ``"bicgstab"``, ``"gmres"`` or ``"minres"``.
         device: ``"gpu"`` or ``"cpu"``: where it ran.
         path: ``"crate"`` (the crate's solver body; ``"crate-block"`` for a 2-D ``b``).
         message: ``"converged"`` or the reason it did not.
