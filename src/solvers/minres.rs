@@ -19,7 +19,7 @@
 //! | `w ← (v − δ·w_prev − ε·w_prev2)/γ`, `x += φ·w` | two passes | |
 //!
 //! The scalars of the recurrence are computed on the host (two dot products a step, each a
-//! synchronisation on the GPU): the method is meant for the systems the other methods cannot
+//! synchronisation on the GPU; the residuals reach the history once per block of steps): the method is meant for the systems the other methods cannot
 //! solve, where the iterations, not the per-step latency, decide the time.
 //!
 //! **The residual.** Without a preconditioner, |φ̄| is ‖b − A·x‖ exactly (in exact arithmetic)
@@ -118,6 +118,7 @@ fn minres_body<T: Elem, B: VectorOps<T>>(
         s: Lanczos::default(),
         thresh: 0.0,
         stopped: false,
+        pending: Vec::new(),
     };
     let sc = be.scalars(n, params.max_iters)?;
     drive(be, a, b, x, params, &mut state, sc, clock)
@@ -169,6 +170,9 @@ struct MinresState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
     thresh: f64,
     /// The status was set in this block: the rest of its steps do nothing.
     stopped: bool,
+    /// ‖r‖² of the block's steps, written to the history (and the last to the slots) after the
+    /// block, in one exchange with the backend instead of one per step.
+    pending: Vec<(usize, f64)>,
 }
 
 impl<T, B, A, P> MinresState<'_, T, B, A, P>
@@ -192,7 +196,33 @@ where
         Ok(if ry < 0.0 { f64::NAN } else { ry.sqrt() })
     }
 
-    /// Sets the status at iteration `it` (and the residual, as the other methods' steps do).
+    /// Writes the pending residuals to the history and the last one to the slots, with the
+    /// status at iteration `it` when one is given.
+    fn flush(
+        &mut self,
+        be: &B,
+        sc: &mut B::Scalars,
+        status: Option<(Status, usize)>,
+    ) -> crate::Result<()> {
+        if self.pending.is_empty() && status.is_none() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        be.update_slots(sc, |s, h| {
+            for &(i, rr) in &pending {
+                if let Some(e) = h.get_mut(i) {
+                    *e = recur::real(rr);
+                }
+                s[Slot::Rr as usize] = recur::real(rr);
+            }
+            if let Some((status, it)) = status {
+                s[Slot::Status as usize] = recur::real(status as i64 as f64);
+                s[Slot::StatusIter as usize] = recur::real(it as f64);
+            }
+        })
+    }
+
+    /// Sets the status at iteration `it`, with its residual.
     fn stop(
         &mut self,
         be: &B,
@@ -202,14 +232,8 @@ where
         it: usize,
     ) -> crate::Result<()> {
         self.stopped = true;
-        be.update_slots(sc, |s, h| {
-            s[Slot::Rr as usize] = recur::real(rr);
-            if let Some(e) = h.get_mut(it) {
-                *e = recur::real(rr);
-            }
-            s[Slot::Status as usize] = recur::real(status as i64 as f64);
-            s[Slot::StatusIter as usize] = recur::real(it as f64);
-        })
+        self.pending.push((it, rr));
+        self.flush(be, sc, Some((status, it)))
     }
 }
 
@@ -231,8 +255,13 @@ where
         None
     }
 
+    fn after_block(&mut self, at: Step<'_, T, B>) -> crate::Result<()> {
+        self.flush(at.be, at.sc, None)
+    }
+
     fn start(&mut self, be: &B, sc: &mut B::Scalars, it: usize) -> crate::Result<()> {
         self.stopped = false;
+        self.pending.clear();
         be.copy(&self.r, &mut self.r2)?;
         be.set_zero(&mut self.r1)?;
         be.set_zero(&mut self.w)?;
@@ -362,12 +391,8 @@ where
             // β = 0: the Krylov space is invariant, the iterate solves the system.
             self.stop(be, sc, rr, Status::Converged, it)
         } else {
-            be.update_slots(sc, |s, h| {
-                s[Slot::Rr as usize] = recur::real(rr);
-                if let Some(e) = h.get_mut(it) {
-                    *e = recur::real(rr);
-                }
-            })
+            self.pending.push((it, rr));
+            Ok(())
         }
     }
 }

@@ -623,9 +623,9 @@ fn a_setup_predicted_over_the_bound_is_not_started() {
     let mut x = vec![0.0; a.nrows()];
     let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &dear).unwrap();
     let c = &r.choice;
-    assert_eq!(
-        (c.method, c.precond),
-        (M::Bicgstab, P::None),
+    // The last that ran: BiCGSTAB, or MINRES (the fallback of a symmetric matrix).
+    assert!(
+        [(M::Bicgstab, P::None), (M::Minres, P::None)].contains(&(c.method, c.precond)),
         "{}",
         c.reason
     );
