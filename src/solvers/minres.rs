@@ -354,29 +354,17 @@ where
             epsln,
             phibar,
         };
-        // w ← (v − δ·w − ε_old·w_prev)/γ into w_prev's buffer, then the names swap.
-        let g = 1.0 / gamma;
-        be.axpbypcz(
-            real(g),
-            &self.v,
-            real(-delta * g),
-            &self.w,
-            real(-oldeps * g),
-            &mut self.w_prev,
-        )?;
-        std::mem::swap(&mut self.w, &mut self.w_prev);
+        // w ← (v − δ·w − ε_old·w_prev)/γ, and A·w from A·v by the same recurrence.
+        let coef = (
+            real(1.0 / gamma),
+            real(-delta / gamma),
+            real(-oldeps / gamma),
+        );
+        next_direction(be, coef, &self.v, &mut self.w, &mut self.w_prev)?;
         be.axpy(real(phi), &self.w, x)?;
         let rr = match self.carried.as_mut() {
             Some(c) => {
-                be.axpbypcz(
-                    real(g),
-                    &self.av,
-                    real(-delta * g),
-                    &c.aw,
-                    real(-oldeps * g),
-                    &mut c.aw_prev,
-                )?;
-                std::mem::swap(&mut c.aw, &mut c.aw_prev);
+                next_direction(be, coef, &self.av, &mut c.aw, &mut c.aw_prev)?;
                 be.axpy(real(-phi), &c.aw, &mut c.rr_vec)?;
                 be.dot(&c.rr_vec, &c.rr_vec, sc)?.re().as_f64()
             }
@@ -395,4 +383,18 @@ where
             Ok(())
         }
     }
+}
+
+/// `w ← a·v + b·w + c·w_prev` written into `w_prev`'s buffer, then the two names swap (the
+/// direction before last is not needed again).
+fn next_direction<T: Elem, B: VectorOps<T>>(
+    be: &B,
+    (a, b, c): (T, T, T),
+    v: &B::Vector,
+    w: &mut B::Vector,
+    w_prev: &mut B::Vector,
+) -> crate::Result<()> {
+    be.axpbypcz(a, v, b, w, c, w_prev)?;
+    std::mem::swap(w, w_prev);
+    Ok(())
 }
