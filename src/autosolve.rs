@@ -57,7 +57,8 @@
 //! most 4× the last one (the first solver call of a solve without a probe runs its whole
 //! budget, as an explicit choice does). A CG that breaks down (`pᵀAp ≤ 0`: the matrix is
 //! indefinite) hands its iterate to BiCGSTAB, and no CG runs after it; the list ends with
-//! BiCGSTAB + Jacobi and GMRES + ILU(0). Where nothing converges, [`AutoSolve::failure`] gives
+//! BiCGSTAB + Jacobi, on a symmetric matrix MINRES (symmetric indefinite systems: Stokes saddle
+//! points, where BiCGSTAB breaks down and a restarted GMRES stagnates) and GMRES + ILU(0). Where nothing converges, [`AutoSolve::failure`] gives
 //! the best residual reached and what was tried, in one sentence.
 //!
 //! The decision is kept in memory per pattern and values ([`StatsOps::matrix_fingerprint`], the
@@ -84,7 +85,7 @@ use crate::precond::auto::{
 use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps};
 use crate::scalar::Scalar;
 use crate::solvers::{
-    bicgstab, gmres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, minres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
     DEFAULT_RESTART,
 };
 use crate::sparse::incomplete::FactorSummary;
@@ -529,6 +530,7 @@ where
         AutoMethod::Cg => pcg(be, op, m, b, x, params),
         AutoMethod::Bicgstab => bicgstab(be, op, m, b, x, params),
         AutoMethod::Gmres => gmres(be, op, m, b, x, restart, params),
+        AutoMethod::Minres => minres(be, op, m, b, x, params),
     }
 }
 
@@ -654,17 +656,28 @@ where
 }
 
 /// The candidates after the first choice and its alternative: BiCGSTAB with Jacobi (none
-/// where the diagonal has a zero) and GMRES with ILU(0), each once.
+/// where the diagonal has a zero), on a symmetric matrix plain MINRES (whose residual never
+/// grows: it converges on the symmetric indefinite systems where BiCGSTAB wanders and a
+/// restarted GMRES stagnates, Stokes saddle points with a zero block), and GMRES with ILU(0),
+/// each once.
 fn fallbacks(c: &AutoChoice, order: &mut Vec<Cand>) {
     let jac = if c.stats.missing_diagonal > 0 {
         AutoPrecond::None
     } else {
         AutoPrecond::Jacobi
     };
+    let minres = c
+        .stats
+        .symmetric
+        .then_some((AutoMethod::Minres, AutoPrecond::None));
     for k in [
-        (AutoMethod::Bicgstab, jac),
-        (AutoMethod::Gmres, AutoPrecond::Ilu0),
-    ] {
+        Some((AutoMethod::Bicgstab, jac)),
+        minres,
+        Some((AutoMethod::Gmres, AutoPrecond::Ilu0)),
+    ]
+    .into_iter()
+    .flatten()
+    {
         if !order.contains(&k) {
             order.push(k);
         }

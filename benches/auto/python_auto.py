@@ -51,8 +51,8 @@ CHOICES = {
     "spd": [("cg", None), ("cg", "jacobi"), ("cg", "amg"), ("bicgstab", "jacobi")],
     "unsym": [("bicgstab", None), ("bicgstab", "jacobi"), ("gmres", "jacobi"),
               ("gmres", "ilu0")],
-    "symind": [("bicgstab", None), ("bicgstab", "jacobi"), ("gmres", None), ("gmres", "jacobi"),
-               ("gmres", "ilu0")],
+    "symind": [("bicgstab", None), ("bicgstab", "jacobi"), ("minres", None), ("gmres", None),
+               ("gmres", "jacobi"), ("gmres", "ilu0")],
 }
 WARMUP = {"spd": "poisson3d:16", "unsym": "convdiff3d:16:100", "symind": "kkt2d:40:100"}
 RESTART = 30

@@ -394,6 +394,9 @@ pub enum MethodArg {
     Gmres,
     /// Conjugate orthogonal CG (complex symmetric matrices, A = Aᵀ; CG for a real matrix).
     Cocg,
+    /// MINRES (symmetric indefinite matrices: saddle points, shifted operators; with an SPD
+    /// preconditioner or none).
+    Minres,
 }
 
 impl MethodArg {
@@ -406,6 +409,7 @@ impl MethodArg {
             MethodArg::Bicgstab => "bicgstab",
             MethodArg::Gmres => "gmres",
             MethodArg::Cocg => "cocg",
+            MethodArg::Minres => "minres",
         }
     }
 }

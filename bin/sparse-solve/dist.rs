@@ -29,6 +29,10 @@ pub fn dist_plan(plan: Plan) -> Result<(Krylov, DistPrecond)> {
             "GMRES runs on one GPU only (the distributed backends have no multi-vector steps \
              yet): use --method cg, pcg or bicgstab"
         ),
+        MethodArg::Minres => bail!(
+            "MINRES runs on one GPU only (its scalars are computed on the host): use --method \
+             bicgstab or gmres on several GPUs"
+        ),
     };
     let ip = IncompleteParams {
         auto_shift: true,

@@ -39,7 +39,7 @@ use segsparse::backend::{
 };
 use segsparse::precond::{Amg, AmgOps, AmgParams, AmgSummary, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, gmres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
+    bicgstab, gmres, minres, pcg, pcocg, Progress, SolveError, SolveInfo, SolveParams,
 };
 use segsparse::{CsrMatrix, Elem, Scalar};
 use serde::Serialize;
@@ -227,6 +227,7 @@ fn method_arg(m: AutoMethod) -> MethodArg {
         AutoMethod::Cg => MethodArg::Cg,
         AutoMethod::Bicgstab => MethodArg::Bicgstab,
         AutoMethod::Gmres => MethodArg::Gmres,
+        AutoMethod::Minres => MethodArg::Minres,
     }
 }
 
@@ -587,6 +588,9 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         storage: cli.storage.storage(),
         vectors32: cli.storage.vectors(),
     };
+    if plan.rhs_count > 1 && plan.rhs_block && plan.method == MethodArg::Minres {
+        bail!("--rhs-mode block has no MINRES (no multi-column MINRES): use --rhs-mode sequential");
+    }
     if plan.vectors32
         && (!matches!(plan.method, MethodArg::Cg | MethodArg::Pcg)
             || !matches!(plan.precond, PrecondArg::None | PrecondArg::Jacobi))
@@ -1307,6 +1311,7 @@ fn solve_block<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
         }
         MethodArg::Gmres => multi::gmres(be, op, m, &dbs, &mut xs, plan.restart, params),
         MethodArg::Bicgstab | MethodArg::Auto => multi::bicgstab(be, op, m, &dbs, &mut xs, params),
+        MethodArg::Minres => unreachable!("the plan refuses --rhs-mode block with MINRES"),
     };
     let solve = t.elapsed().as_secs_f64();
     extra.block = true;
@@ -1460,6 +1465,7 @@ pub(crate) fn run_method<T: Elem, B: SolverOps<T>, A: LinearOperator<T, B> + ?Si
         MethodArg::Cg | MethodArg::Pcg => pcg(be, op, m, b, x, params),
         MethodArg::Cocg => pcocg(be, op, m, b, x, params),
         MethodArg::Gmres => gmres(be, op, m, b, x, restart, params),
+        MethodArg::Minres => minres(be, op, m, b, x, params),
         MethodArg::Bicgstab | MethodArg::Auto => bicgstab(be, op, m, b, x, params),
     }
 }

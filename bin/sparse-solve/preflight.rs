@@ -29,6 +29,7 @@ pub fn host<T>(path: &str, cli: &Cli) -> Result<()> {
         (BackendArg::Gpu, _) => 1, // the solution's download
         (_, MethodArg::Gmres) => cli.restart as u64 + 4,
         (_, MethodArg::Cg | MethodArg::Pcg | MethodArg::Cocg) => 4,
+        (_, MethodArg::Minres) => 11,
         _ => 8,
     };
     let per_row = (2 + workspace) * std::mem::size_of::<T>() as u64;

@@ -374,6 +374,10 @@ where
                 Method::Cg | Method::Cocg => multi::pcg(be, a, p, bs, xs, &o.params),
                 Method::Bicgstab => multi::bicgstab(be, a, p, bs, xs, &o.params),
                 Method::Gmres(m) => multi::gmres(be, a, p, bs, xs, m, &o.params),
+                Method::Minres => Err(SolveError::Backend(segsparse::Error::InvalidInput(
+                    "minres has no multi-column solver: solve the columns of a 2-D b one by one"
+                        .into(),
+                ))),
             });
             return (Ok(SolveInfo::default()), setup, t.elapsed().as_secs_f64());
         }

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 
 use segsparse::backend::gpu::GpuOps;
 use segsparse::backend::{Cpu, LinearOperator, Preconditioner, SolverOps};
-use segsparse::solvers::{bicgstab, gmres, pcg, pcocg, InitialGuess, SolveParams};
+use segsparse::solvers::{bicgstab, gmres, minres, pcg, pcocg, InitialGuess, SolveParams};
 use segsparse::Elem;
 
 use crate::arrays::AnyElem;
@@ -27,6 +27,8 @@ pub(crate) enum Method {
     Bicgstab,
     /// Restarted GMRES with this restart length.
     Gmres(usize),
+    /// MINRES (symmetric indefinite `A`, an SPD preconditioner).
+    Minres,
 }
 
 /// The crate's preconditioners by name (a Python `M` is not one of them: it is passed as a
@@ -87,6 +89,7 @@ impl PyOptions {
             "cg" => Method::Cg,
             "cocg" => Method::Cocg,
             "bicgstab" => Method::Bicgstab,
+            "minres" => Method::Minres,
             "gmres" if (1..=255).contains(&restart) => Method::Gmres(restart),
             "gmres" => return bad(format!("restart must be in 1..=255, got {restart}")),
             m => return bad(format!("unknown solver {m:?}")),
@@ -168,6 +171,7 @@ pub(crate) fn call<T: Elem, B: SolverOps<T>>(
         Method::Cocg => pcocg(be, a, p, b, x, params),
         Method::Bicgstab => bicgstab(be, a, p, b, x, params),
         Method::Gmres(m) => gmres(be, a, p, b, x, m, params),
+        Method::Minres => minres(be, a, p, b, x, params),
     };
     let solve = t.elapsed().as_secs_f64();
     if let Ok(i) = &mut r {

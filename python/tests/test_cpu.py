@@ -127,6 +127,40 @@ def test_breakdown_on_indefinite_matrix():
     assert not info.converged and info.status == -1 and "breakdown" in info.message
 
 
+def saddle_point(n):
+    """A 2-D Laplacian block with a divergence-like constraint block and a zero block:
+    symmetric indefinite."""
+    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+    lap = (sp.kron(t, sp.eye(n)) + sp.kron(sp.eye(n), t)).tocsr()
+    m = n * n // 4
+    rows = np.repeat(np.arange(m), 2)
+    cols = np.concatenate([[4 * i, 4 * i + 1] for i in range(m)])
+    g = sp.csr_matrix((np.tile([1.0, -1.0], m), (rows, cols)), shape=(m, n * n))
+    return sp.bmat([[lap, g.T], [g, None]], format="csr")
+
+
+def test_minres_on_symmetric_indefinite_systems_where_cg_breaks_down():
+    a = saddle_point(24)
+    b = np.random.default_rng(3).standard_normal(a.shape[0])
+    _, cg_info = segsparse.cg(a, b, rtol=1e-8, device="cpu")
+    assert not cg_info.converged
+    x, info = segsparse.minres(a, b, rtol=1e-8, device="cpu")
+    assert info.converged and info.status == 0, info
+    assert np.linalg.norm(b - a @ x) <= 1.01e-8 * np.linalg.norm(b)
+    # Through solve(method=...) the same, and a positive-diagonal indefinite matrix with Jacobi.
+    x2, info2 = segsparse.solve(a, b, method="minres", M=None, rtol=1e-8, device="cpu")
+    assert info2.converged and info2.iterations == info.iterations
+    s = sp.diags([-1.0, 1.9, -1.0], [-1, 0, 1], shape=(300, 300), format="csr")
+    x, info = segsparse.minres(s, np.ones(300), M="jacobi", rtol=1e-10, device="cpu")
+    assert info.converged and np.linalg.norm(s @ x - 1) <= 1.01e-10 * np.sqrt(300)
+    # A negative definite Jacobi is a breakdown, a 2-D b a ValueError.
+    x, info = segsparse.minres(-sp.eye(50, format="csr") + s[:50, :50] * 0.1, np.ones(50),
+                               M="jacobi", device="cpu")
+    assert not info.converged and info.status == -1 and "not positive definite" in info.message
+    with pytest.raises(ValueError, match="one right-hand side"):
+        segsparse.minres(a, np.ones((a.shape[0], 2)), device="cpu")
+
+
 def test_solver_argument_errors():
     with pytest.raises(ValueError, match="square"):
         segsparse.cg(sp.random(3, 4, density=0.5), np.ones(3), device="cpu")

@@ -94,6 +94,19 @@ def test_cg_cupy(gpu, solver, dtype):
     assert isinstance(xh, np.ndarray) and info2.converged and info2.device == "gpu"
 
 
+def test_minres_cupy_saddle_point(gpu):
+    from test_cpu import saddle_point
+
+    cp = gpu
+    a = saddle_point(40)
+    b = RNG.standard_normal(a.shape[0])
+    x, info = segsparse.minres(a, cp.asarray(b), rtol=1e-9)
+    assert isinstance(x, cp.ndarray) and info.converged and info.device == "gpu", info
+    assert np.linalg.norm(b - a @ cp.asnumpy(x)) <= 1.01e-9 * np.linalg.norm(b)
+    xc, ic = segsparse.minres(a, b, rtol=1e-9, device="cpu")
+    assert abs(ic.iterations - info.iterations) <= 3 + ic.iterations // 10
+
+
 def test_bicgstab_raefsky2_cupy(gpu):
     cp = gpu
     d = matrices_dir()

@@ -82,6 +82,8 @@ pub enum Status {
     /// GMRES: the new Arnoldi column vanished (`A·M⁻¹·v = 0`: a singular operator or
     /// preconditioner).
     BreakdownArnoldi = 8,
+    /// MINRES: rᴴM⁻¹r < 0 (the preconditioner is not positive definite).
+    BreakdownPrecond = 9,
 }
 
 impl Status {
@@ -96,6 +98,7 @@ impl Status {
             5 => Status::BreakdownOmega,
             7 => Status::Stagnated,
             8 => Status::BreakdownArnoldi,
+            9 => Status::BreakdownPrecond,
             _ => Status::NonFinite,
         }
     }
@@ -116,6 +119,9 @@ impl Status {
             Status::Stagnated => "GMRES made no progress over a whole restart cycle",
             Status::BreakdownArnoldi => {
                 "GMRES: the Arnoldi column vanished (A·M⁻¹·v = 0: singular operator or preconditioner)"
+            }
+            Status::BreakdownPrecond => {
+                "rᵀM⁻¹r < 0 in MINRES: the preconditioner is not positive definite"
             }
         }
     }

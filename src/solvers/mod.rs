@@ -10,6 +10,7 @@
 //! | COCG (van der Vorst and Melissen 1990), optionally preconditioned | complex symmetric `A = Aᵀ` | [`cocg`], [`pcocg`] |
 //! | BiCGSTAB (van der Vorst 1992), optionally right-preconditioned | unsymmetric `A` | [`bicgstab`] |
 //! | GMRES(m) (Saad and Schultz 1986), restarted, right-preconditioned | any nonsingular `A` | [`gmres`] |
+//! | MINRES (Paige and Saunders 1975), with an SPD preconditioner | symmetric indefinite `A` (saddle points, shifted operators) | [`minres`] |
 //!
 //! Every solver takes a real or complex element type ([`crate::Elem`]): for a complex `T` the
 //! inner products are `xᴴy` (CG then needs a Hermitian positive definite `A`), ‖r‖ is real, and
@@ -239,6 +240,7 @@ mod bicgstab;
 mod cg;
 mod drive;
 mod gmres;
+mod minres;
 pub mod multi;
 pub mod narrow;
 pub mod storage;
@@ -247,6 +249,7 @@ mod types;
 pub use bicgstab::bicgstab;
 pub use cg::{cg, cocg, pcg, pcocg};
 pub use gmres::{gmres, DEFAULT_RESTART};
+pub use minres::minres;
 pub use types::{
     per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams,
     MAX_RESTARTS,

@@ -10,7 +10,8 @@
 use segsparse::backend::{Cpu, Identity, LinearOperator, Preconditioner};
 use segsparse::precond::{Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::{
-    bicgstab, cg, gmres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams, DEFAULT_RESTART,
+    bicgstab, cg, gmres, minres, pcg, InitialGuess, SolveError, SolveInfo, SolveParams,
+    DEFAULT_RESTART,
 };
 use segsparse::{generate, CsrMatrix, Scalar};
 
@@ -178,6 +179,120 @@ fn cg_on_an_indefinite_matrix_reports_breakdown() {
         }
         other => panic!("expected a breakdown, got {other:?}"),
     }
+}
+
+#[test]
+fn minres_solves_symmetric_indefinite_systems_where_cg_breaks_down() {
+    // The shifted Laplacian (σ past its smallest eigenvalues) and two Stokes saddle points.
+    let cases = [
+        (
+            "shifted2d:40:0.5",
+            generate::shifted::<f64>(2, 40, 0.5).unwrap(),
+        ),
+        ("stokes2d:16", generate::stokes2d::<f64>(16, 0.0).unwrap()),
+        ("stokes2d:16:1", generate::stokes2d::<f64>(16, 1.0).unwrap()),
+    ];
+    for (name, a) in &cases {
+        let b: Vec<f64> = (0..a.nrows())
+            .map(|i| ((i * 7919) % 13) as f64 - 6.0)
+            .collect();
+        let mut x = vec![0.0; a.nrows()];
+        let e = cg(&Cpu, a, &b, &mut x, &params(1e-8)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SolveError::Breakdown { .. } | SolveError::NotConverged { .. }
+            ),
+            "{name}: CG {e}"
+        );
+        let mut x = vec![0.0; a.nrows()];
+        let info = minres(&Cpu, a, &Identity, &b, &mut x, &params(1e-8)).unwrap();
+        check_info(a, &b, &x, &info, 1e-8);
+        // The property that names the method: the residual never grows.
+        for w in info.history.windows(2) {
+            assert!(
+                w[1] <= w[0] * (1.0 + 1e-10),
+                "{name}: {} after {}",
+                w[1],
+                w[0]
+            );
+        }
+        eprintln!("{name}: MINRES {} iterations", info.iterations);
+    }
+}
+
+#[test]
+fn minres_with_jacobi_and_on_spd_matrices() {
+    // A positive diagonal on an indefinite matrix: Jacobi is SPD, and MINRES takes it.
+    let a = generate::shifted::<f64>(3, 12, 0.3).unwrap();
+    let b = ones(a.nrows());
+    let j = Jacobi::from_matrix(&Cpu, &a).unwrap();
+    let mut x = vec![0.0; a.nrows()];
+    let info = minres(&Cpu, &a, &j, &b, &mut x, &params(1e-10)).unwrap();
+    check_info(&a, &b, &x, &info, 1e-10);
+    // On an SPD matrix MINRES takes about CG's iterations (the same Krylov space).
+    let a = generate::poisson2d::<f64>(40).unwrap();
+    let b = ones(a.nrows());
+    let mut x = vec![0.0; a.nrows()];
+    let m = minres(&Cpu, &a, &Identity, &b, &mut x, &params(1e-8)).unwrap();
+    check_info(&a, &b, &x, &m, 1e-8);
+    let mut x = vec![0.0; a.nrows()];
+    let c = cg(&Cpu, &a, &b, &mut x, &params(1e-8)).unwrap();
+    assert!(
+        m.iterations.abs_diff(c.iterations) <= 3 + c.iterations / 10,
+        "{} vs {}",
+        m.iterations,
+        c.iterations
+    );
+    // f32 and a nonzero initial guess.
+    let a = generate::shifted::<f32>(2, 24, 0.2).unwrap();
+    let b = ones::<f32>(a.nrows());
+    let mut x = vec![0.5f32; a.nrows()];
+    let p = SolveParams {
+        initial_guess: InitialGuess::Given,
+        ..params(1e-5)
+    };
+    let info = minres(&Cpu, &a, &Identity, &b, &mut x, &p).unwrap();
+    check_info(&a, &b, &x, &info, 1e-5);
+}
+
+#[test]
+fn minres_reports_an_indefinite_preconditioner_and_bad_input() {
+    // σ = 5 > 4: every diagonal entry is −1, so Jacobi is negative definite.
+    let a = generate::shifted::<f64>(2, 10, 5.0).unwrap();
+    let b = ones(a.nrows());
+    let j = Jacobi::from_matrix(&Cpu, &a).unwrap();
+    let mut x = vec![0.0; a.nrows()];
+    match minres(&Cpu, &a, &j, &b, &mut x, &params(1e-8)) {
+        Err(SolveError::Breakdown { what, iteration }) => {
+            assert_eq!(iteration, 0);
+            assert!(
+                what.contains("MINRES") && what.contains("not positive definite"),
+                "{what}"
+            );
+        }
+        other => panic!("expected a breakdown, got {other:?}"),
+    }
+    // A NaN in b, a wrong length, an iteration limit.
+    let mut bn = b.clone();
+    bn[3] = f64::NAN;
+    let e = minres(&Cpu, &a, &Identity, &bn, &mut x, &params(1e-8)).unwrap_err();
+    assert!(matches!(e, SolveError::NonFinite { iteration: 0 }), "{e}");
+    let mut short = vec![0.0; a.nrows() - 1];
+    let e = minres(&Cpu, &a, &Identity, &b, &mut short, &params(1e-8)).unwrap_err();
+    assert!(matches!(e, SolveError::DimensionMismatch { .. }), "{e}");
+    let a = generate::stokes2d::<f64>(16, 0.0).unwrap();
+    let b = ones(a.nrows());
+    let mut x = vec![0.0; a.nrows()];
+    let p = SolveParams {
+        max_iters: 5,
+        ..params(1e-12)
+    };
+    let e = minres(&Cpu, &a, &Identity, &b, &mut x, &p).unwrap_err();
+    assert!(
+        matches!(e, SolveError::NotConverged { iterations: 5, .. }),
+        "{e}"
+    );
 }
 
 /// CG on raefsky2 (unsymmetric): a breakdown or non-convergence, never a false success.
@@ -753,6 +868,18 @@ mod gpu {
                     bicgstab(&ops, &da, &jg, &db, &mut xg, &p).unwrap(),
                 )
             }
+            "minres" => (
+                minres(&Cpu, a, &Identity, &b.to_vec(), &mut xc, &p).unwrap(),
+                minres(&ops, &da, &Identity, &db, &mut xg, &p).unwrap(),
+            ),
+            "minres-jacobi" => {
+                let jc = Jacobi::from_matrix(&Cpu, a).unwrap();
+                let jg = Jacobi::from_matrix(&ops, a).unwrap();
+                (
+                    minres(&Cpu, a, &jc, &b.to_vec(), &mut xc, &p).unwrap(),
+                    minres(&ops, &da, &jg, &db, &mut xg, &p).unwrap(),
+                )
+            }
             "gmres" => (
                 gmres(&Cpu, a, &Identity, &b.to_vec(), &mut xc, 30, &p).unwrap(),
                 gmres(&ops, &da, &Identity, &db, &mut xg, 30, &p).unwrap(),
@@ -878,6 +1005,33 @@ mod gpu {
                 c.iterations, g.iterations
             );
         }
+    }
+
+    #[test]
+    fn gpu_minres_agrees_with_cpu_on_indefinite_systems() {
+        if test_gpu().is_none() {
+            return;
+        }
+        // Shifted past 20 of its eigenvalues, with a positive diagonal (Jacobi is SPD).
+        let a = generate::shifted::<f64>(3, 24, 0.4).unwrap();
+        let b = ones(a.nrows());
+        for m in ["minres", "minres-jacobi"] {
+            let (c, g) = agree(&a, m, 1e-8, &b, None);
+            eprintln!(
+                "shifted3d:24:0.4 {m}: CPU {} GPU {}",
+                c.iterations, g.iterations
+            );
+        }
+        // A saddle point with a zero block.
+        let a = generate::stokes2d::<f64>(24, 0.0).unwrap();
+        let (c, g) = agree(&a, "minres", 1e-8, &ones(a.nrows()), None);
+        eprintln!(
+            "stokes2d:24 minres: CPU {} GPU {}",
+            c.iterations, g.iterations
+        );
+        // And on an SPD matrix it is as right as CG.
+        let a = generate::poisson2d::<f64>(64).unwrap();
+        agree(&a, "minres", 1e-9, &ones(a.nrows()), Some(1e5));
     }
 
     #[test]

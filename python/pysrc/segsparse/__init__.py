@@ -9,7 +9,7 @@ The same engine as the Rust crate ``segsparse``, from NumPy, SciPy and CuPy::
 
 - ``Matrix``: a CSR matrix on the GPU when one works (``device="auto"|"gpu"|"cpu"``), with
   ``A @ x`` and ``A.spmv(x, alpha, beta, y)``.
-- ``cg``, ``pcg``, ``bicgstab``, ``gmres``: SciPy's contract, ``(x, info)``; ``info`` is a
+- ``cg``, ``pcg``, ``bicgstab``, ``gmres``, ``minres``: SciPy's contract, ``(x, info)``; ``info`` is a
   ``SolveInfo``, an ``int`` equal to SciPy's ``info`` with the details as attributes.
 - ``solve(A, b)``: the method and preconditioner chosen for ``A`` (``auto_choice(A)``; also
   ``M="auto"`` of every solver), the choice and its reason in ``info``.
@@ -46,13 +46,14 @@ from .matrix import (Matrix, as_matrix, load_matrix_market, release_upload_buffe
 from .primitives import scan, segmented_scan, sort, tridiagonal_solve
 from .amg import AMG, amg
 from .batched import Batch, batched_solve
-from .solvers import SolveInfo, auto_choice, bicgstab, cg, clear_auto_cache, gmres, pcg, solve
+from .solvers import (SolveInfo, auto_choice, bicgstab, cg, clear_auto_cache, gmres, minres, pcg,
+                      solve)
 from .warmup import warmup
 
 __version__ = _core.__version__
 
 __all__ = [
-    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "solve", "auto_choice",
+    "Matrix", "as_matrix", "SolveInfo", "cg", "pcg", "bicgstab", "gmres", "minres", "solve", "auto_choice",
     "clear_auto_cache",
     "amg", "AMG", "scan",
     "segmented_scan",

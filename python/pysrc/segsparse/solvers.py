@@ -64,7 +64,7 @@ from ._arrays import (check_real, check_value, complex_result, current_stream, c
 from ._operators import as_operator, is_matrix, operator_dtype
 from .matrix import Matrix
 
-__all__ = ["SolveInfo", "cg", "pcg", "bicgstab", "gmres", "solve", "auto_choice"]
+__all__ = ["SolveInfo", "cg", "pcg", "bicgstab", "gmres", "minres", "solve", "auto_choice"]
 
 _FIELDS = ("converged", "iterations", "residual", "time", "history", "restarts", "method",
            "device", "message", "setup_seconds", "solve_seconds")
@@ -99,7 +99,7 @@ class SolveInfo(int):
         history: relative residual after each iteration (entry 0: the initial one); empty when
             a solve did not converge.
         restarts: restarts from the true residual (see the crate's solver docs).
-        method: ``"cg"``, ``"pcg"``, ``"bicgstab"`` or ``"gmres"``.
+        method: ``"cg"``, ``"pcg"``, ``"bicgstab"``, ``"gmres"`` or ``"minres"``.
         device: ``"gpu"`` or ``"cpu"``: where it ran.
         path: ``"crate"`` (the crate's solver body; ``"crate-block"`` for a 2-D ``b``).
         message: ``"converged"`` or the reason it did not.
@@ -598,7 +598,8 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
 
     ``method``: ``"auto"`` (the rule's ``"cg"``, ``"gmres"``, or for a complex symmetric
     matrix ``"cocg"``) or one of ``"cg"``, ``"cocg"`` (conjugate orthogonal CG, for complex
-    symmetric ``A``; CG for a real system), ``"bicgstab"``, ``"gmres"``; ``M``: ``"auto"`` (the rule's preconditioner) or anything the
+    symmetric ``A``; CG for a real system), ``"bicgstab"``, ``"gmres"``, ``"minres"`` (symmetric
+    indefinite ``A``); ``M``: ``"auto"`` (the rule's preconditioner) or anything the
     solvers accept. ``maxiter`` is the method's (GMRES: restart cycles, as ``gmres``); the other
     arguments as ``cg``. ``A`` is converted once (a ``segsparse.Matrix`` is used as it is).
 
@@ -611,9 +612,9 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     """
     want_method = str(method).lower()
     auto_m = isinstance(M, str) and M.lower() == "auto"
-    if want_method not in ("auto", "cg", "cocg", "bicgstab", "gmres"):
-        raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'cocg', 'bicgstab' or "
-                         "'gmres'")
+    if want_method not in ("auto", "cg", "cocg", "bicgstab", "gmres", "minres"):
+        raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'cocg', 'bicgstab', "
+                         "'gmres' or 'minres'")
     if (want_method == "auto" and auto_m and is_matrix(A) and not isinstance(x0, str)
             and _complex_system(A, _flat(b), x0) is None and len(np.shape(_flat(b))) <= 1
             and _storage(storage) == "float64"):
@@ -1028,6 +1029,32 @@ def bicgstab(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callba
     costs two SpMVs. A breakdown (a vanishing ``rho``, ``r^T v`` or ``omega``) is reported as
     ``info == -1`` after the crate's restarts are exhausted."""
     return _solve("bicgstab", "bicgstab", A, b, x0, rtol, atol, maxiter, M, callback,
+                  check_every, device, storage=storage)
+
+
+def minres(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=None,
+           check_every=None, device="auto", storage=None):
+    """MINRES for a symmetric (Hermitian) ``A``, definite or not (saddle points, shifted
+    operators, where CG breaks down): returns ``(x, info)``. Arguments as ``cg``; ``M`` must be
+    symmetric positive definite (``None``, ``"jacobi"`` where the diagonal is positive,
+    ``"amg"``, ``"ic0"``, ``"poly"`` or an operator); an indefinite one is reported as a
+    breakdown (``info == -1``). The residual never grows from one iteration to the next. Each
+    iteration costs one SpMV and two inner products read by the host. One right-hand side
+    (``b`` of shape ``(n,)``).
+
+    Example:
+        >>> import numpy as np, scipy.sparse as sp, segsparse
+        >>> n = 200  # a 1-D Laplacian shifted past its smallest eigenvalues: indefinite
+        >>> A = sp.diags([-1.0, 1.9, -1.0], [-1, 0, 1], shape=(n, n), format="csr")
+        >>> x, info = segsparse.minres(A, np.ones(n), rtol=1e-10)
+        >>> bool(info.converged), bool(np.linalg.norm(A @ x - 1) < 1e-8 * np.sqrt(n))
+        (True, True)
+    """
+    shape = np.shape(_flat(b)) if not hasattr(b, "shape") else tuple(b.shape)
+    if len(shape) == 2 and shape[1] != 1:
+        raise ValueError("minres takes one right-hand side (b of shape (n,)); solve the "
+                         "columns of a 2-D b one by one")
+    return _solve("minres", "minres", A, b, x0, rtol, atol, maxiter, M, callback,
                   check_every, device, storage=storage)
 
 

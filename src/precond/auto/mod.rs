@@ -108,15 +108,18 @@ pub enum AutoMethod {
     Bicgstab,
     /// Restarted GMRES(30), right preconditioned.
     Gmres,
+    /// MINRES (symmetric matrices, definite or not).
+    Minres,
 }
 
 impl AutoMethod {
-    /// `"cg"`, `"bicgstab"` or `"gmres"`.
+    /// `"cg"`, `"bicgstab"`, `"gmres"` or `"minres"`.
     pub fn name(self) -> &'static str {
         match self {
             AutoMethod::Cg => "cg",
             AutoMethod::Bicgstab => "bicgstab",
             AutoMethod::Gmres => "gmres",
+            AutoMethod::Minres => "minres",
         }
     }
 }
