@@ -114,10 +114,19 @@ const APPLY_UNROLL: usize = 8;
 /// fewest (a power of two up to 32) that leave a row of the mean length at most
 /// [`APPLY_UNROLL`] entries per lane, so that one batch of loads covers it (one lane for a
 /// 7-point stencil, four for a 27-point one). It depends on the pattern only: a re-setup
-/// sums in the setup's order.
+/// sums in the setup's order. `SEGSPARSE_AMG_LANCZOS_LANES` (1, 2, 4, …, 32) sets it for every
+/// level instead, for measurements (ρ then changes in its last bits).
 fn apply_lanes(nnz: usize, rows: usize) -> u32 {
+    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("SEGSPARSE_AMG_LANCZOS_LANES")
+            .ok()?
+            .parse::<u32>()
+            .ok()
+            .filter(|l| l.is_power_of_two() && *l <= 32)
+    });
     let mean = nnz.div_ceil(rows.max(1));
-    mean.div_ceil(APPLY_UNROLL).next_power_of_two().clamp(1, 32) as u32
+    forced.unwrap_or_else(|| mean.div_ceil(APPLY_UNROLL).next_power_of_two().clamp(1, 32) as u32)
 }
 
 /// The fine matrix's pattern as an update compares it: rows, entries and the device hash.
