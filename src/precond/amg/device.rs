@@ -101,18 +101,9 @@ fn rgrid(g: &Gpu, threads: usize) -> u32 {
 }
 
 /// Blocks of the Lanczos product over `threads` threads of work: one block per 256 threads
-/// up to [`APPLY_BLOCKS`] (or up to `SEGSPARSE_AMG_LANCZOS_BLOCKS`, at most that, for
-/// measurements: ρ then changes in its last bits).
+/// up to [`APPLY_BLOCKS`].
 fn apply_grid(threads: usize) -> u32 {
-    static CAP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cap = *CAP.get_or_init(|| {
-        std::env::var("SEGSPARSE_AMG_LANCZOS_BLOCKS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&b| (1..=APPLY_BLOCKS).contains(&b))
-            .unwrap_or(APPLY_BLOCKS)
-    });
-    threads.div_ceil(BLOCK as usize).clamp(1, cap) as u32
+    threads.div_ceil(BLOCK as usize).clamp(1, APPLY_BLOCKS) as u32
 }
 
 /// Entries of a row that one lane of the Lanczos product loads before its first multiply-add
