@@ -66,31 +66,6 @@ __device__ __forceinline__ void amg_level_scales(const u32* __restrict__ rp, con
     }
 }
 
-// y_i = s_i * sum_j a_ij * s_j * v_j: the operator D^-1/2 A D^-1/2 of the Lanczos iteration.
-// Eight lanes per row, four rows per warp per step; the loop is uniform across the warp.
-template <typename T>
-__device__ __forceinline__ void amg_lanczos_apply(const u32* __restrict__ rp, const u32* __restrict__ col,
-                                                  const T* __restrict__ val, u32 n, const double* __restrict__ s,
-                                                  const double* __restrict__ v, double* __restrict__ y) {
-    const u32 lane = threadIdx.x & 31, sub = lane & 7;
-    const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const u64 nwarps = ((u64)gridDim.x * blockDim.x) >> 5;
-    for (u64 r0 = warp * 4; r0 < n; r0 += nwarps * 4) {
-        const u64 i = r0 + (lane >> 3);
-        double acc = 0.0;
-        if (i < n) {
-            for (u32 k = rp[i] + sub; k < rp[i + 1]; k += 8) {
-                const u32 c = col[k];
-                acc += (double)val[k] * s[c] * v[c];
-            }
-        }
-        acc += __shfl_xor_sync(FULL_MASK, acc, 4);
-        acc += __shfl_xor_sync(FULL_MASK, acc, 2);
-        acc += __shfl_xor_sync(FULL_MASK, acc, 1);
-        if (i < n && sub == 0) y[i] = s[i] * acc;
-    }
-}
-
 // partials[block] = sum over the block's grid-stride elements of x_i * y_i (fixed grid of
 // AMG_DOT_BLOCKS blocks: the host sums the partials in block order).
 __device__ __forceinline__ void amg_dot_partials(const double* __restrict__ x, const double* __restrict__ y, u32 n,
@@ -266,32 +241,62 @@ extern "C" __global__ void amg_lanczos_normalize(double* __restrict__ v, u32 n, 
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) v[i] = v[i] / nv;
 }
 
-// Step k: y = D^-1/2 A D^-1/2 v and alpha[k] = y.v (nothing once stopped). Four rows per warp
-// per pass; launched on up to AMG_APPLY_BLOCKS blocks, many waves of short blocks (a grid of
-// one resident wave left a partial second wave of 64 passes each on a 2 M-row level: half the
-// bandwidth of an SpMV).
+// Step k: y = D^-1/2 A D^-1/2 v and alpha[k] = y.v (nothing once stopped).
+//
+// A group of `lanes` threads (a power of two up to 32, from the level's mean row length) per row,
+// `32 / lanes` rows per warp per pass; the pass loop is uniform across the warp (the shuffles).
+// Each lane issues the loads of up to AMG_APPLY_UNROLL of its entries before the first
+// multiply-add, so a 7-point row (one lane) or a 27-point row (four lanes) has all its loads in
+// flight, as the SpMV's row kernel does: the latency of the row pointer -> column -> gather
+// chain is paid once per row instead of once per entry (8 lanes per row with one entry each left
+// a stencil level at a third of the SpMV's bandwidth). Each lane sums its entries left to right,
+// then the group's tree: a fixed order, reproducible run to run. Launched on up to
+// AMG_APPLY_BLOCKS blocks.
+#define AMG_APPLY_UNROLL 8
 template <typename T>
 __device__ __forceinline__ void amg_lanczos_apply_dot(const u32* __restrict__ rp, const u32* __restrict__ col,
                                                       const T* __restrict__ val, u32 n, const double* __restrict__ s,
                                                       const double* __restrict__ v, double* __restrict__ y,
-                                                      double* partials, u32* ticket, double* scal, u32 steps, u32 k) {
+                                                      double* partials, u32* ticket, double* scal, u32 steps, u32 k,
+                                                      u32 lanes) {
     if (scal[AMG_SC_STOP(steps)] != 0.0) return;
-    const u32 lane = threadIdx.x & 31, sub = lane & 7;
+    const u32 lane = threadIdx.x & 31, sub = lane & (lanes - 1);
     const u64 warp = ((u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const u64 nwarps = ((u64)gridDim.x * blockDim.x) >> 5;
+    const u64 rows_per_warp = 32 / lanes;
     double dot = 0.0;
-    for (u64 r0 = warp * 4; r0 < n; r0 += nwarps * 4) {
-        const u64 i = r0 + (lane >> 3);
+    for (u64 r0 = warp * rows_per_warp; r0 < n; r0 += nwarps * rows_per_warp) {
+        const u64 i = r0 + lane / lanes;
         double acc = 0.0;
         if (i < n) {
-            for (u32 p = rp[i] + sub; p < rp[i + 1]; p += 8) {
-                const u32 c = col[p];
-                acc += (double)val[p] * s[c] * v[c];
+            const u64 end = __ldg(rp + i + 1);
+            u64 p = (u64)__ldg(rp + i) + sub;
+            for (; p + (u64)(AMG_APPLY_UNROLL - 1) * lanes < end; p += (u64)AMG_APPLY_UNROLL * lanes) {
+                u32 c[AMG_APPLY_UNROLL];
+                T a[AMG_APPLY_UNROLL];
+#pragma unroll
+                for (int j = 0; j < AMG_APPLY_UNROLL; ++j) {
+                    c[j] = __ldg(col + p + (u64)j * lanes);
+                    a[j] = __ldg(val + p + (u64)j * lanes);
+                }
+#pragma unroll
+                for (int j = 0; j < AMG_APPLY_UNROLL; ++j) acc += (double)a[j] * __ldg(s + c[j]) * __ldg(v + c[j]);
+            }
+            if (p < end) {
+                u32 c[AMG_APPLY_UNROLL - 1];
+                T a[AMG_APPLY_UNROLL - 1];
+#pragma unroll
+                for (int j = 0; j < AMG_APPLY_UNROLL - 1; ++j) {
+                    const u64 q = p + (u64)j * lanes;
+                    c[j] = q < end ? __ldg(col + q) : 0u;
+                    a[j] = q < end ? __ldg(val + q) : T(0);
+                }
+#pragma unroll
+                for (int j = 0; j < AMG_APPLY_UNROLL - 1; ++j)
+                    if (p + (u64)j * lanes < end) acc += (double)a[j] * __ldg(s + c[j]) * __ldg(v + c[j]);
             }
         }
-        acc += __shfl_xor_sync(FULL_MASK, acc, 4);
-        acc += __shfl_xor_sync(FULL_MASK, acc, 2);
-        acc += __shfl_xor_sync(FULL_MASK, acc, 1);
+        for (u32 o = lanes >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(FULL_MASK, acc, o);
         if (i < n && sub == 0) {
             const double yi = s[i] * acc;
             y[i] = yi;
@@ -462,10 +467,6 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
         const u32* rp, const u32* col, const T* val, u32 n, T* inv_diag, T* inv_l1, double* s) {           \
         amg_level_scales<T>(rp, col, val, n, inv_diag, inv_l1, s);                                          \
     }                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_lanczos_apply_##S(                         \
-        const u32* rp, const u32* col, const T* val, u32 n, const double* s, const double* v, double* y) { \
-        amg_lanczos_apply<T>(rp, col, val, n, s, v, y);                                                     \
-    }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_smooth_##S(                                \
         const u32* pp, T* pval, u32 n, const T* inv_diag, double omega, const double* rho, const u32* tp,  \
         const T* tval, const u32* pos) {                                                                    \
@@ -473,8 +474,8 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_lanczos_apply_dot_##S(                     \
         const u32* rp, const u32* col, const T* val, u32 n, const double* s, const double* v, double* y,    \
-        double* partials, u32* ticket, double* scal, u32 steps, u32 k) {                                    \
-        amg_lanczos_apply_dot<T>(rp, col, val, n, s, v, y, partials, ticket, scal, steps, k);               \
+        double* partials, u32* ticket, double* scal, u32 steps, u32 k, u32 lanes) {                         \
+        amg_lanczos_apply_dot<T>(rp, col, val, n, s, v, y, partials, ticket, scal, steps, k, lanes);        \
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_check_fine_##S(                            \
         const u32* rp, const u32* col, const T* val, u32 n, u32* bad, unsigned long long* hash) {           \

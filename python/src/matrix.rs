@@ -11,7 +11,8 @@ use segsparse::backend::{BlockKrylovOps, Cpu, Identity, LinearOperator, Precondi
 use segsparse::csr::check_gpu::{
     upload_bytes, upload_csr, HostIndices, HostValues, Staging, DIRECT_BYTES, STAGING_CHUNK,
 };
-use segsparse::gpu::DeviceBuffer;
+use segsparse::gpu::{DeviceBuffer, Preparing};
+use segsparse::precond::amg::prepare_device_setup;
 use segsparse::precond::{Amg, AmgOps, AmgParams, Chebyshev, ChebyshevParams, Jacobi};
 use segsparse::solvers::multi::{self, MultiInfo};
 use segsparse::solvers::{SolveError, SolveInfo, SolveParams};
@@ -33,6 +34,21 @@ pub(crate) struct DevMat<T: Elem> {
     pub(crate) csr: GpuCsr<T>,
     ops: Mutex<Option<Arc<GpuOps<T>>>>,
     jacobi: Mutex<Option<Arc<Jacobi<DeviceBuffer<T>>>>>,
+    /// The modules of the solvers and of an AMG setup, loading on background threads since
+    /// the upload began ([`prepare_modules`]; dropped with the matrix, which waits for them).
+    _loading: [Preparing; 2],
+}
+
+/// Starts loading, on background threads, the kernel modules that the first solve or AMG setup
+/// with a matrix of `T` needs ([`GpuOps::prepare_in_background`], then
+/// [`prepare_device_setup`]), so that they load while the matrix is uploaded instead of inside
+/// that first call (what `sparse-solve` does before its upload). A module is loaded once per
+/// process: for a later matrix this starts nothing.
+fn prepare_modules<T: Elem>(gpu: &Arc<segsparse::gpu::Gpu>) -> [Preparing; 2] {
+    [
+        GpuOps::<T>::prepare_in_background(gpu),
+        prepare_device_setup::<T>(gpu),
+    ]
 }
 
 /// One precision of a matrix. A matrix on the GPU keeps no host copy until one is needed (a
@@ -263,6 +279,7 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
     let t0 = Instant::now();
     let d = device()?;
     let gpu = &d.gpu;
+    let loading = prepare_modules::<T>(gpu);
     let mut kept = STAGING.lock().unwrap_or_else(|p| p.into_inner());
     let had = kept.is_some();
     let ts = Instant::now();
@@ -296,6 +313,7 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
             csr,
             ops: Mutex::new(None),
             jacobi: Mutex::new(None),
+            _loading: loading,
         }),
         jacobi: Mutex::new(None),
         timing: vec![
@@ -312,10 +330,12 @@ fn build_on_gpu<T: Elem + cudarc::driver::ValidAsZeroBits>(
 
 fn upload<T: Elem>(host: &CsrMatrix<T>) -> Res<DevMat<T>> {
     let d = device()?;
+    let loading = prepare_modules::<T>(&d.gpu);
     Ok(DevMat {
         csr: GpuCsr::upload(&d.gpu, host)?,
         ops: Mutex::new(None),
         jacobi: Mutex::new(None),
+        _loading: loading,
     })
 }
 

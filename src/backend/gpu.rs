@@ -527,6 +527,18 @@ where
         Ok(self.read_slots(sc)?[Slot::Dot as usize])
     }
 
+    /// The kernel modules [`GpuOps::new`] loads.
+    const MODULES: [&'static KernelSource; 5] = [&CG, &BICGSTAB, &GMRES, &BLAS1, &CHEBYSHEV];
+
+    /// Starts loading the solver kernels' modules on a background thread
+    /// ([`Gpu::prepare_in_background`]) and returns at once: a caller that will create a
+    /// `GpuOps` later calls it before work the loads can overlap (uploading a matrix), and
+    /// [`GpuOps::new`] then finds them loaded (or waits for the ones still loading). Keep the
+    /// handle until then (dropping it waits for the loads).
+    pub fn prepare_in_background(gpu: &Arc<Gpu>) -> crate::gpu::Preparing {
+        gpu.prepare_in_background(Self::MODULES.iter().map(|&m| (m, vec![])).collect())
+    }
+
     /// Compiles (or takes from the [`Gpu`]'s cache) the solver kernels for `T`.
     ///
     /// # Errors
@@ -535,13 +547,8 @@ where
         // The solvers' modules found and loaded on all cores at once (the first `GpuOps` of a
         // process pays for them).
         let none: &[(&str, String)] = &[];
-        gpu.prepare(&[
-            (&CG, none),
-            (&BICGSTAB, none),
-            (&GMRES, none),
-            (&BLAS1, none),
-            (&CHEBYSHEV, none),
-        ])?;
+        let wanted = Self::MODULES.map(|m| (m, none));
+        gpu.prepare(&wanted)?;
         let f = |src: &KernelSource, root: &str| gpu.typed_function::<T::Dev>(src, root, &[]);
         let fused = if T::IS_COMPLEX {
             None

@@ -106,6 +106,29 @@ fn apply_grid(threads: usize) -> u32 {
     threads.div_ceil(BLOCK as usize).clamp(1, APPLY_BLOCKS) as u32
 }
 
+/// Entries of a row that one lane of the Lanczos product loads before its first multiply-add
+/// (`AMG_APPLY_UNROLL` in `amg_setup.cu`).
+const APPLY_UNROLL: usize = 8;
+
+/// Lanes per row of the Lanczos product for a level of `nnz` entries in `rows` rows: the
+/// fewest (a power of two up to 32) that leave a row of the mean length at most
+/// [`APPLY_UNROLL`] entries per lane, so that one batch of loads covers it (one lane for a
+/// 7-point stencil, four for a 27-point one). It depends on the pattern only: a re-setup
+/// sums in the setup's order. `SEGSPARSE_AMG_LANCZOS_LANES` (1, 2, 4, …, 32) sets it for every
+/// level instead, for measurements (ρ then changes in its last bits).
+fn apply_lanes(nnz: usize, rows: usize) -> u32 {
+    static FORCED: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| {
+        std::env::var("SEGSPARSE_AMG_LANCZOS_LANES")
+            .ok()?
+            .parse::<u32>()
+            .ok()
+            .filter(|l| l.is_power_of_two() && *l <= 32)
+    });
+    let mean = nnz.div_ceil(rows.max(1));
+    forced.unwrap_or_else(|| mean.div_ceil(APPLY_UNROLL).next_power_of_two().clamp(1, 32) as u32)
+}
+
 /// The fine matrix's pattern as an update compares it: rows, entries and the device hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Fingerprint {
@@ -405,9 +428,10 @@ fn queue_level_data<T: GpuScalar>(
     let k_apply = f::<T>(g, "amg_lanczos_apply_dot")?;
     let k_orth = fu(g, "amg_lanczos_orth_dot")?;
     let k_next = fu(g, "amg_lanczos_next_dev")?;
+    let lanes = apply_lanes(a.nnz(), n);
     for k in 0..steps.min(n).max(1) as u32 {
         launch_on!(
-            apply_grid(n.div_ceil(4) * 32),
+            apply_grid(n * lanes as usize),
             g,
             k_apply.clone(),
             "amg_lanczos_apply_dot",
@@ -423,7 +447,8 @@ fn queue_level_data<T: GpuScalar>(
                 &mut *ticket,
                 &mut d.scal,
                 &lay32,
-                &k
+                &k,
+                &lanes
             ]
         );
         launch_on!(
