@@ -248,7 +248,7 @@ pub use bicgstab::bicgstab;
 pub use cg::{cg, cocg, pcg, pcocg};
 pub use gmres::{gmres, DEFAULT_RESTART};
 pub use types::{
-    per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams,
+    per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, Watch,
     MAX_RESTARTS,
 };
 

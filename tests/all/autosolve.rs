@@ -765,3 +765,66 @@ fn the_phases_account_for_every_setup_and_solver_call() {
         assert!(r.phases.iter().all(|p| p.seconds >= 0.0));
     }
 }
+
+#[test]
+fn a_kept_candidate_goes_on_in_the_probes_call() {
+    // poisson3d:30: the probe keeps CG (AMG's setup alone costs more than CG's remainder), and
+    // CG converges before its first checkpoint. In the probe's own call it takes exactly the
+    // iterations of CG named explicitly (the same call, watched); with the probe in a call of
+    // its own, CG restarts from the probe's iterate and takes more.
+    let a = generate::poisson3d(30).unwrap();
+    let (r, x) = auto(&a, &params());
+    let probe = r.probe.clone().expect("a probe");
+    assert!(!probe.converged && !probe.escalated, "{}", r.choice.reason);
+    assert_eq!(probe.iterations, ProbeParams::default().cg_iterations);
+    assert_eq!(
+        (r.choice.method, r.choice.precond),
+        (M::Cg, P::None),
+        "{}",
+        r.choice.reason
+    );
+    let info = r.result.as_ref().unwrap();
+    let b = vec![1.0; a.nrows()];
+    let mut y = vec![0.0; a.nrows()];
+    let direct = segsparse::solvers::pcg(
+        &Cpu,
+        &a,
+        &segsparse::precond::Identity,
+        &b,
+        &mut y,
+        &SolveParams::default(),
+    )
+    .unwrap();
+    assert_eq!(info.iterations, direct.iterations, "{}", r.choice.reason);
+    let dx = x
+        .iter()
+        .zip(&y)
+        .map(|(u, v)| (u - v).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        dx <= 1e-12 * y.iter().map(|v| v.abs()).fold(0.0, f64::max),
+        "{dx}"
+    );
+    // One solver call: the probe's part and the rest, no copy of the iterate between them.
+    let names: Vec<&str> = r.phases.iter().map(|p| p.name.as_str()).collect();
+    assert!(!names.contains(&"save the iterate"), "{names:?}");
+    let its: Vec<usize> = r.phases.iter().filter_map(|p| p.iterations).collect();
+    assert_eq!(
+        its,
+        [probe.iterations, direct.iterations - probe.iterations]
+    );
+    let (s, _) = auto(
+        &a,
+        &ProbeParams {
+            one_call: false,
+            ..params()
+        },
+    );
+    let separate = s.result.unwrap();
+    assert!(
+        separate.iterations > direct.iterations,
+        "{} {}",
+        separate.iterations,
+        direct.iterations
+    );
+}
