@@ -547,8 +547,7 @@ where
             }
             if let (Some(w), Status::Running, true) = (params.watch, status, it < params.max_iters)
             {
-                let mut read =
-                    || history(be, &sc, it, scale, params).map_err(|e| crate::Error::from(e));
+                let mut read = || history(be, &sc, it, scale, params).map_err(crate::Error::from);
                 stopped = w.stop(it, estimate, clock.elapsed().as_secs_f64(), &mut read)?;
             }
         }
