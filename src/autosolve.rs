@@ -18,11 +18,12 @@
 //! iteration `t`. The expensive candidate's time comes from the [`CostModel`]: its setup and
 //! iteration as multiples of `t` (what this device measured) plus fixed seconds and, for the
 //! incomplete factorization, seconds per stored entry; its iterations from the cheap candidate's
-//! predicted count. The faster continues **from the probe's iterate**. The probe runs inside the
-//! cheap candidate's first solver call ([`ProbeParams::one_call`]): its decision is taken at the
-//! call's first status check from the probe's iterations on (a [`Watch`]: no wait beyond the
-//! check's own), the call stops there where the expensive candidate takes over, and a kept
-//! candidate goes on in the same call, without a restart, to its first checkpoint.
+//! predicted count. The faster continues **from the probe's iterate**. With
+//! [`ProbeParams::one_call`] the probe runs inside the cheap candidate's first solver call: its
+//! decision is taken at the call's first status check from the probe's iterations on (a
+//! [`Watch`]: no wait beyond the check's own), the call stops there where the expensive
+//! candidate takes over, and a kept candidate goes on in the same call, without a restart, to
+//! its first checkpoint.
 //!
 //! **Every candidate is judged on its own measured rate** at checkpoints. A run that does not
 //! converge ends at a checkpoint (the solver returns with its true residual) and gives the
@@ -174,11 +175,15 @@ pub struct ProbeParams {
     /// (default true); false gives the rule's first choice, with its alternative only as a
     /// fallback (each candidate but the last gets half the iterations left), deterministic.
     pub enabled: bool,
-    /// Run the probe inside the cheap candidate's first solver call (default true): its
+    /// Run the probe inside the cheap candidate's first solver call (default false): its
     /// decision is taken at the call's first status check from the probe's iterations on
     /// ([`Watch`]); the call stops there where the expensive candidate takes over, and otherwise
     /// goes on, without a restart, to its first checkpoint. False: the probe is a solver call
-    /// of its own and a kept candidate restarts from its iterate.
+    /// of its own and a kept candidate restarts from its iterate. Not the default: on the GPU
+    /// the status checks fall every 16 iterations, so the decision comes after 48 iterations,
+    /// not 40, and the checkpoints move with it; on an H200 that saved 0.5–2 ms on every kept
+    /// CG but flipped the AMG decisions of four systems for the worse
+    /// (`benches/results/auto.md`).
     pub one_call: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
@@ -216,7 +221,7 @@ impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams {
             enabled: true,
-            one_call: true,
+            one_call: false,
             cache: true,
             cg_iterations: 40,
             bicgstab_iterations: 20,

@@ -13,7 +13,7 @@
 //                     or a maximum, so the result does not depend on the grid.
 // Three row lengths, three walkers:
 //   - at most AUTO_STATS_WARP entries: one thread per row;
-//   - up to AUTO_STATS_LONG (the rows of vector finite elements, 3-D elasticity's 81): by the
+//   - up to AUTO_STATS_LONG (3-D elasticity's and vector P2 elements' 81): by the
 //     warp that holds the row, in turn with the warp's other such rows, the entries strided over
 //     the lanes (warp_rows_);
 //   - longer (a hub of a power-law graph: tens of thousands) by a whole block, its entries
@@ -33,8 +33,8 @@
 #if !defined(AUTO_STATS_BLOCK) || !defined(AUTO_STATS_FIELDS) || !defined(AUTO_STATS_WARP) || !defined(AUTO_STATS_LONG)
 #error "AUTO_STATS_BLOCK, AUTO_STATS_FIELDS, AUTO_STATS_WARP and AUTO_STATS_LONG must be defined by the host (KernelSource::constants)"
 #endif
-#if AUTO_STATS_WARP != 32 || AUTO_STATS_LONG < AUTO_STATS_WARP
-#error "auto_stats.cu walks rows of AUTO_STATS_WARP + 1 .. AUTO_STATS_LONG entries by a warp of 32"
+#if AUTO_STATS_WARP < 32 || AUTO_STATS_LONG < AUTO_STATS_WARP
+#error "auto_stats.cu walks rows of AUTO_STATS_WARP + 1 .. AUTO_STATS_LONG entries (at least 33) by a warp of 32"
 #endif
 #if AUTO_STATS_FIELDS != 12 || (AUTO_STATS_BLOCK % 32) != 0 || AUTO_STATS_BLOCK > 1024
 #error "auto_stats.cu reduces 12 fields over a block of whole warps"

@@ -771,9 +771,13 @@ fn a_kept_candidate_goes_on_in_the_probes_call() {
     // poisson3d:30: the probe keeps CG (AMG's setup alone costs more than CG's remainder), and
     // CG converges before its first checkpoint. In the probe's own call it takes exactly the
     // iterations of CG named explicitly (the same call, watched); with the probe in a call of
-    // its own, CG restarts from the probe's iterate and takes more.
+    // its own (the default), CG restarts from the probe's iterate and takes more.
     let a = generate::poisson3d(30).unwrap();
-    let (r, x) = auto(&a, &params());
+    let one = ProbeParams {
+        one_call: true,
+        ..params()
+    };
+    let (r, x) = auto(&a, &one);
     let probe = r.probe.clone().expect("a probe");
     assert!(!probe.converged && !probe.escalated, "{}", r.choice.reason);
     assert_eq!(probe.iterations, ProbeParams::default().cg_iterations);

@@ -1,7 +1,7 @@
 //! The statistics of a matrix on the GPU (`kernels/precond/auto_stats.cu`): the row sizes, then
 //! two passes that reduce every statistic per block; `2 × blocks × 12` doubles come back, no copy
 //! of the matrix. A thread walks each row of at most [`WARP`] entries, its warp a row of at most
-//! [`LONG`] (vector finite elements, 3-D elasticity's 81-entry rows), a whole block a longer one
+//! [`LONG`] (3-D elasticity's and vector P2 elements' 81-entry rows), a whole block a longer one
 //! (a hub of a power-law graph; the second pass, one block per long row spread over the grid),
 //! so the passes cost about what an SpMV costs on any degree distribution. Equal to the host's
 //! [`MatrixStats::with_levels`] (without the level count) on every matrix with sorted rows; a
