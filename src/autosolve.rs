@@ -179,11 +179,12 @@ pub struct ProbeParams {
     /// decision is taken at the call's first status check from the probe's iterations on
     /// ([`Watch`]); the call stops there where the expensive candidate takes over, and otherwise
     /// goes on, without a restart, to its first checkpoint. False: the probe is a solver call
-    /// of its own and a kept candidate restarts from its iterate. Not the default: on the GPU
-    /// the status checks fall every 16 iterations, so the decision comes after 48 iterations,
-    /// not 40, and the checkpoints move with it; on an H200 that saved 0.5–2 ms on every kept
-    /// CG but flipped the AMG decisions of four systems for the worse
-    /// (`benches/results/auto.md`).
+    /// of its own and a kept candidate restarts from its iterate. Not the default: measured on
+    /// an H200 with the decision at the GPU's next status check (after 48 iterations, not 40),
+    /// it saved 0.5–2 ms on every kept CG but flipped the AMG decisions of four systems for the
+    /// worse (`benches/results/auto.md`); the decision and the stop now fall at exactly the
+    /// probe's and the checkpoint's iterations ([`Watch::next_check`]), not yet measured on a
+    /// device.
     pub one_call: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
@@ -486,8 +487,8 @@ struct Decision {
     stop_at: usize,
 }
 
-/// The probe as a [`Watch`] on the cheap candidate's first solver call: at its first status
-/// check from `budget` iterations on, the rate of the history so far ([`probe_rate`]) and
+/// The probe as a [`Watch`] on the cheap candidate's first solver call: at its status check
+/// after `budget` iterations (it asks for one there, [`Watch::next_check`]), the rate of the history so far ([`probe_rate`]) and
 /// [`decide`] take the decision; the call stops there to escalate, or goes on to the kept
 /// candidate's first checkpoint (the iterations its rate predicts times
 /// [`ProbeParams::checkpoint_factor`], plus two restart cycles, as a run after a probe of its own
@@ -551,6 +552,16 @@ impl Watch for ProbeWatch {
             stop_at: stop_at.max(iteration),
         });
         Ok(stop_at <= iteration)
+    }
+
+    /// The probe's iterations, then the kept candidate's checkpoint: the decision and the stop
+    /// fall where a probe of its own and the run after it would end, whatever the backend's
+    /// `check_every`.
+    fn next_check(&self, iteration: usize) -> Option<usize> {
+        match self.decision.lock().ok().and_then(|d| *d) {
+            None => Some(self.budget).filter(|&b| b > iteration),
+            Some(d) => Some(d.stop_at).filter(|&s| s > iteration),
+        }
     }
 }
 

@@ -468,7 +468,14 @@ where
             // method's own limit; then one status read.
             let len = (check_every - it % check_every)
                 .min(params.max_iters - it)
-                .min(method.block_limit().max(1));
+                .min(method.block_limit().max(1))
+                .min(
+                    params
+                        .watch
+                        .and_then(|w| w.next_check(it))
+                        .filter(|&n| n > it)
+                        .map_or(usize::MAX, |n| n - it),
+                );
             let key = if params.graphs && observer.is_none() {
                 method.block_key()
             } else {

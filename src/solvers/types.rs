@@ -191,6 +191,13 @@ pub trait Watch: Sync {
         seconds: f64,
         history: &mut dyn FnMut() -> crate::Result<Vec<f64>>,
     ) -> crate::Result<bool>;
+
+    /// The iteration after `iteration` at which the watch wants to be asked: the solve then
+    /// ends its block of iterations there, with a status check (a block shorter than
+    /// `check_every`). `None` (the default): at the checks the solve makes anyway.
+    fn next_check(&self, _iteration: usize) -> Option<usize> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Watch + '_ {

@@ -832,3 +832,29 @@ fn a_kept_candidate_goes_on_in_the_probes_call() {
         direct.iterations
     );
 }
+
+#[test]
+fn the_probes_decision_falls_at_its_iterations_whatever_the_checks() {
+    // Status checks every 16 iterations (the GPU's default), the probe inside the call: the
+    // watch cuts a block so that the decision falls after exactly the probe's 40 iterations,
+    // and the kept CG still takes the iterations of CG named explicitly.
+    let a = generate::poisson3d(30).unwrap();
+    let b = vec![1.0; a.nrows()];
+    let sp = SolveParams {
+        check_every: Some(16),
+        ..SolveParams::default()
+    };
+    let one = ProbeParams {
+        one_call: true,
+        ..params()
+    };
+    let mut x = vec![0.0; a.nrows()];
+    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &one).unwrap();
+    let probe = r.probe.clone().expect("a probe");
+    assert_eq!(probe.iterations, one.cg_iterations, "{}", r.choice.reason);
+    assert!(!probe.escalated, "{}", r.choice.reason);
+    let mut y = vec![0.0; a.nrows()];
+    let direct =
+        segsparse::solvers::pcg(&Cpu, &a, &segsparse::precond::Identity, &b, &mut y, &sp).unwrap();
+    assert_eq!(r.result.unwrap().iterations, direct.iterations);
+}
