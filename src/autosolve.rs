@@ -18,7 +18,12 @@
 //! iteration `t`. The expensive candidate's time comes from the [`CostModel`]: its setup and
 //! iteration as multiples of `t` (what this device measured) plus fixed seconds and, for the
 //! incomplete factorization, seconds per stored entry; its iterations from the cheap candidate's
-//! predicted count. The faster continues **from the probe's iterate**.
+//! predicted count. The faster continues **from the probe's iterate**. With
+//! [`ProbeParams::one_call`] the probe runs inside the cheap candidate's first solver call: its
+//! decision is taken at the call's first status check from the probe's iterations on (a
+//! [`Watch`]: no wait beyond the check's own), the call stops there where the expensive
+//! candidate takes over, and a kept candidate goes on in the same call, without a restart, to
+//! its first checkpoint.
 //!
 //! **Every candidate is judged on its own measured rate** at checkpoints. A run that does not
 //! converge ends at a checkpoint (the solver returns with its true residual) and gives the
@@ -86,7 +91,7 @@ use crate::precond::{Ic0, Identity, Ilu0, IncompleteOps};
 use crate::scalar::Scalar;
 use crate::solvers::{
     bicgstab, gmres, minres, pcg, InitialGuess, Observer, SolveError, SolveInfo, SolveParams,
-    DEFAULT_RESTART,
+    Watch, DEFAULT_RESTART,
 };
 use crate::sparse::incomplete::FactorSummary;
 
@@ -171,6 +176,17 @@ pub struct ProbeParams {
     /// (default true); false gives the rule's first choice, with its alternative only as a
     /// fallback (each candidate but the last gets half the iterations left), deterministic.
     pub enabled: bool,
+    /// Run the probe inside the cheap candidate's first solver call (default false): its
+    /// decision is taken at the call's first status check from the probe's iterations on
+    /// ([`Watch`]); the call stops there where the expensive candidate takes over, and otherwise
+    /// goes on, without a restart, to its first checkpoint. False: the probe is a solver call
+    /// of its own and a kept candidate restarts from its iterate. Not the default: measured on
+    /// an H200 with the decision at the GPU's next status check (after 48 iterations, not 40),
+    /// it saved 0.5–2 ms on every kept CG but flipped the AMG decisions of four systems for the
+    /// worse (`benches/results/auto.md`); the decision and the stop now fall at exactly the
+    /// probe's and the checkpoint's iterations ([`Watch::next_check`]), not yet measured on a
+    /// device.
+    pub one_call: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
     /// CG iterations of the probe (default 40); the rate is read over the second half.
@@ -207,6 +223,7 @@ impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams {
             enabled: true,
+            one_call: false,
             cache: true,
             cg_iterations: 40,
             bicgstab_iterations: 20,
@@ -447,6 +464,133 @@ impl Observer for Recorder<'_> {
 
     fn on_iterate(&self, iteration: usize, x: crate::ElemSlice<'_>) -> crate::Result<()> {
         self.1.map_or(Ok(()), |o| o.on_iterate(iteration, x))
+    }
+}
+
+/// The probe's decision taken inside the cheap candidate's solver call ([`ProbeWatch`]).
+#[derive(Clone, Copy, Debug)]
+struct Decision {
+    /// Iterations at the decision.
+    iterations: usize,
+    /// Seconds of the call up to it.
+    seconds: f64,
+    /// The recursive relative residual estimate there.
+    residual: f64,
+    rate: f64,
+    /// [`decide`]'s answer: escalate, the cheap candidate's predicted iterations and seconds,
+    /// the expensive one's seconds.
+    escalate: bool,
+    predicted: f64,
+    cheap_seconds: f64,
+    dear_seconds: f64,
+    /// Where the call stops: at the decision where it escalates, else at the kept candidate's
+    /// first checkpoint.
+    stop_at: usize,
+}
+
+/// The probe as a [`Watch`] on the cheap candidate's first solver call: at its status check
+/// after `budget` iterations (it asks for one there, [`Watch::next_check`]), the rate of the history so far ([`probe_rate`]) and
+/// [`decide`] take the decision; the call stops there to escalate, or goes on to the kept
+/// candidate's first checkpoint (the iterations its rate predicts times
+/// [`ProbeParams::checkpoint_factor`], plus two restart cycles, as a run after a probe of its own
+/// gets) and stops there to be judged on its own rate.
+struct ProbeWatch {
+    budget: usize,
+    method: AutoMethod,
+    expensive: AutoPrecond,
+    rel_tol: f64,
+    model: CostModel,
+    nnz: usize,
+    checkpoint_factor: f64,
+    restart: usize,
+    decision: Mutex<Option<Decision>>,
+}
+
+impl Watch for ProbeWatch {
+    fn stop(
+        &self,
+        iteration: usize,
+        relative_residual: f64,
+        seconds: f64,
+        history: &mut dyn FnMut() -> crate::Result<Vec<f64>>,
+    ) -> crate::Result<bool> {
+        let mut d = self
+            .decision
+            .lock()
+            .map_err(|_| crate::error::Error::InvalidInput("the probe's state".into()))?;
+        if let Some(d) = *d {
+            return Ok(iteration >= d.stop_at);
+        }
+        if iteration < self.budget {
+            return Ok(false);
+        }
+        // Entry 0 is the initial residual: the history of the iterations alone.
+        let h: Vec<f64> = history()?.into_iter().skip(1).collect();
+        let rate = probe_rate(self.method, &h, iteration, relative_residual);
+        let meas = Measured {
+            iterations: iteration,
+            seconds_per_iteration: seconds / iteration.max(1) as f64,
+            residual: relative_residual,
+            rate,
+            nnz: self.nnz,
+        };
+        let (up, its, tc, te) = decide(&meas, self.expensive, self.rel_tol, &self.model);
+        let need = iterations_to(self.rel_tol, relative_residual, rate);
+        let stop_at = if up || !need.is_finite() {
+            iteration
+        } else {
+            iteration + (self.checkpoint_factor.max(1.0) * need) as usize + 2 * self.restart
+        };
+        *d = Some(Decision {
+            iterations: iteration,
+            seconds,
+            residual: relative_residual,
+            rate,
+            escalate: up,
+            predicted: its,
+            cheap_seconds: tc,
+            dear_seconds: te,
+            stop_at: stop_at.max(iteration),
+        });
+        Ok(stop_at <= iteration)
+    }
+
+    /// The probe's iterations, then the kept candidate's checkpoint: the decision and the stop
+    /// fall where a probe of its own and the run after it would end, whatever the backend's
+    /// `check_every`.
+    fn next_check(&self, iteration: usize) -> Option<usize> {
+        match self.decision.lock().ok().and_then(|d| *d) {
+            None => Some(self.budget).filter(|&b| b > iteration),
+            Some(d) => Some(d.stop_at).filter(|&s| s > iteration),
+        }
+    }
+}
+
+/// `e` with `k` fewer iterations (the part of a solver call after the probe's decision).
+fn fewer_iterations(e: SolveError, k: usize) -> SolveError {
+    match e {
+        SolveError::NotConverged {
+            iterations,
+            residual,
+        } => SolveError::NotConverged {
+            iterations: iterations.saturating_sub(k),
+            residual,
+        },
+        SolveError::Stagnation {
+            iterations,
+            residual,
+        } => SolveError::Stagnation {
+            iterations: iterations.saturating_sub(k),
+            residual,
+        },
+        SolveError::Breakdown { what, iteration } => SolveError::Breakdown {
+            what,
+            iteration: iteration.saturating_sub(k),
+        },
+        SolveError::NonFinite { iteration } => SolveError::NonFinite {
+            iteration: iteration.saturating_sub(k),
+        },
+        e => e,
     }
 }
 
@@ -772,6 +916,9 @@ where
     // another's.
     let mut dropped: Vec<Cand> = Vec::new();
     // The true relative residual of x: 1 from a zero guess, unknown from a given one.
+    // The kept candidate's call that went on after the probe's decision: its result, its
+    // seconds and the decision.
+    let mut pending: Option<(Result<SolveInfo, SolveError>, f64, Decision)> = None;
     let mut r_now = if params.initial_guess == InitialGuess::Zero {
         1.0
     } else {
@@ -804,94 +951,167 @@ where
         out.phases
             .push(Phase::new(format!("setup {}", first.1.name()), None, secs));
         let rec = Recorder(Mutex::new(Vec::new()), params.observer);
+        let watch = ProbeWatch {
+            budget,
+            method: first.0,
+            expensive: alt.1,
+            rel_tol: params.rel_tol,
+            model: model_for(&choice, probe),
+            nnz: choice.stats.nnz,
+            checkpoint_factor: probe.checkpoint_factor,
+            restart,
+            decision: Mutex::new(None),
+        };
+        // The probe inside the cheap candidate's first call, where it has iterations beyond
+        // the probe's.
+        let one = probe.one_call && params.max_iters > budget;
         let pp = SolveParams {
-            max_iters: budget,
+            max_iters: if one { params.max_iters } else { budget },
             observer: Some(&rec),
+            watch: if one { Some(&watch) } else { None },
             record_history: true,
             ..*params
         };
         let t = Instant::now();
         let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
         let secs = t.elapsed().as_secs_f64();
-        out.phases.push(Phase::new(
-            format!("probe {}", cand_name(first)),
-            Some(r.as_ref().map_or_else(iterations_of, |i| i.iterations)),
-            secs,
-        ));
-        let mut report = ProbeReport {
-            cheap: cand_name(first),
-            expensive: cand_name(alt),
-            iterations: 0,
-            seconds: secs,
-            residual: f64::NAN,
-            rate: f64::NAN,
-            predicted_iterations: f64::NAN,
-            predicted_cheap_seconds: f64::NAN,
-            predicted_expensive_seconds: f64::NAN,
-            escalated: false,
-            converged: false,
-        };
-        match r {
-            Ok(info) => {
-                seg.add(&info, secs);
-                report.iterations = info.iterations;
-                report.residual = info.relative_residual;
-                report.converged = true;
-                choice.reason.push_str(&format!(
-                    "; probe: {} converged within the probe ({} iterations, {:.3} ms)",
-                    report.cheap,
-                    info.iterations,
-                    secs * 1e3,
-                ));
-                out.tried.push(format!(
-                    "{}: converged in {} iterations (the probe)",
-                    report.cheap, info.iterations
-                ));
-                if probe.cache {
-                    if let Ok(mut c) = cache().lock() {
-                        c.insert(key, first);
+        let kept = watch
+            .decision
+            .lock()
+            .ok()
+            .and_then(|d| *d)
+            .filter(|d| !d.escalate);
+        if let Some(d) = kept {
+            // Kept by the probe and gone on in the same call: the probe's part here, the rest
+            // as the candidate's first run at the top of the queue.
+            out.phases.push(Phase::new(
+                format!("probe {}", cand_name(first)),
+                Some(d.iterations),
+                d.seconds,
+            ));
+            let report = ProbeReport {
+                cheap: cand_name(first),
+                expensive: cand_name(alt),
+                iterations: d.iterations,
+                seconds: d.seconds,
+                residual: d.residual,
+                rate: d.rate,
+                predicted_iterations: d.predicted,
+                predicted_cheap_seconds: d.cheap_seconds,
+                predicted_expensive_seconds: d.dear_seconds,
+                escalated: false,
+                converged: false,
+            };
+            r_now = d.residual;
+            known.push((
+                first,
+                d.rate,
+                d.seconds / d.iterations.max(1) as f64,
+                d.iterations,
+            ));
+            best = Some((d.residual, first));
+            out.tried.push(format!(
+                "{}: {} iterations to {:.2e} (the probe)",
+                report.cheap, d.iterations, d.residual
+            ));
+            choice.reason.push_str(&format!(
+                "; probe: {} for {} iterations ({:.3} ms) reached {:.2e}, rate {:.4}/iteration: \
+                 {:.0} more iterations, {:.2} ms, against {:.2} ms predicted for {}: kept",
+                report.cheap,
+                d.iterations,
+                d.seconds * 1e3,
+                d.residual,
+                d.rate,
+                d.predicted,
+                d.cheap_seconds * 1e3,
+                d.dear_seconds * 1e3,
+                report.expensive,
+            ));
+            order.push(first);
+            order.push(alt);
+            pending = Some((r, secs, d));
+            out.probe = Some(report);
+            preconds.push((first.1, built));
+        } else {
+            out.phases.push(Phase::new(
+                format!("probe {}", cand_name(first)),
+                Some(r.as_ref().map_or_else(iterations_of, |i| i.iterations)),
+                secs,
+            ));
+            let mut report = ProbeReport {
+                cheap: cand_name(first),
+                expensive: cand_name(alt),
+                iterations: 0,
+                seconds: secs,
+                residual: f64::NAN,
+                rate: f64::NAN,
+                predicted_iterations: f64::NAN,
+                predicted_cheap_seconds: f64::NAN,
+                predicted_expensive_seconds: f64::NAN,
+                escalated: false,
+                converged: false,
+            };
+            match r {
+                Ok(info) => {
+                    seg.add(&info, secs);
+                    report.iterations = info.iterations;
+                    report.residual = info.relative_residual;
+                    report.converged = true;
+                    choice.reason.push_str(&format!(
+                        "; probe: {} converged within the probe ({} iterations, {:.3} ms)",
+                        report.cheap,
+                        info.iterations,
+                        secs * 1e3,
+                    ));
+                    out.tried.push(format!(
+                        "{}: converged in {} iterations (the probe)",
+                        report.cheap, info.iterations
+                    ));
+                    if probe.cache {
+                        if let Ok(mut c) = cache().lock() {
+                            c.insert(key, first);
+                        }
                     }
+                    out.probe = Some(report);
+                    out.setup_seconds = seg.setup;
+                    out.solve_seconds = seg.seconds;
+                    out.result = seg.finish(Ok(info));
+                    out.choice = choice;
+                    return Ok(out);
                 }
-                out.probe = Some(report);
-                out.setup_seconds = seg.setup;
-                out.solve_seconds = seg.seconds;
-                out.result = seg.finish(Ok(info));
-                out.choice = choice;
-                return Ok(out);
-            }
-            Err(
-                ref err @ SolveError::NotConverged {
-                    iterations,
-                    residual,
-                },
-            ) => {
-                seg.add_failed(err, secs);
-                let h = rec.0.lock().map(|h| h.clone()).unwrap_or_default();
-                let rate = probe_rate(first.0, &h, iterations, residual);
-                let meas = Measured {
-                    iterations,
-                    seconds_per_iteration: secs / iterations.max(1) as f64,
-                    residual,
-                    rate,
-                    nnz: choice.stats.nnz,
-                };
-                r_now = residual;
-                known.push((first, rate, meas.seconds_per_iteration, iterations));
-                let model = model_for(&choice, probe);
-                let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
-                report.iterations = iterations;
-                report.residual = residual;
-                report.rate = rate;
-                report.predicted_iterations = its;
-                report.predicted_cheap_seconds = tc;
-                report.predicted_expensive_seconds = te;
-                report.escalated = up;
-                best = Some((residual, first));
-                out.tried.push(format!(
-                    "{}: {iterations} iterations to {residual:.2e} (the probe)",
-                    report.cheap
-                ));
-                choice.reason.push_str(&format!(
+                Err(
+                    ref err @ SolveError::NotConverged {
+                        iterations,
+                        residual,
+                    },
+                ) => {
+                    seg.add_failed(err, secs);
+                    let h = rec.0.lock().map(|h| h.clone()).unwrap_or_default();
+                    let rate = probe_rate(first.0, &h, iterations, residual);
+                    let meas = Measured {
+                        iterations,
+                        seconds_per_iteration: secs / iterations.max(1) as f64,
+                        residual,
+                        rate,
+                        nnz: choice.stats.nnz,
+                    };
+                    r_now = residual;
+                    known.push((first, rate, meas.seconds_per_iteration, iterations));
+                    let model = model_for(&choice, probe);
+                    let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
+                    report.iterations = iterations;
+                    report.residual = residual;
+                    report.rate = rate;
+                    report.predicted_iterations = its;
+                    report.predicted_cheap_seconds = tc;
+                    report.predicted_expensive_seconds = te;
+                    report.escalated = up;
+                    best = Some((residual, first));
+                    out.tried.push(format!(
+                        "{}: {iterations} iterations to {residual:.2e} (the probe)",
+                        report.cheap
+                    ));
+                    choice.reason.push_str(&format!(
                     "; probe: {} for {iterations} iterations ({:.3} ms) reached {residual:.2e}, \
                      rate {rate:.4}/iteration: {its:.0} more iterations, {:.2} ms, against \
                      {:.2} ms predicted for {}: {}",
@@ -902,53 +1122,54 @@ where
                     report.expensive,
                     if up { "escalated" } else { "kept" }
                 ));
-                if up {
-                    escalated = Some((alt, first));
-                    order.push(alt);
-                    order.push(first);
-                } else {
-                    if its.is_finite() {
-                        cap = Some((first, (2.0 * its) as usize + 2 * restart));
+                    if up {
+                        escalated = Some((alt, first));
+                        order.push(alt);
+                        order.push(first);
+                    } else {
+                        if its.is_finite() {
+                            cap = Some((first, (2.0 * its) as usize + 2 * restart));
+                        }
+                        order.push(first);
+                        order.push(alt);
                     }
-                    order.push(first);
+                }
+                Err(err) if recoverable(&err) => {
+                    seg.add_failed(&err, secs);
+                    report.escalated = true;
+                    out.tried
+                        .push(format!("{}: {err} (the probe)", report.cheap));
+                    choice.reason.push_str(&format!(
+                        "; probe: {} failed ({err}): {}",
+                        report.cheap, report.expensive
+                    ));
+                    r_now = residual_of(&err).unwrap_or(f64::NAN);
+                    if matches!(err, SolveError::NonFinite { .. }) {
+                        be.fill(x, T::zero())?;
+                        r_now = 1.0;
+                    }
+                    if first.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
+                        indefinite = true;
+                    }
+                    if out.fallback.is_none() {
+                        out.fallback = Some(format!("{} failed ({err})", report.cheap));
+                    }
+                    last_err = Some(err);
                     order.push(alt);
                 }
-            }
-            Err(err) if recoverable(&err) => {
-                seg.add_failed(&err, secs);
-                report.escalated = true;
-                out.tried
-                    .push(format!("{}: {err} (the probe)", report.cheap));
-                choice.reason.push_str(&format!(
-                    "; probe: {} failed ({err}): {}",
-                    report.cheap, report.expensive
-                ));
-                r_now = residual_of(&err).unwrap_or(f64::NAN);
-                if matches!(err, SolveError::NonFinite { .. }) {
-                    be.fill(x, T::zero())?;
-                    r_now = 1.0;
+                Err(err) => {
+                    seg.add_failed(&err, secs);
+                    out.setup_seconds = seg.setup;
+                    out.solve_seconds = seg.seconds;
+                    out.result = Err(err);
+                    out.probe = Some(report);
+                    out.choice = choice;
+                    return Ok(out);
                 }
-                if first.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
-                    indefinite = true;
-                }
-                if out.fallback.is_none() {
-                    out.fallback = Some(format!("{} failed ({err})", report.cheap));
-                }
-                last_err = Some(err);
-                order.push(alt);
             }
-            Err(err) => {
-                seg.add_failed(&err, secs);
-                out.setup_seconds = seg.setup;
-                out.solve_seconds = seg.seconds;
-                out.result = Err(err);
-                out.probe = Some(report);
-                out.choice = choice;
-                return Ok(out);
-            }
+            out.probe = Some(report);
+            preconds.push((first.1, built));
         }
-        out.probe = Some(report);
-        preconds.push((first.1, built));
     } else {
         order.push(first);
         order.extend(choice.alternative);
@@ -1167,8 +1388,9 @@ where
         if g.is_some() {
             out.amg = g.clone();
         }
+        let pre = if cand == first { pending.take() } else { None };
         // The iterate before the run, to go back to where the run makes it worse.
-        if monitor && continued {
+        if monitor && continued && pre.is_none() {
             let t = Instant::now();
             if saved.is_none() {
                 saved = Some(be.zeros(choice.stats.rows)?);
@@ -1184,13 +1406,41 @@ where
         }
         let r_before = r_now;
         let t = Instant::now();
-        let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
-        let secs = t.elapsed().as_secs_f64();
-        out.phases.push(Phase::new(
-            cand_name(cand),
-            Some(r.as_ref().map_or_else(iterations_of, |i| i.iterations)),
-            secs,
-        ));
+        let (r, secs, limit) = match pre {
+            // The run after the probe in the probe's own call: its part of the call (a converged
+            // call counts whole, the probe's iterations and seconds included, as the probe's
+            // part was not added).
+            Some((r, total, d)) => {
+                let rest = (total - d.seconds).max(0.0);
+                let r = r.map_err(|e| {
+                    seg.add_failed(
+                        &SolveError::NotConverged {
+                            iterations: d.iterations,
+                            residual: d.residual,
+                        },
+                        d.seconds,
+                    );
+                    fewer_iterations(e, d.iterations)
+                });
+                let its = r
+                    .as_ref()
+                    .map_or_else(iterations_of, |i| i.iterations - d.iterations);
+                out.phases
+                    .push(Phase::new(cand_name(cand), Some(its), rest));
+                let secs = if r.is_ok() { total } else { rest };
+                (r, secs, d.stop_at.saturating_sub(d.iterations).max(1))
+            }
+            None => {
+                let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
+                let secs = t.elapsed().as_secs_f64();
+                out.phases.push(Phase::new(
+                    cand_name(cand),
+                    Some(r.as_ref().map_or_else(iterations_of, |i| i.iterations)),
+                    secs,
+                ));
+                (r, secs, limit)
+            }
+        };
         ran += 1;
         choice.method = cand.0;
         choice.precond = cand.1;

@@ -3,10 +3,11 @@
 # bin/sparse-solve.xz, tests/test-all.xz, python/*.whl, data/ (the corpus of systems.txt),
 # COMMIT, and the harness: python_auto.py, phases.py, systems.txt):
 #   1. python_auto.py on every system of systems.txt (the goal run, DEADLINE seconds);
-#   2. phases.py on the systems where the default was over 1.2× the fastest explicit choice
-#      (where the first call's time goes, and the probe's options);
-#   3. the GPU tests of the automatic solve (test-all auto_stats:: autosolve::).
-# Within 240 s; everything lands in $OUT/auto.tgz (written on any exit).
+#   2. the GPU tests of the automatic solve (test-all auto_stats:: autosolve::, at most 45 s);
+#   3. phases.py, in the time left, on systems whose probe keeps its candidate or escalates
+#      (where the first call's time goes; the probe inside the cheap candidate's call, `one_call`,
+#      beside the default).
+# Within 210 s; everything lands in $OUT/auto.tgz (written on any exit).
 #   bash stage-run.sh [DEADLINE]
 set -uo pipefail
 S=$(cd "$(dirname "$0")" && pwd)
@@ -24,8 +25,8 @@ python3 -m pip install -q --no-deps --target /tmp/site-auto "$S"/python/*.whl > 
 export PYTHONPATH=/tmp/site-auto
 python3 -c "import segsparse; print('segsparse', segsparse.device_name())" 2>&1 | tail -1
 stamp "python_auto (all systems)"
-timeout $(( ${1:-90} + 25 )) python3 "$S/python_auto.py" --systems "$S/systems.txt" --data "$S/data" \
-  --deadline "${1:-90}" --out "$res/python.jsonl" 2> "$res/python.err"
+timeout $(( ${1:-100} + 20 )) python3 "$S/python_auto.py" --systems "$S/systems.txt" --data "$S/data" \
+  --deadline "${1:-100}" --out "$res/python.jsonl" 2> "$res/python.err"
 echo "  rc=$? $(wc -l < "$res/python.jsonl") lines"; tail -2 "$res/python.err"
 python3 - "$res/python.jsonl" <<'PY'
 import json, sys
@@ -38,17 +39,21 @@ for line in open(sys.argv[1]):
         print(f"{r['system']}: {r['method']}+{r['precond']} {r['seconds'] * 1e3:.1f} ms "
               f"{r['iterations']} it | {ph}"[:300])
 PY
-stamp "phases"
-ONLY='jumps3d:80|elasticity3d:40|raefsky2|poisson2d:700|geolap|bcsstk16|poisson3d27|fem3d|powerlap|circuit:500000$|fem2d|femelast3d:p2|aniso2d|convdiff3d:100|poisson3d:100'
-timeout 75 python3 "$S/phases.py" --systems "$S/systems.txt" --data "$S/data" --only "$ONLY" \
-  --deadline 55 --repeat 2 --out "$res/phases.jsonl" 2> "$res/phases.err" | cut -c1-400
-echo "  rc=$?"; tail -2 "$res/phases.err"
-left=$(( 232 - ($(date +%s) - start) ))
+left=$(( 45 < 190 - ($(date +%s) - start) ? 45 : 190 - ($(date +%s) - start) ))
 if [ -x "$S/tests/test-all" ] && [ "$left" -ge 10 ]; then
   stamp "tests (${left} s left)"
   timeout "$left" "$S/tests/test-all" auto_stats:: autosolve:: \
     --test-threads=4 > "$res/tests.log" 2>&1
   echo "  tests rc=$? $(grep -E '^test result' "$res/tests.log" | tail -1)"
   grep -E 'FAILED|panicked' "$res/tests.log" | head -5
+fi
+if [ "$(( 205 - ($(date +%s) - start) ))" -ge 25 ]; then
+  stamp "phases"
+  ONLY='elasticity3d:40|poisson3d27|poisson3d:100|convdiff3d:100:100|fem3d:p1:70|raefsky2|jumps3d:80|femelast3d:p2|poisson2d:700'
+  left=$(( 205 - ($(date +%s) - start) ))
+  timeout "$left" python3 "$S/phases.py" --systems "$S/systems.txt" --data "$S/data" --only "$ONLY" \
+    --variants '[{"one_call": 1}]' --deadline $(( left - 12 )) --repeat 2 --out "$res/phases.jsonl" \
+    2> "$res/phases.err" | cut -c1-400
+  echo "  rc=$?"; tail -2 "$res/phases.err"
 fi
 stamp "done"

@@ -11,20 +11,30 @@
 //                     one row of AUTO_STATS_FIELDS doubles to `partials`; the host merges the
 //                     blocks. Every field is a count (exact in a double below 2^53), a minimum
 //                     or a maximum, so the result does not depend on the grid.
-// One thread per row; a row longer than AUTO_STATS_LONG entries (a hub of a power-law graph: tens
-// of thousands) is walked by a whole block, its entries strided over the threads, so that no
-// thread walks a hub alone: auto_row_scale_T after its tile's short rows; auto_stats_T in a
-// second pass (`pass` 1) over the list of long rows that its first pass made, one block per row
-// spread over the grid (hubs are often neighbours in the row order, and one block walking a
-// tile of them would hold the kernel). Pass p writes its blocks' partials at row p * gridDim.x. The two sums of a long row (|off-diagonal| and the signed row sum)
-// are added per thread, then over the block in a fixed tree (block_sum2_) that the host
-// follows for rows of that length: the statistics stay equal to the host's bit for bit.
+// Three row lengths, three walkers:
+//   - at most AUTO_STATS_WARP entries: one thread per row;
+//   - up to AUTO_STATS_LONG (3-D elasticity's and vector P2 elements' 81): by the
+//     warp that holds the row, in turn with the warp's other such rows, the entries strided over
+//     the lanes (warp_rows_);
+//   - longer (a hub of a power-law graph: tens of thousands) by a whole block, its entries
+//     strided over the threads, so that no thread walks a hub alone: auto_row_scale_T after its
+//     tile's other rows; auto_stats_T in a second pass (`pass` 1) over the list of long rows
+//     that its first pass made, one block per row spread over the grid (hubs are often
+//     neighbours in the row order, and one block walking a tile of them would hold the kernel).
+// Pass p writes its blocks' partials at row p * gridDim.x. The two sums of a row walked by a
+// warp or a block (|off-diagonal| and the signed row sum) are added per lane in the row's order,
+// then over the warp in a shuffle tree and over the block's warps in order (warp_sum2_,
+// block_sum2_), an order that the host follows for rows of those lengths: the statistics stay
+// equal to the host's bit for bit.
 // The binary search assumes sorted rows: a matrix with any unsorted row (counted) is measured
 // again on the host by the caller, from a sorted copy.
 #include "common.cuh"
 
-#if !defined(AUTO_STATS_BLOCK) || !defined(AUTO_STATS_FIELDS) || !defined(AUTO_STATS_LONG)
-#error "AUTO_STATS_BLOCK, AUTO_STATS_FIELDS and AUTO_STATS_LONG must be defined by the host (KernelSource::constants)"
+#if !defined(AUTO_STATS_BLOCK) || !defined(AUTO_STATS_FIELDS) || !defined(AUTO_STATS_WARP) || !defined(AUTO_STATS_LONG)
+#error "AUTO_STATS_BLOCK, AUTO_STATS_FIELDS, AUTO_STATS_WARP and AUTO_STATS_LONG must be defined by the host (KernelSource::constants)"
+#endif
+#if AUTO_STATS_WARP < 32 || AUTO_STATS_LONG < AUTO_STATS_WARP
+#error "auto_stats.cu walks rows of AUTO_STATS_WARP + 1 .. AUTO_STATS_LONG entries (at least 33) by a warp of 32"
 #endif
 #if AUTO_STATS_FIELDS != 12 || (AUTO_STATS_BLOCK % 32) != 0 || AUTO_STATS_BLOCK > 1024
 #error "auto_stats.cu reduces 12 fields over a block of whole warps"
@@ -66,25 +76,45 @@ __device__ __forceinline__ double partner_(const u32* __restrict__ rp, const u32
     return (lo < end && col[lo] == i) ? (double)val[lo] : 0.0;
 }
 
+// The rows of a warp that lane l marks with `mine` (lane l holds row `i`), each walked by the
+// whole warp in turn, in lane order: `row(r)` is called by every lane. Every lane of the warp
+// must call this (a warp-uniform loop around it).
+template <typename Row>
+__device__ __forceinline__ void warp_rows_(bool mine, u32 i, Row row) {
+    u32 mask = __ballot_sync(FULL_MASK, mine);
+    while (mask != 0u) {
+        const int l = __ffs(mask) - 1;
+        mask &= mask - 1u;
+        row(__shfl_sync(FULL_MASK, i, l));
+    }
+}
+
 // The tile loop of auto_row_scale_T: `short_row(i)` for each row of the tile of at most
-// AUTO_STATS_LONG entries, then `long_row(i, lo, hi)` called by every thread of the block for
-// each longer one (the block synchronises around each). Every thread runs the same number of
-// tiles.
-template <typename Short, typename Long>
-__device__ __forceinline__ void tiles_(const u32* __restrict__ rp, u32 n, Short short_row, Long long_row) {
+// AUTO_STATS_WARP entries, `medium_row(i)` called by every lane of the row's warp for each row
+// of at most AUTO_STATS_LONG (warp_rows_), then `long_row(i, lo, hi)` called by every thread of
+// the block for each longer one (the block synchronises around each). Every thread runs the
+// same number of tiles.
+template <typename Short, typename Medium, typename Long>
+__device__ __forceinline__ void tiles_(const u32* __restrict__ rp, u32 n, Short short_row, Medium medium_row,
+                                       Long long_row) {
     __shared__ u32 long_rows[AUTO_STATS_BLOCK];
     __shared__ u32 long_count;
     for (u64 base = (u64)blockIdx.x * blockDim.x; base < n; base += (u64)gridDim.x * blockDim.x) {
         if (threadIdx.x == 0) long_count = 0;
         __syncthreads();
         const u64 i = base + threadIdx.x;
+        bool medium = false;
         if (i < n) {
-            if (rp[i + 1] - rp[i] > AUTO_STATS_LONG) {
+            const u32 len = rp[i + 1] - rp[i];
+            if (len > AUTO_STATS_LONG) {
                 long_rows[atomicAdd(&long_count, 1u)] = (u32)i;
+            } else if (len > AUTO_STATS_WARP) {
+                medium = true;
             } else {
                 short_row((u32)i);
             }
         }
+        warp_rows_(medium, (u32)i, medium_row);
         __syncthreads();
         const u32 count = long_count;
         for (u32 k = 0; k < count; ++k) {
@@ -122,6 +152,13 @@ __device__ __forceinline__ void row_scale_body(const u32* __restrict__ rp, const
             for (u32 p = rp[i]; p < rp[i + 1]; ++p) m = fmax(m, fabs((double)val[p]));
             s[i] = m;
         },
+        [&](u32 i) {
+            const u32 lane = threadIdx.x & 31u;
+            double m = 0.0;
+            for (u32 p = rp[i] + lane; p < rp[i + 1]; p += 32u) m = fmax(m, fabs((double)val[p]));
+            for (int o = 16; o > 0; o >>= 1) m = fmax(m, __shfl_xor_sync(FULL_MASK, m, o));
+            if (lane == 0) s[i] = m;
+        },
         [&](u32 i, u32 lo, u32 hi) {
             double m = 0.0;
             for (u32 p = lo + threadIdx.x; p < hi; p += blockDim.x) m = fmax(m, fabs((double)val[p]));
@@ -130,15 +167,21 @@ __device__ __forceinline__ void row_scale_body(const u32* __restrict__ rp, const
         });
 }
 
+// The sums `a` and `b` over the warp, in lane 0 (the others keep partial values): lane l adds
+// lane l + o for o = 16, 8, 4, 2, 1. precond/auto/cpu.rs adds a medium row's sums in this order.
+__device__ __forceinline__ void warp_sum2_(double& a, double& b) {
+    for (int o = 16; o > 0; o >>= 1) {
+        a = a + __shfl_down_sync(FULL_MASK, a, o);
+        b = b + __shfl_down_sync(FULL_MASK, b, o);
+    }
+}
+
 // The sums `a` and `b` over the block, in thread 0 (the others keep partial values): each warp
 // by a shuffle tree (lane l adds lane l + o for o = 16, 8, 4, 2, 1), then thread 0 adds the
 // warps in order. precond/auto/cpu.rs adds a long row's sums in this order too.
 __device__ __forceinline__ void block_sum2_(double& a, double& b) {
     __shared__ double warp_a[AUTO_STATS_BLOCK / 32], warp_b[AUTO_STATS_BLOCK / 32];
-    for (int o = 16; o > 0; o >>= 1) {
-        a = a + __shfl_down_sync(FULL_MASK, a, o);
-        b = b + __shfl_down_sync(FULL_MASK, b, o);
-    }
+    warp_sum2_(a, b);
     if ((threadIdx.x & 31) == 0) {
         warp_a[threadIdx.x >> 5] = a;
         warp_b[threadIdx.x >> 5] = b;
@@ -193,31 +236,71 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
     __shared__ double long_d;
     __shared__ int long_unsorted;
     if (pass == 0) {
-        // One thread per row; a long row goes to the list for pass 1.
-        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-            const u32 lo = rp[i], hi = rp[i + 1];
-            if (hi - lo > AUTO_STATS_LONG) {
-                long_rows[atomicAdd(long_count, 1u)] = (u32)i;
-                continue;
+        // One thread per short row, the row's warp for a medium one; a long row goes to the list
+        // for pass 1. The loop is warp-uniform (the warp walks its medium rows together).
+        const u32 lane = threadIdx.x & 31u;
+        for (u64 base = (u64)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n;
+             base += (u64)gridDim.x * blockDim.x) {
+            const u64 i = base + lane;
+            bool medium = false;
+            if (i < n) {
+                const u32 lo = rp[i], hi = rp[i + 1];
+                if (hi - lo > AUTO_STATS_LONG) {
+                    long_rows[atomicAdd(long_count, 1u)] = (u32)i;
+                } else if (hi - lo > AUTO_STATS_WARP) {
+                    medium = true;
+                } else {
+                    double d = 0.0;
+                    bool sorted = true;
+                    for (u32 p = lo; p < hi; ++p) {
+                        if (p > lo && col[p] <= col[p - 1]) sorted = false;
+                        if (col[p] == i) d = (double)val[p];
+                    }
+                    const double si = s[i];
+                    double off = 0.0, sum = 0.0;
+                    for (u32 p = lo; p < hi; ++p) {
+                        const double x = (double)val[p];
+                        if (!isfinite(x)) f[F_NONFINITE] += 1.0;
+                        sum += x;
+                        const u32 j = col[p];
+                        if (j == i) continue;
+                        off += fabs(x);
+                        entry_fields_<T>(f, rp, col, val, s, (u32)i, j, x, d, si);
+                    }
+                    row_fields_(f, d, off, sum, si, tol, sorted);
+                }
             }
-            double d = 0.0;
-            bool sorted = true;
-            for (u32 p = lo; p < hi; ++p) {
-                if (p > lo && col[p] <= col[p - 1]) sorted = false;
-                if (col[p] == i) d = (double)val[p];
-            }
-            const double si = s[i];
-            double off = 0.0, sum = 0.0;
-            for (u32 p = lo; p < hi; ++p) {
-                const double x = (double)val[p];
-                if (!isfinite(x)) f[F_NONFINITE] += 1.0;
-                sum += x;
-                const u32 j = col[p];
-                if (j == i) continue;
-                off += fabs(x);
-                entry_fields_<T>(f, rp, col, val, s, (u32)i, j, x, d, si);
-            }
-            row_fields_(f, d, off, sum, si, tol, sorted);
+            warp_rows_(medium, (u32)i, [&](u32 r) {
+                const u32 lo = rp[r], hi = rp[r + 1];
+                double d = 0.0;
+                bool unsorted = false, found = false;
+                for (u32 p = lo + lane; p < hi; p += 32u) {
+                    if (p > lo && col[p] <= col[p - 1]) unsorted = true;
+                    if (col[p] == r) {
+                        d = (double)val[p];
+                        found = true;
+                    }
+                }
+                // One lane holds the diagonal of a sorted row; an unsorted row is measured
+                // again on the host.
+                const u32 has = __ballot_sync(FULL_MASK, found);
+                d = __shfl_sync(FULL_MASK, d, has != 0u ? __ffs(has) - 1 : 0);
+                if (has == 0u) d = 0.0;
+                unsorted = __any_sync(FULL_MASK, unsorted);
+                const double si = s[r];
+                double off = 0.0, sum = 0.0;
+                for (u32 p = lo + lane; p < hi; p += 32u) {
+                    const double x = (double)val[p];
+                    if (!isfinite(x)) f[F_NONFINITE] += 1.0;
+                    sum = sum + x;
+                    const u32 j = col[p];
+                    if (j == r) continue;
+                    off = off + fabs(x);
+                    entry_fields_<T>(f, rp, col, val, s, r, j, x, d, si);
+                }
+                warp_sum2_(off, sum);
+                if (lane == 0) row_fields_(f, d, off, sum, si, tol, !unsorted);
+            });
         }
     } else {
         // The long rows, one block each, spread over the grid (a power-law graph's hubs are

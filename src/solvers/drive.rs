@@ -451,6 +451,8 @@ where
     // Continue from the true residual in the scratch vector (a reliable update after a
     // confirmation): the recursive residual norm it replaces.
     let mut resume: Option<f64> = None;
+    // The watch stopped the solve at a status check.
+    let mut stopped = false;
     let status = loop {
         // (Re)start from the residual b − A·x that sits in method.r (or, resuming, in the
         // scratch vector).
@@ -461,12 +463,19 @@ where
         }
         let mut slots = be.read_slots(&sc)?;
         let mut status = Status::of(slots[Slot::Status as usize]);
-        while status == Status::Running && it < params.max_iters {
+        while status == Status::Running && it < params.max_iters && !stopped {
             // One block: up to the next multiple of check_every, the iteration limit, or the
             // method's own limit; then one status read.
             let len = (check_every - it % check_every)
                 .min(params.max_iters - it)
-                .min(method.block_limit().max(1));
+                .min(method.block_limit().max(1))
+                .min(
+                    params
+                        .watch
+                        .and_then(|w| w.next_check(it))
+                        .filter(|&n| n > it)
+                        .map_or(usize::MAX, |n| n - it),
+                );
             let key = if params.graphs && observer.is_none() {
                 method.block_key()
             } else {
@@ -542,6 +551,11 @@ where
                 if method.steps_update_x() || method.take_new_iterate() {
                     show_x(it, x)?;
                 }
+            }
+            if let (Some(w), Status::Running, true) = (params.watch, status, it < params.max_iters)
+            {
+                let mut read = || history(be, &sc, it, scale, params).map_err(crate::Error::from);
+                stopped = w.stop(it, estimate, clock.elapsed().as_secs_f64(), &mut read)?;
             }
         }
         if status != Status::Running {

@@ -251,7 +251,7 @@ pub use cg::{cg, cocg, pcg, pcocg};
 pub use gmres::{gmres, DEFAULT_RESTART};
 pub use minres::minres;
 pub use types::{
-    per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams,
+    per_iteration, InitialGuess, Observer, Progress, SolveError, SolveInfo, SolveParams, Watch,
     MAX_RESTARTS,
 };
 

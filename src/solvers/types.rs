@@ -52,6 +52,11 @@ pub struct SolveParams<'a> {
     /// ([`Observer::every_iteration`] false). The one-column solvers call it;
     /// the multi-column solvers ([`multi`](super::multi)) refuse it.
     pub observer: Option<&'a dyn Observer>,
+    /// Asked at each status check whether the solve stops there ([`Watch`]); `None` by
+    /// default. A stopped solve ends as at its iteration limit: [`SolveError::NotConverged`]
+    /// with the true residual. The one-column solvers ask it; the multi-column solvers ignore
+    /// it.
+    pub watch: Option<&'a dyn Watch>,
     /// Let the backend record a block of iterations (the `check_every` iterations between two
     /// status checks) once and replay it: CUDA graphs on the GPU, which remove the launch cost
     /// of every kernel. Same arithmetic, iterations and residuals as without; ignored by
@@ -79,6 +84,7 @@ impl Default for SolveParams<'_> {
             check_every: None,
             on_check: None,
             observer: None,
+            watch: None,
             graphs: true,
             basis: crate::scalar::Storage::F64,
             non_exhaustive: (),
@@ -165,6 +171,38 @@ pub trait Observer: Sync {
     /// [`SolveParams::record_history`]).
     fn on_end(&self, _history: &[f64]) -> crate::Result<()> {
         Ok(())
+    }
+}
+
+/// A watch on a solve at its status checks (every `check_every` iterations: no synchronization
+/// beyond the check's own), which may stop it there ([`SolveParams::watch`]).
+pub trait Watch: Sync {
+    /// After `iteration` iterations, with the method's recursive relative residual estimate and
+    /// the seconds since the solver call began: whether to stop here. `history` reads the
+    /// residual history so far (as [`SolveInfo::history`]: entry `k` after iteration `k`; empty
+    /// unless [`SolveParams::record_history`]), a copy from the device on the GPU.
+    ///
+    /// # Errors
+    /// An error ends the solve with it.
+    fn stop(
+        &self,
+        iteration: usize,
+        relative_residual: f64,
+        seconds: f64,
+        history: &mut dyn FnMut() -> crate::Result<Vec<f64>>,
+    ) -> crate::Result<bool>;
+
+    /// The iteration after `iteration` at which the watch wants to be asked: the solve then
+    /// ends its block of iterations there, with a status check (a block shorter than
+    /// `check_every`). `None` (the default): at the checks the solve makes anyway.
+    fn next_check(&self, _iteration: usize) -> Option<usize> {
+        None
+    }
+}
+
+impl fmt::Debug for dyn Watch + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Watch")
     }
 }
 

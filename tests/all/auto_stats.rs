@@ -563,6 +563,8 @@ fn gpu_statistics_equal_the_cpu_ones() {
             generate::from_spec("shifted3d:12:0.5", 0).unwrap(),
         ),
         ("arrow", arrow(5000)),
+        // Rows of every length from 1 to 300 entries: a thread's, a warp's and a block's.
+        ("every row length", every_length(3000)),
     ];
     // An empty row and a lone entry.
     cases.push((
@@ -763,6 +765,27 @@ fn the_cli_and_the_rust_api_choose_the_same() {
         );
         let _ = std::fs::remove_file(&file);
     }
+}
+
+/// Row `i` of `1 + 37·i mod 300` entries (every length from 1 to 300: the GPU statistics walk
+/// them by a thread, a warp and a block), off-diagonal values of either sign over six decades,
+/// the diagonal `(0.5 + u)` times the row's off-diagonal sum: sums whose rounding depends on
+/// the order of addition.
+fn every_length(n: usize) -> CsrMatrix<f64> {
+    let mut t = Vec::new();
+    for i in 0..n {
+        let len = 1 + (37 * i) % 300;
+        let mut off = 0.0;
+        for k in 0..len - 1 {
+            let j = (i + 1 + 7 * k) % n;
+            let u = unit((i * 1000 + k) as u64);
+            let v = 10f64.powf(6.0 * u - 3.0) * if k % 3 == 0 { 1.0 } else { -1.0 };
+            off += v.abs();
+            t.push((i, j, v));
+        }
+        t.push((i, i, (0.5 + unit(i as u64 + 7_000_000)) * off.max(1.0)));
+    }
+    CsrMatrix::from_triplets(n, n, &t).unwrap()
 }
 
 /// A full first row and column over a diagonal `2 + i`, the first row's values slightly off its

@@ -789,3 +789,96 @@ fn a_stokes_saddle_point_is_solved_by_minres_where_the_others_fail() {
         r.tried
     );
 }
+
+#[test]
+fn a_kept_candidate_goes_on_in_the_probes_call() {
+    // poisson3d:30: the probe keeps CG (AMG's setup alone costs more than CG's remainder), and
+    // CG converges before its first checkpoint. In the probe's own call it takes exactly the
+    // iterations of CG named explicitly (the same call, watched); with the probe in a call of
+    // its own (the default), CG restarts from the probe's iterate and takes more.
+    let a = generate::poisson3d(30).unwrap();
+    let one = ProbeParams {
+        one_call: true,
+        ..params()
+    };
+    let (r, x) = auto(&a, &one);
+    let probe = r.probe.clone().expect("a probe");
+    assert!(!probe.converged && !probe.escalated, "{}", r.choice.reason);
+    assert_eq!(probe.iterations, ProbeParams::default().cg_iterations);
+    assert_eq!(
+        (r.choice.method, r.choice.precond),
+        (M::Cg, P::None),
+        "{}",
+        r.choice.reason
+    );
+    let info = r.result.as_ref().unwrap();
+    let b = vec![1.0; a.nrows()];
+    let mut y = vec![0.0; a.nrows()];
+    let direct = segsparse::solvers::pcg(
+        &Cpu,
+        &a,
+        &segsparse::precond::Identity,
+        &b,
+        &mut y,
+        &SolveParams::default(),
+    )
+    .unwrap();
+    assert_eq!(info.iterations, direct.iterations, "{}", r.choice.reason);
+    let dx = x
+        .iter()
+        .zip(&y)
+        .map(|(u, v)| (u - v).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        dx <= 1e-12 * y.iter().map(|v| v.abs()).fold(0.0, f64::max),
+        "{dx}"
+    );
+    // One solver call: the probe's part and the rest, no copy of the iterate between them.
+    let names: Vec<&str> = r.phases.iter().map(|p| p.name.as_str()).collect();
+    assert!(!names.contains(&"save the iterate"), "{names:?}");
+    let its: Vec<usize> = r.phases.iter().filter_map(|p| p.iterations).collect();
+    assert_eq!(
+        its,
+        [probe.iterations, direct.iterations - probe.iterations]
+    );
+    let (s, _) = auto(
+        &a,
+        &ProbeParams {
+            one_call: false,
+            ..params()
+        },
+    );
+    let separate = s.result.unwrap();
+    assert!(
+        separate.iterations > direct.iterations,
+        "{} {}",
+        separate.iterations,
+        direct.iterations
+    );
+}
+
+#[test]
+fn the_probes_decision_falls_at_its_iterations_whatever_the_checks() {
+    // Status checks every 16 iterations (the GPU's default), the probe inside the call: the
+    // watch cuts a block so that the decision falls after exactly the probe's 40 iterations,
+    // and the kept CG still takes the iterations of CG named explicitly.
+    let a = generate::poisson3d(30).unwrap();
+    let b = vec![1.0; a.nrows()];
+    let sp = SolveParams {
+        check_every: Some(16),
+        ..SolveParams::default()
+    };
+    let one = ProbeParams {
+        one_call: true,
+        ..params()
+    };
+    let mut x = vec![0.0; a.nrows()];
+    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &one).unwrap();
+    let probe = r.probe.clone().expect("a probe");
+    assert_eq!(probe.iterations, one.cg_iterations, "{}", r.choice.reason);
+    assert!(!probe.escalated, "{}", r.choice.reason);
+    let mut y = vec![0.0; a.nrows()];
+    let direct =
+        segsparse::solvers::pcg(&Cpu, &a, &segsparse::precond::Identity, &b, &mut y, &sp).unwrap();
+    assert_eq!(r.result.unwrap().iterations, direct.iterations);
+}

@@ -1,7 +1,7 @@
 //! The statistics on the host: two parallel passes (rayon) over a canonical matrix, the
 //! reference the GPU's `kernels/precond/auto_stats.cu` is tested against.
 
-use super::{MatrixStats, Partial, STATS_BLOCK, STATS_LONG};
+use super::{MatrixStats, Partial, STATS_BLOCK, STATS_LONG, STATS_WARP};
 use crate::csr::CsrMatrix;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
@@ -83,7 +83,9 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
             }
         }
         if c.len() > STATS_LONG {
-            (off, sum) = block_sums(i, c, v);
+            (off, sum) = lane_sums(i, c, v, STATS_BLOCK);
+        } else if c.len() > STATS_WARP {
+            (off, sum) = lane_sums(i, c, v, 32);
         }
         if off > 0.0 {
             p.min_dom = p.min_dom.min(d.abs() / off);
@@ -101,21 +103,24 @@ pub(super) fn stats<T: Scalar>(a: &CsrMatrix<T>, tol: f64) -> MatrixStats {
         .finish(n, a.nnz(), tol)
 }
 
-/// The sums `Σ_{j≠i} |a_ij|` and `Σ_j a_ij` of a long row `i` in the order of the GPU kernel's
-/// block (`kernels/precond/auto_stats.cu`, `block_sum2_`): entry `k` of the row to lane
-/// `k mod STATS_BLOCK` in order, each warp of 32 lanes by a shuffle tree, the warps in order.
-fn block_sums<T: Scalar>(i: usize, c: &[u32], v: &[T]) -> (f64, f64) {
-    let mut lanes = [(0.0f64, 0.0f64); STATS_BLOCK];
+/// The sums `Σ_{j≠i} |a_ij|` and `Σ_j a_ij` of a row `i` walked by `lanes` threads of the GPU
+/// kernel (`kernels/precond/auto_stats.cu`: a block of [`STATS_BLOCK`] for a long row,
+/// `block_sum2_`, a warp of 32 for a medium one, `warp_sum2_`), in their order: entry `k` of the
+/// row to lane `k mod lanes` in order, each warp of 32 lanes by a shuffle tree, the warps in
+/// order.
+fn lane_sums<T: Scalar>(i: usize, c: &[u32], v: &[T], lanes: usize) -> (f64, f64) {
+    debug_assert!(lanes % 32 == 0 && lanes <= STATS_BLOCK);
+    let mut acc = [(0.0f64, 0.0f64); STATS_BLOCK];
     for (k, (&cj, &vj)) in c.iter().zip(v).enumerate() {
         let x = vj.as_f64();
-        let l = &mut lanes[k % STATS_BLOCK];
+        let l = &mut acc[k % lanes];
         l.1 += x;
         if cj as usize != i {
             l.0 += x.abs();
         }
     }
     let mut total = (0.0, 0.0);
-    for (w, warp) in lanes.chunks_exact(32).enumerate() {
+    for (w, warp) in acc[..lanes].chunks_exact(32).enumerate() {
         let mut a = [(0.0f64, 0.0f64); 32];
         a.copy_from_slice(warp);
         let mut o = 16;

@@ -1,6 +1,7 @@
 //! The statistics of a matrix on the GPU (`kernels/precond/auto_stats.cu`): the row sizes, then
 //! two passes that reduce every statistic per block; `2 × blocks × 12` doubles come back, no copy
-//! of the matrix. A thread walks each row of at most [`LONG`] entries, a whole block a longer one
+//! of the matrix. A thread walks each row of at most [`WARP`] entries, its warp a row of at most
+//! [`LONG`] (3-D elasticity's and vector P2 elements' 81-entry rows), a whole block a longer one
 //! (a hub of a power-law graph; the second pass, one block per long row spread over the grid),
 //! so the passes cost about what an SpMV costs on any degree distribution. Equal to the host's
 //! [`MatrixStats::with_levels`] (without the level count) on every matrix with sorted rows; a
@@ -20,7 +21,9 @@ use cudarc::driver::CudaSlice;
 const BLOCK: u32 = super::STATS_BLOCK as u32;
 /// Doubles per block of the partial statistics (the `F_*` slots of the kernel).
 const FIELDS: usize = 12;
-/// Rows longer than this are walked by a whole block, not one thread.
+/// Rows longer than this are walked by a warp, not one thread.
+pub const WARP: u32 = super::STATS_WARP as u32;
+/// Rows longer than this are walked by a whole block, not a warp.
 pub const LONG: u32 = super::STATS_LONG as u32;
 
 /// `kernels/precond/auto_stats.cu`: the automatic choice's statistics.
@@ -31,6 +34,7 @@ pub const AUTO_STATS_SRC: KernelSource = KernelSource {
     constants: &[
         ("AUTO_STATS_BLOCK", BLOCK as i64),
         ("AUTO_STATS_FIELDS", FIELDS as i64),
+        ("AUTO_STATS_WARP", WARP as i64),
         ("AUTO_STATS_LONG", LONG as i64),
     ],
 };

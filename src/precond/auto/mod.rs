@@ -75,8 +75,13 @@ use num_traits::Zero;
 /// its two sums added in that block's order, on the host too (`cpu.rs`), so that both agree bit
 /// for bit.
 pub(crate) const STATS_BLOCK: usize = 256;
+/// Rows longer than this are walked by a warp of 32 lanes on the GPU (their two sums added in
+/// the warp's order, on the host too); shorter ones by a thread (on an H200 a thread walked the
+/// 43-entry rows of vector P1 elements and the 33–64-entry rows of power-law graphs faster than
+/// their warp did).
+pub(crate) const STATS_WARP: usize = 64;
 /// Rows longer than this are walked by a whole block on the GPU.
-pub(crate) const STATS_LONG: usize = 64;
+pub(crate) const STATS_LONG: usize = 256;
 
 /// The ratio of the largest to the smallest diagonal entry that marks coefficient jumps.
 pub const JUMP_SPREAD: f64 = 100.0;
