@@ -9,7 +9,7 @@
 //! | the rule's first choice | the probe runs | and may escalate to | because |
 //! |---|---|---|---|
 //! | CG with none or Jacobi, ≥ [`ProbeParams::amg_min_rows`] rows | that CG, [`ProbeParams::cg_iterations`] iterations | CG + AMG | CG's iterations grow with the grid (large Poisson, anisotropy, elasticity) |
-//! | BiCGSTAB with none or Jacobi (unsymmetric with a full diagonal, saddle points, symmetric indefinite) | that BiCGSTAB, [`ProbeParams::bicgstab_iterations`] iterations | GMRES + ILU(0) (ILUT after a row matching where the diagonal has zeros: [`CostModel::ilut_setup_per_entry`]) | plain BiCGSTAB won 4–25× on 3D convection–diffusion and saddle points, where ILU(0)'s setup and triangular solves dominate; ILU(0) where the prediction says it pays, setup included (with the constants fitted on the H200 a GMRES + ILU(0) iteration costs more than the BiCGSTAB iterations it saves: where BiCGSTAB stalls) |
+//! | BiCGSTAB with none or Jacobi (unsymmetric with a full diagonal, shifted and other symmetric indefinite operators with a full diagonal) | that BiCGSTAB, [`ProbeParams::bicgstab_iterations`] iterations | GMRES + ILU(0) (ILUT after a row matching where the diagonal has zeros: [`CostModel::ilut_setup_per_entry`]) | plain BiCGSTAB won 4–25× on 3D convection–diffusion and saddle points, where ILU(0)'s setup and triangular solves dominate; ILU(0) where the prediction says it pays, setup included (with the constants fitted on the H200 a GMRES + ILU(0) iteration costs more than the BiCGSTAB iterations it saves: where BiCGSTAB stalls) |
 //!
 //! The escalation wastes nothing it can keep: the cheap candidate starts the solve; if it
 //! converges within the probe, that is the solve. Otherwise its residual history gives a rate per

@@ -601,9 +601,9 @@ fn hub_graphs_take_jacobi_cg_without_amg() {
 
 #[test]
 fn a_setup_predicted_over_the_bound_is_not_started() {
-    // A saddle point: BiCGSTAB without a preconditioner first, GMRES + ILUT (after the row
+    // A saddle point: MINRES without a preconditioner first, GMRES + ILUT (after the row
     // matching) its alternative. 30 iterations at most cannot reach 1e-12, so the queue comes to
-    // the factorization with at most the time of 60 BiCGSTAB iterations left. With a model that
+    // the factorization with at most the time of 60 iterations left. With a model that
     // prices ILUT's setup at a second per stored entry it is not built: dropped, and named in
     // the reason and in what was tried. With a setup priced at nothing it is built and runs.
     let a = generate::kkt2d::<f64>(30, 100, 1).unwrap();
@@ -768,12 +768,14 @@ fn the_phases_account_for_every_setup_and_solver_call() {
 
 #[test]
 fn a_stokes_saddle_point_is_solved_by_minres_where_the_others_fail() {
-    // Symmetric, a zero pressure block: BiCGSTAB wanders and a restarted GMRES stagnates;
-    // MINRES, whose residual never grows, is among the fallbacks of a symmetric matrix.
+    // Symmetric, a zero pressure block: BiCGSTAB breaks down and a restarted GMRES stagnates;
+    // MINRES, whose residual never grows, is the rule's first choice for a symmetric saddle
+    // point (and a fallback of every symmetric matrix).
     let a = generate::stokes2d::<f64>(24, 0.0).unwrap();
     let (r, x) = auto(&a, &params());
     eprintln!("stokes2d:24: {}; tried {:?}", r.choice.reason, r.tried);
     assert!(r.result.is_ok(), "{}", r.choice.reason);
+    assert_eq!(r.choice.method, M::Minres, "{}", r.choice.reason);
     assert!(true_residual(&a, &x) <= 2e-8);
     assert!(
         !r.tried.iter().any(|t| t.starts_with("cg ")),
