@@ -508,15 +508,15 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         && cli.rhs_count == 1
         && matches!(cli.gpus, GpusArg::Count(1))
         && cli.storage.storage() == Storage::F64;
-    // The exact structure for the report and the method of `--method auto` with a named
-    // preconditioner; the automatic solve reads its own statistics.
+    // Symmetry to rounding (the automatic choice's test: `precond::auto::MatrixStats`) and the
+    // diagonal's signs, for the report and the method of `--method auto` with a named
+    // preconditioner (a finite-element matrix whose assembly left rounding on one side is
+    // symmetric: CG); the automatic solve reads its own statistics.
     let (symmetric, posdiag) = if engine {
         (false, false)
     } else {
-        (
-            a.is_symmetric(),
-            a.diagonal().iter().all(|&d| d > T::zero()),
-        )
+        let s = segsparse::precond::auto::MatrixStats::of(&a);
+        (s.symmetric, s.positive_diagonal)
     };
     // --precond auto otherwise: the rule alone, on the host; part of the setup.
     let auto_clock = Instant::now();
@@ -721,7 +721,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     // The automatic solve's choice and report.
     let (mut method, mut precond) = (method, plan.precond);
     let mut structure = if symmetric {
-        "symmetric"
+        "symmetric to rounding"
     } else {
         "unsymmetric"
     };
