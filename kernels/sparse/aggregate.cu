@@ -359,15 +359,37 @@ __device__ __forceinline__ void mis2_init_rows(const u32* __restrict__ gptr, u32
     agg_count_into(cnt, undecided);
 }
 
-// The largest of a[i] and a[j] over the neighbours j of row i, by the whole group.
+// The largest of a[i] and a[j] over the neighbours j of row i, by the whole group. Each lane
+// issues the column loads of up to MIS2_UNROLL of its entries, then their gathers, before the
+// first comparison, so a short row (a 7-point graph's 6 neighbours on one lane) has all its
+// loads in flight: the latency of the row pointer -> column -> key chain is paid once per row,
+// not once per entry. A maximum: the same in any order.
+#define MIS2_UNROLL 8
 template <int G>
 __device__ __forceinline__ u64 mis2_closed_max(const AggGroup<G>& g, const u32* __restrict__ gptr,
                                                const u32* __restrict__ gcol, u32 row, const u64* __restrict__ a) {
     u64 m = g.r == 0 ? a[row] : 0ull;
-    const u32 hi = gptr[row + 1];
-    for (u32 p = gptr[row] + g.r; p < hi; p += G) {
-        const u64 x = a[gcol[p]];
-        m = x > m ? x : m;
+    const u64 hi = gptr[row + 1];
+    u64 p = (u64)gptr[row] + g.r;
+    for (; p + (u64)(MIS2_UNROLL - 1) * G < hi; p += (u64)MIS2_UNROLL * G) {
+        u32 c[MIS2_UNROLL];
+#pragma unroll
+        for (int j = 0; j < MIS2_UNROLL; ++j) c[j] = gcol[p + (u64)j * G];
+#pragma unroll
+        for (int j = 0; j < MIS2_UNROLL; ++j) {
+            const u64 x = a[c[j]];
+            m = x > m ? x : m;
+        }
+    }
+    if (p < hi) {
+        u32 c[MIS2_UNROLL - 1];
+#pragma unroll
+        for (int j = 0; j < MIS2_UNROLL - 1; ++j) c[j] = p + (u64)j * G < hi ? gcol[p + (u64)j * G] : row;
+#pragma unroll
+        for (int j = 0; j < MIS2_UNROLL - 1; ++j) {
+            const u64 x = a[c[j]];
+            m = x > m ? x : m;
+        }
     }
     return g.max(m);
 }
@@ -638,14 +660,6 @@ __device__ __forceinline__ void agg_tent_qr(const u32* __restrict__ agg_ptr, con
                                                    u32* gcol) {                                               \
         agg_graph_fill<G>(rp, col, n, eptr, ekeys, has_extra, gptr, gcol);                                    \
     }                                                                                                         \
-    extern "C" __global__ void mis2_t1_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* key, u64* t1, \
-                                            const u32* prev) {                                                \
-        mis2_t1<G>(gptr, gcol, n, key, t1, prev);                                                             \
-    }                                                                                                         \
-    extern "C" __global__ void mis2_t2_update_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* t1,    \
-                                                   u64* key, u32* undecided, const u32* prev) {               \
-        mis2_t2_update<G>(gptr, gcol, n, t1, key, undecided, prev);                                           \
-    }                                                                                                         \
     extern "C" __global__ void mis2_pass1_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* key,       \
                                                const u32* rank, u32* roots, u32* p1) {                        \
         mis2_pass1<G>(gptr, gcol, n, key, rank, roots, p1);                                                   \
@@ -658,6 +672,24 @@ AGG_GROUP_ENTRIES(4)
 AGG_GROUP_ENTRIES(8)
 AGG_GROUP_ENTRIES(16)
 AGG_GROUP_ENTRIES(32)
+
+// The MIS-2 rounds also come in G = 1 and 2 (`mis2_round_lanes` on the host: each lane takes
+// up to MIS2_UNROLL entries of a row in one batch of loads).
+#define AGG_MIS2_ROUND_ENTRIES(G)                                                                             \
+    extern "C" __global__ void mis2_t1_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* key, u64* t1, \
+                                            const u32* prev) {                                                \
+        mis2_t1<G>(gptr, gcol, n, key, t1, prev);                                                             \
+    }                                                                                                         \
+    extern "C" __global__ void mis2_t2_update_g##G(const u32* gptr, const u32* gcol, u32 n, const u64* t1,    \
+                                                   u64* key, u32* undecided, const u32* prev) {               \
+        mis2_t2_update<G>(gptr, gcol, n, t1, key, undecided, prev);                                           \
+    }
+AGG_MIS2_ROUND_ENTRIES(1)
+AGG_MIS2_ROUND_ENTRIES(2)
+AGG_MIS2_ROUND_ENTRIES(4)
+AGG_MIS2_ROUND_ENTRIES(8)
+AGG_MIS2_ROUND_ENTRIES(16)
+AGG_MIS2_ROUND_ENTRIES(32)
 
 #define AGG_TYPED_GROUP_ENTRIES(T, S, G)                                                                      \
     extern "C" __global__ void agg_strength_count_g##G##_##S(const u32* rp, const u32* col, const T* val,     \

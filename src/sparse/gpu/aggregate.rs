@@ -105,6 +105,19 @@ fn lanes(nnz: usize, n: usize) -> u32 {
     (avg.next_power_of_two().min(32) as u32).max(4)
 }
 
+/// Entries of a row that one lane of a MIS-2 round loads at once (`MIS2_UNROLL` in
+/// `aggregate.cu`).
+const MIS2_UNROLL: usize = 8;
+
+/// Lanes per row of the MIS-2 rounds (`mis2_t1`, `mis2_t2_update`): the fewest (a power of two
+/// up to 32) that leave the average row at most [`MIS2_UNROLL`] entries per lane, which each
+/// lane loads in one batch (one lane for a 7-point graph's 6 neighbours, four for the 27-point
+/// stencil's 26). Each round is a maximum over a row: the result does not depend on it.
+fn mis2_round_lanes(nnz: usize, n: usize) -> u32 {
+    let avg = nnz.div_ceil(n.max(1));
+    avg.div_ceil(MIS2_UNROLL).next_power_of_two().clamp(1, 32) as u32
+}
+
 /// Blocks for `n` rows at `lanes` lanes per row.
 fn row_blocks(g: &Gpu, n: usize, lanes: u32) -> u32 {
     grid(g, n.saturating_mul(lanes as usize), THREADS as usize)
@@ -689,8 +702,10 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
         unsafe { lb.launch(Gpu::cfg(item_blocks(g, n), THREADS, 0)) }
             .map_err(|e| Gpu::launch_error("mis2_init", e))?;
     }
-    let t1_name = format!("mis2_t1_g{lanes}");
-    let t2_name = format!("mis2_t2_update_g{lanes}");
+    let round_lanes = mis2_round_lanes(gnnz, n);
+    let round_blocks = row_blocks(g, n, round_lanes);
+    let t1_name = format!("mis2_t1_g{round_lanes}");
+    let t2_name = format!("mis2_t2_update_g{round_lanes}");
     let k1 = g.function(&AGGREGATE_SRC, &t1_name, &[])?;
     let k2 = g.function(&AGGREGATE_SRC, &t2_name, &[])?;
     let mut rounds = 0;
@@ -716,7 +731,7 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
             // SAFETY: mis2_t1_gG(const u32* gptr, const u32* gcol, u32 n, const u64* key,
             // u64* t1, const u32* prev): the graph's n+1 pointers and gnnz columns (< n), key
             // and t1 n entries, one counter.
-            unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
+            unsafe { lb.launch(Gpu::cfg(round_blocks, THREADS, 0)) }
                 .map_err(|e| Gpu::launch_error(&t1_name, e))?;
             let mut lb = g.stream().launch_builder(&k2);
             lb.arg(&gptr)
@@ -729,7 +744,7 @@ pub(crate) fn aggregate_mis2_with<T: GpuScalar>(
             // SAFETY: mis2_t2_update_gG(gptr, gcol, n, const u64* t1, u64* key, u32* undecided,
             // const u32* prev): as above; each node writes only its own key; two distinct
             // counters (the current MIS-2 iteration's, zeroed, and the previous one).
-            unsafe { lb.launch(Gpu::cfg(blocks, THREADS, 0)) }
+            unsafe { lb.launch(Gpu::cfg(round_blocks, THREADS, 0)) }
                 .map_err(|e| Gpu::launch_error(&t2_name, e))?;
         }
         let c = g.download(&counts.slice(0..batch + 1))?;
