@@ -1311,7 +1311,10 @@ fn solve_block<T: Scalar, B: BlockKrylovOps<T>, A: LinearOperator<T, B>>(
         }
         MethodArg::Gmres => multi::gmres(be, op, m, &dbs, &mut xs, plan.restart, params),
         MethodArg::Bicgstab | MethodArg::Auto => multi::bicgstab(be, op, m, &dbs, &mut xs, params),
-        MethodArg::Minres => unreachable!("the plan refuses --rhs-mode block with MINRES"),
+        // The plan refuses --rhs-mode block with MINRES before anything is uploaded.
+        MethodArg::Minres => Err(SolveError::Backend(segsparse::Error::InvalidInput(
+            "--rhs-mode block has no MINRES: use --rhs-mode sequential".into(),
+        ))),
     };
     let solve = t.elapsed().as_secs_f64();
     extra.block = true;
