@@ -125,8 +125,7 @@ fn apply_lanes(nnz: usize, rows: usize) -> u32 {
             .ok()
             .filter(|l| l.is_power_of_two() && *l <= 32)
     });
-    let mean = nnz.div_ceil(rows.max(1));
-    forced.unwrap_or_else(|| mean.div_ceil(APPLY_UNROLL).next_power_of_two().clamp(1, 32) as u32)
+    forced.unwrap_or_else(|| sg::batch_lanes(nnz, rows, APPLY_UNROLL))
 }
 
 /// The fine matrix's pattern as an update compares it: rows, entries and the device hash.

@@ -114,8 +114,7 @@ const MIS2_UNROLL: usize = 8;
 /// lane loads in one batch (one lane for a 7-point graph's 6 neighbours, four for the 27-point
 /// stencil's 26). Each round is a maximum over a row: the result does not depend on it.
 fn mis2_round_lanes(nnz: usize, n: usize) -> u32 {
-    let avg = nnz.div_ceil(n.max(1));
-    avg.div_ceil(MIS2_UNROLL).next_power_of_two().clamp(1, 32) as u32
+    super::batch_lanes(nnz, n, MIS2_UNROLL)
 }
 
 /// Blocks for `n` rows at `lanes` lanes per row.

@@ -313,6 +313,17 @@ fn check_u32(m: usize, n: usize, nnz: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Lanes per row for a kernel whose lanes each load up to `per_lane` of a row's entries in one
+/// batch before using them: the fewest (a power of two up to 32) that leave a row of the mean
+/// length of `nnz` entries over `rows` rows within one batch per lane (one lane for a 7-point
+/// stencil at 8 per lane, four for a 27-point one). It depends on the pattern only.
+pub(crate) fn batch_lanes(nnz: usize, rows: usize, per_lane: usize) -> u32 {
+    let mean = nnz.div_ceil(rows.max(1));
+    mean.div_ceil(per_lane.max(1))
+        .next_power_of_two()
+        .clamp(1, 32) as u32
+}
+
 /// `Err` naming a row of `a` whose columns are not strictly increasing (none when `a` is
 /// canonical, the form the GPU operations that merge or search rows need); `what` names the
 /// operation. One `spgemm_check_rows` launch and a one-word download.
@@ -1245,4 +1256,17 @@ pub fn scale<T: GpuScalar>(
     unsafe { lb.launch(Gpu::cfg(grid(gpu, a.nrows, 256), 256, 0)) }
         .map_err(|e| Gpu::launch_error("sparse_scale", e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn batch_lanes_cover_the_mean_row_in_one_batch() {
+        // 7-point, 27-point and 81-entry (3-D elasticity) rows at 8 entries per lane.
+        assert_eq!(super::batch_lanes(7_000, 1_000, 8), 1);
+        assert_eq!(super::batch_lanes(27_000, 1_000, 8), 4);
+        assert_eq!(super::batch_lanes(81_000, 1_000, 8), 16);
+        assert_eq!(super::batch_lanes(10_000, 10, 8), 32);
+        assert_eq!(super::batch_lanes(0, 0, 8), 1);
+    }
 }
