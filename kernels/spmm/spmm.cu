@@ -114,6 +114,26 @@ __device__ __forceinline__ void spmm_rm_store(T* __restrict__ y, u64 row, u32 ld
 // Entries in flight per slot (loads of col/val, then of X, issued before any is used).
 #define SPMM_U 8
 
+// The long rows of this block's windows: block `vb` of the `nvb` that share them scans windows
+// of `window` rows (spread over the blocks, so that long rows close together go to different
+// blocks), collects those of more than `lim` entries into `rows` (in the order the threads find
+// them) and calls `sum(rows, n)` with every thread of the block, once per window.
+template <typename Sum>
+__device__ __forceinline__ void spmm_long_windows(const u32* __restrict__ row_ptr, u32 nrows,
+                                                  u32 lim, u32 window, u32 vb, u32 nvb, u32* rows,
+                                                  u32& count, Sum sum) {
+    for (u64 base = (u64)vb * window; base < nrows; base += (u64)nvb * window) {
+        if (threadIdx.x == 0) count = 0;
+        __syncthreads();
+        const u64 r = base + threadIdx.x;
+        if (threadIdx.x < window && r < nrows && row_ptr[r + 1] - row_ptr[r] > lim)
+            rows[atomicAdd(&count, 1u)] = (u32)r;
+        __syncthreads();
+        sum((const u32*)rows, (u32)count);
+        __syncthreads(); // every thread has read `count` before it is reset
+    }
+}
+
 // Rows rows[0..n) summed one at a time by the whole block: every warp's slots walk the row,
 // warps reduce by shuffles, then one thread per column adds the warps' sums in warp order.
 template <typename T, int V>
@@ -170,22 +190,13 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
     const u32 xoff = cl * V;
     const bool act = xoff < kw;
     if (blockIdx.x >= group_blocks) {
-        // The rows longer than lim_warp: this block scans windows of `window` rows (spread over
-        // the long-row blocks, so that rows close together go to different blocks) and sums
-        // each one it finds with all its threads.
-        const u32 vb = blockIdx.x - group_blocks, nvb = gridDim.x - group_blocks;
-        for (u64 base = (u64)vb * window; base < nrows; base += (u64)nvb * window) {
-            if (threadIdx.x == 0) n_block_rows = 0;
-            __syncthreads();
-            const u64 r = base + threadIdx.x;
-            if (threadIdx.x < window && r < nrows && row_ptr[r + 1] - row_ptr[r] > lim_warp)
-                block_rows[atomicAdd(&n_block_rows, 1u)] = (u32)r;
-            __syncthreads();
-            const u32 nb = n_block_rows;
-            spmm_rm_block_rows<T, V>(row_ptr, col, val, x, ldx, y, ldy, kw, alpha, beta, log_lc,
-                                     block_rows, nb, warp_sums);
-            __syncthreads(); // every thread has read n_block_rows before it is reset
-        }
+        // The rows longer than lim_warp, each summed by all the threads of a long-row block.
+        spmm_long_windows(row_ptr, nrows, lim_warp, window, blockIdx.x - group_blocks,
+                          gridDim.x - group_blocks, block_rows, n_block_rows,
+                          [&](const u32* rows, u32 n) {
+                              spmm_rm_block_rows<T, V>(row_ptr, col, val, x, ldx, y, ldy, kw,
+                                                       alpha, beta, log_lc, rows, n, warp_sums);
+                          });
         return;
     }
     if (threadIdx.x == 0) n_warp_rows = 0;
@@ -239,7 +250,7 @@ __device__ __forceinline__ void spmm_col_body(const u32* __restrict__ row_ptr,
     const u32 lane = threadIdx.x & (L - 1);
     const u32 mask = group_mask<L>();
     const u32 s = row_ptr[row], e = row_ptr[row + 1];
-    if (e - s > skip) return; // spmm_long's row (the whole group leaves)
+    if (e - s > skip) return; // a long-row block's row (the whole group leaves)
     for (u32 j0 = 0; j0 < kw; j0 += SPMM_CW) {
         T acc[SPMM_CW];
 #pragma unroll
@@ -276,16 +287,10 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
     __shared__ u32 count;
     __shared__ T warp_sums[SPMM_THREADS / 32][SPMM_CW];
     const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    for (u64 base = (u64)vblock * window; base < nrows; base += (u64)nvblocks * window) {
-        if (threadIdx.x == 0) count = 0;
-        __syncthreads();
-        const u64 r = base + threadIdx.x;
-        if (threadIdx.x < window && r < nrows && row_ptr[r + 1] - row_ptr[r] > skip)
-            rows[atomicAdd(&count, 1u)] = (u32)r;
-        __syncthreads();
-        const u32 found = count;
+    spmm_long_windows(row_ptr, nrows, skip, window, vblock, nvblocks, rows, count,
+                      [&](const u32* found_rows, u32 found) {
         for (u32 q = 0; q < found; ++q) {
-            const u32 row = rows[q];
+            const u32 row = found_rows[q];
             const u32 s = row_ptr[row], e = row_ptr[row + 1];
             for (u32 j0 = 0; j0 < kw; j0 += SPMM_CW) {
                 T acc[SPMM_CW];
@@ -315,7 +320,7 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
                 __syncthreads();
             }
         }
-    }
+    });
 }
 
 #define SPMM_COL_SWITCH(T, LOG)                                                                      \

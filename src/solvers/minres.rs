@@ -117,6 +117,7 @@ fn minres_body<T: Elem, B: VectorOps<T>>(
         },
         s: Lanczos::default(),
         thresh: 0.0,
+        last_rr: 0.0,
         stopped: false,
         pending: Vec::new(),
     };
@@ -168,6 +169,8 @@ struct MinresState<'a, T: Elem, B: VectorOps<T>, A: ?Sized, P: ?Sized> {
     s: Lanczos,
     /// The driver's threshold on ‖r‖², read at each (re)start.
     thresh: f64,
+    /// ‖r‖² of the current iterate: what a stop before the iterate's update reports.
+    last_rr: f64,
     /// The status was set in this block: the rest of its steps do nothing.
     stopped: bool,
     /// ‖r‖² of the block's steps, written to the history (and the last to the slots) after the
@@ -182,9 +185,10 @@ where
     A: LinearOperator<T, B> + ?Sized,
     P: Preconditioner<T, B> + ?Sized,
 {
-    /// `y = M⁻¹r₂` and β = √(r₂ᴴy) (‖r₂‖ without a preconditioner); a negative `r₂ᴴy` (the
-    /// preconditioner is not positive definite) or a non-finite one is returned as is (NaN).
-    fn next_beta(&mut self, be: &B, sc: &mut B::Scalars) -> crate::Result<f64> {
+    /// `y = M⁻¹r₂` and β = √(r₂ᴴy) (‖r₂‖ without a preconditioner), or the status that ends
+    /// the recurrence: a non-finite `r₂ᴴy` (NaN or ∞ from the preconditioner or the residual), or
+    /// a negative one (the preconditioner is not positive definite).
+    fn next_beta(&mut self, be: &B, sc: &mut B::Scalars) -> crate::Result<Result<f64, Status>> {
         let ry = match self.carried.as_mut() {
             Some(c) => {
                 self.m.apply(be, &self.r2, &mut c.y)?;
@@ -193,7 +197,13 @@ where
             None => be.dot(&self.r2, &self.r2, sc)?,
         };
         let ry = ry.re().as_f64();
-        Ok(if ry < 0.0 { f64::NAN } else { ry.sqrt() })
+        Ok(if !ry.is_finite() {
+            Err(Status::NonFinite)
+        } else if ry < 0.0 {
+            Err(Status::BreakdownPrecond)
+        } else {
+            Ok(ry.sqrt())
+        })
     }
 
     /// Writes the pending residuals to the history and the last one to the slots, with the
@@ -272,20 +282,22 @@ where
             be.set_zero(&mut c.aw_prev)?;
         }
         let beta = self.next_beta(be, sc)?;
+        let rr = match (self.carried.as_ref(), beta) {
+            (Some(c), _) => be.dot(&c.rr_vec, &c.rr_vec, sc)?.re().as_f64(),
+            (None, Ok(beta)) => beta * beta,
+            (None, Err(_)) => f64::NAN,
+        };
+        self.last_rr = rr;
+        let beta = match beta {
+            Ok(beta) => beta,
+            Err(status) => return self.stop(be, sc, rr, status, it),
+        };
         self.s = Lanczos {
             beta,
             cs: -1.0,
             phibar: beta,
             ..Lanczos::default()
         };
-        let rr = match self.carried.as_ref() {
-            Some(c) => be.dot(&c.rr_vec, &c.rr_vec, sc)?.re().as_f64(),
-            None => beta * beta,
-        };
-        if beta.is_nan() {
-            // ‖r‖² stays finite: the driver reports the preconditioner, not a NaN.
-            return self.stop(be, sc, rr, Status::BreakdownPrecond, it);
-        }
         be.update_slots(sc, |s, h| {
             recur::start(s, h, recur::real(rr), recur::real(rr), it);
         })?;
@@ -330,7 +342,12 @@ where
             &mut self.r1,
         )?;
         std::mem::swap(&mut self.r1, &mut self.r2);
-        let beta_new = self.next_beta(be, sc)?;
+        let beta_new = match self.next_beta(be, sc)? {
+            Ok(b) if alpha.is_finite() => b,
+            // The step's rotation needs β_new: the iterate stays the last step's.
+            Ok(_) => return self.stop(be, sc, self.last_rr, Status::NonFinite, it),
+            Err(status) => return self.stop(be, sc, self.last_rr, status, it),
+        };
         // The new column (ε, δ, ᾱ… of the tridiagonal) through the previous rotation, then the
         // rotation that annihilates β_new.
         let oldeps = epsln;
@@ -370,10 +387,8 @@ where
             }
             None => phibar * phibar,
         };
-        if beta_new.is_nan() && alpha.is_finite() && rr.is_finite() {
-            return self.stop(be, sc, rr, Status::BreakdownPrecond, it);
-        }
-        if !rr.is_finite() || !alpha.is_finite() {
+        self.last_rr = rr;
+        if !rr.is_finite() {
             self.stop(be, sc, rr, Status::NonFinite, it)
         } else if rr <= self.thresh || beta_new == 0.0 {
             // β = 0: the Krylov space is invariant, the iterate solves the system.

@@ -273,6 +273,15 @@ fn minres_reports_an_indefinite_preconditioner_and_bad_input() {
         }
         other => panic!("expected a breakdown, got {other:?}"),
     }
+    // A preconditioner that returns NaN from its third application: a non-finite value, not an
+    // indefinite preconditioner, and the iterate of the last good step (finite).
+    let a_spd = generate::poisson2d::<f64>(12).unwrap();
+    let bs = ones(a_spd.nrows());
+    let mut xs = vec![0.0; a_spd.nrows()];
+    let e = minres(&Cpu, &a_spd, &NanAfter::new(2), &bs, &mut xs, &params(1e-12)).unwrap_err();
+    assert!(matches!(e, SolveError::NonFinite { .. }), "{e}");
+    assert!(xs.iter().all(|v| v.is_finite()));
+    assert!(true_rel_residual(&a_spd, &bs, &xs) < 1.0);
     // A NaN in b, a wrong length, an iteration limit.
     let mut bn = b.clone();
     bn[3] = f64::NAN;
@@ -443,6 +452,26 @@ impl Preconditioner<f64, Cpu> for Scaled {
     fn apply(&self, _: &Cpu, r: &Vec<f64>, z: &mut Vec<f64>) -> segsparse::Result<()> {
         for (z, r) in z.iter_mut().zip(r) {
             *z = self.0 * r;
+        }
+        Ok(())
+    }
+}
+
+/// The identity for its first `n` applications, NaN after them.
+struct NanAfter(std::cell::Cell<usize>);
+impl NanAfter {
+    fn new(n: usize) -> Self {
+        NanAfter(std::cell::Cell::new(n))
+    }
+}
+impl Preconditioner<f64, Cpu> for NanAfter {
+    fn apply(&self, _: &Cpu, r: &Vec<f64>, z: &mut Vec<f64>) -> segsparse::Result<()> {
+        let left = self.0.get();
+        z.copy_from_slice(r);
+        if left == 0 {
+            z[0] = f64::NAN;
+        } else {
+            self.0.set(left - 1);
         }
         Ok(())
     }
