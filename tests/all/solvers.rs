@@ -278,7 +278,15 @@ fn minres_reports_an_indefinite_preconditioner_and_bad_input() {
     let a_spd = generate::poisson2d::<f64>(12).unwrap();
     let bs = ones(a_spd.nrows());
     let mut xs = vec![0.0; a_spd.nrows()];
-    let e = minres(&Cpu, &a_spd, &NanAfter::new(2), &bs, &mut xs, &params(1e-12)).unwrap_err();
+    let e = minres(
+        &Cpu,
+        &a_spd,
+        &NanAfter::new(2),
+        &bs,
+        &mut xs,
+        &params(1e-12),
+    )
+    .unwrap_err();
     assert!(matches!(e, SolveError::NonFinite { .. }), "{e}");
     assert!(xs.iter().all(|v| v.is_finite()));
     assert!(true_rel_residual(&a_spd, &bs, &xs) < 1.0);
