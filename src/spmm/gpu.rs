@@ -91,7 +91,28 @@ impl RowPlan {
         let group_slots = ((mean / UNROLL as f64).ceil().max(1.0) as usize)
             .next_power_of_two()
             .min(warp_slots);
-        // Two rounds for a group, four for a warp; a group as wide as a warp takes the warp's.
+        Self::with_slots(vector, lanes, group_slots)
+    }
+
+    /// The plan with more slots per row where the matrix is too small to give the GPU
+    /// `min_lanes` lanes: the group doubles until the launch has that many, a slot would get
+    /// less than one entry of the mean row, or the group is a warp. A small matrix's product is
+    /// one short wave whose rows walk one after another on a few SMs; spread over more lanes,
+    /// each row takes fewer rounds of loads and more SMs share the gathers.
+    pub fn spread(self, nrows: usize, mean: f64, min_lanes: usize) -> RowPlan {
+        let warp_slots = 32 / self.lanes as usize;
+        let per_entry = (mean.ceil().max(1.0) as usize).next_power_of_two();
+        let mut slots = self.group_slots as usize;
+        while slots < warp_slots.min(per_entry) && nrows * self.lanes as usize * slots < min_lanes {
+            slots *= 2;
+        }
+        Self::with_slots(self.vector as usize, self.lanes as usize, slots)
+    }
+
+    /// Two rounds of loads for a group, four for a warp; a group as wide as a warp takes the
+    /// warp's rows.
+    fn with_slots(vector: usize, lanes: usize, group_slots: usize) -> RowPlan {
+        let warp_slots = 32 / lanes;
         let lim_warp = warp_slots * UNROLL * 4;
         let lim_group = if group_slots == warp_slots {
             lim_warp
@@ -138,11 +159,23 @@ impl<T: GpuScalar> GpuSpmm<T> {
     }
 
     /// Lanes per row of the column-major kernel, as log2: about one lane per 8 entries of the
-    /// mean row, so short rows (stencils) get a thread each and long rows a sub-warp.
-    pub fn col_lanes_log2(a: &GpuCsr<T>) -> u32 {
-        let mean = a.row_stats().mean;
-        let lanes = (mean / 8.0).clamp(1.0, 32.0) as u32;
-        31 - lanes.leading_zeros() // floor(log2)
+    /// mean row, so short rows (stencils) get a thread each and long rows a sub-warp; on a
+    /// matrix too small to give the GPU `min_lanes` lanes, more (up to one per entry of the
+    /// mean row), as [`RowPlan::spread`].
+    pub fn col_lanes_log2(nrows: usize, mean: f64, min_lanes: usize) -> u32 {
+        let mut lanes = (mean / 8.0).clamp(1.0, 32.0) as usize;
+        lanes = 1 << (usize::BITS - 1 - lanes.leading_zeros()); // floor to a power of two
+        let per_entry = (mean.ceil().max(1.0) as usize).next_power_of_two().min(32);
+        while lanes < per_entry && nrows * lanes < min_lanes {
+            lanes *= 2;
+        }
+        lanes.trailing_zeros()
+    }
+
+    /// Lanes that fill the GPU's SMs with two blocks each: below them a product is one short
+    /// wave on part of the device.
+    fn min_lanes(&self) -> usize {
+        self.gpu.sm_count() as usize * 2 * THREADS as usize
     }
 
     /// `Y ← α·A·X + β·Y` for `k` columns in `layout` (`X` is `ncols × k`, `Y` is `nrows × k`,
@@ -185,7 +218,11 @@ impl<T: GpuScalar> GpuSpmm<T> {
                 let ld = k as u32;
                 for j0 in (0..k).step_by(ROW_WINDOW) {
                     let kw = (k - j0).min(ROW_WINDOW);
-                    let plan = RowPlan::new::<T>(stats.mean, k, kw);
+                    let plan = RowPlan::new::<T>(stats.mean, k, kw).spread(
+                        n,
+                        stats.mean,
+                        self.min_lanes(),
+                    );
                     let group_blocks = nrows.div_ceil(plan.rows_per_block());
                     let (window, long_blocks) =
                         self.long_grid(nrows, stats.max > plan.lim_warp as usize);
@@ -233,7 +270,7 @@ impl<T: GpuScalar> GpuSpmm<T> {
             }
             Layout::ColMajor => {
                 let (ldx, ldy, kw) = (m as u32, n as u32, k as u32);
-                let log_group = Self::col_lanes_log2(a);
+                let log_group = Self::col_lanes_log2(n, stats.mean, self.min_lanes());
                 let skip = (COL_LONG_PER_LANE << log_group) as u32;
                 let group_blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;
                 let (window, long_blocks) = self.long_grid(nrows, stats.max > skip as usize);

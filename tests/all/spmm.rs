@@ -337,6 +337,29 @@ mod gpu {
         let p = RowPlan::new::<f32>(1000.0, 32, 32);
         assert_eq!((p.vector, p.lanes, p.group_slots), (4, 8, 4));
         assert!(p.lim_group <= p.lim_warp);
+        // A small matrix spreads its rows over more slots: up to one entry of the mean row per
+        // slot, a warp per row, or enough lanes; a large one keeps its plan.
+        let small = RowPlan::new::<f64>(6.5, 4, 4);
+        assert_eq!((small.lanes, small.group_slots), (2, 1));
+        let p = small.spread(3312, 6.5, 67_584);
+        assert_eq!((p.lanes, p.group_slots), (2, 8), "{p:?}");
+        assert!(p.lim_group >= 8 * 2 * 8 && p.lim_group <= p.lim_warp);
+        assert_eq!(small.spread(13_436, 5.3, 67_584).group_slots, 4);
+        assert_eq!(small.spread(1_000_000, 6.5, 67_584), small);
+        let p = RowPlan::new::<f64>(6.5, 16, 16).spread(3312, 6.5, 67_584);
+        assert_eq!((p.lanes, p.group_slots), (8, 4), "a warp per row at most");
+    }
+
+    /// The column-major group: one lane per 8 entries of the mean row, more on a small matrix.
+    #[test]
+    fn col_lanes_spread_small_matrices() {
+        use segsparse::spmm::gpu::GpuSpmm;
+        let lanes = |n, mean| 1usize << GpuSpmm::<f64>::col_lanes_log2(n, mean, 67_584);
+        assert_eq!(lanes(1_000_000, 7.0), 1);
+        assert_eq!(lanes(1_000_000, 90.0), 8);
+        assert_eq!(lanes(3312, 6.5), 8, "one lane per entry of the mean row");
+        assert_eq!(lanes(20_000, 6.5), 4);
+        assert_eq!(lanes(100, 5000.0), 32);
     }
 
     #[test]
