@@ -11,8 +11,9 @@
 //    per row from its length alone (so a row's bits do not depend on the block or the order):
 //      - a group of `sg` slots (from the mean row length) per row of the window;
 //      - rows longer than `lim_group`: a whole warp each (the block's warps share them);
-//      - rows longer than `lim_warp`: left to the extra blocks at the end of the grid (from
-//        block `group_blocks` on), which scan small windows of rows for them, so that long
+//      - rows longer than `lim_warp`: left to the `long_blocks` extra blocks at the start of
+//        the grid (started first: a long row is the launch's longest walk, and the groups'
+//        blocks fill the SMs around it), which scan small windows of rows for them, so that long
 //        rows close together go to different blocks, and sum each with the whole block (warps
 //        reduce by shuffles, then one thread per column adds the warps' sums in warp order).
 //    A walk's latency is its number of rounds (a col load, then an X load): the teams bound
@@ -23,8 +24,8 @@
 //    columns at a time, the group reduces with xor shuffles, and the lanes write the SPMM_CW
 //    results. Neighbouring rows (neighbouring groups) read neighbouring elements of a column of
 //    X when the matrix is banded; on irregular matrices every column is its own gather. Rows
-//    longer than `skip` entries are left to the extra blocks at the end of the same grid
-//    (from block `group_blocks` on): each such block scans a window of rows for long ones, then
+//    longer than `skip` entries are left to the `long_blocks` extra blocks at the start of the
+//    same grid: each such block scans a window of rows for long ones, then
 //    sums each with all its threads, SPMM_CW columns at a time, reducing in a fixed order
 //    (warps by shuffles, then warp 0 over the warps' sums), so the result does not depend on
 //    which block found the row.
@@ -180,7 +181,7 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                               const T* __restrict__ x, u32 ldx,
                                               T* __restrict__ y, u32 ldy, u32 kw, T alpha,
                                               T beta, u32 log_lc, u32 log_sg, u32 lim_group,
-                                              u32 lim_warp, u32 group_blocks, u32 window) {
+                                              u32 lim_warp, u32 long_blocks, u32 window) {
     __shared__ u32 warp_rows[SPMM_THREADS], block_rows[SPMM_THREADS];
     __shared__ u32 n_warp_rows, n_block_rows;
     __shared__ T warp_sums[SPMM_THREADS / 32][32];
@@ -189,10 +190,10 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
     const u32 cl = lane & (lc - 1);
     const u32 xoff = cl * V;
     const bool act = xoff < kw;
-    if (blockIdx.x >= group_blocks) {
+    if (blockIdx.x < long_blocks) {
         // The rows longer than lim_warp, each summed by all the threads of a long-row block.
-        spmm_long_windows(row_ptr, nrows, lim_warp, window, blockIdx.x - group_blocks,
-                          gridDim.x - group_blocks, block_rows, n_block_rows,
+        spmm_long_windows(row_ptr, nrows, lim_warp, window, blockIdx.x, long_blocks,
+                          block_rows, n_block_rows,
                           [&](const u32* rows, u32 n) {
                               spmm_rm_block_rows<T, V>(row_ptr, col, val, x, ldx, y, ldy, kw,
                                                        alpha, beta, log_lc, rows, n, warp_sums);
@@ -203,7 +204,7 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
     __syncthreads();
     // Groups: one row of the window each.
     {
-        const u64 row = (u64)blockIdx.x * (blockDim.x / tg) + threadIdx.x / tg;
+        const u64 row = (u64)(blockIdx.x - long_blocks) * (blockDim.x / tg) + threadIdx.x / tg;
         if (row < nrows) {
             const u32 s = row_ptr[row], e = row_ptr[row + 1];
             if (e - s <= lim_group) {
@@ -243,8 +244,8 @@ __device__ __forceinline__ void spmm_col_body(const u32* __restrict__ row_ptr,
                                               const T* __restrict__ val, u32 nrows,
                                               const T* __restrict__ x, u32 ldx,
                                               T* __restrict__ y, u32 ldy, u32 kw, T alpha,
-                                              T beta, u32 skip) {
-    const u64 tid = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+                                              T beta, u32 skip, u32 gb) {
+    const u64 tid = (u64)gb * blockDim.x + threadIdx.x;
     const u64 row = tid / L;
     if (row >= nrows) return;
     const u32 lane = threadIdx.x & (L - 1);
@@ -325,12 +326,12 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
 
 #define SPMM_COL_SWITCH(T, LOG)                                                                      \
     switch (LOG) {                                                                                 \
-    case 0: spmm_col_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
-    case 1: spmm_col_body<T, 2>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
-    case 2: spmm_col_body<T, 4>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
-    case 3: spmm_col_body<T, 8>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
-    case 4: spmm_col_body<T, 16>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
-    default: spmm_col_body<T, 32>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip); break; \
+    case 0: spmm_col_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, gb); break; \
+    case 1: spmm_col_body<T, 2>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, gb); break; \
+    case 2: spmm_col_body<T, 4>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, gb); break; \
+    case 3: spmm_col_body<T, 8>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, gb); break; \
+    case 4: spmm_col_body<T, 16>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, gb); break; \
+    default: spmm_col_body<T, 32>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip, gb); break; \
     }
 
 // Vector width of the row-major loads: 16 bytes.
@@ -338,24 +339,24 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_row_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
         u32 ldy, u32 kw, T alpha, T beta, u32 vec, u32 log_lc, u32 log_sg, u32 lim_group,         \
-        u32 lim_warp, u32 group_blocks, u32 window) {                                              \
+        u32 lim_warp, u32 long_blocks, u32 window) {                                               \
         if (vec)                                                                                   \
             spmm_row_body<T, VW>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,       \
-                                 log_lc, log_sg, lim_group, lim_warp, group_blocks, window);       \
+                                 log_lc, log_sg, lim_group, lim_warp, long_blocks, window);       \
         else                                                                                       \
             spmm_row_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,        \
-                                log_lc, log_sg, lim_group, lim_warp, group_blocks, window);        \
+                                log_lc, log_sg, lim_group, lim_warp, long_blocks, window);        \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_col_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
-        u32 ldy, u32 kw, T alpha, T beta, u32 log_group, u32 skip, u32 group_blocks,              \
+        u32 ldy, u32 kw, T alpha, T beta, u32 log_group, u32 skip, u32 long_blocks,               \
         u32 window) {                                                                              \
-        if (blockIdx.x < group_blocks) {                                                           \
+        if (blockIdx.x >= long_blocks) {                                                           \
+            const u32 gb = blockIdx.x - long_blocks;                                               \
             SPMM_COL_SWITCH(T, log_group)                                                          \
         } else {                                                                                   \
-            spmm_long_body<T>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip,    \
-                              window, blockIdx.x - group_blocks,                            \
-                              gridDim.x - group_blocks);                                           \
+            spmm_long_body<T>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta, skip,     \
+                              window, blockIdx.x, long_blocks);                                    \
         }                                                                                          \
     }                                                                                              \
     extern "C" __global__ void spmm_scale_##SUFFIX(T* y, T beta, u64 n) {                          \

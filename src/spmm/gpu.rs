@@ -4,8 +4,8 @@
 //! (per window of 32 columns in the row-major layout, one for any width in the column-major
 //! one) and returns without allocating or synchronising. Short and long rows share that launch:
 //! in the row-major kernel each block sums its window of rows with a group of lanes per row and
-//! a warp per longer row ([`RowPlan`]); in both layouts extra blocks at the end of the grid sum
-//! the rows longer than that, each with all its threads. See `kernels/spmm/spmm.cu` for the kernels and the [module docs](super) for which
+//! a warp per longer row ([`RowPlan`]); in both layouts extra blocks at the start of the grid
+//! (started first) sum the rows longer than that, each with all its threads. See `kernels/spmm/spmm.cu` for the kernels and the [module docs](super) for which
 //! layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer (`cusparseSpMM`)
 //! that benchmarks and tests compare against.
 
@@ -56,7 +56,7 @@ const LONG_BLOCKS_PER_SM: u32 = 8;
 /// - a group of `group_slots` slots (chosen from the mean row length) when it has at most
 ///   `lim_group` entries,
 /// - a warp (`32 / lanes` slots) when it has at most `lim_warp`,
-/// - otherwise the whole block, one of the extra blocks at the end of the grid that scan small
+/// - otherwise the whole block, one of the extra blocks at the start of the grid that scan small
 ///   windows of rows for such rows (so that long rows close together are spread over the GPU).
 ///
 /// Each bound keeps a row's walk to a few rounds of loads (the launch lasts as long as its
@@ -249,21 +249,22 @@ impl<T: GpuScalar> GpuSpmm<T> {
                         .arg(&log_sg)
                         .arg(&plan.lim_group)
                         .arg(&plan.lim_warp)
-                        .arg(&group_blocks)
+                        .arg(&long_blocks)
                         .arg(&window);
                     // SAFETY: spmm_row_T(const u32* row_ptr, const u32* col, const T* val,
                     // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
                     // u32 vec, u32 log_lc, u32 log_sg, u32 lim_group, u32 lim_warp,
-                    // u32 group_blocks, u32 window). row_ptr has
+                    // u32 long_blocks, u32 window). row_ptr has
                     // nrows+1 entries, col/val nnz (≥ 1); the views start at column j0, and
                     // element (i, j < kw) at i·k + j lies inside them (x: ncols·k − j0 elements,
                     // y: nrows·k − j0; checked above). With vec, the 16-byte loads of X start at
                     // i·k + j0 + m·vector: k, j0 (a multiple of 32) and kw are multiples of the
                     // vector width and device allocations are 256-byte aligned. Groups of
                     // lanes·group_slots ≤ 32 lanes (a power of two, dividing the block) take
-                    // rows_per_block rows in each of the first group_blocks blocks, so they cover
-                    // every row; the rest scan windows of window ≤ THREADS rows; the shared row
-                    // lists hold at most one entry per group or per row of a window.
+                    // rows_per_block rows in each of the group_blocks blocks after the first
+                    // long_blocks, so they cover every row; the first long_blocks scan windows of
+                    // window ≤ THREADS rows; the shared row lists hold at most one entry per
+                    // group or per row of a window.
                     unsafe { b.launch(Gpu::cfg(group_blocks + long_blocks, THREADS, 0)) }
                         .map_err(|e| Gpu::launch_error("spmm_row", e))?;
                 }
@@ -288,15 +289,16 @@ impl<T: GpuScalar> GpuSpmm<T> {
                     .arg(&beta)
                     .arg(&log_group)
                     .arg(&skip)
-                    .arg(&group_blocks)
+                    .arg(&long_blocks)
                     .arg(&window);
                 // SAFETY: spmm_col_T(const u32* row_ptr, const u32* col, const T* val,
                 // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
-                // u32 log_group, u32 skip, u32 group_blocks, u32 window). Column j of x starts
+                // u32 log_group, u32 skip, u32 long_blocks, u32 window). Column j of x starts
                 // at j·ncols and of y at j·nrows; x has ncols·k and y nrows·k elements
-                // (checked); the first group_blocks blocks hold one group of 2^log_group ≤ 32
-                // lanes per row, the rest scan windows of window ≤ THREADS rows (the size of
-                // their shared row list) for rows longer than skip; THREADS = SPMM_THREADS.
+                // (checked); the first long_blocks blocks scan windows of window ≤ THREADS rows
+                // (the size of their shared row list) for rows longer than skip, the
+                // group_blocks after them hold one group of 2^log_group ≤ 32 lanes per row;
+                // THREADS = SPMM_THREADS.
                 unsafe { b.launch(Gpu::cfg(group_blocks + long_blocks, THREADS, 0)) }
                     .map_err(|e| Gpu::launch_error("spmm_col", e))?;
             }
