@@ -224,6 +224,26 @@ __device__ __forceinline__ void entry_fields_(double* f, const u32* __restrict__
     if (r > f[F_ASYM]) f[F_ASYM] = r;
 }
 
+// The entries lo + first, lo + first + stride, ... below hi of row i (diagonal d): their fields
+// into f, their |off-diagonal| and signed sums added to `off` and `sum` in that order (a thread
+// walks a short row with stride 1, a warp's lane a medium one with 32, a block's thread a long
+// one with the block's width).
+template <typename T>
+__device__ __forceinline__ void row_entries_(double* f, const u32* __restrict__ rp, const u32* __restrict__ col,
+                                             const T* __restrict__ val, const double* __restrict__ s, u32 i,
+                                             u32 lo, u32 hi, u32 first, u32 stride, double d, double si,
+                                             double& off, double& sum) {
+    for (u32 p = lo + first; p < hi; p += stride) {
+        const double x = (double)val[p];
+        if (!isfinite(x)) f[F_NONFINITE] += 1.0;
+        sum = sum + x;
+        const u32 j = col[p];
+        if (j == i) continue;
+        off = off + fabs(x);
+        entry_fields_<T>(f, rp, col, val, s, i, j, x, d, si);
+    }
+}
+
 template <typename T>
 __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32* __restrict__ col,
                                            const T* __restrict__ val, u32 n, const double* __restrict__ s,
@@ -258,15 +278,7 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
                     }
                     const double si = s[i];
                     double off = 0.0, sum = 0.0;
-                    for (u32 p = lo; p < hi; ++p) {
-                        const double x = (double)val[p];
-                        if (!isfinite(x)) f[F_NONFINITE] += 1.0;
-                        sum += x;
-                        const u32 j = col[p];
-                        if (j == i) continue;
-                        off += fabs(x);
-                        entry_fields_<T>(f, rp, col, val, s, (u32)i, j, x, d, si);
-                    }
+                    row_entries_<T>(f, rp, col, val, s, (u32)i, lo, hi, 0u, 1u, d, si, off, sum);
                     row_fields_(f, d, off, sum, si, tol, sorted);
                 }
             }
@@ -289,15 +301,7 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
                 unsorted = __any_sync(FULL_MASK, unsorted);
                 const double si = s[r];
                 double off = 0.0, sum = 0.0;
-                for (u32 p = lo + lane; p < hi; p += 32u) {
-                    const double x = (double)val[p];
-                    if (!isfinite(x)) f[F_NONFINITE] += 1.0;
-                    sum = sum + x;
-                    const u32 j = col[p];
-                    if (j == r) continue;
-                    off = off + fabs(x);
-                    entry_fields_<T>(f, rp, col, val, s, r, j, x, d, si);
-                }
+                row_entries_<T>(f, rp, col, val, s, r, lo, hi, lane, 32u, d, si, off, sum);
                 warp_sum2_(off, sum);
                 if (lane == 0) row_fields_(f, d, off, sum, si, tol, !unsorted);
             });
@@ -324,15 +328,7 @@ __device__ __forceinline__ void stats_body(const u32* __restrict__ rp, const u32
             __syncthreads();
             const double d = long_d, si = s[i];
             double off = 0.0, sum = 0.0;
-            for (u32 p = lo + threadIdx.x; p < hi; p += blockDim.x) {
-                const double x = (double)val[p];
-                if (!isfinite(x)) f[F_NONFINITE] += 1.0;
-                sum = sum + x;
-                const u32 j = col[p];
-                if (j == i) continue;
-                off = off + fabs(x);
-                entry_fields_<T>(f, rp, col, val, s, i, j, x, d, si);
-            }
+            row_entries_<T>(f, rp, col, val, s, i, lo, hi, threadIdx.x, blockDim.x, d, si, off, sum);
             block_sum2_(off, sum);
             if (threadIdx.x == 0) row_fields_(f, d, off, sum, si, tol, long_unsorted == 0);
             __syncthreads();
