@@ -512,6 +512,9 @@ struct ProbeWatch {
     nnz: usize,
     checkpoint_factor: f64,
     restart: usize,
+    /// Where BiCGSTAB is weighed against MINRES: the predicted iterations above which the call
+    /// stops for MINRES's window ([`ProbeParams::minres_from`]).
+    minres_from: Option<f64>,
     decision: Mutex<Option<Decision>>,
 }
 
@@ -543,7 +546,19 @@ impl Watch for ProbeWatch {
             rate,
             nnz: self.nnz,
         };
-        let (up, its, tc, te) = decide(&meas, self.expensive, self.rel_tol, &self.model);
+        let (up, its, tc, te) = match self.minres_from {
+            Some(from) => {
+                let f = self.model.bicgstab_iterations_factor;
+                let its = f * iterations_to(self.rel_tol, relative_residual, rate);
+                (
+                    !(its <= from),
+                    its,
+                    its * meas.seconds_per_iteration,
+                    f64::NAN,
+                )
+            }
+            None => decide(&meas, self.expensive, self.rel_tol, &self.model),
+        };
         let need = iterations_to(self.rel_tol, relative_residual, rate);
         let stop_at = if up || !need.is_finite() {
             iteration
@@ -971,11 +986,12 @@ where
             nnz: choice.stats.nnz,
             checkpoint_factor: probe.checkpoint_factor,
             restart,
+            minres_from: duel.then_some(probe.minres_from as f64),
             decision: Mutex::new(None),
         };
         // The probe inside the cheap candidate's first call, where it has iterations beyond
         // the probe's.
-        let one = probe.one_call && params.max_iters > budget && !duel;
+        let one = probe.one_call && params.max_iters > budget;
         let pp = SolveParams {
             max_iters: if one { params.max_iters } else { budget },
             observer: Some(&rec),
@@ -1025,9 +1041,21 @@ where
                 "{}: {} iterations to {:.2e} (the probe)",
                 report.cheap, d.iterations, d.residual
             ));
+            let against = if duel {
+                format!(
+                    "at most {}: kept without a {} window",
+                    probe.minres_from, report.expensive
+                )
+            } else {
+                format!(
+                    "against {:.2} ms predicted for {}: kept",
+                    d.dear_seconds * 1e3,
+                    report.expensive
+                )
+            };
             choice.reason.push_str(&format!(
                 "; probe: {} for {} iterations ({:.3} ms) reached {:.2e}, rate {:.4}/iteration: \
-                 {:.0} more iterations, {:.2} ms, against {:.2} ms predicted for {}: kept",
+                 {:.0} more iterations, {:.2} ms, {against}",
                 report.cheap,
                 d.iterations,
                 d.seconds * 1e3,
@@ -1035,8 +1063,6 @@ where
                 d.rate,
                 d.predicted,
                 d.cheap_seconds * 1e3,
-                d.dear_seconds * 1e3,
-                report.expensive,
             ));
             order.push(first);
             order.push(alt);

@@ -924,6 +924,18 @@ fn bicgstab_and_minres_are_weighed_on_their_measured_rates() {
     // The probe's iterations and MINRES's window are counted in the solve's.
     let its: usize = r.phases.iter().filter_map(|p| p.iterations).sum();
     assert_eq!(its, r.result.as_ref().unwrap().iterations);
+    // The same with the probe inside BiCGSTAB's call: the call stops at the probe's decision
+    // for MINRES's window.
+    let (r1, x1) = auto(
+        &a,
+        &ProbeParams {
+            one_call: true,
+            ..low
+        },
+    );
+    assert!(r1.result.is_ok(), "{}", r1.choice.reason);
+    assert!(true_residual(&a, &x1) < 1e-7);
+    assert_eq!(r1.tried[..2], r.tried[..2], "{}", r1.choice.reason);
     // Where BiCGSTAB's prediction is short (a 3D grid shifted past its smallest eigenvalue,
     // 0.17: it converges fast), no window. (Not σ = 0.5: there the sum of all entries, bᵀAb for
     // b = 1, vanishes and BiCGSTAB breaks down at once.)
