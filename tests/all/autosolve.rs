@@ -603,7 +603,9 @@ fn hub_graphs_take_jacobi_cg_without_amg() {
 fn a_setup_predicted_over_the_bound_is_not_started() {
     // A saddle point: BiCGSTAB weighed against MINRES, GMRES + ILUT (after the row matching)
     // the fallback after them. 30 iterations at most cannot reach 1e-12, so the queue comes to
-    // the factorization with at most the time of 60 iterations left. With a model that
+    // the factorization with at most the time of 120 iterations left (a work factor of 4: the
+    // two methods before it take at most 60 iterations, and a MINRES iteration costs less than
+    // a BiCGSTAB one). With a model that
     // prices ILUT's setup at a second per stored entry it is not built: dropped, and named in
     // the reason and in what was tried. With a setup priced at nothing it is built and runs.
     let a = generate::kkt2d::<f64>(30, 100, 1).unwrap();
@@ -613,12 +615,16 @@ fn a_setup_predicted_over_the_bound_is_not_started() {
         rel_tol: 1e-12,
         ..Default::default()
     };
+    let wide = ProbeParams {
+        work_factor: 4.0,
+        ..params()
+    };
     let dear = ProbeParams {
         model: CostModel {
             ilut_setup_per_entry: 1.0,
             ..CostModel::iterations_only()
         },
-        ..params()
+        ..wide
     };
     let mut x = vec![0.0; a.nrows()];
     let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &dear).unwrap();
@@ -667,7 +673,7 @@ fn a_setup_predicted_over_the_bound_is_not_started() {
     );
     // Priced at nothing, the same queue builds the factor and runs it.
     let mut x = vec![0.0; a.nrows()];
-    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &params()).unwrap();
+    let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &wide).unwrap();
     assert!(r.factor.is_some(), "{}", r.choice.reason);
     assert!(
         r.tried
