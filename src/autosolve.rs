@@ -551,7 +551,7 @@ impl Watch for ProbeWatch {
                 let f = self.model.bicgstab_iterations_factor;
                 let its = f * iterations_to(self.rel_tol, relative_residual, rate);
                 (
-                    !(its <= from),
+                    its.is_nan() || its > from,
                     its,
                     its * meas.seconds_per_iteration,
                     f64::NAN,
