@@ -4,7 +4,8 @@
 # COMMIT, and the harness python_auto.py, systems.txt, variant_summary.py):
 #   1. python_auto.py on every system of systems.txt (the goal run, DEADLINE seconds), with one
 #      more first call of the default per system under the probe options $VARIANT (JSON);
-#   2. the GPU tests of the automatic solve (test-all auto_stats:: autosolve::), in the time left.
+#   2. the GPU tests of the automatic solve (test-all auto_stats:: autosolve::), in the time left;
+#   3. amg_window.py (AMG-CG's residual from zero and from the CG probe's iterate), if time is left.
 # Within 180 s; everything lands in $OUT/auto.tgz (written on any exit).
 #   bash mid-run.sh [DEADLINE]
 set -uo pipefail
@@ -34,5 +35,11 @@ if [ -x "$S/tests/test-all" ] && [ "$left" -ge 8 ]; then
   timeout "$left" "$S/tests/test-all" auto_stats:: autosolve:: --test-threads=4 > "$res/tests.log" 2>&1
   echo "  tests rc=$? $(grep -E '^test result' "$res/tests.log" | tail -1)"
   grep -E 'FAILED|panicked' "$res/tests.log" | head -5
+fi
+left=$(( 176 - ($(date +%s) - start) ))
+if [ -f "$S/amg_window.py" ] && [ "$left" -ge 8 ]; then
+  stamp "amg_window (${left} s left)"
+  timeout "$left" python3 "$S/amg_window.py" aniso2d:700:0.001 femelast3d:p2:16@jacobi \
+    jumps3d:80@jacobi circuit:500000@jacobi 2>&1 | tee "$res/amg_window.txt" | cut -c1-230
 fi
 stamp "done"
