@@ -1002,12 +1002,10 @@ where
         let t = Instant::now();
         let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
         let secs = t.elapsed().as_secs_f64();
-        let kept = watch
-            .decision
-            .lock()
-            .ok()
-            .and_then(|d| *d)
-            .filter(|d| !d.escalate);
+        // The watch's decision, where the probe ran inside the call: a call it stopped to
+        // escalate is taken as decided there (not weighed again on the call's whole seconds).
+        let decided = watch.decision.lock().ok().and_then(|d| *d);
+        let kept = decided.filter(|d| !d.escalate);
         if let Some(d) = kept {
             // Kept by the probe and gone on in the same call: the probe's part here, the rest
             // as the candidate's first run at the top of the queue.
@@ -1150,7 +1148,11 @@ where
                         let b_secs = b_need * meas.seconds_per_iteration;
                         report.predicted_iterations = b_need;
                         report.predicted_cheap_seconds = b_secs;
-                        if b_need <= probe.minres_from as f64 {
+                        let window = decided
+                            .map_or(b_need.is_nan() || b_need > probe.minres_from as f64, |d| {
+                                d.escalate
+                            });
+                        if !window {
                             choice.reason.push_str(&format!(
                                 "; probe: {} for {iterations} iterations ({:.3} ms) reached \
                                  {residual:.2e}, rate {rate:.4}/iteration: {b_need:.0} more \
@@ -1318,7 +1320,10 @@ where
                         }
                     } else {
                         let model = model_for(&choice, probe);
-                        let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
+                        let (up, its, tc, te) = match decided {
+                            Some(d) => (d.escalate, d.predicted, d.cheap_seconds, d.dear_seconds),
+                            None => decide(&meas, alt.1, params.rel_tol, &model),
+                        };
                         report.predicted_iterations = its;
                         report.predicted_cheap_seconds = tc;
                         report.predicted_expensive_seconds = te;
