@@ -1523,8 +1523,14 @@ where
                 .max(restart)
                 .min(CHECKPOINT_MAX.max(restart))
                 .min(left);
+            // MINRES weighed against BiCGSTAB: once measured, all it has left in one call (a
+            // restart loses its Krylov space, which a saddle point cannot spare; its residual
+            // never grows); unmeasured (BiCGSTAB failed first), its window measures it.
+            let minres = duel && cand.0 == AutoMethod::Minres;
             match (window, rate) {
                 (Some(w), _) => w.min(left),
+                (None, Some(_)) if minres => left,
+                (None, None) if minres && continued => probe.minres_window.clamp(1, left),
                 (None, Some(rho)) => {
                     let need = iterations_to(params.rel_tol, r_now, rho);
                     let n = if need.is_finite() {
@@ -1770,15 +1776,14 @@ where
         let need = iterations_to(params.rel_tol, r_now, rate);
         let name = cand_name(cand);
         let not_converged = matches!(err, SolveError::NotConverged { .. });
-        // (Not where MINRES was measured beside it: MINRES goes on instead.)
-        let minres_measured = duel
-            && known.iter().any(|k| k.0 .0 == AutoMethod::Minres)
+        // (Not where MINRES is weighed against it: MINRES goes on instead.)
+        let minres_next = duel
             && queue
                 .iter()
                 .any(|c| c.0 == AutoMethod::Minres && runnable(c, &dropped, indefinite));
         let breakdown_again = cand.0 == AutoMethod::Bicgstab
             && matches!(err, SolveError::Breakdown { .. })
-            && !minres_measured
+            && !minres_next
             && requeued.iter().filter(|c| **c == cand).count() < 2;
         let what = err.to_string();
         last_err = Some(err);
@@ -1826,9 +1831,12 @@ where
                 last_chunk.retain(|l| l.0 != cand);
             }
         }
-        // A candidate whose rate cannot reach the tolerance in what it has left stops.
+        // A candidate whose rate cannot reach the tolerance in what it has left stops (not
+        // MINRES weighed against BiCGSTAB: a window's rate misses its later speed-up, and it is
+        // the method for these systems; the work bound still holds it).
         let time_left = t_ref.map_or(f64::INFINITY, |t| work_iters * t * stretch - seg.seconds);
         if !need.is_nan()
+            && !(duel && cand.0 == AutoMethod::Minres)
             && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
         {
             dropped.push(cand);
