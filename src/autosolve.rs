@@ -1870,6 +1870,26 @@ where
                     )
                 });
             let mine = model_factor(cand, probe) * need * t_it;
+            // BiCGSTAB kept by its probe whose measured rate now predicts more than
+            // `minres_from` iterations: MINRES's window first, then the two are weighed.
+            let unmeasured = cand == first
+                && runnable(&alt, &dropped, indefinite)
+                && queue.contains(&alt)
+                && !known.iter().any(|k| k.0 == alt);
+            let slow = model_factor(cand, probe) * need;
+            if unmeasured && (slow.is_nan() || slow > probe.minres_from as f64) {
+                handovers += 1;
+                choice.reason.push_str(&format!(
+                    "; {name}: rate {rate:.4}/iteration, {slow:.0} more iterations, more than {}: \
+                     {}'s window",
+                    probe.minres_from,
+                    cand_name(alt)
+                ));
+                queue.retain(|q| *q != alt);
+                queue.push_front(cand);
+                queue.push_front(alt);
+                continue;
+            }
             if let Some((o, t)) = theirs.filter(|(_, t)| *t < mine) {
                 handovers += 1;
                 choice.reason.push_str(&format!(
