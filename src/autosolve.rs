@@ -1835,8 +1835,8 @@ where
         // MINRES weighed against BiCGSTAB: a window's rate misses its later speed-up, and it is
         // the method for these systems; the work bound still holds it).
         let time_left = t_ref.map_or(f64::INFINITY, |t| work_iters * t * stretch - seg.seconds);
-        if !need.is_nan()
-            && !(duel && cand.0 == AutoMethod::Minres)
+        let judged = !need.is_nan() && (!duel || cand.0 != AutoMethod::Minres);
+        if judged
             && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
         {
             dropped.push(cand);
