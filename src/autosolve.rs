@@ -18,12 +18,12 @@
 //! iteration `t`. The expensive candidate's time comes from the [`CostModel`]: its setup and
 //! iteration as multiples of `t` (what this device measured) plus fixed seconds and, for the
 //! incomplete factorization, seconds per stored entry; its iterations from the cheap candidate's
-//! predicted count. The faster continues **from the probe's iterate**. With
-//! [`ProbeParams::one_call`] the probe runs inside the cheap candidate's first solver call: its
-//! decision is taken at the call's first status check from the probe's iterations on (a
-//! [`Watch`]: no wait beyond the check's own), the call stops there where the expensive
-//! candidate takes over, and a kept candidate goes on in the same call, without a restart, to
-//! its first checkpoint.
+//! predicted count. The faster continues **from the probe's iterate**. The probe runs inside
+//! the cheap candidate's first solver call: a [`Watch`] asks for a status check after exactly
+//! the probe's iterations ([`Watch::next_check`], whatever the backend's check interval) and
+//! takes the decision there (no wait beyond the check's own); the call stops there where the
+//! expensive candidate takes over, and a kept candidate goes on in the same call, without a
+//! restart, to its first checkpoint.
 //!
 //! **Every candidate is judged on its own measured rate** at checkpoints. A run that does not
 //! converge ends at a checkpoint (the solver returns with its true residual) and gives the
@@ -176,17 +176,6 @@ pub struct ProbeParams {
     /// (default true); false gives the rule's first choice, with its alternative only as a
     /// fallback (each candidate but the last gets half the iterations left), deterministic.
     pub enabled: bool,
-    /// Run the probe inside the cheap candidate's first solver call (default false): its
-    /// decision is taken at the call's first status check from the probe's iterations on
-    /// ([`Watch`]); the call stops there where the expensive candidate takes over, and otherwise
-    /// goes on, without a restart, to its first checkpoint. False: the probe is a solver call
-    /// of its own and a kept candidate restarts from its iterate. Not the default: measured on
-    /// an H200 with the decision at the GPU's next status check (after 48 iterations, not 40),
-    /// it saved 0.5–2 ms on every kept CG but flipped the AMG decisions of four systems for the
-    /// worse (`benches/results/auto.md`); the decision and the stop now fall at exactly the
-    /// probe's and the checkpoint's iterations ([`Watch::next_check`]), not yet measured on a
-    /// device.
-    pub one_call: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
     /// CG iterations of the probe (default 40); the rate is read over the second half.
@@ -230,7 +219,6 @@ impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams {
             enabled: true,
-            one_call: false,
             cache: true,
             cg_iterations: 40,
             bicgstab_iterations: 20,
@@ -498,10 +486,11 @@ struct Decision {
 }
 
 /// The probe as a [`Watch`] on the cheap candidate's first solver call: at its status check
-/// after `budget` iterations (it asks for one there, [`Watch::next_check`]), the rate of the history so far ([`probe_rate`]) and
-/// [`decide`] take the decision; the call stops there to escalate, or goes on to the kept
-/// candidate's first checkpoint (the iterations its rate predicts times
-/// [`ProbeParams::checkpoint_factor`], plus two restart cycles, as a run after a probe of its own
+/// after `budget` iterations (it asks for one there, [`Watch::next_check`]), the rate of the
+/// history so far ([`probe_rate`]) and [`decide`] (or, BiCGSTAB against MINRES,
+/// [`ProbeParams::minres_from`]) take the decision; the call stops there to escalate, or goes on
+/// to the kept candidate's first checkpoint (the iterations its rate predicts times
+/// [`ProbeParams::checkpoint_factor`], plus two restart cycles, as any run with a measured rate
 /// gets) and stops there to be judged on its own rate.
 struct ProbeWatch {
     budget: usize,
@@ -580,8 +569,7 @@ impl Watch for ProbeWatch {
     }
 
     /// The probe's iterations, then the kept candidate's checkpoint: the decision and the stop
-    /// fall where a probe of its own and the run after it would end, whatever the backend's
-    /// `check_every`.
+    /// fall at exactly those iterations, whatever the backend's `check_every`.
     fn next_check(&self, iteration: usize) -> Option<usize> {
         match self.decision.lock().ok().and_then(|d| *d) {
             None => Some(self.budget).filter(|&b| b > iteration),
@@ -991,7 +979,7 @@ where
         };
         // The probe inside the cheap candidate's first call, where it has iterations beyond
         // the probe's.
-        let one = probe.one_call && params.max_iters > budget;
+        let one = params.max_iters > budget;
         let pp = SolveParams {
             max_iters: if one { params.max_iters } else { budget },
             observer: Some(&rec),

@@ -802,14 +802,9 @@ fn a_stokes_saddle_point_is_solved_by_minres_where_the_others_fail() {
 fn a_kept_candidate_goes_on_in_the_probes_call() {
     // poisson3d:30: the probe keeps CG (AMG's setup alone costs more than CG's remainder), and
     // CG converges before its first checkpoint. In the probe's own call it takes exactly the
-    // iterations of CG named explicitly (the same call, watched); with the probe in a call of
-    // its own (the default), CG restarts from the probe's iterate and takes more.
+    // iterations of CG named explicitly (the same call, watched).
     let a = generate::poisson3d(30).unwrap();
-    let one = ProbeParams {
-        one_call: true,
-        ..params()
-    };
-    let (r, x) = auto(&a, &one);
+    let (r, x) = auto(&a, &params());
     let probe = r.probe.clone().expect("a probe");
     assert!(!probe.converged && !probe.escalated, "{}", r.choice.reason);
     assert_eq!(probe.iterations, ProbeParams::default().cg_iterations);
@@ -849,20 +844,6 @@ fn a_kept_candidate_goes_on_in_the_probes_call() {
         its,
         [probe.iterations, direct.iterations - probe.iterations]
     );
-    let (s, _) = auto(
-        &a,
-        &ProbeParams {
-            one_call: false,
-            ..params()
-        },
-    );
-    let separate = s.result.unwrap();
-    assert!(
-        separate.iterations > direct.iterations,
-        "{} {}",
-        separate.iterations,
-        direct.iterations
-    );
 }
 
 #[test]
@@ -876,10 +857,7 @@ fn the_probes_decision_falls_at_its_iterations_whatever_the_checks() {
         check_every: Some(16),
         ..SolveParams::default()
     };
-    let one = ProbeParams {
-        one_call: true,
-        ..params()
-    };
+    let one = params();
     let mut x = vec![0.0; a.nrows()];
     let r = solve(&Cpu, &a, Some(&a), &b, &mut x, &sp, &one).unwrap();
     let probe = r.probe.clone().expect("a probe");
@@ -935,18 +913,6 @@ fn bicgstab_and_minres_are_weighed_on_their_measured_rates() {
     // The probe's iterations and MINRES's window are counted in the solve's.
     let its: usize = r.phases.iter().filter_map(|p| p.iterations).sum();
     assert_eq!(its, r.result.as_ref().unwrap().iterations);
-    // The same with the probe inside BiCGSTAB's call: the call stops at the probe's decision
-    // for MINRES's window.
-    let (r1, x1) = auto(
-        &a,
-        &ProbeParams {
-            one_call: true,
-            ..low
-        },
-    );
-    assert!(r1.result.is_ok(), "{}", r1.choice.reason);
-    assert!(true_residual(&a, &x1) < 1e-7);
-    assert_eq!(r1.tried[..2], r.tried[..2], "{}", r1.choice.reason);
     // Where BiCGSTAB's prediction is short (a 3D grid shifted past its smallest eigenvalue,
     // 0.17: it converges fast), no window. (Not σ = 0.5: there the sum of all entries, bᵀAb for
     // b = 1, vanishes and BiCGSTAB breaks down at once.)
