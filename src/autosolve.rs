@@ -18,12 +18,12 @@
 //! iteration `t`. The expensive candidate's time comes from the [`CostModel`]: its setup and
 //! iteration as multiples of `t` (what this device measured) plus fixed seconds and, for the
 //! incomplete factorization, seconds per stored entry; its iterations from the cheap candidate's
-//! predicted count. The faster continues **from the probe's iterate**. With
-//! [`ProbeParams::one_call`] the probe runs inside the cheap candidate's first solver call: its
-//! decision is taken at the call's first status check from the probe's iterations on (a
-//! [`Watch`]: no wait beyond the check's own), the call stops there where the expensive
-//! candidate takes over, and a kept candidate goes on in the same call, without a restart, to
-//! its first checkpoint.
+//! predicted count. The faster continues **from the probe's iterate**. The probe runs inside
+//! the cheap candidate's first solver call: a [`Watch`] asks for a status check after exactly
+//! the probe's iterations ([`Watch::next_check`], whatever the backend's check interval) and
+//! takes the decision there (no wait beyond the check's own); the call stops there where the
+//! expensive candidate takes over, and a kept candidate goes on in the same call, without a
+//! restart, to its first checkpoint.
 //!
 //! **Every candidate is judged on its own measured rate** at checkpoints. A run that does not
 //! converge ends at a checkpoint (the solver returns with its true residual) and gives the
@@ -176,17 +176,6 @@ pub struct ProbeParams {
     /// (default true); false gives the rule's first choice, with its alternative only as a
     /// fallback (each candidate but the last gets half the iterations left), deterministic.
     pub enabled: bool,
-    /// Run the probe inside the cheap candidate's first solver call (default false): its
-    /// decision is taken at the call's first status check from the probe's iterations on
-    /// ([`Watch`]); the call stops there where the expensive candidate takes over, and otherwise
-    /// goes on, without a restart, to its first checkpoint. False: the probe is a solver call
-    /// of its own and a kept candidate restarts from its iterate. Not the default: measured on
-    /// an H200 with the decision at the GPU's next status check (after 48 iterations, not 40),
-    /// it saved 0.5–2 ms on every kept CG but flipped the AMG decisions of four systems for the
-    /// worse (`benches/results/auto.md`); the decision and the stop now fall at exactly the
-    /// probe's and the checkpoint's iterations ([`Watch::next_check`]), not yet measured on a
-    /// device.
-    pub one_call: bool,
     /// Keep and reuse the decision per pattern (default true).
     pub cache: bool,
     /// CG iterations of the probe (default 40); the rate is read over the second half.
@@ -217,13 +206,19 @@ pub struct ProbeParams {
     /// the matched ILUT that alone solved a circuit with voltage sources was predicted at 12×
     /// the bound, on an H200).
     pub last_resort: f64,
+    /// Where BiCGSTAB is weighed against MINRES (a symmetric indefinite system): MINRES's
+    /// iterations in its window after BiCGSTAB's probe (default 40: as many products with the
+    /// matrix as the probe's 20 BiCGSTAB iterations).
+    pub minres_window: usize,
+    /// BiCGSTAB's predicted remaining iterations up to which its probe keeps it without
+    /// MINRES's window (default 1000).
+    pub minres_from: usize,
 }
 
 impl Default for ProbeParams {
     fn default() -> Self {
         ProbeParams {
             enabled: true,
-            one_call: false,
             cache: true,
             cg_iterations: 40,
             bicgstab_iterations: 20,
@@ -235,6 +230,8 @@ impl Default for ProbeParams {
             hopeless: 2.0,
             checkpoint_factor: 2.0,
             last_resort: 30.0,
+            minres_window: 40,
+            minres_from: 1000,
         }
     }
 }
@@ -489,10 +486,11 @@ struct Decision {
 }
 
 /// The probe as a [`Watch`] on the cheap candidate's first solver call: at its status check
-/// after `budget` iterations (it asks for one there, [`Watch::next_check`]), the rate of the history so far ([`probe_rate`]) and
-/// [`decide`] take the decision; the call stops there to escalate, or goes on to the kept
-/// candidate's first checkpoint (the iterations its rate predicts times
-/// [`ProbeParams::checkpoint_factor`], plus two restart cycles, as a run after a probe of its own
+/// after `budget` iterations (it asks for one there, [`Watch::next_check`]), the rate of the
+/// history so far ([`probe_rate`]) and [`decide`] (or, BiCGSTAB against MINRES,
+/// [`ProbeParams::minres_from`]) take the decision; the call stops there to escalate, or goes on
+/// to the kept candidate's first checkpoint (the iterations its rate predicts times
+/// [`ProbeParams::checkpoint_factor`], plus two restart cycles, as any run with a measured rate
 /// gets) and stops there to be judged on its own rate.
 struct ProbeWatch {
     budget: usize,
@@ -503,6 +501,9 @@ struct ProbeWatch {
     nnz: usize,
     checkpoint_factor: f64,
     restart: usize,
+    /// Where BiCGSTAB is weighed against MINRES: the predicted iterations above which the call
+    /// stops for MINRES's window ([`ProbeParams::minres_from`]).
+    minres_from: Option<f64>,
     decision: Mutex<Option<Decision>>,
 }
 
@@ -534,7 +535,19 @@ impl Watch for ProbeWatch {
             rate,
             nnz: self.nnz,
         };
-        let (up, its, tc, te) = decide(&meas, self.expensive, self.rel_tol, &self.model);
+        let (up, its, tc, te) = match self.minres_from {
+            Some(from) => {
+                let f = self.model.bicgstab_iterations_factor;
+                let its = f * iterations_to(self.rel_tol, relative_residual, rate);
+                (
+                    its.is_nan() || its > from,
+                    its,
+                    its * meas.seconds_per_iteration,
+                    f64::NAN,
+                )
+            }
+            None => decide(&meas, self.expensive, self.rel_tol, &self.model),
+        };
         let need = iterations_to(self.rel_tol, relative_residual, rate);
         let stop_at = if up || !need.is_finite() {
             iteration
@@ -556,8 +569,7 @@ impl Watch for ProbeWatch {
     }
 
     /// The probe's iterations, then the kept candidate's checkpoint: the decision and the stop
-    /// fall where a probe of its own and the run after it would end, whatever the backend's
-    /// `check_every`.
+    /// fall at exactly those iterations, whatever the backend's `check_every`.
     fn next_check(&self, iteration: usize) -> Option<usize> {
         match self.decision.lock().ok().and_then(|d| *d) {
             None => Some(self.budget).filter(|&b| b > iteration),
@@ -566,29 +578,30 @@ impl Watch for ProbeWatch {
     }
 }
 
-/// `e` with `k` fewer iterations (the part of a solver call after the probe's decision).
-fn fewer_iterations(e: SolveError, k: usize) -> SolveError {
+/// `e` with its iteration count mapped by `f` (the part of a solver call after the probe's
+/// decision, the total of a solve made of several calls); other errors unchanged.
+fn map_iterations(e: SolveError, f: impl FnOnce(usize) -> usize) -> SolveError {
     match e {
         SolveError::NotConverged {
             iterations,
             residual,
         } => SolveError::NotConverged {
-            iterations: iterations.saturating_sub(k),
+            iterations: f(iterations),
             residual,
         },
         SolveError::Stagnation {
             iterations,
             residual,
         } => SolveError::Stagnation {
-            iterations: iterations.saturating_sub(k),
+            iterations: f(iterations),
             residual,
         },
         SolveError::Breakdown { what, iteration } => SolveError::Breakdown {
             what,
-            iteration: iteration.saturating_sub(k),
+            iteration: f(iteration),
         },
         SolveError::NonFinite { iteration } => SolveError::NonFinite {
-            iteration: iteration.saturating_sub(k),
+            iteration: f(iteration),
         },
         e => e,
     }
@@ -709,14 +722,10 @@ impl Segments {
                 restarts: self.restarts,
                 ..info
             }),
-            Err(SolveError::NotConverged { residual, .. }) => Err(SolveError::NotConverged {
-                iterations: self.iterations,
-                residual,
-            }),
-            Err(SolveError::Stagnation { residual, .. }) => Err(SolveError::Stagnation {
-                iterations: self.iterations,
-                residual,
-            }),
+            // The count of every call together; a breakdown keeps the iteration it names.
+            Err(e @ (SolveError::NotConverged { .. } | SolveError::Stagnation { .. })) => {
+                Err(map_iterations(e, |_| self.iterations))
+            }
             Err(e) => Err(e),
         }
     }
@@ -919,6 +928,11 @@ where
     // The kept candidate's call that went on after the probe's decision: its result, its
     // seconds and the decision.
     let mut pending: Option<(Result<SolveInfo, SolveError>, f64, Decision)> = None;
+    // BiCGSTAB weighed against MINRES (symmetric indefinite systems): both measured, neither
+    // with a setup.
+    let duel = is_duel(first, choice.alternative);
+    // Hand-overs between the two at checkpoints.
+    let mut handovers = 0usize;
     let mut r_now = if params.initial_guess == InitialGuess::Zero {
         1.0
     } else {
@@ -960,11 +974,12 @@ where
             nnz: choice.stats.nnz,
             checkpoint_factor: probe.checkpoint_factor,
             restart,
+            minres_from: duel.then_some(probe.minres_from as f64),
             decision: Mutex::new(None),
         };
         // The probe inside the cheap candidate's first call, where it has iterations beyond
         // the probe's.
-        let one = probe.one_call && params.max_iters > budget;
+        let one = params.max_iters > budget;
         let pp = SolveParams {
             max_iters: if one { params.max_iters } else { budget },
             observer: Some(&rec),
@@ -975,12 +990,10 @@ where
         let t = Instant::now();
         let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
         let secs = t.elapsed().as_secs_f64();
-        let kept = watch
-            .decision
-            .lock()
-            .ok()
-            .and_then(|d| *d)
-            .filter(|d| !d.escalate);
+        // The watch's decision, where the probe ran inside the call: a call it stopped to
+        // escalate is taken as decided there (not weighed again on the call's whole seconds).
+        let decided = watch.decision.lock().ok().and_then(|d| *d);
+        let kept = decided.filter(|d| !d.escalate);
         if let Some(d) = kept {
             // Kept by the probe and gone on in the same call: the probe's part here, the rest
             // as the candidate's first run at the top of the queue.
@@ -1014,9 +1027,21 @@ where
                 "{}: {} iterations to {:.2e} (the probe)",
                 report.cheap, d.iterations, d.residual
             ));
+            let against = if duel {
+                format!(
+                    "at most {}: kept without a {} window",
+                    probe.minres_from, report.expensive
+                )
+            } else {
+                format!(
+                    "against {:.2} ms predicted for {}: kept",
+                    d.dear_seconds * 1e3,
+                    report.expensive
+                )
+            };
             choice.reason.push_str(&format!(
                 "; probe: {} for {} iterations ({:.3} ms) reached {:.2e}, rate {:.4}/iteration: \
-                 {:.0} more iterations, {:.2} ms, against {:.2} ms predicted for {}: kept",
+                 {:.0} more iterations, {:.2} ms, {against}",
                 report.cheap,
                 d.iterations,
                 d.seconds * 1e3,
@@ -1024,8 +1049,6 @@ where
                 d.rate,
                 d.predicted,
                 d.cheap_seconds * 1e3,
-                d.dear_seconds * 1e3,
-                report.expensive,
             ));
             order.push(first);
             order.push(alt);
@@ -1097,21 +1120,203 @@ where
                     };
                     r_now = residual;
                     known.push((first, rate, meas.seconds_per_iteration, iterations));
-                    let model = model_for(&choice, probe);
-                    let (up, its, tc, te) = decide(&meas, alt.1, params.rel_tol, &model);
                     report.iterations = iterations;
                     report.residual = residual;
                     report.rate = rate;
-                    report.predicted_iterations = its;
-                    report.predicted_cheap_seconds = tc;
-                    report.predicted_expensive_seconds = te;
-                    report.escalated = up;
                     best = Some((residual, first));
                     out.tried.push(format!(
                         "{}: {iterations} iterations to {residual:.2e} (the probe)",
                         report.cheap
                     ));
-                    choice.reason.push_str(&format!(
+                    if duel {
+                        // BiCGSTAB against MINRES: both without a setup, each judged on its own
+                        // measured time per residual reduction.
+                        let b_need = model_factor(first, probe)
+                            * iterations_to(params.rel_tol, residual, rate);
+                        let b_secs = b_need * meas.seconds_per_iteration;
+                        report.predicted_iterations = b_need;
+                        report.predicted_cheap_seconds = b_secs;
+                        let window = decided
+                            .map_or(b_need.is_nan() || b_need > probe.minres_from as f64, |d| {
+                                d.escalate
+                            });
+                        if !window {
+                            choice.reason.push_str(&format!(
+                                "; probe: {} for {iterations} iterations ({:.3} ms) reached \
+                                 {residual:.2e}, rate {rate:.4}/iteration: {b_need:.0} more \
+                                 iterations ({:.2} ms), at most {}: kept without a {} window",
+                                report.cheap,
+                                secs * 1e3,
+                                b_secs * 1e3,
+                                probe.minres_from,
+                                report.expensive
+                            ));
+                            order.push(first);
+                            order.push(alt);
+                        } else {
+                            let w = probe
+                                .minres_window
+                                .max(1)
+                                .min(params.max_iters.saturating_sub(iterations).max(1));
+                            let wp = SolveParams {
+                                max_iters: w,
+                                initial_guess: InitialGuess::Given,
+                                ..*params
+                            };
+                            let (wr, ws) = {
+                                if !preconds.iter().any(|(p, _)| *p == alt.1) && alt.1 != first.1 {
+                                    let t = Instant::now();
+                                    let bt = build(be, op, &host, &choice, alt.1)?;
+                                    let st = t.elapsed().as_secs_f64();
+                                    seg.setup += st;
+                                    out.phases.push(Phase::new(
+                                        format!("setup {}", alt.1.name()),
+                                        None,
+                                        st,
+                                    ));
+                                    preconds.push((alt.1, bt));
+                                }
+                                let m = if alt.1 == first.1 {
+                                    &*built.0
+                                } else {
+                                    &*preconds
+                                        .iter()
+                                        .find(|(p, _)| *p == alt.1)
+                                        .expect("built above")
+                                        .1
+                                         .0
+                                };
+                                let t = Instant::now();
+                                let wr = run(be, op, m, alt.0, restart, b, x, &wp);
+                                (wr, t.elapsed().as_secs_f64())
+                            };
+                            out.phases.push(Phase::new(
+                                format!("probe {}", cand_name(alt)),
+                                Some(wr.as_ref().map_or_else(iterations_of, |i| i.iterations)),
+                                ws,
+                            ));
+                            match wr {
+                                Ok(info) => {
+                                    seg.add(&info, ws);
+                                    report.escalated = true;
+                                    report.seconds += ws;
+                                    out.tried.push(format!(
+                                        "{}: converged in {} iterations (the probe)",
+                                        report.expensive, info.iterations
+                                    ));
+                                    choice.reason.push_str(&format!(
+                                        "; probe: {} for {iterations} iterations reached \
+                                         {residual:.2e}; {} converged within its window ({} \
+                                         iterations)",
+                                        report.cheap, report.expensive, info.iterations
+                                    ));
+                                    if probe.cache {
+                                        if let Ok(mut c) = cache().lock() {
+                                            c.insert(key, alt);
+                                        }
+                                    }
+                                    choice.method = alt.0;
+                                    choice.precond = alt.1;
+                                    out.probe = Some(report);
+                                    out.setup_seconds = seg.setup;
+                                    out.solve_seconds = seg.seconds;
+                                    out.result = seg.finish(Ok(info));
+                                    out.choice = choice;
+                                    return Ok(out);
+                                }
+                                Err(
+                                    ref werr @ SolveError::NotConverged {
+                                        iterations: k,
+                                        residual: rm,
+                                    },
+                                ) => {
+                                    seg.add_failed(werr, ws);
+                                    let m_rate = if k > 0 && rm > 0.0 && residual > 0.0 {
+                                        (rm / residual).powf(1.0 / k as f64)
+                                    } else {
+                                        f64::NAN
+                                    };
+                                    let m_t = ws / k.max(1) as f64;
+                                    known.push((alt, m_rate, m_t, k));
+                                    r_now = rm;
+                                    if rm < residual {
+                                        best = Some((rm, alt));
+                                    }
+                                    out.tried.push(format!(
+                                        "{}: {k} iterations to {rm:.2e} (the probe)",
+                                        report.expensive
+                                    ));
+                                    let b_secs = model_factor(first, probe)
+                                        * iterations_to(params.rel_tol, rm, rate)
+                                        * meas.seconds_per_iteration;
+                                    let m_need = model_factor(alt, probe)
+                                        * iterations_to(params.rel_tol, rm, m_rate);
+                                    let m_secs = m_need * m_t;
+                                    let up =
+                                        m_secs < b_secs || b_secs.is_nan() && m_secs.is_finite();
+                                    report.predicted_cheap_seconds = b_secs;
+                                    report.predicted_expensive_seconds = m_secs;
+                                    report.escalated = up;
+                                    choice.reason.push_str(&format!(
+                                        "; probe: {} for {iterations} iterations ({:.3} ms) \
+                                         reached {residual:.2e}, rate {rate:.4}/iteration; {} \
+                                         for {k} iterations ({:.3} ms) reached {rm:.2e}, rate \
+                                         {m_rate:.4}/iteration: {:.2} ms more against {:.2} ms: \
+                                         {} goes on",
+                                        report.cheap,
+                                        secs * 1e3,
+                                        report.expensive,
+                                        ws * 1e3,
+                                        b_secs * 1e3,
+                                        m_secs * 1e3,
+                                        if up { &report.expensive } else { &report.cheap }
+                                    ));
+                                    if up {
+                                        order.push(alt);
+                                        order.push(first);
+                                    } else {
+                                        order.push(first);
+                                        order.push(alt);
+                                    }
+                                }
+                                Err(werr) if recoverable(&werr) => {
+                                    seg.add_failed(&werr, ws);
+                                    out.tried
+                                        .push(format!("{}: {werr} (the probe)", report.expensive));
+                                    choice.reason.push_str(&format!(
+                                        "; probe: {} failed in its window ({werr}): {} goes on",
+                                        report.expensive, report.cheap
+                                    ));
+                                    dropped.push(alt);
+                                    r_now = residual_of(&werr).unwrap_or(f64::NAN);
+                                    if matches!(werr, SolveError::NonFinite { .. }) {
+                                        be.fill(x, T::zero())?;
+                                        r_now = 1.0;
+                                    }
+                                    order.push(first);
+                                }
+                                Err(werr) => {
+                                    seg.add_failed(&werr, ws);
+                                    out.setup_seconds = seg.setup;
+                                    out.solve_seconds = seg.seconds;
+                                    out.result = Err(werr);
+                                    out.probe = Some(report);
+                                    out.choice = choice;
+                                    return Ok(out);
+                                }
+                            }
+                        }
+                    } else {
+                        let model = model_for(&choice, probe);
+                        let (up, its, tc, te) = match decided {
+                            Some(d) => (d.escalate, d.predicted, d.cheap_seconds, d.dear_seconds),
+                            None => decide(&meas, alt.1, params.rel_tol, &model),
+                        };
+                        report.predicted_iterations = its;
+                        report.predicted_cheap_seconds = tc;
+                        report.predicted_expensive_seconds = te;
+                        report.escalated = up;
+                        choice.reason.push_str(&format!(
                     "; probe: {} for {iterations} iterations ({:.3} ms) reached {residual:.2e}, \
                      rate {rate:.4}/iteration: {its:.0} more iterations, {:.2} ms, against \
                      {:.2} ms predicted for {}: {}",
@@ -1122,16 +1327,17 @@ where
                     report.expensive,
                     if up { "escalated" } else { "kept" }
                 ));
-                    if up {
-                        escalated = Some((alt, first));
-                        order.push(alt);
-                        order.push(first);
-                    } else {
-                        if its.is_finite() {
-                            cap = Some((first, (2.0 * its) as usize + 2 * restart));
+                        if up {
+                            escalated = Some((alt, first));
+                            order.push(alt);
+                            order.push(first);
+                        } else {
+                            if its.is_finite() {
+                                cap = Some((first, (2.0 * its) as usize + 2 * restart));
+                            }
+                            order.push(first);
+                            order.push(alt);
                         }
-                        order.push(first);
-                        order.push(alt);
                     }
                 }
                 Err(err) if recoverable(&err) => {
@@ -1305,8 +1511,14 @@ where
                 .max(restart)
                 .min(CHECKPOINT_MAX.max(restart))
                 .min(left);
+            // MINRES weighed against BiCGSTAB: once measured, all it has left in one call (a
+            // restart loses its Krylov space, which a saddle point cannot spare; its residual
+            // never grows); unmeasured (BiCGSTAB failed first), its window measures it.
+            let minres = duel && cand.0 == AutoMethod::Minres;
             match (window, rate) {
                 (Some(w), _) => w.min(left),
+                (None, Some(_)) if minres => left,
+                (None, None) if minres && continued => probe.minres_window.clamp(1, left),
                 (None, Some(rho)) => {
                     let need = iterations_to(params.rel_tol, r_now, rho);
                     let n = if need.is_finite() {
@@ -1420,7 +1632,7 @@ where
                         },
                         d.seconds,
                     );
-                    fewer_iterations(e, d.iterations)
+                    map_iterations(e, |k| k.saturating_sub(d.iterations))
                 });
                 let its = r
                     .as_ref()
@@ -1552,8 +1764,14 @@ where
         let need = iterations_to(params.rel_tol, r_now, rate);
         let name = cand_name(cand);
         let not_converged = matches!(err, SolveError::NotConverged { .. });
+        // (Not where MINRES is weighed against it: MINRES goes on instead.)
+        let minres_next = duel
+            && queue
+                .iter()
+                .any(|c| c.0 == AutoMethod::Minres && runnable(c, &dropped, indefinite));
         let breakdown_again = cand.0 == AutoMethod::Bicgstab
             && matches!(err, SolveError::Breakdown { .. })
+            && !minres_next
             && requeued.iter().filter(|c| **c == cand).count() < 2;
         let what = err.to_string();
         last_err = Some(err);
@@ -1601,9 +1819,12 @@ where
                 last_chunk.retain(|l| l.0 != cand);
             }
         }
-        // A candidate whose rate cannot reach the tolerance in what it has left stops.
+        // A candidate whose rate cannot reach the tolerance in what it has left stops (not
+        // MINRES weighed against BiCGSTAB: a window's rate misses its later speed-up, and it is
+        // the method for these systems; the work bound still holds it).
         let time_left = t_ref.map_or(f64::INFINITY, |t| work_iters * t * stretch - seg.seconds);
-        if !need.is_nan()
+        let judged = !need.is_nan() && (!duel || cand.0 != AutoMethod::Minres);
+        if judged
             && (need > probe.hopeless * own_left as f64 || need * t_it > probe.hopeless * time_left)
         {
             dropped.push(cand);
@@ -1616,6 +1837,61 @@ where
                 time_left.max(0.0)
             ));
             continue;
+        }
+        // BiCGSTAB and MINRES both measured: the other takes over where its rate now promises
+        // less time from here (twice at most).
+        if let (true, Some(alt)) = (duel && handovers < 2, choice.alternative) {
+            let other = if cand == first {
+                Some(alt)
+            } else if cand == alt {
+                Some(first)
+            } else {
+                None
+            };
+            let theirs = other
+                .filter(|o| runnable(o, &dropped, indefinite) && queue.contains(o))
+                .and_then(|o| known.iter().find(|k| k.0 == o))
+                .map(|k| {
+                    (
+                        k.0,
+                        model_factor(k.0, probe) * iterations_to(params.rel_tol, r_now, k.1) * k.2,
+                    )
+                });
+            let mine = model_factor(cand, probe) * need * t_it;
+            // BiCGSTAB kept by its probe whose measured rate now predicts more than
+            // `minres_from` iterations: MINRES's window first, then the two are weighed.
+            let unmeasured = cand == first
+                && runnable(&alt, &dropped, indefinite)
+                && queue.contains(&alt)
+                && !known.iter().any(|k| k.0 == alt);
+            let slow = model_factor(cand, probe) * need;
+            if unmeasured && (slow.is_nan() || slow > probe.minres_from as f64) {
+                handovers += 1;
+                choice.reason.push_str(&format!(
+                    "; {name}: rate {rate:.4}/iteration, {slow:.0} more iterations, more than {}: \
+                     {}'s window",
+                    probe.minres_from,
+                    cand_name(alt)
+                ));
+                queue.retain(|q| *q != alt);
+                queue.push_front(cand);
+                queue.push_front(alt);
+                continue;
+            }
+            if let Some((o, t)) = theirs.filter(|(_, t)| *t < mine) {
+                handovers += 1;
+                choice.reason.push_str(&format!(
+                    "; {name}: rate {rate:.4}/iteration, {:.2} ms more against {:.2} ms for {}: \
+                     handed over",
+                    mine * 1e3,
+                    t * 1e3,
+                    cand_name(o)
+                ));
+                queue.retain(|q| *q != o);
+                queue.push_front(cand);
+                queue.push_front(o);
+                continue;
+            }
         }
         // The cheap candidate kept by the probe, judged on its own rate: the expensive one
         // takes over where it now promises less time, its setup included.
@@ -1710,12 +1986,21 @@ fn model_for(c: &AutoChoice, p: &ProbeParams) -> CostModel {
     }
 }
 
-/// The model's correction of a probed rate's iteration count for the candidate's method.
+/// The model's correction of a probed rate's iteration count for the candidate's method
+/// (none for MINRES, whose rate comes from the true residuals at both ends of its window and
+/// whose residual never grows).
 fn model_factor(c: Cand, p: &ProbeParams) -> f64 {
     match c.0 {
         AutoMethod::Cg => p.model.cg_iterations_factor,
+        AutoMethod::Minres => 1.0,
         _ => p.model.bicgstab_iterations_factor,
     }
+}
+
+/// Whether the probe weighs BiCGSTAB against MINRES without a preconditioner: the rule's choice
+/// for symmetric indefinite systems (saddle points, shifted operators).
+fn is_duel(first: Cand, alternative: Option<Cand>) -> bool {
+    first.0 == AutoMethod::Bicgstab && alternative == Some((AutoMethod::Minres, AutoPrecond::None))
 }
 
 /// The key of the per-pattern cache: the pattern's fingerprint (with the element type), the

@@ -113,6 +113,9 @@ def parse():
     ap.add_argument("--default-guard", type=float, default=60.0,
                     help="seconds the default's call may take before it is killed")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--variant", default=None,
+                    help="a JSON dictionary of probe options: one more first call of the default "
+                         "with them (segsparse.solve(..., probe=...)), recorded as call 'variant'")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--deadline-at", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--resume", default=None, help=argparse.SUPPRESS)
@@ -151,6 +154,8 @@ def supervise(args):
                str(args.guard_floor), "--default-guard", str(args.default_guard)]
         if args.only:
             cmd += ["--only", args.only]
+        if args.variant:
+            cmd += ["--variant", args.variant]
         if resume is not None:
             cmd += ["--resume", json.dumps(resume)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
@@ -280,6 +285,9 @@ def worker(args):
             best, after = resume["best"], resume["after"]
         resume = None
         solve = lambda: segsparse.solve(m, b, rtol=args.rtol, maxiter=args.maxiter)  # noqa: E731
+        variant = json.loads(args.variant) if args.variant else None
+        solve_variant = lambda: segsparse.solve(m, b, rtol=args.rtol,  # noqa: E731
+                                                maxiter=args.maxiter, probe=variant)
         if after is None:
             # The default: untimed once, then first (fresh decision) and second (cached).
             segsparse.clear_auto_cache()
@@ -290,11 +298,15 @@ def worker(args):
                 emit({**base, "choice": "default", "error": repr(e)})
                 after = "default"
             segsparse.clear_auto_cache()
-            for call in ("first", "second") if after is None else ():
+            calls = ("first", "second") + (("variant",) if variant else ())
+            for call in calls if after is None else ():
+                if call == "variant":
+                    segsparse.clear_auto_cache()
                 try:
                     x, info, sec = guarded(f"the default's {call} call", index, "default",
                                            base, None, args.default_guard,
-                                           lambda: timed(cp, solve), call=call)
+                                           lambda: timed(cp, solve_variant if call == "variant"
+                                                         else solve), call=call)
                 except Exception as e:
                     emit({**base, "choice": "default", "call": call, "error": repr(e)})
                     break
@@ -309,6 +321,8 @@ def worker(args):
                        "solve_seconds": info.solve_seconds,
                        "tried": ch["tried"], "failure": ch["failure"], "reason": info.reason,
                        "phases": ch.get("phases")}
+                if call == "variant":
+                    row["variant"] = variant
                 emit(row)
                 if call == "first" and info.converged:
                     best = sec

@@ -50,6 +50,8 @@ def main():
         meta = runs[0]
         first = next((r for r in runs if r["choice"] == "default" and r.get("call") == "first"), None)
         second = next((r for r in runs if r["choice"] == "default" and r.get("call") == "second"), None)
+        variant = next((r for r in runs if r["choice"] == "default" and r.get("call") == "variant"),
+                       None)
         if first is None:
             continue
         exp = [r for r in runs if r["choice"] != "default" and "seconds" in r]
@@ -94,6 +96,13 @@ def main():
                                        "capped": r.get("capped", False)}
                          for r in runs if r["choice"] != "default"},
             "capped": capped, "runaway": runaway, "ratio": ratio, "ratio_cached": ratio2,
+            **({} if variant is None else {
+                "variant": variant.get("variant"),
+                "variant_choice": f"{variant['method']} + {variant['precond']}",
+                "variant_s": variant["seconds"], "variant_iterations": variant["iterations"],
+                "variant_converged": variant["converged"],
+                "ratio_variant": (variant["seconds"] / fastest["seconds"]
+                                  if fastest and variant["converged"] else None)}),
             "fails_where_explicit_converges": (not first["converged"]) and fastest is not None,
             "device": args.device, "date": args.date, "commit": args.commit,
         }

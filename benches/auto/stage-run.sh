@@ -5,8 +5,7 @@
 #   1. python_auto.py on every system of systems.txt (the goal run, DEADLINE seconds);
 #   2. the GPU tests of the automatic solve (test-all auto_stats:: autosolve::, at most 45 s);
 #   3. phases.py, in the time left, on systems whose probe keeps its candidate or escalates
-#      (where the first call's time goes; the probe inside the cheap candidate's call, `one_call`,
-#      beside the default).
+#      (where the first call's time goes).
 # Within 210 s; everything lands in $OUT/auto.tgz (written on any exit).
 #   bash stage-run.sh [DEADLINE]
 set -uo pipefail
@@ -52,7 +51,7 @@ if [ "$(( 205 - ($(date +%s) - start) ))" -ge 25 ]; then
   ONLY='elasticity3d:40|poisson3d27|poisson3d:100|convdiff3d:100:100|fem3d:p1:70|raefsky2|jumps3d:80|femelast3d:p2|poisson2d:700'
   left=$(( 205 - ($(date +%s) - start) ))
   timeout "$left" python3 "$S/phases.py" --systems "$S/systems.txt" --data "$S/data" --only "$ONLY" \
-    --variants '[{"one_call": 1}]' --deadline $(( left - 12 )) --repeat 2 --out "$res/phases.jsonl" \
+    --deadline $(( left - 12 )) --repeat 2 --out "$res/phases.jsonl" \
     2> "$res/phases.err" | cut -c1-400
   echo "  rc=$?"; tail -2 "$res/phases.err"
 fi

@@ -93,7 +93,7 @@ fn report(s: &AutoSolve) -> Report {
 /// [`CostModel`](segsparse::autosolve::CostModel)'s.
 const PROBE_OPTIONS: &str = "cg_iterations, bicgstab_iterations, amg_min_rows, amg_window, \
                              work_factor, hopeless, checkpoint_factor, cg_iterations_factor, \
-                             bicgstab_iterations_factor, amg_iterations, separate_probe, one_call";
+                             bicgstab_iterations_factor, amg_iterations, minres_window, minres_from";
 
 fn probe_params(
     restart: usize,
@@ -143,22 +143,14 @@ fn probe_params(
             "bicgstab_iterations" => pp.bicgstab_iterations = count(v)?,
             "amg_min_rows" => pp.amg_min_rows = count(v)?,
             "amg_window" => pp.amg_window = count(v)?,
+            "minres_window" => pp.minres_window = count(v)?,
+            "minres_from" => pp.minres_from = count(v)?,
             "work_factor" => pp.work_factor = factor(v)?,
             "hopeless" => pp.hopeless = factor(v)?,
             "checkpoint_factor" => pp.checkpoint_factor = factor(v)?,
             "cg_iterations_factor" => pp.model.cg_iterations_factor = positive(v)?,
             "amg_iterations" => pp.model.amg_iterations = positive(v)?,
             "bicgstab_iterations_factor" => pp.model.bicgstab_iterations_factor = positive(v)?,
-            // Any whole number >= 1: the probe in a solver call of its own (the default), or
-            // inside the cheap candidate's first call.
-            "separate_probe" => {
-                count(v)?;
-                pp.one_call = false;
-            }
-            "one_call" => {
-                count(v)?;
-                pp.one_call = true;
-            }
             _ => {
                 return Err(Failure::Value(format!(
                     "unknown probe option {k:?} (known: {PROBE_OPTIONS})"

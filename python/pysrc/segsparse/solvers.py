@@ -590,8 +590,8 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     ``name``, ``iterations`` and ``seconds``). ``maxiter`` counts iterations
     (default ``10 n``); ``probe=False`` runs the rule's first choice alone; a dictionary runs the
     probe with some of its options changed (``cg_iterations``, ``bicgstab_iterations``,
-    ``amg_min_rows``, ``amg_window``, ``work_factor``, ``hopeless``, ``checkpoint_factor``: the crate's
-    ``ProbeParams``; ``cg_iterations_factor``, ``bicgstab_iterations_factor``,
+    ``amg_min_rows``, ``amg_window``, ``work_factor``, ``hopeless``, ``checkpoint_factor``,
+    ``minres_window``, ``minres_from``: the crate's ``ProbeParams``; ``cg_iterations_factor``, ``bicgstab_iterations_factor``,
     ``amg_iterations``: its cost model's). With
     ``storage="float32"`` (as ``cg``) the rule's choice runs with the values in float32 (the
     probe and its fallbacks are the float64 automatic solve's).
