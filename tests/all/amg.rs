@@ -789,6 +789,36 @@ fn dump_aggregation() {
     println!("A1 {}", stats(&amg.level_matrices(&Cpu).unwrap()[1]));
 }
 
+/// `x` equals `y` within `tol` times `y`'s largest entry on `y`'s pattern (exactly for `tol` 0),
+/// and every other entry of `x` is zero.
+fn assert_close_up_to_zeros(x: &CsrMatrix<f64>, y: &CsrMatrix<f64>, tol: f64, what: &str) {
+    assert_eq!(
+        (x.nrows(), x.ncols()),
+        (y.nrows(), y.ncols()),
+        "{what}: shape"
+    );
+    let scale = y.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut found = 0;
+    for i in 0..y.nrows() {
+        let ((xc, xv), (yc, yv)) = (x.row(i), y.row(i));
+        let mut q = 0;
+        for (j, u) in xc.iter().zip(xv) {
+            if q < yc.len() && yc[q] == *j {
+                let v = yv[q];
+                assert!(
+                    (u - v).abs() <= tol * scale,
+                    "{what} ({i}, {j}): {u} against {v}"
+                );
+                q += 1;
+                found += 1;
+            } else {
+                assert_eq!(*u, 0.0, "{what} ({i}, {j}): an entry the other lacks");
+            }
+        }
+    }
+    assert_eq!(found, y.nnz(), "{what}: every entry of the other");
+}
+
 /// The setup on the GPU (the default on the GPU backend) builds the hierarchy the host setup
 /// builds: the same number of levels and patterns exactly, values equal up to the rounding of
 /// the spectral-radius estimates; its numeric re-setup equals a fresh GPU setup bit for bit.
@@ -893,17 +923,41 @@ fn gpu_setup_equals_host_setup() {
             dev.prolongators(&ops).unwrap(),
             host.prolongators(&ops).unwrap(),
         );
+        // With node blocks the device's coarse operators are stored by whole blocks
+        // (AmgParams::block_products): the host's entries, and explicit zeros.
         for (what, xs, ys) in [("A", &ld, &lh), ("P", &pd, &ph)] {
             for (l, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
-                assert_eq!(x.row_ptr(), y.row_ptr(), "{name}: {what}_{l} row pointers");
-                assert_eq!(x.col_idx(), y.col_idx(), "{name}: {what}_{l} columns");
-                let scale = y.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
-                for (k, (u, v)) in x.values().iter().zip(y.values()).enumerate() {
-                    assert!(
-                        (u - v).abs() <= 1e-11 * scale,
-                        "{name}: {what}_{l} entry {k}: gpu {u} host {v}"
-                    );
-                }
+                assert_close_up_to_zeros(x, y, 1e-11, &format!("{name}: {what}_{l}"));
+            }
+        }
+        if *block > 1 {
+            // The scalar products on the device give the host's patterns exactly, and the same
+            // values as the block products on them.
+            let q = AmgParams {
+                block_products: false,
+                ..p
+            };
+            let sc = from_dev(&da, &q);
+            assert_eq!(sc.num_levels(), dev.num_levels(), "{name}: scalar products");
+            for (l, (x, y)) in sc.level_matrices(&ops).unwrap().iter().zip(&lh).enumerate() {
+                assert_eq!(
+                    x.row_ptr(),
+                    y.row_ptr(),
+                    "{name}: scalar A_{l} row pointers"
+                );
+                assert_eq!(x.col_idx(), y.col_idx(), "{name}: scalar A_{l} columns");
+            }
+            for (l, (x, y)) in ld
+                .iter()
+                .zip(sc.level_matrices(&ops).unwrap().iter())
+                .enumerate()
+            {
+                assert_close_up_to_zeros(x, y, 1e-11, &format!("{name}: block vs scalar A_{l}"));
+            }
+            // The first coarse operator comes from the same fine level and P: bit for bit.
+            if ld.len() > 1 {
+                let (x, y) = (&ld[1], &sc.level_matrices(&ops).unwrap()[1]);
+                assert_close_up_to_zeros(x, y, 0.0, &format!("{name}: block vs scalar A_1"));
             }
         }
         for (d, h) in dev.summary().levels.iter().zip(&host.summary().levels) {

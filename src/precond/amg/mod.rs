@@ -221,6 +221,15 @@ pub struct AmgParams {
     /// setup, and while another thread uses the same device (the kernels are then launched
     /// directly). Default true.
     pub resetup_graph: bool,
+    /// The device setup computes a level's Galerkin product `R·A·P` by blocks when the level
+    /// has several unknowns per node ([`block_size`](Self::block_size) > 1, or several
+    /// candidates): `A`'s node blocks, `P`'s node × aggregate blocks
+    /// ([`BlockGalerkin`](crate::sparse::gpu::BlockGalerkin)). The coarse operator is then
+    /// stored by whole blocks: its values are the scalar product's bit for bit, and a block
+    /// entry that no scalar product reaches is an explicit zero. Levels whose padding to whole
+    /// blocks would more than double `A` or `P` take the scalar product. Default true (false:
+    /// the scalar product everywhere, for comparisons).
+    pub block_products: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -248,6 +257,7 @@ impl Default for AmgParams {
             host_setup: false,
             phase_times: false,
             resetup_graph: true,
+            block_products: true,
             non_exhaustive: (),
         }
     }
