@@ -600,6 +600,10 @@ fn check_block_galerkin<T: GpuScalar + Bits + Copy>(
         .expect("a blocked product");
     let got = c.download(g).unwrap();
     assert_equal_up_to_block_zeros(&got, &want, &what);
+    let host = sparse::block_galerkin(r, a, p, 3, kc)
+        .unwrap()
+        .expect("blocks fit on the host too");
+    assert_eq!(got, host, "{what}: the host's product by blocks");
     // New values on the same patterns.
     let scaled = |m: &CsrMatrix<T>, s: f64| {
         let mut m = m.clone();

@@ -221,14 +221,14 @@ pub struct AmgParams {
     /// setup, and while another thread uses the same device (the kernels are then launched
     /// directly). Default true.
     pub resetup_graph: bool,
-    /// The device setup computes a level's Galerkin product `R·A·P` by blocks when the level
-    /// has several unknowns per node ([`block_size`](Self::block_size) > 1, or several
-    /// candidates): `A`'s node blocks, `P`'s node × aggregate blocks
-    /// ([`BlockGalerkin`](crate::sparse::gpu::BlockGalerkin)). The coarse operator is then
-    /// stored by whole blocks: its values are the scalar product's bit for bit, and a block
-    /// entry that no scalar product reaches is an explicit zero. Levels whose padding to whole
-    /// blocks would more than double `A` or `P` take the scalar product. Default true (false:
-    /// the scalar product everywhere, for comparisons).
+    /// A level with several unknowns per node ([`block_size`](Self::block_size) > 1 on the
+    /// fine level, the candidates' count below) has its Galerkin product `R·A·P` stored by
+    /// whole `k × k` blocks ([`crate::sparse::block_galerkin`]): the scalar product's values bit
+    /// for bit, and an explicit zero in a block entry that no scalar product reaches. The
+    /// device setup computes it by blocks (`A`'s node blocks, `P`'s node × aggregate blocks:
+    /// [`BlockGalerkin`](crate::sparse::gpu::BlockGalerkin)), the host setup from the scalar
+    /// product. Levels whose whole blocks would more than double `A`, `P` or `R` take the scalar
+    /// product. Default true (false: the scalar product everywhere, for comparisons).
     pub block_products: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),

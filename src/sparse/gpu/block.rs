@@ -40,8 +40,7 @@ use crate::primitives::gpu as prim;
 use crate::primitives::{ScanAlgorithm, ScanOp, ScanSpec};
 use crate::spmv::gpu::GpuScalar;
 
-/// Largest block side the kernels take.
-pub const BLOCK_MAX: usize = 8;
+use crate::sparse::block::{blocks_fit, fill_fits, BLOCK_MAX};
 
 /// Warps per thread block of the numeric kernel.
 const BLOCK_WARPS: u32 = 4;
@@ -101,8 +100,9 @@ impl std::fmt::Debug for BlockView {
 
 impl BlockView {
     /// The block pattern of `m` (canonical: sorted, unique columns per row) with `rb × cb`
-    /// blocks; `None` when the sides do not divide the matrix's, exceed [`BLOCK_MAX`], or the
-    /// closed layout would hold more than `max_fill` times `m`'s entries (or 2^32 − 1).
+    /// blocks; `None` when the blocks do not fit the matrix or its whole blocks would hold too
+    /// many entries ([`crate::sparse::block::blocks_fit`], [`crate::sparse::block::fill_fits`]:
+    /// the host's rules).
     ///
     /// # Errors
     /// CUDA errors with their context.
@@ -111,16 +111,8 @@ impl BlockView {
         m: CsrView<'_, T>,
         rb: usize,
         cb: usize,
-        max_fill: f64,
     ) -> Result<Option<Self>> {
-        if rb == 0
-            || cb == 0
-            || rb > BLOCK_MAX
-            || cb > BLOCK_MAX
-            || m.nrows % rb != 0
-            || m.ncols % cb != 0
-            || m.nrows == 0
-        {
+        if !blocks_fit(m.nrows, m.ncols, rb, cb) {
             return Ok(None);
         }
         let (nbr, nbc) = (m.nrows / rb, m.ncols / cb);
@@ -149,10 +141,10 @@ impl BlockView {
         )?;
         drop(cnt);
         let nblocks = g.download(&bptr.slice(nbr..nbr + 1))?[0] as usize;
-        let closed = nblocks as u64 * (rb * cb) as u64;
-        if closed >= u32::MAX as u64 || closed as f64 > max_fill * m.nnz.max(1) as f64 {
+        if !fill_fits(nblocks, rb, cb, m.nnz) {
             return Ok(None);
         }
+        let closed = nblocks * rb * cb;
         // SAFETY: block_pattern_fill writes every block column (each row's count, at bptr).
         let mut bcol = unsafe { g.alloc::<u32>(nblocks.max(1))? };
         if nblocks > 0 {
@@ -170,7 +162,7 @@ impl BlockView {
             unsafe { lb.launch(Gpu::cfg(grid(g, nbr), THREADS, 0)) }
                 .map_err(|e| Gpu::launch_error("block_pattern_fill", e))?;
         }
-        let pos = if closed as usize == m.nnz {
+        let pos = if closed == m.nnz {
             None
         } else {
             // SAFETY: block_positions writes one position per entry.
@@ -466,14 +458,12 @@ impl<T: GpuScalar> std::fmt::Debug for BlockGalerkin<T> {
     }
 }
 
-/// Most entries a padded closed layout may hold, as a multiple of the matrix's own.
-pub const MAX_FILL: f64 = 2.0;
-
 impl<T: GpuScalar> BlockGalerkin<T> {
     /// The block patterns, the symbolic products and the first numeric product: `Some((plan,
-    /// R·A·P))`, or `None` when a matrix is not blocked by `ka`/`kc` (sides that do not divide,
-    /// larger than [`BLOCK_MAX`], or a padding above [`MAX_FILL`] times the entries): the caller
-    /// takes the scalar product then.
+    /// R·A·P))`, or `None` when a matrix does not take the block path (the host's rules,
+    /// [`crate::sparse::block::blocks_fit`] and [`crate::sparse::block::fill_fits`]): the
+    /// caller takes the scalar product then. `R·A·P` equals [`crate::sparse::block_galerkin`]
+    /// bit for bit.
     ///
     /// # Errors
     /// As [`GpuSpgemmPlan::symbolic`]; out of device memory.
@@ -485,13 +475,13 @@ impl<T: GpuScalar> BlockGalerkin<T> {
         ka: usize,
         kc: usize,
     ) -> Result<Option<(Self, DeviceCsr<T>)>> {
-        let Some(av) = BlockView::new(g, a, ka, ka, MAX_FILL)? else {
+        let Some(av) = BlockView::new(g, a, ka, ka)? else {
             return Ok(None);
         };
-        let Some(pv) = BlockView::new(g, p, ka, kc, MAX_FILL)? else {
+        let Some(pv) = BlockView::new(g, p, ka, kc)? else {
             return Ok(None);
         };
-        let Some(rv) = BlockView::new(g, r, kc, ka, MAX_FILL)? else {
+        let Some(rv) = BlockView::new(g, r, kc, ka)? else {
             return Ok(None);
         };
         let ra = BlockSpgemm::symbolic(g, &rv, &av, a.val)?;
