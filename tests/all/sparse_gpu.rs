@@ -608,7 +608,7 @@ fn check_block_galerkin<T: GpuScalar + Bits + Copy>(
     let scaled = |m: &CsrMatrix<T>, s: f64| {
         let mut m = m.clone();
         for (k, v) in m.values_mut().iter_mut().enumerate() {
-            *v = *v * T::from_f64(s + (k % 7) as f64 * 0.125).unwrap();
+            *v *= T::from_f64(s + (k % 7) as f64 * 0.125).unwrap();
         }
         m
     };

@@ -165,17 +165,20 @@ struct DevTransfer<T: GpuScalar> {
     galerkin: Galerkin<T>,
 }
 
+/// The plans of `R·A·P` entry by entry.
+struct ScalarGalerkin<T: GpuScalar> {
+    ra_plan: GpuSpgemmPlan,
+    /// `R·A`, its values rewritten by a re-setup.
+    ra: DeviceCsr<T>,
+    rap_plan: GpuSpgemmPlan,
+}
+
 /// How a level's `R·A·P` is computed, with what a re-setup reruns.
 enum Galerkin<T: GpuScalar> {
     /// Entry by entry.
-    Scalar {
-        ra_plan: GpuSpgemmPlan,
-        /// `R·A`, its values rewritten by a re-setup.
-        ra: DeviceCsr<T>,
-        rap_plan: GpuSpgemmPlan,
-    },
+    Scalar(Box<ScalarGalerkin<T>>),
     /// By the level's node blocks ([`AmgParams::block_products`]).
-    Block(sg::BlockGalerkin<T>),
+    Block(Box<sg::BlockGalerkin<T>>),
 }
 
 impl<T: GpuScalar> Galerkin<T> {
@@ -193,21 +196,19 @@ impl<T: GpuScalar> Galerkin<T> {
         if params.block_products && ka > 1 {
             if let Some((b, ac)) = sg::BlockGalerkin::new(g, r.into(), a.into(), p.into(), ka, kc)?
             {
-                return Ok((Galerkin::Block(b), ac));
+                return Ok((Galerkin::Block(Box::new(b)), ac));
             }
         }
         let ra_plan = GpuSpgemmPlan::symbolic(g, r, a)?;
         let ra = ra_plan.numeric(r, a)?;
         let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, p)?;
         let ac = rap_plan.numeric(&ra, p)?;
-        Ok((
-            Galerkin::Scalar {
-                ra_plan,
-                ra,
-                rap_plan,
-            },
-            ac,
-        ))
+        let plans = ScalarGalerkin {
+            ra_plan,
+            ra,
+            rap_plan,
+        };
+        Ok((Galerkin::Scalar(Box::new(plans)), ac))
     }
 
     /// The numeric product for new values on the setup's patterns into `out` (queued only).
@@ -220,13 +221,9 @@ impl<T: GpuScalar> Galerkin<T> {
         out: &mut CudaSlice<T>,
     ) -> Result<()> {
         match self {
-            Galerkin::Scalar {
-                ra_plan,
-                ra,
-                rap_plan,
-            } => {
-                ra_plan.numeric_into(r, a, &mut ra.val)?;
-                rap_plan.numeric_into(&*ra, p, out)
+            Galerkin::Scalar(s) => {
+                s.ra_plan.numeric_into(r, a, &mut s.ra.val)?;
+                s.rap_plan.numeric_into(&s.ra, p, out)
             }
             Galerkin::Block(b) => b.numeric_into(g, r.into(), a.into(), p.into(), out),
         }
