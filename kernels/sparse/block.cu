@@ -89,33 +89,42 @@ __device__ __forceinline__ double block_fma(double acc, double a, double b) { re
 
 // Block SpGEMM, numeric: C = A·B with A r×k blocks, B k×c blocks, C r×c blocks, all in the
 // closed layout; C's block pattern (cptr, ccol) from the symbolic product of the block patterns.
-// One warp per block row I of C: it clears the row, then takes A's blocks of row I in order; for
-// each, the lanes take the entries (J, b) of B's block row K (each lane one column b of one
-// block J: a contiguous run of B's k scalar rows), find J in C's row by binary search, and add
-// the block's products to the r entries of column b of block J, kk in order. So each entry of C
-// is the sum of its products in A's scalar row order, rounded as round(acc + round(a·b)) like
-// the scalar SpGEMM: on the entries of the scalar product it equals it bit for bit; the entries
-// that only the padding reaches are +0.
+// A warp takes ra consecutive rows of one block row I of C (ng = ceil(r/ra) warps per block
+// row): it clears their accumulator (in shared memory, cap entries per warp, when the rows fit,
+// else C's own rows), then takes A's blocks of row I in order; for each, the block's rows go to
+// shared memory and the lanes take the entries (J, b) of B's block row K (each lane one column b
+// of one block J: a contiguous run of B's k scalar rows), find J in C's row by binary search,
+// and add the products to the warp's entries of column b of block J, kk in order. So each entry
+// of C is the sum of its products in A's scalar row order, rounded as round(acc + round(a·b))
+// like the scalar SpGEMM: on the entries of the scalar product it equals it bit for bit; the
+// entries that only the padding reaches are +0.
 template <typename T>
-__device__ void bspgemm_numeric_(u32 nbr, u32 r, u32 k, u32 c, const u32* __restrict__ aptr,
+__device__ void bspgemm_numeric_(u32 nbr, u32 r, u32 k, u32 c, u32 ra, u32 cap, const u32* __restrict__ aptr,
                                  const u32* __restrict__ acol, const T* __restrict__ aval,
                                  const u32* __restrict__ bptr, const u32* __restrict__ bcol,
                                  const T* __restrict__ bval, const u32* __restrict__ cptr,
                                  const u32* __restrict__ ccol, T* cval) {
     __shared__ T sa[BLOCK_WARPS][BLOCK_MAX * BLOCK_MAX];
+    extern __shared__ __align__(16) unsigned char block_smem[];
     const u32 lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const u32 warps = gridDim.x * BLOCK_WARPS;
-    for (u32 I = blockIdx.x * BLOCK_WARPS + w; I < nbr; I += warps) {
+    const u32 ng = (r + ra - 1) / ra;
+    T* sacc = reinterpret_cast<T*>(block_smem) + (size_t)w * cap;
+    for (u32 u = blockIdx.x * BLOCK_WARPS + w; u < nbr * ng; u += warps) {
+        const u32 I = u / ng, alo = (u - I * ng) * ra;
+        const u32 nr = min(r, alo + ra) - alo;
         const u32 c0 = cptr[I], mc = cptr[I + 1] - c0;
         const u32 rc = mc * c;
-        T* crow = cval + (size_t)c0 * r * c;
-        for (u32 t = lane; t < r * rc; t += 32) crow[t] = T(0);
+        T* crow = cval + (size_t)c0 * r * c + (size_t)alo * rc;
+        const bool shared = nr * rc <= cap;
+        T* acc = shared ? sacc : crow;
+        for (u32 t = lane; t < nr * rc; t += 32) acc[t] = T(0);
         const u32 a0 = aptr[I], ma = aptr[I + 1] - a0;
-        const T* arow = aval + (size_t)a0 * r * k;
+        const T* arow = aval + (size_t)a0 * r * k + (size_t)alo * ma * k;
         __syncwarp();
         for (u32 q = 0; q < ma; ++q) {
             const u32 K = acol[a0 + q];
-            for (u32 t = lane; t < r * k; t += 32) {
+            for (u32 t = lane; t < nr * k; t += 32) {
                 const u32 a = t / k, kk = t - a * k;
                 sa[w][t] = arow[a * ma * k + q * k + kk];
             }
@@ -135,15 +144,19 @@ __device__ void bspgemm_numeric_(u32 nbr, u32 r, u32 k, u32 c, const u32* __rest
 #pragma unroll
                 for (u32 kk = 0; kk < BLOCK_MAX; ++kk)
                     if (kk < k) bv[kk] = brow[kk * items + it];
-                T* out = crow + lo * c + b;
-                for (u32 a = 0; a < r; ++a) {
-                    T acc = out[a * rc];
+                T* out = acc + lo * c + b;
+                for (u32 a = 0; a < nr; ++a) {
+                    T x = out[a * rc];
 #pragma unroll
                     for (u32 kk = 0; kk < BLOCK_MAX; ++kk)
-                        if (kk < k) acc = block_fma(acc, sa[w][a * k + kk], bv[kk]);
-                    out[a * rc] = acc;
+                        if (kk < k) x = block_fma(x, sa[w][a * k + kk], bv[kk]);
+                    out[a * rc] = x;
                 }
             }
+            __syncwarp();
+        }
+        if (shared) {
+            for (u32 t = lane; t < nr * rc; t += 32) crow[t] = sacc[t];
             __syncwarp();
         }
     }
@@ -151,10 +164,10 @@ __device__ void bspgemm_numeric_(u32 nbr, u32 r, u32 k, u32 c, const u32* __rest
 
 #define BLOCK_TYPED(T, S)                                                                                  \
     extern "C" __global__ void __launch_bounds__(BLOCK_WARPS * 32)                                         \
-        bspgemm_numeric_##S(u32 nbr, u32 r, u32 k, u32 c, const u32* aptr, const u32* acol, const T* aval, \
-                            const u32* bptr, const u32* bcol, const T* bval, const u32* cptr,             \
-                            const u32* ccol, T* cval) {                                                    \
-        bspgemm_numeric_<T>(nbr, r, k, c, aptr, acol, aval, bptr, bcol, bval, cptr, ccol, cval);            \
+        bspgemm_numeric_##S(u32 nbr, u32 r, u32 k, u32 c, u32 ra, u32 cap, const u32* aptr, const u32* acol, \
+                            const T* aval, const u32* bptr, const u32* bcol, const T* bval,               \
+                            const u32* cptr, const u32* ccol, T* cval) {                                   \
+        bspgemm_numeric_<T>(nbr, r, k, c, ra, cap, aptr, acol, aval, bptr, bcol, bval, cptr, ccol, cval);  \
     }                                                                                                      \
     /* out[pos[e]] = val[e] (the closed layout's padding cleared first by the caller). */                  \
     extern "C" __global__ void block_scatter_##S(const T* __restrict__ val, const u32* __restrict__ pos,   \

@@ -534,8 +534,8 @@ fn assert_equal_up_to_block_zeros<T: GpuScalar + Bits + Copy>(
 /// the scalar product's pattern, the entries only the block closure reaches being `+0`: a 3-D
 /// elasticity matrix with whole 3×3 blocks and with its rounding noise dropped (padded blocks),
 /// prolongators of 6 and 2 candidates per aggregate, whole and thinned (padded `P` and `R`),
-/// in f64 and f32; its numeric re-run on new values equals a fresh product; sides that do not
-/// divide the matrix take no block path.
+/// in f64 and f32, rows accumulated in shared memory and in `C` itself; its numeric re-run on
+/// new values equals a fresh product; sides that do not divide the matrix take no block path.
 #[test]
 fn block_galerkin_equals_scalar() {
     let Some(g) = gpu::test_gpu() else { return };
@@ -573,8 +573,15 @@ fn block_galerkin_equals_scalar() {
             p = CsrMatrix::from_triplets(n, nagg * kc, &kept).unwrap();
         }
         let r = p.transpose();
-        check_block_galerkin(&g, &r, a, &p, kc, name);
-        check_block_galerkin(&g, &r.cast::<f32>(), &a.cast(), &p.cast(), kc, name);
+        // Rows accumulated in shared memory (the default here), then in C's own entries (the
+        // path of rows too long for it).
+        for global in [false, true] {
+            sg::block::accumulate_in_global_for_tests(global);
+            let name = format!("{name}{}", if global { ", global" } else { "" });
+            check_block_galerkin(&g, &r, a, &p, kc, &name);
+            check_block_galerkin(&g, &r.cast::<f32>(), &a.cast(), &p.cast(), kc, &name);
+        }
+        sg::block::accumulate_in_global_for_tests(false);
     }
     // Sides that do not divide the matrix: no block product.
     let a = DeviceCsr::upload(&g, &full).unwrap();

@@ -15,11 +15,13 @@
 //!
 //! The symbolic product runs the scalar [`GpuSpgemmPlan`] on the block patterns (`rb·cb`
 //! fewer indices than the scalar patterns, the products counted by blocks). The numeric kernel
-//! gives a warp to each block row of `C`: for each block of `A`'s row in order, the `r × k` block
-//! goes to shared memory and the lanes take the columns of `B`'s block row (one column of one
-//! block each, `k` coalesced loads), find the block's place in `C`'s row once, and add the
-//! column's `r` outputs. One column index per block instead of one per entry, each `B` value
-//! loaded once for `r` rows of `C`.
+//! gives a warp to some rows of a block row of `C` (as many of its `r` rows as fit the warp's
+//! accumulator in shared memory for the longest row; a row longer still accumulates in `C`'s
+//! own entries): for each block of `A`'s row in order, the block's rows go to shared memory and
+//! the lanes take the columns of `B`'s block row (one column of one block each, `k` coalesced
+//! loads), find the block's place in `C`'s row once, and add the column's outputs to the
+//! warp's rows. One column index per block instead of one per entry, each `B` value loaded
+//! once for the warp's rows of `C`.
 //!
 //! Each entry of `C` is the sum of its products in `A`'s scalar row order, rounded as
 //! `round(acc + round(a·b))`, the scalar SpGEMM's order and rounding: on the pattern of the
@@ -28,6 +30,7 @@
 //! The result is stored whole by blocks: its pattern is the block closure of the scalar
 //! product's, with those entries as explicit zeros.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::CudaSlice;
@@ -264,6 +267,21 @@ impl BlockView {
     }
 }
 
+/// Dynamic shared memory of the numeric kernel's accumulators per thread block (with its
+/// static 2 KiB, under the 48 KiB a launch gets without opting in).
+const ACC_BYTES: usize = 44 * 1024;
+
+/// Set by [`accumulate_in_global_for_tests`]: every row of the numeric kernel accumulates in
+/// `C`'s own entries (the path of rows too long for shared memory).
+static GLOBAL_ACC: AtomicBool = AtomicBool::new(false);
+
+/// Makes the block products planned from now on accumulate every row in `C`'s own entries,
+/// as rows too long for shared memory do (tests of that path; both give the same bits).
+/// `SEGSPARSE_BLOCK_SPGEMM_GLOBAL=1` does the same for a process (comparisons).
+pub fn accumulate_in_global_for_tests(on: bool) {
+    GLOBAL_ACC.store(on, Ordering::Relaxed);
+}
+
 /// `C = A·B` by blocks: the symbolic product of the block patterns; `C` is closed.
 pub struct BlockSpgemm {
     plan: GpuSpgemmPlan,
@@ -272,6 +290,9 @@ pub struct BlockSpgemm {
     c: usize,
     a_blocks: usize,
     b_blocks: usize,
+    /// Rows of a block row per warp, and the accumulator entries per warp in shared memory.
+    rows_per_warp: usize,
+    cap: usize,
 }
 
 impl std::fmt::Debug for BlockSpgemm {
@@ -302,13 +323,28 @@ impl BlockSpgemm {
             )));
         }
         let plan = GpuSpgemmPlan::symbolic(g, a.pattern(stand_in), b.pattern(stand_in))?;
+        let (r, c) = (a.rb, b.cb);
+        // A warp accumulates as many rows of a block row as fit its share of shared memory
+        // for the longest row of C (rows longer than that accumulate in C's own entries).
+        let global = GLOBAL_ACC.load(Ordering::Relaxed)
+            || std::env::var_os("SEGSPARSE_BLOCK_SPGEMM_GLOBAL").is_some_and(|v| v == "1");
+        let (rows_per_warp, cap) = if global || plan.nnz() == 0 {
+            (r, 0)
+        } else {
+            let rp = g.download(plan.row_ptr())?;
+            let longest = rp.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) as usize;
+            let cap = ACC_BYTES / BLOCK_WARPS as usize / std::mem::size_of::<T>();
+            ((cap / (longest * c).max(1)).clamp(1, r), cap)
+        };
         Ok(BlockSpgemm {
             plan,
-            r: a.rb,
+            r,
             k: a.cb,
-            c: b.cb,
+            c,
             a_blocks: a.nblocks,
             b_blocks: b.nblocks,
+            rows_per_warp,
+            cap,
         })
     }
 
@@ -404,15 +440,19 @@ impl BlockSpgemm {
         if nbr == 0 || self.plan.nnz() == 0 {
             return Ok(());
         }
-        let warps = nbr.div_ceil(BLOCK_WARPS as usize) as u32;
-        let blocks = warps.clamp(1, g.sm_count() * 16);
+        let units = nbr * self.r.div_ceil(self.rows_per_warp);
+        let blocks = (units.div_ceil(BLOCK_WARPS as usize) as u32).clamp(1, g.sm_count() * 16);
         let k = g.typed_function::<T>(&BLOCK_SRC, "bspgemm_numeric", &[])?;
         let (n32, r32, k32, c32) = (nbr as u32, self.r as u32, self.k as u32, self.c as u32);
+        let (ra32, cap32) = (self.rows_per_warp as u32, self.cap as u32);
+        let smem = (BLOCK_WARPS as usize * self.cap * std::mem::size_of::<T>()) as u32;
         let mut lb = g.stream().launch_builder(&k);
         lb.arg(&n32)
             .arg(&r32)
             .arg(&k32)
             .arg(&c32)
+            .arg(&ra32)
+            .arg(&cap32)
             .arg(&a.bptr)
             .arg(&a.bcol)
             .arg(a_val)
@@ -422,11 +462,12 @@ impl BlockSpgemm {
             .arg(self.plan.row_ptr())
             .arg(self.plan.col_idx())
             .arg(out);
-        // SAFETY: bspgemm_numeric(nbr, r, k, c, A's pattern and closed values, B's, C's
-        // pattern, C's values): the patterns are those the plan was made from (block counts
+        // SAFETY: bspgemm_numeric(nbr, r, k, c, ra, cap, A's pattern and closed values, B's,
+        // C's pattern, C's values): the patterns are those the plan was made from (block counts
         // checked), so every product's block is in its row of C; the sides are ≤ BLOCK_MAX
-        // (BlockView::new); each array holds its closed layout (checked above).
-        unsafe { lb.launch(Gpu::cfg(blocks, BLOCK_WARPS * 32, 0)) }
+        // (BlockView::new); each array holds its closed layout (checked above); the dynamic
+        // shared memory holds cap entries per warp (ACC_BYTES, under the default limit).
+        unsafe { lb.launch(Gpu::cfg(blocks, BLOCK_WARPS * 32, smem)) }
             .map_err(|e| Gpu::launch_error("bspgemm_numeric", e))?;
         Ok(())
     }
