@@ -47,6 +47,7 @@ pub const ALL_SOURCES: &[&KernelSource] = sources!(
         crate::sparse::gpu::SPGEMM_SRC,
         crate::sparse::gpu::AGGREGATE_SRC,
         crate::sparse::gpu::ADJOINT_SRC,
+        crate::sparse::gpu::BLOCK_SRC,
         crate::sparse::triangular::gpu::SPTRSV_SRC,
         crate::sparse::triangular::gpu::LEVELS_SRC,
         crate::precond::amg::AMG_SETUP_SRC,

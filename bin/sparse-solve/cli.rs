@@ -256,6 +256,10 @@ pub struct AmgArgs {
     /// AMG: time every setup phase (the device setup then synchronises after each phase).
     #[arg(long)]
     pub amg_phase_times: bool,
+    /// AMG: compute every Galerkin product entry by entry, also on levels with several
+    /// unknowns per node (where the device setup multiplies by blocks); for comparisons.
+    #[arg(long)]
+    pub amg_scalar_products: bool,
     /// AMG: the MIS-2 priorities follow the node order inside windows of 2^W nodes (30: PyAMG's
     /// standard aggregation; 0: random priorities) [default: the library's, by the candidates].
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=30))]

@@ -1358,6 +1358,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         improve_candidates: cli.amg.amg_improve,
         host_setup: cli.amg.amg_host_setup,
         phase_times: cli.amg.amg_phase_times,
+        block_products: !cli.amg.amg_scalar_products,
         resetup_graph: !cli.amg.amg_no_resetup_graph,
         spectral_steps: cli.amg.amg_spectral_steps,
         aggregation_window: cli.amg.amg_aggregation_window,

@@ -25,6 +25,7 @@
 //!   transposition*, ACM TOMS 4(3), 1978.
 
 mod aggregate;
+pub mod block;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 pub mod incomplete;
@@ -35,6 +36,7 @@ pub use aggregate::{
     aggregate_mis2, aggregate_mis2_counted, aggregate_mis2_ordered, amalgamate, drop_small,
     mis2_priority, mis2_priority30, splitmix64, strength_symmetric, Aggregation, NOT_AGGREGATED,
 };
+pub use block::{block_galerkin, BlockClosure};
 
 use rayon::prelude::*;
 

@@ -789,6 +789,133 @@ fn dump_aggregation() {
     println!("A1 {}", stats(&amg.level_matrices(&Cpu).unwrap()[1]));
 }
 
+/// The Galerkin product stored by whole blocks (`sparse::block_galerkin`) holds the scalar
+/// product's entries bit for bit and `+0` elsewhere, on a 3-D elasticity matrix with whole
+/// blocks and with its rounding noise dropped, with prolongators of 6 and 2 candidates, whole
+/// and thinned; blocks that do not fit take no block path. The host setup with node blocks
+/// stores its coarse operators so and equals the setup with scalar products up to those zeros
+/// (the same iterations); its numeric re-setup equals a fresh setup.
+#[test]
+fn block_galerkin_equals_scalar_galerkin() {
+    use rand::{Rng, SeedableRng};
+    let full: CsrMatrix<f64> = generate::elasticity3d(6).unwrap();
+    let (dropped, _) = segsparse::sparse::drop_small(&full, 1e-12)
+        .unwrap()
+        .unwrap();
+    for (name, a, kc, thin) in [
+        ("whole blocks", &full, 6, false),
+        ("dropped noise", &dropped, 6, false),
+        ("dropped noise, thinned P", &dropped, 6, true),
+        ("2 candidates", &dropped, 2, false),
+    ] {
+        let n = a.nrows();
+        let nagg = (n / 3).div_ceil(5);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
+        let mut t = Vec::new();
+        for i in 0..n {
+            for c in 0..kc {
+                t.push((i, (i / 3 / 5) * kc + c, rng.gen_range(-1.0..1.0)));
+            }
+        }
+        let tm = CsrMatrix::from_triplets(n, nagg * kc, &t).unwrap();
+        let mut p = segsparse::sparse::spgemm(a, &tm).unwrap();
+        if thin {
+            let mut kept = Vec::new();
+            for i in 0..n {
+                let (pc, pv) = p.row(i);
+                for (j, v) in pc.iter().zip(pv) {
+                    if rng.gen_range(0..4) != 0 {
+                        kept.push((i, *j as usize, *v));
+                    }
+                }
+            }
+            p = CsrMatrix::from_triplets(n, nagg * kc, &kept).unwrap();
+        }
+        let r = p.transpose();
+        let scalar = segsparse::sparse::galerkin(&r, a, &p).unwrap();
+        let block = segsparse::sparse::block_galerkin(&r, a, &p, 3, kc)
+            .unwrap()
+            .expect("blocks fit");
+        assert!(block.nnz() >= scalar.nnz(), "{name}");
+        assert_eq!(block.nnz() % (kc * kc), 0, "{name}: whole blocks");
+        assert_close_up_to_zeros(&block, &scalar, 0.0, name);
+        assert!(
+            block
+                .values()
+                .iter()
+                .all(|v| v.to_bits() != (-0.0f64).to_bits()),
+            "{name}: the padding is +0"
+        );
+    }
+    assert!(segsparse::sparse::block_galerkin(&full, &full, &full, 5, 1)
+        .unwrap()
+        .is_none());
+    // The host setup.
+    let cpu = Cpu;
+    let a = generate::elasticity3d(10).unwrap();
+    let modes = rigid_body_modes_3d(&generate::elasticity3d_coordinates(10));
+    let p = params(3);
+    let block = Amg::with_candidates(&cpu, &a, &modes, &p).unwrap();
+    let q = AmgParams {
+        block_products: false,
+        ..p
+    };
+    let scalar = Amg::with_candidates(&cpu, &a, &modes, &q).unwrap();
+    let (lb, ls) = (
+        block.level_matrices(&cpu).unwrap(),
+        scalar.level_matrices(&cpu).unwrap(),
+    );
+    assert_eq!(lb.len(), ls.len());
+    assert!(lb.len() > 1);
+    for (l, (x, y)) in lb.iter().zip(&ls).enumerate() {
+        let tol = if l <= 1 { 0.0 } else { 1e-11 };
+        assert_close_up_to_zeros(x, y, tol, &format!("host A_{l}"));
+        if l > 0 {
+            assert_eq!(x.nnz() % 36, 0, "host A_{l}: whole 6×6 blocks");
+        }
+    }
+    assert_eq!(amg_pcg(&a, &block), amg_pcg(&a, &scalar));
+    let a2 = rescaled(&a);
+    let mut upd = Amg::with_candidates(&cpu, &a, &modes, &p).unwrap();
+    upd.update(&cpu, &a2).unwrap();
+    let fresh = Amg::with_candidates(&cpu, &a2, &modes, &p).unwrap();
+    assert_eq!(
+        upd.level_matrices(&cpu).unwrap(),
+        fresh.level_matrices(&cpu).unwrap(),
+        "host re-setup"
+    );
+}
+
+/// `x` equals `y` within `tol` times `y`'s largest entry on `y`'s pattern (exactly for `tol` 0),
+/// and every other entry of `x` is zero.
+fn assert_close_up_to_zeros(x: &CsrMatrix<f64>, y: &CsrMatrix<f64>, tol: f64, what: &str) {
+    assert_eq!(
+        (x.nrows(), x.ncols()),
+        (y.nrows(), y.ncols()),
+        "{what}: shape"
+    );
+    let scale = y.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut found = 0;
+    for i in 0..y.nrows() {
+        let ((xc, xv), (yc, yv)) = (x.row(i), y.row(i));
+        let mut q = 0;
+        for (j, u) in xc.iter().zip(xv) {
+            if q < yc.len() && yc[q] == *j {
+                let v = yv[q];
+                assert!(
+                    (u - v).abs() <= tol * scale,
+                    "{what} ({i}, {j}): {u} against {v}"
+                );
+                q += 1;
+                found += 1;
+            } else {
+                assert_eq!(*u, 0.0, "{what} ({i}, {j}): an entry the other lacks");
+            }
+        }
+    }
+    assert_eq!(found, y.nnz(), "{what}: every entry of the other");
+}
+
 /// The setup on the GPU (the default on the GPU backend) builds the hierarchy the host setup
 /// builds: the same number of levels and patterns exactly, values equal up to the rounding of
 /// the spectral-radius estimates; its numeric re-setup equals a fresh GPU setup bit for bit.
@@ -904,6 +1031,22 @@ fn gpu_setup_equals_host_setup() {
                         "{name}: {what}_{l} entry {k}: gpu {u} host {v}"
                     );
                 }
+            }
+        }
+        if *block > 1 {
+            // Node blocks: the coarse operators are stored by whole blocks
+            // (AmgParams::block_products); the scalar products give the same entries without
+            // the explicit zeros, the first coarse operator bit for bit (the same fine level
+            // and P).
+            let q = AmgParams {
+                block_products: false,
+                ..p
+            };
+            let ls = from_dev(&da, &q).level_matrices(&ops).unwrap();
+            assert_eq!(ls.len(), ld.len(), "{name}: scalar products");
+            for (l, (x, y)) in ld.iter().zip(&ls).enumerate() {
+                let tol = if l == 1 { 0.0 } else { 1e-11 };
+                assert_close_up_to_zeros(x, y, tol, &format!("{name}: block vs scalar A_{l}"));
             }
         }
         for (d, h) in dev.summary().levels.iter().zip(&host.summary().levels) {

@@ -491,3 +491,149 @@ fn mtx_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     v.sort();
     v
 }
+
+/// `got` (a product stored by whole blocks) equals `want` (the scalar product) bit for bit on
+/// `want`'s pattern, and holds `+0` everywhere else.
+fn assert_equal_up_to_block_zeros<T: GpuScalar + Bits + Copy>(
+    got: &CsrMatrix<T>,
+    want: &CsrMatrix<T>,
+    what: &str,
+) {
+    assert_eq!(
+        (got.nrows(), got.ncols()),
+        (want.nrows(), want.ncols()),
+        "{what}: shape"
+    );
+    let mut found = 0;
+    for i in 0..want.nrows() {
+        let (gc, gv) = got.row(i);
+        let (wc, wv) = want.row(i);
+        let mut q = 0;
+        for (j, v) in gc.iter().zip(gv) {
+            if q < wc.len() && wc[q] == *j {
+                assert_eq!(
+                    v.to_bits_u64(),
+                    wv[q].to_bits_u64(),
+                    "{what}: entry ({i}, {j})"
+                );
+                q += 1;
+                found += 1;
+            } else {
+                assert_eq!(v.to_bits_u64(), 0, "{what}: padding entry ({i}, {j})");
+            }
+        }
+    }
+    assert_eq!(
+        found,
+        want.nnz(),
+        "{what}: every entry of the scalar product"
+    );
+}
+
+/// The Galerkin product by blocks (`BlockGalerkin`) equals the scalar `R·A·P` bit for bit on
+/// the scalar product's pattern, the entries only the block closure reaches being `+0`: a 3-D
+/// elasticity matrix with whole 3×3 blocks and with its rounding noise dropped (padded blocks),
+/// prolongators of 6 and 2 candidates per aggregate, whole and thinned (padded `P` and `R`),
+/// in f64 and f32, rows accumulated in shared memory and in `C` itself; its numeric re-run on
+/// new values equals a fresh product; sides that do not divide the matrix take no block path.
+#[test]
+fn block_galerkin_equals_scalar() {
+    let Some(g) = gpu::test_gpu() else { return };
+    let full: CsrMatrix<f64> = segsparse::generate::elasticity3d(6).unwrap();
+    let (dropped, _) = sparse::drop_small(&full, 1e-12).unwrap().unwrap();
+    assert!(dropped.nnz() < full.nnz());
+    let cases = [
+        ("whole blocks", &full, 6, false),
+        ("dropped noise", &dropped, 6, false),
+        ("dropped noise, thinned P", &dropped, 6, true),
+        ("2 candidates", &dropped, 2, false),
+    ];
+    for (name, a, kc, thin) in cases {
+        let n = a.nrows();
+        let nagg = (n / 3).div_ceil(5);
+        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        let mut t = Vec::new();
+        for i in 0..n {
+            for c in 0..kc {
+                t.push((i, (i / 3 / 5) * kc + c, rng.gen_range(-1.0..1.0)));
+            }
+        }
+        let tm = CsrMatrix::from_triplets(n, nagg * kc, &t).unwrap();
+        let mut p = sparse::spgemm(a, &tm).unwrap();
+        if thin {
+            let mut kept = Vec::new();
+            for i in 0..n {
+                let (pc, pv) = p.row(i);
+                for (j, v) in pc.iter().zip(pv) {
+                    if rng.gen_range(0..4) != 0 {
+                        kept.push((i, *j as usize, *v));
+                    }
+                }
+            }
+            p = CsrMatrix::from_triplets(n, nagg * kc, &kept).unwrap();
+        }
+        let r = p.transpose();
+        // Rows accumulated in shared memory (the default here), then in C's own entries (the
+        // path of rows too long for it).
+        for global in [false, true] {
+            sg::block::accumulate_in_global_for_tests(global);
+            let name = format!("{name}{}", if global { ", global" } else { "" });
+            check_block_galerkin(&g, &r, a, &p, kc, &name);
+            check_block_galerkin(&g, &r.cast::<f32>(), &a.cast(), &p.cast(), kc, &name);
+        }
+        sg::block::accumulate_in_global_for_tests(false);
+    }
+    // Sides that do not divide the matrix: no block product.
+    let a = DeviceCsr::upload(&g, &full).unwrap();
+    assert!(sg::block_galerkin(&g, &a, &a, &a, 5, 1).unwrap().is_none());
+}
+
+fn check_block_galerkin<T: GpuScalar + Bits + Copy>(
+    g: &Arc<Gpu>,
+    r: &CsrMatrix<T>,
+    a: &CsrMatrix<T>,
+    p: &CsrMatrix<T>,
+    kc: usize,
+    name: &str,
+) {
+    let what = format!("{name} ({})", T::NAME);
+    let up = |m: &CsrMatrix<T>| DeviceCsr::upload(g, m).unwrap();
+    let (dr, da, dp) = (up(r), up(a), up(p));
+    let want = sparse::galerkin(r, a, p).unwrap();
+    let scalar = sg::galerkin(g, &dr, &da, &dp).unwrap().download(g).unwrap();
+    assert_eq!(scalar, want, "{what}: the scalar GPU product");
+    let (mut plan, c) = sg::BlockGalerkin::new(g, dr.view(), da.view(), dp.view(), 3, kc)
+        .unwrap()
+        .expect("a blocked product");
+    let got = c.download(g).unwrap();
+    assert_equal_up_to_block_zeros(&got, &want, &what);
+    let host = sparse::block_galerkin(r, a, p, 3, kc)
+        .unwrap()
+        .expect("blocks fit on the host too");
+    assert_eq!(got, host, "{what}: the host's product by blocks");
+    // New values on the same patterns.
+    let scaled = |m: &CsrMatrix<T>, s: f64| {
+        let mut m = m.clone();
+        for (k, v) in m.values_mut().iter_mut().enumerate() {
+            *v *= T::from_f64(s + (k % 7) as f64 * 0.125).unwrap();
+        }
+        m
+    };
+    let (r2, a2, p2) = (scaled(r, -1.5), scaled(a, 0.75), scaled(p, 2.0));
+    let (dr2, da2, dp2) = (up(&r2), up(&a2), up(&p2));
+    let mut out = g.zeros::<T>(plan.nnz().max(1)).unwrap();
+    plan.numeric_into(g, dr2.view(), da2.view(), dp2.view(), &mut out)
+        .unwrap();
+    let rerun = g.download(&out).unwrap();
+    let fresh = sg::block_galerkin(g, &dr2, &da2, &dp2, 3, kc)
+        .unwrap()
+        .expect("a blocked product")
+        .download(g)
+        .unwrap();
+    assert_eq!(&rerun[..fresh.nnz()], fresh.values(), "{what}: re-run");
+    assert_equal_up_to_block_zeros(
+        &fresh,
+        &sparse::galerkin(&r2, &a2, &p2).unwrap(),
+        &format!("{what}, new values"),
+    );
+}

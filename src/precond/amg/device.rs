@@ -8,6 +8,7 @@
 //! | tentative prolongator, one candidate | [`sparse::gpu::tentative_single`] | bit for bit |
 //! | tentative prolongator, several candidates | [`sparse::gpu::tentative_qr`] (a modified Gram–Schmidt QR per aggregate) | bit for bit |
 //! | `A·T`, `R·A`, `(R·A)·P` | [`GpuSpgemmPlan`] (symbolic once, numeric re-run by [`Amg::update`](super::Amg::update)) | bit for bit |
+//! | `R·A·P` of a level with node blocks ([`AmgParams::block_products`]) | [`sparse::gpu::BlockGalerkin`]: the products of the block patterns, a numeric kernel by blocks | bit for bit on the scalar product's pattern; the coarse operator stored by whole blocks (explicit zeros where only the padding reaches) |
 //! | smoothing `P = (I − ω/ρ·D⁻¹A)·T`, `R = Pᵀ` | `amg_smooth` (same two roundings per entry), [`sparse::gpu::transpose`] | bit for bit given the same ρ |
 //! | `D⁻¹`, `D_l1⁻¹`, ρ(D⁻¹A) | `amg_level_scales`; 15 Lanczos steps with device vectors and device scalars (dots summed in a fixed order by the last block), ρ by Sturm bisection on the device | scalings bit for bit; ρ to rounding |
 //! | coarse inverse | the coarsest matrix (≤ `coarse_size` rows) downloaded, inverted on the host, uploaded | bit for bit |
@@ -161,10 +162,72 @@ struct DevTransfer<T: GpuScalar> {
     t_pos: CudaSlice<u32>,
     /// Where each entry of `P` sits in `R = Pᵀ`.
     r_pos: CudaSlice<u32>,
+    galerkin: Galerkin<T>,
+}
+
+/// The plans of `R·A·P` entry by entry.
+struct ScalarGalerkin<T: GpuScalar> {
     ra_plan: GpuSpgemmPlan,
     /// `R·A`, its values rewritten by a re-setup.
     ra: DeviceCsr<T>,
     rap_plan: GpuSpgemmPlan,
+}
+
+/// How a level's `R·A·P` is computed, with what a re-setup reruns.
+enum Galerkin<T: GpuScalar> {
+    /// Entry by entry.
+    Scalar(Box<ScalarGalerkin<T>>),
+    /// By the level's node blocks ([`AmgParams::block_products`]).
+    Block(Box<sg::BlockGalerkin<T>>),
+}
+
+impl<T: GpuScalar> Galerkin<T> {
+    /// The product and its plans: by blocks when `params` and the level allow it (`A` with
+    /// `ka × ka` blocks, `kc` candidates), else entry by entry.
+    fn new(
+        g: &Arc<Gpu>,
+        params: &AmgParams,
+        r: &DeviceCsr<T>,
+        a: &GpuCsr<T>,
+        p: &DeviceCsr<T>,
+        ka: usize,
+        kc: usize,
+    ) -> Result<(Self, DeviceCsr<T>)> {
+        if params.block_products && ka > 1 {
+            if let Some((b, ac)) = sg::BlockGalerkin::new(g, r.into(), a.into(), p.into(), ka, kc)?
+            {
+                return Ok((Galerkin::Block(Box::new(b)), ac));
+            }
+        }
+        let ra_plan = GpuSpgemmPlan::symbolic(g, r, a)?;
+        let ra = ra_plan.numeric(r, a)?;
+        let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, p)?;
+        let ac = rap_plan.numeric(&ra, p)?;
+        let plans = ScalarGalerkin {
+            ra_plan,
+            ra,
+            rap_plan,
+        };
+        Ok((Galerkin::Scalar(Box::new(plans)), ac))
+    }
+
+    /// The numeric product for new values on the setup's patterns into `out` (queued only).
+    fn numeric_into(
+        &mut self,
+        g: &Gpu,
+        r: &GpuCsr<T>,
+        a: &GpuCsr<T>,
+        p: &GpuCsr<T>,
+        out: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        match self {
+            Galerkin::Scalar(s) => {
+                s.ra_plan.numeric_into(r, a, &mut s.ra.val)?;
+                s.rap_plan.numeric_into(&s.ra, p, out)
+            }
+            Galerkin::Block(b) => b.numeric_into(g, r.into(), a.into(), p.into(), out),
+        }
+    }
 }
 
 /// The device setup's state: what [`HierarchyState::update`] reruns.
@@ -724,6 +787,7 @@ pub fn prepare_device_setup<T: GpuScalar>(g: &Arc<Gpu>) -> crate::gpu::Preparing
         (&crate::primitives::sort::ONESWEEP_KERNELS, sort),
         (&crate::primitives::compact::KERNELS, vec![]),
         (&sg::SPGEMM_SRC, vec![]),
+        (&sg::BLOCK_SRC, vec![]),
         (&crate::primitives::segreduce::KERNELS, vec![]),
         (&crate::csr::check_gpu::CSR_CHECK_SRC, vec![]),
         (&crate::spmv::gpu::SPMV_SRC, spmv),
@@ -844,10 +908,7 @@ fn setup_state<T: GpuScalar>(
         let r_pos = transpose_positions(g, &p, &r)?;
         phase(g, params, &mut times.smooth, clock)?;
         let clock = Instant::now();
-        let ra_plan = GpuSpgemmPlan::symbolic(g, &r, a_l)?;
-        let ra = ra_plan.numeric(&r, a_l)?;
-        let rap_plan = GpuSpgemmPlan::symbolic(g, &ra, &p)?;
-        let ac = rap_plan.numeric(&ra, &p)?;
+        let (galerkin, ac) = Galerkin::new(g, params, &r, a_l, &p, lv.block, b.len())?;
         phase(g, params, &mut times.galerkin, clock)?;
         if params.too_dense(theta, ac.nnz, a_l.nnz()) {
             theta = 0.0;
@@ -869,9 +930,7 @@ fn setup_state<T: GpuScalar>(
             at_plan,
             t_pos,
             r_pos,
-            ra_plan,
-            ra,
-            rap_plan,
+            galerkin,
         });
         b = bc;
     }
@@ -1020,8 +1079,8 @@ impl<T: GpuScalar> DeviceState<T> {
             }
             phase(g, params, &mut times.smooth, clock)?;
             let clock = Instant::now();
-            tr.ra_plan.numeric_into(&*r, &lv.a, &mut tr.ra.val)?;
-            tr.rap_plan.numeric_into(&tr.ra, &*p, next.a.values_mut())?;
+            tr.galerkin
+                .numeric_into(g, &*r, &lv.a, &*p, next.a.values_mut())?;
             phase(g, params, &mut times.galerkin, clock)?;
         }
         Ok(())

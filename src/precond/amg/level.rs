@@ -6,7 +6,7 @@ use super::coarse::CoarseSolver;
 use super::tentative::Candidates;
 use super::SetupTimes;
 use crate::csr::CsrMatrix;
-use crate::sparse::{Aggregation, SpgemmPlan};
+use crate::sparse::{Aggregation, BlockClosure, SpgemmPlan};
 
 /// One level's operator and what its smoother needs.
 pub(crate) struct HostLevel<T> {
@@ -33,6 +33,8 @@ pub(crate) struct Transfer<T> {
     pub r: CsrMatrix<T>,
     pub ra_plan: SpgemmPlan,
     pub rap_plan: SpgemmPlan,
+    /// Set when the coarse operator is stored by whole blocks ([`AmgParams::block_products`](super::AmgParams::block_products)).
+    pub closure: Option<BlockClosure>,
 }
 
 /// The whole hierarchy on the host.

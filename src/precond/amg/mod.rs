@@ -221,6 +221,15 @@ pub struct AmgParams {
     /// setup, and while another thread uses the same device (the kernels are then launched
     /// directly). Default true.
     pub resetup_graph: bool,
+    /// A level with several unknowns per node ([`block_size`](Self::block_size) > 1 on the
+    /// fine level, the candidates' count below) has its Galerkin product `R·A·P` stored by
+    /// whole `k × k` blocks ([`crate::sparse::block_galerkin`]): the scalar product's values bit
+    /// for bit, and an explicit zero in a block entry that no scalar product reaches. The
+    /// device setup computes it by blocks (`A`'s node blocks, `P`'s node × aggregate blocks:
+    /// [`BlockGalerkin`](crate::sparse::gpu::BlockGalerkin)), the host setup from the scalar
+    /// product. Levels whose whole blocks would more than double `A`, `P` or `R` take the scalar
+    /// product. Default true (false: the scalar product everywhere, for comparisons).
+    pub block_products: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
 }
@@ -248,6 +257,7 @@ impl Default for AmgParams {
             host_setup: false,
             phase_times: false,
             resetup_graph: true,
+            block_products: true,
             non_exhaustive: (),
         }
     }

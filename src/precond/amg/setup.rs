@@ -15,7 +15,7 @@ use crate::csr::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::sparse::{
-    aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric, SpgemmPlan,
+    aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric, BlockClosure, SpgemmPlan,
 };
 
 /// Checks a fine-level matrix's shape: square and not empty.
@@ -260,6 +260,15 @@ impl<T: Scalar> HostHierarchy<T> {
             let ra = ra_plan.numeric(&r, &lv.a);
             let rap_plan = SpgemmPlan::symbolic(&ra, &p)?;
             let ac = rap_plan.numeric(&ra, &p);
+            let closure = if params.block_products && lv.block > 1 {
+                BlockClosure::new(&r, &lv.a, &p, lv.block, k, &ac)?
+            } else {
+                None
+            };
+            let ac = match &closure {
+                Some(c) => c.apply(&ac),
+                None => ac,
+            };
             times.galerkin += clock.elapsed().as_secs_f64();
             if params.too_dense(theta, ac.nnz(), lv.a.nnz()) {
                 theta = 0.0;
@@ -278,6 +287,7 @@ impl<T: Scalar> HostHierarchy<T> {
                 r,
                 ra_plan,
                 rap_plan,
+                closure,
             });
             b = bc;
         }
@@ -359,6 +369,10 @@ impl<T: Scalar> HostHierarchy<T> {
             let clock = Instant::now();
             let ra = tr.ra_plan.numeric(&tr.r, &lv.a);
             let ac = tr.rap_plan.numeric(&ra, &tr.p);
+            let ac = match &tr.closure {
+                Some(c) => c.apply(&ac),
+                None => ac,
+            };
             times.galerkin += clock.elapsed().as_secs_f64();
             let clock = Instant::now();
             let block = hi[0].block;

@@ -73,6 +73,7 @@
 
 mod adjoint;
 pub mod aggregate;
+pub mod block;
 #[cfg(feature = "peers")]
 mod cusparse_peer;
 
@@ -93,6 +94,7 @@ pub use aggregate::{
     aggregate_mis2, aggregate_mis2_ordered, amalgamate, drop_small, strength_symmetric,
     tentative_qr, tentative_single, GpuAggregation, AGGREGATE_SRC,
 };
+pub use block::{block_galerkin, BlockGalerkin, BLOCK_SRC};
 #[cfg(feature = "peers")]
 pub use cusparse_peer::CusparseSpgemm;
 
