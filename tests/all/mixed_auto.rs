@@ -240,21 +240,23 @@ mod gpu {
         Some((s, be.download(&x).unwrap()))
     }
 
+    /// (name, matrix, choice, host copy given, values, hierarchy).
+    type Case<'a> = (
+        &'a str,
+        &'a CsrMatrix<f64>,
+        Option<AutoChoice>,
+        bool,
+        &'a str,
+        Option<&'a str>,
+    );
+
     #[test]
     fn gpu_storage_choice_meets_the_f64_tolerance() {
         let p = generate::poisson3d::<f64>(24).unwrap();
         let third = scaled(&p, 1.0 / 3.0);
         let far = scaled(&p, 1e39);
         let b = vec![1.0; p.nrows()];
-        // (matrix, choice, host copy given, values, hierarchy)
-        let cases: Vec<(
-            &str,
-            &CsrMatrix<f64>,
-            Option<AutoChoice>,
-            bool,
-            &str,
-            Option<&str>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             ("poisson", &p, None, true, "f32", None),
             ("poisson, no host copy", &p, None, false, "f32", None),
             ("poisson/3", &third, None, true, "f64", None),

@@ -186,6 +186,9 @@ pub struct StorageReport {
     pub fallback: Option<String>,
 }
 
+/// An AMG hierarchy built for the automatic solve, with its summary.
+pub type StoredAmg<T, B> = (Box<dyn Preconditioner<T, B>>, AmgSummary);
+
 /// The `f32` parts of a backend's `f64` matrix ([`StatsOps::Matrix`]): its values' fit, an
 /// operator with its values in `f32` and an AMG hierarchy in `f32`. For an `f32` matrix there
 /// is nothing narrower: every method answers `None`.
@@ -219,11 +222,7 @@ pub trait StorageOps<T: Scalar>: StatsOps<T> + AmgOps<T> {
     ///
     /// # Errors
     /// As [`Narrowed::amg`].
-    fn f32_amg(
-        &self,
-        a: &Self::Matrix,
-        params: &AmgParams,
-    ) -> Result<Option<(Box<dyn Preconditioner<T, Self>>, AmgSummary)>>;
+    fn f32_amg(&self, a: &Self::Matrix, params: &AmgParams) -> Result<Option<StoredAmg<T, Self>>>;
 }
 
 /// `v` as a `U`, where `V` is `U` (the working precision is `f64`); `None` otherwise.
@@ -258,11 +257,7 @@ impl<T: Scalar> StorageOps<T> for Cpu {
         Ok(retype(m))
     }
 
-    fn f32_amg(
-        &self,
-        a: &CsrMatrix<T>,
-        params: &AmgParams,
-    ) -> Result<Option<(Box<dyn Preconditioner<T, Cpu>>, AmgSummary)>> {
+    fn f32_amg(&self, a: &CsrMatrix<T>, params: &AmgParams) -> Result<Option<StoredAmg<T, Cpu>>> {
         let Some(a) = view::<_, CsrMatrix<f64>>(a) else {
             return Ok(None);
         };
@@ -352,12 +347,7 @@ impl<T: Scalar, B: StorageOps<T>> Stored<T, B> {
     ///
     /// # Errors
     /// As [`Amg::from_matrix`](crate::precond::Amg::from_matrix).
-    pub fn amg(
-        &self,
-        be: &B,
-        op: &B::Matrix,
-        params: &AmgParams,
-    ) -> Result<(Box<dyn Preconditioner<T, B>>, AmgSummary)> {
+    pub fn amg(&self, be: &B, op: &B::Matrix, params: &AmgParams) -> Result<StoredAmg<T, B>> {
         if self.next_hierarchy.get() == Storage::F32 {
             match be.f32_amg(op, params) {
                 Ok(Some((h, s))) => {
@@ -463,7 +453,7 @@ mod gpu {
             &self,
             a: &GpuCsr<T>,
             params: &AmgParams,
-        ) -> Result<Option<(Box<dyn Preconditioner<T, GpuOps<T>>>, AmgSummary)>> {
+        ) -> Result<Option<StoredAmg<T, GpuOps<T>>>> {
             let (Some(a), Some(ops)) = (view::<_, GpuCsr<f64>>(a), view::<_, GpuOps<f64>>(self))
             else {
                 return Ok(None);
