@@ -83,7 +83,7 @@ use std::time::Instant;
 
 use crate::backend::{MultigridOps, Preconditioner, SolverOps};
 use crate::csr::CsrMatrix;
-use crate::precond::amg::{AmgOps, AmgParams, AmgSummary};
+use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
 use crate::precond::auto::storage::{StorageOps, StorageParams, StorageReport, Stored};
 use crate::precond::auto::{
     choose_from, AutoChoice, AutoMethod, AutoPrecond, MatrixStats, StatsOps,
@@ -200,6 +200,9 @@ pub struct ProbeParams {
     pub restart: usize,
     /// The expensive candidates' costs.
     pub model: CostModel,
+    /// Where the matrix's values and an AMG hierarchy are stored in `f32`
+    /// ([`precond::auto::storage`](crate::precond::auto::storage)); `auto: false` keeps `f64`.
+    pub storage: StorageParams,
     /// AMG-CG iterations after an escalation before AMG is judged on its own rate (default 6).
     pub amg_window: usize,
     /// The work bound: all candidates together run at most `work_factor · max_iters`
@@ -218,9 +221,6 @@ pub struct ProbeParams {
     /// the matched ILUT that alone solved a circuit with voltage sources was predicted at 12×
     /// the bound, on an H200).
     pub last_resort: f64,
-    /// Where the matrix's values and an AMG hierarchy are stored in `f32`
-    /// ([`precond::auto::storage`](crate::precond::auto::storage)); `auto: false` keeps `f64`.
-    pub storage: StorageParams,
 }
 
 impl Default for ProbeParams {
@@ -234,12 +234,12 @@ impl Default for ProbeParams {
             amg_min_rows: 20_000,
             restart: DEFAULT_RESTART,
             model: CostModel::default(),
+            storage: StorageParams::default(),
             amg_window: 6,
             work_factor: 2.0,
             hopeless: 2.0,
             checkpoint_factor: 2.0,
             last_resort: 30.0,
-            storage: StorageParams::default(),
         }
     }
 }
@@ -634,11 +634,10 @@ fn build<'a, T, B>(
     host: &Host<'_, T>,
     c: &AutoChoice,
     precond: AutoPrecond,
-    stored: &Stored<T, B>,
 ) -> crate::Result<Built<'a, T, B>>
 where
     T: Scalar,
-    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T> + StorageOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
 {
     Ok(match precond {
         AutoPrecond::None => (Box::new(Identity), None, None),
@@ -654,10 +653,31 @@ where
             (Box::new(m), Some(s), None)
         }
         AutoPrecond::Amg => {
-            let (m, s) = stored.amg(be, op, &AmgParams::default())?;
-            (m, None, Some(s))
+            let m = Amg::from_matrix(be, op, &AmgParams::default())?;
+            let s = m.summary().clone();
+            (Box::new(m), None, Some(s))
         }
     })
+}
+
+/// [`build`] with an AMG hierarchy in the storage plan's precision ([`Stored::amg`]).
+fn build_stored<'a, T, B>(
+    be: &B,
+    op: &B::Matrix,
+    host: &Host<'_, T>,
+    c: &AutoChoice,
+    precond: AutoPrecond,
+    stored: &Stored<T, B>,
+) -> crate::Result<Built<'a, T, B>>
+where
+    T: Scalar,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T> + StorageOps<T>,
+{
+    if precond == AutoPrecond::Amg {
+        let (m, s) = stored.amg(be, op, &AmgParams::default())?;
+        return Ok((m, None, Some(s)));
+    }
+    build(be, op, host, c, precond)
 }
 
 /// One solver call of `method` with `m` (the observer, if any, in `params`).
@@ -1007,7 +1027,7 @@ where
         .max(2)
         .min(params.max_iters.max(1));
         let t = Instant::now();
-        let built = build(be, op, &host, &choice, first.1, stored)?;
+        let built = build_stored(be, op, &host, &choice, first.1, stored)?;
         let secs = t.elapsed().as_secs_f64();
         seg.setup += secs;
         out.phases
@@ -1431,7 +1451,7 @@ where
         };
         if !preconds.iter().any(|(p, _)| *p == cand.1) {
             let t = Instant::now();
-            let built = build(be, op, &host, &choice, cand.1, stored);
+            let built = build_stored(be, op, &host, &choice, cand.1, stored);
             let secs = t.elapsed().as_secs_f64();
             seg.setup += secs;
             out.phases

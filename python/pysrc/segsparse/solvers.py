@@ -593,13 +593,16 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     probe with some of its options changed (``cg_iterations``, ``bicgstab_iterations``,
     ``amg_min_rows``, ``amg_window``, ``work_factor``, ``hopeless``, ``checkpoint_factor``: the crate's
     ``ProbeParams``; ``cg_iterations_factor``, ``bicgstab_iterations_factor``,
-    ``amg_iterations``: its cost model's). ``storage``: ``None``/``"auto"`` (the default) lets
-    the automatic solve store the values in float32 where every value is exact in float32
-    (CG's operator) and an AMG hierarchy in float32, on matrices of at least 4 M entries
-    (float64 otherwise); ``info.choice["storage"]`` says which (``values``, ``hierarchy``,
-    ``reason``, ``fallback``); ``"float64"`` keeps float64 everywhere. With
+    ``amg_iterations``: its cost model's). With
     ``storage="float32"`` (as ``cg``) the rule's choice runs with the values in float32 (the
     probe and its fallbacks are the float64 automatic solve's).
+
+    ``storage``: ``None``/``"auto"`` (the default) lets the automatic solve store the values in
+    float32 where every value is exact in float32 (CG's operator) and an AMG hierarchy in
+    float32, on matrices of at least 4 M entries (float64 otherwise); ``info.choice["storage"]``
+    says which (``values``, ``hierarchy``, ``reason``, ``fallback``); ``"float64"`` keeps
+    float64 everywhere; ``"float32"`` as above; ``"f32-vectors"`` (as ``cg``) where the rule
+    takes CG with no preconditioner or Jacobi.
 
     ``method``: ``"auto"`` (the rule's ``"cg"``, ``"gmres"``, or for a complex symmetric
     matrix ``"cocg"``) or one of ``"cg"``, ``"cocg"`` (conjugate orthogonal CG, for complex
