@@ -84,6 +84,7 @@ use std::time::Instant;
 use crate::backend::{MultigridOps, Preconditioner, SolverOps};
 use crate::csr::CsrMatrix;
 use crate::precond::amg::{Amg, AmgOps, AmgParams, AmgSummary};
+use crate::precond::auto::storage::{StorageOps, StorageParams, StorageReport, Stored};
 use crate::precond::auto::{
     choose_from, AutoChoice, AutoMethod, AutoPrecond, MatrixStats, StatsOps,
 };
@@ -188,6 +189,9 @@ pub struct ProbeParams {
     pub restart: usize,
     /// The expensive candidates' costs.
     pub model: CostModel,
+    /// Where the matrix's values and an AMG hierarchy are stored in `f32`
+    /// ([`precond::auto::storage`](crate::precond::auto::storage)); `auto: false` keeps `f64`.
+    pub storage: StorageParams,
     /// AMG-CG iterations after an escalation before AMG is judged on its own rate (default 6).
     pub amg_window: usize,
     /// The work bound: all candidates together run at most `work_factor · max_iters`
@@ -225,6 +229,7 @@ impl Default for ProbeParams {
             amg_min_rows: 20_000,
             restart: DEFAULT_RESTART,
             model: CostModel::default(),
+            storage: StorageParams::default(),
             amg_window: 6,
             work_factor: 2.0,
             hopeless: 2.0,
@@ -296,6 +301,8 @@ pub struct AutoSolve {
     pub factor: Option<FactorSummary>,
     /// The AMG hierarchy's summary, where one was built.
     pub amg: Option<AmgSummary>,
+    /// Where the values and the hierarchy were stored (`f32` or `f64`), why, and a fallback.
+    pub storage: StorageReport,
     /// Where the time went, in order: the statistics, the rule, every preconditioner setup,
     /// every solver call (the probe's included) and every copy of the iterate, each with its
     /// host seconds. No synchronization is added to measure them: the statistics, a setup and a
@@ -666,11 +673,31 @@ where
     })
 }
 
+/// [`build`] with an AMG hierarchy in the storage plan's precision ([`Stored::amg`]).
+fn build_stored<'a, T, B>(
+    be: &B,
+    op: &B::Matrix,
+    host: &Host<'_, T>,
+    c: &AutoChoice,
+    precond: AutoPrecond,
+    stored: &Stored<T, B>,
+) -> crate::Result<Built<'a, T, B>>
+where
+    T: Scalar,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T> + StorageOps<T>,
+{
+    if precond == AutoPrecond::Amg {
+        let (m, s) = stored.amg(be, op, &AmgParams::default())?;
+        return Ok((m, None, Some(s)));
+    }
+    build(be, op, host, c, precond)
+}
+
 /// One solver call of `method` with `m` (the observer, if any, in `params`).
 #[allow(clippy::too_many_arguments)]
 fn run<T, B, P>(
     be: &B,
-    op: &B::Matrix,
+    op: &dyn crate::backend::LinearOperator<T, B>,
     m: &P,
     method: AutoMethod,
     restart: usize,
@@ -785,7 +812,7 @@ pub fn solve<T, B>(
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T> + StorageOps<T>,
 {
     let clock = Instant::now();
     let stats = be.matrix_stats(op)?;
@@ -850,10 +877,63 @@ fn probe_applies(c: &AutoChoice, p: &ProbeParams) -> bool {
 /// [`solve`] with the rule's choice made by the caller (`choose(a)` or
 /// [`choose_from`](crate::precond::auto::choose_from), timed on its side).
 ///
+/// The storage is decided first ([`precond::auto::storage`](crate::precond::auto::storage),
+/// [`ProbeParams::storage`]): CG candidates run on the operator with `f32` values where the
+/// plan takes them, an AMG hierarchy is built in `f32` where it says so, and the cost model
+/// weighs AMG at the plan's measured factors; [`AutoSolve::storage`] reports it.
+///
 /// # Errors
 /// As [`solve`].
 #[allow(clippy::too_many_arguments)]
 pub fn solve_with_choice<T, B>(
+    be: &B,
+    op: &B::Matrix,
+    host: Option<&CsrMatrix<T>>,
+    choice: AutoChoice,
+    b: &B::Vector,
+    x: &mut B::Vector,
+    params: &SolveParams,
+    probe: &ProbeParams,
+) -> crate::Result<AutoSolve>
+where
+    T: Scalar,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T> + StorageOps<T>,
+{
+    let t = Instant::now();
+    let stored = Stored::new(be, op, host, &choice.stats, &probe.storage)?;
+    let secs = t.elapsed().as_secs_f64();
+    let probe = ProbeParams {
+        model: stored_model(probe.model, stored.factors),
+        ..*probe
+    };
+    let mut s = solve_stored(be, op, host, choice, b, x, params, &probe, &stored)?;
+    s.storage = stored.report(s.choice.method);
+    s.phases.insert(0, Phase::new("setup storage", None, secs));
+    s.setup_seconds += secs;
+    if let Ok(info) = &mut s.result {
+        info.setup_seconds += secs;
+    }
+    Ok(s)
+}
+
+/// The cost model under a storage plan's factors `(measured, setup, iteration)`
+/// ([`StoragePlan::factors`](crate::precond::auto::storage::StoragePlan::factors)): AMG's setup
+/// and iteration scaled by the hierarchy's storage, in units of a cheap CG iteration measured
+/// with the plan's values (`measured` of an `f64` one).
+fn stored_model(m: CostModel, (measured, setup, iteration): (f64, f64, f64)) -> CostModel {
+    CostModel {
+        amg_setup: (m.amg_setup.0 * setup / measured, m.amg_setup.1 * setup),
+        amg_iteration: (
+            m.amg_iteration.0 * iteration / measured,
+            m.amg_iteration.1 * iteration,
+        ),
+        ..m
+    }
+}
+
+/// [`solve_with_choice`] with the storage decided.
+#[allow(clippy::too_many_arguments)]
+fn solve_stored<T, B>(
     be: &B,
     op: &B::Matrix,
     host: Option<&CsrMatrix<T>>,
@@ -862,10 +942,11 @@ pub fn solve_with_choice<T, B>(
     x: &mut B::Vector,
     params: &SolveParams,
     probe: &ProbeParams,
+    stored: &Stored<T, B>,
 ) -> crate::Result<AutoSolve>
 where
     T: Scalar,
-    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
+    B: SolverOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T> + StorageOps<T>,
 {
     let host = Host {
         given: host,
@@ -895,6 +976,7 @@ where
         solve_seconds: 0.0,
         factor: None,
         amg: None,
+        storage: StorageReport::default(),
         phases: Vec::new(),
     };
     let first: Cand = (choice.method, choice.precond);
@@ -959,7 +1041,7 @@ where
         .max(2)
         .min(params.max_iters.max(1));
         let t = Instant::now();
-        let built = build(be, op, &host, &choice, first.1)?;
+        let built = build_stored(be, op, &host, &choice, first.1, stored)?;
         let secs = t.elapsed().as_secs_f64();
         seg.setup += secs;
         out.phases
@@ -988,7 +1070,16 @@ where
             ..*params
         };
         let t = Instant::now();
-        let r = run(be, op, &*built.0, first.0, restart, b, x, &pp);
+        let r = run(
+            be,
+            stored.operator(first.0, op),
+            &*built.0,
+            first.0,
+            restart,
+            b,
+            x,
+            &pp,
+        );
         let secs = t.elapsed().as_secs_f64();
         // The watch's decision, where the probe ran inside the call: a call it stopped to
         // escalate is taken as decided there (not weighed again on the call's whole seconds).
@@ -1572,7 +1663,7 @@ where
         };
         if !preconds.iter().any(|(p, _)| *p == cand.1) {
             let t = Instant::now();
-            let built = build(be, op, &host, &choice, cand.1);
+            let built = build_stored(be, op, &host, &choice, cand.1, stored);
             let secs = t.elapsed().as_secs_f64();
             seg.setup += secs;
             out.phases
@@ -1643,7 +1734,16 @@ where
                 (r, secs, d.stop_at.saturating_sub(d.iterations).max(1))
             }
             None => {
-                let r = run(be, op, &**m, cand.0, restart, b, x, &fp);
+                let r = run(
+                    be,
+                    stored.operator(cand.0, op),
+                    &**m,
+                    cand.0,
+                    restart,
+                    b,
+                    x,
+                    &fp,
+                );
                 let secs = t.elapsed().as_secs_f64();
                 out.phases.push(Phase::new(
                     cand_name(cand),
@@ -1697,6 +1797,24 @@ where
             if best.is_none_or(|(b, _)| r < b) {
                 best = Some((r, cand));
             }
+        }
+        // An f32 hierarchy that broke the method down, or stagnated it: built again in f64,
+        // the candidate again from the iterate before the run (or zero).
+        if cand.1 == AutoPrecond::Amg && stored.hierarchy_failed(&err) {
+            match (residual_of(&err), saved.as_ref()) {
+                (Some(r), _) if r.is_finite() => r_now = r,
+                (_, Some(s)) if monitor && continued => {
+                    be.copy(s, x)?;
+                    r_now = r_before;
+                }
+                _ => {
+                    be.fill(x, T::zero())?;
+                    r_now = 1.0;
+                }
+            }
+            preconds.retain(|(p, _)| *p != AutoPrecond::Amg);
+            queue.push_front(cand);
+            continue;
         }
         if cand.0 == AutoMethod::Cg && matches!(err, SolveError::Breakdown { .. }) {
             indefinite = true;

@@ -116,7 +116,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     pub precision: PrecisionArg,
 
-    /// Where the matrix's values are stored (with --precision f64): f64, or f32 — half the bytes
+    /// Where the matrix's values are stored (with --precision f64). auto (the default): the
+    /// automatic solve (--precond auto --method auto) chooses f32 values where every value is
+    /// exact in f32 and an AMG hierarchy in f32, for matrices of at least 4 M entries, and
+    /// reports it (JSON `auto.storage`); f64 everywhere else. f64: f64 values and hierarchy
+    /// always. f32 — half the bytes
     /// per value, each widened exactly to f64 before its product, vectors and sums in f64. The
     /// solvers measure convergence on true residuals with the f64 values (CG with reliable
     /// updates, GMRES restarting from the true residual), so the answer meets the f64
@@ -126,8 +130,13 @@ pub struct Cli {
     /// probe), preconditioners are built from the f64 values. f32-vectors (CG/PCG with no
     /// preconditioner or Jacobi): the recurrence's vectors in f32 too, the iterate and the
     /// true residuals in f64.
-    #[arg(long, value_enum, default_value_t = StorageArg::F64)]
+    #[arg(long, value_enum, default_value_t = StorageArg::Auto)]
     pub storage: StorageArg,
+
+    /// With --storage auto: the fewest stored entries from which the automatic solve stores
+    /// values or an AMG hierarchy in f32 (below, the matrix stays in the device's cache).
+    #[arg(long, default_value_t = 4_000_000)]
+    pub storage_min_entries: usize,
 
     /// Write the solution x as a Matrix Market array.
     #[arg(long, value_name = "X.mtx")]
@@ -543,6 +552,9 @@ impl PrecisionArg {
 /// `--storage`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StorageArg {
+    /// The automatic solve's choice (`precond::auto::storage`); f64 for a named method or
+    /// preconditioner.
+    Auto,
     /// The values in f64 (the working precision).
     F64,
     /// The values in f32 under f64 vectors and sums.
@@ -557,7 +569,7 @@ impl StorageArg {
     /// The library's storage.
     pub fn storage(self) -> segsparse::Storage {
         match self {
-            StorageArg::F64 => segsparse::Storage::F64,
+            StorageArg::Auto | StorageArg::F64 => segsparse::Storage::F64,
             StorageArg::F32 | StorageArg::F32Vectors => segsparse::Storage::F32,
         }
     }
@@ -570,6 +582,7 @@ impl StorageArg {
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
+            StorageArg::Auto => "auto",
             StorageArg::F64 => "f64",
             StorageArg::F32 => "f32",
             StorageArg::F32Vectors => "f32-vectors",

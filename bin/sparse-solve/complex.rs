@@ -134,6 +134,7 @@ where
         tried: Vec::new(),
         failure: None,
         phases: Vec::new(),
+        storage: None,
     });
     let plan = ComplexPlan {
         method,

@@ -49,7 +49,8 @@ use cli::{
     IluOrderArg, MethodArg, PrecisionArg, PrecondArg, RhsColumnsArg, RhsModeArg,
 };
 use segsparse::autosolve::{ProbeParams, ProbeReport};
-use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats, StatsOps};
+use segsparse::precond::auto::storage::StorageOps;
+use segsparse::precond::auto::{AutoMethod, AutoPrecond, MatrixStats};
 use segsparse::precond::{Ic0, Ilu0, IncompleteOps, IncompleteParams, Narrowed};
 use segsparse::solvers::multi;
 use segsparse::solvers::storage::{solve_stored, StoredOperator};
@@ -191,6 +192,8 @@ struct AutoReport {
     failure: Option<String>,
     /// Where the time went: the statistics, the rule, every setup and solver call, in order.
     phases: Vec<segsparse::autosolve::Phase>,
+    /// Where the values and the AMG hierarchy were stored, why, and a fallback to f64.
+    storage: Option<segsparse::precond::auto::storage::StorageReport>,
 }
 
 impl AutoReport {
@@ -208,6 +211,7 @@ impl AutoReport {
             tried: s.tried.clone(),
             failure: s.failure.clone(),
             phases: s.phases.clone(),
+            storage: Some(s.storage.clone()),
         }
     }
 }
@@ -559,6 +563,7 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
         tried: Vec::new(),
         failure: None,
         phases: Vec::new(),
+        storage: None,
     });
     let ilu = ilu_params(cli);
     let plan = Plan {
@@ -580,6 +585,12 @@ fn run_typed<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
             Some(ProbeParams {
                 enabled: !cli.no_probe,
                 model: cost_model(cli)?,
+                // --storage f64: the caller's f64, whatever the storage rule would choose.
+                storage: segsparse::precond::auto::storage::StorageParams {
+                    auto: cli.storage == cli::StorageArg::Auto,
+                    min_entries: cli.storage_min_entries,
+                    ..Default::default()
+                },
                 ..Default::default()
             })
         } else {
@@ -1026,7 +1037,7 @@ type Solved = (
 #[allow(clippy::too_many_arguments)]
 fn solve_with<
     T: Scalar,
-    B: SolverOps<T> + BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T> + StatsOps<T>,
+    B: SolverOps<T> + BlockKrylovOps<T> + IncompleteOps<T> + AmgOps<T> + StorageOps<T>,
 >(
     be: &B,
     op: &B::Matrix,
@@ -1060,6 +1071,10 @@ fn solve_with<
         *x = be.download(&dx)?;
         extra.factor = s.factor.clone();
         extra.amg = s.amg.clone();
+        // The storage the automatic solve chose, in the report's top-level fields too.
+        let st = |n: &str| n.parse::<Storage>().unwrap_or(Storage::F64);
+        extra.storage = Some((st(s.storage.values), s.storage.fallback.clone()));
+        extra.hierarchy = s.storage.hierarchy.map(st);
         let times = (before + s.setup_seconds, s.solve_seconds);
         extra.probed = Some((
             AutoReport::of(&s),
@@ -1698,6 +1713,7 @@ mod tests {
                 tried: vec![],
                 failure: None,
                 phases: Vec::new(),
+                storage: None,
             }),
             factor: None,
             storage_requested: "f32",

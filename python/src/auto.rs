@@ -9,6 +9,7 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use segsparse::autosolve::{AutoSolve, ProbeParams, ProbeReport};
 use segsparse::backend::Cpu;
+use segsparse::precond::auto::storage::StorageParams;
 use segsparse::solvers::SolveParams;
 
 use crate::arrays::{ro, rw, slice, slice_mut, Elem};
@@ -52,9 +53,12 @@ fn probe_tuple(p: &ProbeReport) -> ProbeTuple {
     )
 }
 
+/// The storage as the Python side reads it: `(values, hierarchy, reason, fallback)`.
+type StorageTuple = (&'static str, Option<&'static str>, String, Option<String>);
+
 /// What the automatic solve chose and did: `(method, precond, reason, stats, seconds, probe,
-/// cached, fallback, tried, failure, phases)`, the fields of the CLI's JSON `auto` object;
-/// `phases` as `(name, iterations, seconds)`.
+/// cached, fallback, tried, failure, phases, storage)`, the fields of the CLI's JSON `auto`
+/// object; `phases` as `(name, iterations, seconds)`.
 type Report = (
     &'static str,
     &'static str,
@@ -67,6 +71,7 @@ type Report = (
     Vec<String>,
     Option<String>,
     Vec<(String, Option<usize>, f64)>,
+    StorageTuple,
 );
 
 fn report(s: &AutoSolve) -> Report {
@@ -85,7 +90,32 @@ fn report(s: &AutoSolve) -> Report {
             .iter()
             .map(|p| (p.name.clone(), p.iterations, p.seconds))
             .collect(),
+        (
+            s.storage.values,
+            s.storage.hierarchy,
+            s.storage.reason.clone(),
+            s.storage.fallback.clone(),
+        ),
     )
+}
+
+/// `storage=`: `None`/`"auto"` (the storage rule's choice) or `"f64"`/`"float64"` (the caller's
+/// `f64`).
+fn storage_params(storage: Option<&str>) -> Res<StorageParams> {
+    let auto = match storage.map(|s| s.trim().to_ascii_lowercase()) {
+        None => true,
+        Some(s) if s == "auto" => true,
+        Some(s) if s == "f64" || s == "float64" => false,
+        Some(s) => {
+            return Err(Failure::Value(format!(
+                "the automatic solve's storage is 'auto' or 'float64', not {s:?}"
+            )))
+        }
+    };
+    Ok(StorageParams {
+        auto,
+        ..Default::default()
+    })
 }
 
 /// The probe's options a caller may set (`segsparse.solve(..., probe={...})`), each a
@@ -99,6 +129,7 @@ fn probe_params(
     restart: usize,
     probe: bool,
     options: Option<HashMap<String, f64>>,
+    storage: Option<&str>,
 ) -> Res<ProbeParams> {
     if !(1..=255).contains(&restart) {
         return Err(Failure::Value(format!(
@@ -108,6 +139,7 @@ fn probe_params(
     let mut pp = ProbeParams {
         enabled: probe,
         restart,
+        storage: storage_params(storage)?,
         ..Default::default()
     };
     for (k, v) in options.unwrap_or_default() {
@@ -249,12 +281,12 @@ fn real_matrix(m: &PyMatrix) -> Res<()> {
 }
 
 /// `auto_solve_host(matrix, b, x, rtol, atol, maxiter, x0, check_every, restart, probe,
-/// probe_options)`: the
+/// probe_options, storage)`: the
 /// automatic solve with NumPy vectors (`x` holds the initial guess when `x0` and the result
 /// afterwards). Returns `(outcome, report)`: the tuple `SolveInfo` is built from, and what was
 /// chosen and why (the CLI's JSON `auto` fields).
 #[pyfunction]
-#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, probe = true, probe_options = None))]
+#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, check_every = None, restart = 30, probe = true, probe_options = None, storage = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn auto_solve_host(
     py: Python<'_>,
@@ -269,11 +301,12 @@ pub(crate) fn auto_solve_host(
     restart: usize,
     probe: bool,
     probe_options: Option<HashMap<String, f64>>,
+    storage: Option<&str>,
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
             solve_params(rtol, atol, maxiter, x0, check_every)?,
-            probe_params(restart, probe, probe_options)?,
+            probe_params(restart, probe, probe_options, storage)?,
         ))
     });
     let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;
@@ -293,9 +326,9 @@ pub(crate) fn auto_solve_host(
 }
 
 /// `auto_solve_device(matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every,
-/// restart, probe, probe_options)`: the automatic solve with device pointers (see `_Matrix.spmv_device`).
+/// restart, probe, probe_options, storage)`: the automatic solve with device pointers (see `_Matrix.spmv_device`).
 #[pyfunction]
-#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, probe = true, probe_options = None))]
+#[pyo3(signature = (matrix, b, x, rtol, atol, maxiter, x0, wait, signal, check_every = None, restart = 30, probe = true, probe_options = None, storage = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn auto_solve_device(
     py: Python<'_>,
@@ -312,11 +345,12 @@ pub(crate) fn auto_solve_device(
     restart: usize,
     probe: bool,
     probe_options: Option<HashMap<String, f64>>,
+    storage: Option<&str>,
 ) -> PyResult<(Outcome, Report)> {
     let setup = real_matrix(&matrix).and_then(|_| {
         Ok((
             solve_params(rtol, atol, maxiter, x0, check_every)?,
-            probe_params(restart, probe, probe_options)?,
+            probe_params(restart, probe, probe_options, storage)?,
         ))
     });
     let (p, pp) = setup.map_err(|f| f.into_py_err(py))?;

@@ -804,6 +804,101 @@ impl Mat<f64> {
         out.7 += &note;
         Ok(out)
     }
+
+    /// [`Mat::solve_host`] of CG/PCG (none or Jacobi) with its recurrence in `f32`
+    /// (`solvers::storage::pcg_stored_f32`, as `sparse-solve --storage f32-vectors`): the values
+    /// and the recurrence's vectors in `f32`, the iterate and the true residuals in `f64`, the
+    /// fallback to `f64` CG where the `f32` recurrence cannot reach the tolerance. The `f32`
+    /// matrix is [`Mat::f32_copy`]'s; values beyond `f32`'s range solve in `f64`. The outcome's
+    /// message ends with ` [f32-vectors storage]`, or with why `f64` served.
+    fn solve_host_vectors32(&self, o: &Opts, b: &[f64], x: &mut [f64]) -> Res<Outcome> {
+        use segsparse::backend::NarrowOps;
+        use segsparse::precond::auto::StatsOps;
+        use segsparse::solvers::storage::pcg_stored_f32;
+        if o.method != Method::Cg || !matches!(o.precond, Precond::None | Precond::Jacobi) {
+            return Err(Failure::Value(
+                "storage='f32-vectors' runs cg (or pcg) with M None or 'jacobi'".into(),
+            ));
+        }
+        check_len("b", b.len(), self.shape.0, "the matrix")?;
+        check_len("x", x.len(), self.shape.1, "the matrix")?;
+        let t0 = Instant::now();
+        let host = self.host()?;
+        let copy = self.f32_copy(host)?;
+        // Values beyond f32's range: the f64 solve, and why.
+        if let F32Copy::Gpu(Err(why)) | F32Copy::Host(Err(why)) = copy {
+            let mut out = self.solve_host(o, b, x, None)?;
+            out.7 += &format!(" [f64 storage: {why}]");
+            return Ok(out);
+        }
+        let jacobi = o.precond == Precond::Jacobi;
+        let (stored, setup, solve) = match copy {
+            F32Copy::Gpu(Err(_)) | F32Copy::Host(Err(_)) => unreachable!("answered above"),
+            F32Copy::Gpu(Ok(m)) => {
+                let (ops, d) = self.gpu_ops()?;
+                let low = ops.low()?;
+                let j = if jacobi {
+                    Some((low.jacobi(m.low())?, self.gpu_jacobi(&ops)?))
+                } else {
+                    None
+                };
+                let (m32, m64): (
+                    &dyn Preconditioner<f32, GpuOps<f32>>,
+                    &dyn Preconditioner<f64, GpuOps<f64>>,
+                ) = match &j {
+                    Some((j32, j64)) => (j32, &**j64),
+                    None => (&Identity, &Identity),
+                };
+                let g = d.csr.gpu();
+                let bd = g.upload(b)?;
+                let mut xd = g.upload(x)?;
+                let setup = t0.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let s = pcg_stored_f32(
+                    &*ops,
+                    &low,
+                    &d.csr,
+                    m.low(),
+                    m32,
+                    m64,
+                    &bd,
+                    &mut xd,
+                    &o.params,
+                )?;
+                let solve = t.elapsed().as_secs_f64();
+                x.copy_from_slice(&g.download(&xd)?);
+                (s, setup, solve)
+            }
+            F32Copy::Host(Ok(m)) => {
+                let j = if jacobi {
+                    Some((Jacobi::from_matrix(&Cpu, m.low())?, self.cpu_jacobi()?))
+                } else {
+                    None
+                };
+                let (m32, m64): (&dyn Preconditioner<f32, Cpu>, &dyn Preconditioner<f64, Cpu>) =
+                    match &j {
+                        Some((j32, j64)) => (j32, &**j64),
+                        None => (&Identity, &Identity),
+                    };
+                let bv = b.to_vec();
+                let mut xv = x.to_vec();
+                let setup = t0.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let s =
+                    pcg_stored_f32(&Cpu, &Cpu, host, m.low(), m32, m64, &bv, &mut xv, &o.params)?;
+                let solve = t.elapsed().as_secs_f64();
+                x.copy_from_slice(&xv);
+                (s, setup, solve)
+            }
+        };
+        let note = match &stored.fallback {
+            Some(why) => format!(" [{why}]"),
+            None => " [f32-vectors storage]".to_string(),
+        };
+        let mut out = outcome((stored.result, setup, solve))?;
+        out.7 += &note;
+        Ok(out)
+    }
 }
 
 impl<T: Elem> Mat<T> {
@@ -1498,7 +1593,8 @@ impl PyMatrix {
     /// Solves `A x = b` with NumPy vectors (`x` holds the initial guess when the options say
     /// so and the result afterwards). Returns the outcome tuple that `segsparse.SolveInfo` is
     /// built from. `storage="float32"` (a float64 matrix): the values stored in `f32` under the
-    /// `f64` solve, with the fallback to `f64` storage.
+    /// `f64` solve, with the fallback to `f64` storage; `"f32-vectors"`: CG's recurrence in `f32`
+    /// too (`Mat::solve_host_vectors32`).
     #[pyo3(signature = (opts, b, x, amg = None, storage = None))]
     fn solve_host(
         &self,
@@ -1510,6 +1606,18 @@ impl PyMatrix {
         storage: Option<&str>,
     ) -> PyResult<Outcome> {
         let o = &opts.0;
+        if storage.is_some_and(|s| s.eq_ignore_ascii_case("f32-vectors")) {
+            let Inner::F64(m) = &self.inner else {
+                return Err(Failure::Value(format!(
+                    "storage='f32-vectors' runs the CG of a float64 matrix; this one is {}",
+                    self.dtype()
+                ))
+                .into_py_err(py));
+            };
+            return with_vectors::<f64, _>(py, b, x, ["b", "x"], |bs, xs| {
+                m.solve_host_vectors32(o, bs, xs)
+            });
+        }
         let f32_storage = match storage.map(|s| s.parse::<segsparse::Storage>()) {
             None | Some(Ok(segsparse::Storage::F64)) => false,
             Some(Ok(segsparse::Storage::F32)) => true,

@@ -45,46 +45,146 @@ pub struct F32Fit {
 
 impl F32Fit {
     /// Checks that every value of `a` has an `f32` within 2⁻²⁴ relative: finite values within
-    /// `f32`'s normal range (zeros and non-finite values pass: they stay what they are).
+    /// `f32`'s normal range (zeros and non-finite values pass: they stay what they are). The
+    /// rows are read in parallel.
     ///
     /// # Errors
     /// One sentence naming the first entry (row, column, value) beyond `f32`'s range or below
     /// its smallest normal number.
     pub fn of(a: &CsrMatrix<f64>) -> std::result::Result<F32Fit, String> {
-        let mut lossless = true;
-        let mut worst = 0.0f64;
-        for i in 0..a.nrows() {
-            let (cols, vals) = a.row(i);
-            for (&c, &v) in cols.iter().zip(vals) {
-                if v == 0.0 || !v.is_finite() {
-                    continue;
+        use rayon::prelude::*;
+        let (fit, bad) = (0..a.nrows())
+            .into_par_iter()
+            .with_min_len(1024)
+            .map(|i| {
+                let (cols, vals) = a.row(i);
+                let mut s = Scan::default();
+                for (&c, &v) in cols.iter().zip(vals) {
+                    if let Some(k) = s.add(v) {
+                        return (s.fit, Some((i, c as usize, v, k)));
+                    }
                 }
-                let m = v.abs();
-                if m > f32::MAX as f64 {
-                    return Err(format!(
-                        "entry ({i}, {c}) = {v:e} is beyond f32's range (±{:e}), so the matrix \
-                         cannot be stored in f32",
-                        f32::MAX
-                    ));
-                }
-                if m < f32::MIN_POSITIVE as f64 {
-                    return Err(format!(
-                        "entry ({i}, {c}) = {v:e} is below f32's smallest normal number ({:e}), \
-                         so f32 storage would lose it",
-                        f32::MIN_POSITIVE
-                    ));
-                }
-                let r = v as f32 as f64;
-                if r != v {
-                    lossless = false;
-                    worst = worst.max((r - v).abs() / m);
-                }
-            }
+                (s.fit, None)
+            })
+            .reduce(
+                || (F32Fit::EXACT, None),
+                |a, b| (a.0.join(b.0), first(a.1, b.1)),
+            );
+        match bad {
+            Some((i, c, v, k)) => Err(k.sentence(&format!("entry ({i}, {c})"), v)),
+            None => Ok(fit),
         }
-        Ok(F32Fit {
-            lossless,
-            max_rel_rounding: worst,
-        })
+    }
+
+    /// [`F32Fit::of`] of the stored values alone (in parallel); the error names the position of
+    /// the value among them.
+    ///
+    /// # Errors
+    /// As [`F32Fit::of`].
+    pub fn of_values(values: &[f64]) -> std::result::Result<F32Fit, String> {
+        use rayon::prelude::*;
+        let (fit, bad) = values
+            .par_chunks(1 << 16)
+            .enumerate()
+            .map(|(j, chunk)| {
+                let mut s = Scan::default();
+                for (k, &v) in chunk.iter().enumerate() {
+                    if let Some(why) = s.add(v) {
+                        return (s.fit, Some(((j << 16) + k, 0, v, why)));
+                    }
+                }
+                (s.fit, None)
+            })
+            .reduce(
+                || (F32Fit::EXACT, None),
+                |a, b| (a.0.join(b.0), first(a.1, b.1)),
+            );
+        match bad {
+            Some((k, _, v, why)) => Err(why.sentence(&format!("stored value {k}"), v)),
+            None => Ok(fit),
+        }
+    }
+
+    /// Every value exact.
+    const EXACT: F32Fit = F32Fit {
+        lossless: true,
+        max_rel_rounding: 0.0,
+    };
+
+    /// The fit of two parts together.
+    fn join(self, o: F32Fit) -> F32Fit {
+        F32Fit {
+            lossless: self.lossless && o.lossless,
+            max_rel_rounding: self.max_rel_rounding.max(o.max_rel_rounding),
+        }
+    }
+}
+
+/// Why a value does not fit `f32`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Unfit {
+    Beyond,
+    Below,
+}
+
+impl Unfit {
+    fn sentence(self, what: &str, v: f64) -> String {
+        match self {
+            Unfit::Beyond => format!(
+                "{what} = {v:e} is beyond f32's range (±{:e}), so the matrix cannot be stored \
+                 in f32",
+                f32::MAX
+            ),
+            Unfit::Below => format!(
+                "{what} = {v:e} is below f32's smallest normal number ({:e}), so f32 storage \
+                 would lose it",
+                f32::MIN_POSITIVE
+            ),
+        }
+    }
+}
+
+/// The earlier of two failures (by row, then column or position).
+type Bad = Option<(usize, usize, f64, Unfit)>;
+fn first(a: Bad, b: Bad) -> Bad {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if (y.0, y.1) < (x.0, x.1) { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// The running fit of a sequence of values.
+struct Scan {
+    fit: F32Fit,
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Scan { fit: F32Fit::EXACT }
+    }
+}
+
+impl Scan {
+    /// Adds `v`; `Some` where it does not fit.
+    #[inline]
+    fn add(&mut self, v: f64) -> Option<Unfit> {
+        if v == 0.0 || !v.is_finite() {
+            return None;
+        }
+        let m = v.abs();
+        if m > f32::MAX as f64 {
+            return Some(Unfit::Beyond);
+        }
+        if m < f32::MIN_POSITIVE as f64 {
+            return Some(Unfit::Below);
+        }
+        let r = v as f32 as f64;
+        if r != v {
+            self.fit.lossless = false;
+            self.fit.max_rel_rounding = self.fit.max_rel_rounding.max((r - v).abs() / m);
+        }
+        None
     }
 }
 

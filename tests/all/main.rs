@@ -33,6 +33,7 @@ mod gpu_runtime;
 mod ilu;
 mod io;
 mod mixed;
+mod mixed_auto;
 mod mixed_precond;
 mod mixed_vectors;
 mod multi_rhs;

@@ -2,7 +2,7 @@
 it checks arguments and accepts SciPy / CuPy objects)."""
 
 from os import PathLike
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -95,11 +95,13 @@ def clear_auto_cache() -> None: ...
 def auto_solve_host(
     matrix: _Matrix, b: np.ndarray, x: np.ndarray, rtol: float, atol: float, maxiter: int,
     x0: bool, check_every: Optional[int] = None, restart: int = 30, probe: bool = True,
+    probe_options: Optional[Dict[str, float]] = None, storage: Optional[str] = None,
 ) -> Tuple[_Outcome, Tuple[Any, ...]]: ...
 def auto_solve_device(
     matrix: _Matrix, b: int, x: int, rtol: float, atol: float, maxiter: int, x0: bool,
     wait: List[int], signal: int, check_every: Optional[int] = None, restart: int = 30,
-    probe: bool = True,
+    probe: bool = True, probe_options: Optional[Dict[str, float]] = None,
+    storage: Optional[str] = None,
 ) -> Tuple[_Outcome, Tuple[Any, ...]]: ...
 def read_matrix_market(
     path: Union[str, PathLike[str]], dtype: str = "float64"

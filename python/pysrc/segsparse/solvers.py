@@ -107,9 +107,10 @@ class SolveInfo(int):
             used (``"none"``, ``"jacobi"``, ``"amg"``, ``"ilu0"``, ``"ic0"``, or the caller's),
             the rule that chose it in words, and the whole ``auto_choice`` dictionary
             (``None`` when the caller named both method and preconditioner).
-        storage, storage_fallback: with ``storage="float32"``: the storage of the values that
-            produced the answer (``"float32"``, or ``"float64"`` after a fallback) and why the
-            float64 values took over, in one sentence (``None`` when float32 served).
+        storage, storage_fallback: with ``storage="float32"`` or ``"f32-vectors"``: the storage
+            that produced the answer (``"float32"``, ``"f32-vectors"``, or ``"float64"`` after a
+            fallback) and why the float64 values took over, in one sentence (``None`` when the
+            narrower storage served).
     """
 
     def __new__(cls, status: int, **fields: Any) -> "SolveInfo":
@@ -232,9 +233,9 @@ def _solve(
     cd = _complex_system(A, b, x0)
     if cd is None and method == "cocg":
         method = "cg"  # COCG of a real system is CG
-    if storage == "float32" and (cd is not None or (bshape is not None and len(bshape) != 1)):
-        raise ValueError("storage='float32' solves a real float64 system with one right-hand "
-                         "side")
+    if storage != "float64" and (cd is not None or (bshape is not None and len(bshape) != 1)):
+        raise ValueError(f"storage={storage!r} solves a real float64 system with one "
+                         "right-hand side")
     block = bshape is not None and len(bshape) != 1
     if block and cd is not None:
         raise ValueError("a 2-D b (several right-hand sides) is supported for real systems "
@@ -282,8 +283,8 @@ def _solve(
                 "combined with a callback "
                 "or a matrix-free A: pass the preconditioner as a LinearOperator or a callable, "
                 "or drop the callback")
-    if storage == "float32" and callables:
-        raise ValueError("storage='float32' runs the crate's solvers with its own "
+    if storage != "float64" and callables:
+        raise ValueError(f"storage={storage!r} runs the crate's solvers with its own "
                          "preconditioners (M None, 'jacobi', 'poly', 'ilu0', 'ic0', 'amg'), "
                          "without a callback or a matrix-free A")
     x, info = _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_type,
@@ -313,9 +314,9 @@ def _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_ty
     ``storage="float32"`` (a real float64 matrix, NumPy vectors): the values stored in float32
     under the float64 solve (``info.storage`` says which storage served)."""
     db = device_array(b, "b")
-    if db is not None and storage == "float32":
-        raise ValueError("storage='float32' solves with NumPy vectors (the matrix may be on the "
-                         "GPU); pass b as a NumPy array")
+    if db is not None and storage != "float64":
+        raise ValueError(f"storage={storage!r} solves with NumPy vectors (the matrix may be on "
+                         "the GPU); pass b as a NumPy array")
     xp = cupy() if db is not None else np
     hierarchy = None
     if not isinstance(pre, (str, _OperatorType)):  # a segsparse.amg hierarchy
@@ -393,7 +394,7 @@ def _run(method, name, A, b, x0, rtol, atol, maxiter, pre, callback, callback_ty
     if not callables:
         out = m._m.solve_host(opts(pre), b_host, x, hier,
                               None if storage == "float64" else storage)
-        if storage == "float32":
+        if storage != "float64":
             info = _outcome_info(out, user_maxiter, name, where)
             info.storage, info.storage_fallback = _storage_of(out[7])
             return x, info
@@ -596,6 +597,13 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     ``storage="float32"`` (as ``cg``) the rule's choice runs with the values in float32 (the
     probe and its fallbacks are the float64 automatic solve's).
 
+    ``storage``: ``None``/``"auto"`` (the default) lets the automatic solve store the values in
+    float32 where every value is exact in float32 (CG's operator) and an AMG hierarchy in
+    float32, on matrices of at least 4 M entries (float64 otherwise); ``info.choice["storage"]``
+    says which (``values``, ``hierarchy``, ``reason``, ``fallback``); ``"float64"`` keeps
+    float64 everywhere; ``"float32"`` as above; ``"f32-vectors"`` (as ``cg``) where the rule
+    takes CG with no preconditioner or Jacobi.
+
     ``method``: ``"auto"`` (the rule's ``"cg"``, ``"gmres"``, or for a complex symmetric
     matrix ``"cocg"``) or one of ``"cg"``, ``"cocg"`` (conjugate orthogonal CG, for complex
     symmetric ``A``; CG for a real system), ``"bicgstab"``, ``"gmres"``, ``"minres"`` (symmetric
@@ -615,10 +623,14 @@ def solve(A, b, x0=None, *, method="auto", M="auto", rtol=1e-5, atol=0.0, maxite
     if want_method not in ("auto", "cg", "cocg", "bicgstab", "gmres", "minres"):
         raise ValueError(f"unknown method {method!r}: 'auto', 'cg', 'cocg', 'bicgstab', "
                          "'gmres' or 'minres'")
+    auto_storage = storage is None or (isinstance(storage, str) and storage.lower() == "auto")
+    if auto_storage:
+        storage = None
     if (want_method == "auto" and auto_m and is_matrix(A) and not isinstance(x0, str)
             and _complex_system(A, _flat(b), x0) is None and len(np.shape(_flat(b))) <= 1
-            and _storage(storage) == "float64"):
-        return _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe)
+            and (auto_storage or _storage(storage) == "float64")):
+        return _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe,
+                           "auto" if auto_storage else "float64")
     choice = None
     if want_method == "auto" or auto_m:
         if not is_matrix(A):
@@ -660,7 +672,8 @@ from ._operators import Operator as _OperatorType  # noqa: E402
 
 
 def _storage(storage: Any) -> str:
-    """``storage=``: ``None``/``"float64"`` or ``"float32"`` (NumPy dtypes and their names too)."""
+    """``storage=``: ``None``/``"float64"``, ``"float32"`` (NumPy dtypes and their names too) or
+    ``"f32-vectors"``."""
     if storage is None:
         return "float64"
     try:
@@ -671,7 +684,9 @@ def _storage(storage: Any) -> str:
         return "float64"
     if name in ("float32", "f32"):
         return "float32"
-    raise ValueError(f"storage must be 'float64' or 'float32', not {storage!r}")
+    if name in ("f32-vectors", "float32-vectors"):
+        return "f32-vectors"
+    raise ValueError(f"storage must be 'float64', 'float32' or 'f32-vectors', not {storage!r}")
 
 
 def _storage_of(message: str) -> Tuple[str, Optional[str]]:
@@ -679,6 +694,8 @@ def _storage_of(message: str) -> Tuple[str, Optional[str]]:
     (`` [f32 storage]`` or `` [<why f64 storage>]`` at its end)."""
     if message.endswith("[f32 storage]"):
         return "float32", None
+    if message.endswith("[f32-vectors storage]"):
+        return "f32-vectors", None
     if message.endswith("]") and " [" in message:
         return "float64", message[message.rindex(" [") + 2:-1]
     return "float64", None
@@ -688,15 +705,17 @@ def _auto_report(rep) -> dict:
     """The crate's report of an automatic solve as ``info.choice``: the fields of
     ``sparse-solve``'s JSON ``auto`` object."""
     (method, precond, reason, stats, seconds, probe, cached, fallback, tried, failure,
-     phases) = rep
+     phases, storage) = rep
     return {"method": method, "precond": precond, "reason": reason,
             "stats": dict(zip(_STATS, stats)), "seconds": seconds,
             "probe": None if probe is None else dict(zip(_PROBE, probe)),
             "cached": cached, "fallback": fallback, "tried": list(tried), "failure": failure,
-            "phases": [{"name": n, "iterations": k, "seconds": t} for n, k, t in phases]}
+            "phases": [{"name": n, "iterations": k, "seconds": t} for n, k, t in phases],
+            "storage": dict(zip(("values", "hierarchy", "reason", "fallback"), storage))}
 
 
-def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe):
+def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, probe,
+                storage="auto"):
     """``solve``'s default for a real matrix: the crate's automatic solve on the matrix where
     it lives (``_core.auto_solve_device`` on CuPy vectors, ``auto_solve_host`` on NumPy ones)."""
     from ._core import auto_solve_device, auto_solve_host
@@ -740,7 +759,7 @@ def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, pro
         dx = device_array(x, "x", writable=True)
         out, rep = auto_solve_device(m._m, db.ptr, dx.ptr, rtol, atol, user_maxiter, x0_given,
                                      wait_list(current_stream(), db, dx), current_stream(),
-                                     check_every, r, enabled, options)
+                                     check_every, r, enabled, options, storage)
     else:
         b = host_vector(b, m.dtype, "b")
         if b.shape[0] != n:
@@ -756,7 +775,7 @@ def _solve_auto(A, b, x0, rtol, atol, maxiter, restart, check_every, device, pro
         if not b.any():
             return _zero_solution(np, n, m.dtype, "auto", m.device, "crate")
         out, rep = auto_solve_host(m._m, b, x, rtol, atol, user_maxiter, x0_given, check_every,
-                                   r, enabled, options)
+                                   r, enabled, options, storage)
     converged, status, iters, res, secs, hist, restarts, msg, setup = out
     if status > 0:
         status = user_maxiter
@@ -994,7 +1013,12 @@ def cg(A, b, x0=None, *, rtol=1e-5, atol=0.0, maxiter=None, M=None, callback=Non
             tolerance in float64. Where float32 values cannot reach it (values beyond float32's
             range, a condition number near 1e7 or above) the solve continues with the float64
             values by itself. ``info.storage`` says which storage served, and
-            ``info.storage_fallback`` why float64 (or ``None``).
+            ``info.storage_fallback`` why float64 (or ``None``). ``"f32-vectors"`` (``M``
+            ``None`` or ``"jacobi"``): the recurrence's vectors in float32 too (half the bytes
+            of every vector pass; more iterations than float64), the iterate and the true
+            residuals of its reliable updates in float64, so the answer still meets the
+            tolerance in float64 (or the solve goes on in float64 and says why);
+            ``info.storage`` is ``"f32-vectors"`` where it served.
 
     Returns:
         ``(x, info)``: the solution (or last iterate) and a ``SolveInfo``: SciPy's integer

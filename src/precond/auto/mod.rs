@@ -62,6 +62,7 @@
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod storage;
 
 use crate::backend::MultigridOps;
 use crate::csr::CsrMatrix;
