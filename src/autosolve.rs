@@ -1800,7 +1800,13 @@ where
         }
         // An f32 hierarchy that broke the method down, or stagnated it: built again in f64,
         // the candidate again from the iterate before the run (or zero).
-        if cand.1 == AutoPrecond::Amg && stored.hierarchy_failed(&err) {
+        let f32_cause = matches!(
+            err,
+            SolveError::Breakdown { .. }
+                | SolveError::NonFinite { .. }
+                | SolveError::Stagnation { .. }
+        );
+        if cand.1 == AutoPrecond::Amg && stored.hierarchy_failed(f32_cause, &err) {
             match (residual_of(&err), saved.as_ref()) {
                 (Some(r), _) if r.is_finite() => r_now = r,
                 (_, Some(s)) if monitor && continued => {

@@ -369,17 +369,14 @@ impl<T: Scalar, B: StorageOps<T>> Stored<T, B> {
         Ok((Box::new(m), s))
     }
 
-    /// Whether the hierarchy built last was in `f32` and `err` (a solve with it) is what an
-    /// `f32` cycle may cause where an `f64` one would not: a breakdown, a non-finite value or
-    /// stagnation. Then the next hierarchy is built in `f64`, and the fallback says why.
-    pub fn hierarchy_failed(&self, err: &crate::solvers::SolveError) -> bool {
-        use crate::solvers::SolveError as E;
-        let f32_failed = self.hierarchy.get() == Some(Storage::F32)
-            && self.next_hierarchy.get() == Storage::F32
-            && matches!(
-                err,
-                E::Breakdown { .. } | E::NonFinite { .. } | E::Stagnation { .. }
-            );
+    /// Whether the hierarchy built last was in `f32` and a solve with it failed as an `f32`
+    /// cycle may where an `f64` one would not (`f32_cause`: the caller's judgement of the
+    /// error — a breakdown, a non-finite value or stagnation — and `err`, its message). Then the
+    /// next hierarchy is built in `f64`, and the fallback says why.
+    pub fn hierarchy_failed(&self, f32_cause: bool, err: &dyn std::fmt::Display) -> bool {
+        let f32_failed = f32_cause
+            && self.hierarchy.get() == Some(Storage::F32)
+            && self.next_hierarchy.get() == Storage::F32;
         if f32_failed {
             self.next_hierarchy.set(Storage::F64);
             self.fall_back(format!(
