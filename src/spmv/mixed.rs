@@ -105,6 +105,27 @@ impl F32Fit {
         }
     }
 
+    /// The fit from a scan made elsewhere (the GPU's, `precond::auto`): the largest relative
+    /// rounding (0: every value exact), and the first stored value that does not fit, with its
+    /// position among the stored values (as [`F32Fit::of_values`] names it).
+    ///
+    /// # Errors
+    /// As [`F32Fit::of_values`], for `bad`.
+    pub fn from_scan(
+        max_rel_rounding: f64,
+        bad: Option<(usize, f64)>,
+    ) -> std::result::Result<F32Fit, String> {
+        if let Some((k, v)) = bad {
+            let mut s = Scan::default();
+            let why = s.add(v).unwrap_or(Unfit::Beyond);
+            return Err(why.sentence(&format!("stored value {k}"), v));
+        }
+        Ok(F32Fit {
+            lossless: max_rel_rounding == 0.0,
+            max_rel_rounding,
+        })
+    }
+
     /// Every value exact.
     const EXACT: F32Fit = F32Fit {
         lossless: true,

@@ -240,6 +240,54 @@ mod gpu {
         Some((s, be.download(&x).unwrap()))
     }
 
+    /// The device's pass over the values (`precond::auto::gpu::f32_fit`) equals the host's
+    /// `F32Fit::of_values`: exact values, rounded ones, random magnitudes with zeros and
+    /// non-finite values, and values beyond and below `f32`'s range (the least position named).
+    #[test]
+    fn gpu_f32_fit_equals_the_host_one() {
+        let Some(g) = test_gpu() else { return };
+        let p = generate::poisson3d::<f64>(30).unwrap();
+        let mut wild = generate::random::<f64>(20_000, 9, 7).unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for (k, v) in wild.values_mut().iter_mut().enumerate() {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let e = (state >> 40) as i32 % 40 - 20;
+            *v = match k % 97 {
+                0 => 0.0,
+                1 => f64::NAN,
+                2 => f64::NEG_INFINITY,
+                3 => (*v).round(),
+                _ => *v * 10f64.powi(e),
+            };
+        }
+        let mut beyond = wild.clone();
+        let nnz = beyond.nnz();
+        beyond.values_mut()[nnz - 3] = -4e38;
+        beyond.values_mut()[nnz / 2] = 1e-40;
+        let mut tiny_last = wild.clone();
+        tiny_last.values_mut()[nnz - 1] = 1e-300;
+        let cases = [
+            ("poisson", p.clone()),
+            ("poisson / 3", scaled(&p, 1.0 / 3.0)),
+            ("random magnitudes", wild),
+            ("beyond and below", beyond),
+            ("below at the end", tiny_last),
+            ("far", scaled(&p, 1e39)),
+        ];
+        for (name, a) in &cases {
+            let host = F32Fit::of_values(a.values());
+            let dev =
+                segsparse::precond::auto::gpu::f32_fit(&GpuCsr::upload(&g, a).unwrap()).unwrap();
+            assert_eq!(dev, host, "{name}");
+        }
+        let e = F32Fit::of_values(cases[3].1.values()).unwrap_err();
+        assert!(e.contains(&format!("stored value {}", nnz / 2)), "{e}");
+        assert!(F32Fit::of_values(cases[0].1.values()).unwrap().lossless);
+        assert!(F32Fit::of_values(cases[2].1.values()).is_ok());
+    }
+
     /// (name, matrix, choice, host copy given, values, hierarchy).
     type Case<'a> = (
         &'a str,

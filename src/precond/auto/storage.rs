@@ -416,21 +416,16 @@ mod gpu {
     use crate::spmv::gpu::GpuCsr;
 
     impl<T: GpuScalar> StorageOps<T> for GpuOps<T> {
-        /// From the host copy where there is one, else from the values downloaded once.
+        /// One pass on the device (a host copy, if any, is not read: the device is faster).
         fn f32_fit(
             &self,
             a: &GpuCsr<T>,
-            host: Option<&CsrMatrix<T>>,
+            _host: Option<&CsrMatrix<T>>,
         ) -> Result<Option<std::result::Result<F32Fit, String>>> {
             let Some(d) = view::<_, GpuCsr<f64>>(a) else {
                 return Ok(None);
             };
-            if let Some(h) = host.and_then(view::<_, CsrMatrix<f64>>) {
-                return Ok(Some(F32Fit::of(h)));
-            }
-            let (_, _, val) = d.device_parts();
-            let v = d.gpu().download(val)?;
-            Ok(Some(F32Fit::of_values(&v)))
+            Ok(Some(crate::precond::auto::gpu::f32_fit(d)?))
         }
 
         fn exact_f32_operator(
