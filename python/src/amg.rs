@@ -17,8 +17,8 @@ type LevelArrays = (PyObject, PyObject, PyObject, (usize, usize));
 
 #[pymethods]
 impl PyAmg {
-    /// Builds the hierarchy of `matrix` (on its device). `candidates`: a C-contiguous `k × n`
-    /// float64 array, one near-nullspace vector per row (default: the constant).
+    /// Builds the hierarchy of `matrix` (on its device). `candidates`: a C-contiguous `n × k`
+    /// float64 array, one near-nullspace vector per column (default: the constant).
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (matrix, theta = 0.0, smoother = "chebyshev", degree = 3, sweeps = 1, cycle = "V", coarse_size = 300, max_levels = 10, block_size = 1, improve_candidates = 0, candidates = None))]
@@ -67,13 +67,22 @@ impl PyAmg {
         let cand: Option<Vec<Vec<f64>>> = match candidates {
             None => None,
             Some(c) => {
-                let n = c.shape()[1].max(1);
-                let rows = c.as_slice().map_err(|_| {
+                let (n, k) = (c.shape()[0], c.shape()[1]);
+                let flat = c.as_slice().map_err(|_| {
                     pyo3::exceptions::PyValueError::new_err(
-                        "candidates must be a C-contiguous k × n float64 array",
+                        "candidates must be a C-contiguous n × k float64 array",
                     )
                 })?;
-                Some(rows.chunks(n).map(<[f64]>::to_vec).collect())
+                // One pass over the rows (one node's k values each) into k vectors.
+                let mut cols = vec![Vec::with_capacity(n); k];
+                if k > 0 {
+                    for row in flat.chunks_exact(k) {
+                        for (c, &v) in cols.iter_mut().zip(row) {
+                            c.push(v);
+                        }
+                    }
+                }
+                Some(cols)
             }
         };
         let any = run(py, || matrix.build_amg(&p, cand.as_deref()))?;

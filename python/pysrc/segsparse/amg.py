@@ -150,7 +150,6 @@ def amg(A: Any, *, theta: float = 0.0, smoother: str = "chebyshev", degree: int 
             raise ValueError(
                 f"candidates must be an n x k array with n = {m.shape[0]} rows, got shape "
                 f"{np.shape(candidates)}")
-        cand = np.ascontiguousarray(cand.T)  # one candidate per row: copied by rows in Rust
     h = _core._Amg(m._m, theta, smoother, degree, sweeps, cycle, coarse_size, max_levels,
                    block_size, improve_candidates, cand)
     return AMG(m, h)
