@@ -797,40 +797,10 @@ fn dump_aggregation() {
 /// (the same iterations); its numeric re-setup equals a fresh setup.
 #[test]
 fn block_galerkin_equals_scalar_galerkin() {
-    use rand::{Rng, SeedableRng};
-    let full: CsrMatrix<f64> = generate::elasticity3d(6).unwrap();
-    let (dropped, _) = segsparse::sparse::drop_small(&full, 1e-12)
-        .unwrap()
-        .unwrap();
-    for (name, a, kc, thin) in [
-        ("whole blocks", &full, 6, false),
-        ("dropped noise", &dropped, 6, false),
-        ("dropped noise, thinned P", &dropped, 6, true),
-        ("2 candidates", &dropped, 2, false),
-    ] {
-        let n = a.nrows();
-        let nagg = (n / 3).div_ceil(5);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(31);
-        let mut t = Vec::new();
-        for i in 0..n {
-            for c in 0..kc {
-                t.push((i, (i / 3 / 5) * kc + c, rng.gen_range(-1.0..1.0)));
-            }
-        }
-        let tm = CsrMatrix::from_triplets(n, nagg * kc, &t).unwrap();
-        let mut p = segsparse::sparse::spgemm(a, &tm).unwrap();
-        if thin {
-            let mut kept = Vec::new();
-            for i in 0..n {
-                let (pc, pv) = p.row(i);
-                for (j, v) in pc.iter().zip(pv) {
-                    if rng.gen_range(0..4) != 0 {
-                        kept.push((i, *j as usize, *v));
-                    }
-                }
-            }
-            p = CsrMatrix::from_triplets(n, nagg * kc, &kept).unwrap();
-        }
+    let cases = crate::common::blocks::cases();
+    for (name, a, kc, thin) in &cases {
+        let (a, kc, name) = (a, *kc, *name);
+        let p = crate::common::blocks::prolongator(a, kc, *thin);
         let r = p.transpose();
         let scalar = segsparse::sparse::galerkin(&r, a, &p).unwrap();
         let block = segsparse::sparse::block_galerkin(&r, a, &p, 3, kc)
@@ -847,7 +817,8 @@ fn block_galerkin_equals_scalar_galerkin() {
             "{name}: the padding is +0"
         );
     }
-    assert!(segsparse::sparse::block_galerkin(&full, &full, &full, 5, 1)
+    let full = &cases[0].1;
+    assert!(segsparse::sparse::block_galerkin(full, full, full, 5, 1)
         .unwrap()
         .is_none());
     // The host setup.

@@ -539,39 +539,10 @@ fn assert_equal_up_to_block_zeros<T: GpuScalar + Bits + Copy>(
 #[test]
 fn block_galerkin_equals_scalar() {
     let Some(g) = gpu::test_gpu() else { return };
-    let full: CsrMatrix<f64> = segsparse::generate::elasticity3d(6).unwrap();
-    let (dropped, _) = sparse::drop_small(&full, 1e-12).unwrap().unwrap();
-    assert!(dropped.nnz() < full.nnz());
-    let cases = [
-        ("whole blocks", &full, 6, false),
-        ("dropped noise", &dropped, 6, false),
-        ("dropped noise, thinned P", &dropped, 6, true),
-        ("2 candidates", &dropped, 2, false),
-    ];
-    for (name, a, kc, thin) in cases {
-        let n = a.nrows();
-        let nagg = (n / 3).div_ceil(5);
-        let mut rng = ChaCha8Rng::seed_from_u64(31);
-        let mut t = Vec::new();
-        for i in 0..n {
-            for c in 0..kc {
-                t.push((i, (i / 3 / 5) * kc + c, rng.gen_range(-1.0..1.0)));
-            }
-        }
-        let tm = CsrMatrix::from_triplets(n, nagg * kc, &t).unwrap();
-        let mut p = sparse::spgemm(a, &tm).unwrap();
-        if thin {
-            let mut kept = Vec::new();
-            for i in 0..n {
-                let (pc, pv) = p.row(i);
-                for (j, v) in pc.iter().zip(pv) {
-                    if rng.gen_range(0..4) != 0 {
-                        kept.push((i, *j as usize, *v));
-                    }
-                }
-            }
-            p = CsrMatrix::from_triplets(n, nagg * kc, &kept).unwrap();
-        }
+    let cases = crate::common::blocks::cases();
+    for (name, a, kc, thin) in &cases {
+        let (a, kc, name) = (a, *kc, *name);
+        let p = crate::common::blocks::prolongator(a, kc, *thin);
         let r = p.transpose();
         // Rows accumulated in shared memory (the default here), then in C's own entries (the
         // path of rows too long for it).
@@ -584,7 +555,7 @@ fn block_galerkin_equals_scalar() {
         sg::block::accumulate_in_global_for_tests(false);
     }
     // Sides that do not divide the matrix: no block product.
-    let a = DeviceCsr::upload(&g, &full).unwrap();
+    let a = DeviceCsr::upload(&g, &cases[0].1).unwrap();
     assert!(sg::block_galerkin(&g, &a, &a, &a, 5, 1).unwrap().is_none());
 }
 
