@@ -136,10 +136,7 @@ pub struct CostModel {
 impl Default for CostModel {
     fn default() -> Self {
         CostModel {
-            // Setup ≈ 198 t + 0.2 ms by least squares over the fit kinds' systems of the goal
-            // run (9–15 ms at t = 45–93 µs) and Poisson 128³–256³ (24–148 ms at t = 0.11–0.76
-            // ms) on the H200 (`benches/results/auto.md`).
-            amg_setup: (200.0, 0.0),
+            amg_setup: (510.0, 0.0),
             amg_iteration: (11.8, 0.0),
             amg_iterations: 12.5,
             ilu_setup: (0.0, 41e-3),
