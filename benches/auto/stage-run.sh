@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call of the automatic solve's work, from a stage folder (copied beside this script:
 # bin/sparse-solve.xz, tests/test-all.xz, python/*.whl, data/ (the corpus of systems.txt),
-# COMMIT, and the harness: python_auto.py, phases.py, systems.txt):
-#   1. python_auto.py on every system of systems.txt (the goal run, DEADLINE seconds);
+# COMMIT, and the harness: python_auto.py, phases.py, systems.txt, variant_summary.py):
+#   1. python_auto.py on every system of systems.txt (the goal run, DEADLINE seconds); with
+#      $VARIANT (probe options as JSON) one more first call of the default per system under
+#      them, summarised by variant_summary.py;
 #   2. the GPU tests of the automatic solve (test-all auto_stats:: autosolve::, at most 45 s);
 #   3. phases.py, in the time left, on systems whose probe keeps its candidate or escalates
 #      (where the first call's time goes).
@@ -23,10 +25,14 @@ done
 python3 -m pip install -q --no-deps --target /tmp/site-auto "$S"/python/*.whl > "$res/pip.log" 2>&1
 export PYTHONPATH=/tmp/site-auto
 python3 -c "import segsparse; print('segsparse', segsparse.device_name())" 2>&1 | tail -1
-stamp "python_auto (all systems)"
+stamp "python_auto (all systems, variant ${VARIANT:-none})"
 timeout $(( ${1:-100} + 20 )) python3 "$S/python_auto.py" --systems "$S/systems.txt" --data "$S/data" \
-  --deadline "${1:-100}" --out "$res/python.jsonl" 2> "$res/python.err"
+  --deadline "${1:-100}" ${VARIANT:+--variant "$VARIANT"} --out "$res/python.jsonl" \
+  2> "$res/python.err"
 echo "  rc=$? $(wc -l < "$res/python.jsonl") lines"; tail -2 "$res/python.err"
+if [ -n "${VARIANT:-}" ]; then
+  python3 "$S/variant_summary.py" "$res/python.jsonl" | tee "$res/summary.txt" | cut -c1-160
+fi
 python3 - "$res/python.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
