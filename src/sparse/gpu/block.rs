@@ -277,7 +277,6 @@ static GLOBAL_ACC: AtomicBool = AtomicBool::new(false);
 
 /// Makes the block products planned from now on accumulate every row in `C`'s own entries,
 /// as rows too long for shared memory do (tests of that path; both give the same bits).
-/// `SEGSPARSE_BLOCK_SPGEMM_GLOBAL=1` does the same for a process (comparisons).
 pub fn accumulate_in_global_for_tests(on: bool) {
     GLOBAL_ACC.store(on, Ordering::Relaxed);
 }
@@ -326,8 +325,7 @@ impl BlockSpgemm {
         let (r, c) = (a.rb, b.cb);
         // A warp accumulates as many rows of a block row as fit its share of shared memory
         // for the longest row of C (rows longer than that accumulate in C's own entries).
-        let global = GLOBAL_ACC.load(Ordering::Relaxed)
-            || std::env::var_os("SEGSPARSE_BLOCK_SPGEMM_GLOBAL").is_some_and(|v| v == "1");
+        let global = GLOBAL_ACC.load(Ordering::Relaxed);
         let (rows_per_warp, cap) = if global || plan.nnz() == 0 {
             (r, 0)
         } else {
