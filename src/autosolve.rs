@@ -739,6 +739,20 @@ impl Segments {
         self.iterations += iterations_of(e);
         self.seconds += seconds;
     }
+    /// `out` closed: the seconds of every setup and solver call, the result and the choice that
+    /// finished.
+    fn close(
+        &self,
+        mut out: AutoSolve,
+        result: Result<SolveInfo, SolveError>,
+        choice: AutoChoice,
+    ) -> AutoSolve {
+        out.setup_seconds = self.setup;
+        out.solve_seconds = self.seconds;
+        out.result = result;
+        out.choice = choice;
+        out
+    }
     fn finish(&self, r: Result<SolveInfo, SolveError>) -> Result<SolveInfo, SolveError> {
         match r {
             Ok(info) => Ok(SolveInfo {
@@ -1187,11 +1201,7 @@ where
                         }
                     }
                     out.probe = Some(report);
-                    out.setup_seconds = seg.setup;
-                    out.solve_seconds = seg.seconds;
-                    out.result = seg.finish(Ok(info));
-                    out.choice = choice;
-                    return Ok(out);
+                    return Ok(seg.close(out, seg.finish(Ok(info)), choice));
                 }
                 Err(
                     ref err @ SolveError::NotConverged {
@@ -1309,11 +1319,7 @@ where
                                     choice.method = alt.0;
                                     choice.precond = alt.1;
                                     out.probe = Some(report);
-                                    out.setup_seconds = seg.setup;
-                                    out.solve_seconds = seg.seconds;
-                                    out.result = seg.finish(Ok(info));
-                                    out.choice = choice;
-                                    return Ok(out);
+                                    return Ok(seg.close(out, seg.finish(Ok(info)), choice));
                                 }
                                 Err(
                                     ref werr @ SolveError::NotConverged {
@@ -1388,12 +1394,8 @@ where
                                 }
                                 Err(werr) => {
                                     seg.add_failed(&werr, ws);
-                                    out.setup_seconds = seg.setup;
-                                    out.solve_seconds = seg.seconds;
-                                    out.result = Err(werr);
                                     out.probe = Some(report);
-                                    out.choice = choice;
-                                    return Ok(out);
+                                    return Ok(seg.close(out, Err(werr), choice));
                                 }
                             }
                         }
@@ -1456,12 +1458,8 @@ where
                 }
                 Err(err) => {
                     seg.add_failed(&err, secs);
-                    out.setup_seconds = seg.setup;
-                    out.solve_seconds = seg.seconds;
-                    out.result = Err(err);
                     out.probe = Some(report);
-                    out.choice = choice;
-                    return Ok(out);
+                    return Ok(seg.close(out, Err(err), choice));
                 }
             }
             out.probe = Some(report);
@@ -1774,20 +1772,12 @@ where
                         .reason
                         .push_str(&format!("; finished with {}", cand_name(cand)));
                 }
-                out.setup_seconds = seg.setup;
-                out.solve_seconds = seg.seconds;
-                out.result = seg.finish(Ok(info));
-                out.choice = choice;
-                return Ok(out);
+                return Ok(seg.close(out, seg.finish(Ok(info)), choice));
             }
             Err(err) if recoverable(&err) => err,
             Err(err) => {
                 seg.add_failed(&err, secs);
-                out.setup_seconds = seg.setup;
-                out.solve_seconds = seg.seconds;
-                out.result = Err(err);
-                out.choice = choice;
-                return Ok(out);
+                return Ok(seg.close(out, Err(err), choice));
             }
         };
         seg.add_failed(&err, secs);
@@ -2069,14 +2059,11 @@ where
     );
     choice.reason.push_str(&format!("; {failure}"));
     out.failure = Some(failure);
-    out.setup_seconds = seg.setup;
-    out.solve_seconds = seg.seconds;
-    out.result = seg.finish(Err(last_err.unwrap_or(SolveError::NotConverged {
+    let result = seg.finish(Err(last_err.unwrap_or(SolveError::NotConverged {
         iterations: seg.iterations,
         residual: best.map_or(f64::NAN, |b| b.0),
     })));
-    out.choice = choice;
-    Ok(out)
+    Ok(seg.close(out, result, choice))
 }
 
 /// The iterations from relative residual `r` to `tol` at `rate` per iteration: ∞ where the rate
