@@ -64,28 +64,18 @@ impl PyAmg {
             improve_candidates,
             ..Default::default()
         };
-        let cand: Option<Vec<Vec<f64>>> = match candidates {
-            None => None,
-            Some(c) => {
-                let (n, k) = (c.shape()[0], c.shape()[1]);
-                let flat = c.as_slice().map_err(|_| {
+        // The n × k array as it lies (one node's k values per row), read once by build_amg.
+        let cand = candidates
+            .as_ref()
+            .map(|c| {
+                c.as_slice().map(|flat| (flat, c.shape()[1])).map_err(|_| {
                     pyo3::exceptions::PyValueError::new_err(
                         "candidates must be a C-contiguous n × k float64 array",
                     )
-                })?;
-                // One pass over the rows (one node's k values each) into k vectors.
-                let mut cols = vec![Vec::with_capacity(n); k];
-                if k > 0 {
-                    for row in flat.chunks_exact(k) {
-                        for (c, &v) in cols.iter_mut().zip(row) {
-                            c.push(v);
-                        }
-                    }
-                }
-                Some(cols)
-            }
-        };
-        let any = run(py, || matrix.build_amg(&p, cand.as_deref()))?;
+                })
+            })
+            .transpose()?;
+        let any = run(py, || matrix.build_amg(&p, cand))?;
         Ok(PyAmg { any })
     }
 

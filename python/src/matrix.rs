@@ -1179,11 +1179,19 @@ impl<T: Elem> Mat<T> {
     }
 
     /// The AMG hierarchy of this matrix, on its device.
-    fn build_amg(&self, p: &AmgParams, cand: Option<&[Vec<f64>]>) -> Res<AmgOn<T>> {
-        let cand: Option<Vec<Vec<T>>> = cand.map(|c| {
-            c.iter()
-                .map(|v| v.iter().map(|&x| T::of_f64(x)).collect())
-                .collect()
+    /// `cand`: the `n × k` candidates row by row (one node's `k` values per row) and `k`.
+    fn build_amg(&self, p: &AmgParams, cand: Option<(&[f64], usize)>) -> Res<AmgOn<T>> {
+        // The k candidate vectors, read from the rows in one pass.
+        let cand: Option<Vec<Vec<T>>> = cand.map(|(flat, k)| {
+            let mut cols = vec![Vec::with_capacity(flat.len() / k.max(1)); k];
+            if k > 0 {
+                for row in flat.chunks_exact(k) {
+                    for (c, &v) in cols.iter_mut().zip(row) {
+                        c.push(T::of_f64(v));
+                    }
+                }
+            }
+            cols
         });
         // One setup path for every entry point: from the matrix where it lives (on the GPU
         // the device setup from the device copy, as `sparse-solve` does; no host copy is made
@@ -1314,7 +1322,7 @@ impl PyMatrix {
     pub(crate) fn build_amg(
         &self,
         p: &AmgParams,
-        cand: Option<&[Vec<f64>]>,
+        cand: Option<(&[f64], usize)>,
     ) -> Res<Box<dyn std::any::Any + Send + Sync>> {
         Ok(match &self.inner {
             Inner::F32(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
