@@ -1516,12 +1516,17 @@ fn gpu_solve<T: Scalar + segsparse::gpu::KernelType + segsparse::primitives::Sca
     let _loading = (plan.precond == PrecondArg::Amg)
         .then(|| segsparse::precond::amg::prepare_device_setup::<T>(&g));
     let da = GpuCsr::upload(&g, a)?;
-    // --storage f32: the values rounded to f32 on the device (with their own exact copy for
-    // the true residuals), or why not; part of the setup.
+    // --storage f32: the uploaded values checked and rounded to f32 on the device (with a
+    // device copy of the exact ones for the true residuals where f32 rounds), or why not;
+    // part of the setup.
     let mixed = match plan.storage {
         Storage::F64 => None,
         Storage::F32 => Some(
-            match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(&g, &a.cast::<f64>()) {
+            match segsparse::spmv::gpu::mixed::GpuMixedCsr::from_device(
+                (&da as &dyn std::any::Any)
+                    .downcast_ref::<GpuCsr<f64>>()
+                    .expect("--storage f32 runs in f64 (checked in run_typed)"),
+            ) {
                 Ok(m) => Ok(storage::AsWorking::<_, GpuOps<f64>>::new::<T, GpuOps<T>>(m)
                     .expect("--storage f32 runs in f64 (checked in run_typed)")),
                 Err(segsparse::Error::InvalidInput(why)) => Err(why),

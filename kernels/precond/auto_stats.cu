@@ -26,7 +26,6 @@
 // then over the warp in a shuffle tree and over the block's warps in order (warp_sum2_,
 // block_sum2_), an order that the host follows for rows of those lengths: the statistics stay
 // equal to the host's bit for bit.
-// auto_f32_fit: the storage rule's pass over the values (how f32 would store them), below.
 // The binary search assumes sorted rows: a matrix with any unsorted row (counted) is measured
 // again on the host by the caller, from a sorted copy.
 #include "common.cuh"
@@ -375,52 +374,6 @@ __device__ __forceinline__ void inverse_diagonal_body(const u32* __restrict__ rp
         const bool ok = d != (T)0 && isfinite((double)d);
         inv[i] = ok ? (T)1 / d : (T)0;
         if (!ok) atomicMin(bad, (u32)i);
-    }
-}
-
-// How f32 storage would represent the values (the host's F32Fit, segsparse::spmv::mixed):
-// out[0] = the largest |v - fl32(v)| / |v| over the finite nonzero values, as the bits of a
-// non-negative double (ordered as u64, so atomicMax keeps the largest); out[1] = the least
-// position of a finite nonzero value beyond f32's range or below its smallest normal number
-// (the host sets 2^64 - 1 before, and reads the value there to say which). Zeros and non-finite
-// values pass, as on the host. Each block reduces its threads' two fields in shared memory and
-// makes one atomic of each.
-extern "C" __global__ void __launch_bounds__(AUTO_STATS_BLOCK)
-    auto_f32_fit(const double* __restrict__ val, u64 n, u64* out) {
-    u64 worst = 0, bad = ~0ull;
-    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (u64)gridDim.x * blockDim.x) {
-        const double v = val[k];
-        if (v == 0.0 || !isfinite(v)) continue;
-        const double m = fabs(v);
-        if (m > 3.4028234663852886e38 || m < 1.1754943508222875e-38) {  // f32::MAX, f32::MIN_POSITIVE
-            bad = k < bad ? k : bad;
-            continue;
-        }
-        const double r = (double)__double2float_rn(v);
-        if (r != v) {
-            const u64 e = (u64)__double_as_longlong(fabs(r - v) / m);
-            worst = e > worst ? e : worst;
-        }
-    }
-    __shared__ u64 s_worst[AUTO_STATS_BLOCK / 32], s_bad[AUTO_STATS_BLOCK / 32];
-    for (int o = 16; o > 0; o >>= 1) {
-        const u64 w = __shfl_down_sync(FULL_MASK, worst, o), b = __shfl_down_sync(FULL_MASK, bad, o);
-        worst = w > worst ? w : worst;
-        bad = b < bad ? b : bad;
-    }
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-        s_worst[warp] = worst;
-        s_bad[warp] = bad;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (u32 w = 1; w < blockDim.x / 32; ++w) {
-            worst = s_worst[w] > worst ? s_worst[w] : worst;
-            bad = s_bad[w] < bad ? s_bad[w] : bad;
-        }
-        if (worst != 0) atomicMax(&out[0], worst);
-        if (bad != ~0ull) atomicMin(&out[1], bad);
     }
 }
 

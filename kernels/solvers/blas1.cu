@@ -130,6 +130,52 @@ VECTOR_ENTRIES(cdouble, c128)
 
 CONVERT_ENTRIES(double, float, f64b32)
 
+// How f32 storage would represent the values (the host's F32Fit, segsparse::spmv::mixed):
+// out[0] = the largest |v - fl32(v)| / |v| over the finite nonzero values, as the bits of a
+// non-negative double (ordered as u64, so atomicMax keeps the largest); out[1] = the least
+// position of a finite nonzero value beyond f32's range or below its smallest normal number
+// (the host sets 2^64 - 1 before, and reads the value there to say which). Zeros and non-finite
+// values pass, as on the host. Each block reduces its threads' two fields in shared memory and
+// makes one atomic of each.
+extern "C" __global__ void __launch_bounds__(SOLVER_THREADS)
+    vector_f32_fit(const double* __restrict__ val, u64 n, u64* out) {
+    u64 worst = 0, bad = ~0ull;
+    for (u64 k = (u64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (u64)gridDim.x * blockDim.x) {
+        const double v = val[k];
+        if (v == 0.0 || !isfinite(v)) continue;
+        const double m = fabs(v);
+        if (m > 3.4028234663852886e38 || m < 1.1754943508222875e-38) {  // f32::MAX, f32::MIN_POSITIVE
+            bad = k < bad ? k : bad;
+            continue;
+        }
+        const double r = (double)__double2float_rn(v);
+        if (r != v) {
+            const u64 e = (u64)__double_as_longlong(fabs(r - v) / m);
+            worst = e > worst ? e : worst;
+        }
+    }
+    __shared__ u64 s_worst[SOLVER_THREADS / 32], s_bad[SOLVER_THREADS / 32];
+    for (int o = 16; o > 0; o >>= 1) {
+        const u64 w = __shfl_down_sync(FULL_MASK, worst, o), b = __shfl_down_sync(FULL_MASK, bad, o);
+        worst = w > worst ? w : worst;
+        bad = b < bad ? b : bad;
+    }
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        s_worst[warp] = worst;
+        s_bad[warp] = bad;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (u32 w = 1; w < blockDim.x / 32; ++w) {
+            worst = s_worst[w] > worst ? s_worst[w] : worst;
+            bad = s_bad[w] < bad ? s_bad[w] : bad;
+        }
+        if (worst != 0) atomicMax(&out[0], worst);
+        if (bad != ~0ull) atomicMin(&out[1], bad);
+    }
+}
+
 // The block steps of several columns (solvers/cols.cuh), each column's blocks on its own vectors:
 //  - block_read_slots: column c's NSLOTS slots (pointer 0) to out[(first + c) * NSLOTS ...], so
 //    that one download reads the status of every running column;

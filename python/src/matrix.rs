@@ -609,8 +609,9 @@ impl<O: ?Sized, M> std::borrow::Borrow<M> for WithMatrix<'_, O, M> {
 impl Mat<f64> {
     /// The f32 copy of the values where the matrix lives (the exact values kept beside it for
     /// true residuals when f32 rounds them), made on the first call and kept; or why f32 cannot
-    /// hold them.
-    fn f32_copy(&self, host: &CsrMatrix<f64>) -> Res<&F32Copy> {
+    /// hold them. A GPU matrix's copy is made on the device from its device values (no host
+    /// copy is read or made).
+    fn f32_copy(&self) -> Res<&F32Copy> {
         if let Some(c) = self.f32_copy.get() {
             return Ok(c);
         }
@@ -620,12 +621,12 @@ impl Mat<f64> {
         };
         let copy = match &self.dev {
             Some(d) => F32Copy::Gpu(
-                match segsparse::spmv::gpu::mixed::GpuMixedCsr::upload(d.csr.gpu(), host) {
+                match segsparse::spmv::gpu::mixed::GpuMixedCsr::from_device(&d.csr) {
                     Ok(m) => Ok(Box::new(m)),
                     Err(e) => Err(refused(e)?),
                 },
             ),
-            None => F32Copy::Host(match segsparse::spmv::mixed::MixedCsr::new(host) {
+            None => F32Copy::Host(match segsparse::spmv::mixed::MixedCsr::new(self.host()?) {
                 Ok(m) => Ok(m),
                 Err(e) => Err(refused(e)?),
             }),
@@ -663,8 +664,7 @@ impl Mat<f64> {
         check_len("b", b.len(), self.shape.0, "the matrix")?;
         check_len("x", x.len(), self.shape.1, "the matrix")?;
         let t0 = Instant::now();
-        let host = self.host()?;
-        let copy = self.f32_copy(host)?;
+        let copy = self.f32_copy()?;
         // AMG built by this solve: the hierarchy in f32.
         let amg32 = o.precond == Precond::Amg && amg.is_none();
         const ROUNDED_UNDER_AMG: &str = "the values round in f32, and CG under AMG would pay \
@@ -735,6 +735,7 @@ impl Mat<f64> {
             x.copy_from_slice(&g.download(&xd)?);
             s
         } else {
+            let host = self.host()?;
             let jac = jacobi_for(o, || self.cpu_jacobi())?;
             let F32Copy::Host(mixed) = copy else {
                 unreachable!("a host matrix keeps a host copy")
@@ -823,8 +824,7 @@ impl Mat<f64> {
         check_len("b", b.len(), self.shape.0, "the matrix")?;
         check_len("x", x.len(), self.shape.1, "the matrix")?;
         let t0 = Instant::now();
-        let host = self.host()?;
-        let copy = self.f32_copy(host)?;
+        let copy = self.f32_copy()?;
         // Values beyond f32's range: the f64 solve, and why.
         if let F32Copy::Gpu(Err(why)) | F32Copy::Host(Err(why)) = copy {
             let mut out = self.solve_host(o, b, x, None)?;
@@ -884,6 +884,7 @@ impl Mat<f64> {
                 let mut xv = x.to_vec();
                 let setup = t0.elapsed().as_secs_f64();
                 let t = Instant::now();
+                let host = self.host()?;
                 let s =
                     pcg_stored_f32(&Cpu, &Cpu, host, m.low(), m32, m64, &bv, &mut xv, &o.params)?;
                 let solve = t.elapsed().as_secs_f64();

@@ -100,3 +100,30 @@ def test_gpu_automatic_solve_reports_its_storage(gpu):
     s = info.choice["storage"]
     assert s["values"] == "f64" and s["fallback"] is None, s
     assert true_rel(a, b, x) <= 1e-9 * 1.0001
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M", [None, "amg"])
+@pytest.mark.parametrize("scale", [1.0, 1.0 / 3.0])
+def test_gpu_float32_storage_is_made_on_the_device(gpu, M, scale):
+    """``storage="float32"`` on a matrix that lives on the GPU checks and rounds its values
+    there: no host copy is made, and neither the matrix nor its f32 copy crosses the bus (the
+    vectors do: the stored-values solve takes host vectors)."""
+    cp = gpu
+    import cupyx.scipy.sparse as csp
+    from segsparse import _core
+
+    a = poisson3d(40, scale)
+    m = segsparse.Matrix(csp.csr_matrix(a), device="gpu")
+    b = np.ones(a.shape[0])
+    matrix_bytes = a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+    before = _core.transfer_bytes()
+    x, info = segsparse.cg(m, b, rtol=1e-9, M=M, storage="float32")
+    after = _core.transfer_bytes()
+    up, down = after[0] - before[0], after[1] - before[1]
+    assert info == 0 and info.device == "gpu", info
+    if M is None:
+        assert info.storage == "float32" and info.storage_fallback is None, info
+    assert true_rel(a, b, x) <= 1e-9 * 1.0001
+    assert not m._m.has_host_copy()
+    assert up < matrix_bytes // 2 and down < matrix_bytes // 2, (up, down, matrix_bytes)

@@ -105,20 +105,20 @@ impl F32Fit {
         }
     }
 
-    /// The fit from a scan made elsewhere (the GPU's, `precond::auto`): the largest relative
-    /// rounding (0: every value exact), and the first stored value that does not fit, with its
-    /// position among the stored values (as [`F32Fit::of_values`] names it).
+    /// The fit from a scan made elsewhere (the GPU's, `spmv::gpu::mixed::f32_fit`): the largest
+    /// relative rounding (0: every value exact), and the first stored value that does not fit,
+    /// with the words that name it (as [`F32Fit::of`] does: `entry (i, j)`).
     ///
     /// # Errors
-    /// As [`F32Fit::of_values`], for `bad`.
+    /// The sentence of [`F32Fit::of`] when a value does not fit.
     pub fn from_scan(
         max_rel_rounding: f64,
-        bad: Option<(usize, f64)>,
+        bad: Option<(&str, f64)>,
     ) -> std::result::Result<F32Fit, String> {
-        if let Some((k, v)) = bad {
+        if let Some((what, v)) = bad {
             let mut s = Scan::default();
             let why = s.add(v).unwrap_or(Unfit::Beyond);
-            return Err(why.sentence(&format!("stored value {k}"), v));
+            return Err(why.sentence(what, v));
         }
         Ok(F32Fit {
             lossless: max_rel_rounding == 0.0,

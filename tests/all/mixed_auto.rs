@@ -240,9 +240,10 @@ mod gpu {
         Some((s, be.download(&x).unwrap()))
     }
 
-    /// The device's pass over the values (`precond::auto::gpu::f32_fit`) equals the host's
-    /// `F32Fit::of_values`: exact values, rounded ones, random magnitudes with zeros and
-    /// non-finite values, and values beyond and below `f32`'s range (the least position named).
+    /// The device's pass over the values (`spmv::gpu::mixed::f32_fit`) equals the host's
+    /// `F32Fit::of`: exact values, rounded ones, random magnitudes with zeros and non-finite
+    /// values, and values beyond and below `f32`'s range (the first entry named by its row and
+    /// column, found on the device); `GpuMixedCsr::from_device` refuses with the same sentence.
     #[test]
     fn gpu_f32_fit_equals_the_host_one() {
         let Some(g) = test_gpu() else { return };
@@ -277,13 +278,21 @@ mod gpu {
             ("far", scaled(&p, 1e39)),
         ];
         for (name, a) in &cases {
-            let host = F32Fit::of_values(a.values());
-            let dev =
-                segsparse::precond::auto::gpu::f32_fit(&GpuCsr::upload(&g, a).unwrap()).unwrap();
+            let host = F32Fit::of(a);
+            let da = GpuCsr::upload(&g, a).unwrap();
+            let dev = segsparse::spmv::gpu::mixed::f32_fit(&da).unwrap();
             assert_eq!(dev, host, "{name}");
+            match (segsparse::spmv::gpu::mixed::GpuMixedCsr::from_device(&da), host) {
+                (Ok(m), Ok(fit)) => assert_eq!(m.is_lossless(), fit.lossless, "{name}"),
+                (Err(segsparse::Error::InvalidInput(e)), Err(h)) => assert_eq!(e, h, "{name}"),
+                (m, h) => panic!("{name}: from_device {:?} against the host's {h:?}", m.err()),
+            }
         }
-        let e = F32Fit::of_values(cases[3].1.values()).unwrap_err();
-        assert!(e.contains(&format!("stored value {}", nnz / 2)), "{e}");
+        let e = F32Fit::of(&cases[3].1).unwrap_err();
+        let (rp, cols) = (cases[3].1.row_ptr(), cases[3].1.col_idx());
+        let row = rp.partition_point(|&s| s as usize <= nnz / 2) - 1;
+        let entry = format!("entry ({row}, {})", cols[nnz / 2]);
+        assert!(e.contains(&entry), "{e} should name {entry}");
         assert!(F32Fit::of_values(cases[0].1.values()).unwrap().lossless);
         assert!(F32Fit::of_values(cases[2].1.values()).is_ok());
     }

@@ -15,7 +15,6 @@ use crate::gpu::kernels::{KernelSource, COMMON};
 use crate::gpu::{Gpu, PushKernelArg};
 use crate::precond::Jacobi;
 use crate::spmv::gpu::GpuCsr;
-use crate::spmv::mixed::F32Fit;
 use cudarc::driver::CudaSlice;
 
 /// Threads per block of both kernels (the host adds a long row's sums in this block's order).
@@ -120,40 +119,6 @@ pub fn matrix_stats<T: GpuScalar>(a: &GpuCsr<T>) -> Result<MatrixStats> {
         row_spread: super::row_spread(a.row_stats()),
         ..p.finish(n, nnz, tol)
     })
-}
-
-/// [`F32Fit`] of the values of `a`, from one pass on the device (`auto_f32_fit`): two words
-/// come back, and one value where a value does not fit.
-///
-/// # Errors
-/// CUDA errors with the kernel's name; the inner `Err` as [`F32Fit::of_values`].
-pub fn f32_fit(a: &GpuCsr<f64>) -> Result<std::result::Result<F32Fit, String>> {
-    let (_, _, val) = a.device_parts();
-    let nnz = a.nnz();
-    if nnz == 0 {
-        return Ok(F32Fit::from_scan(0.0, None));
-    }
-    let g = a.gpu();
-    let mut out = g.upload(&[0u64, u64::MAX])?;
-    let n = nnz as u64;
-    let blocks = (nnz.div_ceil(BLOCK as usize) as u32).clamp(1, g.sm_count() * 8);
-    let k = g.function(&AUTO_STATS_SRC, "auto_f32_fit", &[])?;
-    let mut lb = g.stream().launch_builder(&k);
-    lb.arg(val).arg(&n).arg(&mut out);
-    // SAFETY: auto_f32_fit(const double* val, u64 n, u64* out): val has n entries, out two
-    // (the largest rounding's bits, zeroed; the least unfit position, u64::MAX).
-    unsafe { lb.launch(Gpu::cfg(blocks, BLOCK, 0)) }
-        .map_err(|e| Gpu::launch_error("auto_f32_fit", e))?;
-    let w = g.download(&out)?;
-    let bad = match w[1] {
-        u64::MAX => None,
-        k => {
-            let k = k as usize;
-            let v = g.download(&val.slice(k..k + 1))?;
-            Some((k, v[0]))
-        }
-    };
-    Ok(F32Fit::from_scan(f64::from_bits(w[0]), bad))
 }
 
 impl<T: GpuScalar> StatsOps<T> for GpuOps<T> {

@@ -425,7 +425,7 @@ mod gpu {
             let Some(d) = view::<_, GpuCsr<f64>>(a) else {
                 return Ok(None);
             };
-            Ok(Some(crate::precond::auto::gpu::f32_fit(d)?))
+            Ok(Some(crate::spmv::gpu::mixed::f32_fit(d)?))
         }
 
         fn exact_f32_operator(

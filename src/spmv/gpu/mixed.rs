@@ -86,6 +86,23 @@ impl GpuMixedCsr {
         Self::from_parts(low, exact, fit)
     }
 
+    /// The mixed operator of a matrix already on the device, made there: [`f32_fit`] checks the
+    /// values (one pass), [`narrowed`] rounds them, and `a` is copied on the device for true
+    /// residuals unless the rounding is exact. Nothing of the matrix comes to the host.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when a value does not fit `f32` (the entry named, as
+    /// [`GpuMixedCsr::upload`] names it); out of device memory; a failed launch.
+    pub fn from_device(a: &GpuCsr<f64>) -> Result<Self> {
+        let fit = f32_fit(a)?.map_err(Error::InvalidInput)?;
+        let exact = if fit.lossless {
+            None
+        } else {
+            Some(a.try_clone()?)
+        };
+        Self::from_parts(narrowed(a)?, exact, fit)
+    }
+
     /// The mixed operator over an uploaded `f32` matrix and, unless `fit` says the `f32` values
     /// are exact, the exact matrix (same shape and pattern).
     ///
@@ -257,6 +274,53 @@ impl GpuMixedCsr {
             None => self.spmv(alpha, x, beta, y),
         }
     }
+}
+
+/// [`F32Fit`] of the values of `a`, from one pass on the device (`vector_f32_fit`): two words
+/// come back; where a value does not fit, that value and the words that name its entry (a
+/// binary search of the row pointer, a word at a time).
+///
+/// # Errors
+/// CUDA errors with the kernel's name; the inner `Err` as [`F32Fit::of`] (the same sentence).
+pub fn f32_fit(a: &GpuCsr<f64>) -> Result<std::result::Result<F32Fit, String>> {
+    let (row_ptr, col, val) = a.device_parts();
+    let nnz = a.nnz();
+    if nnz == 0 {
+        return Ok(F32Fit::from_scan(0.0, None));
+    }
+    let g = a.gpu();
+    let mut out = g.upload(&[0u64, u64::MAX])?;
+    let n = nnz as u64;
+    let threads = crate::backend::gpu::THREADS;
+    let blocks = (nnz.div_ceil(threads as usize) as u32).clamp(1, g.sm_count() * 8);
+    let k = g.function(&crate::backend::gpu::BLAS1, "vector_f32_fit", &[])?;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(val).arg(&n).arg(&mut out);
+    // SAFETY: vector_f32_fit(const double* val, u64 n, u64* out): val has n entries, out two
+    // (the largest rounding's bits, zeroed; the least unfit position, u64::MAX).
+    unsafe { lb.launch(Gpu::cfg(blocks, threads, 0)) }
+        .map_err(|e| Gpu::launch_error("vector_f32_fit", e))?;
+    let w = g.download(&out)?;
+    let k = match w[1] {
+        u64::MAX => return Ok(F32Fit::from_scan(f64::from_bits(w[0]), None)),
+        k => k as usize,
+    };
+    let word = |s: &CudaSlice<u32>, i: usize| -> Result<usize> {
+        Ok(g.download(&s.slice(i..i + 1))?[0] as usize)
+    };
+    // The row holding entry k: the last i with row_ptr[i] <= k (row_ptr[0] = 0 <= k < nnz).
+    let (mut lo, mut hi) = (0, a.nrows());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if word(row_ptr, mid)? <= k {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let v = g.download(&val.slice(k..k + 1))?[0];
+    let what = format!("entry ({lo}, {})", word(col, k)?);
+    Ok(F32Fit::from_scan(f64::from_bits(w[0]), Some((&what, v))))
 }
 
 /// The `f32` rounding of a device matrix, made on the device: the row pointer and columns
