@@ -739,6 +739,21 @@ impl Segments {
         self.iterations += iterations_of(e);
         self.seconds += seconds;
     }
+    /// The setup of preconditioner `p` (`setup` builds it), timed: its seconds counted in the
+    /// setups' and reported as the phase `setup <p>`.
+    fn timed_setup<R>(
+        &mut self,
+        phases: &mut Vec<Phase>,
+        p: AutoPrecond,
+        setup: impl FnOnce() -> R,
+    ) -> R {
+        let t = Instant::now();
+        let r = setup();
+        let secs = t.elapsed().as_secs_f64();
+        self.setup += secs;
+        phases.push(Phase::new(format!("setup {}", p.name()), None, secs));
+        r
+    }
     /// `out` closed: the seconds of every setup and solver call, the result and the choice that
     /// finished.
     fn close(
@@ -1054,12 +1069,9 @@ where
         }
         .max(2)
         .min(params.max_iters.max(1));
-        let t = Instant::now();
-        let built = build_stored(be, op, &host, &choice, first.1, stored)?;
-        let secs = t.elapsed().as_secs_f64();
-        seg.setup += secs;
-        out.phases
-            .push(Phase::new(format!("setup {}", first.1.name()), None, secs));
+        let built = seg.timed_setup(&mut out.phases, first.1, || {
+            build_stored(be, op, &host, &choice, first.1, stored)
+        })?;
         let rec = Recorder(Mutex::new(Vec::new()), params.observer);
         let watch = ProbeWatch {
             budget,
@@ -1266,15 +1278,9 @@ where
                             };
                             let (wr, ws) = {
                                 if !preconds.iter().any(|(p, _)| *p == alt.1) && alt.1 != first.1 {
-                                    let t = Instant::now();
-                                    let bt = build(be, op, &host, &choice, alt.1)?;
-                                    let st = t.elapsed().as_secs_f64();
-                                    seg.setup += st;
-                                    out.phases.push(Phase::new(
-                                        format!("setup {}", alt.1.name()),
-                                        None,
-                                        st,
-                                    ));
+                                    let bt = seg.timed_setup(&mut out.phases, alt.1, || {
+                                        build_stored(be, op, &host, &choice, alt.1, stored)
+                                    })?;
                                     preconds.push((alt.1, bt));
                                 }
                                 let m = if alt.1 == first.1 {
@@ -1660,12 +1666,9 @@ where
             ..*params
         };
         if !preconds.iter().any(|(p, _)| *p == cand.1) {
-            let t = Instant::now();
-            let built = build_stored(be, op, &host, &choice, cand.1, stored);
-            let secs = t.elapsed().as_secs_f64();
-            seg.setup += secs;
-            out.phases
-                .push(Phase::new(format!("setup {}", cand.1.name()), None, secs));
+            let built = seg.timed_setup(&mut out.phases, cand.1, || {
+                build_stored(be, op, &host, &choice, cand.1, stored)
+            });
             match built {
                 Ok(bt) => preconds.push((cand.1, bt)),
                 Err(e) => {

@@ -537,6 +537,53 @@ impl Preprocess<'_> {
     }
 }
 
+/// Queues `spmv_row_stats` over a device row pointer of `nrows ≥ 1` rows (`nrows + 1`
+/// entries): `out[0..6]` = the shortest and longest row, the empty rows, Σ len², `row_ptr[0]` and
+/// `row_ptr[nrows]` (`out[0]` set to `u64::MAX` and `out[1..4]` to 0 before).
+fn queue_row_stats<T: GpuScalar>(
+    gpu: &Arc<Gpu>,
+    row_ptr: &CudaSlice<u32>,
+    nrows: usize,
+    out: &mut CudaSlice<u64>,
+) -> Result<()> {
+    assert!(
+        nrows >= 1 && row_ptr.len() > nrows && out.len() >= 6,
+        "queue_row_stats: {nrows} rows, row_ptr of {}, out of {}",
+        row_ptr.len(),
+        out.len()
+    );
+    let f = gpu.function(
+        &SPMV_SRC,
+        "spmv_row_stats",
+        &SpmvPolicy::for_device(gpu.compute_capability()).typed_defines::<T>(),
+    )?;
+    let n32 = u32::try_from(nrows).map_err(|_| {
+        Error::InvalidInput(format!("{nrows} rows exceed the GPU's 32-bit indices"))
+    })?;
+    let mut b = gpu.stream().launch_builder(&f);
+    b.arg(row_ptr).arg(&n32).arg(out);
+    let blocks = (nrows.div_ceil(256) as u32).clamp(1, gpu.sm_count() * 8);
+    // SAFETY: spmv_row_stats(const u32* row_ptr, u32 nrows, u64* out): row_ptr has at least
+    // nrows+1 entries, out at least 6 words (asserted above).
+    unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
+        .map_err(|e| Gpu::launch_error("spmv_row_stats", e))?;
+    Ok(())
+}
+
+/// The longest row of a device row pointer of `nrows` rows (`nrows + 1` entries), found on the
+/// device: one word comes back, not the row pointer.
+///
+/// # Errors
+/// A failed launch or copy; more rows than 32-bit indices hold.
+pub fn longest_row(gpu: &Arc<Gpu>, row_ptr: &CudaSlice<u32>, nrows: usize) -> Result<usize> {
+    if nrows == 0 {
+        return Ok(0);
+    }
+    let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0])?;
+    queue_row_stats::<f64>(gpu, row_ptr, nrows, &mut out)?;
+    Ok(gpu.download(&out.slice(1..2))?[0] as usize)
+}
+
 impl<T: GpuScalar> GpuCsr<T> {
     /// Uploads `a` and builds every structure-only table (head flags, tile row starts, the
     /// empty-row map, look-back scratch, paper workspace) and compiles the kernels (once per
@@ -620,19 +667,7 @@ impl<T: GpuScalar> GpuCsr<T> {
         // (two doubles, `queue_column_spread`) come back in one download, not the row pointer.
         let mut out = gpu.upload(&[u64::MAX, 0, 0, 0, 0, 0, 0, 0])?;
         if nrows > 0 {
-            let f = gpu.function(
-                &SPMV_SRC,
-                "spmv_row_stats",
-                &SpmvPolicy::for_device(gpu.compute_capability()).typed_defines::<T>(),
-            )?;
-            let n32 = nrows as u32;
-            let mut b = gpu.stream().launch_builder(&f);
-            b.arg(&row_ptr).arg(&n32).arg(&mut out);
-            let blocks = (nrows.div_ceil(256) as u32).clamp(1, gpu.sm_count() * 8);
-            // SAFETY: spmv_row_stats(const u32* row_ptr, u32 nrows, u64* out): row_ptr has
-            // nrows+1 entries (asserted above), out 6 words (of 8).
-            unsafe { b.launch(Gpu::cfg(blocks, 256, 0)) }
-                .map_err(|e| Gpu::launch_error("spmv_row_stats", e))?;
+            queue_row_stats::<T>(gpu, &row_ptr, nrows, &mut out)?;
             // SAFETY: the last two of the eight zero-initialised words are read as f64 zeros.
             let mut words = unsafe { out.transmute_mut::<f64>(8) }.expect("8 words hold 8 doubles");
             let mut spread = words.slice_mut(6..8);

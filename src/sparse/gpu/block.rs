@@ -329,8 +329,7 @@ impl BlockSpgemm {
         let (rows_per_warp, cap) = if global || plan.nnz() == 0 {
             (r, 0)
         } else {
-            let rp = g.download(plan.row_ptr())?;
-            let longest = rp.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0) as usize;
+            let longest = crate::spmv::gpu::longest_row(g, plan.row_ptr(), plan.nrows)?;
             let cap = ACC_BYTES / BLOCK_WARPS as usize / std::mem::size_of::<T>();
             ((cap / (longest * c).max(1)).clamp(1, r), cap)
         };
