@@ -282,7 +282,10 @@ mod gpu {
             let da = GpuCsr::upload(&g, a).unwrap();
             let dev = segsparse::spmv::gpu::mixed::f32_fit(&da).unwrap();
             assert_eq!(dev, host, "{name}");
-            match (segsparse::spmv::gpu::mixed::GpuMixedCsr::from_device(&da), host) {
+            match (
+                segsparse::spmv::gpu::mixed::GpuMixedCsr::from_device(&da),
+                host,
+            ) {
                 (Ok(m), Ok(fit)) => assert_eq!(m.is_lossless(), fit.lossless, "{name}"),
                 (Err(segsparse::Error::InvalidInput(e)), Err(h)) => assert_eq!(e, h, "{name}"),
                 (m, h) => panic!("{name}: from_device {:?} against the host's {h:?}", m.err()),
