@@ -232,6 +232,22 @@ fn cpu_spmm_parallel_chunks() {
     }
 }
 
+/// The rows the GPU cuts into pieces, on the CPU (and the matrix's piece boundaries where the
+/// GPU test wants them).
+#[test]
+fn cpu_spmm_split_rows() {
+    let a = split_rows::<f64>();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for layout in LAYOUTS {
+        let k = 13;
+        let x = random_block::<f64>(a.ncols(), k, &mut rng);
+        let y0 = random_block::<f64>(a.nrows(), k, &mut rng);
+        let mut y = y0.clone();
+        spmm::spmm(0.5, &a, &x, k, layout, 2.0, &mut y).unwrap();
+        check_against_spmv("split_rows", &a, 0.5, &x, k, layout, 2.0, &y0, &y);
+    }
+}
+
 #[test]
 fn bad_shapes_are_clear_errors() {
     let a: CsrMatrix<f64> = generate::random(10, 3, 1).unwrap();
