@@ -73,16 +73,16 @@ pub struct LongSplit {
 
 impl LongSplit {
     /// The split for a row-major `plan` on a matrix of `nrows` rows whose longest row has
-    /// `max_len` entries, with `max_blocks` long-row blocks at most: where some row has more
-    /// than two chunks, as many blocks per window as leave each window of at most a block's
-    /// threads of rows to one set of blocks, up to [`MAX_PARTS`] (long rows close together, as
-    /// in circuit matrices, share a window: its blocks take their pieces and the uncut rows
-    /// among them); a large matrix keeps one block per window and its rows uncut.
+    /// `max_len` entries, with `max_blocks` long-row blocks at most: as many blocks per window
+    /// as the longest row has pieces, up to [`MAX_PARTS`] and as many as leave every window's
+    /// scan to one block (a large matrix keeps one block per window and its rows uncut).
     pub fn new(plan: &RowPlan, nrows: usize, max_len: usize, max_blocks: usize) -> LongSplit {
         let chunk = (THREADS / plan.lanes) as usize * UNROLL;
         let windows = nrows.div_ceil(THREADS as usize).max(1);
         let parts = if max_len > 2 * chunk {
-            MAX_PARTS.min(max_blocks / windows)
+            (max_len.div_ceil(chunk) + 1)
+                .min(MAX_PARTS)
+                .min(max_blocks / windows)
         } else {
             1
         };
