@@ -16,6 +16,10 @@
 //        blocks fill the SMs around it), which scan small windows of rows for them, so that long
 //        rows close together go to different blocks, and sum each with the whole block (warps
 //        reduce by shuffles, then one thread per column adds the warps' sums in warp order).
+//        A row longer than 2 * `chunk` is cut into pieces at multiples of `chunk` in the entry
+//        index, the pieces (and the uncut rows) of a window spread over the `parts` blocks that
+//        scan it, and a row's pieces' sums are added in piece order by whichever block finishes
+//        its last piece.
 //    A walk's latency is its number of rounds (a col load, then an X load): the teams bound
 //    it by a few rounds per row, where a fixed group per row walked a 100-entry row in 12
 //    rounds and kept a small matrix's launch waiting for it.
@@ -135,8 +139,18 @@ __device__ __forceinline__ void spmm_long_windows(const u32* __restrict__ row_pt
     }
 }
 
-// Rows rows[0..n) summed one at a time by the whole block: every warp's slots walk the row,
-// warps reduce by shuffles, then one thread per column adds the warps' sums in warp order.
+// Rows rows[0..n) summed by the whole block, one piece at a time: every warp's slots walk the
+// piece, warps reduce by shuffles, then one thread per column adds the warps' sums in warp order.
+// With `chunk` > 0 a row of more than 2 * chunk entries is cut where the entry index crosses a
+// multiple of `chunk` (such a row runs past the end of the chunk it starts in, so at most one cut
+// row starts in a chunk and at most one runs into it from before). Of the `parts` blocks that
+// scan the same windows, the one with `part` = (row + j) mod `parts` sums piece j of a row (an
+// uncut row is its piece 0), so that the rows and pieces of a window spread over its blocks. A
+// cut row's piece goes to `partial` (slot 2c + 1 for the piece where the row starts in chunk c,
+// 2c for a piece that continues the row into chunk c; `kw` values each) and is counted in
+// `count[first chunk]`; the block that counts the row's last piece adds the pieces' sums in
+// piece order, stores the row and resets the count: the result's bits depend on the matrix and
+// `chunk` only, not on which block finishes last.
 template <typename T, int V>
 __device__ __forceinline__ void spmm_rm_block_rows(const u32* __restrict__ row_ptr,
                                                    const u32* __restrict__ col,
@@ -144,7 +158,10 @@ __device__ __forceinline__ void spmm_rm_block_rows(const u32* __restrict__ row_p
                                                    const T* __restrict__ x, u32 ldx,
                                                    T* __restrict__ y, u32 ldy, u32 kw, T alpha,
                                                    T beta, u32 log_lc, const u32* rows, u32 n,
-                                                   T (*warp_sums)[32]) {
+                                                   T (*warp_sums)[32], u32 chunk, u32 parts,
+                                                   u32 part, T* __restrict__ partial,
+                                                   u32* __restrict__ count) {
+    __shared__ u32 last_piece;
     const u32 lc = 1u << log_lc;
     const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const u32 xoff = (lane & (lc - 1)) * V;
@@ -153,24 +170,53 @@ __device__ __forceinline__ void spmm_rm_block_rows(const u32* __restrict__ row_p
     for (u32 q = 0; q < n; ++q) {
         const u32 row = rows[q];
         const u32 s = row_ptr[row], e = row_ptr[row + 1];
-        T acc[V];
+        const bool cut = chunk && e - s > 2u * chunk;
+        const u32 c0 = cut ? s / chunk : 0u;
+        const u32 np = cut ? (e - 1u) / chunk - c0 + 1u : 1u;
+        for (u32 j = (part + parts - row % parts) % parts; j < np; j += parts) {
+            const u64 cs = (u64)(c0 + j) * chunk;
+            const u32 ps = (np == 1u || (u64)s > cs) ? s : (u32)cs;
+            const u32 pe = (np == 1u || (u64)e < cs + chunk) ? e : (u32)(cs + chunk);
+            T acc[V];
 #pragma unroll
-        for (int i = 0; i < V; ++i) acc[i] = T(0);
-        spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, s, e, warp * sw + (lane >> log_lc),
-                                   nwarps * sw, xoff, act, acc);
-        spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
-        if (lane < lc && act) {
+            for (int i = 0; i < V; ++i) acc[i] = T(0);
+            spmm_rm_walk<T, V, SPMM_U>(col, val, x, ldx, ps, pe, warp * sw + (lane >> log_lc),
+                                       nwarps * sw, xoff, act, acc);
+            spmm_rm_reduce<T, V>(acc, lc, 32u, FULL_MASK);
+            if (lane < lc && act) {
 #pragma unroll
-            for (int i = 0; i < V; ++i)
-                if (xoff + i < 32u) warp_sums[warp][xoff + i] = acc[i];
-        }
-        __syncthreads();
-        if (threadIdx.x < kw) {
+                for (int i = 0; i < V; ++i)
+                    if (xoff + i < 32u) warp_sums[warp][xoff + i] = acc[i];
+            }
+            __syncthreads();
             T sum = T(0);
-            for (u32 w = 0; w < nwarps; ++w) sum += warp_sums[w][threadIdx.x];
-            spmm_store(&y[(u64)row * ldy + threadIdx.x], alpha, sum, beta);
+            if (threadIdx.x < kw)
+                for (u32 w = 0; w < nwarps; ++w) sum += warp_sums[w][threadIdx.x];
+            if (np == 1u) {
+                if (threadIdx.x < kw) spmm_store(&y[(u64)row * ldy + threadIdx.x], alpha, sum, beta);
+                __syncthreads();
+                continue;
+            }
+            if (threadIdx.x < kw) {
+                partial[((u64)(c0 + j) * 2u + (j == 0u)) * kw + threadIdx.x] = sum;
+                __threadfence(); // the piece's sums are visible before it is counted
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) last_piece = atomicAdd(&count[c0], 1u) == np - 1u;
+            __syncthreads();
+            if (last_piece) {
+                __threadfence();
+                if (threadIdx.x < kw) {
+                    T total = T(0);
+                    for (u32 jj = 0; jj < np; ++jj)
+                        total += __ldcg(&partial[((u64)(c0 + jj) * 2u + (jj == 0u)) * kw +
+                                                 threadIdx.x]);
+                    spmm_store(&y[(u64)row * ldy + threadIdx.x], alpha, total, beta);
+                }
+                if (threadIdx.x == 0) count[c0] = 0u; // ready for the next launch
+            }
+            __syncthreads();
         }
-        __syncthreads();
     }
 }
 
@@ -181,7 +227,9 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
                                               const T* __restrict__ x, u32 ldx,
                                               T* __restrict__ y, u32 ldy, u32 kw, T alpha,
                                               T beta, u32 log_lc, u32 log_sg, u32 lim_group,
-                                              u32 lim_warp, u32 long_blocks, u32 window) {
+                                              u32 lim_warp, u32 long_blocks, u32 window,
+                                              u32 chunk, u32 parts, T* __restrict__ partial,
+                                              u32* __restrict__ count) {
     __shared__ u32 warp_rows[SPMM_THREADS], block_rows[SPMM_THREADS];
     __shared__ u32 n_warp_rows, n_block_rows;
     __shared__ T warp_sums[SPMM_THREADS / 32][32];
@@ -191,12 +239,15 @@ __device__ __forceinline__ void spmm_row_body(const u32* __restrict__ row_ptr,
     const u32 xoff = cl * V;
     const bool act = xoff < kw;
     if (blockIdx.x < long_blocks) {
-        // The rows longer than lim_warp, each summed by all the threads of a long-row block.
-        spmm_long_windows(row_ptr, nrows, lim_warp, window, blockIdx.x, long_blocks,
-                          block_rows, n_block_rows,
+        // The rows longer than lim_warp, summed by all the threads of long-row blocks: `parts`
+        // blocks scan the same windows, each summing its pieces of the rows found there.
+        const u32 part = blockIdx.x % parts;
+        spmm_long_windows(row_ptr, nrows, lim_warp, window, blockIdx.x / parts,
+                          long_blocks / parts, block_rows, n_block_rows,
                           [&](const u32* rows, u32 n) {
                               spmm_rm_block_rows<T, V>(row_ptr, col, val, x, ldx, y, ldy, kw,
-                                                       alpha, beta, log_lc, rows, n, warp_sums);
+                                                       alpha, beta, log_lc, rows, n, warp_sums,
+                                                       chunk, parts, part, partial, count);
                           });
         return;
     }
@@ -339,13 +390,16 @@ __device__ __forceinline__ void spmm_long_body(const u32* __restrict__ row_ptr,
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_row_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \
         u32 ldy, u32 kw, T alpha, T beta, u32 vec, u32 log_lc, u32 log_sg, u32 lim_group,         \
-        u32 lim_warp, u32 long_blocks, u32 window) {                                               \
+        u32 lim_warp, u32 long_blocks, u32 window, u32 chunk, u32 parts, T* partial,            \
+        u32* count) {                                                                              \
         if (vec)                                                                                   \
             spmm_row_body<T, VW>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,       \
-                                 log_lc, log_sg, lim_group, lim_warp, long_blocks, window);       \
+                                 log_lc, log_sg, lim_group, lim_warp, long_blocks, window, chunk, \
+                                 parts, partial, count);                                           \
         else                                                                                       \
             spmm_row_body<T, 1>(row_ptr, col, val, nrows, x, ldx, y, ldy, kw, alpha, beta,        \
-                                log_lc, log_sg, lim_group, lim_warp, long_blocks, window);        \
+                                log_lc, log_sg, lim_group, lim_warp, long_blocks, window, chunk,  \
+                                parts, partial, count);                                            \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(SPMM_THREADS) spmm_col_##SUFFIX(                  \
         const u32* row_ptr, const u32* col, const T* val, u32 nrows, const T* x, u32 ldx, T* y,    \

@@ -2,17 +2,20 @@
 //!
 //! [`GpuSpmm`] holds the loaded kernels of one element type; [`GpuSpmm::spmm`] queues one launch
 //! (per window of 32 columns in the row-major layout, one for any width in the column-major
-//! one) and returns without allocating or synchronising. Short and long rows share that launch:
-//! in the row-major kernel each block sums its window of rows with a group of lanes per row and
-//! a warp per longer row ([`RowPlan`]); in both layouts extra blocks at the start of the grid
-//! (started first) sum the rows longer than that, each with all its threads. See `kernels/spmm/spmm.cu` for the kernels and the [module docs](super) for which
-//! layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer (`cusparseSpMM`)
+//! one) and returns without synchronising. Short and long rows share that launch: in the
+//! row-major kernel each block sums its window of rows with a group of lanes per row and a warp
+//! per longer row ([`RowPlan`]); in both layouts extra blocks at the start of the grid (started
+//! first) sum the rows longer than that, each with all its threads, and in the row-major layout
+//! a row too long for one block is cut into pieces summed by several blocks, added in a fixed
+//! order ([`LongSplit`]; their sums go to a scratch that [`GpuSpmm`] allocates on the first
+//! product that needs it and keeps). See `kernels/spmm/spmm.cu` for the kernels and the
+//! [module docs](super) for which layout suits which matrix. `CusparseSpmm` (feature `peers`) is the peer (`cusparseSpMM`)
 //! that benchmarks and tests compare against.
 
 #[cfg(feature = "peers")]
 mod cusparse_peer;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaFunction, CudaSlice};
 
@@ -49,6 +52,66 @@ pub const COL_LONG_PER_LANE: usize = 32;
 /// Blocks per SM of the long-row blocks (both layouts), which walk the rows in windows of at
 /// most a block's threads.
 const LONG_BLOCKS_PER_SM: u32 = 8;
+
+/// Most blocks that share the pieces of the row-major long rows of one window.
+const MAX_PARTS: usize = 32;
+
+/// How the row-major long-row blocks share rows too long for one block to walk in two rounds of
+/// loads: such a row (more than `2·chunk` entries) is cut where its entry index crosses a
+/// multiple of `chunk` (one round of loads of a whole block), `parts` blocks scan each window of
+/// rows and each sums its share of the pieces and uncut rows (piece `j` of row `r` to block
+/// `(r + j) mod parts`, an uncut row being its own piece 0), and the block
+/// that finishes a row's last piece adds the pieces' sums in piece order. The result depends on
+/// the matrix and `chunk` alone, not on which block finishes last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LongSplit {
+    /// Entries of a piece (0: no row is cut).
+    pub chunk: u32,
+    /// Blocks per window of rows.
+    pub parts: u32,
+}
+
+impl LongSplit {
+    /// The split for a row-major `plan` on a matrix of `nrows` rows whose longest row has
+    /// `max_len` entries, with `max_blocks` long-row blocks at most: as many blocks per window
+    /// as the longest row has pieces, up to [`MAX_PARTS`] and as many as leave every window's
+    /// scan to one block (a large matrix keeps one block per window and its rows uncut).
+    pub fn new(plan: &RowPlan, nrows: usize, max_len: usize, max_blocks: usize) -> LongSplit {
+        let chunk = (THREADS / plan.lanes) as usize * UNROLL;
+        let windows = nrows.div_ceil(THREADS as usize).max(1);
+        let parts = if max_len > 2 * chunk {
+            (max_len.div_ceil(chunk) + 1)
+                .min(MAX_PARTS)
+                .min(max_blocks / windows)
+        } else {
+            1
+        };
+        if parts <= 1 {
+            LongSplit { chunk: 0, parts: 1 }
+        } else {
+            LongSplit {
+                chunk: chunk as u32,
+                parts: parts as u32,
+            }
+        }
+    }
+
+    /// Pieces' sums and per-row counts a launch needs over `nnz` entries for `kw` columns.
+    fn scratch_lens(&self, nnz: usize, kw: usize) -> (usize, usize) {
+        if self.chunk == 0 {
+            return (0, 0);
+        }
+        let chunks = nnz.div_ceil(self.chunk as usize);
+        (2 * chunks * kw, chunks)
+    }
+}
+
+/// The long rows' pieces' sums and counts (the counts are zero between launches: the block
+/// that adds a row's pieces resets its count).
+struct Scratch<T: GpuScalar> {
+    partial: CudaSlice<T>,
+    count: CudaSlice<u32>,
+}
 
 /// How the row-major kernel sums a window of `kw ≤ 32` columns of one matrix: `lanes` lanes
 /// read an entry's `kw` values of `X` (`vector` values each, one 16-byte load where the widths
@@ -109,6 +172,28 @@ impl RowPlan {
         Self::with_slots(self.vector as usize, self.lanes as usize, slots)
     }
 
+    /// The plan with groups wide enough for the longest row where that row would otherwise wait
+    /// for a warp of its block (the warps take their rows after every group of the block is
+    /// done: a second walk behind a barrier) and the wider groups still fit the launch in
+    /// `wave_lanes` lanes (one wave of resident threads): the group doubles until it takes the
+    /// longest row (of at most `lim_warp` entries) or is a warp.
+    pub fn cover_longest(self, nrows: usize, max_len: usize, wave_lanes: usize) -> RowPlan {
+        let warp_slots = 32 / self.lanes as usize;
+        let mut p = self;
+        while max_len > p.lim_group as usize
+            && max_len <= p.lim_warp as usize
+            && (p.group_slots as usize) < warp_slots
+            && nrows * (p.lanes * p.group_slots) as usize * 2 <= wave_lanes
+        {
+            p = Self::with_slots(
+                p.vector as usize,
+                p.lanes as usize,
+                p.group_slots as usize * 2,
+            );
+        }
+        p
+    }
+
     /// Two rounds of loads for a group, four for a warp; a group as wide as a warp takes the
     /// warp's rows.
     fn with_slots(vector: usize, lanes: usize, group_slots: usize) -> RowPlan {
@@ -140,7 +225,7 @@ pub struct GpuSpmm<T: GpuScalar> {
     row: CudaFunction,
     col: CudaFunction,
     scale: CudaFunction,
-    _t: std::marker::PhantomData<T>,
+    scratch: Mutex<Scratch<T>>,
 }
 
 impl<T: GpuScalar> GpuSpmm<T> {
@@ -154,7 +239,10 @@ impl<T: GpuScalar> GpuSpmm<T> {
             row: gpu.typed_function::<T>(&SPMM_SRC, "spmm_row", &[])?,
             col: gpu.typed_function::<T>(&SPMM_SRC, "spmm_col", &[])?,
             scale: gpu.typed_function::<T>(&SPMM_SRC, "spmm_scale", &[])?,
-            _t: std::marker::PhantomData,
+            scratch: Mutex::new(Scratch {
+                partial: gpu.zeros::<T>(1)?,
+                count: gpu.zeros::<u32>(1)?,
+            }),
         })
     }
 
@@ -172,6 +260,11 @@ impl<T: GpuScalar> GpuSpmm<T> {
         lanes.trailing_zeros()
     }
 
+    /// Threads the GPU holds at once (2 048 per SM on the A100, H100 and H200).
+    fn wave_lanes(&self) -> usize {
+        self.gpu.sm_count() as usize * 2048
+    }
+
     /// Lanes that fill the GPU's SMs with two blocks each: below them a product is one short
     /// wave on part of the device.
     fn min_lanes(&self) -> usize {
@@ -179,7 +272,9 @@ impl<T: GpuScalar> GpuSpmm<T> {
     }
 
     /// `Y ← α·A·X + β·Y` for `k` columns in `layout` (`X` is `ncols × k`, `Y` is `nrows × k`,
-    /// both dense in that layout). Queues the work on the GPU's stream and returns.
+    /// both dense in that layout). Queues the work on the GPU's stream and returns; allocates
+    /// only where a matrix's long rows need more scratch than earlier products left
+    /// ([`LongSplit`]).
     ///
     /// # Errors
     /// [`Error::InvalidInput`](crate::Error::InvalidInput) for `k = 0` or blocks of the wrong
@@ -218,14 +313,19 @@ impl<T: GpuScalar> GpuSpmm<T> {
                 let ld = k as u32;
                 for j0 in (0..k).step_by(ROW_WINDOW) {
                     let kw = (k - j0).min(ROW_WINDOW);
-                    let plan = RowPlan::new::<T>(stats.mean, k, kw).spread(
-                        n,
-                        stats.mean,
-                        self.min_lanes(),
-                    );
+                    let plan = RowPlan::new::<T>(stats.mean, k, kw)
+                        .spread(n, stats.mean, self.min_lanes())
+                        .cover_longest(n, stats.max, self.wave_lanes());
                     let group_blocks = nrows.div_ceil(plan.rows_per_block());
-                    let (window, long_blocks) =
-                        self.long_grid(nrows, stats.max > plan.lim_warp as usize);
+                    let has_long = stats.max > plan.lim_warp as usize;
+                    let split = if has_long {
+                        LongSplit::new(&plan, n, stats.max, self.max_long_blocks() as usize)
+                    } else {
+                        LongSplit { chunk: 0, parts: 1 }
+                    };
+                    let (window, long_blocks) = self.long_grid(nrows, has_long, split.parts);
+                    let mut scratch = self.scratch_for(&split, a.nnz(), kw)?;
+                    let scratch = &mut *scratch;
                     let kw = kw as u32;
                     let vec = u32::from(plan.vector > 1);
                     let log_lc = plan.lanes.trailing_zeros();
@@ -250,11 +350,18 @@ impl<T: GpuScalar> GpuSpmm<T> {
                         .arg(&plan.lim_group)
                         .arg(&plan.lim_warp)
                         .arg(&long_blocks)
-                        .arg(&window);
+                        .arg(&window)
+                        .arg(&split.chunk)
+                        .arg(&split.parts)
+                        .arg(&mut scratch.partial)
+                        .arg(&mut scratch.count);
                     // SAFETY: spmm_row_T(const u32* row_ptr, const u32* col, const T* val,
                     // u32 nrows, const T* x, u32 ldx, T* y, u32 ldy, u32 kw, T alpha, T beta,
                     // u32 vec, u32 log_lc, u32 log_sg, u32 lim_group, u32 lim_warp,
-                    // u32 long_blocks, u32 window). row_ptr has
+                    // u32 long_blocks, u32 window, u32 chunk, u32 parts, T* partial,
+                    // u32* count). With chunk > 0, partial holds 2·ceil(nnz/chunk)·kw values
+                    // and count ceil(nnz/chunk) zeros (scratch_for); long_blocks is a multiple
+                    // of parts. row_ptr has
                     // nrows+1 entries, col/val nnz (≥ 1); the views start at column j0, and
                     // element (i, j < kw) at i·k + j lies inside them (x: ncols·k − j0 elements,
                     // y: nrows·k − j0; checked above). With vec, the 16-byte loads of X start at
@@ -274,7 +381,7 @@ impl<T: GpuScalar> GpuSpmm<T> {
                 let log_group = Self::col_lanes_log2(n, stats.mean, self.min_lanes());
                 let skip = (COL_LONG_PER_LANE << log_group) as u32;
                 let group_blocks = ((n as u64) << log_group).div_ceil(THREADS as u64) as u32;
-                let (window, long_blocks) = self.long_grid(nrows, stats.max > skip as usize);
+                let (window, long_blocks) = self.long_grid(nrows, stats.max > skip as usize, 1);
                 let mut b = self.gpu.stream().launch_builder(&self.col);
                 b.arg(rp)
                     .arg(ci)
@@ -306,15 +413,43 @@ impl<T: GpuScalar> GpuSpmm<T> {
         Ok(())
     }
 
-    /// The long-row blocks of a launch over `nrows` rows: windows of rows small enough to give
-    /// every block some (a matrix of a few hundred long rows gets a block per row), at most a
-    /// block's threads, and how many blocks scan them (none without long rows).
-    fn long_grid(&self, nrows: u32, has_long: bool) -> (u32, u32) {
+    /// Most long-row blocks of a launch.
+    fn max_long_blocks(&self) -> u32 {
+        self.gpu.sm_count() * LONG_BLOCKS_PER_SM
+    }
+
+    /// The long-row blocks of a launch over `nrows` rows with `parts` blocks per window: windows
+    /// of rows small enough to give every window's blocks some (a matrix of a few hundred long
+    /// rows gets a window per row), at most a block's threads, and how many blocks scan them
+    /// (none without long rows; a multiple of `parts`).
+    fn long_grid(&self, nrows: u32, has_long: bool, parts: u32) -> (u32, u32) {
         if !has_long {
             return (THREADS, 0);
         }
-        let max_blocks = self.gpu.sm_count() * LONG_BLOCKS_PER_SM;
-        let window = nrows.div_ceil(max_blocks).clamp(1, THREADS);
-        (window, nrows.div_ceil(window).clamp(1, max_blocks))
+        let max_windows = (self.max_long_blocks() / parts).max(1);
+        let window = nrows.div_ceil(max_windows).clamp(1, THREADS);
+        (window, nrows.div_ceil(window).clamp(1, max_windows) * parts)
+    }
+
+    /// The scratch of the long rows' pieces, grown (and its counts zeroed) where `split` needs
+    /// more than it holds.
+    fn scratch_for(
+        &self,
+        split: &LongSplit,
+        nnz: usize,
+        kw: usize,
+    ) -> Result<std::sync::MutexGuard<'_, Scratch<T>>> {
+        let mut s = self
+            .scratch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (np, nc) = split.scratch_lens(nnz, kw);
+        if s.partial.len() < np {
+            s.partial = self.gpu.zeros::<T>(np)?;
+        }
+        if s.count.len() < nc {
+            s.count = self.gpu.zeros::<u32>(nc)?;
+        }
+        Ok(s)
     }
 }

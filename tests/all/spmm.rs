@@ -97,6 +97,45 @@ fn team_rows<T: Scalar>() -> CsrMatrix<T> {
     CsrMatrix::from_triplets(n, m, &t).unwrap()
 }
 
+/// Rows of 3 entries with rows long enough for the GPU's row-major kernel to cut them into
+/// pieces summed by several blocks: one of 20 000 entries (more pieces than blocks per window),
+/// three long rows back to back (a piece boundary between two of them), a long row that starts
+/// and one that ends at a multiple of 2 048 entries (a piece boundary for every width), rows
+/// just below and above the cutting bound, and a long last row.
+fn split_rows<T: Scalar>() -> CsrMatrix<T> {
+    let (n, m) = (3000usize, 25_000usize);
+    let mut lens = vec![3usize; n];
+    lens[10] = 20_000;
+    lens[100] = 3000;
+    lens[101] = 2500;
+    lens[102] = 2049;
+    lens[1500] = 511;
+    lens[1501] = 513;
+    lens[1502] = 1025;
+    lens[1503] = 4097;
+    lens[n - 1] = 5000;
+    // Row 500 starts at a multiple of 2 048, row 800 ends at one.
+    let pad = |lens: &[usize], upto: usize| {
+        let before: usize = lens[..upto].iter().sum();
+        3 + (2048 - (before + 3) % 2048) % 2048
+    };
+    lens[499] = pad(&lens, 499);
+    lens[500] = 2600;
+    lens[800] = pad(&lens, 800) + 2048;
+    let mut rng = ChaCha8Rng::seed_from_u64(29);
+    let mut t = Vec::new();
+    for (i, &len) in lens.iter().enumerate() {
+        let first = rng.gen_range(0..m);
+        for j in 0..len {
+            t.push((i, (first + j * 7) % m, T::of_f64(rng.gen_range(-1.0..1.0))));
+        }
+    }
+    let a = CsrMatrix::from_triplets(n, m, &t).unwrap();
+    assert_eq!(a.row_ptr()[500] % 2048, 0);
+    assert_eq!(a.row_ptr()[801] % 2048, 0);
+    a
+}
+
 fn test_matrices<T: Scalar>() -> Vec<(String, CsrMatrix<T>)> {
     let mut v: Vec<(String, CsrMatrix<T>)> = vec![
         ("team_rows".into(), team_rows()),
@@ -190,6 +229,22 @@ fn cpu_spmm_parallel_chunks() {
         let mut y = y0.clone();
         spmm::spmm(1.5, &a, &x, k, layout, -1.0, &mut y).unwrap();
         check_against_spmv("random:20000:7", &a, 1.5, &x, k, layout, -1.0, &y0, &y);
+    }
+}
+
+/// The rows the GPU cuts into pieces, on the CPU (and the matrix's piece boundaries where the
+/// GPU test wants them).
+#[test]
+fn cpu_spmm_split_rows() {
+    let a = split_rows::<f64>();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for layout in LAYOUTS {
+        let k = 13;
+        let x = random_block::<f64>(a.ncols(), k, &mut rng);
+        let y0 = random_block::<f64>(a.nrows(), k, &mut rng);
+        let mut y = y0.clone();
+        spmm::spmm(0.5, &a, &x, k, layout, 2.0, &mut y).unwrap();
+        check_against_spmv("split_rows", &a, 0.5, &x, k, layout, 2.0, &y0, &y);
     }
 }
 
@@ -306,6 +361,101 @@ mod gpu {
         gpu_teams::<f32>();
     }
 
+    /// Rows cut into pieces over several blocks (row-major), for widths that fill, split and
+    /// do not divide the lanes' loads: equal to `k` SpMVs, and the same bits in three runs
+    /// (whichever block adds a row's pieces, it adds them in piece order).
+    fn gpu_split<T: GpuScalar>() {
+        let Some(g) = test_gpu() else { return };
+        let ops = GpuSpmm::<T>::new(&g).unwrap();
+        let a = split_rows::<T>();
+        let d = GpuCsr::upload(&g, &a).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        for &k in &[1usize, 3, 5, 8, 13, 16, 17, 24, 32, 40] {
+            for layout in LAYOUTS {
+                let x = random_block::<T>(a.ncols(), k, &mut rng);
+                let y0 = random_block::<T>(a.nrows(), k, &mut rng);
+                let dx = g.upload(&x).unwrap();
+                for (alpha, beta) in [(1.0, 0.0), (-1.25, 0.5)] {
+                    let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
+                    let y_in: Vec<T> = if beta == T::zero() {
+                        vec![T::nan(); y0.len()]
+                    } else {
+                        y0.clone()
+                    };
+                    let mut runs = Vec::new();
+                    for _ in 0..3 {
+                        let mut dy = g.upload(&y_in).unwrap();
+                        ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
+                        runs.push(g.download(&dy).unwrap());
+                    }
+                    check_against_spmv(
+                        "split_rows",
+                        &a,
+                        alpha,
+                        &x,
+                        k,
+                        layout,
+                        beta,
+                        &y_in,
+                        &runs[0],
+                    );
+                    for again in &runs[1..] {
+                        let same = runs[0]
+                            .iter()
+                            .zip(again)
+                            .all(|(p, q)| p.as_f64().to_bits() == q.as_f64().to_bits());
+                        assert!(same, "split_rows {layout:?} k={k}: runs differ");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gpu_spmm_split_rows_f64() {
+        gpu_split::<f64>();
+    }
+
+    #[test]
+    fn gpu_spmm_split_rows_f32() {
+        gpu_split::<f32>();
+    }
+
+    /// Rows too long for one block's two rounds of loads are cut on small matrices, into as many
+    /// pieces as blocks share a window (at most 32); a matrix with a window per long-row block
+    /// keeps its rows whole.
+    #[test]
+    fn long_split_shapes() {
+        use segsparse::spmm::gpu::{LongSplit, RowPlan};
+        let plan = RowPlan::new::<f64>(6.3, 16, 16).spread(6833, 6.3, 67_584);
+        assert_eq!(plan.lanes, 8);
+        let s = LongSplit::new(&plan, 6833, 1442, 1056);
+        assert_eq!((s.chunk, s.parts), (256, 7), "{s:?}");
+        assert_eq!(
+            LongSplit::new(&plan, 6833, 512, 1056).parts,
+            1,
+            "two rounds: whole"
+        );
+        assert_eq!(LongSplit::new(&plan, 6833, 512, 1056).chunk, 0);
+        assert_eq!(LongSplit::new(&plan, 6833, 100_000, 1056).parts, 32);
+        let s = LongSplit::new(&plan, 1_000_000, 100_000, 1056);
+        assert_eq!(
+            (s.chunk, s.parts),
+            (0, 1),
+            "a large matrix: one block per window"
+        );
+        let plan = RowPlan::new::<f32>(6.0, 8, 8);
+        assert_eq!(plan.lanes, 2);
+        assert_eq!(LongSplit::new(&plan, 2000, 1310, 1056).chunk, 0);
+        assert_eq!(
+            LongSplit::new(&plan, 2000, 5000, 1056),
+            LongSplit {
+                chunk: 1024,
+                parts: 6
+            }
+        );
+    }
+
     /// The row-major plan: 16-byte loads where the widths allow, lanes covering the window,
     /// team bounds growing from group to warp.
     #[test]
@@ -348,6 +498,33 @@ mod gpu {
         assert_eq!(small.spread(1_000_000, 6.5, 67_584), small);
         let p = RowPlan::new::<f64>(6.5, 16, 16).spread(3312, 6.5, 67_584);
         assert_eq!((p.lanes, p.group_slots), (8, 4), "a warp per row at most");
+    }
+
+    /// Groups widen to take the longest row where it would wait for a warp and the launch stays
+    /// within a wave of resident threads; long rows, large matrices and plans that cover the
+    /// longest row keep their groups.
+    #[test]
+    fn row_plan_covers_the_longest_row() {
+        use segsparse::spmm::gpu::RowPlan;
+        let wave = 132 * 2048;
+        let p = RowPlan::new::<f64>(7.1, 16, 16).spread(13_436, 7.1, 67_584);
+        assert_eq!((p.lanes, p.group_slots, p.lim_group), (8, 1, 16), "{p:?}");
+        let c = p.cover_longest(13_436, 27, wave);
+        assert_eq!(c.group_slots, 2, "{c:?}");
+        assert!(c.lim_group >= 27 && c.lim_warp == p.lim_warp, "{c:?}");
+        assert_eq!(
+            p.cover_longest(13_436, 16, wave),
+            p,
+            "the group takes every row"
+        );
+        assert_eq!(
+            p.cover_longest(13_436, 200, wave),
+            p,
+            "a row for the long-row blocks"
+        );
+        assert_eq!(p.cover_longest(1_000_000, 27, wave), p, "more than a wave");
+        let w = RowPlan::new::<f64>(7.0, 16, 16).cover_longest(100, 120, wave);
+        assert_eq!(w.group_slots, 4, "at most a warp: {w:?}");
     }
 
     /// The column-major group: one lane per 8 entries of the mean row, more on a small matrix.
