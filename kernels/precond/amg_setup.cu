@@ -147,6 +147,54 @@ __device__ __forceinline__ void amg_smooth(const u32* __restrict__ pp, T* __rest
     }
 }
 
+// P = (I - omega/rho * D^-1 A) T on P's known pattern (pp, pcol: the pattern of A*T), in one
+// pass that reads A, T and D^-1: one thread per row i accumulates (A*T)_ik in row i of pval
+// (each product a_ij * t_jc added at c's position, j in A's stored order: the SpGEMM's and the
+// CPU's order and rounding), scales it by -omega/rho * d_i^-1 and adds T's row at tpos, as
+// amg_smooth does with the product's values. With rpos, the row is also written into R = P^T's
+// values (where each entry of P sits in R). A product whose column is not in the row (never,
+// for the pattern of A*T) is skipped.
+template <typename T>
+__device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                                 const T* __restrict__ aval, u32 n,
+                                                 const u32* __restrict__ tp, const u32* __restrict__ tcol,
+                                                 const T* __restrict__ tval, const u32* __restrict__ tpos,
+                                                 const u32* __restrict__ pp, const u32* __restrict__ pcol,
+                                                 T* __restrict__ pval, const T* __restrict__ inv_diag,
+                                                 double omega, const double* __restrict__ rho,
+                                                 const u32* __restrict__ rpos, T* __restrict__ rval) {
+    const T neg_w = (T)(-__ddiv_rn(omega, *rho));
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const u32 p0 = pp[i], p1 = pp[i + 1];
+        for (u32 k = p0; k < p1; ++k) pval[k] = (T)0;
+        for (u32 e = arp[i]; e < arp[i + 1]; ++e) {
+            const u32 j = acol[e];
+            const T a = aval[e];
+            // T's row j is sorted, so its columns sit at increasing positions of P's row.
+            u32 lo = p0;
+            for (u32 q = tp[j]; q < tp[j + 1]; ++q) {
+                const u32 c = tcol[q];
+                if (lo >= p1) break;
+                if (pcol[lo] != c) {
+                    u32 hi = p1;
+                    while (lo < hi) {
+                        const u32 mid = lo + ((hi - lo) >> 1);
+                        if (pcol[mid] < c) lo = mid + 1; else hi = mid;
+                    }
+                    if (lo >= p1 || pcol[lo] != c) continue;
+                }
+                pval[lo] = amg_add(pval[lo], amg_mul(a, tval[q]));
+                ++lo;
+            }
+        }
+        const T sc = amg_mul(neg_w, inv_diag[i]);
+        for (u32 k = p0; k < p1; ++k) pval[k] = amg_mul(pval[k], sc);
+        for (u32 q = tp[i]; q < tp[i + 1]; ++q) pval[tpos[q]] = amg_add(pval[tpos[q]], tval[q]);
+        if (rpos != nullptr)
+            for (u32 k = p0; k < p1; ++k) rval[rpos[k]] = pval[k];
+    }
+}
+
 // out = w * in (the damped-Jacobi smoother's scaling).
 template <typename T>
 __device__ __forceinline__ void amg_scaled(T* __restrict__ out, const T* __restrict__ in, T w, u32 n) {
@@ -471,6 +519,13 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
         const u32* pp, T* pval, u32 n, const T* inv_diag, double omega, const double* rho, const u32* tp,  \
         const T* tval, const u32* pos) {                                                                    \
         amg_smooth<T>(pp, pval, n, inv_diag, omega, rho, tp, tval, pos);                                    \
+    }                                                                                                       \
+    extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_smooth_fused_##S(                          \
+        const u32* arp, const u32* acol, const T* aval, u32 n, const u32* tp, const u32* tcol, const T* tval, \
+        const u32* tpos, const u32* pp, const u32* pcol, T* pval, const T* inv_diag, double omega,         \
+        const double* rho, const u32* rpos, T* rval) {                                                      \
+        amg_smooth_fused<T>(arp, acol, aval, n, tp, tcol, tval, tpos, pp, pcol, pval, inv_diag, omega, rho, \
+                            rpos, rval);                                                                    \
     }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_lanczos_apply_dot_##S(                     \
         const u32* rp, const u32* col, const T* val, u32 n, const double* s, const double* v, double* y,    \

@@ -663,6 +663,105 @@ fn smooth<T: GpuScalar>(
     Ok(())
 }
 
+/// `P = (I − ω/ρ·D⁻¹A)·T` into `pval` on the pattern (`prp`, `pcol`) of `A·T`, in one kernel
+/// that reads `A`, `T` and `D⁻¹` (`amg_smooth_fused`: the values of the product `A·T` and then
+/// [`smooth`], the same sums and roundings, without the product's own pass); with `r` = (where
+/// each entry of `P` sits in `R = Pᵀ`, `R`'s values), `R`'s values too. ρ read on the device.
+#[allow(clippy::too_many_arguments)]
+fn smooth_fused<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    lv: &LevelData<T>,
+    steps: usize,
+    a: CsrView<'_, T>,
+    t: &DeviceCsr<T>,
+    t_pos: &CudaSlice<u32>,
+    (prp, pcol): (&CudaSlice<u32>, &CudaSlice<u32>),
+    pval: &mut CudaSlice<T>,
+    r: Option<(&CudaSlice<u32>, &mut CudaSlice<T>)>,
+    omega: f64,
+) -> Result<()> {
+    let rows = a.nrows();
+    let n32 = rows as u32;
+    let i = rho_index(steps.max(1));
+    let rho = lv.scal.slice(i..i + 1);
+    let k = f::<T>(g, "amg_smooth_fused")?;
+    let (arp, acol, aval) = (a.row_ptr(), a.col(), a.val());
+    match r {
+        Some((rpos, rval)) => launch!(
+            g,
+            k,
+            rows,
+            "amg_smooth_fused",
+            [
+                arp,
+                acol,
+                aval,
+                &n32,
+                &t.row_ptr,
+                &t.col,
+                &t.val,
+                t_pos,
+                prp,
+                pcol,
+                pval,
+                &lv.inv_diag,
+                &omega,
+                &rho,
+                rpos,
+                rval
+            ]
+        ),
+        None => {
+            // Null pointers: no R to write.
+            let null = 0u64;
+            launch!(
+                g,
+                k,
+                rows,
+                "amg_smooth_fused",
+                [
+                    arp,
+                    acol,
+                    aval,
+                    &n32,
+                    &t.row_ptr,
+                    &t.col,
+                    &t.val,
+                    t_pos,
+                    prp,
+                    pcol,
+                    pval,
+                    &lv.inv_diag,
+                    &omega,
+                    &rho,
+                    &null,
+                    &null
+                ]
+            )
+        }
+    }
+    Ok(())
+}
+
+/// The pattern of `A·T` from its plan, with values to be written.
+fn product_pattern<T: GpuScalar>(g: &Gpu, plan: &GpuSpgemmPlan) -> Result<DeviceCsr<T>> {
+    let s = g.stream();
+    let copy = |x: &CudaSlice<u32>| {
+        s.clone_dtod(x)
+            .map_err(|e| Error::cuda("copying the pattern of A·T", e))
+    };
+    Ok(DeviceCsr {
+        nrows: plan.nrows(),
+        ncols: plan.ncols(),
+        nnz: plan.nnz(),
+        row_ptr: copy(plan.row_ptr())?,
+        col: copy(plan.col_idx())?,
+        // SAFETY: amg_smooth_fused writes every entry of every row (zeroed first); an empty
+        // product keeps one unread dummy.
+        val: unsafe { g.alloc::<T>(plan.nnz().max(1))? },
+    })
+}
+
 /// Where each entry of `t` sits in the pattern of `p` (every entry must be there: `A`'s
 /// diagonal is stored); the lowest row that breaks it goes to `bad`, read at the end of the
 /// setup.
@@ -891,19 +990,41 @@ fn setup_state<T: GpuScalar>(
         phase(g, params, &mut times.tentative, clock)?;
         let clock = Instant::now();
         let at_plan = GpuSpgemmPlan::symbolic(g, a_l, &t)?;
-        let mut p = at_plan.numeric(a_l, &t)?;
+        let mut p = if params.fused_smoothing {
+            product_pattern(g, &at_plan)?
+        } else {
+            at_plan.numeric(a_l, &t)?
+        };
         let t_pos = positions(g, &t, &p, &mut bad)?;
-        smooth(
-            g,
-            lv,
-            steps,
-            &p.row_ptr,
-            &mut p.val,
-            p.nrows,
-            &t,
-            &t_pos,
-            params.omega,
-        )?;
+        if params.fused_smoothing {
+            let DeviceCsr {
+                row_ptr, col, val, ..
+            } = &mut p;
+            smooth_fused(
+                g,
+                lv,
+                steps,
+                a_l.into(),
+                &t,
+                &t_pos,
+                (row_ptr, col),
+                val,
+                None,
+                params.omega,
+            )?;
+        } else {
+            smooth(
+                g,
+                lv,
+                steps,
+                &p.row_ptr,
+                &mut p.val,
+                p.nrows,
+                &t,
+                &t_pos,
+                params.omega,
+            )?;
+        }
         let r = sg::transpose(g, &p)?;
         let r_pos = transpose_positions(g, &p, &r)?;
         phase(g, params, &mut times.smooth, clock)?;
@@ -1053,6 +1174,27 @@ impl<T: GpuScalar> DeviceState<T> {
                 lv.p.as_mut()
                     .expect("a transfer below every level but the last");
             let clock = Instant::now();
+            let r = lv.r.as_mut().expect("R with P");
+            if params.fused_smoothing {
+                smooth_fused(
+                    g,
+                    &self.data[l],
+                    steps,
+                    (&lv.a).into(),
+                    &tr.t,
+                    &tr.t_pos,
+                    (tr.at_plan.row_ptr(), tr.at_plan.col_idx()),
+                    p.values_mut(),
+                    Some((&tr.r_pos, r.values_mut())),
+                    params.omega,
+                )?;
+                phase(g, params, &mut times.smooth, clock)?;
+                let clock = Instant::now();
+                tr.galerkin
+                    .numeric_into(g, &*r, &lv.a, &*p, next.a.values_mut())?;
+                phase(g, params, &mut times.galerkin, clock)?;
+                continue;
+            }
             tr.at_plan.numeric_into(&lv.a, &tr.t, p.values_mut())?;
             let prows = p.nrows();
             smooth(
@@ -1066,7 +1208,6 @@ impl<T: GpuScalar> DeviceState<T> {
                 &tr.t_pos,
                 params.omega,
             )?;
-            let r = lv.r.as_mut().expect("R with P");
             let nnz = p.nnz() as u32;
             if nnz > 0 {
                 launch!(
