@@ -148,13 +148,17 @@ __device__ __forceinline__ void amg_smooth(const u32* __restrict__ pp, T* __rest
 }
 
 // P = (I - omega/rho * D^-1 A) T on P's known pattern (pp, pcol: the pattern of A*T), in one
-// pass that reads A, T and D^-1: one thread per row i accumulates (A*T)_ik in row i of pval
-// (each product a_ij * t_jc added at c's position, j in A's stored order: the SpGEMM's and the
-// CPU's order and rounding), scales it by -omega/rho * d_i^-1 and adds T's row at tpos, as
-// amg_smooth does with the product's values. With rpos, the row is also written into R = P^T's
-// values (where each entry of P sits in R). A product whose column is not in the row (never,
-// for the pattern of A*T) is skipped.
-template <typename T>
+// pass that reads A, T and D^-1: a group of G lanes per row i accumulates (A*T)_ik in row i of
+// pval — for each entry a_ij of A's row in stored order, the lanes take the entries of T's row j
+// (one each, G at a time) and add a_ij * t_jc at c's position (binary search in P's sorted row),
+// with a group barrier between consecutive j: every entry is the sum of its products in A's row
+// order, rounded as round(acc + round(a * t)) — the SpGEMM's and the CPU's order and rounding.
+// Then the row is scaled by -omega/rho * d_i^-1 and T's row added at tpos, as amg_smooth does
+// with the product's values; with rpos, the row is also written into R = P^T's values (where
+// each entry of P sits in R). G = 1 for one candidate (T has one entry per row), the candidates'
+// count rounded up to a power of two for several. A product whose column is not in the row
+// (never, for the pattern of A*T) is skipped.
+template <typename T, int G>
 __device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, const u32* __restrict__ acol,
                                                  const T* __restrict__ aval, u32 n,
                                                  const u32* __restrict__ tp, const u32* __restrict__ tcol,
@@ -164,34 +168,36 @@ __device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, co
                                                  double omega, const double* __restrict__ rho,
                                                  const u32* __restrict__ rpos, T* __restrict__ rval) {
     const T neg_w = (T)(-__ddiv_rn(omega, *rho));
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const u32 lane = threadIdx.x & (G - 1);
+    const unsigned gmask = G == 32 ? FULL_MASK : (((1u << G) - 1u) << ((threadIdx.x & 31u) & ~(u32)(G - 1)));
+    const u32 stride = gridDim.x * (blockDim.x / G);
+    for (u32 i = blockIdx.x * (blockDim.x / G) + threadIdx.x / G; i < n; i += stride) {
         const u32 p0 = pp[i], p1 = pp[i + 1];
-        for (u32 k = p0; k < p1; ++k) pval[k] = (T)0;
+        for (u32 k = p0 + lane; k < p1; k += G) pval[k] = (T)0;
+        if (G > 1) __syncwarp(gmask);
         for (u32 e = arp[i]; e < arp[i + 1]; ++e) {
             const u32 j = acol[e];
             const T a = aval[e];
-            // T's row j is sorted, so its columns sit at increasing positions of P's row.
-            u32 lo = p0;
-            for (u32 q = tp[j]; q < tp[j + 1]; ++q) {
+            for (u32 q = tp[j] + lane; q < tp[j + 1]; q += G) {
                 const u32 c = tcol[q];
-                if (lo >= p1) break;
-                if (pcol[lo] != c) {
-                    u32 hi = p1;
-                    while (lo < hi) {
-                        const u32 mid = lo + ((hi - lo) >> 1);
-                        if (pcol[mid] < c) lo = mid + 1; else hi = mid;
-                    }
-                    if (lo >= p1 || pcol[lo] != c) continue;
+                u32 lo = p0, hi = p1;
+                while (lo < hi) {
+                    const u32 mid = lo + ((hi - lo) >> 1);
+                    if (pcol[mid] < c) lo = mid + 1; else hi = mid;
                 }
-                pval[lo] = amg_add(pval[lo], amg_mul(a, tval[q]));
-                ++lo;
+                if (lo < p1 && pcol[lo] == c) pval[lo] = amg_add(pval[lo], amg_mul(a, tval[q]));
             }
+            if (G > 1) __syncwarp(gmask);
         }
         const T sc = amg_mul(neg_w, inv_diag[i]);
-        for (u32 k = p0; k < p1; ++k) pval[k] = amg_mul(pval[k], sc);
-        for (u32 q = tp[i]; q < tp[i + 1]; ++q) pval[tpos[q]] = amg_add(pval[tpos[q]], tval[q]);
-        if (rpos != nullptr)
-            for (u32 k = p0; k < p1; ++k) rval[rpos[k]] = pval[k];
+        for (u32 k = p0 + lane; k < p1; k += G) pval[k] = amg_mul(pval[k], sc);
+        if (G > 1) __syncwarp(gmask);
+        for (u32 q = tp[i] + lane; q < tp[i + 1]; q += G) pval[tpos[q]] = amg_add(pval[tpos[q]], tval[q]);
+        if (rpos != nullptr) {
+            if (G > 1) __syncwarp(gmask);
+            for (u32 k = p0 + lane; k < p1; k += G) rval[rpos[k]] = pval[k];
+        }
+        if (G > 1) __syncwarp(gmask);
     }
 }
 
@@ -520,13 +526,6 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
         const T* tval, const u32* pos) {                                                                    \
         amg_smooth<T>(pp, pval, n, inv_diag, omega, rho, tp, tval, pos);                                    \
     }                                                                                                       \
-    extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_smooth_fused_##S(                          \
-        const u32* arp, const u32* acol, const T* aval, u32 n, const u32* tp, const u32* tcol, const T* tval, \
-        const u32* tpos, const u32* pp, const u32* pcol, T* pval, const T* inv_diag, double omega,         \
-        const double* rho, const u32* rpos, T* rval) {                                                      \
-        amg_smooth_fused<T>(arp, acol, aval, n, tp, tcol, tval, tpos, pp, pcol, pval, inv_diag, omega, rho, \
-                            rpos, rval);                                                                    \
-    }                                                                                                       \
     extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_lanczos_apply_dot_##S(                     \
         const u32* rp, const u32* col, const T* val, u32 n, const double* s, const double* v, double* y,    \
         double* partials, u32* ticket, double* scal, u32 steps, u32 k, u32 lanes) {                         \
@@ -552,3 +551,23 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
 
 AMG_TYPED(float, f32)
 AMG_TYPED(double, f64)
+
+// The fused smoothing's entry points: amg_smooth_fused_g{G}_{f32,f64}, G lanes per row.
+#define AMG_SMOOTH_FUSED(T, S, G)                                                                           \
+    extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_smooth_fused_g##G##_##S(                   \
+        const u32* arp, const u32* acol, const T* aval, u32 n, const u32* tp, const u32* tcol, const T* tval, \
+        const u32* tpos, const u32* pp, const u32* pcol, T* pval, const T* inv_diag, double omega,         \
+        const double* rho, const u32* rpos, T* rval) {                                                      \
+        amg_smooth_fused<T, G>(arp, acol, aval, n, tp, tcol, tval, tpos, pp, pcol, pval, inv_diag, omega,   \
+                               rho, rpos, rval);                                                            \
+    }
+#define AMG_SMOOTH_FUSED_ALL(T, S)                                                                          \
+    AMG_SMOOTH_FUSED(T, S, 1)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 2)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 4)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 8)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 16)                                                                              \
+    AMG_SMOOTH_FUSED(T, S, 32)
+
+AMG_SMOOTH_FUSED_ALL(float, f32)
+AMG_SMOOTH_FUSED_ALL(double, f64)

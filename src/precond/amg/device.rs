@@ -163,6 +163,8 @@ struct DevTransfer<T: GpuScalar> {
     /// Where each entry of `P` sits in `R = Pᵀ`.
     r_pos: CudaSlice<u32>,
     galerkin: Galerkin<T>,
+    /// Lanes per row of the fused smoothing ([`smooth_lanes`] of the level's candidates).
+    lanes: usize,
 }
 
 /// The plans of `R·A·P` entry by entry.
@@ -663,10 +665,17 @@ fn smooth<T: GpuScalar>(
     Ok(())
 }
 
+/// Lanes per row of the fused smoothing for a level with `candidates` near-nullspace
+/// candidates: `T` has at most that many entries per row, one per lane.
+fn smooth_lanes(candidates: usize) -> usize {
+    candidates.next_power_of_two().clamp(1, 32)
+}
+
 /// `P = (I − ω/ρ·D⁻¹A)·T` into `pval` on the pattern (`prp`, `pcol`) of `A·T`, in one kernel
-/// that reads `A`, `T` and `D⁻¹` (`amg_smooth_fused`: the values of the product `A·T` and then
-/// [`smooth`], the same sums and roundings, without the product's own pass); with `r` = (where
-/// each entry of `P` sits in `R = Pᵀ`, `R`'s values), `R`'s values too. ρ read on the device.
+/// that reads `A`, `T` and `D⁻¹` (`amg_smooth_fused`, `lanes` per row: the values of the
+/// product `A·T` and then [`smooth`], the same sums and roundings, without the product's own
+/// pass); with `r` = (where each entry of `P` sits in `R = Pᵀ`, `R`'s values), `R`'s values
+/// too. ρ read on the device.
 #[allow(clippy::too_many_arguments)]
 fn smooth_fused<T: GpuScalar>(
     g: &Arc<Gpu>,
@@ -679,18 +688,25 @@ fn smooth_fused<T: GpuScalar>(
     pval: &mut CudaSlice<T>,
     r: Option<(&CudaSlice<u32>, &mut CudaSlice<T>)>,
     omega: f64,
+    lanes: usize,
 ) -> Result<()> {
+    assert!(
+        lanes.is_power_of_two() && lanes <= 32,
+        "fused smoothing: {lanes} lanes per row"
+    );
     let rows = a.nrows();
     let n32 = rows as u32;
     let i = rho_index(steps.max(1));
     let rho = lv.scal.slice(i..i + 1);
-    let k = f::<T>(g, "amg_smooth_fused")?;
+    let k = f::<T>(g, &format!("amg_smooth_fused_g{lanes}"))?;
+    // The grid-stride loop runs over groups of `lanes` threads, one row each.
+    let threads = rows * lanes;
     let (arp, acol, aval) = (a.row_ptr(), a.col(), a.val());
     match r {
         Some((rpos, rval)) => launch!(
             g,
             k,
-            rows,
+            threads,
             "amg_smooth_fused",
             [
                 arp,
@@ -717,7 +733,7 @@ fn smooth_fused<T: GpuScalar>(
             launch!(
                 g,
                 k,
-                rows,
+                threads,
                 "amg_smooth_fused",
                 [
                     arp,
@@ -1011,6 +1027,7 @@ fn setup_state<T: GpuScalar>(
                 val,
                 None,
                 params.omega,
+                smooth_lanes(b.len()),
             )?;
         } else {
             smooth(
@@ -1052,6 +1069,7 @@ fn setup_state<T: GpuScalar>(
             t_pos,
             r_pos,
             galerkin,
+            lanes: smooth_lanes(b.len()),
         });
         b = bc;
     }
@@ -1187,6 +1205,7 @@ impl<T: GpuScalar> DeviceState<T> {
                     p.values_mut(),
                     Some((&tr.r_pos, r.values_mut())),
                     params.omega,
+                    tr.lanes,
                 )?;
                 phase(g, params, &mut times.smooth, clock)?;
                 let clock = Instant::now();
