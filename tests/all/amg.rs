@@ -1581,7 +1581,7 @@ fn fused_smoothing_case<T: segsparse::backend::GpuScalar>(
     let a2: CsrMatrix<T> = rescaled(a).cast();
     let mut a3 = at.clone();
     for v in a3.values_mut() {
-        *v = *v * T::of_f64(0.5);
+        *v *= T::of_f64(0.5);
     }
     for (step, m) in [&a2, &a3, &a2].into_iter().enumerate() {
         let dm = GpuCsr::upload(gpu, m).unwrap();
