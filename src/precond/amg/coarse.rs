@@ -279,7 +279,11 @@ mod tests {
                 y[i] = s / l[i * n + i];
             }
             for i in 0..n {
-                assert_eq!(inv.values()[i * n + c].to_bits(), y[i].to_bits(), "({i}, {c})");
+                assert_eq!(
+                    inv.values()[i * n + c].to_bits(),
+                    y[i].to_bits(),
+                    "({i}, {c})"
+                );
             }
         }
     }
