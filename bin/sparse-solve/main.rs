@@ -141,6 +141,8 @@ struct Extra {
     amg_setups: Vec<f64>,
     /// Each numeric re-setup's seconds (the hierarchy's own clock).
     amg_resetups: Vec<f64>,
+    /// The last numeric re-setup's phases (filled with `--amg-phase-times`).
+    amg_resetup_phases: Option<segsparse::precond::amg::SetupTimes>,
     /// (iterations, seconds) of each solve after the first (`--rhs-count`); with
     /// `--rhs-mode block` the seconds are the whole block's.
     more: Vec<(usize, f64)>,
@@ -293,6 +295,10 @@ struct Report<'a> {
     /// AMG: each numeric re-setup's own seconds (`--amg-resetups N` runs N; on the GPU the
     /// second also records the CUDA graph that the later ones replay).
     amg_resetup_seconds_all: Vec<f64>,
+    /// AMG: the last numeric re-setup's seconds by phase (`--amg-phase-times`; the phases the
+    /// re-setup reruns: smoother scalings and ρ, smoothing `P` and `R`, Galerkin, coarse).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amg_resetup_phases: Option<segsparse::precond::amg::SetupTimes>,
     /// The first solver call (workspace, iterations, true residual; the device synchronised).
     solve_seconds: Option<f64>,
     /// From the loaded matrix to the solution back on the host: setup, probe, every solve and
@@ -856,6 +862,7 @@ fn finish<T: Elem>(f: Finished<'_, T>) -> Result<ExitCode> {
                 resetup_seconds: out.extra.resetup_only,
                 amg_setup_seconds_all: out.extra.amg_setups.clone(),
                 amg_resetup_seconds_all: out.extra.amg_resetups.clone(),
+                amg_resetup_phases: out.extra.amg_resetup_phases,
                 solve_seconds: finite(seconds),
                 wall_seconds: finite(wall_seconds),
                 gpus: out.extra.gpus,
@@ -1176,6 +1183,7 @@ fn solve_with<
                 m.update_matrix(be, op).context("AMG numeric re-setup")?;
                 extra.amg_resetups.push(m.summary().setup.total);
             }
+            extra.amg_resetup_phases = Some(m.summary().setup);
             solve_all(be, op, &m, plan, b, clock, &mut dx, params, &mut extra)
         }
     };
@@ -1375,6 +1383,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         phase_times: cli.amg.amg_phase_times,
         block_products: !cli.amg.amg_scalar_products,
         resetup_graph: !cli.amg.amg_no_resetup_graph,
+        fused_smoothing: !cli.amg.amg_unfused_smoothing,
         spectral_steps: cli.amg.amg_spectral_steps,
         aggregation_window: cli.amg.amg_aggregation_window,
         ..Default::default()
@@ -1695,6 +1704,7 @@ mod tests {
             resetup_seconds: None,
             amg_setup_seconds_all: vec![],
             amg_resetup_seconds_all: vec![],
+            amg_resetup_phases: None,
             solve_seconds: Some(0.5),
             wall_seconds: Some(0.7),
             gpus: 1,

@@ -147,6 +147,60 @@ __device__ __forceinline__ void amg_smooth(const u32* __restrict__ pp, T* __rest
     }
 }
 
+// P = (I - omega/rho * D^-1 A) T on P's known pattern (pp, pcol: the pattern of A*T), in one
+// pass that reads A, T and D^-1: a group of G lanes per row i accumulates (A*T)_ik in row i of
+// pval — for each entry a_ij of A's row in stored order, the lanes take the entries of T's row j
+// (one each, G at a time) and add a_ij * t_jc at c's position (binary search in P's sorted row),
+// with a group barrier between consecutive j: every entry is the sum of its products in A's row
+// order, rounded as round(acc + round(a * t)) — the SpGEMM's and the CPU's order and rounding.
+// Then the row is scaled by -omega/rho * d_i^-1 and T's row added at tpos, as amg_smooth does
+// with the product's values; with rpos, the row is also written into R = P^T's values (where
+// each entry of P sits in R). G: the level's candidates' count rounded up to a power of two
+// (2 to 32). A product whose column is not in the row (never, for the pattern of A*T) is
+// skipped.
+template <typename T, int G>
+__device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, const u32* __restrict__ acol,
+                                                 const T* __restrict__ aval, u32 n,
+                                                 const u32* __restrict__ tp, const u32* __restrict__ tcol,
+                                                 const T* __restrict__ tval, const u32* __restrict__ tpos,
+                                                 const u32* __restrict__ pp, const u32* __restrict__ pcol,
+                                                 T* __restrict__ pval, const T* __restrict__ inv_diag,
+                                                 double omega, const double* __restrict__ rho,
+                                                 const u32* __restrict__ rpos, T* __restrict__ rval) {
+    const T neg_w = (T)(-__ddiv_rn(omega, *rho));
+    const u32 lane = threadIdx.x & (G - 1);
+    const unsigned gmask = G == 32 ? FULL_MASK : (((1u << G) - 1u) << ((threadIdx.x & 31u) & ~(u32)(G - 1)));
+    const u32 stride = gridDim.x * (blockDim.x / G);
+    for (u32 i = blockIdx.x * (blockDim.x / G) + threadIdx.x / G; i < n; i += stride) {
+        const u32 p0 = pp[i], p1 = pp[i + 1];
+        for (u32 k = p0 + lane; k < p1; k += G) pval[k] = (T)0;
+        __syncwarp(gmask);
+        for (u32 e = arp[i]; e < arp[i + 1]; ++e) {
+            const u32 j = acol[e];
+            const T a = aval[e];
+            for (u32 q = tp[j] + lane; q < tp[j + 1]; q += G) {
+                const u32 c = tcol[q];
+                u32 lo = p0, hi = p1;
+                while (lo < hi) {
+                    const u32 mid = lo + ((hi - lo) >> 1);
+                    if (pcol[mid] < c) lo = mid + 1; else hi = mid;
+                }
+                if (lo < p1 && pcol[lo] == c) pval[lo] = amg_add(pval[lo], amg_mul(a, tval[q]));
+            }
+            __syncwarp(gmask);
+        }
+        const T sc = amg_mul(neg_w, inv_diag[i]);
+        for (u32 k = p0 + lane; k < p1; k += G) pval[k] = amg_mul(pval[k], sc);
+        __syncwarp(gmask);
+        for (u32 q = tp[i] + lane; q < tp[i + 1]; q += G) pval[tpos[q]] = amg_add(pval[tpos[q]], tval[q]);
+        if (rpos != nullptr) {
+            __syncwarp(gmask);
+            for (u32 k = p0 + lane; k < p1; k += G) rval[rpos[k]] = pval[k];
+        }
+        __syncwarp(gmask);
+    }
+}
+
 // out = w * in (the damped-Jacobi smoother's scaling).
 template <typename T>
 __device__ __forceinline__ void amg_scaled(T* __restrict__ out, const T* __restrict__ in, T w, u32 n) {
@@ -497,3 +551,22 @@ extern "C" __global__ void amg_transpose_positions(const u32* __restrict__ pp, c
 
 AMG_TYPED(float, f32)
 AMG_TYPED(double, f64)
+
+// The fused smoothing's entry points: amg_smooth_fused_g{G}_{f32,f64}, G lanes per row.
+#define AMG_SMOOTH_FUSED(T, S, G)                                                                           \
+    extern "C" __global__ void __launch_bounds__(AMG_BLOCK) amg_smooth_fused_g##G##_##S(                   \
+        const u32* arp, const u32* acol, const T* aval, u32 n, const u32* tp, const u32* tcol, const T* tval, \
+        const u32* tpos, const u32* pp, const u32* pcol, T* pval, const T* inv_diag, double omega,         \
+        const double* rho, const u32* rpos, T* rval) {                                                      \
+        amg_smooth_fused<T, G>(arp, acol, aval, n, tp, tcol, tval, tpos, pp, pcol, pval, inv_diag, omega,   \
+                               rho, rpos, rval);                                                            \
+    }
+#define AMG_SMOOTH_FUSED_ALL(T, S)                                                                          \
+    AMG_SMOOTH_FUSED(T, S, 2)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 4)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 8)                                                                               \
+    AMG_SMOOTH_FUSED(T, S, 16)                                                                              \
+    AMG_SMOOTH_FUSED(T, S, 32)
+
+AMG_SMOOTH_FUSED_ALL(float, f32)
+AMG_SMOOTH_FUSED_ALL(double, f64)

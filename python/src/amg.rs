@@ -75,8 +75,11 @@ impl PyAmg {
                 })
             })
             .transpose()?;
-        let any = run(py, || matrix.build_amg(&p, cand))?;
-        Ok(PyAmg { any })
+        let (any, t) = run(py, || matrix.build_amg(&p, cand))?;
+        Ok(PyAmg {
+            any,
+            build_times: [t.candidates, t.backend, t.hierarchy],
+        })
     }
 
     /// New values of the matrix on the same pattern: the numeric re-setup.
@@ -172,5 +175,14 @@ impl PyAmg {
     /// Seconds of the last setup (or update).
     fn setup_seconds(&self) -> f64 {
         self.with(|s| s.setup.total)
+    }
+
+    /// Seconds of the construction's parts inside the binding: `(candidates, backend,
+    /// hierarchy)` — reading the `n × k` candidates into the working type's vectors (and
+    /// freeing them), making the matrix's GPU backend (its first setup or solve only), and the
+    /// library's setup with the cycle's workspace (`setup_seconds` is the setup's own part).
+    fn build_seconds(&self) -> (f64, f64, f64) {
+        let [c, b, h] = self.build_times;
+        (c, b, h)
     }
 }

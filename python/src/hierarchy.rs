@@ -61,6 +61,9 @@ impl<T: Elem> AmgOn<T> {
 #[pyclass(name = "_Amg", module = "segsparse._core", frozen)]
 pub struct PyAmg {
     pub(crate) any: Box<dyn Any + Send + Sync>,
+    /// Seconds of the setup's parts in the binding: the candidates read (and freed), the
+    /// matrix's GPU backend, the hierarchy (`_Amg.build_seconds`).
+    pub(crate) build_times: [f64; 3],
 }
 
 impl PyAmg {

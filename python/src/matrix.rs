@@ -1179,21 +1179,17 @@ impl<T: Elem> Mat<T> {
         outcome(r?)
     }
 
-    /// The AMG hierarchy of this matrix, on its device.
+    /// The AMG hierarchy of this matrix, on its device, and the seconds of the call's parts.
     /// `cand`: the `n × k` candidates row by row (one node's `k` values per row) and `k`.
-    fn build_amg(&self, p: &AmgParams, cand: Option<(&[f64], usize)>) -> Res<AmgOn<T>> {
-        // The k candidate vectors, read from the rows in one pass.
-        let cand: Option<Vec<Vec<T>>> = cand.map(|(flat, k)| {
-            let mut cols = vec![Vec::with_capacity(flat.len() / k.max(1)); k];
-            if k > 0 {
-                for row in flat.chunks_exact(k) {
-                    for (c, &v) in cols.iter_mut().zip(row) {
-                        c.push(T::of_f64(v));
-                    }
-                }
-            }
-            cols
-        });
+    fn build_amg(
+        &self,
+        p: &AmgParams,
+        cand: Option<(&[f64], usize)>,
+    ) -> Res<(AmgOn<T>, AmgBuildTimes)> {
+        let mut times = AmgBuildTimes::default();
+        let clock = Instant::now();
+        let cand = cand.map(|(flat, k)| candidate_columns::<T>(flat, k));
+        times.candidates = clock.elapsed().as_secs_f64();
         // One setup path for every entry point: from the matrix where it lives (on the GPU
         // the device setup from the device copy, as `sparse-solve` does; no host copy is made
         // or read).
@@ -1208,13 +1204,24 @@ impl<T: Elem> Mat<T> {
                 None => Amg::from_matrix(be, a, p),
             }
         }
-        Ok(if self.dev.is_some() {
+        let h = if self.dev.is_some() {
+            let clock = Instant::now();
             let (ops, d) = self.gpu_ops()?;
+            times.backend = clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
             let h = build(&*ops, &d.csr, p, cand.as_ref())?;
+            times.hierarchy = clock.elapsed().as_secs_f64();
             AmgOn::Gpu(ops, Box::new(h))
         } else {
-            AmgOn::Cpu(Box::new(build(&Cpu, self.host()?, p, cand.as_ref())?))
-        })
+            let clock = Instant::now();
+            let h = build(&Cpu, self.host()?, p, cand.as_ref())?;
+            times.hierarchy = clock.elapsed().as_secs_f64();
+            AmgOn::Cpu(Box::new(h))
+        };
+        let clock = Instant::now();
+        drop(cand);
+        times.candidates += clock.elapsed().as_secs_f64();
+        Ok((h, times))
     }
 
     fn update_amg(&self, h: &mut AmgOn<T>) -> Res<()> {
@@ -1324,10 +1331,16 @@ impl PyMatrix {
         &self,
         p: &AmgParams,
         cand: Option<(&[f64], usize)>,
-    ) -> Res<Box<dyn std::any::Any + Send + Sync>> {
+    ) -> Res<(Box<dyn std::any::Any + Send + Sync>, AmgBuildTimes)> {
         Ok(match &self.inner {
-            Inner::F32(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
-            Inner::F64(m) => Box::new(Mutex::new(m.build_amg(p, cand)?)),
+            Inner::F32(m) => {
+                let (h, t) = m.build_amg(p, cand)?;
+                (Box::new(Mutex::new(h)), t)
+            }
+            Inner::F64(m) => {
+                let (h, t) = m.build_amg(p, cand)?;
+                (Box::new(Mutex::new(h)), t)
+            }
             Inner::C64(_) | Inner::C128(_) => return Err(real_only("AMG")),
         })
     }
@@ -1839,4 +1852,48 @@ pub fn read_matrix_market(
             "dtype must be float32, float64, complex64 or complex128, not {d}"
         ))),
     }
+}
+
+/// Seconds of the parts of a Python AMG setup inside the binding (`_Amg.build_seconds`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AmgBuildTimes {
+    /// Reading the `n × k` candidates into `k` vectors of the working type, and freeing them.
+    pub candidates: f64,
+    /// The matrix's GPU backend (made by its first setup or solve, then kept).
+    pub backend: f64,
+    /// `Amg::from_matrix…`: the library's setup and the cycle's workspace.
+    pub hierarchy: f64,
+}
+
+/// The `k` columns of the `n × k` array `flat` (row by row) in the working type: rows in
+/// parallel blocks, each block writing its slice of every column.
+fn candidate_columns<T: Scalar>(flat: &[f64], k: usize) -> Vec<Vec<T>> {
+    use rayon::prelude::*;
+    if k == 0 {
+        return Vec::new();
+    }
+    let n = flat.len() / k;
+    let mut cols: Vec<Vec<T>> = (0..k).map(|_| vec![T::zero(); n]).collect();
+    const ROWS: usize = 1 << 15;
+    // Block b of every column, gathered per block.
+    let mut blocks: Vec<Vec<&mut [T]>> = (0..n.div_ceil(ROWS))
+        .map(|_| Vec::with_capacity(k))
+        .collect();
+    for c in cols.iter_mut() {
+        for (b, chunk) in c.chunks_mut(ROWS).enumerate() {
+            blocks[b].push(chunk);
+        }
+    }
+    blocks
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(b, mut block)| {
+            let rows = &flat[b * ROWS * k..((b + 1) * ROWS).min(n) * k];
+            for (r, row) in rows.chunks_exact(k).enumerate() {
+                for (c, &v) in block.iter_mut().zip(row) {
+                    c[r] = T::of_f64(v);
+                }
+            }
+        });
+    cols
 }

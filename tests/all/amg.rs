@@ -1471,3 +1471,289 @@ fn generated_elasticity3d_and_jumps3d() {
     }
     assert!(big, "some box has the large coefficient");
 }
+
+/// A random SPD matrix: a graph Laplacian with random weights on a random symmetric pattern
+/// (`per_row` edges per row on average) plus a random positive shift of the diagonal.
+fn random_spd(n: usize, per_row: usize, seed: u64) -> CsrMatrix<f64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut t = Vec::new();
+    let mut diag = vec![0.0; n];
+    for i in 0..n {
+        for _ in 0..rng.gen_range(0..=2 * per_row) / 2 {
+            // Mostly near neighbours (a mesh-like graph), some long edges.
+            let j = if rng.gen_range(0..4) == 0 {
+                rng.gen_range(0..n)
+            } else {
+                (i + rng.gen_range(1..20)).min(n - 1)
+            };
+            if j == i {
+                continue;
+            }
+            let w = rng.gen_range(0.1..1.0);
+            t.push((i, j, -w));
+            t.push((j, i, -w));
+            diag[i] += w;
+            diag[j] += w;
+        }
+    }
+    for (i, d) in diag.into_iter().enumerate() {
+        t.push((i, i, d + rng.gen_range(0.01..0.5)));
+    }
+    CsrMatrix::from_triplets(n, n, &t)
+        .unwrap()
+        .canonical()
+        .into_owned()
+}
+
+/// `k` smooth near-nullspace candidates of length `n`: the constant, a ramp, a cosine.
+fn smooth_candidates(n: usize, k: usize) -> Vec<Vec<f64>> {
+    let x = |i: usize| i as f64 / n as f64;
+    [&(|_| 1.0) as &dyn Fn(usize) -> f64, &|i| x(i), &|i| {
+        (3.0 * x(i)).cos()
+    }][..k]
+        .iter()
+        .map(|f| (0..n).map(f).collect())
+        .collect()
+}
+
+/// The device setup and re-setup with the prolongator smoothed in one kernel
+/// (`AmgParams::fused_smoothing`) against the numeric product `A·T` followed by the smoothing
+/// and scatter passes, for element type `T`: every level, every prolongator and every ρ bit for
+/// bit after the setup and after three re-setups (the first launched, the second recorded as a
+/// graph, the third replayed), and the last re-setup against a fresh setup of its values.
+fn fused_smoothing_case<T: segsparse::backend::GpuScalar>(
+    gpu: &std::sync::Arc<segsparse::gpu::Gpu>,
+    (name, a, cand, block): &Problem,
+    theta: f64,
+) {
+    use segsparse::backend::gpu::GpuOps;
+    use segsparse::backend::VectorOps;
+    use segsparse::spmv::gpu::GpuCsr;
+    let ops = GpuOps::<T>::new(gpu).unwrap();
+    let at: CsrMatrix<T> = a.cast();
+    let cand: Option<Vec<Vec<T>>> = cand.as_ref().map(|c| {
+        c.iter()
+            .map(|v| v.iter().map(|&x| T::of_f64(x)).collect())
+            .collect()
+    });
+    let build = |m: &CsrMatrix<T>, fused: bool| {
+        let p = AmgParams {
+            theta,
+            fused_smoothing: fused,
+            coarse_size: (a.nrows() / 8).clamp(10, 300),
+            ..params(*block)
+        };
+        let dm = GpuCsr::upload(gpu, m).unwrap();
+        match &cand {
+            Some(c) => Amg::from_matrix_with_candidates(&ops, &dm, c, &p).unwrap(),
+            None => Amg::from_matrix(&ops, &dm, &p).unwrap(),
+        }
+    };
+    let same = |x: &Amg<T, GpuOps<T>>, y: &Amg<T, GpuOps<T>>, what: &str| {
+        assert!(
+            x.num_levels() >= 2,
+            "{name}: {what}: a single level tests nothing"
+        );
+        assert_eq!(
+            x.prolongators(&ops).unwrap(),
+            y.prolongators(&ops).unwrap(),
+            "{name} ({}): {what}: prolongators",
+            T::NAME
+        );
+        assert_eq!(
+            x.level_matrices(&ops).unwrap(),
+            y.level_matrices(&ops).unwrap(),
+            "{name} ({}): {what}: levels",
+            T::NAME
+        );
+        for (u, v) in x.summary().levels.iter().zip(&y.summary().levels) {
+            assert_eq!(u.rho.to_bits(), v.rho.to_bits(), "{name}: {what}: rho");
+        }
+        let n = x.summary().levels[0].rows;
+        let r = ops
+            .upload(
+                &(0..n)
+                    .map(|i| T::of_f64(((i % 13) as f64) - 6.0))
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+        let (mut z1, mut z2) = (ops.zeros(n).unwrap(), ops.zeros(n).unwrap());
+        x.apply(&ops, &r, &mut z1).unwrap();
+        y.apply(&ops, &r, &mut z2).unwrap();
+        assert_eq!(
+            ops.download(&z1).unwrap(),
+            ops.download(&z2).unwrap(),
+            "{name}: {what}: application"
+        );
+    };
+    let (mut fused, mut separate) = (build(&at, true), build(&at, false));
+    same(&fused, &separate, "setup");
+    let a2: CsrMatrix<T> = rescaled(a).cast();
+    let mut a3 = at.clone();
+    for v in a3.values_mut() {
+        *v *= T::of_f64(0.5);
+    }
+    for (step, m) in [&a2, &a3, &a2].into_iter().enumerate() {
+        let dm = GpuCsr::upload(gpu, m).unwrap();
+        fused.update_matrix(&ops, &dm).unwrap();
+        separate.update_matrix(&ops, &dm).unwrap();
+        same(&fused, &separate, &format!("re-setup {step}"));
+    }
+    same(&fused, &build(&a2, true), "re-setup vs fresh setup");
+    // Against the host setup of the same values (the CPU's product and smoothing): the same
+    // patterns, the values to the rounding of the ρ estimates.
+    let host_p = AmgParams {
+        theta,
+        host_setup: true,
+        coarse_size: (a.nrows() / 8).clamp(10, 300),
+        ..params(*block)
+    };
+    let host = match &cand {
+        Some(c) => Amg::with_candidates(&ops, &a2, c, &host_p).unwrap(),
+        None => Amg::new(&ops, &a2, &host_p).unwrap(),
+    };
+    let tol = if T::NAME == "f32" { 1e-5 } else { 1e-11 };
+    for (l, (x, y)) in fused
+        .prolongators(&ops)
+        .unwrap()
+        .iter()
+        .zip(host.prolongators(&ops).unwrap().iter())
+        .enumerate()
+    {
+        assert_eq!(
+            x.row_ptr(),
+            y.row_ptr(),
+            "{name}: P_{l} vs host: row pointers"
+        );
+        assert_eq!(x.col_idx(), y.col_idx(), "{name}: P_{l} vs host: columns");
+        let scale = y
+            .values()
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.as_f64().abs()));
+        for (k, (u, v)) in x.values().iter().zip(y.values()).enumerate() {
+            assert!(
+                (u.as_f64() - v.as_f64()).abs() <= tol * scale,
+                "{name} ({}): P_{l} entry {k}: gpu {u:?} host {v:?}",
+                T::NAME
+            );
+        }
+    }
+}
+
+/// On the CPU backend: the numeric re-setup of random SPD matrices and real ones equals a fresh
+/// setup of the new values (levels to rounding, the same patterns).
+#[test]
+fn cpu_resetup_equals_fresh_setup_on_random_and_real_matrices() {
+    let mut cases = vec![
+        ("random spd 3000", random_spd(3000, 6, 5)),
+        ("random spd 2000", random_spd(2000, 10, 9)),
+    ];
+    for name in ["1138_bus", "nos4"] {
+        if let Some(a) = crate::common::mtx::load::<f64>(name) {
+            cases.push((name, a.canonical().into_owned()));
+        }
+    }
+    for (name, a) in &cases {
+        let p = AmgParams {
+            coarse_size: (a.nrows() / 8).clamp(10, 300),
+            ..Default::default()
+        };
+        let mut amg = Amg::new(&Cpu, a, &p).unwrap();
+        assert!(amg.num_levels() >= 2, "{name}");
+        let a2 = rescaled(a);
+        amg.update(&Cpu, &a2).unwrap();
+        let fresh = Amg::new(&Cpu, &a2, &p).unwrap();
+        let (lu, lf) = (
+            amg.level_matrices(&Cpu).unwrap(),
+            fresh.level_matrices(&Cpu).unwrap(),
+        );
+        assert_eq!(lu.len(), lf.len(), "{name}");
+        for (x, y) in lu.iter().zip(&lf) {
+            assert_eq!(x.row_ptr(), y.row_ptr(), "{name}");
+            assert_eq!(x.col_idx(), y.col_idx(), "{name}");
+            for (u, v) in x.values().iter().zip(y.values()) {
+                assert!(
+                    (u - v).abs() <= 1e-12 * v.abs().max(1.0),
+                    "{name}: {u} vs {v}"
+                );
+            }
+        }
+        assert_eq!(
+            amg.prolongators(&Cpu).unwrap().len(),
+            fresh.prolongators(&Cpu).unwrap().len()
+        );
+        let b = ones_rhs(&a2);
+        let mut x = vec![0.0; a2.nrows()];
+        let info = pcg(&Cpu, &a2, &amg, &b, &mut x, &SolveParams::default()).unwrap();
+        assert!(info.relative_residual <= 1e-8, "{name}: {info:?}");
+    }
+}
+
+#[test]
+fn gpu_fused_smoothing_equals_separate_product() {
+    let Some(_) = segsparse::gpu::test_gpu() else {
+        return;
+    };
+    // A Gpu of this test's own: re-setup graphs are recorded only while one thread uses a Gpu.
+    let gpu = segsparse::gpu::Gpu::new().unwrap();
+    let (ea, eb) = elasticity(24);
+    let mut cases: Vec<(Problem, f64)> = vec![
+        (
+            ("poisson3d:20", generate::poisson3d(20).unwrap(), None, 1),
+            0.0,
+        ),
+        (
+            (
+                "poisson3d27:12",
+                generate::poisson3d27(12).unwrap(),
+                None,
+                1,
+            ),
+            0.0,
+        ),
+        (("elasticity2d:24", ea, Some(eb), 2), 0.0),
+        (
+            (
+                "elasticity3d:8",
+                generate::elasticity3d(8).unwrap(),
+                Some(rigid_body_modes_3d(&generate::elasticity3d_coordinates(8))),
+                3,
+            ),
+            0.0,
+        ),
+        (("random spd 3000", random_spd(3000, 6, 5), None, 1), 0.0),
+        (
+            (
+                "random spd 3000, 2 candidates",
+                random_spd(3000, 6, 5),
+                Some(smooth_candidates(3000, 2)),
+                1,
+            ),
+            0.0,
+        ),
+        (
+            (
+                "random spd 2000 θ, 3 candidates",
+                random_spd(2000, 10, 9),
+                Some(smooth_candidates(2000, 3)),
+                1,
+            ),
+            0.1,
+        ),
+    ];
+    for name in ["1138_bus", "nos4", "bcsstk01"] {
+        if let Some(a) = crate::common::mtx::load::<f64>(name) {
+            let a = a.canonical().into_owned();
+            let n = a.nrows();
+            cases.push(((name, a.clone(), None, 1), 0.0));
+            cases.push(((name, a, Some(smooth_candidates(n, 2)), 1), 0.0));
+        }
+    }
+    for (problem, theta) in &cases {
+        fused_smoothing_case::<f64>(&gpu, problem, *theta);
+    }
+    for (problem, theta) in cases.iter().take(7) {
+        fused_smoothing_case::<f32>(&gpu, problem, *theta);
+    }
+}

@@ -163,6 +163,9 @@ struct DevTransfer<T: GpuScalar> {
     /// Where each entry of `P` sits in `R = Pᵀ`.
     r_pos: CudaSlice<u32>,
     galerkin: Galerkin<T>,
+    /// Lanes per row of the fused smoothing ([`smooth_lanes`]); `None`: the product and the
+    /// smoothing pass.
+    lanes: Option<usize>,
 }
 
 /// The plans of `R·A·P` entry by entry.
@@ -663,6 +666,121 @@ fn smooth<T: GpuScalar>(
     Ok(())
 }
 
+/// Lanes per row of the fused smoothing ([`AmgParams::fused_smoothing`]) for a level with
+/// `candidates` near-nullspace candidates (`T` has at most that many entries per row, one per
+/// lane); `None` for one candidate, whose levels take the numeric product and the smoothing pass
+/// (as fast there on the H200: `benches/results/amg.md`).
+fn smooth_lanes(params: &AmgParams, candidates: usize) -> Option<usize> {
+    (params.fused_smoothing && candidates > 1).then(|| candidates.next_power_of_two().min(32))
+}
+
+/// `P = (I − ω/ρ·D⁻¹A)·T` into `pval` on the pattern (`prp`, `pcol`) of `A·T`, in one kernel
+/// that reads `A`, `T` and `D⁻¹` (`amg_smooth_fused`, `lanes` per row: the values of the
+/// product `A·T` and then [`smooth`], the same sums and roundings, without the product's own
+/// pass); with `r` = (where each entry of `P` sits in `R = Pᵀ`, `R`'s values), `R`'s values
+/// too. ρ read on the device.
+#[allow(clippy::too_many_arguments)]
+fn smooth_fused<T: GpuScalar>(
+    g: &Arc<Gpu>,
+    lv: &LevelData<T>,
+    steps: usize,
+    a: CsrView<'_, T>,
+    t: &DeviceCsr<T>,
+    t_pos: &CudaSlice<u32>,
+    (prp, pcol): (&CudaSlice<u32>, &CudaSlice<u32>),
+    pval: &mut CudaSlice<T>,
+    r: Option<(&CudaSlice<u32>, &mut CudaSlice<T>)>,
+    omega: f64,
+    lanes: usize,
+) -> Result<()> {
+    assert!(
+        lanes.is_power_of_two() && (2..=32).contains(&lanes),
+        "fused smoothing: {lanes} lanes per row"
+    );
+    let rows = a.nrows();
+    let n32 = rows as u32;
+    let i = rho_index(steps.max(1));
+    let rho = lv.scal.slice(i..i + 1);
+    let k = f::<T>(g, &format!("amg_smooth_fused_g{lanes}"))?;
+    // The grid-stride loop runs over groups of `lanes` threads, one row each.
+    let threads = rows * lanes;
+    let (arp, acol, aval) = (a.row_ptr(), a.col(), a.val());
+    match r {
+        Some((rpos, rval)) => launch!(
+            g,
+            k,
+            threads,
+            "amg_smooth_fused",
+            [
+                arp,
+                acol,
+                aval,
+                &n32,
+                &t.row_ptr,
+                &t.col,
+                &t.val,
+                t_pos,
+                prp,
+                pcol,
+                pval,
+                &lv.inv_diag,
+                &omega,
+                &rho,
+                rpos,
+                rval
+            ]
+        ),
+        None => {
+            // Null pointers: no R to write.
+            let null = 0u64;
+            launch!(
+                g,
+                k,
+                threads,
+                "amg_smooth_fused",
+                [
+                    arp,
+                    acol,
+                    aval,
+                    &n32,
+                    &t.row_ptr,
+                    &t.col,
+                    &t.val,
+                    t_pos,
+                    prp,
+                    pcol,
+                    pval,
+                    &lv.inv_diag,
+                    &omega,
+                    &rho,
+                    &null,
+                    &null
+                ]
+            )
+        }
+    }
+    Ok(())
+}
+
+/// The pattern of `A·T` from its plan, with values to be written.
+fn product_pattern<T: GpuScalar>(g: &Gpu, plan: &GpuSpgemmPlan) -> Result<DeviceCsr<T>> {
+    let s = g.stream();
+    let copy = |x: &CudaSlice<u32>| {
+        s.clone_dtod(x)
+            .map_err(|e| Error::cuda("copying the pattern of A·T", e))
+    };
+    Ok(DeviceCsr {
+        nrows: plan.nrows(),
+        ncols: plan.ncols(),
+        nnz: plan.nnz(),
+        row_ptr: copy(plan.row_ptr())?,
+        col: copy(plan.col_idx())?,
+        // SAFETY: amg_smooth_fused writes every entry of every row (zeroed first); an empty
+        // product keeps one unread dummy.
+        val: unsafe { g.alloc::<T>(plan.nnz().max(1))? },
+    })
+}
+
 /// Where each entry of `t` sits in the pattern of `p` (every entry must be there: `A`'s
 /// diagonal is stored); the lowest row that breaks it goes to `bad`, read at the end of the
 /// setup.
@@ -891,19 +1009,43 @@ fn setup_state<T: GpuScalar>(
         phase(g, params, &mut times.tentative, clock)?;
         let clock = Instant::now();
         let at_plan = GpuSpgemmPlan::symbolic(g, a_l, &t)?;
-        let mut p = at_plan.numeric(a_l, &t)?;
+        let lanes = smooth_lanes(params, b.len());
+        let mut p = if lanes.is_some() {
+            product_pattern(g, &at_plan)?
+        } else {
+            at_plan.numeric(a_l, &t)?
+        };
         let t_pos = positions(g, &t, &p, &mut bad)?;
-        smooth(
-            g,
-            lv,
-            steps,
-            &p.row_ptr,
-            &mut p.val,
-            p.nrows,
-            &t,
-            &t_pos,
-            params.omega,
-        )?;
+        if let Some(lanes) = lanes {
+            let DeviceCsr {
+                row_ptr, col, val, ..
+            } = &mut p;
+            smooth_fused(
+                g,
+                lv,
+                steps,
+                a_l.into(),
+                &t,
+                &t_pos,
+                (row_ptr, col),
+                val,
+                None,
+                params.omega,
+                lanes,
+            )?;
+        } else {
+            smooth(
+                g,
+                lv,
+                steps,
+                &p.row_ptr,
+                &mut p.val,
+                p.nrows,
+                &t,
+                &t_pos,
+                params.omega,
+            )?;
+        }
         let r = sg::transpose(g, &p)?;
         let r_pos = transpose_positions(g, &p, &r)?;
         phase(g, params, &mut times.smooth, clock)?;
@@ -931,6 +1073,7 @@ fn setup_state<T: GpuScalar>(
             t_pos,
             r_pos,
             galerkin,
+            lanes,
         });
         b = bc;
     }
@@ -1053,6 +1196,28 @@ impl<T: GpuScalar> DeviceState<T> {
                 lv.p.as_mut()
                     .expect("a transfer below every level but the last");
             let clock = Instant::now();
+            let r = lv.r.as_mut().expect("R with P");
+            if let Some(lanes) = tr.lanes {
+                smooth_fused(
+                    g,
+                    &self.data[l],
+                    steps,
+                    (&lv.a).into(),
+                    &tr.t,
+                    &tr.t_pos,
+                    (tr.at_plan.row_ptr(), tr.at_plan.col_idx()),
+                    p.values_mut(),
+                    Some((&tr.r_pos, r.values_mut())),
+                    params.omega,
+                    lanes,
+                )?;
+                phase(g, params, &mut times.smooth, clock)?;
+                let clock = Instant::now();
+                tr.galerkin
+                    .numeric_into(g, &*r, &lv.a, &*p, next.a.values_mut())?;
+                phase(g, params, &mut times.galerkin, clock)?;
+                continue;
+            }
             tr.at_plan.numeric_into(&lv.a, &tr.t, p.values_mut())?;
             let prows = p.nrows();
             smooth(
@@ -1066,7 +1231,6 @@ impl<T: GpuScalar> DeviceState<T> {
                 &tr.t_pos,
                 params.omega,
             )?;
-            let r = lv.r.as_mut().expect("R with P");
             let nnz = p.nnz() as u32;
             if nnz > 0 {
                 launch!(
@@ -1209,7 +1373,14 @@ impl<T: GpuScalar> DeviceState<T> {
         let coarsest = CsrView::from(&levels.last().expect("a level").a).download(g)?;
         read_rhos(g, &mut self.data, steps)?;
         let (inv, coarse_solver) = dense_inverse(&coarsest)?;
-        built.coarse_inv = GpuCsr::upload(g, &inv)?;
+        // The inverse is dense (n × n), so its pattern is the last one's: the values go into
+        // the matrix in use and its SpMV table is kept.
+        let c = &mut built.coarse_inv;
+        if c.nrows() == inv.nrows() && c.nnz() == inv.nnz() {
+            g.upload_into(inv.values(), c.values_mut())?;
+        } else {
+            built.coarse_inv = GpuCsr::upload(g, &inv)?;
+        }
         built.coarse_solver = coarse_solver;
         phase(g, params, &mut times.coarse, clock)?;
         for ((lv, d), info) in levels.iter_mut().zip(&self.data).zip(built.info.iter_mut()) {

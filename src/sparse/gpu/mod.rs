@@ -731,6 +731,16 @@ impl GpuSpgemmPlan {
         self.nnz
     }
 
+    /// Rows of `C`.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Columns of `C`.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
     /// Rows of `A` in each bin (by product count: ≤ 32, ≤ 64, ≤ 256, ≤ 1024, ≤ 4096, more).
     pub fn bin_rows(&self) -> [usize; 6] {
         std::array::from_fn(|b| self.bin_start[b + 1] - self.bin_start[b])
