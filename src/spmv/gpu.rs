@@ -201,6 +201,10 @@ pub struct SpmvPolicy {
     pub smem_prod_f32: bool,
     /// The same in `f64`.
     pub smem_prod_f64: bool,
+    /// The vector kernel reads 4-byte values (`f32`, and `f32` under `f64` vectors) two entries
+    /// per load instruction (8-byte loads of columns and of values, four pairs in flight per
+    /// lane) instead of one.
+    pub vector_pairs: bool,
 }
 
 impl SpmvPolicy {
@@ -214,25 +218,26 @@ impl SpmvPolicy {
     /// products wait out the block scan in shared memory, so that the kernel fits 6 blocks per SM
     /// in `f64` (40 registers) and 8 in `f32` (32), without spills.
     ///
-    /// Tuning overrides (environment): `SEGSPARSE_SPMV_ITEMS` (both item counts),
+    /// Tuning overrides (environment): `SEGSPARSE_SPMV_ITEMS` (both item counts; `_F32`, `_F64`
+    /// one),
     /// `SEGSPARSE_SPMV_THREADS` (the fused kernel's threads), `SEGSPARSE_SPMV_ROWS_THREADS` (the
     /// row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`, `_F64`
     /// one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT` (the
     /// cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
-    /// (0 or 1, both types; `_F32`, `_F64` one).
+    /// (0 or 1, both types; `_F32`, `_F64` one), `SEGSPARSE_SPMV_VECTOR_PAIRS` (0 or 1).
     pub fn for_device(cc: (i32, i32)) -> Self {
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
         let threads = env_u32("SEGSPARSE_SPMV_THREADS")
             .filter(|&t| t % 32 == 0 && (64..=1024).contains(&t))
             .unwrap_or(256);
-        let items =
-            env_u32("SEGSPARSE_SPMV_ITEMS").filter(|&i| i % 4 == 0 && (4..=28).contains(&i));
         // A setting for both types, then one per type.
         let per_type = |name: &str, default: u32, ok: &dyn Fn(u32) -> bool| {
             let both = env_u32(name).filter(|v| ok(*v)).unwrap_or(default);
             let one = |suffix: &str| env_u32(&format!("{name}_{suffix}")).filter(|v| ok(*v));
             (one("F32").unwrap_or(both), one("F64").unwrap_or(both))
         };
+        let items = &|i: u32| i % 4 == 0 && (4..=28).contains(&i);
+        let (items_f32, items_f64) = per_type("SEGSPARSE_SPMV_ITEMS", 8, items);
         let flag = &|v: u32| v <= 1;
         let (striped_f32, striped_f64) = per_type("SEGSPARSE_SPMV_STRIPED", 1, flag);
         let (smem_prod_f32, smem_prod_f64) = per_type("SEGSPARSE_SPMV_SMEM_PROD", 1, flag);
@@ -250,8 +255,8 @@ impl SpmvPolicy {
         };
         SpmvPolicy {
             threads,
-            items_f32: items.unwrap_or(8),
-            items_f64: items.unwrap_or(8),
+            items_f32,
+            items_f64,
             vector_threads: 256,
             rows_threads: env_u32("SEGSPARSE_SPMV_ROWS_THREADS")
                 .filter(|&t| t % 32 == 0 && (32..=1024).contains(&t))
@@ -266,6 +271,7 @@ impl SpmvPolicy {
             striped_f64: striped_f64 != 0,
             smem_prod_f32: smem_prod_f32 != 0,
             smem_prod_f64: smem_prod_f64 != 0,
+            vector_pairs: env_u32("SEGSPARSE_SPMV_VECTOR_PAIRS").is_some_and(|v| v == 1),
         }
     }
 
@@ -286,6 +292,7 @@ impl SpmvPolicy {
             ("SPMV_STRIPED_F64", b(self.striped_f64)),
             ("SPMV_SMEM_PROD_F32", b(self.smem_prod_f32)),
             ("SPMV_SMEM_PROD_F64", b(self.smem_prod_f64)),
+            ("SPMV_VECTOR_PAIRS", b(self.vector_pairs)),
         ]
     }
 
