@@ -81,10 +81,6 @@
 #ifndef SPMV_VECTOR_THREADS
 #define SPMV_VECTOR_THREADS 256
 #endif
-// The vector kernel reads 4-byte values two entries per load (SEGSPARSE_SPMV_VECTOR_PAIRS).
-#ifndef SPMV_VECTOR_PAIRS
-#define SPMV_VECTOR_PAIRS 0
-#endif
 // Blocks per SM the deterministic fused kernel must fit, per type (caps its registers:
 // 65536 / (threads * blocks)); the look-back kernel has no cap.
 #ifndef SPMV_MIN_BLOCKS_F32
@@ -630,59 +626,6 @@ __device__ __forceinline__ void spmv_vector_body(const u32* __restrict__ row_ptr
     const u32 row = gid >> lanes_log2;
     const u32 lane = gid & (lanes - 1u);
     T sum = T(0);
-#if SPMV_VECTOR_PAIRS
-    // 4-byte values (f32, and f32 under f64 vectors): a lane reads two consecutive entries per
-    // load (a uint2 of columns beside a float2 of values), four pairs in flight, so that it keeps
-    // an f64 matrix's bytes in flight per load instruction. Pairs start at 8-byte addresses: an
-    // entry before the first such address is read alone by lane 0, an entry after the last pair
-    // by the row's last lane. Needs col and val at the same address parity (else the path below).
-    if constexpr (sizeof(V) == 4) {
-        const bool paired = ((reinterpret_cast<size_t>(col) ^ reinterpret_cast<size_t>(val)) & 7u) == 0;
-        if (paired) {
-            if (row < nrows) {
-                const u32 a = ld_stream(row_ptr + row), b = ld_stream(row_ptr + row + 1);
-                u32 s = a;
-                if (s < b && (reinterpret_cast<size_t>(col + s) & 7u) != 0) {
-                    if (lane == 0) sum += T(ld_stream(val + s)) * ld_x(x + ld_stream(col + s));
-                    ++s;
-                }
-                const u32 np = s < b ? (b - s) / 2u : 0u;
-                const uint2* cp = reinterpret_cast<const uint2*>(col + s);
-                const float2* vp = reinterpret_cast<const float2*>(val + s);
-                u32 p = lane;
-                for (; p + 3 * lanes < np; p += 4 * lanes) {
-                    const uint2 c0 = ld_stream(cp + p), c1 = ld_stream(cp + p + lanes);
-                    const uint2 c2 = ld_stream(cp + p + 2 * lanes), c3 = ld_stream(cp + p + 3 * lanes);
-                    const float2 v0 = ld_stream(vp + p), v1 = ld_stream(vp + p + lanes);
-                    const float2 v2 = ld_stream(vp + p + 2 * lanes), v3 = ld_stream(vp + p + 3 * lanes);
-                    const T x0 = ld_x(x + c0.x), x1 = ld_x(x + c0.y), x2 = ld_x(x + c1.x), x3 = ld_x(x + c1.y);
-                    const T x4 = ld_x(x + c2.x), x5 = ld_x(x + c2.y), x6 = ld_x(x + c3.x), x7 = ld_x(x + c3.y);
-                    sum += T(v0.x) * x0;
-                    sum += T(v0.y) * x1;
-                    sum += T(v1.x) * x2;
-                    sum += T(v1.y) * x3;
-                    sum += T(v2.x) * x4;
-                    sum += T(v2.y) * x5;
-                    sum += T(v3.x) * x6;
-                    sum += T(v3.y) * x7;
-                }
-                for (; p < np; p += lanes) {
-                    const uint2 c0 = ld_stream(cp + p);
-                    const float2 v0 = ld_stream(vp + p);
-                    const T x0 = ld_x(x + c0.x), x1 = ld_x(x + c0.y);
-                    sum += T(v0.x) * x0;
-                    sum += T(v0.y) * x1;
-                }
-                const u32 last = s + 2u * np;
-                if (last < b && lane == lanes - 1u)
-                    sum += T(ld_stream(val + last)) * ld_x(x + ld_stream(col + last));
-            }
-            for (u32 off = lanes >> 1; off > 0; off >>= 1) sum += __shfl_xor_sync(FULL_MASK, sum, off);
-            if (row < nrows && lane == 0) st_stream(y + row, alpha * sum + scaled_y(y, row, beta));
-            return;
-        }
-    }
-#endif
     if (row < nrows) {
         const u32 a = ld_stream(row_ptr + row), b = ld_stream(row_ptr + row + 1);
         u32 k = a + lane;

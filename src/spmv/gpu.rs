@@ -201,10 +201,6 @@ pub struct SpmvPolicy {
     pub smem_prod_f32: bool,
     /// The same in `f64`.
     pub smem_prod_f64: bool,
-    /// The vector kernel reads 4-byte values (`f32`, and `f32` under `f64` vectors) two entries
-    /// per load instruction (8-byte loads of columns and of values, four pairs in flight per
-    /// lane) instead of one.
-    pub vector_pairs: bool,
 }
 
 impl SpmvPolicy {
@@ -224,7 +220,7 @@ impl SpmvPolicy {
     /// row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`, `_F64`
     /// one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT` (the
     /// cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
-    /// (0 or 1, both types; `_F32`, `_F64` one), `SEGSPARSE_SPMV_VECTOR_PAIRS` (0 or 1).
+    /// (0 or 1, both types; `_F32`, `_F64` one).
     pub fn for_device(cc: (i32, i32)) -> Self {
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
         let threads = env_u32("SEGSPARSE_SPMV_THREADS")
@@ -271,7 +267,6 @@ impl SpmvPolicy {
             striped_f64: striped_f64 != 0,
             smem_prod_f32: smem_prod_f32 != 0,
             smem_prod_f64: smem_prod_f64 != 0,
-            vector_pairs: env_u32("SEGSPARSE_SPMV_VECTOR_PAIRS").is_some_and(|v| v == 1),
         }
     }
 
@@ -292,7 +287,6 @@ impl SpmvPolicy {
             ("SPMV_STRIPED_F64", b(self.striped_f64)),
             ("SPMV_SMEM_PROD_F32", b(self.smem_prod_f32)),
             ("SPMV_SMEM_PROD_F64", b(self.smem_prod_f64)),
-            ("SPMV_VECTOR_PAIRS", b(self.vector_pairs)),
         ]
     }
 

@@ -90,7 +90,7 @@ fn every_kernel_source_compiles_for_sm80_and_sm90() {
 
 /// The SpMV kernels assemble (CUBIN: the inline PTX of the cache policies is only checked by
 /// ptxas) with each architecture's own policy (warp-striped loads, products parked in shared
-/// memory, register caps), with the blocked loads, with the vector kernel's paired loads, and on sm_90 with every `x`-gather cache
+/// memory, register caps), with the blocked loads, and on sm_90 with every `x`-gather cache
 /// policy of the tuning knob.
 #[test]
 fn spmv_policy_variants_assemble() {
@@ -112,11 +112,7 @@ fn spmv_policy_variants_assemble() {
         } else {
             &[]
         };
-        let pairs = SpmvPolicy {
-            vector_pairs: true,
-            ..base
-        };
-        let variants = [base, blocked, pairs]
+        let variants = [base, blocked]
             .into_iter()
             .chain(hints.iter().map(|&x_hint| SpmvPolicy { x_hint, ..base }));
         for p in variants {
