@@ -700,6 +700,8 @@ fn rule_choice_on_every_kind_is_checked_and_deterministic() {
         "denserows:100000:4:4:50000",
         "emptyrows:300000:50:8",
         "wide:5000:500000:64",
+        "geolap:300000:6",
+        "knnblocks:60000:8:3:morton",
     ] {
         let a = segsparse::generate::from_spec::<f64>(spec, 7).unwrap();
         let a32 = a.cast::<f32>();
