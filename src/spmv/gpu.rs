@@ -215,11 +215,10 @@ impl SpmvPolicy {
     /// in `f64` (40 registers) and 8 in `f32` (32), without spills.
     ///
     /// Tuning overrides (environment): `SEGSPARSE_SPMV_ITEMS` (both item counts; `_F32`, `_F64`
-    /// one),
-    /// `SEGSPARSE_SPMV_THREADS` (the fused kernel's threads), `SEGSPARSE_SPMV_ROWS_THREADS` (the
-    /// row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`, `_F64`
-    /// one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT` (the
-    /// cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
+    /// one), `SEGSPARSE_SPMV_THREADS` (the fused kernel's threads), `SEGSPARSE_SPMV_ROWS_THREADS`
+    /// (the row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`,
+    /// `_F64` one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT`
+    /// (the cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
     /// (0 or 1, both types; `_F32`, `_F64` one).
     pub fn for_device(cc: (i32, i32)) -> Self {
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
