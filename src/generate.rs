@@ -20,6 +20,7 @@
 //! | `aniso2d:N:EPS` | anisotropic diffusion `−u_xx − EPS·u_yy`, Q1 finite elements on an N×N grid (PyAMG's `stencil_grid(diffusion_stencil_2d(EPS), (N, N))`) | N² | ≈ 9N² |
 //! | `poisson3d27:N` | 27-point stencil on an N×N×N grid: 26 on the diagonal, −1 for each of the up to 26 neighbours | N³ | ≈ 27N³ |
 //! | `knn3d:N:K[:ORDER]` | kNN graph of N points uniform in the unit cube: row i holds the K nearest other points (searched among the neighbouring grid cells), values uniform in [−1, 1); ORDER numbers the points by `x` (slabs, the default), `morton` (Z-order) or `random` | N | N·K |
+//! | `knnblocks:N:K:B[:ORDER]` | dense B×B blocks on a point cloud: the `knn3d:N:K:ORDER` graph with each point's own block added, every graph entry a B×B block (B unknowns per point, as in meshless elasticity with B = 3); values from a hash of the seed and the entry, uniform in [−1, 1) | N·B | N·(K + 1)·B² |
 //! | `blocks:N:B:D` | dense B×B blocks: each block row holds D blocks, the diagonal one and D − 1 at random block columns; values uniform in [−1, 1) | N (rounded up to a multiple of B) | ≈ N·B·D |
 //! | `zipf:N:S:MAX:W` | row lengths Zipf-distributed, P(L = k) ∝ k^(−S) for k in 1..=MAX, columns random within W of the diagonal (W = 0: anywhere) | N | ≈ N × the mean row length |
 //! | `arrow:N:W:K` | arrow matrix: the first W rows and columns full, plus K random columns near the diagonal in every other row | N | ≈ 2·N·W + N·K |
@@ -111,7 +112,7 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               random:100000:16, powerlaw:100000:2.2, denserows:100000:8:4:50000, \
                               wide:1000:1000000:32), aniso2d:N:EPS, poisson3d27:N, elasticity2d:N, \
                               emptyrows:N:PCT:K, rmat:SCALE:EF[:A:B:C], knn3d:N:K[:x|morton|random], \
-                              blocks:N:B:D, zipf:N:S:MAX:W, arrow:N:W:K, elasticity3d:N, jumps3d:N, \
+                              knnblocks:N:K:B[:x|morton|random], blocks:N:B:D, zipf:N:S:MAX:W, arrow:N:W:K, elasticity3d:N, jumps3d:N, \
                               helmholtz3d:N:K:SHIFT (complex, e.g. helmholtz3d:100:20:0.5), \
                               fem2d|fem3d|femelast2d|femelast3d:p1|p2:N[:ball|cube][:jitter]\
                               [:elim|ident|rows] (e.g. fem3d:p2:24), convdiff2d:N:PE, \
@@ -119,7 +120,7 @@ pub const SPEC_FORMS: &str = "poisson2d:N, poisson3d:N, tridiag:N, diag:N, dense
                               shifted3d:N:SIGMA, stokes2d:N[:SHIFT], kkt2d:N:M, geolap:N:K[:SHIFT], \
                               powerlap:N:ALPHA[:SHIFT], circuit:N[:g|mna|vccs]";
 
-const NAMES: [&str; 35] = [
+const NAMES: [&str; 36] = [
     "fem2d",
     "fem3d",
     "femelast2d",
@@ -135,6 +136,7 @@ const NAMES: [&str; 35] = [
     "powerlap",
     "circuit",
     "knn3d",
+    "knnblocks",
     "blocks",
     "zipf",
     "arrow",
@@ -319,16 +321,21 @@ fn from_spec_real<T: Scalar>(spec: &str, seed: u64) -> Result<CsrMatrix<T>> {
                 seed,
             )
         }
-        "knn3d" => {
-            arity(3)?;
-            let order = match parts.get(3).map(|s| s.to_ascii_lowercase()) {
+        "knn3d" | "knnblocks" => {
+            let at = if name == "knn3d" { 3 } else { 4 };
+            arity(at)?;
+            let order = match parts.get(at).map(|s| s.to_ascii_lowercase()) {
                 None => PointOrder::X,
                 Some(o) if o == "x" => PointOrder::X,
                 Some(o) if o == "morton" => PointOrder::Morton,
                 Some(o) if o == "random" => PointOrder::Random,
                 Some(o) => return Err(bad(&format!("ORDER '{o}' is not x, morton or random"))),
             };
-            knn3d(int(1, "N")?, int(2, "K")?, order, seed)
+            if name == "knn3d" {
+                knn3d(int(1, "N")?, int(2, "K")?, order, seed)
+            } else {
+                knn_blocks(int(1, "N")?, int(2, "K")?, int(3, "B")?, order, seed)
+            }
         }
         "blocks" => {
             arity(3)?;
@@ -1627,6 +1634,61 @@ pub fn knn3d<T: Scalar>(n: usize, k: usize, order: PointOrder, seed: u64) -> Res
     )
 }
 
+/// Dense `b × b` blocks on a point cloud: the pattern of [`knn3d`]`(n, k, order, seed)` plus the
+/// diagonal, each entry expanded to a dense `b × b` block (`b` unknowns per point, interleaved:
+/// row `b·i + s` is unknown `s` of point `i`), so `n·b` rows of `(k + 1)·b` entries. Values from
+/// a hash of the seed and the entry, uniform in [−1, 1).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when `b = 0`, `k ≥ n` or the size exceeds `u32`.
+pub fn knn_blocks<T: Scalar>(
+    n: usize,
+    k: usize,
+    b: usize,
+    order: PointOrder,
+    seed: u64,
+) -> Result<CsrMatrix<T>> {
+    if b == 0 {
+        return Err(Error::InvalidInput(format!(
+            "knnblocks:{n}:{k}:{b}: the block size B must be positive"
+        )));
+    }
+    let rows = check_rows(n as u128 * b as u128)?;
+    let per_row = (k as u128 + 1) * b as u128;
+    if rows as u128 * per_row > u32::MAX as u128 {
+        return Err(too_big("entries", rows as u128 * per_row));
+    }
+    let g: CsrMatrix<f32> = knn3d(n, k, order, seed)?;
+    let key = mix64(seed ^ 0xC10D);
+    let g = &g;
+    build(
+        rows,
+        rows,
+        |_| (k + 1) * b,
+        move |_, range, rp, cols, vals| {
+            let mut pts: Vec<u32> = Vec::with_capacity(k + 1);
+            for (j, i) in range.clone().enumerate() {
+                let p = i / b;
+                pts.clear();
+                pts.extend_from_slice(g.row(p).0);
+                let at = pts.partition_point(|&q| (q as usize) < p);
+                pts.insert(at, p as u32);
+                let (a, e) = (rp[j] as usize, rp[j + 1] as usize);
+                for (slot, c) in cols[a..e].iter_mut().zip(
+                    pts.iter()
+                        .flat_map(|&q| (0..b as u32).map(move |t| q * b as u32 + t)),
+                ) {
+                    *slot = c;
+                }
+                for (v, &c) in vals[a..e].iter_mut().zip(&cols[a..e]) {
+                    let h = mix64(key ^ ((i as u64) << 32 | c as u64));
+                    *v = T::of_f64((h >> 11) as f64 / (1u64 << 52) as f64 - 1.0);
+                }
+            }
+        },
+    )
+}
+
 /// A matrix of dense `b × b` blocks: `⌈n/b⌉` block rows, each holding `d` blocks, the diagonal
 /// one and `d − 1` at distinct random block columns; values from a hash of the seed and the
 /// entry, uniform in [−1, 1).
@@ -1979,6 +2041,26 @@ mod unseen_kind_tests {
         }
         assert!(from_spec::<f64>("knn3d:10:10", 0).is_err());
         assert!(from_spec::<f64>("knn3d:10:3:hilbert", 0).is_err());
+        // 3×3 blocks on the same cloud: each point's row block holds its own block and its K
+        // neighbours' blocks, in column order.
+        let g: CsrMatrix<f64> = from_spec("knn3d:2000:6:morton", 5).unwrap();
+        let a: CsrMatrix<f64> = from_spec("knnblocks:2000:6:3:morton", 5).unwrap();
+        assert_eq!((a.nrows(), a.ncols(), a.nnz()), (6000, 6000, 6000 * 21));
+        sorted_in_range(&a);
+        for i in [0usize, 1, 2, 1000, 5999] {
+            let p = i / 3;
+            let mut want: Vec<u32> = g.row(p).0.to_vec();
+            want.push(p as u32);
+            want.sort_unstable();
+            let want: Vec<u32> = want
+                .iter()
+                .flat_map(|&q| [3 * q, 3 * q + 1, 3 * q + 2])
+                .collect();
+            assert_eq!(a.row(i).0, &want[..], "row {i}");
+        }
+        assert_eq!(a, from_spec("knnblocks:2000:6:3:morton", 5).unwrap());
+        assert!(from_spec::<f64>("knnblocks:10:3:0", 0).is_err());
+        assert!(from_spec::<f64>("knnblocks:10:3:3:hilbert", 0).is_err());
     }
 
     #[test]

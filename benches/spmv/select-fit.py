@@ -26,6 +26,9 @@ import sys
 KERNELS = ["fused", "fused-lookback", "rows", "vector2", "vector4", "vector8", "vector16",
            "vector32"]
 TILE = {"f32": 2048, "f64": 2048}  # SpmvPolicy::tile: 256 threads × 8 entries
+# Longest row for which short local rows run one thread per row whatever their spread (gpu.rs
+# ROWS_MAX_ROW; set from the H200 run on geolap:2000000:6+rcm, spmv.md, not fitted here).
+ROWS_MAX_ROW = 32
 
 
 def kind_of(m):
@@ -74,9 +77,12 @@ def choose(f, prec, P):
         if cv > P["small_cv"]:
             return "fused-lookback" if mx <= TILE[prec] else "fused"
         return "vector%d" % lanes_for(mean, P["e_small"])
+    short_local = mean <= P["rows_mean"] and lines <= P["rows_lines"]
+    if short_local and mx <= ROWS_MAX_ROW and f["empty_frac"] == 0:
+        return "rows"
     if cv > P["cv"] or mx > P["spike"] * mean + 4 or f["empty_frac"] > 0:
         return "fused"
-    if mean <= P["rows_mean"] and lines <= P["rows_lines"]:
+    if short_local:
         return "rows"
     if lines > P["scatter"]:
         if mean >= P["fused_mean"]:

@@ -18,7 +18,8 @@ pub struct Cli {
     /// Matrix Market files (.mtx or .mtx.gz) or generator specs (poisson2d:N, poisson3d:N,
     /// random:N:K, powerlaw:N:ALPHA, ...). Relative paths are looked up in the current directory,
     /// then beside the executable's parent directories (so target/release/spmv-bench finds the
-    /// repository's matrices/).
+    /// repository's matrices/). A `+rcm` suffix renumbers the matrix in reverse Cuthill–McKee
+    /// order (e.g. geolap:2000000:6+rcm).
     #[arg(value_name = "MATRIX|SPEC", default_value = DEFAULT_MATRIX)]
     pub matrices: Vec<String>,
 

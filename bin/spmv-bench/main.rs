@@ -84,6 +84,28 @@ fn one_line(e: &anyhow::Error) -> String {
 /// executable (`target/release/spmv-bench` → `target/release`, `target`, the repository root,
 /// ...), so the default `matrices/raefsky2.mtx.gz` is found from anywhere in a clone. Specs and
 /// paths found nowhere are returned unchanged (the loader then reports them).
+/// Loads a file or a spec; `NAME+rcm` loads `NAME` and renumbers its rows and columns in
+/// reverse Cuthill–McKee order (of the symmetrised pattern; the same permutation on both sides).
+fn load(name: &str, seed: u64) -> Result<CsrMatrix<f64>> {
+    let (base, rcm) = match name.strip_suffix("+rcm") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let a: CsrMatrix<f64> = segsparse::load(&resolve(base), seed)?;
+    if !rcm {
+        return Ok(a);
+    }
+    if a.nrows() != a.ncols() {
+        anyhow::bail!(
+            "{name}: a reverse Cuthill–McKee order needs a square matrix, not {} × {}",
+            a.nrows(),
+            a.ncols()
+        );
+    }
+    let order = segsparse::sparse::reorder::rcm(&a);
+    Ok(segsparse::sparse::reorder::permute(&a, &order, &order, false)?.0)
+}
+
 fn resolve(arg: &str) -> String {
     let p = Path::new(arg);
     if p.is_absolute() || p.exists() || segsparse::generate::is_spec(arg) {
@@ -162,7 +184,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     for name in &cli.matrices {
         bar.set_message(format!("loading {name}"));
         let t0 = Instant::now();
-        let a64: CsrMatrix<f64> = segsparse::load(&resolve(name), cli.seed)?;
+        let a64: CsrMatrix<f64> = load(name, cli.seed)?;
         let load_s = t0.elapsed().as_secs_f64();
         if !show && a64.nnz() >= 5_000_000 {
             show = true;

@@ -214,25 +214,25 @@ impl SpmvPolicy {
     /// products wait out the block scan in shared memory, so that the kernel fits 6 blocks per SM
     /// in `f64` (40 registers) and 8 in `f32` (32), without spills.
     ///
-    /// Tuning overrides (environment): `SEGSPARSE_SPMV_ITEMS` (both item counts),
-    /// `SEGSPARSE_SPMV_THREADS` (the fused kernel's threads), `SEGSPARSE_SPMV_ROWS_THREADS` (the
-    /// row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`, `_F64`
-    /// one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT` (the
-    /// cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
+    /// Tuning overrides (environment): `SEGSPARSE_SPMV_ITEMS` (both item counts; `_F32`, `_F64`
+    /// one), `SEGSPARSE_SPMV_THREADS` (the fused kernel's threads), `SEGSPARSE_SPMV_ROWS_THREADS`
+    /// (the row kernel's), `SEGSPARSE_SPMV_MIN_BLOCKS` (the register cap, both types; `_F32`,
+    /// `_F64` one), `SEGSPARSE_SPMV_STREAM=0` (no evict-first streaming), `SEGSPARSE_SPMV_XHINT`
+    /// (the cache policy of the `x` gathers), `SEGSPARSE_SPMV_STRIPED` and `SEGSPARSE_SPMV_SMEM_PROD`
     /// (0 or 1, both types; `_F32`, `_F64` one).
     pub fn for_device(cc: (i32, i32)) -> Self {
         let env_u32 = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u32>().ok());
         let threads = env_u32("SEGSPARSE_SPMV_THREADS")
             .filter(|&t| t % 32 == 0 && (64..=1024).contains(&t))
             .unwrap_or(256);
-        let items =
-            env_u32("SEGSPARSE_SPMV_ITEMS").filter(|&i| i % 4 == 0 && (4..=28).contains(&i));
         // A setting for both types, then one per type.
         let per_type = |name: &str, default: u32, ok: &dyn Fn(u32) -> bool| {
             let both = env_u32(name).filter(|v| ok(*v)).unwrap_or(default);
             let one = |suffix: &str| env_u32(&format!("{name}_{suffix}")).filter(|v| ok(*v));
             (one("F32").unwrap_or(both), one("F64").unwrap_or(both))
         };
+        let items = &|i: u32| i % 4 == 0 && (4..=28).contains(&i);
+        let (items_f32, items_f64) = per_type("SEGSPARSE_SPMV_ITEMS", 8, items);
         let flag = &|v: u32| v <= 1;
         let (striped_f32, striped_f64) = per_type("SEGSPARSE_SPMV_STRIPED", 1, flag);
         let (smem_prod_f32, smem_prod_f64) = per_type("SEGSPARSE_SPMV_SMEM_PROD", 1, flag);
@@ -250,8 +250,8 @@ impl SpmvPolicy {
         };
         SpmvPolicy {
             threads,
-            items_f32: items.unwrap_or(8),
-            items_f64: items.unwrap_or(8),
+            items_f32,
+            items_f64,
             vector_threads: 256,
             rows_threads: env_u32("SEGSPARSE_SPMV_ROWS_THREADS")
                 .filter(|&t| t % 32 == 0 && (32..=1024).contains(&t))
@@ -1383,11 +1383,13 @@ fn auto_lanes(s: &RowStats) -> u32 {
 ///   vector kernel with about one entry per lane, unless the rows are very irregular (coefficient
 ///   of variation above [`SMALL_IRREGULAR_CV`]): then the look-back kernel when every row fits in
 ///   a tile (one launch, and reproducible then), else the fused kernel;
-/// - large irregular matrices (row-length CV above [`REGULAR_CV`], a row longer than twice the
-///   mean plus 4, or empty rows): the fused kernel, whose cost does not depend on row lengths;
-/// - large regular matrices with short rows (mean ≤ [`ROWS_MAX_MEAN`]) whose blocks of 32 rows
-///   share `x` lines (at most [`LOCAL_LINES`] distinct 128-byte lines per entry: stencils): one
-///   thread per row;
+/// - large matrices with short rows (mean ≤ [`ROWS_MAX_MEAN`], none longer than
+///   [`ROWS_MAX_ROW`], none empty) whose blocks of 32 rows share `x` lines (at most
+///   [`LOCAL_LINES`] distinct 128-byte lines per entry: stencils, meshes and geometric graphs in
+///   a bandwidth-reducing order, regular or not): one thread per row;
+/// - other large irregular matrices (row-length CV above [`REGULAR_CV`], a row longer than twice
+///   the mean plus 4, or empty rows): the fused kernel, whose cost does not depend on row
+///   lengths;
 /// - large regular matrices with scattered columns (more than [`SCATTERED_LINES`] lines per
 ///   entry): the fused kernel from [`SCATTERED_FUSED_MEAN`] entries per row, else the vector
 ///   kernel with about 2 entries per lane (kNN graphs numbered along one axis, random columns);
@@ -1421,9 +1423,12 @@ fn choose<T: Scalar>(f: &SpmvFeatures, tile: usize) -> SpmvAlgorithm {
     } else {
         lines
     };
-    if f.cv > REGULAR_CV || (f.max as f64) > 2.0 * f.mean + 4.0 || f.empty_frac > 0.0 {
+    let short_local = f.mean <= ROWS_MAX_MEAN && lines <= LOCAL_LINES;
+    if short_local && f.max <= ROWS_MAX_ROW && f.empty_frac == 0.0 {
+        SpmvAlgorithm::Rows
+    } else if f.cv > REGULAR_CV || (f.max as f64) > 2.0 * f.mean + 4.0 || f.empty_frac > 0.0 {
         SpmvAlgorithm::Fused
-    } else if f.mean <= ROWS_MAX_MEAN && lines <= LOCAL_LINES {
+    } else if short_local {
         SpmvAlgorithm::Rows
     } else if lines > SCATTERED_LINES {
         if f.mean >= SCATTERED_FUSED_MEAN {
@@ -1502,6 +1507,12 @@ pub const REGULAR_CV: f64 = 0.3;
 
 /// Longest mean row for which `Auto` runs one thread per row.
 pub const ROWS_MAX_MEAN: f64 = 10.0;
+
+/// Longest row for which short local rows run one thread per row however irregular their lengths
+/// (a warp waits for its longest row): the H200 measured a random geometric graph in RCM order
+/// (mean 7, CV 0.35, longest 23) at 0.81× (`f32`) and 0.86× (`f64`) the fused kernel's time
+/// with one thread per row.
+pub const ROWS_MAX_ROW: usize = 32;
 
 /// Distinct 128-byte `x` lines per entry (over blocks of 32 rows) up to which columns count as
 /// local enough for one thread per row.
@@ -1635,7 +1646,7 @@ mod auto_tests {
     /// upload computes; the same choice twice (deterministic).
     #[test]
     fn auto_choice_by_kind() {
-        let cases: [(&str, &str); 13] = [
+        let cases: [(&str, &str); 14] = [
             ("poisson3d:100", "rows"),
             ("poisson3d27:60", "vector8"),
             ("powerlaw:600000:2.0", "fused"),
@@ -1649,6 +1660,8 @@ mod auto_tests {
             ("blocks:100000:32:2", "vector16"),
             ("arrow:200000:4:6", "fused"),
             ("zipf:300000:2.0:1000:0", "fused"),
+            // Short local rows of uneven length (mean 7, CV 0.35): one thread per row.
+            ("geolap:400000:6", "rows"),
         ];
         for (spec, want) in cases {
             let a = crate::generate::from_spec::<f64>(spec, 9).unwrap();

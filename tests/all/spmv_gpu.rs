@@ -25,8 +25,11 @@ fn algorithms() -> Vec<SpmvAlgorithm> {
         SpmvAlgorithm::FusedLookback,
         SpmvAlgorithm::Rows,
         SpmvAlgorithm::Vector { lanes: 0 },
-        SpmvAlgorithm::Vector { lanes: 4 },
         SpmvAlgorithm::Vector { lanes: 1 },
+        SpmvAlgorithm::Vector { lanes: 2 },
+        SpmvAlgorithm::Vector { lanes: 4 },
+        SpmvAlgorithm::Vector { lanes: 8 },
+        SpmvAlgorithm::Vector { lanes: 16 },
         SpmvAlgorithm::Vector { lanes: 32 },
         SpmvAlgorithm::PaperSegscan,
     ]
@@ -437,6 +440,7 @@ fn generated_specs() {
         "knn3d:60000:16:morton",
         "knn3d:40000:12:random",
         "blocks:60000:32:2",
+        "knnblocks:20000:8:3:morton",
         "blocks:30000:16:8",
         "zipf:200000:2.0:1000:0",
         "zipf:200000:1.8:200:500",
@@ -696,6 +700,8 @@ fn rule_choice_on_every_kind_is_checked_and_deterministic() {
         "denserows:100000:4:4:50000",
         "emptyrows:300000:50:8",
         "wide:5000:500000:64",
+        "geolap:300000:6",
+        "knnblocks:60000:8:3:morton",
     ] {
         let a = segsparse::generate::from_spec::<f64>(spec, 7).unwrap();
         let a32 = a.cast::<f32>();
