@@ -705,60 +705,22 @@ fn smooth_fused<T: GpuScalar>(
     // The grid-stride loop runs over groups of `lanes` threads, one row each.
     let threads = rows * lanes;
     let (arp, acol, aval) = (a.row_ptr(), a.col(), a.val());
+    // Null pointers where there is no R to write.
+    let null = 0u64;
+    let mut lb = g.stream().launch_builder(&k);
+    lb.arg(arp).arg(acol).arg(aval).arg(&n32);
+    lb.arg(&t.row_ptr).arg(&t.col).arg(&t.val).arg(t_pos);
+    lb.arg(prp).arg(pcol).arg(pval);
+    lb.arg(&lv.inv_diag).arg(&omega).arg(&rho);
     match r {
-        Some((rpos, rval)) => launch!(
-            g,
-            k,
-            threads,
-            "amg_smooth_fused",
-            [
-                arp,
-                acol,
-                aval,
-                &n32,
-                &t.row_ptr,
-                &t.col,
-                &t.val,
-                t_pos,
-                prp,
-                pcol,
-                pval,
-                &lv.inv_diag,
-                &omega,
-                &rho,
-                rpos,
-                rval
-            ]
-        ),
-        None => {
-            // Null pointers: no R to write.
-            let null = 0u64;
-            launch!(
-                g,
-                k,
-                threads,
-                "amg_smooth_fused",
-                [
-                    arp,
-                    acol,
-                    aval,
-                    &n32,
-                    &t.row_ptr,
-                    &t.col,
-                    &t.val,
-                    t_pos,
-                    prp,
-                    pcol,
-                    pval,
-                    &lv.inv_diag,
-                    &omega,
-                    &rho,
-                    &null,
-                    &null
-                ]
-            )
-        }
-    }
+        Some((rpos, rval)) => lb.arg(rpos).arg(rval),
+        None => lb.arg(&null).arg(&null),
+    };
+    // SAFETY: amg_smooth_fused walks its rows × lanes threads with a grid-stride loop, over
+    // A (n32 rows), T, P's pattern of A·T (pval its entries), D⁻¹ (n32), t_pos (T's entries),
+    // and, where given, R's positions and values (P's entries).
+    unsafe { lb.launch(Gpu::cfg(grid(g, threads), BLOCK, 0)) }
+        .map_err(|e| Gpu::launch_error("amg_smooth_fused", e))?;
     Ok(())
 }
 
