@@ -155,9 +155,9 @@ __device__ __forceinline__ void amg_smooth(const u32* __restrict__ pp, T* __rest
 // order, rounded as round(acc + round(a * t)) — the SpGEMM's and the CPU's order and rounding.
 // Then the row is scaled by -omega/rho * d_i^-1 and T's row added at tpos, as amg_smooth does
 // with the product's values; with rpos, the row is also written into R = P^T's values (where
-// each entry of P sits in R). G = 1 for one candidate (T has one entry per row), the candidates'
-// count rounded up to a power of two for several. A product whose column is not in the row
-// (never, for the pattern of A*T) is skipped.
+// each entry of P sits in R). G: the level's candidates' count rounded up to a power of two
+// (2 to 32). A product whose column is not in the row (never, for the pattern of A*T) is
+// skipped.
 template <typename T, int G>
 __device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, const u32* __restrict__ acol,
                                                  const T* __restrict__ aval, u32 n,
@@ -174,7 +174,7 @@ __device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, co
     for (u32 i = blockIdx.x * (blockDim.x / G) + threadIdx.x / G; i < n; i += stride) {
         const u32 p0 = pp[i], p1 = pp[i + 1];
         for (u32 k = p0 + lane; k < p1; k += G) pval[k] = (T)0;
-        if (G > 1) __syncwarp(gmask);
+        __syncwarp(gmask);
         for (u32 e = arp[i]; e < arp[i + 1]; ++e) {
             const u32 j = acol[e];
             const T a = aval[e];
@@ -187,17 +187,17 @@ __device__ __forceinline__ void amg_smooth_fused(const u32* __restrict__ arp, co
                 }
                 if (lo < p1 && pcol[lo] == c) pval[lo] = amg_add(pval[lo], amg_mul(a, tval[q]));
             }
-            if (G > 1) __syncwarp(gmask);
+            __syncwarp(gmask);
         }
         const T sc = amg_mul(neg_w, inv_diag[i]);
         for (u32 k = p0 + lane; k < p1; k += G) pval[k] = amg_mul(pval[k], sc);
-        if (G > 1) __syncwarp(gmask);
+        __syncwarp(gmask);
         for (u32 q = tp[i] + lane; q < tp[i + 1]; q += G) pval[tpos[q]] = amg_add(pval[tpos[q]], tval[q]);
         if (rpos != nullptr) {
-            if (G > 1) __syncwarp(gmask);
+            __syncwarp(gmask);
             for (u32 k = p0 + lane; k < p1; k += G) rval[rpos[k]] = pval[k];
         }
-        if (G > 1) __syncwarp(gmask);
+        __syncwarp(gmask);
     }
 }
 
@@ -562,7 +562,6 @@ AMG_TYPED(double, f64)
                                rho, rpos, rval);                                                            \
     }
 #define AMG_SMOOTH_FUSED_ALL(T, S)                                                                          \
-    AMG_SMOOTH_FUSED(T, S, 1)                                                                               \
     AMG_SMOOTH_FUSED(T, S, 2)                                                                               \
     AMG_SMOOTH_FUSED(T, S, 4)                                                                               \
     AMG_SMOOTH_FUSED(T, S, 8)                                                                               \

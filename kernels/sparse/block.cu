@@ -92,9 +92,10 @@ __device__ __forceinline__ double block_fma(double acc, double a, double b) { re
 // A warp takes ra consecutive rows of one block row I of C (ng = ceil(r/ra) warps per block
 // row): it clears their accumulator (in shared memory, cap entries per warp, when the rows fit,
 // else C's own rows), then takes A's blocks of row I in order; for each, the block's rows go to
-// shared memory and the lanes take the entries (J, b) of B's block row K (each lane one column b
-// of one block J: a contiguous run of B's k scalar rows), find J in C's row by binary search,
-// and add the products to the warp's entries of column b of block J, kk in order. So each entry
+// shared memory and the lanes take the blocks J of B's block row K (L lanes per block, each
+// every L-th column b of it, L = min(c, 32 / blocks in the row) so that short rows keep the
+// lanes busy), find J in C's row by binary search (once per lane and block), and add the
+// products to the warp's entries of column b of block J, kk in order. So each entry
 // of C is the sum of its products in A's scalar row order, rounded as round(acc + round(a·b))
 // like the scalar SpGEMM: on the entries of the scalar product it equals it bit for bit; the
 // entries that only the padding reaches are +0.
@@ -132,25 +133,33 @@ __device__ void bspgemm_numeric_(u32 nbr, u32 r, u32 k, u32 c, u32 ra, u32 cap, 
             const u32 b0 = bptr[K], mb = bptr[K + 1] - b0;
             const u32 items = mb * c;
             const T* brow = bval + (size_t)b0 * k * c;
-            for (u32 it = lane; it < items; it += 32) {
-                const u32 j = it / c, b = it - j * c;
+            // L lanes per block of B's row, each taking every L-th of its c columns: one search
+            // of the block's position in C's row per lane (not per column), as many lanes busy
+            // as the row's blocks allow. Each entry of C is still written by one lane per q.
+            const u32 per = 32u / (mb > 0 ? mb : 1u);
+            const u32 L = per < 1u ? 1u : (per > c ? c : per);
+            for (u32 it = lane; it < mb * L; it += 32) {
+                const u32 j = it / L, g0 = it - j * L;
                 const u32 J = bcol[b0 + j];
                 u32 lo = 0, hi = mc;
                 while (hi - lo > 1) {
                     const u32 mid = (lo + hi) >> 1;
                     if (ccol[c0 + mid] <= J) lo = mid; else hi = mid;
                 }
-                T bv[BLOCK_MAX];
-#pragma unroll
-                for (u32 kk = 0; kk < BLOCK_MAX; ++kk)
-                    if (kk < k) bv[kk] = brow[kk * items + it];
-                T* out = acc + lo * c + b;
-                for (u32 a = 0; a < nr; ++a) {
-                    T x = out[a * rc];
+                for (u32 b = g0; b < c; b += L) {
+                    const u32 bi = j * c + b;
+                    T bv[BLOCK_MAX];
 #pragma unroll
                     for (u32 kk = 0; kk < BLOCK_MAX; ++kk)
-                        if (kk < k) x = block_fma(x, sa[w][a * k + kk], bv[kk]);
-                    out[a * rc] = x;
+                        if (kk < k) bv[kk] = brow[kk * items + bi];
+                    T* out = acc + lo * c + b;
+                    for (u32 a = 0; a < nr; ++a) {
+                        T x = out[a * rc];
+#pragma unroll
+                        for (u32 kk = 0; kk < BLOCK_MAX; ++kk)
+                            if (kk < k) x = block_fma(x, sa[w][a * k + kk], bv[kk]);
+                        out[a * rc] = x;
+                    }
                 }
             }
             __syncwarp();

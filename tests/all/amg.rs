@@ -1506,6 +1506,17 @@ fn random_spd(n: usize, per_row: usize, seed: u64) -> CsrMatrix<f64> {
         .into_owned()
 }
 
+/// `k` smooth near-nullspace candidates of length `n`: the constant, a ramp, a cosine.
+fn smooth_candidates(n: usize, k: usize) -> Vec<Vec<f64>> {
+    let x = |i: usize| i as f64 / n as f64;
+    [&(|_| 1.0) as &dyn Fn(usize) -> f64, &|i| x(i), &|i| {
+        (3.0 * x(i)).cos()
+    }][..k]
+        .iter()
+        .map(|f| (0..n).map(f).collect())
+        .collect()
+}
+
 /// The device setup and re-setup with the prolongator smoothed in one kernel
 /// (`AmgParams::fused_smoothing`) against the numeric product `A·T` followed by the smoothing
 /// and scatter passes, for element type `T`: every level, every prolongator and every ρ bit for
@@ -1712,17 +1723,37 @@ fn gpu_fused_smoothing_equals_separate_product() {
             0.0,
         ),
         (("random spd 3000", random_spd(3000, 6, 5), None, 1), 0.0),
-        (("random spd 2000 θ", random_spd(2000, 10, 9), None, 1), 0.1),
+        (
+            (
+                "random spd 3000, 2 candidates",
+                random_spd(3000, 6, 5),
+                Some(smooth_candidates(3000, 2)),
+                1,
+            ),
+            0.0,
+        ),
+        (
+            (
+                "random spd 2000 θ, 3 candidates",
+                random_spd(2000, 10, 9),
+                Some(smooth_candidates(2000, 3)),
+                1,
+            ),
+            0.1,
+        ),
     ];
     for name in ["1138_bus", "nos4", "bcsstk01"] {
         if let Some(a) = crate::common::mtx::load::<f64>(name) {
-            cases.push(((name, a.canonical().into_owned(), None, 1), 0.0));
+            let a = a.canonical().into_owned();
+            let n = a.nrows();
+            cases.push(((name, a.clone(), None, 1), 0.0));
+            cases.push(((name, a, Some(smooth_candidates(n, 2)), 1), 0.0));
         }
     }
     for (problem, theta) in &cases {
         fused_smoothing_case::<f64>(&gpu, problem, *theta);
     }
-    for (problem, theta) in cases.iter().take(5) {
+    for (problem, theta) in cases.iter().take(7) {
         fused_smoothing_case::<f32>(&gpu, problem, *theta);
     }
 }

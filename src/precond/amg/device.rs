@@ -163,8 +163,9 @@ struct DevTransfer<T: GpuScalar> {
     /// Where each entry of `P` sits in `R = Pᵀ`.
     r_pos: CudaSlice<u32>,
     galerkin: Galerkin<T>,
-    /// Lanes per row of the fused smoothing ([`smooth_lanes`] of the level's candidates).
-    lanes: usize,
+    /// Lanes per row of the fused smoothing ([`smooth_lanes`]); `None`: the product and the
+    /// smoothing pass.
+    lanes: Option<usize>,
 }
 
 /// The plans of `R·A·P` entry by entry.
@@ -665,10 +666,12 @@ fn smooth<T: GpuScalar>(
     Ok(())
 }
 
-/// Lanes per row of the fused smoothing for a level with `candidates` near-nullspace
-/// candidates: `T` has at most that many entries per row, one per lane.
-fn smooth_lanes(candidates: usize) -> usize {
-    candidates.next_power_of_two().clamp(1, 32)
+/// Lanes per row of the fused smoothing ([`AmgParams::fused_smoothing`]) for a level with
+/// `candidates` near-nullspace candidates (`T` has at most that many entries per row, one per
+/// lane); `None` for one candidate, whose levels take the numeric product and the smoothing pass
+/// (as fast there on the H200: `benches/results/amg.md`).
+fn smooth_lanes(params: &AmgParams, candidates: usize) -> Option<usize> {
+    (params.fused_smoothing && candidates > 1).then(|| candidates.next_power_of_two().min(32))
 }
 
 /// `P = (I − ω/ρ·D⁻¹A)·T` into `pval` on the pattern (`prp`, `pcol`) of `A·T`, in one kernel
@@ -691,7 +694,7 @@ fn smooth_fused<T: GpuScalar>(
     lanes: usize,
 ) -> Result<()> {
     assert!(
-        lanes.is_power_of_two() && lanes <= 32,
+        lanes.is_power_of_two() && (2..=32).contains(&lanes),
         "fused smoothing: {lanes} lanes per row"
     );
     let rows = a.nrows();
@@ -968,13 +971,14 @@ fn setup_state<T: GpuScalar>(
         phase(g, params, &mut times.tentative, clock)?;
         let clock = Instant::now();
         let at_plan = GpuSpgemmPlan::symbolic(g, a_l, &t)?;
-        let mut p = if params.fused_smoothing {
+        let lanes = smooth_lanes(params, b.len());
+        let mut p = if lanes.is_some() {
             product_pattern(g, &at_plan)?
         } else {
             at_plan.numeric(a_l, &t)?
         };
         let t_pos = positions(g, &t, &p, &mut bad)?;
-        if params.fused_smoothing {
+        if let Some(lanes) = lanes {
             let DeviceCsr {
                 row_ptr, col, val, ..
             } = &mut p;
@@ -989,7 +993,7 @@ fn setup_state<T: GpuScalar>(
                 val,
                 None,
                 params.omega,
-                smooth_lanes(b.len()),
+                lanes,
             )?;
         } else {
             smooth(
@@ -1031,7 +1035,7 @@ fn setup_state<T: GpuScalar>(
             t_pos,
             r_pos,
             galerkin,
-            lanes: smooth_lanes(b.len()),
+            lanes,
         });
         b = bc;
     }
@@ -1155,7 +1159,7 @@ impl<T: GpuScalar> DeviceState<T> {
                     .expect("a transfer below every level but the last");
             let clock = Instant::now();
             let r = lv.r.as_mut().expect("R with P");
-            if params.fused_smoothing {
+            if let Some(lanes) = tr.lanes {
                 smooth_fused(
                     g,
                     &self.data[l],
@@ -1167,7 +1171,7 @@ impl<T: GpuScalar> DeviceState<T> {
                     p.values_mut(),
                     Some((&tr.r_pos, r.values_mut())),
                     params.omega,
-                    tr.lanes,
+                    lanes,
                 )?;
                 phase(g, params, &mut times.smooth, clock)?;
                 let clock = Instant::now();

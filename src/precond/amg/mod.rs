@@ -230,13 +230,13 @@ pub struct AmgParams {
     /// product. Levels whose whole blocks would more than double `A`, `P` or `R` take the scalar
     /// product. Default true (false: the scalar product everywhere, for comparisons).
     pub block_products: bool,
-    /// The device setup and re-setup compute `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T` in
-    /// one kernel that reads `A`, `T` and `D⁻¹` (one thread per row, the products summed in the
-    /// order and rounding of the SpGEMM), and the re-setup writes `R = Pᵀ`'s values from the
-    /// same kernel; instead of the numeric SpGEMM `A·T`, a smoothing pass over its values and a
-    /// scatter of them into `R`. The same values bit for bit where tested (one and six
-    /// candidates on the GPU). Default false: with three candidates a re-setup differed from a
-    /// fresh setup on the device, and the fused kernel saved at most 2 ms of a re-setup.
+    /// On levels with several near-nullspace candidates, the device setup and re-setup compute
+    /// `P = (I − ω/ρ·D⁻¹A)·T` on the pattern of `A·T` in one kernel that reads `A`, `T` and
+    /// `D⁻¹` (a lane per entry of `T`'s row, the products summed in the order and rounding of
+    /// the SpGEMM), and the re-setup writes `R = Pᵀ`'s values from the same kernel; instead of
+    /// the numeric SpGEMM `A·T`, a smoothing pass over its values and a scatter of them into
+    /// `R`. The same values bit for bit. Levels with one candidate keep the product and the
+    /// passes (as fast there). Default false: the separate product and passes everywhere.
     pub fused_smoothing: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
