@@ -52,6 +52,10 @@ pub(crate) fn dense_inverse<T: Scalar>(a: &CsrMatrix<T>) -> Result<(CsrMatrix<T>
     Ok((CsrMatrix::try_from_parts(n, n, row_ptr, col, val)?, how))
 }
 
+/// Multiply-adds of a column of the Cholesky factor below which its rows are computed on the
+/// calling thread.
+const PARALLEL_WORK: usize = 1 << 16;
+
 /// `A⁻¹` from `A = L·Lᵀ`, or `None` when a pivot is not positive (or `A` is not symmetric).
 fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
@@ -73,17 +77,25 @@ fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
         }
         let djj = s.sqrt();
         l[j * n + j] = djj;
-        // Column j below the diagonal, rows in parallel.
+        // Column j below the diagonal, rows in parallel where the column is long enough to
+        // pay for a dispatch to the thread pool (a coarsest level of a few hundred rows is
+        // factored on one thread in well under a millisecond; one dispatch per column cost
+        // more than the work).
         let (head, tail) = l.split_at_mut((j + 1) * n);
         let lj = &head[j * n..j * n + j];
-        tail.par_chunks_mut(n).enumerate().for_each(|(r, row)| {
+        let column = |(r, row): (usize, &mut [f64])| {
             let i = j + 1 + r;
             let mut s = a[i * n + j];
             for k in 0..j {
                 s -= row[k] * lj[k];
             }
             row[j] = s / djj;
-        });
+        };
+        if (n - j - 1) * j < PARALLEL_WORK {
+            tail.chunks_mut(n).enumerate().for_each(column);
+        } else {
+            tail.par_chunks_mut(n).enumerate().for_each(column);
+        }
     }
     // Columns of the inverse in parallel: solve L y = e_c, then Lᵀ x = y (Lᵀ's rows stored
     // apart, so that both sweeps read consecutive entries).
@@ -220,5 +232,59 @@ mod tests {
         let s = CsrMatrix::<f64>::from_triplets(2, 2, &[(0, 0, 1.0), (1, 0, 1.0)]).unwrap();
         let e = dense_inverse(&s).unwrap_err().to_string();
         assert!(e.contains("singular"), "{e}");
+    }
+
+    /// A coarsest level large enough that the middle columns of the factor are computed in
+    /// parallel (`PARALLEL_WORK`), the first and last ones on the calling thread: the same
+    /// inverse as one factored column by column on one thread, bit for bit.
+    #[test]
+    fn cholesky_with_parallel_columns_equals_serial() {
+        let a = crate::generate::poisson2d::<f64>(24).unwrap();
+        let n = a.nrows();
+        assert!((n / 2) * (n / 2) >= PARALLEL_WORK && n < PARALLEL_WORK);
+        let (inv, how) = dense_inverse(&a).unwrap();
+        assert_eq!(how, CoarseSolver::Cholesky);
+        // The factor on one thread, then A⁻¹ column by column as cholesky_inverse does.
+        let d = a.to_dense();
+        let mut l = vec![0.0f64; n * n];
+        for j in 0..n {
+            let mut s = d[j][j];
+            for k in 0..j {
+                s -= l[j * n + k] * l[j * n + k];
+            }
+            let djj = s.sqrt();
+            l[j * n + j] = djj;
+            for i in j + 1..n {
+                let mut s = d[i][j];
+                for k in 0..j {
+                    s -= l[i * n + k] * l[j * n + k];
+                }
+                l[i * n + j] = s / djj;
+            }
+        }
+        for c in [0, n / 3, n - 1] {
+            let mut y = vec![0.0f64; n];
+            for i in c..n {
+                let mut s = if i == c { 1.0 } else { 0.0 };
+                for k in c..i {
+                    s -= l[i * n + k] * y[k];
+                }
+                y[i] = s / l[i * n + i];
+            }
+            for i in (0..n).rev() {
+                let mut s = y[i];
+                for k in i + 1..n {
+                    s -= l[k * n + i] * y[k];
+                }
+                y[i] = s / l[i * n + i];
+            }
+            for i in 0..n {
+                assert_eq!(
+                    inv.values()[i * n + c].to_bits(),
+                    y[i].to_bits(),
+                    "({i}, {c})"
+                );
+            }
+        }
     }
 }

@@ -1335,7 +1335,14 @@ impl<T: GpuScalar> DeviceState<T> {
         let coarsest = CsrView::from(&levels.last().expect("a level").a).download(g)?;
         read_rhos(g, &mut self.data, steps)?;
         let (inv, coarse_solver) = dense_inverse(&coarsest)?;
-        built.coarse_inv = GpuCsr::upload(g, &inv)?;
+        // The inverse is dense (n × n), so its pattern is the last one's: the values go into
+        // the matrix in use and its SpMV table is kept.
+        let c = &mut built.coarse_inv;
+        if c.nrows() == inv.nrows() && c.nnz() == inv.nnz() {
+            g.upload_into(inv.values(), c.values_mut())?;
+        } else {
+            built.coarse_inv = GpuCsr::upload(g, &inv)?;
+        }
         built.coarse_solver = coarse_solver;
         phase(g, params, &mut times.coarse, clock)?;
         for ((lv, d), info) in levels.iter_mut().zip(&self.data).zip(built.info.iter_mut()) {
