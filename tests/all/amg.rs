@@ -1600,7 +1600,13 @@ fn fused_smoothing_case<T: segsparse::backend::GpuScalar>(
         separate.update_matrix(&ops, &dm).unwrap();
         same(&fused, &separate, &format!("re-setup {step}"));
     }
-    same(&fused, &build(&a2, true), "re-setup vs fresh setup");
+    // A re-setup keeps every level's aggregates; a fresh setup with θ > 0 reads the coarse
+    // levels' strength from their new values and may aggregate them otherwise (three
+    // candidates, θ = 0.1: 75 against 90 coarse aggregates on the second level), so the
+    // two are the same hierarchy only where the strength graph is the pattern.
+    if theta == 0.0 {
+        same(&fused, &build(&a2, true), "re-setup vs fresh setup");
+    }
     // Against the host setup of the same values (the CPU's product and smoothing): the same
     // patterns, the values to the rounding of the ρ estimates.
     let host_p = AmgParams {
@@ -1757,3 +1763,4 @@ fn gpu_fused_smoothing_equals_separate_product() {
         fused_smoothing_case::<f32>(&gpu, problem, *theta);
     }
 }
+
