@@ -289,11 +289,12 @@ pub struct AmgArgs {
     /// graph and replaying it; for comparisons.
     #[arg(long)]
     pub amg_no_resetup_graph: bool,
-    /// AMG: smooth the prolongator in one kernel that reads `A`, `T` and `D⁻¹` instead of the
-    /// numeric product `A·T`, a scaling pass and a scatter into `R` (the device setup and
-    /// re-setup); for comparisons.
+    /// AMG: smooth the prolongator as the numeric product `A·T`, a scaling pass and a scatter
+    /// into `R` on every level, instead of one kernel that reads `A`, `T` and `D⁻¹` on levels
+    /// with several candidates (the device setup and re-setup; the same values); for
+    /// comparisons.
     #[arg(long)]
-    pub amg_fused_smoothing: bool,
+    pub amg_unfused_smoothing: bool,
 }
 
 /// `--amg-smoother`.

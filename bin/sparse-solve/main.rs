@@ -1383,7 +1383,7 @@ fn amg_params(cli: &Cli) -> Result<AmgParams> {
         phase_times: cli.amg.amg_phase_times,
         block_products: !cli.amg.amg_scalar_products,
         resetup_graph: !cli.amg.amg_no_resetup_graph,
-        fused_smoothing: cli.amg.amg_fused_smoothing,
+        fused_smoothing: !cli.amg.amg_unfused_smoothing,
         spectral_steps: cli.amg.amg_spectral_steps,
         aggregation_window: cli.amg.amg_aggregation_window,
         ..Default::default()

@@ -236,7 +236,8 @@ pub struct AmgParams {
     /// the SpGEMM), and the re-setup writes `R = Pᵀ`'s values from the same kernel; instead of
     /// the numeric SpGEMM `A·T`, a smoothing pass over its values and a scatter of them into
     /// `R`. The same values bit for bit. Levels with one candidate keep the product and the
-    /// passes (as fast there). Default false: the separate product and passes everywhere.
+    /// passes (as fast there). Default true (false: the separate product and passes
+    /// everywhere, for comparisons).
     pub fused_smoothing: bool,
     #[doc(hidden)]
     pub non_exhaustive: (),
@@ -266,7 +267,7 @@ impl Default for AmgParams {
             phase_times: false,
             resetup_graph: true,
             block_products: true,
-            fused_smoothing: false,
+            fused_smoothing: true,
             non_exhaustive: (),
         }
     }
