@@ -1764,4 +1764,3 @@ fn gpu_fused_smoothing_equals_separate_product() {
         fused_smoothing_case::<f32>(&gpu, problem, *theta);
     }
 }
-

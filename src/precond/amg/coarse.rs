@@ -105,24 +105,28 @@ fn cholesky_inverse(a: &[f64], n: usize) -> Option<Vec<f64>> {
             lt[k * n + i] = l[i * n + k];
         }
     }
-    Some(from_columns(n, |c| {
-        let mut y = vec![0.0f64; n];
-        for i in c..n {
-            let mut s = if i == c { 1.0 } else { 0.0 };
-            for k in c..i {
-                s -= l[i * n + k] * y[k];
-            }
-            y[i] = s / l[i * n + i];
+    Some(from_columns(n, |c| inverse_column(&l, &lt, n, c)))
+}
+
+/// Column `c` of `(L·Lᵀ)⁻¹` from the Cholesky factor `l` and its transpose `lt` (both `n × n`,
+/// row-major): `L y = e_c`, then `Lᵀ x = y`.
+fn inverse_column(l: &[f64], lt: &[f64], n: usize, c: usize) -> Vec<f64> {
+    let mut y = vec![0.0f64; n];
+    for i in c..n {
+        let mut s = if i == c { 1.0 } else { 0.0 };
+        for k in c..i {
+            s -= l[i * n + k] * y[k];
         }
-        for i in (0..n).rev() {
-            let mut s = y[i];
-            for k in i + 1..n {
-                s -= lt[i * n + k] * y[k];
-            }
-            y[i] = s / l[i * n + i];
+        y[i] = s / l[i * n + i];
+    }
+    for i in (0..n).rev() {
+        let mut s = y[i];
+        for k in i + 1..n {
+            s -= lt[i * n + k] * y[k];
         }
-        y
-    }))
+        y[i] = s / l[i * n + i];
+    }
+    y
 }
 
 /// `A⁻¹` by LU with partial pivoting.
@@ -262,22 +266,14 @@ mod tests {
                 l[i * n + j] = s / djj;
             }
         }
+        let mut lt = vec![0.0f64; n * n];
+        for i in 0..n {
+            for k in 0..=i {
+                lt[k * n + i] = l[i * n + k];
+            }
+        }
         for c in [0, n / 3, n - 1] {
-            let mut y = vec![0.0f64; n];
-            for i in c..n {
-                let mut s = if i == c { 1.0 } else { 0.0 };
-                for k in c..i {
-                    s -= l[i * n + k] * y[k];
-                }
-                y[i] = s / l[i * n + i];
-            }
-            for i in (0..n).rev() {
-                let mut s = y[i];
-                for k in i + 1..n {
-                    s -= l[k * n + i] * y[k];
-                }
-                y[i] = s / l[i * n + i];
-            }
+            let y = inverse_column(&l, &lt, n, c);
             for i in 0..n {
                 assert_eq!(
                     inv.values()[i * n + c].to_bits(),
