@@ -313,42 +313,65 @@ mod gpu {
         gpu_case::<f32>();
     }
 
-    /// Every team size of the row-major kernel (and the column-major long rows) on one matrix,
-    /// in both precisions and layouts, for the widths of the vector and scalar paths; the same
-    /// bits on a second run.
-    fn gpu_teams<T: GpuScalar>() {
+    /// `A·X` by [`GpuSpmm`] for every width of `ks`, both layouts and each `(α, β)` of
+    /// `coeffs`: equal to `k` SpMVs, and the same bits in each of `runs` runs.
+    fn gpu_repeatable<T: GpuScalar>(
+        what: &str,
+        a: &CsrMatrix<T>,
+        seed: u64,
+        ks: &[usize],
+        coeffs: [(f64, f64); 2],
+        runs: usize,
+    ) {
         let Some(g) = test_gpu() else { return };
         let ops = GpuSpmm::<T>::new(&g).unwrap();
-        let a = team_rows::<T>();
-        let d = GpuCsr::upload(&g, &a).unwrap();
-        let mut rng = ChaCha8Rng::seed_from_u64(23);
-        for &k in &[1usize, 3, 4, 8, 12, 16, 32, 40] {
+        let d = GpuCsr::upload(&g, a).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for &k in ks {
             for layout in LAYOUTS {
                 let x = random_block::<T>(a.ncols(), k, &mut rng);
                 let y0 = random_block::<T>(a.nrows(), k, &mut rng);
                 let dx = g.upload(&x).unwrap();
-                for (alpha, beta) in [(1.0, 0.0), (0.75, -1.5)] {
+                for (alpha, beta) in coeffs {
                     let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
                     let y_in: Vec<T> = if beta == T::zero() {
                         vec![T::nan(); y0.len()]
                     } else {
                         y0.clone()
                     };
-                    let mut dy = g.upload(&y_in).unwrap();
-                    ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
-                    let y = g.download(&dy).unwrap();
-                    check_against_spmv("team_rows", &a, alpha, &x, k, layout, beta, &y_in, &y);
-                    let mut dy = g.upload(&y_in).unwrap();
-                    ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
-                    let again = g.download(&dy).unwrap();
-                    let same = y
-                        .iter()
-                        .zip(&again)
-                        .all(|(p, q)| p.as_f64().to_bits() == q.as_f64().to_bits());
-                    assert!(same, "team_rows {layout:?} k={k}: a second run differs");
+                    let out: Vec<Vec<T>> = (0..runs)
+                        .map(|_| {
+                            let mut dy = g.upload(&y_in).unwrap();
+                            ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
+                            g.download(&dy).unwrap()
+                        })
+                        .collect();
+                    check_against_spmv(what, a, alpha, &x, k, layout, beta, &y_in, &out[0]);
+                    for again in &out[1..] {
+                        let same = out[0]
+                            .iter()
+                            .zip(again)
+                            .all(|(p, q)| p.as_f64().to_bits() == q.as_f64().to_bits());
+                        assert!(same, "{what} {layout:?} k={k}: runs differ");
+                    }
                 }
             }
         }
+    }
+
+    /// Every team size of the row-major kernel (and the column-major long rows) on one matrix,
+    /// in both precisions and layouts, for the widths of the vector and scalar paths; the same
+    /// bits on a second run.
+    fn gpu_teams<T: GpuScalar>() {
+        let ks = [1usize, 3, 4, 8, 12, 16, 32, 40];
+        gpu_repeatable(
+            "team_rows",
+            &team_rows::<T>(),
+            23,
+            &ks,
+            [(1.0, 0.0), (0.75, -1.5)],
+            2,
+        );
     }
 
     #[test]
@@ -365,50 +388,15 @@ mod gpu {
     /// do not divide the lanes' loads: equal to `k` SpMVs, and the same bits in three runs
     /// (whichever block adds a row's pieces, it adds them in piece order).
     fn gpu_split<T: GpuScalar>() {
-        let Some(g) = test_gpu() else { return };
-        let ops = GpuSpmm::<T>::new(&g).unwrap();
-        let a = split_rows::<T>();
-        let d = GpuCsr::upload(&g, &a).unwrap();
-        let mut rng = ChaCha8Rng::seed_from_u64(31);
-        for &k in &[1usize, 3, 5, 8, 13, 16, 17, 24, 32, 40] {
-            for layout in LAYOUTS {
-                let x = random_block::<T>(a.ncols(), k, &mut rng);
-                let y0 = random_block::<T>(a.nrows(), k, &mut rng);
-                let dx = g.upload(&x).unwrap();
-                for (alpha, beta) in [(1.0, 0.0), (-1.25, 0.5)] {
-                    let (alpha, beta) = (T::of_f64(alpha), T::of_f64(beta));
-                    let y_in: Vec<T> = if beta == T::zero() {
-                        vec![T::nan(); y0.len()]
-                    } else {
-                        y0.clone()
-                    };
-                    let mut runs = Vec::new();
-                    for _ in 0..3 {
-                        let mut dy = g.upload(&y_in).unwrap();
-                        ops.spmm(&d, alpha, &dx, k, layout, beta, &mut dy).unwrap();
-                        runs.push(g.download(&dy).unwrap());
-                    }
-                    check_against_spmv(
-                        "split_rows",
-                        &a,
-                        alpha,
-                        &x,
-                        k,
-                        layout,
-                        beta,
-                        &y_in,
-                        &runs[0],
-                    );
-                    for again in &runs[1..] {
-                        let same = runs[0]
-                            .iter()
-                            .zip(again)
-                            .all(|(p, q)| p.as_f64().to_bits() == q.as_f64().to_bits());
-                        assert!(same, "split_rows {layout:?} k={k}: runs differ");
-                    }
-                }
-            }
-        }
+        let ks = [1usize, 3, 5, 8, 13, 16, 17, 24, 32, 40];
+        gpu_repeatable(
+            "split_rows",
+            &split_rows::<T>(),
+            31,
+            &ks,
+            [(1.0, 0.0), (-1.25, 0.5)],
+            3,
+        );
     }
 
     #[test]
